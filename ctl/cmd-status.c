@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+/* rdmabrokerctl status */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "ctl/ctl.h"
+
+static void status_uptime(char *buf, size_t size, uint64_t usec)
+{
+	uint64_t s = usec / 1000000;
+
+	snprintf(buf, size, "%" PRIu64 "d %02" PRIu64 ":%02" PRIu64
+		 ":%02" PRIu64,
+		 s / 86400, s / 3600 % 24, s / 60 % 60, s % 60);
+}
+
+int cmd_status(struct ctl *ctl, int argc, char **argv)
+{
+	struct ibc_status st;
+	char up[64];
+	int ret;
+
+	if (argc != 1) {
+		fprintf(stderr, "rdmabrokerctl: status takes no arguments\n");
+		return CTL_USAGE;
+	}
+	ret = ctl_connect(ctl);
+	if (ret)
+		return ret;
+	ret = ibc_status(ctl->client, &st);
+	if (ret < 0)
+		return ctl_fail("status", ret);
+	if (ctl->json) {
+		printf("{\"daemon_version\":");
+		json_string(stdout, st.daemon_version);
+		printf(",\"protocol_version\":%u,\"pid\":%u,"
+		       "\"uptime_usec\":%" PRIu64 ",\"device_kind\":",
+		       st.protocol_version, st.daemon_pid, st.uptime_usec);
+		json_string(stdout, st.device_kind);
+		printf(",\"clients\":%u,\"max_clients\":%u,"
+		       "\"requests_served\":%" PRIu64 "}\n",
+		       st.clients, st.max_clients, st.requests_served);
+		return CTL_OK;
+	}
+	status_uptime(up, sizeof(up), st.uptime_usec);
+	printf("%-18s %s (protocol %u)\n", "daemon version", st.daemon_version,
+	       st.protocol_version);
+	printf("%-18s %u\n", "pid", st.daemon_pid);
+	printf("%-18s %s\n", "uptime", up);
+	printf("%-18s %s\n", "device kind", st.device_kind);
+	printf("%-18s %u of %u\n", "clients", st.clients, st.max_clients);
+	printf("%-18s %" PRIu64 "\n", "requests served", st.requests_served);
+	return CTL_OK;
+}

@@ -1,0 +1,156 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/conn.h"
+#include "daemon/dispatch.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+
+static const struct handler handlers[] = {
+	[RDMAB__REQUEST__BODY_HELLO] = { "hello", h_session_hello, 0, 0 },
+	[RDMAB__REQUEST__BODY_PING] = { "ping", h_session_ping, 0,
+					H_NEEDS_HELLO },
+	[RDMAB__REQUEST__BODY_STATUS] = { "status", h_status_get, 0,
+					  H_NEEDS_HELLO },
+};
+
+const struct handler *dispatch_lookup(unsigned int body_case)
+{
+	if (body_case >= sizeof(handlers) / sizeof(handlers[0]) ||
+	    !handlers[body_case].fn)
+		return NULL;
+	return &handlers[body_case];
+}
+
+void *reply_alloc(struct reply *r, size_t size)
+{
+	void *p;
+
+	if (r->n_owned == REPLY_MAX_OWNED)
+		return NULL;
+	p = calloc(1, size);
+	if (p)
+		r->owned[r->n_owned++] = p;
+	return p;
+}
+
+int reply_error(struct reply *r, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(r->message, sizeof(r->message), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static void reply_send(struct conn *c, struct reply *r)
+{
+	Rdmab__DaemonMessage msg = RDMAB__DAEMON_MESSAGE__INIT;
+
+	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_REPLY;
+	msg.reply = &r->msg;
+	if (r->msg.error) {
+		r->msg.message = r->message;
+		/* A failed request sends no body and no descriptor. */
+		r->msg.body_case = RDMAB__REPLY__BODY__NOT_SET;
+		r->nfds = 0;
+	}
+	if (conn_send(c, &msg, r->fds, r->nfds) < 0)
+		c->closing = true;
+	for (unsigned int i = 0; i < r->n_owned; i++)
+		free(r->owned[i]);
+}
+
+void dispatch_error(struct conn *c, uint64_t serial, int err,
+		    const char *message)
+{
+	struct reply r = { .msg = RDMAB__REPLY__INIT };
+
+	r.msg.serial = serial;
+	r.msg.error = err;
+	snprintf(r.message, sizeof(r.message), "%s", message);
+	reply_send(c, &r);
+}
+
+/* Run the handler; a negative return is the error to reply with. */
+static int dispatch_request(struct conn *c, const Rdmab__Request *req,
+			    struct wire_fds *fds, struct reply *r,
+			    bool *ret_fatal)
+{
+	const struct handler *h = dispatch_lookup(req->body_case);
+
+	if (req->version != WIRE_PROTOCOL_VERSION) {
+		*ret_fatal = true;
+		return reply_error(r, -EPROTO,
+				   "protocol version %u is not supported "
+				   "(the broker speaks version %u)",
+				   req->version, WIRE_PROTOCOL_VERSION);
+	}
+	if (!h) {
+		/* A newer client's request: refuse it, keep the client. */
+		return reply_error(r, -EOPNOTSUPP,
+				   "request type %u is not supported by "
+				   "this broker (" PACKAGE_VERSION ")",
+				   (unsigned int)req->body_case);
+	}
+	if (fds->n > h->max_fds) {
+		*ret_fatal = true;
+		return reply_error(r, -EPROTO,
+				   "%s carries %u descriptors, at most %u "
+				   "allowed",
+				   h->name, fds->n, h->max_fds);
+	}
+	if ((h->flags & H_NEEDS_HELLO) && !c->hello_done) {
+		*ret_fatal = true;
+		return reply_error(r, -EPROTO, "%s before hello", h->name);
+	}
+	return h->fn(c, req, fds, r);
+}
+
+void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
+		     struct wire_fds *fds)
+{
+	struct reply r = { .msg = RDMAB__REPLY__INIT };
+	struct wire_budget budget;
+	Rdmab__Request *req;
+	bool fatal = false;
+	int ret;
+
+	wire_budget_init(&budget, WIRE_MAX_DECODED);
+	req = rdmab__request__unpack(&budget.allocator, len, buf);
+	if (!req) {
+		log_notice("client %" PRIu64 " (pid %d): malformed request "
+			   "of %zu bytes; disconnecting",
+			   c->id, (int)c->cred.pid, len);
+		wire_fds_close(fds);
+		dispatch_error(c, 0, EBADMSG,
+			       "the request could not be decoded");
+		conn_close_after_flush(c);
+		return;
+	}
+	r.msg.serial = req->serial;
+	ret = dispatch_request(c, req, fds, &r, &fatal);
+	/* A descriptor no field claimed is closed here. */
+	wire_fds_close(fds);
+	c->requests++;
+	c->srv->requests_served++;
+	if (ret < 0) {
+		r.msg.error = -ret;
+		if (fatal)
+			log_notice("client %" PRIu64 " (pid %d): %s; "
+				   "disconnecting",
+				   c->id, (int)c->cred.pid, r.message);
+	}
+	reply_send(c, &r);
+	rdmab__request__free_unpacked(req, &budget.allocator);
+	if (fatal || c->closing)
+		conn_close_after_flush(c);
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef RDMAB_DISPATCH_H
+#define RDMAB_DISPATCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "proto/wire.h"
+
+struct conn;
+
+#define REPLY_MAX_OWNED 16
+
+/* What a handler fills in; dispatch sends it, so every request gets exactly
+ * one reply. */
+struct reply {
+	Rdmab__Reply msg;
+	char message[256];
+	/* Descriptors to send; borrowed: the queue takes dups. */
+	int fds[WIRE_MAX_FDS];
+	unsigned int nfds;
+	void *owned[REPLY_MAX_OWNED];
+	unsigned int n_owned;
+};
+
+/* Zeroed memory that lives until the reply is sent; NULL when out of
+ * memory or slots. */
+void *reply_alloc(struct reply *r, size_t size);
+
+/* Record the broker's sentence for a failure; returns @err (negative). */
+int reply_error(struct reply *r, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+typedef int (*handler_fn)(struct conn *c, const Rdmab__Request *req,
+			  struct wire_fds *fds, struct reply *r);
+
+enum handler_flags {
+	H_NEEDS_HELLO = 1 << 0,
+	H_ADMIN = 1 << 1,
+};
+
+struct handler {
+	const char *name;
+	handler_fn fn;
+	unsigned int max_fds;
+	unsigned int flags;
+};
+
+/* Handlers, one family a file. */
+int h_session_hello(struct conn *c, const Rdmab__Request *req,
+		    struct wire_fds *fds, struct reply *r);
+int h_session_ping(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r);
+int h_status_get(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r);
+
+/* The handler for a body case, or NULL for one this daemon does not know. */
+const struct handler *dispatch_lookup(unsigned int body_case);
+
+/*
+ * Decode and serve one packet of @c. Owns @fds. May close @c: the caller
+ * must not touch it afterwards.
+ */
+void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
+		     struct wire_fds *fds);
+
+/* Queue an error reply (@err positive) carrying @serial. */
+void dispatch_error(struct conn *c, uint64_t serial, int err,
+		    const char *message);
+
+#endif

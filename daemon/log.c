@@ -1,0 +1,53 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "daemon/log.h"
+
+int log_max_priority = LOG_INFO;
+
+static const char *const log_names[] = {
+	"emerg", "alert", "crit", "err", "warning", "notice", "info", "debug",
+};
+
+int log_parse_level(const char *s)
+{
+	char *end;
+	long v;
+
+	for (int i = 0; i < 8; i++)
+		if (strcasecmp(s, log_names[i]) == 0)
+			return i;
+	if (strcasecmp(s, "error") == 0)
+		return LOG_ERR;
+	if (strcasecmp(s, "warn") == 0)
+		return LOG_WARNING;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < 0 || v > 7)
+		return -EINVAL;
+	return (int)v;
+}
+
+void log_msg(int priority, const char *fmt, ...)
+{
+	char line[1024];
+	va_list ap;
+	int n;
+
+	if (priority > log_max_priority)
+		return;
+	n = snprintf(line, sizeof(line), "<%d>", priority);
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	/* One write per line, so that lines of concurrent writers (tests
+	 * share stderr) are never interleaved. */
+	fprintf(stderr, "%s\n", line);
+}

@@ -1,0 +1,165 @@
+// SPDX-License-Identifier: MIT
+/* rdmabrokerd: argument parsing and the event loop; everything else lives
+ * in libdaemon. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/log.h"
+#include "daemon/server.h"
+#include "proto/wire.h"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+		"Usage: rdmabrokerd [OPTION]...\n"
+		"Share RDMA contexts, XRC domains and device memory with "
+		"unprivileged processes.\n\n"
+		"  -s, --socket PATH       listen on PATH when systemd passes "
+		"no socket\n"
+		"                          (default /run/rdmabroker.sock)\n"
+		"  -m, --socket-mode MODE  permissions of a self-bound socket "
+		"(default 0660)\n"
+		"  -r, --runtime-dir DIR   directory for XRC domain files\n"
+		"                          (default /run/rdmabroker)\n"
+		"  -c, --config FILE       configuration file\n"
+		"                          (default "
+		"/etc/rdmabroker/rdmabroker.conf)\n"
+		"  -d, --device KIND       auto, verbs or soft (default "
+		"auto)\n"
+		"      --max-clients N     connection limit (default 1024)\n"
+		"  -l, --log-level LEVEL   err, warning, notice, info, debug "
+		"(default info)\n"
+		"  -f, --foreground        stay in the foreground (always; "
+		"kept for scripts)\n"
+		"  -V, --version           print the version and exit\n"
+		"  -h, --help              print this help and exit\n\n"
+		"See rdmabrokerd(8).\n");
+}
+
+static int parse_uint(const char *s, int base, unsigned int max,
+		      unsigned int *ret)
+{
+	char *end;
+	unsigned long v;
+
+	errno = 0;
+	v = strtoul(s, &end, base);
+	if (errno || end == s || *end || v > max)
+		return -EINVAL;
+	*ret = (unsigned int)v;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option longopts[] = {
+		{ "socket", required_argument, NULL, 's' },
+		{ "socket-mode", required_argument, NULL, 'm' },
+		{ "runtime-dir", required_argument, NULL, 'r' },
+		{ "config", required_argument, NULL, 'c' },
+		{ "device", required_argument, NULL, 'd' },
+		{ "max-clients", required_argument, NULL, 'M' },
+		{ "log-level", required_argument, NULL, 'l' },
+		{ "foreground", no_argument, NULL, 'f' },
+		{ "version", no_argument, NULL, 'V' },
+		{ "help", no_argument, NULL, 'h' },
+		{ 0 },
+	};
+	struct server_options opt = {
+		.socket_path = "/run/rdmabroker.sock",
+		.runtime_dir = "/run/rdmabroker",
+		.config_path = "/etc/rdmabroker/rdmabroker.conf",
+		.device_mode = DEVICE_MODE_AUTO,
+		.socket_mode = 0660,
+		.max_conns = 1024,
+		.outq_max = 256 * 1024,
+	};
+	struct server srv;
+	int c, ret;
+
+	while ((c = getopt_long(argc, argv, "s:m:r:c:d:l:fVh", longopts,
+				NULL)) != -1) {
+		switch (c) {
+		case 's':
+			opt.socket_path = optarg;
+			break;
+		case 'm':
+			if (parse_uint(optarg, 8, 0777, &opt.socket_mode) < 0) {
+				fprintf(stderr,
+					"rdmabrokerd: --socket-mode: \"%s\" is "
+					"not an octal mode\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'r':
+			opt.runtime_dir = optarg;
+			break;
+		case 'c':
+			opt.config_path = optarg;
+			break;
+		case 'd':
+			if (device_parse_mode(optarg, &opt.device_mode) < 0) {
+				fprintf(stderr,
+					"rdmabrokerd: --device: \"%s\" is not "
+					"auto, verbs or soft\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'M':
+			if (parse_uint(optarg, 10, 1000000, &opt.max_conns) <
+				    0 ||
+			    opt.max_conns == 0) {
+				fprintf(stderr,
+					"rdmabrokerd: --max-clients: \"%s\" is "
+					"not a number from 1 to 1000000\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'l':
+			ret = log_parse_level(optarg);
+			if (ret < 0) {
+				fprintf(stderr,
+					"rdmabrokerd: --log-level: \"%s\" is "
+					"not a syslog level\n",
+					optarg);
+				return 2;
+			}
+			log_max_priority = ret;
+			break;
+		case 'f':
+			break;
+		case 'V':
+			printf("rdmabrokerd %s (protocol %d)\n",
+			       PACKAGE_VERSION, WIRE_PROTOCOL_VERSION);
+			return 0;
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "rdmabrokerd: unexpected argument \"%s\"\n",
+			argv[optind]);
+		usage(stderr);
+		return 2;
+	}
+
+	ret = server_init(&srv, &opt);
+	if (ret == 0) {
+		log_notice("rdmabrokerd %s started", PACKAGE_VERSION);
+		ret = server_run(&srv);
+	}
+	server_fini(&srv);
+	return ret < 0 ? 1 : 0;
+}

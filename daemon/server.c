@@ -1,0 +1,366 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "daemon/conn.h"
+#include "daemon/log.h"
+#include "daemon/sd.h"
+#include "daemon/server.h"
+
+/* How long accept() rests after EMFILE/ENFILE. */
+#define ACCEPT_BACKOFF_MS 100
+
+static int server_sockaddr(const char *path, struct sockaddr_un *sa)
+{
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	if (strlen(path) >= sizeof(sa->sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa->sun_path, path);
+	return 0;
+}
+
+/* -EADDRINUSE when a live daemon answers on @path; 0 when the path is free
+ * or held by a stale socket, which is then removed. */
+static int server_clear_stale(const char *path, const struct sockaddr_un *sa)
+{
+	struct stat st;
+	int fd, ret;
+
+	if (lstat(path, &st) < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (!S_ISSOCK(st.st_mode))
+		return -EEXIST;
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return -errno;
+	ret = connect(fd, (const struct sockaddr *)sa, sizeof(*sa));
+	close(fd);
+	if (ret == 0)
+		return -EADDRINUSE;
+	if (errno != ECONNREFUSED)
+		return -errno;
+	if (unlink(path) < 0 && errno != ENOENT)
+		return -errno;
+	log_info("removed the stale socket %s", path);
+	return 0;
+}
+
+static int server_bind(struct server *srv)
+{
+	const char *path = srv->opt.socket_path;
+	struct sockaddr_un sa;
+	int fd, ret;
+
+	ret = server_sockaddr(path, &sa);
+	if (ret < 0) {
+		log_err("socket path %s is too long", path);
+		return ret;
+	}
+	ret = server_clear_stale(path, &sa);
+	if (ret == -EADDRINUSE) {
+		log_err("another broker is listening on %s; not taking it "
+			"over",
+			path);
+		return ret;
+	}
+	if (ret == -EEXIST) {
+		log_err("%s exists and is not a socket; not replacing it",
+			path);
+		return ret;
+	}
+	if (ret < 0) {
+		log_err("cannot check %s: %s", path, strerror(-ret));
+		return ret;
+	}
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		    0);
+	if (fd < 0)
+		return -errno;
+	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    chmod(path, srv->opt.socket_mode) < 0 || listen(fd, 128) < 0) {
+		ret = -errno;
+		log_err("cannot listen on %s: %s", path, strerror(-ret));
+		close(fd);
+		unlink(path);
+		return ret;
+	}
+	srv->bound_path = strdup(path);
+	if (!srv->bound_path) {
+		close(fd);
+		unlink(path);
+		return -ENOMEM;
+	}
+	log_info("listening on %s", path);
+	return fd;
+}
+
+static void server_set_accepting(struct server *srv, bool on)
+{
+	if (on == srv->accepting || srv->stopping)
+		return;
+	if (on)
+		event_add(srv->listen_ev, NULL);
+	else
+		event_del(srv->listen_ev);
+	srv->accepting = on;
+}
+
+/* Tell a client over the limit why, then drop it. */
+static void server_refuse(struct server *srv, int fd)
+{
+	Rdmab__DaemonMessage msg = RDMAB__DAEMON_MESSAGE__INIT;
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	char text[128];
+
+	snprintf(text, sizeof(text),
+		 "the broker serves at most %u connections",
+		 srv->opt.max_conns);
+	reply.error = EUSERS;
+	reply.message = text;
+	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_REPLY;
+	msg.reply = &reply;
+	wire_send_msg(fd, &msg.base, NULL, 0, MSG_DONTWAIT);
+	close(fd);
+}
+
+static void server_accept_cb(evutil_socket_t lfd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	for (;;) {
+		struct conn *c;
+		int fd;
+
+		fd = accept4(srv->listen_fd, NULL, NULL,
+			     SOCK_NONBLOCK | SOCK_CLOEXEC);
+		if (fd < 0) {
+			if (errno == EMFILE || errno == ENFILE ||
+			    errno == ENOBUFS || errno == ENOMEM) {
+				struct timeval tv = {
+					.tv_usec = ACCEPT_BACKOFF_MS * 1000,
+				};
+
+				log_warn("accept: %s; resting %d ms",
+					 strerror(errno), ACCEPT_BACKOFF_MS);
+				server_set_accepting(srv, false);
+				evtimer_add(srv->backoff_ev, &tv);
+			} else if (errno != EAGAIN && errno != EINTR &&
+				   errno != ECONNABORTED) {
+				log_err("accept: %s", strerror(errno));
+			}
+			return;
+		}
+		if (srv->n_conns >= srv->opt.max_conns) {
+			server_refuse(srv, fd);
+			continue;
+		}
+		if (conn_new(srv, fd, &c) < 0)
+			log_warn("cannot set up a new connection");
+	}
+}
+
+static void server_backoff_cb(evutil_socket_t fd, short what, void *arg)
+{
+	server_set_accepting(arg, true);
+}
+
+void server_conn_gone(struct server *srv)
+{
+	server_status_dirty(srv);
+	if (!evtimer_pending(srv->backoff_ev, NULL))
+		server_set_accepting(srv, true);
+}
+
+static void server_status_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	sd_status("%u clients, %" PRIu64 " requests served, %s device",
+		  srv->n_conns, srv->requests_served,
+		  device_kind_name(srv->devices.kind));
+}
+
+void server_status_dirty(struct server *srv)
+{
+	/* Coalesced: at most one STATUS= a second. */
+	struct timeval tv = { .tv_sec = 1 };
+
+	if (!evtimer_pending(srv->status_ev, NULL))
+		evtimer_add(srv->status_ev, &tv);
+}
+
+static void server_watchdog_cb(evutil_socket_t fd, short what, void *arg)
+{
+	sd_watchdog_ping();
+}
+
+static void server_shutdown(struct server *srv, const char *reason)
+{
+	Rdmab__ShutdownEvent sev = RDMAB__SHUTDOWN_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	struct conn *c;
+
+	if (srv->stopping)
+		return;
+	log_notice("%s: shutting down, %u clients connected", reason,
+		   srv->n_conns);
+	sd_stopping();
+	server_set_accepting(srv, false);
+	srv->stopping = true;
+	sev.reason = (char *)reason;
+	ev.body_case = RDMAB__EVENT__BODY_SHUTDOWN;
+	ev.shutdown = &sev;
+	/* Best effort: a client that does not read gets no event. */
+	while ((c = TAILQ_FIRST(&srv->conns))) {
+		conn_send_event(c, &ev);
+		conn_close(c);
+	}
+	event_base_loopexit(srv->base, NULL);
+}
+
+static void server_signal_cb(evutil_socket_t sig, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	if (sig == SIGHUP) {
+		log_info("SIGHUP: nothing to reload");
+		return;
+	}
+	server_shutdown(srv, sig == SIGTERM ? "SIGTERM" : "SIGINT");
+}
+
+uint64_t server_uptime_usec(const struct server *srv)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (uint64_t)(now.tv_sec - srv->started.tv_sec) * 1000000 +
+	       (uint64_t)((now.tv_nsec - srv->started.tv_nsec) / 1000);
+}
+
+static int server_events_init(struct server *srv)
+{
+	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
+	uint64_t wd = sd_watchdog_usec();
+
+	srv->listen_ev = event_new(srv->base, srv->listen_fd,
+				   EV_READ | EV_PERSIST, server_accept_cb,
+				   srv);
+	srv->backoff_ev = evtimer_new(srv->base, server_backoff_cb, srv);
+	srv->status_ev = evtimer_new(srv->base, server_status_cb, srv);
+	if (!srv->listen_ev || !srv->backoff_ev || !srv->status_ev)
+		return -ENOMEM;
+	for (int i = 0; i < 3; i++) {
+		srv->sig_ev[i] = evsignal_new(srv->base, sigs[i],
+					      server_signal_cb, srv);
+		if (!srv->sig_ev[i] || evsignal_add(srv->sig_ev[i], NULL) < 0)
+			return -ENOMEM;
+	}
+	if (wd) {
+		struct timeval tv = {
+			.tv_sec = (time_t)(wd / 2 / 1000000),
+			.tv_usec = (suseconds_t)(wd / 2 % 1000000),
+		};
+
+		srv->watchdog_ev = event_new(srv->base, -1, EV_PERSIST,
+					     server_watchdog_cb, srv);
+		if (!srv->watchdog_ev || event_add(srv->watchdog_ev, &tv) < 0)
+			return -ENOMEM;
+		log_info("watchdog: pinging systemd every %" PRIu64 " ms",
+			 wd / 2000);
+	}
+	return 0;
+}
+
+int server_init(struct server *srv, const struct server_options *opt)
+{
+	const char *why;
+	int ret;
+
+	memset(srv, 0, sizeof(*srv));
+	srv->opt = *opt;
+	srv->listen_fd = -1;
+	TAILQ_INIT(&srv->conns);
+	clock_gettime(CLOCK_MONOTONIC, &srv->started);
+	signal(SIGPIPE, SIG_IGN);
+
+	ret = device_probe(opt->device_mode, &srv->devices, &why);
+	if (ret < 0) {
+		log_err("--device verbs: %s", why);
+		return ret;
+	}
+	log_info("using the %s device (%s): %zu device%s",
+		 device_kind_name(srv->devices.kind), why, srv->devices.n,
+		 srv->devices.n == 1 ? "" : "s");
+
+	srv->base = event_base_new();
+	if (!srv->base)
+		return -ENOMEM;
+	ret = sd_take_listener();
+	if (ret == -ENOENT)
+		ret = server_bind(srv);
+	if (ret < 0)
+		return ret;
+	srv->listen_fd = ret;
+	ret = server_events_init(srv);
+	if (ret < 0) {
+		log_err("cannot set up the event loop: %s", strerror(-ret));
+		return ret;
+	}
+	server_set_accepting(srv, true);
+	return 0;
+}
+
+int server_run(struct server *srv)
+{
+	sd_ready();
+	server_status_cb(-1, 0, srv);
+	if (event_base_dispatch(srv->base) < 0) {
+		log_err("event loop failed");
+		return -EIO;
+	}
+	return 0;
+}
+
+void server_fini(struct server *srv)
+{
+	struct conn *c;
+
+	while ((c = TAILQ_FIRST(&srv->conns)))
+		conn_close(c);
+	for (int i = 0; i < 3; i++)
+		if (srv->sig_ev[i])
+			event_free(srv->sig_ev[i]);
+	if (srv->listen_ev)
+		event_free(srv->listen_ev);
+	if (srv->backoff_ev)
+		event_free(srv->backoff_ev);
+	if (srv->status_ev)
+		event_free(srv->status_ev);
+	if (srv->watchdog_ev)
+		event_free(srv->watchdog_ev);
+	if (srv->listen_fd >= 0)
+		close(srv->listen_fd);
+	if (srv->bound_path) {
+		unlink(srv->bound_path);
+		free(srv->bound_path);
+	}
+	if (srv->base)
+		event_base_free(srv->base);
+	memset(srv, 0, sizeof(*srv));
+	srv->listen_fd = -1;
+}

@@ -1,0 +1,61 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef RDMAB_SERVER_H
+#define RDMAB_SERVER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+#include <time.h>
+
+#include "daemon/device.h"
+
+struct event_base;
+struct event;
+struct conn;
+
+struct server_options {
+	const char *socket_path;
+	const char *runtime_dir;
+	const char *config_path;
+	enum device_mode device_mode;
+	unsigned int socket_mode;
+	unsigned int max_conns;
+	/* Bytes of replies a client may leave unread before the daemon stops
+	 * reading its requests. */
+	size_t outq_max;
+};
+
+struct server {
+	struct server_options opt;
+	struct event_base *base;
+	int listen_fd;
+	/* The path we bound ourselves and unlink at exit; NULL when systemd
+	 * owns the socket. */
+	char *bound_path;
+	struct event *listen_ev;
+	struct event *backoff_ev;
+	struct event *sig_ev[3];
+	struct event *watchdog_ev;
+	struct event *status_ev;
+	bool accepting;
+	bool stopping;
+	TAILQ_HEAD(conn_list, conn) conns;
+	unsigned int n_conns;
+	uint64_t next_client_id;
+	uint64_t requests_served;
+	struct timespec started;
+	struct device_list devices;
+};
+
+int server_init(struct server *srv, const struct server_options *opt);
+/* Run until SIGTERM/SIGINT; returns 0 after a clean shutdown. */
+int server_run(struct server *srv);
+void server_fini(struct server *srv);
+
+/* Called by conn when a connection goes away, to resume accepting. */
+void server_conn_gone(struct server *srv);
+/* Schedule a STATUS= update. */
+void server_status_dirty(struct server *srv);
+uint64_t server_uptime_usec(const struct server *srv);
+
+#endif

@@ -1,0 +1,116 @@
+// SPDX-License-Identifier: MIT
+/* The session family: hello, ping and the broker's status. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/conn.h"
+#include "daemon/dispatch.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+
+int h_session_hello(struct conn *c, const Rdmab__Request *req,
+		    struct wire_fds *fds, struct reply *r)
+{
+	const Rdmab__HelloRequest *hr = req->hello;
+	struct server *srv = c->srv;
+	Rdmab__HelloReply *out;
+	Rdmab__DeviceInfo *devs, **devp;
+	char own[64];
+
+	if (c->hello_done)
+		return reply_error(r, -EALREADY, "hello was already sent");
+	if (hr->fork_state > RDMAB__FORK_STATE__FORK_UNNEEDED)
+		return reply_error(r, -EINVAL, "fork state %d is not valid",
+				   (int)hr->fork_state);
+	if (strlen(hr->library_version) >= sizeof(c->library_version))
+		return reply_error(r, -EINVAL,
+				   "library version string is longer than "
+				   "%zu bytes",
+				   sizeof(c->library_version) - 1);
+	snprintf(own, sizeof(own), "uid-%u", c->cred.uid);
+	if (hr->private_domain)
+		return reply_error(r, -EOPNOTSUPP,
+				   "private domains are not supported by "
+				   "this broker yet");
+	if (hr->domain[0] && strcmp(hr->domain, own) != 0)
+		return reply_error(r, -ENOENT,
+				   "domain \"%.64s\" does not exist or uid %u "
+				   "may not join it",
+				   hr->domain, c->cred.uid);
+
+	out = reply_alloc(r, sizeof(*out));
+	devs = reply_alloc(r, sizeof(*devs) * (srv->devices.n + 1));
+	devp = reply_alloc(r, sizeof(*devp) * (srv->devices.n + 1));
+	if (!out || !devs || !devp)
+		return reply_error(r, -ENOMEM, "out of memory");
+	rdmab__hello_reply__init(out);
+	for (size_t i = 0; i < srv->devices.n; i++) {
+		rdmab__device_info__init(&devs[i]);
+		devs[i].name = srv->devices.dev[i].name;
+		devs[i].kind =
+			(char *)device_kind_name(srv->devices.dev[i].kind);
+		devp[i] = &devs[i];
+	}
+	out->n_devices = srv->devices.n;
+	out->devices = devp;
+	out->protocol_version = WIRE_PROTOCOL_VERSION;
+	out->daemon_version = (char *)PACKAGE_VERSION;
+	out->client_id = c->id;
+	snprintf(c->domain, sizeof(c->domain), "%s", own);
+	out->domain = c->domain;
+
+	c->hello_done = true;
+	c->client_pid = hr->pid;
+	c->fork_state = (int)hr->fork_state;
+	snprintf(c->library_version, sizeof(c->library_version), "%s",
+		 hr->library_version);
+	log_debug("client %" PRIu64 ": hello from pid %u, library %s, "
+		  "domain %s",
+		  c->id, hr->pid, c->library_version, c->domain);
+	r->msg.body_case = RDMAB__REPLY__BODY_HELLO;
+	r->msg.hello = out;
+	return 0;
+}
+
+int h_session_ping(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r)
+{
+	Rdmab__PingReply *out = reply_alloc(r, sizeof(*out));
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	rdmab__ping_reply__init(out);
+	/* Borrowed from the request, which outlives the packing. */
+	out->payload = req->ping->payload;
+	r->msg.body_case = RDMAB__REPLY__BODY_PING;
+	r->msg.ping = out;
+	return 0;
+}
+
+int h_status_get(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r)
+{
+	struct server *srv = c->srv;
+	Rdmab__StatusReply *out = reply_alloc(r, sizeof(*out));
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	rdmab__status_reply__init(out);
+	out->daemon_version = (char *)PACKAGE_VERSION;
+	out->protocol_version = WIRE_PROTOCOL_VERSION;
+	out->uptime_usec = server_uptime_usec(srv);
+	out->device_kind = (char *)device_kind_name(srv->devices.kind);
+	out->clients = srv->n_conns;
+	out->max_clients = srv->opt.max_conns;
+	/* This request counts: it is being served. */
+	out->requests_served = srv->requests_served + 1;
+	out->pid = (uint32_t)getpid();
+	r->msg.body_case = RDMAB__REPLY__BODY_STATUS;
+	r->msg.status = out;
+	return 0;
+}

@@ -1,0 +1,227 @@
+// SPDX-License-Identifier: MIT
+/* Connecting, the event descriptor and disconnecting. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "libclient/client.h"
+
+#define IBC_DEFAULT_TIMEOUT_MS 30000
+
+static int ibc_open_socket(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int fd, err;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return ibc_set_error(-ENAMETOOLONG,
+				     "socket path %s is too long", path);
+	strcpy(sa.sun_path, path);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0)
+		return ibc_set_error(-errno, "cannot create a socket: %s",
+				     strerror(errno));
+	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+		err = -errno;
+		close(fd);
+		return ibc_set_error(err,
+				     "cannot connect to the broker at %s: %s",
+				     path, strerror(-err));
+	}
+	return fd;
+}
+
+static int ibc_hello(struct ibc_client *cl)
+{
+	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	const Rdmab__HelloReply *hr;
+	struct ibc_reply r;
+	int ret;
+
+	hello.library_version = (char *)PACKAGE_VERSION;
+	hello.pid = (uint32_t)getpid();
+	hello.fork_state = (Rdmab__ForkState)ibc_fork_state();
+	req.body_case = RDMAB__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	ret = ibc_call(cl, &req, NULL, 0, &r);
+	if (ret < 0)
+		return ret;
+	if (r.reply->body_case != RDMAB__REPLY__BODY_HELLO) {
+		ret = ibc_set_error(-EPROTO,
+				    "the broker answered hello without a "
+				    "hello reply");
+		goto out;
+	}
+	hr = r.reply->hello;
+	cl->info.client_id = hr->client_id;
+	cl->info.protocol_version = hr->protocol_version;
+	snprintf(cl->info.daemon_version, sizeof(cl->info.daemon_version),
+		 "%s", hr->daemon_version);
+	snprintf(cl->info.domain, sizeof(cl->info.domain), "%s", hr->domain);
+	cl->devices = calloc(hr->n_devices ? hr->n_devices : 1,
+			     sizeof(*cl->devices));
+	if (!cl->devices) {
+		ret = ibc_set_error(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < hr->n_devices; i++) {
+		snprintf(cl->devices[i].name, sizeof(cl->devices[i].name),
+			 "%s", hr->devices[i]->name);
+		snprintf(cl->devices[i].kind, sizeof(cl->devices[i].kind),
+			 "%s", hr->devices[i]->kind);
+	}
+	cl->info.num_devices = (uint32_t)hr->n_devices;
+out:
+	ibc_reply_free(&r);
+	return ret;
+}
+
+static void ibc_client_free(struct ibc_client *cl)
+{
+	if (cl->sock >= 0)
+		close(cl->sock);
+	if (cl->epoll_fd >= 0)
+		close(cl->epoll_fd);
+	if (cl->event_fd >= 0)
+		close(cl->event_fd);
+	ibc_free_events(cl);
+	pthread_mutex_destroy(&cl->lock);
+	pthread_mutex_destroy(&cl->send_lock);
+	pthread_cond_destroy(&cl->cond);
+	free(cl->devices);
+	free(cl->rbuf);
+	free(cl);
+}
+
+static int ibc_epoll_add(int epfd, int fd)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+
+	return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev) < 0 ? -errno : 0;
+}
+
+IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
+			   struct ibc_client **ret_client)
+{
+	const char *path = getenv("RDMABROKER_SOCKET");
+	struct ibc_client *cl;
+	pthread_condattr_t ca;
+	int ret;
+
+	if (!ret_client)
+		return ibc_set_error(-EINVAL, "ret_client is NULL");
+	if (attr && (attr->comp_mask & ~(uint32_t)(IBC_CONNECT_ATTR_SOCKET |
+						  IBC_CONNECT_ATTR_TIMEOUT |
+						  IBC_CONNECT_ATTR_FLAGS |
+						  IBC_CONNECT_ATTR_EVENT_CB)))
+		return ibc_set_error(-EOPNOTSUPP,
+				     "unknown bits 0x%x in comp_mask",
+				     attr->comp_mask);
+	cl = calloc(1, sizeof(*cl));
+	if (!cl)
+		return ibc_set_error(-ENOMEM, "out of memory");
+	cl->sock = cl->epoll_fd = cl->event_fd = -1;
+	cl->timeout_ms = IBC_DEFAULT_TIMEOUT_MS;
+	cl->events_tail = &cl->events_head;
+	pthread_mutex_init(&cl->lock, NULL);
+	pthread_mutex_init(&cl->send_lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&cl->cond, &ca);
+	pthread_condattr_destroy(&ca);
+
+	if (attr && (attr->comp_mask & IBC_CONNECT_ATTR_SOCKET) &&
+	    attr->socket_path)
+		path = attr->socket_path;
+	if (!path || !*path)
+		path = IBC_DEFAULT_SOCKET;
+	if (attr && (attr->comp_mask & IBC_CONNECT_ATTR_TIMEOUT)) {
+		if (attr->timeout_ms < 0) {
+			ret = ibc_set_error(-EINVAL,
+					    "timeout_ms %d is negative",
+					    attr->timeout_ms);
+			goto fail;
+		}
+		cl->timeout_ms = attr->timeout_ms;
+	}
+	if (attr && (attr->comp_mask & IBC_CONNECT_ATTR_FLAGS)) {
+		if (attr->flags & ~(uint32_t)IBC_CONNECT_ALLOW_OWN_CONTEXT) {
+			ret = ibc_set_error(-EINVAL,
+					    "unknown connect flags 0x%x",
+					    attr->flags);
+			goto fail;
+		}
+		cl->flags = attr->flags;
+	}
+	if (attr && (attr->comp_mask & IBC_CONNECT_ATTR_EVENT_CB)) {
+		cl->event_cb = attr->event_cb;
+		cl->event_arg = attr->event_arg;
+	}
+
+	cl->rbuf = malloc(WIRE_MAX_PACKET);
+	if (!cl->rbuf) {
+		ret = ibc_set_error(-ENOMEM, "out of memory");
+		goto fail;
+	}
+	ret = ibc_open_socket(path);
+	if (ret < 0)
+		goto fail;
+	cl->sock = ret;
+	cl->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	cl->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (cl->event_fd < 0 || cl->epoll_fd < 0) {
+		ret = ibc_set_error(-errno, "cannot create descriptors: %s",
+				    strerror(errno));
+		goto fail;
+	}
+	ret = ibc_epoll_add(cl->epoll_fd, cl->sock);
+	if (ret == 0)
+		ret = ibc_epoll_add(cl->epoll_fd, cl->event_fd);
+	if (ret < 0) {
+		ibc_set_error(ret, "epoll: %s", strerror(-ret));
+		goto fail;
+	}
+	ret = ibc_hello(cl);
+	if (ret < 0)
+		goto fail;
+	ibc_clear_error();
+	*ret_client = cl;
+	return 0;
+
+fail:
+	ibc_client_free(cl);
+	return ret;
+}
+
+IBC_EXPORT void ibc_disconnect(struct ibc_client *client)
+{
+	if (client)
+		ibc_client_free(client);
+}
+
+IBC_EXPORT int ibc_get_fd(struct ibc_client *client)
+{
+	return client->epoll_fd;
+}
+
+IBC_EXPORT int ibc_dispatch(struct ibc_client *client)
+{
+	int n = ibc_drain_events(client);
+	int dead;
+
+	pthread_mutex_lock(&client->lock);
+	dead = client->dead;
+	if (dead)
+		ibc_set_error(dead, "%s", client->dead_message);
+	pthread_mutex_unlock(&client->lock);
+	return n == 0 && dead ? -ECONNRESET : n;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+#ifndef IBC_CLIENT_H
+#define IBC_CLIENT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "include/ibclient.h"
+#include "proto/wire.h"
+
+#define IBC_EXPORT __attribute__((visibility("default")))
+
+struct ibc_waiter;
+struct ibc_queued_event;
+
+struct ibc_client {
+	int sock;
+	/* Readable when ibc_dispatch() has work: holds the socket and
+	 * event_fd. */
+	int epoll_fd;
+	/* Counts events queued by whichever thread read them. */
+	int event_fd;
+	int timeout_ms;
+	uint32_t flags;
+	ibc_event_cb event_cb;
+	void *event_arg;
+
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	pthread_mutex_t send_lock;
+	/* The reader's buffer; one reader at a time. */
+	uint8_t *rbuf;
+	uint64_t next_serial;
+	/* One thread at a time reads the socket; the others wait on cond. */
+	bool reading;
+	/* Set once the connection is gone; every call fails after. */
+	int dead;
+	char dead_message[256];
+	struct ibc_waiter *waiters;
+	struct ibc_queued_event *events_head, **events_tail;
+
+	struct ibc_client_info info;
+	struct ibc_device_info *devices;
+};
+
+/* A decoded reply handed to the caller of ibc_call(). */
+struct ibc_reply {
+	Rdmab__DaemonMessage *msg;
+	Rdmab__Reply *reply;
+	struct wire_fds fds;
+};
+
+/*
+ * Send @req (serial and version are filled in) and wait for its reply. On
+ * success *ret holds a reply without error, to be released with
+ * ibc_reply_free(); a broker error returns its -errno with the sentence
+ * recorded for ibc_last_error().
+ */
+int ibc_call(struct ibc_client *client, Rdmab__Request *req,
+	     const int *fds, unsigned int nfds, struct ibc_reply *ret);
+void ibc_reply_free(struct ibc_reply *r);
+
+/* Called with the lock held. */
+void ibc_queue_event(struct ibc_client *cl, enum ibc_event_type type,
+		     const char *message);
+void ibc_mark_dead(struct ibc_client *cl, int err, const char *message);
+int ibc_read_one(struct ibc_client *cl, int timeout_ms);
+void ibc_free_events(struct ibc_client *cl);
+
+/* Read what is pending without blocking and run the event callback for
+ * every queued event; returns how many. */
+int ibc_drain_events(struct ibc_client *cl);
+
+/* Record the calling thread's last error and return @err. */
+int ibc_set_error(int err, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+void ibc_clear_error(void);
+
+#endif

@@ -1,0 +1,29 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+#include "libclient/client.h"
+
+static __thread char ibc_error_text[256];
+
+int ibc_set_error(int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(ibc_error_text, sizeof(ibc_error_text), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+void ibc_clear_error(void)
+{
+	ibc_error_text[0] = '\0';
+}
+
+IBC_EXPORT const char *ibc_last_error(void)
+{
+	return ibc_error_text;
+}

@@ -1,0 +1,120 @@
+// SPDX-License-Identifier: MIT
+/* Session calls: what the broker said at connect, ping, status. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "libclient/client.h"
+
+#define IBC_PING_MAX 60000
+
+IBC_EXPORT int ibc_client_info(struct ibc_client *client,
+			       struct ibc_client_info *ret)
+{
+	if (!client || !ret)
+		return ibc_set_error(-EINVAL, "client or ret is NULL");
+	*ret = client->info;
+	return 0;
+}
+
+IBC_EXPORT int ibc_list_devices(struct ibc_client *client,
+				struct ibc_device_info *ret, size_t max)
+{
+	size_t n;
+
+	if (!client)
+		return ibc_set_error(-EINVAL, "client is NULL");
+	n = client->info.num_devices;
+	if (!ret)
+		return (int)n;
+	if (n > max)
+		n = max;
+	memcpy(ret, client->devices, n * sizeof(*ret));
+	return (int)n;
+}
+
+IBC_EXPORT int ibc_ping(struct ibc_client *client, const void *payload,
+			size_t len)
+{
+	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ibc_reply r;
+	int ret;
+
+	if (!client || (len && !payload))
+		return ibc_set_error(-EINVAL, "client or payload is NULL");
+	if (len > IBC_PING_MAX)
+		return ibc_set_error(-EMSGSIZE,
+				     "ping payload of %zu bytes exceeds %d",
+				     len, IBC_PING_MAX);
+	ping.payload.data = (uint8_t *)payload;
+	ping.payload.len = len;
+	req.body_case = RDMAB__REQUEST__BODY_PING;
+	req.ping = &ping;
+	ret = ibc_call(client, &req, NULL, 0, &r);
+	if (ret < 0)
+		return ret;
+	if (r.reply->body_case != RDMAB__REPLY__BODY_PING ||
+	    r.reply->ping->payload.len != len ||
+	    (len && memcmp(r.reply->ping->payload.data, payload, len)))
+		ret = ibc_set_error(-EPROTO,
+				    "the broker's ping reply does not match "
+				    "the request");
+	ibc_reply_free(&r);
+	return ret;
+}
+
+IBC_EXPORT int ibc_status(struct ibc_client *client, struct ibc_status *ret)
+{
+	Rdmab__StatusRequest sr = RDMAB__STATUS_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	const Rdmab__StatusReply *s;
+	struct ibc_status out = { 0 };
+	struct ibc_reply r;
+	int err;
+
+	if (!client || !ret)
+		return ibc_set_error(-EINVAL, "client or ret is NULL");
+	req.body_case = RDMAB__REQUEST__BODY_STATUS;
+	req.status = &sr;
+	err = ibc_call(client, &req, NULL, 0, &r);
+	if (err < 0)
+		return err;
+	if (r.reply->body_case != RDMAB__REPLY__BODY_STATUS) {
+		err = ibc_set_error(-EPROTO,
+				    "the broker answered status without a "
+				    "status reply");
+		goto out;
+	}
+	s = r.reply->status;
+	snprintf(out.daemon_version, sizeof(out.daemon_version), "%s",
+		 s->daemon_version);
+	snprintf(out.device_kind, sizeof(out.device_kind), "%s",
+		 s->device_kind);
+	out.protocol_version = s->protocol_version;
+	out.daemon_pid = s->pid;
+	out.uptime_usec = s->uptime_usec;
+	out.clients = s->clients;
+	out.max_clients = s->max_clients;
+	out.requests_served = s->requests_served;
+	*ret = out;
+out:
+	ibc_reply_free(&r);
+	return err;
+}
+
+IBC_EXPORT enum ibc_fork_state ibc_fork_state(void)
+{
+	switch (ibv_is_fork_initialized()) {
+	case IBV_FORK_ENABLED:
+		return IBC_FORK_ENABLED;
+	case IBV_FORK_UNNEEDED:
+		return IBC_FORK_UNNEEDED;
+	default:
+		return IBC_FORK_DISABLED;
+	}
+}

@@ -1,0 +1,76 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * SOCK_SEQPACKET framing shared by the daemon, the library and the tests:
+ * one protobuf-c message per packet, at most WIRE_MAX_PACKET bytes and
+ * WIRE_MAX_FDS descriptors, every received descriptor CLOEXEC.
+ */
+#ifndef RDMAB_WIRE_H
+#define RDMAB_WIRE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "proto/rdmabroker.pb-c.h"
+
+#define WIRE_PROTOCOL_VERSION 1
+#define WIRE_MAX_PACKET (64 * 1024)
+#define WIRE_MAX_FDS 8
+/* Decoded messages may not take more heap than this (protobuf-c has no
+ * limits of its own; a 64 KiB packet of empty repeated submessages could
+ * otherwise ask for megabytes). */
+#define WIRE_MAX_DECODED (1024 * 1024)
+
+/* A set of descriptors that travel with one packet; owns them. */
+struct wire_fds {
+	unsigned int n;
+	int fd[WIRE_MAX_FDS];
+};
+
+void wire_fds_init(struct wire_fds *fds);
+/* Close every descriptor still owned; idempotent. */
+void wire_fds_close(struct wire_fds *fds);
+/* Take descriptor @idx out of the set: the caller owns it afterwards. */
+int wire_fds_steal(struct wire_fds *fds, unsigned int idx);
+/* Number of descriptors not yet stolen. */
+unsigned int wire_fds_left(const struct wire_fds *fds);
+
+/*
+ * Send one packet carrying @nfds descriptors (not consumed). Retries EINTR.
+ * @flags is added to MSG_NOSIGNAL (MSG_DONTWAIT for the daemon).
+ * Returns 0, -EAGAIN when the socket is full, -EMSGSIZE, or another -errno.
+ */
+int wire_send(int sock, const void *buf, size_t len, const int *fds,
+	      unsigned int nfds, int flags);
+
+/*
+ * Receive one packet into @buf (@cap bytes, WIRE_MAX_PACKET is enough) and
+ * its descriptors into @ret_fds. Returns the packet length, 0 at end of
+ * stream, -EAGAIN, -EMSGSIZE for a packet larger than @cap (MSG_TRUNC),
+ * -EPROTO for descriptors that did not fit or a control message that is
+ * not SCM_RIGHTS (MSG_CTRUNC); on every error no descriptor stays open and
+ * @ret_fds is empty. Retries EINTR.
+ */
+int wire_recv(int sock, void *buf, size_t cap, struct wire_fds *ret_fds,
+	      int flags);
+
+/* A protobuf-c allocator that refuses to hand out more than @limit bytes. */
+struct wire_budget {
+	ProtobufCAllocator allocator;
+	size_t left;
+};
+
+void wire_budget_init(struct wire_budget *b, size_t limit);
+
+/*
+ * Pack @msg into a fresh heap buffer. Returns the length or -EMSGSIZE when
+ * it exceeds WIRE_MAX_PACKET, -ENOMEM.
+ */
+int wire_pack(const ProtobufCMessage *msg, uint8_t **ret_buf);
+
+/* Pack @msg into @buf (WIRE_MAX_PACKET bytes) and send it. */
+int wire_send_msg(int sock, const ProtobufCMessage *msg, const int *fds,
+		  unsigned int nfds, int flags);
+
+#endif
