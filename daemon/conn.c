@@ -14,6 +14,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
+#include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 
@@ -154,6 +155,27 @@ static void conn_read_comm(struct conn *c)
 	c->comm[strcspn(c->comm, "\n")] = '\0';
 }
 
+/* The peer's supplementary groups, as they were at connect. */
+static int conn_read_groups(struct conn *c)
+{
+	socklen_t len = 64 * sizeof(gid_t);
+
+	for (int tries = 0; tries < 2; tries++) {
+		gid_t *g = realloc(c->groups, len ? len : sizeof(gid_t));
+
+		if (!g)
+			return -ENOMEM;
+		c->groups = g;
+		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0) {
+			c->n_groups = len / sizeof(gid_t);
+			return 0;
+		}
+		if (errno != ERANGE)
+			return -errno;
+	}
+	return -ERANGE;
+}
+
 static int conn_pidfd_open(pid_t pid)
 {
 #ifdef SYS_pidfd_open
@@ -179,10 +201,14 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 	c->fd = fd;
 	c->pidfd = -1;
 	TAILQ_INIT(&c->outq);
+	TAILQ_INIT(&c->ctxs);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0) {
 		ret = -errno;
 		goto fail;
 	}
+	ret = conn_read_groups(c);
+	if (ret < 0)
+		goto fail;
 	/* pidfd_open is CLOEXEC by definition. A peer that already exited
 	 * (ESRCH) is caught by the EOF that follows. */
 	c->pidfd = conn_pidfd_open(c->cred.pid);
@@ -220,6 +246,7 @@ fail:
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	close(fd);
+	free(c->groups);
 	free(c);
 	return ret;
 }
@@ -236,6 +263,8 @@ void conn_close(struct conn *c)
 		TAILQ_REMOVE(&c->outq, m, link);
 		outmsg_free(m);
 	}
+	dctx_conn_release(srv, c);
+	domain_leave(srv, c);
 	event_free(c->read_ev);
 	event_free(c->write_ev);
 	if (c->pidfd_ev)
@@ -245,6 +274,7 @@ void conn_close(struct conn *c)
 	close(c->fd);
 	TAILQ_REMOVE(&srv->conns, c, link);
 	srv->n_conns--;
+	free(c->groups);
 	free(c);
 	server_conn_gone(srv);
 }

@@ -4,13 +4,15 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/queue.h>
+#include "daemon/queue.h"
 #include <sys/socket.h>
 
+#include "daemon/ctx.h"
 #include "proto/wire.h"
 
 struct server;
 struct outmsg;
+struct domain;
 
 struct conn {
 	TAILQ_ENTRY(conn) link;
@@ -21,6 +23,9 @@ struct conn {
 	int pidfd;
 	uint64_t id;
 	struct ucred cred;
+	/* Supplementary groups at connect (SO_PEERGROUPS). */
+	gid_t *groups;
+	size_t n_groups;
 	char comm[16];
 	struct event *read_ev;
 	struct event *write_ev;
@@ -35,7 +40,10 @@ struct conn {
 	uint32_t client_pid;
 	int fork_state;
 	char library_version[32];
-	char domain[64];
+	struct domain *domain;
+	TAILQ_HEAD(, conn_ctx) ctxs;
+	unsigned int n_ctxs;
+	unsigned int n_objects;
 	uint64_t requests;
 };
 

@@ -5,8 +5,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <infiniband/verbs.h>
-
 #include "daemon/device.h"
 
 int device_parse_mode(const char *s, enum device_mode *ret_mode)
@@ -27,62 +25,53 @@ const char *device_kind_name(enum device_kind kind)
 	return kind == DEVICE_KIND_VERBS ? "verbs" : "soft";
 }
 
-static int device_list_verbs(struct device_list *list)
+int device_probe(enum device_mode mode, const struct device_config *cfg,
+		 struct device_list *ret_list, const char **ret_why)
 {
-	struct ibv_device **devs;
-	int n = 0;
-
-	devs = ibv_get_device_list(&n);
-	if (!devs)
-		return -errno;
-	list->kind = DEVICE_KIND_VERBS;
-	list->n = 0;
-	for (int i = 0; i < n && list->n < DEVICE_MAX; i++) {
-		struct device_entry *e = &list->dev[list->n++];
-
-		snprintf(e->name, sizeof(e->name), "%s",
-			 ibv_get_device_name(devs[i]));
-		e->kind = DEVICE_KIND_VERBS;
-	}
-	ibv_free_device_list(devs);
-	return 0;
-}
-
-static void device_list_soft(struct device_list *list)
-{
-	list->kind = DEVICE_KIND_SOFT;
-	list->n = 1;
-	snprintf(list->dev[0].name, sizeof(list->dev[0].name), "soft0");
-	list->dev[0].kind = DEVICE_KIND_SOFT;
-}
-
-int device_probe(enum device_mode mode, struct device_list *ret_list,
-		 const char **ret_why)
-{
-	struct device_list list = { 0 };
 	int ret;
 
+	memset(ret_list, 0, sizeof(*ret_list));
 	if (mode == DEVICE_MODE_SOFT) {
-		device_list_soft(&list);
 		*ret_why = "--device soft";
-		goto out;
+		return device_soft_probe(cfg, ret_list);
 	}
-	ret = device_list_verbs(&list);
-	if (ret == 0 && list.n > 0) {
+	ret = device_verbs_probe(ret_list);
+	if (ret > 0) {
 		*ret_why = mode == DEVICE_MODE_AUTO ?
 				   "libibverbs found a device" :
 				   "--device verbs";
-		goto out;
+		return 0;
 	}
-	if (mode == DEVICE_MODE_VERBS) {
-		*ret_why = ret < 0 ? "libibverbs could not list devices" :
-				     "libibverbs found no RDMA device";
+	if (ret == 0)
+		*ret_why = "libibverbs found no RDMA device";
+	else if (ret == -ENOSYS)
+		*ret_why = "this kernel has no RDMA support";
+	else
+		*ret_why = "libibverbs could not open any RDMA device";
+	if (mode == DEVICE_MODE_VERBS)
 		return ret < 0 ? ret : -ENODEV;
+	return device_soft_probe(cfg, ret_list);
+}
+
+void device_list_close(struct device_list *list)
+{
+	for (size_t i = 0; i < list->n; i++)
+		if (!list->dev[i].removed)
+			list->dev[i].ops->shutdown(&list->dev[i]);
+	list->n = 0;
+}
+
+struct device *device_find(struct device_list *list, const char *name)
+{
+	for (size_t i = 0; i < list->n; i++) {
+		struct device *d = &list->dev[i];
+
+		if (name && *name) {
+			if (strcmp(d->name, name) == 0)
+				return d;
+		} else if (!d->removed) {
+			return d;
+		}
 	}
-	device_list_soft(&list);
-	*ret_why = ret < 0 ? "libibverbs could not list devices" :
-			     "libibverbs found no RDMA device";
-out:
-	*ret_list = list;
-	return 0;
+	return NULL;
 }

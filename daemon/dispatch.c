@@ -19,6 +19,20 @@ static const struct handler handlers[] = {
 					H_NEEDS_HELLO },
 	[RDMAB__REQUEST__BODY_STATUS] = { "status", h_status_get, 0,
 					  H_NEEDS_HELLO },
+	[RDMAB__REQUEST__BODY_OPEN_CONTEXT] = { "open-context", h_ctx_open,
+						0, H_NEEDS_HELLO },
+	[RDMAB__REQUEST__BODY_CLOSE_CONTEXT] = { "close-context",
+						 h_ctx_close, 0,
+						 H_NEEDS_HELLO },
+	[RDMAB__REQUEST__BODY_LIST_DEVICES] = { "list-devices",
+						h_list_devices, 0,
+						H_NEEDS_HELLO },
+	[RDMAB__REQUEST__BODY_LIST_DOMAINS] = { "list-domains",
+						h_list_domains, 0,
+						H_NEEDS_HELLO },
+	[RDMAB__REQUEST__BODY_LIST_CLIENTS] = { "list-clients",
+						h_list_clients, 0,
+						H_NEEDS_HELLO },
 };
 
 const struct handler *dispatch_lookup(unsigned int body_case)

@@ -53,6 +53,16 @@ int h_session_ping(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
 int h_status_get(struct conn *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r);
+int h_ctx_open(struct conn *c, const Rdmab__Request *req,
+	       struct wire_fds *fds, struct reply *r);
+int h_ctx_close(struct conn *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r);
+int h_list_devices(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r);
+int h_list_domains(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r);
+int h_list_clients(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r);
 
 /* The handler for a body case, or NULL for one this daemon does not know. */
 const struct handler *dispatch_lookup(unsigned int body_case);

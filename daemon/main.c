@@ -102,6 +102,7 @@ int main(int argc, char **argv)
 			break;
 		case 'c':
 			opt.config_path = optarg;
+			opt.config_required = true;
 			break;
 		case 'd':
 			if (device_parse_mode(optarg, &opt.device_mode) < 0) {

@@ -16,12 +16,15 @@
 #include <event2/event.h>
 
 #include "daemon/conn.h"
+#include "daemon/ctx.h"
 #include "daemon/log.h"
 #include "daemon/sd.h"
 #include "daemon/server.h"
 
 /* How long accept() rests after EMFILE/ENFILE. */
 #define ACCEPT_BACKOFF_MS 100
+/* How often verbs devices are checked for having left sysfs. */
+#define DEVICE_CHECK_MS 2000
 
 static int server_sockaddr(const char *path, struct sockaddr_un *sa)
 {
@@ -232,12 +235,119 @@ static void server_shutdown(struct server *srv, const char *reason)
 	event_base_loopexit(srv->base, NULL);
 }
 
+int server_reload(struct server *srv)
+{
+	struct config cfg;
+	char err[512];
+	int ret;
+
+	ret = config_load(srv->opt.config_path, srv->opt.config_required,
+			  &cfg, err, sizeof(err));
+	if (ret < 0) {
+		log_err("%s; keeping the running configuration", err);
+		return ret;
+	}
+	if (cfg.soft_max_dm_size != srv->config.soft_max_dm_size)
+		log_notice("[soft] max_dm_size takes effect at the next "
+			   "start");
+	config_free(&srv->config);
+	srv->config = cfg;
+	domains_configure(srv);
+	log_notice("configuration reloaded from %s: %zu domains",
+		   srv->opt.config_path, cfg.n_domains);
+	return 0;
+}
+
+void server_device_removed(struct server *srv, struct device *dev,
+			   const char *reason)
+{
+	Rdmab__DeviceRemovedEvent rev = RDMAB__DEVICE_REMOVED_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	struct conn *c, *tmp;
+	size_t i = (size_t)(dev - srv->devices.dev);
+
+	if (dev->removed)
+		return;
+	log_warn("device %s is gone (%s); releasing its contexts", dev->name,
+		 reason);
+	dev->removed = true;
+	if (srv->device_ev[i]) {
+		event_free(srv->device_ev[i]);
+		srv->device_ev[i] = NULL;
+	}
+	/* Every descriptor of the device goes, so that the kernel can finish
+	 * the removal; clients are told to close theirs. */
+	dctx_device_gone(srv, dev);
+	dev->ops->shutdown(dev);
+	rev.device = dev->name;
+	rev.reason = (char *)reason;
+	ev.body_case = RDMAB__EVENT__BODY_DEVICE_REMOVED;
+	ev.device_removed = &rev;
+	TAILQ_FOREACH_SAFE(c, &srv->conns, link, tmp)
+		if (c->hello_done && conn_send_event(c, &ev) < 0)
+			conn_close(c);
+}
+
+static void server_device_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	for (size_t i = 0; i < srv->devices.n; i++) {
+		struct device *dev = &srv->devices.dev[i];
+
+		if (!dev->removed && dev->event_fd == fd &&
+		    dev->ops->handle_event(dev) == 1)
+			server_device_removed(srv, dev,
+					      "the device reported a fatal "
+					      "error");
+	}
+}
+
+/* udev removal does not always reach us as an event first. */
+static void server_present_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+
+	for (size_t i = 0; i < srv->devices.n; i++) {
+		struct device *dev = &srv->devices.dev[i];
+
+		if (!dev->removed && !dev->ops->present(dev))
+			server_device_removed(srv, dev,
+					      "it left the system");
+	}
+}
+
+static int server_devices_watch(struct server *srv)
+{
+	struct timeval tv = { .tv_sec = DEVICE_CHECK_MS / 1000 };
+
+	for (size_t i = 0; i < srv->devices.n; i++) {
+		struct device *dev = &srv->devices.dev[i];
+
+		if (dev->event_fd < 0)
+			continue;
+		srv->device_ev[i] = event_new(srv->base, dev->event_fd,
+					      EV_READ | EV_PERSIST,
+					      server_device_cb, srv);
+		if (!srv->device_ev[i] ||
+		    event_add(srv->device_ev[i], NULL) < 0)
+			return -ENOMEM;
+	}
+	if (srv->devices.kind != DEVICE_KIND_VERBS)
+		return 0;
+	srv->present_ev = event_new(srv->base, -1, EV_PERSIST,
+				    server_present_cb, srv);
+	if (!srv->present_ev || event_add(srv->present_ev, &tv) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
 static void server_signal_cb(evutil_socket_t sig, short what, void *arg)
 {
 	struct server *srv = arg;
 
 	if (sig == SIGHUP) {
-		log_info("SIGHUP: nothing to reload");
+		server_reload(srv);
 		return;
 	}
 	server_shutdown(srv, sig == SIGTERM ? "SIGTERM" : "SIGINT");
@@ -288,24 +398,45 @@ static int server_events_init(struct server *srv)
 
 int server_init(struct server *srv, const struct server_options *opt)
 {
+	struct device_config dcfg;
 	const char *why;
+	char err[512];
 	int ret;
 
 	memset(srv, 0, sizeof(*srv));
 	srv->opt = *opt;
 	srv->listen_fd = -1;
 	TAILQ_INIT(&srv->conns);
+	TAILQ_INIT(&srv->domains);
 	clock_gettime(CLOCK_MONOTONIC, &srv->started);
 	signal(SIGPIPE, SIG_IGN);
 
-	ret = device_probe(opt->device_mode, &srv->devices, &why);
+	ret = config_load(opt->config_path, opt->config_required,
+			  &srv->config, err, sizeof(err));
+	if (ret < 0) {
+		log_err("%s", err);
+		config_init(&srv->config);
+		return ret;
+	}
+	dcfg.soft_max_dm_size = srv->config.soft_max_dm_size;
+	ret = device_probe(opt->device_mode, &dcfg, &srv->devices, &why);
 	if (ret < 0) {
 		log_err("--device verbs: %s", why);
 		return ret;
 	}
-	log_info("using the %s device (%s): %zu device%s",
-		 device_kind_name(srv->devices.kind), why, srv->devices.n,
-		 srv->devices.n == 1 ? "" : "s");
+	log_notice("using the %s device: %s; %zu device%s",
+		   device_kind_name(srv->devices.kind), why, srv->devices.n,
+		   srv->devices.n == 1 ? "" : "s");
+	for (size_t i = 0; i < srv->devices.n; i++) {
+		const struct device *d = &srv->devices.dev[i];
+
+		log_info("%s: %s, max_dm_size %" PRIu64 ", xrc %s, rss table "
+			 "%u, import %s",
+			 d->name, d->caps.transport, d->caps.max_dm_size,
+			 d->caps.xrc ? "yes" : "no", d->caps.max_rss_table_size,
+			 d->caps.import ? "yes" : "no");
+	}
+	domains_configure(srv);
 
 	srv->base = event_base_new();
 	if (!srv->base)
@@ -317,6 +448,8 @@ int server_init(struct server *srv, const struct server_options *opt)
 		return ret;
 	srv->listen_fd = ret;
 	ret = server_events_init(srv);
+	if (ret == 0)
+		ret = server_devices_watch(srv);
 	if (ret < 0) {
 		log_err("cannot set up the event loop: %s", strerror(-ret));
 		return ret;
@@ -342,6 +475,14 @@ void server_fini(struct server *srv)
 
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
+	domains_free(srv);
+	for (size_t i = 0; i < srv->devices.n; i++)
+		if (srv->device_ev[i])
+			event_free(srv->device_ev[i]);
+	if (srv->present_ev)
+		event_free(srv->present_ev);
+	device_list_close(&srv->devices);
+	config_free(&srv->config);
 	for (int i = 0; i < 3; i++)
 		if (srv->sig_ev[i])
 			event_free(srv->sig_ev[i]);

@@ -4,10 +4,13 @@
 
 #include <stdbool.h>
 #include <stdint.h>
-#include <sys/queue.h>
+#include "daemon/queue.h"
 #include <time.h>
 
+#include "daemon/config.h"
 #include "daemon/device.h"
+#include "daemon/domain.h"
+#include "proto/rdmabroker.pb-c.h"
 
 struct event_base;
 struct event;
@@ -17,6 +20,8 @@ struct server_options {
 	const char *socket_path;
 	const char *runtime_dir;
 	const char *config_path;
+	/* The path was given on the command line: it must exist. */
+	bool config_required;
 	enum device_mode device_mode;
 	unsigned int socket_mode;
 	unsigned int max_conns;
@@ -45,6 +50,11 @@ struct server {
 	uint64_t requests_served;
 	struct timespec started;
 	struct device_list devices;
+	struct event *device_ev[DEVICE_MAX];
+	struct event *present_ev;
+	struct config config;
+	struct domain_list domains;
+	uint64_t next_ctx_id;
 };
 
 int server_init(struct server *srv, const struct server_options *opt);
@@ -57,5 +67,14 @@ void server_conn_gone(struct server *srv);
 /* Schedule a STATUS= update. */
 void server_status_dirty(struct server *srv);
 uint64_t server_uptime_usec(const struct server *srv);
+
+/* Re-read the configuration (SIGHUP); a bad file keeps the running one. */
+int server_reload(struct server *srv);
+/* @dev is gone: tell every client, close every descriptor of it. */
+void server_device_removed(struct server *srv, struct device *dev,
+			   const char *reason);
+/* Fill a DeviceInfo from @dev; @caps is where its caps go. */
+void server_device_info(const struct device *dev, Rdmab__DeviceInfo *info,
+			Rdmab__DeviceCaps *caps);
 
 #endif

@@ -10,6 +10,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
+#include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 
@@ -20,7 +21,7 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	struct server *srv = c->srv;
 	Rdmab__HelloReply *out;
 	Rdmab__DeviceInfo *devs, **devp;
-	char own[64];
+	int ret;
 
 	if (c->hello_done)
 		return reply_error(r, -EALREADY, "hello was already sent");
@@ -32,22 +33,14 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 				   "library version string is longer than "
 				   "%zu bytes",
 				   sizeof(c->library_version) - 1);
-	snprintf(own, sizeof(own), "uid-%u", c->cred.uid);
-	if (hr->private_domain)
-		return reply_error(r, -EOPNOTSUPP,
-				   "private domains are not supported by "
-				   "this broker yet");
-	if (hr->domain[0] && strcmp(hr->domain, own) != 0)
-		return reply_error(r, -ENOENT,
-				   "domain \"%.64s\" does not exist or uid %u "
-				   "may not join it",
-				   hr->domain, c->cred.uid);
-
 	out = reply_alloc(r, sizeof(*out));
 	devs = reply_alloc(r, sizeof(*devs) * (srv->devices.n + 1));
 	devp = reply_alloc(r, sizeof(*devp) * (srv->devices.n + 1));
 	if (!out || !devs || !devp)
 		return reply_error(r, -ENOMEM, "out of memory");
+	ret = domain_join(srv, c, hr->domain, hr->private_domain, r);
+	if (ret < 0)
+		return ret;
 	rdmab__hello_reply__init(out);
 	for (size_t i = 0; i < srv->devices.n; i++) {
 		rdmab__device_info__init(&devs[i]);
@@ -61,8 +54,7 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	out->protocol_version = WIRE_PROTOCOL_VERSION;
 	out->daemon_version = (char *)PACKAGE_VERSION;
 	out->client_id = c->id;
-	snprintf(c->domain, sizeof(c->domain), "%s", own);
-	out->domain = c->domain;
+	out->domain = c->domain->name;
 
 	c->hello_done = true;
 	c->client_pid = hr->pid;
@@ -71,7 +63,7 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 		 hr->library_version);
 	log_debug("client %" PRIu64 ": hello from pid %u, library %s, "
 		  "domain %s",
-		  c->id, hr->pid, c->library_version, c->domain);
+		  c->id, hr->pid, c->library_version, c->domain->name);
 	r->msg.body_case = RDMAB__REPLY__BODY_HELLO;
 	r->msg.hello = out;
 	return 0;

@@ -11,6 +11,7 @@
 #ifndef IBCLIENT_H
 #define IBCLIENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -27,23 +28,31 @@ extern "C" {
 #define IBC_DEFAULT_SOCKET "/run/rdmabroker.sock"
 
 struct ibc_client;
+struct ibc_ctx;
+struct ibv_context;
+struct ibv_pd;
 
 enum ibc_connect_attr_mask {
 	IBC_CONNECT_ATTR_SOCKET = 1 << 0,
 	IBC_CONNECT_ATTR_TIMEOUT = 1 << 1,
 	IBC_CONNECT_ATTR_FLAGS = 1 << 2,
 	IBC_CONNECT_ATTR_EVENT_CB = 1 << 3,
+	IBC_CONNECT_ATTR_DOMAIN = 1 << 4,
 };
 
 enum ibc_connect_flags {
 	/* Where the broker's context cannot be imported, open the device in
 	 * this process instead (see ibc_open(3)). */
 	IBC_CONNECT_ALLOW_OWN_CONTEXT = 1 << 0,
+	/* Join a domain of this client's own: a context nobody else
+	 * shares, gone when the client goes. */
+	IBC_CONNECT_PRIVATE_DOMAIN = 1 << 1,
 };
 
 enum ibc_event_type {
 	IBC_EVENT_SHUTDOWN = 1, /* the broker is stopping */
 	IBC_EVENT_DISCONNECTED, /* the connection was lost */
+	IBC_EVENT_DEVICE_REMOVED, /* a device is gone; close its contexts */
 };
 
 struct ibc_event {
@@ -51,6 +60,8 @@ struct ibc_event {
 	enum ibc_event_type type;
 	/* The broker's reason, NUL-terminated; valid during the callback. */
 	const char *message;
+	/* IBC_EVENT_DEVICE_REMOVED: the device's name. */
+	const char *device;
 };
 
 typedef void (*ibc_event_cb)(struct ibc_client *client,
@@ -65,6 +76,9 @@ struct ibc_connect_attr {
 	uint32_t flags; /* enum ibc_connect_flags */
 	ibc_event_cb event_cb;
 	void *event_arg;
+	/* IBC_CONNECT_ATTR_DOMAIN: the domain to join, among those
+	 * rdmabroker.conf lets this process join; NULL for the default. */
+	const char *domain;
 };
 
 enum ibc_fork_state {
@@ -87,6 +101,77 @@ struct ibc_device_info {
 	uint32_t comp_mask;
 	char name[64];
 	char kind[16]; /* "verbs" or "soft" */
+	char transport[16]; /* "InfiniBand", "RoCE" or "software" */
+	bool removed;
+	/* Clients can import the broker's context (mlx5, soft). */
+	bool import;
+	bool xrc;
+	uint32_t ports;
+	uint64_t max_dm_size;
+	uint32_t max_rss_table_size;
+	uint64_t rss_hash_fields; /* IBV_RX_HASH_* bits */
+	uint32_t rss_hash_functions; /* IBV_RX_HASH_FUNC_* bits */
+};
+
+enum ibc_device_kind {
+	IBC_DEVICE_VERBS = 1,
+	IBC_DEVICE_SOFT = 2,
+};
+
+/* What a context can do; see ibc_query(3). */
+struct ibc_caps {
+	uint32_t comp_mask;
+	enum ibc_device_kind kind;
+	char device[64];
+	char domain[64];
+	/* Broker-wide id of the domain's context on this device. */
+	uint64_t context_id;
+	/* false: the device was opened in this process
+	 * (IBC_CONNECT_ALLOW_OWN_CONTEXT); shared PD, DM and RSS are then
+	 * unavailable. */
+	bool shared;
+	bool xrc;
+	uint64_t max_dm_size;
+	uint32_t max_rss_table_size;
+	uint64_t rss_hash_fields;
+	uint32_t rss_hash_functions;
+	enum ibc_fork_state fork_state;
+};
+
+struct ibc_quota {
+	uint64_t dm_bytes;
+	uint32_t xrcds;
+	uint32_t rss_tables;
+	uint32_t objects;
+	uint32_t clients;
+};
+
+struct ibc_domain_info {
+	uint32_t comp_mask;
+	char name[64];
+	char kind[16]; /* "uid", "configured" or "private" */
+	uint32_t members;
+	uint32_t contexts;
+	struct ibc_quota used;
+	struct ibc_quota limit;
+	/* Removed from the configuration; keeps its members until they
+	 * leave. */
+	bool retired;
+};
+
+struct ibc_client_entry {
+	uint32_t comp_mask;
+	uint64_t id;
+	uint32_t pid;
+	uint32_t uid;
+	uint32_t gid;
+	char comm[16];
+	char domain[64];
+	uint32_t contexts;
+	uint32_t objects;
+	uint64_t requests;
+	enum ibc_fork_state fork_state;
+	char library_version[32];
 };
 
 struct ibc_status {
@@ -134,10 +219,36 @@ const char *ibc_last_error(void);
 /** ibc_client_info() - what the broker said at connect. */
 int ibc_client_info(struct ibc_client *client, struct ibc_client_info *ret);
 
-/** ibc_list_devices() - the broker's devices; returns how many were
- * written (at most @max), or how many exist when @ret is NULL. */
-int ibc_list_devices(struct ibc_client *client, struct ibc_device_info *ret,
-		     size_t max);
+/**
+ * ibc_list_devices(), ibc_list_domains(), ibc_list_clients() - what the
+ * broker shares. *ret_list is an array of *ret_count entries, freed with
+ * ibc_list_free(). Who is not an administrator sees only its own domain and
+ * its members.
+ */
+int ibc_list_devices(struct ibc_client *client,
+		     struct ibc_device_info **ret_list, size_t *ret_count);
+int ibc_list_domains(struct ibc_client *client,
+		     struct ibc_domain_info **ret_list, size_t *ret_count);
+int ibc_list_clients(struct ibc_client *client,
+		     struct ibc_client_entry **ret_list, size_t *ret_count);
+void ibc_list_free(void *list);
+
+/**
+ * ibc_open() - open @device (NULL: the first) in this client's domain: the
+ * domain's context is imported (verbs) or mapped (soft).
+ */
+int ibc_open(struct ibc_client *client, const char *device,
+	     struct ibc_ctx **ret_ctx);
+/** ibc_close() - release this process's use of the context; NULL is
+ * ignored. */
+void ibc_close(struct ibc_ctx *ctx);
+/** ibc_query() - what the context's device can do. */
+int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret);
+/** ibc_verbs_context() - the libibverbs context; NULL on the soft device. */
+struct ibv_context *ibc_verbs_context(struct ibc_ctx *ctx);
+/** ibc_verbs_pd() - the domain's shared PD; NULL (errno EOPNOTSUPP) on the
+ * soft device and on a context of this process's own. */
+struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx);
 
 /** ibc_ping() - one round trip carrying @len bytes (at most 60000). */
 int ibc_ping(struct ibc_client *client, const void *payload, size_t len);

@@ -28,6 +28,7 @@ struct ibc_queued_event {
 	struct ibc_queued_event *next;
 	enum ibc_event_type type;
 	char message[256];
+	char device[64];
 };
 
 void ibc_reply_free(struct ibc_reply *r)
@@ -41,7 +42,7 @@ void ibc_reply_free(struct ibc_reply *r)
 
 /* Called with the lock held. */
 void ibc_queue_event(struct ibc_client *cl, enum ibc_event_type type,
-		     const char *message)
+		     const char *message, const char *device)
 {
 	struct ibc_queued_event *e = calloc(1, sizeof(*e));
 	uint64_t one = 1;
@@ -50,6 +51,7 @@ void ibc_queue_event(struct ibc_client *cl, enum ibc_event_type type,
 		return;
 	e->type = type;
 	snprintf(e->message, sizeof(e->message), "%s", message);
+	snprintf(e->device, sizeof(e->device), "%s", device ? device : "");
 	*cl->events_tail = e;
 	cl->events_tail = &e->next;
 	if (write(cl->event_fd, &one, sizeof(one)) < 0) {
@@ -65,7 +67,7 @@ void ibc_mark_dead(struct ibc_client *cl, int err, const char *message)
 		return;
 	cl->dead = err;
 	snprintf(cl->dead_message, sizeof(cl->dead_message), "%s", message);
-	ibc_queue_event(cl, IBC_EVENT_DISCONNECTED, message);
+	ibc_queue_event(cl, IBC_EVENT_DISCONNECTED, message, NULL);
 	pthread_cond_broadcast(&cl->cond);
 }
 
@@ -82,7 +84,13 @@ static void ibc_handle_event(struct ibc_client *cl, const Rdmab__Event *ev)
 {
 	switch (ev->body_case) {
 	case RDMAB__EVENT__BODY_SHUTDOWN:
-		ibc_queue_event(cl, IBC_EVENT_SHUTDOWN, ev->shutdown->reason);
+		ibc_queue_event(cl, IBC_EVENT_SHUTDOWN, ev->shutdown->reason,
+				NULL);
+		break;
+	case RDMAB__EVENT__BODY_DEVICE_REMOVED:
+		ibc_queue_event(cl, IBC_EVENT_DEVICE_REMOVED,
+				ev->device_removed->reason,
+				ev->device_removed->device);
 		break;
 	default:
 		/* An event of a newer broker: nothing to do with it. */
@@ -314,6 +322,7 @@ int ibc_drain_events(struct ibc_client *cl)
 		struct ibc_event ev = {
 			.type = e->type,
 			.message = e->message,
+			.device = e->device,
 		};
 
 		head = e->next;

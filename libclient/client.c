@@ -39,7 +39,7 @@ static int ibc_open_socket(const char *path)
 	return fd;
 }
 
-static int ibc_hello(struct ibc_client *cl)
+static int ibc_hello(struct ibc_client *cl, const char *domain)
 {
 	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -50,6 +50,8 @@ static int ibc_hello(struct ibc_client *cl)
 	hello.library_version = (char *)PACKAGE_VERSION;
 	hello.pid = (uint32_t)getpid();
 	hello.fork_state = (Rdmab__ForkState)ibc_fork_state();
+	hello.domain = (char *)(domain ? domain : "");
+	hello.private_domain = !!(cl->flags & IBC_CONNECT_PRIVATE_DOMAIN);
 	req.body_case = RDMAB__REQUEST__BODY_HELLO;
 	req.hello = &hello;
 	ret = ibc_call(cl, &req, NULL, 0, &r);
@@ -67,18 +69,6 @@ static int ibc_hello(struct ibc_client *cl)
 	snprintf(cl->info.daemon_version, sizeof(cl->info.daemon_version),
 		 "%s", hr->daemon_version);
 	snprintf(cl->info.domain, sizeof(cl->info.domain), "%s", hr->domain);
-	cl->devices = calloc(hr->n_devices ? hr->n_devices : 1,
-			     sizeof(*cl->devices));
-	if (!cl->devices) {
-		ret = ibc_set_error(-ENOMEM, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < hr->n_devices; i++) {
-		snprintf(cl->devices[i].name, sizeof(cl->devices[i].name),
-			 "%s", hr->devices[i]->name);
-		snprintf(cl->devices[i].kind, sizeof(cl->devices[i].kind),
-			 "%s", hr->devices[i]->kind);
-	}
 	cl->info.num_devices = (uint32_t)hr->n_devices;
 out:
 	ibc_reply_free(&r);
@@ -93,11 +83,11 @@ static void ibc_client_free(struct ibc_client *cl)
 		close(cl->epoll_fd);
 	if (cl->event_fd >= 0)
 		close(cl->event_fd);
+	ibc_ctx_free_all(cl);
 	ibc_free_events(cl);
 	pthread_mutex_destroy(&cl->lock);
 	pthread_mutex_destroy(&cl->send_lock);
 	pthread_cond_destroy(&cl->cond);
-	free(cl->devices);
 	free(cl->rbuf);
 	free(cl);
 }
@@ -122,7 +112,8 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 	if (attr && (attr->comp_mask & ~(uint32_t)(IBC_CONNECT_ATTR_SOCKET |
 						  IBC_CONNECT_ATTR_TIMEOUT |
 						  IBC_CONNECT_ATTR_FLAGS |
-						  IBC_CONNECT_ATTR_EVENT_CB)))
+						  IBC_CONNECT_ATTR_EVENT_CB |
+						  IBC_CONNECT_ATTR_DOMAIN)))
 		return ibc_set_error(-EOPNOTSUPP,
 				     "unknown bits 0x%x in comp_mask",
 				     attr->comp_mask);
@@ -154,7 +145,8 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 		cl->timeout_ms = attr->timeout_ms;
 	}
 	if (attr && (attr->comp_mask & IBC_CONNECT_ATTR_FLAGS)) {
-		if (attr->flags & ~(uint32_t)IBC_CONNECT_ALLOW_OWN_CONTEXT) {
+		if (attr->flags & ~(uint32_t)(IBC_CONNECT_ALLOW_OWN_CONTEXT |
+					      IBC_CONNECT_PRIVATE_DOMAIN)) {
 			ret = ibc_set_error(-EINVAL,
 					    "unknown connect flags 0x%x",
 					    attr->flags);
@@ -190,7 +182,10 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 		ibc_set_error(ret, "epoll: %s", strerror(-ret));
 		goto fail;
 	}
-	ret = ibc_hello(cl);
+	ret = ibc_hello(cl, attr && (attr->comp_mask &
+				     IBC_CONNECT_ATTR_DOMAIN) ?
+				    attr->domain :
+				    NULL);
 	if (ret < 0)
 		goto fail;
 	ibc_clear_error();

@@ -41,7 +41,8 @@ struct ibc_client {
 	struct ibc_queued_event *events_head, **events_tail;
 
 	struct ibc_client_info info;
-	struct ibc_device_info *devices;
+	/* Contexts open, closed locally at disconnect. */
+	struct ibc_ctx *ctxs;
 };
 
 /* A decoded reply handed to the caller of ibc_call(). */
@@ -63,7 +64,7 @@ void ibc_reply_free(struct ibc_reply *r);
 
 /* Called with the lock held. */
 void ibc_queue_event(struct ibc_client *cl, enum ibc_event_type type,
-		     const char *message);
+		     const char *message, const char *device);
 void ibc_mark_dead(struct ibc_client *cl, int err, const char *message);
 int ibc_read_one(struct ibc_client *cl, int timeout_ms);
 void ibc_free_events(struct ibc_client *cl);
@@ -71,6 +72,10 @@ void ibc_free_events(struct ibc_client *cl);
 /* Read what is pending without blocking and run the event callback for
  * every queued event; returns how many. */
 int ibc_drain_events(struct ibc_client *cl);
+
+/* Release the contexts still open at disconnect, locally: the broker
+ * releases its side when the session ends. */
+void ibc_ctx_free_all(struct ibc_client *cl);
 
 /* Record the calling thread's last error and return @err. */
 int ibc_set_error(int err, const char *fmt, ...)

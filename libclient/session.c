@@ -21,22 +21,6 @@ IBC_EXPORT int ibc_client_info(struct ibc_client *client,
 	return 0;
 }
 
-IBC_EXPORT int ibc_list_devices(struct ibc_client *client,
-				struct ibc_device_info *ret, size_t max)
-{
-	size_t n;
-
-	if (!client)
-		return ibc_set_error(-EINVAL, "client is NULL");
-	n = client->info.num_devices;
-	if (!ret)
-		return (int)n;
-	if (n > max)
-		n = max;
-	memcpy(ret, client->devices, n * sizeof(*ret));
-	return (int)n;
-}
-
 IBC_EXPORT int ibc_ping(struct ibc_client *client, const void *payload,
 			size_t len)
 {

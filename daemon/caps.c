@@ -1,0 +1,73 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <linux/capability.h>
+
+#include "daemon/caps.h"
+
+static int caps_get(struct __user_cap_data_struct data[2])
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+
+	return syscall(SYS_capget, &hdr, data) < 0 ? -errno : 0;
+}
+
+static int caps_set(struct __user_cap_data_struct data[2])
+{
+	struct __user_cap_header_struct hdr = {
+		.version = _LINUX_CAPABILITY_VERSION_3,
+	};
+
+	return syscall(SYS_capset, &hdr, data) < 0 ? -errno : 0;
+}
+
+int caps_effective_clear(struct caps_saved *saved)
+{
+	struct __user_cap_data_struct data[2];
+	int ret;
+
+	saved->valid = 0;
+	ret = caps_get(data);
+	if (ret < 0)
+		return ret;
+	saved->effective[0] = data[0].effective;
+	saved->effective[1] = data[1].effective;
+	if (!data[0].effective && !data[1].effective)
+		return 0;
+	data[0].effective = 0;
+	data[1].effective = 0;
+	ret = caps_set(data);
+	if (ret < 0)
+		return ret;
+	saved->valid = 1;
+	return 0;
+}
+
+void caps_effective_restore(const struct caps_saved *saved)
+{
+	struct __user_cap_data_struct data[2];
+
+	if (!saved->valid || caps_get(data) < 0)
+		return;
+	data[0].effective = saved->effective[0];
+	data[1].effective = saved->effective[1];
+	/* Raising effective bits that are still permitted cannot fail. */
+	caps_set(data);
+}
+
+int caps_effective_empty(void)
+{
+	struct __user_cap_data_struct data[2];
+	int ret = caps_get(data);
+
+	if (ret < 0)
+		return ret;
+	return !data[0].effective && !data[1].effective;
+}

@@ -1,0 +1,490 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <grp.h>
+#include <inttypes.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <ini.h>
+
+#include "daemon/config.h"
+
+#define DEFAULT_DM_BYTES (256u * 1024)
+#define DEFAULT_XRCDS 64
+#define DEFAULT_RSS_TABLES 16
+#define DEFAULT_OBJECTS 65536
+#define DEFAULT_CLIENTS 256
+#define SOFT_MAX_DM_SIZE_LIMIT (64u * 1024 * 1024)
+#define PAGE 4096u
+
+enum quota_key {
+	Q_DM_BYTES = 1 << 0,
+	Q_XRCDS = 1 << 1,
+	Q_RSS_TABLES = 1 << 2,
+	Q_OBJECTS = 1 << 3,
+	Q_CLIENTS = 1 << 4,
+};
+
+/* Parser state: inih reads one line, then calls the handler for it, so
+ * the reader's line count names the line of every key. */
+struct parse {
+	const char *path;
+	FILE *f;
+	unsigned int line;
+	char section[64];
+	/* Keys seen in the current section, to refuse duplicates. */
+	char keys[32][32];
+	size_t n_keys;
+	struct config cfg;
+	char *err;
+	size_t errlen;
+	int failed;
+};
+
+void config_init(struct config *cfg)
+{
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->defaults.dm_bytes = DEFAULT_DM_BYTES;
+	cfg->defaults.xrcds = DEFAULT_XRCDS;
+	cfg->defaults.rss_tables = DEFAULT_RSS_TABLES;
+	cfg->defaults.objects = DEFAULT_OBJECTS;
+	cfg->defaults.clients = DEFAULT_CLIENTS;
+	cfg->soft_max_dm_size = DEFAULT_DM_BYTES;
+}
+
+void config_free(struct config *cfg)
+{
+	free(cfg->domains);
+	cfg->domains = NULL;
+	cfg->n_domains = 0;
+}
+
+static int parse_fail(struct parse *p, unsigned int line, const char *key,
+		      const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int parse_fail(struct parse *p, unsigned int line, const char *key,
+		      const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+
+	if (p->failed)
+		return 0;
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	if (key)
+		snprintf(p->err, p->errlen, "%s:%u: [%s] key \"%s\": %s",
+			 p->path, line, p->section, key, why);
+	else
+		snprintf(p->err, p->errlen, "%s:%u: %s", p->path, line, why);
+	p->failed = 1;
+	return 0; /* stops inih */
+}
+
+static int parse_number(struct parse *p, const char *key, const char *value,
+			uint64_t min, uint64_t max, bool suffixes,
+			uint64_t *ret)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)value[0]))
+		return parse_fail(p, p->line, key, "\"%s\" is not a number",
+				  value);
+	errno = 0;
+	v = strtoull(value, &end, 10);
+	if (suffixes && *end && !end[1]) {
+		unsigned int shift = *end == 'K' ? 10 :
+				     *end == 'M' ? 20 :
+				     *end == 'G' ? 30 :
+						   0;
+
+		if (shift && v <= (UINT64_MAX >> shift)) {
+			v <<= shift;
+			end++;
+		}
+	}
+	if (errno || *end)
+		return parse_fail(p, p->line, key,
+				  "\"%s\" is not a number%s", value,
+				  suffixes ? " (K, M and G suffixes allowed)" :
+					     "");
+	if (v < min || v > max)
+		return parse_fail(p, p->line, key,
+				  "%llu is out of range %" PRIu64
+				  "..%" PRIu64,
+				  v, min, max);
+	*ret = v;
+	return 1;
+}
+
+static int parse_quota(struct parse *p, const char *key, const char *value,
+		       struct quota *q, unsigned int *set)
+{
+	uint64_t v;
+
+	if (strcmp(key, "dm_bytes") == 0) {
+		if (!parse_number(p, key, value, 0, UINT64_MAX / 2, true, &v))
+			return 0;
+		q->dm_bytes = v;
+		*set |= Q_DM_BYTES;
+	} else if (strcmp(key, "xrcds") == 0) {
+		if (!parse_number(p, key, value, 0, 1u << 20, false, &v))
+			return 0;
+		q->xrcds = (uint32_t)v;
+		*set |= Q_XRCDS;
+	} else if (strcmp(key, "rss_tables") == 0) {
+		if (!parse_number(p, key, value, 0, 1u << 20, false, &v))
+			return 0;
+		q->rss_tables = (uint32_t)v;
+		*set |= Q_RSS_TABLES;
+	} else if (strcmp(key, "objects") == 0) {
+		if (!parse_number(p, key, value, 0, 1u << 24, false, &v))
+			return 0;
+		q->objects = (uint32_t)v;
+		*set |= Q_OBJECTS;
+	} else if (strcmp(key, "clients") == 0) {
+		if (!parse_number(p, key, value, 1, 1000000, false, &v))
+			return 0;
+		q->clients = (uint32_t)v;
+		*set |= Q_CLIENTS;
+	} else {
+		return -1; /* not a quota key */
+	}
+	return 1;
+}
+
+static int lookup_gid(const char *name, gid_t *ret)
+{
+	struct group gr, *res = NULL;
+	char buf[4096];
+	char *end;
+	unsigned long v;
+
+	if (isdigit((unsigned char)name[0])) {
+		errno = 0;
+		v = strtoul(name, &end, 10);
+		if (errno || *end || v >= (gid_t)-1)
+			return -EINVAL;
+		*ret = (gid_t)v;
+		return 0;
+	}
+	if (getgrnam_r(name, &gr, buf, sizeof(buf), &res) != 0 || !res)
+		return -ENOENT;
+	*ret = res->gr_gid;
+	return 0;
+}
+
+static int lookup_uid(const char *name, uid_t *ret)
+{
+	struct passwd pw, *res = NULL;
+	char buf[4096];
+	char *end;
+	unsigned long v;
+
+	if (isdigit((unsigned char)name[0])) {
+		errno = 0;
+		v = strtoul(name, &end, 10);
+		if (errno || *end || v >= (uid_t)-1)
+			return -EINVAL;
+		*ret = (uid_t)v;
+		return 0;
+	}
+	if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res)
+		return -ENOENT;
+	*ret = res->pw_uid;
+	return 0;
+}
+
+/* Parse a comma- or space-separated list of users or groups. */
+static int parse_members(struct parse *p, const char *key, const char *value,
+			 bool users, struct config_domain *d)
+{
+	char buf[1024], *save = NULL, *tok;
+
+	snprintf(buf, sizeof(buf), "%s", value);
+	for (tok = strtok_r(buf, ", \t", &save); tok;
+	     tok = strtok_r(NULL, ", \t", &save)) {
+		int ret;
+
+		if ((users ? d->n_users : d->n_groups) == CONFIG_MAX_MEMBERS)
+			return parse_fail(p, p->line, key,
+					  "more than %d entries",
+					  CONFIG_MAX_MEMBERS);
+		if (users)
+			ret = lookup_uid(tok, &d->users[d->n_users++]);
+		else
+			ret = lookup_gid(tok, &d->groups[d->n_groups++]);
+		if (ret < 0)
+			return parse_fail(p, p->line, key, "no %s \"%s\"",
+					  users ? "user" : "group", tok);
+	}
+	if ((users ? d->n_users : d->n_groups) == 0)
+		return parse_fail(p, p->line, key, "the list is empty");
+	return 1;
+}
+
+static bool valid_domain_name(const char *name)
+{
+	if (!*name || strlen(name) >= CONFIG_NAME_MAX)
+		return false;
+	for (const char *c = name; *c; c++)
+		if (!isalnum((unsigned char)*c) && *c != '-' && *c != '_' &&
+		    *c != '.')
+			return false;
+	/* These name the domains the broker makes itself. */
+	return strncmp(name, "uid-", 4) != 0 &&
+	       strncmp(name, "private-", 8) != 0;
+}
+
+/* A new section begins: reset the duplicate-key check, open a domain. */
+static int parse_section(struct parse *p, const char *section)
+{
+	const char *name;
+	struct config_domain *d;
+
+	snprintf(p->section, sizeof(p->section), "%s", section);
+	p->n_keys = 0;
+	if (strcmp(section, "broker") == 0 || strcmp(section, "defaults") == 0 ||
+	    strcmp(section, "soft") == 0)
+		return 1;
+	if (strncmp(section, "domain ", 7) != 0)
+		return parse_fail(p, p->line, NULL,
+				  "unknown section [%s] (known: [broker], "
+				  "[defaults], [soft], [domain NAME])",
+				  section);
+	name = section + 7;
+	if (!valid_domain_name(name))
+		return parse_fail(p, p->line, NULL,
+				  "[%s]: domain names are 1 to %d letters, "
+				  "digits, '-', '_' or '.', and do not start "
+				  "with \"uid-\" or \"private-\"",
+				  section, CONFIG_NAME_MAX - 1);
+	if (config_find_domain(&p->cfg, name))
+		return parse_fail(p, p->line, NULL,
+				  "[%s]: domain \"%s\" is defined twice",
+				  section, name);
+	if (p->cfg.n_domains == CONFIG_MAX_DOMAINS)
+		return parse_fail(p, p->line, NULL,
+				  "more than %d domains", CONFIG_MAX_DOMAINS);
+	d = &p->cfg.domains[p->cfg.n_domains++];
+	memset(d, 0, sizeof(*d));
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	d->line = p->line;
+	return 1;
+}
+
+static int parse_section(struct parse *p, const char *section);
+
+/* inih reads a line, then calls the handler for it: counting lines here
+ * names the line of every key. Section headers are taken here too, so that
+ * an empty or repeated section is seen. */
+static char *parse_reader(char *str, int num, void *stream)
+{
+	struct parse *p = stream;
+	char *s = fgets(str, num, p->f);
+	const char *t, *end;
+
+	if (!s || p->failed)
+		return NULL;
+	p->line++;
+	if (!strchr(s, '\n') && !feof(p->f)) {
+		parse_fail(p, p->line, NULL, "line longer than %d bytes",
+			   num - 2);
+		return NULL;
+	}
+	for (t = s; isspace((unsigned char)*t); t++)
+		;
+	end = strchr(t, ']');
+	if (*t == '[' && end) {
+		char name[64];
+		size_t len = (size_t)(end - t - 1);
+
+		if (len >= sizeof(name))
+			len = sizeof(name) - 1;
+		memcpy(name, t + 1, len);
+		name[len] = '\0';
+		if (!parse_section(p, name))
+			return NULL;
+	}
+	return s;
+}
+
+static int parse_key(struct parse *p, const char *section, const char *key,
+		     const char *value)
+{
+	struct config_domain *d;
+	uint64_t v;
+	int ret;
+
+	if (strcmp(section, "broker") == 0) {
+		if (strcmp(key, "admin_group") != 0)
+			return parse_fail(p, p->line, key,
+					  "unknown key (known: admin_group)");
+		if (lookup_gid(value, &p->cfg.admin_gid) < 0)
+			return parse_fail(p, p->line, key, "no group \"%s\"",
+					  value);
+		p->cfg.has_admin_group = true;
+		return 1;
+	}
+	if (strcmp(section, "defaults") == 0) {
+		unsigned int set = 0;
+
+		ret = parse_quota(p, key, value, &p->cfg.defaults, &set);
+		if (ret < 0)
+			return parse_fail(p, p->line, key,
+					  "unknown key (known: dm_bytes, "
+					  "xrcds, rss_tables, objects, "
+					  "clients)");
+		return ret;
+	}
+	if (strcmp(section, "soft") == 0) {
+		if (strcmp(key, "max_dm_size") != 0)
+			return parse_fail(p, p->line, key,
+					  "unknown key (known: max_dm_size)");
+		if (!parse_number(p, key, value, PAGE, SOFT_MAX_DM_SIZE_LIMIT,
+				  true, &v))
+			return 0;
+		if (v % PAGE)
+			return parse_fail(p, p->line, key,
+					  "%" PRIu64 " is not a multiple of "
+					  "4096",
+					  v);
+		p->cfg.soft_max_dm_size = v;
+		return 1;
+	}
+	d = &p->cfg.domains[p->cfg.n_domains - 1];
+	if (strcmp(key, "users") == 0)
+		return parse_members(p, key, value, true, d);
+	if (strcmp(key, "groups") == 0)
+		return parse_members(p, key, value, false, d);
+	ret = parse_quota(p, key, value, &d->quota, &d->quota_set);
+	if (ret < 0)
+		return parse_fail(p, p->line, key,
+				  "unknown key (known: users, groups, "
+				  "dm_bytes, xrcds, rss_tables, objects, "
+				  "clients)");
+	return ret;
+}
+
+static int parse_handler(void *user, const char *section, const char *key,
+			 const char *value)
+{
+	struct parse *p = user;
+
+	if (p->failed)
+		return 0;
+	if (!*section)
+		return parse_fail(p, p->line, key,
+				  "key outside of any section");
+	for (size_t i = 0; i < p->n_keys; i++)
+		if (strcmp(p->keys[i], key) == 0)
+			return parse_fail(p, p->line, key,
+					  "given twice in this section");
+	if (p->n_keys < sizeof(p->keys) / sizeof(p->keys[0]))
+		snprintf(p->keys[p->n_keys++], sizeof(p->keys[0]), "%s", key);
+	if (!*value)
+		return parse_fail(p, p->line, key, "empty value");
+	return parse_key(p, section, key, value);
+}
+
+/* Checks that need the whole file: every domain has members; quotas not
+ * given come from [defaults], wherever it stands. */
+static void parse_finish(struct parse *p)
+{
+	for (size_t i = 0; i < p->cfg.n_domains && !p->failed; i++) {
+		struct config_domain *d = &p->cfg.domains[i];
+		const struct quota *def = &p->cfg.defaults;
+
+		if (!d->n_users && !d->n_groups) {
+			snprintf(p->section, sizeof(p->section), "domain %s",
+				 d->name);
+			parse_fail(p, d->line, "users",
+				   "domain \"%s\" has no users and no groups",
+				   d->name);
+			break;
+		}
+		if (!(d->quota_set & Q_DM_BYTES))
+			d->quota.dm_bytes = def->dm_bytes;
+		if (!(d->quota_set & Q_XRCDS))
+			d->quota.xrcds = def->xrcds;
+		if (!(d->quota_set & Q_RSS_TABLES))
+			d->quota.rss_tables = def->rss_tables;
+		if (!(d->quota_set & Q_OBJECTS))
+			d->quota.objects = def->objects;
+		if (!(d->quota_set & Q_CLIENTS))
+			d->quota.clients = def->clients;
+	}
+}
+
+int config_load(const char *path, bool must_exist, struct config *ret,
+		char *err, size_t errlen)
+{
+	struct parse *p;
+	int ini, rc = 0;
+
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	config_init(&p->cfg);
+	p->path = path;
+	p->err = err;
+	p->errlen = errlen;
+	p->cfg.domains = calloc(CONFIG_MAX_DOMAINS, sizeof(*p->cfg.domains));
+	if (!p->cfg.domains) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	p->f = fopen(path, "re");
+	if (!p->f) {
+		rc = -errno;
+		if (rc == -ENOENT && !must_exist) {
+			*ret = p->cfg;
+			p->cfg.domains = NULL;
+			rc = 0;
+		} else {
+			snprintf(err, errlen, "%s: %s", path, strerror(-rc));
+		}
+		goto out;
+	}
+	/* One handler call per line keeps the line count exact. */
+	ini_allow_multiline = false;
+	ini = ini_parse_stream(parse_reader, p, parse_handler, p);
+	if (ini > 0 && !p->failed)
+		parse_fail(p, (unsigned int)ini, NULL,
+			   "syntax error (expected [section], key = value, "
+			   "or a comment)");
+	else if (ini < 0 && !p->failed)
+		parse_fail(p, p->line, NULL, "cannot be read");
+	if (!p->failed)
+		parse_finish(p);
+	if (p->failed) {
+		rc = -EINVAL;
+		goto out;
+	}
+	*ret = p->cfg;
+	p->cfg.domains = NULL;
+out:
+	if (p->f)
+		fclose(p->f);
+	free(p->cfg.domains);
+	free(p);
+	return rc;
+}
+
+const struct config_domain *config_find_domain(const struct config *cfg,
+					       const char *name)
+{
+	for (size_t i = 0; i < cfg->n_domains; i++)
+		if (strcmp(cfg->domains[i].name, name) == 0)
+			return &cfg->domains[i];
+	return NULL;
+}

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/* rdmabroker.conf: INI, parsed with inih; see rdmabroker.conf(5). */
+#ifndef RDMAB_CONFIG_H
+#define RDMAB_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define CONFIG_NAME_MAX 48
+#define CONFIG_MAX_DOMAINS 256
+#define CONFIG_MAX_MEMBERS 256
+
+struct quota {
+	uint64_t dm_bytes;
+	uint32_t xrcds;
+	uint32_t rss_tables;
+	uint32_t objects;
+	uint32_t clients;
+};
+
+struct config_domain {
+	char name[CONFIG_NAME_MAX];
+	uid_t users[CONFIG_MAX_MEMBERS];
+	size_t n_users;
+	gid_t groups[CONFIG_MAX_MEMBERS];
+	size_t n_groups;
+	struct quota quota;
+	/* Keys given in the file; the rest come from [defaults]. */
+	unsigned int quota_set;
+	unsigned int line;
+};
+
+struct config {
+	bool has_admin_group;
+	gid_t admin_gid;
+	/* Quotas of every uid's own domain and of private domains. */
+	struct quota defaults;
+	uint64_t soft_max_dm_size;
+	struct config_domain *domains;
+	size_t n_domains;
+};
+
+/* The built-in defaults, used when no file exists. */
+void config_init(struct config *cfg);
+
+/*
+ * Parse @path into @ret. A missing file gives the defaults unless
+ * @must_exist. On error @err holds "FILE:LINE: [section] key: reason" and
+ * @ret is untouched.
+ */
+int config_load(const char *path, bool must_exist, struct config *ret,
+		char *err, size_t errlen);
+void config_free(struct config *cfg);
+
+const struct config_domain *config_find_domain(const struct config *cfg,
+					       const char *name);
+
+#endif

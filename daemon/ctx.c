@@ -1,0 +1,258 @@
+// SPDX-License-Identifier: MIT
+/* The context family: open and close a domain's context on a device. */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dispatch.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+
+static void dctx_close_device(struct dctx *x)
+{
+	if (x->ev) {
+		event_free(x->ev);
+		x->ev = NULL;
+	}
+	if (x->dc) {
+		x->dev->ops->ctx_close(x->dc);
+		x->dc = NULL;
+	}
+}
+
+static void dctx_free(struct server *srv, struct dctx *x)
+{
+	struct domain *d = x->domain;
+
+	log_debug("context %" PRIu64 " (%s on %s) closed", x->id, d->name,
+		  x->dev->name);
+	dctx_close_device(x);
+	TAILQ_REMOVE(&d->ctxs, x, link);
+	d->n_ctxs--;
+	/* The context's PD was the domain's object. */
+	domain_uncharge_objects(d, 1);
+	free(x);
+	domain_release(srv, d);
+}
+
+static void dctx_event_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dctx *x = arg;
+
+	if (x->dc && x->dev->ops->ctx_handle_event(x->dc) == 1)
+		server_device_removed(x->srv, x->dev,
+				      "the device reported a fatal error");
+}
+
+static struct dctx *dctx_find(struct domain *d, struct device *dev)
+{
+	struct dctx *x = NULL;
+
+	TAILQ_FOREACH(x, &d->ctxs, link)
+		if (x->dev == dev)
+			return x;
+	return NULL;
+}
+
+static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
+		     struct reply *r, struct dctx **ret)
+{
+	struct dctx *x;
+	int ret_err, fd;
+
+	x = dctx_find(d, dev);
+	if (x) {
+		*ret = x;
+		return 0;
+	}
+	ret_err = domain_charge_objects(d, 1, r);
+	if (ret_err < 0)
+		return ret_err;
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		domain_uncharge_objects(d, 1);
+		return reply_error(r, -ENOMEM, "out of memory");
+	}
+	x->id = ++srv->next_ctx_id;
+	x->srv = srv;
+	x->domain = d;
+	x->dev = dev;
+	ret_err = dev->ops->ctx_open(dev, x->id, d->name, &x->dc);
+	if (ret_err < 0) {
+		domain_uncharge_objects(d, 1);
+		free(x);
+		log_warn("%s: cannot open a context for domain %s: %s",
+			 dev->name, d->name, strerror(-ret_err));
+		return reply_error(r, ret_err,
+				   "%s: the broker cannot open a context: %s",
+				   dev->name, strerror(-ret_err));
+	}
+	fd = dev->ops->ctx_event_fd(x->dc);
+	if (fd >= 0) {
+		x->ev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
+				  dctx_event_cb, x);
+		if (x->ev)
+			event_add(x->ev, NULL);
+	}
+	TAILQ_INSERT_TAIL(&d->ctxs, x, link);
+	d->n_ctxs++;
+	log_debug("context %" PRIu64 " (%s on %s) opened", x->id, d->name,
+		  dev->name);
+	*ret = x;
+	return 0;
+}
+
+static void dctx_unref(struct server *srv, struct dctx *x)
+{
+	if (--x->refs == 0 && x->objects == 0)
+		dctx_free(srv, x);
+}
+
+static struct conn_ctx *conn_ctx_find(struct conn *c, uint64_t id)
+{
+	struct conn_ctx *cc;
+
+	TAILQ_FOREACH(cc, &c->ctxs, link)
+		if (cc->ctx->id == id)
+			return cc;
+	return NULL;
+}
+
+static struct conn_ctx *conn_ctx_find_dev(struct conn *c,
+					  const struct device *dev)
+{
+	struct conn_ctx *cc;
+
+	TAILQ_FOREACH(cc, &c->ctxs, link)
+		if (cc->ctx->dev == dev)
+			return cc;
+	return NULL;
+}
+
+int h_ctx_open(struct conn *c, const Rdmab__Request *req,
+	       struct wire_fds *fds, struct reply *r)
+{
+	struct server *srv = c->srv;
+	const char *name = req->open_context->device;
+	Rdmab__OpenContextReply *out;
+	Rdmab__DeviceInfo *info;
+	struct conn_ctx *cc;
+	struct device *dev;
+	struct dctx *x = NULL;
+	int ret;
+
+	dev = device_find(&srv->devices, name);
+	if (!dev)
+		return *name ? reply_error(r, -ENODEV,
+					   "no device \"%.64s\" (see "
+					   "rdmabrokerctl devices)",
+					   name) :
+			       reply_error(r, -ENODEV,
+					   "the broker has no device left");
+	if (dev->removed)
+		return reply_error(r, -ENODEV, "device %s was removed",
+				   dev->name);
+	out = reply_alloc(r, sizeof(*out));
+	info = reply_alloc(r, sizeof(*info) + sizeof(Rdmab__DeviceCaps));
+	if (!out || !info)
+		return reply_error(r, -ENOMEM, "out of memory");
+	cc = conn_ctx_find_dev(c, dev);
+	if (!cc) {
+		cc = calloc(1, sizeof(*cc));
+		if (!cc)
+			return reply_error(r, -ENOMEM, "out of memory");
+		ret = dctx_open(srv, c->domain, dev, r, &x);
+		if (ret < 0) {
+			free(cc);
+			return ret;
+		}
+		cc->ctx = x;
+		x->refs++;
+		TAILQ_INSERT_TAIL(&c->ctxs, cc, link);
+		c->n_ctxs++;
+	}
+	cc->opens++;
+	x = cc->ctx;
+
+	rdmab__open_context_reply__init(out);
+	server_device_info(dev, info, (Rdmab__DeviceCaps *)(info + 1));
+	out->context_id = x->id;
+	out->device = info;
+	out->pd_handle = dev->ops->ctx_pd_handle(x->dc);
+	out->domain = c->domain->name;
+	out->fd_index = 0;
+	r->fds[0] = dev->ops->ctx_fd(x->dc);
+	r->nfds = 1;
+	r->msg.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
+	r->msg.open_context = out;
+	return 0;
+}
+
+int h_ctx_close(struct conn *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r)
+{
+	uint64_t id = req->close_context->context_id;
+	Rdmab__CloseContextReply *out = reply_alloc(r, sizeof(*out));
+	struct conn_ctx *cc = conn_ctx_find(c, id);
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	if (!cc)
+		return reply_error(r, -ENOENT,
+				   "context %" PRIu64 " is not open in this "
+				   "session",
+				   id);
+	if (--cc->opens == 0) {
+		TAILQ_REMOVE(&c->ctxs, cc, link);
+		c->n_ctxs--;
+		dctx_unref(c->srv, cc->ctx);
+		free(cc);
+	}
+	rdmab__close_context_reply__init(out);
+	r->msg.body_case = RDMAB__REPLY__BODY_CLOSE_CONTEXT;
+	r->msg.close_context = out;
+	return 0;
+}
+
+void dctx_conn_release(struct server *srv, struct conn *c)
+{
+	struct conn_ctx *cc;
+
+	while ((cc = TAILQ_FIRST(&c->ctxs))) {
+		TAILQ_REMOVE(&c->ctxs, cc, link);
+		dctx_unref(srv, cc->ctx);
+		free(cc);
+	}
+	c->n_ctxs = 0;
+}
+
+void dctx_device_gone(struct server *srv, struct device *dev)
+{
+	struct domain *d;
+	struct dctx *x;
+
+	TAILQ_FOREACH(d, &srv->domains, link)
+		TAILQ_FOREACH(x, &d->ctxs, link)
+			if (x->dev == dev)
+				dctx_close_device(x);
+}
+
+void dctx_close_all(struct server *srv, struct domain *d)
+{
+	struct dctx *x;
+
+	while ((x = TAILQ_FIRST(&d->ctxs))) {
+		dctx_close_device(x);
+		TAILQ_REMOVE(&d->ctxs, x, link);
+		free(x);
+	}
+	d->n_ctxs = 0;
+}

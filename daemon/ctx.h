@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Contexts: one per (domain, device), opened on the first client's request
+ * and closed when the last client has closed it and its objects are gone.
+ */
+#ifndef RDMAB_CTX_H
+#define RDMAB_CTX_H
+
+#include <stdint.h>
+#include "daemon/queue.h"
+
+struct server;
+struct domain;
+struct device;
+struct device_ctx;
+struct event;
+struct conn;
+
+struct dctx {
+	TAILQ_ENTRY(dctx) link;
+	uint64_t id;
+	struct server *srv;
+	struct domain *domain;
+	struct device *dev;
+	/* NULL once the device is gone. */
+	struct device_ctx *dc;
+	struct event *ev;
+	/* Opens by clients, and objects registered in the context. */
+	unsigned int refs;
+	unsigned int objects;
+};
+
+/* A client's hold on a context. */
+struct conn_ctx {
+	TAILQ_ENTRY(conn_ctx) link;
+	struct dctx *ctx;
+	unsigned int opens;
+};
+
+/* Drop every context @c holds (the connection is closing). */
+void dctx_conn_release(struct server *srv, struct conn *c);
+/* Close the device side of every context of @dev (device removal). */
+void dctx_device_gone(struct server *srv, struct device *dev);
+/* Close every context of @d (daemon exit). */
+void dctx_close_all(struct server *srv, struct domain *d);
+
+#endif

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The verbs device: real libibverbs. Each device keeps a context of the
+ * daemon's own (queries, device events, later the XRCDs); each domain gets
+ * a context and PD of its own, opened with an empty effective capability
+ * set, whose cmd_fd clients import.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "daemon/caps.h"
+#include "daemon/device.h"
+#include "daemon/log.h"
+
+struct verbs_dev {
+	struct ibv_device *ibdev;
+	struct ibv_context *own;
+};
+
+struct device_ctx {
+	struct ibv_context *ctx;
+	struct ibv_pd *pd;
+};
+
+/* libibverbs wants the list alive while its devices are used. */
+static struct ibv_device **verbs_list;
+static unsigned int verbs_users;
+
+static int verbs_ctx_open(struct device *dev, uint64_t ctx_id,
+			  const char *domain, struct device_ctx **ret_ctx)
+{
+	struct verbs_dev *vd = dev->priv;
+	struct device_ctx *c;
+	struct caps_saved saved;
+	int ret;
+
+	c = calloc(1, sizeof(*c));
+	if (!c)
+		return -ENOMEM;
+	ret = caps_effective_clear(&saved);
+	if (ret < 0) {
+		free(c);
+		return ret;
+	}
+	c->ctx = ibv_open_device(vd->ibdev);
+	ret = c->ctx ? 0 : -errno;
+	caps_effective_restore(&saved);
+	if (ret < 0)
+		goto fail;
+	c->pd = ibv_alloc_pd(c->ctx);
+	if (!c->pd) {
+		ret = errno ? -errno : -ENOMEM;
+		goto fail;
+	}
+	/* Events of this context are read only to be acknowledged; a
+	 * blocking read would stall the loop. */
+	fcntl(c->ctx->async_fd, F_SETFL,
+	      fcntl(c->ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	*ret_ctx = c;
+	return 0;
+
+fail:
+	if (c->ctx)
+		ibv_close_device(c->ctx);
+	free(c);
+	return ret;
+}
+
+static void verbs_ctx_close(struct device_ctx *c)
+{
+	/* Clients hold dups of cmd_fd: the kernel context lives on until the
+	 * last of them is closed. Our PD goes with our copy only if nobody
+	 * else uses it; EBUSY is expected otherwise. */
+	ibv_dealloc_pd(c->pd);
+	ibv_close_device(c->ctx);
+	free(c);
+}
+
+static int verbs_ctx_fd(const struct device_ctx *c)
+{
+	return c->ctx->cmd_fd;
+}
+
+static uint32_t verbs_ctx_pd_handle(const struct device_ctx *c)
+{
+	return c->pd->handle;
+}
+
+/* Drain @ctx's async events; 1 when one says the device is gone. */
+static int verbs_drain_events(struct ibv_context *ctx, const char *name)
+{
+	struct ibv_async_event ev;
+	int gone = 0;
+
+	while (ibv_get_async_event(ctx, &ev) == 0) {
+		if (ev.event_type == IBV_EVENT_DEVICE_FATAL)
+			gone = 1;
+		else if (name)
+			log_info("%s: %s", name,
+				 ibv_event_type_str(ev.event_type));
+		ibv_ack_async_event(&ev);
+	}
+	return gone;
+}
+
+static int verbs_ctx_event_fd(const struct device_ctx *c)
+{
+	return c->ctx->async_fd;
+}
+
+static int verbs_ctx_handle_event(struct device_ctx *c)
+{
+	/* Port events are logged once, from the device's own context. */
+	return verbs_drain_events(c->ctx, NULL);
+}
+
+static int verbs_handle_event(struct device *dev)
+{
+	struct verbs_dev *vd = dev->priv;
+
+	return verbs_drain_events(vd->own, dev->name);
+}
+
+static bool verbs_present(struct device *dev)
+{
+	char path[128];
+
+	snprintf(path, sizeof(path), "/sys/class/infiniband/%s", dev->name);
+	return access(path, F_OK) == 0;
+}
+
+static void verbs_shutdown(struct device *dev)
+{
+	struct verbs_dev *vd = dev->priv;
+
+	if (!vd)
+		return;
+	ibv_close_device(vd->own);
+	free(vd);
+	dev->priv = NULL;
+	dev->event_fd = -1;
+	if (--verbs_users == 0) {
+		ibv_free_device_list(verbs_list);
+		verbs_list = NULL;
+	}
+}
+
+static const struct device_ops verbs_ops = {
+	.ctx_open = verbs_ctx_open,
+	.ctx_close = verbs_ctx_close,
+	.ctx_fd = verbs_ctx_fd,
+	.ctx_pd_handle = verbs_ctx_pd_handle,
+	.ctx_event_fd = verbs_ctx_event_fd,
+	.ctx_handle_event = verbs_ctx_handle_event,
+	.handle_event = verbs_handle_event,
+	.present = verbs_present,
+	.shutdown = verbs_shutdown,
+};
+
+/* Can another process import this device's contexts? Asking the provider
+ * is the only reliable test: only mlx5 with dynamic UARs can. */
+static bool verbs_can_import(struct ibv_context *own)
+{
+	struct ibv_context *imp;
+	int fd = fcntl(own->cmd_fd, F_DUPFD_CLOEXEC, 3);
+
+	if (fd < 0)
+		return false;
+	imp = ibv_import_device(fd);
+	if (!imp) {
+		close(fd);
+		return false;
+	}
+	ibv_close_device(imp);
+	return true;
+}
+
+static void verbs_query_caps(struct device *dev, struct ibv_context *own)
+{
+	struct ibv_device_attr_ex attr;
+	struct ibv_port_attr port;
+
+	memset(&attr, 0, sizeof(attr));
+	if (ibv_query_device_ex(own, NULL, &attr) == 0) {
+		dev->caps.max_dm_size = attr.max_dm_size;
+		dev->caps.xrc =
+			!!(attr.orig_attr.device_cap_flags & IBV_DEVICE_XRC);
+		dev->caps.max_rss_table_size =
+			attr.rss_caps.max_rwq_indirection_table_size;
+		dev->caps.rss_hash_fields = attr.rss_caps.rx_hash_fields_mask;
+		dev->caps.rss_hash_functions = attr.rss_caps.rx_hash_function;
+		dev->caps.ports = attr.orig_attr.phys_port_cnt;
+	}
+	dev->caps.import = verbs_can_import(own);
+	snprintf(dev->caps.transport, sizeof(dev->caps.transport), "%s",
+		 "unknown");
+	if (ibv_query_port(own, 1, &port) == 0)
+		snprintf(dev->caps.transport, sizeof(dev->caps.transport),
+			 "%s",
+			 port.link_layer == IBV_LINK_LAYER_ETHERNET ?
+				 "RoCE" :
+				 "InfiniBand");
+}
+
+static int verbs_open_one(struct device *dev, struct ibv_device *ibdev)
+{
+	struct verbs_dev *vd = calloc(1, sizeof(*vd));
+
+	if (!vd)
+		return -ENOMEM;
+	vd->ibdev = ibdev;
+	vd->own = ibv_open_device(ibdev);
+	if (!vd->own) {
+		int ret = errno ? -errno : -ENODEV;
+
+		free(vd);
+		return ret;
+	}
+	fcntl(vd->own->async_fd, F_SETFL,
+	      fcntl(vd->own->async_fd, F_GETFL) | O_NONBLOCK);
+	memset(dev, 0, sizeof(*dev));
+	snprintf(dev->name, sizeof(dev->name), "%s",
+		 ibv_get_device_name(ibdev));
+	dev->kind = DEVICE_KIND_VERBS;
+	dev->ops = &verbs_ops;
+	dev->priv = vd;
+	dev->event_fd = vd->own->async_fd;
+	verbs_query_caps(dev, vd->own);
+	return 0;
+}
+
+int device_verbs_probe(struct device_list *list)
+{
+	int n = 0, ret = 0;
+
+	verbs_list = ibv_get_device_list(&n);
+	if (!verbs_list)
+		return errno ? -errno : -ENODEV;
+	list->kind = DEVICE_KIND_VERBS;
+	list->n = 0;
+	for (int i = 0; i < n && list->n < DEVICE_MAX; i++) {
+		ret = verbs_open_one(&list->dev[list->n], verbs_list[i]);
+		if (ret < 0) {
+			log_warn("%s: cannot open: %s",
+				 ibv_get_device_name(verbs_list[i]),
+				 strerror(-ret));
+			continue;
+		}
+		list->n++;
+		verbs_users++;
+	}
+	if (list->n == 0) {
+		ibv_free_device_list(verbs_list);
+		verbs_list = NULL;
+		return n > 0 ? ret : 0;
+	}
+	return (int)list->n;
+}

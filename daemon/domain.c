@@ -1,0 +1,222 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dispatch.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/server.h"
+
+const char *domain_kind_name(enum domain_kind kind)
+{
+	switch (kind) {
+	case DOMAIN_UID:
+		return "uid";
+	case DOMAIN_CONFIGURED:
+		return "configured";
+	default:
+		return "private";
+	}
+}
+
+static struct domain *domain_find(struct server *srv, const char *name)
+{
+	struct domain *d;
+
+	TAILQ_FOREACH(d, &srv->domains, link)
+		if (strcmp(d->name, name) == 0)
+			return d;
+	return NULL;
+}
+
+static struct domain *domain_new(struct server *srv, const char *name,
+				 enum domain_kind kind,
+				 const struct quota *limit)
+{
+	struct domain *d = calloc(1, sizeof(*d));
+
+	if (!d)
+		return NULL;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	d->kind = kind;
+	d->limit = *limit;
+	TAILQ_INIT(&d->ctxs);
+	TAILQ_INSERT_TAIL(&srv->domains, d, link);
+	return d;
+}
+
+void domain_release(struct server *srv, struct domain *d)
+{
+	if (d->used.clients || d->n_ctxs)
+		return;
+	/* A configured domain stays listed while the file names it. */
+	if (d->kind == DOMAIN_CONFIGURED && !d->retired)
+		return;
+	TAILQ_REMOVE(&srv->domains, d, link);
+	free(d);
+}
+
+/* The domain @c gets when it names none: the first configured one it may
+ * join, in file order, else its uid's own. */
+static const struct config_domain *domain_pick(struct server *srv,
+					       struct conn *c)
+{
+	for (size_t i = 0; i < srv->config.n_domains; i++)
+		if (policy_may_join(&srv->config.domains[i], c))
+			return &srv->config.domains[i];
+	return NULL;
+}
+
+static int domain_admit(struct domain *d, struct conn *c, struct reply *r)
+{
+	if (d->used.clients >= d->limit.clients)
+		return reply_error(r, -EDQUOT,
+				   "domain %s already has %u clients, its "
+				   "quota",
+				   d->name, d->limit.clients);
+	d->used.clients++;
+	c->domain = d;
+	return 0;
+}
+
+int domain_join(struct server *srv, struct conn *c, const char *want,
+		bool private, struct reply *r)
+{
+	const struct config_domain *cd = NULL;
+	struct domain *d;
+	char own[64];
+	int ret;
+
+	snprintf(own, sizeof(own), "uid-%u", c->cred.uid);
+	if (private) {
+		char name[64];
+
+		if (*want)
+			return reply_error(r, -EINVAL,
+					   "a private domain cannot also be "
+					   "named (\"%.48s\")",
+					   want);
+		snprintf(name, sizeof(name), "private-%" PRIu64, c->id);
+		d = domain_new(srv, name, DOMAIN_PRIVATE,
+			       &srv->config.defaults);
+		if (!d)
+			return reply_error(r, -ENOMEM, "out of memory");
+		d->uid = c->cred.uid;
+		ret = domain_admit(d, c, r);
+		if (ret < 0)
+			domain_release(srv, d);
+		return ret;
+	}
+	if (*want && strcmp(want, own) != 0) {
+		cd = config_find_domain(&srv->config, want);
+		if (!cd)
+			return reply_error(r, -ENOENT,
+					   "domain \"%.48s\" does not exist",
+					   want);
+		if (!policy_may_join(cd, c))
+			return reply_error(r, -EACCES,
+					   "uid %u may not join domain %s",
+					   c->cred.uid, cd->name);
+	} else if (!*want) {
+		cd = domain_pick(srv, c);
+	}
+	if (cd) {
+		d = domain_find(srv, cd->name);
+		if (!d)
+			return reply_error(r, -EIO,
+					   "domain %s is configured but not "
+					   "set up",
+					   cd->name);
+		return domain_admit(d, c, r);
+	}
+	d = domain_find(srv, own);
+	if (!d) {
+		d = domain_new(srv, own, DOMAIN_UID, &srv->config.defaults);
+		if (!d)
+			return reply_error(r, -ENOMEM, "out of memory");
+		d->uid = c->cred.uid;
+	}
+	ret = domain_admit(d, c, r);
+	if (ret < 0)
+		domain_release(srv, d);
+	return ret;
+}
+
+void domain_leave(struct server *srv, struct conn *c)
+{
+	struct domain *d = c->domain;
+
+	if (!d)
+		return;
+	d->used.clients--;
+	c->domain = NULL;
+	domain_release(srv, d);
+}
+
+int domain_charge_objects(struct domain *d, uint32_t n, struct reply *r)
+{
+	if (d->used.objects + n > d->limit.objects)
+		return reply_error(r, -EDQUOT,
+				   "domain %s holds %u of its %u objects",
+				   d->name, d->used.objects,
+				   d->limit.objects);
+	d->used.objects += n;
+	return 0;
+}
+
+void domain_uncharge_objects(struct domain *d, uint32_t n)
+{
+	d->used.objects -= n;
+}
+
+void domains_configure(struct server *srv)
+{
+	struct domain *d, *tmp;
+
+	TAILQ_FOREACH_SAFE(d, &srv->domains, link, tmp) {
+		const struct config_domain *cd;
+
+		if (d->kind != DOMAIN_CONFIGURED) {
+			d->limit = srv->config.defaults;
+			continue;
+		}
+		cd = config_find_domain(&srv->config, d->name);
+		if (cd) {
+			d->limit = cd->quota;
+			d->retired = false;
+			continue;
+		}
+		if (!d->retired)
+			log_notice("domain %s was removed from the "
+				   "configuration; it keeps its %u clients "
+				   "until they leave",
+				   d->name, d->used.clients);
+		d->retired = true;
+		domain_release(srv, d);
+	}
+	for (size_t i = 0; i < srv->config.n_domains; i++) {
+		const struct config_domain *cd = &srv->config.domains[i];
+
+		if (!domain_find(srv, cd->name) &&
+		    !domain_new(srv, cd->name, DOMAIN_CONFIGURED, &cd->quota))
+			log_err("domain %s: out of memory", cd->name);
+	}
+}
+
+void domains_free(struct server *srv)
+{
+	struct domain *d;
+
+	while ((d = TAILQ_FIRST(&srv->domains))) {
+		dctx_close_all(srv, d);
+		TAILQ_REMOVE(&srv->domains, d, link);
+		free(d);
+	}
+}

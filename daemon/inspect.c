@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The inspection family: devices, domains and clients, a page at a time so
+ * that every reply fits in a packet. Who is not an administrator sees only
+ * its own domain and its members.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "daemon/conn.h"
+#include "daemon/dispatch.h"
+#include "daemon/domain.h"
+#include "daemon/server.h"
+
+/* Entries per reply: a ClientInfo is ~120 bytes, a DomainInfo with a few
+ * context ids ~200: well inside 64 KiB. */
+#define LIST_PAGE 64
+
+void server_device_info(const struct device *dev, Rdmab__DeviceInfo *info,
+			Rdmab__DeviceCaps *caps)
+{
+	rdmab__device_info__init(info);
+	rdmab__device_caps__init(caps);
+	info->name = (char *)dev->name;
+	info->kind = (char *)device_kind_name(dev->kind);
+	info->removed = dev->removed;
+	info->transport = (char *)dev->caps.transport;
+	caps->max_dm_size = dev->caps.max_dm_size;
+	caps->xrc = dev->caps.xrc;
+	caps->max_rss_table_size = dev->caps.max_rss_table_size;
+	caps->rss_hash_fields = dev->caps.rss_hash_fields;
+	caps->rss_hash_functions = dev->caps.rss_hash_functions;
+	caps->import = dev->caps.import;
+	caps->ports = dev->caps.ports;
+	info->caps = caps;
+}
+
+int h_list_devices(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r)
+{
+	struct device_list *list = &c->srv->devices;
+	uint32_t off = req->list_devices->offset;
+	Rdmab__ListDevicesReply *out = reply_alloc(r, sizeof(*out));
+	Rdmab__DeviceInfo *infos, **ptrs;
+	Rdmab__DeviceCaps *caps;
+	size_t n = off < list->n ? list->n - off : 0;
+
+	infos = reply_alloc(r, sizeof(*infos) * (n + 1));
+	caps = reply_alloc(r, sizeof(*caps) * (n + 1));
+	ptrs = reply_alloc(r, sizeof(*ptrs) * (n + 1));
+	if (!out || !infos || !caps || !ptrs)
+		return reply_error(r, -ENOMEM, "out of memory");
+	rdmab__list_devices_reply__init(out);
+	for (size_t i = 0; i < n; i++) {
+		server_device_info(&list->dev[off + i], &infos[i], &caps[i]);
+		ptrs[i] = &infos[i];
+	}
+	out->devices = ptrs;
+	out->n_devices = n;
+	out->total = (uint32_t)list->n;
+	r->msg.body_case = RDMAB__REPLY__BODY_LIST_DEVICES;
+	r->msg.list_devices = out;
+	return 0;
+}
+
+static void quota_info(Rdmab__QuotaInfo *qi, const struct quota *q)
+{
+	rdmab__quota_info__init(qi);
+	qi->dm_bytes = q->dm_bytes;
+	qi->xrcds = q->xrcds;
+	qi->rss_tables = q->rss_tables;
+	qi->objects = q->objects;
+	qi->clients = q->clients;
+}
+
+struct domain_page {
+	Rdmab__DomainInfo info;
+	Rdmab__QuotaInfo used, limit;
+	uint64_t ctx_ids[8];
+};
+
+int h_list_domains(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r)
+{
+	struct server *srv = c->srv;
+	bool admin = policy_is_admin(srv, c);
+	uint32_t off = req->list_domains->offset, idx = 0;
+	Rdmab__ListDomainsReply *out = reply_alloc(r, sizeof(*out));
+	struct domain_page *pages;
+	Rdmab__DomainInfo **ptrs;
+	struct domain *d;
+	size_t n = 0;
+
+	pages = reply_alloc(r, sizeof(*pages) * LIST_PAGE);
+	ptrs = reply_alloc(r, sizeof(*ptrs) * LIST_PAGE);
+	if (!out || !pages || !ptrs)
+		return reply_error(r, -ENOMEM, "out of memory");
+	rdmab__list_domains_reply__init(out);
+	TAILQ_FOREACH(d, &srv->domains, link) {
+		struct domain_page *pg = &pages[n];
+		struct dctx *x;
+		size_t k = 0;
+
+		if (!admin && d != c->domain)
+			continue;
+		if (idx++ < off || n == LIST_PAGE)
+			continue;
+		rdmab__domain_info__init(&pg->info);
+		pg->info.name = d->name;
+		pg->info.kind = (char *)domain_kind_name(d->kind);
+		pg->info.members = d->used.clients;
+		pg->info.contexts = d->n_ctxs;
+		pg->info.retired = d->retired;
+		quota_info(&pg->used, &d->used);
+		quota_info(&pg->limit, &d->limit);
+		pg->info.used = &pg->used;
+		pg->info.limit = &pg->limit;
+		/* One context per device, at most DEVICE_MAX; the first 8
+		 * are listed. */
+		TAILQ_FOREACH(x, &d->ctxs, link)
+			if (k < 8)
+				pg->ctx_ids[k++] = x->id;
+		pg->info.context_ids = pg->ctx_ids;
+		pg->info.n_context_ids = k;
+		ptrs[n++] = &pg->info;
+	}
+	out->domains = ptrs;
+	out->n_domains = n;
+	out->total = idx;
+	r->msg.body_case = RDMAB__REPLY__BODY_LIST_DOMAINS;
+	r->msg.list_domains = out;
+	return 0;
+}
+
+int h_list_clients(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r)
+{
+	struct server *srv = c->srv;
+	bool admin = policy_is_admin(srv, c);
+	uint32_t off = req->list_clients->offset, idx = 0;
+	Rdmab__ListClientsReply *out = reply_alloc(r, sizeof(*out));
+	Rdmab__ClientInfo *infos, **ptrs;
+	struct conn *o;
+	size_t n = 0;
+
+	infos = reply_alloc(r, sizeof(*infos) * LIST_PAGE);
+	ptrs = reply_alloc(r, sizeof(*ptrs) * LIST_PAGE);
+	if (!out || !infos || !ptrs)
+		return reply_error(r, -ENOMEM, "out of memory");
+	rdmab__list_clients_reply__init(out);
+	TAILQ_FOREACH(o, &srv->conns, link) {
+		Rdmab__ClientInfo *ci = &infos[n];
+
+		if (!o->hello_done || (!admin && o->domain != c->domain))
+			continue;
+		if (idx++ < off || n == LIST_PAGE)
+			continue;
+		rdmab__client_info__init(ci);
+		ci->id = o->id;
+		ci->pid = (uint32_t)o->cred.pid;
+		ci->uid = o->cred.uid;
+		ci->gid = o->cred.gid;
+		ci->comm = o->comm;
+		ci->domain = o->domain->name;
+		ci->contexts = o->n_ctxs;
+		ci->objects = o->n_objects;
+		ci->requests = o->requests;
+		ci->fork_state = (Rdmab__ForkState)o->fork_state;
+		ci->library_version = o->library_version;
+		ptrs[n++] = ci;
+	}
+	out->clients = ptrs;
+	out->n_clients = n;
+	out->total = idx;
+	r->msg.body_case = RDMAB__REPLY__BODY_LIST_CLIENTS;
+	r->msg.list_clients = out;
+	return 0;
+}

@@ -1,0 +1,306 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Contexts: the broker sends the domain's context descriptor; on a verbs
+ * device this process imports it (ibv_import_device + ibv_import_pd), on
+ * the soft device it checks the sealed context memfd.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "libclient/client.h"
+#include "proto/soft.h"
+
+struct ibc_ctx {
+	struct ibc_client *client;
+	struct ibc_ctx *next;
+	struct ibc_caps caps;
+	uint32_t pd_handle;
+	/* verbs */
+	struct ibv_context *vctx;
+	struct ibv_pd *vpd;
+	/* soft: the context memfd */
+	int soft_fd;
+};
+
+static int ibc_ctx_soft(struct ibc_ctx *ctx, int fd)
+{
+	struct soft_ctx_header h;
+	int seals = fcntl(fd, F_GET_SEALS);
+
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    h.magic != SOFT_CTX_MAGIC || h.version != SOFT_CTX_VERSION ||
+	    h.context_id != ctx->caps.context_id || seals < 0 ||
+	    !(seals & F_SEAL_WRITE)) {
+		close(fd);
+		return ibc_set_error(-EPROTO,
+				     "%s: the broker sent a descriptor that "
+				     "is not a soft context",
+				     ctx->caps.device);
+	}
+	ctx->soft_fd = fd;
+	return 0;
+}
+
+/* Open the device in this process (IBC_CONNECT_ALLOW_OWN_CONTEXT). */
+static int ibc_ctx_own(struct ibc_ctx *ctx)
+{
+	struct ibv_device **list;
+	int n = 0, err = -ENODEV;
+
+	list = ibv_get_device_list(&n);
+	if (!list)
+		return -errno;
+	for (int i = 0; i < n; i++) {
+		if (strcmp(ibv_get_device_name(list[i]), ctx->caps.device))
+			continue;
+		ctx->vctx = ibv_open_device(list[i]);
+		err = ctx->vctx ? 0 : -errno;
+		break;
+	}
+	ibv_free_device_list(list);
+	return err;
+}
+
+static int ibc_ctx_verbs(struct ibc_ctx *ctx, int fd)
+{
+	const char *dev = ctx->caps.device;
+	int err;
+
+	ctx->vctx = ibv_import_device(fd);
+	if (ctx->vctx) {
+		ctx->vpd = ibv_import_pd(ctx->vctx, ctx->pd_handle);
+		if (ctx->vpd) {
+			ctx->caps.shared = true;
+			return 0;
+		}
+		err = errno ? -errno : -EIO;
+		ibv_close_device(ctx->vctx);
+		ctx->vctx = NULL;
+		return ibc_set_error(err,
+				     "%s: ibv_import_pd of the domain's PD "
+				     "(handle %u) failed: %s",
+				     dev, ctx->pd_handle, strerror(-err));
+	}
+	err = errno ? -errno : -EIO;
+	/* The fd is ours until ibv_import_device succeeds. */
+	close(fd);
+	if ((ctx->client->flags & IBC_CONNECT_ALLOW_OWN_CONTEXT) &&
+	    (err == -EOPNOTSUPP || err == -EINVAL ||
+	     err == -EPROTONOSUPPORT)) {
+		int own = ibc_ctx_own(ctx);
+
+		if (own < 0)
+			return ibc_set_error(own,
+					     "%s: the context cannot be "
+					     "imported (%s) and opening the "
+					     "device here failed: %s",
+					     dev, strerror(-err),
+					     strerror(-own));
+		ctx->caps.shared = false;
+		return 0;
+	}
+	return ibc_set_error(err,
+			     "%s: ibv_import_device failed: %s; only mlx5 "
+			     "devices with dynamic UARs can share a context "
+			     "(connect with IBC_CONNECT_ALLOW_OWN_CONTEXT to "
+			     "open the device in this process instead)",
+			     dev, strerror(-err));
+}
+
+/* Tell the broker this process no longer uses the context. */
+static void ibc_ctx_release(struct ibc_client *client, uint64_t id)
+{
+	Rdmab__CloseContextRequest cr = RDMAB__CLOSE_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ibc_reply r;
+
+	cr.context_id = id;
+	req.body_case = RDMAB__REQUEST__BODY_CLOSE_CONTEXT;
+	req.close_context = &cr;
+	/* A broker that is gone has released it already. */
+	if (ibc_call(client, &req, NULL, 0, &r) == 0)
+		ibc_reply_free(&r);
+}
+
+static void ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
+{
+	const Rdmab__DeviceInfo *d = o->device;
+	struct ibc_caps *c = &ctx->caps;
+
+	c->kind = strcmp(d->kind, "soft") == 0 ? IBC_DEVICE_SOFT :
+						 IBC_DEVICE_VERBS;
+	snprintf(c->device, sizeof(c->device), "%s", d->name);
+	snprintf(c->domain, sizeof(c->domain), "%s", o->domain);
+	c->context_id = o->context_id;
+	if (d->caps) {
+		c->xrc = d->caps->xrc;
+		c->max_dm_size = d->caps->max_dm_size;
+		c->max_rss_table_size = d->caps->max_rss_table_size;
+		c->rss_hash_fields = d->caps->rss_hash_fields;
+		c->rss_hash_functions = d->caps->rss_hash_functions;
+	}
+	ctx->pd_handle = o->pd_handle;
+}
+
+IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
+			struct ibc_ctx **ret_ctx)
+{
+	Rdmab__OpenContextRequest oc = RDMAB__OPEN_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	const Rdmab__OpenContextReply *o;
+	struct ibc_ctx *ctx;
+	struct ibc_reply r;
+	int err, fd;
+
+	if (!client || !ret_ctx)
+		return ibc_set_error(-EINVAL, "client or ret_ctx is NULL");
+	if (device && strlen(device) >= 64)
+		return ibc_set_error(-EINVAL, "device name is too long");
+	oc.device = (char *)(device ? device : "");
+	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
+	req.open_context = &oc;
+	err = ibc_call(client, &req, NULL, 0, &r);
+	if (err < 0)
+		return err;
+	o = r.reply->open_context;
+	if (r.reply->body_case != RDMAB__REPLY__BODY_OPEN_CONTEXT ||
+	    !o->device) {
+		err = ibc_set_error(-EPROTO, "the broker answered open "
+					     "without a context");
+		goto out;
+	}
+	fd = wire_fds_steal(&r.fds, o->fd_index);
+	ctx = calloc(1, sizeof(*ctx));
+	if (fd < 0 || !ctx) {
+		if (fd >= 0)
+			close(fd);
+		free(ctx);
+		err = fd < 0 ? ibc_set_error(-EPROTO,
+					     "the broker sent no context "
+					     "descriptor") :
+			       ibc_set_error(-ENOMEM, "out of memory");
+		ibc_ctx_release(client, o->context_id);
+		goto out;
+	}
+	ctx->client = client;
+	ctx->soft_fd = -1;
+	ibc_ctx_fill(ctx, o);
+	if (ctx->caps.kind == IBC_DEVICE_SOFT) {
+		ctx->caps.shared = true;
+		err = ibc_ctx_soft(ctx, fd);
+	} else {
+		err = ibc_ctx_verbs(ctx, fd);
+	}
+	if (err < 0) {
+		char why[256];
+
+		/* Releasing talks to the broker, which resets the error. */
+		snprintf(why, sizeof(why), "%s", ibc_last_error());
+		ibc_ctx_release(client, ctx->caps.context_id);
+		ibc_set_error(err, "%s", why);
+		free(ctx);
+		goto out;
+	}
+	pthread_mutex_lock(&client->lock);
+	ctx->next = client->ctxs;
+	client->ctxs = ctx;
+	pthread_mutex_unlock(&client->lock);
+	ibc_clear_error();
+	*ret_ctx = ctx;
+out:
+	ibc_reply_free(&r);
+	return err;
+}
+
+/* Release what this process holds of @ctx, without the broker. */
+static void ibc_ctx_free_local(struct ibc_ctx *ctx)
+{
+	if (ctx->vpd)
+		/* Unimport only: the PD is the whole domain's. */
+		ibv_unimport_pd(ctx->vpd);
+	if (ctx->vctx)
+		ibv_close_device(ctx->vctx);
+	if (ctx->soft_fd >= 0)
+		close(ctx->soft_fd);
+	free(ctx);
+}
+
+void ibc_ctx_free_all(struct ibc_client *cl)
+{
+	while (cl->ctxs) {
+		struct ibc_ctx *ctx = cl->ctxs;
+
+		cl->ctxs = ctx->next;
+		ibc_ctx_free_local(ctx);
+	}
+}
+
+IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
+{
+	struct ibc_client *client;
+	uint64_t id;
+
+	if (!ctx)
+		return;
+	client = ctx->client;
+	id = ctx->caps.context_id;
+	pthread_mutex_lock(&client->lock);
+	for (struct ibc_ctx **p = &client->ctxs; *p; p = &(*p)->next) {
+		if (*p == ctx) {
+			*p = ctx->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&client->lock);
+	ibc_ctx_free_local(ctx);
+	ibc_ctx_release(client, id);
+}
+
+IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret)
+{
+	if (!ctx || !ret)
+		return ibc_set_error(-EINVAL, "ctx or ret is NULL");
+	*ret = ctx->caps;
+	ret->fork_state = ibc_fork_state();
+	return 0;
+}
+
+IBC_EXPORT struct ibv_context *ibc_verbs_context(struct ibc_ctx *ctx)
+{
+	if (!ctx || !ctx->vctx) {
+		ibc_set_error(-EOPNOTSUPP,
+			      "%s is the soft device: it has no libibverbs "
+			      "context",
+			      ctx ? ctx->caps.device : "(null)");
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return ctx->vctx;
+}
+
+IBC_EXPORT struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx)
+{
+	if (ctx && ctx->vpd)
+		return ctx->vpd;
+	if (ctx && ctx->vctx)
+		ibc_set_error(-EOPNOTSUPP,
+			      "%s: no shared PD: the broker's context could "
+			      "not be imported, so this process opened the "
+			      "device itself",
+			      ctx->caps.device);
+	else
+		ibc_set_error(-EOPNOTSUPP,
+			      "%s is the soft device: it has no libibverbs "
+			      "PD",
+			      ctx ? ctx->caps.device : "(null)");
+	errno = EOPNOTSUPP;
+	return NULL;
+}

@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: MIT
+/* Inspection: devices, domains, clients, fetched a page at a time. */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libclient/client.h"
+
+/* Grow *list to hold @n entries of @size bytes. */
+static int ibc_list_grow(void **list, size_t n, size_t size)
+{
+	void *p = realloc(*list, (n ? n : 1) * size);
+
+	if (!p)
+		return ibc_set_error(-ENOMEM, "out of memory");
+	*list = p;
+	return 0;
+}
+
+/* One page starting at @offset; the reply's body is checked against
+ * @body_case. */
+static int ibc_list_page(struct ibc_client *client,
+			 Rdmab__Request__BodyCase body_case, uint32_t offset,
+			 struct ibc_reply *r)
+{
+	Rdmab__ListRequest lr = RDMAB__LIST_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	int err;
+
+	lr.offset = offset;
+	req.body_case = body_case;
+	/* The three list requests share a body type. */
+	switch (body_case) {
+	case RDMAB__REQUEST__BODY_LIST_DEVICES:
+		req.list_devices = &lr;
+		break;
+	case RDMAB__REQUEST__BODY_LIST_DOMAINS:
+		req.list_domains = &lr;
+		break;
+	default:
+		req.list_clients = &lr;
+		break;
+	}
+	err = ibc_call(client, &req, NULL, 0, r);
+	if (err < 0)
+		return err;
+	/* Request and reply cases are numbered alike. */
+	if ((int)r->reply->body_case != (int)body_case) {
+		ibc_reply_free(r);
+		return ibc_set_error(-EPROTO,
+				     "the broker answered a listing with "
+				     "something else");
+	}
+	return 0;
+}
+
+static void ibc_copy_quota(struct ibc_quota *q, const Rdmab__QuotaInfo *qi)
+{
+	if (!qi)
+		return;
+	q->dm_bytes = qi->dm_bytes;
+	q->xrcds = qi->xrcds;
+	q->rss_tables = qi->rss_tables;
+	q->objects = qi->objects;
+	q->clients = qi->clients;
+}
+
+static void ibc_device_info_from(struct ibc_device_info *e,
+			  const Rdmab__DeviceInfo *d)
+{
+	memset(e, 0, sizeof(*e));
+	snprintf(e->name, sizeof(e->name), "%s", d->name);
+	snprintf(e->kind, sizeof(e->kind), "%s", d->kind);
+	snprintf(e->transport, sizeof(e->transport), "%s", d->transport);
+	e->removed = d->removed;
+	if (d->caps) {
+		e->import = d->caps->import;
+		e->xrc = d->caps->xrc;
+		e->ports = d->caps->ports;
+		e->max_dm_size = d->caps->max_dm_size;
+		e->max_rss_table_size = d->caps->max_rss_table_size;
+		e->rss_hash_fields = d->caps->rss_hash_fields;
+		e->rss_hash_functions = d->caps->rss_hash_functions;
+	}
+}
+
+/* A family of listing: how many entries a page holds, and how one is
+ * copied out. */
+struct ibc_lister {
+	Rdmab__Request__BodyCase body_case;
+	size_t entry_size;
+	size_t (*count)(const Rdmab__Reply *reply, uint32_t *ret_total);
+	void (*fill)(void *entry, const Rdmab__Reply *reply, size_t i);
+};
+
+static int ibc_list_all(struct ibc_client *client,
+			const struct ibc_lister *l, void **ret_list,
+			size_t *ret_count)
+{
+	uint8_t *list = NULL;
+	size_t n = 0;
+	int err;
+
+	if (!client || !ret_list || !ret_count)
+		return ibc_set_error(-EINVAL, "NULL argument");
+	for (;;) {
+		struct ibc_reply r;
+		uint32_t total = 0;
+		size_t k;
+
+		err = ibc_list_page(client, l->body_case, (uint32_t)n, &r);
+		if (err < 0)
+			goto fail;
+		k = l->count(r.reply, &total);
+		err = ibc_list_grow((void **)&list, n + k, l->entry_size);
+		for (size_t i = 0; err == 0 && i < k; i++) {
+			memset(list + (n + i) * l->entry_size, 0,
+			       l->entry_size);
+			l->fill(list + (n + i) * l->entry_size, r.reply, i);
+		}
+		ibc_reply_free(&r);
+		if (err < 0)
+			goto fail;
+		n += k;
+		/* An empty page ends it too: the list shrank meanwhile. */
+		if (n >= total || k == 0)
+			break;
+	}
+	if (!list && ibc_list_grow((void **)&list, 0, l->entry_size) < 0)
+		return -ENOMEM;
+	ibc_clear_error();
+	*ret_list = list;
+	*ret_count = n;
+	return 0;
+fail:
+	free(list);
+	return err;
+}
+
+static size_t ibc_devices_count(const Rdmab__Reply *reply, uint32_t *total)
+{
+	*total = reply->list_devices->total;
+	return reply->list_devices->n_devices;
+}
+
+static void ibc_devices_fill(void *entry, const Rdmab__Reply *reply, size_t i)
+{
+	ibc_device_info_from(entry, reply->list_devices->devices[i]);
+}
+
+static size_t ibc_domains_count(const Rdmab__Reply *reply, uint32_t *total)
+{
+	*total = reply->list_domains->total;
+	return reply->list_domains->n_domains;
+}
+
+static void ibc_domains_fill(void *entry, const Rdmab__Reply *reply, size_t i)
+{
+	const Rdmab__DomainInfo *d = reply->list_domains->domains[i];
+	struct ibc_domain_info *e = entry;
+
+	snprintf(e->name, sizeof(e->name), "%s", d->name);
+	snprintf(e->kind, sizeof(e->kind), "%s", d->kind);
+	e->members = d->members;
+	e->contexts = d->contexts;
+	e->retired = d->retired;
+	ibc_copy_quota(&e->used, d->used);
+	ibc_copy_quota(&e->limit, d->limit);
+}
+
+static size_t ibc_clients_count(const Rdmab__Reply *reply, uint32_t *total)
+{
+	*total = reply->list_clients->total;
+	return reply->list_clients->n_clients;
+}
+
+static void ibc_clients_fill(void *entry, const Rdmab__Reply *reply, size_t i)
+{
+	const Rdmab__ClientInfo *c = reply->list_clients->clients[i];
+	struct ibc_client_entry *e = entry;
+
+	e->id = c->id;
+	e->pid = c->pid;
+	e->uid = c->uid;
+	e->gid = c->gid;
+	snprintf(e->comm, sizeof(e->comm), "%s", c->comm);
+	snprintf(e->domain, sizeof(e->domain), "%s", c->domain);
+	e->contexts = c->contexts;
+	e->objects = c->objects;
+	e->requests = c->requests;
+	e->fork_state = (enum ibc_fork_state)c->fork_state;
+	snprintf(e->library_version, sizeof(e->library_version), "%s",
+		 c->library_version);
+}
+
+IBC_EXPORT int ibc_list_devices(struct ibc_client *client,
+				struct ibc_device_info **ret_list,
+				size_t *ret_count)
+{
+	static const struct ibc_lister l = {
+		RDMAB__REQUEST__BODY_LIST_DEVICES,
+		sizeof(struct ibc_device_info),
+		ibc_devices_count,
+		ibc_devices_fill,
+	};
+
+	return ibc_list_all(client, &l, (void **)ret_list, ret_count);
+}
+
+IBC_EXPORT int ibc_list_domains(struct ibc_client *client,
+				struct ibc_domain_info **ret_list,
+				size_t *ret_count)
+{
+	static const struct ibc_lister l = {
+		RDMAB__REQUEST__BODY_LIST_DOMAINS,
+		sizeof(struct ibc_domain_info),
+		ibc_domains_count,
+		ibc_domains_fill,
+	};
+
+	return ibc_list_all(client, &l, (void **)ret_list, ret_count);
+}
+
+IBC_EXPORT int ibc_list_clients(struct ibc_client *client,
+				struct ibc_client_entry **ret_list,
+				size_t *ret_count)
+{
+	static const struct ibc_lister l = {
+		RDMAB__REQUEST__BODY_LIST_CLIENTS,
+		sizeof(struct ibc_client_entry),
+		ibc_clients_count,
+		ibc_clients_fill,
+	};
+
+	return ibc_list_all(client, &l, (void **)ret_list, ret_count);
+}
+
+IBC_EXPORT void ibc_list_free(void *list)
+{
+	free(list);
+}

@@ -1,0 +1,26 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The soft device's context descriptor, shared by the daemon and the
+ * library: a sealed memfd that starts with this header. Every client of a
+ * domain receives the same memfd, as every importer of a verbs context
+ * receives the same cmd_fd.
+ */
+#ifndef RDMAB_SOFT_H
+#define RDMAB_SOFT_H
+
+#include <stdint.h>
+
+#define SOFT_CTX_MAGIC 0x3154465342444d52ULL /* "RDMBSFT1" */
+#define SOFT_CTX_VERSION 1
+#define SOFT_DEVICE_NAME "soft0"
+
+struct soft_ctx_header {
+	uint64_t magic;
+	uint32_t version;
+	uint32_t pd_handle;
+	uint64_t context_id;
+	char device[64];
+	char domain[64];
+};
+
+#endif
