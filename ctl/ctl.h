@@ -35,5 +35,8 @@ int ctl_fail(const char *what, int err);
 void json_string(FILE *f, const char *s);
 
 int cmd_status(struct ctl *ctl, int argc, char **argv);
+int cmd_devices(struct ctl *ctl, int argc, char **argv);
+int cmd_domains(struct ctl *ctl, int argc, char **argv);
+int cmd_clients(struct ctl *ctl, int argc, char **argv);
 
 #endif

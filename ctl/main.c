@@ -14,6 +14,11 @@
 static const struct ctl_command commands[] = {
 	{ "status", "", "daemon version, uptime, device kind, clients, "
 			"requests served", cmd_status },
+	{ "devices", "", "devices and their capabilities", cmd_devices },
+	{ "domains", "", "domains: members, contexts, quota use",
+	  cmd_domains },
+	{ "clients", "", "connected clients and what they hold",
+	  cmd_clients },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

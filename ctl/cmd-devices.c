@@ -1,0 +1,66 @@
+// SPDX-License-Identifier: MIT
+/* rdmabrokerctl devices */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "ctl/ctl.h"
+
+static void devices_json(const struct ibc_device_info *d, size_t n)
+{
+	printf("[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{\"name\":", i ? "," : "");
+		json_string(stdout, d[i].name);
+		printf(",\"kind\":");
+		json_string(stdout, d[i].kind);
+		printf(",\"transport\":");
+		json_string(stdout, d[i].transport);
+		printf(",\"removed\":%s,\"import\":%s,\"xrc\":%s,\"ports\":%u,"
+		       "\"max_dm_size\":%" PRIu64 ",\"max_rss_table_size\":%u,"
+		       "\"rss_hash_fields\":%" PRIu64
+		       ",\"rss_hash_functions\":%u}",
+		       d[i].removed ? "true" : "false",
+		       d[i].import ? "true" : "false",
+		       d[i].xrc ? "true" : "false", d[i].ports,
+		       d[i].max_dm_size, d[i].max_rss_table_size,
+		       d[i].rss_hash_fields, d[i].rss_hash_functions);
+	}
+	printf("]\n");
+}
+
+int cmd_devices(struct ctl *ctl, int argc, char **argv)
+{
+	struct ibc_device_info *d;
+	size_t n;
+	int ret;
+
+	if (argc != 1) {
+		fprintf(stderr, "rdmabrokerctl: devices takes no arguments\n");
+		return CTL_USAGE;
+	}
+	ret = ctl_connect(ctl);
+	if (ret)
+		return ret;
+	ret = ibc_list_devices(ctl->client, &d, &n);
+	if (ret < 0)
+		return ctl_fail("devices", ret);
+	if (ctl->json) {
+		devices_json(d, n);
+	} else {
+		printf("%-12s %-6s %-10s %-6s %-4s %-12s %-10s %s\n", "NAME",
+		       "KIND", "TRANSPORT", "IMPORT", "XRC", "MAX_DM_SIZE",
+		       "RSS_TABLE", "STATE");
+		for (size_t i = 0; i < n; i++)
+			printf("%-12s %-6s %-10s %-6s %-4s %-12" PRIu64
+			       " %-10u %s\n",
+			       d[i].name, d[i].kind, d[i].transport,
+			       d[i].import ? "yes" : "no",
+			       d[i].xrc ? "yes" : "no", d[i].max_dm_size,
+			       d[i].max_rss_table_size,
+			       d[i].removed ? "removed" : "present");
+	}
+	ibc_list_free(d);
+	return CTL_OK;
+}

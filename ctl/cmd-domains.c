@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: MIT
+/* rdmabrokerctl domains */
+#include "config.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "ctl/ctl.h"
+
+static void quota_json(const char *name, const struct ibc_quota *q)
+{
+	printf(",\"%s\":{\"dm_bytes\":%" PRIu64 ",\"xrcds\":%u,"
+	       "\"rss_tables\":%u,\"objects\":%u,\"clients\":%u}",
+	       name, q->dm_bytes, q->xrcds, q->rss_tables, q->objects,
+	       q->clients);
+}
+
+int cmd_domains(struct ctl *ctl, int argc, char **argv)
+{
+	struct ibc_domain_info *d;
+	size_t n;
+	int ret;
+
+	if (argc != 1) {
+		fprintf(stderr, "rdmabrokerctl: domains takes no arguments\n");
+		return CTL_USAGE;
+	}
+	ret = ctl_connect(ctl);
+	if (ret)
+		return ret;
+	ret = ibc_list_domains(ctl->client, &d, &n);
+	if (ret < 0)
+		return ctl_fail("domains", ret);
+	if (ctl->json) {
+		printf("[");
+		for (size_t i = 0; i < n; i++) {
+			printf("%s{\"name\":", i ? "," : "");
+			json_string(stdout, d[i].name);
+			printf(",\"kind\":");
+			json_string(stdout, d[i].kind);
+			printf(",\"members\":%u,\"contexts\":%u,\"retired\":%s",
+			       d[i].members, d[i].contexts,
+			       d[i].retired ? "true" : "false");
+			quota_json("used", &d[i].used);
+			quota_json("limit", &d[i].limit);
+			printf("}");
+		}
+		printf("]\n");
+		goto out;
+	}
+	printf("%-20s %-10s %-7s %-8s %-17s %-9s %-9s %-11s %s\n", "NAME",
+	       "KIND", "MEMBERS", "CONTEXTS", "DM_BYTES", "XRCDS", "RSS",
+	       "OBJECTS", "CLIENTS");
+	for (size_t i = 0; i < n; i++) {
+		char dm[32], x[16], rss[16], obj[24], cl[16];
+
+		snprintf(dm, sizeof(dm), "%" PRIu64 "/%" PRIu64,
+			 d[i].used.dm_bytes, d[i].limit.dm_bytes);
+		snprintf(x, sizeof(x), "%u/%u", d[i].used.xrcds,
+			 d[i].limit.xrcds);
+		snprintf(rss, sizeof(rss), "%u/%u", d[i].used.rss_tables,
+			 d[i].limit.rss_tables);
+		snprintf(obj, sizeof(obj), "%u/%u", d[i].used.objects,
+			 d[i].limit.objects);
+		snprintf(cl, sizeof(cl), "%u/%u", d[i].used.clients,
+			 d[i].limit.clients);
+		printf("%-20s %-10s %-7u %-8u %-17s %-9s %-9s %-11s %s%s\n",
+		       d[i].name, d[i].kind, d[i].members, d[i].contexts, dm,
+		       x, rss, obj, cl, d[i].retired ? " (retired)" : "");
+	}
+out:
+	ibc_list_free(d);
+	return CTL_OK;
+}
