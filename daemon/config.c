@@ -80,9 +80,12 @@ static int parse_fail(struct parse *p, unsigned int line, const char *key,
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	if (key)
+	if (key && *p->section)
 		snprintf(p->err, p->errlen, "%s:%u: [%s] key \"%s\": %s",
 			 p->path, line, p->section, key, why);
+	else if (key)
+		snprintf(p->err, p->errlen, "%s:%u: key \"%s\": %s", p->path,
+			 line, key, why);
 	else
 		snprintf(p->err, p->errlen, "%s:%u: %s", p->path, line, why);
 	p->failed = 1;
@@ -304,7 +307,12 @@ static char *parse_reader(char *str, int num, void *stream)
 	for (t = s; isspace((unsigned char)*t); t++)
 		;
 	end = strchr(t, ']');
-	if (*t == '[' && end) {
+	if (*t == '[' && !end) {
+		parse_fail(p, p->line, NULL,
+			   "syntax error: \"[\" without \"]\"");
+		return NULL;
+	}
+	if (*t == '[') {
 		char name[64];
 		size_t len = (size_t)(end - t - 1);
 
