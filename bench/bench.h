@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * make bench: shared helpers of the benchmark driver. Every figure the
+ * driver prints is a ratio against a baseline measured in the same run,
+ * with the measured process and its peer both pinned to CPU 0
+ * (DESIGN §11, research/performance-baselines.md §0).
+ */
+#ifndef RDMAB_BENCH_H
+#define RDMAB_BENCH_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Every child (and the driver itself) is killed by SIGALRM after this; a
+ * normal run takes well under a minute. */
+#define BENCH_ALARM_S 300
+
+/* The CPU every process of the benchmark runs on. */
+#define BENCH_CPU 0
+
+/* --- time and statistics --------------------------------------------- */
+
+uint64_t now_ns(void);
+void sleep_ms(unsigned int ms);
+
+/* Sort @v in place and return the nearest-rank @p quantile (0 < p <= 1). */
+uint64_t quantile_u64(uint64_t *v, size_t n, double p);
+double median_dbl(const double *v, size_t n);
+double min_dbl(const double *v, size_t n);
+double max_dbl(const double *v, size_t n);
+
+/* --- processes ------------------------------------------------------- */
+
+/* Pin the calling process to BENCH_CPU. */
+int pin_self(void);
+/* 0 when @pid may run on BENCH_CPU only, -EXDEV when it may run elsewhere,
+ * or another -errno. */
+int check_pinned(pid_t pid);
+/* CPU time (user + system) that @pid has used so far, in nanoseconds. */
+int cpu_time_ns(pid_t pid, uint64_t *ret);
+
+/*
+ * Fork and exec @argv with stdout and stderr appended to @log_path (NULL:
+ * inherited). The child is pinned to BENCH_CPU, dies with the driver
+ * (PR_SET_PDEATHSIG) and is killed by its own alarm. Registered for
+ * cleanup.
+ */
+int spawn(char *const argv[], const char *log_path, pid_t *ret_pid);
+/*
+ * Fork a child that runs @fn(@arg) and exits with its return value; the
+ * same safety as spawn(). Registered for cleanup.
+ */
+int spawn_fn(int (*fn)(void *arg), void *arg, pid_t *ret_pid);
+/* SIGTERM @pid, wait for it (SIGKILL after 3 s), forget it. Returns its
+ * wait status or -errno. */
+int stop_child(pid_t pid);
+
+/* Remember @path (a socket, file or empty directory) for removal at exit;
+ * rmdir-ed paths must be registered before what they contain. */
+int cleanup_path(const char *path);
+/* Remove @path and everything below it (not in a signal handler). */
+int remove_tree(const char *path);
+/* Kill every registered child, remove every registered path. Safe in a
+ * signal handler. */
+void cleanup_all(void);
+/* Clean up on SIGINT, SIGTERM, SIGALRM, SIGHUP and at exit. */
+void cleanup_install(void);
+
+/* --- sockets --------------------------------------------------------- */
+
+/* Connect a SOCK_SEQPACKET socket to @path; -errno on failure. */
+int unix_connect(const char *path, int *ret_fd);
+/* Retry unix_connect() for up to @ms milliseconds (a starting server). */
+int unix_connect_wait(const char *path, unsigned int ms, pid_t server,
+		      int *ret_fd);
+/* Wait up to @ms for one packet, into @buf; returns its length or -errno
+ * (-ETIMEDOUT, -ECONNRESET at end of stream). */
+int recv_timeout(int fd, void *buf, size_t cap, unsigned int ms);
+
+/* --- machine state --------------------------------------------------- */
+
+/* Percentage of idle time of CPU @cpu (-1: all CPUs) over @ms ms. */
+int idle_percent(int cpu, unsigned int ms, double *ret);
+double loadavg1(void);
+
+/* --- protocol packets (pkt.c) ---------------------------------------- */
+
+/*
+ * Serials from here up to PKT_SERIAL_END pack as a 3-byte varint, so
+ * every ping request and reply of the run has the same size.
+ */
+#define PKT_SERIAL_START 16384u
+#define PKT_SERIAL_END 2097152u
+
+/* Pack Request{version, serial, hello{...}} into @buf; returns the length
+ * or -EMSGSIZE. */
+int pkt_hello(uint8_t *buf, size_t cap, uint64_t serial);
+/* Pack Request{version, serial, ping{payload}}. */
+int pkt_ping(uint8_t *buf, size_t cap, uint64_t serial,
+	     const uint8_t *payload, size_t len);
+/*
+ * Decode a daemon packet and check that it is the error-free reply to
+ * @serial with a body of @body_case (Rdmab__Reply__BodyCase); for a ping,
+ * that it echoes @payload. Returns 0 or -errno (-EPROTO, -EBADMSG, or the
+ * broker's error).
+ */
+int pkt_check_reply(const uint8_t *buf, size_t len, uint64_t serial,
+		    int body_case, const uint8_t *payload, size_t plen);
+#define PKT_BODY_HELLO 10
+#define PKT_BODY_PING 11
+
+/* --- ping round trips (rtt.c) ---------------------------------------- */
+
+struct ibc_client;
+
+/* @iters broker pings through libibclient; latencies in ns into @lat. */
+int rtt_broker_rep(struct ibc_client *cl, const uint8_t *payload,
+		   size_t len, unsigned int iters, uint64_t *lat);
+
+/* The raw ping-pong peer: answers every packet on @fd with @rep_len
+ * bytes until end of stream. Runs in a child (spawn_fn). */
+struct raw_echo {
+	int fd;
+	int other_fd; /* the driver's end: closed by the child */
+	size_t rep_len;
+};
+int raw_echo_main(void *arg);
+
+/* @iters raw round trips: @req_len bytes out, @rep_len bytes back. */
+int rtt_raw_rep(int fd, const uint8_t *req, size_t req_len, size_t rep_len,
+		unsigned int iters, uint64_t *lat);
+
+/* --- closed-loop load over many connections (load.c) ----------------- */
+
+struct load;
+
+struct load_result {
+	unsigned long requests;
+	double server_cpu_us; /* per request */
+	double wall_us;       /* per request */
+	double lat_median_us;
+	double lat_p99_us;
+};
+
+/*
+ * Open @n connections to @path and send each a hello; @broker: check that
+ * the replies are the broker's hello replies. Every later request is a
+ * ping of @plen payload bytes, @req_len bytes on the wire, and must be
+ * answered by @rep_len bytes.
+ */
+int load_open(const char *path, unsigned int n, int broker,
+	      const uint8_t *payload, size_t plen, size_t req_len,
+	      size_t rep_len, struct load **ret);
+/*
+ * Serve @requests requests in a closed loop, one outstanding per
+ * connection; @server's CPU time over the run divided by the requests.
+ * @lat needs room for @requests entries.
+ */
+int load_run(struct load *l, unsigned long requests, pid_t server,
+	     uint64_t *lat, struct load_result *ret);
+/* Requests this load has sent, hellos included. */
+unsigned long load_sent(const struct load *l);
+void load_close(struct load *l);
+
+#endif

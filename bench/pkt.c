@@ -1,0 +1,83 @@
+// SPDX-License-Identifier: MIT
+/* The packets the benchmark sends by hand, in the library's wire format. */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "proto/wire.h"
+
+static int pkt_pack(const Rdmab__Request *req, uint8_t *buf, size_t cap)
+{
+	size_t len = protobuf_c_message_get_packed_size(&req->base);
+
+	if (len > cap || len > WIRE_MAX_PACKET)
+		return -EMSGSIZE;
+	protobuf_c_message_pack(&req->base, buf);
+	return (int)len;
+}
+
+int pkt_hello(uint8_t *buf, size_t cap, uint64_t serial)
+{
+	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+
+	hello.library_version = (char *)PACKAGE_VERSION;
+	hello.pid = (uint32_t)getpid();
+	hello.fork_state = RDMAB__FORK_STATE__FORK_DISABLED;
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = serial;
+	req.body_case = RDMAB__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	return pkt_pack(&req, buf, cap);
+}
+
+int pkt_ping(uint8_t *buf, size_t cap, uint64_t serial,
+	     const uint8_t *payload, size_t len)
+{
+	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+
+	/* Exactly what ibc_ping() packs. */
+	ping.payload.data = (uint8_t *)payload;
+	ping.payload.len = len;
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = serial;
+	req.body_case = RDMAB__REQUEST__BODY_PING;
+	req.ping = &ping;
+	return pkt_pack(&req, buf, cap);
+}
+
+int pkt_check_reply(const uint8_t *buf, size_t len, uint64_t serial,
+		    int body_case, const uint8_t *payload, size_t plen)
+{
+	Rdmab__DaemonMessage *msg;
+	const Rdmab__Reply *r;
+	int ret = 0;
+
+	msg = rdmab__daemon_message__unpack(NULL, len, buf);
+	if (!msg)
+		return -EBADMSG;
+	if (msg->kind_case != RDMAB__DAEMON_MESSAGE__KIND_REPLY) {
+		ret = -EPROTO;
+		goto out;
+	}
+	r = msg->reply;
+	if (r->error) {
+		ret = -r->error;
+		goto out;
+	}
+	if (r->serial != serial || (int)r->body_case != body_case) {
+		ret = -EPROTO;
+		goto out;
+	}
+	if (body_case == PKT_BODY_PING &&
+	    (r->ping->payload.len != plen ||
+	     (plen && memcmp(r->ping->payload.data, payload, plen))))
+		ret = -EPROTO;
+out:
+	rdmab__daemon_message__free_unpacked(msg, NULL);
+	return ret;
+}

@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Ping round trips: the broker's (ibc_ping through libibclient to
+ * rdmabrokerd) and the raw SOCK_SEQPACKET ping-pong it is divided by, with
+ * packets of the same sizes. Timed per round trip with CLOCK_MONOTONIC.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include "bench/bench.h"
+#include "include/ibclient.h"
+
+#define RTT_MAX_PACKET (64 * 1024)
+
+int rtt_broker_rep(struct ibc_client *cl, const uint8_t *payload,
+		   size_t len, unsigned int iters, uint64_t *lat)
+{
+	for (unsigned int i = 0; i < iters; i++) {
+		uint64_t t0 = now_ns();
+		int ret = ibc_ping(cl, payload, len);
+
+		if (ret < 0) {
+			fprintf(stderr, "rdmab-bench: ibc_ping: %s\n",
+				ibc_last_error());
+			return ret;
+		}
+		if (lat)
+			lat[i] = now_ns() - t0;
+	}
+	return 0;
+}
+
+int raw_echo_main(void *arg)
+{
+	static uint8_t rx[RTT_MAX_PACKET], tx[RTT_MAX_PACKET];
+	const struct raw_echo *e = arg;
+
+	close(e->other_fd);
+	memset(tx, 'r', sizeof(tx));
+	if (e->rep_len > sizeof(tx))
+		return -EMSGSIZE;
+	for (;;) {
+		ssize_t n = recv(e->fd, rx, sizeof(rx), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : 0;
+		if (send(e->fd, tx, e->rep_len, MSG_NOSIGNAL) < 0)
+			return -errno;
+	}
+}
+
+int rtt_raw_rep(int fd, const uint8_t *req, size_t req_len, size_t rep_len,
+		unsigned int iters, uint64_t *lat)
+{
+	static uint8_t rx[RTT_MAX_PACKET];
+
+	for (unsigned int i = 0; i < iters; i++) {
+		uint64_t t0 = now_ns();
+		ssize_t n;
+
+		if (send(fd, req, req_len, MSG_NOSIGNAL) < 0)
+			return -errno;
+		do
+			n = recv(fd, rx, sizeof(rx), 0);
+		while (n < 0 && errno == EINTR);
+		if (n < 0)
+			return -errno;
+		if ((size_t)n != rep_len)
+			return n == 0 ? -ECONNRESET : -EPROTO;
+		if (lat)
+			lat[i] = now_ns() - t0;
+	}
+	return 0;
+}
