@@ -282,6 +282,7 @@ void conn_close(struct conn *c)
 int conn_send(struct conn *c, const Rdmab__DaemonMessage *msg,
 	      const int *fds, unsigned int nfds)
 {
+	static uint8_t buf[WIRE_MAX_PACKET];
 	struct outmsg *m;
 	int len, ret;
 
@@ -292,14 +293,30 @@ int conn_send(struct conn *c, const Rdmab__DaemonMessage *msg,
 		c->closing = true;
 		return -EPIPE;
 	}
+	len = wire_pack_into(&msg->base, buf);
+	if (len < 0)
+		return len;
+	/* Most replies go out at once, without a copy; the queue is for
+	 * the rest. */
+	if (TAILQ_EMPTY(&c->outq)) {
+		ret = wire_send(c->fd, buf, (size_t)len, fds, nfds,
+				MSG_DONTWAIT);
+		if (ret == 0)
+			return 0;
+		if (ret != -EAGAIN) {
+			c->closing = true;
+			return ret;
+		}
+	}
 	m = calloc(1, sizeof(*m));
 	if (!m)
 		return -ENOMEM;
-	len = wire_pack(&msg->base, &m->buf);
-	if (len < 0) {
-		ret = len;
+	m->buf = malloc((size_t)len ? (size_t)len : 1);
+	if (!m->buf) {
+		ret = -ENOMEM;
 		goto fail;
 	}
+	memcpy(m->buf, buf, (size_t)len);
 	m->len = (size_t)len;
 	for (; m->nfds < nfds; m->nfds++) {
 		m->fds[m->nfds] = fcntl(fds[m->nfds], F_DUPFD_CLOEXEC, 3);
@@ -310,12 +327,6 @@ int conn_send(struct conn *c, const Rdmab__DaemonMessage *msg,
 	}
 	TAILQ_INSERT_TAIL(&c->outq, m, link);
 	c->outq_bytes += m->len;
-	/* Most replies go out at once; the write event is for the rest. */
-	ret = conn_flush(c);
-	if (ret < 0 && ret != -EAGAIN) {
-		c->closing = true;
-		return ret;
-	}
 	conn_update_events(c);
 	return 0;
 

@@ -53,7 +53,8 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn);
 void conn_close(struct conn *c);
 
 /*
- * Queue @msg (a DaemonMessage) with @nfds descriptors, which the queue dups.
+ * Send @msg (a DaemonMessage) with @nfds descriptors (borrowed: what must
+ * wait in the queue is dupped).
  * A client whose unread replies pass the hard cap is disconnected: -EPIPE.
  */
 int conn_send(struct conn *c, const Rdmab__DaemonMessage *msg,

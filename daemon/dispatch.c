@@ -43,16 +43,17 @@ const struct handler *dispatch_lookup(unsigned int body_case)
 	return &handlers[body_case];
 }
 
+/* One request at a time: its decoded form and its reply live here and go
+ * when the reply has been sent. */
+static union {
+	max_align_t align;
+	uint8_t buf[64 * 1024];
+} dispatch_mem;
+static struct wire_arena dispatch_arena;
+
 void *reply_alloc(struct reply *r, size_t size)
 {
-	void *p;
-
-	if (r->n_owned == REPLY_MAX_OWNED)
-		return NULL;
-	p = calloc(1, size);
-	if (p)
-		r->owned[r->n_owned++] = p;
-	return p;
+	return wire_arena_alloc(r->arena, size);
 }
 
 int reply_error(struct reply *r, int err, const char *fmt, ...)
@@ -79,8 +80,6 @@ static void reply_send(struct conn *c, struct reply *r)
 	}
 	if (conn_send(c, &msg, r->fds, r->nfds) < 0)
 		c->closing = true;
-	for (unsigned int i = 0; i < r->n_owned; i++)
-		free(r->owned[i]);
 }
 
 void dispatch_error(struct conn *c, uint64_t serial, int err,
@@ -132,15 +131,22 @@ static int dispatch_request(struct conn *c, const Rdmab__Request *req,
 void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		     struct wire_fds *fds)
 {
-	struct reply r = { .msg = RDMAB__REPLY__INIT };
-	struct wire_budget budget;
+	/* Not zeroed whole: message is a string, the rest is set here. */
+	struct reply r;
 	Rdmab__Request *req;
 	bool fatal = false;
 	int ret;
 
-	wire_budget_init(&budget, WIRE_MAX_DECODED);
-	req = rdmab__request__unpack(&budget.allocator, len, buf);
+	if (!dispatch_arena.buf)
+		wire_arena_init(&dispatch_arena, dispatch_mem.buf,
+				sizeof(dispatch_mem.buf), WIRE_MAX_DECODED);
+	rdmab__reply__init(&r.msg);
+	r.message[0] = '\0';
+	r.nfds = 0;
+	r.arena = &dispatch_arena;
+	req = rdmab__request__unpack(&dispatch_arena.allocator, len, buf);
 	if (!req) {
+		wire_arena_reset(&dispatch_arena);
 		log_notice("client %" PRIu64 " (pid %d): malformed request "
 			   "of %zu bytes; disconnecting",
 			   c->id, (int)c->cred.pid, len);
@@ -164,7 +170,7 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 				   c->id, (int)c->cred.pid, r.message);
 	}
 	reply_send(c, &r);
-	rdmab__request__free_unpacked(req, &budget.allocator);
+	wire_arena_reset(&dispatch_arena);
 	if (fatal || c->closing)
 		conn_close_after_flush(c);
 }

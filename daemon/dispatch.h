@@ -9,8 +9,6 @@
 
 struct conn;
 
-#define REPLY_MAX_OWNED 16
-
 /* What a handler fills in; dispatch sends it, so every request gets exactly
  * one reply. */
 struct reply {
@@ -19,12 +17,12 @@ struct reply {
 	/* Descriptors to send; borrowed: the queue takes dups. */
 	int fds[WIRE_MAX_FDS];
 	unsigned int nfds;
-	void *owned[REPLY_MAX_OWNED];
-	unsigned int n_owned;
+	/* Where reply_alloc() takes memory: the request's arena. */
+	struct wire_arena *arena;
 };
 
-/* Zeroed memory that lives until the reply is sent; NULL when out of
- * memory or slots. */
+/* Zeroed memory that lives until the reply is sent; NULL past the
+ * request's memory limit. */
 void *reply_alloc(struct reply *r, size_t size);
 
 /* Record the broker's sentence for a failure; returns @err (negative). */

@@ -127,6 +127,7 @@ static void server_refuse(struct server *srv, int fd)
 {
 	Rdmab__DaemonMessage msg = RDMAB__DAEMON_MESSAGE__INIT;
 	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	static uint8_t buf[WIRE_MAX_PACKET];
 	char text[128];
 
 	snprintf(text, sizeof(text),
@@ -136,7 +137,7 @@ static void server_refuse(struct server *srv, int fd)
 	reply.message = text;
 	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_REPLY;
 	msg.reply = &reply;
-	wire_send_msg(fd, &msg.base, NULL, 0, MSG_DONTWAIT);
+	wire_send_msg(fd, &msg.base, buf, NULL, 0, MSG_DONTWAIT);
 	close(fd);
 }
 

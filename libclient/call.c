@@ -2,12 +2,13 @@
 /*
  * Requests and replies: any thread may call; the first one that needs a
  * reply reads the socket for everyone, the others wait on a condition
- * variable. Events read on the way are queued for ibc_dispatch().
+ * variable. A reply is decoded by the reader straight into the arena of the
+ * caller that waits for it; events read on the way are queued for
+ * ibc_dispatch().
  */
 #include "config.h"
 
 #include <errno.h>
-#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,11 +18,14 @@
 
 #include "libclient/client.h"
 
+/* What decoding one event or refusal may allocate. */
+#define IBC_EVENT_MEM (64 * 1024)
+
 struct ibc_waiter {
 	struct ibc_waiter *next;
 	uint64_t serial;
 	bool done;
-	struct ibc_reply r;
+	struct ibc_reply *r;
 };
 
 struct ibc_queued_event {
@@ -31,12 +35,17 @@ struct ibc_queued_event {
 	char device[64];
 };
 
+static void ibc_reply_init(struct ibc_reply *r)
+{
+	r->reply = NULL;
+	wire_fds_init(&r->fds);
+	wire_arena_init(&r->arena, r->mem, sizeof(r->mem), WIRE_MAX_DECODED);
+}
+
 void ibc_reply_free(struct ibc_reply *r)
 {
 	wire_fds_close(&r->fds);
-	if (r->msg)
-		rdmab__daemon_message__free_unpacked(r->msg, NULL);
-	r->msg = NULL;
+	wire_arena_reset(&r->arena);
 	r->reply = NULL;
 }
 
@@ -80,8 +89,36 @@ static struct ibc_waiter *ibc_find_waiter(struct ibc_client *cl,
 	return NULL;
 }
 
-static void ibc_handle_event(struct ibc_client *cl, const Rdmab__Event *ev)
+/* A packet that is not the answer to a waiting call: an event, or the
+ * broker refusing the whole connection. Lock held; takes @fds. */
+static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
+			     size_t len, struct wire_fds *fds)
 {
+	struct wire_arena arena;
+	Rdmab__DaemonMessage *msg;
+	const Rdmab__Event *ev;
+
+	wire_fds_close(fds);
+	wire_arena_init(&arena, NULL, 0, IBC_EVENT_MEM);
+	msg = rdmab__daemon_message__unpack(&arena.allocator, len, buf);
+	if (!msg) {
+		ibc_mark_dead(cl, -EBADMSG,
+			      "the broker sent a message that could not be "
+			      "decoded");
+		goto out;
+	}
+	if (msg->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY) {
+		/* Serial 0 answers no request: the broker refuses the
+		 * connection (too many clients, a malformed packet). A reply
+		 * nobody waits for belongs to a call that timed out. */
+		if (msg->reply->serial == 0 && msg->reply->error)
+			ibc_mark_dead(cl, -msg->reply->error,
+				      msg->reply->message);
+		goto out;
+	}
+	if (msg->kind_case != RDMAB__DAEMON_MESSAGE__KIND_EVENT)
+		goto out;
+	ev = msg->event;
 	switch (ev->body_case) {
 	case RDMAB__EVENT__BODY_SHUTDOWN:
 		ibc_queue_event(cl, IBC_EVENT_SHUTDOWN, ev->shutdown->reason,
@@ -96,89 +133,73 @@ static void ibc_handle_event(struct ibc_client *cl, const Rdmab__Event *ev)
 		/* An event of a newer broker: nothing to do with it. */
 		break;
 	}
+out:
+	wire_arena_reset(&arena);
 }
 
 /* Deliver one packet; called with the lock held; takes @fds. */
 static void ibc_handle_packet(struct ibc_client *cl, const uint8_t *buf,
 			      size_t len, struct wire_fds *fds)
 {
-	Rdmab__DaemonMessage *msg;
-	struct ibc_waiter *w;
+	const uint8_t *rbuf = NULL;
+	size_t rlen = 0;
+	uint64_t serial = wire_peek_reply(buf, len, &rbuf, &rlen);
+	struct ibc_waiter *w = serial ? ibc_find_waiter(cl, serial) : NULL;
+	struct ibc_reply *r;
 
-	msg = rdmab__daemon_message__unpack(NULL, len, buf);
-	if (!msg) {
+	if (!w) {
+		ibc_handle_other(cl, buf, len, fds);
+		return;
+	}
+	/* Straight to the Reply inside: its wrapper holds nothing else. */
+	r = w->r;
+	r->reply = rdmab__reply__unpack(&r->arena.allocator, rlen, rbuf);
+	if (!r->reply) {
 		wire_fds_close(fds);
+		wire_arena_reset(&r->arena);
 		ibc_mark_dead(cl, -EBADMSG,
-			      "the broker sent a message that could not be "
+			      "the broker sent a reply that could not be "
 			      "decoded");
 		return;
 	}
-	if (msg->kind_case == RDMAB__DAEMON_MESSAGE__KIND_EVENT) {
-		ibc_handle_event(cl, msg->event);
-		goto drop;
-	}
-	if (msg->kind_case != RDMAB__DAEMON_MESSAGE__KIND_REPLY)
-		goto drop;
-	if (msg->reply->serial == 0 && msg->reply->error) {
-		/* Not an answer to a request: the broker refuses the
-		 * connection (too many clients, malformed packet). */
-		ibc_mark_dead(cl, -msg->reply->error, msg->reply->message);
-		goto drop;
-	}
-	w = ibc_find_waiter(cl, msg->reply->serial);
-	if (!w)
-		goto drop; /* its caller timed out */
-	w->r.msg = msg;
-	w->r.reply = msg->reply;
-	w->r.fds = *fds;
+	r->fds = *fds;
 	w->done = true;
-	return;
-
-drop:
-	wire_fds_close(fds);
-	rdmab__daemon_message__free_unpacked(msg, NULL);
 }
 
 /*
- * Read one packet. Called with the lock held and cl->reading clear; the
- * lock is dropped while waiting. @timeout_ms < 0 waits forever, 0 does not
- * wait. Returns 0, -EAGAIN or -ETIMEDOUT.
+ * Read one packet for @self (NULL: for ibc_dispatch). Called with the lock
+ * held and cl->reading clear; the lock is dropped while waiting. Blocking
+ * reads end after the client's timeout (SO_RCVTIMEO). Returns 0 or
+ * -EAGAIN.
  */
-int ibc_read_one(struct ibc_client *cl, int timeout_ms)
+int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, bool block)
 {
 	struct wire_fds fds;
-	int n = 0;
+	int n;
 
 	cl->reading = true;
 	pthread_mutex_unlock(&cl->lock);
-	if (timeout_ms != 0) {
-		struct pollfd p = { .fd = cl->sock, .events = POLLIN };
-
-		do
-			n = poll(&p, 1, timeout_ms);
-		while (n < 0 && errno == EINTR);
-		n = n == 0 ? -ETIMEDOUT : 0;
-	}
-	if (n == 0)
-		n = wire_recv(cl->sock, cl->rbuf, WIRE_MAX_PACKET, &fds,
-			      MSG_DONTWAIT);
+	n = wire_recv(cl->sock, cl->rbuf, WIRE_MAX_PACKET, &fds,
+		      block ? 0 : MSG_DONTWAIT);
 	pthread_mutex_lock(&cl->lock);
 	cl->reading = false;
-	pthread_cond_broadcast(&cl->cond);
 
-	if (n == -EAGAIN || n == -ETIMEDOUT)
-		return n;
-	if (n == 0) {
+	if (n == -EAGAIN)
+		goto out;
+	if (n == 0)
 		ibc_mark_dead(cl, -ECONNRESET,
 			      "the broker closed the connection");
-		return 0;
-	}
-	if (n < 0) {
+	else if (n < 0)
 		ibc_mark_dead(cl, n, "the connection to the broker failed");
-		return 0;
-	}
-	ibc_handle_packet(cl, cl->rbuf, (size_t)n, &fds);
-	return 0;
+	else
+		ibc_handle_packet(cl, cl->rbuf, (size_t)n, &fds);
+	n = 0;
+out:
+	/* Wake the others: one of them may have its reply now, or must
+	 * take over reading. */
+	if (cl->waiters && (cl->waiters != self || cl->waiters->next))
+		pthread_cond_broadcast(&cl->cond);
+	return n;
 }
 
 static int64_t ibc_now_ms(void)
@@ -194,30 +215,16 @@ static int ibc_wait(struct ibc_client *cl, struct ibc_waiter *w,
 		    int64_t deadline)
 {
 	while (!w->done && !cl->dead) {
-		int left = -1;
-
-		if (deadline) {
-			int64_t d = deadline - ibc_now_ms();
-
-			if (d <= 0)
-				return -ETIMEDOUT;
-			left = (int)d;
-		}
+		if (deadline && ibc_now_ms() >= deadline)
+			return -ETIMEDOUT;
 		if (!cl->reading) {
-			int ret = ibc_read_one(cl, left);
-
-			if (ret == -ETIMEDOUT)
-				return ret;
+			ibc_read_one(cl, w, true);
 		} else if (deadline) {
-			struct timespec ts;
+			struct timespec ts = {
+				.tv_sec = (time_t)(deadline / 1000),
+				.tv_nsec = (long)(deadline % 1000) * 1000000,
+			};
 
-			clock_gettime(CLOCK_MONOTONIC, &ts);
-			ts.tv_sec += left / 1000;
-			ts.tv_nsec += (long)(left % 1000) * 1000000;
-			if (ts.tv_nsec >= 1000000000) {
-				ts.tv_sec++;
-				ts.tv_nsec -= 1000000000;
-			}
 			pthread_cond_timedwait(&cl->cond, &cl->lock, &ts);
 		} else {
 			pthread_cond_wait(&cl->cond, &cl->lock);
@@ -236,14 +243,39 @@ static void ibc_unlink_waiter(struct ibc_client *cl, struct ibc_waiter *w)
 	}
 }
 
+/* Send @req; called with the lock held, which a blocking send drops. */
+static int ibc_send(struct ibc_client *cl, Rdmab__Request *req,
+		    const int *fds, unsigned int nfds)
+{
+	int err;
+
+	/* Usually the socket has room: send without letting go of the
+	 * lock. Never wait for send_lock while holding it, though. */
+	if (pthread_mutex_trylock(&cl->send_lock) == 0) {
+		err = wire_send_msg(cl->sock, &req->base, cl->sbuf, fds, nfds,
+				    MSG_DONTWAIT);
+		pthread_mutex_unlock(&cl->send_lock);
+		if (err != -EAGAIN)
+			return err;
+	}
+	/* A sender blocked on a full socket must not keep the reader from
+	 * delivering the replies that will drain it. */
+	pthread_mutex_unlock(&cl->lock);
+	pthread_mutex_lock(&cl->send_lock);
+	err = wire_send_msg(cl->sock, &req->base, cl->sbuf, fds, nfds, 0);
+	pthread_mutex_unlock(&cl->send_lock);
+	pthread_mutex_lock(&cl->lock);
+	return err;
+}
+
 int ibc_call(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
 	     unsigned int nfds, struct ibc_reply *ret)
 {
-	struct ibc_waiter w = { 0 };
+	struct ibc_waiter w = { .r = ret };
 	int64_t deadline = 0;
 	int err;
 
-	wire_fds_init(&w.r.fds);
+	ibc_reply_init(ret);
 	pthread_mutex_lock(&cl->lock);
 	if (cl->dead) {
 		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
@@ -253,17 +285,11 @@ int ibc_call(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
 	w.serial = ++cl->next_serial;
 	w.next = cl->waiters;
 	cl->waiters = &w;
-	pthread_mutex_unlock(&cl->lock);
-
 	req->version = WIRE_PROTOCOL_VERSION;
 	req->serial = w.serial;
-	/* Sends have their own lock: a sender blocked on a full socket
-	 * must not keep the reader from delivering replies. */
-	pthread_mutex_lock(&cl->send_lock);
-	err = wire_send_msg(cl->sock, &req->base, fds, nfds, 0);
-	pthread_mutex_unlock(&cl->send_lock);
-
-	pthread_mutex_lock(&cl->lock);
+	if (cl->timeout_ms > 0)
+		deadline = ibc_now_ms() + cl->timeout_ms;
+	err = ibc_send(cl, req, fds, nfds);
 	if (err < 0) {
 		ibc_set_error(err, "cannot send to the broker: %s",
 			      strerror(-err));
@@ -271,8 +297,6 @@ int ibc_call(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
 			ibc_mark_dead(cl, err, "the broker's socket failed");
 		goto out;
 	}
-	if (cl->timeout_ms > 0)
-		deadline = ibc_now_ms() + cl->timeout_ms;
 	err = ibc_wait(cl, &w, deadline);
 	if (err == -ETIMEDOUT) {
 		ibc_set_error(err, "the broker did not answer within %d ms",
@@ -283,18 +307,18 @@ int ibc_call(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
 		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
 		goto out;
 	}
-	if (w.r.reply->error) {
-		err = ibc_set_error(-w.r.reply->error, "%s",
-				    w.r.reply->message);
-		ibc_reply_free(&w.r);
+	if (ret->reply->error) {
+		err = ibc_set_error(-ret->reply->error, "%s",
+				    ret->reply->message);
 		goto out;
 	}
 	ibc_clear_error();
-	*ret = w.r;
 	err = 0;
 out:
 	ibc_unlink_waiter(cl, &w);
 	pthread_mutex_unlock(&cl->lock);
+	if (err < 0)
+		ibc_reply_free(ret);
 	return err;
 }
 
@@ -307,7 +331,7 @@ int ibc_drain_events(struct ibc_client *cl)
 	pthread_mutex_lock(&cl->lock);
 	/* Read what is there, unless another thread is reading already. */
 	for (int i = 0; i < 64 && !cl->reading && !cl->dead; i++)
-		if (ibc_read_one(cl, 0) == -EAGAIN)
+		if (ibc_read_one(cl, NULL, false) == -EAGAIN)
 			break;
 	if (read(cl->event_fd, &count, sizeof(count)) < 0) {
 		/* EAGAIN: nothing was counted. */

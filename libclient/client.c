@@ -89,6 +89,7 @@ static void ibc_client_free(struct ibc_client *cl)
 	pthread_mutex_destroy(&cl->send_lock);
 	pthread_cond_destroy(&cl->cond);
 	free(cl->rbuf);
+	free(cl->sbuf);
 	free(cl);
 }
 
@@ -160,7 +161,8 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 	}
 
 	cl->rbuf = malloc(WIRE_MAX_PACKET);
-	if (!cl->rbuf) {
+	cl->sbuf = malloc(WIRE_MAX_PACKET);
+	if (!cl->rbuf || !cl->sbuf) {
 		ret = ibc_set_error(-ENOMEM, "out of memory");
 		goto fail;
 	}
@@ -168,6 +170,15 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 	if (ret < 0)
 		goto fail;
 	cl->sock = ret;
+	if (cl->timeout_ms > 0) {
+		/* A blocked reader wakes up to check its deadline. */
+		struct timeval tv = {
+			.tv_sec = cl->timeout_ms / 1000,
+			.tv_usec = (cl->timeout_ms % 1000) * 1000,
+		};
+
+		setsockopt(cl->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	}
 	cl->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
 	cl->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
 	if (cl->event_fd < 0 || cl->epoll_fd < 0) {

@@ -3,6 +3,7 @@
 #define IBC_CLIENT_H
 
 #include <pthread.h>
+#include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -29,8 +30,10 @@ struct ibc_client {
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	pthread_mutex_t send_lock;
-	/* The reader's buffer; one reader at a time. */
+	/* The reader's buffer (one reader at a time) and the senders'
+	 * (under send_lock). */
 	uint8_t *rbuf;
+	uint8_t *sbuf;
 	uint64_t next_serial;
 	/* One thread at a time reads the socket; the others wait on cond. */
 	bool reading;
@@ -45,11 +48,13 @@ struct ibc_client {
 	struct ibc_ctx *ctxs;
 };
 
-/* A decoded reply handed to the caller of ibc_call(). */
+/* A decoded reply handed to the caller of ibc_call(), who keeps it (on its
+ * stack, usually): the reader decodes straight into its arena. */
 struct ibc_reply {
-	Rdmab__DaemonMessage *msg;
 	Rdmab__Reply *reply;
 	struct wire_fds fds;
+	struct wire_arena arena;
+	max_align_t mem[2048 / sizeof(max_align_t)];
 };
 
 /*
@@ -66,7 +71,7 @@ void ibc_reply_free(struct ibc_reply *r);
 void ibc_queue_event(struct ibc_client *cl, enum ibc_event_type type,
 		     const char *message, const char *device);
 void ibc_mark_dead(struct ibc_client *cl, int err, const char *message);
-int ibc_read_one(struct ibc_client *cl, int timeout_ms);
+int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, bool block);
 void ibc_free_events(struct ibc_client *cl);
 
 /* Read what is pending without blocking and run the event callback for

@@ -153,71 +153,138 @@ int wire_recv(int sock, void *buf, size_t cap, struct wire_fds *ret_fds,
 	return (int)n;
 }
 
-static void *wire_budget_alloc(void *data, size_t size)
-{
-	struct wire_budget *b = data;
-	size_t need = size + sizeof(max_align_t);
-	char *p;
+struct wire_arena_chunk {
+	struct wire_arena_chunk *next;
+	max_align_t data[];
+};
 
-	if (size > b->left || need > b->left)
+#define WIRE_ALIGN(n) (((n) + _Alignof(max_align_t) - 1) & \
+		       ~(_Alignof(max_align_t) - 1))
+
+/* protobuf-c initialises what it allocates: no zeroing here. */
+static void *wire_arena_raw(struct wire_arena *a, size_t size)
+{
+	size_t need = WIRE_ALIGN(size ? size : 1);
+	struct wire_arena_chunk *c;
+
+	if (need < size)
 		return NULL;
-	p = malloc(need);
-	if (!p)
+	if (a->cap - a->used >= need) {
+		void *p = a->buf + a->used;
+
+		a->used += need;
+		return p;
+	}
+	if (need > a->heap_left)
 		return NULL;
-	b->left -= need;
-	memcpy(p, &need, sizeof(need));
-	return p + sizeof(max_align_t);
+	c = malloc(sizeof(*c) + need);
+	if (!c)
+		return NULL;
+	a->heap_left -= need;
+	c->next = a->chunks;
+	a->chunks = c;
+	return c->data;
 }
 
-static void wire_budget_free(void *data, void *ptr)
+void *wire_arena_alloc(struct wire_arena *a, size_t size)
 {
-	struct wire_budget *b = data;
-	char *p;
-	size_t need;
+	void *p = wire_arena_raw(a, size);
 
-	if (!ptr)
-		return;
-	p = (char *)ptr - sizeof(max_align_t);
-	memcpy(&need, p, sizeof(need));
-	b->left += need;
-	free(p);
+	if (p)
+		memset(p, 0, size);
+	return p;
 }
 
-void wire_budget_init(struct wire_budget *b, size_t limit)
+static void *wire_arena_pb_alloc(void *data, size_t size)
 {
-	b->allocator.alloc = wire_budget_alloc;
-	b->allocator.free = wire_budget_free;
-	b->allocator.allocator_data = b;
-	b->left = limit;
+	return wire_arena_raw(data, size);
 }
 
-int wire_pack(const ProtobufCMessage *msg, uint8_t **ret_buf)
+static void wire_arena_pb_free(void *data, void *ptr)
+{
+	/* Everything goes at wire_arena_reset(). */
+}
+
+void wire_arena_init(struct wire_arena *a, void *buf, size_t cap,
+		     size_t limit)
+{
+	a->allocator.alloc = wire_arena_pb_alloc;
+	a->allocator.free = wire_arena_pb_free;
+	a->allocator.allocator_data = a;
+	/* The buffer must start aligned for anything. */
+	a->buf = buf;
+	a->cap = cap & ~(_Alignof(max_align_t) - 1);
+	a->used = 0;
+	a->limit = limit;
+	a->heap_left = limit > a->cap ? limit - a->cap : 0;
+	a->chunks = NULL;
+}
+
+void wire_arena_reset(struct wire_arena *a)
+{
+	while (a->chunks) {
+		struct wire_arena_chunk *c = a->chunks;
+
+		a->chunks = c->next;
+		free(c);
+	}
+	a->used = 0;
+	a->heap_left = a->limit > a->cap ? a->limit - a->cap : 0;
+}
+
+/* Read a varint at *p (below end); 0 on success. */
+static int wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
+{
+	uint64_t v = 0;
+
+	for (unsigned int shift = 0; shift < 64 && *p < end; shift += 7) {
+		uint8_t b = *(*p)++;
+
+		v |= (uint64_t)(b & 0x7f) << shift;
+		if (!(b & 0x80)) {
+			*ret = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+uint64_t wire_peek_reply(const uint8_t *buf, size_t len,
+			 const uint8_t **ret_reply, size_t *ret_len)
+{
+	const uint8_t *p = buf, *end = buf + len, *reply;
+	uint64_t key, sub, serial;
+
+	/* DaemonMessage.reply is field 1, length-delimited, and the whole
+	 * message; Reply.serial is its field 1, a varint, packed first since
+	 * fields go out in number order. */
+	if (wire_varint(&p, end, &key) || key != ((1 << 3) | 2) ||
+	    wire_varint(&p, end, &sub) || sub != (uint64_t)(end - p))
+		return 0;
+	reply = p;
+	if (wire_varint(&p, end, &key) || key != ((1 << 3) | 0) ||
+	    wire_varint(&p, end, &serial))
+		return 0;
+	*ret_reply = reply;
+	*ret_len = (size_t)sub;
+	return serial;
+}
+
+int wire_pack_into(const ProtobufCMessage *msg, uint8_t *buf)
 {
 	size_t len = protobuf_c_message_get_packed_size(msg);
-	uint8_t *buf;
 
 	if (len > WIRE_MAX_PACKET)
 		return -EMSGSIZE;
-	/* An empty message is a zero-length packet, which SEQPACKET readers
-	 * cannot tell from end of stream: always send at least one byte. */
-	buf = malloc(len ? len : 1);
-	if (!buf)
-		return -ENOMEM;
-	protobuf_c_message_pack(msg, buf);
-	*ret_buf = buf;
-	return (int)len;
+	return (int)protobuf_c_message_pack(msg, buf);
 }
 
-int wire_send_msg(int sock, const ProtobufCMessage *msg, const int *fds,
-		  unsigned int nfds, int flags)
+int wire_send_msg(int sock, const ProtobufCMessage *msg, uint8_t *scratch,
+		  const int *fds, unsigned int nfds, int flags)
 {
-	uint8_t *buf;
-	int len, ret;
+	int len = wire_pack_into(msg, scratch);
 
-	len = wire_pack(msg, &buf);
 	if (len < 0)
 		return len;
-	ret = wire_send(sock, buf, (size_t)len, fds, nfds, flags);
-	free(buf);
-	return ret;
+	return wire_send(sock, scratch, (size_t)len, fds, nfds, flags);
 }

@@ -55,22 +55,44 @@ int wire_send(int sock, const void *buf, size_t len, const int *fds,
 int wire_recv(int sock, void *buf, size_t cap, struct wire_fds *ret_fds,
 	      int flags);
 
-/* A protobuf-c allocator that refuses to hand out more than @limit bytes. */
-struct wire_budget {
+/*
+ * A protobuf-c allocator for one message at a time: allocations are carved
+ * from @buf and, once it is full, from the heap up to @limit bytes in all;
+ * free is a no-op and wire_arena_reset() releases everything. Decoding
+ * into it needs no free_unpacked, and the limit bounds what a hostile
+ * packet can make protobuf-c allocate.
+ */
+struct wire_arena_chunk;
+
+struct wire_arena {
 	ProtobufCAllocator allocator;
-	size_t left;
+	uint8_t *buf;
+	size_t cap;
+	size_t used;
+	size_t heap_left;
+	size_t limit;
+	struct wire_arena_chunk *chunks;
 };
 
-void wire_budget_init(struct wire_budget *b, size_t limit);
+void wire_arena_init(struct wire_arena *a, void *buf, size_t cap,
+		     size_t limit);
+/* Zeroed memory from the arena; NULL when the limit is reached. */
+void *wire_arena_alloc(struct wire_arena *a, size_t size);
+/* Release every allocation; the arena is ready for the next message. */
+void wire_arena_reset(struct wire_arena *a);
 
-/*
- * Pack @msg into a fresh heap buffer. Returns the length or -EMSGSIZE when
- * it exceeds WIRE_MAX_PACKET, -ENOMEM.
- */
-int wire_pack(const ProtobufCMessage *msg, uint8_t **ret_buf);
+/* The serial of a packed DaemonMessage carrying a Reply, and where the
+ * packed Reply is in @buf; 0 when it is an Event or the serial cannot be
+ * found without a full decode. */
+uint64_t wire_peek_reply(const uint8_t *buf, size_t len,
+			 const uint8_t **ret_reply, size_t *ret_len);
 
-/* Pack @msg into @buf (WIRE_MAX_PACKET bytes) and send it. */
-int wire_send_msg(int sock, const ProtobufCMessage *msg, const int *fds,
-		  unsigned int nfds, int flags);
+/* Pack @msg into @buf, which holds WIRE_MAX_PACKET bytes. Returns the
+ * length or -EMSGSIZE. */
+int wire_pack_into(const ProtobufCMessage *msg, uint8_t *buf);
+
+/* Pack @msg into @scratch (WIRE_MAX_PACKET bytes) and send it. */
+int wire_send_msg(int sock, const ProtobufCMessage *msg, uint8_t *scratch,
+		  const int *fds, unsigned int nfds, int flags);
 
 #endif

@@ -1,0 +1,45 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Destroy a uverbs object by its handle, on a context the daemon did not
+ * create the object in through libibverbs (the objects of dead clients,
+ * DESIGN §3 and §5). Only the kernel's ioctl interface through the
+ * installed uverbs headers: no <infiniband/driver.h>, no ibv_cmd_*, no
+ * hand-copied structs.
+ */
+#ifndef RDMAB_UVERBS_H
+#define RDMAB_UVERBS_H
+
+#include <stdint.h>
+
+/* The objects a client can leave behind, in no particular order; DESIGN §5
+ * gives the order to destroy them in. */
+enum uverbs_obj {
+	UVERBS_OBJ_QP,
+	UVERBS_OBJ_CQ,
+	UVERBS_OBJ_SRQ,
+	UVERBS_OBJ_WQ,
+	UVERBS_OBJ_MR,
+	UVERBS_OBJ_PD,
+	UVERBS_OBJ_RWQ_IND_TBL,
+	UVERBS_OBJ_FLOW,
+	UVERBS_OBJ_DM,
+	UVERBS_OBJ_XRCD,
+	UVERBS_OBJ_MW,
+	UVERBS_OBJ_AH,
+	UVERBS_OBJ_COUNT,
+};
+
+/*
+ * Destroy the object @handle of @kind in the context whose command
+ * descriptor is @cmd_fd (RDMA_VERBS_IOCTL, UVERBS_METHOD_<OBJ>_DESTROY).
+ * Returns 0, or the kernel's -errno: -EBUSY while other objects still use
+ * it (retry after those), -ENOENT or -EINVAL for a handle that names no
+ * object of that kind, -EIO once the device was disassociated; -EINVAL for
+ * an unknown @kind.
+ */
+int uverbs_destroy(int cmd_fd, enum uverbs_obj kind, uint32_t handle);
+
+/* "QP", "CQ", ... for messages; "?" for an unknown kind. */
+const char *uverbs_obj_name(enum uverbs_obj kind);
+
+#endif
