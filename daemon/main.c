@@ -27,8 +27,8 @@ static void usage(FILE *f)
 		"  -r, --runtime-dir DIR   directory for XRC domain files\n"
 		"                          (default /run/rdmabroker)\n"
 		"  -c, --config FILE       configuration file\n"
-		"                          (default "
-		"/etc/rdmabroker/rdmabroker.conf)\n"
+		"                          (default " SYSCONFDIR
+		"/rdmabroker/rdmabroker.conf)\n"
 		"  -d, --device KIND       auto, verbs or soft (default "
 		"auto)\n"
 		"      --max-clients N     connection limit (default 1024)\n"
@@ -73,7 +73,7 @@ int main(int argc, char **argv)
 	struct server_options opt = {
 		.socket_path = "/run/rdmabroker.sock",
 		.runtime_dir = "/run/rdmabroker",
-		.config_path = "/etc/rdmabroker/rdmabroker.conf",
+		.config_path = SYSCONFDIR "/rdmabroker/rdmabroker.conf",
 		.device_mode = DEVICE_MODE_AUTO,
 		.socket_mode = 0660,
 		.max_conns = 1024,
