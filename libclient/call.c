@@ -167,6 +167,31 @@ static void ibc_handle_packet(struct ibc_client *cl, const uint8_t *buf,
 }
 
 /*
+ * The socket reported end of stream (@n == 0) or an error. A broker that
+ * closes with our requests unread makes the kernel report ECONNRESET while
+ * its last packets (a refusal, the shutdown event) are still queued: read
+ * them before giving up. Lock held; the socket is no longer shared.
+ */
+static void ibc_connection_lost(struct ibc_client *cl, int n)
+{
+	struct wire_fds fds;
+
+	for (int i = 0; i < 64 && n < 0 && n != -EAGAIN; i++) {
+		n = wire_recv(cl->sock, cl->rbuf, WIRE_MAX_PACKET, &fds,
+			      MSG_DONTWAIT);
+		if (n > 0)
+			ibc_handle_packet(cl, cl->rbuf, (size_t)n, &fds);
+		if (n > 0)
+			n = -ECONNRESET;
+	}
+	if (n == 0 || n == -EAGAIN || n == -ECONNRESET)
+		ibc_mark_dead(cl, -ECONNRESET,
+			      "the broker closed the connection");
+	else
+		ibc_mark_dead(cl, n, "the connection to the broker failed");
+}
+
+/*
  * Read one packet for @self (NULL: for ibc_dispatch). Called with the lock
  * held and cl->reading clear; the lock is dropped while waiting. Blocking
  * reads end after the client's timeout (SO_RCVTIMEO). Returns 0 or
@@ -186,13 +211,10 @@ int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, bool block)
 
 	if (n == -EAGAIN)
 		goto out;
-	if (n == 0)
-		ibc_mark_dead(cl, -ECONNRESET,
-			      "the broker closed the connection");
-	else if (n < 0)
-		ibc_mark_dead(cl, n, "the connection to the broker failed");
-	else
+	if (n > 0)
 		ibc_handle_packet(cl, cl->rbuf, (size_t)n, &fds);
+	else
+		ibc_connection_lost(cl, n);
 	n = 0;
 out:
 	/* Wake the others: one of them may have its reply now, or must
@@ -290,6 +312,13 @@ int ibc_call(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
 	if (cl->timeout_ms > 0)
 		deadline = ibc_now_ms() + cl->timeout_ms;
 	err = ibc_send(cl, req, fds, nfds);
+	if (err == -EPIPE || err == -ECONNRESET) {
+		/* The broker may have refused us and closed before reading
+		 * the request: its reason is queued on our side. */
+		ibc_connection_lost(cl, err);
+		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
+		goto out;
+	}
 	if (err < 0) {
 		ibc_set_error(err, "cannot send to the broker: %s",
 			      strerror(-err));

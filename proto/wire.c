@@ -59,6 +59,9 @@ int wire_send(int sock, const void *buf, size_t len, const int *fds,
 
 	if (len > WIRE_MAX_PACKET || nfds > WIRE_MAX_FDS)
 		return -EMSGSIZE;
+	/* The peer could not tell a zero-length packet from end of stream. */
+	if (len == 0)
+		return -EINVAL;
 	if (nfds > 0) {
 		struct cmsghdr *cm;
 

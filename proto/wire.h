@@ -39,7 +39,8 @@ unsigned int wire_fds_left(const struct wire_fds *fds);
 /*
  * Send one packet carrying @nfds descriptors (not consumed). Retries EINTR.
  * @flags is added to MSG_NOSIGNAL (MSG_DONTWAIT for the daemon).
- * Returns 0, -EAGAIN when the socket is full, -EMSGSIZE, or another -errno.
+ * Returns 0, -EAGAIN when the socket is full, -EMSGSIZE, -EINVAL for an
+ * empty packet (it would read as end of stream), or another -errno.
  */
 int wire_send(int sock, const void *buf, size_t len, const int *fds,
 	      unsigned int nfds, int flags);
