@@ -1,0 +1,100 @@
+// SPDX-License-Identifier: MIT
+/*
+ * include/ibclient.h on its own, as strict C99: it is the first thing
+ * included, only its directory is on the include path, and the build uses
+ * -std=c99 -pedantic-errors -Wall -Wextra -Werror. Linking against
+ * libibclient checks that the symbols used here are exported.
+ */
+#include <ibclient.h>
+#include <ibclient.h> /* the include guard works */
+
+#include <stddef.h>
+#include <stdio.h>
+#include <string.h>
+
+static int failures;
+
+#define CHECK(cond)                                                      \
+	do {                                                             \
+		if (!(cond)) {                                           \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, \
+				#cond);                                  \
+			failures++;                                      \
+		}                                                        \
+	} while (0)
+
+/* The prototypes are what the contract says (a mismatch does not
+ * compile). */
+static int (*const p_connect)(const struct ibc_connect_attr *,
+			      struct ibc_client **) = ibc_connect;
+static void (*const p_disconnect)(struct ibc_client *) = ibc_disconnect;
+static int (*const p_get_fd)(struct ibc_client *) = ibc_get_fd;
+static int (*const p_dispatch)(struct ibc_client *) = ibc_dispatch;
+static const char *(*const p_last_error)(void) = ibc_last_error;
+static int (*const p_client_info)(struct ibc_client *,
+				  struct ibc_client_info *) = ibc_client_info;
+static int (*const p_ping)(struct ibc_client *, const void *,
+			   size_t) = ibc_ping;
+static int (*const p_status)(struct ibc_client *,
+			     struct ibc_status *) = ibc_status;
+static enum ibc_fork_state (*const p_fork_state)(void) = ibc_fork_state;
+
+static void on_event(struct ibc_client *client, const struct ibc_event *ev,
+		     void *arg)
+{
+	(void)client;
+	(void)ev;
+	(void)arg;
+}
+
+int main(void)
+{
+	struct ibc_connect_attr attr = { 0 };
+	struct ibc_status st;
+	enum ibc_fork_state fs;
+
+	/* Every structure the caller fills or receives starts with
+	 * comp_mask. */
+	CHECK(offsetof(struct ibc_connect_attr, comp_mask) == 0);
+	CHECK(offsetof(struct ibc_event, comp_mask) == 0);
+	CHECK(offsetof(struct ibc_client_info, comp_mask) == 0);
+	CHECK(offsetof(struct ibc_device_info, comp_mask) == 0);
+	CHECK(offsetof(struct ibc_status, comp_mask) == 0);
+	CHECK(sizeof(attr.comp_mask) == 4);
+	CHECK(sizeof(st.comp_mask) == 4);
+
+	CHECK(IBC_CONNECT_ATTR_SOCKET == 1);
+	CHECK(IBC_CONNECT_ATTR_TIMEOUT == 2);
+	CHECK(IBC_CONNECT_ATTR_FLAGS == 4);
+	CHECK(IBC_CONNECT_ATTR_EVENT_CB == 8);
+	CHECK(IBC_EVENT_SHUTDOWN == 1);
+	CHECK(IBC_EVENT_DISCONNECTED == 2);
+	CHECK(IBC_FORK_DISABLED == 0);
+	CHECK(IBC_FORK_ENABLED == 1);
+	CHECK(IBC_FORK_UNNEEDED == 2);
+	CHECK(strcmp(IBC_DEFAULT_SOCKET, "/run/rdmabroker.sock") == 0);
+	CHECK(IBC_VERSION_MAJOR >= 0 && IBC_VERSION_MINOR >= 0 &&
+	      IBC_VERSION_PATCH >= 0);
+
+	attr.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB;
+	attr.socket_path = IBC_DEFAULT_SOCKET;
+	attr.event_cb = on_event;
+	attr.event_arg = NULL;
+	CHECK(attr.event_cb == on_event);
+
+	CHECK(p_connect && p_disconnect && p_get_fd && p_dispatch &&
+	      p_last_error && p_client_info && p_ping && p_status &&
+	      p_fork_state);
+	/* Calls that need no broker. */
+	CHECK(strcmp(p_last_error(), "") == 0);
+	fs = p_fork_state();
+	CHECK(fs == IBC_FORK_DISABLED || fs == IBC_FORK_ENABLED ||
+	      fs == IBC_FORK_UNNEEDED);
+	p_disconnect(NULL);
+
+	if (failures)
+		fprintf(stderr, "%d failures\n", failures);
+	else
+		printf("ibclient.h: C99 ok\n");
+	return failures ? 1 : 0;
+}

@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: MIT
+/*
+ * make check-soak: a storm against one rdmabrokerd for SOAK_SECONDS
+ * (default 150, at most 180): client processes that connect, talk and are
+ * killed at random moments, malformed and valid packets on raw connections
+ * that are sometimes dropped before the answer, and library clients coming
+ * and going. Every few seconds the daemon must be alive and serving; at the
+ * end it must hold exactly the descriptors it held at start and report no
+ * client but the checker, and exit 0 on SIGTERM.
+ *
+ * Deterministic in what it does (SOAK_SEED), not in the interleaving.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/testlib.h"
+
+#define MAX_CHILDREN 16
+
+static struct tl_daemon D;
+static struct tl_rng rng;
+
+static struct {
+	unsigned long spawned, killed, packets, dropped, clients, checks;
+} stats;
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "soak: FAIL: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\n");
+	tl_daemon_stop(&D);
+	tl_fini();
+	exit(1);
+}
+
+/* --- children that get killed ------------------------------------------ */
+
+static void child_ping_loop(int fd)
+{
+	for (uint64_t s = 2;; s++)
+		if (tl_raw_ping(fd, s, &s, sizeof(s)) < 0)
+			_exit(0);
+}
+
+static void child_flood(int fd, struct tl_rng *r)
+{
+	static uint8_t payload[60000];
+	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct tl_buf b = { 0 };
+
+	ping.payload.data = payload;
+	ping.payload.len = 1 + tl_rng_below(r, sizeof(payload));
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.body_case = RDMAB__REQUEST__BODY_PING;
+	req.ping = &ping;
+	for (uint64_t s = 2;; s++) {
+		req.serial = s;
+		b.len = 0;
+		tl_pb_message(&b, &req.base);
+		if (tl_raw_send(fd, b.p, b.len, NULL, 0, 0) < 0)
+			_exit(0);
+	}
+}
+
+static void child_library(struct tl_rng *r)
+{
+	struct ibc_client *cl;
+	uint8_t buf[2048];
+
+	for (;;) {
+		if (tl_connect(D.sock, 0, &cl) < 0)
+			_exit(0);
+		for (unsigned int i = tl_rng_below(r, 50); i > 0; i--) {
+			size_t len = tl_rng_below(r, sizeof(buf));
+
+			tl_rng_fill(r, buf, len);
+			if (ibc_ping(cl, buf, len) < 0)
+				break;
+		}
+		if (tl_rng_below(r, 4) == 0)
+			_exit(0); /* without disconnecting */
+		ibc_disconnect(cl);
+	}
+}
+
+static void child_main(uint64_t seed)
+{
+	struct tl_rng r;
+	int fd;
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	tl_rng_seed(&r, seed);
+	switch (tl_rng_below(&r, 5)) {
+	case 0: /* connect and sit */
+		if (tl_raw_connect(D.sock) < 0)
+			_exit(0);
+		for (;;)
+			pause();
+	case 1: /* hello, then pings */
+		fd = tl_raw_connect(D.sock);
+		if (fd < 0 || tl_raw_hello(fd, 1) < 0)
+			_exit(0);
+		child_ping_loop(fd);
+		break;
+	case 2: /* hello, then requests without reading a reply */
+		fd = tl_raw_connect(D.sock);
+		if (fd < 0 || tl_raw_hello(fd, 1) < 0)
+			_exit(0);
+		child_flood(fd, &r);
+		break;
+	case 3: /* hello never answered */
+		fd = tl_raw_connect(D.sock);
+		if (fd < 0)
+			_exit(0);
+		tl_raw_send(fd, "\x08\x01\x10\x01\x52\x00", 6, NULL, 0, 0);
+		for (;;)
+			pause();
+	default:
+		child_library(&r);
+	}
+	_exit(0);
+}
+
+static pid_t children[MAX_CHILDREN];
+static unsigned int n_children;
+
+static void spawn_child(void)
+{
+	uint64_t seed = tl_rng_next(&rng);
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid < 0)
+		die("fork: %s", strerror(errno));
+	if (pid == 0)
+		child_main(seed);
+	children[n_children++] = pid;
+	stats.spawned++;
+}
+
+static void kill_child(unsigned int i)
+{
+	pid_t pid = children[i];
+	int status;
+
+	kill(pid, SIGKILL);
+	if (tl_wait_pid(pid, TL_WAIT_MS, &status) < 0)
+		die("child %d does not die", (int)pid);
+	children[i] = children[--n_children];
+	stats.killed++;
+}
+
+/* --- raw packets -------------------------------------------------------- */
+
+static void random_packet(void)
+{
+	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	int fds[WIRE_MAX_FDS + 3];
+	struct tl_buf b = { 0 };
+	unsigned int nfds = 0;
+	uint8_t payload[512];
+	size_t len;
+	int fd;
+
+	fd = tl_raw_connect(D.sock);
+	if (fd < 0)
+		die("raw connect: %s", strerror(-fd));
+	if (tl_rng_below(&rng, 2) && tl_raw_hello(fd, 1) < 0) {
+		/* Refused while over the limit, or similar: fine. */
+		close(fd);
+		return;
+	}
+	switch (tl_rng_below(&rng, 4)) {
+	case 0: /* random bytes */
+		len = tl_rng_below(&rng, 1024);
+		tl_buf_put(&b, NULL, len);
+		tl_rng_fill(&rng, b.p, len);
+		break;
+	case 1: /* a valid ping with bytes flipped */
+	case 2:
+		len = tl_rng_below(&rng, sizeof(payload));
+		tl_rng_fill(&rng, payload, len);
+		ping.payload.data = payload;
+		ping.payload.len = len;
+		req.version = tl_rng_below(&rng, 8) ? WIRE_PROTOCOL_VERSION :
+						       tl_rng_below(&rng, 4);
+		req.serial = tl_rng_next(&rng);
+		req.body_case = RDMAB__REQUEST__BODY_PING;
+		req.ping = &ping;
+		tl_pb_message(&b, &req.base);
+		for (unsigned int i = tl_rng_below(&rng, 4); i > 0 && b.len;
+		     i--)
+			b.p[tl_rng_below(&rng, (uint32_t)b.len)] ^=
+				(uint8_t)(1u << tl_rng_below(&rng, 8));
+		if (tl_rng_below(&rng, 4) == 0)
+			b.len = tl_rng_below(&rng, (uint32_t)b.len + 1);
+		break;
+	default: /* oversize */
+		len = WIRE_MAX_PACKET + 1 + tl_rng_below(&rng, 32768);
+		tl_buf_put(&b, NULL, len);
+		tl_rng_fill(&rng, b.p, len);
+		break;
+	}
+	if (tl_rng_below(&rng, 5) == 0) {
+		nfds = 1 + tl_rng_below(&rng, WIRE_MAX_FDS + 2);
+		for (unsigned int i = 0; i < nfds; i++)
+			fds[i] = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	}
+	tl_raw_send(fd, b.p, b.len, fds, nfds, MSG_DONTWAIT);
+	for (unsigned int i = 0; i < nfds; i++)
+		close(fds[i]);
+	tl_buf_free(&b);
+	stats.packets++;
+	if (tl_rng_below(&rng, 3) == 0) {
+		/* Gone before the answer. */
+		stats.dropped++;
+	} else {
+		Rdmab__DaemonMessage *m;
+
+		if (tl_recv_msg(fd, TL_WAIT_MS, &m) == 1)
+			rdmab__daemon_message__free_unpacked(m, NULL);
+	}
+	close(fd);
+}
+
+static void library_clients(void)
+{
+	struct ibc_client *cl[8];
+	unsigned int n = 1 + tl_rng_below(&rng, 8), ok = 0;
+
+	for (unsigned int i = 0; i < n; i++)
+		if (tl_connect(D.sock, TL_WAIT_MS, &cl[ok]) == 0)
+			ok++;
+	for (unsigned int i = 0; i < ok; i++) {
+		if (ibc_ping(cl[i], &i, sizeof(i)) < 0)
+			die("ping: %s", ibc_last_error());
+		ibc_disconnect(cl[i]);
+	}
+	stats.clients += ok;
+}
+
+static void check_serving(void)
+{
+	struct ibc_client *cl;
+	int ret;
+
+	if (!tl_daemon_alive(&D))
+		die("the daemon died");
+	ret = tl_connect(D.sock, TL_WAIT_MS, &cl);
+	if (ret < 0)
+		die("a fresh client cannot connect: %s", ibc_last_error());
+	ret = ibc_ping(cl, "soak", 4);
+	if (ret < 0)
+		die("a fresh client cannot ping: %s", ibc_last_error());
+	ibc_disconnect(cl);
+	stats.checks++;
+}
+
+int main(void)
+{
+	const char *env = getenv("SOAK_SECONDS");
+	const char *seed_env = getenv("SOAK_SEED");
+	long seconds = env && *env ? strtol(env, NULL, 10) : 150;
+	uint64_t seed = seed_env && *seed_env ?
+				strtoull(seed_env, NULL, 0) :
+				0x50a450a4ULL;
+	int64_t start, deadline, next_check, next_report;
+	unsigned int clients;
+	int ret, n, status;
+
+	if (seconds < 1)
+		seconds = 1;
+	if (seconds > 180)
+		seconds = 180;
+	signal(SIGPIPE, SIG_IGN);
+	tl_rng_seed(&rng, seed);
+	if (tl_init("soak") < 0)
+		return 99;
+	ret = tl_daemon_start(&D, NULL);
+	if (ret < 0) {
+		fprintf(stderr, "soak: cannot start %s: %s\n",
+			tl_daemon_path(), strerror(-ret));
+		tl_fini();
+		return 99;
+	}
+	printf("soak: daemon %d on %s, %ld s, seed 0x%llx, %d descriptors\n",
+	       (int)D.pid, D.sock, seconds, (unsigned long long)seed,
+	       D.baseline_fds);
+	fflush(stdout);
+
+	start = tl_now_ms();
+	/* Leave room for the final checks within the bound. */
+	deadline = start + seconds * 1000 - (seconds > 20 ? 10000 : 0);
+	next_check = start + 2000;
+	next_report = start + 10000;
+	while (tl_now_ms() < deadline) {
+		unsigned int what = tl_rng_below(&rng, 10);
+
+		if (what < 5) {
+			if (n_children == MAX_CHILDREN)
+				kill_child(tl_rng_below(&rng, n_children));
+			spawn_child();
+			if (tl_rng_below(&rng, 2))
+				tl_sleep_ms(tl_rng_below(&rng, 3));
+		} else if (what < 9) {
+			random_packet();
+		} else {
+			library_clients();
+		}
+		if (tl_now_ms() >= next_check) {
+			check_serving();
+			next_check = tl_now_ms() + 2000;
+		}
+		if (tl_now_ms() >= next_report) {
+			printf("soak: %3lld s: %lu children (%lu killed), "
+			       "%lu packets (%lu dropped), %lu clients\n",
+			       (long long)(tl_now_ms() - start) / 1000,
+			       stats.spawned, stats.killed, stats.packets,
+			       stats.dropped, stats.clients);
+			fflush(stdout);
+			next_report += 10000;
+		}
+	}
+	while (n_children)
+		kill_child(n_children - 1);
+
+	check_serving();
+	n = tl_daemon_settle(&D, 10000, &clients);
+	if (!tl_daemon_alive(&D))
+		die("the daemon died");
+	if (n != D.baseline_fds || clients != 1)
+		die("the daemon holds %d descriptors (%d at start) and reports "
+		    "%u clients (expected 1)",
+		    n, D.baseline_fds, clients);
+	status = tl_daemon_stop(&D);
+	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		die("the daemon's wait status after SIGTERM is 0x%x", status);
+	tl_fini();
+	printf("soak: PASS in %lld s: %lu children (%lu killed), %lu packets "
+	       "(%lu dropped), %lu clients, %lu checks; descriptors back at "
+	       "%d\n",
+	       (long long)(tl_now_ms() - start) / 1000, stats.spawned,
+	       stats.killed, stats.packets, stats.dropped, stats.clients,
+	       stats.checks, n);
+	return 0;
+}
