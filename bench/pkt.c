@@ -37,16 +37,16 @@ int pkt_hello(uint8_t *buf, size_t cap, uint64_t serial)
 int pkt_ping(uint8_t *buf, size_t cap, uint64_t serial,
 	     const uint8_t *payload, size_t len)
 {
-	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 
 	/* Exactly what ibc_ping() packs. */
-	ping.payload.data = (uint8_t *)payload;
-	ping.payload.len = len;
+	ping.data = (uint8_t *)payload;
+	ping.len = len;
 	req.version = WIRE_PROTOCOL_VERSION;
 	req.serial = serial;
 	req.body_case = RDMAB__REQUEST__BODY_PING;
-	req.ping = &ping;
+	req.ping = ping;
 	return pkt_pack(&req, buf, cap);
 }
 
@@ -74,8 +74,8 @@ int pkt_check_reply(const uint8_t *buf, size_t len, uint64_t serial,
 		goto out;
 	}
 	if (body_case == PKT_BODY_PING &&
-	    (r->ping->payload.len != plen ||
-	     (plen && memcmp(r->ping->payload.data, payload, plen))))
+	    (r->ping.len != plen ||
+	     (plen && memcmp(r->ping.data, payload, plen))))
 		ret = -EPROTO;
 out:
 	rdmab__daemon_message__free_unpacked(msg, NULL);

@@ -24,7 +24,7 @@ IBC_EXPORT int ibc_client_info(struct ibc_client *client,
 IBC_EXPORT int ibc_ping(struct ibc_client *client, const void *payload,
 			size_t len)
 {
-	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	struct ibc_reply r;
 	int ret;
@@ -35,16 +35,16 @@ IBC_EXPORT int ibc_ping(struct ibc_client *client, const void *payload,
 		return ibc_set_error(-EMSGSIZE,
 				     "ping payload of %zu bytes exceeds %d",
 				     len, IBC_PING_MAX);
-	ping.payload.data = (uint8_t *)payload;
-	ping.payload.len = len;
+	ping.data = (uint8_t *)payload;
+	ping.len = len;
 	req.body_case = RDMAB__REQUEST__BODY_PING;
-	req.ping = &ping;
+	req.ping = ping;
 	ret = ibc_call(client, &req, NULL, 0, &r);
 	if (ret < 0)
 		return ret;
 	if (r.reply->body_case != RDMAB__REPLY__BODY_PING ||
-	    r.reply->ping->payload.len != len ||
-	    (len && memcmp(r.reply->ping->payload.data, payload, len)))
+	    r.reply->ping.len != len ||
+	    (len && memcmp(r.reply->ping.data, payload, len)))
 		ret = ibc_set_error(-EPROTO,
 				    "the broker's ping reply does not match "
 				    "the request");

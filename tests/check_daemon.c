@@ -248,7 +248,7 @@ static const uint32_t bad_versions[] = { 0, WIRE_PROTOCOL_VERSION + 1,
 START_TEST(test_wrong_version)
 {
 	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
-	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	int fd;
 
@@ -274,7 +274,7 @@ START_TEST(test_wrong_version)
 		req.version = bad_versions[i];
 		req.serial = 6;
 		req.body_case = RDMAB__REQUEST__BODY_PING;
-		req.ping = &ping;
+		req.ping = ping;
 		ck_assert_int_eq(tl_send_request(fd, &req, NULL, 0), 0);
 		ck_assert_int_eq(tl_recv_reply_error(fd, 6, TL_WAIT_MS),
 				 EPROTO);
@@ -293,7 +293,7 @@ static const unsigned int ping_nfds[] = { 1, 2, WIRE_MAX_FDS,
  * once the daemon let go. */
 START_TEST(test_ping_with_fds)
 {
-	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	unsigned int nfds = ping_nfds[_i];
 	int rd[WIRE_MAX_FDS + 1], wr[WIRE_MAX_FDS + 1];
@@ -309,12 +309,12 @@ START_TEST(test_ping_with_fds)
 	}
 	fd = raw_connect_ok();
 	ck_assert_int_eq(tl_raw_hello(fd, 1), 0);
-	ping.payload.data = (uint8_t *)"fd";
-	ping.payload.len = 2;
+	ping.data = (uint8_t *)"fd";
+	ping.len = 2;
 	req.version = WIRE_PROTOCOL_VERSION;
 	req.serial = 2;
 	req.body_case = RDMAB__REQUEST__BODY_PING;
-	req.ping = &ping;
+	req.ping = ping;
 	ck_assert_int_eq(tl_send_request(fd, &req, wr, nfds), 0);
 	for (unsigned int i = 0; i < nfds; i++)
 		close(wr[i]);
@@ -368,15 +368,15 @@ static void *busy_pinger(void *arg)
 static void child_flood(int fd)
 {
 	static uint8_t payload[60000];
-	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	struct tl_buf b = { 0 };
 
-	ping.payload.data = payload;
-	ping.payload.len = sizeof(payload);
+	ping.data = payload;
+	ping.len = sizeof(payload);
 	req.version = WIRE_PROTOCOL_VERSION;
 	req.body_case = RDMAB__REQUEST__BODY_PING;
-	req.ping = &ping;
+	req.ping = ping;
 	for (uint64_t s = 10; s < 200; s++) {
 		req.serial = s;
 		b.len = 0;
@@ -597,18 +597,18 @@ static void pb_hello(struct tl_buf *b, uint32_t version, uint64_t serial)
 static void pb_ping(struct tl_buf *b, uint32_t version, uint64_t serial,
 		    struct tl_rng *rng, size_t len)
 {
-	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	uint8_t *payload = malloc(len ? len : 1);
 
 	ck_assert_ptr_nonnull(payload);
 	tl_rng_fill(rng, payload, len);
-	ping.payload.data = payload;
-	ping.payload.len = len;
+	ping.data = payload;
+	ping.len = len;
 	req.version = version;
 	req.serial = serial;
 	req.body_case = RDMAB__REQUEST__BODY_PING;
-	req.ping = &ping;
+	req.ping = ping;
 	tl_pb_message(b, &req.base);
 	free(payload);
 }

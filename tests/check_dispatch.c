@@ -246,15 +246,15 @@ static void hello_ok(uint64_t serial)
 
 static void send_ping(uint64_t serial, uint32_t version, unsigned int nfds)
 {
-	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 
-	ping.payload.data = (uint8_t *)"abc";
-	ping.payload.len = 3;
+	ping.data = (uint8_t *)"abc";
+	ping.len = 3;
 	req.version = version;
 	req.serial = serial;
 	req.body_case = RDMAB__REQUEST__BODY_PING;
-	req.ping = &ping;
+	req.ping = ping;
 	feed_request(&req, nfds);
 }
 

@@ -236,7 +236,7 @@ END_TEST
 
 START_TEST(test_send_oversize)
 {
-	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	static uint8_t big[WIRE_MAX_PACKET + 1], in[WIRE_MAX_PACKET + 16];
 	static uint8_t scratch[WIRE_MAX_PACKET];
@@ -259,16 +259,17 @@ START_TEST(test_send_oversize)
 	assert_nothing_pending(sv[1]);
 
 	/* A message that packs to more than the limit. */
-	ping.payload.data = big;
-	ping.payload.len = WIRE_MAX_PACKET;
+	ping.data = big;
+	ping.len = WIRE_MAX_PACKET;
 	req.version = WIRE_PROTOCOL_VERSION;
 	req.body_case = RDMAB__REQUEST__BODY_PING;
-	req.ping = &ping;
+	req.ping = ping;
 	ck_assert_int_eq(wire_pack_into(&req.base, scratch), -EMSGSIZE);
 	ck_assert_int_eq(wire_send_msg(sv[0], &req.base, scratch, NULL, 0, 0),
 			 -EMSGSIZE);
-	/* One byte less than the limit packs. */
-	ping.payload.len = WIRE_MAX_PACKET - 16;
+	/* Just under the limit packs. */
+	ping.len = WIRE_MAX_PACKET - 16;
+	req.ping = ping;
 	ck_assert_int_eq(wire_pack_into(&req.base, scratch),
 			 (int)protobuf_c_message_get_packed_size(&req.base));
 	assert_nothing_pending(sv[1]);
@@ -541,18 +542,18 @@ START_TEST(test_peek_reply)
 {
 	Rdmab__DaemonMessage ev_msg = RDMAB__DAEMON_MESSAGE__INIT;
 	Rdmab__ShutdownEvent sev = RDMAB__SHUTDOWN_EVENT__INIT;
-	Rdmab__PingReply ping = RDMAB__PING_REPLY__INIT;
+	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Reply reply = RDMAB__REPLY__INIT, *back;
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
 	const uint8_t *r = NULL;
 	struct tl_buf b = { 0 }, h = { 0 };
 	size_t rlen = 0;
 
-	ping.payload.data = (uint8_t *)"payload";
-	ping.payload.len = 7;
+	ping.data = (uint8_t *)"payload";
+	ping.len = 7;
 	reply.serial = 42;
 	reply.body_case = RDMAB__REPLY__BODY_PING;
-	reply.ping = &ping;
+	reply.ping = ping;
 	pack_reply(&b, &reply);
 	ck_assert_uint_eq(wire_peek_reply(b.p, b.len, &r, &rlen), 42);
 	/* It points at the whole Reply. */
@@ -560,7 +561,7 @@ START_TEST(test_peek_reply)
 	back = rdmab__reply__unpack(NULL, rlen, r);
 	ck_assert_ptr_nonnull(back);
 	ck_assert_uint_eq(back->serial, 42);
-	ck_assert_uint_eq(back->ping->payload.len, 7);
+	ck_assert_uint_eq(back->ping.len, 7);
 	rdmab__reply__free_unpacked(back, NULL);
 
 	/* The largest serial (a ten-byte varint). */

@@ -64,15 +64,15 @@ static void child_ping_loop(int fd)
 static void child_flood(int fd, struct tl_rng *r)
 {
 	static uint8_t payload[60000];
-	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	struct tl_buf b = { 0 };
 
-	ping.payload.data = payload;
-	ping.payload.len = 1 + tl_rng_below(r, sizeof(payload));
+	ping.data = payload;
+	ping.len = 1 + tl_rng_below(r, sizeof(payload));
 	req.version = WIRE_PROTOCOL_VERSION;
 	req.body_case = RDMAB__REQUEST__BODY_PING;
-	req.ping = &ping;
+	req.ping = ping;
 	for (uint64_t s = 2;; s++) {
 		req.serial = s;
 		b.len = 0;
@@ -176,7 +176,7 @@ static void kill_child(unsigned int i)
 
 static void random_packet(void)
 {
-	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	int fds[WIRE_MAX_FDS + 3];
 	struct tl_buf b = { 0 };
@@ -203,13 +203,13 @@ static void random_packet(void)
 	case 2:
 		len = tl_rng_below(&rng, sizeof(payload));
 		tl_rng_fill(&rng, payload, len);
-		ping.payload.data = payload;
-		ping.payload.len = len;
+		ping.data = payload;
+		ping.len = len;
 		req.version = tl_rng_below(&rng, 8) ? WIRE_PROTOCOL_VERSION :
 						       tl_rng_below(&rng, 4);
 		req.serial = tl_rng_next(&rng);
 		req.body_case = RDMAB__REQUEST__BODY_PING;
-		req.ping = &ping;
+		req.ping = ping;
 		tl_pb_message(&b, &req.base);
 		for (unsigned int i = tl_rng_below(&rng, 4); i > 0 && b.len;
 		     i--)

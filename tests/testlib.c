@@ -568,18 +568,18 @@ int tl_raw_hello(int sock, uint64_t serial)
 
 int tl_raw_ping(int sock, uint64_t serial, const void *payload, size_t len)
 {
-	Rdmab__PingRequest ping = RDMAB__PING_REQUEST__INIT;
+	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	Rdmab__DaemonMessage *m;
 	const Rdmab__Reply *r;
 	int ret;
 
-	ping.payload.data = (uint8_t *)payload;
-	ping.payload.len = len;
+	ping.data = (uint8_t *)payload;
+	ping.len = len;
 	req.version = WIRE_PROTOCOL_VERSION;
 	req.serial = serial;
 	req.body_case = RDMAB__REQUEST__BODY_PING;
-	req.ping = &ping;
+	req.ping = ping;
 	ret = tl_send_request(sock, &req, NULL, 0);
 	if (ret < 0)
 		return ret;
@@ -595,8 +595,8 @@ int tl_raw_ping(int sock, uint64_t serial, const void *payload, size_t len)
 	else if (r->error)
 		ret = -r->error;
 	else if (r->body_case != RDMAB__REPLY__BODY_PING ||
-		 r->ping->payload.len != len ||
-		 (len && memcmp(r->ping->payload.data, payload, len)))
+		 r->ping.len != len ||
+		 (len && memcmp(r->ping.data, payload, len)))
 		ret = -EPROTO;
 	else
 		ret = 0;
