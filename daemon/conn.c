@@ -279,8 +279,8 @@ void conn_close(struct conn *c)
 	server_conn_gone(srv);
 }
 
-int conn_send(struct conn *c, const Rdmab__DaemonMessage *msg,
-	      const int *fds, unsigned int nfds)
+int conn_send(struct conn *c, const ProtobufCMessage *inner,
+	      unsigned int field, const int *fds, unsigned int nfds)
 {
 	static uint8_t buf[WIRE_MAX_PACKET];
 	struct outmsg *m;
@@ -293,7 +293,7 @@ int conn_send(struct conn *c, const Rdmab__DaemonMessage *msg,
 		c->closing = true;
 		return -EPIPE;
 	}
-	len = wire_pack_into(&msg->base, buf);
+	len = wire_pack_daemon_message(inner, field, buf);
 	if (len < 0)
 		return len;
 	/* Most replies go out at once, without a copy; the queue is for
@@ -337,11 +337,8 @@ fail:
 
 int conn_send_event(struct conn *c, Rdmab__Event *ev)
 {
-	Rdmab__DaemonMessage msg = RDMAB__DAEMON_MESSAGE__INIT;
-
-	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_EVENT;
-	msg.event = ev;
-	return conn_send(c, &msg, NULL, 0);
+	return conn_send(c, &ev->base, RDMAB__DAEMON_MESSAGE__KIND_EVENT, NULL,
+			 0);
 }
 
 void conn_close_after_flush(struct conn *c)

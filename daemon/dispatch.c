@@ -68,17 +68,14 @@ int reply_error(struct reply *r, int err, const char *fmt, ...)
 
 static void reply_send(struct conn *c, struct reply *r)
 {
-	Rdmab__DaemonMessage msg = RDMAB__DAEMON_MESSAGE__INIT;
-
-	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_REPLY;
-	msg.reply = &r->msg;
 	if (r->msg.error) {
 		r->msg.message = r->message;
 		/* A failed request sends no body and no descriptor. */
 		r->msg.body_case = RDMAB__REPLY__BODY__NOT_SET;
 		r->nfds = 0;
 	}
-	if (conn_send(c, &msg, r->fds, r->nfds) < 0)
+	if (conn_send(c, &r->msg.base, RDMAB__DAEMON_MESSAGE__KIND_REPLY,
+		      r->fds, r->nfds) < 0)
 		c->closing = true;
 }
 

@@ -265,6 +265,43 @@ static void ibc_unlink_waiter(struct ibc_client *cl, struct ibc_waiter *w)
 	}
 }
 
+/*
+ * Pack @req into cl->sbuf (send_lock held). The library's requests are
+ * bounded by construction (IBC_NAME_MAX, IBC_PING_MAX): those are packed
+ * in one walk; any other is sized first.
+ */
+static int ibc_pack(struct ibc_client *cl, const Rdmab__Request *req)
+{
+	size_t len;
+
+	switch (req->body_case) {
+	case RDMAB__REQUEST__BODY_HELLO:
+	case RDMAB__REQUEST__BODY_PING:
+	case RDMAB__REQUEST__BODY_STATUS:
+	case RDMAB__REQUEST__BODY_OPEN_CONTEXT:
+	case RDMAB__REQUEST__BODY_CLOSE_CONTEXT:
+	case RDMAB__REQUEST__BODY_LIST_DEVICES:
+	case RDMAB__REQUEST__BODY_LIST_DOMAINS:
+	case RDMAB__REQUEST__BODY_LIST_CLIENTS:
+		len = protobuf_c_message_pack(&req->base, cl->sbuf);
+		break;
+	default:
+		return wire_pack_into(&req->base, cl->sbuf);
+	}
+	return len > WIRE_MAX_PACKET ? -EMSGSIZE : (int)len;
+}
+
+/* Pack and send @req; @flags as for wire_send(). send_lock held. */
+static int ibc_pack_send(struct ibc_client *cl, const Rdmab__Request *req,
+			 const int *fds, unsigned int nfds, int flags)
+{
+	int len = ibc_pack(cl, req);
+
+	if (len < 0)
+		return len;
+	return wire_send(cl->sock, cl->sbuf, (size_t)len, fds, nfds, flags);
+}
+
 /* Send @req; called with the lock held, which a blocking send drops. */
 static int ibc_send(struct ibc_client *cl, Rdmab__Request *req,
 		    const int *fds, unsigned int nfds)
@@ -274,8 +311,7 @@ static int ibc_send(struct ibc_client *cl, Rdmab__Request *req,
 	/* Usually the socket has room: send without letting go of the
 	 * lock. Never wait for send_lock while holding it, though. */
 	if (pthread_mutex_trylock(&cl->send_lock) == 0) {
-		err = wire_send_msg(cl->sock, &req->base, cl->sbuf, fds, nfds,
-				    MSG_DONTWAIT);
+		err = ibc_pack_send(cl, req, fds, nfds, MSG_DONTWAIT);
 		pthread_mutex_unlock(&cl->send_lock);
 		if (err != -EAGAIN)
 			return err;
@@ -284,7 +320,7 @@ static int ibc_send(struct ibc_client *cl, Rdmab__Request *req,
 	 * delivering the replies that will drain it. */
 	pthread_mutex_unlock(&cl->lock);
 	pthread_mutex_lock(&cl->send_lock);
-	err = wire_send_msg(cl->sock, &req->base, cl->sbuf, fds, nfds, 0);
+	err = ibc_pack_send(cl, req, fds, nfds, 0);
 	pthread_mutex_unlock(&cl->send_lock);
 	pthread_mutex_lock(&cl->lock);
 	return err;

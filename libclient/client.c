@@ -155,13 +155,20 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 		}
 		cl->flags = attr->flags;
 	}
+	if (attr && (attr->comp_mask & IBC_CONNECT_ATTR_DOMAIN) &&
+	    attr->domain && strlen(attr->domain) >= IBC_NAME_MAX) {
+		ret = ibc_set_error(-EINVAL,
+				    "domain name is longer than %d bytes",
+				    IBC_NAME_MAX - 1);
+		goto fail;
+	}
 	if (attr && (attr->comp_mask & IBC_CONNECT_ATTR_EVENT_CB)) {
 		cl->event_cb = attr->event_cb;
 		cl->event_arg = attr->event_arg;
 	}
 
 	cl->rbuf = malloc(WIRE_MAX_PACKET);
-	cl->sbuf = malloc(WIRE_MAX_PACKET);
+	cl->sbuf = malloc(IBC_SBUF_SIZE);
 	if (!cl->rbuf || !cl->sbuf) {
 		ret = ibc_set_error(-ENOMEM, "out of memory");
 		goto fail;

@@ -12,6 +12,15 @@
 
 #define IBC_EXPORT __attribute__((visibility("default")))
 
+/* Names the library sends (domains, devices) are shorter than this. */
+#define IBC_NAME_MAX 64
+/* Ping payloads are at most this long. */
+#define IBC_PING_MAX 60000
+/* The send buffer: every request the library builds packs to less (names
+ * and payloads are bounded above), so it is packed without sizing it
+ * first; see ibc_send(). */
+#define IBC_SBUF_SIZE (WIRE_MAX_PACKET + 4096)
+
 struct ibc_waiter;
 struct ibc_queued_event;
 

@@ -162,7 +162,7 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 
 	if (!client || !ret_ctx)
 		return ibc_set_error(-EINVAL, "client or ret_ctx is NULL");
-	if (device && strlen(device) >= 64)
+	if (device && strlen(device) >= IBC_NAME_MAX)
 		return ibc_set_error(-EINVAL, "device name is too long");
 	oc.device = (char *)(device ? device : "");
 	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;

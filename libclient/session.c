@@ -10,7 +10,6 @@
 
 #include "libclient/client.h"
 
-#define IBC_PING_MAX 60000
 
 IBC_EXPORT int ibc_client_info(struct ibc_client *client,
 			       struct ibc_client_info *ret)

@@ -282,6 +282,32 @@ int wire_pack_into(const ProtobufCMessage *msg, uint8_t *buf)
 	return (int)protobuf_c_message_pack(msg, buf);
 }
 
+/* Write @v as a varint at @p; returns the bytes written. */
+static size_t wire_put_varint(uint8_t *p, uint64_t v)
+{
+	size_t n = 0;
+
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+int wire_pack_daemon_message(const ProtobufCMessage *inner,
+			     unsigned int field, uint8_t *buf)
+{
+	size_t len = protobuf_c_message_get_packed_size(inner);
+	size_t hdr;
+
+	if (len > WIRE_MAX_PACKET - 16)
+		return -EMSGSIZE;
+	hdr = wire_put_varint(buf, ((uint64_t)field << 3) | 2);
+	hdr += wire_put_varint(buf + hdr, len);
+	return (int)(hdr + protobuf_c_message_pack(inner, buf + hdr));
+}
+
 int wire_send_msg(int sock, const ProtobufCMessage *msg, uint8_t *scratch,
 		  const int *fds, unsigned int nfds, int flags)
 {

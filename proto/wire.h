@@ -92,6 +92,15 @@ uint64_t wire_peek_reply(const uint8_t *buf, size_t len,
  * length or -EMSGSIZE. */
 int wire_pack_into(const ProtobufCMessage *msg, uint8_t *buf);
 
+/*
+ * Pack a DaemonMessage whose only field, number @field, is @inner (a Reply
+ * or an Event), into @buf (WIRE_MAX_PACKET bytes). The same bytes as
+ * packing the DaemonMessage, with one walk of @inner less: the wrapper's
+ * tag and length are written here.
+ */
+int wire_pack_daemon_message(const ProtobufCMessage *inner,
+			     unsigned int field, uint8_t *buf);
+
 /* Pack @msg into @scratch (WIRE_MAX_PACKET bytes) and send it. */
 int wire_send_msg(int sock, const ProtobufCMessage *msg, uint8_t *scratch,
 		  const int *fds, unsigned int nfds, int flags);
