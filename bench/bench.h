@@ -163,4 +163,39 @@ int load_run(struct load *l, unsigned long requests, pid_t server,
 unsigned long load_sent(const struct load *l);
 void load_close(struct load *l);
 
+/* --- ibc_open + ibc_close (open.c) ---------------------------------- */
+
+/* The broker's packets of one pair, request as packed, reply as received. */
+struct open_sizes {
+	size_t open_req;
+	size_t open_rep; /* carries the context's descriptor */
+	size_t close_req;
+	size_t close_rep;
+};
+
+enum open_side {
+	OPEN_STEADY, /* ibc_open + ibc_close, the context held elsewhere */
+	OPEN_RAW,    /* raw baseline: a round trip with an fd + one without */
+	OPEN_COLD,   /* the pair in a private domain: each open creates it */
+	OPEN_SIDES,
+};
+
+struct open_bench;
+
+/*
+ * Connect the holder (a client of this uid that keeps @device's context
+ * open until open_teardown()), the steady and the cold client, take the
+ * packet sizes from the broker at @path and start the raw peer (pinned,
+ * registered for cleanup).
+ */
+int open_setup(const char *path, const char *device, struct open_bench **ret);
+pid_t open_peer_pid(const struct open_bench *ob);
+const struct open_sizes *open_sizes(const struct open_bench *ob);
+/* @iters pairs of @side; latencies in ns into @lat. @lat NULL: a warm-up
+ * that also checks which context every open gets. */
+int open_rep(struct open_bench *ob, enum open_side side,
+	     unsigned int iters, uint64_t *lat);
+/* Stop the peer, disconnect every client; NULL is ignored. */
+void open_teardown(struct open_bench *ob);
+
 #endif

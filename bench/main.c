@@ -9,7 +9,11 @@
  *     the same sizes;
  *  2. daemon CPU per request at 1, 16 and 256 connections: one closed-loop
  *     client sending the broker's Ping packets, against bench-evsrv, a
- *     bare libevent server answering with packets of the same size.
+ *     bare libevent server answering with packets of the same size;
+ *  3. ibc_open + ibc_close of soft0, against a raw SOCK_SEQPACKET round
+ *     trip whose reply carries one fd plus one that carries none, packets
+ *     of the broker's sizes (open.c); steady state (another client holds
+ *     the domain's context) and, for information, cold.
  *
  * Repetitions alternate between the broker and its baseline, so that a
  * drift of the machine hits both sides alike.
@@ -30,6 +34,7 @@
 
 #include "bench/bench.h"
 #include "include/ibclient.h"
+#include "proto/soft.h"
 
 #define MAX_REPS 32
 #define N_LOADS 3
@@ -37,6 +42,7 @@
 #define QUIET_WAIT_S 20
 #define RTT_TARGET 1.3
 #define CPU_TARGET 1.5
+#define OPEN_TARGET 1.3
 
 static const unsigned int load_conns[N_LOADS] = { 1, 16, 256 };
 
@@ -48,6 +54,8 @@ struct opts {
 	unsigned int rtt_warmup;
 	unsigned long requests;
 	unsigned long warmup;
+	unsigned int open_iters;
+	unsigned int open_warmup;
 	size_t payload;
 	int strict;
 };
@@ -66,6 +74,7 @@ struct run {
 	pid_t echo_pid;
 	int raw_fd;
 	struct ibc_client *cl;
+	struct open_bench *ob;
 	uint8_t payload[4096];
 	uint8_t ping_req[4096];
 	size_t req_len;
@@ -77,6 +86,7 @@ struct run {
 	double rtt_med[2][MAX_REPS], rtt_p99[2][MAX_REPS];
 	double cpu[N_LOADS][2][MAX_REPS], wall[N_LOADS][2][MAX_REPS];
 	double lat_p99[N_LOADS][2][MAX_REPS];
+	double open_med[OPEN_SIDES][MAX_REPS], open_p99[OPEN_SIDES][MAX_REPS];
 	unsigned long broker_sent;
 	uint64_t daemon_served;
 	uint64_t *lat;
@@ -92,6 +102,8 @@ static void usage(FILE *f)
 		"  --requests N      requests per load repetition (30000)\n"
 		"  --warmup N        warm-up requests per load and side "
 		"(5000)\n"
+		"  --open-iters N    open+close pairs per repetition (10000)\n"
+		"  --open-warmup N   warm-up pairs per side (2000)\n"
 		"  --payload BYTES   ping payload (48)\n"
 		"  --strict          exit 1 when a target is missed\n");
 }
@@ -120,6 +132,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "rtt-warmup", required_argument, NULL, 'I' },
 		{ "requests", required_argument, NULL, 'n' },
 		{ "warmup", required_argument, NULL, 'w' },
+		{ "open-iters", required_argument, NULL, 'o' },
+		{ "open-warmup", required_argument, NULL, 'O' },
 		{ "payload", required_argument, NULL, 'p' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
@@ -134,6 +148,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		.rtt_warmup = 20000,
 		.requests = 30000,
 		.warmup = 5000,
+		.open_iters = 10000,
+		.open_warmup = 2000,
 		.payload = 48,
 	};
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -169,6 +185,14 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		case 'w':
 			ret = parse_ulong(optarg, 0, 1000000, &o->warmup);
 			break;
+		case 'o':
+			ret = parse_ulong(optarg, 1, 1000000, &v);
+			o->open_iters = (unsigned int)v;
+			break;
+		case 'O':
+			ret = parse_ulong(optarg, 0, 1000000, &v);
+			o->open_warmup = (unsigned int)v;
+			break;
 		case 'p':
 			ret = parse_ulong(optarg, 0, 1024, &v);
 			o->payload = v;
@@ -192,6 +216,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		    PKT_SERIAL_START >= PKT_SERIAL_END ||
 	    2 * N_LOADS * ((uint64_t)o->reps * o->requests + o->warmup) +
 			    2 * (1 + 16 + 256) + PKT_SERIAL_START >=
+		    PKT_SERIAL_END ||
+	    /* An open client: two serials a pair, a list per repetition. */
+	    2 * ((uint64_t)o->reps * o->open_iters + o->open_warmup) +
+			    o->reps + 1 + PKT_SERIAL_START >=
 		    PKT_SERIAL_END) {
 		fprintf(stderr, "rdmab-bench: too many round trips for one "
 				"run\n");
@@ -406,7 +434,7 @@ static int start_echo(struct run *r)
 static int check_placement(struct run *r)
 {
 	const pid_t pids[] = { getpid(), r->daemon_pid, r->evsrv_pid,
-			       r->echo_pid };
+			       r->echo_pid, open_peer_pid(r->ob) };
 
 	for (size_t i = 0; i < sizeof(pids) / sizeof(pids[0]); i++) {
 		int ret = check_pinned(pids[i]);
@@ -451,6 +479,25 @@ static int run_rtt(struct run *r)
 		rep_stats(r->lat, n, &r->rtt_med[1][i], &r->rtt_p99[1][i]);
 	}
 	return ret < 0 ? fail("ping round trips", ret) : 0;
+}
+
+/* Repetitions alternate steady, raw and cold, as in run_rtt(). */
+static int run_open(struct run *r)
+{
+	unsigned int n = r->o.open_iters;
+	int ret = 0;
+
+	for (int s = 0; s < OPEN_SIDES && ret == 0; s++)
+		ret = open_rep(r->ob, s, r->o.open_warmup, NULL);
+	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++) {
+		for (int s = 0; s < OPEN_SIDES && ret == 0; s++) {
+			ret = open_rep(r->ob, s, n, r->lat);
+			if (ret == 0)
+				rep_stats(r->lat, n, &r->open_med[s][i],
+					  &r->open_p99[s][i]);
+		}
+	}
+	return ret;
 }
 
 static int run_loads(struct run *r)
@@ -539,6 +586,7 @@ static void spread(const char *name, const double *b, const double *base,
 
 static int report(const struct run *r)
 {
+	const struct open_sizes *os = open_sizes(r->ob);
 	unsigned int n = r->o.reps;
 	char name[64];
 	int miss = 0;
@@ -552,8 +600,8 @@ static int report(const struct run *r)
 	       "medians over %u repetitions\n",
 	       r->req_len, r->rep_len, r->o.payload, n);
 	printf("  RTT: %u round trips a repetition; load: %lu requests a "
-	       "repetition\n\n",
-	       r->o.rtt_iters, r->o.requests);
+	       "repetition;\n  open+close: %u pairs a repetition\n\n",
+	       r->o.rtt_iters, r->o.requests, r->o.open_iters);
 	printf("  %-30s %9s %9s %7s  %s\n", "metric", "broker", "baseline",
 	       "ratio", "target");
 	miss |= row("ping RTT median (us)", r->rtt_med[0], r->rtt_med[1], n,
@@ -574,6 +622,14 @@ static int report(const struct run *r)
 			 load_conns[k]);
 		row(name, r->lat_p99[k][0], r->lat_p99[k][1], n, 0);
 	}
+	miss |= row("open+close median (us)", r->open_med[OPEN_STEADY],
+		    r->open_med[OPEN_RAW], n, OPEN_TARGET);
+	row("open+close p99 (us)", r->open_p99[OPEN_STEADY],
+	    r->open_p99[OPEN_RAW], n, 0);
+	row("open+close cold median (us)", r->open_med[OPEN_COLD],
+	    r->open_med[OPEN_RAW], n, 0);
+	row("open+close cold p99 (us)", r->open_p99[OPEN_COLD],
+	    r->open_p99[OPEN_RAW], n, 0);
 	printf("\n  baselines: RTT = raw SOCK_SEQPACKET ping-pong of the "
 	       "same sizes between two\n"
 	       "  processes; CPU = bench-evsrv (libevent, recv/send) driven "
@@ -583,6 +639,23 @@ static int report(const struct run *r)
 	       "  wall = 1 / throughput of the closed loop (one client "
 	       "process, 1 request\n"
 	       "  outstanding per connection).\n");
+	printf("  open+close = ibc_open(\"%s\") + ibc_close() through "
+	       "libibclient; baseline =\n"
+	       "  one raw SOCK_SEQPACKET round trip whose reply carries "
+	       "one fd (closed by the\n"
+	       "  client) + one carrying none: open %zu B / %zu B, close "
+	       "%zu B / %zu B\n"
+	       "  (request / reply, the broker's sizes). Steady: a second "
+	       "client of the same\n"
+	       "  uid holds the domain's context open for the whole run, "
+	       "so no open creates\n"
+	       "  it and no close tears it down. Cold (no target): a "
+	       "client in a private\n"
+	       "  domain, where every open creates the context (a sealed "
+	       "memfd) and every\n"
+	       "  close frees it; same baseline.\n",
+	       SOFT_DEVICE_NAME, os->open_req, os->open_rep, os->close_req,
+	       os->close_rep);
 	printf("  ratio per repetition pair (min .. max):\n");
 	spread("ping RTT median", r->rtt_med[0], r->rtt_med[1], n);
 	for (int k = 0; k < N_LOADS; k++) {
@@ -590,6 +663,10 @@ static int report(const struct run *r)
 			 load_conns[k]);
 		spread(name, r->cpu[k][0], r->cpu[k][1], n);
 	}
+	spread("open+close median", r->open_med[OPEN_STEADY],
+	       r->open_med[OPEN_RAW], n);
+	spread("open+close cold median", r->open_med[OPEN_COLD],
+	       r->open_med[OPEN_RAW], n);
 	printf("  the broker counted %llu requests in the load phase, the "
 	       "client sent %lu\n",
 	       (unsigned long long)r->daemon_served, r->broker_sent);
@@ -622,6 +699,8 @@ static int stop_all(struct run *r)
 {
 	int ret = 0;
 
+	open_teardown(r->ob);
+	r->ob = NULL;
 	if (r->cl)
 		ibc_disconnect(r->cl);
 	r->cl = NULL;
@@ -665,6 +744,8 @@ int main(int argc, char **argv)
 						r->o.requests;
 	if (r->o.warmup > nlat)
 		nlat = r->o.warmup;
+	if (r->o.open_iters > nlat)
+		nlat = r->o.open_iters;
 	r->lat = calloc(nlat, sizeof(*r->lat));
 	if (!r->lat)
 		return 1;
@@ -690,6 +771,10 @@ int main(int argc, char **argv)
 		ret = start_evsrv(r);
 	if (ret == 0)
 		ret = start_echo(r);
+	/* Before anything is measured: the holder keeps the domain's
+	 * context open for the whole run. */
+	if (ret == 0)
+		ret = open_setup(r->broker_sock, SOFT_DEVICE_NAME, &r->ob);
 	if (ret == 0)
 		ret = check_placement(r);
 	if (ret < 0)
@@ -705,6 +790,8 @@ int main(int argc, char **argv)
 	ret = run_rtt(r);
 	if (ret == 0)
 		ret = run_loads(r);
+	if (ret == 0)
+		ret = run_open(r);
 	if (ret == 0)
 		miss = report(r);
 out:
