@@ -143,7 +143,6 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 	struct server *srv = c->srv;
 	const char *name = req->open_context->device;
 	Rdmab__OpenContextReply *out;
-	Rdmab__DeviceInfo *info;
 	struct conn_ctx *cc;
 	struct device *dev;
 	struct dctx *x = NULL;
@@ -161,8 +160,7 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, -ENODEV, "device %s was removed",
 				   dev->name);
 	out = reply_alloc(r, sizeof(*out));
-	info = reply_alloc(r, sizeof(*info) + sizeof(Rdmab__DeviceCaps));
-	if (!out || !info)
+	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
 	cc = conn_ctx_find_dev(c, dev);
 	if (!cc) {
@@ -183,11 +181,9 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 	x = cc->ctx;
 
 	rdmab__open_context_reply__init(out);
-	server_device_info(dev, info, (Rdmab__DeviceCaps *)(info + 1));
 	out->context_id = x->id;
-	out->device = info;
+	out->device = dev->name;
 	out->pd_handle = dev->ops->ctx_pd_handle(x->dc);
-	out->domain = c->domain->name;
 	out->fd_index = 0;
 	r->fds[0] = dev->ops->ctx_fd(x->dc);
 	r->nfds = 1;

@@ -21,6 +21,7 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	struct server *srv = c->srv;
 	Rdmab__HelloReply *out;
 	Rdmab__DeviceInfo *devs, **devp;
+	Rdmab__DeviceCaps *caps;
 	int ret;
 
 	if (c->hello_done)
@@ -36,17 +37,16 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	out = reply_alloc(r, sizeof(*out));
 	devs = reply_alloc(r, sizeof(*devs) * (srv->devices.n + 1));
 	devp = reply_alloc(r, sizeof(*devp) * (srv->devices.n + 1));
-	if (!out || !devs || !devp)
+	caps = reply_alloc(r, sizeof(*caps) * (srv->devices.n + 1));
+	if (!out || !devs || !devp || !caps)
 		return reply_error(r, -ENOMEM, "out of memory");
 	ret = domain_join(srv, c, hr->domain, hr->private_domain, r);
 	if (ret < 0)
 		return ret;
 	rdmab__hello_reply__init(out);
+	/* With their caps: ibc_open and ibc_query need nothing more. */
 	for (size_t i = 0; i < srv->devices.n; i++) {
-		rdmab__device_info__init(&devs[i]);
-		devs[i].name = srv->devices.dev[i].name;
-		devs[i].kind =
-			(char *)device_kind_name(srv->devices.dev[i].kind);
+		server_device_info(&srv->devices.dev[i], &devs[i], &caps[i]);
 		devp[i] = &devs[i];
 	}
 	out->n_devices = srv->devices.n;

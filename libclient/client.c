@@ -69,6 +69,14 @@ static int ibc_hello(struct ibc_client *cl, const char *domain)
 	snprintf(cl->info.daemon_version, sizeof(cl->info.daemon_version),
 		 "%s", hr->daemon_version);
 	snprintf(cl->info.domain, sizeof(cl->info.domain), "%s", hr->domain);
+	cl->devices = calloc(hr->n_devices ? hr->n_devices : 1,
+			     sizeof(*cl->devices));
+	if (!cl->devices) {
+		ret = ibc_set_error(-ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < hr->n_devices; i++)
+		ibc_device_info_from(&cl->devices[i], hr->devices[i]);
 	cl->info.num_devices = (uint32_t)hr->n_devices;
 out:
 	ibc_reply_free(&r);
@@ -90,6 +98,7 @@ static void ibc_client_free(struct ibc_client *cl)
 	pthread_cond_destroy(&cl->cond);
 	free(cl->rbuf);
 	free(cl->sbuf);
+	free(cl->devices);
 	free(cl);
 }
 

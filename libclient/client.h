@@ -6,6 +6,7 @@
 #include <stddef.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "include/ibclient.h"
 #include "proto/wire.h"
@@ -53,6 +54,8 @@ struct ibc_client {
 	struct ibc_queued_event *events_head, **events_tail;
 
 	struct ibc_client_info info;
+	/* The devices and their caps, as the hello reply gave them. */
+	struct ibc_device_info *devices;
 	/* Contexts open, closed locally at disconnect. */
 	struct ibc_ctx *ctxs;
 };
@@ -90,6 +93,19 @@ int ibc_drain_events(struct ibc_client *cl);
 /* Release the contexts still open at disconnect, locally: the broker
  * releases its side when the session ends. */
 void ibc_ctx_free_all(struct ibc_client *cl);
+
+/* Fill @e from a DeviceInfo of the broker. */
+void ibc_device_info_from(struct ibc_device_info *e,
+			  const Rdmab__DeviceInfo *d);
+
+/* Copy @src into @dst of @cap bytes, truncated and NUL-terminated. */
+static inline void ibc_copy_name(char *dst, size_t cap, const char *src)
+{
+	size_t n = strnlen(src, cap - 1);
+
+	memcpy(dst, src, n);
+	dst[n] = '\0';
+}
 
 /* Record the calling thread's last error and return @err. */
 int ibc_set_error(int err, const char *fmt, ...)

@@ -33,12 +33,11 @@ struct ibc_ctx {
 static int ibc_ctx_soft(struct ibc_ctx *ctx, int fd)
 {
 	struct soft_ctx_header h;
-	int seals = fcntl(fd, F_GET_SEALS);
 
+	/* The broker seals it; its header names this very context. */
 	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
 	    h.magic != SOFT_CTX_MAGIC || h.version != SOFT_CTX_VERSION ||
-	    h.context_id != ctx->caps.context_id || seals < 0 ||
-	    !(seals & F_SEAL_WRITE)) {
+	    h.context_id != ctx->caps.context_id) {
 		close(fd);
 		return ibc_set_error(-EPROTO,
 				     "%s: the broker sent a descriptor that "
@@ -130,24 +129,33 @@ static void ibc_ctx_release(struct ibc_client *client, uint64_t id)
 		ibc_reply_free(&r);
 }
 
-static void ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
+/* The device's kind and caps come from the hello reply. */
+static int ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
 {
-	const Rdmab__DeviceInfo *d = o->device;
+	const struct ibc_client *cl = ctx->client;
+	const struct ibc_device_info *d = NULL;
 	struct ibc_caps *c = &ctx->caps;
 
+	for (uint32_t i = 0; i < cl->info.num_devices && !d; i++)
+		if (strcmp(cl->devices[i].name, o->device) == 0)
+			d = &cl->devices[i];
+	if (!d)
+		return ibc_set_error(-EPROTO,
+				     "the broker opened device \"%.64s\", "
+				     "which it did not announce",
+				     o->device);
 	c->kind = strcmp(d->kind, "soft") == 0 ? IBC_DEVICE_SOFT :
 						 IBC_DEVICE_VERBS;
-	snprintf(c->device, sizeof(c->device), "%s", d->name);
-	snprintf(c->domain, sizeof(c->domain), "%s", o->domain);
+	ibc_copy_name(c->device, sizeof(c->device), d->name);
+	ibc_copy_name(c->domain, sizeof(c->domain), cl->info.domain);
 	c->context_id = o->context_id;
-	if (d->caps) {
-		c->xrc = d->caps->xrc;
-		c->max_dm_size = d->caps->max_dm_size;
-		c->max_rss_table_size = d->caps->max_rss_table_size;
-		c->rss_hash_fields = d->caps->rss_hash_fields;
-		c->rss_hash_functions = d->caps->rss_hash_functions;
-	}
+	c->xrc = d->xrc;
+	c->max_dm_size = d->max_dm_size;
+	c->max_rss_table_size = d->max_rss_table_size;
+	c->rss_hash_fields = d->rss_hash_fields;
+	c->rss_hash_functions = d->rss_hash_functions;
 	ctx->pd_handle = o->pd_handle;
+	return 0;
 }
 
 IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
@@ -171,8 +179,7 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 	if (err < 0)
 		return err;
 	o = r.reply->open_context;
-	if (r.reply->body_case != RDMAB__REPLY__BODY_OPEN_CONTEXT ||
-	    !o->device) {
+	if (r.reply->body_case != RDMAB__REPLY__BODY_OPEN_CONTEXT) {
 		err = ibc_set_error(-EPROTO, "the broker answered open "
 					     "without a context");
 		goto out;
@@ -192,8 +199,10 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 	}
 	ctx->client = client;
 	ctx->soft_fd = -1;
-	ibc_ctx_fill(ctx, o);
-	if (ctx->caps.kind == IBC_DEVICE_SOFT) {
+	err = ibc_ctx_fill(ctx, o);
+	if (err < 0) {
+		close(fd);
+	} else if (ctx->caps.kind == IBC_DEVICE_SOFT) {
 		ctx->caps.shared = true;
 		err = ibc_ctx_soft(ctx, fd);
 	} else {
@@ -204,7 +213,7 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 
 		/* Releasing talks to the broker, which resets the error. */
 		snprintf(why, sizeof(why), "%s", ibc_last_error());
-		ibc_ctx_release(client, ctx->caps.context_id);
+		ibc_ctx_release(client, o->context_id);
 		ibc_set_error(err, "%s", why);
 		free(ctx);
 		goto out;

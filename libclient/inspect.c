@@ -68,7 +68,7 @@ static void ibc_copy_quota(struct ibc_quota *q, const Rdmab__QuotaInfo *qi)
 	q->clients = qi->clients;
 }
 
-static void ibc_device_info_from(struct ibc_device_info *e,
+void ibc_device_info_from(struct ibc_device_info *e,
 			  const Rdmab__DeviceInfo *d)
 {
 	memset(e, 0, sizeof(*e));
