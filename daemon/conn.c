@@ -280,10 +280,12 @@ void conn_close(struct conn *c)
 }
 
 int conn_send(struct conn *c, const ProtobufCMessage *inner,
-	      unsigned int field, const int *fds, unsigned int nfds)
+	      unsigned int field, bool bounded, const int *fds,
+	      unsigned int nfds)
 {
-	static uint8_t buf[WIRE_MAX_PACKET];
+	static uint8_t room[WIRE_PACK_ROOM];
 	struct outmsg *m;
+	uint8_t *buf;
 	int len, ret;
 
 	if (c->outq_bytes > c->srv->opt.outq_max * OUTQ_HARD_FACTOR) {
@@ -293,7 +295,7 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 		c->closing = true;
 		return -EPIPE;
 	}
-	len = wire_pack_daemon_message(inner, field, buf);
+	len = wire_pack_daemon_message(inner, field, bounded, room, &buf);
 	if (len < 0)
 		return len;
 	/* Most replies go out at once, without a copy; the queue is for
@@ -337,8 +339,9 @@ fail:
 
 int conn_send_event(struct conn *c, Rdmab__Event *ev)
 {
-	return conn_send(c, &ev->base, RDMAB__DAEMON_MESSAGE__KIND_EVENT, NULL,
-			 0);
+	/* Events are a few names and reasons: bounded. */
+	return conn_send(c, &ev->base, RDMAB__DAEMON_MESSAGE__KIND_EVENT, true,
+			 NULL, 0);
 }
 
 void conn_close_after_flush(struct conn *c)

@@ -55,11 +55,12 @@ void conn_close(struct conn *c);
 /*
  * Send a DaemonMessage holding @inner as field @field (a Reply or an Event)
  * with @nfds descriptors (borrowed: what must wait in the queue is
- * dupped).
+ * dupped). @bounded: see wire_pack_daemon_message().
  * A client whose unread replies pass the hard cap is disconnected: -EPIPE.
  */
 int conn_send(struct conn *c, const ProtobufCMessage *inner,
-	      unsigned int field, const int *fds, unsigned int nfds);
+	      unsigned int field, bool bounded, const int *fds,
+	      unsigned int nfds);
 int conn_send_event(struct conn *c, Rdmab__Event *ev);
 /* Flush without blocking what can be flushed, then close. */
 void conn_close_after_flush(struct conn *c);

@@ -13,26 +13,24 @@
 #include "daemon/log.h"
 #include "daemon/server.h"
 
+#define H_SESSION (H_NEEDS_HELLO | H_BOUNDED)
+
 static const struct handler handlers[] = {
-	[RDMAB__REQUEST__BODY_HELLO] = { "hello", h_session_hello, 0, 0 },
-	[RDMAB__REQUEST__BODY_PING] = { "ping", h_session_ping, 0,
-					H_NEEDS_HELLO },
+	[RDMAB__REQUEST__BODY_HELLO] = { "hello", h_session_hello, 0,
+					 H_BOUNDED },
+	[RDMAB__REQUEST__BODY_PING] = { "ping", h_session_ping, 0, H_SESSION },
 	[RDMAB__REQUEST__BODY_STATUS] = { "status", h_status_get, 0,
-					  H_NEEDS_HELLO },
+					  H_SESSION },
 	[RDMAB__REQUEST__BODY_OPEN_CONTEXT] = { "open-context", h_ctx_open,
-						0, H_NEEDS_HELLO },
+						0, H_SESSION },
 	[RDMAB__REQUEST__BODY_CLOSE_CONTEXT] = { "close-context",
-						 h_ctx_close, 0,
-						 H_NEEDS_HELLO },
+						 h_ctx_close, 0, H_SESSION },
 	[RDMAB__REQUEST__BODY_LIST_DEVICES] = { "list-devices",
-						h_list_devices, 0,
-						H_NEEDS_HELLO },
+						h_list_devices, 0, H_SESSION },
 	[RDMAB__REQUEST__BODY_LIST_DOMAINS] = { "list-domains",
-						h_list_domains, 0,
-						H_NEEDS_HELLO },
+						h_list_domains, 0, H_SESSION },
 	[RDMAB__REQUEST__BODY_LIST_CLIENTS] = { "list-clients",
-						h_list_clients, 0,
-						H_NEEDS_HELLO },
+						h_list_clients, 0, H_SESSION },
 };
 
 const struct handler *dispatch_lookup(unsigned int body_case)
@@ -74,8 +72,9 @@ static void reply_send(struct conn *c, struct reply *r)
 		r->msg.body_case = RDMAB__REPLY__BODY__NOT_SET;
 		r->nfds = 0;
 	}
+	/* An error reply is a serial, a number and a short sentence. */
 	if (conn_send(c, &r->msg.base, RDMAB__DAEMON_MESSAGE__KIND_REPLY,
-		      r->fds, r->nfds) < 0)
+		      r->bounded || r->msg.error, r->fds, r->nfds) < 0)
 		c->closing = true;
 }
 
@@ -86,6 +85,7 @@ void dispatch_error(struct conn *c, uint64_t serial, int err,
 
 	r.msg.serial = serial;
 	r.msg.error = err;
+	r.bounded = true;
 	snprintf(r.message, sizeof(r.message), "%s", message);
 	reply_send(c, &r);
 }
@@ -118,6 +118,7 @@ static int dispatch_request(struct conn *c, const Rdmab__Request *req,
 				   "allowed",
 				   h->name, fds->n, h->max_fds);
 	}
+	r->bounded = !!(h->flags & H_BOUNDED);
 	if ((h->flags & H_NEEDS_HELLO) && !c->hello_done) {
 		*ret_fatal = true;
 		return reply_error(r, -EPROTO, "%s before hello", h->name);
@@ -141,6 +142,7 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	r.message[0] = '\0';
 	r.nfds = 0;
 	r.arena = &dispatch_arena;
+	r.bounded = false;
 	req = rdmab__request__unpack(&dispatch_arena.allocator, len, buf);
 	if (!req) {
 		wire_arena_reset(&dispatch_arena);

@@ -19,6 +19,7 @@ struct reply {
 	unsigned int nfds;
 	/* Where reply_alloc() takes memory: the request's arena. */
 	struct wire_arena *arena;
+	bool bounded;
 };
 
 /* Zeroed memory that lives until the reply is sent; NULL past the
@@ -35,6 +36,9 @@ typedef int (*handler_fn)(struct conn *c, const Rdmab__Request *req,
 enum handler_flags {
 	H_NEEDS_HELLO = 1 << 0,
 	H_ADMIN = 1 << 1,
+	/* The reply packs to well under WIRE_PACK_ROOM by construction
+	 * (bounded names, pages, payloads): it is packed without sizing. */
+	H_BOUNDED = 1 << 2,
 };
 
 struct handler {

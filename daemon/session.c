@@ -72,6 +72,13 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 int h_session_ping(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
+	/* The echo carries more framing than the request: keep it inside
+	 * a packet. */
+	if (req->ping.len > WIRE_MAX_PACKET - 64)
+		return reply_error(r, -EMSGSIZE,
+				   "a ping of %zu bytes cannot be echoed in "
+				   "one packet",
+				   req->ping.len);
 	/* Borrowed from the request, which outlives the packing. */
 	r->msg.body_case = RDMAB__REPLY__BODY_PING;
 	r->msg.ping = req->ping;

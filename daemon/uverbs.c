@@ -5,12 +5,21 @@
  * for the objects that report how many events they delivered (QP, CQ, SRQ,
  * WQ), the mandatory response attribute and its size. Every identifier and
  * struct comes from the kernel's installed uAPI headers.
+ *
+ * The kernel refuses (EINVAL) an ioctl whose header does not carry the
+ * driver id of the device (enum rdma_driver_id), which libibverbs keeps in
+ * its private context. The id is learnt here from the kernel itself: the
+ * read-only UVERBS_METHOD_INFO_HANDLES succeeds with the right id only. It
+ * is cached per uverbs character device (st_rdev) and learnt again when a
+ * cached id stops working (a device gone and another one at its minor).
  */
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_ioctl_verbs.h> /* includes <rdma/ib_user_verbs.h> */
@@ -96,9 +105,123 @@ const char *uverbs_obj_name(enum uverbs_obj kind)
 	return uverbs_specs[kind].name;
 }
 
-int uverbs_destroy(int cmd_fd, enum uverbs_obj kind, uint32_t handle)
+/* A header and at most three attributes, 8-byte aligned. */
+union uverbs_cmd {
+	struct ib_uverbs_ioctl_hdr hdr;
+	unsigned char bytes[sizeof(struct ib_uverbs_ioctl_hdr) +
+			    3 * sizeof(struct ib_uverbs_attr)];
+};
+
+static int uverbs_ioctl(int fd, union uverbs_cmd *cmd, uint16_t object,
+			uint16_t method, uint16_t nattrs, uint32_t driver_id)
 {
-	const struct uverbs_destroy_spec *spec;
+	cmd->hdr.length = (uint16_t)(sizeof(cmd->hdr) +
+				     nattrs * sizeof(struct ib_uverbs_attr));
+	cmd->hdr.object_id = object;
+	cmd->hdr.method_id = method;
+	cmd->hdr.num_attrs = nattrs;
+	cmd->hdr.driver_id = driver_id;
+	if (ioctl(fd, RDMA_VERBS_IOCTL, cmd) < 0)
+		return -errno;
+	return 0;
+}
+
+/*
+ * Does the kernel take @driver_id on @fd? Asks for the context's PD handles,
+ * which changes nothing. The kernel compares the driver id before anything
+ * else and answers EINVAL when it differs; any other answer means it
+ * matched (EIO included: a disassociated device).
+ */
+static int uverbs_try_driver_id(int fd, uint32_t driver_id)
+{
+	union uverbs_cmd cmd;
+	uint32_t total = 0, handles[16];
+	struct ib_uverbs_attr *attr = cmd.hdr.attrs;
+
+	memset(&cmd, 0, sizeof(cmd));
+	/* A const attribute travels inline in data, as a u64. */
+	attr[0].attr_id = UVERBS_ATTR_INFO_OBJECT_ID;
+	attr[0].flags = UVERBS_ATTR_F_MANDATORY;
+	attr[0].len = sizeof(uint64_t);
+	attr[0].data = UVERBS_OBJECT_PD;
+	attr[1].attr_id = UVERBS_ATTR_INFO_TOTAL_HANDLES;
+	attr[1].len = sizeof(total);
+	attr[1].data = (uint64_t)(uintptr_t)&total;
+	/* The kernel wants room for at least one handle. */
+	attr[2].attr_id = UVERBS_ATTR_INFO_HANDLES_LIST;
+	attr[2].len = sizeof(handles);
+	attr[2].data = (uint64_t)(uintptr_t)handles;
+	return uverbs_ioctl(fd, &cmd, UVERBS_OBJECT_DEVICE,
+			    UVERBS_METHOD_INFO_HANDLES, 3, driver_id);
+}
+
+/* enum rdma_driver_id has some 25 values; room for the ones to come. */
+#define UVERBS_DRIVER_ID_MAX 64
+#define UVERBS_CACHE_SIZE 16
+
+static struct {
+	dev_t rdev;
+	uint32_t driver_id;
+	bool used;
+} uverbs_cache[UVERBS_CACHE_SIZE];
+static unsigned int uverbs_cache_next;
+
+static int uverbs_probe_driver_id(int fd, dev_t rdev, uint32_t *ret)
+{
+	for (uint32_t id = 0; id < UVERBS_DRIVER_ID_MAX; id++) {
+		int err = uverbs_try_driver_id(fd, id);
+		unsigned int slot;
+
+		if (err == -EINVAL)
+			continue;
+		/* Not a uverbs descriptor at all. */
+		if (err == -ENOTTY || err == -EBADF || err == -EFAULT)
+			return err;
+		for (slot = 0; slot < UVERBS_CACHE_SIZE; slot++)
+			if (uverbs_cache[slot].used &&
+			    uverbs_cache[slot].rdev == rdev)
+				break;
+		if (slot == UVERBS_CACHE_SIZE)
+			slot = uverbs_cache_next++ % UVERBS_CACHE_SIZE;
+		uverbs_cache[slot].rdev = rdev;
+		uverbs_cache[slot].driver_id = id;
+		uverbs_cache[slot].used = true;
+		*ret = id;
+		return 0;
+	}
+	return -EPROTONOSUPPORT;
+}
+
+/* The driver id for @fd: cached, else probed. @fresh skips the cache. */
+static int uverbs_driver_id_of(int fd, bool fresh, uint32_t *ret)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISCHR(st.st_mode))
+		return -ENOTTY;
+	if (!fresh)
+		for (unsigned int i = 0; i < UVERBS_CACHE_SIZE; i++)
+			if (uverbs_cache[i].used &&
+			    uverbs_cache[i].rdev == st.st_rdev) {
+				*ret = uverbs_cache[i].driver_id;
+				return 0;
+			}
+	return uverbs_probe_driver_id(fd, st.st_rdev, ret);
+}
+
+int uverbs_driver_id(int cmd_fd, uint32_t *ret_driver_id)
+{
+	if (cmd_fd < 0 || !ret_driver_id)
+		return -EINVAL;
+	return uverbs_driver_id_of(cmd_fd, false, ret_driver_id);
+}
+
+static int uverbs_destroy_once(int cmd_fd,
+			       const struct uverbs_destroy_spec *spec,
+			       uint32_t handle, uint32_t driver_id)
+{
 	/* Big enough for every destroy response above. */
 	union {
 		struct ib_uverbs_destroy_qp_resp qp;
@@ -106,22 +229,12 @@ int uverbs_destroy(int cmd_fd, enum uverbs_obj kind, uint32_t handle)
 		struct ib_uverbs_destroy_srq_resp srq;
 		struct ib_uverbs_ex_destroy_wq_resp wq;
 	} resp;
-	/* The header and at most two attributes, 8-byte aligned. */
-	union {
-		struct ib_uverbs_ioctl_hdr hdr;
-		unsigned char bytes[sizeof(struct ib_uverbs_ioctl_hdr) +
-				    2 * sizeof(struct ib_uverbs_attr)];
-	} cmd;
-	struct ib_uverbs_attr *attr;
+	union uverbs_cmd cmd;
+	struct ib_uverbs_attr *attr = cmd.hdr.attrs;
 	uint16_t n = 0;
 
-	if ((unsigned int)kind >= UVERBS_OBJ_COUNT || cmd_fd < 0)
-		return -EINVAL;
-	spec = &uverbs_specs[kind];
 	memset(&cmd, 0, sizeof(cmd));
 	memset(&resp, 0, sizeof(resp));
-	attr = cmd.hdr.attrs;
-
 	/* An IDR attribute carries the handle in data. */
 	attr[n].attr_id = spec->handle_attr;
 	attr[n].flags = UVERBS_ATTR_F_MANDATORY;
@@ -134,14 +247,27 @@ int uverbs_destroy(int cmd_fd, enum uverbs_obj kind, uint32_t handle)
 		attr[n].data = (uint64_t)(uintptr_t)&resp;
 		n++;
 	}
-	cmd.hdr.length = (uint16_t)(sizeof(cmd.hdr) +
-				    n * sizeof(struct ib_uverbs_attr));
-	cmd.hdr.object_id = spec->object;
-	cmd.hdr.method_id = spec->method;
-	cmd.hdr.num_attrs = n;
-	/* driver_id is read only by driver-specific methods; these are the
-	 * core's. */
-	if (ioctl(cmd_fd, RDMA_VERBS_IOCTL, &cmd) < 0)
-		return -errno;
-	return 0;
+	return uverbs_ioctl(cmd_fd, &cmd, spec->object, spec->method, n,
+			    driver_id);
+}
+
+int uverbs_destroy(int cmd_fd, enum uverbs_obj kind, uint32_t handle)
+{
+	const struct uverbs_destroy_spec *spec;
+	uint32_t driver_id, again;
+	int ret;
+
+	if ((unsigned int)kind >= UVERBS_OBJ_COUNT || cmd_fd < 0)
+		return -EINVAL;
+	spec = &uverbs_specs[kind];
+	ret = uverbs_driver_id_of(cmd_fd, false, &driver_id);
+	if (ret < 0)
+		return ret;
+	ret = uverbs_destroy_once(cmd_fd, spec, handle, driver_id);
+	/* A cached id that no longer fits: learn it again, once. */
+	if (ret == -EINVAL &&
+	    uverbs_driver_id_of(cmd_fd, true, &again) == 0 &&
+	    again != driver_id)
+		ret = uverbs_destroy_once(cmd_fd, spec, handle, again);
+	return ret;
 }

@@ -39,6 +39,15 @@ enum uverbs_obj {
  */
 int uverbs_destroy(int cmd_fd, enum uverbs_obj kind, uint32_t handle);
 
+/*
+ * The kernel's driver id (enum rdma_driver_id) of the device behind
+ * @cmd_fd, which every RDMA_VERBS_IOCTL header must carry: learnt from the
+ * kernel with a read-only ioctl and cached per uverbs device. Returns 0, or
+ * -errno (-ENOTTY: not a uverbs descriptor, -EPROTONOSUPPORT: no id fits).
+ * uverbs_destroy() calls it; not thread-safe (the daemon has one thread).
+ */
+int uverbs_driver_id(int cmd_fd, uint32_t *ret_driver_id);
+
 /* "QP", "CQ", ... for messages; "?" for an unknown kind. */
 const char *uverbs_obj_name(enum uverbs_obj kind);
 

@@ -266,9 +266,9 @@ static void ibc_unlink_waiter(struct ibc_client *cl, struct ibc_waiter *w)
 }
 
 /*
- * Pack @req into cl->sbuf (send_lock held). The library's requests are
- * bounded by construction (IBC_NAME_MAX, IBC_PING_MAX): those are packed
- * in one walk; any other is sized first.
+ * Pack @req into cl->sbuf (lock held). The library's requests are bounded
+ * by construction (IBC_NAME_MAX, IBC_PING_MAX): those are packed in one
+ * walk; any other is sized first.
  */
 static int ibc_pack(struct ibc_client *cl, const Rdmab__Request *req)
 {
@@ -291,38 +291,34 @@ static int ibc_pack(struct ibc_client *cl, const Rdmab__Request *req)
 	return len > WIRE_MAX_PACKET ? -EMSGSIZE : (int)len;
 }
 
-/* Pack and send @req; @flags as for wire_send(). send_lock held. */
-static int ibc_pack_send(struct ibc_client *cl, const Rdmab__Request *req,
-			 const int *fds, unsigned int nfds, int flags)
-{
-	int len = ibc_pack(cl, req);
-
-	if (len < 0)
-		return len;
-	return wire_send(cl->sock, cl->sbuf, (size_t)len, fds, nfds, flags);
-}
-
-/* Send @req; called with the lock held, which a blocking send drops. */
+/*
+ * Send @req; called with the lock held, which a blocking send drops.
+ * SEQPACKET sends are atomic, so concurrent senders need no lock of their
+ * own; the lock only guards sbuf.
+ */
 static int ibc_send(struct ibc_client *cl, Rdmab__Request *req,
 		    const int *fds, unsigned int nfds)
 {
+	int len = ibc_pack(cl, req);
+	uint8_t *copy;
 	int err;
 
-	/* Usually the socket has room: send without letting go of the
-	 * lock. Never wait for send_lock while holding it, though. */
-	if (pthread_mutex_trylock(&cl->send_lock) == 0) {
-		err = ibc_pack_send(cl, req, fds, nfds, MSG_DONTWAIT);
-		pthread_mutex_unlock(&cl->send_lock);
-		if (err != -EAGAIN)
-			return err;
-	}
-	/* A sender blocked on a full socket must not keep the reader from
-	 * delivering the replies that will drain it. */
+	if (len < 0)
+		return len;
+	err = wire_send(cl->sock, cl->sbuf, (size_t)len, fds, nfds,
+			MSG_DONTWAIT);
+	if (err != -EAGAIN)
+		return err;
+	/* The socket is full: wait for room without the lock, so that the
+	 * reader can deliver the replies that will drain it. */
+	copy = malloc((size_t)len);
+	if (!copy)
+		return -ENOMEM;
+	memcpy(copy, cl->sbuf, (size_t)len);
 	pthread_mutex_unlock(&cl->lock);
-	pthread_mutex_lock(&cl->send_lock);
-	err = ibc_pack_send(cl, req, fds, nfds, 0);
-	pthread_mutex_unlock(&cl->send_lock);
+	err = wire_send(cl->sock, copy, (size_t)len, fds, nfds, 0);
 	pthread_mutex_lock(&cl->lock);
+	free(copy);
 	return err;
 }
 

@@ -94,7 +94,6 @@ static void ibc_client_free(struct ibc_client *cl)
 	ibc_ctx_free_all(cl);
 	ibc_free_events(cl);
 	pthread_mutex_destroy(&cl->lock);
-	pthread_mutex_destroy(&cl->send_lock);
 	pthread_cond_destroy(&cl->cond);
 	free(cl->rbuf);
 	free(cl->sbuf);
@@ -134,7 +133,6 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 	cl->timeout_ms = IBC_DEFAULT_TIMEOUT_MS;
 	cl->events_tail = &cl->events_head;
 	pthread_mutex_init(&cl->lock, NULL);
-	pthread_mutex_init(&cl->send_lock, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&cl->cond, &ca);

@@ -39,9 +39,8 @@ struct ibc_client {
 
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
-	pthread_mutex_t send_lock;
 	/* The reader's buffer (one reader at a time) and the senders'
-	 * (under send_lock). */
+	 * (under lock). */
 	uint8_t *rbuf;
 	uint8_t *sbuf;
 	uint64_t next_serial;

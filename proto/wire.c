@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -299,16 +300,25 @@ static size_t wire_put_varint(uint8_t *p, uint64_t v)
 }
 
 int wire_pack_daemon_message(const ProtobufCMessage *inner,
-			     unsigned int field, uint8_t *buf)
+			     unsigned int field, bool bounded, uint8_t *buf,
+			     uint8_t **ret_start)
 {
-	size_t len = protobuf_c_message_get_packed_size(inner);
-	size_t hdr;
+	uint8_t hdr[WIRE_PACK_HEADROOM];
+	size_t len, n;
 
-	if (len > WIRE_MAX_PACKET - 16)
+	if (!bounded &&
+	    protobuf_c_message_get_packed_size(inner) > WIRE_MAX_PACKET)
 		return -EMSGSIZE;
-	hdr = wire_put_varint(buf, ((uint64_t)field << 3) | 2);
-	hdr += wire_put_varint(buf + hdr, len);
-	return (int)(hdr + protobuf_c_message_pack(inner, buf + hdr));
+	/* Pack after room for the wrapper's tag and length, which go right
+	 * in front once the length is known. */
+	len = protobuf_c_message_pack(inner, buf + WIRE_PACK_HEADROOM);
+	n = wire_put_varint(hdr, ((uint64_t)field << 3) | 2);
+	n += wire_put_varint(hdr + n, len);
+	if (len + n > WIRE_MAX_PACKET)
+		return -EMSGSIZE;
+	memcpy(buf + WIRE_PACK_HEADROOM - n, hdr, n);
+	*ret_start = buf + WIRE_PACK_HEADROOM - n;
+	return (int)(len + n);
 }
 
 int wire_send_msg(int sock, const ProtobufCMessage *msg, uint8_t *scratch,

@@ -7,6 +7,7 @@
 #ifndef RDMAB_WIRE_H
 #define RDMAB_WIRE_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -92,14 +93,22 @@ uint64_t wire_peek_reply(const uint8_t *buf, size_t len,
  * length or -EMSGSIZE. */
 int wire_pack_into(const ProtobufCMessage *msg, uint8_t *buf);
 
+/* Room in front of a packed reply for its wrapper's tag and length, and
+ * behind the packet limit for a bounded reply that turns out too big. */
+#define WIRE_PACK_HEADROOM 16
+#define WIRE_PACK_ROOM (WIRE_PACK_HEADROOM + WIRE_MAX_PACKET + 8192)
+
 /*
  * Pack a DaemonMessage whose only field, number @field, is @inner (a Reply
- * or an Event), into @buf (WIRE_MAX_PACKET bytes). The same bytes as
- * packing the DaemonMessage, with one walk of @inner less: the wrapper's
- * tag and length are written here.
+ * or an Event) into @buf (WIRE_PACK_ROOM bytes); *ret_start is where the
+ * packet starts. The same bytes as packing the DaemonMessage, with fewer
+ * walks of @inner: the wrapper's tag and length are written here, and a
+ * @bounded message (one known to pack to less than WIRE_PACK_ROOM minus
+ * the headroom) is not sized first. Returns the length or -EMSGSIZE.
  */
 int wire_pack_daemon_message(const ProtobufCMessage *inner,
-			     unsigned int field, uint8_t *buf);
+			     unsigned int field, bool bounded, uint8_t *buf,
+			     uint8_t **ret_start);
 
 /* Pack @msg into @scratch (WIRE_MAX_PACKET bytes) and send it. */
 int wire_send_msg(int sock, const ProtobufCMessage *msg, uint8_t *scratch,
