@@ -296,7 +296,14 @@ static char *parse_reader(char *str, int num, void *stream)
 	char *s = fgets(str, num, p->f);
 	const char *t, *end;
 
-	if (!s || p->failed)
+	if (!s) {
+		/* End of file, or a read error (a directory, EIO). */
+		if (ferror(p->f))
+			parse_fail(p, p->line + 1, NULL, "cannot be read: %s",
+				   strerror(errno));
+		return NULL;
+	}
+	if (p->failed)
 		return NULL;
 	p->line++;
 	if (!strchr(s, '\n') && !feof(p->f)) {
@@ -304,8 +311,12 @@ static char *parse_reader(char *str, int num, void *stream)
 			   num - 2);
 		return NULL;
 	}
-	for (t = s; isspace((unsigned char)*t); t++)
-		;
+	t = s;
+	/* inih skips a UTF-8 byte order mark; so must the section scan. */
+	if (p->line == 1 && strncmp(t, "\xef\xbb\xbf", 3) == 0)
+		t += 3;
+	while (isspace((unsigned char)*t))
+		t++;
 	end = strchr(t, ']');
 	if (*t == '[' && !end) {
 		parse_fail(p, p->line, NULL,
@@ -369,6 +380,10 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 		p->cfg.soft_max_dm_size = v;
 		return 1;
 	}
+	/* parse_section() opened it; anything else is a parser bug. */
+	if (p->cfg.n_domains == 0 ||
+	    strcmp(p->cfg.domains[p->cfg.n_domains - 1].name, section + 7))
+		return parse_fail(p, p->line, key, "internal: no open domain");
 	d = &p->cfg.domains[p->cfg.n_domains - 1];
 	if (strcmp(key, "users") == 0)
 		return parse_members(p, key, value, true, d);
@@ -401,7 +416,8 @@ static int parse_handler(void *user, const char *section, const char *key,
 		snprintf(p->keys[p->n_keys++], sizeof(p->keys[0]), "%s", key);
 	if (!*value)
 		return parse_fail(p, p->line, key, "empty value");
-	return parse_key(p, section, key, value);
+	/* inih cuts long section names; the reader kept the whole one. */
+	return parse_key(p, p->section, key, value);
 }
 
 /* Checks that need the whole file: every domain has members; quotas not
@@ -465,6 +481,7 @@ int config_load(const char *path, bool must_exist, struct config *ret,
 	}
 	/* One handler call per line keeps the line count exact. */
 	ini_allow_multiline = false;
+	ini_stop_on_first_error = true;
 	ini = ini_parse_stream(parse_reader, p, parse_handler, p);
 	if (ini > 0 && !p->failed)
 		parse_fail(p, (unsigned int)ini, NULL,

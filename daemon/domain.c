@@ -115,6 +115,11 @@ int domain_join(struct server *srv, struct conn *c, const char *want,
 		return ret;
 	}
 	if (*want && strcmp(want, own) != 0) {
+		if (strncmp(want, "uid-", 4) == 0)
+			return reply_error(r, -EACCES,
+					   "domain %.48s is another uid's own; "
+					   "uid %u may not join it",
+					   want, c->cred.uid);
 		cd = config_find_domain(&srv->config, want);
 		if (!cd)
 			return reply_error(r, -ENOENT,

@@ -1,0 +1,547 @@
+// SPDX-License-Identifier: MIT
+/*
+ * daemon/config.c: rdmabroker.conf(5) through config_load() on files written
+ * to a temporary directory. Every kind of bad file must be refused with
+ * -EINVAL and one message "FILE:LINE: [section] key \"k\": reason" that
+ * names the file, the exact line and the key (where there is one), leaving
+ * the caller's configuration untouched; good files give the right quotas,
+ * with [defaults] filling the keys a domain does not set wherever it stands.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/config.h"
+#include "tests/testlib.h"
+
+/* Write @text to a fresh file in a fresh directory; malloc'd path. */
+static char *write_conf(const char *text)
+{
+	char *dir = tl_mkdtemp(), *path;
+	FILE *f;
+
+	ck_assert_ptr_nonnull(dir);
+	ck_assert_int_ge(asprintf(&path, "%s/rdmabroker.conf", dir), 0);
+	free(dir);
+	f = fopen(path, "w");
+	ck_assert_msg(f != NULL, "%s: %s", path, strerror(errno));
+	ck_assert_int_eq(fputs(text, f) >= 0, 1);
+	ck_assert_int_eq(fclose(f), 0);
+	return path;
+}
+
+/* --- bad files ---------------------------------------------------------- */
+
+#define LONG_NAME_48 "abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh"
+#define LONG_NAME_47 "abcdefghijabcdefghijabcdefghijabcdefghijabcdefg"
+#define X50 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
+
+struct bad_case {
+	const char *what;
+	const char *text;
+	/* Expected: the line, the section and key in the message (NULL when
+	 * the message has none), a part of the reason (NULL: any). */
+	unsigned int line;
+	const char *section;
+	const char *key;
+	const char *reason;
+};
+
+static const struct bad_case bad[] = {
+	{ "syntax error: a line without '='",
+	  "[defaults]\nobjects = 5\nthis line has no equals sign\n"
+	  "clients = 3\n",
+	  3, NULL, NULL, "syntax error" },
+	{ "'[' without ']'", "# a comment\n[defaults\nobjects = 5\n", 2, NULL,
+	  NULL, "without" },
+	{ "unknown section", "[defaults]\nobjects = 1\n\n[bogus]\nx = 1\n", 4,
+	  NULL, NULL, "unknown section [bogus]" },
+	{ "unknown key in [defaults]", "[defaults]\nobjects = 1\nfoo = 1\n", 3,
+	  "defaults", "foo", "unknown key" },
+	{ "unknown key in [broker]", "[broker]\nadmin = 0\n", 2, "broker",
+	  "admin", "unknown key" },
+	{ "unknown key in [soft]", "[soft]\nmax_dm = 4096\n", 2, "soft",
+	  "max_dm", "unknown key" },
+	{ "unknown key in a domain", "[domain lab]\nusers = 0\nmembers = 0\n",
+	  3, "domain lab", "members", "unknown key" },
+	{ "key outside any section",
+	  "; a comment\n\nobjects = 5\n[defaults]\nclients = 2\n", 3, NULL,
+	  "objects", "outside" },
+	{ "not a number", "[defaults]\nclients = ten\n", 2, "defaults",
+	  "clients", "\"ten\" is not a number" },
+	{ "number with junk", "[domain lab]\nusers = 0\nxrcds = 12abc\n", 3,
+	  "domain lab", "xrcds", "is not a number" },
+	{ "negative number", "[defaults]\nobjects = -1\n", 2, "defaults",
+	  "objects", "is not a number" },
+	{ "hexadecimal", "[defaults]\nobjects = 0x10\n", 2, "defaults",
+	  "objects", "is not a number" },
+	{ "out of range (clients too many)", "[defaults]\nclients = 1000001\n",
+	  2, "defaults", "clients", "out of range" },
+	{ "out of range (clients = 0)",
+	  "[domain lab]\nusers = 0\nclients = 0\n", 3, "domain lab",
+	  "clients", "out of range" },
+	{ "out of range (objects)", "[defaults]\nobjects = 16777217\n", 2,
+	  "defaults", "objects", "out of range" },
+	{ "out of range (xrcds)", "[defaults]\nxrcds = 1048577\n", 2,
+	  "defaults", "xrcds", "out of range" },
+	{ "overflowing number",
+	  "[defaults]\ndm_bytes = 99999999999999999999\n", 2, "defaults",
+	  "dm_bytes", NULL },
+	{ "overflowing suffix", "[defaults]\ndm_bytes = 17179869184G\n", 2,
+	  "defaults", "dm_bytes", NULL },
+	{ "bad suffix KB", "[defaults]\ndm_bytes = 4KB\n", 2, "defaults",
+	  "dm_bytes", "suffixes" },
+	{ "bad suffix T", "[domain lab]\nusers = 0\ndm_bytes = 4T\n", 3,
+	  "domain lab", "dm_bytes", "suffixes" },
+	{ "lower-case suffix", "[defaults]\ndm_bytes = 4k\n", 2, "defaults",
+	  "dm_bytes", "is not a number" },
+	{ "suffix on a count", "[defaults]\nxrcds = 4K\n", 2, "defaults",
+	  "xrcds", "is not a number" },
+	{ "duplicate key", "[defaults]\nxrcds = 1\nobjects = 2\nxrcds = 3\n", 4,
+	  "defaults", "xrcds", "twice" },
+	{ "duplicate key in a domain",
+	  "[domain lab]\nusers = 0\nusers = 65534\n", 3, "domain lab",
+	  "users", "twice" },
+	{ "duplicate domain",
+	  "[domain lab]\nusers = 0\n[domain lab2]\nusers = 0\n"
+	  "[domain lab]\nusers = 0\n",
+	  5, NULL, NULL, "defined twice" },
+	{ "invalid domain name", "[domain bad/name]\nusers = 0\n", 1, NULL,
+	  NULL, "domain names" },
+	{ "reserved prefix uid-", "[defaults]\n[domain uid-1000]\nusers = 1000\n",
+	  2, NULL, NULL, "uid-" },
+	{ "reserved prefix private-", "[domain private-7]\nusers = 0\n", 1,
+	  NULL, NULL, "private-" },
+	{ "empty domain name", "[domain ]\nusers = 0\n", 1, NULL, NULL,
+	  "domain names" },
+	{ "domain name of 48 characters",
+	  "[domain " LONG_NAME_48 "]\nusers = 0\n", 1, NULL, NULL,
+	  "domain names" },
+	{ "unknown user", "[domain lab]\nusers = 0, no_such_user_rdmab\n", 2,
+	  "domain lab", "users", "no user \"no_such_user_rdmab\"" },
+	{ "uid out of range", "[domain lab]\nusers = 4294967295\n", 2,
+	  "domain lab", "users", "no user" },
+	{ "unknown group", "[domain lab]\ngroups = no_such_group_rdmab\n", 2,
+	  "domain lab", "groups", "no group \"no_such_group_rdmab\"" },
+	{ "domain with no members",
+	  "[defaults]\nobjects = 1\n[domain lab]\ndm_bytes = 4K\n"
+	  "[domain other]\nusers = 0\n",
+	  3, "domain lab", "users", "no users and no groups" },
+	{ "empty member list", "[domain lab]\nusers = , ,\n", 2, "domain lab",
+	  "users", "empty" },
+	{ "empty value", "[defaults]\nobjects =\n", 2, "defaults", "objects",
+	  "empty value" },
+	{ "[soft] max_dm_size not a multiple of 4096",
+	  "[soft]\nmax_dm_size = 5000\n", 2, "soft", "max_dm_size",
+	  "multiple of 4096" },
+	{ "[soft] max_dm_size below a page", "[soft]\nmax_dm_size = 1K\n", 2,
+	  "soft", "max_dm_size", "out of range" },
+	{ "[soft] max_dm_size above 64M", "[soft]\nmax_dm_size = 128M\n", 2,
+	  "soft", "max_dm_size", "out of range" },
+	{ "unknown admin_group",
+	  "[broker]\nadmin_group = no_such_group_rdmab\n", 2, "broker",
+	  "admin_group", "no group" },
+	{ "line longer than the parser's limit",
+	  "[defaults]\n# " X50 X50 X50 X50 X50 "\nobjects = 1\n", 2, NULL,
+	  NULL, "longer" },
+	/* Two errors: the first one is the one to report. */
+	{ "syntax error before an unknown key",
+	  "[defaults]\nnot a pair\nfoo = 1\n", 2, NULL, NULL,
+	  "syntax error" },
+	{ "syntax error before a bad section",
+	  "[defaults]\nobjects = 1\nnot a pair\n[bogus]\n", 3, NULL, NULL,
+	  "syntax error" },
+};
+
+#define N_BAD (sizeof(bad) / sizeof(bad[0]))
+
+START_TEST(test_bad_file)
+{
+	const struct bad_case *b = &bad[_i];
+	char *path = write_conf(b->text);
+	char err[512], prefix[PATH_MAX + 128];
+	struct config cfg, before;
+	int ret;
+
+	memset(&cfg, 0xa5, sizeof(cfg));
+	memcpy(&before, &cfg, sizeof(cfg));
+	memset(err, 0, sizeof(err));
+	ret = config_load(path, true, &cfg, err, sizeof(err));
+	ck_assert_msg(ret == -EINVAL,
+		      "%s: config_load returned %d (%s), expected -EINVAL; "
+		      "message: \"%s\"",
+		      b->what, ret, ret < 0 ? strerror(-ret) : "accepted", err);
+	ck_assert_msg(memcmp(&cfg, &before, sizeof(cfg)) == 0,
+		      "%s: the configuration was written on failure", b->what);
+	if (b->key && b->section)
+		snprintf(prefix, sizeof(prefix), "%s:%u: [%s] key \"%s\": ",
+			 path, b->line, b->section, b->key);
+	else if (b->key)
+		snprintf(prefix, sizeof(prefix), "%s:%u: key \"%s\": ", path,
+			 b->line, b->key);
+	else
+		snprintf(prefix, sizeof(prefix), "%s:%u: ", path, b->line);
+	ck_assert_msg(strncmp(err, prefix, strlen(prefix)) == 0,
+		      "%s: message \"%s\" does not start with \"%s\"", b->what,
+		      err, prefix);
+	if (b->reason)
+		ck_assert_msg(strstr(err + strlen(prefix), b->reason),
+			      "%s: message \"%s\" does not say \"%s\"",
+			      b->what, err, b->reason);
+	ck_assert_msg(!strchr(err, '\n'), "%s: message \"%s\" has a newline",
+		      b->what, err);
+	/* The same with must_exist false: the file exists, so no
+	 * difference. */
+	ret = config_load(path, false, &cfg, err, sizeof(err));
+	ck_assert_int_eq(ret, -EINVAL);
+	ck_assert_msg(strncmp(err, prefix, strlen(prefix)) == 0,
+		      "%s (must_exist false): \"%s\"", b->what, err);
+	free(path);
+}
+END_TEST
+
+/* A message longer than the buffer is cut, never overflows it. */
+START_TEST(test_bad_file_small_buffer)
+{
+	char *path = write_conf("[defaults]\nclients = ten\n");
+	char buf[32];
+	struct config cfg;
+
+	memset(buf, 'Z', sizeof(buf));
+	ck_assert_int_eq(config_load(path, true, &cfg, buf, 20), -EINVAL);
+	ck_assert_int_eq(buf[19], '\0');
+	for (size_t i = 20; i < sizeof(buf); i++)
+		ck_assert_msg(buf[i] == 'Z', "byte %zu past the buffer written",
+			      i);
+	ck_assert_int_eq(strncmp(buf, path, 19), 0);
+	free(path);
+}
+END_TEST
+
+/* --- good files ----------------------------------------------------------- */
+
+static void assert_builtin_defaults(const struct config *c)
+{
+	ck_assert_uint_eq(c->defaults.dm_bytes, 256 * 1024);
+	ck_assert_uint_eq(c->defaults.xrcds, 64);
+	ck_assert_uint_eq(c->defaults.rss_tables, 16);
+	ck_assert_uint_eq(c->defaults.objects, 65536);
+	ck_assert_uint_eq(c->defaults.clients, 256);
+	ck_assert_uint_eq(c->soft_max_dm_size, 256 * 1024);
+	ck_assert(!c->has_admin_group);
+	ck_assert_uint_eq(c->n_domains, 0);
+}
+
+START_TEST(test_config_init)
+{
+	struct config c;
+
+	memset(&c, 0x5a, sizeof(c));
+	config_init(&c);
+	assert_builtin_defaults(&c);
+	ck_assert_ptr_null(c.domains);
+}
+END_TEST
+
+static const char good_text[] =
+	"# rdmabroker.conf for the test\n"	/* 1 */
+	"; both comment styles\n"		/* 2 */
+	"[domain lab]\n"			/* 3 */
+	"users = root, nobody 4242\n"		/* 4 */
+	"dm_bytes = 128K\n"			/* 5 */
+	"\n"					/* 6 */
+	"[broker]\n"				/* 7 */
+	"admin_group = nogroup\n"		/* 8 */
+	"  [defaults]  \n"			/* 9 */
+	"dm_bytes = 1M\n"			/* 10 */
+	"xrcds = 7\n"				/* 11 */
+	"rss_tables = 3\n"			/* 12 */
+	"objects = 1000 ; inline comment\n"	/* 13 */
+	"clients = 9\n"				/* 14 */
+	"[soft]\n"				/* 15 */
+	"max_dm_size = 128K\n"			/* 16 */
+	"[domain team.a_b-c]\n"			/* 17 */
+	"groups = nogroup,0\n"			/* 18 */
+	"clients = 2\n"				/* 19 */
+	"objects = 0\n"				/* 20 */
+	"xrcds = 0\n"				/* 21 */
+	"[domain " LONG_NAME_47 "]\n"		/* 22 */
+	"users = 65534\n"			/* 23 */
+	"groups = 4242\n"			/* 24 */
+	"dm_bytes = 2G\n";			/* 25 */
+
+START_TEST(test_good_file)
+{
+	char *path = write_conf(good_text);
+	const struct config_domain *lab, *team, *longd;
+	char err[512] = "";
+	struct config c;
+	int ret;
+
+	ret = config_load(path, true, &c, err, sizeof(err));
+	ck_assert_msg(ret == 0, "config_load: %d: %s", ret, err);
+	ck_assert(c.has_admin_group);
+	ck_assert_uint_eq(c.admin_gid, 65534);
+	ck_assert_uint_eq(c.defaults.dm_bytes, 1024 * 1024);
+	ck_assert_uint_eq(c.defaults.xrcds, 7);
+	ck_assert_uint_eq(c.defaults.rss_tables, 3);
+	ck_assert_uint_eq(c.defaults.objects, 1000);
+	ck_assert_uint_eq(c.defaults.clients, 9);
+	ck_assert_uint_eq(c.soft_max_dm_size, 128 * 1024);
+	ck_assert_uint_eq(c.n_domains, 3);
+
+	/* File order is kept: it decides which domain a client joins. */
+	ck_assert_str_eq(c.domains[0].name, "lab");
+	ck_assert_str_eq(c.domains[1].name, "team.a_b-c");
+	ck_assert_str_eq(c.domains[2].name, LONG_NAME_47);
+
+	lab = config_find_domain(&c, "lab");
+	ck_assert_ptr_eq(lab, &c.domains[0]);
+	ck_assert_uint_eq(lab->line, 3);
+	ck_assert_uint_eq(lab->n_users, 3);
+	ck_assert_uint_eq(lab->users[0], 0);
+	ck_assert_uint_eq(lab->users[1], 65534);
+	ck_assert_uint_eq(lab->users[2], 4242);
+	ck_assert_uint_eq(lab->n_groups, 0);
+	/* Its own key, and [defaults] (which comes later) for the rest. */
+	ck_assert_uint_eq(lab->quota.dm_bytes, 128 * 1024);
+	ck_assert_uint_eq(lab->quota.xrcds, 7);
+	ck_assert_uint_eq(lab->quota.rss_tables, 3);
+	ck_assert_uint_eq(lab->quota.objects, 1000);
+	ck_assert_uint_eq(lab->quota.clients, 9);
+
+	team = config_find_domain(&c, "team.a_b-c");
+	ck_assert_ptr_nonnull(team);
+	ck_assert_uint_eq(team->line, 17);
+	ck_assert_uint_eq(team->n_users, 0);
+	ck_assert_uint_eq(team->n_groups, 2);
+	ck_assert_uint_eq(team->groups[0], 65534);
+	ck_assert_uint_eq(team->groups[1], 0);
+	ck_assert_uint_eq(team->quota.clients, 2);
+	/* 0 is a quota, not "unset". */
+	ck_assert_uint_eq(team->quota.objects, 0);
+	ck_assert_uint_eq(team->quota.xrcds, 0);
+	ck_assert_uint_eq(team->quota.dm_bytes, 1024 * 1024);
+	ck_assert_uint_eq(team->quota.rss_tables, 3);
+
+	longd = config_find_domain(&c, LONG_NAME_47);
+	ck_assert_ptr_nonnull(longd);
+	ck_assert_uint_eq(longd->n_users, 1);
+	ck_assert_uint_eq(longd->users[0], 65534);
+	ck_assert_uint_eq(longd->n_groups, 1);
+	ck_assert_uint_eq(longd->groups[0], 4242);
+	ck_assert_uint_eq(longd->quota.dm_bytes, 2ULL << 30);
+
+	ck_assert_ptr_null(config_find_domain(&c, "nope"));
+	ck_assert_ptr_null(config_find_domain(&c, "la"));
+	ck_assert_ptr_null(config_find_domain(&c, ""));
+	config_free(&c);
+	ck_assert_ptr_null(c.domains);
+	ck_assert_uint_eq(c.n_domains, 0);
+	free(path);
+}
+END_TEST
+
+/* [defaults] first or last: the domain gets the same quotas. */
+START_TEST(test_defaults_anywhere)
+{
+	static const char *const texts[] = {
+		"[defaults]\nclients = 5\nobjects = 77\n"
+		"[domain d]\nusers = 0\nobjects = 3\n",
+		"[domain d]\nusers = 0\nobjects = 3\n"
+		"[defaults]\nclients = 5\nobjects = 77\n",
+		"[domain d]\nusers = 0\n[defaults]\nclients = 5\n"
+		"[domain e]\nusers = 0\nobjects = 3\n"
+		"[soft]\nmax_dm_size = 8K\n",
+	};
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		char *path = write_conf(texts[i]);
+		const struct config_domain *d;
+		char err[512] = "";
+		struct config c;
+		int ret = config_load(path, true, &c, err, sizeof(err));
+
+		ck_assert_msg(ret == 0, "text %zu: %s", i, err);
+		d = config_find_domain(&c, i == 2 ? "e" : "d");
+		ck_assert_ptr_nonnull(d);
+		ck_assert_uint_eq(d->quota.objects, 3);
+		ck_assert_uint_eq(d->quota.clients, 5);
+		ck_assert_uint_eq(d->quota.xrcds, 64);
+		ck_assert_uint_eq(d->quota.rss_tables, 16);
+		ck_assert_uint_eq(d->quota.dm_bytes, 256 * 1024);
+		if (i == 2) {
+			d = config_find_domain(&c, "d");
+			ck_assert_ptr_nonnull(d);
+			ck_assert_uint_eq(d->quota.clients, 5);
+			ck_assert_uint_eq(d->quota.objects, 65536);
+			ck_assert_uint_eq(c.soft_max_dm_size, 8192);
+		}
+		config_free(&c);
+		free(path);
+	}
+}
+END_TEST
+
+/* Files as editors write them: CRLF line ends, a UTF-8 byte order mark,
+ * no newline at the end. inih accepts all three, so config_load should;
+ * a byte order mark may also be refused, as long as the message names line
+ * 1, but never read as something else. */
+START_TEST(test_good_file_encodings)
+{
+	static const char *const texts[] = {
+		"[domain lab]\r\nusers = 0\r\nclients = 4\r\n[defaults]\r\n"
+		"objects = 9\r\n",
+		"\xef\xbb\xbf[domain lab]\nusers = 0\nclients = 4\n[defaults]\n"
+		"objects = 9\n",
+		"[domain lab]\nusers = 0\nclients = 4\n[defaults]\nobjects = 9",
+	};
+	static const char *const names[] = { "CRLF", "BOM", "no final newline" };
+
+	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
+		char *path = write_conf(texts[i]);
+		const struct config_domain *d;
+		char err[512] = "";
+		struct config c;
+		int ret = config_load(path, true, &c, err, sizeof(err));
+
+		if (i == 1 && ret == -EINVAL) {
+			char prefix[PATH_MAX + 8];
+
+			snprintf(prefix, sizeof(prefix), "%s:1: ", path);
+			ck_assert_msg(strncmp(err, prefix, strlen(prefix)) == 0,
+				      "BOM refused with \"%s\"", err);
+			free(path);
+			continue;
+		}
+		ck_assert_msg(ret == 0, "%s: %d: %s", names[i], ret, err);
+		ck_assert_msg(c.n_domains == 1, "%s: %zu domains", names[i],
+			      c.n_domains);
+		d = config_find_domain(&c, "lab");
+		ck_assert_msg(d != NULL, "%s: no domain lab", names[i]);
+		ck_assert_uint_eq(d->n_users, 1);
+		ck_assert_uint_eq(d->users[0], 0);
+		ck_assert_uint_eq(d->quota.clients, 4);
+		ck_assert_uint_eq(d->quota.objects, 9);
+		ck_assert_uint_eq(c.defaults.objects, 9);
+		config_free(&c);
+		free(path);
+	}
+}
+END_TEST
+
+START_TEST(test_empty_file)
+{
+	char *path = write_conf("# nothing but a comment\n\n");
+	char err[512] = "";
+	struct config c;
+
+	ck_assert_int_eq(config_load(path, true, &c, err, sizeof(err)), 0);
+	assert_builtin_defaults(&c);
+	config_free(&c);
+	free(path);
+}
+END_TEST
+
+/* --- missing and unreadable files ----------------------------------------- */
+
+START_TEST(test_missing_file)
+{
+	char *dir = tl_mkdtemp(), *path;
+	char err[512] = "";
+	struct config c, before;
+	int ret;
+
+	ck_assert_ptr_nonnull(dir);
+	ck_assert_int_ge(asprintf(&path, "%s/absent.conf", dir), 0);
+
+	/* The default path may be absent: the built-in defaults. */
+	memset(&c, 0xa5, sizeof(c));
+	ret = config_load(path, false, &c, err, sizeof(err));
+	ck_assert_msg(ret == 0, "must_exist false: %d: %s", ret, err);
+	assert_builtin_defaults(&c);
+	config_free(&c);
+
+	/* A path given with --config must exist. */
+	memset(&c, 0xa5, sizeof(c));
+	memcpy(&before, &c, sizeof(c));
+	ret = config_load(path, true, &c, err, sizeof(err));
+	ck_assert_int_eq(ret, -ENOENT);
+	ck_assert_msg(strncmp(err, path, strlen(path)) == 0 &&
+			      err[strlen(path)] == ':',
+		      "message \"%s\" does not start with \"%s:\"", err, path);
+	ck_assert_msg(strstr(err, strerror(ENOENT)), "message \"%s\"", err);
+	ck_assert(memcmp(&c, &before, sizeof(c)) == 0);
+	free(path);
+	free(dir);
+}
+END_TEST
+
+/* A directory is no configuration: refused, not read as an empty file. */
+START_TEST(test_directory_as_file)
+{
+	char *dir = tl_mkdtemp();
+	char err[512] = "";
+	struct config c;
+	int ret;
+
+	ck_assert_ptr_nonnull(dir);
+	ret = config_load(dir, true, &c, err, sizeof(err));
+	if (ret == 0)
+		config_free(&c);
+	ck_assert_msg(ret < 0,
+		      "config_load(%s), a directory, returned %d: the daemon "
+		      "would run on the built-in defaults",
+		      dir, ret);
+	ck_assert_msg(strstr(err, dir), "message \"%s\" does not name %s", err,
+		      dir);
+	free(dir);
+}
+END_TEST
+
+static Suite *config_suite(void)
+{
+	Suite *s = suite_create("config");
+	TCase *tc;
+
+	tc = tcase_create("bad");
+	tcase_add_loop_test(tc, test_bad_file, 0, (int)N_BAD);
+	tcase_add_test(tc, test_bad_file_small_buffer);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("good");
+	tcase_add_test(tc, test_config_init);
+	tcase_add_test(tc, test_good_file);
+	tcase_add_test(tc, test_defaults_anywhere);
+	tcase_add_test(tc, test_good_file_encodings);
+	tcase_add_test(tc, test_empty_file);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("missing");
+	tcase_add_test(tc, test_missing_file);
+	tcase_add_test(tc, test_directory_as_file);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	if (tl_init("config") < 0)
+		return 99;
+	sr = srunner_create(config_suite());
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	tl_fini();
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}

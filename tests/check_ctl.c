@@ -1,0 +1,737 @@
+// SPDX-License-Identifier: MIT
+/*
+ * rdmabrokerctl ($RDMABROKERCTL), the built program, against the real
+ * daemon: a non-administrator sees its own domain only, root and members of
+ * [broker] admin_group see all; every --json output is one valid JSON
+ * value (checked by the recursive-descent parser below); usage errors exit
+ * 2, a missing broker exits 1 with a message. Other users run through
+ * agent_run() (tests/agent.c), so most of this needs root.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <ctype.h>
+#include <errno.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tests/agent.h"
+#include "tests/testlib.h"
+
+#define MAX_AGENTS 4
+#define RUN_WAIT_MS 10000
+
+static struct tl_daemon D;
+static struct agent A[MAX_AGENTS];
+static size_t n_agents;
+static char *cfg_dir;
+static char cfg_path[PATH_MAX];
+
+static void setup(void)
+{
+	memset(&D, 0, sizeof(D));
+	D.pid = -1;
+	for (size_t i = 0; i < MAX_AGENTS; i++) {
+		A[i].pid = -1;
+		A[i].to = A[i].from = -1;
+	}
+	n_agents = 0;
+	cfg_dir = NULL;
+}
+
+static void teardown(void)
+{
+	for (size_t i = 0; i < MAX_AGENTS; i++)
+		agent_stop(&A[i]);
+	tl_daemon_stop(&D);
+	if (cfg_dir) {
+		tl_rmtree(cfg_dir);
+		free(cfg_dir);
+		cfg_dir = NULL;
+	}
+}
+
+static bool need_root(void)
+{
+	if (geteuid() == 0)
+		return true;
+	fprintf(stderr, "check_ctl: not root; rdmabrokerctl cannot be run "
+			"as other users, test skipped\n");
+	return false;
+}
+
+static const char *ctl_path(void)
+{
+	const char *p = getenv("RDMABROKERCTL");
+
+	if (p && *p)
+		return p;
+	if (access("./rdmabrokerctl", X_OK) == 0)
+		return "./rdmabrokerctl";
+	return "../rdmabrokerctl";
+}
+
+/* --- a JSON checker ------------------------------------------------------ */
+
+struct jp {
+	const char *p;
+	int depth;
+};
+
+static bool j_value(struct jp *j);
+
+static void j_ws(struct jp *j)
+{
+	while (*j->p == ' ' || *j->p == '\t' || *j->p == '\n' || *j->p == '\r')
+		j->p++;
+}
+
+static bool j_lit(struct jp *j, const char *lit)
+{
+	size_t n = strlen(lit);
+
+	if (strncmp(j->p, lit, n) != 0)
+		return false;
+	j->p += n;
+	return true;
+}
+
+static bool j_string(struct jp *j)
+{
+	if (*j->p != '"')
+		return false;
+	j->p++;
+	for (;;) {
+		unsigned char c = (unsigned char)*j->p;
+
+		if (c == '"') {
+			j->p++;
+			return true;
+		}
+		if (c < 0x20)
+			return false; /* also the end of the text */
+		if (c == '\\') {
+			j->p++;
+			if (*j->p == 'u') {
+				for (int i = 1; i <= 4; i++)
+					if (!isxdigit((unsigned char)j->p[i]))
+						return false;
+				j->p += 5;
+				continue;
+			}
+			if (!*j->p || !strchr("\"\\/bfnrt", *j->p))
+				return false;
+		}
+		j->p++;
+	}
+}
+
+static bool j_number(struct jp *j)
+{
+	if (*j->p == '-')
+		j->p++;
+	if (*j->p == '0')
+		j->p++;
+	else if (*j->p >= '1' && *j->p <= '9')
+		while (isdigit((unsigned char)*j->p))
+			j->p++;
+	else
+		return false;
+	if (*j->p == '.') {
+		j->p++;
+		if (!isdigit((unsigned char)*j->p))
+			return false;
+		while (isdigit((unsigned char)*j->p))
+			j->p++;
+	}
+	if (*j->p == 'e' || *j->p == 'E') {
+		j->p++;
+		if (*j->p == '+' || *j->p == '-')
+			j->p++;
+		if (!isdigit((unsigned char)*j->p))
+			return false;
+		while (isdigit((unsigned char)*j->p))
+			j->p++;
+	}
+	return true;
+}
+
+/* An array or object; @count gets the number of members. */
+static bool j_container(struct jp *j, char close, int *count)
+{
+	bool object = close == '}';
+
+	*count = 0;
+	if (++j->depth > 64)
+		return false;
+	j->p++;
+	j_ws(j);
+	if (*j->p == close) {
+		j->p++;
+		j->depth--;
+		return true;
+	}
+	for (;;) {
+		j_ws(j);
+		if (object) {
+			if (!j_string(j))
+				return false;
+			j_ws(j);
+			if (*j->p++ != ':')
+				return false;
+		}
+		if (!j_value(j))
+			return false;
+		(*count)++;
+		j_ws(j);
+		if (*j->p == ',') {
+			j->p++;
+			continue;
+		}
+		if (*j->p != close)
+			return false;
+		j->p++;
+		j->depth--;
+		return true;
+	}
+}
+
+static bool j_value(struct jp *j)
+{
+	int n;
+
+	j_ws(j);
+	switch (*j->p) {
+	case '{':
+		return j_container(j, '}', &n);
+	case '[':
+		return j_container(j, ']', &n);
+	case '"':
+		return j_string(j);
+	case 't':
+		return j_lit(j, "true");
+	case 'f':
+		return j_lit(j, "false");
+	case 'n':
+		return j_lit(j, "null");
+	default:
+		return j_number(j);
+	}
+}
+
+/*
+ * Is @text exactly one JSON value (surrounded by white space)? *ret_kind
+ * gets its first character, *ret_count the members of a top-level array or
+ * object.
+ */
+static bool json_valid(const char *text, char *ret_kind, int *ret_count)
+{
+	struct jp j = { .p = text };
+	int n = -1;
+	bool ok;
+
+	j_ws(&j);
+	*ret_kind = *j.p;
+	if (*j.p == '[' || *j.p == '{')
+		ok = j_container(&j, *j.p == '[' ? ']' : '}', &n);
+	else
+		ok = j_value(&j);
+	j_ws(&j);
+	*ret_count = n;
+	return ok && *j.p == '\0';
+}
+
+START_TEST(test_json_checker)
+{
+	static const char *const good[] = {
+		"[]", " {} \n", "[1,-2.5e+3,0,\"a\\\"b\\u00e9\",true,false,null]",
+		"{\"a\":{\"b\":[{}]},\"c\":\"\"}", "\"x\"", "0",
+	};
+	static const char *const bad[] = {
+		"", "[", "[1,]", "{\"a\"}", "{\"a\":1,}", "[01]", "[1.]",
+		"\"a\nb\"", "[\"\\x\"]", "{a:1}", "[1] [2]", "tru", "[-]",
+		"{\"a\":1 \"b\":2}", "[\"\\u12g4\"]",
+	};
+	char kind;
+	int n;
+
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		ck_assert_msg(json_valid(good[i], &kind, &n), "refused: %s",
+			      good[i]);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(!json_valid(bad[i], &kind, &n), "accepted: %s",
+			      bad[i]);
+	ck_assert(json_valid("[{\"a\":[1,2]},{},3]", &kind, &n));
+	ck_assert_int_eq(kind, '[');
+	ck_assert_int_eq(n, 3);
+	ck_assert(json_valid("{\"a\":1,\"b\":[]}", &kind, &n));
+	ck_assert_int_eq(kind, '{');
+	ck_assert_int_eq(n, 2);
+}
+END_TEST
+
+/* --- running the CLI ----------------------------------------------------- */
+
+struct run {
+	int status;
+	char *out;
+	char *err;
+};
+
+static void run_free(struct run *r)
+{
+	free(r->out);
+	free(r->err);
+	r->out = r->err = NULL;
+}
+
+/*
+ * Wait until the daemon counts exactly the agents as clients: a CLI run
+ * that just ended may not be gone yet, and would show up in the next one's
+ * listing.
+ */
+static void wait_only_agents(void)
+{
+	int64_t deadline = tl_now_ms() + TL_WAIT_MS;
+
+	if (D.pid <= 0 || n_agents == 0)
+		return;
+	for (;;) {
+		int ret = agent_call(&A[0], AGENT_STATUS, NULL, 0, RUN_WAIT_MS);
+
+		ck_assert_int_eq(ret, 0);
+		ck_assert_msg(A[0].rep.ret == 0, "ibc_status: %s",
+			      A[0].rep.error);
+		if (A[0].rep.n_list == n_agents)
+			return;
+		ck_assert_msg(tl_now_ms() < deadline,
+			      "the daemon counts %u clients, %zu agents",
+			      A[0].rep.n_list, n_agents);
+		tl_sleep_ms(5);
+	}
+}
+
+/* rdmabrokerctl --socket SOCK ARGS... under @cred. */
+static struct run ctl_as(const struct agent_cred *cred, const char *sock,
+			 const char *a1, const char *a2, const char *a3)
+{
+	const char *argv[8];
+	struct run r = { 0 };
+	size_t n = 0;
+
+	argv[n++] = ctl_path();
+	if (sock) {
+		argv[n++] = "--socket";
+		argv[n++] = sock;
+	}
+	if (a1)
+		argv[n++] = a1;
+	if (a2)
+		argv[n++] = a2;
+	if (a3)
+		argv[n++] = a3;
+	argv[n] = NULL;
+	wait_only_agents();
+	r.status = agent_run(cred, argv, RUN_WAIT_MS, &r.out, &r.err);
+	ck_assert_msg(r.status >= 0, "running %s: %s", argv[0],
+		      strerror(-r.status));
+	return r;
+}
+
+static int exit_code(const struct run *r)
+{
+	return WIFEXITED(r->status) ? WEXITSTATUS(r->status) :
+				      1000 + WTERMSIG(r->status);
+}
+
+static void assert_exit(const struct run *r, int code, const char *what)
+{
+	ck_assert_msg(exit_code(r) == code,
+		      "%s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s",
+		      what, exit_code(r), code, r->out, r->err);
+}
+
+/* Names in the first column of a table, after its header. */
+static size_t table_names(const char *out, char names[][64], size_t max)
+{
+	const char *line = out, *nl;
+	size_t n = 0;
+	bool header = true;
+
+	for (; *line; line = nl ? nl + 1 : line + strlen(line)) {
+		nl = strchr(line, '\n');
+		if (header) {
+			header = false;
+			continue;
+		}
+		if (line == nl)
+			continue;
+		if (n < max)
+			sscanf(line, "%63s", names[n]);
+		n++;
+		if (!nl)
+			break;
+	}
+	return n;
+}
+
+static bool has_name(char names[][64], size_t n, const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(names[i], name) == 0)
+			return true;
+	return false;
+}
+
+/* --- the daemon and its clients --------------------------------------------- */
+
+static void daemon_up(const char *conf)
+{
+	static const char *args[] = { "--config", NULL, "--socket-mode",
+				      "0666", NULL };
+	char *top;
+	FILE *f;
+	int ret;
+
+	cfg_dir = tl_mkdtemp();
+	ck_assert_ptr_nonnull(cfg_dir);
+	snprintf(cfg_path, sizeof(cfg_path), "%s/rdmabroker.conf", cfg_dir);
+	f = fopen(cfg_path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(conf ? conf : "# defaults\n", f);
+	ck_assert_int_eq(fclose(f), 0);
+	args[1] = cfg_path;
+	ret = tl_daemon_start(&D, args);
+	ck_assert_msg(ret == 0, "cannot start %s: %s", tl_daemon_path(),
+		      strerror(-ret));
+	ck_assert_int_eq(chmod(D.dir, 0711), 0);
+	top = strdup(D.dir);
+	ck_assert_ptr_nonnull(top);
+	ck_assert_int_eq(chmod(dirname(top), 0711), 0);
+	free(top);
+}
+
+/* A connected client of @cred, to make its domain exist. */
+static void client_as(struct agent_cred cred)
+{
+	struct agent *a;
+	int ret;
+
+	ck_assert_uint_lt(n_agents, MAX_AGENTS);
+	a = &A[n_agents++];
+	ret = agent_start(a, &cred, D.sock);
+	ck_assert_msg(ret == 0, "agent of uid %u: %s", (unsigned int)cred.uid,
+		      strerror(-ret));
+	ck_assert_int_eq(agent_call(a, AGENT_CONNECT, NULL, 0, RUN_WAIT_MS), 0);
+	ck_assert_msg(a->rep.ret == 0, "uid %u: ibc_connect: %s",
+		      (unsigned int)cred.uid, a->rep.error);
+	ck_assert_int_eq(agent_call(a, AGENT_OPEN, NULL, 0, RUN_WAIT_MS), 0);
+	ck_assert_msg(a->rep.ret == 0, "uid %u: ibc_open: %s",
+		      (unsigned int)cred.uid, a->rep.error);
+}
+
+/* Domains as @cred sees them with `domains` and `--json domains`, which
+ * must agree; returns the count. */
+static size_t domains_as(const struct agent_cred *cred, char names[][64],
+			 size_t max)
+{
+	struct run r = ctl_as(cred, D.sock, "domains", NULL, NULL);
+	size_t n;
+	char kind;
+	int count;
+
+	assert_exit(&r, 0, "domains");
+	ck_assert_str_eq(r.err, "");
+	ck_assert_msg(strncmp(r.out, "NAME", 4) == 0, "no header:\n%s", r.out);
+	n = table_names(r.out, names, max);
+	run_free(&r);
+
+	r = ctl_as(cred, D.sock, "--json", "domains", NULL);
+	assert_exit(&r, 0, "--json domains");
+	ck_assert_msg(json_valid(r.out, &kind, &count),
+		      "--json domains is not JSON:\n%s", r.out);
+	ck_assert_int_eq(kind, '[');
+	ck_assert_msg((size_t)count == n,
+		      "the table has %zu domains, the JSON %d:\n%s", n, count,
+		      r.out);
+	for (size_t i = 0; i < n && i < max; i++) {
+		char key[96];
+
+		snprintf(key, sizeof(key), "\"name\":\"%s\"", names[i]);
+		ck_assert_msg(strstr(r.out, key), "%s is not in the JSON:\n%s",
+			      names[i], r.out);
+	}
+	run_free(&r);
+	return n;
+}
+
+/* --- visibility ------------------------------------------------------------ */
+
+static const char lab_conf[] = "[domain lab]\nusers = 4242\n";
+
+START_TEST(test_domains_non_admin)
+{
+	struct agent_cred nobody = agent_cred(65534, 65534, AGENT_END);
+	struct agent_cred lab = agent_cred(4242, 4242, AGENT_END);
+	char names[16][64];
+	struct run r;
+	size_t n;
+	char kind;
+	int count;
+
+	if (!need_root())
+		return;
+	daemon_up(lab_conf);
+	client_as(agent_cred(4242, 4242, AGENT_END));
+	client_as(agent_cred(4243, 4243, AGENT_END));
+	client_as(agent_cred(0, 0, AGENT_END));
+
+	n = domains_as(&nobody, names, 16);
+	ck_assert_msg(n == 1, "uid 65534 sees %zu domains", n);
+	ck_assert_str_eq(names[0], "uid-65534");
+
+	n = domains_as(&lab, names, 16);
+	ck_assert_msg(n == 1, "uid 4242 sees %zu domains", n);
+	ck_assert_str_eq(names[0], "lab");
+
+	/* And the clients of its domain only: itself. */
+	r = ctl_as(&nobody, D.sock, "clients", NULL, NULL);
+	assert_exit(&r, 0, "clients");
+	n = table_names(r.out, names, 16);
+	ck_assert_msg(n == 1, "uid 65534 sees %zu clients:\n%s", n, r.out);
+	run_free(&r);
+	r = ctl_as(&nobody, D.sock, "--json", "clients", NULL);
+	assert_exit(&r, 0, "--json clients");
+	ck_assert_msg(json_valid(r.out, &kind, &count) && count == 1,
+		      "uid 65534: --json clients:\n%s", r.out);
+	ck_assert_msg(strstr(r.out, "\"uid\":65534,") &&
+			      strstr(r.out, "\"domain\":\"uid-65534\""),
+		      "uid 65534 sees:\n%s", r.out);
+	run_free(&r);
+}
+END_TEST
+
+START_TEST(test_domains_admin)
+{
+	struct agent_cred root = agent_cred(0, 0, AGENT_END);
+	char names[16][64];
+	size_t n;
+
+	if (!need_root())
+		return;
+	daemon_up(lab_conf);
+	client_as(agent_cred(4242, 4242, AGENT_END));
+	client_as(agent_cred(4243, 4243, AGENT_END));
+
+	n = domains_as(&root, names, 16);
+	ck_assert_msg(n == 3, "root sees %zu domains", n);
+	ck_assert(has_name(names, n, "lab"));
+	ck_assert(has_name(names, n, "uid-4243"));
+	ck_assert(has_name(names, n, "uid-0"));
+}
+END_TEST
+
+START_TEST(test_admin_group)
+{
+	struct agent_cred supp = agent_cred(4261, 4261, 4260, AGENT_END);
+	struct agent_cred prim = agent_cred(4262, 4260, AGENT_END);
+	struct agent_cred other = agent_cred(4263, 4263, 4264, AGENT_END);
+	char names[16][64];
+	struct run r;
+	size_t n;
+
+	if (!need_root())
+		return;
+	daemon_up("[broker]\nadmin_group = 4260\n[domain lab]\n"
+		  "users = 4242\n");
+	client_as(agent_cred(4242, 4242, AGENT_END));
+	client_as(agent_cred(4243, 4243, AGENT_END));
+
+	/* A member by a supplementary group: everything, itself too. */
+	n = domains_as(&supp, names, 16);
+	ck_assert_msg(n == 3, "uid 4261 (admin group) sees %zu domains", n);
+	ck_assert(has_name(names, n, "lab"));
+	ck_assert(has_name(names, n, "uid-4243"));
+	ck_assert(has_name(names, n, "uid-4261"));
+	r = ctl_as(&supp, D.sock, "clients", NULL, NULL);
+	assert_exit(&r, 0, "clients");
+	ck_assert_uint_eq(table_names(r.out, names, 16), 3);
+	run_free(&r);
+
+	/* By its primary group. */
+	n = domains_as(&prim, names, 16);
+	ck_assert_msg(n == 3, "uid 4262 (gid 4260) sees %zu domains", n);
+
+	/* Not a member: its own. */
+	n = domains_as(&other, names, 16);
+	ck_assert_msg(n == 1, "uid 4263 sees %zu domains", n);
+	ck_assert_str_eq(names[0], "uid-4263");
+}
+END_TEST
+
+/* --- JSON ------------------------------------------------------------------ */
+
+START_TEST(test_json_outputs)
+{
+	static const char *const cmds[] = { "devices", "domains", "clients",
+					    "status" };
+	struct agent_cred creds[2] = {
+		agent_cred(0, 0, AGENT_END),
+		agent_cred(65534, 65534, AGENT_END),
+	};
+
+	if (!need_root())
+		return;
+	daemon_up(lab_conf);
+	client_as(agent_cred(4242, 4242, AGENT_END));
+	for (size_t c = 0; c < 2; c++) {
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+			struct run r = ctl_as(&creds[c], D.sock, "--json",
+					      cmds[i], NULL);
+			char kind;
+			int n;
+
+			assert_exit(&r, 0, cmds[i]);
+			ck_assert_msg(*r.err == '\0', "--json %s: stderr: %s",
+				      cmds[i], r.err);
+			ck_assert_msg(json_valid(r.out, &kind, &n),
+				      "uid %u: --json %s is not JSON:\n%s",
+				      (unsigned int)creds[c].uid, cmds[i],
+				      r.out);
+			ck_assert_int_eq(kind, strcmp(cmds[i], "status") ?
+						       '[' :
+						       '{');
+			if (strcmp(cmds[i], "devices") == 0) {
+				ck_assert_int_eq(n, 1);
+				ck_assert_msg(strstr(r.out, "\"soft0\""),
+					      "%s", r.out);
+			}
+			if (strcmp(cmds[i], "clients") == 0)
+				ck_assert_int_eq(n, c == 0 ? 2 : 1);
+			run_free(&r);
+
+			/* The table too. */
+			r = ctl_as(&creds[c], D.sock, cmds[i], NULL, NULL);
+			assert_exit(&r, 0, cmds[i]);
+			ck_assert_msg(*r.out && *r.err == '\0', "%s: %s",
+				      cmds[i], r.err);
+			run_free(&r);
+		}
+	}
+}
+END_TEST
+
+/* --- errors ----------------------------------------------------------------- */
+
+START_TEST(test_usage_errors)
+{
+	struct agent_cred me = agent_cred(geteuid(), getegid(), AGENT_END);
+	char *dir = tl_mkdtemp(), sock[PATH_MAX];
+	struct run r;
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(sock, sizeof(sock), "%s/none", dir);
+	r = ctl_as(&me, sock, "frobnicate", NULL, NULL);
+	assert_exit(&r, 2, "unknown command");
+	ck_assert_msg(strstr(r.err, "frobnicate"), "stderr: %s", r.err);
+	run_free(&r);
+
+	r = ctl_as(&me, sock, NULL, NULL, NULL);
+	assert_exit(&r, 2, "no command");
+	run_free(&r);
+
+	r = ctl_as(&me, sock, "--bogus-option", "status", NULL);
+	assert_exit(&r, 2, "unknown option");
+	run_free(&r);
+
+	r = ctl_as(&me, sock, "domains", "extra", NULL);
+	assert_exit(&r, 2, "domains with an argument");
+	run_free(&r);
+
+	r = ctl_as(&me, NULL, "--help", NULL, NULL);
+	assert_exit(&r, 0, "--help");
+	ck_assert_msg(strstr(r.out, "domains"), "help: %s", r.out);
+	run_free(&r);
+	free(dir);
+}
+END_TEST
+
+START_TEST(test_no_broker)
+{
+	static const char *const cmds[] = { "status", "devices", "domains",
+					    "clients" };
+	struct agent_cred me = agent_cred(geteuid(), getegid(), AGENT_END);
+	char *dir = tl_mkdtemp(), sock[PATH_MAX];
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(sock, sizeof(sock), "%s/no-broker.sock", dir);
+	for (size_t json = 0; json < 2; json++) {
+		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+			struct run r = ctl_as(&me, sock, json ? "--json" :
+								 cmds[i],
+					      json ? cmds[i] : NULL, NULL);
+
+			assert_exit(&r, 1, cmds[i]);
+			ck_assert_msg(strncmp(r.err, "rdmabrokerctl: ", 15) == 0 &&
+					      strstr(r.err, sock) &&
+					      strstr(r.err, strerror(ENOENT)),
+				      "%s: the message does not say what "
+				      "failed: \"%s\"",
+				      cmds[i], r.err);
+			ck_assert_msg(*r.out == '\0',
+				      "%s printed to stdout: %s", cmds[i],
+				      r.out);
+			run_free(&r);
+		}
+	}
+	free(dir);
+}
+END_TEST
+
+static Suite *ctl_suite(void)
+{
+	Suite *s = suite_create("ctl");
+	TCase *tc;
+
+	tc = tcase_create("json");
+	tcase_add_test(tc, test_json_checker);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("visibility");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_domains_non_admin);
+	tcase_add_test(tc, test_domains_admin);
+	tcase_add_test(tc, test_admin_group);
+	tcase_add_test(tc, test_json_outputs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_usage_errors);
+	tcase_add_test(tc, test_no_broker);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	SRunner *sr;
+	int failed;
+
+	if (tl_init("ctl") < 0)
+		return 99;
+	sr = srunner_create(ctl_suite());
+	srunner_run_all(sr, CK_ENV);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	tl_fini();
+	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
