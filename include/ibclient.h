@@ -70,8 +70,8 @@ typedef void (*ibc_event_cb)(struct ibc_client *client,
 struct ibc_connect_attr {
 	uint32_t comp_mask; /* enum ibc_connect_attr_mask */
 	const char *socket_path;
-	/* Milliseconds to wait for each reply; 0 waits forever. Default
-	 * 30000. */
+	/* Milliseconds to wait for each reply (at most twice that); 0, the
+	 * default, waits until the broker answers or goes. */
 	int timeout_ms;
 	uint32_t flags; /* enum ibc_connect_flags */
 	ibc_event_cb event_cb;

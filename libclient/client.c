@@ -14,7 +14,10 @@
 
 #include "libclient/client.h"
 
-#define IBC_DEFAULT_TIMEOUT_MS 30000
+/* Wait for replies without a deadline by default: a timed wait arms a
+ * kernel timer on every request, and a broker that hangs is killed by its
+ * watchdog, which ends the connection. */
+#define IBC_DEFAULT_TIMEOUT_MS 0
 
 static int ibc_open_socket(const char *path)
 {
