@@ -165,18 +165,34 @@ static int parse_quota(struct parse *p, const char *key, const char *value,
 	return 1;
 }
 
+/* A uid or gid given as a number: 1 when @name is one (*ret set), 0 when
+ * it is a name, -EINVAL when it starts like a number and is not one. */
+static int parse_id(const char *name, unsigned long *ret)
+{
+	unsigned long v;
+	char *end;
+
+	if (!isdigit((unsigned char)name[0]))
+		return 0;
+	errno = 0;
+	v = strtoul(name, &end, 10);
+	/* (uid_t)-1 and (gid_t)-1 mean "no id". */
+	if (errno || *end || v >= (uid_t)-1)
+		return -EINVAL;
+	*ret = v;
+	return 1;
+}
+
 static int lookup_gid(const char *name, gid_t *ret)
 {
 	struct group gr, *res = NULL;
 	char buf[4096];
-	char *end;
 	unsigned long v;
+	int num = parse_id(name, &v);
 
-	if (isdigit((unsigned char)name[0])) {
-		errno = 0;
-		v = strtoul(name, &end, 10);
-		if (errno || *end || v >= (gid_t)-1)
-			return -EINVAL;
+	if (num < 0)
+		return num;
+	if (num) {
 		*ret = (gid_t)v;
 		return 0;
 	}
@@ -190,14 +206,12 @@ static int lookup_uid(const char *name, uid_t *ret)
 {
 	struct passwd pw, *res = NULL;
 	char buf[4096];
-	char *end;
 	unsigned long v;
+	int num = parse_id(name, &v);
 
-	if (isdigit((unsigned char)name[0])) {
-		errno = 0;
-		v = strtoul(name, &end, 10);
-		if (errno || *end || v >= (uid_t)-1)
-			return -EINVAL;
+	if (num < 0)
+		return num;
+	if (num) {
 		*ret = (uid_t)v;
 		return 0;
 	}

@@ -19,6 +19,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/cklib.h"
 #include "tests/testlib.h"
 
 static struct tl_daemon D;
@@ -536,15 +537,5 @@ static Suite *client_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	if (tl_init("client") < 0)
-		return 99;
-	sr = srunner_create(client_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	tl_fini();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run("client", client_suite());
 }

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "daemon/config.h"
+#include "tests/cklib.h"
 #include "tests/testlib.h"
 
 /* Write @text to a fresh file in a fresh directory; malloc'd path. */
@@ -533,15 +534,5 @@ static Suite *config_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	if (tl_init("config") < 0)
-		return 99;
-	sr = srunner_create(config_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	tl_fini();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run("config", config_suite());
 }

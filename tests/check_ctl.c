@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "tests/agent.h"
+#include "tests/cklib.h"
 #include "tests/testlib.h"
 
 #define MAX_AGENTS 4
@@ -723,15 +724,5 @@ static Suite *ctl_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	if (tl_init("ctl") < 0)
-		return 99;
-	sr = srunner_create(ctl_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	tl_fini();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run("ctl", ctl_suite());
 }

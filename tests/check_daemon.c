@@ -25,6 +25,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/cklib.h"
 #include "tests/testlib.h"
 
 static struct tl_daemon D;
@@ -1370,15 +1371,5 @@ static Suite *daemon_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	if (tl_init("daemon") < 0)
-		return 99;
-	sr = srunner_create(daemon_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	tl_fini();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run("daemon", daemon_suite());
 }

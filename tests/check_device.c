@@ -26,6 +26,7 @@
 #include "daemon/caps.h"
 #include "daemon/device.h"
 #include "daemon/log.h"
+#include "tests/cklib.h"
 #include "tests/testlib.h"
 
 /* --- modes and names -------------------------------------------------- */
@@ -307,17 +308,7 @@ static Suite *device_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	if (tl_init("device") < 0)
-		return 99;
 	/* Only errors from the code under test. */
 	log_max_priority = LOG_ERR;
-	sr = srunner_create(device_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	tl_fini();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run("device", device_suite());
 }

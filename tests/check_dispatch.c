@@ -20,6 +20,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
+#include "tests/cklib.h"
 #include "tests/testlib.h"
 
 /* --- the table and the reply helpers ----------------------------------- */
@@ -499,15 +500,5 @@ static Suite *dispatch_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	if (tl_init("dispatch") < 0)
-		return 99;
-	sr = srunner_create(dispatch_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	tl_fini();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run("dispatch", dispatch_suite());
 }

@@ -31,6 +31,7 @@
 #include <infiniband/verbs.h>
 
 #include "tests/agent.h"
+#include "tests/cklib.h"
 #include "tests/testlib.h"
 
 #define MAX_AGENTS 8
@@ -1328,15 +1329,5 @@ static Suite *domains_suite(void)
 
 int main(void)
 {
-	SRunner *sr;
-	int failed;
-
-	if (tl_init("domains") < 0)
-		return 99;
-	sr = srunner_create(domains_suite());
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	tl_fini();
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run("domains", domains_suite());
 }

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "proto/wire.h"
+#include "tests/cklib.h"
 #include "tests/testlib.h"
 
 /* A connected pair: [0] sends, [1] receives. */
@@ -636,11 +637,5 @@ static Suite *wire_suite(void)
 
 int main(void)
 {
-	SRunner *sr = srunner_create(wire_suite());
-	int failed;
-
-	srunner_run_all(sr, CK_ENV);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run("wire", wire_suite());
 }
