@@ -129,12 +129,32 @@ static int verbs_handle_event(struct device *dev)
 	return verbs_drain_events(vd->own, dev->name);
 }
 
+/*
+ * The uverbs character device is the first thing the kernel removes: on
+ * drivers without disassociate_ucontext (rxe, siw) the ib device stays in
+ * /sys/class/infiniband until every uverbs descriptor is closed, so that is
+ * what to watch. The minor may be reused by another device at once: its
+ * ibdev attribute must still name this one.
+ */
 static bool verbs_present(struct device *dev)
 {
-	char path[128];
+	struct verbs_dev *vd = dev->priv;
+	char path[IBV_SYSFS_PATH_MAX + 8], name[DEVICE_NAME_MAX];
+	bool ok = false;
+	FILE *f;
 
-	snprintf(path, sizeof(path), "/sys/class/infiniband/%s", dev->name);
-	return access(path, F_OK) == 0;
+	if (!vd)
+		return false;
+	snprintf(path, sizeof(path), "%s/ibdev", vd->ibdev->dev_path);
+	f = fopen(path, "re");
+	if (!f)
+		return false;
+	if (fgets(name, sizeof(name), f)) {
+		name[strcspn(name, "\n")] = '\0';
+		ok = strcmp(name, dev->name) == 0;
+	}
+	fclose(f);
+	return ok;
 }
 
 static void verbs_shutdown(struct device *dev)

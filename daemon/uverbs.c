@@ -6,12 +6,13 @@
  * WQ), the mandatory response attribute and its size. Every identifier and
  * struct comes from the kernel's installed uAPI headers.
  *
- * The kernel refuses (EINVAL) an ioctl whose header does not carry the
- * driver id of the device (enum rdma_driver_id), which libibverbs keeps in
- * its private context. The id is learnt here from the kernel itself: the
- * read-only UVERBS_METHOD_INFO_HANDLES succeeds with the right id only. It
- * is cached per uverbs character device (st_rdev) and learnt again when a
- * cached id stops working (a device gone and another one at its minor).
+ * The kernel refuses (EINVAL, before looking at anything else) an ioctl
+ * whose header does not carry the driver id of the device (enum
+ * rdma_driver_id), which libibverbs keeps in its private context. The id is
+ * learnt here from the kernel itself, with the read-only
+ * UVERBS_METHOD_INFO_HANDLES, cached per uverbs character device (st_rdev),
+ * and learnt again when a cached id stops working (a device gone and
+ * another one at its minor).
  */
 #include "config.h"
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Destroy a uverbs object by its handle, on a context the daemon did not
- * create the object in through libibverbs (the objects of dead clients,
- * DESIGN §3 and §5). Only the kernel's ioctl interface through the
- * installed uverbs headers: no <infiniband/driver.h>, no ibv_cmd_*, no
+ * Destroy a uverbs object by its handle alone, without the libibverbs
+ * struct that made it: the objects dead clients leave in a shared context
+ * (DESIGN §3 and §5). Only the kernel's ioctl interface through the
+ * installed uAPI headers: no <infiniband/driver.h>, no ibv_cmd_*, no
  * hand-copied structs.
  */
 #ifndef RDMAB_UVERBS_H
@@ -33,9 +33,9 @@ enum uverbs_obj {
  * Destroy the object @handle of @kind in the context whose command
  * descriptor is @cmd_fd (RDMA_VERBS_IOCTL, UVERBS_METHOD_<OBJ>_DESTROY).
  * Returns 0, or the kernel's -errno: -EBUSY while other objects still use
- * it (retry after those), -ENOENT or -EINVAL for a handle that names no
- * object of that kind, -EIO once the device was disassociated; -EINVAL for
- * an unknown @kind.
+ * it (retry after those), -ENOENT for a handle that names no object of that
+ * kind, -EIO once the device was disassociated; -EINVAL for an unknown
+ * @kind; -ENOTTY when @cmd_fd is not a uverbs descriptor.
  */
 int uverbs_destroy(int cmd_fd, enum uverbs_obj kind, uint32_t handle);
 

@@ -52,7 +52,9 @@ enum ibc_connect_flags {
 enum ibc_event_type {
 	IBC_EVENT_SHUTDOWN = 1, /* the broker is stopping */
 	IBC_EVENT_DISCONNECTED, /* the connection was lost */
-	IBC_EVENT_DEVICE_REMOVED, /* a device is gone; close its contexts */
+	/* A device is gone: destroy what this process made on it in the
+	 * callback; the library closes its contexts' descriptors after. */
+	IBC_EVENT_DEVICE_REMOVED,
 };
 
 struct ibc_event {

@@ -413,6 +413,10 @@ int ibc_drain_events(struct ibc_client *cl)
 		head = e->next;
 		if (cl->event_cb)
 			cl->event_cb(cl, &ev, cl->event_arg);
+		/* The callback was the application's chance to destroy its
+		 * objects and close the contexts; what is left goes now. */
+		if (e->type == IBC_EVENT_DEVICE_REMOVED)
+			ibc_ctx_device_removed(cl, e->device);
 		free(e);
 		n++;
 	}

@@ -92,6 +92,10 @@ int ibc_drain_events(struct ibc_client *cl);
 /* Release the contexts still open at disconnect, locally: the broker
  * releases its side when the session ends. */
 void ibc_ctx_free_all(struct ibc_client *cl);
+/* After IBC_EVENT_DEVICE_REMOVED was delivered: close this process's
+ * descriptors of every context still open on @device, so that the kernel
+ * can finish removing it. */
+void ibc_ctx_device_removed(struct ibc_client *cl, const char *device);
 
 /* Fill @e from a DeviceInfo of the broker. */
 void ibc_device_info_from(struct ibc_device_info *e,

@@ -28,6 +28,8 @@ struct ibc_ctx {
 	struct ibv_pd *vpd;
 	/* soft: the context memfd */
 	int soft_fd;
+	/* The device is gone: this process's descriptors are closed. */
+	bool removed;
 };
 
 static int ibc_ctx_soft(struct ibc_ctx *ctx, int fd)
@@ -229,17 +231,36 @@ out:
 	return err;
 }
 
-/* Release what this process holds of @ctx, without the broker. */
-static void ibc_ctx_free_local(struct ibc_ctx *ctx)
+/* Close this process's descriptors of @ctx, keeping @ctx for ibc_close. */
+static void ibc_ctx_drop_local(struct ibc_ctx *ctx)
 {
 	if (ctx->vpd)
-		/* Unimport only: the PD is the whole domain's. */
 		ibv_unimport_pd(ctx->vpd);
 	if (ctx->vctx)
 		ibv_close_device(ctx->vctx);
 	if (ctx->soft_fd >= 0)
 		close(ctx->soft_fd);
+	ctx->vpd = NULL;
+	ctx->vctx = NULL;
+	ctx->soft_fd = -1;
+	ctx->removed = true;
+}
+
+/* Release what this process holds of @ctx, without the broker. */
+static void ibc_ctx_free_local(struct ibc_ctx *ctx)
+{
+	if (!ctx->removed)
+		ibc_ctx_drop_local(ctx);
 	free(ctx);
+}
+
+void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)
+{
+	pthread_mutex_lock(&cl->lock);
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
+		if (!ctx->removed && strcmp(ctx->caps.device, device) == 0)
+			ibc_ctx_drop_local(ctx);
+	pthread_mutex_unlock(&cl->lock);
 }
 
 void ibc_ctx_free_all(struct ibc_client *cl)
@@ -284,6 +305,12 @@ IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret)
 
 IBC_EXPORT struct ibv_context *ibc_verbs_context(struct ibc_ctx *ctx)
 {
+	if (ctx && ctx->removed) {
+		ibc_set_error(-ENODEV, "%s was removed: close the context",
+			      ctx->caps.device);
+		errno = ENODEV;
+		return NULL;
+	}
 	if (!ctx || !ctx->vctx) {
 		ibc_set_error(-EOPNOTSUPP,
 			      "%s is the soft device: it has no libibverbs "
@@ -297,6 +324,12 @@ IBC_EXPORT struct ibv_context *ibc_verbs_context(struct ibc_ctx *ctx)
 
 IBC_EXPORT struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx)
 {
+	if (ctx && ctx->removed) {
+		ibc_set_error(-ENODEV, "%s was removed: close the context",
+			      ctx->caps.device);
+		errno = ENODEV;
+		return NULL;
+	}
 	if (ctx && ctx->vpd)
 		return ctx->vpd;
 	if (ctx && ctx->vctx)

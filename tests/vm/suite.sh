@@ -1,0 +1,466 @@
+#!/bin/bash
+# SPDX-License-Identifier: MIT
+# The check-vm suite. Runs inside the VM as root, as rdmab-vmtest.service
+# under systemd (PID 1), with the project installed under /usr and its
+# build tree visible at the host's path (read-only). Sets up Soft-RoCE
+# (rdma_rxe on a veth pair) and checks the units, the verbs device, the
+# client library and the daemon's destroy-by-handle helper there
+# (tests/vm/README.md lists the checks). Clients run as the unprivileged
+# user rdmatest, a member of the group rdma.
+#
+# Results go to the console and to the 9p folder "vmresults": results.txt
+# (one PASS:/FAIL:/INFO: line each), summary ("N passed, M failed"), logs/.
+# VM_ONLY (a regular expression) runs only the sections whose names match.
+set -u
+
+build=${VM_TOP_BUILDDIR:?}
+bindir=${VM_BINDIR:-/usr/bin}
+# The daemon reads $sysconfdir/rdmabroker/rdmabroker.conf of its build.
+confdir=${VM_SYSCONFDIR:-/etc}/rdmabroker
+ctl=$bindir/rdmabrokerctl
+bin=$build/tests/vm
+only=${VM_ONLY:-}
+DEV=rxe0
+UNIT=rdmabrokerd.service
+SOCKUNIT=rdmabrokerd.socket
+SOCK=/run/rdmabroker.sock
+CLIENT=rdmatest
+# The watchdog the suite gives the service through a drop-in.
+WATCHDOG_SEC=4
+
+echo "VMTEST-SUITE-STARTED"
+R=/run/vmtest/results
+mkdir -p "$R"
+if ! mount -t 9p -o trans=virtio,version=9p2000.L,msize=262144 vmresults "$R"; then
+	echo "VMTEST: cannot mount the results folder; results only on the console"
+fi
+L=$R/logs
+mkdir -p "$L"
+OUT=$R/results.txt
+: >"$OUT"
+npass=0 nfail=0
+t_start=$(date +%s)
+
+emit() {
+	echo "$*"
+	echo "$*" >>"$OUT"
+}
+pass() {
+	npass=$((npass + 1))
+	emit "PASS: $1${2:+ -- $2}"
+}
+fail() {
+	nfail=$((nfail + 1))
+	emit "FAIL: $1${2:+ -- $2}"
+}
+# check NAME DETAIL COMMAND...: PASS when COMMAND succeeds.
+check() {
+	local name=$1 detail=$2
+	shift 2
+	if "$@"; then pass "$name" "$detail"; else fail "$name" "$detail"; fi
+}
+info() { emit "INFO: $*"; }
+section() {
+	if [ -n "$only" ] && ! [[ $1 =~ $only ]]; then
+		return 1
+	fi
+	emit "== $1 ($(($(date +%s) - t_start))s)"
+	return 0
+}
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+
+# Run a command as the unprivileged client user; "${AS_CLIENT[@]}" where a
+# program must see it (timeout, &), so that $! is the client's own pid.
+AS_CLIENT=(setpriv --reuid="$CLIENT" --regid="$CLIENT" --init-groups --)
+as_client() { "${AS_CLIENT[@]}" "$@"; }
+
+# Count the CHECK lines a test program printed into PASS/FAIL results.
+checks_from() {
+	local f=$1 l r seen=0
+	while IFS= read -r l; do
+		case $l in
+		"CHECK PASS "*)
+			r=${l#CHECK PASS }
+			pass "${r%%: *}" "${r#*: }"
+			seen=1
+			;;
+		"CHECK FAIL "*)
+			r=${l#CHECK FAIL }
+			fail "${r%%: *}" "${r#*: }"
+			seen=1
+			;;
+		esac
+	done <"$f"
+	return $((!seen))
+}
+# run_prog LOG CMD...: run a test program, count its CHECK lines; a program
+# that dies without any is a failure of its own.
+run_prog() {
+	local log=$1 rc
+	shift
+	timeout 120 "$@" >"$L/$log.log" 2>&1
+	rc=$?
+	if ! checks_from "$L/$log.log"; then
+		fail "$log" "exited $rc without a CHECK line: $(tail -n 3 "$L/$log.log" | tr '\n' ' ')"
+	elif [ $rc != 0 ] && ! grep -q '^CHECK FAIL' "$L/$log.log"; then
+		fail "$log" "exited $rc: $(tail -n 3 "$L/$log.log" | tr '\n' ' ')"
+	fi
+}
+
+# wait_for SECONDS COMMAND...: poll every 0.2 s until COMMAND succeeds.
+wait_for() {
+	local end=$(($(now_ms) + $1 * 1000))
+	shift
+	until "$@"; do
+		[ "$(now_ms)" -lt "$end" ] || return 1
+		sleep 0.2
+	done
+}
+
+# Is PID running (a zombie child is not)?
+alive() {
+	local st
+	st=$(ps -o stat= -p "$1" 2>/dev/null)
+	[ -n "$st" ] && [[ $st != Z* ]]
+}
+dead() { ! alive "$1"; }
+prop() { systemctl show -p "$2" --value "$1"; }
+main_pid() { prop "$UNIT" MainPID; }
+requests() {
+	as_client "$ctl" --json status 2>/dev/null |
+		sed -n 's/.*"requests_served":\([0-9]*\).*/\1/p'
+}
+# Objects of TYPE (qp, cq, mr, pd) that `rdma resource` lists for PID.
+rdma_count() {
+	rdma resource show "$1" pid "$2" 2>/dev/null | grep -Ec "(^| )pid $2( |\$)"
+}
+# Which processes hold a uverbs descriptor or mapping, as "comm(pid)".
+uverbs_holders() {
+	local p out=""
+	for p in $({
+		find /proc/[0-9]*/fd -lname '/dev/infiniband/uverbs*' 2>/dev/null |
+			cut -d/ -f3
+		grep -ls /dev/infiniband/uverbs /proc/[0-9]*/maps | cut -d/ -f3
+	} | sort -un); do
+		out="$out $(cat "/proc/$p/comm" 2>/dev/null)($p)"
+	done
+	echo "${out:- none}"
+}
+newsync() {
+	local d
+	d=$(mktemp -d /run/vmtest/sync.XXXXXX)
+	chmod 1777 "$d"
+	echo "$d"
+}
+journal_has() { # PRIORITY TEXT
+	journalctl --no-pager -q -u "$UNIT" -p "$1..$1" -o cat | grep -qF -- "$2"
+}
+
+finish() {
+	local secs=$(($(date +%s) - t_start))
+	journalctl --no-pager -u "$UNIT" -u "$SOCKUNIT" -o short-monotonic \
+		>"$L/journal-rdmabrokerd.txt" 2>&1
+	journalctl --no-pager -b -o short-monotonic >"$L/journal-all.txt" 2>&1
+	dmesg >"$L/dmesg.txt" 2>&1
+	info "suite ran ${secs}s"
+	emit "$npass passed, $nfail failed"
+	echo "$npass passed, $nfail failed" >"$R/summary"
+	sync
+	[ "$nfail" = 0 ]
+	exit $?
+}
+
+info "kernel $(uname -r); $(systemctl --version | head -n 1);" \
+	"rdma-core $(dpkg-query -W -f='${Version}' rdma-core 2>/dev/null)"
+
+# --- setup: users, Soft-RoCE -----------------------------------------------
+if section setup; then
+	systemd-sysusers >"$L/sysusers.log" 2>&1
+	ldconfig
+	users_ok() {
+		getent passwd rdmabroker && getent group rdma &&
+			id -nG "$CLIENT" | grep -qw rdma
+	} >>"$L/sysusers.log" 2>&1
+	check users "rdmabroker, group rdma and $CLIENT (in rdma) exist (sysusers.d)" \
+		users_ok
+	{
+		modprobe rdma_rxe &&
+			ip link add veth0 type veth peer name veth1 &&
+			ip link set veth0 up && ip link set veth1 up &&
+			rdma link add "$DEV" type rxe netdev veth0
+	} >"$L/setup.log" 2>&1
+	if wait_for 20 bash -c "ibv_devinfo -d $DEV 2>/dev/null | grep -q PORT_ACTIVE"; then
+		pass rxe-setup "$DEV on veth0: $(rdma link show "$DEV/1" 2>&1 | head -n 1)"
+	else
+		fail rxe-setup "no active $DEV: $(tail -n 3 "$L/setup.log" | tr '\n' ' ')"
+		finish
+	fi
+	ibv_devinfo -v -d "$DEV" >>"$L/setup.log" 2>&1
+	check uverbs-node "/dev/infiniband/uverbs* is there, mode 0666" \
+		bash -c '[ "$(stat -c %a /dev/infiniband/uverbs0)" = 666 ]'
+fi
+
+# --- units and socket activation -------------------------------------------
+if section activation; then
+	mkdir -p "/etc/systemd/system/$UNIT.d"
+	printf '[Service]\nWatchdogSec=%ss\n' "$WATCHDOG_SEC" \
+		>"/etc/systemd/system/$UNIT.d/50-vmtest-watchdog.conf"
+	systemctl daemon-reload
+	check units-installed "$UNIT and $SOCKUNIT under /usr/lib/systemd/system" \
+		test -f "/usr/lib/systemd/system/$UNIT" -a -f "/usr/lib/systemd/system/$SOCKUNIT"
+	systemctl start "$SOCKUNIT" >"$L/activation.log" 2>&1
+	st=$(prop "$SOCKUNIT" ActiveState)/$(prop "$UNIT" ActiveState)
+	perm=$(stat -c '%a %U:%G %F' "$SOCK" 2>&1)
+	check socket-listening "socket/service: $st; $SOCK: $perm" \
+		test "$st" = active/inactive -a "$perm" = "660 root:rdma socket"
+	t0=$(now_ms)
+	as_client "$ctl" status >>"$L/activation.log" 2>&1
+	rc=$?
+	t1=$(now_ms)
+	st=$(prop "$UNIT" ActiveState)
+	check socket-activation "the first client ($CLIENT: rdmabrokerctl status, exit $rc, $((t1 - t0)) ms) started the service: $st, pid $(main_pid)" \
+		test "$rc" = 0 -a "$st" = active
+	check service-user "the daemon runs as $(ps -o user= -p "$(main_pid)" 2>/dev/null)" \
+		test "$(ps -o user= -p "$(main_pid)" 2>/dev/null)" = rdmabroker
+	sleep 1.5 # STATUS= is sent at most once a second
+	systemctl status --no-pager "$UNIT" >"$L/systemctl-status.log" 2>&1
+	line=$(grep -m1 'Status: "' "$L/systemctl-status.log" | sed 's/^ *//')
+	status_ok() {
+		grep -q 'Active: active (running)' "$L/systemctl-status.log" &&
+			[ -n "$line" ]
+	}
+	check systemctl-status "$(grep -m1 'Active:' "$L/systemctl-status.log" | sed 's/^ *//'); $line" \
+		status_ok
+fi
+
+# --- the verbs device -------------------------------------------------------
+if section device; then
+	as_client "$ctl" --json status >"$L/status.json" 2>&1
+	as_client "$ctl" --json devices >"$L/devices.json" 2>&1
+	as_client "$ctl" devices >"$L/devices.txt" 2>&1
+	exec_start=$(prop "$UNIT" ExecStart)
+	kind=$(sed -n 's/.*"device_kind":"\([a-z]*\)".*/\1/p' "$L/status.json")
+	auto_verbs() {
+		[ "$kind" = verbs ] &&
+			! grep -Eq -- '--device[= ]*(soft|verbs)' <<<"$exec_start"
+	}
+	check device-auto "ExecStart has no --device (auto); the daemon chose \"$kind\": $(journalctl -q -u "$UNIT" -o cat | grep -m1 'using the')" \
+		auto_verbs
+	# python3 reads the JSON; the expectations are rxe's (research §6).
+	caps=$(python3 - "$L/devices.json" "$DEV" <<'EOF'
+import json, sys
+devs = json.load(open(sys.argv[1]))
+d = [x for x in devs if x["name"] == sys.argv[2]]
+if not d:
+    print("missing"); sys.exit(1)
+d = d[0]
+want = {"kind": "verbs", "transport": "RoCE", "removed": False, "import": False,
+        "xrc": False, "ports": 1, "max_dm_size": 0, "max_rss_table_size": 0}
+bad = {k: d.get(k) for k in want if d.get(k) != want[k]}
+print(", ".join("%s=%s" % (k, json.dumps(v)) for k, v in d.items() if k != "name"))
+sys.exit(1 if bad else 0)
+EOF
+	)
+	check devices-rxe0 "rdmabrokerctl devices: $DEV $caps (want verbs, RoCE, no import, no XRC, no DM, no RSS)" \
+		test $? = 0
+fi
+
+# --- the client library on rxe ------------------------------------------------
+if section client; then
+	run_prog ownctx-import-error "${AS_CLIENT[@]}" "$bin/vm-ownctx" import-error "$DEV"
+	run_prog ownctx-own "${AS_CLIENT[@]}" "$bin/vm-ownctx" own "$DEV"
+fi
+
+# --- RC ping-pong: the hot path never reaches the broker -----------------------
+if section pingpong; then
+	sync=$(newsync)
+	iters=${VM_PINGPONG_ITERS:-2000}
+	"${AS_CLIENT[@]}" "$bin/vm-pingpong" "$DEV" "$iters" "$sync" >"$L/pingpong.log" 2>&1 &
+	pp=$!
+	if wait_for 60 test -e "$sync/ready"; then
+		r0=$(requests)
+		r1=$(requests)
+		touch "$sync/go"
+		wait_for 120 test -e "$sync/done"
+		r2=$(requests)
+		touch "$sync/finish"
+		wait "$pp"
+		checks_from "$L/pingpong.log" ||
+			fail rc-pingpong "no result: $(tail -n 3 "$L/pingpong.log" | tr '\n' ' ')"
+		per=$((r1 - r0))
+		moved=$((r2 - r1 - per))
+		check hot-path-no-requests "requests_served $r1 before and $r2 after $iters round trips; one rdmabrokerctl status costs $per, so the clients made $moved requests" \
+			test -n "$r0" -a "$moved" = 0
+	else
+		kill -9 "$pp" 2>/dev/null
+		wait "$pp"
+		fail rc-pingpong "the two clients never connected: $(tail -n 3 "$L/pingpong.log" | tr '\n' ' ')"
+	fi
+fi
+
+# --- a client killed with SIGKILL leaves nothing in the kernel ------------------
+if section sigkill; then
+	sync=$(newsync)
+	"${AS_CLIENT[@]}" "$bin/vm-ownctx" hold "$DEV" "$sync" >"$L/sigkill.log" 2>&1 &
+	hp=$!
+	if wait_for 30 test -e "$sync/ready"; then
+		before=""
+		for t in qp cq mr pd; do before="$before $t $(rdma_count $t $hp)"; done
+		kill -9 "$hp"
+		wait "$hp" 2>/dev/null
+		gone() {
+			for t in qp cq mr pd; do
+				[ "$(rdma_count $t "$hp")" = 0 ] || return 1
+			done
+		}
+		wait_for 5 gone
+		after=""
+		for t in qp cq mr pd; do after="$after $t $(rdma_count $t $hp)"; done
+		no_leak() {
+			[ "$after" = " qp 0 cq 0 mr 0 pd 0" ] && [[ $before != *" 0"* ]]
+		}
+		check sigkill-no-leak "pid $hp held$before; 5 s after SIGKILL rdma resource lists$after" \
+			no_leak
+		session_gone() {
+			! as_client "$ctl" --json clients 2>/dev/null |
+				grep -Eq "\"pid\":$hp[,}]"
+		}
+		check sigkill-session-gone "the broker dropped the session of pid $hp" \
+			wait_for 5 session_gone
+	else
+		kill -9 "$hp" 2>/dev/null
+		fail sigkill-no-leak "the client never got ready: $(tail -n 3 "$L/sigkill.log" | tr '\n' ' ')"
+	fi
+fi
+
+# --- destroy by handle ----------------------------------------------------------
+if section destroy; then
+	run_prog destroy "$bin/vm-destroy" "$DEV"
+fi
+
+# --- journal priorities ------------------------------------------------------------
+if section journal; then
+	pid=$(main_pid)
+	mkdir -p "$confdir"
+	printf '[soft]\nthis line is not ini\n' >"$confdir/rdmabroker.conf"
+	kill -HUP "$pid"
+	sleep 1
+	rm -f "$confdir/rdmabroker.conf"
+	kill -HUP "$pid"
+	sleep 1
+	journalctl --no-pager -u "$UNIT" -o verbose >"$L/journal-verbose.txt" 2>&1
+	check journal-err "priority 3 (err): a bad rdmabroker.conf on SIGHUP: $(journalctl -q -u "$UNIT" -p 3..3 -o cat | tail -n 1)" \
+		journal_has 3 "keeping the running configuration"
+	check journal-notice "priority 5 (notice): $(journalctl -q -u "$UNIT" -p 5..5 -o cat | grep -m1 'using the')" \
+		journal_has 5 "using the verbs device"
+	check journal-info "priority 6 (info): $(journalctl -q -u "$UNIT" -p 6..6 -o cat | grep -m1 'listening on')" \
+		journal_has 6 "listening on the socket systemd passed"
+	raw=$(journalctl -q -u "$UNIT" _PID="$pid" -o cat | grep -c '^<[0-7]>')
+	check journal-prefix "no <N> prefix left in $pid's messages ($raw found)" test "$raw" = 0
+	check journal-still-running "the daemon kept running after the bad file: $(prop "$UNIT" ActiveState), pid $(main_pid)" \
+		test "$(main_pid)" = "$pid"
+fi
+
+# --- the watchdog ---------------------------------------------------------------------
+if section watchdog; then
+	pid=$(main_pid)
+	n0=$(prop "$UNIT" NRestarts)
+	t0=$(now_ms)
+	kill -STOP "$pid"
+	restarted() {
+		local p
+		p=$(main_pid)
+		[ "$p" != 0 ] && [ "$p" != "$pid" ] && [ "$(prop "$UNIT" ActiveState)" = active ]
+	}
+	wait_for $((WATCHDOG_SEC * 3 + 20)) restarted
+	t1=$(now_ms)
+	n1=$(prop "$UNIT" NRestarts)
+	msg=$(journalctl -q -u "$UNIT" -o cat | grep -m1 -i 'watchdog timeout')
+	wd_ok() { [ -n "$msg" ] && [ "$n1" -gt "$n0" ] && restarted; }
+	check watchdog-restart "SIGSTOP on $pid (WatchdogSec=${WATCHDOG_SEC}s drop-in): \"$msg\"; restarted as $(main_pid) after $((t1 - t0)) ms, NRestarts $n0 -> $n1" \
+		wd_ok
+	kill -CONT "$pid" 2>/dev/null
+	as_client "$ctl" status >"$L/watchdog-status.log" 2>&1
+	check watchdog-serves "the restarted daemon answers (exit $?)" test $? = 0
+fi
+
+# --- stop and start with the socket kept -------------------------------------------------
+if section stop-start; then
+	pid=$(main_pid)
+	t0=$(now_ms)
+	systemctl stop "$UNIT" >"$L/stop.log" 2>&1
+	t1=$(now_ms)
+	res="$(prop "$UNIT" ActiveState), Result=$(prop "$UNIT" Result), ExecMainCode=$(prop "$UNIT" ExecMainCode) ExecMainStatus=$(prop "$UNIT" ExecMainStatus)"
+	said=$(journalctl -q -u "$UNIT" _PID="$pid" -p 5..5 -o cat | grep -m1 'shutting down')
+	stopped_clean() {
+		[ "$(prop "$UNIT" ActiveState)" = inactive ] &&
+			[ "$(prop "$UNIT" Result)" = success ] &&
+			[ "$(prop "$UNIT" ExecMainStatus)" = 0 ] && [ -n "$said" ]
+	}
+	check stop-clean "systemctl stop in $((t1 - t0)) ms: $res; the daemon said at notice: \"$said\"" \
+		stopped_clean
+	check socket-kept "after the stop: $SOCKUNIT $(prop "$SOCKUNIT" ActiveState), $SOCK $(stat -c %F "$SOCK" 2>&1)" \
+		test "$(prop "$SOCKUNIT" ActiveState)" = active -a -S "$SOCK"
+	as_client "$ctl" status >"$L/restart.log" 2>&1
+	rc=$?
+	check reactivation "the next client (exit $rc) started it again: $(prop "$UNIT" ActiveState), pid $(main_pid) (was $pid)" \
+		test "$rc" = 0 -a "$(prop "$UNIT" ActiveState)" = active -a "$(main_pid)" != "$pid"
+fi
+
+# --- device removal -----------------------------------------------------------------------
+if section removal; then
+	sync=$(newsync)
+	pid=$(main_pid)
+	"${AS_CLIENT[@]}" "$bin/vm-ownctx" wait-removed "$DEV" "$sync" passive >"$L/removal-passive.log" 2>&1 &
+	cp_=$!
+	"${AS_CLIENT[@]}" "$bin/vm-ownctx" wait-removed "$DEV" "$sync" app >"$L/removal-app.log" 2>&1 &
+	ca=$!
+	wait_for 30 test -e "$sync/passive" -a -e "$sync/app" ||
+		info "the removal clients did not get ready: $(tail -n 2 "$L"/removal-*.log | tr '\n' ' ')"
+	info "before the removal, uverbs held by:$(uverbs_holders)"
+	t0=$(now_ms)
+	timeout 120 rdma link delete "$DEV" >"$L/link-delete.log" 2>&1 &
+	dp=$!
+	wait_for 5 dead "$dp"
+	t1=$(now_ms)
+	blocked=""
+	alive "$dp" && blocked=$(uverbs_holders)
+	# What the broker did, with the window over (it checks every 2 s).
+	as_client "$ctl" --json devices >"$L/devices-after.json" 2>&1
+	check device-marked-removed "rdmabrokerctl devices after the removal: $(cat "$L/devices-after.json")" \
+		grep -q '"removed":true' "$L/devices-after.json"
+	check journal-warning "priority 4 (warning): $(journalctl -q -u "$UNIT" -p 4..4 -o cat | grep -m1 'is gone' || echo 'no "device ... is gone"')" \
+		journal_has 4 "is gone"
+	if [ -n "$blocked" ]; then
+		fail link-delete-5s "rdma link delete $DEV still blocked after $((t1 - t0)) ms; uverbs held by:$blocked"
+		# Let it finish, step by step, to say who held it.
+		touch "$sync/finish"
+		step=""
+		wait_for 10 dead "$cp_"
+		wait_for 5 dead "$ca"
+		wait_for 3 dead "$dp"
+		alive "$dp" || step="once the clients exited"
+		if [ -z "$step" ]; then
+			systemctl stop "$UNIT" >>"$L/link-delete.log" 2>&1
+			wait_for 15 dead "$dp"
+			alive "$dp" || step="once the daemon was stopped"
+		fi
+		info "rdma link delete finished ${step:-never (still blocked; uverbs held by:$(uverbs_holders))} after $(($(now_ms) - t0)) ms"
+	else
+		wait "$dp"
+		drc=$?
+		check link-delete-5s "rdma link delete $DEV returned $drc after $((t1 - t0)) ms with the daemon and two clients running" \
+			test "$drc" = 0
+		# The clients answer within a few seconds of the event.
+		wait_for 10 test -e "$sync/app-closed" -a -e "$sync/passive-done"
+		touch "$sync/finish"
+	fi
+	wait "$cp_" 2>/dev/null
+	wait "$ca" 2>/dev/null
+	checks_from "$L/removal-passive.log" ||
+		fail device-removed-event-passive "no result: $(tail -n 2 "$L/removal-passive.log" | tr '\n' ' ')"
+	checks_from "$L/removal-app.log" ||
+		fail device-removed-event-app "no result: $(tail -n 2 "$L/removal-app.log" | tr '\n' ' ')"
+fi
+
+finish
