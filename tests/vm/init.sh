@@ -48,6 +48,10 @@ mount -t overlay overlay \
 # command line: hide them in the overlay.
 rm -f /newroot/.dockerenv /newroot/run/.containerenv \
 	/newroot/run/systemd/container
+# systemd-tmpfiles empties /tmp and /var/tmp at boot (tmp.conf, type D):
+# the source and build trees of the run may live there. Mask it.
+mkdir -p /newroot/etc/tmpfiles.d && : >/newroot/etc/tmpfiles.d/tmp.conf ||
+	fail "cannot mask tmpfiles.d/tmp.conf"
 
 for d in dev proc sys; do
 	mount -o move "/$d" "/newroot/$d" || fail "cannot move /$d"
