@@ -115,4 +115,8 @@ void agent_stop(struct agent *a);
 int agent_run(const struct agent_cred *cred, const char *const *argv,
 	      int timeout_ms, char **ret_out, char **ret_err);
 
+/* Only root can run agents as other users: otherwise say so on stderr
+ * (@what: who cannot do what) and return false, so the test skips. */
+bool agent_can_switch_users(const char *what);
+
 #endif

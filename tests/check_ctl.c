@@ -58,15 +58,6 @@ static void teardown(void)
 	}
 }
 
-static bool need_root(void)
-{
-	if (geteuid() == 0)
-		return true;
-	fprintf(stderr, "check_ctl: not root; rdmabrokerctl cannot be run "
-			"as other users, test skipped\n");
-	return false;
-}
-
 static const char *ctl_path(void)
 {
 	const char *p = getenv("RDMABROKERCTL");
@@ -486,7 +477,7 @@ START_TEST(test_domains_non_admin)
 	char kind;
 	int count;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_ctl: rdmabrokerctl cannot be run as other users"))
 		return;
 	daemon_up(lab_conf);
 	client_as(agent_cred(4242, 4242, AGENT_END));
@@ -524,7 +515,7 @@ START_TEST(test_domains_admin)
 	char names[16][64];
 	size_t n;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_ctl: rdmabrokerctl cannot be run as other users"))
 		return;
 	daemon_up(lab_conf);
 	client_as(agent_cred(4242, 4242, AGENT_END));
@@ -547,7 +538,7 @@ START_TEST(test_admin_group)
 	struct run r;
 	size_t n;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_ctl: rdmabrokerctl cannot be run as other users"))
 		return;
 	daemon_up("[broker]\nadmin_group = 4260\n[domain lab]\n"
 		  "users = 4242\n");
@@ -587,7 +578,7 @@ START_TEST(test_json_outputs)
 		agent_cred(65534, 65534, AGENT_END),
 	};
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_ctl: rdmabrokerctl cannot be run as other users"))
 		return;
 	daemon_up(lab_conf);
 	client_as(agent_cred(4242, 4242, AGENT_END));

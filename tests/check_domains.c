@@ -73,15 +73,6 @@ static void teardown(void)
 	}
 }
 
-static bool need_root(void)
-{
-	if (geteuid() == 0)
-		return true;
-	fprintf(stderr, "check_domains: not root; clients of other uids "
-			"cannot be run, test skipped\n");
-	return false;
-}
-
 /* Does this machine have RDMA devices (then auto takes verbs)? */
 static bool have_rdma(void)
 {
@@ -383,7 +374,7 @@ START_TEST(test_same_uid_shares)
 	const struct agent_rep *r;
 	uint64_t ctx, ino, id1;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	daemon_up(NULL, NULL);
 	a1 = agent_uid(4242);
@@ -438,7 +429,7 @@ START_TEST(test_other_uid_other_domain)
 	struct ibc_domain_info di;
 	uint64_t ctx, ino;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	daemon_up(NULL, NULL);
 	a1 = agent_uid(4242);
@@ -482,7 +473,7 @@ START_TEST(test_private_domain)
 	char want[64], name2[64];
 	uint64_t ctx1, ctx2, ino1, ino2;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	daemon_up("[defaults]\nclients = 3\nobjects = 40\n", NULL);
 	a1 = agent_uid(4242);
@@ -558,7 +549,7 @@ START_TEST(test_configured_cross_uid)
 	struct ibc_domain_info di;
 	uint64_t ctx, ino;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	daemon_up(cross_conf, NULL);
 	a1 = agent_uid(4242);
@@ -611,7 +602,7 @@ START_TEST(test_configured_membership)
 	struct agent *a;
 	const struct agent_rep *r;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	daemon_up(cross_conf, NULL);
 
@@ -650,7 +641,7 @@ START_TEST(test_join_refused)
 	struct agent *a1, *a2;
 	const struct agent_rep *r;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	daemon_up(cross_conf, NULL);
 	a1 = agent_uid(4243);
@@ -699,7 +690,7 @@ START_TEST(test_quota_clients)
 	const struct agent_rep *r;
 	struct ibc_domain_info di;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	daemon_up("[domain lab]\nusers = 65534, 4242\nclients = 2\n"
 		  "[defaults]\nclients = 1\n",
@@ -746,7 +737,7 @@ START_TEST(test_quota_objects)
 	const struct agent_rep *r;
 	struct ibc_domain_info di;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	daemon_up("[defaults]\nobjects = 0\n"
 		  "[domain lab]\nusers = 4242\nobjects = 0\n"
@@ -810,7 +801,7 @@ START_TEST(test_contexts_released)
 	struct ibc_ctx *c1, *c2;
 	int ret;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	daemon_up("[domain lab]\nusers = 65534, 4242\n", NULL);
 	a1 = agent_uid(4242);
@@ -920,7 +911,7 @@ START_TEST(test_verbs_accessors_on_soft)
 		      ibc_last_error());
 	ibc_close(ctx);
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	a = agent_uid(4242);
 	ag_connect(a, NULL, 0);
@@ -1012,7 +1003,7 @@ START_TEST(test_reload_quota)
 	const struct agent_rep *r;
 	struct ibc_domain_info di;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	daemon_up("[domain lab]\nusers = 65534, 4242\nclients = 1\n", NULL);
 	a1 = agent_uid(4242);
@@ -1051,7 +1042,7 @@ START_TEST(test_reload_bad_file)
 	struct ibc_domain_info di;
 	char needle[PATH_MAX + 64];
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	daemon_up("[domain lab]\nusers = 65534, 4242\nclients = 1\n", NULL);
 	a1 = agent_uid(4242);
@@ -1104,7 +1095,7 @@ START_TEST(test_reload_removes_domain)
 	struct ibc_domain_info di;
 	uint64_t ctx;
 
-	if (!need_root())
+	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
 		return;
 	daemon_up("[domain lab]\nusers = 65534, 4242\n", NULL);
 	a1 = agent_uid(4242);
