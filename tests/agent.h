@@ -16,6 +16,7 @@
 #ifndef RDMAB_TESTS_AGENT_H
 #define RDMAB_TESTS_AGENT_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
