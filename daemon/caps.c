@@ -50,16 +50,21 @@ int caps_effective_clear(struct caps_saved *saved)
 	return 0;
 }
 
-void caps_effective_restore(const struct caps_saved *saved)
+int caps_effective_restore(const struct caps_saved *saved)
 {
 	struct __user_cap_data_struct data[2];
+	int ret;
 
-	if (!saved->valid || caps_get(data) < 0)
-		return;
+	if (!saved->valid)
+		return 0;
+	ret = caps_get(data);
+	if (ret < 0)
+		return ret;
 	data[0].effective = saved->effective[0];
 	data[1].effective = saved->effective[1];
-	/* Raising effective bits that are still permitted cannot fail. */
-	caps_set(data);
+	/* Bits that are still permitted come back, unless seccomp or an LSM
+	 * refuses capset. */
+	return caps_set(data);
 }
 
 int caps_effective_empty(void)

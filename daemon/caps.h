@@ -16,8 +16,9 @@ struct caps_saved {
 
 /* Clear the effective set, remembering it in @saved. */
 int caps_effective_clear(struct caps_saved *saved);
-/* Put back what caps_effective_clear() cleared. */
-void caps_effective_restore(const struct caps_saved *saved);
+/* Put back what caps_effective_clear() cleared; -errno (errno set too)
+ * when capset is refused. */
+int caps_effective_restore(const struct caps_saved *saved);
 /* Is the effective set empty right now? (for tests) */
 int caps_effective_empty(void);
 

@@ -16,6 +16,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "common/verbs-import.h"
 #include "daemon/caps.h"
 #include "daemon/device.h"
 #include "daemon/log.h"
@@ -51,8 +52,14 @@ static int verbs_ctx_open(struct device *dev, uint64_t ctx_id,
 		return ret;
 	}
 	c->ctx = ibv_open_device(vd->ibdev);
-	ret = c->ctx ? 0 : -errno;
-	caps_effective_restore(&saved);
+	/* Some provider paths fail without setting errno. */
+	ret = c->ctx ? 0 : (errno ? -errno : -ENODEV);
+	if (caps_effective_restore(&saved) < 0) {
+		log_err("%s: cannot restore the effective capabilities after "
+			"opening a context: %s",
+			dev->name, strerror(errno));
+		ret = ret < 0 ? ret : -EPERM;
+	}
 	if (ret < 0)
 		goto fail;
 	c->pd = ibv_alloc_pd(c->ctx);
@@ -77,9 +84,11 @@ fail:
 static void verbs_ctx_close(struct device_ctx *c)
 {
 	/* Clients hold dups of cmd_fd: the kernel context lives on until the
-	 * last of them is closed. Our PD goes with our copy only if nobody
-	 * else uses it; EBUSY is expected otherwise. */
-	ibv_dealloc_pd(c->pd);
+	 * last of them is closed. The PD goes only if nobody else uses it;
+	 * otherwise (EBUSY) this process just stops using it, which on mlx5
+	 * frees its memory. */
+	if (ibv_dealloc_pd(c->pd))
+		ibv_unimport_pd(c->pd);
 	ibv_close_device(c->ctx);
 	free(c);
 }
@@ -187,16 +196,19 @@ static const struct device_ops verbs_ops = {
 
 /* Can another process import this device's contexts? Asking the provider
  * is the only reliable test: only mlx5 with dynamic UARs can. */
-static bool verbs_can_import(struct ibv_context *own)
+static bool verbs_can_import(struct device *dev, struct ibv_context *own)
 {
 	struct ibv_context *imp;
 	int fd = fcntl(own->cmd_fd, F_DUPFD_CLOEXEC, 3);
 
 	if (fd < 0)
 		return false;
-	imp = ibv_import_device(fd);
+	imp = verbs_import_device(fd);
 	if (!imp) {
-		close(fd);
+		/* EOPNOTSUPP: not mlx5; EINVAL: static UARs (old firmware
+		 * or kernel); EPROTONOSUPPORT: a kernel before 5.9. */
+		log_info("%s: contexts cannot be imported: %s", dev->name,
+			 strerror(errno));
 		return false;
 	}
 	ibv_close_device(imp);
@@ -219,7 +231,7 @@ static void verbs_query_caps(struct device *dev, struct ibv_context *own)
 		dev->caps.rss_hash_functions = attr.rss_caps.rx_hash_function;
 		dev->caps.ports = attr.orig_attr.phys_port_cnt;
 	}
-	dev->caps.import = verbs_can_import(own);
+	dev->caps.import = verbs_can_import(dev, own);
 	snprintf(dev->caps.transport, sizeof(dev->caps.transport), "%s",
 		 "unknown");
 	if (ibv_query_port(own, 1, &port) == 0)

@@ -15,6 +15,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "common/verbs-import.h"
 #include "libclient/client.h"
 #include "proto/soft.h"
 
@@ -58,12 +59,13 @@ static int ibc_ctx_own(struct ibc_ctx *ctx)
 
 	list = ibv_get_device_list(&n);
 	if (!list)
-		return -errno;
+		return errno ? -errno : -ENODEV;
 	for (int i = 0; i < n; i++) {
 		if (strcmp(ibv_get_device_name(list[i]), ctx->caps.device))
 			continue;
 		ctx->vctx = ibv_open_device(list[i]);
-		err = ctx->vctx ? 0 : -errno;
+		/* Some provider paths fail without setting errno. */
+		err = ctx->vctx ? 0 : (errno ? -errno : -ENODEV);
 		break;
 	}
 	ibv_free_device_list(list);
@@ -75,7 +77,8 @@ static int ibc_ctx_verbs(struct ibc_ctx *ctx, int fd)
 	const char *dev = ctx->caps.device;
 	int err;
 
-	ctx->vctx = ibv_import_device(fd);
+	/* Consumes fd on every path (libibverbs does not, always). */
+	ctx->vctx = verbs_import_device(fd);
 	if (ctx->vctx) {
 		ctx->vpd = ibv_import_pd(ctx->vctx, ctx->pd_handle);
 		if (ctx->vpd) {
@@ -91,8 +94,16 @@ static int ibc_ctx_verbs(struct ibc_ctx *ctx, int fd)
 				     dev, ctx->pd_handle, strerror(-err));
 	}
 	err = errno ? -errno : -EIO;
-	/* The fd is ours until ibv_import_device succeeds. */
-	close(fd);
+	if (err == -ENODEV)
+		/* Not an import problem: this process's libibverbs does not
+		 * see the device (no provider installed, sysfs hidden, an
+		 * exclusive RDMA network namespace); its own open would fail
+		 * the same way. */
+		return ibc_set_error(err,
+				     "%s: libibverbs in this process does "
+				     "not see the device (is ibverbs-providers "
+				     "installed, /sys visible?)",
+				     dev);
 	if ((ctx->client->flags & IBC_CONNECT_ALLOW_OWN_CONTEXT) &&
 	    (err == -EOPNOTSUPP || err == -EINVAL ||
 	     err == -EPROTONOSUPPORT)) {

@@ -23,6 +23,7 @@
 #include <infiniband/verbs.h>
 #include <linux/capability.h>
 
+#include "common/verbs-import.h"
 #include "daemon/caps.h"
 #include "daemon/device.h"
 #include "daemon/log.h"
@@ -215,6 +216,28 @@ static void capget2(struct __user_cap_data_struct data[2])
 	ck_assert_int_eq(syscall(SYS_capget, &hdr, data), 0);
 }
 
+/* verbs_import_device() consumes its descriptor on every path: a
+ * character device libibverbs does not know (ENODEV, descriptor left to the
+ * caller by libibverbs) and a regular file (EINVAL) leave no descriptor. */
+START_TEST(test_import_consumes_fd)
+{
+	static const char *const paths[] = { "/dev/null", "/proc/self/stat" };
+	int before = tl_count_fds(0);
+
+	for (size_t i = 0; i < 2; i++) {
+		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+
+		ck_assert_int_ge(fd, 0);
+		errno = 0;
+		ck_assert_ptr_null(verbs_import_device(fd));
+		ck_assert_msg(errno != 0, "%s: no errno", paths[i]);
+		ck_assert_msg(fcntl(fd, F_GETFD) < 0 && errno == EBADF,
+			      "%s: the descriptor is still open", paths[i]);
+		ck_assert_int_eq(tl_count_fds(0), before);
+	}
+}
+END_TEST
+
 START_TEST(test_caps_clear_restore)
 {
 	struct __user_cap_data_struct before[2], during[2], after[2];
@@ -260,10 +283,10 @@ START_TEST(test_caps_clear_restore)
 	 * no-op. */
 	ck_assert_int_eq(caps_effective_clear(&nested), 0);
 	ck_assert(!nested.valid);
-	caps_effective_restore(&nested);
+	ck_assert_int_eq(caps_effective_restore(&nested), 0);
 	ck_assert_int_eq(caps_effective_empty(), 1);
 
-	caps_effective_restore(&saved);
+	ck_assert_int_eq(caps_effective_restore(&saved), 0);
 	ck_assert_int_eq(caps_effective_empty(), 0);
 	capget2(after);
 	ck_assert_uint_eq(after[0].effective, before[0].effective);
@@ -278,7 +301,7 @@ START_TEST(test_caps_clear_restore)
 	close(fd);
 
 	/* Restoring twice changes nothing. */
-	caps_effective_restore(&saved);
+	ck_assert_int_eq(caps_effective_restore(&saved), 0);
 	capget2(after);
 	ck_assert_uint_eq(after[0].effective, before[0].effective);
 	ck_assert_uint_eq(after[1].effective, before[1].effective);
@@ -298,6 +321,7 @@ static Suite *device_suite(void)
 	tcase_add_test(tc, test_probe_soft);
 	tcase_add_test(tc, test_probe_verbs);
 	tcase_add_test(tc, test_probe_auto);
+	tcase_add_test(tc, test_import_consumes_fd);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("caps");
