@@ -201,7 +201,8 @@ void ibc_disconnect(struct ibc_client *client);
 
 /**
  * ibc_get_fd() - a descriptor that polls readable when ibc_dispatch() has
- * work to do. Owned by the client; do not close it.
+ * work to do, made by the first call; -errno if it cannot be made. Owned by
+ * the client; do not close it.
  */
 int ibc_get_fd(struct ibc_client *client);
 

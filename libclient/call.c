@@ -63,7 +63,8 @@ void ibc_queue_event(struct ibc_client *cl, enum ibc_event_type type,
 	snprintf(e->device, sizeof(e->device), "%s", device ? device : "");
 	*cl->events_tail = e;
 	cl->events_tail = &e->next;
-	if (write(cl->event_fd, &one, sizeof(one)) < 0) {
+	/* Nobody polls before ibc_get_fd() made the descriptor. */
+	if (cl->event_fd >= 0 && write(cl->event_fd, &one, sizeof(one)) < 0) {
 		/* The counter cannot overflow in practice; the event stays
 		 * queued and is delivered by the next dispatch anyway. */
 	}
@@ -394,7 +395,7 @@ int ibc_drain_events(struct ibc_client *cl)
 	for (int i = 0; i < 64 && !cl->reading && !cl->dead; i++)
 		if (ibc_read_one(cl, NULL, false) == -EAGAIN)
 			break;
-	if (read(cl->event_fd, &count, sizeof(count)) < 0) {
+	if (cl->event_fd >= 0 && read(cl->event_fd, &count, sizeof(count)) < 0) {
 		/* EAGAIN: nothing was counted. */
 	}
 	head = cl->events_head;

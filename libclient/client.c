@@ -196,20 +196,6 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 
 		setsockopt(cl->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
 	}
-	cl->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
-	cl->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
-	if (cl->event_fd < 0 || cl->epoll_fd < 0) {
-		ret = ibc_set_error(-errno, "cannot create descriptors: %s",
-				    strerror(errno));
-		goto fail;
-	}
-	ret = ibc_epoll_add(cl->epoll_fd, cl->sock);
-	if (ret == 0)
-		ret = ibc_epoll_add(cl->epoll_fd, cl->event_fd);
-	if (ret < 0) {
-		ibc_set_error(ret, "epoll: %s", strerror(-ret));
-		goto fail;
-	}
 	ret = ibc_hello(cl, attr && (attr->comp_mask &
 				     IBC_CONNECT_ATTR_DOMAIN) ?
 				    attr->domain :
@@ -231,9 +217,54 @@ IBC_EXPORT void ibc_disconnect(struct ibc_client *client)
 		ibc_client_free(client);
 }
 
+/*
+ * The pollable descriptor, made on first use: a socket in an epoll set
+ * costs every packet a wakeup callback, which a client that never polls
+ * (ibc_dispatch() works without it) need not pay. Lock held.
+ */
+static int ibc_make_poll_fd(struct ibc_client *cl)
+{
+	uint64_t one = 1;
+	int ret;
+
+	cl->event_fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+	cl->epoll_fd = epoll_create1(EPOLL_CLOEXEC);
+	if (cl->event_fd < 0 || cl->epoll_fd < 0) {
+		ret = ibc_set_error(-errno, "cannot create descriptors: %s",
+				    strerror(errno));
+		goto fail;
+	}
+	ret = ibc_epoll_add(cl->epoll_fd, cl->sock);
+	if (ret == 0)
+		ret = ibc_epoll_add(cl->epoll_fd, cl->event_fd);
+	if (ret < 0) {
+		ibc_set_error(ret, "epoll: %s", strerror(-ret));
+		goto fail;
+	}
+	/* Events queued before anyone polled. */
+	if (cl->events_head && write(cl->event_fd, &one, sizeof(one)) < 0) {
+		ret = ibc_set_error(-errno, "eventfd: %s", strerror(errno));
+		goto fail;
+	}
+	return cl->epoll_fd;
+fail:
+	if (cl->epoll_fd >= 0)
+		close(cl->epoll_fd);
+	if (cl->event_fd >= 0)
+		close(cl->event_fd);
+	cl->epoll_fd = cl->event_fd = -1;
+	return ret;
+}
+
 IBC_EXPORT int ibc_get_fd(struct ibc_client *client)
 {
-	return client->epoll_fd;
+	int fd;
+
+	pthread_mutex_lock(&client->lock);
+	fd = client->epoll_fd >= 0 ? client->epoll_fd :
+				     ibc_make_poll_fd(client);
+	pthread_mutex_unlock(&client->lock);
+	return fd;
 }
 
 IBC_EXPORT int ibc_dispatch(struct ibc_client *client)

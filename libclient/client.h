@@ -28,7 +28,7 @@ struct ibc_queued_event;
 struct ibc_client {
 	int sock;
 	/* Readable when ibc_dispatch() has work: holds the socket and
-	 * event_fd. */
+	 * event_fd. Both made by the first ibc_get_fd(); -1 before. */
 	int epoll_fd;
 	/* Counts events queued by whichever thread read them. */
 	int event_fd;
