@@ -12,7 +12,7 @@
 #include "daemon/queue.h"
 #include <sys/types.h>
 
-#include "daemon/config.h"
+#include "daemon/conf.h"
 
 struct server;
 struct conn;

@@ -7,7 +7,7 @@
 #include "daemon/queue.h"
 #include <time.h>
 
-#include "daemon/config.h"
+#include "daemon/conf.h"
 #include "daemon/device.h"
 #include "daemon/domain.h"
 #include "proto/rdmabroker.pb-c.h"

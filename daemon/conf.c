@@ -13,7 +13,7 @@
 
 #include <ini.h>
 
-#include "daemon/config.h"
+#include "daemon/conf.h"
 
 #define DEFAULT_DM_BYTES (256u * 1024)
 #define DEFAULT_XRCDS 64

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /* rdmabroker.conf: INI, parsed with inih; see rdmabroker.conf(5). */
-#ifndef RDMAB_CONFIG_H
-#define RDMAB_CONFIG_H
+#ifndef RDMAB_CONF_H
+#define RDMAB_CONF_H
 
 #include <stdbool.h>
 #include <stddef.h>
