@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
- * The device layer and the capability helpers, as far as they run without
- * RDMA hardware: device_probe() in every mode (verbs with no device is an
- * error with a reason, auto falls back to the soft device and says why),
- * the soft device's limits and operations, and caps_effective_clear() /
- * caps_effective_restore(), which the verbs device wraps around
- * ibv_open_device (as root: the effective set must really be empty, then
- * come back whole).
+ * The device layer as far as it runs without RDMA hardware: device_probe()
+ * in every mode (verbs with no device is an error with a reason, auto falls
+ * back to the soft device and says why), the soft device's limits and
+ * operations, and verbs_import_device()'s ownership of its descriptor. The
+ * capability helpers, which need root, are tests/check_caps.c.
  */
 #include "config.h"
 
@@ -17,14 +15,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
-#include <linux/capability.h>
 
 #include "common/verbs-import.h"
-#include "daemon/caps.h"
 #include "daemon/device.h"
 #include "daemon/log.h"
 #include "tests/cklib.h"
@@ -205,17 +200,6 @@ START_TEST(test_probe_auto)
 }
 END_TEST
 
-/* --- capabilities ------------------------------------------------------- */
-
-static void capget2(struct __user_cap_data_struct data[2])
-{
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-
-	ck_assert_int_eq(syscall(SYS_capget, &hdr, data), 0);
-}
-
 /* verbs_import_device() consumes its descriptor on every path: a
  * character device libibverbs does not know (ENODEV, descriptor left to the
  * caller by libibverbs) and a regular file (EINVAL) leave no descriptor. */
@@ -238,78 +222,6 @@ START_TEST(test_import_consumes_fd)
 }
 END_TEST
 
-START_TEST(test_caps_clear_restore)
-{
-	struct __user_cap_data_struct before[2], during[2], after[2];
-	struct caps_saved saved, nested;
-	char *dir, *file;
-	int fd;
-
-	if (geteuid() != 0 || caps_effective_empty() != 0) {
-		fprintf(stderr, "check_device: not root with capabilities; "
-				"caps_effective_clear is not tested\n");
-		return;
-	}
-	dir = tl_mkdtemp();
-	ck_assert_ptr_nonnull(dir);
-	ck_assert_int_ge(asprintf(&file, "%s/f", dir), 0);
-	fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-
-	capget2(before);
-	ck_assert_int_eq(caps_effective_empty(), 0);
-	ck_assert_int_eq(caps_effective_clear(&saved), 0);
-	ck_assert(saved.valid);
-	ck_assert_int_eq(caps_effective_empty(), 1);
-	capget2(during);
-	ck_assert_uint_eq(during[0].effective, 0);
-	ck_assert_uint_eq(during[1].effective, 0);
-	/* Only the effective set: the rest stays, so it can come back. */
-	ck_assert_uint_eq(during[0].permitted, before[0].permitted);
-	ck_assert_uint_eq(during[1].permitted, before[1].permitted);
-	ck_assert_uint_eq(during[0].inheritable, before[0].inheritable);
-	ck_assert_uint_eq(during[1].inheritable, before[1].inheritable);
-
-	/* Really empty: uid 0 without CAP_CHOWN and CAP_DAC_OVERRIDE. */
-	errno = 0;
-	ck_assert_int_eq(chown(file, 4242, 4242), -1);
-	ck_assert_int_eq(errno, EPERM);
-	errno = 0;
-	ck_assert_int_eq(open(file, O_RDONLY | O_CLOEXEC), -1);
-	ck_assert_int_eq(errno, EACCES);
-
-	/* Clearing an empty set remembers nothing; restoring that is a
-	 * no-op. */
-	ck_assert_int_eq(caps_effective_clear(&nested), 0);
-	ck_assert(!nested.valid);
-	ck_assert_int_eq(caps_effective_restore(&nested), 0);
-	ck_assert_int_eq(caps_effective_empty(), 1);
-
-	ck_assert_int_eq(caps_effective_restore(&saved), 0);
-	ck_assert_int_eq(caps_effective_empty(), 0);
-	capget2(after);
-	ck_assert_uint_eq(after[0].effective, before[0].effective);
-	ck_assert_uint_eq(after[1].effective, before[1].effective);
-	ck_assert_uint_eq(after[0].permitted, before[0].permitted);
-	ck_assert_uint_eq(after[1].permitted, before[1].permitted);
-
-	/* And they work again. */
-	ck_assert_int_eq(chown(file, 4242, 4242), 0);
-	fd = open(file, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-
-	/* Restoring twice changes nothing. */
-	ck_assert_int_eq(caps_effective_restore(&saved), 0);
-	capget2(after);
-	ck_assert_uint_eq(after[0].effective, before[0].effective);
-	ck_assert_uint_eq(after[1].effective, before[1].effective);
-	tl_rmtree(dir);
-	free(file);
-	free(dir);
-}
-END_TEST
 
 static Suite *device_suite(void)
 {
@@ -322,10 +234,6 @@ static Suite *device_suite(void)
 	tcase_add_test(tc, test_probe_verbs);
 	tcase_add_test(tc, test_probe_auto);
 	tcase_add_test(tc, test_import_consumes_fd);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("caps");
-	tcase_add_test(tc, test_caps_clear_restore);
 	suite_add_tcase(s, tc);
 	return s;
 }
