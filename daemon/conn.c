@@ -139,7 +139,8 @@ static void conn_pidfd_cb(evutil_socket_t fd, short what, void *arg)
 
 static void conn_read_comm(struct conn *c)
 {
-	char path[64];
+	/* The name and the newline the kernel appends. */
+	char path[64], buf[sizeof(c->comm) + 1];
 	ssize_t n;
 	int fd;
 
@@ -147,12 +148,18 @@ static void conn_read_comm(struct conn *c)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	n = read(fd, c->comm, sizeof(c->comm) - 1);
+	n = read(fd, buf, sizeof(buf));
 	close(fd);
 	if (n <= 0)
 		return;
+	/* Only that newline: one inside the name (PR_SET_NAME takes any
+	 * bytes but NUL) is shown escaped, not cut there. */
+	if (buf[n - 1] == '\n')
+		n--;
+	if ((size_t)n >= sizeof(c->comm))
+		n = sizeof(c->comm) - 1;
+	memcpy(c->comm, buf, (size_t)n);
 	c->comm[n] = '\0';
-	c->comm[strcspn(c->comm, "\n")] = '\0';
 }
 
 /* The peer's supplementary groups, as they were at connect. */
@@ -190,6 +197,7 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 {
 	socklen_t len = sizeof(struct ucred);
 	struct conn *c;
+	char comm[LOG_ESCAPED_SIZE(c->comm)];
 	int ret;
 
 	c = calloc(1, sizeof(*c));
@@ -232,7 +240,8 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 	conn_update_events(c);
 	server_status_dirty(srv);
 	log_debug("client %" PRIu64 ": pid %d uid %u gid %u (%s) connected",
-		  c->id, (int)c->cred.pid, c->cred.uid, c->cred.gid, c->comm);
+		  c->id, (int)c->cred.pid, c->cred.uid, c->cred.gid,
+		  log_escape(comm, sizeof(comm), c->comm));
 	*ret_conn = c;
 	return 0;
 

@@ -131,6 +131,8 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 {
 	/* Not zeroed whole: message is a string, the rest is set here. */
 	struct reply r;
+	/* The reply's sentence may quote the request. */
+	char text[LOG_ESCAPED_SIZE(r.message)];
 	Rdmab__Request *req;
 	bool fatal = false;
 	int ret;
@@ -166,7 +168,8 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		if (fatal)
 			log_notice("client %" PRIu64 " (pid %d): %s; "
 				   "disconnecting",
-				   c->id, (int)c->cred.pid, r.message);
+				   c->id, (int)c->cred.pid,
+				   log_escape(text, sizeof(text), r.message));
 	}
 	reply_send(c, &r);
 	wire_arena_reset(&dispatch_arena);

@@ -35,6 +35,11 @@ int log_parse_level(const char *s)
 	return (int)v;
 }
 
+const char *log_escape(char *buf, size_t size, const char *s)
+{
+	return text_escape(buf, size, s);
+}
+
 void log_msg(int priority, const char *fmt, ...)
 {
 	char line[1024];
@@ -47,6 +52,11 @@ void log_msg(int priority, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
+	/* A control character gets here only from a site that forgot
+	 * log_escape(): the line stays one line, with its own priority. */
+	for (char *p = line; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	/* One write per line, so that lines of concurrent writers (tests
 	 * share stderr) are never interleaved. */
 	fprintf(stderr, "%s\n", line);

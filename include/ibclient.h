@@ -167,6 +167,8 @@ struct ibc_client_entry {
 	uint32_t pid;
 	uint32_t uid;
 	uint32_t gid;
+	/* The name the process gave itself (prctl PR_SET_NAME): any bytes
+	 * but NUL, not always UTF-8. Escape it before printing it. */
 	char comm[16];
 	char domain[64];
 	uint32_t contexts;
