@@ -15,6 +15,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "common/verbs-err.h"
 #include "common/verbs-import.h"
 #include "libclient/client.h"
 #include "proto/soft.h"
@@ -57,15 +58,14 @@ static int ibc_ctx_own(struct ibc_ctx *ctx)
 	struct ibv_device **list;
 	int n = 0, err = -ENODEV;
 
-	list = ibv_get_device_list(&n);
+	list = verbs_try(ibv_get_device_list(&n));
 	if (!list)
-		return errno ? -errno : -ENODEV;
+		return verbs_err(ENODEV);
 	for (int i = 0; i < n; i++) {
 		if (strcmp(ibv_get_device_name(list[i]), ctx->caps.device))
 			continue;
-		ctx->vctx = ibv_open_device(list[i]);
-		/* Some provider paths fail without setting errno. */
-		err = ctx->vctx ? 0 : (errno ? -errno : -ENODEV);
+		ctx->vctx = verbs_try(ibv_open_device(list[i]));
+		err = ctx->vctx ? 0 : verbs_err(ENODEV);
 		break;
 	}
 	ibv_free_device_list(list);
@@ -78,14 +78,14 @@ static int ibc_ctx_verbs(struct ibc_ctx *ctx, int fd)
 	int err;
 
 	/* Consumes fd on every path (libibverbs does not, always). */
-	ctx->vctx = verbs_import_device(fd);
-	if (ctx->vctx) {
-		ctx->vpd = ibv_import_pd(ctx->vctx, ctx->pd_handle);
+	err = verbs_import_device(fd, &ctx->vctx);
+	if (err == 0) {
+		ctx->vpd = verbs_try(ibv_import_pd(ctx->vctx, ctx->pd_handle));
 		if (ctx->vpd) {
 			ctx->caps.shared = true;
 			return 0;
 		}
-		err = errno ? -errno : -EIO;
+		err = verbs_err(EIO);
 		ibv_close_device(ctx->vctx);
 		ctx->vctx = NULL;
 		return ibc_set_error(err,
@@ -93,7 +93,6 @@ static int ibc_ctx_verbs(struct ibc_ctx *ctx, int fd)
 				     "(handle %u) failed: %s",
 				     dev, ctx->pd_handle, strerror(-err));
 	}
-	err = errno ? -errno : -EIO;
 	if (err == -ENODEV)
 		/* Not an import problem: this process's libibverbs does not
 		 * see the device (no provider installed, sysfs hidden, an
