@@ -685,7 +685,7 @@ START_TEST(test_send_timeout)
 	int ret = 0;
 
 	FB_START(&fb, script_deaf, NULL);
-	ck_assert_int_eq(tl_connect(fb.sock, 300, &cl), 0);
+	ck_assert_int_eq(tl_connect(fb.sock, 500, &cl), 0);
 	for (int i = 0; i < 64 && !send_timed_out; i++) {
 		ret = ibc_ping(cl, big, sizeof(big));
 		if (ret != -ETIMEDOUT)
