@@ -3,8 +3,10 @@
  * The device layer as far as it runs without RDMA hardware: device_probe()
  * in every mode (verbs with no device is an error with a reason, auto falls
  * back to the soft device and says why), the soft device's limits and
- * operations, and verbs_import_device()'s ownership of its descriptor. The
- * capability helpers, which need root, are tests/check_caps.c.
+ * operations, verbs_import_device()'s ownership of its descriptor, and the
+ * verbs device's error paths, with a fake device played by
+ * tests/verbs-shim.h. The capability helpers, which need root, are
+ * tests/check_caps.c.
  */
 #include "config.h"
 
@@ -24,6 +26,7 @@
 #include "daemon/log.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
+#include "tests/verbs-shim.h"
 
 /* --- modes and names -------------------------------------------------- */
 
@@ -210,11 +213,11 @@ START_TEST(test_import_consumes_fd)
 
 	for (size_t i = 0; i < 2; i++) {
 		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+		struct ibv_context *ctx = NULL;
 
 		ck_assert_int_ge(fd, 0);
-		errno = 0;
-		ck_assert_ptr_null(verbs_import_device(fd));
-		ck_assert_msg(errno != 0, "%s: no errno", paths[i]);
+		ck_assert_int_lt(verbs_import_device(fd, &ctx), 0);
+		ck_assert_ptr_null(ctx);
 		ck_assert_msg(fcntl(fd, F_GETFD) < 0 && errno == EBADF,
 			      "%s: the descriptor is still open", paths[i]);
 		ck_assert_int_eq(tl_count_fds(0), before);
@@ -222,6 +225,51 @@ START_TEST(test_import_consumes_fd)
 }
 END_TEST
 
+
+/* --- the verbs boundary, through tests/verbs-shim.h ---------------------- */
+
+/* A device that fails to open without setting errno is reported with the
+ * fallback (ENODEV), not with what an earlier call left in errno. */
+START_TEST(test_verbs_stale_errno)
+{
+	static const int stale[] = { EACCES, EOPNOTSUPP };
+
+	for (size_t i = 0; i < 2; i++) {
+		struct device_list l;
+		int ret;
+
+		verbs_shim_mode = VERBS_SHIM_SILENT;
+		verbs_shim_calls = 0;
+		errno = stale[i];
+		ret = device_verbs_probe(&l);
+		verbs_shim_mode = VERBS_SHIM_REAL;
+		if (ret > 0)
+			device_list_close(&l);
+		/* The list and the open of fake0. */
+		ck_assert_uint_eq(verbs_shim_calls, 2);
+		ck_assert_msg(ret == -ENODEV, "stale %s: %d (%s)",
+			      strerror(stale[i]), ret,
+			      ret < 0 ? strerror(-ret) : "");
+	}
+}
+END_TEST
+
+/* The async event descriptor must become non-blocking, or the event loop
+ * could block on it: a device whose descriptor refuses is not used. */
+START_TEST(test_verbs_async_fd_checked)
+{
+	struct device_list l;
+	int ret;
+
+	verbs_shim_mode = VERBS_SHIM_NO_FDS;
+	ret = device_verbs_probe(&l);
+	verbs_shim_mode = VERBS_SHIM_REAL;
+	if (ret > 0)
+		device_list_close(&l);
+	ck_assert_msg(ret == -EBADF, "device_verbs_probe: %d (%s)", ret,
+		      ret < 0 ? strerror(-ret) : "a device");
+}
+END_TEST
 
 static Suite *device_suite(void)
 {
@@ -234,6 +282,11 @@ static Suite *device_suite(void)
 	tcase_add_test(tc, test_probe_verbs);
 	tcase_add_test(tc, test_probe_auto);
 	tcase_add_test(tc, test_import_consumes_fd);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("shim");
+	tcase_add_test(tc, test_verbs_stale_errno);
+	tcase_add_test(tc, test_verbs_async_fd_checked);
 	suite_add_tcase(s, tc);
 	return s;
 }
