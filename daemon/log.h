@@ -2,6 +2,8 @@
 #ifndef RDMAB_LOG_H
 #define RDMAB_LOG_H
 
+#include <stdbool.h>
+#include <stdint.h>
 #include <syslog.h>
 
 /* Messages at or below this syslog priority are written; LOG_INFO by
@@ -16,6 +18,22 @@ int log_parse_level(const char *s);
 void log_msg(int priority, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
+/*
+ * A message that a client or a saturated system can make the daemon repeat:
+ * the first goes out, the next ones within @interval_ms are only counted,
+ * and the first after that says how many were left out.
+ */
+struct log_ratelimit {
+	unsigned int interval_ms;
+	int64_t next_ms;
+	unsigned int suppressed;
+};
+
+/* True when the caller may log now; then *ret_suppressed is how many were
+ * held back since the last message, and the count restarts. */
+bool log_ratelimit(struct log_ratelimit *rl, unsigned int *ret_suppressed);
+
+#define log_crit(...) log_msg(LOG_CRIT, __VA_ARGS__)
 #define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARNING, __VA_ARGS__)
 #define log_notice(...) log_msg(LOG_NOTICE, __VA_ARGS__)

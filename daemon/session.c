@@ -56,7 +56,7 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	out->client_id = c->id;
 	out->domain = c->domain->name;
 
-	c->hello_done = true;
+	conn_hello_done(c);
 	c->client_pid = hr->pid;
 	c->fork_state = (int)hr->fork_state;
 	snprintf(c->library_version, sizeof(c->library_version), "%s",

@@ -122,6 +122,24 @@ START_TEST(test_reply_alloc)
 }
 END_TEST
 
+/* The first message goes out, the next ones are counted until the interval
+ * is over, and the first after it says how many were held back. */
+START_TEST(test_log_ratelimit)
+{
+	struct log_ratelimit rl = { .interval_ms = 100 };
+	unsigned int quiet = 99;
+
+	ck_assert(log_ratelimit(&rl, &quiet));
+	ck_assert_uint_eq(quiet, 0);
+	for (int i = 0; i < 5; i++)
+		ck_assert(!log_ratelimit(&rl, &quiet));
+	tl_sleep_ms(150);
+	ck_assert(log_ratelimit(&rl, &quiet));
+	ck_assert_uint_eq(quiet, 5);
+	ck_assert(!log_ratelimit(&rl, &quiet));
+}
+END_TEST
+
 /* --- dispatch_packet through a real server and connection --------------- */
 
 static struct server srv;
@@ -142,7 +160,7 @@ static void conn_setup(void)
 		.config_path = cfg,
 		.device_mode = DEVICE_MODE_SOFT,
 		.socket_mode = 0600,
-		.max_conns = 16,
+		.max_conns = 64,
 		.outq_max = 256 * 1024,
 	};
 	int sv[2];
@@ -476,6 +494,7 @@ static Suite *dispatch_suite(void)
 	tcase_add_test(tc, test_lookup_known);
 	tcase_add_test(tc, test_reply_error);
 	tcase_add_test(tc, test_reply_alloc);
+	tcase_add_test(tc, test_log_ratelimit);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("packet");
