@@ -186,6 +186,7 @@ static void conn_setup(void)
 
 static void conn_teardown(void)
 {
+	dispatch_set_test_handler(0, NULL);
 	server_fini(&srv);
 	if (peer >= 0)
 		close(peer);
@@ -484,6 +485,98 @@ START_TEST(test_one_reply_each)
 }
 END_TEST
 
+/* --- the admin flag ------------------------------------------------------- */
+
+static int admin_runs;
+
+static int h_test_admin(struct conn *c, const Rdmab__Request *req,
+			struct wire_fds *fds, struct reply *r)
+{
+	admin_runs++;
+	return 0;
+}
+
+static const struct handler admin_handler = {
+	"test-admin", h_test_admin, 0, H_NEEDS_HELLO | H_ADMIN | H_BOUNDED,
+};
+
+/* A request without a body: what the test handler serves. */
+static void send_bodyless(uint64_t serial)
+{
+	struct tl_buf b = { 0 };
+
+	tl_pb_uint(&b, 1, WIRE_PROTOCOL_VERSION);
+	tl_pb_uint(&b, 2, serial);
+	feed(&b, 0);
+	tl_buf_free(&b);
+}
+
+/* The peer's credentials as the policy reads them. */
+static void set_cred(struct conn *c, uid_t uid, gid_t gid, gid_t supp)
+{
+	c->cred.uid = uid;
+	c->cred.gid = gid;
+	c->n_groups = 0;
+	if (supp != (gid_t)-1) {
+		c->groups[0] = supp;
+		c->n_groups = 1;
+	}
+}
+
+struct admin_case {
+	const char *what;
+	uid_t uid;
+	gid_t gid, supp;
+	bool admin_group;
+	bool allowed;
+};
+
+static const struct admin_case admin_cases[] = {
+	{ "uid 0", 0, 0, (gid_t)-1, false, true },
+	{ "uid 0 with an admin group", 0, 0, (gid_t)-1, true, true },
+	{ "a user, no admin group", 65534, 65534, (gid_t)-1, false, false },
+	{ "a user outside the admin group", 65534, 65534, 4320, true, false },
+	{ "the admin group as primary group", 65534, 4321, (gid_t)-1, true,
+	  true },
+	{ "the admin group as supplementary group", 65534, 65534, 4321, true,
+	  true },
+};
+
+START_TEST(test_admin_flag)
+{
+	const struct admin_case *ac = &admin_cases[_i];
+	char msg[256];
+	int err;
+
+	dispatch_set_test_handler(RDMAB__REQUEST__BODY__NOT_SET,
+				  &admin_handler);
+	hello_ok(1);
+	srv.config.has_admin_group = ac->admin_group;
+	srv.config.admin_gid = 4321;
+	/* conn_new sized the group list for at least one entry. */
+	ck_assert_ptr_nonnull(conn->groups);
+	set_cred(conn, ac->uid, ac->gid, ac->supp);
+	admin_runs = 0;
+	send_bodyless(2);
+	err = reply_error_of(2, msg, sizeof(msg));
+	if (ac->allowed) {
+		ck_assert_msg(err == 0, "%s: refused: %s", ac->what, msg);
+		ck_assert_int_eq(admin_runs, 1);
+	} else {
+		ck_assert_msg(err == EPERM, "%s: error %d (%s)", ac->what, err,
+			      msg);
+		ck_assert_msg(admin_runs == 0, "%s: the handler ran",
+			      ac->what);
+		ck_assert_msg(strstr(msg, "test-admin") &&
+				      strstr(msg, "administrators"),
+			      "the refusal does not name the request: %s",
+			      msg);
+	}
+	/* Not a protocol error: the client stays. */
+	ping_ok(3);
+}
+END_TEST
+
 static Suite *dispatch_suite(void)
 {
 	Suite *s = suite_create("dispatch");
@@ -513,6 +606,8 @@ static Suite *dispatch_suite(void)
 	tcase_add_test(tc, test_hello_twice);
 	tcase_add_test(tc, test_hello_invalid);
 	tcase_add_test(tc, test_one_reply_each);
+	n = sizeof(admin_cases) / sizeof(admin_cases[0]);
+	tcase_add_loop_test(tc, test_admin_flag, 0, (int)n);
 	suite_add_tcase(s, tc);
 	return s;
 }
