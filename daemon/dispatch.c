@@ -179,6 +179,9 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	wire_fds_close(fds);
 	c->requests++;
 	c->srv->requests_served++;
+	/* What a non-administrator's status shows. */
+	if (c->domain)
+		c->domain->requests++;
 	if (ret < 0) {
 		r.msg.error = -ret;
 		if (fatal)

@@ -33,9 +33,9 @@ static struct tl_daemon D;
 
 /*
  * Start the daemon with @args and a configuration that makes this suite's
- * user an administrator (through its primary group): these tests open more
- * connections than one other user may have, and use every connection of
- * --max-clients, the administrators' reserve too.
+ * user an administrator (through its primary group): these tests count
+ * every client of the daemon, which only administrators see, and open more
+ * connections than one other user may have.
  */
 static void daemon_up(const char *const *args)
 {

@@ -150,6 +150,11 @@ static int fds_at_start;
 /* Before the connection existed: what is left once it is gone, plus our
  * end of the pair. */
 static int fds_before_conn;
+/* More connections of the same server, for tests of who sees what. */
+#define MAX_EXTRA 4
+static struct conn *extra_conn[MAX_EXTRA];
+static int extra_peer[MAX_EXTRA] = { -1, -1, -1, -1 };
+static size_t n_extra;
 
 static void conn_setup(void)
 {
@@ -191,6 +196,11 @@ static void conn_teardown(void)
 	if (peer >= 0)
 		close(peer);
 	peer = -1;
+	for (size_t i = 0; i < n_extra; i++) {
+		close(extra_peer[i]);
+		extra_peer[i] = -1;
+	}
+	n_extra = 0;
 	tl_rmtree(dir);
 	free(dir);
 }
@@ -282,7 +292,7 @@ static void ping_ok(uint64_t serial)
 {
 	send_ping(serial, WIRE_PROTOCOL_VERSION, 0);
 	ck_assert_int_eq(reply_error_of(serial, NULL, 0), 0);
-	ck_assert_uint_eq(srv.n_conns, 1);
+	ck_assert_uint_eq(srv.n_conns, 1 + n_extra);
 }
 
 /* The connection is gone: the peer reads end of stream, the server
@@ -485,7 +495,7 @@ START_TEST(test_one_reply_each)
 }
 END_TEST
 
-/* --- the admin flag ------------------------------------------------------- */
+/* --- the admin flag, what status and refusals tell ---------------------- */
 
 static int admin_runs;
 
@@ -577,6 +587,226 @@ START_TEST(test_admin_flag)
 }
 END_TEST
 
+/* Another connection of the server, as @uid (before its hello, so that
+ * it joins that uid's domain); it becomes the current one. */
+static size_t add_conn(uid_t uid)
+{
+	int sv[2];
+
+	ck_assert_uint_lt(n_extra, MAX_EXTRA);
+	ck_assert_int_eq(socketpair(AF_UNIX,
+				    SOCK_SEQPACKET | SOCK_NONBLOCK |
+					    SOCK_CLOEXEC,
+				    0, sv),
+			 0);
+	ck_assert_int_eq(conn_new(&srv, sv[0], &extra_conn[n_extra]), 0);
+	extra_peer[n_extra] = sv[1];
+	conn = extra_conn[n_extra];
+	peer = extra_peer[n_extra];
+	set_cred(conn, uid, uid, (gid_t)-1);
+	return n_extra++;
+}
+
+/* Make connection @i current (-1: the fixture's). */
+static struct conn *fixture_conn;
+static int fixture_peer;
+
+static void use_conn(int i)
+{
+	if (i < 0) {
+		conn = fixture_conn;
+		peer = fixture_peer;
+	} else {
+		conn = extra_conn[i];
+		peer = extra_peer[i];
+	}
+}
+
+static void send_status(uint64_t serial)
+{
+	Rdmab__StatusRequest sr = RDMAB__STATUS_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = serial;
+	req.body_case = RDMAB__REQUEST__BODY_STATUS;
+	req.status = &sr;
+	feed_request(&req, 0);
+}
+
+static Rdmab__DaemonMessage *reply_of(uint64_t serial)
+{
+	Rdmab__DaemonMessage *m;
+
+	ck_assert_int_eq(tl_recv_msg(peer, 1000, &m), 1);
+	ck_assert_int_eq(m->kind_case, RDMAB__DAEMON_MESSAGE__KIND_REPLY);
+	ck_assert_uint_eq(m->reply->serial, serial);
+	ck_assert_msg(m->reply->error == 0, "error %d: %s", m->reply->error,
+		      m->reply->message);
+	return m;
+}
+
+START_TEST(test_status_own_domain)
+{
+	Rdmab__DaemonMessage *m;
+
+	fixture_conn = conn;
+	fixture_peer = peer;
+	/* uid 4242 and uid 4243 with one member each, and uid 0. */
+	set_cred(conn, 4242, 4242, (gid_t)-1);
+	hello_ok(1);
+	add_conn(4243);
+	hello_ok(1);
+	for (uint64_t s = 2; s < 7; s++)
+		ping_ok(s);
+	add_conn(0);
+	hello_ok(1);
+
+	/* A user: its own domain's member and requests, this one too. */
+	use_conn(-1);
+	send_status(2);
+	m = reply_of(2);
+	ck_assert_uint_eq(m->reply->status->clients, 1);
+	ck_assert_uint_eq(m->reply->status->requests_served, 2);
+	ck_assert_uint_eq(m->reply->status->max_clients,
+			  srv.config.defaults.clients);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+
+	/* An administrator: the daemon's. */
+	use_conn(1);
+	send_status(2);
+	m = reply_of(2);
+	ck_assert_uint_eq(m->reply->status->clients, 3);
+	ck_assert_uint_eq(m->reply->status->requests_served,
+			  srv.requests_served);
+	ck_assert_uint_eq(m->reply->status->requests_served, 10);
+	ck_assert_uint_eq(m->reply->status->max_clients, srv.opt.max_conns);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+
+	/* The other user sees its own, not the first one's. */
+	use_conn(0);
+	send_status(7);
+	m = reply_of(7);
+	ck_assert_uint_eq(m->reply->status->clients, 1);
+	ck_assert_uint_eq(m->reply->status->requests_served, 7);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+}
+END_TEST
+
+static uint64_t open_context_ok(uint64_t serial)
+{
+	Rdmab__OpenContextRequest oc = RDMAB__OPEN_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	uint64_t id;
+
+	oc.device = (char *)"";
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = serial;
+	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
+	req.open_context = &oc;
+	feed_request(&req, 0);
+	m = reply_of(serial);
+	ck_assert_uint_eq(m->reply->body_case,
+			  RDMAB__REPLY__BODY_OPEN_CONTEXT);
+	id = m->reply->open_context->context_id;
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	return id;
+}
+
+static int close_context(uint64_t serial, uint64_t id, char *msg,
+			 size_t size)
+{
+	Rdmab__CloseContextRequest cc = RDMAB__CLOSE_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+
+	cc.context_id = id;
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = serial;
+	req.body_case = RDMAB__REQUEST__BODY_CLOSE_CONTEXT;
+	req.close_context = &cc;
+	feed_request(&req, 0);
+	return reply_error_of(serial, msg, size);
+}
+
+static int hello_domain(uint64_t serial, const char *domain, bool private,
+			char *msg, size_t size)
+{
+	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int err;
+
+	hello.library_version = (char *)"check";
+	hello.domain = (char *)domain;
+	hello.private_domain = private;
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = serial;
+	req.body_case = RDMAB__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	feed_request(&req, 0);
+	ck_assert_int_eq(tl_recv_msg(peer, 1000, &m), 1);
+	ck_assert_uint_eq(m->reply->serial, serial);
+	err = m->reply->error;
+	snprintf(msg, size, "%s",
+		 err ? m->reply->message : m->reply->hello->domain);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	return err;
+}
+
+/* @s without its digits: the sentence, whatever number it names. */
+static void strip_digits(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			*o++ = *s;
+	*o = '\0';
+}
+
+/* What other domains made at run time answers exactly like what does not
+ * exist. */
+START_TEST(test_other_domains_look_missing)
+{
+	char theirs[256], missing[256], name[64];
+	uint64_t id;
+
+	fixture_conn = conn;
+	fixture_peer = peer;
+	set_cred(conn, 4242, 4242, (gid_t)-1);
+	hello_ok(1);
+	add_conn(4243);
+	hello_ok(1);
+	id = open_context_ok(2);
+
+	/* Another domain's context, and one that never was. */
+	use_conn(-1);
+	ck_assert_int_eq(close_context(2, id, theirs, sizeof(theirs)),
+			 ENOENT);
+	ck_assert_int_eq(close_context(3, id + 1000, missing,
+				       sizeof(missing)),
+			 ENOENT);
+	strip_digits(theirs);
+	strip_digits(missing);
+	ck_assert_str_eq(theirs, missing);
+
+	/* Another user's private domain, and one that never was. */
+	add_conn(4243);
+	ck_assert_int_eq(hello_domain(1, "", true, name, sizeof(name)), 0);
+	ck_assert_msg(strncmp(name, "private-", 8) == 0, "domain %s", name);
+	add_conn(4242);
+	ck_assert_int_eq(hello_domain(1, name, false, theirs, sizeof(theirs)),
+			 ENOENT);
+	ck_assert_int_eq(hello_domain(2, "private-999999", false, missing,
+				      sizeof(missing)),
+			 ENOENT);
+	strip_digits(theirs);
+	strip_digits(missing);
+	ck_assert_str_eq(theirs, missing);
+}
+END_TEST
+
 static Suite *dispatch_suite(void)
 {
 	Suite *s = suite_create("dispatch");
@@ -608,6 +838,8 @@ static Suite *dispatch_suite(void)
 	tcase_add_test(tc, test_one_reply_each);
 	n = sizeof(admin_cases) / sizeof(admin_cases[0]);
 	tcase_add_loop_test(tc, test_admin_flag, 0, (int)n);
+	tcase_add_test(tc, test_status_own_domain);
+	tcase_add_test(tc, test_other_domains_look_missing);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -4,7 +4,8 @@
  * the soft device: connection slots (per uid, the administrators' reserve,
  * the hello deadline), descriptors left unread in replies (per connection,
  * per uid, and after the daemon gave up on a reader), contexts of private
- * domains, and the accept() warning while descriptors run out.
+ * domains, the accept() warning while descriptors run out, and what status
+ * tells a user.
  *
  * Clients of other uids are raw sockets connected with the effective uid
  * and groups switched for the connect() (the daemon reads the peer's
@@ -630,7 +631,7 @@ START_TEST(test_unread_timeout)
 }
 END_TEST
 
-/* --- private contexts, accept() ------------------------------------------ */
+/* --- private contexts, status, accept() ---------------------------------- */
 
 START_TEST(test_private_contexts_per_uid)
 {
@@ -665,6 +666,26 @@ START_TEST(test_private_contexts_per_uid)
 	} while (tl_now_ms() < deadline);
 	ck_assert_msg(r->ret == 0, "after a disconnect: %d (%s)", r->ret,
 		      r->error);
+}
+END_TEST
+
+/* A user's status counts its domain, root's the daemon. */
+START_TEST(test_status_of_a_user)
+{
+	struct agent *u1, *u2, *n;
+
+	daemon_up_clean("# defaults\n", NULL);
+	u1 = agent_new(agent_cred(4242, 4242, AGENT_END));
+	u2 = agent_new(agent_cred(4242, 4242, AGENT_END));
+	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
+	ag_ok(u1, AGENT_CONNECT, 0);
+	ag_ok(u2, AGENT_CONNECT, 0);
+	ag_ok(n, AGENT_CONNECT, 0);
+	ag_ok(u1, AGENT_STATUS, 0);
+	ck_assert_uint_eq(u1->rep.n_list, 2);
+	ag_ok(n, AGENT_STATUS, 0);
+	ck_assert_uint_eq(n->rep.n_list, 1);
+	ck_assert_uint_eq(daemon_clients(), 4);
 }
 END_TEST
 
@@ -724,6 +745,7 @@ static Suite *limits_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_private_contexts_per_uid);
+	tcase_add_test(tc, test_status_of_a_user);
 	tcase_add_test(tc, test_accept_warning_rate_limited);
 	suite_add_tcase(s, tc);
 	return s;
