@@ -260,10 +260,8 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	if (n == -EMSGSIZE || n == -EPROTO) {
-		log_notice("client %" PRIu64 " (pid %d): %s; disconnecting",
-			   c->id, (int)c->cred.pid,
-			   n == -EMSGSIZE ? "packet larger than 64 KiB" :
-					    "descriptors did not fit");
+		conn_log_drop(c, n == -EMSGSIZE ? "packet larger than 64 KiB" :
+						  "descriptors did not fit");
 		dispatch_error(c, 0, -n,
 			       n == -EMSGSIZE ?
 				       "packet larger than the 64 KiB limit" :
@@ -340,18 +338,36 @@ static int conn_pidfd_open(pid_t pid)
 #endif
 }
 
-/* Closed, or closing, for something the peer did or did not do: one line
- * a while, whoever the peer is. */
-static void conn_log_drop(struct conn *c, const char *why)
+void conn_log_drop(struct conn *c, const char *why)
 {
 	unsigned int quiet;
 
 	if (!log_ratelimit(&c->srv->refuse_rl, &quiet))
 		return;
-	log_notice("client %" PRIu64 " (pid %d, uid %u): %s; "
-		   "disconnecting%s",
-		   c->id, (int)c->cred.pid, c->cred.uid, why,
-		   quiet ? " (and others like it, not logged)" : "");
+	if (quiet)
+		log_notice("client %" PRIu64 " (pid %d, uid %u): %s; "
+			   "disconnecting (%u refusals and disconnects not "
+			   "logged before it)",
+			   c->id, (int)c->cred.pid, c->cred.uid, why, quiet);
+	else
+		log_notice("client %" PRIu64 " (pid %d, uid %u): %s; "
+			   "disconnecting",
+			   c->id, (int)c->cred.pid, c->cred.uid, why);
+}
+
+static void conn_log_refused(struct conn *c, const char *why)
+{
+	unsigned int quiet;
+
+	if (!log_ratelimit(&c->srv->refuse_rl, &quiet))
+		return;
+	if (quiet)
+		log_notice("refused a client (pid %d, uid %u): %s (%u "
+			   "refusals and disconnects not logged before it)",
+			   (int)c->cred.pid, c->cred.uid, why, quiet);
+	else
+		log_notice("refused a client (pid %d, uid %u): %s",
+			   (int)c->cred.pid, c->cred.uid, why);
 }
 
 static void conn_hello_cb(evutil_socket_t fd, short what, void *arg)
@@ -440,7 +456,6 @@ static void conn_stall_cb(evutil_socket_t fd, short what, void *arg)
 int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 {
 	socklen_t len = sizeof(struct ucred);
-	unsigned int quiet;
 	char why[192];
 	struct conn *c;
 	int ret;
@@ -469,10 +484,7 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 	}
 	ret = server_admit(srv, c, why, sizeof(why));
 	if (ret < 0) {
-		if (log_ratelimit(&srv->refuse_rl, &quiet))
-			log_notice("refused a client (pid %d, uid %u): %s%s",
-				   (int)c->cred.pid, c->cred.uid, why,
-				   quiet ? " (and others, not logged)" : "");
+		conn_log_refused(c, why);
 		server_refuse(fd, -ret, why);
 		goto fail;
 	}
@@ -618,9 +630,7 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 	int len, ret;
 
 	if (c->outq_bytes > c->srv->opt.outq_max * OUTQ_HARD_FACTOR) {
-		log_notice("client %" PRIu64 " (pid %d) does not read its "
-			   "replies; disconnecting",
-			   c->id, (int)c->cred.pid);
+		conn_log_drop(c, "more than 1 MiB of replies unread");
 		c->closing = true;
 		return -EPIPE;
 	}

@@ -94,6 +94,10 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 	      unsigned int field, bool bounded, const int *fds,
 	      unsigned int nfds);
 int conn_send_event(struct conn *c, Rdmab__Event *ev);
+/* Log that @c is disconnected for what its peer did or did not do (@why):
+ * one such line a minute at most, whoever the peers are, since they can
+ * make many. */
+void conn_log_drop(struct conn *c, const char *why);
 /* Flush without blocking what can be flushed, then close. */
 void conn_close_after_flush(struct conn *c);
 

@@ -164,9 +164,7 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	req = rdmab__request__unpack(&dispatch_arena.allocator, len, buf);
 	if (!req) {
 		wire_arena_reset(&dispatch_arena);
-		log_notice("client %" PRIu64 " (pid %d): malformed request "
-			   "of %zu bytes; disconnecting",
-			   c->id, (int)c->cred.pid, len);
+		conn_log_drop(c, "a request that could not be decoded");
 		wire_fds_close(fds);
 		dispatch_error(c, 0, EBADMSG,
 			       "the request could not be decoded");
@@ -185,9 +183,7 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	if (ret < 0) {
 		r.msg.error = -ret;
 		if (fatal)
-			log_notice("client %" PRIu64 " (pid %d): %s; "
-				   "disconnecting",
-				   c->id, (int)c->cred.pid, r.message);
+			conn_log_drop(c, r.message);
 	}
 	reply_send(c, &r);
 	wire_arena_reset(&dispatch_arena);
