@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "daemon/log.h"
 
@@ -60,4 +61,21 @@ void log_msg(int priority, const char *fmt, ...)
 	/* One write per line, so that lines of concurrent writers (tests
 	 * share stderr) are never interleaved. */
 	fprintf(stderr, "%s\n", line);
+}
+
+bool log_ratelimit(struct log_ratelimit *rl, unsigned int *ret_suppressed)
+{
+	struct timespec ts;
+	int64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (rl->next_ms && now < rl->next_ms) {
+		rl->suppressed++;
+		return false;
+	}
+	rl->next_ms = now + rl->interval_ms;
+	*ret_suppressed = rl->suppressed;
+	rl->suppressed = 0;
+	return true;
 }

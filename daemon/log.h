@@ -2,7 +2,9 @@
 #ifndef RDMAB_LOG_H
 #define RDMAB_LOG_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <syslog.h>
 
 #include "common/text.h"
@@ -31,6 +33,22 @@ void log_msg(int priority, const char *fmt, ...)
  */
 const char *log_escape(char *buf, size_t size, const char *s);
 
+/*
+ * A message that a client or a saturated system can make the daemon repeat:
+ * the first goes out, the next ones within @interval_ms are only counted,
+ * and the first after that says how many were left out.
+ */
+struct log_ratelimit {
+	unsigned int interval_ms;
+	int64_t next_ms;
+	unsigned int suppressed;
+};
+
+/* True when the caller may log now; then *ret_suppressed is how many were
+ * held back since the last message, and the count restarts. */
+bool log_ratelimit(struct log_ratelimit *rl, unsigned int *ret_suppressed);
+
+#define log_crit(...) log_msg(LOG_CRIT, __VA_ARGS__)
 #define log_err(...) log_msg(LOG_ERR, __VA_ARGS__)
 #define log_warn(...) log_msg(LOG_WARNING, __VA_ARGS__)
 #define log_notice(...) log_msg(LOG_NOTICE, __VA_ARGS__)

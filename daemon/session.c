@@ -81,7 +81,7 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	out->client_id = c->id;
 	out->domain = c->domain->name;
 
-	c->hello_done = true;
+	conn_hello_done(c);
 	c->client_pid = hr->pid;
 	c->fork_state = (int)hr->fork_state;
 	snprintf(c->library_version, sizeof(c->library_version), "%s",
@@ -112,6 +112,11 @@ int h_session_ping(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
+/*
+ * The daemon's figures for an administrator; anyone else gets those of its
+ * own domain, since how many clients other domains have and how busy they
+ * are is theirs to know.
+ */
 int h_status_get(struct conn *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r)
 {
@@ -125,10 +130,16 @@ int h_status_get(struct conn *c, const Rdmab__Request *req,
 	out->protocol_version = WIRE_PROTOCOL_VERSION;
 	out->uptime_usec = server_uptime_usec(srv);
 	out->device_kind = (char *)device_kind_name(srv->devices.kind);
-	out->clients = srv->n_conns;
-	out->max_clients = srv->opt.max_conns;
 	/* This request counts: it is being served. */
-	out->requests_served = srv->requests_served + 1;
+	if (policy_is_admin(srv, c)) {
+		out->clients = srv->n_conns;
+		out->max_clients = srv->opt.max_conns;
+		out->requests_served = srv->requests_served + 1;
+	} else {
+		out->clients = c->domain->used.clients;
+		out->max_clients = c->domain->limit.clients;
+		out->requests_served = c->domain->requests + 1;
+	}
 	out->pid = (uint32_t)getpid();
 	r->msg.body_case = RDMAB__REPLY__BODY_STATUS;
 	r->msg.status = out;
