@@ -62,7 +62,9 @@ int wire_recv(int sock, void *buf, size_t cap, struct wire_fds *ret_fds,
  * from @buf and, once it is full, from the heap up to @limit bytes in all;
  * free is a no-op and wire_arena_reset() releases everything. Decoding
  * into it needs no free_unpacked, and the limit bounds what a hostile
- * packet can make protobuf-c allocate.
+ * packet can make protobuf-c allocate. Under AddressSanitizer @buf stays
+ * poisoned but for live allocations: give it a static or heap buffer, never
+ * one on the stack.
  */
 struct wire_arena_chunk;
 
