@@ -54,13 +54,14 @@ static void req_init(Rdmab__Request *req)
 	req->serial = ++serial;
 }
 
-static void pk_hello(struct tl_buf *b, const char *domain, bool private)
+static void pk_hello_version(struct tl_buf *b, const char *domain,
+			     bool private, const char *version)
 {
 	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
 	Rdmab__Request req;
 
 	req_init(&req);
-	hello.library_version = (char *)"fuzz-seed";
+	hello.library_version = (char *)version;
 	hello.pid = 4242;
 	hello.fork_state = RDMAB__FORK_STATE__FORK_UNNEEDED;
 	hello.domain = (char *)domain;
@@ -68,6 +69,11 @@ static void pk_hello(struct tl_buf *b, const char *domain, bool private)
 	req.body_case = RDMAB__REQUEST__BODY_HELLO;
 	req.hello = &hello;
 	tl_pb_message(b, &req.base);
+}
+
+static void pk_hello(struct tl_buf *b, const char *domain, bool private)
+{
+	pk_hello_version(b, domain, private, "fuzz-seed");
 }
 
 static void pk_ping(struct tl_buf *b, const char *payload)
@@ -136,6 +142,17 @@ static void pk_unknown(struct tl_buf *b)
 	tl_pb_uint(b, 1, WIRE_PROTOCOL_VERSION);
 	tl_pb_uint(b, 2, ++serial);
 	tl_pb_bytes(b, 99, "newer", 5);
+}
+
+/* A status request followed by @n unknown fields of one byte each: more
+ * to decode than the arena's buffer holds. */
+static void pk_unknown_fields(struct tl_buf *b, unsigned int n)
+{
+	tl_pb_uint(b, 1, WIRE_PROTOCOL_VERSION);
+	tl_pb_uint(b, 2, ++serial);
+	tl_pb_bytes(b, 12, NULL, 0);
+	for (unsigned int i = 0; i < n; i++)
+		tl_pb_uint(b, 100 + i % 8, i % 128);
 }
 
 static void pk_version(struct tl_buf *b, uint32_t version)
@@ -259,6 +276,9 @@ static void seeds_requests(void)
 	}
 	pk_unknown(&b);
 	write_seed("request", "unknown-body", &b);
+	tl_buf_free(&b);
+	pk_unknown_fields(&b, 1300);
+	write_seed("request", "unknown-fields", &b);
 	tl_buf_free(&b);
 	seeds_daemon_messages();
 }
@@ -436,6 +456,17 @@ static void seeds_sessions(void)
 	pk_hello(&p, "", false);
 	sess_add(&s, SLOT1 | 1, &p);
 	sess_write(&s, "with-fds");
+
+	/* Library versions: the longest allowed, one byte too long; a
+	 * request with more unknown fields than the arena's buffer holds. */
+	sess_begin(&s, HDR(FUZZ_ID_USER, FUZZ_ID_ROOT));
+	pk_hello_version(&p, "", false, "1234567890123456789012345678901");
+	sess_add(&s, 0, &p);
+	pk_hello_version(&p, "", false, "12345678901234567890123456789012");
+	sess_add(&s, SLOT1, &p);
+	pk_unknown_fields(&p, 1300);
+	sess_add(&s, 0, &p);
+	sess_write(&s, "hello-limits");
 
 	/* Replies left unread: they queue in the daemon, contexts' fds
 	 * with them, until the client reads or goes away. */
