@@ -163,10 +163,10 @@ static void fuzz_daemon_side(const uint8_t *data, size_t size)
 	struct wire_arena a, again;
 	Rdmab__Request *req;
 
-	wire_arena_init(&a, request_mem.buf, sizeof(request_mem.buf),
-			WIRE_MAX_DECODED);
-	wire_arena_init(&again, again_mem.buf, sizeof(again_mem.buf),
-			WIRE_MAX_DECODED);
+	wire_arena_init_poisoned(&a, request_mem.buf, sizeof(request_mem.buf),
+				 WIRE_MAX_DECODED);
+	wire_arena_init_poisoned(&again, again_mem.buf, sizeof(again_mem.buf),
+				 WIRE_MAX_DECODED);
 	req = rdmab__request__unpack(&a.allocator, size, data);
 	if (req) {
 		check_request_shape(req);
