@@ -69,5 +69,9 @@ enum fuzz_identity {
 #define FUZZ_CTL_BATCH 0x20
 #define FUZZ_CTL_NO_READ 0x40
 #define FUZZ_CTL_CLOSE 0x80
+/* All bits: no packet; the daemon reloads its configuration (SIGHUP),
+ * switching between two files (fuzz_dispatch.c); the end of the input
+ * switches back. */
+#define FUZZ_CTL_RELOAD 0xff
 
 #endif

@@ -26,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -44,20 +45,36 @@ const char fuzz_target_name[] = "dispatch";
 #define MAX_SEND_FDS 15
 
 /* Small limits, so that inputs of a few KiB reach them. */
-static const char fuzz_config[] = "[broker]\n"
-				  "admin_group = 4242\n"
-				  "\n"
-				  "[defaults]\n"
-				  "objects = 4\n"
-				  "clients = 8\n"
-				  "\n"
-				  "[domain fz]\n"
-				  "users = 1000\n"
-				  "\n"
-				  "[domain fz2]\n"
-				  "groups = 4243\n"
-				  "objects = 0\n"
-				  "clients = 1\n";
+static const char config_a[] = "[broker]\n"
+			       "admin_group = 4242\n"
+			       "\n"
+			       "[defaults]\n"
+			       "objects = 4\n"
+			       "clients = 8\n"
+			       "\n"
+			       "[domain fz]\n"
+			       "users = 1000\n"
+			       "\n"
+			       "[domain fz2]\n"
+			       "groups = 4243\n"
+			       "objects = 0\n"
+			       "clients = 1\n";
+/* What a reload switches to: fz retired with its members, fz3 new, the
+ * quotas and the admin group changed under the clients. */
+static const char config_b[] = "[broker]\n"
+			       "admin_group = 4243\n"
+			       "\n"
+			       "[defaults]\n"
+			       "objects = 1\n"
+			       "clients = 2\n"
+			       "\n"
+			       "[domain fz2]\n"
+			       "groups = 4243\n"
+			       "objects = 1\n"
+			       "clients = 2\n"
+			       "\n"
+			       "[domain fz3]\n"
+			       "users = 1000, 65534\n";
 #define FUZZ_OUTQ_MAX 4096
 
 static const struct identity {
@@ -86,6 +103,8 @@ struct slot {
 
 struct session {
 	uint8_t hdr;
+	/* The daemon runs on config_b since a reload record. */
+	bool config_b;
 	/* Descriptors open before the session: between inputs the
 	 * sanitizers may start their symbolizer, with pipes. */
 	int baseline_fds;
@@ -97,7 +116,9 @@ struct session {
 
 static struct server srv;
 static bool srv_up;
-static int devnull = -1;
+/* The server keeps pointers to these. */
+static char sock_path[300], config_path_a[64], config_path_b[64];
+static int devnull = -1, config_fd_a = -1, config_fd_b = -1;
 static size_t baseline_domains;
 /* FUZZ_TRACE set: every reply on stderr, to see what a seed does. */
 static bool trace;
@@ -215,30 +236,40 @@ static void fuzz_cleanup(void)
 	if (devnull >= 0)
 		close(devnull);
 	devnull = -1;
+	if (config_fd_a >= 0)
+		close(config_fd_a);
+	if (config_fd_b >= 0)
+		close(config_fd_b);
+	config_fd_a = config_fd_b = -1;
 }
 
-/* Write @text to @path; 0 or -errno. */
-static int write_file(const char *path, const char *text)
+/*
+ * A configuration file that leaves nothing on disk, also when the fuzzer
+ * stops on a crash: a memfd holding @text, named by its /proc/self/fd path
+ * in @path. Returns the descriptor.
+ */
+static int config_memfd(const char *name, const char *text, char *path,
+			size_t size)
 {
 	size_t len = strlen(text);
-	int fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
-	ssize_t n;
+	int fd = memfd_create(name, MFD_CLOEXEC);
 
 	if (fd < 0)
-		return -errno;
-	n = write(fd, text, len);
-	close(fd);
-	return n == (ssize_t)len ? 0 : -EIO;
+		fail("memfd_create: %s", strerror(errno));
+	if (write(fd, text, len) != (ssize_t)len)
+		fail("%s: cannot write", name);
+	snprintf(path, size, "/proc/self/fd/%d", fd);
+	return fd;
 }
 
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *tmp = getenv("TMPDIR"), *level = getenv("FUZZ_LOG_LEVEL");
-	char dir[256], sock[300], cfg[300];
+	static char dir[256];
 	struct server_options opt = {
-		.socket_path = sock,
+		.socket_path = sock_path,
 		.runtime_dir = dir,
-		.config_path = cfg,
+		.config_path = config_path_a,
 		.config_required = true,
 		.device_mode = DEVICE_MODE_SOFT,
 		.socket_mode = 0600,
@@ -263,20 +294,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		 tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir))
 		fail("mkdtemp %s: %s", dir, strerror(errno));
-	snprintf(sock, sizeof(sock), "%s/sock", dir);
-	snprintf(cfg, sizeof(cfg), "%s/rdmabroker.conf", dir);
-	ret = write_file(cfg, fuzz_config);
-	if (ret < 0)
-		fail("%s: %s", cfg, strerror(-ret));
+	snprintf(sock_path, sizeof(sock_path), "%s/sock", dir);
+	config_fd_a = config_memfd("rdmabroker-fuzz-a.conf", config_a,
+				   config_path_a, sizeof(config_path_a));
+	config_fd_b = config_memfd("rdmabroker-fuzz-b.conf", config_b,
+				   config_path_b, sizeof(config_path_b));
 	ret = server_init(&srv, &opt);
 	if (ret < 0)
 		fail("server_init: %s", strerror(-ret));
 	srv_up = true;
-	/* Connections come from socketpairs: the socket and the file can
-	 * go now, and nothing is left behind when the fuzzer stops on a
-	 * crash. */
-	unlink(sock);
-	unlink(cfg);
+	/* Connections come from socketpairs: the socket can go now, and
+	 * nothing is left behind when the fuzzer stops on a crash. */
+	unlink(sock_path);
 	rmdir(dir);
 	atexit(fuzz_cleanup);
 
@@ -528,11 +557,27 @@ static void session_send(struct session *s, struct slot *sl,
 			err ? strerror(err) : "sent");
 }
 
+/* SIGHUP: the other configuration. */
+static void session_reload(struct session *s)
+{
+	s->config_b = !s->config_b;
+	srv.opt.config_path = s->config_b ? config_path_b : config_path_a;
+	if (server_reload(&srv) < 0)
+		fail("the daemon refused the configuration %s",
+		     s->config_b ? "b" : "a");
+}
+
 static void session_record(struct session *s, uint8_t ctl, const uint8_t *pkt,
 			   size_t len)
 {
 	unsigned int i = FUZZ_CTL_SLOT(ctl);
 	struct slot *sl = &s->slot[i];
+
+	if (ctl == FUZZ_CTL_RELOAD) {
+		session_reload(s);
+		run_until_idle(s);
+		return;
+	}
 
 	/* A session the daemon ended makes room for a new one. */
 	if (sl->fd >= 0 && sl->eof)
@@ -568,6 +613,8 @@ static void session_end(struct session *s)
 	for (unsigned int i = 0; i < SLOTS; i++)
 		slot_close(&s->slot[i]);
 	run_until_idle(s);
+	if (s->config_b)
+		session_reload(s);
 
 	if (srv.n_conns != 0)
 		fail("%u connections outlive their clients", srv.n_conns);

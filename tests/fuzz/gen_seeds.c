@@ -297,6 +297,16 @@ static void sess_begin(struct sess *s, uint8_t hdr)
 	serial = 0;
 }
 
+/* A record without a packet: the daemon reloads its configuration. */
+static void sess_reload(struct sess *s)
+{
+	uint8_t ctl = FUZZ_CTL_RELOAD;
+
+	if (s->records++)
+		tl_buf_put(&s->b, FUZZ_SEP, FUZZ_SEP_LEN);
+	tl_buf_put(&s->b, &ctl, 1);
+}
+
 /* One record: control byte @ctl and the packet in @pkt (freed). */
 static void sess_add(struct sess *s, uint8_t ctl, struct tl_buf *pkt)
 {
@@ -435,6 +445,30 @@ static void seeds_sessions(void)
 	pk_hello(&p, "fz2", false);
 	sess_add(&s, SLOT1, &p);
 	sess_write(&s, "domain-quota");
+
+	/* Reloads under clients: fz retired while a member holds its
+	 * context, fz3 joined, then retired in turn; quotas and the admin
+	 * group change. */
+	sess_begin(&s, HDR(FUZZ_ID_USER, FUZZ_ID_USER));
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "");
+	sess_add(&s, 0, &p);
+	sess_reload(&s);
+	pk_list(&p, RDMAB__REQUEST__BODY_LIST_DOMAINS, 0);
+	sess_add(&s, 0, &p);
+	pk_hello(&p, "", false);
+	sess_add(&s, SLOT1, &p);
+	pk_open(&p, "");
+	sess_add(&s, SLOT1, &p);
+	pk_hello(&p, "fz", false);
+	sess_add(&s, FUZZ_CTL_CLOSE, &p);
+	sess_reload(&s);
+	pk_close(&p, 2);
+	sess_add(&s, SLOT1, &p);
+	pk_list(&p, RDMAB__REQUEST__BODY_LIST_DOMAINS, 0);
+	sess_add(&s, SLOT1, &p);
+	sess_write(&s, "reload");
 
 	/* Protocol errors that end the session. */
 	sess_begin(&s, HDR(FUZZ_ID_ROOT, FUZZ_ID_ROOT));
