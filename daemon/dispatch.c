@@ -156,8 +156,9 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	int ret;
 
 	if (!dispatch_arena.buf)
-		wire_arena_init(&dispatch_arena, dispatch_mem.buf,
-				sizeof(dispatch_mem.buf), WIRE_MAX_DECODED);
+		wire_arena_init_poisoned(&dispatch_arena, dispatch_mem.buf,
+					 sizeof(dispatch_mem.buf),
+					 WIRE_MAX_DECODED);
 	rdmab__reply__init(&r.msg);
 	r.message[0] = '\0';
 	r.nfds = 0;

@@ -74,10 +74,19 @@ struct wire_arena {
 	size_t heap_left;
 	size_t limit;
 	struct wire_arena_chunk *chunks;
+	bool poison;
 };
 
 void wire_arena_init(struct wire_arena *a, void *buf, size_t cap,
 		     size_t limit);
+/*
+ * The same, for a static or heap @buf: under AddressSanitizer what is not
+ * handed out stays poisoned, with a gap after every allocation, so that an
+ * overrun of one is reported as on the heap. Never for a buffer on the
+ * stack, which would stay poisoned after its frame.
+ */
+void wire_arena_init_poisoned(struct wire_arena *a, void *buf, size_t cap,
+			      size_t limit);
 /* Zeroed memory from the arena; NULL when the limit is reached. */
 void *wire_arena_alloc(struct wire_arena *a, size_t size);
 /* Release every allocation; the arena is ready for the next message. */
