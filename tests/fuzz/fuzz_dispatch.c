@@ -36,6 +36,7 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
+#include "daemon/user.h"
 #include "proto/wire.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -47,6 +48,11 @@ const char fuzz_target_name[] = "dispatch";
 /* Small limits, so that inputs of a few KiB reach them. */
 static const char config_a[] = "[broker]\n"
 			       "admin_group = 4242\n"
+			       "connections_per_uid = 2\n"
+			       "admin_reserve = 1\n"
+			       "queued_fds = 2\n"
+			       "queued_fds_per_uid = 3\n"
+			       "private_contexts_per_uid = 1\n"
 			       "\n"
 			       "[defaults]\n"
 			       "objects = 4\n"
@@ -592,9 +598,20 @@ static void session_record(struct session *s, uint8_t ctl, const uint8_t *pkt,
 		run_until_idle(s);
 }
 
+static bool any_stalled(void)
+{
+	const struct conn *c;
+
+	TAILQ_FOREACH(c, &srv.conns, link)
+		if (c->stalled)
+			return true;
+	return false;
+}
+
 static void session_end(struct session *s)
 {
 	struct domain *d;
+	struct user *u;
 	size_t n_domains;
 	int fds;
 
@@ -603,6 +620,13 @@ static void session_end(struct session *s)
 	for (unsigned int i = 0; i < SLOTS; i++)
 		s->slot[i].reading = true;
 	run_until_idle(s);
+	/* A connection stopped for its unread descriptors is looked at again
+	 * by a timer of a few ms: let it fire, boundedly. */
+	for (unsigned int i = 0; i < 16 && any_stalled(); i++) {
+		if (event_base_loop(srv.base, EVLOOP_ONCE) < 0)
+			fail("event_base_loop failed");
+		run_until_idle(s);
+	}
 	for (unsigned int i = 0; i < SLOTS; i++) {
 		const struct slot *sl = &s->slot[i];
 
@@ -621,6 +645,13 @@ static void session_end(struct session *s)
 			fail("event_base_loop failed");
 	if (!TAILQ_EMPTY(&srv.lingering))
 		fail("a closed client's socket still lingers");
+	/* Nothing is charged to any uid once its connections are gone. */
+	TAILQ_FOREACH(u, &srv.users, link)
+		if (u->n_conns || u->pinned_fds || u->private_ctxs)
+			fail("uid %u still holds %u connections, %u unread "
+			     "descriptors, %u private contexts",
+			     (unsigned int)u->uid, u->n_conns, u->pinned_fds,
+			     u->private_ctxs);
 	if (s->config_b)
 		session_reload(s);
 
