@@ -219,12 +219,13 @@ void open_teardown(struct open_bench *ob);
 /*
  * The pieces the instruction counts (insn.c) run in processes of their
  * own. open_pairs_broker(): @iters ibc_open + ibc_close of @device while a
- * holder of the same domain keeps the context open (steady state).
+ * holder of the same domain keeps the context open (steady state), after
+ * waiting @settle_ms once connected.
  * open_pairs_raw(): @iters raw pairs of the sizes @sz, send() with
  * @send_flags. open_peer_serve(): the raw peer on an accepted @fd.
  */
 int open_pairs_broker(const char *path, const char *device,
-		      unsigned int iters);
+		      unsigned int settle_ms, unsigned int iters);
 int open_pairs_raw(int fd, const struct open_sizes *sz, int send_flags,
 		   unsigned int iters);
 int open_peer_serve(int fd, const struct open_sizes *sz);
@@ -260,6 +261,9 @@ struct insn_setup {
 	struct open_sizes open;
 	/* Requests of the shorter and the longer run of each count. */
 	unsigned long n[INSN_REQS][2];
+	/* How long the daemon's clients wait once connected before their
+	 * requests (see insn.c). */
+	unsigned int settle_ms;
 };
 
 struct insn_result {

@@ -12,6 +12,11 @@
  * totals over n[1] - n[0] is what one request costs, start-up, connection
  * and teardown cancelled out. Clients run as `rdmab-bench --role NAME`,
  * servers as themselves; the run's own servers answer the clients.
+ *
+ * The daemon is counted in the steady state the RTTs measure: for a second
+ * after a client comes or goes it holds a timer (the coalesced status
+ * update), and each turn of its event loop then also computes a timeout.
+ * Its clients wait that second out before their requests.
  */
 #include "config.h"
 
@@ -66,12 +71,14 @@ static const struct insn_role *insn_find_role(enum insn_req req,
 /* What a role needs besides its socket. */
 struct insn_params {
 	const char *device;
+	unsigned int settle_ms;
 	size_t payload;
 	size_t ping_req, ping_rep;
 	struct open_sizes open;
 };
 
-static int insn_ping_broker(const char *path, size_t plen, unsigned long n)
+static int insn_ping_broker(const char *path, size_t plen,
+			    unsigned int settle_ms, unsigned long n)
 {
 	struct ibc_connect_attr attr = {
 		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_TIMEOUT,
@@ -92,6 +99,8 @@ static int insn_ping_broker(const char *path, size_t plen, unsigned long n)
 			ibc_last_error());
 		return ret;
 	}
+	if (settle_ms)
+		sleep_ms(settle_ms);
 	ret = rtt_broker_rep(cl, payload, plen, (unsigned int)n, NULL);
 	ibc_disconnect(cl);
 	return ret;
@@ -111,8 +120,10 @@ static int insn_run_role(const struct insn_role *role, const char *path,
 		if (fd >= 0)
 			close(fd);
 		if (role->req == INSN_PING)
-			return insn_ping_broker(path, p->payload, n);
-		return open_pairs_broker(path, p->device, (unsigned int)n);
+			return insn_ping_broker(path, p->payload, p->settle_ms,
+						n);
+		return open_pairs_broker(path, p->device, p->settle_ms,
+					 (unsigned int)n);
 	}
 	if (p->ping_req > sizeof(req))
 		return -EMSGSIZE;
@@ -401,8 +412,10 @@ static int insn_one(struct insn_run *x, enum insn_req req,
 		if (err < 0)
 			return err;
 		err = unix_connect_wait(s->sock, INSN_TIMEOUT_MS, pid, &fd);
+		x->p.settle_ms = pair == INSN_BROKER ? s->settle_ms : 0;
 		if (err == 0)
 			err = insn_run_role(client, s->sock, fd, &x->p, n);
+		x->p.settle_ms = 0;
 		/* The blocking servers end with their one connection, the
 		 * others on SIGTERM. */
 		st = server && err == 0 ? wait_child(pid) : stop_child(pid);

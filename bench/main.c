@@ -814,6 +814,8 @@ static int run_insn(struct run *r)
 		.open = *open_sizes(r->ob),
 		.n = { { r->o.insn_pings / 2, r->o.insn_pings * 3 / 2 },
 		       { r->o.insn_pings / 4, r->o.insn_pings * 3 / 4 } },
+		/* The daemon's status timer: a second, in server.c. */
+		.settle_ms = 1100,
 	};
 	int ret;
 

@@ -564,7 +564,7 @@ int open_pairs_raw(int fd, const struct open_sizes *sz, int send_flags,
 }
 
 int open_pairs_broker(const char *path, const char *device,
-		      unsigned int iters)
+		      unsigned int settle_ms, unsigned int iters)
 {
 	struct ibc_client *holder = NULL, *cl = NULL;
 	struct ibc_ctx *held = NULL;
@@ -578,6 +578,8 @@ int open_pairs_broker(const char *path, const char *device,
 	}
 	if (ret == 0)
 		ret = open_connect(path, 0, 0, &cl, NULL, 0);
+	if (ret == 0 && settle_ms)
+		sleep_ms(settle_ms);
 	for (unsigned int i = 0; ret == 0 && i < iters; i++) {
 		struct ibc_ctx *ctx;
 
