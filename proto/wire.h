@@ -110,6 +110,29 @@ int wire_pack_daemon_message(const ProtobufCMessage *inner,
 			     unsigned int field, bool bounded, uint8_t *buf,
 			     uint8_t **ret_start);
 
+/*
+ * The hot path's codec of the envelope (envelope.c): Request and Reply by
+ * hand, a submessage body by protobuf-c, the same bytes as protobuf-c.
+ *
+ * wire_unpack_request() and wire_unpack_reply() decode into @a, which
+ * must hold nothing yet (a packet of an unusual shape is decoded by
+ * protobuf-c after a reset of @a); the result is what
+ * rdmab__request__unpack() or rdmab__reply__unpack() gives, NULL where
+ * they fail, but for this: a request's ping is not copied, it points into
+ * @buf, which must outlive the request, and takes nothing from @a's limit.
+ */
+Rdmab__Request *wire_unpack_request(struct wire_arena *a, size_t len,
+				    const uint8_t *buf);
+Rdmab__Reply *wire_unpack_reply(struct wire_arena *a, size_t len,
+				const uint8_t *buf);
+/* Pack @req into @buf of @cap bytes; the length or -EMSGSIZE. */
+int wire_pack_request(const Rdmab__Request *req, uint8_t *buf, size_t cap);
+/* Pack a DaemonMessage whose field @field is @r into @buf of @cap bytes;
+ * the length, -EMSGSIZE, or -ENOTSUP for a reply to pack with protobuf-c
+ * (unknown fields). */
+int wire_pack_reply_message(const Rdmab__Reply *r, unsigned int field,
+			    uint8_t *buf, size_t cap);
+
 /* Pack @msg into @scratch (WIRE_MAX_PACKET bytes) and send it. */
 int wire_send_msg(int sock, const ProtobufCMessage *msg, uint8_t *scratch,
 		  const int *fds, unsigned int nfds, int flags);

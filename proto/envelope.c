@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The envelope on the hot path, by hand: Request and Reply are a few
+ * scalars and one oneof body, and protobuf-c's descriptor-driven walkers
+ * spend more on them than the rest of a round trip's user-space work
+ * (make bench counts it). Packing writes the bytes protobuf-c writes, in
+ * field-number order with proto3's rules for what is left out; a body
+ * that is a submessage is still sized and packed by protobuf-c.
+ *
+ * Decoding takes the shape every packer gives an envelope: its fields in
+ * number order, each at most once, the body last, short varints, nothing
+ * unknown. A packet of any other shape, valid or not, is handed whole to
+ * protobuf-c, so that every packet decodes to what rdmab__request__unpack()
+ * or rdmab__reply__unpack() would make of it, or fails where they fail.
+ * Nothing here range-checks a value: the handlers do (proto/README.md).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <string.h>
+
+#include "proto/wire.h"
+
+/* Wire types. */
+#define ENV_VARINT 0
+#define ENV_LEN 2
+
+/* Longest varints read by hand: protobuf-c decodes these lengths exactly
+ * (longer ones go to it); lengths need 3 bytes below 2 MiB. */
+#define ENV_MAX_TAG 2
+#define ENV_MAX_U32 4
+#define ENV_MAX_U64 9
+#define ENV_MAX_LEN 3
+
+static size_t env_varint_size(uint64_t v)
+{
+	size_t n = 1;
+
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
+static uint8_t *env_put_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static uint64_t env_tag(uint32_t field, unsigned int wire_type)
+{
+	return ((uint64_t)field << 3) | wire_type;
+}
+
+/* A varint of at most @max bytes at *@p; -1 when it is longer or cut. */
+static int env_get_varint(const uint8_t **p, const uint8_t *end,
+			  unsigned int max, uint64_t *ret)
+{
+	const uint8_t *q = *p;
+	uint64_t v = 0;
+
+	for (unsigned int i = 0; i < max && q < end; i++) {
+		uint8_t b = *q++;
+
+		v |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			*p = q;
+			*ret = v;
+			return 0;
+		}
+	}
+	return -1;
+}
+
+static void *env_alloc(struct wire_arena *a, size_t size)
+{
+	return a->allocator.alloc(a->allocator.allocator_data, size);
+}
+
+/* --- the body --------------------------------------------------------- */
+
+/* The oneof member numbered @num, or NULL. Request and Reply have one
+ * oneof; its members are bytes or submessages. */
+static const ProtobufCFieldDescriptor *
+env_body_field(const ProtobufCMessageDescriptor *desc, uint32_t num)
+{
+	const ProtobufCFieldDescriptor *f =
+		protobuf_c_message_descriptor_get_field(desc, num);
+
+	if (!f || !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF) ||
+	    (f->type != PROTOBUF_C_TYPE_BYTES &&
+	     f->type != PROTOBUF_C_TYPE_MESSAGE))
+		return NULL;
+	return f;
+}
+
+/* What the body of @m packs to: nothing (f NULL), bytes or a message. */
+struct env_body {
+	const ProtobufCFieldDescriptor *f;
+	const ProtobufCBinaryData *bytes;
+	const ProtobufCMessage *sub;
+	size_t len;
+};
+
+/* As protobuf-c: the member whose number the case holds, a message only
+ * when it is set. -1 for a case protobuf-c would pack but this does not
+ * (the caller packs with protobuf-c). */
+static int env_body_plan(const ProtobufCMessage *m, uint32_t body_case,
+			 struct env_body *b)
+{
+	const ProtobufCFieldDescriptor *f;
+	const char *member;
+
+	*b = (struct env_body){ 0 };
+	if (!body_case)
+		return 0;
+	f = protobuf_c_message_descriptor_get_field(m->descriptor, body_case);
+	if (!f || !(f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+		return 0;
+	member = (const char *)m + f->offset;
+	if (f->type == PROTOBUF_C_TYPE_BYTES) {
+		b->bytes = (const ProtobufCBinaryData *)member;
+		b->len = b->bytes->len;
+	} else if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+		b->sub = *(const ProtobufCMessage *const *)member;
+		if (!b->sub || b->sub == f->default_value)
+			return 0;
+		b->len = protobuf_c_message_get_packed_size(b->sub);
+	} else {
+		return -1;
+	}
+	b->f = f;
+	return 0;
+}
+
+static size_t env_body_size(const struct env_body *b)
+{
+	if (!b->f)
+		return 0;
+	return env_varint_size(env_tag(b->f->id, ENV_LEN)) +
+	       env_varint_size(b->len) + b->len;
+}
+
+static uint8_t *env_body_put(const struct env_body *b, uint8_t *p)
+{
+	if (!b->f)
+		return p;
+	p = env_put_varint(p, env_tag(b->f->id, ENV_LEN));
+	p = env_put_varint(p, b->len);
+	if (b->sub)
+		return p + protobuf_c_message_pack(b->sub, p);
+	if (b->len)
+		memcpy(p, b->bytes->data, b->len);
+	return p + b->len;
+}
+
+/*
+ * Decode the body @f of @m from the @len bytes at @p, as protobuf-c does:
+ * a message by protobuf-c, bytes copied into @a (NULL when empty) or,
+ * @borrow, pointing into the packet. -1 when it does not decode.
+ */
+static int env_body_get(struct wire_arena *a, ProtobufCMessage *m,
+			const ProtobufCFieldDescriptor *f, const uint8_t *p,
+			size_t len, bool borrow)
+{
+	char *member = (char *)m + f->offset;
+
+	if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+		ProtobufCMessage *sub = protobuf_c_message_unpack(
+			f->descriptor, &a->allocator, len, p);
+
+		if (!sub)
+			return -1;
+		*(ProtobufCMessage **)member = sub;
+	} else {
+		ProtobufCBinaryData *bd = (ProtobufCBinaryData *)member;
+
+		bd->len = len;
+		bd->data = NULL;
+		if (len && borrow) {
+			bd->data = (uint8_t *)p;
+		} else if (len) {
+			bd->data = env_alloc(a, len);
+			if (!bd->data)
+				return -1;
+			memcpy(bd->data, p, len);
+		}
+	}
+	*(uint32_t *)((char *)m + f->quantifier_offset) = f->id;
+	return 0;
+}
+
+/*
+ * Read the next field's tag at *@p (number and wire type). -1 when its
+ * number is not above *@last (out of order or repeated), which it
+ * becomes.
+ */
+static int env_next_field(const uint8_t **p, const uint8_t *end,
+			  uint32_t *last, uint32_t *ret_tag)
+{
+	uint64_t tag;
+
+	if (env_get_varint(p, end, ENV_MAX_TAG, &tag) < 0 ||
+	    (tag >> 3) <= *last)
+		return -1;
+	*last = (uint32_t)(tag >> 3);
+	*ret_tag = (uint32_t)tag;
+	return 0;
+}
+
+/* The body at @p, tagged @tag: -1 when it is not a member of the oneof
+ * or does not end the packet exactly. */
+static int env_get_body(struct wire_arena *a, ProtobufCMessage *m,
+			uint32_t tag, const uint8_t *p, const uint8_t *end,
+			bool borrow)
+{
+	const ProtobufCFieldDescriptor *f;
+	uint64_t len;
+
+	if ((tag & 7) != ENV_LEN)
+		return -1;
+	f = env_body_field(m->descriptor, tag >> 3);
+	if (!f || env_get_varint(&p, end, ENV_MAX_LEN, &len) < 0 ||
+	    len != (uint64_t)(end - p))
+		return -1;
+	return env_body_get(a, m, f, p, (size_t)len, borrow);
+}
+
+/* --- Request ---------------------------------------------------------- */
+
+static size_t env_request_head(const Rdmab__Request *req)
+{
+	size_t n = 0;
+
+	if (req->version)
+		n += 1 + env_varint_size(req->version);
+	if (req->serial)
+		n += 1 + env_varint_size(req->serial);
+	return n;
+}
+
+int wire_pack_request(const Rdmab__Request *req, uint8_t *buf, size_t cap)
+{
+	struct env_body b;
+	size_t len;
+	uint8_t *p = buf;
+
+	if (req->base.n_unknown_fields ||
+	    env_body_plan(&req->base, req->body_case, &b) < 0) {
+		len = protobuf_c_message_get_packed_size(&req->base);
+		if (len > cap || len > WIRE_MAX_PACKET)
+			return -EMSGSIZE;
+		return (int)protobuf_c_message_pack(&req->base, buf);
+	}
+	len = env_request_head(req) + env_body_size(&b);
+	if (len > cap || len > WIRE_MAX_PACKET)
+		return -EMSGSIZE;
+	if (req->version) {
+		p = env_put_varint(p, env_tag(1, ENV_VARINT));
+		p = env_put_varint(p, req->version);
+	}
+	if (req->serial) {
+		p = env_put_varint(p, env_tag(2, ENV_VARINT));
+		p = env_put_varint(p, req->serial);
+	}
+	env_body_put(&b, p);
+	return (int)len;
+}
+
+Rdmab__Request *wire_unpack_request(struct wire_arena *a, size_t len,
+				    const uint8_t *buf)
+{
+	const uint8_t *p = buf, *end = buf + len;
+	Rdmab__Request *req;
+	uint32_t last = 0, tag;
+	uint64_t v;
+
+	req = env_alloc(a, sizeof(*req));
+	if (!req)
+		return NULL;
+	rdmab__request__init(req);
+	while (p < end) {
+		if (env_next_field(&p, end, &last, &tag) < 0)
+			goto generic;
+		if (tag == env_tag(1, ENV_VARINT) &&
+		    env_get_varint(&p, end, ENV_MAX_U32, &v) == 0)
+			req->version = (uint32_t)v;
+		else if (tag == env_tag(2, ENV_VARINT) &&
+			 env_get_varint(&p, end, ENV_MAX_U64, &v) == 0)
+			req->serial = v;
+		else if (env_get_body(a, &req->base, tag, p, end, true) == 0)
+			return req;
+		else
+			goto generic;
+	}
+	return req;
+
+generic:
+	/* With the arena as empty as protobuf-c alone would find it. */
+	wire_arena_reset(a);
+	return rdmab__request__unpack(&a->allocator, len, buf);
+}
+
+/* --- Reply ------------------------------------------------------------ */
+
+static bool env_has_message(const Rdmab__Reply *r)
+{
+	return r->message && r->message[0];
+}
+
+static size_t env_reply_head(const Rdmab__Reply *r)
+{
+	size_t n = 0;
+
+	if (r->serial)
+		n += 1 + env_varint_size(r->serial);
+	/* A negative int32 goes out as ten bytes, sign-extended. */
+	if (r->error)
+		n += 1 + env_varint_size((uint64_t)(int64_t)r->error);
+	if (env_has_message(r)) {
+		size_t m = strlen(r->message);
+
+		n += 1 + env_varint_size(m) + m;
+	}
+	return n;
+}
+
+int wire_pack_reply_message(const Rdmab__Reply *r, unsigned int field,
+			    uint8_t *buf, size_t cap)
+{
+	struct env_body b;
+	size_t inner, len;
+	uint8_t *p = buf;
+
+	if (r->base.n_unknown_fields ||
+	    env_body_plan(&r->base, r->body_case, &b) < 0)
+		return -ENOTSUP;
+	inner = env_reply_head(r) + env_body_size(&b);
+	len = env_varint_size(env_tag(field, ENV_LEN)) +
+	      env_varint_size(inner) + inner;
+	if (len > cap || len > WIRE_MAX_PACKET)
+		return -EMSGSIZE;
+	p = env_put_varint(p, env_tag(field, ENV_LEN));
+	p = env_put_varint(p, inner);
+	if (r->serial) {
+		p = env_put_varint(p, env_tag(1, ENV_VARINT));
+		p = env_put_varint(p, r->serial);
+	}
+	if (r->error) {
+		p = env_put_varint(p, env_tag(2, ENV_VARINT));
+		p = env_put_varint(p, (uint64_t)(int64_t)r->error);
+	}
+	if (env_has_message(r)) {
+		size_t m = strlen(r->message);
+
+		p = env_put_varint(p, env_tag(3, ENV_LEN));
+		p = env_put_varint(p, m);
+		memcpy(p, r->message, m);
+		p += m;
+	}
+	env_body_put(&b, p);
+	return (int)len;
+}
+
+Rdmab__Reply *wire_unpack_reply(struct wire_arena *a, size_t len,
+				const uint8_t *buf)
+{
+	const uint8_t *p = buf, *end = buf + len;
+	Rdmab__Reply *r;
+	uint32_t last = 0, tag;
+	uint64_t v;
+
+	r = env_alloc(a, sizeof(*r));
+	if (!r)
+		return NULL;
+	rdmab__reply__init(r);
+	while (p < end) {
+		if (env_next_field(&p, end, &last, &tag) < 0)
+			goto generic;
+		if (tag == env_tag(1, ENV_VARINT) &&
+		    env_get_varint(&p, end, ENV_MAX_U64, &v) == 0) {
+			r->serial = v;
+		} else if (tag == env_tag(2, ENV_VARINT) &&
+			   env_get_varint(&p, end, ENV_MAX_U32, &v) == 0) {
+			/* Below 2^28: what protobuf-c makes of it too. */
+			r->error = (int32_t)v;
+		} else if (tag == env_tag(3, ENV_LEN) &&
+			   env_get_varint(&p, end, ENV_MAX_LEN, &v) == 0 &&
+			   v <= (uint64_t)(end - p)) {
+			r->message = env_alloc(a, (size_t)v + 1);
+			if (!r->message)
+				return NULL;
+			memcpy(r->message, p, (size_t)v);
+			r->message[v] = '\0';
+			p += v;
+		} else if (env_get_body(a, &r->base, tag, p, end, false) ==
+			   0) {
+			return r;
+		} else {
+			goto generic;
+		}
+	}
+	return r;
+
+generic:
+	wire_arena_reset(a);
+	return rdmab__reply__unpack(&a->allocator, len, buf);
+}
