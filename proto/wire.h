@@ -102,9 +102,11 @@ int wire_pack_into(const ProtobufCMessage *msg, uint8_t *buf);
  * Pack a DaemonMessage whose only field, number @field, is @inner (a Reply
  * or an Event) into @buf (WIRE_PACK_ROOM bytes); *ret_start is where the
  * packet starts. The same bytes as packing the DaemonMessage, with fewer
- * walks of @inner: the wrapper's tag and length are written here, and a
- * @bounded message (one known to pack to less than WIRE_PACK_ROOM minus
- * the headroom) is not sized first. Returns the length or -EMSGSIZE.
+ * walks of @inner: a Reply is packed by hand (wire_pack_reply_message(),
+ * sized first whatever @bounded says); for an Event, the wrapper's tag and
+ * length are written here, and a @bounded one (known to pack to less than
+ * WIRE_PACK_ROOM minus the headroom) is not sized first. Returns the
+ * length or -EMSGSIZE.
  */
 int wire_pack_daemon_message(const ProtobufCMessage *inner,
 			     unsigned int field, bool bounded, uint8_t *buf,
