@@ -154,7 +154,7 @@ static void ibc_handle_packet(struct ibc_client *cl, const uint8_t *buf,
 	}
 	/* Straight to the Reply inside: its wrapper holds nothing else. */
 	r = w->r;
-	r->reply = rdmab__reply__unpack(&r->arena.allocator, rlen, rbuf);
+	r->reply = wire_unpack_reply(&r->arena, rlen, rbuf);
 	if (!r->reply) {
 		wire_fds_close(fds);
 		wire_arena_reset(&r->arena);
