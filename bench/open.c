@@ -147,11 +147,10 @@ static int open_peer_main(void *arg)
 static int open_connect(const char *path, uint32_t flags, int push,
 			struct ibc_client **ret_cl, char *domain, size_t cap)
 {
+	/* No reply deadline, the library's default, as in main.c. */
 	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-			     IBC_CONNECT_ATTR_TIMEOUT | IBC_CONNECT_ATTR_FLAGS,
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_FLAGS,
 		.socket_path = path,
-		.timeout_ms = OPEN_TIMEOUT_MS,
 		.flags = flags,
 	};
 	struct ibc_client_info info;
