@@ -5,7 +5,8 @@
  * spend more on them than the rest of a round trip's user-space work
  * (make bench counts it). Packing writes the bytes protobuf-c writes, in
  * field-number order with proto3's rules for what is left out; a body
- * that is a submessage is still sized and packed by protobuf-c.
+ * that is a submessage is packed by flat.c when it is flat (scalars and
+ * strings only), by protobuf-c otherwise.
  *
  * Decoding takes the shape every packer gives an envelope: its fields in
  * number order, each at most once, the body last, short varints, nothing
@@ -19,75 +20,9 @@
 #include <errno.h>
 #include <string.h>
 
+#include "proto/flat.h"
+#include "proto/varint.h"
 #include "proto/wire.h"
-
-/* Wire types. */
-#define ENV_VARINT 0
-#define ENV_LEN 2
-
-/* Longest varints read by hand: protobuf-c decodes these lengths exactly
- * (longer ones go to it); lengths need 3 bytes below 2 MiB. */
-#define ENV_MAX_TAG 2
-#define ENV_MAX_U32 4
-#define ENV_MAX_U64 9
-#define ENV_MAX_LEN 3
-
-static size_t env_varint_size(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
-
-static uint8_t *env_put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static uint64_t env_tag(uint32_t field, unsigned int wire_type)
-{
-	return ((uint64_t)field << 3) | wire_type;
-}
-
-/* A varint of at most @max bytes at *@p; -1 when it is longer or cut.
- * Inlined: it is most of the decoding. */
-static inline __attribute__((always_inline)) int
-env_get_varint(const uint8_t **p, const uint8_t *end, unsigned int max,
-	       uint64_t *ret)
-{
-	const uint8_t *q = *p, *stop;
-	unsigned int shift = 0;
-	uint64_t v = 0;
-
-	/* Tags, versions, small lengths. */
-	if (q < end && *q < 0x80) {
-		*ret = *q;
-		*p = q + 1;
-		return 0;
-	}
-	stop = (size_t)(end - q) > max ? q + max : end;
-	while (q < stop) {
-		uint8_t b = *q++;
-
-		v |= (uint64_t)(b & 0x7f) << shift;
-		if (b < 0x80) {
-			*p = q;
-			*ret = v;
-			return 0;
-		}
-		shift += 7;
-	}
-	return -1;
-}
 
 static void *env_alloc(struct wire_arena *a, size_t size)
 {
@@ -133,6 +68,7 @@ struct env_body {
 	const ProtobufCFieldDescriptor *f;
 	const ProtobufCBinaryData *bytes;
 	const ProtobufCMessage *sub;
+	bool flat; /* sub is packed by flat.c */
 	size_t len;
 };
 
@@ -159,7 +95,10 @@ static int env_body_plan(const ProtobufCMessage *m, uint32_t body_case,
 		b->sub = *(const ProtobufCMessage *const *)member;
 		if (!b->sub || b->sub == f->default_value)
 			return 0;
-		b->len = protobuf_c_message_get_packed_size(b->sub);
+		b->flat = !b->sub->n_unknown_fields &&
+			  wire_flat(b->sub->descriptor);
+		b->len = b->flat ? wire_flat_size(b->sub) :
+				   protobuf_c_message_get_packed_size(b->sub);
 	} else {
 		return -1;
 	}
@@ -171,16 +110,18 @@ static size_t env_body_size(const struct env_body *b)
 {
 	if (!b->f)
 		return 0;
-	return env_varint_size(env_tag(b->f->id, ENV_LEN)) +
-	       env_varint_size(b->len) + b->len;
+	return varint_size(varint_tag(b->f->id, VARINT_WT_LEN)) +
+	       varint_size(b->len) + b->len;
 }
 
 static uint8_t *env_body_put(const struct env_body *b, uint8_t *p)
 {
 	if (!b->f)
 		return p;
-	p = env_put_varint(p, env_tag(b->f->id, ENV_LEN));
-	p = env_put_varint(p, b->len);
+	p = varint_put(p, varint_tag(b->f->id, VARINT_WT_LEN));
+	p = varint_put(p, b->len);
+	if (b->sub && b->flat)
+		return wire_flat_pack(b->sub, p);
 	if (b->sub)
 		return p + protobuf_c_message_pack(b->sub, p);
 	if (b->len)
@@ -190,8 +131,9 @@ static uint8_t *env_body_put(const struct env_body *b, uint8_t *p)
 
 /*
  * Decode the body @f of @m from the @len bytes at @p, as protobuf-c does:
- * a message by protobuf-c, bytes copied into @a (NULL when empty) or,
- * @borrow, pointing into the packet. -1 when it does not decode.
+ * a flat message by flat.c, any other by protobuf-c, bytes copied into @a
+ * (NULL when empty) or, @borrow, pointing into the packet. -1 when it does
+ * not decode.
  */
 static int env_body_get(struct wire_arena *a, ProtobufCMessage *m,
 			const ProtobufCFieldDescriptor *f, const uint8_t *p,
@@ -200,9 +142,16 @@ static int env_body_get(struct wire_arena *a, ProtobufCMessage *m,
 	char *member = (char *)m + f->offset;
 
 	if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
-		ProtobufCMessage *sub = protobuf_c_message_unpack(
-			f->descriptor, &a->allocator, len, p);
+		const ProtobufCMessageDescriptor *desc = f->descriptor;
+		ProtobufCMessage *sub;
 
+		/* A flat body that flat.c does not read goes to protobuf-c
+		 * with the whole envelope. */
+		if (wire_flat(desc))
+			sub = wire_flat_unpack(desc, &a->allocator, len, p);
+		else
+			sub = protobuf_c_message_unpack(desc, &a->allocator,
+							len, p);
 		if (!sub)
 			return -1;
 		*(ProtobufCMessage **)member = sub;
@@ -233,10 +182,10 @@ static int env_get_body(struct wire_arena *a, ProtobufCMessage *m,
 	const ProtobufCFieldDescriptor *f;
 	uint64_t len;
 
-	if ((tag & 7) != ENV_LEN)
+	if ((tag & 7) != VARINT_WT_LEN)
 		return -1;
 	f = env_body_field(m->descriptor, tag >> 3);
-	if (!f || env_get_varint(&p, end, ENV_MAX_LEN, &len) < 0 ||
+	if (!f || varint_get(&p, end, VARINT_MAX_LEN, &len) < 0 ||
 	    len != (uint64_t)(end - p))
 		return -1;
 	return env_body_get(a, m, f, p, (size_t)len, borrow);
@@ -249,9 +198,9 @@ static size_t env_request_head(const Rdmab__Request *req)
 	size_t n = 0;
 
 	if (req->version)
-		n += 1 + env_varint_size(req->version);
+		n += 1 + varint_size(req->version);
 	if (req->serial)
-		n += 1 + env_varint_size(req->serial);
+		n += 1 + varint_size(req->serial);
 	return n;
 }
 
@@ -272,12 +221,12 @@ int wire_pack_request(const Rdmab__Request *req, uint8_t *buf, size_t cap)
 	if (len > cap || len > WIRE_MAX_PACKET)
 		return -EMSGSIZE;
 	if (req->version) {
-		p = env_put_varint(p, env_tag(1, ENV_VARINT));
-		p = env_put_varint(p, req->version);
+		p = varint_put(p, varint_tag(1, VARINT_WT_VARINT));
+		p = varint_put(p, req->version);
 	}
 	if (req->serial) {
-		p = env_put_varint(p, env_tag(2, ENV_VARINT));
-		p = env_put_varint(p, req->serial);
+		p = varint_put(p, varint_tag(2, VARINT_WT_VARINT));
+		p = varint_put(p, req->serial);
 	}
 	env_body_put(&b, p);
 	return (int)len;
@@ -299,19 +248,19 @@ Rdmab__Request *wire_unpack_request(struct wire_arena *a, size_t len,
 	if (!req)
 		return NULL;
 	rdmab__request__init(req);
-	if (p < end && *p == env_tag(1, ENV_VARINT)) {
+	if (p < end && *p == varint_tag(1, VARINT_WT_VARINT)) {
 		p++;
-		if (env_get_varint(&p, end, ENV_MAX_U32, &v) < 0)
+		if (varint_get(&p, end, VARINT_MAX_U32, &v) < 0)
 			goto generic;
 		req->version = (uint32_t)v;
 	}
-	if (p < end && *p == env_tag(2, ENV_VARINT)) {
+	if (p < end && *p == varint_tag(2, VARINT_WT_VARINT)) {
 		p++;
-		if (env_get_varint(&p, end, ENV_MAX_U64, &v) < 0)
+		if (varint_get(&p, end, VARINT_MAX_U64, &v) < 0)
 			goto generic;
 		req->serial = v;
 	}
-	if (p < end && (env_get_varint(&p, end, ENV_MAX_TAG, &v) < 0 ||
+	if (p < end && (varint_get(&p, end, VARINT_MAX_TAG, &v) < 0 ||
 			env_get_body(a, &req->base, v, p, end, true) < 0))
 		goto generic;
 	return req;
@@ -334,14 +283,14 @@ static size_t env_reply_head(const Rdmab__Reply *r)
 	size_t n = 0;
 
 	if (r->serial)
-		n += 1 + env_varint_size(r->serial);
+		n += 1 + varint_size(r->serial);
 	/* A negative int32 goes out as ten bytes, sign-extended. */
 	if (r->error)
-		n += 1 + env_varint_size((uint64_t)(int64_t)r->error);
+		n += 1 + varint_size((uint64_t)(int64_t)r->error);
 	if (env_has_message(r)) {
 		size_t m = strlen(r->message);
 
-		n += 1 + env_varint_size(m) + m;
+		n += 1 + varint_size(m) + m;
 	}
 	return n;
 }
@@ -357,25 +306,25 @@ int wire_pack_reply_message(const Rdmab__Reply *r, unsigned int field,
 	    env_body_plan(&r->base, r->body_case, &b) < 0)
 		return -ENOTSUP;
 	inner = env_reply_head(r) + env_body_size(&b);
-	len = env_varint_size(env_tag(field, ENV_LEN)) +
-	      env_varint_size(inner) + inner;
+	len = varint_size(varint_tag(field, VARINT_WT_LEN)) +
+	      varint_size(inner) + inner;
 	if (len > cap || len > WIRE_MAX_PACKET)
 		return -EMSGSIZE;
-	p = env_put_varint(p, env_tag(field, ENV_LEN));
-	p = env_put_varint(p, inner);
+	p = varint_put(p, varint_tag(field, VARINT_WT_LEN));
+	p = varint_put(p, inner);
 	if (r->serial) {
-		p = env_put_varint(p, env_tag(1, ENV_VARINT));
-		p = env_put_varint(p, r->serial);
+		p = varint_put(p, varint_tag(1, VARINT_WT_VARINT));
+		p = varint_put(p, r->serial);
 	}
 	if (r->error) {
-		p = env_put_varint(p, env_tag(2, ENV_VARINT));
-		p = env_put_varint(p, (uint64_t)(int64_t)r->error);
+		p = varint_put(p, varint_tag(2, VARINT_WT_VARINT));
+		p = varint_put(p, (uint64_t)(int64_t)r->error);
 	}
 	if (env_has_message(r)) {
 		size_t m = strlen(r->message);
 
-		p = env_put_varint(p, env_tag(3, ENV_LEN));
-		p = env_put_varint(p, m);
+		p = varint_put(p, varint_tag(3, VARINT_WT_LEN));
+		p = varint_put(p, m);
 		memcpy(p, r->message, m);
 		p += m;
 	}
@@ -394,22 +343,22 @@ Rdmab__Reply *wire_unpack_reply(struct wire_arena *a, size_t len,
 	if (!r)
 		return NULL;
 	rdmab__reply__init(r);
-	if (p < end && *p == env_tag(1, ENV_VARINT)) {
+	if (p < end && *p == varint_tag(1, VARINT_WT_VARINT)) {
 		p++;
-		if (env_get_varint(&p, end, ENV_MAX_U64, &v) < 0)
+		if (varint_get(&p, end, VARINT_MAX_U64, &v) < 0)
 			goto generic;
 		r->serial = v;
 	}
-	if (p < end && *p == env_tag(2, ENV_VARINT)) {
+	if (p < end && *p == varint_tag(2, VARINT_WT_VARINT)) {
 		p++;
 		/* Below 2^28: what protobuf-c makes of it too. */
-		if (env_get_varint(&p, end, ENV_MAX_U32, &v) < 0)
+		if (varint_get(&p, end, VARINT_MAX_U32, &v) < 0)
 			goto generic;
 		r->error = (int32_t)v;
 	}
-	if (p < end && *p == env_tag(3, ENV_LEN)) {
+	if (p < end && *p == varint_tag(3, VARINT_WT_LEN)) {
 		p++;
-		if (env_get_varint(&p, end, ENV_MAX_LEN, &v) < 0 ||
+		if (varint_get(&p, end, VARINT_MAX_LEN, &v) < 0 ||
 		    v > (uint64_t)(end - p))
 			goto generic;
 		r->message = env_alloc(a, (size_t)v + 1);
@@ -419,7 +368,7 @@ Rdmab__Reply *wire_unpack_reply(struct wire_arena *a, size_t len,
 		r->message[v] = '\0';
 		p += v;
 	}
-	if (p < end && (env_get_varint(&p, end, ENV_MAX_TAG, &v) < 0 ||
+	if (p < end && (varint_get(&p, end, VARINT_MAX_TAG, &v) < 0 ||
 			env_get_body(a, &r->base, v, p, end, false) < 0))
 		goto generic;
 	return r;

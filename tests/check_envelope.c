@@ -89,7 +89,36 @@ static unsigned int request_body(Rdmab__Request *req, unsigned int k)
 		return 1;
 	case 8:
 		return 1;
+	case 9:
+		/* Flat bodies (flat.c) at their edges: a bool, a negative
+		 * enum (proto3 enums are open), 32-bit maxima, empty
+		 * strings and no strings. */
+		hello.private_domain = 1;
+		hello.fork_state = (Rdmab__ForkState)-1;
+		hello.pid = UINT32_MAX;
+		hello.domain = (char *)"";
+		hello.library_version = NULL;
+		req->body_case = RDMAB__REQUEST__BODY_HELLO;
+		req->hello = &hello;
+		return 1;
+	case 10:
+		hello.fork_state = (Rdmab__ForkState)INT32_MIN;
+		hello.pid = 1 << 28;
+		req->body_case = RDMAB__REQUEST__BODY_HELLO;
+		req->hello = &hello;
+		return 1;
+	case 11:
+		cc.context_id = UINT64_MAX;
+		req->body_case = RDMAB__REQUEST__BODY_CLOSE_CONTEXT;
+		req->close_context = &cc;
+		return 1;
+	case 12:
+		oc.device = (char *)"";
+		req->body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
+		req->open_context = &oc;
+		return 1;
 	default:
+		hello.private_domain = 0;
 		return 0;
 	}
 }
@@ -104,6 +133,7 @@ static unsigned int reply_body(Rdmab__Reply *r, unsigned int k)
 	static Rdmab__OpenContextReply oc = RDMAB__OPEN_CONTEXT_REPLY__INIT;
 	static Rdmab__CloseContextReply cc = RDMAB__CLOSE_CONTEXT_REPLY__INIT;
 	static Rdmab__ListClientsReply lc = RDMAB__LIST_CLIENTS_REPLY__INIT;
+	static Rdmab__StatusReply st = RDMAB__STATUS_REPLY__INIT;
 	const unsigned int n_pings = sizeof(ping_lens) / sizeof(ping_lens[0]);
 
 	caps.max_dm_size = 1 << 20;
@@ -154,6 +184,32 @@ static unsigned int reply_body(Rdmab__Reply *r, unsigned int k)
 		r->body_case = (Rdmab__Reply__BodyCase)3;
 		return 1;
 	case 6:
+		return 1;
+	case 7:
+		/* Flat, every field set, then every field zero. */
+		st.daemon_version = (char *)"0.1.0";
+		st.uptime_usec = (uint64_t)1 << 40;
+		st.device_kind = (char *)"soft";
+		st.clients = 3;
+		st.requests_served = 123456789;
+		st.pid = 4242;
+		st.max_clients = 1024;
+		st.protocol_version = 1;
+		r->body_case = RDMAB__REPLY__BODY_STATUS;
+		r->status = &st;
+		return 1;
+	case 8:
+		st = (Rdmab__StatusReply)RDMAB__STATUS_REPLY__INIT;
+		r->body_case = RDMAB__REPLY__BODY_STATUS;
+		r->status = &st;
+		return 1;
+	case 9:
+		oc.context_id = UINT64_MAX;
+		oc.pd_handle = UINT32_MAX;
+		oc.fd_index = 0;
+		oc.device = NULL;
+		r->body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
+		r->open_context = &oc;
 		return 1;
 	default:
 		return 0;
@@ -433,6 +489,42 @@ static void odd_shapes(void (*same)(const uint8_t *, size_t, size_t),
 	tl_pb_uint(&b, serial_field, 7);
 	tl_pb_bytes(&b, 13, "\x08\x05\x12\x01x", 5);
 	same(b.p, b.len, WIRE_MAX_DECODED);
+	/* Flat bodies of every shape: fields out of order, twice, unknown,
+	 * of the wrong wire type, a bool of 2, a 5-byte uint32, a negative
+	 * enum, a string past the end, an empty string and empty bytes. */
+	{
+		static const struct {
+			const char *sub;
+			size_t len;
+		} subs[] = {
+			{ "\x10\x05\x0a\x01x", 5 },
+			{ "\x10\x05\x10\x06", 4 },
+			{ "\x10\x05\x30\x01", 4 },
+			{ "\x0a\x00\x10\x05\x18\x02\x22\x00\x28\x02", 10 },
+			{ "\x15\x01\x02\x03\x04", 5 },
+			{ "\x10\xff\xff\xff\xff\x0f", 6 },
+			{ "\x10\xff\xff\xff\xff\x1f", 6 },
+			{ "\x18\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
+			  11 },
+			{ "\x28\x80\x00", 3 },
+			{ "\x0a\x05xy", 4 },
+			{ "\x0a\x02", 2 },
+			{ "\x08\x05", 2 },
+			{ "\x0a\x01x\x0a\x01y", 6 },
+		};
+
+		for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+			/* As a Request's hello (field 10) and a Reply's
+			 * status (12); both are flat. */
+			for (uint32_t body = 10; body <= 12; body += 2) {
+				b.len = 0;
+				tl_pb_uint(&b, serial_field, 7);
+				tl_pb_bytes(&b, body, subs[i].sub,
+					    subs[i].len);
+				same(b.p, b.len, WIRE_MAX_DECODED);
+			}
+		}
+	}
 	/* Non-minimal and long varints, a length past the end. */
 	same(nonminimal, sizeof(nonminimal), WIRE_MAX_DECODED);
 	same(long_u64, sizeof(long_u64), WIRE_MAX_DECODED);
