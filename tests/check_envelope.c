@@ -285,8 +285,9 @@ START_TEST(test_pack_reply)
 					size_t len;
 
 					r.error = errors[e];
-					r.message = m == 3 ? longmsg :
-							     (char *)messages[m];
+					r.message = (char *)messages[m];
+					if (m == 3)
+						r.message = longmsg;
 					r.serial = serials[s * 2];
 					len = pbc_pack(&dm.base, out_pbc);
 					ck_assert_int_eq(
