@@ -351,7 +351,17 @@ int wire_pack_daemon_message(const ProtobufCMessage *inner,
 {
 	uint8_t hdr[WIRE_PACK_HEADROOM];
 	size_t len, n;
+	int ret;
 
+	/* A Reply by hand (envelope.c), sized before it is written. */
+	if (inner->descriptor == &rdmab__reply__descriptor) {
+		ret = wire_pack_reply_message((const Rdmab__Reply *)inner,
+					      field, buf, WIRE_PACK_ROOM);
+		if (ret != -ENOTSUP) {
+			*ret_start = buf;
+			return ret;
+		}
+	}
 	if (!bounded &&
 	    protobuf_c_message_get_packed_size(inner) > WIRE_MAX_PACKET)
 		return -EMSGSIZE;
