@@ -157,9 +157,12 @@ ProtobufCMessage *wire_flat_unpack(const ProtobufCMessageDescriptor *desc,
 				   ProtobufCAllocator *a, size_t len,
 				   const uint8_t *buf)
 {
-	const uint8_t *p = buf, *end = buf + len;
+	/* Messages without fields have a NULL descriptor array and empty
+	 * bodies may come as NULL: no arithmetic on NULL (undefined). */
+	const uint8_t *p = buf, *end = len ? buf + len : buf;
 	const ProtobufCFieldDescriptor *f = desc->fields;
-	const ProtobufCFieldDescriptor *fend = f + desc->n_fields;
+	const ProtobufCFieldDescriptor *fend =
+		desc->n_fields ? f + desc->n_fields : f;
 	ProtobufCMessage *m;
 
 	m = a->alloc(a->allocator_data, desc->sizeof_message);

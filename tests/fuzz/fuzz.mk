@@ -21,7 +21,9 @@ FUZZ_CPPFLAGS := -I$(builddir) -I$(srcdir) -include config.h \
 vpath %.c $(srcdir) $(builddir)
 
 LIB_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(filter %.c,$(LIB_SOURCES)))
-PROTO_OBJS := $(O)/obj/proto/wire.o $(O)/obj/proto/rdmabroker.pb-c.o
+# libproto: the framing, the hand codecs and the generated code.
+PROTO_OBJS := $(sort $(filter $(O)/obj/proto/%,$(LIB_OBJS)) \
+	$(O)/obj/proto/rdmabroker.pb-c.o)
 
 all: $(O)/fuzz_request $(O)/fuzz_dispatch
 

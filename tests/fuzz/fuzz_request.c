@@ -27,7 +27,7 @@ const char fuzz_target_name[] = "request";
 static union {
 	max_align_t align;
 	uint8_t buf[64 * 1024];
-} request_mem, again_mem;
+} request_mem, again_mem, hand_mem;
 
 static void fail(const char *what)
 {
@@ -158,10 +158,45 @@ static void check_round_trip(const ProtobufCMessage *msg,
 	wire_arena_reset(a);
 }
 
+/* The hand codec (proto/envelope.c) decodes what protobuf-c decodes, to a
+ * message that packs to the same bytes, and refuses what it refuses. */
+static void check_same(const ProtobufCMessage *ref,
+		       const ProtobufCMessage *hand, const char *what)
+{
+	size_t len;
+	uint8_t *a, *b;
+
+	if (!ref != !hand) {
+		fprintf(stderr, "%s: protobuf-c %s, the hand codec %s\n", what,
+			ref ? "decodes" : "refuses",
+			hand ? "decodes" : "refuses");
+		fail("the hand codec and protobuf-c disagree");
+	}
+	if (!ref)
+		return;
+	len = protobuf_c_message_get_packed_size(ref);
+	if (protobuf_c_message_get_packed_size(hand) != len) {
+		fprintf(stderr, "%s: ", what);
+		fail("the hand codec's message packs to another size");
+	}
+	a = malloc(len ? len : 1);
+	b = malloc(len ? len : 1);
+	if (!a || !b)
+		fail("out of memory");
+	protobuf_c_message_pack(ref, a);
+	protobuf_c_message_pack(hand, b);
+	if (memcmp(a, b, len) != 0) {
+		fprintf(stderr, "%s: ", what);
+		fail("the hand codec decoded other values");
+	}
+	free(a);
+	free(b);
+}
+
 static void fuzz_daemon_side(const uint8_t *data, size_t size)
 {
-	struct wire_arena a, again;
-	Rdmab__Request *req;
+	struct wire_arena a, again, hand;
+	Rdmab__Request *req, *hreq;
 
 	wire_arena_init_poisoned(&a, request_mem.buf, sizeof(request_mem.buf),
 				 WIRE_MAX_DECODED);
@@ -172,6 +207,12 @@ static void fuzz_daemon_side(const uint8_t *data, size_t size)
 		check_request_shape(req);
 		check_round_trip(&req->base, &again);
 	}
+	wire_arena_init_poisoned(&hand, hand_mem.buf, sizeof(hand_mem.buf),
+				 WIRE_MAX_DECODED);
+	hreq = wire_unpack_request(&hand, size, data);
+	check_same(req ? &req->base : NULL, hreq ? &hreq->base : NULL,
+		   "request");
+	wire_arena_reset(&hand);
 	wire_arena_reset(&a);
 }
 
@@ -179,8 +220,8 @@ static void fuzz_client_side(const uint8_t *data, size_t size)
 {
 	const uint8_t *rbuf = NULL;
 	Rdmab__DaemonMessage *msg;
-	Rdmab__Reply *reply = NULL;
-	struct wire_arena a, again;
+	Rdmab__Reply *reply = NULL, *hreply;
+	struct wire_arena a, again, hand;
 	size_t rlen = 0;
 	uint64_t serial;
 
@@ -194,6 +235,11 @@ static void fuzz_client_side(const uint8_t *data, size_t size)
 		reply = rdmab__reply__unpack(&a.allocator, rlen, rbuf);
 		if (reply)
 			check_round_trip(&reply->base, &again);
+		wire_arena_init(&hand, NULL, 0, WIRE_MAX_DECODED);
+		hreply = wire_unpack_reply(&hand, rlen, rbuf);
+		check_same(reply ? &reply->base : NULL,
+			   hreply ? &hreply->base : NULL, "reply");
+		wire_arena_reset(&hand);
 	}
 	msg = rdmab__daemon_message__unpack(&a.allocator, size, data);
 	/* The whole message decodes only if the reply inside does. */
