@@ -240,7 +240,8 @@ int wire_pack_request(const Rdmab__Request *req, uint8_t *buf, size_t cap)
 Rdmab__Request *wire_unpack_request(struct wire_arena *a, size_t len,
 				    const uint8_t *buf)
 {
-	const uint8_t *p = buf, *end = buf + len;
+	/* NULL with 0 is an empty packet: no arithmetic on NULL. */
+	const uint8_t *p = buf, *end = len ? buf + len : buf;
 	Rdmab__Request *req;
 	uint64_t v;
 
@@ -335,7 +336,8 @@ int wire_pack_reply_message(const Rdmab__Reply *r, unsigned int field,
 Rdmab__Reply *wire_unpack_reply(struct wire_arena *a, size_t len,
 				const uint8_t *buf)
 {
-	const uint8_t *p = buf, *end = buf + len;
+	/* NULL with 0 is an empty packet: no arithmetic on NULL. */
+	const uint8_t *p = buf, *end = len ? buf + len : buf;
 	Rdmab__Reply *r;
 	uint64_t v;
 
