@@ -49,6 +49,28 @@ enum ibc_connect_flags {
 	IBC_CONNECT_PRIVATE_DOMAIN = 1 << 1,
 };
 
+/*
+ * The kinds of object the broker registers, one enum for the library, the
+ * daemon and the protocol. The values are ABI: never renumber.
+ */
+enum ibc_obj_kind {
+	IBC_OBJ_NONE = 0,
+	IBC_OBJ_QP = 1,
+	IBC_OBJ_CQ = 2,
+	IBC_OBJ_SRQ = 3,
+	IBC_OBJ_WQ = 4,
+	IBC_OBJ_MR = 5,
+	IBC_OBJ_PD = 6,
+	IBC_OBJ_RWQ_IND_TBL = 7,
+	IBC_OBJ_FLOW = 8,
+	IBC_OBJ_DM = 9,
+	IBC_OBJ_XRCD = 10,
+	IBC_OBJ_MW = 11,
+	IBC_OBJ_AH = 12,
+	/* Broker objects: a domain's context on a device. */
+	IBC_OBJ_CONTEXT = 13,
+};
+
 enum ibc_event_type {
 	IBC_EVENT_SHUTDOWN = 1, /* the broker is stopping */
 	IBC_EVENT_DISCONNECTED, /* the connection was lost */
