@@ -1,131 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * Contexts: the broker sends the domain's context descriptor; on a verbs
- * device this process imports it (ibv_import_device + ibv_import_pd), on
- * the soft device it checks the sealed context memfd.
+ * Contexts: the broker sends the domain's context descriptor, which the
+ * device kind's operations make this process's own (verbs.c, soft.c).
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <infiniband/verbs.h>
-
-#include "common/verbs-import.h"
-#include "libclient/client.h"
-#include "proto/soft.h"
-
-struct ibc_ctx {
-	struct ibc_client *client;
-	struct ibc_ctx *next;
-	struct ibc_caps caps;
-	uint32_t pd_handle;
-	/* verbs */
-	struct ibv_context *vctx;
-	struct ibv_pd *vpd;
-	/* soft: the context memfd */
-	int soft_fd;
-	/* The device is gone: this process's descriptors are closed. */
-	bool removed;
-};
-
-static int ibc_ctx_soft(struct ibc_ctx *ctx, int fd)
-{
-	struct soft_ctx_header h;
-
-	/* The broker seals it; its header names this very context. */
-	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-	    h.magic != SOFT_CTX_MAGIC || h.version != SOFT_CTX_VERSION ||
-	    h.context_id != ctx->caps.context_id) {
-		close(fd);
-		return ibc_set_error(-EPROTO,
-				     "%s: the broker sent a descriptor that "
-				     "is not a soft context",
-				     ctx->caps.device);
-	}
-	ctx->soft_fd = fd;
-	return 0;
-}
-
-/* Open the device in this process (IBC_CONNECT_ALLOW_OWN_CONTEXT). */
-static int ibc_ctx_own(struct ibc_ctx *ctx)
-{
-	struct ibv_device **list;
-	int n = 0, err = -ENODEV;
-
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return errno ? -errno : -ENODEV;
-	for (int i = 0; i < n; i++) {
-		if (strcmp(ibv_get_device_name(list[i]), ctx->caps.device))
-			continue;
-		ctx->vctx = ibv_open_device(list[i]);
-		/* Some provider paths fail without setting errno. */
-		err = ctx->vctx ? 0 : (errno ? -errno : -ENODEV);
-		break;
-	}
-	ibv_free_device_list(list);
-	return err;
-}
-
-static int ibc_ctx_verbs(struct ibc_ctx *ctx, int fd)
-{
-	const char *dev = ctx->caps.device;
-	int err;
-
-	/* Consumes fd on every path (libibverbs does not, always). */
-	ctx->vctx = verbs_import_device(fd);
-	if (ctx->vctx) {
-		ctx->vpd = ibv_import_pd(ctx->vctx, ctx->pd_handle);
-		if (ctx->vpd) {
-			ctx->caps.shared = true;
-			return 0;
-		}
-		err = errno ? -errno : -EIO;
-		ibv_close_device(ctx->vctx);
-		ctx->vctx = NULL;
-		return ibc_set_error(err,
-				     "%s: ibv_import_pd of the domain's PD "
-				     "(handle %u) failed: %s",
-				     dev, ctx->pd_handle, strerror(-err));
-	}
-	err = errno ? -errno : -EIO;
-	if (err == -ENODEV)
-		/* Not an import problem: this process's libibverbs does not
-		 * see the device (no provider installed, sysfs hidden, an
-		 * exclusive RDMA network namespace); its own open would fail
-		 * the same way. */
-		return ibc_set_error(err,
-				     "%s: libibverbs in this process does "
-				     "not see the device (is ibverbs-providers "
-				     "installed, /sys visible?)",
-				     dev);
-	if ((ctx->client->flags & IBC_CONNECT_ALLOW_OWN_CONTEXT) &&
-	    (err == -EOPNOTSUPP || err == -EINVAL ||
-	     err == -EPROTONOSUPPORT)) {
-		int own = ibc_ctx_own(ctx);
-
-		if (own < 0)
-			return ibc_set_error(own,
-					     "%s: the context cannot be "
-					     "imported (%s) and opening the "
-					     "device here failed: %s",
-					     dev, strerror(-err),
-					     strerror(-own));
-		ctx->caps.shared = false;
-		return 0;
-	}
-	return ibc_set_error(err,
-			     "%s: ibv_import_device failed: %s; only mlx5 "
-			     "devices with dynamic UARs can share a context "
-			     "(connect with IBC_CONNECT_ALLOW_OWN_CONTEXT to "
-			     "open the device in this process instead)",
-			     dev, strerror(-err));
-}
+#include "libclient/ctx.h"
 
 /* Tell the broker this process no longer uses the context. */
 static void ibc_ctx_release(struct ibc_client *client, uint64_t id)
@@ -157,8 +43,13 @@ static int ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
 				     "the broker opened device \"%.64s\", "
 				     "which it did not announce",
 				     o->device);
-	c->kind = strcmp(d->kind, "soft") == 0 ? IBC_DEVICE_SOFT :
-						 IBC_DEVICE_VERBS;
+	if (strcmp(d->kind, "soft") == 0) {
+		c->kind = IBC_DEVICE_SOFT;
+		ctx->ops = &ibc_soft_ops;
+	} else {
+		c->kind = IBC_DEVICE_VERBS;
+		ctx->ops = &ibc_verbs_ops;
+	}
 	ibc_copy_name(c->device, sizeof(c->device), d->name);
 	ibc_copy_name(c->domain, sizeof(c->domain), cl->info.domain);
 	c->context_id = o->context_id;
@@ -213,14 +104,10 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 	ctx->client = client;
 	ctx->soft_fd = -1;
 	err = ibc_ctx_fill(ctx, o);
-	if (err < 0) {
+	if (err < 0)
 		close(fd);
-	} else if (ctx->caps.kind == IBC_DEVICE_SOFT) {
-		ctx->caps.shared = true;
-		err = ibc_ctx_soft(ctx, fd);
-	} else {
-		err = ibc_ctx_verbs(ctx, fd);
-	}
+	else
+		err = ctx->ops->attach(ctx, fd);
 	if (err < 0) {
 		char why[256];
 
@@ -245,15 +132,7 @@ out:
 /* Close this process's descriptors of @ctx, keeping @ctx for ibc_close. */
 static void ibc_ctx_drop_local(struct ibc_ctx *ctx)
 {
-	if (ctx->vpd)
-		ibv_unimport_pd(ctx->vpd);
-	if (ctx->vctx)
-		ibv_close_device(ctx->vctx);
-	if (ctx->soft_fd >= 0)
-		close(ctx->soft_fd);
-	ctx->vpd = NULL;
-	ctx->vctx = NULL;
-	ctx->soft_fd = -1;
+	ctx->ops->detach(ctx);
 	ctx->removed = true;
 }
 
