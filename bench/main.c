@@ -506,7 +506,7 @@ static int run_loads(struct run *r)
 	struct ibc_status s0, s1;
 	int ret;
 
-	ret = ibc_status(r->cl, &s0);
+	ret = ibc_status(r->cl, &s0, sizeof(s0));
 	if (ret < 0)
 		return fail("status", ret);
 	for (int k = 0; k < N_LOADS; k++) {
@@ -540,7 +540,7 @@ static int run_loads(struct run *r)
 			return ret;
 		}
 	}
-	ret = ibc_status(r->cl, &s1);
+	ret = ibc_status(r->cl, &s1, sizeof(s1));
 	if (ret < 0)
 		return fail("status", ret);
 	/* A status reply counts itself. */

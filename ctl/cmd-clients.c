@@ -28,7 +28,7 @@ int cmd_clients(struct ctl *ctl, int argc, char **argv)
 	ret = ctl_connect(ctl);
 	if (ret)
 		return ret;
-	ret = ibc_list_clients(ctl->client, &c, &n);
+	ret = ibc_list_clients(ctl->client, &c, sizeof(*c), &n);
 	if (ret < 0)
 		return ctl_fail("clients", ret);
 	if (ctl->json) {

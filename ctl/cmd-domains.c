@@ -28,7 +28,7 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 	ret = ctl_connect(ctl);
 	if (ret)
 		return ret;
-	ret = ibc_list_domains(ctl->client, &d, &n);
+	ret = ibc_list_domains(ctl->client, &d, sizeof(*d), &n);
 	if (ret < 0)
 		return ctl_fail("domains", ret);
 	if (ctl->json) {

@@ -7,6 +7,15 @@
  * a failure, ibc_last_error() gives the broker's sentence for it (per
  * thread). Structures the caller fills or receives start with comp_mask, so
  * that they can grow without breaking the ABI. See libibclient(3).
+ *
+ * The ABI growth rule: a structure the library fills grows only at its end,
+ * and every call that fills one takes the caller's size of it (sizeof, as
+ * compiled against this header), so that a program built against an older
+ * header keeps working with a newer library and the other way round. The
+ * library writes as much as both versions know, zeroes what only the
+ * caller's newer version has, and refuses a size smaller than the
+ * structure's first version with EINVAL. The ibc_list_*() calls take the
+ * size of one entry and return an array of entries of that size.
  */
 #ifndef IBCLIENT_H
 #define IBCLIENT_H
@@ -79,6 +88,8 @@ enum ibc_event_type {
 	IBC_EVENT_DEVICE_REMOVED,
 };
 
+/* Filled by the library for the callback, which reads only the fields it
+ * knows: it grows at the end like the others. */
 struct ibc_event {
 	uint32_t comp_mask;
 	enum ibc_event_type type;
@@ -86,6 +97,11 @@ struct ibc_event {
 	const char *message;
 	/* IBC_EVENT_DEVICE_REMOVED: the device's name. */
 	const char *device;
+	/* The object the event concerns and its broker-wide id
+	 * (IBC_EVENT_DEVICE_REMOVED: IBC_OBJ_CONTEXT, or IBC_OBJ_NONE and 0
+	 * when the broker names none). */
+	enum ibc_obj_kind object_kind;
+	uint64_t object_id;
 };
 
 typedef void (*ibc_event_cb)(struct ibc_client *client,
@@ -135,6 +151,17 @@ struct ibc_device_info {
 	uint32_t max_rss_table_size;
 	uint64_t rss_hash_fields; /* IBV_RX_HASH_* bits */
 	uint32_t rss_hash_functions; /* IBV_RX_HASH_FUNC_* bits */
+	/* Device limits, as ibv_query_device(3) names them. */
+	uint32_t max_qp;
+	uint32_t max_qp_wr;
+	uint32_t max_sge;
+	uint32_t max_cq;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint32_t max_srq;
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint64_t max_mr_size;
 };
 
 enum ibc_device_kind {
@@ -160,6 +187,17 @@ struct ibc_caps {
 	uint64_t rss_hash_fields;
 	uint32_t rss_hash_functions;
 	enum ibc_fork_state fork_state;
+	/* Device limits, as ibv_query_device(3) names them. */
+	uint32_t max_qp;
+	uint32_t max_qp_wr;
+	uint32_t max_sge;
+	uint32_t max_cq;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint32_t max_srq;
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint64_t max_mr_size;
 };
 
 struct ibc_quota {
@@ -181,6 +219,9 @@ struct ibc_domain_info {
 	/* Removed from the configuration; keeps its members until they
 	 * leave. */
 	bool retired;
+	/* Intents left open by clients that died (counted in used.objects):
+	 * they may or may not name kernel objects. */
+	uint32_t unaccounted;
 };
 
 struct ibc_client_entry {
@@ -196,6 +237,8 @@ struct ibc_client_entry {
 	uint64_t requests;
 	enum ibc_fork_state fork_state;
 	char library_version[32];
+	/* Its open intents: objects being created (counted in objects). */
+	uint32_t unaccounted;
 };
 
 struct ibc_status {
@@ -241,21 +284,28 @@ int ibc_dispatch(struct ibc_client *client);
  */
 const char *ibc_last_error(void);
 
-/** ibc_client_info() - what the broker said at connect. */
-int ibc_client_info(struct ibc_client *client, struct ibc_client_info *ret);
+/**
+ * ibc_client_info() - what the broker said at connect.
+ * @size: sizeof(*ret), the caller's size of the structure.
+ */
+int ibc_client_info(struct ibc_client *client, struct ibc_client_info *ret,
+		    size_t size);
 
 /**
  * ibc_list_devices(), ibc_list_domains(), ibc_list_clients() - what the
- * broker shares. *ret_list is an array of *ret_count entries, freed with
- * ibc_list_free(). Who is not an administrator sees only its own domain and
- * its members.
+ * broker shares. *ret_list is an array of *ret_count entries of
+ * @entry_size bytes each (sizeof(**ret_list)), freed with ibc_list_free().
+ * Who is not an administrator sees only its own domain and its members.
  */
 int ibc_list_devices(struct ibc_client *client,
-		     struct ibc_device_info **ret_list, size_t *ret_count);
+		     struct ibc_device_info **ret_list, size_t entry_size,
+		     size_t *ret_count);
 int ibc_list_domains(struct ibc_client *client,
-		     struct ibc_domain_info **ret_list, size_t *ret_count);
+		     struct ibc_domain_info **ret_list, size_t entry_size,
+		     size_t *ret_count);
 int ibc_list_clients(struct ibc_client *client,
-		     struct ibc_client_entry **ret_list, size_t *ret_count);
+		     struct ibc_client_entry **ret_list, size_t entry_size,
+		     size_t *ret_count);
 void ibc_list_free(void *list);
 
 /**
@@ -267,8 +317,8 @@ int ibc_open(struct ibc_client *client, const char *device,
 /** ibc_close() - release this process's use of the context; NULL is
  * ignored. */
 void ibc_close(struct ibc_ctx *ctx);
-/** ibc_query() - what the context's device can do. */
-int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret);
+/** ibc_query() - what the context's device can do; @size: sizeof(*ret). */
+int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret, size_t size);
 /** ibc_verbs_context() - the libibverbs context; NULL on the soft device. */
 struct ibv_context *ibc_verbs_context(struct ibc_ctx *ctx);
 /** ibc_verbs_pd() - the domain's shared PD; NULL (errno EOPNOTSUPP) on the
@@ -278,8 +328,10 @@ struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx);
 /** ibc_ping() - one round trip carrying @len bytes (at most 60000). */
 int ibc_ping(struct ibc_client *client, const void *payload, size_t len);
 
-/** ibc_status() - the broker's version, uptime and counters. */
-int ibc_status(struct ibc_client *client, struct ibc_status *ret);
+/** ibc_status() - the broker's version, uptime and counters; @size:
+ * sizeof(*ret). */
+int ibc_status(struct ibc_client *client, struct ibc_status *ret,
+	       size_t size);
 
 /** ibc_fork_state() - this process's fork protection, as libibverbs sees
  * it. */

@@ -33,6 +33,8 @@ struct ibc_queued_event {
 	enum ibc_event_type type;
 	char message[256];
 	char device[64];
+	uint32_t object_kind;
+	uint64_t object_id;
 };
 
 static void ibc_reply_init(struct ibc_reply *r)
@@ -50,14 +52,16 @@ void ibc_reply_free(struct ibc_reply *r)
 }
 
 /* Called with the lock held. */
-void ibc_queue_event(struct ibc_client *cl, enum ibc_event_type type,
-		     const char *message, const char *device)
+struct ibc_queued_event *ibc_queue_event(struct ibc_client *cl,
+					 enum ibc_event_type type,
+					 const char *message,
+					 const char *device)
 {
 	struct ibc_queued_event *e = calloc(1, sizeof(*e));
 	uint64_t one = 1;
 
 	if (!e)
-		return;
+		return NULL;
 	e->type = type;
 	snprintf(e->message, sizeof(e->message), "%s", message);
 	snprintf(e->device, sizeof(e->device), "%s", device ? device : "");
@@ -68,6 +72,7 @@ void ibc_queue_event(struct ibc_client *cl, enum ibc_event_type type,
 		/* The counter cannot overflow in practice; the event stays
 		 * queued and is delivered by the next dispatch anyway. */
 	}
+	return e;
 }
 
 /* Called with the lock held: the connection is gone for good. */
@@ -95,6 +100,7 @@ static struct ibc_waiter *ibc_find_waiter(struct ibc_client *cl,
 static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 			     size_t len, struct wire_fds *fds)
 {
+	struct ibc_queued_event *q = NULL;
 	struct wire_arena arena;
 	Rdmab__DaemonMessage *msg;
 	const Rdmab__Event *ev;
@@ -122,17 +128,21 @@ static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 	ev = msg->event;
 	switch (ev->body_case) {
 	case RDMAB__EVENT__BODY_SHUTDOWN:
-		ibc_queue_event(cl, IBC_EVENT_SHUTDOWN, ev->shutdown->reason,
-				NULL);
+		q = ibc_queue_event(cl, IBC_EVENT_SHUTDOWN,
+				    ev->shutdown->reason, NULL);
 		break;
 	case RDMAB__EVENT__BODY_DEVICE_REMOVED:
-		ibc_queue_event(cl, IBC_EVENT_DEVICE_REMOVED,
-				ev->device_removed->reason,
-				ev->device_removed->device);
+		q = ibc_queue_event(cl, IBC_EVENT_DEVICE_REMOVED,
+				    ev->device_removed->reason,
+				    ev->device_removed->device);
 		break;
 	default:
 		/* An event of a newer broker: nothing to do with it. */
 		break;
+	}
+	if (q) {
+		q->object_kind = ev->object_kind;
+		q->object_id = ev->object_id;
 	}
 out:
 	wire_arena_reset(&arena);
@@ -409,6 +419,8 @@ int ibc_drain_events(struct ibc_client *cl)
 			.type = e->type,
 			.message = e->message,
 			.device = e->device,
+			.object_kind = (enum ibc_obj_kind)e->object_kind,
+			.object_id = e->object_id,
 		};
 
 		head = e->next;

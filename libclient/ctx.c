@@ -58,6 +58,16 @@ static int ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
 	c->max_rss_table_size = d->max_rss_table_size;
 	c->rss_hash_fields = d->rss_hash_fields;
 	c->rss_hash_functions = d->rss_hash_functions;
+	c->max_qp = d->max_qp;
+	c->max_qp_wr = d->max_qp_wr;
+	c->max_sge = d->max_sge;
+	c->max_cq = d->max_cq;
+	c->max_cqe = d->max_cqe;
+	c->max_mr = d->max_mr;
+	c->max_srq = d->max_srq;
+	c->max_srq_wr = d->max_srq_wr;
+	c->max_srq_sge = d->max_srq_sge;
+	c->max_mr_size = d->max_mr_size;
 	ctx->pd_handle = o->pd_handle;
 	return 0;
 }
@@ -184,12 +194,21 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 	ibc_ctx_release(client, id);
 }
 
-IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret)
+IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret,
+			 size_t size)
 {
+	struct ibc_caps caps;
+	int err;
+
 	if (!ctx || !ret)
 		return ibc_set_error(-EINVAL, "ctx or ret is NULL");
-	*ret = ctx->caps;
-	ret->fork_state = ibc_fork_state();
+	err = ibc_check_size("ibc_caps", size,
+			     IBC_SIZE_V0(struct ibc_caps, max_mr_size));
+	if (err < 0)
+		return err;
+	caps = ctx->caps;
+	caps.fork_state = ibc_fork_state();
+	ibc_copy_out(ret, size, &caps, sizeof(caps));
 	return 0;
 }
 

@@ -261,7 +261,7 @@ static int root_domain(const char *name, struct ibc_domain_info *ret)
 	size_t n = 0;
 	int found = 0, err;
 
-	err = ibc_list_domains(root_client(), &d, &n);
+	err = ibc_list_domains(root_client(), &d, sizeof(*d), &n);
 	ck_assert_msg(err == 0, "ibc_list_domains: %s (%s)", strerror(-err),
 		      ibc_last_error());
 	for (size_t i = 0; i < n; i++) {
@@ -940,7 +940,7 @@ static void assert_soft_caps(uint64_t max_dm)
 
 	ck_assert_int_eq(ibc_open(cl, NULL, &ctx), 0);
 	memset(&caps, 0xa5, sizeof(caps));
-	ck_assert_int_eq(ibc_query(ctx, &caps), 0);
+	ck_assert_int_eq(ibc_query(ctx, &caps, sizeof(caps)), 0);
 	ck_assert_int_eq(caps.kind, IBC_DEVICE_SOFT);
 	ck_assert_str_eq(caps.device, "soft0");
 	snprintf(own, sizeof(own), "uid-%u", (unsigned int)getuid());
@@ -955,7 +955,7 @@ static void assert_soft_caps(uint64_t max_dm)
 	ck_assert_int_eq(caps.fork_state, ibc_fork_state());
 	ibc_close(ctx);
 
-	ck_assert_int_eq(ibc_list_devices(cl, &devs, &n), 0);
+	ck_assert_int_eq(ibc_list_devices(cl, &devs, sizeof(*devs), &n), 0);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_str_eq(devs[0].name, "soft0");
 	ck_assert_str_eq(devs[0].kind, "soft");
@@ -971,7 +971,7 @@ static void assert_soft_caps(uint64_t max_dm)
 			  IBV_RX_HASH_FUNC_TOEPLITZ);
 	ibc_list_free(devs);
 
-	ck_assert_int_eq(ibc_status(cl, &st), 0);
+	ck_assert_int_eq(ibc_status(cl, &st, sizeof(st)), 0);
 	ck_assert_str_eq(st.device_kind, "soft");
 }
 
@@ -1175,7 +1175,7 @@ START_TEST(test_device_auto)
 	ck_assert_msg(strstr(log, "no RDMA"), "the log does not say why:\n%s",
 		      log);
 	free(log);
-	ck_assert_int_eq(ibc_status(root_client(), &st), 0);
+	ck_assert_int_eq(ibc_status(root_client(), &st, sizeof(st)), 0);
 	ck_assert_str_eq(st.device_kind, "soft");
 	assert_soft_caps(262144);
 }

@@ -32,11 +32,24 @@ static int (*const p_get_fd)(struct ibc_client *) = ibc_get_fd;
 static int (*const p_dispatch)(struct ibc_client *) = ibc_dispatch;
 static const char *(*const p_last_error)(void) = ibc_last_error;
 static int (*const p_client_info)(struct ibc_client *,
-				  struct ibc_client_info *) = ibc_client_info;
+				  struct ibc_client_info *,
+				  size_t) = ibc_client_info;
 static int (*const p_ping)(struct ibc_client *, const void *,
 			   size_t) = ibc_ping;
-static int (*const p_status)(struct ibc_client *,
-			     struct ibc_status *) = ibc_status;
+static int (*const p_status)(struct ibc_client *, struct ibc_status *,
+			     size_t) = ibc_status;
+/* The ABI growth rule: calls that fill a structure take its size. */
+static int (*const p_query)(struct ibc_ctx *, struct ibc_caps *,
+			    size_t) = ibc_query;
+static int (*const p_list_devices)(struct ibc_client *,
+				   struct ibc_device_info **, size_t,
+				   size_t *) = ibc_list_devices;
+static int (*const p_list_domains)(struct ibc_client *,
+				   struct ibc_domain_info **, size_t,
+				   size_t *) = ibc_list_domains;
+static int (*const p_list_clients)(struct ibc_client *,
+				   struct ibc_client_entry **, size_t,
+				   size_t *) = ibc_list_clients;
 static enum ibc_fork_state (*const p_fork_state)(void) = ibc_fork_state;
 
 static void on_event(struct ibc_client *client, const struct ibc_event *ev,
@@ -60,6 +73,16 @@ int main(void)
 	CHECK(offsetof(struct ibc_client_info, comp_mask) == 0);
 	CHECK(offsetof(struct ibc_device_info, comp_mask) == 0);
 	CHECK(offsetof(struct ibc_status, comp_mask) == 0);
+	CHECK(offsetof(struct ibc_caps, comp_mask) == 0);
+	CHECK(offsetof(struct ibc_domain_info, comp_mask) == 0);
+	CHECK(offsetof(struct ibc_client_entry, comp_mask) == 0);
+	/* Fields added to a structure go at its end. */
+	CHECK(offsetof(struct ibc_event, object_id) + sizeof(uint64_t) ==
+	      sizeof(struct ibc_event));
+	CHECK(offsetof(struct ibc_domain_info, unaccounted) >
+	      offsetof(struct ibc_domain_info, retired));
+	CHECK(offsetof(struct ibc_client_entry, unaccounted) >
+	      offsetof(struct ibc_client_entry, library_version));
 	CHECK(sizeof(attr.comp_mask) == 4);
 	CHECK(sizeof(st.comp_mask) == 4);
 
@@ -84,7 +107,8 @@ int main(void)
 
 	CHECK(p_connect && p_disconnect && p_get_fd && p_dispatch &&
 	      p_last_error && p_client_info && p_ping && p_status &&
-	      p_fork_state);
+	      p_fork_state && p_query && p_list_devices && p_list_domains &&
+	      p_list_clients);
 	/* Calls that need no broker. */
 	CHECK(strcmp(p_last_error(), "") == 0);
 	fs = p_fork_state();

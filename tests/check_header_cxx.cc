@@ -58,6 +58,13 @@ static_assert(std::is_same<decltype(&ibc_dispatch),
 static_assert(std::is_same<decltype(&ibc_last_error),
 			   const char *(*)()>::value,
 	      "ibc_last_error");
+static_assert(std::is_same<decltype(&ibc_query),
+			   int (*)(ibc_ctx *, ibc_caps *, std::size_t)>::value,
+	      "ibc_query takes the caller's struct size");
+static_assert(std::is_same<decltype(&ibc_list_clients),
+			   int (*)(ibc_client *, ibc_client_entry **,
+				   std::size_t, std::size_t *)>::value,
+	      "ibc_list_clients takes the caller's entry size");
 static_assert(std::is_same<decltype(&ibc_ping),
 			   int (*)(ibc_client *, const void *,
 				   std::size_t)>::value,

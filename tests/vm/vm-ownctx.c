@@ -128,7 +128,7 @@ static int mode_own(const char *dev)
 		return 1;
 	}
 	memset(&caps, 0, sizeof(caps));
-	err = ibc_query(ctx, &caps);
+	err = ibc_query(ctx, &caps, sizeof(caps));
 	vm_check(err == 0 && !caps.shared && caps.kind == IBC_DEVICE_VERBS &&
 			 strcmp(caps.device, dev) == 0,
 		 "own-context-shared-false",
