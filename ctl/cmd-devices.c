@@ -28,11 +28,13 @@ static void devices_json(const struct ibc_device_info *d, size_t n)
 		       d[i].rss_hash_fields, d[i].rss_hash_functions);
 		printf(",\"max_qp\":%u,\"max_qp_wr\":%u,\"max_sge\":%u,"
 		       "\"max_cq\":%u,\"max_cqe\":%u,\"max_mr\":%u,"
+		       "\"max_pd\":%u,\"max_mw\":%u,\"max_ah\":%u,"
 		       "\"max_srq\":%u,\"max_srq_wr\":%u,\"max_srq_sge\":%u,"
-		       "\"max_mr_size\":%" PRIu64 "}",
+		       "\"max_wq\":%u,\"max_mr_size\":%" PRIu64 "}",
 		       d[i].max_qp, d[i].max_qp_wr, d[i].max_sge, d[i].max_cq,
-		       d[i].max_cqe, d[i].max_mr, d[i].max_srq,
-		       d[i].max_srq_wr, d[i].max_srq_sge, d[i].max_mr_size);
+		       d[i].max_cqe, d[i].max_mr, d[i].max_pd, d[i].max_mw,
+		       d[i].max_ah, d[i].max_srq, d[i].max_srq_wr,
+		       d[i].max_srq_sge, d[i].max_wq, d[i].max_mr_size);
 	}
 	printf("]\n");
 }

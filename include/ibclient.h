@@ -24,6 +24,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* For the attribute types the constructors share with libibverbs. */
+#include <infiniband/verbs.h>
+
 #ifdef __cplusplus
 extern "C" {
 #endif
@@ -38,8 +41,11 @@ extern "C" {
 
 struct ibc_client;
 struct ibc_ctx;
-struct ibv_context;
-struct ibv_pd;
+struct ibc_cq;
+struct ibc_qp;
+struct ibc_srq;
+struct ibc_wq;
+struct ibc_mr;
 
 enum ibc_connect_attr_mask {
 	IBC_CONNECT_ATTR_SOCKET = 1 << 0,
@@ -158,9 +164,13 @@ struct ibc_device_info {
 	uint32_t max_cq;
 	uint32_t max_cqe;
 	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_mw;
+	uint32_t max_ah;
 	uint32_t max_srq;
 	uint32_t max_srq_wr;
 	uint32_t max_srq_sge;
+	uint32_t max_wq; /* receive WQs */
 	uint64_t max_mr_size;
 };
 
@@ -194,9 +204,13 @@ struct ibc_caps {
 	uint32_t max_cq;
 	uint32_t max_cqe;
 	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_mw;
+	uint32_t max_ah;
 	uint32_t max_srq;
 	uint32_t max_srq_wr;
 	uint32_t max_srq_sge;
+	uint32_t max_wq; /* receive WQs */
 	uint64_t max_mr_size;
 };
 
@@ -324,6 +338,96 @@ struct ibv_context *ibc_verbs_context(struct ibc_ctx *ctx);
 /** ibc_verbs_pd() - the domain's shared PD; NULL (errno EOPNOTSUPP) on the
  * soft device and on a context of this process's own. */
 struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx);
+
+/*
+ * Objects in a context, registered with the broker (ibc_cq_create(3)).
+ * They use the domain's PD. On a verbs device ibc_verbs_cq() and friends
+ * give the libibverbs objects for the data path; never ibv_destroy_*() them
+ * (use the destructors below). On a context of this process's own
+ * (caps.shared false) they use a PD of this process and nothing is
+ * registered. The attribute structures' comp_mask must be 0 in this
+ * version: every field shown is read; bits will name fields added later.
+ */
+struct ibc_cq_attr {
+	uint32_t comp_mask;
+	int cqe;
+	int comp_vector;
+	/* Verbs devices; NULL: none. */
+	struct ibv_comp_channel *channel;
+};
+
+struct ibc_qp_attr {
+	uint32_t comp_mask;
+	enum ibv_qp_type qp_type; /* RC, UC, UD, XRC_SEND */
+	struct ibc_cq *send_cq, *recv_cq; /* recv_cq: not for XRC_SEND */
+	struct ibc_srq *srq; /* NULL: none */
+	struct ibv_qp_cap cap;
+	int sq_sig_all;
+};
+
+/* A receive WQ; NULL attributes: max_wr 256, max_sge 1. */
+struct ibc_wq_attr {
+	uint32_t comp_mask;
+	uint32_t max_wr;
+	uint32_t max_sge;
+};
+
+/** ibc_cq_create() - a CQ of at least @cqe entries; see ibc_cq_create(3). */
+int ibc_cq_create(struct ibc_ctx *ctx, int cqe, struct ibc_cq **ret_cq);
+int ibc_cq_create_ex(struct ibc_ctx *ctx, const struct ibc_cq_attr *attr,
+		     struct ibc_cq **ret_cq);
+/** ibc_cq_destroy() - 0 or -errno; -EBUSY while a QP or WQ uses it. */
+int ibc_cq_destroy(struct ibc_cq *cq);
+/** ibc_cq_cqe() - the entries the device gave (at least those asked). */
+int ibc_cq_cqe(const struct ibc_cq *cq);
+
+int ibc_qp_create(struct ibc_ctx *ctx, const struct ibc_qp_attr *attr,
+		  struct ibc_qp **ret_qp);
+int ibc_qp_destroy(struct ibc_qp *qp);
+uint32_t ibc_qp_num(const struct ibc_qp *qp);
+/** ibc_qp_cap() - the capacities the device gave. */
+void ibc_qp_cap(const struct ibc_qp *qp, struct ibv_qp_cap *ret_cap);
+
+int ibc_srq_create(struct ibc_ctx *ctx, const struct ibv_srq_attr *attr,
+		   struct ibc_srq **ret_srq);
+/** ibc_srq_destroy() - 0 or -errno; -EBUSY while a QP uses it. */
+int ibc_srq_destroy(struct ibc_srq *srq);
+
+/** ibc_wq_create() - a receive WQ on @cq, moved to ready. */
+int ibc_wq_create(struct ibc_ctx *ctx, struct ibc_cq *cq,
+		  const struct ibc_wq_attr *attr, struct ibc_wq **ret_wq);
+int ibc_wq_destroy(struct ibc_wq *wq);
+/** ibc_wq_id() - broker-issued, never reused; 0 on a context of this
+ * process's own. */
+uint64_t ibc_wq_id(const struct ibc_wq *wq);
+
+int ibc_reg_mr(struct ibc_ctx *ctx, void *addr, size_t length, int access,
+	       struct ibc_mr **ret_mr);
+int ibc_dereg_mr(struct ibc_mr *mr);
+uint32_t ibc_mr_lkey(const struct ibc_mr *mr);
+uint32_t ibc_mr_rkey(const struct ibc_mr *mr);
+
+/*
+ * The libibverbs objects on a verbs device, for posting, polling and
+ * modifying; NULL with errno EOPNOTSUPP on the soft device, ENODEV once
+ * the device was removed. They stay the library's: never destroy them with
+ * ibv_destroy_*() or ibv_dereg_mr().
+ */
+struct ibv_cq *ibc_verbs_cq(struct ibc_cq *cq);
+struct ibv_qp *ibc_verbs_qp(struct ibc_qp *qp);
+struct ibv_srq *ibc_verbs_srq(struct ibc_srq *srq);
+struct ibv_wq *ibc_verbs_wq(struct ibc_wq *wq);
+struct ibv_mr *ibc_verbs_mr(struct ibc_mr *mr);
+
+/**
+ * ibc_track() - register an object made with raw libibverbs on @ctx's
+ * shared context (@kind: IBC_OBJ_PD, MR, MW, CQ, QP, SRQ, WQ or AH; @obj:
+ * the struct ibv_pd *, ibv_mr *, ... itself), so that the broker destroys
+ * it if this process dies. ibc_untrack() hands it back: call it before
+ * destroying the object with libibverbs.
+ */
+int ibc_track(struct ibc_ctx *ctx, enum ibc_obj_kind kind, void *obj);
+int ibc_untrack(struct ibc_ctx *ctx, enum ibc_obj_kind kind, void *obj);
 
 /** ibc_ping() - one round trip carrying @len bytes (at most 60000). */
 int ibc_ping(struct ibc_client *client, const void *payload, size_t len);

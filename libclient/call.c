@@ -158,6 +158,14 @@ static void ibc_handle_packet(struct ibc_client *cl, const uint8_t *buf,
 	struct ibc_waiter *w = serial ? ibc_find_waiter(cl, serial) : NULL;
 	struct ibc_reply *r;
 
+	if (serial && !w) {
+		/* The answer to a request sent without waiting, or to a call
+		 * that timed out: dropped, an error included. */
+		wire_fds_close(fds);
+		if (cl->unanswered)
+			cl->unanswered--;
+		return;
+	}
 	if (!w) {
 		ibc_handle_other(cl, buf, len, fds);
 		return;
@@ -294,6 +302,9 @@ static int ibc_pack(struct ibc_client *cl, const Rdmab__Request *req)
 	case RDMAB__REQUEST__BODY_LIST_DEVICES:
 	case RDMAB__REQUEST__BODY_LIST_DOMAINS:
 	case RDMAB__REQUEST__BODY_LIST_CLIENTS:
+	case RDMAB__REQUEST__BODY_OBJ_CREATE: /* uses and attr are bounded */
+	case RDMAB__REQUEST__BODY_OBJ_REGISTER:
+	case RDMAB__REQUEST__BODY_OBJ_DESTROY:
 		len = protobuf_c_message_pack(&req->base, cl->sbuf);
 		break;
 	default:
@@ -391,6 +402,48 @@ out:
 	pthread_mutex_unlock(&cl->lock);
 	if (err < 0)
 		ibc_reply_free(ret);
+	return err;
+}
+
+int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
+{
+	int err;
+
+	pthread_mutex_lock(&cl->lock);
+	if (cl->dead) {
+		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
+		goto out;
+	}
+	req->version = WIRE_PROTOCOL_VERSION;
+	req->serial = ++cl->next_serial;
+	err = ibc_send(cl, req, NULL, 0);
+	if (err == -EPIPE || err == -ECONNRESET) {
+		ibc_connection_lost(cl, err);
+		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
+		goto out;
+	}
+	if (err < 0) {
+		ibc_set_error(err, "cannot send to the broker: %s",
+			      strerror(-err));
+		if (err != -EMSGSIZE)
+			ibc_mark_dead(cl, err, "the broker's socket failed");
+		goto out;
+	}
+	/*
+	 * Nobody may read the answers for a long time (a program that
+	 * destroys a thousand objects makes no round trip): read them here,
+	 * so that they never fill the broker's output queue, which would end
+	 * the session.
+	 */
+	if (++cl->unanswered >= IBC_UNANSWERED_MAX)
+		for (int i = 0; i < IBC_UNANSWERED_MAX && cl->unanswered &&
+				!cl->reading && !cl->dead;
+		     i++)
+			if (ibc_read_one(cl, NULL, false) == -EAGAIN)
+				break;
+	err = 0;
+out:
+	pthread_mutex_unlock(&cl->lock);
 	return err;
 }
 

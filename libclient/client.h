@@ -50,6 +50,9 @@ struct ibc_client {
 	int dead;
 	char dead_message[256];
 	struct ibc_waiter *waiters;
+	/* Requests sent without waiting whose answers were not read yet
+	 * (ibc_send_nowait). */
+	unsigned int unanswered;
 	struct ibc_queued_event *events_head, **events_tail;
 
 	struct ibc_client_info info;
@@ -78,6 +81,18 @@ int ibc_call(struct ibc_client *client, Rdmab__Request *req,
 	     const int *fds, unsigned int nfds, struct ibc_reply *ret);
 void ibc_reply_free(struct ibc_reply *r);
 
+/* After this many unanswered requests, ibc_send_nowait() reads what the
+ * broker sent before returning. */
+#define IBC_UNANSWERED_MAX 64
+
+/*
+ * Send @req without waiting for its reply, which is dropped when it comes,
+ * an error included: for requests whose outcome changes nothing the caller
+ * does next (proto/README.md, "The registry invariant"). 0, or -errno when
+ * it could not be sent.
+ */
+int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req);
+
 /* Called with the lock held; the event queued, NULL without memory. */
 struct ibc_queued_event *ibc_queue_event(struct ibc_client *cl,
 					 enum ibc_event_type type,
@@ -91,6 +106,9 @@ void ibc_free_events(struct ibc_client *cl);
  * every queued event; returns how many. */
 int ibc_drain_events(struct ibc_client *cl);
 
+/* At disconnect, while the session lives: destroy the objects the library
+ * made in every context, telling the broker. */
+void ibc_ctx_teardown_all(struct ibc_client *cl);
 /* Release the contexts still open at disconnect, locally: the broker
  * releases its side when the session ends. */
 void ibc_ctx_free_all(struct ibc_client *cl);

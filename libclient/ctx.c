@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "libclient/ctx.h"
+#include "libclient/objects.h"
 
 /* Tell the broker this process no longer uses the context. */
 static void ibc_ctx_release(struct ibc_client *client, uint64_t id)
@@ -64,6 +64,10 @@ static int ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
 	c->max_cq = d->max_cq;
 	c->max_cqe = d->max_cqe;
 	c->max_mr = d->max_mr;
+	c->max_pd = d->max_pd;
+	c->max_mw = d->max_mw;
+	c->max_ah = d->max_ah;
+	c->max_wq = d->max_wq;
 	c->max_srq = d->max_srq;
 	c->max_srq_wr = d->max_srq_wr;
 	c->max_srq_sge = d->max_srq_sge;
@@ -113,6 +117,7 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 	}
 	ctx->client = client;
 	ctx->soft_fd = -1;
+	pthread_mutex_init(&ctx->lock, NULL);
 	err = ibc_ctx_fill(ctx, o);
 	if (err < 0)
 		close(fd);
@@ -125,6 +130,7 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 		snprintf(why, sizeof(why), "%s", ibc_last_error());
 		ibc_ctx_release(client, o->context_id);
 		ibc_set_error(err, "%s", why);
+		pthread_mutex_destroy(&ctx->lock);
 		free(ctx);
 		goto out;
 	}
@@ -146,21 +152,42 @@ static void ibc_ctx_drop_local(struct ibc_ctx *ctx)
 	ctx->removed = true;
 }
 
-/* Release what this process holds of @ctx, without the broker. */
+/* Release what this process holds of @ctx, without the broker: the
+ * objects the library made are destroyed already (ibc_ctx_teardown). */
 static void ibc_ctx_free_local(struct ibc_ctx *ctx)
 {
 	if (!ctx->removed)
 		ibc_ctx_drop_local(ctx);
+	ibc_ctx_free_objects(ctx);
+	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
+}
+
+/* Destroy the objects the library made in @ctx, with the broker. */
+static void ibc_ctx_teardown(struct ibc_ctx *ctx)
+{
+	if (!ctx->removed)
+		ibc_ctx_destroy_objects(ctx, true);
 }
 
 void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)
 {
 	pthread_mutex_lock(&cl->lock);
-	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
-		if (!ctx->removed && strcmp(ctx->caps.device, device) == 0)
-			ibc_ctx_drop_local(ctx);
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
+		if (ctx->removed || strcmp(ctx->caps.device, device))
+			continue;
+		/* The kernel objects first: a context's descriptors close
+		 * only once nothing of this process uses them. */
+		ibc_ctx_destroy_objects(ctx, false);
+		ibc_ctx_drop_local(ctx);
+	}
 	pthread_mutex_unlock(&cl->lock);
+}
+
+void ibc_ctx_teardown_all(struct ibc_client *cl)
+{
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
+		ibc_ctx_teardown(ctx);
 }
 
 void ibc_ctx_free_all(struct ibc_client *cl)
@@ -182,6 +209,7 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 		return;
 	client = ctx->client;
 	id = ctx->caps.context_id;
+	ibc_ctx_teardown(ctx);
 	pthread_mutex_lock(&client->lock);
 	for (struct ibc_ctx **p = &client->ctxs; *p; p = &(*p)->next) {
 		if (*p == ctx) {

@@ -90,6 +90,10 @@ void ibc_device_info_from(struct ibc_device_info *e,
 		e->max_cq = d->caps->max_cq;
 		e->max_cqe = d->caps->max_cqe;
 		e->max_mr = d->caps->max_mr;
+		e->max_pd = d->caps->max_pd;
+		e->max_mw = d->caps->max_mw;
+		e->max_ah = d->caps->max_ah;
+		e->max_wq = d->caps->max_wq;
 		e->max_srq = d->caps->max_srq;
 		e->max_srq_wr = d->caps->max_srq_wr;
 		e->max_srq_sge = d->caps->max_srq_sge;

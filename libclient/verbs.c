@@ -7,12 +7,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include <infiniband/verbs.h>
 
 #include "common/verbs-import.h"
-#include "libclient/ctx.h"
+#include "libclient/objects.h"
 
 /* errno after a libibverbs call, or @fallback where it left none. */
 static int verbs_errno(int fallback)
@@ -65,6 +66,19 @@ static int verbs_fall_back(struct ibc_ctx *ctx, int err)
 				     "%s: the context cannot be imported (%s) "
 				     "and opening the device here failed: %s",
 				     dev, strerror(-err), strerror(-own));
+	/* The constructors' PD: this process's, like the context. */
+	errno = 0;
+	ctx->own_pd = ibv_alloc_pd(ctx->vctx);
+	if (!ctx->own_pd) {
+		own = verbs_errno(-ENOMEM);
+		ibv_close_device(ctx->vctx);
+		ctx->vctx = NULL;
+		return ibc_set_error(own,
+				     "%s: ibv_alloc_pd on this process's own "
+				     "context failed: %s",
+				     dev, strerror(-own));
+	}
+	ctx->pd = ctx->own_pd;
 	ctx->ops = &ibc_own_ops;
 	ctx->caps.shared = false;
 	return 0;
@@ -105,6 +119,7 @@ static int verbs_attach(struct ibc_ctx *ctx, int fd)
 				     "(handle %u) failed: %s",
 				     dev, ctx->pd_handle, strerror(-err));
 	}
+	ctx->pd = ctx->vpd;
 	ctx->caps.shared = true;
 	return 0;
 }
@@ -115,17 +130,338 @@ static void verbs_detach(struct ibc_ctx *ctx)
 	 * domain's. */
 	if (ctx->vpd)
 		ibv_unimport_pd(ctx->vpd);
+	if (ctx->own_pd)
+		ibv_dealloc_pd(ctx->own_pd);
 	if (ctx->vctx)
 		ibv_close_device(ctx->vctx);
-	ctx->vpd = NULL;
+	ctx->vpd = ctx->own_pd = ctx->pd = NULL;
 	ctx->vctx = NULL;
+}
+
+/* --- the kernel calls ------------------------------------------------- */
+
+static int verbs_fail(const struct ibc_obj *o, const char *call)
+{
+	int err = verbs_errno(-EIO);
+
+	return ibc_set_error(err, "%s: %s failed: %s", o->ctx->caps.device,
+			     call, strerror(-err));
+}
+
+/* ibv_destroy_*() answer a positive errno (some providers -1 and errno). */
+static int verbs_destroy_ret(int ret)
+{
+	if (ret > 0)
+		return -ret;
+	return ret < 0 ? verbs_errno(-EIO) : 0;
+}
+
+static int verbs_create_cq(struct ibc_obj *o, const struct ibc_obj_args *a,
+			   struct ibc_obj_result *res)
+{
+	struct ibv_cq *cq;
+
+	errno = 0;
+	cq = ibv_create_cq(o->ctx->vctx, (int)a->attr.cqe, NULL, a->channel,
+			   (int)a->attr.comp_vector);
+	if (!cq)
+		return verbs_fail(o, "ibv_create_cq");
+	o->vobj = cq;
+	o->handle = cq->handle;
+	res->attr.cqe = (uint32_t)cq->cqe;
+	return 0;
+}
+
+static int verbs_create_qp(struct ibc_obj *o, const struct ibc_obj_args *a,
+			   struct ibc_obj_result *res)
+{
+	struct ibv_qp_init_attr_ex ia = {
+		.send_cq = a->send_cq,
+		.recv_cq = a->recv_cq,
+		.srq = a->srq,
+		.cap = {
+			.max_send_wr = a->attr.max_send_wr,
+			.max_recv_wr = a->attr.max_recv_wr,
+			.max_send_sge = a->attr.max_send_sge,
+			.max_recv_sge = a->attr.max_recv_sge,
+			.max_inline_data = a->attr.max_inline_data,
+		},
+		.qp_type = (enum ibv_qp_type)a->attr.qp_type,
+		.sq_sig_all = (int)a->attr.sq_sig_all,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = o->ctx->pd,
+	};
+	struct ibv_qp *qp;
+
+	errno = 0;
+	qp = ibv_create_qp_ex(o->ctx->vctx, &ia);
+	if (!qp)
+		return verbs_fail(o, "ibv_create_qp_ex");
+	o->vobj = qp;
+	o->handle = qp->handle;
+	res->qp_num = qp->qp_num;
+	/* libibverbs writes back what the device gave. */
+	res->attr.max_send_wr = ia.cap.max_send_wr;
+	res->attr.max_recv_wr = ia.cap.max_recv_wr;
+	res->attr.max_send_sge = ia.cap.max_send_sge;
+	res->attr.max_recv_sge = ia.cap.max_recv_sge;
+	res->attr.max_inline_data = ia.cap.max_inline_data;
+	return 0;
+}
+
+static int verbs_create_srq(struct ibc_obj *o, const struct ibc_obj_args *a,
+			    struct ibc_obj_result *res)
+{
+	struct ibv_srq_init_attr sa = {
+		.attr = {
+			.max_wr = a->attr.max_wr,
+			.max_sge = a->attr.max_sge,
+			.srq_limit = a->attr.srq_limit,
+		},
+	};
+	struct ibv_srq *srq;
+
+	errno = 0;
+	srq = ibv_create_srq(o->ctx->pd, &sa);
+	if (!srq)
+		return verbs_fail(o, "ibv_create_srq");
+	o->vobj = srq;
+	o->handle = srq->handle;
+	res->attr.max_wr = sa.attr.max_wr;
+	res->attr.max_sge = sa.attr.max_sge;
+	res->attr.srq_limit = sa.attr.srq_limit;
+	return 0;
+}
+
+static int verbs_create_wq(struct ibc_obj *o, const struct ibc_obj_args *a,
+			   struct ibc_obj_result *res)
+{
+	struct ibv_wq_init_attr wa = {
+		.wq_type = IBV_WQT_RQ,
+		.max_wr = a->attr.max_wr,
+		.max_sge = a->attr.max_sge,
+		.pd = o->ctx->pd,
+		.cq = a->cq,
+	};
+	struct ibv_wq_attr ready = {
+		.attr_mask = IBV_WQ_ATTR_STATE,
+		.wq_state = IBV_WQS_RDY,
+	};
+	struct ibv_wq *wq;
+	int ret;
+
+	errno = 0;
+	wq = ibv_create_wq(o->ctx->vctx, &wa);
+	if (!wq)
+		return verbs_fail(o, "ibv_create_wq");
+	/* RSS tables take WQs that are ready; one the caller cannot use
+	 * is not made. */
+	errno = 0;
+	ret = ibv_modify_wq(wq, &ready);
+	if (ret) {
+		errno = ret > 0 ? ret : errno;
+		ret = verbs_fail(o, "ibv_modify_wq to IBV_WQS_RDY");
+		ibv_destroy_wq(wq);
+		return ret;
+	}
+	o->vobj = wq;
+	o->handle = wq->handle;
+	res->qp_num = wq->wq_num;
+	res->attr.max_wr = wa.max_wr;
+	res->attr.max_sge = wa.max_sge;
+	return 0;
+}
+
+static int verbs_reg_mr(struct ibc_obj *o, const struct ibc_obj_args *a,
+			struct ibc_obj_result *res)
+{
+	struct ibv_mr *mr;
+
+	errno = 0;
+	mr = ibv_reg_mr(o->ctx->pd, a->mr_addr, (size_t)a->attr.mr_length,
+			(int)a->attr.mr_access);
+	if (!mr)
+		return verbs_fail(o, "ibv_reg_mr");
+	o->vobj = mr;
+	o->handle = mr->handle;
+	res->lkey = mr->lkey;
+	res->rkey = mr->rkey;
+	return 0;
+}
+
+static int verbs_kernel_create(struct ibc_obj *o,
+			       const struct ibc_obj_args *a,
+			       struct ibc_obj_result *res)
+{
+	switch (o->kind) {
+	case IBC_OBJ_CQ:
+		return verbs_create_cq(o, a, res);
+	case IBC_OBJ_QP:
+		return verbs_create_qp(o, a, res);
+	case IBC_OBJ_SRQ:
+		return verbs_create_srq(o, a, res);
+	case IBC_OBJ_WQ:
+		return verbs_create_wq(o, a, res);
+	case IBC_OBJ_MR:
+		return verbs_reg_mr(o, a, res);
+	default:
+		return ibc_set_error(-EOPNOTSUPP, "no constructor for a %s",
+				     ibc_obj_kind_name(o->kind));
+	}
+}
+
+static int verbs_kernel_destroy(struct ibc_obj *o)
+{
+	int ret;
+
+	errno = 0;
+	switch (o->kind) {
+	case IBC_OBJ_CQ:
+		ret = ibv_destroy_cq(o->vobj);
+		break;
+	case IBC_OBJ_QP:
+		ret = ibv_destroy_qp(o->vobj);
+		break;
+	case IBC_OBJ_SRQ:
+		ret = ibv_destroy_srq(o->vobj);
+		break;
+	case IBC_OBJ_WQ:
+		ret = ibv_destroy_wq(o->vobj);
+		break;
+	case IBC_OBJ_MR:
+		ret = ibv_dereg_mr(o->vobj);
+		break;
+	default:
+		return -EOPNOTSUPP;
+	}
+	ret = verbs_destroy_ret(ret);
+	if (ret < 0)
+		return ibc_set_error(ret, "%s: destroying %s %u failed: %s",
+				     o->ctx->caps.device,
+				     ibc_obj_kind_name(o->kind), o->handle,
+				     strerror(-ret));
+	return 0;
+}
+
+/* --- a shared context: the registry's flows -------------------------- */
+
+/*
+ * Declare the intent (a round trip: the quota is checked before the kernel
+ * is asked), call the kernel, then register the handle without waiting:
+ * the broker reads the registration before anything else this process
+ * sends, its hang-up included (proto/README.md, "The registry invariant").
+ */
+static int verbs_create(struct ibc_obj *o, const struct ibc_obj_args *a,
+			struct ibc_obj_result *res)
+{
+	/* The broker keeps of a verbs object only what its listing shows. */
+	Rdmab__ObjAttr shown = RDMAB__OBJ_ATTR__INIT;
+	char why[256];
+	int err;
+
+	shown.cqe = a->attr.cqe;
+	shown.qp_type = a->attr.qp_type;
+	shown.mr_length = a->attr.mr_length;
+	err = ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			      &shown, NULL);
+	if (err < 0)
+		return err;
+	err = verbs_kernel_create(o, a, res);
+	if (err < 0) {
+		/* Cancel the intent; the kernel's sentence stays. */
+		snprintf(why, sizeof(why), "%s", ibc_last_error());
+		ibc_obj_destroy_request(o, false);
+		o->id = 0;
+		return ibc_set_error(err, "%s", why);
+	}
+	ibc_obj_register_nowait(o);
+	return 0;
+}
+
+/*
+ * Unregister first, without waiting, then destroy: once the kernel has
+ * freed the handle anyone in the domain may get it, and the broker must
+ * not hold it as this process's by then.
+ */
+static int verbs_destroy(struct ibc_obj *o)
+{
+	char why[256];
+	int err;
+
+	/* A registration that cannot be withdrawn keeps the object: freed
+	 * now, its handle could be someone else's when the broker destroys
+	 * it after this process exits. */
+	if (o->id) {
+		err = ibc_obj_destroy_request(o, false);
+		if (err < 0) {
+			snprintf(why, sizeof(why), "%s", ibc_last_error());
+			return ibc_set_error(err,
+					     "%s: the broker cannot be told "
+					     "(%s): the %s stays until this "
+					     "process exits, when the broker "
+					     "destroys it",
+					     o->ctx->caps.device, why,
+					     ibc_obj_kind_name(o->kind));
+		}
+	}
+	err = verbs_kernel_destroy(o);
+	if (err == 0)
+		return 0;
+	/* Still alive: hand it back to the registry. */
+	snprintf(why, sizeof(why), "%s", ibc_last_error());
+	o->id = 0;
+	ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK, NULL,
+			NULL);
+	return ibc_set_error(err, "%s", why);
+}
+
+static void verbs_destroy_removed(struct ibc_obj *o)
+{
+	/* libibverbs counts EIO from a disassociated device as destroyed. */
+	verbs_kernel_destroy(o);
+}
+
+static int verbs_track(struct ibc_obj *o)
+{
+	return ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
+			       NULL, NULL);
+}
+
+static int verbs_untrack(struct ibc_obj *o)
+{
+	return ibc_obj_destroy_request(o, false);
 }
 
 const struct ibc_ops ibc_verbs_ops = {
 	.name = "verbs",
 	.attach = verbs_attach,
 	.detach = verbs_detach,
+	.create = verbs_create,
+	.destroy = verbs_destroy,
+	.destroy_removed = verbs_destroy_removed,
+	.track = verbs_track,
+	.untrack = verbs_untrack,
 };
+
+/* --- a context of this process's own: nothing to register ------------ */
+
+static int own_create(struct ibc_obj *o, const struct ibc_obj_args *a,
+		      struct ibc_obj_result *res)
+{
+	return verbs_kernel_create(o, a, res);
+}
+
+static int own_destroy(struct ibc_obj *o)
+{
+	return verbs_kernel_destroy(o);
+}
+
+/* The kernel cleans this context up when the process exits. */
+static int own_track(struct ibc_obj *o)
+{
+	(void)o;
+	return 0;
+}
 
 /* Reached only through verbs_attach's fall-back: the descriptor is
  * gone by then. */
@@ -133,4 +469,9 @@ const struct ibc_ops ibc_own_ops = {
 	.name = "own",
 	.attach = verbs_attach,
 	.detach = verbs_detach,
+	.create = own_create,
+	.destroy = own_destroy,
+	.destroy_removed = verbs_destroy_removed,
+	.track = own_track,
+	.untrack = own_track,
 };
