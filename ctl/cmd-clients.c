@@ -47,20 +47,20 @@ int cmd_clients(struct ctl *ctl, int argc, char **argv)
 			json_string(stdout, fork_name(c[i].fork_state));
 			printf(",\"library_version\":");
 			json_string(stdout, c[i].library_version);
-			printf("}");
+			printf(",\"unaccounted\":%u}", c[i].unaccounted);
 		}
 		printf("]\n");
 		goto out;
 	}
-	printf("%-6s %-8s %-6s %-16s %-20s %-8s %-7s %-9s %s\n", "ID", "PID",
-	       "UID", "COMMAND", "DOMAIN", "CONTEXTS", "OBJECTS", "REQUESTS",
-	       "FORK");
+	printf("%-6s %-8s %-6s %-16s %-20s %-8s %-7s %-6s %-9s %s\n", "ID",
+	       "PID", "UID", "COMMAND", "DOMAIN", "CONTEXTS", "OBJECTS",
+	       "UNACCT", "REQUESTS", "FORK");
 	for (size_t i = 0; i < n; i++)
-		printf("%-6" PRIu64 " %-8u %-6u %-16s %-20s %-8u %-7u %-9" PRIu64
-		       " %s\n",
+		printf("%-6" PRIu64 " %-8u %-6u %-16s %-20s %-8u %-7u %-6u "
+		       "%-9" PRIu64 " %s\n",
 		       c[i].id, c[i].pid, c[i].uid, c[i].comm, c[i].domain,
-		       c[i].contexts, c[i].objects, c[i].requests,
-		       fork_name(c[i].fork_state));
+		       c[i].contexts, c[i].objects, c[i].unaccounted,
+		       c[i].requests, fork_name(c[i].fork_state));
 out:
 	ibc_list_free(c);
 	return CTL_OK;

@@ -322,6 +322,59 @@ int ibc_list_clients(struct ibc_client *client,
 		     size_t *ret_count);
 void ibc_list_free(void *list);
 
+/* Where a registered object is in its life (ibc_list_objects(3)). */
+enum ibc_object_state {
+	IBC_OBJECT_LIVE = 0, /* its owner's session is open */
+	IBC_OBJECT_DETACHED = 1, /* the session ended, the process lives */
+	IBC_OBJECT_DESTROYING = 2, /* the owner died: cleanup under way */
+	IBC_OBJECT_STUCK = 3, /* cleanup gave up (the broker logged why) */
+	IBC_OBJECT_INTENT = 4, /* being created: no handle yet */
+};
+
+struct ibc_object_info {
+	uint32_t comp_mask;
+	uint64_t id; /* broker-wide, never reused */
+	enum ibc_obj_kind kind;
+	uint32_t handle; /* in its context; 0 for an intent */
+	uint64_t client_id; /* the owner */
+	uint32_t pid;
+	uint64_t context_id;
+	char domain[64];
+	char device[64];
+	enum ibc_object_state state;
+	uint64_t age_usec;
+};
+
+enum ibc_object_filter_mask {
+	IBC_OBJECT_FILTER_CLIENT = 1 << 0,
+	IBC_OBJECT_FILTER_DOMAIN = 1 << 1,
+};
+
+struct ibc_object_filter {
+	uint32_t comp_mask; /* enum ibc_object_filter_mask */
+	uint64_t client_id;
+	const char *domain;
+};
+
+/**
+ * ibc_list_objects() - the broker's registry: what clients made in shared
+ * contexts. @filter: NULL for every object the caller may see. Entries of
+ * @entry_size bytes (sizeof(**ret_list)), freed with ibc_list_free().
+ */
+int ibc_list_objects(struct ibc_client *client,
+		     const struct ibc_object_filter *filter,
+		     struct ibc_object_info **ret_list, size_t entry_size,
+		     size_t *ret_count);
+/** ibc_obj_kind_str() - "CQ", "QP", ...; "unknown" for a kind this library
+ * does not know. */
+const char *ibc_obj_kind_str(enum ibc_obj_kind kind);
+
+/**
+ * ibc_admin_evict() - end client @client_id's session (administrators
+ * only). Its objects are destroyed when its process exits, not before.
+ */
+int ibc_admin_evict(struct ibc_client *client, uint64_t client_id);
+
 /**
  * ibc_open() - open @device (NULL: the first) in this client's domain: the
  * domain's context is imported (verbs) or mapped (soft).

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Inspection: devices, domains, clients, fetched a page at a time. */
+/* Inspection: devices, domains, clients, objects, fetched a page at a
+ * time. */
 #include "config.h"
 
 #include <errno.h>
@@ -21,24 +22,35 @@ static int ibc_list_grow(void **list, size_t n, size_t size)
 }
 
 /* One page starting at @offset; the reply's body is checked against
- * @body_case. */
+ * @body_case. @filter: the objects' listing's. */
 static int ibc_list_page(struct ibc_client *client,
 			 Rdmab__Request__BodyCase body_case, uint32_t offset,
+			 const struct ibc_object_filter *filter,
 			 struct ibc_reply *r)
 {
+	Rdmab__ListObjectsRequest lo = RDMAB__LIST_OBJECTS_REQUEST__INIT;
 	Rdmab__ListRequest lr = RDMAB__LIST_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	int err;
 
 	lr.offset = offset;
 	req.body_case = body_case;
-	/* The three list requests share a body type. */
+	/* The other list requests share a body type. */
 	switch (body_case) {
 	case RDMAB__REQUEST__BODY_LIST_DEVICES:
 		req.list_devices = &lr;
 		break;
 	case RDMAB__REQUEST__BODY_LIST_DOMAINS:
 		req.list_domains = &lr;
+		break;
+	case RDMAB__REQUEST__BODY_LIST_OBJECTS:
+		lo.offset = offset;
+		if (filter && (filter->comp_mask & IBC_OBJECT_FILTER_CLIENT))
+			lo.client_id = filter->client_id;
+		if (filter && (filter->comp_mask & IBC_OBJECT_FILTER_DOMAIN) &&
+		    filter->domain)
+			lo.domain = (char *)filter->domain;
+		req.list_objects = &lo;
 		break;
 	default:
 		req.list_clients = &lr;
@@ -106,6 +118,7 @@ union ibc_any_entry {
 	struct ibc_device_info device;
 	struct ibc_domain_info domain;
 	struct ibc_client_entry client;
+	struct ibc_object_info object;
 };
 
 /* A family of listing: how many entries a page holds, and how one is
@@ -136,8 +149,9 @@ static int ibc_check_entry_size(const struct ibc_lister *l, size_t size)
 }
 
 static int ibc_list_all(struct ibc_client *client,
-			const struct ibc_lister *l, void **ret_list,
-			size_t size, size_t *ret_count)
+			const struct ibc_lister *l,
+			const struct ibc_object_filter *filter,
+			void **ret_list, size_t size, size_t *ret_count)
 {
 	union ibc_any_entry e;
 	uint8_t *list = NULL;
@@ -154,7 +168,8 @@ static int ibc_list_all(struct ibc_client *client,
 		uint32_t total = 0;
 		size_t k;
 
-		err = ibc_list_page(client, l->body_case, (uint32_t)n, &r);
+		err = ibc_list_page(client, l->body_case, (uint32_t)n, filter,
+				    &r);
 		if (err < 0)
 			goto fail;
 		k = l->count(r.reply, &total);
@@ -260,7 +275,7 @@ IBC_EXPORT int ibc_list_devices(struct ibc_client *client,
 		.fill = ibc_devices_fill,
 	};
 
-	return ibc_list_all(client, &l, (void **)ret_list, entry_size,
+	return ibc_list_all(client, &l, NULL, (void **)ret_list, entry_size,
 			    ret_count);
 }
 
@@ -278,7 +293,7 @@ IBC_EXPORT int ibc_list_domains(struct ibc_client *client,
 		.fill = ibc_domains_fill,
 	};
 
-	return ibc_list_all(client, &l, (void **)ret_list, entry_size,
+	return ibc_list_all(client, &l, NULL, (void **)ret_list, entry_size,
 			    ret_count);
 }
 
@@ -296,7 +311,62 @@ IBC_EXPORT int ibc_list_clients(struct ibc_client *client,
 		.fill = ibc_clients_fill,
 	};
 
-	return ibc_list_all(client, &l, (void **)ret_list, entry_size,
+	return ibc_list_all(client, &l, NULL, (void **)ret_list, entry_size,
+			    ret_count);
+}
+
+static size_t ibc_objects_count(const Rdmab__Reply *reply, uint32_t *total)
+{
+	*total = reply->list_objects->total;
+	return reply->list_objects->n_objects;
+}
+
+static void ibc_objects_fill(void *entry, const Rdmab__Reply *reply, size_t i)
+{
+	const Rdmab__ObjectInfo *o = reply->list_objects->objects[i];
+	struct ibc_object_info *e = entry;
+
+	e->id = o->id;
+	e->kind = (enum ibc_obj_kind)o->kind;
+	e->handle = o->handle;
+	e->client_id = o->client_id;
+	e->pid = o->pid;
+	e->context_id = o->context_id;
+	snprintf(e->domain, sizeof(e->domain), "%s", o->domain);
+	snprintf(e->device, sizeof(e->device), "%s", o->device);
+	e->state = (enum ibc_object_state)o->state;
+	e->age_usec = o->age_usec;
+}
+
+IBC_EXPORT int ibc_list_objects(struct ibc_client *client,
+				const struct ibc_object_filter *filter,
+				struct ibc_object_info **ret_list,
+				size_t entry_size, size_t *ret_count)
+{
+	static const struct ibc_lister l = {
+		.body_case = RDMAB__REQUEST__BODY_LIST_OBJECTS,
+		.name = "ibc_object_info",
+		.entry_size = sizeof(struct ibc_object_info),
+		.entry_v0 = IBC_SIZE_V0(struct ibc_object_info, age_usec),
+		.entry_align = __alignof__(struct ibc_object_info),
+		.count = ibc_objects_count,
+		.fill = ibc_objects_fill,
+	};
+
+	const uint32_t known = IBC_OBJECT_FILTER_CLIENT |
+			       IBC_OBJECT_FILTER_DOMAIN;
+
+	if (filter && (filter->comp_mask & ~known))
+		return ibc_set_error(-EOPNOTSUPP,
+				     "unknown bits 0x%x in the filter's "
+				     "comp_mask",
+				     filter->comp_mask);
+	if (filter && (filter->comp_mask & IBC_OBJECT_FILTER_DOMAIN) &&
+	    filter->domain && strlen(filter->domain) >= IBC_NAME_MAX)
+		return ibc_set_error(-EINVAL,
+				     "domain name is longer than %d bytes",
+				     IBC_NAME_MAX - 1);
+	return ibc_list_all(client, &l, filter, (void **)ret_list, entry_size,
 			    ret_count);
 }
 

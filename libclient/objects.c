@@ -15,21 +15,26 @@
 
 #include "libclient/objects.h"
 
-const char *ibc_obj_kind_name(enum ibc_obj_kind kind)
+IBC_EXPORT const char *ibc_obj_kind_str(enum ibc_obj_kind kind)
 {
 	static const char *const names[] = {
-		[IBC_OBJ_NONE] = "object",   [IBC_OBJ_QP] = "QP",
+		[IBC_OBJ_NONE] = "none",     [IBC_OBJ_QP] = "QP",
 		[IBC_OBJ_CQ] = "CQ",	     [IBC_OBJ_SRQ] = "SRQ",
 		[IBC_OBJ_WQ] = "WQ",	     [IBC_OBJ_MR] = "MR",
-		[IBC_OBJ_PD] = "PD",	     [IBC_OBJ_RWQ_IND_TBL] = "RSS table",
-		[IBC_OBJ_FLOW] = "flow",     [IBC_OBJ_DM] = "DM",
+		[IBC_OBJ_PD] = "PD",	     [IBC_OBJ_RWQ_IND_TBL] = "IND_TBL",
+		[IBC_OBJ_FLOW] = "FLOW",     [IBC_OBJ_DM] = "DM",
 		[IBC_OBJ_XRCD] = "XRCD",     [IBC_OBJ_MW] = "MW",
 		[IBC_OBJ_AH] = "AH",	     [IBC_OBJ_CONTEXT] = "context",
 	};
 
 	if ((unsigned int)kind < sizeof(names) / sizeof(names[0]))
 		return names[kind];
-	return "object";
+	return "unknown";
+}
+
+const char *ibc_obj_kind_name(enum ibc_obj_kind kind)
+{
+	return kind == IBC_OBJ_NONE ? "object" : ibc_obj_kind_str(kind);
 }
 
 void ibc_obj_link_locked(struct ibc_obj *o)
