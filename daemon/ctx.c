@@ -14,6 +14,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 #include "daemon/server.h"
 
 static void dctx_close_device(struct dctx *x)
@@ -23,7 +24,7 @@ static void dctx_close_device(struct dctx *x)
 		x->ev = NULL;
 	}
 	if (x->dc) {
-		x->dev->ops->ctx_close(x->dc);
+		x->dev->ctx_ops->close(x->dc);
 		x->dc = NULL;
 	}
 }
@@ -47,9 +48,9 @@ static void dctx_event_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dctx *x = arg;
 
-	if (x->dc && x->dev->ops->ctx_handle_event(x->dc) == 1)
-		server_device_removed(x->srv, x->dev,
-				      "the device reported a fatal error");
+	if (x->dc && x->dev->ctx_ops->handle_event(x->dc) == 1)
+		notify_device_gone(x->srv, x->dev,
+				   "the device reported a fatal error");
 }
 
 static struct dctx *dctx_find(struct domain *d, struct device *dev)
@@ -95,7 +96,7 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 				   "%s: the broker cannot open a context: %s",
 				   dev->name, strerror(-ret_err));
 	}
-	fd = dev->ops->ctx_event_fd(x->dc);
+	fd = dev->ctx_ops->event_fd(x->dc);
 	if (fd >= 0) {
 		x->ev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
 				  dctx_event_cb, x);
@@ -183,9 +184,9 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 	rdmab__open_context_reply__init(out);
 	out->context_id = x->id;
 	out->device = dev->name;
-	out->pd_handle = dev->ops->ctx_pd_handle(x->dc);
+	out->pd_handle = dev->ctx_ops->pd_handle(x->dc);
 	out->fd_index = 0;
-	r->fds[0] = dev->ops->ctx_fd(x->dc);
+	r->fds[0] = dev->ctx_ops->fd(x->dc);
 	r->nfds = 1;
 	r->msg.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
 	r->msg.open_context = out;
@@ -228,6 +229,13 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 		free(cc);
 	}
 	c->n_ctxs = 0;
+}
+
+uint64_t dctx_conn_ctx_id(struct conn *c, const struct device *dev)
+{
+	struct conn_ctx *cc = conn_ctx_find_dev(c, dev);
+
+	return cc ? cc->ctx->id : 0;
 }
 
 void dctx_device_gone(struct server *srv, struct device *dev)

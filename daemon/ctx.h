@@ -39,6 +39,8 @@ struct conn_ctx {
 
 /* Drop every context @c holds (the connection is closing). */
 void dctx_conn_release(struct server *srv, struct conn *c);
+/* The id of the context @c holds on @dev; 0 when it holds none. */
+uint64_t dctx_conn_ctx_id(struct conn *c, const struct device *dev);
 /* Close the device side of every context of @dev (device removal). */
 void dctx_device_gone(struct server *srv, struct device *dev);
 /* Close every context of @d (daemon exit). */

@@ -20,14 +20,21 @@
 #include "daemon/device.h"
 #include "proto/soft.h"
 
-/* ConnectX-6: 2^16 entries per indirection table. */
+/* ConnectX-6: 2^16 entries per indirection table (reported as the 2^13
+ * that uverbs takes, see device_probe). */
 #define SOFT_MAX_RSS_TABLE_SIZE (1u << 16)
 /* The kernel numbers a context's objects from 0; the PD comes first. */
 #define SOFT_PD_HANDLE 0
 
-struct device_ctx {
+struct soft_ctx {
+	struct device_ctx base;
 	int fd;
 };
+
+static struct soft_ctx *soft_ctx_of(const struct device_ctx *ctx)
+{
+	return (struct soft_ctx *)ctx;
+}
 
 static int soft_ctx_open(struct device *dev, uint64_t ctx_id,
 			 const char *domain, struct device_ctx **ret_ctx)
@@ -38,12 +45,13 @@ static int soft_ctx_open(struct device *dev, uint64_t ctx_id,
 		.pd_handle = SOFT_PD_HANDLE,
 		.context_id = ctx_id,
 	};
-	struct device_ctx *ctx;
+	struct soft_ctx *ctx;
 	int ret;
 
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
+	ctx->base.dev = dev;
 	snprintf(h.device, sizeof(h.device), "%s", dev->name);
 	snprintf(h.domain, sizeof(h.domain), "%s", domain);
 	ctx->fd = memfd_create("rdmabroker-soft-context",
@@ -59,7 +67,7 @@ static int soft_ctx_open(struct device *dev, uint64_t ctx_id,
 		ret = errno ? -errno : -EIO;
 		goto fail;
 	}
-	*ret_ctx = ctx;
+	*ret_ctx = &ctx->base;
 	return 0;
 
 fail:
@@ -69,56 +77,33 @@ fail:
 	return ret;
 }
 
-static void soft_ctx_close(struct device_ctx *ctx)
+static void soft_ctx_close(struct device_ctx *base)
 {
+	struct soft_ctx *ctx = soft_ctx_of(base);
+
 	close(ctx->fd);
 	free(ctx);
 }
 
-static int soft_ctx_fd(const struct device_ctx *ctx)
+static int soft_ctx_fd(const struct device_ctx *base)
 {
-	return ctx->fd;
+	return soft_ctx_of(base)->fd;
 }
 
-static uint32_t soft_ctx_pd_handle(const struct device_ctx *ctx)
+static uint32_t soft_ctx_pd_handle(const struct device_ctx *base)
 {
 	return SOFT_PD_HANDLE;
 }
 
-static int soft_ctx_event_fd(const struct device_ctx *ctx)
-{
-	return -1;
-}
-
-static int soft_ctx_handle_event(struct device_ctx *ctx)
-{
-	return 0;
-}
-
-static int soft_handle_event(struct device *dev)
-{
-	return 0;
-}
-
-static bool soft_present(struct device *dev)
-{
-	return true;
-}
-
-static void soft_shutdown(struct device *dev)
-{
-}
-
+/* No events, always present, nothing to shut down: the defaults. */
 static const struct device_ops soft_ops = {
 	.ctx_open = soft_ctx_open,
-	.ctx_close = soft_ctx_close,
-	.ctx_fd = soft_ctx_fd,
-	.ctx_pd_handle = soft_ctx_pd_handle,
-	.ctx_event_fd = soft_ctx_event_fd,
-	.ctx_handle_event = soft_ctx_handle_event,
-	.handle_event = soft_handle_event,
-	.present = soft_present,
-	.shutdown = soft_shutdown,
+};
+
+static const struct device_ctx_ops soft_ctx_ops = {
+	.close = soft_ctx_close,
+	.fd = soft_ctx_fd,
+	.pd_handle = soft_ctx_pd_handle,
 };
 
 int device_soft_probe(const struct device_config *cfg,
@@ -129,7 +114,7 @@ int device_soft_probe(const struct device_config *cfg,
 	memset(d, 0, sizeof(*d));
 	snprintf(d->name, sizeof(d->name), SOFT_DEVICE_NAME);
 	d->kind = DEVICE_KIND_SOFT;
-	d->ops = &soft_ops;
+	device_set_ops(d, &soft_ops, &soft_ctx_ops);
 	d->event_fd = -1;
 	d->caps.max_dm_size = cfg->soft_max_dm_size;
 	d->caps.xrc = true;

@@ -22,6 +22,7 @@
 
 #include <infiniband/verbs.h>
 #include <linux/capability.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "common/verbs-import.h"
 #include "daemon/caps.h"
@@ -69,7 +70,10 @@ static void assert_soft0(const struct device_list *l, uint64_t max_dm)
 	ck_assert_int_eq(d->event_fd, -1);
 	ck_assert_uint_eq(d->caps.max_dm_size, max_dm);
 	ck_assert(d->caps.xrc);
-	ck_assert_uint_eq(d->caps.max_rss_table_size, 65536);
+	/* The device holds 2^16 entries, uverbs takes 2^13 at most. */
+	ck_assert_uint_eq(d->caps.max_rss_table_size,
+			  1u << IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE);
+	ck_assert_uint_eq(d->caps.max_rss_table_size, 8192);
 	ck_assert_uint_eq(d->caps.rss_hash_functions,
 			  IBV_RX_HASH_FUNC_TOEPLITZ);
 	ck_assert_uint_eq(d->caps.rss_hash_fields,
@@ -110,26 +114,112 @@ START_TEST(test_probe_soft)
 	ck_assert_int_eq(d->ops->ctx_open(d, 7, "uid-1", &c1), 0);
 	ck_assert_int_eq(d->ops->ctx_open(d, 8, "uid-2", &c2), 0);
 	ck_assert_int_eq(tl_count_fds(0), fds + 2);
-	fd = d->ops->ctx_fd(c1);
+	fd = d->ctx_ops->fd(c1);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_ne(fd, d->ops->ctx_fd(c2));
+	ck_assert_int_ne(fd, d->ctx_ops->fd(c2));
 	seals = fcntl(fd, F_GET_SEALS);
 	ck_assert_int_ge(seals, 0);
 	ck_assert_int_eq(seals & (F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK),
 			 F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK);
 	ck_assert_int_ne(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
-	ck_assert_uint_eq(d->ops->ctx_pd_handle(c1), 0);
-	ck_assert_int_eq(d->ops->ctx_event_fd(c1), -1);
-	ck_assert_int_eq(d->ops->ctx_handle_event(c1), 0);
+	ck_assert_uint_eq(d->ctx_ops->pd_handle(c1), 0);
+	ck_assert_int_eq(d->ctx_ops->event_fd(c1), -1);
+	ck_assert_int_eq(d->ctx_ops->handle_event(c1), 0);
 	ck_assert_int_eq(d->ops->handle_event(d), 0);
 	ck_assert(d->ops->present(d));
-	d->ops->ctx_close(c1);
-	d->ops->ctx_close(c2);
+	d->ctx_ops->close(c1);
+	d->ctx_ops->close(c2);
 	ck_assert_int_eq(tl_count_fds(0), fds);
 
 	device_list_close(&l);
 	ck_assert_uint_eq(l.n, 0);
 	ck_assert_ptr_null(device_find(&l, NULL));
+}
+END_TEST
+
+/* --- defaults for what an implementation leaves NULL -------------------- */
+
+static int bare_ctx_open(struct device *dev, uint64_t ctx_id,
+			 const char *domain, struct device_ctx **ret_ctx)
+{
+	static struct device_ctx ctx;
+
+	ctx.dev = dev;
+	*ret_ctx = &ctx;
+	return 0;
+}
+
+static void bare_close(struct device_ctx *ctx)
+{
+}
+
+static int bare_fd(const struct device_ctx *ctx)
+{
+	return 42;
+}
+
+static uint32_t bare_pd_handle(const struct device_ctx *ctx)
+{
+	return 7;
+}
+
+/* A device with only the required operations: every other entry is
+ * callable and answers like a device without the capability. */
+START_TEST(test_default_ops)
+{
+	static const struct device_ops ops = { .ctx_open = bare_ctx_open };
+	static const struct device_ctx_ops ctx_ops = {
+		.close = bare_close,
+		.fd = bare_fd,
+		.pd_handle = bare_pd_handle,
+	};
+	struct obj_spec spec = { .kind = IBC_OBJ_CQ };
+	struct device_why why = { "" };
+	struct device_ctx *ctx = NULL;
+	struct obj_made made;
+	struct device d;
+
+	memset(&d, 0, sizeof(d));
+	snprintf(d.name, sizeof(d.name), "bare7");
+	device_set_ops(&d, &ops, &ctx_ops);
+	ck_assert_ptr_eq(d.ops->ctx_open, bare_ctx_open);
+	ck_assert_ptr_eq(d.ctx_ops->fd, bare_fd);
+	ck_assert_int_eq(d.ops->handle_event(&d), 0);
+	ck_assert(d.ops->present(&d));
+	d.ops->shutdown(&d);
+	ck_assert_int_eq(d.ops->ctx_open(&d, 1, "uid-0", &ctx), 0);
+	ck_assert_int_eq(d.ctx_ops->event_fd(ctx), -1);
+	ck_assert_int_eq(d.ctx_ops->handle_event(ctx), 0);
+	ck_assert_uint_eq(d.ctx_ops->pd_handle(ctx), 7);
+
+	ck_assert_int_eq(d.ctx_ops->obj_create(ctx, &spec, &made, &why),
+			 -EOPNOTSUPP);
+	ck_assert_msg(strstr(why.text, "bare7") && strstr(why.text, "CQ"),
+		      "the sentence \"%s\" names neither the device nor "
+		      "the object",
+		      why.text);
+	why.text[0] = '\0';
+	ck_assert_int_eq(d.ctx_ops->obj_destroy(ctx, IBC_OBJ_QP, 3, &why),
+			 -EOPNOTSUPP);
+	ck_assert_msg(strstr(why.text, "bare7") &&
+			      strstr(why.text, "destroy objects by handle"),
+		      "the sentence \"%s\" names neither the device nor "
+		      "what it cannot do",
+		      why.text);
+	d.ctx_ops->close(ctx);
+}
+END_TEST
+
+START_TEST(test_obj_kind_names)
+{
+	ck_assert_str_eq(obj_kind_name(IBC_OBJ_QP), "QP");
+	ck_assert_str_eq(obj_kind_name(IBC_OBJ_CQ), "CQ");
+	ck_assert_str_eq(obj_kind_name(IBC_OBJ_AH), "AH");
+	ck_assert_str_eq(obj_kind_name(IBC_OBJ_CONTEXT), "context");
+	ck_assert_str_eq(obj_kind_name(IBC_OBJ_CONTEXT + 1), "object");
+	ck_assert_str_eq(obj_kind_name(UINT32_MAX), "object");
+	for (uint32_t k = 0; k < OBJ_KIND_COUNT; k++)
+		ck_assert_ptr_nonnull(obj_kind_name(k));
 }
 END_TEST
 
@@ -322,6 +412,8 @@ static Suite *device_suite(void)
 	tcase_add_test(tc, test_probe_verbs);
 	tcase_add_test(tc, test_probe_auto);
 	tcase_add_test(tc, test_import_consumes_fd);
+	tcase_add_test(tc, test_default_ops);
+	tcase_add_test(tc, test_obj_kind_names);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("caps");
