@@ -34,6 +34,20 @@ void server_device_info(const struct device *dev, Rdmab__DeviceInfo *info,
 	caps->rss_hash_functions = dev->caps.rss_hash_functions;
 	caps->import = dev->caps.import;
 	caps->ports = dev->caps.ports;
+	caps->max_qp = dev->caps.max_qp;
+	caps->max_qp_wr = dev->caps.max_qp_wr;
+	caps->max_sge = dev->caps.max_sge;
+	caps->max_cq = dev->caps.max_cq;
+	caps->max_cqe = dev->caps.max_cqe;
+	caps->max_mr = dev->caps.max_mr;
+	caps->max_mr_size = dev->caps.max_mr_size;
+	caps->max_pd = dev->caps.max_pd;
+	caps->max_mw = dev->caps.max_mw;
+	caps->max_ah = dev->caps.max_ah;
+	caps->max_srq = dev->caps.max_srq;
+	caps->max_srq_wr = dev->caps.max_srq_wr;
+	caps->max_srq_sge = dev->caps.max_srq_sge;
+	caps->max_wq = dev->caps.max_wq;
 	info->caps = caps;
 }
 
