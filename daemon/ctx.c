@@ -38,8 +38,9 @@ static void dctx_free(struct server *srv, struct dctx *x)
 	dctx_close_device(x);
 	TAILQ_REMOVE(&d->ctxs, x, link);
 	d->n_ctxs--;
-	/* The context's PD was the domain's object. */
-	domain_uncharge_objects(d, 1);
+	/* The context's PD was the domain's object; what dead clients'
+	 * intents may have made goes with the context. */
+	domain_uncharge_objects(d, 1 + x->unaccounted);
 	free(x);
 	domain_release(srv, d);
 }
@@ -125,6 +126,24 @@ static struct conn_ctx *conn_ctx_find(struct conn *c, uint64_t id)
 		if (cc->ctx->id == id)
 			return cc;
 	return NULL;
+}
+
+struct dctx *dctx_conn_find(struct conn *c, uint64_t id)
+{
+	struct conn_ctx *cc = conn_ctx_find(c, id);
+
+	return cc ? cc->ctx : NULL;
+}
+
+void dctx_obj_hold(struct dctx *x)
+{
+	x->objects++;
+}
+
+void dctx_obj_release(struct server *srv, struct dctx *x)
+{
+	if (--x->objects == 0 && x->refs == 0)
+		dctx_free(srv, x);
 }
 
 static struct conn_ctx *conn_ctx_find_dev(struct conn *c,
@@ -245,8 +264,12 @@ void dctx_device_gone(struct server *srv, struct device *dev)
 
 	TAILQ_FOREACH(d, &srv->domains, link)
 		TAILQ_FOREACH(x, &d->ctxs, link)
-			if (x->dev == dev)
+			if (x->dev == dev) {
 				dctx_close_device(x);
+				/* The kernel frees them with the context. */
+				domain_uncharge_objects(d, x->unaccounted);
+				x->unaccounted = 0;
+			}
 }
 
 void dctx_close_all(struct server *srv, struct domain *d)

@@ -25,9 +25,12 @@ struct dctx {
 	/* NULL once the device is gone. */
 	struct device_ctx *dc;
 	struct event *ev;
-	/* Opens by clients, and objects registered in the context. */
+	/* Opens by clients, and records of the registry in the context. */
 	unsigned int refs;
 	unsigned int objects;
+	/* Intents of dead clients: charged to the domain until the context
+	 * closes (they may name kernel objects nobody can name). */
+	unsigned int unaccounted;
 };
 
 /* A client's hold on a context. */
@@ -36,6 +39,12 @@ struct conn_ctx {
 	struct dctx *ctx;
 	unsigned int opens;
 };
+
+/* The context @id that @c's session has open; NULL otherwise. */
+struct dctx *dctx_conn_find(struct conn *c, uint64_t id);
+/* A record of the registry keeps @x open, and lets it go. */
+void dctx_obj_hold(struct dctx *x);
+void dctx_obj_release(struct server *srv, struct dctx *x);
 
 /* Drop every context @c holds (the connection is closing). */
 void dctx_conn_release(struct server *srv, struct conn *c);

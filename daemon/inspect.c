@@ -12,6 +12,7 @@
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
+#include "daemon/objects.h"
 #include "daemon/server.h"
 
 /* Entries per reply: a ClientInfo is ~120 bytes, a DomainInfo with a few
@@ -133,9 +134,11 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 		pg->info.limit = &pg->limit;
 		/* One context per device, at most DEVICE_MAX; the first 8
 		 * are listed. */
-		TAILQ_FOREACH(x, &d->ctxs, link)
+		TAILQ_FOREACH(x, &d->ctxs, link) {
 			if (k < 8)
 				pg->ctx_ids[k++] = x->id;
+			pg->info.unaccounted += x->unaccounted;
+		}
 		pg->info.context_ids = pg->ctx_ids;
 		pg->info.n_context_ids = k;
 		ptrs[n++] = &pg->info;
@@ -179,7 +182,8 @@ int h_list_clients(struct conn *c, const Rdmab__Request *req,
 		ci->comm = o->comm;
 		ci->domain = o->domain->name;
 		ci->contexts = o->n_ctxs;
-		ci->objects = o->n_objects;
+		ci->objects = o->owner ? o->owner->n_objs : 0;
+		ci->unaccounted = o->owner ? o->owner->n_intents : 0;
 		ci->requests = o->requests;
 		ci->fork_state = (Rdmab__ForkState)o->fork_state;
 		ci->library_version = o->library_version;

@@ -19,6 +19,7 @@
 #include "daemon/ctx.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
+#include "daemon/objects.h"
 #include "daemon/sd.h"
 #include "daemon/server.h"
 
@@ -449,7 +450,7 @@ int server_init(struct server *srv, const struct server_options *opt)
 			 server_device_gone, NULL);
 
 	srv->base = event_base_new();
-	if (!srv->base)
+	if (!srv->base || objects_init(srv) < 0)
 		return -ENOMEM;
 	ret = sd_take_listener();
 	if (ret == -ENOENT)
@@ -485,6 +486,7 @@ void server_fini(struct server *srv)
 
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
+	objects_fini(srv);
 	domains_free(srv);
 	for (size_t i = 0; i < srv->devices.n; i++)
 		if (srv->device_ev[i])

@@ -16,6 +16,7 @@
 struct event_base;
 struct event;
 struct conn;
+struct registry;
 
 struct server_options {
 	const char *socket_path;
@@ -57,6 +58,7 @@ struct server {
 	struct domain_list domains;
 	uint64_t next_ctx_id;
 	struct notifier notifier;
+	struct registry *registry;
 };
 
 int server_init(struct server *srv, const struct server_options *opt);
