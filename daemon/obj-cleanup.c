@@ -212,6 +212,8 @@ void objects_owner_dead(struct obj_owner *ow)
 			 ow->client_id, (int)ow->pid, ow->n_objs, intents);
 	ow->round = 0;
 	ow->rank = 0;
+	ow->dead_usec = objects_now_usec();
+	ow->n_at_death = ow->n_objs;
 	ow->ev = evtimer_new(base, cleanup_cb, ow);
 	if (!ow->ev) {
 		log_err("client %" PRIu64 ": out of memory; its objects stay",
@@ -324,9 +326,10 @@ static void cleanup_cb(evutil_socket_t fd, short what, void *arg)
 				 "so is their context",
 				 ow->client_id, (int)ow->pid, ow->stuck);
 		else
-			log_debug("client %" PRIu64 ": its objects are "
-				  "destroyed",
-				  ow->client_id);
+			log_info("client %" PRIu64 " (pid %d): %u objects "
+				 "destroyed in %" PRIu64 " us",
+				 ow->client_id, (int)ow->pid, ow->n_at_death,
+				 objects_now_usec() - ow->dead_usec);
 		objects_owner_put(ow);
 		return;
 	}

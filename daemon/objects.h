@@ -77,10 +77,13 @@ struct obj_owner {
 	/* Registered objects (stuck ones too), and open intents. */
 	unsigned int n_objs;
 	unsigned int n_intents;
-	/* The cleanup's place: round, and position in obj_cleanup_order. */
+	/* The cleanup's place: round, and position in obj_cleanup_order;
+	 * when it started and with how many objects. */
 	unsigned int round;
 	unsigned int rank;
 	unsigned int stuck;
+	uint64_t dead_usec;
+	unsigned int n_at_death;
 };
 
 /*

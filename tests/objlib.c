@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -401,4 +402,105 @@ int ol_client(struct ol_client *c, uint64_t id, uint32_t *ret_objects,
 		}
 	ol_free(m);
 	return err;
+}
+
+void ol_storm(const char *sock, uint64_t seed, int report_fd)
+{
+	uint64_t cqs[16], others[64];
+	size_t n_cq = 0, n_other = 0;
+	struct ol_client c;
+	struct tl_rng r;
+	uint32_t suicide;
+
+	tl_rng_seed(&r, seed);
+	suicide = tl_rng_below(&r, 2) ? tl_rng_below(&r, 60) : UINT32_MAX;
+	if (ol_connect(&c, sock, NULL) < 0)
+		_exit(0);
+	if (report_fd >= 0 &&
+	    write(report_fd, &c.client_id, sizeof(c.client_id)) < 0)
+		_exit(0);
+	for (uint32_t i = 0;; i++) {
+		struct ol_obj o;
+		uint32_t what = tl_rng_below(&r, 10);
+
+		if (i == suicide) {
+			Rdmab__ObjDestroyRequest dq =
+				RDMAB__OBJ_DESTROY_REQUEST__INIT;
+			Rdmab__Request req = RDMAB__REQUEST__INIT;
+
+			/* A destroy in flight, then death. */
+			dq.object_id = n_other ? others[n_other - 1] :
+				       n_cq	 ? cqs[0] :
+						   1;
+			req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
+			req.obj_destroy = &dq;
+			ol_send(&c, &req);
+			raise(SIGKILL);
+		}
+		if (what < 3 && n_cq < 16) {
+			if (ol_cq(&c, 1 + tl_rng_below(&r, 64), &o) == 0)
+				cqs[n_cq++] = o.id;
+		} else if (what < 7 && n_cq && n_other < 64) {
+			uint64_t cq = cqs[tl_rng_below(&r, (uint32_t)n_cq)];
+			int ret;
+
+			switch (tl_rng_below(&r, 4)) {
+			case 0:
+				ret = ol_qp(&c, cq, cq, 0, &o);
+				break;
+			case 1:
+				ret = ol_wq(&c, cq, 8, &o);
+				break;
+			case 2:
+				ret = ol_srq(&c, 8, &o);
+				break;
+			default:
+				ret = ol_mr(&c, 0x10000, 4096, 0, &o);
+				break;
+			}
+			if (ret == 0)
+				others[n_other++] = o.id;
+		} else if (what < 9 && n_other) {
+			uint32_t k = tl_rng_below(&r, (uint32_t)n_other);
+
+			if (ol_destroy(&c, others[k]) == 0)
+				others[k] = others[--n_other];
+		} else if (n_cq && !n_other) {
+			/* EBUSY while a QP or WQ uses it: kept then. */
+			if (ol_destroy(&c, cqs[n_cq - 1]) == 0)
+				n_cq--;
+		}
+	}
+}
+
+int ol_settled(const char *sock, int timeout_ms, char *why, size_t len)
+{
+	int64_t deadline = tl_now_ms() + timeout_ms;
+	struct ol_client c;
+	uint32_t used = 0, unacc = 0;
+	int fd, n, ret;
+
+	fd = tl_raw_connect(sock);
+	if (fd < 0)
+		return fd;
+	ret = ol_adopt(&c, fd, NULL);
+	while (ret == 0) {
+		n = ol_list(&c, 0, NULL, NULL, 0);
+		ret = n < 0 ? n : ol_domain(&c, c.domain, &used, &unacc);
+		if (ret < 0)
+			break;
+		if (n == 0 && used == unacc)
+			break;
+		if (tl_now_ms() > deadline) {
+			snprintf(why, len,
+				 "%d objects registered, domain %s charged "
+				 "with %u objects, %u unaccounted",
+				 n, c.domain, used, unacc);
+			ret = -EBUSY;
+			break;
+		}
+		tl_sleep_ms(10);
+	}
+	ol_close(&c);
+	return ret;
 }

@@ -102,4 +102,20 @@ int ol_domain(struct ol_client *c, const char *name, uint32_t *ret_objects,
 int ol_client(struct ol_client *c, uint64_t id, uint32_t *ret_objects,
 	      uint32_t *ret_unaccounted);
 
+/*
+ * A client process for storms: connect to @sock, then random creates and
+ * destroys of CQs, QPs, WQs, SRQs and MRs (seeded), until killed; or, for
+ * half the seeds, kill itself right after sending a destroy. Writes its
+ * client id to @report_fd (-1: nowhere) once connected. Never returns.
+ */
+void ol_storm(const char *sock, uint64_t seed, int report_fd)
+	__attribute__((noreturn));
+
+/*
+ * Wait until the daemon on @sock lists no object and charges the
+ * checker's domain with no more objects than it counts unaccounted (zero
+ * on the soft device). 0, -EBUSY with @why after @timeout_ms, or -errno.
+ */
+int ol_settled(const char *sock, int timeout_ms, char *why, size_t len);
+
 #endif
