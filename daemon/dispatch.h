@@ -65,6 +65,16 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
 int h_list_clients(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
+int h_obj_create(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r);
+int h_obj_register(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r);
+int h_obj_destroy(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r);
+int h_list_objects(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r);
+int h_admin_evict(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r);
 
 /* The handler for a body case, or NULL for one this daemon does not know. */
 const struct handler *dispatch_lookup(unsigned int body_case);
