@@ -92,22 +92,25 @@ int ibc_obj_check_use(struct ibc_ctx *ctx, const struct ibc_obj *user,
 				     user->ctx->caps.context_id,
 				     ctx->caps.context_id);
 	if (user->dead)
-		return ibc_set_error(-ENODEV, "%s: the %s's device %s was removed",
-				     what, ibc_obj_kind_name(kind),
-				     ctx->caps.device);
+		return ibc_set_error(-ENODEV,
+				     "%s: the %s's device %s was removed", what,
+				     ibc_obj_kind_name(kind), ctx->caps.device);
 	return 0;
 }
 
-/* Take (@delta 1) or drop (-1) @o's uses; ctx->lock held. Taking fails
- * when one of them is being destroyed. */
+/* Take or drop @o's uses; ctx->lock held. Taking fails when one of them
+ * is being destroyed. */
 static int ibc_obj_take_uses(struct ibc_obj *o)
 {
-	for (unsigned int i = 0; i < o->n_uses; i++)
-		if (o->uses[i]->destroying)
+	for (unsigned int i = 0; i < o->n_uses; i++) {
+		const struct ibc_obj *u = o->uses[i];
+
+		if (u->destroying)
 			return ibc_set_error(-EBUSY,
 					     "the %s it would use is being "
 					     "destroyed",
-					     ibc_obj_kind_name(o->uses[i]->kind));
+					     ibc_obj_kind_name(u->kind));
+	}
 	for (unsigned int i = 0; i < o->n_uses; i++)
 		o->uses[i]->users++;
 	return 0;
