@@ -13,7 +13,12 @@
  *  3. ibc_open + ibc_close of soft0, against a raw SOCK_SEQPACKET round
  *     trip whose reply carries one fd plus one that carries none, packets
  *     of the broker's sizes (open.c); steady state (another client holds
- *     the domain's context) and, for information, cold.
+ *     the domain's context) and, for information, cold;
+ *  4. ibc_cq_create + ibc_cq_destroy on soft0, against two raw
+ *     SOCK_SEQPACKET round trips with packets of the broker's sizes
+ *     (objs.c). With --objs-ir the driver measures only these pairs and
+ *     marks them for callgrind, which counts their user-space
+ *     instructions (make bench-ir).
  *
  * Repetitions alternate between the broker and its baseline, so that a
  * drift of the machine hits both sides alike.
@@ -36,6 +41,17 @@
 #include "include/ibclient.h"
 #include "proto/soft.h"
 
+/* Under callgrind, --objs-ir counts the instructions of the pairs only. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
+#endif
+#ifndef CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_DUMP_STATS_AT(s) ((void)(s))
+#endif
+
 #define MAX_REPS 32
 #define N_LOADS 3
 #define QUIET_IDLE 90.0
@@ -43,6 +59,7 @@
 #define RTT_TARGET 1.3
 #define CPU_TARGET 1.5
 #define OPEN_TARGET 1.3
+#define OBJS_TARGET 1.3
 
 static const unsigned int load_conns[N_LOADS] = { 1, 16, 256 };
 
@@ -56,6 +73,9 @@ struct opts {
 	unsigned long warmup;
 	unsigned int open_iters;
 	unsigned int open_warmup;
+	unsigned int objs_iters;
+	unsigned int objs_warmup;
+	unsigned int objs_ir;
 	size_t payload;
 	int strict;
 };
@@ -75,6 +95,7 @@ struct run {
 	int raw_fd;
 	struct ibc_client *cl;
 	struct open_bench *ob;
+	struct objs_bench *jb;
 	uint8_t payload[4096];
 	uint8_t ping_req[4096];
 	size_t req_len;
@@ -87,6 +108,7 @@ struct run {
 	double cpu[N_LOADS][2][MAX_REPS], wall[N_LOADS][2][MAX_REPS];
 	double lat_p99[N_LOADS][2][MAX_REPS];
 	double open_med[OPEN_SIDES][MAX_REPS], open_p99[OPEN_SIDES][MAX_REPS];
+	double objs_med[2][MAX_REPS], objs_p99[2][MAX_REPS];
 	unsigned long broker_sent;
 	uint64_t daemon_served;
 	uint64_t *lat;
@@ -104,6 +126,11 @@ static void usage(FILE *f)
 		"(5000)\n"
 		"  --open-iters N    open+close pairs per repetition (10000)\n"
 		"  --open-warmup N   warm-up pairs per side (2000)\n"
+		"  --objs-iters N    CQ create+destroy pairs per repetition "
+		"(10000)\n"
+		"  --objs-warmup N   warm-up pairs per side (2000)\n"
+		"  --objs-ir N       only N pairs a side, marked for "
+		"callgrind\n"
 		"  --payload BYTES   ping payload (48)\n"
 		"  --strict          exit 1 when a target is missed\n");
 }
@@ -134,6 +161,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "open-iters", required_argument, NULL, 'o' },
 		{ "open-warmup", required_argument, NULL, 'O' },
+		{ "objs-iters", required_argument, NULL, 'c' },
+		{ "objs-warmup", required_argument, NULL, 'C' },
+		{ "objs-ir", required_argument, NULL, 'x' },
 		{ "payload", required_argument, NULL, 'p' },
 		{ "strict", no_argument, NULL, 's' },
 		{ "help", no_argument, NULL, 'h' },
@@ -150,6 +180,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		.warmup = 5000,
 		.open_iters = 10000,
 		.open_warmup = 2000,
+		.objs_iters = 10000,
+		.objs_warmup = 2000,
 		.payload = 48,
 	};
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -197,6 +229,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			ret = parse_ulong(optarg, 0, 1024, &v);
 			o->payload = v;
 			break;
+		case 'c':
+			ret = parse_ulong(optarg, 1, 1000000, &v);
+			o->objs_iters = (unsigned int)v;
+			break;
+		case 'C':
+			ret = parse_ulong(optarg, 0, 1000000, &v);
+			o->objs_warmup = (unsigned int)v;
+			break;
+		case 'x':
+			ret = parse_ulong(optarg, 1, 1000000, &v);
+			o->objs_ir = (unsigned int)v;
+			break;
 		default:
 			usage(stderr);
 			return -EINVAL;
@@ -220,6 +264,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    /* An open client: two serials a pair, a list per repetition. */
 	    2 * ((uint64_t)o->reps * o->open_iters + o->open_warmup) +
 			    o->reps + 1 + PKT_SERIAL_START >=
+		    PKT_SERIAL_END ||
+	    /* The CQ client: two serials a pair. */
+	    2 * ((uint64_t)o->reps * o->objs_iters + o->objs_warmup +
+		 o->objs_ir) +
+			    PKT_SERIAL_START >=
 		    PKT_SERIAL_END) {
 		fprintf(stderr, "rdmab-bench: too many round trips for one "
 				"run\n");
@@ -434,7 +483,8 @@ static int start_echo(struct run *r)
 static int check_placement(struct run *r)
 {
 	const pid_t pids[] = { getpid(), r->daemon_pid, r->evsrv_pid,
-			       r->echo_pid, open_peer_pid(r->ob) };
+			       r->echo_pid, open_peer_pid(r->ob),
+			       objs_peer_pid(r->jb) };
 
 	for (size_t i = 0; i < sizeof(pids) / sizeof(pids[0]); i++) {
 		int ret = check_pinned(pids[i]);
@@ -497,6 +547,62 @@ static int run_open(struct run *r)
 					  &r->open_p99[s][i]);
 		}
 	}
+	return ret;
+}
+
+/* Repetitions alternate the library's pairs and the raw round trips. */
+static int run_objs(struct run *r)
+{
+	unsigned int n = r->o.objs_iters;
+	int ret = 0;
+
+	for (int s = 0; s < 2 && ret == 0; s++)
+		ret = objs_rep(r->jb, s, r->o.objs_warmup, NULL);
+	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++) {
+		for (int s = 0; s < 2 && ret == 0; s++) {
+			ret = objs_rep(r->jb, s, n, r->lat);
+			if (ret == 0)
+				rep_stats(r->lat, n, &r->objs_med[s][i],
+					  &r->objs_p99[s][i]);
+		}
+	}
+	return ret;
+}
+
+/*
+ * --objs-ir N: N pairs a side, the only instructions callgrind collects
+ * (--collect-atstart=no), each side dumped on its own (make bench-ir
+ * divides by N). A warm-up first, so that no side pays for first use.
+ */
+static int run_objs_ir(struct run *r)
+{
+	unsigned int n = r->o.objs_ir;
+	int ret = 0;
+
+	for (int side = 0; side < 3 && ret == 0; side++)
+		ret = objs_rep(r->jb, side, n, NULL);
+	if (ret < 0)
+		return ret;
+	CALLGRIND_TOGGLE_COLLECT;
+	ret = objs_rep(r->jb, 0, n, NULL);
+	CALLGRIND_TOGGLE_COLLECT;
+	CALLGRIND_DUMP_STATS_AT("objs-ir broker");
+	if (ret < 0)
+		return ret;
+	CALLGRIND_TOGGLE_COLLECT;
+	ret = objs_rep(r->jb, 1, n, NULL);
+	CALLGRIND_TOGGLE_COLLECT;
+	CALLGRIND_DUMP_STATS_AT("objs-ir raw");
+	if (ret < 0)
+		return ret;
+	CALLGRIND_TOGGLE_COLLECT;
+	ret = objs_rep(r->jb, 2, n, NULL);
+	CALLGRIND_TOGGLE_COLLECT;
+	CALLGRIND_DUMP_STATS_AT("objs-ir ping");
+	if (ret == 0)
+		printf("rdmab-bench: %u ibc_cq_create+ibc_cq_destroy pairs, "
+		       "raw pairs and ping pairs marked for callgrind\n",
+		       n);
 	return ret;
 }
 
@@ -630,6 +736,10 @@ static int report(const struct run *r)
 	    r->open_med[OPEN_RAW], n, 0);
 	row("open+close cold p99 (us)", r->open_p99[OPEN_COLD],
 	    r->open_p99[OPEN_RAW], n, 0);
+	miss |= row("cq create+destroy median (us)", r->objs_med[0],
+		    r->objs_med[1], n, OBJS_TARGET);
+	row("cq create+destroy p99 (us)", r->objs_p99[0], r->objs_p99[1], n,
+	    0);
 	printf("\n  baselines: RTT = raw SOCK_SEQPACKET ping-pong of the "
 	       "same sizes between two\n"
 	       "  processes; CPU = bench-evsrv (libevent, recv/send) driven "
@@ -656,6 +766,17 @@ static int report(const struct run *r)
 	       "  close frees it; same baseline.\n",
 	       SOFT_DEVICE_NAME, os->open_req, os->open_rep, os->close_req,
 	       os->close_rep);
+	printf("  cq create+destroy = ibc_cq_create(%s, 63) + "
+	       "ibc_cq_destroy(): one request\n"
+	       "  each on the soft device, where the broker keeps the "
+	       "record; baseline = two raw\n"
+	       "  SOCK_SEQPACKET round trips: create %zu B / %zu B, destroy "
+	       "%zu B / %zu B.\n"
+	       "  User-space instructions per pair: make bench-ir "
+	       "(callgrind).\n",
+	       SOFT_DEVICE_NAME, objs_sizes(r->jb)->create_req,
+	       objs_sizes(r->jb)->create_rep, objs_sizes(r->jb)->destroy_req,
+	       objs_sizes(r->jb)->destroy_rep);
 	printf("  ratio per repetition pair (min .. max):\n");
 	spread("ping RTT median", r->rtt_med[0], r->rtt_med[1], n);
 	for (int k = 0; k < N_LOADS; k++) {
@@ -667,6 +788,8 @@ static int report(const struct run *r)
 	       r->open_med[OPEN_RAW], n);
 	spread("open+close cold median", r->open_med[OPEN_COLD],
 	       r->open_med[OPEN_RAW], n);
+	spread("cq create+destroy median", r->objs_med[0], r->objs_med[1],
+	       n);
 	printf("  the broker counted %llu requests in the load phase, the "
 	       "client sent %lu\n",
 	       (unsigned long long)r->daemon_served, r->broker_sent);
@@ -701,6 +824,8 @@ static int stop_all(struct run *r)
 
 	open_teardown(r->ob);
 	r->ob = NULL;
+	objs_teardown(r->jb);
+	r->jb = NULL;
 	if (r->cl)
 		ibc_disconnect(r->cl);
 	r->cl = NULL;
@@ -746,6 +871,8 @@ int main(int argc, char **argv)
 		nlat = r->o.warmup;
 	if (r->o.open_iters > nlat)
 		nlat = r->o.open_iters;
+	if (r->o.objs_iters > nlat)
+		nlat = r->o.objs_iters;
 	r->lat = calloc(nlat, sizeof(*r->lat));
 	if (!r->lat)
 		return 1;
@@ -757,7 +884,9 @@ int main(int argc, char **argv)
 		fail("cannot pin to CPU 0", ret);
 		goto out;
 	}
-	wait_quiet(r);
+	/* Instructions do not depend on a quiet CPU. */
+	if (!r->o.objs_ir)
+		wait_quiet(r);
 
 	ret = make_dir(r);
 	if (ret < 0) {
@@ -776,6 +905,8 @@ int main(int argc, char **argv)
 	if (ret == 0)
 		ret = open_setup(r->broker_sock, SOFT_DEVICE_NAME, &r->ob);
 	if (ret == 0)
+		ret = objs_setup(r->broker_sock, &r->jb);
+	if (ret == 0)
 		ret = check_placement(r);
 	if (ret < 0)
 		goto out;
@@ -787,11 +918,17 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	if (r->o.objs_ir) {
+		ret = run_objs_ir(r);
+		goto out;
+	}
 	ret = run_rtt(r);
 	if (ret == 0)
 		ret = run_loads(r);
 	if (ret == 0)
 		ret = run_open(r);
+	if (ret == 0)
+		ret = run_objs(r);
 	if (ret == 0)
 		miss = report(r);
 out:
