@@ -165,12 +165,13 @@ static int ibc_obj_begin_destroy(struct ibc_obj *o)
 				    ibc_obj_kind_name(o->kind));
 	else if (o->users)
 		err = ibc_set_error(-EBUSY,
-				    "the %s (handle %u) is used by %u of this "
-				    "process's objects: destroy %s first",
+				    "the %s (handle %u) is in use by this "
+				    "process's %s (%u uses): destroy them "
+				    "first",
 				    ibc_obj_kind_name(o->kind), o->handle,
-				    o->users,
-				    o->kind == IBC_OBJ_SRQ ? "its QPs" :
-							     "its QPs and WQs");
+				    o->kind == IBC_OBJ_SRQ ? "QPs" :
+							     "QPs or WQs",
+				    o->users);
 	else
 		o->destroying = true;
 	pthread_mutex_unlock(&ctx->lock);
