@@ -13,6 +13,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -657,6 +658,68 @@ START_TEST(test_evicted_detached)
 }
 END_TEST
 
+/* Threads sharing one context: each makes and destroys its own QPs on a
+ * CQ they all use, which must stay busy until the last QP is gone. */
+#define THREADS 4
+#define ROUNDS 100
+
+struct worker {
+	struct ibc_cq *cq;
+	int failed;
+	char why[256];
+};
+
+static void *worker_main(void *arg)
+{
+	struct worker *w = arg;
+
+	for (int i = 0; i < ROUNDS && !w->failed; i++) {
+		struct ibc_qp_attr qa = {
+			.qp_type = IBV_QPT_UD,
+			.send_cq = w->cq,
+			.recv_cq = w->cq,
+			.cap = { .max_send_wr = 1, .max_send_sge = 1 },
+		};
+		struct ibc_cq *own;
+		struct ibc_qp *qp;
+		int err = ibc_qp_create(X, &qa, &qp);
+
+		if (err == 0)
+			err = ibc_cq_create(X, 4, &own);
+		if (err == 0)
+			err = ibc_cq_destroy(own);
+		if (err == 0)
+			err = ibc_qp_destroy(qp);
+		if (err < 0) {
+			w->failed = err;
+			snprintf(w->why, sizeof(w->why), "%s", ibc_last_error());
+		}
+	}
+	return NULL;
+}
+
+START_TEST(test_threads)
+{
+	struct worker w[THREADS];
+	pthread_t th[THREADS];
+	struct ibc_cq *cq = make_cq(16);
+
+	for (int t = 0; t < THREADS; t++) {
+		w[t] = (struct worker){ .cq = cq };
+		ck_assert_int_eq(pthread_create(&th[t], NULL, worker_main,
+						&w[t]),
+				 0);
+	}
+	for (int t = 0; t < THREADS; t++)
+		ck_assert_int_eq(pthread_join(th[t], NULL), 0);
+	for (int t = 0; t < THREADS; t++)
+		ck_assert_msg(!w[t].failed, "thread %d: %d (%s)", t,
+			      w[t].failed, w[t].why);
+	ck_assert_uint_eq(count_objects(my_id(C), IBC_OBJ_NONE, NULL), 1);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+}
+END_TEST
+
 START_TEST(test_kind_names)
 {
 	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_CQ), "CQ");
@@ -691,6 +754,7 @@ int main(void)
 	tcase_add_test(tc, test_close_and_disconnect_destroy);
 	tcase_add_test(tc, test_killed_client);
 	tcase_add_test(tc, test_evicted_detached);
+	tcase_add_test(tc, test_threads);
 	tcase_add_test(tc, test_kind_names);
 	suite_add_tcase(s, tc);
 	return ck_run("check_objects", s);
