@@ -352,3 +352,13 @@ int device_verbs_probe(struct device_list *list)
 	}
 	return (int)list->n;
 }
+
+int device_verbs_context(const struct device_ctx *ctx,
+			 struct ibv_context **ret_ctx, struct ibv_pd **ret_pd)
+{
+	if (!ctx || ctx->dev->kind != DEVICE_KIND_VERBS)
+		return -EINVAL;
+	*ret_ctx = verbs_ctx_of(ctx)->ctx;
+	*ret_pd = verbs_ctx_of(ctx)->pd;
+	return 0;
+}

@@ -832,7 +832,8 @@ static void thousand(int out, void *arg)
 		_exit(2);
 	t0 = tl_now_ms();
 	for (int i = 0; i < 250; i++) {
-		if (ol_cq(&c, 8, &cq) < 0 || ol_qp(&c, cq.id, cq.id, 0, &o) < 0 ||
+		if (ol_cq(&c, 8, &cq) < 0 ||
+		    ol_qp(&c, cq.id, cq.id, 0, &o) < 0 ||
 		    ol_wq(&c, cq.id, 8, &o) < 0 ||
 		    ol_mr(&c, 0x10000, 4096, 0, &o) < 0)
 			_exit(3);
