@@ -52,6 +52,8 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 	       "KIND", "MEMBERS", "CONTEXTS", "DM_BYTES", "XRCDS", "RSS",
 	       "OBJECTS", "CLIENTS");
 	for (size_t i = 0; i < n; i++) {
+		char name[CTL_TEXT_SIZE(d[i].name)];
+		char kind[CTL_TEXT_SIZE(d[i].kind)];
 		char dm[32], x[16], rss[16], obj[24], cl[16];
 
 		snprintf(dm, sizeof(dm), "%" PRIu64 "/%" PRIu64,
@@ -65,8 +67,10 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 		snprintf(cl, sizeof(cl), "%u/%u", d[i].used.clients,
 			 d[i].limit.clients);
 		printf("%-20s %-10s %-7u %-8u %-17s %-9s %-9s %-11s %s%s\n",
-		       d[i].name, d[i].kind, d[i].members, d[i].contexts, dm,
-		       x, rss, obj, cl, d[i].retired ? " (retired)" : "");
+		       text_escape(name, sizeof(name), d[i].name),
+		       text_escape(kind, sizeof(kind), d[i].kind), d[i].members,
+		       d[i].contexts, dm, x, rss, obj, cl,
+		       d[i].retired ? " (retired)" : "");
 	}
 out:
 	ibc_list_free(d);

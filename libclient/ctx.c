@@ -15,6 +15,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "common/verbs-err.h"
 #include "common/verbs-import.h"
 #include "libclient/client.h"
 #include "proto/soft.h"
@@ -57,15 +58,14 @@ static int ibc_ctx_own(struct ibc_ctx *ctx)
 	struct ibv_device **list;
 	int n = 0, err = -ENODEV;
 
-	list = ibv_get_device_list(&n);
+	list = verbs_try(ibv_get_device_list(&n));
 	if (!list)
-		return errno ? -errno : -ENODEV;
+		return verbs_err(ENODEV);
 	for (int i = 0; i < n; i++) {
 		if (strcmp(ibv_get_device_name(list[i]), ctx->caps.device))
 			continue;
-		ctx->vctx = ibv_open_device(list[i]);
-		/* Some provider paths fail without setting errno. */
-		err = ctx->vctx ? 0 : (errno ? -errno : -ENODEV);
+		ctx->vctx = verbs_try(ibv_open_device(list[i]));
+		err = ctx->vctx ? 0 : verbs_err(ENODEV);
 		break;
 	}
 	ibv_free_device_list(list);
@@ -78,14 +78,14 @@ static int ibc_ctx_verbs(struct ibc_ctx *ctx, int fd)
 	int err;
 
 	/* Consumes fd on every path (libibverbs does not, always). */
-	ctx->vctx = verbs_import_device(fd);
-	if (ctx->vctx) {
-		ctx->vpd = ibv_import_pd(ctx->vctx, ctx->pd_handle);
+	err = verbs_import_device(fd, &ctx->vctx);
+	if (err == 0) {
+		ctx->vpd = verbs_try(ibv_import_pd(ctx->vctx, ctx->pd_handle));
 		if (ctx->vpd) {
 			ctx->caps.shared = true;
 			return 0;
 		}
-		err = errno ? -errno : -EIO;
+		err = verbs_err(EIO);
 		ibv_close_device(ctx->vctx);
 		ctx->vctx = NULL;
 		return ibc_set_error(err,
@@ -93,7 +93,6 @@ static int ibc_ctx_verbs(struct ibc_ctx *ctx, int fd)
 				     "(handle %u) failed: %s",
 				     dev, ctx->pd_handle, strerror(-err));
 	}
-	err = errno ? -errno : -EIO;
 	if (err == -ENODEV)
 		/* Not an import problem: this process's libibverbs does not
 		 * see the device (no provider installed, sysfs hidden, an
@@ -203,11 +202,15 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 		if (fd >= 0)
 			close(fd);
 		free(ctx);
-		err = fd < 0 ? ibc_set_error(-EPROTO,
-					     "the broker sent no context "
-					     "descriptor") :
-			       ibc_set_error(-ENOMEM, "out of memory");
+		/* Releasing talks to the broker, which resets the error. */
 		ibc_ctx_release(client, o->context_id);
+		if (fd < 0)
+			err = ibc_set_error(-EPROTO,
+					    "the broker opened context %llu "
+					    "without sending its descriptor",
+					    (unsigned long long)o->context_id);
+		else
+			err = ibc_set_error(-ENOMEM, "out of memory");
 		goto out;
 	}
 	ctx->client = client;
@@ -314,36 +317,73 @@ IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret)
 	return 0;
 }
 
+/*
+ * What ibc_verbs_context() and ibc_verbs_pd() return, read under the lock:
+ * ibc_dispatch() may be closing them in another thread, on device removal.
+ * Returns 0, or -ENODEV with the sentence set.
+ */
+static int ibc_ctx_verbs_objs(struct ibc_ctx *ctx,
+			      struct ibv_context **ret_vctx,
+			      struct ibv_pd **ret_vpd)
+{
+	struct ibc_client *cl = ctx->client;
+	struct ibv_context *vctx;
+	struct ibv_pd *vpd;
+	bool removed;
+
+	pthread_mutex_lock(&cl->lock);
+	removed = ctx->removed;
+	vctx = ctx->vctx;
+	vpd = ctx->vpd;
+	pthread_mutex_unlock(&cl->lock);
+	if (removed) {
+		errno = ENODEV;
+		return ibc_set_error(-ENODEV,
+				     "%s was removed: close the context",
+				     ctx->caps.device);
+	}
+	*ret_vctx = vctx;
+	*ret_vpd = vpd;
+	return 0;
+}
+
 IBC_EXPORT struct ibv_context *ibc_verbs_context(struct ibc_ctx *ctx)
 {
-	if (ctx && ctx->removed) {
-		ibc_set_error(-ENODEV, "%s was removed: close the context",
-			      ctx->caps.device);
-		errno = ENODEV;
+	struct ibv_context *vctx = NULL;
+	struct ibv_pd *vpd = NULL;
+
+	if (!ctx) {
+		ibc_set_error(-EINVAL, "ctx is NULL");
+		errno = EINVAL;
 		return NULL;
 	}
-	if (!ctx || !ctx->vctx) {
+	if (ibc_ctx_verbs_objs(ctx, &vctx, &vpd) < 0)
+		return NULL;
+	if (!vctx) {
 		ibc_set_error(-EOPNOTSUPP,
 			      "%s is the soft device: it has no libibverbs "
 			      "context",
-			      ctx ? ctx->caps.device : "(null)");
+			      ctx->caps.device);
 		errno = EOPNOTSUPP;
-		return NULL;
 	}
-	return ctx->vctx;
+	return vctx;
 }
 
 IBC_EXPORT struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx)
 {
-	if (ctx && ctx->removed) {
-		ibc_set_error(-ENODEV, "%s was removed: close the context",
-			      ctx->caps.device);
-		errno = ENODEV;
+	struct ibv_context *vctx = NULL;
+	struct ibv_pd *vpd = NULL;
+
+	if (!ctx) {
+		ibc_set_error(-EINVAL, "ctx is NULL");
+		errno = EINVAL;
 		return NULL;
 	}
-	if (ctx && ctx->vpd)
-		return ctx->vpd;
-	if (ctx && ctx->vctx)
+	if (ibc_ctx_verbs_objs(ctx, &vctx, &vpd) < 0)
+		return NULL;
+	if (vpd)
+		return vpd;
+	if (vctx)
 		ibc_set_error(-EOPNOTSUPP,
 			      "%s: no shared PD: the broker's context could "
 			      "not be imported, so this process opened the "
@@ -353,7 +393,7 @@ IBC_EXPORT struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx)
 		ibc_set_error(-EOPNOTSUPP,
 			      "%s is the soft device: it has no libibverbs "
 			      "PD",
-			      ctx ? ctx->caps.device : "(null)");
+			      ctx->caps.device);
 	errno = EOPNOTSUPP;
 	return NULL;
 }

@@ -528,8 +528,7 @@ START_TEST(test_device_gone)
 }
 END_TEST
 
-/* The dispatcher's rows: evict is an administrator's call (h7-limits
- * enforces H_ADMIN in dispatch_request; h_admin_evict checks as well). */
+/* The dispatcher's rows: evict is an administrator's call. */
 START_TEST(test_dispatch_rows)
 {
 	static const struct {
