@@ -10,6 +10,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "common/verbs-err.h"
 #include "common/verbs-import.h"
 
 /* 1: @a and @b are the same open file; 0: they are not; -1: unknown. */
@@ -25,7 +26,7 @@ static int verbs_same_file(int a, int b)
 	return -1;
 }
 
-struct ibv_context *verbs_import_device(int fd)
+int verbs_import_device(int fd, struct ibv_context **ret_ctx)
 {
 	struct ibv_context *ctx;
 	int d, err;
@@ -34,17 +35,17 @@ struct ibv_context *verbs_import_device(int fd)
 	 * stays ours to close. */
 	d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
 	if (d < 0) {
-		err = errno;
+		err = -errno;
 		close(fd);
-		errno = err;
-		return NULL;
+		return err;
 	}
-	ctx = ibv_import_device(d);
-	err = errno;
+	ctx = verbs_try(ibv_import_device(d));
 	if (ctx) {
 		close(fd);
-		return ctx;
+		*ret_ctx = ctx;
+		return 0;
 	}
+	err = verbs_err(EIO);
 	/* @d may be closed already, and its number reused by another
 	 * thread: close it only while it is still our file. Without kcmp,
 	 * follow libibverbs/device.c (v31 to v44 alike): it gives the
@@ -59,11 +60,10 @@ struct ibv_context *verbs_import_device(int fd)
 	case 0:
 		break;
 	default:
-		if (err == ENODEV || err == EOPNOTSUPP)
+		if (err == -ENODEV || err == -EOPNOTSUPP)
 			close(d);
 		break;
 	}
 	close(fd);
-	errno = err ? err : EIO;
-	return NULL;
+	return err;
 }

@@ -10,9 +10,9 @@ struct ibv_context;
  * libibverbs leaves the descriptor to the caller on some failures (not a
  * uverbs file, no such device, a provider without import) and closes it on
  * others (mlx5 after its context was set up: static UARs, a kernel without
- * the query method), which the man page does not say. Returns the context,
- * or NULL with errno set.
+ * the query method), which the man page does not say. Returns 0 with
+ * *ret_ctx set, or a negative errno (-EIO when libibverbs gave no reason).
  */
-struct ibv_context *verbs_import_device(int fd);
+int verbs_import_device(int fd, struct ibv_context **ret_ctx);
 
 #endif

@@ -61,14 +61,22 @@ int cmd_devices(struct ctl *ctl, int argc, char **argv)
 		printf("%-12s %-6s %-10s %-6s %-4s %-12s %-10s %s\n", "NAME",
 		       "KIND", "TRANSPORT", "IMPORT", "XRC", "MAX_DM_SIZE",
 		       "RSS_TABLE", "STATE");
-		for (size_t i = 0; i < n; i++)
+		for (size_t i = 0; i < n; i++) {
+			char name[CTL_TEXT_SIZE(d[i].name)];
+			char kind[CTL_TEXT_SIZE(d[i].kind)];
+			char transport[CTL_TEXT_SIZE(d[i].transport)];
+
 			printf("%-12s %-6s %-10s %-6s %-4s %-12" PRIu64
 			       " %-10u %s\n",
-			       d[i].name, d[i].kind, d[i].transport,
+			       text_escape(name, sizeof(name), d[i].name),
+			       text_escape(kind, sizeof(kind), d[i].kind),
+			       text_escape(transport, sizeof(transport),
+					   d[i].transport),
 			       d[i].import ? "yes" : "no",
 			       d[i].xrc ? "yes" : "no", d[i].max_dm_size,
 			       d[i].max_rss_table_size,
 			       d[i].removed ? "removed" : "present");
+		}
 	}
 	ibc_list_free(d);
 	return CTL_OK;

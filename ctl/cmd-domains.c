@@ -54,6 +54,8 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 	       "NAME", "KIND", "MEMBERS", "CONTEXTS", "DM_BYTES", "XRCDS",
 	       "RSS", "OBJECTS", "UNACCT", "CLIENTS");
 	for (size_t i = 0; i < n; i++) {
+		char name[CTL_TEXT_SIZE(d[i].name)];
+		char kind[CTL_TEXT_SIZE(d[i].kind)];
 		char dm[32], x[16], rss[16], obj[24], cl[16];
 
 		snprintf(dm, sizeof(dm), "%" PRIu64 "/%" PRIu64,
@@ -68,8 +70,9 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 			 d[i].limit.clients);
 		printf("%-20s %-10s %-7u %-8u %-17s %-9s %-9s %-11s %-6u "
 		       "%s%s\n",
-		       d[i].name, d[i].kind, d[i].members, d[i].contexts, dm,
-		       x, rss, obj, d[i].unaccounted, cl,
+		       text_escape(name, sizeof(name), d[i].name),
+		       text_escape(kind, sizeof(kind), d[i].kind), d[i].members,
+		       d[i].contexts, dm, x, rss, obj, d[i].unaccounted, cl,
 		       d[i].retired ? " (retired)" : "");
 	}
 out:

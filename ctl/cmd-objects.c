@@ -98,14 +98,18 @@ static void objects_table(const struct ibc_object_info *o, size_t n)
 	       "KIND", "HANDLE", "CLIENT", "PID", "CONTEXT", "DEVICE",
 	       "DOMAIN", "STATE", "AGE");
 	for (size_t i = 0; i < n; i++) {
+		char device[CTL_TEXT_SIZE(o[i].device)];
+		char domain[CTL_TEXT_SIZE(o[i].domain)];
 		char age[32];
 
 		age_text(age, sizeof(age), o[i].age_usec);
 		printf("%-8" PRIu64 " %-8s %-7u %-7" PRIu64 " %-8u %-8" PRIu64
 		       " %-10s %-20s %-10s %s\n",
 		       o[i].id, ibc_obj_kind_str(o[i].kind), o[i].handle,
-		       o[i].client_id, o[i].pid, o[i].context_id, o[i].device,
-		       o[i].domain, state_name(o[i].state), age);
+		       o[i].client_id, o[i].pid, o[i].context_id,
+		       text_escape(device, sizeof(device), o[i].device),
+		       text_escape(domain, sizeof(domain), o[i].domain),
+		       state_name(o[i].state), age);
 	}
 }
 

@@ -19,6 +19,8 @@ static void status_uptime(char *buf, size_t size, uint64_t usec)
 int cmd_status(struct ctl *ctl, int argc, char **argv)
 {
 	struct ibc_status st;
+	char version[CTL_TEXT_SIZE(st.daemon_version)];
+	char kind[CTL_TEXT_SIZE(st.device_kind)];
 	char up[64];
 	int ret;
 
@@ -45,11 +47,13 @@ int cmd_status(struct ctl *ctl, int argc, char **argv)
 		return CTL_OK;
 	}
 	status_uptime(up, sizeof(up), st.uptime_usec);
-	printf("%-18s %s (protocol %u)\n", "daemon version", st.daemon_version,
+	printf("%-18s %s (protocol %u)\n", "daemon version",
+	       text_escape(version, sizeof(version), st.daemon_version),
 	       st.protocol_version);
 	printf("%-18s %u\n", "pid", st.daemon_pid);
 	printf("%-18s %s\n", "uptime", up);
-	printf("%-18s %s\n", "device kind", st.device_kind);
+	printf("%-18s %s\n", "device kind",
+	       text_escape(kind, sizeof(kind), st.device_kind));
 	printf("%-18s %u of %u\n", "clients", st.clients, st.max_clients);
 	printf("%-18s %" PRIu64 "\n", "requests served", st.requests_served);
 	return CTL_OK;

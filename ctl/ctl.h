@@ -5,6 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "common/text.h"
 #include "include/ibclient.h"
 
 /* Exit codes. */
@@ -31,7 +32,17 @@ int ctl_connect(struct ctl *ctl);
 /* Print "rdmabrokerctl: WHAT: broker sentence" and return CTL_ERROR. */
 int ctl_fail(const char *what, int err);
 
-/* JSON output: a string with escaping, never a bare pointer. */
+/*
+ * Every string that came from the broker (and through it from a client) is
+ * escaped before it is printed: text_escape() (common/text.h) for the
+ * tables and messages, json_string() for JSON.
+ */
+
+/* Room for the escaped form of a char array @field. */
+#define CTL_TEXT_SIZE(field) TEXT_ESCAPED_SIZE(sizeof(field))
+
+/* @s as a JSON string: valid UTF-8 whatever the bytes (each byte that is
+ * not UTF-8 becomes U+FFFD), control characters as \uXXXX. */
 void json_string(FILE *f, const char *s);
 
 int cmd_status(struct ctl *ctl, int argc, char **argv);

@@ -57,9 +57,12 @@ static void usage(FILE *f)
 int ctl_fail(const char *what, int err)
 {
 	const char *why = ibc_last_error();
+	/* The broker's sentence, which may quote a client's bytes; the
+	 * library keeps 255 bytes of it, and a longer one is cut. */
+	char text[TEXT_ESCAPED_SIZE(256)];
 
 	fprintf(stderr, "rdmabrokerctl: %s: %s\n", what,
-		*why ? why : strerror(-err));
+		*why ? text_escape(text, sizeof(text), why) : strerror(-err));
 	return CTL_ERROR;
 }
 

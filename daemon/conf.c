@@ -21,6 +21,17 @@
 #define DEFAULT_OBJECTS 65536
 #define DEFAULT_CLIENTS 256
 #define SOFT_MAX_DM_SIZE_LIMIT (64u * 1024 * 1024)
+/* [broker]: dbus-broker's per-user figures (64 connections, 64 descriptors
+ * in flight per connection), a 5 s handshake and a 30 s slow reader. */
+#define DEFAULT_CONNECTIONS_PER_UID 64
+#define DEFAULT_ADMIN_RESERVE 16
+#define DEFAULT_HELLO_TIMEOUT_MS 5000
+#define DEFAULT_QUEUED_FDS 64
+#define DEFAULT_QUEUED_FDS_PER_UID 256
+#define DEFAULT_PRIVATE_CONTEXTS_PER_UID 16
+#define DEFAULT_UNREAD_TIMEOUT_MS 30000
+#define TIMEOUT_MIN_MS 10
+#define TIMEOUT_MAX_MS (3600 * 1000)
 #define PAGE 4096u
 
 enum quota_key {
@@ -56,6 +67,13 @@ void config_init(struct config *cfg)
 	cfg->defaults.objects = DEFAULT_OBJECTS;
 	cfg->defaults.clients = DEFAULT_CLIENTS;
 	cfg->soft_max_dm_size = DEFAULT_DM_BYTES;
+	cfg->limits.connections_per_uid = DEFAULT_CONNECTIONS_PER_UID;
+	cfg->limits.admin_reserve = DEFAULT_ADMIN_RESERVE;
+	cfg->limits.hello_timeout_ms = DEFAULT_HELLO_TIMEOUT_MS;
+	cfg->limits.queued_fds = DEFAULT_QUEUED_FDS;
+	cfg->limits.queued_fds_per_uid = DEFAULT_QUEUED_FDS_PER_UID;
+	cfg->limits.private_contexts_per_uid = DEFAULT_PRIVATE_CONTEXTS_PER_UID;
+	cfg->limits.unread_timeout_ms = DEFAULT_UNREAD_TIMEOUT_MS;
 }
 
 void config_free(struct config *cfg)
@@ -249,6 +267,85 @@ static int parse_members(struct parse *p, const char *key, const char *value,
 	return 1;
 }
 
+/* A duration: a number of seconds, or of milliseconds with "ms", or of
+ * seconds with "s"; in [min_ms, max_ms]. */
+static int parse_duration(struct parse *p, const char *key, const char *value,
+			  uint32_t min_ms, uint32_t max_ms, uint32_t *ret_ms)
+{
+	unsigned long long v;
+	char *end;
+
+	if (!isdigit((unsigned char)value[0]))
+		return parse_fail(p, p->line, key,
+				  "\"%s\" is not a duration (seconds, or a "
+				  "number with ms or s)",
+				  value);
+	errno = 0;
+	v = strtoull(value, &end, 10);
+	if (errno || (*end && strcmp(end, "s") && strcmp(end, "ms")))
+		return parse_fail(p, p->line, key,
+				  "\"%s\" is not a duration (seconds, or a "
+				  "number with ms or s)",
+				  value);
+	if (strcmp(end, "ms") != 0)
+		v = v > max_ms ? (unsigned long long)max_ms + 1 : v * 1000;
+	if (v < min_ms || v > max_ms)
+		return parse_fail(p, p->line, key,
+				  "\"%s\" is out of range %ums..%us", value,
+				  min_ms, max_ms / 1000);
+	*ret_ms = (uint32_t)v;
+	return 1;
+}
+
+/* The [broker] section. */
+static int parse_broker(struct parse *p, const char *key, const char *value)
+{
+	struct broker_limits *l = &p->cfg.limits;
+	uint32_t *n = NULL;
+	uint64_t min = 1, max = 1000000, v;
+
+	if (strcmp(key, "admin_group") == 0) {
+		if (lookup_gid(value, &p->cfg.admin_gid) < 0)
+			return parse_fail(p, p->line, key, "no group \"%s\"",
+					  value);
+		p->cfg.has_admin_group = true;
+		return 1;
+	}
+	if (strcmp(key, "hello_timeout") == 0)
+		return parse_duration(p, key, value, TIMEOUT_MIN_MS,
+				      TIMEOUT_MAX_MS, &l->hello_timeout_ms);
+	if (strcmp(key, "unread_timeout") == 0)
+		return parse_duration(p, key, value, TIMEOUT_MIN_MS,
+				      TIMEOUT_MAX_MS, &l->unread_timeout_ms);
+	if (strcmp(key, "connections_per_uid") == 0) {
+		n = &l->connections_per_uid;
+	} else if (strcmp(key, "admin_reserve") == 0) {
+		n = &l->admin_reserve;
+		min = 0;
+	} else if (strcmp(key, "queued_fds") == 0) {
+		n = &l->queued_fds;
+		max = 1u << 20;
+	} else if (strcmp(key, "queued_fds_per_uid") == 0) {
+		n = &l->queued_fds_per_uid;
+		max = 1u << 20;
+	} else if (strcmp(key, "private_contexts_per_uid") == 0) {
+		n = &l->private_contexts_per_uid;
+		min = 0;
+		max = 1u << 20;
+	} else {
+		return parse_fail(p, p->line, key,
+				  "unknown key (known: admin_group, "
+				  "connections_per_uid, admin_reserve, "
+				  "hello_timeout, queued_fds, "
+				  "queued_fds_per_uid, "
+				  "private_contexts_per_uid, unread_timeout)");
+	}
+	if (!parse_number(p, key, value, min, max, false, &v))
+		return 0;
+	*n = (uint32_t)v;
+	return 1;
+}
+
 static bool valid_domain_name(const char *name)
 {
 	if (!*name || strlen(name) >= CONFIG_NAME_MAX)
@@ -358,16 +455,8 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 	uint64_t v;
 	int ret;
 
-	if (strcmp(section, "broker") == 0) {
-		if (strcmp(key, "admin_group") != 0)
-			return parse_fail(p, p->line, key,
-					  "unknown key (known: admin_group)");
-		if (lookup_gid(value, &p->cfg.admin_gid) < 0)
-			return parse_fail(p, p->line, key, "no group \"%s\"",
-					  value);
-		p->cfg.has_admin_group = true;
-		return 1;
-	}
+	if (strcmp(section, "broker") == 0)
+		return parse_broker(p, key, value);
 	if (strcmp(section, "defaults") == 0) {
 		unsigned int set = 0;
 

@@ -32,9 +32,34 @@ struct config_domain {
 	unsigned int line;
 };
 
+/*
+ * [broker]: what the daemon lets each uid and each connection hold, so that
+ * no user can lock the others (or the administrators) out.
+ */
+struct broker_limits {
+	/* Connections of one uid at once; administrators are exempt. */
+	uint32_t connections_per_uid;
+	/* Of --max-clients, the last this many are for administrators. */
+	uint32_t admin_reserve;
+	/* A connection that has not said hello by then is closed. */
+	uint32_t hello_timeout_ms;
+	/* Descriptors sent to one connection and not yet read by it (in the
+	 * daemon's queue or the socket's): at this many, its requests are no
+	 * longer read. */
+	uint32_t queued_fds;
+	/* The same, summed over the connections of one uid. */
+	uint32_t queued_fds_per_uid;
+	/* Contexts of private domains one uid holds at once. */
+	uint32_t private_contexts_per_uid;
+	/* A connection that is not read from because it leaves replies
+	 * unread is closed after this long. */
+	uint32_t unread_timeout_ms;
+};
+
 struct config {
 	bool has_admin_group;
 	gid_t admin_gid;
+	struct broker_limits limits;
 	/* Quotas of every uid's own domain and of private domains. */
 	struct quota defaults;
 	uint64_t soft_max_dm_size;

@@ -7,8 +7,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/ioctl.h>
 #include <sys/syscall.h>
+#include <time.h>
 #include <unistd.h>
+
+#include <linux/sockios.h>
 
 #include <event2/event.h>
 
@@ -18,10 +22,18 @@
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/server.h"
+#include "daemon/user.h"
 
 /* Unread replies beyond outq_max stop the reading of requests; events may
  * still be queued up to this multiple before the client is dropped. */
 #define OUTQ_HARD_FACTOR 4
+/* A connection stopped for descriptors its peer has not read asks the
+ * socket whether the peer caught up: after 2 ms, then twice as long each
+ * time up to 128 ms. */
+#define POLL_MIN_MS 2
+#define POLL_MAX_MS 128
+/* How often a lingering socket is asked. */
+#define LINGER_POLL_MS 500
 
 struct outmsg {
 	TAILQ_ENTRY(outmsg) link;
@@ -39,21 +51,160 @@ static void outmsg_free(struct outmsg *m)
 	free(m);
 }
 
-static void conn_update_events(struct conn *c)
+static int64_t conn_now_ms(void)
 {
-	bool want_read = !c->closing && c->outq_bytes < c->srv->opt.outq_max;
+	struct timespec ts;
 
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void conn_arm(struct event *ev, unsigned int ms, struct conn *c);
+
+/* The loop can no longer watch @c: close it from the loop, where nothing
+ * else holds it. */
+static void conn_doom(struct conn *c)
+{
+	c->doomed = true;
+	event_active(c->stall_ev, EV_TIMEOUT, 1);
+}
+
+static void conn_arm(struct event *ev, unsigned int ms, struct conn *c)
+{
+	struct timeval tv = {
+		.tv_sec = ms / 1000,
+		.tv_usec = (suseconds_t)(ms % 1000) * 1000,
+	};
+
+	if (evtimer_add(ev, &tv) < 0)
+		conn_doom(c);
+}
+
+/* Descriptors sent or queued to the connections of @u and not read yet;
+ * crossing queued_fds_per_uid, either way, concerns all of them. */
+static void conn_pin_user(const struct server *srv, struct user *u,
+			  unsigned int n, bool pin)
+{
+	bool was_full = user_fds_full(srv, u);
+
+	if (pin)
+		u->pinned_fds += n;
+	else
+		u->pinned_fds -= n;
+	if (user_fds_full(srv, u) != was_full)
+		u->wake = true;
+}
+
+/*
+ * Descriptors @c was sent are pinned until its peer reads them; the peer
+ * has read everything once the socket's send queue is empty. Returns
+ * whether that released anything. Where the socket cannot tell, the
+ * descriptors count as read: the daemon's own queue stays bounded.
+ */
+static bool conn_peer_caught_up(struct conn *c)
+{
+	int queued = 0;
+
+	if (!c->sent_fds)
+		return false;
+	if (ioctl(c->fd, SIOCOUTQ, &queued) == 0 && queued > 0)
+		return false;
+	conn_pin_user(c->srv, c->user, c->sent_fds, false);
+	c->sent_fds = 0;
+	return true;
+}
+
+static bool conn_fds_full(const struct conn *c)
+{
+	return c->queued_fds + c->sent_fds >=
+		       c->srv->config.limits.queued_fds ||
+	       user_fds_full(c->srv, c->user);
+}
+
+/* May the requests of @c be read? Not while it leaves too many bytes or
+ * descriptors unread, on its own or with the other connections of its
+ * uid. */
+static bool conn_want_read(struct conn *c)
+{
+	struct conn *s;
+
+	if (c->closing || c->outq_bytes >= c->srv->opt.outq_max)
+		return false;
+	if (!conn_fds_full(c))
+		return true;
+	/* Before stopping, ask whether the peers read what they were sent. */
+	if (!user_fds_full(c->srv, c->user)) {
+		conn_peer_caught_up(c);
+		return !conn_fds_full(c);
+	}
+	TAILQ_FOREACH(s, &c->user->conns, user_link)
+		conn_peer_caught_up(s);
+	return !conn_fds_full(c);
+}
+
+/* Stalled: not read from, with replies of its own unread. */
+static void conn_set_stalled(struct conn *c, bool on)
+{
+	if (on == c->stalled)
+		return;
+	c->stalled = on;
+	if (!on) {
+		event_del(c->stall_ev);
+		return;
+	}
+	c->stalled_since_ms = conn_now_ms();
+	c->poll_ms = POLL_MIN_MS;
+	conn_arm(c->stall_ev, c->poll_ms, c);
+}
+
+static void conn_apply_events(struct conn *c)
+{
+	bool want_read;
+
+	if (c->doomed)
+		return;
+	want_read = conn_want_read(c);
 	if (want_read != c->reading) {
-		if (want_read)
-			event_add(c->read_ev, NULL);
-		else
+		if (want_read && event_add(c->read_ev, NULL) < 0) {
+			conn_doom(c);
+			return;
+		}
+		if (!want_read)
 			event_del(c->read_ev);
 		c->reading = want_read;
 	}
-	if (TAILQ_EMPTY(&c->outq))
+	if (TAILQ_EMPTY(&c->outq)) {
 		event_del(c->write_ev);
-	else
-		event_add(c->write_ev, NULL);
+	} else if (event_add(c->write_ev, NULL) < 0) {
+		conn_doom(c);
+		return;
+	}
+	conn_set_stalled(c, !c->reading &&
+				    (!TAILQ_EMPTY(&c->outq) || c->sent_fds));
+}
+
+/* The uid of @c reached its descriptor limit, or fell below it: its
+ * connections stop being read, or may be read again. */
+static void conn_wake_user(struct user *u)
+{
+	struct conn *s;
+
+	if (u->waking)
+		return;
+	u->waking = true;
+	while (u->wake) {
+		u->wake = false;
+		TAILQ_FOREACH(s, &u->conns, user_link)
+			conn_apply_events(s);
+	}
+	u->waking = false;
+}
+
+static void conn_update_events(struct conn *c)
+{
+	conn_apply_events(c);
+	if (c->user->wake)
+		conn_wake_user(c->user);
 }
 
 /* Send what the socket takes; -EAGAIN when it is full, 0 when empty. */
@@ -69,6 +220,9 @@ static int conn_flush(struct conn *c)
 			return ret;
 		TAILQ_REMOVE(&c->outq, m, link);
 		c->outq_bytes -= m->len;
+		/* Still pinned, now in the socket. */
+		c->queued_fds -= m->nfds;
+		c->sent_fds += m->nfds;
 		outmsg_free(m);
 	}
 	return 0;
@@ -107,10 +261,8 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		return;
 	}
 	if (n == -EMSGSIZE || n == -EPROTO) {
-		log_notice("client %" PRIu64 " (pid %d): %s; disconnecting",
-			   c->id, (int)c->cred.pid,
-			   n == -EMSGSIZE ? "packet larger than 64 KiB" :
-					    "descriptors did not fit");
+		conn_log_drop(c, n == -EMSGSIZE ? "packet larger than 64 KiB" :
+						  "descriptors did not fit");
 		dispatch_error(c, 0, -n,
 			       n == -EMSGSIZE ?
 				       "packet larger than the 64 KiB limit" :
@@ -140,7 +292,8 @@ static void conn_pidfd_cb(evutil_socket_t fd, short what, void *arg)
 
 static void conn_read_comm(struct conn *c)
 {
-	char path[64];
+	/* The name and the newline the kernel appends. */
+	char path[64], buf[sizeof(c->comm) + 1];
 	ssize_t n;
 	int fd;
 
@@ -148,12 +301,18 @@ static void conn_read_comm(struct conn *c)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
-	n = read(fd, c->comm, sizeof(c->comm) - 1);
+	n = read(fd, buf, sizeof(buf));
 	close(fd);
 	if (n <= 0)
 		return;
+	/* Only that newline: one inside the name (PR_SET_NAME takes any
+	 * bytes but NUL) is shown escaped, not cut there. */
+	if (buf[n - 1] == '\n')
+		n--;
+	if ((size_t)n >= sizeof(c->comm))
+		n = sizeof(c->comm) - 1;
+	memcpy(c->comm, buf, (size_t)n);
 	c->comm[n] = '\0';
-	c->comm[strcspn(c->comm, "\n")] = '\0';
 }
 
 /* The peer's supplementary groups, as they were at connect. */
@@ -187,10 +346,127 @@ static int conn_pidfd_open(pid_t pid)
 #endif
 }
 
+void conn_log_drop(struct conn *c, const char *why)
+{
+	unsigned int quiet;
+
+	if (!log_ratelimit(&c->srv->refuse_rl, &quiet))
+		return;
+	if (quiet)
+		log_notice("client %" PRIu64 " (pid %d, uid %u): %s; "
+			   "disconnecting (%u refusals and disconnects not "
+			   "logged before it)",
+			   c->id, (int)c->cred.pid, c->cred.uid, why, quiet);
+	else
+		log_notice("client %" PRIu64 " (pid %d, uid %u): %s; "
+			   "disconnecting",
+			   c->id, (int)c->cred.pid, c->cred.uid, why);
+}
+
+static void conn_log_refused(struct conn *c, const char *why)
+{
+	unsigned int quiet;
+
+	if (!log_ratelimit(&c->srv->refuse_rl, &quiet))
+		return;
+	if (quiet)
+		log_notice("refused a client (pid %d, uid %u): %s (%u "
+			   "refusals and disconnects not logged before it)",
+			   (int)c->cred.pid, c->cred.uid, why, quiet);
+	else
+		log_notice("refused a client (pid %d, uid %u): %s",
+			   (int)c->cred.pid, c->cred.uid, why);
+}
+
+static void conn_hello_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	unsigned int ms = c->srv->config.limits.hello_timeout_ms;
+	char text[96];
+
+	snprintf(text, sizeof(text), "no hello within %u ms of connecting", ms);
+	conn_log_drop(c, text);
+	event_free(c->hello_ev);
+	c->hello_ev = NULL;
+	dispatch_error(c, 0, ETIMEDOUT, text);
+	conn_close_after_flush(c);
+}
+
+/* The socket is gone from the daemon's view: what it held goes. */
+static void conn_release(struct conn *c)
+{
+	struct server *srv = c->srv;
+	struct user *u = c->user;
+
+	conn_pin_user(srv, u, c->sent_fds, false);
+	c->sent_fds = 0;
+	if (c->stall_ev)
+		event_free(c->stall_ev);
+	close(c->fd);
+	conn_wake_user(u);
+	user_unref(srv, u);
+	free(c);
+}
+
+static void conn_linger_check(struct conn *c)
+{
+	if (c->sent_fds && !conn_peer_caught_up(c) && !c->doomed) {
+		conn_arm(c->stall_ev, LINGER_POLL_MS, c);
+		return;
+	}
+	log_debug("client %" PRIu64 ": its socket is released", c->id);
+	TAILQ_REMOVE(&c->srv->lingering, c, link);
+	conn_release(c);
+}
+
+static void conn_stall_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+	unsigned int limit = c->srv->config.limits.unread_timeout_ms;
+	int64_t left;
+
+	if (c->lingering) {
+		conn_linger_check(c);
+		return;
+	}
+	if (c->doomed) {
+		log_err("client %" PRIu64 ": its socket can no longer be "
+			"watched; disconnecting",
+			c->id);
+		conn_close(c);
+		return;
+	}
+	/* The peer may have read what it was sent. */
+	conn_update_events(c);
+	if (c->doomed || !c->stalled)
+		return;
+	left = c->stalled_since_ms + limit - conn_now_ms();
+	if (left <= 0) {
+		char text[96];
+
+		snprintf(text, sizeof(text), "replies left unread for %u ms",
+			 limit);
+		conn_log_drop(c, text);
+		conn_close(c);
+		return;
+	}
+	/* Only the socket says when descriptors were read; bytes in the
+	 * daemon's queue make it writable when they can go. */
+	if (c->sent_fds || user_fds_full(c->srv, c->user)) {
+		if ((int64_t)c->poll_ms < left)
+			left = c->poll_ms;
+		if (c->poll_ms < POLL_MAX_MS)
+			c->poll_ms *= 2;
+	}
+	conn_arm(c->stall_ev, (unsigned int)left, c);
+}
+
 int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 {
 	socklen_t len = sizeof(struct ucred);
+	char why[192];
 	struct conn *c;
+	char comm[LOG_ESCAPED_SIZE(c->comm)];
 	int ret;
 
 	c = calloc(1, sizeof(*c));
@@ -210,6 +486,17 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 	ret = conn_read_groups(c);
 	if (ret < 0)
 		goto fail;
+	c->user = user_get(srv, c->cred.uid);
+	if (!c->user) {
+		ret = -ENOMEM;
+		goto fail;
+	}
+	ret = server_admit(srv, c, why, sizeof(why));
+	if (ret < 0) {
+		conn_log_refused(c, why);
+		server_refuse(fd, -ret, why);
+		goto fail;
+	}
 	/* pidfd_open is CLOEXEC by definition. A peer that already exited
 	 * (ESRCH) is caught by the EOF that follows. */
 	c->pidfd = conn_pidfd_open(c->cred.pid);
@@ -218,38 +505,68 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 			       conn_read_cb, c);
 	c->write_ev = event_new(srv->base, fd, EV_WRITE | EV_PERSIST,
 				conn_write_cb, c);
+	c->hello_ev = evtimer_new(srv->base, conn_hello_cb, c);
+	c->stall_ev = evtimer_new(srv->base, conn_stall_cb, c);
 	if (c->pidfd >= 0)
 		c->pidfd_ev = event_new(srv->base, c->pidfd, EV_READ,
 					conn_pidfd_cb, c);
-	if (!c->read_ev || !c->write_ev || (c->pidfd >= 0 && !c->pidfd_ev)) {
-		ret = -ENOMEM;
+	ret = -ENOMEM;
+	if (!c->read_ev || !c->write_ev || !c->hello_ev || !c->stall_ev ||
+	    (c->pidfd >= 0 && !c->pidfd_ev))
 		goto fail;
-	}
-	if (c->pidfd_ev)
-		event_add(c->pidfd_ev, NULL);
+	if (c->pidfd_ev && event_add(c->pidfd_ev, NULL) < 0)
+		goto fail;
+	conn_arm(c->hello_ev, srv->config.limits.hello_timeout_ms, c);
+	if (c->doomed)
+		goto fail;
 	c->id = ++srv->next_client_id;
 	TAILQ_INSERT_TAIL(&srv->conns, c, link);
 	srv->n_conns++;
+	TAILQ_INSERT_TAIL(&c->user->conns, c, user_link);
+	c->user->n_conns++;
 	conn_update_events(c);
+	if (c->doomed) {
+		log_err("cannot watch a new connection");
+		conn_close(c);
+		return -ENOMEM;
+	}
 	server_status_dirty(srv);
 	log_debug("client %" PRIu64 ": pid %d uid %u gid %u (%s) connected",
-		  c->id, (int)c->cred.pid, c->cred.uid, c->cred.gid, c->comm);
+		  c->id, (int)c->cred.pid, c->cred.uid, c->cred.gid,
+		  log_escape(comm, sizeof(comm), c->comm));
 	*ret_conn = c;
 	return 0;
 
 fail:
+	if (ret == -ENOMEM)
+		log_warn("cannot set up a new connection: out of memory");
 	if (c->read_ev)
 		event_free(c->read_ev);
 	if (c->write_ev)
 		event_free(c->write_ev);
+	if (c->hello_ev)
+		event_free(c->hello_ev);
+	if (c->stall_ev)
+		event_free(c->stall_ev);
 	if (c->pidfd_ev)
 		event_free(c->pidfd_ev);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
+	if (c->user)
+		user_unref(srv, c->user);
 	close(fd);
 	free(c->groups);
 	free(c);
 	return ret;
+}
+
+void conn_hello_done(struct conn *c)
+{
+	c->hello_done = true;
+	if (c->hello_ev) {
+		event_free(c->hello_ev);
+		c->hello_ev = NULL;
+	}
 }
 
 void conn_close(struct conn *c)
@@ -264,22 +581,55 @@ void conn_close(struct conn *c)
 		  c->id, c->requests);
 	while ((m = TAILQ_FIRST(&c->outq))) {
 		TAILQ_REMOVE(&c->outq, m, link);
+		conn_pin_user(srv, c->user, m->nfds, false);
+		c->queued_fds -= m->nfds;
 		outmsg_free(m);
 	}
+	c->outq_bytes = 0;
 	dctx_conn_release(srv, c);
 	domain_leave(srv, c);
 	event_free(c->read_ev);
 	event_free(c->write_ev);
+	if (c->hello_ev)
+		event_free(c->hello_ev);
 	if (c->pidfd_ev)
 		event_free(c->pidfd_ev);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
-	close(c->fd);
 	TAILQ_REMOVE(&srv->conns, c, link);
 	srv->n_conns--;
+	TAILQ_REMOVE(&c->user->conns, c, user_link);
+	c->user->n_conns--;
 	free(c->groups);
-	free(c);
+	c->groups = NULL;
 	server_conn_gone(srv);
+	/* Descriptors still in the socket stay charged until the peer
+	 * reads them or closes its end; shut down, it reads end of stream
+	 * after them. */
+	if (c->sent_fds && !srv->stopping && !c->doomed &&
+	    !conn_peer_caught_up(c)) {
+		log_debug("client %" PRIu64 ": %u descriptors unread; its "
+			  "socket lingers",
+			  c->id, c->sent_fds);
+		shutdown(c->fd, SHUT_RDWR);
+		c->lingering = true;
+		event_del(c->stall_ev);
+		TAILQ_INSERT_TAIL(&srv->lingering, c, link);
+		conn_arm(c->stall_ev, LINGER_POLL_MS, c);
+		conn_wake_user(c->user);
+		return;
+	}
+	conn_release(c);
+}
+
+void conns_lingering_free(struct server *srv)
+{
+	struct conn *c;
+
+	while ((c = TAILQ_FIRST(&srv->lingering))) {
+		TAILQ_REMOVE(&srv->lingering, c, link);
+		conn_release(c);
+	}
 }
 
 int conn_send(struct conn *c, const ProtobufCMessage *inner,
@@ -292,9 +642,7 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 	int len, ret;
 
 	if (c->outq_bytes > c->srv->opt.outq_max * OUTQ_HARD_FACTOR) {
-		log_notice("client %" PRIu64 " (pid %d) does not read its "
-			   "replies; disconnecting",
-			   c->id, (int)c->cred.pid);
+		conn_log_drop(c, "more than 1 MiB of replies unread");
 		c->closing = true;
 		return -EPIPE;
 	}
@@ -306,8 +654,16 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 	if (TAILQ_EMPTY(&c->outq)) {
 		ret = wire_send(c->fd, buf, (size_t)len, fds, nfds,
 				MSG_DONTWAIT);
-		if (ret == 0)
+		if (ret == 0 && !nfds)
 			return 0;
+		if (ret == 0) {
+			/* Pinned until the peer reads them: that may stop
+			 * the reading of its requests. */
+			c->sent_fds += nfds;
+			conn_pin_user(c->srv, c->user, nfds, true);
+			conn_update_events(c);
+			return 0;
+		}
 		if (ret != -EAGAIN) {
 			c->closing = true;
 			return ret;
@@ -332,6 +688,8 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 	}
 	TAILQ_INSERT_TAIL(&c->outq, m, link);
 	c->outq_bytes += m->len;
+	c->queued_fds += m->nfds;
+	conn_pin_user(c->srv, c->user, m->nfds, true);
 	conn_update_events(c);
 	return 0;
 

@@ -14,10 +14,15 @@ struct server;
 struct outmsg;
 struct domain;
 struct obj_owner;
+struct user;
 
 struct conn {
+	/* In srv->conns, or srv->lingering once closed. */
 	TAILQ_ENTRY(conn) link;
 	struct server *srv;
+	/* The peer's uid's accounting; user->conns links its connections. */
+	struct user *user;
+	TAILQ_ENTRY(conn) user_link;
 	int fd;
 	/* Lets the daemon see the peer die even when a copy of the socket
 	 * survives it; -1 where pidfd_open is unavailable. */
@@ -31,12 +36,28 @@ struct conn {
 	struct event *read_ev;
 	struct event *write_ev;
 	struct event *pidfd_ev;
+	/* Until hello: the deadline. */
+	struct event *hello_ev;
+	/* While not read from with replies of its own unread: the unread
+	 * deadline, and the checks of whether the peer caught up. */
+	struct event *stall_ev;
 	TAILQ_HEAD(, outmsg) outq;
 	size_t outq_bytes;
+	/* Descriptors in outq, and sent but perhaps not yet received (the
+	 * socket's queue is not known to be empty); both charged to user. */
+	unsigned int queued_fds;
+	unsigned int sent_fds;
+	int64_t stalled_since_ms;
+	unsigned int poll_ms;
 	bool reading;
+	bool stalled;
 	bool hello_done;
 	/* Set after a protocol error: flush what is queued, then close. */
 	bool closing;
+	/* The loop cannot watch it any more: close it from the loop. */
+	bool doomed;
+	/* Closed, its socket kept for the descriptors still in it. */
+	bool lingering;
 	/* Filled by the hello handler. */
 	uint32_t client_pid;
 	int fork_state;
@@ -50,9 +71,20 @@ struct conn {
 };
 
 /* Adopt an accepted socket; the conn owns @fd from here on, also on
- * failure. */
+ * failure. A client the broker may not serve (server_admit()) is told why
+ * and gets -EUSERS or -EDQUOT. */
 int conn_new(struct server *srv, int fd, struct conn **ret_conn);
+/*
+ * End the session. Descriptors sent that the peer has not read stay in its
+ * socket, out of the daemon's reach, for as long as the peer keeps the
+ * socket without reading: the socket then lingers, shut down, still
+ * charged to the uid, until they are gone.
+ */
 void conn_close(struct conn *c);
+/* Free the lingering sockets (daemon exit). */
+void conns_lingering_free(struct server *srv);
+/* Hello succeeded: the deadline goes. */
+void conn_hello_done(struct conn *c);
 
 /*
  * Send a DaemonMessage holding @inner as field @field (a Reply or an Event)
@@ -64,6 +96,10 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 	      unsigned int field, bool bounded, const int *fds,
 	      unsigned int nfds);
 int conn_send_event(struct conn *c, Rdmab__Event *ev);
+/* Log that @c is disconnected for what its peer did or did not do (@why):
+ * one such line a minute at most, whoever the peers are, since they can
+ * make many. */
+void conn_log_drop(struct conn *c, const char *why);
 /* Flush without blocking what can be flushed, then close. */
 void conn_close_after_flush(struct conn *c);
 

@@ -16,6 +16,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/server.h"
+#include "daemon/user.h"
 
 static void dctx_close_device(struct dctx *x)
 {
@@ -29,6 +30,15 @@ static void dctx_close_device(struct dctx *x)
 	}
 }
 
+static void dctx_uncharge_user(struct server *srv, struct dctx *x)
+{
+	if (!x->user)
+		return;
+	user_uncharge_private_ctx(x->user);
+	user_unref(srv, x->user);
+	x->user = NULL;
+}
+
 static void dctx_free(struct server *srv, struct dctx *x)
 {
 	struct domain *d = x->domain;
@@ -36,6 +46,7 @@ static void dctx_free(struct server *srv, struct dctx *x)
 	log_debug("context %" PRIu64 " (%s on %s) closed", x->id, d->name,
 		  x->dev->name);
 	dctx_close_device(x);
+	dctx_uncharge_user(srv, x);
 	TAILQ_REMOVE(&d->ctxs, x, link);
 	d->n_ctxs--;
 	/* The context's PD was the domain's object; what dead clients'
@@ -64,8 +75,25 @@ static struct dctx *dctx_find(struct domain *d, struct device *dev)
 	return NULL;
 }
 
+/* A private domain's contexts are the uid's: at most
+ * private_contexts_per_uid of them. */
+static int dctx_charge(struct server *srv, struct domain *d, struct user *u,
+		       struct dctx *x, struct reply *r)
+{
+	if (d->kind != DOMAIN_PRIVATE)
+		return 0;
+	if (user_charge_private_ctx(srv, u) < 0)
+		return reply_error(r, -EDQUOT,
+				   "uid %u holds %u contexts of private "
+				   "domains, the most one user may have "
+				   "(private_contexts_per_uid)",
+				   u->uid, u->private_ctxs);
+	x->user = user_ref(u);
+	return 0;
+}
+
 static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
-		     struct reply *r, struct dctx **ret)
+		     struct user *u, struct reply *r, struct dctx **ret)
 {
 	struct dctx *x;
 	int ret_err, fd;
@@ -75,34 +103,44 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 		*ret = x;
 		return 0;
 	}
-	ret_err = domain_charge_objects(d, 1, r);
-	if (ret_err < 0)
-		return ret_err;
 	x = calloc(1, sizeof(*x));
-	if (!x) {
-		domain_uncharge_objects(d, 1);
+	if (!x)
 		return reply_error(r, -ENOMEM, "out of memory");
+	ret_err = domain_charge_objects(d, 1, r);
+	if (ret_err < 0) {
+		free(x);
+		return ret_err;
 	}
+	ret_err = dctx_charge(srv, d, u, x, r);
+	if (ret_err < 0)
+		goto fail;
 	x->id = ++srv->next_ctx_id;
 	x->srv = srv;
 	x->domain = d;
 	x->dev = dev;
 	ret_err = dev->ops->ctx_open(dev, x->id, d->name, &x->dc);
 	if (ret_err < 0) {
-		domain_uncharge_objects(d, 1);
-		free(x);
 		log_warn("%s: cannot open a context for domain %s: %s",
 			 dev->name, d->name, strerror(-ret_err));
-		return reply_error(r, ret_err,
-				   "%s: the broker cannot open a context: %s",
-				   dev->name, strerror(-ret_err));
+		ret_err = reply_error(r, ret_err,
+				      "%s: the broker cannot open a context: "
+				      "%s",
+				      dev->name, strerror(-ret_err));
+		goto fail;
 	}
 	fd = dev->ctx_ops->event_fd(x->dc);
 	if (fd >= 0) {
+		/* Unwatched, a fatal error of the device would go unseen. */
 		x->ev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
 				  dctx_event_cb, x);
-		if (x->ev)
-			event_add(x->ev, NULL);
+		if (!x->ev || event_add(x->ev, NULL) < 0) {
+			dctx_close_device(x);
+			ret_err = reply_error(r, -ENOMEM,
+					      "%s: the broker cannot watch "
+					      "the context's events",
+					      dev->name);
+			goto fail;
+		}
 	}
 	TAILQ_INSERT_TAIL(&d->ctxs, x, link);
 	d->n_ctxs++;
@@ -110,6 +148,12 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 		  dev->name);
 	*ret = x;
 	return 0;
+
+fail:
+	dctx_uncharge_user(srv, x);
+	domain_uncharge_objects(d, 1);
+	free(x);
+	return ret_err;
 }
 
 static void dctx_unref(struct server *srv, struct dctx *x)
@@ -187,7 +231,7 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 		cc = calloc(1, sizeof(*cc));
 		if (!cc)
 			return reply_error(r, -ENOMEM, "out of memory");
-		ret = dctx_open(srv, c->domain, dev, r, &x);
+		ret = dctx_open(srv, c->domain, dev, c->user, r, &x);
 		if (ret < 0) {
 			free(cc);
 			return ret;
@@ -278,6 +322,7 @@ void dctx_close_all(struct server *srv, struct domain *d)
 
 	while ((x = TAILQ_FIRST(&d->ctxs))) {
 		dctx_close_device(x);
+		dctx_uncharge_user(srv, x);
 		TAILQ_REMOVE(&d->ctxs, x, link);
 		free(x);
 	}

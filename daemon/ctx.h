@@ -15,6 +15,7 @@ struct device;
 struct device_ctx;
 struct event;
 struct conn;
+struct user;
 
 struct dctx {
 	TAILQ_ENTRY(dctx) link;
@@ -25,6 +26,8 @@ struct dctx {
 	/* NULL once the device is gone. */
 	struct device_ctx *dc;
 	struct event *ev;
+	/* A private domain's context is charged to the uid that opened it. */
+	struct user *user;
 	/* Opens by clients, and records of the registry in the context. */
 	unsigned int refs;
 	unsigned int objects;

@@ -76,6 +76,8 @@ static int soft_ctx_open(struct device *dev, uint64_t ctx_id,
 		ret = -errno;
 		goto fail;
 	}
+	/* A short write sets no errno. */
+	errno = 0;
 	if (pwrite(ctx->fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
 	    fcntl(ctx->fd, F_ADD_SEALS,
 		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL) <

@@ -16,6 +16,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "common/verbs-err.h"
 #include "common/verbs-import.h"
 #include "daemon/caps.h"
 #include "daemon/device.h"
@@ -42,6 +43,17 @@ static struct verbs_ctx *verbs_ctx_of(const struct device_ctx *ctx)
 static struct ibv_device **verbs_list;
 static unsigned int verbs_users;
 
+/* Async events are read only to be acknowledged, from the event loop: a
+ * blocking read would stall it. */
+static int verbs_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
 static int verbs_ctx_open(struct device *dev, uint64_t ctx_id,
 			  const char *domain, struct device_ctx **ret_ctx)
 {
@@ -59,9 +71,8 @@ static int verbs_ctx_open(struct device *dev, uint64_t ctx_id,
 		free(c);
 		return ret;
 	}
-	c->ctx = ibv_open_device(vd->ibdev);
-	/* Some provider paths fail without setting errno. */
-	ret = c->ctx ? 0 : (errno ? -errno : -ENODEV);
+	c->ctx = verbs_try(ibv_open_device(vd->ibdev));
+	ret = c->ctx ? 0 : verbs_err(ENODEV);
 	if (caps_effective_restore(&saved) < 0) {
 		log_err("%s: cannot restore the effective capabilities after "
 			"opening a context: %s",
@@ -70,19 +81,20 @@ static int verbs_ctx_open(struct device *dev, uint64_t ctx_id,
 	}
 	if (ret < 0)
 		goto fail;
-	c->pd = ibv_alloc_pd(c->ctx);
+	c->pd = verbs_try(ibv_alloc_pd(c->ctx));
 	if (!c->pd) {
-		ret = errno ? -errno : -ENOMEM;
+		ret = verbs_err(ENOMEM);
 		goto fail;
 	}
-	/* Events of this context are read only to be acknowledged; a
-	 * blocking read would stall the loop. */
-	fcntl(c->ctx->async_fd, F_SETFL,
-	      fcntl(c->ctx->async_fd, F_GETFL) | O_NONBLOCK);
+	ret = verbs_set_nonblock(c->ctx->async_fd);
+	if (ret < 0)
+		goto fail;
 	*ret_ctx = &c->base;
 	return 0;
 
 fail:
+	if (c->pd)
+		ibv_dealloc_pd(c->pd);
 	if (c->ctx)
 		ibv_close_device(c->ctx);
 	free(c);
@@ -229,15 +241,20 @@ static bool verbs_can_import(struct device *dev, struct ibv_context *own)
 {
 	struct ibv_context *imp;
 	int fd = fcntl(own->cmd_fd, F_DUPFD_CLOEXEC, 3);
+	int ret;
 
-	if (fd < 0)
+	if (fd < 0) {
+		log_info("%s: contexts cannot be imported: cannot duplicate "
+			 "the command descriptor: %s",
+			 dev->name, strerror(errno));
 		return false;
-	imp = verbs_import_device(fd);
-	if (!imp) {
+	}
+	ret = verbs_import_device(fd, &imp);
+	if (ret < 0) {
 		/* EOPNOTSUPP: not mlx5; EINVAL: static UARs (old firmware
 		 * or kernel); EPROTONOSUPPORT: a kernel before 5.9. */
 		log_info("%s: contexts cannot be imported: %s", dev->name,
-			 strerror(errno));
+			 strerror(-ret));
 		return false;
 	}
 	ibv_close_device(imp);
@@ -301,19 +318,19 @@ static void verbs_query_caps(struct device *dev, struct ibv_context *own)
 static int verbs_open_one(struct device *dev, struct ibv_device *ibdev)
 {
 	struct verbs_dev *vd = calloc(1, sizeof(*vd));
+	int ret;
 
 	if (!vd)
 		return -ENOMEM;
 	vd->ibdev = ibdev;
-	vd->own = ibv_open_device(ibdev);
+	vd->own = verbs_try(ibv_open_device(ibdev));
 	if (!vd->own) {
-		int ret = errno ? -errno : -ENODEV;
-
-		free(vd);
-		return ret;
+		ret = verbs_err(ENODEV);
+		goto fail;
 	}
-	fcntl(vd->own->async_fd, F_SETFL,
-	      fcntl(vd->own->async_fd, F_GETFL) | O_NONBLOCK);
+	ret = verbs_set_nonblock(vd->own->async_fd);
+	if (ret < 0)
+		goto fail;
 	memset(dev, 0, sizeof(*dev));
 	snprintf(dev->name, sizeof(dev->name), "%s",
 		 ibv_get_device_name(ibdev));
@@ -323,15 +340,21 @@ static int verbs_open_one(struct device *dev, struct ibv_device *ibdev)
 	dev->event_fd = vd->own->async_fd;
 	verbs_query_caps(dev, vd->own);
 	return 0;
+
+fail:
+	if (vd->own)
+		ibv_close_device(vd->own);
+	free(vd);
+	return ret;
 }
 
 int device_verbs_probe(struct device_list *list)
 {
 	int n = 0, ret = 0;
 
-	verbs_list = ibv_get_device_list(&n);
+	verbs_list = verbs_try(ibv_get_device_list(&n));
 	if (!verbs_list)
-		return errno ? -errno : -ENODEV;
+		return verbs_err(ENODEV);
 	list->kind = DEVICE_KIND_VERBS;
 	list->n = 0;
 	for (int i = 0; i < n && list->n < DEVICE_MAX; i++) {
@@ -351,4 +374,14 @@ int device_verbs_probe(struct device_list *list)
 		return n > 0 ? ret : 0;
 	}
 	return (int)list->n;
+}
+
+int device_verbs_context(const struct device_ctx *ctx,
+			 struct ibv_context **ret_ctx, struct ibv_pd **ret_pd)
+{
+	if (!ctx || ctx->dev->kind != DEVICE_KIND_VERBS)
+		return -EINVAL;
+	*ret_ctx = verbs_ctx_of(ctx)->ctx;
+	*ret_pd = verbs_ctx_of(ctx)->pd;
+	return 0;
 }

@@ -82,7 +82,8 @@ static int default_obj_destroy(struct device_ctx *ctx, enum ibc_obj_kind kind,
 			       uint32_t handle, struct device_why *why)
 {
 	return device_why(why, -EOPNOTSUPP,
-			  "%s cannot destroy objects by handle", ctx->dev->name);
+			  "%s cannot destroy objects by handle",
+			  ctx->dev->name);
 }
 
 #define FILL(dst, src, field, def) \

@@ -241,4 +241,16 @@ int device_soft_probe(const struct device_config *cfg,
 /* Returns the number of devices opened, or -errno. */
 int device_verbs_probe(struct device_list *list);
 
+struct ibv_context;
+struct ibv_pd;
+
+/*
+ * The libibverbs context and PD behind a verbs device's context; -EINVAL
+ * for another kind of device. For the real-kernel tests on devices that
+ * cannot import (rxe): a forked child makes its objects on the daemon's own
+ * context, as a client would on its import (tests/vm/vm-cleanup.c).
+ */
+int device_verbs_context(const struct device_ctx *ctx,
+			 struct ibv_context **ret_ctx, struct ibv_pd **ret_pd);
+
 #endif

@@ -10,6 +10,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
+#include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 
@@ -43,8 +44,20 @@ static const struct handler handlers[] = {
 					 H_SESSION | H_ADMIN },
 };
 
+/* dispatch_set_test_handler(): one extra body case, for test suites. */
+static unsigned int test_case;
+static const struct handler *test_handler;
+
+void dispatch_set_test_handler(unsigned int body_case, const struct handler *h)
+{
+	test_case = body_case;
+	test_handler = h;
+}
+
 const struct handler *dispatch_lookup(unsigned int body_case)
 {
+	if (test_handler && body_case == test_case)
+		return test_handler;
 	if (body_case >= sizeof(handlers) / sizeof(handlers[0]) ||
 	    !handlers[body_case].fn)
 		return NULL;
@@ -133,6 +146,11 @@ static int dispatch_request(struct conn *c, const Rdmab__Request *req,
 		*ret_fatal = true;
 		return reply_error(r, -EPROTO, "%s before hello", h->name);
 	}
+	if ((h->flags & H_ADMIN) && !policy_is_admin(c->srv, c))
+		return reply_error(r, -EPERM,
+				   "%s is for administrators: uid 0 and the "
+				   "broker's admin_group",
+				   h->name);
 	return h->fn(c, req, fds, r);
 }
 
@@ -141,6 +159,8 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 {
 	/* Not zeroed whole: message is a string, the rest is set here. */
 	struct reply r;
+	/* The reply's sentence may quote the request. */
+	char text[LOG_ESCAPED_SIZE(r.message)];
 	Rdmab__Request *req;
 	bool fatal = false;
 	int ret;
@@ -156,9 +176,7 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	req = rdmab__request__unpack(&dispatch_arena.allocator, len, buf);
 	if (!req) {
 		wire_arena_reset(&dispatch_arena);
-		log_notice("client %" PRIu64 " (pid %d): malformed request "
-			   "of %zu bytes; disconnecting",
-			   c->id, (int)c->cred.pid, len);
+		conn_log_drop(c, "a request that could not be decoded");
 		wire_fds_close(fds);
 		dispatch_error(c, 0, EBADMSG,
 			       "the request could not be decoded");
@@ -171,12 +189,14 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	wire_fds_close(fds);
 	c->requests++;
 	c->srv->requests_served++;
+	/* What a non-administrator's status shows. */
+	if (c->domain)
+		c->domain->requests++;
 	if (ret < 0) {
 		r.msg.error = -ret;
 		if (fatal)
-			log_notice("client %" PRIu64 " (pid %d): %s; "
-				   "disconnecting",
-				   c->id, (int)c->cred.pid, r.message);
+			conn_log_drop(c, log_escape(text, sizeof(text),
+						    r.message));
 	}
 	reply_send(c, &r);
 	wire_arena_reset(&dispatch_arena);

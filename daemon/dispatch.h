@@ -76,6 +76,13 @@ int h_list_objects(struct conn *c, const Rdmab__Request *req,
 int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r);
 
+/*
+ * For test suites only: serve @body_case (one the daemon does not know)
+ * with @h, as if it were in the table, so that the dispatcher's checks can
+ * be tried on requests the daemon does not have yet. NULL removes it.
+ */
+void dispatch_set_test_handler(unsigned int body_case, const struct handler *h);
+
 /* The handler for a body case, or NULL for one this daemon does not know. */
 const struct handler *dispatch_lookup(unsigned int body_case);
 

@@ -33,6 +33,8 @@ struct domain {
 	struct quota limit;
 	/* used.clients counts members. */
 	struct quota used;
+	/* Requests its members made. */
+	uint64_t requests;
 	/* Removed from the configuration: keeps its clients until they
 	 * leave, takes no new ones. */
 	bool retired;

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <time.h>
 
 #include "daemon/log.h"
 
@@ -35,6 +36,11 @@ int log_parse_level(const char *s)
 	return (int)v;
 }
 
+const char *log_escape(char *buf, size_t size, const char *s)
+{
+	return text_escape(buf, size, s);
+}
+
 void log_msg(int priority, const char *fmt, ...)
 {
 	char line[1024];
@@ -47,7 +53,29 @@ void log_msg(int priority, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
 	va_end(ap);
+	/* A control character gets here only from a site that forgot
+	 * log_escape(): the line stays one line, with its own priority. */
+	for (char *p = line; *p; p++)
+		if ((unsigned char)*p < 0x20 || *p == 0x7f)
+			*p = '?';
 	/* One write per line, so that lines of concurrent writers (tests
 	 * share stderr) are never interleaved. */
 	fprintf(stderr, "%s\n", line);
+}
+
+bool log_ratelimit(struct log_ratelimit *rl, unsigned int *ret_suppressed)
+{
+	struct timespec ts;
+	int64_t now;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	now = (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+	if (rl->next_ms && now < rl->next_ms) {
+		rl->suppressed++;
+		return false;
+	}
+	rl->next_ms = now + rl->interval_ms;
+	*ret_suppressed = rl->suppressed;
+	rl->suppressed = 0;
+	return true;
 }

@@ -234,7 +234,7 @@ int obj_state(const struct obj *o)
 	}
 }
 
-/* --- what requests do ------------------------------------------------------ */
+/* --- what requests do ----------------------------------------------------- */
 
 int objects_destroy_request(struct conn *c, uint64_t id,
 			    struct device_why *why)
@@ -278,7 +278,7 @@ int objects_register_request(struct conn *c, uint64_t id, uint32_t handle,
 	return 0;
 }
 
-/* --- the registry ---------------------------------------------------------- */
+/* --- the registry --------------------------------------------------------- */
 
 /* The kernel frees a removed device's objects with its contexts: the
  * records go, whatever their state. */

@@ -48,11 +48,21 @@ int sd_take_listener(void)
 			free(names[i]);
 		free(names);
 	}
+	/* A blocking listener would hang the loop in accept(); one that
+	 * leaks into children would keep the socket open. */
 	if (listener >= 0) {
 		int fl = fcntl(listener, F_GETFL);
 
-		fcntl(listener, F_SETFL, fl | O_NONBLOCK);
-		fcntl(listener, F_SETFD, FD_CLOEXEC);
+		if (fl < 0 || fcntl(listener, F_SETFL, fl | O_NONBLOCK) < 0 ||
+		    fcntl(listener, F_SETFD, FD_CLOEXEC) < 0) {
+			int err = -errno;
+
+			log_err("cannot make the socket systemd passed "
+				"non-blocking and close-on-exec: %s",
+				strerror(-err));
+			close(listener);
+			return err;
+		}
 	}
 	return listener;
 }

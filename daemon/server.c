@@ -113,34 +113,114 @@ static int server_bind(struct server *srv)
 	return fd;
 }
 
+/* How long the accept() and refusal warnings stay quiet after one. */
+#define LOG_QUIET_MS (60 * 1000)
+
+static void server_rest(struct server *srv);
+
 static void server_set_accepting(struct server *srv, bool on)
 {
 	if (on == srv->accepting || srv->stopping)
 		return;
-	if (on)
-		event_add(srv->listen_ev, NULL);
-	else
+	if (!on) {
 		event_del(srv->listen_ev);
-	srv->accepting = on;
+		srv->accepting = false;
+		return;
+	}
+	if (event_add(srv->listen_ev, NULL) < 0) {
+		log_err("cannot watch the listening socket; retrying in %d ms",
+			ACCEPT_BACKOFF_MS);
+		server_rest(srv);
+		return;
+	}
+	srv->accepting = true;
 }
 
-/* Tell a client over the limit why, then drop it. */
-static void server_refuse(struct server *srv, int fd)
+/* Stop accepting for a while; without even a timer, stop the daemon
+ * rather than leave it deaf. */
+static void server_rest(struct server *srv)
+{
+	struct timeval tv = { .tv_usec = ACCEPT_BACKOFF_MS * 1000 };
+
+	server_set_accepting(srv, false);
+	if (evtimer_add(srv->backoff_ev, &tv) < 0) {
+		log_crit("cannot arm a timer to accept again; exiting");
+		srv->failed = true;
+		event_base_loopbreak(srv->base);
+	}
+}
+
+void server_refuse(int fd, int err, const char *message)
 {
 	Rdmab__DaemonMessage msg = RDMAB__DAEMON_MESSAGE__INIT;
 	Rdmab__Reply reply = RDMAB__REPLY__INIT;
 	static uint8_t buf[WIRE_MAX_PACKET];
-	char text[128];
 
-	snprintf(text, sizeof(text),
-		 "the broker serves at most %u connections",
-		 srv->opt.max_conns);
-	reply.error = EUSERS;
-	reply.message = text;
+	reply.error = err;
+	reply.message = (char *)message;
 	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_REPLY;
 	msg.reply = &reply;
 	wire_send_msg(fd, &msg.base, buf, NULL, 0, MSG_DONTWAIT);
-	close(fd);
+}
+
+/* The administrators' reserve: at most a quarter of the connections, so
+ * that a small broker still serves its users. */
+static unsigned int server_reserve(const struct server *srv)
+{
+	unsigned int quarter = srv->opt.max_conns / 4;
+
+	return srv->config.limits.admin_reserve < quarter ?
+		       srv->config.limits.admin_reserve :
+		       quarter;
+}
+
+int server_admit(struct server *srv, const struct conn *c, char *why,
+		 size_t size)
+{
+	const struct broker_limits *l = &srv->config.limits;
+	bool admin = policy_is_admin(srv, c);
+	unsigned int reserve = server_reserve(srv);
+
+	if (srv->n_conns >= srv->opt.max_conns) {
+		snprintf(why, size, "the broker serves at most %u connections",
+			 srv->opt.max_conns);
+		return -EUSERS;
+	}
+	/* The reserve lets an administrator in to see who holds the rest. */
+	if (!admin && srv->n_conns + reserve >= srv->opt.max_conns) {
+		snprintf(why, size,
+			 "the broker serves at most %u connections and keeps "
+			 "the last %u for administrators; all others are "
+			 "taken",
+			 srv->opt.max_conns, reserve);
+		return -EUSERS;
+	}
+	if (!admin && c->user->n_conns >= l->connections_per_uid) {
+		snprintf(why, size,
+			 "uid %u already has %u connections, the most one "
+			 "user may have (connections_per_uid)",
+			 c->cred.uid, c->user->n_conns);
+		return -EDQUOT;
+	}
+	return 0;
+}
+
+/* Nothing to accept with: say so once a minute, not at every retry, with
+ * how many retries failed in between. */
+static void server_accept_failed(struct server *srv, int err)
+{
+	unsigned int quiet;
+
+	if (log_ratelimit(&srv->accept_rl, &quiet)) {
+		if (quiet)
+			log_warn("accept: %s; resting %d ms (%u more times "
+				 "since the last message)",
+				 strerror(err), ACCEPT_BACKOFF_MS, quiet);
+		else
+			log_warn("accept: %s; resting %d ms", strerror(err),
+				 ACCEPT_BACKOFF_MS);
+	}
+	server_rest(srv);
 }
 
 static void server_accept_cb(evutil_socket_t lfd, short what, void *arg)
@@ -149,33 +229,30 @@ static void server_accept_cb(evutil_socket_t lfd, short what, void *arg)
 
 	for (;;) {
 		struct conn *c;
+		char text[128];
 		int fd;
 
 		fd = accept4(srv->listen_fd, NULL, NULL,
 			     SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EMFILE || errno == ENFILE ||
-			    errno == ENOBUFS || errno == ENOMEM) {
-				struct timeval tv = {
-					.tv_usec = ACCEPT_BACKOFF_MS * 1000,
-				};
-
-				log_warn("accept: %s; resting %d ms",
-					 strerror(errno), ACCEPT_BACKOFF_MS);
-				server_set_accepting(srv, false);
-				evtimer_add(srv->backoff_ev, &tv);
-			} else if (errno != EAGAIN && errno != EINTR &&
-				   errno != ECONNABORTED) {
+			    errno == ENOBUFS || errno == ENOMEM)
+				server_accept_failed(srv, errno);
+			else if (errno != EAGAIN && errno != EINTR &&
+				 errno != ECONNABORTED)
 				log_err("accept: %s", strerror(errno));
-			}
 			return;
 		}
+		/* Refused before anything is allocated for it. */
 		if (srv->n_conns >= srv->opt.max_conns) {
-			server_refuse(srv, fd);
+			snprintf(text, sizeof(text),
+				 "the broker serves at most %u connections",
+				 srv->opt.max_conns);
+			server_refuse(fd, EUSERS, text);
+			close(fd);
 			continue;
 		}
-		if (conn_new(srv, fd, &c) < 0)
-			log_warn("cannot set up a new connection");
+		conn_new(srv, fd, &c);
 	}
 }
 
@@ -205,8 +282,10 @@ void server_status_dirty(struct server *srv)
 	/* Coalesced: at most one STATUS= a second. */
 	struct timeval tv = { .tv_sec = 1 };
 
-	if (!evtimer_pending(srv->status_ev, NULL))
-		evtimer_add(srv->status_ev, &tv);
+	/* Without a timer, update at once rather than never. */
+	if (!evtimer_pending(srv->status_ev, NULL) &&
+	    evtimer_add(srv->status_ev, &tv) < 0)
+		server_status_cb(-1, 0, srv);
 }
 
 static void server_watchdog_cb(evutil_socket_t fd, short what, void *arg)
@@ -240,6 +319,16 @@ static void server_shutdown(struct server *srv, const char *reason)
 	event_base_loopexit(srv->base, NULL);
 }
 
+static void server_check_reserve(const struct server *srv)
+{
+	if (server_reserve(srv) < srv->config.limits.admin_reserve)
+		log_notice("[broker] admin_reserve = %u is more than a "
+			   "quarter of --max-clients %u: %u connections are "
+			   "reserved",
+			   srv->config.limits.admin_reserve,
+			   srv->opt.max_conns, server_reserve(srv));
+}
+
 int server_reload(struct server *srv)
 {
 	struct config cfg;
@@ -257,6 +346,7 @@ int server_reload(struct server *srv)
 			   "start");
 	config_free(&srv->config);
 	srv->config = cfg;
+	server_check_reserve(srv);
 	domains_configure(srv);
 	log_notice("configuration reloaded from %s: %zu domains",
 		   srv->opt.config_path, cfg.n_domains);
@@ -416,7 +506,11 @@ int server_init(struct server *srv, const struct server_options *opt)
 	srv->opt = *opt;
 	srv->listen_fd = -1;
 	TAILQ_INIT(&srv->conns);
+	TAILQ_INIT(&srv->lingering);
+	TAILQ_INIT(&srv->users);
 	TAILQ_INIT(&srv->domains);
+	srv->accept_rl.interval_ms = LOG_QUIET_MS;
+	srv->refuse_rl.interval_ms = LOG_QUIET_MS;
 	clock_gettime(CLOCK_MONOTONIC, &srv->started);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -427,6 +521,7 @@ int server_init(struct server *srv, const struct server_options *opt)
 		config_init(&srv->config);
 		return ret;
 	}
+	server_check_reserve(srv);
 	dcfg.soft_max_dm_size = srv->config.soft_max_dm_size;
 	ret = device_probe(opt->device_mode, &dcfg, &srv->devices, &why);
 	if (ret < 0) {
@@ -477,7 +572,7 @@ int server_run(struct server *srv)
 		log_err("event loop failed");
 		return -EIO;
 	}
-	return 0;
+	return srv->failed ? -EIO : 0;
 }
 
 void server_fini(struct server *srv)
@@ -487,7 +582,9 @@ void server_fini(struct server *srv)
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
 	objects_fini(srv);
+	conns_lingering_free(srv);
 	domains_free(srv);
+	users_free(srv);
 	for (size_t i = 0; i < srv->devices.n; i++)
 		if (srv->device_ev[i])
 			event_free(srv->device_ev[i]);

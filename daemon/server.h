@@ -10,7 +10,9 @@
 #include "daemon/conf.h"
 #include "daemon/device.h"
 #include "daemon/domain.h"
+#include "daemon/log.h"
 #include "daemon/notify.h"
+#include "daemon/user.h"
 #include "proto/rdmabroker.pb-c.h"
 
 struct event_base;
@@ -46,8 +48,19 @@ struct server {
 	struct event *status_ev;
 	bool accepting;
 	bool stopping;
+	/* The loop was stopped for a failure: server_run() reports it. */
+	bool failed;
 	TAILQ_HEAD(conn_list, conn) conns;
 	unsigned int n_conns;
+	/* Closed connections whose socket still holds descriptors the peer
+	 * has not read (see conn_close()). */
+	struct conn_list lingering;
+	struct user_list users;
+	/* accept() failing for lack of descriptors, logged once a while. */
+	struct log_ratelimit accept_rl;
+	/* Refused and timed out clients: one line a while, whoever they
+	 * are. */
+	struct log_ratelimit refuse_rl;
 	uint64_t next_client_id;
 	uint64_t requests_served;
 	struct timespec started;
@@ -65,6 +78,15 @@ int server_init(struct server *srv, const struct server_options *opt);
 /* Run until SIGTERM/SIGINT; returns 0 after a clean shutdown. */
 int server_run(struct server *srv);
 void server_fini(struct server *srv);
+
+/*
+ * May @c be served, given who else is connected? 0, or -EUSERS or -EDQUOT
+ * with the sentence for the client in @why.
+ */
+int server_admit(struct server *srv, const struct conn *c, char *why,
+		 size_t size);
+/* Send a refusal (@err positive) with @message on @fd, without blocking. */
+void server_refuse(int fd, int err, const char *message);
 
 /* Called by conn when a connection goes away, to resume accepting. */
 void server_conn_gone(struct server *srv);

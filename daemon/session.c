@@ -8,11 +8,32 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "common/text.h"
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
+
+/* The library version is shown to the operator (rdmabrokerctl clients)
+ * and logged: printable UTF-8 only. */
+static int session_check_version(const char *v, struct reply *r)
+{
+	size_t bad;
+	uint32_t cp;
+
+	if (!text_find_unsafe(v, &bad))
+		return 0;
+	if (text_utf8_decode(v + bad, strlen(v + bad), &cp) < 0)
+		return reply_error(r, -EINVAL,
+				   "library version string is not UTF-8: "
+				   "byte %zu is 0x%02x",
+				   bad, (unsigned char)v[bad]);
+	return reply_error(r, -EINVAL,
+			   "library version string holds the control "
+			   "character U+%04X at byte %zu",
+			   (unsigned int)cp, bad);
+}
 
 int h_session_hello(struct conn *c, const Rdmab__Request *req,
 		    struct wire_fds *fds, struct reply *r)
@@ -22,6 +43,7 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	Rdmab__HelloReply *out;
 	Rdmab__DeviceInfo *devs, **devp;
 	Rdmab__DeviceCaps *caps;
+	char version[LOG_ESCAPED_SIZE(c->library_version)];
 	int ret;
 
 	if (c->hello_done)
@@ -34,6 +56,9 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 				   "library version string is longer than "
 				   "%zu bytes",
 				   sizeof(c->library_version) - 1);
+	ret = session_check_version(hr->library_version, r);
+	if (ret < 0)
+		return ret;
 	out = reply_alloc(r, sizeof(*out));
 	devs = reply_alloc(r, sizeof(*devs) * (srv->devices.n + 1));
 	devp = reply_alloc(r, sizeof(*devp) * (srv->devices.n + 1));
@@ -56,14 +81,16 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	out->client_id = c->id;
 	out->domain = c->domain->name;
 
-	c->hello_done = true;
+	conn_hello_done(c);
 	c->client_pid = hr->pid;
 	c->fork_state = (int)hr->fork_state;
 	snprintf(c->library_version, sizeof(c->library_version), "%s",
 		 hr->library_version);
 	log_debug("client %" PRIu64 ": hello from pid %u, library %s, "
 		  "domain %s",
-		  c->id, hr->pid, c->library_version, c->domain->name);
+		  c->id, hr->pid,
+		  log_escape(version, sizeof(version), c->library_version),
+		  c->domain->name);
 	r->msg.body_case = RDMAB__REPLY__BODY_HELLO;
 	r->msg.hello = out;
 	return 0;
@@ -85,6 +112,11 @@ int h_session_ping(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
+/*
+ * The daemon's figures for an administrator; anyone else gets those of its
+ * own domain, since how many clients other domains have and how busy they
+ * are is theirs to know.
+ */
 int h_status_get(struct conn *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r)
 {
@@ -98,10 +130,16 @@ int h_status_get(struct conn *c, const Rdmab__Request *req,
 	out->protocol_version = WIRE_PROTOCOL_VERSION;
 	out->uptime_usec = server_uptime_usec(srv);
 	out->device_kind = (char *)device_kind_name(srv->devices.kind);
-	out->clients = srv->n_conns;
-	out->max_clients = srv->opt.max_conns;
 	/* This request counts: it is being served. */
-	out->requests_served = srv->requests_served + 1;
+	if (policy_is_admin(srv, c)) {
+		out->clients = srv->n_conns;
+		out->max_clients = srv->opt.max_conns;
+		out->requests_served = srv->requests_served + 1;
+	} else {
+		out->clients = c->domain->used.clients;
+		out->max_clients = c->domain->limit.clients;
+		out->requests_served = c->domain->requests + 1;
+	}
 	out->pid = (uint32_t)getpid();
 	r->msg.body_case = RDMAB__REPLY__BODY_STATUS;
 	r->msg.status = out;

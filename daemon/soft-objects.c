@@ -110,7 +110,8 @@ static struct soft_rec *soft_use(struct soft_objs *o,
 	struct soft_rec *r = soft_rec(o, spec->uses[slot]);
 
 	if (!r) {
-		device_why(why, -EINVAL, "%s: the %s (handle %u) names no object",
+		device_why(why, -EINVAL,
+			   "%s: the %s (handle %u) names no object",
 			   o->dev->name, what, spec->uses[slot]);
 		return NULL;
 	}

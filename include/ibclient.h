@@ -116,8 +116,9 @@ typedef void (*ibc_event_cb)(struct ibc_client *client,
 struct ibc_connect_attr {
 	uint32_t comp_mask; /* enum ibc_connect_attr_mask */
 	const char *socket_path;
-	/* Milliseconds to wait for each reply (at most twice that); 0, the
-	 * default, waits until the broker answers or goes. */
+	/* Milliseconds to wait for the broker to take each request and to
+	 * reply (at most twice that); 0, the default, waits until the
+	 * broker answers or goes. */
 	int timeout_ms;
 	uint32_t flags; /* enum ibc_connect_flags */
 	ibc_event_cb event_cb;
@@ -244,6 +245,8 @@ struct ibc_client_entry {
 	uint32_t pid;
 	uint32_t uid;
 	uint32_t gid;
+	/* The name the process gave itself (prctl PR_SET_NAME): any bytes
+	 * but NUL, not always UTF-8. Escape it before printing it. */
 	char comm[16];
 	char domain[64];
 	uint32_t contexts;
@@ -386,10 +389,13 @@ int ibc_open(struct ibc_client *client, const char *device,
 void ibc_close(struct ibc_ctx *ctx);
 /** ibc_query() - what the context's device can do; @size: sizeof(*ret). */
 int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret, size_t size);
-/** ibc_verbs_context() - the libibverbs context; NULL on the soft device. */
+/** ibc_verbs_context() - the libibverbs context; NULL on the soft device.
+ * Valid until ibc_close(), or until the IBC_EVENT_DEVICE_REMOVED event of
+ * its device has been dispatched (NULL, errno ENODEV, from then on). */
 struct ibv_context *ibc_verbs_context(struct ibc_ctx *ctx);
 /** ibc_verbs_pd() - the domain's shared PD; NULL (errno EOPNOTSUPP) on the
- * soft device and on a context of this process's own. */
+ * soft device and on a context of this process's own. Valid as long as
+ * ibc_verbs_context(). */
 struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx);
 
 /*

@@ -9,6 +9,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,8 +19,9 @@
 
 #include "libclient/client.h"
 
-/* What decoding one event or refusal may allocate. */
-#define IBC_EVENT_MEM (64 * 1024)
+/* The largest errno value a broker may answer with (the kernel's
+ * MAX_ERRNO): anything else is a protocol violation. */
+#define IBC_ERRNO_MAX 4095
 
 struct ibc_waiter {
 	struct ibc_waiter *next;
@@ -95,18 +97,69 @@ static struct ibc_waiter *ibc_find_waiter(struct ibc_client *cl,
 	return NULL;
 }
 
-/* A packet that is not the answer to a waiting call: an event, or the
- * broker refusing the whole connection. Lock held; takes @fds. */
+/*
+ * Hand the reply in @buf to @w, which takes @fds. @buf is the packed Reply
+ * (the fast path), or the whole DaemonMessage when @whole (the slow path).
+ * Lock held.
+ */
+static void ibc_deliver(struct ibc_client *cl, struct ibc_waiter *w,
+			const uint8_t *buf, size_t len, bool whole,
+			struct wire_fds *fds)
+{
+	struct ibc_reply *r = w->r;
+	Rdmab__DaemonMessage *msg;
+	Rdmab__Reply *reply;
+	char why[128];
+
+	if (whole) {
+		msg = rdmab__daemon_message__unpack(&r->arena.allocator, len,
+						    buf);
+		reply = NULL;
+		if (msg && msg->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY)
+			reply = msg->reply;
+	} else {
+		reply = rdmab__reply__unpack(&r->arena.allocator, len, buf);
+	}
+	if (!reply) {
+		wire_arena_reset(&r->arena);
+		ibc_mark_dead(cl, -EBADMSG,
+			      "the broker sent a reply that could not be "
+			      "decoded");
+		return;
+	}
+	/* A negative error would read as success with no reply body. */
+	if (reply->error < 0 || reply->error > IBC_ERRNO_MAX) {
+		snprintf(why, sizeof(why),
+			 "the broker answered with error %d, which is not an "
+			 "errno value",
+			 (int)reply->error);
+		wire_arena_reset(&r->arena);
+		ibc_mark_dead(cl, -EPROTO, why);
+		return;
+	}
+	r->reply = reply;
+	r->fds = *fds;
+	wire_fds_init(fds);
+	w->done = true;
+}
+
+/* A packet whose serial the fast peek did not find: an event, the broker
+ * refusing the whole connection, or a reply encoded otherwise than the
+ * broker's own (fields out of order, unknown fields), which is matched by
+ * the serial the full decode finds. Lock held; takes @fds. */
 static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 			     size_t len, struct wire_fds *fds)
 {
 	struct ibc_queued_event *q = NULL;
 	struct wire_arena arena;
 	Rdmab__DaemonMessage *msg;
+	const Rdmab__Reply *reply;
 	const Rdmab__Event *ev;
+	struct ibc_waiter *w;
+	char why[128];
 
-	wire_fds_close(fds);
-	wire_arena_init(&arena, NULL, 0, IBC_EVENT_MEM);
+	/* As much as a reply may take: this may be one. */
+	wire_arena_init(&arena, NULL, 0, WIRE_MAX_DECODED);
 	msg = rdmab__daemon_message__unpack(&arena.allocator, len, buf);
 	if (!msg) {
 		ibc_mark_dead(cl, -EBADMSG,
@@ -115,12 +168,27 @@ static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 		goto out;
 	}
 	if (msg->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY) {
+		reply = msg->reply;
+		w = reply->serial ? ibc_find_waiter(cl, reply->serial) : NULL;
+		if (w) {
+			/* Decoded again, into the waiter's own arena. */
+			ibc_deliver(cl, w, buf, len, true, fds);
+			goto out;
+		}
 		/* Serial 0 answers no request: the broker refuses the
 		 * connection (too many clients, a malformed packet). A reply
 		 * nobody waits for belongs to a call that timed out. */
-		if (msg->reply->serial == 0 && msg->reply->error)
-			ibc_mark_dead(cl, -msg->reply->error,
-				      msg->reply->message);
+		if (reply->serial != 0 || reply->error == 0)
+			goto out;
+		if (reply->error < 0 || reply->error > IBC_ERRNO_MAX) {
+			snprintf(why, sizeof(why),
+				 "the broker refused the connection with "
+				 "error %d, which is not an errno value",
+				 (int)reply->error);
+			ibc_mark_dead(cl, -EPROTO, why);
+		} else {
+			ibc_mark_dead(cl, -reply->error, reply->message);
+		}
 		goto out;
 	}
 	if (msg->kind_case != RDMAB__DAEMON_MESSAGE__KIND_EVENT)
@@ -145,6 +213,7 @@ static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 		q->object_id = ev->object_id;
 	}
 out:
+	wire_fds_close(fds);
 	wire_arena_reset(&arena);
 }
 
@@ -156,7 +225,6 @@ static void ibc_handle_packet(struct ibc_client *cl, const uint8_t *buf,
 	size_t rlen = 0;
 	uint64_t serial = wire_peek_reply(buf, len, &rbuf, &rlen);
 	struct ibc_waiter *w = serial ? ibc_find_waiter(cl, serial) : NULL;
-	struct ibc_reply *r;
 
 	if (serial && !w) {
 		/* The answer to a request sent without waiting, or to a call
@@ -171,25 +239,16 @@ static void ibc_handle_packet(struct ibc_client *cl, const uint8_t *buf,
 		return;
 	}
 	/* Straight to the Reply inside: its wrapper holds nothing else. */
-	r = w->r;
-	r->reply = rdmab__reply__unpack(&r->arena.allocator, rlen, rbuf);
-	if (!r->reply) {
-		wire_fds_close(fds);
-		wire_arena_reset(&r->arena);
-		ibc_mark_dead(cl, -EBADMSG,
-			      "the broker sent a reply that could not be "
-			      "decoded");
-		return;
-	}
-	r->fds = *fds;
-	w->done = true;
+	ibc_deliver(cl, w, rbuf, rlen, false, fds);
+	wire_fds_close(fds);
 }
 
 /*
  * The socket reported end of stream (@n == 0) or an error. A broker that
  * closes with our requests unread makes the kernel report ECONNRESET while
  * its last packets (a refusal, the shutdown event) are still queued: read
- * them before giving up. Lock held; the socket is no longer shared.
+ * them before giving up. Called with the lock held and cl->reading clear,
+ * so that this thread is the only one that reads the socket.
  */
 static void ibc_connection_lost(struct ibc_client *cl, int n)
 {
@@ -313,13 +372,37 @@ static int ibc_pack(struct ibc_client *cl, const Rdmab__Request *req)
 	return len > WIRE_MAX_PACKET ? -EMSGSIZE : (int)len;
 }
 
+/* Send once the socket has room, until @deadline (ms, monotonic; 0 =
+ * none): -ETIMEDOUT then. */
+static int ibc_send_wait(int sock, const uint8_t *buf, size_t len,
+			 const int *fds, unsigned int nfds, int64_t deadline)
+{
+	int err;
+
+	if (!deadline)
+		return wire_send(sock, buf, len, fds, nfds, 0);
+	for (;;) {
+		struct pollfd p = { .fd = sock, .events = POLLOUT };
+		int64_t left = deadline - ibc_now_ms();
+
+		if (left <= 0)
+			return -ETIMEDOUT;
+		if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
+			return -errno;
+		err = wire_send(sock, buf, len, fds, nfds, MSG_DONTWAIT);
+		if (err != -EAGAIN)
+			return err;
+	}
+}
+
 /*
- * Send @req; called with the lock held, which a blocking send drops.
- * SEQPACKET sends are atomic, so concurrent senders need no lock of their
- * own; the lock only guards sbuf.
+ * Send @req by @deadline (0: none); called with the lock held, which a
+ * blocking send drops. SEQPACKET sends are atomic, so concurrent senders
+ * need no lock of their own, and a send that times out sent nothing; the
+ * lock only guards sbuf.
  */
-static int ibc_send(struct ibc_client *cl, Rdmab__Request *req,
-		    const int *fds, unsigned int nfds)
+static int ibc_send(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
+		    unsigned int nfds, int64_t deadline)
 {
 	int len = ibc_pack(cl, req);
 	uint8_t *copy;
@@ -338,10 +421,28 @@ static int ibc_send(struct ibc_client *cl, Rdmab__Request *req,
 		return -ENOMEM;
 	memcpy(copy, cl->sbuf, (size_t)len);
 	pthread_mutex_unlock(&cl->lock);
-	err = wire_send(cl->sock, copy, (size_t)len, fds, nfds, 0);
+	err = ibc_send_wait(cl->sock, copy, (size_t)len, fds, nfds, deadline);
 	pthread_mutex_lock(&cl->lock);
 	free(copy);
 	return err;
+}
+
+/*
+ * A send found the connection gone. The broker may have refused us and
+ * closed before reading the request: its reason is queued on our side.
+ * Only the elected reader may read the socket, so read what is left when
+ * nobody is reading, else wait until the reader has seen the end (or has
+ * stopped reading without seeing it). Lock held.
+ */
+static void ibc_lost_on_send(struct ibc_client *cl, int err)
+{
+	while (!cl->dead) {
+		if (!cl->reading) {
+			ibc_connection_lost(cl, err);
+			return;
+		}
+		pthread_cond_wait(&cl->cond, &cl->lock);
+	}
 }
 
 int ibc_call(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
@@ -365,12 +466,18 @@ int ibc_call(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
 	req->serial = w.serial;
 	if (cl->timeout_ms > 0)
 		deadline = ibc_now_ms() + cl->timeout_ms;
-	err = ibc_send(cl, req, fds, nfds);
+	err = ibc_send(cl, req, fds, nfds, deadline);
 	if (err == -EPIPE || err == -ECONNRESET) {
-		/* The broker may have refused us and closed before reading
-		 * the request: its reason is queued on our side. */
-		ibc_connection_lost(cl, err);
+		ibc_lost_on_send(cl, err);
 		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
+		goto out;
+	}
+	if (err == -ETIMEDOUT) {
+		/* Nothing was sent: the connection is still usable. */
+		ibc_set_error(err,
+			      "the broker did not take the request within "
+			      "%d ms: it is not reading its socket",
+			      cl->timeout_ms);
 		goto out;
 	}
 	if (err < 0) {
@@ -416,10 +523,19 @@ int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
 	}
 	req->version = WIRE_PROTOCOL_VERSION;
 	req->serial = ++cl->next_serial;
-	err = ibc_send(cl, req, NULL, 0);
+	err = ibc_send(cl, req, NULL, 0,
+		       cl->timeout_ms > 0 ? ibc_now_ms() + cl->timeout_ms : 0);
 	if (err == -EPIPE || err == -ECONNRESET) {
-		ibc_connection_lost(cl, err);
+		ibc_lost_on_send(cl, err);
 		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
+		goto out;
+	}
+	if (err == -ETIMEDOUT) {
+		/* Nothing was sent: the caller keeps its object. */
+		ibc_set_error(err,
+			      "the broker did not take the request within "
+			      "%d ms: it is not reading its socket",
+			      cl->timeout_ms);
 		goto out;
 	}
 	if (err < 0) {

@@ -194,7 +194,14 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 			.tv_usec = (cl->timeout_ms % 1000) * 1000,
 		};
 
-		setsockopt(cl->sock, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+		if (setsockopt(cl->sock, SOL_SOCKET, SO_RCVTIMEO, &tv,
+			       sizeof(tv)) < 0) {
+			ret = ibc_set_error(-errno,
+					    "cannot set the socket's receive "
+					    "timeout: %s",
+					    strerror(errno));
+			goto fail;
+		}
 	}
 	ret = ibc_hello(cl, attr && (attr->comp_mask &
 				     IBC_CONNECT_ATTR_DOMAIN) ?

@@ -108,11 +108,15 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 		if (fd >= 0)
 			close(fd);
 		free(ctx);
-		err = fd < 0 ? ibc_set_error(-EPROTO,
-					     "the broker sent no context "
-					     "descriptor") :
-			       ibc_set_error(-ENOMEM, "out of memory");
+		/* Releasing talks to the broker, which resets the error. */
 		ibc_ctx_release(client, o->context_id);
+		if (fd < 0)
+			err = ibc_set_error(-EPROTO,
+					    "the broker opened context %llu "
+					    "without sending its descriptor",
+					    (unsigned long long)o->context_id);
+		else
+			err = ibc_set_error(-ENOMEM, "out of memory");
 		goto out;
 	}
 	ctx->client = client;
@@ -166,8 +170,18 @@ static void ibc_ctx_free_local(struct ibc_ctx *ctx)
 /* Destroy the objects the library made in @ctx, with the broker. */
 static void ibc_ctx_teardown(struct ibc_ctx *ctx)
 {
-	if (!ctx->removed)
+	if (!ibc_ctx_removed(ctx))
 		ibc_ctx_destroy_objects(ctx, true);
+}
+
+bool ibc_ctx_removed(struct ibc_ctx *ctx)
+{
+	bool removed;
+
+	pthread_mutex_lock(&ctx->client->lock);
+	removed = ctx->removed;
+	pthread_mutex_unlock(&ctx->client->lock);
+	return removed;
 }
 
 void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)
@@ -240,36 +254,73 @@ IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret,
 	return 0;
 }
 
+/*
+ * What ibc_verbs_context() and ibc_verbs_pd() return, read under the lock:
+ * ibc_dispatch() may be closing them in another thread, on device removal.
+ * Returns 0, or -ENODEV with the sentence set.
+ */
+static int ibc_ctx_verbs_objs(struct ibc_ctx *ctx,
+			      struct ibv_context **ret_vctx,
+			      struct ibv_pd **ret_vpd)
+{
+	struct ibc_client *cl = ctx->client;
+	struct ibv_context *vctx;
+	struct ibv_pd *vpd;
+	bool removed;
+
+	pthread_mutex_lock(&cl->lock);
+	removed = ctx->removed;
+	vctx = ctx->vctx;
+	vpd = ctx->vpd;
+	pthread_mutex_unlock(&cl->lock);
+	if (removed) {
+		errno = ENODEV;
+		return ibc_set_error(-ENODEV,
+				     "%s was removed: close the context",
+				     ctx->caps.device);
+	}
+	*ret_vctx = vctx;
+	*ret_vpd = vpd;
+	return 0;
+}
+
 IBC_EXPORT struct ibv_context *ibc_verbs_context(struct ibc_ctx *ctx)
 {
-	if (ctx && ctx->removed) {
-		ibc_set_error(-ENODEV, "%s was removed: close the context",
-			      ctx->caps.device);
-		errno = ENODEV;
+	struct ibv_context *vctx = NULL;
+	struct ibv_pd *vpd = NULL;
+
+	if (!ctx) {
+		ibc_set_error(-EINVAL, "ctx is NULL");
+		errno = EINVAL;
 		return NULL;
 	}
-	if (!ctx || !ctx->vctx) {
+	if (ibc_ctx_verbs_objs(ctx, &vctx, &vpd) < 0)
+		return NULL;
+	if (!vctx) {
 		ibc_set_error(-EOPNOTSUPP,
 			      "%s is the soft device: it has no libibverbs "
 			      "context",
-			      ctx ? ctx->caps.device : "(null)");
+			      ctx->caps.device);
 		errno = EOPNOTSUPP;
-		return NULL;
 	}
-	return ctx->vctx;
+	return vctx;
 }
 
 IBC_EXPORT struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx)
 {
-	if (ctx && ctx->removed) {
-		ibc_set_error(-ENODEV, "%s was removed: close the context",
-			      ctx->caps.device);
-		errno = ENODEV;
+	struct ibv_context *vctx = NULL;
+	struct ibv_pd *vpd = NULL;
+
+	if (!ctx) {
+		ibc_set_error(-EINVAL, "ctx is NULL");
+		errno = EINVAL;
 		return NULL;
 	}
-	if (ctx && ctx->vpd)
-		return ctx->vpd;
-	if (ctx && ctx->vctx)
+	if (ibc_ctx_verbs_objs(ctx, &vctx, &vpd) < 0)
+		return NULL;
+	if (vpd)
+		return vpd;
+	if (vctx)
 		ibc_set_error(-EOPNOTSUPP,
 			      "%s: no shared PD: the broker's context could "
 			      "not be imported, so this process opened the "
@@ -279,7 +330,7 @@ IBC_EXPORT struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx)
 		ibc_set_error(-EOPNOTSUPP,
 			      "%s is the soft device: it has no libibverbs "
 			      "PD",
-			      ctx ? ctx->caps.device : "(null)");
+			      ctx->caps.device);
 	errno = EOPNOTSUPP;
 	return NULL;
 }

@@ -70,4 +70,8 @@ struct ibc_ctx {
 	bool removed;
 };
 
+/* Whether @ctx's device was removed (its descriptors are closed); read
+ * under the client's lock, which the event dispatch takes to set it. */
+bool ibc_ctx_removed(struct ibc_ctx *ctx);
+
 #endif

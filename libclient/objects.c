@@ -128,7 +128,7 @@ int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 	struct ibc_ctx *ctx = o->ctx;
 	int err;
 
-	if (ctx->removed)
+	if (ibc_ctx_removed(ctx))
 		return ibc_set_error(-ENODEV, "%s was removed: close the "
 					      "context",
 				     ctx->caps.device);
@@ -243,8 +243,12 @@ void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 				free(o);
 			} else {
 				ctx->ops->destroy_removed(o);
+				/* ibc_obj_verbs() reads them in other
+				 * threads. */
+				pthread_mutex_lock(&ctx->lock);
 				o->dead = true;
 				o->vobj = NULL;
+				pthread_mutex_unlock(&ctx->lock);
 			}
 		}
 	}
@@ -265,19 +269,27 @@ void ibc_ctx_free_objects(struct ibc_ctx *ctx)
 void *ibc_obj_verbs(struct ibc_obj *o, enum ibc_obj_kind kind)
 {
 	const char *name = ibc_obj_kind_name(kind);
+	void *vobj;
+	bool dead;
 
 	if (!o) {
 		ibc_set_error(-EINVAL, "the %s is NULL", name);
 		errno = EINVAL;
 		return NULL;
 	}
-	if (o->dead) {
+	/* ibc_dispatch() may be destroying it in another thread, on device
+	 * removal. */
+	pthread_mutex_lock(&o->ctx->lock);
+	dead = o->dead;
+	vobj = o->vobj;
+	pthread_mutex_unlock(&o->ctx->lock);
+	if (dead) {
 		ibc_set_error(-ENODEV, "the %s's device %s was removed", name,
 			      o->ctx->caps.device);
 		errno = ENODEV;
 		return NULL;
 	}
-	if (!o->vobj) {
+	if (!vobj) {
 		ibc_set_error(-EOPNOTSUPP,
 			      "%s is the soft device: its %s has no "
 			      "libibverbs object",
@@ -285,7 +297,7 @@ void *ibc_obj_verbs(struct ibc_obj *o, enum ibc_obj_kind kind)
 		errno = EOPNOTSUPP;
 		return NULL;
 	}
-	return o->vobj;
+	return vobj;
 }
 
 /* --- broker requests -------------------------------------------------- */

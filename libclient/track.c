@@ -91,7 +91,7 @@ IBC_EXPORT int ibc_track(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 	err = ibc_track_fields(kind, obj, &vctx, &handle);
 	if (err < 0)
 		return err;
-	if (ctx->removed)
+	if (ibc_ctx_removed(ctx))
 		return ibc_set_error(-ENODEV, "%s was removed: close the "
 					      "context",
 				     ctx->caps.device);
@@ -151,7 +151,7 @@ IBC_EXPORT int ibc_untrack(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 		return ibc_set_error(-ENOENT, "this %s is not tracked in %s",
 				     ibc_obj_kind_name(kind),
 				     ctx->caps.device);
-	err = ctx->removed ? 0 : ctx->ops->untrack(o);
+	err = ibc_ctx_removed(ctx) ? 0 : ctx->ops->untrack(o);
 	if (err < 0) {
 		/* Still the broker's: the application must not destroy it,
 		 * and the broker will when this process exits. */

@@ -12,14 +12,9 @@
 
 #include <infiniband/verbs.h>
 
+#include "common/verbs-err.h"
 #include "common/verbs-import.h"
 #include "libclient/objects.h"
-
-/* errno after a libibverbs call, or @fallback where it left none. */
-static int verbs_errno(int fallback)
-{
-	return errno ? -errno : fallback;
-}
 
 /* Open the device in this process (IBC_CONNECT_ALLOW_OWN_CONTEXT). */
 static int own_open(struct ibc_ctx *ctx)
@@ -27,17 +22,14 @@ static int own_open(struct ibc_ctx *ctx)
 	struct ibv_device **list;
 	int n = 0, err = -ENODEV;
 
-	errno = 0;
-	list = ibv_get_device_list(&n);
+	list = verbs_try(ibv_get_device_list(&n));
 	if (!list)
-		return verbs_errno(-ENODEV);
+		return verbs_err(ENODEV);
 	for (int i = 0; i < n; i++) {
 		if (strcmp(ibv_get_device_name(list[i]), ctx->caps.device))
 			continue;
-		errno = 0;
-		ctx->vctx = ibv_open_device(list[i]);
-		/* Some provider paths fail without setting errno. */
-		err = ctx->vctx ? 0 : verbs_errno(-ENODEV);
+		ctx->vctx = verbs_try(ibv_open_device(list[i]));
+		err = ctx->vctx ? 0 : verbs_err(ENODEV);
 		break;
 	}
 	ibv_free_device_list(list);
@@ -67,10 +59,9 @@ static int verbs_fall_back(struct ibc_ctx *ctx, int err)
 				     "and opening the device here failed: %s",
 				     dev, strerror(-err), strerror(-own));
 	/* The constructors' PD: this process's, like the context. */
-	errno = 0;
-	ctx->own_pd = ibv_alloc_pd(ctx->vctx);
+	ctx->own_pd = verbs_try(ibv_alloc_pd(ctx->vctx));
 	if (!ctx->own_pd) {
-		own = verbs_errno(-ENOMEM);
+		own = verbs_err(ENOMEM);
 		ibv_close_device(ctx->vctx);
 		ctx->vctx = NULL;
 		return ibc_set_error(own,
@@ -90,10 +81,8 @@ static int verbs_attach(struct ibc_ctx *ctx, int fd)
 	int err;
 
 	/* Consumes fd on every path (libibverbs does not, always). */
-	errno = 0;
-	ctx->vctx = verbs_import_device(fd);
-	if (!ctx->vctx) {
-		err = verbs_errno(-EIO);
+	err = verbs_import_device(fd, &ctx->vctx);
+	if (err < 0) {
 		if (err == -ENODEV)
 			/* Not an import problem: this process's libibverbs
 			 * does not see the device (no provider installed,
@@ -108,10 +97,9 @@ static int verbs_attach(struct ibc_ctx *ctx, int fd)
 					     dev);
 		return verbs_fall_back(ctx, err);
 	}
-	errno = 0;
-	ctx->vpd = ibv_import_pd(ctx->vctx, ctx->pd_handle);
+	ctx->vpd = verbs_try(ibv_import_pd(ctx->vctx, ctx->pd_handle));
 	if (!ctx->vpd) {
-		err = verbs_errno(-EIO);
+		err = verbs_err(EIO);
 		ibv_close_device(ctx->vctx);
 		ctx->vctx = NULL;
 		return ibc_set_error(err,
@@ -140,20 +128,13 @@ static void verbs_detach(struct ibc_ctx *ctx)
 
 /* --- the kernel calls ------------------------------------------------- */
 
+/* After a call that failed with NULL: its errno, with a sentence. */
 static int verbs_fail(const struct ibc_obj *o, const char *call)
 {
-	int err = verbs_errno(-EIO);
+	int err = verbs_err(EIO);
 
 	return ibc_set_error(err, "%s: %s failed: %s", o->ctx->caps.device,
 			     call, strerror(-err));
-}
-
-/* ibv_destroy_*() answer a positive errno (some providers -1 and errno). */
-static int verbs_destroy_ret(int ret)
-{
-	if (ret > 0)
-		return -ret;
-	return ret < 0 ? verbs_errno(-EIO) : 0;
 }
 
 static int verbs_create_cq(struct ibc_obj *o, const struct ibc_obj_args *a,
@@ -161,9 +142,8 @@ static int verbs_create_cq(struct ibc_obj *o, const struct ibc_obj_args *a,
 {
 	struct ibv_cq *cq;
 
-	errno = 0;
-	cq = ibv_create_cq(o->ctx->vctx, (int)a->attr.cqe, NULL, a->channel,
-			   (int)a->attr.comp_vector);
+	cq = verbs_try(ibv_create_cq(o->ctx->vctx, (int)a->attr.cqe, NULL,
+				     a->channel, (int)a->attr.comp_vector));
 	if (!cq)
 		return verbs_fail(o, "ibv_create_cq");
 	o->vobj = cq;
@@ -193,8 +173,7 @@ static int verbs_create_qp(struct ibc_obj *o, const struct ibc_obj_args *a,
 	};
 	struct ibv_qp *qp;
 
-	errno = 0;
-	qp = ibv_create_qp_ex(o->ctx->vctx, &ia);
+	qp = verbs_try(ibv_create_qp_ex(o->ctx->vctx, &ia));
 	if (!qp)
 		return verbs_fail(o, "ibv_create_qp_ex");
 	o->vobj = qp;
@@ -221,8 +200,7 @@ static int verbs_create_srq(struct ibc_obj *o, const struct ibc_obj_args *a,
 	};
 	struct ibv_srq *srq;
 
-	errno = 0;
-	srq = ibv_create_srq(o->ctx->pd, &sa);
+	srq = verbs_try(ibv_create_srq(o->ctx->pd, &sa));
 	if (!srq)
 		return verbs_fail(o, "ibv_create_srq");
 	o->vobj = srq;
@@ -250,19 +228,18 @@ static int verbs_create_wq(struct ibc_obj *o, const struct ibc_obj_args *a,
 	struct ibv_wq *wq;
 	int ret;
 
-	errno = 0;
-	wq = ibv_create_wq(o->ctx->vctx, &wa);
+	wq = verbs_try(ibv_create_wq(o->ctx->vctx, &wa));
 	if (!wq)
 		return verbs_fail(o, "ibv_create_wq");
 	/* RSS tables take WQs that are ready; one the caller cannot use
 	 * is not made. */
-	errno = 0;
-	ret = ibv_modify_wq(wq, &ready);
-	if (ret) {
-		errno = ret > 0 ? ret : errno;
-		ret = verbs_fail(o, "ibv_modify_wq to IBV_WQS_RDY");
+	ret = verbs_ret(verbs_try(ibv_modify_wq(wq, &ready)), EIO);
+	if (ret < 0) {
 		ibv_destroy_wq(wq);
-		return ret;
+		return ibc_set_error(ret,
+				     "%s: ibv_modify_wq to IBV_WQS_RDY failed: "
+				     "%s",
+				     o->ctx->caps.device, strerror(-ret));
 	}
 	o->vobj = wq;
 	o->handle = wq->handle;
@@ -277,9 +254,9 @@ static int verbs_reg_mr(struct ibc_obj *o, const struct ibc_obj_args *a,
 {
 	struct ibv_mr *mr;
 
-	errno = 0;
-	mr = ibv_reg_mr(o->ctx->pd, a->mr_addr, (size_t)a->attr.mr_length,
-			(int)a->attr.mr_access);
+	mr = verbs_try(ibv_reg_mr(o->ctx->pd, a->mr_addr,
+				  (size_t)a->attr.mr_length,
+				  (int)a->attr.mr_access));
 	if (!mr)
 		return verbs_fail(o, "ibv_reg_mr");
 	o->vobj = mr;
@@ -314,27 +291,28 @@ static int verbs_kernel_destroy(struct ibc_obj *o)
 {
 	int ret;
 
-	errno = 0;
+	/* ibv_destroy_*() answer an errno value (some providers -1 and
+	 * errno). */
 	switch (o->kind) {
 	case IBC_OBJ_CQ:
-		ret = ibv_destroy_cq(o->vobj);
+		ret = verbs_try(ibv_destroy_cq(o->vobj));
 		break;
 	case IBC_OBJ_QP:
-		ret = ibv_destroy_qp(o->vobj);
+		ret = verbs_try(ibv_destroy_qp(o->vobj));
 		break;
 	case IBC_OBJ_SRQ:
-		ret = ibv_destroy_srq(o->vobj);
+		ret = verbs_try(ibv_destroy_srq(o->vobj));
 		break;
 	case IBC_OBJ_WQ:
-		ret = ibv_destroy_wq(o->vobj);
+		ret = verbs_try(ibv_destroy_wq(o->vobj));
 		break;
 	case IBC_OBJ_MR:
-		ret = ibv_dereg_mr(o->vobj);
+		ret = verbs_try(ibv_dereg_mr(o->vobj));
 		break;
 	default:
 		return -EOPNOTSUPP;
 	}
-	ret = verbs_destroy_ret(ret);
+	ret = verbs_ret(ret, EIO);
 	if (ret < 0)
 		return ibc_set_error(ret, "%s: destroying %s %u failed: %s",
 				     o->ctx->caps.device,

@@ -259,9 +259,14 @@ static int wire_varint(const uint8_t **p, const uint8_t *end, uint64_t *ret)
 uint64_t wire_peek_reply(const uint8_t *buf, size_t len,
 			 const uint8_t **ret_reply, size_t *ret_len)
 {
-	const uint8_t *p = buf, *end = buf + len, *reply;
+	const uint8_t *p, *end, *reply;
 	uint64_t key, sub, serial;
 
+	/* NULL + 0 is undefined behaviour (UBSan's pointer-overflow). */
+	if (!len)
+		return 0;
+	p = buf;
+	end = buf + len;
 	/* DaemonMessage.reply is field 1, length-delimited, and the whole
 	 * message; Reply.serial is its field 1, a varint, packed first since
 	 * fields go out in number order. */

@@ -534,11 +534,3 @@ out:
 	*ret_err = buf[1];
 	return ret;
 }
-
-bool agent_can_switch_users(const char *what)
-{
-	if (geteuid() == 0)
-		return true;
-	fprintf(stderr, "%s: not root, test skipped\n", what);
-	return false;
-}

@@ -12,6 +12,9 @@
  * descriptor but their pipes (a copied client socket would keep another
  * connection alive) and stay dumpable, so that they can read their own
  * /proc/self/fd.
+ *
+ * Only root can switch users: tests that do belong in a root-only program
+ * (ck_require_root() in tests/cklib.h), never behind an early return.
  */
 #ifndef RDMAB_TESTS_AGENT_H
 #define RDMAB_TESTS_AGENT_H
@@ -115,9 +118,5 @@ void agent_stop(struct agent *a);
  */
 int agent_run(const struct agent_cred *cred, const char *const *argv,
 	      int timeout_ms, char **ret_out, char **ret_err);
-
-/* Only root can run agents as other users: otherwise say so on stderr
- * (@what: who cannot do what) and return false, so the test skips. */
-bool agent_can_switch_users(const char *what);
 
 #endif

@@ -2,7 +2,9 @@
 /*
  * libibclient against the real daemon: one client driven by many threads,
  * the thread-local error sentence, the event descriptor, and the calls'
- * failure paths.
+ * failure paths; then against a hostile broker played by the test
+ * (tests/fakebroker.h), and with libibverbs calls that fail without
+ * setting errno (tests/verbs-shim.h).
  */
 #include "config.h"
 
@@ -12,15 +14,21 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <infiniband/verbs.h>
+
 #include "tests/cklib.h"
+#include "tests/fakebroker.h"
 #include "tests/testlib.h"
+#include "tests/verbs-shim.h"
 
 static struct tl_daemon D;
 
@@ -516,6 +524,484 @@ START_TEST(test_ping_sizes)
 }
 END_TEST
 
+/* --- a hostile broker ---------------------------------------------------
+ *
+ * The broker is a script in a thread of this process (tests/fakebroker.h):
+ * it answers what the real daemon never would.
+ */
+
+struct caller {
+	struct ibc_client *cl;
+	int ret;
+	char text[256];
+};
+
+static void *ping_main(void *arg)
+{
+	struct caller *c = arg;
+
+	c->ret = ibc_ping(c->cl, "p", 1);
+	snprintf(c->text, sizeof(c->text), "%s", ibc_last_error());
+	return NULL;
+}
+
+#define FB_START(fb, script, arg)                                          \
+	ck_assert_msg(fb_start(fb, script, arg) == 0, "fb_start: %s",      \
+		      strerror(errno))
+#define FB_STOP(fb) ck_assert_msg(fb_stop(fb) == 0, "broker: %s", (fb)->why)
+
+/* A client waits for a reply to a ping; the broker stops reading (sends
+ * fail with EPIPE from then on) and, a little later, refuses the
+ * connection with its reason and closes. */
+static void script_refuse_late(struct fb *fb)
+{
+	Rdmab__Reply refusal = RDMAB__REPLY__INIT;
+	uint64_t serial;
+
+	if (fb_hello(fb, "soft0", "soft") < 0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, NULL) < 0)
+		return;
+	if (shutdown(fb->conn, SHUT_RD) < 0) {
+		fb_fail(fb, "shutdown: %s", strerror(errno));
+		return;
+	}
+	fb_post(fb, 1);
+	if (fb_wait(fb, 2, TL_WAIT_MS) < 0) {
+		fb_fail(fb, "the test did not go on");
+		return;
+	}
+	refusal.error = EUSERS;
+	refusal.message = (char *)"fake: this client is refused";
+	fb_send_reply(fb, &refusal, NULL, 0);
+	close(fb->conn);
+	fb->conn = -1;
+}
+
+/*
+ * A second thread's send fails with EPIPE while the first thread is the
+ * reader, blocked in recv. It must not read the socket itself (that was
+ * the reader's buffer) but wait for what the reader finds: the broker's
+ * reason. Without that, it gave up at once with a sentence of its own.
+ */
+START_TEST(test_epipe_waits_for_reader)
+{
+	struct caller a = { 0 }, b = { 0 };
+	struct ibc_client *cl;
+	pthread_t ta, tb;
+	struct fb fb;
+
+	FB_START(&fb, script_refuse_late, NULL);
+	ck_assert_int_eq(tl_connect(fb.sock, 0, &cl), 0);
+	a.cl = b.cl = cl;
+	ck_assert_int_eq(pthread_create(&ta, NULL, ping_main, &a), 0);
+	/* a's ping arrived: a reads, and the broker reads no more. */
+	ck_assert_int_eq(fb_wait(&fb, 1, TL_WAIT_MS), 0);
+	ck_assert_int_eq(pthread_create(&tb, NULL, ping_main, &b), 0);
+	/* Time for b's send to fail before the reason comes. */
+	tl_sleep_ms(200);
+	fb_post(&fb, 2);
+	ck_assert_int_eq(pthread_join(tb, NULL), 0);
+	ck_assert_int_eq(pthread_join(ta, NULL), 0);
+	ck_assert_msg(b.ret == -EUSERS && strstr(b.text, "is refused"),
+		      "the sender: %d \"%s\"", b.ret, b.text);
+	ck_assert_msg(a.ret == -EUSERS && strstr(a.text, "is refused"),
+		      "the reader: %d \"%s\"", a.ret, a.text);
+	ibc_disconnect(cl);
+	FB_STOP(&fb);
+}
+END_TEST
+
+/* Echo two pings in encodings the fast peek cannot read: the Reply's
+ * fields out of order, then an unknown field in the wrapper. */
+static void script_odd_replies(struct fb *fb)
+{
+	for (int i = 0; i < 2; i++) {
+		struct tl_buf inner = { 0 }, outer = { 0 };
+		Rdmab__Request *req;
+		uint64_t serial;
+
+		if (fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &req) <
+		    0)
+			return;
+		if (i == 0) {
+			tl_pb_bytes(&inner, 11, req->ping.data, req->ping.len);
+			tl_pb_uint(&inner, 1, serial);
+			tl_pb_bytes(&outer, 1, inner.p, inner.len);
+		} else {
+			tl_pb_uint(&inner, 1, serial);
+			tl_pb_bytes(&inner, 11, req->ping.data, req->ping.len);
+			tl_pb_bytes(&outer, 1, inner.p, inner.len);
+			tl_pb_uint(&outer, 99, 1);
+		}
+		rdmab__request__free_unpacked(req, NULL);
+		fb_send_raw(fb, outer.p, outer.len);
+		tl_buf_free(&inner);
+		tl_buf_free(&outer);
+	}
+	fb_wait_eof(fb);
+}
+
+static void script_hello_odd_replies(struct fb *fb)
+{
+	if (fb_hello(fb, "soft0", "soft") == 0)
+		script_odd_replies(fb);
+}
+
+/* Valid replies the fast path cannot match are decoded in full and matched
+ * by their serial; they were dropped, and the caller waited for ever. */
+START_TEST(test_reply_slow_path)
+{
+	struct ibc_client *cl;
+	struct fb fb;
+
+	FB_START(&fb, script_hello_odd_replies, NULL);
+	ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
+	ck_assert_msg(ibc_ping(cl, "first", 5) == 0, "first: %s",
+		      ibc_last_error());
+	ck_assert_msg(ibc_ping(cl, "second", 6) == 0, "second: %s",
+		      ibc_last_error());
+	ibc_disconnect(cl);
+	FB_STOP(&fb);
+}
+END_TEST
+
+/* Answer hello, then read nothing until the test is done. */
+static void script_deaf(struct fb *fb)
+{
+	if (fb_hello(fb, "soft0", "soft") < 0)
+		return;
+	if (fb_wait(fb, 1, 30000) < 0)
+		fb_fail(fb, "the test did not finish");
+}
+
+/* timeout_ms bounds sends too: once the socket is full, a call fails
+ * with ETIMEDOUT instead of blocking for ever, and says why. */
+START_TEST(test_send_timeout)
+{
+	static uint8_t big[60000];
+	struct ibc_client *cl;
+	bool send_timed_out = false;
+	struct fb fb;
+	int ret = 0;
+
+	FB_START(&fb, script_deaf, NULL);
+	ck_assert_int_eq(tl_connect(fb.sock, 500, &cl), 0);
+	for (int i = 0; i < 64 && !send_timed_out; i++) {
+		ret = ibc_ping(cl, big, sizeof(big));
+		if (ret != -ETIMEDOUT)
+			break;
+		send_timed_out = strstr(ibc_last_error(), "did not take");
+	}
+	ck_assert_msg(send_timed_out, "last: %d \"%s\"", ret,
+		      ibc_last_error());
+	fb_post(&fb, 1);
+	ibc_disconnect(cl);
+	FB_STOP(&fb);
+}
+END_TEST
+
+/* Answer the first ping with the error in arg (and its echo). */
+static void script_bad_error(struct fb *fb)
+{
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	Rdmab__Request *req;
+	uint64_t serial;
+
+	if (fb_hello(fb, "soft0", "soft") < 0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &req) < 0)
+		return;
+	reply.serial = serial;
+	reply.error = *(const int *)fb->arg;
+	reply.message = (char *)"fake: odd error";
+	reply.body_case = RDMAB__REPLY__BODY_PING;
+	reply.ping = req->ping;
+	fb_send_reply(fb, &reply, NULL, 0);
+	rdmab__request__free_unpacked(req, NULL);
+	fb_wait_eof(fb);
+}
+
+/* Refuse the connection (serial 0) with the error in arg. */
+static void script_bad_refusal(struct fb *fb)
+{
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+
+	if (fb_hello(fb, "soft0", "soft") < 0)
+		return;
+	reply.error = *(const int *)fb->arg;
+	reply.message = (char *)"fake: odd refusal";
+	fb_send_reply(fb, &reply, NULL, 0);
+	fb_wait_eof(fb);
+}
+
+/* An error outside 1..4095 is no errno value: a protocol violation that
+ * ends the connection, never a success (a negative one made the call
+ * return a positive value with no reply). */
+START_TEST(test_error_out_of_range)
+{
+	static const int errors[] = { -5, 4096, INT32_MIN };
+	static const fb_script scripts[] = { script_bad_error,
+					     script_bad_refusal };
+
+	for (size_t s = 0; s < 2; s++) {
+		for (size_t i = 0; i < 3; i++) {
+			struct ibc_client *cl;
+			char num[16];
+			struct fb fb;
+			int ret;
+
+			FB_START(&fb, scripts[s], (void *)&errors[i]);
+			ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
+			ret = ibc_ping(cl, "x", 1);
+			snprintf(num, sizeof(num), "%d", errors[i]);
+			ck_assert_msg(ret == -EPROTO &&
+					      strstr(ibc_last_error(), num),
+				      "script %zu, error %d: %d \"%s\"", s,
+				      errors[i], ret, ibc_last_error());
+			/* The connection is dead. */
+			ck_assert_int_eq(ibc_ping(cl, "y", 1), -EPROTO);
+			ibc_disconnect(cl);
+			FB_STOP(&fb);
+		}
+	}
+}
+END_TEST
+
+/* Answer close_context, which the library sends when it gives up on a
+ * context it was given. */
+static void fb_answer_close(struct fb *fb)
+{
+	Rdmab__CloseContextReply cr = RDMAB__CLOSE_CONTEXT_REPLY__INIT;
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	uint64_t serial;
+
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_CLOSE_CONTEXT, &serial, NULL) <
+	    0)
+		return;
+	reply.serial = serial;
+	reply.body_case = RDMAB__REPLY__BODY_CLOSE_CONTEXT;
+	reply.close_context = &cr;
+	fb_send_reply(fb, &reply, NULL, 0);
+}
+
+/* Answer open_context for context 42 on @device with @fd (-1: none). */
+static int fb_answer_open(struct fb *fb, const char *device, int fd)
+{
+	Rdmab__OpenContextReply oc = RDMAB__OPEN_CONTEXT_REPLY__INIT;
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	uint64_t serial;
+
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_OPEN_CONTEXT, &serial, NULL) <
+	    0)
+		return -1;
+	oc.context_id = 42;
+	oc.device = (char *)device;
+	reply.serial = serial;
+	reply.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
+	reply.open_context = &oc;
+	return fb_send_reply(fb, &reply, &fd, fd >= 0 ? 1 : 0);
+}
+
+static void script_open_without_fd(struct fb *fb)
+{
+	if (fb_hello(fb, "soft0", "soft") < 0 ||
+	    fb_answer_open(fb, "soft0", -1) < 0)
+		return;
+	fb_answer_close(fb);
+	fb_wait_eof(fb);
+}
+
+/* The sentence of an open whose reply carries no descriptor survives the
+ * release that follows it (whose success cleared it). */
+START_TEST(test_open_without_fd)
+{
+	struct ibc_ctx *ctx = NULL;
+	struct ibc_client *cl;
+	struct fb fb;
+
+	FB_START(&fb, script_open_without_fd, NULL);
+	ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, NULL, &ctx), -EPROTO);
+	ck_assert_ptr_null(ctx);
+	ck_assert_msg(strstr(ibc_last_error(), "without sending its "
+					       "descriptor"),
+		      "\"%s\"", ibc_last_error());
+	ibc_disconnect(cl);
+	FB_STOP(&fb);
+}
+END_TEST
+
+/* Open a soft context, remove its device on the test's word, then answer
+ * the close. */
+static void script_remove_device(struct fb *fb)
+{
+	Rdmab__DeviceRemovedEvent dr = RDMAB__DEVICE_REMOVED_EVENT__INIT;
+	Rdmab__DaemonMessage m = RDMAB__DAEMON_MESSAGE__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	struct tl_buf b = { 0 };
+	int fd = fb_soft_context_fd(42);
+
+	if (fd < 0) {
+		fb_fail(fb, "memfd: %s", strerror(-fd));
+		return;
+	}
+	if (fb_hello(fb, "soft0", "soft") < 0 ||
+	    fb_answer_open(fb, "soft0", fd) < 0 ||
+	    fb_wait(fb, 1, TL_WAIT_MS) < 0)
+		goto out;
+	dr.device = (char *)"soft0";
+	dr.reason = (char *)"fake: unplugged";
+	ev.body_case = RDMAB__EVENT__BODY_DEVICE_REMOVED;
+	ev.device_removed = &dr;
+	m.kind_case = RDMAB__DAEMON_MESSAGE__KIND_EVENT;
+	m.event = &ev;
+	tl_pb_message(&b, &m.base);
+	if (fb_send_raw(fb, b.p, b.len) == 0) {
+		fb_answer_close(fb);
+		fb_wait_eof(fb);
+	}
+	tl_buf_free(&b);
+out:
+	close(fd);
+}
+
+struct verbs_reader {
+	struct ibc_ctx *ctx;
+	int stop;
+	unsigned long soft;
+	bool removed;
+};
+
+static void *verbs_reader_main(void *arg)
+{
+	struct verbs_reader *v = arg;
+
+	for (;;) {
+		int last = __atomic_load_n(&v->stop, __ATOMIC_ACQUIRE);
+		struct ibv_context *vctx;
+		struct ibv_pd *vpd;
+		int e1, e2;
+
+		errno = 0;
+		vctx = ibc_verbs_context(v->ctx);
+		e1 = errno;
+		vpd = ibc_verbs_pd(v->ctx);
+		e2 = errno;
+		if (!vctx && !vpd && e1 == ENODEV && e2 == ENODEV) {
+			v->removed = true;
+			break;
+		}
+		if (!vctx && !vpd && e1 == EOPNOTSUPP && e2 == EOPNOTSUPP)
+			v->soft++;
+		if (last)
+			break;
+	}
+	return NULL;
+}
+
+/*
+ * ibc_verbs_context() and ibc_verbs_pd() in one thread while another
+ * dispatches the removal of the context's device, which closes this
+ * process's objects under the lock: they read under it too (a data race
+ * that ThreadSanitizer reports, make check-tsan, without the lock).
+ */
+START_TEST(test_verbs_context_during_removal)
+{
+	struct events_seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+			     IBC_CONNECT_ATTR_TIMEOUT |
+			     IBC_CONNECT_ATTR_EVENT_CB,
+		.timeout_ms = 5000,
+		.event_cb = record_event,
+		.event_arg = &seen,
+	};
+	struct verbs_reader v = { 0 };
+	struct ibc_client *cl;
+	pthread_t th;
+	struct fb fb;
+
+	FB_START(&fb, script_remove_device, NULL);
+	attr.socket_path = fb.sock;
+	ck_assert_int_eq(ibc_connect(&attr, &cl), 0);
+	ck_assert_msg(ibc_open(cl, NULL, &v.ctx) == 0, "ibc_open: %s",
+		      ibc_last_error());
+	ck_assert_int_eq(pthread_create(&th, NULL, verbs_reader_main, &v), 0);
+	fb_post(&fb, 1);
+	ck_assert_int_eq(poll_fd(ibc_get_fd(cl), TL_WAIT_MS), 1);
+	ck_assert_int_eq(ibc_dispatch(cl), 1);
+	__atomic_store_n(&v.stop, 1, __ATOMIC_RELEASE);
+	ck_assert_int_eq(pthread_join(th, NULL), 0);
+	ck_assert_int_eq(seen.n, 1);
+	ck_assert_int_eq(seen.type[0], IBC_EVENT_DEVICE_REMOVED);
+	ck_assert(v.removed);
+	ck_assert(ibc_verbs_context(v.ctx) == NULL && errno == ENODEV);
+	ibc_close(v.ctx);
+	ibc_disconnect(cl);
+	FB_STOP(&fb);
+}
+END_TEST
+
+/* --- stale errno at the verbs boundary ---------------------------------- */
+
+/* Open a "verbs" context whose import the shim fails without errno. */
+static void script_verbs_open(struct fb *fb)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0) {
+		fb_fail(fb, "/dev/null: %s", strerror(errno));
+		return;
+	}
+	if (fb_hello(fb, "mlx5_0", "verbs") == 0 &&
+	    fb_answer_open(fb, "mlx5_0", fd) == 0) {
+		fb_answer_close(fb);
+		fb_wait_eof(fb);
+	}
+	close(fd);
+}
+
+/*
+ * An import that fails without setting errno reports the fallback (EIO)
+ * and its own sentence, whatever an earlier call left in errno: ENODEV
+ * picked the "does not see the device" sentence, EOPNOTSUPP the fallback
+ * to a context of this process's own.
+ */
+START_TEST(test_stale_errno_import)
+{
+	static const int stale[] = { ENODEV, EOPNOTSUPP, EINVAL };
+
+	for (size_t i = 0; i < 3; i++) {
+		struct ibc_connect_attr attr = {
+			.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+				     IBC_CONNECT_ATTR_FLAGS,
+			.flags = IBC_CONNECT_ALLOW_OWN_CONTEXT,
+		};
+		struct ibc_ctx *ctx = NULL;
+		struct ibc_client *cl;
+		struct fb fb;
+		int ret;
+
+		FB_START(&fb, script_verbs_open, NULL);
+		attr.socket_path = fb.sock;
+		ck_assert_int_eq(ibc_connect(&attr, &cl), 0);
+		verbs_shim_mode = VERBS_SHIM_SILENT;
+		verbs_shim_calls = 0;
+		errno = stale[i];
+		ret = ibc_open(cl, NULL, &ctx);
+		verbs_shim_mode = VERBS_SHIM_REAL;
+		ck_assert_msg(verbs_shim_calls > 0,
+			      "the shim of ibv_import_device was not called");
+		ck_assert_msg(ret == -EIO &&
+				      strstr(ibc_last_error(),
+					     "ibv_import_device failed"),
+			      "stale %s: %d \"%s\"", strerror(stale[i]), ret,
+			      ibc_last_error());
+		ibc_disconnect(cl);
+		FB_STOP(&fb);
+	}
+}
+END_TEST
+
 static Suite *client_suite(void)
 {
 	Suite *s = suite_create("client");
@@ -531,6 +1017,17 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_connect_errors);
 	tcase_add_test(tc, test_connect_cycles_no_leak);
 	tcase_add_test(tc, test_ping_sizes);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("hostile");
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_epipe_waits_for_reader);
+	tcase_add_test(tc, test_reply_slow_path);
+	tcase_add_test(tc, test_send_timeout);
+	tcase_add_test(tc, test_error_out_of_range);
+	tcase_add_test(tc, test_open_without_fd);
+	tcase_add_test(tc, test_verbs_context_during_removal);
+	tcase_add_test(tc, test_stale_errno_import);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -149,6 +149,36 @@ static const struct bad_case bad[] = {
 	{ "unknown admin_group",
 	  "[broker]\nadmin_group = no_such_group_rdmab\n", 2, "broker",
 	  "admin_group", "no group" },
+	{ "unknown key in [broker] names the known ones",
+	  "[broker]\nconnections = 3\n", 2, "broker", "connections",
+	  "connections_per_uid, admin_reserve, hello_timeout, queued_fds" },
+	{ "connections_per_uid = 0", "[broker]\nconnections_per_uid = 0\n", 2,
+	  "broker", "connections_per_uid", "out of range" },
+	{ "admin_reserve not a number", "[broker]\nadmin_reserve = some\n", 2,
+	  "broker", "admin_reserve", "is not a number" },
+	{ "queued_fds = 0", "[broker]\nqueued_fds = 0\n", 2, "broker",
+	  "queued_fds", "out of range" },
+	{ "queued_fds_per_uid too large",
+	  "[broker]\nqueued_fds_per_uid = 1048577\n", 2, "broker",
+	  "queued_fds_per_uid", "out of range" },
+	{ "private_contexts_per_uid negative",
+	  "[broker]\nprivate_contexts_per_uid = -1\n", 2, "broker",
+	  "private_contexts_per_uid", "is not a number" },
+	{ "hello_timeout with a unit it does not know",
+	  "[broker]\nhello_timeout = 5m\n", 2, "broker", "hello_timeout",
+	  "is not a duration" },
+	{ "hello_timeout below 10 ms", "[broker]\nhello_timeout = 9ms\n", 2,
+	  "broker", "hello_timeout", "out of range 10ms..3600s" },
+	{ "hello_timeout of 0 s", "[broker]\nhello_timeout = 0\n", 2,
+	  "broker", "hello_timeout", "out of range" },
+	{ "unread_timeout above an hour",
+	  "[broker]\nunread_timeout = 3601s\n", 2, "broker",
+	  "unread_timeout", "out of range" },
+	{ "unread_timeout overflowing",
+	  "[broker]\nunread_timeout = 99999999999999999999\n", 2, "broker",
+	  "unread_timeout", "is not a duration" },
+	{ "duration with a space", "[broker]\nunread_timeout = 5 s\n", 2,
+	  "broker", "unread_timeout", "is not a duration" },
 	{ "line longer than the parser's limit",
 	  "[defaults]\n# " X50 X50 X50 X50 X50 "\nobjects = 1\n", 2, NULL,
 	  NULL, "longer" },
@@ -238,7 +268,53 @@ static void assert_builtin_defaults(const struct config *c)
 	ck_assert_uint_eq(c->soft_max_dm_size, 256 * 1024);
 	ck_assert(!c->has_admin_group);
 	ck_assert_uint_eq(c->n_domains, 0);
+	ck_assert_uint_eq(c->limits.connections_per_uid, 64);
+	ck_assert_uint_eq(c->limits.admin_reserve, 16);
+	ck_assert_uint_eq(c->limits.hello_timeout_ms, 5000);
+	ck_assert_uint_eq(c->limits.queued_fds, 64);
+	ck_assert_uint_eq(c->limits.queued_fds_per_uid, 256);
+	ck_assert_uint_eq(c->limits.private_contexts_per_uid, 16);
+	ck_assert_uint_eq(c->limits.unread_timeout_ms, 30000);
 }
+
+/* Every [broker] limit, durations in each of their forms. */
+START_TEST(test_broker_limits)
+{
+	char *path = write_conf("[broker]\n"
+				"connections_per_uid = 3\n"
+				"admin_reserve = 0\n"
+				"hello_timeout = 250ms\n"
+				"queued_fds = 1\n"
+				"queued_fds_per_uid = 1048576\n"
+				"private_contexts_per_uid = 0\n"
+				"unread_timeout = 2s\n");
+	char *path2 = write_conf("[broker]\nhello_timeout = 7\n"
+				 "unread_timeout = 3600s\n");
+	char err[512] = "";
+	struct config c;
+
+	ck_assert_msg(config_load(path, true, &c, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(c.limits.connections_per_uid, 3);
+	ck_assert_uint_eq(c.limits.admin_reserve, 0);
+	ck_assert_uint_eq(c.limits.hello_timeout_ms, 250);
+	ck_assert_uint_eq(c.limits.queued_fds, 1);
+	ck_assert_uint_eq(c.limits.queued_fds_per_uid, 1 << 20);
+	ck_assert_uint_eq(c.limits.private_contexts_per_uid, 0);
+	ck_assert_uint_eq(c.limits.unread_timeout_ms, 2000);
+	config_free(&c);
+	ck_assert_msg(config_load(path2, true, &c, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(c.limits.hello_timeout_ms, 7000);
+	ck_assert_uint_eq(c.limits.unread_timeout_ms, 3600 * 1000);
+	/* What the file does not set keeps its default. */
+	ck_assert_uint_eq(c.limits.connections_per_uid, 64);
+	ck_assert_uint_eq(c.limits.queued_fds, 64);
+	config_free(&c);
+	free(path);
+	free(path2);
+}
+END_TEST
 
 START_TEST(test_config_init)
 {
@@ -519,6 +595,7 @@ static Suite *config_suite(void)
 
 	tc = tcase_create("good");
 	tcase_add_test(tc, test_config_init);
+	tcase_add_test(tc, test_broker_limits);
 	tcase_add_test(tc, test_good_file);
 	tcase_add_test(tc, test_defaults_anywhere);
 	tcase_add_test(tc, test_good_file_encodings);

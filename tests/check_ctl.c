@@ -4,8 +4,12 @@
  * daemon: a non-administrator sees its own domain only, root and members of
  * [broker] admin_group see all; every --json output is one valid JSON
  * value (checked by the recursive-descent parser below); usage errors exit
- * 2, a missing broker exits 1 with a message. Other users run through
- * agent_run() (tests/agent.c), so most of this needs root.
+ * 2, a missing broker exits 1 with a message; what a client or the broker
+ * sent (a process name with terminal escapes, bytes that are not UTF-8) is
+ * escaped in the tables, the JSON and the messages. Other users run through
+ * agent_run() (tests/agent.c), which needs root: those tests are the suite
+ * "ctl_root", the program check_ctl_root built from this file with
+ * -DCK_ROOT_PROGRAM=1, which exits 77 (SKIP) when not run as root.
  */
 #include "config.h"
 
@@ -16,11 +20,16 @@
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "ctl/ctl.h"
 #include "tests/agent.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
@@ -33,11 +42,16 @@ static struct agent A[MAX_AGENTS];
 static size_t n_agents;
 static char *cfg_dir;
 static char cfg_path[PATH_MAX];
+static struct tl_named_client N;
+static pid_t fake_pid;
 
 static void setup(void)
 {
 	memset(&D, 0, sizeof(D));
 	D.pid = -1;
+	N.pid = 0;
+	N.fd = -1;
+	fake_pid = 0;
 	for (size_t i = 0; i < MAX_AGENTS; i++) {
 		A[i].pid = -1;
 		A[i].to = A[i].from = -1;
@@ -50,6 +64,12 @@ static void teardown(void)
 {
 	for (size_t i = 0; i < MAX_AGENTS; i++)
 		agent_stop(&A[i]);
+	tl_named_client_stop(&N);
+	if (fake_pid > 0) {
+		kill(fake_pid, SIGKILL);
+		tl_wait_pid(fake_pid, TL_WAIT_MS, NULL);
+		fake_pid = 0;
+	}
 	tl_daemon_stop(&D);
 	if (cfg_dir) {
 		tl_rmtree(cfg_dir);
@@ -108,6 +128,15 @@ static bool j_string(struct jp *j)
 		}
 		if (c < 0x20)
 			return false; /* also the end of the text */
+		if (c >= 0x80) {
+			uint32_t cp;
+			int len = tl_utf8_char(j->p, strlen(j->p), &cp);
+
+			if (!len)
+				return false; /* not UTF-8 */
+			j->p += len;
+			continue;
+		}
 		if (c == '\\') {
 			j->p++;
 			if (*j->p == 'u') {
@@ -244,11 +273,15 @@ START_TEST(test_json_checker)
 	static const char *const good[] = {
 		"[]", " {} \n", "[1,-2.5e+3,0,\"a\\\"b\\u00e9\",true,false,null]",
 		"{\"a\":{\"b\":[{}]},\"c\":\"\"}", "\"x\"", "0",
+		"\"caf\xc3\xa9 \xf0\x9f\x98\x80\"",
 	};
 	static const char *const bad[] = {
 		"", "[", "[1,]", "{\"a\"}", "{\"a\":1,}", "[01]", "[1.]",
 		"\"a\nb\"", "[\"\\x\"]", "{a:1}", "[1] [2]", "tru", "[-]",
 		"{\"a\":1 \"b\":2}", "[\"\\u12g4\"]",
+		/* Not UTF-8: a stray byte, an overlong form, a surrogate, a
+		 * sequence cut short by the quote. */
+		"\"\xff\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xc3\"",
 	};
 	char kind;
 	int n;
@@ -286,27 +319,33 @@ static void run_free(struct run *r)
 /*
  * Wait until the daemon counts exactly the agents as clients: a CLI run
  * that just ended may not be gone yet, and would show up in the next one's
- * listing.
+ * listing. The count is asked as root (only administrators see every
+ * domain's clients), by a checker that counts itself.
  */
 static void wait_only_agents(void)
 {
 	int64_t deadline = tl_now_ms() + TL_WAIT_MS;
+	struct ibc_client *cl = NULL;
+	int ret;
 
 	if (D.pid <= 0 || n_agents == 0)
 		return;
+	ret = tl_connect(D.sock, RUN_WAIT_MS, &cl);
+	ck_assert_msg(ret == 0, "ibc_connect: %s", ibc_last_error());
 	for (;;) {
-		int ret = agent_call(&A[0], AGENT_STATUS, NULL, 0, RUN_WAIT_MS);
+		struct ibc_status st;
 
-		ck_assert_int_eq(ret, 0);
-		ck_assert_msg(A[0].rep.ret == 0, "ibc_status: %s",
-			      A[0].rep.error);
-		if (A[0].rep.n_list == n_agents)
-			return;
+		ret = ibc_status(cl, &st, sizeof(st));
+		ck_assert_msg(ret == 0, "ibc_status: %s", ibc_last_error());
+		if (st.clients == n_agents + 1)
+			break;
 		ck_assert_msg(tl_now_ms() < deadline,
-			      "the daemon counts %u clients, %zu agents",
-			      A[0].rep.n_list, n_agents);
+			      "the daemon counts %u clients, %zu agents and "
+			      "the checker",
+			      st.clients, n_agents);
 		tl_sleep_ms(5);
 	}
+	ibc_disconnect(cl);
 }
 
 /* rdmabrokerctl --socket SOCK ARGS... under @cred. */
@@ -477,8 +516,6 @@ START_TEST(test_domains_non_admin)
 	char kind;
 	int count;
 
-	if (!agent_can_switch_users("check_ctl: rdmabrokerctl cannot be run as other users"))
-		return;
 	daemon_up(lab_conf);
 	client_as(agent_cred(4242, 4242, AGENT_END));
 	client_as(agent_cred(4243, 4243, AGENT_END));
@@ -515,8 +552,6 @@ START_TEST(test_domains_admin)
 	char names[16][64];
 	size_t n;
 
-	if (!agent_can_switch_users("check_ctl: rdmabrokerctl cannot be run as other users"))
-		return;
 	daemon_up(lab_conf);
 	client_as(agent_cred(4242, 4242, AGENT_END));
 	client_as(agent_cred(4243, 4243, AGENT_END));
@@ -538,8 +573,6 @@ START_TEST(test_admin_group)
 	struct run r;
 	size_t n;
 
-	if (!agent_can_switch_users("check_ctl: rdmabrokerctl cannot be run as other users"))
-		return;
 	daemon_up("[broker]\nadmin_group = 4260\n[domain lab]\n"
 		  "users = 4242\n");
 	client_as(agent_cred(4242, 4242, AGENT_END));
@@ -578,8 +611,6 @@ START_TEST(test_json_outputs)
 		agent_cred(65534, 65534, AGENT_END),
 	};
 
-	if (!agent_can_switch_users("check_ctl: rdmabrokerctl cannot be run as other users"))
-		return;
 	daemon_up(lab_conf);
 	client_as(agent_cred(4242, 4242, AGENT_END));
 	for (size_t c = 0; c < 2; c++) {
@@ -619,6 +650,329 @@ START_TEST(test_json_outputs)
 }
 END_TEST
 
+/* --- untrusted bytes ---------------------------------------------------- */
+
+/*
+ * What a hostile client (in its process name) or a hostile broker (in any
+ * string) might send, 14 bytes: a clear screen, a newline, a C1 CSI, a
+ * right-to-left override, a byte that is not UTF-8, a backslash.
+ */
+static const char evil[] = "\x1b[2J\n\xc2\x9b"
+			   "1m\xe2\x80\xae\xff\\";
+/* How the tables show it, and the JSON. */
+static const char evil_table[] = "\\x1b[2J\\x0a\\xc2\\x9b1m\\xe2\\x80\\xae"
+				 "\\xff\\\\";
+static const char evil_json[] = "\\u001b[2J\\n\\u009b1m\\u202e\\ufffd\\\\";
+
+/* @s written by json_string(), malloc'd. */
+static char *json_of(const char *s)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ck_assert_ptr_nonnull(f);
+	json_string(f, s);
+	ck_assert_int_eq(fclose(f), 0);
+	return buf;
+}
+
+/* One JSON string, valid UTF-8 with no control character. */
+static void assert_json_string(const char *in, const char *out)
+{
+	size_t off;
+	char kind;
+	int n;
+
+	ck_assert_msg(json_valid(out, &kind, &n) && kind == '"',
+		      "json_string(\"%s\") gave invalid JSON: %s", in, out);
+	ck_assert_msg(tl_text_safe(out, strlen(out), NULL, &off),
+		      "json_string(\"%s\"): byte %zu of %s", in, off, out);
+}
+
+START_TEST(test_json_string)
+{
+	static const struct {
+		const char *in, *out;
+	} cases[] = {
+		{ "", "\"\"" },
+		{ "soft0", "\"soft0\"" },
+		{ "caf\xc3\xa9", "\"caf\xc3\xa9\"" },
+		{ "\"\\/", "\"\\\"\\\\/\"" },
+		{ "\x1b[2J", "\"\\u001b[2J\"" },
+		{ "a\nb\tc\r\x7f", "\"a\\nb\\tc\\u000d\\u007f\"" },
+		{ "\xc2\x9b", "\"\\u009b\"" },
+		{ "\xe2\x80\xae\xe2\x81\xa6\xe2\x80\xa8",
+		  "\"\\u202e\\u2066\\u2028\"" },
+		{ "\xff", "\"\\ufffd\"" },
+		{ "\xc3(", "\"\\ufffd(\"" },
+		{ "\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"" },
+		{ "\xf0\x9f\x98", "\"\\ufffd\\ufffd\\ufffd\"" },
+	};
+	struct tl_rng rng;
+	char in[24];
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		char *out = json_of(cases[i].in);
+
+		ck_assert_str_eq(out, cases[i].out);
+		assert_json_string(cases[i].in, out);
+		free(out);
+	}
+	/* Any two bytes, and random strings of the bytes that matter. */
+	for (unsigned int a = 1; a < 256; a++) {
+		for (unsigned int b = 0; b < 256; b++) {
+			char *out;
+
+			in[0] = (char)a;
+			in[1] = (char)b;
+			in[2] = '\0';
+			out = json_of(in);
+			assert_json_string(in, out);
+			free(out);
+		}
+	}
+	tl_rng_seed(&rng, 11);
+	for (int i = 0; i < 5000; i++) {
+		size_t n = tl_rng_below(&rng, sizeof(in));
+		char *out;
+
+		tl_rng_fill(&rng, in, n);
+		for (size_t k = 0; k < n; k++)
+			if (tl_rng_below(&rng, 2))
+				in[k] = (char)(in[k] & 0x9f);
+		in[n] = '\0';
+		out = json_of(in);
+		assert_json_string(in, out);
+		free(out);
+	}
+}
+END_TEST
+
+/* The whole output is safe for a terminal: UTF-8, no control character
+ * but newlines. */
+static void assert_terminal_safe(const char *what, const char *text)
+{
+	size_t off;
+
+	ck_assert_msg(tl_text_safe(text, strlen(text), "\n", &off),
+		      "%s: byte %zu (0x%02x) is not safe for a terminal:\n%s",
+		      what, off, (unsigned char)text[off], text);
+}
+
+/* `clients` and `--json clients` show a client named @evil (PR_SET_NAME)
+ * escaped. */
+START_TEST(test_clients_hostile_name)
+{
+	struct agent_cred me = agent_cred(geteuid(), getegid(), AGENT_END);
+	struct run r;
+	char kind;
+	int n;
+
+	ck_assert_uint_eq(strlen(evil), 14);
+	daemon_up(NULL);
+	ck_assert_int_eq(tl_named_client_start(&N, D.sock, evil), 0);
+
+	r = ctl_as(&me, D.sock, "clients", NULL, NULL);
+	assert_exit(&r, 0, "clients");
+	assert_terminal_safe("clients", r.out);
+	ck_assert_msg(strstr(r.out, evil_table),
+		      "the name is not shown as %s:\n%s", evil_table, r.out);
+	run_free(&r);
+
+	r = ctl_as(&me, D.sock, "--json", "clients", NULL);
+	assert_exit(&r, 0, "--json clients");
+	ck_assert_msg(json_valid(r.out, &kind, &n) && kind == '[',
+		      "--json clients is not JSON:\n%s", r.out);
+	assert_terminal_safe("--json clients", r.out);
+	ck_assert_msg(strstr(r.out, evil_json),
+		      "the name is not in the JSON as %s:\n%s", evil_json,
+		      r.out);
+	run_free(&r);
+}
+END_TEST
+
+/*
+ * A broker that puts @evil in every string it sends, for each connection
+ * until it is killed; with @refuse it refuses hello with @evil as the
+ * sentence. Listens on @sock before it returns; the pid goes to fake_pid.
+ */
+static void fake_broker(const char *sock, bool refuse)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	pid_t parent = getpid();
+	int lfd;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", sock);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(lfd, 0);
+	ck_assert_int_eq(bind(lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(lfd, 8), 0);
+	fflush(stdout);
+	fflush(stderr);
+	fake_pid = fork();
+	ck_assert_int_ge(fake_pid, 0);
+	if (fake_pid > 0) {
+		close(lfd);
+		return;
+	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != parent)
+		_exit(127);
+	for (;;) {
+		static uint8_t buf[WIRE_MAX_PACKET];
+		int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+		ssize_t len;
+
+		if (fd < 0)
+			_exit(1);
+		while ((len = recv(fd, buf, sizeof(buf), 0)) > 0) {
+			Rdmab__DeviceCaps caps = RDMAB__DEVICE_CAPS__INIT;
+			Rdmab__DeviceInfo dev = RDMAB__DEVICE_INFO__INIT;
+			Rdmab__DeviceInfo *devs[] = { &dev };
+			Rdmab__HelloReply hello = RDMAB__HELLO_REPLY__INIT;
+			Rdmab__StatusReply st = RDMAB__STATUS_REPLY__INIT;
+			Rdmab__ListDevicesReply ld =
+				RDMAB__LIST_DEVICES_REPLY__INIT;
+			Rdmab__QuotaInfo q = RDMAB__QUOTA_INFO__INIT;
+			Rdmab__DomainInfo dom = RDMAB__DOMAIN_INFO__INIT;
+			Rdmab__DomainInfo *doms[] = { &dom };
+			Rdmab__ListDomainsReply lm =
+				RDMAB__LIST_DOMAINS_REPLY__INIT;
+			Rdmab__ClientInfo cl = RDMAB__CLIENT_INFO__INIT;
+			Rdmab__ClientInfo *cls[] = { &cl };
+			Rdmab__ListClientsReply lc =
+				RDMAB__LIST_CLIENTS_REPLY__INIT;
+			Rdmab__Reply rep = RDMAB__REPLY__INIT;
+			Rdmab__DaemonMessage m = RDMAB__DAEMON_MESSAGE__INIT;
+			Rdmab__Request *req;
+			struct tl_buf b = { 0 };
+
+			req = rdmab__request__unpack(NULL, (size_t)len, buf);
+			if (!req)
+				_exit(1);
+			dev.name = dev.kind = dev.transport = (char *)evil;
+			dev.caps = &caps;
+			rep.serial = req->serial;
+			rep.body_case = (Rdmab__Reply__BodyCase)req->body_case;
+			switch (req->body_case) {
+			case RDMAB__REQUEST__BODY_HELLO:
+				if (refuse) {
+					rep.error = EACCES;
+					rep.message = (char *)evil;
+					rep.body_case =
+						RDMAB__REPLY__BODY__NOT_SET;
+					break;
+				}
+				hello.protocol_version = WIRE_PROTOCOL_VERSION;
+				hello.daemon_version = (char *)evil;
+				hello.client_id = 1;
+				hello.domain = (char *)evil;
+				hello.n_devices = 1;
+				hello.devices = devs;
+				rep.hello = &hello;
+				break;
+			case RDMAB__REQUEST__BODY_STATUS:
+				st.daemon_version = (char *)evil;
+				st.device_kind = (char *)evil;
+				st.protocol_version = WIRE_PROTOCOL_VERSION;
+				rep.status = &st;
+				break;
+			case RDMAB__REQUEST__BODY_LIST_DEVICES:
+				ld.n_devices = 1;
+				ld.devices = devs;
+				ld.total = 1;
+				rep.list_devices = &ld;
+				break;
+			case RDMAB__REQUEST__BODY_LIST_DOMAINS:
+				dom.name = dom.kind = (char *)evil;
+				dom.used = dom.limit = &q;
+				lm.n_domains = 1;
+				lm.domains = doms;
+				lm.total = 1;
+				rep.list_domains = &lm;
+				break;
+			case RDMAB__REQUEST__BODY_LIST_CLIENTS:
+				cl.comm = cl.domain = (char *)evil;
+				cl.library_version = (char *)evil;
+				lc.n_clients = 1;
+				lc.clients = cls;
+				lc.total = 1;
+				rep.list_clients = &lc;
+				break;
+			default:
+				rep.error = EOPNOTSUPP;
+				rep.message = (char *)evil;
+				rep.body_case = RDMAB__REPLY__BODY__NOT_SET;
+			}
+			m.kind_case = RDMAB__DAEMON_MESSAGE__KIND_REPLY;
+			m.reply = &rep;
+			tl_pb_message(&b, &m.base);
+			if (tl_raw_send(fd, b.p, b.len, NULL, 0, 0) < 0)
+				_exit(1);
+			tl_buf_free(&b);
+			rdmab__request__free_unpacked(req, NULL);
+		}
+		close(fd);
+	}
+}
+
+/* Every command, as a table and as JSON, with a broker whose every string
+ * is @evil: nothing reaches the terminal raw. */
+START_TEST(test_hostile_broker)
+{
+	static const char *const cmds[] = { "status", "devices", "domains",
+					    "clients" };
+	struct agent_cred me = agent_cred(geteuid(), getegid(), AGENT_END);
+	char *dir = tl_mkdtemp(), sock[PATH_MAX];
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(sock, sizeof(sock), "%s/fake.sock", dir);
+	fake_broker(sock, false);
+	for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
+		struct run r = ctl_as(&me, sock, cmds[i], NULL, NULL);
+		char kind;
+		int n;
+
+		assert_exit(&r, 0, cmds[i]);
+		assert_terminal_safe(cmds[i], r.out);
+		ck_assert_msg(strstr(r.out, evil_table), "%s:\n%s", cmds[i],
+			      r.out);
+		run_free(&r);
+
+		r = ctl_as(&me, sock, "--json", cmds[i], NULL);
+		assert_exit(&r, 0, cmds[i]);
+		ck_assert_msg(json_valid(r.out, &kind, &n), "--json %s:\n%s",
+			      cmds[i], r.out);
+		assert_terminal_safe(cmds[i], r.out);
+		ck_assert_msg(strstr(r.out, evil_json), "--json %s:\n%s",
+			      cmds[i], r.out);
+		run_free(&r);
+	}
+	free(dir);
+}
+END_TEST
+
+/* The broker's sentence of a refusal, on stderr. */
+START_TEST(test_hostile_broker_error)
+{
+	struct agent_cred me = agent_cred(geteuid(), getegid(), AGENT_END);
+	char *dir = tl_mkdtemp(), sock[PATH_MAX];
+	struct run r;
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(sock, sizeof(sock), "%s/fake.sock", dir);
+	fake_broker(sock, true);
+	r = ctl_as(&me, sock, "status", NULL, NULL);
+	assert_exit(&r, 1, "status refused");
+	assert_terminal_safe("stderr", r.err);
+	ck_assert_msg(strstr(r.err, evil_table), "stderr:\n%s", r.err);
+	ck_assert_str_eq(r.out, "");
+	run_free(&r);
+	free(dir);
+}
+END_TEST
+
 /* --- objects and evict ------------------------------------------------------- */
 
 /* Data lines of a table (after its header). */
@@ -644,8 +998,6 @@ START_TEST(test_objects_and_evict)
 	char kind;
 	int n;
 
-	if (!agent_can_switch_users("check_ctl: rdmabrokerctl cannot be run as other users"))
-		return;
 	daemon_up(NULL);
 	ck_assert_int_eq(tl_connect(D.sock, RUN_WAIT_MS, &cl), 0);
 	ck_assert_int_eq(ibc_client_info(cl, &info, sizeof(info)), 0);
@@ -820,6 +1172,30 @@ static Suite *ctl_suite(void)
 	tcase_add_test(tc, test_json_checker);
 	suite_add_tcase(s, tc);
 
+	tc = tcase_create("untrusted");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_json_string);
+	tcase_add_test(tc, test_clients_hostile_name);
+	tcase_add_test(tc, test_hostile_broker);
+	tcase_add_test(tc, test_hostile_broker_error);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("errors");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_usage_errors);
+	tcase_add_test(tc, test_no_broker);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+/* rdmabrokerctl as other users: root only. */
+static Suite *ctl_root_suite(void)
+{
+	Suite *s = suite_create("ctl_root");
+	TCase *tc;
+
 	tc = tcase_create("visibility");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
@@ -834,17 +1210,14 @@ static Suite *ctl_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_objects_and_evict);
 	suite_add_tcase(s, tc);
-
-	tc = tcase_create("errors");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_usage_errors);
-	tcase_add_test(tc, test_no_broker);
-	suite_add_tcase(s, tc);
 	return s;
 }
 
 int main(void)
 {
+	if (CK_ROOT_PROGRAM) {
+		ck_require_root("check_ctl_root");
+		return ck_run("ctl_root", ctl_root_suite());
+	}
 	return ck_run("ctl", ctl_suite());
 }

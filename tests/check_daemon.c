@@ -11,6 +11,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -30,10 +31,32 @@
 
 static struct tl_daemon D;
 
+/*
+ * Start the daemon with @args and a configuration that makes this suite's
+ * user an administrator (through its primary group): these tests count
+ * every client of the daemon, which only administrators see, and open more
+ * connections than one other user may have.
+ */
 static void daemon_up(const char *const *args)
 {
-	int ret = tl_daemon_start(&D, args);
+	const char *argv[16] = { "--config" };
+	char *dir = tl_mkdtemp(), path[PATH_MAX];
+	size_t n = 2;
+	FILE *f;
+	int ret;
 
+	ck_assert_ptr_nonnull(dir);
+	snprintf(path, sizeof(path), "%s/rdmabroker.conf", dir);
+	free(dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f, "[broker]\nadmin_group = %u\n", (unsigned int)getegid());
+	ck_assert_int_eq(fclose(f), 0);
+	argv[1] = path;
+	for (; args && *args && n < 15; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	ret = tl_daemon_start(&D, argv);
 	ck_assert_msg(ret == 0, "cannot start %s: %s", tl_daemon_path(),
 		      strerror(-ret));
 }

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: MIT
 /*
- * The device layer and the capability helpers, as far as they run without
- * RDMA hardware: device_probe() in every mode (verbs with no device is an
- * error with a reason, auto falls back to the soft device and says why),
- * the soft device's limits and operations, and caps_effective_clear() /
- * caps_effective_restore(), which the verbs device wraps around
- * ibv_open_device (as root: the effective set must really be empty, then
- * come back whole).
+ * The device layer as far as it runs without RDMA hardware: device_probe()
+ * in every mode (verbs with no device is an error with a reason, auto falls
+ * back to the soft device and says why), the soft device's limits and
+ * operations, verbs_import_device()'s ownership of its descriptor, and the
+ * verbs device's error paths, with a fake device played by
+ * tests/verbs-shim.h. The capability helpers, which need root, are
+ * tests/check_caps.c.
  */
 #include "config.h"
 
@@ -17,20 +17,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
-#include <linux/capability.h>
 #include <rdma/ib_user_verbs.h>
 
 #include "common/verbs-import.h"
-#include "daemon/caps.h"
 #include "daemon/device.h"
 #include "daemon/log.h"
 #include "daemon/soft-objects.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
+#include "tests/verbs-shim.h"
 
 /* --- modes and names -------------------------------------------------- */
 
@@ -639,17 +637,6 @@ START_TEST(test_probe_auto)
 }
 END_TEST
 
-/* --- capabilities ------------------------------------------------------- */
-
-static void capget2(struct __user_cap_data_struct data[2])
-{
-	struct __user_cap_header_struct hdr = {
-		.version = _LINUX_CAPABILITY_VERSION_3,
-	};
-
-	ck_assert_int_eq(syscall(SYS_capget, &hdr, data), 0);
-}
-
 /* verbs_import_device() consumes its descriptor on every path: a
  * character device libibverbs does not know (ENODEV, descriptor left to the
  * caller by libibverbs) and a regular file (EINVAL) leave no descriptor. */
@@ -660,11 +647,11 @@ START_TEST(test_import_consumes_fd)
 
 	for (size_t i = 0; i < 2; i++) {
 		int fd = open(paths[i], O_RDONLY | O_CLOEXEC);
+		struct ibv_context *ctx = NULL;
 
 		ck_assert_int_ge(fd, 0);
-		errno = 0;
-		ck_assert_ptr_null(verbs_import_device(fd));
-		ck_assert_msg(errno != 0, "%s: no errno", paths[i]);
+		ck_assert_int_lt(verbs_import_device(fd, &ctx), 0);
+		ck_assert_ptr_null(ctx);
 		ck_assert_msg(fcntl(fd, F_GETFD) < 0 && errno == EBADF,
 			      "%s: the descriptor is still open", paths[i]);
 		ck_assert_int_eq(tl_count_fds(0), before);
@@ -672,76 +659,49 @@ START_TEST(test_import_consumes_fd)
 }
 END_TEST
 
-START_TEST(test_caps_clear_restore)
+
+/* --- the verbs boundary, through tests/verbs-shim.h ---------------------- */
+
+/* A device that fails to open without setting errno is reported with the
+ * fallback (ENODEV), not with what an earlier call left in errno. */
+START_TEST(test_verbs_stale_errno)
 {
-	struct __user_cap_data_struct before[2], during[2], after[2];
-	struct caps_saved saved, nested;
-	char *dir, *file;
-	int fd;
+	static const int stale[] = { EACCES, EOPNOTSUPP };
 
-	if (geteuid() != 0 || caps_effective_empty() != 0) {
-		fprintf(stderr, "check_device: not root with capabilities; "
-				"caps_effective_clear is not tested\n");
-		return;
+	for (size_t i = 0; i < 2; i++) {
+		struct device_list l;
+		int ret;
+
+		verbs_shim_mode = VERBS_SHIM_SILENT;
+		verbs_shim_calls = 0;
+		errno = stale[i];
+		ret = device_verbs_probe(&l);
+		verbs_shim_mode = VERBS_SHIM_REAL;
+		if (ret > 0)
+			device_list_close(&l);
+		/* The list and the open of fake0. */
+		ck_assert_uint_eq(verbs_shim_calls, 2);
+		ck_assert_msg(ret == -ENODEV, "stale %s: %d (%s)",
+			      strerror(stale[i]), ret,
+			      ret < 0 ? strerror(-ret) : "");
 	}
-	dir = tl_mkdtemp();
-	ck_assert_ptr_nonnull(dir);
-	ck_assert_int_ge(asprintf(&file, "%s/f", dir), 0);
-	fd = open(file, O_CREAT | O_WRONLY | O_CLOEXEC, 0);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
+}
+END_TEST
 
-	capget2(before);
-	ck_assert_int_eq(caps_effective_empty(), 0);
-	ck_assert_int_eq(caps_effective_clear(&saved), 0);
-	ck_assert(saved.valid);
-	ck_assert_int_eq(caps_effective_empty(), 1);
-	capget2(during);
-	ck_assert_uint_eq(during[0].effective, 0);
-	ck_assert_uint_eq(during[1].effective, 0);
-	/* Only the effective set: the rest stays, so it can come back. */
-	ck_assert_uint_eq(during[0].permitted, before[0].permitted);
-	ck_assert_uint_eq(during[1].permitted, before[1].permitted);
-	ck_assert_uint_eq(during[0].inheritable, before[0].inheritable);
-	ck_assert_uint_eq(during[1].inheritable, before[1].inheritable);
+/* The async event descriptor must become non-blocking, or the event loop
+ * could block on it: a device whose descriptor refuses is not used. */
+START_TEST(test_verbs_async_fd_checked)
+{
+	struct device_list l;
+	int ret;
 
-	/* Really empty: uid 0 without CAP_CHOWN and CAP_DAC_OVERRIDE. */
-	errno = 0;
-	ck_assert_int_eq(chown(file, 4242, 4242), -1);
-	ck_assert_int_eq(errno, EPERM);
-	errno = 0;
-	ck_assert_int_eq(open(file, O_RDONLY | O_CLOEXEC), -1);
-	ck_assert_int_eq(errno, EACCES);
-
-	/* Clearing an empty set remembers nothing; restoring that is a
-	 * no-op. */
-	ck_assert_int_eq(caps_effective_clear(&nested), 0);
-	ck_assert(!nested.valid);
-	ck_assert_int_eq(caps_effective_restore(&nested), 0);
-	ck_assert_int_eq(caps_effective_empty(), 1);
-
-	ck_assert_int_eq(caps_effective_restore(&saved), 0);
-	ck_assert_int_eq(caps_effective_empty(), 0);
-	capget2(after);
-	ck_assert_uint_eq(after[0].effective, before[0].effective);
-	ck_assert_uint_eq(after[1].effective, before[1].effective);
-	ck_assert_uint_eq(after[0].permitted, before[0].permitted);
-	ck_assert_uint_eq(after[1].permitted, before[1].permitted);
-
-	/* And they work again. */
-	ck_assert_int_eq(chown(file, 4242, 4242), 0);
-	fd = open(file, O_RDONLY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	close(fd);
-
-	/* Restoring twice changes nothing. */
-	ck_assert_int_eq(caps_effective_restore(&saved), 0);
-	capget2(after);
-	ck_assert_uint_eq(after[0].effective, before[0].effective);
-	ck_assert_uint_eq(after[1].effective, before[1].effective);
-	tl_rmtree(dir);
-	free(file);
-	free(dir);
+	verbs_shim_mode = VERBS_SHIM_NO_FDS;
+	ret = device_verbs_probe(&l);
+	verbs_shim_mode = VERBS_SHIM_REAL;
+	if (ret > 0)
+		device_list_close(&l);
+	ck_assert_msg(ret == -EBADF, "device_verbs_probe: %d (%s)", ret,
+		      ret < 0 ? strerror(-ret) : "a device");
 }
 END_TEST
 
@@ -770,8 +730,9 @@ static Suite *device_suite(void)
 	tcase_add_test(tc, test_soft_max_qp);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("caps");
-	tcase_add_test(tc, test_caps_clear_restore);
+	tc = tcase_create("shim");
+	tcase_add_test(tc, test_verbs_stale_errno);
+	tcase_add_test(tc, test_verbs_async_fd_checked);
 	suite_add_tcase(s, tc);
 	return s;
 }

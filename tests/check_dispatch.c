@@ -122,6 +122,24 @@ START_TEST(test_reply_alloc)
 }
 END_TEST
 
+/* The first message goes out, the next ones are counted until the interval
+ * is over, and the first after it says how many were held back. */
+START_TEST(test_log_ratelimit)
+{
+	struct log_ratelimit rl = { .interval_ms = 100 };
+	unsigned int quiet = 99;
+
+	ck_assert(log_ratelimit(&rl, &quiet));
+	ck_assert_uint_eq(quiet, 0);
+	for (int i = 0; i < 5; i++)
+		ck_assert(!log_ratelimit(&rl, &quiet));
+	tl_sleep_ms(150);
+	ck_assert(log_ratelimit(&rl, &quiet));
+	ck_assert_uint_eq(quiet, 5);
+	ck_assert(!log_ratelimit(&rl, &quiet));
+}
+END_TEST
+
 /* --- dispatch_packet through a real server and connection --------------- */
 
 static struct server srv;
@@ -132,6 +150,11 @@ static int fds_at_start;
 /* Before the connection existed: what is left once it is gone, plus our
  * end of the pair. */
 static int fds_before_conn;
+/* More connections of the same server, for tests of who sees what. */
+#define MAX_EXTRA 4
+static struct conn *extra_conn[MAX_EXTRA];
+static int extra_peer[MAX_EXTRA] = { -1, -1, -1, -1 };
+static size_t n_extra;
 
 static void conn_setup(void)
 {
@@ -142,7 +165,7 @@ static void conn_setup(void)
 		.config_path = cfg,
 		.device_mode = DEVICE_MODE_SOFT,
 		.socket_mode = 0600,
-		.max_conns = 16,
+		.max_conns = 64,
 		.outq_max = 256 * 1024,
 	};
 	int sv[2];
@@ -168,10 +191,16 @@ static void conn_setup(void)
 
 static void conn_teardown(void)
 {
+	dispatch_set_test_handler(0, NULL);
 	server_fini(&srv);
 	if (peer >= 0)
 		close(peer);
 	peer = -1;
+	for (size_t i = 0; i < n_extra; i++) {
+		close(extra_peer[i]);
+		extra_peer[i] = -1;
+	}
+	n_extra = 0;
 	tl_rmtree(dir);
 	free(dir);
 }
@@ -263,7 +292,7 @@ static void ping_ok(uint64_t serial)
 {
 	send_ping(serial, WIRE_PROTOCOL_VERSION, 0);
 	ck_assert_int_eq(reply_error_of(serial, NULL, 0), 0);
-	ck_assert_uint_eq(srv.n_conns, 1);
+	ck_assert_uint_eq(srv.n_conns, 1 + n_extra);
 }
 
 /* The connection is gone: the peer reads end of stream, the server
@@ -466,6 +495,318 @@ START_TEST(test_one_reply_each)
 }
 END_TEST
 
+/* --- the admin flag, what status and refusals tell ---------------------- */
+
+static int admin_runs;
+
+static int h_test_admin(struct conn *c, const Rdmab__Request *req,
+			struct wire_fds *fds, struct reply *r)
+{
+	admin_runs++;
+	return 0;
+}
+
+static const struct handler admin_handler = {
+	"test-admin", h_test_admin, 0, H_NEEDS_HELLO | H_ADMIN | H_BOUNDED,
+};
+
+/* A request without a body: what the test handler serves. */
+static void send_bodyless(uint64_t serial)
+{
+	struct tl_buf b = { 0 };
+
+	tl_pb_uint(&b, 1, WIRE_PROTOCOL_VERSION);
+	tl_pb_uint(&b, 2, serial);
+	feed(&b, 0);
+	tl_buf_free(&b);
+}
+
+/* The peer's credentials as the policy reads them. */
+static void set_cred(struct conn *c, uid_t uid, gid_t gid, gid_t supp)
+{
+	c->cred.uid = uid;
+	c->cred.gid = gid;
+	c->n_groups = 0;
+	if (supp != (gid_t)-1) {
+		c->groups[0] = supp;
+		c->n_groups = 1;
+	}
+}
+
+struct admin_case {
+	const char *what;
+	uid_t uid;
+	gid_t gid, supp;
+	bool admin_group;
+	bool allowed;
+};
+
+static const struct admin_case admin_cases[] = {
+	{ "uid 0", 0, 0, (gid_t)-1, false, true },
+	{ "uid 0 with an admin group", 0, 0, (gid_t)-1, true, true },
+	{ "a user, no admin group", 65534, 65534, (gid_t)-1, false, false },
+	{ "a user outside the admin group", 65534, 65534, 4320, true, false },
+	{ "the admin group as primary group", 65534, 4321, (gid_t)-1, true,
+	  true },
+	{ "the admin group as supplementary group", 65534, 65534, 4321, true,
+	  true },
+};
+
+START_TEST(test_admin_flag)
+{
+	const struct admin_case *ac = &admin_cases[_i];
+	char msg[256];
+	int err;
+
+	dispatch_set_test_handler(RDMAB__REQUEST__BODY__NOT_SET,
+				  &admin_handler);
+	hello_ok(1);
+	srv.config.has_admin_group = ac->admin_group;
+	srv.config.admin_gid = 4321;
+	/* conn_new sized the group list for at least one entry. */
+	ck_assert_ptr_nonnull(conn->groups);
+	set_cred(conn, ac->uid, ac->gid, ac->supp);
+	admin_runs = 0;
+	send_bodyless(2);
+	err = reply_error_of(2, msg, sizeof(msg));
+	if (ac->allowed) {
+		ck_assert_msg(err == 0, "%s: refused: %s", ac->what, msg);
+		ck_assert_int_eq(admin_runs, 1);
+	} else {
+		ck_assert_msg(err == EPERM, "%s: error %d (%s)", ac->what, err,
+			      msg);
+		ck_assert_msg(admin_runs == 0, "%s: the handler ran",
+			      ac->what);
+		ck_assert_msg(strstr(msg, "test-admin") &&
+				      strstr(msg, "administrators"),
+			      "the refusal does not name the request: %s",
+			      msg);
+	}
+	/* Not a protocol error: the client stays. */
+	ping_ok(3);
+}
+END_TEST
+
+/* Another connection of the server, as @uid (before its hello, so that
+ * it joins that uid's domain); it becomes the current one. */
+static size_t add_conn(uid_t uid)
+{
+	int sv[2];
+
+	ck_assert_uint_lt(n_extra, MAX_EXTRA);
+	ck_assert_int_eq(socketpair(AF_UNIX,
+				    SOCK_SEQPACKET | SOCK_NONBLOCK |
+					    SOCK_CLOEXEC,
+				    0, sv),
+			 0);
+	ck_assert_int_eq(conn_new(&srv, sv[0], &extra_conn[n_extra]), 0);
+	extra_peer[n_extra] = sv[1];
+	conn = extra_conn[n_extra];
+	peer = extra_peer[n_extra];
+	set_cred(conn, uid, uid, (gid_t)-1);
+	return n_extra++;
+}
+
+/* Make connection @i current (-1: the fixture's). */
+static struct conn *fixture_conn;
+static int fixture_peer;
+
+static void use_conn(int i)
+{
+	if (i < 0) {
+		conn = fixture_conn;
+		peer = fixture_peer;
+	} else {
+		conn = extra_conn[i];
+		peer = extra_peer[i];
+	}
+}
+
+static void send_status(uint64_t serial)
+{
+	Rdmab__StatusRequest sr = RDMAB__STATUS_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = serial;
+	req.body_case = RDMAB__REQUEST__BODY_STATUS;
+	req.status = &sr;
+	feed_request(&req, 0);
+}
+
+static Rdmab__DaemonMessage *reply_of(uint64_t serial)
+{
+	Rdmab__DaemonMessage *m;
+
+	ck_assert_int_eq(tl_recv_msg(peer, 1000, &m), 1);
+	ck_assert_int_eq(m->kind_case, RDMAB__DAEMON_MESSAGE__KIND_REPLY);
+	ck_assert_uint_eq(m->reply->serial, serial);
+	ck_assert_msg(m->reply->error == 0, "error %d: %s", m->reply->error,
+		      m->reply->message);
+	return m;
+}
+
+START_TEST(test_status_own_domain)
+{
+	Rdmab__DaemonMessage *m;
+
+	fixture_conn = conn;
+	fixture_peer = peer;
+	/* uid 4242 and uid 4243 with one member each, and uid 0. */
+	set_cred(conn, 4242, 4242, (gid_t)-1);
+	hello_ok(1);
+	add_conn(4243);
+	hello_ok(1);
+	for (uint64_t s = 2; s < 7; s++)
+		ping_ok(s);
+	add_conn(0);
+	hello_ok(1);
+
+	/* A user: its own domain's member and requests, this one too. */
+	use_conn(-1);
+	send_status(2);
+	m = reply_of(2);
+	ck_assert_uint_eq(m->reply->status->clients, 1);
+	ck_assert_uint_eq(m->reply->status->requests_served, 2);
+	ck_assert_uint_eq(m->reply->status->max_clients,
+			  srv.config.defaults.clients);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+
+	/* An administrator: the daemon's. */
+	use_conn(1);
+	send_status(2);
+	m = reply_of(2);
+	ck_assert_uint_eq(m->reply->status->clients, 3);
+	ck_assert_uint_eq(m->reply->status->requests_served,
+			  srv.requests_served);
+	ck_assert_uint_eq(m->reply->status->requests_served, 10);
+	ck_assert_uint_eq(m->reply->status->max_clients, srv.opt.max_conns);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+
+	/* The other user sees its own, not the first one's. */
+	use_conn(0);
+	send_status(7);
+	m = reply_of(7);
+	ck_assert_uint_eq(m->reply->status->clients, 1);
+	ck_assert_uint_eq(m->reply->status->requests_served, 7);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+}
+END_TEST
+
+static uint64_t open_context_ok(uint64_t serial)
+{
+	Rdmab__OpenContextRequest oc = RDMAB__OPEN_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	uint64_t id;
+
+	oc.device = (char *)"";
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = serial;
+	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
+	req.open_context = &oc;
+	feed_request(&req, 0);
+	m = reply_of(serial);
+	ck_assert_uint_eq(m->reply->body_case,
+			  RDMAB__REPLY__BODY_OPEN_CONTEXT);
+	id = m->reply->open_context->context_id;
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	return id;
+}
+
+static int close_context(uint64_t serial, uint64_t id, char *msg,
+			 size_t size)
+{
+	Rdmab__CloseContextRequest cc = RDMAB__CLOSE_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+
+	cc.context_id = id;
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = serial;
+	req.body_case = RDMAB__REQUEST__BODY_CLOSE_CONTEXT;
+	req.close_context = &cc;
+	feed_request(&req, 0);
+	return reply_error_of(serial, msg, size);
+}
+
+static int hello_domain(uint64_t serial, const char *domain, bool private,
+			char *msg, size_t size)
+{
+	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int err;
+
+	hello.library_version = (char *)"check";
+	hello.domain = (char *)domain;
+	hello.private_domain = private;
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = serial;
+	req.body_case = RDMAB__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	feed_request(&req, 0);
+	ck_assert_int_eq(tl_recv_msg(peer, 1000, &m), 1);
+	ck_assert_uint_eq(m->reply->serial, serial);
+	err = m->reply->error;
+	snprintf(msg, size, "%s",
+		 err ? m->reply->message : m->reply->hello->domain);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	return err;
+}
+
+/* @s without its digits: the sentence, whatever number it names. */
+static void strip_digits(char *s)
+{
+	char *o = s;
+
+	for (; *s; s++)
+		if (*s < '0' || *s > '9')
+			*o++ = *s;
+	*o = '\0';
+}
+
+/* What other domains made at run time answers exactly like what does not
+ * exist. */
+START_TEST(test_other_domains_look_missing)
+{
+	char theirs[256], missing[256], name[64];
+	uint64_t id;
+
+	fixture_conn = conn;
+	fixture_peer = peer;
+	set_cred(conn, 4242, 4242, (gid_t)-1);
+	hello_ok(1);
+	add_conn(4243);
+	hello_ok(1);
+	id = open_context_ok(2);
+
+	/* Another domain's context, and one that never was. */
+	use_conn(-1);
+	ck_assert_int_eq(close_context(2, id, theirs, sizeof(theirs)),
+			 ENOENT);
+	ck_assert_int_eq(close_context(3, id + 1000, missing,
+				       sizeof(missing)),
+			 ENOENT);
+	strip_digits(theirs);
+	strip_digits(missing);
+	ck_assert_str_eq(theirs, missing);
+
+	/* Another user's private domain, and one that never was. */
+	add_conn(4243);
+	ck_assert_int_eq(hello_domain(1, "", true, name, sizeof(name)), 0);
+	ck_assert_msg(strncmp(name, "private-", 8) == 0, "domain %s", name);
+	add_conn(4242);
+	ck_assert_int_eq(hello_domain(1, name, false, theirs, sizeof(theirs)),
+			 ENOENT);
+	ck_assert_int_eq(hello_domain(2, "private-999999", false, missing,
+				      sizeof(missing)),
+			 ENOENT);
+	strip_digits(theirs);
+	strip_digits(missing);
+	ck_assert_str_eq(theirs, missing);
+}
+END_TEST
+
 static Suite *dispatch_suite(void)
 {
 	Suite *s = suite_create("dispatch");
@@ -476,6 +817,7 @@ static Suite *dispatch_suite(void)
 	tcase_add_test(tc, test_lookup_known);
 	tcase_add_test(tc, test_reply_error);
 	tcase_add_test(tc, test_reply_alloc);
+	tcase_add_test(tc, test_log_ratelimit);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("packet");
@@ -494,6 +836,10 @@ static Suite *dispatch_suite(void)
 	tcase_add_test(tc, test_hello_twice);
 	tcase_add_test(tc, test_hello_invalid);
 	tcase_add_test(tc, test_one_reply_each);
+	n = sizeof(admin_cases) / sizeof(admin_cases[0]);
+	tcase_add_loop_test(tc, test_admin_flag, 0, (int)n);
+	tcase_add_test(tc, test_status_own_domain);
+	tcase_add_test(tc, test_other_domains_look_missing);
 	suite_add_tcase(s, tc);
 	return s;
 }

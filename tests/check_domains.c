@@ -9,8 +9,10 @@
  *
  * Clients of other uids run in agents (tests/agent.c): processes that drop
  * to the uid as root and run libibclient on command. As another user they
- * need the socket (--socket-mode 0666) and its directories (0711). Without
- * root these tests note it and pass without running.
+ * need the socket (--socket-mode 0666) and its directories (0711). Those
+ * tests are the suite "domains_root", the program check_domains_root built
+ * from this file with -DCK_ROOT_PROGRAM=1, which exits 77 (SKIP) when not
+ * run as root; check_domains runs the rest.
  */
 #include "config.h"
 
@@ -374,8 +376,6 @@ START_TEST(test_same_uid_shares)
 	const struct agent_rep *r;
 	uint64_t ctx, ino, id1;
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
 	daemon_up(NULL, NULL);
 	a1 = agent_uid(4242);
 	a2 = agent_uid(4242);
@@ -429,8 +429,6 @@ START_TEST(test_other_uid_other_domain)
 	struct ibc_domain_info di;
 	uint64_t ctx, ino;
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
 	daemon_up(NULL, NULL);
 	a1 = agent_uid(4242);
 	a2 = agent_uid(65534);
@@ -473,8 +471,6 @@ START_TEST(test_private_domain)
 	char want[64], name2[64];
 	uint64_t ctx1, ctx2, ino1, ino2;
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
 	daemon_up("[defaults]\nclients = 3\nobjects = 40\n", NULL);
 	a1 = agent_uid(4242);
 	a2 = agent_uid(4242);
@@ -549,8 +545,6 @@ START_TEST(test_configured_cross_uid)
 	struct ibc_domain_info di;
 	uint64_t ctx, ino;
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
 	daemon_up(cross_conf, NULL);
 	a1 = agent_uid(4242);
 	a2 = agent_uid(65534);
@@ -602,8 +596,6 @@ START_TEST(test_configured_membership)
 	struct agent *a;
 	const struct agent_rep *r;
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
 	daemon_up(cross_conf, NULL);
 
 	/* 4242 is in lab and second: lab comes first. */
@@ -641,8 +633,6 @@ START_TEST(test_join_refused)
 	struct agent *a1, *a2;
 	const struct agent_rep *r;
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
 	daemon_up(cross_conf, NULL);
 	a1 = agent_uid(4243);
 	r = ag(a1, AGENT_CONNECT, "lab", 0);
@@ -690,8 +680,6 @@ START_TEST(test_quota_clients)
 	const struct agent_rep *r;
 	struct ibc_domain_info di;
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
 	daemon_up("[domain lab]\nusers = 65534, 4242\nclients = 2\n"
 		  "[defaults]\nclients = 1\n",
 		  NULL);
@@ -737,8 +725,6 @@ START_TEST(test_quota_objects)
 	const struct agent_rep *r;
 	struct ibc_domain_info di;
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
 	daemon_up("[defaults]\nobjects = 0\n"
 		  "[domain lab]\nusers = 4242\nobjects = 0\n"
 		  "[domain one]\nusers = 65534\nobjects = 1\n",
@@ -801,8 +787,6 @@ START_TEST(test_contexts_released)
 	struct ibc_ctx *c1, *c2;
 	int ret;
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
 	daemon_up("[domain lab]\nusers = 65534, 4242\n", NULL);
 	a1 = agent_uid(4242);
 	a2 = agent_uid(65534);
@@ -893,8 +877,6 @@ START_TEST(test_verbs_accessors_on_soft)
 {
 	struct ibc_client *cl;
 	struct ibc_ctx *ctx;
-	struct agent *a;
-	const struct agent_rep *r;
 
 	daemon_up(NULL, NULL);
 	cl = root_client();
@@ -910,9 +892,16 @@ START_TEST(test_verbs_accessors_on_soft)
 	ck_assert_msg(strstr(ibc_last_error(), "soft0"), "error: %s",
 		      ibc_last_error());
 	ibc_close(ctx);
+}
+END_TEST
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
+/* The same for a client of another uid, in its own domain. */
+START_TEST(test_verbs_accessors_other_uid)
+{
+	struct agent *a;
+	const struct agent_rep *r;
+
+	daemon_up(NULL, NULL);
 	a = agent_uid(4242);
 	ag_connect(a, NULL, 0);
 	ag_open(a, NULL);
@@ -1004,8 +993,6 @@ START_TEST(test_reload_quota)
 	const struct agent_rep *r;
 	struct ibc_domain_info di;
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
 	daemon_up("[domain lab]\nusers = 65534, 4242\nclients = 1\n", NULL);
 	a1 = agent_uid(4242);
 	a2 = agent_uid(65534);
@@ -1043,8 +1030,6 @@ START_TEST(test_reload_bad_file)
 	struct ibc_domain_info di;
 	char needle[PATH_MAX + 64];
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
 	daemon_up("[domain lab]\nusers = 65534, 4242\nclients = 1\n", NULL);
 	a1 = agent_uid(4242);
 	a2 = agent_uid(65534);
@@ -1096,8 +1081,6 @@ START_TEST(test_reload_removes_domain)
 	struct ibc_domain_info di;
 	uint64_t ctx;
 
-	if (!agent_can_switch_users("check_domains: clients of other uids cannot be run"))
-		return;
 	daemon_up("[domain lab]\nusers = 65534, 4242\n", NULL);
 	a1 = agent_uid(4242);
 	a2 = agent_uid(65534);
@@ -1272,29 +1255,11 @@ START_TEST(test_missing_config_at_start)
 }
 END_TEST
 
+/* What runs without root: one uid, the devices, bad starts. */
 static Suite *domains_suite(void)
 {
 	Suite *s = suite_create("domains");
 	TCase *tc;
-
-	tc = tcase_create("sharing");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_same_uid_shares);
-	tcase_add_test(tc, test_other_uid_other_domain);
-	tcase_add_test(tc, test_private_domain);
-	tcase_add_test(tc, test_configured_cross_uid);
-	tcase_add_test(tc, test_configured_membership);
-	tcase_add_test(tc, test_join_refused);
-	tcase_add_test(tc, test_contexts_released);
-	suite_add_tcase(s, tc);
-
-	tc = tcase_create("quota");
-	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_quota_clients);
-	tcase_add_test(tc, test_quota_objects);
-	suite_add_tcase(s, tc);
 
 	tc = tcase_create("devices");
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -1307,19 +1272,56 @@ static Suite *domains_suite(void)
 	tcase_add_test(tc, test_device_verbs_without_device);
 	suite_add_tcase(s, tc);
 
-	tc = tcase_create("reload");
+	tc = tcase_create("start");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
-	tcase_add_test(tc, test_reload_quota);
-	tcase_add_test(tc, test_reload_bad_file);
-	tcase_add_test(tc, test_reload_removes_domain);
 	tcase_add_test(tc, test_bad_config_at_start);
 	tcase_add_test(tc, test_missing_config_at_start);
 	suite_add_tcase(s, tc);
 	return s;
 }
 
+/* Clients of other uids: root only. */
+static Suite *domains_root_suite(void)
+{
+	Suite *s = suite_create("domains_root");
+	TCase *tc;
+
+	tc = tcase_create("sharing");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_same_uid_shares);
+	tcase_add_test(tc, test_other_uid_other_domain);
+	tcase_add_test(tc, test_private_domain);
+	tcase_add_test(tc, test_configured_cross_uid);
+	tcase_add_test(tc, test_configured_membership);
+	tcase_add_test(tc, test_join_refused);
+	tcase_add_test(tc, test_contexts_released);
+	tcase_add_test(tc, test_verbs_accessors_other_uid);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("quota");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_quota_clients);
+	tcase_add_test(tc, test_quota_objects);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("reload");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_reload_quota);
+	tcase_add_test(tc, test_reload_bad_file);
+	tcase_add_test(tc, test_reload_removes_domain);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
 int main(void)
 {
+	if (CK_ROOT_PROGRAM) {
+		ck_require_root("check_domains_root");
+		return ck_run("domains_root", domains_root_suite());
+	}
 	return ck_run("domains", domains_suite());
 }

@@ -315,9 +315,9 @@ START_TEST(test_order)
 	ck_assert_ptr_null(owner(0));
 	ck_assert_uint_eq(n_seen, 6);
 	for (size_t i = 0; i < 6; i++)
-		ck_assert_msg(seen[i] == want[i], "destroy %zu was a %s, not a %s",
-			      i, obj_kind_name(seen[i]),
-			      obj_kind_name(want[i]));
+		ck_assert_msg(seen[i] == want[i],
+			      "destroy %zu was a %s, not a %s", i,
+			      obj_kind_name(seen[i]), obj_kind_name(want[i]));
 	ck_assert_int_eq(log_count("is gone: destroying its 6 objects"), 1);
 }
 END_TEST
@@ -528,8 +528,7 @@ START_TEST(test_device_gone)
 }
 END_TEST
 
-/* The dispatcher's rows: evict is an administrator's call (h7-limits
- * enforces H_ADMIN in dispatch_request; h_admin_evict checks as well). */
+/* The dispatcher's rows: evict is an administrator's call. */
 START_TEST(test_dispatch_rows)
 {
 	static const struct {

@@ -566,6 +566,120 @@ int tl_raw_hello(int sock, uint64_t serial)
 	return ret;
 }
 
+int tl_raw_hello_version(int sock, uint64_t serial,
+			 const char *library_version, char *ret_message,
+			 size_t size)
+{
+	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int ret;
+
+	hello.library_version = (char *)library_version;
+	hello.pid = (uint32_t)getpid();
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = serial;
+	req.body_case = RDMAB__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	ret = tl_send_request(sock, &req, NULL, 0);
+	if (ret < 0)
+		return ret;
+	ret = tl_recv_msg(sock, TL_WAIT_MS, &m);
+	if (ret == 0)
+		return -ECONNRESET;
+	if (ret < 0)
+		return ret;
+	if (m->kind_case != RDMAB__DAEMON_MESSAGE__KIND_REPLY ||
+	    m->reply->serial != serial || m->reply->error < 0) {
+		ret = -EPROTO;
+	} else {
+		ret = m->reply->error;
+		if (ret == 0 && m->reply->body_case != RDMAB__REPLY__BODY_HELLO)
+			ret = -EPROTO;
+		if (ret > 0 && ret_message)
+			snprintf(ret_message, size, "%s", m->reply->message);
+	}
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	return ret;
+}
+
+int tl_named_client_start(struct tl_named_client *c, const char *sock,
+			  const char *comm)
+{
+	struct pollfd pfd = { .events = POLLIN };
+	int ready[2], hold[2], ret = 0;
+	pid_t parent = getpid();
+
+	c->pid = 0;
+	c->fd = -1;
+	if (pipe2(ready, O_CLOEXEC) < 0)
+		return -errno;
+	if (pipe2(hold, O_CLOEXEC) < 0) {
+		ret = -errno;
+		close(ready[0]);
+		close(ready[1]);
+		return ret;
+	}
+	fflush(stdout);
+	fflush(stderr);
+	c->pid = fork();
+	if (c->pid == 0) {
+		int r = fcntl(ready[1], F_DUPFD, 10);
+		int h = fcntl(hold[0], F_DUPFD, 10);
+		char b;
+		int fd;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		/* Only its pipes, as 3 and 4: a copy of another test socket
+		 * would keep that connection open. */
+		if (r < 0 || h < 0 || dup2(r, 3) < 0 || dup2(h, 4) < 0)
+			_exit(127);
+		tl_close_from(5);
+		prctl(PR_SET_NAME, comm);
+		fd = tl_raw_connect(sock);
+		ret = fd < 0 ? fd : tl_raw_hello(fd, 1);
+		if (write(3, &ret, sizeof(ret)) != sizeof(ret))
+			_exit(127);
+		while (read(4, &b, 1) < 0 && errno == EINTR)
+			;
+		_exit(0);
+	}
+	if (c->pid < 0)
+		ret = -errno;
+	close(ready[1]);
+	close(hold[0]);
+	if (ret < 0) {
+		c->pid = 0;
+		close(ready[0]);
+		close(hold[1]);
+		return ret;
+	}
+	c->fd = hold[1];
+	pfd.fd = ready[0];
+	if (poll(&pfd, 1, TL_WAIT_MS) != 1)
+		ret = -ETIMEDOUT;
+	else if (read(ready[0], &ret, sizeof(ret)) != sizeof(ret))
+		ret = -ECHILD;
+	close(ready[0]);
+	if (ret < 0)
+		tl_named_client_stop(c);
+	return ret;
+}
+
+void tl_named_client_stop(struct tl_named_client *c)
+{
+	if (c->fd >= 0)
+		close(c->fd);
+	c->fd = -1;
+	if (c->pid > 0 && tl_wait_pid(c->pid, TL_WAIT_MS, NULL) == -ETIMEDOUT) {
+		kill(c->pid, SIGKILL);
+		tl_wait_pid(c->pid, TL_WAIT_MS, NULL);
+	}
+	c->pid = 0;
+}
+
 int tl_raw_ping(int sock, uint64_t serial, const void *payload, size_t len)
 {
 	ProtobufCBinaryData ping = { 0 };
@@ -700,6 +814,65 @@ void tl_pb_message(struct tl_buf *b, const ProtobufCMessage *msg)
 
 	tl_buf_put(b, NULL, len);
 	protobuf_c_message_pack(msg, b->p + at);
+}
+
+int tl_utf8_char(const char *s, size_t n, uint32_t *ret_cp)
+{
+	static const uint32_t min[] = { 0, 0, 0x80, 0x800, 0x10000 };
+	const unsigned char *p = (const unsigned char *)s;
+	unsigned int len;
+	uint32_t cp;
+
+	if (n == 0)
+		return 0;
+	if (p[0] < 0x80) {
+		*ret_cp = p[0];
+		return 1;
+	}
+	if ((p[0] & 0xe0) == 0xc0) {
+		len = 2;
+		cp = p[0] & 0x1f;
+	} else if ((p[0] & 0xf0) == 0xe0) {
+		len = 3;
+		cp = p[0] & 0x0f;
+	} else if ((p[0] & 0xf8) == 0xf0) {
+		len = 4;
+		cp = p[0] & 0x07;
+	} else {
+		return 0;
+	}
+	if (n < len)
+		return 0;
+	for (unsigned int k = 1; k < len; k++) {
+		if ((p[k] & 0xc0) != 0x80)
+			return 0;
+		cp = cp << 6 | (p[k] & 0x3f);
+	}
+	if (cp < min[len] || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff))
+		return 0;
+	*ret_cp = cp;
+	return (int)len;
+}
+
+bool tl_text_safe(const char *s, size_t n, const char *allow,
+		  size_t *ret_off)
+{
+	for (size_t i = 0; i < n;) {
+		uint32_t cp = 0;
+		int len = tl_utf8_char(s + i, n - i, &cp);
+		bool allowed = cp && cp < 0x20 && allow &&
+			       strchr(allow, (int)cp);
+
+		if (!len || (cp < 0x20 && !allowed) ||
+		    (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 ||
+		    cp == 0x2029 || (cp >= 0x202a && cp <= 0x202e) ||
+		    (cp >= 0x2066 && cp <= 0x2069)) {
+			*ret_off = i;
+			return false;
+		}
+		i += (size_t)len;
+	}
+	return true;
 }
 
 void tl_rng_seed(struct tl_rng *r, uint64_t seed)

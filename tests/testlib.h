@@ -109,11 +109,38 @@ int tl_recv_msg(int sock, int timeout_ms, Rdmab__DaemonMessage **ret);
 int tl_recv_reply_error(int sock, uint64_t serial, int timeout_ms);
 /* Send a valid hello with @serial and check its reply: 0 or -errno. */
 int tl_raw_hello(int sock, uint64_t serial);
+/*
+ * Send a hello with @library_version (any bytes) and return the reply's
+ * error: 0 when accepted, a positive errno when refused (its sentence in
+ * @ret_message, of @size bytes, when not NULL), -errno when no reply came.
+ */
+int tl_raw_hello_version(int sock, uint64_t serial,
+			 const char *library_version, char *ret_message,
+			 size_t size);
 /* Send a ping carrying @len bytes and check the echo: 0 or -errno. */
 int tl_raw_ping(int sock, uint64_t serial, const void *payload, size_t len);
 /* Read until end of stream within @timeout_ms, discarding messages:
  * 0 at EOF, -ETIMEDOUT, -errno. */
 int tl_wait_eof(int sock, int timeout_ms);
+
+/* A client process with a name of its own, connected until stopped. */
+struct tl_named_client {
+	pid_t pid;
+	/* Its end closes when the client is to exit. */
+	int fd;
+};
+
+/*
+ * Fork a process named @comm (PR_SET_NAME: up to 15 bytes, any but NUL)
+ * that connects to @sock, says hello (tl_raw_hello) and stays connected
+ * until tl_named_client_stop(). Returns 0 once its hello was answered, or
+ * -errno. It dies with the calling thread, like the daemon.
+ */
+int tl_named_client_start(struct tl_named_client *c, const char *sock,
+			  const char *comm);
+/* Disconnect and reap it (SIGKILL after TL_WAIT_MS). Safe twice, and on
+ * one that was never started if pid is 0. */
+void tl_named_client_stop(struct tl_named_client *c);
 
 /* A pipe's two ends, both without FD_CLOEXEC, or -errno. */
 int tl_pipe(int p[2]);
@@ -134,6 +161,21 @@ void tl_pb_bytes(struct tl_buf *b, uint32_t field, const void *data,
 		 size_t len);
 /* Pack a protobuf-c message into @b. */
 void tl_pb_message(struct tl_buf *b, const ProtobufCMessage *msg);
+
+/*
+ * The well-formed UTF-8 character at @s, of at most @n bytes: its length (1
+ * to 4) with *ret_cp set, or 0. Written apart from common/text.c, to check
+ * what that produces.
+ */
+int tl_utf8_char(const char *s, size_t n, uint32_t *ret_cp);
+/*
+ * Is @s, of @n bytes, well-formed UTF-8 without a character that a terminal
+ * acts on: C0 controls (but those in @allow, may be NULL), DEL, C1
+ * controls, U+2028, U+2029 and the bidirectional controls U+202A-U+202E and
+ * U+2066-U+2069? When not, *ret_off gets the offset of the first bad byte.
+ */
+bool tl_text_safe(const char *s, size_t n, const char *allow,
+		  size_t *ret_off);
 
 /* xorshift64*: deterministic across platforms. */
 struct tl_rng {

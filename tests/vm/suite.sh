@@ -339,6 +339,12 @@ if section destroy; then
 	run_prog destroy "$bin/vm-destroy" "$DEV"
 fi
 
+# --- the registry's cleanup of a dead client ---------------------------------
+if section cleanup; then
+	run_prog cleanup "$bin/vm-cleanup" "$DEV"
+	info "$(grep -m1 'cleanup-bulk:' "$L/cleanup.log")"
+fi
+
 # --- journal priorities ------------------------------------------------------------
 if section journal; then
 	pid=$(main_pid)

@@ -1,0 +1,68 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+
+#include "daemon/server.h"
+#include "daemon/user.h"
+
+struct user *user_get(struct server *srv, uid_t uid)
+{
+	struct user *u;
+
+	TAILQ_FOREACH(u, &srv->users, link)
+		if (u->uid == uid)
+			return user_ref(u);
+	u = calloc(1, sizeof(*u));
+	if (!u)
+		return NULL;
+	u->uid = uid;
+	u->refs = 1;
+	TAILQ_INIT(&u->conns);
+	TAILQ_INSERT_TAIL(&srv->users, u, link);
+	return u;
+}
+
+struct user *user_ref(struct user *u)
+{
+	u->refs++;
+	return u;
+}
+
+void user_unref(struct server *srv, struct user *u)
+{
+	if (--u->refs)
+		return;
+	/* Whoever still holds a charge holds a reference too. */
+	TAILQ_REMOVE(&srv->users, u, link);
+	free(u);
+}
+
+int user_charge_private_ctx(struct server *srv, struct user *u)
+{
+	if (u->private_ctxs >= srv->config.limits.private_contexts_per_uid)
+		return -EDQUOT;
+	u->private_ctxs++;
+	return 0;
+}
+
+void user_uncharge_private_ctx(struct user *u)
+{
+	u->private_ctxs--;
+}
+
+bool user_fds_full(const struct server *srv, const struct user *u)
+{
+	return u->pinned_fds >= srv->config.limits.queued_fds_per_uid;
+}
+
+void users_free(struct server *srv)
+{
+	struct user *u;
+
+	while ((u = TAILQ_FIRST(&srv->users))) {
+		TAILQ_REMOVE(&srv->users, u, link);
+		free(u);
+	}
+}

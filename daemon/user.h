@@ -1,0 +1,56 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Per-uid accounting, after dbus-broker's users: every connection refers to
+ * the user of its peer's uid, and what the connection holds on the daemon's
+ * side (the connection itself, descriptors sent and not yet read, contexts
+ * of private domains) is charged there and uncharged exactly once, so that
+ * one uid cannot take what the others need.
+ */
+#ifndef RDMAB_USER_H
+#define RDMAB_USER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/queue.h"
+
+struct server;
+struct conn;
+
+struct user {
+	TAILQ_ENTRY(user) link;
+	uid_t uid;
+	/* Connections, and contexts charged below, that refer to it. */
+	unsigned int refs;
+	/* Its connections being served (not the lingering ones). */
+	TAILQ_HEAD(, conn) conns;
+	unsigned int n_conns;
+	/* Descriptors its connections were sent and have not read. */
+	unsigned int pinned_fds;
+	unsigned int private_ctxs;
+	/* pinned_fds crossed queued_fds_per_uid: its connections are to be
+	 * stopped, or may be read again (conn.c). */
+	bool wake;
+	bool waking;
+};
+
+TAILQ_HEAD(user_list, user);
+
+/* The user of @uid, created on first use; a reference. NULL without
+ * memory. */
+struct user *user_get(struct server *srv, uid_t uid);
+struct user *user_ref(struct user *u);
+void user_unref(struct server *srv, struct user *u);
+
+/* A context of a private domain: -EDQUOT over private_contexts_per_uid. */
+int user_charge_private_ctx(struct server *srv, struct user *u);
+void user_uncharge_private_ctx(struct user *u);
+
+/* Has @u as many descriptors unread as queued_fds_per_uid allows? */
+bool user_fds_full(const struct server *srv, const struct user *u);
+
+/* Free every user (daemon exit); nothing may refer to them any more. */
+void users_free(struct server *srv);
+
+#endif

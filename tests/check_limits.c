@@ -1,0 +1,758 @@
+// SPDX-License-Identifier: MIT
+/*
+ * What one user can take from the others, against the real rdmabrokerd on
+ * the soft device: connection slots (per uid, the administrators' reserve,
+ * the hello deadline), descriptors left unread in replies (per connection,
+ * per uid, and after the daemon gave up on a reader), contexts of private
+ * domains, the accept() warning while descriptors run out, and what status
+ * tells a user.
+ *
+ * Clients of other uids are raw sockets connected with the effective uid
+ * and groups switched for the connect() (the daemon reads the peer's
+ * credentials as they were then), or agents (tests/agent.c). Root only:
+ * without it the program exits 77, which automake counts as skipped.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <libgen.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "tests/agent.h"
+#include "tests/cklib.h"
+#include "tests/testlib.h"
+
+#define NOBODY 65534
+#define MAX_AGENTS 4
+#define MAX_RAW 160
+#define AGENT_WAIT_MS 10000
+
+static struct tl_daemon D;
+static struct agent A[MAX_AGENTS];
+static size_t n_agents;
+static int raw[MAX_RAW];
+static size_t n_raw;
+static char *cfg_dir;
+static char cfg_path[PATH_MAX];
+static char log_path[PATH_MAX];
+static struct ibc_client *root_cl;
+
+static void setup(void)
+{
+	memset(&D, 0, sizeof(D));
+	D.pid = -1;
+	for (size_t i = 0; i < MAX_AGENTS; i++) {
+		A[i].pid = -1;
+		A[i].to = A[i].from = -1;
+	}
+	n_agents = 0;
+	n_raw = 0;
+	cfg_dir = NULL;
+	root_cl = NULL;
+}
+
+static void teardown(void)
+{
+	for (size_t i = 0; i < MAX_AGENTS; i++)
+		agent_stop(&A[i]);
+	for (size_t i = 0; i < n_raw; i++)
+		if (raw[i] >= 0)
+			close(raw[i]);
+	n_raw = 0;
+	ibc_disconnect(root_cl);
+	root_cl = NULL;
+	tl_daemon_stop(&D);
+	if (cfg_dir) {
+		tl_rmtree(cfg_dir);
+		free(cfg_dir);
+		cfg_dir = NULL;
+	}
+}
+
+/* --- the daemon, its configuration and its log ---------------------------- */
+
+static char *log_read(void)
+{
+	FILE *f = fopen(log_path, "re");
+	char *buf = calloc(1, 1 << 20);
+	size_t len = 0;
+
+	ck_assert_ptr_nonnull(buf);
+	if (f) {
+		len = fread(buf, 1, (1 << 20) - 1, f);
+		fclose(f);
+	}
+	buf[len] = '\0';
+	return buf;
+}
+
+static unsigned int log_count(const char *needle)
+{
+	char *log = log_read();
+	unsigned int n = 0;
+
+	for (const char *p = log; (p = strstr(p, needle)); p++)
+		n++;
+	free(log);
+	return n;
+}
+
+/*
+ * Start the daemon on @conf with @more arguments, its stderr in log_path,
+ * its socket open to every uid.
+ */
+static void daemon_up(const char *conf, const char *const *more)
+{
+	const char *args[32];
+	size_t n = 0;
+	char *top;
+	FILE *f;
+	int fd, saved, ret;
+
+	cfg_dir = tl_mkdtemp();
+	ck_assert_ptr_nonnull(cfg_dir);
+	snprintf(cfg_path, sizeof(cfg_path), "%s/rdmabroker.conf", cfg_dir);
+	snprintf(log_path, sizeof(log_path), "%s/daemon.log", cfg_dir);
+	f = fopen(cfg_path, "w");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs(conf, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	args[n++] = "--config";
+	args[n++] = cfg_path;
+	args[n++] = "--socket-mode";
+	args[n++] = "0666";
+	args[n++] = "--log-level";
+	args[n++] = "info";
+	for (; more && *more && n < 31; more++)
+		args[n++] = *more;
+	args[n] = NULL;
+
+	fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+	ck_assert_int_ge(fd, 0);
+	fflush(stderr);
+	saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	ck_assert_int_ge(saved, 0);
+	ck_assert_int_eq(dup2(fd, 2), 2);
+	close(fd);
+	ret = tl_daemon_start(&D, args);
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+	if (ret < 0) {
+		char *log = log_read();
+
+		ck_abort_msg("cannot start %s: %s; its log:\n%s",
+			     tl_daemon_path(), strerror(-ret), log);
+	}
+	ck_assert_int_eq(chmod(D.dir, 0711), 0);
+	top = strdup(D.dir);
+	ck_assert_ptr_nonnull(top);
+	ck_assert_int_eq(chmod(dirname(top), 0711), 0);
+	free(top);
+}
+
+static bool wait_clients(unsigned int n);
+
+/* The same, once root's client is the only one. */
+static void daemon_up_clean(const char *conf, const char *const *more)
+{
+	daemon_up(conf, more);
+	ck_assert_msg(wait_clients(1), "the checker of the start stays");
+}
+
+static struct ibc_client *root_client(void)
+{
+	int ret;
+
+	if (root_cl)
+		return root_cl;
+	ret = tl_connect(D.sock, TL_WAIT_MS, &root_cl);
+	ck_assert_msg(ret == 0, "root: ibc_connect: %s (%s)", strerror(-ret),
+		      ibc_last_error());
+	return root_cl;
+}
+
+/* Connections the daemon serves, as root sees them (root's own too). */
+static unsigned int daemon_clients(void)
+{
+	struct ibc_status st;
+	int ret = ibc_status(root_client(), &st, sizeof(st));
+
+	ck_assert_msg(ret == 0, "root: ibc_status: %s (%s)", strerror(-ret),
+		      ibc_last_error());
+	return st.clients;
+}
+
+static bool wait_clients(unsigned int n)
+{
+	int64_t deadline = tl_now_ms() + TL_WAIT_MS;
+
+	while (daemon_clients() != n)
+		if (tl_now_ms() >= deadline)
+			return false;
+		else
+			tl_sleep_ms(10);
+	return true;
+}
+
+/* Requests the daemon served to the clients of @uid that said hello. */
+static uint64_t uid_requests(uid_t uid)
+{
+	struct ibc_client_entry *e = NULL;
+	uint64_t sum = 0;
+	size_t n = 0;
+	int ret = ibc_list_clients(root_client(), &e, sizeof(*e), &n);
+
+	ck_assert_msg(ret == 0, "root: ibc_list_clients: %s", ibc_last_error());
+	for (size_t i = 0; i < n; i++)
+		if (e[i].uid == uid)
+			sum += e[i].requests;
+	ibc_list_free(e);
+	return sum;
+}
+
+/* The daemon stopped serving @uid: its count holds still for 300 ms. */
+static uint64_t uid_requests_settled(uid_t uid)
+{
+	int64_t deadline = tl_now_ms() + TL_WAIT_MS;
+	uint64_t last = uid_requests(uid), now;
+	int still = 0;
+
+	while (still < 30 && tl_now_ms() < deadline) {
+		tl_sleep_ms(10);
+		now = uid_requests(uid);
+		still = now == last ? still + 1 : 0;
+		last = now;
+	}
+	ck_assert_msg(still == 30, "uid %u is still being served",
+		      (unsigned int)uid);
+	return last;
+}
+
+/* The daemon is back to its start: one client, the descriptors it had. */
+static void assert_settled(void)
+{
+	unsigned int clients = 0;
+	int n;
+
+	ibc_disconnect(root_cl);
+	root_cl = NULL;
+	n = tl_daemon_settle(&D, TL_WAIT_MS, &clients);
+	ck_assert_msg(tl_daemon_alive(&D), "the daemon died");
+	ck_assert_msg(clients == 1, "status reports %u clients, expected 1",
+		      clients);
+	ck_assert_msg(n == D.baseline_fds,
+		      "the daemon holds %d descriptors, %d at start", n,
+		      D.baseline_fds);
+}
+
+/* --- raw clients of other uids -------------------------------------------- */
+
+/* A socket connected as @uid/@gid without supplementary groups (or with
+ * @supp, unless it is -1); kept until teardown. */
+static int connect_as(uid_t uid, gid_t gid, gid_t supp)
+{
+	gid_t saved[64];
+	int n = getgroups(64, saved), fd;
+
+	ck_assert_int_ge(n, 0);
+	ck_assert_uint_lt(n_raw, MAX_RAW);
+	ck_assert_int_eq(setgroups(supp == (gid_t)-1 ? 0 : 1, &supp), 0);
+	ck_assert_int_eq(setegid(gid), 0);
+	ck_assert_int_eq(seteuid(uid), 0);
+	fd = tl_raw_connect(D.sock);
+	ck_assert_int_eq(seteuid(0), 0);
+	ck_assert_int_eq(setegid(0), 0);
+	ck_assert_int_eq(setgroups((size_t)n, saved), 0);
+	ck_assert_msg(fd >= 0, "connect as uid %u: %s", (unsigned int)uid,
+		      strerror(-fd));
+	raw[n_raw++] = fd;
+	return fd;
+}
+
+static void raw_close(int fd)
+{
+	for (size_t i = 0; i < n_raw; i++)
+		if (raw[i] == fd)
+			raw[i] = -1;
+	close(fd);
+}
+
+/* The broker refused @fd with @err and a sentence holding @needle, then
+ * closed it. */
+static void assert_refused(int fd, int err, const char *needle)
+{
+	Rdmab__DaemonMessage *m = NULL;
+	int ret = tl_recv_msg(fd, TL_WAIT_MS, &m);
+
+	ck_assert_msg(ret == 1, "no refusal: %d (%s)", ret, strerror(-ret));
+	ck_assert_int_eq(m->kind_case, RDMAB__DAEMON_MESSAGE__KIND_REPLY);
+	ck_assert_uint_eq(m->reply->serial, 0);
+	ck_assert_msg(m->reply->error == err, "error %d (%s), expected %d",
+		      m->reply->error, m->reply->message, err);
+	ck_assert_msg(strstr(m->reply->message, needle),
+		      "the refusal \"%s\" does not say \"%s\"",
+		      m->reply->message, needle);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	ck_assert_int_eq(tl_wait_eof(fd, TL_WAIT_MS), 0);
+}
+
+/* Send open-context requests on @fd without reading, until the socket
+ * takes no more (the daemon stopped reading) or @max went. */
+static unsigned int flood_opens(int fd, unsigned int max)
+{
+	Rdmab__OpenContextRequest oc = RDMAB__OPEN_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct tl_buf b = { 0 };
+	unsigned int n = 0;
+
+	oc.device = (char *)"";
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = 1000;
+	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
+	req.open_context = &oc;
+	tl_pb_message(&b, &req.base);
+	for (; n < max; n++) {
+		int ret = tl_raw_send(fd, b.p, b.len, NULL, 0, MSG_DONTWAIT);
+
+		if (ret == -EAGAIN)
+			break;
+		ck_assert_msg(ret == 0, "send: %s", strerror(-ret));
+	}
+	tl_buf_free(&b);
+	return n;
+}
+
+/* Read @fd to its end: how many replies carried a context. */
+static unsigned int replies_until_eof(int fd)
+{
+	unsigned int n = 0;
+
+	for (;;) {
+		Rdmab__DaemonMessage *m = NULL;
+		int ret = tl_recv_msg(fd, TL_WAIT_MS, &m);
+
+		if (ret == 0)
+			return n;
+		/* A socket closed with requests unread resets the peer's,
+		 * whose queue is still there to read. */
+		if (ret == -ECONNRESET)
+			continue;
+		ck_assert_msg(ret == 1, "recv: %d (%s)", ret, strerror(-ret));
+		if (m->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY &&
+		    m->reply->body_case == RDMAB__REPLY__BODY_OPEN_CONTEXT)
+			n++;
+		rdmab__daemon_message__free_unpacked(m, NULL);
+	}
+}
+
+/* --- agents --------------------------------------------------------------- */
+
+static struct agent *agent_new(struct agent_cred cred)
+{
+	struct agent *a;
+	int ret;
+
+	ck_assert_uint_lt(n_agents, MAX_AGENTS);
+	a = &A[n_agents++];
+	ret = agent_start(a, &cred, D.sock);
+	ck_assert_msg(ret == 0, "agent for uid %u: %s", (unsigned int)cred.uid,
+		      strerror(-ret));
+	return a;
+}
+
+static const struct agent_rep *ag(struct agent *a, enum agent_op op,
+				  const char *arg, uint32_t flags)
+{
+	int ret = agent_call(a, op, arg, flags, AGENT_WAIT_MS);
+
+	ck_assert_msg(ret == 0, "agent of uid %u: operation %d: %s",
+		      (unsigned int)a->cred.uid, (int)op, strerror(-ret));
+	return &a->rep;
+}
+
+static void ag_ok(struct agent *a, enum agent_op op, uint32_t flags)
+{
+	const struct agent_rep *r = ag(a, op, NULL, flags);
+
+	ck_assert_msg(r->ret == 0, "uid %u: operation %d: %s (%s)",
+		      (unsigned int)a->cred.uid, (int)op, strerror(-r->ret),
+		      r->error);
+}
+
+/* --- connection slots ---------------------------------------------------- */
+
+/* Root connects, opens a context and pings: it is served. */
+static void assert_root_served(const char *after)
+{
+	struct ibc_client *cl = NULL;
+	struct ibc_ctx *ctx = NULL;
+	int ret = tl_connect(D.sock, TL_WAIT_MS, &cl);
+
+	ck_assert_msg(ret == 0, "after %s: root cannot connect: %s (%s)",
+		      after, strerror(-ret), ibc_last_error());
+	ret = ibc_open(cl, NULL, &ctx);
+	ck_assert_msg(ret == 0, "after %s: root: ibc_open: %s (%s)", after,
+		      strerror(-ret), ibc_last_error());
+	ck_assert_int_eq(ibc_ping(cl, "root", 4), 0);
+	ibc_close(ctx);
+	ibc_disconnect(cl);
+}
+
+/*
+ * Idle connections of one user that never say hello take what the
+ * administrators' reserve leaves, not the reserve: root, and the admin
+ * group, still get in; another user does not.
+ */
+START_TEST(test_idle_connections_leave_the_reserve)
+{
+	static const char *const args[] = { "--max-clients", "70", NULL };
+	struct agent *adm, *other;
+	unsigned int taken = 0;
+	const struct agent_rep *r;
+	int fds[70];
+
+	daemon_up_clean("[broker]\nadmin_group = 4399\n"
+			"hello_timeout = 3600s\n",
+			args);
+	/* As many as the broker serves, from one user: root's client
+	 * leaves it 70 - 16 - 1. */
+	for (int i = 0; i < 70; i++)
+		fds[i] = connect_as(NOBODY, NOBODY, (gid_t)-1);
+	for (int i = 0; i < 70; i++) {
+		Rdmab__DaemonMessage *m = NULL;
+		int wait = i < 53 ? 0 : i == 53 ? TL_WAIT_MS : 500;
+		int ret = tl_recv_msg(fds[i], wait, &m);
+
+		if (ret == -ETIMEDOUT) {
+			taken++;
+			continue;
+		}
+		ck_assert_msg(ret == 1, "connection %d: %d", i, ret);
+		ck_assert_msg(m->reply->error == EUSERS &&
+				      strstr(m->reply->message,
+					     "16 for administrators"),
+			      "connection %d: error %d: %s", i,
+			      m->reply->error, m->reply->message);
+		rdmab__daemon_message__free_unpacked(m, NULL);
+	}
+	ck_assert_msg(taken == 53, "uid %u holds %u of 70 connections", NOBODY,
+		      taken);
+	assert_root_served("70 idle connections of uid 65534");
+
+	/* The admin group may use the reserve, another user may not. */
+	adm = agent_new(agent_cred(4300, 4300, 4399, AGENT_END));
+	ag_ok(adm, AGENT_CONNECT, 0);
+	ag_ok(adm, AGENT_PING, 0);
+	other = agent_new(agent_cred(4301, 4301, AGENT_END));
+	r = ag(other, AGENT_CONNECT, NULL, 0);
+	ck_assert_msg(r->ret == -EUSERS, "uid 4301 got %d (%s)", r->ret,
+		      r->error);
+	ck_assert_msg(strstr(r->error, "administrators"), "error: %s",
+		      r->error);
+
+	/* The reserve ends at the limit, for root too. */
+	ck_assert(wait_clients(53 + 1 + 1));
+	for (int i = 55; i < 70; i++)
+		connect_as(0, 0, (gid_t)-1);
+	ck_assert(wait_clients(70));
+	assert_refused(connect_as(0, 0, (gid_t)-1), EUSERS, "at most 70");
+}
+END_TEST
+
+/* One user gets connections_per_uid connections; the next is refused with
+ * a sentence, others are not affected, and a slot given back is free. */
+START_TEST(test_connections_per_uid)
+{
+	static const char *const args[] = { "--max-clients", "200", NULL };
+	int fds[64], extra;
+
+	daemon_up_clean("[broker]\nhello_timeout = 3600s\n", args);
+	for (int i = 0; i < 64; i++)
+		fds[i] = connect_as(NOBODY, NOBODY, (gid_t)-1);
+	ck_assert(wait_clients(64 + 1));
+	extra = connect_as(NOBODY, NOBODY, (gid_t)-1);
+	assert_refused(extra, EDQUOT, "connections_per_uid");
+	assert_refused(connect_as(NOBODY, NOBODY, (gid_t)-1), EDQUOT,
+		       "uid 65534 already has 64 connections");
+
+	/* Another user is not affected, nor is root. */
+	ck_assert_int_eq(tl_raw_hello(connect_as(4242, 4242, (gid_t)-1), 1),
+			 0);
+	assert_root_served("64 connections of uid 65534");
+
+	/* A connection given back is a slot again. */
+	raw_close(fds[0]);
+	ck_assert(wait_clients(63 + 1 + 1));
+	ck_assert_int_eq(tl_raw_hello(connect_as(NOBODY, NOBODY, (gid_t)-1),
+				      1),
+			 0);
+	assert_refused(connect_as(NOBODY, NOBODY, (gid_t)-1), EDQUOT,
+		       "connections_per_uid");
+}
+END_TEST
+
+/* A connection that says nothing is told why and closed at the deadline;
+ * one that said hello stays. */
+START_TEST(test_hello_deadline)
+{
+	int idle, talker;
+
+	daemon_up_clean("[broker]\nhello_timeout = 300ms\n", NULL);
+	talker = connect_as(NOBODY, NOBODY, (gid_t)-1);
+	ck_assert_int_eq(tl_raw_hello(talker, 1), 0);
+	idle = connect_as(NOBODY, NOBODY, (gid_t)-1);
+	assert_refused(idle, ETIMEDOUT, "no hello within 300 ms");
+	tl_sleep_ms(400);
+	ck_assert_int_eq(tl_raw_ping(talker, 2, "still here", 10), 0);
+	ck_assert_msg(log_count("no hello within 300 ms") == 1,
+		      "the log:\n%s", log_read());
+	raw_close(talker);
+	assert_settled();
+}
+END_TEST
+
+/* --- descriptors nobody reads --------------------------------------------- */
+
+/*
+ * open-context in a loop, never reading: each reply carries a descriptor.
+ * The daemon stops reading a connection at queued_fds of them and a user
+ * at queued_fds_per_uid; its descriptor count stays bounded, and root is
+ * served meanwhile.
+ */
+START_TEST(test_unread_descriptors_bounded)
+{
+	static const char conf[] = "[broker]\n"
+				   "queued_fds = 8\n"
+				   "queued_fds_per_uid = 20\n"
+				   "hello_timeout = 3600s\n";
+	unsigned int sent = 0, served, fds_now;
+	int fl[3], late;
+	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m = NULL;
+
+	daemon_up_clean(conf, NULL);
+	for (int i = 0; i < 3; i++) {
+		fl[i] = connect_as(NOBODY, NOBODY, (gid_t)-1);
+		ck_assert_int_eq(tl_raw_hello(fl[i], 1), 0);
+	}
+	for (int i = 0; i < 3; i++)
+		sent += flood_opens(fl[i], 3000);
+	served = (unsigned int)uid_requests_settled(NOBODY);
+	fds_now = (unsigned int)tl_count_fds(D.pid);
+	fprintf(stderr,
+		"check_limits: %u opens sent on 3 connections, %u requests "
+		"served; the daemon holds %u descriptors (%d at start)\n",
+		sent, served, fds_now, D.baseline_fds);
+	ck_assert_uint_gt(sent, 100);
+	/* Root's client instead of the checker, three more, the context of
+	 * uid-65534 and at most 20 descriptors waiting. */
+	ck_assert_msg(fds_now <= (unsigned int)D.baseline_fds + 3 * 2 + 1 + 20,
+		      "the daemon holds %u descriptors, %d at start", fds_now,
+		      D.baseline_fds);
+	/* Three hellos and at most 20 opens. */
+	ck_assert_msg(served <= 3 + 20, "%u requests served to uid %u", served,
+		      NOBODY);
+	ck_assert_msg(served >= 3 + 8, "%u requests served to uid %u", served,
+		      NOBODY);
+	assert_root_served("three connections that do not read");
+
+	/* A new connection of the same user is not read while it is full. */
+	late = connect_as(NOBODY, NOBODY, (gid_t)-1);
+	hello.library_version = (char *)"late";
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = 1;
+	req.body_case = RDMAB__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	ck_assert_int_eq(tl_send_request(late, &req, NULL, 0), 0);
+	ck_assert_int_eq(tl_recv_msg(late, 300, &m), -ETIMEDOUT);
+	/* It is once another connection of the user gives its share back. */
+	raw_close(fl[0]);
+	ck_assert_int_eq(tl_recv_msg(late, TL_WAIT_MS, &m), 1);
+	ck_assert_int_eq(m->reply->error, 0);
+	ck_assert_uint_eq(m->reply->body_case, RDMAB__REPLY__BODY_HELLO);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	for (int i = 1; i < 3; i++)
+		raw_close(fl[i]);
+	raw_close(late);
+	assert_settled();
+}
+END_TEST
+
+/*
+ * A reader stopped for unread_timeout is disconnected; the descriptors it
+ * has not read stay charged to its uid until it reads them or closes its
+ * socket, so that reconnecting gets it nothing more.
+ */
+START_TEST(test_unread_timeout)
+{
+	static const char conf[] = "[broker]\n"
+				   "queued_fds = 4\n"
+				   "queued_fds_per_uid = 6\n"
+				   "unread_timeout = 300ms\n";
+	unsigned int first, second;
+	int a, b;
+
+	daemon_up_clean(conf, NULL);
+	a = connect_as(NOBODY, NOBODY, (gid_t)-1);
+	ck_assert_int_eq(tl_raw_hello(a, 1), 0);
+	ck_assert_uint_gt(flood_opens(a, 3000), 100);
+	ck_assert_msg(wait_clients(1), "the reader that stopped is still "
+				       "connected");
+	ck_assert_msg(log_count("replies left unread for 300 ms") >= 1,
+		      "the log:\n%s", log_read());
+
+	/* Its socket still holds 4 descriptors: 2 are left to the user. */
+	b = connect_as(NOBODY, NOBODY, (gid_t)-1);
+	ck_assert_int_eq(tl_raw_hello(b, 1), 0);
+	ck_assert_uint_gt(flood_opens(b, 3000), 100);
+	ck_assert_msg(wait_clients(1), "the second reader that stopped is "
+				       "still connected");
+	second = replies_until_eof(b);
+	first = replies_until_eof(a);
+	ck_assert_msg(first == 4, "the first connection got %u contexts",
+		      first);
+	ck_assert_msg(second == 2, "the second connection got %u contexts",
+		      second);
+	raw_close(a);
+	raw_close(b);
+	assert_settled();
+}
+END_TEST
+
+/* --- private contexts, status, accept() ---------------------------------- */
+
+START_TEST(test_private_contexts_per_uid)
+{
+	struct agent *p[3], *other;
+	const struct agent_rep *r;
+	int64_t deadline;
+
+	daemon_up_clean("[broker]\nprivate_contexts_per_uid = 2\n", NULL);
+	for (int i = 0; i < 3; i++) {
+		p[i] = agent_new(agent_cred(4242, 4242, AGENT_END));
+		ag_ok(p[i], AGENT_CONNECT, IBC_CONNECT_PRIVATE_DOMAIN);
+	}
+	ag_ok(p[0], AGENT_OPEN, 0);
+	ag_ok(p[1], AGENT_OPEN, 0);
+	r = ag(p[2], AGENT_OPEN, NULL, 0);
+	ck_assert_msg(r->ret == -EDQUOT, "the third private context: %d (%s)",
+		      r->ret, r->error);
+	ck_assert_msg(strstr(r->error, "private_contexts_per_uid"),
+		      "error: %s", r->error);
+	/* Per uid: another user has its own. */
+	other = agent_new(agent_cred(4243, 4243, AGENT_END));
+	ag_ok(other, AGENT_CONNECT, IBC_CONNECT_PRIVATE_DOMAIN);
+	ag_ok(other, AGENT_OPEN, 0);
+	/* Uncharged when the context goes. */
+	ag_ok(p[0], AGENT_DISCONNECT, 0);
+	deadline = tl_now_ms() + TL_WAIT_MS;
+	do {
+		r = ag(p[2], AGENT_OPEN, NULL, 0);
+		if (r->ret != -EDQUOT)
+			break;
+		tl_sleep_ms(10);
+	} while (tl_now_ms() < deadline);
+	ck_assert_msg(r->ret == 0, "after a disconnect: %d (%s)", r->ret,
+		      r->error);
+}
+END_TEST
+
+/* A user's status counts its domain, root's the daemon. */
+START_TEST(test_status_of_a_user)
+{
+	struct agent *u1, *u2, *n;
+
+	daemon_up_clean("# defaults\n", NULL);
+	u1 = agent_new(agent_cred(4242, 4242, AGENT_END));
+	u2 = agent_new(agent_cred(4242, 4242, AGENT_END));
+	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
+	ag_ok(u1, AGENT_CONNECT, 0);
+	ag_ok(u2, AGENT_CONNECT, 0);
+	ag_ok(n, AGENT_CONNECT, 0);
+	ag_ok(u1, AGENT_STATUS, 0);
+	ck_assert_uint_eq(u1->rep.n_list, 2);
+	ag_ok(n, AGENT_STATUS, 0);
+	ck_assert_uint_eq(n->rep.n_list, 1);
+	ck_assert_uint_eq(daemon_clients(), 4);
+}
+END_TEST
+
+/*
+ * With no descriptor left, accept() fails at every retry (every 100 ms):
+ * the warning is logged once, not at each.
+ */
+START_TEST(test_accept_warning_rate_limited)
+{
+	struct rlimit rl, low;
+	int fds_now;
+
+	daemon_up_clean("# defaults\n", NULL);
+	ck_assert_int_eq(prlimit(D.pid, RLIMIT_NOFILE, NULL, &rl), 0);
+	fds_now = tl_count_fds(D.pid);
+	ck_assert_int_gt(fds_now, 0);
+	/* Room for one more connection (its socket and pidfd), no more. */
+	low = rl;
+	low.rlim_cur = (rlim_t)fds_now + 2;
+	ck_assert_int_eq(prlimit(D.pid, RLIMIT_NOFILE, &low, NULL), 0);
+	for (int i = 0; i < 8; i++)
+		connect_as(NOBODY, NOBODY, (gid_t)-1);
+	/* About fifteen retries. */
+	tl_sleep_ms(1600);
+	ck_assert_msg(log_count("accept: Too many open files") == 1,
+		      "the log:\n%s", log_read());
+	ck_assert_int_eq(prlimit(D.pid, RLIMIT_NOFILE, &rl, NULL), 0);
+	assert_root_served("running out of descriptors");
+	for (size_t i = 0; i < n_raw; i++) {
+		close(raw[i]);
+		raw[i] = -1;
+	}
+	assert_settled();
+}
+END_TEST
+
+static Suite *limits_suite(void)
+{
+	Suite *s = suite_create("limits");
+	TCase *tc = tcase_create("slots");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_idle_connections_leave_the_reserve);
+	tcase_add_test(tc, test_connections_per_uid);
+	tcase_add_test(tc, test_hello_deadline);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("descriptors");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_unread_descriptors_bounded);
+	tcase_add_test(tc, test_unread_timeout);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("accounting");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_private_contexts_per_uid);
+	tcase_add_test(tc, test_status_of_a_user);
+	tcase_add_test(tc, test_accept_warning_rate_limited);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	ck_require_root("check_limits");
+	return ck_run("limits", limits_suite());
+}

@@ -1,0 +1,99 @@
+// SPDX-License-Identifier: MIT
+#include "config.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "tests/verbs-shim.h"
+
+enum verbs_shim_mode verbs_shim_mode = VERBS_SHIM_REAL;
+unsigned int verbs_shim_calls;
+
+static struct ibv_device shim_dev = { .name = "fake0" };
+static struct ibv_device *shim_list[2] = { &shim_dev, NULL };
+
+/* libibverbs' own definition of @name; aborts when there is none, which
+ * only a broken link can cause. */
+static void *shim_real(const char *name)
+{
+	void *f = dlsym(RTLD_NEXT, name);
+
+	if (!f)
+		abort();
+	return f;
+}
+
+#define SHIM_REAL(name) ((__typeof__(&name))shim_real(#name))
+/* The build hides symbols by default; these must interpose. */
+#define SHIM_EXPORT __attribute__((visibility("default")))
+
+SHIM_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
+{
+	if (verbs_shim_mode == VERBS_SHIM_REAL)
+		return SHIM_REAL(ibv_get_device_list)(num_devices);
+	verbs_shim_calls++;
+	if (num_devices)
+		*num_devices = 1;
+	return shim_list;
+}
+
+SHIM_EXPORT void ibv_free_device_list(struct ibv_device **list)
+{
+	if (list != shim_list)
+		SHIM_REAL(ibv_free_device_list)(list);
+}
+
+SHIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
+{
+	struct ibv_context *ctx;
+
+	if (device != &shim_dev)
+		return SHIM_REAL(ibv_open_device)(device);
+	verbs_shim_calls++;
+	if (verbs_shim_mode != VERBS_SHIM_NO_FDS)
+		return NULL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return NULL;
+	ctx->device = &shim_dev;
+	ctx->cmd_fd = ctx->async_fd = -1;
+	return ctx;
+}
+
+SHIM_EXPORT int ibv_close_device(struct ibv_context *context)
+{
+	if (context->device != &shim_dev)
+		return SHIM_REAL(ibv_close_device)(context);
+	free(context);
+	return 0;
+}
+
+SHIM_EXPORT int ibv_query_device(struct ibv_context *context,
+				 struct ibv_device_attr *device_attr)
+{
+	if (context->device != &shim_dev)
+		return SHIM_REAL(ibv_query_device)(context, device_attr);
+	return EOPNOTSUPP;
+}
+
+/* verbs.h makes ibv_query_port() an inline wrapper of this symbol. */
+#undef ibv_query_port
+SHIM_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
+			       struct _compat_ibv_port_attr *port_attr)
+{
+	if (context->device != &shim_dev)
+		return SHIM_REAL(ibv_query_port)(context, port_num, port_attr);
+	return EOPNOTSUPP;
+}
+
+SHIM_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
+{
+	if (verbs_shim_mode == VERBS_SHIM_REAL)
+		return SHIM_REAL(ibv_import_device)(cmd_fd);
+	verbs_shim_calls++;
+	return NULL;
+}

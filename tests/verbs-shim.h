@@ -1,0 +1,27 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A test's own libibverbs entry points, linked into the test program: the
+ * program's definitions come first in symbol lookup, so libibclient and
+ * libdaemon call these. In VERBS_SHIM_REAL (the default) they forward to
+ * libibverbs; the other modes play one fake device "fake0", which no real
+ * provider can be made to do on demand.
+ */
+#ifndef RDMAB_VERBS_SHIM_H
+#define RDMAB_VERBS_SHIM_H
+
+enum verbs_shim_mode {
+	VERBS_SHIM_REAL,
+	/* Every call fails as some provider paths do: NULL, errno left as
+	 * it was. ibv_get_device_list lists fake0. */
+	VERBS_SHIM_SILENT,
+	/* fake0 opens, to a context with neither command nor async event
+	 * descriptor (-1), which queries refuse with EOPNOTSUPP. */
+	VERBS_SHIM_NO_FDS,
+};
+
+/* Set by the test's thread before it calls into the code under test. */
+extern enum verbs_shim_mode verbs_shim_mode;
+/* How many calls the shim answered itself rather than libibverbs. */
+extern unsigned int verbs_shim_calls;
+
+#endif
