@@ -166,7 +166,7 @@ static int ibc_obj_begin_destroy(struct ibc_obj *o)
 	else if (o->users)
 		err = ibc_set_error(-EBUSY,
 				    "the %s (handle %u) is in use by this "
-				    "process's %s (%u uses): destroy them "
+				    "process's %s (uses: %u): destroy them "
 				    "first",
 				    ibc_obj_kind_name(o->kind), o->handle,
 				    o->kind == IBC_OBJ_SRQ ? "QPs" :
