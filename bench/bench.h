@@ -55,6 +55,8 @@ int spawn_fn(int (*fn)(void *arg), void *arg, pid_t *ret_pid);
 /* SIGTERM @pid, wait for it (SIGKILL after 3 s), forget it. Returns its
  * wait status or -errno. */
 int stop_child(pid_t pid);
+/* Wait for @pid to exit by itself, forget it; its wait status or -errno. */
+int wait_child(pid_t pid);
 
 /* Remember @path (a socket, file or empty directory) for removal at exit;
  * rmdir-ed paths must be registered before what they contain. */
@@ -77,6 +79,9 @@ int unix_connect_wait(const char *path, unsigned int ms, pid_t server,
 /* Wait up to @ms for one packet, into @buf; returns its length or -errno
  * (-ETIMEDOUT, -ECONNRESET at end of stream). */
 int recv_timeout(int fd, void *buf, size_t cap, unsigned int ms);
+/* Listen on @path (SOCK_SEQPACKET) and accept one connection, within @ms
+ * milliseconds. */
+int unix_accept_one(const char *path, unsigned int ms, int *ret_fd);
 
 /* --- machine state --------------------------------------------------- */
 
@@ -126,10 +131,19 @@ struct raw_echo {
 	size_t rep_len;
 };
 int raw_echo_main(void *arg);
+/* The same loop on @fd (the blocking server counted by insn.c). */
+int raw_echo_serve(int fd, size_t rep_len);
 
 /* @iters raw round trips: @req_len bytes out, @rep_len bytes back. */
 int rtt_raw_rep(int fd, const uint8_t *req, size_t req_len, size_t rep_len,
 		unsigned int iters, uint64_t *lat);
+/*
+ * The same against the event-driven floor (bench-evsrv), with
+ * libibclient's system calls: send(MSG_DONTWAIT) and a blocking recvmsg()
+ * with room for descriptors (wire_recv()).
+ */
+int rtt_floor_rep(int fd, const uint8_t *req, size_t req_len,
+		  size_t rep_len, unsigned int iters, uint64_t *lat);
 
 /* --- closed-loop load over many connections (load.c) ----------------- */
 
@@ -176,6 +190,7 @@ struct open_sizes {
 enum open_side {
 	OPEN_STEADY, /* ibc_open + ibc_close, the context held elsewhere */
 	OPEN_RAW,    /* raw baseline: a round trip with an fd + one without */
+	OPEN_FLOOR,  /* the same against bench-evsrv, libibclient's calls */
 	OPEN_COLD,   /* the pair in a private domain: each open creates it */
 	OPEN_SIDES,
 };
@@ -191,12 +206,89 @@ struct open_bench;
 int open_setup(const char *path, const char *device, struct open_bench **ret);
 pid_t open_peer_pid(const struct open_bench *ob);
 const struct open_sizes *open_sizes(const struct open_bench *ob);
+/* The OPEN_FLOOR side: @fd, a connection (taken) to a bench-evsrv that
+ * answers with the broker's sizes (--fd-reply-size). */
+void open_floor_adopt(struct open_bench *ob, int fd);
 /* @iters pairs of @side; latencies in ns into @lat. @lat NULL: a warm-up
  * that also checks which context every open gets. */
 int open_rep(struct open_bench *ob, enum open_side side,
 	     unsigned int iters, uint64_t *lat);
 /* Stop the peer, disconnect every client; NULL is ignored. */
 void open_teardown(struct open_bench *ob);
+
+/*
+ * The pieces the instruction counts (insn.c) run in processes of their
+ * own. open_pairs_broker(): @iters ibc_open + ibc_close of @device while a
+ * holder of the same domain keeps the context open (steady state), after
+ * waiting @settle_ms once connected.
+ * open_pairs_raw(): @iters raw pairs of the sizes @sz, send() with
+ * @send_flags. open_peer_serve(): the raw peer on an accepted @fd.
+ */
+int open_pairs_broker(const char *path, const char *device,
+		      unsigned int settle_ms, unsigned int iters);
+int open_pairs_raw(int fd, const struct open_sizes *sz, int send_flags,
+		   unsigned int iters);
+int open_peer_serve(int fd, const struct open_sizes *sz);
+
+/* --- user-space instructions per request (insn.c) -------------------- */
+
+/* What is counted: one kind of request, each side of each pair. */
+enum insn_req { INSN_PING, INSN_OPEN, INSN_REQS };
+enum insn_pair { INSN_BROKER, INSN_BLOCKING, INSN_FLOOR, INSN_PAIRS };
+enum insn_side { INSN_CLIENT, INSN_SERVER, INSN_SIDES };
+
+struct insn_setup {
+	/* Where the run's servers listen, for the clients counted. */
+	const char *broker_sock;
+	const char *evsrv_sock;
+	const char *evsrv_open_sock;
+	/* How to start the servers counted: the programs, the daemon's
+	 * configuration, and paths for its runtime directory, the server's
+	 * socket, the callgrind output and the log of each run. */
+	const char *daemon;
+	const char *evsrv;
+	const char *conf;
+	const char *rundir;
+	const char *sock;
+	const char *out;
+	const char *log;
+	/* Non-NULL: keep every callgrind output there, named by what it
+	 * counted. */
+	const char *keep_dir;
+	const char *device;
+	size_t payload;
+	size_t ping_req, ping_rep;
+	struct open_sizes open;
+	/* Requests of the shorter and the longer run of each count. */
+	unsigned long n[INSN_REQS][2];
+	/* How long the daemon's clients wait once connected before their
+	 * requests (see insn.c). */
+	unsigned int settle_ms;
+};
+
+struct insn_result {
+	/* Instructions per request; NAN where not counted. */
+	double per[INSN_REQS][INSN_PAIRS][INSN_SIDES];
+	/* Why nothing was counted ("" when it was). */
+	char skipped[128];
+};
+
+/* Count every cell of @ret with callgrind. Returns 0 (a cell that failed
+ * is NAN) or -errno for a failure of the run itself. */
+int insn_count(const struct insn_setup *s, struct insn_result *ret);
+/* Nothing counted, because of @why. */
+void insn_skip(struct insn_result *ret, const char *why);
+/* Print the table of @res, counted over @n requests; 1 when the broker's
+ * ping exceeds @target instructions. */
+int insn_report(const struct insn_result *res,
+		const unsigned long n[INSN_REQS][2], double target);
+
+/*
+ * rdmab-bench --role NAME ...: one side of one count, run under callgrind
+ * by insn_count(). Returns the exit status.
+ */
+int insn_role_main(const char *role, const char *socket, unsigned long n,
+		   size_t payload, const char *sizes);
 
 /* --- ibc_cq_create + ibc_cq_destroy (objs.c) ------------------------- */
 

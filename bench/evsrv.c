@@ -1,21 +1,30 @@
 // SPDX-License-Identifier: MIT
 /*
- * bench-evsrv: the baseline of "daemon CPU per request". The least a
- * libevent SOCK_SEQPACKET server can do per request: accept4 +
- * SO_PEERCRED per connection, one event_new(EV_READ | EV_PERSIST) per
- * connection, and per readable event one recv() and one send() of a
+ * bench-evsrv: the event-driven floor, the baseline of "daemon CPU per
+ * request" and of the RTTs against it. The least a libevent
+ * SOCK_SEQPACKET server can do per request with the daemon's system calls
+ * (compare `strace -f rdmabrokerd`): accept4 + SO_PEERCRED per connection,
+ * one event_new(EV_READ | EV_PERSIST) per connection, and per readable
+ * event one epoll_wait, one recvmsg(MSG_DONTWAIT | MSG_CMSG_CLOEXEC) with
+ * room for descriptors, and one send(MSG_DONTWAIT | MSG_NOSIGNAL) of a
  * packet as large as the broker's reply. No decoding, no allocation.
  *
- * Usage: bench-evsrv --socket PATH --reply-size BYTES
+ * With --fd-reply-size, replies alternate like the broker's to
+ * ibc_open + ibc_close: one of that size carrying a descriptor
+ * (sendmsg + SCM_RIGHTS), then one of --reply-size carrying none.
+ *
+ * Usage: bench-evsrv --socket PATH --reply-size BYTES [--fd-reply-size B]
  */
 #include "config.h"
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -25,11 +34,16 @@
 #include "bench/bench.h"
 
 #define EVSRV_MAX_PACKET (64 * 1024)
+/* As many descriptors as the daemon makes room for (wire_recv()). */
+#define EVSRV_MAX_FDS 9
 
 struct evsrv {
 	struct event_base *base;
 	int listen_fd;
 	size_t reply_size;
+	/* 0: every reply is reply_size bytes without a descriptor. */
+	size_t fd_reply_size;
+	int reply_fd;
 	unsigned long conns;
 };
 
@@ -38,6 +52,8 @@ struct evconn {
 	struct event *ev;
 	int fd;
 	struct ucred cred;
+	/* The next reply carries the descriptor (--fd-reply-size). */
+	bool fd_next;
 };
 
 static uint8_t rx_buf[EVSRV_MAX_PACKET];
@@ -51,21 +67,87 @@ static void evconn_free(struct evconn *c)
 	free(c);
 }
 
+/* Close what a client should not have sent. */
+static void evconn_drop_fds(struct msghdr *mh)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm;
+	     cm = CMSG_NXTHDR(mh, cm)) {
+		size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+
+		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
+			continue;
+		for (size_t i = 0; i < n; i++) {
+			int fd;
+
+			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(fd), sizeof(fd));
+			close(fd);
+		}
+	}
+}
+
+/* One reply carrying the descriptor, as the daemon sends a context. */
+static ssize_t evconn_send_fd(int fd, const struct evsrv *srv)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int))];
+	} cbuf;
+	struct iovec iov = {
+		.iov_base = tx_buf,
+		.iov_len = srv->fd_reply_size,
+	};
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cbuf.buf,
+		.msg_controllen = sizeof(cbuf.buf),
+	};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &srv->reply_fd, sizeof(int));
+	return sendmsg(fd, &mh, MSG_DONTWAIT | MSG_NOSIGNAL);
+}
+
 static void evconn_cb(evutil_socket_t fd, short what, void *arg)
 {
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * EVSRV_MAX_FDS)];
+	} cbuf;
+	struct iovec iov = { .iov_base = rx_buf, .iov_len = sizeof(rx_buf) };
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cbuf.buf,
+		.msg_controllen = sizeof(cbuf.buf),
+	};
 	struct evconn *c = arg;
+	const struct evsrv *srv = c->srv;
 	ssize_t n;
 
-	n = recv(fd, rx_buf, sizeof(rx_buf), 0);
+	n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
+	if (mh.msg_controllen)
+		evconn_drop_fds(&mh);
 	if (n <= 0) {
 		evconn_free(c);
 		return;
 	}
-	if (send(fd, tx_buf, c->srv->reply_size, MSG_NOSIGNAL) < 0 &&
-	    errno != EAGAIN)
+	if (c->fd_next)
+		n = evconn_send_fd(fd, srv);
+	else
+		n = send(fd, tx_buf, srv->reply_size,
+			 MSG_DONTWAIT | MSG_NOSIGNAL);
+	if (n < 0 && errno != EAGAIN) {
 		evconn_free(c);
+		return;
+	}
+	if (srv->fd_reply_size)
+		c->fd_next = !c->fd_next;
 }
 
 static void evsrv_accept_cb(evutil_socket_t lfd, short what, void *arg)
@@ -92,6 +174,7 @@ static void evsrv_accept_cb(evutil_socket_t lfd, short what, void *arg)
 		}
 		c->srv = srv;
 		c->fd = fd;
+		c->fd_next = srv->fd_reply_size > 0;
 		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) <
 		    0) {
 			close(fd);
@@ -143,16 +226,17 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "reply-size", required_argument, NULL, 'n' },
+		{ "fd-reply-size", required_argument, NULL, 'f' },
 		{ 0 },
 	};
-	struct evsrv srv = { .listen_fd = -1 };
+	struct evsrv srv = { .listen_fd = -1, .reply_fd = -1 };
 	struct event *lev = NULL, *sev[2] = { NULL, NULL };
 	const char *path = NULL;
-	long size = -1;
+	long size = -1, fd_size = 0;
 	int c, ret;
 
 	alarm(BENCH_ALARM_S);
-	while ((c = getopt_long(argc, argv, "s:n:", longopts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "s:n:f:", longopts, NULL)) != -1) {
 		switch (c) {
 		case 's':
 			path = optarg;
@@ -160,16 +244,22 @@ int main(int argc, char **argv)
 		case 'n':
 			size = strtol(optarg, NULL, 10);
 			break;
+		case 'f':
+			fd_size = strtol(optarg, NULL, 10);
+			break;
 		default:
 			return 2;
 		}
 	}
-	if (!path || size < 1 || size > EVSRV_MAX_PACKET) {
+	if (!path || size < 1 || size > EVSRV_MAX_PACKET || fd_size < 0 ||
+	    fd_size > EVSRV_MAX_PACKET) {
 		fprintf(stderr, "usage: bench-evsrv --socket PATH "
-				"--reply-size 1..65536\n");
+				"--reply-size 1..65536 "
+				"[--fd-reply-size 1..65536]\n");
 		return 2;
 	}
 	srv.reply_size = (size_t)size;
+	srv.fd_reply_size = (size_t)fd_size;
 	memset(tx_buf, 'r', sizeof(tx_buf));
 	signal(SIGPIPE, SIG_IGN);
 
@@ -182,6 +272,17 @@ int main(int argc, char **argv)
 			path, strerror(-ret));
 		event_base_free(srv.base);
 		return 1;
+	}
+	/* The same descriptor every time, as the broker re-sends the
+	 * domain's context. */
+	if (srv.fd_reply_size) {
+		srv.reply_fd = memfd_create("bench-evsrv", MFD_CLOEXEC);
+		if (srv.reply_fd < 0) {
+			ret = -errno;
+			fprintf(stderr, "bench-evsrv: memfd_create: %s\n",
+				strerror(-ret));
+			goto out;
+		}
 	}
 	lev = event_new(srv.base, srv.listen_fd, EV_READ | EV_PERSIST,
 			evsrv_accept_cb, &srv);
@@ -200,6 +301,8 @@ out:
 	if (lev)
 		event_free(lev);
 	close(srv.listen_fd);
+	if (srv.reply_fd >= 0)
+		close(srv.reply_fd);
 	unlink(path);
 	event_base_free(srv.base);
 	return ret < 0 ? 1 : 0;

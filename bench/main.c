@@ -5,23 +5,29 @@
  * and prints each figure next to the baseline measured in the same run:
  *
  *  1. ping RTT: ibc_ping() through libibclient to rdmabrokerd, against a
- *     raw SOCK_SEQPACKET ping-pong between two processes with packets of
- *     the same sizes;
+ *     raw SOCK_SEQPACKET ping-pong between two blocking processes with
+ *     packets of the same sizes, and against the event-driven floor:
+ *     bench-evsrv, a bare libevent server with the daemon's system calls
+ *     (epoll_wait + recvmsg + send), driven with libibclient's (send +
+ *     recvmsg);
  *  2. daemon CPU per request at 1, 16 and 256 connections: one closed-loop
- *     client sending the broker's Ping packets, against bench-evsrv, a
- *     bare libevent server answering with packets of the same size;
+ *     client sending the broker's Ping packets, against bench-evsrv
+ *     answering with packets of the same size;
  *  3. ibc_open + ibc_close of soft0, against a raw SOCK_SEQPACKET round
  *     trip whose reply carries one fd plus one that carries none, packets
- *     of the broker's sizes (open.c); steady state (another client holds
- *     the domain's context) and, for information, cold;
- *  4. ibc_cq_create + ibc_cq_destroy on soft0, against two raw
+ *     of the broker's sizes (open.c), again blocking and event-driven;
+ *     steady state (another client holds the domain's context) and, for
+ *     information, cold;
+ *  4. user-space instructions per ping and per open + close, client and
+ *     server, beside the baselines', counted with callgrind (insn.c).
+ *  5. ibc_cq_create + ibc_cq_destroy on soft0, against two raw
  *     SOCK_SEQPACKET round trips with packets of the broker's sizes
  *     (objs.c). With --objs-ir the driver measures only these pairs and
  *     marks them for callgrind, which counts their user-space
  *     instructions (make bench-ir).
  *
- * Repetitions alternate between the broker and its baseline, so that a
- * drift of the machine hits both sides alike.
+ * Repetitions alternate between the broker and its baselines, so that a
+ * drift of the machine hits every side alike.
  */
 #include "config.h"
 
@@ -57,9 +63,14 @@
 #define QUIET_IDLE 90.0
 #define QUIET_WAIT_S 20
 #define RTT_TARGET 1.3
+#define FLOOR_TARGET 1.1
 #define CPU_TARGET 1.5
 #define OPEN_TARGET 1.3
 #define OBJS_TARGET 1.3
+#define INSN_TARGET 3500
+
+/* RTT sides. */
+enum { RTT_BROKER, RTT_BLOCKING, RTT_FLOOR, RTT_SIDES };
 
 static const unsigned int load_conns[N_LOADS] = { 1, 16, 256 };
 
@@ -77,7 +88,14 @@ struct opts {
 	unsigned int objs_warmup;
 	unsigned int objs_ir;
 	size_t payload;
+	unsigned long insn_pings;
+	const char *callgrind_dir;
 	int strict;
+	/* --role: one side of an instruction count (insn.c). */
+	const char *role;
+	const char *role_socket;
+	const char *role_sizes;
+	unsigned long role_count;
 };
 
 struct run {
@@ -85,14 +103,24 @@ struct run {
 	char dir[64];
 	char broker_sock[96];
 	char evsrv_sock[96];
+	char evsrv_open_sock[96];
 	char daemon_log[96];
 	char evsrv_log[96];
+	char evsrv_open_log[96];
+	/* For the instruction counts. */
+	char cg_rundir[96];
+	char cg_sock[96];
+	char cg_out[96];
+	char cg_log[96];
 	int daemon_dumped;
 	int evsrv_dumped;
+	int evsrv_open_dumped;
 	pid_t daemon_pid;
 	pid_t evsrv_pid;
+	pid_t evsrv_open_pid;
 	pid_t echo_pid;
 	int raw_fd;
+	int floor_fd;
 	struct ibc_client *cl;
 	struct open_bench *ob;
 	struct objs_bench *jb;
@@ -103,8 +131,8 @@ struct run {
 	double idle;
 	double load1;
 
-	/* Per repetition: [0] broker, [1] baseline. */
-	double rtt_med[2][MAX_REPS], rtt_p99[2][MAX_REPS];
+	/* Per repetition: RTT_* sides; loads [0] broker, [1] baseline. */
+	double rtt_med[RTT_SIDES][MAX_REPS], rtt_p99[RTT_SIDES][MAX_REPS];
 	double cpu[N_LOADS][2][MAX_REPS], wall[N_LOADS][2][MAX_REPS];
 	double lat_p99[N_LOADS][2][MAX_REPS];
 	double open_med[OPEN_SIDES][MAX_REPS], open_p99[OPEN_SIDES][MAX_REPS];
@@ -112,6 +140,8 @@ struct run {
 	unsigned long broker_sent;
 	uint64_t daemon_served;
 	uint64_t *lat;
+	struct insn_result insn;
+	unsigned long insn_n[INSN_REQS][2];
 };
 
 static void usage(FILE *f)
@@ -132,6 +162,11 @@ static void usage(FILE *f)
 		"  --objs-ir N       only N pairs a side, marked for "
 		"callgrind\n"
 		"  --payload BYTES   ping payload (48)\n"
+		"  --insn-pings N    pings an instruction count is taken "
+		"over (2000;\n"
+		"                    half as many open+close pairs); 0 "
+		"skips the counts\n"
+		"  --callgrind-dir DIR  keep every callgrind output in DIR\n"
 		"  --strict          exit 1 when a target is missed\n");
 }
 
@@ -161,11 +196,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "open-iters", required_argument, NULL, 'o' },
 		{ "open-warmup", required_argument, NULL, 'O' },
-		{ "objs-iters", required_argument, NULL, 'c' },
-		{ "objs-warmup", required_argument, NULL, 'C' },
+		{ "objs-iters", required_argument, NULL, 'q' },
+		{ "objs-warmup", required_argument, NULL, 'Q' },
 		{ "objs-ir", required_argument, NULL, 'x' },
 		{ "payload", required_argument, NULL, 'p' },
+		{ "insn-pings", required_argument, NULL, 'N' },
+		{ "callgrind-dir", required_argument, NULL, 'C' },
 		{ "strict", no_argument, NULL, 's' },
+		/* Internal: what insn.c runs under callgrind. */
+		{ "role", required_argument, NULL, 'R' },
+		{ "socket", required_argument, NULL, 'S' },
+		{ "count", required_argument, NULL, 'c' },
+		{ "sizes", required_argument, NULL, 'z' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
 	};
@@ -183,6 +225,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		.objs_iters = 10000,
 		.objs_warmup = 2000,
 		.payload = 48,
+		.insn_pings = 2000,
 	};
 	while ((c = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
 		ret = 0;
@@ -229,17 +272,35 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			ret = parse_ulong(optarg, 0, 1024, &v);
 			o->payload = v;
 			break;
-		case 'c':
+		case 'q':
 			ret = parse_ulong(optarg, 1, 1000000, &v);
 			o->objs_iters = (unsigned int)v;
 			break;
-		case 'C':
+		case 'Q':
 			ret = parse_ulong(optarg, 0, 1000000, &v);
 			o->objs_warmup = (unsigned int)v;
 			break;
 		case 'x':
 			ret = parse_ulong(optarg, 1, 1000000, &v);
 			o->objs_ir = (unsigned int)v;
+			break;
+		case 'N':
+			ret = parse_ulong(optarg, 0, 100000, &o->insn_pings);
+			break;
+		case 'C':
+			o->callgrind_dir = optarg;
+			break;
+		case 'R':
+			o->role = optarg;
+			break;
+		case 'S':
+			o->role_socket = optarg;
+			break;
+		case 'c':
+			ret = parse_ulong(optarg, 1, 1000000, &o->role_count);
+			break;
+		case 'z':
+			o->role_sizes = optarg;
 			break;
 		default:
 			usage(stderr);
@@ -251,6 +312,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			return ret;
 		}
 	}
+	if (o->role)
+		return optind < argc ? -EINVAL : 0;
 	if (!o->daemon || !o->evsrv || optind < argc) {
 		usage(stderr);
 		return -EINVAL;
@@ -324,6 +387,13 @@ static int make_dir(struct run *r)
 {
 	const char *tmp = getenv("TMPDIR");
 	char conf[96], rundir[96];
+	const char *const paths[] = {
+		r->dir,		   conf,	  rundir,
+		r->cg_rundir,	   r->daemon_log, r->evsrv_log,
+		r->evsrv_open_log, r->cg_out,	  r->cg_log,
+		r->broker_sock,	   r->evsrv_sock, r->evsrv_open_sock,
+		r->cg_sock,
+	};
 	int ret, fd;
 
 	if (!tmp || !*tmp || strlen(tmp) > 24)
@@ -340,23 +410,21 @@ static int make_dir(struct run *r)
 	snprintf(r->daemon_log, sizeof(r->daemon_log), "%s/rdmabrokerd.log",
 		 r->dir);
 	snprintf(r->evsrv_log, sizeof(r->evsrv_log), "%s/evsrv.log", r->dir);
+	snprintf(r->evsrv_open_sock, sizeof(r->evsrv_open_sock),
+		 "%s/evsrv-open.sock", r->dir);
+	snprintf(r->evsrv_open_log, sizeof(r->evsrv_open_log),
+		 "%s/evsrv-open.log", r->dir);
+	snprintf(r->cg_rundir, sizeof(r->cg_rundir), "%s/cg-run", r->dir);
+	snprintf(r->cg_sock, sizeof(r->cg_sock), "%s/cg.sock", r->dir);
+	snprintf(r->cg_out, sizeof(r->cg_out), "%s/cg.out", r->dir);
+	snprintf(r->cg_log, sizeof(r->cg_log), "%s/cg.log", r->dir);
 	/* Removed in reverse order: contents before the directory. */
-	ret = cleanup_path(r->dir);
-	if (ret == 0)
-		ret = cleanup_path(conf);
-	if (ret == 0)
-		ret = cleanup_path(rundir);
-	if (ret == 0)
-		ret = cleanup_path(r->daemon_log);
-	if (ret == 0)
-		ret = cleanup_path(r->evsrv_log);
-	if (ret == 0)
-		ret = cleanup_path(r->broker_sock);
-	if (ret == 0)
-		ret = cleanup_path(r->evsrv_sock);
-	if (ret < 0)
-		return ret;
-	if (mkdir(rundir, 0700) < 0)
+	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
+		ret = cleanup_path(paths[i]);
+		if (ret < 0)
+			return ret;
+	}
+	if (mkdir(rundir, 0700) < 0 || mkdir(r->cg_rundir, 0700) < 0)
 		return -errno;
 	/* The load holds 256 connections of one uid besides the RTT client:
 	 * more than the default per-domain client quota. */
@@ -438,25 +506,32 @@ out:
 	return ret < 0 ? fail("probe: hello and ping by hand", ret) : 0;
 }
 
-static int start_evsrv(struct run *r)
+/*
+ * Start a bench-evsrv on @sock answering with @rep bytes (alternately
+ * @fd_rep bytes and a descriptor first, when not 0); the connection that
+ * found it answering into @ret_fd.
+ */
+static int start_evsrv(struct run *r, const char *sock, const char *log,
+		       size_t rep, size_t fd_rep, pid_t *ret_pid,
+		       int *dumped, int *ret_fd)
 {
-	char size[32];
+	char size[32], fd_size[32];
 	char *argv[] = {
-		(char *)r->o.evsrv, "--socket", r->evsrv_sock,
-		"--reply-size", size, NULL,
+		(char *)r->o.evsrv, "--socket", (char *)sock, "--reply-size",
+		size, fd_rep ? "--fd-reply-size" : NULL, fd_size, NULL,
 	};
-	int ret, fd;
+	int ret;
 
-	snprintf(size, sizeof(size), "%zu", r->rep_len);
-	ret = spawn(argv, r->evsrv_log, &r->evsrv_pid);
+	snprintf(size, sizeof(size), "%zu", rep);
+	snprintf(fd_size, sizeof(fd_size), "%zu", fd_rep);
+	ret = spawn(argv, log, ret_pid);
 	if (ret < 0)
 		return fail("cannot start bench-evsrv", ret);
-	ret = unix_connect_wait(r->evsrv_sock, 10000, r->evsrv_pid, &fd);
+	ret = unix_connect_wait(sock, 10000, *ret_pid, ret_fd);
 	if (ret < 0) {
-		dump_log(r->evsrv_log, &r->evsrv_dumped);
+		dump_log(log, dumped);
 		return fail("bench-evsrv does not answer", ret);
 	}
-	close(fd);
 	return 0;
 }
 
@@ -482,8 +557,9 @@ static int start_echo(struct run *r)
 
 static int check_placement(struct run *r)
 {
-	const pid_t pids[] = { getpid(), r->daemon_pid, r->evsrv_pid,
-			       r->echo_pid, open_peer_pid(r->ob),
+	const pid_t pids[] = { getpid(),	    r->daemon_pid,
+			       r->evsrv_pid,	    r->evsrv_open_pid,
+			       r->echo_pid,	    open_peer_pid(r->ob),
 			       objs_peer_pid(r->jb) };
 
 	for (size_t i = 0; i < sizeof(pids) / sizeof(pids[0]); i++) {
@@ -501,6 +577,21 @@ static void rep_stats(uint64_t *lat, size_t n, double *med, double *p99)
 	*p99 = (double)quantile_u64(lat, n, 0.99) / 1e3;
 }
 
+/* One repetition of RTT side @side; latencies into r->lat. */
+static int rtt_rep(struct run *r, int side, unsigned int n, uint64_t *lat)
+{
+	switch (side) {
+	case RTT_BROKER:
+		return rtt_broker_rep(r->cl, r->payload, r->o.payload, n, lat);
+	case RTT_BLOCKING:
+		return rtt_raw_rep(r->raw_fd, r->ping_req, r->req_len,
+				   r->rep_len, n, lat);
+	default:
+		return rtt_floor_rep(r->floor_fd, r->ping_req, r->req_len,
+				     r->rep_len, n, lat);
+	}
+}
+
 static int run_rtt(struct run *r)
 {
 	unsigned int n = r->o.rtt_iters;
@@ -508,30 +599,24 @@ static int run_rtt(struct run *r)
 
 	/* The warm-up also moves ibc's serials (1 was the hello) into the
 	 * range where they pack like the probe's. */
-	ret = rtt_broker_rep(r->cl, r->payload, r->o.payload,
-			     r->o.rtt_warmup > PKT_SERIAL_START ?
-				     r->o.rtt_warmup :
-				     PKT_SERIAL_START,
-			     NULL);
-	if (ret == 0)
-		ret = rtt_raw_rep(r->raw_fd, r->ping_req, r->req_len,
-				  r->rep_len, r->o.rtt_warmup, NULL);
+	ret = rtt_rep(r, RTT_BROKER,
+		      r->o.rtt_warmup > PKT_SERIAL_START ? r->o.rtt_warmup :
+							   PKT_SERIAL_START,
+		      NULL);
+	for (int s = RTT_BLOCKING; ret == 0 && s < RTT_SIDES; s++)
+		ret = rtt_rep(r, s, r->o.rtt_warmup, NULL);
 	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++) {
-		ret = rtt_broker_rep(r->cl, r->payload, r->o.payload, n,
-				     r->lat);
-		if (ret < 0)
-			break;
-		rep_stats(r->lat, n, &r->rtt_med[0][i], &r->rtt_p99[0][i]);
-		ret = rtt_raw_rep(r->raw_fd, r->ping_req, r->req_len,
-				  r->rep_len, n, r->lat);
-		if (ret < 0)
-			break;
-		rep_stats(r->lat, n, &r->rtt_med[1][i], &r->rtt_p99[1][i]);
+		for (int s = 0; ret == 0 && s < RTT_SIDES; s++) {
+			ret = rtt_rep(r, s, n, r->lat);
+			if (ret == 0)
+				rep_stats(r->lat, n, &r->rtt_med[s][i],
+					  &r->rtt_p99[s][i]);
+		}
 	}
 	return ret < 0 ? fail("ping round trips", ret) : 0;
 }
 
-/* Repetitions alternate steady, raw and cold, as in run_rtt(). */
+/* Repetitions alternate steady, raw, floor and cold, as in run_rtt(). */
 static int run_open(struct run *r)
 {
 	unsigned int n = r->o.open_iters;
@@ -675,7 +760,7 @@ static int row(const char *name, const double *b, const double *base,
 		snprintf(t, sizeof(t), "<=%.2f %s", target,
 			 miss ? "MISSED" : "ok");
 	}
-	printf("  %-30s %9.2f %9.2f %7.2f  %s\n", name, mb, ma, ratio, t);
+	printf("  %-33s %9.2f %9.2f %7.2f  %s\n", name, mb, ma, ratio, t);
 	return miss;
 }
 
@@ -686,7 +771,7 @@ static void spread(const char *name, const double *b, const double *base,
 
 	for (unsigned int i = 0; i < reps; i++)
 		q[i] = b[i] / base[i];
-	printf("  %-30s %.2f .. %.2f\n", name, min_dbl(q, reps),
+	printf("  %-33s %.2f .. %.2f\n", name, min_dbl(q, reps),
 	       max_dbl(q, reps));
 }
 
@@ -697,7 +782,7 @@ static int report(const struct run *r)
 	char name[64];
 	int miss = 0;
 
-	printf("\nrdmab-bench: broker vs baseline, same run, every process "
+	printf("\nrdmab-bench: broker vs baselines, same run, every process "
 	       "on CPU %d\n",
 	       BENCH_CPU);
 	printf("  CPU %d idle before the run: %.0f%%, load average %.2f\n",
@@ -708,11 +793,16 @@ static int report(const struct run *r)
 	printf("  RTT: %u round trips a repetition; load: %lu requests a "
 	       "repetition;\n  open+close: %u pairs a repetition\n\n",
 	       r->o.rtt_iters, r->o.requests, r->o.open_iters);
-	printf("  %-30s %9s %9s %7s  %s\n", "metric", "broker", "baseline",
-	       "ratio", "target");
-	miss |= row("ping RTT median (us)", r->rtt_med[0], r->rtt_med[1], n,
-		    RTT_TARGET);
-	miss |= row("ping RTT p99 (us)", r->rtt_p99[0], r->rtt_p99[1], n, 0);
+	printf("  %-33s %9s %9s %7s  %s\n", "metric / baseline", "broker",
+	       "baseline", "ratio", "target");
+	miss |= row("ping RTT median / blocking (us)", r->rtt_med[RTT_BROKER],
+		    r->rtt_med[RTT_BLOCKING], n, RTT_TARGET);
+	miss |= row("ping RTT median / floor (us)", r->rtt_med[RTT_BROKER],
+		    r->rtt_med[RTT_FLOOR], n, FLOOR_TARGET);
+	row("ping RTT p99 / blocking (us)", r->rtt_p99[RTT_BROKER],
+	    r->rtt_p99[RTT_BLOCKING], n, 0);
+	row("ping RTT p99 / floor (us)", r->rtt_p99[RTT_BROKER],
+	    r->rtt_p99[RTT_FLOOR], n, 0);
 	for (int k = 0; k < N_LOADS; k++) {
 		snprintf(name, sizeof(name), "daemon CPU/request N=%u (us)",
 			 load_conns[k]);
@@ -728,22 +818,37 @@ static int report(const struct run *r)
 			 load_conns[k]);
 		row(name, r->lat_p99[k][0], r->lat_p99[k][1], n, 0);
 	}
-	miss |= row("open+close median (us)", r->open_med[OPEN_STEADY],
-		    r->open_med[OPEN_RAW], n, OPEN_TARGET);
-	row("open+close p99 (us)", r->open_p99[OPEN_STEADY],
+	miss |= row("open+close median / blocking (us)",
+		    r->open_med[OPEN_STEADY], r->open_med[OPEN_RAW], n,
+		    OPEN_TARGET);
+	row("open+close median / floor (us)", r->open_med[OPEN_STEADY],
+	    r->open_med[OPEN_FLOOR], n, 0);
+	row("open+close p99 / blocking (us)", r->open_p99[OPEN_STEADY],
 	    r->open_p99[OPEN_RAW], n, 0);
-	row("open+close cold median (us)", r->open_med[OPEN_COLD],
+	row("open+close cold median / blocking", r->open_med[OPEN_COLD],
 	    r->open_med[OPEN_RAW], n, 0);
-	row("open+close cold p99 (us)", r->open_p99[OPEN_COLD],
+	row("open+close cold p99 / blocking", r->open_p99[OPEN_COLD],
 	    r->open_p99[OPEN_RAW], n, 0);
 	miss |= row("cq create+destroy median (us)", r->objs_med[0],
 		    r->objs_med[1], n, OBJS_TARGET);
 	row("cq create+destroy p99 (us)", r->objs_p99[0], r->objs_p99[1], n,
 	    0);
-	printf("\n  baselines: RTT = raw SOCK_SEQPACKET ping-pong of the "
-	       "same sizes between two\n"
-	       "  processes; CPU = bench-evsrv (libevent, recv/send) driven "
-	       "by the same client.\n"
+	row("floor RTT median / blocking (us)", r->rtt_med[RTT_FLOOR],
+	    r->rtt_med[RTT_BLOCKING], n, 0);
+	row("floor open+close / blocking (us)", r->open_med[OPEN_FLOOR],
+	    r->open_med[OPEN_RAW], n, 0);
+	miss |= insn_report(&r->insn, r->insn_n, INSN_TARGET);
+	printf("\n  baselines: blocking = raw SOCK_SEQPACKET ping-pong of "
+	       "the same sizes between\n"
+	       "  two blocking processes (send + recv); floor = "
+	       "bench-evsrv, libevent with the\n"
+	       "  daemon's system calls (epoll_wait + recvmsg + send, "
+	       "sendmsg for a descriptor)\n"
+	       "  and no logic, driven with libibclient's (send "
+	       "MSG_DONTWAIT + recvmsg); the\n"
+	       "  floor rows show what the event loop itself costs. CPU = "
+	       "bench-evsrv driven\n"
+	       "  by the same client.\n"
 	       "  CPU/request = server utime+stime (clock_getcpuclockid) / "
 	       "requests served;\n"
 	       "  wall = 1 / throughput of the closed loop (one client "
@@ -763,7 +868,14 @@ static int report(const struct run *r)
 	       "client in a private\n"
 	       "  domain, where every open creates the context (a sealed "
 	       "memfd) and every\n"
-	       "  close frees it; same baseline.\n",
+	       "  close frees it; same baseline.\n"
+	       "  instructions: user space only (callgrind Ir), the "
+	       "difference between a long\n"
+	       "  and a short run of each side over the difference in "
+	       "requests; the broker's\n"
+	       "  client is libibclient, its server rdmabrokerd; the "
+	       "target is the broker's\n"
+	       "  client and server together.\n",
 	       SOFT_DEVICE_NAME, os->open_req, os->open_rep, os->close_req,
 	       os->close_rep);
 	printf("  cq create+destroy = ibc_cq_create(%s, 63) + "
@@ -778,15 +890,20 @@ static int report(const struct run *r)
 	       objs_sizes(r->jb)->create_rep, objs_sizes(r->jb)->destroy_req,
 	       objs_sizes(r->jb)->destroy_rep);
 	printf("  ratio per repetition pair (min .. max):\n");
-	spread("ping RTT median", r->rtt_med[0], r->rtt_med[1], n);
+	spread("ping RTT median / blocking", r->rtt_med[RTT_BROKER],
+	       r->rtt_med[RTT_BLOCKING], n);
+	spread("ping RTT median / floor", r->rtt_med[RTT_BROKER],
+	       r->rtt_med[RTT_FLOOR], n);
 	for (int k = 0; k < N_LOADS; k++) {
 		snprintf(name, sizeof(name), "daemon CPU/request N=%u",
 			 load_conns[k]);
 		spread(name, r->cpu[k][0], r->cpu[k][1], n);
 	}
-	spread("open+close median", r->open_med[OPEN_STEADY],
+	spread("open+close median / blocking", r->open_med[OPEN_STEADY],
 	       r->open_med[OPEN_RAW], n);
-	spread("open+close cold median", r->open_med[OPEN_COLD],
+	spread("open+close median / floor", r->open_med[OPEN_STEADY],
+	       r->open_med[OPEN_FLOOR], n);
+	spread("open+close cold / blocking", r->open_med[OPEN_COLD],
 	       r->open_med[OPEN_RAW], n);
 	spread("cq create+destroy median", r->objs_med[0], r->objs_med[1],
 	       n);
@@ -795,6 +912,44 @@ static int report(const struct run *r)
 	       (unsigned long long)r->daemon_served, r->broker_sent);
 	fflush(stdout);
 	return miss;
+}
+
+/* Instruction counts, last: callgrind's runs are the slow part. */
+static int run_insn(struct run *r)
+{
+	char conf[96];
+	struct insn_setup s = {
+		.broker_sock = r->broker_sock,
+		.evsrv_sock = r->evsrv_sock,
+		.evsrv_open_sock = r->evsrv_open_sock,
+		.daemon = r->o.daemon,
+		.evsrv = r->o.evsrv,
+		.conf = conf,
+		.rundir = r->cg_rundir,
+		.sock = r->cg_sock,
+		.out = r->cg_out,
+		.log = r->cg_log,
+		.keep_dir = r->o.callgrind_dir,
+		.device = SOFT_DEVICE_NAME,
+		.payload = r->o.payload,
+		.ping_req = r->req_len,
+		.ping_rep = r->rep_len,
+		.open = *open_sizes(r->ob),
+		.n = { { r->o.insn_pings / 2, r->o.insn_pings * 3 / 2 },
+		       { r->o.insn_pings / 4, r->o.insn_pings * 3 / 4 } },
+		/* The daemon's status timer: a second, in server.c. */
+		.settle_ms = 1100,
+	};
+	int ret;
+
+	memcpy(r->insn_n, s.n, sizeof(s.n));
+	if (r->o.insn_pings < 4) {
+		insn_skip(&r->insn, "--insn-pings 0");
+		return 0;
+	}
+	snprintf(conf, sizeof(conf), "%s/rdmabroker.conf", r->dir);
+	ret = insn_count(&s, &r->insn);
+	return ret < 0 ? fail("instruction counts", ret) : 0;
 }
 
 /* Stop a server; 0 when it exited with status 0 on SIGTERM. */
@@ -832,17 +987,24 @@ static int stop_all(struct run *r)
 	if (r->raw_fd >= 0)
 		close(r->raw_fd);
 	r->raw_fd = -1;
+	if (r->floor_fd >= 0)
+		close(r->floor_fd);
+	r->floor_fd = -1;
 	if (r->echo_pid > 0)
 		stop_child(r->echo_pid);
 	if (r->evsrv_pid > 0 &&
 	    stop_server("bench-evsrv", r->evsrv_pid, r->evsrv_log,
 			&r->evsrv_dumped) < 0)
 		ret = -ECHILD;
+	if (r->evsrv_open_pid > 0 &&
+	    stop_server("bench-evsrv --fd-reply-size", r->evsrv_open_pid,
+			r->evsrv_open_log, &r->evsrv_open_dumped) < 0)
+		ret = -ECHILD;
 	if (r->daemon_pid > 0 &&
 	    stop_server("rdmabrokerd", r->daemon_pid, r->daemon_log,
 			&r->daemon_dumped) < 0)
 		ret = -ECHILD;
-	r->echo_pid = r->evsrv_pid = r->daemon_pid = 0;
+	r->echo_pid = r->evsrv_pid = r->evsrv_open_pid = r->daemon_pid = 0;
 	if (r->dir[0])
 		remove_tree(r->dir);
 	return ret;
@@ -850,21 +1012,30 @@ static int stop_all(struct run *r)
 
 int main(int argc, char **argv)
 {
+	/* The library's defaults, no reply deadline among them (a timed
+	 * wait arms a kernel timer per request); the alarm ends a hang. */
 	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_TIMEOUT,
-		.timeout_ms = 10000,
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET,
 	};
 	struct run *r;
 	size_t nlat;
-	int ret, miss = 0, strict;
+	int ret, miss = 0, strict, fd;
 
 	alarm(BENCH_ALARM_S);
 	r = calloc(1, sizeof(*r));
 	if (!r)
 		return 1;
 	r->raw_fd = -1;
+	r->floor_fd = -1;
 	if (parse_opts(argc, argv, &r->o) < 0)
 		return 2;
+	if (r->o.role) {
+		ret = insn_role_main(r->o.role, r->o.role_socket,
+				     r->o.role_count, r->o.payload,
+				     r->o.role_sizes);
+		free(r);
+		return ret;
+	}
 	nlat = r->o.rtt_iters > r->o.requests ? r->o.rtt_iters :
 						r->o.requests;
 	if (r->o.warmup > nlat)
@@ -897,13 +1068,23 @@ int main(int argc, char **argv)
 	if (ret == 0)
 		ret = probe_sizes(r);
 	if (ret == 0)
-		ret = start_evsrv(r);
+		ret = start_evsrv(r, r->evsrv_sock, r->evsrv_log, r->rep_len, 0,
+				  &r->evsrv_pid, &r->evsrv_dumped,
+				  &r->floor_fd);
 	if (ret == 0)
 		ret = start_echo(r);
 	/* Before anything is measured: the holder keeps the domain's
 	 * context open for the whole run. */
 	if (ret == 0)
 		ret = open_setup(r->broker_sock, SOFT_DEVICE_NAME, &r->ob);
+	if (ret == 0)
+		ret = start_evsrv(r, r->evsrv_open_sock, r->evsrv_open_log,
+				  open_sizes(r->ob)->close_rep,
+				  open_sizes(r->ob)->open_rep,
+				  &r->evsrv_open_pid, &r->evsrv_open_dumped,
+				  &fd);
+	if (ret == 0)
+		open_floor_adopt(r->ob, fd);
 	if (ret == 0)
 		ret = objs_setup(r->broker_sock, &r->jb);
 	if (ret == 0)
@@ -929,6 +1110,8 @@ int main(int argc, char **argv)
 		ret = run_open(r);
 	if (ret == 0)
 		ret = run_objs(r);
+	if (ret == 0)
+		ret = run_insn(r);
 	if (ret == 0)
 		miss = report(r);
 out:

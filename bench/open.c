@@ -4,7 +4,9 @@
  * rdmabrokerd on the soft device, against the socket work the pair cannot
  * avoid: one SOCK_SEQPACKET round trip whose reply carries one descriptor
  * (closed by the client, as ibc_close() closes its copy) and one that
- * carries none, with packets of the sizes the broker's have.
+ * carries none, with packets of the sizes the broker's have; once with a
+ * blocking peer (raw), once with bench-evsrv, the event-driven floor, and
+ * libibclient's system calls on the client's side (floor).
  *
  * Steady state: a holder, a second client of the same uid, keeps the
  * domain's context open for the whole run, so an open finds the context and
@@ -45,6 +47,8 @@ struct open_bench {
 	/* The raw baseline: the driver's end and the peer. */
 	int raw_fd;
 	pid_t peer_pid;
+	/* The floor: a connection to bench-evsrv --fd-reply-size. */
+	int floor_fd;
 	struct open_sizes sz;
 	uint8_t open_req[OPEN_MAX_PACKET];
 	uint8_t close_req[OPEN_MAX_PACKET];
@@ -55,7 +59,7 @@ struct open_bench {
 struct open_peer {
 	int fd;
 	int other_fd; /* the driver's end: closed by the child */
-	size_t rep_len[2];
+	struct open_sizes sz;
 };
 
 static int open_fail(const char *what, int err)
@@ -97,34 +101,45 @@ static int open_sealed_memfd(void)
 	return fd;
 }
 
-static int open_peer_main(void *arg)
+int open_peer_serve(int fd, const struct open_sizes *sz)
 {
 	static uint8_t rx[OPEN_MAX_PACKET], tx[OPEN_MAX_PACKET];
-	const struct open_peer *p = arg;
+	const size_t rep_len[2] = { sz->open_rep, sz->close_rep };
 	unsigned int k = 0;
 	int mfd, ret;
 
-	close(p->other_fd);
 	memset(tx, 'r', sizeof(tx));
-	if (p->rep_len[0] > sizeof(tx) || p->rep_len[1] > sizeof(tx))
+	if (rep_len[0] > sizeof(tx) || rep_len[1] > sizeof(tx))
 		return -EMSGSIZE;
 	mfd = open_sealed_memfd();
 	if (mfd < 0)
 		return mfd;
 	for (;;) {
-		ssize_t n = recv(p->fd, rx, sizeof(rx), 0);
+		ssize_t n = recv(fd, rx, sizeof(rx), 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : 0;
+		if (n <= 0) {
+			ret = n < 0 ? -errno : 0;
+			break;
+		}
 		/* The same descriptor every time, as the broker re-sends the
 		 * domain's context. */
-		ret = wire_send(p->fd, tx, p->rep_len[k], &mfd, k == 0, 0);
+		ret = wire_send(fd, tx, rep_len[k], &mfd, k == 0, 0);
 		if (ret < 0)
-			return ret;
+			break;
 		k ^= 1;
 	}
+	close(mfd);
+	return ret;
+}
+
+static int open_peer_main(void *arg)
+{
+	const struct open_peer *p = arg;
+
+	close(p->other_fd);
+	return open_peer_serve(p->fd, &p->sz);
 }
 
 /* Connect a client; @push: move its serials to where they pack like the
@@ -132,11 +147,10 @@ static int open_peer_main(void *arg)
 static int open_connect(const char *path, uint32_t flags, int push,
 			struct ibc_client **ret_cl, char *domain, size_t cap)
 {
+	/* No reply deadline, the library's default, as in main.c. */
 	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-			     IBC_CONNECT_ATTR_TIMEOUT | IBC_CONNECT_ATTR_FLAGS,
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_FLAGS,
 		.socket_path = path,
-		.timeout_ms = OPEN_TIMEOUT_MS,
 		.flags = flags,
 	};
 	struct ibc_client_info info;
@@ -306,9 +320,7 @@ out:
 
 static int open_start_peer(struct open_bench *ob)
 {
-	struct open_peer p = {
-		.rep_len = { ob->sz.open_rep, ob->sz.close_rep },
-	};
+	struct open_peer p = { .sz = ob->sz };
 	int sv[2], ret;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
@@ -336,6 +348,7 @@ int open_setup(const char *path, const char *device, struct open_bench **ret)
 		return -ENOMEM;
 	ob->device = device;
 	ob->raw_fd = -1;
+	ob->floor_fd = -1;
 	err = open_connect(path, 0, 0, &ob->holder, NULL, 0);
 	if (err < 0)
 		goto fail;
@@ -390,6 +403,13 @@ pid_t open_peer_pid(const struct open_bench *ob)
 const struct open_sizes *open_sizes(const struct open_bench *ob)
 {
 	return &ob->sz;
+}
+
+void open_floor_adopt(struct open_bench *ob, int fd)
+{
+	if (ob->floor_fd >= 0)
+		close(ob->floor_fd);
+	ob->floor_fd = fd;
 }
 
 /* Warm-up only (outside the timed pairs): steady opens get the holder's
@@ -469,20 +489,22 @@ static int open_broker_rep(struct open_bench *ob, enum open_side side,
 	return open_check_domain(ob, side);
 }
 
-static int open_raw_rep(struct open_bench *ob, unsigned int iters,
-			uint64_t *lat)
+/* @iters raw pairs on @fd: @oreq and @creq, of the sizes in @s, sent
+ * with @flags. */
+static int open_raw_rep(int fd, const uint8_t *oreq, const uint8_t *creq,
+			const struct open_sizes *s, int flags,
+			unsigned int iters, uint64_t *lat)
 {
 	static uint8_t rx[OPEN_MAX_PACKET];
-	const struct open_sizes *s = &ob->sz;
 	struct wire_fds fds;
-	int fd = ob->raw_fd;
 
+	flags |= MSG_NOSIGNAL;
 	for (unsigned int i = 0; i < iters; i++) {
 		uint64_t t0 = now_ns();
 		unsigned int nfds;
 		int n;
 
-		if (send(fd, ob->open_req, s->open_req, MSG_NOSIGNAL) < 0)
+		if (send(fd, oreq, s->open_req, flags) < 0)
 			return -errno;
 		n = wire_recv(fd, rx, sizeof(rx), &fds, 0);
 		if (n < 0)
@@ -492,7 +514,7 @@ static int open_raw_rep(struct open_bench *ob, unsigned int iters,
 		wire_fds_close(&fds);
 		if ((size_t)n != s->open_rep || nfds != 1)
 			return n == 0 ? -ECONNRESET : -EPROTO;
-		if (send(fd, ob->close_req, s->close_req, MSG_NOSIGNAL) < 0)
+		if (send(fd, creq, s->close_req, flags) < 0)
 			return -errno;
 		n = wire_recv(fd, rx, sizeof(rx), &fds, 0);
 		if (n < 0)
@@ -512,12 +534,65 @@ int open_rep(struct open_bench *ob, enum open_side side,
 {
 	int ret;
 
-	if (side == OPEN_RAW) {
-		ret = open_raw_rep(ob, iters, lat);
-		return ret < 0 ? open_fail("raw open/close round trips", ret) :
-				 0;
+	if (side == OPEN_RAW || side == OPEN_FLOOR) {
+		/* The floor sends as ibc_call() does. */
+		ret = open_raw_rep(side == OPEN_RAW ? ob->raw_fd : ob->floor_fd,
+				   ob->open_req, ob->close_req, &ob->sz,
+				   side == OPEN_RAW ? 0 : MSG_DONTWAIT, iters,
+				   lat);
+		if (ret < 0)
+			return open_fail(side == OPEN_RAW ?
+						 "raw open/close round trips" :
+						 "floor open/close round trips",
+					 ret);
+		return 0;
 	}
 	return open_broker_rep(ob, side, iters, lat);
+}
+
+int open_pairs_raw(int fd, const struct open_sizes *sz, int send_flags,
+		   unsigned int iters)
+{
+	static uint8_t oreq[OPEN_MAX_PACKET], creq[OPEN_MAX_PACKET];
+
+	if (sz->open_req > sizeof(oreq) || sz->close_req > sizeof(creq))
+		return -EMSGSIZE;
+	memset(oreq, 'o', sizeof(oreq));
+	memset(creq, 'c', sizeof(creq));
+	return open_raw_rep(fd, oreq, creq, sz, send_flags, iters, NULL);
+}
+
+int open_pairs_broker(const char *path, const char *device,
+		      unsigned int settle_ms, unsigned int iters)
+{
+	struct ibc_client *holder = NULL, *cl = NULL;
+	struct ibc_ctx *held = NULL;
+	int ret;
+
+	ret = open_connect(path, 0, 0, &holder, NULL, 0);
+	if (ret == 0) {
+		ret = ibc_open(holder, device, &held);
+		if (ret < 0)
+			open_lib_fail("the holder's ibc_open", ret);
+	}
+	if (ret == 0)
+		ret = open_connect(path, 0, 0, &cl, NULL, 0);
+	if (ret == 0 && settle_ms)
+		sleep_ms(settle_ms);
+	for (unsigned int i = 0; ret == 0 && i < iters; i++) {
+		struct ibc_ctx *ctx;
+
+		ret = ibc_open(cl, device, &ctx);
+		if (ret < 0) {
+			open_lib_fail("ibc_open", ret);
+			break;
+		}
+		ibc_close(ctx);
+	}
+	ibc_disconnect(cl);
+	ibc_close(held);
+	ibc_disconnect(holder);
+	return ret;
 }
 
 void open_teardown(struct open_bench *ob)
@@ -527,6 +602,8 @@ void open_teardown(struct open_bench *ob)
 	/* End of stream: the peer exits. */
 	if (ob->raw_fd >= 0)
 		close(ob->raw_fd);
+	if (ob->floor_fd >= 0)
+		close(ob->floor_fd);
 	if (ob->peer_pid > 0)
 		stop_child(ob->peer_pid);
 	ibc_disconnect(ob->cl[OPEN_COLD]);

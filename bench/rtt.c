@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
  * Ping round trips: the broker's (ibc_ping through libibclient to
- * rdmabrokerd) and the raw SOCK_SEQPACKET ping-pong it is divided by, with
- * packets of the same sizes. Timed per round trip with CLOCK_MONOTONIC.
+ * rdmabrokerd) and the two baselines it is divided by, with packets of the
+ * same sizes: the raw SOCK_SEQPACKET ping-pong between two blocking
+ * processes, and the event-driven floor (bench-evsrv, the daemon's system
+ * calls without its logic) driven with libibclient's system calls. Timed
+ * per round trip with CLOCK_MONOTONIC.
  */
 #include "config.h"
 
@@ -14,6 +17,7 @@
 
 #include "bench/bench.h"
 #include "include/ibclient.h"
+#include "proto/wire.h"
 
 #define RTT_MAX_PACKET (64 * 1024)
 
@@ -35,25 +39,31 @@ int rtt_broker_rep(struct ibc_client *cl, const uint8_t *payload,
 	return 0;
 }
 
-int raw_echo_main(void *arg)
+int raw_echo_serve(int fd, size_t rep_len)
 {
 	static uint8_t rx[RTT_MAX_PACKET], tx[RTT_MAX_PACKET];
-	const struct raw_echo *e = arg;
 
-	close(e->other_fd);
 	memset(tx, 'r', sizeof(tx));
-	if (e->rep_len > sizeof(tx))
+	if (rep_len > sizeof(tx))
 		return -EMSGSIZE;
 	for (;;) {
-		ssize_t n = recv(e->fd, rx, sizeof(rx), 0);
+		ssize_t n = recv(fd, rx, sizeof(rx), 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return n < 0 ? -errno : 0;
-		if (send(e->fd, tx, e->rep_len, MSG_NOSIGNAL) < 0)
+		if (send(fd, tx, rep_len, MSG_NOSIGNAL) < 0)
 			return -errno;
 	}
+}
+
+int raw_echo_main(void *arg)
+{
+	const struct raw_echo *e = arg;
+
+	close(e->other_fd);
+	return raw_echo_serve(e->fd, e->rep_len);
 }
 
 int rtt_raw_rep(int fd, const uint8_t *req, size_t req_len, size_t rep_len,
@@ -72,6 +82,32 @@ int rtt_raw_rep(int fd, const uint8_t *req, size_t req_len, size_t rep_len,
 		while (n < 0 && errno == EINTR);
 		if (n < 0)
 			return -errno;
+		if ((size_t)n != rep_len)
+			return n == 0 ? -ECONNRESET : -EPROTO;
+		if (lat)
+			lat[i] = now_ns() - t0;
+	}
+	return 0;
+}
+
+int rtt_floor_rep(int fd, const uint8_t *req, size_t req_len,
+		  size_t rep_len, unsigned int iters, uint64_t *lat)
+{
+	static uint8_t rx[RTT_MAX_PACKET];
+
+	for (unsigned int i = 0; i < iters; i++) {
+		uint64_t t0 = now_ns();
+		struct wire_fds fds;
+		int n;
+
+		/* What ibc_call() does: a send that never blocks, then the
+		 * library's receive. */
+		if (send(fd, req, req_len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
+			return -errno;
+		n = wire_recv(fd, rx, sizeof(rx), &fds, 0);
+		if (n < 0)
+			return n;
+		wire_fds_close(&fds);
 		if ((size_t)n != rep_len)
 			return n == 0 ? -ECONNRESET : -EPROTO;
 		if (lat)

@@ -10,6 +10,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,7 +25,7 @@
 #include "bench/bench.h"
 
 #define MAX_CHILDREN 16
-#define MAX_PATHS 16
+#define MAX_PATHS 32
 
 static volatile pid_t children[MAX_CHILDREN];
 static char paths[MAX_PATHS][sizeof(((struct sockaddr_un *)0)->sun_path)];
@@ -274,6 +275,20 @@ int stop_child(pid_t pid)
 	return ret;
 }
 
+int wait_child(pid_t pid)
+{
+	int status = 0;
+	pid_t r;
+
+	do
+		r = waitpid(pid, &status, 0);
+	while (r < 0 && errno == EINTR);
+	if (r < 0)
+		status = -errno;
+	forget_child(pid);
+	return status;
+}
+
 int cleanup_path(const char *path)
 {
 	if (n_paths >= MAX_PATHS || strlen(path) >= sizeof(paths[0]))
@@ -393,6 +408,44 @@ int recv_timeout(int fd, void *buf, size_t cap, unsigned int ms)
 	if (n == 0)
 		return -ECONNRESET;
 	return (int)n;
+}
+
+int unix_accept_one(const char *path, unsigned int ms, int *ret_fd)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct pollfd p = { .events = POLLIN };
+	bool bound = false;
+	int lfd, fd, ret;
+
+	if (strlen(path) >= sizeof(sa.sun_path))
+		return -ENAMETOOLONG;
+	strcpy(sa.sun_path, path);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (lfd < 0)
+		return -errno;
+	bound = bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) == 0;
+	if (!bound || listen(lfd, 1) < 0) {
+		ret = -errno;
+		goto out;
+	}
+	p.fd = lfd;
+	do
+		ret = poll(&p, 1, (int)ms);
+	while (ret < 0 && errno == EINTR);
+	if (ret <= 0) {
+		ret = ret < 0 ? -errno : -ETIMEDOUT;
+		goto out;
+	}
+	fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+	ret = fd < 0 ? -errno : 0;
+	if (ret == 0)
+		*ret_fd = fd;
+out:
+	close(lfd);
+	/* Only ours, once it is no longer needed. */
+	if (bound)
+		unlink(path);
+	return ret;
 }
 
 /* Idle and total jiffies of the /proc/stat line for CPU @cpu (-1: all). */

@@ -166,14 +166,16 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	int ret;
 
 	if (!dispatch_arena.buf)
-		wire_arena_init(&dispatch_arena, dispatch_mem.buf,
-				sizeof(dispatch_mem.buf), WIRE_MAX_DECODED);
+		wire_arena_init_poisoned(&dispatch_arena, dispatch_mem.buf,
+					 sizeof(dispatch_mem.buf),
+					 WIRE_MAX_DECODED);
 	rdmab__reply__init(&r.msg);
 	r.message[0] = '\0';
 	r.nfds = 0;
 	r.arena = &dispatch_arena;
 	r.bounded = false;
-	req = rdmab__request__unpack(&dispatch_arena.allocator, len, buf);
+	/* A ping's bytes stay in @buf, which outlives the reply. */
+	req = wire_unpack_request(&dispatch_arena, len, buf);
 	if (!req) {
 		wire_arena_reset(&dispatch_arena);
 		conn_log_drop(c, "a request that could not be decoded");

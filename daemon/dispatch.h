@@ -37,7 +37,9 @@ enum handler_flags {
 	H_NEEDS_HELLO = 1 << 0,
 	H_ADMIN = 1 << 1,
 	/* The reply packs to well under WIRE_PACK_ROOM by construction
-	 * (bounded names, pages, payloads): it is packed without sizing. */
+	 * (bounded names, pages, payloads). Only protobuf-c's path skips
+	 * the sizing for it; the hand codec sizes every reply as it packs
+	 * (proto/README.md, "The hot path"). */
 	H_BOUNDED = 1 << 2,
 };
 

@@ -118,7 +118,7 @@ static void ibc_deliver(struct ibc_client *cl, struct ibc_waiter *w,
 		if (msg && msg->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY)
 			reply = msg->reply;
 	} else {
-		reply = rdmab__reply__unpack(&r->arena.allocator, len, buf);
+		reply = wire_unpack_reply(&r->arena, len, buf);
 	}
 	if (!reply) {
 		wire_arena_reset(&r->arena);
@@ -343,33 +343,11 @@ static void ibc_unlink_waiter(struct ibc_client *cl, struct ibc_waiter *w)
 	}
 }
 
-/*
- * Pack @req into cl->sbuf (lock held). The library's requests are bounded
- * by construction (IBC_NAME_MAX, IBC_PING_MAX): those are packed in one
- * walk; any other is sized first.
- */
+/* Pack @req into cl->sbuf (lock held): the envelope by hand
+ * (envelope.c), sized as it goes, so nothing can overrun the buffer. */
 static int ibc_pack(struct ibc_client *cl, const Rdmab__Request *req)
 {
-	size_t len;
-
-	switch (req->body_case) {
-	case RDMAB__REQUEST__BODY_HELLO:
-	case RDMAB__REQUEST__BODY_PING:
-	case RDMAB__REQUEST__BODY_STATUS:
-	case RDMAB__REQUEST__BODY_OPEN_CONTEXT:
-	case RDMAB__REQUEST__BODY_CLOSE_CONTEXT:
-	case RDMAB__REQUEST__BODY_LIST_DEVICES:
-	case RDMAB__REQUEST__BODY_LIST_DOMAINS:
-	case RDMAB__REQUEST__BODY_LIST_CLIENTS:
-	case RDMAB__REQUEST__BODY_OBJ_CREATE: /* uses and attr are bounded */
-	case RDMAB__REQUEST__BODY_OBJ_REGISTER:
-	case RDMAB__REQUEST__BODY_OBJ_DESTROY:
-		len = protobuf_c_message_pack(&req->base, cl->sbuf);
-		break;
-	default:
-		return wire_pack_into(&req->base, cl->sbuf);
-	}
-	return len > WIRE_MAX_PACKET ? -EMSGSIZE : (int)len;
+	return wire_pack_request(req, cl->sbuf, IBC_SBUF_SIZE);
 }
 
 /* Send once the socket has room, until @deadline (ms, monotonic; 0 =

@@ -18,8 +18,8 @@
 /* Ping payloads are at most this long. */
 #define IBC_PING_MAX 60000
 /* The send buffer: every request the library builds packs to less (names
- * and payloads are bounded above), so it is packed without sizing it
- * first; see ibc_send(). */
+ * and payloads are bounded above); anything bigger is refused before it
+ * is packed (ibc_pack()). */
 #define IBC_SBUF_SIZE (WIRE_MAX_PACKET + 4096)
 
 struct ibc_waiter;

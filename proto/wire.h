@@ -74,10 +74,19 @@ struct wire_arena {
 	size_t heap_left;
 	size_t limit;
 	struct wire_arena_chunk *chunks;
+	bool poison;
 };
 
 void wire_arena_init(struct wire_arena *a, void *buf, size_t cap,
 		     size_t limit);
+/*
+ * The same, for a static or heap @buf: under AddressSanitizer what is not
+ * handed out stays poisoned, with a gap after every allocation, so that an
+ * overrun of one is reported as on the heap. Never for a buffer on the
+ * stack, which would stay poisoned after its frame.
+ */
+void wire_arena_init_poisoned(struct wire_arena *a, void *buf, size_t cap,
+			      size_t limit);
 /* Zeroed memory from the arena; NULL when the limit is reached. */
 void *wire_arena_alloc(struct wire_arena *a, size_t size);
 /* Release every allocation; the arena is ready for the next message. */
@@ -102,13 +111,38 @@ int wire_pack_into(const ProtobufCMessage *msg, uint8_t *buf);
  * Pack a DaemonMessage whose only field, number @field, is @inner (a Reply
  * or an Event) into @buf (WIRE_PACK_ROOM bytes); *ret_start is where the
  * packet starts. The same bytes as packing the DaemonMessage, with fewer
- * walks of @inner: the wrapper's tag and length are written here, and a
- * @bounded message (one known to pack to less than WIRE_PACK_ROOM minus
- * the headroom) is not sized first. Returns the length or -EMSGSIZE.
+ * walks of @inner: a Reply is packed by hand (wire_pack_reply_message(),
+ * sized first whatever @bounded says); for an Event, the wrapper's tag and
+ * length are written here, and a @bounded one (known to pack to less than
+ * WIRE_PACK_ROOM minus the headroom) is not sized first. Returns the
+ * length or -EMSGSIZE.
  */
 int wire_pack_daemon_message(const ProtobufCMessage *inner,
 			     unsigned int field, bool bounded, uint8_t *buf,
 			     uint8_t **ret_start);
+
+/*
+ * The hot path's codec of the envelope (envelope.c): Request and Reply by
+ * hand, a submessage body by protobuf-c, the same bytes as protobuf-c.
+ *
+ * wire_unpack_request() and wire_unpack_reply() decode into @a, which
+ * must hold nothing yet (a packet of an unusual shape is decoded by
+ * protobuf-c after a reset of @a); the result is what
+ * rdmab__request__unpack() or rdmab__reply__unpack() gives, NULL where
+ * they fail, but for this: a request's ping is not copied, it points into
+ * @buf, which must outlive the request, and takes nothing from @a's limit.
+ */
+Rdmab__Request *wire_unpack_request(struct wire_arena *a, size_t len,
+				    const uint8_t *buf);
+Rdmab__Reply *wire_unpack_reply(struct wire_arena *a, size_t len,
+				const uint8_t *buf);
+/* Pack @req into @buf of @cap bytes; the length or -EMSGSIZE. */
+int wire_pack_request(const Rdmab__Request *req, uint8_t *buf, size_t cap);
+/* Pack a DaemonMessage whose field @field is @r into @buf of @cap bytes;
+ * the length, -EMSGSIZE, or -ENOTSUP for a reply to pack with protobuf-c
+ * (unknown fields). */
+int wire_pack_reply_message(const Rdmab__Reply *r, unsigned int field,
+			    uint8_t *buf, size_t cap);
 
 /* Pack @msg into @scratch (WIRE_MAX_PACKET bytes) and send it. */
 int wire_send_msg(int sock, const ProtobufCMessage *msg, uint8_t *scratch,

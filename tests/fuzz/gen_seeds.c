@@ -1,0 +1,548 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Writes the fuzzers' seeds, made from valid sessions, into
+ * OUTDIR/request/seed-* and OUTDIR/dispatch/seed-*:
+ *
+ *   gen_seeds OUTDIR
+ *
+ * make fuzz-seeds runs it on tests/fuzz/corpus; make check runs it on a
+ * temporary directory and compares (tests/fuzz/seeds.sh), so the committed
+ * seeds are always what this program writes.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "tests/fuzz/fuzz.h"
+#include "tests/testlib.h"
+
+static const char *outdir;
+static int failed;
+
+static void write_seed(const char *target, const char *name,
+		       const struct tl_buf *b)
+{
+	char path[4096];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/%s", outdir, target);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "gen_seeds: %s: %s\n", path, strerror(errno));
+		failed = 1;
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/%s/seed-%s", outdir, target, name);
+	f = fopen(path, "wbe");
+	if (!f || fwrite(b->p, 1, b->len, f) != b->len || fclose(f) != 0) {
+		fprintf(stderr, "gen_seeds: %s: %s\n", path, strerror(errno));
+		failed = 1;
+	}
+}
+
+/* --- requests ------------------------------------------------------------ */
+
+static uint64_t serial;
+
+static void req_init(Rdmab__Request *req)
+{
+	rdmab__request__init(req);
+	req->version = WIRE_PROTOCOL_VERSION;
+	req->serial = ++serial;
+}
+
+static void pk_hello_version(struct tl_buf *b, const char *domain,
+			     bool private, const char *version)
+{
+	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
+	Rdmab__Request req;
+
+	req_init(&req);
+	hello.library_version = (char *)version;
+	hello.pid = 4242;
+	hello.fork_state = RDMAB__FORK_STATE__FORK_UNNEEDED;
+	hello.domain = (char *)domain;
+	hello.private_domain = private;
+	req.body_case = RDMAB__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	tl_pb_message(b, &req.base);
+}
+
+static void pk_hello(struct tl_buf *b, const char *domain, bool private)
+{
+	pk_hello_version(b, domain, private, "fuzz-seed");
+}
+
+static void pk_ping(struct tl_buf *b, const char *payload)
+{
+	Rdmab__Request req;
+
+	req_init(&req);
+	req.body_case = RDMAB__REQUEST__BODY_PING;
+	req.ping.data = (uint8_t *)payload;
+	req.ping.len = strlen(payload);
+	tl_pb_message(b, &req.base);
+}
+
+static void pk_status(struct tl_buf *b)
+{
+	Rdmab__StatusRequest st = RDMAB__STATUS_REQUEST__INIT;
+	Rdmab__Request req;
+
+	req_init(&req);
+	req.body_case = RDMAB__REQUEST__BODY_STATUS;
+	req.status = &st;
+	tl_pb_message(b, &req.base);
+}
+
+static void pk_open(struct tl_buf *b, const char *device)
+{
+	Rdmab__OpenContextRequest oc = RDMAB__OPEN_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req;
+
+	req_init(&req);
+	oc.device = (char *)device;
+	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
+	req.open_context = &oc;
+	tl_pb_message(b, &req.base);
+}
+
+static void pk_close(struct tl_buf *b, uint64_t id)
+{
+	Rdmab__CloseContextRequest cc = RDMAB__CLOSE_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req;
+
+	req_init(&req);
+	cc.context_id = id;
+	req.body_case = RDMAB__REQUEST__BODY_CLOSE_CONTEXT;
+	req.close_context = &cc;
+	tl_pb_message(b, &req.base);
+}
+
+/* @which: RDMAB__REQUEST__BODY_LIST_DEVICES, _DOMAINS or _CLIENTS. */
+static void pk_list(struct tl_buf *b, int which, uint32_t offset)
+{
+	Rdmab__ListRequest lr = RDMAB__LIST_REQUEST__INIT;
+	Rdmab__Request req;
+
+	req_init(&req);
+	lr.offset = offset;
+	req.body_case = (Rdmab__Request__BodyCase)which;
+	/* One pointer whichever list it is (a oneof). */
+	req.list_devices = &lr;
+	tl_pb_message(b, &req.base);
+}
+
+/* A request of a newer client: field 99. */
+static void pk_unknown(struct tl_buf *b)
+{
+	tl_pb_uint(b, 1, WIRE_PROTOCOL_VERSION);
+	tl_pb_uint(b, 2, ++serial);
+	tl_pb_bytes(b, 99, "newer", 5);
+}
+
+/* A status request followed by @n unknown fields of one byte each: more
+ * to decode than the arena's buffer holds. */
+static void pk_unknown_fields(struct tl_buf *b, unsigned int n)
+{
+	tl_pb_uint(b, 1, WIRE_PROTOCOL_VERSION);
+	tl_pb_uint(b, 2, ++serial);
+	tl_pb_bytes(b, 12, NULL, 0);
+	for (unsigned int i = 0; i < n; i++)
+		tl_pb_uint(b, 100 + i % 8, i % 128);
+}
+
+static void pk_version(struct tl_buf *b, uint32_t version)
+{
+	tl_pb_uint(b, 1, version);
+	tl_pb_uint(b, 2, ++serial);
+	tl_pb_bytes(b, 12, NULL, 0);
+}
+
+/* --- daemon messages, for the client half of the request target ------- */
+
+static void pk_daemon_reply(struct tl_buf *b, Rdmab__Reply *r)
+{
+	Rdmab__DaemonMessage msg = RDMAB__DAEMON_MESSAGE__INIT;
+
+	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_REPLY;
+	msg.reply = r;
+	tl_pb_message(b, &msg.base);
+}
+
+static void seeds_daemon_messages(void)
+{
+	Rdmab__DaemonMessage msg = RDMAB__DAEMON_MESSAGE__INIT;
+	Rdmab__ShutdownEvent sev = RDMAB__SHUTDOWN_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	Rdmab__DeviceCaps caps = RDMAB__DEVICE_CAPS__INIT;
+	Rdmab__DeviceInfo dev = RDMAB__DEVICE_INFO__INIT, *devp = &dev;
+	Rdmab__HelloReply hr = RDMAB__HELLO_REPLY__INIT;
+	Rdmab__OpenContextReply oc = RDMAB__OPEN_CONTEXT_REPLY__INIT;
+	Rdmab__Reply r = RDMAB__REPLY__INIT;
+	struct tl_buf b = { 0 };
+
+	caps.max_dm_size = 262144;
+	caps.xrc = true;
+	caps.max_rss_table_size = 65536;
+	caps.ports = 1;
+	caps.import = true;
+	dev.name = (char *)"soft0";
+	dev.kind = (char *)"soft";
+	dev.transport = (char *)"software";
+	dev.caps = &caps;
+	hr.protocol_version = WIRE_PROTOCOL_VERSION;
+	hr.daemon_version = (char *)"0.1.0";
+	hr.client_id = 1;
+	hr.domain = (char *)"uid-1000";
+	hr.n_devices = 1;
+	hr.devices = &devp;
+	r.serial = 1;
+	r.body_case = RDMAB__REPLY__BODY_HELLO;
+	r.hello = &hr;
+	pk_daemon_reply(&b, &r);
+	write_seed("request", "reply-hello", &b);
+	tl_buf_free(&b);
+
+	rdmab__reply__init(&r);
+	r.serial = 2;
+	oc.context_id = 1;
+	oc.device = (char *)"soft0";
+	r.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
+	r.open_context = &oc;
+	pk_daemon_reply(&b, &r);
+	write_seed("request", "reply-open-context", &b);
+	tl_buf_free(&b);
+
+	rdmab__reply__init(&r);
+	r.serial = 3;
+	r.error = ENOENT;
+	r.message = (char *)"context 9 is not open in this session";
+	pk_daemon_reply(&b, &r);
+	write_seed("request", "reply-error", &b);
+	tl_buf_free(&b);
+
+	sev.reason = (char *)"SIGTERM";
+	ev.body_case = RDMAB__EVENT__BODY_SHUTDOWN;
+	ev.shutdown = &sev;
+	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_EVENT;
+	msg.event = &ev;
+	tl_pb_message(&b, &msg.base);
+	write_seed("request", "event-shutdown", &b);
+	tl_buf_free(&b);
+}
+
+static void seeds_requests(void)
+{
+	static const struct {
+		const char *name;
+		int which;
+	} lists[] = {
+		{ "list-devices", RDMAB__REQUEST__BODY_LIST_DEVICES },
+		{ "list-domains", RDMAB__REQUEST__BODY_LIST_DOMAINS },
+		{ "list-clients", RDMAB__REQUEST__BODY_LIST_CLIENTS },
+	};
+	struct tl_buf b = { 0 };
+
+	serial = 0;
+	pk_hello(&b, "", false);
+	write_seed("request", "hello", &b);
+	tl_buf_free(&b);
+	pk_hello(&b, "fz", false);
+	write_seed("request", "hello-domain", &b);
+	tl_buf_free(&b);
+	pk_hello(&b, "", true);
+	write_seed("request", "hello-private", &b);
+	tl_buf_free(&b);
+	pk_ping(&b, "fuzz");
+	write_seed("request", "ping", &b);
+	tl_buf_free(&b);
+	pk_status(&b);
+	write_seed("request", "status", &b);
+	tl_buf_free(&b);
+	pk_open(&b, "soft0");
+	write_seed("request", "open-context", &b);
+	tl_buf_free(&b);
+	pk_close(&b, 1);
+	write_seed("request", "close-context", &b);
+	tl_buf_free(&b);
+	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		pk_list(&b, lists[i].which, (uint32_t)i);
+		write_seed("request", lists[i].name, &b);
+		tl_buf_free(&b);
+	}
+	pk_unknown(&b);
+	write_seed("request", "unknown-body", &b);
+	tl_buf_free(&b);
+	pk_unknown_fields(&b, 1300);
+	write_seed("request", "unknown-fields", &b);
+	tl_buf_free(&b);
+	seeds_daemon_messages();
+}
+
+/* --- sessions ------------------------------------------------------------ */
+
+struct sess {
+	struct tl_buf b;
+	unsigned int records;
+};
+
+static void sess_begin(struct sess *s, uint8_t hdr)
+{
+	memset(s, 0, sizeof(*s));
+	tl_buf_put(&s->b, &hdr, 1);
+	serial = 0;
+}
+
+/* A record without a packet: the daemon reloads its configuration. */
+static void sess_reload(struct sess *s)
+{
+	uint8_t ctl = FUZZ_CTL_RELOAD;
+
+	if (s->records++)
+		tl_buf_put(&s->b, FUZZ_SEP, FUZZ_SEP_LEN);
+	tl_buf_put(&s->b, &ctl, 1);
+}
+
+/* One record: control byte @ctl and the packet in @pkt (freed). */
+static void sess_add(struct sess *s, uint8_t ctl, struct tl_buf *pkt)
+{
+	if (s->records++)
+		tl_buf_put(&s->b, FUZZ_SEP, FUZZ_SEP_LEN);
+	tl_buf_put(&s->b, &ctl, 1);
+	tl_buf_put(&s->b, pkt->p, pkt->len);
+	tl_buf_free(pkt);
+}
+
+static void sess_write(struct sess *s, const char *name)
+{
+	write_seed("dispatch", name, &s->b);
+	tl_buf_free(&s->b);
+}
+
+#define HDR(id0, id1) ((uint8_t)((id0) | ((id1) << 2)))
+#define SLOT1 0x10
+
+static void seeds_sessions(void)
+{
+	struct tl_buf p = { 0 };
+	struct sess s;
+
+	sess_begin(&s, HDR(FUZZ_ID_ROOT, FUZZ_ID_ROOT));
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	sess_write(&s, "hello");
+
+	sess_begin(&s, HDR(FUZZ_ID_USER, FUZZ_ID_USER));
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	pk_ping(&p, "fuzz");
+	sess_add(&s, 0, &p);
+	pk_ping(&p, "");
+	sess_add(&s, 0, &p);
+	pk_status(&p);
+	sess_add(&s, 0, &p);
+	sess_write(&s, "ping-status");
+
+	/* Open, open again (the same context), close twice, close one
+	 * too many. */
+	sess_begin(&s, HDR(FUZZ_ID_ROOT, FUZZ_ID_ROOT));
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "");
+	sess_add(&s, 0, &p);
+	pk_open(&p, "soft0");
+	sess_add(&s, 0, &p);
+	pk_close(&p, 1);
+	sess_add(&s, 0, &p);
+	pk_close(&p, 1);
+	sess_add(&s, 0, &p);
+	pk_close(&p, 1);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "mlx5_9");
+	sess_add(&s, 0, &p);
+	sess_write(&s, "open-close");
+
+	/* Listings, as an administrator and not. */
+	for (int admin = 0; admin < 2; admin++) {
+		sess_begin(&s, admin ? HDR(FUZZ_ID_ADMIN_GROUP, FUZZ_ID_USER) :
+				       HDR(FUZZ_ID_USER, FUZZ_ID_ROOT));
+		pk_hello(&p, "", false);
+		sess_add(&s, 0, &p);
+		pk_hello(&p, "", false);
+		sess_add(&s, SLOT1, &p);
+		pk_open(&p, "");
+		sess_add(&s, SLOT1, &p);
+		pk_list(&p, RDMAB__REQUEST__BODY_LIST_DEVICES, 0);
+		sess_add(&s, 0, &p);
+		pk_list(&p, RDMAB__REQUEST__BODY_LIST_DEVICES, 1);
+		sess_add(&s, 0, &p);
+		pk_list(&p, RDMAB__REQUEST__BODY_LIST_DOMAINS, 0);
+		sess_add(&s, 0, &p);
+		pk_list(&p, RDMAB__REQUEST__BODY_LIST_DOMAINS, 2);
+		sess_add(&s, 0, &p);
+		pk_list(&p, RDMAB__REQUEST__BODY_LIST_CLIENTS, 0);
+		sess_add(&s, 0, &p);
+		pk_list(&p, RDMAB__REQUEST__BODY_LIST_CLIENTS, 1);
+		sess_add(&s, 0, &p);
+		sess_write(&s, admin ? "lists-admin" : "lists-user");
+	}
+
+	/* Two clients of one domain share its context; the first goes
+	 * away holding it. */
+	sess_begin(&s, HDR(FUZZ_ID_ROOT, FUZZ_ID_ROOT));
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "");
+	sess_add(&s, 0, &p);
+	pk_hello(&p, "", false);
+	sess_add(&s, SLOT1, &p);
+	pk_open(&p, "");
+	sess_add(&s, SLOT1, &p);
+	pk_list(&p, RDMAB__REQUEST__BODY_LIST_DOMAINS, 0);
+	sess_add(&s, FUZZ_CTL_CLOSE, &p);
+	pk_close(&p, 1);
+	sess_add(&s, SLOT1, &p);
+	/* A new connection in slot 0. */
+	pk_hello(&p, "", true);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "");
+	sess_add(&s, 0, &p);
+	sess_write(&s, "shared-context");
+
+	/* Domains: configured, refused, another uid's, missing, private,
+	 * private and named, and the quotas of fz2. */
+	sess_begin(&s, HDR(FUZZ_ID_USER, FUZZ_ID_ADMIN_GROUP));
+	pk_hello(&p, "fz", false);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "");
+	sess_add(&s, 0, &p);
+	pk_hello(&p, "fz", false);
+	sess_add(&s, SLOT1, &p);
+	sess_write(&s, "domain-configured");
+
+	sess_begin(&s, HDR(FUZZ_ID_ROOT, FUZZ_ID_USER));
+	pk_hello(&p, "uid-5", false);
+	sess_add(&s, 0, &p);
+	pk_hello(&p, "nope", false);
+	sess_add(&s, 0, &p);
+	pk_hello(&p, "fz", true);
+	sess_add(&s, 0, &p);
+	pk_hello(&p, "", true);
+	sess_add(&s, SLOT1, &p);
+	pk_open(&p, "");
+	sess_add(&s, SLOT1, &p);
+	sess_write(&s, "domain-refused");
+
+	sess_begin(&s, HDR(FUZZ_ID_GROUP_MEMBER, FUZZ_ID_GROUP_MEMBER));
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "");
+	sess_add(&s, 0, &p);
+	pk_hello(&p, "fz2", false);
+	sess_add(&s, SLOT1, &p);
+	sess_write(&s, "domain-quota");
+
+	/* Reloads under clients: fz retired while a member holds its
+	 * context, fz3 joined, then retired in turn; quotas and the admin
+	 * group change; then retirements of domains nobody is in. */
+	sess_begin(&s, HDR(FUZZ_ID_USER, FUZZ_ID_USER));
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "");
+	sess_add(&s, 0, &p);
+	sess_reload(&s);
+	pk_list(&p, RDMAB__REQUEST__BODY_LIST_DOMAINS, 0);
+	sess_add(&s, 0, &p);
+	pk_hello(&p, "", false);
+	sess_add(&s, SLOT1, &p);
+	pk_open(&p, "");
+	sess_add(&s, SLOT1, &p);
+	pk_hello(&p, "fz", false);
+	sess_add(&s, FUZZ_CTL_CLOSE, &p);
+	sess_reload(&s);
+	pk_close(&p, 2);
+	sess_add(&s, SLOT1, &p);
+	pk_list(&p, RDMAB__REQUEST__BODY_LIST_DOMAINS, 0);
+	sess_add(&s, SLOT1 | FUZZ_CTL_CLOSE, &p);
+	/* Without members: fz goes at once, and fz3 at the end. */
+	sess_reload(&s);
+	sess_write(&s, "reload");
+
+	/* Protocol errors that end the session. */
+	sess_begin(&s, HDR(FUZZ_ID_ROOT, FUZZ_ID_ROOT));
+	pk_ping(&p, "early");
+	sess_add(&s, 0, &p);
+	pk_version(&p, 2);
+	sess_add(&s, SLOT1, &p);
+	sess_write(&s, "before-hello");
+
+	sess_begin(&s, HDR(FUZZ_ID_ROOT, FUZZ_ID_USER));
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	pk_unknown(&p);
+	sess_add(&s, 0, &p);
+	pk_ping(&p, "with descriptors");
+	sess_add(&s, 2, &p);
+	pk_hello(&p, "", false);
+	sess_add(&s, SLOT1 | 1, &p);
+	sess_write(&s, "with-fds");
+
+	/* Library versions: the longest allowed, one byte too long; a
+	 * request with more unknown fields than the arena's buffer holds. */
+	sess_begin(&s, HDR(FUZZ_ID_USER, FUZZ_ID_ROOT));
+	pk_hello_version(&p, "", false, "1234567890123456789012345678901");
+	sess_add(&s, 0, &p);
+	pk_hello_version(&p, "", false, "12345678901234567890123456789012");
+	sess_add(&s, SLOT1, &p);
+	pk_unknown_fields(&p, 1300);
+	sess_add(&s, 0, &p);
+	sess_write(&s, "hello-limits");
+
+	/* Replies left unread: they queue in the daemon, contexts' fds
+	 * with them, until the client reads or goes away. */
+	sess_begin(&s, HDR(FUZZ_ID_ROOT, FUZZ_ID_ROOT) | FUZZ_HDR_SMALL_SNDBUF);
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	for (int i = 0; i < 24; i++) {
+		pk_open(&p, "");
+		sess_add(&s, FUZZ_CTL_NO_READ, &p);
+	}
+	pk_ping(&p, "last");
+	sess_add(&s, FUZZ_CTL_NO_READ | FUZZ_CTL_CLOSE, &p);
+	/* A batch: the daemon finds three packets at once. */
+	for (int i = 0; i < 3; i++) {
+		pk_hello(&p, "", false);
+		sess_add(&s, FUZZ_CTL_BATCH, &p);
+	}
+	pk_hello(&p, "", false);
+	sess_add(&s, SLOT1, &p);
+	for (int i = 0; i < 24; i++) {
+		pk_ping(&p, "unread unread unread unread unread unread");
+		sess_add(&s, SLOT1 | FUZZ_CTL_NO_READ, &p);
+	}
+	pk_status(&p);
+	sess_add(&s, SLOT1, &p);
+	sess_write(&s, "unread");
+}
+
+int main(int argc, char **argv)
+{
+	if (argc != 2) {
+		fprintf(stderr, "usage: gen_seeds OUTDIR\n");
+		return 2;
+	}
+	outdir = argv[1];
+	if (mkdir(outdir, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, "gen_seeds: %s: %s\n", outdir, strerror(errno));
+		return 1;
+	}
+	seeds_requests();
+	seeds_sessions();
+	return failed;
+}
