@@ -290,4 +290,32 @@ int insn_report(const struct insn_result *res,
 int insn_role_main(const char *role, const char *socket, unsigned long n,
 		   size_t payload, const char *sizes);
 
+/* --- ibc_cq_create + ibc_cq_destroy (objs.c) ------------------------- */
+
+/* The broker's packets of one pair, requests as packed, replies as
+ * received. */
+struct objs_sizes {
+	size_t create_req;
+	size_t create_rep;
+	size_t destroy_req;
+	size_t destroy_rep;
+};
+
+struct objs_bench;
+
+/*
+ * Connect a client, open the soft device, take the packet sizes from the
+ * broker at @path and start the raw peer (pinned, registered for cleanup).
+ */
+int objs_setup(const char *path, struct objs_bench **ret);
+pid_t objs_peer_pid(const struct objs_bench *ob);
+const struct objs_sizes *objs_sizes(const struct objs_bench *ob);
+/* @iters pairs through the library (@raw 0), raw round trips (@raw 1) or,
+ * for reference, two empty ibc_ping() calls (@raw 2); latencies in ns into
+ * @lat, which may be NULL. */
+int objs_rep(struct objs_bench *ob, int raw, unsigned int iters,
+	     uint64_t *lat);
+/* Stop the peer, disconnect; NULL is ignored. */
+void objs_teardown(struct objs_bench *ob);
+
 #endif

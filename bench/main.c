@@ -20,6 +20,11 @@
  *     information, cold;
  *  4. user-space instructions per ping and per open + close, client and
  *     server, beside the baselines', counted with callgrind (insn.c).
+ *  5. ibc_cq_create + ibc_cq_destroy on soft0, against two raw
+ *     SOCK_SEQPACKET round trips with packets of the broker's sizes
+ *     (objs.c). With --objs-ir the driver measures only these pairs and
+ *     marks them for callgrind, which counts their user-space
+ *     instructions (make bench-ir).
  *
  * Repetitions alternate between the broker and its baselines, so that a
  * drift of the machine hits every side alike.
@@ -42,6 +47,17 @@
 #include "include/ibclient.h"
 #include "proto/soft.h"
 
+/* Under callgrind, --objs-ir counts the instructions of the pairs only. */
+#if defined(__has_include)
+#if __has_include(<valgrind/callgrind.h>)
+#include <valgrind/callgrind.h>
+#endif
+#endif
+#ifndef CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_TOGGLE_COLLECT
+#define CALLGRIND_DUMP_STATS_AT(s) ((void)(s))
+#endif
+
 #define MAX_REPS 32
 #define N_LOADS 3
 #define QUIET_IDLE 90.0
@@ -50,6 +66,7 @@
 #define FLOOR_TARGET 1.1
 #define CPU_TARGET 1.5
 #define OPEN_TARGET 1.3
+#define OBJS_TARGET 1.3
 #define INSN_TARGET 3500
 
 /* RTT sides. */
@@ -67,6 +84,9 @@ struct opts {
 	unsigned long warmup;
 	unsigned int open_iters;
 	unsigned int open_warmup;
+	unsigned int objs_iters;
+	unsigned int objs_warmup;
+	unsigned int objs_ir;
 	size_t payload;
 	unsigned long insn_pings;
 	const char *callgrind_dir;
@@ -103,6 +123,7 @@ struct run {
 	int floor_fd;
 	struct ibc_client *cl;
 	struct open_bench *ob;
+	struct objs_bench *jb;
 	uint8_t payload[4096];
 	uint8_t ping_req[4096];
 	size_t req_len;
@@ -115,6 +136,7 @@ struct run {
 	double cpu[N_LOADS][2][MAX_REPS], wall[N_LOADS][2][MAX_REPS];
 	double lat_p99[N_LOADS][2][MAX_REPS];
 	double open_med[OPEN_SIDES][MAX_REPS], open_p99[OPEN_SIDES][MAX_REPS];
+	double objs_med[2][MAX_REPS], objs_p99[2][MAX_REPS];
 	unsigned long broker_sent;
 	uint64_t daemon_served;
 	uint64_t *lat;
@@ -134,6 +156,11 @@ static void usage(FILE *f)
 		"(5000)\n"
 		"  --open-iters N    open+close pairs per repetition (10000)\n"
 		"  --open-warmup N   warm-up pairs per side (2000)\n"
+		"  --objs-iters N    CQ create+destroy pairs per repetition "
+		"(10000)\n"
+		"  --objs-warmup N   warm-up pairs per side (2000)\n"
+		"  --objs-ir N       only N pairs a side, marked for "
+		"callgrind\n"
 		"  --payload BYTES   ping payload (48)\n"
 		"  --insn-pings N    pings an instruction count is taken "
 		"over (2000;\n"
@@ -169,6 +196,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "warmup", required_argument, NULL, 'w' },
 		{ "open-iters", required_argument, NULL, 'o' },
 		{ "open-warmup", required_argument, NULL, 'O' },
+		{ "objs-iters", required_argument, NULL, 'q' },
+		{ "objs-warmup", required_argument, NULL, 'Q' },
+		{ "objs-ir", required_argument, NULL, 'x' },
 		{ "payload", required_argument, NULL, 'p' },
 		{ "insn-pings", required_argument, NULL, 'N' },
 		{ "callgrind-dir", required_argument, NULL, 'C' },
@@ -192,6 +222,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		.warmup = 5000,
 		.open_iters = 10000,
 		.open_warmup = 2000,
+		.objs_iters = 10000,
+		.objs_warmup = 2000,
 		.payload = 48,
 		.insn_pings = 2000,
 	};
@@ -240,6 +272,18 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			ret = parse_ulong(optarg, 0, 1024, &v);
 			o->payload = v;
 			break;
+		case 'q':
+			ret = parse_ulong(optarg, 1, 1000000, &v);
+			o->objs_iters = (unsigned int)v;
+			break;
+		case 'Q':
+			ret = parse_ulong(optarg, 0, 1000000, &v);
+			o->objs_warmup = (unsigned int)v;
+			break;
+		case 'x':
+			ret = parse_ulong(optarg, 1, 1000000, &v);
+			o->objs_ir = (unsigned int)v;
+			break;
 		case 'N':
 			ret = parse_ulong(optarg, 0, 100000, &o->insn_pings);
 			break;
@@ -283,6 +327,11 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    /* An open client: two serials a pair, a list per repetition. */
 	    2 * ((uint64_t)o->reps * o->open_iters + o->open_warmup) +
 			    o->reps + 1 + PKT_SERIAL_START >=
+		    PKT_SERIAL_END ||
+	    /* The CQ client: two serials a pair. */
+	    2 * ((uint64_t)o->reps * o->objs_iters + o->objs_warmup +
+		 o->objs_ir) +
+			    PKT_SERIAL_START >=
 		    PKT_SERIAL_END) {
 		fprintf(stderr, "rdmab-bench: too many round trips for one "
 				"run\n");
@@ -510,7 +559,8 @@ static int check_placement(struct run *r)
 {
 	const pid_t pids[] = { getpid(),	    r->daemon_pid,
 			       r->evsrv_pid,	    r->evsrv_open_pid,
-			       r->echo_pid,	    open_peer_pid(r->ob) };
+			       r->echo_pid,	    open_peer_pid(r->ob),
+			       objs_peer_pid(r->jb) };
 
 	for (size_t i = 0; i < sizeof(pids) / sizeof(pids[0]); i++) {
 		int ret = check_pinned(pids[i]);
@@ -585,13 +635,69 @@ static int run_open(struct run *r)
 	return ret;
 }
 
+/* Repetitions alternate the library's pairs and the raw round trips. */
+static int run_objs(struct run *r)
+{
+	unsigned int n = r->o.objs_iters;
+	int ret = 0;
+
+	for (int s = 0; s < 2 && ret == 0; s++)
+		ret = objs_rep(r->jb, s, r->o.objs_warmup, NULL);
+	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++) {
+		for (int s = 0; s < 2 && ret == 0; s++) {
+			ret = objs_rep(r->jb, s, n, r->lat);
+			if (ret == 0)
+				rep_stats(r->lat, n, &r->objs_med[s][i],
+					  &r->objs_p99[s][i]);
+		}
+	}
+	return ret;
+}
+
+/*
+ * --objs-ir N: N pairs a side, the only instructions callgrind collects
+ * (--collect-atstart=no), each side dumped on its own (make bench-ir
+ * divides by N). A warm-up first, so that no side pays for first use.
+ */
+static int run_objs_ir(struct run *r)
+{
+	unsigned int n = r->o.objs_ir;
+	int ret = 0;
+
+	for (int side = 0; side < 3 && ret == 0; side++)
+		ret = objs_rep(r->jb, side, n, NULL);
+	if (ret < 0)
+		return ret;
+	CALLGRIND_TOGGLE_COLLECT;
+	ret = objs_rep(r->jb, 0, n, NULL);
+	CALLGRIND_TOGGLE_COLLECT;
+	CALLGRIND_DUMP_STATS_AT("objs-ir broker");
+	if (ret < 0)
+		return ret;
+	CALLGRIND_TOGGLE_COLLECT;
+	ret = objs_rep(r->jb, 1, n, NULL);
+	CALLGRIND_TOGGLE_COLLECT;
+	CALLGRIND_DUMP_STATS_AT("objs-ir raw");
+	if (ret < 0)
+		return ret;
+	CALLGRIND_TOGGLE_COLLECT;
+	ret = objs_rep(r->jb, 2, n, NULL);
+	CALLGRIND_TOGGLE_COLLECT;
+	CALLGRIND_DUMP_STATS_AT("objs-ir ping");
+	if (ret == 0)
+		printf("rdmab-bench: %u ibc_cq_create+ibc_cq_destroy pairs, "
+		       "raw pairs and ping pairs marked for callgrind\n",
+		       n);
+	return ret;
+}
+
 static int run_loads(struct run *r)
 {
 	struct load_result res;
 	struct ibc_status s0, s1;
 	int ret;
 
-	ret = ibc_status(r->cl, &s0);
+	ret = ibc_status(r->cl, &s0, sizeof(s0));
 	if (ret < 0)
 		return fail("status", ret);
 	for (int k = 0; k < N_LOADS; k++) {
@@ -625,7 +731,7 @@ static int run_loads(struct run *r)
 			return ret;
 		}
 	}
-	ret = ibc_status(r->cl, &s1);
+	ret = ibc_status(r->cl, &s1, sizeof(s1));
 	if (ret < 0)
 		return fail("status", ret);
 	/* A status reply counts itself. */
@@ -723,6 +829,10 @@ static int report(const struct run *r)
 	    r->open_med[OPEN_RAW], n, 0);
 	row("open+close cold p99 / blocking", r->open_p99[OPEN_COLD],
 	    r->open_p99[OPEN_RAW], n, 0);
+	miss |= row("cq create+destroy median (us)", r->objs_med[0],
+		    r->objs_med[1], n, OBJS_TARGET);
+	row("cq create+destroy p99 (us)", r->objs_p99[0], r->objs_p99[1], n,
+	    0);
 	row("floor RTT median / blocking (us)", r->rtt_med[RTT_FLOOR],
 	    r->rtt_med[RTT_BLOCKING], n, 0);
 	row("floor open+close / blocking (us)", r->open_med[OPEN_FLOOR],
@@ -768,6 +878,17 @@ static int report(const struct run *r)
 	       "  client and server together.\n",
 	       SOFT_DEVICE_NAME, os->open_req, os->open_rep, os->close_req,
 	       os->close_rep);
+	printf("  cq create+destroy = ibc_cq_create(%s, 63) + "
+	       "ibc_cq_destroy(): one request\n"
+	       "  each on the soft device, where the broker keeps the "
+	       "record; baseline = two raw\n"
+	       "  SOCK_SEQPACKET round trips: create %zu B / %zu B, destroy "
+	       "%zu B / %zu B.\n"
+	       "  User-space instructions per pair: make bench-ir "
+	       "(callgrind).\n",
+	       SOFT_DEVICE_NAME, objs_sizes(r->jb)->create_req,
+	       objs_sizes(r->jb)->create_rep, objs_sizes(r->jb)->destroy_req,
+	       objs_sizes(r->jb)->destroy_rep);
 	printf("  ratio per repetition pair (min .. max):\n");
 	spread("ping RTT median / blocking", r->rtt_med[RTT_BROKER],
 	       r->rtt_med[RTT_BLOCKING], n);
@@ -784,6 +905,8 @@ static int report(const struct run *r)
 	       r->open_med[OPEN_FLOOR], n);
 	spread("open+close cold / blocking", r->open_med[OPEN_COLD],
 	       r->open_med[OPEN_RAW], n);
+	spread("cq create+destroy median", r->objs_med[0], r->objs_med[1],
+	       n);
 	printf("  the broker counted %llu requests in the load phase, the "
 	       "client sent %lu\n",
 	       (unsigned long long)r->daemon_served, r->broker_sent);
@@ -856,6 +979,8 @@ static int stop_all(struct run *r)
 
 	open_teardown(r->ob);
 	r->ob = NULL;
+	objs_teardown(r->jb);
+	r->jb = NULL;
 	if (r->cl)
 		ibc_disconnect(r->cl);
 	r->cl = NULL;
@@ -917,6 +1042,8 @@ int main(int argc, char **argv)
 		nlat = r->o.warmup;
 	if (r->o.open_iters > nlat)
 		nlat = r->o.open_iters;
+	if (r->o.objs_iters > nlat)
+		nlat = r->o.objs_iters;
 	r->lat = calloc(nlat, sizeof(*r->lat));
 	if (!r->lat)
 		return 1;
@@ -928,7 +1055,9 @@ int main(int argc, char **argv)
 		fail("cannot pin to CPU 0", ret);
 		goto out;
 	}
-	wait_quiet(r);
+	/* Instructions do not depend on a quiet CPU. */
+	if (!r->o.objs_ir)
+		wait_quiet(r);
 
 	ret = make_dir(r);
 	if (ret < 0) {
@@ -957,6 +1086,8 @@ int main(int argc, char **argv)
 	if (ret == 0)
 		open_floor_adopt(r->ob, fd);
 	if (ret == 0)
+		ret = objs_setup(r->broker_sock, &r->jb);
+	if (ret == 0)
 		ret = check_placement(r);
 	if (ret < 0)
 		goto out;
@@ -968,11 +1099,17 @@ int main(int argc, char **argv)
 		goto out;
 	}
 
+	if (r->o.objs_ir) {
+		ret = run_objs_ir(r);
+		goto out;
+	}
 	ret = run_rtt(r);
 	if (ret == 0)
 		ret = run_loads(r);
 	if (ret == 0)
 		ret = run_open(r);
+	if (ret == 0)
+		ret = run_objs(r);
 	if (ret == 0)
 		ret = run_insn(r);
 	if (ret == 0)

@@ -170,7 +170,7 @@ static int open_connect(const char *path, uint32_t flags, int push,
 		}
 	}
 	if (domain) {
-		ibc_client_info(cl, &info);
+		ibc_client_info(cl, &info, sizeof(info));
 		snprintf(domain, cap, "%s", info.domain);
 	}
 	*ret_cl = cl;
@@ -357,7 +357,7 @@ int open_setup(const char *path, const char *device, struct open_bench **ret)
 		open_lib_fail("the holder's ibc_open", err);
 		goto fail;
 	}
-	ibc_query(ob->held, &caps);
+	ibc_query(ob->held, &caps, sizeof(caps));
 	ob->held_id = caps.context_id;
 	err = open_connect(path, 0, 1, &ob->cl[OPEN_STEADY],
 			   ob->domain[OPEN_STEADY], sizeof(ob->domain[0]));
@@ -418,7 +418,7 @@ static int open_check_ctx(struct open_bench *ob, enum open_side side,
 			  struct ibc_ctx *ctx)
 {
 	struct ibc_caps caps;
-	int ret = ibc_query(ctx, &caps);
+	int ret = ibc_query(ctx, &caps, sizeof(caps));
 
 	if (ret < 0)
 		return ret;
@@ -441,7 +441,7 @@ static int open_check_domain(struct open_bench *ob, enum open_side side)
 	size_t n;
 	int ret;
 
-	ret = ibc_list_domains(ob->cl[side], &l, &n);
+	ret = ibc_list_domains(ob->cl[side], &l, sizeof(*l), &n);
 	if (ret < 0)
 		return open_lib_fail("ibc_list_domains", ret);
 	ret = -ENOENT;

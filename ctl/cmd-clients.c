@@ -28,7 +28,7 @@ int cmd_clients(struct ctl *ctl, int argc, char **argv)
 	ret = ctl_connect(ctl);
 	if (ret)
 		return ret;
-	ret = ibc_list_clients(ctl->client, &c, &n);
+	ret = ibc_list_clients(ctl->client, &c, sizeof(*c), &n);
 	if (ret < 0)
 		return ctl_fail("clients", ret);
 	if (ctl->json) {
@@ -47,25 +47,25 @@ int cmd_clients(struct ctl *ctl, int argc, char **argv)
 			json_string(stdout, fork_name(c[i].fork_state));
 			printf(",\"library_version\":");
 			json_string(stdout, c[i].library_version);
-			printf("}");
+			printf(",\"unaccounted\":%u}", c[i].unaccounted);
 		}
 		printf("]\n");
 		goto out;
 	}
-	printf("%-6s %-8s %-6s %-16s %-20s %-8s %-7s %-9s %s\n", "ID", "PID",
-	       "UID", "COMMAND", "DOMAIN", "CONTEXTS", "OBJECTS", "REQUESTS",
-	       "FORK");
+	printf("%-6s %-8s %-6s %-16s %-20s %-8s %-7s %-6s %-9s %s\n", "ID",
+	       "PID", "UID", "COMMAND", "DOMAIN", "CONTEXTS", "OBJECTS",
+	       "UNACCT", "REQUESTS", "FORK");
 	for (size_t i = 0; i < n; i++) {
 		char comm[CTL_TEXT_SIZE(c[i].comm)];
 		char domain[CTL_TEXT_SIZE(c[i].domain)];
 
-		printf("%-6" PRIu64 " %-8u %-6u %-16s %-20s %-8u %-7u "
+		printf("%-6" PRIu64 " %-8u %-6u %-16s %-20s %-8u %-7u %-6u "
 		       "%-9" PRIu64 " %s\n",
 		       c[i].id, c[i].pid, c[i].uid,
 		       text_escape(comm, sizeof(comm), c[i].comm),
 		       text_escape(domain, sizeof(domain), c[i].domain),
-		       c[i].contexts, c[i].objects, c[i].requests,
-		       fork_name(c[i].fork_state));
+		       c[i].contexts, c[i].objects, c[i].unaccounted,
+		       c[i].requests, fork_name(c[i].fork_state));
 	}
 out:
 	ibc_list_free(c);

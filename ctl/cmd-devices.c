@@ -20,12 +20,21 @@ static void devices_json(const struct ibc_device_info *d, size_t n)
 		printf(",\"removed\":%s,\"import\":%s,\"xrc\":%s,\"ports\":%u,"
 		       "\"max_dm_size\":%" PRIu64 ",\"max_rss_table_size\":%u,"
 		       "\"rss_hash_fields\":%" PRIu64
-		       ",\"rss_hash_functions\":%u}",
+		       ",\"rss_hash_functions\":%u",
 		       d[i].removed ? "true" : "false",
 		       d[i].import ? "true" : "false",
 		       d[i].xrc ? "true" : "false", d[i].ports,
 		       d[i].max_dm_size, d[i].max_rss_table_size,
 		       d[i].rss_hash_fields, d[i].rss_hash_functions);
+		printf(",\"max_qp\":%u,\"max_qp_wr\":%u,\"max_sge\":%u,"
+		       "\"max_cq\":%u,\"max_cqe\":%u,\"max_mr\":%u,"
+		       "\"max_pd\":%u,\"max_mw\":%u,\"max_ah\":%u,"
+		       "\"max_srq\":%u,\"max_srq_wr\":%u,\"max_srq_sge\":%u,"
+		       "\"max_wq\":%u,\"max_mr_size\":%" PRIu64 "}",
+		       d[i].max_qp, d[i].max_qp_wr, d[i].max_sge, d[i].max_cq,
+		       d[i].max_cqe, d[i].max_mr, d[i].max_pd, d[i].max_mw,
+		       d[i].max_ah, d[i].max_srq, d[i].max_srq_wr,
+		       d[i].max_srq_sge, d[i].max_wq, d[i].max_mr_size);
 	}
 	printf("]\n");
 }
@@ -43,7 +52,7 @@ int cmd_devices(struct ctl *ctl, int argc, char **argv)
 	ret = ctl_connect(ctl);
 	if (ret)
 		return ret;
-	ret = ibc_list_devices(ctl->client, &d, &n);
+	ret = ibc_list_devices(ctl->client, &d, sizeof(*d), &n);
 	if (ret < 0)
 		return ctl_fail("devices", ret);
 	if (ctl->json) {

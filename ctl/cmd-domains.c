@@ -28,7 +28,7 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 	ret = ctl_connect(ctl);
 	if (ret)
 		return ret;
-	ret = ibc_list_domains(ctl->client, &d, &n);
+	ret = ibc_list_domains(ctl->client, &d, sizeof(*d), &n);
 	if (ret < 0)
 		return ctl_fail("domains", ret);
 	if (ctl->json) {
@@ -38,9 +38,11 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 			json_string(stdout, d[i].name);
 			printf(",\"kind\":");
 			json_string(stdout, d[i].kind);
-			printf(",\"members\":%u,\"contexts\":%u,\"retired\":%s",
+			printf(",\"members\":%u,\"contexts\":%u,\"retired\":%s,"
+			       "\"unaccounted\":%u",
 			       d[i].members, d[i].contexts,
-			       d[i].retired ? "true" : "false");
+			       d[i].retired ? "true" : "false",
+			       d[i].unaccounted);
 			quota_json("used", &d[i].used);
 			quota_json("limit", &d[i].limit);
 			printf("}");
@@ -48,9 +50,9 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 		printf("]\n");
 		goto out;
 	}
-	printf("%-20s %-10s %-7s %-8s %-17s %-9s %-9s %-11s %s\n", "NAME",
-	       "KIND", "MEMBERS", "CONTEXTS", "DM_BYTES", "XRCDS", "RSS",
-	       "OBJECTS", "CLIENTS");
+	printf("%-20s %-10s %-7s %-8s %-17s %-9s %-9s %-11s %-6s %s\n",
+	       "NAME", "KIND", "MEMBERS", "CONTEXTS", "DM_BYTES", "XRCDS",
+	       "RSS", "OBJECTS", "UNACCT", "CLIENTS");
 	for (size_t i = 0; i < n; i++) {
 		char name[CTL_TEXT_SIZE(d[i].name)];
 		char kind[CTL_TEXT_SIZE(d[i].kind)];
@@ -66,10 +68,11 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 			 d[i].limit.objects);
 		snprintf(cl, sizeof(cl), "%u/%u", d[i].used.clients,
 			 d[i].limit.clients);
-		printf("%-20s %-10s %-7u %-8u %-17s %-9s %-9s %-11s %s%s\n",
+		printf("%-20s %-10s %-7u %-8u %-17s %-9s %-9s %-11s %-6u "
+		       "%s%s\n",
 		       text_escape(name, sizeof(name), d[i].name),
 		       text_escape(kind, sizeof(kind), d[i].kind), d[i].members,
-		       d[i].contexts, dm, x, rss, obj, cl,
+		       d[i].contexts, dm, x, rss, obj, d[i].unaccounted, cl,
 		       d[i].retired ? " (retired)" : "");
 	}
 out:

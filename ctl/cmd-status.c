@@ -31,7 +31,7 @@ int cmd_status(struct ctl *ctl, int argc, char **argv)
 	ret = ctl_connect(ctl);
 	if (ret)
 		return ret;
-	ret = ibc_status(ctl->client, &st);
+	ret = ibc_status(ctl->client, &st, sizeof(st));
 	if (ret < 0)
 		return ctl_fail("status", ret);
 	if (ctl->json) {

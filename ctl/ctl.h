@@ -49,5 +49,7 @@ int cmd_status(struct ctl *ctl, int argc, char **argv);
 int cmd_devices(struct ctl *ctl, int argc, char **argv);
 int cmd_domains(struct ctl *ctl, int argc, char **argv);
 int cmd_clients(struct ctl *ctl, int argc, char **argv);
+int cmd_objects(struct ctl *ctl, int argc, char **argv);
+int cmd_evict(struct ctl *ctl, int argc, char **argv);
 
 #endif

@@ -19,6 +19,10 @@ static const struct ctl_command commands[] = {
 	  cmd_domains },
 	{ "clients", "", "connected clients and what they hold",
 	  cmd_clients },
+	{ "objects", "[--client ID] [--domain NAME]",
+	  "objects clients made in shared contexts", cmd_objects },
+	{ "evict", "CLIENT", "end a client's session (administrators)",
+	  cmd_evict },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
@@ -36,9 +40,16 @@ static void usage(FILE *f)
 		   "  -V, --version      print the version and exit\n"
 		   "  -h, --help         print this help and exit\n\n"
 		   "Commands:\n");
-	for (size_t i = 0; i < N_COMMANDS; i++)
-		fprintf(f, "  %-8s %-10s %s\n", commands[i].name,
-			commands[i].args, commands[i].help);
+	for (size_t i = 0; i < N_COMMANDS; i++) {
+		/* Long arguments get a line of their own. */
+		if (strlen(commands[i].args) > 10)
+			fprintf(f, "  %-8s %s\n  %-8s %-10s %s\n",
+				commands[i].name, commands[i].args, "", "",
+				commands[i].help);
+		else
+			fprintf(f, "  %-8s %-10s %s\n", commands[i].name,
+				commands[i].args, commands[i].help);
+	}
 	fprintf(f, "\nExit status: 0 success, 1 error, 2 usage. See "
 		   "rdmabrokerctl(8).\n");
 }

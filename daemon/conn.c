@@ -20,6 +20,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
+#include "daemon/objects.h"
 #include "daemon/server.h"
 #include "daemon/user.h"
 
@@ -573,6 +574,8 @@ void conn_close(struct conn *c)
 	struct server *srv = c->srv;
 	struct outmsg *m;
 
+	/* First: it still reads the socket. */
+	objects_conn_closing(c);
 	log_debug("client %" PRIu64 ": disconnected after %" PRIu64
 		  " requests",
 		  c->id, c->requests);

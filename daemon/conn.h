@@ -13,6 +13,7 @@
 struct server;
 struct outmsg;
 struct domain;
+struct obj_owner;
 struct user;
 
 struct conn {
@@ -64,7 +65,8 @@ struct conn {
 	struct domain *domain;
 	TAILQ_HEAD(, conn_ctx) ctxs;
 	unsigned int n_ctxs;
-	unsigned int n_objects;
+	/* The session's objects in the registry; NULL before the first. */
+	struct obj_owner *owner;
 	uint64_t requests;
 };
 

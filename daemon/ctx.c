@@ -14,6 +14,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 #include "daemon/server.h"
 #include "daemon/user.h"
 
@@ -24,7 +25,7 @@ static void dctx_close_device(struct dctx *x)
 		x->ev = NULL;
 	}
 	if (x->dc) {
-		x->dev->ops->ctx_close(x->dc);
+		x->dev->ctx_ops->close(x->dc);
 		x->dc = NULL;
 	}
 }
@@ -48,8 +49,9 @@ static void dctx_free(struct server *srv, struct dctx *x)
 	dctx_uncharge_user(srv, x);
 	TAILQ_REMOVE(&d->ctxs, x, link);
 	d->n_ctxs--;
-	/* The context's PD was the domain's object. */
-	domain_uncharge_objects(d, 1);
+	/* The context's PD was the domain's object; what dead clients'
+	 * intents may have made goes with the context. */
+	domain_uncharge_objects(d, 1 + x->unaccounted);
 	free(x);
 	domain_release(srv, d);
 }
@@ -58,9 +60,9 @@ static void dctx_event_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dctx *x = arg;
 
-	if (x->dc && x->dev->ops->ctx_handle_event(x->dc) == 1)
-		server_device_removed(x->srv, x->dev,
-				      "the device reported a fatal error");
+	if (x->dc && x->dev->ctx_ops->handle_event(x->dc) == 1)
+		notify_device_gone(x->srv, x->dev,
+				   "the device reported a fatal error");
 }
 
 static struct dctx *dctx_find(struct domain *d, struct device *dev)
@@ -126,7 +128,7 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 				      dev->name, strerror(-ret_err));
 		goto fail;
 	}
-	fd = dev->ops->ctx_event_fd(x->dc);
+	fd = dev->ctx_ops->event_fd(x->dc);
 	if (fd >= 0) {
 		/* Unwatched, a fatal error of the device would go unseen. */
 		x->ev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
@@ -168,6 +170,24 @@ static struct conn_ctx *conn_ctx_find(struct conn *c, uint64_t id)
 		if (cc->ctx->id == id)
 			return cc;
 	return NULL;
+}
+
+struct dctx *dctx_conn_find(struct conn *c, uint64_t id)
+{
+	struct conn_ctx *cc = conn_ctx_find(c, id);
+
+	return cc ? cc->ctx : NULL;
+}
+
+void dctx_obj_hold(struct dctx *x)
+{
+	x->objects++;
+}
+
+void dctx_obj_release(struct server *srv, struct dctx *x)
+{
+	if (--x->objects == 0 && x->refs == 0)
+		dctx_free(srv, x);
 }
 
 static struct conn_ctx *conn_ctx_find_dev(struct conn *c,
@@ -227,9 +247,9 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 	rdmab__open_context_reply__init(out);
 	out->context_id = x->id;
 	out->device = dev->name;
-	out->pd_handle = dev->ops->ctx_pd_handle(x->dc);
+	out->pd_handle = dev->ctx_ops->pd_handle(x->dc);
 	out->fd_index = 0;
-	r->fds[0] = dev->ops->ctx_fd(x->dc);
+	r->fds[0] = dev->ctx_ops->fd(x->dc);
 	r->nfds = 1;
 	r->msg.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
 	r->msg.open_context = out;
@@ -274,6 +294,13 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 	c->n_ctxs = 0;
 }
 
+uint64_t dctx_conn_ctx_id(struct conn *c, const struct device *dev)
+{
+	struct conn_ctx *cc = conn_ctx_find_dev(c, dev);
+
+	return cc ? cc->ctx->id : 0;
+}
+
 void dctx_device_gone(struct server *srv, struct device *dev)
 {
 	struct domain *d;
@@ -281,8 +308,12 @@ void dctx_device_gone(struct server *srv, struct device *dev)
 
 	TAILQ_FOREACH(d, &srv->domains, link)
 		TAILQ_FOREACH(x, &d->ctxs, link)
-			if (x->dev == dev)
+			if (x->dev == dev) {
 				dctx_close_device(x);
+				/* The kernel frees them with the context. */
+				domain_uncharge_objects(d, x->unaccounted);
+				x->unaccounted = 0;
+			}
 }
 
 void dctx_close_all(struct server *srv, struct domain *d)

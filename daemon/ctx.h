@@ -28,9 +28,12 @@ struct dctx {
 	struct event *ev;
 	/* A private domain's context is charged to the uid that opened it. */
 	struct user *user;
-	/* Opens by clients, and objects registered in the context. */
+	/* Opens by clients, and records of the registry in the context. */
 	unsigned int refs;
 	unsigned int objects;
+	/* Intents of dead clients: charged to the domain until the context
+	 * closes (they may name kernel objects nobody can name). */
+	unsigned int unaccounted;
 };
 
 /* A client's hold on a context. */
@@ -40,8 +43,16 @@ struct conn_ctx {
 	unsigned int opens;
 };
 
+/* The context @id that @c's session has open; NULL otherwise. */
+struct dctx *dctx_conn_find(struct conn *c, uint64_t id);
+/* A record of the registry keeps @x open, and lets it go. */
+void dctx_obj_hold(struct dctx *x);
+void dctx_obj_release(struct server *srv, struct dctx *x);
+
 /* Drop every context @c holds (the connection is closing). */
 void dctx_conn_release(struct server *srv, struct conn *c);
+/* The id of the context @c holds on @dev; 0 when it holds none. */
+uint64_t dctx_conn_ctx_id(struct conn *c, const struct device *dev);
 /* Close the device side of every context of @dev (device removal). */
 void dctx_device_gone(struct server *srv, struct device *dev);
 /* Close every context of @d (daemon exit). */

@@ -3,7 +3,17 @@
  * The soft device: a software RDMA device with ConnectX-6-like limits, for
  * machines without RDMA hardware. A context is a sealed memfd that every
  * client of the domain receives (as every importer of a verbs context
- * receives the same cmd_fd); its objects are records kept by the daemon.
+ * receives the same cmd_fd); its objects are records kept by the daemon
+ * (soft-objects.c), which is this device's kernel.
+ *
+ * The limits are what `ibv_devinfo -v` prints for a ConnectX-6 (MT28908,
+ * vendor_part_id 4123, firmware 20.x; mlx5 devices of that generation
+ * agree): max_qp 262144, max_qp_wr 32768, max_sge 30, max_cq 16777216,
+ * max_cqe 4194303, max_mr 16777216, max_mr_size 2^64-1, max_pd 16777216,
+ * max_mw 16777216, max_ah 2147483647, max_srq 8388608, max_srq_wr 32767,
+ * max_srq_sge 31, max_wq_type_rq 8388608. What an object is given is
+ * rounded as mlx5 rounds it: a CQ gets 2^n - 1 entries, an SRQ 2^n - 1
+ * work requests, QP and WQ queues 2^n.
  */
 #include "config.h"
 
@@ -18,16 +28,25 @@
 #include <infiniband/verbs.h>
 
 #include "daemon/device.h"
+#include "daemon/soft-objects.h"
 #include "proto/soft.h"
 
-/* ConnectX-6: 2^16 entries per indirection table. */
+/* ConnectX-6: 2^16 entries per indirection table (reported as the 2^13
+ * that uverbs takes, see device_probe). */
 #define SOFT_MAX_RSS_TABLE_SIZE (1u << 16)
 /* The kernel numbers a context's objects from 0; the PD comes first. */
 #define SOFT_PD_HANDLE 0
 
-struct device_ctx {
+struct soft_ctx {
+	struct device_ctx base;
 	int fd;
+	struct soft_objs objs;
 };
+
+static struct soft_ctx *soft_ctx_of(const struct device_ctx *ctx)
+{
+	return (struct soft_ctx *)ctx;
+}
 
 static int soft_ctx_open(struct device *dev, uint64_t ctx_id,
 			 const char *domain, struct device_ctx **ret_ctx)
@@ -38,12 +57,17 @@ static int soft_ctx_open(struct device *dev, uint64_t ctx_id,
 		.pd_handle = SOFT_PD_HANDLE,
 		.context_id = ctx_id,
 	};
-	struct device_ctx *ctx;
+	struct soft_ctx *ctx;
 	int ret;
 
 	ctx = calloc(1, sizeof(*ctx));
 	if (!ctx)
 		return -ENOMEM;
+	ctx->base.dev = dev;
+	ctx->fd = -1;
+	ret = soft_objs_init(&ctx->objs, dev->priv, dev);
+	if (ret < 0)
+		goto fail;
 	snprintf(h.device, sizeof(h.device), "%s", dev->name);
 	snprintf(h.domain, sizeof(h.domain), "%s", domain);
 	ctx->fd = memfd_create("rdmabroker-soft-context",
@@ -61,67 +85,85 @@ static int soft_ctx_open(struct device *dev, uint64_t ctx_id,
 		ret = errno ? -errno : -EIO;
 		goto fail;
 	}
-	*ret_ctx = ctx;
+	*ret_ctx = &ctx->base;
 	return 0;
 
 fail:
 	if (ctx->fd >= 0)
 		close(ctx->fd);
+	soft_objs_fini(&ctx->objs);
 	free(ctx);
 	return ret;
 }
 
-static void soft_ctx_close(struct device_ctx *ctx)
+static void soft_ctx_close(struct device_ctx *base)
 {
+	struct soft_ctx *ctx = soft_ctx_of(base);
+
+	soft_objs_fini(&ctx->objs);
 	close(ctx->fd);
 	free(ctx);
 }
 
-static int soft_ctx_fd(const struct device_ctx *ctx)
+static int soft_ctx_fd(const struct device_ctx *base)
 {
-	return ctx->fd;
+	return soft_ctx_of(base)->fd;
 }
 
-static uint32_t soft_ctx_pd_handle(const struct device_ctx *ctx)
+static uint32_t soft_ctx_pd_handle(const struct device_ctx *base)
 {
 	return SOFT_PD_HANDLE;
 }
 
-static int soft_ctx_event_fd(const struct device_ctx *ctx)
+static int soft_obj_create(struct device_ctx *base, const struct obj_spec *spec,
+			   struct obj_made *ret, struct device_why *why)
 {
-	return -1;
+	return soft_objs_create(&soft_ctx_of(base)->objs, spec, ret, why);
 }
 
-static int soft_ctx_handle_event(struct device_ctx *ctx)
+static int soft_obj_destroy(struct device_ctx *base, enum ibc_obj_kind kind,
+			    uint32_t handle, struct device_why *why)
 {
-	return 0;
-}
-
-static int soft_handle_event(struct device *dev)
-{
-	return 0;
-}
-
-static bool soft_present(struct device *dev)
-{
-	return true;
+	return soft_objs_destroy(&soft_ctx_of(base)->objs, kind, handle, why);
 }
 
 static void soft_shutdown(struct device *dev)
 {
+	free(dev->priv);
+	dev->priv = NULL;
 }
 
+/* No events and always present: the defaults. */
 static const struct device_ops soft_ops = {
 	.ctx_open = soft_ctx_open,
-	.ctx_close = soft_ctx_close,
-	.ctx_fd = soft_ctx_fd,
-	.ctx_pd_handle = soft_ctx_pd_handle,
-	.ctx_event_fd = soft_ctx_event_fd,
-	.ctx_handle_event = soft_ctx_handle_event,
-	.handle_event = soft_handle_event,
-	.present = soft_present,
 	.shutdown = soft_shutdown,
 };
+
+static const struct device_ctx_ops soft_ctx_ops = {
+	.close = soft_ctx_close,
+	.fd = soft_ctx_fd,
+	.pd_handle = soft_ctx_pd_handle,
+	.obj_create = soft_obj_create,
+	.obj_destroy = soft_obj_destroy,
+};
+
+static void soft_limits(struct device_caps *caps)
+{
+	caps->max_qp = 262144;
+	caps->max_qp_wr = 32768;
+	caps->max_sge = 30;
+	caps->max_cq = 16777216;
+	caps->max_cqe = 4194303;
+	caps->max_mr = 16777216;
+	caps->max_mr_size = UINT64_MAX;
+	caps->max_pd = 16777216;
+	caps->max_mw = 16777216;
+	caps->max_ah = 2147483647;
+	caps->max_srq = 8388608;
+	caps->max_srq_wr = 32767;
+	caps->max_srq_sge = 31;
+	caps->max_wq = 8388608;
+}
 
 int device_soft_probe(const struct device_config *cfg,
 		      struct device_list *list)
@@ -129,9 +171,13 @@ int device_soft_probe(const struct device_config *cfg,
 	struct device *d = &list->dev[0];
 
 	memset(d, 0, sizeof(*d));
+	d->priv = calloc(1, sizeof(struct soft_dev));
+	if (!d->priv)
+		return -ENOMEM;
 	snprintf(d->name, sizeof(d->name), SOFT_DEVICE_NAME);
 	d->kind = DEVICE_KIND_SOFT;
-	d->ops = &soft_ops;
+	d->broker_objects = true;
+	device_set_ops(d, &soft_ops, &soft_ctx_ops);
 	d->event_fd = -1;
 	d->caps.max_dm_size = cfg->soft_max_dm_size;
 	d->caps.xrc = true;
@@ -145,6 +191,7 @@ int device_soft_probe(const struct device_config *cfg,
 	d->caps.import = true;
 	d->caps.ports = 1;
 	snprintf(d->caps.transport, sizeof(d->caps.transport), "software");
+	soft_limits(&d->caps);
 	list->kind = DEVICE_KIND_SOFT;
 	list->n = 1;
 	return 0;

@@ -21,16 +21,23 @@
 #include "daemon/caps.h"
 #include "daemon/device.h"
 #include "daemon/log.h"
+#include "daemon/uverbs.h"
 
 struct verbs_dev {
 	struct ibv_device *ibdev;
 	struct ibv_context *own;
 };
 
-struct device_ctx {
+struct verbs_ctx {
+	struct device_ctx base;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
 };
+
+static struct verbs_ctx *verbs_ctx_of(const struct device_ctx *ctx)
+{
+	return (struct verbs_ctx *)ctx;
+}
 
 /* libibverbs wants the list alive while its devices are used. */
 static struct ibv_device **verbs_list;
@@ -51,13 +58,14 @@ static int verbs_ctx_open(struct device *dev, uint64_t ctx_id,
 			  const char *domain, struct device_ctx **ret_ctx)
 {
 	struct verbs_dev *vd = dev->priv;
-	struct device_ctx *c;
+	struct verbs_ctx *c;
 	struct caps_saved saved;
 	int ret;
 
 	c = calloc(1, sizeof(*c));
 	if (!c)
 		return -ENOMEM;
+	c->base.dev = dev;
 	ret = caps_effective_clear(&saved);
 	if (ret < 0) {
 		free(c);
@@ -81,7 +89,7 @@ static int verbs_ctx_open(struct device *dev, uint64_t ctx_id,
 	ret = verbs_set_nonblock(c->ctx->async_fd);
 	if (ret < 0)
 		goto fail;
-	*ret_ctx = c;
+	*ret_ctx = &c->base;
 	return 0;
 
 fail:
@@ -93,8 +101,10 @@ fail:
 	return ret;
 }
 
-static void verbs_ctx_close(struct device_ctx *c)
+static void verbs_ctx_close(struct device_ctx *base)
 {
+	struct verbs_ctx *c = verbs_ctx_of(base);
+
 	/* Clients hold dups of cmd_fd: the kernel context lives on until the
 	 * last of them is closed. The PD goes only if nobody else uses it;
 	 * otherwise (EBUSY) this process just stops using it, which on mlx5
@@ -105,14 +115,14 @@ static void verbs_ctx_close(struct device_ctx *c)
 	free(c);
 }
 
-static int verbs_ctx_fd(const struct device_ctx *c)
+static int verbs_ctx_fd(const struct device_ctx *base)
 {
-	return c->ctx->cmd_fd;
+	return verbs_ctx_of(base)->ctx->cmd_fd;
 }
 
-static uint32_t verbs_ctx_pd_handle(const struct device_ctx *c)
+static uint32_t verbs_ctx_pd_handle(const struct device_ctx *base)
 {
-	return c->pd->handle;
+	return verbs_ctx_of(base)->pd->handle;
 }
 
 /* Drain @ctx's async events; 1 when one says the device is gone. */
@@ -132,15 +142,29 @@ static int verbs_drain_events(struct ibv_context *ctx, const char *name)
 	return gone;
 }
 
-static int verbs_ctx_event_fd(const struct device_ctx *c)
+static int verbs_ctx_event_fd(const struct device_ctx *base)
 {
-	return c->ctx->async_fd;
+	return verbs_ctx_of(base)->ctx->async_fd;
 }
 
-static int verbs_ctx_handle_event(struct device_ctx *c)
+static int verbs_ctx_handle_event(struct device_ctx *base)
 {
 	/* Port events are logged once, from the device's own context. */
-	return verbs_drain_events(c->ctx, NULL);
+	return verbs_drain_events(verbs_ctx_of(base)->ctx, NULL);
+}
+
+/* The objects dead clients leave: by handle, through the kernel's ioctl
+ * interface (daemon/uverbs.c), since libibverbs never saw them. */
+static int verbs_obj_destroy(struct device_ctx *base, enum ibc_obj_kind kind,
+			     uint32_t handle, struct device_why *why)
+{
+	int ret = uverbs_destroy(verbs_ctx_of(base)->ctx->cmd_fd, kind, handle);
+
+	if (ret < 0)
+		device_why(why, ret, "%s: destroying %s handle %u: %s",
+			   base->dev->name, obj_kind_name(kind), handle,
+			   strerror(-ret));
+	return ret;
 }
 
 static int verbs_handle_event(struct device *dev)
@@ -196,14 +220,19 @@ static void verbs_shutdown(struct device *dev)
 
 static const struct device_ops verbs_ops = {
 	.ctx_open = verbs_ctx_open,
-	.ctx_close = verbs_ctx_close,
-	.ctx_fd = verbs_ctx_fd,
-	.ctx_pd_handle = verbs_ctx_pd_handle,
-	.ctx_event_fd = verbs_ctx_event_fd,
-	.ctx_handle_event = verbs_ctx_handle_event,
 	.handle_event = verbs_handle_event,
 	.present = verbs_present,
 	.shutdown = verbs_shutdown,
+};
+
+/* Clients make their objects in their imported contexts: no obj_create. */
+static const struct device_ctx_ops verbs_ctx_ops = {
+	.close = verbs_ctx_close,
+	.fd = verbs_ctx_fd,
+	.pd_handle = verbs_ctx_pd_handle,
+	.event_fd = verbs_ctx_event_fd,
+	.handle_event = verbs_ctx_handle_event,
+	.obj_destroy = verbs_obj_destroy,
 };
 
 /* Can another process import this device's contexts? Asking the provider
@@ -232,6 +261,32 @@ static bool verbs_can_import(struct device *dev, struct ibv_context *own)
 	return true;
 }
 
+static uint32_t verbs_limit(int v)
+{
+	return v > 0 ? (uint32_t)v : 0;
+}
+
+static void verbs_copy_limits(struct device_caps *caps,
+			      const struct ibv_device_attr_ex *attr)
+{
+	const struct ibv_device_attr *a = &attr->orig_attr;
+
+	caps->max_qp = verbs_limit(a->max_qp);
+	caps->max_qp_wr = verbs_limit(a->max_qp_wr);
+	caps->max_sge = verbs_limit(a->max_sge);
+	caps->max_cq = verbs_limit(a->max_cq);
+	caps->max_cqe = verbs_limit(a->max_cqe);
+	caps->max_mr = verbs_limit(a->max_mr);
+	caps->max_mr_size = a->max_mr_size;
+	caps->max_pd = verbs_limit(a->max_pd);
+	caps->max_mw = verbs_limit(a->max_mw);
+	caps->max_ah = verbs_limit(a->max_ah);
+	caps->max_srq = verbs_limit(a->max_srq);
+	caps->max_srq_wr = verbs_limit(a->max_srq_wr);
+	caps->max_srq_sge = verbs_limit(a->max_srq_sge);
+	caps->max_wq = attr->max_wq_type_rq;
+}
+
 static void verbs_query_caps(struct device *dev, struct ibv_context *own)
 {
 	struct ibv_device_attr_ex attr;
@@ -247,6 +302,7 @@ static void verbs_query_caps(struct device *dev, struct ibv_context *own)
 		dev->caps.rss_hash_fields = attr.rss_caps.rx_hash_fields_mask;
 		dev->caps.rss_hash_functions = attr.rss_caps.rx_hash_function;
 		dev->caps.ports = attr.orig_attr.phys_port_cnt;
+		verbs_copy_limits(&dev->caps, &attr);
 	}
 	dev->caps.import = verbs_can_import(dev, own);
 	snprintf(dev->caps.transport, sizeof(dev->caps.transport), "%s",
@@ -279,7 +335,7 @@ static int verbs_open_one(struct device *dev, struct ibv_device *ibdev)
 	snprintf(dev->name, sizeof(dev->name), "%s",
 		 ibv_get_device_name(ibdev));
 	dev->kind = DEVICE_KIND_VERBS;
-	dev->ops = &verbs_ops;
+	device_set_ops(dev, &verbs_ops, &verbs_ctx_ops);
 	dev->priv = vd;
 	dev->event_fd = vd->own->async_fd;
 	verbs_query_caps(dev, vd->own);
@@ -318,4 +374,14 @@ int device_verbs_probe(struct device_list *list)
 		return n > 0 ? ret : 0;
 	}
 	return (int)list->n;
+}
+
+int device_verbs_context(const struct device_ctx *ctx,
+			 struct ibv_context **ret_ctx, struct ibv_pd **ret_pd)
+{
+	if (!ctx || ctx->dev->kind != DEVICE_KIND_VERBS)
+		return -EINVAL;
+	*ret_ctx = verbs_ctx_of(ctx)->ctx;
+	*ret_pd = verbs_ctx_of(ctx)->pd;
+	return 0;
 }

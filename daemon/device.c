@@ -2,10 +2,129 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
+#include <rdma/ib_user_verbs.h>
+
 #include "daemon/device.h"
+
+static const char *const obj_kind_names[OBJ_KIND_COUNT] = {
+	[IBC_OBJ_NONE] = "object",
+	[IBC_OBJ_QP] = "QP",
+	[IBC_OBJ_CQ] = "CQ",
+	[IBC_OBJ_SRQ] = "SRQ",
+	[IBC_OBJ_WQ] = "WQ",
+	[IBC_OBJ_MR] = "MR",
+	[IBC_OBJ_PD] = "PD",
+	[IBC_OBJ_RWQ_IND_TBL] = "indirection table",
+	[IBC_OBJ_FLOW] = "flow",
+	[IBC_OBJ_DM] = "DM",
+	[IBC_OBJ_XRCD] = "XRCD",
+	[IBC_OBJ_MW] = "MW",
+	[IBC_OBJ_AH] = "AH",
+	[IBC_OBJ_CONTEXT] = "context",
+};
+
+const char *obj_kind_name(uint32_t kind)
+{
+	return kind < OBJ_KIND_COUNT ? obj_kind_names[kind] : "object";
+}
+
+int device_why(struct device_why *why, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why->text, sizeof(why->text), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+/* --- defaults for what an implementation leaves NULL ------------------ */
+
+static int default_handle_event(struct device *dev)
+{
+	return 0;
+}
+
+static bool default_present(struct device *dev)
+{
+	return true;
+}
+
+static void default_shutdown(struct device *dev)
+{
+}
+
+static int default_ctx_event_fd(const struct device_ctx *ctx)
+{
+	return -1;
+}
+
+static int default_ctx_handle_event(struct device_ctx *ctx)
+{
+	return 0;
+}
+
+static int default_obj_create(struct device_ctx *ctx,
+			      const struct obj_spec *spec,
+			      struct obj_made *ret, struct device_why *why)
+{
+	return device_why(why, -EOPNOTSUPP,
+			  "%s: the broker does not create objects on this "
+			  "device; the client makes its %s itself",
+			  ctx->dev->name, obj_kind_name(spec->kind));
+}
+
+static int default_obj_destroy(struct device_ctx *ctx, enum ibc_obj_kind kind,
+			       uint32_t handle, struct device_why *why)
+{
+	return device_why(why, -EOPNOTSUPP,
+			  "%s cannot destroy objects by handle",
+			  ctx->dev->name);
+}
+
+#define FILL(dst, src, field, def) \
+	((dst)->field = (src)->field ? (src)->field : (def))
+
+void device_set_ops(struct device *dev, const struct device_ops *ops,
+		    const struct device_ctx_ops *ctx_ops)
+{
+	struct device_ops *o = &dev->ops_table;
+	struct device_ctx_ops *c = &dev->ctx_ops_table;
+
+	o->ctx_open = ops->ctx_open;
+	FILL(o, ops, handle_event, default_handle_event);
+	FILL(o, ops, present, default_present);
+	FILL(o, ops, shutdown, default_shutdown);
+	c->close = ctx_ops->close;
+	c->fd = ctx_ops->fd;
+	c->pd_handle = ctx_ops->pd_handle;
+	FILL(c, ctx_ops, event_fd, default_ctx_event_fd);
+	FILL(c, ctx_ops, handle_event, default_ctx_handle_event);
+	FILL(c, ctx_ops, obj_create, default_obj_create);
+	FILL(c, ctx_ops, obj_destroy, default_obj_destroy);
+	dev->ops = o;
+	dev->ctx_ops = c;
+}
+
+/* What every device reports the same way, whatever its implementation
+ * said. */
+static void device_fix_caps(struct device_list *list)
+{
+	for (size_t i = 0; i < list->n; i++) {
+		struct device_caps *caps = &list->dev[i].caps;
+
+		/* uverbs takes no larger indirection table, whatever the
+		 * device could hold. */
+		if (caps->max_rss_table_size >
+		    1u << IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE)
+			caps->max_rss_table_size =
+				1u << IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE;
+	}
+}
 
 int device_parse_mode(const char *s, enum device_mode *ret_mode)
 {
@@ -33,14 +152,16 @@ int device_probe(enum device_mode mode, const struct device_config *cfg,
 	memset(ret_list, 0, sizeof(*ret_list));
 	if (mode == DEVICE_MODE_SOFT) {
 		*ret_why = "--device soft";
-		return device_soft_probe(cfg, ret_list);
+		ret = device_soft_probe(cfg, ret_list);
+		goto done;
 	}
 	ret = device_verbs_probe(ret_list);
 	if (ret > 0) {
 		*ret_why = mode == DEVICE_MODE_AUTO ?
 				   "libibverbs found a device" :
 				   "--device verbs";
-		return 0;
+		ret = 0;
+		goto done;
 	}
 	if (ret == 0)
 		*ret_why = "libibverbs found no RDMA device";
@@ -50,7 +171,11 @@ int device_probe(enum device_mode mode, const struct device_config *cfg,
 		*ret_why = "libibverbs could not open any RDMA device";
 	if (mode == DEVICE_MODE_VERBS)
 		return ret < 0 ? ret : -ENODEV;
-	return device_soft_probe(cfg, ret_list);
+	ret = device_soft_probe(cfg, ret_list);
+done:
+	if (ret == 0)
+		device_fix_caps(ret_list);
+	return ret;
 }
 
 void device_list_close(struct device_list *list)

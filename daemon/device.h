@@ -1,8 +1,18 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Devices: one table of operations, two implementations (device-verbs.c on
- * libibverbs, device-soft.c in software). The daemon opens one context with
- * its PD per (domain, device) and hands clients a descriptor to import.
+ * Devices: two tables of operations, as libibverbs has (verbs_device_ops
+ * and verbs_context_ops): what a device does (open a context, read its
+ * events, say whether it is still there) and what one of its contexts does
+ * (hand out its descriptor and PD, make and destroy objects). Two
+ * implementations: device-verbs.c on libibverbs, device-soft.c in software.
+ * The daemon opens one context with its PD per (domain, device) and hands
+ * clients a descriptor to import.
+ *
+ * An implementation leaves NULL what it cannot do. device_set_ops() fills
+ * the gaps at probe with defaults (rdma-core's verbs_set_ops is the model),
+ * so that every entry can be called: the defaults of fallible operations
+ * answer -EOPNOTSUPP with a sentence naming the device and the missing
+ * capability.
  */
 #ifndef RDMAB_DEVICE_H
 #define RDMAB_DEVICE_H
@@ -10,6 +20,8 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include "include/ibclient.h"
 
 enum device_mode {
 	DEVICE_MODE_AUTO,
@@ -25,6 +37,13 @@ enum device_kind {
 #define DEVICE_NAME_MAX 64
 #define DEVICE_MAX 32
 
+/* enum ibc_obj_kind, the one vocabulary of the daemon, the library and
+ * the protocol, runs from IBC_OBJ_NONE to IBC_OBJ_CONTEXT. */
+#define OBJ_KIND_COUNT (IBC_OBJ_CONTEXT + 1)
+
+/* "QP", "CQ", ... for messages; "object" for a value out of range. */
+const char *obj_kind_name(uint32_t kind);
+
 struct device_caps {
 	uint64_t max_dm_size;
 	bool xrc;
@@ -35,41 +54,161 @@ struct device_caps {
 	bool import;
 	uint32_t ports;
 	char transport[16];
+	/* ibv_query_device's limits, device-wide. */
+	uint32_t max_qp;
+	uint32_t max_qp_wr;
+	uint32_t max_sge;
+	uint32_t max_cq;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint64_t max_mr_size;
+	uint32_t max_pd;
+	uint32_t max_mw;
+	uint32_t max_ah;
+	uint32_t max_srq;
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint32_t max_wq;
+};
+
+/* An operation's sentence for a failure: for the client's reply and the
+ * log. */
+#define DEVICE_WHY_MAX 200
+
+struct device_why {
+	char text[DEVICE_WHY_MAX];
+};
+
+/* Write the sentence; returns @err (negative). */
+int device_why(struct device_why *why, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* What an object is asked to be, and what the device made of it: the
+ * protocol's ObjAttr in device terms. */
+struct obj_attr {
+	uint32_t cqe;
+	uint32_t comp_vector;
+	uint32_t qp_type; /* enum ibv_qp_type */
+	uint32_t max_send_wr;
+	uint32_t max_recv_wr;
+	uint32_t max_send_sge;
+	uint32_t max_recv_sge;
+	uint32_t max_inline_data;
+	uint32_t max_wr; /* SRQ, WQ */
+	uint32_t max_sge;
+	uint32_t srq_limit;
+	uint64_t mr_addr;
+	uint64_t mr_length;
+	uint32_t mr_access; /* IBV_ACCESS_* */
+	uint32_t sq_sig_all;
+};
+
+/* The objects one object uses, by slot: QP: send CQ, receive CQ, SRQ;
+ * WQ: CQ. */
+#define OBJ_MAX_USES 4
+
+enum obj_use_slot {
+	OBJ_USE_SEND_CQ = 0,
+	OBJ_USE_RECV_CQ = 1,
+	OBJ_USE_SRQ = 2,
+	OBJ_USE_CQ = 0,
+};
+
+struct obj_spec {
+	enum ibc_obj_kind kind;
+	/* Handles in the context, where bit i of used is set. */
+	uint32_t uses[OBJ_MAX_USES];
+	unsigned int used;
+	struct obj_attr attr;
+};
+
+struct obj_made {
+	uint32_t handle;
+	/* QP and SRQ number. */
+	uint32_t num;
+	uint32_t lkey;
+	uint32_t rkey;
+	struct obj_attr attr;
 };
 
 struct device;
-struct device_ctx;
 
+/* Every implementation's context starts with this (container_of). */
+struct device_ctx {
+	struct device *dev;
+};
+
+/* Device-level operations. ctx_open is required. */
 struct device_ops {
 	/* Open a context and its PD for one domain. */
 	int (*ctx_open)(struct device *dev, uint64_t ctx_id,
 			const char *domain, struct device_ctx **ret_ctx);
-	void (*ctx_close)(struct device_ctx *ctx);
-	/* The descriptor clients import; owned by the context. */
-	int (*ctx_fd)(const struct device_ctx *ctx);
-	uint32_t (*ctx_pd_handle)(const struct device_ctx *ctx);
-	/* The context's async event descriptor (-1 for none) and its reader,
-	 * which returns 1 when the event says the device is gone. */
-	int (*ctx_event_fd)(const struct device_ctx *ctx);
-	int (*ctx_handle_event)(struct device_ctx *ctx);
-	/* Read the device's events; returns 1 once the device is gone. */
+	/* Read the device's events; returns 1 once the device is gone.
+	 * Default: 0. */
 	int (*handle_event)(struct device *dev);
-	/* Is the device still present (checked periodically)? */
+	/* Is the device still present (checked periodically)? Default:
+	 * true. */
 	bool (*present)(struct device *dev);
-	/* Release the device's own context; the device is unusable after. */
+	/* Release the device's own context; the device is unusable after.
+	 * Default: nothing to release. */
 	void (*shutdown)(struct device *dev);
+};
+
+/* Context-level operations. close, fd and pd_handle are required. */
+struct device_ctx_ops {
+	void (*close)(struct device_ctx *ctx);
+	/* The descriptor clients import; owned by the context. */
+	int (*fd)(const struct device_ctx *ctx);
+	uint32_t (*pd_handle)(const struct device_ctx *ctx);
+	/* The context's async event descriptor and its reader, which
+	 * returns 1 when the event says the device is gone. Default: -1
+	 * (none) and 0. */
+	int (*event_fd)(const struct device_ctx *ctx);
+	int (*handle_event)(struct device_ctx *ctx);
+	/*
+	 * Make an object in the context, for a device whose kernel the
+	 * daemon is (soft). Returns 0 with @ret filled, or the kernel's
+	 * -errno with a sentence in @why. Default: -EOPNOTSUPP (verbs
+	 * clients make their objects themselves).
+	 */
+	int (*obj_create)(struct device_ctx *ctx, const struct obj_spec *spec,
+			  struct obj_made *ret, struct device_why *why);
+	/*
+	 * Destroy the object @handle of @kind by its handle alone. Returns
+	 * 0 or the kernel's -errno: -EBUSY while other objects use it,
+	 * -ENOENT for a handle that names no object, -EINVAL for one that
+	 * names an object of another kind, -EIO once the device is
+	 * disassociated. Default: -EOPNOTSUPP.
+	 */
+	int (*obj_destroy)(struct device_ctx *ctx, enum ibc_obj_kind kind,
+			   uint32_t handle, struct device_why *why);
 };
 
 struct device {
 	char name[DEVICE_NAME_MAX];
 	enum device_kind kind;
+	/* Complete tables (device_set_ops): point at ops_table and
+	 * ctx_ops_table below. */
 	const struct device_ops *ops;
+	const struct device_ctx_ops *ctx_ops;
 	struct device_caps caps;
+	/* The daemon is the device's kernel: objects are made by
+	 * obj_create, not by clients (soft). */
+	bool broker_objects;
 	bool removed;
 	/* Polls readable when handle_event has work; -1 for none. */
 	int event_fd;
 	void *priv;
+	struct device_ops ops_table;
+	struct device_ctx_ops ctx_ops_table;
 };
+
+/*
+ * Give @dev the implementation's tables, every NULL entry replaced by its
+ * default. Called by the implementations' probes.
+ */
+void device_set_ops(struct device *dev, const struct device_ops *ops,
+		    const struct device_ctx_ops *ctx_ops);
 
 struct device_list {
 	enum device_kind kind;
@@ -101,5 +240,17 @@ int device_soft_probe(const struct device_config *cfg,
 		      struct device_list *list);
 /* Returns the number of devices opened, or -errno. */
 int device_verbs_probe(struct device_list *list);
+
+struct ibv_context;
+struct ibv_pd;
+
+/*
+ * The libibverbs context and PD behind a verbs device's context; -EINVAL
+ * for another kind of device. For the real-kernel tests on devices that
+ * cannot import (rxe): a forked child makes its objects on the daemon's own
+ * context, as a client would on its import (tests/vm/vm-cleanup.c).
+ */
+int device_verbs_context(const struct device_ctx *ctx,
+			 struct ibv_context **ret_ctx, struct ibv_pd **ret_pd);
 
 #endif

@@ -32,6 +32,16 @@ static const struct handler handlers[] = {
 						h_list_domains, 0, H_SESSION },
 	[RDMAB__REQUEST__BODY_LIST_CLIENTS] = { "list-clients",
 						h_list_clients, 0, H_SESSION },
+	[RDMAB__REQUEST__BODY_OBJ_CREATE] = { "obj-create", h_obj_create, 0,
+					      H_SESSION },
+	[RDMAB__REQUEST__BODY_OBJ_REGISTER] = { "obj-register",
+						h_obj_register, 0, H_SESSION },
+	[RDMAB__REQUEST__BODY_OBJ_DESTROY] = { "obj-destroy", h_obj_destroy,
+					       0, H_SESSION },
+	[RDMAB__REQUEST__BODY_LIST_OBJECTS] = { "list-objects",
+						h_list_objects, 0, H_SESSION },
+	[RDMAB__REQUEST__BODY_EVICT] = { "evict", h_admin_evict, 0,
+					 H_SESSION | H_ADMIN },
 };
 
 /* dispatch_set_test_handler(): one extra body case, for test suites. */

@@ -67,6 +67,16 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
 int h_list_clients(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
+int h_obj_create(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r);
+int h_obj_register(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r);
+int h_obj_destroy(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r);
+int h_list_objects(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r);
+int h_admin_evict(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r);
 
 /*
  * For test suites only: serve @body_case (one the daemon does not know)

@@ -12,6 +12,7 @@
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
+#include "daemon/objects.h"
 #include "daemon/server.h"
 
 /* Entries per reply: a ClientInfo is ~120 bytes, a DomainInfo with a few
@@ -34,6 +35,20 @@ void server_device_info(const struct device *dev, Rdmab__DeviceInfo *info,
 	caps->rss_hash_functions = dev->caps.rss_hash_functions;
 	caps->import = dev->caps.import;
 	caps->ports = dev->caps.ports;
+	caps->max_qp = dev->caps.max_qp;
+	caps->max_qp_wr = dev->caps.max_qp_wr;
+	caps->max_sge = dev->caps.max_sge;
+	caps->max_cq = dev->caps.max_cq;
+	caps->max_cqe = dev->caps.max_cqe;
+	caps->max_mr = dev->caps.max_mr;
+	caps->max_mr_size = dev->caps.max_mr_size;
+	caps->max_pd = dev->caps.max_pd;
+	caps->max_mw = dev->caps.max_mw;
+	caps->max_ah = dev->caps.max_ah;
+	caps->max_srq = dev->caps.max_srq;
+	caps->max_srq_wr = dev->caps.max_srq_wr;
+	caps->max_srq_sge = dev->caps.max_srq_sge;
+	caps->max_wq = dev->caps.max_wq;
 	info->caps = caps;
 }
 
@@ -119,9 +134,11 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 		pg->info.limit = &pg->limit;
 		/* One context per device, at most DEVICE_MAX; the first 8
 		 * are listed. */
-		TAILQ_FOREACH(x, &d->ctxs, link)
+		TAILQ_FOREACH(x, &d->ctxs, link) {
 			if (k < 8)
 				pg->ctx_ids[k++] = x->id;
+			pg->info.unaccounted += x->unaccounted;
+		}
 		pg->info.context_ids = pg->ctx_ids;
 		pg->info.n_context_ids = k;
 		ptrs[n++] = &pg->info;
@@ -165,7 +182,8 @@ int h_list_clients(struct conn *c, const Rdmab__Request *req,
 		ci->comm = o->comm;
 		ci->domain = o->domain->name;
 		ci->contexts = o->n_ctxs;
-		ci->objects = o->n_objects;
+		ci->objects = o->owner ? o->owner->n_objs : 0;
+		ci->unaccounted = o->owner ? o->owner->n_intents : 0;
 		ci->requests = o->requests;
 		ci->fork_state = (Rdmab__ForkState)o->fork_state;
 		ci->library_version = o->library_version;

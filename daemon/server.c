@@ -18,6 +18,8 @@
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/objects.h"
 #include "daemon/sd.h"
 #include "daemon/server.h"
 
@@ -305,6 +307,8 @@ static void server_shutdown(struct server *srv, const char *reason)
 	server_set_accepting(srv, false);
 	srv->stopping = true;
 	sev.reason = (char *)reason;
+	/* The broker itself: no object. */
+	ev.object_kind = IBC_OBJ_NONE;
 	ev.body_case = RDMAB__EVENT__BODY_SHUTDOWN;
 	ev.shutdown = &sev;
 	/* Best effort: a client that does not read gets no event. */
@@ -349,19 +353,26 @@ int server_reload(struct server *srv)
 	return 0;
 }
 
-void server_device_removed(struct server *srv, struct device *dev,
-			   const char *reason)
+/* Each client hears of the context its session had on the device (0:
+ * none). */
+static bool server_removed_filter(struct conn *c, Rdmab__Event *ev, void *arg)
 {
+	ev->object_id = dctx_conn_ctx_id(c, arg);
+	return true;
+}
+
+/* A device is gone: close every descriptor of it, tell every client. */
+static void server_device_gone(struct server *srv, const void *what,
+			       void *data)
+{
+	const struct notify_device_gone *gone = what;
 	Rdmab__DeviceRemovedEvent rev = RDMAB__DEVICE_REMOVED_EVENT__INIT;
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
-	struct conn *c, *tmp;
+	struct device *dev = gone->dev;
 	size_t i = (size_t)(dev - srv->devices.dev);
 
-	if (dev->removed)
-		return;
 	log_warn("device %s is gone (%s); releasing its contexts", dev->name,
-		 reason);
-	dev->removed = true;
+		 gone->reason);
 	if (srv->device_ev[i]) {
 		event_free(srv->device_ev[i]);
 		srv->device_ev[i] = NULL;
@@ -371,12 +382,11 @@ void server_device_removed(struct server *srv, struct device *dev,
 	dctx_device_gone(srv, dev);
 	dev->ops->shutdown(dev);
 	rev.device = dev->name;
-	rev.reason = (char *)reason;
+	rev.reason = (char *)gone->reason;
 	ev.body_case = RDMAB__EVENT__BODY_DEVICE_REMOVED;
 	ev.device_removed = &rev;
-	TAILQ_FOREACH_SAFE(c, &srv->conns, link, tmp)
-		if (c->hello_done && conn_send_event(c, &ev) < 0)
-			conn_close(c);
+	ev.object_kind = IBC_OBJ_CONTEXT;
+	notify_clients(srv, &ev, server_removed_filter, dev);
 }
 
 static void server_device_cb(evutil_socket_t fd, short what, void *arg)
@@ -388,9 +398,8 @@ static void server_device_cb(evutil_socket_t fd, short what, void *arg)
 
 		if (!dev->removed && dev->event_fd == fd &&
 		    dev->ops->handle_event(dev) == 1)
-			server_device_removed(srv, dev,
-					      "the device reported a fatal "
-					      "error");
+			notify_device_gone(srv, dev,
+					   "the device reported a fatal error");
 	}
 }
 
@@ -403,8 +412,7 @@ static void server_present_cb(evutil_socket_t fd, short what, void *arg)
 		struct device *dev = &srv->devices.dev[i];
 
 		if (!dev->removed && !dev->ops->present(dev))
-			server_device_removed(srv, dev,
-					      "it left the system");
+			notify_device_gone(srv, dev, "it left the system");
 	}
 }
 
@@ -533,9 +541,11 @@ int server_init(struct server *srv, const struct server_options *opt)
 			 d->caps.import ? "yes" : "no");
 	}
 	domains_configure(srv);
+	notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
+			 server_device_gone, NULL);
 
 	srv->base = event_base_new();
-	if (!srv->base)
+	if (!srv->base || objects_init(srv) < 0)
 		return -ENOMEM;
 	ret = sd_take_listener();
 	if (ret == -ENOENT)
@@ -571,6 +581,7 @@ void server_fini(struct server *srv)
 
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
+	objects_fini(srv);
 	conns_lingering_free(srv);
 	domains_free(srv);
 	users_free(srv);

@@ -11,12 +11,14 @@
 #include "daemon/device.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
+#include "daemon/notify.h"
 #include "daemon/user.h"
 #include "proto/rdmabroker.pb-c.h"
 
 struct event_base;
 struct event;
 struct conn;
+struct registry;
 
 struct server_options {
 	const char *socket_path;
@@ -68,6 +70,8 @@ struct server {
 	struct config config;
 	struct domain_list domains;
 	uint64_t next_ctx_id;
+	struct notifier notifier;
+	struct registry *registry;
 };
 
 int server_init(struct server *srv, const struct server_options *opt);
@@ -92,9 +96,6 @@ uint64_t server_uptime_usec(const struct server *srv);
 
 /* Re-read the configuration (SIGHUP); a bad file keeps the running one. */
 int server_reload(struct server *srv);
-/* @dev is gone: tell every client, close every descriptor of it. */
-void server_device_removed(struct server *srv, struct device *dev,
-			   const char *reason);
 /* Fill a DeviceInfo from @dev; @caps is where its caps go. */
 void server_device_info(const struct device *dev, Rdmab__DeviceInfo *info,
 			Rdmab__DeviceCaps *caps);

@@ -26,12 +26,14 @@
 #include <rdma/ib_user_ioctl_verbs.h> /* includes <rdma/ib_user_verbs.h> */
 #include <rdma/rdma_user_ioctl.h>
 
+#include "daemon/device.h"
 #include "daemon/uverbs.h"
 
 #define UVERBS_NO_RESP 0xffff
 
 struct uverbs_destroy_spec {
-	const char *name;
+	/* Not a uverbs object when false. */
+	bool valid;
 	uint16_t object;
 	uint16_t method;
 	uint16_t handle_attr;
@@ -42,69 +44,62 @@ struct uverbs_destroy_spec {
 
 #define RESP_LEN(type, member) ((uint16_t)sizeof(((type *)0)->member))
 
-static const struct uverbs_destroy_spec uverbs_specs[UVERBS_OBJ_COUNT] = {
-	[UVERBS_OBJ_QP] = {
-		"QP", UVERBS_OBJECT_QP, UVERBS_METHOD_QP_DESTROY,
+static const struct uverbs_destroy_spec uverbs_specs[OBJ_KIND_COUNT] = {
+	[IBC_OBJ_QP] = {
+		true, UVERBS_OBJECT_QP, UVERBS_METHOD_QP_DESTROY,
 		UVERBS_ATTR_DESTROY_QP_HANDLE, UVERBS_ATTR_DESTROY_QP_RESP,
 		sizeof(struct ib_uverbs_destroy_qp_resp),
 	},
-	[UVERBS_OBJ_CQ] = {
-		"CQ", UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_DESTROY,
+	[IBC_OBJ_CQ] = {
+		true, UVERBS_OBJECT_CQ, UVERBS_METHOD_CQ_DESTROY,
 		UVERBS_ATTR_DESTROY_CQ_HANDLE, UVERBS_ATTR_DESTROY_CQ_RESP,
 		sizeof(struct ib_uverbs_destroy_cq_resp),
 	},
-	[UVERBS_OBJ_SRQ] = {
-		"SRQ", UVERBS_OBJECT_SRQ, UVERBS_METHOD_SRQ_DESTROY,
+	[IBC_OBJ_SRQ] = {
+		true, UVERBS_OBJECT_SRQ, UVERBS_METHOD_SRQ_DESTROY,
 		UVERBS_ATTR_DESTROY_SRQ_HANDLE, UVERBS_ATTR_DESTROY_SRQ_RESP,
 		sizeof(struct ib_uverbs_destroy_srq_resp),
 	},
 	/* The kernel answers a WQ destroy with events_reported alone. */
-	[UVERBS_OBJ_WQ] = {
-		"WQ", UVERBS_OBJECT_WQ, UVERBS_METHOD_WQ_DESTROY,
+	[IBC_OBJ_WQ] = {
+		true, UVERBS_OBJECT_WQ, UVERBS_METHOD_WQ_DESTROY,
 		UVERBS_ATTR_DESTROY_WQ_HANDLE, UVERBS_ATTR_DESTROY_WQ_RESP,
 		RESP_LEN(struct ib_uverbs_ex_destroy_wq_resp, events_reported),
 	},
-	[UVERBS_OBJ_MR] = {
-		"MR", UVERBS_OBJECT_MR, UVERBS_METHOD_MR_DESTROY,
+	[IBC_OBJ_MR] = {
+		true, UVERBS_OBJECT_MR, UVERBS_METHOD_MR_DESTROY,
 		UVERBS_ATTR_DESTROY_MR_HANDLE, UVERBS_NO_RESP, 0,
 	},
-	[UVERBS_OBJ_PD] = {
-		"PD", UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY,
+	[IBC_OBJ_PD] = {
+		true, UVERBS_OBJECT_PD, UVERBS_METHOD_PD_DESTROY,
 		UVERBS_ATTR_DESTROY_PD_HANDLE, UVERBS_NO_RESP, 0,
 	},
-	[UVERBS_OBJ_RWQ_IND_TBL] = {
-		"RWQ_IND_TBL", UVERBS_OBJECT_RWQ_IND_TBL,
+	[IBC_OBJ_RWQ_IND_TBL] = {
+		true, UVERBS_OBJECT_RWQ_IND_TBL,
 		UVERBS_METHOD_RWQ_IND_TBL_DESTROY,
 		UVERBS_ATTR_DESTROY_RWQ_IND_TBL_HANDLE, UVERBS_NO_RESP, 0,
 	},
-	[UVERBS_OBJ_FLOW] = {
-		"flow", UVERBS_OBJECT_FLOW, UVERBS_METHOD_FLOW_DESTROY,
+	[IBC_OBJ_FLOW] = {
+		true, UVERBS_OBJECT_FLOW, UVERBS_METHOD_FLOW_DESTROY,
 		UVERBS_ATTR_DESTROY_FLOW_HANDLE, UVERBS_NO_RESP, 0,
 	},
-	[UVERBS_OBJ_DM] = {
-		"DM", UVERBS_OBJECT_DM, UVERBS_METHOD_DM_FREE,
+	[IBC_OBJ_DM] = {
+		true, UVERBS_OBJECT_DM, UVERBS_METHOD_DM_FREE,
 		UVERBS_ATTR_FREE_DM_HANDLE, UVERBS_NO_RESP, 0,
 	},
-	[UVERBS_OBJ_XRCD] = {
-		"XRCD", UVERBS_OBJECT_XRCD, UVERBS_METHOD_XRCD_DESTROY,
+	[IBC_OBJ_XRCD] = {
+		true, UVERBS_OBJECT_XRCD, UVERBS_METHOD_XRCD_DESTROY,
 		UVERBS_ATTR_DESTROY_XRCD_HANDLE, UVERBS_NO_RESP, 0,
 	},
-	[UVERBS_OBJ_MW] = {
-		"MW", UVERBS_OBJECT_MW, UVERBS_METHOD_MW_DESTROY,
+	[IBC_OBJ_MW] = {
+		true, UVERBS_OBJECT_MW, UVERBS_METHOD_MW_DESTROY,
 		UVERBS_ATTR_DESTROY_MW_HANDLE, UVERBS_NO_RESP, 0,
 	},
-	[UVERBS_OBJ_AH] = {
-		"AH", UVERBS_OBJECT_AH, UVERBS_METHOD_AH_DESTROY,
+	[IBC_OBJ_AH] = {
+		true, UVERBS_OBJECT_AH, UVERBS_METHOD_AH_DESTROY,
 		UVERBS_ATTR_DESTROY_AH_HANDLE, UVERBS_NO_RESP, 0,
 	},
 };
-
-const char *uverbs_obj_name(enum uverbs_obj kind)
-{
-	if ((unsigned int)kind >= UVERBS_OBJ_COUNT)
-		return "?";
-	return uverbs_specs[kind].name;
-}
 
 /* A header and at most three attributes, 8-byte aligned. */
 union uverbs_cmd {
@@ -252,13 +247,14 @@ static int uverbs_destroy_once(int cmd_fd,
 			    driver_id);
 }
 
-int uverbs_destroy(int cmd_fd, enum uverbs_obj kind, uint32_t handle)
+int uverbs_destroy(int cmd_fd, enum ibc_obj_kind kind, uint32_t handle)
 {
 	const struct uverbs_destroy_spec *spec;
 	uint32_t driver_id, again;
 	int ret;
 
-	if ((unsigned int)kind >= UVERBS_OBJ_COUNT || cmd_fd < 0)
+	if ((unsigned int)kind >= OBJ_KIND_COUNT || !uverbs_specs[kind].valid ||
+	    cmd_fd < 0)
 		return -EINVAL;
 	spec = &uverbs_specs[kind];
 	ret = uverbs_driver_id_of(cmd_fd, false, &driver_id);

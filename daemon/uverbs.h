@@ -11,33 +11,20 @@
 
 #include <stdint.h>
 
-/* The objects a client can leave behind, in no particular order; DESIGN §5
- * gives the order to destroy them in. */
-enum uverbs_obj {
-	UVERBS_OBJ_QP,
-	UVERBS_OBJ_CQ,
-	UVERBS_OBJ_SRQ,
-	UVERBS_OBJ_WQ,
-	UVERBS_OBJ_MR,
-	UVERBS_OBJ_PD,
-	UVERBS_OBJ_RWQ_IND_TBL,
-	UVERBS_OBJ_FLOW,
-	UVERBS_OBJ_DM,
-	UVERBS_OBJ_XRCD,
-	UVERBS_OBJ_MW,
-	UVERBS_OBJ_AH,
-	UVERBS_OBJ_COUNT,
-};
+#include "include/ibclient.h"
 
 /*
  * Destroy the object @handle of @kind in the context whose command
  * descriptor is @cmd_fd (RDMA_VERBS_IOCTL, UVERBS_METHOD_<OBJ>_DESTROY).
  * Returns 0, or the kernel's -errno: -EBUSY while other objects still use
- * it (retry after those), -ENOENT for a handle that names no object of that
- * kind, -EIO once the device was disassociated; -EINVAL for an unknown
- * @kind; -ENOTTY when @cmd_fd is not a uverbs descriptor.
+ * it (retry after those), -ENOENT for a handle that names no object,
+ * -EINVAL for one that names an object of another kind (the kernel checks
+ * the kind before it destroys anything), -EIO once the device was
+ * disassociated; -EINVAL for a @kind that is no uverbs object
+ * (IBC_OBJ_NONE, IBC_OBJ_CONTEXT, out of range); -ENOTTY when @cmd_fd is
+ * not a uverbs descriptor.
  */
-int uverbs_destroy(int cmd_fd, enum uverbs_obj kind, uint32_t handle);
+int uverbs_destroy(int cmd_fd, enum ibc_obj_kind kind, uint32_t handle);
 
 /*
  * The kernel's driver id (enum rdma_driver_id) of the device behind
@@ -47,8 +34,5 @@ int uverbs_destroy(int cmd_fd, enum uverbs_obj kind, uint32_t handle);
  * uverbs_destroy() calls it; not thread-safe (the daemon has one thread).
  */
 int uverbs_driver_id(int cmd_fd, uint32_t *ret_driver_id);
-
-/* "QP", "CQ", ... for messages; "?" for an unknown kind. */
-const char *uverbs_obj_name(enum uverbs_obj kind);
 
 #endif

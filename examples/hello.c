@@ -30,12 +30,12 @@ int main(void)
 		fprintf(stderr, "hello: %s\n", ibc_last_error());
 		return 1;
 	}
-	ibc_client_info(client, &info);
+	ibc_client_info(client, &info, sizeof(info));
 	printf("connected to rdmabrokerd %s (protocol %u)\n",
 	       info.daemon_version, info.protocol_version);
 	printf("  client id   %llu\n", (unsigned long long)info.client_id);
 	printf("  domain      %s\n", info.domain);
-	if (ibc_list_devices(client, &devs, &n) == 0) {
+	if (ibc_list_devices(client, &devs, sizeof(*devs), &n) == 0) {
 		for (size_t i = 0; i < n; i++)
 			printf("  device      %s (%s, %s)\n", devs[i].name,
 			       devs[i].kind, devs[i].transport);
@@ -47,7 +47,7 @@ int main(void)
 		ibc_disconnect(client);
 		return 1;
 	}
-	ibc_query(ctx, &caps);
+	ibc_query(ctx, &caps, sizeof(caps));
 	printf("  context     %llu on %s, %s\n",
 	       (unsigned long long)caps.context_id, caps.device,
 	       caps.shared ? "shared with the domain" :

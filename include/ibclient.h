@@ -7,6 +7,15 @@
  * a failure, ibc_last_error() gives the broker's sentence for it (per
  * thread). Structures the caller fills or receives start with comp_mask, so
  * that they can grow without breaking the ABI. See libibclient(3).
+ *
+ * The ABI growth rule: a structure the library fills grows only at its end,
+ * and every call that fills one takes the caller's size of it (sizeof, as
+ * compiled against this header), so that a program built against an older
+ * header keeps working with a newer library and the other way round. The
+ * library writes as much as both versions know, zeroes what only the
+ * caller's newer version has, and refuses a size smaller than the
+ * structure's first version with EINVAL. The ibc_list_*() calls take the
+ * size of one entry and return an array of entries of that size.
  */
 #ifndef IBCLIENT_H
 #define IBCLIENT_H
@@ -14,6 +23,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+/* For the attribute types the constructors share with libibverbs. */
+#include <infiniband/verbs.h>
 
 #ifdef __cplusplus
 extern "C" {
@@ -29,8 +41,11 @@ extern "C" {
 
 struct ibc_client;
 struct ibc_ctx;
-struct ibv_context;
-struct ibv_pd;
+struct ibc_cq;
+struct ibc_qp;
+struct ibc_srq;
+struct ibc_wq;
+struct ibc_mr;
 
 enum ibc_connect_attr_mask {
 	IBC_CONNECT_ATTR_SOCKET = 1 << 0,
@@ -49,6 +64,28 @@ enum ibc_connect_flags {
 	IBC_CONNECT_PRIVATE_DOMAIN = 1 << 1,
 };
 
+/*
+ * The kinds of object the broker registers, one enum for the library, the
+ * daemon and the protocol. The values are ABI: never renumber.
+ */
+enum ibc_obj_kind {
+	IBC_OBJ_NONE = 0,
+	IBC_OBJ_QP = 1,
+	IBC_OBJ_CQ = 2,
+	IBC_OBJ_SRQ = 3,
+	IBC_OBJ_WQ = 4,
+	IBC_OBJ_MR = 5,
+	IBC_OBJ_PD = 6,
+	IBC_OBJ_RWQ_IND_TBL = 7,
+	IBC_OBJ_FLOW = 8,
+	IBC_OBJ_DM = 9,
+	IBC_OBJ_XRCD = 10,
+	IBC_OBJ_MW = 11,
+	IBC_OBJ_AH = 12,
+	/* Broker objects: a domain's context on a device. */
+	IBC_OBJ_CONTEXT = 13,
+};
+
 enum ibc_event_type {
 	IBC_EVENT_SHUTDOWN = 1, /* the broker is stopping */
 	IBC_EVENT_DISCONNECTED, /* the connection was lost */
@@ -57,6 +94,8 @@ enum ibc_event_type {
 	IBC_EVENT_DEVICE_REMOVED,
 };
 
+/* Filled by the library for the callback, which reads only the fields it
+ * knows: it grows at the end like the others. */
 struct ibc_event {
 	uint32_t comp_mask;
 	enum ibc_event_type type;
@@ -64,6 +103,11 @@ struct ibc_event {
 	const char *message;
 	/* IBC_EVENT_DEVICE_REMOVED: the device's name. */
 	const char *device;
+	/* The object the event concerns and its broker-wide id
+	 * (IBC_EVENT_DEVICE_REMOVED: IBC_OBJ_CONTEXT, or IBC_OBJ_NONE and 0
+	 * when the broker names none). */
+	enum ibc_obj_kind object_kind;
+	uint64_t object_id;
 };
 
 typedef void (*ibc_event_cb)(struct ibc_client *client,
@@ -114,6 +158,21 @@ struct ibc_device_info {
 	uint32_t max_rss_table_size;
 	uint64_t rss_hash_fields; /* IBV_RX_HASH_* bits */
 	uint32_t rss_hash_functions; /* IBV_RX_HASH_FUNC_* bits */
+	/* Device limits, as ibv_query_device(3) names them. */
+	uint32_t max_qp;
+	uint32_t max_qp_wr;
+	uint32_t max_sge;
+	uint32_t max_cq;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_mw;
+	uint32_t max_ah;
+	uint32_t max_srq;
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint32_t max_wq; /* receive WQs */
+	uint64_t max_mr_size;
 };
 
 enum ibc_device_kind {
@@ -139,6 +198,21 @@ struct ibc_caps {
 	uint64_t rss_hash_fields;
 	uint32_t rss_hash_functions;
 	enum ibc_fork_state fork_state;
+	/* Device limits, as ibv_query_device(3) names them. */
+	uint32_t max_qp;
+	uint32_t max_qp_wr;
+	uint32_t max_sge;
+	uint32_t max_cq;
+	uint32_t max_cqe;
+	uint32_t max_mr;
+	uint32_t max_pd;
+	uint32_t max_mw;
+	uint32_t max_ah;
+	uint32_t max_srq;
+	uint32_t max_srq_wr;
+	uint32_t max_srq_sge;
+	uint32_t max_wq; /* receive WQs */
+	uint64_t max_mr_size;
 };
 
 struct ibc_quota {
@@ -160,6 +234,9 @@ struct ibc_domain_info {
 	/* Removed from the configuration; keeps its members until they
 	 * leave. */
 	bool retired;
+	/* Intents left open by clients that died (counted in used.objects):
+	 * they may or may not name kernel objects. */
+	uint32_t unaccounted;
 };
 
 struct ibc_client_entry {
@@ -177,6 +254,8 @@ struct ibc_client_entry {
 	uint64_t requests;
 	enum ibc_fork_state fork_state;
 	char library_version[32];
+	/* Its open intents: objects being created (counted in objects). */
+	uint32_t unaccounted;
 };
 
 struct ibc_status {
@@ -222,22 +301,82 @@ int ibc_dispatch(struct ibc_client *client);
  */
 const char *ibc_last_error(void);
 
-/** ibc_client_info() - what the broker said at connect. */
-int ibc_client_info(struct ibc_client *client, struct ibc_client_info *ret);
+/**
+ * ibc_client_info() - what the broker said at connect.
+ * @size: sizeof(*ret), the caller's size of the structure.
+ */
+int ibc_client_info(struct ibc_client *client, struct ibc_client_info *ret,
+		    size_t size);
 
 /**
  * ibc_list_devices(), ibc_list_domains(), ibc_list_clients() - what the
- * broker shares. *ret_list is an array of *ret_count entries, freed with
- * ibc_list_free(). Who is not an administrator sees only its own domain and
- * its members.
+ * broker shares. *ret_list is an array of *ret_count entries of
+ * @entry_size bytes each (sizeof(**ret_list)), freed with ibc_list_free().
+ * Who is not an administrator sees only its own domain and its members.
  */
 int ibc_list_devices(struct ibc_client *client,
-		     struct ibc_device_info **ret_list, size_t *ret_count);
+		     struct ibc_device_info **ret_list, size_t entry_size,
+		     size_t *ret_count);
 int ibc_list_domains(struct ibc_client *client,
-		     struct ibc_domain_info **ret_list, size_t *ret_count);
+		     struct ibc_domain_info **ret_list, size_t entry_size,
+		     size_t *ret_count);
 int ibc_list_clients(struct ibc_client *client,
-		     struct ibc_client_entry **ret_list, size_t *ret_count);
+		     struct ibc_client_entry **ret_list, size_t entry_size,
+		     size_t *ret_count);
 void ibc_list_free(void *list);
+
+/* Where a registered object is in its life (ibc_list_objects(3)). */
+enum ibc_object_state {
+	IBC_OBJECT_LIVE = 0, /* its owner's session is open */
+	IBC_OBJECT_DETACHED = 1, /* the session ended, the process lives */
+	IBC_OBJECT_DESTROYING = 2, /* the owner died: cleanup under way */
+	IBC_OBJECT_STUCK = 3, /* cleanup gave up (the broker logged why) */
+	IBC_OBJECT_INTENT = 4, /* being created: no handle yet */
+};
+
+struct ibc_object_info {
+	uint32_t comp_mask;
+	uint64_t id; /* broker-wide, never reused */
+	enum ibc_obj_kind kind;
+	uint32_t handle; /* in its context; 0 for an intent */
+	uint64_t client_id; /* the owner */
+	uint32_t pid;
+	uint64_t context_id;
+	char domain[64];
+	char device[64];
+	enum ibc_object_state state;
+	uint64_t age_usec;
+};
+
+enum ibc_object_filter_mask {
+	IBC_OBJECT_FILTER_CLIENT = 1 << 0,
+	IBC_OBJECT_FILTER_DOMAIN = 1 << 1,
+};
+
+struct ibc_object_filter {
+	uint32_t comp_mask; /* enum ibc_object_filter_mask */
+	uint64_t client_id;
+	const char *domain;
+};
+
+/**
+ * ibc_list_objects() - the broker's registry: what clients made in shared
+ * contexts. @filter: NULL for every object the caller may see. Entries of
+ * @entry_size bytes (sizeof(**ret_list)), freed with ibc_list_free().
+ */
+int ibc_list_objects(struct ibc_client *client,
+		     const struct ibc_object_filter *filter,
+		     struct ibc_object_info **ret_list, size_t entry_size,
+		     size_t *ret_count);
+/** ibc_obj_kind_str() - "CQ", "QP", ...; "unknown" for a kind this library
+ * does not know. */
+const char *ibc_obj_kind_str(enum ibc_obj_kind kind);
+
+/**
+ * ibc_admin_evict() - end client @client_id's session (administrators
+ * only). Its objects are destroyed when its process exits, not before.
+ */
+int ibc_admin_evict(struct ibc_client *client, uint64_t client_id);
 
 /**
  * ibc_open() - open @device (NULL: the first) in this client's domain: the
@@ -248,8 +387,8 @@ int ibc_open(struct ibc_client *client, const char *device,
 /** ibc_close() - release this process's use of the context; NULL is
  * ignored. */
 void ibc_close(struct ibc_ctx *ctx);
-/** ibc_query() - what the context's device can do. */
-int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret);
+/** ibc_query() - what the context's device can do; @size: sizeof(*ret). */
+int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret, size_t size);
 /** ibc_verbs_context() - the libibverbs context; NULL on the soft device.
  * Valid until ibc_close(), or until the IBC_EVENT_DEVICE_REMOVED event of
  * its device has been dispatched (NULL, errno ENODEV, from then on). */
@@ -259,11 +398,103 @@ struct ibv_context *ibc_verbs_context(struct ibc_ctx *ctx);
  * ibc_verbs_context(). */
 struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx);
 
+/*
+ * Objects in a context, registered with the broker (ibc_cq_create(3)).
+ * They use the domain's PD. On a verbs device ibc_verbs_cq() and friends
+ * give the libibverbs objects for the data path; never ibv_destroy_*() them
+ * (use the destructors below). On a context of this process's own
+ * (caps.shared false) they use a PD of this process and nothing is
+ * registered. The attribute structures' comp_mask must be 0 in this
+ * version: every field shown is read; bits will name fields added later.
+ */
+struct ibc_cq_attr {
+	uint32_t comp_mask;
+	int cqe;
+	int comp_vector;
+	/* Verbs devices; NULL: none. */
+	struct ibv_comp_channel *channel;
+};
+
+struct ibc_qp_attr {
+	uint32_t comp_mask;
+	enum ibv_qp_type qp_type; /* RC, UC, UD, XRC_SEND */
+	struct ibc_cq *send_cq, *recv_cq; /* recv_cq: not for XRC_SEND */
+	struct ibc_srq *srq; /* NULL: none */
+	struct ibv_qp_cap cap;
+	int sq_sig_all;
+};
+
+/* A receive WQ; NULL attributes: max_wr 256, max_sge 1. */
+struct ibc_wq_attr {
+	uint32_t comp_mask;
+	uint32_t max_wr;
+	uint32_t max_sge;
+};
+
+/** ibc_cq_create() - a CQ of at least @cqe entries; see ibc_cq_create(3). */
+int ibc_cq_create(struct ibc_ctx *ctx, int cqe, struct ibc_cq **ret_cq);
+int ibc_cq_create_ex(struct ibc_ctx *ctx, const struct ibc_cq_attr *attr,
+		     struct ibc_cq **ret_cq);
+/** ibc_cq_destroy() - 0 or -errno; -EBUSY while a QP or WQ uses it. */
+int ibc_cq_destroy(struct ibc_cq *cq);
+/** ibc_cq_cqe() - the entries the device gave (at least those asked). */
+int ibc_cq_cqe(const struct ibc_cq *cq);
+
+int ibc_qp_create(struct ibc_ctx *ctx, const struct ibc_qp_attr *attr,
+		  struct ibc_qp **ret_qp);
+int ibc_qp_destroy(struct ibc_qp *qp);
+uint32_t ibc_qp_num(const struct ibc_qp *qp);
+/** ibc_qp_cap() - the capacities the device gave. */
+void ibc_qp_cap(const struct ibc_qp *qp, struct ibv_qp_cap *ret_cap);
+
+int ibc_srq_create(struct ibc_ctx *ctx, const struct ibv_srq_attr *attr,
+		   struct ibc_srq **ret_srq);
+/** ibc_srq_destroy() - 0 or -errno; -EBUSY while a QP uses it. */
+int ibc_srq_destroy(struct ibc_srq *srq);
+
+/** ibc_wq_create() - a receive WQ on @cq, moved to ready. */
+int ibc_wq_create(struct ibc_ctx *ctx, struct ibc_cq *cq,
+		  const struct ibc_wq_attr *attr, struct ibc_wq **ret_wq);
+int ibc_wq_destroy(struct ibc_wq *wq);
+/** ibc_wq_id() - broker-issued, never reused; 0 on a context of this
+ * process's own. */
+uint64_t ibc_wq_id(const struct ibc_wq *wq);
+
+int ibc_reg_mr(struct ibc_ctx *ctx, void *addr, size_t length, int access,
+	       struct ibc_mr **ret_mr);
+int ibc_dereg_mr(struct ibc_mr *mr);
+uint32_t ibc_mr_lkey(const struct ibc_mr *mr);
+uint32_t ibc_mr_rkey(const struct ibc_mr *mr);
+
+/*
+ * The libibverbs objects on a verbs device, for posting, polling and
+ * modifying; NULL with errno EOPNOTSUPP on the soft device, ENODEV once
+ * the device was removed. They stay the library's: never destroy them with
+ * ibv_destroy_*() or ibv_dereg_mr().
+ */
+struct ibv_cq *ibc_verbs_cq(struct ibc_cq *cq);
+struct ibv_qp *ibc_verbs_qp(struct ibc_qp *qp);
+struct ibv_srq *ibc_verbs_srq(struct ibc_srq *srq);
+struct ibv_wq *ibc_verbs_wq(struct ibc_wq *wq);
+struct ibv_mr *ibc_verbs_mr(struct ibc_mr *mr);
+
+/**
+ * ibc_track() - register an object made with raw libibverbs on @ctx's
+ * shared context (@kind: IBC_OBJ_PD, MR, MW, CQ, QP, SRQ, WQ or AH; @obj:
+ * the struct ibv_pd *, ibv_mr *, ... itself), so that the broker destroys
+ * it if this process dies. ibc_untrack() hands it back: call it before
+ * destroying the object with libibverbs.
+ */
+int ibc_track(struct ibc_ctx *ctx, enum ibc_obj_kind kind, void *obj);
+int ibc_untrack(struct ibc_ctx *ctx, enum ibc_obj_kind kind, void *obj);
+
 /** ibc_ping() - one round trip carrying @len bytes (at most 60000). */
 int ibc_ping(struct ibc_client *client, const void *payload, size_t len);
 
-/** ibc_status() - the broker's version, uptime and counters. */
-int ibc_status(struct ibc_client *client, struct ibc_status *ret);
+/** ibc_status() - the broker's version, uptime and counters; @size:
+ * sizeof(*ret). */
+int ibc_status(struct ibc_client *client, struct ibc_status *ret,
+	       size_t size);
 
 /** ibc_fork_state() - this process's fork protection, as libibverbs sees
  * it. */

@@ -35,6 +35,8 @@ struct ibc_queued_event {
 	enum ibc_event_type type;
 	char message[256];
 	char device[64];
+	uint32_t object_kind;
+	uint64_t object_id;
 };
 
 static void ibc_reply_init(struct ibc_reply *r)
@@ -52,14 +54,16 @@ void ibc_reply_free(struct ibc_reply *r)
 }
 
 /* Called with the lock held. */
-void ibc_queue_event(struct ibc_client *cl, enum ibc_event_type type,
-		     const char *message, const char *device)
+struct ibc_queued_event *ibc_queue_event(struct ibc_client *cl,
+					 enum ibc_event_type type,
+					 const char *message,
+					 const char *device)
 {
 	struct ibc_queued_event *e = calloc(1, sizeof(*e));
 	uint64_t one = 1;
 
 	if (!e)
-		return;
+		return NULL;
 	e->type = type;
 	snprintf(e->message, sizeof(e->message), "%s", message);
 	snprintf(e->device, sizeof(e->device), "%s", device ? device : "");
@@ -70,6 +74,7 @@ void ibc_queue_event(struct ibc_client *cl, enum ibc_event_type type,
 		/* The counter cannot overflow in practice; the event stays
 		 * queued and is delivered by the next dispatch anyway. */
 	}
+	return e;
 }
 
 /* Called with the lock held: the connection is gone for good. */
@@ -145,6 +150,7 @@ static void ibc_deliver(struct ibc_client *cl, struct ibc_waiter *w,
 static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 			     size_t len, struct wire_fds *fds)
 {
+	struct ibc_queued_event *q = NULL;
 	struct wire_arena arena;
 	Rdmab__DaemonMessage *msg;
 	const Rdmab__Reply *reply;
@@ -190,17 +196,21 @@ static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 	ev = msg->event;
 	switch (ev->body_case) {
 	case RDMAB__EVENT__BODY_SHUTDOWN:
-		ibc_queue_event(cl, IBC_EVENT_SHUTDOWN, ev->shutdown->reason,
-				NULL);
+		q = ibc_queue_event(cl, IBC_EVENT_SHUTDOWN,
+				    ev->shutdown->reason, NULL);
 		break;
 	case RDMAB__EVENT__BODY_DEVICE_REMOVED:
-		ibc_queue_event(cl, IBC_EVENT_DEVICE_REMOVED,
-				ev->device_removed->reason,
-				ev->device_removed->device);
+		q = ibc_queue_event(cl, IBC_EVENT_DEVICE_REMOVED,
+				    ev->device_removed->reason,
+				    ev->device_removed->device);
 		break;
 	default:
 		/* An event of a newer broker: nothing to do with it. */
 		break;
+	}
+	if (q) {
+		q->object_kind = ev->object_kind;
+		q->object_id = ev->object_id;
 	}
 out:
 	wire_fds_close(fds);
@@ -216,6 +226,14 @@ static void ibc_handle_packet(struct ibc_client *cl, const uint8_t *buf,
 	uint64_t serial = wire_peek_reply(buf, len, &rbuf, &rlen);
 	struct ibc_waiter *w = serial ? ibc_find_waiter(cl, serial) : NULL;
 
+	if (serial && !w) {
+		/* The answer to a request sent without waiting, or to a call
+		 * that timed out: dropped, an error included. */
+		wire_fds_close(fds);
+		if (cl->unanswered)
+			cl->unanswered--;
+		return;
+	}
 	if (!w) {
 		ibc_handle_other(cl, buf, len, fds);
 		return;
@@ -472,6 +490,57 @@ out:
 	return err;
 }
 
+int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
+{
+	int err;
+
+	pthread_mutex_lock(&cl->lock);
+	if (cl->dead) {
+		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
+		goto out;
+	}
+	req->version = WIRE_PROTOCOL_VERSION;
+	req->serial = ++cl->next_serial;
+	err = ibc_send(cl, req, NULL, 0,
+		       cl->timeout_ms > 0 ? ibc_now_ms() + cl->timeout_ms : 0);
+	if (err == -EPIPE || err == -ECONNRESET) {
+		ibc_lost_on_send(cl, err);
+		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
+		goto out;
+	}
+	if (err == -ETIMEDOUT) {
+		/* Nothing was sent: the caller keeps its object. */
+		ibc_set_error(err,
+			      "the broker did not take the request within "
+			      "%d ms: it is not reading its socket",
+			      cl->timeout_ms);
+		goto out;
+	}
+	if (err < 0) {
+		ibc_set_error(err, "cannot send to the broker: %s",
+			      strerror(-err));
+		if (err != -EMSGSIZE)
+			ibc_mark_dead(cl, err, "the broker's socket failed");
+		goto out;
+	}
+	/*
+	 * Nobody may read the answers for a long time (a program that
+	 * destroys a thousand objects makes no round trip): read them here,
+	 * so that they never fill the broker's output queue, which would end
+	 * the session.
+	 */
+	if (++cl->unanswered >= IBC_UNANSWERED_MAX)
+		for (int i = 0; i < IBC_UNANSWERED_MAX && cl->unanswered &&
+				!cl->reading && !cl->dead;
+		     i++)
+			if (ibc_read_one(cl, NULL, false) == -EAGAIN)
+				break;
+	err = 0;
+out:
+	pthread_mutex_unlock(&cl->lock);
+	return err;
+}
+
 int ibc_drain_events(struct ibc_client *cl)
 {
 	struct ibc_queued_event *head;
@@ -497,6 +566,8 @@ int ibc_drain_events(struct ibc_client *cl)
 			.type = e->type,
 			.message = e->message,
 			.device = e->device,
+			.object_kind = (enum ibc_obj_kind)e->object_kind,
+			.object_id = e->object_id,
 		};
 
 		head = e->next;

@@ -220,8 +220,12 @@ fail:
 
 IBC_EXPORT void ibc_disconnect(struct ibc_client *client)
 {
-	if (client)
-		ibc_client_free(client);
+	if (!client)
+		return;
+	/* What the library made goes first: a session that ends while the
+	 * process lives leaves its registered objects to its death. */
+	ibc_ctx_teardown_all(client);
+	ibc_client_free(client);
 }
 
 /*

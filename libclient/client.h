@@ -50,6 +50,9 @@ struct ibc_client {
 	int dead;
 	char dead_message[256];
 	struct ibc_waiter *waiters;
+	/* Requests sent without waiting whose answers were not read yet
+	 * (ibc_send_nowait). */
+	unsigned int unanswered;
 	struct ibc_queued_event *events_head, **events_tail;
 
 	struct ibc_client_info info;
@@ -78,9 +81,23 @@ int ibc_call(struct ibc_client *client, Rdmab__Request *req,
 	     const int *fds, unsigned int nfds, struct ibc_reply *ret);
 void ibc_reply_free(struct ibc_reply *r);
 
-/* Called with the lock held. */
-void ibc_queue_event(struct ibc_client *cl, enum ibc_event_type type,
-		     const char *message, const char *device);
+/* After this many unanswered requests, ibc_send_nowait() reads what the
+ * broker sent before returning. */
+#define IBC_UNANSWERED_MAX 64
+
+/*
+ * Send @req without waiting for its reply, which is dropped when it comes,
+ * an error included: for requests whose outcome changes nothing the caller
+ * does next (proto/README.md, "The registry invariant"). 0, or -errno when
+ * it could not be sent.
+ */
+int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req);
+
+/* Called with the lock held; the event queued, NULL without memory. */
+struct ibc_queued_event *ibc_queue_event(struct ibc_client *cl,
+					 enum ibc_event_type type,
+					 const char *message,
+					 const char *device);
 void ibc_mark_dead(struct ibc_client *cl, int err, const char *message);
 int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, bool block);
 void ibc_free_events(struct ibc_client *cl);
@@ -89,6 +106,9 @@ void ibc_free_events(struct ibc_client *cl);
  * every queued event; returns how many. */
 int ibc_drain_events(struct ibc_client *cl);
 
+/* At disconnect, while the session lives: destroy the objects the library
+ * made in every context, telling the broker. */
+void ibc_ctx_teardown_all(struct ibc_client *cl);
 /* Release the contexts still open at disconnect, locally: the broker
  * releases its side when the session ends. */
 void ibc_ctx_free_all(struct ibc_client *cl);
@@ -100,6 +120,29 @@ void ibc_ctx_device_removed(struct ibc_client *cl, const char *device);
 /* Fill @e from a DeviceInfo of the broker. */
 void ibc_device_info_from(struct ibc_device_info *e,
 			  const Rdmab__DeviceInfo *d);
+
+/*
+ * The ABI growth rule (libibclient(3)): a structure the library fills is
+ * copied into the caller's, of @size bytes, as far as both versions go; a
+ * newer caller's tail is zeroed. IBC_SIZE_V0 is the size of a structure's
+ * first version, through its last field then: the smallest @size accepted.
+ */
+#define IBC_SIZE_V0(type, last) \
+	(offsetof(type, last) + sizeof(((type *)0)->last))
+
+static inline void ibc_copy_out(void *dst, size_t size, const void *src,
+				size_t src_size)
+{
+	size_t n = size < src_size ? size : src_size;
+
+	memcpy(dst, src, n);
+	if (size > n)
+		memset((char *)dst + n, 0, size - n);
+}
+
+/* -EINVAL with a sentence when @size is below @min, the first version of
+ * struct @name. */
+int ibc_check_size(const char *name, size_t size, size_t min);
 
 /* Copy @src into @dst of @cap bytes, truncated and NUL-terminated. */
 static inline void ibc_copy_name(char *dst, size_t cap, const char *src)

@@ -1,130 +1,17 @@
 // SPDX-License-Identifier: MIT
 /*
- * Contexts: the broker sends the domain's context descriptor; on a verbs
- * device this process imports it (ibv_import_device + ibv_import_pd), on
- * the soft device it checks the sealed context memfd.
+ * Contexts: the broker sends the domain's context descriptor, which the
+ * device kind's operations make this process's own (verbs.c, soft.c).
  */
 #include "config.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <infiniband/verbs.h>
-
-#include "common/verbs-err.h"
-#include "common/verbs-import.h"
-#include "libclient/client.h"
-#include "proto/soft.h"
-
-struct ibc_ctx {
-	struct ibc_client *client;
-	struct ibc_ctx *next;
-	struct ibc_caps caps;
-	uint32_t pd_handle;
-	/* verbs */
-	struct ibv_context *vctx;
-	struct ibv_pd *vpd;
-	/* soft: the context memfd */
-	int soft_fd;
-	/* The device is gone: this process's descriptors are closed. */
-	bool removed;
-};
-
-static int ibc_ctx_soft(struct ibc_ctx *ctx, int fd)
-{
-	struct soft_ctx_header h;
-
-	/* The broker seals it; its header names this very context. */
-	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
-	    h.magic != SOFT_CTX_MAGIC || h.version != SOFT_CTX_VERSION ||
-	    h.context_id != ctx->caps.context_id) {
-		close(fd);
-		return ibc_set_error(-EPROTO,
-				     "%s: the broker sent a descriptor that "
-				     "is not a soft context",
-				     ctx->caps.device);
-	}
-	ctx->soft_fd = fd;
-	return 0;
-}
-
-/* Open the device in this process (IBC_CONNECT_ALLOW_OWN_CONTEXT). */
-static int ibc_ctx_own(struct ibc_ctx *ctx)
-{
-	struct ibv_device **list;
-	int n = 0, err = -ENODEV;
-
-	list = verbs_try(ibv_get_device_list(&n));
-	if (!list)
-		return verbs_err(ENODEV);
-	for (int i = 0; i < n; i++) {
-		if (strcmp(ibv_get_device_name(list[i]), ctx->caps.device))
-			continue;
-		ctx->vctx = verbs_try(ibv_open_device(list[i]));
-		err = ctx->vctx ? 0 : verbs_err(ENODEV);
-		break;
-	}
-	ibv_free_device_list(list);
-	return err;
-}
-
-static int ibc_ctx_verbs(struct ibc_ctx *ctx, int fd)
-{
-	const char *dev = ctx->caps.device;
-	int err;
-
-	/* Consumes fd on every path (libibverbs does not, always). */
-	err = verbs_import_device(fd, &ctx->vctx);
-	if (err == 0) {
-		ctx->vpd = verbs_try(ibv_import_pd(ctx->vctx, ctx->pd_handle));
-		if (ctx->vpd) {
-			ctx->caps.shared = true;
-			return 0;
-		}
-		err = verbs_err(EIO);
-		ibv_close_device(ctx->vctx);
-		ctx->vctx = NULL;
-		return ibc_set_error(err,
-				     "%s: ibv_import_pd of the domain's PD "
-				     "(handle %u) failed: %s",
-				     dev, ctx->pd_handle, strerror(-err));
-	}
-	if (err == -ENODEV)
-		/* Not an import problem: this process's libibverbs does not
-		 * see the device (no provider installed, sysfs hidden, an
-		 * exclusive RDMA network namespace); its own open would fail
-		 * the same way. */
-		return ibc_set_error(err,
-				     "%s: libibverbs in this process does "
-				     "not see the device (is ibverbs-providers "
-				     "installed, /sys visible?)",
-				     dev);
-	if ((ctx->client->flags & IBC_CONNECT_ALLOW_OWN_CONTEXT) &&
-	    (err == -EOPNOTSUPP || err == -EINVAL ||
-	     err == -EPROTONOSUPPORT)) {
-		int own = ibc_ctx_own(ctx);
-
-		if (own < 0)
-			return ibc_set_error(own,
-					     "%s: the context cannot be "
-					     "imported (%s) and opening the "
-					     "device here failed: %s",
-					     dev, strerror(-err),
-					     strerror(-own));
-		ctx->caps.shared = false;
-		return 0;
-	}
-	return ibc_set_error(err,
-			     "%s: ibv_import_device failed: %s; only mlx5 "
-			     "devices with dynamic UARs can share a context "
-			     "(connect with IBC_CONNECT_ALLOW_OWN_CONTEXT to "
-			     "open the device in this process instead)",
-			     dev, strerror(-err));
-}
+#include "libclient/objects.h"
 
 /* Tell the broker this process no longer uses the context. */
 static void ibc_ctx_release(struct ibc_client *client, uint64_t id)
@@ -156,8 +43,13 @@ static int ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
 				     "the broker opened device \"%.64s\", "
 				     "which it did not announce",
 				     o->device);
-	c->kind = strcmp(d->kind, "soft") == 0 ? IBC_DEVICE_SOFT :
-						 IBC_DEVICE_VERBS;
+	if (strcmp(d->kind, "soft") == 0) {
+		c->kind = IBC_DEVICE_SOFT;
+		ctx->ops = &ibc_soft_ops;
+	} else {
+		c->kind = IBC_DEVICE_VERBS;
+		ctx->ops = &ibc_verbs_ops;
+	}
 	ibc_copy_name(c->device, sizeof(c->device), d->name);
 	ibc_copy_name(c->domain, sizeof(c->domain), cl->info.domain);
 	c->context_id = o->context_id;
@@ -166,6 +58,20 @@ static int ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
 	c->max_rss_table_size = d->max_rss_table_size;
 	c->rss_hash_fields = d->rss_hash_fields;
 	c->rss_hash_functions = d->rss_hash_functions;
+	c->max_qp = d->max_qp;
+	c->max_qp_wr = d->max_qp_wr;
+	c->max_sge = d->max_sge;
+	c->max_cq = d->max_cq;
+	c->max_cqe = d->max_cqe;
+	c->max_mr = d->max_mr;
+	c->max_pd = d->max_pd;
+	c->max_mw = d->max_mw;
+	c->max_ah = d->max_ah;
+	c->max_wq = d->max_wq;
+	c->max_srq = d->max_srq;
+	c->max_srq_wr = d->max_srq_wr;
+	c->max_srq_sge = d->max_srq_sge;
+	c->max_mr_size = d->max_mr_size;
 	ctx->pd_handle = o->pd_handle;
 	return 0;
 }
@@ -215,15 +121,12 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 	}
 	ctx->client = client;
 	ctx->soft_fd = -1;
+	pthread_mutex_init(&ctx->lock, NULL);
 	err = ibc_ctx_fill(ctx, o);
-	if (err < 0) {
+	if (err < 0)
 		close(fd);
-	} else if (ctx->caps.kind == IBC_DEVICE_SOFT) {
-		ctx->caps.shared = true;
-		err = ibc_ctx_soft(ctx, fd);
-	} else {
-		err = ibc_ctx_verbs(ctx, fd);
-	}
+	else
+		err = ctx->ops->attach(ctx, fd);
 	if (err < 0) {
 		char why[256];
 
@@ -231,6 +134,7 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 		snprintf(why, sizeof(why), "%s", ibc_last_error());
 		ibc_ctx_release(client, o->context_id);
 		ibc_set_error(err, "%s", why);
+		pthread_mutex_destroy(&ctx->lock);
 		free(ctx);
 		goto out;
 	}
@@ -248,33 +152,56 @@ out:
 /* Close this process's descriptors of @ctx, keeping @ctx for ibc_close. */
 static void ibc_ctx_drop_local(struct ibc_ctx *ctx)
 {
-	if (ctx->vpd)
-		ibv_unimport_pd(ctx->vpd);
-	if (ctx->vctx)
-		ibv_close_device(ctx->vctx);
-	if (ctx->soft_fd >= 0)
-		close(ctx->soft_fd);
-	ctx->vpd = NULL;
-	ctx->vctx = NULL;
-	ctx->soft_fd = -1;
+	ctx->ops->detach(ctx);
 	ctx->removed = true;
 }
 
-/* Release what this process holds of @ctx, without the broker. */
+/* Release what this process holds of @ctx, without the broker: the
+ * objects the library made are destroyed already (ibc_ctx_teardown). */
 static void ibc_ctx_free_local(struct ibc_ctx *ctx)
 {
 	if (!ctx->removed)
 		ibc_ctx_drop_local(ctx);
+	ibc_ctx_free_objects(ctx);
+	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
+}
+
+/* Destroy the objects the library made in @ctx, with the broker. */
+static void ibc_ctx_teardown(struct ibc_ctx *ctx)
+{
+	if (!ibc_ctx_removed(ctx))
+		ibc_ctx_destroy_objects(ctx, true);
+}
+
+bool ibc_ctx_removed(struct ibc_ctx *ctx)
+{
+	bool removed;
+
+	pthread_mutex_lock(&ctx->client->lock);
+	removed = ctx->removed;
+	pthread_mutex_unlock(&ctx->client->lock);
+	return removed;
 }
 
 void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)
 {
 	pthread_mutex_lock(&cl->lock);
-	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
-		if (!ctx->removed && strcmp(ctx->caps.device, device) == 0)
-			ibc_ctx_drop_local(ctx);
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
+		if (ctx->removed || strcmp(ctx->caps.device, device))
+			continue;
+		/* The kernel objects first: a context's descriptors close
+		 * only once nothing of this process uses them. */
+		ibc_ctx_destroy_objects(ctx, false);
+		ibc_ctx_drop_local(ctx);
+	}
 	pthread_mutex_unlock(&cl->lock);
+}
+
+void ibc_ctx_teardown_all(struct ibc_client *cl)
+{
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
+		ibc_ctx_teardown(ctx);
 }
 
 void ibc_ctx_free_all(struct ibc_client *cl)
@@ -296,6 +223,7 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 		return;
 	client = ctx->client;
 	id = ctx->caps.context_id;
+	ibc_ctx_teardown(ctx);
 	pthread_mutex_lock(&client->lock);
 	for (struct ibc_ctx **p = &client->ctxs; *p; p = &(*p)->next) {
 		if (*p == ctx) {
@@ -308,12 +236,21 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 	ibc_ctx_release(client, id);
 }
 
-IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret)
+IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret,
+			 size_t size)
 {
+	struct ibc_caps caps;
+	int err;
+
 	if (!ctx || !ret)
 		return ibc_set_error(-EINVAL, "ctx or ret is NULL");
-	*ret = ctx->caps;
-	ret->fork_state = ibc_fork_state();
+	err = ibc_check_size("ibc_caps", size,
+			     IBC_SIZE_V0(struct ibc_caps, max_mr_size));
+	if (err < 0)
+		return err;
+	caps = ctx->caps;
+	caps.fork_state = ibc_fork_state();
+	ibc_copy_out(ret, size, &caps, sizeof(caps));
 	return 0;
 }
 

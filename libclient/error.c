@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -29,4 +30,14 @@ void ibc_clear_error(void)
 IBC_EXPORT const char *ibc_last_error(void)
 {
 	return ibc_error_text;
+}
+
+int ibc_check_size(const char *name, size_t size, size_t min)
+{
+	if (size >= min)
+		return 0;
+	return ibc_set_error(-EINVAL,
+			     "struct %s of %zu bytes is smaller than its first "
+			     "version (%zu bytes): pass sizeof the structure",
+			     name, size, min);
 }

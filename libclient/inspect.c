@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Inspection: devices, domains, clients, fetched a page at a time. */
+/* Inspection: devices, domains, clients, objects, fetched a page at a
+ * time. */
 #include "config.h"
 
 #include <errno.h>
@@ -21,24 +22,35 @@ static int ibc_list_grow(void **list, size_t n, size_t size)
 }
 
 /* One page starting at @offset; the reply's body is checked against
- * @body_case. */
+ * @body_case. @filter: the objects' listing's. */
 static int ibc_list_page(struct ibc_client *client,
 			 Rdmab__Request__BodyCase body_case, uint32_t offset,
+			 const struct ibc_object_filter *filter,
 			 struct ibc_reply *r)
 {
+	Rdmab__ListObjectsRequest lo = RDMAB__LIST_OBJECTS_REQUEST__INIT;
 	Rdmab__ListRequest lr = RDMAB__LIST_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	int err;
 
 	lr.offset = offset;
 	req.body_case = body_case;
-	/* The three list requests share a body type. */
+	/* The other list requests share a body type. */
 	switch (body_case) {
 	case RDMAB__REQUEST__BODY_LIST_DEVICES:
 		req.list_devices = &lr;
 		break;
 	case RDMAB__REQUEST__BODY_LIST_DOMAINS:
 		req.list_domains = &lr;
+		break;
+	case RDMAB__REQUEST__BODY_LIST_OBJECTS:
+		lo.offset = offset;
+		if (filter && (filter->comp_mask & IBC_OBJECT_FILTER_CLIENT))
+			lo.client_id = filter->client_id;
+		if (filter && (filter->comp_mask & IBC_OBJECT_FILTER_DOMAIN) &&
+		    filter->domain)
+			lo.domain = (char *)filter->domain;
+		req.list_objects = &lo;
 		break;
 	default:
 		req.list_clients = &lr;
@@ -84,42 +96,92 @@ void ibc_device_info_from(struct ibc_device_info *e,
 		e->max_rss_table_size = d->caps->max_rss_table_size;
 		e->rss_hash_fields = d->caps->rss_hash_fields;
 		e->rss_hash_functions = d->caps->rss_hash_functions;
+		e->max_qp = d->caps->max_qp;
+		e->max_qp_wr = d->caps->max_qp_wr;
+		e->max_sge = d->caps->max_sge;
+		e->max_cq = d->caps->max_cq;
+		e->max_cqe = d->caps->max_cqe;
+		e->max_mr = d->caps->max_mr;
+		e->max_pd = d->caps->max_pd;
+		e->max_mw = d->caps->max_mw;
+		e->max_ah = d->caps->max_ah;
+		e->max_wq = d->caps->max_wq;
+		e->max_srq = d->caps->max_srq;
+		e->max_srq_wr = d->caps->max_srq_wr;
+		e->max_srq_sge = d->caps->max_srq_sge;
+		e->max_mr_size = d->caps->max_mr_size;
 	}
 }
+
+/* Room for any entry the library fills, in its own version. */
+union ibc_any_entry {
+	struct ibc_device_info device;
+	struct ibc_domain_info domain;
+	struct ibc_client_entry client;
+	struct ibc_object_info object;
+};
 
 /* A family of listing: how many entries a page holds, and how one is
  * copied out. */
 struct ibc_lister {
 	Rdmab__Request__BodyCase body_case;
-	size_t entry_size;
+	const char *name;
+	/* The library's size of an entry, its first version's, and its
+	 * alignment. */
+	size_t entry_size, entry_v0, entry_align;
 	size_t (*count)(const Rdmab__Reply *reply, uint32_t *ret_total);
 	void (*fill)(void *entry, const Rdmab__Reply *reply, size_t i);
 };
 
-static int ibc_list_all(struct ibc_client *client,
-			const struct ibc_lister *l, void **ret_list,
-			size_t *ret_count)
+/* The caller's entries must be sized and aligned as an array of its
+ * version of the structure. */
+static int ibc_check_entry_size(const struct ibc_lister *l, size_t size)
 {
+	int err = ibc_check_size(l->name, size, l->entry_v0);
+
+	if (err == 0 && size % l->entry_align)
+		err = ibc_set_error(-EINVAL,
+				    "entries of %zu bytes are not aligned as "
+				    "struct %s (%zu): pass sizeof the "
+				    "structure",
+				    size, l->name, l->entry_align);
+	return err;
+}
+
+static int ibc_list_all(struct ibc_client *client,
+			const struct ibc_lister *l,
+			const struct ibc_object_filter *filter,
+			void **ret_list, size_t size, size_t *ret_count)
+{
+	union ibc_any_entry e;
 	uint8_t *list = NULL;
-	size_t n = 0;
+	size_t n = 0, bytes;
 	int err;
 
 	if (!client || !ret_list || !ret_count)
 		return ibc_set_error(-EINVAL, "NULL argument");
+	err = ibc_check_entry_size(l, size);
+	if (err < 0)
+		return err;
 	for (;;) {
 		struct ibc_reply r;
 		uint32_t total = 0;
 		size_t k;
 
-		err = ibc_list_page(client, l->body_case, (uint32_t)n, &r);
+		err = ibc_list_page(client, l->body_case, (uint32_t)n, filter,
+				    &r);
 		if (err < 0)
 			goto fail;
 		k = l->count(r.reply, &total);
-		err = ibc_list_grow((void **)&list, n + k, l->entry_size);
+		if (__builtin_mul_overflow(n + k, size, &bytes))
+			err = ibc_set_error(-ENOMEM, "the list is too long");
+		else
+			err = ibc_list_grow((void **)&list, n + k, size);
 		for (size_t i = 0; err == 0 && i < k; i++) {
-			memset(list + (n + i) * l->entry_size, 0,
-			       l->entry_size);
-			l->fill(list + (n + i) * l->entry_size, r.reply, i);
+			memset(&e, 0, sizeof(e));
+			l->fill(&e, r.reply, i);
+			ibc_copy_out(list + (n + i) * size, size, &e,
+				     l->entry_size);
 		}
 		ibc_reply_free(&r);
 		if (err < 0)
@@ -129,7 +191,7 @@ static int ibc_list_all(struct ibc_client *client,
 		if (n >= total || k == 0)
 			break;
 	}
-	if (!list && ibc_list_grow((void **)&list, 0, l->entry_size) < 0)
+	if (!list && ibc_list_grow((void **)&list, 0, size) < 0)
 		return -ENOMEM;
 	ibc_clear_error();
 	*ret_list = list;
@@ -169,6 +231,7 @@ static void ibc_domains_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	e->retired = d->retired;
 	ibc_copy_quota(&e->used, d->used);
 	ibc_copy_quota(&e->limit, d->limit);
+	e->unaccounted = d->unaccounted;
 }
 
 static size_t ibc_clients_count(const Rdmab__Reply *reply, uint32_t *total)
@@ -194,48 +257,117 @@ static void ibc_clients_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	e->fork_state = (enum ibc_fork_state)c->fork_state;
 	snprintf(e->library_version, sizeof(e->library_version), "%s",
 		 c->library_version);
+	e->unaccounted = c->unaccounted;
 }
 
 IBC_EXPORT int ibc_list_devices(struct ibc_client *client,
 				struct ibc_device_info **ret_list,
-				size_t *ret_count)
+				size_t entry_size, size_t *ret_count)
 {
 	static const struct ibc_lister l = {
-		RDMAB__REQUEST__BODY_LIST_DEVICES,
-		sizeof(struct ibc_device_info),
-		ibc_devices_count,
-		ibc_devices_fill,
+		.body_case = RDMAB__REQUEST__BODY_LIST_DEVICES,
+		.name = "ibc_device_info",
+		.entry_size = sizeof(struct ibc_device_info),
+		.entry_v0 = IBC_SIZE_V0(struct ibc_device_info,
+					max_mr_size),
+		.entry_align = __alignof__(struct ibc_device_info),
+		.count = ibc_devices_count,
+		.fill = ibc_devices_fill,
 	};
 
-	return ibc_list_all(client, &l, (void **)ret_list, ret_count);
+	return ibc_list_all(client, &l, NULL, (void **)ret_list, entry_size,
+			    ret_count);
 }
 
 IBC_EXPORT int ibc_list_domains(struct ibc_client *client,
 				struct ibc_domain_info **ret_list,
-				size_t *ret_count)
+				size_t entry_size, size_t *ret_count)
 {
 	static const struct ibc_lister l = {
-		RDMAB__REQUEST__BODY_LIST_DOMAINS,
-		sizeof(struct ibc_domain_info),
-		ibc_domains_count,
-		ibc_domains_fill,
+		.body_case = RDMAB__REQUEST__BODY_LIST_DOMAINS,
+		.name = "ibc_domain_info",
+		.entry_size = sizeof(struct ibc_domain_info),
+		.entry_v0 = IBC_SIZE_V0(struct ibc_domain_info, unaccounted),
+		.entry_align = __alignof__(struct ibc_domain_info),
+		.count = ibc_domains_count,
+		.fill = ibc_domains_fill,
 	};
 
-	return ibc_list_all(client, &l, (void **)ret_list, ret_count);
+	return ibc_list_all(client, &l, NULL, (void **)ret_list, entry_size,
+			    ret_count);
 }
 
 IBC_EXPORT int ibc_list_clients(struct ibc_client *client,
 				struct ibc_client_entry **ret_list,
-				size_t *ret_count)
+				size_t entry_size, size_t *ret_count)
 {
 	static const struct ibc_lister l = {
-		RDMAB__REQUEST__BODY_LIST_CLIENTS,
-		sizeof(struct ibc_client_entry),
-		ibc_clients_count,
-		ibc_clients_fill,
+		.body_case = RDMAB__REQUEST__BODY_LIST_CLIENTS,
+		.name = "ibc_client_entry",
+		.entry_size = sizeof(struct ibc_client_entry),
+		.entry_v0 = IBC_SIZE_V0(struct ibc_client_entry, unaccounted),
+		.entry_align = __alignof__(struct ibc_client_entry),
+		.count = ibc_clients_count,
+		.fill = ibc_clients_fill,
 	};
 
-	return ibc_list_all(client, &l, (void **)ret_list, ret_count);
+	return ibc_list_all(client, &l, NULL, (void **)ret_list, entry_size,
+			    ret_count);
+}
+
+static size_t ibc_objects_count(const Rdmab__Reply *reply, uint32_t *total)
+{
+	*total = reply->list_objects->total;
+	return reply->list_objects->n_objects;
+}
+
+static void ibc_objects_fill(void *entry, const Rdmab__Reply *reply, size_t i)
+{
+	const Rdmab__ObjectInfo *o = reply->list_objects->objects[i];
+	struct ibc_object_info *e = entry;
+
+	e->id = o->id;
+	e->kind = (enum ibc_obj_kind)o->kind;
+	e->handle = o->handle;
+	e->client_id = o->client_id;
+	e->pid = o->pid;
+	e->context_id = o->context_id;
+	snprintf(e->domain, sizeof(e->domain), "%s", o->domain);
+	snprintf(e->device, sizeof(e->device), "%s", o->device);
+	e->state = (enum ibc_object_state)o->state;
+	e->age_usec = o->age_usec;
+}
+
+IBC_EXPORT int ibc_list_objects(struct ibc_client *client,
+				const struct ibc_object_filter *filter,
+				struct ibc_object_info **ret_list,
+				size_t entry_size, size_t *ret_count)
+{
+	static const struct ibc_lister l = {
+		.body_case = RDMAB__REQUEST__BODY_LIST_OBJECTS,
+		.name = "ibc_object_info",
+		.entry_size = sizeof(struct ibc_object_info),
+		.entry_v0 = IBC_SIZE_V0(struct ibc_object_info, age_usec),
+		.entry_align = __alignof__(struct ibc_object_info),
+		.count = ibc_objects_count,
+		.fill = ibc_objects_fill,
+	};
+
+	const uint32_t known = IBC_OBJECT_FILTER_CLIENT |
+			       IBC_OBJECT_FILTER_DOMAIN;
+
+	if (filter && (filter->comp_mask & ~known))
+		return ibc_set_error(-EOPNOTSUPP,
+				     "unknown bits 0x%x in the filter's "
+				     "comp_mask",
+				     filter->comp_mask);
+	if (filter && (filter->comp_mask & IBC_OBJECT_FILTER_DOMAIN) &&
+	    filter->domain && strlen(filter->domain) >= IBC_NAME_MAX)
+		return ibc_set_error(-EINVAL,
+				     "domain name is longer than %d bytes",
+				     IBC_NAME_MAX - 1);
+	return ibc_list_all(client, &l, filter, (void **)ret_list, entry_size,
+			    ret_count);
 }
 
 IBC_EXPORT void ibc_list_free(void *list)

@@ -10,13 +10,19 @@
 
 #include "libclient/client.h"
 
-
 IBC_EXPORT int ibc_client_info(struct ibc_client *client,
-			       struct ibc_client_info *ret)
+			       struct ibc_client_info *ret, size_t size)
 {
+	int err;
+
 	if (!client || !ret)
 		return ibc_set_error(-EINVAL, "client or ret is NULL");
-	*ret = client->info;
+	err = ibc_check_size("ibc_client_info", size,
+			     IBC_SIZE_V0(struct ibc_client_info,
+					 num_devices));
+	if (err < 0)
+		return err;
+	ibc_copy_out(ret, size, &client->info, sizeof(client->info));
 	return 0;
 }
 
@@ -51,7 +57,8 @@ IBC_EXPORT int ibc_ping(struct ibc_client *client, const void *payload,
 	return ret;
 }
 
-IBC_EXPORT int ibc_status(struct ibc_client *client, struct ibc_status *ret)
+IBC_EXPORT int ibc_status(struct ibc_client *client, struct ibc_status *ret,
+			  size_t size)
 {
 	Rdmab__StatusRequest sr = RDMAB__STATUS_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -62,6 +69,10 @@ IBC_EXPORT int ibc_status(struct ibc_client *client, struct ibc_status *ret)
 
 	if (!client || !ret)
 		return ibc_set_error(-EINVAL, "client or ret is NULL");
+	err = ibc_check_size("ibc_status", size,
+			     IBC_SIZE_V0(struct ibc_status, requests_served));
+	if (err < 0)
+		return err;
 	req.body_case = RDMAB__REQUEST__BODY_STATUS;
 	req.status = &sr;
 	err = ibc_call(client, &req, NULL, 0, &r);
@@ -84,7 +95,7 @@ IBC_EXPORT int ibc_status(struct ibc_client *client, struct ibc_status *ret)
 	out.clients = s->clients;
 	out.max_clients = s->max_clients;
 	out.requests_served = s->requests_served;
-	*ret = out;
+	ibc_copy_out(ret, size, &out, sizeof(out));
 out:
 	ibc_reply_free(&r);
 	return err;

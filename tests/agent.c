@@ -205,7 +205,8 @@ static void agent_serve(int in, int out, const char *sock)
 			}
 			rep.ret = ibc_connect(&attr, &cl);
 			if (rep.ret == 0)
-				ibc_client_info(cl, &rep.info);
+				ibc_client_info(cl, &rep.info,
+						sizeof(rep.info));
 			break;
 		}
 		case AGENT_OPEN:
@@ -215,7 +216,8 @@ static void agent_serve(int in, int out, const char *sock)
 			}
 			rep.ret = ibc_open(cl, arg, &ctxs[n_ctxs]);
 			if (rep.ret == 0) {
-				ibc_query(ctxs[n_ctxs], &rep.caps);
+				ibc_query(ctxs[n_ctxs], &rep.caps,
+					  sizeof(rep.caps));
 				n_ctxs++;
 				rep.soft_ino = agent_soft_ino();
 			}
@@ -232,7 +234,9 @@ static void agent_serve(int in, int out, const char *sock)
 			struct ibc_domain_info *d = NULL;
 			size_t n = 0;
 
-			rep.ret = cl ? ibc_list_domains(cl, &d, &n) : -ENOTCONN;
+			rep.ret = cl ? ibc_list_domains(cl, &d, sizeof(*d),
+							&n) :
+				       -ENOTCONN;
 			if (rep.ret < 0)
 				break;
 			rep.n_list = (uint32_t)n;
@@ -245,7 +249,9 @@ static void agent_serve(int in, int out, const char *sock)
 			struct ibc_client_entry *c = NULL;
 			size_t n = 0;
 
-			rep.ret = cl ? ibc_list_clients(cl, &c, &n) : -ENOTCONN;
+			rep.ret = cl ? ibc_list_clients(cl, &c, sizeof(*c),
+							&n) :
+				       -ENOTCONN;
 			if (rep.ret < 0)
 				break;
 			rep.n_list = (uint32_t)n;
@@ -260,7 +266,8 @@ static void agent_serve(int in, int out, const char *sock)
 		case AGENT_STATUS: {
 			struct ibc_status st;
 
-			rep.ret = cl ? ibc_status(cl, &st) : -ENOTCONN;
+			rep.ret = cl ? ibc_status(cl, &st, sizeof(st)) :
+				       -ENOTCONN;
 			if (rep.ret == 0)
 				rep.n_list = st.clients;
 			break;

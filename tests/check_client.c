@@ -152,7 +152,7 @@ START_TEST(test_threads_share_client)
 
 	ret = tl_connect(D.sock, 20000, &cl);
 	ck_assert_msg(ret == 0, "ibc_connect: %s", ibc_last_error());
-	ck_assert_int_eq(ibc_status(cl, &before), 0);
+	ck_assert_int_eq(ibc_status(cl, &before, sizeof(before)), 0);
 	ck_assert_int_eq(pthread_barrier_init(&start, NULL, THREADS), 0);
 	for (int t = 0; t < THREADS; t++) {
 		p[t] = (struct pinger){ .cl = cl, .start = &start, .id = t };
@@ -170,7 +170,7 @@ START_TEST(test_threads_share_client)
 			      p[t].error_text);
 
 	/* The broker saw each of them once, plus this status. */
-	ck_assert_int_eq(ibc_status(cl, &after), 0);
+	ck_assert_int_eq(ibc_status(cl, &after, sizeof(after)), 0);
 	ck_assert_uint_eq(after.requests_served,
 			  before.requests_served + THREADS * PINGS + 1);
 	/* Nothing is left unread. */

@@ -335,7 +335,7 @@ static void wait_only_agents(void)
 	for (;;) {
 		struct ibc_status st;
 
-		ret = ibc_status(cl, &st);
+		ret = ibc_status(cl, &st, sizeof(st));
 		ck_assert_msg(ret == 0, "ibc_status: %s", ibc_last_error());
 		if (st.clients == n_agents + 1)
 			break;
@@ -973,6 +973,129 @@ START_TEST(test_hostile_broker_error)
 }
 END_TEST
 
+/* --- objects and evict ------------------------------------------------------- */
+
+/* Data lines of a table (after its header). */
+static size_t table_rows(const char *out)
+{
+	char names[1][64];
+
+	return table_names(out, names, 0);
+}
+
+START_TEST(test_objects_and_evict)
+{
+	struct agent_cred root = agent_cred(0, 0, AGENT_END);
+	struct agent_cred nobody = agent_cred(65534, 65534, AGENT_END);
+	struct ibc_client_info info;
+	struct ibc_client *cl;
+	struct ibc_ctx *ctx;
+	struct ibc_cq *cq;
+	struct ibc_mr *mr;
+	static char buf[256];
+	char id[32], filter[48];
+	struct run r;
+	char kind;
+	int n;
+
+	daemon_up(NULL);
+	ck_assert_int_eq(tl_connect(D.sock, RUN_WAIT_MS, &cl), 0);
+	ck_assert_int_eq(ibc_client_info(cl, &info, sizeof(info)), 0);
+	ck_assert_int_eq(ibc_open(cl, NULL, &ctx), 0);
+	ck_assert_int_eq(ibc_cq_create(ctx, 16, &cq), 0);
+	ck_assert_int_eq(ibc_reg_mr(ctx, buf, sizeof(buf), 0, &mr), 0);
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)info.client_id);
+
+	r = ctl_as(&root, D.sock, "objects", NULL, NULL);
+	assert_exit(&r, 0, "objects");
+	ck_assert_msg(strncmp(r.out, "ID", 2) == 0 && strstr(r.out, " CQ ") &&
+			      strstr(r.out, " MR ") && strstr(r.out, " live "),
+		      "objects:\n%s", r.out);
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "--json", "objects", NULL);
+	assert_exit(&r, 0, "--json objects");
+	ck_assert_msg(json_valid(r.out, &kind, &n) && kind == '[',
+		      "--json objects is not a JSON array:\n%s", r.out);
+	ck_assert_msg(strstr(r.out, "\"kind\":\"CQ\"") &&
+			      strstr(r.out, "\"state\":\"live\""),
+		      "%s", r.out);
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "objects", "--client", id);
+	assert_exit(&r, 0, "objects --client");
+	ck_assert_uint_ge(table_rows(r.out), 2);
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "objects", "--client=999999", NULL);
+	assert_exit(&r, 0, "objects --client=999999");
+	ck_assert_uint_eq(table_rows(r.out), 0);
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "objects", "--domain", "no-such-domain");
+	assert_exit(&r, 0, "objects --domain");
+	ck_assert_uint_eq(table_rows(r.out), 0);
+	run_free(&r);
+	/* Another user's domain: its objects are not there for it. */
+	r = ctl_as(&nobody, D.sock, "objects", NULL, NULL);
+	assert_exit(&r, 0, "objects as uid 65534");
+	ck_assert_msg(!strstr(r.out, " CQ "), "uid 65534 sees:\n%s", r.out);
+	run_free(&r);
+
+	/* Usage errors. */
+	r = ctl_as(&root, D.sock, "objects", "--client", NULL);
+	assert_exit(&r, 2, "objects --client without an id");
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "objects", "--client", "abc");
+	assert_exit(&r, 2, "objects --client abc");
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "objects", "--bogus", NULL);
+	assert_exit(&r, 2, "objects --bogus");
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "evict", NULL, NULL);
+	assert_exit(&r, 2, "evict without a client");
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "evict", "-3", NULL);
+	assert_exit(&r, 2, "evict -3");
+	run_free(&r);
+
+	/* Not an administrator: EPERM, and the client stays. */
+	r = ctl_as(&nobody, D.sock, "evict", id, NULL);
+	assert_exit(&r, 1, "evict as uid 65534");
+	ck_assert_msg(strncmp(r.err, "rdmabrokerctl: evict ", 21) == 0,
+		      "stderr: %s", r.err);
+	run_free(&r);
+	ck_assert_int_eq(ibc_ping(cl, "x", 1), 0);
+
+	r = ctl_as(&root, D.sock, "--json", "evict", id);
+	assert_exit(&r, 0, "evict as root");
+	snprintf(filter, sizeof(filter), "{\"evicted\":%s}\n", id);
+	ck_assert_str_eq(r.out, filter);
+	run_free(&r);
+	ck_assert_int_lt(ibc_ping(cl, "x", 1), 0);
+	/* This process lives: its objects stay, detached. */
+	r = ctl_as(&root, D.sock, "objects", "--client", id);
+	assert_exit(&r, 0, "objects after evict");
+	ck_assert_msg(table_rows(r.out) >= 2 && strstr(r.out, " detached "),
+		      "objects after evict:\n%s", r.out);
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "evict", id, NULL);
+	assert_exit(&r, 1, "evict of a client that is gone");
+	run_free(&r);
+	ibc_disconnect(cl);
+
+	/* The counts in clients and domains. */
+	r = ctl_as(&root, D.sock, "--json", "domains", NULL);
+	assert_exit(&r, 0, "--json domains");
+	ck_assert_msg(strstr(r.out, "\"unaccounted\":0"), "%s", r.out);
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "--json", "clients", NULL);
+	assert_exit(&r, 0, "--json clients");
+	ck_assert_msg(strstr(r.out, "\"unaccounted\":0"), "%s", r.out);
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "clients", NULL, NULL);
+	assert_exit(&r, 0, "clients");
+	ck_assert_msg(strstr(r.out, "UNACCT"), "%s", r.out);
+	run_free(&r);
+}
+END_TEST
+
 /* --- errors ----------------------------------------------------------------- */
 
 START_TEST(test_usage_errors)
@@ -1080,6 +1203,12 @@ static Suite *ctl_root_suite(void)
 	tcase_add_test(tc, test_domains_admin);
 	tcase_add_test(tc, test_admin_group);
 	tcase_add_test(tc, test_json_outputs);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("objects");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_objects_and_evict);
 	suite_add_tcase(s, tc);
 	return s;
 }

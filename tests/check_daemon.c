@@ -96,7 +96,7 @@ static struct ibc_client *connect_ok(void)
 static unsigned int status_clients(struct ibc_client *cl)
 {
 	struct ibc_status st;
-	int ret = ibc_status(cl, &st);
+	int ret = ibc_status(cl, &st, sizeof(st));
 
 	ck_assert_msg(ret == 0, "ibc_status: %s (%s)", strerror(-ret),
 		      ibc_last_error());
@@ -144,7 +144,8 @@ START_TEST(test_100_clients)
 		ret = tl_connect(D.sock, TL_WAIT_MS, &cl[i]);
 		ck_assert_msg(ret == 0, "client %d: ibc_connect: %s (%s)", i,
 			      strerror(-ret), ibc_last_error());
-		ck_assert_int_eq(ibc_client_info(cl[i], &info), 0);
+		ck_assert_int_eq(ibc_client_info(cl[i], &info, sizeof(info)),
+				 0);
 		ck_assert_uint_eq(info.protocol_version, WIRE_PROTOCOL_VERSION);
 		ids[i] = info.client_id;
 		for (int j = 0; j < i; j++)

@@ -20,10 +20,12 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "common/verbs-import.h"
 #include "daemon/device.h"
 #include "daemon/log.h"
+#include "daemon/soft-objects.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
 #include "tests/verbs-shim.h"
@@ -67,7 +69,10 @@ static void assert_soft0(const struct device_list *l, uint64_t max_dm)
 	ck_assert_int_eq(d->event_fd, -1);
 	ck_assert_uint_eq(d->caps.max_dm_size, max_dm);
 	ck_assert(d->caps.xrc);
-	ck_assert_uint_eq(d->caps.max_rss_table_size, 65536);
+	/* The device holds 2^16 entries, uverbs takes 2^13 at most. */
+	ck_assert_uint_eq(d->caps.max_rss_table_size,
+			  1u << IB_USER_VERBS_MAX_LOG_IND_TBL_SIZE);
+	ck_assert_uint_eq(d->caps.max_rss_table_size, 8192);
 	ck_assert_uint_eq(d->caps.rss_hash_functions,
 			  IBV_RX_HASH_FUNC_TOEPLITZ);
 	ck_assert_uint_eq(d->caps.rss_hash_fields,
@@ -108,26 +113,455 @@ START_TEST(test_probe_soft)
 	ck_assert_int_eq(d->ops->ctx_open(d, 7, "uid-1", &c1), 0);
 	ck_assert_int_eq(d->ops->ctx_open(d, 8, "uid-2", &c2), 0);
 	ck_assert_int_eq(tl_count_fds(0), fds + 2);
-	fd = d->ops->ctx_fd(c1);
+	fd = d->ctx_ops->fd(c1);
 	ck_assert_int_ge(fd, 0);
-	ck_assert_int_ne(fd, d->ops->ctx_fd(c2));
+	ck_assert_int_ne(fd, d->ctx_ops->fd(c2));
 	seals = fcntl(fd, F_GET_SEALS);
 	ck_assert_int_ge(seals, 0);
 	ck_assert_int_eq(seals & (F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK),
 			 F_SEAL_WRITE | F_SEAL_GROW | F_SEAL_SHRINK);
 	ck_assert_int_ne(fcntl(fd, F_GETFD) & FD_CLOEXEC, 0);
-	ck_assert_uint_eq(d->ops->ctx_pd_handle(c1), 0);
-	ck_assert_int_eq(d->ops->ctx_event_fd(c1), -1);
-	ck_assert_int_eq(d->ops->ctx_handle_event(c1), 0);
+	ck_assert_uint_eq(d->ctx_ops->pd_handle(c1), 0);
+	ck_assert_int_eq(d->ctx_ops->event_fd(c1), -1);
+	ck_assert_int_eq(d->ctx_ops->handle_event(c1), 0);
 	ck_assert_int_eq(d->ops->handle_event(d), 0);
 	ck_assert(d->ops->present(d));
-	d->ops->ctx_close(c1);
-	d->ops->ctx_close(c2);
+	d->ctx_ops->close(c1);
+	d->ctx_ops->close(c2);
 	ck_assert_int_eq(tl_count_fds(0), fds);
 
 	device_list_close(&l);
 	ck_assert_uint_eq(l.n, 0);
 	ck_assert_ptr_null(device_find(&l, NULL));
+}
+END_TEST
+
+/* --- the soft device's objects ------------------------------------------ */
+
+static struct device_list soft_list;
+static struct device *soft_dev;
+static struct device_ctx *soft_ctx;
+static struct device_why swhy;
+
+static void soft_setup(void)
+{
+	struct device_config cfg = { .soft_max_dm_size = 4096 };
+	const char *reason;
+
+	ck_assert_int_eq(device_probe(DEVICE_MODE_SOFT, &cfg, &soft_list,
+				      &reason),
+			 0);
+	soft_dev = &soft_list.dev[0];
+	ck_assert(soft_dev->broker_objects);
+	ck_assert_int_eq(soft_dev->ops->ctx_open(soft_dev, 1, "uid-0",
+						 &soft_ctx),
+			 0);
+}
+
+static void soft_teardown(void)
+{
+	soft_dev->ctx_ops->close(soft_ctx);
+	device_list_close(&soft_list);
+}
+
+/* Create; the handle, or the negative errno. */
+static int64_t mk(struct obj_spec *spec, struct obj_made *made)
+{
+	struct obj_made m;
+	int ret;
+
+	swhy.text[0] = '\0';
+	ret = soft_dev->ctx_ops->obj_create(soft_ctx, spec, made ? made : &m,
+					    &swhy);
+	if (ret < 0) {
+		ck_assert_msg(swhy.text[0] != '\0', "error %d without a "
+						   "sentence",
+			      ret);
+		ck_assert_msg(strstr(swhy.text, "soft0"),
+			      "\"%s\" does not name the device", swhy.text);
+		return ret;
+	}
+	return made ? made->handle : m.handle;
+}
+
+static int64_t mk_cq(uint32_t cqe)
+{
+	struct obj_spec s = { .kind = IBC_OBJ_CQ, .attr.cqe = cqe };
+
+	return mk(&s, NULL);
+}
+
+static int64_t mk_qp(int64_t scq, int64_t rcq, int64_t srq)
+{
+	struct obj_spec s = {
+		.kind = IBC_OBJ_QP,
+		.attr = { .qp_type = IBV_QPT_RC, .max_send_wr = 4,
+			  .max_recv_wr = 4, .max_send_sge = 1,
+			  .max_recv_sge = 1 },
+	};
+
+	if (scq >= 0) {
+		s.uses[OBJ_USE_SEND_CQ] = (uint32_t)scq;
+		s.used |= 1u << OBJ_USE_SEND_CQ;
+	}
+	if (rcq >= 0) {
+		s.uses[OBJ_USE_RECV_CQ] = (uint32_t)rcq;
+		s.used |= 1u << OBJ_USE_RECV_CQ;
+	}
+	if (srq >= 0) {
+		s.uses[OBJ_USE_SRQ] = (uint32_t)srq;
+		s.used |= 1u << OBJ_USE_SRQ;
+	}
+	return mk(&s, NULL);
+}
+
+static int rm(enum ibc_obj_kind kind, int64_t handle)
+{
+	swhy.text[0] = '\0';
+	return soft_dev->ctx_ops->obj_destroy(soft_ctx, kind, (uint32_t)handle,
+					      &swhy);
+}
+
+/* The kernel's numbering: the PD is 0, then lowest free first, one space
+ * for every kind. */
+START_TEST(test_soft_handles)
+{
+	int64_t cq1 = mk_cq(16), cq2 = mk_cq(16), qp, cq3;
+
+	ck_assert_int_eq(cq1, 1);
+	ck_assert_int_eq(cq2, 2);
+	qp = mk_qp(cq1, cq2, -1);
+	ck_assert_int_eq(qp, 3);
+	ck_assert_int_eq(rm(IBC_OBJ_QP, qp), 0);
+	ck_assert_int_eq(rm(IBC_OBJ_CQ, cq1), 0);
+	/* 1 is free again, before 3: a QP's handle goes to a CQ. */
+	cq3 = mk_cq(1);
+	ck_assert_int_eq(cq3, 1);
+	ck_assert_int_eq(mk_cq(1), 3);
+	ck_assert_int_eq(mk_cq(1), 4);
+	/* Past the first table of records. */
+	for (int i = 5; i < 300; i++)
+		ck_assert_int_eq(mk_cq(1), i);
+	ck_assert_int_eq(rm(IBC_OBJ_CQ, 77), 0);
+	ck_assert_int_eq(rm(IBC_OBJ_CQ, 7), 0);
+	ck_assert_int_eq(mk_cq(1), 7);
+	ck_assert_int_eq(mk_cq(1), 77);
+	ck_assert_int_eq(mk_cq(1), 300);
+}
+END_TEST
+
+/* -ENOENT for no object, -EINVAL for another kind, -EBUSY while used. */
+START_TEST(test_soft_destroy_errors)
+{
+	int64_t cq = mk_cq(8), rcq = mk_cq(8), qp, srq, wq;
+	struct obj_spec s = { .kind = IBC_OBJ_SRQ, .attr.max_wr = 16 };
+
+	srq = mk(&s, NULL);
+	ck_assert_int_ge(srq, 0);
+	qp = mk_qp(cq, rcq, srq);
+	ck_assert_int_ge(qp, 0);
+	memset(&s, 0, sizeof(s));
+	s.kind = IBC_OBJ_WQ;
+	s.attr.max_wr = 8;
+	s.uses[OBJ_USE_CQ] = (uint32_t)rcq;
+	s.used = 1u << OBJ_USE_CQ;
+	wq = mk(&s, NULL);
+	ck_assert_int_ge(wq, 0);
+
+	ck_assert_int_eq(rm(IBC_OBJ_CQ, 4242), -ENOENT);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "4242"));
+	ck_assert_int_eq(rm(IBC_OBJ_QP, cq), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "is of kind CQ, not QP"));
+	ck_assert_int_eq(rm(IBC_OBJ_CQ, cq), -EBUSY);
+	ck_assert_int_eq(rm(IBC_OBJ_CQ, rcq), -EBUSY);
+	ck_assert_int_eq(rm(IBC_OBJ_SRQ, srq), -EBUSY);
+	ck_assert_int_eq(rm(IBC_OBJ_PD, 0), -EBUSY);
+	ck_assert_int_eq(rm(IBC_OBJ_QP, qp), 0);
+	ck_assert_int_eq(rm(IBC_OBJ_QP, qp), -ENOENT);
+	ck_assert_int_eq(rm(IBC_OBJ_CQ, cq), 0);
+	ck_assert_int_eq(rm(IBC_OBJ_SRQ, srq), 0);
+	/* The WQ still holds its CQ. */
+	ck_assert_int_eq(rm(IBC_OBJ_CQ, rcq), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "used by 1 other object"));
+	ck_assert_int_eq(rm(IBC_OBJ_WQ, wq), 0);
+	ck_assert_int_eq(rm(IBC_OBJ_CQ, rcq), 0);
+	/* Nothing uses the PD any more. */
+	ck_assert_int_eq(rm(IBC_OBJ_PD, 0), 0);
+	ck_assert_int_eq(mk_qp(-1, -1, -1), -EINVAL);
+	ck_assert_int_eq(mk_cq(1), 0);
+}
+END_TEST
+
+/* A QP needs CQs of its context, of the right kind. */
+START_TEST(test_soft_qp_deps)
+{
+	int64_t cq = mk_cq(8), mr;
+	struct obj_spec s = {
+		.kind = IBC_OBJ_MR,
+		.attr = { .mr_addr = 4096, .mr_length = 4096,
+			  .mr_access = IBV_ACCESS_LOCAL_WRITE },
+	};
+	struct obj_made made;
+
+	mr = mk(&s, &made);
+	ck_assert_int_ge(mr, 0);
+	ck_assert_uint_ne(made.lkey, 0);
+	ck_assert_uint_eq(made.lkey, made.rkey);
+	ck_assert_int_eq(mk_qp(-1, cq, -1), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "send CQ"));
+	ck_assert_int_eq(mk_qp(cq, -1, -1), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "receive CQ"));
+	ck_assert_int_eq(mk_qp(cq, mr, -1), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "is of kind MR"));
+	ck_assert_int_eq(mk_qp(cq, 999, -1), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "names no object"));
+	ck_assert_int_eq(mk_qp(cq, cq, cq), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "SRQ"));
+	/* One CQ for both sides: used twice, busy until the QP goes. */
+	ck_assert_int_ge(mk_qp(cq, cq, -1), 0);
+	ck_assert_int_eq(rm(IBC_OBJ_CQ, cq), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "used by 2 other objects"));
+}
+END_TEST
+
+/* ConnectX-6's limits, and what mlx5 gives. */
+START_TEST(test_soft_limits)
+{
+	const struct device_caps *caps = &soft_dev->caps;
+	struct obj_spec s = { .kind = IBC_OBJ_CQ };
+	struct obj_made made;
+	int64_t cq;
+
+	ck_assert_uint_eq(caps->max_qp, 262144);
+	ck_assert_uint_eq(caps->max_qp_wr, 32768);
+	ck_assert_uint_eq(caps->max_cqe, 4194303);
+	ck_assert_uint_eq(caps->max_sge, 30);
+	ck_assert_uint_eq(caps->max_srq_wr, 32767);
+	ck_assert_uint_eq(caps->max_srq_sge, 31);
+	ck_assert_uint_eq(caps->max_mr_size, UINT64_MAX);
+
+	s.attr.cqe = 0;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+	s.attr.cqe = caps->max_cqe + 1;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "max_cqe 4194303"));
+	s.attr.cqe = caps->max_cqe;
+	ck_assert_int_ge(mk(&s, &made), 0);
+	ck_assert_uint_eq(made.attr.cqe, 4194303);
+	s.attr.cqe = 16;
+	cq = mk(&s, &made);
+	ck_assert_int_ge(cq, 0);
+	ck_assert_uint_eq(made.attr.cqe, 31);
+	s.attr.comp_vector = SOFT_COMP_VECTORS;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+
+	memset(&s, 0, sizeof(s));
+	s.kind = IBC_OBJ_QP;
+	s.attr.qp_type = IBV_QPT_UD;
+	s.uses[0] = s.uses[1] = (uint32_t)cq;
+	s.used = 3;
+	s.attr.max_send_wr = caps->max_qp_wr + 1;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "max_qp_wr"));
+	s.attr.max_send_wr = 100;
+	s.attr.max_recv_sge = caps->max_sge + 1;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "max_sge"));
+	s.attr.max_recv_sge = 2;
+	s.attr.max_recv_wr = 3;
+	s.attr.max_inline_data = SOFT_MAX_INLINE_DATA + 1;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+	s.attr.max_inline_data = 64;
+	ck_assert_int_ge(mk(&s, &made), 0);
+	ck_assert_uint_eq(made.attr.max_send_wr, 128);
+	ck_assert_uint_eq(made.attr.max_recv_wr, 4);
+	ck_assert_uint_eq(made.attr.max_recv_sge, 2);
+	ck_assert_uint_eq(made.attr.max_inline_data, 64);
+	ck_assert_uint_ge(made.num, 0x100);
+	s.attr.qp_type = IBV_QPT_RAW_PACKET;
+	ck_assert_int_eq(mk(&s, NULL), -EOPNOTSUPP);
+	s.attr.qp_type = 77;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+	/* XRC_SEND: a send side only. */
+	s.attr.qp_type = IBV_QPT_XRC_SEND;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+	s.used = 1;
+	ck_assert_int_ge(mk(&s, &made), 0);
+	ck_assert_uint_eq(made.attr.max_recv_wr, 0);
+
+	memset(&s, 0, sizeof(s));
+	s.kind = IBC_OBJ_SRQ;
+	s.attr.max_wr = caps->max_srq_wr + 1;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+	s.attr.max_wr = 100;
+	s.attr.max_sge = caps->max_srq_sge + 1;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+	s.attr.max_sge = 4;
+	ck_assert_int_ge(mk(&s, &made), 0);
+	ck_assert_uint_eq(made.attr.max_wr, 127);
+
+	memset(&s, 0, sizeof(s));
+	s.kind = IBC_OBJ_MR;
+	s.attr.mr_addr = UINT64_MAX - 10;
+	s.attr.mr_length = 100;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+	s.attr.mr_addr = 0x10000;
+	s.attr.mr_length = 0;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+	s.attr.mr_length = 100;
+	s.attr.mr_access = IBV_ACCESS_REMOTE_WRITE;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "LOCAL_WRITE"));
+	s.attr.mr_access = IBV_ACCESS_ON_DEMAND | IBV_ACCESS_LOCAL_WRITE;
+	ck_assert_int_eq(mk(&s, NULL), -EOPNOTSUPP);
+	s.attr.mr_access = 1u << 30;
+	ck_assert_int_eq(mk(&s, NULL), -EINVAL);
+
+	memset(&s, 0, sizeof(s));
+	s.kind = IBC_OBJ_AH;
+	ck_assert_int_eq(mk(&s, NULL), -EOPNOTSUPP);
+	s.kind = IBC_OBJ_PD;
+	ck_assert_int_eq(mk(&s, NULL), -EOPNOTSUPP);
+}
+END_TEST
+
+/* The device's maximum holds across its contexts; -ENOMEM past it. */
+START_TEST(test_soft_max_qp)
+{
+	struct device_ctx *other = NULL;
+	struct obj_spec s = { .kind = IBC_OBJ_CQ, .attr.cqe = 1 };
+	struct obj_made made;
+	struct device_why w;
+	int64_t cq = mk_cq(1), last = -1;
+
+	for (uint32_t i = 0; i < soft_dev->caps.max_qp - 1; i++) {
+		last = mk_qp(cq, cq, -1);
+		ck_assert_int_ge(last, 0);
+	}
+	ck_assert_int_eq(soft_dev->ops->ctx_open(soft_dev, 2, "uid-1", &other),
+			 0);
+	ck_assert_int_eq(soft_dev->ctx_ops->obj_create(other, &s, &made, &w),
+			 0);
+	s.kind = IBC_OBJ_QP;
+	s.attr.qp_type = IBV_QPT_RC;
+	s.uses[0] = s.uses[1] = made.handle;
+	s.used = 3;
+	ck_assert_int_eq(soft_dev->ctx_ops->obj_create(other, &s, &made, &w),
+			 0);
+	ck_assert_int_eq(mk_qp(cq, cq, -1), -ENOMEM);
+	ck_assert_ptr_nonnull(strstr(swhy.text, "262144"));
+	/* The other context's QPs go with it. */
+	soft_dev->ctx_ops->close(other);
+	ck_assert_int_ge(mk_qp(cq, cq, -1), 0);
+	ck_assert_int_eq(rm(IBC_OBJ_QP, last), 0);
+	ck_assert_int_ge(mk_qp(cq, cq, -1), 0);
+	ck_assert_int_eq(mk_qp(cq, cq, -1), -ENOMEM);
+}
+END_TEST
+
+/* Contexts have their own handle spaces; closing one frees its objects. */
+START_TEST(test_soft_contexts)
+{
+	struct device_ctx *other = NULL;
+	struct device_why w;
+	struct obj_spec s = { .kind = IBC_OBJ_CQ, .attr.cqe = 1 };
+	struct obj_made made;
+
+	ck_assert_int_eq(soft_dev->ops->ctx_open(soft_dev, 2, "uid-1", &other),
+			 0);
+	ck_assert_int_eq(mk_cq(1), 1);
+	ck_assert_int_eq(soft_dev->ctx_ops->obj_create(other, &s, &made, &w),
+			 0);
+	ck_assert_uint_eq(made.handle, 1);
+	ck_assert_int_eq(mk_cq(1), 2);
+	soft_dev->ctx_ops->close(other);
+	ck_assert_int_eq(mk_cq(1), 3);
+}
+END_TEST
+
+/* --- defaults for what an implementation leaves NULL -------------------- */
+
+static int bare_ctx_open(struct device *dev, uint64_t ctx_id,
+			 const char *domain, struct device_ctx **ret_ctx)
+{
+	static struct device_ctx ctx;
+
+	ctx.dev = dev;
+	*ret_ctx = &ctx;
+	return 0;
+}
+
+static void bare_close(struct device_ctx *ctx)
+{
+}
+
+static int bare_fd(const struct device_ctx *ctx)
+{
+	return 42;
+}
+
+static uint32_t bare_pd_handle(const struct device_ctx *ctx)
+{
+	return 7;
+}
+
+/* A device with only the required operations: every other entry is
+ * callable and answers like a device without the capability. */
+START_TEST(test_default_ops)
+{
+	static const struct device_ops ops = { .ctx_open = bare_ctx_open };
+	static const struct device_ctx_ops ctx_ops = {
+		.close = bare_close,
+		.fd = bare_fd,
+		.pd_handle = bare_pd_handle,
+	};
+	struct obj_spec spec = { .kind = IBC_OBJ_CQ };
+	struct device_why why = { "" };
+	struct device_ctx *ctx = NULL;
+	struct obj_made made;
+	struct device d;
+
+	memset(&d, 0, sizeof(d));
+	snprintf(d.name, sizeof(d.name), "bare7");
+	device_set_ops(&d, &ops, &ctx_ops);
+	ck_assert_ptr_eq(d.ops->ctx_open, bare_ctx_open);
+	ck_assert_ptr_eq(d.ctx_ops->fd, bare_fd);
+	ck_assert_int_eq(d.ops->handle_event(&d), 0);
+	ck_assert(d.ops->present(&d));
+	d.ops->shutdown(&d);
+	ck_assert_int_eq(d.ops->ctx_open(&d, 1, "uid-0", &ctx), 0);
+	ck_assert_int_eq(d.ctx_ops->event_fd(ctx), -1);
+	ck_assert_int_eq(d.ctx_ops->handle_event(ctx), 0);
+	ck_assert_uint_eq(d.ctx_ops->pd_handle(ctx), 7);
+
+	ck_assert_int_eq(d.ctx_ops->obj_create(ctx, &spec, &made, &why),
+			 -EOPNOTSUPP);
+	ck_assert_msg(strstr(why.text, "bare7") && strstr(why.text, "CQ"),
+		      "the sentence \"%s\" names neither the device nor "
+		      "the object",
+		      why.text);
+	why.text[0] = '\0';
+	ck_assert_int_eq(d.ctx_ops->obj_destroy(ctx, IBC_OBJ_QP, 3, &why),
+			 -EOPNOTSUPP);
+	ck_assert_msg(strstr(why.text, "bare7") &&
+			      strstr(why.text, "destroy objects by handle"),
+		      "the sentence \"%s\" names neither the device nor "
+		      "what it cannot do",
+		      why.text);
+	d.ctx_ops->close(ctx);
+}
+END_TEST
+
+START_TEST(test_obj_kind_names)
+{
+	ck_assert_str_eq(obj_kind_name(IBC_OBJ_QP), "QP");
+	ck_assert_str_eq(obj_kind_name(IBC_OBJ_CQ), "CQ");
+	ck_assert_str_eq(obj_kind_name(IBC_OBJ_AH), "AH");
+	ck_assert_str_eq(obj_kind_name(IBC_OBJ_CONTEXT), "context");
+	ck_assert_str_eq(obj_kind_name(IBC_OBJ_CONTEXT + 1), "object");
+	ck_assert_str_eq(obj_kind_name(UINT32_MAX), "object");
+	for (uint32_t k = 0; k < OBJ_KIND_COUNT; k++)
+		ck_assert_ptr_nonnull(obj_kind_name(k));
 }
 END_TEST
 
@@ -282,6 +716,18 @@ static Suite *device_suite(void)
 	tcase_add_test(tc, test_probe_verbs);
 	tcase_add_test(tc, test_probe_auto);
 	tcase_add_test(tc, test_import_consumes_fd);
+	tcase_add_test(tc, test_default_ops);
+	tcase_add_test(tc, test_obj_kind_names);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("soft objects");
+	tcase_add_checked_fixture(tc, soft_setup, soft_teardown);
+	tcase_add_test(tc, test_soft_handles);
+	tcase_add_test(tc, test_soft_destroy_errors);
+	tcase_add_test(tc, test_soft_qp_deps);
+	tcase_add_test(tc, test_soft_limits);
+	tcase_add_test(tc, test_soft_contexts);
+	tcase_add_test(tc, test_soft_max_qp);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("shim");

@@ -58,6 +58,24 @@ static_assert(std::is_same<decltype(&ibc_dispatch),
 static_assert(std::is_same<decltype(&ibc_last_error),
 			   const char *(*)()>::value,
 	      "ibc_last_error");
+static_assert(std::is_same<decltype(&ibc_query),
+			   int (*)(ibc_ctx *, ibc_caps *, std::size_t)>::value,
+	      "ibc_query takes the caller's struct size");
+static_assert(std::is_same<decltype(&ibc_list_clients),
+			   int (*)(ibc_client *, ibc_client_entry **,
+				   std::size_t, std::size_t *)>::value,
+	      "ibc_list_clients takes the caller's entry size");
+static_assert(std::is_same<decltype(&ibc_cq_create),
+			   int (*)(ibc_ctx *, int, ibc_cq **)>::value,
+	      "ibc_cq_create");
+static_assert(std::is_same<decltype(&ibc_qp_create),
+			   int (*)(ibc_ctx *, const ibc_qp_attr *,
+				   ibc_qp **)>::value,
+	      "ibc_qp_create");
+static_assert(std::is_same<decltype(&ibc_verbs_qp),
+			   ibv_qp *(*)(ibc_qp *)>::value,
+	      "ibc_verbs_qp gives the libibverbs QP");
+static_assert(std::is_standard_layout<ibc_qp_attr>::value, "C layout");
 static_assert(std::is_same<decltype(&ibc_ping),
 			   int (*)(ibc_client *, const void *,
 				   std::size_t)>::value,

@@ -186,7 +186,7 @@ static struct ibc_client *root_client(void)
 static unsigned int daemon_clients(void)
 {
 	struct ibc_status st;
-	int ret = ibc_status(root_client(), &st);
+	int ret = ibc_status(root_client(), &st, sizeof(st));
 
 	ck_assert_msg(ret == 0, "root: ibc_status: %s (%s)", strerror(-ret),
 		      ibc_last_error());
@@ -211,7 +211,7 @@ static uint64_t uid_requests(uid_t uid)
 	struct ibc_client_entry *e = NULL;
 	uint64_t sum = 0;
 	size_t n = 0;
-	int ret = ibc_list_clients(root_client(), &e, &n);
+	int ret = ibc_list_clients(root_client(), &e, sizeof(*e), &n);
 
 	ck_assert_msg(ret == 0, "root: ibc_list_clients: %s", ibc_last_error());
 	for (size_t i = 0; i < n; i++)

@@ -1,12 +1,15 @@
 // SPDX-License-Identifier: MIT
 /*
  * make check-soak: a storm against one rdmabrokerd for SOAK_SECONDS
- * (default 150, at most 180): client processes that connect, talk and are
- * killed at random moments, malformed and valid packets on raw connections
- * that are sometimes dropped before the answer, and library clients coming
- * and going. Every few seconds the daemon must be alive and serving; at the
- * end it must hold exactly the descriptors it held at start and report no
- * client but the checker, and exit 0 on SIGTERM.
+ * (default 150, at most 180): first SOAK_OBJECT_KILLS (default 1,000)
+ * clients that make and destroy objects are killed at random points, and
+ * the registry must be empty again with the objects quota back; then
+ * client processes that connect, talk (objects too) and are killed at
+ * random moments, malformed and valid packets on raw connections that are
+ * sometimes dropped before the answer, and library clients coming and
+ * going. Every few seconds the daemon must be alive and serving; at the
+ * end it must hold exactly the descriptors it held at start, list no
+ * object and report no client but the checker, and exit 0 on SIGTERM.
  *
  * Deterministic in what it does (SOAK_SEED), not in the interleaving.
  */
@@ -25,6 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "tests/objlib.h"
 #include "tests/testlib.h"
 
 #define MAX_CHILDREN 16
@@ -34,6 +38,7 @@ static struct tl_rng rng;
 
 static struct {
 	unsigned long spawned, killed, packets, dropped, clients, checks;
+	unsigned long object_kills;
 } stats;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -110,7 +115,7 @@ static void child_main(uint64_t seed)
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	tl_rng_seed(&r, seed);
-	switch (tl_rng_below(&r, 5)) {
+	switch (tl_rng_below(&r, 6)) {
 	case 0: /* connect and sit */
 		if (tl_raw_connect(D.sock) < 0)
 			_exit(0);
@@ -128,6 +133,8 @@ static void child_main(uint64_t seed)
 			_exit(0);
 		child_flood(fd, &r);
 		break;
+	case 4: /* objects, killed with some of them alive */
+		ol_storm(D.sock, tl_rng_next(&r), -1);
 	case 3: /* hello never answered */
 		fd = tl_raw_connect(D.sock);
 		if (fd < 0)
@@ -262,6 +269,51 @@ static void library_clients(void)
 	stats.clients += ok;
 }
 
+/* The registry holds nothing, the quota is back (objects == unaccounted,
+ * zero on the soft device). */
+static void check_registry(const char *when)
+{
+	char why[256] = "";
+	int ret = ol_settled(D.sock, 10000, why, sizeof(why));
+
+	if (ret < 0)
+		die("%s: %s", when, ret == -EBUSY ? why : strerror(-ret));
+}
+
+/* Clients with objects, each killed at a random moment (or killing
+ * itself right after a request). */
+static void object_kills(unsigned long n)
+{
+	for (unsigned long k = 0; k < n; k++) {
+		int p[2];
+		uint64_t id, seed = tl_rng_next(&rng);
+		int status;
+		pid_t pid;
+
+		if (pipe2(p, O_CLOEXEC) < 0)
+			die("pipe: %s", strerror(errno));
+		fflush(stdout);
+		fflush(stderr);
+		pid = fork();
+		if (pid < 0)
+			die("fork: %s", strerror(errno));
+		if (pid == 0) {
+			prctl(PR_SET_PDEATHSIG, SIGKILL);
+			close(p[0]);
+			ol_storm(D.sock, seed, p[1]);
+		}
+		close(p[1]);
+		/* Connected (or dead already): a few ms of requests. */
+		if (read(p[0], &id, sizeof(id)) == sizeof(id))
+			tl_sleep_ms(tl_rng_below(&rng, 12));
+		close(p[0]);
+		kill(pid, SIGKILL);
+		if (tl_wait_pid(pid, TL_WAIT_MS, &status) < 0)
+			die("child %d does not die", (int)pid);
+		stats.object_kills++;
+	}
+}
+
 static void check_serving(void)
 {
 	struct ibc_client *cl;
@@ -283,6 +335,10 @@ int main(void)
 {
 	const char *env = getenv("SOAK_SECONDS");
 	const char *seed_env = getenv("SOAK_SEED");
+	const char *kills_env = getenv("SOAK_OBJECT_KILLS");
+	unsigned long kills = kills_env && *kills_env ?
+				      strtoul(kills_env, NULL, 10) :
+				      1000;
 	long seconds = env && *env ? strtol(env, NULL, 10) : 150;
 	uint64_t seed = seed_env && *seed_env ?
 				strtoull(seed_env, NULL, 0) :
@@ -312,6 +368,12 @@ int main(void)
 	fflush(stdout);
 
 	start = tl_now_ms();
+	object_kills(kills);
+	check_registry("after the object kills");
+	printf("soak: %3lld s: %lu clients with objects killed; registry "
+	       "empty, quota back\n",
+	       (long long)(tl_now_ms() - start) / 1000, stats.object_kills);
+	fflush(stdout);
 	/* Leave room for the final checks within the bound. */
 	deadline = start + seconds * 1000 - (seconds > 20 ? 10000 : 0);
 	next_check = start + 2000;
@@ -348,6 +410,7 @@ int main(void)
 		kill_child(n_children - 1);
 
 	check_serving();
+	check_registry("at the end");
 	n = tl_daemon_settle(&D, 10000, &clients);
 	if (!tl_daemon_alive(&D))
 		die("the daemon died");
@@ -359,11 +422,12 @@ int main(void)
 	if (status < 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		die("the daemon's wait status after SIGTERM is 0x%x", status);
 	tl_fini();
-	printf("soak: PASS in %lld s: %lu children (%lu killed), %lu packets "
-	       "(%lu dropped), %lu clients, %lu checks; descriptors back at "
+	printf("soak: PASS in %lld s: %lu clients with objects killed, %lu "
+	       "children (%lu killed), %lu packets (%lu dropped), %lu "
+	       "clients, %lu checks; registry empty, descriptors back at "
 	       "%d\n",
-	       (long long)(tl_now_ms() - start) / 1000, stats.spawned,
-	       stats.killed, stats.packets, stats.dropped, stats.clients,
-	       stats.checks, n);
+	       (long long)(tl_now_ms() - start) / 1000, stats.object_kills,
+	       stats.spawned, stats.killed, stats.packets, stats.dropped,
+	       stats.clients, stats.checks, n);
 	return 0;
 }

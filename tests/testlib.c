@@ -327,7 +327,7 @@ int tl_daemon_settle(struct tl_daemon *d, int timeout_ms,
 	for (;;) {
 		struct ibc_status st;
 
-		ret = ibc_status(cl, &st);
+		ret = ibc_status(cl, &st, sizeof(st));
 		if (ret < 0) {
 			tl_log("settle: status: %s (%s)", strerror(-ret),
 			       ibc_last_error());

@@ -138,7 +138,7 @@ static int check_listed(const char *dev)
 	size_t n;
 
 	CHECK(connect_client(&c) == 0, "connect");
-	CHECK(ibc_list_devices(c, &d, &n) == 0, "ibc_list_devices");
+	CHECK(ibc_list_devices(c, &d, sizeof(*d), &n) == 0, "ibc_list_devices");
 	for (size_t i = 0; i < n; i++)
 		if (strcmp(d[i].name, dev) == 0 && d[i].import)
 			found = 1;
@@ -167,7 +167,7 @@ static int client(const char *dev, int out_fd, int hold)
 		      "cannot become uid %d", NOBODY);
 	CHECK(connect_client(&c) == 0, "connect");
 	CHECK(ibc_open(c, dev, &ctx) == 0, "ibc_open %s", dev);
-	CHECK(ibc_query(ctx, &caps) == 0, "ibc_query");
+	CHECK(ibc_query(ctx, &caps, sizeof(caps)) == 0, "ibc_query");
 	CHECK(caps.shared, "%s: context not shared", dev);
 	CHECK(ibc_verbs_context(ctx), "no verbs context");
 	pd = ibc_verbs_pd(ctx);

@@ -269,6 +269,7 @@ fi
 if section client; then
 	run_prog ownctx-import-error "${AS_CLIENT[@]}" "$bin/vm-ownctx" import-error "$DEV"
 	run_prog ownctx-own "${AS_CLIENT[@]}" "$bin/vm-ownctx" own "$DEV"
+	run_prog objects-own "${AS_CLIENT[@]}" "$bin/vm-objects" "$DEV"
 fi
 
 # --- RC ping-pong: the hot path never reaches the broker -----------------------
@@ -336,6 +337,12 @@ fi
 # --- destroy by handle ----------------------------------------------------------
 if section destroy; then
 	run_prog destroy "$bin/vm-destroy" "$DEV"
+fi
+
+# --- the registry's cleanup of a dead client ---------------------------------
+if section cleanup; then
+	run_prog cleanup "$bin/vm-cleanup" "$DEV"
+	info "$(grep -m1 'cleanup-bulk:' "$L/cleanup.log")"
 fi
 
 # --- journal priorities ------------------------------------------------------------

@@ -23,6 +23,7 @@
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 
+#include "daemon/device.h"
 #include "daemon/uverbs.h"
 #include "tests/vm/vmutil.h"
 
@@ -70,7 +71,7 @@ static struct ibv_context *open_dev(const char *name)
 }
 
 struct victim {
-	enum uverbs_obj kind;
+	enum ibc_obj_kind kind;
 	const char *rdma_type;
 	uint32_t handle;
 };
@@ -128,10 +129,10 @@ int main(int argc, char **argv)
 
 	{
 		struct victim v[] = {
-			{ UVERBS_OBJ_QP, "qp", qp->handle },
-			{ UVERBS_OBJ_CQ, "cq", cq->handle },
-			{ UVERBS_OBJ_MR, "mr", mr->handle },
-			{ UVERBS_OBJ_PD, "pd", pd->handle },
+			{ IBC_OBJ_QP, "qp", qp->handle },
+			{ IBC_OBJ_CQ, "cq", cq->handle },
+			{ IBC_OBJ_MR, "mr", mr->handle },
+			{ IBC_OBJ_PD, "pd", pd->handle },
 		};
 		int before[4];
 
@@ -145,7 +146,7 @@ int main(int argc, char **argv)
 			 before[0], before[1], before[2], before[3]);
 
 		/* The kernel keeps the dependency order. */
-		ret = uverbs_destroy(ctx->cmd_fd, UVERBS_OBJ_PD, pd->handle);
+		ret = uverbs_destroy(ctx->cmd_fd, IBC_OBJ_PD, pd->handle);
 		vm_check(ret == -EBUSY, "destroy-pd-busy",
 			 "PD %u while its MR and QP exist: %d (%s)", pd->handle,
 			 ret, strerror(-ret));
@@ -162,15 +163,15 @@ int main(int argc, char **argv)
 			vm_check(ret == 0 && after == 0, name,
 				 "uverbs_destroy(%s handle %u): %d (%s); "
 				 "rdma resource now lists %d",
-				 uverbs_obj_name(v[i].kind), v[i].handle, ret,
+				 obj_kind_name(v[i].kind), v[i].handle, ret,
 				 strerror(-ret), after);
 		}
 
-		ret = uverbs_destroy(ctx->cmd_fd, UVERBS_OBJ_QP, qp->handle);
+		ret = uverbs_destroy(ctx->cmd_fd, IBC_OBJ_QP, qp->handle);
 		vm_check(ret < 0, "destroy-twice",
 			 "QP %u destroyed again: %d (%s)", qp->handle, ret,
 			 strerror(-ret));
-		ret = uverbs_destroy(ctx->cmd_fd, UVERBS_OBJ_COUNT, 0);
+		ret = uverbs_destroy(ctx->cmd_fd, IBC_OBJ_CONTEXT, 0);
 		vm_check(ret == -EINVAL, "destroy-bad-kind",
 			 "an unknown kind: %d (%s)", ret, strerror(-ret));
 	}

@@ -12,10 +12,11 @@
  *	own context with a PD, MR, CQ and QP; creates DIR/ready, then sleeps
  *	until killed
  *   vm-ownctx wait-removed DEV DIR passive|app
- *	wait for IBC_EVENT_DEVICE_REMOVED; "app" holds a PD, MR, CQ and QP
- *	and, in the event callback, destroys them and closes the context;
- *	"passive" holds only the context and leaves it to the library; then
- *	waits for DIR/finish
+ *	wait for IBC_EVENT_DEVICE_REMOVED, which names the context; "app"
+ *	holds a PD, MR, CQ and QP and, in the event callback, destroys them
+ *	and closes the context; "passive" holds a CQ, QP and MR made with the
+ *	library's constructors and leaves them and the context to the
+ *	library, which destroys them; then waits for DIR/finish
  *
  * Prints CHECK lines (vmutil.h); exits 0 when all passed.
  */
@@ -128,7 +129,7 @@ static int mode_own(const char *dev)
 		return 1;
 	}
 	memset(&caps, 0, sizeof(caps));
-	err = ibc_query(ctx, &caps);
+	err = ibc_query(ctx, &caps, sizeof(caps));
 	vm_check(err == 0 && !caps.shared && caps.kind == IBC_DEVICE_VERBS &&
 			 strcmp(caps.device, dev) == 0,
 		 "own-context-shared-false",
@@ -197,6 +198,8 @@ struct removed_state {
 	int events;
 	char device[64];
 	char message[256];
+	enum ibc_obj_kind object_kind;
+	uint64_t object_id;
 	/* "app": what the callback destroys and closes. */
 	struct vm_rc *rc;
 	struct ibc_ctx *ctx;
@@ -218,6 +221,8 @@ static void on_event(struct ibc_client *cl, const struct ibc_event *ev,
 		 ev->device ? ev->device : "");
 	snprintf(st->message, sizeof(st->message), "%s",
 		 ev->message ? ev->message : "");
+	st->object_kind = ev->object_kind;
+	st->object_id = ev->object_id;
 	/* The application's part, in the callback: drop what it made on the
 	 * device, then the context. */
 	if (st->rc) {
@@ -243,8 +248,18 @@ static int mode_wait_removed(const char *dev, const char *dir,
 {
 	struct removed_state st = { 0 };
 	bool app = strcmp(how, "app") == 0;
+	struct ibc_qp_attr qa = {
+		.qp_type = IBV_QPT_RC,
+		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
+			 .max_send_sge = 1, .max_recv_sge = 1 },
+	};
+	static char buf[4096];
 	struct ibc_client *cl;
 	struct ibc_ctx *ctx;
+	struct ibc_caps caps;
+	struct ibc_cq *cq = NULL;
+	struct ibc_qp *qp = NULL;
+	struct ibc_mr *mr = NULL;
 	struct vm_rc rc;
 	long start, end;
 	int err;
@@ -271,7 +286,21 @@ static int mode_wait_removed(const char *dev, const char *dir,
 			return 1;
 		st.rc = &rc;
 		st.ctx = ctx;
+	} else {
+		/* Left to the library, which destroys them on the event. */
+		err = ibc_cq_create(ctx, 16, &cq);
+		qa.send_cq = qa.recv_cq = cq;
+		if (err == 0)
+			err = ibc_qp_create(ctx, &qa, &qp);
+		if (err == 0)
+			err = ibc_reg_mr(ctx, buf, sizeof(buf), 0, &mr);
+		if (!vm_check(err == 0, "removal-library-objects",
+			      "ibc_cq_create, ibc_qp_create, ibc_reg_mr on %s: "
+			      "%d (%s)",
+			      dev, err, err < 0 ? ibc_last_error() : "success"))
+			return 1;
 	}
+	ibc_query(ctx, &caps, sizeof(caps));
 	vm_sync_touch(dir, how);
 	/* Wait for the event until the suite says finish (at most 90 s). */
 	start = now_ms();
@@ -291,6 +320,33 @@ static int mode_wait_removed(const char *dev, const char *dir,
 		     "%ld ms: %s",
 		     how, st.events, st.device, now_ms() - start, st.message))
 		vm_sync_touch(dir, app ? "app-closed" : "passive-done");
+	snprintf(name_event, sizeof(name_event), "device-removed-object-%s",
+		 how);
+	vm_check(st.object_kind == IBC_OBJ_CONTEXT &&
+			 st.object_id == caps.context_id,
+		 name_event, "the event names kind %d id %llu (context %llu)",
+		 (int)st.object_kind, (unsigned long long)st.object_id,
+		 (unsigned long long)caps.context_id);
+	if (!app && st.events) {
+		struct ibv_cq *vcq;
+		int verr;
+
+		/* The library destroyed them: the structures wait for the
+		 * destructors, which only free them. */
+		errno = 0;
+		vcq = ibc_verbs_cq(cq);
+		verr = errno;
+		err = ibc_dereg_mr(mr);
+		if (err == 0)
+			err = ibc_qp_destroy(qp);
+		if (err == 0)
+			err = ibc_cq_destroy(cq);
+		vm_check(!vcq && verr == ENODEV && err == 0,
+			 "removal-library-destroyed",
+			 "ibc_verbs_cq after the event: %p errno %d; the "
+			 "destructors: %d (%s)",
+			 (void *)vcq, verr, err, ibc_last_error());
+	}
 	/* Stay alive, so that a descriptor the library kept open keeps the
 	 * device busy, until the suite is done looking. */
 	vm_sync_wait(dir, "finish", 90000);

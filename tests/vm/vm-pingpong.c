@@ -77,7 +77,7 @@ static int side_open(struct side *s, const char *dev)
 			ibc_last_error());
 		return err;
 	}
-	ibc_query(s->ctx, &caps);
+	ibc_query(s->ctx, &caps, sizeof(caps));
 	if (caps.shared)
 		pd = ibc_verbs_pd(s->ctx);
 	return vm_rc_create(&s->rc, ibc_verbs_context(s->ctx), pd, 4096);

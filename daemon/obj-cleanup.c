@@ -1,0 +1,341 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The end of a session and the death of its process (objects.h). A session
+ * that ends first reads what its client still sent and applies the
+ * registers and unregisters in it: after shutdown(SHUT_RD) nothing more
+ * can be queued, and SEQPACKET keeps a connection's packets in order, so
+ * every unregister the client sent before a kernel destroy is applied
+ * before the broker could destroy that handle itself. The objects then
+ * stay, detached, until the process is gone (its pidfd polls readable).
+ * Then they are destroyed by handle in rounds in obj_cleanup_order, at
+ * most reg->slice per event-loop turn; -EBUSY is retried in later rounds,
+ * further apart each time, and what is still there after reg->rounds is
+ * kept, stuck, and logged once with the reason.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/objects.h"
+#include "daemon/server.h"
+
+/* Without pidfds (kernels before 5.3), how often a detached owner's
+ * process is looked for. */
+#define OBJ_POLL_MS 1000
+/* A dead client with more stuck objects gets one line for the rest. */
+#define OBJ_STUCK_LOGGED 8
+
+/* --- the last packets of a session ------------------------------------- */
+
+static void drain_one(struct conn *c, const Rdmab__Request *req)
+{
+	struct device_why why;
+
+	if (req->version != WIRE_PROTOCOL_VERSION)
+		return;
+	/* Creates wait for their reply, which will not come: the client
+	 * makes nothing for them. Registers and unregisters do not wait. */
+	if (req->body_case == RDMAB__REQUEST__BODY_OBJ_REGISTER)
+		objects_register_request(c, req->obj_register->object_id,
+					 req->obj_register->handle, &why);
+	else if (req->body_case == RDMAB__REQUEST__BODY_OBJ_DESTROY)
+		objects_destroy_request(c, req->obj_destroy->object_id, &why);
+}
+
+/* Read and apply what @c's client sent and the daemon has not read. */
+static void drain(struct conn *c)
+{
+	static uint8_t buf[WIRE_MAX_PACKET];
+	static union {
+		max_align_t align;
+		uint8_t buf[16 * 1024];
+	} mem;
+	struct wire_arena arena;
+	unsigned int n_read = 0;
+
+	wire_arena_init(&arena, mem.buf, sizeof(mem.buf), WIRE_MAX_DECODED);
+	/* The cut: a send after this fails with EPIPE in the client. */
+	if (shutdown(c->fd, SHUT_RD) < 0)
+		log_debug("client %" PRIu64 ": shutdown: %s", c->id,
+			  strerror(errno));
+	for (;;) {
+		struct wire_fds fds;
+		Rdmab__Request *req;
+		int n = wire_recv(c->fd, buf, sizeof(buf), &fds, MSG_DONTWAIT);
+
+		if (n == -EMSGSIZE || n == -EPROTO)
+			continue;
+		if (n <= 0)
+			break;
+		wire_fds_close(&fds);
+		req = rdmab__request__unpack(&arena.allocator, (size_t)n, buf);
+		if (req)
+			drain_one(c, req);
+		wire_arena_reset(&arena);
+		n_read++;
+	}
+	if (n_read)
+		log_debug("client %" PRIu64 ": %u requests read after the end "
+			  "of its session",
+			  c->id, n_read);
+}
+
+/* --- detached owners -------------------------------------------------- */
+
+static void owner_death_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct obj_owner *ow = arg;
+
+	/* Without a pidfd, a timer: is the process still there? A reused
+	 * pid only makes the wait longer. */
+	if (ow->pidfd < 0 && (kill(ow->pid, 0) == 0 || errno != ESRCH))
+		return;
+	objects_owner_dead(ow);
+}
+
+static int pidfd_open_pid(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* Watch @ow's process, whose pidfd the session had (or not). */
+static void owner_watch(struct obj_owner *ow, int pidfd)
+{
+	struct event_base *base = ow->reg->srv->base;
+	struct timeval poll = { .tv_sec = OBJ_POLL_MS / 1000 };
+
+	if (pidfd < 0) {
+		errno = 0;
+		pidfd = pidfd_open_pid(ow->pid);
+		if (pidfd < 0 && errno == ESRCH) {
+			objects_owner_dead(ow);
+			return;
+		}
+	}
+	ow->pidfd = pidfd;
+	if (pidfd >= 0)
+		ow->ev = event_new(base, pidfd, EV_READ, owner_death_cb, ow);
+	else
+		ow->ev = event_new(base, -1, EV_PERSIST, owner_death_cb, ow);
+	if (!ow->ev || event_add(ow->ev, pidfd >= 0 ? NULL : &poll) < 0) {
+		/* Nothing to watch with: its objects stay, shown as
+		 * detached, until the daemon stops. */
+		log_err("client %" PRIu64 " (pid %d): cannot watch the "
+			"process; its %u objects stay until the broker stops",
+			ow->client_id, (int)ow->pid, ow->n_objs);
+	}
+}
+
+void objects_conn_closing(struct conn *c)
+{
+	struct obj_owner *ow = c->owner;
+	int pidfd;
+
+	if (!ow)
+		return;
+	if (ow->n_objs || ow->n_intents)
+		drain(c);
+	c->owner = NULL;
+	ow->conn = NULL;
+	ow->state = OWNER_DETACHED;
+	if (!ow->n_objs && !ow->n_intents) {
+		objects_owner_put(ow);
+		return;
+	}
+	/* The owner takes the session's pidfd: it watches the same
+	 * process, for longer. */
+	pidfd = c->pidfd;
+	c->pidfd = -1;
+	if (c->pidfd_ev) {
+		event_free(c->pidfd_ev);
+		c->pidfd_ev = NULL;
+	}
+	log_debug("client %" PRIu64 " (pid %d): session ended; %u objects "
+		  "and %u intents kept until the process exits",
+		  ow->client_id, (int)ow->pid, ow->n_objs, ow->n_intents);
+	owner_watch(ow, pidfd);
+}
+
+/* --- the cleanup ------------------------------------------------------ */
+
+static void cleanup_cb(evutil_socket_t fd, short what, void *arg);
+
+static void cleanup_later(struct obj_owner *ow, unsigned int ms)
+{
+	struct timeval tv = {
+		.tv_sec = ms / 1000,
+		.tv_usec = (suseconds_t)(ms % 1000) * 1000,
+	};
+
+	event_add(ow->ev, &tv);
+}
+
+void objects_owner_dead(struct obj_owner *ow)
+{
+	struct event_base *base = ow->reg->srv->base;
+	unsigned int intents = ow->n_intents;
+
+	if (ow->ev)
+		event_free(ow->ev);
+	if (ow->pidfd >= 0)
+		close(ow->pidfd);
+	ow->pidfd = -1;
+	ow->state = OWNER_DEAD;
+	for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++) {
+		struct obj *o, *tmp;
+
+		TAILQ_FOREACH_SAFE(o, &ow->kinds[k], kind_link, tmp)
+			if (o->intent)
+				objects_drop_intent(o);
+	}
+	if (ow->n_objs || intents)
+		log_info("client %" PRIu64 " (pid %d) is gone: destroying its "
+			 "%u objects; %u intents left unaccounted",
+			 ow->client_id, (int)ow->pid, ow->n_objs, intents);
+	ow->round = 0;
+	ow->rank = 0;
+	ow->dead_usec = objects_now_usec();
+	ow->n_at_death = ow->n_objs;
+	ow->ev = evtimer_new(base, cleanup_cb, ow);
+	if (!ow->ev) {
+		log_err("client %" PRIu64 ": out of memory; its objects stay",
+			ow->client_id);
+		return;
+	}
+	if (ow->n_objs)
+		cleanup_later(ow, 0);
+	else
+		objects_owner_put(ow);
+}
+
+/* The next object to try in this round, or NULL at its end. An object
+ * tried in this round went to the end of its list. */
+static struct obj *cleanup_next(struct obj_owner *ow)
+{
+	for (; ow->rank < obj_cleanup_kinds; ow->rank++) {
+		struct obj *o = TAILQ_FIRST(&ow->kinds[obj_cleanup_order
+							       [ow->rank]]);
+
+		if (o && !o->stuck && o->tried != ow->round + 1)
+			return o;
+	}
+	return NULL;
+}
+
+static void log_stuck(struct obj_owner *ow, struct obj *o,
+		      const char *reason)
+{
+	if (ow->stuck > OBJ_STUCK_LOGGED)
+		return;
+	log_warn("client %" PRIu64 " (pid %d): %s handle %u in context "
+		 "%" PRIu64 " (%s on %s) is kept: %s%s",
+		 ow->client_id, (int)ow->pid, obj_kind_name(o->kind), o->handle,
+		 o->ctx->id, o->ctx->domain->name, o->ctx->dev->name, reason,
+		 ow->stuck == OBJ_STUCK_LOGGED ? " (the rest of its stuck "
+						 "objects are not logged)" :
+						 "");
+}
+
+/* One destroy; what fails stays for a later round. */
+static void cleanup_one(struct obj_owner *ow, struct obj *o)
+{
+	struct registry *reg = ow->reg;
+	const struct obj_family *fam = &reg->families[o->kind];
+	struct device_why why = { "" };
+	int ret = 0;
+
+	/* The device is gone, and the kernel frees the object with the
+	 * context. */
+	if (!o->ctx->dc) {
+		objects_remove(o);
+		return;
+	}
+	if (fam->before_destroy)
+		ret = fam->before_destroy(reg->srv, o, fam->data);
+	if (ret == 0)
+		ret = o->ctx->dev->ctx_ops->obj_destroy(o->ctx->dc, o->kind,
+							o->handle, &why);
+	else
+		device_why(&why, ret, "the %s family is not ready: %s",
+			   obj_kind_name(o->kind), strerror(-ret));
+	switch (ret) {
+	case 0:
+	case -EIO: /* disassociated: the kernel freed it */
+		objects_remove(o);
+		return;
+	case -ENOENT:
+	case -EINVAL:
+		/* Nothing was destroyed: the handle names no object of that
+		 * kind, against the rules (destroyed with raw verbs). */
+		log_notice("client %" PRIu64 " (pid %d): %s handle %u was "
+			   "already gone: %s",
+			   ow->client_id, (int)ow->pid, obj_kind_name(o->kind),
+			   o->handle, why.text);
+		objects_remove(o);
+		return;
+	default:
+		break;
+	}
+	o->tried = ow->round + 1;
+	TAILQ_REMOVE(&ow->kinds[o->kind], o, kind_link);
+	TAILQ_INSERT_TAIL(&ow->kinds[o->kind], o, kind_link);
+	if (ow->round + 1 >= reg->rounds) {
+		o->stuck = true;
+		ow->stuck++;
+		log_stuck(ow, o, why.text);
+	}
+}
+
+static void cleanup_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct obj_owner *ow = arg;
+	struct registry *reg = ow->reg;
+	unsigned int budget = reg->slice;
+	struct obj *o;
+
+	while ((o = cleanup_next(ow))) {
+		if (budget-- == 0) {
+			/* The loop's other clients first. */
+			cleanup_later(ow, 0);
+			return;
+		}
+		cleanup_one(ow, o);
+	}
+	if (ow->n_objs == ow->stuck) {
+		if (ow->stuck)
+			log_warn("client %" PRIu64 " (pid %d): %u objects "
+				 "could not be destroyed; they are kept, and "
+				 "so is their context",
+				 ow->client_id, (int)ow->pid, ow->stuck);
+		else
+			log_info("client %" PRIu64 " (pid %d): %u objects "
+				 "destroyed in %" PRIu64 " us",
+				 ow->client_id, (int)ow->pid, ow->n_at_death,
+				 objects_now_usec() - ow->dead_usec);
+		objects_owner_put(ow);
+		return;
+	}
+	/* Something else still uses what is left: wait, longer each
+	 * round. */
+	ow->round++;
+	ow->rank = 0;
+	cleanup_later(ow, reg->backoff_ms << (ow->round - 1));
+}

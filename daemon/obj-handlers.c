@@ -1,0 +1,334 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The object family's requests: create (soft: the broker makes it; verbs:
+ * an intent, or the track of an object made with raw verbs), register,
+ * destroy (soft) or unregister (verbs), the listing, and eviction.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dispatch.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/objects.h"
+#include "daemon/server.h"
+
+/* An ObjectInfo is under 200 bytes with the longest names. */
+#define OBJ_LIST_PAGE 128
+
+static void attr_from_wire(struct obj_attr *a, const Rdmab__ObjAttr *w)
+{
+	memset(a, 0, sizeof(*a));
+	if (!w)
+		return;
+	a->cqe = w->cqe;
+	a->comp_vector = w->comp_vector;
+	a->qp_type = w->qp_type;
+	a->max_send_wr = w->max_send_wr;
+	a->max_recv_wr = w->max_recv_wr;
+	a->max_send_sge = w->max_send_sge;
+	a->max_recv_sge = w->max_recv_sge;
+	a->max_inline_data = w->max_inline_data;
+	a->max_wr = w->max_wr;
+	a->max_sge = w->max_sge;
+	a->srq_limit = w->srq_limit;
+	a->mr_addr = w->mr_addr;
+	a->mr_length = w->mr_length;
+	a->mr_access = w->mr_access;
+	a->sq_sig_all = w->sq_sig_all;
+}
+
+static void attr_to_wire(Rdmab__ObjAttr *w, const struct obj_attr *a)
+{
+	rdmab__obj_attr__init(w);
+	w->cqe = a->cqe;
+	w->comp_vector = a->comp_vector;
+	w->qp_type = a->qp_type;
+	w->max_send_wr = a->max_send_wr;
+	w->max_recv_wr = a->max_recv_wr;
+	w->max_send_sge = a->max_send_sge;
+	w->max_recv_sge = a->max_recv_sge;
+	w->max_inline_data = a->max_inline_data;
+	w->max_wr = a->max_wr;
+	w->max_sge = a->max_sge;
+	w->srq_limit = a->srq_limit;
+	w->mr_addr = a->mr_addr;
+	w->mr_length = a->mr_length;
+	w->mr_access = a->mr_access;
+	w->sq_sig_all = a->sq_sig_all;
+}
+
+/* The handles of the objects a new one uses: registered objects of this
+ * session in the same context. */
+static int resolve_uses(struct conn *c, struct dctx *x,
+			const Rdmab__ObjCreateRequest *q,
+			struct obj_spec *spec, struct reply *r)
+{
+	for (size_t i = 0; i < q->n_uses; i++) {
+		struct obj *u;
+
+		if (!q->uses[i])
+			continue;
+		u = objects_find(c, q->uses[i]);
+		if (!u)
+			return reply_error(r, -ENOENT,
+					   "object %" PRIu64 ", which the new "
+					   "%s would use, is not one of this "
+					   "session's",
+					   q->uses[i], obj_kind_name(q->kind));
+		if (u->ctx != x)
+			return reply_error(r, -EINVAL,
+					   "object %" PRIu64 " is in context "
+					   "%" PRIu64 ", not %" PRIu64,
+					   u->id, u->ctx->id, x->id);
+		if (u->intent)
+			return reply_error(r, -EINVAL,
+					   "object %" PRIu64 " has no handle "
+					   "yet",
+					   u->id);
+		spec->uses[i] = u->handle;
+		spec->used |= 1u << i;
+	}
+	return 0;
+}
+
+/* The broker is the device's kernel: make the object and register it. */
+static int obj_make(struct conn *c, struct dctx *x,
+		    const Rdmab__ObjCreateRequest *q, struct reply *r,
+		    Rdmab__ObjCreateReply *out)
+{
+	struct obj_spec spec = { .kind = (enum ibc_obj_kind)q->kind };
+	Rdmab__ObjAttr *given = reply_alloc(r, sizeof(*given));
+	struct device_why why = { "" };
+	struct obj_made made;
+	struct obj *o;
+	int ret;
+
+	if (!given)
+		return reply_error(r, -ENOMEM, "out of memory");
+	attr_from_wire(&spec.attr, q->attr);
+	ret = resolve_uses(c, x, q, &spec, r);
+	if (ret < 0)
+		return ret;
+	/* Charged before the device is asked. */
+	ret = objects_add(c, x, spec.kind, false, true, 0, r, &o);
+	if (ret < 0)
+		return ret;
+	ret = x->dev->ctx_ops->obj_create(x->dc, &spec, &made, &why);
+	if (ret < 0) {
+		objects_remove(o);
+		return reply_error(r, ret, "%s", why.text);
+	}
+	o->handle = made.handle;
+	attr_to_wire(given, &made.attr);
+	out->object_id = o->id;
+	out->handle = made.handle;
+	out->qp_num = made.num;
+	out->lkey = made.lkey;
+	out->rkey = made.rkey;
+	out->attr = given;
+	return 0;
+}
+
+int h_obj_create(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r)
+{
+	const Rdmab__ObjCreateRequest *q = req->obj_create;
+	Rdmab__ObjCreateReply *out = reply_alloc(r, sizeof(*out));
+	struct dctx *x = dctx_conn_find(c, q->context_id);
+	bool intent = q->mode == RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT;
+	struct obj *o;
+	int ret;
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	if (!x)
+		return reply_error(r, -ENOENT,
+				   "context %" PRIu64 " is not open in this "
+				   "session",
+				   q->context_id);
+	if (!x->dc)
+		return reply_error(r, -ENODEV, "device %s was removed",
+				   x->dev->name);
+	if (q->kind == IBC_OBJ_NONE || q->kind >= IBC_OBJ_CONTEXT)
+		return reply_error(r, -EINVAL,
+				   "object kind %u is not one the broker "
+				   "registers",
+				   q->kind);
+	if (q->n_uses > OBJ_MAX_USES)
+		return reply_error(r, -EINVAL,
+				   "an object uses at most %d others, not %zu",
+				   OBJ_MAX_USES, q->n_uses);
+	rdmab__obj_create_reply__init(out);
+	switch (q->mode) {
+	case RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE:
+		ret = obj_make(c, x, q, r, out);
+		break;
+	case RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT:
+	case RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK:
+		if (x->dev->broker_objects)
+			return reply_error(r, -EINVAL,
+					   "%s: the broker makes this device's "
+					   "objects; create them with mode "
+					   "CREATE",
+					   x->dev->name);
+		if (q->n_uses)
+			return reply_error(r, -EINVAL,
+					   "the objects a %s uses are given "
+					   "only when the broker makes it",
+					   obj_kind_name(q->kind));
+		ret = objects_add(c, x, (enum ibc_obj_kind)q->kind, intent,
+				  false, q->handle, r, &o);
+		if (ret < 0)
+			return ret;
+		out->object_id = o->id;
+		out->handle = o->handle;
+		break;
+	default:
+		return reply_error(r, -EINVAL,
+				   "creation mode %d is not CREATE, INTENT or "
+				   "TRACK",
+				   (int)q->mode);
+	}
+	if (ret < 0)
+		return ret;
+	r->msg.body_case = RDMAB__REPLY__BODY_OBJ_CREATE;
+	r->msg.obj_create = out;
+	return 0;
+}
+
+int h_obj_register(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r)
+{
+	const Rdmab__ObjRegisterRequest *q = req->obj_register;
+	Rdmab__ObjRegisterReply *out = reply_alloc(r, sizeof(*out));
+	struct device_why why;
+	int ret;
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	ret = objects_register_request(c, q->object_id, q->handle, &why);
+	if (ret < 0)
+		return reply_error(r, ret, "%s", why.text);
+	rdmab__obj_register_reply__init(out);
+	r->msg.body_case = RDMAB__REPLY__BODY_OBJ_REGISTER;
+	r->msg.obj_register = out;
+	return 0;
+}
+
+int h_obj_destroy(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r)
+{
+	Rdmab__ObjDestroyReply *out = reply_alloc(r, sizeof(*out));
+	struct device_why why;
+	int ret;
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	ret = objects_destroy_request(c, req->obj_destroy->object_id, &why);
+	if (ret < 0)
+		return reply_error(r, ret, "%s", why.text);
+	rdmab__obj_destroy_reply__init(out);
+	r->msg.body_case = RDMAB__REPLY__BODY_OBJ_DESTROY;
+	r->msg.obj_destroy = out;
+	return 0;
+}
+
+static bool obj_listed(const struct obj *o, const struct conn *c, bool admin,
+		       const Rdmab__ListObjectsRequest *q)
+{
+	const struct domain *d = o->ctx->domain;
+
+	if (!admin && d != c->domain)
+		return false;
+	if (q->client_id && o->owner->client_id != q->client_id)
+		return false;
+	return !*q->domain || strcmp(q->domain, d->name) == 0;
+}
+
+int h_list_objects(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r)
+{
+	const Rdmab__ListObjectsRequest *q = req->list_objects;
+	struct registry *reg = c->srv->registry;
+	bool admin = policy_is_admin(c->srv, c);
+	Rdmab__ListObjectsReply *out = reply_alloc(r, sizeof(*out));
+	Rdmab__ObjectInfo *infos, **ptrs;
+	uint64_t now = objects_now_usec();
+	uint32_t idx = 0;
+	struct obj *o;
+	size_t n = 0;
+
+	infos = reply_alloc(r, sizeof(*infos) * OBJ_LIST_PAGE);
+	ptrs = reply_alloc(r, sizeof(*ptrs) * OBJ_LIST_PAGE);
+	if (!out || !infos || !ptrs)
+		return reply_error(r, -ENOMEM, "out of memory");
+	rdmab__list_objects_reply__init(out);
+	TAILQ_FOREACH(o, &reg->objs, link) {
+		Rdmab__ObjectInfo *oi = &infos[n];
+
+		if (!obj_listed(o, c, admin, q))
+			continue;
+		if (idx++ < q->offset || n == OBJ_LIST_PAGE)
+			continue;
+		rdmab__object_info__init(oi);
+		oi->id = o->id;
+		oi->kind = o->kind;
+		oi->handle = o->handle;
+		oi->client_id = o->owner->client_id;
+		oi->pid = (uint32_t)o->owner->pid;
+		oi->context_id = o->ctx->id;
+		oi->domain = o->ctx->domain->name;
+		oi->device = o->ctx->dev->name;
+		oi->state = (Rdmab__ObjectInfo__State)obj_state(o);
+		oi->age_usec = now - o->born_usec;
+		ptrs[n++] = oi;
+	}
+	out->objects = ptrs;
+	out->n_objects = n;
+	out->total = idx;
+	r->msg.body_case = RDMAB__REPLY__BODY_LIST_OBJECTS;
+	r->msg.list_objects = out;
+	return 0;
+}
+
+int h_admin_evict(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r)
+{
+	uint64_t id = req->evict->client_id;
+	Rdmab__EvictReply *out = reply_alloc(r, sizeof(*out));
+	struct conn *t;
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	/* Administrators only: H_ADMIN. */
+	TAILQ_FOREACH(t, &c->srv->conns, link)
+		if (t->id == id && t->hello_done)
+			break;
+	if (!t)
+		return reply_error(r, -ENOENT, "client %" PRIu64 " is not "
+					       "connected",
+				   id);
+	log_notice("client %" PRIu64 " (pid %d, uid %u) evicted by client "
+		   "%" PRIu64 " (uid %u)",
+		   t->id, (int)t->cred.pid, t->cred.uid, c->id, c->cred.uid);
+	rdmab__evict_reply__init(out);
+	r->msg.body_case = RDMAB__REPLY__BODY_EVICT;
+	r->msg.evict = out;
+	if (t == c) {
+		/* The reply first: dispatch closes after sending it. */
+		c->closing = true;
+		return 0;
+	}
+	dispatch_error(t, 0, ECONNRESET,
+		       "an administrator ended this session (rdmabrokerctl "
+		       "evict)");
+	conn_close_after_flush(t);
+	return 0;
+}

@@ -1,0 +1,360 @@
+// SPDX-License-Identifier: MIT
+/* The object registry's records, owners, quota and lookups (objects.h). */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dispatch.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/objects.h"
+#include "daemon/server.h"
+
+const enum ibc_obj_kind obj_cleanup_order[] = {
+	IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL, IBC_OBJ_SRQ,
+	IBC_OBJ_WQ,   IBC_OBJ_CQ, IBC_OBJ_MW,	   IBC_OBJ_MR,
+	IBC_OBJ_AH,   IBC_OBJ_DM, IBC_OBJ_XRCD,	   IBC_OBJ_PD,
+};
+const unsigned int obj_cleanup_kinds =
+	sizeof(obj_cleanup_order) / sizeof(obj_cleanup_order[0]);
+
+#define OBJ_HASH_MIN 256
+
+uint64_t objects_now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* --- ids ------------------------------------------------------------------ */
+
+/* Ids are handed out in order, so the low bits spread them evenly. */
+static struct obj **hash_slot(struct registry *reg, uint64_t id)
+{
+	return &reg->hash[id & (reg->hash_size - 1)];
+}
+
+static int hash_grow(struct registry *reg)
+{
+	size_t size = reg->hash_size * 2;
+	struct obj **h = calloc(size, sizeof(*h));
+	struct obj *o;
+
+	if (!h)
+		return -ENOMEM;
+	for (size_t i = 0; i < reg->hash_size; i++)
+		while ((o = reg->hash[i])) {
+			reg->hash[i] = o->hash_next;
+			o->hash_next = h[o->id & (size - 1)];
+			h[o->id & (size - 1)] = o;
+		}
+	free(reg->hash);
+	reg->hash = h;
+	reg->hash_size = size;
+	return 0;
+}
+
+static struct obj *hash_find(struct registry *reg, uint64_t id)
+{
+	struct obj *o = *hash_slot(reg, id);
+
+	while (o && o->id != id)
+		o = o->hash_next;
+	return o;
+}
+
+static void hash_remove(struct registry *reg, struct obj *o)
+{
+	struct obj **p = hash_slot(reg, o->id);
+
+	while (*p != o)
+		p = &(*p)->hash_next;
+	*p = o->hash_next;
+}
+
+/* --- owners --------------------------------------------------------------- */
+
+static struct obj_owner *owner_of(struct conn *c)
+{
+	struct registry *reg = c->srv->registry;
+	struct obj_owner *ow = c->owner;
+
+	if (ow)
+		return ow;
+	ow = calloc(1, sizeof(*ow));
+	if (!ow)
+		return NULL;
+	ow->reg = reg;
+	ow->conn = c;
+	ow->client_id = c->id;
+	ow->pid = c->cred.pid;
+	ow->state = OWNER_LIVE;
+	ow->pidfd = -1;
+	for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++)
+		TAILQ_INIT(&ow->kinds[k]);
+	TAILQ_INSERT_TAIL(&reg->owners, ow, link);
+	c->owner = ow;
+	return ow;
+}
+
+void objects_owner_put(struct obj_owner *ow)
+{
+	if (ow->state == OWNER_LIVE || ow->n_objs || ow->n_intents)
+		return;
+	TAILQ_REMOVE(&ow->reg->owners, ow, link);
+	if (ow->ev)
+		event_free(ow->ev);
+	if (ow->pidfd >= 0)
+		close(ow->pidfd);
+	free(ow);
+}
+
+/* --- records -------------------------------------------------------------- */
+
+int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
+		bool intent, bool made_here, uint32_t handle, struct reply *r,
+		struct obj **ret)
+{
+	struct registry *reg = c->srv->registry;
+	struct obj_owner *ow;
+	struct obj *o;
+	int err;
+
+	if (reg->n_objs >= reg->hash_size && hash_grow(reg) < 0)
+		return reply_error(r, -ENOMEM, "out of memory");
+	ow = owner_of(c);
+	o = calloc(1, sizeof(*o));
+	if (!ow || !o) {
+		free(o);
+		return reply_error(r, -ENOMEM, "out of memory");
+	}
+	err = domain_charge_objects(x->domain, 1, r);
+	if (err < 0) {
+		free(o);
+		return err;
+	}
+	o->owner = ow;
+	o->ctx = x;
+	o->id = ++reg->next_id;
+	o->born_usec = objects_now_usec();
+	o->kind = kind;
+	o->handle = intent ? 0 : handle;
+	o->intent = intent;
+	o->made_here = made_here;
+	TAILQ_INSERT_TAIL(&reg->objs, o, link);
+	TAILQ_INSERT_TAIL(&ow->kinds[kind], o, kind_link);
+	o->hash_next = *hash_slot(reg, o->id);
+	*hash_slot(reg, o->id) = o;
+	reg->n_objs++;
+	if (intent)
+		ow->n_intents++;
+	else
+		ow->n_objs++;
+	dctx_obj_hold(x);
+	*ret = o;
+	return 0;
+}
+
+struct obj *objects_find(struct conn *c, uint64_t id)
+{
+	struct obj *o;
+
+	if (!c->owner)
+		return NULL;
+	o = hash_find(c->srv->registry, id);
+	return o && o->owner == c->owner ? o : NULL;
+}
+
+void objects_set_handle(struct obj *o, uint32_t handle)
+{
+	o->handle = handle;
+	o->intent = false;
+	o->owner->n_intents--;
+	o->owner->n_objs++;
+}
+
+/* Take @o out of the registry; its charge is the caller's. */
+static void obj_unlink(struct obj *o)
+{
+	struct obj_owner *ow = o->owner;
+	struct registry *reg = ow->reg;
+	struct dctx *x = o->ctx;
+
+	TAILQ_REMOVE(&reg->objs, o, link);
+	TAILQ_REMOVE(&ow->kinds[o->kind], o, kind_link);
+	hash_remove(reg, o);
+	reg->n_objs--;
+	if (o->intent)
+		ow->n_intents--;
+	else
+		ow->n_objs--;
+	if (o->stuck)
+		ow->stuck--;
+	free(o);
+	dctx_obj_release(reg->srv, x);
+}
+
+void objects_remove(struct obj *o)
+{
+	domain_uncharge_objects(o->ctx->domain, 1);
+	obj_unlink(o);
+}
+
+void objects_drop_intent(struct obj *o)
+{
+	o->ctx->unaccounted++;
+	obj_unlink(o);
+}
+
+int obj_state(const struct obj *o)
+{
+	if (o->intent)
+		return RDMAB__OBJECT_INFO__STATE__INTENT;
+	if (o->stuck)
+		return RDMAB__OBJECT_INFO__STATE__STUCK;
+	switch (o->owner->state) {
+	case OWNER_LIVE:
+		return RDMAB__OBJECT_INFO__STATE__LIVE;
+	case OWNER_DETACHED:
+		return RDMAB__OBJECT_INFO__STATE__DETACHED;
+	default:
+		return RDMAB__OBJECT_INFO__STATE__DESTROYING;
+	}
+}
+
+/* --- what requests do ----------------------------------------------------- */
+
+int objects_destroy_request(struct conn *c, uint64_t id,
+			    struct device_why *why)
+{
+	struct obj *o = objects_find(c, id);
+	int ret;
+
+	if (!o)
+		return device_why(why, -ENOENT,
+				  "object %" PRIu64 " is not one of this "
+				  "session's",
+				  id);
+	/* A verbs client destroys its objects itself, after this
+	 * unregister; a soft object is the broker's to destroy. */
+	if (o->made_here && o->ctx->dc) {
+		ret = o->ctx->dev->ctx_ops->obj_destroy(o->ctx->dc, o->kind,
+							o->handle, why);
+		if (ret < 0)
+			return ret;
+	}
+	objects_remove(o);
+	return 0;
+}
+
+int objects_register_request(struct conn *c, uint64_t id, uint32_t handle,
+			     struct device_why *why)
+{
+	struct obj *o = objects_find(c, id);
+
+	if (!o)
+		return device_why(why, -ENOENT,
+				  "object %" PRIu64 " is not one of this "
+				  "session's",
+				  id);
+	if (!o->intent)
+		return device_why(why, -EINVAL,
+				  "object %" PRIu64 " is registered already "
+				  "(handle %u)",
+				  id, o->handle);
+	objects_set_handle(o, handle);
+	return 0;
+}
+
+/* --- the registry --------------------------------------------------------- */
+
+/* The kernel frees a removed device's objects with its contexts: the
+ * records go, whatever their state. */
+static void objects_device_gone(struct server *srv, const void *what,
+				void *data)
+{
+	const struct notify_device_gone *gone = what;
+	struct registry *reg = data;
+	struct obj_owner *ow, *otmp;
+	struct obj *o, *tmp;
+	unsigned int n = 0;
+
+	TAILQ_FOREACH_SAFE(o, &reg->objs, link, tmp)
+		if (o->ctx->dev == gone->dev) {
+			objects_remove(o);
+			n++;
+		}
+	TAILQ_FOREACH_SAFE(ow, &reg->owners, link, otmp)
+		objects_owner_put(ow);
+	if (n)
+		log_info("%s: %u objects of its contexts left the registry",
+			 gone->dev->name, n);
+}
+
+int objects_init(struct server *srv)
+{
+	struct registry *reg = calloc(1, sizeof(*reg));
+
+	if (!reg)
+		return -ENOMEM;
+	reg->hash = calloc(OBJ_HASH_MIN, sizeof(*reg->hash));
+	if (!reg->hash) {
+		free(reg);
+		return -ENOMEM;
+	}
+	reg->hash_size = OBJ_HASH_MIN;
+	reg->srv = srv;
+	reg->slice = OBJ_SLICE;
+	reg->rounds = OBJ_ROUNDS;
+	reg->backoff_ms = OBJ_BACKOFF_MS;
+	TAILQ_INIT(&reg->objs);
+	TAILQ_INIT(&reg->owners);
+	srv->registry = reg;
+	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
+				objects_device_gone, reg);
+}
+
+void objects_fini(struct server *srv)
+{
+	struct registry *reg = srv->registry;
+	struct obj_owner *ow;
+	struct obj *o;
+
+	if (!reg)
+		return;
+	while ((o = TAILQ_FIRST(&reg->objs))) {
+		TAILQ_REMOVE(&reg->objs, o, link);
+		free(o);
+	}
+	while ((ow = TAILQ_FIRST(&reg->owners))) {
+		TAILQ_REMOVE(&reg->owners, ow, link);
+		if (ow->conn)
+			ow->conn->owner = NULL;
+		if (ow->ev)
+			event_free(ow->ev);
+		if (ow->pidfd >= 0)
+			close(ow->pidfd);
+		free(ow);
+	}
+	free(reg->hash);
+	free(reg);
+	srv->registry = NULL;
+}
+
+void objects_set_family(struct registry *reg, enum ibc_obj_kind kind,
+			const struct obj_family *fam)
+{
+	reg->families[kind] = *fam;
+}

@@ -1,0 +1,186 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The object registry (DESIGN §5; proto/README.md, "The registry
+ * invariant"): every object a client made in a shared context, under its
+ * owner, keyed by a broker-wide id that is never reused. Handles are not
+ * keys: the kernel hands out the lowest free one at once, so two records
+ * of one context may name the same handle (one client's unregister not yet
+ * read, another's register of the reused handle) until the first goes.
+ *
+ * An owner is a client session and outlives it: when the session ends
+ * while its process lives, the objects stay, detached, until the process
+ * is seen dead (its pidfd); only then are they destroyed by handle, in
+ * rounds in dependency order, a slice at a time (obj-cleanup.c).
+ *
+ * objects.c keeps the records, the quota and the lookups; obj-cleanup.c
+ * the end of sessions and the cleanup; obj-handlers.c the requests.
+ */
+#ifndef RDMAB_OBJECTS_H
+#define RDMAB_OBJECTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/device.h"
+#include "daemon/queue.h"
+
+struct server;
+struct conn;
+struct dctx;
+struct reply;
+struct event;
+
+enum owner_state {
+	/* Its session is open. */
+	OWNER_LIVE,
+	/* The session ended, the process lives. */
+	OWNER_DETACHED,
+	/* The process is gone: its objects are being destroyed. */
+	OWNER_DEAD,
+};
+
+struct obj {
+	TAILQ_ENTRY(obj) link; /* the registry's, in id order */
+	TAILQ_ENTRY(obj) kind_link; /* the owner's list of its kind */
+	struct obj *hash_next;
+	struct obj_owner *owner;
+	struct dctx *ctx;
+	uint64_t id;
+	uint64_t born_usec;
+	enum ibc_obj_kind kind;
+	uint32_t handle;
+	/* Declared (verbs), the handle not registered yet. */
+	bool intent;
+	/* The broker made it (soft): destroying it is the broker's. */
+	bool made_here;
+	/* The cleanup gave up on it; kept, shown, logged once. */
+	bool stuck;
+	/* The cleanup round that last tried it. */
+	unsigned int tried;
+};
+
+struct obj_owner {
+	TAILQ_ENTRY(obj_owner) link;
+	struct registry *reg;
+	/* NULL once the session ended. */
+	struct conn *conn;
+	uint64_t client_id;
+	pid_t pid;
+	enum owner_state state;
+	/* Polls readable once the process is gone (taken from the session
+	 * when it ends); -1 before. */
+	int pidfd;
+	/* The pidfd, then the cleanup's slices and rounds. */
+	struct event *ev;
+	TAILQ_HEAD(, obj) kinds[OBJ_KIND_COUNT];
+	/* Registered objects (stuck ones too), and open intents. */
+	unsigned int n_objs;
+	unsigned int n_intents;
+	/* The cleanup's place: round, and position in obj_cleanup_order;
+	 * when it started and with how many objects. */
+	unsigned int round;
+	unsigned int rank;
+	unsigned int stuck;
+	uint64_t dead_usec;
+	unsigned int n_at_death;
+};
+
+/*
+ * A resource family acts before one of its objects is destroyed by the
+ * cleanup (RSS rebuilds a table without a dead client's WQ). A negative
+ * errno keeps the object for the next round.
+ */
+struct obj_family {
+	int (*before_destroy)(struct server *srv, struct obj *o, void *data);
+	void *data;
+};
+
+/* Destroys per event-loop turn, cleanup rounds, and the wait before the
+ * second round (doubled for each later one). */
+#define OBJ_SLICE 64
+#define OBJ_ROUNDS 8
+#define OBJ_BACKOFF_MS 10
+
+struct registry {
+	struct server *srv;
+	TAILQ_HEAD(, obj) objs;
+	TAILQ_HEAD(, obj_owner) owners;
+	struct obj **hash;
+	size_t hash_size;
+	uint64_t next_id;
+	unsigned int n_objs;
+	struct obj_family families[OBJ_KIND_COUNT];
+	/* OBJ_SLICE, OBJ_ROUNDS and OBJ_BACKOFF_MS, which tests may
+	 * change. */
+	unsigned int slice;
+	unsigned int rounds;
+	unsigned int backoff_ms;
+};
+
+/* The order the cleanup destroys in: what uses another object goes before
+ * it (flow, QP, indirection table, SRQ, WQ, CQ, MW, MR, AH, DM, XRCD,
+ * PD). */
+extern const enum ibc_obj_kind obj_cleanup_order[];
+extern const unsigned int obj_cleanup_kinds;
+
+/* Set up srv->registry and follow device removals. 0 or -ENOMEM. */
+int objects_init(struct server *srv);
+/* Daemon exit: forget every record (the kernel frees what processes no
+ * longer hold); destroys nothing. */
+void objects_fini(struct server *srv);
+
+/* Let @fam act before the cleanup destroys an object of @kind. */
+void objects_set_family(struct registry *reg, enum ibc_obj_kind kind,
+			const struct obj_family *fam);
+
+/*
+ * Add a record for @c in context @x, charged to the domain's objects
+ * quota (-EDQUOT naming the domain, in @r, when over it). An @intent has
+ * no handle yet.
+ */
+int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
+		bool intent, bool made_here, uint32_t handle, struct reply *r,
+		struct obj **ret);
+/* The record @id of @c's session; NULL for any other (another session's,
+ * another domain's, none: one answer). */
+struct obj *objects_find(struct conn *c, uint64_t id);
+/* An intent gets its handle. */
+void objects_set_handle(struct obj *o, uint32_t handle);
+/* Forget @o and give its quota back. */
+void objects_remove(struct obj *o);
+/* A dead client's intent: it may or may not have made an object, so its
+ * charge stays, counted as unaccounted in its context; the record goes. */
+void objects_drop_intent(struct obj *o);
+
+/*
+ * Destroy or unregister @c's object @id, as an ObjDestroyRequest asks:
+ * the broker destroys what it made (soft; -EBUSY and the device's other
+ * errors leave it), forgets what the client made (an unregister, or the
+ * cancel of an intent). -ENOENT when @c has no object @id. The sentence
+ * goes to @why.
+ */
+int objects_destroy_request(struct conn *c, uint64_t id,
+			    struct device_why *why);
+/* Register @handle for @c's intent @id (ObjRegisterRequest): -ENOENT, or
+ * -EINVAL when it is registered already. */
+int objects_register_request(struct conn *c, uint64_t id, uint32_t handle,
+			     struct device_why *why);
+
+/* What a listing shows: an RDMAB__OBJECT_INFO__STATE__* value. */
+int obj_state(const struct obj *o);
+uint64_t objects_now_usec(void);
+
+/*
+ * The session of @c ends (called by conn_close first): what it still sent
+ * is read and its registers and unregisters applied (nothing can be
+ * queued after that), then its objects stay, detached, until its process
+ * is gone (obj-cleanup.c).
+ */
+void objects_conn_closing(struct conn *c);
+/* The owner's process is gone: destroy its objects (obj-cleanup.c). */
+void objects_owner_dead(struct obj_owner *ow);
+/* Free @ow once it holds nothing and its session has ended. */
+void objects_owner_put(struct obj_owner *ow);
+
+#endif

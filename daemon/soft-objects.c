@@ -1,0 +1,463 @@
+// SPDX-License-Identifier: MIT
+/* The soft device's object records (soft-objects.h states the rules). */
+#include "config.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <infiniband/verbs.h>
+
+#include "daemon/soft-objects.h"
+
+/* The most objects one record uses: a QP's two CQs and SRQ (the PD is
+ * counted apart). */
+#define SOFT_REC_USES 3
+/* QP and SRQ numbers are 24 bits; the lowest are the special QPs'. */
+#define SOFT_FIRST_NUM 0x100
+#define SOFT_NUM_MASK 0xffffff
+
+struct soft_rec {
+	uint8_t kind; /* IBC_OBJ_NONE: the handle is free */
+	uint8_t n_uses;
+	bool uses_pd;
+	/* Objects that use this one. */
+	uint32_t usecnt;
+	uint32_t uses[SOFT_REC_USES];
+};
+
+/* The access flags the kernel takes (ib_check_mr_access). */
+#define SOFT_MR_ACCESS                                                   \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |               \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |              \
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB | \
+	 IBV_ACCESS_RELAXED_ORDERING)
+
+static uint32_t round_pow2(uint32_t v)
+{
+	uint32_t p = 1;
+
+	while (p < v && p < (1u << 31))
+		p <<= 1;
+	return v ? p : 0;
+}
+
+static struct soft_rec *soft_rec(struct soft_objs *o, uint32_t handle)
+{
+	return handle < o->cap && o->recs[handle].kind != IBC_OBJ_NONE ?
+		       &o->recs[handle] :
+		       NULL;
+}
+
+/* The lowest free handle, growing the table when every one is taken. */
+static int soft_alloc(struct soft_objs *o, uint32_t *ret)
+{
+	uint32_t h = o->low;
+
+	while (h < o->cap && o->recs[h].kind != IBC_OBJ_NONE)
+		h++;
+	if (h == o->cap) {
+		uint32_t cap = o->cap ? o->cap * 2 : 64;
+		struct soft_rec *r;
+
+		if (cap <= o->cap)
+			return -ENOMEM;
+		r = realloc(o->recs, cap * sizeof(*r));
+		if (!r)
+			return -ENOMEM;
+		memset(r + o->cap, 0, (cap - o->cap) * sizeof(*r));
+		o->recs = r;
+		o->cap = cap;
+	}
+	o->low = h + 1;
+	*ret = h;
+	return 0;
+}
+
+int soft_objs_init(struct soft_objs *o, struct soft_dev *sd,
+		   const struct device *dev)
+{
+	uint32_t pd;
+	int ret;
+
+	memset(o, 0, sizeof(*o));
+	o->sd = sd;
+	o->dev = dev;
+	ret = soft_alloc(o, &pd);
+	if (ret < 0)
+		return ret;
+	o->recs[pd].kind = IBC_OBJ_PD;
+	sd->count[IBC_OBJ_PD]++;
+	return 0;
+}
+
+void soft_objs_fini(struct soft_objs *o)
+{
+	for (uint32_t h = 0; h < o->cap; h++)
+		if (o->recs[h].kind != IBC_OBJ_NONE)
+			o->sd->count[o->recs[h].kind]--;
+	free(o->recs);
+	memset(o, 0, sizeof(*o));
+}
+
+/* The object in slot @slot of @spec, which must be of @kind; NULL with a
+ * sentence when it is not. */
+static struct soft_rec *soft_use(struct soft_objs *o,
+				 const struct obj_spec *spec,
+				 unsigned int slot, enum ibc_obj_kind kind,
+				 const char *what, struct device_why *why)
+{
+	struct soft_rec *r = soft_rec(o, spec->uses[slot]);
+
+	if (!r) {
+		device_why(why, -EINVAL,
+			   "%s: the %s (handle %u) names no object",
+			   o->dev->name, what, spec->uses[slot]);
+		return NULL;
+	}
+	if (r->kind != kind) {
+		device_why(why, -EINVAL, "%s: the %s (handle %u) is of kind %s",
+			   o->dev->name, what, spec->uses[slot],
+			   obj_kind_name(r->kind));
+		return NULL;
+	}
+	return r;
+}
+
+static int soft_check_cq(struct soft_objs *o, const struct obj_attr *a,
+			 struct obj_attr *given, struct device_why *why)
+{
+	const struct device_caps *caps = &o->dev->caps;
+
+	if (a->cqe < 1 || a->cqe > caps->max_cqe)
+		return device_why(why, -EINVAL,
+				  "%s: a CQ of %u entries (1 to max_cqe %u)",
+				  o->dev->name, a->cqe, caps->max_cqe);
+	if (a->comp_vector >= SOFT_COMP_VECTORS)
+		return device_why(why, -EINVAL,
+				  "%s: completion vector %u (it has %u)",
+				  o->dev->name, a->comp_vector,
+				  SOFT_COMP_VECTORS);
+	/* mlx5: a power of two, one entry kept back. */
+	given->cqe = round_pow2(a->cqe + 1) - 1;
+	given->comp_vector = a->comp_vector;
+	return 0;
+}
+
+static int soft_check_wrs(struct soft_objs *o, const char *what, uint32_t wr,
+			  uint32_t sge, struct device_why *why)
+{
+	const struct device_caps *caps = &o->dev->caps;
+
+	if (wr > caps->max_qp_wr)
+		return device_why(why, -EINVAL,
+				  "%s: %u %s work requests (max_qp_wr %u)",
+				  o->dev->name, wr, what, caps->max_qp_wr);
+	if (sge > caps->max_sge)
+		return device_why(why, -EINVAL,
+				  "%s: %u %s scatter/gather entries "
+				  "(max_sge %u)",
+				  o->dev->name, sge, what, caps->max_sge);
+	return 0;
+}
+
+static int soft_check_qp(struct soft_objs *o, const struct obj_spec *spec,
+			 struct obj_attr *given, struct soft_rec *rec,
+			 struct device_why *why)
+{
+	const struct obj_attr *a = &spec->attr;
+	bool xrc = a->qp_type == IBV_QPT_XRC_SEND;
+	bool srq = spec->used & (1u << OBJ_USE_SRQ);
+	int ret;
+
+	switch (a->qp_type) {
+	case IBV_QPT_RC:
+	case IBV_QPT_UC:
+	case IBV_QPT_UD:
+	case IBV_QPT_XRC_SEND:
+		break;
+	case IBV_QPT_RAW_PACKET:
+		return device_why(why, -EOPNOTSUPP,
+				  "%s has no raw packet QPs", o->dev->name);
+	default:
+		return device_why(why, -EINVAL,
+				  "%s: QP type %u (RC, UC, UD or XRC_SEND)",
+				  o->dev->name, a->qp_type);
+	}
+	if (!(spec->used & (1u << OBJ_USE_SEND_CQ)))
+		return device_why(why, -EINVAL, "%s: a QP needs a send CQ",
+				  o->dev->name);
+	if (!xrc && !(spec->used & (1u << OBJ_USE_RECV_CQ)))
+		return device_why(why, -EINVAL, "%s: a QP needs a receive CQ",
+				  o->dev->name);
+	if (xrc && (spec->used & ~(1u << OBJ_USE_SEND_CQ)))
+		return device_why(why, -EINVAL,
+				  "%s: an XRC_SEND QP has no receive side "
+				  "(no receive CQ, no SRQ)",
+				  o->dev->name);
+	if (spec->used & ~((1u << OBJ_USE_SEND_CQ) | (1u << OBJ_USE_RECV_CQ) |
+			   (1u << OBJ_USE_SRQ)))
+		return device_why(why, -EINVAL,
+				  "%s: a QP uses two CQs and an SRQ at most",
+				  o->dev->name);
+	ret = soft_check_wrs(o, "send", a->max_send_wr, a->max_send_sge, why);
+	if (ret == 0 && !xrc && !srq)
+		ret = soft_check_wrs(o, "receive", a->max_recv_wr,
+				     a->max_recv_sge, why);
+	if (ret < 0)
+		return ret;
+	if (a->max_inline_data > SOFT_MAX_INLINE_DATA)
+		return device_why(why, -EINVAL,
+				  "%s: %u bytes of inline data (at most %u)",
+				  o->dev->name, a->max_inline_data,
+				  SOFT_MAX_INLINE_DATA);
+	if (!soft_use(o, spec, OBJ_USE_SEND_CQ, IBC_OBJ_CQ, "send CQ", why))
+		return -EINVAL;
+	rec->uses[rec->n_uses++] = spec->uses[OBJ_USE_SEND_CQ];
+	if (!xrc) {
+		if (!soft_use(o, spec, OBJ_USE_RECV_CQ, IBC_OBJ_CQ,
+			      "receive CQ", why))
+			return -EINVAL;
+		rec->uses[rec->n_uses++] = spec->uses[OBJ_USE_RECV_CQ];
+	}
+	if (srq) {
+		if (!soft_use(o, spec, OBJ_USE_SRQ, IBC_OBJ_SRQ, "SRQ", why))
+			return -EINVAL;
+		rec->uses[rec->n_uses++] = spec->uses[OBJ_USE_SRQ];
+	}
+	given->qp_type = a->qp_type;
+	given->sq_sig_all = !!a->sq_sig_all;
+	/* mlx5 sizes work queues in powers of two and reports them. */
+	given->max_send_wr = round_pow2(a->max_send_wr);
+	given->max_send_sge = a->max_send_sge;
+	given->max_inline_data = a->max_inline_data;
+	if (!xrc && !srq) {
+		given->max_recv_wr = round_pow2(a->max_recv_wr);
+		given->max_recv_sge = a->max_recv_sge;
+	}
+	rec->uses_pd = true;
+	return 0;
+}
+
+static int soft_check_srq(struct soft_objs *o, const struct obj_spec *spec,
+			  struct obj_attr *given, struct device_why *why)
+{
+	const struct device_caps *caps = &o->dev->caps;
+	const struct obj_attr *a = &spec->attr;
+
+	if (spec->used)
+		return device_why(why, -EINVAL,
+				  "%s: a basic SRQ uses no CQ (XRC SRQs need "
+				  "an XRC domain)",
+				  o->dev->name);
+	if (a->max_wr < 1 || a->max_wr > caps->max_srq_wr)
+		return device_why(why, -EINVAL,
+				  "%s: an SRQ of %u work requests (1 to "
+				  "max_srq_wr %u)",
+				  o->dev->name, a->max_wr, caps->max_srq_wr);
+	if (a->max_sge > caps->max_srq_sge)
+		return device_why(why, -EINVAL,
+				  "%s: %u scatter/gather entries per SRQ "
+				  "request (max_srq_sge %u)",
+				  o->dev->name, a->max_sge, caps->max_srq_sge);
+	/* mlx5: a power of two, one kept back; srq_limit is not set at
+	 * creation (ibv_create_srq ignores it). */
+	given->max_wr = round_pow2(a->max_wr + 1) - 1;
+	given->max_sge = a->max_sge ? a->max_sge : 1;
+	return 0;
+}
+
+static int soft_check_wq(struct soft_objs *o, const struct obj_spec *spec,
+			 struct obj_attr *given, struct soft_rec *rec,
+			 struct device_why *why)
+{
+	const struct obj_attr *a = &spec->attr;
+	int ret;
+
+	if (spec->used != 1u << OBJ_USE_CQ)
+		return device_why(why, -EINVAL,
+				  "%s: a receive WQ uses one CQ", o->dev->name);
+	if (a->max_wr < 1)
+		return device_why(why, -EINVAL,
+				  "%s: a WQ needs at least one work request",
+				  o->dev->name);
+	ret = soft_check_wrs(o, "WQ", a->max_wr, a->max_sge, why);
+	if (ret < 0)
+		return ret;
+	if (!soft_use(o, spec, OBJ_USE_CQ, IBC_OBJ_CQ, "CQ", why))
+		return -EINVAL;
+	rec->uses[rec->n_uses++] = spec->uses[OBJ_USE_CQ];
+	given->max_wr = round_pow2(a->max_wr);
+	given->max_sge = a->max_sge ? a->max_sge : 1;
+	rec->uses_pd = true;
+	return 0;
+}
+
+static int soft_check_mr(struct soft_objs *o, const struct obj_attr *a,
+			 struct obj_attr *given, struct device_why *why)
+{
+	const struct device_caps *caps = &o->dev->caps;
+	uint32_t writes = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
+
+	if (a->mr_length == 0 || a->mr_length > caps->max_mr_size ||
+	    a->mr_addr + a->mr_length < a->mr_addr)
+		return device_why(why, -EINVAL,
+				  "%s: an MR of %llu bytes at 0x%llx",
+				  o->dev->name,
+				  (unsigned long long)a->mr_length,
+				  (unsigned long long)a->mr_addr);
+	if (a->mr_access & IBV_ACCESS_ON_DEMAND)
+		return device_why(why, -EOPNOTSUPP,
+				  "%s has no on-demand paging", o->dev->name);
+	if (a->mr_access & ~SOFT_MR_ACCESS)
+		return device_why(why, -EINVAL, "%s: MR access flags 0x%x",
+				  o->dev->name, a->mr_access & ~SOFT_MR_ACCESS);
+	if ((a->mr_access & writes) && !(a->mr_access & IBV_ACCESS_LOCAL_WRITE))
+		return device_why(why, -EINVAL,
+				  "%s: remote write or atomic access needs "
+				  "IBV_ACCESS_LOCAL_WRITE",
+				  o->dev->name);
+	given->mr_addr = a->mr_addr;
+	given->mr_length = a->mr_length;
+	given->mr_access = a->mr_access;
+	return 0;
+}
+
+/* The device-wide maximum of @kind. */
+static uint32_t soft_max(const struct device_caps *caps, enum ibc_obj_kind k)
+{
+	switch (k) {
+	case IBC_OBJ_QP:
+		return caps->max_qp;
+	case IBC_OBJ_CQ:
+		return caps->max_cq;
+	case IBC_OBJ_SRQ:
+		return caps->max_srq;
+	case IBC_OBJ_WQ:
+		return caps->max_wq;
+	case IBC_OBJ_MR:
+		return caps->max_mr;
+	default:
+		return 0;
+	}
+}
+
+static uint32_t soft_next_num(struct soft_dev *sd)
+{
+	uint32_t n = sd->next_num;
+
+	/* Unique until the 24 bits wrap (16 million QPs and SRQs later). */
+	if (n < SOFT_FIRST_NUM || n > SOFT_NUM_MASK)
+		n = SOFT_FIRST_NUM;
+	sd->next_num = n + 1;
+	return n;
+}
+
+int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
+		     struct obj_made *ret, struct device_why *why)
+{
+	struct soft_rec rec = { .kind = (uint8_t)spec->kind };
+	struct obj_made made;
+	struct soft_rec *pd = soft_rec(o, 0);
+	uint32_t h;
+	int err;
+
+	memset(&made, 0, sizeof(made));
+	switch (spec->kind) {
+	case IBC_OBJ_CQ:
+		err = spec->used ? device_why(why, -EINVAL,
+					      "%s: a CQ uses no other object",
+					      o->dev->name) :
+				   soft_check_cq(o, &spec->attr, &made.attr,
+						 why);
+		break;
+	case IBC_OBJ_QP:
+		err = soft_check_qp(o, spec, &made.attr, &rec, why);
+		break;
+	case IBC_OBJ_SRQ:
+		err = soft_check_srq(o, spec, &made.attr, why);
+		rec.uses_pd = true;
+		break;
+	case IBC_OBJ_WQ:
+		err = soft_check_wq(o, spec, &made.attr, &rec, why);
+		break;
+	case IBC_OBJ_MR:
+		err = spec->used ? device_why(why, -EINVAL,
+					      "%s: an MR uses no other object",
+					      o->dev->name) :
+				   soft_check_mr(o, &spec->attr, &made.attr,
+						 why);
+		rec.uses_pd = true;
+		break;
+	default:
+		return device_why(why, -EOPNOTSUPP,
+				  "%s makes CQs, QPs, SRQs, WQs and MRs for "
+				  "clients, not objects of kind %s",
+				  o->dev->name, obj_kind_name(spec->kind));
+	}
+	if (err < 0)
+		return err;
+	if (rec.uses_pd && (!pd || pd->kind != IBC_OBJ_PD))
+		return device_why(why, -EINVAL,
+				  "%s: the context's PD was destroyed",
+				  o->dev->name);
+	if (o->sd->count[spec->kind] >= soft_max(&o->dev->caps, spec->kind))
+		return device_why(why, -ENOMEM,
+				  "%s holds its maximum of %u objects of kind "
+				  "%s",
+				  o->dev->name,
+				  soft_max(&o->dev->caps, spec->kind),
+				  obj_kind_name(spec->kind));
+	err = soft_alloc(o, &h);
+	if (err < 0)
+		return device_why(why, err, "%s: out of memory", o->dev->name);
+	/* soft_alloc may have moved the table. */
+	for (unsigned int i = 0; i < rec.n_uses; i++)
+		o->recs[rec.uses[i]].usecnt++;
+	if (rec.uses_pd)
+		o->recs[0].usecnt++;
+	o->recs[h] = rec;
+	o->sd->count[spec->kind]++;
+	made.handle = h;
+	if (spec->kind == IBC_OBJ_QP || spec->kind == IBC_OBJ_SRQ)
+		made.num = soft_next_num(o->sd);
+	if (spec->kind == IBC_OBJ_MR) {
+		/* mlx5: the mkey index above a key byte; lkey = rkey. */
+		o->sd->next_key = (o->sd->next_key + 1) & SOFT_NUM_MASK;
+		if (!o->sd->next_key)
+			o->sd->next_key = 1;
+		made.lkey = made.rkey = o->sd->next_key << 8;
+	}
+	*ret = made;
+	return 0;
+}
+
+int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
+		      uint32_t handle, struct device_why *why)
+{
+	struct soft_rec *r = soft_rec(o, handle);
+
+	if (!r)
+		return device_why(why, -ENOENT, "%s: handle %u names no object",
+				  o->dev->name, handle);
+	if (r->kind != kind)
+		return device_why(why, -EINVAL,
+				  "%s: handle %u is of kind %s, not %s",
+				  o->dev->name, handle, obj_kind_name(r->kind),
+				  obj_kind_name(kind));
+	if (r->usecnt)
+		return device_why(why, -EBUSY,
+				  "%s: %s handle %u is used by %u other "
+				  "object%s",
+				  o->dev->name, obj_kind_name(kind), handle,
+				  r->usecnt, r->usecnt == 1 ? "" : "s");
+	for (unsigned int i = 0; i < r->n_uses; i++)
+		o->recs[r->uses[i]].usecnt--;
+	if (r->uses_pd)
+		o->recs[0].usecnt--;
+	o->sd->count[kind]--;
+	memset(r, 0, sizeof(*r));
+	if (handle < o->low)
+		o->low = handle;
+	return 0;
+}

@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The soft device's objects: the daemon is this device's kernel, so it
+ * keeps them as records under the kernel's rules.
+ *
+ * - One handle space per context, shared by every kind, lowest free first
+ *   (uverbs allocates from one xarray per file): a destroyed handle is
+ *   reused at once, by anyone in the domain. The context's PD is handle 0.
+ * - A QP needs a send CQ and (but XRC_SEND) a receive CQ of its context, a
+ *   WQ a CQ; QPs, SRQs, WQs and MRs use the PD. An object in use cannot be
+ *   destroyed: -EBUSY, as ib_destroy_cq_user() and friends answer.
+ * - Destroying a handle that names no object is -ENOENT; one that names an
+ *   object of another kind is -EINVAL (rdma_lookup_get_uobject()).
+ * - The device's limits (struct device_caps) are a ConnectX-6's; what an
+ *   object is given is rounded as mlx5 rounds it (device-soft.c documents
+ *   both).
+ */
+#ifndef RDMAB_SOFT_OBJECTS_H
+#define RDMAB_SOFT_OBJECTS_H
+
+#include <stdint.h>
+
+#include "daemon/device.h"
+
+/* Soft-only limits: the soft device carries no data, so these are its own
+ * figures. */
+#define SOFT_MAX_INLINE_DATA 512
+#define SOFT_COMP_VECTORS 64
+
+/* What the device holds across its contexts. */
+struct soft_dev {
+	uint32_t count[OBJ_KIND_COUNT];
+	/* QP and SRQ numbers, MR key indexes: device-wide. */
+	uint32_t next_num;
+	uint32_t next_key;
+};
+
+struct soft_rec;
+
+/* One context's records. */
+struct soft_objs {
+	struct soft_dev *sd;
+	const struct device *dev;
+	struct soft_rec *recs;
+	uint32_t cap;
+	/* Every handle below is taken. */
+	uint32_t low;
+};
+
+/* Records for a new context of @dev; its PD takes handle 0. 0 or
+ * -ENOMEM. */
+int soft_objs_init(struct soft_objs *o, struct soft_dev *sd,
+		   const struct device *dev);
+/* The context closes: its objects go with it, as the kernel frees a
+ * ucontext's. */
+void soft_objs_fini(struct soft_objs *o);
+
+/*
+ * Make the object @spec asks for. Returns 0 with @ret filled (the handle,
+ * QP or SRQ number, keys, and the attributes it was given), or -errno with
+ * a sentence in @why: -EINVAL for attributes beyond the device's limits
+ * or objects of the wrong kind in @spec->uses, -ENOMEM when the device
+ * holds its maximum of that kind, -EOPNOTSUPP for what it does not make.
+ */
+int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
+		     struct obj_made *ret, struct device_why *why);
+/* Destroy by handle: 0, -ENOENT, -EINVAL or -EBUSY (see above). */
+int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
+		      uint32_t handle, struct device_why *why);
+
+#endif

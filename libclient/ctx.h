@@ -1,0 +1,77 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * A context and the table of operations behind it. Each device kind has its
+ * implementation (verbs.c, soft.c); generic code calls through ctx->ops and
+ * never asks which kind it has.
+ */
+#ifndef IBC_CTX_H
+#define IBC_CTX_H
+
+#include "libclient/client.h"
+
+struct ibv_context;
+struct ibv_pd;
+struct ibc_obj;
+struct ibc_obj_args;
+struct ibc_obj_result;
+
+struct ibc_ops {
+	/* For sentences: "soft", "verbs", "own". */
+	const char *name;
+	/*
+	 * Make the context descriptor the broker sent this process's own;
+	 * consumes @fd on every path. May switch ctx->ops (a verbs context
+	 * that cannot be imported is opened here instead).
+	 */
+	int (*attach)(struct ibc_ctx *ctx, int fd);
+	/* Close this process's descriptors of the context. */
+	void (*detach)(struct ibc_ctx *ctx);
+	/*
+	 * Make @o (objects.h) on the device and register it with the broker
+	 * where the context is shared: the soft device's create is one
+	 * request; a verbs one declares an intent, calls the kernel and
+	 * registers the handle without waiting.
+	 */
+	int (*create)(struct ibc_obj *o, const struct ibc_obj_args *a,
+		      struct ibc_obj_result *res);
+	/* Unregister @o and destroy it on the device. */
+	int (*destroy)(struct ibc_obj *o);
+	/* The device is gone, and the broker's records with it: destroy
+	 * what this process holds of @o. */
+	void (*destroy_removed)(struct ibc_obj *o);
+	/* ibc_track and ibc_untrack of a raw libibverbs object. */
+	int (*track)(struct ibc_obj *o);
+	int (*untrack)(struct ibc_obj *o);
+};
+
+extern const struct ibc_ops ibc_soft_ops;
+extern const struct ibc_ops ibc_verbs_ops;
+extern const struct ibc_ops ibc_own_ops;
+
+struct ibc_ctx {
+	struct ibc_client *client;
+	struct ibc_ctx *next;
+	const struct ibc_ops *ops;
+	struct ibc_caps caps;
+	uint32_t pd_handle;
+	/* verbs: the imported or own context, and the domain's PD */
+	struct ibv_context *vctx;
+	struct ibv_pd *vpd;
+	/* The PD constructors use: the domain's, or on a context of this
+	 * process's own, own_pd. */
+	struct ibv_pd *pd;
+	struct ibv_pd *own_pd;
+	/* The objects made or tracked in this context, newest first. */
+	pthread_mutex_t lock;
+	struct ibc_obj *objs;
+	/* soft: the context memfd */
+	int soft_fd;
+	/* The device is gone: this process's descriptors are closed. */
+	bool removed;
+};
+
+/* Whether @ctx's device was removed (its descriptors are closed); read
+ * under the client's lock, which the event dispatch takes to set it. */
+bool ibc_ctx_removed(struct ibc_ctx *ctx);
+
+#endif

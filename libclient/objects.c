@@ -1,0 +1,385 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The common path of every constructor and destructor: the context's list
+ * of objects, which of them use which (a CQ in use by a QP cannot go), the
+ * teardown at close, disconnect and device removal, and the broker
+ * requests that keep the registry exact (proto/README.md, "The registry
+ * invariant").
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "libclient/objects.h"
+
+IBC_EXPORT const char *ibc_obj_kind_str(enum ibc_obj_kind kind)
+{
+	static const char *const names[] = {
+		[IBC_OBJ_NONE] = "none",     [IBC_OBJ_QP] = "QP",
+		[IBC_OBJ_CQ] = "CQ",	     [IBC_OBJ_SRQ] = "SRQ",
+		[IBC_OBJ_WQ] = "WQ",	     [IBC_OBJ_MR] = "MR",
+		[IBC_OBJ_PD] = "PD",	     [IBC_OBJ_RWQ_IND_TBL] = "IND_TBL",
+		[IBC_OBJ_FLOW] = "FLOW",     [IBC_OBJ_DM] = "DM",
+		[IBC_OBJ_XRCD] = "XRCD",     [IBC_OBJ_MW] = "MW",
+		[IBC_OBJ_AH] = "AH",	     [IBC_OBJ_CONTEXT] = "context",
+	};
+
+	if ((unsigned int)kind < sizeof(names) / sizeof(names[0]))
+		return names[kind];
+	return "unknown";
+}
+
+const char *ibc_obj_kind_name(enum ibc_obj_kind kind)
+{
+	return kind == IBC_OBJ_NONE ? "object" : ibc_obj_kind_str(kind);
+}
+
+void ibc_obj_link_locked(struct ibc_obj *o)
+{
+	struct ibc_ctx *ctx = o->ctx;
+
+	o->prev = NULL;
+	o->next = ctx->objs;
+	if (ctx->objs)
+		ctx->objs->prev = o;
+	ctx->objs = o;
+}
+
+static void ibc_obj_unlink_locked(struct ibc_obj *o)
+{
+	if (o->prev)
+		o->prev->next = o->next;
+	else
+		o->ctx->objs = o->next;
+	if (o->next)
+		o->next->prev = o->prev;
+	o->prev = o->next = NULL;
+}
+
+void ibc_obj_link(struct ibc_obj *o)
+{
+	pthread_mutex_lock(&o->ctx->lock);
+	ibc_obj_link_locked(o);
+	pthread_mutex_unlock(&o->ctx->lock);
+}
+
+struct ibc_obj *ibc_obj_unlink_tracked(struct ibc_ctx *ctx,
+				       enum ibc_obj_kind kind, void *vobj)
+{
+	struct ibc_obj *o;
+
+	pthread_mutex_lock(&ctx->lock);
+	for (o = ctx->objs; o; o = o->next)
+		if (o->tracked && o->kind == kind && o->vobj == vobj)
+			break;
+	if (o)
+		ibc_obj_unlink_locked(o);
+	pthread_mutex_unlock(&ctx->lock);
+	return o;
+}
+
+int ibc_obj_check_use(struct ibc_ctx *ctx, const struct ibc_obj *user,
+		      enum ibc_obj_kind kind, const char *what)
+{
+	if (user->ctx != ctx)
+		return ibc_set_error(-EINVAL,
+				     "%s is a %s of another context (%" PRIu64
+				     ", not %" PRIu64 ")",
+				     what, ibc_obj_kind_name(kind),
+				     user->ctx->caps.context_id,
+				     ctx->caps.context_id);
+	if (user->dead)
+		return ibc_set_error(-ENODEV,
+				     "%s: the %s's device %s was removed", what,
+				     ibc_obj_kind_name(kind), ctx->caps.device);
+	return 0;
+}
+
+/* Take or drop @o's uses; ctx->lock held. Taking fails when one of them
+ * is being destroyed. */
+static int ibc_obj_take_uses(struct ibc_obj *o)
+{
+	for (unsigned int i = 0; i < o->n_uses; i++) {
+		const struct ibc_obj *u = o->uses[i];
+
+		if (u->destroying)
+			return ibc_set_error(-EBUSY,
+					     "the %s it would use is being "
+					     "destroyed",
+					     ibc_obj_kind_name(u->kind));
+	}
+	for (unsigned int i = 0; i < o->n_uses; i++)
+		o->uses[i]->users++;
+	return 0;
+}
+
+static void ibc_obj_drop_uses(struct ibc_obj *o)
+{
+	for (unsigned int i = 0; i < o->n_uses; i++)
+		o->uses[i]->users--;
+}
+
+int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
+		   struct ibc_obj_result *res)
+{
+	struct ibc_ctx *ctx = o->ctx;
+	int err;
+
+	if (ibc_ctx_removed(ctx))
+		return ibc_set_error(-ENODEV, "%s was removed: close the "
+					      "context",
+				     ctx->caps.device);
+	/* The uses are taken before the device call, so that a concurrent
+	 * destroy of one of them is refused instead of racing it. */
+	pthread_mutex_lock(&ctx->lock);
+	err = ibc_obj_take_uses(o);
+	pthread_mutex_unlock(&ctx->lock);
+	if (err < 0)
+		return err;
+	err = ctx->ops->create(o, a, res);
+	pthread_mutex_lock(&ctx->lock);
+	if (err < 0)
+		ibc_obj_drop_uses(o);
+	else
+		ibc_obj_link_locked(o);
+	pthread_mutex_unlock(&ctx->lock);
+	if (err == 0)
+		ibc_clear_error();
+	return err;
+}
+
+/* Refuse to destroy @o while this process's objects use it, and keep new
+ * users away while it goes. */
+static int ibc_obj_begin_destroy(struct ibc_obj *o)
+{
+	struct ibc_ctx *ctx = o->ctx;
+	int err = 0;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (o->destroying)
+		err = ibc_set_error(-EBUSY, "the %s is being destroyed by "
+					    "another thread",
+				    ibc_obj_kind_name(o->kind));
+	else if (o->users)
+		err = ibc_set_error(-EBUSY,
+				    "the %s (handle %u) is in use by this "
+				    "process's %s (uses: %u): destroy them "
+				    "first",
+				    ibc_obj_kind_name(o->kind), o->handle,
+				    o->kind == IBC_OBJ_SRQ ? "QPs" :
+							     "QPs or WQs",
+				    o->users);
+	else
+		o->destroying = true;
+	pthread_mutex_unlock(&ctx->lock);
+	return err;
+}
+
+int ibc_obj_destroy(struct ibc_obj *o)
+{
+	struct ibc_ctx *ctx = o->ctx;
+	int err = 0;
+
+	err = ibc_obj_begin_destroy(o);
+	if (err < 0)
+		return err;
+	/* A dead object's kernel side went with its device. */
+	if (!o->dead)
+		err = ctx->ops->destroy(o);
+	pthread_mutex_lock(&ctx->lock);
+	o->destroying = false;
+	if (err == 0) {
+		ibc_obj_drop_uses(o);
+		ibc_obj_unlink_locked(o);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (err < 0)
+		return err;
+	ibc_clear_error();
+	free(o);
+	return 0;
+}
+
+/* Teardown order: what uses others goes first. */
+static const enum ibc_obj_kind ibc_teardown_order[] = {
+	IBC_OBJ_QP, IBC_OBJ_SRQ, IBC_OBJ_WQ, IBC_OBJ_CQ, IBC_OBJ_MR,
+};
+
+void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
+{
+	size_t n = sizeof(ibc_teardown_order) / sizeof(ibc_teardown_order[0]);
+
+	/* Called when no other thread uses the context (ibc_close,
+	 * ibc_disconnect) or from the event dispatch: the list is walked
+	 * again after every destroy, which may call the broker. */
+	for (size_t k = 0; k < n; k++) {
+		struct ibc_obj *o;
+
+		for (;;) {
+			pthread_mutex_lock(&ctx->lock);
+			for (o = ctx->objs; o; o = o->next)
+				if (o->kind == ibc_teardown_order[k] &&
+				    !o->tracked && !o->dead &&
+				    !o->destroying)
+					break;
+			if (o && broker)
+				o->destroying = true;
+			pthread_mutex_unlock(&ctx->lock);
+			if (!o)
+				break;
+			if (broker) {
+				/* At close the broker's failure changes
+				 * nothing: the object is released either
+				 * way, and what the broker still holds goes
+				 * when this process does. */
+				ctx->ops->destroy(o);
+				pthread_mutex_lock(&ctx->lock);
+				ibc_obj_drop_uses(o);
+				ibc_obj_unlink_locked(o);
+				pthread_mutex_unlock(&ctx->lock);
+				free(o);
+			} else {
+				ctx->ops->destroy_removed(o);
+				/* ibc_obj_verbs() reads them in other
+				 * threads. */
+				pthread_mutex_lock(&ctx->lock);
+				o->dead = true;
+				o->vobj = NULL;
+				pthread_mutex_unlock(&ctx->lock);
+			}
+		}
+	}
+}
+
+void ibc_ctx_free_objects(struct ibc_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	while (ctx->objs) {
+		struct ibc_obj *o = ctx->objs;
+
+		ibc_obj_unlink_locked(o);
+		free(o);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void *ibc_obj_verbs(struct ibc_obj *o, enum ibc_obj_kind kind)
+{
+	const char *name = ibc_obj_kind_name(kind);
+	void *vobj;
+	bool dead;
+
+	if (!o) {
+		ibc_set_error(-EINVAL, "the %s is NULL", name);
+		errno = EINVAL;
+		return NULL;
+	}
+	/* ibc_dispatch() may be destroying it in another thread, on device
+	 * removal. */
+	pthread_mutex_lock(&o->ctx->lock);
+	dead = o->dead;
+	vobj = o->vobj;
+	pthread_mutex_unlock(&o->ctx->lock);
+	if (dead) {
+		ibc_set_error(-ENODEV, "the %s's device %s was removed", name,
+			      o->ctx->caps.device);
+		errno = ENODEV;
+		return NULL;
+	}
+	if (!vobj) {
+		ibc_set_error(-EOPNOTSUPP,
+			      "%s is the soft device: its %s has no "
+			      "libibverbs object",
+			      o->ctx->caps.device, name);
+		errno = EOPNOTSUPP;
+		return NULL;
+	}
+	return vobj;
+}
+
+/* --- broker requests -------------------------------------------------- */
+
+int ibc_obj_request(struct ibc_obj *o, Rdmab__ObjCreateRequest__Mode mode,
+		    const Rdmab__ObjAttr *attr, struct ibc_obj_result *res)
+{
+	Rdmab__ObjCreateRequest cr = RDMAB__OBJ_CREATE_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	uint64_t uses[IBC_OBJ_MAX_USES];
+	const Rdmab__ObjCreateReply *oc;
+	Rdmab__ObjAttr wire_attr;
+	struct ibc_reply r;
+	int err;
+
+	cr.context_id = o->ctx->caps.context_id;
+	cr.kind = (uint32_t)o->kind;
+	cr.mode = mode;
+	cr.handle = mode == RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK ? o->handle :
+								    0;
+	for (unsigned int i = 0; i < o->n_uses; i++)
+		uses[i] = o->uses[i]->id;
+	cr.n_uses = o->n_uses;
+	cr.uses = uses;
+	if (attr) {
+		wire_attr = *attr;
+		cr.attr = &wire_attr;
+	}
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_CREATE;
+	req.obj_create = &cr;
+	err = ibc_call(o->ctx->client, &req, NULL, 0, &r);
+	if (err < 0)
+		return err;
+	oc = r.reply->obj_create;
+	if (r.reply->body_case != RDMAB__REPLY__BODY_OBJ_CREATE ||
+	    !oc->object_id) {
+		err = ibc_set_error(-EPROTO, "the broker answered a create "
+					     "without an object id");
+		goto out;
+	}
+	o->id = oc->object_id;
+	if (res) {
+		o->handle = oc->handle;
+		res->qp_num = oc->qp_num;
+		res->lkey = oc->lkey;
+		res->rkey = oc->rkey;
+		if (oc->attr)
+			res->attr = *oc->attr;
+	}
+out:
+	ibc_reply_free(&r);
+	return err;
+}
+
+void ibc_obj_register_nowait(struct ibc_obj *o)
+{
+	Rdmab__ObjRegisterRequest rr = RDMAB__OBJ_REGISTER_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+
+	rr.object_id = o->id;
+	rr.handle = o->handle;
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_REGISTER;
+	req.obj_register = &rr;
+	/* A broker that is gone counts the intent as unaccounted; the object
+	 * works here all the same. */
+	ibc_send_nowait(o->ctx->client, &req);
+}
+
+int ibc_obj_destroy_request(struct ibc_obj *o, bool wait)
+{
+	Rdmab__ObjDestroyRequest dr = RDMAB__OBJ_DESTROY_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ibc_reply r;
+	int err;
+
+	dr.object_id = o->id;
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
+	req.obj_destroy = &dr;
+	if (!wait)
+		return ibc_send_nowait(o->ctx->client, &req);
+	err = ibc_call(o->ctx->client, &req, NULL, 0, &r);
+	if (err == 0)
+		ibc_reply_free(&r);
+	return err;
+}

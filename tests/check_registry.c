@@ -1,0 +1,586 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The registry's cleanup engine, driven in-process (a real server on the
+ * soft device, clients on socketpairs, the event loop turned by hand): the
+ * packets a session sent before it ended are applied, a dead client's
+ * objects go in dependency order and in slices, -EBUSY is retried in later
+ * rounds and gives up into STUCK (logged once), a family acts before its
+ * objects are destroyed, intents of dead clients are counted unaccounted,
+ * and a removed device takes its contexts' objects out of the registry.
+ *
+ * Death is objects_owner_dead(): the clients are this process, which does
+ * not die. A device's obj_destroy is wrapped to see the order and to
+ * answer -EBUSY.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dispatch.h"
+#include "daemon/log.h"
+#include "daemon/objects.h"
+#include "daemon/server.h"
+#include "tests/cklib.h"
+#include "tests/objlib.h"
+#include "tests/testlib.h"
+
+#define MAX_CLIENTS 4
+
+static struct server srv;
+static char *dir;
+static char log_file[300];
+static int saved_stderr = -1;
+static struct ol_client cl[MAX_CLIENTS];
+static struct conn *conns[MAX_CLIENTS];
+
+/* The wrapped obj_destroy. */
+static int (*soft_destroy)(struct device_ctx *, enum ibc_obj_kind, uint32_t,
+			   struct device_why *);
+static enum ibc_obj_kind seen[4096];
+static size_t n_seen;
+/* -EBUSY for this kind, this many times (UINT32_MAX: always). */
+static enum ibc_obj_kind busy_kind;
+static unsigned int busy_left;
+
+static int wrapped_destroy(struct device_ctx *ctx, enum ibc_obj_kind kind,
+			   uint32_t handle, struct device_why *why)
+{
+	if (n_seen < sizeof(seen) / sizeof(seen[0]))
+		seen[n_seen++] = kind;
+	if (kind == busy_kind && busy_left) {
+		if (busy_left != UINT32_MAX)
+			busy_left--;
+		return device_why(why, -EBUSY, "test: %s handle %u is busy",
+				  obj_kind_name(kind), handle);
+	}
+	return soft_destroy(ctx, kind, handle, why);
+}
+
+static void pump(void)
+{
+	event_base_loop(srv.base, EVLOOP_NONBLOCK);
+}
+
+static void setup(void)
+{
+	char sock[256], cfg[256];
+	struct server_options opt = {
+		.socket_path = sock,
+		.config_path = cfg,
+		.device_mode = DEVICE_MODE_SOFT,
+		.socket_mode = 0600,
+		.max_conns = 16,
+		.outq_max = 256 * 1024,
+	};
+	int fd;
+
+	log_max_priority = LOG_INFO;
+	dir = tl_mkdtemp();
+	ck_assert_ptr_nonnull(dir);
+	snprintf(sock, sizeof(sock), "%s/sock", dir);
+	snprintf(cfg, sizeof(cfg), "%s/none.conf", dir);
+	snprintf(log_file, sizeof(log_file), "%s/log", dir);
+	opt.runtime_dir = dir;
+	/* What the daemon logs, to be counted. */
+	fd = open(log_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	fflush(stderr);
+	saved_stderr = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	dup2(fd, 2);
+	close(fd);
+	ck_assert_int_eq(server_init(&srv, &opt), 0);
+	srv.registry->backoff_ms = 1;
+	soft_destroy = srv.devices.dev[0].ctx_ops_table.obj_destroy;
+	srv.devices.dev[0].ctx_ops_table.obj_destroy = wrapped_destroy;
+	n_seen = 0;
+	busy_kind = IBC_OBJ_NONE;
+	busy_left = 0;
+	memset(conns, 0, sizeof(conns));
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		cl[i].fd = -1;
+}
+
+static void teardown(void)
+{
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		ol_close(&cl[i]);
+	server_fini(&srv);
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	tl_rmtree(dir);
+	free(dir);
+}
+
+/* Client @i: a connection of its own, hello, the soft context. */
+static struct ol_client *client(int i)
+{
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX,
+				    SOCK_SEQPACKET | SOCK_NONBLOCK |
+					    SOCK_CLOEXEC,
+				    0, sv),
+			 0);
+	ck_assert_int_eq(conn_new(&srv, sv[0], &conns[i]), 0);
+	ck_assert_int_eq(ol_adopt(&cl[i], sv[1], pump), 0);
+	ck_assert_int_eq(ol_open(&cl[i]), 0);
+	return &cl[i];
+}
+
+#define OK(call)                                                         \
+	do {                                                             \
+		int ok_ret_ = (call);                                    \
+		ck_assert_msg(ok_ret_ == 0, "%s: %s (%s)", #call,        \
+			      strerror(-ok_ret_), ol_error);             \
+	} while (0)
+
+/* The owner of client @i's objects; after its session ended too. */
+static struct obj_owner *owner(int i)
+{
+	struct obj_owner *ow;
+
+	TAILQ_FOREACH(ow, &srv.registry->owners, link)
+		if (ow->client_id == cl[i].client_id)
+			return ow;
+	return NULL;
+}
+
+/* End client @i's session (the daemon's side closes, as at a hang-up). */
+static void hang_up(int i)
+{
+	conn_close(conns[i]);
+	conns[i] = NULL;
+}
+
+/* Run the loop until @ow's cleanup is over (it is freed, or only stuck
+ * objects are left), at most @ms. */
+static void run_cleanup(int i, int ms)
+{
+	int64_t deadline = tl_now_ms() + ms;
+	struct obj_owner *ow;
+
+	while ((ow = owner(i)) && ow->n_objs > ow->stuck &&
+	       tl_now_ms() < deadline)
+		event_base_loop(srv.base, EVLOOP_ONCE);
+}
+
+static int log_count(const char *needle)
+{
+	static char buf[1 << 20];
+	FILE *f;
+	size_t len;
+	int n = 0;
+
+	fflush(stderr);
+	f = fopen(log_file, "re");
+	ck_assert_ptr_nonnull(f);
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	for (char *p = buf; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+/* --- what a session sent before it ended ------------------------------ */
+
+START_TEST(test_drain_at_close)
+{
+	Rdmab__ObjDestroyRequest dq = RDMAB__OBJ_DESTROY_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ol_client *c = client(0);
+	struct ol_obj a, b, d;
+	struct obj_owner *ow;
+
+	OK(ol_cq(c, 4, &a));
+	OK(ol_cq(c, 4, &b));
+	OK(ol_cq(c, 4, &d));
+	/* Sent, not read by the daemon, when the session ends. */
+	dq.object_id = b.id;
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
+	req.obj_destroy = &dq;
+	OK(ol_send(c, &req));
+	hang_up(0);
+	ow = owner(0);
+	ck_assert_ptr_nonnull(ow);
+	ck_assert_int_eq(ow->state, OWNER_DETACHED);
+	ck_assert_uint_eq(ow->n_objs, 2);
+	ck_assert_uint_eq(srv.registry->n_objs, 2);
+	/* Nothing more can be queued. */
+	ck_assert_int_eq(ol_send(c, &req), -EPIPE);
+	objects_owner_dead(ow);
+	run_cleanup(0, 2000);
+	ck_assert_ptr_null(owner(0));
+	ck_assert_uint_eq(srv.registry->n_objs, 0);
+}
+END_TEST
+
+/* What the invariant rests on: after the reading side is shut, what was
+ * queued can still be read, and a send fails instead of being queued. */
+START_TEST(test_seqpacket_cut)
+{
+	char buf[8];
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+				    sv),
+			 0);
+	ck_assert_int_eq(send(sv[1], "a", 1, MSG_NOSIGNAL), 1);
+	ck_assert_int_eq(shutdown(sv[0], SHUT_RD), 0);
+	errno = 0;
+	ck_assert_int_eq(send(sv[1], "b", 1, MSG_NOSIGNAL), -1);
+	ck_assert_int_eq(errno, EPIPE);
+	ck_assert_int_eq(recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT), 1);
+	ck_assert_int_eq(buf[0], 'a');
+	ck_assert_int_eq(recv(sv[0], buf, sizeof(buf), MSG_DONTWAIT), 0);
+	close(sv[0]);
+	close(sv[1]);
+}
+END_TEST
+
+/* A verbs client's way, played on the soft device with its kernel role
+ * switched off: intents, registers and cancels sent without waiting. */
+START_TEST(test_drain_registers)
+{
+	Rdmab__ObjRegisterRequest rq = RDMAB__OBJ_REGISTER_REQUEST__INIT;
+	Rdmab__ObjDestroyRequest dq = RDMAB__OBJ_DESTROY_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ol_client *c = client(0);
+	struct ol_obj i1, i2, i3;
+	struct obj_owner *ow;
+	struct obj *o;
+
+	srv.devices.dev[0].broker_objects = false;
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_QP, NULL, 0, NULL, 0, &i2));
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_MR, NULL, 0, NULL, 0, &i3));
+	rq.object_id = i1.id;
+	rq.handle = 41;
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_REGISTER;
+	req.obj_register = &rq;
+	OK(ol_send(c, &req));
+	dq.object_id = i2.id;
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
+	req.obj_destroy = &dq;
+	OK(ol_send(c, &req));
+	hang_up(0);
+	ow = owner(0);
+	ck_assert_ptr_nonnull(ow);
+	ck_assert_uint_eq(ow->n_objs, 1);
+	ck_assert_uint_eq(ow->n_intents, 1);
+	o = TAILQ_FIRST(&ow->kinds[IBC_OBJ_CQ]);
+	ck_assert_ptr_nonnull(o);
+	ck_assert_uint_eq(o->handle, 41);
+	ck_assert_int_eq(obj_state(o), RDMAB__OBJECT_INFO__STATE__DETACHED);
+	ck_assert_int_eq(obj_state(TAILQ_FIRST(&ow->kinds[IBC_OBJ_MR])),
+			 RDMAB__OBJECT_INFO__STATE__INTENT);
+}
+END_TEST
+
+/* --- the cleanup --------------------------------------------------------- */
+
+START_TEST(test_order)
+{
+	struct ol_client *c = client(0);
+	struct ol_obj cq, cq2, srq, qp, wq, mr;
+	static const enum ibc_obj_kind want[] = { IBC_OBJ_QP, IBC_OBJ_SRQ,
+						  IBC_OBJ_WQ, IBC_OBJ_CQ,
+						  IBC_OBJ_CQ, IBC_OBJ_MR };
+
+	/* Made in an order the cleanup must not follow. */
+	OK(ol_mr(c, 0x1000, 4096, 0, &mr));
+	OK(ol_cq(c, 4, &cq));
+	OK(ol_cq(c, 4, &cq2));
+	OK(ol_srq(c, 4, &srq));
+	OK(ol_wq(c, cq2.id, 4, &wq));
+	OK(ol_qp(c, cq.id, cq.id, srq.id, &qp));
+	hang_up(0);
+	objects_owner_dead(owner(0));
+	run_cleanup(0, 2000);
+	ck_assert_ptr_null(owner(0));
+	ck_assert_uint_eq(n_seen, 6);
+	for (size_t i = 0; i < 6; i++)
+		ck_assert_msg(seen[i] == want[i],
+			      "destroy %zu was a %s, not a %s", i,
+			      obj_kind_name(seen[i]), obj_kind_name(want[i]));
+	ck_assert_int_eq(log_count("is gone: destroying its 6 objects"), 1);
+}
+END_TEST
+
+/* A thousand objects: at most a slice per turn of the loop. */
+START_TEST(test_slices)
+{
+	struct ol_client *c = client(0);
+	struct registry *reg = srv.registry;
+	unsigned int before, turns = 0;
+	struct ol_obj o;
+
+	for (int i = 0; i < 1000; i++)
+		OK(ol_cq(c, 1, &o));
+	hang_up(0);
+	objects_owner_dead(owner(0));
+	before = reg->n_objs;
+	ck_assert_uint_eq(before, 1000);
+	while (reg->n_objs) {
+		event_base_loop(srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		ck_assert_msg(before - reg->n_objs <= OBJ_SLICE,
+			      "%u destroyed in one turn", before - reg->n_objs);
+		before = reg->n_objs;
+		ck_assert_uint_lt(++turns, 10000);
+	}
+	ck_assert_uint_ge(turns, 1000 / OBJ_SLICE);
+	ck_assert_ptr_null(owner(0));
+}
+END_TEST
+
+/* -EBUSY: tried again in a later round; the rest went meanwhile. */
+START_TEST(test_busy_retried)
+{
+	struct ol_client *c = client(0);
+	struct ol_obj cq, qp, mr;
+	size_t cq_tries = 0;
+
+	OK(ol_cq(c, 4, &cq));
+	OK(ol_qp(c, cq.id, cq.id, 0, &qp));
+	OK(ol_mr(c, 0x1000, 4096, 0, &mr));
+	busy_kind = IBC_OBJ_CQ;
+	busy_left = 3;
+	hang_up(0);
+	objects_owner_dead(owner(0));
+	run_cleanup(0, 5000);
+	ck_assert_ptr_null(owner(0));
+	for (size_t i = 0; i < n_seen; i++)
+		cq_tries += seen[i] == IBC_OBJ_CQ;
+	ck_assert_uint_eq(cq_tries, 4);
+	/* QP first; the MR did not wait for the CQ's rounds. */
+	ck_assert_int_eq(seen[0], IBC_OBJ_QP);
+	ck_assert_int_eq(seen[2], IBC_OBJ_MR);
+	ck_assert_int_eq(log_count("is kept"), 0);
+}
+END_TEST
+
+/* -EBUSY every time: kept after the last round, stuck, logged once. */
+START_TEST(test_stuck)
+{
+	struct ol_client *c = client(0), *other = client(1);
+	struct ol_obj cq, cq2, keep;
+	struct obj_owner *ow;
+	size_t cq_tries = 0;
+	uint32_t used = 0, unacc = 0;
+
+	OK(ol_cq(c, 4, &cq));
+	OK(ol_cq(c, 4, &cq2));
+	OK(ol_cq(other, 4, &keep));
+	busy_kind = IBC_OBJ_CQ;
+	busy_left = UINT32_MAX;
+	hang_up(0);
+	ow = owner(0);
+	objects_owner_dead(ow);
+	run_cleanup(0, 10000);
+	ck_assert_ptr_eq(owner(0), ow);
+	ck_assert_uint_eq(ow->stuck, 2);
+	for (size_t i = 0; i < n_seen; i++)
+		cq_tries += seen[i] == IBC_OBJ_CQ;
+	ck_assert_uint_eq(cq_tries, 2 * OBJ_ROUNDS);
+	ck_assert_int_eq(obj_state(TAILQ_FIRST(&ow->kinds[IBC_OBJ_CQ])),
+			 RDMAB__OBJECT_INFO__STATE__STUCK);
+	ck_assert_int_eq(log_count("is kept: test: CQ handle"), 2);
+	ck_assert_int_eq(log_count("2 objects could not be destroyed"), 1);
+	/* Shown, and still charged: PD, two stuck, the other's one. */
+	ck_assert_int_eq(ol_list(other, 0, NULL, NULL, 0), 3);
+	OK(ol_domain(other, other->domain, &used, &unacc));
+	ck_assert_uint_eq(used, 4);
+	/* Nothing runs any more. */
+	n_seen = 0;
+	for (int i = 0; i < 50; i++)
+		event_base_loop(srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	ck_assert_uint_eq(n_seen, 0);
+}
+END_TEST
+
+static unsigned int hook_calls, hook_busy;
+
+static int hook(struct server *s, struct obj *o, void *data)
+{
+	ck_assert_ptr_eq(s, &srv);
+	ck_assert_ptr_eq(data, &hook_calls);
+	ck_assert_int_eq(o->kind, IBC_OBJ_WQ);
+	hook_calls++;
+	/* The family acts before the destroy. */
+	for (size_t i = 0; i < n_seen; i++)
+		ck_assert_int_ne(seen[i], IBC_OBJ_WQ);
+	if (hook_busy) {
+		hook_busy--;
+		return -EBUSY;
+	}
+	return 0;
+}
+
+START_TEST(test_family_hook)
+{
+	struct obj_family fam = { .before_destroy = hook,
+				  .data = &hook_calls };
+	struct ol_client *c = client(0);
+	struct ol_obj cq, wq, qp;
+
+	objects_set_family(srv.registry, IBC_OBJ_WQ, &fam);
+	hook_calls = 0;
+	hook_busy = 1;
+	OK(ol_cq(c, 4, &cq));
+	OK(ol_wq(c, cq.id, 4, &wq));
+	OK(ol_qp(c, cq.id, cq.id, 0, &qp));
+	hang_up(0);
+	objects_owner_dead(owner(0));
+	run_cleanup(0, 5000);
+	ck_assert_ptr_null(owner(0));
+	/* Refused once (then the CQ was busy too), then let go. */
+	ck_assert_uint_eq(hook_calls, 2);
+	ck_assert_int_eq(seen[n_seen - 1], IBC_OBJ_CQ);
+}
+END_TEST
+
+/* A dead client's open intents stay charged, as unaccounted, until the
+ * context closes. */
+START_TEST(test_intents_unaccounted)
+{
+	struct ol_client *c = client(0), *other = client(1);
+	uint32_t used = 0, unacc = 0, objs = 9, cintents = 9;
+	struct ol_obj i1, i2, t;
+
+	srv.devices.dev[0].broker_objects = false;
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_QP, NULL, 0, NULL, 0, &i2));
+	/* Made with raw verbs: a handle the device does not know. */
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
+			  IBC_OBJ_PD, NULL, 0, NULL, 77, &t));
+	ck_assert_uint_eq(t.handle, 77);
+	OK(ol_client(other, c->client_id, &objs, &cintents));
+	ck_assert_uint_eq(objs, 1);
+	ck_assert_uint_eq(cintents, 2);
+	OK(ol_domain(other, other->domain, &used, &unacc));
+	ck_assert_uint_eq(used, 4);
+	ck_assert_uint_eq(unacc, 0);
+	hang_up(0);
+	objects_owner_dead(owner(0));
+	run_cleanup(0, 2000);
+	ck_assert_ptr_null(owner(0));
+	ck_assert_uint_eq(srv.registry->n_objs, 0);
+	ck_assert_int_eq(log_count("PD handle 77 was already gone"), 1);
+	OK(ol_domain(other, other->domain, &used, &unacc));
+	ck_assert_uint_eq(unacc, 2);
+	ck_assert_uint_eq(used, 1 + unacc);
+	/* The last client goes: the context closes, the kernel frees what
+	 * they made, and the charge goes with it. */
+	ol_close(other);
+	hang_up(1);
+	ck_assert(TAILQ_EMPTY(&srv.domains) ||
+		  TAILQ_FIRST(&srv.domains)->used.objects == 0);
+}
+END_TEST
+
+/* The kernel frees a removed device's objects with its contexts. */
+START_TEST(test_device_gone)
+{
+	struct ol_client *a = client(0), *b = client(1);
+	struct ol_obj cq, qp, o;
+	Rdmab__DaemonMessage *m = NULL;
+	struct domain *d;
+
+	OK(ol_cq(a, 4, &cq));
+	OK(ol_qp(a, cq.id, cq.id, 0, &qp));
+	OK(ol_cq(b, 4, &o));
+	hang_up(1);
+	ck_assert_uint_eq(srv.registry->n_objs, 3);
+	notify_device_gone(&srv, &srv.devices.dev[0], "a test removed it");
+	ck_assert_uint_eq(srv.registry->n_objs, 0);
+	ck_assert_ptr_null(owner(1));
+	ck_assert_int_eq(n_seen, 0);
+	/* The event names the client's context. */
+	ck_assert_int_eq(tl_recv_msg(a->fd, 1000, &m), 1);
+	ck_assert_int_eq(m->kind_case, RDMAB__DAEMON_MESSAGE__KIND_EVENT);
+	ck_assert_int_eq(m->event->body_case,
+			 RDMAB__EVENT__BODY_DEVICE_REMOVED);
+	ck_assert_uint_eq(m->event->object_kind, IBC_OBJ_CONTEXT);
+	ck_assert_uint_eq(m->event->object_id, a->ctx_id);
+	ol_free(m);
+	d = TAILQ_FIRST(&srv.domains);
+	ck_assert_ptr_nonnull(d);
+	/* Only the context's PD, until the client closes it. */
+	ck_assert_uint_eq(d->used.objects, 1);
+	ck_assert_int_eq(ol_cq(a, 4, NULL), -ENODEV);
+}
+END_TEST
+
+/* The dispatcher's rows: evict is an administrator's call. */
+START_TEST(test_dispatch_rows)
+{
+	static const struct {
+		unsigned int body;
+		const char *name;
+		unsigned int admin;
+	} rows[] = {
+		{ RDMAB__REQUEST__BODY_OBJ_CREATE, "obj-create", 0 },
+		{ RDMAB__REQUEST__BODY_OBJ_REGISTER, "obj-register", 0 },
+		{ RDMAB__REQUEST__BODY_OBJ_DESTROY, "obj-destroy", 0 },
+		{ RDMAB__REQUEST__BODY_LIST_OBJECTS, "list-objects", 0 },
+		{ RDMAB__REQUEST__BODY_EVICT, "evict", H_ADMIN },
+	};
+
+	for (size_t i = 0; i < sizeof(rows) / sizeof(rows[0]); i++) {
+		const struct handler *h = dispatch_lookup(rows[i].body);
+
+		ck_assert_ptr_nonnull(h);
+		ck_assert_str_eq(h->name, rows[i].name);
+		ck_assert_uint_eq(h->max_fds, 0);
+		ck_assert_uint_ne(h->flags & H_NEEDS_HELLO, 0);
+		ck_assert_uint_eq(h->flags & H_ADMIN, rows[i].admin);
+	}
+}
+END_TEST
+
+static Suite *registry_suite(void)
+{
+	Suite *s = suite_create("registry");
+	TCase *tc;
+
+	tc = tcase_create("cleanup");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_seqpacket_cut);
+	tcase_add_test(tc, test_drain_at_close);
+	tcase_add_test(tc, test_drain_registers);
+	tcase_add_test(tc, test_order);
+	tcase_add_test(tc, test_slices);
+	tcase_add_test(tc, test_busy_retried);
+	tcase_add_test(tc, test_stuck);
+	tcase_add_test(tc, test_family_hook);
+	tcase_add_test(tc, test_intents_unaccounted);
+	tcase_add_test(tc, test_device_gone);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("dispatch");
+	tcase_add_test(tc, test_dispatch_rows);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return ck_run("registry", registry_suite());
+}
