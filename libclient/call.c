@@ -423,6 +423,37 @@ static void ibc_lost_on_send(struct ibc_client *cl, int err)
 	}
 }
 
+/*
+ * Send @req by @deadline and turn a failure into the caller's error and
+ * sentence: a connection found gone is read to its end, a send that timed
+ * out sent nothing (the connection stays usable), any other failure but an
+ * oversized request ends the connection. Lock held.
+ */
+static int ibc_send_checked(struct ibc_client *cl, Rdmab__Request *req,
+			    const int *fds, unsigned int nfds,
+			    int64_t deadline)
+{
+	int err = ibc_send(cl, req, fds, nfds, deadline);
+
+	if (err == -EPIPE || err == -ECONNRESET) {
+		ibc_lost_on_send(cl, err);
+		return ibc_set_error(cl->dead, "%s", cl->dead_message);
+	}
+	if (err == -ETIMEDOUT)
+		return ibc_set_error(err,
+				     "the broker did not take the request "
+				     "within %d ms: it is not reading its "
+				     "socket",
+				     cl->timeout_ms);
+	if (err < 0) {
+		ibc_set_error(err, "cannot send to the broker: %s",
+			      strerror(-err));
+		if (err != -EMSGSIZE)
+			ibc_mark_dead(cl, err, "the broker's socket failed");
+	}
+	return err;
+}
+
 int ibc_call(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
 	     unsigned int nfds, struct ibc_reply *ret)
 {
@@ -444,27 +475,9 @@ int ibc_call(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
 	req->serial = w.serial;
 	if (cl->timeout_ms > 0)
 		deadline = ibc_now_ms() + cl->timeout_ms;
-	err = ibc_send(cl, req, fds, nfds, deadline);
-	if (err == -EPIPE || err == -ECONNRESET) {
-		ibc_lost_on_send(cl, err);
-		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
+	err = ibc_send_checked(cl, req, fds, nfds, deadline);
+	if (err < 0)
 		goto out;
-	}
-	if (err == -ETIMEDOUT) {
-		/* Nothing was sent: the connection is still usable. */
-		ibc_set_error(err,
-			      "the broker did not take the request within "
-			      "%d ms: it is not reading its socket",
-			      cl->timeout_ms);
-		goto out;
-	}
-	if (err < 0) {
-		ibc_set_error(err, "cannot send to the broker: %s",
-			      strerror(-err));
-		if (err != -EMSGSIZE)
-			ibc_mark_dead(cl, err, "the broker's socket failed");
-		goto out;
-	}
 	err = ibc_wait(cl, &w, deadline);
 	if (err == -ETIMEDOUT) {
 		ibc_set_error(err, "the broker did not answer within %d ms",
@@ -501,28 +514,12 @@ int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
 	}
 	req->version = WIRE_PROTOCOL_VERSION;
 	req->serial = ++cl->next_serial;
-	err = ibc_send(cl, req, NULL, 0,
-		       cl->timeout_ms > 0 ? ibc_now_ms() + cl->timeout_ms : 0);
-	if (err == -EPIPE || err == -ECONNRESET) {
-		ibc_lost_on_send(cl, err);
-		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
+	/* On -ETIMEDOUT nothing was sent: the caller keeps its object. */
+	err = ibc_send_checked(cl, req, NULL, 0,
+			       cl->timeout_ms > 0 ?
+				       ibc_now_ms() + cl->timeout_ms : 0);
+	if (err < 0)
 		goto out;
-	}
-	if (err == -ETIMEDOUT) {
-		/* Nothing was sent: the caller keeps its object. */
-		ibc_set_error(err,
-			      "the broker did not take the request within "
-			      "%d ms: it is not reading its socket",
-			      cl->timeout_ms);
-		goto out;
-	}
-	if (err < 0) {
-		ibc_set_error(err, "cannot send to the broker: %s",
-			      strerror(-err));
-		if (err != -EMSGSIZE)
-			ibc_mark_dead(cl, err, "the broker's socket failed");
-		goto out;
-	}
 	/*
 	 * Nobody may read the answers for a long time (a program that
 	 * destroys a thousand objects makes no round trip): read them here,
