@@ -89,8 +89,8 @@ bool wire_flat(const ProtobufCMessageDescriptor *desc)
 
 /* The value of scalar field @f of @m as it goes out in a varint, or the
  * length of its string or bytes; 0 when protobuf-c leaves it out. */
-static uint64_t flat_value(const ProtobufCFieldDescriptor *f,
-			   const ProtobufCMessage *m)
+static inline __attribute__((always_inline)) uint64_t
+flat_value(const ProtobufCFieldDescriptor *f, const ProtobufCMessage *m)
 {
 	const char *member = (const char *)m + f->offset;
 	const char *s;
