@@ -686,11 +686,14 @@ static void session_end(struct session *s)
 		s->slot[i].reading = true;
 	run_until_idle(s);
 	/* A connection stopped for its unread descriptors is looked at again
-	 * by a timer of a few ms: make it look now, as long as each look
-	 * lets it answer more (a few replies with descriptors at a time,
+	 * by a timer of a few ms, a lingering socket (whose descriptors
+	 * count against its uid, stopping the uid's other connections) every
+	 * 500 ms: make them look now, as long as each look lets a
+	 * connection answer more (a few replies with descriptors at a time,
 	 * under the queued_fds limits). One stuck with every reply read
 	 * fails the count below. */
-	for (unsigned int idle = 0; idle < 16 && any_stalled();) {
+	for (unsigned int idle = 0;
+	     idle < 16 && (any_stalled() || !TAILQ_EMPTY(&srv.lingering));) {
 		uint64_t replies = s->replies;
 
 		poke_timers();
