@@ -180,8 +180,7 @@ size_t wire_flat_size(const ProtobufCMessage *m)
 			}
 			len = (size_t)v;
 		}
-		n += varint_size(varint_tag(f->id, 0)) + varint_size(len) +
-		     len;
+		n += varint_size(varint_tag(f->id, 0)) + varint_size(len) + len;
 	}
 	return n;
 }

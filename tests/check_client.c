@@ -1074,8 +1074,7 @@ static void script_verbs_registry(struct fb *fb)
 			    "register's reply");
 		goto out;
 	}
-	if (fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_REGISTER, &serial, &req) <
-	    0)
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_REGISTER, &serial, &req) < 0)
 		goto out;
 	if (req->obj_register->object_id != VR_ID ||
 	    req->obj_register->handle != 5) {
@@ -1125,15 +1124,13 @@ START_TEST(test_verbs_registry_nowait)
 	ck_assert_msg(ibc_open(cl, NULL, &ctx) == 0, "%s", ibc_last_error());
 	ck_assert_int_eq(ibc_query(ctx, &q, sizeof(q)), 0);
 	ck_assert(q.shared);
-	ck_assert_msg(ibc_cq_create(ctx, 16, &cq) == 0, "%s",
-		      ibc_last_error());
+	ck_assert_msg(ibc_cq_create(ctx, 16, &cq) == 0, "%s", ibc_last_error());
 	ck_assert_ptr_nonnull(ibc_verbs_cq(cq));
 	fb_post(&fb, 1);
 	/* The broker has read the register: nothing is queued. */
 	ck_assert_int_eq(fb_wait(&fb, 2, TL_WAIT_MS), 0);
 	ck_assert_msg(ibc_cq_destroy(cq) == 0, "%s", ibc_last_error());
-	ck_assert_msg(vr_destroy_saw == 1,
-		      "the kernel destroy ran %s",
+	ck_assert_msg(vr_destroy_saw == 1, "the kernel destroy ran %s",
 		      vr_destroy_saw < 0 ? "not at all" :
 					   "before the unregister was sent");
 	fb_post(&fb, 3);

@@ -463,8 +463,8 @@ static void slot_drain(struct session *s, struct slot *sl)
 		if (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC))
 			fail("a reply of more than %d bytes or %d descriptors",
 			     WIRE_MAX_PACKET, WIRE_MAX_FDS);
-		if (!check_reply((unsigned int)(sl - s->slot), buf,
-				 (size_t)n, nfds)) {
+		if (!check_reply((unsigned int)(sl - s->slot), buf, (size_t)n,
+				 nfds)) {
 			s->replies++;
 			continue;
 		}
