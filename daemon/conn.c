@@ -622,6 +622,17 @@ void conn_close(struct conn *c)
 	conn_release(c);
 }
 
+void conns_limits_changed(struct server *srv)
+{
+	struct conn *c;
+
+	/* A connection stopped by the old limits has no timer to look
+	 * again when it holds nothing unread: only a change of its uid's
+	 * count would wake it. conn_update_events() frees nothing. */
+	TAILQ_FOREACH(c, &srv->conns, link)
+		conn_update_events(c);
+}
+
 void conns_lingering_free(struct server *srv)
 {
 	struct conn *c;

@@ -83,6 +83,9 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn);
 void conn_close(struct conn *c);
 /* Free the lingering sockets (daemon exit). */
 void conns_lingering_free(struct server *srv);
+/* The configuration's limits changed (a reload): every connection is read
+ * or stopped as the new ones say. */
+void conns_limits_changed(struct server *srv);
 /* Hello succeeded: the deadline goes. */
 void conn_hello_done(struct conn *c);
 

@@ -348,6 +348,7 @@ int server_reload(struct server *srv)
 	srv->config = cfg;
 	server_check_reserve(srv);
 	domains_configure(srv);
+	conns_limits_changed(srv);
 	log_notice("configuration reloaded from %s: %zu domains",
 		   srv->opt.config_path, cfg.n_domains);
 	return 0;

@@ -134,11 +134,13 @@ int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 				     ctx->caps.device);
 	/* The uses are taken before the device call, so that a concurrent
 	 * destroy of one of them is refused instead of racing it. */
-	pthread_mutex_lock(&ctx->lock);
-	err = ibc_obj_take_uses(o);
-	pthread_mutex_unlock(&ctx->lock);
-	if (err < 0)
-		return err;
+	if (o->n_uses) {
+		pthread_mutex_lock(&ctx->lock);
+		err = ibc_obj_take_uses(o);
+		pthread_mutex_unlock(&ctx->lock);
+		if (err < 0)
+			return err;
+	}
 	err = ctx->ops->create(o, a, res);
 	pthread_mutex_lock(&ctx->lock);
 	if (err < 0)
@@ -309,7 +311,6 @@ int ibc_obj_request(struct ibc_obj *o, Rdmab__ObjCreateRequest__Mode mode,
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	uint64_t uses[IBC_OBJ_MAX_USES];
 	const Rdmab__ObjCreateReply *oc;
-	Rdmab__ObjAttr wire_attr;
 	struct ibc_reply r;
 	int err;
 
@@ -322,10 +323,8 @@ int ibc_obj_request(struct ibc_obj *o, Rdmab__ObjCreateRequest__Mode mode,
 		uses[i] = o->uses[i]->id;
 	cr.n_uses = o->n_uses;
 	cr.uses = uses;
-	if (attr) {
-		wire_attr = *attr;
-		cr.attr = &wire_attr;
-	}
+	/* Packing only reads it. */
+	cr.attr = (Rdmab__ObjAttr *)attr;
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_CREATE;
 	req.obj_create = &cr;
 	err = ibc_call(o->ctx->client, &req, NULL, 0, &r);

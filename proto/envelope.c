@@ -5,8 +5,9 @@
  * spend more on them than the rest of a round trip's user-space work
  * (make bench counts it). Packing writes the bytes protobuf-c writes, in
  * field-number order with proto3's rules for what is left out; a body
- * that is a submessage is packed by flat.c when it is flat (scalars and
- * strings only), by protobuf-c otherwise.
+ * that is a submessage is packed by flat.c when it is flat (scalars,
+ * strings, packed uint64 runs and one level of flat submessages), by
+ * protobuf-c otherwise.
  *
  * Decoding takes the shape every packer gives an envelope: its fields in
  * number order, each at most once, the body last, short varints, nothing
@@ -97,8 +98,12 @@ static int env_body_plan(const ProtobufCMessage *m, uint32_t body_case,
 			return 0;
 		b->flat = !b->sub->n_unknown_fields &&
 			  wire_flat(b->sub->descriptor);
-		b->len = b->flat ? wire_flat_size(b->sub) :
-				   protobuf_c_message_get_packed_size(b->sub);
+		if (b->flat) {
+			b->len = wire_flat_size(b->sub);
+			b->flat = b->len != WIRE_FLAT_NOT;
+		}
+		if (!b->flat)
+			b->len = protobuf_c_message_get_packed_size(b->sub);
 	} else {
 		return -1;
 	}

@@ -1,19 +1,24 @@
 // SPDX-License-Identifier: MIT
 /*
- * Flat messages by hand: a message whose fields are all proto3 singular
- * scalars (uint32, int32, enum, bool, uint64), strings or bytes, with no
- * oneof, no repeated field and no submessage, which is what most request
- * and reply bodies are (OpenContextRequest, CloseContextReply, ...).
- * protobuf-c's generic walkers spend a few hundred instructions on each
- * even when it has one field; these spend a few dozen.
+ * Flat messages by hand: a message whose fields are proto3 singular
+ * scalars (uint32, int32, enum, bool, uint64), strings, bytes, packed
+ * repeated uint64 and, one level deep, submessages that are themselves
+ * made of scalars, strings and bytes only, with no oneof. That is what
+ * most request and reply bodies are (OpenContextRequest, ObjCreateRequest
+ * with its ObjAttr and uses, ...). protobuf-c's generic walkers spend a
+ * few hundred instructions on each even when it has one field; these
+ * spend a few dozen.
  *
  * The rules are protobuf-c's, as envelope.c's are: packing writes its
  * bytes (fields in number order, zero values and empty strings and bytes
- * left out, a negative int32 or enum as ten bytes, a bool as 0 or 1).
+ * left out, a negative int32 or enum as ten bytes, a bool as 0 or 1, a
+ * submessage whenever it is set, even empty, a repeated field only when
+ * it has elements, packed into one length-delimited run).
  * Decoding takes fields in number order, each at most once, with the wire
  * type of their type and varints short enough that protobuf-c reads them
- * the same way; for anything else it fails, and the caller hands the
- * packet to protobuf-c (envelope.c decodes the whole envelope again).
+ * the same way; for anything else (an unpacked or empty run of a packed
+ * field too) it fails, and the caller hands the packet to protobuf-c
+ * (envelope.c decodes the whole envelope again).
  */
 #include "config.h"
 
@@ -22,34 +27,70 @@
 #include "proto/flat.h"
 #include "proto/varint.h"
 
-bool wire_flat(const ProtobufCMessageDescriptor *desc)
-{
-	for (unsigned int i = 0; i < desc->n_fields; i++) {
-		const ProtobufCFieldDescriptor *f = &desc->fields[i];
+/* Whether field @f may be in a flat message; @nested: a submessage's. */
+static bool flat_field(const ProtobufCFieldDescriptor *f, bool nested);
 
-		if (f->label != PROTOBUF_C_LABEL_NONE ||
-		    (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+static bool flat_desc(const ProtobufCMessageDescriptor *desc, bool nested)
+{
+	for (unsigned int i = 0; i < desc->n_fields; i++)
+		if (!flat_field(&desc->fields[i], nested))
 			return false;
-		switch (f->type) {
-		case PROTOBUF_C_TYPE_UINT32:
-		case PROTOBUF_C_TYPE_INT32:
-		case PROTOBUF_C_TYPE_ENUM:
-		case PROTOBUF_C_TYPE_BOOL:
-		case PROTOBUF_C_TYPE_UINT64:
-		case PROTOBUF_C_TYPE_STRING:
-		case PROTOBUF_C_TYPE_BYTES:
-			break;
-		default:
-			return false;
-		}
-	}
 	return true;
 }
 
-/* The value of field @f of @m as it goes out in a varint, or the length
- * of its string or bytes; 0 when protobuf-c leaves it out. */
-static uint64_t flat_value(const ProtobufCFieldDescriptor *f,
-			   const ProtobufCMessage *m)
+static bool flat_field(const ProtobufCFieldDescriptor *f, bool nested)
+{
+	if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
+		return false;
+	if (f->label == PROTOBUF_C_LABEL_REPEATED)
+		return !nested && f->type == PROTOBUF_C_TYPE_UINT64 &&
+		       (f->flags & PROTOBUF_C_FIELD_FLAG_PACKED);
+	if (f->label != PROTOBUF_C_LABEL_NONE)
+		return false;
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_UINT32:
+	case PROTOBUF_C_TYPE_INT32:
+	case PROTOBUF_C_TYPE_ENUM:
+	case PROTOBUF_C_TYPE_BOOL:
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_STRING:
+	case PROTOBUF_C_TYPE_BYTES:
+		return true;
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return !nested && flat_desc(f->descriptor, true);
+	default:
+		return false;
+	}
+}
+
+/*
+ * The answer for a descriptor is remembered: the walk costs more than the
+ * rest of packing a small body, and the descriptors are few and static.
+ * A slot holds the descriptor's address with the answer in its low bit,
+ * one word, so that threads racing on it see either answer whole.
+ */
+#define FLAT_CACHE 64
+
+static uintptr_t flat_cache[FLAT_CACHE];
+
+bool wire_flat(const ProtobufCMessageDescriptor *desc)
+{
+	uintptr_t key = (uintptr_t)desc;
+	uintptr_t *slot = &flat_cache[(key >> 4) % FLAT_CACHE];
+	uintptr_t v = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	bool flat;
+
+	if ((v & ~(uintptr_t)1) == key)
+		return v & 1;
+	flat = flat_desc(desc, false);
+	__atomic_store_n(slot, key | flat, __ATOMIC_RELAXED);
+	return flat;
+}
+
+/* The value of scalar field @f of @m as it goes out in a varint, or the
+ * length of its string or bytes; 0 when protobuf-c leaves it out. */
+static inline __attribute__((always_inline)) uint64_t
+flat_value(const ProtobufCFieldDescriptor *f, const ProtobufCMessage *m)
 {
 	const char *member = (const char *)m + f->offset;
 	const char *s;
@@ -79,6 +120,30 @@ static bool flat_is_len(const ProtobufCFieldDescriptor *f)
 	       f->type == PROTOBUF_C_TYPE_BYTES;
 }
 
+/* The elements of repeated field @f of @m, and their count. */
+static const uint64_t *flat_array(const ProtobufCFieldDescriptor *f,
+				  const ProtobufCMessage *m, size_t *n)
+{
+	*n = *(const size_t *)((const char *)m + f->quantifier_offset);
+	return *(const uint64_t *const *)((const char *)m + f->offset);
+}
+
+static const ProtobufCMessage *flat_sub(const ProtobufCFieldDescriptor *f,
+					const ProtobufCMessage *m)
+{
+	return *(const ProtobufCMessage *const *)((const char *)m + f->offset);
+}
+
+/* What the payload of a length-delimited run packs to. */
+static size_t flat_run_size(const uint64_t *v, size_t n)
+{
+	size_t len = 0;
+
+	for (size_t i = 0; i < n; i++)
+		len += varint_size(v[i]);
+	return len;
+}
+
 size_t wire_flat_size(const ProtobufCMessage *m)
 {
 	const ProtobufCMessageDescriptor *desc = m->descriptor;
@@ -86,13 +151,36 @@ size_t wire_flat_size(const ProtobufCMessage *m)
 
 	for (unsigned int i = 0; i < desc->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &desc->fields[i];
-		uint64_t v = flat_value(f, m);
+		const ProtobufCMessage *sub;
+		size_t len, count;
+		const uint64_t *a;
+		uint64_t v;
 
-		if (!v)
-			continue;
-		n += varint_size(varint_tag(f->id, 0)) + varint_size(v);
-		if (flat_is_len(f))
-			n += v;
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			a = flat_array(f, m, &count);
+			if (!count)
+				continue;
+			len = flat_run_size(a, count);
+		} else if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+			sub = flat_sub(f, m);
+			if (!sub)
+				continue;
+			/* Unknown fields are protobuf-c's to pack. */
+			if (sub->n_unknown_fields)
+				return WIRE_FLAT_NOT;
+			len = wire_flat_size(sub);
+		} else {
+			v = flat_value(f, m);
+			if (!v)
+				continue;
+			if (!flat_is_len(f)) {
+				n += varint_size(varint_tag(f->id, 0)) +
+				     varint_size(v);
+				continue;
+			}
+			len = (size_t)v;
+		}
+		n += varint_size(varint_tag(f->id, 0)) + varint_size(len) + len;
 	}
 	return n;
 }
@@ -104,8 +192,38 @@ uint8_t *wire_flat_pack(const ProtobufCMessage *m, uint8_t *p)
 	for (unsigned int i = 0; i < desc->n_fields; i++) {
 		const ProtobufCFieldDescriptor *f = &desc->fields[i];
 		const char *member = (const char *)m + f->offset;
-		uint64_t v = flat_value(f, m);
+		const ProtobufCMessage *sub;
+		const uint64_t *a;
+		size_t count;
+		uint8_t *start;
+		uint64_t v;
 
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			a = flat_array(f, m, &count);
+			if (!count)
+				continue;
+			p = varint_put(p, varint_tag(f->id, VARINT_WT_LEN));
+			p = varint_put(p, flat_run_size(a, count));
+			for (size_t k = 0; k < count; k++)
+				p = varint_put(p, a[k]);
+			continue;
+		}
+		if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+			sub = flat_sub(f, m);
+			if (!sub)
+				continue;
+			/* Room for a one-byte length; a longer one moves the
+			 * submessage up. */
+			p = varint_put(p, varint_tag(f->id, VARINT_WT_LEN));
+			start = p + 1;
+			v = (uint64_t)(wire_flat_pack(sub, start) - start);
+			if (varint_size(v) > 1)
+				memmove(p + varint_size(v), start, (size_t)v);
+			p = varint_put(p, v);
+			p += v;
+			continue;
+		}
+		v = flat_value(f, m);
 		if (!v)
 			continue;
 		p = varint_put(p, varint_tag(f->id, flat_is_len(f) ?
@@ -153,6 +271,34 @@ static int flat_set_varint(char *member, ProtobufCType type, uint64_t v,
 	}
 }
 
+/*
+ * The packed run of uint64 of @len bytes at @p into field @f of @m, in an
+ * array of exactly its elements, allocated where protobuf-c allocates it;
+ * -1 for an empty run (no packer writes one) or a varint too long.
+ */
+static int flat_get_run(ProtobufCAllocator *a, ProtobufCMessage *m,
+			const ProtobufCFieldDescriptor *f, const uint8_t *p,
+			size_t len)
+{
+	const uint8_t *end = p + len;
+	size_t count = 0;
+	uint64_t *array;
+
+	if (!len || p[len - 1] & 0x80)
+		return -1;
+	for (size_t i = 0; i < len; i++)
+		count += !(p[i] & 0x80);
+	array = a->alloc(a->allocator_data, count * sizeof(*array));
+	if (!array)
+		return -1;
+	for (size_t i = 0; i < count; i++)
+		if (varint_get(&p, end, VARINT_MAX_U64, &array[i]) < 0)
+			return -1;
+	*(size_t *)((char *)m + f->quantifier_offset) = count;
+	*(uint64_t **)((char *)m + f->offset) = array;
+	return 0;
+}
+
 ProtobufCMessage *wire_flat_unpack(const ProtobufCMessageDescriptor *desc,
 				   ProtobufCAllocator *a, size_t len,
 				   const uint8_t *buf)
@@ -183,20 +329,35 @@ ProtobufCMessage *wire_flat_unpack(const ProtobufCMessageDescriptor *desc,
 			return NULL;
 		member = (char *)m + f->offset;
 		start = p;
-		if (!flat_is_len(f)) {
+		if (!flat_is_len(f) && f->type != PROTOBUF_C_TYPE_MESSAGE &&
+		    f->label != PROTOBUF_C_LABEL_REPEATED) {
 			if ((tag & 7) != VARINT_WT_VARINT ||
 			    varint_get(&p, end, VARINT_MAX_U64, &v) < 0 ||
 			    flat_set_varint(member, f->type, v,
 					    (unsigned int)(p - start)) < 0)
 				return NULL;
+			f++;
+			continue;
+		}
+		if ((tag & 7) != VARINT_WT_LEN ||
+		    varint_get(&p, end, VARINT_MAX_LEN, &v) < 0 ||
+		    v > (uint64_t)(end - p))
+			return NULL;
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			if (flat_get_run(a, m, f, p, (size_t)v) < 0)
+				return NULL;
+		} else if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+			/* Flat: wire_flat() let no deeper message in. */
+			ProtobufCMessage *sub = wire_flat_unpack(
+				f->descriptor, a, (size_t)v, p);
+
+			if (!sub)
+				return NULL;
+			*(ProtobufCMessage **)member = sub;
 		} else {
 			uint8_t *data = NULL;
 			bool str = f->type == PROTOBUF_C_TYPE_STRING;
 
-			if ((tag & 7) != VARINT_WT_LEN ||
-			    varint_get(&p, end, VARINT_MAX_LEN, &v) < 0 ||
-			    v > (uint64_t)(end - p))
-				return NULL;
 			/* protobuf-c: a string is always allocated, empty
 			 * bytes are NULL. */
 			if (v || str) {
@@ -214,8 +375,8 @@ ProtobufCMessage *wire_flat_unpack(const ProtobufCMessageDescriptor *desc,
 				((ProtobufCBinaryData *)member)->len =
 					(size_t)v;
 			}
-			p += v;
 		}
+		p += v;
 		f++;
 	}
 	return m;

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * Flat messages (proto3 singular scalars, strings and bytes only) packed
+ * Flat messages (proto3 singular scalars, strings, bytes, packed repeated
+ * uint64 and one level of such submessages) packed
  * and decoded by hand, with protobuf-c's bytes and results (flat.c).
  * Internal to proto/.
  */
@@ -15,7 +16,9 @@
 
 /* Whether messages of @desc are flat. */
 bool wire_flat(const ProtobufCMessageDescriptor *desc);
-/* What flat @m packs to (it must have no unknown fields). */
+/* What flat @m packs to (it must have no unknown fields), or
+ * WIRE_FLAT_NOT when a submessage has some: protobuf-c packs it. */
+#define WIRE_FLAT_NOT SIZE_MAX
 size_t wire_flat_size(const ProtobufCMessage *m);
 /* Pack flat @m at @p, which has room for wire_flat_size(); returns the
  * end. */

@@ -1002,6 +1002,146 @@ START_TEST(test_stale_errno_import)
 }
 END_TEST
 
+/* --- the registry's flows on a shared verbs context ----------------------
+ *
+ * rxe cannot import, so no kernel runs these: the shim plays an imported
+ * context (VERBS_SHIM_IMPORT) and the broker is a script. A create
+ * declares its intent and waits for the id, makes the CQ, then registers
+ * it without waiting; a destroy unregisters without waiting, and the
+ * unregister is in the broker's socket before the kernel destroy runs
+ * (proto/README.md, "The registry invariant").
+ */
+
+#define VR_ID 7
+
+static struct fb *vr_fb;
+/* What the broker's socket held when the kernel destroy ran. */
+static int vr_destroy_saw = -1;
+
+static void vr_destroy_hook(struct ibv_cq *cq)
+{
+	uint8_t buf[256];
+	Rdmab__Request *req;
+	ssize_t n;
+
+	(void)cq;
+	vr_destroy_saw = 0;
+	n = recv(vr_fb->conn, buf, sizeof(buf), MSG_PEEK | MSG_DONTWAIT);
+	if (n <= 0)
+		return;
+	req = rdmab__request__unpack(NULL, (size_t)n, buf);
+	if (req && req->body_case == RDMAB__REQUEST__BODY_OBJ_DESTROY &&
+	    req->obj_destroy->object_id == VR_ID)
+		vr_destroy_saw = 1;
+	if (req)
+		rdmab__request__free_unpacked(req, NULL);
+}
+
+static void script_verbs_registry(struct fb *fb)
+{
+	Rdmab__ObjCreateReply ocr = RDMAB__OBJ_CREATE_REPLY__INIT;
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	Rdmab__Request *req = NULL;
+	uint64_t serial;
+
+	if (fd < 0) {
+		fb_fail(fb, "/dev/null: %s", strerror(errno));
+		return;
+	}
+	if (fb_hello(fb, "mlx5_0", "verbs") < 0 ||
+	    fb_answer_open(fb, "mlx5_0", fd) < 0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_CREATE, &serial, &req) < 0)
+		goto out;
+	if (req->obj_create->mode != RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT ||
+	    req->obj_create->kind != IBC_OBJ_CQ ||
+	    req->obj_create->context_id != 42) {
+		fb_fail(fb, "not a CQ's intent in context 42: mode %d kind %u",
+			(int)req->obj_create->mode, req->obj_create->kind);
+		goto out;
+	}
+	rdmab__request__free_unpacked(req, NULL);
+	req = NULL;
+	ocr.object_id = VR_ID;
+	reply.serial = serial;
+	reply.body_case = RDMAB__REPLY__BODY_OBJ_CREATE;
+	reply.obj_create = &ocr;
+	if (fb_send_reply(fb, &reply, NULL, 0) < 0)
+		goto out;
+	/* ibc_cq_create returns with its register unread and unanswered. */
+	if (fb_wait(fb, 1, TL_WAIT_MS) < 0) {
+		fb_fail(fb, "ibc_cq_create did not return: it waited for the "
+			    "register's reply");
+		goto out;
+	}
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_REGISTER, &serial, &req) < 0)
+		goto out;
+	if (req->obj_register->object_id != VR_ID ||
+	    req->obj_register->handle != 5) {
+		fb_fail(fb, "register of object %llu handle %u, not %d and 5",
+			(unsigned long long)req->obj_register->object_id,
+			req->obj_register->handle, VR_ID);
+		goto out;
+	}
+	/* An error reply to a register is ignored. */
+	reply = (Rdmab__Reply)RDMAB__REPLY__INIT;
+	reply.serial = serial;
+	reply.error = EINVAL;
+	reply.message = (char *)"ignored";
+	if (fb_send_reply(fb, &reply, NULL, 0) < 0)
+		goto out;
+	fb_post(fb, 2);
+	if (fb_wait(fb, 3, TL_WAIT_MS) < 0) {
+		fb_fail(fb, "ibc_cq_destroy did not return: it waited for the "
+			    "unregister's reply");
+		goto out;
+	}
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_DESTROY, &serial, NULL) < 0)
+		goto out;
+	/* The close's reply is matched by its serial after those. */
+	fb_answer_close(fb);
+	fb_wait_eof(fb);
+out:
+	if (req)
+		rdmab__request__free_unpacked(req, NULL);
+	close(fd);
+}
+
+START_TEST(test_verbs_registry_nowait)
+{
+	struct ibc_ctx *ctx = NULL;
+	struct ibc_cq *cq = NULL;
+	struct ibc_client *cl;
+	struct ibc_caps q;
+	struct fb fb;
+
+	FB_START(&fb, script_verbs_registry, NULL);
+	vr_fb = &fb;
+	vr_destroy_saw = -1;
+	verbs_shim_destroy_hook = vr_destroy_hook;
+	verbs_shim_mode = VERBS_SHIM_IMPORT;
+	ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
+	ck_assert_msg(ibc_open(cl, NULL, &ctx) == 0, "%s", ibc_last_error());
+	ck_assert_int_eq(ibc_query(ctx, &q, sizeof(q)), 0);
+	ck_assert(q.shared);
+	ck_assert_msg(ibc_cq_create(ctx, 16, &cq) == 0, "%s", ibc_last_error());
+	ck_assert_ptr_nonnull(ibc_verbs_cq(cq));
+	fb_post(&fb, 1);
+	/* The broker has read the register: nothing is queued. */
+	ck_assert_int_eq(fb_wait(&fb, 2, TL_WAIT_MS), 0);
+	ck_assert_msg(ibc_cq_destroy(cq) == 0, "%s", ibc_last_error());
+	ck_assert_msg(vr_destroy_saw == 1, "the kernel destroy ran %s",
+		      vr_destroy_saw < 0 ? "not at all" :
+					   "before the unregister was sent");
+	fb_post(&fb, 3);
+	ibc_close(ctx);
+	ibc_disconnect(cl);
+	verbs_shim_mode = VERBS_SHIM_REAL;
+	verbs_shim_destroy_hook = NULL;
+	FB_STOP(&fb);
+}
+END_TEST
+
 static Suite *client_suite(void)
 {
 	Suite *s = suite_create("client");
@@ -1028,6 +1168,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_open_without_fd);
 	tcase_add_test(tc, test_verbs_context_during_removal);
 	tcase_add_test(tc, test_stale_errno_import);
+	tcase_add_test(tc, test_verbs_registry_nowait);
 	suite_add_tcase(s, tc);
 	return s;
 }

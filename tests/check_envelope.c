@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "proto/flat.h"
 #include "proto/wire.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
@@ -26,6 +27,81 @@ static const uint64_t serials[] = { 0, 1, 127, 128, 16383, 16384,
 				    (uint64_t)1 << 62, (uint64_t)1 << 63,
 				    UINT64_MAX };
 static const size_t ping_lens[] = { 0, 1, 48, 127, 128, 16384, 60000 };
+
+/*
+ * Bodies with a flat submessage and a packed run of uint64 (flat.c one
+ * level down): no attr, an empty attr, a full one, one long enough for a
+ * two-byte length; no uses, one, four with values of every length.
+ */
+static unsigned int obj_request_body(Rdmab__Request *req, unsigned int k)
+{
+	static Rdmab__ObjCreateRequest oc = RDMAB__OBJ_CREATE_REQUEST__INIT;
+	static Rdmab__ObjRegisterRequest reg =
+		RDMAB__OBJ_REGISTER_REQUEST__INIT;
+	static Rdmab__ObjDestroyRequest od = RDMAB__OBJ_DESTROY_REQUEST__INIT;
+	static Rdmab__ObjAttr attr;
+	static uint64_t uses[] = { 1, 300, (uint64_t)1 << 62, UINT64_MAX };
+
+	attr = (Rdmab__ObjAttr)RDMAB__OBJ_ATTR__INIT;
+	oc = (Rdmab__ObjCreateRequest)RDMAB__OBJ_CREATE_REQUEST__INIT;
+	req->body_case = RDMAB__REQUEST__BODY_OBJ_CREATE;
+	req->obj_create = &oc;
+	oc.context_id = 7;
+	oc.kind = 3;
+	switch (k) {
+	case 0:
+		return 1;
+	case 1:
+		oc.attr = &attr;
+		oc.n_uses = 1;
+		oc.uses = uses;
+		return 1;
+	case 2:
+		attr.cqe = 256;
+		attr.mr_addr = 0x7f0000001000;
+		attr.mr_length = 1 << 20;
+		attr.sq_sig_all = 1;
+		oc.attr = &attr;
+		oc.n_uses = 3;
+		oc.uses = uses;
+		oc.mode = RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK;
+		oc.handle = 9;
+		return 1;
+	case 3:
+		attr.cqe = attr.comp_vector = attr.qp_type = UINT32_MAX;
+		attr.max_send_wr = attr.max_recv_wr = UINT32_MAX;
+		attr.max_send_sge = attr.max_recv_sge = UINT32_MAX;
+		attr.max_inline_data = attr.max_wr = UINT32_MAX;
+		attr.max_sge = attr.srq_limit = UINT32_MAX;
+		attr.mr_addr = attr.mr_length = UINT64_MAX;
+		attr.mr_access = attr.sq_sig_all = UINT32_MAX;
+		oc.attr = &attr;
+		oc.n_uses = 4;
+		oc.uses = uses;
+		oc.context_id = UINT64_MAX;
+		return 1;
+	case 4:
+		/* A count without elements packs nothing. */
+		oc.n_uses = 0;
+		oc.uses = uses;
+		oc.mode = (Rdmab__ObjCreateRequest__Mode)-1;
+		return 1;
+	case 5:
+		reg.object_id = 12;
+		reg.handle = 4;
+		req->body_case = RDMAB__REQUEST__BODY_OBJ_REGISTER;
+		req->obj_register = &reg;
+		return 1;
+	case 6:
+		od.object_id = 12;
+		req->body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
+		req->obj_destroy = &od;
+		return 1;
+	default:
+		req->body_case = RDMAB__REQUEST__BODY__NOT_SET;
+		return 0;
+	}
+}
 
 /* Every body a Request can carry; @k picks one (and the payload size). */
 static unsigned int request_body(Rdmab__Request *req, unsigned int k)
@@ -119,7 +195,7 @@ static unsigned int request_body(Rdmab__Request *req, unsigned int k)
 		return 1;
 	default:
 		hello.private_domain = 0;
-		return 0;
+		return obj_request_body(req, k - n_pings - 13);
 	}
 }
 
@@ -134,6 +210,8 @@ static unsigned int reply_body(Rdmab__Reply *r, unsigned int k)
 	static Rdmab__CloseContextReply cc = RDMAB__CLOSE_CONTEXT_REPLY__INIT;
 	static Rdmab__ListClientsReply lc = RDMAB__LIST_CLIENTS_REPLY__INIT;
 	static Rdmab__StatusReply st = RDMAB__STATUS_REPLY__INIT;
+	static Rdmab__ObjCreateReply ocr = RDMAB__OBJ_CREATE_REPLY__INIT;
+	static Rdmab__ObjAttr attr = RDMAB__OBJ_ATTR__INIT;
 	const unsigned int n_pings = sizeof(ping_lens) / sizeof(ping_lens[0]);
 
 	caps.max_dm_size = 1 << 20;
@@ -210,6 +288,29 @@ static unsigned int reply_body(Rdmab__Reply *r, unsigned int k)
 		oc.device = NULL;
 		r->body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
 		r->open_context = &oc;
+		return 1;
+	case 10:
+		/* A submessage one level down: set, empty, absent. */
+		attr.cqe = 4095;
+		attr.max_send_wr = 1 << 15;
+		attr.mr_length = UINT64_MAX;
+		ocr.object_id = 1ULL << 40;
+		ocr.handle = 3;
+		ocr.qp_num = 0xffffff;
+		ocr.lkey = ocr.rkey = UINT32_MAX;
+		ocr.attr = &attr;
+		r->body_case = RDMAB__REPLY__BODY_OBJ_CREATE;
+		r->obj_create = &ocr;
+		return 1;
+	case 11:
+		attr = (Rdmab__ObjAttr)RDMAB__OBJ_ATTR__INIT;
+		r->body_case = RDMAB__REPLY__BODY_OBJ_CREATE;
+		r->obj_create = &ocr;
+		return 1;
+	case 12:
+		ocr.attr = NULL;
+		r->body_case = RDMAB__REPLY__BODY_OBJ_CREATE;
+		r->obj_create = &ocr;
 		return 1;
 	default:
 		return 0;
@@ -530,6 +631,49 @@ static void odd_shapes(void (*same)(const uint8_t *, size_t, size_t),
 			}
 		}
 	}
+	/* Bodies one level down (ObjCreateRequest 18 in a Request,
+	 * ObjCreateReply 18 in a Reply; field 4 is the packed uses of the
+	 * one, a uint32 of the other, 5 and 4 the attr): an unpacked run,
+	 * an empty one, two, one cut inside a varint, a 10-byte element,
+	 * the attr twice, with an unknown field, with a field out of order,
+	 * of the wrong wire type, cut, empty, before the uses. */
+	{
+		static const struct {
+			const char *sub;
+			size_t len;
+		} subs[] = {
+			{ "\x08\x07\x20\x01\x20\x02", 6 },
+			{ "\x08\x07\x22\x00", 4 },
+			{ "\x22\x02\x01\x02\x22\x01\x03", 7 },
+			{ "\x22\x02\x01\x82", 4 },
+			{ "\x22\x03\x01\x82\x01\x2a\x00", 7 },
+			{ "\x22\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+			  "\x01", 12 },
+			{ "\x22\x09\xff\xff\xff\xff\xff\xff\xff\xff\x7f",
+			  11 },
+			{ "\x2a\x02\x08\x01\x2a\x02\x10\x01", 8 },
+			{ "\x2a\x02\x08\x01\x22\x02\x10\x01", 8 },
+			{ "\x22\x02\x10\x01\x2a\x02\x08\x01", 8 },
+			{ "\x2a\x02\xf8\x07\x01", 5 },
+			{ "\x2a\x04\x10\x01\x08\x01", 6 },
+			{ "\x2a\x02\x0a\x00", 4 },
+			{ "\x2a\x03\x08\x01", 4 },
+			{ "\x2a\x00\x30\x09", 4 },
+			{ "\x28\x01", 2 },
+			{ "\x22\x01\x05\x30\x09", 5 },
+			{ "\x2a\x02\x60\x05\x32\x00", 6 },
+			{ "\x22\x01\x05\x22\x00", 5 },
+			{ "\x0a\x01\x05", 3 },
+		};
+
+		for (size_t i = 0; i < sizeof(subs) / sizeof(subs[0]); i++) {
+			b.len = 0;
+			tl_pb_uint(&b, serial_field, 7);
+			tl_pb_bytes(&b, 18, subs[i].sub, subs[i].len);
+			same(b.p, b.len, WIRE_MAX_DECODED);
+			same(b.p, b.len, 64);
+		}
+	}
 	/* Non-minimal and long varints, a length past the end. */
 	same(nonminimal, sizeof(nonminimal), WIRE_MAX_DECODED);
 	same(long_u64, sizeof(long_u64), WIRE_MAX_DECODED);
@@ -657,6 +801,79 @@ START_TEST(test_unpack_random)
 }
 END_TEST
 
+/* Set every scalar field of @m to @v (truncated to its type). */
+static void fill_scalars(ProtobufCMessage *m, uint64_t v)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		char *member = (char *)m + d->fields[i].offset;
+
+		switch (d->fields[i].type) {
+		case PROTOBUF_C_TYPE_UINT64:
+			*(uint64_t *)member = v;
+			break;
+		case PROTOBUF_C_TYPE_UINT32:
+		case PROTOBUF_C_TYPE_INT32:
+		case PROTOBUF_C_TYPE_ENUM:
+			*(uint32_t *)member = (uint32_t)v;
+			break;
+		case PROTOBUF_C_TYPE_BOOL:
+			*(protobuf_c_boolean *)member = v != 0;
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+/*
+ * flat.c on a message whose submessage packs to more than 127 bytes (a
+ * two-byte length, the submessage moved up), which no body has yet:
+ * DeviceInfo and its DeviceCaps, packed and decoded as protobuf-c does.
+ */
+START_TEST(test_flat_long_submessage)
+{
+	static const uint64_t values[] = { 0, 1, 200, UINT32_MAX,
+					   UINT64_MAX };
+	Rdmab__DeviceCaps caps = RDMAB__DEVICE_CAPS__INIT;
+	Rdmab__DeviceInfo dev = RDMAB__DEVICE_INFO__INIT;
+	struct wire_arena a;
+
+	ck_assert(wire_flat(&rdmab__device_info__descriptor));
+	dev.name = (char *)"soft0";
+	dev.caps = &caps;
+	for (size_t i = 0; i < sizeof(values) / sizeof(values[0]); i++) {
+		ProtobufCMessage *back;
+		size_t len, n;
+
+		fill_scalars(&caps.base, values[i]);
+		len = pbc_pack(&dev.base, out_pbc);
+		ck_assert_uint_eq(wire_flat_size(&dev.base), len);
+		ck_assert_ptr_eq(wire_flat_pack(&dev.base, out_hand),
+				 out_hand + len);
+		ck_assert_mem_eq(out_hand, out_pbc, len);
+		if (values[i] == UINT64_MAX)
+			ck_assert_uint_gt(rdmab__device_caps__get_packed_size(
+						  &caps),
+					  127);
+		wire_arena_init(&a, NULL, 0, WIRE_MAX_DECODED);
+		back = wire_flat_unpack(&rdmab__device_info__descriptor,
+					&a.allocator, len, out_pbc);
+		/* 32-bit values from 2^28 on are protobuf-c's to read. */
+		if (values[i] >= 1u << 28) {
+			ck_assert_ptr_null(back);
+		} else {
+			ck_assert_ptr_nonnull(back);
+			n = pbc_pack(back, out_hand);
+			ck_assert_uint_eq(n, len);
+			ck_assert_mem_eq(out_hand, out_pbc, len);
+		}
+		wire_arena_reset(&a);
+	}
+}
+END_TEST
+
 /* The daemon echoes a ping from the packet itself: no copy. */
 START_TEST(test_request_ping_borrows)
 {
@@ -693,6 +910,7 @@ static Suite *envelope_suite(void)
 	tcase_add_test(tc, test_unpack_reply);
 	tcase_add_test(tc, test_unpack_random);
 	tcase_add_test(tc, test_request_ping_borrows);
+	tcase_add_test(tc, test_flat_long_submessage);
 	suite_add_tcase(s, tc);
 	return s;
 }

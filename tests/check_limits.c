@@ -20,6 +20,7 @@
 #include <grp.h>
 #include <libgen.h>
 #include <limits.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -590,6 +591,74 @@ START_TEST(test_unread_descriptors_bounded)
 }
 END_TEST
 
+/* Write @conf to the daemon's configuration file and SIGHUP it; returns
+ * once it logged the reload. */
+static void daemon_reload(const char *conf)
+{
+	unsigned int before = log_count("configuration reloaded");
+	int64_t deadline = tl_now_ms() + TL_WAIT_MS;
+	FILE *f = fopen(cfg_path, "w");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs(conf, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(kill(D.pid, SIGHUP), 0);
+	while (log_count("configuration reloaded") == before) {
+		ck_assert_msg(tl_now_ms() < deadline, "no reload; the log:\n%s",
+			      log_read());
+		usleep(10000);
+	}
+}
+
+/*
+ * A connection that a user's descriptor limit stopped before it sent
+ * anything has no timer of its own: a reload that raises the limit reads
+ * it at once (before, it waited for the user's count to cross the limit
+ * again, which the new limit may never let happen).
+ */
+START_TEST(test_reload_raises_fd_limit)
+{
+	static const char conf[] = "[broker]\n"
+				   "queued_fds = 8\n"
+				   "queued_fds_per_uid = 4\n"
+				   "hello_timeout = 3600s\n";
+	static const char raised[] = "[broker]\n"
+				     "queued_fds = 8\n"
+				     "queued_fds_per_uid = 100\n"
+				     "hello_timeout = 3600s\n";
+	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m = NULL;
+	int fl, late;
+
+	daemon_up_clean(conf, NULL);
+	fl = connect_as(NOBODY, NOBODY, (gid_t)-1);
+	ck_assert_int_eq(tl_raw_hello(fl, 1), 0);
+	ck_assert_uint_gt(flood_opens(fl, 3000), 4);
+	/* A hello and the 4 opens the user's limit lets through. */
+	ck_assert_uint_eq(uid_requests_settled(NOBODY), 1 + 4);
+	late = connect_as(NOBODY, NOBODY, (gid_t)-1);
+	hello.library_version = (char *)"late";
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = 1;
+	req.body_case = RDMAB__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	ck_assert_int_eq(tl_send_request(late, &req, NULL, 0), 0);
+	ck_assert_int_eq(tl_recv_msg(late, 300, &m), -ETIMEDOUT);
+	daemon_reload(raised);
+	ck_assert_msg(tl_recv_msg(late, TL_WAIT_MS, &m) == 1,
+		      "the stopped connection is not read after the limit "
+		      "was raised; the log:\n%s",
+		      log_read());
+	ck_assert_int_eq(m->reply->error, 0);
+	ck_assert_uint_eq(m->reply->body_case, RDMAB__REPLY__BODY_HELLO);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	raw_close(fl);
+	raw_close(late);
+	assert_settled();
+}
+END_TEST
+
 /*
  * A reader stopped for unread_timeout is disconnected; the descriptors it
  * has not read stay charged to its uid until it reads them or closes its
@@ -739,6 +808,7 @@ static Suite *limits_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_unread_descriptors_bounded);
 	tcase_add_test(tc, test_unread_timeout);
+	tcase_add_test(tc, test_reload_raises_fd_limit);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("accounting");

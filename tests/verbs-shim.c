@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -12,6 +13,9 @@
 
 enum verbs_shim_mode verbs_shim_mode = VERBS_SHIM_REAL;
 unsigned int verbs_shim_calls;
+void (*verbs_shim_destroy_hook)(struct ibv_cq *cq);
+/* The next fake0 CQ's handle. */
+static uint32_t shim_cq_handle = 5;
 
 static struct ibv_device shim_dev = { .name = "fake0" };
 static struct ibv_device *shim_list[2] = { &shim_dev, NULL };
@@ -68,6 +72,9 @@ SHIM_EXPORT int ibv_close_device(struct ibv_context *context)
 {
 	if (context->device != &shim_dev)
 		return SHIM_REAL(ibv_close_device)(context);
+	/* An imported one keeps its descriptor, as libibverbs does. */
+	if (context->cmd_fd >= 0)
+		close(context->cmd_fd);
 	free(context);
 	return 0;
 }
@@ -92,8 +99,76 @@ SHIM_EXPORT int ibv_query_port(struct ibv_context *context, uint8_t port_num,
 
 SHIM_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 {
+	struct ibv_context *ctx;
+
 	if (verbs_shim_mode == VERBS_SHIM_REAL)
 		return SHIM_REAL(ibv_import_device)(cmd_fd);
 	verbs_shim_calls++;
-	return NULL;
+	if (verbs_shim_mode != VERBS_SHIM_IMPORT)
+		return NULL;
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx)
+		return NULL;
+	ctx->device = &shim_dev;
+	ctx->cmd_fd = cmd_fd;
+	ctx->async_fd = -1;
+	return ctx;
+}
+
+SHIM_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
+					 uint32_t pd_handle)
+{
+	struct ibv_pd *pd;
+
+	if (context->device != &shim_dev)
+		return SHIM_REAL(ibv_import_pd)(context, pd_handle);
+	verbs_shim_calls++;
+	pd = calloc(1, sizeof(*pd));
+	if (!pd)
+		return NULL;
+	pd->context = context;
+	pd->handle = pd_handle;
+	return pd;
+}
+
+SHIM_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
+{
+	if (pd->context->device != &shim_dev) {
+		SHIM_REAL(ibv_unimport_pd)(pd);
+		return;
+	}
+	free(pd);
+}
+
+SHIM_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context,
+					 int cqe, void *cq_context,
+					 struct ibv_comp_channel *channel,
+					 int comp_vector)
+{
+	struct ibv_cq *cq;
+
+	if (context->device != &shim_dev)
+		return SHIM_REAL(ibv_create_cq)(context, cqe, cq_context,
+						channel, comp_vector);
+	verbs_shim_calls++;
+	cq = calloc(1, sizeof(*cq));
+	if (!cq)
+		return NULL;
+	cq->context = context;
+	cq->cq_context = cq_context;
+	cq->channel = channel;
+	cq->cqe = cqe;
+	cq->handle = shim_cq_handle++;
+	return cq;
+}
+
+SHIM_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	if (cq->context->device != &shim_dev)
+		return SHIM_REAL(ibv_destroy_cq)(cq);
+	verbs_shim_calls++;
+	if (verbs_shim_destroy_hook)
+		verbs_shim_destroy_hook(cq);
+	free(cq);
+	return 0;
 }

@@ -17,7 +17,16 @@ enum verbs_shim_mode {
 	/* fake0 opens, to a context with neither command nor async event
 	 * descriptor (-1), which queries refuse with EOPNOTSUPP. */
 	VERBS_SHIM_NO_FDS,
+	/* ibv_import_device succeeds, to a fake0 context that keeps the
+	 * descriptor; its PD imports, and CQs are made and destroyed there
+	 * (handles from 5 up), each destroy calling verbs_shim_destroy_hook
+	 * first: a shared context without a kernel. */
+	VERBS_SHIM_IMPORT,
 };
+
+struct ibv_cq;
+/* Called by a fake0 CQ's ibv_destroy_cq before it goes; NULL: none. */
+extern void (*verbs_shim_destroy_hook)(struct ibv_cq *cq);
 
 /* Set by the test's thread before it calls into the code under test. */
 extern enum verbs_shim_mode verbs_shim_mode;

@@ -162,6 +162,81 @@ static void pk_version(struct tl_buf *b, uint32_t version)
 	tl_pb_bytes(b, 12, NULL, 0);
 }
 
+/* An object of @kind in context @ctx, in @mode, using the objects @uses
+ * (0 for none) and with @attr (NULL: none). */
+static void pk_obj_create(struct tl_buf *b, uint64_t ctx, uint32_t kind,
+			  Rdmab__ObjCreateRequest__Mode mode,
+			  const uint64_t *uses, size_t n_uses,
+			  Rdmab__ObjAttr *attr, uint32_t handle)
+{
+	Rdmab__ObjCreateRequest oc = RDMAB__OBJ_CREATE_REQUEST__INIT;
+	Rdmab__Request req;
+
+	req_init(&req);
+	oc.context_id = ctx;
+	oc.kind = kind;
+	oc.mode = mode;
+	oc.uses = (uint64_t *)uses;
+	oc.n_uses = n_uses;
+	oc.attr = attr;
+	oc.handle = handle;
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_CREATE;
+	req.obj_create = &oc;
+	tl_pb_message(b, &req.base);
+}
+
+static void pk_obj_register(struct tl_buf *b, uint64_t id, uint32_t handle)
+{
+	Rdmab__ObjRegisterRequest rr = RDMAB__OBJ_REGISTER_REQUEST__INIT;
+	Rdmab__Request req;
+
+	req_init(&req);
+	rr.object_id = id;
+	rr.handle = handle;
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_REGISTER;
+	req.obj_register = &rr;
+	tl_pb_message(b, &req.base);
+}
+
+static void pk_obj_destroy(struct tl_buf *b, uint64_t id)
+{
+	Rdmab__ObjDestroyRequest od = RDMAB__OBJ_DESTROY_REQUEST__INIT;
+	Rdmab__Request req;
+
+	req_init(&req);
+	od.object_id = id;
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
+	req.obj_destroy = &od;
+	tl_pb_message(b, &req.base);
+}
+
+static void pk_list_objects(struct tl_buf *b, uint32_t offset,
+			    uint64_t client, const char *domain)
+{
+	Rdmab__ListObjectsRequest lo = RDMAB__LIST_OBJECTS_REQUEST__INIT;
+	Rdmab__Request req;
+
+	req_init(&req);
+	lo.offset = offset;
+	lo.client_id = client;
+	lo.domain = (char *)domain;
+	req.body_case = RDMAB__REQUEST__BODY_LIST_OBJECTS;
+	req.list_objects = &lo;
+	tl_pb_message(b, &req.base);
+}
+
+static void pk_evict(struct tl_buf *b, uint64_t client)
+{
+	Rdmab__EvictRequest ev = RDMAB__EVICT_REQUEST__INIT;
+	Rdmab__Request req;
+
+	req_init(&req);
+	ev.client_id = client;
+	req.body_case = RDMAB__REQUEST__BODY_EVICT;
+	req.evict = &ev;
+	tl_pb_message(b, &req.base);
+}
+
 /* --- daemon messages, for the client half of the request target ------- */
 
 static void pk_daemon_reply(struct tl_buf *b, Rdmab__Reply *r)
@@ -279,6 +354,30 @@ static void seeds_requests(void)
 	tl_buf_free(&b);
 	pk_unknown_fields(&b, 1300);
 	write_seed("request", "unknown-fields", &b);
+	tl_buf_free(&b);
+	{
+		static const uint64_t uses[] = { 1, 1, 0 };
+		Rdmab__ObjAttr attr = RDMAB__OBJ_ATTR__INIT;
+
+		attr.qp_type = 2; /* IBV_QPT_RC */
+		attr.max_send_wr = attr.max_recv_wr = 16;
+		attr.max_send_sge = attr.max_recv_sge = 1;
+		pk_obj_create(&b, 1, 1, RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE,
+			      uses, 3, &attr, 0);
+		write_seed("request", "obj-create", &b);
+		tl_buf_free(&b);
+	}
+	pk_obj_register(&b, 1, 3);
+	write_seed("request", "obj-register", &b);
+	tl_buf_free(&b);
+	pk_obj_destroy(&b, 1);
+	write_seed("request", "obj-destroy", &b);
+	tl_buf_free(&b);
+	pk_list_objects(&b, 0, 1, "uid-0");
+	write_seed("request", "list-objects", &b);
+	tl_buf_free(&b);
+	pk_evict(&b, 2);
+	write_seed("request", "evict", &b);
 	tl_buf_free(&b);
 	seeds_daemon_messages();
 }
@@ -531,6 +630,147 @@ static void seeds_sessions(void)
 	sess_write(&s, "unread");
 }
 
+/*
+ * The object registry on the soft device, which is the broker's to make:
+ * every kind with its uses, EBUSY, the domain's objects quota (4 with the
+ * context's PD), the kernel's errors, the verbs modes soft refuses, and a
+ * session that ends holding objects (they stay, detached, until
+ * fuzz_dispatch's process "dies" at the end of the input).
+ */
+static void seeds_objects(void)
+{
+	static const uint64_t qp_uses[] = { 1, 1, 0 }, wq_uses[] = { 4 };
+	static const uint64_t bad_uses[] = { 99 };
+	Rdmab__ObjAttr cq = RDMAB__OBJ_ATTR__INIT, qp = RDMAB__OBJ_ATTR__INIT;
+	Rdmab__ObjAttr srq = RDMAB__OBJ_ATTR__INIT, wq = RDMAB__OBJ_ATTR__INIT;
+	Rdmab__ObjAttr mr = RDMAB__OBJ_ATTR__INIT;
+	const Rdmab__ObjCreateRequest__Mode create =
+		RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE;
+	struct tl_buf p = { 0 };
+	struct sess s;
+
+	cq.cqe = 63;
+	qp.qp_type = 2; /* IBV_QPT_RC */
+	qp.max_send_wr = qp.max_recv_wr = 16;
+	qp.max_send_sge = qp.max_recv_sge = 1;
+	srq.max_wr = 32;
+	srq.max_sge = 1;
+	wq.max_wr = 16;
+	wq.max_sge = 1;
+	mr.mr_addr = 0x10000;
+	mr.mr_length = 4096;
+	mr.mr_access = 1; /* IBV_ACCESS_LOCAL_WRITE */
+
+	/* Objects 1 (CQ) and 2 (QP on it); the CQ is busy; listed; both
+	 * destroyed; then SRQ 3, CQ 4, WQ 5 on it (the quota is full), an
+	 * MR over it; the SRQ goes and the MR (6) comes; the session ends
+	 * holding CQ, WQ and MR. */
+	sess_begin(&s, HDR(FUZZ_ID_ROOT, FUZZ_ID_ROOT));
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "");
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 2, create, NULL, 0, &cq, 0);
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 1, create, qp_uses, 3, &qp, 0);
+	sess_add(&s, 0, &p);
+	pk_obj_destroy(&p, 1);
+	sess_add(&s, 0, &p);
+	pk_list_objects(&p, 0, 0, "");
+	sess_add(&s, 0, &p);
+	pk_obj_destroy(&p, 2);
+	sess_add(&s, 0, &p);
+	pk_obj_destroy(&p, 1);
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 3, create, NULL, 0, &srq, 0);
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 2, create, NULL, 0, &cq, 0);
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 4, create, wq_uses, 1, &wq, 0);
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 5, create, NULL, 0, &mr, 0);
+	sess_add(&s, 0, &p);
+	pk_obj_destroy(&p, 3);
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 5, create, NULL, 0, &mr, 0);
+	sess_add(&s, 0, &p);
+	pk_list_objects(&p, 0, 1, "uid-0");
+	sess_add(&s, FUZZ_CTL_CLOSE, &p);
+	sess_write(&s, "objects");
+
+	/* What soft refuses: the verbs modes, a register, a handle of
+	 * another kind's object or of none, uses of another session, a
+	 * kind out of range, a context not open; a second client's
+	 * listing, its evict as non-admin; the first client ends holding
+	 * a CQ. */
+	sess_begin(&s, HDR(FUZZ_ID_USER, FUZZ_ID_USER));
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "");
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 2, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+		      NULL, 0, NULL, 0);
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 2, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
+		      NULL, 0, NULL, 5);
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 2, create, NULL, 0, &cq, 0);
+	sess_add(&s, 0, &p);
+	pk_obj_register(&p, 1, 7);
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 1, create, bad_uses, 1, &qp, 0);
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 13, create, NULL, 0, NULL, 0);
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 9, 2, create, NULL, 0, &cq, 0);
+	sess_add(&s, 0, &p);
+	pk_obj_destroy(&p, 42);
+	sess_add(&s, 0, &p);
+	pk_hello(&p, "", false);
+	sess_add(&s, SLOT1, &p);
+	pk_open(&p, "");
+	sess_add(&s, SLOT1, &p);
+	pk_obj_create(&p, 1, 1, create, qp_uses, 3, &qp, 0);
+	sess_add(&s, SLOT1, &p);
+	pk_obj_destroy(&p, 1);
+	sess_add(&s, SLOT1, &p);
+	pk_list_objects(&p, 0, 0, "");
+	sess_add(&s, SLOT1, &p);
+	pk_evict(&p, 1);
+	sess_add(&s, SLOT1, &p);
+	pk_ping(&p, "last");
+	sess_add(&s, FUZZ_CTL_CLOSE, &p);
+	sess_write(&s, "objects-refused");
+
+	/* An administrator lists every domain's objects and evicts the
+	 * other client, which holds a CQ and an MR: its session ends, its
+	 * objects stay detached. */
+	sess_begin(&s, HDR(FUZZ_ID_USER, FUZZ_ID_ADMIN_GROUP));
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "");
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 2, create, NULL, 0, &cq, 0);
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 5, create, NULL, 0, &mr, 0);
+	sess_add(&s, 0, &p);
+	pk_hello(&p, "", false);
+	sess_add(&s, SLOT1, &p);
+	pk_list_objects(&p, 0, 0, "");
+	sess_add(&s, SLOT1, &p);
+	pk_list_objects(&p, 1, 1, "uid-1000");
+	sess_add(&s, SLOT1, &p);
+	pk_evict(&p, 9);
+	sess_add(&s, SLOT1, &p);
+	pk_evict(&p, 1);
+	sess_add(&s, SLOT1, &p);
+	pk_ping(&p, "after the evict");
+	sess_add(&s, 0, &p);
+	pk_list_objects(&p, 0, 1, "");
+	sess_add(&s, SLOT1, &p);
+	sess_write(&s, "objects-evict");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -544,5 +784,6 @@ int main(int argc, char **argv)
 	}
 	seeds_requests();
 	seeds_sessions();
+	seeds_objects();
 	return failed;
 }
