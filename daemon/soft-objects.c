@@ -461,3 +461,17 @@ int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 		o->low = handle;
 	return 0;
 }
+
+int soft_objs_add_dm(struct soft_objs *o, uint32_t *ret_handle)
+{
+	uint32_t h;
+	int err = soft_alloc(o, &h);
+
+	if (err < 0)
+		return err;
+	memset(&o->recs[h], 0, sizeof(o->recs[h]));
+	o->recs[h].kind = IBC_OBJ_DM;
+	o->sd->count[IBC_OBJ_DM]++;
+	*ret_handle = h;
+	return 0;
+}

@@ -72,6 +72,7 @@ static int verbs_fall_back(struct ibc_ctx *ctx, int err)
 	ctx->pd = ctx->own_pd;
 	ctx->ops = &ibc_own_ops;
 	ctx->caps.shared = false;
+	ctx->caps.dm_shared = false;
 	return 0;
 }
 

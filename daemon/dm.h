@@ -1,0 +1,82 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device memory (DM): the broker allocates it in a domain's context, hands
+ * its handle (and on the soft device its memfd) to the domain's clients,
+ * and frees it only once the free was asked for and every holder let go
+ * (DESIGN §5). Each DM has a broker-wide id, never reused: a handle alone
+ * is ambiguous across domains.
+ *
+ * A session holds a DM from its alloc or import until its unimport or its
+ * end. The free is asked by the allocator, by any member for a persistent
+ * DM, by an administrator, or by the allocator's end (non-persistent DMs);
+ * until the last holder goes the DM is free pending, and the holders get an
+ * Event. A device that answers EBUSY (an MR still uses the DM) leaves it
+ * free blocked, still charged.
+ */
+#ifndef RDMAB_DM_H
+#define RDMAB_DM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/device.h"
+#include "daemon/queue.h"
+
+struct server;
+struct conn;
+struct dctx;
+struct domain;
+
+struct dm_hold {
+	struct conn *conn;
+	/* Imports by this session (each ibc_dm_import is one). */
+	unsigned int count;
+};
+
+struct dm {
+	TAILQ_ENTRY(dm) link;
+	uint64_t id;
+	struct dctx *ctx;
+	struct domain *domain;
+	struct device_dm dd;
+	uint64_t length;
+	uint32_t pages;
+	uint32_t log_align;
+	uint64_t born_usec;
+	/* NULL once the allocator's session ended. */
+	struct conn *allocator;
+	uint64_t allocator_id;
+	pid_t allocator_pid;
+	bool persistent;
+	bool free_asked;
+	bool blocked;
+	char blocked_by[DEVICE_WHY_MAX];
+	struct dm_hold *holds;
+	unsigned int n_holds;
+	unsigned int cap_holds;
+};
+
+struct dm_table {
+	TAILQ_HEAD(, dm) dms;
+	uint64_t next_id;
+	unsigned int n;
+};
+
+/* Set up srv->dms. 0 or -ENOMEM. */
+int dm_init(struct server *srv);
+/* Daemon exit: free every DM that is left (persistent ones die with the
+ * daemon). */
+void dm_fini(struct server *srv);
+
+/* The session of @c ends: its holds go; the DMs it allocated and did not
+ * make persistent are asked to be freed. */
+void dm_conn_closing(struct conn *c);
+
+/* Bytes the broker reserved on @dev (its own accounting). */
+uint64_t dm_reserved(const struct server *srv, const struct device *dev);
+
+/* Fill the caps' DM fields for the wire. */
+#define DM_PERSISTENT_FLAG 1u
+
+#endif
