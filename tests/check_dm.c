@@ -634,6 +634,62 @@ START_TEST(test_no_dm_on_null)
 }
 END_TEST
 
+/* rdmabrokerctl's output for @args, of at most @size - 1 bytes; its exit
+ * status. */
+static int ctl_run(const char *args, char *out, size_t size)
+{
+	const char *ctl = getenv("RDMABROKERCTL");
+	char cmd[1024];
+	size_t n = 0;
+	FILE *p;
+
+	ck_assert_ptr_nonnull(ctl);
+	snprintf(cmd, sizeof(cmd), "'%s' --socket '%s' %s 2>&1", ctl, D.sock,
+		 args);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (n + 1 < size && !feof(p))
+		n += fread(out + n, 1, size - 1 - n, p);
+	out[n] = '\0';
+	return pclose(p);
+}
+
+/* rdmabrokerctl dm: list, show, --json, and the administrator's free. */
+START_TEST(test_ctl_dm)
+{
+	static char out[8192];
+	char want[256], args[64];
+	struct ibc_dm *dm = alloc_dm(5000);
+	uint64_t id = ibc_dm_id(dm);
+
+	ck_assert_int_eq(ctl_run("dm", out, sizeof(out)), 0);
+	ck_assert_ptr_nonnull(strstr(out, "IMPORTERS"));
+	ck_assert_ptr_nonnull(strstr(out, "8192     2     "));
+	ck_assert_ptr_nonnull(strstr(out, "reserved 8192 of 262144 bytes"));
+	ck_assert_int_eq(ctl_run("--json dm", out, sizeof(out)), 0);
+	snprintf(want, sizeof(want),
+		 "{\"dms\":[{\"id\":%llu,\"domain\":\"uid-0\","
+		 "\"device\":\"soft0\",\"handle\":1,\"length\":8192,"
+		 "\"pages\":2,",
+		 (unsigned long long)id);
+	ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "\"reserved_bytes\":8192"));
+	snprintf(args, sizeof(args), "dm show %llu", (unsigned long long)id);
+	ck_assert_int_eq(ctl_run(args, out, sizeof(out)), 0);
+	ck_assert_ptr_nonnull(strstr(out, "state:      live"));
+	ck_assert_int_ne(ctl_run("dm show 999", out, sizeof(out)), 0);
+	ck_assert_int_ne(ctl_run("dm show x", out, sizeof(out)), 0);
+	/* The free as an administrator: this process still holds it. */
+	snprintf(args, sizeof(args), "dm free %llu", (unsigned long long)id);
+	ck_assert_int_eq(ctl_run(args, out, sizeof(out)), 0);
+	ck_assert_int_eq(dm_info(id).state, IBC_DM_FREE_PENDING);
+	ck_assert_int_ne(ctl_run(args, out, sizeof(out)), 0);
+	ck_assert_ptr_nonnull(strstr(out, "already"));
+	ck_assert_int_eq(ibc_dm_unimport(dm), 0);
+	wait_all_free(5000);
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("dm");
@@ -652,6 +708,7 @@ int main(void)
 	tcase_add_test(tc, test_free_pending_event);
 	tcase_add_test(tc, test_exit_kill_matrix);
 	tcase_add_test(tc, test_no_dm_on_null);
+	tcase_add_test(tc, test_ctl_dm);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(small, setup_small, teardown);
 	tcase_set_timeout(small, 60);
