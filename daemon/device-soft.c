@@ -171,7 +171,7 @@ static int soft_dm_alloc(struct device_ctx *base, uint64_t length,
 		return device_why(why, err, "%s: cannot size the DM: %s",
 				  dev->name, strerror(-err));
 	}
-	err = soft_objs_add_dm(&ctx->objs, &handle);
+	err = soft_objs_add_dm(&ctx->objs, length, &handle);
 	if (err < 0) {
 		close(fd);
 		return device_why(why, err, "%s: out of memory", dev->name);

@@ -12,6 +12,8 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <event2/event.h>
+
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/dispatch.h"
@@ -33,15 +35,41 @@ static uint64_t dm_page_size(void)
 	return p > 0 ? (uint64_t)p : 4096;
 }
 
+static int dm_release(struct server *srv, struct obj *o, void *data);
+static bool dm_try_free(struct server *srv, struct dm *dm);
+static void dm_retry_later(struct server *srv);
+
+static void dm_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	struct dm *dm, *tmp;
+
+	(void)fd;
+	(void)what;
+	TAILQ_FOREACH_SAFE(dm, &srv->dms->dms, link, tmp)
+		if (dm->blocked)
+			dm_try_free(srv, dm);
+	if (srv->dms->n_blocked)
+		dm_retry_later(srv);
+}
+static void dm_device_gone(struct server *srv, const void *what, void *data);
+
 int dm_init(struct server *srv)
 {
 	struct dm_table *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
+	static const struct obj_family fam = { .release = dm_release };
+
 	TAILQ_INIT(&t->dms);
 	srv->dms = t;
-	return 0;
+	t->retry_ev = evtimer_new(srv->base, dm_retry_cb, srv);
+	if (!t->retry_ev)
+		return -ENOMEM;
+	objects_set_family(srv->registry, IBC_OBJ_DM, &fam);
+	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
+				dm_device_gone, NULL);
 }
 
 uint64_t dm_reserved(const struct server *srv, const struct device *dev)
@@ -52,54 +80,73 @@ uint64_t dm_reserved(const struct server *srv, const struct device *dev)
 
 /* --- holds ---------------------------------------------------------------- */
 
-static struct dm_hold *dm_hold_of(struct dm *dm, const struct conn *c)
+/*
+ * Each import (the allocator's own included) is a record of the registry,
+ * of kind DM and owned by the DM family: it stays, detached, while a
+ * session that ended has its process alive, and the cleanup releases it
+ * once the process is dead (dm_release), in the registry's order: after the
+ * process's MRs, before its XRCD opens and PD references.
+ */
+
+/* The index of one of @c's imports of @dm, or -1. */
+static int dm_hold_of(const struct dm *dm, const struct conn *c)
 {
+	if (!c->owner)
+		return -1;
 	for (unsigned int i = 0; i < dm->n_holds; i++)
-		if (dm->holds[i].conn == c)
-			return &dm->holds[i];
-	return NULL;
+		if (dm->holds[i]->owner == c->owner)
+			return (int)i;
+	return -1;
 }
 
-static int dm_hold_add(struct dm *dm, struct conn *c)
+static int dm_hold_add(struct dm *dm, struct conn *c, struct reply *r,
+		       struct obj **ret)
 {
-	struct dm_hold *h = dm_hold_of(dm, c);
+	struct obj *o;
+	int err;
 
-	if (h) {
-		h->count++;
-		return 0;
-	}
 	if (dm->n_holds == dm->cap_holds) {
 		unsigned int cap = dm->cap_holds ? dm->cap_holds * 2 : 4;
-		struct dm_hold *n = realloc(dm->holds, cap * sizeof(*n));
+		struct obj **n = realloc(dm->holds, cap * sizeof(*n));
 
 		if (!n)
-			return -ENOMEM;
+			return reply_error(r, -ENOMEM, "out of memory");
 		dm->holds = n;
 		dm->cap_holds = cap;
 	}
-	dm->holds[dm->n_holds++] = (struct dm_hold){.conn = c, .count = 1};
+	/* Charged to the domain's objects quota, as any import is. */
+	err = objects_add(c, dm->ctx, IBC_OBJ_DM, false, true, dm->dd.handle,
+			  r, &o);
+	if (err < 0)
+		return err;
+	o->family_owned = true;
+	dm->holds[dm->n_holds++] = o;
+	*ret = o;
 	return 0;
 }
 
-/* Drop one of @c's imports (@all: every one); false when it has none. */
-static bool dm_hold_drop(struct dm *dm, const struct conn *c, bool all)
+static void dm_hold_drop(struct dm *dm, unsigned int i)
 {
-	struct dm_hold *h = dm_hold_of(dm, c);
-
-	if (!h)
-		return false;
-	if (!all && --h->count)
-		return true;
-	*h = dm->holds[--dm->n_holds];
-	return true;
+	objects_remove(dm->holds[i]);
+	dm->holds[i] = dm->holds[--dm->n_holds];
 }
 
 /* --- records -------------------------------------------------------------- */
+
+static void dm_retry_later(struct server *srv)
+{
+	struct timeval tv = { .tv_usec = DM_RETRY_MS * 1000 };
+
+	if (srv->dms->retry_ev)
+		event_add(srv->dms->retry_ev, &tv);
+}
 
 static void dm_forget(struct server *srv, struct dm *dm)
 {
 	struct dm_table *t = srv->dms;
 
+	if (dm->blocked)
+		t->n_blocked--;
 	dm->domain->used.dm_bytes -= dm->length;
 	dm->ctx->dev->dm_reserved -= dm->length;
 	TAILQ_REMOVE(&t->dms, dm, link);
@@ -131,11 +178,14 @@ static bool dm_try_free(struct server *srv, struct dm *dm)
 	}
 	ret = dm->ctx->dev->ctx_ops->dm_free(dm->ctx->dc, &dm->dd, &why);
 	if (ret == -EBUSY) {
-		if (!dm->blocked)
+		if (!dm->blocked) {
 			log_notice("DM %" PRIu64 " of domain %s: free blocked: "
 				   "%s",
 				   dm->id, dm->domain->name, why.text);
-		dm->blocked = true;
+			dm->blocked = true;
+			if (srv->dms->n_blocked++ == 0)
+				dm_retry_later(srv);
+		}
 		snprintf(dm->blocked_by, sizeof(dm->blocked_by), "%s",
 			 why.text);
 		return false;
@@ -162,7 +212,7 @@ static bool dm_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
 
 	/* The holds are read here, before any send: a client that cannot
 	 * take the event is closed, which changes them. */
-	return c != t->except && dm_hold_of((struct dm *)t->dm, c);
+	return c != t->except && dm_hold_of(t->dm, c) >= 0;
 }
 
 /*
@@ -206,18 +256,52 @@ void dm_conn_closing(struct conn *c)
 	 * which may close other sessions and free other DMs. */
 restart:
 	TAILQ_FOREACH_SAFE(dm, &srv->dms->dms, link, tmp) {
-		bool held = dm_hold_drop(dm, c, true);
-		bool mine = dm->allocator == c;
-
-		if (!held && !mine)
+		if (dm->allocator != c)
 			continue;
-		if (mine)
-			dm->allocator = NULL;
-		if (mine && !dm->persistent && !dm->free_asked) {
+		/* Its imports stay until its process is gone (the
+		 * registry's cleanup, dm_release). */
+		dm->allocator = NULL;
+		if (!dm->persistent && !dm->free_asked) {
 			dm_ask_free(srv, dm, c, "its allocator is gone");
 			goto restart;
 		}
-		dm_try_free(srv, dm);
+	}
+}
+
+/* The cleanup of a dead process reaches one of its imports. */
+static int dm_release(struct server *srv, struct obj *o, void *data)
+{
+	struct dm *dm;
+
+	(void)data;
+	TAILQ_FOREACH(dm, &srv->dms->dms, link)
+		for (unsigned int i = 0; i < dm->n_holds; i++)
+			if (dm->holds[i] == o) {
+				dm_hold_drop(dm, i);
+				dm_try_free(srv, dm);
+				return 0;
+			}
+	objects_remove(o);
+	return 0;
+}
+
+/* The device is gone: the kernel freed its DMs with the contexts, and the
+ * registry dropped the imports (whichever of the two heard first). */
+static void dm_device_gone(struct server *srv, const void *what, void *data)
+{
+	const struct notify_device_gone *gone = what;
+	struct dm *dm, *tmp;
+
+	(void)data;
+	TAILQ_FOREACH_SAFE(dm, &srv->dms->dms, link, tmp) {
+		if (dm->ctx->dev != gone->dev)
+			continue;
+		/* Not looked at: the registry may have freed them. */
+		dm->n_holds = 0;
+		if (dm->dd.fd >= 0)
+			close(dm->dd.fd);
+		dm->dd.fd = -1;
+		dm_forget(srv, dm);
 	}
 }
 
@@ -237,6 +321,8 @@ void dm_fini(struct server *srv)
 			dm_forget(srv, dm);
 		}
 	}
+	if (srv->dms->retry_ev)
+		event_free(srv->dms->retry_ev);
 	free(srv->dms);
 	srv->dms = NULL;
 }
@@ -281,7 +367,8 @@ static int dm_ctx(struct conn *c, uint64_t ctx_id, struct reply *r,
 	return 0;
 }
 
-static int dm_reply(struct dm *dm, struct reply *r, bool alloc)
+static int dm_reply(struct dm *dm, const struct obj *o, struct reply *r,
+		    bool alloc)
 {
 	Rdmab__DmReply *out = reply_alloc(r, sizeof(*out));
 
@@ -293,6 +380,7 @@ static int dm_reply(struct dm *dm, struct reply *r, bool alloc)
 	out->length = dm->length;
 	out->persistent = dm->persistent;
 	out->allocator = dm->allocator_id;
+	out->object_id = o->id;
 	if (dm->dd.fd >= 0) {
 		out->has_fd = true;
 		out->fd_index = 0;
@@ -348,6 +436,7 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	struct device_why why = {""};
 	uint64_t rounded = 0;
 	struct dctx *x;
+	struct obj *o;
 	struct dm *dm;
 	int ret;
 
@@ -364,15 +453,12 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	if (ret < 0)
 		return ret;
 	dm = calloc(1, sizeof(*dm));
-	if (!dm || dm_hold_add(dm, c) < 0) {
-		free(dm);
+	if (!dm)
 		return reply_error(r, -ENOMEM, "out of memory");
-	}
 	dm->dd.fd = -1;
 	ret = x->dev->ctx_ops->dm_alloc(x->dc, rounded, q->log_align_req,
 					&dm->dd, &why);
 	if (ret < 0) {
-		free(dm->holds);
 		free(dm);
 		if (ret == -ENOMEM)
 			return reply_error(
@@ -393,12 +479,19 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	dm->allocator_id = c->id;
 	dm->allocator_pid = c->cred.pid;
 	dm->persistent = !!(q->flags & DM_PERSISTENT_FLAG);
+	ret = dm_hold_add(dm, c, r, &o);
+	if (ret < 0) {
+		x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &why);
+		free(dm->holds);
+		free(dm);
+		return ret;
+	}
 	x->domain->used.dm_bytes += rounded;
 	x->dev->dm_reserved += rounded;
 	dctx_obj_hold(x);
 	TAILQ_INSERT_TAIL(&srv->dms->dms, dm, link);
 	srv->dms->n++;
-	return dm_reply(dm, r, true);
+	return dm_reply(dm, o, r, true);
 }
 
 int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
@@ -406,6 +499,7 @@ int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 {
 	const Rdmab__DmImportRequest *q = req->dm_import;
 	struct dctx *x;
+	struct obj *o;
 	struct dm *dm;
 	int ret;
 
@@ -420,9 +514,10 @@ int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	if (!dm)
 		return reply_error(r, -ENOENT, dm_missing, q->handle,
 				   q->context_id);
-	if (dm_hold_add(dm, c) < 0)
-		return reply_error(r, -ENOMEM, "out of memory");
-	return dm_reply(dm, r, false);
+	ret = dm_hold_add(dm, c, r, &o);
+	if (ret < 0)
+		return ret;
+	return dm_reply(dm, o, r, false);
 }
 
 int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
@@ -431,12 +526,14 @@ int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
 	uint64_t id = req->dm_unimport->dm_id;
 	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
 	struct dm *dm = dm_find_id(c->srv, id);
+	int i = dm ? dm_hold_of(dm, c) : -1;
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	if (!dm || !dm_hold_drop(dm, c, false))
+	if (i < 0)
 		return reply_error(r, -ENOENT,
 				   "this session holds no DM %" PRIu64, id);
+	dm_hold_drop(dm, (unsigned int)i);
 	dm_try_free(c->srv, dm);
 	rdmab__dm_empty_reply__init(out);
 	r->msg.body_case = RDMAB__REPLY__BODY_DM_UNIMPORT;
@@ -518,7 +615,7 @@ static void dm_info(Rdmab__DmInfo *di, uint64_t *importers, const struct dm *dm)
 		di->state = RDMAB__DM_INFO__STATE__LIVE;
 	di->blocked_by = dm->blocked ? (char *)dm->blocked_by : "";
 	for (unsigned int i = 0; i < dm->n_holds && i < DM_LIST_IMPORTERS; i++)
-		importers[di->n_importers++] = dm->holds[i].conn->id;
+		importers[di->n_importers++] = dm->holds[i]->owner->client_id;
 	di->importers = importers;
 }
 

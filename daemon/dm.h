@@ -27,12 +27,8 @@ struct server;
 struct conn;
 struct dctx;
 struct domain;
-
-struct dm_hold {
-	struct conn *conn;
-	/* Imports by this session (each ibc_dm_import is one). */
-	unsigned int count;
-};
+struct obj;
+struct event;
 
 struct dm {
 	TAILQ_ENTRY(dm) link;
@@ -52,7 +48,9 @@ struct dm {
 	bool free_asked;
 	bool blocked;
 	char blocked_by[DEVICE_WHY_MAX];
-	struct dm_hold *holds;
+	/* Its imports: records of the registry (kind DM, family_owned),
+	 * one per import, the allocator's included. */
+	struct obj **holds;
 	unsigned int n_holds;
 	unsigned int cap_holds;
 };
@@ -61,7 +59,14 @@ struct dm_table {
 	TAILQ_HEAD(, dm) dms;
 	uint64_t next_id;
 	unsigned int n;
+	/* Retries the free of blocked DMs while there are any. */
+	struct event *retry_ev;
+	unsigned int n_blocked;
 };
+
+/* How often a blocked free is tried again: the MR that blocks it may go
+ * at any time, by its owner or by the cleanup of its owner's death. */
+#define DM_RETRY_MS 50
 
 /* Set up srv->dms. 0 or -ENOMEM. */
 int dm_init(struct server *srv);

@@ -74,6 +74,7 @@ int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 /* Take the lowest free handle for a DM (device-soft.c keeps its memory):
  * 0 or -ENOMEM. It goes with soft_objs_destroy(), -EBUSY while an MR uses
  * it. */
-int soft_objs_add_dm(struct soft_objs *o, uint32_t *ret_handle);
+int soft_objs_add_dm(struct soft_objs *o, uint64_t length,
+		     uint32_t *ret_handle);
 
 #endif

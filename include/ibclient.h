@@ -577,6 +577,13 @@ int ibc_dm_read(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
  * ibv_reg_dm_mr and work requests); NULL (errno EOPNOTSUPP) on the soft
  * device. Never ibv_free_dm() it. */
 struct ibv_dm *ibc_verbs_dm(struct ibc_dm *dm);
+/**
+ * ibc_reg_dm_mr() - an MR on @length bytes of @dm at @dm_offset, as
+ * ibv_reg_dm_mr(3): @access must have IBV_ACCESS_ZERO_BASED. Registered
+ * with the broker like ibc_reg_mr(); deregister it with ibc_dereg_mr().
+ */
+int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset, size_t length,
+		  unsigned int access, struct ibc_mr **ret_mr);
 
 enum ibc_dm_state {
 	IBC_DM_LIVE = 0,

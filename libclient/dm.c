@@ -186,6 +186,7 @@ static int ibc_dm_get(struct ibc_ctx *ctx, Rdmab__Request *req, bool alloc,
 		dm->length = o->length;
 		dm->persistent = o->persistent;
 		dm->allocator = o->allocator;
+		dm->object_id = o->object_id;
 		err = ibc_dm_attach(dm, fd);
 	}
 	if (err < 0) {
@@ -468,6 +469,67 @@ IBC_EXPORT struct ibv_dm *ibc_verbs_dm(struct ibc_dm *dm)
 		errno = EOPNOTSUPP;
 	}
 	return dm->vdm;
+}
+
+IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,
+			     size_t length, unsigned int access,
+			     struct ibc_mr **ret_mr)
+{
+	struct ibc_obj_args a = { .attr = RDMAB__OBJ_ATTR__INIT };
+	struct ibc_obj_result res = { .attr = RDMAB__OBJ_ATTR__INIT };
+	struct ibc_ctx *ctx;
+	struct ibc_mr *mr;
+	int err;
+
+	if (!dm || !ret_mr)
+		return ibc_set_error(-EINVAL, "dm or ret_mr is NULL");
+	if (__atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE))
+		return ibc_set_error(-ENODEV, "%s", dm->gone_why);
+	/* ibv_reg_dm_mr's rules; the device checks them again. */
+	if (!(access & IBV_ACCESS_ZERO_BASED))
+		return ibc_set_error(-EINVAL, "an MR on device memory needs "
+					      "IBV_ACCESS_ZERO_BASED");
+	if (!length || dm_offset > dm->length ||
+	    length > dm->length - dm_offset)
+		return ibc_set_error(-EINVAL,
+				     "%zu bytes at offset %llu are not inside "
+				     "DM %llu (%llu bytes)",
+				     length, (unsigned long long)dm_offset,
+				     (unsigned long long)dm->id,
+				     (unsigned long long)dm->length);
+	ctx = dm->ctx;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return ibc_set_error(-ENOMEM, "out of memory");
+	mr->o.ctx = ctx;
+	mr->o.kind = IBC_OBJ_MR;
+	mr->o.dm_use = dm->object_id;
+	mr->dm = dm;
+	a.attr.mr_addr = dm_offset;
+	a.attr.mr_length = (uint64_t)length;
+	a.attr.mr_access = access;
+	a.dm = dm->vdm;
+	/* Counted first: an unimport meanwhile is EBUSY, not a race. */
+	pthread_mutex_lock(&ctx->lock);
+	dm->mrs++;
+	pthread_mutex_unlock(&ctx->lock);
+	err = ibc_obj_create(&mr->o, &a, &res);
+	if (err < 0) {
+		ibc_dm_mr_gone(dm);
+		free(mr);
+		return err;
+	}
+	mr->lkey = res.lkey;
+	mr->rkey = res.rkey;
+	*ret_mr = mr;
+	return 0;
+}
+
+void ibc_dm_mr_gone(struct ibc_dm *dm)
+{
+	pthread_mutex_lock(&dm->ctx->lock);
+	dm->mrs--;
+	pthread_mutex_unlock(&dm->ctx->lock);
 }
 
 /* --- events and teardown ------------------------------------------------ */

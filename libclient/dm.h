@@ -18,6 +18,8 @@ struct ibc_dm {
 	uint64_t length;
 	bool persistent;
 	uint64_t allocator;
+	/* This import's record in the broker's registry. */
+	uint64_t object_id;
 	/* soft: the mapping of the DM's memfd; verbs: the import. */
 	uint8_t *map;
 	struct ibv_dm *vdm;
@@ -29,6 +31,9 @@ struct ibc_dm {
 	int gone;
 	char gone_why[160];
 };
+
+/* An MR on @dm was deregistered. */
+void ibc_dm_mr_gone(struct ibc_dm *dm);
 
 /* After the application's callback for an event about DM @id: unimport it
  * where nothing of this process still uses it. */

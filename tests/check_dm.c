@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "tests/cklib.h"
+#include "tests/objlib.h"
 #include "tests/testlib.h"
 
 static struct tl_daemon D;
@@ -634,6 +635,188 @@ START_TEST(test_no_dm_on_null)
 }
 END_TEST
 
+/* MRs on device memory: ibv_reg_dm_mr's rules, registry objects, and the
+ * DM cannot go while one is on it. */
+START_TEST(test_dm_mr)
+{
+	unsigned int acc = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE;
+	struct ibc_object_info *o;
+	struct ibc_dm *dm = alloc_dm(8192);
+	struct ibc_mr *mr, *mr2;
+	size_t n, mrs = 0, dms = 0;
+
+	ck_assert_int_eq(ibc_reg_dm_mr(dm, 0, 4096, IBV_ACCESS_LOCAL_WRITE,
+				       &mr),
+			 -EINVAL);
+	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "ZERO_BASED"));
+	ck_assert_int_eq(ibc_reg_dm_mr(dm, 4096, 4097, acc, &mr), -EINVAL);
+	ck_assert_int_eq(ibc_reg_dm_mr(dm, UINT64_MAX - 7, 16, acc, &mr),
+			 -EINVAL);
+	ck_assert_int_eq(ibc_reg_dm_mr(dm, 0, 0, acc, &mr), -EINVAL);
+	ck_assert_int_eq(ibc_reg_dm_mr(dm, 4096, 4096, acc, &mr), 0);
+	ck_assert_uint_ne(ibc_mr_lkey(mr), 0);
+	ck_assert_int_eq(ibc_reg_dm_mr(dm, 0, 8192, acc, &mr2), 0);
+	/* Both MRs and the import are registry objects. */
+	ck_assert_int_eq(ibc_list_objects(C, NULL, &o, sizeof(*o), &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		mrs += o[i].kind == IBC_OBJ_MR;
+		dms += o[i].kind == IBC_OBJ_DM;
+	}
+	ibc_list_free(o);
+	ck_assert_uint_eq(mrs, 2);
+	ck_assert_uint_eq(dms, 1);
+	ck_assert_int_eq(ibc_dm_unimport(dm), -EBUSY);
+	ck_assert_int_eq(ibc_dm_free(dm), -EBUSY);
+	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "2 MRs"));
+	ck_assert_int_eq(ibc_dereg_mr(mr), 0);
+	ck_assert_int_eq(ibc_dm_free(dm), -EBUSY);
+	ck_assert_int_eq(ibc_dereg_mr(mr2), 0);
+	ck_assert_int_eq(ibc_dm_free(dm), 0);
+	wait_all_free(5000);
+}
+END_TEST
+
+static int ol_dm(struct ol_client *c, unsigned int body, uint64_t arg,
+		 uint64_t *ret_id, uint64_t *ret_obj)
+{
+	Rdmab__DmImportRequest im = RDMAB__DM_IMPORT_REQUEST__INIT;
+	Rdmab__DmIdRequest q = RDMAB__DM_ID_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int err;
+
+	req.body_case = body;
+	if (body == RDMAB__REQUEST__BODY_DM_IMPORT) {
+		im.context_id = c->ctx_id;
+		im.handle = (uint32_t)arg;
+		req.dm_import = &im;
+	} else {
+		q.dm_id = arg;
+		req.dm_unimport = &q;
+	}
+	err = ol_call(c, &req, &m);
+	if (err < 0)
+		return err;
+	if (body == RDMAB__REQUEST__BODY_DM_IMPORT) {
+		*ret_id = m->reply->dm_import->dm_id;
+		*ret_obj = m->reply->dm_import->object_id;
+	}
+	ol_free(m);
+	return 0;
+}
+
+/* A client that unimports with its MR still on the DM (the library would
+ * refuse; the protocol cannot): the free is blocked, the quota stays
+ * charged, the listing names why, and the DM goes when the MR does (its
+ * owner's destroy, or the cleanup after its death). */
+START_TEST(test_free_blocked)
+{
+	for (int killed = 0; killed < 2; killed++) {
+		struct ibc_dm *dm = alloc_dm(4096);
+		struct ibc_dm_info info;
+		struct ol_client raw;
+		uint64_t id, obj, used, reserved;
+		uint64_t uses[1];
+		struct ol_obj mr;
+		Rdmab__ObjAttr a = RDMAB__OBJ_ATTR__INIT;
+		pid_t pid = 0;
+		int p[2];
+		size_t n;
+
+		ck_assert_int_eq(pipe(p), 0);
+		if (killed) {
+			/* The raw client in a process of its own. */
+			pid = fork();
+			ck_assert_int_ge(pid, 0);
+		}
+		if (pid == 0) {
+			char c = 0;
+
+			if (killed) {
+				prctl(PR_SET_PDEATHSIG, SIGKILL);
+				close(p[0]);
+			}
+			ck_assert_int_eq(ol_connect(&raw, D.sock, NULL), 0);
+			ck_assert_int_eq(ol_dm(&raw,
+					       RDMAB__REQUEST__BODY_DM_IMPORT,
+					       ibc_dm_handle(dm), &id, &obj),
+					 0);
+			uses[0] = obj;
+			a.mr_addr = 0;
+			a.mr_length = 4096;
+			a.mr_access = IBV_ACCESS_ZERO_BASED;
+			ck_assert_int_eq(ol_create(&raw, IBC_OBJ_MR, uses, 1,
+						   &a, &mr),
+					 0);
+			ck_assert_int_eq(ol_dm(&raw,
+					       RDMAB__REQUEST__BODY_DM_UNIMPORT,
+					       id, NULL, NULL),
+					 0);
+			if (killed) {
+				if (write(p[1], &c, 1) != 1)
+					_exit(1);
+				for (;;)
+					pause();
+			}
+		} else {
+			char c;
+
+			close(p[1]);
+			ck_assert_int_eq(read(p[0], &c, 1), 1);
+		}
+		close(p[0]);
+		if (!killed)
+			close(p[1]);
+		id = ibc_dm_id(dm);
+		ck_assert_int_eq(ibc_dm_free(dm), 0);
+		info = dm_info(id);
+		ck_assert_int_eq(info.state, IBC_DM_FREE_BLOCKED);
+		ck_assert_ptr_nonnull(strstr(info.blocked_by, "used by 1"));
+		usage(&used, &reserved, &n);
+		ck_assert_uint_eq(used, 4096);
+		ck_assert_uint_eq(reserved, 4096);
+		if (killed) {
+			ck_assert_int_eq(kill(pid, SIGKILL), 0);
+			ck_assert_int_eq(waitpid(pid, NULL, 0), pid);
+		} else {
+			ck_assert_int_eq(ol_destroy(&raw, mr.id), 0);
+		}
+		wait_all_free(5000);
+		if (!killed)
+			ol_close(&raw);
+	}
+}
+END_TEST
+
+/* A session that ends while its process lives (evicted) keeps its imports
+ * until the process dies: the broker cannot see its mappings. */
+START_TEST(test_evicted_importer_keeps_hold)
+{
+	struct ibc_client *c2;
+	struct ibc_ctx *x2;
+	struct ibc_dm *dm = alloc_dm(4096), *d2;
+	struct ibc_client_info ci;
+	struct ibc_dm_info info;
+	uint64_t id = ibc_dm_id(dm);
+
+	ck_assert_int_eq(tl_connect(D.sock, 20000, &c2), 0);
+	ck_assert_int_eq(ibc_client_info(c2, &ci, sizeof(ci)), 0);
+	ck_assert_int_eq(ibc_open(c2, NULL, &x2), 0);
+	ck_assert_int_eq(ibc_dm_import(x2, ibc_dm_handle(dm), &d2), 0);
+	ck_assert_int_eq(ibc_admin_evict(C, ci.client_id), 0);
+	ck_assert_int_eq(ibc_dm_free(dm), 0);
+	tl_sleep_ms(100);
+	info = dm_info(id);
+	ck_assert_int_eq(info.state, IBC_DM_FREE_PENDING);
+	ck_assert_uint_eq(info.n_importers, 1);
+	ck_assert_uint_eq(info.importers[0], ci.client_id);
+	/* Its library answers locally; the broker still counts the hold. */
+	ck_assert_int_eq(ibc_dm_unimport(d2), 0);
+	ibc_disconnect(c2);
+	ck_assert_int_eq(dm_info(id).state, IBC_DM_FREE_PENDING);
+}
+END_TEST
+
 /* rdmabrokerctl's output for @args, of at most @size - 1 bytes; its exit
  * status. */
 static int ctl_run(const char *args, char *out, size_t size)
@@ -709,6 +892,9 @@ int main(void)
 	tcase_add_test(tc, test_exit_kill_matrix);
 	tcase_add_test(tc, test_no_dm_on_null);
 	tcase_add_test(tc, test_ctl_dm);
+	tcase_add_test(tc, test_dm_mr);
+	tcase_add_test(tc, test_free_blocked);
+	tcase_add_test(tc, test_evicted_importer_keeps_hold);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(small, setup_small, teardown);
 	tcase_set_timeout(small, 60);
