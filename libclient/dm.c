@@ -388,9 +388,9 @@ IBC_EXPORT size_t ibc_dm_length(const struct ibc_dm *dm)
 	return dm ? (size_t)dm->length : 0;
 }
 
-/* mlx5's checks in mlx5's order, the bounds first and without the wrap
- * mlx5's own offset + length can make. */
-static int ibc_dm_check(const struct ibc_dm *dm, uint64_t off, size_t len)
+/* The sentence of a failed check, off the data path. */
+static __attribute__((noinline, cold)) int
+ibc_dm_check_fail(const struct ibc_dm *dm, uint64_t off, size_t len)
 {
 	if (!dm)
 		return ibc_set_error(-EINVAL, "dm is NULL");
@@ -403,12 +403,24 @@ static int ibc_dm_check(const struct ibc_dm *dm, uint64_t off, size_t len)
 				     len, (unsigned long long)off,
 				     (unsigned long long)dm->id,
 				     (unsigned long long)dm->length);
-	if ((off | len) & 3)
-		return ibc_set_error(-EINVAL,
-				     "device memory is accessed in 4-byte "
-				     "words: offset %llu and length %zu must "
-				     "be multiples of 4",
-				     (unsigned long long)off, len);
+	return ibc_set_error(-EINVAL,
+			     "device memory is accessed in 4-byte words: "
+			     "offset %llu and length %zu must be multiples "
+			     "of 4",
+			     (unsigned long long)off, len);
+}
+
+/* mlx5's checks in mlx5's order, the bounds first and without the wrap
+ * mlx5's own offset + length can make. */
+static inline __attribute__((always_inline)) int
+ibc_dm_check(const struct ibc_dm *dm, uint64_t off, size_t len)
+{
+	if (__builtin_expect(!dm || __atomic_load_n(&dm->gone,
+						    __ATOMIC_ACQUIRE) ||
+				     off > dm->length ||
+				     len > dm->length - off || ((off | len) & 3),
+			     0))
+		return ibc_dm_check_fail(dm, off, len);
 	return 0;
 }
 
