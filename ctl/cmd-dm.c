@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: MIT
-/* rdmabrokerctl dm [list | show ID | free ID] */
+/* rdmabrokerctl dm [list | show ID | free ID | revoke ID] */
 #include "config.h"
 
 #include <errno.h>
@@ -33,7 +33,8 @@ static int dm_usage(const char *why, const char *arg)
 {
 	fprintf(stderr, "rdmabrokerctl: dm: %s%s%s\n", why, arg ? ": " : "",
 		arg ? arg : "");
-	fprintf(stderr, "Usage: rdmabrokerctl dm [list | show ID | free ID]\n");
+	fprintf(stderr, "Usage: rdmabrokerctl dm [list | show ID | free ID | "
+			"revoke ID]\n");
 	return CTL_USAGE;
 }
 
@@ -187,7 +188,8 @@ int cmd_dm(struct ctl *ctl, int argc, char **argv)
 	if (strcmp(sub, "list") == 0) {
 		if (argc > 2)
 			return dm_usage("unknown argument", argv[2]);
-	} else if (strcmp(sub, "show") == 0 || strcmp(sub, "free") == 0) {
+	} else if (strcmp(sub, "show") == 0 || strcmp(sub, "free") == 0 ||
+		   strcmp(sub, "revoke") == 0) {
 		if (argc != 3)
 			return dm_usage("needs one DM id", NULL);
 		if (dm_parse_id(argv[2], &id) < 0)
@@ -198,6 +200,14 @@ int cmd_dm(struct ctl *ctl, int argc, char **argv)
 	ret = ctl_connect(ctl);
 	if (ret)
 		return ret;
+	if (strcmp(sub, "revoke") == 0) {
+		ret = ibc_admin_dm_revoke(ctl->client, id);
+		if (ret < 0)
+			return ctl_fail("dm revoke", ret);
+		if (ctl->json)
+			printf("{\"revoked\":%" PRIu64 "}\n", id);
+		return CTL_OK;
+	}
 	if (strcmp(sub, "free") == 0) {
 		ret = ibc_admin_dm_free(ctl->client, id);
 		if (ret < 0)

@@ -24,8 +24,8 @@ static const struct ctl_command commands[] = {
 	{ "evict", "CLIENT", "end a client's session (administrators)",
 	  cmd_evict },
 	/* Device memory. */
-	{ "dm", "[list | show ID | free ID]",
-	  "device memory: DMs, their holders and state; free (admin)",
+	{ "dm", "[list | show ID | free ID | revoke ID]",
+	  "device memory: DMs, holders, state; free, revoke (admin)",
 	  cmd_dm },
 };
 

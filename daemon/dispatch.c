@@ -55,6 +55,8 @@ static const struct handler handlers[] = {
 					    H_NEEDS_HELLO },
 	[RDMAB__REQUEST__BODY_DM_ADMIN_FREE] = { "dm-admin-free", h_dm_free,
 						 0, H_SESSION | H_ADMIN },
+	[RDMAB__REQUEST__BODY_DM_REVOKE] = { "dm-revoke", h_dm_revoke, 0,
+					     H_SESSION | H_ADMIN },
 };
 
 /* dispatch_set_test_handler(): one extra body case, for test suites. */

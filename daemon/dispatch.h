@@ -88,6 +88,8 @@ int h_dm_free(struct conn *c, const Rdmab__Request *req,
 	      struct wire_fds *fds, struct reply *r);
 int h_list_dms(struct conn *c, const Rdmab__Request *req,
 	       struct wire_fds *fds, struct reply *r);
+int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r);
 
 /*
  * For test suites only: serve @body_case (one the daemon does not know)

@@ -6,10 +6,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -63,6 +65,7 @@ int dm_init(struct server *srv)
 	static const struct obj_family fam = { .release = dm_release };
 
 	TAILQ_INIT(&t->dms);
+	TAILQ_INIT(&t->sessions);
 	srv->dms = t;
 	t->retry_ev = evtimer_new(srv->base, dm_retry_cb, srv);
 	if (!t->retry_ev)
@@ -94,20 +97,78 @@ static int dm_hold_of(const struct dm *dm, const struct conn *c)
 	if (!c->owner)
 		return -1;
 	for (unsigned int i = 0; i < dm->n_holds; i++)
-		if (dm->holds[i]->owner == c->owner)
+		if (dm->holds[i].o->owner == c->owner)
 			return (int)i;
 	return -1;
 }
 
-static int dm_hold_add(struct dm *dm, struct conn *c, struct reply *r,
-		       struct obj **ret)
+/* @c's status page, made on its first DM. */
+static int dm_session_of(struct server *srv, struct conn *c,
+			 struct reply *r, struct dm_session **ret)
 {
+	struct dm_session *s;
+	int err;
+
+	TAILQ_FOREACH(s, &srv->dms->sessions, link)
+		if (s->conn == c) {
+			*ret = s;
+			return 0;
+		}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return reply_error(r, -ENOMEM, "out of memory");
+	s->conn = c;
+	s->fd = memfd_create("rdmabroker-dm-status",
+			     MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (s->fd < 0 || ftruncate(s->fd, DM_STATUS_SLOTS) < 0 ||
+	    fcntl(s->fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail;
+	s->page = mmap(NULL, DM_STATUS_SLOTS, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, s->fd, 0);
+	if (s->page == MAP_FAILED)
+		goto fail;
+	TAILQ_INSERT_TAIL(&srv->dms->sessions, s, link);
+	*ret = s;
+	return 0;
+fail:
+	err = -errno;
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s);
+	return reply_error(r, err, "cannot make the DM status page: %s",
+			   strerror(-err));
+}
+
+static void dm_session_free(struct server *srv, struct dm_session *s)
+{
+	TAILQ_REMOVE(&srv->dms->sessions, s, link);
+	munmap(s->page, DM_STATUS_SLOTS);
+	close(s->fd);
+	free(s);
+}
+
+static int dm_hold_add(struct dm *dm, struct conn *c, struct reply *r,
+		       struct dm_hold **ret)
+{
+	struct dm_session *s = NULL;
+	uint32_t slot = 0;
 	struct obj *o;
 	int err;
 
+	err = dm_session_of(c->srv, c, r, &s);
+	if (err < 0)
+		return err;
+	while (slot < DM_STATUS_SLOTS && s->used[slot])
+		slot++;
+	if (slot == DM_STATUS_SLOTS)
+		return reply_error(r, -EMFILE,
+				   "this session holds %d DM imports, the "
+				   "most one session may",
+				   DM_STATUS_SLOTS);
 	if (dm->n_holds == dm->cap_holds) {
 		unsigned int cap = dm->cap_holds ? dm->cap_holds * 2 : 4;
-		struct obj **n = realloc(dm->holds, cap * sizeof(*n));
+		struct dm_hold *n = realloc(dm->holds, cap * sizeof(*n));
 
 		if (!n)
 			return reply_error(r, -ENOMEM, "out of memory");
@@ -120,15 +181,24 @@ static int dm_hold_add(struct dm *dm, struct conn *c, struct reply *r,
 	if (err < 0)
 		return err;
 	o->family_owned = true;
-	dm->holds[dm->n_holds++] = o;
-	*ret = o;
+	s->used[slot] = 1;
+	s->page[slot] = dm->revoked;
+	dm->holds[dm->n_holds] = (struct dm_hold){ .o = o, .s = s,
+						   .slot = slot };
+	*ret = &dm->holds[dm->n_holds++];
 	return 0;
 }
 
 static void dm_hold_drop(struct dm *dm, unsigned int i)
 {
-	objects_remove(dm->holds[i]);
-	dm->holds[i] = dm->holds[--dm->n_holds];
+	struct dm_hold *h = &dm->holds[i];
+
+	if (h->s) {
+		h->s->used[h->slot] = 0;
+		h->s->page[h->slot] = 0;
+	}
+	objects_remove(h->o);
+	*h = dm->holds[--dm->n_holds];
 }
 
 /* --- records -------------------------------------------------------------- */
@@ -147,6 +217,8 @@ static void dm_forget(struct server *srv, struct dm *dm)
 
 	if (dm->blocked)
 		t->n_blocked--;
+	if (dm->revoke_ev)
+		event_free(dm->revoke_ev);
 	dm->domain->used.dm_bytes -= dm->length;
 	dm->ctx->dev->dm_reserved -= dm->length;
 	TAILQ_REMOVE(&t->dms, dm, link);
@@ -201,18 +273,45 @@ static bool dm_try_free(struct server *srv, struct dm *dm)
 	return true;
 }
 
+/* The sessions an event about a DM goes to, by client id: copied before
+ * the first send, since a client that cannot take the event is closed,
+ * which may free the DM. */
 struct dm_event_target {
-	const struct dm *dm;
-	const struct conn *except;
+	uint64_t *ids;
+	unsigned int n;
 };
 
 static bool dm_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
 {
 	const struct dm_event_target *t = arg;
 
-	/* The holds are read here, before any send: a client that cannot
-	 * take the event is closed, which changes them. */
-	return c != t->except && dm_hold_of(t->dm, c) >= 0;
+	(void)ev;
+	for (unsigned int i = 0; i < t->n; i++)
+		if (t->ids[i] == c->id)
+			return true;
+	return false;
+}
+
+/* Send @ev to the live sessions that hold @dm, but @except. */
+static void dm_notify(struct server *srv, struct dm *dm,
+		      const struct conn *except, Rdmab__Event *ev)
+{
+	struct dm_event_target t = { 0 };
+	struct conn *c;
+
+	t.ids = calloc(dm->n_holds ? dm->n_holds : 1, sizeof(*t.ids));
+	if (!t.ids) {
+		log_err("DM %" PRIu64 ": out of memory: its holders are not "
+			"told",
+			dm->id);
+		return;
+	}
+	TAILQ_FOREACH(c, &srv->conns, link)
+		if (c != except && dm_hold_of(dm, c) >= 0 && t.n < dm->n_holds)
+			t.ids[t.n++] = c->id;
+	if (t.n)
+		notify_clients(srv, ev, dm_event_filter, &t);
+	free(t.ids);
 }
 
 /*
@@ -225,7 +324,6 @@ static void dm_ask_free(struct server *srv, struct dm *dm,
 {
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
 	Rdmab__DmEvent de = RDMAB__DM_EVENT__INIT;
-	struct dm_event_target t = {.dm = dm, .except = by};
 	char reason[160];
 	uint64_t id = dm->id;
 
@@ -242,7 +340,7 @@ static void dm_ask_free(struct server *srv, struct dm *dm,
 	ev.body_case = RDMAB__EVENT__BODY_DM_FREE_PENDING;
 	ev.dm_free_pending = &de;
 	/* @dm may go while the events are sent (a client closed). */
-	notify_clients(srv, &ev, dm_event_filter, &t);
+	dm_notify(srv, dm, by, &ev);
 }
 
 void dm_conn_closing(struct conn *c)
@@ -250,8 +348,20 @@ void dm_conn_closing(struct conn *c)
 	struct server *srv = c->srv;
 	struct dm *dm, *tmp;
 
+	struct dm_session *sess, *stmp;
+
 	if (!srv->dms)
 		return;
+	/* Its imports outlive the session; its status page does not. */
+	TAILQ_FOREACH_SAFE(sess, &srv->dms->sessions, link, stmp) {
+		if (sess->conn != c)
+			continue;
+		TAILQ_FOREACH(dm, &srv->dms->dms, link)
+			for (unsigned int i = 0; i < dm->n_holds; i++)
+				if (dm->holds[i].s == sess)
+					dm->holds[i].s = NULL;
+		dm_session_free(srv, sess);
+	}
 	/* One DM at a time, from the start: asking a free sends events,
 	 * which may close other sessions and free other DMs. */
 restart:
@@ -276,7 +386,7 @@ static int dm_release(struct server *srv, struct obj *o, void *data)
 	(void)data;
 	TAILQ_FOREACH(dm, &srv->dms->dms, link)
 		for (unsigned int i = 0; i < dm->n_holds; i++)
-			if (dm->holds[i] == o) {
+			if (dm->holds[i].o == o) {
 				dm_hold_drop(dm, i);
 				dm_try_free(srv, dm);
 				return 0;
@@ -323,6 +433,8 @@ void dm_fini(struct server *srv)
 	}
 	if (srv->dms->retry_ev)
 		event_free(srv->dms->retry_ev);
+	while (!TAILQ_EMPTY(&srv->dms->sessions))
+		dm_session_free(srv, TAILQ_FIRST(&srv->dms->sessions));
 	free(srv->dms);
 	srv->dms = NULL;
 }
@@ -367,7 +479,7 @@ static int dm_ctx(struct conn *c, uint64_t ctx_id, struct reply *r,
 	return 0;
 }
 
-static int dm_reply(struct dm *dm, const struct obj *o, struct reply *r,
+static int dm_reply(struct dm *dm, struct dm_hold *h, struct reply *r,
 		    bool alloc)
 {
 	Rdmab__DmReply *out = reply_alloc(r, sizeof(*out));
@@ -380,12 +492,19 @@ static int dm_reply(struct dm *dm, const struct obj *o, struct reply *r,
 	out->length = dm->length;
 	out->persistent = dm->persistent;
 	out->allocator = dm->allocator_id;
-	out->object_id = o->id;
+	out->object_id = h->o->id;
+	out->status_slot = h->slot;
+	if (!h->s->sent) {
+		/* The library maps it once; it goes with this reply. */
+		out->has_status = true;
+		out->status_fd_index = r->nfds;
+		r->fds[r->nfds++] = h->s->fd;
+		h->s->sent = true;
+	}
 	if (dm->dd.fd >= 0) {
 		out->has_fd = true;
-		out->fd_index = 0;
-		r->fds[0] = dm->dd.fd;
-		r->nfds = 1;
+		out->fd_index = r->nfds;
+		r->fds[r->nfds++] = dm->dd.fd;
 	}
 	if (alloc) {
 		r->msg.body_case = RDMAB__REPLY__BODY_DM_ALLOC;
@@ -436,7 +555,7 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	struct device_why why = {""};
 	uint64_t rounded = 0;
 	struct dctx *x;
-	struct obj *o;
+	struct dm_hold *h;
 	struct dm *dm;
 	int ret;
 
@@ -479,7 +598,7 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	dm->allocator_id = c->id;
 	dm->allocator_pid = c->cred.pid;
 	dm->persistent = !!(q->flags & DM_PERSISTENT_FLAG);
-	ret = dm_hold_add(dm, c, r, &o);
+	ret = dm_hold_add(dm, c, r, &h);
 	if (ret < 0) {
 		x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &why);
 		free(dm->holds);
@@ -491,7 +610,7 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	dctx_obj_hold(x);
 	TAILQ_INSERT_TAIL(&srv->dms->dms, dm, link);
 	srv->dms->n++;
-	return dm_reply(dm, o, r, true);
+	return dm_reply(dm, h, r, true);
 }
 
 int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
@@ -499,7 +618,7 @@ int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 {
 	const Rdmab__DmImportRequest *q = req->dm_import;
 	struct dctx *x;
-	struct obj *o;
+	struct dm_hold *h;
 	struct dm *dm;
 	int ret;
 
@@ -509,15 +628,15 @@ int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	/* Another domain's, a free pending or a revoked DM: as missing. */
 	TAILQ_FOREACH(dm, &c->srv->dms->dms, link)
 		if (dm->ctx == x && dm->dd.handle == q->handle &&
-		    !dm->free_asked)
+		    !dm->free_asked && !dm->revoked)
 			break;
 	if (!dm)
 		return reply_error(r, -ENOENT, dm_missing, q->handle,
 				   q->context_id);
-	ret = dm_hold_add(dm, c, r, &o);
+	ret = dm_hold_add(dm, c, r, &h);
 	if (ret < 0)
 		return ret;
-	return dm_reply(dm, o, r, false);
+	return dm_reply(dm, h, r, false);
 }
 
 int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
@@ -607,15 +726,18 @@ static void dm_info(Rdmab__DmInfo *di, uint64_t *importers, const struct dm *dm)
 	di->allocator = dm->allocator ? dm->allocator_id : 0;
 	di->allocator_pid = (uint32_t)dm->allocator_pid;
 	di->persistent = dm->persistent;
-	if (dm->blocked)
+	if (dm->revoked)
+		di->state = RDMAB__DM_INFO__STATE__REVOKED;
+	else if (dm->blocked)
 		di->state = RDMAB__DM_INFO__STATE__FREE_BLOCKED;
 	else if (dm->free_asked)
 		di->state = RDMAB__DM_INFO__STATE__FREE_PENDING;
 	else
 		di->state = RDMAB__DM_INFO__STATE__LIVE;
-	di->blocked_by = dm->blocked ? (char *)dm->blocked_by : "";
+	di->blocked_by = (char *)dm->blocked_by;
 	for (unsigned int i = 0; i < dm->n_holds && i < DM_LIST_IMPORTERS; i++)
-		importers[di->n_importers++] = dm->holds[i]->owner->client_id;
+		importers[di->n_importers++] =
+			dm->holds[i].o->owner->client_id;
 	di->importers = importers;
 }
 
@@ -662,5 +784,86 @@ int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	out->n_devices = nd;
 	r->msg.body_case = RDMAB__REPLY__BODY_LIST_DMS;
 	r->msg.list_dms = out;
+	return 0;
+}
+
+/* --- revoke --------------------------------------------------------------- */
+
+/* The grace period is over: free what nothing holds; a holder that did not
+ * let go keeps the DM until its process is gone. */
+static void dm_revoke_grace_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dm *dm = arg;
+	struct server *srv = dm->ctx->srv;
+	uint64_t id = dm->id;
+
+	(void)fd;
+	(void)what;
+	dm->free_asked = true;
+	if (dm_try_free(srv, dm))
+		return;
+	if (dm->n_holds)
+		snprintf(dm->blocked_by, sizeof(dm->blocked_by),
+			 "revoke blocked by client %" PRIu64
+			 "%s (the DM goes when it unimports or dies)",
+			 dm->holds[0].o->owner->client_id,
+			 dm->n_holds > 1 ? " and others" : "");
+	log_notice("DM %" PRIu64 ": revoke grace period over; %s", id,
+		   dm->n_holds ? dm->blocked_by : "free blocked by an MR");
+}
+
+int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r)
+{
+	struct server *srv = c->srv;
+	uint64_t id = req->dm_revoke->dm_id;
+	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
+	uint32_t grace = srv->config.limits.dm_revoke_grace_ms;
+	struct timeval tv = {
+		.tv_sec = grace / 1000,
+		.tv_usec = (suseconds_t)(grace % 1000) * 1000,
+	};
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	Rdmab__DmEvent de = RDMAB__DM_EVENT__INIT;
+	struct dm *dm = dm_find_id(srv, id);
+	char reason[160];
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	/* Administrators only: H_ADMIN. */
+	if (!dm)
+		return reply_error(r, -ENOENT, "no DM %" PRIu64 " in the broker",
+				   id);
+	if (dm->revoked)
+		return reply_error(r, -EALREADY, "DM %" PRIu64 " was revoked "
+						 "already",
+				   id);
+	dm->revoke_ev = evtimer_new(srv->base, dm_revoke_grace_cb, dm);
+	if (!dm->revoke_ev || event_add(dm->revoke_ev, &tv) < 0)
+		return reply_error(r, -ENOMEM, "out of memory");
+	dm->revoked = true;
+	/* The libraries see it on their next call, without asking. */
+	for (unsigned int i = 0; i < dm->n_holds; i++)
+		if (dm->holds[i].s)
+			dm->holds[i].s->page[dm->holds[i].slot] = 1;
+	log_notice("DM %" PRIu64 " of domain %s revoked by client %" PRIu64
+		   " (uid %u); %u imports, grace %u ms",
+		   id, dm->domain->name, c->id, c->cred.uid, dm->n_holds,
+		   grace);
+	rdmab__dm_empty_reply__init(out);
+	r->msg.body_case = RDMAB__REPLY__BODY_DM_REVOKE;
+	r->msg.dm_revoke = out;
+	snprintf(reason, sizeof(reason),
+		 "DM %" PRIu64 " was revoked by an administrator: deregister "
+		 "its MRs and unimport it",
+		 id);
+	de.dm_id = id;
+	de.reason = reason;
+	ev.object_kind = IBC_OBJ_DM;
+	ev.object_id = id;
+	ev.body_case = RDMAB__EVENT__BODY_DM_REVOKED;
+	ev.dm_revoked = &de;
+	/* @dm may go while the events are sent (a client closed). */
+	dm_notify(srv, dm, NULL, &ev);
 	return 0;
 }

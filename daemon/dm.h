@@ -30,6 +30,30 @@ struct domain;
 struct obj;
 struct event;
 
+/*
+ * A session's DM status page: a sealed memfd of one page, mapped read-only
+ * by the session's library, one byte per import, set when the DM is
+ * revoked, so that the library's check costs no round trip.
+ */
+#define DM_STATUS_SLOTS 4096
+
+struct dm_session {
+	TAILQ_ENTRY(dm_session) link;
+	struct conn *conn;
+	int fd;
+	uint8_t *page;
+	/* The page went with a reply already. */
+	bool sent;
+	uint8_t used[DM_STATUS_SLOTS];
+};
+
+struct dm_hold {
+	struct obj *o;
+	/* NULL once the session ended. */
+	struct dm_session *s;
+	uint32_t slot;
+};
+
 struct dm {
 	TAILQ_ENTRY(dm) link;
 	uint64_t id;
@@ -47,10 +71,14 @@ struct dm {
 	bool persistent;
 	bool free_asked;
 	bool blocked;
+	/* Revoked by an administrator; its grace period runs, then the
+	 * free is asked. */
+	bool revoked;
+	struct event *revoke_ev;
 	char blocked_by[DEVICE_WHY_MAX];
 	/* Its imports: records of the registry (kind DM, family_owned),
 	 * one per import, the allocator's included. */
-	struct obj **holds;
+	struct dm_hold *holds;
 	unsigned int n_holds;
 	unsigned int cap_holds;
 };
@@ -62,6 +90,7 @@ struct dm_table {
 	/* Retries the free of blocked DMs while there are any. */
 	struct event *retry_ev;
 	unsigned int n_blocked;
+	TAILQ_HEAD(, dm_session) sessions;
 };
 
 /* How often a blocked free is tried again: the MR that blocks it may go

@@ -627,6 +627,12 @@ int ibc_list_dms(struct ibc_client *client, struct ibc_dm_info **ret_list,
  * only, -EPERM otherwise): as if its allocator had freed it.
  */
 int ibc_admin_dm_free(struct ibc_client *client, uint64_t dm_id);
+/**
+ * ibc_admin_dm_revoke() - revoke DM @dm_id (administrators only): its
+ * holders get IBC_EVENT_DM_REVOKED, and after the broker's grace period
+ * ([broker] dm_revoke_grace) it is freed once nothing holds it.
+ */
+int ibc_admin_dm_revoke(struct ibc_client *client, uint64_t dm_id);
 
 #ifdef __cplusplus
 }

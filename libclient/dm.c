@@ -80,6 +80,42 @@ static void ibc_dm_release(struct ibc_dm *dm)
 	free(dm);
 }
 
+static const uint8_t ibc_dm_no_status;
+
+/* Map the session's status page, which comes with its first DM. Takes
+ * @fd. */
+static int ibc_dm_status_map(struct ibc_client *cl, int fd)
+{
+	struct stat st;
+	void *p;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size < IBC_DM_STATUS_SLOTS) {
+		if (fd >= 0)
+			close(fd);
+		return ibc_set_error(-EPROTO, "the broker sent no DM status "
+					      "page");
+	}
+	p = mmap(NULL, IBC_DM_STATUS_SLOTS, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return ibc_set_error(-errno, "cannot map the DM status page: %s",
+				     strerror(errno));
+	pthread_mutex_lock(&cl->lock);
+	if (cl->dm_status)
+		munmap(p, IBC_DM_STATUS_SLOTS);
+	else
+		cl->dm_status = p;
+	pthread_mutex_unlock(&cl->lock);
+	return 0;
+}
+
+void ibc_dm_client_free(struct ibc_client *cl)
+{
+	if (cl->dm_status)
+		munmap((void *)cl->dm_status, IBC_DM_STATUS_SLOTS);
+	cl->dm_status = NULL;
+}
+
 /* Map (soft) or import (verbs) what the broker answered. Takes @fd. */
 static int ibc_dm_attach(struct ibc_dm *dm, int fd)
 {
@@ -174,11 +210,16 @@ static int ibc_dm_get(struct ibc_ctx *ctx, Rdmab__Request *req, bool alloc,
 	}
 	if (o->has_fd)
 		fd = wire_fds_steal(&r.fds, o->fd_index);
-	dm = calloc(1, sizeof(*dm));
+	err = 0;
+	if (o->has_status)
+		err = ibc_dm_status_map(cl, wire_fds_steal(&r.fds,
+							   o->status_fd_index));
+	dm = err < 0 ? NULL : calloc(1, sizeof(*dm));
 	if (!dm) {
 		if (fd >= 0)
 			close(fd);
-		err = ibc_set_error(-ENOMEM, "out of memory");
+		if (err == 0)
+			err = ibc_set_error(-ENOMEM, "out of memory");
 	} else {
 		dm->ctx = ctx;
 		dm->id = o->dm_id;
@@ -187,6 +228,10 @@ static int ibc_dm_get(struct ibc_ctx *ctx, Rdmab__Request *req, bool alloc,
 		dm->persistent = o->persistent;
 		dm->allocator = o->allocator;
 		dm->object_id = o->object_id;
+		dm->status = cl->dm_status &&
+					     o->status_slot < IBC_DM_STATUS_SLOTS ?
+				     cl->dm_status + o->status_slot :
+				     &ibc_dm_no_status;
 		err = ibc_dm_attach(dm, fd);
 	}
 	if (err < 0) {
@@ -353,7 +398,8 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 	return 0;
 }
 
-IBC_EXPORT int ibc_admin_dm_free(struct ibc_client *client, uint64_t dm_id)
+static int ibc_dm_admin(struct ibc_client *client, unsigned int body,
+			uint64_t dm_id)
 {
 	Rdmab__DmIdRequest q = RDMAB__DM_ID_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -363,7 +409,8 @@ IBC_EXPORT int ibc_admin_dm_free(struct ibc_client *client, uint64_t dm_id)
 	if (!client)
 		return ibc_set_error(-EINVAL, "client is NULL");
 	q.dm_id = dm_id;
-	req.body_case = RDMAB__REQUEST__BODY_DM_ADMIN_FREE;
+	req.body_case = body;
+	/* One body type for both. */
 	req.dm_admin_free = &q;
 	err = ibc_call(client, &req, NULL, 0, &r);
 	if (err < 0)
@@ -371,6 +418,16 @@ IBC_EXPORT int ibc_admin_dm_free(struct ibc_client *client, uint64_t dm_id)
 	ibc_reply_free(&r);
 	ibc_clear_error();
 	return 0;
+}
+
+IBC_EXPORT int ibc_admin_dm_free(struct ibc_client *client, uint64_t dm_id)
+{
+	return ibc_dm_admin(client, RDMAB__REQUEST__BODY_DM_ADMIN_FREE, dm_id);
+}
+
+IBC_EXPORT int ibc_admin_dm_revoke(struct ibc_client *client, uint64_t dm_id)
+{
+	return ibc_dm_admin(client, RDMAB__REQUEST__BODY_DM_REVOKE, dm_id);
 }
 
 IBC_EXPORT uint32_t ibc_dm_handle(const struct ibc_dm *dm)
@@ -396,6 +453,11 @@ ibc_dm_check_fail(const struct ibc_dm *dm, uint64_t off, size_t len)
 		return ibc_set_error(-EINVAL, "dm is NULL");
 	if (__atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE))
 		return ibc_set_error(-ENODEV, "%s", dm->gone_why);
+	if (*dm->status)
+		return ibc_set_error(-ENODEV,
+				     "DM %llu was revoked by an administrator: "
+				     "unimport it",
+				     (unsigned long long)dm->id);
 	if (off > dm->length || len > dm->length - off)
 		return ibc_set_error(-EFAULT,
 				     "%zu bytes at offset %llu pass the end "
@@ -417,6 +479,7 @@ ibc_dm_check(const struct ibc_dm *dm, uint64_t off, size_t len)
 {
 	if (__builtin_expect(!dm || __atomic_load_n(&dm->gone,
 						    __ATOMIC_ACQUIRE) ||
+				     *dm->status ||
 				     off > dm->length ||
 				     len > dm->length - off || ((off | len) & 3),
 			     0))
@@ -546,27 +609,64 @@ void ibc_dm_mr_gone(struct ibc_dm *dm)
 
 /* --- events and teardown ------------------------------------------------ */
 
+/* Revoked: this process's MRs on @dm go (their structures stay for the
+ * application's ibc_dereg_mr, which then only frees them). */
+static void ibc_dm_revoke_mrs(struct ibc_ctx *ctx, struct ibc_dm *dm)
+{
+	for (;;) {
+		struct ibc_obj *o;
+
+		pthread_mutex_lock(&ctx->lock);
+		for (o = ctx->objs; o; o = o->next)
+			if (o->kind == IBC_OBJ_MR &&
+			    ((struct ibc_mr *)o)->dm == dm && !o->dead &&
+			    !o->destroying)
+				break;
+		if (o)
+			o->destroying = true;
+		pthread_mutex_unlock(&ctx->lock);
+		if (!o)
+			return;
+		/* The broker's answer changes nothing: the MR is this
+		 * process's no more either way. */
+		ctx->ops->destroy(o);
+		pthread_mutex_lock(&ctx->lock);
+		o->destroying = false;
+		o->dead = true;
+		o->vobj = NULL;
+		((struct ibc_mr *)o)->dm = NULL;
+		dm->mrs--;
+		pthread_mutex_unlock(&ctx->lock);
+	}
+}
+
 void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 			uint64_t id, const char *why)
 {
+	struct ibc_ctx *ctx = NULL;
 	struct ibc_dm *dm = NULL;
 	bool drop = false;
 
 	pthread_mutex_lock(&cl->lock);
-	for (struct ibc_ctx *ctx = cl->ctxs; ctx && !dm; ctx = ctx->next) {
+	for (ctx = cl->ctxs; ctx && !dm; ctx = dm ? ctx : ctx->next) {
 		pthread_mutex_lock(&ctx->lock);
 		for (dm = ctx->dms; dm && dm->id != id; dm = dm->next)
 			;
-		/* MRs of this process keep it: its holder must deregister
-		 * them, then unimport. */
-		if (dm && !dm->gone && !dm->mrs) {
-			ibc_dm_drop_local(dm, why);
-			drop = true;
-		}
 		pthread_mutex_unlock(&ctx->lock);
 	}
 	pthread_mutex_unlock(&cl->lock);
-	(void)type;
+	if (!dm)
+		return;
+	/* Revoked: the MRs go too. Free pending: MRs of this process keep
+	 * it; its holder deregisters them, then unimports. */
+	if (type == IBC_EVENT_DM_REVOKED)
+		ibc_dm_revoke_mrs(ctx, dm);
+	pthread_mutex_lock(&ctx->lock);
+	if (!dm->gone && !dm->mrs) {
+		ibc_dm_drop_local(dm, why);
+		drop = true;
+	}
+	pthread_mutex_unlock(&ctx->lock);
 	if (drop)
 		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, id, false);
 }

@@ -25,12 +25,20 @@ struct ibc_dm {
 	struct ibv_dm *vdm;
 	/* This process's MRs on it: unimport is -EBUSY until they go. */
 	unsigned int mrs;
+	/* Its byte in the session's status page (non-zero once revoked), or
+	 * a zero byte of the library's. */
+	const volatile uint8_t *status;
 	/* Set once this process stopped using the DM (free pending,
 	 * revoked, device removed, context closed): calls answer -ENODEV
 	 * with the sentence below. Read without a lock on the data path. */
 	int gone;
 	char gone_why[160];
 };
+
+/* The session's status page goes (the client is freed). */
+void ibc_dm_client_free(struct ibc_client *cl);
+/* The size of the status page the broker sends. */
+#define IBC_DM_STATUS_SLOTS 4096
 
 /* An MR on @dm was deregistered. */
 void ibc_dm_mr_gone(struct ibc_dm *dm);

@@ -71,6 +71,11 @@ static void setup_quota(void)
 	start("[defaults]\ndm_bytes = 16384\n");
 }
 
+static void setup_revoke(void)
+{
+	start("[broker]\ndm_revoke_grace = 300ms\n");
+}
+
 static void teardown(void)
 {
 	ibc_disconnect(C);
@@ -152,6 +157,16 @@ static struct ibc_dm_info dm_info(uint64_t id)
 	ibc_list_free(dms);
 	ck_abort_msg("DM %llu is not listed", (unsigned long long)id);
 	return e;
+}
+
+/* Wait until DM @id has @n holders. */
+static void wait_importers(uint64_t id, uint32_t n)
+{
+	int64_t end = tl_now_ms() + 5000;
+
+	while (dm_info(id).n_importers != n && tl_now_ms() < end)
+		tl_sleep_ms(10);
+	ck_assert_uint_eq(dm_info(id).n_importers, n);
 }
 
 /* --- child processes ---------------------------------------------------- */
@@ -817,6 +832,107 @@ START_TEST(test_evicted_importer_keeps_hold)
 }
 END_TEST
 
+static void dispatch_until(struct ibc_client *cl, const struct seen *s,
+			   int n)
+{
+	struct pollfd pfd = { .fd = ibc_get_fd(cl), .events = POLLIN };
+	int64_t end = tl_now_ms() + 5000;
+
+	ck_assert_int_ge(pfd.fd, 0);
+	while (s->n < n && tl_now_ms() < end) {
+		poll(&pfd, 1, 100);
+		ck_assert_int_ge(ibc_dispatch(cl), 0);
+	}
+	ck_assert_int_eq(s->n, n);
+}
+
+/* Revoke with a cooperating importer: every holder's next call fails
+ * with ENODEV without asking the broker (the status page), the handle
+ * answers as a missing one, the importer's library deregisters its MR and
+ * unimports after its callback, and after the grace period the DM goes. */
+START_TEST(test_revoke_cooperating)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+			     IBC_CONNECT_ATTR_EVENT_CB,
+		.socket_path = D.sock,
+		.event_cb = on_event,
+	};
+	unsigned int acc = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE;
+	struct seen seen = { 0 };
+	char missing[256], want[256];
+	struct ibc_dm *dm = alloc_dm(4096), *imp, *x;
+	struct ibc_client *cl;
+	struct ibc_ctx *cx;
+	struct ibc_mr *mr;
+	uint64_t id = ibc_dm_id(dm);
+	uint32_t h = ibc_dm_handle(dm);
+	uint8_t buf[4] = { 0 };
+	char *at;
+
+	attr.event_arg = &seen;
+	ck_assert_int_eq(ibc_connect(&attr, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, NULL, &cx), 0);
+	ck_assert_int_eq(ibc_dm_import(cx, h, &imp), 0);
+	ck_assert_int_eq(ibc_reg_dm_mr(imp, 0, 4096, acc, &mr), 0);
+	ck_assert_int_eq(ibc_dm_import(X, 77, &x), -ENOENT);
+	snprintf(missing, sizeof(missing), "%s", ibc_last_error());
+	ck_assert_int_eq(ibc_admin_dm_revoke(C, id), 0);
+	ck_assert_int_eq(ibc_admin_dm_revoke(C, id), -EALREADY);
+	/* No dispatch yet, no round trip: the status page says it. */
+	ck_assert_int_eq(ibc_dm_read(imp, buf, 0, 4), -ENODEV);
+	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "revoked"));
+	ck_assert_int_eq(ibc_dm_write(dm, 0, buf, 4), -ENODEV);
+	ck_assert_int_eq(dm_info(id).state, IBC_DM_REVOKED);
+	ck_assert_int_eq(ibc_dm_import(X, h, &x), -ENOENT);
+	at = strstr(missing, "77");
+	ck_assert_ptr_nonnull(at);
+	snprintf(want, sizeof(want), "%.*s%u%s", (int)(at - missing), missing,
+		 h, at + 2);
+	ck_assert_str_eq(ibc_last_error(), want);
+	dispatch_until(cl, &seen, 1);
+	ck_assert_int_eq(seen.type, IBC_EVENT_DM_REVOKED);
+	ck_assert_uint_eq(seen.id, id);
+	/* The library deregistered the MR and unimported: what is left are
+	 * the structures, and the allocator's hold. */
+	wait_importers(id, 1);
+	ck_assert_ptr_null(ibc_verbs_mr(mr));
+	ck_assert_int_eq(ibc_dereg_mr(mr), 0);
+	ck_assert_int_eq(ibc_dm_unimport(imp), 0);
+	/* The allocator lets go too; the grace period ends, the DM goes. */
+	ck_assert_int_eq(ibc_dm_unimport(dm), 0);
+	wait_all_free(5000);
+	ibc_disconnect(cl);
+}
+END_TEST
+
+/* Revoke with importers that do not cooperate: one killed (its death
+ * releases it), one alive that never dispatches: after the grace period
+ * the listing says who blocks the revoke, and the DM goes when that
+ * process dies. */
+START_TEST(test_revoke_dead_and_stubborn)
+{
+	struct ibc_dm *dm = alloc_dm(4096);
+	struct ibc_dm_info info;
+	struct child dead, stubborn;
+	uint64_t id = ibc_dm_id(dm);
+
+	child_start(&dead, CHILD_IMPORT, ibc_dm_handle(dm), 0, 0);
+	child_start(&stubborn, CHILD_IMPORT, ibc_dm_handle(dm), 0, 0);
+	ck_assert_int_eq(ibc_admin_dm_revoke(C, id), 0);
+	ck_assert_int_eq(child_end(&dead, true), SIGKILL);
+	ck_assert_int_eq(ibc_dm_unimport(dm), 0);
+	tl_sleep_ms(600);
+	info = dm_info(id);
+	ck_assert_int_eq(info.state, IBC_DM_REVOKED);
+	ck_assert_uint_eq(info.n_importers, 1);
+	ck_assert_ptr_nonnull(strstr(info.blocked_by, "revoke blocked by "
+						      "client"));
+	child_end(&stubborn, true);
+	wait_all_free(5000);
+}
+END_TEST
+
 /* rdmabrokerctl's output for @args, of at most @size - 1 bytes; its exit
  * status. */
 static int ctl_run(const char *args, char *out, size_t size)
@@ -870,6 +986,14 @@ START_TEST(test_ctl_dm)
 	ck_assert_ptr_nonnull(strstr(out, "already"));
 	ck_assert_int_eq(ibc_dm_unimport(dm), 0);
 	wait_all_free(5000);
+	dm = alloc_dm(4096);
+	snprintf(args, sizeof(args), "--json dm revoke %llu",
+		 (unsigned long long)ibc_dm_id(dm));
+	ck_assert_int_eq(ctl_run(args, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), "{\"revoked\":%llu}\n",
+		 (unsigned long long)ibc_dm_id(dm));
+	ck_assert_str_eq(out, want);
+	ck_assert_int_eq(ibc_dm_unimport(dm), 0);
 }
 END_TEST
 
@@ -905,5 +1029,14 @@ int main(void)
 	tcase_set_timeout(quota, 60);
 	tcase_add_test(quota, test_quota_pages);
 	suite_add_tcase(s, quota);
+	{
+		TCase *rv = tcase_create("revoke");
+
+		tcase_add_checked_fixture(rv, setup_revoke, teardown);
+		tcase_set_timeout(rv, 60);
+		tcase_add_test(rv, test_revoke_cooperating);
+		tcase_add_test(rv, test_revoke_dead_and_stubborn);
+		suite_add_tcase(s, rv);
+	}
 	return ck_run("check_dm", s);
 }
