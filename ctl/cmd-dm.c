@@ -82,9 +82,11 @@ static void dm_json(const struct ibc_dm_info *d, size_t n,
 		printf("%s{\"device\":", i ? "," : "");
 		json_string(stdout, dev[i].name);
 		printf(",\"reserved_bytes\":%" PRIu64 ",\"max_dm_size\":%" PRIu64
-		       ",\"dm_shared\":%s}",
+		       ",\"dm_shared\":%s,\"dm_reason\":",
 		       dev[i].dm_reserved, dev[i].max_dm_size,
 		       dev[i].dm_shared ? "true" : "false");
+		json_string(stdout, dev[i].dm_reason);
+		printf("}");
 	}
 	printf("]}\n");
 }
@@ -137,12 +139,17 @@ static void dm_table(const struct ibc_dm_info *d, size_t n,
 	 * and other users of the device are not in it. */
 	for (size_t i = 0; i < nd; i++) {
 		char device[CTL_TEXT_SIZE(dev[i].name)];
+		char why[CTL_TEXT_SIZE(dev[i].dm_reason)];
 
 		printf("%s: the broker has reserved %" PRIu64 " of %" PRIu64
-		       " bytes of device memory%s\n",
+		       " bytes of device memory",
 		       text_escape(device, sizeof(device), dev[i].name),
-		       dev[i].dm_reserved, dev[i].max_dm_size,
-		       dev[i].dm_shared ? "" : " (not shareable)");
+		       dev[i].dm_reserved, dev[i].max_dm_size);
+		if (dev[i].dm_shared)
+			printf("\n");
+		else
+			printf("; not shareable: %s\n",
+			       text_escape(why, sizeof(why), dev[i].dm_reason));
 	}
 }
 
