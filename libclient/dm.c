@@ -384,6 +384,11 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 		return err;
 	if (dm->gone)
 		return ibc_set_error(-ENODEV, "%s: unimport it", dm->gone_why);
+	if (*dm->status)
+		return ibc_set_error(-ENODEV,
+				     "DM %llu was revoked by an administrator: "
+				     "unimport it",
+				     (unsigned long long)dm->id);
 	/* The broker decides (EPERM leaves the DM as it was); the DM goes
 	 * once this process and every other holder let go. */
 	q.dm_id = dm->id;

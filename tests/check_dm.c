@@ -883,6 +883,7 @@ START_TEST(test_revoke_cooperating)
 	ck_assert_int_eq(ibc_dm_read(imp, buf, 0, 4), -ENODEV);
 	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "revoked"));
 	ck_assert_int_eq(ibc_dm_write(dm, 0, buf, 4), -ENODEV);
+	ck_assert_int_eq(ibc_dm_free(dm), -ENODEV);
 	ck_assert_int_eq(dm_info(id).state, IBC_DM_REVOKED);
 	ck_assert_int_eq(ibc_dm_import(X, h, &x), -ENOENT);
 	at = strstr(missing, "77");
