@@ -23,6 +23,10 @@ static const struct ctl_command commands[] = {
 	  "objects clients made in shared contexts", cmd_objects },
 	{ "evict", "CLIENT", "end a client's session (administrators)",
 	  cmd_evict },
+	/* Device memory. */
+	{ "dm", "[list | show ID | free ID | revoke ID]",
+	  "device memory: DMs, holders, state; free, revoke (admin)",
+	  cmd_dm },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

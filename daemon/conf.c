@@ -30,6 +30,7 @@
 #define DEFAULT_QUEUED_FDS_PER_UID 256
 #define DEFAULT_PRIVATE_CONTEXTS_PER_UID 16
 #define DEFAULT_UNREAD_TIMEOUT_MS 30000
+#define DEFAULT_DM_REVOKE_GRACE_MS 5000
 #define TIMEOUT_MIN_MS 10
 #define TIMEOUT_MAX_MS (3600 * 1000)
 #define PAGE 4096u
@@ -70,6 +71,7 @@ void config_init(struct config *cfg)
 	cfg->limits.connections_per_uid = DEFAULT_CONNECTIONS_PER_UID;
 	cfg->limits.admin_reserve = DEFAULT_ADMIN_RESERVE;
 	cfg->limits.hello_timeout_ms = DEFAULT_HELLO_TIMEOUT_MS;
+	cfg->limits.dm_revoke_grace_ms = DEFAULT_DM_REVOKE_GRACE_MS;
 	cfg->limits.queued_fds = DEFAULT_QUEUED_FDS;
 	cfg->limits.queued_fds_per_uid = DEFAULT_QUEUED_FDS_PER_UID;
 	cfg->limits.private_contexts_per_uid = DEFAULT_PRIVATE_CONTEXTS_PER_UID;
@@ -314,6 +316,9 @@ static int parse_broker(struct parse *p, const char *key, const char *value)
 	if (strcmp(key, "hello_timeout") == 0)
 		return parse_duration(p, key, value, TIMEOUT_MIN_MS,
 				      TIMEOUT_MAX_MS, &l->hello_timeout_ms);
+	if (strcmp(key, "dm_revoke_grace") == 0)
+		return parse_duration(p, key, value, TIMEOUT_MIN_MS,
+				      TIMEOUT_MAX_MS, &l->dm_revoke_grace_ms);
 	if (strcmp(key, "unread_timeout") == 0)
 		return parse_duration(p, key, value, TIMEOUT_MIN_MS,
 				      TIMEOUT_MAX_MS, &l->unread_timeout_ms);
@@ -338,7 +343,8 @@ static int parse_broker(struct parse *p, const char *key, const char *value)
 				  "connections_per_uid, admin_reserve, "
 				  "hello_timeout, queued_fds, "
 				  "queued_fds_per_uid, "
-				  "private_contexts_per_uid, unread_timeout)");
+				  "private_contexts_per_uid, unread_timeout, "
+				  "dm_revoke_grace)");
 	}
 	if (!parse_number(p, key, value, min, max, false, &v))
 		return 0;

@@ -54,6 +54,9 @@ struct broker_limits {
 	/* A connection that is not read from because it leaves replies
 	 * unread is closed after this long. */
 	uint32_t unread_timeout_ms;
+	/* Device memory: how long the holders of a revoked DM have to let
+	 * go before the broker frees what it can. */
+	uint32_t dm_revoke_grace_ms;
 };
 
 struct config {

@@ -17,6 +17,7 @@
 #include <event2/event.h>
 
 #include "daemon/conn.h"
+#include "daemon/dm.h"
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
@@ -586,6 +587,7 @@ void conn_close(struct conn *c)
 		outmsg_free(m);
 	}
 	c->outq_bytes = 0;
+	dm_conn_closing(c);
 	dctx_conn_release(srv, c);
 	domain_leave(srv, c);
 	event_free(c->read_ev);

@@ -28,6 +28,7 @@
 #include <infiniband/verbs.h>
 
 #include "daemon/device.h"
+#include "daemon/log.h"
 #include "daemon/soft-objects.h"
 #include "proto/soft.h"
 
@@ -36,6 +37,8 @@
 #define SOFT_MAX_RSS_TABLE_SIZE (1u << 16)
 /* The kernel numbers a context's objects from 0; the PD comes first. */
 #define SOFT_PD_HANDLE 0
+/* Every soft DM is whole pages of a memfd of its own. */
+#define SOFT_DM_MAX_LOG_ALIGN 12
 
 struct soft_ctx {
 	struct device_ctx base;
@@ -127,6 +130,80 @@ static int soft_obj_destroy(struct device_ctx *base, enum ibc_obj_kind kind,
 	return soft_objs_destroy(&soft_ctx_of(base)->objs, kind, handle, why);
 }
 
+/*
+ * Device memory: one sealed memfd per DM, never reused, so that a process
+ * that keeps a mapping of a freed DM never sees a later DM's bytes. The
+ * memfd is new, hence zero; only its size is sealed, since the daemon
+ * punches it to zeroes again at free for whoever still maps it.
+ */
+static int soft_dm_alloc(struct device_ctx *base, uint64_t length,
+			 uint32_t log_align, struct device_dm *ret,
+			 struct device_why *why)
+{
+	struct soft_ctx *ctx = soft_ctx_of(base);
+	struct soft_dev *sd = ctx->objs.sd;
+	const struct device *dev = base->dev;
+	uint32_t handle;
+	int fd, err;
+
+	if (log_align > SOFT_DM_MAX_LOG_ALIGN)
+		return device_why(why, -EINVAL,
+				  "%s aligns device memory to at most 2^%u "
+				  "bytes (every DM starts on a page), not "
+				  "2^%u",
+				  dev->name, SOFT_DM_MAX_LOG_ALIGN, log_align);
+	if (length > dev->caps.max_dm_size - sd->dm_reserved)
+		return device_why(why, -ENOMEM,
+				  "%s: out of device memory: %llu of %llu "
+				  "bytes are reserved",
+				  dev->name,
+				  (unsigned long long)sd->dm_reserved,
+				  (unsigned long long)dev->caps.max_dm_size);
+	fd = memfd_create("rdmabroker-dm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (fd < 0)
+		return device_why(why, -errno, "%s: memfd_create: %s",
+				  dev->name, strerror(errno));
+	if (ftruncate(fd, (off_t)length) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
+		    0) {
+		err = -errno;
+		close(fd);
+		return device_why(why, err, "%s: cannot size the DM: %s",
+				  dev->name, strerror(-err));
+	}
+	err = soft_objs_add_dm(&ctx->objs, length, &handle);
+	if (err < 0) {
+		close(fd);
+		return device_why(why, err, "%s: out of memory", dev->name);
+	}
+	sd->dm_reserved += length;
+	ret->handle = handle;
+	ret->length = length;
+	ret->fd = fd;
+	return 0;
+}
+
+static int soft_dm_free(struct device_ctx *base, struct device_dm *dm,
+			struct device_why *why)
+{
+	struct soft_ctx *ctx = soft_ctx_of(base);
+	uint64_t length = dm->length;
+	int err;
+
+	err = soft_objs_destroy(&ctx->objs, IBC_OBJ_DM, dm->handle, why);
+	if (err < 0)
+		return err;
+	/* Zero what a process that still maps it would read. */
+	if (fallocate(dm->fd, FALLOC_FL_PUNCH_HOLE | FALLOC_FL_KEEP_SIZE, 0,
+		      (off_t)length) < 0)
+		log_warn("%s: cannot zero DM handle %u before freeing it: %s",
+			 base->dev->name, dm->handle, strerror(errno));
+	close(dm->fd);
+	dm->fd = -1;
+	ctx->objs.sd->dm_reserved -= length;
+	return 0;
+}
+
 static void soft_shutdown(struct device *dev)
 {
 	free(dev->priv);
@@ -145,6 +222,8 @@ static const struct device_ctx_ops soft_ctx_ops = {
 	.pd_handle = soft_ctx_pd_handle,
 	.obj_create = soft_obj_create,
 	.obj_destroy = soft_obj_destroy,
+	.dm_alloc = soft_dm_alloc,
+	.dm_free = soft_dm_free,
 };
 
 static void soft_limits(struct device_caps *caps)
@@ -189,6 +268,7 @@ int device_soft_probe(const struct device_config *cfg,
 		IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
 	d->caps.rss_hash_functions = IBV_RX_HASH_FUNC_TOEPLITZ;
 	d->caps.import = true;
+	d->caps.dm_shared = true;
 	d->caps.ports = 1;
 	snprintf(d->caps.transport, sizeof(d->caps.transport), "software");
 	soft_limits(&d->caps);

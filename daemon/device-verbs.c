@@ -167,6 +167,85 @@ static int verbs_obj_destroy(struct device_ctx *base, enum ibc_obj_kind kind,
 	return ret;
 }
 
+/*
+ * Device memory (mlx5 MEMIC) in the domain's context. MEMIC is reserved in
+ * whole pages and may hold a previous user's bytes: zeroed here, in
+ * 4-byte words as mlx5 requires, before anyone sees it, and again before
+ * the free.
+ */
+static int verbs_dm_zero(struct ibv_dm *dm, uint64_t length)
+{
+	static const uint8_t zero[4096];
+
+	for (uint64_t off = 0; off < length; off += sizeof(zero)) {
+		size_t n = length - off < sizeof(zero) ? length - off :
+							 sizeof(zero);
+		int ret = ibv_memcpy_to_dm(dm, off, zero, n);
+
+		if (ret)
+			return -ret;
+	}
+	return 0;
+}
+
+static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
+			  uint32_t log_align, struct device_dm *ret,
+			  struct device_why *why)
+{
+	struct ibv_alloc_dm_attr attr = {
+		.length = length,
+		.log_align_req = log_align,
+	};
+	struct ibv_dm *dm;
+	int err;
+
+	errno = 0;
+	dm = ibv_alloc_dm(verbs_ctx_of(base)->ctx, &attr);
+	if (!dm) {
+		err = errno ? -errno : -ENOMEM;
+		/* mlx5: ENOMEM when MEMIC is exhausted; EINVAL for a length
+		 * or an alignment it cannot give. */
+		return device_why(why, err, "%s: ibv_alloc_dm of %llu bytes "
+					    "aligned to 2^%u: %s",
+				  base->dev->name, (unsigned long long)length,
+				  log_align,
+				  err == -ENOMEM ? "out of device memory" :
+						   strerror(-err));
+	}
+	err = verbs_dm_zero(dm, length);
+	if (err < 0) {
+		ibv_free_dm(dm);
+		return device_why(why, err, "%s: cannot zero a new DM: %s",
+				  base->dev->name, strerror(-err));
+	}
+	ret->handle = dm->handle;
+	ret->length = length;
+	ret->fd = -1;
+	ret->priv = dm;
+	return 0;
+}
+
+static int verbs_dm_free(struct device_ctx *base, struct device_dm *d,
+			 struct device_why *why)
+{
+	struct ibv_dm *dm = d->priv;
+	int err;
+
+	/* A process that still maps it (mlx5 releases MEMIC with the last
+	 * mapping) reads zeroes from here on. */
+	err = verbs_dm_zero(dm, d->length);
+	if (err < 0)
+		log_warn("%s: cannot zero DM handle %u before freeing it: %s",
+			 base->dev->name, d->handle, strerror(-err));
+	err = ibv_free_dm(dm);
+	if (err)
+		return device_why(why, -err,
+				  "%s: ibv_free_dm of DM handle %u: %s%s",
+				  base->dev->name, d->handle, strerror(err),
+				  err == EBUSY ? " (an MR uses it)" : "");
+	return 0;
+}
+
 static int verbs_handle_event(struct device *dev)
 {
 	struct verbs_dev *vd = dev->priv;
@@ -233,6 +312,8 @@ static const struct device_ctx_ops verbs_ctx_ops = {
 	.event_fd = verbs_ctx_event_fd,
 	.handle_event = verbs_ctx_handle_event,
 	.obj_destroy = verbs_obj_destroy,
+	.dm_alloc = verbs_dm_alloc,
+	.dm_free = verbs_dm_free,
 };
 
 /* Can another process import this device's contexts? Asking the provider
@@ -259,6 +340,69 @@ static bool verbs_can_import(struct device *dev, struct ibv_context *own)
 	}
 	ibv_close_device(imp);
 	return true;
+}
+
+/*
+ * Can a DM be shared? Allocate one in the device's own context, import it
+ * in a scratch import of that context, free both: what clients will do.
+ * The answer and the reason go to the caps.
+ */
+static void verbs_dm_selftest(struct device *dev, struct ibv_context *own)
+{
+	struct ibv_alloc_dm_attr attr = { .length = 4096 };
+	struct device_caps *caps = &dev->caps;
+	struct ibv_context *imp = NULL;
+	struct ibv_dm *dm, *idm;
+	int fd, ret;
+
+	caps->dm_shared = false;
+	if (!caps->max_dm_size) {
+		snprintf(caps->dm_reason, sizeof(caps->dm_reason),
+			 "the device reports no device memory "
+			 "(max_dm_size 0)");
+		return;
+	}
+	if (!caps->import) {
+		snprintf(caps->dm_reason, sizeof(caps->dm_reason),
+			 "its contexts cannot be imported, so neither can "
+			 "its DMs");
+		return;
+	}
+	errno = 0;
+	dm = ibv_alloc_dm(own, &attr);
+	if (!dm) {
+		snprintf(caps->dm_reason, sizeof(caps->dm_reason),
+			 "the start-up self-test could not allocate a DM: %s",
+			 strerror(errno ? errno : ENOMEM));
+		return;
+	}
+	fd = fcntl(own->cmd_fd, F_DUPFD_CLOEXEC, 3);
+	ret = fd < 0 ? -errno : verbs_import_device(fd, &imp);
+	if (ret < 0) {
+		snprintf(caps->dm_reason, sizeof(caps->dm_reason),
+			 "the start-up self-test could not import the "
+			 "context: %s",
+			 strerror(-ret));
+		goto out;
+	}
+	errno = 0;
+	idm = ibv_import_dm(imp, dm->handle);
+	if (!idm) {
+		snprintf(caps->dm_reason, sizeof(caps->dm_reason),
+			 "the start-up self-test could not import a DM "
+			 "(ibv_import_dm: %s)",
+			 strerror(errno ? errno : EOPNOTSUPP));
+		goto out;
+	}
+	ibv_unimport_dm(idm);
+	caps->dm_shared = true;
+out:
+	if (imp)
+		ibv_close_device(imp);
+	ibv_free_dm(dm);
+	if (!caps->dm_shared)
+		log_info("%s: device memory cannot be shared: %s", dev->name,
+			 caps->dm_reason);
 }
 
 static uint32_t verbs_limit(int v)
@@ -305,6 +449,7 @@ static void verbs_query_caps(struct device *dev, struct ibv_context *own)
 		verbs_copy_limits(&dev->caps, &attr);
 	}
 	dev->caps.import = verbs_can_import(dev, own);
+	verbs_dm_selftest(dev, own);
 	snprintf(dev->caps.transport, sizeof(dev->caps.transport), "%s",
 		 "unknown");
 	if (ibv_query_port(own, 1, &port) == 0)

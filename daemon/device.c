@@ -86,6 +86,22 @@ static int default_obj_destroy(struct device_ctx *ctx, enum ibc_obj_kind kind,
 			  ctx->dev->name);
 }
 
+static int default_dm_alloc(struct device_ctx *ctx, uint64_t length,
+			    uint32_t log_align, struct device_dm *ret,
+			    struct device_why *why)
+{
+	return device_why(why, -EOPNOTSUPP,
+			  "%s has no device memory the broker can allocate",
+			  ctx->dev->name);
+}
+
+static int default_dm_free(struct device_ctx *ctx, struct device_dm *dm,
+			   struct device_why *why)
+{
+	return device_why(why, -EOPNOTSUPP, "%s cannot free device memory",
+			  ctx->dev->name);
+}
+
 #define FILL(dst, src, field, def) \
 	((dst)->field = (src)->field ? (src)->field : (def))
 
@@ -106,6 +122,8 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(c, ctx_ops, handle_event, default_ctx_handle_event);
 	FILL(c, ctx_ops, obj_create, default_obj_create);
 	FILL(c, ctx_ops, obj_destroy, default_obj_destroy);
+	FILL(c, ctx_ops, dm_alloc, default_dm_alloc);
+	FILL(c, ctx_ops, dm_free, default_dm_free);
 	dev->ops = o;
 	dev->ctx_ops = c;
 }

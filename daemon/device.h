@@ -69,6 +69,10 @@ struct device_caps {
 	uint32_t max_srq_wr;
 	uint32_t max_srq_sge;
 	uint32_t max_wq;
+	/* Device memory: can a DM be shared with the domain's clients
+	 * (soft: yes; verbs: the start-up self-test), and why not. */
+	bool dm_shared;
+	char dm_reason[160];
 };
 
 /* An operation's sentence for a failure: for the client's reply and the
@@ -131,6 +135,18 @@ struct obj_made {
 	struct obj_attr attr;
 };
 
+/* A DM the device allocated (daemon/dm.c keeps the rest). */
+struct device_dm {
+	/* Its handle in the context. */
+	uint32_t handle;
+	/* Bytes, whole pages. */
+	uint64_t length;
+	/* soft: the DM's sealed memfd, owned; -1 on verbs. */
+	int fd;
+	/* verbs: the struct ibv_dm. */
+	void *priv;
+};
+
 struct device;
 
 /* Every implementation's context starts with this (container_of). */
@@ -182,6 +198,18 @@ struct device_ctx_ops {
 	 */
 	int (*obj_destroy)(struct device_ctx *ctx, enum ibc_obj_kind kind,
 			   uint32_t handle, struct device_why *why);
+	/*
+	 * Device memory. dm_alloc: @length bytes (whole pages), aligned to
+	 * 2^@log_align, zeroed before anyone sees them; -ENOMEM when the
+	 * device's memory is exhausted, -EINVAL for what it cannot give.
+	 * dm_free: zero @dm again and free it; -EBUSY while an MR uses it
+	 * (nothing is freed then). Defaults: -EOPNOTSUPP.
+	 */
+	int (*dm_alloc)(struct device_ctx *ctx, uint64_t length,
+			uint32_t log_align, struct device_dm *ret,
+			struct device_why *why);
+	int (*dm_free)(struct device_ctx *ctx, struct device_dm *dm,
+		       struct device_why *why);
 };
 
 struct device {
@@ -192,6 +220,8 @@ struct device {
 	const struct device_ops *ops;
 	const struct device_ctx_ops *ctx_ops;
 	struct device_caps caps;
+	/* Device memory the broker reserved on it (dm.c), in bytes. */
+	uint64_t dm_reserved;
 	/* The daemon is the device's kernel: objects are made by
 	 * obj_create, not by clients (soft). */
 	bool broker_objects;

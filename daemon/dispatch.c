@@ -42,6 +42,21 @@ static const struct handler handlers[] = {
 						h_list_objects, 0, H_SESSION },
 	[RDMAB__REQUEST__BODY_EVICT] = { "evict", h_admin_evict, 0,
 					 H_SESSION | H_ADMIN },
+	/* Device memory (dm.c). */
+	[RDMAB__REQUEST__BODY_DM_ALLOC] = { "dm-alloc", h_dm_alloc, 0,
+					    H_SESSION },
+	[RDMAB__REQUEST__BODY_DM_IMPORT] = { "dm-import", h_dm_import, 0,
+					     H_SESSION },
+	[RDMAB__REQUEST__BODY_DM_UNIMPORT] = { "dm-unimport", h_dm_unimport,
+					       0, H_SESSION },
+	[RDMAB__REQUEST__BODY_DM_FREE] = { "dm-free", h_dm_free, 0,
+					   H_SESSION },
+	[RDMAB__REQUEST__BODY_LIST_DMS] = { "list-dms", h_list_dms, 0,
+					    H_NEEDS_HELLO },
+	[RDMAB__REQUEST__BODY_DM_ADMIN_FREE] = { "dm-admin-free", h_dm_free,
+						 0, H_SESSION | H_ADMIN },
+	[RDMAB__REQUEST__BODY_DM_REVOKE] = { "dm-revoke", h_dm_revoke, 0,
+					     H_SESSION | H_ADMIN },
 };
 
 /* dispatch_set_test_handler(): one extra body case, for test suites. */

@@ -77,6 +77,19 @@ int h_list_objects(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
 int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r);
+/* Device memory (dm.c). */
+int h_dm_alloc(struct conn *c, const Rdmab__Request *req,
+	       struct wire_fds *fds, struct reply *r);
+int h_dm_import(struct conn *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r);
+int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r);
+int h_dm_free(struct conn *c, const Rdmab__Request *req,
+	      struct wire_fds *fds, struct reply *r);
+int h_list_dms(struct conn *c, const Rdmab__Request *req,
+	       struct wire_fds *fds, struct reply *r);
+int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r);
 
 /*
  * For test suites only: serve @body_case (one the daemon does not know)

@@ -49,6 +49,10 @@ void server_device_info(const struct device *dev, Rdmab__DeviceInfo *info,
 	caps->max_srq_wr = dev->caps.max_srq_wr;
 	caps->max_srq_sge = dev->caps.max_srq_sge;
 	caps->max_wq = dev->caps.max_wq;
+	/* Device memory. */
+	caps->dm_shared = dev->caps.dm_shared;
+	caps->dm_reason = (char *)dev->caps.dm_reason;
+	caps->dm_reserved = dev->dm_reserved;
 	info->caps = caps;
 }
 

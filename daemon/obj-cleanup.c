@@ -262,6 +262,17 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 	struct device_why why = { "" };
 	int ret = 0;
 
+	/* A family's record (a DM import): the family lets it go, never
+	 * a destroy by handle. */
+	if (o->family_owned) {
+		ret = fam->release ? fam->release(reg->srv, o, fam->data) :
+				     -EOPNOTSUPP;
+		if (ret == 0)
+			return;
+		device_why(&why, ret, "the %s family could not release it: %s",
+			   obj_kind_name(o->kind), strerror(-ret));
+		goto failed;
+	}
 	/* The device is gone, and the kernel frees the object with the
 	 * context. */
 	if (!o->ctx->dc) {
@@ -294,6 +305,7 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 	default:
 		break;
 	}
+failed:
 	o->tried = ow->round + 1;
 	TAILQ_REMOVE(&ow->kinds[o->kind], o, kind_link);
 	TAILQ_INSERT_TAIL(&ow->kinds[o->kind], o, kind_link);

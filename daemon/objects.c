@@ -247,6 +247,11 @@ int objects_destroy_request(struct conn *c, uint64_t id,
 				  "object %" PRIu64 " is not one of this "
 				  "session's",
 				  id);
+	if (o->family_owned)
+		return device_why(why, -EINVAL,
+				  "object %" PRIu64 " is a %s import: "
+				  "ibc_dm_unimport releases it",
+				  id, obj_kind_name(o->kind));
 	/* A verbs client destroys its objects itself, after this
 	 * unregister; a soft object is the broker's to destroy. */
 	if (o->made_here && o->ctx->dc) {

@@ -58,6 +58,9 @@ struct obj {
 	bool stuck;
 	/* The cleanup round that last tried it. */
 	unsigned int tried;
+	/* A broker record of its family's (a DM import): the family's
+	 * release hook ends it, never a destroy by handle. */
+	bool family_owned;
 };
 
 struct obj_owner {
@@ -93,6 +96,9 @@ struct obj_owner {
  */
 struct obj_family {
 	int (*before_destroy)(struct server *srv, struct obj *o, void *data);
+	/* For family_owned records: release @o in place of the destroy by
+	 * handle; it removes the record (objects_remove) on success. */
+	int (*release)(struct server *srv, struct obj *o, void *data);
 	void *data;
 };
 

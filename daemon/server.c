@@ -17,6 +17,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
+#include "daemon/dm.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/objects.h"
@@ -546,7 +547,7 @@ int server_init(struct server *srv, const struct server_options *opt)
 			 server_device_gone, NULL);
 
 	srv->base = event_base_new();
-	if (!srv->base || objects_init(srv) < 0)
+	if (!srv->base || objects_init(srv) < 0 || dm_init(srv) < 0)
 		return -ENOMEM;
 	ret = sd_take_listener();
 	if (ret == -ENOENT)
@@ -582,6 +583,7 @@ void server_fini(struct server *srv)
 
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
+	dm_fini(srv);
 	objects_fini(srv);
 	conns_lingering_free(srv);
 	domains_free(srv);

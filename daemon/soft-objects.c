@@ -24,6 +24,8 @@ struct soft_rec {
 	/* Objects that use this one. */
 	uint32_t usecnt;
 	uint32_t uses[SOFT_REC_USES];
+	/* A DM: its length, for the bounds of the MRs on it. */
+	uint64_t dm_length;
 };
 
 /* The access flags the kernel takes (ib_check_mr_access). */
@@ -323,6 +325,46 @@ static int soft_check_mr(struct soft_objs *o, const struct obj_attr *a,
 	return 0;
 }
 
+/*
+ * An MR on a DM (ibv_reg_dm_mr): the DM in use slot 0, the offset in
+ * mr_addr; zero-based, as mlx5 requires, and inside the DM.
+ */
+static int soft_check_dm_mr(struct soft_objs *o, const struct obj_spec *spec,
+			    struct obj_attr *given, struct soft_rec *rec,
+			    struct device_why *why)
+{
+	const struct obj_attr *a = &spec->attr;
+	struct soft_rec *dm;
+	int err;
+
+	if (spec->used != 1u << 0)
+		return device_why(why, -EINVAL,
+				  "%s: an MR uses at most one DM",
+				  o->dev->name);
+	dm = soft_use(o, spec, 0, IBC_OBJ_DM, "DM", why);
+	if (!dm)
+		return -EINVAL;
+	if (!(a->mr_access & IBV_ACCESS_ZERO_BASED))
+		return device_why(why, -EINVAL,
+				  "%s: an MR on device memory needs "
+				  "IBV_ACCESS_ZERO_BASED",
+				  o->dev->name);
+	if (a->mr_addr > dm->dm_length ||
+	    a->mr_length > dm->dm_length - a->mr_addr)
+		return device_why(why, -EINVAL,
+				  "%s: %llu bytes at offset %llu pass the end "
+				  "of the DM (%llu bytes)",
+				  o->dev->name,
+				  (unsigned long long)a->mr_length,
+				  (unsigned long long)a->mr_addr,
+				  (unsigned long long)dm->dm_length);
+	err = soft_check_mr(o, a, given, why);
+	if (err < 0)
+		return err;
+	rec->uses[rec->n_uses++] = spec->uses[0];
+	return 0;
+}
+
 /* The device-wide maximum of @kind. */
 static uint32_t soft_max(const struct device_caps *caps, enum ibc_obj_kind k)
 {
@@ -382,9 +424,8 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 		err = soft_check_wq(o, spec, &made.attr, &rec, why);
 		break;
 	case IBC_OBJ_MR:
-		err = spec->used ? device_why(why, -EINVAL,
-					      "%s: an MR uses no other object",
-					      o->dev->name) :
+		err = spec->used ? soft_check_dm_mr(o, spec, &made.attr, &rec,
+						    why) :
 				   soft_check_mr(o, &spec->attr, &made.attr,
 						 why);
 		rec.uses_pd = true;
@@ -459,5 +500,21 @@ int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 	memset(r, 0, sizeof(*r));
 	if (handle < o->low)
 		o->low = handle;
+	return 0;
+}
+
+int soft_objs_add_dm(struct soft_objs *o, uint64_t length,
+		     uint32_t *ret_handle)
+{
+	uint32_t h;
+	int err = soft_alloc(o, &h);
+
+	if (err < 0)
+		return err;
+	memset(&o->recs[h], 0, sizeof(o->recs[h]));
+	o->recs[h].kind = IBC_OBJ_DM;
+	o->recs[h].dm_length = length;
+	o->sd->count[IBC_OBJ_DM]++;
+	*ret_handle = h;
 	return 0;
 }

@@ -33,6 +33,9 @@ struct soft_dev {
 	/* QP and SRQ numbers, MR key indexes: device-wide. */
 	uint32_t next_num;
 	uint32_t next_key;
+	/* Device memory reserved, in bytes (whole pages), against
+	 * caps.max_dm_size: the soft MEMIC. */
+	uint64_t dm_reserved;
 };
 
 struct soft_rec;
@@ -67,5 +70,11 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 /* Destroy by handle: 0, -ENOENT, -EINVAL or -EBUSY (see above). */
 int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 		      uint32_t handle, struct device_why *why);
+
+/* Take the lowest free handle for a DM (device-soft.c keeps its memory):
+ * 0 or -ENOMEM. It goes with soft_objs_destroy(), -EBUSY while an MR uses
+ * it. */
+int soft_objs_add_dm(struct soft_objs *o, uint64_t length,
+		     uint32_t *ret_handle);
 
 #endif

@@ -92,6 +92,13 @@ enum ibc_event_type {
 	/* A device is gone: destroy what this process made on it in the
 	 * callback; the library closes its contexts' descriptors after. */
 	IBC_EVENT_DEVICE_REMOVED,
+	/* Device memory (object_kind IBC_OBJ_DM, object_id the DM's id):
+	 * its free was asked while this process holds it; the library
+	 * unimports it after the callback unless MRs are on it. */
+	IBC_EVENT_DM_FREE_PENDING,
+	/* An administrator revoked the DM: deregister its MRs in the
+	 * callback; the library unimports it after. */
+	IBC_EVENT_DM_REVOKED,
 };
 
 /* Filled by the library for the callback, which reads only the fields it
@@ -173,6 +180,12 @@ struct ibc_device_info {
 	uint32_t max_srq_sge;
 	uint32_t max_wq; /* receive WQs */
 	uint64_t max_mr_size;
+	/* Device memory can be shared (ibc_dm_alloc(3)); when not,
+	 * dm_reason says why. dm_reserved: the bytes the broker reserved
+	 * (its own accounting: the kernel does not show the MEMIC map). */
+	bool dm_shared;
+	char dm_reason[160];
+	uint64_t dm_reserved;
 };
 
 enum ibc_device_kind {
@@ -213,6 +226,8 @@ struct ibc_caps {
 	uint32_t max_srq_sge;
 	uint32_t max_wq; /* receive WQs */
 	uint64_t max_mr_size;
+	/* Device memory can be shared (ibc_dm_alloc(3)). */
+	bool dm_shared;
 };
 
 struct ibc_quota {
@@ -499,6 +514,125 @@ int ibc_status(struct ibc_client *client, struct ibc_status *ret,
 /** ibc_fork_state() - this process's fork protection, as libibverbs sees
  * it. */
 enum ibc_fork_state ibc_fork_state(void);
+
+/*
+ * Device memory (ibc_dm_alloc(3)): on-chip memory (mlx5 MEMIC; the soft
+ * device's own) that the broker allocates in the domain's context and any
+ * member can import by handle. Reads and writes go straight to the
+ * device, without the broker.
+ */
+struct ibc_dm;
+
+enum ibc_dm_flags {
+	/* The DM is the domain's: it outlives its allocator until a member
+	 * or an administrator frees it, or the broker stops. */
+	IBC_DM_PERSISTENT = 1 << 0,
+};
+
+/* comp_mask must be 0 in this version: every field shown is read. */
+struct ibc_dm_attr {
+	uint32_t comp_mask;
+	size_t length;
+	uint32_t log_align_req;
+	uint32_t flags; /* enum ibc_dm_flags */
+};
+
+/**
+ * ibc_dm_alloc() - allocate @length bytes of device memory, rounded up to
+ * whole pages, zeroed; -EDQUOT over the domain's dm_bytes, -ENOSPC when the
+ * device has no more, -EINVAL for a length or alignment it cannot give.
+ */
+int ibc_dm_alloc(struct ibc_ctx *ctx, size_t length, uint32_t log_align_req,
+		 struct ibc_dm **ret_dm);
+int ibc_dm_alloc_ex(struct ibc_ctx *ctx, const struct ibc_dm_attr *attr,
+		    struct ibc_dm **ret_dm);
+/** ibc_dm_import() - the DM @handle of this domain's context; -ENOENT for
+ * a handle of no live DM of this domain. */
+int ibc_dm_import(struct ibc_ctx *ctx, uint32_t handle,
+		  struct ibc_dm **ret_dm);
+/** ibc_dm_unimport() - stop using @dm here; -EBUSY while this process has
+ * MRs on it. */
+int ibc_dm_unimport(struct ibc_dm *dm);
+/** ibc_dm_free() - ask the broker to free @dm (its allocator, or any member
+ * for a persistent DM; -EPERM otherwise), and unimport it. */
+int ibc_dm_free(struct ibc_dm *dm);
+/** ibc_dm_handle() - the handle to give to ibc_dm_import() in another
+ * process of the domain. */
+uint32_t ibc_dm_handle(const struct ibc_dm *dm);
+/** ibc_dm_id() - the broker-wide id (rdmabrokerctl dm). */
+uint64_t ibc_dm_id(const struct ibc_dm *dm);
+/** ibc_dm_length() - the DM's length: what was asked, rounded to pages. */
+size_t ibc_dm_length(const struct ibc_dm *dm);
+/**
+ * ibc_dm_write(), ibc_dm_read() - copy to or from the DM at @dm_offset, as
+ * ibv_memcpy_to_dm() and ibv_memcpy_from_dm(): -EFAULT past the end, then
+ * -EINVAL for an offset or length not a multiple of 4, -ENODEV once the DM
+ * was revoked or freed. The write ends with a store fence.
+ */
+int ibc_dm_write(struct ibc_dm *dm, uint64_t dm_offset, const void *src,
+		 size_t length);
+int ibc_dm_read(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
+		size_t length);
+/** ibc_verbs_dm() - the struct ibv_dm on a verbs device (for
+ * ibv_reg_dm_mr and work requests); NULL (errno EOPNOTSUPP) on the soft
+ * device. Never ibv_free_dm() it. */
+struct ibv_dm *ibc_verbs_dm(struct ibc_dm *dm);
+/**
+ * ibc_reg_dm_mr() - an MR on @length bytes of @dm at @dm_offset, as
+ * ibv_reg_dm_mr(3): @access must have IBV_ACCESS_ZERO_BASED. Registered
+ * with the broker like ibc_reg_mr(); deregister it with ibc_dereg_mr().
+ */
+int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset, size_t length,
+		  unsigned int access, struct ibc_mr **ret_mr);
+
+enum ibc_dm_state {
+	IBC_DM_LIVE = 0,
+	IBC_DM_FREE_PENDING = 1, /* free asked, importers remain */
+	IBC_DM_FREE_BLOCKED = 2, /* the device said EBUSY: an MR uses it */
+	IBC_DM_REVOKED = 3,
+};
+
+#define IBC_DM_INFO_IMPORTERS 16
+
+struct ibc_dm_info {
+	uint32_t comp_mask;
+	uint64_t id; /* broker-wide, never reused */
+	char domain[64];
+	char device[64];
+	uint32_t handle;
+	uint64_t length; /* whole pages */
+	uint32_t pages;
+	uint32_t log_align;
+	uint64_t allocator; /* client id; 0 once its session ended */
+	uint32_t allocator_pid;
+	/* Clients that hold it (the allocator too, while it does); the
+	 * first IBC_DM_INFO_IMPORTERS of n_importers. */
+	uint32_t n_importers;
+	uint64_t importers[IBC_DM_INFO_IMPORTERS];
+	enum ibc_dm_state state;
+	bool persistent;
+	/* IBC_DM_FREE_BLOCKED: what blocks it. */
+	char blocked_by[160];
+	uint32_t mrs;
+};
+
+/**
+ * ibc_list_dms() - the DMs the caller may see (its domain's; every one for
+ * an administrator), as ibc_list_devices().
+ */
+int ibc_list_dms(struct ibc_client *client, struct ibc_dm_info **ret_list,
+		 size_t entry_size, size_t *ret_count);
+/**
+ * ibc_admin_dm_free() - ask the free of any DM by its id (administrators
+ * only, -EPERM otherwise): as if its allocator had freed it.
+ */
+int ibc_admin_dm_free(struct ibc_client *client, uint64_t dm_id);
+/**
+ * ibc_admin_dm_revoke() - revoke DM @dm_id (administrators only): its
+ * holders get IBC_EVENT_DM_REVOKED, and after the broker's grace period
+ * ([broker] dm_revoke_grace) it is freed once nothing holds it.
+ */
+int ibc_admin_dm_revoke(struct ibc_client *client, uint64_t dm_id);
 
 #ifdef __cplusplus
 }

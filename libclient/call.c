@@ -17,6 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "libclient/dm.h"
 #include "libclient/client.h"
 
 /* The largest errno value a broker may answer with (the kernel's
@@ -203,6 +204,14 @@ static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 		q = ibc_queue_event(cl, IBC_EVENT_DEVICE_REMOVED,
 				    ev->device_removed->reason,
 				    ev->device_removed->device);
+		break;
+	case RDMAB__EVENT__BODY_DM_FREE_PENDING:
+		q = ibc_queue_event(cl, IBC_EVENT_DM_FREE_PENDING,
+				    ev->dm_free_pending->reason, NULL);
+		break;
+	case RDMAB__EVENT__BODY_DM_REVOKED:
+		q = ibc_queue_event(cl, IBC_EVENT_DM_REVOKED,
+				    ev->dm_revoked->reason, NULL);
 		break;
 	default:
 		/* An event of a newer broker: nothing to do with it. */
@@ -574,6 +583,10 @@ int ibc_drain_events(struct ibc_client *cl)
 		 * objects and close the contexts; what is left goes now. */
 		if (e->type == IBC_EVENT_DEVICE_REMOVED)
 			ibc_ctx_device_removed(cl, e->device);
+		if (e->type == IBC_EVENT_DM_FREE_PENDING ||
+		    e->type == IBC_EVENT_DM_REVOKED)
+			ibc_dm_after_event(cl, e->type, e->object_id,
+					   e->message);
 		free(e);
 		n++;
 	}

@@ -12,6 +12,7 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "libclient/dm.h"
 #include "libclient/client.h"
 
 /* Wait for replies without a deadline by default: a timed wait arms a
@@ -95,6 +96,7 @@ static void ibc_client_free(struct ibc_client *cl)
 	if (cl->event_fd >= 0)
 		close(cl->event_fd);
 	ibc_ctx_free_all(cl);
+	ibc_dm_client_free(cl);
 	ibc_free_events(cl);
 	pthread_mutex_destroy(&cl->lock);
 	pthread_cond_destroy(&cl->cond);

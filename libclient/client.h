@@ -60,6 +60,9 @@ struct ibc_client {
 	struct ibc_device_info *devices;
 	/* Contexts open, closed locally at disconnect. */
 	struct ibc_ctx *ctxs;
+	/* Device memory: the session's status page (dm.h), read-only;
+	 * NULL before the first DM. */
+	const uint8_t *dm_status;
 };
 
 /* A decoded reply handed to the caller of ibc_call(), who keeps it (on its

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "libclient/dm.h"
 #include "libclient/objects.h"
 
 /* Tell the broker this process no longer uses the context. */
@@ -72,6 +73,7 @@ static int ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
 	c->max_srq_wr = d->max_srq_wr;
 	c->max_srq_sge = d->max_srq_sge;
 	c->max_mr_size = d->max_mr_size;
+	c->dm_shared = d->dm_shared;
 	ctx->pd_handle = o->pd_handle;
 	return 0;
 }
@@ -152,6 +154,8 @@ out:
 /* Close this process's descriptors of @ctx, keeping @ctx for ibc_close. */
 static void ibc_ctx_drop_local(struct ibc_ctx *ctx)
 {
+	/* DM imports live in the context: they go first. */
+	ibc_dm_ctx_drop(ctx, "the context was closed");
 	ctx->ops->detach(ctx);
 	ctx->removed = true;
 }
@@ -163,6 +167,7 @@ static void ibc_ctx_free_local(struct ibc_ctx *ctx)
 	if (!ctx->removed)
 		ibc_ctx_drop_local(ctx);
 	ibc_ctx_free_objects(ctx);
+	ibc_dm_ctx_free(ctx);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 }
@@ -170,8 +175,11 @@ static void ibc_ctx_free_local(struct ibc_ctx *ctx)
 /* Destroy the objects the library made in @ctx, with the broker. */
 static void ibc_ctx_teardown(struct ibc_ctx *ctx)
 {
-	if (!ibc_ctx_removed(ctx))
+	if (!ibc_ctx_removed(ctx)) {
 		ibc_ctx_destroy_objects(ctx, true);
+		/* After the MRs that may be on them. */
+		ibc_dm_ctx_teardown(ctx);
+	}
 }
 
 bool ibc_ctx_removed(struct ibc_ctx *ctx)
@@ -193,6 +201,7 @@ void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)
 		/* The kernel objects first: a context's descriptors close
 		 * only once nothing of this process uses them. */
 		ibc_ctx_destroy_objects(ctx, false);
+		ibc_dm_ctx_drop(ctx, "the DM's device was removed");
 		ibc_ctx_drop_local(ctx);
 	}
 	pthread_mutex_unlock(&cl->lock);

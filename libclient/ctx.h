@@ -14,6 +14,7 @@ struct ibv_pd;
 struct ibc_obj;
 struct ibc_obj_args;
 struct ibc_obj_result;
+struct ibc_dm;
 
 struct ibc_ops {
 	/* For sentences: "soft", "verbs", "own". */
@@ -68,6 +69,9 @@ struct ibc_ctx {
 	int soft_fd;
 	/* The device is gone: this process's descriptors are closed. */
 	bool removed;
+	/* Device memory this process holds in the context (dm.h), under
+	 * lock. */
+	struct ibc_dm *dms;
 };
 
 /* Whether @ctx's device was removed (its descriptors are closed); read

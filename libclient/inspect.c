@@ -52,6 +52,9 @@ static int ibc_list_page(struct ibc_client *client,
 			lo.domain = (char *)filter->domain;
 		req.list_objects = &lo;
 		break;
+	case RDMAB__REQUEST__BODY_LIST_DMS:
+		req.list_dms = &lr;
+		break;
 	default:
 		req.list_clients = &lr;
 		break;
@@ -110,6 +113,11 @@ void ibc_device_info_from(struct ibc_device_info *e,
 		e->max_srq_wr = d->caps->max_srq_wr;
 		e->max_srq_sge = d->caps->max_srq_sge;
 		e->max_mr_size = d->caps->max_mr_size;
+		/* Device memory. */
+		e->dm_shared = d->caps->dm_shared;
+		snprintf(e->dm_reason, sizeof(e->dm_reason), "%s",
+			 d->caps->dm_reason ? d->caps->dm_reason : "");
+		e->dm_reserved = d->caps->dm_reserved;
 	}
 }
 
@@ -119,6 +127,7 @@ union ibc_any_entry {
 	struct ibc_domain_info domain;
 	struct ibc_client_entry client;
 	struct ibc_object_info object;
+	struct ibc_dm_info dm;
 };
 
 /* A family of listing: how many entries a page holds, and how one is
@@ -373,4 +382,54 @@ IBC_EXPORT int ibc_list_objects(struct ibc_client *client,
 IBC_EXPORT void ibc_list_free(void *list)
 {
 	free(list);
+}
+
+/* --- device memory ------------------------------------------------------ */
+
+static size_t ibc_dms_count(const Rdmab__Reply *reply, uint32_t *total)
+{
+	*total = reply->list_dms->total;
+	return reply->list_dms->n_dms;
+}
+
+static void ibc_dms_fill(void *entry, const Rdmab__Reply *reply, size_t i)
+{
+	const Rdmab__DmInfo *d = reply->list_dms->dms[i];
+	struct ibc_dm_info *e = entry;
+
+	e->id = d->id;
+	snprintf(e->domain, sizeof(e->domain), "%s", d->domain);
+	snprintf(e->device, sizeof(e->device), "%s", d->device);
+	e->handle = d->handle;
+	e->length = d->length;
+	e->pages = d->pages;
+	e->log_align = d->log_align;
+	e->allocator = d->allocator;
+	e->allocator_pid = d->allocator_pid;
+	e->n_importers = (uint32_t)d->n_importers;
+	for (size_t k = 0; k < d->n_importers && k < IBC_DM_INFO_IMPORTERS;
+	     k++)
+		e->importers[k] = d->importers[k];
+	e->state = d->state <= 3 ? (enum ibc_dm_state)d->state : IBC_DM_LIVE;
+	e->persistent = d->persistent;
+	snprintf(e->blocked_by, sizeof(e->blocked_by), "%s", d->blocked_by);
+	e->mrs = d->mrs;
+}
+
+IBC_EXPORT int ibc_list_dms(struct ibc_client *client,
+			    struct ibc_dm_info **ret_list, size_t entry_size,
+			    size_t *ret_count)
+{
+	static const struct ibc_lister l = {
+		.body_case = RDMAB__REQUEST__BODY_LIST_DMS,
+		.name = "ibc_dm_info",
+		.entry_size = sizeof(struct ibc_dm_info),
+		.entry_v0 = IBC_SIZE_V0(struct ibc_dm_info, mrs),
+		.entry_align = __alignof__(struct ibc_dm_info),
+		.count = ibc_dms_count,
+		.fill = ibc_dms_fill,
+	};
+
+	return ibc_list_all(client, &l, NULL, (void **)ret_list, entry_size,
+			    ret_count);
 }

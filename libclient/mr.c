@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "libclient/dm.h"
 #include "libclient/objects.h"
 
 IBC_EXPORT int ibc_reg_mr(struct ibc_ctx *ctx, void *addr, size_t length,
@@ -44,9 +45,16 @@ IBC_EXPORT int ibc_reg_mr(struct ibc_ctx *ctx, void *addr, size_t length,
 
 IBC_EXPORT int ibc_dereg_mr(struct ibc_mr *mr)
 {
+	struct ibc_dm *dm;
+	int err;
+
 	if (!mr)
 		return ibc_set_error(-EINVAL, "mr is NULL");
-	return ibc_obj_destroy(&mr->o);
+	dm = mr->dm;
+	err = ibc_obj_destroy(&mr->o);
+	if (err == 0 && dm)
+		ibc_dm_mr_gone(dm);
+	return err;
 }
 
 IBC_EXPORT uint32_t ibc_mr_lkey(const struct ibc_mr *mr)

@@ -309,7 +309,7 @@ int ibc_obj_request(struct ibc_obj *o, Rdmab__ObjCreateRequest__Mode mode,
 {
 	Rdmab__ObjCreateRequest cr = RDMAB__OBJ_CREATE_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	uint64_t uses[IBC_OBJ_MAX_USES];
+	uint64_t uses[IBC_OBJ_MAX_USES + 1];
 	const Rdmab__ObjCreateReply *oc;
 	struct ibc_reply r;
 	int err;
@@ -322,6 +322,8 @@ int ibc_obj_request(struct ibc_obj *o, Rdmab__ObjCreateRequest__Mode mode,
 	for (unsigned int i = 0; i < o->n_uses; i++)
 		uses[i] = o->uses[i]->id;
 	cr.n_uses = o->n_uses;
+	if (o->dm_use && mode == RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE)
+		uses[cr.n_uses++] = o->dm_use;
 	cr.uses = uses;
 	/* Packing only reads it. */
 	cr.attr = (Rdmab__ObjAttr *)attr;

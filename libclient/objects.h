@@ -36,6 +36,9 @@ struct ibc_obj {
 	unsigned int n_uses;
 	/* The libibverbs object on verbs devices. */
 	void *vobj;
+	/* An MR on device memory, on the soft device: the broker id of the
+	 * DM import it uses (ibc_reg_dm_mr). */
+	uint64_t dm_use;
 };
 
 struct ibc_cq {
@@ -64,6 +67,8 @@ struct ibc_mr {
 	struct ibc_obj o;
 	uint32_t lkey;
 	uint32_t rkey;
+	/* ibc_reg_dm_mr: the DM it is on. */
+	struct ibc_dm *dm;
 };
 
 /*
@@ -80,6 +85,8 @@ struct ibc_obj_args {
 	/* WQ */
 	struct ibv_cq *cq;
 	void *mr_addr;
+	/* MR on device memory (verbs): ibv_reg_dm_mr at mr_addr offset. */
+	struct ibv_dm *dm;
 };
 
 /* What the device gave: the soft device's reply, or what libibverbs wrote

@@ -72,6 +72,7 @@ static int verbs_fall_back(struct ibc_ctx *ctx, int err)
 	ctx->pd = ctx->own_pd;
 	ctx->ops = &ibc_own_ops;
 	ctx->caps.shared = false;
+	ctx->caps.dm_shared = false;
 	return 0;
 }
 
@@ -254,11 +255,17 @@ static int verbs_reg_mr(struct ibc_obj *o, const struct ibc_obj_args *a,
 {
 	struct ibv_mr *mr;
 
-	mr = verbs_try(ibv_reg_mr(o->ctx->pd, a->mr_addr,
-				  (size_t)a->attr.mr_length,
-				  (int)a->attr.mr_access));
+	if (a->dm)
+		mr = verbs_try(ibv_reg_dm_mr(o->ctx->pd, a->dm,
+					     a->attr.mr_addr,
+					     (size_t)a->attr.mr_length,
+					     a->attr.mr_access));
+	else
+		mr = verbs_try(ibv_reg_mr(o->ctx->pd, a->mr_addr,
+					  (size_t)a->attr.mr_length,
+					  (int)a->attr.mr_access));
 	if (!mr)
-		return verbs_fail(o, "ibv_reg_mr");
+		return verbs_fail(o, a->dm ? "ibv_reg_dm_mr" : "ibv_reg_mr");
 	o->vobj = mr;
 	o->handle = mr->handle;
 	res->lkey = mr->lkey;

@@ -38,7 +38,7 @@ static struct tl_rng rng;
 
 static struct {
 	unsigned long spawned, killed, packets, dropped, clients, checks;
-	unsigned long object_kills;
+	unsigned long object_kills, dm_cycles;
 } stats;
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -314,6 +314,100 @@ static void object_kills(unsigned long n)
 	}
 }
 
+/* Device memory: @n alloc/free cycles (every 8th imported by a second
+ * client, every 64th left to a client killed with SIGKILL) leave the
+ * device as it started: nothing listed, nothing reserved or charged, and
+ * the next DM gets the handle the first one got. */
+static void dm_device_state(struct ibc_client *cl, uint64_t *ret_reserved,
+			    uint64_t *ret_used, size_t *ret_n)
+{
+	struct ibc_device_info *dev;
+	struct ibc_domain_info *dom;
+	struct ibc_dm_info *dms;
+	size_t n;
+
+	if (ibc_list_devices(cl, &dev, sizeof(*dev), &n) < 0 || n < 1 ||
+	    ibc_list_domains(cl, &dom, sizeof(*dom), &n) < 0 || n < 1 ||
+	    ibc_list_dms(cl, &dms, sizeof(*dms), ret_n) < 0)
+		die("dm: listing: %s", ibc_last_error());
+	*ret_reserved = dev[0].dm_reserved;
+	*ret_used = dom[0].used.dm_bytes;
+	ibc_list_free(dev);
+	ibc_list_free(dom);
+	ibc_list_free(dms);
+}
+
+static void dm_cycles(unsigned long n)
+{
+	struct ibc_client *a, *b;
+	struct ibc_ctx *xa, *xb;
+	struct ibc_dm *dm, *imp;
+	uint64_t reserved, used;
+	uint32_t first = 0;
+	size_t listed;
+	int64_t end;
+
+	if (tl_connect(D.sock, TL_WAIT_MS, &a) < 0 ||
+	    tl_connect(D.sock, TL_WAIT_MS, &b) < 0 ||
+	    ibc_open(a, NULL, &xa) < 0 || ibc_open(b, NULL, &xb) < 0)
+		die("dm: connect: %s", ibc_last_error());
+	for (unsigned long k = 0; k < n; k++) {
+		size_t len = 4 + 4 * tl_rng_below(&rng, 16384);
+
+		if (k % 64 == 63) {
+			pid_t pid = fork();
+			int status;
+
+			if (pid == 0) {
+				struct ibc_client *c;
+				struct ibc_ctx *x;
+
+				prctl(PR_SET_PDEATHSIG, SIGKILL);
+				if (tl_connect(D.sock, TL_WAIT_MS, &c) ||
+				    ibc_open(c, NULL, &x) ||
+				    ibc_dm_alloc(x, len, 0, &dm))
+					_exit(1);
+				raise(SIGKILL);
+			}
+			if (pid < 0 || tl_wait_pid(pid, TL_WAIT_MS, &status) < 0)
+				die("dm: the killed allocator");
+			continue;
+		}
+		if (ibc_dm_alloc(xa, len, 0, &dm) < 0)
+			die("dm: cycle %lu: alloc of %zu: %s", k, len,
+			    ibc_last_error());
+		if (!first)
+			first = ibc_dm_handle(dm);
+		if (ibc_dm_write(dm, 0, &k, 4) < 0)
+			die("dm: write: %s", ibc_last_error());
+		if (k % 8 == 0) {
+			if (ibc_dm_import(xb, ibc_dm_handle(dm), &imp) < 0)
+				die("dm: import: %s", ibc_last_error());
+			if (ibc_dm_free(dm) < 0 || ibc_dm_unimport(imp) < 0)
+				die("dm: free: %s", ibc_last_error());
+		} else if (ibc_dm_free(dm) < 0) {
+			die("dm: free: %s", ibc_last_error());
+		}
+	}
+	end = tl_now_ms() + 10000;
+	do {
+		dm_device_state(a, &reserved, &used, &listed);
+	} while ((reserved || used || listed) && tl_now_ms() < end &&
+		 (tl_sleep_ms(20), 1));
+	if (reserved || used || listed)
+		die("dm: after %lu cycles: %llu bytes reserved, %llu charged, "
+		    "%zu DMs listed",
+		    n, (unsigned long long)reserved, (unsigned long long)used,
+		    listed);
+	if (ibc_dm_alloc(xa, 4, 0, &dm) < 0 || ibc_dm_handle(dm) != first ||
+	    ibc_dm_free(dm) < 0)
+		die("dm: after %lu cycles the next DM does not get handle %u",
+		    n, first);
+	ibc_disconnect(a);
+	ibc_disconnect(b);
+	stats.dm_cycles += n;
+}
+
 static void check_serving(void)
 {
 	struct ibc_client *cl;
@@ -339,6 +433,9 @@ int main(void)
 	unsigned long kills = kills_env && *kills_env ?
 				      strtoul(kills_env, NULL, 10) :
 				      1000;
+	const char *dm_env = getenv("SOAK_DM_CYCLES");
+	unsigned long dm_n = dm_env && *dm_env ? strtoul(dm_env, NULL, 10) :
+						 10000;
 	long seconds = env && *env ? strtol(env, NULL, 10) : 150;
 	uint64_t seed = seed_env && *seed_env ?
 				strtoull(seed_env, NULL, 0) :
@@ -373,6 +470,12 @@ int main(void)
 	printf("soak: %3lld s: %lu clients with objects killed; registry "
 	       "empty, quota back\n",
 	       (long long)(tl_now_ms() - start) / 1000, stats.object_kills);
+	fflush(stdout);
+	dm_cycles(dm_n);
+	check_registry("after the DM cycles");
+	printf("soak: %3lld s: %lu DM alloc/free cycles; nothing reserved, "
+	       "charged or listed, the first handle again\n",
+	       (long long)(tl_now_ms() - start) / 1000, stats.dm_cycles);
 	fflush(stdout);
 	/* Leave room for the final checks within the bound. */
 	deadline = start + seconds * 1000 - (seconds > 20 ? 10000 : 0);

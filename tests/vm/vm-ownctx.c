@@ -145,6 +145,31 @@ static int mode_own(const char *dev)
 		 "ibc_verbs_pd: %p, errno %d (%s), \"%s\"", (void *)pd,
 		 pd_errno, strerror(pd_errno), ibc_last_error());
 
+	/* Device memory: the own context shares none, and the broker's
+	 * start-up self-test says why rxe cannot. */
+	{
+		struct ibc_device_info *d;
+		struct ibc_dm *dm;
+		size_t n = 0;
+		int derr;
+
+		derr = ibc_dm_alloc(ctx, 4096, 0, &dm);
+		vm_check(derr == -EOPNOTSUPP && strstr(ibc_last_error(), dev),
+			 "dm-own-context-eopnotsupp",
+			 "ibc_dm_alloc on an own context: %d (%s)", derr,
+			 ibc_last_error());
+		derr = ibc_list_devices(cl, &d, sizeof(*d), &n);
+		vm_check(derr == 0 && n >= 1 && !d[0].dm_shared &&
+				 d[0].dm_reason[0],
+			 "dm-not-shared-with-reason",
+			 "ibc_list_devices: %d; dm_shared %s, dm_reason \"%s\"",
+			 derr,
+			 derr == 0 && n && d[0].dm_shared ? "true" : "false",
+			 derr == 0 && n ? d[0].dm_reason : "");
+		if (derr == 0)
+			ibc_list_free(d);
+	}
+
 	want = fork_state_of_libibverbs();
 	vm_check(err == 0 && caps.fork_state == want, "fork-state",
 		 "ibc_query fork_state %s, ibv_is_fork_initialized() %s",

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: MIT
+/*
+ * make bench-dm: device memory on the soft device, against baselines
+ * measured in the same run, every process pinned to CPU 0.
+ *
+ * 1. ibc_dm_write / ibc_dm_read bandwidth at 64 B, 4 KiB and 64 KiB
+ *    against memcpy of the same sizes between two ordinary buffers.
+ * 2. ibc_dm_alloc + ibc_dm_import (two clients) against two raw
+ *    SOCK_SEQPACKET round trips whose replies carry one descriptor each,
+ *    plus the soft device's own work for a DM of the same size
+ *    (memfd_create, ftruncate, F_ADD_SEALS, mmap, munmap, close). The free
+ *    and unimport that follow each pair are outside the timing.
+ *
+ * Usage: rdmab-bench-dm --daemon PATH
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "include/ibclient.h"
+
+#define REPS 5
+#define ALLOC_PAIRS 2000
+#define DM_SIZE 65536
+
+static uint64_t now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void pin(void)
+{
+	cpu_set_t set;
+
+	CPU_ZERO(&set);
+	CPU_SET(0, &set);
+	if (sched_setaffinity(0, sizeof(set), &set) < 0)
+		perror("bench-dm: sched_setaffinity");
+}
+
+static int cmp_dbl(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_dbl);
+	return v[n / 2];
+}
+
+static volatile uint8_t sink;
+
+/* Bytes per second of @op over @size bytes, the median of REPS runs of
+ * about 50 ms each. */
+static double bandwidth(int (*op)(void *arg, size_t size), void *arg,
+			size_t size)
+{
+	double runs[REPS];
+	uint64_t iters = 1;
+
+	/* Calibrate to about 50 ms. */
+	for (;;) {
+		uint64_t t = now_ns();
+
+		for (uint64_t i = 0; i < iters; i++)
+			op(arg, size);
+		if (now_ns() - t > 50000000u)
+			break;
+		iters *= 2;
+	}
+	for (int r = 0; r < REPS; r++) {
+		uint64_t t = now_ns();
+
+		for (uint64_t i = 0; i < iters; i++)
+			op(arg, size);
+		runs[r] = (double)size * (double)iters /
+			  ((double)(now_ns() - t) / 1e9);
+	}
+	return median(runs, REPS);
+}
+
+static uint8_t host_a[DM_SIZE], host_b[DM_SIZE];
+static struct ibc_dm *bench_dm;
+
+static int op_memcpy_to(void *arg, size_t size)
+{
+	memcpy(host_b, host_a, size);
+	__asm__ volatile("" ::: "memory");
+	return 0;
+}
+
+static int op_memcpy_from(void *arg, size_t size)
+{
+	memcpy(host_a, host_b, size);
+	__asm__ volatile("" ::: "memory");
+	sink = host_a[size - 1];
+	return 0;
+}
+
+static int op_dm_write(void *arg, size_t size)
+{
+	return ibc_dm_write(bench_dm, 0, host_a, size);
+}
+
+static int op_dm_read(void *arg, size_t size)
+{
+	int ret = ibc_dm_read(bench_dm, host_a, 0, size);
+
+	sink = host_a[size - 1];
+	return ret;
+}
+
+/* --- the raw baseline of alloc + import -------------------------------- */
+
+static int peer_main(int fd)
+{
+	uint8_t buf[256];
+	int memfd = memfd_create("bench-dm-peer", MFD_CLOEXEC);
+
+	if (memfd < 0)
+		return 1;
+	for (;;) {
+		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+		struct iovec iov = { .iov_base = buf, .iov_len = 48 };
+		struct msghdr mh = {
+			.msg_iov = &iov,
+			.msg_iovlen = 1,
+			.msg_control = cbuf,
+			.msg_controllen = sizeof(cbuf),
+		};
+		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+		if (recv(fd, buf, sizeof(buf), 0) <= 0)
+			return 0;
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int));
+		memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
+		if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
+			return 1;
+	}
+}
+
+static int raw_round_trip(int fd)
+{
+	uint8_t req[32] = { 1 }, buf[256];
+	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cbuf,
+		.msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm;
+	int got;
+
+	if (send(fd, req, sizeof(req), MSG_NOSIGNAL) < 0 ||
+	    recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) <= 0)
+		return -1;
+	cm = CMSG_FIRSTHDR(&mh);
+	if (!cm || cm->cmsg_type != SCM_RIGHTS)
+		return -1;
+	memcpy(&got, CMSG_DATA(cm), sizeof(int));
+	close(got);
+	return 0;
+}
+
+/* What the soft device does for one DM. */
+static int soft_work(size_t size)
+{
+	int fd = memfd_create("bench-dm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	void *p;
+
+	if (fd < 0 || ftruncate(fd, (off_t)size) < 0 ||
+	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
+		    0)
+		return -1;
+	p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p == MAP_FAILED)
+		return -1;
+	munmap(p, size);
+	close(fd);
+	return 0;
+}
+
+/* Nanoseconds per alloc + import pair, the median of REPS runs. */
+static double alloc_import_ns(struct ibc_ctx *a, struct ibc_ctx *b,
+			      size_t size)
+{
+	double runs[REPS];
+
+	for (int r = 0; r < REPS; r++) {
+		uint64_t total = 0;
+
+		for (int i = 0; i < ALLOC_PAIRS; i++) {
+			struct ibc_dm *dm, *imp;
+			uint64_t t = now_ns();
+
+			if (ibc_dm_alloc(a, size, 0, &dm) ||
+			    ibc_dm_import(b, ibc_dm_handle(dm), &imp)) {
+				fprintf(stderr, "bench-dm: %s\n",
+					ibc_last_error());
+				exit(1);
+			}
+			total += now_ns() - t;
+			ibc_dm_unimport(imp);
+			ibc_dm_free(dm);
+		}
+		runs[r] = (double)total / ALLOC_PAIRS;
+	}
+	return median(runs, REPS);
+}
+
+static double baseline_ns(int fd, size_t size)
+{
+	double runs[REPS];
+
+	for (int r = 0; r < REPS; r++) {
+		uint64_t total = 0;
+
+		for (int i = 0; i < ALLOC_PAIRS; i++) {
+			uint64_t t = now_ns();
+
+			if (raw_round_trip(fd) || raw_round_trip(fd) ||
+			    soft_work(size)) {
+				perror("bench-dm: baseline");
+				exit(1);
+			}
+			total += now_ns() - t;
+		}
+		runs[r] = (double)total / ALLOC_PAIRS;
+	}
+	return median(runs, REPS);
+}
+
+int main(int argc, char **argv)
+{
+	static const size_t sizes[] = { 64, 4096, 65536 };
+	const char *daemon = NULL;
+	char dir[] = "/tmp/rdmab-bench-dm.XXXXXX", sock[128], conf[128];
+	struct ibc_connect_attr attr = { .comp_mask = IBC_CONNECT_ATTR_SOCKET };
+	struct ibc_client *ca, *cb;
+	struct ibc_ctx *xa, *xb;
+	int sp[2], status, bad = 0;
+	pid_t dpid, ppid;
+	FILE *f;
+
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--daemon") == 0 && i + 1 < argc)
+			daemon = argv[++i];
+	if (!daemon || !mkdtemp(dir)) {
+		fprintf(stderr, "Usage: rdmab-bench-dm --daemon PATH\n");
+		return 2;
+	}
+	pin();
+	snprintf(sock, sizeof(sock), "%s/sock", dir);
+	snprintf(conf, sizeof(conf), "%s/rdmabroker.conf", dir);
+	f = fopen(conf, "w");
+	if (!f)
+		return 1;
+	/* Room for the 64 KiB DM of the copy figures and its import. */
+	fputs("[soft]\nmax_dm_size = 1048576\n[defaults]\n"
+	      "dm_bytes = 1048576\n",
+	      f);
+	fclose(f);
+	dpid = fork();
+	if (dpid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		execl(daemon, daemon, "--device", "soft", "--socket", sock,
+		      "--runtime-dir", dir, "--config", conf, "--log-level",
+		      "warning", (char *)NULL);
+		_exit(127);
+	}
+	attr.socket_path = sock;
+	for (int i = 0; i < 500 && ibc_connect(&attr, &ca) < 0; i++)
+		usleep(10000);
+	if (ibc_connect(&attr, &cb) < 0 || ibc_open(ca, NULL, &xa) < 0 ||
+	    ibc_open(cb, NULL, &xb) < 0 ||
+	    ibc_dm_alloc(xa, DM_SIZE, 0, &bench_dm) < 0) {
+		fprintf(stderr, "bench-dm: %s\n", ibc_last_error());
+		kill(dpid, SIGKILL);
+		return 1;
+	}
+	memset(host_a, 0x5a, sizeof(host_a));
+
+	printf("DM copies on the soft device against memcpy, CPU 0 "
+	       "(median of %d runs)\n",
+	       REPS);
+	printf("%-8s %-6s %14s %14s %7s\n", "SIZE", "DIR", "ibc_dm GB/s",
+	       "memcpy GB/s", "RATIO");
+	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
+		double w = bandwidth(op_dm_write, NULL, sizes[s]);
+		double mw = bandwidth(op_memcpy_to, NULL, sizes[s]);
+		double rd = bandwidth(op_dm_read, NULL, sizes[s]);
+		double mr = bandwidth(op_memcpy_from, NULL, sizes[s]);
+		const char *req = sizes[s] >= 4096 ? "(>= 0.90)" : "";
+
+		printf("%-8zu %-6s %14.2f %14.2f %7.2f %s\n", sizes[s],
+		       "write", w / 1e9, mw / 1e9, w / mw, req);
+		printf("%-8zu %-6s %14.2f %14.2f %7.2f %s\n", sizes[s], "read",
+		       rd / 1e9, mr / 1e9, rd / mr, req);
+		if (sizes[s] >= 4096 && (w / mw < 0.9 || rd / mr < 0.9))
+			bad = 1;
+	}
+	ibc_dm_free(bench_dm);
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return 1;
+	ppid = fork();
+	if (ppid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(sp[0]);
+		_exit(peer_main(sp[1]));
+	}
+	close(sp[1]);
+	printf("\nibc_dm_alloc + ibc_dm_import against two raw round trips "
+	       "with one fd each\nplus memfd_create, ftruncate, F_ADD_SEALS, "
+	       "mmap (%d pairs, median of %d)\n",
+	       ALLOC_PAIRS, REPS);
+	printf("%-8s %12s %12s %7s\n", "SIZE", "dm ns", "floor ns", "RATIO");
+	for (size_t size = 4096; size <= DM_SIZE; size *= 16) {
+		double d = alloc_import_ns(xa, xb, size);
+		double b = baseline_ns(sp[0], size);
+
+		printf("%-8zu %12.0f %12.0f %7.2f (<= 1.30)\n", size, d, b,
+		       d / b);
+		if (d / b > 1.3)
+			bad = 1;
+	}
+	close(sp[0]);
+	waitpid(ppid, &status, 0);
+	ibc_disconnect(ca);
+	ibc_disconnect(cb);
+	kill(dpid, SIGTERM);
+	waitpid(dpid, &status, 0);
+	unlink(sock);
+	unlink(conf);
+	rmdir(dir);
+	printf("\n%s\n", bad ? "bench-dm: a ratio is outside its target" :
+			       "bench-dm: every ratio is inside its target");
+	return 0;
+}

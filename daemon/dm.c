@@ -1,0 +1,869 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device memory: the records, the quota, the holds, the free and its
+ * coordination, and the requests (dm.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dispatch.h"
+#include "daemon/dm.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/objects.h"
+#include "daemon/server.h"
+
+/* A DmInfo is under 400 bytes with the longest names and 16 importers. */
+#define DM_LIST_PAGE	  64
+#define DM_LIST_IMPORTERS 16
+
+static uint64_t dm_page_size(void)
+{
+	long p = sysconf(_SC_PAGESIZE);
+
+	return p > 0 ? (uint64_t)p : 4096;
+}
+
+static int dm_release(struct server *srv, struct obj *o, void *data);
+static bool dm_try_free(struct server *srv, struct dm *dm);
+static void dm_retry_later(struct server *srv);
+
+static void dm_retry_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	struct dm *dm, *tmp;
+
+	(void)fd;
+	(void)what;
+	TAILQ_FOREACH_SAFE(dm, &srv->dms->dms, link, tmp)
+		if (dm->blocked)
+			dm_try_free(srv, dm);
+	if (srv->dms->n_blocked)
+		dm_retry_later(srv);
+}
+static void dm_device_gone(struct server *srv, const void *what, void *data);
+
+int dm_init(struct server *srv)
+{
+	struct dm_table *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return -ENOMEM;
+	static const struct obj_family fam = { .release = dm_release };
+
+	TAILQ_INIT(&t->dms);
+	TAILQ_INIT(&t->sessions);
+	srv->dms = t;
+	t->retry_ev = evtimer_new(srv->base, dm_retry_cb, srv);
+	if (!t->retry_ev)
+		return -ENOMEM;
+	objects_set_family(srv->registry, IBC_OBJ_DM, &fam);
+	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
+				dm_device_gone, NULL);
+}
+
+uint64_t dm_reserved(const struct server *srv, const struct device *dev)
+{
+	(void)srv;
+	return dev->dm_reserved;
+}
+
+/* --- holds ---------------------------------------------------------------- */
+
+/*
+ * Each import (the allocator's own included) is a record of the registry,
+ * of kind DM and owned by the DM family: it stays, detached, while a
+ * session that ended has its process alive, and the cleanup releases it
+ * once the process is dead (dm_release), in the registry's order: after the
+ * process's MRs, before its XRCD opens and PD references.
+ */
+
+/* The index of one of @c's imports of @dm, or -1. */
+static int dm_hold_of(const struct dm *dm, const struct conn *c)
+{
+	if (!c->owner)
+		return -1;
+	for (unsigned int i = 0; i < dm->n_holds; i++)
+		if (dm->holds[i].o->owner == c->owner)
+			return (int)i;
+	return -1;
+}
+
+/* @c's status page, made on its first DM. */
+static int dm_session_of(struct server *srv, struct conn *c,
+			 struct reply *r, struct dm_session **ret)
+{
+	struct dm_session *s;
+	int err;
+
+	TAILQ_FOREACH(s, &srv->dms->sessions, link)
+		if (s->conn == c) {
+			*ret = s;
+			return 0;
+		}
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return reply_error(r, -ENOMEM, "out of memory");
+	s->conn = c;
+	s->fd = memfd_create("rdmabroker-dm-status",
+			     MFD_CLOEXEC | MFD_ALLOW_SEALING);
+	if (s->fd < 0 || ftruncate(s->fd, DM_STATUS_SLOTS) < 0 ||
+	    fcntl(s->fd, F_ADD_SEALS,
+		  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+		goto fail;
+	s->page = mmap(NULL, DM_STATUS_SLOTS, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, s->fd, 0);
+	if (s->page == MAP_FAILED)
+		goto fail;
+	TAILQ_INSERT_TAIL(&srv->dms->sessions, s, link);
+	*ret = s;
+	return 0;
+fail:
+	err = -errno;
+	if (s->fd >= 0)
+		close(s->fd);
+	free(s);
+	return reply_error(r, err, "cannot make the DM status page: %s",
+			   strerror(-err));
+}
+
+static void dm_session_free(struct server *srv, struct dm_session *s)
+{
+	TAILQ_REMOVE(&srv->dms->sessions, s, link);
+	munmap(s->page, DM_STATUS_SLOTS);
+	close(s->fd);
+	free(s);
+}
+
+static int dm_hold_add(struct dm *dm, struct conn *c, struct reply *r,
+		       struct dm_hold **ret)
+{
+	struct dm_session *s = NULL;
+	uint32_t slot = 0;
+	struct obj *o;
+	int err;
+
+	err = dm_session_of(c->srv, c, r, &s);
+	if (err < 0)
+		return err;
+	while (slot < DM_STATUS_SLOTS && s->used[slot])
+		slot++;
+	if (slot == DM_STATUS_SLOTS)
+		return reply_error(r, -EMFILE,
+				   "this session holds %d DM imports, the "
+				   "most one session may",
+				   DM_STATUS_SLOTS);
+	if (dm->n_holds == dm->cap_holds) {
+		unsigned int cap = dm->cap_holds ? dm->cap_holds * 2 : 4;
+		struct dm_hold *n = realloc(dm->holds, cap * sizeof(*n));
+
+		if (!n)
+			return reply_error(r, -ENOMEM, "out of memory");
+		dm->holds = n;
+		dm->cap_holds = cap;
+	}
+	/* Charged to the domain's objects quota, as any import is. */
+	err = objects_add(c, dm->ctx, IBC_OBJ_DM, false, true, dm->dd.handle,
+			  r, &o);
+	if (err < 0)
+		return err;
+	o->family_owned = true;
+	s->used[slot] = 1;
+	s->page[slot] = dm->revoked;
+	dm->holds[dm->n_holds] = (struct dm_hold){ .o = o, .s = s,
+						   .slot = slot };
+	*ret = &dm->holds[dm->n_holds++];
+	return 0;
+}
+
+static void dm_hold_drop(struct dm *dm, unsigned int i)
+{
+	struct dm_hold *h = &dm->holds[i];
+
+	if (h->s) {
+		h->s->used[h->slot] = 0;
+		h->s->page[h->slot] = 0;
+	}
+	objects_remove(h->o);
+	*h = dm->holds[--dm->n_holds];
+}
+
+/* --- records -------------------------------------------------------------- */
+
+static void dm_retry_later(struct server *srv)
+{
+	struct timeval tv = { .tv_usec = DM_RETRY_MS * 1000 };
+
+	if (srv->dms->retry_ev)
+		event_add(srv->dms->retry_ev, &tv);
+}
+
+static void dm_forget(struct server *srv, struct dm *dm)
+{
+	struct dm_table *t = srv->dms;
+
+	if (dm->blocked)
+		t->n_blocked--;
+	if (dm->revoke_ev)
+		event_free(dm->revoke_ev);
+	dm->domain->used.dm_bytes -= dm->length;
+	dm->ctx->dev->dm_reserved -= dm->length;
+	TAILQ_REMOVE(&t->dms, dm, link);
+	t->n--;
+	dctx_obj_release(srv, dm->ctx);
+	free(dm->holds);
+	free(dm);
+}
+
+/*
+ * Free @dm if its free was asked and nobody holds it. True when it is gone
+ * (the caller must not touch it). The device's EBUSY (an MR on it) leaves
+ * it free blocked, its quota charged.
+ */
+static bool dm_try_free(struct server *srv, struct dm *dm)
+{
+	struct device_why why = {""};
+	int ret;
+
+	if (!dm->free_asked || dm->n_holds)
+		return false;
+	if (!dm->ctx->dc) {
+		/* The device is gone, and the kernel freed it with the
+		 * context. */
+		if (dm->dd.fd >= 0)
+			close(dm->dd.fd);
+		dm_forget(srv, dm);
+		return true;
+	}
+	ret = dm->ctx->dev->ctx_ops->dm_free(dm->ctx->dc, &dm->dd, &why);
+	if (ret == -EBUSY) {
+		if (!dm->blocked) {
+			log_notice("DM %" PRIu64 " of domain %s: free blocked: "
+				   "%s",
+				   dm->id, dm->domain->name, why.text);
+			dm->blocked = true;
+			if (srv->dms->n_blocked++ == 0)
+				dm_retry_later(srv);
+		}
+		snprintf(dm->blocked_by, sizeof(dm->blocked_by), "%s",
+			 why.text);
+		return false;
+	}
+	if (ret < 0)
+		log_warn("DM %" PRIu64 " of domain %s: the device failed to "
+			 "free it (%s); its record goes",
+			 dm->id, dm->domain->name, why.text);
+	log_debug("DM %" PRIu64 " (handle %u, %" PRIu64 " bytes) of domain %s "
+		  "freed",
+		  dm->id, dm->dd.handle, dm->length, dm->domain->name);
+	dm_forget(srv, dm);
+	return true;
+}
+
+/* The sessions an event about a DM goes to, by client id: copied before
+ * the first send, since a client that cannot take the event is closed,
+ * which may free the DM. */
+struct dm_event_target {
+	uint64_t *ids;
+	unsigned int n;
+};
+
+static bool dm_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
+{
+	const struct dm_event_target *t = arg;
+
+	(void)ev;
+	for (unsigned int i = 0; i < t->n; i++)
+		if (t->ids[i] == c->id)
+			return true;
+	return false;
+}
+
+/* Send @ev to the live sessions that hold @dm, but @except. */
+static void dm_notify(struct server *srv, struct dm *dm,
+		      const struct conn *except, Rdmab__Event *ev)
+{
+	struct dm_event_target t = { 0 };
+	struct conn *c;
+
+	t.ids = calloc(dm->n_holds ? dm->n_holds : 1, sizeof(*t.ids));
+	if (!t.ids) {
+		log_err("DM %" PRIu64 ": out of memory: its holders are not "
+			"told",
+			dm->id);
+		return;
+	}
+	TAILQ_FOREACH(c, &srv->conns, link)
+		if (c != except && dm_hold_of(dm, c) >= 0 && t.n < dm->n_holds)
+			t.ids[t.n++] = c->id;
+	if (t.n)
+		notify_clients(srv, ev, dm_event_filter, &t);
+	free(t.ids);
+}
+
+/*
+ * The free of @dm is asked (by @by, NULL for the allocator's end): free it
+ * now, or tell the holders other than @by that it is free pending. @dm
+ * may be gone on return.
+ */
+static void dm_ask_free(struct server *srv, struct dm *dm,
+			const struct conn *by, const char *who)
+{
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	Rdmab__DmEvent de = RDMAB__DM_EVENT__INIT;
+	char reason[160];
+	uint64_t id = dm->id;
+
+	dm->free_asked = true;
+	if (dm_try_free(srv, dm) || dm->blocked)
+		return;
+	snprintf(reason, sizeof(reason),
+		 "the free of DM %" PRIu64 " was asked (%s): unimport it", id,
+		 who);
+	de.dm_id = id;
+	de.reason = reason;
+	ev.object_kind = IBC_OBJ_DM;
+	ev.object_id = id;
+	ev.body_case = RDMAB__EVENT__BODY_DM_FREE_PENDING;
+	ev.dm_free_pending = &de;
+	/* @dm may go while the events are sent (a client closed). */
+	dm_notify(srv, dm, by, &ev);
+}
+
+void dm_conn_closing(struct conn *c)
+{
+	struct server *srv = c->srv;
+	struct dm *dm, *tmp;
+
+	struct dm_session *sess, *stmp;
+
+	if (!srv->dms)
+		return;
+	/* Its imports outlive the session; its status page does not. */
+	TAILQ_FOREACH_SAFE(sess, &srv->dms->sessions, link, stmp) {
+		if (sess->conn != c)
+			continue;
+		TAILQ_FOREACH(dm, &srv->dms->dms, link)
+			for (unsigned int i = 0; i < dm->n_holds; i++)
+				if (dm->holds[i].s == sess)
+					dm->holds[i].s = NULL;
+		dm_session_free(srv, sess);
+	}
+	/* One DM at a time, from the start: asking a free sends events,
+	 * which may close other sessions and free other DMs. */
+restart:
+	TAILQ_FOREACH_SAFE(dm, &srv->dms->dms, link, tmp) {
+		if (dm->allocator != c)
+			continue;
+		/* Its imports stay until its process is gone (the
+		 * registry's cleanup, dm_release). */
+		dm->allocator = NULL;
+		if (!dm->persistent && !dm->free_asked) {
+			dm_ask_free(srv, dm, c, "its allocator is gone");
+			goto restart;
+		}
+	}
+}
+
+/* The cleanup of a dead process reaches one of its imports. */
+static int dm_release(struct server *srv, struct obj *o, void *data)
+{
+	struct dm *dm;
+
+	(void)data;
+	TAILQ_FOREACH(dm, &srv->dms->dms, link)
+		for (unsigned int i = 0; i < dm->n_holds; i++)
+			if (dm->holds[i].o == o) {
+				dm_hold_drop(dm, i);
+				dm_try_free(srv, dm);
+				return 0;
+			}
+	objects_remove(o);
+	return 0;
+}
+
+/* The device is gone: the kernel freed its DMs with the contexts, and the
+ * registry dropped the imports (whichever of the two heard first). */
+static void dm_device_gone(struct server *srv, const void *what, void *data)
+{
+	const struct notify_device_gone *gone = what;
+	struct dm *dm, *tmp;
+
+	(void)data;
+	TAILQ_FOREACH_SAFE(dm, &srv->dms->dms, link, tmp) {
+		if (dm->ctx->dev != gone->dev)
+			continue;
+		/* Not looked at: the registry may have freed them. */
+		dm->n_holds = 0;
+		if (dm->dd.fd >= 0)
+			close(dm->dd.fd);
+		dm->dd.fd = -1;
+		dm_forget(srv, dm);
+	}
+}
+
+void dm_fini(struct server *srv)
+{
+	struct dm *dm;
+
+	if (!srv->dms)
+		return;
+	while ((dm = TAILQ_FIRST(&srv->dms->dms))) {
+		dm->n_holds = 0;
+		dm->free_asked = true;
+		if (!dm_try_free(srv, dm)) {
+			/* Blocked: the kernel frees it with the context. */
+			if (dm->dd.fd >= 0)
+				close(dm->dd.fd);
+			dm_forget(srv, dm);
+		}
+	}
+	if (srv->dms->retry_ev)
+		event_free(srv->dms->retry_ev);
+	while (!TAILQ_EMPTY(&srv->dms->sessions))
+		dm_session_free(srv, TAILQ_FIRST(&srv->dms->sessions));
+	free(srv->dms);
+	srv->dms = NULL;
+}
+
+/* --- requests ------------------------------------------------------------- */
+
+static const char *const dm_missing =
+	"no DM with handle %u in context %" PRIu64 " of this domain";
+
+static struct dm *dm_find_id(struct server *srv, uint64_t id)
+{
+	struct dm *dm;
+
+	TAILQ_FOREACH(dm, &srv->dms->dms, link)
+		if (dm->id == id)
+			return dm;
+	return NULL;
+}
+
+/* The context of a DM request: open in this session, its device present
+ * and able to share DMs. */
+static int dm_ctx(struct conn *c, uint64_t ctx_id, struct reply *r,
+		  struct dctx **ret)
+{
+	struct dctx *x = dctx_conn_find(c, ctx_id);
+
+	if (!x)
+		return reply_error(r, -ENOENT,
+				   "context %" PRIu64 " is not open in this "
+				   "session",
+				   ctx_id);
+	if (!x->dc)
+		return reply_error(r, -ENODEV, "device %s was removed",
+				   x->dev->name);
+	if (!x->dev->caps.dm_shared)
+		return reply_error(
+			r, -EOPNOTSUPP, "%s cannot share device memory: %s",
+			x->dev->name,
+			x->dev->caps.dm_reason[0] ? x->dev->caps.dm_reason
+						  : "it has none");
+	*ret = x;
+	return 0;
+}
+
+static int dm_reply(struct dm *dm, struct dm_hold *h, struct reply *r,
+		    bool alloc)
+{
+	Rdmab__DmReply *out = reply_alloc(r, sizeof(*out));
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	rdmab__dm_reply__init(out);
+	out->dm_id = dm->id;
+	out->handle = dm->dd.handle;
+	out->length = dm->length;
+	out->persistent = dm->persistent;
+	out->allocator = dm->allocator_id;
+	out->object_id = h->o->id;
+	out->status_slot = h->slot;
+	if (!h->s->sent) {
+		/* The library maps it once; it goes with this reply. */
+		out->has_status = true;
+		out->status_fd_index = r->nfds;
+		r->fds[r->nfds++] = h->s->fd;
+		h->s->sent = true;
+	}
+	if (dm->dd.fd >= 0) {
+		out->has_fd = true;
+		out->fd_index = r->nfds;
+		r->fds[r->nfds++] = dm->dd.fd;
+	}
+	if (alloc) {
+		r->msg.body_case = RDMAB__REPLY__BODY_DM_ALLOC;
+		r->msg.dm_alloc = out;
+	} else {
+		r->msg.body_case = RDMAB__REPLY__BODY_DM_IMPORT;
+		r->msg.dm_import = out;
+	}
+	return 0;
+}
+
+/* The length checks, in the device's order: length 0, past max_dm_size,
+ * then the domain's quota by the pages reserved. */
+static int dm_check_length(struct dctx *x, uint64_t length,
+			   uint64_t *ret_rounded, struct reply *r)
+{
+	const struct device *dev = x->dev;
+	struct domain *d = x->domain;
+	uint64_t page = dm_page_size(), rounded;
+
+	if (!length)
+		return reply_error(r, -EINVAL, "a DM needs a length above 0");
+	if (length > dev->caps.max_dm_size)
+		return reply_error(r, -EINVAL,
+				   "%s gives DMs of at most %" PRIu64
+				   " bytes (max_dm_size), not %" PRIu64,
+				   dev->name, dev->caps.max_dm_size, length);
+	/* max_dm_size is far below 2^64: no overflow. */
+	rounded = (length + page - 1) / page * page;
+	if (rounded > d->limit.dm_bytes ||
+	    d->used.dm_bytes > d->limit.dm_bytes - rounded)
+		return reply_error(
+			r, -EDQUOT,
+			"domain %s: a DM of %" PRIu64 " bytes "
+			"reserves %" PRIu64 " (whole pages); %" PRIu64
+			" of its dm_bytes quota of %" PRIu64 " are in use",
+			d->name, length, rounded, d->used.dm_bytes,
+			d->limit.dm_bytes);
+	*ret_rounded = rounded;
+	return 0;
+}
+
+int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
+	       struct reply *r)
+{
+	const Rdmab__DmAllocRequest *q = req->dm_alloc;
+	struct server *srv = c->srv;
+	struct device_why why = {""};
+	uint64_t rounded = 0;
+	struct dctx *x;
+	struct dm_hold *h;
+	struct dm *dm;
+	int ret;
+
+	ret = dm_ctx(c, q->context_id, r, &x);
+	if (ret < 0)
+		return ret;
+	if (q->flags & ~DM_PERSISTENT_FLAG)
+		return reply_error(r, -EINVAL,
+				   "DM flags 0x%x are unknown (known: "
+				   "IBC_DM_PERSISTENT 0x%x)",
+				   q->flags & ~DM_PERSISTENT_FLAG,
+				   DM_PERSISTENT_FLAG);
+	ret = dm_check_length(x, q->length, &rounded, r);
+	if (ret < 0)
+		return ret;
+	dm = calloc(1, sizeof(*dm));
+	if (!dm)
+		return reply_error(r, -ENOMEM, "out of memory");
+	dm->dd.fd = -1;
+	ret = x->dev->ctx_ops->dm_alloc(x->dc, rounded, q->log_align_req,
+					&dm->dd, &why);
+	if (ret < 0) {
+		free(dm);
+		if (ret == -ENOMEM)
+			return reply_error(
+				r, -ENOSPC,
+				"%s (the broker has reserved %" PRIu64
+				" bytes of it)",
+				why.text, dm_reserved(srv, x->dev));
+		return reply_error(r, ret, "%s", why.text);
+	}
+	dm->id = ++srv->dms->next_id;
+	dm->ctx = x;
+	dm->domain = x->domain;
+	dm->length = rounded;
+	dm->pages = (uint32_t)(rounded / dm_page_size());
+	dm->log_align = q->log_align_req;
+	dm->born_usec = objects_now_usec();
+	dm->allocator = c;
+	dm->allocator_id = c->id;
+	dm->allocator_pid = c->cred.pid;
+	dm->persistent = !!(q->flags & DM_PERSISTENT_FLAG);
+	ret = dm_hold_add(dm, c, r, &h);
+	if (ret < 0) {
+		x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &why);
+		free(dm->holds);
+		free(dm);
+		return ret;
+	}
+	x->domain->used.dm_bytes += rounded;
+	x->dev->dm_reserved += rounded;
+	dctx_obj_hold(x);
+	TAILQ_INSERT_TAIL(&srv->dms->dms, dm, link);
+	srv->dms->n++;
+	return dm_reply(dm, h, r, true);
+}
+
+int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
+		struct reply *r)
+{
+	const Rdmab__DmImportRequest *q = req->dm_import;
+	struct dctx *x;
+	struct dm_hold *h;
+	struct dm *dm;
+	int ret;
+
+	ret = dm_ctx(c, q->context_id, r, &x);
+	if (ret < 0)
+		return ret;
+	/* Another domain's, a free pending or a revoked DM: as missing. */
+	TAILQ_FOREACH(dm, &c->srv->dms->dms, link)
+		if (dm->ctx == x && dm->dd.handle == q->handle &&
+		    !dm->free_asked && !dm->revoked)
+			break;
+	if (!dm)
+		return reply_error(r, -ENOENT, dm_missing, q->handle,
+				   q->context_id);
+	ret = dm_hold_add(dm, c, r, &h);
+	if (ret < 0)
+		return ret;
+	return dm_reply(dm, h, r, false);
+}
+
+int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r)
+{
+	uint64_t id = req->dm_unimport->dm_id;
+	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
+	struct dm *dm = dm_find_id(c->srv, id);
+	int i = dm ? dm_hold_of(dm, c) : -1;
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	if (i < 0)
+		return reply_error(r, -ENOENT,
+				   "this session holds no DM %" PRIu64, id);
+	dm_hold_drop(dm, (unsigned int)i);
+	dm_try_free(c->srv, dm);
+	rdmab__dm_empty_reply__init(out);
+	r->msg.body_case = RDMAB__REPLY__BODY_DM_UNIMPORT;
+	r->msg.dm_unimport = out;
+	return 0;
+}
+
+/* The allocator's free, a member's of a persistent DM, or (dm_admin_free,
+ * H_ADMIN) an administrator's of any DM. */
+int h_dm_free(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
+	      struct reply *r)
+{
+	bool admin = req->body_case == RDMAB__REQUEST__BODY_DM_ADMIN_FREE;
+	uint64_t id = admin ? req->dm_admin_free->dm_id : req->dm_free->dm_id;
+	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
+	struct dm *dm = dm_find_id(c->srv, id);
+	char who[64];
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	if (!dm || (!admin && dm->domain != c->domain))
+		return reply_error(r, -ENOENT, "no DM %" PRIu64 " in %s", id,
+				   admin ? "the broker" : "this domain");
+	if (!admin && dm->allocator != c && !dm->persistent)
+		return reply_error(r, -EPERM,
+				   "DM %" PRIu64 " is client %" PRIu64 "'s: "
+				   "only its allocator frees it (or any member "
+				   "once it is persistent, or an administrator "
+				   "with rdmabrokerctl dm free)",
+				   id, dm->allocator_id);
+	if (dm->free_asked)
+		return reply_error(r, -EALREADY,
+				   "the free of DM %" PRIu64 " was asked "
+				   "already",
+				   id);
+	rdmab__dm_empty_reply__init(out);
+	if (admin) {
+		r->msg.body_case = RDMAB__REPLY__BODY_DM_ADMIN_FREE;
+		r->msg.dm_admin_free = out;
+		snprintf(who, sizeof(who),
+			 "by an administrator, client %" PRIu64, c->id);
+	} else {
+		r->msg.body_case = RDMAB__REPLY__BODY_DM_FREE;
+		r->msg.dm_free = out;
+		snprintf(who, sizeof(who), "by client %" PRIu64, c->id);
+	}
+	dm_ask_free(c->srv, dm, c, who);
+	return 0;
+}
+
+static const char *dm_domain_name(const struct dm *dm)
+{
+	return dm->domain->name;
+}
+
+struct dm_page {
+	Rdmab__DmInfo info;
+	uint64_t importers[DM_LIST_IMPORTERS];
+};
+
+static void dm_info(Rdmab__DmInfo *di, uint64_t *importers, const struct dm *dm)
+{
+	rdmab__dm_info__init(di);
+	di->id = dm->id;
+	di->domain = (char *)dm_domain_name(dm);
+	di->device = dm->ctx->dev->name;
+	di->handle = dm->dd.handle;
+	di->length = dm->length;
+	di->pages = dm->pages;
+	di->log_align = dm->log_align;
+	di->allocator = dm->allocator ? dm->allocator_id : 0;
+	di->allocator_pid = (uint32_t)dm->allocator_pid;
+	di->persistent = dm->persistent;
+	if (dm->revoked)
+		di->state = RDMAB__DM_INFO__STATE__REVOKED;
+	else if (dm->blocked)
+		di->state = RDMAB__DM_INFO__STATE__FREE_BLOCKED;
+	else if (dm->free_asked)
+		di->state = RDMAB__DM_INFO__STATE__FREE_PENDING;
+	else
+		di->state = RDMAB__DM_INFO__STATE__LIVE;
+	di->blocked_by = (char *)dm->blocked_by;
+	for (unsigned int i = 0; i < dm->n_holds && i < DM_LIST_IMPORTERS; i++)
+		importers[di->n_importers++] =
+			dm->holds[i].o->owner->client_id;
+	di->importers = importers;
+}
+
+int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
+	       struct reply *r)
+{
+	struct server *srv = c->srv;
+	bool admin = policy_is_admin(srv, c);
+	uint32_t off = req->list_dms->offset, idx = 0;
+	Rdmab__ListDmsReply *out = reply_alloc(r, sizeof(*out));
+	struct dm_page *pages = reply_alloc(r, sizeof(*pages) * DM_LIST_PAGE);
+	Rdmab__DmInfo **ptrs = reply_alloc(r, sizeof(*ptrs) * DM_LIST_PAGE);
+	size_t nd = srv->devices.n;
+	Rdmab__DmDeviceInfo *devs = reply_alloc(r, sizeof(*devs) * (nd + 1));
+	Rdmab__DmDeviceInfo **dptrs = reply_alloc(r, sizeof(*dptrs) * (nd + 1));
+	struct dm *dm;
+	size_t n = 0;
+
+	if (!out || !pages || !ptrs || !devs || !dptrs)
+		return reply_error(r, -ENOMEM, "out of memory");
+	rdmab__list_dms_reply__init(out);
+	TAILQ_FOREACH(dm, &srv->dms->dms, link) {
+		if (!admin && dm->domain != c->domain)
+			continue;
+		if (idx++ < off || n == DM_LIST_PAGE)
+			continue;
+		dm_info(&pages[n].info, pages[n].importers, dm);
+		ptrs[n] = &pages[n].info;
+		n++;
+	}
+	for (size_t i = 0; i < nd; i++) {
+		const struct device *dev = &srv->devices.dev[i];
+
+		rdmab__dm_device_info__init(&devs[i]);
+		devs[i].device = (char *)dev->name;
+		devs[i].reserved_bytes = dm_reserved(srv, dev);
+		devs[i].max_dm_size = dev->caps.max_dm_size;
+		dptrs[i] = &devs[i];
+	}
+	out->dms = ptrs;
+	out->n_dms = n;
+	out->total = idx;
+	out->devices = dptrs;
+	out->n_devices = nd;
+	r->msg.body_case = RDMAB__REPLY__BODY_LIST_DMS;
+	r->msg.list_dms = out;
+	return 0;
+}
+
+/* --- revoke --------------------------------------------------------------- */
+
+/* The grace period is over: free what nothing holds; a holder that did not
+ * let go keeps the DM until its process is gone. */
+static void dm_revoke_grace_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dm *dm = arg;
+	struct server *srv = dm->ctx->srv;
+	uint64_t id = dm->id;
+
+	(void)fd;
+	(void)what;
+	dm->free_asked = true;
+	if (dm_try_free(srv, dm))
+		return;
+	if (dm->n_holds)
+		snprintf(dm->blocked_by, sizeof(dm->blocked_by),
+			 "revoke blocked by client %" PRIu64
+			 "%s (the DM goes when it unimports or dies)",
+			 dm->holds[0].o->owner->client_id,
+			 dm->n_holds > 1 ? " and others" : "");
+	log_notice("DM %" PRIu64 ": revoke grace period over; %s", id,
+		   dm->n_holds ? dm->blocked_by : "free blocked by an MR");
+}
+
+int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r)
+{
+	struct server *srv = c->srv;
+	uint64_t id = req->dm_revoke->dm_id;
+	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
+	uint32_t grace = srv->config.limits.dm_revoke_grace_ms;
+	struct timeval tv = {
+		.tv_sec = grace / 1000,
+		.tv_usec = (suseconds_t)(grace % 1000) * 1000,
+	};
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	Rdmab__DmEvent de = RDMAB__DM_EVENT__INIT;
+	struct dm *dm = dm_find_id(srv, id);
+	char reason[160];
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	/* Administrators only: H_ADMIN. */
+	if (!dm)
+		return reply_error(r, -ENOENT, "no DM %" PRIu64 " in the broker",
+				   id);
+	if (dm->revoked)
+		return reply_error(r, -EALREADY, "DM %" PRIu64 " was revoked "
+						 "already",
+				   id);
+	dm->revoke_ev = evtimer_new(srv->base, dm_revoke_grace_cb, dm);
+	if (!dm->revoke_ev || event_add(dm->revoke_ev, &tv) < 0)
+		return reply_error(r, -ENOMEM, "out of memory");
+	dm->revoked = true;
+	/* The libraries see it on their next call, without asking. */
+	for (unsigned int i = 0; i < dm->n_holds; i++)
+		if (dm->holds[i].s)
+			dm->holds[i].s->page[dm->holds[i].slot] = 1;
+	log_notice("DM %" PRIu64 " of domain %s revoked by client %" PRIu64
+		   " (uid %u); %u imports, grace %u ms",
+		   id, dm->domain->name, c->id, c->cred.uid, dm->n_holds,
+		   grace);
+	rdmab__dm_empty_reply__init(out);
+	r->msg.body_case = RDMAB__REPLY__BODY_DM_REVOKE;
+	r->msg.dm_revoke = out;
+	snprintf(reason, sizeof(reason),
+		 "DM %" PRIu64 " was revoked by an administrator: deregister "
+		 "its MRs and unimport it",
+		 id);
+	de.dm_id = id;
+	de.reason = reason;
+	ev.object_kind = IBC_OBJ_DM;
+	ev.object_id = id;
+	ev.body_case = RDMAB__EVENT__BODY_DM_REVOKED;
+	ev.dm_revoked = &de;
+	/* @dm may go while the events are sent (a client closed). */
+	dm_notify(srv, dm, NULL, &ev);
+	return 0;
+}

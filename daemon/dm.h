@@ -1,0 +1,116 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device memory (DM): the broker allocates it in a domain's context, hands
+ * its handle (and on the soft device its memfd) to the domain's clients,
+ * and frees it only once the free was asked for and every holder let go
+ * (DESIGN §5). Each DM has a broker-wide id, never reused: a handle alone
+ * is ambiguous across domains.
+ *
+ * A session holds a DM from its alloc or import until its unimport or its
+ * end. The free is asked by the allocator, by any member for a persistent
+ * DM, by an administrator, or by the allocator's end (non-persistent DMs);
+ * until the last holder goes the DM is free pending, and the holders get an
+ * Event. A device that answers EBUSY (an MR still uses the DM) leaves it
+ * free blocked, still charged.
+ */
+#ifndef RDMAB_DM_H
+#define RDMAB_DM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/device.h"
+#include "daemon/queue.h"
+
+struct server;
+struct conn;
+struct dctx;
+struct domain;
+struct obj;
+struct event;
+
+/*
+ * A session's DM status page: a sealed memfd of one page, mapped read-only
+ * by the session's library, one byte per import, set when the DM is
+ * revoked, so that the library's check costs no round trip.
+ */
+#define DM_STATUS_SLOTS 4096
+
+struct dm_session {
+	TAILQ_ENTRY(dm_session) link;
+	struct conn *conn;
+	int fd;
+	uint8_t *page;
+	/* The page went with a reply already. */
+	bool sent;
+	uint8_t used[DM_STATUS_SLOTS];
+};
+
+struct dm_hold {
+	struct obj *o;
+	/* NULL once the session ended. */
+	struct dm_session *s;
+	uint32_t slot;
+};
+
+struct dm {
+	TAILQ_ENTRY(dm) link;
+	uint64_t id;
+	struct dctx *ctx;
+	struct domain *domain;
+	struct device_dm dd;
+	uint64_t length;
+	uint32_t pages;
+	uint32_t log_align;
+	uint64_t born_usec;
+	/* NULL once the allocator's session ended. */
+	struct conn *allocator;
+	uint64_t allocator_id;
+	pid_t allocator_pid;
+	bool persistent;
+	bool free_asked;
+	bool blocked;
+	/* Revoked by an administrator; its grace period runs, then the
+	 * free is asked. */
+	bool revoked;
+	struct event *revoke_ev;
+	char blocked_by[DEVICE_WHY_MAX];
+	/* Its imports: records of the registry (kind DM, family_owned),
+	 * one per import, the allocator's included. */
+	struct dm_hold *holds;
+	unsigned int n_holds;
+	unsigned int cap_holds;
+};
+
+struct dm_table {
+	TAILQ_HEAD(, dm) dms;
+	uint64_t next_id;
+	unsigned int n;
+	/* Retries the free of blocked DMs while there are any. */
+	struct event *retry_ev;
+	unsigned int n_blocked;
+	TAILQ_HEAD(, dm_session) sessions;
+};
+
+/* How often a blocked free is tried again: the MR that blocks it may go
+ * at any time, by its owner or by the cleanup of its owner's death. */
+#define DM_RETRY_MS 50
+
+/* Set up srv->dms. 0 or -ENOMEM. */
+int dm_init(struct server *srv);
+/* Daemon exit: free every DM that is left (persistent ones die with the
+ * daemon). */
+void dm_fini(struct server *srv);
+
+/* The session of @c ends: its holds go; the DMs it allocated and did not
+ * make persistent are asked to be freed. */
+void dm_conn_closing(struct conn *c);
+
+/* Bytes the broker reserved on @dev (its own accounting). */
+uint64_t dm_reserved(const struct server *srv, const struct device *dev);
+
+/* Fill the caps' DM fields for the wire. */
+#define DM_PERSISTENT_FLAG 1u
+
+#endif

@@ -1,0 +1,722 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device memory: alloc, import, unimport and free go through the broker;
+ * reads and writes go straight to the device (libclient/dm.h).
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "libclient/dm.h"
+#include "libclient/objects.h"
+
+/* No DM is larger: mlx5's MEMIC is 128-256 KiB, the soft device's at most
+ * 64 MiB. A broker's length above it is a protocol error. */
+#define IBC_DM_MAX_LENGTH (1ull << 32)
+
+/* mlx5 maps MEMIC write-combining and stores without a fence: without one
+ * here another process may not see what was written. */
+static inline void ibc_store_fence(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+	__builtin_ia32_sfence();
+#else
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
+}
+
+static void ibc_dm_tell(struct ibc_client *cl, unsigned int body_case,
+			uint64_t id, bool wait)
+{
+	Rdmab__DmIdRequest q = RDMAB__DM_ID_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ibc_reply r;
+
+	q.dm_id = id;
+	req.body_case = body_case;
+	if (body_case == RDMAB__REQUEST__BODY_DM_FREE)
+		req.dm_free = &q;
+	else
+		req.dm_unimport = &q;
+	if (!wait) {
+		ibc_send_nowait(cl, &req);
+		return;
+	}
+	if (ibc_call(cl, &req, NULL, 0, &r) == 0)
+		ibc_reply_free(&r);
+}
+
+/* Stop using @dm in this process; the broker is told by the caller. */
+static void ibc_dm_drop_local(struct ibc_dm *dm, const char *why)
+{
+	if (dm->gone)
+		return;
+	snprintf(dm->gone_why, sizeof(dm->gone_why), "%s", why);
+	__atomic_store_n(&dm->gone, 1, __ATOMIC_RELEASE);
+	if (dm->vdm) {
+		ibv_unimport_dm(dm->vdm);
+		dm->vdm = NULL;
+	}
+	/* Another thread may be past its check: private zero pages take its
+	 * access instead of a fault, until the structure is freed. */
+	if (dm->map && mmap(dm->map, dm->length, PROT_READ | PROT_WRITE,
+			    MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1,
+			    0) == MAP_FAILED) {
+		munmap(dm->map, dm->length);
+		dm->map = NULL;
+	}
+}
+
+static void ibc_dm_release(struct ibc_dm *dm)
+{
+	if (dm->map)
+		munmap(dm->map, dm->length);
+	free(dm);
+}
+
+static const uint8_t ibc_dm_no_status;
+
+/* Map the session's status page, which comes with its first DM. Takes
+ * @fd. */
+static int ibc_dm_status_map(struct ibc_client *cl, int fd)
+{
+	struct stat st;
+	void *p;
+
+	if (fd < 0 || fstat(fd, &st) < 0 || st.st_size < IBC_DM_STATUS_SLOTS) {
+		if (fd >= 0)
+			close(fd);
+		return ibc_set_error(-EPROTO, "the broker sent no DM status "
+					      "page");
+	}
+	p = mmap(NULL, IBC_DM_STATUS_SLOTS, PROT_READ, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return ibc_set_error(-errno, "cannot map the DM status page: %s",
+				     strerror(errno));
+	pthread_mutex_lock(&cl->lock);
+	if (cl->dm_status)
+		munmap(p, IBC_DM_STATUS_SLOTS);
+	else
+		cl->dm_status = p;
+	pthread_mutex_unlock(&cl->lock);
+	return 0;
+}
+
+void ibc_dm_client_free(struct ibc_client *cl)
+{
+	if (cl->dm_status)
+		munmap((void *)cl->dm_status, IBC_DM_STATUS_SLOTS);
+	cl->dm_status = NULL;
+}
+
+/* Map (soft) or import (verbs) what the broker answered. Takes @fd. */
+static int ibc_dm_attach(struct ibc_dm *dm, int fd)
+{
+	struct ibc_ctx *ctx = dm->ctx;
+	struct stat st;
+	void *p;
+	int err;
+
+	if (!dm->length || dm->length > IBC_DM_MAX_LENGTH || dm->length & 3) {
+		err = ibc_set_error(-EPROTO,
+				    "the broker gave DM %llu a length of %llu "
+				    "bytes",
+				    (unsigned long long)dm->id,
+				    (unsigned long long)dm->length);
+		goto out;
+	}
+	if (ctx->caps.kind == IBC_DEVICE_SOFT) {
+		if (fd < 0 || fstat(fd, &st) < 0 ||
+		    (uint64_t)st.st_size < dm->length) {
+			err = ibc_set_error(-EPROTO,
+					    "the broker sent DM %llu without "
+					    "memory of its length",
+					    (unsigned long long)dm->id);
+			goto out;
+		}
+		p = mmap(NULL, dm->length, PROT_READ | PROT_WRITE, MAP_SHARED,
+			 fd, 0);
+		if (p == MAP_FAILED) {
+			err = ibc_set_error(-errno, "cannot map DM %llu: %s",
+					    (unsigned long long)dm->id,
+					    strerror(errno));
+			goto out;
+		}
+		dm->map = p;
+		err = 0;
+		goto out;
+	}
+	errno = 0;
+	dm->vdm = ibv_import_dm(ctx->vctx, dm->handle);
+	if (!dm->vdm)
+		err = ibc_set_error(errno ? -errno : -EOPNOTSUPP,
+				    "%s: ibv_import_dm of handle %u: %s",
+				    ctx->caps.device, dm->handle,
+				    strerror(errno ? errno : EOPNOTSUPP));
+	else
+		err = 0;
+out:
+	if (fd >= 0)
+		close(fd);
+	return err;
+}
+
+static int ibc_dm_ctx_check(struct ibc_ctx *ctx)
+{
+	if (ibc_ctx_removed(ctx))
+		return ibc_set_error(-ENODEV,
+				     "%s was removed: close the context",
+				     ctx->caps.device);
+	if (!ctx->caps.shared)
+		return ibc_set_error(-EOPNOTSUPP,
+				     "%s: this process opened the device "
+				     "itself, so it shares no device memory",
+				     ctx->caps.device);
+	if (!ctx->caps.dm_shared)
+		return ibc_set_error(-EOPNOTSUPP,
+				     "%s cannot share device memory "
+				     "(ibc_list_devices gives the reason)",
+				     ctx->caps.device);
+	return 0;
+}
+
+/* Send @req (an alloc or an import) and make its DM this process's. */
+static int ibc_dm_get(struct ibc_ctx *ctx, Rdmab__Request *req, bool alloc,
+		      struct ibc_dm **ret_dm)
+{
+	struct ibc_client *cl = ctx->client;
+	const Rdmab__DmReply *o;
+	struct ibc_dm *dm;
+	struct ibc_reply r;
+	int err, fd = -1;
+	char why[256];
+
+	err = ibc_call(cl, req, NULL, 0, &r);
+	if (err < 0)
+		return err;
+	o = alloc ? r.reply->dm_alloc : r.reply->dm_import;
+	if ((unsigned int)r.reply->body_case != (unsigned int)req->body_case ||
+	    !o || !o->dm_id) {
+		ibc_reply_free(&r);
+		return ibc_set_error(-EPROTO, "the broker answered without a "
+					      "DM");
+	}
+	if (o->has_fd)
+		fd = wire_fds_steal(&r.fds, o->fd_index);
+	err = 0;
+	if (o->has_status)
+		err = ibc_dm_status_map(cl, wire_fds_steal(&r.fds,
+							   o->status_fd_index));
+	dm = err < 0 ? NULL : calloc(1, sizeof(*dm));
+	if (!dm) {
+		if (fd >= 0)
+			close(fd);
+		if (err == 0)
+			err = ibc_set_error(-ENOMEM, "out of memory");
+	} else {
+		dm->ctx = ctx;
+		dm->id = o->dm_id;
+		dm->handle = o->handle;
+		dm->length = o->length;
+		dm->persistent = o->persistent;
+		dm->allocator = o->allocator;
+		dm->object_id = o->object_id;
+		dm->status = cl->dm_status &&
+					     o->status_slot < IBC_DM_STATUS_SLOTS ?
+				     cl->dm_status + o->status_slot :
+				     &ibc_dm_no_status;
+		err = ibc_dm_attach(dm, fd);
+	}
+	if (err < 0) {
+		uint64_t id = o->dm_id;
+
+		/* Telling the broker resets the sentence. */
+		snprintf(why, sizeof(why), "%s", ibc_last_error());
+		ibc_reply_free(&r);
+		if (alloc)
+			ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_FREE, id, true);
+		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, id, true);
+		free(dm);
+		return ibc_set_error(err, "%s", why);
+	}
+	ibc_reply_free(&r);
+	pthread_mutex_lock(&ctx->lock);
+	dm->next = ctx->dms;
+	if (ctx->dms)
+		ctx->dms->prev = dm;
+	ctx->dms = dm;
+	pthread_mutex_unlock(&ctx->lock);
+	ibc_clear_error();
+	*ret_dm = dm;
+	return 0;
+}
+
+IBC_EXPORT int ibc_dm_alloc_ex(struct ibc_ctx *ctx,
+			       const struct ibc_dm_attr *attr,
+			       struct ibc_dm **ret_dm)
+{
+	Rdmab__DmAllocRequest q = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	int err;
+
+	if (!ctx || !attr || !ret_dm)
+		return ibc_set_error(-EINVAL, "ctx, attr or ret_dm is NULL");
+	if (attr->comp_mask)
+		return ibc_set_error(-EINVAL,
+				     "ibc_dm_attr.comp_mask 0x%x: no bits "
+				     "are known in this version",
+				     attr->comp_mask);
+	err = ibc_dm_ctx_check(ctx);
+	if (err < 0)
+		return err;
+	/* Lengths, alignment and flags are the broker's and the device's
+	 * to judge, with the sentence that names the limit. */
+	q.context_id = ctx->caps.context_id;
+	q.length = attr->length;
+	q.log_align_req = attr->log_align_req;
+	q.flags = attr->flags;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &q;
+	return ibc_dm_get(ctx, &req, true, ret_dm);
+}
+
+IBC_EXPORT int ibc_dm_alloc(struct ibc_ctx *ctx, size_t length,
+			    uint32_t log_align_req, struct ibc_dm **ret_dm)
+{
+	struct ibc_dm_attr attr = {
+		.length = length,
+		.log_align_req = log_align_req,
+	};
+
+	return ibc_dm_alloc_ex(ctx, &attr, ret_dm);
+}
+
+IBC_EXPORT int ibc_dm_import(struct ibc_ctx *ctx, uint32_t handle,
+			     struct ibc_dm **ret_dm)
+{
+	Rdmab__DmImportRequest q = RDMAB__DM_IMPORT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	int err;
+
+	if (!ctx || !ret_dm)
+		return ibc_set_error(-EINVAL, "ctx or ret_dm is NULL");
+	err = ibc_dm_ctx_check(ctx);
+	if (err < 0)
+		return err;
+	q.context_id = ctx->caps.context_id;
+	q.handle = handle;
+	req.body_case = RDMAB__REQUEST__BODY_DM_IMPORT;
+	req.dm_import = &q;
+	return ibc_dm_get(ctx, &req, false, ret_dm);
+}
+
+static void ibc_dm_unlink(struct ibc_dm *dm)
+{
+	struct ibc_ctx *ctx = dm->ctx;
+
+	pthread_mutex_lock(&ctx->lock);
+	if (dm->prev)
+		dm->prev->next = dm->next;
+	else
+		ctx->dms = dm->next;
+	if (dm->next)
+		dm->next->prev = dm->prev;
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+static int ibc_dm_check_mrs(const struct ibc_dm *dm, const char *what)
+{
+	if (dm->mrs)
+		return ibc_set_error(-EBUSY,
+				     "DM %llu has %u MR%s of this process on "
+				     "it: deregister them before the %s",
+				     (unsigned long long)dm->id, dm->mrs,
+				     dm->mrs == 1 ? "" : "s", what);
+	return 0;
+}
+
+/* Local cleanup first, then the broker is told (unless it was already,
+ * after an event). */
+static void ibc_dm_put(struct ibc_dm *dm)
+{
+	bool told = dm->gone;
+
+	ibc_dm_drop_local(dm, "the DM was unimported");
+	ibc_dm_unlink(dm);
+	if (!told)
+		ibc_dm_tell(dm->ctx->client, RDMAB__REQUEST__BODY_DM_UNIMPORT,
+			    dm->id, true);
+	ibc_dm_release(dm);
+}
+
+IBC_EXPORT int ibc_dm_unimport(struct ibc_dm *dm)
+{
+	int err;
+
+	if (!dm)
+		return ibc_set_error(-EINVAL, "dm is NULL");
+	err = ibc_dm_check_mrs(dm, "unimport");
+	if (err < 0)
+		return err;
+	ibc_dm_put(dm);
+	ibc_clear_error();
+	return 0;
+}
+
+IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
+{
+	Rdmab__DmIdRequest q = RDMAB__DM_ID_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ibc_reply r;
+	int err;
+
+	if (!dm)
+		return ibc_set_error(-EINVAL, "dm is NULL");
+	err = ibc_dm_check_mrs(dm, "free");
+	if (err < 0)
+		return err;
+	if (dm->gone)
+		return ibc_set_error(-ENODEV, "%s: unimport it", dm->gone_why);
+	if (*dm->status)
+		return ibc_set_error(-ENODEV,
+				     "DM %llu was revoked by an administrator: "
+				     "unimport it",
+				     (unsigned long long)dm->id);
+	/* The broker decides (EPERM leaves the DM as it was); the DM goes
+	 * once this process and every other holder let go. */
+	q.dm_id = dm->id;
+	req.body_case = RDMAB__REQUEST__BODY_DM_FREE;
+	req.dm_free = &q;
+	err = ibc_call(dm->ctx->client, &req, NULL, 0, &r);
+	if (err < 0)
+		return err;
+	ibc_reply_free(&r);
+	ibc_dm_put(dm);
+	ibc_clear_error();
+	return 0;
+}
+
+static int ibc_dm_admin(struct ibc_client *client, unsigned int body,
+			uint64_t dm_id)
+{
+	Rdmab__DmIdRequest q = RDMAB__DM_ID_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ibc_reply r;
+	int err;
+
+	if (!client)
+		return ibc_set_error(-EINVAL, "client is NULL");
+	q.dm_id = dm_id;
+	req.body_case = body;
+	/* One body type for both. */
+	req.dm_admin_free = &q;
+	err = ibc_call(client, &req, NULL, 0, &r);
+	if (err < 0)
+		return err;
+	ibc_reply_free(&r);
+	ibc_clear_error();
+	return 0;
+}
+
+IBC_EXPORT int ibc_admin_dm_free(struct ibc_client *client, uint64_t dm_id)
+{
+	return ibc_dm_admin(client, RDMAB__REQUEST__BODY_DM_ADMIN_FREE, dm_id);
+}
+
+IBC_EXPORT int ibc_admin_dm_revoke(struct ibc_client *client, uint64_t dm_id)
+{
+	return ibc_dm_admin(client, RDMAB__REQUEST__BODY_DM_REVOKE, dm_id);
+}
+
+IBC_EXPORT uint32_t ibc_dm_handle(const struct ibc_dm *dm)
+{
+	return dm ? dm->handle : 0;
+}
+
+IBC_EXPORT uint64_t ibc_dm_id(const struct ibc_dm *dm)
+{
+	return dm ? dm->id : 0;
+}
+
+IBC_EXPORT size_t ibc_dm_length(const struct ibc_dm *dm)
+{
+	return dm ? (size_t)dm->length : 0;
+}
+
+/* The sentence of a failed check, off the data path. */
+static __attribute__((noinline, cold)) int
+ibc_dm_check_fail(const struct ibc_dm *dm, uint64_t off, size_t len)
+{
+	if (!dm)
+		return ibc_set_error(-EINVAL, "dm is NULL");
+	if (__atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE))
+		return ibc_set_error(-ENODEV, "%s", dm->gone_why);
+	if (*dm->status)
+		return ibc_set_error(-ENODEV,
+				     "DM %llu was revoked by an administrator: "
+				     "unimport it",
+				     (unsigned long long)dm->id);
+	if (off > dm->length || len > dm->length - off)
+		return ibc_set_error(-EFAULT,
+				     "%zu bytes at offset %llu pass the end "
+				     "of DM %llu (%llu bytes)",
+				     len, (unsigned long long)off,
+				     (unsigned long long)dm->id,
+				     (unsigned long long)dm->length);
+	return ibc_set_error(-EINVAL,
+			     "device memory is accessed in 4-byte words: "
+			     "offset %llu and length %zu must be multiples "
+			     "of 4",
+			     (unsigned long long)off, len);
+}
+
+/* mlx5's checks in mlx5's order, the bounds first and without the wrap
+ * mlx5's own offset + length can make. */
+static inline __attribute__((always_inline)) int
+ibc_dm_check(const struct ibc_dm *dm, uint64_t off, size_t len)
+{
+	if (__builtin_expect(!dm || __atomic_load_n(&dm->gone,
+						    __ATOMIC_ACQUIRE) ||
+				     *dm->status ||
+				     off > dm->length ||
+				     len > dm->length - off || ((off | len) & 3),
+			     0))
+		return ibc_dm_check_fail(dm, off, len);
+	return 0;
+}
+
+IBC_EXPORT int ibc_dm_write(struct ibc_dm *dm, uint64_t dm_offset,
+			    const void *src, size_t length)
+{
+	int err = ibc_dm_check(dm, dm_offset, length);
+
+	if (err < 0)
+		return err;
+	if (dm->map) {
+		memcpy(dm->map + dm_offset, src, length);
+	} else {
+		err = ibv_memcpy_to_dm(dm->vdm, dm_offset, src, length);
+		if (err)
+			return ibc_set_error(-err, "ibv_memcpy_to_dm: %s",
+					     strerror(err));
+	}
+	ibc_store_fence();
+	return 0;
+}
+
+IBC_EXPORT int ibc_dm_read(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
+			   size_t length)
+{
+	int err = ibc_dm_check(dm, dm_offset, length);
+
+	if (err < 0)
+		return err;
+	if (dm->map) {
+		memcpy(dst, dm->map + dm_offset, length);
+		return 0;
+	}
+	err = ibv_memcpy_from_dm(dst, dm->vdm, dm_offset, length);
+	if (err)
+		return ibc_set_error(-err, "ibv_memcpy_from_dm: %s",
+				     strerror(err));
+	return 0;
+}
+
+IBC_EXPORT struct ibv_dm *ibc_verbs_dm(struct ibc_dm *dm)
+{
+	if (!dm) {
+		ibc_set_error(-EINVAL, "dm is NULL");
+		errno = EINVAL;
+		return NULL;
+	}
+	if (__atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE)) {
+		ibc_set_error(-ENODEV, "%s", dm->gone_why);
+		errno = ENODEV;
+		return NULL;
+	}
+	if (!dm->vdm) {
+		ibc_set_error(-EOPNOTSUPP,
+			      "%s is the soft device: it has no struct "
+			      "ibv_dm",
+			      dm->ctx->caps.device);
+		errno = EOPNOTSUPP;
+	}
+	return dm->vdm;
+}
+
+IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,
+			     size_t length, unsigned int access,
+			     struct ibc_mr **ret_mr)
+{
+	struct ibc_obj_args a = { .attr = RDMAB__OBJ_ATTR__INIT };
+	struct ibc_obj_result res = { .attr = RDMAB__OBJ_ATTR__INIT };
+	struct ibc_ctx *ctx;
+	struct ibc_mr *mr;
+	int err;
+
+	if (!dm || !ret_mr)
+		return ibc_set_error(-EINVAL, "dm or ret_mr is NULL");
+	if (__atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE))
+		return ibc_set_error(-ENODEV, "%s", dm->gone_why);
+	/* ibv_reg_dm_mr's rules; the device checks them again. */
+	if (!(access & IBV_ACCESS_ZERO_BASED))
+		return ibc_set_error(-EINVAL, "an MR on device memory needs "
+					      "IBV_ACCESS_ZERO_BASED");
+	if (!length || dm_offset > dm->length ||
+	    length > dm->length - dm_offset)
+		return ibc_set_error(-EINVAL,
+				     "%zu bytes at offset %llu are not inside "
+				     "DM %llu (%llu bytes)",
+				     length, (unsigned long long)dm_offset,
+				     (unsigned long long)dm->id,
+				     (unsigned long long)dm->length);
+	ctx = dm->ctx;
+	mr = calloc(1, sizeof(*mr));
+	if (!mr)
+		return ibc_set_error(-ENOMEM, "out of memory");
+	mr->o.ctx = ctx;
+	mr->o.kind = IBC_OBJ_MR;
+	mr->o.dm_use = dm->object_id;
+	mr->dm = dm;
+	a.attr.mr_addr = dm_offset;
+	a.attr.mr_length = (uint64_t)length;
+	a.attr.mr_access = access;
+	a.dm = dm->vdm;
+	/* Counted first: an unimport meanwhile is EBUSY, not a race. */
+	pthread_mutex_lock(&ctx->lock);
+	dm->mrs++;
+	pthread_mutex_unlock(&ctx->lock);
+	err = ibc_obj_create(&mr->o, &a, &res);
+	if (err < 0) {
+		ibc_dm_mr_gone(dm);
+		free(mr);
+		return err;
+	}
+	mr->lkey = res.lkey;
+	mr->rkey = res.rkey;
+	*ret_mr = mr;
+	return 0;
+}
+
+void ibc_dm_mr_gone(struct ibc_dm *dm)
+{
+	pthread_mutex_lock(&dm->ctx->lock);
+	dm->mrs--;
+	pthread_mutex_unlock(&dm->ctx->lock);
+}
+
+/* --- events and teardown ------------------------------------------------ */
+
+/* Revoked: this process's MRs on @dm go (their structures stay for the
+ * application's ibc_dereg_mr, which then only frees them). */
+static void ibc_dm_revoke_mrs(struct ibc_ctx *ctx, struct ibc_dm *dm)
+{
+	for (;;) {
+		struct ibc_obj *o;
+
+		pthread_mutex_lock(&ctx->lock);
+		for (o = ctx->objs; o; o = o->next)
+			if (o->kind == IBC_OBJ_MR &&
+			    ((struct ibc_mr *)o)->dm == dm && !o->dead &&
+			    !o->destroying)
+				break;
+		if (o)
+			o->destroying = true;
+		pthread_mutex_unlock(&ctx->lock);
+		if (!o)
+			return;
+		/* The broker's answer changes nothing: the MR is this
+		 * process's no more either way. */
+		ctx->ops->destroy(o);
+		pthread_mutex_lock(&ctx->lock);
+		o->destroying = false;
+		o->dead = true;
+		o->vobj = NULL;
+		((struct ibc_mr *)o)->dm = NULL;
+		dm->mrs--;
+		pthread_mutex_unlock(&ctx->lock);
+	}
+}
+
+void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
+			uint64_t id, const char *why)
+{
+	struct ibc_ctx *ctx = NULL;
+	struct ibc_dm *dm = NULL;
+	bool drop = false;
+
+	pthread_mutex_lock(&cl->lock);
+	for (ctx = cl->ctxs; ctx && !dm; ctx = dm ? ctx : ctx->next) {
+		pthread_mutex_lock(&ctx->lock);
+		for (dm = ctx->dms; dm && dm->id != id; dm = dm->next)
+			;
+		pthread_mutex_unlock(&ctx->lock);
+	}
+	pthread_mutex_unlock(&cl->lock);
+	if (!dm)
+		return;
+	/* Revoked: the MRs go too. Free pending: MRs of this process keep
+	 * it; its holder deregisters them, then unimports. */
+	if (type == IBC_EVENT_DM_REVOKED)
+		ibc_dm_revoke_mrs(ctx, dm);
+	pthread_mutex_lock(&ctx->lock);
+	if (!dm->gone && !dm->mrs) {
+		ibc_dm_drop_local(dm, why);
+		drop = true;
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (drop)
+		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, id, false);
+}
+
+void ibc_dm_ctx_drop(struct ibc_ctx *ctx, const char *why)
+{
+	pthread_mutex_lock(&ctx->lock);
+	for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
+		ibc_dm_drop_local(dm, why);
+	pthread_mutex_unlock(&ctx->lock);
+}
+
+void ibc_dm_ctx_teardown(struct ibc_ctx *ctx)
+{
+	struct ibc_client *cl = ctx->client;
+
+	/* The broker is told without ctx->lock: sending takes the client's
+	 * lock, which the event dispatch takes before ctx->lock. */
+	for (;;) {
+		struct ibc_dm *dm;
+		uint64_t id = 0;
+
+		pthread_mutex_lock(&ctx->lock);
+		for (dm = ctx->dms; dm && dm->gone; dm = dm->next)
+			;
+		if (dm) {
+			id = dm->id;
+			ibc_dm_drop_local(dm, "the context was closed");
+		}
+		pthread_mutex_unlock(&ctx->lock);
+		if (!id)
+			break;
+		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, id, false);
+	}
+}
+
+void ibc_dm_ctx_free(struct ibc_ctx *ctx)
+{
+	pthread_mutex_lock(&ctx->lock);
+	while (ctx->dms) {
+		struct ibc_dm *dm = ctx->dms;
+
+		ctx->dms = dm->next;
+		ibc_dm_drop_local(dm, "the context was closed");
+		ibc_dm_release(dm);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+}

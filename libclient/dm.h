@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Device memory on the client side (ibc_dm_alloc(3)): the broker allocates
+ * and frees; this process maps (soft) or imports (verbs) the DM, and reads
+ * and writes it without the broker.
+ */
+#ifndef IBC_DM_H
+#define IBC_DM_H
+
+#include "libclient/ctx.h"
+
+struct ibc_dm {
+	struct ibc_ctx *ctx;
+	/* ctx->dms, under ctx->lock */
+	struct ibc_dm *prev, *next;
+	uint64_t id;
+	uint32_t handle;
+	uint64_t length;
+	bool persistent;
+	uint64_t allocator;
+	/* This import's record in the broker's registry. */
+	uint64_t object_id;
+	/* soft: the mapping of the DM's memfd; verbs: the import. */
+	uint8_t *map;
+	struct ibv_dm *vdm;
+	/* This process's MRs on it: unimport is -EBUSY until they go. */
+	unsigned int mrs;
+	/* Its byte in the session's status page (non-zero once revoked), or
+	 * a zero byte of the library's. */
+	const volatile uint8_t *status;
+	/* Set once this process stopped using the DM (free pending,
+	 * revoked, device removed, context closed): calls answer -ENODEV
+	 * with the sentence below. Read without a lock on the data path. */
+	int gone;
+	char gone_why[160];
+};
+
+/* The session's status page goes (the client is freed). */
+void ibc_dm_client_free(struct ibc_client *cl);
+/* The size of the status page the broker sends. */
+#define IBC_DM_STATUS_SLOTS 4096
+
+/* An MR on @dm was deregistered. */
+void ibc_dm_mr_gone(struct ibc_dm *dm);
+
+/* After the application's callback for an event about DM @id: unimport it
+ * where nothing of this process still uses it. */
+void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
+			uint64_t id, const char *why);
+/* The context's descriptors are about to close: stop using its DMs here
+ * (they answer -ENODEV from then on). Called with the client's lock
+ * held, or with the context out of the client's list. */
+void ibc_dm_ctx_drop(struct ibc_ctx *ctx, const char *why);
+/* Tell the broker this process no longer holds the context's DMs (while
+ * the session lives), then drop them. */
+void ibc_dm_ctx_teardown(struct ibc_ctx *ctx);
+/* Free the structures of the context's DMs (ibc_close). */
+void ibc_dm_ctx_free(struct ibc_ctx *ctx);
+
+#endif
