@@ -93,6 +93,9 @@ struct obj_owner {
  */
 struct obj_family {
 	int (*before_destroy)(struct server *srv, struct obj *o, void *data);
+	/* The record goes, whatever the path (destroy, unregister, cleanup,
+	 * a dead client's intent, device removal); @o is still whole. */
+	void (*removed)(struct server *srv, struct obj *o, void *data);
 	void *data;
 };
 

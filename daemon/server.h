@@ -19,6 +19,7 @@ struct event_base;
 struct event;
 struct conn;
 struct registry;
+struct xrcd_table;
 
 struct server_options {
 	const char *socket_path;
@@ -72,6 +73,8 @@ struct server {
 	uint64_t next_ctx_id;
 	struct notifier notifier;
 	struct registry *registry;
+	/* XRC domains by name (xrcd.c). */
+	struct xrcd_table *xrcds;
 };
 
 int server_init(struct server *srv, const struct server_options *opt);
