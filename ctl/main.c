@@ -23,6 +23,8 @@ static const struct ctl_command commands[] = {
 	  "objects clients made in shared contexts", cmd_objects },
 	{ "evict", "CLIENT", "end a client's session (administrators)",
 	  cmd_evict },
+	{ "xrcd", "[list | show NAME | remove NAME]",
+	  "XRC domains by name; remove: administrators", cmd_xrcd },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

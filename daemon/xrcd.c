@@ -25,8 +25,8 @@
 
 #define XRCD_DIR "xrcd"
 /* An XrcdInfo lists at most this many opens; a page this many XRCDs. */
-#define XRCD_LIST_OPENS 64
-#define XRCD_LIST_PAGE 16
+#define XRCD_LIST_OPENS 32
+#define XRCD_LIST_PAGE 4
 /* Tries at a fresh private file name before giving up. */
 #define XRCD_NAME_TRIES 16
 
@@ -458,7 +458,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 	x->n_opens++;
 	c->domain->used.xrcds++;
 	if (created)
-		log_info("client %" PRIu64 ": XRCD %s of domain %s created "
+		log_info("client %" PRIu64 ": %s XRCD of domain %s created "
 			 "(inode %" PRIu64 ")",
 			 c->id, x->declared ? "declared" : "private",
 			 c->domain->name, x->ino);

@@ -512,6 +512,47 @@ uint64_t ibc_xrcd_ino(const struct ibc_xrcd *xrcd);
  * errno EOPNOTSUPP on the soft device); never ibv_close_xrcd() it. */
 struct ibv_xrcd *ibc_verbs_xrcd(struct ibc_xrcd *xrcd);
 
+/* One open of an XRC domain, for the listing. */
+struct ibc_xrcd_open_info {
+	uint64_t client_id;
+	uint32_t pid;
+	char domain[64];
+	uint64_t object_id;
+};
+
+#define IBC_XRCD_OPENS_SHOWN 8
+
+/* An XRC domain the broker holds (ibc_list_xrcds(3)). */
+struct ibc_xrcd_info {
+	uint32_t comp_mask;
+	char name[72];
+	/* The domain of a private name; "" for a declared one. */
+	char owner_domain[64];
+	/* A declared name's domains, "a, b" (cut at the buffer). */
+	char domains[256];
+	uint64_t ino;
+	/* The devices the broker holds it open on, "mlx5_0, mlx5_1". */
+	char devices[256];
+	bool persistent;
+	uint32_t n_opens;
+	/* The first opens (at most IBC_XRCD_OPENS_SHOWN). */
+	uint32_t n_opens_shown;
+	struct ibc_xrcd_open_info opens[IBC_XRCD_OPENS_SHOWN];
+};
+
+/**
+ * ibc_list_xrcds() - the XRC domains the caller may see: its domain's
+ * private names and the declared names that list it (administrators: all).
+ * @name: NULL for all, else that name. Entries of @entry_size bytes, freed
+ * with ibc_list_free().
+ */
+int ibc_list_xrcds(struct ibc_client *client, const char *name,
+		   struct ibc_xrcd_info **ret_list, size_t entry_size,
+		   size_t *ret_count);
+/** ibc_admin_xrcd_remove() - remove a declared XRC domain nobody holds
+ * (administrators only): -EBUSY while it is open. */
+int ibc_admin_xrcd_remove(struct ibc_client *client, const char *name);
+
 /*
  * What holds an XRCD open (ibc_srq_create_xrc(3)): an XRC SRQ on @cq with
  * its number for remote senders, and XRC target QPs, created or opened by

@@ -271,3 +271,154 @@ IBC_EXPORT int ibc_qp_open_xrc_tgt(struct ibc_xrcd *xrcd, uint32_t qp_num,
 		return ibc_set_error(-EINVAL, "qp_num 0 names no target QP");
 	return xrcd_tgt(xrcd, qp_num, ret_qp);
 }
+
+/* --- inspection --------------------------------------------------------- */
+
+/* "a, b, c" into @buf, cut at its end. */
+static void join_names(char *buf, size_t size, char **names, size_t n)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < n && off + 1 < size; i++) {
+		int w = snprintf(buf + off, size - off, "%s%s", i ? ", " : "",
+				 names[i]);
+
+		if (w < 0)
+			break;
+		off += (size_t)w;
+	}
+}
+
+static void xrcd_info_from(struct ibc_xrcd_info *e, const Rdmab__XrcdInfo *x)
+{
+	memset(e, 0, sizeof(*e));
+	ibc_copy_name(e->name, sizeof(e->name), x->name);
+	ibc_copy_name(e->owner_domain, sizeof(e->owner_domain),
+		      x->owner_domain);
+	join_names(e->domains, sizeof(e->domains), x->domains, x->n_domains);
+	join_names(e->devices, sizeof(e->devices), x->devices, x->n_devices);
+	e->ino = x->inode;
+	e->persistent = x->persistent;
+	e->n_opens = x->open_count;
+	for (size_t i = 0; i < x->n_opens && i < IBC_XRCD_OPENS_SHOWN; i++) {
+		const Rdmab__XrcdOpenInfo *o = x->opens[i];
+		struct ibc_xrcd_open_info *d = &e->opens[e->n_opens_shown++];
+
+		d->client_id = o->client_id;
+		d->pid = o->pid;
+		d->object_id = o->object_id;
+		ibc_copy_name(d->domain, sizeof(d->domain), o->domain);
+	}
+}
+
+IBC_EXPORT int ibc_list_xrcds(struct ibc_client *client, const char *name,
+			      struct ibc_xrcd_info **ret_list,
+			      size_t entry_size, size_t *ret_count)
+{
+	const size_t v0 = IBC_SIZE_V0(struct ibc_xrcd_info, opens);
+	uint8_t *list = NULL;
+	size_t n = 0;
+	int err;
+
+	if (!client || !ret_list || !ret_count)
+		return ibc_set_error(-EINVAL, "NULL argument");
+	if (name && strnlen(name, IBC_XRCD_NAME_MAX + 1) > IBC_XRCD_NAME_MAX)
+		return ibc_set_error(-EINVAL,
+				     "an XRCD name is at most %d bytes",
+				     IBC_XRCD_NAME_MAX);
+	err = ibc_check_size("ibc_xrcd_info", entry_size, v0);
+	if (err == 0 && entry_size % __alignof__(struct ibc_xrcd_info))
+		err = ibc_set_error(-EINVAL,
+				    "entries of %zu bytes are not aligned as "
+				    "struct ibc_xrcd_info: pass sizeof the "
+				    "structure",
+				    entry_size);
+	if (err < 0)
+		return err;
+	for (;;) {
+		Rdmab__ListXrcdsRequest lx = RDMAB__LIST_XRCDS_REQUEST__INIT;
+		Rdmab__Request req = RDMAB__REQUEST__INIT;
+		const Rdmab__ListXrcdsReply *rep;
+		struct ibc_reply r;
+		uint8_t *grown;
+		size_t k;
+
+		lx.offset = (uint32_t)n;
+		lx.name = (char *)(name ? name : "");
+		req.body_case = RDMAB__REQUEST__BODY_LIST_XRCDS;
+		req.list_xrcds = &lx;
+		err = ibc_call(client, &req, NULL, 0, &r);
+		if (err < 0)
+			goto fail;
+		rep = r.reply->list_xrcds;
+		if (r.reply->body_case != RDMAB__REPLY__BODY_LIST_XRCDS) {
+			ibc_reply_free(&r);
+			err = ibc_set_error(-EPROTO, "the broker answered the "
+						     "XRCD listing with "
+						     "something else");
+			goto fail;
+		}
+		k = rep->n_xrcds;
+		grown = realloc(list, (n + k + 1) * entry_size);
+		if (!grown) {
+			ibc_reply_free(&r);
+			err = ibc_set_error(-ENOMEM, "out of memory");
+			goto fail;
+		}
+		list = grown;
+		for (size_t i = 0; i < k; i++) {
+			struct ibc_xrcd_info e;
+
+			xrcd_info_from(&e, rep->xrcds[i]);
+			ibc_copy_out(list + (n + i) * entry_size, entry_size,
+				     &e, sizeof(e));
+		}
+		n += k;
+		/* An empty page ends it too: the list shrank meanwhile. */
+		if (n >= rep->total || k == 0) {
+			ibc_reply_free(&r);
+			break;
+		}
+		ibc_reply_free(&r);
+	}
+	if (!list) {
+		list = calloc(1, entry_size);
+		if (!list)
+			return ibc_set_error(-ENOMEM, "out of memory");
+	}
+	ibc_clear_error();
+	*ret_list = (struct ibc_xrcd_info *)list;
+	*ret_count = n;
+	return 0;
+fail:
+	free(list);
+	return err;
+}
+
+IBC_EXPORT int ibc_admin_xrcd_remove(struct ibc_client *client,
+				     const char *name)
+{
+	Rdmab__XrcdRemoveRequest xr = RDMAB__XRCD_REMOVE_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ibc_reply r;
+	int err;
+
+	if (!client || !name)
+		return ibc_set_error(-EINVAL, "client or name is NULL");
+	if (strnlen(name, IBC_XRCD_NAME_MAX + 1) > IBC_XRCD_NAME_MAX)
+		return ibc_set_error(-EINVAL,
+				     "an XRCD name is at most %d bytes",
+				     IBC_XRCD_NAME_MAX);
+	xr.name = (char *)name;
+	req.body_case = RDMAB__REQUEST__BODY_XRCD_REMOVE;
+	req.xrcd_remove = &xr;
+	err = ibc_call(client, &req, NULL, 0, &r);
+	if (err < 0)
+		return err;
+	if (r.reply->body_case != RDMAB__REPLY__BODY_XRCD_REMOVE)
+		err = ibc_set_error(-EPROTO, "the broker answered the XRCD "
+					     "removal with something else");
+	ibc_reply_free(&r);
+	return err;
+}

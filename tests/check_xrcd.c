@@ -621,6 +621,78 @@ START_TEST(test_killed_with_srqs)
 }
 END_TEST
 
+static const char *ctl_path(void)
+{
+	const char *p = getenv("RDMABROKERCTL");
+
+	if (p && *p)
+		return p;
+	if (access("./rdmabrokerctl", X_OK) == 0)
+		return "./rdmabrokerctl";
+	return "../rdmabrokerctl";
+}
+
+/* rdmabrokerctl --socket SOCK ARGS (no shell quoting needed: the tests'
+ * arguments are plain words); its exit status, stdout in @out. */
+static int ctl(char *out, size_t size, const char *args)
+{
+	char cmd[8192];
+	size_t n = 0;
+	FILE *f;
+	int st;
+
+	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>/dev/null",
+		 ctl_path(), D.sock, args);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	while (n + 1 < size && fgets(out + n, (int)(size - n), f))
+		n += strlen(out + n);
+	out[n] = '\0';
+	st = pclose(f);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+START_TEST(test_ctl)
+{
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	struct ibc_xrcd *a, *p;
+	char out[16384];
+
+	cl = join("a", &x);
+	ck_assert_int_eq(ibc_xrcd_open(x, "shared", O_CREAT, &a), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "mine", O_CREAT, &p), 0);
+	ck_assert_int_eq(ctl(out, sizeof(out), "--json xrcd"), 0);
+	ck_assert_msg(strstr(out, "{\"name\":\"shared\",\"owner_domain\":\"\","
+				  "\"domains\":\"a, b\""),
+		      "%s", out);
+	ck_assert_msg(strstr(out, "\"persistent\":true,\"opens\":1"), "%s",
+		      out);
+	ck_assert_msg(strstr(out, "\"name\":\"mine\",\"owner_domain\":\"a\""),
+		      "%s", out);
+	ck_assert_int_eq(ctl(out, sizeof(out), "xrcd show shared"), 0);
+	ck_assert_msg(strstr(out, "declared") && strstr(out, "a, b") &&
+			      strstr(out, "soft"),
+		      "%s", out);
+	ck_assert_int_eq(ctl(out, sizeof(out), "xrcd show nothing"), 1);
+	ck_assert_int_eq(ctl(out, sizeof(out), "xrcd frobnicate"), 2);
+	ck_assert_int_eq(ctl(out, sizeof(out), "xrcd remove"), 2);
+	/* Held: refused (EBUSY for administrators, EPERM for others). */
+	ck_assert_int_eq(ctl(out, sizeof(out), "xrcd remove shared"), 1);
+	ck_assert_int_eq(ibc_xrcd_close(a), 0);
+	ck_assert_int_eq(ibc_xrcd_close(p), 0);
+	ck_assert_int_eq(count_files(), 1);
+	if (geteuid() == 0) {
+		ck_assert_int_eq(ctl(out, sizeof(out), "xrcd remove shared"),
+				 0);
+		ck_assert_int_eq(count_files(), 0);
+		ck_assert_int_eq(ctl(out, sizeof(out), "xrcd remove shared"),
+				 1);
+	}
+	ibc_disconnect(cl);
+}
+END_TEST
+
 static Suite *xrcd_suite(void)
 {
 	Suite *s = suite_create("xrcd");
@@ -639,6 +711,7 @@ static Suite *xrcd_suite(void)
 	tcase_add_test(tc, test_adoption);
 	tcase_add_test(tc, test_srq_tgt);
 	tcase_add_test(tc, test_killed_with_srqs);
+	tcase_add_test(tc, test_ctl);
 	suite_add_tcase(s, tc);
 	return s;
 }
