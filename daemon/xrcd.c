@@ -364,7 +364,12 @@ static int xrcd_resolve(struct conn *c, const Rdmab__XrcdOpenRequest *q,
 		return reply_error(r, -ENOMEM, "out of memory");
 	err = xrcd_file_create(t, x);
 	if (err < 0) {
-		log_err("XRCD file %s/%s: %s", XRCD_DIR, x->file,
+		/* A declared file's name is the configuration's, still not
+		 * logged raw. */
+		char file[LOG_ESCAPED_SIZE(x->file)];
+
+		log_err("XRCD file %s/%s: %s", XRCD_DIR,
+			log_escape(file, sizeof(file), x->file),
 			strerror(-err));
 		free(x);
 		return reply_error(r, -EIO,
@@ -615,6 +620,7 @@ int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
 	const char *name = req->xrcd_remove->name;
 	struct xrcd_table *t = table(c->srv);
 	Rdmab__XrcdRemoveReply *out = reply_alloc(r, sizeof(*out));
+	char esc[LOG_ESCAPED_SIZE(((struct xrcd *)0)->name)];
 	struct xrcd *x;
 	int ret;
 
@@ -637,7 +643,8 @@ int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
 				   x->n_opens == 1 ? "" : "s");
 	log_notice("XRCD \"%s\" (inode %" PRIu64 ") removed by client "
 		   "%" PRIu64 " (uid %u)",
-		   x->name, x->ino, c->id, c->cred.uid);
+		   log_escape(esc, sizeof(esc), x->name), x->ino, c->id,
+		   c->cred.uid);
 	xrcd_free(t, x, true);
 	rdmab__xrcd_remove_reply__init(out);
 	r->msg.body_case = RDMAB__REPLY__BODY_XRCD_REMOVE;
@@ -681,6 +688,7 @@ static void xrcd_adopt(struct xrcd_table *t)
 	const struct config *cfg = &t->srv->config;
 	int fd = dup(t->dirfd);
 	unsigned int adopted = 0, removed = 0;
+	char esc[LOG_ESCAPED_SIZE(((struct dirent *)0)->d_name)];
 	struct dirent *e;
 	DIR *dir;
 
@@ -724,8 +732,9 @@ static void xrcd_adopt(struct xrcd_table *t)
 		    unlinkat(t->dirfd, n, AT_REMOVEDIR) == 0)
 			removed++;
 		else
-			log_warn("%s/%s: cannot remove it: %s", XRCD_DIR, n,
-				    strerror(errno));
+			log_warn("%s/%s: cannot remove it: %s", XRCD_DIR,
+				 log_escape(esc, sizeof(esc), n),
+				 strerror(errno));
 	}
 	closedir(dir);
 	if (adopted || removed)
