@@ -693,6 +693,43 @@ START_TEST(test_ctl)
 }
 END_TEST
 
+/* The listing follows the ABI growth rule: the caller's entry size. */
+START_TEST(test_list_abi)
+{
+	struct {
+		struct ibc_xrcd_info i;
+		unsigned char tail[64];
+	} *big;
+	struct ibc_xrcd_info *l;
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	struct ibc_xrcd *a;
+	size_t n;
+
+	cl = join("a", &x);
+	ck_assert_int_eq(ibc_xrcd_open(x, "abi", O_CREAT, &a), 0);
+	ck_assert_int_eq(ibc_list_xrcds(cl, NULL, &l, sizeof(*l) - 8, &n),
+			 -EINVAL);
+	ck_assert_int_eq(ibc_list_xrcds(cl, "abi", (struct ibc_xrcd_info **)&big,
+					sizeof(*big), &n),
+			 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_str_eq(big[0].i.name, "abi");
+	ck_assert_str_eq(big[0].i.owner_domain, "a");
+	ck_assert_uint_eq(big[0].i.ino, ibc_xrcd_ino(a));
+	ck_assert_uint_eq(big[0].i.n_opens, 1);
+	ck_assert_uint_eq(big[0].i.n_opens_shown, 1);
+	for (size_t k = 0; k < sizeof(big[0].tail); k++)
+		ck_assert_uint_eq(big[0].tail[k], 0);
+	ibc_list_free(big);
+	ck_assert_int_eq(ibc_list_xrcds(cl, "none", &l, sizeof(*l), &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ibc_list_free(l);
+	ck_assert_int_eq(ibc_xrcd_close(a), 0);
+	ibc_disconnect(cl);
+}
+END_TEST
+
 static Suite *xrcd_suite(void)
 {
 	Suite *s = suite_create("xrcd");
@@ -712,6 +749,7 @@ static Suite *xrcd_suite(void)
 	tcase_add_test(tc, test_srq_tgt);
 	tcase_add_test(tc, test_killed_with_srqs);
 	tcase_add_test(tc, test_ctl);
+	tcase_add_test(tc, test_list_abi);
 	suite_add_tcase(s, tc);
 	return s;
 }
