@@ -559,8 +559,8 @@ END_TEST
 
 /* XrcdOpenRequest for @name with @oflags in @c's context: the object id, or
  * -errno. */
-static int xrcd_open(struct ol_client *c, const char *name, uint32_t oflags,
-		     uint64_t *ret_id)
+static int xrcd_open_own(struct ol_client *c, const char *name,
+			 uint32_t oflags, bool own, uint64_t *ret_id)
 {
 	Rdmab__XrcdOpenRequest xo = RDMAB__XRCD_OPEN_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -570,6 +570,7 @@ static int xrcd_open(struct ol_client *c, const char *name, uint32_t oflags,
 	xo.context_id = c->ctx_id;
 	xo.name = (char *)name;
 	xo.oflags = oflags;
+	xo.own = own;
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
 	req.xrcd_open = &xo;
 	ret = ol_call(c, &req, &m);
@@ -579,6 +580,59 @@ static int xrcd_open(struct ol_client *c, const char *name, uint32_t oflags,
 	ol_free(m);
 	return 0;
 }
+
+static int xrcd_open(struct ol_client *c, const char *name, uint32_t oflags,
+		     uint64_t *ret_id)
+{
+	return xrcd_open_own(c, name, oflags, false, ret_id);
+}
+
+static int xrcd_close(struct ol_client *c, uint64_t id)
+{
+	Rdmab__XrcdCloseRequest xc = RDMAB__XRCD_CLOSE_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int ret;
+
+	xc.object_id = id;
+	req.body_case = RDMAB__REQUEST__BODY_XRCD_CLOSE;
+	req.xrcd_close = &xc;
+	ret = ol_call(c, &req, &m);
+	if (ret == 0)
+		ol_free(m);
+	return ret;
+}
+
+/*
+ * A client on a context of its own (a verbs device it could not import):
+ * its opens are its session's, registered nowhere; XrcdClose ends one, the
+ * end of the session the rest. The soft device has no such contexts.
+ */
+START_TEST(test_xrcd_own)
+{
+	struct ol_client *c = client(0), *other = client(1);
+	struct ol_info objs[4];
+	char path[400];
+	uint64_t a, b;
+
+	ck_assert_int_eq(xrcd_open_own(c, "o", O_CREAT, true, &a), -EINVAL);
+	srv.devices.dev[0].broker_objects = false;
+	OK(xrcd_open_own(c, "o", O_CREAT, true, &a));
+	OK(xrcd_open_own(c, "o", 0, true, &b));
+	ck_assert_int_eq(ol_list(other, 0, NULL, objs, 4), 0);
+	ck_assert_uint_eq(srv.domains.tqh_first->used.xrcds, 2);
+	/* Registered opens are closed with obj-destroy, not here. */
+	ck_assert_int_eq(xrcd_close(other, a), -ENOENT);
+	OK(xrcd_close(c, a));
+	ck_assert_int_eq(xrcd_close(c, a), -ENOENT);
+	/* p.1 went with the refused open. */
+	snprintf(path, sizeof(path), "%s/xrcd/p.2", dir);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	hang_up(0);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_uint_eq(srv.domains.tqh_first->used.xrcds, 0);
+}
+END_TEST
 
 /*
  * On a verbs device the broker knows no handle of a client's XRCD (struct
@@ -634,6 +688,7 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_intents_unaccounted);
 	tcase_add_test(tc, test_device_gone);
 	tcase_add_test(tc, test_xrcd_verbs_dead);
+	tcase_add_test(tc, test_xrcd_own);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("dispatch");
