@@ -318,4 +318,26 @@ int objs_rep(struct objs_bench *ob, int raw, unsigned int iters,
 /* Stop the peer, disconnect; NULL is ignored. */
 void objs_teardown(struct objs_bench *ob);
 
+/* --- ibc_xrcd_open + ibc_xrcd_close (xrcd.c) ------------------------- */
+
+struct xrcd_sizes {
+	size_t open_req;
+	size_t open_rep; /* carries the name's file */
+	size_t close_req;
+	size_t close_rep;
+};
+
+struct xrcd_bench;
+
+/* A client that holds the name open for the run, the broker's sizes, and
+ * the raw peer (pinned, registered for cleanup). */
+int xrcd_setup(const char *path, struct xrcd_bench **ret);
+pid_t xrcd_peer_pid(const struct xrcd_bench *xb);
+const struct xrcd_sizes *xrcd_sizes(const struct xrcd_bench *xb);
+/* @iters pairs through the library (@raw 0) or raw round trips (@raw 1);
+ * latencies in ns into @lat, which may be NULL. */
+int xrcd_rep(struct xrcd_bench *xb, int raw, unsigned int iters,
+	     uint64_t *lat);
+void xrcd_teardown(struct xrcd_bench *xb);
+
 #endif

@@ -25,6 +25,10 @@
  *     (objs.c). With --objs-ir the driver measures only these pairs and
  *     marks them for callgrind, which counts their user-space
  *     instructions (make bench-ir).
+ *  6. ibc_xrcd_open + ibc_xrcd_close of a name on soft0, against a raw
+ *     SOCK_SEQPACKET round trip whose reply carries one fd plus one that
+ *     carries none, packets of the broker's sizes (xrcd.c). With --xrcd-only
+ *     the driver measures nothing else.
  *
  * Repetitions alternate between the broker and its baselines, so that a
  * drift of the machine hits every side alike.
@@ -67,6 +71,7 @@
 #define CPU_TARGET 1.5
 #define OPEN_TARGET 1.3
 #define OBJS_TARGET 1.3
+#define XRCD_TARGET 1.3
 #define INSN_TARGET 3500
 
 /* RTT sides. */
@@ -87,6 +92,9 @@ struct opts {
 	unsigned int objs_iters;
 	unsigned int objs_warmup;
 	unsigned int objs_ir;
+	unsigned int xrcd_iters;
+	unsigned int xrcd_warmup;
+	int xrcd_only;
 	size_t payload;
 	unsigned long insn_pings;
 	const char *callgrind_dir;
@@ -124,6 +132,7 @@ struct run {
 	struct ibc_client *cl;
 	struct open_bench *ob;
 	struct objs_bench *jb;
+	struct xrcd_bench *xb;
 	uint8_t payload[4096];
 	uint8_t ping_req[4096];
 	size_t req_len;
@@ -137,6 +146,7 @@ struct run {
 	double lat_p99[N_LOADS][2][MAX_REPS];
 	double open_med[OPEN_SIDES][MAX_REPS], open_p99[OPEN_SIDES][MAX_REPS];
 	double objs_med[2][MAX_REPS], objs_p99[2][MAX_REPS];
+	double xrcd_med[2][MAX_REPS], xrcd_p99[2][MAX_REPS];
 	unsigned long broker_sent;
 	uint64_t daemon_served;
 	uint64_t *lat;
@@ -161,6 +171,9 @@ static void usage(FILE *f)
 		"  --objs-warmup N   warm-up pairs per side (2000)\n"
 		"  --objs-ir N       only N pairs a side, marked for "
 		"callgrind\n"
+		"  --xrcd-iters N    XRCD open+close pairs per repetition "
+		"(10000)\n"
+		"  --xrcd-only       measure only the XRCD pairs\n"
 		"  --payload BYTES   ping payload (48)\n"
 		"  --insn-pings N    pings an instruction count is taken "
 		"over (2000;\n"
@@ -199,6 +212,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "objs-iters", required_argument, NULL, 'q' },
 		{ "objs-warmup", required_argument, NULL, 'Q' },
 		{ "objs-ir", required_argument, NULL, 'x' },
+		{ "xrcd-iters", required_argument, NULL, 'X' },
+		{ "xrcd-only", no_argument, NULL, 'Y' },
 		{ "payload", required_argument, NULL, 'p' },
 		{ "insn-pings", required_argument, NULL, 'N' },
 		{ "callgrind-dir", required_argument, NULL, 'C' },
@@ -224,6 +239,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		.open_warmup = 2000,
 		.objs_iters = 10000,
 		.objs_warmup = 2000,
+		.xrcd_iters = 10000,
+		.xrcd_warmup = 2000,
 		.payload = 48,
 		.insn_pings = 2000,
 	};
@@ -235,6 +252,13 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'e':
 			o->evsrv = optarg;
+			break;
+		case 'X':
+			ret = parse_ulong(optarg, 1, 100000, &v);
+			o->xrcd_iters = (unsigned int)v;
+			break;
+		case 'Y':
+			o->xrcd_only = 1;
 			break;
 		case 's':
 			o->strict = 1;
@@ -331,6 +355,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 	    /* The CQ client: two serials a pair. */
 	    2 * ((uint64_t)o->reps * o->objs_iters + o->objs_warmup +
 		 o->objs_ir) +
+			    PKT_SERIAL_START >=
+		    PKT_SERIAL_END ||
+	    /* The XRCD client: two serials a pair. */
+	    2 * ((uint64_t)o->reps * o->xrcd_iters + o->xrcd_warmup) +
 			    PKT_SERIAL_START >=
 		    PKT_SERIAL_END) {
 		fprintf(stderr, "rdmab-bench: too many round trips for one "
@@ -560,7 +588,7 @@ static int check_placement(struct run *r)
 	const pid_t pids[] = { getpid(),	    r->daemon_pid,
 			       r->evsrv_pid,	    r->evsrv_open_pid,
 			       r->echo_pid,	    open_peer_pid(r->ob),
-			       objs_peer_pid(r->jb) };
+			       objs_peer_pid(r->jb), xrcd_peer_pid(r->xb) };
 
 	for (size_t i = 0; i < sizeof(pids) / sizeof(pids[0]); i++) {
 		int ret = check_pinned(pids[i]);
@@ -649,6 +677,25 @@ static int run_objs(struct run *r)
 			if (ret == 0)
 				rep_stats(r->lat, n, &r->objs_med[s][i],
 					  &r->objs_p99[s][i]);
+		}
+	}
+	return ret;
+}
+
+/* The same for the XRCD pairs. */
+static int run_xrcd(struct run *r)
+{
+	unsigned int n = r->o.xrcd_iters;
+	int ret = 0;
+
+	for (int s = 0; s < 2 && ret == 0; s++)
+		ret = xrcd_rep(r->xb, s, r->o.xrcd_warmup, NULL);
+	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++) {
+		for (int s = 0; s < 2 && ret == 0; s++) {
+			ret = xrcd_rep(r->xb, s, n, r->lat);
+			if (ret == 0)
+				rep_stats(r->lat, n, &r->xrcd_med[s][i],
+					  &r->xrcd_p99[s][i]);
 		}
 	}
 	return ret;
@@ -775,6 +822,28 @@ static void spread(const char *name, const double *b, const double *base,
 	       max_dbl(q, reps));
 }
 
+static int report_xrcd(const struct run *r)
+{
+	const struct xrcd_sizes *s = xrcd_sizes(r->xb);
+	unsigned int n = r->o.reps;
+	int miss;
+
+	miss = row("xrcd open+close median (us)", r->xrcd_med[0],
+		   r->xrcd_med[1], n, XRCD_TARGET);
+	row("xrcd open+close p99 (us)", r->xrcd_p99[0], r->xrcd_p99[1], n, 0);
+	printf("  xrcd open+close = ibc_xrcd_open(\"bench-xrcd\", 0) + "
+	       "ibc_xrcd_close() on\n"
+	       "  %s (another open holds the name); baseline = one raw "
+	       "round trip whose reply\n"
+	       "  carries one fd (closed by the client) + one carrying "
+	       "none: open %zu B / %zu B,\n"
+	       "  close %zu B / %zu B (request / reply, the broker's "
+	       "sizes).\n",
+	       SOFT_DEVICE_NAME, s->open_req, s->open_rep, s->close_req,
+	       s->close_rep);
+	return miss;
+}
+
 static int report(const struct run *r)
 {
 	const struct open_sizes *os = open_sizes(r->ob);
@@ -833,6 +902,7 @@ static int report(const struct run *r)
 		    r->objs_med[1], n, OBJS_TARGET);
 	row("cq create+destroy p99 (us)", r->objs_p99[0], r->objs_p99[1], n,
 	    0);
+	miss |= report_xrcd(r);
 	row("floor RTT median / blocking (us)", r->rtt_med[RTT_FLOOR],
 	    r->rtt_med[RTT_BLOCKING], n, 0);
 	row("floor open+close / blocking (us)", r->open_med[OPEN_FLOOR],
@@ -981,6 +1051,8 @@ static int stop_all(struct run *r)
 	r->ob = NULL;
 	objs_teardown(r->jb);
 	r->jb = NULL;
+	xrcd_teardown(r->xb);
+	r->xb = NULL;
 	if (r->cl)
 		ibc_disconnect(r->cl);
 	r->cl = NULL;
@@ -1044,6 +1116,8 @@ int main(int argc, char **argv)
 		nlat = r->o.open_iters;
 	if (r->o.objs_iters > nlat)
 		nlat = r->o.objs_iters;
+	if (r->o.xrcd_iters > nlat)
+		nlat = r->o.xrcd_iters;
 	r->lat = calloc(nlat, sizeof(*r->lat));
 	if (!r->lat)
 		return 1;
@@ -1088,6 +1162,8 @@ int main(int argc, char **argv)
 	if (ret == 0)
 		ret = objs_setup(r->broker_sock, &r->jb);
 	if (ret == 0)
+		ret = xrcd_setup(r->broker_sock, &r->xb);
+	if (ret == 0)
 		ret = check_placement(r);
 	if (ret < 0)
 		goto out;
@@ -1103,6 +1179,20 @@ int main(int argc, char **argv)
 		ret = run_objs_ir(r);
 		goto out;
 	}
+	if (r->o.xrcd_only) {
+		ret = run_xrcd(r);
+		if (ret == 0) {
+			printf("\nrdmab-bench: XRCD pairs vs baseline, same "
+			       "run, every process on CPU %d; medians over %u "
+			       "repetitions of %u pairs\n\n",
+			       BENCH_CPU, r->o.reps, r->o.xrcd_iters);
+			printf("  %-33s %9s %9s %7s  %s\n",
+			       "metric / baseline", "broker", "baseline",
+			       "ratio", "target");
+			miss = report_xrcd(r);
+		}
+		goto out;
+	}
 	ret = run_rtt(r);
 	if (ret == 0)
 		ret = run_loads(r);
@@ -1110,6 +1200,8 @@ int main(int argc, char **argv)
 		ret = run_open(r);
 	if (ret == 0)
 		ret = run_objs(r);
+	if (ret == 0)
+		ret = run_xrcd(r);
 	if (ret == 0)
 		ret = run_insn(r);
 	if (ret == 0)

@@ -52,5 +52,6 @@ int cmd_clients(struct ctl *ctl, int argc, char **argv);
 int cmd_objects(struct ctl *ctl, int argc, char **argv);
 int cmd_evict(struct ctl *ctl, int argc, char **argv);
 int cmd_dm(struct ctl *ctl, int argc, char **argv);
+int cmd_xrcd(struct ctl *ctl, int argc, char **argv);
 
 #endif

@@ -27,6 +27,8 @@ static const struct ctl_command commands[] = {
 	{ "dm", "[list | show ID | free ID | revoke ID]",
 	  "device memory: DMs, holders, state; free, revoke (admin)",
 	  cmd_dm },
+	{ "xrcd", "[list | show NAME | remove NAME]",
+	  "XRC domains by name; remove: administrators", cmd_xrcd },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -49,7 +49,7 @@ struct parse {
 	const char *path;
 	FILE *f;
 	unsigned int line;
-	char section[64];
+	char section[96];
 	/* Keys seen in the current section, to refuse duplicates. */
 	char keys[32][32];
 	size_t n_keys;
@@ -83,6 +83,9 @@ void config_free(struct config *cfg)
 	free(cfg->domains);
 	cfg->domains = NULL;
 	cfg->n_domains = 0;
+	free(cfg->xrcds);
+	cfg->xrcds = NULL;
+	cfg->n_xrcds = 0;
 }
 
 static int parse_fail(struct parse *p, unsigned int line, const char *key,
@@ -365,6 +368,98 @@ static bool valid_domain_name(const char *name)
 	       strncmp(name, "private-", 8) != 0;
 }
 
+bool config_valid_xrcd_name(const char *name, size_t len)
+{
+	if (len == 0 || len >= CONFIG_XRCD_NAME_MAX)
+		return false;
+	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
+		return false;
+	/* Also stops at an embedded NUL: its length would not match. */
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)name[i];
+
+		if (c < 0x20 || c == 0x7f || c == '/')
+			return false;
+	}
+	return strlen(name) == len;
+}
+
+const struct config_xrcd *config_find_xrcd(const struct config *cfg,
+					   const char *name)
+{
+	for (size_t i = 0; i < cfg->n_xrcds; i++)
+		if (strcmp(cfg->xrcds[i].name, name) == 0)
+			return &cfg->xrcds[i];
+	return NULL;
+}
+
+bool config_xrcd_lists(const struct config_xrcd *x, const char *domain)
+{
+	for (size_t i = 0; i < x->n_domains; i++)
+		if (strcmp(x->domains[i], domain) == 0)
+			return true;
+	return false;
+}
+
+/* [xrcd NAME] */
+static int parse_xrcd_section(struct parse *p, const char *section)
+{
+	const char *name = section + 5;
+	struct config_xrcd *x;
+
+	if (!config_valid_xrcd_name(name, strlen(name)))
+		return parse_fail(p, p->line, NULL,
+				  "[%s]: XRCD names are 1 to %d bytes, with "
+				  "no '/' and no control character, and are "
+				  "not \".\" or \"..\"",
+				  section, CONFIG_XRCD_NAME_MAX - 1);
+	if (config_find_xrcd(&p->cfg, name))
+		return parse_fail(p, p->line, NULL,
+				  "[%s]: XRCD \"%s\" is declared twice",
+				  section, name);
+	if (p->cfg.n_xrcds == CONFIG_MAX_XRCDS)
+		return parse_fail(p, p->line, NULL, "more than %d XRCDs",
+				  CONFIG_MAX_XRCDS);
+	x = &p->cfg.xrcds[p->cfg.n_xrcds++];
+	memset(x, 0, sizeof(*x));
+	snprintf(x->name, sizeof(x->name), "%.*s", CONFIG_XRCD_NAME_MAX - 1,
+		 name);
+	x->line = p->line;
+	return 1;
+}
+
+/* domains = a, b: names of [domain] sections or of uid domains. */
+static int parse_xrcd_key(struct parse *p, const char *key, const char *value)
+{
+	struct config_xrcd *x = &p->cfg.xrcds[p->cfg.n_xrcds - 1];
+	char buf[1024];
+	char *save = NULL;
+
+	if (strcmp(key, "domains") != 0)
+		return parse_fail(p, p->line, key, "unknown key (known: "
+						   "domains)");
+	snprintf(buf, sizeof(buf), "%s", value);
+	for (char *t = strtok_r(buf, ", \t", &save); t;
+	     t = strtok_r(NULL, ", \t", &save)) {
+		if (strlen(t) >= CONFIG_NAME_MAX)
+			return parse_fail(p, p->line, key,
+					  "domain name \"%.*s...\" is longer "
+					  "than %d bytes",
+					  16, t, CONFIG_NAME_MAX - 1);
+		if (config_xrcd_lists(x, t))
+			return parse_fail(p, p->line, key,
+					  "domain \"%s\" is listed twice", t);
+		if (x->n_domains == CONFIG_XRCD_DOMAINS)
+			return parse_fail(p, p->line, key,
+					  "more than %d domains",
+					  CONFIG_XRCD_DOMAINS);
+		snprintf(x->domains[x->n_domains++], CONFIG_NAME_MAX, "%s", t);
+	}
+	if (!x->n_domains)
+		return parse_fail(p, p->line, key, "no domain listed");
+	return 1;
+}
+
 /* A new section begins: reset the duplicate-key check, open a domain. */
 static int parse_section(struct parse *p, const char *section)
 {
@@ -376,10 +471,13 @@ static int parse_section(struct parse *p, const char *section)
 	if (strcmp(section, "broker") == 0 || strcmp(section, "defaults") == 0 ||
 	    strcmp(section, "soft") == 0)
 		return 1;
+	if (strncmp(section, "xrcd ", 5) == 0)
+		return parse_xrcd_section(p, section);
 	if (strncmp(section, "domain ", 7) != 0)
 		return parse_fail(p, p->line, NULL,
 				  "unknown section [%s] (known: [broker], "
-				  "[defaults], [soft], [domain NAME])",
+				  "[defaults], [soft], [domain NAME], "
+				  "[xrcd NAME])",
 				  section);
 	name = section + 7;
 	if (!valid_domain_name(name))
@@ -441,7 +539,7 @@ static char *parse_reader(char *str, int num, void *stream)
 		return NULL;
 	}
 	if (*t == '[') {
-		char name[64];
+		char name[96];
 		size_t len = (size_t)(end - t - 1);
 
 		if (len >= sizeof(name))
@@ -489,6 +587,8 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 		p->cfg.soft_max_dm_size = v;
 		return 1;
 	}
+	if (strncmp(section, "xrcd ", 5) == 0)
+		return parse_xrcd_key(p, key, value);
 	/* parse_section() opened it; anything else is a parser bug. */
 	if (p->cfg.n_domains == 0 ||
 	    strcmp(p->cfg.domains[p->cfg.n_domains - 1].name, section + 7))
@@ -529,6 +629,37 @@ static int parse_handler(void *user, const char *section, const char *key,
 	return parse_key(p, p->section, key, value);
 }
 
+/* A uid domain's name: "uid-" and a number. */
+static bool uid_domain_name(const char *name)
+{
+	if (strncmp(name, "uid-", 4) != 0 || !isdigit((unsigned char)name[4]))
+		return false;
+	for (const char *c = name + 4; *c; c++)
+		if (!isdigit((unsigned char)*c))
+			return false;
+	return true;
+}
+
+/* Every listed domain is defined in the file or is a uid's own. */
+static void parse_finish_xrcd(struct parse *p, struct config_xrcd *x)
+{
+	snprintf(p->section, sizeof(p->section), "xrcd %s", x->name);
+	if (!x->n_domains) {
+		parse_fail(p, x->line, "domains",
+			   "XRCD \"%s\" lists no domains", x->name);
+		return;
+	}
+	for (size_t j = 0; j < x->n_domains; j++)
+		if (!config_find_domain(&p->cfg, x->domains[j]) &&
+		    !uid_domain_name(x->domains[j])) {
+			parse_fail(p, x->line, "domains",
+				   "domain \"%s\" is neither a [domain] "
+				   "section nor a uid's domain (uid-N)",
+				   x->domains[j]);
+			return;
+		}
+}
+
 /* Checks that need the whole file: every domain has members; quotas not
  * given come from [defaults], wherever it stands. */
 static void parse_finish(struct parse *p)
@@ -556,6 +687,8 @@ static void parse_finish(struct parse *p)
 		if (!(d->quota_set & Q_CLIENTS))
 			d->quota.clients = def->clients;
 	}
+	for (size_t i = 0; i < p->cfg.n_xrcds && !p->failed; i++)
+		parse_finish_xrcd(p, &p->cfg.xrcds[i]);
 }
 
 int config_load(const char *path, bool must_exist, struct config *ret,
@@ -572,7 +705,8 @@ int config_load(const char *path, bool must_exist, struct config *ret,
 	p->err = err;
 	p->errlen = errlen;
 	p->cfg.domains = calloc(CONFIG_MAX_DOMAINS, sizeof(*p->cfg.domains));
-	if (!p->cfg.domains) {
+	p->cfg.xrcds = calloc(CONFIG_MAX_XRCDS, sizeof(*p->cfg.xrcds));
+	if (!p->cfg.domains || !p->cfg.xrcds) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -582,6 +716,7 @@ int config_load(const char *path, bool must_exist, struct config *ret,
 		if (rc == -ENOENT && !must_exist) {
 			*ret = p->cfg;
 			p->cfg.domains = NULL;
+			p->cfg.xrcds = NULL;
 			rc = 0;
 		} else {
 			snprintf(err, errlen, "%s: %s", path, strerror(-rc));
@@ -606,10 +741,12 @@ int config_load(const char *path, bool must_exist, struct config *ret,
 	}
 	*ret = p->cfg;
 	p->cfg.domains = NULL;
+	p->cfg.xrcds = NULL;
 out:
 	if (p->f)
 		fclose(p->f);
 	free(p->cfg.domains);
+	free(p->cfg.xrcds);
 	free(p);
 	return rc;
 }

@@ -59,6 +59,19 @@ struct broker_limits {
 	uint32_t dm_revoke_grace_ms;
 };
 
+/* XRCD names: 1 to 64 bytes (daemon/xrcd.c validates them). */
+#define CONFIG_XRCD_NAME_MAX 65
+#define CONFIG_MAX_XRCDS 256
+#define CONFIG_XRCD_DOMAINS 32
+
+/* [xrcd NAME]: a persistent XRC domain the listed domains share. */
+struct config_xrcd {
+	char name[CONFIG_XRCD_NAME_MAX];
+	char domains[CONFIG_XRCD_DOMAINS][CONFIG_NAME_MAX];
+	size_t n_domains;
+	unsigned int line;
+};
+
 struct config {
 	bool has_admin_group;
 	gid_t admin_gid;
@@ -68,6 +81,8 @@ struct config {
 	uint64_t soft_max_dm_size;
 	struct config_domain *domains;
 	size_t n_domains;
+	struct config_xrcd *xrcds;
+	size_t n_xrcds;
 };
 
 /* The built-in defaults, used when no file exists. */
@@ -84,5 +99,14 @@ void config_free(struct config *cfg);
 
 const struct config_domain *config_find_domain(const struct config *cfg,
 					       const char *name);
+
+/* The declaration of XRCD @name; NULL when it is not declared. */
+const struct config_xrcd *config_find_xrcd(const struct config *cfg,
+					   const char *name);
+/* Does @x list the domain @domain? */
+bool config_xrcd_lists(const struct config_xrcd *x, const char *domain);
+/* A valid XRCD name: 1 to 64 bytes, no '/', no control character, not "."
+ * or "..". */
+bool config_valid_xrcd_name(const char *name, size_t len);
 
 #endif

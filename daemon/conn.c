@@ -23,6 +23,7 @@
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/server.h"
+#include "daemon/xrcd.h"
 #include "daemon/user.h"
 
 /* Unread replies beyond outq_max stop the reading of requests; events may
@@ -577,6 +578,7 @@ void conn_close(struct conn *c)
 
 	/* First: it still reads the socket. */
 	objects_conn_closing(c);
+	xrcd_conn_closing(c);
 	log_debug("client %" PRIu64 ": disconnected after %" PRIu64
 		  " requests",
 		  c->id, c->requests);

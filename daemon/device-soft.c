@@ -204,8 +204,26 @@ static int soft_dm_free(struct device_ctx *base, struct device_dm *dm,
 	return 0;
 }
 
+/* The kernel's rule: one XRC domain per inode, across contexts. */
+static int soft_xrcd_hold(struct device *dev, int fd, uint64_t ino,
+			  void **ret, struct device_why *why)
+{
+	if (soft_xrcd_open(dev->priv, ino) < 0)
+		return device_why(why, -ENOMEM, "%s: out of memory",
+				  dev->name);
+	*ret = (void *)(uintptr_t)ino;
+	return 0;
+}
+
+static void soft_xrcd_drop(struct device *dev, void *xrcd)
+{
+	soft_xrcd_close(dev->priv, (uint64_t)(uintptr_t)xrcd);
+}
+
 static void soft_shutdown(struct device *dev)
 {
+	if (dev->priv)
+		soft_dev_fini(dev->priv);
 	free(dev->priv);
 	dev->priv = NULL;
 }
@@ -214,6 +232,8 @@ static void soft_shutdown(struct device *dev)
 static const struct device_ops soft_ops = {
 	.ctx_open = soft_ctx_open,
 	.shutdown = soft_shutdown,
+	.xrcd_hold = soft_xrcd_hold,
+	.xrcd_drop = soft_xrcd_drop,
 };
 
 static const struct device_ctx_ops soft_ctx_ops = {
@@ -242,6 +262,8 @@ static void soft_limits(struct device_caps *caps)
 	caps->max_srq_wr = 32767;
 	caps->max_srq_sge = 31;
 	caps->max_wq = 8388608;
+	/* Not in ibv_devinfo: mlx5's XRCD numbers are 24 bits. */
+	caps->max_xrcd = 16777216;
 }
 
 int device_soft_probe(const struct device_config *cfg,

@@ -297,11 +297,50 @@ static void verbs_shutdown(struct device *dev)
 	}
 }
 
+/*
+ * The device's own context holds the XRCD: it is never handed to a client,
+ * so the XRCD outlives every domain's context. O_CREAT and never O_EXCL:
+ * the kernel's error is passed on as it is.
+ */
+static int verbs_xrcd_hold(struct device *dev, int fd, uint64_t ino,
+			   void **ret, struct device_why *why)
+{
+	struct verbs_dev *vd = dev->priv;
+	struct ibv_xrcd_init_attr ia = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = fd,
+		.oflags = O_CREAT,
+	};
+	struct ibv_xrcd *x;
+	int err;
+
+	(void)ino;
+	if (!vd)
+		return device_why(why, -ENODEV, "%s was removed", dev->name);
+	x = verbs_try(ibv_open_xrcd(vd->own, &ia));
+	if (!x) {
+		err = verbs_err(EIO);
+		return device_why(why, err, "%s: ibv_open_xrcd failed: %s",
+				  dev->name, strerror(-err));
+	}
+	*ret = x;
+	return 0;
+}
+
+static void verbs_xrcd_drop(struct device *dev, void *xrcd)
+{
+	/* Only EBUSY could fail it, and the daemon's open has no users. */
+	if (xrcd && dev->priv)
+		ibv_close_xrcd(xrcd);
+}
+
 static const struct device_ops verbs_ops = {
 	.ctx_open = verbs_ctx_open,
 	.handle_event = verbs_handle_event,
 	.present = verbs_present,
 	.shutdown = verbs_shutdown,
+	.xrcd_hold = verbs_xrcd_hold,
+	.xrcd_drop = verbs_xrcd_drop,
 };
 
 /* Clients make their objects in their imported contexts: no obj_create. */

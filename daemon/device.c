@@ -102,6 +102,19 @@ static int default_dm_free(struct device_ctx *ctx, struct device_dm *dm,
 			  ctx->dev->name);
 }
 
+static int default_xrcd_hold(struct device *dev, int fd, uint64_t ino,
+			     void **ret, struct device_why *why)
+{
+	return device_why(why, -EOPNOTSUPP,
+			  "%s has no XRC domains (the device does not report "
+			  "IBV_DEVICE_XRC)",
+			  dev->name);
+}
+
+static void default_xrcd_drop(struct device *dev, void *xrcd)
+{
+}
+
 #define FILL(dst, src, field, def) \
 	((dst)->field = (src)->field ? (src)->field : (def))
 
@@ -115,6 +128,8 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(o, ops, handle_event, default_handle_event);
 	FILL(o, ops, present, default_present);
 	FILL(o, ops, shutdown, default_shutdown);
+	FILL(o, ops, xrcd_hold, default_xrcd_hold);
+	FILL(o, ops, xrcd_drop, default_xrcd_drop);
 	c->close = ctx_ops->close;
 	c->fd = ctx_ops->fd;
 	c->pd_handle = ctx_ops->pd_handle;

@@ -73,6 +73,7 @@ struct device_caps {
 	 * (soft: yes; verbs: the start-up self-test), and why not. */
 	bool dm_shared;
 	char dm_reason[160];
+	uint32_t max_xrcd; /* soft only: what it holds at once */
 };
 
 /* An operation's sentence for a failure: for the client's reply and the
@@ -105,10 +106,12 @@ struct obj_attr {
 	uint64_t mr_length;
 	uint32_t mr_access; /* IBV_ACCESS_* */
 	uint32_t sq_sig_all;
+	/* XRC_RECV QP: the target QP to open; 0 to create one. */
+	uint32_t xrc_qp_num;
 };
 
-/* The objects one object uses, by slot: QP: send CQ, receive CQ, SRQ;
- * WQ: CQ. */
+/* The objects one object uses, by slot: QP: send CQ, receive CQ, SRQ
+ * (XRC_RECV: the XRCD in slot 0); WQ: CQ; XRC SRQ: CQ, XRCD. */
 #define OBJ_MAX_USES 4
 
 enum obj_use_slot {
@@ -116,6 +119,8 @@ enum obj_use_slot {
 	OBJ_USE_RECV_CQ = 1,
 	OBJ_USE_SRQ = 2,
 	OBJ_USE_CQ = 0,
+	OBJ_USE_SRQ_XRCD = 1,
+	OBJ_USE_QP_XRCD = 0,
 };
 
 struct obj_spec {
@@ -124,6 +129,8 @@ struct obj_spec {
 	uint32_t uses[OBJ_MAX_USES];
 	unsigned int used;
 	struct obj_attr attr;
+	/* XRCD: the inode of its file (the kernel's key). */
+	uint64_t xrcd_ino;
 };
 
 struct obj_made {
@@ -168,6 +175,16 @@ struct device_ops {
 	/* Release the device's own context; the device is unusable after.
 	 * Default: nothing to release. */
 	void (*shutdown)(struct device *dev);
+	/*
+	 * Hold the XRC domain of the inode file @fd (inode @ino) open in the
+	 * device's own context, never a domain's (ibv_open_xrcd with
+	 * O_CREAT): @ret is what xrcd_drop takes back. The kernel's -errno
+	 * is passed on as it is. Default: -EOPNOTSUPP naming the device.
+	 */
+	int (*xrcd_hold)(struct device *dev, int fd, uint64_t ino, void **ret,
+			 struct device_why *why);
+	/* Let the hold go (ibv_close_xrcd). Default: nothing. */
+	void (*xrcd_drop)(struct device *dev, void *xrcd);
 };
 
 /* Context-level operations. close, fd and pd_handle are required. */

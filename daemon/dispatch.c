@@ -57,6 +57,15 @@ static const struct handler handlers[] = {
 						 0, H_SESSION | H_ADMIN },
 	[RDMAB__REQUEST__BODY_DM_REVOKE] = { "dm-revoke", h_dm_revoke, 0,
 					     H_SESSION | H_ADMIN },
+	/* XRC domains (xrcd.c) */
+	[RDMAB__REQUEST__BODY_XRCD_OPEN] = { "xrcd-open", h_xrcd_open, 0,
+					     H_SESSION },
+	[RDMAB__REQUEST__BODY_XRCD_CLOSE] = { "xrcd-close", h_xrcd_close, 0,
+					      H_SESSION },
+	[RDMAB__REQUEST__BODY_LIST_XRCDS] = { "list-xrcds", h_list_xrcds, 0,
+					      H_NEEDS_HELLO },
+	[RDMAB__REQUEST__BODY_XRCD_REMOVE] = { "xrcd-remove", h_xrcd_remove,
+					       0, H_SESSION | H_ADMIN },
 };
 
 /* dispatch_set_test_handler(): one extra body case, for test suites. */

@@ -90,6 +90,15 @@ int h_list_dms(struct conn *c, const Rdmab__Request *req,
 	       struct wire_fds *fds, struct reply *r);
 int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
 		struct wire_fds *fds, struct reply *r);
+/* XRC domains (xrcd.c) */
+int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r);
+int h_xrcd_close(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r);
+int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r);
+int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r);
 
 /*
  * For test suites only: serve @body_case (one the daemon does not know)

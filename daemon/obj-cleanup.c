@@ -281,6 +281,9 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 	}
 	if (fam->before_destroy)
 		ret = fam->before_destroy(reg->srv, o, fam->data);
+	/* The family took the record away itself: nothing to destroy. */
+	if (ret > 0)
+		return;
 	if (ret == 0)
 		ret = o->ctx->dev->ctx_ops->obj_destroy(o->ctx->dc, o->kind,
 							o->handle, &why);

@@ -42,6 +42,7 @@ static void attr_from_wire(struct obj_attr *a, const Rdmab__ObjAttr *w)
 	a->mr_length = w->mr_length;
 	a->mr_access = w->mr_access;
 	a->sq_sig_all = w->sq_sig_all;
+	a->xrc_qp_num = w->xrc_qp_num;
 }
 
 static void attr_to_wire(Rdmab__ObjAttr *w, const struct obj_attr *a)
@@ -62,6 +63,7 @@ static void attr_to_wire(Rdmab__ObjAttr *w, const struct obj_attr *a)
 	w->mr_length = a->mr_length;
 	w->mr_access = a->mr_access;
 	w->sq_sig_all = a->sq_sig_all;
+	w->xrc_qp_num = a->xrc_qp_num;
 }
 
 /* The handles of the objects a new one uses: registered objects of this

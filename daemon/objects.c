@@ -191,7 +191,10 @@ static void obj_unlink(struct obj *o)
 	struct obj_owner *ow = o->owner;
 	struct registry *reg = ow->reg;
 	struct dctx *x = o->ctx;
+	const struct obj_family *fam = &reg->families[o->kind];
 
+	if (fam->removed)
+		fam->removed(reg->srv, o, fam->data);
 	TAILQ_REMOVE(&reg->objs, o, link);
 	TAILQ_REMOVE(&ow->kinds[o->kind], o, kind_link);
 	hash_remove(reg, o);

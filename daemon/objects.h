@@ -99,6 +99,9 @@ struct obj_family {
 	/* For family_owned records: release @o in place of the destroy by
 	 * handle; it removes the record (objects_remove) on success. */
 	int (*release)(struct server *srv, struct obj *o, void *data);
+	/* The record goes, whatever the path (destroy, unregister, cleanup,
+	 * a dead client's intent, device removal); @o is still whole. */
+	void (*removed)(struct server *srv, struct obj *o, void *data);
 	void *data;
 };
 

@@ -23,6 +23,7 @@
 #include "daemon/objects.h"
 #include "daemon/sd.h"
 #include "daemon/server.h"
+#include "daemon/xrcd.h"
 
 /* How long accept() rests after EMFILE/ENFILE. */
 #define ACCEPT_BACKOFF_MS 100
@@ -350,6 +351,7 @@ int server_reload(struct server *srv)
 	server_check_reserve(srv);
 	domains_configure(srv);
 	conns_limits_changed(srv);
+	xrcd_configure(srv);
 	log_notice("configuration reloaded from %s: %zu domains",
 		   srv->opt.config_path, cfg.n_domains);
 	return 0;
@@ -549,6 +551,9 @@ int server_init(struct server *srv, const struct server_options *opt)
 	srv->base = event_base_new();
 	if (!srv->base || objects_init(srv) < 0 || dm_init(srv) < 0)
 		return -ENOMEM;
+	ret = xrcd_init(srv);
+	if (ret < 0)
+		return ret;
 	ret = sd_take_listener();
 	if (ret == -ENOENT)
 		ret = server_bind(srv);
@@ -584,6 +589,7 @@ void server_fini(struct server *srv)
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
 	dm_fini(srv);
+	xrcd_fini(srv);
 	objects_fini(srv);
 	conns_lingering_free(srv);
 	domains_free(srv);

@@ -20,6 +20,7 @@ struct event;
 struct conn;
 struct registry;
 struct dm_table;
+struct xrcd_table;
 
 struct server_options {
 	const char *socket_path;
@@ -75,6 +76,8 @@ struct server {
 	struct registry *registry;
 	/* Device memory (dm.c). */
 	struct dm_table *dms;
+	/* XRC domains by name (xrcd.c). */
+	struct xrcd_table *xrcds;
 };
 
 int server_init(struct server *srv, const struct server_options *opt);

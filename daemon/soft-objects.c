@@ -26,6 +26,10 @@ struct soft_rec {
 	uint32_t uses[SOFT_REC_USES];
 	/* A DM: its length, for the bounds of the MRs on it. */
 	uint64_t dm_length;
+	/* XRCD, XRC target QP: the inode of its (XRC) domain. */
+	uint64_t ino;
+	/* XRC target QP: its number in sd->tgts. */
+	uint32_t tgt_num;
 };
 
 /* The access flags the kernel takes (ib_check_mr_access). */
@@ -34,6 +38,83 @@ struct soft_rec {
 	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |              \
 	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB | \
 	 IBV_ACCESS_RELAXED_ORDERING)
+
+static struct soft_xrcd *soft_xrcd_find(struct soft_dev *sd, uint64_t ino)
+{
+	for (uint32_t i = 0; i < sd->n_xrcds; i++)
+		if (sd->xrcds[i].ino == ino)
+			return &sd->xrcds[i];
+	return NULL;
+}
+
+int soft_xrcd_open(struct soft_dev *sd, uint64_t ino)
+{
+	struct soft_xrcd *x = soft_xrcd_find(sd, ino);
+
+	if (!x) {
+		x = realloc(sd->xrcds, (sd->n_xrcds + 1) * sizeof(*x));
+		if (!x)
+			return -ENOMEM;
+		sd->xrcds = x;
+		x = &sd->xrcds[sd->n_xrcds++];
+		x->ino = ino;
+		x->refs = 0;
+	}
+	x->refs++;
+	return 0;
+}
+
+void soft_xrcd_close(struct soft_dev *sd, uint64_t ino)
+{
+	struct soft_xrcd *x = soft_xrcd_find(sd, ino);
+
+	if (!x || --x->refs)
+		return;
+	*x = sd->xrcds[--sd->n_xrcds];
+}
+
+static struct soft_tgt *soft_tgt_find(struct soft_dev *sd, uint32_t num)
+{
+	for (uint32_t i = 0; i < sd->n_tgts; i++)
+		if (sd->tgts[i].num == num)
+			return &sd->tgts[i];
+	return NULL;
+}
+
+static void soft_tgt_put(struct soft_dev *sd, uint32_t num)
+{
+	struct soft_tgt *t = soft_tgt_find(sd, num);
+
+	if (!t || --t->refs)
+		return;
+	*t = sd->tgts[--sd->n_tgts];
+}
+
+static int soft_tgt_add(struct soft_dev *sd, uint32_t num, uint64_t ino)
+{
+	struct soft_tgt *t = soft_tgt_find(sd, num);
+
+	if (t) {
+		t->refs++;
+		return 0;
+	}
+	t = realloc(sd->tgts, (sd->n_tgts + 1) * sizeof(*t));
+	if (!t)
+		return -ENOMEM;
+	sd->tgts = t;
+	sd->tgts[sd->n_tgts++] = (struct soft_tgt){ num, ino, 1 };
+	return 0;
+}
+
+void soft_dev_fini(struct soft_dev *sd)
+{
+	free(sd->tgts);
+	sd->tgts = NULL;
+	sd->n_tgts = 0;
+	free(sd->xrcds);
+	sd->xrcds = NULL;
+	sd->n_xrcds = 0;
+}
 
 static uint32_t round_pow2(uint32_t v)
 {
@@ -95,9 +176,14 @@ int soft_objs_init(struct soft_objs *o, struct soft_dev *sd,
 
 void soft_objs_fini(struct soft_objs *o)
 {
-	for (uint32_t h = 0; h < o->cap; h++)
+	for (uint32_t h = 0; h < o->cap; h++) {
+		if (o->recs[h].kind == IBC_OBJ_XRCD)
+			soft_xrcd_close(o->sd, o->recs[h].ino);
+		if (o->recs[h].tgt_num)
+			soft_tgt_put(o->sd, o->recs[h].tgt_num);
 		if (o->recs[h].kind != IBC_OBJ_NONE)
 			o->sd->count[o->recs[h].kind]--;
+	}
 	free(o->recs);
 	memset(o, 0, sizeof(*o));
 }
@@ -163,6 +249,38 @@ static int soft_check_wrs(struct soft_objs *o, const char *what, uint32_t wr,
 	return 0;
 }
 
+/* An XRC target QP: made on the XRCD, or opened by number in it. */
+static int soft_check_tgt(struct soft_objs *o, const struct obj_spec *spec,
+			  struct obj_attr *given, struct soft_rec *rec,
+			  struct device_why *why)
+{
+	const struct obj_attr *a = &spec->attr;
+	struct soft_rec *x;
+	struct soft_tgt *t;
+
+	if (spec->used != 1u << OBJ_USE_QP_XRCD)
+		return device_why(why, -EINVAL,
+				  "%s: an XRC target QP uses its XRCD and "
+				  "nothing else",
+				  o->dev->name);
+	x = soft_use(o, spec, OBJ_USE_QP_XRCD, IBC_OBJ_XRCD, "XRCD", why);
+	if (!x)
+		return -EINVAL;
+	if (a->xrc_qp_num) {
+		t = soft_tgt_find(o->sd, a->xrc_qp_num);
+		if (!t || t->ino != x->ino)
+			return device_why(why, -EINVAL,
+					  "%s: QP 0x%x is not a target QP of "
+					  "this XRCD",
+					  o->dev->name, a->xrc_qp_num);
+	}
+	rec->uses[rec->n_uses++] = spec->uses[OBJ_USE_QP_XRCD];
+	rec->ino = x->ino;
+	given->qp_type = a->qp_type;
+	given->xrc_qp_num = a->xrc_qp_num;
+	return 0;
+}
+
 static int soft_check_qp(struct soft_objs *o, const struct obj_spec *spec,
 			 struct obj_attr *given, struct soft_rec *rec,
 			 struct device_why *why)
@@ -172,6 +290,8 @@ static int soft_check_qp(struct soft_objs *o, const struct obj_spec *spec,
 	bool srq = spec->used & (1u << OBJ_USE_SRQ);
 	int ret;
 
+	if (a->qp_type == IBV_QPT_XRC_RECV)
+		return soft_check_tgt(o, spec, given, rec, why);
 	switch (a->qp_type) {
 	case IBV_QPT_RC:
 	case IBV_QPT_UC:
@@ -183,7 +303,8 @@ static int soft_check_qp(struct soft_objs *o, const struct obj_spec *spec,
 				  "%s has no raw packet QPs", o->dev->name);
 	default:
 		return device_why(why, -EINVAL,
-				  "%s: QP type %u (RC, UC, UD or XRC_SEND)",
+				  "%s: QP type %u (RC, UC, UD, XRC_SEND or "
+				  "XRC_RECV)",
 				  o->dev->name, a->qp_type);
 	}
 	if (!(spec->used & (1u << OBJ_USE_SEND_CQ)))
@@ -242,16 +363,26 @@ static int soft_check_qp(struct soft_objs *o, const struct obj_spec *spec,
 }
 
 static int soft_check_srq(struct soft_objs *o, const struct obj_spec *spec,
-			  struct obj_attr *given, struct device_why *why)
+			  struct obj_attr *given, struct soft_rec *rec,
+			  struct device_why *why)
 {
 	const struct device_caps *caps = &o->dev->caps;
 	const struct obj_attr *a = &spec->attr;
+	unsigned int xrc = (1u << OBJ_USE_CQ) | (1u << OBJ_USE_SRQ_XRCD);
 
-	if (spec->used)
+	if (spec->used == xrc) {
+		if (!soft_use(o, spec, OBJ_USE_CQ, IBC_OBJ_CQ, "CQ", why) ||
+		    !soft_use(o, spec, OBJ_USE_SRQ_XRCD, IBC_OBJ_XRCD, "XRCD",
+			      why))
+			return -EINVAL;
+		rec->uses[rec->n_uses++] = spec->uses[OBJ_USE_CQ];
+		rec->uses[rec->n_uses++] = spec->uses[OBJ_USE_SRQ_XRCD];
+	} else if (spec->used) {
 		return device_why(why, -EINVAL,
-				  "%s: a basic SRQ uses no CQ (XRC SRQs need "
-				  "an XRC domain)",
+				  "%s: a basic SRQ uses no CQ; an XRC SRQ "
+				  "uses a CQ and an XRCD",
 				  o->dev->name);
+	}
 	if (a->max_wr < 1 || a->max_wr > caps->max_srq_wr)
 		return device_why(why, -EINVAL,
 				  "%s: an SRQ of %u work requests (1 to "
@@ -379,6 +510,8 @@ static uint32_t soft_max(const struct device_caps *caps, enum ibc_obj_kind k)
 		return caps->max_wq;
 	case IBC_OBJ_MR:
 		return caps->max_mr;
+	case IBC_OBJ_XRCD:
+		return caps->max_xrcd;
 	default:
 		return 0;
 	}
@@ -417,7 +550,7 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 		err = soft_check_qp(o, spec, &made.attr, &rec, why);
 		break;
 	case IBC_OBJ_SRQ:
-		err = soft_check_srq(o, spec, &made.attr, why);
+		err = soft_check_srq(o, spec, &made.attr, &rec, why);
 		rec.uses_pd = true;
 		break;
 	case IBC_OBJ_WQ:
@@ -430,10 +563,20 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 						 why);
 		rec.uses_pd = true;
 		break;
+	case IBC_OBJ_XRCD:
+		/* Opened by the broker's XRCD request only. */
+		err = spec->used || !spec->xrcd_ino ?
+			      device_why(why, -EINVAL,
+					 "%s: an XRCD uses no other object and "
+					 "needs an inode",
+					 o->dev->name) :
+			      0;
+		rec.ino = spec->xrcd_ino;
+		break;
 	default:
 		return device_why(why, -EOPNOTSUPP,
-				  "%s makes CQs, QPs, SRQs, WQs and MRs for "
-				  "clients, not objects of kind %s",
+				  "%s makes CQs, QPs, SRQs, WQs, MRs and "
+				  "XRCDs for clients, not objects of kind %s",
 				  o->dev->name, obj_kind_name(spec->kind));
 	}
 	if (err < 0)
@@ -449,9 +592,16 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 				  o->dev->name,
 				  soft_max(&o->dev->caps, spec->kind),
 				  obj_kind_name(spec->kind));
+	if (spec->kind == IBC_OBJ_XRCD &&
+	    soft_xrcd_open(o->sd, spec->xrcd_ino) < 0)
+		return device_why(why, -ENOMEM, "%s: out of memory",
+				  o->dev->name);
 	err = soft_alloc(o, &h);
-	if (err < 0)
+	if (err < 0) {
+		if (spec->kind == IBC_OBJ_XRCD)
+			soft_xrcd_close(o->sd, spec->xrcd_ino);
 		return device_why(why, err, "%s: out of memory", o->dev->name);
+	}
 	/* soft_alloc may have moved the table. */
 	for (unsigned int i = 0; i < rec.n_uses; i++)
 		o->recs[rec.uses[i]].usecnt++;
@@ -461,7 +611,17 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 	o->sd->count[spec->kind]++;
 	made.handle = h;
 	if (spec->kind == IBC_OBJ_QP || spec->kind == IBC_OBJ_SRQ)
-		made.num = soft_next_num(o->sd);
+		made.num = made.attr.xrc_qp_num ? made.attr.xrc_qp_num :
+						  soft_next_num(o->sd);
+	if (spec->kind == IBC_OBJ_QP &&
+	    spec->attr.qp_type == IBV_QPT_XRC_RECV) {
+		if (soft_tgt_add(o->sd, made.num, rec.ino) < 0) {
+			soft_objs_destroy(o, spec->kind, h, why);
+			return device_why(why, -ENOMEM, "%s: out of memory",
+					  o->dev->name);
+		}
+		o->recs[h].tgt_num = made.num;
+	}
 	if (spec->kind == IBC_OBJ_MR) {
 		/* mlx5: the mkey index above a key byte; lkey = rkey. */
 		o->sd->next_key = (o->sd->next_key + 1) & SOFT_NUM_MASK;
@@ -496,6 +656,10 @@ int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 		o->recs[r->uses[i]].usecnt--;
 	if (r->uses_pd)
 		o->recs[0].usecnt--;
+	if (kind == IBC_OBJ_XRCD)
+		soft_xrcd_close(o->sd, r->ino);
+	if (r->tgt_num)
+		soft_tgt_put(o->sd, r->tgt_num);
 	o->sd->count[kind]--;
 	memset(r, 0, sizeof(*r));
 	if (handle < o->low)

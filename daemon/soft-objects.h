@@ -9,6 +9,12 @@
  * - A QP needs a send CQ and (but XRC_SEND) a receive CQ of its context, a
  *   WQ a CQ; QPs, SRQs, WQs and MRs use the PD. An object in use cannot be
  *   destroyed: -EBUSY, as ib_destroy_cq_user() and friends answer.
+ * - An XRCD record is an open of the device-wide XRC domain of an inode;
+ *   the domain lives while any open remains. An XRC SRQ uses a CQ, the
+ *   XRCD and the PD; an XRC target QP (XRC_RECV) uses only the XRCD, and
+ *   opening one by number (ibv_open_qp) needs an XRCD of the same inode,
+ *   else -EINVAL (ib_open_qp finds it in the XRCD's list). An XRCD in use
+ *   cannot be closed: -EBUSY.
  * - Destroying a handle that names no object is -ENOENT; one that names an
  *   object of another kind is -EINVAL (rdma_lookup_get_uobject()).
  * - The device's limits (struct device_caps) are a ConnectX-6's; what an
@@ -27,9 +33,29 @@
 #define SOFT_MAX_INLINE_DATA 512
 #define SOFT_COMP_VECTORS 64
 
+/* An XRC domain of the device, keyed by its file's inode as the kernel
+ * keys it (ib_uverbs_open_xrcd): one per inode, whatever the context. */
+struct soft_xrcd {
+	uint64_t ino;
+	/* Opens: the daemon's hold and the contexts' XRCD records. */
+	uint32_t refs;
+};
+
+/* An XRC target QP: shared by every context that opened it
+ * (ibv_open_qp), its creator's included; it lives while one remains. */
+struct soft_tgt {
+	uint32_t num;
+	uint64_t ino; /* its XRCD's */
+	uint32_t refs;
+};
+
 /* What the device holds across its contexts. */
 struct soft_dev {
 	uint32_t count[OBJ_KIND_COUNT];
+	struct soft_xrcd *xrcds;
+	uint32_t n_xrcds;
+	struct soft_tgt *tgts;
+	uint32_t n_tgts;
 	/* QP and SRQ numbers, MR key indexes: device-wide. */
 	uint32_t next_num;
 	uint32_t next_key;
@@ -76,5 +102,11 @@ int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
  * it. */
 int soft_objs_add_dm(struct soft_objs *o, uint64_t length,
 		     uint32_t *ret_handle);
+/* Open the XRC domain of inode @ino (made on the first open, as
+ * ibv_open_xrcd with O_CREAT does), and let one open go. 0 or -ENOMEM. */
+int soft_xrcd_open(struct soft_dev *sd, uint64_t ino);
+void soft_xrcd_close(struct soft_dev *sd, uint64_t ino);
+/* Free the device's XRC domains (the device goes). */
+void soft_dev_fini(struct soft_dev *sd);
 
 #endif

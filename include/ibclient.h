@@ -46,6 +46,7 @@ struct ibc_qp;
 struct ibc_srq;
 struct ibc_wq;
 struct ibc_mr;
+struct ibc_xrcd;
 
 enum ibc_connect_attr_mask {
 	IBC_CONNECT_ATTR_SOCKET = 1 << 0,
@@ -502,6 +503,85 @@ struct ibv_mr *ibc_verbs_mr(struct ibc_mr *mr);
  */
 int ibc_track(struct ibc_ctx *ctx, enum ibc_obj_kind kind, void *obj);
 int ibc_untrack(struct ibc_ctx *ctx, enum ibc_obj_kind kind, void *obj);
+
+/*
+ * XRC domains by name (ibc_xrcd_open(3)). The broker maps @name to an
+ * inode file of its own; the kernel keys an XRC domain by that inode on
+ * each device, across contexts. Names are private to the caller's domain
+ * unless rdmabroker.conf declares them ([xrcd NAME], domains = a, b).
+ * @oflags: 0, O_CREAT, or O_CREAT | O_EXCL, decided by the broker's name
+ * table (-EEXIST, -ENOENT). -EINVAL for a bad name (empty, over 64 bytes,
+ * '/', "." or "..", control characters), -EACCES for a declared name that
+ * does not list the caller's domain, -EDQUOT over the domain's xrcds
+ * quota, -EOPNOTSUPP on a device without XRC.
+ */
+int ibc_xrcd_open(struct ibc_ctx *ctx, const char *name, int oflags,
+		  struct ibc_xrcd **ret_xrcd);
+/** ibc_xrcd_close() - 0 or -errno; -EBUSY while this open's XRC SRQs or
+ * QPs exist. */
+int ibc_xrcd_close(struct ibc_xrcd *xrcd);
+/** ibc_xrcd_ino() - the inode of the name's file: one inode, one XRC
+ * domain per device. */
+uint64_t ibc_xrcd_ino(const struct ibc_xrcd *xrcd);
+/** ibc_verbs_xrcd() - the libibverbs XRCD on a verbs device (NULL with
+ * errno EOPNOTSUPP on the soft device); never ibv_close_xrcd() it. */
+struct ibv_xrcd *ibc_verbs_xrcd(struct ibc_xrcd *xrcd);
+
+/* One open of an XRC domain, for the listing. */
+struct ibc_xrcd_open_info {
+	uint64_t client_id;
+	uint32_t pid;
+	char domain[64];
+	uint64_t object_id;
+};
+
+#define IBC_XRCD_OPENS_SHOWN 8
+
+/* An XRC domain the broker holds (ibc_list_xrcds(3)). */
+struct ibc_xrcd_info {
+	uint32_t comp_mask;
+	char name[72];
+	/* The domain of a private name; "" for a declared one. */
+	char owner_domain[64];
+	/* A declared name's domains, "a, b" (cut at the buffer). */
+	char domains[256];
+	uint64_t ino;
+	/* The devices the broker holds it open on, "mlx5_0, mlx5_1". */
+	char devices[256];
+	bool persistent;
+	uint32_t n_opens;
+	/* The first opens (at most IBC_XRCD_OPENS_SHOWN). */
+	uint32_t n_opens_shown;
+	struct ibc_xrcd_open_info opens[IBC_XRCD_OPENS_SHOWN];
+};
+
+/**
+ * ibc_list_xrcds() - the XRC domains the caller may see: its domain's
+ * private names and the declared names that list it (administrators: all).
+ * @name: NULL for all, else that name. Entries of @entry_size bytes, freed
+ * with ibc_list_free().
+ */
+int ibc_list_xrcds(struct ibc_client *client, const char *name,
+		   struct ibc_xrcd_info **ret_list, size_t entry_size,
+		   size_t *ret_count);
+/** ibc_admin_xrcd_remove() - remove a declared XRC domain nobody holds
+ * (administrators only): -EBUSY while it is open. */
+int ibc_admin_xrcd_remove(struct ibc_client *client, const char *name);
+
+/*
+ * What holds an XRCD open (ibc_srq_create_xrc(3)): an XRC SRQ on @cq with
+ * its number for remote senders, and XRC target QPs, created or opened by
+ * number (ibv_open_qp) in the same XRC domain, from any context. The
+ * sending side is ibc_qp_create() with IBV_QPT_XRC_SEND.
+ */
+int ibc_srq_create_xrc(struct ibc_xrcd *xrcd, struct ibc_cq *cq,
+		       const struct ibv_srq_attr *attr,
+		       struct ibc_srq **ret_srq);
+/** ibc_srq_num() - an XRC SRQ's number; 0 for a basic SRQ. */
+uint32_t ibc_srq_num(const struct ibc_srq *srq);
+int ibc_qp_create_xrc_tgt(struct ibc_xrcd *xrcd, struct ibc_qp **ret_qp);
+int ibc_qp_open_xrc_tgt(struct ibc_xrcd *xrcd, uint32_t qp_num,
+			struct ibc_qp **ret_qp);
 
 /** ibc_ping() - one round trip carrying @len bytes (at most 60000). */
 int ibc_ping(struct ibc_client *client, const void *payload, size_t len);

@@ -171,8 +171,9 @@ static int ibc_obj_begin_destroy(struct ibc_obj *o)
 				    "process's %s (uses: %u): destroy them "
 				    "first",
 				    ibc_obj_kind_name(o->kind), o->handle,
-				    o->kind == IBC_OBJ_SRQ ? "QPs" :
-							     "QPs or WQs",
+				    o->kind == IBC_OBJ_SRQ  ? "QPs" :
+				    o->kind == IBC_OBJ_XRCD ? "XRC SRQs or QPs" :
+							      "QPs or WQs",
 				    o->users);
 	else
 		o->destroying = true;
@@ -208,6 +209,7 @@ int ibc_obj_destroy(struct ibc_obj *o)
 /* Teardown order: what uses others goes first. */
 static const enum ibc_obj_kind ibc_teardown_order[] = {
 	IBC_OBJ_QP, IBC_OBJ_SRQ, IBC_OBJ_WQ, IBC_OBJ_CQ, IBC_OBJ_MR,
+	IBC_OBJ_XRCD,
 };
 
 void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)

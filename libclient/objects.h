@@ -55,6 +55,8 @@ struct ibc_qp {
 struct ibc_srq {
 	struct ibc_obj o;
 	struct ibv_srq_attr attr;
+	/* XRC SRQs: what remote senders address. */
+	uint32_t srq_num;
 };
 
 struct ibc_wq {
@@ -71,6 +73,22 @@ struct ibc_mr {
 	struct ibc_dm *dm;
 };
 
+/* An open of an XRC domain by name (xrcd.c). */
+struct ibc_xrcd {
+	struct ibc_obj o;
+	uint64_t ino;
+	/* The broker's id of the open: the registry's (o.id), or on a
+	 * context of this process's own, the session's. */
+	uint64_t open_id;
+	bool persistent;
+};
+
+/* verbs.c: ibv_open_xrcd on the inode file @fd (O_CREAT, never O_EXCL),
+ * which stays the caller's. */
+int ibc_verbs_open_xrcd(struct ibc_obj *o, int fd);
+/* xrcd.c: an own-context XRCD was closed: tell the broker. */
+void ibc_xrcd_own_closed(struct ibc_obj *o);
+
 /*
  * What a family asks the device for. @attr is the wire's description of
  * the object, which the soft device receives whole and the verbs kernel
@@ -82,11 +100,14 @@ struct ibc_obj_args {
 	/* QP */
 	struct ibv_cq *send_cq, *recv_cq;
 	struct ibv_srq *srq;
-	/* WQ */
+	/* WQ; XRC SRQ */
 	struct ibv_cq *cq;
 	void *mr_addr;
 	/* MR on device memory (verbs): ibv_reg_dm_mr at mr_addr offset. */
 	struct ibv_dm *dm;
+	/* XRC SRQ and target QPs (attr.qp_type XRC_RECV, attr.xrc_qp_num
+	 * to open one). */
+	struct ibv_xrcd *xrcd;
 };
 
 /* What the device gave: the soft device's reply, or what libibverbs wrote

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -153,6 +154,41 @@ static int verbs_create_cq(struct ibc_obj *o, const struct ibc_obj_args *a,
 	return 0;
 }
 
+/* An XRC target QP: made on the XRCD, or opened by its number
+ * (ibv_open_qp). It has no PD, CQs or work queues of its own. */
+static int verbs_create_tgt_qp(struct ibc_obj *o,
+			       const struct ibc_obj_args *a,
+			       struct ibc_obj_result *res)
+{
+	struct ibv_qp_init_attr_ex ia = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
+		.xrcd = a->xrcd,
+	};
+	struct ibv_qp_open_attr oa = {
+		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
+			     IBV_QP_OPEN_ATTR_TYPE,
+		.qp_num = a->attr.xrc_qp_num,
+		.xrcd = a->xrcd,
+		.qp_type = IBV_QPT_XRC_RECV,
+	};
+	struct ibv_qp *qp;
+
+	if (a->attr.xrc_qp_num) {
+		qp = verbs_try(ibv_open_qp(o->ctx->vctx, &oa));
+		if (!qp)
+			return verbs_fail(o, "ibv_open_qp");
+	} else {
+		qp = verbs_try(ibv_create_qp_ex(o->ctx->vctx, &ia));
+		if (!qp)
+			return verbs_fail(o, "ibv_create_qp_ex (XRC_RECV)");
+	}
+	o->vobj = qp;
+	o->handle = qp->handle;
+	res->qp_num = qp->qp_num;
+	return 0;
+}
+
 static int verbs_create_qp(struct ibc_obj *o, const struct ibc_obj_args *a,
 			   struct ibc_obj_result *res)
 {
@@ -174,6 +210,8 @@ static int verbs_create_qp(struct ibc_obj *o, const struct ibc_obj_args *a,
 	};
 	struct ibv_qp *qp;
 
+	if (ia.qp_type == IBV_QPT_XRC_RECV)
+		return verbs_create_tgt_qp(o, a, res);
 	qp = verbs_try(ibv_create_qp_ex(o->ctx->vctx, &ia));
 	if (!qp)
 		return verbs_fail(o, "ibv_create_qp_ex");
@@ -189,6 +227,46 @@ static int verbs_create_qp(struct ibc_obj *o, const struct ibc_obj_args *a,
 	return 0;
 }
 
+/* An XRC SRQ on the XRCD, its CQ and the PD. */
+static int verbs_create_xrc_srq(struct ibc_obj *o,
+				const struct ibc_obj_args *a,
+				struct ibc_obj_result *res)
+{
+	struct ibv_srq_init_attr_ex sa = {
+		.attr = {
+			.max_wr = a->attr.max_wr,
+			.max_sge = a->attr.max_sge,
+			.srq_limit = a->attr.srq_limit,
+		},
+		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
+			     IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
+		.srq_type = IBV_SRQT_XRC,
+		.pd = o->ctx->pd,
+		.xrcd = a->xrcd,
+		.cq = a->cq,
+	};
+	struct ibv_srq *srq;
+	uint32_t num = 0;
+	int ret;
+
+	srq = verbs_try(ibv_create_srq_ex(o->ctx->vctx, &sa));
+	if (!srq)
+		return verbs_fail(o, "ibv_create_srq_ex");
+	ret = verbs_ret(verbs_try(ibv_get_srq_num(srq, &num)), EIO);
+	if (ret < 0) {
+		ibv_destroy_srq(srq);
+		return ibc_set_error(ret, "%s: ibv_get_srq_num failed: %s",
+				     o->ctx->caps.device, strerror(-ret));
+	}
+	o->vobj = srq;
+	o->handle = srq->handle;
+	res->qp_num = num;
+	res->attr.max_wr = sa.attr.max_wr;
+	res->attr.max_sge = sa.attr.max_sge;
+	res->attr.srq_limit = sa.attr.srq_limit;
+	return 0;
+}
+
 static int verbs_create_srq(struct ibc_obj *o, const struct ibc_obj_args *a,
 			    struct ibc_obj_result *res)
 {
@@ -201,6 +279,8 @@ static int verbs_create_srq(struct ibc_obj *o, const struct ibc_obj_args *a,
 	};
 	struct ibv_srq *srq;
 
+	if (a->xrcd)
+		return verbs_create_xrc_srq(o, a, res);
 	srq = verbs_try(ibv_create_srq(o->ctx->pd, &sa));
 	if (!srq)
 		return verbs_fail(o, "ibv_create_srq");
@@ -211,6 +291,7 @@ static int verbs_create_srq(struct ibc_obj *o, const struct ibc_obj_args *a,
 	res->attr.srq_limit = sa.attr.srq_limit;
 	return 0;
 }
+
 
 static int verbs_create_wq(struct ibc_obj *o, const struct ibc_obj_args *a,
 			   struct ibc_obj_result *res)
@@ -316,6 +397,9 @@ static int verbs_kernel_destroy(struct ibc_obj *o)
 	case IBC_OBJ_MR:
 		ret = verbs_try(ibv_dereg_mr(o->vobj));
 		break;
+	case IBC_OBJ_XRCD:
+		ret = verbs_try(ibv_close_xrcd(o->vobj));
+		break;
 	default:
 		return -EOPNOTSUPP;
 	}
@@ -325,6 +409,29 @@ static int verbs_kernel_destroy(struct ibc_obj *o)
 				     o->ctx->caps.device,
 				     ibc_obj_kind_name(o->kind), o->handle,
 				     strerror(-ret));
+	return 0;
+}
+
+/*
+ * The broker holds the first open of every XRCD, so the kernel always finds
+ * one: O_CREAT, never O_EXCL (which it would refuse), and its EINVAL is the
+ * caller's as it is.
+ */
+int ibc_verbs_open_xrcd(struct ibc_obj *o, int fd)
+{
+	struct ibv_xrcd_init_attr ia = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.fd = fd,
+		.oflags = O_CREAT,
+	};
+	struct ibv_xrcd *x;
+
+	x = verbs_try(ibv_open_xrcd(o->ctx->vctx, &ia));
+	if (!x)
+		return verbs_fail(o, "ibv_open_xrcd");
+	/* struct ibv_xrcd shows no handle (verbs_xrcd is rdma-core's
+	 * private driver.h): the broker never destroys it by handle. */
+	o->vobj = x;
 	return 0;
 }
 
@@ -346,6 +453,7 @@ static int verbs_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 
 	shown.cqe = a->attr.cqe;
 	shown.qp_type = a->attr.qp_type;
+	shown.xrc_qp_num = a->attr.xrc_qp_num;
 	shown.mr_length = a->attr.mr_length;
 	err = ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 			      &shown, NULL);
@@ -438,7 +546,12 @@ static int own_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 
 static int own_destroy(struct ibc_obj *o)
 {
-	return verbs_kernel_destroy(o);
+	int err = verbs_kernel_destroy(o);
+
+	/* The broker counts the name's opens, own ones too. */
+	if (err == 0 && o->kind == IBC_OBJ_XRCD)
+		ibc_xrcd_own_closed(o);
+	return err;
 }
 
 /* The kernel cleans this context up when the process exits. */

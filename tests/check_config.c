@@ -189,6 +189,26 @@ static const struct bad_case bad[] = {
 	{ "syntax error before a bad section",
 	  "[defaults]\nobjects = 1\nnot a pair\n[bogus]\n", 3, NULL, NULL,
 	  "syntax error" },
+	/* [xrcd NAME] */
+	{ "XRCD name with a slash", "[xrcd a/b]\ndomains = uid-0\n", 1, NULL,
+	  NULL, "XRCD names are 1 to 64 bytes" },
+	{ "XRCD name ..", "[xrcd ..]\ndomains = uid-0\n", 1, NULL, NULL,
+	  "XRCD names" },
+	{ "XRCD name of 65 bytes",
+	  "[xrcd " X50 "123456789012345]\ndomains = uid-0\n", 1, NULL, NULL,
+	  "XRCD names" },
+	{ "unknown key in [xrcd]",
+	  "[domain a]\nusers = 0\n[xrcd s]\nfoo = a\n", 4, "xrcd s", "foo",
+	  "unknown key (known: domains)" },
+	{ "XRCD listing an unknown domain", "[xrcd s]\ndomains = nope\n", 1,
+	  "xrcd s", "domains", "\"nope\" is neither" },
+	{ "XRCD without domains", "[xrcd s]\n", 1, "xrcd s", "domains",
+	  "lists no domains" },
+	{ "XRCD declared twice",
+	  "[xrcd s]\ndomains = uid-0\n[xrcd s]\ndomains = uid-0\n", 3, NULL,
+	  NULL, "declared twice" },
+	{ "XRCD listing a domain twice", "[xrcd s]\ndomains = uid-0, uid-0\n",
+	  2, "xrcd s", "domains", "listed twice" },
 };
 
 #define N_BAD (sizeof(bad) / sizeof(bad[0]))
@@ -426,6 +446,39 @@ START_TEST(test_good_file)
 }
 END_TEST
 
+START_TEST(test_xrcd_sections)
+{
+	char *path = write_conf("[domain a]\nusers = 0\n"
+				"[xrcd shared.one]\ndomains = a, uid-1000\n"
+				"[xrcd x y]\ndomains = uid-7\n");
+	const struct config_xrcd *x;
+	char err[512] = "";
+	struct config c;
+	int ret;
+
+	ret = config_load(path, true, &c, err, sizeof(err));
+	ck_assert_msg(ret == 0, "config_load: %d: %s", ret, err);
+	ck_assert_uint_eq(c.n_xrcds, 2);
+	x = config_find_xrcd(&c, "shared.one");
+	ck_assert_ptr_nonnull(x);
+	ck_assert_uint_eq(x->line, 3);
+	ck_assert_uint_eq(x->n_domains, 2);
+	ck_assert(config_xrcd_lists(x, "a"));
+	ck_assert(config_xrcd_lists(x, "uid-1000"));
+	ck_assert(!config_xrcd_lists(x, "uid-7"));
+	ck_assert_ptr_nonnull(config_find_xrcd(&c, "x y"));
+	ck_assert_ptr_null(config_find_xrcd(&c, "shared"));
+	ck_assert(config_valid_xrcd_name("ok", 2));
+	ck_assert(!config_valid_xrcd_name("", 0));
+	ck_assert(!config_valid_xrcd_name(".", 1));
+	ck_assert(!config_valid_xrcd_name("a\0b", 3));
+	ck_assert(!config_valid_xrcd_name("a\tb", 3));
+	config_free(&c);
+	ck_assert_ptr_null(c.xrcds);
+	free(path);
+}
+END_TEST
+
 /* [defaults] first or last: the domain gets the same quotas. */
 START_TEST(test_defaults_anywhere)
 {
@@ -597,6 +650,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_config_init);
 	tcase_add_test(tc, test_broker_limits);
 	tcase_add_test(tc, test_good_file);
+	tcase_add_test(tc, test_xrcd_sections);
 	tcase_add_test(tc, test_defaults_anywhere);
 	tcase_add_test(tc, test_good_file_encodings);
 	tcase_add_test(tc, test_empty_file);

@@ -555,6 +555,121 @@ START_TEST(test_dispatch_rows)
 }
 END_TEST
 
+/* --- XRC domains (daemon/xrcd.c) ---------------------------------------- */
+
+/* XrcdOpenRequest for @name with @oflags in @c's context: the object id, or
+ * -errno. */
+static int xrcd_open_own(struct ol_client *c, const char *name,
+			 uint32_t oflags, bool own, uint64_t *ret_id)
+{
+	Rdmab__XrcdOpenRequest xo = RDMAB__XRCD_OPEN_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int ret;
+
+	xo.context_id = c->ctx_id;
+	xo.name = (char *)name;
+	xo.oflags = oflags;
+	xo.own = own;
+	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
+	req.xrcd_open = &xo;
+	ret = ol_call(c, &req, &m);
+	if (ret < 0)
+		return ret;
+	*ret_id = m->reply->xrcd_open->object_id;
+	ol_free(m);
+	return 0;
+}
+
+static int xrcd_open(struct ol_client *c, const char *name, uint32_t oflags,
+		     uint64_t *ret_id)
+{
+	return xrcd_open_own(c, name, oflags, false, ret_id);
+}
+
+static int xrcd_close(struct ol_client *c, uint64_t id)
+{
+	Rdmab__XrcdCloseRequest xc = RDMAB__XRCD_CLOSE_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int ret;
+
+	xc.object_id = id;
+	req.body_case = RDMAB__REQUEST__BODY_XRCD_CLOSE;
+	req.xrcd_close = &xc;
+	ret = ol_call(c, &req, &m);
+	if (ret == 0)
+		ol_free(m);
+	return ret;
+}
+
+/*
+ * A client on a context of its own (a verbs device it could not import):
+ * its opens are its session's, registered nowhere; XrcdClose ends one, the
+ * end of the session the rest. The soft device has no such contexts.
+ */
+START_TEST(test_xrcd_own)
+{
+	struct ol_client *c = client(0), *other = client(1);
+	struct ol_info objs[4];
+	char path[400];
+	uint64_t a, b;
+
+	ck_assert_int_eq(xrcd_open_own(c, "o", O_CREAT, true, &a), -EINVAL);
+	srv.devices.dev[0].broker_objects = false;
+	OK(xrcd_open_own(c, "o", O_CREAT, true, &a));
+	OK(xrcd_open_own(c, "o", 0, true, &b));
+	ck_assert_int_eq(ol_list(other, 0, NULL, objs, 4), 0);
+	ck_assert_uint_eq(srv.domains.tqh_first->used.xrcds, 2);
+	/* Registered opens are closed with obj-destroy, not here. */
+	ck_assert_int_eq(xrcd_close(other, a), -ENOENT);
+	OK(xrcd_close(c, a));
+	ck_assert_int_eq(xrcd_close(c, a), -ENOENT);
+	/* p.1 went with the refused open. */
+	snprintf(path, sizeof(path), "%s/xrcd/p.2", dir);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	hang_up(0);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_uint_eq(srv.domains.tqh_first->used.xrcds, 0);
+}
+END_TEST
+
+/*
+ * On a verbs device the broker knows no handle of a client's XRCD (struct
+ * ibv_xrcd shows none): a dead client's XRC SRQ goes by handle, its XRCD
+ * record is never destroyed by handle but counted as unaccounted, and its
+ * open of the name goes, which removes an undeclared name's file.
+ */
+START_TEST(test_xrcd_verbs_dead)
+{
+	struct ol_client *c = client(0), *other = client(1);
+	struct ol_obj srq;
+	uint32_t used = 0, unacc = 0;
+	char path[400];
+	uint64_t id;
+
+	srv.devices.dev[0].broker_objects = false;
+	OK(xrcd_open(c, "v", O_CREAT, &id));
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
+			  IBC_OBJ_SRQ, NULL, 0, NULL, 5, &srq));
+	snprintf(path, sizeof(path), "%s/xrcd/p.1", dir);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	ck_assert_uint_eq(srv.domains.tqh_first->used.xrcds, 1);
+	n_seen = 0;
+	hang_up(0);
+	objects_owner_dead(owner(0));
+	run_cleanup(0, 2000);
+	ck_assert_ptr_null(owner(0));
+	/* The SRQ was destroyed by handle, the XRCD was not. */
+	for (size_t i = 0; i < n_seen; i++)
+		ck_assert_int_ne(seen[i], IBC_OBJ_XRCD);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert_uint_eq(srv.domains.tqh_first->used.xrcds, 0);
+	OK(ol_domain(other, other->domain, &used, &unacc));
+	ck_assert_uint_eq(unacc, 1);
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
 	Suite *s = suite_create("registry");
@@ -572,6 +687,8 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_family_hook);
 	tcase_add_test(tc, test_intents_unaccounted);
 	tcase_add_test(tc, test_device_gone);
+	tcase_add_test(tc, test_xrcd_verbs_dead);
+	tcase_add_test(tc, test_xrcd_own);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("dispatch");

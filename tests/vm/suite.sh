@@ -270,6 +270,7 @@ if section client; then
 	run_prog ownctx-import-error "${AS_CLIENT[@]}" "$bin/vm-ownctx" import-error "$DEV"
 	run_prog ownctx-own "${AS_CLIENT[@]}" "$bin/vm-ownctx" own "$DEV"
 	run_prog objects-own "${AS_CLIENT[@]}" "$bin/vm-objects" "$DEV"
+	run_prog xrcd-own "${AS_CLIENT[@]}" "$bin/vm-ownctx" xrcd "$DEV"
 fi
 
 # --- RC ping-pong: the hot path never reaches the broker -----------------------

@@ -11,6 +11,10 @@
  *   vm-ownctx hold DEV DIR
  *	own context with a PD, MR, CQ and QP; creates DIR/ready, then sleeps
  *	until killed
+ *   vm-ownctx xrcd DEV
+ *	ibc_xrcd_open on the own context: without IBV_DEVICE_XRC (rxe) the
+ *	broker's EOPNOTSUPP with a sentence naming the device; with it, the
+ *	open (ibv_open_xrcd on the broker's inode file) and its close
  *   vm-ownctx wait-removed DEV DIR passive|app
  *	wait for IBC_EVENT_DEVICE_REMOVED, which names the context; "app"
  *	holds a PD, MR, CQ and QP and, in the event callback, destroys them
@@ -23,6 +27,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -39,7 +44,8 @@
 static int usage(void)
 {
 	fprintf(stderr,
-		"usage: vm-ownctx import-error DEV | own DEV | hold DEV DIR | "
+		"usage: vm-ownctx import-error DEV | own DEV | xrcd DEV | "
+		"hold DEV DIR | "
 		"wait-removed DEV DIR passive|app\n");
 	return 2;
 }
@@ -379,6 +385,45 @@ static int mode_wait_removed(const char *dev, const char *dir,
 	return vm_failures() ? 1 : 0;
 }
 
+static int mode_xrcd(const char *dev)
+{
+	struct ibc_xrcd *x = NULL;
+	struct ibc_client *cl;
+	struct ibc_ctx *ctx;
+	struct ibc_caps caps;
+	const char *why;
+	int err;
+
+	if (connect_client(IBC_CONNECT_ALLOW_OWN_CONTEXT, NULL, NULL, &cl) < 0)
+		return 1;
+	err = ibc_open(cl, dev, &ctx);
+	if (!vm_check(err == 0, "xrcd-open-context", "ibc_open(%s): %d (%s)",
+		      dev, err, err < 0 ? ibc_last_error() : "success")) {
+		ibc_disconnect(cl);
+		return 1;
+	}
+	memset(&caps, 0, sizeof(caps));
+	ibc_query(ctx, &caps, sizeof(caps));
+	err = ibc_xrcd_open(ctx, "vm-xrcd", O_CREAT, &x);
+	why = ibc_last_error();
+	if (!caps.xrc)
+		vm_check(err == -EOPNOTSUPP && !x && strstr(why, dev) &&
+				 strstr(why, "IBV_DEVICE_XRC"),
+			 "xrcd-eopnotsupp",
+			 "ibc_xrcd_open on %s (no XRC): %d (%s), \"%s\"; "
+			 "ibc_xrcd_open(3) documents EOPNOTSUPP with a "
+			 "sentence naming the device",
+			 dev, err, err < 0 ? strerror(-err) : "success", why);
+	else
+		vm_check(err == 0 && ibc_verbs_xrcd(x) &&
+				 ibc_xrcd_close(x) == 0,
+			 "xrcd-open-close",
+			 "ibc_xrcd_open on %s (XRC): %d (%s)", dev, err, why);
+	ibc_close(ctx);
+	ibc_disconnect(cl);
+	return vm_failures() ? 1 : 0;
+}
+
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -386,6 +431,8 @@ int main(int argc, char **argv)
 		return mode_import_error(argv[2]);
 	if (argc == 3 && strcmp(argv[1], "own") == 0)
 		return mode_own(argv[2]);
+	if (argc == 3 && strcmp(argv[1], "xrcd") == 0)
+		return mode_xrcd(argv[2]);
 	if (argc == 4 && strcmp(argv[1], "hold") == 0)
 		return mode_hold(argv[2], argv[3]);
 	if (argc == 5 && strcmp(argv[1], "wait-removed") == 0)

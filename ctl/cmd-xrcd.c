@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+/* rdmabrokerctl xrcd [list | show NAME | remove NAME] */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "ctl/ctl.h"
+
+static int xrcd_usage(const char *why, const char *arg)
+{
+	fprintf(stderr, "rdmabrokerctl: xrcd: %s%s%s\n", why, arg ? ": " : "",
+		arg ? arg : "");
+	fprintf(stderr, "Usage: rdmabrokerctl xrcd [list | show NAME | "
+			"remove NAME]\n");
+	return CTL_USAGE;
+}
+
+static void xrcd_json(const struct ibc_xrcd_info *x, size_t n)
+{
+	printf("[");
+	for (size_t i = 0; i < n; i++) {
+		printf("%s{\"name\":", i ? "," : "");
+		json_string(stdout, x[i].name);
+		printf(",\"owner_domain\":");
+		json_string(stdout, x[i].owner_domain);
+		printf(",\"domains\":");
+		json_string(stdout, x[i].domains);
+		printf(",\"inode\":%" PRIu64 ",\"devices\":", x[i].ino);
+		json_string(stdout, x[i].devices);
+		printf(",\"persistent\":%s,\"opens\":%u,\"shown\":[",
+		       x[i].persistent ? "true" : "false", x[i].n_opens);
+		for (uint32_t k = 0; k < x[i].n_opens_shown; k++) {
+			const struct ibc_xrcd_open_info *o = &x[i].opens[k];
+
+			printf("%s{\"client\":%" PRIu64 ",\"pid\":%u,"
+			       "\"object\":%" PRIu64 ",\"domain\":",
+			       k ? "," : "", o->client_id, o->pid,
+			       o->object_id);
+			json_string(stdout, o->domain);
+			printf("}");
+		}
+		printf("]}");
+	}
+	printf("]\n");
+}
+
+static void xrcd_table(const struct ibc_xrcd_info *x, size_t n)
+{
+	printf("%-24s %-10s %-12s %-20s %-12s %-5s %s\n", "NAME", "INODE",
+	       "PERSISTENT", "DOMAIN(S)", "DEVICES", "OPENS", "CLIENTS");
+	for (size_t i = 0; i < n; i++) {
+		char name[CTL_TEXT_SIZE(x[i].name)];
+		char doms[CTL_TEXT_SIZE(x[i].domains)];
+		char devs[CTL_TEXT_SIZE(x[i].devices)];
+		const char *d = x[i].persistent ? x[i].domains :
+						  x[i].owner_domain;
+
+		printf("%-24s %-10" PRIu64 " %-12s %-20s %-12s %-5u",
+		       text_escape(name, sizeof(name), x[i].name), x[i].ino,
+		       x[i].persistent ? "declared" : "while-open",
+		       text_escape(doms, sizeof(doms), d),
+		       text_escape(devs, sizeof(devs),
+				   *x[i].devices ? x[i].devices : "-"),
+		       x[i].n_opens);
+		/* Opens per client: each open is listed, a client's in a
+		 * row. */
+		for (uint32_t k = 0; k < x[i].n_opens_shown; k++)
+			printf("%s%" PRIu64 "(pid %u)", k ? " " : " ",
+			       x[i].opens[k].client_id, x[i].opens[k].pid);
+		if (x[i].n_opens > x[i].n_opens_shown)
+			printf(" ...");
+		printf("\n");
+	}
+}
+
+int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
+{
+	const char *sub = argc > 1 ? argv[1] : "list";
+	const char *name = NULL;
+	struct ibc_xrcd_info *x;
+	size_t n;
+	int ret;
+
+	if (strcmp(sub, "list") == 0) {
+		if (argc > 2)
+			return xrcd_usage("list takes no argument", argv[2]);
+	} else if (strcmp(sub, "show") == 0 || strcmp(sub, "remove") == 0) {
+		if (argc != 3)
+			return xrcd_usage("needs one name", sub);
+		name = argv[2];
+	} else {
+		return xrcd_usage("unknown subcommand", sub);
+	}
+	ret = ctl_connect(ctl);
+	if (ret)
+		return ret;
+	if (strcmp(sub, "remove") == 0) {
+		ret = ibc_admin_xrcd_remove(ctl->client, name);
+		if (ret < 0)
+			return ctl_fail("xrcd remove", ret);
+		if (ctl->json) {
+			printf("{\"removed\":");
+			json_string(stdout, name);
+			printf("}\n");
+		} else {
+			char t[TEXT_ESCAPED_SIZE(80)];
+
+			printf("XRCD %s removed\n",
+			       text_escape(t, sizeof(t), name));
+		}
+		return CTL_OK;
+	}
+	ret = ibc_list_xrcds(ctl->client, name, &x, sizeof(*x), &n);
+	if (ret < 0)
+		return ctl_fail("xrcd", ret);
+	if (name && !n) {
+		ibc_list_free(x);
+		fprintf(stderr, "rdmabrokerctl: xrcd show: no XRCD of that "
+				"name is visible\n");
+		return CTL_ERROR;
+	}
+	if (ctl->json)
+		xrcd_json(x, n);
+	else
+		xrcd_table(x, n);
+	ibc_list_free(x);
+	return CTL_OK;
+}

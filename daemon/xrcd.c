@@ -1,0 +1,819 @@
+// SPDX-License-Identifier: MIT
+/* XRC domains by name: the name table, the inode files, the opens
+ * (xrcd.h states the rules). */
+#include "config.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dispatch.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/objects.h"
+#include "daemon/server.h"
+#include "daemon/xrcd.h"
+
+#define XRCD_DIR "xrcd"
+/* An XrcdInfo lists at most this many opens; a page this many XRCDs. */
+#define XRCD_LIST_OPENS 32
+#define XRCD_LIST_PAGE 4
+/* Tries at a fresh private file name before giving up. */
+#define XRCD_NAME_TRIES 16
+
+struct xrcd;
+
+struct xrcd_open {
+	TAILQ_ENTRY(xrcd_open) link; /* the XRCD's */
+	TAILQ_ENTRY(xrcd_open) all;  /* the table's */
+	struct xrcd *x;
+	/* The registry's record; NULL on a context of the client's own,
+	 * whose open belongs to @conn's session. */
+	struct obj *o;
+	struct conn *conn;
+	struct domain *domain;
+	uint64_t id;
+	uint64_t client_id;
+	pid_t pid;
+};
+
+struct xrcd {
+	TAILQ_ENTRY(xrcd) link;
+	char name[CONFIG_XRCD_NAME_MAX];
+	/* The domain whose private name it is; "" when declared. */
+	char owner[64];
+	bool declared;
+	/* The file's name in the directory, and a read-only descriptor of
+	 * it, which clients receive. */
+	char file[CONFIG_XRCD_NAME_MAX + 8];
+	int fd;
+	uint64_t ino;
+	/* The daemon's open per device (srv->devices.dev index). */
+	void *hold[DEVICE_MAX];
+	bool held[DEVICE_MAX];
+	TAILQ_HEAD(, xrcd_open) opens;
+	unsigned int n_opens;
+};
+
+struct xrcd_table {
+	struct server *srv;
+	int dirfd;
+	TAILQ_HEAD(, xrcd) xrcds;
+	TAILQ_HEAD(, xrcd_open) opens;
+	uint64_t next_file;
+};
+
+static struct xrcd_table *table(struct server *srv)
+{
+	return srv->xrcds;
+}
+
+static size_t dev_index(struct server *srv, const struct device *dev)
+{
+	return (size_t)(dev - srv->devices.dev);
+}
+
+/* --- names and files -------------------------------------------------- */
+
+static struct xrcd *xrcd_lookup(struct xrcd_table *t, const char *owner,
+				const char *name)
+{
+	struct xrcd *x;
+
+	TAILQ_FOREACH(x, &t->xrcds, link)
+		if (strcmp(x->owner, owner) == 0 && strcmp(x->name, name) == 0)
+			return x;
+	return NULL;
+}
+
+/* Create the file: O_EXCL and O_NOFOLLOW relative to the directory, so
+ * that nothing planted there (a symlink) is ever followed. */
+static int xrcd_file_create(struct xrcd_table *t, struct xrcd *x)
+{
+	struct stat st;
+	int fd = -1;
+
+	for (int i = 0; i < XRCD_NAME_TRIES && fd < 0; i++) {
+		if (!x->declared)
+			snprintf(x->file, sizeof(x->file), "p.%" PRIu64,
+				 ++t->next_file);
+		else
+			snprintf(x->file, sizeof(x->file), "d.%s", x->name);
+		fd = openat(t->dirfd, x->file,
+			    O_RDONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
+				    O_CLOEXEC,
+			    0600);
+		if (fd < 0 && (errno != EEXIST || x->declared))
+			return -errno;
+	}
+	if (fd < 0)
+		return -EEXIST;
+	if (fstat(fd, &st) < 0) {
+		int err = -errno;
+
+		close(fd);
+		unlinkat(t->dirfd, x->file, 0);
+		return err;
+	}
+	x->fd = fd;
+	x->ino = (uint64_t)st.st_ino;
+	return 0;
+}
+
+static struct xrcd *xrcd_new(struct xrcd_table *t, const char *owner,
+			     const char *name, bool declared)
+{
+	struct xrcd *x = calloc(1, sizeof(*x));
+
+	if (!x)
+		return NULL;
+	snprintf(x->name, sizeof(x->name), "%s", name);
+	snprintf(x->owner, sizeof(x->owner), "%s", owner);
+	x->declared = declared;
+	x->fd = -1;
+	TAILQ_INIT(&x->opens);
+	return x;
+}
+
+/* Forget @x: the holds go, and an undeclared name's file. */
+static void xrcd_free(struct xrcd_table *t, struct xrcd *x, bool unlink_file)
+{
+	struct server *srv = t->srv;
+
+	for (size_t i = 0; i < srv->devices.n; i++)
+		if (x->held[i])
+			srv->devices.dev[i].ops->xrcd_drop(&srv->devices.dev[i],
+							   x->hold[i]);
+	if (unlink_file && x->fd >= 0)
+		unlinkat(t->dirfd, x->file, 0);
+	if (x->fd >= 0)
+		close(x->fd);
+	TAILQ_REMOVE(&t->xrcds, x, link);
+	free(x);
+}
+
+/* An undeclared XRCD lives while someone holds it open. */
+static void xrcd_put(struct xrcd_table *t, struct xrcd *x)
+{
+	if (!x->n_opens && !x->declared)
+		xrcd_free(t, x, true);
+}
+
+/* --- opens ------------------------------------------------------------- */
+
+static void open_drop(struct xrcd_table *t, struct xrcd_open *op)
+{
+	struct xrcd *x = op->x;
+
+	TAILQ_REMOVE(&x->opens, op, link);
+	TAILQ_REMOVE(&t->opens, op, all);
+	x->n_opens--;
+	if (op->domain->used.xrcds)
+		op->domain->used.xrcds--;
+	free(op);
+	xrcd_put(t, x);
+}
+
+/* The registry's record of an open went (family hook). */
+static void xrcd_obj_removed(struct server *srv, struct obj *o, void *data)
+{
+	struct xrcd_table *t = data;
+	struct xrcd_open *op;
+
+	TAILQ_FOREACH(op, &t->opens, all)
+		if (op->o == o) {
+			open_drop(t, op);
+			return;
+		}
+}
+
+/*
+ * A dead client's XRCD on a verbs device has no handle the broker knows:
+ * its open of the name goes, and the kernel object in the domain's context
+ * is counted as unaccounted until the context closes (DESIGN §5).
+ */
+static int xrcd_before_destroy(struct server *srv, struct obj *o, void *data)
+{
+	if (o->made_here)
+		return 0;
+	objects_drop_intent(o);
+	return 1;
+}
+
+void xrcd_conn_closing(struct conn *c)
+{
+	struct xrcd_table *t = table(c->srv);
+	struct xrcd_open *op, *tmp;
+
+	if (!t)
+		return;
+	TAILQ_FOREACH_SAFE(op, &t->opens, all, tmp)
+		if (!op->o && op->conn == c)
+			open_drop(t, op);
+}
+
+/* The daemon's own open of @x on @dev, made once. */
+static int xrcd_hold_dev(struct xrcd_table *t, struct xrcd *x,
+			 struct device *dev, struct device_why *why)
+{
+	size_t i = dev_index(t->srv, dev);
+	int ret;
+
+	if (x->held[i])
+		return 0;
+	ret = dev->ops->xrcd_hold(dev, x->fd, x->ino, &x->hold[i], why);
+	if (ret < 0)
+		return ret;
+	x->held[i] = true;
+	return 0;
+}
+
+/* The device is gone: so are its XRCDs (its context closes). */
+static void xrcd_device_gone(struct server *srv, const void *what, void *data)
+{
+	const struct notify_device_gone *gone = what;
+	struct xrcd_table *t = data;
+	size_t i = dev_index(srv, gone->dev);
+	struct xrcd *x;
+
+	TAILQ_FOREACH(x, &t->xrcds, link)
+		if (x->held[i]) {
+			gone->dev->ops->xrcd_drop(gone->dev, x->hold[i]);
+			x->held[i] = false;
+		}
+}
+
+/* --- requests --------------------------------------------------------- */
+
+static int check_name(const char *name, struct reply *r)
+{
+	if (!config_valid_xrcd_name(name, strlen(name)))
+		return reply_error(r, -EINVAL,
+				   "an XRCD name is 1 to %d bytes, with no '/' "
+				   "and no control character, and is not "
+				   "\".\" or \"..\" (this one has %zu bytes)",
+				   CONFIG_XRCD_NAME_MAX - 1, strlen(name));
+	return 0;
+}
+
+/* "a, b" for a sentence. */
+static void list_domains(const struct config_xrcd *d, char *buf, size_t size)
+{
+	size_t off = 0;
+
+	buf[0] = '\0';
+	for (size_t i = 0; i < d->n_domains && off < size; i++)
+		off += (size_t)snprintf(buf + off, size - off, "%s%s",
+					i ? ", " : "", d->domains[i]);
+}
+
+/* The registry's record of the open, or none on a context of the
+ * client's own. */
+static int open_record(struct conn *c, struct dctx *dx, struct xrcd *x,
+		       bool own, struct reply *r, struct obj **ret_o,
+		       uint32_t *ret_handle)
+{
+	struct device *dev = dx->dev;
+	struct obj_spec spec = { .kind = IBC_OBJ_XRCD, .xrcd_ino = x->ino };
+	struct device_why why = { "" };
+	struct obj_made made;
+	struct obj *o;
+	int ret;
+
+	*ret_o = NULL;
+	*ret_handle = 0;
+	if (own) {
+		if (dev->broker_objects)
+			return reply_error(r, -EINVAL,
+					   "%s: the soft device's contexts are "
+					   "always shared",
+					   dev->name);
+		return 0;
+	}
+	/* verbs: registered at once, with no handle (struct ibv_xrcd shows
+	 * none); the client cancels it if its ibv_open_xrcd fails. */
+	ret = objects_add(c, dx, IBC_OBJ_XRCD, false, dev->broker_objects, 0,
+			  r, &o);
+	if (ret < 0)
+		return ret;
+	if (dev->broker_objects) {
+		ret = dev->ctx_ops->obj_create(dx->dc, &spec, &made, &why);
+		if (ret < 0) {
+			objects_remove(o);
+			return reply_error(r, ret, "%s", why.text);
+		}
+		o->handle = made.handle;
+		*ret_handle = made.handle;
+	}
+	*ret_o = o;
+	return 0;
+}
+
+/* The name @q asks for, by the broker's own table: EACCES, EEXIST,
+ * ENOENT, EDQUOT; a new name is made here. */
+static int xrcd_resolve(struct conn *c, const Rdmab__XrcdOpenRequest *q,
+			struct reply *r, struct xrcd **ret, bool *ret_created)
+{
+	struct xrcd_table *t = table(c->srv);
+	const struct config_xrcd *decl;
+	struct domain *d = c->domain;
+	const char *owner;
+	struct xrcd *x;
+	char names[512];
+	int err;
+
+	decl = config_find_xrcd(&c->srv->config, q->name);
+	if (decl && !config_xrcd_lists(decl, d->name)) {
+		list_domains(decl, names, sizeof(names));
+		return reply_error(r, -EACCES,
+				   "XRCD \"%s\" is declared in the "
+				   "configuration for the domains %s; domain "
+				   "%s is not one of them",
+				   q->name, names, d->name);
+	}
+	owner = decl ? "" : d->name;
+	x = xrcd_lookup(t, owner, q->name);
+	if (x && (q->oflags & O_EXCL))
+		return reply_error(r, -EEXIST,
+				   "XRCD \"%s\" exists (O_EXCL)", q->name);
+	if (!x && !(q->oflags & O_CREAT))
+		return reply_error(r, -ENOENT,
+				   "no XRCD \"%s\" in domain %s (open it with "
+				   "O_CREAT to create it)",
+				   q->name, d->name);
+	if (d->used.xrcds >= d->limit.xrcds)
+		return reply_error(r, -EDQUOT,
+				   "domain %s holds its quota of %u XRCD opens",
+				   d->name, d->limit.xrcds);
+	*ret_created = !x;
+	if (x) {
+		*ret = x;
+		return 0;
+	}
+	x = xrcd_new(t, owner, q->name, decl != NULL);
+	if (!x)
+		return reply_error(r, -ENOMEM, "out of memory");
+	err = xrcd_file_create(t, x);
+	if (err < 0) {
+		/* A declared file's name is the configuration's, still not
+		 * logged raw. */
+		char file[LOG_ESCAPED_SIZE(x->file)];
+
+		log_err("XRCD file %s/%s: %s", XRCD_DIR,
+			log_escape(file, sizeof(file), x->file),
+			strerror(-err));
+		free(x);
+		return reply_error(r, -EIO,
+				   "the broker cannot create the file of "
+				   "XRCD \"%s\" (see its log)",
+				   q->name);
+	}
+	TAILQ_INSERT_TAIL(&t->xrcds, x, link);
+	*ret = x;
+	return 0;
+}
+
+int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r)
+{
+	const Rdmab__XrcdOpenRequest *q = req->xrcd_open;
+	struct xrcd_table *t = table(c->srv);
+	Rdmab__XrcdOpenReply *out = reply_alloc(r, sizeof(*out));
+	struct dctx *dx = dctx_conn_find(c, q->context_id);
+	struct xrcd_open *op = calloc(1, sizeof(*op));
+	struct device_why why = { "" };
+	struct xrcd *x = NULL;
+	bool created = false;
+	uint32_t handle;
+	struct obj *o;
+	int ret;
+
+	if (!out || !op) {
+		ret = reply_error(r, -ENOMEM, "out of memory");
+		goto fail;
+	}
+	if (!dx) {
+		ret = reply_error(r, -ENOENT,
+				  "context %" PRIu64 " is not open in this "
+				  "session",
+				  q->context_id);
+		goto fail;
+	}
+	if (!dx->dc) {
+		ret = reply_error(r, -ENODEV, "device %s was removed",
+				  dx->dev->name);
+		goto fail;
+	}
+	if (t->dirfd < 0) {
+		ret = reply_error(r, -EOPNOTSUPP,
+				  "the broker's runtime directory %s cannot "
+				  "hold XRCD files (see its log)",
+				  c->srv->opt.runtime_dir ?
+					  c->srv->opt.runtime_dir :
+					  "(none)");
+		goto fail;
+	}
+	if (!dx->dev->caps.xrc) {
+		ret = reply_error(r, -EOPNOTSUPP,
+				  "%s has no XRC domains (the device does "
+				  "not report IBV_DEVICE_XRC)",
+				  dx->dev->name);
+		goto fail;
+	}
+	ret = check_name(q->name, r);
+	if (ret < 0)
+		goto fail;
+	if ((q->oflags & ~(uint32_t)(O_CREAT | O_EXCL)) ||
+	    ((q->oflags & O_EXCL) && !(q->oflags & O_CREAT))) {
+		ret = reply_error(r, -EINVAL,
+				  "XRCD open flags 0x%x: O_CREAT, and O_EXCL "
+				  "with O_CREAT, nothing else",
+				  q->oflags);
+		goto fail;
+	}
+	ret = xrcd_resolve(c, q, r, &x, &created);
+	if (ret < 0)
+		goto fail;
+	ret = xrcd_hold_dev(t, x, dx->dev, &why);
+	if (ret < 0) {
+		reply_error(r, ret, "%s", why.text);
+		goto fail;
+	}
+	ret = open_record(c, dx, x, q->own, r, &o, &handle);
+	if (ret < 0)
+		goto fail;
+	op->x = x;
+	op->o = o;
+	op->conn = c;
+	op->domain = c->domain;
+	op->id = o ? o->id : ++c->srv->registry->next_id;
+	op->client_id = c->id;
+	op->pid = c->cred.pid;
+	TAILQ_INSERT_TAIL(&x->opens, op, link);
+	TAILQ_INSERT_TAIL(&t->opens, op, all);
+	x->n_opens++;
+	c->domain->used.xrcds++;
+	if (created)
+		log_info("client %" PRIu64 ": %s XRCD of domain %s created "
+			 "(inode %" PRIu64 ")",
+			 c->id, x->declared ? "declared" : "private",
+			 c->domain->name, x->ino);
+	rdmab__xrcd_open_reply__init(out);
+	out->object_id = op->id;
+	out->handle = handle;
+	out->inode = x->ino;
+	out->fd_index = 0;
+	out->created = created;
+	out->persistent = x->declared;
+	r->fds[0] = x->fd;
+	r->nfds = 1;
+	r->msg.body_case = RDMAB__REPLY__BODY_XRCD_OPEN;
+	r->msg.xrcd_open = out;
+	return 0;
+fail:
+	free(op);
+	if (x)
+		xrcd_put(t, x);
+	return ret;
+}
+
+int h_xrcd_close(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r)
+{
+	struct xrcd_table *t = table(c->srv);
+	Rdmab__XrcdCloseReply *out = reply_alloc(r, sizeof(*out));
+	uint64_t id = req->xrcd_close->object_id;
+	struct xrcd_open *op;
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	TAILQ_FOREACH(op, &t->opens, all)
+		if (op->id == id && op->conn == c && !op->o)
+			break;
+	if (!op)
+		return reply_error(r, -ENOENT,
+				   "XRCD open %" PRIu64 " is not one of this "
+				   "session's own-context opens (a registered "
+				   "open is closed with obj-destroy)",
+				   id);
+	open_drop(t, op);
+	rdmab__xrcd_close_reply__init(out);
+	r->msg.body_case = RDMAB__REPLY__BODY_XRCD_CLOSE;
+	r->msg.xrcd_close = out;
+	return 0;
+}
+
+/* A client that is not an administrator sees its domain's private names
+ * and the declared names that list it. */
+static bool xrcd_visible(const struct xrcd *x, const struct conn *c,
+			 bool admin)
+{
+	const struct config_xrcd *decl;
+
+	if (admin)
+		return true;
+	if (!x->declared)
+		return strcmp(x->owner, c->domain->name) == 0;
+	decl = config_find_xrcd(&c->srv->config, x->name);
+	return decl && config_xrcd_lists(decl, c->domain->name);
+}
+
+static int xrcd_info(struct conn *c, const struct xrcd *x, struct reply *r,
+		     Rdmab__XrcdInfo *xi)
+{
+	struct server *srv = c->srv;
+	const struct config_xrcd *decl = config_find_xrcd(&srv->config,
+							  x->name);
+	size_t n_dev = 0, n_dom = 0, n_op = 0;
+	const struct xrcd_open *op;
+
+	rdmab__xrcd_info__init(xi);
+	xi->name = (char *)x->name;
+	xi->owner_domain = (char *)x->owner;
+	xi->inode = x->ino;
+	xi->persistent = x->declared;
+	xi->open_count = x->n_opens;
+	xi->devices = reply_alloc(r, sizeof(char *) * (srv->devices.n + 1));
+	xi->opens = reply_alloc(r, sizeof(*xi->opens) * XRCD_LIST_OPENS);
+	if (x->declared && decl)
+		xi->domains = reply_alloc(r, sizeof(char *) *
+						     (decl->n_domains + 1));
+	if (!xi->devices || !xi->opens || (x->declared && decl && !xi->domains))
+		return -ENOMEM;
+	for (size_t i = 0; i < srv->devices.n; i++)
+		if (x->held[i])
+			xi->devices[n_dev++] = srv->devices.dev[i].name;
+	xi->n_devices = n_dev;
+	if (x->declared && decl) {
+		for (size_t i = 0; i < decl->n_domains; i++)
+			xi->domains[n_dom++] = (char *)decl->domains[i];
+		xi->n_domains = n_dom;
+	}
+	TAILQ_FOREACH(op, &x->opens, link) {
+		Rdmab__XrcdOpenInfo *oi;
+
+		if (n_op == XRCD_LIST_OPENS)
+			break;
+		oi = reply_alloc(r, sizeof(*oi));
+		if (!oi)
+			return -ENOMEM;
+		rdmab__xrcd_open_info__init(oi);
+		oi->client_id = op->client_id;
+		oi->pid = (uint32_t)op->pid;
+		oi->domain = op->domain->name;
+		oi->object_id = op->id;
+		xi->opens[n_op++] = oi;
+	}
+	xi->n_opens = n_op;
+	return 0;
+}
+
+int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r)
+{
+	const Rdmab__ListXrcdsRequest *q = req->list_xrcds;
+	struct xrcd_table *t = table(c->srv);
+	bool admin = policy_is_admin(c->srv, c);
+	Rdmab__ListXrcdsReply *out = reply_alloc(r, sizeof(*out));
+	Rdmab__XrcdInfo *infos, **ptrs;
+	uint32_t idx = 0;
+	struct xrcd *x;
+	size_t n = 0;
+
+	infos = reply_alloc(r, sizeof(*infos) * XRCD_LIST_PAGE);
+	ptrs = reply_alloc(r, sizeof(*ptrs) * XRCD_LIST_PAGE);
+	if (!out || !infos || !ptrs)
+		return reply_error(r, -ENOMEM, "out of memory");
+	rdmab__list_xrcds_reply__init(out);
+	TAILQ_FOREACH(x, &t->xrcds, link) {
+		if (!xrcd_visible(x, c, admin))
+			continue;
+		if (*q->name && strcmp(q->name, x->name) != 0)
+			continue;
+		if (idx++ < q->offset || n == XRCD_LIST_PAGE)
+			continue;
+		if (xrcd_info(c, x, r, &infos[n]) < 0)
+			return reply_error(r, -ENOMEM, "out of memory");
+		ptrs[n] = &infos[n];
+		n++;
+	}
+	out->xrcds = ptrs;
+	out->n_xrcds = n;
+	out->total = idx;
+	r->msg.body_case = RDMAB__REPLY__BODY_LIST_XRCDS;
+	r->msg.list_xrcds = out;
+	return 0;
+}
+
+int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r)
+{
+	const char *name = req->xrcd_remove->name;
+	struct xrcd_table *t = table(c->srv);
+	Rdmab__XrcdRemoveReply *out = reply_alloc(r, sizeof(*out));
+	char esc[LOG_ESCAPED_SIZE(((struct xrcd *)0)->name)];
+	struct xrcd *x;
+	int ret;
+
+	/* Administrators only: H_ADMIN. */
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	ret = check_name(name, r);
+	if (ret < 0)
+		return ret;
+	x = xrcd_lookup(t, "", name);
+	if (!x)
+		return reply_error(r, -ENOENT,
+				   "no declared XRCD \"%s\" exists (private "
+				   "names go when their last open closes)",
+				   name);
+	if (x->n_opens)
+		return reply_error(r, -EBUSY,
+				   "XRCD \"%s\" is held by %u open%s",
+				   name, x->n_opens,
+				   x->n_opens == 1 ? "" : "s");
+	log_notice("XRCD \"%s\" (inode %" PRIu64 ") removed by client "
+		   "%" PRIu64 " (uid %u)",
+		   log_escape(esc, sizeof(esc), x->name), x->ino, c->id,
+		   c->cred.uid);
+	xrcd_free(t, x, true);
+	rdmab__xrcd_remove_reply__init(out);
+	r->msg.body_case = RDMAB__REPLY__BODY_XRCD_REMOVE;
+	r->msg.xrcd_remove = out;
+	return 0;
+}
+
+/* --- the directory ---------------------------------------------------- */
+
+/* The 0700 directory of the broker's own, never a symlink. */
+static int xrcd_dir_open(const char *runtime_dir)
+{
+	struct stat st;
+	int rfd, fd, err;
+
+	rfd = open(runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rfd < 0)
+		return -errno;
+	if (mkdirat(rfd, XRCD_DIR, 0700) < 0 && errno != EEXIST) {
+		err = -errno;
+		close(rfd);
+		return err;
+	}
+	fd = openat(rfd, XRCD_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+					   O_CLOEXEC);
+	err = -errno;
+	close(rfd);
+	if (fd < 0)
+		return err;
+	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() ||
+	    fchmod(fd, 0700) < 0) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+/* Adopt "d.NAME" regular files of declared names; remove the rest. */
+static void xrcd_adopt(struct xrcd_table *t)
+{
+	const struct config *cfg = &t->srv->config;
+	int fd = dup(t->dirfd);
+	unsigned int adopted = 0, removed = 0;
+	char esc[LOG_ESCAPED_SIZE(((struct dirent *)0)->d_name)];
+	struct dirent *e;
+	DIR *dir;
+
+	if (fd < 0)
+		return;
+	dir = fdopendir(fd);
+	if (!dir) {
+		close(fd);
+		return;
+	}
+	rewinddir(dir);
+	while ((e = readdir(dir))) {
+		const char *n = e->d_name;
+		struct xrcd *x;
+		struct stat st;
+		int f;
+
+		if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
+			continue;
+		if (strncmp(n, "d.", 2) == 0 && config_find_xrcd(cfg, n + 2)) {
+			f = openat(t->dirfd, n,
+				   O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+					   O_CLOEXEC);
+			if (f >= 0 && fstat(f, &st) == 0 &&
+			    S_ISREG(st.st_mode) &&
+			    (x = xrcd_new(t, "", n + 2, true))) {
+				snprintf(x->file, sizeof(x->file), "d.%s",
+					 x->name);
+				x->fd = f;
+				x->ino = (uint64_t)st.st_ino;
+				TAILQ_INSERT_TAIL(&t->xrcds, x, link);
+				adopted++;
+				continue;
+			}
+			if (f >= 0)
+				close(f);
+		}
+		/* A leftover, or something that is not ours: a symlink is
+		 * removed, never followed. */
+		if (unlinkat(t->dirfd, n, 0) == 0 ||
+		    unlinkat(t->dirfd, n, AT_REMOVEDIR) == 0)
+			removed++;
+		else
+			log_warn("%s/%s: cannot remove it: %s", XRCD_DIR,
+				 log_escape(esc, sizeof(esc), n),
+				 strerror(errno));
+	}
+	closedir(dir);
+	if (adopted || removed)
+		log_info("XRCD directory: %u declared file%s adopted, %u "
+			 "leftover%s removed",
+			 adopted, adopted == 1 ? "" : "s", removed,
+			 removed == 1 ? "" : "s");
+}
+
+void xrcd_configure(struct server *srv)
+{
+	struct xrcd_table *t = table(srv);
+	struct xrcd *x, *tmp;
+
+	if (!t)
+		return;
+	/* A name no longer declared lives while it is held, as an
+	 * undeclared one; it stays visible to no domain but the
+	 * administrators. */
+	TAILQ_FOREACH_SAFE(x, &t->xrcds, link, tmp)
+		if (x->declared && !config_find_xrcd(&srv->config, x->name)) {
+			x->declared = false;
+			snprintf(x->owner, sizeof(x->owner), "%s",
+				 "(undeclared)");
+			xrcd_put(t, x);
+		}
+}
+
+int xrcd_init(struct server *srv)
+{
+	struct xrcd_table *t = calloc(1, sizeof(*t));
+	struct obj_family fam = {
+		.before_destroy = xrcd_before_destroy,
+		.removed = xrcd_obj_removed,
+	};
+	int fd;
+
+	if (!t)
+		return -ENOMEM;
+	/* Without its directory the broker runs, and refuses XRCDs with a
+	 * sentence (the directory was optional before XRCDs). */
+	fd = srv->opt.runtime_dir ? xrcd_dir_open(srv->opt.runtime_dir) :
+				    -ENOENT;
+	if (fd < 0)
+		log_err("%s/%s: the XRCD directory cannot be used: %s; XRCD "
+			"opens will be refused",
+			srv->opt.runtime_dir ? srv->opt.runtime_dir : "(none)",
+			XRCD_DIR, strerror(-fd));
+	t->srv = srv;
+	t->dirfd = fd;
+	TAILQ_INIT(&t->xrcds);
+	TAILQ_INIT(&t->opens);
+	srv->xrcds = t;
+	if (fd >= 0)
+		xrcd_adopt(t);
+	fam.data = t;
+	objects_set_family(srv->registry, IBC_OBJ_XRCD, &fam);
+	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
+				xrcd_device_gone, t);
+}
+
+void xrcd_fini(struct server *srv)
+{
+	struct xrcd_table *t = table(srv);
+	struct xrcd_open *op;
+	struct xrcd *x;
+
+	if (!t)
+		return;
+	while ((op = TAILQ_FIRST(&t->opens))) {
+		TAILQ_REMOVE(&t->opens, op, all);
+		free(op);
+	}
+	/* Declared files stay for the next start (RuntimeDirectoryPreserve
+	 * =restart); the others go. */
+	while ((x = TAILQ_FIRST(&t->xrcds)))
+		xrcd_free(t, x, !x->declared);
+	if (t->dirfd >= 0)
+		close(t->dirfd);
+	free(t);
+	srv->xrcds = NULL;
+}

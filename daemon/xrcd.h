@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * XRC domains by name (DESIGN §4). The kernel keys an XRC domain by the
+ * inode of a file, per uverbs device, across contexts; the broker owns
+ * those files, in a 0700 directory of its own under the runtime directory,
+ * and decides O_CREAT and O_EXCL by its own name table:
+ *
+ * - A name is private to the domain that made it (each domain's names are
+ *   its own namespace) unless the configuration declares it ([xrcd NAME],
+ *   domains = a, b): a declared name is shared by the listed domains,
+ *   refused to the others (-EACCES), and persistent; an undeclared one
+ *   lives while someone holds it open.
+ * - Files are "d.NAME" (declared, adopted at start) and "p.N" (private,
+ *   removed at start): no client byte ever becomes a path but a validated
+ *   declared name, and every open is O_NOFOLLOW relative to the directory.
+ * - The daemon holds each XRCD open in the device's own context (never a
+ *   domain's), so its life does not depend on any domain's; one name on two
+ *   devices is two kernel XRCDs, one file.
+ * - A client's open is a registry object of kind XRCD (soft: the broker's
+ *   record; verbs: an intent the client registers after its own
+ *   ibv_open_xrcd), or, on a context of the client's own, a record of the
+ *   session. Each open counts in the domain's xrcds quota.
+ */
+#ifndef RDMAB_XRCD_H
+#define RDMAB_XRCD_H
+
+struct server;
+struct conn;
+
+/* Make or check the directory, adopt the declared files it kept, remove
+ * the rest; follow the registry and device removals. 0 or -errno (logged). */
+int xrcd_init(struct server *srv);
+/* Daemon exit: drop the holds, remove the undeclared files. */
+void xrcd_fini(struct server *srv);
+/* The configuration changed: names become or stop being declared. */
+void xrcd_configure(struct server *srv);
+/* @c's session ends: its opens on contexts of its own go. */
+void xrcd_conn_closing(struct conn *c);
+
+#endif
