@@ -127,6 +127,19 @@ static int soft_obj_destroy(struct device_ctx *base, enum ibc_obj_kind kind,
 	return soft_objs_destroy(&soft_ctx_of(base)->objs, kind, handle, why);
 }
 
+static int soft_rss_create(struct device_ctx *base, const struct rss_spec *spec,
+			   struct rss_made *ret, struct device_why *why)
+{
+	return soft_objs_rss_create(&soft_ctx_of(base)->objs, spec, ret, why);
+}
+
+static int soft_rss_destroy(struct device_ctx *base, struct rss_made *made,
+			    enum ibc_obj_kind part, struct device_why *why)
+{
+	return soft_objs_rss_destroy(&soft_ctx_of(base)->objs, made, part,
+				     why);
+}
+
 static void soft_shutdown(struct device *dev)
 {
 	free(dev->priv);
@@ -145,6 +158,8 @@ static const struct device_ctx_ops soft_ctx_ops = {
 	.pd_handle = soft_ctx_pd_handle,
 	.obj_create = soft_obj_create,
 	.obj_destroy = soft_obj_destroy,
+	.rss_create = soft_rss_create,
+	.rss_destroy = soft_rss_destroy,
 };
 
 static void soft_limits(struct device_caps *caps)

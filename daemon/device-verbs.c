@@ -305,6 +305,18 @@ static void verbs_query_caps(struct device *dev, struct ibv_context *own)
 		verbs_copy_limits(&dev->caps, &attr);
 	}
 	dev->caps.import = verbs_can_import(dev, own);
+	/* RSS over clients' WQs on verbs devices (stub struct ibv_wq tables
+	 * decided by a start-up self-test, CAP_NET_RAW raised around the QP
+	 * and flow) is not in this build: say so, and why it would fail
+	 * anyway on a device without WQs. */
+	snprintf(dev->rss_why, sizeof(dev->rss_why), "%s",
+		 !attr.max_wq_type_rq ?
+			 "the device has no receive WQs (max_wq_type_rq 0)" :
+		 !attr.rss_caps.max_rwq_indirection_table_size ?
+			 "the device reports no indirection tables "
+			 "(rss_caps)" :
+			 "this broker makes RSS objects on the soft device "
+			 "only so far");
 	snprintf(dev->caps.transport, sizeof(dev->caps.transport), "%s",
 		 "unknown");
 	if (ibv_query_port(own, 1, &port) == 0)

@@ -86,6 +86,25 @@ static int default_obj_destroy(struct device_ctx *ctx, enum ibc_obj_kind kind,
 			  ctx->dev->name);
 }
 
+static int default_rss_create(struct device_ctx *ctx,
+			      const struct rss_spec *spec,
+			      struct rss_made *ret, struct device_why *why)
+{
+	const struct device *d = ctx->dev;
+
+	return device_why(why, -EOPNOTSUPP,
+			  "%s makes no RSS tables: %s", d->name,
+			  *d->rss_why ? d->rss_why :
+					"the device reports no RSS support");
+}
+
+static int default_rss_destroy(struct device_ctx *ctx, struct rss_made *made,
+			       enum ibc_obj_kind part, struct device_why *why)
+{
+	return device_why(why, -EOPNOTSUPP, "%s makes no RSS tables",
+			  ctx->dev->name);
+}
+
 #define FILL(dst, src, field, def) \
 	((dst)->field = (src)->field ? (src)->field : (def))
 
@@ -106,6 +125,8 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(c, ctx_ops, handle_event, default_ctx_handle_event);
 	FILL(c, ctx_ops, obj_create, default_obj_create);
 	FILL(c, ctx_ops, obj_destroy, default_obj_destroy);
+	FILL(c, ctx_ops, rss_create, default_rss_create);
+	FILL(c, ctx_ops, rss_destroy, default_rss_destroy);
 	dev->ops = o;
 	dev->ctx_ops = c;
 }

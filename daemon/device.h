@@ -131,6 +131,42 @@ struct obj_made {
 	struct obj_attr attr;
 };
 
+/* An RSS object as the device makes it (daemon/rss.c checks the rules
+ * first): an indirection table of 2^log_size entries, entry i the WQ
+ * wqs[i % n_wqs], a RAW_PACKET QP hashing by Toeplitz over it, and a flow
+ * rule steering the match to the QP at @priority. */
+#define RSS_KEY_LEN 40
+
+struct rss_match {
+	uint8_t af; /* AF_INET or AF_INET6: always set */
+	uint8_t l4; /* IPPROTO_TCP, IPPROTO_UDP, or 0 */
+	uint8_t prefix_len;
+	uint8_t addr[16];
+	uint16_t port;
+	uint16_t port_mask;
+};
+
+struct rss_spec {
+	uint32_t port_num;
+	uint32_t log_size;
+	uint32_t n_wqs;
+	const uint32_t *wqs; /* handles in the context */
+	uint8_t key[RSS_KEY_LEN];
+	uint64_t hash_fields;
+	struct rss_match match;
+	uint32_t priority;
+};
+
+struct rss_made {
+	uint32_t tbl_handle;
+	uint32_t qp_handle;
+	uint32_t flow_handle;
+	uint32_t qp_num;
+	/* The implementation's (verbs: the libibverbs objects); NULL once
+	 * every part is destroyed. */
+	void *priv;
+};
+
 struct device;
 
 /* Every implementation's context starts with this (container_of). */
@@ -182,6 +218,17 @@ struct device_ctx_ops {
 	 */
 	int (*obj_destroy)(struct device_ctx *ctx, enum ibc_obj_kind kind,
 			   uint32_t handle, struct device_why *why);
+	/*
+	 * RSS (daemon/rss.c): make table, QP and flow rule, all or none;
+	 * destroy one part of @made (IBC_OBJ_FLOW, IBC_OBJ_QP, then
+	 * IBC_OBJ_RWQ_IND_TBL: -EBUSY in any other order). Default:
+	 * -EOPNOTSUPP naming the device, and the reason the start-up
+	 * self-test gave when it failed (rss_why).
+	 */
+	int (*rss_create)(struct device_ctx *ctx, const struct rss_spec *spec,
+			  struct rss_made *ret, struct device_why *why);
+	int (*rss_destroy)(struct device_ctx *ctx, struct rss_made *made,
+			   enum ibc_obj_kind part, struct device_why *why);
 };
 
 struct device {
@@ -195,6 +242,9 @@ struct device {
 	/* The daemon is the device's kernel: objects are made by
 	 * obj_create, not by clients (soft). */
 	bool broker_objects;
+	/* Why the device makes no RSS objects (its self-test); empty when
+	 * it does. */
+	char rss_why[DEVICE_WHY_MAX];
 	bool removed;
 	/* Polls readable when handle_event has work; -1 for none. */
 	int event_fd;

@@ -270,7 +270,9 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 	}
 	if (fam->before_destroy)
 		ret = fam->before_destroy(reg->srv, o, fam->data);
-	if (ret == 0)
+	if (ret == 0 && fam->destroy && o->family_obj)
+		ret = fam->destroy(reg->srv, o, fam->data, &why);
+	else if (ret == 0)
 		ret = o->ctx->dev->ctx_ops->obj_destroy(o->ctx->dc, o->kind,
 							o->handle, &why);
 	else

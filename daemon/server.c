@@ -21,6 +21,7 @@
 #include "daemon/notify.h"
 #include "daemon/objects.h"
 #include "daemon/sd.h"
+#include "daemon/rss.h"
 #include "daemon/server.h"
 
 /* How long accept() rests after EMFILE/ENFILE. */
@@ -545,7 +546,7 @@ int server_init(struct server *srv, const struct server_options *opt)
 			 server_device_gone, NULL);
 
 	srv->base = event_base_new();
-	if (!srv->base || objects_init(srv) < 0)
+	if (!srv->base || objects_init(srv) < 0 || rss_init(srv) < 0)
 		return -ENOMEM;
 	ret = sd_take_listener();
 	if (ret == -ENOENT)
@@ -581,6 +582,7 @@ void server_fini(struct server *srv)
 
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
+	rss_fini(srv);
 	objects_fini(srv);
 	conns_lingering_free(srv);
 	domains_free(srv);

@@ -68,4 +68,11 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 		      uint32_t handle, struct device_why *why);
 
+/* RSS (device.h): the table uses its WQs (destroying one is -EBUSY
+ * while the table lives), the QP the table, the flow rule the QP. */
+int soft_objs_rss_create(struct soft_objs *o, const struct rss_spec *spec,
+			 struct rss_made *ret, struct device_why *why);
+int soft_objs_rss_destroy(struct soft_objs *o, struct rss_made *made,
+			  enum ibc_obj_kind part, struct device_why *why);
+
 #endif

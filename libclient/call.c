@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "libclient/client.h"
+#include "libclient/rss.h"
 
 /* The largest errno value a broker may answer with (the kernel's
  * MAX_ERRNO): anything else is a protocol violation. */
@@ -203,6 +204,9 @@ static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 		q = ibc_queue_event(cl, IBC_EVENT_DEVICE_REMOVED,
 				    ev->device_removed->reason,
 				    ev->device_removed->device);
+		break;
+	case RDMAB__EVENT__BODY_RSS_REBUILT:
+		q = ibc_rss_event(cl, ev);
 		break;
 	default:
 		/* An event of a newer broker: nothing to do with it. */
