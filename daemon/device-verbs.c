@@ -21,6 +21,7 @@
 #include "daemon/caps.h"
 #include "daemon/device.h"
 #include "daemon/log.h"
+#include "daemon/rss-verbs.h"
 #include "daemon/uverbs.h"
 
 struct verbs_dev {
@@ -226,6 +227,26 @@ static const struct device_ops verbs_ops = {
 };
 
 /* Clients make their objects in their imported contexts: no obj_create. */
+static int verbs_rss_create(struct device_ctx *base,
+			    const struct rss_spec *spec, struct rss_made *ret,
+			    struct device_why *why)
+{
+	struct verbs_ctx *c = verbs_ctx_of(base);
+
+	if (*base->dev->rss_why)
+		return device_why(why, -EOPNOTSUPP,
+				  "%s makes no RSS tables: %s", base->dev->name,
+				  base->dev->rss_why);
+	return rss_verbs_create(c->ctx, c->pd, spec, ret, why->text,
+				sizeof(why->text));
+}
+
+static int verbs_rss_destroy(struct device_ctx *base, struct rss_made *made,
+			     enum ibc_obj_kind part, struct device_why *why)
+{
+	return rss_verbs_destroy(made, part, why->text, sizeof(why->text));
+}
+
 static const struct device_ctx_ops verbs_ctx_ops = {
 	.close = verbs_ctx_close,
 	.fd = verbs_ctx_fd,
@@ -233,6 +254,8 @@ static const struct device_ctx_ops verbs_ctx_ops = {
 	.event_fd = verbs_ctx_event_fd,
 	.handle_event = verbs_ctx_handle_event,
 	.obj_destroy = verbs_obj_destroy,
+	.rss_create = verbs_rss_create,
+	.rss_destroy = verbs_rss_destroy,
 };
 
 /* Can another process import this device's contexts? Asking the provider
@@ -305,18 +328,12 @@ static void verbs_query_caps(struct device *dev, struct ibv_context *own)
 		verbs_copy_limits(&dev->caps, &attr);
 	}
 	dev->caps.import = verbs_can_import(dev, own);
-	/* RSS over clients' WQs on verbs devices (stub struct ibv_wq tables
-	 * decided by a start-up self-test, CAP_NET_RAW raised around the QP
-	 * and flow) is not in this build: say so, and why it would fail
-	 * anyway on a device without WQs. */
-	snprintf(dev->rss_why, sizeof(dev->rss_why), "%s",
-		 !attr.max_wq_type_rq ?
-			 "the device has no receive WQs (max_wq_type_rq 0)" :
-		 !attr.rss_caps.max_rwq_indirection_table_size ?
-			 "the device reports no indirection tables "
-			 "(rss_caps)" :
-			 "this broker makes RSS objects on the soft device "
-			 "only so far");
+	/* RSS over clients' WQs: the self-test decides (rss-verbs.c). */
+	if (rss_verbs_selftest(own, dev->rss_why, sizeof(dev->rss_why)) == 0)
+		dev->rss_why[0] = '\0';
+	else
+		log_notice("%s: RSS objects unavailable: %s", dev->name,
+			   dev->rss_why);
 	snprintf(dev->caps.transport, sizeof(dev->caps.transport), "%s",
 		 "unknown");
 	if (ibv_query_port(own, 1, &port) == 0)

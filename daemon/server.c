@@ -21,6 +21,7 @@
 #include "daemon/notify.h"
 #include "daemon/objects.h"
 #include "daemon/sd.h"
+#include "daemon/caps.h"
 #include "daemon/rss.h"
 #include "daemon/server.h"
 
@@ -523,6 +524,12 @@ int server_init(struct server *srv, const struct server_options *opt)
 		return ret;
 	}
 	server_check_reserve(srv);
+	/* The unit's ambient CAP_NET_RAW is for RSS QPs and flow rules only:
+	 * effective only around those calls (rss-verbs.c). */
+	ret = caps_net_raw_lower();
+	if (ret < 0)
+		log_warn("cannot drop CAP_NET_RAW from the effective set: %s",
+			 strerror(-ret));
 	dcfg.soft_max_dm_size = srv->config.soft_max_dm_size;
 	ret = device_probe(opt->device_mode, &dcfg, &srv->devices, &why);
 	if (ret < 0) {
