@@ -37,13 +37,12 @@ void toeplitz_tables_init(struct toeplitz_tables *t,
 
 		for (unsigned int b = 0; b < 8; b++)
 			w[b] = key_window(key, pos * 8 + b);
-		for (unsigned int v = 0; v < 256; v++) {
-			uint32_t h = 0;
+		/* Each value is a smaller one plus its lowest set bit. */
+		t->t[pos][0] = 0;
+		for (unsigned int v = 1; v < 256; v++) {
+			unsigned int low = (unsigned int)__builtin_ctz(v);
 
-			for (unsigned int b = 0; b < 8; b++)
-				if (v & (0x80u >> b))
-					h ^= w[b];
-			t->t[pos][v] = h;
+			t->t[pos][v] = t->t[pos][v & (v - 1)] ^ w[7 - low];
 		}
 	}
 }
