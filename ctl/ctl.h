@@ -51,5 +51,7 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv);
 int cmd_clients(struct ctl *ctl, int argc, char **argv);
 int cmd_objects(struct ctl *ctl, int argc, char **argv);
 int cmd_evict(struct ctl *ctl, int argc, char **argv);
+/* RSS */
+int cmd_rss(struct ctl *ctl, int argc, char **argv);
 
 #endif

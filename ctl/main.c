@@ -23,6 +23,9 @@ static const struct ctl_command commands[] = {
 	  "objects clients made in shared contexts", cmd_objects },
 	{ "evict", "CLIENT", "end a client's session (administrators)",
 	  cmd_evict },
+	/* RSS */
+	{ "rss", "[list | show ID]",
+	  "RSS objects: tables, keys, matches, WQs and owners", cmd_rss },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -575,6 +575,35 @@ int ibc_rss_lookup(const struct ibc_rss *rss, const struct ibc_flow *flow,
 /** ibc_rss_id() - the broker's id of the RSS object (its table). */
 uint64_t ibc_rss_id(const struct ibc_rss *rss);
 
+/* What ibc_list_rss() gives: one RSS object of the caller's domain (an
+ * administrator's: of every domain). */
+struct ibc_rss_info {
+	uint32_t comp_mask;
+	uint64_t id;
+	char domain[64];
+	char device[64];
+	uint64_t client_id; /* its owner */
+	uint32_t port_num;
+	uint32_t log_ind_tbl_size;
+	uint8_t hash_key[IBC_RSS_KEY_LEN];
+	uint64_t hash_fields;
+	/* With the family and L4 protocol the hash implies. */
+	struct ibc_flow_match match;
+	uint32_t priority; /* of the flow rule: 0 or 1, swapped by rebuilds */
+	uint32_t qp_num; /* mlx5 RSS QPs have number 0 */
+	uint32_t rebuilds;
+	uint32_t num_wqs;
+	/* num_wqs each, in the list's memory: the WQs and their owners'
+	 * client ids. */
+	const uint64_t *wq_ids;
+	const uint64_t *wq_owners;
+};
+
+/** ibc_list_rss() - the RSS objects the caller may see; free the list with
+ * ibc_list_free(). @entry_size: sizeof(struct ibc_rss_info). */
+int ibc_list_rss(struct ibc_client *client, struct ibc_rss_info **ret_list,
+		 size_t entry_size, size_t *ret_count);
+
 #ifdef __cplusplus
 }
 #endif

@@ -288,3 +288,156 @@ struct ibc_queued_event *ibc_rss_event(struct ibc_client *cl,
 			    b->reason, NULL);
 	return q;
 }
+
+/* --- the listing ---------------------------------------------------------- */
+
+static void rss_info_from(struct ibc_rss_info *e, const Rdmab__RssInfo *ri)
+{
+	const Rdmab__FlowMatch *m = ri->match;
+
+	memset(e, 0, sizeof(*e));
+	e->id = ri->id;
+	ibc_copy_name(e->domain, sizeof(e->domain), ri->domain);
+	ibc_copy_name(e->device, sizeof(e->device), ri->device);
+	e->client_id = ri->client_id;
+	e->port_num = ri->port_num;
+	e->log_ind_tbl_size = ri->log_ind_tbl_size;
+	if (ri->hash_key.len == IBC_RSS_KEY_LEN)
+		memcpy(e->hash_key, ri->hash_key.data, IBC_RSS_KEY_LEN);
+	e->hash_fields = ri->hash_fields;
+	if (m) {
+		e->match.af = (int)m->af;
+		if (m->dst_addr.len <= sizeof(e->match.dst_addr))
+			memcpy(e->match.dst_addr, m->dst_addr.data,
+			       m->dst_addr.len);
+		e->match.prefix_len = (uint8_t)m->prefix_len;
+		e->match.l4_proto = (uint8_t)m->l4_proto;
+		e->match.dst_port = (uint16_t)m->dst_port;
+		e->match.port_mask = (uint16_t)m->port_mask;
+	}
+	e->priority = ri->priority;
+	e->qp_num = ri->qp_num;
+	e->rebuilds = ri->rebuilds;
+	e->num_wqs =
+		(uint32_t)(ri->n_wq_ids < ri->n_wq_owners ? ri->n_wq_ids
+							  : ri->n_wq_owners);
+}
+
+/* Entries in the library's size, then every WQ id and owner. */
+struct rss_acc {
+	struct ibc_rss_info *e;
+	uint64_t *wq; /* pairs: id, owner */
+	size_t n, n_wq;
+};
+
+static int rss_acc_add(struct rss_acc *a, const Rdmab__RssInfo *ri)
+{
+	struct ibc_rss_info *e = realloc(a->e, (a->n + 1) * sizeof(*e));
+	uint64_t *wq;
+
+	if (!e)
+		return -ENOMEM;
+	a->e = e;
+	rss_info_from(&e[a->n], ri);
+	wq = realloc(a->wq, (a->n_wq + e[a->n].num_wqs + 1) * 2 * sizeof(*wq));
+	if (!wq)
+		return -ENOMEM;
+	a->wq = wq;
+	for (uint32_t i = 0; i < e[a->n].num_wqs; i++) {
+		wq[2 * (a->n_wq + i)] = ri->wq_ids[i];
+		wq[2 * (a->n_wq + i) + 1] = ri->wq_owners[i];
+	}
+	a->n_wq += e[a->n].num_wqs;
+	a->n++;
+	return 0;
+}
+
+/* One block the caller frees with ibc_list_free(): @size-byte entries,
+ * then their WQ ids and owners. */
+static int rss_acc_out(struct rss_acc *a, size_t size,
+		       struct ibc_rss_info **ret)
+{
+	size_t head = (a->n * size + 7) & ~(size_t)7;
+	uint8_t *b = calloc(1, head + a->n_wq * 2 * sizeof(uint64_t) + 1);
+	uint64_t *ids, *owners;
+	size_t w = 0;
+
+	if (!b)
+		return -ENOMEM;
+	ids = (uint64_t *)(b + head);
+	owners = ids + a->n_wq;
+	for (size_t i = 0; i < a->n; i++) {
+		struct ibc_rss_info *e = &a->e[i];
+
+		e->wq_ids = ids + w;
+		e->wq_owners = owners + w;
+		for (uint32_t k = 0; k < e->num_wqs; k++, w++) {
+			ids[w] = a->wq[2 * w];
+			owners[w] = a->wq[2 * w + 1];
+		}
+		ibc_copy_out(b + i * size, size, e, sizeof(*e));
+	}
+	*ret = (struct ibc_rss_info *)b;
+	return 0;
+}
+
+IBC_EXPORT int ibc_list_rss(struct ibc_client *client,
+			    struct ibc_rss_info **ret_list, size_t entry_size,
+			    size_t *ret_count)
+{
+	struct rss_acc a = {0};
+	int err;
+
+	if (!client || !ret_list || !ret_count)
+		return ibc_set_error(-EINVAL, "NULL argument");
+	err = ibc_check_size("ibc_rss_info", entry_size,
+			     IBC_SIZE_V0(struct ibc_rss_info, wq_owners));
+	if (err == 0 && entry_size % __alignof__(struct ibc_rss_info))
+		err = ibc_set_error(-EINVAL,
+				    "entries of %zu bytes are not aligned as "
+				    "struct ibc_rss_info: pass sizeof the "
+				    "structure",
+				    entry_size);
+	for (;;) {
+		Rdmab__ListRequest lr = RDMAB__LIST_REQUEST__INIT;
+		Rdmab__Request req = RDMAB__REQUEST__INIT;
+		const Rdmab__ListRssReply *out;
+		struct ibc_reply r;
+		size_t k;
+
+		if (err < 0)
+			break;
+		lr.offset = (uint32_t)a.n;
+		req.body_case = RDMAB__REQUEST__BODY_LIST_RSS;
+		req.list_rss = &lr;
+		err = ibc_call(client, &req, NULL, 0, &r);
+		if (err < 0)
+			break;
+		out = r.reply->list_rss;
+		if (r.reply->body_case != RDMAB__REPLY__BODY_LIST_RSS) {
+			ibc_reply_free(&r);
+			err = ibc_set_error(-EPROTO,
+					    "the broker answered list-rss "
+					    "with something else");
+			break;
+		}
+		k = out->n_rss;
+		for (size_t i = 0; err == 0 && i < k; i++)
+			if (rss_acc_add(&a, out->rss[i]) < 0)
+				err = ibc_set_error(-ENOMEM, "out of memory");
+		if (err == 0 && (a.n >= out->total || k == 0)) {
+			ibc_reply_free(&r);
+			break;
+		}
+		ibc_reply_free(&r);
+	}
+	if (err == 0 && rss_acc_out(&a, entry_size, ret_list) < 0)
+		err = ibc_set_error(-ENOMEM, "out of memory");
+	if (err == 0) {
+		*ret_count = a.n;
+		ibc_clear_error();
+	}
+	free(a.e);
+	free(a.wq);
+	return err;
+}

@@ -553,6 +553,58 @@ START_TEST(wrong_order)
 }
 END_TEST
 
+/* rdmabrokerctl rss: the listing, show, and --json. */
+static char *ctl_output(const char *args)
+{
+	static char out[16384];
+	char cmd[1024];
+	size_t n;
+	FILE *p;
+
+	snprintf(cmd, sizeof(cmd), "'%s' --socket '%s' %s 2>&1",
+		 getenv("RDMABROKERCTL"), D.sock, args);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	ck_assert_int_eq(pclose(p), 0);
+	return out;
+}
+
+START_TEST(ctl_rss)
+{
+	uint64_t ids[2] = { make_wq(), make_wq() };
+	struct ibc_rss_attr a = attr_v4tcp(ids, 2, 3);
+	struct ibc_rss *r;
+	char want[256], *out;
+
+	ck_assert_int_eq(ibc_rss_create(X, &a, &r), 0);
+	out = ctl_output("--json rss");
+	snprintf(want, sizeof(want),
+		 "[{\"id\":%llu,\"domain\":\"uid-0\",\"device\":\"soft0\"",
+		 (unsigned long long)ibc_rss_id(r));
+	ck_assert_msg(strstr(out, want), "%s", out);
+	ck_assert_msg(strstr(out, "\"table_size\":8,\"key\":\"6d5a56da"), "%s",
+		      out);
+	ck_assert_msg(strstr(out, "\"match\":\"ipv4/tcp 0.0.0.0/0 80/0xffff\""),
+		      "%s", out);
+	snprintf(want, sizeof(want), "\"wqs\":[{\"id\":%llu,",
+		 (unsigned long long)ids[0]);
+	ck_assert_msg(strstr(out, want), "%s", out);
+	snprintf(want, sizeof(want), "rss show %llu",
+		 (unsigned long long)ibc_rss_id(r));
+	out = ctl_output(want);
+	ck_assert_msg(strstr(out, "entry i = WQ i mod 2"), "%s", out);
+	ck_assert_msg(strstr(out, "src-ipv4,dst-ipv4,src-tcp,dst-tcp"), "%s",
+		      out);
+	out = ctl_output("rss list");
+	ck_assert_msg(strstr(out, "ipv4/tcp 0.0.0.0/0 80/0xffff"), "%s", out);
+	ck_assert_int_eq(ibc_rss_destroy(r), 0);
+	out = ctl_output("--json rss");
+	ck_assert_str_eq(out, "[]\n");
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("rss");
@@ -573,6 +625,7 @@ int main(void)
 	tcase_add_test(t, live_owner_leaves);
 	tcase_add_test(t, three_processes_one_dies);
 	tcase_add_test(t, wrong_order);
+	tcase_add_test(t, ctl_rss);
 	suite_add_tcase(s, t);
 	sr = srunner_create(s);
 	srunner_run_all(sr, CK_NORMAL);
