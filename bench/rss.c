@@ -74,22 +74,22 @@ int main(int argc, char **argv)
 {
 	char dir[] = "/tmp/rdmab-bench-rss.XXXXXX", sock[128], rundir[128],
 	     log[128], conf[128];
-	char *dargv[] = {argc > 1 ? argv[1] : "./rdmabrokerd",
-			 "--socket",
-			 sock,
-			 "--runtime-dir",
-			 rundir,
-			 "--config",
-			 conf,
-			 "--device",
-			 "soft",
-			 "--log-level",
-			 "notice",
-			 "--foreground",
-			 NULL};
+	char *dargv[] = { argc > 1 ? argv[1] : "./rdmabrokerd",
+			  "--socket",
+			  sock,
+			  "--runtime-dir",
+			  rundir,
+			  "--config",
+			  conf,
+			  "--device",
+			  "soft",
+			  "--log-level",
+			  "notice",
+			  "--foreground",
+			  NULL };
 	double lib[REPS], bits[REPS], create[REPS], ping[REPS];
-	struct ibc_connect_attr ca = {.comp_mask = IBC_CONNECT_ATTR_SOCKET};
-	struct ibc_rss_attr a = {.port_num = 1, .log_ind_tbl_size = 7};
+	struct ibc_connect_attr ca = { .comp_mask = IBC_CONNECT_ATTR_SOCKET };
+	struct ibc_rss_attr a = { .port_num = 1, .log_ind_tbl_size = 7 };
 	uint64_t ids[8];
 	struct ibc_client *cl;
 	struct ibc_ctx *x;

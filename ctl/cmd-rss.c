@@ -17,14 +17,14 @@ static const struct {
 	uint64_t bit;
 	const char *name;
 } hash_names[] = {
-	{IBV_RX_HASH_SRC_IPV4, "src-ipv4"},
-	{IBV_RX_HASH_DST_IPV4, "dst-ipv4"},
-	{IBV_RX_HASH_SRC_IPV6, "src-ipv6"},
-	{IBV_RX_HASH_DST_IPV6, "dst-ipv6"},
-	{IBV_RX_HASH_SRC_PORT_TCP, "src-tcp"},
-	{IBV_RX_HASH_DST_PORT_TCP, "dst-tcp"},
-	{IBV_RX_HASH_SRC_PORT_UDP, "src-udp"},
-	{IBV_RX_HASH_DST_PORT_UDP, "dst-udp"},
+	{ IBV_RX_HASH_SRC_IPV4, "src-ipv4" },
+	{ IBV_RX_HASH_DST_IPV4, "dst-ipv4" },
+	{ IBV_RX_HASH_SRC_IPV6, "src-ipv6" },
+	{ IBV_RX_HASH_DST_IPV6, "dst-ipv6" },
+	{ IBV_RX_HASH_SRC_PORT_TCP, "src-tcp" },
+	{ IBV_RX_HASH_DST_PORT_TCP, "dst-tcp" },
+	{ IBV_RX_HASH_SRC_PORT_UDP, "src-udp" },
+	{ IBV_RX_HASH_DST_PORT_UDP, "dst-udp" },
 };
 
 static void hash_text(char *buf, size_t size, uint64_t fields)

@@ -56,7 +56,7 @@ static struct ibv_rwq_ind_table *rss_table(struct ibv_context *ctx,
 					   uint32_t log_size)
 {
 	uint32_t size = 1u << log_size;
-	struct ibv_rwq_ind_table_init_attr a = {.log_ind_tbl_size = log_size};
+	struct ibv_rwq_ind_table_init_attr a = { .log_ind_tbl_size = log_size };
 	struct ibv_rwq_ind_table *t;
 	struct ibv_wq **ent = calloc(size, sizeof(*ent));
 
@@ -74,8 +74,9 @@ static struct ibv_rwq_ind_table *rss_table(struct ibv_context *ctx,
 
 int rss_verbs_selftest(struct ibv_context *ctx, char *why, size_t len)
 {
-	struct ibv_wq_init_attr wa = {
-		.wq_type = IBV_WQT_RQ, .max_wr = 1, .max_sge = 1};
+	struct ibv_wq_init_attr wa = { .wq_type = IBV_WQT_RQ,
+				       .max_wr = 1,
+				       .max_sge = 1 };
 	struct ibv_rwq_ind_table *t = NULL;
 	struct ibv_wq *wq = NULL, *stub = NULL;
 	struct ibv_pd *pd;
@@ -157,8 +158,8 @@ union rss_flow_attr {
 static void rss_flow_attr(const struct rss_spec *spec, union rss_flow_attr *f)
 {
 	const struct rss_match *m = &spec->match;
-	struct ibv_flow_spec_eth eth = {.type = IBV_FLOW_SPEC_ETH,
-					.size = sizeof(eth)};
+	struct ibv_flow_spec_eth eth = { .type = IBV_FLOW_SPEC_ETH,
+					 .size = sizeof(eth) };
 	size_t off = sizeof(f->attr);
 
 	memset(f, 0, sizeof(*f));
@@ -170,16 +171,16 @@ static void rss_flow_attr(const struct rss_spec *spec, union rss_flow_attr *f)
 	memcpy(f->b + off, &eth, sizeof(eth));
 	off += sizeof(eth);
 	if (m->af == AF_INET) {
-		struct ibv_flow_spec_ipv4 v4 = {.type = IBV_FLOW_SPEC_IPV4,
-						.size = sizeof(v4)};
+		struct ibv_flow_spec_ipv4 v4 = { .type = IBV_FLOW_SPEC_IPV4,
+						 .size = sizeof(v4) };
 
 		memcpy(&v4.val.dst_ip, m->addr, 4);
 		prefix_mask((uint8_t *)&v4.mask.dst_ip, 4, m->prefix_len);
 		memcpy(f->b + off, &v4, sizeof(v4));
 		off += sizeof(v4);
 	} else {
-		struct ibv_flow_spec_ipv6 v6 = {.type = IBV_FLOW_SPEC_IPV6,
-						.size = sizeof(v6)};
+		struct ibv_flow_spec_ipv6 v6 = { .type = IBV_FLOW_SPEC_IPV6,
+						 .size = sizeof(v6) };
 
 		memcpy(v6.val.dst_ip, m->addr, 16);
 		prefix_mask(v6.mask.dst_ip, 16, m->prefix_len);
@@ -207,7 +208,7 @@ int rss_verbs_create(struct ibv_context *ctx, struct ibv_pd *pd,
 		     const struct rss_spec *spec, struct rss_made *ret,
 		     char *why, size_t len)
 {
-	struct ibv_qp_init_attr_ex qa = {0};
+	struct ibv_qp_init_attr_ex qa = { 0 };
 	struct rss_verbs *v = calloc(1, sizeof(*v));
 	union rss_flow_attr fa;
 	struct caps_saved saved;

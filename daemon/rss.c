@@ -345,7 +345,7 @@ static int rss_destroy_part(struct server *srv, struct obj *o, void *data,
 /* Destroy every part of @r that is left; frees @r when all went. */
 static int rss_teardown(struct rss *r, struct device_why *why)
 {
-	struct obj *parts[3] = {r->flow, r->qp, r->tbl};
+	struct obj *parts[3] = { r->flow, r->qp, r->tbl };
 
 	for (unsigned int i = 0; i < 3; i++) {
 		int err;
@@ -366,9 +366,9 @@ static void rss_event(struct rss *r, const char *reason, bool destroyed);
  * were added, the struct. */
 static void rss_unmake(struct rss *r)
 {
-	static const enum ibc_obj_kind part[3] = {IBC_OBJ_FLOW, IBC_OBJ_QP,
-						  IBC_OBJ_RWQ_IND_TBL};
-	struct obj *rec[3] = {r->flow, r->qp, r->tbl};
+	static const enum ibc_obj_kind part[3] = { IBC_OBJ_FLOW, IBC_OBJ_QP,
+						   IBC_OBJ_RWQ_IND_TBL };
+	struct obj *rec[3] = { r->flow, r->qp, r->tbl };
 	struct device_why why;
 
 	for (int i = 0; i < 3; i++) {
@@ -415,7 +415,8 @@ static int rss_leave(struct rss *r, struct obj *wq, struct device_why *why)
 	r->made = old;
 	for (int p = 0; p < 3; p++) {
 		static const enum ibc_obj_kind part[3] = {
-			IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL};
+			IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL
+		};
 		struct device_why w;
 
 		if (r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, part[p],
@@ -514,7 +515,7 @@ static void rss_device_gone(struct server *srv, const void *what, void *data)
 
 int rss_init(struct server *srv)
 {
-	static const struct obj_family parts = {.destroy = rss_destroy_part};
+	static const struct obj_family parts = { .destroy = rss_destroy_part };
 	static const struct obj_family wqs = {
 		.before_destroy = rss_wq_cleanup,
 		.before_owner_destroy = rss_wq_going,
@@ -639,11 +640,11 @@ static Rdmab__FlowMatch *rss_match_to_wire(struct reply *r,
 
 static int rss_add_records(struct conn *c, struct rss *s, struct reply *r)
 {
-	struct obj **slot[3] = {&s->flow, &s->qp, &s->tbl};
-	static const enum ibc_obj_kind kind[3] = {IBC_OBJ_RWQ_IND_TBL,
-						  IBC_OBJ_QP, IBC_OBJ_FLOW};
-	uint32_t h[3] = {s->made.tbl_handle, s->made.qp_handle,
-			 s->made.flow_handle};
+	struct obj **slot[3] = { &s->flow, &s->qp, &s->tbl };
+	static const enum ibc_obj_kind kind[3] = { IBC_OBJ_RWQ_IND_TBL,
+						   IBC_OBJ_QP, IBC_OBJ_FLOW };
+	uint32_t h[3] = { s->made.tbl_handle, s->made.qp_handle,
+			  s->made.flow_handle };
 
 	/* Table first, so that its id, the RSS id, is the lowest. */
 	for (int i = 0; i < 3; i++) {
@@ -665,7 +666,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 	const Rdmab__RssCreateRequest *q = req->rss_create;
 	Rdmab__RssCreateReply *out = reply_alloc(r, sizeof(*out));
 	struct dctx *x = dctx_conn_find(c, q->context_id);
-	struct device_why why = {""};
+	struct device_why why = { "" };
 	struct domain *d = c->domain;
 	uint64_t *ids;
 	struct rss *s;
@@ -761,7 +762,7 @@ int h_rss_destroy(struct conn *c, const Rdmab__Request *req,
 {
 	Rdmab__RssDestroyReply *out = reply_alloc(r, sizeof(*out));
 	struct obj *o = objects_find(c, req->rss_destroy->rss_id);
-	struct device_why why = {""};
+	struct device_why why = { "" };
 	int err;
 
 	if (!out)

@@ -45,14 +45,14 @@ static int fail(const char *what, struct ibc_client *client)
 static void show_flows(const struct ibc_rss *rss)
 {
 	/* Chosen to land on the four entries 0 to 3 of this key. */
-	static const char *const src[] = {"198.51.100.2", "198.51.100.1",
-					  "198.51.100.16", "198.51.100.17"};
+	static const char *const src[] = { "198.51.100.2", "198.51.100.1",
+					   "198.51.100.16", "198.51.100.17" };
 
 	for (int i = 0; i < 4; i++) {
-		struct ibc_flow f = {.af = AF_INET,
-				     .src_port = 40000,
-				     .dst_port = 4791,
-				     .l4_proto = IPPROTO_UDP};
+		struct ibc_flow f = { .af = AF_INET,
+				      .src_port = 40000,
+				      .dst_port = 4791,
+				      .l4_proto = IPPROTO_UDP };
 		uint64_t wq;
 		uint32_t h;
 		int own = 0;
@@ -90,9 +90,9 @@ static void on_event(struct ibc_client *client, const struct ibc_event *ev,
 
 int main(int argc, char **argv)
 {
-	struct ibc_connect_attr ca = {.comp_mask = IBC_CONNECT_ATTR_EVENT_CB,
-				      .event_cb = on_event};
-	struct ibc_rss_attr a = {.port_num = 1, .log_ind_tbl_size = 4};
+	struct ibc_connect_attr ca = { .comp_mask = IBC_CONNECT_ATTR_EVENT_CB,
+				       .event_cb = on_event };
+	struct ibc_rss_attr a = { .port_num = 1, .log_ind_tbl_size = 4 };
 	int want =
 		argc > 2 && strcmp(argv[1], "--wqs") == 0 ? atoi(argv[2]) : 2;
 	struct ibc_client *client;
@@ -150,7 +150,8 @@ int main(int argc, char **argv)
 	printf("waiting for the table to change (pid %d)\n", (int)getpid());
 	fflush(stdout);
 	while (!rebuilt) {
-		struct pollfd p = {.fd = ibc_get_fd(client), .events = POLLIN};
+		struct pollfd p = { .fd = ibc_get_fd(client),
+				    .events = POLLIN };
 
 		if (p.fd < 0 || poll(&p, 1, 30000) <= 0 ||
 		    ibc_dispatch(client) < 0)

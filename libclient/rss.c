@@ -385,7 +385,7 @@ IBC_EXPORT int ibc_list_rss(struct ibc_client *client,
 			    struct ibc_rss_info **ret_list, size_t entry_size,
 			    size_t *ret_count)
 {
-	struct rss_acc a = {0};
+	struct rss_acc a = { 0 };
 	int err;
 
 	if (!client || !ret_list || !ret_count)

@@ -14,6 +14,8 @@
 #include <arpa/inet.h>
 #include <check.h>
 #include <errno.h>
+#include <grp.h>
+#include <libgen.h>
 #include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
@@ -21,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -36,6 +39,7 @@ static const uint8_t ms_key[40] = {
 	0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
 };
 
+#if !CK_ROOT_PROGRAM
 /* Microsoft's "Verifying the RSS Hash Calculation" (also the Intel 82599
  * datasheet 7.1.2.8.3 suite): source, destination, the hash of the two
  * addresses, and of addresses and TCP ports. */
@@ -236,6 +240,8 @@ START_TEST(rss_allow_config)
 }
 END_TEST
 
+#endif
+
 /* --- against the daemon ------------------------------------------------- */
 
 static struct tl_daemon D;
@@ -245,10 +251,11 @@ static struct ibc_cq *CQ;
 
 static void start(const char *conf)
 {
-	const char *args[] = {"--config", NULL, NULL};
+	const char *args[] = { "--config", NULL, "--socket-mode", "0666",
+			       NULL };
 	static char path[4096];
 	FILE *f;
-	char *dir;
+	char *dir, *top;
 	int ret;
 
 	dir = tl_mkdtemp();
@@ -262,6 +269,12 @@ static void start(const char *conf)
 	args[1] = path;
 	ret = tl_daemon_start(&D, args);
 	ck_assert_msg(ret == 0, "cannot start the daemon: %s", strerror(-ret));
+	/* Other uids reach the socket through the suite's directories. */
+	ck_assert_int_eq(chmod(D.dir, 0711), 0);
+	top = strdup(D.dir);
+	ck_assert_ptr_nonnull(top);
+	ck_assert_int_eq(chmod(dirname(top), 0711), 0);
+	free(top);
 	ret = tl_connect(D.sock, 20000, &C);
 	ck_assert_msg(ret == 0, "connect: %s", ibc_last_error());
 	ck_assert_int_eq(ibc_open(C, NULL, &X), 0);
@@ -310,6 +323,7 @@ static struct ibc_rss_attr attr_v4tcp(const uint64_t *ids, uint32_t n,
 	return a;
 }
 
+#if !CK_ROOT_PROGRAM
 START_TEST(lookup_vectors)
 {
 	uint64_t ids[4] = {make_wq(), make_wq(), make_wq(), make_wq()};
@@ -341,6 +355,8 @@ START_TEST(lookup_vectors)
 }
 END_TEST
 
+#endif
+
 static int try_create(struct ibc_rss_attr *a, const char *want)
 {
 	struct ibc_rss *r = NULL;
@@ -357,6 +373,7 @@ static int try_create(struct ibc_rss_attr *a, const char *want)
 	return err;
 }
 
+#if !CK_ROOT_PROGRAM
 START_TEST(create_rules)
 {
 	uint64_t ids[2] = {make_wq(), make_wq()};
@@ -398,9 +415,18 @@ START_TEST(create_rules)
 		bad[1] = ibc_rss_id(NULL);
 		ck_assert_int_eq(try_create(&a, "not a WQ"), -EINVAL);
 	}
-	/* An empty match: admins only (we are one), and only with the
-	 * flag. */
-	a = attr_v4tcp(ids, 2, 1);
+}
+END_TEST
+
+#endif
+
+#if CK_ROOT_PROGRAM
+/* An empty match: admins only (root is one), and only with the flag. */
+START_TEST(admin_empty_match)
+{
+	uint64_t ids[1] = { make_wq() };
+	struct ibc_rss_attr a = attr_v4tcp(ids, 1, 0);
+
 	memset(&a.match, 0, sizeof(a.match));
 	ck_assert_int_eq(try_create(&a, "IBC_RSS_MATCH_ALL"), -EPERM);
 	a.flags = IBC_RSS_MATCH_ALL;
@@ -408,6 +434,9 @@ START_TEST(create_rules)
 }
 END_TEST
 
+#endif
+
+#if !CK_ROOT_PROGRAM
 START_TEST(quota)
 {
 	uint64_t ids[1] = {make_wq()};
@@ -553,6 +582,118 @@ START_TEST(wrong_order)
 }
 END_TEST
 
+#endif
+
+#if CK_ROOT_PROGRAM
+/* --- policy, as clients of other uids (root only) ----------------------- */
+
+#define POLICY_TRIES 5
+
+struct policy_res {
+	int err[POLICY_TRIES];
+	char why[POLICY_TRIES][200];
+};
+
+static void policy_try(struct ibc_ctx *x, struct ibc_rss_attr *a, int i,
+		       struct policy_res *res)
+{
+	struct ibc_rss *r;
+
+	res->err[i] = ibc_rss_create(x, a, &r);
+	snprintf(res->why[i], sizeof(res->why[i]), "%s", ibc_last_error());
+	if (res->err[i] == 0)
+		ibc_rss_destroy(r);
+}
+
+/* A child under @uid tries the matches of the test below. */
+static void policy_child(uid_t uid, int fd)
+{
+	struct policy_res res = { { -1, -1, -1, -1, -1 } };
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct ibc_wq *wq;
+	struct ibc_rss_attr a;
+	uint64_t id;
+
+	if (setgroups(0, NULL) || setgid(uid) || setuid(uid) ||
+	    tl_connect(D.sock, 20000, &cl) || ibc_open(cl, NULL, &x) ||
+	    ibc_cq_create(x, 16, &cq) || ibc_wq_create(x, cq, NULL, &wq))
+		_exit(1);
+	id = ibc_wq_id(wq);
+	a = attr_v4tcp(&id, 1, 0);
+	a.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 |
+			IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
+	a.match.l4_proto = IPPROTO_UDP;
+	a.match.dst_port = 4791;
+	inet_pton(AF_INET, "192.0.2.0", a.match.dst_addr);
+	a.match.prefix_len = 24;
+	policy_try(x, &a, 0, &res);
+	inet_pton(AF_INET, "192.0.2.128", a.match.dst_addr);
+	a.match.prefix_len = 25;
+	policy_try(x, &a, 1, &res);
+	inet_pton(AF_INET, "192.0.2.0", a.match.dst_addr);
+	a.match.prefix_len = 23;
+	policy_try(x, &a, 2, &res);
+	a.match.prefix_len = 24;
+	a.match.dst_port = 4792;
+	policy_try(x, &a, 3, &res);
+	memset(&a.match, 0, sizeof(a.match));
+	a.flags = IBC_RSS_MATCH_ALL;
+	policy_try(x, &a, 4, &res);
+	if (write(fd, &res, sizeof(res)) != sizeof(res))
+		_exit(1);
+	_exit(0);
+}
+
+static struct policy_res policy_as(uid_t uid)
+{
+	struct policy_res res;
+	int p[2], status;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		close(p[0]);
+		policy_child(uid, p[1]);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], &res, sizeof(res)), sizeof(res));
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return res;
+}
+
+static void setup_policy(void)
+{
+	start("[domain lab]\nusers = 65534\n"
+	      "rss_allow = ipv4/udp 192.0.2.0/24 4791\n");
+}
+
+START_TEST(policy)
+{
+	struct policy_res r = policy_as(65534);
+
+	ck_assert_msg(r.err[0] == 0, "%s", r.why[0]);
+	ck_assert_msg(r.err[1] == 0, "%s", r.why[1]);
+	ck_assert_int_eq(r.err[2], -EPERM);
+	ck_assert_str_eq(r.why[2], "domain lab may not claim ipv4/udp "
+				   "192.0.2.0/23 4791/0xffff: no rss_allow "
+				   "rule of rdmabroker.conf lists it");
+	ck_assert_int_eq(r.err[3], -EPERM);
+	ck_assert_ptr_nonnull(strstr(r.why[3], "4792"));
+	ck_assert_int_eq(r.err[4], -EPERM);
+	ck_assert_ptr_nonnull(strstr(r.why[4], "only an administrator"));
+	/* A uid's own domain has no rules. */
+	r = policy_as(65533);
+	ck_assert_int_eq(r.err[0], -EPERM);
+	ck_assert_msg(strstr(r.why[0], "domain uid-65533 may not claim"), "%s",
+		      r.why[0]);
+}
+END_TEST
+
 /* rdmabrokerctl rss: the listing, show, and --json. */
 static char *ctl_output(const char *args)
 {
@@ -605,12 +746,32 @@ START_TEST(ctl_rss)
 }
 END_TEST
 
+#endif
+
+#if CK_ROOT_PROGRAM
+int main(void)
+{
+	Suite *s = suite_create("rss_root");
+	TCase *t = tcase_create("policy");
+
+	ck_require_root("check_rss_root");
+	tcase_add_checked_fixture(t, setup_policy, teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, policy);
+	suite_add_tcase(s, t);
+	t = tcase_create("admin");
+	tcase_add_checked_fixture(t, setup, teardown);
+	tcase_set_timeout(t, 60);
+	tcase_add_test(t, admin_empty_match);
+	tcase_add_test(t, ctl_rss);
+	suite_add_tcase(s, t);
+	return ck_run("check_rss_root", s);
+}
+#else
 int main(void)
 {
 	Suite *s = suite_create("rss");
 	TCase *t = tcase_create("toeplitz");
-	SRunner *sr;
-	int failed;
 
 	tcase_add_test(t, toeplitz_vectors);
 	tcase_add_test(t, rss_allow_rules);
@@ -625,11 +786,7 @@ int main(void)
 	tcase_add_test(t, live_owner_leaves);
 	tcase_add_test(t, three_processes_one_dies);
 	tcase_add_test(t, wrong_order);
-	tcase_add_test(t, ctl_rss);
 	suite_add_tcase(s, t);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+	return ck_run("check_rss", s);
 }
+#endif
