@@ -203,6 +203,7 @@ int device_soft_probe(const struct device_config *cfg,
 		IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |
 		IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
 	d->caps.rss_hash_functions = IBV_RX_HASH_FUNC_TOEPLITZ;
+	d->caps.rss_qp_types = 1u << IBV_QPT_RAW_PACKET;
 	d->caps.import = true;
 	d->caps.ports = 1;
 	snprintf(d->caps.transport, sizeof(d->caps.transport), "software");

@@ -324,6 +324,7 @@ static void verbs_query_caps(struct device *dev, struct ibv_context *own)
 			attr.rss_caps.max_rwq_indirection_table_size;
 		dev->caps.rss_hash_fields = attr.rss_caps.rx_hash_fields_mask;
 		dev->caps.rss_hash_functions = attr.rss_caps.rx_hash_function;
+		dev->caps.rss_qp_types = attr.rss_caps.supported_qpts;
 		dev->caps.ports = attr.orig_attr.phys_port_cnt;
 		verbs_copy_limits(&dev->caps, &attr);
 	}

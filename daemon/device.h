@@ -69,6 +69,8 @@ struct device_caps {
 	uint32_t max_srq_wr;
 	uint32_t max_srq_sge;
 	uint32_t max_wq;
+	/* 1 << IBV_QPT_* of the QP types RSS hashes for (rss_caps). */
+	uint32_t rss_qp_types;
 };
 
 /* An operation's sentence for a failure: for the client's reply and the

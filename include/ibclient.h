@@ -178,6 +178,8 @@ struct ibc_device_info {
 	uint32_t max_srq_sge;
 	uint32_t max_wq; /* receive WQs */
 	uint64_t max_mr_size;
+	/* 1 << IBV_QPT_* of the QP types RSS hashes for (rss_caps). */
+	uint32_t rss_qp_types;
 };
 
 enum ibc_device_kind {
@@ -218,6 +220,8 @@ struct ibc_caps {
 	uint32_t max_srq_sge;
 	uint32_t max_wq; /* receive WQs */
 	uint64_t max_mr_size;
+	/* 1 << IBV_QPT_* of the QP types RSS hashes for (rss_caps). */
+	uint32_t rss_qp_types;
 };
 
 struct ibc_quota {

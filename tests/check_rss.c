@@ -329,6 +329,13 @@ START_TEST(lookup_vectors)
 	uint64_t ids[4] = {make_wq(), make_wq(), make_wq(), make_wq()};
 	struct ibc_rss_attr a = attr_v4tcp(ids, 4, 3);
 	struct ibc_rss *r4, *r6;
+	struct ibc_caps caps;
+
+	/* ibc_query reports what RSS needs. */
+	ck_assert_int_eq(ibc_query(X, &caps, sizeof(caps)), 0);
+	ck_assert_uint_eq(caps.rss_qp_types, 1u << IBV_QPT_RAW_PACKET);
+	ck_assert_uint_gt(caps.max_wq, 0);
+	ck_assert_uint_eq(caps.rss_hash_functions, IBV_RX_HASH_FUNC_TOEPLITZ);
 
 	ck_assert_msg(ibc_rss_create(X, &a, &r4) == 0, "%s", ibc_last_error());
 	a.hash_fields = IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 |
