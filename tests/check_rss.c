@@ -29,6 +29,8 @@
 
 #include "common/toeplitz.h"
 #include "daemon/rss.h"
+#include "daemon/soft-objects.h"
+#include "tests/objlib.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
 
@@ -503,8 +505,56 @@ START_TEST(live_owner_leaves)
 END_TEST
 
 /* One table over WQs of three processes; one of them dies. */
+static int rss_events;
+static uint64_t rss_event_id;
+
+static void on_event(struct ibc_client *cl, const struct ibc_event *ev,
+		     void *arg)
+{
+	if (ev->type == IBC_EVENT_RSS_REBUILT &&
+	    ev->object_kind == IBC_OBJ_RWQ_IND_TBL) {
+		rss_events++;
+		rss_event_id = ev->object_id;
+	}
+}
+
+/* How many of the verification flows (as IPv4) go to @wq. */
+static int flows_to(const struct ibc_rss *r, uint64_t wq)
+{
+	int n = 0;
+
+	for (size_t v = 0; v < N_VECS; v++) {
+		struct ibc_flow f = vec_flow(&vecs[v]);
+		uint64_t got;
+
+		f.af = AF_INET;
+		ck_assert_int_eq(ibc_rss_lookup(r, &f, NULL, &got), 0);
+		n += got == wq;
+	}
+	return n;
+}
+
+static bool wq_listed(uint64_t id)
+{
+	struct ibc_object_info *o;
+	bool found = false;
+	size_t n;
+
+	ck_assert_int_eq(ibc_list_objects(C, NULL, &o, sizeof(*o), &n), 0);
+	for (size_t i = 0; i < n; i++)
+		found |= o[i].id == id && o[i].kind == IBC_OBJ_WQ;
+	ibc_list_free(o);
+	return found;
+}
+
 START_TEST(three_processes_one_dies)
 {
+	struct ibc_connect_attr ca = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
+		.event_cb = on_event,
+	};
+	struct ibc_client *e;
+	struct ibc_ctx *ex;
 	int pfd[2][2];
 	pid_t pid[2];
 	uint64_t ids[3];
@@ -540,39 +590,94 @@ START_TEST(three_processes_one_dies)
 		close(pfd[k][0]);
 	}
 	ids[2] = make_wq();
+	/* The RSS object's owner is a fourth client, with an event
+	 * callback. */
+	ca.socket_path = D.sock;
+	ck_assert_int_eq(ibc_connect(&ca, &e), 0);
+	ck_assert_int_eq(ibc_open(e, NULL, &ex), 0);
 	a = attr_v4tcp(ids, 3, 2);
-	ck_assert_msg(ibc_rss_create(X, &a, &r) == 0, "%s", ibc_last_error());
+	ck_assert_msg(ibc_rss_create(ex, &a, &r) == 0, "%s", ibc_last_error());
+	rss_events = 0;
+	rss_event_id = 0;
+	/* Some of the flows go to the WQ that will die. */
+	ck_assert_int_gt(flows_to(r, ids[0]), 0);
 	kill(pid[0], SIGKILL);
 	ck_assert_int_eq(waitpid(pid[0], &status, 0), pid[0]);
-	/* Every flow now goes to a survivor. */
-	for (int i = 0; i < 300; i++) {
-		bool moved = true;
+	/* The owner gets the event, and every flow then goes to a
+	 * survivor. */
+	for (int i = 0; i < 300 && !rss_events; i++) {
+		struct pollfd p = { .fd = ibc_get_fd(e), .events = POLLIN };
 
-		ibc_dispatch(C);
-		for (size_t v = 0; v < N_VECS; v++) {
-			struct ibc_flow f = vec_flow(&vecs[v]);
-			uint64_t wq;
-
-			f.af = AF_INET;
-			ck_assert_int_eq(ibc_rss_lookup(r, &f, NULL, &wq), 0);
-			if (wq == ids[0])
-				moved = false;
-		}
-		if (moved)
-			break;
+		poll(&p, 1, 10);
+		ibc_dispatch(e);
+	}
+	ck_assert_int_eq(rss_events, 1);
+	ck_assert_uint_eq(rss_event_id, ibc_rss_id(r));
+	ck_assert_int_eq(flows_to(r, ids[0]), 0);
+	ck_assert_int_gt(flows_to(r, ids[1]) + flows_to(r, ids[2]), 0);
+	/* The dead client's WQ is destroyed after the rebuild. */
+	for (int i = 0; i < 300 && wq_listed(ids[0]); i++)
 		usleep(10000);
-	}
-	for (size_t v = 0; v < N_VECS; v++) {
-		struct ibc_flow f = vec_flow(&vecs[v]);
-		uint64_t wq;
-
-		f.af = AF_INET;
-		ck_assert_int_eq(ibc_rss_lookup(r, &f, NULL, &wq), 0);
-		ck_assert_uint_ne(wq, ids[0]);
-	}
+	ck_assert(!wq_listed(ids[0]));
+	ck_assert(wq_listed(ids[1]));
 	kill(pid[1], SIGKILL);
 	ck_assert_int_eq(waitpid(pid[1], &status, 0), pid[1]);
 	ck_assert_int_eq(ibc_rss_destroy(r), 0);
+	ibc_disconnect(e);
+}
+END_TEST
+
+/* The soft device's records: a WQ in a live table cannot go, nor the
+ * parts of an RSS object out of order (the kernel's EBUSY rules). */
+START_TEST(soft_records_order)
+{
+	struct device_config cfg = { .soft_max_dm_size = 4096 };
+	static struct device_list list;
+	struct obj_spec cq = { .kind = IBC_OBJ_CQ, .attr = { .cqe = 16 } };
+	struct obj_spec wq = { .kind = IBC_OBJ_WQ, .used = 1,
+			       .attr = { .max_wr = 16, .max_sge = 1 } };
+	struct rss_spec rs = { .port_num = 1, .n_wqs = 1 };
+	struct device_why why;
+	struct soft_objs o;
+	struct obj_made m_cq, m_wq;
+	struct rss_made made;
+	uint32_t bogus = 0;
+
+	ck_assert_int_eq(device_soft_probe(&cfg, &list), 0);
+	ck_assert_int_eq(soft_objs_init(&o, list.dev[0].priv, &list.dev[0]),
+			 0);
+	ck_assert_int_eq(soft_objs_create(&o, &cq, &m_cq, &why), 0);
+	wq.uses[0] = m_cq.handle;
+	ck_assert_int_eq(soft_objs_create(&o, &wq, &m_wq, &why), 0);
+	/* Only WQs make a table; only its port. */
+	rs.wqs = &bogus;
+	ck_assert_int_eq(soft_objs_rss_create(&o, &rs, &made, &why), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(why.text, "not a WQ"));
+	rs.wqs = &m_wq.handle;
+	rs.port_num = 2;
+	ck_assert_int_eq(soft_objs_rss_create(&o, &rs, &made, &why), -EINVAL);
+	rs.port_num = 1;
+	ck_assert_int_eq(soft_objs_rss_create(&o, &rs, &made, &why), 0);
+	ck_assert_int_eq(soft_objs_destroy(&o, IBC_OBJ_WQ, m_wq.handle, &why),
+			 -EBUSY);
+	ck_assert_int_eq(soft_objs_rss_destroy(&o, &made, IBC_OBJ_RWQ_IND_TBL,
+					       &why),
+			 -EBUSY);
+	ck_assert_int_eq(soft_objs_rss_destroy(&o, &made, IBC_OBJ_QP, &why),
+			 -EBUSY);
+	ck_assert_int_eq(soft_objs_rss_destroy(&o, &made, IBC_OBJ_FLOW, &why),
+			 0);
+	ck_assert_int_eq(soft_objs_rss_destroy(&o, &made, IBC_OBJ_QP, &why),
+			 0);
+	ck_assert_int_eq(soft_objs_destroy(&o, IBC_OBJ_WQ, m_wq.handle, &why),
+			 -EBUSY);
+	ck_assert_int_eq(soft_objs_rss_destroy(&o, &made, IBC_OBJ_RWQ_IND_TBL,
+					       &why),
+			 0);
+	ck_assert_int_eq(soft_objs_destroy(&o, IBC_OBJ_WQ, m_wq.handle, &why),
+			 0);
+	soft_objs_fini(&o);
+	device_list_close(&list);
 }
 END_TEST
 
@@ -701,6 +806,53 @@ START_TEST(policy)
 }
 END_TEST
 
+/* The parts of an RSS object are registry objects of its owner, but an
+ * ObjDestroyRequest for one is refused: ibc_rss_destroy() destroys them. */
+START_TEST(parts_not_destroyable)
+{
+	Rdmab__RssCreateRequest q = RDMAB__RSS_CREATE_REQUEST__INIT;
+	Rdmab__FlowMatch fm = RDMAB__FLOW_MATCH__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	uint8_t net[4] = { 10, 0, 0, 0 };
+	Rdmab__DaemonMessage *m;
+	struct ol_client oc;
+	struct ol_obj cq, wq;
+	uint64_t id;
+
+	ck_assert_int_eq(ol_connect(&oc, D.sock, NULL), 0);
+	ck_assert_int_eq(ol_cq(&oc, 16, &cq), 0);
+	ck_assert_int_eq(ol_wq(&oc, cq.id, 16, &wq), 0);
+	q.context_id = oc.ctx_id;
+	q.port_num = 1;
+	q.wq_ids = &wq.id;
+	q.n_wq_ids = 1;
+	q.hash_key.data = (uint8_t *)ms_key;
+	q.hash_key.len = sizeof(ms_key);
+	q.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
+	fm.dst_addr.data = net;
+	fm.dst_addr.len = 4;
+	fm.af = AF_INET;
+	fm.prefix_len = 8;
+	q.match = &fm;
+	req.body_case = RDMAB__REQUEST__BODY_RSS_CREATE;
+	req.rss_create = &q;
+	ck_assert_msg(ol_call(&oc, &req, &m) == 0, "%s", ol_error);
+	id = m->reply->rss_create->rss_id;
+	ol_free(m);
+	/* The table, QP and flow rule have the ids that follow. */
+	for (uint64_t k = id; k < id + 3; k++) {
+		ck_assert_int_eq(ol_destroy(&oc, k), -EINVAL);
+		ck_assert_ptr_nonnull(strstr(ol_error, "ibc_rss_destroy"));
+	}
+	/* Nor does the WQ go (ol_destroy is not ibc_wq_destroy) before the
+	 * table was rebuilt without it: here it is its last WQ, so the RSS
+	 * object goes with it. */
+	ck_assert_int_eq(ol_destroy(&oc, wq.id), 0);
+	ck_assert_int_eq(ol_destroy(&oc, id), -ENOENT);
+	ol_close(&oc);
+}
+END_TEST
+
 /* rdmabrokerctl rss: the listing, show, and --json. */
 static char *ctl_output(const char *args)
 {
@@ -771,6 +923,7 @@ int main(void)
 	tcase_set_timeout(t, 60);
 	tcase_add_test(t, admin_empty_match);
 	tcase_add_test(t, ctl_rss);
+	tcase_add_test(t, parts_not_destroyable);
 	suite_add_tcase(s, t);
 	return ck_run("check_rss_root", s);
 }
@@ -793,6 +946,9 @@ int main(void)
 	tcase_add_test(t, live_owner_leaves);
 	tcase_add_test(t, three_processes_one_dies);
 	tcase_add_test(t, wrong_order);
+	suite_add_tcase(s, t);
+	t = tcase_create("soft");
+	tcase_add_test(t, soft_records_order);
 	suite_add_tcase(s, t);
 	return ck_run("check_rss", s);
 }
