@@ -683,6 +683,10 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 	if (!x->dc)
 		return reply_error(r, -ENODEV, "device %s was removed",
 				   x->dev->name);
+	/* A device that makes none says why before any rule is checked. */
+	if (*x->dev->rss_why)
+		return reply_error(r, -EOPNOTSUPP, "%s makes no RSS tables: %s",
+				   x->dev->name, x->dev->rss_why);
 	if (q->flags & ~(uint32_t)IBC_RSS_MATCH_ALL)
 		return reply_error(r, -EINVAL, "unknown RSS flags 0x%x",
 				   q->flags & ~(uint32_t)IBC_RSS_MATCH_ALL);
