@@ -127,7 +127,8 @@ static int rawcaps(const char *dev)
 	ibv_destroy_cq(cq);
 	ibv_dealloc_pd(pd);
 	ibv_close_device(ctx);
-	ibv_free_device_list(list);
+	if (list)
+		ibv_free_device_list(list);
 	return vm_failures() ? 1 : 0;
 }
 
