@@ -445,15 +445,18 @@ static int rss_wq_going(struct server *srv, struct obj *o, void *data,
 {
 	struct rss *r, *tmp;
 
-	TAILQ_FOREACH_SAFE(r, &rss_all, link, tmp)
-	for (uint32_t i = 0; i < r->n_wqs; i++)
-		if (r->wqs[i] == o) {
-			int err = rss_leave(r, o, why);
+	TAILQ_FOREACH_SAFE(r, &rss_all, link, tmp) {
+		for (uint32_t i = 0; i < r->n_wqs; i++) {
+			int err;
 
+			if (r->wqs[i] != o)
+				continue;
+			err = rss_leave(r, o, why);
 			if (err < 0)
 				return err;
 			break;
 		}
+	}
 	return 0;
 }
 
@@ -507,10 +510,15 @@ static void rss_device_gone(struct server *srv, const void *what, void *data)
 	const struct notify_device_gone *gone = what;
 	struct rss *r, *tmp;
 
-	/* The registry dropped the records; the kernel frees the objects. */
-	TAILQ_FOREACH_SAFE(r, &rss_all, link, tmp)
-	if (r->x->dev == gone->dev)
+	/* Before the registry drops the records (rss_subscribe() comes
+	 * first): the kernel frees the objects with the contexts. */
+	TAILQ_FOREACH_SAFE(r, &rss_all, link, tmp) {
+		if (r->x->dev != gone->dev)
+			continue;
+		/* The implementation's handles died with it. */
+		free(r->made.priv);
 		rss_free(r);
+	}
 }
 
 int rss_init(struct server *srv)
@@ -525,6 +533,11 @@ int rss_init(struct server *srv)
 	objects_set_family(srv->registry, IBC_OBJ_QP, &parts);
 	objects_set_family(srv->registry, IBC_OBJ_RWQ_IND_TBL, &parts);
 	objects_set_family(srv->registry, IBC_OBJ_WQ, &wqs);
+	return 0;
+}
+
+int rss_subscribe(struct server *srv)
+{
 	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
 				rss_device_gone, NULL);
 }
@@ -833,8 +846,7 @@ int h_list_rss(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	if (!out || !infos || !ptrs)
 		return reply_error(r, -ENOMEM, "out of memory");
 	rdmab__list_rss_reply__init(out);
-	TAILQ_FOREACH(s, &rss_all, link)
-	{
+	TAILQ_FOREACH(s, &rss_all, link) {
 		if (!admin && s->x->domain != c->domain)
 			continue;
 		if (idx++ < req->list_rss->offset || full)

@@ -15,8 +15,12 @@ struct server;
  * bits if it names a port. */
 bool rss_rule_allows(const struct rss_rule *u, const struct rss_match *m);
 
+/* Follow device removals: called before objects_init(), so that RSS
+ * objects are forgotten before the registry drops their records (and
+ * perhaps their context). 0 or -errno. */
+int rss_subscribe(struct server *srv);
 /* Register the RSS kinds' destroy and the WQs' leave hooks with the
- * registry, and follow device removals. 0 or -errno. */
+ * registry (after objects_init()). 0. */
 int rss_init(struct server *srv);
 /* Daemon exit: forget every RSS object (destroys nothing). */
 void rss_fini(struct server *srv);

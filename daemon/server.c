@@ -553,7 +553,8 @@ int server_init(struct server *srv, const struct server_options *opt)
 			 server_device_gone, NULL);
 
 	srv->base = event_base_new();
-	if (!srv->base || objects_init(srv) < 0 || rss_init(srv) < 0)
+	if (!srv->base || rss_subscribe(srv) < 0 || objects_init(srv) < 0 ||
+	    rss_init(srv) < 0)
 		return -ENOMEM;
 	ret = sd_take_listener();
 	if (ret == -ENOENT)
