@@ -212,9 +212,20 @@ int rss_verbs_create(struct ibv_context *ctx, struct ibv_pd *pd,
 	struct rss_verbs *v = calloc(1, sizeof(*v));
 	union rss_flow_attr fa;
 	struct caps_saved saved;
+	struct ibv_port_attr pa;
 	struct ibv_wq *stubs;
 	int err;
 
+	/* RAW_PACKET QPs and their flow rules need an Ethernet port. */
+	if (ibv_query_port(ctx, (uint8_t)spec->port_num, &pa) == 0 &&
+	    pa.link_layer != IBV_LINK_LAYER_ETHERNET) {
+		free(v);
+		snprintf(why, len,
+			 "%s port %u is not Ethernet: RAW_PACKET QPs need an "
+			 "Ethernet port",
+			 ibv_get_device_name(ctx->device), spec->port_num);
+		return -EOPNOTSUPP;
+	}
 	stubs = rss_stubs(ctx, pd, spec->wqs, spec->n_wqs);
 	if (!v || !stubs) {
 		free(v);

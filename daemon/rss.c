@@ -621,13 +621,8 @@ static int rss_check_sizes(const struct device *dev,
 	if (!q->port_num || q->port_num > dev->caps.ports)
 		return reply_error(r, -EINVAL, "%s has no port %u", dev->name,
 				   q->port_num);
-	/* The soft device's port counts as Ethernet. */
-	if (dev->kind == DEVICE_KIND_VERBS &&
-	    strcmp(dev->caps.transport, "RoCE") != 0)
-		return reply_error(r, -EOPNOTSUPP,
-				   "%s port %u is not Ethernet (%s): "
-				   "RAW_PACKET QPs need an Ethernet port",
-				   dev->name, q->port_num, dev->caps.transport);
+	/* RAW_PACKET needs an Ethernet port: the device's rss_create asks
+	 * the port (the soft device's counts as Ethernet). */
 	return 0;
 }
 

@@ -836,6 +836,11 @@ START_TEST(parts_not_destroyable)
 	q.match = &fm;
 	req.body_case = RDMAB__REQUEST__BODY_RSS_CREATE;
 	req.rss_create = &q;
+	/* The key is 40 bytes, no other length. */
+	q.hash_key.len = 39;
+	ck_assert_int_eq(ol_call(&oc, &req, &m), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(ol_error, "39 bytes, not 40"));
+	q.hash_key.len = sizeof(ms_key);
 	ck_assert_msg(ol_call(&oc, &req, &m) == 0, "%s", ol_error);
 	id = m->reply->rss_create->rss_id;
 	ol_free(m);
