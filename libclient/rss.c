@@ -264,6 +264,53 @@ IBC_EXPORT int ibc_rss_lookup(const struct ibc_rss *rss,
 	return 0;
 }
 
+void ibc_rss_ctx_closing(struct ibc_ctx *ctx, bool broker)
+{
+	struct ibc_rss *gone = NULL, **p;
+
+	pthread_mutex_lock(&rss_lock);
+	for (p = &rss_list; *p;) {
+		struct ibc_rss *rss = *p;
+		struct rss_table *t;
+
+		if (rss->ctx != ctx) {
+			p = &rss->next;
+			continue;
+		}
+		if (broker) {
+			*p = rss->next;
+			rss->next = gone;
+			gone = rss;
+			continue;
+		}
+		/* The device is gone, and the kernel objects with it: the
+		 * lookup says so, ibc_rss_destroy() only frees. */
+		t = calloc(1, sizeof(*t));
+		if (t) {
+			t->older = rss->table;
+			__atomic_store_n(&rss->table, t, __ATOMIC_RELEASE);
+		}
+		p = &rss->next;
+	}
+	pthread_mutex_unlock(&rss_lock);
+	while (gone) {
+		Rdmab__RssDestroyRequest q = RDMAB__RSS_DESTROY_REQUEST__INIT;
+		Rdmab__Request req = RDMAB__REQUEST__INIT;
+		struct ibc_rss *next = gone->next;
+		struct ibc_reply r;
+
+		/* Whatever the broker answers, the object goes with this
+		 * session or this process. */
+		q.rss_id = gone->id;
+		req.body_case = RDMAB__REQUEST__BODY_RSS_DESTROY;
+		req.rss_destroy = &q;
+		if (ibc_call(ctx->client, &req, NULL, 0, &r) == 0)
+			ibc_reply_free(&r);
+		rss_free(gone);
+		gone = next;
+	}
+}
+
 struct ibc_queued_event *ibc_rss_event(struct ibc_client *cl,
 				       const Rdmab__Event *ev)
 {

@@ -5,8 +5,17 @@
 
 #include "proto/rdmabroker.pb-c.h"
 
+#include <stdbool.h>
+
 struct ibc_client;
+struct ibc_ctx;
 struct ibc_queued_event;
+
+/* @ctx closes (@broker: with the broker, ibc_close and ibc_disconnect; the
+ * RSS objects are destroyed and freed) or its device is gone (the objects
+ * stay for ibc_rss_destroy(), which then only frees them). Called before
+ * the context's other objects go: the tables use its WQs. */
+void ibc_rss_ctx_closing(struct ibc_ctx *ctx, bool broker);
 
 /* An RssRebuiltEvent: the RSS object's lookup follows the new table, and
  * the event is queued for the callback. Called with the client's lock. */

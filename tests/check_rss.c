@@ -627,6 +627,39 @@ START_TEST(three_processes_one_dies)
 }
 END_TEST
 
+/* ibc_disconnect destroys the session's RSS objects first (their tables
+ * use its WQs), with the broker. */
+START_TEST(disconnect_destroys)
+{
+	struct ibc_client *e;
+	struct ibc_ctx *ex;
+	struct ibc_cq *cq;
+	struct ibc_wq *wq;
+	struct ibc_rss_info *l;
+	struct ibc_rss_attr a;
+	struct ibc_rss *r;
+	uint64_t id;
+	size_t n;
+
+	ck_assert_int_eq(tl_connect(D.sock, 20000, &e), 0);
+	ck_assert_int_eq(ibc_open(e, NULL, &ex), 0);
+	ck_assert_int_eq(ibc_cq_create(ex, 16, &cq), 0);
+	ck_assert_int_eq(ibc_wq_create(ex, cq, NULL, &wq), 0);
+	/* Over another client's WQ: the table outlives this client's
+	 * WQs. */
+	id = make_wq();
+	a = attr_v4tcp(&id, 1, 0);
+	ck_assert_int_eq(ibc_rss_create(ex, &a, &r), 0);
+	ck_assert_int_eq(ibc_list_rss(C, &l, sizeof(*l), &n), 0);
+	ibc_list_free(l);
+	ck_assert_uint_eq(n, 1);
+	ibc_disconnect(e);
+	ck_assert_int_eq(ibc_list_rss(C, &l, sizeof(*l), &n), 0);
+	ibc_list_free(l);
+	ck_assert_uint_eq(n, 0);
+}
+END_TEST
+
 /* The soft device's records: a WQ in a live table cannot go, nor the
  * parts of an RSS object out of order (the kernel's EBUSY rules). */
 START_TEST(soft_records_order)
@@ -951,6 +984,7 @@ int main(void)
 	tcase_add_test(t, live_owner_leaves);
 	tcase_add_test(t, three_processes_one_dies);
 	tcase_add_test(t, wrong_order);
+	tcase_add_test(t, disconnect_destroys);
 	suite_add_tcase(s, t);
 	t = tcase_create("soft");
 	tcase_add_test(t, soft_records_order);
