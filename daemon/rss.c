@@ -192,7 +192,9 @@ static int rss_match_from_wire(const Rdmab__FlowMatch *w, struct rss_match *m,
 	m->prefix_len = (uint8_t)w->prefix_len;
 	m->port = (uint16_t)w->dst_port;
 	m->port_mask = (uint16_t)w->port_mask;
-	memcpy(m->addr, w->dst_addr.data, w->dst_addr.len);
+	/* An empty address comes as NULL. */
+	if (w->dst_addr.len)
+		memcpy(m->addr, w->dst_addr.data, w->dst_addr.len);
 	/* Bits past the prefix match nothing: drop them. */
 	for (unsigned int i = 0; i < 16; i++) {
 		unsigned int keep =

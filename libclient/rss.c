@@ -55,7 +55,9 @@ static struct rss_table *rss_table_new(const uint64_t *ids, size_t n)
 	if (!t)
 		return NULL;
 	t->n_wqs = (uint32_t)n;
-	memcpy(t->wq_ids, ids, n * sizeof(ids[0]));
+	/* A destroyed table has no WQs (and ids may be NULL). */
+	if (n)
+		memcpy(t->wq_ids, ids, n * sizeof(ids[0]));
 	return t;
 }
 
@@ -354,7 +356,8 @@ static void rss_info_from(struct ibc_rss_info *e, const Rdmab__RssInfo *ri)
 	e->hash_fields = ri->hash_fields;
 	if (m) {
 		e->match.af = (int)m->af;
-		if (m->dst_addr.len <= sizeof(e->match.dst_addr))
+		if (m->dst_addr.len &&
+		    m->dst_addr.len <= sizeof(e->match.dst_addr))
 			memcpy(e->match.dst_addr, m->dst_addr.data,
 			       m->dst_addr.len);
 		e->match.prefix_len = (uint8_t)m->prefix_len;
