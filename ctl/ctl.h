@@ -53,5 +53,7 @@ int cmd_objects(struct ctl *ctl, int argc, char **argv);
 int cmd_evict(struct ctl *ctl, int argc, char **argv);
 int cmd_dm(struct ctl *ctl, int argc, char **argv);
 int cmd_xrcd(struct ctl *ctl, int argc, char **argv);
+/* RSS */
+int cmd_rss(struct ctl *ctl, int argc, char **argv);
 
 #endif

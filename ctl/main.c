@@ -29,6 +29,9 @@ static const struct ctl_command commands[] = {
 	  cmd_dm },
 	{ "xrcd", "[list | show NAME | remove NAME]",
 	  "XRC domains by name; remove: administrators", cmd_xrcd },
+	/* RSS */
+	{ "rss", "[list | show ID]",
+	  "RSS objects: tables, keys, matches, WQs and owners", cmd_rss },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

@@ -76,3 +76,58 @@ int caps_effective_empty(void)
 		return ret;
 	return !data[0].effective && !data[1].effective;
 }
+
+#define NET_RAW_BIT (1u << (CAP_NET_RAW % 32))
+#define NET_RAW_WORD (CAP_NET_RAW / 32)
+
+int caps_net_raw_lower(void)
+{
+	struct __user_cap_data_struct data[2];
+	int ret = caps_get(data);
+
+	if (ret < 0)
+		return ret;
+	if (!(data[NET_RAW_WORD].effective & NET_RAW_BIT))
+		return 0;
+	data[NET_RAW_WORD].effective &= ~NET_RAW_BIT;
+	return caps_set(data);
+}
+
+int caps_net_raw_raise(struct caps_saved *saved)
+{
+	struct __user_cap_data_struct data[2];
+	int ret;
+
+	saved->valid = 0;
+	ret = caps_get(data);
+	if (ret < 0)
+		return ret;
+	if (!(data[NET_RAW_WORD].permitted & NET_RAW_BIT))
+		return -EPERM;
+	saved->effective[0] = data[0].effective;
+	saved->effective[1] = data[1].effective;
+	if (data[NET_RAW_WORD].effective & NET_RAW_BIT)
+		return 0;
+	data[NET_RAW_WORD].effective |= NET_RAW_BIT;
+	ret = caps_set(data);
+	if (ret < 0)
+		return ret;
+	saved->valid = 1;
+	return 0;
+}
+
+int caps_net_raw_effective(void)
+{
+	struct __user_cap_data_struct data[2];
+	int ret = caps_get(data);
+
+	return ret < 0 ? ret : !!(data[NET_RAW_WORD].effective & NET_RAW_BIT);
+}
+
+int caps_net_raw_permitted(void)
+{
+	struct __user_cap_data_struct data[2];
+	int ret = caps_get(data);
+
+	return ret < 0 ? ret : !!(data[NET_RAW_WORD].permitted & NET_RAW_BIT);
+}

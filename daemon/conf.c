@@ -11,6 +11,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+
 #include <ini.h>
 
 #include "daemon/conf.h"
@@ -552,6 +556,146 @@ static char *parse_reader(char *str, int num, void *stream)
 	return s;
 }
 
+/* --- rss_allow ------------------------------------------------------------ */
+
+static int rule_fail(char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+static int rule_fail(char *why, size_t whylen, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	return -EINVAL;
+}
+
+static int rule_number(const char *s, unsigned long max, unsigned long *ret)
+{
+	unsigned long v;
+	char *end;
+
+	if (!isdigit((unsigned char)s[0]))
+		return -EINVAL;
+	errno = 0;
+	v = strtoul(s, &end, 0);
+	if (errno || *end || v > max)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
+int config_parse_rss_rule(const char *value, struct rss_rule *ret,
+			  char *why, size_t whylen)
+{
+	char buf[160], *tok[4], *save = NULL, *slash, *t;
+	struct rss_rule r = { 0 };
+	unsigned long v;
+	size_t n = 0;
+
+	if (strlen(value) >= sizeof(buf))
+		return rule_fail(why, whylen, "longer than %zu characters",
+				 sizeof(buf) - 1);
+	memcpy(buf, value, strlen(value) + 1);
+	for (t = strtok_r(buf, " \t", &save); t && n < 4;
+	     t = strtok_r(NULL, " \t", &save))
+		tok[n++] = t;
+	if (n < 2 || n > 3)
+		return rule_fail(why, whylen,
+				 "expected FAMILY[/L4] PREFIX [PORT[/MASK]], "
+				 "e.g. ipv4/udp 192.0.2.0/24 4791");
+	slash = strchr(tok[0], '/');
+	if (slash)
+		*slash++ = '\0';
+	if (strcmp(tok[0], "ipv4") == 0)
+		r.af = AF_INET;
+	else if (strcmp(tok[0], "ipv6") == 0)
+		r.af = AF_INET6;
+	else
+		return rule_fail(why, whylen,
+				 "family \"%s\" is not ipv4 or ipv6", tok[0]);
+	if (slash && strcmp(slash, "tcp") == 0)
+		r.l4 = IPPROTO_TCP;
+	else if (slash && strcmp(slash, "udp") == 0)
+		r.l4 = IPPROTO_UDP;
+	else if (slash)
+		return rule_fail(why, whylen,
+				 "L4 protocol \"%s\" is not tcp or udp",
+				 slash);
+	slash = strchr(tok[1], '/');
+	if (slash)
+		*slash++ = '\0';
+	if (inet_pton(r.af, tok[1], r.addr) != 1)
+		return rule_fail(why, whylen, "\"%s\" is not an %s address",
+				 tok[1], r.af == AF_INET ? "IPv4" : "IPv6");
+	r.prefix_len = r.af == AF_INET ? 32 : 128;
+	if (slash) {
+		if (rule_number(slash, r.prefix_len, &v) < 0)
+			return rule_fail(why, whylen,
+					 "prefix length \"%s\" is not 0..%u",
+					 slash, r.prefix_len);
+		r.prefix_len = (uint8_t)v;
+	}
+	for (unsigned int i = 0; i < 16; i++) {
+		unsigned int keep = r.prefix_len > i * 8 ?
+					    r.prefix_len - i * 8 :
+					    0;
+
+		if (keep < 8 && (r.addr[i] & ~(0xff00u >> keep) & 0xff))
+			return rule_fail(why, whylen,
+					 "%s/%u has bits set past the prefix",
+					 tok[1], r.prefix_len);
+	}
+	if (n == 3) {
+		if (!r.l4)
+			return rule_fail(why, whylen,
+					 "a port needs an L4 protocol, e.g. "
+					 "%s/udp",
+					 tok[0]);
+		slash = strchr(tok[2], '/');
+		if (slash)
+			*slash++ = '\0';
+		if (rule_number(tok[2], 65535, &v) < 0)
+			return rule_fail(why, whylen,
+					 "port \"%s\" is not 0..65535", tok[2]);
+		r.has_port = true;
+		r.port = (uint16_t)v;
+		r.port_mask = 0xffff;
+		if (slash) {
+			if (rule_number(slash, 65535, &v) < 0 || !v)
+				return rule_fail(why, whylen,
+						 "port mask \"%s\" is not "
+						 "1..0xffff",
+						 slash);
+			r.port_mask = (uint16_t)v;
+		}
+		if (r.port & ~r.port_mask)
+			return rule_fail(why, whylen,
+					 "port %u has bits outside the mask "
+					 "0x%x",
+					 r.port, r.port_mask);
+	}
+	*ret = r;
+	return 0;
+}
+
+static int parse_rss_allow(struct parse *p, const char *key,
+			   const char *value, struct config_domain *d)
+{
+	char why[160];
+
+	if (d->n_rss_allow == CONFIG_MAX_RSS_ALLOW)
+		return parse_fail(p, p->line, key,
+				  "more than %d rules in one domain",
+				  CONFIG_MAX_RSS_ALLOW);
+	if (config_parse_rss_rule(value, &d->rss_allow[d->n_rss_allow], why,
+				  sizeof(why)) < 0)
+		return parse_fail(p, p->line, key, "%s", why);
+	d->n_rss_allow++;
+	return 1;
+}
+
 static int parse_key(struct parse *p, const char *section, const char *key,
 		     const char *value)
 {
@@ -598,12 +742,14 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 		return parse_members(p, key, value, true, d);
 	if (strcmp(key, "groups") == 0)
 		return parse_members(p, key, value, false, d);
+	if (strcmp(key, "rss_allow") == 0)
+		return parse_rss_allow(p, key, value, d);
 	ret = parse_quota(p, key, value, &d->quota, &d->quota_set);
 	if (ret < 0)
 		return parse_fail(p, p->line, key,
 				  "unknown key (known: users, groups, "
-				  "dm_bytes, xrcds, rss_tables, objects, "
-				  "clients)");
+				  "rss_allow, dm_bytes, xrcds, rss_tables, "
+				  "objects, clients)");
 	return ret;
 }
 
@@ -617,7 +763,8 @@ static int parse_handler(void *user, const char *section, const char *key,
 	if (!*section)
 		return parse_fail(p, p->line, key,
 				  "key outside of any section");
-	for (size_t i = 0; i < p->n_keys; i++)
+	/* rss_allow is the one repeatable key. */
+	for (size_t i = 0; i < p->n_keys && strcmp(key, "rss_allow"); i++)
 		if (strcmp(p->keys[i], key) == 0)
 			return parse_fail(p, p->line, key,
 					  "given twice in this section");

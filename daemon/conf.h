@@ -20,6 +20,20 @@ struct quota {
 	uint32_t clients;
 };
 
+/* rss_allow = FAMILY[/L4] PREFIX [PORT[/MASK]]: traffic a domain's RSS
+ * flow rules may claim (rdmabroker.conf(5)). */
+#define CONFIG_MAX_RSS_ALLOW 32
+
+struct rss_rule {
+	uint8_t af; /* AF_INET or AF_INET6 */
+	uint8_t l4; /* IPPROTO_TCP, IPPROTO_UDP, or 0: any */
+	uint8_t prefix_len;
+	uint8_t addr[16]; /* network order, masked to prefix_len */
+	bool has_port;
+	uint16_t port;
+	uint16_t port_mask;
+};
+
 struct config_domain {
 	char name[CONFIG_NAME_MAX];
 	uid_t users[CONFIG_MAX_MEMBERS];
@@ -30,6 +44,8 @@ struct config_domain {
 	/* Keys given in the file; the rest come from [defaults]. */
 	unsigned int quota_set;
 	unsigned int line;
+	struct rss_rule rss_allow[CONFIG_MAX_RSS_ALLOW];
+	size_t n_rss_allow;
 };
 
 /*
@@ -108,5 +124,9 @@ bool config_xrcd_lists(const struct config_xrcd *x, const char *domain);
 /* A valid XRCD name: 1 to 64 bytes, no '/', no control character, not "."
  * or "..". */
 bool config_valid_xrcd_name(const char *name, size_t len);
+/* Parse one rss_allow value into @ret: 0, or -EINVAL with the reason in
+ * @why. */
+int config_parse_rss_rule(const char *value, struct rss_rule *ret,
+			  char *why, size_t whylen);
 
 #endif

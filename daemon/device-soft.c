@@ -220,6 +220,19 @@ static void soft_xrcd_drop(struct device *dev, void *xrcd)
 	soft_xrcd_close(dev->priv, (uint64_t)(uintptr_t)xrcd);
 }
 
+static int soft_rss_create(struct device_ctx *base, const struct rss_spec *spec,
+			   struct rss_made *ret, struct device_why *why)
+{
+	return soft_objs_rss_create(&soft_ctx_of(base)->objs, spec, ret, why);
+}
+
+static int soft_rss_destroy(struct device_ctx *base, struct rss_made *made,
+			    enum ibc_obj_kind part, struct device_why *why)
+{
+	return soft_objs_rss_destroy(&soft_ctx_of(base)->objs, made, part,
+				     why);
+}
+
 static void soft_shutdown(struct device *dev)
 {
 	if (dev->priv)
@@ -244,6 +257,8 @@ static const struct device_ctx_ops soft_ctx_ops = {
 	.obj_destroy = soft_obj_destroy,
 	.dm_alloc = soft_dm_alloc,
 	.dm_free = soft_dm_free,
+	.rss_create = soft_rss_create,
+	.rss_destroy = soft_rss_destroy,
 };
 
 static void soft_limits(struct device_caps *caps)
@@ -289,6 +304,7 @@ int device_soft_probe(const struct device_config *cfg,
 		IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |
 		IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP;
 	d->caps.rss_hash_functions = IBV_RX_HASH_FUNC_TOEPLITZ;
+	d->caps.rss_qp_types = 1u << IBV_QPT_RAW_PACKET;
 	d->caps.import = true;
 	d->caps.dm_shared = true;
 	d->caps.ports = 1;

@@ -21,6 +21,7 @@
 #include "daemon/caps.h"
 #include "daemon/device.h"
 #include "daemon/log.h"
+#include "daemon/rss-verbs.h"
 #include "daemon/uverbs.h"
 
 struct verbs_dev {
@@ -344,6 +345,26 @@ static const struct device_ops verbs_ops = {
 };
 
 /* Clients make their objects in their imported contexts: no obj_create. */
+static int verbs_rss_create(struct device_ctx *base,
+			    const struct rss_spec *spec, struct rss_made *ret,
+			    struct device_why *why)
+{
+	struct verbs_ctx *c = verbs_ctx_of(base);
+
+	if (*base->dev->rss_why)
+		return device_why(why, -EOPNOTSUPP,
+				  "%s makes no RSS tables: %s", base->dev->name,
+				  base->dev->rss_why);
+	return rss_verbs_create(c->ctx, c->pd, spec, ret, why->text,
+				sizeof(why->text));
+}
+
+static int verbs_rss_destroy(struct device_ctx *base, struct rss_made *made,
+			     enum ibc_obj_kind part, struct device_why *why)
+{
+	return rss_verbs_destroy(made, part, why->text, sizeof(why->text));
+}
+
 static const struct device_ctx_ops verbs_ctx_ops = {
 	.close = verbs_ctx_close,
 	.fd = verbs_ctx_fd,
@@ -353,6 +374,8 @@ static const struct device_ctx_ops verbs_ctx_ops = {
 	.obj_destroy = verbs_obj_destroy,
 	.dm_alloc = verbs_dm_alloc,
 	.dm_free = verbs_dm_free,
+	.rss_create = verbs_rss_create,
+	.rss_destroy = verbs_rss_destroy,
 };
 
 /* Can another process import this device's contexts? Asking the provider
@@ -484,11 +507,18 @@ static void verbs_query_caps(struct device *dev, struct ibv_context *own)
 			attr.rss_caps.max_rwq_indirection_table_size;
 		dev->caps.rss_hash_fields = attr.rss_caps.rx_hash_fields_mask;
 		dev->caps.rss_hash_functions = attr.rss_caps.rx_hash_function;
+		dev->caps.rss_qp_types = attr.rss_caps.supported_qpts;
 		dev->caps.ports = attr.orig_attr.phys_port_cnt;
 		verbs_copy_limits(&dev->caps, &attr);
 	}
 	dev->caps.import = verbs_can_import(dev, own);
 	verbs_dm_selftest(dev, own);
+	/* RSS over clients' WQs: the self-test decides (rss-verbs.c). */
+	if (rss_verbs_selftest(own, dev->rss_why, sizeof(dev->rss_why)) == 0)
+		dev->rss_why[0] = '\0';
+	else
+		log_notice("%s: RSS objects unavailable: %s", dev->name,
+			   dev->rss_why);
 	snprintf(dev->caps.transport, sizeof(dev->caps.transport), "%s",
 		 "unknown");
 	if (ibv_query_port(own, 1, &port) == 0)

@@ -115,6 +115,25 @@ static void default_xrcd_drop(struct device *dev, void *xrcd)
 {
 }
 
+static int default_rss_create(struct device_ctx *ctx,
+			      const struct rss_spec *spec,
+			      struct rss_made *ret, struct device_why *why)
+{
+	const struct device *d = ctx->dev;
+
+	return device_why(why, -EOPNOTSUPP,
+			  "%s makes no RSS tables: %s", d->name,
+			  *d->rss_why ? d->rss_why :
+					"the device reports no RSS support");
+}
+
+static int default_rss_destroy(struct device_ctx *ctx, struct rss_made *made,
+			       enum ibc_obj_kind part, struct device_why *why)
+{
+	return device_why(why, -EOPNOTSUPP, "%s makes no RSS tables",
+			  ctx->dev->name);
+}
+
 #define FILL(dst, src, field, def) \
 	((dst)->field = (src)->field ? (src)->field : (def))
 
@@ -139,6 +158,8 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(c, ctx_ops, obj_destroy, default_obj_destroy);
 	FILL(c, ctx_ops, dm_alloc, default_dm_alloc);
 	FILL(c, ctx_ops, dm_free, default_dm_free);
+	FILL(c, ctx_ops, rss_create, default_rss_create);
+	FILL(c, ctx_ops, rss_destroy, default_rss_destroy);
 	dev->ops = o;
 	dev->ctx_ops = c;
 }

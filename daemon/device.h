@@ -74,6 +74,8 @@ struct device_caps {
 	bool dm_shared;
 	char dm_reason[160];
 	uint32_t max_xrcd; /* soft only: what it holds at once */
+	/* 1 << IBV_QPT_* of the QP types RSS hashes for (rss_caps). */
+	uint32_t rss_qp_types;
 };
 
 /* An operation's sentence for a failure: for the client's reply and the
@@ -154,6 +156,42 @@ struct device_dm {
 	void *priv;
 };
 
+/* An RSS object as the device makes it (daemon/rss.c checks the rules
+ * first): an indirection table of 2^log_size entries, entry i the WQ
+ * wqs[i % n_wqs], a RAW_PACKET QP hashing by Toeplitz over it, and a flow
+ * rule steering the match to the QP at @priority. */
+#define RSS_KEY_LEN 40
+
+struct rss_match {
+	uint8_t af; /* AF_INET or AF_INET6: always set */
+	uint8_t l4; /* IPPROTO_TCP, IPPROTO_UDP, or 0 */
+	uint8_t prefix_len;
+	uint8_t addr[16];
+	uint16_t port;
+	uint16_t port_mask;
+};
+
+struct rss_spec {
+	uint32_t port_num;
+	uint32_t log_size;
+	uint32_t n_wqs;
+	const uint32_t *wqs; /* handles in the context */
+	uint8_t key[RSS_KEY_LEN];
+	uint64_t hash_fields;
+	struct rss_match match;
+	uint32_t priority;
+};
+
+struct rss_made {
+	uint32_t tbl_handle;
+	uint32_t qp_handle;
+	uint32_t flow_handle;
+	uint32_t qp_num;
+	/* The implementation's (verbs: the libibverbs objects); NULL once
+	 * every part is destroyed. */
+	void *priv;
+};
+
 struct device;
 
 /* Every implementation's context starts with this (container_of). */
@@ -227,6 +265,17 @@ struct device_ctx_ops {
 			struct device_why *why);
 	int (*dm_free)(struct device_ctx *ctx, struct device_dm *dm,
 		       struct device_why *why);
+	/*
+	 * RSS (daemon/rss.c): make table, QP and flow rule, all or none;
+	 * destroy one part of @made (IBC_OBJ_FLOW, IBC_OBJ_QP, then
+	 * IBC_OBJ_RWQ_IND_TBL: -EBUSY in any other order). Default:
+	 * -EOPNOTSUPP naming the device, and the reason the start-up
+	 * self-test gave when it failed (rss_why).
+	 */
+	int (*rss_create)(struct device_ctx *ctx, const struct rss_spec *spec,
+			  struct rss_made *ret, struct device_why *why);
+	int (*rss_destroy)(struct device_ctx *ctx, struct rss_made *made,
+			   enum ibc_obj_kind part, struct device_why *why);
 };
 
 struct device {
@@ -242,6 +291,9 @@ struct device {
 	/* The daemon is the device's kernel: objects are made by
 	 * obj_create, not by clients (soft). */
 	bool broker_objects;
+	/* Why the device makes no RSS objects (its self-test); empty when
+	 * it does. */
+	char rss_why[DEVICE_WHY_MAX];
 	bool removed;
 	/* Polls readable when handle_event has work; -1 for none. */
 	int event_fd;

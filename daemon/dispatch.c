@@ -66,6 +66,13 @@ static const struct handler handlers[] = {
 					      H_NEEDS_HELLO },
 	[RDMAB__REQUEST__BODY_XRCD_REMOVE] = { "xrcd-remove", h_xrcd_remove,
 					       0, H_SESSION | H_ADMIN },
+	/* RSS */
+	[RDMAB__REQUEST__BODY_RSS_CREATE] = { "rss-create", h_rss_create, 0,
+					      H_SESSION },
+	[RDMAB__REQUEST__BODY_RSS_DESTROY] = { "rss-destroy", h_rss_destroy,
+					       0, H_SESSION },
+	[RDMAB__REQUEST__BODY_LIST_RSS] = { "list-rss", h_list_rss, 0,
+					    H_SESSION },
 };
 
 /* dispatch_set_test_handler(): one extra body case, for test suites. */

@@ -99,6 +99,13 @@ int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r);
 int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r);
+/* RSS (rss.c). */
+int h_rss_create(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r);
+int h_rss_destroy(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r);
+int h_list_rss(struct conn *c, const Rdmab__Request *req,
+	       struct wire_fds *fds, struct reply *r);
 
 /*
  * For test suites only: serve @body_case (one the daemon does not know)

@@ -33,6 +33,7 @@ void server_device_info(const struct device *dev, Rdmab__DeviceInfo *info,
 	caps->max_rss_table_size = dev->caps.max_rss_table_size;
 	caps->rss_hash_fields = dev->caps.rss_hash_fields;
 	caps->rss_hash_functions = dev->caps.rss_hash_functions;
+	caps->rss_qp_types = dev->caps.rss_qp_types;
 	caps->import = dev->caps.import;
 	caps->ports = dev->caps.ports;
 	caps->max_qp = dev->caps.max_qp;

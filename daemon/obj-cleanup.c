@@ -284,7 +284,9 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 	/* The family took the record away itself: nothing to destroy. */
 	if (ret > 0)
 		return;
-	if (ret == 0)
+	if (ret == 0 && fam->destroy && o->family_obj)
+		ret = fam->destroy(reg->srv, o, fam->data, &why);
+	else if (ret == 0)
 		ret = o->ctx->dev->ctx_ops->obj_destroy(o->ctx->dc, o->kind,
 							o->handle, &why);
 	else

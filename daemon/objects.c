@@ -177,6 +177,13 @@ struct obj *objects_find(struct conn *c, uint64_t id)
 	return o && o->owner == c->owner ? o : NULL;
 }
 
+struct obj *objects_find_in_domain(struct conn *c, uint64_t id)
+{
+	struct obj *o = hash_find(c->srv->registry, id);
+
+	return o && o->ctx->domain == c->domain ? o : NULL;
+}
+
 void objects_set_handle(struct obj *o, uint32_t handle)
 {
 	o->handle = handle;
@@ -243,6 +250,7 @@ int objects_destroy_request(struct conn *c, uint64_t id,
 			    struct device_why *why)
 {
 	struct obj *o = objects_find(c, id);
+	const struct obj_family *fam;
 	int ret;
 
 	if (!o)
@@ -255,6 +263,17 @@ int objects_destroy_request(struct conn *c, uint64_t id,
 				  "object %" PRIu64 " is a %s import: "
 				  "ibc_dm_unimport releases it",
 				  id, obj_kind_name(o->kind));
+	fam = &c->srv->registry->families[o->kind];
+	if (fam->destroy && o->family_obj)
+		return device_why(why, -EINVAL,
+				  "%s %" PRIu64 " belongs to an RSS object: "
+				  "destroy it with ibc_rss_destroy",
+				  obj_kind_name(o->kind), id);
+	if (fam->before_owner_destroy && !o->intent) {
+		ret = fam->before_owner_destroy(c->srv, o, fam->data, why);
+		if (ret < 0)
+			return ret;
+	}
 	/* A verbs client destroys its objects itself, after this
 	 * unregister; a soft object is the broker's to destroy. */
 	if (o->made_here && o->ctx->dc) {

@@ -61,6 +61,9 @@ struct obj {
 	/* A broker record of its family's (a DM import): the family's
 	 * release hook ends it, never a destroy by handle. */
 	bool family_owned;
+	/* A family's object that the family destroys (RSS: its struct
+	 * rss); NULL for the rest. */
+	void *family_obj;
 };
 
 struct obj_owner {
@@ -103,6 +106,16 @@ struct obj_family {
 	 * a dead client's intent, device removal); @o is still whole. */
 	void (*removed)(struct server *srv, struct obj *o, void *data);
 	void *data;
+	/* Objects the family made (family_obj set; RSS): the cleanup destroys them with
+	 * this instead of the device's obj_destroy, and an ObjDestroyRequest
+	 * of their owner is refused (the family's own request destroys
+	 * them). */
+	int (*destroy)(struct server *srv, struct obj *o, void *data,
+		       struct device_why *why);
+	/* Before @o's live owner destroys or unregisters it (RSS: a WQ
+	 * leaves the tables that use it); a negative errno refuses. */
+	int (*before_owner_destroy)(struct server *srv, struct obj *o,
+				    void *data, struct device_why *why);
 };
 
 /* Destroys per event-loop turn, cleanup rounds, and the wait before the
@@ -154,6 +167,9 @@ int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
 /* The record @id of @c's session; NULL for any other (another session's,
  * another domain's, none: one answer). */
 struct obj *objects_find(struct conn *c, uint64_t id);
+/* The record @id of any client of @c's domain; NULL for another
+ * domain's or none. */
+struct obj *objects_find_in_domain(struct conn *c, uint64_t id);
 /* An intent gets its handle. */
 void objects_set_handle(struct obj *o, uint32_t handle);
 /* Forget @o and give its quota back. */

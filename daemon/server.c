@@ -22,6 +22,8 @@
 #include "daemon/notify.h"
 #include "daemon/objects.h"
 #include "daemon/sd.h"
+#include "daemon/caps.h"
+#include "daemon/rss.h"
 #include "daemon/server.h"
 #include "daemon/xrcd.h"
 
@@ -526,6 +528,12 @@ int server_init(struct server *srv, const struct server_options *opt)
 		return ret;
 	}
 	server_check_reserve(srv);
+	/* The unit's ambient CAP_NET_RAW is for RSS QPs and flow rules only:
+	 * effective only around those calls (rss-verbs.c). */
+	ret = caps_net_raw_lower();
+	if (ret < 0)
+		log_warn("cannot drop CAP_NET_RAW from the effective set: %s",
+			 strerror(-ret));
 	dcfg.soft_max_dm_size = srv->config.soft_max_dm_size;
 	ret = device_probe(opt->device_mode, &dcfg, &srv->devices, &why);
 	if (ret < 0) {
@@ -549,7 +557,8 @@ int server_init(struct server *srv, const struct server_options *opt)
 			 server_device_gone, NULL);
 
 	srv->base = event_base_new();
-	if (!srv->base || objects_init(srv) < 0 || dm_init(srv) < 0)
+	if (!srv->base || rss_subscribe(srv) < 0 || objects_init(srv) < 0 ||
+	    dm_init(srv) < 0 || rss_init(srv) < 0)
 		return -ENOMEM;
 	ret = xrcd_init(srv);
 	if (ret < 0)
@@ -590,6 +599,7 @@ void server_fini(struct server *srv)
 		conn_close(c);
 	dm_fini(srv);
 	xrcd_fini(srv);
+	rss_fini(srv);
 	objects_fini(srv);
 	conns_lingering_free(srv);
 	domains_free(srv);

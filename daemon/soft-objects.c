@@ -30,6 +30,9 @@ struct soft_rec {
 	uint64_t ino;
 	/* XRC target QP: its number in sd->tgts. */
 	uint32_t tgt_num;
+	/* An indirection table's WQs (each once). */
+	uint32_t *tbl_wqs;
+	uint32_t n_tbl_wqs;
 };
 
 /* The access flags the kernel takes (ib_check_mr_access). */
@@ -183,6 +186,7 @@ void soft_objs_fini(struct soft_objs *o)
 			soft_tgt_put(o->sd, o->recs[h].tgt_num);
 		if (o->recs[h].kind != IBC_OBJ_NONE)
 			o->sd->count[o->recs[h].kind]--;
+		free(o->recs[h].tbl_wqs);
 	}
 	free(o->recs);
 	memset(o, 0, sizeof(*o));
@@ -654,6 +658,9 @@ int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 				  r->usecnt, r->usecnt == 1 ? "" : "s");
 	for (unsigned int i = 0; i < r->n_uses; i++)
 		o->recs[r->uses[i]].usecnt--;
+	for (uint32_t i = 0; i < r->n_tbl_wqs; i++)
+		o->recs[r->tbl_wqs[i]].usecnt--;
+	free(r->tbl_wqs);
 	if (r->uses_pd)
 		o->recs[0].usecnt--;
 	if (kind == IBC_OBJ_XRCD)
@@ -681,4 +688,88 @@ int soft_objs_add_dm(struct soft_objs *o, uint64_t length,
 	o->sd->count[IBC_OBJ_DM]++;
 	*ret_handle = h;
 	return 0;
+}
+
+/* --- RSS ------------------------------------------------------------------ */
+
+/* A record of @kind using @uses (at most one object) and the PD. */
+static int soft_add(struct soft_objs *o, enum ibc_obj_kind kind, int use,
+		    bool uses_pd, uint32_t *ret)
+{
+	uint32_t h;
+	int err = soft_alloc(o, &h);
+
+	if (err < 0)
+		return err;
+	o->recs[h] = (struct soft_rec){ .kind = (uint8_t)kind,
+					.uses_pd = uses_pd };
+	if (use >= 0) {
+		o->recs[h].uses[0] = (uint32_t)use;
+		o->recs[h].n_uses = 1;
+		o->recs[use].usecnt++;
+	}
+	if (uses_pd)
+		o->recs[0].usecnt++;
+	o->sd->count[kind]++;
+	*ret = h;
+	return 0;
+}
+
+int soft_objs_rss_create(struct soft_objs *o, const struct rss_spec *spec,
+			 struct rss_made *ret, struct device_why *why)
+{
+	struct rss_made made = { 0 };
+	uint32_t *wqs;
+	int err;
+
+	if (spec->port_num != 1)
+		return device_why(why, -EINVAL,
+				  "%s has one port, not port %u", o->dev->name,
+				  spec->port_num);
+	for (uint32_t i = 0; i < spec->n_wqs; i++) {
+		struct soft_rec *r = soft_rec(o, spec->wqs[i]);
+
+		if (!r || r->kind != IBC_OBJ_WQ)
+			return device_why(why, -EINVAL,
+					  "%s: handle %u is not a WQ",
+					  o->dev->name, spec->wqs[i]);
+	}
+	wqs = malloc(spec->n_wqs * sizeof(*wqs));
+	if (!wqs)
+		return device_why(why, -ENOMEM, "out of memory");
+	memcpy(wqs, spec->wqs, spec->n_wqs * sizeof(*wqs));
+	err = soft_add(o, IBC_OBJ_RWQ_IND_TBL, -1, false, &made.tbl_handle);
+	if (err < 0) {
+		free(wqs);
+		return device_why(why, err, "%s: out of memory", o->dev->name);
+	}
+	o->recs[made.tbl_handle].tbl_wqs = wqs;
+	o->recs[made.tbl_handle].n_tbl_wqs = spec->n_wqs;
+	for (uint32_t i = 0; i < spec->n_wqs; i++)
+		o->recs[wqs[i]].usecnt++;
+	err = soft_add(o, IBC_OBJ_QP, (int)made.tbl_handle, true,
+		       &made.qp_handle);
+	if (err == 0)
+		err = soft_add(o, IBC_OBJ_FLOW, (int)made.qp_handle, false,
+			       &made.flow_handle);
+	if (err < 0) {
+		if (made.qp_handle)
+			soft_objs_destroy(o, IBC_OBJ_QP, made.qp_handle, why);
+		soft_objs_destroy(o, IBC_OBJ_RWQ_IND_TBL, made.tbl_handle, why);
+		return device_why(why, err, "%s: out of memory", o->dev->name);
+	}
+	/* mlx5 RSS QPs have no number of their own. */
+	made.qp_num = 0;
+	*ret = made;
+	return 0;
+}
+
+int soft_objs_rss_destroy(struct soft_objs *o, struct rss_made *made,
+			  enum ibc_obj_kind part, struct device_why *why)
+{
+	uint32_t h = part == IBC_OBJ_FLOW ? made->flow_handle :
+		     part == IBC_OBJ_QP	  ? made->qp_handle :
+					    made->tbl_handle;
+
+	return soft_objs_destroy(o, part, h, why);
 }

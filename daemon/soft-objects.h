@@ -108,5 +108,11 @@ int soft_xrcd_open(struct soft_dev *sd, uint64_t ino);
 void soft_xrcd_close(struct soft_dev *sd, uint64_t ino);
 /* Free the device's XRC domains (the device goes). */
 void soft_dev_fini(struct soft_dev *sd);
+/* RSS (device.h): the table uses its WQs (destroying one is -EBUSY
+ * while the table lives), the QP the table, the flow rule the QP. */
+int soft_objs_rss_create(struct soft_objs *o, const struct rss_spec *spec,
+			 struct rss_made *ret, struct device_why *why);
+int soft_objs_rss_destroy(struct soft_objs *o, struct rss_made *made,
+			  enum ibc_obj_kind part, struct device_why *why);
 
 #endif

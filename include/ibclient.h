@@ -100,6 +100,11 @@ enum ibc_event_type {
 	/* An administrator revoked the DM: deregister its MRs in the
 	 * callback; the library unimports it after. */
 	IBC_EVENT_DM_REVOKED,
+	/* RSS: a table was rebuilt over the WQs that survived the death of
+	 * an owner, or destroyed when none did (IBC_OBJ_RWQ_IND_TBL and
+	 * ibc_rss_id(); ibc_rss_lookup() follows it by itself). */
+	IBC_EVENT_RSS_REBUILT = 16,
+	IBC_EVENT_RSS_DESTROYED = 17,
 };
 
 /* Filled by the library for the callback, which reads only the fields it
@@ -187,6 +192,8 @@ struct ibc_device_info {
 	bool dm_shared;
 	char dm_reason[160];
 	uint64_t dm_reserved;
+	/* 1 << IBV_QPT_* of the QP types RSS hashes for (rss_caps). */
+	uint32_t rss_qp_types;
 };
 
 enum ibc_device_kind {
@@ -229,6 +236,8 @@ struct ibc_caps {
 	uint64_t max_mr_size;
 	/* Device memory can be shared (ibc_dm_alloc(3)). */
 	bool dm_shared;
+	/* 1 << IBV_QPT_* of the QP types RSS hashes for (rss_caps). */
+	uint32_t rss_qp_types;
 };
 
 struct ibc_quota {
@@ -713,6 +722,104 @@ int ibc_admin_dm_free(struct ibc_client *client, uint64_t dm_id);
  * ([broker] dm_revoke_grace) it is freed once nothing holds it.
  */
 int ibc_admin_dm_revoke(struct ibc_client *client, uint64_t dm_id);
+/* --- RSS across processes (ibc_rss_create(3)) --------------------------- */
+
+struct ibc_rss;
+
+/* The largest table (the uverbs limit, 2^13 entries) and the most WQs one
+ * table spreads over (so that a request fits one packet). */
+#define IBC_RSS_MAX_LOG_TABLE 13
+#define IBC_RSS_MAX_WQS 4096
+#define IBC_RSS_KEY_LEN 40
+
+/* The traffic a flow rule steers to the RSS QP; value/mask, no ranges. A
+ * zeroed match claims all the port's traffic of the hashed family. */
+struct ibc_flow_match {
+	uint32_t comp_mask;
+	int af; /* AF_INET, AF_INET6, or 0: the family hash_fields implies */
+	uint8_t dst_addr[16]; /* network order, IPv4 in the first 4 bytes */
+	uint8_t prefix_len; /* of dst_addr; 0: any address */
+	uint8_t l4_proto; /* IPPROTO_TCP, IPPROTO_UDP, or 0 */
+	uint16_t dst_port; /* host order; with port_mask */
+	uint16_t port_mask; /* 0: any port; 0xffff: exactly dst_port */
+};
+
+enum ibc_rss_flags {
+	/* An empty match: claim all the port's traffic of the hashed family
+	 * (administrators only; it can take the host off the network). */
+	IBC_RSS_MATCH_ALL = 1 << 0,
+};
+
+struct ibc_rss_attr {
+	uint32_t comp_mask;
+	uint8_t port_num; /* 1-based; an Ethernet port */
+	uint32_t log_ind_tbl_size; /* the table has 2^this entries */
+	uint32_t num_wqs; /* entry i = wq_ids[i % num_wqs] */
+	const uint64_t *wq_ids; /* ibc_wq_id() of any client of the domain */
+	uint8_t hash_key[IBC_RSS_KEY_LEN];
+	/* IBV_RX_HASH_{SRC,DST}_{IPV4,IPV6,PORT_TCP,PORT_UDP} bits */
+	uint64_t hash_fields;
+	struct ibc_flow_match match;
+	uint32_t flags; /* enum ibc_rss_flags */
+};
+
+/* A flow to look up, as the packet carries it. */
+struct ibc_flow {
+	int af; /* AF_INET or AF_INET6 */
+	uint8_t src_addr[16]; /* network order, IPv4 in the first 4 bytes */
+	uint8_t dst_addr[16];
+	uint16_t src_port; /* host order */
+	uint16_t dst_port;
+	uint8_t l4_proto; /* IPPROTO_TCP, IPPROTO_UDP, or 0 */
+};
+
+/**
+ * ibc_rss_create() - an indirection table over WQs of any clients of
+ * @ctx's domain, an RSS QP hashing by Toeplitz over it and the flow rule
+ * that steers @attr->match to it, made by the broker; see ibc_rss_create(3).
+ */
+int ibc_rss_create(struct ibc_ctx *ctx, const struct ibc_rss_attr *attr,
+		   struct ibc_rss **ret_rss);
+/** ibc_rss_destroy() - flow, QP and table, in that order. */
+int ibc_rss_destroy(struct ibc_rss *rss);
+/**
+ * ibc_rss_lookup() - the Toeplitz hash of @flow's fields that the table's
+ * hash_fields select, and the ibc_wq_id() of the WQ that receives it; no
+ * round trip. -ENOENT once every WQ of the table is gone.
+ */
+int ibc_rss_lookup(const struct ibc_rss *rss, const struct ibc_flow *flow,
+		   uint32_t *ret_hash, uint64_t *ret_wq_id);
+/** ibc_rss_id() - the broker's id of the RSS object (its table). */
+uint64_t ibc_rss_id(const struct ibc_rss *rss);
+
+/* What ibc_list_rss() gives: one RSS object of the caller's domain (an
+ * administrator's: of every domain). */
+struct ibc_rss_info {
+	uint32_t comp_mask;
+	uint64_t id;
+	char domain[64];
+	char device[64];
+	uint64_t client_id; /* its owner */
+	uint32_t port_num;
+	uint32_t log_ind_tbl_size;
+	uint8_t hash_key[IBC_RSS_KEY_LEN];
+	uint64_t hash_fields;
+	/* With the family and L4 protocol the hash implies. */
+	struct ibc_flow_match match;
+	uint32_t priority; /* of the flow rule: 0 or 1, swapped by rebuilds */
+	uint32_t qp_num; /* mlx5 RSS QPs have number 0 */
+	uint32_t rebuilds;
+	uint32_t num_wqs;
+	/* num_wqs each, in the list's memory: the WQs and their owners'
+	 * client ids. */
+	const uint64_t *wq_ids;
+	const uint64_t *wq_owners;
+};
+
+/** ibc_list_rss() - the RSS objects the caller may see; free the list with
+ * ibc_list_free(). @entry_size: sizeof(struct ibc_rss_info). */
+int ibc_list_rss(struct ibc_client *client, struct ibc_rss_info **ret_list,
+		 size_t entry_size, size_t *ret_count);
 
 #ifdef __cplusplus
 }

@@ -19,6 +19,7 @@
 
 #include "libclient/dm.h"
 #include "libclient/client.h"
+#include "libclient/rss.h"
 
 /* The largest errno value a broker may answer with (the kernel's
  * MAX_ERRNO): anything else is a protocol violation. */
@@ -212,6 +213,9 @@ static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 	case RDMAB__EVENT__BODY_DM_REVOKED:
 		q = ibc_queue_event(cl, IBC_EVENT_DM_REVOKED,
 				    ev->dm_revoked->reason, NULL);
+		break;
+	case RDMAB__EVENT__BODY_RSS_REBUILT:
+		q = ibc_rss_event(cl, ev);
 		break;
 	default:
 		/* An event of a newer broker: nothing to do with it. */

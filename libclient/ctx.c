@@ -59,6 +59,7 @@ static int ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
 	c->max_rss_table_size = d->max_rss_table_size;
 	c->rss_hash_fields = d->rss_hash_fields;
 	c->rss_hash_functions = d->rss_hash_functions;
+	c->rss_qp_types = d->rss_qp_types;
 	c->max_qp = d->max_qp;
 	c->max_qp_wr = d->max_qp_wr;
 	c->max_sge = d->max_sge;

@@ -99,6 +99,7 @@ void ibc_device_info_from(struct ibc_device_info *e,
 		e->max_rss_table_size = d->caps->max_rss_table_size;
 		e->rss_hash_fields = d->caps->rss_hash_fields;
 		e->rss_hash_functions = d->caps->rss_hash_functions;
+		e->rss_qp_types = d->caps->rss_qp_types;
 		e->max_qp = d->caps->max_qp;
 		e->max_qp_wr = d->caps->max_qp_wr;
 		e->max_sge = d->caps->max_sge;

@@ -485,7 +485,10 @@ static int verbs_destroy(struct ibc_obj *o)
 	 * now, its handle could be someone else's when the broker destroys
 	 * it after this process exits. */
 	if (o->id) {
-		err = ibc_obj_destroy_request(o, false);
+		/* A WQ waits for the reply: the broker first rebuilds the
+		 * RSS tables that use it without it, and the kernel refuses
+		 * (EBUSY) to destroy a WQ a table still holds. */
+		err = ibc_obj_destroy_request(o, o->kind == IBC_OBJ_WQ);
 		if (err < 0) {
 			snprintf(why, sizeof(why), "%s", ibc_last_error());
 			return ibc_set_error(err,

@@ -335,6 +335,32 @@ if section sigkill; then
 	fi
 fi
 
+# --- RSS on rxe: the self-test says why, and CAP_NET_RAW only when raised ------
+if section rss; then
+	check rss-selftest "the daemon's RSS self-test on $DEV: $(journalctl -q -u "$UNIT" -o cat | grep -m1 'RSS objects unavailable')" \
+		journal_has 5 "$DEV: RSS objects unavailable: the device has no receive WQs"
+	run_prog rss-client "${AS_CLIENT[@]}" "$bin/vm-rss" client "$DEV"
+	# The unit's own credentials, capabilities and system call filter, in
+	# a oneshot unit of the test's (systemd-run needs a D-Bus broker,
+	# which the VM does not run; systemctl talks to PID 1 directly).
+	unitfile=$(systemctl show -p FragmentPath --value "$UNIT")
+	{
+		echo "[Service]"
+		echo "Type=oneshot"
+		echo "ExecStart=$bin/vm-rss rawcaps $DEV"
+		echo "StandardOutput=file:$L/rss-rawcaps.log"
+		echo "StandardError=inherit"
+		grep -E '^(User|Group|SupplementaryGroups|AmbientCapabilities|CapabilityBoundingSet|SystemCallFilter|NoNewPrivileges)=' "$unitfile"
+	} >/run/systemd/system/rdmab-rawcaps.service
+	info "rawcaps unit: $(grep -v '^\[' /run/systemd/system/rdmab-rawcaps.service | tr '\n' ' ')"
+	systemctl daemon-reload
+	systemctl start rdmab-rawcaps.service
+	checks_from "$L/rss-rawcaps.log" ||
+		fail rss-rawcaps "no CHECK line: $(systemctl status rdmab-rawcaps.service 2>&1 | tail -n 3 | tr '\n' ' ')"
+	rm -f /run/systemd/system/rdmab-rawcaps.service
+	systemctl daemon-reload
+fi
+
 # --- destroy by handle ----------------------------------------------------------
 if section destroy; then
 	run_prog destroy "$bin/vm-destroy" "$DEV"

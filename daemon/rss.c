@@ -1,0 +1,869 @@
+// SPDX-License-Identifier: MIT
+/*
+ * RSS across processes (DESIGN §3): an indirection table over WQs of any
+ * clients of a domain, the RSS QP hashing by Toeplitz over it, and the flow
+ * rule that steers the traffic a domain may claim to it. The broker makes
+ * them because the QP and the rule need CAP_NET_RAW.
+ *
+ * Each RSS object is three registry records of its owner (flow, QP, table:
+ * the cleanup destroys them in that order through rss_destroy_part) and a
+ * struct rss that names the WQs by their records. A WQ leaves every table
+ * that uses it before it goes, whoever destroys it: the owner
+ * (before_owner_destroy) or the cleanup of a dead owner (before_destroy).
+ * The table is then rebuilt make-before-break over the WQs that remain,
+ * the new flow rule at the other of two priorities, or destroyed when none
+ * remain; packets hashed to the leaving WQ in between are lost.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include <infiniband/verbs.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dispatch.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/objects.h"
+#include "daemon/rss.h"
+#include "daemon/server.h"
+
+#define RSS_HASH_V4    (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4)
+#define RSS_HASH_V6    (IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6)
+#define RSS_HASH_TCP   (IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP)
+#define RSS_HASH_UDP   (IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP)
+#define RSS_HASH_KNOWN (RSS_HASH_V4 | RSS_HASH_V6 | RSS_HASH_TCP | RSS_HASH_UDP)
+/* An RSS listing entry is under 300 bytes plus 20 per WQ. */
+#define RSS_LIST_PAGE 32
+
+struct rss {
+	TAILQ_ENTRY(rss) link;
+	struct dctx *x;
+	/* The owner's records; NULL once that part is destroyed. */
+	struct obj *flow, *qp, *tbl;
+	uint64_t id;
+	uint32_t port_num;
+	uint32_t log_size;
+	uint8_t key[RSS_KEY_LEN];
+	uint64_t hash_fields;
+	struct rss_match match;
+	uint32_t priority;
+	uint32_t n_wqs;
+	struct obj **wqs;
+	struct rss_made made;
+	unsigned int rebuilds;
+};
+
+static TAILQ_HEAD(, rss) rss_all = TAILQ_HEAD_INITIALIZER(rss_all);
+
+static void rss_free(struct rss *r)
+{
+	TAILQ_REMOVE(&rss_all, r, link);
+	r->x->domain->used.rss_tables--;
+	free(r->wqs);
+	free(r);
+}
+
+/* --- the rules ---------------------------------------------------------- */
+
+/* The family and L4 protocol @hash_fields implies, and its one-family,
+ * one-L4 rule (mlx5's create_rss_raw_qp_tir). */
+static int rss_check_hash(const struct device *dev, uint64_t fields,
+			  uint32_t log_size, struct rss_match *m,
+			  struct reply *r)
+{
+	if (fields & ~RSS_HASH_KNOWN)
+		return reply_error(r, -EOPNOTSUPP,
+				   "hash fields 0x%" PRIx64 " are not among "
+				   "the IPv4, IPv6, TCP and UDP source and "
+				   "destination bits (IBV_RX_HASH_INNER and "
+				   "the rest are not supported)",
+				   fields & ~RSS_HASH_KNOWN);
+	if (fields & ~dev->caps.rss_hash_fields)
+		return reply_error(
+			r, -EOPNOTSUPP, "%s does not hash on fields 0x%" PRIx64,
+			dev->name, fields & ~dev->caps.rss_hash_fields);
+	if (!fields && log_size)
+		return reply_error(r, -EINVAL,
+				   "hash fields 0 (no hash) need a one-entry "
+				   "table, not 2^%u entries",
+				   log_size);
+	if ((fields & RSS_HASH_V4) && (fields & RSS_HASH_V6))
+		return reply_error(r, -EINVAL,
+				   "one RSS QP hashes one address family: "
+				   "hash fields 0x%" PRIx64 " mix IPv4 and "
+				   "IPv6",
+				   fields);
+	if ((fields & RSS_HASH_TCP) && (fields & RSS_HASH_UDP))
+		return reply_error(r, -EINVAL,
+				   "one RSS QP hashes at most one L4 "
+				   "protocol: hash fields 0x%" PRIx64 " mix "
+				   "TCP and UDP",
+				   fields);
+	if ((fields & (RSS_HASH_TCP | RSS_HASH_UDP)) &&
+	    !(fields & (RSS_HASH_V4 | RSS_HASH_V6)) && !m->af)
+		return reply_error(r, -EINVAL,
+				   "hash fields 0x%" PRIx64 " hash ports "
+				   "only: the match must name the address "
+				   "family",
+				   fields);
+	/* What the hash implies is added to the match, so that packets the
+	 * hash is not defined for never reach the QP. */
+	if (fields & (RSS_HASH_V4 | RSS_HASH_V6)) {
+		uint8_t af = fields & RSS_HASH_V4 ? AF_INET : AF_INET6;
+
+		if (m->af && m->af != af)
+			return reply_error(r, -EINVAL,
+					   "the match is %s but the hash "
+					   "fields hash %s",
+					   m->af == AF_INET ? "IPv4" : "IPv6",
+					   af == AF_INET ? "IPv4" : "IPv6");
+		m->af = af;
+	}
+	if (fields & (RSS_HASH_TCP | RSS_HASH_UDP)) {
+		uint8_t l4 = fields & RSS_HASH_TCP ? IPPROTO_TCP : IPPROTO_UDP;
+
+		if (m->l4 && m->l4 != l4)
+			return reply_error(r, -EINVAL,
+					   "the match is %s but the hash "
+					   "fields hash %s ports",
+					   m->l4 == IPPROTO_TCP ? "TCP" : "UDP",
+					   l4 == IPPROTO_TCP ? "TCP" : "UDP");
+		m->l4 = l4;
+	}
+	if (!m->af)
+		return reply_error(r, -EINVAL,
+				   "neither the match nor the hash fields "
+				   "name an address family");
+	return 0;
+}
+
+static int rss_match_from_wire(const Rdmab__FlowMatch *w, struct rss_match *m,
+			       bool *empty, struct reply *r)
+{
+	unsigned int alen;
+
+	memset(m, 0, sizeof(*m));
+	*empty = true;
+	if (!w)
+		return 0;
+	if (w->af && w->af != AF_INET && w->af != AF_INET6)
+		return reply_error(r, -EINVAL,
+				   "match family %u is not AF_INET or "
+				   "AF_INET6",
+				   w->af);
+	if (w->l4_proto && w->l4_proto != IPPROTO_TCP &&
+	    w->l4_proto != IPPROTO_UDP)
+		return reply_error(r, -EINVAL,
+				   "match L4 protocol %u is not TCP or UDP",
+				   w->l4_proto);
+	if (w->dst_port > 0xffff || w->port_mask > 0xffff)
+		return reply_error(r, -EINVAL,
+				   "match port %u/0x%x is not 16 bits",
+				   w->dst_port, w->port_mask);
+	if (w->port_mask && !w->l4_proto)
+		return reply_error(r, -EINVAL,
+				   "a match on a port needs the L4 protocol");
+	if (w->dst_port & ~w->port_mask)
+		return reply_error(r, -EINVAL,
+				   "match port %u has bits outside its mask "
+				   "0x%x",
+				   w->dst_port, w->port_mask);
+	alen = w->af == AF_INET6 ? 16 : 4;
+	if (w->prefix_len > alen * 8 || (w->prefix_len && !w->af))
+		return reply_error(r, -EINVAL,
+				   "match prefix length %u is not 0..%u of a "
+				   "named family",
+				   w->prefix_len, alen * 8);
+	if (w->dst_addr.len > 16)
+		return reply_error(r, -EINVAL, "match address of %zu bytes",
+				   w->dst_addr.len);
+	m->af = (uint8_t)w->af;
+	m->l4 = (uint8_t)w->l4_proto;
+	m->prefix_len = (uint8_t)w->prefix_len;
+	m->port = (uint16_t)w->dst_port;
+	m->port_mask = (uint16_t)w->port_mask;
+	/* An empty address comes as NULL. */
+	if (w->dst_addr.len)
+		memcpy(m->addr, w->dst_addr.data, w->dst_addr.len);
+	/* Bits past the prefix match nothing: drop them. */
+	for (unsigned int i = 0; i < 16; i++) {
+		unsigned int keep =
+			m->prefix_len > i * 8 ? m->prefix_len - i * 8 : 0;
+
+		if (keep < 8)
+			m->addr[i] &= (uint8_t)(0xff00u >> keep);
+	}
+	*empty = !m->af && !m->l4 && !m->prefix_len && !m->port_mask;
+	return 0;
+}
+
+/* Does rule @u allow match @m (which has the implied family and L4)? */
+bool rss_rule_allows(const struct rss_rule *u, const struct rss_match *m)
+{
+	if (u->af != m->af || (u->l4 && u->l4 != m->l4))
+		return false;
+	if (m->prefix_len < u->prefix_len)
+		return false;
+	for (unsigned int i = 0; i < 16; i++) {
+		unsigned int keep =
+			u->prefix_len > i * 8 ? u->prefix_len - i * 8 : 0;
+		uint8_t mask = keep >= 8 ? 0xff : (uint8_t)(0xff00u >> keep);
+
+		if ((m->addr[i] & mask) != u->addr[i])
+			return false;
+	}
+	if (u->has_port)
+		return (m->port_mask & u->port_mask) == u->port_mask &&
+		       (m->port & u->port_mask) == u->port;
+	return true;
+}
+
+static void rss_match_str(const struct rss_match *m, char *buf, size_t len)
+{
+	char a[INET6_ADDRSTRLEN];
+	int n;
+
+	if (!inet_ntop(m->af, m->addr, a, sizeof(a)))
+		snprintf(a, sizeof(a), "?");
+	n = snprintf(buf, len, "%s%s %s/%u", m->af == AF_INET ? "ipv4" : "ipv6",
+		     m->l4 == IPPROTO_TCP   ? "/tcp"
+		     : m->l4 == IPPROTO_UDP ? "/udp"
+					    : "",
+		     a, m->prefix_len);
+	if (m->port_mask && n > 0 && (size_t)n < len)
+		snprintf(buf + n, len - (size_t)n, " %u/0x%x", m->port,
+			 m->port_mask);
+}
+
+/* An admin may claim anything; a domain what its rss_allow lists; an
+ * empty match only an admin, and only with IBC_RSS_MATCH_ALL. */
+static int rss_check_policy(struct conn *c, const struct rss_match *m,
+			    bool empty, uint32_t flags, struct reply *r)
+{
+	bool admin = policy_is_admin(c->srv, c);
+	const struct config_domain *cd;
+	char what[128];
+
+	if (empty) {
+		if (!admin)
+			return reply_error(r, -EPERM,
+					   "an empty match claims all the "
+					   "port's traffic of the hashed "
+					   "family: only an administrator "
+					   "may ask for it");
+		if (!(flags & IBC_RSS_MATCH_ALL))
+			return reply_error(r, -EPERM,
+					   "an empty match claims all the "
+					   "port's traffic and can take the "
+					   "host off the network: set "
+					   "IBC_RSS_MATCH_ALL to mean it");
+		return 0;
+	}
+	if (admin)
+		return 0;
+	cd = c->domain->kind == DOMAIN_CONFIGURED
+		     ? config_find_domain(&c->srv->config, c->domain->name)
+		     : NULL;
+	for (size_t i = 0; cd && i < cd->n_rss_allow; i++)
+		if (rss_rule_allows(&cd->rss_allow[i], m))
+			return 0;
+	rss_match_str(m, what, sizeof(what));
+	return reply_error(r, -EPERM,
+			   "domain %s may not claim %s: no rss_allow rule of "
+			   "rdmabroker.conf lists it",
+			   c->domain->name, what);
+}
+
+/* --- making and destroying ---------------------------------------------- */
+
+static int rss_handles(const struct rss *r, struct obj *const *wqs, uint32_t n,
+		       uint32_t **ret)
+{
+	uint32_t *h = malloc((n ? n : 1) * sizeof(*h));
+
+	if (!h)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n; i++)
+		h[i] = wqs[i]->handle;
+	*ret = h;
+	return 0;
+}
+
+static int rss_make(struct rss *r, struct obj *const *wqs, uint32_t n,
+		    uint32_t priority, struct rss_made *ret,
+		    struct device_why *why)
+{
+	struct rss_spec spec = {
+		.port_num = r->port_num,
+		.log_size = r->log_size,
+		.n_wqs = n,
+		.hash_fields = r->hash_fields,
+		.match = r->match,
+		.priority = priority,
+	};
+	uint32_t *h;
+	int err;
+
+	if (rss_handles(r, wqs, n, &h) < 0)
+		return device_why(why, -ENOMEM, "out of memory");
+	spec.wqs = h;
+	memcpy(spec.key, r->key, sizeof(spec.key));
+	err = r->x->dev->ctx_ops->rss_create(r->x->dc, &spec, ret, why);
+	free(h);
+	return err;
+}
+
+/* The registry's destroy of one part (flow, QP, table), in that order. */
+static int rss_destroy_part(struct server *srv, struct obj *o, void *data,
+			    struct device_why *why)
+{
+	struct rss *r = o->family_obj;
+	int err;
+
+	err = r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, o->kind, why);
+	if (err < 0 && err != -EIO)
+		return err;
+	if (o == r->flow)
+		r->flow = NULL;
+	else if (o == r->qp)
+		r->qp = NULL;
+	else if (o == r->tbl)
+		r->tbl = NULL;
+	if (!r->flow && !r->qp && !r->tbl)
+		rss_free(r);
+	return err;
+}
+
+/* Destroy every part of @r that is left; frees @r when all went. */
+static int rss_teardown(struct rss *r, struct device_why *why)
+{
+	struct obj *parts[3] = { r->flow, r->qp, r->tbl };
+
+	for (unsigned int i = 0; i < 3; i++) {
+		int err;
+
+		if (!parts[i])
+			continue;
+		err = rss_destroy_part(NULL, parts[i], NULL, why);
+		if (err < 0 && err != -EIO)
+			return err;
+		objects_remove(parts[i]);
+	}
+	return 0;
+}
+
+static void rss_event(struct rss *r, const char *reason, bool destroyed);
+
+/* Undo a create whose reply failed: the device's parts, the records that
+ * were added, the struct. */
+static void rss_unmake(struct rss *r)
+{
+	static const enum ibc_obj_kind part[3] = { IBC_OBJ_FLOW, IBC_OBJ_QP,
+						   IBC_OBJ_RWQ_IND_TBL };
+	struct obj *rec[3] = { r->flow, r->qp, r->tbl };
+	struct device_why why;
+
+	for (int i = 0; i < 3; i++) {
+		r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, part[i],
+						&why);
+		if (rec[i])
+			objects_remove(rec[i]);
+	}
+	rss_free(r);
+}
+
+/* @wq leaves @r: rebuild over the rest, or destroy @r when none is left. */
+static int rss_leave(struct rss *r, struct obj *wq, struct device_why *why)
+{
+	struct rss_made made, old = r->made;
+	struct obj **rest;
+	uint32_t n = 0;
+	int err;
+
+	if (!r->flow || !r->qp || !r->tbl)
+		return device_why(why, -EBUSY,
+				  "RSS %" PRIu64 " is being destroyed", r->id);
+	rest = malloc(r->n_wqs * sizeof(*rest));
+	if (!rest)
+		return device_why(why, -ENOMEM, "out of memory");
+	for (uint32_t i = 0; i < r->n_wqs; i++)
+		if (r->wqs[i] != wq)
+			rest[n++] = r->wqs[i];
+	if (!n) {
+		free(rest);
+		log_info("RSS %" PRIu64 ": its last WQ (%" PRIu64 ") goes; "
+			 "destroyed",
+			 r->id, wq->id);
+		rss_event(r, "the last WQ of the table went", true);
+		return rss_teardown(r, why);
+	}
+	/* Make before break: the new rule at the other priority takes the
+	 * traffic before the old one goes. */
+	err = rss_make(r, rest, n, r->priority ^ 1, &made, why);
+	if (err < 0) {
+		free(rest);
+		return err;
+	}
+	r->made = old;
+	for (int p = 0; p < 3; p++) {
+		static const enum ibc_obj_kind part[3] = {
+			IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL
+		};
+		struct device_why w;
+
+		if (r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, part[p],
+						    &w) < 0)
+			log_warn("RSS %" PRIu64 ": the old %s stays: %s", r->id,
+				 obj_kind_name(part[p]), w.text);
+	}
+	r->made = made;
+	r->flow->handle = made.flow_handle;
+	r->qp->handle = made.qp_handle;
+	r->tbl->handle = made.tbl_handle;
+	free(r->wqs);
+	r->wqs = rest;
+	r->n_wqs = n;
+	r->priority ^= 1;
+	r->rebuilds++;
+	log_info("RSS %" PRIu64 ": rebuilt over %u WQs without WQ %" PRIu64,
+		 r->id, n, wq->id);
+	rss_event(r, "a WQ of the table went", false);
+	return 0;
+}
+
+/* Before a WQ goes, by its owner or the cleanup: out of every table. */
+static int rss_wq_going(struct server *srv, struct obj *o, void *data,
+			struct device_why *why)
+{
+	struct rss *r, *tmp;
+
+	TAILQ_FOREACH_SAFE(r, &rss_all, link, tmp) {
+		for (uint32_t i = 0; i < r->n_wqs; i++) {
+			int err;
+
+			if (r->wqs[i] != o)
+				continue;
+			err = rss_leave(r, o, why);
+			if (err < 0)
+				return err;
+			break;
+		}
+	}
+	return 0;
+}
+
+static int rss_wq_cleanup(struct server *srv, struct obj *o, void *data)
+{
+	struct device_why why;
+	int err = rss_wq_going(srv, o, data, &why);
+
+	if (err < 0)
+		log_warn("WQ %" PRIu64 " stays in its RSS table for now: %s",
+			 o->id, why.text);
+	return err;
+}
+
+static bool rss_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
+{
+	return c == arg;
+}
+
+static void rss_event(struct rss *r, const char *reason, bool destroyed)
+{
+	Rdmab__RssRebuiltEvent body = RDMAB__RSS_REBUILT_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	struct conn *owner = r->tbl ? r->tbl->owner->conn : NULL;
+	uint64_t *ids = NULL;
+	uint32_t n = 0;
+
+	if (!owner)
+		return;
+	ids = calloc(r->n_wqs ? r->n_wqs : 1, sizeof(*ids));
+	if (!ids)
+		return;
+	/* A rebuild has changed r->wqs already; a destroy sends none. */
+	if (!destroyed)
+		for (; n < r->n_wqs; n++)
+			ids[n] = r->wqs[n]->id;
+	body.wq_ids = ids;
+	body.n_wq_ids = n;
+	body.priority = r->priority;
+	body.reason = (char *)reason;
+	ev.object_kind = IBC_OBJ_RWQ_IND_TBL;
+	ev.object_id = r->id;
+	ev.body_case = RDMAB__EVENT__BODY_RSS_REBUILT;
+	ev.rss_rebuilt = &body;
+	notify_clients(owner->srv, &ev, rss_event_filter, owner);
+	free(ids);
+}
+
+static void rss_device_gone(struct server *srv, const void *what, void *data)
+{
+	const struct notify_device_gone *gone = what;
+	struct rss *r, *tmp;
+
+	/* Before the registry drops the records (rss_subscribe() comes
+	 * first): the kernel frees the objects with the contexts. */
+	TAILQ_FOREACH_SAFE(r, &rss_all, link, tmp) {
+		if (r->x->dev != gone->dev)
+			continue;
+		/* The implementation's handles died with it. */
+		free(r->made.priv);
+		rss_free(r);
+	}
+}
+
+int rss_init(struct server *srv)
+{
+	static const struct obj_family parts = { .destroy = rss_destroy_part };
+	static const struct obj_family wqs = {
+		.before_destroy = rss_wq_cleanup,
+		.before_owner_destroy = rss_wq_going,
+	};
+
+	objects_set_family(srv->registry, IBC_OBJ_FLOW, &parts);
+	objects_set_family(srv->registry, IBC_OBJ_QP, &parts);
+	objects_set_family(srv->registry, IBC_OBJ_RWQ_IND_TBL, &parts);
+	objects_set_family(srv->registry, IBC_OBJ_WQ, &wqs);
+	return 0;
+}
+
+int rss_subscribe(struct server *srv)
+{
+	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
+				rss_device_gone, NULL);
+}
+
+void rss_fini(struct server *srv)
+{
+	struct rss *r;
+
+	/* objects_fini forgets the records; the kernel frees the rest. */
+	while ((r = TAILQ_FIRST(&rss_all))) {
+		TAILQ_REMOVE(&rss_all, r, link);
+		free(r->wqs);
+		free(r);
+	}
+}
+
+/* --- requests ----------------------------------------------------------- */
+
+/* The WQs: live registry WQs of the domain, in the same context, each
+ * once. */
+static int rss_find_wqs(struct conn *c, struct dctx *x,
+			const Rdmab__RssCreateRequest *q, struct obj **wqs,
+			struct reply *r)
+{
+	for (size_t i = 0; i < q->n_wq_ids; i++) {
+		struct obj *o = objects_find_in_domain(c, q->wq_ids[i]);
+
+		if (!o || o->kind != IBC_OBJ_WQ)
+			return reply_error(r, -EINVAL,
+					   "object %" PRIu64 " is not a WQ "
+					   "of domain %s",
+					   q->wq_ids[i], c->domain->name);
+		if (o->ctx != x)
+			return reply_error(r, -EINVAL,
+					   "WQ %" PRIu64 " is in context "
+					   "%" PRIu64 ", not %" PRIu64,
+					   o->id, o->ctx->id, x->id);
+		if (o->intent || o->owner->state != OWNER_LIVE)
+			return reply_error(r, -EINVAL,
+					   "WQ %" PRIu64 " is not live (%s)",
+					   o->id,
+					   o->intent ? "not registered yet"
+						     : "its owner's session "
+						       "ended");
+		for (size_t j = 0; j < i; j++)
+			if (wqs[j] == o)
+				return reply_error(r, -EINVAL,
+						   "WQ %" PRIu64 " is listed "
+						   "twice",
+						   o->id);
+		wqs[i] = o;
+	}
+	return 0;
+}
+
+static int rss_check_sizes(const struct device *dev,
+			   const Rdmab__RssCreateRequest *q, struct reply *r)
+{
+	uint32_t max = dev->caps.max_rss_table_size;
+
+	if (max > 1u << IBC_RSS_MAX_LOG_TABLE)
+		max = 1u << IBC_RSS_MAX_LOG_TABLE;
+	if (q->log_ind_tbl_size > IBC_RSS_MAX_LOG_TABLE ||
+	    (1u << q->log_ind_tbl_size) > max)
+		return reply_error(r, -EINVAL,
+				   "a table of 2^%u entries is over %s's "
+				   "maximum of %u (min of its rss_caps and "
+				   "the uverbs limit 2^13)",
+				   q->log_ind_tbl_size, dev->name, max);
+	if (!q->n_wq_ids || q->n_wq_ids > IBC_RSS_MAX_WQS ||
+	    q->n_wq_ids > (1u << q->log_ind_tbl_size))
+		return reply_error(r, -EINVAL,
+				   "%zu WQs for a table of %u entries (1 to "
+				   "the table size, at most %d)",
+				   q->n_wq_ids, 1u << q->log_ind_tbl_size,
+				   IBC_RSS_MAX_WQS);
+	if (q->hash_key.len != RSS_KEY_LEN)
+		return reply_error(r, -EINVAL,
+				   "the hash key is %zu bytes, not %d",
+				   q->hash_key.len, RSS_KEY_LEN);
+	if (!q->port_num || q->port_num > dev->caps.ports)
+		return reply_error(r, -EINVAL, "%s has no port %u", dev->name,
+				   q->port_num);
+	/* RAW_PACKET needs an Ethernet port: the device's rss_create asks
+	 * the port (the soft device's counts as Ethernet). */
+	return 0;
+}
+
+static Rdmab__FlowMatch *rss_match_to_wire(struct reply *r,
+					   const struct rss_match *m)
+{
+	Rdmab__FlowMatch *w = reply_alloc(r, sizeof(*w));
+	uint8_t *a = reply_alloc(r, 16);
+
+	if (!w || !a)
+		return NULL;
+	rdmab__flow_match__init(w);
+	memcpy(a, m->addr, 16);
+	w->af = m->af;
+	w->dst_addr.data = a;
+	w->dst_addr.len = m->af == AF_INET ? 4 : 16;
+	w->prefix_len = m->prefix_len;
+	w->l4_proto = m->l4;
+	w->dst_port = m->port;
+	w->port_mask = m->port_mask;
+	return w;
+}
+
+static int rss_add_records(struct conn *c, struct rss *s, struct reply *r)
+{
+	struct obj **slot[3] = { &s->flow, &s->qp, &s->tbl };
+	static const enum ibc_obj_kind kind[3] = { IBC_OBJ_RWQ_IND_TBL,
+						   IBC_OBJ_QP, IBC_OBJ_FLOW };
+	uint32_t h[3] = { s->made.tbl_handle, s->made.qp_handle,
+			  s->made.flow_handle };
+
+	/* Table first, so that its id, the RSS id, is the lowest. */
+	for (int i = 0; i < 3; i++) {
+		struct obj *o;
+		int err =
+			objects_add(c, s->x, kind[i], false, true, h[i], r, &o);
+
+		if (err < 0)
+			return err;
+		o->family_obj = s;
+		*slot[2 - i] = o;
+	}
+	return 0;
+}
+
+int h_rss_create(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r)
+{
+	const Rdmab__RssCreateRequest *q = req->rss_create;
+	Rdmab__RssCreateReply *out = reply_alloc(r, sizeof(*out));
+	struct dctx *x = dctx_conn_find(c, q->context_id);
+	struct device_why why = { "" };
+	struct domain *d = c->domain;
+	uint64_t *ids;
+	struct rss *s;
+	bool empty;
+	int err;
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	if (!x)
+		return reply_error(r, -ENOENT,
+				   "context %" PRIu64 " is not open in this "
+				   "session",
+				   q->context_id);
+	if (!x->dc)
+		return reply_error(r, -ENODEV, "device %s was removed",
+				   x->dev->name);
+	/* A device that makes none says why before any rule is checked. */
+	if (*x->dev->rss_why)
+		return reply_error(r, -EOPNOTSUPP, "%s makes no RSS tables: %s",
+				   x->dev->name, x->dev->rss_why);
+	if (q->flags & ~(uint32_t)IBC_RSS_MATCH_ALL)
+		return reply_error(r, -EINVAL, "unknown RSS flags 0x%x",
+				   q->flags & ~(uint32_t)IBC_RSS_MATCH_ALL);
+	err = rss_check_sizes(x->dev, q, r);
+	if (err < 0)
+		return err;
+	s = calloc(1, sizeof(*s));
+	if (s)
+		s->wqs = calloc(q->n_wq_ids, sizeof(*s->wqs));
+	if (!s || !s->wqs) {
+		if (s)
+			free(s);
+		return reply_error(r, -ENOMEM, "out of memory");
+	}
+	s->x = x;
+	s->port_num = q->port_num;
+	s->log_size = q->log_ind_tbl_size;
+	s->hash_fields = q->hash_fields;
+	s->n_wqs = (uint32_t)q->n_wq_ids;
+	memcpy(s->key, q->hash_key.data, RSS_KEY_LEN);
+	err = rss_match_from_wire(q->match, &s->match, &empty, r);
+	if (err == 0)
+		err = rss_check_hash(x->dev, q->hash_fields,
+				     q->log_ind_tbl_size, &s->match, r);
+	if (err == 0)
+		err = rss_check_policy(c, &s->match, empty, q->flags, r);
+	if (err == 0)
+		err = rss_find_wqs(c, x, q, s->wqs, r);
+	if (err == 0 && d->used.rss_tables >= d->limit.rss_tables)
+		err = reply_error(
+			r, -EDQUOT, "domain %s holds %u of its %u RSS tables",
+			d->name, d->used.rss_tables, d->limit.rss_tables);
+	if (err == 0 && d->used.objects + 3 > d->limit.objects)
+		err = reply_error(r, -EDQUOT,
+				  "domain %s holds %u of its %u objects (an "
+				  "RSS object takes 3)",
+				  d->name, d->used.objects, d->limit.objects);
+	if (err == 0) {
+		err = rss_make(s, s->wqs, s->n_wqs, 0, &s->made, &why);
+		if (err < 0)
+			reply_error(r, err, "%s", why.text);
+	}
+	if (err < 0) {
+		free(s->wqs);
+		free(s);
+		return err;
+	}
+	d->used.rss_tables++;
+	TAILQ_INSERT_TAIL(&rss_all, s, link);
+	err = rss_add_records(c, s, r);
+	if (err == 0) {
+		s->id = s->tbl->id;
+		ids = reply_alloc(r, s->n_wqs * sizeof(*ids));
+		out->match = rss_match_to_wire(r, &s->match);
+		if (!ids || !out->match)
+			err = reply_error(r, -ENOMEM, "out of memory");
+	}
+	if (err < 0) {
+		rss_unmake(s);
+		return err;
+	}
+	rdmab__rss_create_reply__init(out);
+	out->match = rss_match_to_wire(r, &s->match);
+	for (uint32_t i = 0; i < s->n_wqs; i++)
+		ids[i] = s->wqs[i]->id;
+	out->rss_id = s->id;
+	out->wq_ids = ids;
+	out->n_wq_ids = s->n_wqs;
+	out->priority = s->priority;
+	r->msg.body_case = RDMAB__REPLY__BODY_RSS_CREATE;
+	r->msg.rss_create = out;
+	return 0;
+}
+
+int h_rss_destroy(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r)
+{
+	Rdmab__RssDestroyReply *out = reply_alloc(r, sizeof(*out));
+	struct obj *o = objects_find(c, req->rss_destroy->rss_id);
+	struct device_why why = { "" };
+	int err;
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	if (!o || o->kind != IBC_OBJ_RWQ_IND_TBL || !o->family_obj)
+		return reply_error(r, -ENOENT,
+				   "RSS %" PRIu64 " is not one of this "
+				   "session's",
+				   req->rss_destroy->rss_id);
+	err = rss_teardown(o->family_obj, &why);
+	if (err < 0)
+		return reply_error(r, err, "%s", why.text);
+	rdmab__rss_destroy_reply__init(out);
+	r->msg.body_case = RDMAB__REPLY__BODY_RSS_DESTROY;
+	r->msg.rss_destroy = out;
+	return 0;
+}
+
+static int rss_info(struct reply *r, const struct rss *s, Rdmab__RssInfo *ri)
+{
+	uint64_t *ids = reply_alloc(r, s->n_wqs * sizeof(*ids));
+	uint64_t *owners = reply_alloc(r, s->n_wqs * sizeof(*owners));
+
+	if (!ids || !owners)
+		return -ENOMEM;
+	rdmab__rss_info__init(ri);
+	ri->id = s->id;
+	ri->domain = s->x->domain->name;
+	ri->device = s->x->dev->name;
+	ri->client_id = s->tbl ? s->tbl->owner->client_id : 0;
+	ri->port_num = s->port_num;
+	ri->log_ind_tbl_size = s->log_size;
+	ri->hash_key.data = (uint8_t *)s->key;
+	ri->hash_key.len = RSS_KEY_LEN;
+	ri->hash_fields = s->hash_fields;
+	ri->match = rss_match_to_wire(r, &s->match);
+	ri->priority = s->priority;
+	for (uint32_t i = 0; i < s->n_wqs; i++) {
+		ids[i] = s->wqs[i]->id;
+		owners[i] = s->wqs[i]->owner->client_id;
+	}
+	ri->wq_ids = ids;
+	ri->n_wq_ids = s->n_wqs;
+	ri->wq_owners = owners;
+	ri->n_wq_owners = s->n_wqs;
+	ri->qp_num = s->made.qp_num;
+	ri->rebuilds = s->rebuilds;
+	return ri->match ? 0 : -ENOMEM;
+}
+
+int h_list_rss(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
+	       struct reply *r)
+{
+	bool admin = policy_is_admin(c->srv, c);
+	Rdmab__ListRssReply *out = reply_alloc(r, sizeof(*out));
+	Rdmab__RssInfo *infos, **ptrs;
+	uint32_t idx = 0;
+	size_t n = 0, bytes = 0;
+	bool full = false;
+	struct rss *s;
+
+	infos = reply_alloc(r, sizeof(*infos) * RSS_LIST_PAGE);
+	ptrs = reply_alloc(r, sizeof(*ptrs) * RSS_LIST_PAGE);
+	if (!out || !infos || !ptrs)
+		return reply_error(r, -ENOMEM, "out of memory");
+	rdmab__list_rss_reply__init(out);
+	TAILQ_FOREACH(s, &rss_all, link) {
+		if (!admin && s->x->domain != c->domain)
+			continue;
+		if (idx++ < req->list_rss->offset || full)
+			continue;
+		/* Keep the page under the packet limit: the next page
+		 * starts where this one stopped. */
+		bytes += 300 + 22 * (size_t)s->n_wqs;
+		if (n == RSS_LIST_PAGE || (n && bytes > 48000)) {
+			full = true;
+			continue;
+		}
+		if (rss_info(r, s, &infos[n]) < 0)
+			return reply_error(r, -ENOMEM, "out of memory");
+		ptrs[n] = &infos[n];
+		n++;
+	}
+	out->rss = ptrs;
+	out->n_rss = n;
+	out->total = idx;
+	r->msg.body_case = RDMAB__REPLY__BODY_LIST_RSS;
+	r->msg.list_rss = out;
+	return 0;
+}
