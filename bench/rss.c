@@ -3,8 +3,10 @@
  * make bench-rss (issue 11): ibc_rss_lookup() against a straightforward
  * bit-by-bit Toeplitz hash of the same flows in the same run (the table
  * entry taken the same way), and the ibc_rss_create() round trip against
- * an empty ibc_ping(), on rdmabrokerd's soft device, every process pinned
- * to one CPU. Figures are ratios of medians over repetitions.
+ * a raw SOCK_SEQPACKET round trip of about its sizes (the issue's
+ * baseline) and an empty ibc_ping(), on rdmabrokerd's soft device, every
+ * process pinned to one CPU. Figures are ratios of medians over
+ * repetitions.
  */
 #include "config.h"
 
@@ -26,6 +28,10 @@
 #define REPS	      7
 #define LOOKUP_ROUNDS 200
 #define RTT_ITERS     2000
+/* The raw baseline's sizes: about an RssCreateRequest over 8 WQs and its
+ * reply. */
+#define RAW_REQ 96
+#define RAW_REP 128
 
 static const uint8_t key[40] = {
 	0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
@@ -51,6 +57,58 @@ static int die(const char *what)
 	fprintf(stderr, "rdmab-bench-rss: %s: %s\n", what, ibc_last_error());
 	done();
 	return 1;
+}
+
+/* The raw baseline's peer: answers every packet with RAW_REP bytes until
+ * end of stream; it inherits the driver's CPU. */
+struct raw_peer {
+	int fd;
+	int other_fd;
+};
+
+static int raw_peer_main(void *arg)
+{
+	const struct raw_peer *p = arg;
+	uint8_t buf[512], rep[RAW_REP] = { 0 };
+
+	close(p->other_fd);
+	while (recv(p->fd, buf, sizeof(buf), 0) > 0)
+		if (send(p->fd, rep, sizeof(rep), MSG_NOSIGNAL) < 0)
+			break;
+	return 0;
+}
+
+static int raw_peer_start(int *ret_fd)
+{
+	struct raw_peer p;
+	pid_t pid;
+	int sv[2], ret;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	p.fd = sv[1];
+	p.other_fd = sv[0];
+	ret = spawn_fn(raw_peer_main, &p, &pid);
+	close(sv[1]);
+	if (ret < 0) {
+		close(sv[0]);
+		return ret;
+	}
+	*ret_fd = sv[0];
+	return 0;
+}
+
+/* @iters raw round trips; the mean in ns, or a negative errno. */
+static double raw_rtt(int fd, unsigned int iters)
+{
+	uint8_t req[RAW_REQ] = { 0 }, rep[512];
+	uint64_t t0 = now_ns();
+
+	for (unsigned int i = 0; i < iters; i++)
+		if (send(fd, req, sizeof(req), MSG_NOSIGNAL) < 0 ||
+		    recv(fd, rep, sizeof(rep), 0) != RAW_REP)
+			return -EPROTO;
+	return (double)(now_ns() - t0) / iters;
 }
 
 /* The bit loop, fed as ibc_rss_lookup() feeds the table. */
@@ -87,7 +145,7 @@ int main(int argc, char **argv)
 			  "notice",
 			  "--foreground",
 			  NULL };
-	double lib[REPS], bits[REPS], create[REPS], ping[REPS];
+	double lib[REPS], bits[REPS], create[REPS], ping[REPS], raw[REPS];
 	struct ibc_connect_attr ca = { .comp_mask = IBC_CONNECT_ATTR_SOCKET };
 	struct ibc_rss_attr a = { .port_num = 1, .log_ind_tbl_size = 7 };
 	uint64_t ids[8];
@@ -96,7 +154,7 @@ int main(int argc, char **argv)
 	struct ibc_cq *cq;
 	struct ibc_rss *rss;
 	pid_t pid;
-	int fd;
+	int fd, raw_fd = -1;
 
 	cleanup_install();
 	if (!mkdtemp(dir))
@@ -183,6 +241,11 @@ int main(int argc, char **argv)
 		sink += acc;
 	}
 	ibc_rss_destroy(rss);
+	if (raw_peer_start(&raw_fd) < 0) {
+		fprintf(stderr, "rdmab-bench-rss: cannot start the raw peer\n");
+		done();
+		return 1;
+	}
 	for (int r = 0; r < REPS; r++) {
 		uint64_t t = 0, t0;
 
@@ -199,7 +262,14 @@ int main(int argc, char **argv)
 			if (ibc_ping(cl, NULL, 0) < 0)
 				return die("ibc_ping");
 		ping[r] = (double)(now_ns() - t0) / RTT_ITERS;
+		raw[r] = raw_rtt(raw_fd, RTT_ITERS);
+		if (raw[r] < 0) {
+			fprintf(stderr, "rdmab-bench-rss: the raw peer failed\n");
+			done();
+			return 1;
+		}
 	}
+	close(raw_fd);
 	printf("ibc_rss_lookup            %8.1f ns/flow (median of %d)\n",
 	       median_dbl(lib, REPS), REPS);
 	printf("bit-by-bit Toeplitz       %8.1f ns/flow\n",
@@ -212,6 +282,10 @@ int main(int argc, char **argv)
 	       median_dbl(ping, REPS) / 1000);
 	printf("  create / ping           %8.2f\n",
 	       median_dbl(create, REPS) / median_dbl(ping, REPS));
+	printf("raw round trip (%d B/%d B) %7.1f us\n", RAW_REQ, RAW_REP,
+	       median_dbl(raw, REPS) / 1000);
+	printf("  create / raw round trip %8.2f\n",
+	       median_dbl(create, REPS) / median_dbl(raw, REPS));
 	ibc_disconnect(cl);
 	done();
 	return 0;
