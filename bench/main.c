@@ -935,6 +935,10 @@ static int report_cleanup(const struct run *r)
 		   CLEANUP_TARGET);
 	miss |= row("cleanup 1000 daemon / create (us)", c[1], c[2], n,
 		    CLEANUP_TARGET);
+	printf("  cleanup 1000 min .. max (us): polled %.0f .. %.0f, daemon "
+	       "%.0f .. %.0f,\n  create %.0f .. %.0f\n",
+	       min_dbl(c[0], n), max_dbl(c[0], n), min_dbl(c[1], n),
+	       max_dbl(c[1], n), min_dbl(c[2], n), max_dbl(c[2], n));
 	return miss;
 }
 
@@ -1054,22 +1058,24 @@ static int report(const struct run *r)
 	       SOFT_DEVICE_NAME, objs_sizes(r->jb)->create_req,
 	       objs_sizes(r->jb)->create_rep, objs_sizes(r->jb)->destroy_req,
 	       objs_sizes(r->jb)->destroy_rep);
-	printf("  cleanup 1000 = a forked client (pinned) creates %d "
-	       "objects on %s, two CQs,\n"
-	       "  an RC QP on them and two MRs at a time, each one request; "
-	       "baseline = the\n"
-	       "  client's own time for those creates. It is then killed "
-	       "with SIGKILL: polled =\n"
-	       "  from kill() (the driver reaps it at once) to the first "
-	       "ibc_list_objects()\n"
-	       "  filtered on that client that finds none, polling without "
-	       "pause; daemon = the\n"
-	       "  daemon's own \"N objects destroyed in X us\" (pidfd "
-	       "readable to last destroy,\n"
-	       "  logged at info), taken from its log. A daemon of its own, "
-	       "at --log-level\n"
-	       "  info; %u repetitions after one warm-up.\n",
-	       CLEANUP_OBJS, SOFT_DEVICE_NAME, r->o.cleanup_reps);
+	if (r->o.cleanup_reps)
+		printf("  cleanup 1000 = a forked client (pinned) "
+		       "creates %d objects on %s, two CQs,\n"
+		       "  an RC QP on them and two MRs at a time, "
+		       "each one request; baseline = the\n"
+		       "  client's own time for those creates. It "
+		       "is then killed with SIGKILL: polled =\n"
+		       "  from kill() (the driver reaps it at once) "
+		       "to the first ibc_list_objects()\n"
+		       "  filtered on that client that finds none, "
+		       "polling without pause; daemon = the\n"
+		       "  daemon's own \"N objects destroyed in X "
+		       "us\" (pidfd readable to last destroy,\n"
+		       "  logged at info), taken from its log. "
+		       "A daemon of its own, at --log-level\n"
+		       "  info; %u repetitions "
+		       "after one warm-up.\n",
+		       CLEANUP_OBJS, SOFT_DEVICE_NAME, r->o.cleanup_reps);
 	printf("  ratio per repetition pair (min .. max):\n");
 	spread("ping RTT median / blocking", r->rtt_med[RTT_BROKER],
 	       r->rtt_med[RTT_BLOCKING], n);
