@@ -340,4 +340,21 @@ int xrcd_rep(struct xrcd_bench *xb, int raw, unsigned int iters,
 	     uint64_t *lat);
 void xrcd_teardown(struct xrcd_bench *xb);
 
+/* --- cleanup of a dead client (cleanup.c) --------------------------- */
+
+struct cleanup_result {
+	double create_us; /* the client's creation of its objects */
+	double poll_us;	  /* SIGKILL to none left in ibc_list_objects() */
+	double daemon_us; /* the daemon's log: death seen to last destroy */
+};
+
+/*
+ * One repetition against the broker at @path, whose log (at info) is @log:
+ * a forked client (pinned, registered for cleanup) creates @nobjs objects
+ * (a multiple of 5: two CQs, a QP on them and two MRs at a time) and is
+ * killed with SIGKILL; the driver polls the registry until none is left.
+ */
+int cleanup_rep(const char *path, const char *log, unsigned int nobjs,
+		struct cleanup_result *ret);
+
 #endif

@@ -29,6 +29,10 @@
  *     SOCK_SEQPACKET round trip whose reply carries one fd plus one that
  *     carries none, packets of the broker's sizes (xrcd.c). With --xrcd-only
  *     the driver measures nothing else.
+ *  7. cleanup of a dead client holding 1,000 objects (CQs, QPs on them,
+ *     MRs) on soft0, SIGKILL to none left, against the time the client
+ *     took to create them, as a polling client sees it and as the daemon
+ *     logs it (cleanup.c), on a daemon of its own that logs at info.
  *
  * Repetitions alternate between the broker and its baselines, so that a
  * drift of the machine hits every side alike.
@@ -72,6 +76,8 @@
 #define OPEN_TARGET 1.3
 #define OBJS_TARGET 1.3
 #define XRCD_TARGET 1.3
+#define CLEANUP_TARGET 0.1
+#define CLEANUP_OBJS 1000
 #define INSN_TARGET 3500
 
 /* RTT sides. */
@@ -95,6 +101,7 @@ struct opts {
 	unsigned int xrcd_iters;
 	unsigned int xrcd_warmup;
 	int xrcd_only;
+	unsigned int cleanup_reps;
 	size_t payload;
 	unsigned long insn_pings;
 	const char *callgrind_dir;
@@ -120,6 +127,12 @@ struct run {
 	char cg_sock[96];
 	char cg_out[96];
 	char cg_log[96];
+	/* The cleanup phase's daemon. */
+	char cl_rundir[96];
+	char cl_sock[96];
+	char cl_log[96];
+	int cl_dumped;
+	pid_t cl_pid;
 	int daemon_dumped;
 	int evsrv_dumped;
 	int evsrv_open_dumped;
@@ -147,6 +160,8 @@ struct run {
 	double open_med[OPEN_SIDES][MAX_REPS], open_p99[OPEN_SIDES][MAX_REPS];
 	double objs_med[2][MAX_REPS], objs_p99[2][MAX_REPS];
 	double xrcd_med[2][MAX_REPS], xrcd_p99[2][MAX_REPS];
+	/* [0] polled, [1] the daemon's figure, [2] creation. */
+	double cleanup_us[3][MAX_REPS];
 	unsigned long broker_sent;
 	uint64_t daemon_served;
 	uint64_t *lat;
@@ -174,6 +189,8 @@ static void usage(FILE *f)
 		"  --xrcd-iters N    XRCD open+close pairs per repetition "
 		"(10000)\n"
 		"  --xrcd-only       measure only the XRCD pairs\n"
+		"  --cleanup-reps N  dead-client cleanups of 1000 objects "
+		"(5; 0 skips)\n"
 		"  --payload BYTES   ping payload (48)\n"
 		"  --insn-pings N    pings an instruction count is taken "
 		"over (2000;\n"
@@ -214,6 +231,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "objs-ir", required_argument, NULL, 'x' },
 		{ "xrcd-iters", required_argument, NULL, 'X' },
 		{ "xrcd-only", no_argument, NULL, 'Y' },
+		{ "cleanup-reps", required_argument, NULL, 'K' },
 		{ "payload", required_argument, NULL, 'p' },
 		{ "insn-pings", required_argument, NULL, 'N' },
 		{ "callgrind-dir", required_argument, NULL, 'C' },
@@ -241,6 +259,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		.objs_warmup = 2000,
 		.xrcd_iters = 10000,
 		.xrcd_warmup = 2000,
+		.cleanup_reps = 5,
 		.payload = 48,
 		.insn_pings = 2000,
 	};
@@ -259,6 +278,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'Y':
 			o->xrcd_only = 1;
+			break;
+		case 'K':
+			ret = parse_ulong(optarg, 0, MAX_REPS, &v);
+			o->cleanup_reps = (unsigned int)v;
 			break;
 		case 's':
 			o->strict = 1;
@@ -420,7 +443,8 @@ static int make_dir(struct run *r)
 		r->cg_rundir,	   r->daemon_log, r->evsrv_log,
 		r->evsrv_open_log, r->cg_out,	  r->cg_log,
 		r->broker_sock,	   r->evsrv_sock, r->evsrv_open_sock,
-		r->cg_sock,
+		r->cg_sock,	   r->cl_rundir,  r->cl_sock,
+		r->cl_log,
 	};
 	int ret, fd;
 
@@ -446,13 +470,17 @@ static int make_dir(struct run *r)
 	snprintf(r->cg_sock, sizeof(r->cg_sock), "%s/cg.sock", r->dir);
 	snprintf(r->cg_out, sizeof(r->cg_out), "%s/cg.out", r->dir);
 	snprintf(r->cg_log, sizeof(r->cg_log), "%s/cg.log", r->dir);
+	snprintf(r->cl_rundir, sizeof(r->cl_rundir), "%s/cl-run", r->dir);
+	snprintf(r->cl_sock, sizeof(r->cl_sock), "%s/cl.sock", r->dir);
+	snprintf(r->cl_log, sizeof(r->cl_log), "%s/cl.log", r->dir);
 	/* Removed in reverse order: contents before the directory. */
 	for (size_t i = 0; i < sizeof(paths) / sizeof(paths[0]); i++) {
 		ret = cleanup_path(paths[i]);
 		if (ret < 0)
 			return ret;
 	}
-	if (mkdir(rundir, 0700) < 0 || mkdir(r->cg_rundir, 0700) < 0)
+	if (mkdir(rundir, 0700) < 0 || mkdir(r->cg_rundir, 0700) < 0 ||
+	    mkdir(r->cl_rundir, 0700) < 0)
 		return -errno;
 	/* The load holds 256 connections of one uid besides the RTT client:
 	 * more than the default per-domain client quota. */
@@ -464,28 +492,39 @@ static int make_dir(struct run *r)
 	return ret;
 }
 
-static int start_daemon(struct run *r)
+/* A daemon on @sock and @rundir, logging at @level to @log. */
+static int spawn_daemon(struct run *r, const char *sock, const char *rundir,
+			const char *log, const char *level, pid_t *ret_pid,
+			int *dumped)
 {
-	char conf[96], rundir[96];
+	char conf[96];
 	char *argv[] = {
-		(char *)r->o.daemon, "--socket", r->broker_sock,
-		"--runtime-dir", rundir, "--config", conf, "--device", "soft",
-		"--log-level", "notice", "--foreground", NULL,
+		(char *)r->o.daemon, "--socket", (char *)sock,
+		"--runtime-dir", (char *)rundir, "--config", conf, "--device",
+		"soft", "--log-level", (char *)level, "--foreground", NULL,
 	};
 	int ret, fd;
 
 	snprintf(conf, sizeof(conf), "%s/rdmabroker.conf", r->dir);
-	snprintf(rundir, sizeof(rundir), "%s/run", r->dir);
-	ret = spawn(argv, r->daemon_log, &r->daemon_pid);
+	ret = spawn(argv, log, ret_pid);
 	if (ret < 0)
 		return fail("cannot start rdmabrokerd", ret);
-	ret = unix_connect_wait(r->broker_sock, 10000, r->daemon_pid, &fd);
+	ret = unix_connect_wait(sock, 10000, *ret_pid, &fd);
 	if (ret < 0) {
-		dump_log(r->daemon_log, &r->daemon_dumped);
+		dump_log(log, dumped);
 		return fail("rdmabrokerd does not answer", ret);
 	}
 	close(fd);
 	return 0;
+}
+
+static int start_daemon(struct run *r)
+{
+	char rundir[96];
+
+	snprintf(rundir, sizeof(rundir), "%s/run", r->dir);
+	return spawn_daemon(r, r->broker_sock, rundir, r->daemon_log,
+			    "notice", &r->daemon_pid, &r->daemon_dumped);
 }
 
 /*
@@ -701,6 +740,44 @@ static int run_xrcd(struct run *r)
 	return ret;
 }
 
+static int stop_server(const char *name, pid_t pid, const char *log,
+		       int *dumped);
+
+/*
+ * Dead-client cleanup, on a daemon of its own: it logs at info, where the
+ * cleanup's own figure is, and the other phases' daemon logs at notice so
+ * that no log line is measured with them. One warm-up repetition.
+ */
+static int run_cleanup(struct run *r)
+{
+	struct cleanup_result res;
+	int ret;
+
+	if (!r->o.cleanup_reps)
+		return 0;
+	ret = spawn_daemon(r, r->cl_sock, r->cl_rundir, r->cl_log, "info",
+			   &r->cl_pid, &r->cl_dumped);
+	if (ret == 0)
+		ret = check_pinned(r->cl_pid);
+	if (ret == 0)
+		ret = cleanup_rep(r->cl_sock, r->cl_log, CLEANUP_OBJS, &res);
+	for (unsigned int i = 0; ret == 0 && i < r->o.cleanup_reps; i++) {
+		ret = cleanup_rep(r->cl_sock, r->cl_log, CLEANUP_OBJS, &res);
+		r->cleanup_us[0][i] = res.poll_us;
+		r->cleanup_us[1][i] = res.daemon_us;
+		r->cleanup_us[2][i] = res.create_us;
+	}
+	if (ret < 0)
+		dump_log(r->cl_log, &r->cl_dumped);
+	if (r->cl_pid > 0 &&
+	    stop_server("rdmabrokerd (cleanup)", r->cl_pid, r->cl_log,
+			&r->cl_dumped) < 0 &&
+	    ret == 0)
+		ret = -ECHILD;
+	r->cl_pid = 0;
+	return ret < 0 ? fail("dead-client cleanup", ret) : 0;
+}
+
 /*
  * --objs-ir N: N pairs a side, the only instructions callgrind collects
  * (--collect-atstart=no), each side dumped on its own (make bench-ir
@@ -844,6 +921,27 @@ static int report_xrcd(const struct run *r)
 	return miss;
 }
 
+static int report_cleanup(const struct run *r)
+{
+	const double(*c)[MAX_REPS] = r->cleanup_us;
+	unsigned int n = r->o.cleanup_reps;
+	int miss;
+
+	if (!n) {
+		printf("  dead-client cleanup: skipped (--cleanup-reps 0)\n");
+		return 0;
+	}
+	miss = row("cleanup 1000 polled / create (us)", c[0], c[2], n,
+		   CLEANUP_TARGET);
+	miss |= row("cleanup 1000 daemon / create (us)", c[1], c[2], n,
+		    CLEANUP_TARGET);
+	printf("  cleanup 1000 min .. max (us): polled %.0f .. %.0f, daemon "
+	       "%.0f .. %.0f,\n  create %.0f .. %.0f\n",
+	       min_dbl(c[0], n), max_dbl(c[0], n), min_dbl(c[1], n),
+	       max_dbl(c[1], n), min_dbl(c[2], n), max_dbl(c[2], n));
+	return miss;
+}
+
 static int report(const struct run *r)
 {
 	const struct open_sizes *os = open_sizes(r->ob);
@@ -903,6 +1001,7 @@ static int report(const struct run *r)
 	row("cq create+destroy p99 (us)", r->objs_p99[0], r->objs_p99[1], n,
 	    0);
 	miss |= report_xrcd(r);
+	miss |= report_cleanup(r);
 	row("floor RTT median / blocking (us)", r->rtt_med[RTT_FLOOR],
 	    r->rtt_med[RTT_BLOCKING], n, 0);
 	row("floor open+close / blocking (us)", r->open_med[OPEN_FLOOR],
@@ -959,6 +1058,24 @@ static int report(const struct run *r)
 	       SOFT_DEVICE_NAME, objs_sizes(r->jb)->create_req,
 	       objs_sizes(r->jb)->create_rep, objs_sizes(r->jb)->destroy_req,
 	       objs_sizes(r->jb)->destroy_rep);
+	if (r->o.cleanup_reps)
+		printf("  cleanup 1000 = a forked client (pinned) "
+		       "creates %d objects on %s, two CQs,\n"
+		       "  an RC QP on them and two MRs at a time, "
+		       "each one request; baseline = the\n"
+		       "  client's own time for those creates. It "
+		       "is then killed with SIGKILL: polled =\n"
+		       "  from kill() (the driver reaps it at once) "
+		       "to the first ibc_list_objects()\n"
+		       "  filtered on that client that finds none, "
+		       "polling without pause; daemon = the\n"
+		       "  daemon's own \"N objects destroyed in X "
+		       "us\" (pidfd readable to last destroy,\n"
+		       "  logged at info), taken from its log. "
+		       "A daemon of its own, at --log-level\n"
+		       "  info; %u repetitions "
+		       "after one warm-up.\n",
+		       CLEANUP_OBJS, SOFT_DEVICE_NAME, r->o.cleanup_reps);
 	printf("  ratio per repetition pair (min .. max):\n");
 	spread("ping RTT median / blocking", r->rtt_med[RTT_BROKER],
 	       r->rtt_med[RTT_BLOCKING], n);
@@ -977,6 +1094,12 @@ static int report(const struct run *r)
 	       r->open_med[OPEN_RAW], n);
 	spread("cq create+destroy median", r->objs_med[0], r->objs_med[1],
 	       n);
+	if (r->o.cleanup_reps) {
+		spread("cleanup 1000 polled / create", r->cleanup_us[0],
+		       r->cleanup_us[2], r->o.cleanup_reps);
+		spread("cleanup 1000 daemon / create", r->cleanup_us[1],
+		       r->cleanup_us[2], r->o.cleanup_reps);
+	}
 	printf("  the broker counted %llu requests in the load phase, the "
 	       "client sent %lu\n",
 	       (unsigned long long)r->daemon_served, r->broker_sent);
@@ -1202,6 +1325,8 @@ int main(int argc, char **argv)
 		ret = run_objs(r);
 	if (ret == 0)
 		ret = run_xrcd(r);
+	if (ret == 0)
+		ret = run_cleanup(r);
 	if (ret == 0)
 		ret = run_insn(r);
 	if (ret == 0)
