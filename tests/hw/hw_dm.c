@@ -25,114 +25,24 @@
 
 #include <infiniband/verbs.h>
 
-#include "include/ibclient.h"
+#define HW_NAME "hw_dm"
+#include "tests/hw/hwlib.h"
 
-#define SKIP 77
 #define DM_LEN 4096
 #define MAX_DMS 1024
 
-static char dir[] = "/tmp/rdmab-hwdm-XXXXXX";
-static char sock[256], conf[256];
-static pid_t daemon_pid = -1;
+/* Never the machine's own configuration; a quota above any MEMIC, so that
+ * the device runs out first. */
+static const char dm_conf[] = "[defaults]\ndm_bytes = 16777216\n";
 
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "hw_dm: " __VA_ARGS__);           \
-			fprintf(stderr, " (%s)\n", ibc_last_error());    \
-			return 1;                                         \
-		}                                                         \
-	} while (0)
-
-/* An mlx5 device, found by its kernel driver: udev's persistent naming
- * renames them (roce..., ib...), so the name says nothing. */
-static const char *find_mlx5(void)
-{
-	static char name[64];
-	struct ibv_device **list;
-	int n = 0;
-
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return NULL;
-	name[0] = '\0';
-	for (int i = 0; i < n && !name[0]; i++) {
-		char path[IBV_SYSFS_PATH_MAX + 32], link[256];
-		ssize_t len;
-
-		snprintf(path, sizeof(path), "%s/device/driver",
-			 list[i]->ibdev_path);
-		len = readlink(path, link, sizeof(link) - 1);
-		if (len <= 0)
-			continue;
-		link[len] = '\0';
-		if (strcmp(basename(link), "mlx5_core") == 0)
-			snprintf(name, sizeof(name), "%s",
-				 ibv_get_device_name(list[i]));
-	}
-	ibv_free_device_list(list);
-	return name[0] ? name : NULL;
-}
-
-static int connect_client(struct ibc_client **ret)
-{
-	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET,
-		.socket_path = sock,
-	};
-
-	return ibc_connect(&attr, ret);
-}
-
-/* Start the daemon and wait until it serves a client (or died). */
+/* The daemon, saying so when it died at start. */
 static int start_daemon(const char *bin)
 {
-	struct ibc_client *c;
-	int fd = open(conf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	int ret = hw_start_daemon(bin, dm_conf);
 
-	/* Never the machine's own configuration; a quota above any MEMIC,
-	 * so that the device runs out first. */
-	static const char text[] = "[defaults]\ndm_bytes = 16777216\n";
-
-	if (fd < 0)
-		return -1;
-	if (write(fd, text, sizeof(text) - 1) != (ssize_t)(sizeof(text) - 1)) {
-		close(fd);
-		return -1;
-	}
-	close(fd);
-	daemon_pid = fork();
-	if (daemon_pid == 0) {
-		execl(bin, bin, "--device", "verbs", "--socket", sock,
-		      "--runtime-dir", dir, "--config", conf, "--socket-mode",
-		      "0666", (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 200; i++) {
-		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
-			fprintf(stderr, "hw_dm: rdmabrokerd exited at "
-					"start\n");
-			daemon_pid = -1;
-			return -1;
-		}
-		if (connect_client(&c) == 0) {
-			ibc_disconnect(c);
-			return 0;
-		}
-		usleep(50000);
-	}
-	return -1;
-}
-
-static void stop_daemon(void)
-{
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		waitpid(daemon_pid, NULL, 0);
-	}
-	unlink(conf);
-	unlink(sock);
-	rmdir(dir);
+	if (ret == -ECHILD)
+		fprintf(stderr, "hw_dm: rdmabrokerd exited at start\n");
+	return ret;
 }
 
 static void pattern(uint32_t *w, size_t words, uint32_t seed)
@@ -150,7 +60,7 @@ static int reader(const char *dev, uint32_t handle)
 	struct ibc_ctx *ctx;
 	struct ibc_dm *dm;
 
-	CHECK(connect_client(&c) == 0, "connect");
+	CHECK(hw_connect(&c) == 0, "connect");
 	CHECK(ibc_open(c, dev, &ctx) == 0, "ibc_open %s", dev);
 	CHECK(ibc_dm_import(ctx, handle, &dm) == 0, "ibc_dm_import %u",
 	      handle);
@@ -179,7 +89,7 @@ static int run(const char *dev)
 	size_t nd;
 	pid_t pid;
 
-	CHECK(connect_client(&c) == 0, "connect");
+	CHECK(hw_connect(&c) == 0, "connect");
 	CHECK(ibc_list_devices(c, &d, sizeof(*d), &nd) == 0, "list");
 	for (size_t i = 0; i < nd; i++)
 		if (strcmp(d[i].name, dev) == 0 && !d[i].dm_shared) {
@@ -232,24 +142,21 @@ static int run(const char *dev)
 int main(void)
 {
 	const char *bin = getenv("RDMABROKERD");
-	const char *dev = find_mlx5();
+	const char *dev = hw_find_mlx5();
 	int ret;
 
 	if (!dev) {
 		printf("hw_dm: no device driven by mlx5_core; skipped\n");
 		return SKIP;
 	}
-	if (!bin || !mkdtemp(dir))
+	if (!bin || hw_mkdir("/tmp/rdmab-hwdm-XXXXXX") < 0)
 		return 99;
-	chmod(dir, 0755);
-	snprintf(sock, sizeof(sock), "%s/sock", dir);
-	snprintf(conf, sizeof(conf), "%s/rdmabroker.conf", dir);
 	if (start_daemon(bin) < 0) {
-		stop_daemon();
+		hw_stop_daemon(NULL);
 		return 1;
 	}
 	ret = run(dev);
-	stop_daemon();
+	hw_stop_daemon(NULL);
 	printf("hw_dm: %s: %s\n", dev, ret ? "FAIL" : "PASS");
 	return ret;
 }

@@ -33,19 +33,14 @@
 
 #include <infiniband/verbs.h>
 
-#include "include/ibclient.h"
+#define HW_NAME "hw_rss"
+#include "tests/hw/hwlib.h"
 
-#define SKIP	 77
-#define NOBODY	 65534
 #define FLOWS	 32
 #define WQS_EACH 2
 #define BUFS	 32
 #define BUF_SIZE 2048
 #define UDP_PORT 4791
-
-static char dir[] = "/tmp/rdmab-hwrss-XXXXXX";
-static char sock[256], conf[256];
-static pid_t daemon_pid = -1;
 
 static const uint8_t key[IBC_RSS_KEY_LEN] = {
 	0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
@@ -53,15 +48,6 @@ static const uint8_t key[IBC_RSS_KEY_LEN] = {
 	0xae, 0x7b, 0x30, 0xb4, 0x77, 0xcb, 0x2d, 0xa3, 0x80, 0x30,
 	0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
 };
-
-#define CHECK(cond, ...)                                                       \
-	do {                                                                   \
-		if (!(cond)) {                                                 \
-			fprintf(stderr, "hw_rss: " __VA_ARGS__);               \
-			fprintf(stderr, " (%s)\n", ibc_last_error());          \
-			return 1;                                              \
-		}                                                              \
-	} while (0)
 
 /* An mlx5 device whose port 1 is Ethernet, and its MAC. */
 static const char *find_mlx5_eth(uint8_t mac[6])
@@ -71,20 +57,13 @@ static const char *find_mlx5_eth(uint8_t mac[6])
 
 	name[0] = '\0';
 	for (int i = 0; list && list[i] && !name[0]; i++) {
-		char path[IBV_SYSFS_PATH_MAX + 64], link[256];
+		char path[IBV_SYSFS_PATH_MAX + 64];
 		struct ibv_context *ctx;
 		struct ibv_port_attr pa;
-		ssize_t len;
 		FILE *f;
 		int ok;
 
-		snprintf(path, sizeof(path), "%s/device/driver",
-			 list[i]->ibdev_path);
-		len = readlink(path, link, sizeof(link) - 1);
-		if (len <= 0)
-			continue;
-		link[len] = '\0';
-		if (strcmp(basename(link), "mlx5_core"))
+		if (!hw_is_mlx5(list[i]))
 			continue;
 		ctx = ibv_open_device(list[i]);
 		ok = ctx && ibv_query_port(ctx, 1, &pa) == 0 &&
@@ -109,56 +88,6 @@ static const char *find_mlx5_eth(uint8_t mac[6])
 	if (list)
 		ibv_free_device_list(list);
 	return name[0] ? name : NULL;
-}
-
-static int connect_client(struct ibc_client **ret)
-{
-	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET,
-		.socket_path = sock,
-	};
-
-	return ibc_connect(&attr, ret);
-}
-
-static int start_daemon(const char *bin)
-{
-	struct ibc_client *c;
-	int fd = open(conf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-	if (fd < 0)
-		return -1;
-	close(fd);
-	daemon_pid = fork();
-	if (daemon_pid == 0) {
-		execl(bin, bin, "--device", "verbs", "--socket", sock,
-		      "--runtime-dir", dir, "--config", conf, "--socket-mode",
-		      "0666", (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 200; i++) {
-		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
-			daemon_pid = -1;
-			return -1;
-		}
-		if (connect_client(&c) == 0) {
-			ibc_disconnect(c);
-			return 0;
-		}
-		usleep(50000);
-	}
-	return -1;
-}
-
-static void stop_daemon(void)
-{
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		waitpid(daemon_pid, NULL, 0);
-	}
-	unlink(conf);
-	unlink(sock);
-	rmdir(dir);
 }
 
 static void flow_of(int i, struct ibc_flow *f)
@@ -256,7 +185,7 @@ static int child(const char *dev, int ids_fd, int go_fd, int out_fd)
 		      setresgid(NOBODY, NOBODY, NOBODY) == 0 &&
 		      setresuid(NOBODY, NOBODY, NOBODY) == 0,
 	      "cannot become uid %d", NOBODY);
-	CHECK(connect_client(&c) == 0, "connect");
+	CHECK(hw_connect(&c) == 0, "connect");
 	CHECK(ibc_open(c, dev, &ctx) == 0, "ibc_open %s", dev);
 	if (rx_setup(ctx, &r))
 		return 1;
@@ -402,14 +331,11 @@ int main(void)
 		       "skipped\n");
 		return SKIP;
 	}
-	if (!bin || !mkdtemp(dir) || pipe(idp) || pipe(gop) || pipe(outp) ||
+	if (!bin || hw_mkdir("/tmp/rdmab-hwrss-XXXXXX") < 0 || pipe(idp) || pipe(gop) || pipe(outp) ||
 	    pipe(outc))
 		return 99;
-	chmod(dir, 0755);
-	snprintf(sock, sizeof(sock), "%s/sock", dir);
-	snprintf(conf, sizeof(conf), "%s/rdmabroker.conf", dir);
-	if (start_daemon(bin) < 0) {
-		stop_daemon();
+	if (hw_start_daemon(bin, NULL) < 0) {
+		hw_stop_daemon(NULL);
 		return 1;
 	}
 	pid = fork();
@@ -421,12 +347,12 @@ int main(void)
 	for (int w = 0; w < WQS_EACH; w++)
 		if (read(idp[0], &ids[w], sizeof(ids[w])) != sizeof(ids[w]))
 			ret = 1;
-	if (ret || connect_client(&c) || ibc_open(c, dev, &ctx) ||
+	if (ret || hw_connect(&c) || ibc_open(c, dev, &ctx) ||
 	    rx_setup(ctx, &r)) {
 		fprintf(stderr, "hw_rss: setup failed (%s)\n",
 			ibc_last_error());
 		kill(pid, SIGKILL);
-		stop_daemon();
+		hw_stop_daemon(NULL);
 		return 1;
 	}
 	for (int w = 0; w < WQS_EACH; w++)
@@ -446,7 +372,7 @@ int main(void)
 		fprintf(stderr, "hw_rss: ibc_rss_create on %s: %s\n", dev,
 			ibc_last_error());
 		kill(pid, SIGKILL);
-		stop_daemon();
+		hw_stop_daemon(NULL);
 		return 1;
 	}
 	printf("hw_rss: RSS %llu over WQs %llu %llu (nobody) %llu %llu "
@@ -487,7 +413,7 @@ int main(void)
 	}
 	ibc_rss_destroy(rss);
 	ibc_disconnect(c);
-	stop_daemon();
+	hw_stop_daemon(NULL);
 	printf("hw_rss: %s: %d of %d flows where ibc_rss_lookup said: %s\n",
 	       dev, n_ok, FLOWS, ret ? "FAIL" : "PASS");
 	return ret;

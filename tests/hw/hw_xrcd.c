@@ -26,105 +26,8 @@
 
 #include <infiniband/verbs.h>
 
-#include "include/ibclient.h"
-
-#define SKIP 77
-#define NOBODY 65534
-
-static char dir[] = "/tmp/rdmab-hwx-XXXXXX";
-static char sock[256], conf[256];
-static pid_t daemon_pid = -1;
-
-#define CHECK(cond, ...)                                                  \
-	do {                                                              \
-		if (!(cond)) {                                            \
-			fprintf(stderr, "hw_xrcd: " __VA_ARGS__);         \
-			fprintf(stderr, " (%s)\n", ibc_last_error());     \
-			return 1;                                         \
-		}                                                         \
-	} while (0)
-
-static const char *find_mlx5(void)
-{
-	static char name[64];
-	struct ibv_device **list;
-	int n = 0;
-
-	list = ibv_get_device_list(&n);
-	if (!list)
-		return NULL;
-	name[0] = '\0';
-	for (int i = 0; i < n && !name[0]; i++) {
-		char path[IBV_SYSFS_PATH_MAX + 32], link[256];
-		ssize_t len;
-
-		snprintf(path, sizeof(path), "%s/device/driver",
-			 list[i]->ibdev_path);
-		len = readlink(path, link, sizeof(link) - 1);
-		if (len <= 0)
-			continue;
-		link[len] = '\0';
-		if (strcmp(basename(link), "mlx5_core") == 0)
-			snprintf(name, sizeof(name), "%s",
-				 ibv_get_device_name(list[i]));
-	}
-	ibv_free_device_list(list);
-	return name[0] ? name : NULL;
-}
-
-static int connect_client(struct ibc_client **ret)
-{
-	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET,
-		.socket_path = sock,
-	};
-
-	return ibc_connect(&attr, ret);
-}
-
-static int start_daemon(const char *bin)
-{
-	struct ibc_client *c;
-	int fd = open(conf, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-
-	if (fd < 0)
-		return -1;
-	close(fd);
-	daemon_pid = fork();
-	if (daemon_pid == 0) {
-		execl(bin, bin, "--device", "verbs", "--socket", sock,
-		      "--runtime-dir", dir, "--config", conf, "--socket-mode",
-		      "0666", (char *)NULL);
-		_exit(127);
-	}
-	for (int i = 0; i < 200; i++) {
-		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
-			daemon_pid = -1;
-			return -1;
-		}
-		if (connect_client(&c) == 0) {
-			ibc_disconnect(c);
-			return 0;
-		}
-		usleep(50000);
-	}
-	return -1;
-}
-
-static void stop_daemon(void)
-{
-	char path[300];
-
-	if (daemon_pid > 0) {
-		kill(daemon_pid, SIGTERM);
-		waitpid(daemon_pid, NULL, 0);
-	}
-	unlink(conf);
-	unlink(sock);
-	snprintf(path, sizeof(path), "%s/xrcd", dir);
-	rmdir(path);
-	rmdir(dir);
-}
+#define HW_NAME "hw_xrcd"
+#include "tests/hw/hwlib.h"
 
 static int become_nobody(void)
 {
@@ -151,7 +54,7 @@ static int first(const char *dev, int out_fd)
 	char line[128];
 
 	CHECK(become_nobody() == 0, "cannot become nobody");
-	CHECK(connect_client(&c) == 0, "connect");
+	CHECK(hw_connect(&c) == 0, "connect");
 	CHECK(ibc_open(c, dev, &ctx) == 0, "ibc_open %s", dev);
 	CHECK(ibc_xrcd_open(ctx, "hw", O_CREAT | O_EXCL, &x) == 0,
 	      "ibc_xrcd_open");
@@ -171,7 +74,7 @@ static int first(const char *dev, int out_fd)
 int main(void)
 {
 	const char *bin = getenv("RDMABROKERD");
-	const char *dev = find_mlx5();
+	const char *dev = hw_find_mlx5();
 	unsigned long long ino = 0;
 	unsigned int qpn = 0;
 	struct ibc_xrcd_info *info;
@@ -188,13 +91,10 @@ int main(void)
 		printf("hw_xrcd: no device driven by mlx5_core; skipped\n");
 		return SKIP;
 	}
-	if (!bin || !mkdtemp(dir) || pipe(out) < 0)
+	if (!bin || hw_mkdir("/tmp/rdmab-hwx-XXXXXX") < 0 || pipe(out) < 0)
 		return 99;
-	chmod(dir, 0755);
-	snprintf(sock, sizeof(sock), "%s/sock", dir);
-	snprintf(conf, sizeof(conf), "%s/rdmabroker.conf", dir);
-	if (start_daemon(bin) < 0) {
-		stop_daemon();
+	if (hw_start_daemon(bin, NULL) < 0) {
+		hw_stop_daemon("xrcd");
 		return 1;
 	}
 	child = fork();
@@ -207,7 +107,7 @@ int main(void)
 	if (!f || fscanf(f, "%llu %u", &ino, &qpn) != 2)
 		goto out;
 	/* The second client: the same inode, the target QP by number. */
-	if (become_nobody() < 0 || connect_client(&c) < 0 ||
+	if (become_nobody() < 0 || hw_connect(&c) < 0 ||
 	    ibc_open(c, dev, &ctx) < 0 || ibc_xrcd_open(ctx, "hw", 0, &x) < 0)
 		goto out;
 	if (ibc_xrcd_ino(x) != ino ||
@@ -242,7 +142,7 @@ int main(void)
 out:
 	if (f)
 		fclose(f);
-	stop_daemon();
+	hw_stop_daemon("xrcd");
 	printf("hw_xrcd: %s: %s\n", dev, ret ? "FAIL" : "PASS");
 	return ret;
 }
