@@ -52,6 +52,13 @@ int spawn(char *const argv[], const char *log_path, pid_t *ret_pid);
  * same safety as spawn(). Registered for cleanup.
  */
 int spawn_fn(int (*fn)(void *arg), void *arg, pid_t *ret_pid);
+/*
+ * The raw baseline's peer: a SOCK_SEQPACKET pair, @fn(its end, @arg) in a
+ * child (spawn_fn) that has closed the driver's end, which comes back in
+ * @ret_fd.
+ */
+int raw_peer_start(int (*fn)(int fd, const void *arg), const void *arg,
+		   int *ret_fd, pid_t *ret_pid);
 /* SIGTERM @pid, wait for it (SIGKILL after 3 s), forget it. Returns its
  * wait status or -errno. */
 int stop_child(pid_t pid);
@@ -114,6 +121,24 @@ int pkt_check_reply(const uint8_t *buf, size_t len, uint64_t serial,
 		    int body_case, const uint8_t *payload, size_t plen);
 #define PKT_BODY_HELLO 10
 #define PKT_BODY_PING 11
+
+struct Rdmab__Request;
+/* Set @req's version and @serial as ibc_call() does and pack it into @buf;
+ * returns the length or -EMSGSIZE. */
+int pkt_request(struct Rdmab__Request *req, uint64_t serial, uint8_t *buf,
+		size_t cap);
+/* As pkt_check_reply(), for a reply of @body_case (ObjCreate or XrcdOpen)
+ * that names a new object: its id into @ret_id. */
+int pkt_check_object(const uint8_t *buf, size_t len, uint64_t serial,
+		     int body_case, uint64_t *ret_id);
+/* One raw round trip: send @len bytes of @req (a negative @len is passed
+ * back), receive the reply into @rx; its length or -errno. */
+typedef int pkt_rt_fn(int fd, const uint8_t *req, int len, uint8_t *rx,
+		      size_t cap);
+/* On the raw connection @fd, through @rt: a hello (@serial), then an
+ * OpenContext of the default device (@serial + 1), whose descriptor @rt
+ * drops. Returns 0 or -errno. */
+int pkt_open_session(int fd, uint64_t serial, pkt_rt_fn *rt);
 
 /* --- ping round trips (rtt.c) ---------------------------------------- */
 

@@ -35,12 +35,6 @@ struct objs_bench {
 	uint8_t destroy_req[OBJS_MAX_PACKET];
 };
 
-struct objs_peer {
-	int fd;
-	int other_fd; /* the driver's end: closed by the child */
-	size_t rep_len[2];
-};
-
 static int objs_fail(const char *what, int err)
 {
 	fprintf(stderr, "rdmab-bench: objs: %s: %s\n", what,
@@ -55,42 +49,28 @@ static int objs_lib_fail(const char *what, int err)
 	return err;
 }
 
-/* Answers create-sized and destroy-sized replies in turn. */
-static int objs_peer_main(void *arg)
+/* Answers create-sized and destroy-sized replies (@arg: their two
+ * lengths) in turn. */
+static int objs_peer_main(int fd, const void *arg)
 {
 	static uint8_t rx[OBJS_MAX_PACKET], tx[OBJS_MAX_PACKET];
-	const struct objs_peer *p = arg;
+	const size_t *rep_len = arg;
 	unsigned int k = 0;
 
-	close(p->other_fd);
 	memset(tx, 'r', sizeof(tx));
-	if (p->rep_len[0] > sizeof(tx) || p->rep_len[1] > sizeof(tx))
+	if (rep_len[0] > sizeof(tx) || rep_len[1] > sizeof(tx))
 		return -EMSGSIZE;
 	for (;;) {
-		ssize_t n = recv(p->fd, rx, sizeof(rx), 0);
+		ssize_t n = recv(fd, rx, sizeof(rx), 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
 		if (n <= 0)
 			return n < 0 ? -errno : 0;
-		if (send(p->fd, tx, p->rep_len[k], MSG_NOSIGNAL) < 0)
+		if (send(fd, tx, rep_len[k], MSG_NOSIGNAL) < 0)
 			return -errno;
 		k ^= 1;
 	}
-}
-
-static int objs_pack(Rdmab__Request *req, uint64_t serial, uint8_t *buf,
-		     size_t cap)
-{
-	size_t len;
-
-	req->version = WIRE_PROTOCOL_VERSION;
-	req->serial = serial;
-	len = rdmab__request__get_packed_size(req);
-	if (len > cap)
-		return -EMSGSIZE;
-	rdmab__request__pack(req, buf);
-	return (int)len;
 }
 
 /* Send @len bytes and receive the reply: its length, or -errno. */
@@ -102,35 +82,6 @@ static int objs_rt(int fd, const uint8_t *req, int len, uint8_t *rx,
 	if (send(fd, req, (size_t)len, MSG_NOSIGNAL) < 0)
 		return -errno;
 	return recv_timeout(fd, rx, cap, OBJS_TIMEOUT_MS);
-}
-
-/* The object id of an ObjCreate reply to @serial, or -errno. */
-static int objs_check_create(const uint8_t *buf, size_t len, uint64_t serial,
-			     uint64_t *ret_id)
-{
-	Rdmab__DaemonMessage *msg;
-	const Rdmab__Reply *r;
-	int ret = -EPROTO;
-
-	msg = rdmab__daemon_message__unpack(NULL, len, buf);
-	if (!msg)
-		return -EBADMSG;
-	if (msg->kind_case != RDMAB__DAEMON_MESSAGE__KIND_REPLY)
-		goto out;
-	r = msg->reply;
-	if (r->error) {
-		ret = -r->error;
-		goto out;
-	}
-	if (r->serial == serial &&
-	    r->body_case == RDMAB__REPLY__BODY_OBJ_CREATE &&
-	    r->obj_create->object_id) {
-		*ret_id = r->obj_create->object_id;
-		ret = 0;
-	}
-out:
-	rdmab__daemon_message__free_unpacked(msg, NULL);
-	return ret;
 }
 
 /*
@@ -145,33 +96,18 @@ static int objs_probe(struct objs_bench *ob, const char *path,
 {
 	Rdmab__ObjCreateRequest cr = RDMAB__OBJ_CREATE_REQUEST__INIT;
 	Rdmab__ObjDestroyRequest dr = RDMAB__OBJ_DESTROY_REQUEST__INIT;
-	Rdmab__OpenContextRequest oc = RDMAB__OPEN_CONTEXT_REQUEST__INIT;
 	Rdmab__ObjAttr attr = RDMAB__OBJ_ATTR__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	uint64_t serial = PKT_SERIAL_START, id = 0;
-	uint8_t buf[OBJS_MAX_PACKET], tmp[OBJS_MAX_PACKET];
+	uint8_t buf[OBJS_MAX_PACKET];
 	int fd, len, n, ret;
 
 	ret = unix_connect(path, &fd);
 	if (ret < 0)
 		return ret;
-	n = objs_rt(fd, buf, pkt_hello(buf, sizeof(buf), serial), buf,
-		    sizeof(buf));
-	ret = n < 0 ? n :
-		      pkt_check_reply(buf, (size_t)n, serial, PKT_BODY_HELLO,
-				      NULL, 0);
-	if (ret < 0)
-		goto out;
 	/* This session opens the context too (its descriptor is closed
 	 * when the reply is dropped). */
-	oc.device = "";
-	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
-	req.open_context = &oc;
-	len = objs_pack(&req, ++serial, tmp, sizeof(tmp));
-	n = objs_rt(fd, tmp, len, buf, sizeof(buf));
-	ret = n < 0 ? n :
-		      pkt_check_reply(buf, (size_t)n, serial,
-				      RDMAB__REPLY__BODY_OPEN_CONTEXT, NULL, 0);
+	ret = pkt_open_session(fd, serial++, objs_rt);
 	if (ret < 0)
 		goto out;
 
@@ -184,10 +120,11 @@ static int objs_probe(struct objs_bench *ob, const char *path,
 	req = (Rdmab__Request)RDMAB__REQUEST__INIT;
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_CREATE;
 	req.obj_create = &cr;
-	len = objs_pack(&req, ++serial, ob->create_req,
-			sizeof(ob->create_req));
+	len = pkt_request(&req, ++serial, ob->create_req,
+			  sizeof(ob->create_req));
 	n = objs_rt(fd, ob->create_req, len, buf, sizeof(buf));
-	ret = n < 0 ? n : objs_check_create(buf, (size_t)n, serial, &id);
+	ret = n < 0 ? n : pkt_check_object(buf, (size_t)n, serial,
+					   RDMAB__REPLY__BODY_OBJ_CREATE, &id);
 	if (ret < 0)
 		goto out;
 	ob->sz.create_req = (size_t)len;
@@ -197,8 +134,8 @@ static int objs_probe(struct objs_bench *ob, const char *path,
 	req = (Rdmab__Request)RDMAB__REQUEST__INIT;
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
 	req.obj_destroy = &dr;
-	len = objs_pack(&req, ++serial, ob->destroy_req,
-			sizeof(ob->destroy_req));
+	len = pkt_request(&req, ++serial, ob->destroy_req,
+			  sizeof(ob->destroy_req));
 	n = objs_rt(fd, ob->destroy_req, len, buf, sizeof(buf));
 	ret = n < 0 ? n :
 		      pkt_check_reply(buf, (size_t)n, serial,
@@ -214,23 +151,10 @@ out:
 
 static int objs_start_peer(struct objs_bench *ob)
 {
-	struct objs_peer p = {
-		.rep_len = { ob->sz.create_rep, ob->sz.destroy_rep },
-	};
-	int sv[2], ret;
+	const size_t rep_len[2] = { ob->sz.create_rep, ob->sz.destroy_rep };
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	p.fd = sv[1];
-	p.other_fd = sv[0];
-	ret = spawn_fn(objs_peer_main, &p, &ob->peer_pid);
-	close(sv[1]);
-	if (ret < 0) {
-		close(sv[0]);
-		return ret;
-	}
-	ob->raw_fd = sv[0];
-	return 0;
+	return raw_peer_start(objs_peer_main, rep_len, &ob->raw_fd,
+			      &ob->peer_pid);
 }
 
 int objs_setup(const char *path, struct objs_bench **ret)

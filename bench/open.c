@@ -54,14 +54,6 @@ struct open_bench {
 	uint8_t close_req[OPEN_MAX_PACKET];
 };
 
-/* The raw peer: answers the packets on @fd alternately with an open-sized
- * reply carrying one sealed memfd and a close-sized reply carrying none. */
-struct open_peer {
-	int fd;
-	int other_fd; /* the driver's end: closed by the child */
-	struct open_sizes sz;
-};
-
 static int open_fail(const char *what, int err)
 {
 	fprintf(stderr, "rdmab-bench: %s: %s\n", what,
@@ -134,12 +126,12 @@ int open_peer_serve(int fd, const struct open_sizes *sz)
 	return ret;
 }
 
-static int open_peer_main(void *arg)
+/* The raw peer: answers the packets on @fd alternately with an open-sized
+ * reply carrying one sealed memfd and a close-sized reply carrying none
+ * (@arg: the struct open_sizes). */
+static int open_peer_main(int fd, const void *arg)
 {
-	const struct open_peer *p = arg;
-
-	close(p->other_fd);
-	return open_peer_serve(p->fd, &p->sz);
+	return open_peer_serve(fd, arg);
 }
 
 /* Connect a client; @push: move its serials to where they pack like the
@@ -175,21 +167,6 @@ static int open_connect(const char *path, uint32_t flags, int push,
 	}
 	*ret_cl = cl;
 	return 0;
-}
-
-static int open_pack(Rdmab__Request *req, uint64_t serial, uint8_t *buf,
-		     size_t cap)
-{
-	size_t len;
-
-	/* What ibc_call() sets. */
-	req->version = WIRE_PROTOCOL_VERSION;
-	req->serial = serial;
-	len = rdmab__request__get_packed_size(req);
-	if (len > cap)
-		return -EMSGSIZE;
-	rdmab__request__pack(req, buf);
-	return (int)len;
 }
 
 /* One round trip by hand: send @len bytes of @req, wait for the reply
@@ -284,7 +261,7 @@ static int open_probe(struct open_bench *ob, const char *path)
 	oc.device = (char *)ob->device;
 	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
 	req.open_context = &oc;
-	len = open_pack(&req, ++serial, ob->open_req, sizeof(ob->open_req));
+	len = pkt_request(&req, ++serial, ob->open_req, sizeof(ob->open_req));
 	n = open_rt(fd, ob->open_req, len, buf, sizeof(buf), &fds);
 	ret = n < 0 ? n :
 		      open_check_open_reply(ob, buf, (size_t)n, serial,
@@ -299,8 +276,7 @@ static int open_probe(struct open_bench *ob, const char *path)
 	req = (Rdmab__Request)RDMAB__REQUEST__INIT;
 	req.body_case = RDMAB__REQUEST__BODY_CLOSE_CONTEXT;
 	req.close_context = &cc;
-	len = open_pack(&req, ++serial, ob->close_req,
-			sizeof(ob->close_req));
+	len = pkt_request(&req, ++serial, ob->close_req, sizeof(ob->close_req));
 	n = open_rt(fd, ob->close_req, len, buf, sizeof(buf), &fds);
 	ret = n < 0 ? n :
 		      pkt_check_reply(buf, (size_t)n, serial,
@@ -320,21 +296,8 @@ out:
 
 static int open_start_peer(struct open_bench *ob)
 {
-	struct open_peer p = { .sz = ob->sz };
-	int sv[2], ret;
-
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	p.fd = sv[1];
-	p.other_fd = sv[0];
-	ret = spawn_fn(open_peer_main, &p, &ob->peer_pid);
-	close(sv[1]);
-	if (ret < 0) {
-		close(sv[0]);
-		return ret;
-	}
-	ob->raw_fd = sv[0];
-	return 0;
+	return raw_peer_start(open_peer_main, &ob->sz, &ob->raw_fd,
+			      &ob->peer_pid);
 }
 
 int open_setup(const char *path, const char *device, struct open_bench **ret)

@@ -245,6 +245,41 @@ int spawn_fn(int (*fn)(void *arg), void *arg, pid_t *ret_pid)
 	return 0;
 }
 
+struct raw_peer {
+	int (*fn)(int fd, const void *arg);
+	const void *arg;
+	int fd;
+	int other_fd;
+};
+
+static int raw_peer_main(void *arg)
+{
+	const struct raw_peer *p = arg;
+
+	close(p->other_fd);
+	return p->fn(p->fd, p->arg);
+}
+
+int raw_peer_start(int (*fn)(int fd, const void *arg), const void *arg,
+		   int *ret_fd, pid_t *ret_pid)
+{
+	struct raw_peer p = { .fn = fn, .arg = arg };
+	int sv[2], ret;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	p.fd = sv[1];
+	p.other_fd = sv[0];
+	ret = spawn_fn(raw_peer_main, &p, ret_pid);
+	close(sv[1]);
+	if (ret < 0) {
+		close(sv[0]);
+		return ret;
+	}
+	*ret_fd = sv[0];
+	return 0;
+}
+
 /* Async-signal-safe. */
 static int reap(pid_t pid)
 {

@@ -39,12 +39,6 @@ struct xrcd_bench {
 	uint8_t close_req[XB_MAX_PACKET];
 };
 
-struct xrcd_peer {
-	int fd;
-	int other_fd; /* the driver's end: closed by the child */
-	size_t rep_len[2];
-};
-
 static int xb_fail(const char *what, int err)
 {
 	fprintf(stderr, "rdmab-bench: xrcd: %s: %s\n", what,
@@ -60,23 +54,22 @@ static int xb_lib_fail(const char *what, int err)
 }
 
 /* Answers an open-sized reply with a descriptor (a file, as the broker's
- * is) and a close-sized one without, in turn. */
-static int xb_peer_main(void *arg)
+ * is) and a close-sized one without (@arg: their two lengths), in turn. */
+static int xb_peer_main(int fd, const void *arg)
 {
 	static uint8_t rx[XB_MAX_PACKET], tx[XB_MAX_PACKET];
-	const struct xrcd_peer *p = arg;
+	const size_t *rep_len = arg;
 	unsigned int k = 0;
 	int ffd, ret;
 
-	close(p->other_fd);
 	memset(tx, 'r', sizeof(tx));
-	if (p->rep_len[0] > sizeof(tx) || p->rep_len[1] > sizeof(tx))
+	if (rep_len[0] > sizeof(tx) || rep_len[1] > sizeof(tx))
 		return -EMSGSIZE;
 	ffd = memfd_create("rdmab-bench-xrcd", MFD_CLOEXEC);
 	if (ffd < 0)
 		return -errno;
 	for (;;) {
-		ssize_t n = recv(p->fd, rx, sizeof(rx), 0);
+		ssize_t n = recv(fd, rx, sizeof(rx), 0);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -84,27 +77,13 @@ static int xb_peer_main(void *arg)
 			ret = n < 0 ? -errno : 0;
 			break;
 		}
-		ret = wire_send(p->fd, tx, p->rep_len[k], &ffd, k == 0, 0);
+		ret = wire_send(fd, tx, rep_len[k], &ffd, k == 0, 0);
 		if (ret < 0)
 			break;
 		k ^= 1;
 	}
 	close(ffd);
 	return ret;
-}
-
-static int xb_pack(Rdmab__Request *req, uint64_t serial, uint8_t *buf,
-		   size_t cap)
-{
-	size_t len;
-
-	req->version = WIRE_PROTOCOL_VERSION;
-	req->serial = serial;
-	len = rdmab__request__get_packed_size(req);
-	if (len > cap)
-		return -EMSGSIZE;
-	rdmab__request__pack(req, buf);
-	return (int)len;
 }
 
 /* One round trip; the reply's descriptors are closed. */
@@ -124,35 +103,6 @@ static int xb_rt(int fd, const uint8_t *req, int len, uint8_t *rx,
 	return n;
 }
 
-/* The open's object id from its reply to @serial, or -errno. */
-static int xb_check_open(const uint8_t *buf, size_t len, uint64_t serial,
-			 uint64_t *ret_id)
-{
-	Rdmab__DaemonMessage *msg;
-	const Rdmab__Reply *r;
-	int ret = -EPROTO;
-
-	msg = rdmab__daemon_message__unpack(NULL, len, buf);
-	if (!msg)
-		return -EBADMSG;
-	if (msg->kind_case != RDMAB__DAEMON_MESSAGE__KIND_REPLY)
-		goto out;
-	r = msg->reply;
-	if (r->error) {
-		ret = -r->error;
-		goto out;
-	}
-	if (r->serial == serial &&
-	    r->body_case == RDMAB__REPLY__BODY_XRCD_OPEN &&
-	    r->xrcd_open->object_id) {
-		*ret_id = r->xrcd_open->object_id;
-		ret = 0;
-	}
-out:
-	rdmab__daemon_message__free_unpacked(msg, NULL);
-	return ret;
-}
-
 /* The broker's sizes, from a raw connection of this uid that opens and
  * closes the name as the library does, with serials of the measured
  * width. */
@@ -161,30 +111,15 @@ static int xb_probe(struct xrcd_bench *xb, const char *path,
 {
 	Rdmab__XrcdOpenRequest xo = RDMAB__XRCD_OPEN_REQUEST__INIT;
 	Rdmab__ObjDestroyRequest dr = RDMAB__OBJ_DESTROY_REQUEST__INIT;
-	Rdmab__OpenContextRequest oc = RDMAB__OPEN_CONTEXT_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	uint64_t serial = PKT_SERIAL_START, id = 0;
-	uint8_t buf[XB_MAX_PACKET], tmp[XB_MAX_PACKET];
+	uint8_t buf[XB_MAX_PACKET];
 	int fd, len, n, ret;
 
 	ret = unix_connect(path, &fd);
 	if (ret < 0)
 		return ret;
-	n = xb_rt(fd, buf, pkt_hello(buf, sizeof(buf), serial), buf,
-		  sizeof(buf));
-	ret = n < 0 ? n :
-		      pkt_check_reply(buf, (size_t)n, serial, PKT_BODY_HELLO,
-				      NULL, 0);
-	if (ret < 0)
-		goto out;
-	oc.device = "";
-	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
-	req.open_context = &oc;
-	len = xb_pack(&req, ++serial, tmp, sizeof(tmp));
-	n = xb_rt(fd, tmp, len, buf, sizeof(buf));
-	ret = n < 0 ? n :
-		      pkt_check_reply(buf, (size_t)n, serial,
-				      RDMAB__REPLY__BODY_OPEN_CONTEXT, NULL, 0);
+	ret = pkt_open_session(fd, serial++, xb_rt);
 	if (ret < 0)
 		goto out;
 	/* What ibc_xrcd_open(ctx, XB_NAME, 0) packs. */
@@ -193,9 +128,10 @@ static int xb_probe(struct xrcd_bench *xb, const char *path,
 	req = (Rdmab__Request)RDMAB__REQUEST__INIT;
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
 	req.xrcd_open = &xo;
-	len = xb_pack(&req, ++serial, xb->open_req, sizeof(xb->open_req));
+	len = pkt_request(&req, ++serial, xb->open_req, sizeof(xb->open_req));
 	n = xb_rt(fd, xb->open_req, len, buf, sizeof(buf));
-	ret = n < 0 ? n : xb_check_open(buf, (size_t)n, serial, &id);
+	ret = n < 0 ? n : pkt_check_object(buf, (size_t)n, serial,
+					   RDMAB__REPLY__BODY_XRCD_OPEN, &id);
 	if (ret < 0)
 		goto out;
 	xb->sz.open_req = (size_t)len;
@@ -204,7 +140,7 @@ static int xb_probe(struct xrcd_bench *xb, const char *path,
 	req = (Rdmab__Request)RDMAB__REQUEST__INIT;
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
 	req.obj_destroy = &dr;
-	len = xb_pack(&req, ++serial, xb->close_req, sizeof(xb->close_req));
+	len = pkt_request(&req, ++serial, xb->close_req, sizeof(xb->close_req));
 	n = xb_rt(fd, xb->close_req, len, buf, sizeof(buf));
 	ret = n < 0 ? n :
 		      pkt_check_reply(buf, (size_t)n, serial,
@@ -220,23 +156,10 @@ out:
 
 static int xb_start_peer(struct xrcd_bench *xb)
 {
-	struct xrcd_peer p = {
-		.rep_len = { xb->sz.open_rep, xb->sz.close_rep },
-	};
-	int sv[2], ret;
+	const size_t rep_len[2] = { xb->sz.open_rep, xb->sz.close_rep };
 
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	p.fd = sv[1];
-	p.other_fd = sv[0];
-	ret = spawn_fn(xb_peer_main, &p, &xb->peer_pid);
-	close(sv[1]);
-	if (ret < 0) {
-		close(sv[0]);
-		return ret;
-	}
-	xb->raw_fd = sv[0];
-	return 0;
+	return raw_peer_start(xb_peer_main, rep_len, &xb->raw_fd,
+			      &xb->peer_pid);
 }
 
 int xrcd_setup(const char *path, struct xrcd_bench **ret)
