@@ -61,40 +61,13 @@ static int die(const char *what)
 
 /* The raw baseline's peer: answers every packet with RAW_REP bytes until
  * end of stream; it inherits the driver's CPU. */
-struct raw_peer {
-	int fd;
-	int other_fd;
-};
-
-static int raw_peer_main(void *arg)
+static int rss_raw_peer(int fd, const void *arg)
 {
-	const struct raw_peer *p = arg;
 	uint8_t buf[512], rep[RAW_REP] = { 0 };
 
-	close(p->other_fd);
-	while (recv(p->fd, buf, sizeof(buf), 0) > 0)
-		if (send(p->fd, rep, sizeof(rep), MSG_NOSIGNAL) < 0)
+	while (recv(fd, buf, sizeof(buf), 0) > 0)
+		if (send(fd, rep, sizeof(rep), MSG_NOSIGNAL) < 0)
 			break;
-	return 0;
-}
-
-static int raw_peer_start(int *ret_fd)
-{
-	struct raw_peer p;
-	pid_t pid;
-	int sv[2], ret;
-
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-		return -errno;
-	p.fd = sv[1];
-	p.other_fd = sv[0];
-	ret = spawn_fn(raw_peer_main, &p, &pid);
-	close(sv[1]);
-	if (ret < 0) {
-		close(sv[0]);
-		return ret;
-	}
-	*ret_fd = sv[0];
 	return 0;
 }
 
@@ -155,6 +128,7 @@ int main(int argc, char **argv)
 	struct ibc_rss *rss;
 	pid_t pid;
 	int fd, raw_fd = -1;
+	pid_t raw_pid;
 
 	cleanup_install();
 	if (!mkdtemp(dir))
@@ -241,7 +215,7 @@ int main(int argc, char **argv)
 		sink += acc;
 	}
 	ibc_rss_destroy(rss);
-	if (raw_peer_start(&raw_fd) < 0) {
+	if (raw_peer_start(rss_raw_peer, NULL, &raw_fd, &raw_pid) < 0) {
 		fprintf(stderr, "rdmab-bench-rss: cannot start the raw peer\n");
 		done();
 		return 1;
