@@ -123,6 +123,30 @@ void objects_owner_put(struct obj_owner *ow)
 
 /* --- records -------------------------------------------------------------- */
 
+/* A zeroed record: a spare one, or a new one. */
+static struct obj *obj_alloc(struct registry *reg)
+{
+	struct obj *o = reg->spare;
+
+	if (!o)
+		return calloc(1, sizeof(*o));
+	reg->spare = o->hash_next;
+	reg->n_spare--;
+	memset(o, 0, sizeof(*o));
+	return o;
+}
+
+static void obj_free(struct registry *reg, struct obj *o)
+{
+	if (reg->n_spare >= OBJ_SPARE_MAX) {
+		free(o);
+		return;
+	}
+	o->hash_next = reg->spare;
+	reg->spare = o;
+	reg->n_spare++;
+}
+
 int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
 		bool intent, bool made_here, uint32_t handle, struct reply *r,
 		struct obj **ret)
@@ -135,14 +159,15 @@ int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
 	if (reg->n_objs >= reg->hash_size && hash_grow(reg) < 0)
 		return reply_error(r, -ENOMEM, "out of memory");
 	ow = owner_of(c);
-	o = calloc(1, sizeof(*o));
+	o = obj_alloc(reg);
 	if (!ow || !o) {
-		free(o);
+		if (o)
+			obj_free(reg, o);
 		return reply_error(r, -ENOMEM, "out of memory");
 	}
 	err = domain_charge_objects(x->domain, 1, r);
 	if (err < 0) {
-		free(o);
+		obj_free(reg, o);
 		return err;
 	}
 	o->owner = ow;
@@ -212,7 +237,7 @@ static void obj_unlink(struct obj *o)
 		ow->n_objs--;
 	if (o->stuck)
 		ow->stuck--;
-	free(o);
+	obj_free(reg, o);
 	dctx_obj_release(reg->srv, x);
 }
 
@@ -363,6 +388,10 @@ void objects_fini(struct server *srv)
 		return;
 	while ((o = TAILQ_FIRST(&reg->objs))) {
 		TAILQ_REMOVE(&reg->objs, o, link);
+		free(o);
+	}
+	while ((o = reg->spare)) {
+		reg->spare = o->hash_next;
 		free(o);
 	}
 	while ((ow = TAILQ_FIRST(&reg->owners))) {

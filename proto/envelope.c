@@ -70,6 +70,7 @@ struct env_body {
 	const ProtobufCBinaryData *bytes;
 	const ProtobufCMessage *sub;
 	bool flat; /* sub is packed by flat.c */
+	bool sized; /* len is known */
 	size_t len;
 };
 
@@ -82,7 +83,7 @@ static int env_body_plan(const ProtobufCMessage *m, uint32_t body_case,
 	const ProtobufCFieldDescriptor *f;
 	const char *member;
 
-	*b = (struct env_body){ 0 };
+	*b = (struct env_body){ .sized = true };
 	if (!body_case)
 		return 0;
 	f = env_field(m->descriptor, body_case);
@@ -98,17 +99,53 @@ static int env_body_plan(const ProtobufCMessage *m, uint32_t body_case,
 			return 0;
 		b->flat = !b->sub->n_unknown_fields &&
 			  wire_flat(b->sub->descriptor);
-		if (b->flat) {
-			b->len = wire_flat_size(b->sub);
-			b->flat = b->len != WIRE_FLAT_NOT;
-		}
 		if (!b->flat)
 			b->len = protobuf_c_message_get_packed_size(b->sub);
+		b->sized = !b->flat;
 	} else {
 		return -1;
 	}
 	b->f = f;
 	return 0;
+}
+
+/* Size a flat body that env_body_put_in() did not pack. */
+static void env_body_sized(struct env_body *b)
+{
+	if (b->sized)
+		return;
+	b->sized = true;
+	b->len = wire_flat_size(b->sub);
+	if (b->len == WIRE_FLAT_NOT) {
+		b->flat = false;
+		b->len = protobuf_c_message_get_packed_size(b->sub);
+	}
+}
+
+/*
+ * Pack unsized flat body @b at @p, at least VARINT_MAX_TAG + 1 bytes
+ * before @end, in one walk: the length goes in the byte left for it, or
+ * the body moves up for a longer one. The end, or NULL for the caller to
+ * size it and pack it with env_body_put().
+ */
+static uint8_t *env_body_put_in(const struct env_body *b, uint8_t *p,
+				const uint8_t *end)
+{
+	uint8_t *body_end;
+	size_t len;
+
+	p = varint_put(p, varint_tag(b->f->id, VARINT_WT_LEN));
+	body_end = wire_flat_pack_in(b->sub, p + 1, end);
+	if (!body_end)
+		return NULL;
+	len = (size_t)(body_end - (p + 1));
+	if (varint_size(len) > 1) {
+		if ((size_t)(end - p) < varint_size(len) + len)
+			return NULL;
+		memmove(p + varint_size(len), p + 1, len);
+	}
+	p = varint_put(p, len);
+	return p + len;
 }
 
 static size_t env_body_size(const struct env_body *b)
@@ -209,6 +246,22 @@ static size_t env_request_head(const Rdmab__Request *req)
 	return n;
 }
 
+static uint8_t *env_request_head_put(const Rdmab__Request *req, uint8_t *p)
+{
+	if (req->version) {
+		p = varint_put(p, varint_tag(1, VARINT_WT_VARINT));
+		p = varint_put(p, req->version);
+	}
+	if (req->serial) {
+		p = varint_put(p, varint_tag(2, VARINT_WT_VARINT));
+		p = varint_put(p, req->serial);
+	}
+	return p;
+}
+
+/* The head's two varints with their tags, the body's tag and a byte. */
+#define ENV_ROOM (2 * (1 + 10) + 5 + 1)
+
 int wire_pack_request(const Rdmab__Request *req, uint8_t *buf, size_t cap)
 {
 	struct env_body b;
@@ -222,17 +275,23 @@ int wire_pack_request(const Rdmab__Request *req, uint8_t *buf, size_t cap)
 			return -EMSGSIZE;
 		return (int)protobuf_c_message_pack(&req->base, buf);
 	}
+	/* A flat body is packed in one walk when there is room for the
+	 * most the head and the body's tag and length byte take. */
+	if (!b.sized && cap >= ENV_ROOM) {
+		uint8_t *end = buf + (cap < WIRE_MAX_PACKET ? cap :
+							      WIRE_MAX_PACKET);
+
+		p = env_request_head_put(req, buf);
+		p = env_body_put_in(&b, p, end);
+		if (p)
+			return (int)(p - buf);
+		p = buf;
+	}
+	env_body_sized(&b);
 	len = env_request_head(req) + env_body_size(&b);
 	if (len > cap || len > WIRE_MAX_PACKET)
 		return -EMSGSIZE;
-	if (req->version) {
-		p = varint_put(p, varint_tag(1, VARINT_WT_VARINT));
-		p = varint_put(p, req->version);
-	}
-	if (req->serial) {
-		p = varint_put(p, varint_tag(2, VARINT_WT_VARINT));
-		p = varint_put(p, req->serial);
-	}
+	p = env_request_head_put(req, p);
 	env_body_put(&b, p);
 	return (int)len;
 }
@@ -311,6 +370,7 @@ int wire_pack_reply_message(const Rdmab__Reply *r, unsigned int field,
 	if (r->base.n_unknown_fields ||
 	    env_body_plan(&r->base, r->body_case, &b) < 0)
 		return -ENOTSUP;
+	env_body_sized(&b);
 	inner = env_reply_head(r) + env_body_size(&b);
 	len = varint_size(varint_tag(field, VARINT_WT_LEN)) +
 	      varint_size(inner) + inner;

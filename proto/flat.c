@@ -242,6 +242,78 @@ uint8_t *wire_flat_pack(const ProtobufCMessage *m, uint8_t *p)
 	return p;
 }
 
+/* Room for a tag and a varint, the most a scalar field takes. */
+#define FLAT_ROOM 15
+
+uint8_t *wire_flat_pack_in(const ProtobufCMessage *m, uint8_t *p,
+			   const uint8_t *end)
+{
+	const ProtobufCMessageDescriptor *desc = m->descriptor;
+
+	for (unsigned int i = 0; i < desc->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &desc->fields[i];
+		const char *member = (const char *)m + f->offset;
+		const ProtobufCMessage *sub;
+		const uint64_t *a;
+		size_t count;
+		uint8_t *sub_end;
+		uint64_t v;
+
+		if (end - p < FLAT_ROOM)
+			return NULL;
+		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+			a = flat_array(f, m, &count);
+			if (!count)
+				continue;
+			if (count > (size_t)(end - p - FLAT_ROOM) / 10)
+				return NULL;
+			p = varint_put(p, varint_tag(f->id, VARINT_WT_LEN));
+			p = varint_put(p, flat_run_size(a, count));
+			for (size_t k = 0; k < count; k++)
+				p = varint_put(p, a[k]);
+			continue;
+		}
+		if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+			sub = flat_sub(f, m);
+			if (!sub)
+				continue;
+			if (sub->n_unknown_fields)
+				return NULL;
+			p = varint_put(p, varint_tag(f->id, VARINT_WT_LEN));
+			sub_end = wire_flat_pack_in(sub, p + 1, end);
+			if (!sub_end)
+				return NULL;
+			v = (uint64_t)(sub_end - (p + 1));
+			if (varint_size(v) > 1) {
+				if ((size_t)(end - p) < varint_size(v) + v)
+					return NULL;
+				memmove(p + varint_size(v), p + 1, (size_t)v);
+			}
+			p = varint_put(p, v);
+			p += v;
+			continue;
+		}
+		v = flat_value(f, m);
+		if (!v)
+			continue;
+		if (flat_is_len(f) && v > (uint64_t)(end - p - FLAT_ROOM))
+			return NULL;
+		p = varint_put(p, varint_tag(f->id, flat_is_len(f) ?
+							    VARINT_WT_LEN :
+							    VARINT_WT_VARINT));
+		p = varint_put(p, v);
+		if (f->type == PROTOBUF_C_TYPE_STRING) {
+			memcpy(p, *(const char *const *)member, (size_t)v);
+			p += v;
+		} else if (f->type == PROTOBUF_C_TYPE_BYTES) {
+			memcpy(p, ((const ProtobufCBinaryData *)member)->data,
+			       (size_t)v);
+			p += v;
+		}
+	}
+	return p;
+}
+
 /* Store the varint @v in @member, a field of type @type; -1 for a value
  * this does not read the way protobuf-c does. */
 static int flat_set_varint(char *member, ProtobufCType type, uint64_t v,

@@ -24,6 +24,14 @@ size_t wire_flat_size(const ProtobufCMessage *m);
  * end. */
 uint8_t *wire_flat_pack(const ProtobufCMessage *m, uint8_t *p);
 /*
+ * Pack flat @m at @p in one walk, sizing nothing first, the bytes
+ * wire_flat_pack() writes; the end, or NULL (what is at @p undefined)
+ * when it might not fit before @end or a submessage has unknown fields:
+ * the caller sizes it then (wire_flat_size()).
+ */
+uint8_t *wire_flat_pack_in(const ProtobufCMessage *m, uint8_t *p,
+			   const uint8_t *end);
+/*
  * Decode a flat message of @desc from @len bytes at @buf into memory of
  * @a, as protobuf-c would; NULL for a packet of a shape this does not
  * read (left to protobuf-c) or when @a is out of memory.

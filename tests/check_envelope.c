@@ -363,6 +363,46 @@ START_TEST(test_pack_request)
 }
 END_TEST
 
+/* A flat body longer than a one-byte length, in a room of its exact size
+ * and one byte short, packs as protobuf-c packs it (the one-walk packer
+ * moves it up for its length). */
+START_TEST(test_pack_request_long_flat)
+{
+	static const size_t lens[] = { 120, 127, 128, 300, 16384, 65000 };
+	static char domain[65001];
+	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+
+	req.version = 1;
+	req.serial = 1ULL << 40;
+	req.body_case = RDMAB__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	hello.domain = domain;
+	hello.pid = 4242;
+	for (size_t i = 0; i < sizeof(lens) / sizeof(lens[0]); i++) {
+		size_t len;
+
+		memset(domain, 'd', lens[i]);
+		domain[lens[i]] = '\0';
+		len = pbc_pack(&req.base, out_pbc);
+		if (len > WIRE_MAX_PACKET) {
+			ck_assert_int_eq(wire_pack_request(&req, out_hand,
+							   ROOM),
+					 -EMSGSIZE);
+			continue;
+		}
+		ck_assert_int_eq(wire_pack_request(&req, out_hand, len),
+				 (int)len);
+		ck_assert_mem_eq(out_hand, out_pbc, len);
+		ck_assert_int_eq(wire_pack_request(&req, out_hand, len - 1),
+				 -EMSGSIZE);
+		ck_assert_int_eq(wire_pack_request(&req, out_hand, ROOM),
+				 (int)len);
+		ck_assert_mem_eq(out_hand, out_pbc, len);
+	}
+}
+END_TEST
+
 START_TEST(test_pack_reply)
 {
 	static const int32_t errors[] = { 0, 5, 1 << 27, INT32_MAX, -1,
@@ -904,6 +944,7 @@ static Suite *envelope_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_pack_request);
+	tcase_add_test(tc, test_pack_request_long_flat);
 	tcase_add_test(tc, test_pack_reply);
 	tcase_add_test(tc, test_pack_reply_oversize);
 	tcase_add_test(tc, test_unpack_request);
