@@ -412,8 +412,13 @@ START_TEST(create_rules)
 	a = attr_v4tcp(ids, 2, 1);
 	a.port_num = 2;
 	ck_assert_int_eq(try_create(&a, "no port 2"), -EINVAL);
-	a = attr_v4tcp(ids, 3, 1);
-	ck_assert_int_eq(try_create(&a, "3 WQs"), -EINVAL);
+	{
+		/* More WQs than a 2-entry table has entries. */
+		uint64_t three[3] = {ids[0], ids[1], make_wq()};
+
+		a = attr_v4tcp(three, 3, 1);
+		ck_assert_int_eq(try_create(&a, "3 WQs"), -EINVAL);
+	}
 	{
 		uint64_t bad[2] = {ids[0], 999999};
 
