@@ -185,6 +185,26 @@ size_t wire_flat_size(const ProtobufCMessage *m)
 	return n;
 }
 
+/* Write field @f of value @v (a scalar, or the length of a string or
+ * bytes, whose data follows) at @p; returns the end. The caller checked the
+ * room. */
+static uint8_t *flat_put_value(uint8_t *p, const ProtobufCFieldDescriptor *f,
+			       const char *member, uint64_t v)
+{
+	p = varint_put(p, varint_tag(f->id, flat_is_len(f) ? VARINT_WT_LEN :
+							      VARINT_WT_VARINT));
+	p = varint_put(p, v);
+	if (f->type == PROTOBUF_C_TYPE_STRING) {
+		memcpy(p, *(const char *const *)member, (size_t)v);
+		p += v;
+	} else if (f->type == PROTOBUF_C_TYPE_BYTES) {
+		memcpy(p, ((const ProtobufCBinaryData *)member)->data,
+		       (size_t)v);
+		p += v;
+	}
+	return p;
+}
+
 uint8_t *wire_flat_pack(const ProtobufCMessage *m, uint8_t *p)
 {
 	const ProtobufCMessageDescriptor *desc = m->descriptor;
@@ -226,18 +246,7 @@ uint8_t *wire_flat_pack(const ProtobufCMessage *m, uint8_t *p)
 		v = flat_value(f, m);
 		if (!v)
 			continue;
-		p = varint_put(p, varint_tag(f->id, flat_is_len(f) ?
-							    VARINT_WT_LEN :
-							    VARINT_WT_VARINT));
-		p = varint_put(p, v);
-		if (f->type == PROTOBUF_C_TYPE_STRING) {
-			memcpy(p, *(const char *const *)member, (size_t)v);
-			p += v;
-		} else if (f->type == PROTOBUF_C_TYPE_BYTES) {
-			memcpy(p, ((const ProtobufCBinaryData *)member)->data,
-			       (size_t)v);
-			p += v;
-		}
+		p = flat_put_value(p, f, member, v);
 	}
 	return p;
 }
@@ -298,18 +307,7 @@ uint8_t *wire_flat_pack_in(const ProtobufCMessage *m, uint8_t *p,
 			continue;
 		if (flat_is_len(f) && v > (uint64_t)(end - p - FLAT_ROOM))
 			return NULL;
-		p = varint_put(p, varint_tag(f->id, flat_is_len(f) ?
-							    VARINT_WT_LEN :
-							    VARINT_WT_VARINT));
-		p = varint_put(p, v);
-		if (f->type == PROTOBUF_C_TYPE_STRING) {
-			memcpy(p, *(const char *const *)member, (size_t)v);
-			p += v;
-		} else if (f->type == PROTOBUF_C_TYPE_BYTES) {
-			memcpy(p, ((const ProtobufCBinaryData *)member)->data,
-			       (size_t)v);
-			p += v;
-		}
+		p = flat_put_value(p, f, member, v);
 	}
 	return p;
 }
