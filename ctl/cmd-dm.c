@@ -61,7 +61,14 @@ static void dm_json_one(const struct ibc_dm_info *d)
 	for (uint32_t k = 0; k < d->n_importers && k < IBC_DM_INFO_IMPORTERS;
 	     k++)
 		printf("%s%" PRIu64, k ? "," : "", d->importers[k]);
-	printf("],\"mrs\":%u,\"persistent\":%s,\"state\":", d->mrs,
+	printf("],\"mrs\":%u,\"mr_list\":[", d->mrs);
+	for (uint32_t k = 0; k < d->mrs && k < IBC_DM_INFO_MRS; k++)
+		printf("%s{\"object_id\":%" PRIu64 ",\"client_id\":%" PRIu64
+		       ",\"pid\":%u,\"gone\":%s}",
+		       k ? "," : "", d->mr_list[k].object_id,
+		       d->mr_list[k].client_id, d->mr_list[k].pid,
+		       d->mr_list[k].gone ? "true" : "false");
+	printf("],\"persistent\":%s,\"state\":",
 	       d->persistent ? "true" : "false");
 	json_string(stdout, dm_state(d));
 	printf(",\"blocked_by\":");
@@ -177,6 +184,21 @@ static void dm_show(const struct ibc_dm_info *d)
 		printf("allocator:  gone (was pid %u)\n", d->allocator_pid);
 	printf("importers:  %s\n", imp);
 	printf("MRs:        %u\n", d->mrs);
+	/* Whose they are: what keeps a blocked free from happening. */
+	for (uint32_t k = 0; k < d->mrs && k < IBC_DM_INFO_MRS; k++) {
+		const struct ibc_dm_mr_info *m = &d->mr_list[k];
+
+		if (m->gone)
+			printf("  MR %" PRIu64 " of client %" PRIu64
+			       " (gone: its process is dead)\n",
+			       m->object_id, m->client_id);
+		else
+			printf("  MR %" PRIu64 " of client %" PRIu64
+			       " (pid %u)\n",
+			       m->object_id, m->client_id, m->pid);
+	}
+	if (d->mrs > IBC_DM_INFO_MRS)
+		printf("  and %u more\n", d->mrs - IBC_DM_INFO_MRS);
 	printf("state:      %s\n", dm_state(d));
 	if (d->blocked_by[0])
 		printf("blocked by: %s\n",

@@ -26,9 +26,11 @@
 #include "daemon/objects.h"
 #include "daemon/server.h"
 
-/* A DmInfo is under 400 bytes with the longest names and 16 importers. */
+/* A DmInfo is under 700 bytes with the longest names, 16 importers and 8
+ * MRs. */
 #define DM_LIST_PAGE	  64
 #define DM_LIST_IMPORTERS 16
+#define DM_LIST_MRS	  8
 
 static uint64_t dm_page_size(void)
 {
@@ -181,6 +183,7 @@ static int dm_hold_add(struct dm *dm, struct conn *c, struct reply *r,
 	if (err < 0)
 		return err;
 	o->family_owned = true;
+	o->dm_id = dm->id;
 	s->used[slot] = 1;
 	s->page[slot] = dm->revoked;
 	dm->holds[dm->n_holds] = (struct dm_hold){ .o = o, .s = s,
@@ -228,6 +231,66 @@ static void dm_forget(struct server *srv, struct dm *dm)
 	free(dm);
 }
 
+/* Add "MR 12 of client 3 (pid 456)" to @text at @off, only whole: the
+ * new offset (@size once full). */
+static size_t dm_mr_text(char *text, size_t size, size_t off,
+			 const struct obj *o)
+{
+	const struct obj_owner *ow = o->owner;
+	char pid[24];
+	int w;
+
+	if (off >= size)
+		return size;
+	if (ow->state == OWNER_DEAD)
+		snprintf(pid, sizeof(pid), "gone");
+	else
+		snprintf(pid, sizeof(pid), "pid %d", (int)ow->pid);
+	w = snprintf(text + off, size - off,
+		     "%sMR %" PRIu64 " of client %" PRIu64 " (%s)",
+		     off ? ", " : "", o->id, ow->client_id, pid);
+	if (w < 0 || (size_t)w >= size - off) {
+		text[off] = '\0';
+		return size;
+	}
+	return off + (size_t)w;
+}
+
+/*
+ * The MRs on @dm in the registry, whoever owns them (a dead client's stuck
+ * one too): how many. The first @max go to @list, and @text (if not NULL)
+ * names them: "MR 12 of client 3 (pid 456), MR 14 of client 5 (gone)".
+ */
+static unsigned int dm_mrs(const struct server *srv, const struct dm *dm,
+			   Rdmab__DmMrInfo *list, unsigned int max, char *text,
+			   size_t size)
+{
+	const struct obj_owner *ow;
+	const struct obj *o;
+	unsigned int n = 0;
+	size_t off = 0;
+
+	if (text)
+		text[0] = '\0';
+	TAILQ_FOREACH(ow, &srv->registry->owners, link) {
+		TAILQ_FOREACH(o, &ow->kinds[IBC_OBJ_MR], kind_link) {
+			if (o->dm_id != dm->id)
+				continue;
+			if (n < max) {
+				rdmab__dm_mr_info__init(&list[n]);
+				list[n].object_id = o->id;
+				list[n].client_id = ow->client_id;
+				list[n].pid = (uint32_t)ow->pid;
+				list[n].gone = ow->state == OWNER_DEAD;
+			}
+			n++;
+			if (text)
+				off = dm_mr_text(text, size, off, o);
+		}
+	}
+	return n;
+}
+
 /*
  * Free @dm if its free was asked and nobody holds it. True when it is gone
  * (the caller must not touch it). The device's EBUSY (an MR on it) leaves
@@ -251,9 +314,13 @@ static bool dm_try_free(struct server *srv, struct dm *dm)
 	ret = dm->ctx->dev->ctx_ops->dm_free(dm->ctx->dc, &dm->dd, &why);
 	if (ret == -EBUSY) {
 		if (!dm->blocked) {
+			char mrs[160];
+
+			dm_mrs(srv, dm, NULL, 0, mrs, sizeof(mrs));
 			log_notice("DM %" PRIu64 " of domain %s: free blocked: "
-				   "%s",
-				   dm->id, dm->domain->name, why.text);
+				   "%s%s%s",
+				   dm->id, dm->domain->name, why.text,
+				   mrs[0] ? "; by " : "", mrs);
 			dm->blocked = true;
 			if (srv->dms->n_blocked++ == 0)
 				dm_retry_later(srv);
@@ -711,10 +778,19 @@ static const char *dm_domain_name(const struct dm *dm)
 struct dm_page {
 	Rdmab__DmInfo info;
 	uint64_t importers[DM_LIST_IMPORTERS];
+	Rdmab__DmMrInfo mrs[DM_LIST_MRS];
+	Rdmab__DmMrInfo *mr_ptrs[DM_LIST_MRS];
+	/* As long as struct ibc_dm_info's, so that no entry is cut. */
+	char blocked_by[160];
 };
 
-static void dm_info(Rdmab__DmInfo *di, uint64_t *importers, const struct dm *dm)
+static void dm_info(const struct server *srv, struct dm_page *p,
+		    const struct dm *dm)
 {
+	Rdmab__DmInfo *di = &p->info;
+	uint64_t *importers = p->importers;
+	unsigned int shown;
+
 	rdmab__dm_info__init(di);
 	di->id = dm->id;
 	di->domain = (char *)dm_domain_name(dm);
@@ -739,6 +815,18 @@ static void dm_info(Rdmab__DmInfo *di, uint64_t *importers, const struct dm *dm)
 		importers[di->n_importers++] =
 			dm->holds[i].o->owner->client_id;
 	di->importers = importers;
+	di->mrs = dm_mrs(srv, dm, p->mrs, DM_LIST_MRS, p->blocked_by,
+			 sizeof(p->blocked_by));
+	shown = di->mrs < DM_LIST_MRS ? di->mrs : DM_LIST_MRS;
+	for (unsigned int i = 0; i < shown; i++)
+		p->mr_ptrs[i] = &p->mrs[i];
+	di->mr_list = p->mr_ptrs;
+	di->n_mr_list = shown;
+	/* Blocked: who blocks it, rather than the device's sentence (an MR
+	 * made behind the broker's back has no record: the sentence it
+	 * is). */
+	if (dm->blocked && di->mrs)
+		di->blocked_by = p->blocked_by;
 }
 
 int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
@@ -764,7 +852,7 @@ int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 			continue;
 		if (idx++ < off || n == DM_LIST_PAGE)
 			continue;
-		dm_info(&pages[n].info, pages[n].importers, dm);
+		dm_info(srv, &pages[n], dm);
 		ptrs[n] = &pages[n].info;
 		n++;
 	}

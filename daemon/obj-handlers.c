@@ -100,6 +100,21 @@ static int resolve_uses(struct conn *c, struct dctx *x,
 	return 0;
 }
 
+/* The DM an MR is on (its use of kind DM, an import of this session), so
+ * that the DM listing counts it and names it when it blocks a free; 0. */
+static uint64_t mr_dm_of(struct conn *c, const Rdmab__ObjCreateRequest *q)
+{
+	if (q->kind != IBC_OBJ_MR)
+		return 0;
+	for (size_t i = 0; i < q->n_uses; i++) {
+		struct obj *u = q->uses[i] ? objects_find(c, q->uses[i]) : NULL;
+
+		if (u && u->kind == IBC_OBJ_DM)
+			return u->dm_id;
+	}
+	return 0;
+}
+
 /* The broker is the device's kernel: make the object and register it. */
 static int obj_make(struct conn *c, struct dctx *x,
 		    const Rdmab__ObjCreateRequest *q, struct reply *r,
@@ -128,6 +143,7 @@ static int obj_make(struct conn *c, struct dctx *x,
 		return reply_error(r, ret, "%s", why.text);
 	}
 	o->handle = made.handle;
+	o->dm_id = mr_dm_of(c, q);
 	attr_to_wire(given, &made.attr);
 	out->object_id = o->id;
 	out->handle = made.handle;
@@ -180,15 +196,19 @@ int h_obj_create(struct conn *c, const Rdmab__Request *req,
 					   "objects; create them with mode "
 					   "CREATE",
 					   x->dev->name);
-		if (q->n_uses)
+		/* But the DM of an MR intent, which the listing shows. */
+		if (q->n_uses && !(intent && q->n_uses == 1 && mr_dm_of(c, q)))
 			return reply_error(r, -EINVAL,
 					   "the objects a %s uses are given "
-					   "only when the broker makes it",
+					   "only when the broker makes it (or "
+					   "the DM of an MR's intent)",
 					   obj_kind_name(q->kind));
 		ret = objects_add(c, x, (enum ibc_obj_kind)q->kind, intent,
 				  false, q->handle, r, &o);
 		if (ret < 0)
 			return ret;
+		if (q->n_uses)
+			o->dm_id = mr_dm_of(c, q);
 		out->object_id = o->id;
 		out->handle = o->handle;
 		break;

@@ -64,6 +64,9 @@ struct obj {
 	/* A family's object that the family destroys (RSS: its struct
 	 * rss); NULL for the rest. */
 	void *family_obj;
+	/* A DM import, or an MR on device memory: the DM's broker id (the
+	 * listing counts a DM's MRs by it); 0 for the rest. */
+	uint64_t dm_id;
 };
 
 struct obj_owner {

@@ -682,6 +682,15 @@ enum ibc_dm_state {
 };
 
 #define IBC_DM_INFO_IMPORTERS 16
+#define IBC_DM_INFO_MRS	      8
+
+/* An MR on a DM: its registry id and its owner (what blocks a free). */
+struct ibc_dm_mr_info {
+	uint64_t object_id;
+	uint64_t client_id;
+	uint32_t pid;
+	bool gone; /* its process is dead: the MR is stuck */
+};
 
 struct ibc_dm_info {
 	uint32_t comp_mask;
@@ -702,7 +711,10 @@ struct ibc_dm_info {
 	bool persistent;
 	/* IBC_DM_FREE_BLOCKED: what blocks it. */
 	char blocked_by[160];
+	/* MRs on it in the broker's registry, dead clients' stuck ones
+	 * too; the first IBC_DM_INFO_MRS of them in mr_list. */
 	uint32_t mrs;
+	struct ibc_dm_mr_info mr_list[IBC_DM_INFO_MRS];
 };
 
 /**

@@ -415,6 +415,12 @@ static void ibc_dms_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	e->persistent = d->persistent;
 	snprintf(e->blocked_by, sizeof(e->blocked_by), "%s", d->blocked_by);
 	e->mrs = d->mrs;
+	for (size_t k = 0; k < d->n_mr_list && k < IBC_DM_INFO_MRS; k++) {
+		e->mr_list[k].object_id = d->mr_list[k]->object_id;
+		e->mr_list[k].client_id = d->mr_list[k]->client_id;
+		e->mr_list[k].pid = d->mr_list[k]->pid;
+		e->mr_list[k].gone = d->mr_list[k]->gone;
+	}
 }
 
 IBC_EXPORT int ibc_list_dms(struct ibc_client *client,

@@ -327,7 +327,8 @@ int ibc_obj_request(struct ibc_obj *o, Rdmab__ObjCreateRequest__Mode mode,
 	for (unsigned int i = 0; i < o->n_uses; i++)
 		uses[i] = o->uses[i]->id;
 	cr.n_uses = o->n_uses;
-	if (o->dm_use && mode == RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE)
+	/* The broker's DM listing counts the MRs on a DM. */
+	if (o->dm_use && mode != RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK)
 		uses[cr.n_uses++] = o->dm_use;
 	cr.uses = uses;
 	/* Packing only reads it. */

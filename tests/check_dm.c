@@ -295,6 +295,26 @@ static int child_end(struct child *ch, bool kill_it)
 	return status;
 }
 
+/* rdmabrokerctl's output for @args, of at most @size - 1 bytes; its exit
+ * status. */
+static int ctl_run(const char *args, char *out, size_t size)
+{
+	const char *ctl = getenv("RDMABROKERCTL");
+	char cmd[1024];
+	size_t n = 0;
+	FILE *p;
+
+	ck_assert_ptr_nonnull(ctl);
+	snprintf(cmd, sizeof(cmd), "'%s' --socket '%s' %s 2>&1", ctl, D.sock,
+		 args);
+	p = popen(cmd, "r");
+	ck_assert_ptr_nonnull(p);
+	while (n + 1 < size && !feof(p))
+		n += fread(out + n, 1, size - 1 - n, p);
+	out[n] = '\0';
+	return pclose(p);
+}
+
 /* --- tests -------------------------------------------------------------- */
 
 START_TEST(test_write_read_two_processes)
@@ -657,6 +677,8 @@ START_TEST(test_dm_mr)
 	unsigned int acc = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE;
 	struct ibc_object_info *o;
 	struct ibc_dm *dm = alloc_dm(8192);
+	struct ibc_client_info ci;
+	struct ibc_dm_info info;
 	struct ibc_mr *mr, *mr2;
 	size_t n, mrs = 0, dms = 0;
 
@@ -680,12 +702,24 @@ START_TEST(test_dm_mr)
 	ibc_list_free(o);
 	ck_assert_uint_eq(mrs, 2);
 	ck_assert_uint_eq(dms, 1);
+	/* The listing counts them, and names whose they are. */
+	info = dm_info(ibc_dm_id(dm));
+	ck_assert_uint_eq(info.mrs, 2);
+	ck_assert_int_eq(ibc_client_info(C, &ci, sizeof(ci)), 0);
+	for (unsigned int i = 0; i < 2; i++) {
+		ck_assert_uint_eq(info.mr_list[i].client_id, ci.client_id);
+		ck_assert_uint_eq(info.mr_list[i].pid, (uint32_t)getpid());
+		ck_assert(!info.mr_list[i].gone);
+	}
+	ck_assert_uint_ne(info.mr_list[0].object_id, info.mr_list[1].object_id);
 	ck_assert_int_eq(ibc_dm_unimport(dm), -EBUSY);
 	ck_assert_int_eq(ibc_dm_free(dm), -EBUSY);
 	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "2 MRs"));
 	ck_assert_int_eq(ibc_dereg_mr(mr), 0);
+	ck_assert_uint_eq(dm_info(ibc_dm_id(dm)).mrs, 1);
 	ck_assert_int_eq(ibc_dm_free(dm), -EBUSY);
 	ck_assert_int_eq(ibc_dereg_mr(mr2), 0);
+	ck_assert_uint_eq(dm_info(ibc_dm_id(dm)).mrs, 0);
 	ck_assert_int_eq(ibc_dm_free(dm), 0);
 	wait_all_free(5000);
 }
@@ -730,7 +764,8 @@ START_TEST(test_free_blocked)
 		struct ibc_dm *dm = alloc_dm(4096);
 		struct ibc_dm_info info;
 		struct ol_client raw;
-		uint64_t id, obj, used, reserved;
+		uint64_t id, obj, used, reserved, ids[2];
+		char want[128], args[64], out[4096];
 		uint64_t uses[1];
 		struct ol_obj mr;
 		Rdmab__ObjAttr a = RDMAB__OBJ_ATTR__INIT;
@@ -745,8 +780,6 @@ START_TEST(test_free_blocked)
 			ck_assert_int_ge(pid, 0);
 		}
 		if (pid == 0) {
-			char c = 0;
-
 			if (killed) {
 				prctl(PR_SET_PDEATHSIG, SIGKILL);
 				close(p[0]);
@@ -767,26 +800,43 @@ START_TEST(test_free_blocked)
 					       RDMAB__REQUEST__BODY_DM_UNIMPORT,
 					       id, NULL, NULL),
 					 0);
-			if (killed) {
-				if (write(p[1], &c, 1) != 1)
-					_exit(1);
+			/* The MR's id and its owner's, for the listing. */
+			ids[0] = mr.id;
+			ids[1] = raw.client_id;
+			if (write(p[1], ids, sizeof(ids)) != sizeof(ids))
+				_exit(1);
+			if (killed)
 				for (;;)
 					pause();
-			}
-		} else {
-			char c;
-
-			close(p[1]);
-			ck_assert_int_eq(read(p[0], &c, 1), 1);
 		}
+		if (killed)
+			close(p[1]);
+		ck_assert_int_eq(read(p[0], ids, sizeof(ids)), sizeof(ids));
 		close(p[0]);
 		if (!killed)
 			close(p[1]);
 		id = ibc_dm_id(dm);
+		ck_assert_uint_eq(dm_info(id).mrs, 1);
 		ck_assert_int_eq(ibc_dm_free(dm), 0);
 		info = dm_info(id);
 		ck_assert_int_eq(info.state, IBC_DM_FREE_BLOCKED);
-		ck_assert_ptr_nonnull(strstr(info.blocked_by, "used by 1"));
+		/* The listing names the MR and its owner, not only the
+		 * device's sentence. */
+		ck_assert_uint_eq(info.mrs, 1);
+		ck_assert_uint_eq(info.mr_list[0].object_id, ids[0]);
+		ck_assert_uint_eq(info.mr_list[0].client_id, ids[1]);
+		ck_assert_uint_eq(info.mr_list[0].pid,
+				  (uint32_t)(killed ? pid : getpid()));
+		ck_assert(!info.mr_list[0].gone);
+		snprintf(want, sizeof(want), "MR %llu of client %llu (pid %d)",
+			 (unsigned long long)ids[0], (unsigned long long)ids[1],
+			 (int)(killed ? pid : getpid()));
+		ck_assert_msg(strstr(info.blocked_by, want), "%s",
+			      info.blocked_by);
+		snprintf(args, sizeof(args), "dm show %llu",
+			 (unsigned long long)id);
+		ck_assert_int_eq(ctl_run(args, out, sizeof(out)), 0);
+		ck_assert_msg(strstr(out, want), "%s", out);
 		usage(&used, &reserved, &n);
 		ck_assert_uint_eq(used, 4096);
 		ck_assert_uint_eq(reserved, 4096);
@@ -933,26 +983,6 @@ START_TEST(test_revoke_dead_and_stubborn)
 	wait_all_free(5000);
 }
 END_TEST
-
-/* rdmabrokerctl's output for @args, of at most @size - 1 bytes; its exit
- * status. */
-static int ctl_run(const char *args, char *out, size_t size)
-{
-	const char *ctl = getenv("RDMABROKERCTL");
-	char cmd[1024];
-	size_t n = 0;
-	FILE *p;
-
-	ck_assert_ptr_nonnull(ctl);
-	snprintf(cmd, sizeof(cmd), "'%s' --socket '%s' %s 2>&1", ctl, D.sock,
-		 args);
-	p = popen(cmd, "r");
-	ck_assert_ptr_nonnull(p);
-	while (n + 1 < size && !feof(p))
-		n += fread(out + n, 1, size - 1 - n, p);
-	out[n] = '\0';
-	return pclose(p);
-}
 
 /* rdmabrokerctl dm: list, show, --json, and the administrator's free. */
 START_TEST(test_ctl_dm)
