@@ -192,16 +192,46 @@ static int dm_hold_add(struct dm *dm, struct conn *c, struct reply *r,
 	return 0;
 }
 
+/* Is @o a record of @dm's allocator? */
+static bool dm_is_allocator(const struct dm *dm, const struct obj *o)
+{
+	return o->owner->client_id == dm->allocator_id;
+}
+
 static void dm_hold_drop(struct dm *dm, unsigned int i)
 {
 	struct dm_hold *h = &dm->holds[i];
+	struct obj *o = h->o;
+	bool last;
 
 	if (h->s) {
 		h->s->used[h->slot] = 0;
 		h->s->page[h->slot] = 0;
 	}
-	objects_remove(h->o);
 	*h = dm->holds[--dm->n_holds];
+	last = true;
+	for (unsigned int k = 0; k < dm->n_holds; k++)
+		if (dm->holds[k].o->owner == o->owner)
+			last = false;
+	/* The allocator's last import of a DM that is still its: the
+	 * record stays, so that the death of its process, not the end of
+	 * this import or of its session, asks the free. */
+	if (last && !dm->claim && !dm->persistent && !dm->free_asked &&
+	    o->owner->state != OWNER_DEAD && dm_is_allocator(dm, o)) {
+		dm->claim = o;
+		return;
+	}
+	objects_remove(o);
+}
+
+/* The free is asked: the allocator's claim has done its work. */
+static void dm_set_free_asked(struct dm *dm)
+{
+	dm->free_asked = true;
+	if (dm->claim) {
+		objects_remove(dm->claim);
+		dm->claim = NULL;
+	}
 }
 
 /* --- records -------------------------------------------------------------- */
@@ -222,6 +252,8 @@ static void dm_forget(struct server *srv, struct dm *dm)
 		t->n_blocked--;
 	if (dm->revoke_ev)
 		event_free(dm->revoke_ev);
+	if (dm->claim)
+		objects_remove(dm->claim);
 	dm->domain->used.dm_bytes -= dm->length;
 	dm->ctx->dev->dm_reserved -= dm->length;
 	TAILQ_REMOVE(&t->dms, dm, link);
@@ -382,8 +414,8 @@ static void dm_notify(struct server *srv, struct dm *dm,
 }
 
 /*
- * The free of @dm is asked (by @by, NULL for the allocator's end): free it
- * now, or tell the holders other than @by that it is free pending. @dm
+ * The free of @dm is asked (by @by, NULL for the allocator's death): free
+ * it now, or tell the holders other than @by that it is free pending. @dm
  * may be gone on return.
  */
 static void dm_ask_free(struct server *srv, struct dm *dm,
@@ -394,7 +426,7 @@ static void dm_ask_free(struct server *srv, struct dm *dm,
 	char reason[160];
 	uint64_t id = dm->id;
 
-	dm->free_asked = true;
+	dm_set_free_asked(dm);
 	if (dm_try_free(srv, dm) || dm->blocked)
 		return;
 	snprintf(reason, sizeof(reason),
@@ -413,9 +445,8 @@ static void dm_ask_free(struct server *srv, struct dm *dm,
 void dm_conn_closing(struct conn *c)
 {
 	struct server *srv = c->srv;
-	struct dm *dm, *tmp;
-
 	struct dm_session *sess, *stmp;
+	struct dm *dm;
 
 	if (!srv->dms)
 		return;
@@ -429,35 +460,53 @@ void dm_conn_closing(struct conn *c)
 					dm->holds[i].s = NULL;
 		dm_session_free(srv, sess);
 	}
-	/* One DM at a time, from the start: asking a free sends events,
-	 * which may close other sessions and free other DMs. */
-restart:
-	TAILQ_FOREACH_SAFE(dm, &srv->dms->dms, link, tmp) {
-		if (dm->allocator != c)
-			continue;
-		/* Its imports stay until its process is gone (the
-		 * registry's cleanup, dm_release). */
-		dm->allocator = NULL;
-		if (!dm->persistent && !dm->free_asked) {
-			dm_ask_free(srv, dm, c, "its allocator is gone");
-			goto restart;
-		}
+	/* It can ask nothing more; but its process may still use its DMs
+	 * (detached, as the registry's objects are): their free is asked
+	 * when it dies (dm_release), not now. */
+	TAILQ_FOREACH(dm, &srv->dms->dms, link) {
+		if (dm->allocator == c)
+			dm->allocator = NULL;
 	}
 }
 
-/* The cleanup of a dead process reaches one of its imports. */
+/* The allocator's process is gone: it has asked the free of @dm unless
+ * the DM is the domain's. @dm may be gone on return. */
+static void dm_allocator_dead(struct server *srv, struct dm *dm)
+{
+	if (!dm->persistent && !dm->free_asked)
+		dm_ask_free(srv, dm, NULL, "its allocator died");
+	else
+		dm_try_free(srv, dm);
+}
+
+/* The cleanup of a dead process reaches one of its imports, or its claim
+ * as an allocator. */
 static int dm_release(struct server *srv, struct obj *o, void *data)
 {
 	struct dm *dm;
 
 	(void)data;
-	TAILQ_FOREACH(dm, &srv->dms->dms, link)
-		for (unsigned int i = 0; i < dm->n_holds; i++)
-			if (dm->holds[i].o == o) {
-				dm_hold_drop(dm, i);
+	TAILQ_FOREACH(dm, &srv->dms->dms, link) {
+		if (dm->claim == o) {
+			dm->claim = NULL;
+			objects_remove(o);
+			dm_allocator_dead(srv, dm);
+			return 0;
+		}
+		for (unsigned int i = 0; i < dm->n_holds; i++) {
+			bool allocator;
+
+			if (dm->holds[i].o != o)
+				continue;
+			allocator = dm_is_allocator(dm, o);
+			dm_hold_drop(dm, i);
+			if (allocator)
+				dm_allocator_dead(srv, dm);
+			else
 				dm_try_free(srv, dm);
-				return 0;
-			}
+			return 0;
+		}
+	}
 	objects_remove(o);
 	return 0;
 }
@@ -475,6 +524,7 @@ static void dm_device_gone(struct server *srv, const void *what, void *data)
 			continue;
 		/* Not looked at: the registry may have freed them. */
 		dm->n_holds = 0;
+		dm->claim = NULL;
 		if (dm->dd.fd >= 0)
 			close(dm->dd.fd);
 		dm->dd.fd = -1;
@@ -490,6 +540,7 @@ void dm_fini(struct server *srv)
 		return;
 	while ((dm = TAILQ_FIRST(&srv->dms->dms))) {
 		dm->n_holds = 0;
+		dm->claim = NULL;
 		dm->free_asked = true;
 		if (!dm_try_free(srv, dm)) {
 			/* Blocked: the kernel frees it with the context. */
@@ -706,21 +757,29 @@ int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	return dm_reply(dm, h, r, false);
 }
 
+int dm_unimport(struct conn *c, uint64_t dm_id)
+{
+	struct dm *dm = c->srv->dms ? dm_find_id(c->srv, dm_id) : NULL;
+	int i = dm ? dm_hold_of(dm, c) : -1;
+
+	if (i < 0)
+		return -ENOENT;
+	dm_hold_drop(dm, (unsigned int)i);
+	dm_try_free(c->srv, dm);
+	return 0;
+}
+
 int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r)
 {
 	uint64_t id = req->dm_unimport->dm_id;
 	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
-	struct dm *dm = dm_find_id(c->srv, id);
-	int i = dm ? dm_hold_of(dm, c) : -1;
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	if (i < 0)
+	if (dm_unimport(c, id) < 0)
 		return reply_error(r, -ENOENT,
 				   "this session holds no DM %" PRIu64, id);
-	dm_hold_drop(dm, (unsigned int)i);
-	dm_try_free(c->srv, dm);
 	rdmab__dm_empty_reply__init(out);
 	r->msg.body_case = RDMAB__REPLY__BODY_DM_UNIMPORT;
 	r->msg.dm_unimport = out;
@@ -887,7 +946,7 @@ static void dm_revoke_grace_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	dm->free_asked = true;
+	dm_set_free_asked(dm);
 	if (dm_try_free(srv, dm))
 		return;
 	if (dm->n_holds)

@@ -7,11 +7,13 @@
  * is ambiguous across domains.
  *
  * A session holds a DM from its alloc or import until its unimport or its
- * end. The free is asked by the allocator, by any member for a persistent
- * DM, by an administrator, or by the allocator's end (non-persistent DMs);
- * until the last holder goes the DM is free pending, and the holders get an
- * Event. A device that answers EBUSY (an MR still uses the DM) leaves it
- * free blocked, still charged.
+ * process's death (a session that ends while its process lives keeps its
+ * holds, detached, as the registry keeps its objects). The free is asked by
+ * the allocator, by any member for a persistent DM, by an administrator, or
+ * by the allocator's confirmed death (non-persistent DMs); until the last
+ * holder goes the DM is free pending, and the holders get an Event. A device
+ * that answers EBUSY (an MR still uses the DM) leaves it free blocked, still
+ * charged.
  */
 #ifndef RDMAB_DM_H
 #define RDMAB_DM_H
@@ -66,6 +68,10 @@ struct dm {
 	uint64_t born_usec;
 	/* NULL once the allocator's session ended. */
 	struct conn *allocator;
+	/* A non-persistent DM whose allocator let go of its last import
+	 * before its free was asked: the allocator's record, kept so that
+	 * its death (dm_release) asks the free. NULL otherwise. */
+	struct obj *claim;
 	uint64_t allocator_id;
 	pid_t allocator_pid;
 	bool persistent;
@@ -103,9 +109,14 @@ int dm_init(struct server *srv);
  * daemon). */
 void dm_fini(struct server *srv);
 
-/* The session of @c ends: its holds go; the DMs it allocated and did not
- * make persistent are asked to be freed. */
+/* The session of @c ends: its status page goes; its holds stay until its
+ * process is gone (the registry's cleanup), and so does its right as an
+ * allocator: its death asks the free of its non-persistent DMs. */
 void dm_conn_closing(struct conn *c);
+
+/* @c's unimport of DM @dm_id (a request, or one read after the end of its
+ * session: the library unmapped before it sent it). 0 or -ENOENT. */
+int dm_unimport(struct conn *c, uint64_t dm_id);
 
 /* Bytes the broker reserved on @dev (its own accounting). */
 uint64_t dm_reserved(const struct server *srv, const struct device *dev);

@@ -27,6 +27,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
+#include "daemon/dm.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
@@ -47,12 +48,19 @@ static void drain_one(struct conn *c, const Rdmab__Request *req)
 	if (req->version != WIRE_PROTOCOL_VERSION)
 		return;
 	/* Creates wait for their reply, which will not come: the client
-	 * makes nothing for them. Registers and unregisters do not wait. */
+	 * makes nothing for them. Registers and unregisters do not wait, and
+	 * neither does a DM unimport: the library unmapped (or unimported
+	 * from its context) before it sent it, whatever the answer. A DM
+	 * free waits for its answer: without it the library keeps the DM,
+	 * so it is not applied (the allocator's death asks it). */
 	if (req->body_case == RDMAB__REQUEST__BODY_OBJ_REGISTER)
 		objects_register_request(c, req->obj_register->object_id,
 					 req->obj_register->handle, &why);
 	else if (req->body_case == RDMAB__REQUEST__BODY_OBJ_DESTROY)
 		objects_destroy_request(c, req->obj_destroy->object_id, &why);
+	else if (req->body_case == RDMAB__REQUEST__BODY_DM_UNIMPORT &&
+		 req->dm_unimport)
+		dm_unimport(c, req->dm_unimport->dm_id);
 }
 
 /* Read and apply what @c's client sent and the daemon has not read. */

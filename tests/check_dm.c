@@ -4,9 +4,11 @@
  * writes and another reads the same bytes; new DMs read as zeroes; handles
  * of another domain or of a DM whose free is pending answer exactly as a
  * missing one; mlx5's error order with offsets near 2^64; the dm_bytes
- * quota by pages and the device's exhaustion; and every combination of the
+ * quota by pages and the device's exhaustion; every combination of the
  * allocator and an importer exiting or being killed frees the DM exactly
- * once and returns the quota.
+ * once and returns the quota; an allocator whose session ends while its
+ * process lives keeps its DM until it dies; unimports queued behind a cut
+ * session are applied at its end.
  */
 #include "config.h"
 
@@ -882,6 +884,116 @@ START_TEST(test_evicted_importer_keeps_hold)
 }
 END_TEST
 
+/* An allocator whose session ends while its process lives (evicted) has
+ * not died: its DM stays live and importable, nobody is told to let go;
+ * its death asks the free. */
+START_TEST(test_evicted_allocator_keeps_dm)
+{
+	struct ibc_dm *d1, *d2;
+	struct ibc_dm_info info;
+	struct child a;
+
+	child_start(&a, CHILD_ALLOC, 0, 4096, 7);
+	ck_assert_int_eq(ibc_dm_import(X, a.handle, &d1), 0);
+	info = dm_info(a.id);
+	ck_assert_uint_ne(info.allocator, 0);
+	ck_assert_int_eq(ibc_admin_evict(C, info.allocator), 0);
+	tl_sleep_ms(100);
+	info = dm_info(a.id);
+	ck_assert_uint_eq(info.allocator, 0);
+	ck_assert_int_eq(info.state, IBC_DM_LIVE);
+	ck_assert_int_eq(ibc_dm_import(X, a.handle, &d2), 0);
+	ck_assert_int_eq(ibc_dm_unimport(d2), 0);
+	/* Its death is the allocator's free. */
+	ck_assert_int_eq(child_end(&a, true), SIGKILL);
+	wait_importers(a.id, 1);
+	ck_assert_int_eq(dm_info(a.id).state, IBC_DM_FREE_PENDING);
+	ck_assert_int_eq(ibc_dm_unimport(d1), 0);
+	wait_all_free(5000);
+}
+END_TEST
+
+/* An allocator that closes its context (its library unimports) and its
+ * session but lives on keeps its claim: the DM stays until it dies. */
+START_TEST(test_disconnected_allocator_keeps_dm)
+{
+	struct ibc_client *c2;
+	struct ibc_ctx *x2;
+	struct ibc_dm *dm, *imp;
+	uint64_t id, used, reserved;
+	size_t n;
+	pid_t pid;
+	int p[2], status;
+
+	ck_assert_int_eq(pipe(p), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[0]);
+		if (tl_connect(D.sock, 20000, &c2) || ibc_open(c2, NULL, &x2) ||
+		    ibc_dm_alloc(x2, 4096, 0, &dm))
+			_exit(1);
+		id = ibc_dm_id(dm);
+		ibc_disconnect(c2);
+		if (write(p[1], &id, sizeof(id)) != sizeof(id))
+			_exit(2);
+		for (;;)
+			pause();
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], &id, sizeof(id)), sizeof(id));
+	close(p[0]);
+	/* Its unimport and its session's end are read. */
+	wait_importers(id, 0);
+	tl_sleep_ms(100);
+	ck_assert_int_eq(dm_info(id).state, IBC_DM_LIVE);
+	usage(&used, &reserved, &n);
+	ck_assert_uint_eq(used, 4096);
+	ck_assert_int_eq(ibc_dm_import(X, dm_info(id).handle, &imp), 0);
+	ck_assert_int_eq(ibc_dm_unimport(imp), 0);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	wait_all_free(5000);
+}
+END_TEST
+
+/* A session cut (here by a protocol error) with an unimport still queued
+ * behind the cut: the unimport is applied when the session ends, as the
+ * registry's unregisters are, not when the process dies (it lives). */
+START_TEST(test_unimport_behind_cut)
+{
+	static const char garbage[] = "\xff\xff\xff\xff";
+	Rdmab__DmIdRequest q = RDMAB__DM_ID_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ibc_dm *dm = alloc_dm(4096);
+	struct ol_client raw;
+	uint64_t id, obj;
+	int err, err2;
+
+	ck_assert_int_eq(ol_connect(&raw, D.sock, NULL), 0);
+	ck_assert_int_eq(ol_dm(&raw, RDMAB__REQUEST__BODY_DM_IMPORT,
+			       ibc_dm_handle(dm), &id, &obj),
+			 0);
+	ck_assert_int_eq(ibc_dm_free(dm), 0);
+	ck_assert_int_eq(dm_info(id).state, IBC_DM_FREE_PENDING);
+	/* Both packets wait in the socket while the daemon is stopped: it
+	 * reads the bad one, ends the session, then finds the unimport. */
+	q.dm_id = id;
+	req.body_case = RDMAB__REQUEST__BODY_DM_UNIMPORT;
+	req.dm_unimport = &q;
+	ck_assert_int_eq(kill(D.pid, SIGSTOP), 0);
+	err = tl_raw_send(raw.fd, garbage, 4, NULL, 0, 0);
+	err2 = ol_send(&raw, &req);
+	/* Before any assertion: a stopped daemon would not stop. */
+	ck_assert_int_eq(kill(D.pid, SIGCONT), 0);
+	ck_assert_int_eq(err, 0);
+	ck_assert_int_eq(err2, 0);
+	wait_all_free(5000);
+	ol_close(&raw);
+}
+END_TEST
+
 static void dispatch_until(struct ibc_client *cl, const struct seen *s,
 			   int n)
 {
@@ -1050,6 +1162,9 @@ int main(void)
 	tcase_add_test(tc, test_dm_mr);
 	tcase_add_test(tc, test_free_blocked);
 	tcase_add_test(tc, test_evicted_importer_keeps_hold);
+	tcase_add_test(tc, test_evicted_allocator_keeps_dm);
+	tcase_add_test(tc, test_disconnected_allocator_keeps_dm);
+	tcase_add_test(tc, test_unimport_behind_cut);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(small, setup_small, teardown);
 	tcase_set_timeout(small, 60);
