@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * Device memory: the records, the quota, the holds, the free and its
- * coordination, and the requests (dm.h).
+ * coordination, and the requests but the listing (dm-list.c) and the
+ * revoke (dm-revoke.c); dm.h.
  */
 #include "config.h"
 
@@ -26,12 +27,6 @@
 #include "daemon/objects.h"
 #include "daemon/server.h"
 
-/* A DmInfo is under 700 bytes with the longest names, 16 importers and 8
- * MRs. */
-#define DM_LIST_PAGE	  64
-#define DM_LIST_IMPORTERS 16
-#define DM_LIST_MRS	  8
-
 static uint64_t dm_page_size(void)
 {
 	long p = sysconf(_SC_PAGESIZE);
@@ -40,7 +35,6 @@ static uint64_t dm_page_size(void)
 }
 
 static int dm_release(struct server *srv, struct obj *o, void *data);
-static bool dm_try_free(struct server *srv, struct dm *dm);
 static void dm_retry_later(struct server *srv);
 
 static void dm_retry_cb(evutil_socket_t fd, short what, void *arg)
@@ -225,7 +219,7 @@ static void dm_hold_drop(struct dm *dm, unsigned int i)
 }
 
 /* The free is asked: the allocator's claim has done its work. */
-static void dm_set_free_asked(struct dm *dm)
+void dm_set_free_asked(struct dm *dm)
 {
 	dm->free_asked = true;
 	if (dm->claim) {
@@ -263,72 +257,12 @@ static void dm_forget(struct server *srv, struct dm *dm)
 	free(dm);
 }
 
-/* Add "MR 12 of client 3 (pid 456)" to @text at @off, only whole: the
- * new offset (@size once full). */
-static size_t dm_mr_text(char *text, size_t size, size_t off,
-			 const struct obj *o)
-{
-	const struct obj_owner *ow = o->owner;
-	char pid[24];
-	int w;
-
-	if (off >= size)
-		return size;
-	if (ow->state == OWNER_DEAD)
-		snprintf(pid, sizeof(pid), "gone");
-	else
-		snprintf(pid, sizeof(pid), "pid %d", (int)ow->pid);
-	w = snprintf(text + off, size - off,
-		     "%sMR %" PRIu64 " of client %" PRIu64 " (%s)",
-		     off ? ", " : "", o->id, ow->client_id, pid);
-	if (w < 0 || (size_t)w >= size - off) {
-		text[off] = '\0';
-		return size;
-	}
-	return off + (size_t)w;
-}
-
-/*
- * The MRs on @dm in the registry, whoever owns them (a dead client's stuck
- * one too): how many. The first @max go to @list, and @text (if not NULL)
- * names them: "MR 12 of client 3 (pid 456), MR 14 of client 5 (gone)".
- */
-static unsigned int dm_mrs(const struct server *srv, const struct dm *dm,
-			   Rdmab__DmMrInfo *list, unsigned int max, char *text,
-			   size_t size)
-{
-	const struct obj_owner *ow;
-	const struct obj *o;
-	unsigned int n = 0;
-	size_t off = 0;
-
-	if (text)
-		text[0] = '\0';
-	TAILQ_FOREACH(ow, &srv->registry->owners, link) {
-		TAILQ_FOREACH(o, &ow->kinds[IBC_OBJ_MR], kind_link) {
-			if (o->dm_id != dm->id)
-				continue;
-			if (n < max) {
-				rdmab__dm_mr_info__init(&list[n]);
-				list[n].object_id = o->id;
-				list[n].client_id = ow->client_id;
-				list[n].pid = (uint32_t)ow->pid;
-				list[n].gone = ow->state == OWNER_DEAD;
-			}
-			n++;
-			if (text)
-				off = dm_mr_text(text, size, off, o);
-		}
-	}
-	return n;
-}
-
 /*
  * Free @dm if its free was asked and nobody holds it. True when it is gone
  * (the caller must not touch it). The device's EBUSY (an MR on it) leaves
  * it free blocked, its quota charged.
  */
-static bool dm_try_free(struct server *srv, struct dm *dm)
+bool dm_try_free(struct server *srv, struct dm *dm)
 {
 	struct device_why why = {""};
 	int ret;
@@ -392,8 +326,8 @@ static bool dm_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
 }
 
 /* Send @ev to the live sessions that hold @dm, but @except. */
-static void dm_notify(struct server *srv, struct dm *dm,
-		      const struct conn *except, Rdmab__Event *ev)
+void dm_notify(struct server *srv, struct dm *dm, const struct conn *except,
+	       Rdmab__Event *ev)
 {
 	struct dm_event_target t = { 0 };
 	struct conn *c;
@@ -562,7 +496,7 @@ void dm_fini(struct server *srv)
 static const char *const dm_missing =
 	"no DM with handle %u in context %" PRIu64 " of this domain";
 
-static struct dm *dm_find_id(struct server *srv, uint64_t id)
+struct dm *dm_find_id(struct server *srv, uint64_t id)
 {
 	struct dm *dm;
 
@@ -826,191 +760,5 @@ int h_dm_free(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 		snprintf(who, sizeof(who), "by client %" PRIu64, c->id);
 	}
 	dm_ask_free(c->srv, dm, c, who);
-	return 0;
-}
-
-static const char *dm_domain_name(const struct dm *dm)
-{
-	return dm->domain->name;
-}
-
-struct dm_page {
-	Rdmab__DmInfo info;
-	uint64_t importers[DM_LIST_IMPORTERS];
-	Rdmab__DmMrInfo mrs[DM_LIST_MRS];
-	Rdmab__DmMrInfo *mr_ptrs[DM_LIST_MRS];
-	/* As long as struct ibc_dm_info's, so that no entry is cut. */
-	char blocked_by[160];
-};
-
-static void dm_info(const struct server *srv, struct dm_page *p,
-		    const struct dm *dm)
-{
-	Rdmab__DmInfo *di = &p->info;
-	uint64_t *importers = p->importers;
-	unsigned int shown;
-
-	rdmab__dm_info__init(di);
-	di->id = dm->id;
-	di->domain = (char *)dm_domain_name(dm);
-	di->device = dm->ctx->dev->name;
-	di->handle = dm->dd.handle;
-	di->length = dm->length;
-	di->pages = dm->pages;
-	di->log_align = dm->log_align;
-	di->allocator = dm->allocator ? dm->allocator_id : 0;
-	di->allocator_pid = (uint32_t)dm->allocator_pid;
-	di->persistent = dm->persistent;
-	if (dm->revoked)
-		di->state = RDMAB__DM_INFO__STATE__REVOKED;
-	else if (dm->blocked)
-		di->state = RDMAB__DM_INFO__STATE__FREE_BLOCKED;
-	else if (dm->free_asked)
-		di->state = RDMAB__DM_INFO__STATE__FREE_PENDING;
-	else
-		di->state = RDMAB__DM_INFO__STATE__LIVE;
-	di->blocked_by = (char *)dm->blocked_by;
-	for (unsigned int i = 0; i < dm->n_holds && i < DM_LIST_IMPORTERS; i++)
-		importers[di->n_importers++] =
-			dm->holds[i].o->owner->client_id;
-	di->importers = importers;
-	di->mrs = dm_mrs(srv, dm, p->mrs, DM_LIST_MRS, p->blocked_by,
-			 sizeof(p->blocked_by));
-	shown = di->mrs < DM_LIST_MRS ? di->mrs : DM_LIST_MRS;
-	for (unsigned int i = 0; i < shown; i++)
-		p->mr_ptrs[i] = &p->mrs[i];
-	di->mr_list = p->mr_ptrs;
-	di->n_mr_list = shown;
-	/* Blocked: who blocks it, rather than the device's sentence (an MR
-	 * made behind the broker's back has no record: the sentence it
-	 * is). */
-	if (dm->blocked && di->mrs)
-		di->blocked_by = p->blocked_by;
-}
-
-int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-	       struct reply *r)
-{
-	struct server *srv = c->srv;
-	bool admin = policy_is_admin(srv, c);
-	uint32_t off = req->list_dms->offset, idx = 0;
-	Rdmab__ListDmsReply *out = reply_alloc(r, sizeof(*out));
-	struct dm_page *pages = reply_alloc(r, sizeof(*pages) * DM_LIST_PAGE);
-	Rdmab__DmInfo **ptrs = reply_alloc(r, sizeof(*ptrs) * DM_LIST_PAGE);
-	size_t nd = srv->devices.n;
-	Rdmab__DmDeviceInfo *devs = reply_alloc(r, sizeof(*devs) * (nd + 1));
-	Rdmab__DmDeviceInfo **dptrs = reply_alloc(r, sizeof(*dptrs) * (nd + 1));
-	struct dm *dm;
-	size_t n = 0;
-
-	if (!out || !pages || !ptrs || !devs || !dptrs)
-		return reply_error(r, -ENOMEM, "out of memory");
-	rdmab__list_dms_reply__init(out);
-	TAILQ_FOREACH(dm, &srv->dms->dms, link) {
-		if (!admin && dm->domain != c->domain)
-			continue;
-		if (idx++ < off || n == DM_LIST_PAGE)
-			continue;
-		dm_info(srv, &pages[n], dm);
-		ptrs[n] = &pages[n].info;
-		n++;
-	}
-	for (size_t i = 0; i < nd; i++) {
-		const struct device *dev = &srv->devices.dev[i];
-
-		rdmab__dm_device_info__init(&devs[i]);
-		devs[i].device = (char *)dev->name;
-		devs[i].reserved_bytes = dm_reserved(srv, dev);
-		devs[i].max_dm_size = dev->caps.max_dm_size;
-		dptrs[i] = &devs[i];
-	}
-	out->dms = ptrs;
-	out->n_dms = n;
-	out->total = idx;
-	out->devices = dptrs;
-	out->n_devices = nd;
-	r->msg.body_case = RDMAB__REPLY__BODY_LIST_DMS;
-	r->msg.list_dms = out;
-	return 0;
-}
-
-/* --- revoke --------------------------------------------------------------- */
-
-/* The grace period is over: free what nothing holds; a holder that did not
- * let go keeps the DM until its process is gone. */
-static void dm_revoke_grace_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct dm *dm = arg;
-	struct server *srv = dm->ctx->srv;
-	uint64_t id = dm->id;
-
-	(void)fd;
-	(void)what;
-	dm_set_free_asked(dm);
-	if (dm_try_free(srv, dm))
-		return;
-	if (dm->n_holds)
-		snprintf(dm->blocked_by, sizeof(dm->blocked_by),
-			 "revoke blocked by client %" PRIu64
-			 "%s (the DM goes when it unimports or dies)",
-			 dm->holds[0].o->owner->client_id,
-			 dm->n_holds > 1 ? " and others" : "");
-	log_notice("DM %" PRIu64 ": revoke grace period over; %s", id,
-		   dm->n_holds ? dm->blocked_by : "free blocked by an MR");
-}
-
-int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r)
-{
-	struct server *srv = c->srv;
-	uint64_t id = req->dm_revoke->dm_id;
-	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
-	uint32_t grace = srv->config.limits.dm_revoke_grace_ms;
-	struct timeval tv = {
-		.tv_sec = grace / 1000,
-		.tv_usec = (suseconds_t)(grace % 1000) * 1000,
-	};
-	Rdmab__Event ev = RDMAB__EVENT__INIT;
-	Rdmab__DmEvent de = RDMAB__DM_EVENT__INIT;
-	struct dm *dm = dm_find_id(srv, id);
-	char reason[160];
-
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
-	/* Administrators only: H_ADMIN. */
-	if (!dm)
-		return reply_error(r, -ENOENT, "no DM %" PRIu64 " in the broker",
-				   id);
-	if (dm->revoked)
-		return reply_error(r, -EALREADY, "DM %" PRIu64 " was revoked "
-						 "already",
-				   id);
-	dm->revoke_ev = evtimer_new(srv->base, dm_revoke_grace_cb, dm);
-	if (!dm->revoke_ev || event_add(dm->revoke_ev, &tv) < 0)
-		return reply_error(r, -ENOMEM, "out of memory");
-	dm->revoked = true;
-	/* The libraries see it on their next call, without asking. */
-	for (unsigned int i = 0; i < dm->n_holds; i++)
-		if (dm->holds[i].s)
-			dm->holds[i].s->page[dm->holds[i].slot] = 1;
-	log_notice("DM %" PRIu64 " of domain %s revoked by client %" PRIu64
-		   " (uid %u); %u imports, grace %u ms",
-		   id, dm->domain->name, c->id, c->cred.uid, dm->n_holds,
-		   grace);
-	rdmab__dm_empty_reply__init(out);
-	r->msg.body_case = RDMAB__REPLY__BODY_DM_REVOKE;
-	r->msg.dm_revoke = out;
-	snprintf(reason, sizeof(reason),
-		 "DM %" PRIu64 " was revoked by an administrator: deregister "
-		 "its MRs and unimport it",
-		 id);
-	de.dm_id = id;
-	de.reason = reason;
-	ev.object_kind = IBC_OBJ_DM;
-	ev.object_id = id;
-	ev.body_case = RDMAB__EVENT__BODY_DM_REVOKED;
-	ev.dm_revoked = &de;
-	/* @dm may go while the events are sent (a client closed). */
-	dm_notify(srv, dm, NULL, &ev);
 	return 0;
 }

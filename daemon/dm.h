@@ -19,11 +19,13 @@
 #define RDMAB_DM_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include "daemon/device.h"
 #include "daemon/queue.h"
+#include "proto/rdmabroker.pb-c.h"
 
 struct server;
 struct conn;
@@ -123,5 +125,26 @@ uint64_t dm_reserved(const struct server *srv, const struct device *dev);
 
 /* Fill the caps' DM fields for the wire. */
 #define DM_PERSISTENT_FLAG 1u
+
+/* --- within the DM family: dm.c, dm-list.c, dm-revoke.c ----------------- */
+
+/* The DM with broker id @id, or NULL. */
+struct dm *dm_find_id(struct server *srv, uint64_t id);
+/* The free is asked: set it, and the allocator's claim goes. */
+void dm_set_free_asked(struct dm *dm);
+/* Free @dm if its free was asked and nobody holds it: true when it is gone
+ * (the caller must not touch it); the device's EBUSY leaves it blocked. */
+bool dm_try_free(struct server *srv, struct dm *dm);
+/* Send @ev to the live sessions that hold @dm, but @except. @dm may be
+ * gone on return (a client that cannot take it is closed). */
+void dm_notify(struct server *srv, struct dm *dm, const struct conn *except,
+	       Rdmab__Event *ev);
+/* The MRs on @dm in the registry, a dead client's stuck ones too: how
+ * many; the first @max go to @list, and @text (when not NULL) names them
+ * ("MR 12 of client 3 (pid 456), MR 14 of client 5 (gone)"), cut at a
+ * whole entry. */
+unsigned int dm_mrs(const struct server *srv, const struct dm *dm,
+		    Rdmab__DmMrInfo *list, unsigned int max, char *text,
+		    size_t size);
 
 #endif

@@ -1,0 +1,102 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The revoke of a DM by an administrator (dm.h): the holders' status pages
+ * say it at once (their libraries check without a round trip), they get an
+ * Event, and after the grace period the free is asked; a holder that did
+ * not let go keeps the DM until its process is gone.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+
+#include <event2/event.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dispatch.h"
+#include "daemon/dm.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/objects.h"
+#include "daemon/server.h"
+
+/* The grace period is over: free what nothing holds; a holder that did not
+ * let go keeps the DM until its process is gone. */
+static void dm_revoke_grace_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct dm *dm = arg;
+	struct server *srv = dm->ctx->srv;
+	uint64_t id = dm->id;
+
+	(void)fd;
+	(void)what;
+	dm_set_free_asked(dm);
+	if (dm_try_free(srv, dm))
+		return;
+	if (dm->n_holds)
+		snprintf(dm->blocked_by, sizeof(dm->blocked_by),
+			 "revoke blocked by client %" PRIu64
+			 "%s (the DM goes when it unimports or dies)",
+			 dm->holds[0].o->owner->client_id,
+			 dm->n_holds > 1 ? " and others" : "");
+	log_notice("DM %" PRIu64 ": revoke grace period over; %s", id,
+		   dm->n_holds ? dm->blocked_by : "free blocked by an MR");
+}
+
+int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r)
+{
+	struct server *srv = c->srv;
+	uint64_t id = req->dm_revoke->dm_id;
+	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
+	uint32_t grace = srv->config.limits.dm_revoke_grace_ms;
+	struct timeval tv = {
+		.tv_sec = grace / 1000,
+		.tv_usec = (suseconds_t)(grace % 1000) * 1000,
+	};
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	Rdmab__DmEvent de = RDMAB__DM_EVENT__INIT;
+	struct dm *dm = dm_find_id(srv, id);
+	char reason[160];
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	/* Administrators only: H_ADMIN. */
+	if (!dm)
+		return reply_error(r, -ENOENT, "no DM %" PRIu64 " in the broker",
+				   id);
+	if (dm->revoked)
+		return reply_error(r, -EALREADY, "DM %" PRIu64 " was revoked "
+						 "already",
+				   id);
+	dm->revoke_ev = evtimer_new(srv->base, dm_revoke_grace_cb, dm);
+	if (!dm->revoke_ev || event_add(dm->revoke_ev, &tv) < 0)
+		return reply_error(r, -ENOMEM, "out of memory");
+	dm->revoked = true;
+	/* The libraries see it on their next call, without asking. */
+	for (unsigned int i = 0; i < dm->n_holds; i++)
+		if (dm->holds[i].s)
+			dm->holds[i].s->page[dm->holds[i].slot] = 1;
+	log_notice("DM %" PRIu64 " of domain %s revoked by client %" PRIu64
+		   " (uid %u); %u imports, grace %u ms",
+		   id, dm->domain->name, c->id, c->cred.uid, dm->n_holds,
+		   grace);
+	rdmab__dm_empty_reply__init(out);
+	r->msg.body_case = RDMAB__REPLY__BODY_DM_REVOKE;
+	r->msg.dm_revoke = out;
+	snprintf(reason, sizeof(reason),
+		 "DM %" PRIu64 " was revoked by an administrator: deregister "
+		 "its MRs and unimport it",
+		 id);
+	de.dm_id = id;
+	de.reason = reason;
+	ev.object_kind = IBC_OBJ_DM;
+	ev.object_id = id;
+	ev.body_case = RDMAB__EVENT__BODY_DM_REVOKED;
+	ev.dm_revoked = &de;
+	/* @dm may go while the events are sent (a client closed). */
+	dm_notify(srv, dm, NULL, &ev);
+	return 0;
+}
