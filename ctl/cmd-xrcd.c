@@ -35,12 +35,15 @@ static void xrcd_json(const struct ibc_xrcd_info *x, size_t n)
 		for (uint32_t k = 0; k < x[i].n_opens_shown; k++) {
 			const struct ibc_xrcd_open_info *o = &x[i].opens[k];
 
+			const struct ibc_xrcd_open_objs *u = &x[i].open_objs[k];
+
 			printf("%s{\"client\":%" PRIu64 ",\"pid\":%u,"
 			       "\"object\":%" PRIu64 ",\"domain\":",
 			       k ? "," : "", o->client_id, o->pid,
 			       o->object_id);
 			json_string(stdout, o->domain);
-			printf("}");
+			printf(",\"srqs\":%u,\"qps\":%u,\"own\":%s}", u->srqs,
+			       u->qps, u->own ? "true" : "false");
 		}
 		printf("]}");
 	}
@@ -74,6 +77,49 @@ static void xrcd_table(const struct ibc_xrcd_info *x, size_t n)
 			printf(" ...");
 		printf("\n");
 	}
+}
+
+static const char *plural(uint32_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+/* One name, with each open and what holds it (its SRQs and QPs). */
+static void xrcd_show(const struct ibc_xrcd_info *x)
+{
+	char name[CTL_TEXT_SIZE(x->name)];
+	char doms[CTL_TEXT_SIZE(x->domains)];
+	char devs[CTL_TEXT_SIZE(x->devices)];
+
+	printf("name:       %s\n", text_escape(name, sizeof(name), x->name));
+	printf("inode:      %" PRIu64 "\n", x->ino);
+	if (x->persistent)
+		printf("persistent: declared, domains %s\n",
+		       text_escape(doms, sizeof(doms), x->domains));
+	else
+		printf("persistent: while-open, domain %s\n",
+		       text_escape(doms, sizeof(doms), x->owner_domain));
+	printf("devices:    %s\n",
+	       text_escape(devs, sizeof(devs), *x->devices ? x->devices : "-"));
+	printf("opens:      %u\n", x->n_opens);
+	for (uint32_t k = 0; k < x->n_opens_shown; k++) {
+		const struct ibc_xrcd_open_info *o = &x->opens[k];
+		const struct ibc_xrcd_open_objs *u = &x->open_objs[k];
+		char dom[CTL_TEXT_SIZE(o->domain)];
+
+		printf("  client %" PRIu64 " (pid %u, domain %s): ",
+		       o->client_id, o->pid,
+		       text_escape(dom, sizeof(dom), o->domain));
+		if (u->own)
+			printf("a context of its own, whose SRQs and QPs "
+			       "the broker does not see\n");
+		else
+			printf("object %" PRIu64 ", %u SRQ%s, %u QP%s\n",
+			       o->object_id, u->srqs, plural(u->srqs), u->qps,
+			       plural(u->qps));
+	}
+	if (x->n_opens > x->n_opens_shown)
+		printf("  and %u more\n", x->n_opens - x->n_opens_shown);
 }
 
 int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
@@ -122,10 +168,19 @@ int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
 				"name is visible\n");
 		return CTL_ERROR;
 	}
-	if (ctl->json)
+	if (ctl->json) {
 		xrcd_json(x, n);
-	else
+	} else if (name) {
+		/* A private name may be in several domains (an
+		 * administrator sees them all). */
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				printf("\n");
+			xrcd_show(&x[i]);
+		}
+	} else {
 		xrcd_table(x, n);
+	}
 	ibc_list_free(x);
 	return CTL_OK;
 }

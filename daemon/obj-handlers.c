@@ -115,6 +115,27 @@ static uint64_t mr_dm_of(struct conn *c, const Rdmab__ObjCreateRequest *q)
 	return 0;
 }
 
+/* What the listings show of @o's uses: the DM of an MR, the XRCD open of
+ * an XRC SRQ or target QP. */
+static void obj_note_uses(struct conn *c, const Rdmab__ObjCreateRequest *q,
+			  struct obj *o)
+{
+	if (o->kind == IBC_OBJ_MR) {
+		o->dm_id = mr_dm_of(c, q);
+		return;
+	}
+	if (o->kind != IBC_OBJ_SRQ && o->kind != IBC_OBJ_QP)
+		return;
+	for (size_t i = 0; i < q->n_uses; i++) {
+		struct obj *u = q->uses[i] ? objects_find(c, q->uses[i]) : NULL;
+
+		if (u && u->kind == IBC_OBJ_XRCD) {
+			o->xrcd_obj = u->id;
+			return;
+		}
+	}
+}
+
 /* The broker is the device's kernel: make the object and register it. */
 static int obj_make(struct conn *c, struct dctx *x,
 		    const Rdmab__ObjCreateRequest *q, struct reply *r,
@@ -143,7 +164,8 @@ static int obj_make(struct conn *c, struct dctx *x,
 		return reply_error(r, ret, "%s", why.text);
 	}
 	o->handle = made.handle;
-	o->dm_id = mr_dm_of(c, q);
+	if (q->n_uses)
+		obj_note_uses(c, q, o);
 	attr_to_wire(given, &made.attr);
 	out->object_id = o->id;
 	out->handle = made.handle;
@@ -196,19 +218,23 @@ int h_obj_create(struct conn *c, const Rdmab__Request *req,
 					   "objects; create them with mode "
 					   "CREATE",
 					   x->dev->name);
-		/* But the DM of an MR intent, which the listing shows. */
-		if (q->n_uses && !(intent && q->n_uses == 1 && mr_dm_of(c, q)))
-			return reply_error(r, -EINVAL,
-					   "the objects a %s uses are given "
-					   "only when the broker makes it (or "
-					   "the DM of an MR's intent)",
-					   obj_kind_name(q->kind));
+		/* The library names what the object uses here too (a QP's
+		 * CQs, an XRC SRQ's CQ and XRCD, an MR's DM): checked as for
+		 * CREATE, and kept for the listings. */
+		if (q->n_uses) {
+			struct obj_spec spec = { 0 };
+
+			spec.kind = (enum ibc_obj_kind)q->kind;
+			ret = resolve_uses(c, x, q, &spec, r);
+			if (ret < 0)
+				return ret;
+		}
 		ret = objects_add(c, x, (enum ibc_obj_kind)q->kind, intent,
 				  false, q->handle, r, &o);
 		if (ret < 0)
 			return ret;
 		if (q->n_uses)
-			o->dm_id = mr_dm_of(c, q);
+			obj_note_uses(c, q, o);
 		out->object_id = o->id;
 		out->handle = o->handle;
 		break;

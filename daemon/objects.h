@@ -67,6 +67,9 @@ struct obj {
 	/* A DM import, or an MR on device memory: the DM's broker id (the
 	 * listing counts a DM's MRs by it); 0 for the rest. */
 	uint64_t dm_id;
+	/* An XRC SRQ or target QP: the record of the XRCD open it uses (the
+	 * XRCD listing counts each open's by it); 0 for the rest. */
+	uint64_t xrcd_obj;
 };
 
 struct obj_owner {

@@ -527,6 +527,25 @@ static bool xrcd_visible(const struct xrcd *x, const struct conn *c,
 	return decl && config_xrcd_lists(decl, c->domain->name);
 }
 
+/* What holds @op: its owner's XRC SRQs and target QPs that use it (the
+ * uses of an object are its own session's). */
+static void xrcd_open_objs(const struct xrcd_open *op, Rdmab__XrcdOpenInfo *oi)
+{
+	const struct obj *u;
+
+	oi->own = !op->o;
+	if (!op->o)
+		return;
+	TAILQ_FOREACH(u, &op->o->owner->kinds[IBC_OBJ_SRQ], kind_link) {
+		if (u->xrcd_obj == op->o->id)
+			oi->srqs++;
+	}
+	TAILQ_FOREACH(u, &op->o->owner->kinds[IBC_OBJ_QP], kind_link) {
+		if (u->xrcd_obj == op->o->id)
+			oi->qps++;
+	}
+}
+
 static int xrcd_info(struct conn *c, const struct xrcd *x, struct reply *r,
 		     Rdmab__XrcdInfo *xi)
 {
@@ -571,6 +590,7 @@ static int xrcd_info(struct conn *c, const struct xrcd *x, struct reply *r,
 		oi->pid = (uint32_t)op->pid;
 		oi->domain = op->domain->name;
 		oi->object_id = op->id;
+		xrcd_open_objs(op, oi);
 		xi->opens[n_op++] = oi;
 	}
 	xi->n_opens = n_op;

@@ -546,6 +546,14 @@ struct ibc_xrcd_open_info {
 
 #define IBC_XRCD_OPENS_SHOWN 8
 
+/* What holds one open of an XRCD (the same index in opens[]). */
+struct ibc_xrcd_open_objs {
+	uint32_t srqs; /* XRC SRQs */
+	uint32_t qps; /* XRC target QPs, made or opened by number */
+	/* A context of the client's own: the broker sees none of them. */
+	bool own;
+};
+
 /* An XRC domain the broker holds (ibc_list_xrcds(3)). */
 struct ibc_xrcd_info {
 	uint32_t comp_mask;
@@ -562,6 +570,8 @@ struct ibc_xrcd_info {
 	/* The first opens (at most IBC_XRCD_OPENS_SHOWN). */
 	uint32_t n_opens_shown;
 	struct ibc_xrcd_open_info opens[IBC_XRCD_OPENS_SHOWN];
+	/* opens[i]'s SRQs and QPs. */
+	struct ibc_xrcd_open_objs open_objs[IBC_XRCD_OPENS_SHOWN];
 };
 
 /**

@@ -303,8 +303,12 @@ static void xrcd_info_from(struct ibc_xrcd_info *e, const Rdmab__XrcdInfo *x)
 	e->n_opens = x->open_count;
 	for (size_t i = 0; i < x->n_opens && i < IBC_XRCD_OPENS_SHOWN; i++) {
 		const Rdmab__XrcdOpenInfo *o = x->opens[i];
+		struct ibc_xrcd_open_objs *u = &e->open_objs[e->n_opens_shown];
 		struct ibc_xrcd_open_info *d = &e->opens[e->n_opens_shown++];
 
+		u->srqs = o->srqs;
+		u->qps = o->qps;
+		u->own = o->own;
 		d->client_id = o->client_id;
 		d->pid = o->pid;
 		d->object_id = o->object_id;

@@ -670,6 +670,87 @@ START_TEST(test_xrcd_verbs_dead)
 }
 END_TEST
 
+/* The XRCD listing's opens of @name as client @c sees them: SRQs and QPs
+ * of the first. */
+static void xrcd_open_objs(struct ol_client *c, const char *name,
+			   uint32_t *ret_srqs, uint32_t *ret_qps)
+{
+	Rdmab__ListXrcdsRequest lx = RDMAB__LIST_XRCDS_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	const Rdmab__XrcdInfo *x;
+
+	lx.name = (char *)name;
+	req.body_case = RDMAB__REQUEST__BODY_LIST_XRCDS;
+	req.list_xrcds = &lx;
+	OK(ol_call(c, &req, &m));
+	ck_assert_uint_eq(m->reply->list_xrcds->n_xrcds, 1);
+	x = m->reply->list_xrcds->xrcds[0];
+	ck_assert_uint_ge(x->n_opens, 1);
+	ck_assert(!x->opens[0]->own);
+	*ret_srqs = x->opens[0]->srqs;
+	*ret_qps = x->opens[0]->qps;
+	ol_free(m);
+}
+
+/*
+ * On a verbs device the library names what an object uses in its intent,
+ * as in a create (a QP's CQs, an XRC SRQ's CQ and XRCD): the broker checks
+ * them as it does for a create and keeps what its listings show (the XRCD
+ * open's SRQs and target QPs). It refused every intent with uses.
+ */
+START_TEST(test_intent_uses)
+{
+	struct ol_client *c = client(0), *other = client(1);
+	struct ol_obj cq, srq, qp, rc, oc, z;
+	uint64_t uses[3], xid, missing = 999999;
+	uint32_t srqs = 9, qps = 9;
+
+	srv.devices.dev[0].broker_objects = false;
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &cq));
+	OK(ol_register(c, cq.id, 11));
+	OK(xrcd_open(c, "u", O_CREAT, &xid));
+	uses[0] = cq.id;
+	uses[1] = xid;
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_SRQ, uses, 2, NULL, 0, &srq));
+	OK(ol_register(c, srq.id, 12));
+	uses[0] = 0;
+	uses[1] = 0;
+	uses[2] = xid;
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_QP, uses, 3, NULL, 0, &qp));
+	OK(ol_register(c, qp.id, 13));
+	/* An RC QP on the CQ: the XRCD's counts do not change. */
+	uses[0] = cq.id;
+	uses[1] = cq.id;
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_QP, uses, 2, NULL, 0, &rc));
+	OK(ol_register(c, rc.id, 14));
+	xrcd_open_objs(c, "u", &srqs, &qps);
+	ck_assert_uint_eq(srqs, 1);
+	ck_assert_uint_eq(qps, 1);
+	/* Checked as a create's: another session's object, or none. */
+	OK(ol_create_mode(other, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &oc));
+	OK(ol_register(other, oc.id, 11));
+	ck_assert_int_eq(ol_create_mode(c,
+					RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+					IBC_OBJ_QP, &oc.id, 1, NULL, 0, &z),
+			 -ENOENT);
+	ck_assert_int_eq(ol_create_mode(c,
+					RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
+					IBC_OBJ_QP, &missing, 1, NULL, 15, &z),
+			 -ENOENT);
+	/* The target QP goes (its owner's unregister): the count follows. */
+	OK(ol_destroy(c, qp.id));
+	xrcd_open_objs(c, "u", &srqs, &qps);
+	ck_assert_uint_eq(srqs, 1);
+	ck_assert_uint_eq(qps, 0);
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
 	Suite *s = suite_create("registry");
@@ -689,6 +770,7 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_device_gone);
 	tcase_add_test(tc, test_xrcd_verbs_dead);
 	tcase_add_test(tc, test_xrcd_own);
+	tcase_add_test(tc, test_intent_uses);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("dispatch");

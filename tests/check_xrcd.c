@@ -17,6 +17,7 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -508,8 +509,42 @@ static size_t count_objects(struct ibc_client *cl, enum ibc_obj_kind kind)
 	return k;
 }
 
+/* What holds @client's open of @name, as the listing shows it. */
+static void open_objs(struct ibc_client *cl, const char *name, uint64_t client,
+		      uint32_t *ret_srqs, uint32_t *ret_qps)
+{
+	struct ibc_xrcd_info *l;
+	size_t n;
+	bool found = false;
+
+	ck_assert_int_eq(ibc_list_xrcds(cl, name, &l, sizeof(*l), &n), 0);
+	ck_assert_uint_eq(n, 1);
+	for (uint32_t k = 0; k < l[0].n_opens_shown; k++)
+		if (l[0].opens[k].client_id == client) {
+			ck_assert(!l[0].open_objs[k].own);
+			*ret_srqs = l[0].open_objs[k].srqs;
+			*ret_qps = l[0].open_objs[k].qps;
+			found = true;
+		}
+	ibc_list_free(l);
+	ck_assert_msg(found, "client %llu has no open of %s",
+		      (unsigned long long)client, name);
+}
+
+static uint64_t client_id(struct ibc_client *cl)
+{
+	struct ibc_client_info ci;
+
+	ck_assert_int_eq(ibc_client_info(cl, &ci, sizeof(ci)), 0);
+	return ci.client_id;
+}
+
+static int ctl(char *out, size_t size, const char *args);
+
 START_TEST(test_srq_tgt)
 {
+	uint32_t srqs = 9, qps = 9;
+	char out[16384], want[128];
 	struct ibv_srq_attr sa = { .max_wr = 16, .max_sge = 1 };
 	struct ibc_client *ca, *cb;
 	struct ibc_ctx *xa, *xb;
@@ -550,11 +585,34 @@ START_TEST(test_srq_tgt)
 	qa.cap.max_send_sge = 1;
 	ck_assert_int_eq(ibc_qp_create(xa, &qa, &snd), 0);
 	ck_assert_int_eq(ibc_qp_destroy(snd), 0);
+	/* The listing shows what holds each open: a's SRQ and target QP,
+	 * b's target QP opened by number. */
+	open_objs(ca, "shared", client_id(ca), &srqs, &qps);
+	ck_assert_uint_eq(srqs, 1);
+	ck_assert_uint_eq(qps, 1);
+	open_objs(cb, "shared", client_id(cb), &srqs, &qps);
+	ck_assert_uint_eq(srqs, 0);
+	ck_assert_uint_eq(qps, 1);
+	open_objs(cb, "other", client_id(cb), &srqs, &qps);
+	ck_assert_uint_eq(srqs + qps, 0);
+	ck_assert_int_eq(ctl(out, sizeof(out), "xrcd show shared"), 0);
+	snprintf(want, sizeof(want), "client %llu (pid %d, domain a): object ",
+		 (unsigned long long)client_id(ca), (int)getpid());
+	ck_assert_msg(strstr(out, want) && strstr(out, "1 SRQ, 1 QP\n") &&
+			      strstr(out, "0 SRQs, 1 QP\n"),
+		      "%s", out);
+	ck_assert_int_eq(ctl(out, sizeof(out), "--json xrcd show shared"), 0);
+	ck_assert_msg(strstr(out, "\"srqs\":1,\"qps\":1,\"own\":false") &&
+			      strstr(out, "\"srqs\":0,\"qps\":1,"),
+		      "%s", out);
 	/* The kernel's per-open rule: EBUSY while this open's SRQs or QPs
 	 * exist. */
 	ck_assert_int_eq(ibc_xrcd_close(a), -EBUSY);
 	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "XRC SRQs or QPs"));
 	ck_assert_int_eq(ibc_srq_destroy(srq), 0);
+	open_objs(ca, "shared", client_id(ca), &srqs, &qps);
+	ck_assert_uint_eq(srqs, 0);
+	ck_assert_uint_eq(qps, 1);
 	ck_assert_int_eq(ibc_xrcd_close(a), -EBUSY);
 	/* The creator's QP goes; the opened one stays usable. */
 	ck_assert_int_eq(ibc_qp_destroy(tgt), 0);
@@ -708,7 +766,9 @@ START_TEST(test_list_abi)
 
 	cl = join("a", &x);
 	ck_assert_int_eq(ibc_xrcd_open(x, "abi", O_CREAT, &a), 0);
-	ck_assert_int_eq(ibc_list_xrcds(cl, NULL, &l, sizeof(*l) - 8, &n),
+	ck_assert_int_eq(ibc_list_xrcds(cl, NULL, &l,
+					offsetof(struct ibc_xrcd_info, opens),
+					&n),
 			 -EINVAL);
 	ck_assert_int_eq(ibc_list_xrcds(cl, "abi", (struct ibc_xrcd_info **)&big,
 					sizeof(*big), &n),
