@@ -25,6 +25,8 @@
 #define DEFAULT_OBJECTS 65536
 #define DEFAULT_CLIENTS 256
 #define SOFT_MAX_DM_SIZE_LIMIT (64u * 1024 * 1024)
+/* Soft devices: enough to test what spans devices. */
+#define SOFT_DEVICES_LIMIT 8
 /* [broker]: dbus-broker's per-user figures (64 connections, 64 descriptors
  * in flight per connection), a 5 s handshake and a 30 s slow reader. */
 #define DEFAULT_CONNECTIONS_PER_UID 64
@@ -72,6 +74,7 @@ void config_init(struct config *cfg)
 	cfg->defaults.objects = DEFAULT_OBJECTS;
 	cfg->defaults.clients = DEFAULT_CLIENTS;
 	cfg->soft_max_dm_size = DEFAULT_DM_BYTES;
+	cfg->soft_devices = 1;
 	cfg->limits.connections_per_uid = DEFAULT_CONNECTIONS_PER_UID;
 	cfg->limits.admin_reserve = DEFAULT_ADMIN_RESERVE;
 	cfg->limits.hello_timeout_ms = DEFAULT_HELLO_TIMEOUT_MS;
@@ -717,9 +720,17 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 		return ret;
 	}
 	if (strcmp(section, "soft") == 0) {
+		if (strcmp(key, "devices") == 0) {
+			if (!parse_number(p, key, value, 1, SOFT_DEVICES_LIMIT,
+					  false, &v))
+				return 0;
+			p->cfg.soft_devices = (unsigned int)v;
+			return 1;
+		}
 		if (strcmp(key, "max_dm_size") != 0)
 			return parse_fail(p, p->line, key,
-					  "unknown key (known: max_dm_size)");
+					  "unknown key (known: max_dm_size, "
+					  "devices)");
 		if (!parse_number(p, key, value, PAGE, SOFT_MAX_DM_SIZE_LIMIT,
 				  true, &v))
 			return 0;

@@ -95,6 +95,9 @@ struct config {
 	/* Quotas of every uid's own domain and of private domains. */
 	struct quota defaults;
 	uint64_t soft_max_dm_size;
+	/* How many soft devices (soft0, soft1, ...): 1 unless a test needs
+	 * two devices. */
+	unsigned int soft_devices;
 	struct config_domain *domains;
 	size_t n_domains;
 	struct config_xrcd *xrcds;

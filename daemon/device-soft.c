@@ -281,16 +281,19 @@ static void soft_limits(struct device_caps *caps)
 	caps->max_xrcd = 16777216;
 }
 
-int device_soft_probe(const struct device_config *cfg,
-		      struct device_list *list)
+/* Soft device @i: each one a kernel of its own (its contexts, objects,
+ * XRCDs by inode, target QP numbers), as two uverbs devices are. */
+static int soft_device_init(const struct device_config *cfg, unsigned int i,
+			    struct device *d)
 {
-	struct device *d = &list->dev[0];
-
 	memset(d, 0, sizeof(*d));
 	d->priv = calloc(1, sizeof(struct soft_dev));
 	if (!d->priv)
 		return -ENOMEM;
-	snprintf(d->name, sizeof(d->name), SOFT_DEVICE_NAME);
+	if (i == 0)
+		snprintf(d->name, sizeof(d->name), SOFT_DEVICE_NAME);
+	else
+		snprintf(d->name, sizeof(d->name), "soft%u", i);
 	d->kind = DEVICE_KIND_SOFT;
 	d->broker_objects = true;
 	device_set_ops(d, &soft_ops, &soft_ctx_ops);
@@ -310,7 +313,28 @@ int device_soft_probe(const struct device_config *cfg,
 	d->caps.ports = 1;
 	snprintf(d->caps.transport, sizeof(d->caps.transport), "software");
 	soft_limits(&d->caps);
-	list->kind = DEVICE_KIND_SOFT;
-	list->n = 1;
 	return 0;
+}
+
+int device_soft_probe(const struct device_config *cfg, struct device_list *list)
+{
+	unsigned int n = cfg->soft_devices ? cfg->soft_devices : 1;
+	int ret = 0;
+
+	if (n > DEVICE_MAX)
+		return -EINVAL;
+	list->kind = DEVICE_KIND_SOFT;
+	list->n = 0;
+	for (unsigned int i = 0; i < n; i++) {
+		ret = soft_device_init(cfg, i, &list->dev[i]);
+		if (ret < 0)
+			goto fail;
+		list->n++;
+	}
+	return 0;
+fail:
+	for (size_t i = 0; i < list->n; i++)
+		soft_shutdown(&list->dev[i]);
+	list->n = 0;
+	return ret;
 }

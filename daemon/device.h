@@ -318,6 +318,8 @@ struct device_list {
 struct device_config {
 	/* Soft device limits (the verbs device reports its own). */
 	uint64_t soft_max_dm_size;
+	/* Soft devices to make, soft0 to soft(n-1); 0 is taken as 1. */
+	unsigned int soft_devices;
 };
 
 int device_parse_mode(const char *s, enum device_mode *ret_mode);

@@ -790,6 +790,77 @@ START_TEST(test_list_abi)
 }
 END_TEST
 
+static void setup_two_devices(void)
+{
+	start_with("[soft]\ndevices = 2\n");
+}
+
+/* The devices the broker holds @name open on, as listed. */
+static void held_on(struct ibc_client *cl, const char *name, char *buf,
+		    size_t size, uint32_t *ret_opens)
+{
+	struct ibc_xrcd_info *l;
+	size_t n;
+
+	ck_assert_int_eq(ibc_list_xrcds(cl, name, &l, sizeof(*l), &n), 0);
+	ck_assert_uint_eq(n, 1);
+	snprintf(buf, size, "%s", l[0].devices);
+	*ret_opens = l[0].n_opens;
+	ibc_list_free(l);
+}
+
+/*
+ * One name on two devices is two kernel XRCDs and one file: the same
+ * inode on both, a hold of the daemon's on each, a target QP of one that
+ * the other's XRCD cannot open (another kernel XRCD), and closing the open
+ * on one device leaves the other's working.
+ */
+START_TEST(test_two_devices)
+{
+	struct ibv_srq_attr sa = {.max_wr = 16, .max_sge = 1};
+	struct ibc_client *cl;
+	struct ibc_ctx *x0, *x1;
+	struct ibc_xrcd *a, *b, *a2;
+	struct ibc_qp *tgt, *z = NULL;
+	struct ibc_srq *srq;
+	struct ibc_cq *cq;
+	char devs[256];
+	uint32_t opens;
+
+	cl = join("a", &x0);
+	ck_assert_int_eq(ibc_open(cl, "soft1", &x1), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x0, "two", O_CREAT, &a), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x1, "two", 0, &b), 0);
+	ck_assert_uint_eq(ibc_xrcd_ino(a), ibc_xrcd_ino(b));
+	ck_assert_int_eq(count_files(), 1);
+	held_on(cl, "two", devs, sizeof(devs), &opens);
+	ck_assert_str_eq(devs, "soft0, soft1");
+	ck_assert_uint_eq(opens, 2);
+	/* Two kernel XRCDs: soft0's target QP is not in soft1's. */
+	ck_assert_int_eq(ibc_qp_create_xrc_tgt(a, &tgt), 0);
+	ck_assert_int_eq(ibc_qp_open_xrc_tgt(b, ibc_qp_num(tgt), &z), -EINVAL);
+	ck_assert_ptr_null(z);
+	ck_assert_int_eq(ibc_qp_destroy(tgt), 0);
+	/* Closing on soft0 leaves soft1's open, its file and its XRCD. */
+	ck_assert_int_eq(ibc_xrcd_close(a), 0);
+	ck_assert_int_eq(count_files(), 1);
+	held_on(cl, "two", devs, sizeof(devs), &opens);
+	ck_assert_uint_eq(opens, 1);
+	ck_assert_ptr_nonnull(strstr(devs, "soft1"));
+	ck_assert_int_eq(ibc_cq_create(x1, 16, &cq), 0);
+	ck_assert_int_eq(ibc_srq_create_xrc(b, cq, &sa, &srq), 0);
+	/* The name is still there: soft0 opens the same inode again. */
+	ck_assert_int_eq(ibc_xrcd_open(x0, "two", 0, &a2), 0);
+	ck_assert_uint_eq(ibc_xrcd_ino(a2), ibc_xrcd_ino(b));
+	ck_assert_int_eq(ibc_xrcd_close(a2), 0);
+	ck_assert_int_eq(ibc_srq_destroy(srq), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ck_assert_int_eq(ibc_xrcd_close(b), 0);
+	ck_assert_int_eq(count_files(), 0);
+	ibc_disconnect(cl);
+}
+END_TEST
+
 static Suite *xrcd_suite(void)
 {
 	Suite *s = suite_create("xrcd");
@@ -810,6 +881,11 @@ static Suite *xrcd_suite(void)
 	tcase_add_test(tc, test_killed_with_srqs);
 	tcase_add_test(tc, test_ctl);
 	tcase_add_test(tc, test_list_abi);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("two devices");
+	tcase_add_checked_fixture(tc, setup_two_devices, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_two_devices);
 	suite_add_tcase(s, tc);
 	return s;
 }
