@@ -33,28 +33,10 @@ static struct ibc_ctx *X;
 
 static void start(const char *conf)
 {
-	const char *args[] = { "--config", NULL, NULL };
-	static char path[4096];
-	FILE *f;
-	char *dir;
-	int ret;
+	int ret = tl_fixture_start(&D, conf, &C, &X);
 
-	dir = tl_mkdtemp();
-	ck_assert_ptr_nonnull(dir);
-	snprintf(path, sizeof(path), "%s/rdmabroker.conf", dir);
-	free(dir);
-	f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(conf, f);
-	ck_assert_int_eq(fclose(f), 0);
-	args[1] = path;
-	ret = tl_daemon_start(&D, args);
-	ck_assert_msg(ret == 0, "cannot start %s: %s", tl_daemon_path(),
+	ck_assert_msg(ret == 0, "cannot start the daemon and a client: %s",
 		      strerror(-ret));
-	ret = tl_connect(D.sock, 20000, &C);
-	ck_assert_msg(ret == 0, "connect: %s", ibc_last_error());
-	ret = ibc_open(C, NULL, &X);
-	ck_assert_msg(ret == 0, "open: %s", ibc_last_error());
 }
 
 static void setup(void)

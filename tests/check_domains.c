@@ -20,7 +20,6 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -109,16 +108,8 @@ static void conf_paths(void)
 /* Replace the file at once, so that a reload never sees half of it. */
 static void conf_write(const char *text)
 {
-	char tmp[PATH_MAX + 8];
-	FILE *f;
-
 	conf_paths();
-	snprintf(tmp, sizeof(tmp), "%s.new", cfg_path);
-	f = fopen(tmp, "w");
-	ck_assert_msg(f != NULL, "%s: %s", tmp, strerror(errno));
-	ck_assert_int_ge(fputs(text, f), 0);
-	ck_assert_int_eq(fclose(f), 0);
-	ck_assert_int_eq(rename(tmp, cfg_path), 0);
+	ck_assert_int_eq(tl_write_conf(cfg_path, text), 0);
 }
 
 static char *log_read(void)
@@ -185,24 +176,17 @@ static void stderr_restore(int saved)
  */
 static void daemon_up(const char *conf, const char *const *more)
 {
-	const char *args[32];
-	size_t n = 0;
-	char *top;
-	int saved, ret;
+	const char *args[32] = { "--socket-mode", "0666", "--log-level",
+				 "info" };
+	size_t n = 4;
+	int ret;
 
-	conf_write(conf ? conf : "# no domains\n");
-	args[n++] = "--config";
-	args[n++] = cfg_path;
-	args[n++] = "--socket-mode";
-	args[n++] = "0666";
-	args[n++] = "--log-level";
-	args[n++] = "info";
+	conf_paths();
 	for (; more && *more && n < 31; more++)
 		args[n++] = *more;
 	args[n] = NULL;
-	saved = stderr_to_log();
-	ret = tl_daemon_start(&D, args);
-	stderr_restore(saved);
+	ret = tl_daemon_start_conf(&D, conf ? conf : "# no domains\n", cfg_path,
+				   args, log_path);
 	if (ret < 0) {
 		char *log = log_read();
 
@@ -210,11 +194,7 @@ static void daemon_up(const char *conf, const char *const *more)
 			     tl_daemon_path(), strerror(-ret), log);
 	}
 	/* Other uids reach the socket through the suite's directories. */
-	ck_assert_int_eq(chmod(D.dir, 0711), 0);
-	top = strdup(D.dir);
-	ck_assert_ptr_nonnull(top);
-	ck_assert_int_eq(chmod(dirname(top), 0711), 0);
-	free(top);
+	ck_assert_int_eq(tl_daemon_share(&D), 0);
 }
 
 static void reload(void)

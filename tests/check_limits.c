@@ -18,7 +18,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
-#include <libgen.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
@@ -114,52 +113,26 @@ static unsigned int log_count(const char *needle)
  */
 static void daemon_up(const char *conf, const char *const *more)
 {
-	const char *args[32];
-	size_t n = 0;
-	char *top;
-	FILE *f;
-	int fd, saved, ret;
+	const char *args[32] = { "--socket-mode", "0666", "--log-level",
+				 "info" };
+	size_t n = 4;
+	int ret;
 
 	cfg_dir = tl_mkdtemp();
 	ck_assert_ptr_nonnull(cfg_dir);
 	snprintf(cfg_path, sizeof(cfg_path), "%s/rdmabroker.conf", cfg_dir);
 	snprintf(log_path, sizeof(log_path), "%s/daemon.log", cfg_dir);
-	f = fopen(cfg_path, "w");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_int_ge(fputs(conf, f), 0);
-	ck_assert_int_eq(fclose(f), 0);
-	args[n++] = "--config";
-	args[n++] = cfg_path;
-	args[n++] = "--socket-mode";
-	args[n++] = "0666";
-	args[n++] = "--log-level";
-	args[n++] = "info";
 	for (; more && *more && n < 31; more++)
 		args[n++] = *more;
 	args[n] = NULL;
-
-	fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	ck_assert_int_ge(fd, 0);
-	fflush(stderr);
-	saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
-	ck_assert_int_ge(saved, 0);
-	ck_assert_int_eq(dup2(fd, 2), 2);
-	close(fd);
-	ret = tl_daemon_start(&D, args);
-	fflush(stderr);
-	dup2(saved, 2);
-	close(saved);
+	ret = tl_daemon_start_conf(&D, conf, cfg_path, args, log_path);
 	if (ret < 0) {
 		char *log = log_read();
 
 		ck_abort_msg("cannot start %s: %s; its log:\n%s",
 			     tl_daemon_path(), strerror(-ret), log);
 	}
-	ck_assert_int_eq(chmod(D.dir, 0711), 0);
-	top = strdup(D.dir);
-	ck_assert_ptr_nonnull(top);
-	ck_assert_int_eq(chmod(dirname(top), 0711), 0);
-	free(top);
+	ck_assert_int_eq(tl_daemon_share(&D), 0);
 }
 
 static bool wait_clients(unsigned int n);

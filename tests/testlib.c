@@ -390,6 +390,132 @@ fail:
 	return ret;
 }
 
+int tl_write_conf(const char *path, const char *text)
+{
+	char tmp[PATH_MAX];
+	size_t len = strlen(text);
+	int fd, ret = 0;
+
+	if (snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp))
+		return -ENAMETOOLONG;
+	fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+	if (fd < 0) {
+		ret = -errno;
+		tl_log("%s: %s", tmp, strerror(errno));
+		return ret;
+	}
+	if (write(fd, text, len) != (ssize_t)len)
+		ret = errno ? -errno : -EIO;
+	if (close(fd) < 0 && !ret)
+		ret = -errno;
+	if (!ret && rename(tmp, path) < 0)
+		ret = -errno;
+	if (ret < 0) {
+		tl_log("cannot write %s: %s", path, strerror(-ret));
+		unlink(tmp);
+	}
+	return ret;
+}
+
+int tl_daemon_start_conf(struct tl_daemon *d, const char *conf,
+			 const char *conf_path, const char *const *extra_args,
+			 const char *log_path)
+{
+	static char fresh[PATH_MAX];
+	const char *args[64];
+	size_t n = 0;
+	int saved = -1, ret;
+
+	if (!conf_path) {
+		char *dir = tl_mkdtemp();
+
+		if (!dir)
+			return -ENOMEM;
+		snprintf(fresh, sizeof(fresh), "%s/rdmabroker.conf", dir);
+		free(dir);
+		conf_path = fresh;
+	}
+	ret = tl_write_conf(conf_path, conf);
+	if (ret < 0)
+		return ret;
+	args[n++] = "--config";
+	args[n++] = conf_path;
+	for (; extra_args && *extra_args; extra_args++) {
+		if (n == sizeof(args) / sizeof(args[0]) - 1)
+			return -E2BIG;
+		args[n++] = *extra_args;
+	}
+	args[n] = NULL;
+	if (log_path) {
+		int fd = open(log_path,
+			      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+
+		if (fd < 0)
+			return -errno;
+		fflush(stderr);
+		saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
+		if (saved < 0 || dup2(fd, 2) < 0) {
+			ret = -errno;
+			close(fd);
+			if (saved >= 0)
+				close(saved);
+			return ret;
+		}
+		close(fd);
+	}
+	ret = tl_daemon_start(d, args);
+	if (saved >= 0) {
+		fflush(stderr);
+		dup2(saved, 2);
+		close(saved);
+	}
+	return ret;
+}
+
+int tl_fixture_start(struct tl_daemon *d, const char *conf,
+		     struct ibc_client **ret_client, struct ibc_ctx **ret_ctx)
+{
+	struct ibc_client *cl = NULL;
+	struct ibc_ctx *ctx = NULL;
+	int ret;
+
+	ret = tl_daemon_start_conf(d, conf, NULL, NULL, NULL);
+	if (ret < 0) {
+		tl_log("cannot start %s: %s", tl_daemon_path(), strerror(-ret));
+		return ret;
+	}
+	ret = tl_connect(d->sock, 20000, &cl);
+	if (ret == 0)
+		ret = ibc_open(cl, NULL, &ctx);
+	if (ret < 0) {
+		tl_log("%s: %s", cl ? "open" : "connect", ibc_last_error());
+		ibc_disconnect(cl);
+		tl_daemon_stop(d);
+		return ret;
+	}
+	*ret_client = cl;
+	*ret_ctx = ctx;
+	return 0;
+}
+
+int tl_daemon_share(const struct tl_daemon *d)
+{
+	char *top = strdup(d->dir);
+	char *slash = top ? strrchr(top, '/') : NULL;
+	int ret = 0;
+
+	if (!top)
+		return -ENOMEM;
+	if (chmod(d->dir, 0711) < 0)
+		ret = -errno;
+	if (slash && slash != top)
+		*slash = '\0';
+	if (!ret && slash && chmod(top, 0711) < 0)
+		ret = -errno;
+	free(top);
+	return ret;
+}
+
 int tl_daemon_stop(struct tl_daemon *d)
 {
 	int ret = 0;

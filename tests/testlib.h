@@ -88,6 +88,31 @@ int tl_daemon_stop(struct tl_daemon *d);
 /* ibc_connect() to @sock with @timeout_ms per reply (0: default). */
 int tl_connect(const char *sock, int timeout_ms, struct ibc_client **ret);
 
+/* --- fixtures: a daemon on a configuration of the test's ---------------- */
+
+/* Write @text to @path whole: a new file renamed over it, so that a reload
+ * never reads half of it. 0 or -errno. */
+int tl_write_conf(const char *path, const char *text);
+/*
+ * tl_daemon_start() on the configuration @conf, written to @conf_path, or
+ * (NULL) to rdmabroker.conf in a fresh tl_mkdtemp() directory; "--config
+ * PATH" comes before @extra_args. With @log_path (NULL: none) the
+ * daemon's stderr is appended to that file. 0 or -errno.
+ */
+int tl_daemon_start_conf(struct tl_daemon *d, const char *conf,
+			 const char *conf_path, const char *const *extra_args,
+			 const char *log_path);
+/*
+ * What most suites start from: the daemon on @conf (tl_daemon_start_conf),
+ * a client connected to it and the first device open in it. 0 or -errno,
+ * said on stderr; on failure nothing is left running.
+ */
+int tl_fixture_start(struct tl_daemon *d, const char *conf,
+		     struct ibc_client **ret_client, struct ibc_ctx **ret_ctx);
+/* Let clients of other uids reach @d's socket: its directory and the one
+ * above it get mode 0711. 0 or -errno. */
+int tl_daemon_share(const struct tl_daemon *d);
+
 /* A blocking AF_UNIX SOCK_SEQPACKET connection to @path, or -errno. */
 int tl_raw_connect(const char *path);
 /* sendmsg() of any length with any number of descriptors (not limited to
