@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <event2/event.h>
+#include <infiniband/verbs.h>
 
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
@@ -751,6 +752,60 @@ START_TEST(test_intent_uses)
 }
 END_TEST
 
+/*
+ * A dead client's MR on its DM that the cleanup cannot destroy (stuck):
+ * the allocator's death asked the free, which the MR blocks, and the DM
+ * listing names it as the MR of a client that is gone.
+ */
+START_TEST(test_dm_stuck_mr_named)
+{
+	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__ObjAttr a = RDMAB__OBJ_ATTR__INIT;
+	Rdmab__ListRequest lr = RDMAB__LIST_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ol_client *c = client(0), *other = client(1);
+	const Rdmab__DmInfo *di;
+	Rdmab__DaemonMessage *m;
+	struct ol_obj mr;
+	uint64_t dm_id, hold;
+	char want[128];
+
+	da.context_id = c->ctx_id;
+	da.length = 4096;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &da;
+	OK(ol_call(c, &req, &m));
+	dm_id = m->reply->dm_alloc->dm_id;
+	hold = m->reply->dm_alloc->object_id;
+	ol_free(m);
+	a.mr_length = 4096;
+	a.mr_access = IBV_ACCESS_ZERO_BASED;
+	OK(ol_create(c, IBC_OBJ_MR, &hold, 1, &a, &mr));
+	busy_kind = IBC_OBJ_MR;
+	busy_left = UINT32_MAX;
+	hang_up(0);
+	objects_owner_dead(owner(0));
+	run_cleanup(0, 2000);
+	req.body_case = RDMAB__REQUEST__BODY_LIST_DMS;
+	req.list_dms = &lr;
+	OK(ol_call(other, &req, &m));
+	ck_assert_uint_eq(m->reply->list_dms->n_dms, 1);
+	di = m->reply->list_dms->dms[0];
+	ck_assert_uint_eq(di->id, dm_id);
+	ck_assert_int_eq(di->state, RDMAB__DM_INFO__STATE__FREE_BLOCKED);
+	ck_assert_uint_eq(di->mrs, 1);
+	ck_assert_uint_eq(di->n_mr_list, 1);
+	ck_assert_uint_eq(di->mr_list[0]->object_id, mr.id);
+	ck_assert_uint_eq(di->mr_list[0]->client_id, cl[0].client_id);
+	ck_assert(di->mr_list[0]->gone);
+	snprintf(want, sizeof(want), "MR %llu of client %llu (gone)",
+		 (unsigned long long)mr.id,
+		 (unsigned long long)cl[0].client_id);
+	ck_assert_msg(strstr(di->blocked_by, want), "%s", di->blocked_by);
+	ol_free(m);
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
 	Suite *s = suite_create("registry");
@@ -771,6 +826,7 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_xrcd_verbs_dead);
 	tcase_add_test(tc, test_xrcd_own);
 	tcase_add_test(tc, test_intent_uses);
+	tcase_add_test(tc, test_dm_stuck_mr_named);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("dispatch");
