@@ -88,6 +88,8 @@ struct config_xrcd {
 	unsigned int line;
 };
 
+#define SOFT_INTERNAL_MAX 64
+
 struct config {
 	bool has_admin_group;
 	gid_t admin_gid;
@@ -95,6 +97,10 @@ struct config {
 	/* Quotas of every uid's own domain and of private domains. */
 	struct quota defaults;
 	uint64_t soft_max_dm_size;
+	/* [soft] intent_window, internal_objects_per_import (at most
+	 * SOFT_INTERNAL_MAX). */
+	bool soft_intent_window;
+	uint32_t soft_internal_per_import;
 	struct config_domain *domains;
 	size_t n_domains;
 	struct config_xrcd *xrcds;

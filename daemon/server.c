@@ -348,6 +348,12 @@ int server_reload(struct server *srv)
 	if (cfg.soft_max_dm_size != srv->config.soft_max_dm_size)
 		log_notice("[soft] max_dm_size takes effect at the next "
 			   "start");
+	if (cfg.soft_intent_window != srv->config.soft_intent_window ||
+	    cfg.soft_internal_per_import !=
+		    srv->config.soft_internal_per_import)
+		log_notice("[soft] intent_window and "
+			   "internal_objects_per_import take effect at the "
+			   "next start");
 	config_free(&srv->config);
 	srv->config = cfg;
 	server_check_reserve(srv);
@@ -535,6 +541,8 @@ int server_init(struct server *srv, const struct server_options *opt)
 		log_warn("cannot drop CAP_NET_RAW from the effective set: %s",
 			 strerror(-ret));
 	dcfg.soft_max_dm_size = srv->config.soft_max_dm_size;
+	dcfg.soft_intent_window = srv->config.soft_intent_window;
+	dcfg.soft_internal_per_import = srv->config.soft_internal_per_import;
 	ret = device_probe(opt->device_mode, &dcfg, &srv->devices, &why);
 	if (ret < 0) {
 		log_err("--device verbs: %s", why);

@@ -210,8 +210,14 @@ void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)
 
 void ibc_ctx_teardown_all(struct ibc_client *cl)
 {
-	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
 		ibc_ctx_teardown(ctx);
+		/* A clean end closes the import, as ibv_close_device does
+		 * on a verbs device: the soft device's kernel (the broker)
+		 * frees what the import made only when told. */
+		if (ctx->ops == &ibc_soft_ops && !ibc_ctx_removed(ctx))
+			ibc_ctx_release(cl, ctx->caps.context_id);
+	}
 }
 
 void ibc_ctx_free_all(struct ibc_client *cl)

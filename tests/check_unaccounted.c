@@ -1,0 +1,343 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Unaccounted objects counted exactly (daemon/unaccounted.c), on the soft
+ * device with the verbs path's window ([soft] intent_window) and
+ * provider-internal records per import ([soft]
+ * internal_objects_per_import): a client stopped and killed inside the
+ * window (IBC_TEST_SOFT_STOP) leaves 1 when its kernel call ran and 0 when
+ * it did not; a live client's intent is not counted; internal objects of
+ * dead importers are; the objects quota follows the count and is not
+ * given back twice when the context closes.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "include/ibclient.h"
+#include "tests/cklib.h"
+#include "tests/testlib.h"
+
+static struct tl_daemon D;
+static struct ibc_client *C;
+static struct ibc_ctx *X;
+
+static void start(const char *conf)
+{
+	const char *args[] = { "--config", NULL, NULL };
+	static char path[4096];
+	FILE *f;
+	char *dir;
+	int ret;
+
+	dir = tl_mkdtemp();
+	ck_assert_ptr_nonnull(dir);
+	snprintf(path, sizeof(path), "%s/rdmabroker.conf", dir);
+	free(dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(conf, f);
+	ck_assert_int_eq(fclose(f), 0);
+	args[1] = path;
+	ret = tl_daemon_start(&D, args);
+	ck_assert_msg(ret == 0, "cannot start %s: %s", tl_daemon_path(),
+		      strerror(-ret));
+	ret = tl_connect(D.sock, 20000, &C);
+	ck_assert_msg(ret == 0, "connect: %s", ibc_last_error());
+	ret = ibc_open(C, NULL, &X);
+	ck_assert_msg(ret == 0, "open: %s", ibc_last_error());
+}
+
+static void stop(void)
+{
+	if (X)
+		ibc_close(X);
+	X = NULL;
+	ibc_disconnect(C);
+	C = NULL;
+	tl_daemon_stop(&D);
+}
+
+/* This client's domain as the broker lists it now. */
+static struct ibc_domain_info domain(void)
+{
+	struct ibc_domain_info *d, out;
+	size_t n;
+	int ret = ibc_list_domains(C, &d, sizeof(*d), &n);
+
+	ck_assert_msg(ret == 0 && n == 1, "list domains: %d %zu (%s)", ret, n,
+		      ibc_last_error());
+	out = d[0];
+	ibc_list_free(d);
+	return out;
+}
+
+/*
+ * A client that opens the context and creates a CQ with
+ * IBC_TEST_SOFT_STOP=@stop_at (NULL: none), then exits (or, with
+ * @close_first, closes its context and disconnects first). Returns its
+ * pid once it stopped (or exited).
+ */
+static pid_t child(const char *stop_at, bool create, bool close_first)
+{
+	int status;
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ibc_client *cl;
+		struct ibc_ctx *ctx;
+		struct ibc_cq *cq;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (stop_at)
+			setenv("IBC_TEST_SOFT_STOP", stop_at, 1);
+		if (tl_connect(D.sock, 20000, &cl) || ibc_open(cl, NULL, &ctx))
+			_exit(1);
+		if (create && ibc_cq_create(ctx, 16, &cq))
+			_exit(2);
+		if (close_first) {
+			ibc_close(ctx);
+			ibc_disconnect(cl);
+			_exit(0);
+		}
+		/* Killed by the test. */
+		for (;;)
+			pause();
+	}
+	if (!stop_at)
+		return pid;
+	ck_assert_int_eq(waitpid(pid, &status, WUNTRACED), pid);
+	ck_assert_msg(WIFSTOPPED(status), "the client did not stop at %s: %#x",
+		      stop_at, status);
+	return pid;
+}
+
+static void kill_child(pid_t pid)
+{
+	int status;
+
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+}
+
+/* Until the dead client's intents are gone from the registry (its
+ * cleanup ran), at most 10 s. */
+static struct ibc_domain_info settle(uint32_t members)
+{
+	int64_t end = tl_now_ms() + 10000;
+	struct ibc_domain_info d;
+
+	do {
+		d = domain();
+		if (d.live_intents == 0 && d.members == members)
+			return d;
+		tl_sleep_ms(10);
+	} while (tl_now_ms() < end);
+	ck_abort_msg("the dead client's intent stayed: %u intents, %u "
+		     "members",
+		     d.live_intents, d.members);
+	return d;
+}
+
+/* The context closes: its charge goes once, to zero. */
+static void close_and_check_zero(void)
+{
+	struct ibc_domain_info d;
+
+	ibc_close(X);
+	X = NULL;
+	d = domain();
+	ck_assert_uint_eq(d.contexts, 0);
+	ck_assert_uint_eq(d.used.objects, 0);
+	ck_assert_uint_eq(d.unaccounted, 0);
+}
+
+static const char *window_conf = "[soft]\nintent_window = yes\n";
+
+/* Killed after its kernel call made the CQ, before the register: the
+ * kernel holds a CQ nobody names. */
+START_TEST(test_killed_after_kernel_call)
+{
+	struct ibc_domain_info d;
+	pid_t pid;
+
+	start(window_conf);
+	pid = child("kernel", true, false);
+	/* A live client's intent is its own, made or not. */
+	d = domain();
+	ck_assert_uint_eq(d.live_intents, 1);
+	ck_assert_uint_eq(d.kernel_objects, 2); /* the PD and the CQ */
+	ck_assert_uint_eq(d.broker_objects, 1);
+	ck_assert_uint_eq(d.unaccounted, 0);
+	ck_assert_uint_eq(d.used.objects, 2); /* the PD and the intent */
+	kill_child(pid);
+	d = settle(1);
+	ck_assert_uint_eq(d.unaccounted, 1);
+	ck_assert_uint_eq(d.kernel_objects, 2);
+	ck_assert_uint_eq(d.registry_objects, 0);
+	ck_assert_uint_eq(d.used.objects, 2);
+	close_and_check_zero();
+	stop();
+}
+END_TEST
+
+/* Killed after its intent, before the kernel call: nothing was made. */
+START_TEST(test_killed_before_kernel_call)
+{
+	struct ibc_domain_info d;
+	pid_t pid;
+
+	start(window_conf);
+	pid = child("intent", true, false);
+	d = domain();
+	ck_assert_uint_eq(d.live_intents, 1);
+	ck_assert_uint_eq(d.kernel_objects, 1);
+	ck_assert_uint_eq(d.used.objects, 2);
+	kill_child(pid);
+	d = settle(1);
+	ck_assert_uint_eq(d.unaccounted, 0);
+	ck_assert_uint_eq(d.kernel_objects, 1);
+	/* The intent's charge went back: nothing exists for it. */
+	ck_assert_uint_eq(d.used.objects, 1);
+	close_and_check_zero();
+	stop();
+}
+END_TEST
+
+/* The window changes nothing for a client that lives through it: the
+ * objects work, are registered and destroyed. */
+START_TEST(test_window_objects)
+{
+	struct ibc_qp_attr qa = { .qp_type = IBV_QPT_RC };
+	struct ibc_domain_info d;
+	struct ibc_cq *cq;
+	struct ibc_qp *qp;
+
+	start(window_conf);
+	ck_assert_int_eq(ibc_cq_create(X, 16, &cq), 0);
+	qa.send_cq = qa.recv_cq = cq;
+	qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+	qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+	ck_assert_msg(ibc_qp_create(X, &qa, &qp) == 0, "qp: %s",
+		      ibc_last_error());
+	ck_assert_uint_ne(ibc_qp_num(qp), 0);
+	d = domain();
+	ck_assert_uint_eq(d.kernel_objects, 3);
+	ck_assert_uint_eq(d.registry_objects, 2);
+	ck_assert_uint_eq(d.live_intents, 0);
+	ck_assert_uint_eq(d.unaccounted, 0);
+	ck_assert_uint_eq(d.used.objects, 3);
+	/* In use by the QP: the device refuses. */
+	ck_assert_int_eq(ibc_cq_destroy(cq), -EBUSY);
+	ck_assert_int_eq(ibc_qp_destroy(qp), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	d = domain();
+	ck_assert_uint_eq(d.kernel_objects, 1);
+	ck_assert_uint_eq(d.used.objects, 1);
+	close_and_check_zero();
+	stop();
+}
+END_TEST
+
+/* Provider-internal objects: a dead importer's stay, counted; a clean
+ * close frees them. */
+START_TEST(test_internal_objects)
+{
+	struct ibc_domain_info d;
+	int status;
+	pid_t pid;
+
+	start("[soft]\ninternal_objects_per_import = 3\n");
+	d = domain();
+	ck_assert_uint_eq(d.kernel_objects, 1 + 3);
+	ck_assert_uint_eq(d.unaccounted, 0);
+	/* One that closes cleanly leaves nothing. */
+	pid = child(NULL, true, true);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%#x",
+		      status);
+	d = settle(1);
+	ck_assert_uint_eq(d.kernel_objects, 1 + 3);
+	ck_assert_uint_eq(d.unaccounted, 0);
+	ck_assert_uint_eq(d.used.objects, 1);
+	/* One that is killed holding the context leaves its three. */
+	pid = child(NULL, false, false);
+	while (domain().members < 2)
+		tl_sleep_ms(10);
+	while (domain().kernel_objects < 1 + 6)
+		tl_sleep_ms(10);
+	d = domain();
+	ck_assert_uint_eq(d.unaccounted, 0);
+	kill_child(pid);
+	d = settle(1);
+	ck_assert_uint_eq(d.kernel_objects, 1 + 6);
+	ck_assert_uint_eq(d.internal_objects, 3);
+	ck_assert_uint_eq(d.unaccounted, 3);
+	ck_assert_uint_eq(d.used.objects, 1 + 3);
+	close_and_check_zero();
+	stop();
+}
+END_TEST
+
+/* Without the window (the default), the soft device creates in one
+ * request: a kill leaves nothing, and the hook never stops anyone. */
+START_TEST(test_default_no_window)
+{
+	struct ibc_domain_info d;
+	int status;
+	pid_t pid;
+
+	start("# defaults\n");
+	pid = child(NULL, false, false);
+	kill_child(pid);
+	fflush(stdout);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ibc_client *cl;
+		struct ibc_ctx *ctx;
+		struct ibc_cq *cq;
+
+		setenv("IBC_TEST_SOFT_STOP", "kernel", 1);
+		if (tl_connect(D.sock, 20000, &cl) ||
+		    ibc_open(cl, NULL, &ctx) || ibc_cq_create(ctx, 16, &cq))
+			_exit(1);
+		_exit(0);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%#x",
+		      status);
+	d = settle(1);
+	ck_assert_uint_eq(d.unaccounted, 0);
+	ck_assert_uint_eq(d.kernel_objects, 1);
+	ck_assert_uint_eq(d.used.objects, 1);
+	close_and_check_zero();
+	stop();
+}
+END_TEST
+
+int main(void)
+{
+	Suite *s = suite_create("unaccounted");
+	TCase *tc = tcase_create("soft");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_killed_after_kernel_call);
+	tcase_add_test(tc, test_killed_before_kernel_call);
+	tcase_add_test(tc, test_window_objects);
+	tcase_add_test(tc, test_internal_objects);
+	tcase_add_test(tc, test_default_no_window);
+	suite_add_tcase(s, tc);
+	return ck_run("check_unaccounted", s);
+}
