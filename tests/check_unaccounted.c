@@ -79,13 +79,21 @@ static struct ibc_domain_info domain(void)
 	return out;
 }
 
+enum child_end {
+	/* Waits to be killed. */
+	END_KILLED,
+	/* ibc_close, ibc_disconnect, exit. */
+	END_CLOSE,
+	/* ibc_disconnect alone, exit. */
+	END_DISCONNECT,
+};
+
 /*
- * A client that opens the context and creates a CQ with
- * IBC_TEST_SOFT_STOP=@stop_at (NULL: none), then exits (or, with
- * @close_first, closes its context and disconnects first). Returns its
- * pid once it stopped (or exited).
+ * A client that opens the context and (@create) makes a CQ with
+ * IBC_TEST_SOFT_STOP=@stop_at (NULL: none), then ends as @end says.
+ * Returns its pid once it stopped (or at once without @stop_at).
  */
-static pid_t child(const char *stop_at, bool create, bool close_first)
+static pid_t child(const char *stop_at, bool create, enum child_end end)
 {
 	int status;
 	pid_t pid;
@@ -106,8 +114,9 @@ static pid_t child(const char *stop_at, bool create, bool close_first)
 			_exit(1);
 		if (create && ibc_cq_create(ctx, 16, &cq))
 			_exit(2);
-		if (close_first) {
+		if (end == END_CLOSE)
 			ibc_close(ctx);
+		if (end != END_KILLED) {
 			ibc_disconnect(cl);
 			_exit(0);
 		}
@@ -173,7 +182,7 @@ START_TEST(test_killed_after_kernel_call)
 	pid_t pid;
 
 	start(window_conf);
-	pid = child("kernel", true, false);
+	pid = child("kernel", true, END_KILLED);
 	/* A live client's intent is its own, made or not. */
 	d = domain();
 	ck_assert_uint_eq(d.live_intents, 1);
@@ -199,7 +208,7 @@ START_TEST(test_killed_before_kernel_call)
 	pid_t pid;
 
 	start(window_conf);
-	pid = child("intent", true, false);
+	pid = child("intent", true, END_KILLED);
 	d = domain();
 	ck_assert_uint_eq(d.live_intents, 1);
 	ck_assert_uint_eq(d.kernel_objects, 1);
@@ -262,17 +271,22 @@ START_TEST(test_internal_objects)
 	d = domain();
 	ck_assert_uint_eq(d.kernel_objects, 1 + 3);
 	ck_assert_uint_eq(d.unaccounted, 0);
-	/* One that closes cleanly leaves nothing. */
-	pid = child(NULL, true, true);
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%#x",
-		      status);
-	d = settle(1);
-	ck_assert_uint_eq(d.kernel_objects, 1 + 3);
-	ck_assert_uint_eq(d.unaccounted, 0);
-	ck_assert_uint_eq(d.used.objects, 1);
+	/* One that closes cleanly leaves nothing, with ibc_close or with
+	 * ibc_disconnect alone (which closes the import, as
+	 * ibv_close_device does on mlx5). */
+	for (int end = END_CLOSE; end <= END_DISCONNECT; end++) {
+		pid = child(NULL, true, (enum child_end)end);
+		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "%#x", status);
+		d = settle(1);
+		ck_assert_uint_eq(d.kernel_objects, 1 + 3);
+		ck_assert_msg(d.unaccounted == 0, "end %d: %u unaccounted",
+			      end, d.unaccounted);
+		ck_assert_uint_eq(d.used.objects, 1);
+	}
 	/* One that is killed holding the context leaves its three. */
-	pid = child(NULL, false, false);
+	pid = child(NULL, false, END_KILLED);
 	while (domain().members < 2)
 		tl_sleep_ms(10);
 	while (domain().kernel_objects < 1 + 6)
@@ -299,7 +313,7 @@ START_TEST(test_default_no_window)
 	pid_t pid;
 
 	start("# defaults\n");
-	pid = child(NULL, false, false);
+	pid = child(NULL, false, END_KILLED);
 	kill_child(pid);
 	fflush(stdout);
 	pid = fork();
