@@ -38,8 +38,10 @@ struct dctx {
 	 * intent counts 1 until the walk says whether it made anything.
 	 * Charged to the domain until the context closes. */
 	unsigned int unaccounted;
-	/* A death may have changed it since the last walk. */
+	/* A death may have changed it since the last walk; a failed walk
+	 * was logged. */
 	bool unacc_stale;
+	bool unacc_warned;
 	/* Provider-internal objects of the broker's own open (mlx5 UARs). */
 	uint32_t own_internal;
 };

@@ -328,11 +328,10 @@ int objects_register_request(struct conn *c, uint64_t id, uint32_t handle,
 				  id, o->handle);
 	/* A soft intent: the broker's kernel call gave the handle. */
 	if (o->made_here && (!o->window_made || handle != o->handle))
-		return device_why(why, -EINVAL,
-				  "object %" PRIu64 " %s", id,
-				  o->window_made ? "has another handle" :
-						   "was not made yet (no kernel "
-						   "call)");
+		return device_why(why, -EINVAL, "object %" PRIu64 " %s", id,
+				  o->window_made ?
+					  "has another handle" :
+					  "was not made yet (no kernel call)");
 	objects_set_handle(o, handle);
 	return 0;
 }

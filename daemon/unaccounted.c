@@ -231,12 +231,14 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 	int err = unaccounted_count(x, &c);
 
 	if (err < 0) {
-		if (err != -EOPNOTSUPP)
+		/* Once per context: listings would repeat it. */
+		if (err != -EOPNOTSUPP && !x->unacc_warned)
 			log_warn("context %" PRIu64 " (%s on %s): cannot list "
-				 "the kernel's handles: %s; %u unaccounted "
-				 "kept",
+				 "the kernel's handles: %s; its unaccounted "
+				 "count stays the intents of dead clients (%u)",
 				 x->id, d->name, x->dev->name, strerror(-err),
 				 x->unaccounted);
+		x->unacc_warned = true;
 		return err;
 	}
 	/* What exists stays charged, even over the limit (which refuses

@@ -273,10 +273,11 @@ int uverbs_destroy(int cmd_fd, enum ibc_obj_kind kind, uint32_t handle)
 /* UVERBS_METHOD_INFO_HANDLES for @object, into @handles (room for @max). */
 static int uverbs_handles_once(int fd, uint16_t object, uint32_t *handles,
 			       uint32_t max, uint32_t driver_id,
-			       uint64_t *ret_total)
+			       uint32_t *ret_total)
 {
 	union uverbs_cmd cmd;
-	uint64_t total = 0;
+	/* UVERBS_ATTR_TYPE(u32): a longer attribute is EINVAL. */
+	uint32_t total = 0;
 	struct ib_uverbs_attr *attr = cmd.hdr.attrs;
 	int ret;
 
@@ -301,8 +302,7 @@ static int uverbs_handles_once(int fd, uint16_t object, uint32_t *handles,
 int uverbs_handles(int cmd_fd, unsigned int type, uint32_t *handles,
 		   uint32_t max)
 {
-	uint32_t driver_id;
-	uint64_t total = 0;
+	uint32_t driver_id, total = 0;
 	uint16_t object;
 	int ret;
 
@@ -322,17 +322,12 @@ int uverbs_handles(int cmd_fd, unsigned int type, uint32_t *handles,
 		return ret;
 	ret = uverbs_handles_once(cmd_fd, object, handles, max, driver_id,
 				  &total);
-	switch (ret) {
-	case 0:
-		return total < max ? (int)total : (int)max;
-	case -EIO: /* disassociated */
-	case -ENOTTY:
-	case -EBADF:
-	case -EFAULT:
-		return ret;
-	default:
-		/* The device has no such object type (rxe: no DM, no UAR;
-		 * only mlx5 has MLX5_IB_OBJECT_UAR): none of them. */
+	/* The device has no such object type (rxe: no DM; only mlx5 has
+	 * MLX5_IB_OBJECT_UAR): none of them. Kernels before 5.13 list none
+	 * instead. Any other error is the caller's to see. */
+	if (ret == -ENOMSG)
 		return 0;
-	}
+	if (ret < 0)
+		return ret;
+	return total < max ? (int)total : (int)max;
 }

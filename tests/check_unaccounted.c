@@ -23,6 +23,7 @@
 
 #include "include/ibclient.h"
 #include "tests/cklib.h"
+#include "tests/objlib.h"
 #include "tests/testlib.h"
 
 static struct tl_daemon D;
@@ -341,6 +342,138 @@ START_TEST(test_default_no_window)
 }
 END_TEST
 
+/* The window's rules on the wire, as a raw client sends them. */
+static int kernel_call(struct ol_client *c, uint64_t id, const uint64_t *uses,
+		       size_t n_uses, uint32_t *ret_handle)
+{
+	Rdmab__ObjKernelCallRequest kc = RDMAB__OBJ_KERNEL_CALL_REQUEST__INIT;
+	Rdmab__ObjAttr attr = RDMAB__OBJ_ATTR__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m = NULL;
+	int ret;
+
+	attr.cqe = 8;
+	kc.object_id = id;
+	kc.uses = (uint64_t *)uses;
+	kc.n_uses = n_uses;
+	kc.attr = &attr;
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_KERNEL_CALL;
+	req.obj_kernel_call = &kc;
+	ret = ol_call(c, &req, &m);
+	if (ret == 0) {
+		ck_assert_int_eq(m->reply->body_case,
+				 RDMAB__REPLY__BODY_OBJ_KERNEL_CALL);
+		*ret_handle = m->reply->obj_kernel_call->handle;
+		ol_free(m);
+	}
+	return ret;
+}
+
+START_TEST(test_window_rules)
+{
+	struct ol_client raw;
+	struct ol_obj i1, i2, cq;
+	uint32_t h = 0, h2 = 0;
+
+	start(window_conf);
+	ck_assert_int_eq(ol_connect(&raw, D.sock, NULL), 0);
+	ck_assert_int_eq(ol_create_mode(&raw,
+					RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+					IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1),
+			 0);
+	/* No register before the kernel call made the object. */
+	ck_assert_int_eq(ol_register(&raw, i1.id, 1), -EINVAL);
+	ck_assert_msg(strstr(ol_error, "no kernel call"), "%s", ol_error);
+	ck_assert_int_eq(kernel_call(&raw, i1.id, NULL, 0, &h), 0);
+	ck_assert_uint_ne(h, 0);
+	/* Once only; then the register must name the handle it gave. */
+	ck_assert_int_eq(kernel_call(&raw, i1.id, NULL, 0, &h2), -EINVAL);
+	ck_assert_int_eq(ol_register(&raw, i1.id, h + 1), -EINVAL);
+	ck_assert_int_eq(ol_register(&raw, i1.id, h), 0);
+	ck_assert_int_eq(kernel_call(&raw, i1.id, NULL, 0, &h2), -EINVAL);
+	ck_assert_int_eq(kernel_call(&raw, 999999, NULL, 0, &h2), -ENOENT);
+	/* The object works as any: a QP intent uses it at its kernel call
+	 * (the device checks the uses: a QP needs a receive CQ too). */
+	ck_assert_int_eq(ol_create_mode(&raw,
+					RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+					IBC_OBJ_QP, NULL, 0, NULL, 0, &i2),
+			 0);
+	ck_assert_int_eq(kernel_call(&raw, i2.id, &i1.id, 1, &h2), -EINVAL);
+	/* A cancel after the kernel call destroys what it made. */
+	ck_assert_int_eq(ol_destroy(&raw, i2.id), 0);
+	ck_assert_int_eq(ol_create_mode(&raw,
+					RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+					IBC_OBJ_CQ, NULL, 0, NULL, 0, &i2),
+			 0);
+	ck_assert_int_eq(kernel_call(&raw, i2.id, NULL, 0, &h2), 0);
+	ck_assert_uint_eq(domain().kernel_objects, 3);
+	ck_assert_int_eq(ol_destroy(&raw, i2.id), 0);
+	ck_assert_uint_eq(domain().kernel_objects, 2);
+	/* One-request creates still work with the window open. */
+	ck_assert_int_eq(ol_cq(&raw, 4, &cq), 0);
+	ck_assert_int_eq(ol_destroy(&raw, cq.id), 0);
+	ck_assert_int_eq(ol_destroy(&raw, i1.id), 0);
+	ck_assert_uint_eq(domain().kernel_objects, 1);
+	ol_close(&raw);
+	close_and_check_zero();
+	stop();
+}
+END_TEST
+
+/* Without the window, a soft device takes no intent and no kernel call. */
+START_TEST(test_window_closed)
+{
+	struct ol_client raw;
+	struct ol_obj i1, cq;
+	uint32_t h = 0;
+
+	start("# defaults\n");
+	ck_assert_int_eq(ol_connect(&raw, D.sock, NULL), 0);
+	ck_assert_int_eq(ol_create_mode(&raw,
+					RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+					IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1),
+			 -EINVAL);
+	ck_assert_int_eq(ol_cq(&raw, 4, &cq), 0);
+	ck_assert_int_eq(kernel_call(&raw, cq.id, NULL, 0, &h), -EINVAL);
+	ol_close(&raw);
+	stop();
+}
+END_TEST
+
+/* The configuration's words. */
+START_TEST(test_config_errors)
+{
+	static const char *const bad[] = {
+		"[soft]\nintent_window = maybe\n",
+		"[soft]\ninternal_objects_per_import = 65\n",
+		"[soft]\ninternal_objects_per_import = -1\n",
+	};
+
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		char *dir = tl_mkdtemp(), path[4096], sock[4200];
+		const char *args[] = { "--config", path, NULL };
+		int status = 0;
+		pid_t pid;
+		FILE *f;
+
+		ck_assert_ptr_nonnull(dir);
+		snprintf(path, sizeof(path), "%s/rdmabroker.conf", dir);
+		snprintf(sock, sizeof(sock), "%s/sock", dir);
+		f = fopen(path, "w");
+		ck_assert_ptr_nonnull(f);
+		fputs(bad[i], f);
+		ck_assert_int_eq(fclose(f), 0);
+		pid = tl_daemon_spawn(dir, sock, args);
+		ck_assert_int_gt(pid, 0);
+		ck_assert_int_ge(tl_wait_pid(pid, 20000, &status), 0);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0,
+			      "%s: status %#x", bad[i], status);
+		tl_rmtree(dir);
+		free(dir);
+	}
+}
+END_TEST
+
 int main(void)
 {
 	Suite *s = suite_create("unaccounted");
@@ -352,6 +485,9 @@ int main(void)
 	tcase_add_test(tc, test_window_objects);
 	tcase_add_test(tc, test_internal_objects);
 	tcase_add_test(tc, test_default_no_window);
+	tcase_add_test(tc, test_window_rules);
+	tcase_add_test(tc, test_window_closed);
+	tcase_add_test(tc, test_config_errors);
 	suite_add_tcase(s, tc);
 	return ck_run("check_unaccounted", s);
 }
