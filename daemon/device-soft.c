@@ -59,7 +59,9 @@ static int soft_ctx_open(struct device *dev, uint64_t ctx_id,
 		.version = SOFT_CTX_VERSION,
 		.pd_handle = SOFT_PD_HANDLE,
 		.context_id = ctx_id,
-		.flags = dev->intent_window ? SOFT_CTX_INTENT_WINDOW : 0,
+		.flags = (dev->intent_window ? SOFT_CTX_INTENT_WINDOW : 0) |
+			 (dev->internal_per_import ? SOFT_CTX_IMPORT_OBJECTS :
+						     0),
 	};
 	struct soft_ctx *ctx;
 	int ret;

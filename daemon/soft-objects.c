@@ -794,8 +794,15 @@ int soft_objs_handles(const struct soft_objs *o, unsigned int type,
 
 int soft_objs_import_open(struct soft_objs *o, uint32_t n, uint64_t *ret)
 {
-	uint64_t import = ++o->next_import;
+	uint64_t import;
 	uint32_t h;
+
+	/* Nothing to make, nothing to find at the close. */
+	if (n == 0) {
+		*ret = 0;
+		return 0;
+	}
+	import = ++o->next_import;
 
 	for (uint32_t i = 0; i < n; i++) {
 		int err = soft_alloc(o, &h);
@@ -813,7 +820,7 @@ int soft_objs_import_open(struct soft_objs *o, uint32_t n, uint64_t *ret)
 
 void soft_objs_import_close(struct soft_objs *o, uint64_t import)
 {
-	for (uint32_t h = 0; h < o->cap; h++) {
+	for (uint32_t h = 0; import && h < o->cap; h++) {
 		if (o->recs[h].kind != DEVICE_INTERNAL ||
 		    o->recs[h].import != import)
 			continue;

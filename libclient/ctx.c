@@ -13,6 +13,7 @@
 
 #include "libclient/dm.h"
 #include "libclient/objects.h"
+#include "proto/soft.h"
 
 /* Tell the broker this process no longer uses the context. */
 static void ibc_ctx_release(struct ibc_client *client, uint64_t id)
@@ -215,7 +216,8 @@ void ibc_ctx_teardown_all(struct ibc_client *cl)
 		/* A clean end closes the import, as ibv_close_device does
 		 * on a verbs device: the soft device's kernel (the broker)
 		 * frees what the import made only when told. */
-		if (ctx->ops == &ibc_soft_ops && !ibc_ctx_removed(ctx))
+		if ((ctx->soft_flags & SOFT_CTX_IMPORT_OBJECTS) &&
+		    !ibc_ctx_removed(ctx))
 			ibc_ctx_release(cl, ctx->caps.context_id);
 	}
 }

@@ -30,5 +30,9 @@ struct soft_ctx_header {
  * its own (the soft device's kernel call), then register it, as on a
  * verbs device ([soft] intent_window in rdmabroker.conf). */
 #define SOFT_CTX_INTENT_WINDOW (1u << 0)
+/* The device makes records per import ([soft]
+ * internal_objects_per_import): the library closes the context with the
+ * broker at the end of a session too, as ibv_close_device frees mlx5's. */
+#define SOFT_CTX_IMPORT_OBJECTS (1u << 1)
 
 #endif
