@@ -35,6 +35,8 @@ struct unacc_list {
 	uint8_t *named;
 	uint32_t n;
 	uint32_t cap;
+	/* The kernel stopped at UNACC_LIST_MAX: there may be more. */
+	bool cut;
 };
 
 enum { NAMED_NONE, NAMED_REGISTRY, NAMED_BROKER };
@@ -74,6 +76,7 @@ static int unacc_list_fill(struct dctx *x, unsigned int type,
 		/* A full list may have been cut short. */
 		if ((uint32_t)n < cap || cap >= UNACC_LIST_MAX) {
 			l->n = (uint32_t)n;
+			l->cut = (uint32_t)n == UNACC_LIST_MAX;
 			break;
 		}
 		cap = cap * 2 > UNACC_LIST_MAX ? UNACC_LIST_MAX : cap * 2;
@@ -207,6 +210,7 @@ int unaccounted_count(struct dctx *x, struct unacc_counts *ret)
 		unknown = l->n - reg - own;
 		by_count = unknown < w->by_count[k] ? unknown : w->by_count[k];
 		unknown -= by_count;
+		c.cut += l->cut;
 		c.kernel += l->n;
 		c.registry += reg + by_count;
 		c.broker += own;
@@ -247,6 +251,12 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 		d->used.objects += c.unaccounted - x->unaccounted;
 	else
 		domain_uncharge_objects(d, x->unaccounted - c.unaccounted);
+	if (c.cut && !x->unacc_warned)
+		log_notice("context %" PRIu64 " (%s on %s): over %u objects "
+			   "of one kind, more than the kernel lists at once: "
+			   "its unaccounted count is a lower bound",
+			   x->id, d->name, x->dev->name, UNACC_LIST_MAX);
+	x->unacc_warned |= c.cut > 0;
 	if (c.unaccounted != x->unaccounted)
 		log_info("context %" PRIu64 " (%s on %s): %u unaccounted "
 			 "objects (%u provider-internal), %u before",

@@ -40,6 +40,9 @@ struct unacc_counts {
 	/* Provider-internal objects among the unaccounted. */
 	uint32_t internal;
 	uint32_t unaccounted;
+	/* Kinds whose list the kernel cut at its most (16383 handles, the
+	 * ioctl's 16-bit length): the count is a lower bound then. */
+	uint32_t cut;
 };
 
 /*
