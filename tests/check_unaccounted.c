@@ -141,8 +141,8 @@ static void kill_child(pid_t pid)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 }
 
-/* Until the dead client's intents are gone from the registry (its
- * cleanup ran), at most 10 s. */
+/* Until the dead clients' sessions, intents and objects are gone (their
+ * cleanup ran; this test's own client holds none), at most 10 s. */
 static struct ibc_domain_info settle(uint32_t members)
 {
 	int64_t end = tl_now_ms() + 10000;
@@ -150,13 +150,14 @@ static struct ibc_domain_info settle(uint32_t members)
 
 	do {
 		d = domain();
-		if (d.live_intents == 0 && d.members == members)
+		if (d.live_intents == 0 && d.members == members &&
+		    d.registry_objects == 0)
 			return d;
 		tl_sleep_ms(10);
 	} while (tl_now_ms() < end);
 	ck_abort_msg("the dead client's intent stayed: %u intents, %u "
-		     "members",
-		     d.live_intents, d.members);
+		     "members, %u objects",
+		     d.live_intents, d.members, d.registry_objects);
 	return d;
 }
 
@@ -174,6 +175,28 @@ static void close_and_check_zero(void)
 }
 
 static const char *window_conf = "[soft]\nintent_window = yes\n";
+
+/* rdmabrokerctl ARGS against the daemon: its output (static). */
+static const char *ctl(const char *args)
+{
+	static char out[8192];
+	const char *path = getenv("RDMABROKERCTL");
+	char cmd[512];
+	size_t n;
+	FILE *f;
+
+	if (!path || !*path)
+		path = access("./rdmabrokerctl", X_OK) == 0 ?
+			       "./rdmabrokerctl" :
+			       "../rdmabrokerctl";
+	snprintf(cmd, sizeof(cmd), "%s --socket %s %s", path, D.sock, args);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(out, 1, sizeof(out) - 1, f);
+	out[n] = '\0';
+	ck_assert_int_eq(pclose(f), 0);
+	return out;
+}
 
 /* Killed after its kernel call made the CQ, before the register: the
  * kernel holds a CQ nobody names. */
@@ -197,6 +220,14 @@ START_TEST(test_killed_after_kernel_call)
 	ck_assert_uint_eq(d.kernel_objects, 2);
 	ck_assert_uint_eq(d.registry_objects, 0);
 	ck_assert_uint_eq(d.used.objects, 2);
+	/* rdmabrokerctl shows the count and its parts. */
+	ck_assert_msg(strstr(ctl("--json domains"),
+			     "\"unaccounted\":1,\"kernel_objects\":2,"
+			     "\"registry_objects\":0,\"broker_objects\":1,"
+			     "\"live_intents\":0,\"internal_objects\":0"),
+		      "%s", ctl("--json domains"));
+	ck_assert_msg(strstr(ctl("domains"), " 2:0:1:0 "), "%s",
+		      ctl("domains"));
 	close_and_check_zero();
 	stop();
 }
