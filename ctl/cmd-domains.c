@@ -43,6 +43,12 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 			       d[i].members, d[i].contexts,
 			       d[i].retired ? "true" : "false",
 			       d[i].unaccounted);
+			printf(",\"kernel_objects\":%u,\"registry_objects\":%u,"
+			       "\"broker_objects\":%u,\"live_intents\":%u,"
+			       "\"internal_objects\":%u",
+			       d[i].kernel_objects, d[i].registry_objects,
+			       d[i].broker_objects, d[i].live_intents,
+			       d[i].internal_objects);
 			quota_json("used", &d[i].used);
 			quota_json("limit", &d[i].limit);
 			printf("}");
@@ -50,13 +56,13 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 		printf("]\n");
 		goto out;
 	}
-	printf("%-20s %-10s %-7s %-8s %-17s %-9s %-9s %-11s %-6s %s\n",
+	printf("%-20s %-10s %-7s %-8s %-17s %-9s %-9s %-11s %-6s %-15s %s\n",
 	       "NAME", "KIND", "MEMBERS", "CONTEXTS", "DM_BYTES", "XRCDS",
-	       "RSS", "OBJECTS", "UNACCT", "CLIENTS");
+	       "RSS", "OBJECTS", "UNACCT", "K:R:B:I", "CLIENTS");
 	for (size_t i = 0; i < n; i++) {
 		char name[CTL_TEXT_SIZE(d[i].name)];
 		char kind[CTL_TEXT_SIZE(d[i].kind)];
-		char dm[32], x[16], rss[16], obj[24], cl[16];
+		char dm[32], x[16], rss[16], obj[24], cl[16], krbi[48];
 
 		snprintf(dm, sizeof(dm), "%" PRIu64 "/%" PRIu64,
 			 d[i].used.dm_bytes, d[i].limit.dm_bytes);
@@ -68,12 +74,17 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 			 d[i].limit.objects);
 		snprintf(cl, sizeof(cl), "%u/%u", d[i].used.clients,
 			 d[i].limit.clients);
+		/* The count's parts: kernel handles, the registry's, the
+		 * broker's own, live intents. */
+		snprintf(krbi, sizeof(krbi), "%u:%u:%u:%u",
+			 d[i].kernel_objects, d[i].registry_objects,
+			 d[i].broker_objects, d[i].live_intents);
 		printf("%-20s %-10s %-7u %-8u %-17s %-9s %-9s %-11s %-6u "
-		       "%s%s\n",
+		       "%-15s %s%s\n",
 		       text_escape(name, sizeof(name), d[i].name),
 		       text_escape(kind, sizeof(kind), d[i].kind), d[i].members,
-		       d[i].contexts, dm, x, rss, obj, d[i].unaccounted, cl,
-		       d[i].retired ? " (retired)" : "");
+		       d[i].contexts, dm, x, rss, obj, d[i].unaccounted, krbi,
+		       cl, d[i].retired ? " (retired)" : "");
 	}
 out:
 	ibc_list_free(d);

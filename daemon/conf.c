@@ -699,11 +699,56 @@ static int parse_rss_allow(struct parse *p, const char *key,
 	return 1;
 }
 
+/* [soft] intent_window: yes or no. */
+static int parse_yes_no(struct parse *p, const char *key, const char *value,
+			bool *ret)
+{
+	if (strcmp(value, "yes") == 0 || strcmp(value, "no") == 0) {
+		*ret = value[0] == 'y';
+		return 1;
+	}
+	return parse_fail(p, p->line, key, "\"%s\" is not yes or no", value);
+}
+
+static int parse_soft(struct parse *p, const char *key, const char *value)
+{
+	uint64_t v;
+
+	if (strcmp(key, "devices") == 0) {
+		if (!parse_number(p, key, value, 1, SOFT_DEVICES_LIMIT, false,
+				  &v))
+			return 0;
+		p->cfg.soft_devices = (unsigned int)v;
+		return 1;
+	}
+	if (strcmp(key, "intent_window") == 0)
+		return parse_yes_no(p, key, value, &p->cfg.soft_intent_window);
+	if (strcmp(key, "internal_objects_per_import") == 0) {
+		if (!parse_number(p, key, value, 0, SOFT_INTERNAL_MAX, false,
+				  &v))
+			return 0;
+		p->cfg.soft_internal_per_import = (uint32_t)v;
+		return 1;
+	}
+	if (strcmp(key, "max_dm_size") != 0)
+		return parse_fail(p, p->line, key,
+				  "unknown key (known: max_dm_size, "
+				  "devices, intent_window, "
+				  "internal_objects_per_import)");
+	if (!parse_number(p, key, value, PAGE, SOFT_MAX_DM_SIZE_LIMIT, true,
+			  &v))
+		return 0;
+	if (v % PAGE)
+		return parse_fail(p, p->line, key,
+				  "%" PRIu64 " is not a multiple of 4096", v);
+	p->cfg.soft_max_dm_size = v;
+	return 1;
+}
+
 static int parse_key(struct parse *p, const char *section, const char *key,
 		     const char *value)
 {
 	struct config_domain *d;
-	uint64_t v;
 	int ret;
 
 	if (strcmp(section, "broker") == 0)
@@ -719,29 +764,8 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 					  "clients)");
 		return ret;
 	}
-	if (strcmp(section, "soft") == 0) {
-		if (strcmp(key, "devices") == 0) {
-			if (!parse_number(p, key, value, 1, SOFT_DEVICES_LIMIT,
-					  false, &v))
-				return 0;
-			p->cfg.soft_devices = (unsigned int)v;
-			return 1;
-		}
-		if (strcmp(key, "max_dm_size") != 0)
-			return parse_fail(p, p->line, key,
-					  "unknown key (known: max_dm_size, "
-					  "devices)");
-		if (!parse_number(p, key, value, PAGE, SOFT_MAX_DM_SIZE_LIMIT,
-				  true, &v))
-			return 0;
-		if (v % PAGE)
-			return parse_fail(p, p->line, key,
-					  "%" PRIu64 " is not a multiple of "
-					  "4096",
-					  v);
-		p->cfg.soft_max_dm_size = v;
-		return 1;
-	}
+	if (strcmp(section, "soft") == 0)
+		return parse_soft(p, key, value);
 	if (strncmp(section, "xrcd ", 5) == 0)
 		return parse_xrcd_key(p, key, value);
 	/* parse_section() opened it; anything else is a parser bug. */

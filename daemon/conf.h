@@ -88,6 +88,8 @@ struct config_xrcd {
 	unsigned int line;
 };
 
+#define SOFT_INTERNAL_MAX 64
+
 struct config {
 	bool has_admin_group;
 	gid_t admin_gid;
@@ -98,6 +100,10 @@ struct config {
 	/* How many soft devices (soft0, soft1, ...): 1 unless a test needs
 	 * two devices. */
 	unsigned int soft_devices;
+	/* [soft] intent_window, internal_objects_per_import (at most
+	 * SOFT_INTERNAL_MAX). */
+	bool soft_intent_window;
+	uint32_t soft_internal_per_import;
 	struct config_domain *domains;
 	size_t n_domains;
 	struct config_xrcd *xrcds;

@@ -16,6 +16,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/server.h"
+#include "daemon/unaccounted.h"
 #include "daemon/user.h"
 
 static void dctx_close_device(struct dctx *x)
@@ -142,6 +143,7 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 			goto fail;
 		}
 	}
+	unaccounted_ctx_opened(x);
 	TAILQ_INSERT_TAIL(&d->ctxs, x, link);
 	d->n_ctxs++;
 	log_debug("context %" PRIu64 " (%s on %s) opened", x->id, d->name,
@@ -159,6 +161,13 @@ fail:
 static void dctx_unref(struct server *srv, struct dctx *x)
 {
 	if (--x->refs == 0 && x->objects == 0)
+		dctx_free(srv, x);
+}
+
+/* A context no session took: closed again when nothing holds it. */
+static void dctx_unref_open(struct server *srv, struct dctx *x)
+{
+	if (x->refs == 0 && x->objects == 0)
 		dctx_free(srv, x);
 }
 
@@ -236,6 +245,15 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 			free(cc);
 			return ret;
 		}
+		/* What the provider makes per import (soft: [soft]
+		 * internal_objects_per_import records). */
+		ret = dev->ctx_ops->import_open(x->dc, &cc->import);
+		if (ret < 0) {
+			free(cc);
+			dctx_unref_open(srv, x);
+			return reply_error(r, ret, "%s: out of memory",
+					   dev->name);
+		}
 		cc->ctx = x;
 		x->refs++;
 		TAILQ_INSERT_TAIL(&c->ctxs, cc, link);
@@ -273,6 +291,10 @@ int h_ctx_close(struct conn *c, const Rdmab__Request *req,
 	if (--cc->opens == 0) {
 		TAILQ_REMOVE(&c->ctxs, cc, link);
 		c->n_ctxs--;
+		/* A clean close: the provider frees what the import made. */
+		if (cc->ctx->dc)
+			cc->ctx->dev->ctx_ops->import_close(cc->ctx->dc,
+							    cc->import);
 		dctx_unref(c->srv, cc->ctx);
 		free(cc);
 	}
@@ -287,8 +309,21 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 	struct conn_ctx *cc;
 
 	while ((cc = TAILQ_FIRST(&c->ctxs))) {
+		struct dctx *x = cc->ctx;
+		bool stays = x->refs > 1 || x->objects;
+
 		TAILQ_REMOVE(&c->ctxs, cc, link);
-		dctx_unref(srv, cc->ctx);
+		/* No close: what the import made stays in the kernel (a
+		 * dead mlx5 importer's UARs). The soft device's kernel is
+		 * this process, so its count is right at once; a verbs
+		 * client may still be closing its import. */
+		dctx_unref(srv, x);
+		if (stays && x->dev->internal_per_import) {
+			if (x->dev->broker_objects)
+				unaccounted_refresh(x);
+			else
+				x->unacc_stale = true;
+		}
 		free(cc);
 	}
 	c->n_ctxs = 0;

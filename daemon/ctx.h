@@ -6,6 +6,7 @@
 #ifndef RDMAB_CTX_H
 #define RDMAB_CTX_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include "daemon/queue.h"
 
@@ -31,9 +32,18 @@ struct dctx {
 	/* Opens by clients, and records of the registry in the context. */
 	unsigned int refs;
 	unsigned int objects;
-	/* Intents of dead clients: charged to the domain until the context
-	 * closes (they may name kernel objects nobody can name). */
+	/* Objects the kernel holds that nobody can name (unaccounted.h):
+	 * exact after unaccounted_refresh(), which runs after a dead
+	 * client's cleanup and for listings; in between, a dead client's
+	 * intent counts 1 until the walk says whether it made anything.
+	 * Charged to the domain until the context closes. */
 	unsigned int unaccounted;
+	/* A death may have changed it since the last walk; a failed walk
+	 * was logged. */
+	bool unacc_stale;
+	bool unacc_warned;
+	/* Provider-internal objects of the broker's own open (mlx5 UARs). */
+	uint32_t own_internal;
 };
 
 /* A client's hold on a context. */
@@ -41,6 +51,8 @@ struct conn_ctx {
 	TAILQ_ENTRY(conn_ctx) link;
 	struct dctx *ctx;
 	unsigned int opens;
+	/* The device's name for this session's import (import_open). */
+	uint64_t import;
 };
 
 /* The context @id that @c's session has open; NULL otherwise. */

@@ -59,6 +59,9 @@ static int soft_ctx_open(struct device *dev, uint64_t ctx_id,
 		.version = SOFT_CTX_VERSION,
 		.pd_handle = SOFT_PD_HANDLE,
 		.context_id = ctx_id,
+		.flags = (dev->intent_window ? SOFT_CTX_INTENT_WINDOW : 0) |
+			 (dev->internal_per_import ? SOFT_CTX_IMPORT_OBJECTS :
+						     0),
 	};
 	struct soft_ctx *ctx;
 	int ret;
@@ -128,6 +131,24 @@ static int soft_obj_destroy(struct device_ctx *base, enum ibc_obj_kind kind,
 			    uint32_t handle, struct device_why *why)
 {
 	return soft_objs_destroy(&soft_ctx_of(base)->objs, kind, handle, why);
+}
+
+static int soft_handle_list(struct device_ctx *base, unsigned int type,
+			    uint32_t *handles, uint32_t max)
+{
+	return soft_objs_handles(&soft_ctx_of(base)->objs, type, handles,
+				 max);
+}
+
+static int soft_import_open(struct device_ctx *base, uint64_t *ret)
+{
+	return soft_objs_import_open(&soft_ctx_of(base)->objs,
+				     base->dev->internal_per_import, ret);
+}
+
+static void soft_import_close(struct device_ctx *base, uint64_t import)
+{
+	soft_objs_import_close(&soft_ctx_of(base)->objs, import);
 }
 
 /*
@@ -259,6 +280,9 @@ static const struct device_ctx_ops soft_ctx_ops = {
 	.dm_free = soft_dm_free,
 	.rss_create = soft_rss_create,
 	.rss_destroy = soft_rss_destroy,
+	.handle_list = soft_handle_list,
+	.import_open = soft_import_open,
+	.import_close = soft_import_close,
 };
 
 static void soft_limits(struct device_caps *caps)
@@ -299,6 +323,8 @@ static int soft_device_init(const struct device_config *cfg, unsigned int i,
 	device_set_ops(d, &soft_ops, &soft_ctx_ops);
 	d->event_fd = -1;
 	d->caps.max_dm_size = cfg->soft_max_dm_size;
+	d->intent_window = cfg->soft_intent_window;
+	d->internal_per_import = cfg->soft_internal_per_import;
 	d->caps.xrc = true;
 	d->caps.max_rss_table_size = SOFT_MAX_RSS_TABLE_SIZE;
 	d->caps.rss_hash_fields =

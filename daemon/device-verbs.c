@@ -168,6 +168,14 @@ static int verbs_obj_destroy(struct device_ctx *base, enum ibc_obj_kind kind,
 	return ret;
 }
 
+/* The kernel's handle list, for the unaccounted count. */
+static int verbs_handle_list(struct device_ctx *base, unsigned int type,
+			     uint32_t *handles, uint32_t max)
+{
+	return uverbs_handles(verbs_ctx_of(base)->ctx->cmd_fd, type, handles,
+			      max);
+}
+
 /*
  * Device memory (mlx5 MEMIC) in the domain's context. MEMIC is reserved in
  * whole pages and may hold a previous user's bytes: zeroed here, in
@@ -376,14 +384,25 @@ static const struct device_ctx_ops verbs_ctx_ops = {
 	.dm_free = verbs_dm_free,
 	.rss_create = verbs_rss_create,
 	.rss_destroy = verbs_rss_destroy,
+	.handle_list = verbs_handle_list,
 };
 
 /* Can another process import this device's contexts? Asking the provider
  * is the only reliable test: only mlx5 with dynamic UARs can. */
+/* How many provider-internal objects (mlx5: UARs) @ctx holds. */
+static int verbs_internal_count(struct ibv_context *ctx)
+{
+	static uint32_t handles[256];
+
+	return uverbs_handles(ctx->cmd_fd, DEVICE_INTERNAL, handles,
+			      sizeof(handles) / sizeof(handles[0]));
+}
+
 static bool verbs_can_import(struct device *dev, struct ibv_context *own)
 {
 	struct ibv_context *imp;
 	int fd = fcntl(own->cmd_fd, F_DUPFD_CLOEXEC, 3);
+	int before = verbs_internal_count(own), after;
 	int ret;
 
 	if (fd < 0) {
@@ -399,6 +418,14 @@ static bool verbs_can_import(struct device *dev, struct ibv_context *own)
 		log_info("%s: contexts cannot be imported: %s", dev->name,
 			 strerror(-ret));
 		return false;
+	}
+	/* What an import makes in the kernel and a dead importer leaves
+	 * (mlx5: its non-cached UAR), for the unaccounted count. */
+	after = verbs_internal_count(own);
+	if (before >= 0 && after > before) {
+		dev->internal_per_import = (uint32_t)(after - before);
+		log_info("%s: an import makes %u provider objects (UARs)",
+			 dev->name, dev->internal_per_import);
 	}
 	ibv_close_device(imp);
 	return true;

@@ -134,6 +134,22 @@ static int default_rss_destroy(struct device_ctx *ctx, struct rss_made *made,
 			  ctx->dev->name);
 }
 
+static int default_handle_list(struct device_ctx *ctx, unsigned int type,
+			       uint32_t *handles, uint32_t max)
+{
+	return -EOPNOTSUPP;
+}
+
+static int default_import_open(struct device_ctx *ctx, uint64_t *ret)
+{
+	*ret = 0;
+	return 0;
+}
+
+static void default_import_close(struct device_ctx *ctx, uint64_t import)
+{
+}
+
 #define FILL(dst, src, field, def) \
 	((dst)->field = (src)->field ? (src)->field : (def))
 
@@ -160,6 +176,9 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(c, ctx_ops, dm_free, default_dm_free);
 	FILL(c, ctx_ops, rss_create, default_rss_create);
 	FILL(c, ctx_ops, rss_destroy, default_rss_destroy);
+	FILL(c, ctx_ops, handle_list, default_handle_list);
+	FILL(c, ctx_ops, import_open, default_import_open);
+	FILL(c, ctx_ops, import_close, default_import_close);
 	dev->ops = o;
 	dev->ctx_ops = c;
 }

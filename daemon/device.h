@@ -276,7 +276,29 @@ struct device_ctx_ops {
 			  struct rss_made *ret, struct device_why *why);
 	int (*rss_destroy)(struct device_ctx *ctx, struct rss_made *made,
 			   enum ibc_obj_kind part, struct device_why *why);
+	/*
+	 * The kernel's handle list (daemon/unaccounted.c): the handles of
+	 * every object of @type in the context, whoever made it, at most
+	 * @max of them in @handles. @type is an enum ibc_obj_kind or
+	 * DEVICE_INTERNAL, the provider's own objects (mlx5: its UARs).
+	 * Returns how many were written; @max of them means there may be
+	 * more. Default: -EOPNOTSUPP (nothing to count).
+	 */
+	int (*handle_list)(struct device_ctx *ctx, unsigned int type,
+			   uint32_t *handles, uint32_t max);
+	/*
+	 * A client imports the context, and closes its import cleanly: the
+	 * provider objects a device makes per import, which the kernel
+	 * keeps after a death (soft: [soft] internal_objects_per_import
+	 * records; mlx5 makes its UARs in the client, unseen here). @ret is
+	 * what import_close takes. Defaults: nothing to make.
+	 */
+	int (*import_open)(struct device_ctx *ctx, uint64_t *ret);
+	void (*import_close)(struct device_ctx *ctx, uint64_t import);
 };
+
+/* handle_list's type for the provider's internal objects. */
+#define DEVICE_INTERNAL OBJ_KIND_COUNT
 
 struct device {
 	char name[DEVICE_NAME_MAX];
@@ -291,6 +313,13 @@ struct device {
 	/* The daemon is the device's kernel: objects are made by
 	 * obj_create, not by clients (soft). */
 	bool broker_objects;
+	/* Provider-internal objects one import makes (handle_list's
+	 * DEVICE_INTERNAL): soft, the configuration's; mlx5, what the
+	 * start-up scratch import made. */
+	uint32_t internal_per_import;
+	/* soft: the constructors go INTENT, kernel call, REGISTER ([soft]
+	 * intent_window). */
+	bool intent_window;
 	/* Why the device makes no RSS objects (its self-test); empty when
 	 * it does. */
 	char rss_why[DEVICE_WHY_MAX];
@@ -320,6 +349,9 @@ struct device_config {
 	uint64_t soft_max_dm_size;
 	/* Soft devices to make, soft0 to soft(n-1); 0 is taken as 1. */
 	unsigned int soft_devices;
+	/* [soft] intent_window and internal_objects_per_import. */
+	bool soft_intent_window;
+	uint32_t soft_internal_per_import;
 };
 
 int device_parse_mode(const char *s, enum device_mode *ret_mode);

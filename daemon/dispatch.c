@@ -73,6 +73,10 @@ static const struct handler handlers[] = {
 					       0, H_SESSION },
 	[RDMAB__REQUEST__BODY_LIST_RSS] = { "list-rss", h_list_rss, 0,
 					    H_SESSION },
+	/* Unaccounted objects: the soft device's intent window. */
+	[RDMAB__REQUEST__BODY_OBJ_KERNEL_CALL] = { "obj-kernel-call",
+						   h_obj_kernel_call, 0,
+						   H_SESSION },
 };
 
 /* dispatch_set_test_handler(): one extra body case, for test suites. */

@@ -106,6 +106,9 @@ int h_rss_destroy(struct conn *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r);
 int h_list_rss(struct conn *c, const Rdmab__Request *req,
 	       struct wire_fds *fds, struct reply *r);
+/* The soft device's kernel call of an intent (obj-handlers.c). */
+int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
+		      struct wire_fds *fds, struct reply *r);
 
 /*
  * For test suites only: serve @body_case (one the daemon does not know)

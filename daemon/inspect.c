@@ -14,6 +14,7 @@
 #include "daemon/domain.h"
 #include "daemon/objects.h"
 #include "daemon/server.h"
+#include "daemon/unaccounted.h"
 
 /* Entries per reply: a ClientInfo is ~120 bytes, a DomainInfo with a few
  * context ids ~200: well inside 64 KiB. */
@@ -133,17 +134,27 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 		pg->info.members = d->used.clients;
 		pg->info.contexts = d->n_ctxs;
 		pg->info.retired = d->retired;
+		/* One context per device, at most DEVICE_MAX; the first 8
+		 * are listed. */
+		TAILQ_FOREACH(x, &d->ctxs, link) {
+			struct unacc_counts uc = { 0 };
+
+			if (k < 8)
+				pg->ctx_ids[k++] = x->id;
+			/* A listing shows what the kernel holds now. */
+			unaccounted_refresh_counts(x, &uc);
+			pg->info.unaccounted += x->unaccounted;
+			pg->info.kernel_objects += uc.kernel;
+			pg->info.registry_objects += uc.registry;
+			pg->info.broker_objects += uc.broker;
+			pg->info.live_intents += uc.intents;
+			pg->info.internal_objects += uc.internal;
+		}
+		/* After the walk, which may have moved the charge. */
 		quota_info(&pg->used, &d->used);
 		quota_info(&pg->limit, &d->limit);
 		pg->info.used = &pg->used;
 		pg->info.limit = &pg->limit;
-		/* One context per device, at most DEVICE_MAX; the first 8
-		 * are listed. */
-		TAILQ_FOREACH(x, &d->ctxs, link) {
-			if (k < 8)
-				pg->ctx_ids[k++] = x->id;
-			pg->info.unaccounted += x->unaccounted;
-		}
 		pg->info.context_ids = pg->ctx_ids;
 		pg->info.n_context_ids = k;
 		ptrs[n++] = &pg->info;

@@ -32,6 +32,7 @@
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/server.h"
+#include "daemon/unaccounted.h"
 
 /* Without pidfds (kernels before 5.3), how often a detached owner's
  * process is looked for. */
@@ -198,7 +199,8 @@ static void cleanup_later(struct obj_owner *ow, unsigned int ms)
 
 void objects_owner_dead(struct obj_owner *ow)
 {
-	struct event_base *base = ow->reg->srv->base;
+	struct server *ow_srv = ow->reg->srv;
+	struct event_base *base = ow_srv->base;
 	unsigned int intents = ow->n_intents;
 
 	if (ow->ev)
@@ -210,9 +212,12 @@ void objects_owner_dead(struct obj_owner *ow)
 	for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++) {
 		struct obj *o, *tmp;
 
-		TAILQ_FOREACH_SAFE(o, &ow->kinds[k], kind_link, tmp)
+		TAILQ_FOREACH_SAFE(o, &ow->kinds[k], kind_link, tmp) {
+			/* Counted again once the cleanup is done. */
+			o->ctx->unacc_stale = true;
 			if (o->intent)
 				objects_drop_intent(o);
+		}
 	}
 	if (ow->n_objs || intents)
 		log_info("client %" PRIu64 " (pid %d) is gone: destroying its "
@@ -228,10 +233,12 @@ void objects_owner_dead(struct obj_owner *ow)
 			ow->client_id);
 		return;
 	}
-	if (ow->n_objs)
+	if (ow->n_objs) {
 		cleanup_later(ow, 0);
-	else
-		objects_owner_put(ow);
+		return;
+	}
+	objects_owner_put(ow);
+	unaccounted_refresh_stale(ow_srv);
 }
 
 /* The next object to try in this round, or NULL at its end. An object
@@ -356,6 +363,8 @@ static void cleanup_cb(evutil_socket_t fd, short what, void *arg)
 				 ow->client_id, (int)ow->pid, ow->n_at_death,
 				 objects_now_usec() - ow->dead_usec);
 		objects_owner_put(ow);
+		/* What its intents made, if anything, is known now. */
+		unaccounted_refresh_stale(reg->srv);
 		return;
 	}
 	/* Something else still uses what is left: wait, longer each

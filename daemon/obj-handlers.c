@@ -68,22 +68,21 @@ static void attr_to_wire(Rdmab__ObjAttr *w, const struct obj_attr *a)
 
 /* The handles of the objects a new one uses: registered objects of this
  * session in the same context. */
-static int resolve_uses(struct conn *c, struct dctx *x,
-			const Rdmab__ObjCreateRequest *q,
-			struct obj_spec *spec, struct reply *r)
+static int resolve_uses(struct conn *c, struct dctx *x, const uint64_t *uses,
+			size_t n_uses, struct obj_spec *spec, struct reply *r)
 {
-	for (size_t i = 0; i < q->n_uses; i++) {
+	for (size_t i = 0; i < n_uses; i++) {
 		struct obj *u;
 
-		if (!q->uses[i])
+		if (!uses[i])
 			continue;
-		u = objects_find(c, q->uses[i]);
+		u = objects_find(c, uses[i]);
 		if (!u)
 			return reply_error(r, -ENOENT,
 					   "object %" PRIu64 ", which the new "
 					   "%s would use, is not one of this "
 					   "session's",
-					   q->uses[i], obj_kind_name(q->kind));
+					   uses[i], obj_kind_name(spec->kind));
 		if (u->ctx != x)
 			return reply_error(r, -EINVAL,
 					   "object %" PRIu64 " is in context "
@@ -151,7 +150,7 @@ static int obj_make(struct conn *c, struct dctx *x,
 	if (!given)
 		return reply_error(r, -ENOMEM, "out of memory");
 	attr_from_wire(&spec.attr, q->attr);
-	ret = resolve_uses(c, x, q, &spec, r);
+	ret = resolve_uses(c, x, q->uses, q->n_uses, &spec, r);
 	if (ret < 0)
 		return ret;
 	/* Charged before the device is asked. */
@@ -212,7 +211,8 @@ int h_obj_create(struct conn *c, const Rdmab__Request *req,
 		break;
 	case RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT:
 	case RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK:
-		if (x->dev->broker_objects)
+		if (x->dev->broker_objects &&
+		    !(intent && x->dev->intent_window))
 			return reply_error(r, -EINVAL,
 					   "%s: the broker makes this device's "
 					   "objects; create them with mode "
@@ -225,12 +225,14 @@ int h_obj_create(struct conn *c, const Rdmab__Request *req,
 			struct obj_spec spec = { 0 };
 
 			spec.kind = (enum ibc_obj_kind)q->kind;
-			ret = resolve_uses(c, x, q, &spec, r);
+			ret = resolve_uses(c, x, q->uses, q->n_uses, &spec, r);
 			if (ret < 0)
 				return ret;
 		}
+		/* A soft intent ([soft] intent_window): the broker's kernel
+		 * call makes it, so destroying it stays the broker's. */
 		ret = objects_add(c, x, (enum ibc_obj_kind)q->kind, intent,
-				  false, q->handle, r, &o);
+				  x->dev->broker_objects, q->handle, r, &o);
 		if (ret < 0)
 			return ret;
 		if (q->n_uses)
@@ -378,5 +380,69 @@ int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 		       "an administrator ended this session (rdmabrokerctl "
 		       "evict)");
 	conn_close_after_flush(t);
+	return 0;
+}
+
+/* --- the soft device's intent window ([soft] intent_window) ----------- */
+
+/*
+ * The kernel call of a soft intent: make the object as a verbs client's
+ * kernel call would, without registering it. Until the client's
+ * ObjRegisterRequest is read the object exists and the registry knows
+ * only the intent: a death in between leaves it unaccounted
+ * (daemon/unaccounted.c), as on a verbs device.
+ */
+int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
+		      struct wire_fds *fds, struct reply *r)
+{
+	const Rdmab__ObjKernelCallRequest *q = req->obj_kernel_call;
+	Rdmab__ObjCreateReply *out = reply_alloc(r, sizeof(*out));
+	Rdmab__ObjAttr *given = reply_alloc(r, sizeof(*given));
+	struct obj *o = objects_find(c, q->object_id);
+	struct device_why why = { "" };
+	struct obj_spec spec = { 0 };
+	struct obj_made made;
+	int ret;
+
+	if (!out || !given)
+		return reply_error(r, -ENOMEM, "out of memory");
+	if (!o)
+		return reply_error(r, -ENOENT,
+				   "object %" PRIu64 " is not one of this "
+				   "session's",
+				   q->object_id);
+	if (!o->intent || !o->made_here || o->window_made)
+		return reply_error(r, -EINVAL,
+				   "object %" PRIu64 " is not an intent "
+				   "waiting for its kernel call on a soft "
+				   "device",
+				   q->object_id);
+	if (!o->ctx->dc)
+		return reply_error(r, -ENODEV, "device %s was removed",
+				   o->ctx->dev->name);
+	if (q->n_uses > OBJ_MAX_USES)
+		return reply_error(r, -EINVAL,
+				   "an object uses at most %d others, not %zu",
+				   OBJ_MAX_USES, q->n_uses);
+	spec.kind = o->kind;
+	attr_from_wire(&spec.attr, q->attr);
+	ret = resolve_uses(c, o->ctx, q->uses, q->n_uses, &spec, r);
+	if (ret < 0)
+		return ret;
+	ret = o->ctx->dev->ctx_ops->obj_create(o->ctx->dc, &spec, &made, &why);
+	if (ret < 0)
+		return reply_error(r, ret, "%s", why.text);
+	o->handle = made.handle;
+	o->window_made = true;
+	rdmab__obj_create_reply__init(out);
+	attr_to_wire(given, &made.attr);
+	out->object_id = o->id;
+	out->handle = made.handle;
+	out->qp_num = made.num;
+	out->lkey = made.lkey;
+	out->rkey = made.rkey;
+	out->attr = given;
+	r->msg.body_case = RDMAB__REPLY__BODY_OBJ_KERNEL_CALL;
+	r->msg.obj_kernel_call = out;
 	return 0;
 }

@@ -301,7 +301,7 @@ int objects_destroy_request(struct conn *c, uint64_t id,
 	}
 	/* A verbs client destroys its objects itself, after this
 	 * unregister; a soft object is the broker's to destroy. */
-	if (o->made_here && o->ctx->dc) {
+	if (o->made_here && o->ctx->dc && (!o->intent || o->window_made)) {
 		ret = o->ctx->dev->ctx_ops->obj_destroy(o->ctx->dc, o->kind,
 							o->handle, why);
 		if (ret < 0)
@@ -326,6 +326,12 @@ int objects_register_request(struct conn *c, uint64_t id, uint32_t handle,
 				  "object %" PRIu64 " is registered already "
 				  "(handle %u)",
 				  id, o->handle);
+	/* A soft intent: the broker's kernel call gave the handle. */
+	if (o->made_here && (!o->window_made || handle != o->handle))
+		return device_why(why, -EINVAL, "object %" PRIu64 " %s", id,
+				  o->window_made ?
+					  "has another handle" :
+					  "was not made yet (no kernel call)");
 	objects_set_handle(o, handle);
 	return 0;
 }

@@ -54,6 +54,10 @@ struct obj {
 	bool intent;
 	/* The broker made it (soft): destroying it is the broker's. */
 	bool made_here;
+	/* A soft intent whose kernel call (ObjKernelCallRequest, [soft]
+	 * intent_window) made the object: its handle is known, the
+	 * register not read yet. */
+	bool window_made;
 	/* The cleanup gave up on it; kept, shown, logged once. */
 	bool stuck;
 	/* The cleanup round that last tried it. */

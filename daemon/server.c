@@ -350,6 +350,12 @@ int server_reload(struct server *srv)
 			   "start");
 	if (cfg.soft_devices != srv->config.soft_devices)
 		log_notice("[soft] devices takes effect at the next start");
+	if (cfg.soft_intent_window != srv->config.soft_intent_window ||
+	    cfg.soft_internal_per_import !=
+		    srv->config.soft_internal_per_import)
+		log_notice("[soft] intent_window and "
+			   "internal_objects_per_import take effect at the "
+			   "next start");
 	config_free(&srv->config);
 	srv->config = cfg;
 	server_check_reserve(srv);
@@ -538,6 +544,8 @@ int server_init(struct server *srv, const struct server_options *opt)
 			 strerror(-ret));
 	dcfg.soft_max_dm_size = srv->config.soft_max_dm_size;
 	dcfg.soft_devices = srv->config.soft_devices;
+	dcfg.soft_intent_window = srv->config.soft_intent_window;
+	dcfg.soft_internal_per_import = srv->config.soft_internal_per_import;
 	ret = device_probe(opt->device_mode, &dcfg, &srv->devices, &why);
 	if (ret < 0) {
 		log_err("--device verbs: %s", why);

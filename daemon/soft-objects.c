@@ -33,6 +33,8 @@ struct soft_rec {
 	/* An indirection table's WQs (each once). */
 	uint32_t *tbl_wqs;
 	uint32_t n_tbl_wqs;
+	/* A provider-internal record (kind DEVICE_INTERNAL): its import. */
+	uint64_t import;
 };
 
 /* The access flags the kernel takes (ib_check_mr_access). */
@@ -184,7 +186,8 @@ void soft_objs_fini(struct soft_objs *o)
 			soft_xrcd_close(o->sd, o->recs[h].ino);
 		if (o->recs[h].tgt_num)
 			soft_tgt_put(o->sd, o->recs[h].tgt_num);
-		if (o->recs[h].kind != IBC_OBJ_NONE)
+		if (o->recs[h].kind != IBC_OBJ_NONE &&
+		    o->recs[h].kind < OBJ_KIND_COUNT)
 			o->sd->count[o->recs[h].kind]--;
 		free(o->recs[h].tbl_wqs);
 	}
@@ -772,4 +775,57 @@ int soft_objs_rss_destroy(struct soft_objs *o, struct rss_made *made,
 					    made->tbl_handle;
 
 	return soft_objs_destroy(o, part, h, why);
+}
+
+/* --- the kernel's handle list and provider-internal records ------------- */
+
+int soft_objs_handles(const struct soft_objs *o, unsigned int type,
+		      uint32_t *handles, uint32_t max)
+{
+	uint32_t n = 0;
+
+	if (type == IBC_OBJ_NONE || type > DEVICE_INTERNAL)
+		return -EINVAL;
+	for (uint32_t h = 0; h < o->cap && n < max; h++)
+		if (o->recs[h].kind == type)
+			handles[n++] = h;
+	return (int)n;
+}
+
+int soft_objs_import_open(struct soft_objs *o, uint32_t n, uint64_t *ret)
+{
+	uint64_t import;
+	uint32_t h;
+
+	/* Nothing to make, nothing to find at the close. */
+	if (n == 0) {
+		*ret = 0;
+		return 0;
+	}
+	import = ++o->next_import;
+
+	for (uint32_t i = 0; i < n; i++) {
+		int err = soft_alloc(o, &h);
+
+		if (err < 0) {
+			soft_objs_import_close(o, import);
+			return err;
+		}
+		o->recs[h] = (struct soft_rec){ .kind = DEVICE_INTERNAL,
+						.import = import };
+	}
+	*ret = import;
+	return 0;
+}
+
+void soft_objs_import_close(struct soft_objs *o, uint64_t import)
+{
+	for (uint32_t h = 0; import && h < o->cap; h++) {
+		if (o->recs[h].kind != DEVICE_INTERNAL ||
+		    o->recs[h].import != import)
+			continue;
+		memset(&o->recs[h], 0, sizeof(o->recs[h]));
+		if (h < o->low)
+			o->low = h;
+	}
 }

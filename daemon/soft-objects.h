@@ -74,6 +74,8 @@ struct soft_objs {
 	uint32_t cap;
 	/* Every handle below is taken. */
 	uint32_t low;
+	/* The last import's number (soft_objs_import_open). */
+	uint64_t next_import;
 };
 
 /* Records for a new context of @dev; its PD takes handle 0. 0 or
@@ -114,5 +116,22 @@ int soft_objs_rss_create(struct soft_objs *o, const struct rss_spec *spec,
 			 struct rss_made *ret, struct device_why *why);
 int soft_objs_rss_destroy(struct soft_objs *o, struct rss_made *made,
 			  enum ibc_obj_kind part, struct device_why *why);
+
+/*
+ * The kernel's handle list: the handles of the records of @type (an enum
+ * ibc_obj_kind, or DEVICE_INTERNAL), at most @max, in handle order.
+ * Returns the count, or -EINVAL for a type that is no object.
+ */
+int soft_objs_handles(const struct soft_objs *o, unsigned int type,
+		      uint32_t *handles, uint32_t max);
+/*
+ * An import of the context: @n provider-internal records (kind
+ * DEVICE_INTERNAL), as mlx5 makes a UAR per import, named by what goes to
+ * @ret; soft_objs_import_close() frees them (a clean close), a dead
+ * importer leaves them until the context closes. 0 or -ENOMEM (none
+ * made).
+ */
+int soft_objs_import_open(struct soft_objs *o, uint32_t n, uint64_t *ret);
+void soft_objs_import_close(struct soft_objs *o, uint64_t import);
 
 #endif

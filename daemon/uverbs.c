@@ -24,6 +24,7 @@
 
 #include <rdma/ib_user_ioctl_cmds.h>
 #include <rdma/ib_user_ioctl_verbs.h> /* includes <rdma/ib_user_verbs.h> */
+#include <rdma/mlx5_user_ioctl_cmds.h>
 #include <rdma/rdma_user_ioctl.h>
 
 #include "daemon/device.h"
@@ -267,4 +268,66 @@ int uverbs_destroy(int cmd_fd, enum ibc_obj_kind kind, uint32_t handle)
 	    again != driver_id)
 		ret = uverbs_destroy_once(cmd_fd, spec, handle, again);
 	return ret;
+}
+
+/* UVERBS_METHOD_INFO_HANDLES for @object, into @handles (room for @max). */
+static int uverbs_handles_once(int fd, uint16_t object, uint32_t *handles,
+			       uint32_t max, uint32_t driver_id,
+			       uint32_t *ret_total)
+{
+	union uverbs_cmd cmd;
+	/* UVERBS_ATTR_TYPE(u32): a longer attribute is EINVAL. */
+	uint32_t total = 0;
+	struct ib_uverbs_attr *attr = cmd.hdr.attrs;
+	int ret;
+
+	memset(&cmd, 0, sizeof(cmd));
+	attr[0].attr_id = UVERBS_ATTR_INFO_OBJECT_ID;
+	attr[0].flags = UVERBS_ATTR_F_MANDATORY;
+	attr[0].len = sizeof(uint64_t);
+	attr[0].data = object;
+	attr[1].attr_id = UVERBS_ATTR_INFO_TOTAL_HANDLES;
+	attr[1].len = sizeof(total);
+	attr[1].data = (uint64_t)(uintptr_t)&total;
+	attr[2].attr_id = UVERBS_ATTR_INFO_HANDLES_LIST;
+	attr[2].len = (uint16_t)(max * sizeof(uint32_t));
+	attr[2].data = (uint64_t)(uintptr_t)handles;
+	ret = uverbs_ioctl(fd, &cmd, UVERBS_OBJECT_DEVICE,
+			   UVERBS_METHOD_INFO_HANDLES, 3, driver_id);
+	if (ret == 0)
+		*ret_total = total;
+	return ret;
+}
+
+int uverbs_handles(int cmd_fd, unsigned int type, uint32_t *handles,
+		   uint32_t max)
+{
+	uint32_t driver_id, total = 0;
+	uint16_t object;
+	int ret;
+
+	if (cmd_fd < 0 || !handles || max == 0)
+		return -EINVAL;
+	/* The attribute's length is 16 bits. */
+	if (max > UVERBS_HANDLES_MAX)
+		max = UVERBS_HANDLES_MAX;
+	if (type == DEVICE_INTERNAL)
+		object = MLX5_IB_OBJECT_UAR;
+	else if (type < OBJ_KIND_COUNT && uverbs_specs[type].valid)
+		object = uverbs_specs[type].object;
+	else
+		return -EINVAL;
+	ret = uverbs_driver_id_of(cmd_fd, false, &driver_id);
+	if (ret < 0)
+		return ret;
+	ret = uverbs_handles_once(cmd_fd, object, handles, max, driver_id,
+				  &total);
+	/* The device has no such object type (rxe: no DM; only mlx5 has
+	 * MLX5_IB_OBJECT_UAR): none of them. Kernels before 5.13 list none
+	 * instead. Any other error is the caller's to see. */
+	if (ret == -ENOMSG)
+		return 0;
+	if (ret < 0)
+		return ret;
+	return total < max ? (int)total : (int)max;
 }

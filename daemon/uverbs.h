@@ -11,6 +11,7 @@
 
 #include <stdint.h>
 
+#include "daemon/device.h"
 #include "include/ibclient.h"
 
 /*
@@ -34,5 +35,20 @@ int uverbs_destroy(int cmd_fd, enum ibc_obj_kind kind, uint32_t handle);
  * uverbs_destroy() calls it; not thread-safe (the daemon has one thread).
  */
 int uverbs_driver_id(int cmd_fd, uint32_t *ret_driver_id);
+
+/*
+ * The kernel's handle list of the context behind @cmd_fd
+ * (UVERBS_METHOD_INFO_HANDLES): the handles of every object of @type, an
+ * enum ibc_obj_kind or DEVICE_INTERNAL (mlx5's UAR objects,
+ * MLX5_IB_OBJECT_UAR), at most @max (capped at UVERBS_HANDLES_MAX) in
+ * @handles. The kernel stops at the room it is given: a return of @max
+ * means there may be more. Returns the count; 0 for a type the device
+ * does not have (the kernel's ENOMSG); -EIO once the device was
+ * disassociated, -ENOTTY for a descriptor that is not uverbs, -EINVAL for
+ * a @type that is no uverbs object, or the kernel's other errors.
+ */
+#define UVERBS_HANDLES_MAX 16383
+int uverbs_handles(int cmd_fd, unsigned int type, uint32_t *handles,
+		   uint32_t max);
 
 #endif

@@ -259,9 +259,19 @@ struct ibc_domain_info {
 	/* Removed from the configuration; keeps its members until they
 	 * leave. */
 	bool retired;
-	/* Intents left open by clients that died (counted in used.objects):
-	 * they may or may not name kernel objects. */
+	/* Objects the kernel holds in the domain's contexts that nobody can
+	 * name (counted in used.objects): the kernel's handles minus the
+	 * registry's, the broker's own and live clients' open intents. */
 	uint32_t unaccounted;
+	/* The count's parts, from the kernel's handle lists walked for this
+	 * listing: the handles listed, those the registry names, the
+	 * broker's own, live clients' open intents, and the
+	 * provider-internal objects (mlx5 UARs) among the unaccounted. */
+	uint32_t kernel_objects;
+	uint32_t registry_objects;
+	uint32_t broker_objects;
+	uint32_t live_intents;
+	uint32_t internal_objects;
 };
 
 struct ibc_client_entry {

@@ -13,6 +13,7 @@
 
 #include "libclient/dm.h"
 #include "libclient/objects.h"
+#include "proto/soft.h"
 
 /* Tell the broker this process no longer uses the context. */
 static void ibc_ctx_release(struct ibc_client *client, uint64_t id)
@@ -210,8 +211,15 @@ void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)
 
 void ibc_ctx_teardown_all(struct ibc_client *cl)
 {
-	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
 		ibc_ctx_teardown(ctx);
+		/* A clean end closes the import, as ibv_close_device does
+		 * on a verbs device: the soft device's kernel (the broker)
+		 * frees what the import made only when told. */
+		if ((ctx->soft_flags & SOFT_CTX_IMPORT_OBJECTS) &&
+		    !ibc_ctx_removed(ctx))
+			ibc_ctx_release(cl, ctx->caps.context_id);
+	}
 }
 
 void ibc_ctx_free_all(struct ibc_client *cl)

@@ -65,8 +65,9 @@ struct ibc_ctx {
 	/* The objects made or tracked in this context, newest first. */
 	pthread_mutex_t lock;
 	struct ibc_obj *objs;
-	/* soft: the context memfd */
+	/* soft: the context memfd, and its header's SOFT_CTX_* flags */
 	int soft_fd;
+	uint32_t soft_flags;
 	/* The device is gone: this process's descriptors are closed. */
 	bool removed;
 	/* Device memory this process holds in the context (dm.h), under

@@ -242,6 +242,11 @@ static void ibc_domains_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	ibc_copy_quota(&e->used, d->used);
 	ibc_copy_quota(&e->limit, d->limit);
 	e->unaccounted = d->unaccounted;
+	e->kernel_objects = d->kernel_objects;
+	e->registry_objects = d->registry_objects;
+	e->broker_objects = d->broker_objects;
+	e->live_intents = d->live_intents;
+	e->internal_objects = d->internal_objects;
 }
 
 static size_t ibc_clients_count(const Rdmab__Reply *reply, uint32_t *total)

@@ -372,6 +372,11 @@ if section cleanup; then
 	info "$(grep -m1 'cleanup-bulk:' "$L/cleanup.log")"
 fi
 
+# --- unaccounted objects, from the kernel's handle list ---------------------------
+if section unaccounted; then
+	run_prog unaccounted "$bin/vm-unaccounted" "$DEV"
+fi
+
 # --- journal priorities ------------------------------------------------------------
 if section journal; then
 	pid=$(main_pid)

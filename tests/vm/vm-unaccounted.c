@@ -1,0 +1,290 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The exact unaccounted count on a real kernel (daemon/unaccounted.c):
+ *
+ *   vm-unaccounted DEV
+ *
+ * An in-process daemon on DEV opens a domain's context, as in vm-cleanup.
+ * The kernel's handle list of that context (UVERBS_METHOD_INFO_HANDLES)
+ * then holds exactly the broker's own objects: unaccounted 0. rxe cannot
+ * import a context, so forked children make their objects on the daemon's
+ * own libibverbs context, the verbs way: a child that dies between its
+ * kernel call (a CQ) and the register leaves 1; one that dies after its
+ * intent, before the kernel call, leaves 0; one that makes a CQ with raw
+ * verbs and tells nobody leaves 1. A live child's intent is not counted.
+ * The objects quota follows, and the context's close gives it back once.
+ * Prints CHECK lines; exits 0 when all passed.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <infiniband/verbs.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/objects.h"
+#include "daemon/server.h"
+#include "daemon/unaccounted.h"
+#include "tests/objlib.h"
+#include "tests/testlib.h"
+#include "tests/vm/vmutil.h"
+
+static struct server srv;
+static char sock_path[128];
+static struct ibv_context *vctx;
+static struct dctx *X;
+
+static void pump(void)
+{
+	event_base_loop(srv.base, EVLOOP_NONBLOCK);
+}
+
+static bool pump_until_readable(int fd, int ms)
+{
+	int64_t deadline = tl_now_ms() + ms;
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	while (tl_now_ms() < deadline) {
+		pump();
+		if (poll(&p, 1, 1) == 1)
+			return true;
+	}
+	return false;
+}
+
+static struct obj_owner *owner_of(uint64_t client_id)
+{
+	struct obj_owner *ow;
+
+	TAILQ_FOREACH(ow, &srv.registry->owners, link)
+		if (ow->client_id == client_id)
+			return ow;
+	return NULL;
+}
+
+enum how {
+	/* Intent, kernel call, no register. */
+	HOW_KERNEL,
+	/* Intent only. */
+	HOW_INTENT,
+	/* A raw CQ, no intent. */
+	HOW_RAW,
+};
+
+/* The child: connect, do @how, report its client id, wait to die. */
+static void child(enum how how, int report)
+{
+	struct ol_client c;
+	struct ol_obj o;
+	struct ibv_cq *cq = NULL;
+	uint64_t id;
+
+	if (ol_connect(&c, sock_path, NULL) < 0)
+		_exit(10);
+	if (how != HOW_RAW &&
+	    ol_create_mode(&c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			   IBC_OBJ_CQ, NULL, 0, NULL, 0, &o) < 0)
+		_exit(11);
+	if (how != HOW_INTENT) {
+		cq = ibv_create_cq(vctx, 16, NULL, NULL, 0);
+		if (!cq)
+			_exit(12);
+	}
+	id = c.client_id;
+	vm_write_all(report, &id, sizeof(id));
+	for (;;)
+		pause();
+}
+
+static pid_t fork_child(enum how how, uint64_t *ret_id)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		return -1;
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[0]);
+		child(how, p[1]);
+	}
+	close(p[1]);
+	if (pid < 0 || !pump_until_readable(p[0], 30000) ||
+	    vm_read_all(p[0], ret_id, sizeof(*ret_id)) < 0) {
+		close(p[0]);
+		return -1;
+	}
+	close(p[0]);
+	return pid;
+}
+
+static struct unacc_counts counts(void)
+{
+	struct unacc_counts c = { 0 };
+
+	unaccounted_refresh_counts(X, &c);
+	return c;
+}
+
+/* Kill @pid and turn the loop until its cleanup is done. */
+static bool kill_and_settle(pid_t pid, uint64_t id)
+{
+	int64_t deadline;
+	int status;
+
+	kill(pid, SIGKILL);
+	waitpid(pid, &status, 0);
+	deadline = tl_now_ms() + 20000;
+	while (owner_of(id) && tl_now_ms() < deadline) {
+		pump();
+		poll(NULL, 0, 1);
+	}
+	return !owner_of(id);
+}
+
+static void test_kills(void)
+{
+	static const struct {
+		enum how how;
+		const char *name, *what;
+		uint32_t adds;
+	} cases[] = {
+		{ HOW_KERNEL, "unacc-kernel-call",
+		  "killed after its kernel call, before the register", 1 },
+		{ HOW_INTENT, "unacc-intent-only",
+		  "killed after its intent, before the kernel call", 0 },
+		{ HOW_RAW, "unacc-raw", "killed holding an untracked raw CQ",
+		  1 },
+	};
+	uint32_t expect = 0;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct unacc_counts live, dead;
+		uint64_t id = 0;
+		pid_t pid = fork_child(cases[i].how, &id);
+		bool ok;
+
+		if (!vm_check(pid > 0, cases[i].name, "a child %s",
+			      "connected and made its objects"))
+			continue;
+		live = counts();
+		/* A live client's intent is its own: the raw CQ is not. */
+		ok = live.unaccounted ==
+		     expect + (cases[i].how == HOW_RAW ? 1 : 0);
+		vm_check(ok, "unacc-live",
+			 "%s, alive: kernel %u, registry %u, broker %u, "
+			 "intents %u: unaccounted %u (want %u)",
+			 cases[i].what, live.kernel, live.registry,
+			 live.broker, live.intents, live.unaccounted,
+			 expect + (cases[i].how == HOW_RAW ? 1 : 0));
+		ok = kill_and_settle(pid, id);
+		dead = counts();
+		expect += cases[i].adds;
+		vm_check(ok && dead.unaccounted == expect &&
+				 X->unaccounted == expect &&
+				 X->domain->used.objects == 1 + expect,
+			 cases[i].name,
+			 "%s: kernel %u, broker %u, unaccounted %u (want "
+			 "%u), objects charged %u (want %u)",
+			 cases[i].what, dead.kernel, dead.broker,
+			 dead.unaccounted, expect, X->domain->used.objects,
+			 1 + expect);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	char dir[] = "/tmp/vm-unacc-XXXXXX", cfg[160];
+	struct server_options opt = {
+		.socket_path = sock_path,
+		.config_path = cfg,
+		.device_mode = DEVICE_MODE_VERBS,
+		.socket_mode = 0600,
+		.max_conns = 16,
+		.outq_max = 256 * 1024,
+	};
+	struct ol_client parent;
+	struct unacc_counts c;
+	struct device *dev;
+	struct domain *d;
+	struct ibv_pd *vpd = NULL;
+	int sv[2], ret;
+	struct conn *conn;
+
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGPIPE, SIG_IGN);
+	if (argc != 2) {
+		fprintf(stderr, "usage: vm-unaccounted DEV\n");
+		return 2;
+	}
+	log_max_priority = LOG_INFO;
+	if (!mkdtemp(dir))
+		return 1;
+	snprintf(sock_path, sizeof(sock_path), "%s/sock", dir);
+	snprintf(cfg, sizeof(cfg), "%s/none.conf", dir);
+	opt.runtime_dir = dir;
+	ret = server_init(&srv, &opt);
+	dev = ret == 0 ? device_find(&srv.devices, argv[1]) : NULL;
+	if (!vm_check(dev != NULL, "unacc-daemon",
+		      "an in-process daemon on %s: %s", argv[1],
+		      ret ? strerror(-ret) : dev ? "ok" : "no such device"))
+		return 1;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
+		       0, sv) < 0 ||
+	    conn_new(&srv, sv[0], &conn) < 0 ||
+	    ol_adopt(&parent, sv[1], pump) < 0 || ol_open(&parent) < 0)
+		return vm_check(false, "unacc-context",
+				"cannot open the context: %s", ol_error) ?
+			       0 :
+			       1;
+	TAILQ_FOREACH(d, &srv.domains, link)
+		TAILQ_FOREACH(X, &d->ctxs, link)
+			if (X->id == parent.ctx_id)
+				goto found;
+found:
+	ret = X ? device_verbs_context(X->dc, &vctx, &vpd) : -ENOENT;
+	if (!vm_check(ret == 0, "unacc-context",
+		      "context %llu of domain %s on %s, PD %u",
+		      (unsigned long long)parent.ctx_id, parent.domain,
+		      argv[1], vpd ? vpd->handle : 0))
+		return 1;
+	/* The kernel's handle list of a fresh context: the broker's own. */
+	ret = unaccounted_count(X, &c);
+	vm_check(ret == 0 && c.kernel >= 1 && c.kernel == c.broker &&
+			 c.registry == 0 && c.unaccounted == 0,
+		 "unacc-own",
+		 "the kernel lists %u handles in the domain's context, %u of "
+		 "them the broker's own (%u provider objects of its open, "
+		 "per import %u): unaccounted %u (%s)",
+		 c.kernel, c.broker, X->own_internal,
+		 dev->internal_per_import, c.unaccounted,
+		 ret ? strerror(-ret) : "ok");
+	test_kills();
+	/* The context closes: its charge goes, once. */
+	ol_close(&parent);
+	for (int i = 0; i < 100; i++)
+		pump();
+	d = TAILQ_FIRST(&srv.domains);
+	vm_check(!d || d->used.objects == 0, "unacc-closed",
+		 "the context closed: the domain's objects charge is %u",
+		 d ? d->used.objects : 0);
+	server_fini(&srv);
+	tl_rmtree(dir);
+	return vm_failures() ? 1 : 0;
+}
