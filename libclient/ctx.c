@@ -159,7 +159,8 @@ static void ibc_ctx_drop_local(struct ibc_ctx *ctx)
 	/* DM imports live in the context: they go first. */
 	ibc_dm_ctx_drop(ctx, "the context was closed");
 	ctx->ops->detach(ctx);
-	ctx->removed = true;
+	/* Read without the lock by ibc_ctx_removed(). */
+	__atomic_store_n(&ctx->removed, true, __ATOMIC_RELEASE);
 }
 
 /* Release what this process holds of @ctx, without the broker: the
@@ -186,12 +187,9 @@ static void ibc_ctx_teardown(struct ibc_ctx *ctx)
 
 bool ibc_ctx_removed(struct ibc_ctx *ctx)
 {
-	bool removed;
-
-	pthread_mutex_lock(&ctx->client->lock);
-	removed = ctx->removed;
-	pthread_mutex_unlock(&ctx->client->lock);
-	return removed;
+	/* One flag, set once (with its descriptors closed before): every
+	 * create checks it, and needs no lock for it. */
+	return __atomic_load_n(&ctx->removed, __ATOMIC_ACQUIRE);
 }
 
 void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)

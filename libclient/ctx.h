@@ -68,15 +68,16 @@ struct ibc_ctx {
 	/* soft: the context memfd, and its header's SOFT_CTX_* flags */
 	int soft_fd;
 	uint32_t soft_flags;
-	/* The device is gone: this process's descriptors are closed. */
+	/* The device is gone: this process's descriptors are closed. Set
+	 * once with an atomic release (ibc_ctx_removed() reads it). */
 	bool removed;
 	/* Device memory this process holds in the context (dm.h), under
 	 * lock. */
 	struct ibc_dm *dms;
 };
 
-/* Whether @ctx's device was removed (its descriptors are closed); read
- * under the client's lock, which the event dispatch takes to set it. */
+/* Whether @ctx's device was removed (its descriptors are closed): an
+ * atomic read of a flag set once, with a release, after they are. */
 bool ibc_ctx_removed(struct ibc_ctx *ctx);
 
 #endif

@@ -119,12 +119,17 @@ IBC_EXPORT int ibc_xrcd_open(struct ibc_ctx *ctx, const char *name,
 	x->persistent = rep->persistent;
 	fd = wire_fds_steal(&r.fds, rep->fd_index);
 	ibc_reply_free(&r);
-	err = fd < 0 ? ibc_set_error(-EPROTO,
-				     "the broker opened an XRCD without "
-				     "sending its file") :
-		       xrcd_check_fd(ctx, fd, x->ino);
-	/* The soft device's XRCD is the broker's record: the file only
-	 * proves the inode. */
+	/* The soft device's XRCD is the broker's record, which names the
+	 * inode: the file is not used, so it is not looked at either. On
+	 * verbs the kernel opens the XRCD of the file's inode, which must
+	 * be the one the broker named. */
+	if (fd < 0)
+		err = ibc_set_error(-EPROTO, "the broker opened an XRCD "
+					     "without sending its file");
+	else if (soft)
+		err = 0;
+	else
+		err = xrcd_check_fd(ctx, fd, x->ino);
 	if (err == 0 && !soft)
 		err = ibc_verbs_open_xrcd(&x->o, fd);
 	if (fd >= 0)

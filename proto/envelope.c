@@ -34,20 +34,39 @@ static void *env_alloc(struct wire_arena *a, size_t size)
 
 /*
  * The field numbered @num. Fields are sorted by number and the oneof's
- * come last, numbered without gaps: try where that puts it before
- * protobuf-c's search.
+ * come last, in blocks numbered without gaps: try where that puts it,
+ * then the field last found for this number (the oneofs have gaps between
+ * their blocks, and a few bodies are most of the traffic), before
+ * protobuf-c's search. A slot holds a pointer into a static descriptor,
+ * one word, so threads racing on it see one field or another whole, and
+ * a field is used only once it is checked to be @desc's and @num.
  */
+#define ENV_FIELD_CACHE 64
+
+static const ProtobufCFieldDescriptor *env_field_cache[ENV_FIELD_CACHE];
+
 static const ProtobufCFieldDescriptor *
 env_field(const ProtobufCMessageDescriptor *desc, uint32_t num)
 {
 	const ProtobufCFieldDescriptor *last =
 		desc->fields + desc->n_fields - 1;
 	uint32_t back = last->id - num;
+	const ProtobufCFieldDescriptor *f, **slot;
 
 	if (num <= last->id && back < desc->n_fields &&
 	    (last - back)->id == num)
 		return last - back;
-	return protobuf_c_message_descriptor_get_field(desc, num);
+	slot = &env_field_cache[(((uintptr_t)desc >> 4) + num) %
+				ENV_FIELD_CACHE];
+	f = __atomic_load_n(slot, __ATOMIC_RELAXED);
+	/* Compared as addresses: @f may be another descriptor's. */
+	if (f && (uintptr_t)f >= (uintptr_t)desc->fields &&
+	    (uintptr_t)f <= (uintptr_t)last && f->id == num)
+		return f;
+	f = protobuf_c_message_descriptor_get_field(desc, num);
+	if (f)
+		__atomic_store_n(slot, f, __ATOMIC_RELAXED);
+	return f;
 }
 
 /* The oneof member numbered @num, or NULL. Request and Reply have one
@@ -261,6 +280,8 @@ static uint8_t *env_request_head_put(const Rdmab__Request *req, uint8_t *p)
 
 /* The head's two varints with their tags, the body's tag and a byte. */
 #define ENV_ROOM (2 * (1 + 10) + 5 + 1)
+/* A body's tag and its length byte, before env_body_put_in(). */
+#define ENV_BODY_ROOM (VARINT_MAX_TAG + 1 + 1)
 
 int wire_pack_request(const Rdmab__Request *req, uint8_t *buf, size_t cap)
 {
@@ -360,24 +381,8 @@ static size_t env_reply_head(const Rdmab__Reply *r)
 	return n;
 }
 
-int wire_pack_reply_message(const Rdmab__Reply *r, unsigned int field,
-			    uint8_t *buf, size_t cap)
+static uint8_t *env_reply_head_put(const Rdmab__Reply *r, uint8_t *p)
 {
-	struct env_body b;
-	size_t inner, len;
-	uint8_t *p = buf;
-
-	if (r->base.n_unknown_fields ||
-	    env_body_plan(&r->base, r->body_case, &b) < 0)
-		return -ENOTSUP;
-	env_body_sized(&b);
-	inner = env_reply_head(r) + env_body_size(&b);
-	len = varint_size(varint_tag(field, VARINT_WT_LEN)) +
-	      varint_size(inner) + inner;
-	if (len > cap || len > WIRE_MAX_PACKET)
-		return -EMSGSIZE;
-	p = varint_put(p, varint_tag(field, VARINT_WT_LEN));
-	p = varint_put(p, inner);
 	if (r->serial) {
 		p = varint_put(p, varint_tag(1, VARINT_WT_VARINT));
 		p = varint_put(p, r->serial);
@@ -394,6 +399,69 @@ int wire_pack_reply_message(const Rdmab__Reply *r, unsigned int field,
 		memcpy(p, r->message, m);
 		p += m;
 	}
+	return p;
+}
+
+/*
+ * Pack the DaemonMessage field @field holding @r, whose body @b is flat
+ * and unsized, at @buf in one walk, as env_body_put_in() packs a body:
+ * the wrapper's length goes in the byte left for it, or what follows
+ * moves up for a longer one. The end, or NULL when it might not fit
+ * before @end (the caller sizes it then).
+ */
+static uint8_t *env_reply_put_in(const Rdmab__Reply *r, unsigned int field,
+				 const struct env_body *b, uint8_t *buf,
+				 const uint8_t *end)
+{
+	size_t head = env_reply_head(r), inner;
+	uint8_t *p, *len_at;
+
+	/* The wrapper's tag and length byte, the head, and the body's tag
+	 * and length byte. */
+	if ((size_t)(end - buf) < VARINT_MAX_TAG + 1 + head + ENV_BODY_ROOM)
+		return NULL;
+	len_at = varint_put(buf, varint_tag(field, VARINT_WT_LEN));
+	p = env_reply_head_put(r, len_at + 1);
+	p = env_body_put_in(b, p, end);
+	if (!p)
+		return NULL;
+	inner = (size_t)(p - (len_at + 1));
+	if (varint_size(inner) > 1) {
+		if ((size_t)(end - len_at) < varint_size(inner) + inner)
+			return NULL;
+		memmove(len_at + varint_size(inner), len_at + 1, inner);
+	}
+	return varint_put(len_at, inner) + inner;
+}
+
+int wire_pack_reply_message(const Rdmab__Reply *r, unsigned int field,
+			    uint8_t *buf, size_t cap)
+{
+	struct env_body b;
+	size_t inner, len;
+	uint8_t *p = buf;
+
+	if (r->base.n_unknown_fields ||
+	    env_body_plan(&r->base, r->body_case, &b) < 0)
+		return -ENOTSUP;
+	/* A flat body (most replies') is packed in one walk. */
+	if (!b.sized) {
+		size_t room = cap < WIRE_MAX_PACKET ? cap : WIRE_MAX_PACKET;
+
+		p = env_reply_put_in(r, field, &b, buf, buf + room);
+		if (p)
+			return (int)(p - buf);
+		p = buf;
+	}
+	env_body_sized(&b);
+	inner = env_reply_head(r) + env_body_size(&b);
+	len = varint_size(varint_tag(field, VARINT_WT_LEN)) +
+	      varint_size(inner) + inner;
+	if (len > cap || len > WIRE_MAX_PACKET)
+		return -EMSGSIZE;
+	p = varint_put(p, varint_tag(field, VARINT_WT_LEN));
+	p = varint_put(p, inner);
+	p = env_reply_head_put(r, p);
 	env_body_put(&b, p);
 	return (int)len;
 }

@@ -22,6 +22,7 @@
  */
 #include "config.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #include "proto/flat.h"
@@ -254,60 +255,212 @@ uint8_t *wire_flat_pack(const ProtobufCMessage *m, uint8_t *p)
 /* Room for a tag and a varint, the most a scalar field takes. */
 #define FLAT_ROOM 15
 
+/* Pack field @f of @m at @p as wire_flat_pack() does, sizing nothing;
+ * the end, or NULL when it might not fit before @end. */
+static uint8_t *flat_pack_field_in(const ProtobufCFieldDescriptor *f,
+				   const ProtobufCMessage *m, uint8_t *p,
+				   const uint8_t *end)
+{
+	const char *member = (const char *)m + f->offset;
+	const ProtobufCMessage *sub;
+	const uint64_t *a;
+	size_t count;
+	uint8_t *sub_end;
+	uint64_t v;
+
+	if (end - p < FLAT_ROOM)
+		return NULL;
+	if (f->label == PROTOBUF_C_LABEL_REPEATED) {
+		a = flat_array(f, m, &count);
+		if (!count)
+			return p;
+		if (count > (size_t)(end - p - FLAT_ROOM) / 10)
+			return NULL;
+		p = varint_put(p, varint_tag(f->id, VARINT_WT_LEN));
+		p = varint_put(p, flat_run_size(a, count));
+		for (size_t k = 0; k < count; k++)
+			p = varint_put(p, a[k]);
+		return p;
+	}
+	if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
+		sub = flat_sub(f, m);
+		if (!sub)
+			return p;
+		if (sub->n_unknown_fields)
+			return NULL;
+		p = varint_put(p, varint_tag(f->id, VARINT_WT_LEN));
+		sub_end = wire_flat_pack_in(sub, p + 1, end);
+		if (!sub_end)
+			return NULL;
+		v = (uint64_t)(sub_end - (p + 1));
+		if (varint_size(v) > 1) {
+			if ((size_t)(end - p) < varint_size(v) + v)
+				return NULL;
+			memmove(p + varint_size(v), p + 1, (size_t)v);
+		}
+		p = varint_put(p, v);
+		return p + v;
+	}
+	v = flat_value(f, m);
+	if (!v)
+		return p;
+	if (flat_is_len(f) && v > (uint64_t)(end - p - FLAT_ROOM))
+		return NULL;
+	return flat_put_value(p, f, member, v);
+}
+
+/*
+ * Plans: what packing needs of a descriptor's fields, 12 bytes a field
+ * rather than protobuf-c's 72, the tag of a scalar written already. A
+ * message such as ObjAttr has 32 fields, nearly all zero in any one
+ * message: the walk that skips them is most of its packing, and reading
+ * the descriptors themselves is most of the walk's cache lines. Made once
+ * per descriptor and kept for the life of the process, published with a
+ * compare-and-swap so that racing threads agree on one; a descriptor that
+ * finds its slot taken by another is packed field by field.
+ */
+enum flat_kind {
+	FLAT_K_U32,
+	FLAT_K_I32,
+	FLAT_K_BOOL,
+	FLAT_K_U64,
+	FLAT_K_FIELD,
+};
+
+struct flat_op {
+	uint32_t offset;
+	uint16_t index; /* in desc->fields */
+	uint8_t kind;	/* enum flat_kind */
+	uint8_t tag_len;
+	uint8_t tag[2]; /* a scalar's tag, as a varint */
+};
+
+struct flat_plan {
+	const ProtobufCMessageDescriptor *desc;
+	unsigned int n;
+	struct flat_op ops[];
+};
+
+#define FLAT_PLANS 128
+
+static struct flat_plan *flat_plans[FLAT_PLANS];
+
+static enum flat_kind flat_kind_of(const ProtobufCFieldDescriptor *f)
+{
+	/* Two bytes of tag: fields below 2048. */
+	if (f->label == PROTOBUF_C_LABEL_REPEATED || f->id >= 2048)
+		return FLAT_K_FIELD;
+	switch (f->type) {
+	case PROTOBUF_C_TYPE_UINT32:
+		return FLAT_K_U32;
+	case PROTOBUF_C_TYPE_INT32:
+	case PROTOBUF_C_TYPE_ENUM:
+		return FLAT_K_I32;
+	case PROTOBUF_C_TYPE_BOOL:
+		return FLAT_K_BOOL;
+	case PROTOBUF_C_TYPE_UINT64:
+		return FLAT_K_U64;
+	default:
+		return FLAT_K_FIELD;
+	}
+}
+
+static struct flat_plan *flat_plan_make(const ProtobufCMessageDescriptor *desc)
+{
+	struct flat_plan *pl;
+
+	if (desc->n_fields > UINT16_MAX)
+		return NULL;
+	pl = malloc(sizeof(*pl) + desc->n_fields * sizeof(pl->ops[0]));
+	if (!pl)
+		return NULL;
+	pl->desc = desc;
+	pl->n = desc->n_fields;
+	for (unsigned int i = 0; i < desc->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &desc->fields[i];
+		struct flat_op *op = &pl->ops[i];
+		uint8_t *t = op->tag;
+
+		op->offset = f->offset;
+		op->index = (uint16_t)i;
+		op->kind = (uint8_t)flat_kind_of(f);
+		t[0] = t[1] = 0;
+		op->tag_len = 0;
+		if (op->kind != FLAT_K_FIELD)
+			op->tag_len = (uint8_t)(varint_put(t, varint_tag(f->id,
+						    VARINT_WT_VARINT)) - t);
+	}
+	return pl;
+}
+
+/* @desc's plan, or NULL: pack it field by field. */
+static const struct flat_plan *flat_plan(const ProtobufCMessageDescriptor *desc)
+{
+	/* Fibonacci hashing of the address: descriptors lie close together. */
+	uint64_t h = ((uint64_t)(uintptr_t)desc >> 3) * 0x9e3779b97f4a7c15ull;
+	struct flat_plan **slot = &flat_plans[h >> 57];
+	struct flat_plan *pl = __atomic_load_n(slot, __ATOMIC_ACQUIRE);
+	struct flat_plan *none = NULL;
+
+	if (pl)
+		return pl->desc == desc ? pl : NULL;
+	pl = flat_plan_make(desc);
+	if (!pl)
+		return NULL;
+	if (__atomic_compare_exchange_n(slot, &none, pl, false,
+					__ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		return pl;
+	/* Another thread published first: its plan, if it is this one. */
+	free(pl);
+	return none->desc == desc ? none : NULL;
+}
+
 uint8_t *wire_flat_pack_in(const ProtobufCMessage *m, uint8_t *p,
 			   const uint8_t *end)
 {
 	const ProtobufCMessageDescriptor *desc = m->descriptor;
+	const struct flat_plan *pl = flat_plan(desc);
 
-	for (unsigned int i = 0; i < desc->n_fields; i++) {
-		const ProtobufCFieldDescriptor *f = &desc->fields[i];
-		const char *member = (const char *)m + f->offset;
-		const ProtobufCMessage *sub;
-		const uint64_t *a;
-		size_t count;
-		uint8_t *sub_end;
+	if (!pl) {
+		for (unsigned int i = 0; i < desc->n_fields && p; i++)
+			p = flat_pack_field_in(&desc->fields[i], m, p, end);
+		return p;
+	}
+	for (unsigned int i = 0; i < pl->n; i++) {
+		const struct flat_op *op = &pl->ops[i];
+		const char *member = (const char *)m + op->offset;
 		uint64_t v;
 
-		if (end - p < FLAT_ROOM)
-			return NULL;
-		if (f->label == PROTOBUF_C_LABEL_REPEATED) {
-			a = flat_array(f, m, &count);
-			if (!count)
-				continue;
-			if (count > (size_t)(end - p - FLAT_ROOM) / 10)
+		switch (op->kind) {
+		case FLAT_K_U32:
+			v = *(const uint32_t *)member;
+			break;
+		case FLAT_K_I32:
+			/* Sign-extended: ten bytes when negative. */
+			v = (uint64_t)(int64_t)*(const int32_t *)member;
+			break;
+		case FLAT_K_BOOL:
+			v = *(const protobuf_c_boolean *)member ? 1 : 0;
+			break;
+		case FLAT_K_U64:
+			v = *(const uint64_t *)member;
+			break;
+		default:
+			p = flat_pack_field_in(&desc->fields[op->index], m, p,
+					       end);
+			if (!p)
 				return NULL;
-			p = varint_put(p, varint_tag(f->id, VARINT_WT_LEN));
-			p = varint_put(p, flat_run_size(a, count));
-			for (size_t k = 0; k < count; k++)
-				p = varint_put(p, a[k]);
 			continue;
 		}
-		if (f->type == PROTOBUF_C_TYPE_MESSAGE) {
-			sub = flat_sub(f, m);
-			if (!sub)
-				continue;
-			if (sub->n_unknown_fields)
-				return NULL;
-			p = varint_put(p, varint_tag(f->id, VARINT_WT_LEN));
-			sub_end = wire_flat_pack_in(sub, p + 1, end);
-			if (!sub_end)
-				return NULL;
-			v = (uint64_t)(sub_end - (p + 1));
-			if (varint_size(v) > 1) {
-				if ((size_t)(end - p) < varint_size(v) + v)
-					return NULL;
-				memmove(p + varint_size(v), p + 1, (size_t)v);
-			}
-			p = varint_put(p, v);
-			p += v;
-			continue;
-		}
-		v = flat_value(f, m);
 		if (!v)
 			continue;
-		if (flat_is_len(f) && v > (uint64_t)(end - p - FLAT_ROOM))
+		if (end - p < FLAT_ROOM)
 			return NULL;
-		p = flat_put_value(p, f, member, v);
+		/* Both bytes fit in the room; the varint overwrites the
+		 * second when the tag has one. */
+		p[0] = op->tag[0];
+		p[1] = op->tag[1];
+		p = varint_put(p + op->tag_len, v);
 	}
 	return p;
 }
