@@ -73,6 +73,9 @@ static const struct handler handlers[] = {
 					       0, H_SESSION },
 	[RDMAB__REQUEST__BODY_LIST_RSS] = { "list-rss", h_list_rss, 0,
 					    H_SESSION },
+	/* Rekey */
+	[RDMAB__REQUEST__BODY_DOMAIN_REKEY] = { "domain-rekey", h_domain_rekey,
+						0, H_SESSION | H_ADMIN },
 };
 
 /* dispatch_set_test_handler(): one extra body case, for test suites. */

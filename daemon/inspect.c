@@ -143,7 +143,9 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 			if (k < 8)
 				pg->ctx_ids[k++] = x->id;
 			pg->info.unaccounted += x->unaccounted;
+			pg->info.old_contexts += x->rekeyed;
 		}
+		pg->info.rekeys = d->rekeys;
 		pg->info.context_ids = pg->ctx_ids;
 		pg->info.n_context_ids = k;
 		ptrs[n++] = &pg->info;

@@ -17,6 +17,7 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
+#include "daemon/rekey.h"
 #include "daemon/server.h"
 
 /* An ObjectInfo is under 200 bytes with the longest names. */
@@ -306,6 +307,7 @@ int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 	uint64_t id = req->evict->client_id;
 	Rdmab__EvictReply *out = reply_alloc(r, sizeof(*out));
 	struct conn *t;
+	int err;
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
@@ -317,6 +319,21 @@ int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, -ENOENT, "client %" PRIu64 " is not "
 					       "connected",
 				   id);
+	/* Rekey first: a refusal (EBUSY) leaves the session alone. */
+	if (req->evict->rekey && t->domain) {
+		char who[96];
+
+		snprintf(who, sizeof(who),
+			 "evict --rekey of client %" PRIu64 " by client "
+			 "%" PRIu64,
+			 t->id, c->id);
+		t->closing = true;
+		err = rekey_domain(c->srv, t->domain, req->evict->force, who,
+				   r, NULL);
+		t->closing = false;
+		if (err < 0)
+			return err;
+	}
 	log_notice("client %" PRIu64 " (pid %d, uid %u) evicted by client "
 		   "%" PRIu64 " (uid %u)",
 		   t->id, (int)t->cred.pid, t->cred.uid, c->id, c->cred.uid);

@@ -556,6 +556,53 @@ void rss_fini(struct server *srv)
 	}
 }
 
+/* --- rekey -------------------------------------------------------------- */
+
+unsigned int rss_ctx_busy(const struct dctx *x, char *buf, size_t len)
+{
+	const struct rss *r;
+	unsigned int n = 0;
+	size_t at = strlen(buf);
+
+	TAILQ_FOREACH(r, &rss_all, link) {
+		if (r->x != x)
+			continue;
+		n++;
+		if (at + 1 >= len)
+			continue;
+		snprintf(buf + at, len - at, "%sRSS table %" PRIu64, at ? ", " : "",
+			 r->id);
+		if (r->tbl)
+			snprintf(buf + strlen(buf), len - strlen(buf),
+				 " (client %" PRIu64 "'s)",
+				 r->tbl->owner->client_id);
+		at = strlen(buf);
+	}
+	return n;
+}
+
+unsigned int rss_ctx_force(struct dctx *x, const char *reason)
+{
+	struct rss *r, *tmp;
+	unsigned int n = 0;
+
+	TAILQ_FOREACH_SAFE(r, &rss_all, link, tmp) {
+		struct device_why why = { "" };
+		uint64_t id = r->id;
+
+		if (r->x != x)
+			continue;
+		n++;
+		/* Sending closes no RSS object: an ended session keeps its
+		 * records. */
+		rss_event(r, reason, true);
+		if (rss_teardown(r, &why) < 0)
+			log_warn("RSS %" PRIu64 ": left to its old context: %s",
+				 id, why.text);
+	}
+	return n;
+}
+
 /* --- requests ----------------------------------------------------------- */
 
 /* The WQs: live registry WQs of the domain, in the same context, each
@@ -693,6 +740,12 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 	if (!x->dc)
 		return reply_error(r, -ENODEV, "device %s was removed",
 				   x->dev->name);
+	if (x->rekeyed)
+		return reply_error(r, -ESTALE,
+				   "context %" PRIu64 " of domain %s was "
+				   "replaced by a rekey: close it and open "
+				   "the device again",
+				   x->id, x->domain->name);
 	/* A device that makes none says why before any rule is checked. */
 	if (*x->dev->rss_why)
 		return reply_error(r, -EOPNOTSUPP, "%s makes no RSS tables: %s",

@@ -78,6 +78,8 @@ struct server {
 	struct dm_table *dms;
 	/* XRC domains by name (xrcd.c). */
 	struct xrcd_table *xrcds;
+	/* Rekey (rekey.c): the automatic check, run from the loop. */
+	struct event *rekey_ev;
 };
 
 int server_init(struct server *srv, const struct server_options *opt);

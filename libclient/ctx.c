@@ -153,7 +153,7 @@ out:
 }
 
 /* Close this process's descriptors of @ctx, keeping @ctx for ibc_close. */
-static void ibc_ctx_drop_local(struct ibc_ctx *ctx)
+void ibc_ctx_drop_local(struct ibc_ctx *ctx)
 {
 	/* DM imports live in the context: they go first. */
 	ibc_dm_ctx_drop(ctx, "the context was closed");
@@ -227,12 +227,16 @@ void ibc_ctx_free_all(struct ibc_client *cl)
 IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 {
 	struct ibc_client *client;
+	bool rekeyed;
 	uint64_t id;
 
 	if (!ctx)
 		return;
 	client = ctx->client;
 	id = ctx->caps.context_id;
+	pthread_mutex_lock(&client->lock);
+	rekeyed = ctx->rekeyed;
+	pthread_mutex_unlock(&client->lock);
 	ibc_ctx_teardown(ctx);
 	pthread_mutex_lock(&client->lock);
 	for (struct ibc_ctx **p = &client->ctxs; *p; p = &(*p)->next) {
@@ -243,7 +247,9 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 	}
 	pthread_mutex_unlock(&client->lock);
 	ibc_ctx_free_local(ctx);
-	ibc_ctx_release(client, id);
+	/* A rekeyed context was released when its Event was dispatched. */
+	if (!rekeyed)
+		ibc_ctx_release(client, id);
 }
 
 IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret,

@@ -69,6 +69,9 @@ struct ibc_ctx {
 	int soft_fd;
 	/* The device is gone: this process's descriptors are closed. */
 	bool removed;
+	/* Rekey (rekey.c): removed because the domain got a new context;
+	 * the broker was told already. */
+	bool rekeyed;
 	/* Device memory this process holds in the context (dm.h), under
 	 * lock. */
 	struct ibc_dm *dms;
@@ -77,5 +80,8 @@ struct ibc_ctx {
 /* Whether @ctx's device was removed (its descriptors are closed); read
  * under the client's lock, which the event dispatch takes to set it. */
 bool ibc_ctx_removed(struct ibc_ctx *ctx);
+/* Close this process's descriptors of @ctx (its DM imports first) and
+ * mark it removed; under the client's lock. */
+void ibc_ctx_drop_local(struct ibc_ctx *ctx);
 
 #endif

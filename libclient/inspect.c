@@ -242,6 +242,8 @@ static void ibc_domains_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	ibc_copy_quota(&e->used, d->used);
 	ibc_copy_quota(&e->limit, d->limit);
 	e->unaccounted = d->unaccounted;
+	e->old_contexts = d->old_contexts;
+	e->rekeys = d->rekeys;
 }
 
 static size_t ibc_clients_count(const Rdmab__Reply *reply, uint32_t *total)
