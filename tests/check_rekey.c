@@ -642,6 +642,22 @@ static int evict_rekey(struct ol_client *c, uint64_t id)
 	return err;
 }
 
+static int ol_close_context(struct ol_client *c, uint64_t id)
+{
+	Rdmab__CloseContextRequest cr = RDMAB__CLOSE_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int err;
+
+	cr.context_id = id;
+	req.body_case = RDMAB__REQUEST__BODY_CLOSE_CONTEXT;
+	req.close_context = &cr;
+	err = ol_call(c, &req, &m);
+	if (err == 0)
+		ol_free(m);
+	return err;
+}
+
 /* Replace the first @name in @s by "NAME". */
 static void unname(char *s, const char *name)
 {
@@ -723,8 +739,6 @@ START_TEST(test_auto_rekey)
 	struct ol_client *other = client(1, NULL, true);
 	struct ol_obj i1, i2;
 	Rdmab__DaemonMessage *m = NULL;
-	Rdmab__CloseContextRequest cr = RDMAB__CLOSE_CONTEXT_REQUEST__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	uint32_t used = 0, unacc = 0;
 	uint64_t old = other->ctx_id;
 	struct domain *d;
@@ -765,11 +779,7 @@ START_TEST(test_auto_rekey)
 	ck_assert(TAILQ_FIRST(&d->ctxs)->rekeyed);
 	/* Still charged: PD and the two intents. */
 	ck_assert_uint_eq(d->used.objects, 3);
-	cr.context_id = old;
-	req.body_case = RDMAB__REQUEST__BODY_CLOSE_CONTEXT;
-	req.close_context = &cr;
-	OK(ol_call(other, &req, &m));
-	ol_free(m);
+	OK(ol_close_context(other, old));
 	ck_assert_uint_eq(d->n_ctxs, 0);
 	ck_assert_uint_eq(d->used.objects, 0);
 	/* A new one, counting from zero. */
@@ -850,6 +860,86 @@ START_TEST(test_auto_rekey_off)
 }
 END_TEST
 
+/*
+ * An Event the requester itself cannot take (its peer is gone) must not
+ * close its connection under its own handler, which still uses it: the
+ * rekey of a context it holds, and the RSS rebuild when it destroys a WQ
+ * of its own table (the storm of make check-soak found that one).
+ */
+START_TEST(test_event_to_gone_requester)
+{
+	struct ol_client *c = client(0, NULL, true);
+	struct ol_client *other = client(1, NULL, true);
+	Rdmab__DomainRekeyRequest dr = RDMAB__DOMAIN_REKEY_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct domain *d = TAILQ_FIRST(&srv.domains);
+	uint64_t old = c->ctx_id;
+
+	dr.domain = c->domain;
+	req.body_case = RDMAB__REQUEST__BODY_DOMAIN_REKEY;
+	req.domain_rekey = &dr;
+	OK(ol_send(c, &req));
+	/* Gone before the broker reads it. */
+	close(c->fd);
+	c->fd = -1;
+	for (int i = 0; i < 10; i++)
+		pump();
+	ck_assert_uint_eq(d->rekeys, 1);
+	ck_assert_uint_eq(srv.n_conns, 1);
+	ck_assert_uint_eq(TAILQ_FIRST(&d->ctxs)->id, old);
+	ck_assert(TAILQ_FIRST(&d->ctxs)->rekeyed);
+	OK(ol_close_context(other, old));
+	ck_assert_uint_eq(d->n_ctxs, 0);
+}
+END_TEST
+
+START_TEST(test_rss_event_to_gone_requester)
+{
+	struct ol_client *c = client(0, NULL, true);
+	Rdmab__RssCreateRequest rc = RDMAB__RSS_CREATE_REQUEST__INIT;
+	Rdmab__FlowMatch fm = RDMAB__FLOW_MATCH__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__ObjDestroyRequest dq = RDMAB__OBJ_DESTROY_REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	static uint8_t key[40] = { 1 };
+	struct ol_obj cq, wq1, wq2;
+	uint64_t ids[2];
+
+	OK(ol_cq(c, 8, &cq));
+	OK(ol_wq(c, cq.id, 8, &wq1));
+	OK(ol_wq(c, cq.id, 8, &wq2));
+	ids[0] = wq1.id;
+	ids[1] = wq2.id;
+	rc.context_id = c->ctx_id;
+	rc.port_num = 1;
+	rc.log_ind_tbl_size = 1;
+	rc.wq_ids = ids;
+	rc.n_wq_ids = 2;
+	rc.hash_key.data = key;
+	rc.hash_key.len = sizeof(key);
+	rc.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
+	fm.af = AF_INET;
+	fm.l4_proto = IPPROTO_UDP;
+	fm.dst_port = 4791;
+	fm.port_mask = 0xffff;
+	rc.match = &fm;
+	req.body_case = RDMAB__REQUEST__BODY_RSS_CREATE;
+	req.rss_create = &rc;
+	OK(ol_call(c, &req, &m));
+	ol_free(m);
+	/* Its WQ leaves its own table: the rebuild's Event is its. */
+	dq.object_id = wq1.id;
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
+	req.obj_destroy = &dq;
+	OK(ol_send(c, &req));
+	close(c->fd);
+	c->fd = -1;
+	for (int i = 0; i < 10; i++)
+		pump();
+	ck_assert_uint_eq(srv.n_conns, 0);
+}
+END_TEST
+
 static Suite *rekey_suite(void)
 {
 	Suite *s = suite_create("rekey");
@@ -871,6 +961,8 @@ static Suite *rekey_suite(void)
 	tcase_add_test(tc, test_auto_rekey);
 	tcase_add_test(tc, test_auto_rekey_refused);
 	tcase_add_test(tc, test_auto_rekey_off);
+	tcase_add_test(tc, test_event_to_gone_requester);
+	tcase_add_test(tc, test_rss_event_to_gone_requester);
 	suite_add_tcase(s, tc);
 	return s;
 }
