@@ -37,7 +37,8 @@ struct dctx {
 	/* Replaced by a rekey (rekey.c): no new session gets it; it closes
 	 * as a whole once every session let go. */
 	bool rekeyed;
-	/* Auto rekey was refused for it (logged once). */
+	/* An automatic rekey was refused for it: logged once, tried again
+	 * when its unaccounted count grows. */
 	bool auto_rekey_refused;
 };
 

@@ -174,8 +174,7 @@ static struct dctx *rekey_due(struct domain *d)
 	if (!at)
 		return NULL;
 	TAILQ_FOREACH(x, &d->ctxs, link)
-		if (!x->rekeyed && !x->auto_rekey_refused &&
-		    x->unaccounted >= at)
+		if (!x->rekeyed && x->unaccounted >= at)
 			return x;
 	return NULL;
 }
@@ -189,7 +188,8 @@ static void rekey_auto_cb(evutil_socket_t fd, short what, void *arg)
 	(void)fd;
 	(void)what;
 	/* A rekey may close sessions and free domains: look again from the
-	 * start after each; a rekeyed or refused context is not due. */
+	 * start after each (a rekeyed context is not due). A refusal
+	 * changes nothing. */
 again:
 	TAILQ_FOREACH(d, &srv->domains, link) {
 		struct reply r = { 0 };
@@ -202,12 +202,12 @@ again:
 			 "automatic: %u unaccounted objects in context "
 			 "%" PRIu64,
 			 x->unaccounted, x->id);
-		if (rekey_domain(srv, d, false, who, &r, NULL) < 0) {
+		if (rekey_domain(srv, d, false, who, &r, NULL) == 0)
+			goto again;
+		if (!x->auto_rekey_refused)
 			log_warn("domain %s: no automatic rekey: %s", d->name,
 				 r.message);
-			x->auto_rekey_refused = true;
-		}
-		goto again;
+		x->auto_rekey_refused = true;
 	}
 }
 

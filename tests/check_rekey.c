@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -482,6 +483,65 @@ START_TEST(test_evict_rekey)
 }
 END_TEST
 
+/* rdmabrokerctl --socket D.sock ARGS, its output into @out: the exit
+ * status. */
+static int ctl(char *out, size_t len, const char *args)
+{
+	const char *path = getenv("RDMABROKERCTL");
+	char cmd[1024];
+	size_t n;
+	FILE *f;
+	int st;
+
+	if (!path || !*path)
+		path = access("./rdmabrokerctl", X_OK) == 0 ?
+			       "./rdmabrokerctl" :
+			       "../rdmabrokerctl";
+	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>&1", path, D.sock,
+		 args);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(out, 1, len - 1, f);
+	out[n] = '\0';
+	st = pclose(f);
+	ck_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+START_TEST(test_ctl)
+{
+	struct seen sa, sc;
+	struct ibc_client *a = join(&sa, 0), *c;
+	struct ibc_ctx *xa = open_ctx(a);
+	struct ibc_client_info ai;
+	char out[4096], args[64];
+
+	ck_assert_int_eq(ctl(out, sizeof(out), "domain rekey lab"), 0);
+	ck_assert_msg(strstr(out, "domain lab rekeyed"), "%s", out);
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	ck_assert_int_eq(ctl(out, sizeof(out), "--json domain rekey lab"), 0);
+	ck_assert_str_eq(out, "{\"rekeyed\":\"lab\"}\n");
+	ck_assert_int_ne(ctl(out, sizeof(out), "domain rekey nosuch"), 0);
+	ck_assert_msg(strstr(out, "no domain \"nosuch\""), "%s", out);
+	ck_assert_int_eq(ctl(out, sizeof(out), "domain rekey"), 2);
+	ck_assert_int_eq(ctl(out, sizeof(out), "domain frob lab"), 2);
+	ck_assert_int_eq(ctl(out, sizeof(out), "evict --force 5"), 2);
+	ibc_close(xa);
+	xa = open_ctx(a);
+	ck_assert_int_eq(ibc_client_info(a, &ai, sizeof(ai)), 0);
+	snprintf(args, sizeof(args), "evict --rekey %llu",
+		 (unsigned long long)ai.client_id);
+	ck_assert_int_eq(ctl(out, sizeof(out), args), 0);
+	ck_assert_msg(strstr(out, "evicted and its domain rekeyed"), "%s",
+		      out);
+	c = join(&sc, 0);
+	ck_assert_uint_eq(lab(c).rekeys, 3);
+	ibc_close(xa);
+	ibc_disconnect(a);
+	ibc_disconnect(c);
+}
+END_TEST
+
 /* --- in-process --------------------------------------------------------- */
 
 #define MAX_CLIENTS 4
@@ -796,6 +856,8 @@ END_TEST
 START_TEST(test_auto_rekey_refused)
 {
 	struct ol_client *other = client(1, NULL, true);
+	/* Keeps the context open throughout. */
+	struct ol_client *holder = client(3, NULL, true);
 	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	Rdmab__DaemonMessage *m;
@@ -827,6 +889,32 @@ START_TEST(test_auto_rekey_refused)
 	d = TAILQ_FIRST(&srv.domains);
 	ck_assert(!TAILQ_FIRST(&d->ctxs)->rekeyed);
 	ck_assert_uint_eq(d->rekeys, 0);
+	/* The DM goes with its allocator: the next intent left behind
+	 * rekeys. */
+	conn_close(conns[1]);
+	conns[1] = NULL;
+	objects_owner_dead(owner(1));
+	for (int i = 0; i < 100 && owner(1); i++)
+		event_base_loop(srv.base, EVLOOP_ONCE);
+	ck_assert_ptr_null(owner(1));
+	ol_close(other);
+	other = client(1, NULL, true);
+	{
+		struct ol_client *c = client(0, NULL, true);
+		struct ol_obj o;
+
+		OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+				  IBC_OBJ_CQ, NULL, 0, NULL, 0, &o));
+		conn_close(conns[0]);
+		conns[0] = NULL;
+		objects_owner_dead(owner(0));
+		pump();
+		ol_close(c);
+	}
+	ck_assert_uint_eq(d->rekeys, 1);
+	ck_assert_int_eq(log_count("no automatic rekey"), 1);
+	ck_assert_uint_eq(holder->ctx_id, TAILQ_FIRST(&d->ctxs)->id);
+	ck_assert(TAILQ_FIRST(&d->ctxs)->rekeyed);
 }
 END_TEST
 
@@ -953,6 +1041,7 @@ static Suite *rekey_suite(void)
 	tcase_add_test(tc, test_busy_and_force);
 	tcase_add_test(tc, test_xrcd_survives);
 	tcase_add_test(tc, test_evict_rekey);
+	tcase_add_test(tc, test_ctl);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("in-process");
