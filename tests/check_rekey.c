@@ -64,7 +64,10 @@ static void on_event(struct ibc_client *cl, const struct ibc_event *ev,
 		 ev->message ? ev->message : "");
 }
 
-static void start(const char *extra)
+/* @broker: lines of [broker]; @domain: of [domain lab]; @extra: more
+ * sections. */
+static void start_with(const char *broker, const char *domain,
+		       const char *extra)
 {
 	const char *args[] = { "--config", conf_path, NULL };
 	char *dir = tl_mkdtemp();
@@ -77,12 +80,18 @@ static void start(const char *extra)
 	f = fopen(conf_path, "w");
 	ck_assert_ptr_nonnull(f);
 	/* This process is the administrator, whatever its uid. */
-	fprintf(f, "[broker]\nadmin_group = %u\n[domain lab]\nusers = %u\n%s",
-		(unsigned int)getgid(), (unsigned int)getuid(),
+	fprintf(f, "[broker]\nadmin_group = %u\n%s[domain lab]\nusers = %u\n%s%s",
+		(unsigned int)getgid(), broker ? broker : "",
+		(unsigned int)getuid(), domain ? domain : "",
 		extra ? extra : "");
 	ck_assert_int_eq(fclose(f), 0);
 	ret = tl_daemon_start(&D, args);
 	ck_assert_msg(ret == 0, "cannot start the daemon: %s", strerror(-ret));
+}
+
+static void start(const char *extra)
+{
+	start_with(NULL, NULL, extra);
 }
 
 static void setup(void)
@@ -400,6 +409,93 @@ START_TEST(test_busy_and_force)
 		      ibc_last_error());
 	ck_assert_int_eq(ibc_dm_free(all), 0);
 	ibc_close(xa);
+	ibc_disconnect(a);
+	ibc_disconnect(b);
+	ibc_disconnect(c);
+}
+END_TEST
+
+/* A DM whose free is pending, and one in its revoke grace period: both
+ * named, both destroyed by --force; the grace period's end finds
+ * nothing. */
+START_TEST(test_pending_and_revoked)
+{
+	struct seen sa, sb, sc;
+	struct ibc_client *a, *b, *c;
+	struct ibc_ctx *xa, *xb;
+	struct ibc_dm *d1, *d2, *i1, *i2;
+	struct ibc_client_info ai;
+	char want[64];
+
+	tl_daemon_stop(&D);
+	start_with("dm_revoke_grace = 200ms\n", NULL, NULL);
+	a = join(&sa, 0);
+	b = join(&sb, 0);
+	c = join(&sc, 0);
+	xa = open_ctx(a);
+	xb = open_ctx(b);
+	ck_assert_int_eq(ibc_client_info(a, &ai, sizeof(ai)), 0);
+	ck_assert_int_eq(ibc_dm_alloc(xa, 4096, 0, &d1), 0);
+	ck_assert_int_eq(ibc_dm_alloc(xa, 4096, 0, &d2), 0);
+	ck_assert_int_eq(ibc_dm_import(xb, ibc_dm_handle(d1), &i1), 0);
+	ck_assert_int_eq(ibc_dm_import(xb, ibc_dm_handle(d2), &i2), 0);
+	snprintf(want, sizeof(want), "DM %llu (client %llu's)",
+		 (unsigned long long)ibc_dm_id(d1),
+		 (unsigned long long)ai.client_id);
+	/* d1: free pending (b holds it); d2: revoked, in its grace. */
+	ck_assert_int_eq(ibc_dm_free(d1), 0);
+	ck_assert_int_eq(ibc_admin_dm_revoke(c, ibc_dm_id(d2)), 0);
+	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), -EBUSY);
+	ck_assert_msg(strstr(ibc_last_error(), want), "%s", ibc_last_error());
+	ck_assert_msg(ibc_admin_domain_rekey(c, "lab", IBC_REKEY_FORCE) == 0,
+		      "%s", ibc_last_error());
+	wait_event(b, &sb, IBC_EVENT_DOMAIN_REKEYED);
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	/* Past the grace period: the broker still serves. */
+	tl_sleep_ms(400);
+	ck_assert_int_eq(ibc_ping(c, "x", 1), 0);
+	wait_lab(c, 0, 0);
+	ck_assert_uint_eq(lab(c).used.dm_bytes, 0);
+	ibc_close(xa);
+	ibc_close(xb);
+	ibc_disconnect(a);
+	ibc_disconnect(b);
+	ibc_disconnect(c);
+}
+END_TEST
+
+/* The old context counts in the quota until it goes: a domain at its
+ * objects quota opens its new one once the old one's last holder let
+ * go. */
+START_TEST(test_quota_of_old_context)
+{
+	struct seen sa, sb, sc;
+	struct ibc_client *a, *b, *c;
+	struct ibc_ctx *xa, *xb, *na;
+	struct ibc_cq *cq1, *cq2;
+
+	tl_daemon_stop(&D);
+	start_with(NULL, "objects = 3\n", NULL);
+	a = join(&sa, 0);
+	b = join(&sb, 0);
+	c = join(&sc, 0);
+	xa = open_ctx(a);
+	xb = open_ctx(b);
+	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq1), 0);
+	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq2), 0);
+	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), 0);
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	ibc_close(xa);
+	/* b still holds the old context, with a's CQs in it. */
+	wait_lab(c, 1, 3);
+	ck_assert_int_eq(ibc_open(a, NULL, &na), -EDQUOT);
+	ck_assert_msg(strstr(ibc_last_error(), "lab"), "%s", ibc_last_error());
+	wait_event(b, &sb, IBC_EVENT_DOMAIN_REKEYED);
+	wait_lab(c, 0, 0);
+	na = open_ctx(a);
+	ck_assert_int_eq(ibc_cq_create(na, 8, &cq1), 0);
+	ibc_close(na);
+	ibc_close(xb);
 	ibc_disconnect(a);
 	ibc_disconnect(b);
 	ibc_disconnect(c);
@@ -1040,6 +1136,8 @@ static Suite *rekey_suite(void)
 	tcase_add_test(tc, test_second_rekey);
 	tcase_add_test(tc, test_busy_and_force);
 	tcase_add_test(tc, test_xrcd_survives);
+	tcase_add_test(tc, test_pending_and_revoked);
+	tcase_add_test(tc, test_quota_of_old_context);
 	tcase_add_test(tc, test_evict_rekey);
 	tcase_add_test(tc, test_ctl);
 	suite_add_tcase(s, tc);
