@@ -28,6 +28,7 @@
 #include <event2/event.h>
 #include <infiniband/verbs.h>
 
+#include "daemon/conf.h"
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/domain.h"
@@ -1124,6 +1125,44 @@ START_TEST(test_rss_event_to_gone_requester)
 }
 END_TEST
 
+/* [defaults] sets it for every domain; a [domain] section overrides. */
+START_TEST(test_config)
+{
+	char path[300], err[512];
+	struct config cfg;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/t.conf", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("[domain a]\nusers = 0\n[domain b]\nusers = 0\n"
+	      "auto_rekey_unaccounted = 0\n"
+	      "[defaults]\nauto_rekey_unaccounted = 5\n",
+	      f);
+	ck_assert_int_eq(fclose(f), 0);
+	config_init(&cfg);
+	ck_assert_uint_eq(cfg.defaults.auto_rekey_unaccounted, 0);
+	ck_assert_msg(config_load(path, true, &cfg, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(cfg.defaults.auto_rekey_unaccounted, 5);
+	ck_assert_uint_eq(config_find_domain(&cfg, "a")->quota
+				  .auto_rekey_unaccounted,
+			  5);
+	ck_assert_uint_eq(config_find_domain(&cfg, "b")->quota
+				  .auto_rekey_unaccounted,
+			  0);
+	config_free(&cfg);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("[defaults]\nauto_rekey_unaccounted = -1\n", f);
+	ck_assert_int_eq(fclose(f), 0);
+	config_init(&cfg);
+	ck_assert_int_lt(config_load(path, true, &cfg, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "auto_rekey_unaccounted"), "%s", err);
+	config_free(&cfg);
+}
+END_TEST
+
 static Suite *rekey_suite(void)
 {
 	Suite *s = suite_create("rekey");
@@ -1150,6 +1189,7 @@ static Suite *rekey_suite(void)
 	tcase_add_test(tc, test_auto_rekey_off);
 	tcase_add_test(tc, test_event_to_gone_requester);
 	tcase_add_test(tc, test_rss_event_to_gone_requester);
+	tcase_add_test(tc, test_config);
 	suite_add_tcase(s, tc);
 	return s;
 }
