@@ -1125,6 +1125,37 @@ START_TEST(test_rss_event_to_gone_requester)
 }
 END_TEST
 
+/* A forced evict --rekey whose DM Event closes the client being evicted
+ * (it reads no more): the eviction must not use it after. */
+START_TEST(test_evict_force_closes_target)
+{
+	struct ol_client *admin = client(0, NULL, true);
+	struct ol_client *t = client(1, NULL, true);
+	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__EvictRequest er = RDMAB__EVICT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+
+	da.context_id = t->ctx_id;
+	da.length = 4096;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &da;
+	OK(ol_call(t, &req, &m));
+	ol_free(m);
+	/* Sends to it fail (EPIPE), and it has not hung up. */
+	ck_assert_int_eq(shutdown(t->fd, SHUT_RD), 0);
+	er.client_id = t->client_id;
+	er.rekey = true;
+	er.force = true;
+	req.body_case = RDMAB__REQUEST__BODY_EVICT;
+	req.evict = &er;
+	OK(ol_call(admin, &req, &m));
+	ol_free(m);
+	ck_assert_uint_eq(srv.n_conns, 1);
+	ck_assert_uint_eq(TAILQ_FIRST(&srv.domains)->rekeys, 1);
+}
+END_TEST
+
 /* [defaults] sets it for every domain; a [domain] section overrides. */
 START_TEST(test_config)
 {
@@ -1190,6 +1221,7 @@ static Suite *rekey_suite(void)
 	tcase_add_test(tc, test_event_to_gone_requester);
 	tcase_add_test(tc, test_rss_event_to_gone_requester);
 	tcase_add_test(tc, test_config);
+	tcase_add_test(tc, test_evict_force_closes_target);
 	suite_add_tcase(s, tc);
 	return s;
 }
