@@ -183,6 +183,24 @@ static void ibc_ctx_teardown(struct ibc_ctx *ctx)
 	}
 }
 
+int ibc_ctx_gone(struct ibc_ctx *ctx)
+{
+	bool rekeyed;
+
+	pthread_mutex_lock(&ctx->client->lock);
+	rekeyed = ctx->rekeyed;
+	pthread_mutex_unlock(&ctx->client->lock);
+	if (rekeyed)
+		return ibc_set_error(-ESTALE,
+				     "context %llu of domain %s was replaced "
+				     "by a rekey: close it and open the device "
+				     "again",
+				     (unsigned long long)ctx->caps.context_id,
+				     ctx->caps.domain);
+	return ibc_set_error(-ENODEV, "%s was removed: close the context",
+			     ctx->caps.device);
+}
+
 bool ibc_ctx_removed(struct ibc_ctx *ctx)
 {
 	bool removed;
@@ -273,7 +291,7 @@ IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret,
 /*
  * What ibc_verbs_context() and ibc_verbs_pd() return, read under the lock:
  * ibc_dispatch() may be closing them in another thread, on device removal.
- * Returns 0, or -ENODEV with the sentence set.
+ * Returns 0, or -ENODEV (-ESTALE after a rekey) with the sentence set.
  */
 static int ibc_ctx_verbs_objs(struct ibc_ctx *ctx,
 			      struct ibv_context **ret_vctx,
@@ -290,10 +308,10 @@ static int ibc_ctx_verbs_objs(struct ibc_ctx *ctx,
 	vpd = ctx->vpd;
 	pthread_mutex_unlock(&cl->lock);
 	if (removed) {
-		errno = ENODEV;
-		return ibc_set_error(-ENODEV,
-				     "%s was removed: close the context",
-				     ctx->caps.device);
+		int err = ibc_ctx_gone(ctx);
+
+		errno = -err;
+		return err;
 	}
 	*ret_vctx = vctx;
 	*ret_vpd = vpd;

@@ -80,6 +80,9 @@ struct ibc_ctx {
 /* Whether @ctx's device was removed (its descriptors are closed); read
  * under the client's lock, which the event dispatch takes to set it. */
 bool ibc_ctx_removed(struct ibc_ctx *ctx);
+/* Why calls on a removed @ctx fail: -ESTALE once its domain was rekeyed,
+ * -ENODEV once its device was removed; the sentence says which. */
+int ibc_ctx_gone(struct ibc_ctx *ctx);
 /* Close this process's descriptors of @ctx (its DM imports first) and
  * mark it removed; under the client's lock. */
 void ibc_ctx_drop_local(struct ibc_ctx *ctx);

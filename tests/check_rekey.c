@@ -228,6 +228,17 @@ START_TEST(test_members_reopen)
 				     "lab"));
 	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq), -ESTALE);
 	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "rekey"));
+	{
+		struct ibc_xrcd *xr;
+		struct ibc_dm *dm;
+
+		ck_assert_int_eq(ibc_dm_alloc(xa, 4096, 0, &dm), -ESTALE);
+		ck_assert_int_eq(ibc_xrcd_open(xa, "n", O_CREAT, &xr),
+				 -ESTALE);
+		errno = 0;
+		ck_assert_ptr_null(ibc_verbs_context(xa));
+		ck_assert_int_eq(errno, ESTALE);
+	}
 	ibc_close(xa);
 	na = open_ctx(a);
 	ck_assert_uint_ne(ctx_id(na), old);
