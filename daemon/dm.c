@@ -24,6 +24,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/objects.h"
+#include "daemon/rekey.h"
 #include "daemon/server.h"
 
 /* A DmInfo is under 400 bytes with the longest names and 16 importers. */
@@ -881,22 +882,21 @@ unsigned int dm_ctx_busy(const struct server *srv, const struct dctx *x,
 {
 	const struct dm *dm;
 	unsigned int n = 0;
-	size_t at = strlen(buf);
 
 	TAILQ_FOREACH(dm, &srv->dms->dms, link) {
+		char item[64];
+
 		if (dm->ctx != x)
 			continue;
 		n++;
-		if (at + 1 >= len)
-			continue;
 		if (dm->persistent)
-			snprintf(buf + at, len - at, "%sDM %" PRIu64
-				 " (persistent)", at ? ", " : "", dm->id);
+			snprintf(item, sizeof(item), "DM %" PRIu64 " (persistent)",
+				 dm->id);
 		else
-			snprintf(buf + at, len - at, "%sDM %" PRIu64
-				 " (client %" PRIu64 "'s)", at ? ", " : "",
-				 dm->id, dm->allocator_id);
-		at = strlen(buf);
+			snprintf(item, sizeof(item),
+				 "DM %" PRIu64 " (client %" PRIu64 "'s)", dm->id,
+				 dm->allocator_id);
+		rekey_name_add(buf, len, item);
 	}
 	return n;
 }

@@ -28,6 +28,22 @@
 /* Contexts one domain has on its devices at once, new ones. */
 #define REKEY_MAX_CTXS DEVICE_MAX
 
+#define REKEY_MORE " ..."
+
+void rekey_name_add(char *buf, size_t len, const char *item)
+{
+	size_t at = strlen(buf), n = strlen(item);
+
+	if (at >= strlen(REKEY_MORE) &&
+	    strcmp(buf + at - strlen(REKEY_MORE), REKEY_MORE) == 0)
+		return;
+	/* Room for the separator, the item, and " ..." after them. */
+	if (at + 2 + n + strlen(REKEY_MORE) < len)
+		snprintf(buf + at, len - at, "%s%s", at ? ", " : "", item);
+	else if (at + strlen(REKEY_MORE) < len)
+		snprintf(buf + at, len - at, "%s", REKEY_MORE);
+}
+
 /* The sessions that hold context arg open, and not on their way out. */
 static bool rekey_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
 {
@@ -60,7 +76,8 @@ int rekey_domain(struct server *srv, struct domain *d, bool force,
 {
 	struct dctx *olds[REKEY_MAX_CTXS];
 	unsigned int n = 0, busy = 0, dms = 0, rss = 0;
-	char names[200] = "";
+	/* With the rest of the sentence, it fits a reply's 256 bytes. */
+	char names[112] = "";
 	struct dctx *x;
 
 	TAILQ_FOREACH(x, &d->ctxs, link)
@@ -72,9 +89,9 @@ int rekey_domain(struct server *srv, struct domain *d, bool force,
 	}
 	if (busy && !force)
 		return reply_error(r, -EBUSY,
-				   "domain %s: the broker made %u objects in "
-				   "its contexts that cannot move to new "
-				   "ones: %s; --force destroys them",
+				   "domain %s holds %u objects the broker "
+				   "made, which cannot move to a new context "
+				   "(--force destroys them): %s",
 				   d->name, busy, names);
 	if (out) {
 		out->old_context_ids =

@@ -12,6 +12,7 @@
 #define RDMAB_REKEY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "proto/rdmabroker.pb-c.h"
 
@@ -27,6 +28,10 @@ struct reply;
  */
 int rekey_domain(struct server *srv, struct domain *d, bool force,
 		 const char *who, struct reply *r, Rdmab__DomainRekeyReply *out);
+
+/* Add @item to the list of names in @buf (of @len bytes): ", " between
+ * them, whole or not at all; " ..." once one did not fit. */
+void rekey_name_add(char *buf, size_t len, const char *item);
 
 /* A context's unaccounted count grew: look at [defaults]
  * auto_rekey_unaccounted from the event loop. */

@@ -34,6 +34,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/objects.h"
+#include "daemon/rekey.h"
 #include "daemon/rss.h"
 #include "daemon/server.h"
 
@@ -562,21 +563,21 @@ unsigned int rss_ctx_busy(const struct dctx *x, char *buf, size_t len)
 {
 	const struct rss *r;
 	unsigned int n = 0;
-	size_t at = strlen(buf);
 
 	TAILQ_FOREACH(r, &rss_all, link) {
+		char item[64];
+
 		if (r->x != x)
 			continue;
 		n++;
-		if (at + 1 >= len)
-			continue;
-		snprintf(buf + at, len - at, "%sRSS table %" PRIu64, at ? ", " : "",
-			 r->id);
 		if (r->tbl)
-			snprintf(buf + strlen(buf), len - strlen(buf),
-				 " (client %" PRIu64 "'s)",
-				 r->tbl->owner->client_id);
-		at = strlen(buf);
+			snprintf(item, sizeof(item),
+				 "RSS table %" PRIu64 " (client %" PRIu64 "'s)",
+				 r->id, r->tbl->owner->client_id);
+		else
+			snprintf(item, sizeof(item), "RSS table %" PRIu64,
+				 r->id);
+		rekey_name_add(buf, len, item);
 	}
 	return n;
 }

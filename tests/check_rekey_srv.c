@@ -552,6 +552,36 @@ START_TEST(test_evict_force_closes_target)
 }
 END_TEST
 
+/* Many DMs: the sentence names whole ones and says there are more. */
+START_TEST(test_busy_many)
+{
+	struct ol_client *admin = client(0, NULL, true);
+	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	size_t len;
+
+	da.context_id = admin->ctx_id;
+	da.length = 4096;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &da;
+	for (int i = 0; i < 20; i++) {
+		OK(ol_call(admin, &req, &m));
+		ol_free(m);
+	}
+	ck_assert_int_eq(rekey(admin, admin->domain, false), -EBUSY);
+	ck_assert_msg(strstr(ol_error, "holds 20 objects"), "%s", ol_error);
+	ck_assert_msg(strstr(ol_error, "(--force destroys them)"), "%s",
+		      ol_error);
+	len = strlen(ol_error);
+	ck_assert_msg(len > 4 && strcmp(ol_error + len - 4, " ...") == 0,
+		      "%s", ol_error);
+	ck_assert_msg(strstr(ol_error, "'s), DM "), "%s", ol_error);
+	OK(rekey(admin, admin->domain, true));
+	ck_assert_uint_eq(TAILQ_FIRST(&srv.domains)->used.dm_bytes, 0);
+}
+END_TEST
+
 /* [defaults] sets it for every domain; a [domain] section overrides. */
 START_TEST(test_config)
 {
@@ -605,6 +635,7 @@ static Suite *rekey_srv_suite(void)
 	tcase_add_test(tc, test_rss_event_to_gone_requester);
 	tcase_add_test(tc, test_config);
 	tcase_add_test(tc, test_evict_force_closes_target);
+	tcase_add_test(tc, test_busy_many);
 	suite_add_tcase(s, tc);
 	return s;
 }
