@@ -49,6 +49,8 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 			       d[i].kernel_objects, d[i].registry_objects,
 			       d[i].broker_objects, d[i].live_intents,
 			       d[i].internal_objects);
+			printf(",\"old_contexts\":%u,\"rekeys\":%" PRIu64,
+			       d[i].old_contexts, d[i].rekeys);
 			quota_json("used", &d[i].used);
 			quota_json("limit", &d[i].limit);
 			printf("}");
@@ -56,13 +58,15 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 		printf("]\n");
 		goto out;
 	}
-	printf("%-20s %-10s %-7s %-8s %-17s %-9s %-9s %-11s %-6s %-15s %s\n",
+	printf("%-20s %-10s %-7s %-8s %-17s %-9s %-9s %-11s %-6s %-15s %-10s "
+	       "%s\n",
 	       "NAME", "KIND", "MEMBERS", "CONTEXTS", "DM_BYTES", "XRCDS",
-	       "RSS", "OBJECTS", "UNACCT", "K:R:B:I", "CLIENTS");
+	       "RSS", "OBJECTS", "UNACCT", "K:R:B:I", "REKEYS", "CLIENTS");
 	for (size_t i = 0; i < n; i++) {
 		char name[CTL_TEXT_SIZE(d[i].name)];
 		char kind[CTL_TEXT_SIZE(d[i].kind)];
 		char dm[32], x[16], rss[16], obj[24], cl[16], krbi[48];
+		char rk[40];
 
 		snprintf(dm, sizeof(dm), "%" PRIu64 "/%" PRIu64,
 			 d[i].used.dm_bytes, d[i].limit.dm_bytes);
@@ -79,12 +83,19 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 		snprintf(krbi, sizeof(krbi), "%u:%u:%u:%u",
 			 d[i].kernel_objects, d[i].registry_objects,
 			 d[i].broker_objects, d[i].live_intents);
+		/* Rekeys so far, and the replaced contexts a member still
+		 * holds (counted in CONTEXTS). */
+		if (d[i].old_contexts)
+			snprintf(rk, sizeof(rk), "%" PRIu64 "(%u old)",
+				 d[i].rekeys, d[i].old_contexts);
+		else
+			snprintf(rk, sizeof(rk), "%" PRIu64, d[i].rekeys);
 		printf("%-20s %-10s %-7u %-8u %-17s %-9s %-9s %-11s %-6u "
-		       "%-15s %s%s\n",
+		       "%-15s %-10s %s%s\n",
 		       text_escape(name, sizeof(name), d[i].name),
 		       text_escape(kind, sizeof(kind), d[i].kind), d[i].members,
 		       d[i].contexts, dm, x, rss, obj, d[i].unaccounted, krbi,
-		       cl, d[i].retired ? " (retired)" : "");
+		       rk, cl, d[i].retired ? " (retired)" : "");
 	}
 out:
 	ibc_list_free(d);

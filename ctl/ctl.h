@@ -55,5 +55,7 @@ int cmd_dm(struct ctl *ctl, int argc, char **argv);
 int cmd_xrcd(struct ctl *ctl, int argc, char **argv);
 /* RSS */
 int cmd_rss(struct ctl *ctl, int argc, char **argv);
+/* Rekey */
+int cmd_domain(struct ctl *ctl, int argc, char **argv);
 
 #endif

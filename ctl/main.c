@@ -21,7 +21,8 @@ static const struct ctl_command commands[] = {
 	  cmd_clients },
 	{ "objects", "[--client ID] [--domain NAME]",
 	  "objects clients made in shared contexts", cmd_objects },
-	{ "evict", "CLIENT", "end a client's session (administrators)",
+	{ "evict", "[--rekey [--force]] CLIENT",
+	  "end a client's session; --rekey: and shut it out (admin)",
 	  cmd_evict },
 	/* Device memory. */
 	{ "dm", "[list | show ID | free ID | revoke ID]",
@@ -32,6 +33,9 @@ static const struct ctl_command commands[] = {
 	/* RSS */
 	{ "rss", "[list | show ID]",
 	  "RSS objects: tables, keys, matches, WQs and owners", cmd_rss },
+	/* Rekey */
+	{ "domain", "rekey NAME [--force]",
+	  "give a domain new contexts (administrators)", cmd_domain },
 };
 
 #define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))

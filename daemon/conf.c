@@ -47,6 +47,7 @@ enum quota_key {
 	Q_RSS_TABLES = 1 << 2,
 	Q_OBJECTS = 1 << 3,
 	Q_CLIENTS = 1 << 4,
+	Q_AUTO_REKEY = 1 << 5,
 };
 
 /* Parser state: inih reads one line, then calls the handler for it, so
@@ -189,6 +190,11 @@ static int parse_quota(struct parse *p, const char *key, const char *value,
 			return 0;
 		q->clients = (uint32_t)v;
 		*set |= Q_CLIENTS;
+	} else if (strcmp(key, "auto_rekey_unaccounted") == 0) {
+		if (!parse_number(p, key, value, 0, 1u << 24, false, &v))
+			return 0;
+		q->auto_rekey_unaccounted = (uint32_t)v;
+		*set |= Q_AUTO_REKEY;
 	} else {
 		return -1; /* not a quota key */
 	}
@@ -761,7 +767,7 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 			return parse_fail(p, p->line, key,
 					  "unknown key (known: dm_bytes, "
 					  "xrcds, rss_tables, objects, "
-					  "clients)");
+					  "clients, auto_rekey_unaccounted)");
 		return ret;
 	}
 	if (strcmp(section, "soft") == 0)
@@ -784,7 +790,7 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 		return parse_fail(p, p->line, key,
 				  "unknown key (known: users, groups, "
 				  "rss_allow, dm_bytes, xrcds, rss_tables, "
-				  "objects, clients)");
+				  "objects, clients, auto_rekey_unaccounted)");
 	return ret;
 }
 
@@ -868,6 +874,9 @@ static void parse_finish(struct parse *p)
 			d->quota.objects = def->objects;
 		if (!(d->quota_set & Q_CLIENTS))
 			d->quota.clients = def->clients;
+		if (!(d->quota_set & Q_AUTO_REKEY))
+			d->quota.auto_rekey_unaccounted =
+				def->auto_rekey_unaccounted;
 	}
 	for (size_t i = 0; i < p->cfg.n_xrcds && !p->failed; i++)
 		parse_finish_xrcd(p, &p->cfg.xrcds[i]);

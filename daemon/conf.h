@@ -18,6 +18,9 @@ struct quota {
 	uint32_t rss_tables;
 	uint32_t objects;
 	uint32_t clients;
+	/* Not a quota: rekey the domain once one of its contexts counts
+	 * this many unaccounted objects; 0 is off (rekey.c). */
+	uint32_t auto_rekey_unaccounted;
 };
 
 /* rss_allow = FAMILY[/L4] PREFIX [PORT[/MASK]]: traffic a domain's RSS

@@ -15,6 +15,7 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
+#include "daemon/objects.h"
 #include "daemon/server.h"
 #include "daemon/unaccounted.h"
 #include "daemon/user.h"
@@ -44,8 +45,13 @@ static void dctx_free(struct server *srv, struct dctx *x)
 {
 	struct domain *d = x->domain;
 
-	log_debug("context %" PRIu64 " (%s on %s) closed", x->id, d->name,
-		  x->dev->name);
+	if (x->rekeyed)
+		log_info("context %" PRIu64 " (%s on %s), replaced by a "
+			 "rekey, closed; %u objects went with it",
+			 x->id, d->name, x->dev->name, x->unaccounted);
+	else
+		log_debug("context %" PRIu64 " (%s on %s) closed", x->id,
+			  d->name, x->dev->name);
 	dctx_close_device(x);
 	dctx_uncharge_user(srv, x);
 	TAILQ_REMOVE(&d->ctxs, x, link);
@@ -70,8 +76,9 @@ static struct dctx *dctx_find(struct domain *d, struct device *dev)
 {
 	struct dctx *x = NULL;
 
+	/* A rekeyed one stays for the sessions that hold it, no others. */
 	TAILQ_FOREACH(x, &d->ctxs, link)
-		if (x->dev == dev)
+		if (x->dev == dev && !x->rekeyed)
 			return x;
 	return NULL;
 }
@@ -171,6 +178,26 @@ static void dctx_unref_open(struct server *srv, struct dctx *x)
 		dctx_free(srv, x);
 }
 
+/* Session @c lets go of its last open of @x. */
+static void dctx_conn_let_go(struct server *srv, struct conn *c,
+			     struct dctx *x)
+{
+	/* Its copy of a rekeyed context is closed or will be: what it
+	 * made there goes with the context, not by handle. */
+	if (x->rekeyed)
+		objects_ctx_let_go(srv, x, c->id);
+	dctx_unref(srv, x);
+}
+
+void dctx_retire(struct server *srv, struct dctx *x)
+{
+	x->rekeyed = true;
+	/* Sessions that ended already let go of it. */
+	x->refs++;
+	objects_ctx_let_go(srv, x, 0);
+	dctx_unref(srv, x);
+}
+
 static struct conn_ctx *conn_ctx_find(struct conn *c, uint64_t id)
 {
 	struct conn_ctx *cc;
@@ -205,7 +232,7 @@ static struct conn_ctx *conn_ctx_find_dev(struct conn *c,
 	struct conn_ctx *cc;
 
 	TAILQ_FOREACH(cc, &c->ctxs, link)
-		if (cc->ctx->dev == dev)
+		if (cc->ctx->dev == dev && !cc->ctx->rekeyed)
 			return cc;
 	return NULL;
 }
@@ -295,7 +322,7 @@ int h_ctx_close(struct conn *c, const Rdmab__Request *req,
 		if (cc->ctx->dc)
 			cc->ctx->dev->ctx_ops->import_close(cc->ctx->dc,
 							    cc->import);
-		dctx_unref(c->srv, cc->ctx);
+		dctx_conn_let_go(c->srv, c, cc->ctx);
 		free(cc);
 	}
 	rdmab__close_context_reply__init(out);
@@ -310,9 +337,14 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 
 	while ((cc = TAILQ_FIRST(&c->ctxs))) {
 		struct dctx *x = cc->ctx;
-		bool stays = x->refs > 1 || x->objects;
+		bool stays;
 
 		TAILQ_REMOVE(&c->ctxs, cc, link);
+		/* As dctx_conn_let_go(), with the count refreshed after:
+		 * whether @x stays is known only once its records left. */
+		if (x->rekeyed)
+			objects_ctx_let_go(srv, x, c->id);
+		stays = x->refs > 1 || x->objects;
 		/* No close: what the import made stays in the kernel (a
 		 * dead mlx5 importer's UARs). The soft device's kernel is
 		 * this process, so its count is right at once; a verbs

@@ -44,6 +44,12 @@ struct dctx {
 	bool unacc_warned;
 	/* Provider-internal objects of the broker's own open (mlx5 UARs). */
 	uint32_t own_internal;
+	/* Replaced by a rekey (rekey.c): no new session gets it; it closes
+	 * as a whole once every session let go. */
+	bool rekeyed;
+	/* An automatic rekey was refused for it: logged once, tried again
+	 * when its unaccounted count grows. */
+	bool auto_rekey_refused;
 };
 
 /* A client's hold on a context. */
@@ -67,6 +73,10 @@ void dctx_conn_release(struct server *srv, struct conn *c);
 uint64_t dctx_conn_ctx_id(struct conn *c, const struct device *dev);
 /* Close the device side of every context of @dev (device removal). */
 void dctx_device_gone(struct server *srv, struct device *dev);
+/* Rekey (rekey.c): @x no longer goes to new sessions; the records of a
+ * session that lets go of it leave the registry, their charges staying
+ * with @x until it closes. */
+void dctx_retire(struct server *srv, struct dctx *x);
 /* Close every context of @d (daemon exit). */
 void dctx_close_all(struct server *srv, struct domain *d);
 

@@ -77,6 +77,9 @@ static const struct handler handlers[] = {
 	[RDMAB__REQUEST__BODY_OBJ_KERNEL_CALL] = { "obj-kernel-call",
 						   h_obj_kernel_call, 0,
 						   H_SESSION },
+	/* Rekey */
+	[RDMAB__REQUEST__BODY_DOMAIN_REKEY] = { "domain-rekey", h_domain_rekey,
+						0, H_SESSION | H_ADMIN },
 };
 
 /* dispatch_set_test_handler(): one extra body case, for test suites. */
@@ -221,7 +224,9 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		return;
 	}
 	r.msg.serial = req->serial;
+	c->srv->serving = c;
 	ret = dispatch_request(c, req, fds, &r, &fatal);
+	c->srv->serving = NULL;
 	/* A descriptor no field claimed is closed here. */
 	wire_fds_close(fds);
 	c->requests++;

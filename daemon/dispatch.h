@@ -109,6 +109,9 @@ int h_list_rss(struct conn *c, const Rdmab__Request *req,
 /* The soft device's kernel call of an intent (obj-handlers.c). */
 int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 		      struct wire_fds *fds, struct reply *r);
+/* Rekey (rekey.c). */
+int h_domain_rekey(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r);
 
 /*
  * For test suites only: serve @body_case (one the daemon does not know)

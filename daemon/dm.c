@@ -25,6 +25,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/objects.h"
+#include "daemon/rekey.h"
 #include "daemon/server.h"
 
 static uint64_t dm_page_size(void)
@@ -521,6 +522,12 @@ static int dm_ctx(struct conn *c, uint64_t ctx_id, struct reply *r,
 	if (!x->dc)
 		return reply_error(r, -ENODEV, "device %s was removed",
 				   x->dev->name);
+	if (x->rekeyed)
+		return reply_error(r, -ESTALE,
+				   "context %" PRIu64 " of domain %s was "
+				   "replaced by a rekey: close it and open "
+				   "the device again",
+				   x->id, x->domain->name);
 	if (!x->dev->caps.dm_shared)
 		return reply_error(
 			r, -EOPNOTSUPP, "%s cannot share device memory: %s",
@@ -761,4 +768,92 @@ int h_dm_free(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	}
 	dm_ask_free(c->srv, dm, c, who);
 	return 0;
+}
+
+/* --- rekey ---------------------------------------------------------------- */
+
+unsigned int dm_ctx_busy(const struct server *srv, const struct dctx *x,
+			 char *buf, size_t len)
+{
+	const struct dm *dm;
+	unsigned int n = 0;
+
+	TAILQ_FOREACH(dm, &srv->dms->dms, link) {
+		char item[64];
+
+		if (dm->ctx != x)
+			continue;
+		n++;
+		if (dm->persistent)
+			snprintf(item, sizeof(item), "DM %" PRIu64 " (persistent)",
+				 dm->id);
+		else
+			snprintf(item, sizeof(item),
+				 "DM %" PRIu64 " (client %" PRIu64 "'s)", dm->id,
+				 dm->allocator_id);
+		rekey_name_add(buf, len, item);
+	}
+	return n;
+}
+
+static struct dm *dm_next_of_ctx(struct server *srv, const struct dctx *x)
+{
+	struct dm *dm;
+
+	TAILQ_FOREACH(dm, &srv->dms->dms, link)
+		if (dm->ctx == x)
+			return dm;
+	return NULL;
+}
+
+unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
+			  const char *reason)
+{
+	unsigned int n = 0;
+	struct dm *dm;
+
+	/* One at a time from the start: the events may close sessions,
+	 * which frees DMs. */
+	while ((dm = dm_next_of_ctx(srv, x))) {
+		Rdmab__Event ev = RDMAB__EVENT__INIT;
+		Rdmab__DmEvent de = RDMAB__DM_EVENT__INIT;
+		char text[200];
+		uint64_t id = dm->id;
+
+		if (!dm->revoked) {
+			dm->revoked = true;
+			for (unsigned int i = 0; i < dm->n_holds; i++)
+				if (dm->holds[i].s)
+					dm->holds[i].s->page[dm->holds[i].slot] =
+						1;
+			snprintf(text, sizeof(text),
+				 "DM %" PRIu64 " was destroyed: %s", id,
+				 reason);
+			de.dm_id = id;
+			de.reason = text;
+			ev.object_kind = IBC_OBJ_DM;
+			ev.object_id = id;
+			ev.body_case = RDMAB__EVENT__BODY_DM_REVOKED;
+			ev.dm_revoked = &de;
+			dm_notify(srv, dm, NULL, &ev);
+			/* Sent: start again, it may be gone. */
+			continue;
+		}
+		while (dm->n_holds)
+			dm_hold_drop(dm, 0);
+		dm->free_asked = true;
+		n++;
+		if (dm_try_free(srv, dm))
+			continue;
+		/* An MR still pins it: the kernel frees it with the old
+		 * context, which nothing new can reach. */
+		log_notice("DM %" PRIu64 " of domain %s is left to its old "
+			   "context: %s",
+			   id, dm->domain->name, dm->blocked_by);
+		if (dm->dd.fd >= 0)
+			close(dm->dd.fd);
+		dm->dd.fd = -1;
+		dm_forget(srv, dm);
+	}
+	return n;
 }

@@ -123,6 +123,16 @@ int dm_unimport(struct conn *c, uint64_t dm_id);
 /* Bytes the broker reserved on @dev (its own accounting). */
 uint64_t dm_reserved(const struct server *srv, const struct device *dev);
 
+/* Rekey (rekey.c): the DMs of @x, counted and named after what @buf
+ * holds ("DM 4 (persistent), ..."). */
+unsigned int dm_ctx_busy(const struct server *srv, const struct dctx *x,
+			 char *buf, size_t len);
+/* Destroy every DM of @x: its holders get a revoke Event, their imports
+ * go, and the DM is freed (or, pinned by an MR, left to the context).
+ * Returns how many. */
+unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
+			  const char *reason);
+
 /* Fill the caps' DM fields for the wire. */
 #define DM_PERSISTENT_FLAG 1u
 

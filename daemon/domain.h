@@ -40,6 +40,8 @@ struct domain {
 	bool retired;
 	TAILQ_HEAD(, dctx) ctxs;
 	unsigned int n_ctxs;
+	/* Rekey (rekey.c): rekeys so far. */
+	uint64_t rekeys;
 };
 
 TAILQ_HEAD(domain_list, domain);

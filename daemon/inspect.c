@@ -149,7 +149,9 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 			pg->info.broker_objects += uc.broker;
 			pg->info.live_intents += uc.intents;
 			pg->info.internal_objects += uc.internal;
+			pg->info.old_contexts += x->rekeyed;
 		}
+		pg->info.rekeys = d->rekeys;
 		/* After the walk, which may have moved the charge. */
 		quota_info(&pg->used, &d->used);
 		quota_info(&pg->limit, &d->limit);

@@ -58,10 +58,13 @@ unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
 		ev->object_id = id;
 		if (filter && !filter(c, ev, arg))
 			continue;
-		if (conn_send_event(c, ev) < 0)
-			conn_close(c);
-		else
+		if (conn_send_event(c, ev) == 0)
 			n++;
+		else if (c == srv->serving)
+			/* Its handler still runs: closed after its reply. */
+			c->closing = true;
+		else
+			conn_close(c);
 	}
 	ev->object_kind = kind;
 	ev->object_id = id;

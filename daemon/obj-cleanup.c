@@ -31,6 +31,7 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
+#include "daemon/rekey.h"
 #include "daemon/server.h"
 #include "daemon/unaccounted.h"
 
@@ -219,6 +220,9 @@ void objects_owner_dead(struct obj_owner *ow)
 				objects_drop_intent(o);
 		}
 	}
+	/* Unaccounted objects grew: [defaults] auto_rekey_unaccounted. */
+	if (intents)
+		rekey_auto_check(ow->reg->srv);
 	if (ow->n_objs || intents)
 		log_info("client %" PRIu64 " (pid %d) is gone: destroying its "
 			 "%u objects; %u intents left unaccounted",
@@ -287,6 +291,13 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 		device_why(&why, ret, "the %s family could not release it: %s",
 			   obj_kind_name(o->kind), strerror(-ret));
 		goto failed;
+	}
+	/* A rekeyed context closes as a whole: nothing in it is destroyed
+	 * by handle (the handle may be another holder's by now); the
+	 * record's charge stays with the context. */
+	if (o->ctx->rekeyed) {
+		objects_drop_intent(o);
+		return;
 	}
 	/* The device is gone, and the kernel frees the object with the
 	 * context. */

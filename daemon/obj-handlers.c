@@ -17,6 +17,7 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
+#include "daemon/rekey.h"
 #include "daemon/server.h"
 
 /* An ObjectInfo is under 200 bytes with the longest names. */
@@ -354,6 +355,7 @@ int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 	uint64_t id = req->evict->client_id;
 	Rdmab__EvictReply *out = reply_alloc(r, sizeof(*out));
 	struct conn *t;
+	int err;
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
@@ -365,6 +367,34 @@ int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, -ENOENT, "client %" PRIu64 " is not "
 					       "connected",
 				   id);
+	/* Rekey first: a refusal (EBUSY) leaves the session alone. */
+	if (req->evict->rekey && t->domain) {
+		bool closing = t->closing;
+		char who[96];
+
+		snprintf(who, sizeof(who),
+			 "evict --rekey of client %" PRIu64 " by client "
+			 "%" PRIu64,
+			 t->id, c->id);
+		/* Not told: it is on its way out. */
+		t->closing = true;
+		err = rekey_domain(c->srv, t->domain, req->evict->force, who,
+				   r, NULL);
+		/* A forced rekey's Events may have closed it. */
+		TAILQ_FOREACH(t, &c->srv->conns, link)
+			if (t->id == id)
+				break;
+		if (t)
+			t->closing = closing;
+		if (err < 0)
+			return err;
+		if (!t) {
+			rdmab__evict_reply__init(out);
+			r->msg.body_case = RDMAB__REPLY__BODY_EVICT;
+			r->msg.evict = out;
+			return 0;
+		}
+	}
 	log_notice("client %" PRIu64 " (pid %d, uid %u) evicted by client "
 		   "%" PRIu64 " (uid %u)",
 		   t->id, (int)t->cred.pid, t->cred.uid, c->id, c->cred.uid);

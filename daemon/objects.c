@@ -253,6 +253,29 @@ void objects_drop_intent(struct obj *o)
 	obj_unlink(o);
 }
 
+void objects_ctx_let_go(struct server *srv, struct dctx *x,
+			uint64_t client_id)
+{
+	struct registry *reg = srv->registry;
+	struct obj_owner *ow, *otmp;
+	struct obj *o, *tmp;
+
+	/* The last record must not free @x under the walk. */
+	dctx_obj_hold(x);
+	TAILQ_FOREACH_SAFE(o, &reg->objs, link, tmp) {
+		if (o->ctx != x || o->family_owned || o->family_obj)
+			continue;
+		if (client_id ? o->owner->client_id != client_id :
+				o->owner->state == OWNER_LIVE)
+			continue;
+		x->unaccounted++;
+		obj_unlink(o);
+	}
+	TAILQ_FOREACH_SAFE(ow, &reg->owners, link, otmp)
+		objects_owner_put(ow);
+	dctx_obj_release(srv, x);
+}
+
 int obj_state(const struct obj *o)
 {
 	if (o->intent)

@@ -196,6 +196,15 @@ void objects_remove(struct obj *o);
 void objects_drop_intent(struct obj *o);
 
 /*
+ * Rekey: the records in @x of client @client_id (0: of every client whose
+ * session ended) leave the registry without a destroy; their charges stay,
+ * counted in x->unaccounted, until @x closes with everything in it. DM
+ * imports and RSS parts are their families'.
+ */
+void objects_ctx_let_go(struct server *srv, struct dctx *x,
+			uint64_t client_id);
+
+/*
  * Destroy or unregister @c's object @id, as an ObjDestroyRequest asks:
  * the broker destroys what it made (soft; -EBUSY and the device's other
  * errors leave it), forgets what the client made (an unregister, or the

@@ -34,6 +34,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/objects.h"
+#include "daemon/rekey.h"
 #include "daemon/rss.h"
 #include "daemon/server.h"
 
@@ -556,6 +557,53 @@ void rss_fini(struct server *srv)
 	}
 }
 
+/* --- rekey -------------------------------------------------------------- */
+
+unsigned int rss_ctx_busy(const struct dctx *x, char *buf, size_t len)
+{
+	const struct rss *r;
+	unsigned int n = 0;
+
+	TAILQ_FOREACH(r, &rss_all, link) {
+		char item[64];
+
+		if (r->x != x)
+			continue;
+		n++;
+		if (r->tbl)
+			snprintf(item, sizeof(item),
+				 "RSS table %" PRIu64 " (client %" PRIu64 "'s)",
+				 r->id, r->tbl->owner->client_id);
+		else
+			snprintf(item, sizeof(item), "RSS table %" PRIu64,
+				 r->id);
+		rekey_name_add(buf, len, item);
+	}
+	return n;
+}
+
+unsigned int rss_ctx_force(struct dctx *x, const char *reason)
+{
+	struct rss *r, *tmp;
+	unsigned int n = 0;
+
+	TAILQ_FOREACH_SAFE(r, &rss_all, link, tmp) {
+		struct device_why why = { "" };
+		uint64_t id = r->id;
+
+		if (r->x != x)
+			continue;
+		n++;
+		/* Sending closes no RSS object: an ended session keeps its
+		 * records. */
+		rss_event(r, reason, true);
+		if (rss_teardown(r, &why) < 0)
+			log_warn("RSS %" PRIu64 ": left to its old context: %s",
+				 id, why.text);
+	}
+	return n;
+}
+
 /* --- requests ----------------------------------------------------------- */
 
 /* The WQs: live registry WQs of the domain, in the same context, each
@@ -693,6 +741,12 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 	if (!x->dc)
 		return reply_error(r, -ENODEV, "device %s was removed",
 				   x->dev->name);
+	if (x->rekeyed)
+		return reply_error(r, -ESTALE,
+				   "context %" PRIu64 " of domain %s was "
+				   "replaced by a rekey: close it and open "
+				   "the device again",
+				   x->id, x->domain->name);
 	/* A device that makes none says why before any rule is checked. */
 	if (*x->dev->rss_why)
 		return reply_error(r, -EOPNOTSUPP, "%s makes no RSS tables: %s",

@@ -22,6 +22,12 @@ int rss_subscribe(struct server *srv);
 /* Register the RSS kinds' destroy and the WQs' leave hooks with the
  * registry (after objects_init()). 0. */
 int rss_init(struct server *srv);
+/* Rekey (rekey.c): the RSS objects of @x, counted and named after what
+ * @buf holds; destroyed, their owners told (RssRebuiltEvent, no WQs). */
+struct dctx;
+unsigned int rss_ctx_busy(const struct dctx *x, char *buf, size_t len);
+unsigned int rss_ctx_force(struct dctx *x, const char *reason);
+
 /* Daemon exit: forget every RSS object (destroys nothing). */
 void rss_fini(struct server *srv);
 

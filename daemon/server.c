@@ -20,6 +20,7 @@
 #include "daemon/dm.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
+#include "daemon/rekey.h"
 #include "daemon/objects.h"
 #include "daemon/sd.h"
 #include "daemon/caps.h"
@@ -608,6 +609,7 @@ void server_fini(struct server *srv)
 
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
+	rekey_fini(srv);
 	dm_fini(srv);
 	xrcd_fini(srv);
 	rss_fini(srv);

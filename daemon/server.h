@@ -78,6 +78,12 @@ struct server {
 	struct dm_table *dms;
 	/* XRC domains by name (xrcd.c). */
 	struct xrcd_table *xrcds;
+	/* Rekey (rekey.c): the automatic check, run from the loop. */
+	struct event *rekey_ev;
+	/* The connection whose request is being served (dispatch.c): an
+	 * Event it cannot take closes it after its reply, not under its
+	 * handler (notify_clients). */
+	struct conn *serving;
 };
 
 int server_init(struct server *srv, const struct server_options *opt);

@@ -186,6 +186,10 @@ void soft_objs_fini(struct soft_objs *o)
 			soft_xrcd_close(o->sd, o->recs[h].ino);
 		if (o->recs[h].tgt_num)
 			soft_tgt_put(o->sd, o->recs[h].tgt_num);
+		/* The kernel frees a context's DMs with it (a DM that an MR
+		 * kept from its free, left to a rekeyed context). */
+		if (o->recs[h].kind == IBC_OBJ_DM)
+			o->sd->dm_reserved -= o->recs[h].dm_length;
 		if (o->recs[h].kind != IBC_OBJ_NONE &&
 		    o->recs[h].kind < OBJ_KIND_COUNT)
 			o->sd->count[o->recs[h].kind]--;

@@ -14,6 +14,7 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
+#include "daemon/rekey.h"
 #include "daemon/server.h"
 #include "daemon/unaccounted.h"
 
@@ -262,6 +263,9 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 			 "objects (%u provider-internal), %u before",
 			 x->id, d->name, x->dev->name, c.unaccounted,
 			 c.internal, x->unaccounted);
+	/* Grown: [defaults] auto_rekey_unaccounted may be due. */
+	if (c.unaccounted > x->unaccounted)
+		rekey_auto_check(x->srv);
 	x->unaccounted = c.unaccounted;
 	x->unacc_stale = false;
 	if (ret)

@@ -105,6 +105,12 @@ enum ibc_event_type {
 	 * ibc_rss_id(); ibc_rss_lookup() follows it by itself). */
 	IBC_EVENT_RSS_REBUILT = 16,
 	IBC_EVENT_RSS_DESTROYED = 17,
+	/* Rekey: an administrator (or the broker) gave the domain a new
+	 * context; object_kind IBC_OBJ_CONTEXT, object_id the replaced
+	 * context's id (ibc_caps.context_id). Destroy what this process
+	 * made in it in the callback; the library closes its copy after,
+	 * and ibc_open() gets the new one (ibc_admin_domain_rekey(3)). */
+	IBC_EVENT_DOMAIN_REKEYED = 24,
 };
 
 /* Filled by the library for the callback, which reads only the fields it
@@ -272,6 +278,10 @@ struct ibc_domain_info {
 	uint32_t broker_objects;
 	uint32_t live_intents;
 	uint32_t internal_objects;
+	/* Rekey: of contexts, those replaced by a rekey that a session
+	 * still holds; and rekeys so far. */
+	uint32_t old_contexts;
+	uint64_t rekeys;
 };
 
 struct ibc_client_entry {
@@ -412,6 +422,39 @@ const char *ibc_obj_kind_str(enum ibc_obj_kind kind);
  * only). Its objects are destroyed when its process exits, not before.
  */
 int ibc_admin_evict(struct ibc_client *client, uint64_t client_id);
+
+/* Rekey (ibc_admin_domain_rekey(3)). */
+enum ibc_rekey_flags {
+	/* Destroy what the broker made in the old contexts (DMs, RSS
+	 * objects) instead of refusing with -EBUSY. */
+	IBC_REKEY_FORCE = 1 << 0,
+};
+
+/**
+ * ibc_admin_domain_rekey() - give domain @domain new contexts
+ * (administrators only): the members holding an old one get
+ * IBC_EVENT_DOMAIN_REKEYED, and the old one closes as a whole once every
+ * holder let go. -EBUSY naming the DMs and RSS objects in it unless
+ * @flags has IBC_REKEY_FORCE; -ENOENT for a domain that does not exist or
+ * is private.
+ */
+int ibc_admin_domain_rekey(struct ibc_client *client, const char *domain,
+			   uint32_t flags);
+
+enum ibc_evict_flags {
+	/* Then rekey the client's domain: the process is shut out of the
+	 * domain's context for good. */
+	IBC_EVICT_REKEY = 1 << 0,
+	/* With IBC_EVICT_REKEY: as IBC_REKEY_FORCE. */
+	IBC_EVICT_FORCE = 1 << 1,
+};
+
+/**
+ * ibc_admin_evict_ex() - ibc_admin_evict() with @flags (enum
+ * ibc_evict_flags).
+ */
+int ibc_admin_evict_ex(struct ibc_client *client, uint64_t client_id,
+		       uint32_t flags);
 
 /**
  * ibc_open() - open @device (NULL: the first) in this client's domain: the

@@ -217,6 +217,10 @@ static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 	case RDMAB__EVENT__BODY_RSS_REBUILT:
 		q = ibc_rss_event(cl, ev);
 		break;
+	case RDMAB__EVENT__BODY_DOMAIN_REKEYED:
+		q = ibc_queue_event(cl, IBC_EVENT_DOMAIN_REKEYED,
+				    ev->domain_rekeyed->reason, NULL);
+		break;
 	default:
 		/* An event of a newer broker: nothing to do with it. */
 		break;
@@ -587,6 +591,8 @@ int ibc_drain_events(struct ibc_client *cl)
 		 * objects and close the contexts; what is left goes now. */
 		if (e->type == IBC_EVENT_DEVICE_REMOVED)
 			ibc_ctx_device_removed(cl, e->device);
+		if (e->type == IBC_EVENT_DOMAIN_REKEYED)
+			ibc_ctx_rekeyed(cl, e->object_id);
 		if (e->type == IBC_EVENT_DM_FREE_PENDING ||
 		    e->type == IBC_EVENT_DM_REVOKED)
 			ibc_dm_after_event(cl, e->type, e->object_id,

@@ -119,6 +119,9 @@ void ibc_ctx_free_all(struct ibc_client *cl);
  * descriptors of every context still open on @device, so that the kernel
  * can finish removing it. */
 void ibc_ctx_device_removed(struct ibc_client *cl, const char *device);
+/* After IBC_EVENT_DOMAIN_REKEYED was delivered (rekey.c): close this
+ * process's copy of context @id and let the broker know. */
+void ibc_ctx_rekeyed(struct ibc_client *cl, uint64_t id);
 
 /* Fill @e from a DeviceInfo of the broker. */
 void ibc_device_info_from(struct ibc_device_info *e,

@@ -154,7 +154,7 @@ out:
 }
 
 /* Close this process's descriptors of @ctx, keeping @ctx for ibc_close. */
-static void ibc_ctx_drop_local(struct ibc_ctx *ctx)
+void ibc_ctx_drop_local(struct ibc_ctx *ctx)
 {
 	/* DM imports live in the context: they go first. */
 	ibc_dm_ctx_drop(ctx, "the context was closed");
@@ -183,6 +183,24 @@ static void ibc_ctx_teardown(struct ibc_ctx *ctx)
 		/* After the MRs that may be on them. */
 		ibc_dm_ctx_teardown(ctx);
 	}
+}
+
+int ibc_ctx_gone(struct ibc_ctx *ctx)
+{
+	bool rekeyed;
+
+	pthread_mutex_lock(&ctx->client->lock);
+	rekeyed = ctx->rekeyed;
+	pthread_mutex_unlock(&ctx->client->lock);
+	if (rekeyed)
+		return ibc_set_error(-ESTALE,
+				     "context %llu of domain %s was replaced "
+				     "by a rekey: close it and open the device "
+				     "again",
+				     (unsigned long long)ctx->caps.context_id,
+				     ctx->caps.domain);
+	return ibc_set_error(-ENODEV, "%s was removed: close the context",
+			     ctx->caps.device);
 }
 
 bool ibc_ctx_removed(struct ibc_ctx *ctx)
@@ -233,12 +251,16 @@ void ibc_ctx_free_all(struct ibc_client *cl)
 IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 {
 	struct ibc_client *client;
+	bool rekeyed;
 	uint64_t id;
 
 	if (!ctx)
 		return;
 	client = ctx->client;
 	id = ctx->caps.context_id;
+	pthread_mutex_lock(&client->lock);
+	rekeyed = ctx->rekeyed;
+	pthread_mutex_unlock(&client->lock);
 	ibc_ctx_teardown(ctx);
 	pthread_mutex_lock(&client->lock);
 	for (struct ibc_ctx **p = &client->ctxs; *p; p = &(*p)->next) {
@@ -249,7 +271,9 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 	}
 	pthread_mutex_unlock(&client->lock);
 	ibc_ctx_free_local(ctx);
-	ibc_ctx_release(client, id);
+	/* A rekeyed context was released when its Event was dispatched. */
+	if (!rekeyed)
+		ibc_ctx_release(client, id);
 }
 
 IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret,
@@ -273,7 +297,7 @@ IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret,
 /*
  * What ibc_verbs_context() and ibc_verbs_pd() return, read under the lock:
  * ibc_dispatch() may be closing them in another thread, on device removal.
- * Returns 0, or -ENODEV with the sentence set.
+ * Returns 0, or -ENODEV (-ESTALE after a rekey) with the sentence set.
  */
 static int ibc_ctx_verbs_objs(struct ibc_ctx *ctx,
 			      struct ibv_context **ret_vctx,
@@ -290,10 +314,10 @@ static int ibc_ctx_verbs_objs(struct ibc_ctx *ctx,
 	vpd = ctx->vpd;
 	pthread_mutex_unlock(&cl->lock);
 	if (removed) {
-		errno = ENODEV;
-		return ibc_set_error(-ENODEV,
-				     "%s was removed: close the context",
-				     ctx->caps.device);
+		int err = ibc_ctx_gone(ctx);
+
+		errno = -err;
+		return err;
 	}
 	*ret_vctx = vctx;
 	*ret_vpd = vpd;

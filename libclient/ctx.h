@@ -71,6 +71,9 @@ struct ibc_ctx {
 	/* The device is gone: this process's descriptors are closed. Set
 	 * once with an atomic release (ibc_ctx_removed() reads it). */
 	bool removed;
+	/* Rekey (rekey.c): removed because the domain got a new context;
+	 * the broker was told already. */
+	bool rekeyed;
 	/* Device memory this process holds in the context (dm.h), under
 	 * lock. */
 	struct ibc_dm *dms;
@@ -79,5 +82,11 @@ struct ibc_ctx {
 /* Whether @ctx's device was removed (its descriptors are closed): an
  * atomic read of a flag set once, with a release, after they are. */
 bool ibc_ctx_removed(struct ibc_ctx *ctx);
+/* Why calls on a removed @ctx fail: -ESTALE once its domain was rekeyed,
+ * -ENODEV once its device was removed; the sentence says which. */
+int ibc_ctx_gone(struct ibc_ctx *ctx);
+/* Close this process's descriptors of @ctx (its DM imports first) and
+ * mark it removed; under the client's lock. */
+void ibc_ctx_drop_local(struct ibc_ctx *ctx);
 
 #endif

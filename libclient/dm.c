@@ -171,9 +171,7 @@ out:
 static int ibc_dm_ctx_check(struct ibc_ctx *ctx)
 {
 	if (ibc_ctx_removed(ctx))
-		return ibc_set_error(-ENODEV,
-				     "%s was removed: close the context",
-				     ctx->caps.device);
+		return ibc_ctx_gone(ctx);
 	if (!ctx->caps.shared)
 		return ibc_set_error(-EOPNOTSUPP,
 				     "%s: this process opened the device "

@@ -247,6 +247,8 @@ static void ibc_domains_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	e->broker_objects = d->broker_objects;
 	e->live_intents = d->live_intents;
 	e->internal_objects = d->internal_objects;
+	e->old_contexts = d->old_contexts;
+	e->rekeys = d->rekeys;
 }
 
 static size_t ibc_clients_count(const Rdmab__Reply *reply, uint32_t *total)

@@ -130,9 +130,7 @@ int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 	int err;
 
 	if (ibc_ctx_removed(ctx))
-		return ibc_set_error(-ENODEV, "%s was removed: close the "
-					      "context",
-				     ctx->caps.device);
+		return ibc_ctx_gone(ctx);
 	/* The uses are taken before the device call, so that a concurrent
 	 * destroy of one of them is refused instead of racing it. */
 	if (o->n_uses) {

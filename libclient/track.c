@@ -92,9 +92,7 @@ IBC_EXPORT int ibc_track(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 	if (err < 0)
 		return err;
 	if (ibc_ctx_removed(ctx))
-		return ibc_set_error(-ENODEV, "%s was removed: close the "
-					      "context",
-				     ctx->caps.device);
+		return ibc_ctx_gone(ctx);
 	if (!ctx->vctx) {
 		/* The soft device's answer, without reading @obj. */
 		struct ibc_obj probe = { .ctx = ctx, .kind = kind };

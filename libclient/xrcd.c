@@ -83,9 +83,7 @@ IBC_EXPORT int ibc_xrcd_open(struct ibc_ctx *ctx, const char *name,
 				     "an XRCD name is at most %d bytes",
 				     IBC_XRCD_NAME_MAX);
 	if (ibc_ctx_removed(ctx))
-		return ibc_set_error(-ENODEV, "%s was removed: close the "
-					      "context",
-				     ctx->caps.device);
+		return ibc_ctx_gone(ctx);
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return ibc_set_error(-ENOMEM, "out of memory");

@@ -374,32 +374,6 @@ START_TEST(test_default_no_window)
 END_TEST
 
 /* The window's rules on the wire, as a raw client sends them. */
-static int kernel_call(struct ol_client *c, uint64_t id, const uint64_t *uses,
-		       size_t n_uses, uint32_t *ret_handle)
-{
-	Rdmab__ObjKernelCallRequest kc = RDMAB__OBJ_KERNEL_CALL_REQUEST__INIT;
-	Rdmab__ObjAttr attr = RDMAB__OBJ_ATTR__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m = NULL;
-	int ret;
-
-	attr.cqe = 8;
-	kc.object_id = id;
-	kc.uses = (uint64_t *)uses;
-	kc.n_uses = n_uses;
-	kc.attr = &attr;
-	req.body_case = RDMAB__REQUEST__BODY_OBJ_KERNEL_CALL;
-	req.obj_kernel_call = &kc;
-	ret = ol_call(c, &req, &m);
-	if (ret == 0) {
-		ck_assert_int_eq(m->reply->body_case,
-				 RDMAB__REPLY__BODY_OBJ_KERNEL_CALL);
-		*ret_handle = m->reply->obj_kernel_call->handle;
-		ol_free(m);
-	}
-	return ret;
-}
-
 START_TEST(test_window_rules)
 {
 	struct ol_client raw;
@@ -415,28 +389,28 @@ START_TEST(test_window_rules)
 	/* No register before the kernel call made the object. */
 	ck_assert_int_eq(ol_register(&raw, i1.id, 1), -EINVAL);
 	ck_assert_msg(strstr(ol_error, "no kernel call"), "%s", ol_error);
-	ck_assert_int_eq(kernel_call(&raw, i1.id, NULL, 0, &h), 0);
+	ck_assert_int_eq(ol_kernel_call(&raw, i1.id, NULL, 0, &h), 0);
 	ck_assert_uint_ne(h, 0);
 	/* Once only; then the register must name the handle it gave. */
-	ck_assert_int_eq(kernel_call(&raw, i1.id, NULL, 0, &h2), -EINVAL);
+	ck_assert_int_eq(ol_kernel_call(&raw, i1.id, NULL, 0, &h2), -EINVAL);
 	ck_assert_int_eq(ol_register(&raw, i1.id, h + 1), -EINVAL);
 	ck_assert_int_eq(ol_register(&raw, i1.id, h), 0);
-	ck_assert_int_eq(kernel_call(&raw, i1.id, NULL, 0, &h2), -EINVAL);
-	ck_assert_int_eq(kernel_call(&raw, 999999, NULL, 0, &h2), -ENOENT);
+	ck_assert_int_eq(ol_kernel_call(&raw, i1.id, NULL, 0, &h2), -EINVAL);
+	ck_assert_int_eq(ol_kernel_call(&raw, 999999, NULL, 0, &h2), -ENOENT);
 	/* The object works as any: a QP intent uses it at its kernel call
 	 * (the device checks the uses: a QP needs a receive CQ too). */
 	ck_assert_int_eq(ol_create_mode(&raw,
 					RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 					IBC_OBJ_QP, NULL, 0, NULL, 0, &i2),
 			 0);
-	ck_assert_int_eq(kernel_call(&raw, i2.id, &i1.id, 1, &h2), -EINVAL);
+	ck_assert_int_eq(ol_kernel_call(&raw, i2.id, &i1.id, 1, &h2), -EINVAL);
 	/* A cancel after the kernel call destroys what it made. */
 	ck_assert_int_eq(ol_destroy(&raw, i2.id), 0);
 	ck_assert_int_eq(ol_create_mode(&raw,
 					RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 					IBC_OBJ_CQ, NULL, 0, NULL, 0, &i2),
 			 0);
-	ck_assert_int_eq(kernel_call(&raw, i2.id, NULL, 0, &h2), 0);
+	ck_assert_int_eq(ol_kernel_call(&raw, i2.id, NULL, 0, &h2), 0);
 	ck_assert_uint_eq(domain().kernel_objects, 3);
 	ck_assert_int_eq(ol_destroy(&raw, i2.id), 0);
 	ck_assert_uint_eq(domain().kernel_objects, 2);
@@ -465,7 +439,7 @@ START_TEST(test_window_closed)
 					IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1),
 			 -EINVAL);
 	ck_assert_int_eq(ol_cq(&raw, 4, &cq), 0);
-	ck_assert_int_eq(kernel_call(&raw, cq.id, NULL, 0, &h), -EINVAL);
+	ck_assert_int_eq(ol_kernel_call(&raw, cq.id, NULL, 0, &h), -EINVAL);
 	ol_close(&raw);
 	stop();
 }

@@ -504,3 +504,32 @@ int ol_settled(const char *sock, int timeout_ms, char *why, size_t len)
 	ol_close(&c);
 	return ret;
 }
+
+/* The soft device's kernel call of intent @id ([soft] intent_window), with
+ * cqe 8 in its attributes (what a CQ needs; other kinds ignore it). */
+int ol_kernel_call(struct ol_client *c, uint64_t id, const uint64_t *uses,
+		   size_t n_uses, uint32_t *ret_handle)
+{
+	Rdmab__ObjKernelCallRequest kc = RDMAB__OBJ_KERNEL_CALL_REQUEST__INIT;
+	Rdmab__ObjAttr attr = RDMAB__OBJ_ATTR__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m = NULL;
+	int ret;
+
+	attr.cqe = 8;
+	kc.object_id = id;
+	kc.uses = (uint64_t *)uses;
+	kc.n_uses = n_uses;
+	kc.attr = &attr;
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_KERNEL_CALL;
+	req.obj_kernel_call = &kc;
+	ret = ol_call(c, &req, &m);
+	if (ret == 0) {
+		if (m->reply->body_case != RDMAB__REPLY__BODY_OBJ_KERNEL_CALL)
+			ret = -EPROTO;
+		else
+			*ret_handle = m->reply->obj_kernel_call->handle;
+		ol_free(m);
+	}
+	return ret;
+}

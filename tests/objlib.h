@@ -62,6 +62,9 @@ int ol_create_mode(struct ol_client *c, int mode, uint32_t kind,
 		   const uint64_t *uses, size_t n_uses,
 		   const Rdmab__ObjAttr *attr, uint32_t handle,
 		   struct ol_obj *ret);
+/* The soft device's kernel call of intent @id ([soft] intent_window). */
+int ol_kernel_call(struct ol_client *c, uint64_t id, const uint64_t *uses,
+		   size_t n_uses, uint32_t *ret_handle);
 int ol_create(struct ol_client *c, uint32_t kind, const uint64_t *uses,
 	      size_t n_uses, const Rdmab__ObjAttr *attr, struct ol_obj *ret);
 int ol_cq(struct ol_client *c, uint32_t cqe, struct ol_obj *ret);

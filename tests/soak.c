@@ -7,7 +7,9 @@
  * client processes that connect, talk (objects too) and are killed at
  * random moments, malformed and valid packets on raw connections that are
  * sometimes dropped before the answer, and library clients coming and
- * going. Every few seconds the daemon must be alive and serving; at the
+ * going; then the rekey storm (soak-storm.c: SOAK_STORM_KILLS, default
+ * 1,000, clients over every object family killed at random points, and a
+ * forced rekey; SOAK_STORM_SEED, SOAK_STORM_CONFIG). Every few seconds the daemon must be alive and serving; at the
  * end it must hold exactly the descriptors it held at start, list no
  * object and report no client but the checker, and exit 0 on SIGTERM.
  *
@@ -29,6 +31,7 @@
 #include <unistd.h>
 
 #include "tests/objlib.h"
+#include "tests/soak-storm.h"
 #include "tests/testlib.h"
 
 #define MAX_CHILDREN 16
@@ -433,6 +436,13 @@ int main(void)
 	unsigned long kills = kills_env && *kills_env ?
 				      strtoul(kills_env, NULL, 10) :
 				      1000;
+	const char *storm_env = getenv("SOAK_STORM_KILLS");
+	const char *storm_seed_env = getenv("SOAK_STORM_SEED");
+	unsigned long storm_kills = storm_env && *storm_env ?
+					    strtoul(storm_env, NULL, 10) :
+					    1000;
+	uint64_t storm_seed;
+	char storm_why[512];
 	const char *dm_env = getenv("SOAK_DM_CYCLES");
 	unsigned long dm_n = dm_env && *dm_env ? strtoul(dm_env, NULL, 10) :
 						 10000;
@@ -476,6 +486,23 @@ int main(void)
 	printf("soak: %3lld s: %lu DM alloc/free cycles; nothing reserved, "
 	       "charged or listed, the first handle again\n",
 	       (long long)(tl_now_ms() - start) / 1000, stats.dm_cycles);
+	fflush(stdout);
+	/* Its own seed, so that a failing storm can be run alone. */
+	storm_seed = storm_seed_env && *storm_seed_env ?
+			     strtoull(storm_seed_env, NULL, 0) :
+			     tl_rng_next(&rng);
+	printf("soak: rekey storm: %lu kills, SOAK_STORM_SEED=0x%llx\n",
+	       storm_kills, (unsigned long long)storm_seed);
+	fflush(stdout);
+	if (storm_kills &&
+	    soak_storm(storm_seed, storm_kills, storm_why,
+		       sizeof(storm_why)) < 0)
+		die("rekey storm (SOAK_STORM_SEED=0x%llx): %s",
+		    (unsigned long long)storm_seed, storm_why);
+	printf("soak: %3lld s: rekey storm: %lu clients killed over every "
+	       "object family; after the rekey the registry is empty, every "
+	       "quota back at zero, descriptors at baseline\n",
+	       (long long)(tl_now_ms() - start) / 1000, storm_kills);
 	fflush(stdout);
 	/* Leave room for the final checks within the bound. */
 	deadline = start + seconds * 1000 - (seconds > 20 ? 10000 : 0);

@@ -378,8 +378,20 @@ static bool check_reply(unsigned int slot, const uint8_t *buf, size_t len,
 	msg = rdmab__daemon_message__unpack(NULL, len, buf);
 	if (!msg)
 		fail("the daemon sent %zu bytes that do not decode", len);
+	/* An Event answers no packet; it names its object and comes
+	 * without descriptors (rekey, DM and RSS Events arrive in
+	 * sessions). */
+	if (msg->kind_case == RDMAB__DAEMON_MESSAGE__KIND_EVENT) {
+		if (nfds)
+			fail("an event (%d) with %u descriptors",
+			     (int)msg->event->body_case, nfds);
+		if (msg->event->body_case == RDMAB__EVENT__BODY__NOT_SET)
+			fail("an event without a body");
+		rdmab__daemon_message__free_unpacked(msg, NULL);
+		return false;
+	}
 	if (msg->kind_case != RDMAB__DAEMON_MESSAGE__KIND_REPLY)
-		fail("the daemon sent an event (%d) during a session",
+		fail("the daemon sent a message of kind %d",
 		     (int)msg->kind_case);
 	r = msg->reply;
 	if (r->error < 0)

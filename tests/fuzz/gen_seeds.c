@@ -771,6 +771,84 @@ static void seeds_objects(void)
 	sess_write(&s, "objects-evict");
 }
 
+/* --- rekey --------------------------------------------------------------- */
+
+static void pk_rekey(struct tl_buf *b, const char *domain, bool force)
+{
+	Rdmab__DomainRekeyRequest dr = RDMAB__DOMAIN_REKEY_REQUEST__INIT;
+	Rdmab__Request req;
+
+	req_init(&req);
+	dr.domain = (char *)domain;
+	dr.force = force;
+	req.body_case = RDMAB__REQUEST__BODY_DOMAIN_REKEY;
+	req.domain_rekey = &dr;
+	tl_pb_message(b, &req.base);
+}
+
+static void pk_evict_rekey(struct tl_buf *b, uint64_t client, bool force)
+{
+	Rdmab__EvictRequest ev = RDMAB__EVICT_REQUEST__INIT;
+	Rdmab__Request req;
+
+	req_init(&req);
+	ev.client_id = client;
+	ev.rekey = true;
+	ev.force = force;
+	req.body_case = RDMAB__REQUEST__BODY_EVICT;
+	req.evict = &ev;
+	tl_pb_message(b, &req.base);
+}
+
+/* A member works on in the old context, lets go of it, opens the new
+ * one; an administrator rekeys (plain, forced, a domain that does not
+ * exist) and evicts the member with --rekey. */
+static void seeds_rekey(void)
+{
+	Rdmab__ObjAttr cq = RDMAB__OBJ_ATTR__INIT;
+	const Rdmab__ObjCreateRequest__Mode create =
+		RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE;
+	struct tl_buf p = { 0 };
+	struct sess s;
+
+	pk_rekey(&p, "fz", true);
+	write_seed("request", "domain-rekey", &p);
+	tl_buf_free(&p);
+	pk_evict_rekey(&p, 2, true);
+	write_seed("request", "evict-rekey", &p);
+	tl_buf_free(&p);
+
+	cq.cqe = 4;
+	sess_begin(&s, HDR(FUZZ_ID_USER, FUZZ_ID_ADMIN_GROUP));
+	pk_hello(&p, "", false);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "");
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 1, 2, create, NULL, 0, &cq, 0);
+	sess_add(&s, 0, &p);
+	pk_hello(&p, "", false);
+	sess_add(&s, SLOT1, &p);
+	pk_rekey(&p, "fz", false);
+	sess_add(&s, SLOT1, &p);
+	pk_obj_create(&p, 1, 2, create, NULL, 0, &cq, 0);
+	sess_add(&s, 0, &p);
+	pk_close(&p, 1);
+	sess_add(&s, 0, &p);
+	pk_open(&p, "");
+	sess_add(&s, 0, &p);
+	pk_obj_create(&p, 2, 2, create, NULL, 0, &cq, 0);
+	sess_add(&s, 0, &p);
+	pk_rekey(&p, "fz", true);
+	sess_add(&s, SLOT1, &p);
+	pk_rekey(&p, "nosuch", false);
+	sess_add(&s, SLOT1, &p);
+	pk_evict_rekey(&p, 1, false);
+	sess_add(&s, SLOT1, &p);
+	pk_ping(&p, "after the rekeys");
+	sess_add(&s, SLOT1, &p);
+	sess_write(&s, "rekey");
+}
+
 int main(int argc, char **argv)
 {
 	if (argc != 2) {
@@ -785,5 +863,6 @@ int main(int argc, char **argv)
 	seeds_requests();
 	seeds_sessions();
 	seeds_objects();
+	seeds_rekey();
 	return failed;
 }

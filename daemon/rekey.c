@@ -1,0 +1,246 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Domain rekey (rekey.h): by an administrator (DomainRekeyRequest, evict
+ * --rekey), or by the broker when a context's unaccounted objects reach
+ * auto_rekey_unaccounted.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <event2/event.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dispatch.h"
+#include "daemon/dm.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/notify.h"
+#include "daemon/rekey.h"
+#include "daemon/rss.h"
+#include "daemon/server.h"
+
+/* Contexts one domain has on its devices at once, new ones. */
+#define REKEY_MAX_CTXS DEVICE_MAX
+
+#define REKEY_MORE " ..."
+
+void rekey_name_add(char *buf, size_t len, const char *item)
+{
+	size_t at = strlen(buf), n = strlen(item);
+
+	if (at >= strlen(REKEY_MORE) &&
+	    strcmp(buf + at - strlen(REKEY_MORE), REKEY_MORE) == 0)
+		return;
+	/* Room for the separator, the item, and " ..." after them. */
+	if (at + 2 + n + strlen(REKEY_MORE) < len)
+		snprintf(buf + at, len - at, "%s%s", at ? ", " : "", item);
+	else if (at + strlen(REKEY_MORE) < len)
+		snprintf(buf + at, len - at, "%s", REKEY_MORE);
+}
+
+/* The sessions that hold context arg open, and not on their way out. */
+static bool rekey_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
+{
+	const struct dctx *x = arg;
+
+	return !c->closing && dctx_conn_find(c, x->id) != NULL;
+}
+
+static void rekey_notify(struct server *srv, struct dctx *x, const char *who)
+{
+	Rdmab__DomainRekeyedEvent body = RDMAB__DOMAIN_REKEYED_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	char reason[400];
+
+	snprintf(reason, sizeof(reason),
+		 "domain %s was rekeyed (%s): context %" PRIu64 " on %s is "
+		 "replaced; close it and open the device again",
+		 x->domain->name, who, x->id, x->dev->name);
+	body.domain = x->domain->name;
+	body.reason = reason;
+	ev.object_kind = IBC_OBJ_CONTEXT;
+	ev.object_id = x->id;
+	ev.body_case = RDMAB__EVENT__BODY_DOMAIN_REKEYED;
+	ev.domain_rekeyed = &body;
+	notify_clients(srv, &ev, rekey_event_filter, x);
+}
+
+int rekey_domain(struct server *srv, struct domain *d, bool force,
+		 const char *who, struct reply *r, Rdmab__DomainRekeyReply *out)
+{
+	struct dctx *olds[REKEY_MAX_CTXS];
+	unsigned int n = 0, busy = 0, dms = 0, rss = 0;
+	/* With the rest of the sentence, it fits a reply's 256 bytes. */
+	char names[112] = "";
+	struct dctx *x;
+
+	TAILQ_FOREACH(x, &d->ctxs, link)
+		if (!x->rekeyed && n < REKEY_MAX_CTXS)
+			olds[n++] = x;
+	for (unsigned int i = 0; i < n; i++) {
+		busy += dm_ctx_busy(srv, olds[i], names, sizeof(names));
+		busy += rss_ctx_busy(olds[i], names, sizeof(names));
+	}
+	if (busy && !force)
+		return reply_error(r, -EBUSY,
+				   "domain %s holds %u objects the broker "
+				   "made, which cannot move to a new context "
+				   "(--force destroys them): %s",
+				   d->name, busy, names);
+	if (out) {
+		out->old_context_ids =
+			reply_alloc(r, (n ? n : 1) * sizeof(uint64_t));
+		if (!out->old_context_ids)
+			return reply_error(r, -ENOMEM, "out of memory");
+	}
+	/* Held: the Events may close sessions, which would free a context
+	 * that nothing else holds, and the domain with it. */
+	for (unsigned int i = 0; i < n; i++)
+		dctx_obj_hold(olds[i]);
+	for (unsigned int i = 0; i < n; i++) {
+		char reason[160];
+
+		snprintf(reason, sizeof(reason),
+			 "domain %s was rekeyed with --force (%s)", d->name,
+			 who);
+		if (busy) {
+			dms += dm_ctx_force(srv, olds[i], reason);
+			rss += rss_ctx_force(olds[i], reason);
+		}
+		dctx_retire(srv, olds[i]);
+		if (out)
+			out->old_context_ids[out->n_old_context_ids++] =
+				olds[i]->id;
+	}
+	d->rekeys++;
+	if (busy)
+		log_notice("domain %s rekeyed (%s): %u contexts replaced; "
+			   "forced: %u DMs and %u RSS tables destroyed",
+			   d->name, who, n, dms, rss);
+	else
+		log_notice("domain %s rekeyed (%s): %u contexts replaced",
+			   d->name, who, n);
+	if (out) {
+		out->destroyed_dms = dms;
+		out->destroyed_rss = rss;
+	}
+	for (unsigned int i = 0; i < n; i++)
+		rekey_notify(srv, olds[i], who);
+	for (unsigned int i = 0; i < n; i++)
+		dctx_obj_release(srv, olds[i]);
+	return 0;
+}
+
+/* Private domains have a context of their own: nobody else shares it, so
+ * there is nothing to shut out; they answer like a missing one. */
+static struct domain *rekey_find(struct server *srv, const char *name)
+{
+	struct domain *d;
+
+	TAILQ_FOREACH(d, &srv->domains, link)
+		if (d->kind != DOMAIN_PRIVATE && strcmp(d->name, name) == 0)
+			return d;
+	return NULL;
+}
+
+int h_domain_rekey(struct conn *c, const Rdmab__Request *req,
+		   struct wire_fds *fds, struct reply *r)
+{
+	const Rdmab__DomainRekeyRequest *q = req->domain_rekey;
+	Rdmab__DomainRekeyReply *out = reply_alloc(r, sizeof(*out));
+	char who[80];
+	struct domain *d;
+	int err;
+
+	(void)fds;
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	/* Administrators only: H_ADMIN. */
+	d = rekey_find(c->srv, q->domain);
+	if (!d)
+		return reply_error(r, -ENOENT,
+				   "no domain \"%.64s\" to rekey (see "
+				   "rdmabrokerctl domains; a private domain "
+				   "shares its context with nobody)",
+				   q->domain);
+	rdmab__domain_rekey_reply__init(out);
+	snprintf(who, sizeof(who), "by client %" PRIu64 ", uid %u", c->id,
+		 c->cred.uid);
+	err = rekey_domain(c->srv, d, q->force, who, r, out);
+	if (err < 0)
+		return err;
+	r->msg.body_case = RDMAB__REPLY__BODY_DOMAIN_REKEY;
+	r->msg.domain_rekey = out;
+	return 0;
+}
+
+/* --- automatic ------------------------------------------------------------ */
+
+/* A context of @d at or past its threshold; NULL when none. */
+static struct dctx *rekey_due(struct domain *d)
+{
+	uint32_t at = d->limit.auto_rekey_unaccounted;
+	struct dctx *x;
+
+	if (!at)
+		return NULL;
+	TAILQ_FOREACH(x, &d->ctxs, link)
+		if (!x->rekeyed && x->unaccounted >= at)
+			return x;
+	return NULL;
+}
+
+static void rekey_auto_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	struct domain *d;
+	struct dctx *x;
+
+	(void)fd;
+	(void)what;
+	/* A rekey may close sessions and free domains: look again from the
+	 * start after each (a rekeyed context is not due). A refusal
+	 * changes nothing. */
+again:
+	TAILQ_FOREACH(d, &srv->domains, link) {
+		struct reply r = { 0 };
+		char who[96];
+
+		x = rekey_due(d);
+		if (!x)
+			continue;
+		snprintf(who, sizeof(who),
+			 "automatic: %u unaccounted objects in context "
+			 "%" PRIu64,
+			 x->unaccounted, x->id);
+		if (rekey_domain(srv, d, false, who, &r, NULL) == 0)
+			goto again;
+		if (!x->auto_rekey_refused)
+			log_warn("domain %s: no automatic rekey: %s", d->name,
+				 r.message);
+		x->auto_rekey_refused = true;
+	}
+}
+
+void rekey_auto_check(struct server *srv)
+{
+	struct timeval now = { 0 };
+
+	if (!srv->rekey_ev)
+		srv->rekey_ev = evtimer_new(srv->base, rekey_auto_cb, srv);
+	if (!srv->rekey_ev || event_add(srv->rekey_ev, &now) < 0)
+		log_err("cannot schedule the automatic rekey check");
+}
+
+void rekey_fini(struct server *srv)
+{
+	if (srv->rekey_ev)
+		event_free(srv->rekey_ev);
+	srv->rekey_ev = NULL;
+}

@@ -1,0 +1,666 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Domain rekey against the real daemon on the soft device, through
+ * libibclient and rdmabrokerctl: members that dispatch the Event and open
+ * again get a new context in which objects work, a member that does not
+ * keeps working in the old one until it does, and the old context's
+ * records and quota go once, when its last holder let go (until then it
+ * counts: EDQUOT); DMs (persistent, free pending, revoked) and RSS objects
+ * make a rekey refuse (EBUSY naming them) unless forced, which destroys
+ * them and tells their holders; a second rekey before the first old
+ * context went; XRC domains survive; evict --rekey. The in-process half is
+ * check_rekey_srv.c.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "include/ibclient.h"
+#include "tests/cklib.h"
+#include "tests/testlib.h"
+
+/* --- against the daemon ------------------------------------------------- */
+
+static struct tl_daemon D;
+static char conf_path[4096];
+
+/* Events a client saw, by type; the last one's object. */
+struct seen {
+	int n[64];
+	uint64_t last_id[64];
+	char last_msg[64][256];
+};
+
+static void on_event(struct ibc_client *cl, const struct ibc_event *ev,
+		     void *arg)
+{
+	struct seen *s = arg;
+
+	(void)cl;
+	if (ev->type < 0 || ev->type >= 64)
+		return;
+	s->n[ev->type]++;
+	s->last_id[ev->type] = ev->object_id;
+	snprintf(s->last_msg[ev->type], sizeof(s->last_msg[0]), "%s",
+		 ev->message ? ev->message : "");
+}
+
+/* @broker: lines of [broker]; @domain: of [domain lab]; @extra: more
+ * sections. */
+static void start_with(const char *broker, const char *domain,
+		       const char *extra)
+{
+	const char *args[] = { "--config", conf_path, NULL };
+	char *dir = tl_mkdtemp();
+	FILE *f;
+	int ret;
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(conf_path, sizeof(conf_path), "%s/rdmabroker.conf", dir);
+	free(dir);
+	f = fopen(conf_path, "w");
+	ck_assert_ptr_nonnull(f);
+	/* This process is the administrator, whatever its uid. */
+	fprintf(f, "[broker]\nadmin_group = %u\n%s[domain lab]\nusers = %u\n%s%s",
+		(unsigned int)getgid(), broker ? broker : "",
+		(unsigned int)getuid(), domain ? domain : "",
+		extra ? extra : "");
+	ck_assert_int_eq(fclose(f), 0);
+	ret = tl_daemon_start(&D, args);
+	ck_assert_msg(ret == 0, "cannot start the daemon: %s", strerror(-ret));
+}
+
+static void start(const char *extra)
+{
+	start_with(NULL, NULL, extra);
+}
+
+static void setup(void)
+{
+	start(NULL);
+}
+
+static void teardown(void)
+{
+	tl_daemon_stop(&D);
+}
+
+/* A client of domain lab (@flags: ibc_connect's), events into @s. */
+static struct ibc_client *join(struct seen *s, uint32_t flags)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+			     IBC_CONNECT_ATTR_TIMEOUT |
+			     IBC_CONNECT_ATTR_EVENT_CB | IBC_CONNECT_ATTR_FLAGS,
+		.socket_path = D.sock,
+		.timeout_ms = 20000,
+		.event_cb = on_event,
+		.event_arg = s,
+		.flags = flags,
+	};
+	struct ibc_client *cl;
+	int ret;
+
+	if (!(flags & IBC_CONNECT_PRIVATE_DOMAIN)) {
+		attr.comp_mask |= IBC_CONNECT_ATTR_DOMAIN;
+		attr.domain = "lab";
+	}
+	memset(s, 0, sizeof(*s));
+	ret = ibc_connect(&attr, &cl);
+	ck_assert_msg(ret == 0, "connect: %s", ibc_last_error());
+	return cl;
+}
+
+static struct ibc_ctx *open_ctx(struct ibc_client *cl)
+{
+	struct ibc_ctx *x;
+
+	ck_assert_msg(ibc_open(cl, NULL, &x) == 0, "open: %s",
+		      ibc_last_error());
+	return x;
+}
+
+static uint64_t ctx_id(struct ibc_ctx *x)
+{
+	struct ibc_caps caps;
+
+	ck_assert_int_eq(ibc_query(x, &caps, sizeof(caps)), 0);
+	return caps.context_id;
+}
+
+/* Domain lab as @cl sees it. */
+static struct ibc_domain_info lab(struct ibc_client *cl)
+{
+	struct ibc_domain_info *d, out = { 0 };
+	size_t n;
+
+	ck_assert_int_eq(ibc_list_domains(cl, &d, sizeof(*d), &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(d[i].name, "lab") == 0)
+			out = d[i];
+	ibc_list_free(d);
+	ck_assert_str_eq(out.name, "lab");
+	return out;
+}
+
+/* Dispatch @cl until it saw an event of @type, at most 5 s. */
+static void wait_event(struct ibc_client *cl, struct seen *s, int type)
+{
+	int64_t deadline = tl_now_ms() + 5000;
+
+	while (!s->n[type] && tl_now_ms() < deadline) {
+		ck_assert_int_ge(ibc_dispatch(cl), 0);
+		if (!s->n[type])
+			tl_sleep_ms(5);
+	}
+	ck_assert_msg(s->n[type], "no event %d", type);
+}
+
+/* Wait until domain lab has @contexts contexts and @objects charged. */
+static struct ibc_domain_info wait_lab(struct ibc_client *cl,
+				       uint32_t contexts, uint32_t objects)
+{
+	int64_t deadline = tl_now_ms() + 5000;
+	struct ibc_domain_info d;
+
+	for (;;) {
+		d = lab(cl);
+		if ((d.contexts == contexts && d.used.objects == objects) ||
+		    tl_now_ms() > deadline)
+			break;
+		tl_sleep_ms(5);
+	}
+	ck_assert_msg(d.contexts == contexts && d.used.objects == objects,
+		      "lab: %u contexts (%u old), %u objects (%u "
+		      "unaccounted); want %u and %u",
+		      d.contexts, d.old_contexts, d.used.objects,
+		      d.unaccounted, contexts, objects);
+	return d;
+}
+
+static size_t n_objects(struct ibc_client *cl)
+{
+	struct ibc_object_info *o;
+	size_t n;
+
+	ck_assert_int_eq(ibc_list_objects(cl, NULL, &o, sizeof(*o), &n), 0);
+	ibc_list_free(o);
+	return n;
+}
+
+START_TEST(test_members_reopen)
+{
+	struct seen sa, sb, sc;
+	struct ibc_client *a = join(&sa, 0), *b = join(&sb, 0);
+	struct ibc_client *c = join(&sc, 0);
+	struct ibc_ctx *xa = open_ctx(a), *xb = open_ctx(b), *na;
+	struct ibc_cq *cqa, *cqb, *cqb2, *cq;
+	struct ibc_domain_info d;
+	uint64_t old = ctx_id(xa);
+
+	ck_assert_uint_eq(ctx_id(xb), old);
+	ck_assert_int_eq(ibc_cq_create(xa, 8, &cqa), 0);
+	ck_assert_int_eq(ibc_cq_create(xb, 8, &cqb), 0);
+	/* The PD and two CQs. */
+	d = wait_lab(c, 1, 3);
+	ck_assert_uint_eq(d.rekeys, 0);
+
+	ck_assert_msg(ibc_admin_domain_rekey(c, "lab", 0) == 0, "%s",
+		      ibc_last_error());
+	d = lab(c);
+	ck_assert_uint_eq(d.rekeys, 1);
+	ck_assert_uint_eq(d.old_contexts, 1);
+
+	/* a dispatches: its copy of the old context is closed. */
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	ck_assert_uint_eq(sa.last_id[IBC_EVENT_DOMAIN_REKEYED], old);
+	ck_assert_ptr_nonnull(strstr(sa.last_msg[IBC_EVENT_DOMAIN_REKEYED],
+				     "lab"));
+	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq), -ESTALE);
+	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "rekey"));
+	{
+		struct ibc_xrcd *xr;
+		struct ibc_dm *dm;
+
+		ck_assert_int_eq(ibc_dm_alloc(xa, 4096, 0, &dm), -ESTALE);
+		ck_assert_int_eq(ibc_xrcd_open(xa, "n", O_CREAT, &xr),
+				 -ESTALE);
+		errno = 0;
+		ck_assert_ptr_null(ibc_verbs_context(xa));
+		ck_assert_int_eq(errno, ESTALE);
+	}
+	ibc_close(xa);
+	na = open_ctx(a);
+	ck_assert_uint_ne(ctx_id(na), old);
+	ck_assert_int_eq(ibc_cq_create(na, 8, &cq), 0);
+
+	/* b has not dispatched: it works on in the old context. */
+	ck_assert_msg(ibc_cq_create(xb, 8, &cqb2) == 0, "%s",
+		      ibc_last_error());
+	/* Old: PD, a's CQ (its session let go of it), b's two CQs; new: PD
+	 * and a's CQ. */
+	d = wait_lab(c, 2, 6);
+	ck_assert_uint_eq(d.old_contexts, 1);
+
+	/* b dispatches: the old context's last holder goes, with its
+	 * records and charges, once. */
+	wait_event(b, &sb, IBC_EVENT_DOMAIN_REKEYED);
+	d = wait_lab(c, 1, 2);
+	ck_assert_uint_eq(d.old_contexts, 0);
+	ck_assert_uint_eq(d.unaccounted, 0);
+	ck_assert_uint_eq(n_objects(c), 1);
+	/* c held no context: no event for it. */
+	ck_assert_int_eq(ibc_dispatch(c), 0);
+	ck_assert_int_eq(sc.n[IBC_EVENT_DOMAIN_REKEYED], 0);
+	/* b's next open gets the new one. */
+	ibc_close(xb);
+	xb = open_ctx(b);
+	ck_assert_uint_eq(ctx_id(xb), ctx_id(na));
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ibc_close(xb);
+	ibc_close(na);
+	d = wait_lab(c, 0, 0);
+	(void)cqa;
+	(void)cqb;
+	ibc_disconnect(a);
+	ibc_disconnect(b);
+	ibc_disconnect(c);
+}
+END_TEST
+
+/* A member's session that ends holds the old context no more. */
+START_TEST(test_second_rekey)
+{
+	struct seen sa, sb, sc;
+	struct ibc_client *a = join(&sa, 0), *b = join(&sb, 0);
+	struct ibc_client *c = join(&sc, 0);
+	struct ibc_ctx *xa = open_ctx(a), *xb = open_ctx(b);
+	uint64_t first = ctx_id(xa), second;
+	struct ibc_domain_info d;
+
+	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), 0);
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	ibc_close(xa);
+	xa = open_ctx(a);
+	second = ctx_id(xa);
+	ck_assert_uint_ne(second, first);
+	/* b still holds the first, a the second. */
+	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), 0);
+	d = wait_lab(c, 2, 2);
+	ck_assert_uint_eq(d.old_contexts, 2);
+	ck_assert_uint_eq(d.rekeys, 2);
+	sa.n[IBC_EVENT_DOMAIN_REKEYED] = 0;
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	ck_assert_uint_eq(sa.last_id[IBC_EVENT_DOMAIN_REKEYED], second);
+	d = wait_lab(c, 1, 1);
+	ck_assert_uint_eq(d.old_contexts, 1);
+	/* b's session ends without dispatching: the first goes too. */
+	ibc_disconnect(b);
+	wait_lab(c, 0, 0);
+	ibc_close(xa);
+	xa = open_ctx(a);
+	ck_assert_uint_gt(ctx_id(xa), second);
+	ibc_close(xa);
+	(void)xb;
+	ibc_disconnect(a);
+	ibc_disconnect(c);
+}
+END_TEST
+
+static struct ibc_rss *make_rss(struct ibc_ctx *x)
+{
+	static const uint8_t key[40] = { 0x6d, 0x5a };
+	struct ibc_rss_attr a = {
+		.port_num = 1,
+		.num_wqs = 1,
+		.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4,
+	};
+	struct ibc_rss *r;
+	struct ibc_cq *cq;
+	struct ibc_wq *wq;
+	uint64_t id;
+
+	ck_assert_int_eq(ibc_cq_create(x, 8, &cq), 0);
+	ck_assert_int_eq(ibc_wq_create(x, cq, NULL, &wq), 0);
+	id = ibc_wq_id(wq);
+	a.wq_ids = &id;
+	memcpy(a.hash_key, key, sizeof(key));
+	a.match.af = AF_INET;
+	a.match.l4_proto = IPPROTO_UDP;
+	a.match.dst_port = 4791;
+	a.match.port_mask = 0xffff;
+	ck_assert_msg(ibc_rss_create(x, &a, &r) == 0, "rss: %s",
+		      ibc_last_error());
+	return r;
+}
+
+/* What the broker made in the context cannot move: EBUSY naming it, and
+ * --force destroys it, its holders told. */
+START_TEST(test_busy_and_force)
+{
+	struct ibc_dm_attr da = { .length = 4096,
+				  .flags = IBC_DM_PERSISTENT };
+	struct seen sa, sb, sc;
+	struct ibc_client *a = join(&sa, 0), *b = join(&sb, 0);
+	struct ibc_client *c = join(&sc, 0);
+	struct ibc_ctx *xa = open_ctx(a), *xb = open_ctx(b);
+	struct ibc_dm_info *dl;
+	struct ibc_domain_info d;
+	struct ibc_dm *dm, *imp, *all;
+	struct ibc_rss *rss;
+	struct ibc_mr *mr;
+	char want[64];
+	size_t n;
+
+	ck_assert_msg(ibc_dm_alloc_ex(xa, &da, &dm) == 0, "%s",
+		      ibc_last_error());
+	ck_assert_int_eq(ibc_dm_import(xb, ibc_dm_handle(dm), &imp), 0);
+	/* An MR keeps the forced free from happening at once. */
+	ck_assert_msg(ibc_reg_dm_mr(imp, 0, 4096,
+				    IBV_ACCESS_ZERO_BASED |
+					    IBV_ACCESS_LOCAL_WRITE,
+				    &mr) == 0,
+		      "%s", ibc_last_error());
+	rss = make_rss(xb);
+	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), -EBUSY);
+	snprintf(want, sizeof(want), "DM %llu (persistent)",
+		 (unsigned long long)ibc_dm_id(dm));
+	ck_assert_msg(strstr(ibc_last_error(), want), "%s", ibc_last_error());
+	snprintf(want, sizeof(want), "RSS table %llu",
+		 (unsigned long long)ibc_rss_id(rss));
+	ck_assert_msg(strstr(ibc_last_error(), want), "%s", ibc_last_error());
+	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "--force"));
+	/* Refused: nothing changed. */
+	d = lab(c);
+	ck_assert_uint_eq(d.rekeys, 0);
+	ck_assert_uint_eq(d.old_contexts, 0);
+	ck_assert_int_eq(ibc_dispatch(a), 0);
+
+	ck_assert_msg(ibc_admin_domain_rekey(c, "lab", IBC_REKEY_FORCE) == 0,
+		      "%s", ibc_last_error());
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	ck_assert_int_eq(sa.n[IBC_EVENT_DM_REVOKED], 1);
+	ck_assert_uint_eq(sa.last_id[IBC_EVENT_DM_REVOKED], ibc_dm_id(dm));
+	wait_event(b, &sb, IBC_EVENT_DOMAIN_REKEYED);
+	ck_assert_int_eq(sb.n[IBC_EVENT_DM_REVOKED], 1);
+	ck_assert_int_eq(sb.n[IBC_EVENT_RSS_DESTROYED], 1);
+	ck_assert_uint_eq(sb.last_id[IBC_EVENT_RSS_DESTROYED],
+			  ibc_rss_id(rss));
+	ck_assert_int_eq(ibc_list_dms(c, &dl, sizeof(*dl), &n), 0);
+	ibc_list_free(dl);
+	ck_assert_uint_eq(n, 0);
+	d = wait_lab(c, 0, 0);
+	ck_assert_uint_eq(d.used.dm_bytes, 0);
+	ck_assert_uint_eq(d.used.rss_tables, 0);
+	ibc_close(xa);
+	ibc_close(xb);
+	/* The pinned DM went with its old context: the whole device memory
+	 * is free again. */
+	xa = open_ctx(a);
+	ck_assert_msg(ibc_dm_alloc(xa, 256 * 1024, 0, &all) == 0, "%s",
+		      ibc_last_error());
+	ck_assert_int_eq(ibc_dm_free(all), 0);
+	ibc_close(xa);
+	ibc_disconnect(a);
+	ibc_disconnect(b);
+	ibc_disconnect(c);
+}
+END_TEST
+
+/* A DM whose free is pending, and one in its revoke grace period: both
+ * named, both destroyed by --force; the grace period's end finds
+ * nothing. */
+START_TEST(test_pending_and_revoked)
+{
+	struct seen sa, sb, sc;
+	struct ibc_client *a, *b, *c;
+	struct ibc_ctx *xa, *xb;
+	struct ibc_dm *d1, *d2, *i1, *i2;
+	struct ibc_client_info ai;
+	char want[64];
+
+	tl_daemon_stop(&D);
+	start_with("dm_revoke_grace = 200ms\n", NULL, NULL);
+	a = join(&sa, 0);
+	b = join(&sb, 0);
+	c = join(&sc, 0);
+	xa = open_ctx(a);
+	xb = open_ctx(b);
+	ck_assert_int_eq(ibc_client_info(a, &ai, sizeof(ai)), 0);
+	ck_assert_int_eq(ibc_dm_alloc(xa, 4096, 0, &d1), 0);
+	ck_assert_int_eq(ibc_dm_alloc(xa, 4096, 0, &d2), 0);
+	ck_assert_int_eq(ibc_dm_import(xb, ibc_dm_handle(d1), &i1), 0);
+	ck_assert_int_eq(ibc_dm_import(xb, ibc_dm_handle(d2), &i2), 0);
+	snprintf(want, sizeof(want), "DM %llu (client %llu's)",
+		 (unsigned long long)ibc_dm_id(d1),
+		 (unsigned long long)ai.client_id);
+	/* d1: free pending (b holds it); d2: revoked, in its grace. */
+	ck_assert_int_eq(ibc_dm_free(d1), 0);
+	ck_assert_int_eq(ibc_admin_dm_revoke(c, ibc_dm_id(d2)), 0);
+	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), -EBUSY);
+	ck_assert_msg(strstr(ibc_last_error(), want), "%s", ibc_last_error());
+	ck_assert_msg(ibc_admin_domain_rekey(c, "lab", IBC_REKEY_FORCE) == 0,
+		      "%s", ibc_last_error());
+	wait_event(b, &sb, IBC_EVENT_DOMAIN_REKEYED);
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	/* Past the grace period: the broker still serves. */
+	tl_sleep_ms(400);
+	ck_assert_int_eq(ibc_ping(c, "x", 1), 0);
+	wait_lab(c, 0, 0);
+	ck_assert_uint_eq(lab(c).used.dm_bytes, 0);
+	ibc_close(xa);
+	ibc_close(xb);
+	ibc_disconnect(a);
+	ibc_disconnect(b);
+	ibc_disconnect(c);
+}
+END_TEST
+
+/* The old context counts in the quota until it goes: a domain at its
+ * objects quota opens its new one once the old one's last holder let
+ * go. */
+START_TEST(test_quota_of_old_context)
+{
+	struct seen sa, sb, sc;
+	struct ibc_client *a, *b, *c;
+	struct ibc_ctx *xa, *xb, *na;
+	struct ibc_cq *cq1, *cq2;
+
+	tl_daemon_stop(&D);
+	start_with(NULL, "objects = 3\n", NULL);
+	a = join(&sa, 0);
+	b = join(&sb, 0);
+	c = join(&sc, 0);
+	xa = open_ctx(a);
+	xb = open_ctx(b);
+	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq1), 0);
+	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq2), 0);
+	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), 0);
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	ibc_close(xa);
+	/* b still holds the old context, with a's CQs in it. */
+	wait_lab(c, 1, 3);
+	ck_assert_int_eq(ibc_open(a, NULL, &na), -EDQUOT);
+	ck_assert_msg(strstr(ibc_last_error(), "lab"), "%s", ibc_last_error());
+	wait_event(b, &sb, IBC_EVENT_DOMAIN_REKEYED);
+	wait_lab(c, 0, 0);
+	na = open_ctx(a);
+	ck_assert_int_eq(ibc_cq_create(na, 8, &cq1), 0);
+	ibc_close(na);
+	ibc_close(xb);
+	ibc_disconnect(a);
+	ibc_disconnect(b);
+	ibc_disconnect(c);
+}
+END_TEST
+
+/* The XRC domain is the inode's, held in the broker's own context: a
+ * declared name survives, and so does a private one that a member still
+ * holds. */
+START_TEST(test_xrcd_survives)
+{
+	struct seen sa, sb, sc;
+	struct ibc_client *a, *b, *c;
+	struct ibc_ctx *xa, *xb;
+	struct ibc_xrcd *x1, *x2, *t1, *t2, *t3;
+	uint64_t ino, tino;
+
+	tl_daemon_stop(&D);
+	start("[xrcd keep]\ndomains = lab\n");
+	a = join(&sa, 0);
+	b = join(&sb, 0);
+	c = join(&sc, 0);
+	xa = open_ctx(a);
+	xb = open_ctx(b);
+	ck_assert_int_eq(ibc_xrcd_open(xa, "keep", O_CREAT, &x1), 0);
+	ino = ibc_xrcd_ino(x1);
+	ck_assert_int_eq(ibc_xrcd_open(xb, "tmp", O_CREAT, &t1), 0);
+	ck_assert_int_eq(ibc_xrcd_open(xa, "tmp", 0, &t2), 0);
+	tino = ibc_xrcd_ino(t1);
+	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), 0);
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	ibc_close(xa);
+	xa = open_ctx(a);
+	ck_assert_msg(ibc_xrcd_open(xa, "keep", 0, &x2) == 0, "%s",
+		      ibc_last_error());
+	ck_assert_uint_eq(ibc_xrcd_ino(x2), ino);
+	/* b, in the old context, still holds "tmp". */
+	ck_assert_msg(ibc_xrcd_open(xa, "tmp", 0, &t3) == 0, "%s",
+		      ibc_last_error());
+	ck_assert_uint_eq(ibc_xrcd_ino(t3), tino);
+	ibc_close(xa);
+	ibc_close(xb);
+	ibc_disconnect(a);
+	ibc_disconnect(b);
+	ibc_disconnect(c);
+}
+END_TEST
+
+/* evict --rekey: the evicted process keeps only the old context. */
+START_TEST(test_evict_rekey)
+{
+	struct seen sa, sb, sc;
+	struct ibc_client *a = join(&sa, 0), *b = join(&sb, 0);
+	struct ibc_client *c = join(&sc, 0);
+	struct ibc_ctx *xa = open_ctx(a), *xb = open_ctx(b);
+	struct ibc_client_info bi;
+	uint64_t old = ctx_id(xa);
+	struct ibc_cq *cq;
+
+	ck_assert_int_eq(ibc_client_info(b, &bi, sizeof(bi)), 0);
+	ck_assert_int_eq(ibc_admin_evict_ex(c, bi.client_id, IBC_EVICT_FORCE),
+			 -EINVAL);
+	ck_assert_int_eq(ibc_admin_evict_ex(c, bi.client_id, 1u << 7),
+			 -EINVAL);
+	ck_assert_msg(ibc_admin_evict_ex(c, bi.client_id, IBC_EVICT_REKEY) ==
+			      0,
+		      "%s", ibc_last_error());
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	ck_assert_uint_eq(sa.last_id[IBC_EVENT_DOMAIN_REKEYED], old);
+	/* b is gone from the broker; a's next context is new. */
+	ck_assert_int_eq(ibc_cq_create(xb, 8, &cq), -ECONNRESET);
+	ibc_close(xa);
+	xa = open_ctx(a);
+	ck_assert_uint_ne(ctx_id(xa), old);
+	wait_lab(c, 1, 1);
+	ibc_close(xa);
+	ibc_close(xb);
+	ibc_disconnect(a);
+	ibc_disconnect(b);
+	ibc_disconnect(c);
+}
+END_TEST
+
+/* rdmabrokerctl --socket D.sock ARGS, its output into @out: the exit
+ * status. */
+static int ctl(char *out, size_t len, const char *args)
+{
+	const char *path = getenv("RDMABROKERCTL");
+	char cmd[1024];
+	size_t n;
+	FILE *f;
+	int st;
+
+	if (!path || !*path)
+		path = access("./rdmabrokerctl", X_OK) == 0 ?
+			       "./rdmabrokerctl" :
+			       "../rdmabrokerctl";
+	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>&1", path, D.sock,
+		 args);
+	f = popen(cmd, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(out, 1, len - 1, f);
+	out[n] = '\0';
+	st = pclose(f);
+	ck_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+START_TEST(test_ctl)
+{
+	struct seen sa, sc;
+	struct ibc_client *a = join(&sa, 0), *c;
+	struct ibc_ctx *xa = open_ctx(a);
+	struct ibc_client_info ai;
+	char out[4096], args[64];
+
+	ck_assert_int_eq(ctl(out, sizeof(out), "domain rekey lab"), 0);
+	ck_assert_msg(strstr(out, "domain lab rekeyed"), "%s", out);
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	ck_assert_int_eq(ctl(out, sizeof(out), "--json domain rekey lab"), 0);
+	ck_assert_str_eq(out, "{\"rekeyed\":\"lab\"}\n");
+	ck_assert_int_ne(ctl(out, sizeof(out), "domain rekey nosuch"), 0);
+	ck_assert_msg(strstr(out, "no domain \"nosuch\""), "%s", out);
+	ck_assert_int_eq(ctl(out, sizeof(out), "domain rekey"), 2);
+	ck_assert_int_eq(ctl(out, sizeof(out), "domain frob lab"), 2);
+	ck_assert_int_eq(ctl(out, sizeof(out), "evict --force 5"), 2);
+	ibc_close(xa);
+	xa = open_ctx(a);
+	ck_assert_int_eq(ibc_client_info(a, &ai, sizeof(ai)), 0);
+	snprintf(args, sizeof(args), "evict --rekey %llu",
+		 (unsigned long long)ai.client_id);
+	ck_assert_int_eq(ctl(out, sizeof(out), args), 0);
+	ck_assert_msg(strstr(out, "evicted and its domain rekeyed"), "%s",
+		      out);
+	c = join(&sc, 0);
+	ck_assert_uint_eq(lab(c).rekeys, 3);
+	ibc_close(xa);
+	ibc_disconnect(a);
+	ibc_disconnect(c);
+}
+END_TEST
+
+static Suite *rekey_suite(void)
+{
+	Suite *s = suite_create("rekey");
+	TCase *tc;
+
+	tc = tcase_create("daemon");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_members_reopen);
+	tcase_add_test(tc, test_second_rekey);
+	tcase_add_test(tc, test_busy_and_force);
+	tcase_add_test(tc, test_xrcd_survives);
+	tcase_add_test(tc, test_pending_and_revoked);
+	tcase_add_test(tc, test_quota_of_old_context);
+	tcase_add_test(tc, test_evict_rekey);
+	tcase_add_test(tc, test_ctl);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return ck_run("check_rekey", rekey_suite());
+}

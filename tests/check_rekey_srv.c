@@ -1,0 +1,657 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Domain rekey in-process (a real server on the soft device, clients on
+ * socketpairs, the event loop turned by hand): non-administrators are
+ * refused, unknown and private domains answer alike, the automatic rekey
+ * once a context's unaccounted objects (dead clients' intents) reach
+ * auto_rekey_unaccounted (off by default, refused and logged once while
+ * the domain holds a DM, its [domain] override), and Events that the
+ * requester or the evicted client cannot take close them without a use
+ * after free.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+#include <infiniband/verbs.h>
+
+#include "daemon/conf.h"
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/objects.h"
+#include "daemon/server.h"
+#include "tests/cklib.h"
+#include "tests/objlib.h"
+#include "tests/testlib.h"
+
+/* --- in-process --------------------------------------------------------- */
+
+#define MAX_CLIENTS 4
+
+static struct server srv;
+static char *dir;
+static char log_file[300];
+static int saved_stderr = -1;
+static struct ol_client cl[MAX_CLIENTS];
+static struct conn *conns[MAX_CLIENTS];
+
+static void pump(void)
+{
+	event_base_loop(srv.base, EVLOOP_NONBLOCK);
+}
+
+static void srv_start(const char *conf)
+{
+	char sock[256], cfg[256];
+	struct server_options opt = {
+		.socket_path = sock,
+		.config_path = cfg,
+		.device_mode = DEVICE_MODE_SOFT,
+		.socket_mode = 0600,
+		.max_conns = 16,
+		.outq_max = 256 * 1024,
+	};
+	FILE *f;
+	int fd;
+
+	log_max_priority = LOG_INFO;
+	dir = tl_mkdtemp();
+	ck_assert_ptr_nonnull(dir);
+	snprintf(sock, sizeof(sock), "%s/sock", dir);
+	snprintf(cfg, sizeof(cfg), "%s/rdmabroker.conf", dir);
+	snprintf(log_file, sizeof(log_file), "%s/log", dir);
+	f = fopen(cfg, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(conf, f);
+	ck_assert_int_eq(fclose(f), 0);
+	opt.runtime_dir = dir;
+	fd = open(log_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	fflush(stderr);
+	saved_stderr = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	dup2(fd, 2);
+	close(fd);
+	ck_assert_int_eq(server_init(&srv, &opt), 0);
+	memset(conns, 0, sizeof(conns));
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		cl[i].fd = -1;
+}
+
+static void srv_setup(void)
+{
+	srv_start("[defaults]\nauto_rekey_unaccounted = 2\n");
+}
+
+static void srv_teardown(void)
+{
+	for (int i = 0; i < MAX_CLIENTS; i++)
+		ol_close(&cl[i]);
+	server_fini(&srv);
+	fflush(stderr);
+	dup2(saved_stderr, 2);
+	close(saved_stderr);
+	tl_rmtree(dir);
+	free(dir);
+}
+
+/* Client @i: a connection of its own, hello (@domain: NULL for its uid's
+ * own), and @open the soft context. */
+static struct ol_client *client(int i, const char *domain, bool open)
+{
+	int sv[2];
+
+	ck_assert_int_eq(socketpair(AF_UNIX,
+				    SOCK_SEQPACKET | SOCK_NONBLOCK |
+					    SOCK_CLOEXEC,
+				    0, sv),
+			 0);
+	ck_assert_int_eq(conn_new(&srv, sv[0], &conns[i]), 0);
+	cl[i].fd = sv[1];
+	cl[i].serial = 0;
+	cl[i].pump = pump;
+	ck_assert_int_eq(ol_hello(&cl[i], domain), 0);
+	if (open)
+		ck_assert_int_eq(ol_open(&cl[i]), 0);
+	return &cl[i];
+}
+
+#define OK(call)                                                         \
+	do {                                                             \
+		int ok_ret_ = (call);                                    \
+		ck_assert_msg(ok_ret_ == 0, "%s: %s (%s)", #call,        \
+			      strerror(-ok_ret_), ol_error);             \
+	} while (0)
+
+static struct obj_owner *owner(int i)
+{
+	struct obj_owner *ow;
+
+	TAILQ_FOREACH(ow, &srv.registry->owners, link)
+		if (ow->client_id == cl[i].client_id)
+			return ow;
+	return NULL;
+}
+
+static int log_count(const char *needle)
+{
+	static char buf[1 << 20];
+	FILE *f;
+	size_t len;
+	int n = 0;
+
+	fflush(stderr);
+	f = fopen(log_file, "re");
+	ck_assert_ptr_nonnull(f);
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	for (char *p = buf; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
+static int rekey(struct ol_client *c, const char *name, bool force)
+{
+	Rdmab__DomainRekeyRequest dr = RDMAB__DOMAIN_REKEY_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int err;
+
+	dr.domain = (char *)name;
+	dr.force = force;
+	req.body_case = RDMAB__REQUEST__BODY_DOMAIN_REKEY;
+	req.domain_rekey = &dr;
+	err = ol_call(c, &req, &m);
+	if (err == 0)
+		ol_free(m);
+	return err;
+}
+
+static int evict_rekey(struct ol_client *c, uint64_t id)
+{
+	Rdmab__EvictRequest er = RDMAB__EVICT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int err;
+
+	er.client_id = id;
+	er.rekey = true;
+	req.body_case = RDMAB__REQUEST__BODY_EVICT;
+	req.evict = &er;
+	err = ol_call(c, &req, &m);
+	if (err == 0)
+		ol_free(m);
+	return err;
+}
+
+static int ol_close_context(struct ol_client *c, uint64_t id)
+{
+	Rdmab__CloseContextRequest cr = RDMAB__CLOSE_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int err;
+
+	cr.context_id = id;
+	req.body_case = RDMAB__REQUEST__BODY_CLOSE_CONTEXT;
+	req.close_context = &cr;
+	err = ol_call(c, &req, &m);
+	if (err == 0)
+		ol_free(m);
+	return err;
+}
+
+/* Replace the first @name in @s by "NAME". */
+static void unname(char *s, const char *name)
+{
+	char *p = strstr(s, name);
+
+	if (p)
+		memmove(p + 4, p + strlen(name), strlen(p + strlen(name)) + 1),
+			memcpy(p, "NAME", 4);
+}
+
+START_TEST(test_refusals)
+{
+	struct ol_client *admin = client(0, NULL, true);
+	struct ol_client *priv = &cl[1];
+	struct ol_client *user = client(2, NULL, true);
+	char a[256], b[256], name[64];
+	struct domain *d;
+
+	/* One that does not exist, and someone else's private domain. */
+	ck_assert_int_eq(rekey(admin, "no-such-domain", false), -ENOENT);
+	snprintf(a, sizeof(a), "%s", ol_error);
+	unname(a, "no-such-domain");
+	{
+		int sv[2];
+		Rdmab__HelloRequest h = RDMAB__HELLO_REQUEST__INIT;
+		Rdmab__Request req = RDMAB__REQUEST__INIT;
+		Rdmab__DaemonMessage *m;
+
+		ck_assert_int_eq(socketpair(AF_UNIX,
+					    SOCK_SEQPACKET | SOCK_NONBLOCK |
+						    SOCK_CLOEXEC,
+					    0, sv),
+				 0);
+		ck_assert_int_eq(conn_new(&srv, sv[0], &conns[1]), 0);
+		priv->fd = sv[1];
+		priv->serial = 0;
+		priv->pump = pump;
+		h.library_version = (char *)"test";
+		h.private_domain = true;
+		req.body_case = RDMAB__REQUEST__BODY_HELLO;
+		req.hello = &h;
+		OK(ol_call(priv, &req, &m));
+		snprintf(name, sizeof(name), "%s", m->reply->hello->domain);
+		ol_free(m);
+		OK(ol_open(priv));
+	}
+	ck_assert_int_eq(strncmp(name, "private-", 8), 0);
+	TAILQ_FOREACH(d, &srv.domains, link)
+		if (strcmp(d->name, name) == 0)
+			break;
+	ck_assert_ptr_nonnull(d);
+	ck_assert_int_eq(rekey(admin, name, false), -ENOENT);
+	snprintf(b, sizeof(b), "%s", ol_error);
+	unname(b, name);
+	ck_assert_str_eq(a, b);
+	ck_assert_uint_eq(d->rekeys, 0);
+
+	/* Not an administrator: refused before anything is looked up. */
+	conns[2]->cred.uid = 65534;
+	conns[2]->cred.gid = 65534;
+	free(conns[2]->groups);
+	conns[2]->groups = NULL;
+	conns[2]->n_groups = 0;
+	ck_assert_int_eq(rekey(user, user->domain, false), -EPERM);
+	ck_assert_int_eq(rekey(user, "no-such-domain", false), -EPERM);
+	ck_assert_int_eq(evict_rekey(user, admin->client_id), -EPERM);
+	ck_assert_int_eq(TAILQ_FIRST(&srv.domains)->rekeys, 0);
+	/* An administrator may. */
+	OK(rekey(admin, admin->domain, false));
+}
+END_TEST
+
+/* Intents of dead clients pile up as unaccounted; at the threshold the
+ * domain is rekeyed, logged once, and the old context takes them when it
+ * goes. */
+START_TEST(test_auto_rekey)
+{
+	struct ol_client *c = client(0, NULL, true);
+	struct ol_client *other = client(1, NULL, true);
+	struct ol_obj i1, i2;
+	Rdmab__DaemonMessage *m = NULL;
+	uint32_t used = 0, unacc = 0;
+	uint64_t old = other->ctx_id;
+	struct domain *d;
+
+	/* Intents whose kernel call made an object: a client killed
+	 * between the call and its register leaves one unaccounted. */
+	srv.devices.dev[0].intent_window = true;
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
+	OK(ol_kernel_call(c, i1.id, NULL, 0, &i1.handle));
+	conn_close(conns[0]);
+	conns[0] = NULL;
+	objects_owner_dead(owner(0));
+	pump();
+	/* One is below the threshold of 2. */
+	OK(ol_domain(other, other->domain, &used, &unacc));
+	ck_assert_uint_eq(unacc, 1);
+	ck_assert_int_eq(log_count("rekeyed"), 0);
+	ol_close(c);
+
+	c = client(2, NULL, true);
+	ck_assert_uint_eq(c->ctx_id, old);
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i2));
+	OK(ol_kernel_call(c, i2.id, NULL, 0, &i2.handle));
+	conn_close(conns[2]);
+	conns[2] = NULL;
+	objects_owner_dead(owner(2));
+	pump();
+	ck_assert_int_eq(log_count("domain uid-"), 1);
+	ck_assert_int_eq(log_count("rekeyed (automatic: 2 unaccounted"), 1);
+	/* The holder is told, names the context, lets go. */
+	ck_assert_int_eq(tl_recv_msg(other->fd, 1000, &m), 1);
+	ck_assert_int_eq(m->kind_case, RDMAB__DAEMON_MESSAGE__KIND_EVENT);
+	ck_assert_int_eq(m->event->body_case,
+			 RDMAB__EVENT__BODY_DOMAIN_REKEYED);
+	ck_assert_uint_eq(m->event->object_kind, IBC_OBJ_CONTEXT);
+	ck_assert_uint_eq(m->event->object_id, old);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	d = TAILQ_FIRST(&srv.domains);
+	ck_assert_uint_eq(d->n_ctxs, 1);
+	ck_assert(TAILQ_FIRST(&d->ctxs)->rekeyed);
+	/* Still charged: PD and the two intents. */
+	ck_assert_uint_eq(d->used.objects, 3);
+	OK(ol_close_context(other, old));
+	ck_assert_uint_eq(d->n_ctxs, 0);
+	ck_assert_uint_eq(d->used.objects, 0);
+	/* A new one, counting from zero. */
+	OK(ol_open(other));
+	ck_assert_uint_ne(other->ctx_id, old);
+	OK(ol_domain(other, other->domain, &used, &unacc));
+	ck_assert_uint_eq(unacc, 0);
+	ck_assert_uint_eq(used, 1);
+	ck_assert_int_eq(log_count("rekeyed"), 1);
+}
+END_TEST
+
+/* A domain with a DM is not rekeyed automatically: logged once. */
+START_TEST(test_auto_rekey_refused)
+{
+	struct ol_client *other = client(1, NULL, true);
+	/* Keeps the context open throughout. */
+	struct ol_client *holder = client(3, NULL, true);
+	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	struct domain *d;
+
+	da.context_id = other->ctx_id;
+	da.length = 4096;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &da;
+	OK(ol_call(other, &req, &m));
+	ol_free(m);
+	/* Intents whose kernel call made an object: a client killed
+	 * between the call and its register leaves one unaccounted. */
+	srv.devices.dev[0].intent_window = true;
+	for (int i = 0; i < 3; i++) {
+		struct ol_client *c = client(0, NULL, true);
+		struct ol_obj o;
+
+		OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+				  IBC_OBJ_CQ, NULL, 0, NULL, 0, &o));
+		OK(ol_kernel_call(c, o.id, NULL, 0, &o.handle));
+		conn_close(conns[0]);
+		conns[0] = NULL;
+		objects_owner_dead(owner(0));
+		pump();
+		ol_close(c);
+	}
+	ck_assert_int_eq(log_count("no automatic rekey"), 1);
+	ck_assert_int_eq(log_count("(persistent)") +
+				 log_count("'s)"),
+			 1);
+	d = TAILQ_FIRST(&srv.domains);
+	ck_assert(!TAILQ_FIRST(&d->ctxs)->rekeyed);
+	ck_assert_uint_eq(d->rekeys, 0);
+	/* The DM goes with its allocator: the next intent left behind
+	 * rekeys. */
+	conn_close(conns[1]);
+	conns[1] = NULL;
+	objects_owner_dead(owner(1));
+	for (int i = 0; i < 100 && owner(1); i++)
+		event_base_loop(srv.base, EVLOOP_ONCE);
+	ck_assert_ptr_null(owner(1));
+	ol_close(other);
+	other = client(1, NULL, true);
+	{
+		struct ol_client *c = client(0, NULL, true);
+		struct ol_obj o;
+
+		OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+				  IBC_OBJ_CQ, NULL, 0, NULL, 0, &o));
+		OK(ol_kernel_call(c, o.id, NULL, 0, &o.handle));
+		conn_close(conns[0]);
+		conns[0] = NULL;
+		objects_owner_dead(owner(0));
+		pump();
+		ol_close(c);
+	}
+	ck_assert_uint_eq(d->rekeys, 1);
+	ck_assert_int_eq(log_count("no automatic rekey"), 1);
+	ck_assert_uint_eq(holder->ctx_id, TAILQ_FIRST(&d->ctxs)->id);
+	ck_assert(TAILQ_FIRST(&d->ctxs)->rekeyed);
+}
+END_TEST
+
+/* Off by default. */
+START_TEST(test_auto_rekey_off)
+{
+	struct ol_client *other;
+	struct domain *d;
+
+	srv_teardown();
+	srv_start("");
+	other = client(1, NULL, true);
+	/* Intents whose kernel call made an object: a client killed
+	 * between the call and its register leaves one unaccounted. */
+	srv.devices.dev[0].intent_window = true;
+	for (int i = 0; i < 3; i++) {
+		struct ol_client *c = client(0, NULL, true);
+		struct ol_obj o;
+
+		OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+				  IBC_OBJ_CQ, NULL, 0, NULL, 0, &o));
+		OK(ol_kernel_call(c, o.id, NULL, 0, &o.handle));
+		conn_close(conns[0]);
+		conns[0] = NULL;
+		objects_owner_dead(owner(0));
+		pump();
+		ol_close(c);
+	}
+	d = TAILQ_FIRST(&srv.domains);
+	ck_assert_uint_eq(TAILQ_FIRST(&d->ctxs)->unaccounted, 3);
+	ck_assert_uint_eq(d->rekeys, 0);
+	ck_assert_int_eq(log_count("rekeyed"), 0);
+	(void)other;
+}
+END_TEST
+
+/*
+ * An Event the requester itself cannot take (its peer is gone) must not
+ * close its connection under its own handler, which still uses it: the
+ * rekey of a context it holds, and the RSS rebuild when it destroys a WQ
+ * of its own table (the storm of make check-soak found that one).
+ */
+START_TEST(test_event_to_gone_requester)
+{
+	struct ol_client *c = client(0, NULL, true);
+	struct ol_client *other = client(1, NULL, true);
+	Rdmab__DomainRekeyRequest dr = RDMAB__DOMAIN_REKEY_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct domain *d = TAILQ_FIRST(&srv.domains);
+	uint64_t old = c->ctx_id;
+
+	dr.domain = c->domain;
+	req.body_case = RDMAB__REQUEST__BODY_DOMAIN_REKEY;
+	req.domain_rekey = &dr;
+	OK(ol_send(c, &req));
+	/* Gone before the broker reads it. */
+	close(c->fd);
+	c->fd = -1;
+	for (int i = 0; i < 10; i++)
+		pump();
+	ck_assert_uint_eq(d->rekeys, 1);
+	ck_assert_uint_eq(srv.n_conns, 1);
+	ck_assert_uint_eq(TAILQ_FIRST(&d->ctxs)->id, old);
+	ck_assert(TAILQ_FIRST(&d->ctxs)->rekeyed);
+	OK(ol_close_context(other, old));
+	ck_assert_uint_eq(d->n_ctxs, 0);
+}
+END_TEST
+
+START_TEST(test_rss_event_to_gone_requester)
+{
+	struct ol_client *c = client(0, NULL, true);
+	Rdmab__RssCreateRequest rc = RDMAB__RSS_CREATE_REQUEST__INIT;
+	Rdmab__FlowMatch fm = RDMAB__FLOW_MATCH__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__ObjDestroyRequest dq = RDMAB__OBJ_DESTROY_REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	static uint8_t key[40] = { 1 };
+	struct ol_obj cq, wq1, wq2;
+	uint64_t ids[2];
+
+	OK(ol_cq(c, 8, &cq));
+	OK(ol_wq(c, cq.id, 8, &wq1));
+	OK(ol_wq(c, cq.id, 8, &wq2));
+	ids[0] = wq1.id;
+	ids[1] = wq2.id;
+	rc.context_id = c->ctx_id;
+	rc.port_num = 1;
+	rc.log_ind_tbl_size = 1;
+	rc.wq_ids = ids;
+	rc.n_wq_ids = 2;
+	rc.hash_key.data = key;
+	rc.hash_key.len = sizeof(key);
+	rc.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
+	fm.af = AF_INET;
+	fm.l4_proto = IPPROTO_UDP;
+	fm.dst_port = 4791;
+	fm.port_mask = 0xffff;
+	rc.match = &fm;
+	req.body_case = RDMAB__REQUEST__BODY_RSS_CREATE;
+	req.rss_create = &rc;
+	OK(ol_call(c, &req, &m));
+	ol_free(m);
+	/* Its WQ leaves its own table: the rebuild's Event is its. */
+	dq.object_id = wq1.id;
+	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
+	req.obj_destroy = &dq;
+	OK(ol_send(c, &req));
+	close(c->fd);
+	c->fd = -1;
+	for (int i = 0; i < 10; i++)
+		pump();
+	ck_assert_uint_eq(srv.n_conns, 0);
+}
+END_TEST
+
+/* A forced evict --rekey whose DM Event closes the client being evicted
+ * (it reads no more): the eviction must not use it after. */
+START_TEST(test_evict_force_closes_target)
+{
+	struct ol_client *admin = client(0, NULL, true);
+	struct ol_client *t = client(1, NULL, true);
+	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__EvictRequest er = RDMAB__EVICT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+
+	da.context_id = t->ctx_id;
+	da.length = 4096;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &da;
+	OK(ol_call(t, &req, &m));
+	ol_free(m);
+	/* Sends to it fail (EPIPE), and it has not hung up. */
+	ck_assert_int_eq(shutdown(t->fd, SHUT_RD), 0);
+	er.client_id = t->client_id;
+	er.rekey = true;
+	er.force = true;
+	req.body_case = RDMAB__REQUEST__BODY_EVICT;
+	req.evict = &er;
+	OK(ol_call(admin, &req, &m));
+	ol_free(m);
+	ck_assert_uint_eq(srv.n_conns, 1);
+	ck_assert_uint_eq(TAILQ_FIRST(&srv.domains)->rekeys, 1);
+}
+END_TEST
+
+/* Many DMs: the sentence names whole ones and says there are more. */
+START_TEST(test_busy_many)
+{
+	struct ol_client *admin = client(0, NULL, true);
+	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	size_t len;
+
+	da.context_id = admin->ctx_id;
+	da.length = 4096;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &da;
+	for (int i = 0; i < 20; i++) {
+		OK(ol_call(admin, &req, &m));
+		ol_free(m);
+	}
+	ck_assert_int_eq(rekey(admin, admin->domain, false), -EBUSY);
+	ck_assert_msg(strstr(ol_error, "holds 20 objects"), "%s", ol_error);
+	ck_assert_msg(strstr(ol_error, "(--force destroys them)"), "%s",
+		      ol_error);
+	len = strlen(ol_error);
+	ck_assert_msg(len > 4 && strcmp(ol_error + len - 4, " ...") == 0,
+		      "%s", ol_error);
+	ck_assert_msg(strstr(ol_error, "'s), DM "), "%s", ol_error);
+	OK(rekey(admin, admin->domain, true));
+	ck_assert_uint_eq(TAILQ_FIRST(&srv.domains)->used.dm_bytes, 0);
+}
+END_TEST
+
+/* [defaults] sets it for every domain; a [domain] section overrides. */
+START_TEST(test_config)
+{
+	char path[300], err[512];
+	struct config cfg;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/t.conf", dir);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("[domain a]\nusers = 0\n[domain b]\nusers = 0\n"
+	      "auto_rekey_unaccounted = 0\n"
+	      "[defaults]\nauto_rekey_unaccounted = 5\n",
+	      f);
+	ck_assert_int_eq(fclose(f), 0);
+	config_init(&cfg);
+	ck_assert_uint_eq(cfg.defaults.auto_rekey_unaccounted, 0);
+	ck_assert_msg(config_load(path, true, &cfg, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(cfg.defaults.auto_rekey_unaccounted, 5);
+	ck_assert_uint_eq(config_find_domain(&cfg, "a")->quota
+				  .auto_rekey_unaccounted,
+			  5);
+	ck_assert_uint_eq(config_find_domain(&cfg, "b")->quota
+				  .auto_rekey_unaccounted,
+			  0);
+	config_free(&cfg);
+	f = fopen(path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs("[defaults]\nauto_rekey_unaccounted = -1\n", f);
+	ck_assert_int_eq(fclose(f), 0);
+	config_init(&cfg);
+	ck_assert_int_lt(config_load(path, true, &cfg, err, sizeof(err)), 0);
+	ck_assert_msg(strstr(err, "auto_rekey_unaccounted"), "%s", err);
+	config_free(&cfg);
+}
+END_TEST
+
+static Suite *rekey_srv_suite(void)
+{
+	Suite *s = suite_create("rekey-srv");
+	TCase *tc;
+
+	tc = tcase_create("in-process");
+	tcase_add_checked_fixture(tc, srv_setup, srv_teardown);
+	tcase_add_test(tc, test_refusals);
+	tcase_add_test(tc, test_auto_rekey);
+	tcase_add_test(tc, test_auto_rekey_refused);
+	tcase_add_test(tc, test_auto_rekey_off);
+	tcase_add_test(tc, test_event_to_gone_requester);
+	tcase_add_test(tc, test_rss_event_to_gone_requester);
+	tcase_add_test(tc, test_config);
+	tcase_add_test(tc, test_evict_force_closes_target);
+	tcase_add_test(tc, test_busy_many);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return ck_run("check_rekey_srv", rekey_srv_suite());
+}
