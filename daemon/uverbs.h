@@ -43,7 +43,8 @@ int uverbs_driver_id(int cmd_fd, uint32_t *ret_driver_id);
  * MLX5_IB_OBJECT_UAR), at most @max (capped at UVERBS_HANDLES_MAX) in
  * @handles. The kernel stops at the room it is given: a return of @max
  * means there may be more. Returns the count; 0 for a type the device
- * does not have (the kernel's ENOMSG); -EIO once the device was
+ * does not have (the kernel's ENOENT) and for DEVICE_INTERNAL on a device
+ * that is not mlx5; -EIO once the device was
  * disassociated, -ENOTTY for a descriptor that is not uverbs, -EINVAL for
  * a @type that is no uverbs object, or the kernel's other errors.
  */
