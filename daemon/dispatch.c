@@ -73,6 +73,9 @@ static const struct handler handlers[] = {
 					       0, H_SESSION },
 	[RDMAB__REQUEST__BODY_LIST_RSS] = { "list-rss", h_list_rss, 0,
 					    H_SESSION },
+	/* Fork */
+	[RDMAB__REQUEST__BODY_FORK_STATE] = { "fork-state", h_fork_state, 0,
+					      H_SESSION },
 };
 
 /* dispatch_set_test_handler(): one extra body case, for test suites. */

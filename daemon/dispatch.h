@@ -106,6 +106,9 @@ int h_rss_destroy(struct conn *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r);
 int h_list_rss(struct conn *c, const Rdmab__Request *req,
 	       struct wire_fds *fds, struct reply *r);
+/* Fork (session.c). */
+int h_fork_state(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r);
 
 /*
  * For test suites only: serve @body_case (one the daemon does not know)

@@ -58,7 +58,7 @@ static void ibc_dm_drop_local(struct ibc_dm *dm, const char *why)
 	if (dm->gone)
 		return;
 	snprintf(dm->gone_why, sizeof(dm->gone_why), "%s", why);
-	__atomic_store_n(&dm->gone, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&dm->gone, ENODEV, __ATOMIC_RELEASE);
 	if (dm->vdm) {
 		ibv_unimport_dm(dm->vdm);
 		dm->vdm = NULL;
@@ -170,6 +170,8 @@ out:
 
 static int ibc_dm_ctx_check(struct ibc_ctx *ctx)
 {
+	if (ibc_stale(ctx->client))
+		return ibc_stale_error(ctx->client);
 	if (ibc_ctx_removed(ctx))
 		return ibc_set_error(-ENODEV,
 				     "%s was removed: close the context",
@@ -362,6 +364,8 @@ IBC_EXPORT int ibc_dm_unimport(struct ibc_dm *dm)
 
 	if (!dm)
 		return ibc_set_error(-EINVAL, "dm is NULL");
+	if (ibc_stale(dm->ctx->client))
+		return ibc_stale_error(dm->ctx->client);
 	err = ibc_dm_check_mrs(dm, "unimport");
 	if (err < 0)
 		return err;
@@ -382,6 +386,8 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 	err = ibc_dm_check_mrs(dm, "free");
 	if (err < 0)
 		return err;
+	if (dm->gone == ESTALE)
+		return ibc_set_error(-ESTALE, "%s", dm->gone_why);
 	if (dm->gone)
 		return ibc_set_error(-ENODEV, "%s: unimport it", dm->gone_why);
 	if (*dm->status)
@@ -457,7 +463,7 @@ ibc_dm_check_fail(const struct ibc_dm *dm, uint64_t off, size_t len)
 	if (!dm)
 		return ibc_set_error(-EINVAL, "dm is NULL");
 	if (__atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE))
-		return ibc_set_error(-ENODEV, "%s", dm->gone_why);
+		return ibc_set_error(-dm->gone, "%s", dm->gone_why);
 	if (*dm->status)
 		return ibc_set_error(-ENODEV,
 				     "DM %llu was revoked by an administrator: "
@@ -537,8 +543,8 @@ IBC_EXPORT struct ibv_dm *ibc_verbs_dm(struct ibc_dm *dm)
 		return NULL;
 	}
 	if (__atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE)) {
-		ibc_set_error(-ENODEV, "%s", dm->gone_why);
-		errno = ENODEV;
+		ibc_set_error(-dm->gone, "%s", dm->gone_why);
+		errno = dm->gone;
 		return NULL;
 	}
 	if (!dm->vdm) {
@@ -564,7 +570,7 @@ IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,
 	if (!dm || !ret_mr)
 		return ibc_set_error(-EINVAL, "dm or ret_mr is NULL");
 	if (__atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE))
-		return ibc_set_error(-ENODEV, "%s", dm->gone_why);
+		return ibc_set_error(-dm->gone, "%s", dm->gone_why);
 	/* ibv_reg_dm_mr's rules; the device checks them again. */
 	if (!(access & IBV_ACCESS_ZERO_BASED))
 		return ibc_set_error(-EINVAL, "an MR on device memory needs "
