@@ -226,6 +226,7 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 			goto fail;
 		}
 	}
+	ibc_fork_env();
 	ret = ibc_hello(cl, attr && (attr->comp_mask &
 				     IBC_CONNECT_ATTR_DOMAIN) ?
 				    attr->domain :

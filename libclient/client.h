@@ -74,9 +74,6 @@ struct ibc_client {
 	 * parent's is sent on, closed or unmapped. Written only by the
 	 * child's atfork handler, before the child runs anything else. */
 	bool stale;
-	/* Stale and live in the parent when it forked: the one a child's
-	 * ibc_connect names as its parent. */
-	bool fork_parent;
 	bool has_secret;
 	uint8_t secret[16];
 	char sock_path[108];
@@ -184,6 +181,9 @@ void ibc_fork_unregister(struct ibc_client *cl);
  * broker, inherited through fork(). false when there is none. */
 bool ibc_fork_parent(const struct ibc_client *cl, uint64_t *ret_id,
 		     uint8_t ret_secret[16]);
+/* RDMAV_FORK_SAFE or IBV_FORK_SAFE is set: ibc_fork_init() now, before
+ * the hello that tells the broker the state. */
+void ibc_fork_env(void);
 /* The process now holds memory pinned for the device (an MR, or a queue
  * on a verbs device): ibc_fork_init() is too late from now on. */
 void ibc_fork_note_pin(void);

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/mman.h>
@@ -41,6 +42,17 @@ static int fork_once_err;
 static pid_t fork_parent_pid;
 
 static const uint8_t fork_no_status;
+
+/* The sessions the parent had when it forked this process, newest first:
+ * what a child's ibc_connect names as its parent. Kept apart from the
+ * clients, which the child may disconnect before it connects. */
+#define FORK_PARENTS 8
+static struct fork_parent {
+	char sock_path[sizeof(((struct ibc_client *)0)->sock_path)];
+	uint64_t id;
+	uint8_t secret[sizeof(((struct ibc_client *)0)->secret)];
+} fork_parents[FORK_PARENTS];
+static unsigned int fork_n_parents;
 
 void ibc_fork_note_pin(void)
 {
@@ -206,7 +218,13 @@ static void fork_stale_client(struct ibc_client *cl, int ph)
 {
 	pthread_condattr_t ca;
 
-	cl->fork_parent = !cl->stale;
+	if (!cl->stale && cl->has_secret && fork_n_parents < FORK_PARENTS) {
+		struct fork_parent *p = &fork_parents[fork_n_parents++];
+
+		memcpy(p->sock_path, cl->sock_path, sizeof(p->sock_path));
+		p->id = cl->info.client_id;
+		memcpy(p->secret, cl->secret, sizeof(p->secret));
+	}
 	if (!cl->stale) {
 		cl->stale = true;
 		cl->dead = -ESTALE;
@@ -240,6 +258,8 @@ static void fork_child(void)
 
 	if (ph < 0)
 		ph = eventfd(0, EFD_CLOEXEC);
+	/* A grandparent's sessions are not this process's parent's. */
+	fork_n_parents = 0;
 	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next)
 		fork_stale_client(cl, ph);
 	if (ph >= 0)
@@ -294,12 +314,12 @@ bool ibc_fork_parent(const struct ibc_client *cl, uint64_t *ret_id,
 
 	pthread_mutex_lock(&fork_lock);
 	/* Newest first: the parent's latest session on that broker. */
-	for (struct ibc_client *p = fork_clients; p && !found;
-	     p = p->fork_next) {
-		if (p == cl || !p->fork_parent || !p->has_secret ||
-		    strcmp(p->sock_path, cl->sock_path))
+	for (unsigned int i = 0; i < fork_n_parents && !found; i++) {
+		const struct fork_parent *p = &fork_parents[i];
+
+		if (strcmp(p->sock_path, cl->sock_path))
 			continue;
-		*ret_id = p->info.client_id;
+		*ret_id = p->id;
 		memcpy(ret_secret, p->secret, sizeof(p->secret));
 		found = true;
 	}
@@ -308,6 +328,24 @@ bool ibc_fork_parent(const struct ibc_client *cl, uint64_t *ret_id,
 }
 
 /* --- the fork state ---------------------------------------------------- */
+
+/* libibverbs' test of its variables: set, and not "0". */
+static bool fork_env(const char *name)
+{
+	const char *v = getenv(name);
+
+	return v && strcmp(v, "0") != 0;
+}
+
+void ibc_fork_env(void)
+{
+	/* libibverbs acts on them only when it first lists devices, which
+	 * a client of the soft device never does. A failure (too late)
+	 * shows as the state the broker is told. */
+	if ((fork_env("RDMAV_FORK_SAFE") || fork_env("IBV_FORK_SAFE")) &&
+	    ibc_fork_state() == IBC_FORK_DISABLED)
+		ibc_fork_init();
+}
 
 IBC_EXPORT enum ibc_fork_state ibc_fork_state(void)
 {

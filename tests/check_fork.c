@@ -264,6 +264,30 @@ START_TEST(test_init_first)
 }
 END_TEST
 
+/* RDMAV_FORK_SAFE and IBV_FORK_SAFE, as libibverbs reads them ("0" is
+ * off), act at connect: the hello carries the state. */
+START_TEST(test_env_fork_safe)
+{
+	enum ibc_fork_state want = fork_unneeded() ? IBC_FORK_UNNEEDED :
+						     IBC_FORK_ENABLED;
+	struct ibc_client_entry e;
+	struct ibc_client *cl;
+
+	ck_assert_int_eq(setenv("IBV_FORK_SAFE", "0", 1), 0);
+	cl = connect_ok();
+	ck_assert_int_eq(ibc_fork_state(), fork_unneeded() ?
+						   IBC_FORK_UNNEEDED :
+						   IBC_FORK_DISABLED);
+	ibc_disconnect(cl);
+	ck_assert_int_eq(setenv("RDMAV_FORK_SAFE", "1", 1), 0);
+	cl = connect_ok();
+	ck_assert_int_eq(ibc_fork_state(), want);
+	ck_assert(find_client(cl, client_id(cl), &e));
+	ck_assert_int_eq(e.fork_state, want);
+	ibc_disconnect(cl);
+}
+END_TEST
+
 /* --- the child of a fork ------------------------------------------------ */
 
 /* Descriptors of this process whose link starts with @prefix ("socket:",
@@ -553,15 +577,20 @@ END_TEST
 
 /* --- child sessions ----------------------------------------------------- */
 
-/* In a forked child: connect (to @domain) and report the link the broker
- * recorded, then wait for @hold. */
-static void __attribute__((noreturn)) linked_child(int res, int hold,
-						   const char *domain)
+/* In a forked child: free the @inherited session (may be NULL), connect
+ * (to @domain) and report the link the broker recorded, then wait for
+ * @hold. */
+static void __attribute__((noreturn))
+linked_child(int res, int hold, struct ibc_client *inherited,
+	     const char *domain)
 {
 	struct ibc_client_info info = { 0 };
 	struct ibc_client *cl;
 	char c;
 
+	/* The link survives it: the parent's sessions were noted at the
+	 * fork. */
+	ibc_disconnect(inherited);
 	if (join(domain, &cl) || ibc_client_info(cl, &info, sizeof(info)))
 		_exit(2);
 	if (write(res, &info, sizeof(info)) != sizeof(info))
@@ -584,7 +613,7 @@ START_TEST(test_child_session_link)
 	a = fork();
 	ck_assert_int_ge(a, 0);
 	if (a == 0)
-		linked_child(res[1], hold[0], NULL);
+		linked_child(res[1], hold[0], cl, NULL);
 	ck_assert_int_eq(read_full(res[0], &got, sizeof(got)), sizeof(got));
 	ck_assert_uint_eq(got.parent_id, client_id(cl));
 	ck_assert(find_client(cl, got.client_id, &e));
@@ -599,7 +628,7 @@ START_TEST(test_child_session_link)
 	b = fork();
 	ck_assert_int_ge(b, 0);
 	if (b == 0)
-		linked_child(res[1], hold[0], "fam");
+		linked_child(res[1], hold[0], NULL, "fam");
 	ck_assert_int_eq(read_full(res[0], &got2, sizeof(got2)),
 			 sizeof(got2));
 	ck_assert_uint_eq(got2.parent_id, 0);
@@ -835,6 +864,7 @@ static Suite *fork_suite(void)
 	tcase_add_test(tc, test_init_after_registration);
 	tcase_add_test(tc, test_init_after_dm_mr);
 	tcase_add_test(tc, test_init_first);
+	tcase_add_test(tc, test_env_fork_safe);
 	tcase_add_test(tc, test_child_lives_parent_killed);
 	tcase_add_test(tc, test_system_changes_nothing);
 	tcase_add_test(tc, test_child_session_link);
