@@ -100,6 +100,7 @@ static int ibc_dm_status_map(struct ibc_client *cl, int fd)
 	if (p == MAP_FAILED)
 		return ibc_set_error(-errno, "cannot map the DM status page: %s",
 				     strerror(errno));
+	madvise(p, IBC_DM_STATUS_SLOTS, MADV_DONTFORK);
 	pthread_mutex_lock(&cl->lock);
 	if (cl->dm_status)
 		munmap(p, IBC_DM_STATUS_SLOTS);
@@ -149,6 +150,10 @@ static int ibc_dm_attach(struct ibc_dm *dm, int fd)
 					    strerror(errno));
 			goto out;
 		}
+		/* A forked child must not keep the broker's memory
+		 * (ibc_fork_init(3)); marked at once, so that no fork
+		 * between here and the list can miss it. */
+		madvise(p, dm->length, MADV_DONTFORK);
 		dm->map = p;
 		err = 0;
 		goto out;

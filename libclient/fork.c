@@ -6,7 +6,8 @@
  * Before fork() the handlers take every library lock, in the order the
  * library takes them elsewhere (the fork lock, each client's, each
  * context's, the RSS list's), so that the child inherits no structure half
- * changed, and mark the device's mappings MADV_DONTFORK. In the child the
+ * changed, and mark the device's mappings MADV_DONTFORK (dm.c marks the
+ * soft device's DM memfds when it maps them). In the child the
  * inherited descriptors are covered with a placeholder (closing them would
  * free their numbers for unrelated files the application opens next) and
  * every inherited session is marked stale.
@@ -139,21 +140,9 @@ static void fork_prepare(void)
 		for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
 			pthread_mutex_lock(&ctx->lock);
 	ibc_rss_fork_lock();
-
-	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next) {
-		if (cl->stale)
-			continue;
-		/* The DM status page and the soft device's DM memfds: the
-		 * child must not keep the broker's memory. */
-		if (cl->dm_status)
-			madvise((void *)cl->dm_status, IBC_DM_STATUS_SLOTS,
-				MADV_DONTFORK);
-		for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
-			for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
-				if (dm->map)
-					madvise(dm->map, dm->length,
-						MADV_DONTFORK);
-	}
+	/* The DM status page and the soft device's DM memfds were marked
+	 * when they were mapped (dm.c); the provider's mappings are found
+	 * here. */
 	if (fork_maps_device())
 		fork_dontfork_device();
 }

@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdio.h>
@@ -335,7 +336,23 @@ enum {
 	CHK_OPEN = 1 << 8,
 	CHK_INFO = 1 << 9,
 	CHK_NOFDS = 1 << 10,
+	CHK_MAPS = 1 << 11,
 };
+
+/* Mappings of this process whose line in /proc/self/maps names @what. */
+static int maps_like(const char *what)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "re");
+	int n = 0;
+
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		n += strstr(line, what) != NULL;
+	fclose(f);
+	return n;
+}
 
 struct child_report {
 	pid_t child;
@@ -370,6 +387,10 @@ static void child_checks(struct child_report *r, struct ibc_client *cl,
 			note(r, CHK_PLACEHOLDER, "an inherited descriptor");
 	if (fds_like("socket:", other, 8) || fds_like("/memfd:", other, 8))
 		note(r, CHK_NOFDS, "a socket or memfd is still open");
+	/* The DM and the session's DM status page stayed with the parent
+	 * (MADV_DONTFORK). */
+	if (maps_like("memfd:rdmabroker") != 0)
+		note(r, CHK_MAPS, "a DM memfd is still mapped");
 	if (ibc_ping(cl, "x", 1) != -ESTALE)
 		note(r, CHK_PING, "ibc_ping");
 	if (!strstr(ibc_last_error(), "forked"))
@@ -438,6 +459,9 @@ static void __attribute__((noreturn)) parent_proc(int res, int hold)
 	    ibc_reg_mr(ctx, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE, &mr) ||
 	    ibc_dm_alloc(ctx, 4096, 0, &dm))
 		_exit(2);
+	/* The DM and its status page are mapped here. */
+	if (maps_like("memfd:rdmabroker-dm") < 2)
+		_exit(8);
 	nfds = fds_like("socket:", fds, 8);
 	nfds += fds_like("/memfd:", fds + nfds, 8);
 	r.parent_id = client_id(cl);
@@ -519,6 +543,55 @@ START_TEST(test_child_lives_parent_killed)
 		tl_sleep_ms(10);
 	close(res[0]);
 	close(hold[1]);
+	ibc_disconnect(cl);
+}
+END_TEST
+
+/* Another thread keeps calling while this one forks: the handlers wait
+ * for the locks, no child inherits a half-made request, the parent's
+ * session goes on, every child finds its inherited one stale. */
+static volatile bool busy_stop;
+static int busy_errors;
+
+static void *busy_thread(void *arg)
+{
+	struct ibc_client *cl = arg;
+	struct ibc_ctx *ctx;
+	struct ibc_cq *cq;
+
+	while (!busy_stop) {
+		if (ibc_ping(cl, "b", 1) || ibc_open(cl, NULL, &ctx)) {
+			busy_errors++;
+			break;
+		}
+		if (ibc_cq_create(ctx, 4, &cq) == 0)
+			ibc_cq_destroy(cq);
+		ibc_close(ctx);
+	}
+	return NULL;
+}
+
+START_TEST(test_fork_while_busy)
+{
+	struct ibc_client *cl = connect_ok();
+	pthread_t t;
+	int status;
+
+	ck_assert_int_eq(pthread_create(&t, NULL, busy_thread, cl), 0);
+	for (int i = 0; i < 50; i++) {
+		pid_t pid = fork();
+
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0)
+			_exit(ibc_ping(cl, "c", 1) == -ESTALE ? 0 : 1);
+		ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &status), 0);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "child %d: status 0x%x", i, status);
+	}
+	busy_stop = true;
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_int_eq(busy_errors, 0);
+	ck_assert_int_eq(ibc_ping(cl, "d", 1), 0);
 	ibc_disconnect(cl);
 }
 END_TEST
@@ -867,6 +940,7 @@ static Suite *fork_suite(void)
 	tcase_add_test(tc, test_env_fork_safe);
 	tcase_add_test(tc, test_child_lives_parent_killed);
 	tcase_add_test(tc, test_system_changes_nothing);
+	tcase_add_test(tc, test_fork_while_busy);
 	tcase_add_test(tc, test_child_session_link);
 	tcase_add_test(tc, test_wrong_secret);
 	tcase_add_test(tc, test_hundred_children);
