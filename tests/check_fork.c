@@ -755,7 +755,7 @@ static int hello_naming(uint64_t parent, const uint8_t *secret, size_t len,
 START_TEST(test_wrong_secret)
 {
 	struct ibc_client *cl = connect_ok(), *oth;
-	uint8_t secret[16] = { 1, 2, 3 };
+	uint8_t secret[17] = { 1, 2, 3 };
 	uint64_t link = 99;
 
 	ck_assert_int_eq(join("other", &oth), 0);
