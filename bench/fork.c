@@ -2,20 +2,21 @@
 /*
  * make bench-fork: the cost of the library's atfork handlers (issue 12).
  *
- * fork() + the child's _exit(0) + waitpid() of this process holding 1 GiB
- * of touched memory (4 KiB pages), first before the library was ever used
- * (no handler is installed before the first ibc_connect), then with a
- * session, an open soft-device context, a CQ and a DM mapping, in the same
- * run, every process on CPU 0. The same without the 1 GiB, for scale.
- * Where the kernel lets a process count its own user-space instructions
- * (perf_event_open), the parent's per fork() are shown too: the handlers'
- * work is their difference. With valgrind installed, callgrind counts the
- * same for the parent and for the child (whose handler runs there) of a
- * small process: for the parent the role runs twice, for 0 and IR_FORKS
- * forks, and the difference over IR_FORKS is one fork's; a child's count
- * starts with its parent's (callgrind copies the counters at fork), so for
- * the children the parent zeroes its counters before every fork and the
- * children's totals are averaged.
+ * fork() + the child's _exit(0) + waitpid() of a process holding 1 GiB of
+ * touched memory (4 KiB pages) with a session, an open soft-device
+ * context, a CQ and a DM mapping, against the same of its twin, which holds
+ * the same memory and never ran the library (no handler is installed
+ * before the first ibc_connect); both are children of the driver forked
+ * before anything of the library ran in it (the driver's own forks are
+ * slower than its children's, library or not), and they fork in turn,
+ * every process on CPU 0. The same without the 1 GiB, for scale (the
+ * library's own memory and descriptors then show). With valgrind
+ * installed, callgrind counts the same for the parent and for the child
+ * (whose handler runs there) of a small process: for the parent the role
+ * runs twice, for 0 and IR_FORKS forks, and the difference over IR_FORKS
+ * is one fork's; a child's count starts with its parent's (callgrind
+ * copies the counters at fork), so for the children the parent zeroes its
+ * counters before every fork and the children's totals are averaged.
  *
  * Usage: rdmab-bench-fork --daemon PATH [--mib N]
  */
@@ -23,16 +24,14 @@
 
 #include <dirent.h>
 #include <errno.h>
-#include <linux/perf_event.h>
+#include <fcntl.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -48,7 +47,6 @@
 struct figure {
 	double wait_us;	  /* fork + _exit + waitpid, median */
 	double fork_us;	  /* fork() returning in the parent, median */
-	double insns;	  /* the parent's user-space instructions per fork */
 };
 
 static uint64_t now_ns(void)
@@ -72,63 +70,23 @@ static double median(double *v, int n)
 	return v[n / 2];
 }
 
-/* A counter of this process's user-space instructions, or -1. */
-static int insn_counter(void)
+/* One fork whose child exits at once: its two times, in microseconds. */
+static void one_fork(double ret[2])
 {
-	struct perf_event_attr a = {
-		.type = PERF_TYPE_HARDWARE,
-		.size = sizeof(a),
-		.config = PERF_COUNT_HW_INSTRUCTIONS,
-		.disabled = 1,
-		.exclude_kernel = 1,
-		.exclude_hv = 1,
-	};
+	uint64_t t0 = now_ns(), t1;
+	int status;
+	pid_t pid = fork();
 
-	return (int)syscall(SYS_perf_event_open, &a, 0, -1, -1,
-			    PERF_FLAG_FD_CLOEXEC);
-}
-
-static struct figure measure(int counter)
-{
-	double wait[REPS * FORKS], fork_t[REPS * FORKS];
-	uint64_t insns = 0;
-	struct figure f;
-	int n = 0;
-
-	for (int r = 0; r < REPS; r++) {
-		for (int i = 0; i < FORKS; i++, n++) {
-			uint64_t t0 = now_ns(), t1, count = 0;
-			int status;
-			pid_t pid;
-
-			if (counter >= 0) {
-				ioctl(counter, PERF_EVENT_IOC_RESET, 0);
-				ioctl(counter, PERF_EVENT_IOC_ENABLE, 0);
-			}
-			pid = fork();
-			if (pid == 0)
-				_exit(0);
-			if (counter >= 0) {
-				ioctl(counter, PERF_EVENT_IOC_DISABLE, 0);
-				if (read(counter, &count, sizeof(count)) !=
-				    sizeof(count))
-					count = 0;
-				insns += count;
-			}
-			t1 = now_ns();
-			if (pid < 0) {
-				perror("bench-fork: fork");
-				exit(1);
-			}
-			waitpid(pid, &status, 0);
-			fork_t[n] = (double)(t1 - t0) / 1e3;
-			wait[n] = (double)(now_ns() - t0) / 1e3;
-		}
+	if (pid == 0)
+		_exit(0);
+	t1 = now_ns();
+	if (pid < 0) {
+		perror("bench-fork: fork");
+		exit(1);
 	}
-	f.wait_us = median(wait, n);
-	f.fork_us = median(fork_t, n);
-	f.insns = counter >= 0 ? (double)insns / n : -1;
-	return f;
+	waitpid(pid, &status, 0);
+	ret[0] = (double)(now_ns() - t0) / 1e3;
+	ret[1] = (double)(t1 - t0) / 1e3;
 }
 
 static void *touch(size_t len)
@@ -146,6 +104,139 @@ static void *touch(size_t len)
 	for (size_t off = 0; off < len; off += 4096)
 		p[off] = 1;
 	return p;
+}
+
+/*
+ * The two processes measured: twins forked by the driver before anything
+ * of the library ran, so that they are alike but for what they are told.
+ * On command: 'T' touch the memory, 'U' unmap it, 'L' connect with a
+ * soft context, a CQ and a DM (the library's twin only: the first
+ * ibc_connect installs the handlers), 'F' one fork, whose times go back,
+ * 'Q' quit.
+ */
+struct twin {
+	pid_t pid;
+	int cmd, res;
+};
+
+static int twin_library(const char *sock)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET,
+		.socket_path = sock,
+	};
+	struct ibc_client *cl;
+	struct ibc_ctx *ctx;
+	struct ibc_cq *cq;
+	struct ibc_dm *dm;
+	int i, err = -1;
+
+	for (i = 0; i < 500 && (err = ibc_connect(&attr, &cl)) < 0; i++)
+		usleep(10000);
+	if (err == 0 && (ibc_open(cl, NULL, &ctx) < 0 ||
+			 ibc_cq_create(ctx, 64, &cq) < 0 ||
+			 ibc_dm_alloc(ctx, 4096, 0, &dm) < 0))
+		err = -1;
+	if (err < 0)
+		fprintf(stderr, "bench-fork: %s\n", ibc_last_error());
+	/* Held until the twin exits. */
+	return err;
+}
+
+static void __attribute__((noreturn))
+twin_main(int cmd, int res, size_t len, const char *sock)
+{
+	void *big = NULL;
+	double t[2];
+	char c;
+
+	while (read(cmd, &c, 1) == 1) {
+		t[0] = t[1] = 0;
+		if (c == 'T')
+			big = touch(len);
+		else if (c == 'U')
+			munmap(big, len);
+		else if (c == 'L')
+			t[0] = twin_library(sock);
+		else if (c == 'Q')
+			break;
+		else
+			one_fork(t);
+		if (write(res, t, sizeof(t)) != sizeof(t))
+			break;
+	}
+	_exit(0);
+}
+
+static void twin_start(struct twin *tw, size_t len, const char *sock)
+{
+	int cmd[2], res[2];
+
+	if (pipe2(cmd, O_CLOEXEC) < 0 || pipe2(res, O_CLOEXEC) < 0) {
+		perror("bench-fork: pipe2");
+		exit(1);
+	}
+	tw->pid = fork();
+	if (tw->pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(cmd[1]);
+		close(res[0]);
+		twin_main(cmd[0], res[1], len, sock);
+	}
+	close(cmd[0]);
+	close(res[1]);
+	tw->cmd = cmd[1];
+	tw->res = res[0];
+}
+
+static void twin_ask(const struct twin *tw, char c, double t[2])
+{
+	if (write(tw->cmd, &c, 1) != 1 ||
+	    read(tw->res, t, 2 * sizeof(*t)) != (ssize_t)(2 * sizeof(*t))) {
+		fprintf(stderr, "bench-fork: a twin is gone\n");
+		exit(1);
+	}
+}
+
+static void twin_stop(struct twin *tw)
+{
+	int status;
+
+	/* Said, not an end of file: the other twin holds this one's pipe
+	 * ends too. */
+	if (write(tw->cmd, "Q", 1) != 1)
+		kill(tw->pid, SIGKILL);
+	close(tw->cmd);
+	close(tw->res);
+	waitpid(tw->pid, &status, 0);
+}
+
+/* REPS * FORKS forks of each twin, in turn; who goes first alternates, so
+ * that neither gains from what the other left warm. */
+static void measure(const struct twin *lt, const struct twin *pt,
+		    struct figure *lib, struct figure *raw)
+{
+	double lw[REPS * FORKS], lf[REPS * FORKS];
+	double rw[REPS * FORKS], rf[REPS * FORKS];
+	double t[2];
+
+	for (int i = 0; i < REPS * FORKS; i++) {
+		for (int k = 0; k < 2; k++) {
+			if ((i + k) % 2) {
+				twin_ask(pt, 'F', t);
+				rw[i] = t[0];
+				rf[i] = t[1];
+			} else {
+				twin_ask(lt, 'F', t);
+				lw[i] = t[0];
+				lf[i] = t[1];
+			}
+		}
+	}
+	lib->wait_us = median(lw, REPS * FORKS);
+	lib->fork_us = median(lf, REPS * FORKS);
+	raw->wait_us = median(rw, REPS * FORKS);
+	raw->fork_us = median(rf, REPS * FORKS);
 }
 
 static void row(const char *what, const struct figure *lib,
@@ -224,7 +315,8 @@ static int ir_run(const char *self, const char *dir, const char *sock,
 		  double *ret_children)
 {
 	char out[256], prefix[64], nb[16], lb[4], zb[4], path[512];
-	char *argv[] = { "valgrind", "--tool=callgrind", "-q", out, (char *)self,
+	char *argv[] = { "valgrind", "--tool=callgrind", "-q", out,
+			 (char *)self,
 			 "--role", (char *)sock, lb, nb, zb, NULL };
 	struct dirent *e;
 	int status;
@@ -306,17 +398,13 @@ int main(int argc, char **argv)
 {
 	const char *daemon = NULL;
 	char dir[] = "/tmp/rdmab-bench-fork.XXXXXX", sock[128];
-	struct ibc_connect_attr attr = { .comp_mask = IBC_CONNECT_ATTR_SOCKET };
 	struct figure raw_small, raw_big, lib_small, lib_big;
 	size_t mib = 1024, len;
-	struct ibc_client *cl;
-	struct ibc_ctx *ctx;
-	struct ibc_cq *cq;
-	struct ibc_dm *dm;
-	int counter, counter_err, status;
+	struct twin lt, pt;
 	cpu_set_t set;
+	double t[2];
+	int status;
 	pid_t dpid;
-	void *big;
 
 	if (argc == 6 && strcmp(argv[1], "--role") == 0)
 		return ir_role(argv[2], atoi(argv[3]), atoi(argv[4]),
@@ -346,32 +434,26 @@ int main(int argc, char **argv)
 		      (char *)NULL);
 		_exit(127);
 	}
-	errno = 0;
-	counter = insn_counter();
-	counter_err = errno;
-
-	/* Without the library: nothing of it has run in this process, so
-	 * no atfork handler is installed yet. */
-	raw_small = measure(counter);
-	big = touch(len);
-	raw_big = measure(counter);
-
-	attr.socket_path = sock;
-	for (int i = 0; i < 500 && ibc_connect(&attr, &cl) < 0; i++)
-		usleep(10000);
-	if (ibc_open(cl, NULL, &ctx) < 0 || ibc_cq_create(ctx, 64, &cq) < 0 ||
-	    ibc_dm_alloc(ctx, 4096, 0, &dm) < 0) {
-		fprintf(stderr, "bench-fork: %s\n", ibc_last_error());
+	/* Before anything of the library ran here. */
+	twin_start(&lt, len, sock);
+	twin_start(&pt, len, sock);
+	twin_ask(&lt, 'T', t);
+	twin_ask(&pt, 'T', t);
+	twin_ask(&lt, 'L', t);
+	if (t[0] < 0) {
 		kill(dpid, SIGKILL);
 		return 1;
 	}
-	lib_big = measure(counter);
-	munmap(big, len);
-	lib_small = measure(counter);
+	measure(&lt, &pt, &lib_big, &raw_big);
+	twin_ask(&lt, 'U', t);
+	twin_ask(&pt, 'U', t);
+	measure(&lt, &pt, &lib_small, &raw_small);
+	twin_stop(&lt);
+	twin_stop(&pt);
 
-	printf("fork + _exit + waitpid, with a session, a soft context, a CQ "
-	       "and a DM\nagainst the same process before the library ran "
-	       "(CPU 0, median of %d)\n",
+	printf("fork + _exit + waitpid of a process with a session, a soft "
+	       "context, a CQ and a DM,\nagainst its twin without the library, "
+	       "in turn (CPU 0, median of %d)\n",
 	       REPS * FORKS);
 	printf("%-28s %10s %10s %6s %10s %10s\n", "PROCESS", "lib us",
 	       "plain us", "RATIO", "fork() lib", "fork() pl");
@@ -382,20 +464,7 @@ int main(int argc, char **argv)
 		row(what, &lib_big, &raw_big);
 	}
 	row("small (no extra memory)", &lib_small, &raw_small);
-	if (counter >= 0)
-		printf("\nthe parent's user-space instructions per fork(): "
-		       "%.0f with the library, %.0f without (handlers: "
-		       "%.0f)\n",
-		       lib_small.insns, raw_small.insns,
-		       lib_small.insns - raw_small.insns);
-	else
-		printf("\ninstruction counts: n/a (perf_event_open: %s)\n",
-		       strerror(counter_err));
 
-	ibc_dm_free(dm);
-	ibc_cq_destroy(cq);
-	ibc_close(ctx);
-	ibc_disconnect(cl);
 	if (access("/usr/bin/valgrind", X_OK) == 0 ||
 	    access("/usr/local/bin/valgrind", X_OK) == 0)
 		ir_report(dir, sock);
