@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "ctl/ctl.h"
@@ -13,6 +14,48 @@ static const char *const fork_names[] = { "disabled", "enabled",
 static const char *fork_name(enum ibc_fork_state s)
 {
 	return (unsigned int)s < 3 ? fork_names[s] : "?";
+}
+
+/* Is the session @id listed? */
+static bool listed(const struct ibc_client_entry *c, size_t n, uint64_t id)
+{
+	for (size_t i = 0; i < n; i++)
+		if (c[i].id == id)
+			return true;
+	return false;
+}
+
+static void print_row(const struct ibc_client_entry *e, unsigned int depth)
+{
+	char comm[CTL_TEXT_SIZE(e->comm)];
+	char domain[CTL_TEXT_SIZE(e->domain)];
+	char id[32], parent[24] = "-";
+
+	/* A forked child under its parent, two columns further in. */
+	snprintf(id, sizeof(id), "%*s%" PRIu64, (int)(2 * (depth % 8)), "",
+		 e->id);
+	if (e->parent_id)
+		snprintf(parent, sizeof(parent), "%" PRIu64, e->parent_id);
+	printf("%-8s %-6s %-8u %-6u %-16s %-20s %-8u %-7u %-6u "
+	       "%-9" PRIu64 " %s\n",
+	       id, parent, e->pid, e->uid,
+	       text_escape(comm, sizeof(comm), e->comm),
+	       text_escape(domain, sizeof(domain), e->domain), e->contexts,
+	       e->objects, e->unaccounted, e->requests,
+	       fork_name(e->fork_state));
+}
+
+/* The sessions forked from @parent, depth first. A child's id is above
+ * its parent's (the parent said hello first), so there are no cycles. */
+static void print_children(const struct ibc_client_entry *c, size_t n,
+			   uint64_t parent, unsigned int depth)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (c[i].parent_id != parent || c[i].id <= parent)
+			continue;
+		print_row(&c[i], depth);
+		print_children(c, n, c[i].id, depth + 1);
+	}
 }
 
 int cmd_clients(struct ctl *ctl, int argc, char **argv)
@@ -47,25 +90,22 @@ int cmd_clients(struct ctl *ctl, int argc, char **argv)
 			json_string(stdout, fork_name(c[i].fork_state));
 			printf(",\"library_version\":");
 			json_string(stdout, c[i].library_version);
-			printf(",\"unaccounted\":%u}", c[i].unaccounted);
+			printf(",\"unaccounted\":%u", c[i].unaccounted);
+			printf(",\"parent\":%" PRIu64 ",\"children\":%u}",
+			       c[i].parent_id, c[i].children);
 		}
 		printf("]\n");
 		goto out;
 	}
-	printf("%-6s %-8s %-6s %-16s %-20s %-8s %-7s %-6s %-9s %s\n", "ID",
-	       "PID", "UID", "COMMAND", "DOMAIN", "CONTEXTS", "OBJECTS",
-	       "UNACCT", "REQUESTS", "FORK");
+	printf("%-8s %-6s %-8s %-6s %-16s %-20s %-8s %-7s %-6s %-9s %s\n",
+	       "ID", "PARENT", "PID", "UID", "COMMAND", "DOMAIN", "CONTEXTS",
+	       "OBJECTS", "UNACCT", "REQUESTS", "FORK");
 	for (size_t i = 0; i < n; i++) {
-		char comm[CTL_TEXT_SIZE(c[i].comm)];
-		char domain[CTL_TEXT_SIZE(c[i].domain)];
-
-		printf("%-6" PRIu64 " %-8u %-6u %-16s %-20s %-8u %-7u %-6u "
-		       "%-9" PRIu64 " %s\n",
-		       c[i].id, c[i].pid, c[i].uid,
-		       text_escape(comm, sizeof(comm), c[i].comm),
-		       text_escape(domain, sizeof(domain), c[i].domain),
-		       c[i].contexts, c[i].objects, c[i].unaccounted,
-		       c[i].requests, fork_name(c[i].fork_state));
+		/* Roots: sessions of no parent, or of one not listed. */
+		if (c[i].parent_id && listed(c, n, c[i].parent_id))
+			continue;
+		print_row(&c[i], 0);
+		print_children(c, n, c[i].id, 1);
 	}
 out:
 	ibc_list_free(c);

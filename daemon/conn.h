@@ -61,6 +61,11 @@ struct conn {
 	/* Filled by the hello handler. */
 	uint32_t client_pid;
 	int fork_state;
+	/* Sent in the hello reply only; a forked child of the session
+	 * proves its descent with it (session.c). */
+	uint8_t secret[16];
+	/* The session this one proved it was forked from, 0: none. */
+	uint64_t parent_id;
 	char library_version[32];
 	struct domain *domain;
 	TAILQ_HEAD(, conn_ctx) ctxs;

@@ -80,6 +80,9 @@ static const struct handler handlers[] = {
 	/* Rekey */
 	[RDMAB__REQUEST__BODY_DOMAIN_REKEY] = { "domain-rekey", h_domain_rekey,
 						0, H_SESSION | H_ADMIN },
+	/* Fork */
+	[RDMAB__REQUEST__BODY_FORK_STATE] = { "fork-state", h_fork_state, 0,
+					      H_SESSION },
 };
 
 /* dispatch_set_test_handler(): one extra body case, for test suites. */

@@ -112,6 +112,9 @@ int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 /* Rekey (rekey.c). */
 int h_domain_rekey(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
+/* Fork (session.c). */
+int h_fork_state(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r);
 
 /*
  * For test suites only: serve @body_case (one the daemon does not know)

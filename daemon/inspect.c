@@ -169,6 +169,18 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
+/* Live sessions linked to @id: a page's worth of walks, bounded by the
+ * connection limit. */
+static uint32_t inspect_children(struct server *srv, uint64_t id)
+{
+	struct conn *o;
+	uint32_t n = 0;
+
+	TAILQ_FOREACH(o, &srv->conns, link)
+		n += o->hello_done && o->parent_id == id;
+	return n;
+}
+
 int h_list_clients(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
@@ -205,6 +217,8 @@ int h_list_clients(struct conn *c, const Rdmab__Request *req,
 		ci->requests = o->requests;
 		ci->fork_state = (Rdmab__ForkState)o->fork_state;
 		ci->library_version = o->library_version;
+		ci->parent_id = o->parent_id;
+		ci->children = inspect_children(srv, o->id);
 		ptrs[n++] = ci;
 	}
 	out->clients = ptrs;

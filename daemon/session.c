@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/random.h>
 #include <unistd.h>
 
 #include "common/text.h"
@@ -35,6 +36,46 @@ static int session_check_version(const char *v, struct reply *r)
 			   (unsigned int)cp, bad);
 }
 
+/* Equal in time independent of where they differ. */
+static bool session_secret_equal(const uint8_t *a, const uint8_t *b,
+				 size_t n)
+{
+	volatile uint8_t diff = 0;
+
+	for (size_t i = 0; i < n; i++)
+		diff |= a[i] ^ b[i];
+	return diff == 0;
+}
+
+/*
+ * A forked child names its parent's session and proves it with the secret
+ * that session got in its hello reply. The link is for display and
+ * accounting only, so a mismatch is not an error: the child connects
+ * without a link, and learns nothing about the id it named (a session of
+ * another domain, a gone one, a wrong secret all answer parent_id 0).
+ */
+static void session_link_parent(struct conn *c,
+				const Rdmab__HelloRequest *hr)
+{
+	struct conn *p;
+
+	if (!hr->parent_id)
+		return;
+	TAILQ_FOREACH(p, &c->srv->conns, link)
+		if (p->id == hr->parent_id)
+			break;
+	if (p && p != c && p->hello_done && p->domain == c->domain &&
+	    hr->parent_secret.len == sizeof(p->secret) &&
+	    session_secret_equal(hr->parent_secret.data, p->secret,
+				 sizeof(p->secret)))
+		c->parent_id = p->id;
+	else
+		log_debug("client %" PRIu64 ": no link to client %" PRIu64
+			  ": no such session of its domain, or a wrong "
+			  "secret",
+			  c->id, hr->parent_id);
+}
+
 int h_session_hello(struct conn *c, const Rdmab__Request *req,
 		    struct wire_fds *fds, struct reply *r)
 {
@@ -59,6 +100,17 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	ret = session_check_version(hr->library_version, r);
 	if (ret < 0)
 		return ret;
+	if (hr->parent_secret.len > sizeof(c->secret))
+		return reply_error(r, -EINVAL,
+				   "parent secret of %zu bytes: a session's "
+				   "is %zu",
+				   hr->parent_secret.len, sizeof(c->secret));
+	/* Before the domain is joined: nothing to undo when it fails. */
+	if (getrandom(c->secret, sizeof(c->secret), 0) !=
+	    (ssize_t)sizeof(c->secret))
+		return reply_error(r, -EAGAIN,
+				   "cannot draw the session's secret: %s",
+				   strerror(errno));
 	out = reply_alloc(r, sizeof(*out));
 	devs = reply_alloc(r, sizeof(*devs) * (srv->devices.n + 1));
 	devp = reply_alloc(r, sizeof(*devp) * (srv->devices.n + 1));
@@ -80,6 +132,10 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	out->daemon_version = (char *)PACKAGE_VERSION;
 	out->client_id = c->id;
 	out->domain = c->domain->name;
+	session_link_parent(c, hr);
+	out->secret.data = c->secret;
+	out->secret.len = sizeof(c->secret);
+	out->parent_id = c->parent_id;
 
 	conn_hello_done(c);
 	c->client_pid = hr->pid;
@@ -93,6 +149,24 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 		  c->domain->name);
 	r->msg.body_case = RDMAB__REPLY__BODY_HELLO;
 	r->msg.hello = out;
+	return 0;
+}
+
+int h_fork_state(struct conn *c, const Rdmab__Request *req,
+		 struct wire_fds *fds, struct reply *r)
+{
+	Rdmab__ForkStateReply *out = reply_alloc(r, sizeof(*out));
+	Rdmab__ForkState s = req->fork_state->fork_state;
+
+	if (!out)
+		return reply_error(r, -ENOMEM, "out of memory");
+	if (s > RDMAB__FORK_STATE__FORK_UNNEEDED)
+		return reply_error(r, -EINVAL, "fork state %d is not valid",
+				   (int)s);
+	c->fork_state = (int)s;
+	rdmab__fork_state_reply__init(out);
+	r->msg.body_case = RDMAB__REPLY__BODY_FORK_STATE;
+	r->msg.fork_state = out;
 	return 0;
 }
 

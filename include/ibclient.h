@@ -161,6 +161,9 @@ struct ibc_client_info {
 	char daemon_version[32];
 	char domain[64];
 	uint32_t num_devices;
+	/* Fork: the session this one proved it was forked from
+	 * (ibc_fork_init(3)); 0 when the broker linked it to none. */
+	uint64_t parent_id;
 };
 
 struct ibc_device_info {
@@ -301,6 +304,10 @@ struct ibc_client_entry {
 	char library_version[32];
 	/* Its open intents: objects being created (counted in objects). */
 	uint32_t unaccounted;
+	/* Fork: the session it was forked from (0: none), and how many
+	 * live sessions name it so. */
+	uint64_t parent_id;
+	uint32_t children;
 };
 
 struct ibc_status {
@@ -663,9 +670,20 @@ int ibc_ping(struct ibc_client *client, const void *payload, size_t len);
 int ibc_status(struct ibc_client *client, struct ibc_status *ret,
 	       size_t size);
 
-/** ibc_fork_state() - this process's fork protection, as libibverbs sees
- * it. */
+/** ibc_fork_state() - this process's fork protection: UNNEEDED where the
+ * kernel copies pinned pages at fork, ENABLED after ibc_fork_init() (or
+ * RDMAV_FORK_SAFE), DISABLED otherwise. */
 enum ibc_fork_state ibc_fork_state(void);
+
+/**
+ * ibc_fork_init() - make this process's RDMA memory safe across fork().
+ *
+ * 0 when the kernel needs nothing (IBC_FORK_UNNEEDED) or it was done;
+ * -EINVAL once this process has ever held memory pinned for the device
+ * (ibc_reg_mr, and queues on verbs devices), as ibv_fork_init(3) refuses;
+ * else ibv_fork_init()'s error. Every live session is told the new state.
+ */
+int ibc_fork_init(void);
 
 /*
  * Device memory (ibc_dm_alloc(3)): on-chip memory (mlx5 MEMIC; the soft

@@ -48,9 +48,18 @@ static int ibc_hello(struct ibc_client *cl, const char *domain)
 	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	const Rdmab__HelloReply *hr;
+	uint8_t parent_secret[sizeof(cl->secret)];
 	struct ibc_reply r;
+	uint64_t parent_id;
 	int ret;
 
+	/* A forked child shows its parent's session, inherited through
+	 * memory (fork.c). */
+	if (ibc_fork_parent(cl, &parent_id, parent_secret)) {
+		hello.parent_id = parent_id;
+		hello.parent_secret.data = parent_secret;
+		hello.parent_secret.len = sizeof(parent_secret);
+	}
 	hello.library_version = (char *)PACKAGE_VERSION;
 	hello.pid = (uint32_t)getpid();
 	hello.fork_state = (Rdmab__ForkState)ibc_fork_state();
@@ -73,6 +82,12 @@ static int ibc_hello(struct ibc_client *cl, const char *domain)
 	snprintf(cl->info.daemon_version, sizeof(cl->info.daemon_version),
 		 "%s", hr->daemon_version);
 	snprintf(cl->info.domain, sizeof(cl->info.domain), "%s", hr->domain);
+	cl->info.parent_id = hr->parent_id;
+	/* Older brokers send none: such a session has no children. */
+	if (hr->secret.len == sizeof(cl->secret)) {
+		memcpy(cl->secret, hr->secret.data, sizeof(cl->secret));
+		cl->has_secret = true;
+	}
 	cl->devices = calloc(hr->n_devices ? hr->n_devices : 1,
 			     sizeof(*cl->devices));
 	if (!cl->devices) {
@@ -89,6 +104,7 @@ out:
 
 static void ibc_client_free(struct ibc_client *cl)
 {
+	ibc_fork_unregister(cl);
 	if (cl->sock >= 0)
 		close(cl->sock);
 	if (cl->epoll_fd >= 0)
@@ -148,6 +164,7 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 		path = attr->socket_path;
 	if (!path || !*path)
 		path = IBC_DEFAULT_SOCKET;
+	ibc_copy_name(cl->sock_path, sizeof(cl->sock_path), path);
 	if (attr && (attr->comp_mask & IBC_CONNECT_ATTR_TIMEOUT)) {
 		if (attr->timeout_ms < 0) {
 			ret = ibc_set_error(-EINVAL,
@@ -185,6 +202,10 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 		ret = ibc_set_error(-ENOMEM, "out of memory");
 		goto fail;
 	}
+	/* Before the socket exists: a fork from now on covers it. */
+	ret = ibc_fork_register(cl);
+	if (ret < 0)
+		goto fail;
 	ret = ibc_open_socket(path);
 	if (ret < 0)
 		goto fail;
@@ -205,6 +226,7 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 			goto fail;
 		}
 	}
+	ibc_fork_env();
 	ret = ibc_hello(cl, attr && (attr->comp_mask &
 				     IBC_CONNECT_ATTR_DOMAIN) ?
 				    attr->domain :
@@ -273,6 +295,8 @@ IBC_EXPORT int ibc_get_fd(struct ibc_client *client)
 {
 	int fd;
 
+	if (ibc_stale(client))
+		return ibc_stale_error(client);
 	pthread_mutex_lock(&client->lock);
 	fd = client->epoll_fd >= 0 ? client->epoll_fd :
 				     ibc_make_poll_fd(client);
@@ -282,8 +306,12 @@ IBC_EXPORT int ibc_get_fd(struct ibc_client *client)
 
 IBC_EXPORT int ibc_dispatch(struct ibc_client *client)
 {
-	int n = ibc_drain_events(client);
-	int dead;
+	int n, dead;
+
+	/* The parent's events are the parent's. */
+	if (ibc_stale(client))
+		return ibc_stale_error(client);
+	n = ibc_drain_events(client);
 
 	pthread_mutex_lock(&client->lock);
 	dead = client->dead;

@@ -63,6 +63,20 @@ struct ibc_client {
 	/* Device memory: the session's status page (dm.h), read-only;
 	 * NULL before the first DM. */
 	const uint8_t *dm_status;
+
+	/* Fork (fork.c): every client of the process, under the fork
+	 * lock; the broker's socket path and the session's secret, which
+	 * a forked child shows to prove its descent. */
+	struct ibc_client *fork_prev, *fork_next;
+	bool fork_linked;
+	/* Inherited through fork(): the parent's session. Every call on it
+	 * answers -ESTALE (dead_message says why) and nothing of the
+	 * parent's is sent on, closed or unmapped. Written only by the
+	 * child's atfork handler, before the child runs anything else. */
+	bool stale;
+	bool has_secret;
+	uint8_t secret[16];
+	char sock_path[108];
 };
 
 /* A decoded reply handed to the caller of ibc_call(), who keeps it (on its
@@ -158,6 +172,33 @@ static inline void ibc_copy_name(char *dst, size_t cap, const char *src)
 	memcpy(dst, src, n);
 	dst[n] = '\0';
 }
+
+/* --- fork (fork.c) --- */
+
+/* Add @cl to the process's clients, which the atfork handlers walk;
+ * installs them the first time. 0 or -errno with the sentence. */
+int ibc_fork_register(struct ibc_client *cl);
+/* Remove @cl, if it was added. */
+void ibc_fork_unregister(struct ibc_client *cl);
+/* For @cl's hello: the session of the parent process on the same
+ * broker, inherited through fork(). false when there is none. */
+bool ibc_fork_parent(const struct ibc_client *cl, uint64_t *ret_id,
+		     uint8_t ret_secret[16]);
+/* RDMAV_FORK_SAFE or IBV_FORK_SAFE is set: ibc_fork_init() now, before
+ * the hello that tells the broker the state. */
+void ibc_fork_env(void);
+/* The process now holds memory pinned for the device (an MR, or a queue
+ * on a verbs device): ibc_fork_init() is too late from now on. */
+void ibc_fork_note_pin(void);
+
+/* The session was inherited through fork(). */
+static inline bool ibc_stale(const struct ibc_client *cl)
+{
+	return cl->stale;
+}
+
+/* -ESTALE with the sentence that says whose session @cl is. */
+int ibc_stale_error(const struct ibc_client *cl);
 
 /* Record the calling thread's last error and return @err. */
 int ibc_set_error(int err, const char *fmt, ...)

@@ -167,7 +167,10 @@ void ibc_ctx_drop_local(struct ibc_ctx *ctx)
  * objects the library made are destroyed already (ibc_ctx_teardown). */
 static void ibc_ctx_free_local(struct ibc_ctx *ctx)
 {
-	if (!ctx->removed)
+	/* Inherited through fork(): the descriptors are placeholders and
+	 * the mappings absent; closing the device would unmap ranges that
+	 * are no longer its own. Its libibverbs structures stay. */
+	if (!ctx->removed && !ibc_stale(ctx->client))
 		ibc_ctx_drop_local(ctx);
 	ibc_ctx_free_objects(ctx);
 	ibc_dm_ctx_free(ctx);
@@ -284,6 +287,8 @@ IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret,
 
 	if (!ctx || !ret)
 		return ibc_set_error(-EINVAL, "ctx or ret is NULL");
+	if (ibc_stale(ctx->client))
+		return ibc_stale_error(ctx->client);
 	err = ibc_check_size("ibc_caps", size,
 			     IBC_SIZE_V0(struct ibc_caps, max_mr_size));
 	if (err < 0)
@@ -308,6 +313,10 @@ static int ibc_ctx_verbs_objs(struct ibc_ctx *ctx,
 	struct ibv_pd *vpd;
 	bool removed;
 
+	if (ibc_stale(cl)) {
+		errno = ESTALE;
+		return ibc_stale_error(cl);
+	}
 	pthread_mutex_lock(&cl->lock);
 	removed = ctx->removed;
 	vctx = ctx->vctx;

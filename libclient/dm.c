@@ -58,7 +58,7 @@ static void ibc_dm_drop_local(struct ibc_dm *dm, const char *why)
 	if (dm->gone)
 		return;
 	snprintf(dm->gone_why, sizeof(dm->gone_why), "%s", why);
-	__atomic_store_n(&dm->gone, 1, __ATOMIC_RELEASE);
+	__atomic_store_n(&dm->gone, ENODEV, __ATOMIC_RELEASE);
 	if (dm->vdm) {
 		ibv_unimport_dm(dm->vdm);
 		dm->vdm = NULL;
@@ -100,6 +100,7 @@ static int ibc_dm_status_map(struct ibc_client *cl, int fd)
 	if (p == MAP_FAILED)
 		return ibc_set_error(-errno, "cannot map the DM status page: %s",
 				     strerror(errno));
+	madvise(p, IBC_DM_STATUS_SLOTS, MADV_DONTFORK);
 	pthread_mutex_lock(&cl->lock);
 	if (cl->dm_status)
 		munmap(p, IBC_DM_STATUS_SLOTS);
@@ -149,6 +150,10 @@ static int ibc_dm_attach(struct ibc_dm *dm, int fd)
 					    strerror(errno));
 			goto out;
 		}
+		/* A forked child must not keep the broker's memory
+		 * (ibc_fork_init(3)); marked at once, so that no fork
+		 * between here and the list can miss it. */
+		madvise(p, dm->length, MADV_DONTFORK);
 		dm->map = p;
 		err = 0;
 		goto out;
@@ -170,6 +175,8 @@ out:
 
 static int ibc_dm_ctx_check(struct ibc_ctx *ctx)
 {
+	if (ibc_stale(ctx->client))
+		return ibc_stale_error(ctx->client);
 	if (ibc_ctx_removed(ctx))
 		return ibc_ctx_gone(ctx);
 	if (!ctx->caps.shared)
@@ -360,6 +367,8 @@ IBC_EXPORT int ibc_dm_unimport(struct ibc_dm *dm)
 
 	if (!dm)
 		return ibc_set_error(-EINVAL, "dm is NULL");
+	if (ibc_stale(dm->ctx->client))
+		return ibc_stale_error(dm->ctx->client);
 	err = ibc_dm_check_mrs(dm, "unimport");
 	if (err < 0)
 		return err;
@@ -380,6 +389,8 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 	err = ibc_dm_check_mrs(dm, "free");
 	if (err < 0)
 		return err;
+	if (dm->gone == ESTALE)
+		return ibc_set_error(-ESTALE, "%s", dm->gone_why);
 	if (dm->gone)
 		return ibc_set_error(-ENODEV, "%s: unimport it", dm->gone_why);
 	if (*dm->status)
@@ -455,7 +466,7 @@ ibc_dm_check_fail(const struct ibc_dm *dm, uint64_t off, size_t len)
 	if (!dm)
 		return ibc_set_error(-EINVAL, "dm is NULL");
 	if (__atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE))
-		return ibc_set_error(-ENODEV, "%s", dm->gone_why);
+		return ibc_set_error(-dm->gone, "%s", dm->gone_why);
 	if (*dm->status)
 		return ibc_set_error(-ENODEV,
 				     "DM %llu was revoked by an administrator: "
@@ -535,8 +546,8 @@ IBC_EXPORT struct ibv_dm *ibc_verbs_dm(struct ibc_dm *dm)
 		return NULL;
 	}
 	if (__atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE)) {
-		ibc_set_error(-ENODEV, "%s", dm->gone_why);
-		errno = ENODEV;
+		ibc_set_error(-dm->gone, "%s", dm->gone_why);
+		errno = dm->gone;
 		return NULL;
 	}
 	if (!dm->vdm) {
@@ -562,7 +573,7 @@ IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,
 	if (!dm || !ret_mr)
 		return ibc_set_error(-EINVAL, "dm or ret_mr is NULL");
 	if (__atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE))
-		return ibc_set_error(-ENODEV, "%s", dm->gone_why);
+		return ibc_set_error(-dm->gone, "%s", dm->gone_why);
 	/* ibv_reg_dm_mr's rules; the device checks them again. */
 	if (!(access & IBV_ACCESS_ZERO_BASED))
 		return ibc_set_error(-EINVAL, "an MR on device memory needs "

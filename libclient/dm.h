@@ -30,7 +30,8 @@ struct ibc_dm {
 	const volatile uint8_t *status;
 	/* Set once this process stopped using the DM (free pending,
 	 * revoked, device removed, context closed): calls answer -ENODEV
-	 * with the sentence below. Read without a lock on the data path. */
+	 * with the sentence below; inherited through fork(), -ESTALE. The
+	 * errno value, read without a lock on the data path. */
 	int gone;
 	char gone_why[160];
 };

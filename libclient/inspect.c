@@ -275,6 +275,8 @@ static void ibc_clients_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	snprintf(e->library_version, sizeof(e->library_version), "%s",
 		 c->library_version);
 	e->unaccounted = c->unaccounted;
+	e->parent_id = c->parent_id;
+	e->children = c->children;
 }
 
 IBC_EXPORT int ibc_list_devices(struct ibc_client *client,

@@ -123,12 +123,32 @@ static void ibc_obj_drop_uses(struct ibc_obj *o)
 		o->uses[i]->users--;
 }
 
+/* Does @o hold host memory pinned for the device? An MR on host memory,
+ * and on verbs devices the queues, whose buffers mlx5 pins (the library
+ * does not ask which provider it has). DM MRs pin nothing. */
+static bool ibc_obj_pins(const struct ibc_obj *o, const struct ibc_obj_args *a)
+{
+	switch (o->kind) {
+	case IBC_OBJ_MR:
+		return !a->dm && !o->dm_use;
+	case IBC_OBJ_CQ:
+	case IBC_OBJ_QP:
+	case IBC_OBJ_WQ:
+	case IBC_OBJ_SRQ:
+		return o->ctx->caps.kind == IBC_DEVICE_VERBS;
+	default:
+		return false;
+	}
+}
+
 int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 		   struct ibc_obj_result *res)
 {
 	struct ibc_ctx *ctx = o->ctx;
 	int err;
 
+	if (ibc_stale(ctx->client))
+		return ibc_stale_error(ctx->client);
 	if (ibc_ctx_removed(ctx))
 		return ibc_ctx_gone(ctx);
 	/* The uses are taken before the device call, so that a concurrent
@@ -141,6 +161,8 @@ int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 			return err;
 	}
 	err = ctx->ops->create(o, a, res);
+	if (err == 0 && ibc_obj_pins(o, a))
+		ibc_fork_note_pin();
 	pthread_mutex_lock(&ctx->lock);
 	if (err < 0)
 		ibc_obj_drop_uses(o);
@@ -185,6 +207,8 @@ int ibc_obj_destroy(struct ibc_obj *o)
 	struct ibc_ctx *ctx = o->ctx;
 	int err = 0;
 
+	if (ibc_stale(ctx->client))
+		return ibc_stale_error(ctx->client);
 	err = ibc_obj_begin_destroy(o);
 	if (err < 0)
 		return err;
@@ -235,7 +259,16 @@ void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 			pthread_mutex_unlock(&ctx->lock);
 			if (!o)
 				break;
-			if (broker) {
+			if (broker && ibc_stale(ctx->client)) {
+				/* Inherited through fork(): the parent's
+				 * object, of which only the memory here is
+				 * this process's. */
+				pthread_mutex_lock(&ctx->lock);
+				ibc_obj_drop_uses(o);
+				ibc_obj_unlink_locked(o);
+				pthread_mutex_unlock(&ctx->lock);
+				free(o);
+			} else if (broker) {
 				/* At close the broker's failure changes
 				 * nothing: the object is released either
 				 * way, and what the broker still holds goes
@@ -280,6 +313,11 @@ void *ibc_obj_verbs(struct ibc_obj *o, enum ibc_obj_kind kind)
 	if (!o) {
 		ibc_set_error(-EINVAL, "the %s is NULL", name);
 		errno = EINVAL;
+		return NULL;
+	}
+	if (ibc_stale(o->ctx->client)) {
+		ibc_stale_error(o->ctx->client);
+		errno = ESTALE;
 		return NULL;
 	}
 	/* ibc_dispatch() may be destroying it in another thread, on device

@@ -48,6 +48,16 @@ struct ibc_rss {
 static pthread_mutex_t rss_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibc_rss *rss_list;
 
+void ibc_rss_fork_lock(void)
+{
+	pthread_mutex_lock(&rss_lock);
+}
+
+void ibc_rss_fork_unlock(void)
+{
+	pthread_mutex_unlock(&rss_lock);
+}
+
 static struct rss_table *rss_table_new(const uint64_t *ids, size_t n)
 {
 	struct rss_table *t = calloc(1, sizeof(*t) + n * sizeof(ids[0]));
@@ -217,6 +227,8 @@ IBC_EXPORT int ibc_rss_lookup(const struct ibc_rss *rss,
 
 	if (!rss || !flow)
 		return ibc_set_error(-EINVAL, "rss or flow is NULL");
+	if (ibc_stale(rss->ctx->client))
+		return ibc_stale_error(rss->ctx->client);
 	f = rss->hash_fields;
 	if (flow->af == AF_INET) {
 		f &= ~(uint64_t)RSS_HASH_V6;

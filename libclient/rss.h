@@ -22,4 +22,9 @@ void ibc_rss_ctx_closing(struct ibc_ctx *ctx, bool broker);
 struct ibc_queued_event *ibc_rss_event(struct ibc_client *cl,
 				       const Rdmab__Event *ev);
 
+/* fork(): the RSS list's lock, taken after every client's and context's
+ * (fork.c). */
+void ibc_rss_fork_lock(void);
+void ibc_rss_fork_unlock(void);
+
 #endif

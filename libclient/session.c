@@ -6,8 +6,6 @@
 #include <stdio.h>
 #include <string.h>
 
-#include <infiniband/verbs.h>
-
 #include "libclient/client.h"
 
 IBC_EXPORT int ibc_client_info(struct ibc_client *client,
@@ -17,6 +15,8 @@ IBC_EXPORT int ibc_client_info(struct ibc_client *client,
 
 	if (!client || !ret)
 		return ibc_set_error(-EINVAL, "client or ret is NULL");
+	if (ibc_stale(client))
+		return ibc_stale_error(client);
 	err = ibc_check_size("ibc_client_info", size,
 			     IBC_SIZE_V0(struct ibc_client_info,
 					 num_devices));
@@ -99,16 +99,4 @@ IBC_EXPORT int ibc_status(struct ibc_client *client, struct ibc_status *ret,
 out:
 	ibc_reply_free(&r);
 	return err;
-}
-
-IBC_EXPORT enum ibc_fork_state ibc_fork_state(void)
-{
-	switch (ibv_is_fork_initialized()) {
-	case IBV_FORK_ENABLED:
-		return IBC_FORK_ENABLED;
-	case IBV_FORK_UNNEEDED:
-		return IBC_FORK_UNNEEDED;
-	default:
-		return IBC_FORK_DISABLED;
-	}
 }

@@ -88,6 +88,8 @@ IBC_EXPORT int ibc_track(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 
 	if (!ctx || !obj)
 		return ibc_set_error(-EINVAL, "ctx or obj is NULL");
+	if (ibc_stale(ctx->client))
+		return ibc_stale_error(ctx->client);
 	err = ibc_track_fields(kind, obj, &vctx, &handle);
 	if (err < 0)
 		return err;
@@ -144,6 +146,8 @@ IBC_EXPORT int ibc_untrack(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 
 	if (!ctx || !obj)
 		return ibc_set_error(-EINVAL, "ctx or obj is NULL");
+	if (ibc_stale(ctx->client))
+		return ibc_stale_error(ctx->client);
 	o = ibc_obj_unlink_tracked(ctx, kind, obj);
 	if (!o)
 		return ibc_set_error(-ENOENT, "this %s is not tracked in %s",

@@ -273,6 +273,11 @@ if section client; then
 	run_prog xrcd-own "${AS_CLIENT[@]}" "$bin/vm-ownctx" xrcd "$DEV"
 fi
 
+# --- fork on the real uverbs mappings (issue 12) --------------------------------
+if section fork; then
+	run_prog fork-own "${AS_CLIENT[@]}" "$bin/vm-fork" "$DEV"
+fi
+
 # --- RC ping-pong: the hot path never reaches the broker -----------------------
 if section pingpong; then
 	sync=$(newsync)
