@@ -576,6 +576,17 @@ void conn_close(struct conn *c)
 	struct server *srv = c->srv;
 	struct outmsg *m;
 
+	/* Already closing: a nested call (an Event that failed to reach it
+	 * while it released its objects) must not free it twice. */
+	if (c->releasing)
+		return;
+	/* Its handler still runs: closed once the reply is sent
+	 * (dispatch_packet()). */
+	if (c == srv->serving) {
+		c->closing = true;
+		return;
+	}
+	c->releasing = true;
 	/* First: it still reads the socket. */
 	objects_conn_closing(c);
 	xrcd_conn_closing(c);

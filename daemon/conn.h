@@ -56,6 +56,12 @@ struct conn {
 	bool closing;
 	/* The loop cannot watch it any more: close it from the loop. */
 	bool doomed;
+	/* conn_close() runs: what it releases may send Events, which must
+	 * skip it, and a failed send must not close it again. */
+	bool releasing;
+	/* A send to it failed under notify_clients(): closed after the
+	 * loop, which must not lose its place. */
+	bool send_failed;
 	/* Closed, its socket kept for the descriptors still in it. */
 	bool lingering;
 	/* Filled by the hello handler. */

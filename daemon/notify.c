@@ -48,11 +48,11 @@ unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
 {
 	uint32_t kind = ev->object_kind;
 	uint64_t id = ev->object_id;
-	struct conn *c, *tmp;
+	struct conn *c;
 	unsigned int n = 0;
 
-	TAILQ_FOREACH_SAFE(c, &srv->conns, link, tmp) {
-		if (!c->hello_done)
+	TAILQ_FOREACH(c, &srv->conns, link) {
+		if (!c->hello_done || c->releasing || c->send_failed)
 			continue;
 		ev->object_kind = kind;
 		ev->object_id = id;
@@ -60,13 +60,21 @@ unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
 			continue;
 		if (conn_send_event(c, ev) == 0)
 			n++;
-		else if (c == srv->serving)
-			/* Its handler still runs: closed after its reply. */
-			c->closing = true;
 		else
-			conn_close(c);
+			c->send_failed = true;
 	}
 	ev->object_kind = kind;
 	ev->object_id = id;
+	/* Closing one may close others (what it held sends Events of its
+	 * own): start again after each. conn_close() defers the one whose
+	 * handler runs. */
+again:
+	TAILQ_FOREACH(c, &srv->conns, link) {
+		if (!c->send_failed || c->releasing)
+			continue;
+		c->send_failed = false;
+		conn_close(c);
+		goto again;
+	}
 	return n;
 }
