@@ -631,6 +631,50 @@ START_TEST(test_config)
 }
 END_TEST
 
+/* A context replaced by a rekey takes no new objects: CREATE, INTENT,
+ * TRACK, the kernel call of an intent made before, an XRCD open. */
+START_TEST(test_stale_ctx)
+{
+	struct ol_client *admin = client(0, NULL, true);
+	struct ol_client *c = client(1, NULL, true);
+	Rdmab__XrcdOpenRequest xo = RDMAB__XRCD_OPEN_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	static const int modes[] = {
+		RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE,
+		RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+		RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
+	};
+	Rdmab__DaemonMessage *m;
+	struct ol_obj i1, o;
+	uint32_t handle;
+
+	srv.devices.dev[0].intent_window = true;
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
+	OK(rekey(admin, admin->domain, false));
+	ck_assert(TAILQ_FIRST(&TAILQ_FIRST(&srv.domains)->ctxs)->rekeyed);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		ck_assert_int_eq(ol_create_mode(c, modes[i], IBC_OBJ_CQ, NULL,
+						0, NULL, 0, &o),
+				 -ESTALE);
+		ck_assert_msg(strstr(ol_error, "replaced by a rekey"), "%s",
+			      ol_error);
+	}
+	ck_assert_int_eq(ol_kernel_call(c, i1.id, NULL, 0, &handle), -ESTALE);
+	ck_assert_msg(strstr(ol_error, "replaced by a rekey"), "%s", ol_error);
+	xo.context_id = c->ctx_id;
+	xo.name = (char *)"stale";
+	xo.oflags = O_CREAT;
+	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
+	req.xrcd_open = &xo;
+	ck_assert_int_eq(ol_call(c, &req, &m), -ESTALE);
+	ck_assert_msg(strstr(ol_error, "replaced by a rekey"), "%s", ol_error);
+	/* The new context takes them. */
+	OK(ol_open(c));
+	OK(ol_cq(c, 8, &o));
+}
+END_TEST
+
 static Suite *rekey_srv_suite(void)
 {
 	Suite *s = suite_create("rekey-srv");
@@ -647,6 +691,7 @@ static Suite *rekey_srv_suite(void)
 	tcase_add_test(tc, test_config);
 	tcase_add_test(tc, test_evict_force_closes_target);
 	tcase_add_test(tc, test_busy_many);
+	tcase_add_test(tc, test_stale_ctx);
 	suite_add_tcase(s, tc);
 	return s;
 }
