@@ -237,6 +237,23 @@ static struct conn_ctx *conn_ctx_find_dev(struct conn *c,
 	return NULL;
 }
 
+/* An import that dies holding the context leaves what the provider made
+ * for it (mlx5: UARs from a device-wide pool), charged then, over the
+ * limit if need be: refuse the import that could not be charged, so that
+ * connect, open and kill in a loop cannot grow it without bound. */
+static int ctx_import_check(const struct domain *d, const struct device *dev,
+			    struct reply *r)
+{
+	if (!dev->internal_per_import ||
+	    d->used.objects + dev->internal_per_import <= d->limit.objects)
+		return 0;
+	return reply_error(r, -EDQUOT,
+			   "domain %s holds %u of its %u objects, and an "
+			   "import of %s makes %u of the provider's own",
+			   d->name, d->used.objects, d->limit.objects,
+			   dev->name, dev->internal_per_import);
+}
+
 int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 	       struct wire_fds *fds, struct reply *r)
 {
@@ -270,6 +287,12 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 		ret = dctx_open(srv, c->domain, dev, c->user, r, &x);
 		if (ret < 0) {
 			free(cc);
+			return ret;
+		}
+		ret = ctx_import_check(c->domain, dev, r);
+		if (ret < 0) {
+			free(cc);
+			dctx_unref_open(srv, x);
 			return ret;
 		}
 		/* What the provider makes per import (soft: [soft]

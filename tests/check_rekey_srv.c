@@ -675,6 +675,37 @@ START_TEST(test_stale_ctx)
 }
 END_TEST
 
+/* Each import that dies holding the context leaves the provider's own
+ * objects, charged: the import that could not be charged is refused. */
+START_TEST(test_import_quota)
+{
+	struct ol_client *holder;
+	struct domain *d;
+
+	srv_teardown();
+	srv_start("[soft]\ninternal_objects_per_import = 3\n"
+		  "[defaults]\nobjects = 8\n");
+	holder = client(0, NULL, true);
+	d = TAILQ_FIRST(&srv.domains);
+	ck_assert_uint_eq(d->used.objects, 1);
+	for (int i = 0; i < 2; i++) {
+		client(1, NULL, true);
+		conn_close(conns[1]);
+		conns[1] = NULL;
+		pump();
+		ol_close(&cl[1]);
+	}
+	ck_assert_uint_eq(d->used.objects, 1 + 6);
+	client(1, NULL, false);
+	ck_assert_int_eq(ol_open(&cl[1]), -EDQUOT);
+	ck_assert_msg(strstr(ol_error, "makes 3 of the provider's own"), "%s",
+		      ol_error);
+	ck_assert_uint_eq(d->used.objects, 1 + 6);
+	ck_assert_uint_eq(TAILQ_FIRST(&d->ctxs)->refs, 1);
+	(void)holder;
+}
+END_TEST
+
 static Suite *rekey_srv_suite(void)
 {
 	Suite *s = suite_create("rekey-srv");
@@ -692,6 +723,7 @@ static Suite *rekey_srv_suite(void)
 	tcase_add_test(tc, test_evict_force_closes_target);
 	tcase_add_test(tc, test_busy_many);
 	tcase_add_test(tc, test_stale_ctx);
+	tcase_add_test(tc, test_import_quota);
 	suite_add_tcase(s, tc);
 	return s;
 }
