@@ -16,6 +16,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/objects.h"
+#include "daemon/rekey.h"
 #include "daemon/server.h"
 #include "daemon/unaccounted.h"
 #include "daemon/user.h"
@@ -379,6 +380,8 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 			else
 				x->unacc_stale = true;
 		}
+		if (stays && x->unacc_stale)
+			rekey_auto_check_stale(srv);
 		free(cc);
 	}
 	c->n_ctxs = 0;

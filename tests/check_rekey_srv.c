@@ -706,6 +706,37 @@ START_TEST(test_import_quota)
 }
 END_TEST
 
+/* A verbs importer's provider objects (mlx5 UARs) left by a session that
+ * ended are counted once its close had time to finish, and rekey the
+ * domain at the threshold. */
+START_TEST(test_auto_rekey_stale)
+{
+	struct ol_client *holder;
+	struct domain *d;
+
+	srv_teardown();
+	srv_start("[soft]\ninternal_objects_per_import = 1\n"
+		  "[defaults]\nauto_rekey_unaccounted = 2\n");
+	/* Counted as on verbs: not at once. */
+	srv.devices.dev[0].broker_objects = false;
+	holder = client(0, NULL, true);
+	d = TAILQ_FIRST(&srv.domains);
+	for (int i = 0; i < 2; i++) {
+		client(1, NULL, true);
+		conn_close(conns[1]);
+		conns[1] = NULL;
+		ol_close(&cl[1]);
+	}
+	for (int i = 0; i < 200 && !d->rekeys; i++) {
+		pump();
+		usleep(10 * 1000);
+	}
+	ck_assert_uint_eq(d->rekeys, 1);
+	ck_assert_int_eq(log_count("rekeyed (automatic: 2 unaccounted"), 1);
+	(void)holder;
+}
+END_TEST
+
 static Suite *rekey_srv_suite(void)
 {
 	Suite *s = suite_create("rekey-srv");
@@ -724,6 +755,7 @@ static Suite *rekey_srv_suite(void)
 	tcase_add_test(tc, test_busy_many);
 	tcase_add_test(tc, test_stale_ctx);
 	tcase_add_test(tc, test_import_quota);
+	tcase_add_test(tc, test_auto_rekey_stale);
 	suite_add_tcase(s, tc);
 	return s;
 }
