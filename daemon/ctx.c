@@ -302,8 +302,9 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 		if (ret < 0) {
 			free(cc);
 			dctx_unref_open(srv, x);
-			return reply_error(r, ret, "%s: out of memory",
-					   dev->name);
+			return reply_error(r, ret, "%s: cannot import the "
+					   "context: %s",
+					   dev->name, strerror(-ret));
 		}
 		cc->ctx = x;
 		x->refs++;
