@@ -60,6 +60,8 @@ static void dctx_free(struct server *srv, struct dctx *x)
 	/* The context's PD was the domain's object; what dead clients'
 	 * intents may have made goes with the context. */
 	domain_uncharge_objects(d, 1 + x->unaccounted);
+	d->used.dm_bytes -= x->dm_bytes_left;
+	x->dev->dm_reserved -= x->dm_bytes_left;
 	free(x);
 	domain_release(srv, d);
 }

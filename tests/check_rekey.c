@@ -389,6 +389,11 @@ START_TEST(test_busy_and_force)
 
 	ck_assert_msg(ibc_admin_domain_rekey(c, "lab", IBC_REKEY_FORCE) == 0,
 		      "%s", ibc_last_error());
+	/* The pinned DM stays allocated in the old context, and charged,
+	 * until that context goes. */
+	d = lab(c);
+	ck_assert_uint_eq(d.old_contexts, 1);
+	ck_assert_uint_eq(d.used.dm_bytes, 4096);
 	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
 	ck_assert_int_eq(sa.n[IBC_EVENT_DM_REVOKED], 1);
 	ck_assert_uint_eq(sa.last_id[IBC_EVENT_DM_REVOKED], ibc_dm_id(dm));
