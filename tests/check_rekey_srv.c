@@ -737,6 +737,51 @@ START_TEST(test_auto_rekey_stale)
 }
 END_TEST
 
+/* A dead allocator's cleanup drops its import of a DM another member X
+ * holds; telling X fails and closes it, and X holds a rekeyed context:
+ * letting go of that context must leave the dead owner, whose cleanup is
+ * still running, alone. */
+START_TEST(test_close_nested_in_cleanup)
+{
+	struct ol_client *admin = client(0, NULL, true);
+	struct ol_client *x = client(1, NULL, true);
+	struct ol_client *dead;
+	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__DmImportRequest di = RDMAB__DM_IMPORT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	uint32_t handle;
+
+	OK(rekey(admin, admin->domain, false));
+	/* x keeps its copy of the old context, and opens the new one. */
+	OK(ol_open(x));
+	dead = client(2, NULL, true);
+	ck_assert_uint_eq(dead->ctx_id, x->ctx_id);
+	da.context_id = dead->ctx_id;
+	da.length = 4096;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &da;
+	OK(ol_call(dead, &req, &m));
+	handle = m->reply->dm_alloc->handle;
+	ol_free(m);
+	di.context_id = x->ctx_id;
+	di.handle = handle;
+	req.body_case = RDMAB__REQUEST__BODY_DM_IMPORT;
+	req.dm_import = &di;
+	OK(ol_call(x, &req, &m));
+	ol_free(m);
+	/* Sends to x fail (EPIPE). */
+	ck_assert_int_eq(shutdown(x->fd, SHUT_RD), 0);
+	conn_close(conns[2]);
+	conns[2] = NULL;
+	objects_owner_dead(owner(2));
+	for (int i = 0; i < 100 && owner(2); i++)
+		event_base_loop(srv.base, EVLOOP_ONCE);
+	ck_assert_ptr_null(owner(2));
+	ck_assert_uint_eq(srv.n_conns, 1);
+}
+END_TEST
+
 static Suite *rekey_srv_suite(void)
 {
 	Suite *s = suite_create("rekey-srv");
@@ -756,6 +801,7 @@ static Suite *rekey_srv_suite(void)
 	tcase_add_test(tc, test_stale_ctx);
 	tcase_add_test(tc, test_import_quota);
 	tcase_add_test(tc, test_auto_rekey_stale);
+	tcase_add_test(tc, test_close_nested_in_cleanup);
 	suite_add_tcase(s, tc);
 	return s;
 }
