@@ -16,6 +16,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/objects.h"
+#include "daemon/rekey.h"
 #include "daemon/server.h"
 #include "daemon/unaccounted.h"
 #include "daemon/user.h"
@@ -59,6 +60,8 @@ static void dctx_free(struct server *srv, struct dctx *x)
 	/* The context's PD was the domain's object; what dead clients'
 	 * intents may have made goes with the context. */
 	domain_uncharge_objects(d, 1 + x->unaccounted);
+	d->used.dm_bytes -= x->dm_bytes_left;
+	x->dev->dm_reserved -= x->dm_bytes_left;
 	free(x);
 	domain_release(srv, d);
 }
@@ -237,6 +240,23 @@ static struct conn_ctx *conn_ctx_find_dev(struct conn *c,
 	return NULL;
 }
 
+/* An import that dies holding the context leaves what the provider made
+ * for it (mlx5: UARs from a device-wide pool), charged then, over the
+ * limit if need be: refuse the import that could not be charged, so that
+ * connect, open and kill in a loop cannot grow it without bound. */
+static int ctx_import_check(const struct domain *d, const struct device *dev,
+			    struct reply *r)
+{
+	if (!dev->internal_per_import ||
+	    d->used.objects + dev->internal_per_import <= d->limit.objects)
+		return 0;
+	return reply_error(r, -EDQUOT,
+			   "domain %s holds %u of its %u objects, and an "
+			   "import of %s makes %u of the provider's own",
+			   d->name, d->used.objects, d->limit.objects,
+			   dev->name, dev->internal_per_import);
+}
+
 int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 	       struct wire_fds *fds, struct reply *r)
 {
@@ -272,14 +292,21 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 			free(cc);
 			return ret;
 		}
+		ret = ctx_import_check(c->domain, dev, r);
+		if (ret < 0) {
+			free(cc);
+			dctx_unref_open(srv, x);
+			return ret;
+		}
 		/* What the provider makes per import (soft: [soft]
 		 * internal_objects_per_import records). */
 		ret = dev->ctx_ops->import_open(x->dc, &cc->import);
 		if (ret < 0) {
 			free(cc);
 			dctx_unref_open(srv, x);
-			return reply_error(r, ret, "%s: out of memory",
-					   dev->name);
+			return reply_error(r, ret, "%s: cannot import the "
+					   "context: %s",
+					   dev->name, strerror(-ret));
 		}
 		cc->ctx = x;
 		x->refs++;
@@ -356,6 +383,8 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 			else
 				x->unacc_stale = true;
 		}
+		if (stays && x->unacc_stale)
+			rekey_auto_check_stale(srv);
 		free(cc);
 	}
 	c->n_ctxs = 0;

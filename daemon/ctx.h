@@ -38,6 +38,9 @@ struct dctx {
 	 * intent counts 1 until the walk says whether it made anything.
 	 * Charged to the domain until the context closes. */
 	unsigned int unaccounted;
+	/* Bytes of DMs a forced rekey left here, pinned by an MR: charged
+	 * to the domain and the device until the context closes. */
+	uint64_t dm_bytes_left;
 	/* A death may have changed it since the last walk; a failed walk
 	 * was logged. */
 	bool unacc_stale;

@@ -72,8 +72,13 @@ int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
 						 "already",
 				   id);
 	dm->revoke_ev = evtimer_new(srv->base, dm_revoke_grace_cb, dm);
-	if (!dm->revoke_ev || event_add(dm->revoke_ev, &tv) < 0)
+	if (!dm->revoke_ev || event_add(dm->revoke_ev, &tv) < 0) {
+		/* A later revoke makes its own. */
+		if (dm->revoke_ev)
+			event_free(dm->revoke_ev);
+		dm->revoke_ev = NULL;
 		return reply_error(r, -ENOMEM, "out of memory");
+	}
 	dm->revoked = true;
 	/* The libraries see it on their next call, without asking. */
 	for (unsigned int i = 0; i < dm->n_holds; i++)

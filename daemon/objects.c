@@ -253,26 +253,52 @@ void objects_drop_intent(struct obj *o)
 	obj_unlink(o);
 }
 
+/* Drop @ow's records in @x, and put only @ow: this can run nested in
+ * another owner's cleanup (a DM's last release notifies, a send fails,
+ * a session closes), which must find its own owner still there. */
+static void ctx_let_go_owner(struct dctx *x, struct obj_owner *ow)
+{
+	struct obj *o, *tmp;
+
+	for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++) {
+		TAILQ_FOREACH_SAFE(o, &ow->kinds[k], kind_link, tmp) {
+			if (o->ctx != x || o->family_owned || o->family_obj)
+				continue;
+			x->unaccounted++;
+			obj_unlink(o);
+		}
+	}
+	objects_owner_put(ow);
+}
+
 void objects_ctx_let_go(struct server *srv, struct dctx *x,
 			uint64_t client_id)
 {
 	struct registry *reg = srv->registry;
-	struct obj_owner *ow, *otmp;
+	struct obj_owner *ow;
 	struct obj *o, *tmp;
 
 	/* The last record must not free @x under the walk. */
 	dctx_obj_hold(x);
+	if (client_id) {
+		TAILQ_FOREACH(ow, &reg->owners, link) {
+			if (ow->client_id == client_id) {
+				ctx_let_go_owner(x, ow);
+				break;
+			}
+		}
+		dctx_obj_release(srv, x);
+		return;
+	}
 	TAILQ_FOREACH_SAFE(o, &reg->objs, link, tmp) {
-		if (o->ctx != x || o->family_owned || o->family_obj)
+		if (o->ctx != x || o->family_owned || o->family_obj ||
+		    o->owner->state == OWNER_LIVE)
 			continue;
-		if (client_id ? o->owner->client_id != client_id :
-				o->owner->state == OWNER_LIVE)
-			continue;
+		ow = o->owner;
 		x->unaccounted++;
 		obj_unlink(o);
-	}
-	TAILQ_FOREACH_SAFE(ow, &reg->owners, link, otmp)
 		objects_owner_put(ow);
+	}
 	dctx_obj_release(srv, x);
 }
 

@@ -24,6 +24,7 @@
 #include "daemon/rekey.h"
 #include "daemon/rss.h"
 #include "daemon/server.h"
+#include "daemon/unaccounted.h"
 
 /* Contexts one domain has on its devices at once, new ones. */
 #define REKEY_MAX_CTXS DEVICE_MAX
@@ -204,6 +205,8 @@ static void rekey_auto_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/* Counts left to refresh: a verbs importer's session ended. */
+	unaccounted_refresh_stale(srv);
 	/* A rekey may close sessions and free domains: look again from the
 	 * start after each (a rekeyed context is not due). A refusal
 	 * changes nothing. */
@@ -228,14 +231,28 @@ again:
 	}
 }
 
+static void rekey_auto_schedule(struct server *srv, const struct timeval *tv)
+{
+	if (!srv->rekey_ev)
+		srv->rekey_ev = evtimer_new(srv->base, rekey_auto_cb, srv);
+	if (!srv->rekey_ev || event_add(srv->rekey_ev, tv) < 0)
+		log_err("cannot schedule the automatic rekey check");
+}
+
 void rekey_auto_check(struct server *srv)
 {
 	struct timeval now = { 0 };
 
-	if (!srv->rekey_ev)
-		srv->rekey_ev = evtimer_new(srv->base, rekey_auto_cb, srv);
-	if (!srv->rekey_ev || event_add(srv->rekey_ev, &now) < 0)
-		log_err("cannot schedule the automatic rekey check");
+	rekey_auto_schedule(srv, &now);
+}
+
+void rekey_auto_check_stale(struct server *srv)
+{
+	/* Time for the process to finish closing its import, which frees
+	 * what the provider made for it. */
+	struct timeval later = { 0, 100 * 1000 };
+
+	rekey_auto_schedule(srv, &later);
 }
 
 void rekey_fini(struct server *srv)

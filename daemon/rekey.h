@@ -36,6 +36,9 @@ void rekey_name_add(char *buf, size_t len, const char *item);
 /* A context's unaccounted count grew: look at [defaults]
  * auto_rekey_unaccounted from the event loop. */
 void rekey_auto_check(struct server *srv);
+/* A context's count is stale (unacc_stale): refresh the stale counts a
+ * little later, then look as rekey_auto_check() does. */
+void rekey_auto_check_stale(struct server *srv);
 /* Server exit. */
 void rekey_fini(struct server *srv);
 

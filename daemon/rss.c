@@ -582,6 +582,24 @@ unsigned int rss_ctx_busy(const struct dctx *x, char *buf, size_t len)
 	return n;
 }
 
+/* What a teardown could not destroy stays in the rekeyed context, which
+ * closes as a whole: the parts' records become unaccounted and @r goes,
+ * so that no record or listing names it after the context is freed. */
+static void rss_leave_to_ctx(struct rss *r)
+{
+	struct obj *parts[3] = { r->flow, r->qp, r->tbl };
+
+	for (unsigned int i = 0; i < 3; i++) {
+		if (!parts[i])
+			continue;
+		parts[i]->family_obj = NULL;
+		objects_drop_intent(parts[i]);
+	}
+	/* The implementation's objects go with the context. */
+	free(r->made.priv);
+	rss_free(r);
+}
+
 unsigned int rss_ctx_force(struct dctx *x, const char *reason)
 {
 	struct rss *r, *tmp;
@@ -597,9 +615,11 @@ unsigned int rss_ctx_force(struct dctx *x, const char *reason)
 		/* Sending closes no RSS object: an ended session keeps its
 		 * records. */
 		rss_event(r, reason, true);
-		if (rss_teardown(r, &why) < 0)
+		if (rss_teardown(r, &why) < 0) {
 			log_warn("RSS %" PRIu64 ": left to its old context: %s",
 				 id, why.text);
+			rss_leave_to_ctx(r);
+		}
 	}
 	return n;
 }

@@ -85,6 +85,7 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	Rdmab__DeviceInfo *devs, **devp;
 	Rdmab__DeviceCaps *caps;
 	char version[LOG_ESCAPED_SIZE(c->library_version)];
+	ssize_t n;
 	int ret;
 
 	if (c->hello_done)
@@ -106,11 +107,12 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 				   "is %zu",
 				   hr->parent_secret.len, sizeof(c->secret));
 	/* Before the domain is joined: nothing to undo when it fails. */
-	if (getrandom(c->secret, sizeof(c->secret), 0) !=
-	    (ssize_t)sizeof(c->secret))
-		return reply_error(r, -EAGAIN,
+	errno = 0;
+	n = getrandom(c->secret, sizeof(c->secret), 0);
+	if (n != (ssize_t)sizeof(c->secret))
+		return reply_error(r, n < 0 ? -errno : -EIO,
 				   "cannot draw the session's secret: %s",
-				   strerror(errno));
+				   n < 0 ? strerror(errno) : "short read");
 	out = reply_alloc(r, sizeof(*out));
 	devs = reply_alloc(r, sizeof(*devs) * (srv->devices.n + 1));
 	devp = reply_alloc(r, sizeof(*devp) * (srv->devices.n + 1));

@@ -413,6 +413,14 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 				  dx->dev->name);
 		goto fail;
 	}
+	if (dx->rekeyed) {
+		ret = reply_error(r, -ESTALE,
+				  "context %" PRIu64 " of domain %s was "
+				  "replaced by a rekey: close it and open "
+				  "the device again",
+				  dx->id, dx->domain->name);
+		goto fail;
+	}
 	if (t->dirfd < 0) {
 		ret = reply_error(r, -EOPNOTSUPP,
 				  "the broker's runtime directory %s cannot "

@@ -244,12 +244,13 @@ START_TEST(test_members_reopen)
 	ck_assert_uint_ne(ctx_id(na), old);
 	ck_assert_int_eq(ibc_cq_create(na, 8, &cq), 0);
 
-	/* b has not dispatched: it works on in the old context. */
-	ck_assert_msg(ibc_cq_create(xb, 8, &cqb2) == 0, "%s",
-		      ibc_last_error());
-	/* Old: PD, a's CQ (its session let go of it), b's two CQs; new: PD
-	 * and a's CQ. */
-	d = wait_lab(c, 2, 6);
+	/* b has not dispatched: what it has keeps working in the old
+	 * context, which takes nothing new. */
+	ck_assert_int_eq(ibc_cq_create(xb, 8, &cqb2), -ESTALE);
+	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "rekey"));
+	/* Old: PD, a's CQ (its session let go of it), b's CQ; new: PD and
+	 * a's CQ. */
+	d = wait_lab(c, 2, 5);
 	ck_assert_uint_eq(d.old_contexts, 1);
 
 	/* b dispatches: the old context's last holder goes, with its
@@ -388,6 +389,11 @@ START_TEST(test_busy_and_force)
 
 	ck_assert_msg(ibc_admin_domain_rekey(c, "lab", IBC_REKEY_FORCE) == 0,
 		      "%s", ibc_last_error());
+	/* The pinned DM stays allocated in the old context, and charged,
+	 * until that context goes. */
+	d = lab(c);
+	ck_assert_uint_eq(d.old_contexts, 1);
+	ck_assert_uint_eq(d.used.dm_bytes, 4096);
 	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
 	ck_assert_int_eq(sa.n[IBC_EVENT_DM_REVOKED], 1);
 	ck_assert_uint_eq(sa.last_id[IBC_EVENT_DM_REVOKED], ibc_dm_id(dm));

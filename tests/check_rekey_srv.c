@@ -631,6 +631,157 @@ START_TEST(test_config)
 }
 END_TEST
 
+/* A context replaced by a rekey takes no new objects: CREATE, INTENT,
+ * TRACK, the kernel call of an intent made before, an XRCD open. */
+START_TEST(test_stale_ctx)
+{
+	struct ol_client *admin = client(0, NULL, true);
+	struct ol_client *c = client(1, NULL, true);
+	Rdmab__XrcdOpenRequest xo = RDMAB__XRCD_OPEN_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	static const int modes[] = {
+		RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE,
+		RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+		RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
+	};
+	Rdmab__DaemonMessage *m;
+	struct ol_obj i1, o;
+	uint32_t handle;
+
+	srv.devices.dev[0].intent_window = true;
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
+	OK(rekey(admin, admin->domain, false));
+	ck_assert(TAILQ_FIRST(&TAILQ_FIRST(&srv.domains)->ctxs)->rekeyed);
+	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
+		ck_assert_int_eq(ol_create_mode(c, modes[i], IBC_OBJ_CQ, NULL,
+						0, NULL, 0, &o),
+				 -ESTALE);
+		ck_assert_msg(strstr(ol_error, "replaced by a rekey"), "%s",
+			      ol_error);
+	}
+	ck_assert_int_eq(ol_kernel_call(c, i1.id, NULL, 0, &handle), -ESTALE);
+	ck_assert_msg(strstr(ol_error, "replaced by a rekey"), "%s", ol_error);
+	xo.context_id = c->ctx_id;
+	xo.name = (char *)"stale";
+	xo.oflags = O_CREAT;
+	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
+	req.xrcd_open = &xo;
+	ck_assert_int_eq(ol_call(c, &req, &m), -ESTALE);
+	ck_assert_msg(strstr(ol_error, "replaced by a rekey"), "%s", ol_error);
+	/* The new context takes them. */
+	OK(ol_open(c));
+	OK(ol_cq(c, 8, &o));
+}
+END_TEST
+
+/* Each import that dies holding the context leaves the provider's own
+ * objects, charged: the import that could not be charged is refused. */
+START_TEST(test_import_quota)
+{
+	struct ol_client *holder;
+	struct domain *d;
+
+	srv_teardown();
+	srv_start("[soft]\ninternal_objects_per_import = 3\n"
+		  "[defaults]\nobjects = 8\n");
+	holder = client(0, NULL, true);
+	d = TAILQ_FIRST(&srv.domains);
+	ck_assert_uint_eq(d->used.objects, 1);
+	for (int i = 0; i < 2; i++) {
+		client(1, NULL, true);
+		conn_close(conns[1]);
+		conns[1] = NULL;
+		pump();
+		ol_close(&cl[1]);
+	}
+	ck_assert_uint_eq(d->used.objects, 1 + 6);
+	client(1, NULL, false);
+	ck_assert_int_eq(ol_open(&cl[1]), -EDQUOT);
+	ck_assert_msg(strstr(ol_error, "makes 3 of the provider's own"), "%s",
+		      ol_error);
+	ck_assert_uint_eq(d->used.objects, 1 + 6);
+	ck_assert_uint_eq(TAILQ_FIRST(&d->ctxs)->refs, 1);
+	(void)holder;
+}
+END_TEST
+
+/* A verbs importer's provider objects (mlx5 UARs) left by a session that
+ * ended are counted once its close had time to finish, and rekey the
+ * domain at the threshold. */
+START_TEST(test_auto_rekey_stale)
+{
+	struct ol_client *holder;
+	struct domain *d;
+
+	srv_teardown();
+	srv_start("[soft]\ninternal_objects_per_import = 1\n"
+		  "[defaults]\nauto_rekey_unaccounted = 2\n");
+	/* Counted as on verbs: not at once. */
+	srv.devices.dev[0].broker_objects = false;
+	holder = client(0, NULL, true);
+	d = TAILQ_FIRST(&srv.domains);
+	for (int i = 0; i < 2; i++) {
+		client(1, NULL, true);
+		conn_close(conns[1]);
+		conns[1] = NULL;
+		ol_close(&cl[1]);
+	}
+	for (int i = 0; i < 200 && !d->rekeys; i++) {
+		pump();
+		usleep(10 * 1000);
+	}
+	ck_assert_uint_eq(d->rekeys, 1);
+	ck_assert_int_eq(log_count("rekeyed (automatic: 2 unaccounted"), 1);
+	(void)holder;
+}
+END_TEST
+
+/* A dead allocator's cleanup drops its import of a DM another member X
+ * holds; telling X fails and closes it, and X holds a rekeyed context:
+ * letting go of that context must leave the dead owner, whose cleanup is
+ * still running, alone. */
+START_TEST(test_close_nested_in_cleanup)
+{
+	struct ol_client *admin = client(0, NULL, true);
+	struct ol_client *x = client(1, NULL, true);
+	struct ol_client *dead;
+	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__DmImportRequest di = RDMAB__DM_IMPORT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	uint32_t handle;
+
+	OK(rekey(admin, admin->domain, false));
+	/* x keeps its copy of the old context, and opens the new one. */
+	OK(ol_open(x));
+	dead = client(2, NULL, true);
+	ck_assert_uint_eq(dead->ctx_id, x->ctx_id);
+	da.context_id = dead->ctx_id;
+	da.length = 4096;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &da;
+	OK(ol_call(dead, &req, &m));
+	handle = m->reply->dm_alloc->handle;
+	ol_free(m);
+	di.context_id = x->ctx_id;
+	di.handle = handle;
+	req.body_case = RDMAB__REQUEST__BODY_DM_IMPORT;
+	req.dm_import = &di;
+	OK(ol_call(x, &req, &m));
+	ol_free(m);
+	/* Sends to x fail (EPIPE). */
+	ck_assert_int_eq(shutdown(x->fd, SHUT_RD), 0);
+	conn_close(conns[2]);
+	conns[2] = NULL;
+	objects_owner_dead(owner(2));
+	for (int i = 0; i < 100 && owner(2); i++)
+		event_base_loop(srv.base, EVLOOP_ONCE);
+	ck_assert_ptr_null(owner(2));
+	ck_assert_uint_eq(srv.n_conns, 1);
+}
+END_TEST
+
 static Suite *rekey_srv_suite(void)
 {
 	Suite *s = suite_create("rekey-srv");
@@ -647,6 +798,10 @@ static Suite *rekey_srv_suite(void)
 	tcase_add_test(tc, test_config);
 	tcase_add_test(tc, test_evict_force_closes_target);
 	tcase_add_test(tc, test_busy_many);
+	tcase_add_test(tc, test_stale_ctx);
+	tcase_add_test(tc, test_import_quota);
+	tcase_add_test(tc, test_auto_rekey_stale);
+	tcase_add_test(tc, test_close_nested_in_cleanup);
 	suite_add_tcase(s, tc);
 	return s;
 }
