@@ -157,7 +157,7 @@ out:
 void ibc_ctx_drop_local(struct ibc_ctx *ctx)
 {
 	/* DM imports live in the context: they go first. */
-	ibc_dm_ctx_drop(ctx, "the context was closed");
+	ibc_dm_ctx_drop(ctx, ENODEV, "the context was closed");
 	ctx->ops->detach(ctx);
 	/* Read without the lock by ibc_ctx_removed(). */
 	__atomic_store_n(&ctx->removed, true, __ATOMIC_RELEASE);
@@ -222,7 +222,7 @@ void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)
 		/* The kernel objects first: a context's descriptors close
 		 * only once nothing of this process uses them. */
 		ibc_ctx_destroy_objects(ctx, false);
-		ibc_dm_ctx_drop(ctx, "the DM's device was removed");
+		ibc_dm_ctx_drop(ctx, ENODEV, "the DM's device was removed");
 		ibc_ctx_drop_local(ctx);
 	}
 	pthread_mutex_unlock(&cl->lock);

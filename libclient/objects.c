@@ -92,6 +92,9 @@ int ibc_obj_check_use(struct ibc_ctx *ctx, const struct ibc_obj *user,
 				     what, ibc_obj_kind_name(kind),
 				     user->ctx->caps.context_id,
 				     ctx->caps.context_id);
+	/* A rekey's -ESTALE or a removal's -ENODEV. */
+	if (user->dead && ibc_ctx_removed(user->ctx))
+		return ibc_ctx_gone(user->ctx);
 	if (user->dead)
 		return ibc_set_error(-ENODEV,
 				     "%s: the %s's device %s was removed", what,
@@ -326,6 +329,10 @@ void *ibc_obj_verbs(struct ibc_obj *o, enum ibc_obj_kind kind)
 	dead = o->dead;
 	vobj = o->vobj;
 	pthread_mutex_unlock(&o->ctx->lock);
+	if (dead && ibc_ctx_removed(o->ctx)) {
+		errno = -ibc_ctx_gone(o->ctx);
+		return NULL;
+	}
 	if (dead) {
 		ibc_set_error(-ENODEV, "the %s's device %s was removed", name,
 			      o->ctx->caps.device);

@@ -107,11 +107,14 @@ void ibc_ctx_rekeyed(struct ibc_client *cl, uint64_t id)
 			continue;
 		/* The whole context goes once every holder let go: what
 		 * this process made in it goes with it, not one by one
-		 * with the broker (its records leave with the release). */
-		ibc_ctx_destroy_objects(ctx, false);
-		ibc_dm_ctx_drop(ctx, "the domain was rekeyed");
-		ibc_ctx_drop_local(ctx);
+		 * with the broker (its records leave with the release).
+		 * Marked first, so that every failure from here on says
+		 * rekey (ESTALE), not removal. */
 		ctx->rekeyed = true;
+		ibc_ctx_destroy_objects(ctx, false);
+		ibc_dm_ctx_drop(ctx, ESTALE,
+				"the DM's context was replaced by a rekey");
+		ibc_ctx_drop_local(ctx);
 		n++;
 	}
 	pthread_mutex_unlock(&cl->lock);

@@ -278,6 +278,33 @@ START_TEST(test_members_reopen)
 }
 END_TEST
 
+/* Every call on what a rekey closed says so: -ESTALE, not -ENODEV (the
+ * device is there), on the objects of the old context too. (A DM cannot
+ * outlive a rekey: the broker refuses, or revokes it first.) */
+START_TEST(test_stale_objects)
+{
+	struct seen sa, sc;
+	struct ibc_client *a = join(&sa, 0), *c = join(&sc, 0);
+	struct ibc_ctx *xa = open_ctx(a);
+	struct ibc_cq *cq, *cq2;
+
+	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq), 0);
+	ck_assert_msg(ibc_admin_domain_rekey(c, "lab", 0) == 0, "%s",
+		      ibc_last_error());
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	errno = 0;
+	ck_assert_ptr_null(ibc_verbs_cq(cq));
+	ck_assert_int_eq(errno, ESTALE);
+	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "rekey"));
+	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq2), -ESTALE);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ibc_close(xa);
+	wait_lab(c, 0, 0);
+	ibc_disconnect(a);
+	ibc_disconnect(c);
+}
+END_TEST
+
 /* A member's session that ends holds the old context no more. */
 START_TEST(test_second_rekey)
 {
@@ -649,6 +676,7 @@ static Suite *rekey_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_members_reopen);
+	tcase_add_test(tc, test_stale_objects);
 	tcase_add_test(tc, test_second_rekey);
 	tcase_add_test(tc, test_busy_and_force);
 	tcase_add_test(tc, test_xrcd_survives);
