@@ -387,6 +387,9 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 
 	if (!dm)
 		return ibc_set_error(-EINVAL, "dm is NULL");
+	/* Inherited through fork(): the parent's DM, whatever its MRs. */
+	if (ibc_stale(dm->ctx->client))
+		return ibc_stale_error(dm->ctx->client);
 	err = ibc_dm_check_mrs(dm, "free");
 	if (err < 0)
 		return err;
