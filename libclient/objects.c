@@ -163,9 +163,11 @@ int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 		if (err < 0)
 			return err;
 	}
-	err = ctx->ops->create(o, a, res);
-	if (err == 0 && ibc_obj_pins(o, a))
+	/* Before the pin exists: an ibc_fork_init() in another thread then
+	 * refuses instead of enabling fork safety too late. */
+	if (ibc_obj_pins(o, a))
 		ibc_fork_note_pin();
+	err = ctx->ops->create(o, a, res);
 	pthread_mutex_lock(&ctx->lock);
 	if (err < 0)
 		ibc_obj_drop_uses(o);
