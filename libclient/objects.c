@@ -259,7 +259,9 @@ void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 				    !o->tracked && !o->dead &&
 				    !o->destroying)
 					break;
-			if (o && broker)
+			/* Also on removal and rekey: an ibc_*_destroy in
+			 * another thread must not destroy it too. */
+			if (o)
 				o->destroying = true;
 			pthread_mutex_unlock(&ctx->lock);
 			if (!o)
@@ -291,6 +293,7 @@ void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 				pthread_mutex_lock(&ctx->lock);
 				o->dead = true;
 				o->vobj = NULL;
+				o->destroying = false;
 				pthread_mutex_unlock(&ctx->lock);
 			}
 		}
