@@ -217,7 +217,8 @@ void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)
 {
 	pthread_mutex_lock(&cl->lock);
 	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
-		if (ctx->removed || strcmp(ctx->caps.device, device))
+		if (ctx->removed || ctx->closed ||
+		    strcmp(ctx->caps.device, device))
 			continue;
 		/* The kernel objects first: a context's descriptors close
 		 * only once nothing of this process uses them. */
@@ -261,7 +262,11 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 		return;
 	client = ctx->client;
 	id = ctx->caps.context_id;
+	/* A rekey or removal dispatched meanwhile must not release and
+	 * drop it under this teardown: it skips a closed context. It stays
+	 * in the list until freed, so that fork() still covers it. */
 	pthread_mutex_lock(&client->lock);
+	ctx->closed = true;
 	rekeyed = ctx->rekeyed;
 	pthread_mutex_unlock(&client->lock);
 	ibc_ctx_teardown(ctx);

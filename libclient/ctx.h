@@ -74,6 +74,9 @@ struct ibc_ctx {
 	/* Rekey (rekey.c): removed because the domain got a new context;
 	 * the broker was told already. */
 	bool rekeyed;
+	/* ibc_close() is tearing it down: rekey and removal leave it
+	 * alone. Under the client's lock. */
+	bool closed;
 	/* Device memory this process holds in the context (dm.h), under
 	 * lock. */
 	struct ibc_dm *dms;

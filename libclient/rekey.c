@@ -102,8 +102,8 @@ void ibc_ctx_rekeyed(struct ibc_client *cl, uint64_t id)
 	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
 		/* A context of this process's own shares nothing with the
 		 * domain: there is nothing to shut out of it. */
-		if (ctx->removed || ctx->caps.context_id != id ||
-		    !ctx->caps.shared)
+		if (ctx->removed || ctx->closed ||
+		    ctx->caps.context_id != id || !ctx->caps.shared)
 			continue;
 		/* The whole context goes once every holder let go: what
 		 * this process made in it goes with it, not one by one
