@@ -152,8 +152,10 @@ int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 
 	if (ibc_stale(ctx->client))
 		return ibc_stale_error(ctx->client);
-	if (ibc_ctx_removed(ctx))
-		return ibc_ctx_gone(ctx);
+	/* A rekey or removal closes the context only once this is done. */
+	err = ibc_ctx_enter(ctx, true);
+	if (err < 0)
+		return err;
 	/* The uses are taken before the device call, so that a concurrent
 	 * destroy of one of them is refused instead of racing it. */
 	if (o->n_uses) {
@@ -161,7 +163,7 @@ int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 		err = ibc_obj_take_uses(o);
 		pthread_mutex_unlock(&ctx->lock);
 		if (err < 0)
-			return err;
+			goto out;
 	}
 	/* Before the pin exists: an ibc_fork_init() in another thread then
 	 * refuses instead of enabling fork safety too late. */
@@ -176,6 +178,8 @@ int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 	pthread_mutex_unlock(&ctx->lock);
 	if (err == 0)
 		ibc_clear_error();
+out:
+	ibc_ctx_leave(ctx);
 	return err;
 }
 
@@ -214,9 +218,12 @@ int ibc_obj_destroy(struct ibc_obj *o)
 
 	if (ibc_stale(ctx->client))
 		return ibc_stale_error(ctx->client);
+	/* Entered before the mark: a teardown past its wait holds the
+	 * client's lock until the object is dead. */
+	ibc_ctx_enter(ctx, false);
 	err = ibc_obj_begin_destroy(o);
 	if (err < 0)
-		return err;
+		goto out;
 	/* A dead object's kernel side went with its device. */
 	if (!o->dead)
 		err = ctx->ops->destroy(o);
@@ -227,6 +234,8 @@ int ibc_obj_destroy(struct ibc_obj *o)
 		ibc_obj_unlink_locked(o);
 	}
 	pthread_mutex_unlock(&ctx->lock);
+out:
+	ibc_ctx_leave(ctx);
 	if (err < 0)
 		return err;
 	ibc_clear_error();
