@@ -102,8 +102,7 @@ void ibc_ctx_rekeyed(struct ibc_client *cl, uint64_t id)
 	/* New creates are refused with ESTALE; those in flight, and an
 	 * attach (which decides whether it is shared), finish first. */
 	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
-		if (ctx->removed || ctx->closed ||
-		    ctx->caps.context_id != id ||
+		if (ctx->removed || ctx->closed || ctx->caps.context_id != id ||
 		    (ctx->attached && !ctx->caps.shared))
 			continue;
 		ctx->rekeyed = true;
