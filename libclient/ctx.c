@@ -80,6 +80,16 @@ static int ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
 	return 0;
 }
 
+static void ibc_ctx_unlink_locked(struct ibc_ctx *ctx)
+{
+	for (struct ibc_ctx **p = &ctx->client->ctxs; *p; p = &(*p)->next) {
+		if (*p == ctx) {
+			*p = ctx->next;
+			break;
+		}
+	}
+}
+
 IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 			struct ibc_ctx **ret_ctx)
 {
@@ -127,10 +137,25 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 	ctx->soft_fd = -1;
 	pthread_mutex_init(&ctx->lock, NULL);
 	err = ibc_ctx_fill(ctx, o);
-	if (err < 0)
+	if (err < 0) {
 		close(fd);
-	else
+	} else {
+		/* Listed while it attaches: a rekey Event dispatched
+		 * meanwhile finds it and waits for the attach. */
+		ctx->busy = 1;
+		pthread_mutex_lock(&client->lock);
+		ctx->next = client->ctxs;
+		client->ctxs = ctx;
+		pthread_mutex_unlock(&client->lock);
 		err = ctx->ops->attach(ctx, fd);
+		pthread_mutex_lock(&client->lock);
+		if (err < 0)
+			ibc_ctx_unlink_locked(ctx);
+		else
+			ctx->attached = true;
+		pthread_mutex_unlock(&client->lock);
+		ibc_ctx_leave(ctx);
+	}
 	if (err < 0) {
 		char why[256];
 
@@ -142,10 +167,6 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 		free(ctx);
 		goto out;
 	}
-	pthread_mutex_lock(&client->lock);
-	ctx->next = client->ctxs;
-	client->ctxs = ctx;
-	pthread_mutex_unlock(&client->lock);
 	ibc_clear_error();
 	*ret_ctx = ctx;
 out:
@@ -153,11 +174,49 @@ out:
 	return err;
 }
 
+int ibc_ctx_enter(struct ibc_ctx *ctx, bool create)
+{
+	struct ibc_client *cl = ctx->client;
+	bool refuse;
+
+	pthread_mutex_lock(&cl->lock);
+	refuse = create && (ctx->closing || ctx->removed);
+	if (!refuse)
+		ctx->busy++;
+	pthread_mutex_unlock(&cl->lock);
+	return refuse ? ibc_ctx_gone(ctx) : 0;
+}
+
+void ibc_ctx_leave(struct ibc_ctx *ctx)
+{
+	struct ibc_client *cl = ctx->client;
+
+	pthread_mutex_lock(&cl->lock);
+	/* The waiters of replies wake too, and wait again. */
+	if (--ctx->busy == 0 && ctx->closing)
+		pthread_cond_broadcast(&cl->cond);
+	pthread_mutex_unlock(&cl->lock);
+}
+
+void ibc_ctx_wait_idle(struct ibc_client *cl)
+{
+	for (;;) {
+		bool busy = false;
+
+		for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
+			if (ctx->closing && !ctx->removed && ctx->busy)
+				busy = true;
+		if (!busy)
+			return;
+		pthread_cond_wait(&cl->cond, &cl->lock);
+	}
+}
+
 /* Close this process's descriptors of @ctx, keeping @ctx for ibc_close. */
 void ibc_ctx_drop_local(struct ibc_ctx *ctx)
 {
 	/* DM imports live in the context: they go first. */
-	ibc_dm_ctx_drop(ctx, "the context was closed");
+	ibc_dm_ctx_drop(ctx, ENODEV, "the context was closed");
 	ctx->ops->detach(ctx);
 	/* Read without the lock by ibc_ctx_removed(). */
 	__atomic_store_n(&ctx->removed, true, __ATOMIC_RELEASE);
@@ -216,13 +275,20 @@ bool ibc_ctx_removed(struct ibc_ctx *ctx)
 void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)
 {
 	pthread_mutex_lock(&cl->lock);
+	/* New creates are refused, those in flight finish first. */
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
+		if (!ctx->removed && !ctx->closed &&
+		    !strcmp(ctx->caps.device, device))
+			ctx->closing = true;
+	ibc_ctx_wait_idle(cl);
 	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
-		if (ctx->removed || strcmp(ctx->caps.device, device))
+		if (!ctx->closing || ctx->removed || ctx->closed ||
+		    strcmp(ctx->caps.device, device))
 			continue;
 		/* The kernel objects first: a context's descriptors close
 		 * only once nothing of this process uses them. */
 		ibc_ctx_destroy_objects(ctx, false);
-		ibc_dm_ctx_drop(ctx, "the DM's device was removed");
+		ibc_dm_ctx_drop(ctx, ENODEV, "the DM's device was removed");
 		ibc_ctx_drop_local(ctx);
 	}
 	pthread_mutex_unlock(&cl->lock);
@@ -261,17 +327,18 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 		return;
 	client = ctx->client;
 	id = ctx->caps.context_id;
+	/* A rekey or removal dispatched meanwhile must not release and
+	 * drop it under this teardown: it skips a closed context. It stays
+	 * in the list until freed, so that fork() still covers it. */
 	pthread_mutex_lock(&client->lock);
-	rekeyed = ctx->rekeyed;
+	ctx->closed = true;
+	/* Marked by a rekey still waiting for creates, it is not released
+	 * yet: that is this close's to do. */
+	rekeyed = ctx->rekeyed && ctx->removed;
 	pthread_mutex_unlock(&client->lock);
 	ibc_ctx_teardown(ctx);
 	pthread_mutex_lock(&client->lock);
-	for (struct ibc_ctx **p = &client->ctxs; *p; p = &(*p)->next) {
-		if (*p == ctx) {
-			*p = ctx->next;
-			break;
-		}
-	}
+	ibc_ctx_unlink_locked(ctx);
 	pthread_mutex_unlock(&client->lock);
 	ibc_ctx_free_local(ctx);
 	/* A rekeyed context was released when its Event was dispatched. */

@@ -74,6 +74,15 @@ struct ibc_ctx {
 	/* Rekey (rekey.c): removed because the domain got a new context;
 	 * the broker was told already. */
 	bool rekeyed;
+	/* ibc_close() is tearing it down: rekey and removal leave it
+	 * alone. Under the client's lock. */
+	bool closed;
+	/* Under the client's lock: creates, destroys and the attach in
+	 * flight; a rekey or removal began (new creates are refused, and
+	 * it waits for busy to reach 0); the attach is done. */
+	unsigned int busy;
+	bool closing;
+	bool attached;
 	/* Device memory this process holds in the context (dm.h), under
 	 * lock. */
 	struct ibc_dm *dms;
@@ -88,5 +97,13 @@ int ibc_ctx_gone(struct ibc_ctx *ctx);
 /* Close this process's descriptors of @ctx (its DM imports first) and
  * mark it removed; under the client's lock. */
 void ibc_ctx_drop_local(struct ibc_ctx *ctx);
+/* Count a create (refused once @ctx is closing or removed: 0 or the
+ * ibc_ctx_gone() error) or a destroy (never refused) in flight in @ctx;
+ * ibc_ctx_leave() ends it. Without the client's lock. */
+int ibc_ctx_enter(struct ibc_ctx *ctx, bool create);
+void ibc_ctx_leave(struct ibc_ctx *ctx);
+/* Wait, the client's lock (held) dropped meanwhile, until no context
+ * marked closing has anything in flight. The list may change meanwhile. */
+void ibc_ctx_wait_idle(struct ibc_client *cl);
 
 #endif

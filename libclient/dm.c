@@ -52,13 +52,14 @@ static void ibc_dm_tell(struct ibc_client *cl, unsigned int body_case,
 		ibc_reply_free(&r);
 }
 
-/* Stop using @dm in this process; the broker is told by the caller. */
-static void ibc_dm_drop_local(struct ibc_dm *dm, const char *why)
+/* Stop using @dm in this process, later calls failing with -@err; the
+ * broker is told by the caller. */
+static void ibc_dm_drop_local(struct ibc_dm *dm, int err, const char *why)
 {
 	if (dm->gone)
 		return;
 	snprintf(dm->gone_why, sizeof(dm->gone_why), "%s", why);
-	__atomic_store_n(&dm->gone, ENODEV, __ATOMIC_RELEASE);
+	__atomic_store_n(&dm->gone, err, __ATOMIC_RELEASE);
 	if (dm->vdm) {
 		ibv_unimport_dm(dm->vdm);
 		dm->vdm = NULL;
@@ -353,7 +354,7 @@ static void ibc_dm_put(struct ibc_dm *dm)
 {
 	bool told = dm->gone;
 
-	ibc_dm_drop_local(dm, "the DM was unimported");
+	ibc_dm_drop_local(dm, ENODEV, "the DM was unimported");
 	ibc_dm_unlink(dm);
 	if (!told)
 		ibc_dm_tell(dm->ctx->client, RDMAB__REQUEST__BODY_DM_UNIMPORT,
@@ -386,6 +387,9 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 
 	if (!dm)
 		return ibc_set_error(-EINVAL, "dm is NULL");
+	/* Inherited through fork(): the parent's DM, whatever its MRs. */
+	if (ibc_stale(dm->ctx->client))
+		return ibc_stale_error(dm->ctx->client);
 	err = ibc_dm_check_mrs(dm, "free");
 	if (err < 0)
 		return err;
@@ -677,7 +681,7 @@ void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 		ibc_dm_revoke_mrs(ctx, dm);
 	pthread_mutex_lock(&ctx->lock);
 	if (!dm->gone && !dm->mrs) {
-		ibc_dm_drop_local(dm, why);
+		ibc_dm_drop_local(dm, ENODEV, why);
 		drop = true;
 	}
 	pthread_mutex_unlock(&ctx->lock);
@@ -685,11 +689,11 @@ void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, id, false);
 }
 
-void ibc_dm_ctx_drop(struct ibc_ctx *ctx, const char *why)
+void ibc_dm_ctx_drop(struct ibc_ctx *ctx, int err, const char *why)
 {
 	pthread_mutex_lock(&ctx->lock);
 	for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
-		ibc_dm_drop_local(dm, why);
+		ibc_dm_drop_local(dm, err, why);
 	pthread_mutex_unlock(&ctx->lock);
 }
 
@@ -708,7 +712,8 @@ void ibc_dm_ctx_teardown(struct ibc_ctx *ctx)
 			;
 		if (dm) {
 			id = dm->id;
-			ibc_dm_drop_local(dm, "the context was closed");
+			ibc_dm_drop_local(dm, ENODEV,
+					  "the context was closed");
 		}
 		pthread_mutex_unlock(&ctx->lock);
 		if (!id)
@@ -724,7 +729,7 @@ void ibc_dm_ctx_free(struct ibc_ctx *ctx)
 		struct ibc_dm *dm = ctx->dms;
 
 		ctx->dms = dm->next;
-		ibc_dm_drop_local(dm, "the context was closed");
+		ibc_dm_drop_local(dm, ENODEV, "the context was closed");
 		ibc_dm_release(dm);
 	}
 	pthread_mutex_unlock(&ctx->lock);

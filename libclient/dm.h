@@ -49,9 +49,10 @@ void ibc_dm_mr_gone(struct ibc_dm *dm);
 void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 			uint64_t id, const char *why);
 /* The context's descriptors are about to close: stop using its DMs here
- * (they answer -ENODEV from then on). Called with the client's lock
- * held, or with the context out of the client's list. */
-void ibc_dm_ctx_drop(struct ibc_ctx *ctx, const char *why);
+ * (they answer -@err from then on: ENODEV, or ESTALE after a rekey).
+ * Called with the client's lock held, or with the context out of the
+ * client's list. */
+void ibc_dm_ctx_drop(struct ibc_ctx *ctx, int err, const char *why);
 /* Tell the broker this process no longer holds the context's DMs (while
  * the session lives), then drop them. */
 void ibc_dm_ctx_teardown(struct ibc_ctx *ctx);

@@ -92,6 +92,9 @@ int ibc_obj_check_use(struct ibc_ctx *ctx, const struct ibc_obj *user,
 				     what, ibc_obj_kind_name(kind),
 				     user->ctx->caps.context_id,
 				     ctx->caps.context_id);
+	/* A rekey's -ESTALE or a removal's -ENODEV. */
+	if (user->dead && ibc_ctx_removed(user->ctx))
+		return ibc_ctx_gone(user->ctx);
 	if (user->dead)
 		return ibc_set_error(-ENODEV,
 				     "%s: the %s's device %s was removed", what,
@@ -149,8 +152,10 @@ int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 
 	if (ibc_stale(ctx->client))
 		return ibc_stale_error(ctx->client);
-	if (ibc_ctx_removed(ctx))
-		return ibc_ctx_gone(ctx);
+	/* A rekey or removal closes the context only once this is done. */
+	err = ibc_ctx_enter(ctx, true);
+	if (err < 0)
+		return err;
 	/* The uses are taken before the device call, so that a concurrent
 	 * destroy of one of them is refused instead of racing it. */
 	if (o->n_uses) {
@@ -158,11 +163,13 @@ int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 		err = ibc_obj_take_uses(o);
 		pthread_mutex_unlock(&ctx->lock);
 		if (err < 0)
-			return err;
+			goto out;
 	}
-	err = ctx->ops->create(o, a, res);
-	if (err == 0 && ibc_obj_pins(o, a))
+	/* Before the pin exists: an ibc_fork_init() in another thread then
+	 * refuses instead of enabling fork safety too late. */
+	if (ibc_obj_pins(o, a))
 		ibc_fork_note_pin();
+	err = ctx->ops->create(o, a, res);
 	pthread_mutex_lock(&ctx->lock);
 	if (err < 0)
 		ibc_obj_drop_uses(o);
@@ -171,6 +178,8 @@ int ibc_obj_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 	pthread_mutex_unlock(&ctx->lock);
 	if (err == 0)
 		ibc_clear_error();
+out:
+	ibc_ctx_leave(ctx);
 	return err;
 }
 
@@ -209,9 +218,12 @@ int ibc_obj_destroy(struct ibc_obj *o)
 
 	if (ibc_stale(ctx->client))
 		return ibc_stale_error(ctx->client);
+	/* Entered before the mark: a teardown past its wait holds the
+	 * client's lock until the object is dead. */
+	ibc_ctx_enter(ctx, false);
 	err = ibc_obj_begin_destroy(o);
 	if (err < 0)
-		return err;
+		goto out;
 	/* A dead object's kernel side went with its device. */
 	if (!o->dead)
 		err = ctx->ops->destroy(o);
@@ -222,6 +234,8 @@ int ibc_obj_destroy(struct ibc_obj *o)
 		ibc_obj_unlink_locked(o);
 	}
 	pthread_mutex_unlock(&ctx->lock);
+out:
+	ibc_ctx_leave(ctx);
 	if (err < 0)
 		return err;
 	ibc_clear_error();
@@ -254,7 +268,9 @@ void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 				    !o->tracked && !o->dead &&
 				    !o->destroying)
 					break;
-			if (o && broker)
+			/* Also on removal and rekey: an ibc_*_destroy in
+			 * another thread must not destroy it too. */
+			if (o)
 				o->destroying = true;
 			pthread_mutex_unlock(&ctx->lock);
 			if (!o)
@@ -286,6 +302,7 @@ void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 				pthread_mutex_lock(&ctx->lock);
 				o->dead = true;
 				o->vobj = NULL;
+				o->destroying = false;
 				pthread_mutex_unlock(&ctx->lock);
 			}
 		}
@@ -326,6 +343,10 @@ void *ibc_obj_verbs(struct ibc_obj *o, enum ibc_obj_kind kind)
 	dead = o->dead;
 	vobj = o->vobj;
 	pthread_mutex_unlock(&o->ctx->lock);
+	if (dead && ibc_ctx_removed(o->ctx)) {
+		errno = -ibc_ctx_gone(o->ctx);
+		return NULL;
+	}
 	if (dead) {
 		ibc_set_error(-ENODEV, "the %s's device %s was removed", name,
 			      o->ctx->caps.device);

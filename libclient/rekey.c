@@ -99,19 +99,34 @@ void ibc_ctx_rekeyed(struct ibc_client *cl, uint64_t id)
 	unsigned int n = 0;
 
 	pthread_mutex_lock(&cl->lock);
+	/* New creates are refused with ESTALE; those in flight, and an
+	 * attach (which decides whether it is shared), finish first. */
 	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
+		if (ctx->removed || ctx->closed || ctx->caps.context_id != id ||
+		    (ctx->attached && !ctx->caps.shared))
+			continue;
+		ctx->rekeyed = true;
+		ctx->closing = true;
+	}
+	ibc_ctx_wait_idle(cl);
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
+		if (!ctx->closing || ctx->removed || ctx->closed ||
+		    ctx->caps.context_id != id)
+			continue;
 		/* A context of this process's own shares nothing with the
 		 * domain: there is nothing to shut out of it. */
-		if (ctx->removed || ctx->caps.context_id != id ||
-		    !ctx->caps.shared)
+		if (!ctx->caps.shared) {
+			ctx->rekeyed = false;
+			ctx->closing = false;
 			continue;
+		}
 		/* The whole context goes once every holder let go: what
 		 * this process made in it goes with it, not one by one
 		 * with the broker (its records leave with the release). */
 		ibc_ctx_destroy_objects(ctx, false);
-		ibc_dm_ctx_drop(ctx, "the domain was rekeyed");
+		ibc_dm_ctx_drop(ctx, ESTALE,
+				"the DM's context was replaced by a rekey");
 		ibc_ctx_drop_local(ctx);
-		ctx->rekeyed = true;
 		n++;
 	}
 	pthread_mutex_unlock(&cl->lock);

@@ -446,7 +446,7 @@ static void __attribute__((noreturn)) parent_proc(int res, int hold)
 	struct ibc_ctx *ctx;
 	struct ibc_cq *cq;
 	struct ibc_qp *qp;
-	struct ibc_mr *mr;
+	struct ibc_mr *mr, *dmr;
 	struct ibc_dm *dm;
 	int fds[16], nfds;
 	pid_t child;
@@ -457,7 +457,11 @@ static void __attribute__((noreturn)) parent_proc(int res, int hold)
 	    (qa.send_cq = qa.recv_cq = cq, false) ||
 	    ibc_qp_create(ctx, &qa, &qp) ||
 	    ibc_reg_mr(ctx, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE, &mr) ||
-	    ibc_dm_alloc(ctx, 4096, 0, &dm))
+	    ibc_dm_alloc(ctx, 4096, 0, &dm) ||
+	    /* An MR on it: the child's ibc_dm_free says ESTALE, not EBUSY. */
+	    ibc_reg_dm_mr(dm, 0, 4096,
+			  IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE,
+			  &dmr))
 		_exit(2);
 	/* The DM and its status page are mapped here. */
 	if (maps_like("memfd:rdmabroker-dm") < 2)

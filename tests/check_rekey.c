@@ -17,6 +17,9 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -275,6 +278,164 @@ START_TEST(test_members_reopen)
 	(void)cqb;
 	ibc_disconnect(a);
 	ibc_disconnect(b);
+	ibc_disconnect(c);
+}
+END_TEST
+
+/* Every call on what a rekey closed says so: -ESTALE, not -ENODEV (the
+ * device is there), on the objects of the old context too. (A DM cannot
+ * outlive a rekey: the broker refuses, or revokes it first.) */
+START_TEST(test_stale_objects)
+{
+	struct seen sa, sc;
+	struct ibc_client *a = join(&sa, 0), *c = join(&sc, 0);
+	struct ibc_ctx *xa = open_ctx(a);
+	struct ibc_cq *cq, *cq2;
+
+	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq), 0);
+	ck_assert_msg(ibc_admin_domain_rekey(c, "lab", 0) == 0, "%s",
+		      ibc_last_error());
+	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	errno = 0;
+	ck_assert_ptr_null(ibc_verbs_cq(cq));
+	ck_assert_int_eq(errno, ESTALE);
+	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "rekey"));
+	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq2), -ESTALE);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ibc_close(xa);
+	wait_lab(c, 0, 0);
+	ibc_disconnect(a);
+	ibc_disconnect(c);
+}
+END_TEST
+
+/* Another thread destroys its CQs, then closes the context, while the
+ * rekey Event is dispatched: each object is destroyed once, the context
+ * released once (ASan: no use after free). */
+struct racer {
+	struct ibc_ctx *x;
+	struct ibc_cq *cq[8];
+	bool close;
+	int err;
+};
+
+static void *race_destroy(void *arg)
+{
+	struct racer *r = arg;
+
+	for (int i = 0; i < 8 && !r->err; i++) {
+		int ret, tries = 0;
+
+		/* -EBUSY: the dispatch is destroying it right now. */
+		while ((ret = ibc_cq_destroy(r->cq[i])) == -EBUSY &&
+		       tries++ < 100000)
+			sched_yield();
+		r->err = ret;
+	}
+	if (r->close)
+		ibc_close(r->x);
+	return NULL;
+}
+
+START_TEST(test_destroy_during_rekey)
+{
+	struct seen sa, sc;
+	struct ibc_client *a = join(&sa, 0), *c = join(&sc, 0);
+
+	for (int it = 0; it < 40; it++) {
+		struct racer r = { .x = open_ctx(a), .close = it & 1 };
+		pthread_t t;
+
+		for (int i = 0; i < 8; i++)
+			ck_assert_int_eq(ibc_cq_create(r.x, 8, &r.cq[i]), 0);
+		ck_assert_msg(ibc_admin_domain_rekey(c, "lab", 0) == 0, "%s",
+			      ibc_last_error());
+		memset(&sa, 0, sizeof(sa));
+		ck_assert_int_eq(pthread_create(&t, NULL, race_destroy, &r),
+				 0);
+		wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+		ck_assert_msg(r.err == 0, "destroy: %s", strerror(-r.err));
+		if (!r.close)
+			ibc_close(r.x);
+	}
+	wait_lab(c, 0, 0);
+	ibc_disconnect(a);
+	ibc_disconnect(c);
+}
+END_TEST
+
+/* Creates in flight while the Event is dispatched: each is refused with
+ * -ESTALE or made before the old context closed, then closed with it;
+ * none lives on in it. */
+struct creator {
+	struct ibc_ctx *x;
+	struct ibc_cq *kept;
+	int done;
+	int err;
+};
+
+static void *race_create(void *arg)
+{
+	struct creator *r = arg;
+
+	for (;;) {
+		struct ibc_cq *cq;
+		int ret = ibc_cq_create(r->x, 8, &cq);
+
+		if (ret == -ESTALE)
+			break;
+		if (ret < 0) {
+			r->err = ret;
+			break;
+		}
+		/* Made while the Event was dispatched, or after. */
+		if (__atomic_load_n(&r->done, __ATOMIC_ACQUIRE)) {
+			r->kept = cq;
+			break;
+		}
+		while ((ret = ibc_cq_destroy(cq)) == -EBUSY)
+			sched_yield();
+		if (ret < 0) {
+			r->err = ret;
+			break;
+		}
+	}
+	return NULL;
+}
+
+START_TEST(test_create_during_rekey)
+{
+	struct seen sa, sc;
+	struct ibc_client *a = join(&sa, 0), *c = join(&sc, 0);
+
+	for (int it = 0; it < 40; it++) {
+		struct creator r = { .x = open_ctx(a) };
+		pthread_t t;
+
+		memset(&sa, 0, sizeof(sa));
+		ck_assert_int_eq(pthread_create(&t, NULL, race_create, &r),
+				 0);
+		ck_assert_msg(ibc_admin_domain_rekey(c, "lab", 0) == 0, "%s",
+			      ibc_last_error());
+		wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+		__atomic_store_n(&r.done, 1, __ATOMIC_RELEASE);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+		ck_assert_msg(r.err == 0, "round %d: %s", it,
+			      strerror(-r.err));
+		if (r.kept) {
+			errno = 0;
+			ck_assert_ptr_null(ibc_verbs_cq(r.kept));
+			ck_assert_msg(errno == ESTALE,
+				      "round %d: a CQ made during the rekey "
+				      "lives on in the old context (%s)",
+				      it, strerror(errno));
+			ck_assert_int_eq(ibc_cq_destroy(r.kept), 0);
+		}
+		ibc_close(r.x);
+	}
+	wait_lab(c, 0, 0);
+	ibc_disconnect(a);
 	ibc_disconnect(c);
 }
 END_TEST
@@ -655,6 +816,9 @@ static Suite *rekey_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_members_reopen);
+	tcase_add_test(tc, test_stale_objects);
+	tcase_add_test(tc, test_destroy_during_rekey);
+	tcase_add_test(tc, test_create_during_rekey);
 	tcase_add_test(tc, test_second_rekey);
 	tcase_add_test(tc, test_busy_and_force);
 	tcase_add_test(tc, test_xrcd_survives);
