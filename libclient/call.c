@@ -587,6 +587,18 @@ int ibc_drain_events(struct ibc_client *cl)
 		head = e->next;
 		if (cl->event_cb)
 			cl->event_cb(cl, &ev, cl->event_arg);
+		/* The callback forked and this is the child: the teardown
+		 * below is the parent's to do, on the parent's objects. */
+		if (ibc_stale(cl)) {
+			free(e);
+			n++;
+			while (head) {
+				e = head;
+				head = e->next;
+				free(e);
+			}
+			return n;
+		}
 		/* The callback was the application's chance to destroy its
 		 * objects and close the contexts; what is left goes now. */
 		if (e->type == IBC_EVENT_DEVICE_REMOVED)
