@@ -243,7 +243,10 @@ static void fork_stale_client(struct ibc_client *cl, int ph)
 
 static void fork_child(void)
 {
-	int ph = open("/dev/null", O_RDWR | O_CLOEXEC);
+	/* O_PATH: every read, write and ioctl fails (EBADF), so a raw verbs
+	 * call on an inherited context cannot "succeed" through it, as it
+	 * would on /dev/null (rdma-core falls back from ioctl to write). */
+	int ph = open("/", O_PATH | O_CLOEXEC);
 
 	if (ph < 0)
 		ph = eventfd(0, EFD_CLOEXEC);

@@ -312,15 +312,17 @@ static int fds_like(const char *prefix, int *out, int cap)
 	return n;
 }
 
-/* @fd is the placeholder: open, CLOEXEC, /dev/null. */
+/* @fd is the placeholder: open, CLOEXEC, an O_PATH descriptor of /, on
+ * which every write fails. */
 static bool is_placeholder(int fd)
 {
-	struct stat st, null;
+	struct stat st, root;
 	int flags = fcntl(fd, F_GETFD);
 
-	return flags >= 0 && (flags & FD_CLOEXEC) && fstat(fd, &st) == 0 &&
-	       stat("/dev/null", &null) == 0 && S_ISCHR(st.st_mode) &&
-	       st.st_rdev == null.st_rdev;
+	return flags >= 0 && (flags & FD_CLOEXEC) &&
+	       (fcntl(fd, F_GETFL) & O_PATH) && fstat(fd, &st) == 0 &&
+	       stat("/", &root) == 0 && st.st_dev == root.st_dev &&
+	       st.st_ino == root.st_ino && write(fd, "", 1) < 0;
 }
 
 /* What the forked child found; bit i set: check i failed. */
