@@ -79,14 +79,18 @@ static bool fork_maps_device(void)
 }
 
 /* One line of /proc/self/maps: a mapping of a uverbs device file (the
- * doorbells, UARs, queues and DM the provider mapped) is not copied. */
+ * doorbells, UARs, queues and DM the provider mapped) is not copied. The
+ * path is what follows the inode: a '/' before it may be inside an
+ * anonymous mapping's name, "[anon:/dev/infiniband/uverbs0]". */
 static void fork_dontfork_line(const char *line)
 {
 	unsigned long start, end;
-	const char *path = strchr(line, '/');
+	int path = -1;
 
-	if (!path || strncmp(path, "/dev/infiniband/uverbs", 22) ||
-	    sscanf(line, "%lx-%lx", &start, &end) != 2 || end <= start)
+	if (sscanf(line, "%lx-%lx %*s %*x %*x:%*x %*u %n", &start, &end,
+		   &path) != 2 ||
+	    path < 0 || end <= start ||
+	    strncmp(line + path, "/dev/infiniband/uverbs", 22))
 		return;
 	/* A failure leaves the mapping copied, as without the library. */
 	madvise((void *)start, end - start, MADV_DONTFORK);
