@@ -191,6 +191,11 @@ void ibc_fork_env(void);
  * on a verbs device): ibc_fork_init() is too late from now on. */
 void ibc_fork_note_pin(void);
 
+/* At ibc_close()/ibc_disconnect() of a context inherited through fork():
+ * close the placeholders over its descriptors (the soft memfd, cmd_fd,
+ * the async event fd), leaving its libibverbs structures. */
+void ibc_fork_ctx_close(struct ibc_ctx *ctx);
+
 /* The session was inherited through fork(). */
 static inline bool ibc_stale(const struct ibc_client *cl)
 {

@@ -207,6 +207,23 @@ static void fork_stale_ctx(struct ibc_ctx *ctx, int ph)
 	}
 }
 
+void ibc_fork_ctx_close(struct ibc_ctx *ctx)
+{
+	/* Completion channels are the application's: it closes them with
+	 * ibv_destroy_comp_channel(). */
+	if (ctx->soft_fd >= 0)
+		close(ctx->soft_fd);
+	ctx->soft_fd = -1;
+	if (!ctx->vctx)
+		return;
+	if (ctx->vctx->async_fd >= 0 &&
+	    ctx->vctx->async_fd != ctx->vctx->cmd_fd)
+		close(ctx->vctx->async_fd);
+	if (ctx->vctx->cmd_fd >= 0)
+		close(ctx->vctx->cmd_fd);
+	ctx->vctx->async_fd = ctx->vctx->cmd_fd = -1;
+}
+
 static void fork_stale_client(struct ibc_client *cl, int ph)
 {
 	pthread_condattr_t ca;

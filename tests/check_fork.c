@@ -482,6 +482,10 @@ static void __attribute__((noreturn)) parent_proc(int res, int hold)
 		 * parent's; a session of its own works. */
 		ibc_close(ctx);
 		ibc_disconnect(cl);
+		/* ...and leaves no placeholder open. */
+		for (int i = 0; i < nfds; i++)
+			if (fcntl(fds[i], F_GETFD) >= 0)
+				_exit(9);
 		if (join(NULL, &fresh) ||
 		    ibc_client_info(fresh, &info, sizeof(info)) ||
 		    ibc_ping(fresh, "y", 1))
@@ -535,8 +539,9 @@ START_TEST(test_child_lives_parent_killed)
 	ck_assert_int_eq(kill(r.child, 0), 0);
 
 	ck_assert_int_eq(write(hold[1], "g", 1), 1);
-	ck_assert_int_eq(read_full(res[0], &link, sizeof(link)),
-			 sizeof(link));
+	ck_assert_msg(read_full(res[0], &link, sizeof(link)) == sizeof(link),
+		      "the child failed after its parent's death (exit 9: "
+		      "placeholders left open by ibc_close/ibc_disconnect)");
 	/* Its parent's session was gone when it connected. */
 	ck_assert_uint_eq(link, 0);
 	/* Not the test's child: reaped by init. */
