@@ -69,6 +69,9 @@ struct ibc_client {
 	 * a forked child shows to prove its descent. */
 	struct ibc_client *fork_prev, *fork_next;
 	bool fork_linked;
+	/* Held by ibc_fork_init() while it tells the broker the state,
+	 * without the fork lock: ibc_fork_unregister() waits. */
+	unsigned int fork_refs;
 	/* Inherited through fork(): the parent's session. Every call on it
 	 * answers -ESTALE (dead_message says why) and nothing of the
 	 * parent's is sent on, closed or unmapped. Written only by the

@@ -32,6 +32,8 @@
 /* Guards the list below and the library's fork state. */
 static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibc_client *fork_clients;
+/* Signalled when a client is held by ibc_fork_init() no more. */
+static pthread_cond_t fork_cond = PTHREAD_COND_INITIALIZER;
 /* ibc_fork_init() succeeded: the library's own state, which the soft
  * device has too. */
 static bool fork_enabled;
@@ -256,6 +258,7 @@ static void fork_stale_client(struct ibc_client *cl, int ph)
 	 * destroy return. */
 	cl->reading = false;
 	cl->waiters = NULL;
+	cl->fork_refs = 0;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&cl->cond, &ca);
@@ -273,6 +276,7 @@ static void fork_child(void)
 		ph = eventfd(0, EFD_CLOEXEC);
 	/* A grandparent's sessions are not this process's parent's. */
 	fork_n_parents = 0;
+	pthread_cond_init(&fork_cond, NULL);
 	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next)
 		fork_stale_client(cl, ph);
 	if (ph >= 0)
@@ -310,6 +314,9 @@ void ibc_fork_unregister(struct ibc_client *cl)
 	if (!cl->fork_linked)
 		return;
 	pthread_mutex_lock(&fork_lock);
+	/* ibc_fork_init() may be telling it the state. */
+	while (cl->fork_refs)
+		pthread_cond_wait(&fork_cond, &fork_lock);
 	if (cl->fork_prev)
 		cl->fork_prev->fork_next = cl->fork_next;
 	else
@@ -374,27 +381,58 @@ IBC_EXPORT enum ibc_fork_state ibc_fork_state(void)
 	}
 }
 
-/* Tell every live session the new state (fork lock held). A session that
- * cannot be told is ending: its successor's hello carries the state. */
-static void fork_tell_all(enum ibc_fork_state state)
+/* The live sessions, each held against ibc_fork_unregister() (fork lock
+ * held): NULL when there are none or no memory, *ret_n their number. */
+static struct ibc_client **fork_hold_all(size_t *ret_n)
 {
-	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next) {
-		Rdmab__ForkStateRequest fs = RDMAB__FORK_STATE_REQUEST__INIT;
-		Rdmab__Request req = RDMAB__REQUEST__INIT;
-		struct ibc_reply r;
+	struct ibc_client **all;
+	size_t n = 0;
 
+	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next)
+		n += !cl->stale && cl->has_secret;
+	all = n ? malloc(n * sizeof(*all)) : NULL;
+	n = 0;
+	for (struct ibc_client *cl = fork_clients; all && cl;
+	     cl = cl->fork_next) {
 		if (cl->stale || !cl->has_secret)
 			continue;
+		cl->fork_refs++;
+		all[n++] = cl;
+	}
+	*ret_n = n;
+	return all;
+}
+
+/*
+ * Tell the sessions @all the new state, without the fork lock: a broker
+ * that does not read would otherwise block every fork() of the process.
+ * Not waited for: the state is for display (a session that cannot be told
+ * is ending; its successor's hello carries the state).
+ */
+static void fork_tell_all(struct ibc_client **all, size_t n,
+			  enum ibc_fork_state state)
+{
+	for (size_t i = 0; i < n; i++) {
+		Rdmab__ForkStateRequest fs = RDMAB__FORK_STATE_REQUEST__INIT;
+		Rdmab__Request req = RDMAB__REQUEST__INIT;
+
 		fs.fork_state = (Rdmab__ForkState)state;
 		req.body_case = RDMAB__REQUEST__BODY_FORK_STATE;
 		req.fork_state = &fs;
-		if (ibc_call(cl, &req, NULL, 0, &r) == 0)
-			ibc_reply_free(&r);
+		ibc_send_nowait(all[i], &req);
 	}
+	pthread_mutex_lock(&fork_lock);
+	for (size_t i = 0; i < n; i++)
+		all[i]->fork_refs--;
+	pthread_cond_broadcast(&fork_cond);
+	pthread_mutex_unlock(&fork_lock);
+	free(all);
 }
 
 IBC_EXPORT int ibc_fork_init(void)
 {
+	struct ibc_client **all = NULL;
+	size_t n = 0;
 	int err = 0;
 
 	/* rdma-core 44 would still refuse after a registration, or switch
@@ -426,9 +464,11 @@ IBC_EXPORT int ibc_fork_init(void)
 		}
 	}
 	__atomic_store_n(&fork_enabled, true, __ATOMIC_RELAXED);
-	fork_tell_all(IBC_FORK_ENABLED);
+	all = fork_hold_all(&n);
 out:
 	pthread_mutex_unlock(&fork_lock);
+	if (all)
+		fork_tell_all(all, n, IBC_FORK_ENABLED);
 	if (err == 0)
 		ibc_clear_error();
 	return err;
