@@ -90,6 +90,15 @@ void ibc_mark_dead(struct ibc_client *cl, int err, const char *message)
 	pthread_cond_broadcast(&cl->cond);
 }
 
+void ibc_fork_drop_waiters(struct ibc_client *cl)
+{
+	/* A reply delivered but not yet taken: its descriptors are reached
+	 * by nothing in this process. */
+	for (struct ibc_waiter *w = cl->waiters; w; w = w->next)
+		if (w->done)
+			wire_fds_close(&w->r->fds);
+}
+
 static struct ibc_waiter *ibc_find_waiter(struct ibc_client *cl,
 					  uint64_t serial)
 {

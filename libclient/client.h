@@ -199,6 +199,13 @@ void ibc_fork_note_pin(void);
  * the async event fd), leaving its libibverbs structures. */
 void ibc_fork_ctx_close(struct ibc_ctx *ctx);
 
+/* This process maps (or is about to map) a uverbs device: every fork()
+ * from now on marks the device's mappings MADV_DONTFORK. */
+void ibc_fork_note_device(void);
+/* In the child (fork lock held): close the descriptors delivered to
+ * @cl's waiters, threads of the parent that are not here to take them. */
+void ibc_fork_drop_waiters(struct ibc_client *cl);
+
 /* The session was inherited through fork(). */
 static inline bool ibc_stale(const struct ibc_client *cl)
 {

@@ -39,6 +39,8 @@ static pthread_cond_t fork_cond = PTHREAD_COND_INITIALIZER;
 static bool fork_enabled;
 /* Memory was ever pinned for the device (atomic). */
 static bool fork_pinned;
+/* A verbs context was ever attached (atomic). */
+static bool fork_device;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static int fork_once_err;
 /* The forking process, for the child's sentences. */
@@ -69,15 +71,17 @@ int ibc_stale_error(const struct ibc_client *cl)
 
 /* --- before fork(): the locks and MADV_DONTFORK ------------------------ */
 
-/* Is there a context whose device this process maps (verbs)? */
+void ibc_fork_note_device(void)
+{
+	__atomic_store_n(&fork_device, true, __ATOMIC_RELAXED);
+}
+
+/* Did this process ever map a uverbs device? Sticky: a context being
+ * attached is in no list yet, and the scan of the maps finds nothing
+ * where there is nothing. */
 static bool fork_maps_device(void)
 {
-	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next)
-		for (struct ibc_ctx *ctx = cl->ctxs; ctx && !cl->stale;
-		     ctx = ctx->next)
-			if (ctx->vctx)
-				return true;
-	return false;
+	return __atomic_load_n(&fork_device, __ATOMIC_RELAXED);
 }
 
 /* One line of /proc/self/maps: a mapping of a uverbs device file (the
@@ -257,6 +261,7 @@ static void fork_stale_client(struct ibc_client *cl, int ph)
 	 * and a condition variable they waited on would never let its
 	 * destroy return. */
 	cl->reading = false;
+	ibc_fork_drop_waiters(cl);
 	cl->waiters = NULL;
 	cl->fork_refs = 0;
 	pthread_condattr_init(&ca);
