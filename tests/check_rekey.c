@@ -675,7 +675,8 @@ START_TEST(test_fork_in_callback)
 	struct ibc_connect_attr attr = {
 		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
 			     IBC_CONNECT_ATTR_TIMEOUT |
-			     IBC_CONNECT_ATTR_EVENT_CB | IBC_CONNECT_ATTR_DOMAIN,
+			     IBC_CONNECT_ATTR_EVENT_CB |
+			     IBC_CONNECT_ATTR_DOMAIN,
 		.socket_path = D.sock,
 		.timeout_ms = 20000,
 		.event_cb = fork_on_event,
