@@ -2,9 +2,11 @@
 /* rdmabrokerctl clients */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #include "ctl/ctl.h"
 
@@ -25,6 +27,9 @@ static bool listed(const struct ibc_client_entry *c, size_t n, uint64_t id)
 	return false;
 }
 
+/* Children deeper than this are drawn at this depth. */
+#define TREE_DEPTH_MAX 8
+
 static void print_row(const struct ibc_client_entry *e, unsigned int depth)
 {
 	char comm[CTL_TEXT_SIZE(e->comm)];
@@ -32,8 +37,9 @@ static void print_row(const struct ibc_client_entry *e, unsigned int depth)
 	char id[32], parent[24] = "-";
 
 	/* A forked child under its parent, two columns further in. */
-	snprintf(id, sizeof(id), "%*s%" PRIu64, (int)(2 * (depth % 8)), "",
-		 e->id);
+	if (depth > TREE_DEPTH_MAX)
+		depth = TREE_DEPTH_MAX;
+	snprintf(id, sizeof(id), "%*s%" PRIu64, (int)(2 * depth), "", e->id);
 	if (e->parent_id)
 		snprintf(parent, sizeof(parent), "%" PRIu64, e->parent_id);
 	printf("%-8s %-6s %-8u %-6u %-16s %-20s %-8u %-7u %-6u "
@@ -45,17 +51,62 @@ static void print_row(const struct ibc_client_entry *e, unsigned int depth)
 	       fork_name(e->fork_state));
 }
 
-/* The sessions forked from @parent, depth first. A child's id is above
- * its parent's (the parent said hello first), so there are no cycles. */
-static void print_children(const struct ibc_client_entry *c, size_t n,
-			   uint64_t parent, unsigned int depth)
+/*
+ * Entry @root and the sessions forked from it, depth first, each entry
+ * once (@printed): the listing comes from the daemon, which may repeat ids
+ * or link sessions in a cycle, so neither the output nor the walk (an
+ * explicit stack, @stack of n entries) may grow with what it claims.
+ */
+static void print_tree(const struct ibc_client_entry *c, size_t n,
+		       size_t root, bool *printed, size_t *stack,
+		       unsigned int *depth)
 {
-	for (size_t i = 0; i < n; i++) {
-		if (c[i].parent_id != parent || c[i].id <= parent)
-			continue;
-		print_row(&c[i], depth);
-		print_children(c, n, c[i].id, depth + 1);
+	size_t top = 0;
+
+	printed[root] = true;
+	stack[top] = root;
+	depth[top++] = 0;
+	while (top) {
+		size_t i = stack[--top];
+		unsigned int d = depth[top];
+
+		print_row(&c[i], d);
+		/* Pushed last to first: printed in the listing's order. */
+		for (size_t j = n; j-- > 0;) {
+			if (printed[j] || c[j].parent_id != c[i].id)
+				continue;
+			printed[j] = true;
+			stack[top] = j;
+			depth[top++] = d + 1;
+		}
 	}
+}
+
+/* Roots first (sessions of no parent, or of one not listed); then what
+ * no root reached (a cycle), each as a root. */
+static int print_clients(const struct ibc_client_entry *c, size_t n)
+{
+	bool *printed = calloc(n ? n : 1, sizeof(*printed));
+	size_t *stack = calloc(n ? n : 1, sizeof(*stack));
+	unsigned int *depth = calloc(n ? n : 1, sizeof(*depth));
+	int ret = 0;
+
+	if (!printed || !stack || !depth) {
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (!printed[i] &&
+		    !(c[i].parent_id && listed(c, n, c[i].parent_id)))
+			print_tree(c, n, i, printed, stack, depth);
+	for (size_t i = 0; i < n; i++)
+		if (!printed[i])
+			print_tree(c, n, i, printed, stack, depth);
+out:
+	free(printed);
+	free(stack);
+	free(depth);
+	return ret;
 }
 
 int cmd_clients(struct ctl *ctl, int argc, char **argv)
@@ -100,12 +151,10 @@ int cmd_clients(struct ctl *ctl, int argc, char **argv)
 	printf("%-8s %-6s %-8s %-6s %-16s %-20s %-8s %-7s %-6s %-9s %s\n",
 	       "ID", "PARENT", "PID", "UID", "COMMAND", "DOMAIN", "CONTEXTS",
 	       "OBJECTS", "UNACCT", "REQUESTS", "FORK");
-	for (size_t i = 0; i < n; i++) {
-		/* Roots: sessions of no parent, or of one not listed. */
-		if (c[i].parent_id && listed(c, n, c[i].parent_id))
-			continue;
-		print_row(&c[i], 0);
-		print_children(c, n, c[i].id, 1);
+	ret = print_clients(c, n);
+	if (ret < 0) {
+		ibc_list_free(c);
+		return ctl_fail("clients", ret);
 	}
 out:
 	ibc_list_free(c);

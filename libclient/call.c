@@ -90,6 +90,15 @@ void ibc_mark_dead(struct ibc_client *cl, int err, const char *message)
 	pthread_cond_broadcast(&cl->cond);
 }
 
+void ibc_fork_drop_waiters(struct ibc_client *cl)
+{
+	/* A reply delivered but not yet taken: its descriptors are reached
+	 * by nothing in this process. */
+	for (struct ibc_waiter *w = cl->waiters; w; w = w->next)
+		if (w->done)
+			wire_fds_close(&w->r->fds);
+}
+
 static struct ibc_waiter *ibc_find_waiter(struct ibc_client *cl,
 					  uint64_t serial)
 {
@@ -587,6 +596,18 @@ int ibc_drain_events(struct ibc_client *cl)
 		head = e->next;
 		if (cl->event_cb)
 			cl->event_cb(cl, &ev, cl->event_arg);
+		/* The callback forked and this is the child: the teardown
+		 * below is the parent's to do, on the parent's objects. */
+		if (ibc_stale(cl)) {
+			free(e);
+			n++;
+			while (head) {
+				e = head;
+				head = e->next;
+				free(e);
+			}
+			return n;
+		}
 		/* The callback was the application's chance to destroy its
 		 * objects and close the contexts; what is left goes now. */
 		if (e->type == IBC_EVENT_DEVICE_REMOVED)

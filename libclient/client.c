@@ -20,27 +20,32 @@
  * watchdog, which ends the connection. */
 #define IBC_DEFAULT_TIMEOUT_MS 0
 
-static int ibc_open_socket(const char *path)
+/* Connect cl->sock (closed with @cl on failure). The socket is made
+ * straight into cl->sock, under the lock the atfork handler takes, so
+ * that a fork during connect() covers it in the child. */
+static int ibc_open_socket(struct ibc_client *cl, const char *path)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	int fd, err;
+	int err;
 
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return ibc_set_error(-ENAMETOOLONG,
 				     "socket path %s is too long", path);
 	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (fd < 0)
-		return ibc_set_error(-errno, "cannot create a socket: %s",
-				     strerror(errno));
-	if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
+	pthread_mutex_lock(&cl->lock);
+	cl->sock = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	err = cl->sock < 0 ? -errno : 0;
+	pthread_mutex_unlock(&cl->lock);
+	if (err < 0)
+		return ibc_set_error(err, "cannot create a socket: %s",
+				     strerror(-err));
+	if (connect(cl->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		err = -errno;
-		close(fd);
 		return ibc_set_error(err,
 				     "cannot connect to the broker at %s: %s",
 				     path, strerror(-err));
 	}
-	return fd;
+	return 0;
 }
 
 static int ibc_hello(struct ibc_client *cl, const char *domain)
@@ -206,10 +211,9 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 	ret = ibc_fork_register(cl);
 	if (ret < 0)
 		goto fail;
-	ret = ibc_open_socket(path);
+	ret = ibc_open_socket(cl, path);
 	if (ret < 0)
 		goto fail;
-	cl->sock = ret;
 	if (cl->timeout_ms > 0) {
 		/* A blocked reader wakes up to check its deadline. */
 		struct timeval tv = {

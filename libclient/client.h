@@ -69,6 +69,9 @@ struct ibc_client {
 	 * a forked child shows to prove its descent. */
 	struct ibc_client *fork_prev, *fork_next;
 	bool fork_linked;
+	/* Held by ibc_fork_init() while it tells the broker the state,
+	 * without the fork lock: ibc_fork_unregister() waits. */
+	unsigned int fork_refs;
 	/* Inherited through fork(): the parent's session. Every call on it
 	 * answers -ESTALE (dead_message says why) and nothing of the
 	 * parent's is sent on, closed or unmapped. Written only by the
@@ -190,6 +193,18 @@ void ibc_fork_env(void);
 /* The process now holds memory pinned for the device (an MR, or a queue
  * on a verbs device): ibc_fork_init() is too late from now on. */
 void ibc_fork_note_pin(void);
+
+/* At ibc_close()/ibc_disconnect() of a context inherited through fork():
+ * close the placeholders over its descriptors (the soft memfd, cmd_fd,
+ * the async event fd), leaving its libibverbs structures. */
+void ibc_fork_ctx_close(struct ibc_ctx *ctx);
+
+/* This process maps (or is about to map) a uverbs device: every fork()
+ * from now on marks the device's mappings MADV_DONTFORK. */
+void ibc_fork_note_device(void);
+/* In the child (fork lock held): close the descriptors delivered to
+ * @cl's waiters, threads of the parent that are not here to take them. */
+void ibc_fork_drop_waiters(struct ibc_client *cl);
 
 /* The session was inherited through fork(). */
 static inline bool ibc_stale(const struct ibc_client *cl)

@@ -231,6 +231,8 @@ static void ibc_ctx_free_local(struct ibc_ctx *ctx)
 	 * are no longer its own. Its libibverbs structures stay. */
 	if (!ctx->removed && !ibc_stale(ctx->client))
 		ibc_ctx_drop_local(ctx);
+	else if (!ctx->removed)
+		ibc_fork_ctx_close(ctx);
 	ibc_ctx_free_objects(ctx);
 	ibc_dm_ctx_free(ctx);
 	pthread_mutex_destroy(&ctx->lock);

@@ -32,11 +32,15 @@
 /* Guards the list below and the library's fork state. */
 static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibc_client *fork_clients;
+/* Signalled when a client is held by ibc_fork_init() no more. */
+static pthread_cond_t fork_cond = PTHREAD_COND_INITIALIZER;
 /* ibc_fork_init() succeeded: the library's own state, which the soft
  * device has too. */
 static bool fork_enabled;
 /* Memory was ever pinned for the device (atomic). */
 static bool fork_pinned;
+/* A verbs context was ever attached (atomic). */
+static bool fork_device;
 static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static int fork_once_err;
 /* The forking process, for the child's sentences. */
@@ -67,26 +71,32 @@ int ibc_stale_error(const struct ibc_client *cl)
 
 /* --- before fork(): the locks and MADV_DONTFORK ------------------------ */
 
-/* Is there a context whose device this process maps (verbs)? */
+void ibc_fork_note_device(void)
+{
+	__atomic_store_n(&fork_device, true, __ATOMIC_RELAXED);
+}
+
+/* Did this process ever map a uverbs device? Sticky: a context being
+ * attached is in no list yet, and the scan of the maps finds nothing
+ * where there is nothing. */
 static bool fork_maps_device(void)
 {
-	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next)
-		for (struct ibc_ctx *ctx = cl->ctxs; ctx && !cl->stale;
-		     ctx = ctx->next)
-			if (ctx->vctx)
-				return true;
-	return false;
+	return __atomic_load_n(&fork_device, __ATOMIC_RELAXED);
 }
 
 /* One line of /proc/self/maps: a mapping of a uverbs device file (the
- * doorbells, UARs, queues and DM the provider mapped) is not copied. */
+ * doorbells, UARs, queues and DM the provider mapped) is not copied. The
+ * path is what follows the inode: a '/' before it may be inside an
+ * anonymous mapping's name, "[anon:/dev/infiniband/uverbs0]". */
 static void fork_dontfork_line(const char *line)
 {
 	unsigned long start, end;
-	const char *path = strchr(line, '/');
+	int path = -1;
 
-	if (!path || strncmp(path, "/dev/infiniband/uverbs", 22) ||
-	    sscanf(line, "%lx-%lx", &start, &end) != 2 || end <= start)
+	if (sscanf(line, "%lx-%lx %*s %*x %*x:%*x %*u %n", &start, &end,
+		   &path) != 2 ||
+	    path < 0 || end <= start ||
+	    strncmp(line + path, "/dev/infiniband/uverbs", 22))
 		return;
 	/* A failure leaves the mapping copied, as without the library. */
 	madvise((void *)start, end - start, MADV_DONTFORK);
@@ -203,6 +213,23 @@ static void fork_stale_ctx(struct ibc_ctx *ctx, int ph)
 	}
 }
 
+void ibc_fork_ctx_close(struct ibc_ctx *ctx)
+{
+	/* Completion channels are the application's: it closes them with
+	 * ibv_destroy_comp_channel(). */
+	if (ctx->soft_fd >= 0)
+		close(ctx->soft_fd);
+	ctx->soft_fd = -1;
+	if (!ctx->vctx)
+		return;
+	if (ctx->vctx->async_fd >= 0 &&
+	    ctx->vctx->async_fd != ctx->vctx->cmd_fd)
+		close(ctx->vctx->async_fd);
+	if (ctx->vctx->cmd_fd >= 0)
+		close(ctx->vctx->cmd_fd);
+	ctx->vctx->async_fd = ctx->vctx->cmd_fd = -1;
+}
+
 static void fork_stale_client(struct ibc_client *cl, int ph)
 {
 	pthread_condattr_t ca;
@@ -234,7 +261,9 @@ static void fork_stale_client(struct ibc_client *cl, int ph)
 	 * and a condition variable they waited on would never let its
 	 * destroy return. */
 	cl->reading = false;
+	ibc_fork_drop_waiters(cl);
 	cl->waiters = NULL;
+	cl->fork_refs = 0;
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&cl->cond, &ca);
@@ -243,12 +272,16 @@ static void fork_stale_client(struct ibc_client *cl, int ph)
 
 static void fork_child(void)
 {
-	int ph = open("/dev/null", O_RDWR | O_CLOEXEC);
+	/* O_PATH: every read, write and ioctl fails (EBADF), so a raw verbs
+	 * call on an inherited context cannot "succeed" through it, as it
+	 * would on /dev/null (rdma-core falls back from ioctl to write). */
+	int ph = open("/", O_PATH | O_CLOEXEC);
 
 	if (ph < 0)
 		ph = eventfd(0, EFD_CLOEXEC);
 	/* A grandparent's sessions are not this process's parent's. */
 	fork_n_parents = 0;
+	pthread_cond_init(&fork_cond, NULL);
 	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next)
 		fork_stale_client(cl, ph);
 	if (ph >= 0)
@@ -286,6 +319,9 @@ void ibc_fork_unregister(struct ibc_client *cl)
 	if (!cl->fork_linked)
 		return;
 	pthread_mutex_lock(&fork_lock);
+	/* ibc_fork_init() may be telling it the state. */
+	while (cl->fork_refs)
+		pthread_cond_wait(&fork_cond, &fork_lock);
 	if (cl->fork_prev)
 		cl->fork_prev->fork_next = cl->fork_next;
 	else
@@ -350,27 +386,58 @@ IBC_EXPORT enum ibc_fork_state ibc_fork_state(void)
 	}
 }
 
-/* Tell every live session the new state (fork lock held). A session that
- * cannot be told is ending: its successor's hello carries the state. */
-static void fork_tell_all(enum ibc_fork_state state)
+/* The live sessions, each held against ibc_fork_unregister() (fork lock
+ * held): NULL when there are none or no memory, *ret_n their number. */
+static struct ibc_client **fork_hold_all(size_t *ret_n)
 {
-	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next) {
-		Rdmab__ForkStateRequest fs = RDMAB__FORK_STATE_REQUEST__INIT;
-		Rdmab__Request req = RDMAB__REQUEST__INIT;
-		struct ibc_reply r;
+	struct ibc_client **all;
+	size_t n = 0;
 
+	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next)
+		n += !cl->stale && cl->has_secret;
+	all = n ? malloc(n * sizeof(*all)) : NULL;
+	n = 0;
+	for (struct ibc_client *cl = fork_clients; all && cl;
+	     cl = cl->fork_next) {
 		if (cl->stale || !cl->has_secret)
 			continue;
+		cl->fork_refs++;
+		all[n++] = cl;
+	}
+	*ret_n = n;
+	return all;
+}
+
+/*
+ * Tell the sessions @all the new state, without the fork lock: a broker
+ * that does not read would otherwise block every fork() of the process.
+ * Not waited for: the state is for display (a session that cannot be told
+ * is ending; its successor's hello carries the state).
+ */
+static void fork_tell_all(struct ibc_client **all, size_t n,
+			  enum ibc_fork_state state)
+{
+	for (size_t i = 0; i < n; i++) {
+		Rdmab__ForkStateRequest fs = RDMAB__FORK_STATE_REQUEST__INIT;
+		Rdmab__Request req = RDMAB__REQUEST__INIT;
+
 		fs.fork_state = (Rdmab__ForkState)state;
 		req.body_case = RDMAB__REQUEST__BODY_FORK_STATE;
 		req.fork_state = &fs;
-		if (ibc_call(cl, &req, NULL, 0, &r) == 0)
-			ibc_reply_free(&r);
+		ibc_send_nowait(all[i], &req);
 	}
+	pthread_mutex_lock(&fork_lock);
+	for (size_t i = 0; i < n; i++)
+		all[i]->fork_refs--;
+	pthread_cond_broadcast(&fork_cond);
+	pthread_mutex_unlock(&fork_lock);
+	free(all);
 }
 
 IBC_EXPORT int ibc_fork_init(void)
 {
+	struct ibc_client **all = NULL;
+	size_t n = 0;
 	int err = 0;
 
 	/* rdma-core 44 would still refuse after a registration, or switch
@@ -402,9 +469,11 @@ IBC_EXPORT int ibc_fork_init(void)
 		}
 	}
 	__atomic_store_n(&fork_enabled, true, __ATOMIC_RELAXED);
-	fork_tell_all(IBC_FORK_ENABLED);
+	all = fork_hold_all(&n);
 out:
 	pthread_mutex_unlock(&fork_lock);
+	if (all)
+		fork_tell_all(all, n, IBC_FORK_ENABLED);
 	if (err == 0)
 		ibc_clear_error();
 	return err;

@@ -82,6 +82,9 @@ static int verbs_attach(struct ibc_ctx *ctx, int fd)
 	const char *dev = ctx->caps.device;
 	int err;
 
+	/* Before the provider maps anything: a fork during the import
+	 * marks its mappings too, though the context is not listed yet. */
+	ibc_fork_note_device();
 	/* Consumes fd on every path (libibverbs does not, always). */
 	err = verbs_import_device(fd, &ctx->vctx);
 	if (err < 0) {

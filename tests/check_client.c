@@ -21,6 +21,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -700,6 +701,96 @@ START_TEST(test_send_timeout)
 }
 END_TEST
 
+/* Answer the hello with a secret (so that the session is told the fork
+ * state), take the ForkState request and never answer it. */
+static void script_fork_state_deaf(struct fb *fb)
+{
+	static const uint8_t secret[16] = { 1, 2, 3 };
+	Rdmab__DeviceCaps caps = RDMAB__DEVICE_CAPS__INIT;
+	Rdmab__DeviceInfo dev = RDMAB__DEVICE_INFO__INIT;
+	Rdmab__DeviceInfo *devs[1] = { &dev };
+	Rdmab__HelloReply hello = RDMAB__HELLO_REPLY__INIT;
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	uint64_t serial;
+
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_HELLO, &serial, NULL) < 0)
+		return;
+	dev.name = (char *)"soft0";
+	dev.kind = (char *)"soft";
+	dev.caps = &caps;
+	dev.transport = (char *)"fake";
+	hello.protocol_version = WIRE_PROTOCOL_VERSION;
+	hello.daemon_version = (char *)"fake";
+	hello.client_id = 1;
+	hello.domain = (char *)"uid-fake";
+	hello.n_devices = 1;
+	hello.devices = devs;
+	hello.secret.data = (uint8_t *)secret;
+	hello.secret.len = sizeof(secret);
+	reply.serial = serial;
+	reply.body_case = RDMAB__REPLY__BODY_HELLO;
+	reply.hello = &hello;
+	if (fb_send_reply(fb, &reply, NULL, 0) < 0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_FORK_STATE, &serial, NULL) < 0)
+		return;
+	fb_post(fb, 1);
+	if (fb_wait(fb, 2, 30000) < 0)
+		fb_fail(fb, "the test did not finish");
+}
+
+static void *fork_init_main(void *arg)
+{
+	*(int *)arg = ibc_fork_init();
+	return NULL;
+}
+
+static void *fork_main(void *arg)
+{
+	pid_t pid = fork();
+
+	if (pid == 0)
+		_exit(0);
+	*(pid_t *)arg = pid;
+	return NULL;
+}
+
+/* A broker that does not answer the new fork state (no timeout) stalls
+ * neither ibc_fork_init() nor, above all, every fork() of the process,
+ * whose atfork handler takes the fork lock. */
+START_TEST(test_fork_init_stalled_broker)
+{
+	struct ibc_client *cl;
+	pthread_t ti, tf;
+	struct timespec ts;
+	int ret = 1, status;
+	pid_t pid = -1;
+	struct fb fb;
+
+	/* Nothing to tell: the state was UNNEEDED from the start. */
+	if (ibc_fork_state() != IBC_FORK_DISABLED)
+		return;
+	FB_START(&fb, script_fork_state_deaf, NULL);
+	ck_assert_int_eq(tl_connect(fb.sock, 0, &cl), 0);
+	ck_assert_int_eq(pthread_create(&ti, NULL, fork_init_main, &ret), 0);
+	ck_assert_msg(fb_wait(&fb, 1, TL_WAIT_MS) == 0, "broker: %s", fb.why);
+	ck_assert_int_eq(pthread_create(&tf, NULL, fork_main, &pid), 0);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += TL_WAIT_MS / 1000;
+	ck_assert_msg(pthread_timedjoin_np(tf, NULL, &ts) == 0,
+		      "fork() blocked while ibc_fork_init() waited for the "
+		      "broker");
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(pthread_timedjoin_np(ti, NULL, &ts) == 0,
+		      "ibc_fork_init() waited for the broker");
+	ck_assert_int_eq(ret, 0);
+	ck_assert_int_eq(ibc_fork_state(), IBC_FORK_ENABLED);
+	fb_post(&fb, 2);
+	ibc_disconnect(cl);
+	FB_STOP(&fb);
+}
+END_TEST
+
 /* Answer the first ping with the error in arg (and its echo). */
 static void script_bad_error(struct fb *fb)
 {
@@ -1169,6 +1260,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_verbs_context_during_removal);
 	tcase_add_test(tc, test_stale_errno_import);
 	tcase_add_test(tc, test_verbs_registry_nowait);
+	tcase_add_test(tc, test_fork_init_stalled_broker);
 	suite_add_tcase(s, tc);
 	return s;
 }

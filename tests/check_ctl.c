@@ -797,6 +797,37 @@ END_TEST
  * until it is killed; with @refuse it refuses hello with @evil as the
  * sentence. Listens on @sock before it returns; the pid goes to fake_pid.
  */
+/* The listing of fake_broker() when set: ids repeated, a cycle, a
+ * session linked to itself, a parent with a higher id than its child,
+ * a chain 20 deep. */
+static bool fake_tree;
+#define FAKE_TREE_N 29
+
+static void fake_tree_list(Rdmab__ListClientsReply *lc)
+{
+	static const uint64_t pairs[][2] = { { 1, 0 }, { 1, 0 }, { 2, 1 },
+					     { 2, 1 }, { 4, 0 }, { 3, 4 },
+					     { 5, 6 }, { 6, 5 }, { 7, 7 } };
+	static Rdmab__ClientInfo c[FAKE_TREE_N];
+	static Rdmab__ClientInfo *cp[FAKE_TREE_N];
+
+	for (size_t i = 0; i < FAKE_TREE_N; i++) {
+		rdmab__client_info__init(&c[i]);
+		c[i].comm = c[i].domain = c[i].library_version = (char *)"t";
+		if (i < 9) {
+			c[i].id = pairs[i][0];
+			c[i].parent_id = pairs[i][1];
+		} else {
+			c[i].id = 100 + i - 9;
+			c[i].parent_id = i > 9 ? c[i].id - 1 : 0;
+		}
+		cp[i] = &c[i];
+	}
+	lc->n_clients = FAKE_TREE_N;
+	lc->clients = cp;
+	lc->total = FAKE_TREE_N;
+}
+
 static void fake_broker(const char *sock, bool refuse)
 {
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
@@ -898,6 +929,8 @@ static void fake_broker(const char *sock, bool refuse)
 				lc.n_clients = 1;
 				lc.clients = cls;
 				lc.total = 1;
+				if (fake_tree)
+					fake_tree_list(&lc);
 				rep.list_clients = &lc;
 				break;
 			default:
@@ -949,6 +982,45 @@ START_TEST(test_hostile_broker)
 			      cmds[i], r.out);
 		run_free(&r);
 	}
+	free(dir);
+}
+END_TEST
+
+/* A hostile listing of clients: every entry printed once, none lost to
+ * a cycle, the indentation bounded. */
+START_TEST(test_clients_hostile_tree)
+{
+	struct agent_cred me = agent_cred(geteuid(), getegid(), AGENT_END);
+	char *dir = tl_mkdtemp(), sock[PATH_MAX];
+	const char *line, *nl;
+	struct run r;
+	size_t rows = 0;
+	bool seen[8] = { false };
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(sock, sizeof(sock), "%s/fake.sock", dir);
+	fake_tree = true;
+	fake_broker(sock, false);
+	r = ctl_as(&me, sock, "clients", NULL, NULL);
+	assert_exit(&r, 0, "clients");
+	line = strchr(r.out, '\n');
+	ck_assert_ptr_nonnull(line);
+	for (line++; *line; line = nl + 1) {
+		size_t indent = strspn(line, " ");
+		unsigned long id = strtoul(line + indent, NULL, 10);
+
+		nl = strchr(line, '\n');
+		ck_assert_ptr_nonnull(nl);
+		ck_assert_msg(indent <= 16, "indented %zu:\n%s", indent, r.out);
+		if (id < 8)
+			seen[id] = true;
+		rows++;
+	}
+	ck_assert_msg(rows == FAKE_TREE_N, "%zu rows, %d entries:\n%s", rows,
+		      FAKE_TREE_N, r.out);
+	for (int id = 1; id < 8; id++)
+		ck_assert_msg(seen[id], "client %d not shown:\n%s", id, r.out);
+	run_free(&r);
 	free(dir);
 }
 END_TEST
@@ -1179,6 +1251,7 @@ static Suite *ctl_suite(void)
 	tcase_add_test(tc, test_clients_hostile_name);
 	tcase_add_test(tc, test_hostile_broker);
 	tcase_add_test(tc, test_hostile_broker_error);
+	tcase_add_test(tc, test_clients_hostile_tree);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("errors");

@@ -312,15 +312,17 @@ static int fds_like(const char *prefix, int *out, int cap)
 	return n;
 }
 
-/* @fd is the placeholder: open, CLOEXEC, /dev/null. */
+/* @fd is the placeholder: open, CLOEXEC, an O_PATH descriptor of /, on
+ * which every write fails. */
 static bool is_placeholder(int fd)
 {
-	struct stat st, null;
+	struct stat st, root;
 	int flags = fcntl(fd, F_GETFD);
 
-	return flags >= 0 && (flags & FD_CLOEXEC) && fstat(fd, &st) == 0 &&
-	       stat("/dev/null", &null) == 0 && S_ISCHR(st.st_mode) &&
-	       st.st_rdev == null.st_rdev;
+	return flags >= 0 && (flags & FD_CLOEXEC) &&
+	       (fcntl(fd, F_GETFL) & O_PATH) && fstat(fd, &st) == 0 &&
+	       stat("/", &root) == 0 && st.st_dev == root.st_dev &&
+	       st.st_ino == root.st_ino && write(fd, "", 1) < 0;
 }
 
 /* What the forked child found; bit i set: check i failed. */
@@ -484,6 +486,10 @@ static void __attribute__((noreturn)) parent_proc(int res, int hold)
 		 * parent's; a session of its own works. */
 		ibc_close(ctx);
 		ibc_disconnect(cl);
+		/* ...and leaves no placeholder open. */
+		for (int i = 0; i < nfds; i++)
+			if (fcntl(fds[i], F_GETFD) >= 0)
+				_exit(9);
 		if (join(NULL, &fresh) ||
 		    ibc_client_info(fresh, &info, sizeof(info)) ||
 		    ibc_ping(fresh, "y", 1))
@@ -537,8 +543,9 @@ START_TEST(test_child_lives_parent_killed)
 	ck_assert_int_eq(kill(r.child, 0), 0);
 
 	ck_assert_int_eq(write(hold[1], "g", 1), 1);
-	ck_assert_int_eq(read_full(res[0], &link, sizeof(link)),
-			 sizeof(link));
+	ck_assert_msg(read_full(res[0], &link, sizeof(link)) == sizeof(link),
+		      "the child failed after its parent's death (exit 9: "
+		      "placeholders left open by ibc_close/ibc_disconnect)");
 	/* Its parent's session was gone when it connected. */
 	ck_assert_uint_eq(link, 0);
 	/* Not the test's child: reaped by init. */

@@ -807,6 +807,84 @@ START_TEST(test_ctl)
 }
 END_TEST
 
+/* --- a fork from the event callback -------------------------------------- */
+
+static pid_t cb_child = -1;
+static int cb_fds = -1;
+
+/* Descriptors this process has open. */
+static int count_fds(void)
+{
+	int n = 0;
+
+	for (int fd = 0; fd < 1024; fd++)
+		n += fcntl(fd, F_GETFD) >= 0;
+	return n;
+}
+
+static void fork_on_event(struct ibc_client *cl, const struct ibc_event *ev,
+			  void *arg)
+{
+	on_event(cl, ev, arg);
+	if (ev->type != IBC_EVENT_DOMAIN_REKEYED)
+		return;
+	cb_child = fork();
+	if (cb_child == 0)
+		cb_fds = count_fds();
+}
+
+/* The child of a fork in the callback returns into the parent's
+ * ibc_dispatch: what follows the callback there (closing the rekeyed
+ * context) is the parent's, and the child's inherited descriptors (the
+ * placeholders) stay as they are. */
+START_TEST(test_fork_in_callback)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+			     IBC_CONNECT_ATTR_TIMEOUT |
+			     IBC_CONNECT_ATTR_EVENT_CB |
+			     IBC_CONNECT_ATTR_DOMAIN,
+		.socket_path = D.sock,
+		.timeout_ms = 20000,
+		.event_cb = fork_on_event,
+		.domain = "lab",
+	};
+	struct seen sa = { 0 }, sc;
+	struct ibc_client *a, *c = join(&sc, 0);
+	struct ibc_ctx *xa;
+	struct ibc_cq *cq;
+	int64_t deadline;
+	int status;
+
+	attr.event_arg = &sa;
+	ck_assert_msg(ibc_connect(&attr, &a) == 0, "%s", ibc_last_error());
+	xa = open_ctx(a);
+	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq), 0);
+	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), 0);
+	deadline = tl_now_ms() + 5000;
+	while (!sa.n[IBC_EVENT_DOMAIN_REKEYED] && tl_now_ms() < deadline) {
+		int n = ibc_dispatch(a);
+
+		if (cb_child == 0)
+			_exit(n == 1 && count_fds() == cb_fds ? 0 : 1);
+		ck_assert_int_ge(n, 0);
+		if (!sa.n[IBC_EVENT_DOMAIN_REKEYED])
+			tl_sleep_ms(5);
+	}
+	ck_assert_int_gt(cb_child, 0);
+	ck_assert_int_eq(waitpid(cb_child, &status, 0), cb_child);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the child closed inherited descriptors after the "
+		      "callback (status %d)",
+		      status);
+	/* The parent closed its copy as usual. */
+	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq), -ESTALE);
+	ibc_close(xa);
+	ibc_disconnect(a);
+	ibc_disconnect(c);
+}
+END_TEST
+
 static Suite *rekey_suite(void)
 {
 	Suite *s = suite_create("rekey");
@@ -826,6 +904,7 @@ static Suite *rekey_suite(void)
 	tcase_add_test(tc, test_quota_of_old_context);
 	tcase_add_test(tc, test_evict_rekey);
 	tcase_add_test(tc, test_ctl);
+	tcase_add_test(tc, test_fork_in_callback);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -78,12 +78,13 @@ static void uverbs_maps(int *ret_n, int *ret_copied)
 
 static bool is_placeholder(int fd)
 {
-	struct stat st, null;
+	struct stat st, root;
 	int flags = fcntl(fd, F_GETFD);
 
 	return fd >= 0 && flags >= 0 && (flags & FD_CLOEXEC) &&
-	       fstat(fd, &st) == 0 && stat("/dev/null", &null) == 0 &&
-	       S_ISCHR(st.st_mode) && st.st_rdev == null.st_rdev;
+	       (fcntl(fd, F_GETFL) & O_PATH) && fstat(fd, &st) == 0 &&
+	       stat("/", &root) == 0 && st.st_dev == root.st_dev &&
+	       st.st_ino == root.st_ino;
 }
 
 /* The broker's socket: the one socket this process has. */
@@ -219,7 +220,7 @@ int main(int argc, char **argv)
 	vm_check(r.cmd_fd && r.async_fd && r.channel && r.sock,
 		 "fork-placeholders",
 		 "cmd_fd %d, async fd %d, channel %d, broker socket %d on "
-		 "/dev/null, CLOEXEC: %d %d %d %d",
+		 "O_PATH /, CLOEXEC: %d %d %d %d",
 		 v->cmd_fd, v->async_fd, ch->fd, sock, r.cmd_fd,
 		 r.async_fd, r.channel, r.sock);
 	vm_check(r.cq_err == -ESTALE, "fork-child-estale",
