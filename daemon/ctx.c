@@ -218,6 +218,14 @@ struct dctx *dctx_conn_find(struct conn *c, uint64_t id)
 	return cc ? cc->ctx : NULL;
 }
 
+int dctx_reply_stale(const struct dctx *x, struct reply *r)
+{
+	return reply_error(r, -ESTALE,
+			   "context %" PRIu64 " of domain %s was replaced by "
+			   "a rekey: close it and open the device again",
+			   x->id, x->domain->name);
+}
+
 void dctx_obj_hold(struct dctx *x)
 {
 	x->objects++;

@@ -16,6 +16,7 @@ struct device;
 struct device_ctx;
 struct event;
 struct conn;
+struct reply;
 struct user;
 
 struct dctx {
@@ -66,6 +67,9 @@ struct conn_ctx {
 
 /* The context @id that @c's session has open; NULL otherwise. */
 struct dctx *dctx_conn_find(struct conn *c, uint64_t id);
+/* The -ESTALE reply for a request that would add to @x, which a rekey
+ * replaced: one sentence for every family. */
+int dctx_reply_stale(const struct dctx *x, struct reply *r);
 /* A record of the registry keeps @x open, and lets it go. */
 void dctx_obj_hold(struct dctx *x);
 void dctx_obj_release(struct server *srv, struct dctx *x);

@@ -523,11 +523,7 @@ static int dm_ctx(struct conn *c, uint64_t ctx_id, struct reply *r,
 		return reply_error(r, -ENODEV, "device %s was removed",
 				   x->dev->name);
 	if (x->rekeyed)
-		return reply_error(r, -ESTALE,
-				   "context %" PRIu64 " of domain %s was "
-				   "replaced by a rekey: close it and open "
-				   "the device again",
-				   x->id, x->domain->name);
+		return dctx_reply_stale(x, r);
 	if (!x->dev->caps.dm_shared)
 		return reply_error(
 			r, -EOPNOTSUPP, "%s cannot share device memory: %s",

@@ -197,11 +197,7 @@ int h_obj_create(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, -ENODEV, "device %s was removed",
 				   x->dev->name);
 	if (x->rekeyed)
-		return reply_error(r, -ESTALE,
-				   "context %" PRIu64 " of domain %s was "
-				   "replaced by a rekey: close it and open "
-				   "the device again",
-				   x->id, x->domain->name);
+		return dctx_reply_stale(x, r);
 	if (q->kind == IBC_OBJ_NONE || q->kind >= IBC_OBJ_CONTEXT)
 		return reply_error(r, -EINVAL,
 				   "object kind %u is not one the broker "
@@ -457,11 +453,7 @@ int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, -ENODEV, "device %s was removed",
 				   o->ctx->dev->name);
 	if (o->ctx->rekeyed)
-		return reply_error(r, -ESTALE,
-				   "context %" PRIu64 " of domain %s was "
-				   "replaced by a rekey: close it and open "
-				   "the device again",
-				   o->ctx->id, o->ctx->domain->name);
+		return dctx_reply_stale(o->ctx, r);
 	if (q->n_uses > OBJ_MAX_USES)
 		return reply_error(r, -EINVAL,
 				   "an object uses at most %d others, not %zu",

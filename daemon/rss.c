@@ -762,11 +762,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, -ENODEV, "device %s was removed",
 				   x->dev->name);
 	if (x->rekeyed)
-		return reply_error(r, -ESTALE,
-				   "context %" PRIu64 " of domain %s was "
-				   "replaced by a rekey: close it and open "
-				   "the device again",
-				   x->id, x->domain->name);
+		return dctx_reply_stale(x, r);
 	/* A device that makes none says why before any rule is checked. */
 	if (*x->dev->rss_why)
 		return reply_error(r, -EOPNOTSUPP, "%s makes no RSS tables: %s",

@@ -414,11 +414,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 		goto fail;
 	}
 	if (dx->rekeyed) {
-		ret = reply_error(r, -ESTALE,
-				  "context %" PRIu64 " of domain %s was "
-				  "replaced by a rekey: close it and open "
-				  "the device again",
-				  dx->id, dx->domain->name);
+		ret = dctx_reply_stale(dx, r);
 		goto fail;
 	}
 	if (t->dirfd < 0) {
