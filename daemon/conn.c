@@ -36,6 +36,13 @@
 #define POLL_MAX_MS 128
 /* How often a lingering socket is asked. */
 #define LINGER_POLL_MS 500
+/* Reading on after a request (conn_read_cb()): at most this many requests
+ * of one connection in a row, and at most this many requests served before
+ * trying again after a read that found nothing. */
+#define READ_BURST 16
+#define READ_BACKOFF_MAX 64
+/* A send this many times slower than the quickest let the peer run. */
+#define SEND_PEER_RAN_FACTOR 3
 
 struct outmsg {
 	TAILQ_ENTRY(outmsg) link;
@@ -51,6 +58,14 @@ static void outmsg_free(struct outmsg *m)
 		close(m->fds[i]);
 	free(m->buf);
 	free(m);
+}
+
+static int64_t conn_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
 static int64_t conn_now_ms(void)
@@ -248,19 +263,55 @@ static void conn_write_cb(evutil_socket_t fd, short what, void *arg)
 	conn_update_events(c);
 }
 
-static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
+/*
+ * @ns: how long a send to @c took, 0 when it did not go out. The quickest
+ * is forgotten by 1/1024 of the difference a send, so that it follows a
+ * machine that became slower.
+ */
+static void conn_note_send(struct conn *c, int64_t ns)
+{
+	struct server *srv = c->srv;
+
+	c->send_ns = ns;
+	if (ns <= 0)
+		return;
+	if (!srv->send_quick_ns || ns < srv->send_quick_ns)
+		srv->send_quick_ns = ns;
+	else
+		srv->send_quick_ns += (ns - srv->send_quick_ns) / 1024;
+}
+
+/* Did the peer run during the send of the reply (conn_read_cb())? */
+static bool conn_peer_ran(const struct conn *c)
+{
+	return c->send_ns > SEND_PEER_RAN_FACTOR * c->srv->send_quick_ns;
+}
+
+/*
+ * Read and serve one request. @again: the read comes right after serving
+ * the one before, unasked by the loop, and may find nothing. Returns true
+ * when a request was served and @c stays open.
+ */
+static bool conn_read_one(struct conn *c, bool again)
 {
 	static uint8_t buf[WIRE_MAX_PACKET];
-	struct conn *c = arg;
 	struct wire_fds fds;
 	int n;
 
 	n = wire_recv(c->fd, buf, sizeof(buf), &fds, MSG_DONTWAIT);
-	if (n == -EAGAIN)
-		return;
+	if (n == -EAGAIN) {
+		if (again) {
+			c->read_backoff = c->read_backoff ?
+						  2 * c->read_backoff : 1;
+			if (c->read_backoff > READ_BACKOFF_MAX)
+				c->read_backoff = READ_BACKOFF_MAX;
+			c->read_skip = c->read_backoff;
+		}
+		return false;
+	}
 	if (n == 0) {
 		conn_close(c);
-		return;
+		return false;
 	}
 	if (n == -EMSGSIZE || n == -EPROTO) {
 		conn_log_drop(c, n == -EMSGSIZE ? "packet larger than 64 KiB" :
@@ -271,16 +322,54 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 				       "too many descriptors or a foreign "
 				       "control message");
 		conn_close_after_flush(c);
-		return;
+		return false;
 	}
 	if (n < 0) {
 		log_debug("client %" PRIu64 ": recv: %s", c->id,
 			  strerror(-n));
 		conn_close(c);
-		return;
+		return false;
 	}
+	if (again)
+		c->read_backoff = 0;
 	/* dispatch_packet owns the descriptors and may close the conn. */
-	dispatch_packet(c, buf, (size_t)n, &fds);
+	return dispatch_packet(c, buf, (size_t)n, &fds);
+}
+
+/*
+ * A client that waits for each reply before its next request, on the CPU
+ * the daemon runs on, often runs and sends that request while the daemon
+ * is still in the reply's send: the wakeup preempts the daemon. Such a send
+ * takes the client's turn too, several times the quickest send. Reading on
+ * at once then saves the epoll_wait that would only report the request, a
+ * third of the system calls a request costs; after a quick send the request
+ * is not there (a client on another CPU, or not yet run), and the loop asks
+ * epoll as before. A read that finds nothing anyway costs a recvmsg, so a
+ * connection that had nothing waits twice as many requests before the next
+ * try, up to READ_BACKOFF_MAX; and READ_BURST requests of one connection in
+ * a row at most, so that it cannot starve the others.
+ */
+static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct conn *c = arg;
+
+	enum read_on when = c->srv->opt.read_on;
+
+	for (unsigned int k = 0; k < READ_BURST; k++) {
+		if (!conn_read_one(c, k > 0) || when == READ_ON_NEVER)
+			return;
+		if (when == READ_ON_AUTO) {
+			if (c->read_skip) {
+				c->read_skip--;
+				return;
+			}
+			if (!conn_peer_ran(c))
+				return;
+		}
+		if (c->srv->stopping || c->doomed || !c->reading ||
+		    !conn_want_read(c))
+			return;
+	}
 }
 
 static void conn_pidfd_cb(evutil_socket_t fd, short what, void *arg)
@@ -637,6 +726,23 @@ void conn_close(struct conn *c)
 	conn_release(c);
 }
 
+int conn_parse_read_on(const char *s, enum read_on *ret)
+{
+	static const char *const names[] = {
+		[READ_ON_AUTO] = "auto",
+		[READ_ON_ALWAYS] = "always",
+		[READ_ON_NEVER] = "never",
+	};
+
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		if (strcmp(s, names[i]) == 0) {
+			*ret = (enum read_on)i;
+			return 0;
+		}
+	}
+	return -EINVAL;
+}
+
 void conns_limits_changed(struct server *srv)
 {
 	struct conn *c;
@@ -678,8 +784,11 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 	/* Most replies go out at once, without a copy; the queue is for
 	 * the rest. */
 	if (TAILQ_EMPTY(&c->outq)) {
+		int64_t t0 = conn_now_ns();
+
 		ret = wire_send(c->fd, buf, (size_t)len, fds, nfds,
 				MSG_DONTWAIT);
+		conn_note_send(c, ret == 0 ? conn_now_ns() - t0 : 0);
 		if (ret == 0 && !nfds)
 			return 0;
 		if (ret == 0) {

@@ -79,6 +79,12 @@ struct conn {
 	/* The session's objects in the registry; NULL before the first. */
 	struct obj_owner *owner;
 	uint64_t requests;
+	/* Reading on after a request (conn_read_cb()): how long the last
+	 * send that went out at once took, requests to serve before the
+	 * next try, and how many the last read that found nothing set. */
+	int64_t send_ns;
+	unsigned int read_skip;
+	unsigned int read_backoff;
 };
 
 /* Adopt an accepted socket; the conn owns @fd from here on, also on

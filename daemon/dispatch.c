@@ -195,7 +195,7 @@ static int dispatch_request(struct conn *c, const Rdmab__Request *req,
 	return h->fn(c, req, fds, r);
 }
 
-void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
+bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		     struct wire_fds *fds)
 {
 	/* Not zeroed whole: message is a string, the rest is set here. */
@@ -224,7 +224,7 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		dispatch_error(c, 0, EBADMSG,
 			       "the request could not be decoded");
 		conn_close_after_flush(c);
-		return;
+		return false;
 	}
 	r.msg.serial = req->serial;
 	c->srv->serving = c;
@@ -245,6 +245,8 @@ void dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	}
 	reply_send(c, &r);
 	wire_arena_reset(&dispatch_arena);
-	if (fatal || c->closing)
-		conn_close_after_flush(c);
+	if (!fatal && !c->closing)
+		return true;
+	conn_close_after_flush(c);
+	return false;
 }

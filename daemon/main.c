@@ -32,6 +32,11 @@ static void usage(FILE *f)
 		"  -d, --device KIND       auto, verbs or soft (default "
 		"auto)\n"
 		"      --max-clients N     connection limit (default 1024)\n"
+		"      --read-on WHEN      read a connection's next request "
+		"right after\n"
+		"                          its reply: auto (when the client "
+		"ran meanwhile),\n"
+		"                          always or never (default auto)\n"
 		"  -l, --log-level LEVEL   err, warning, notice, info, debug "
 		"(default info)\n"
 		"  -f, --foreground        stay in the foreground (always; "
@@ -64,6 +69,7 @@ int main(int argc, char **argv)
 		{ "config", required_argument, NULL, 'c' },
 		{ "device", required_argument, NULL, 'd' },
 		{ "max-clients", required_argument, NULL, 'M' },
+		{ "read-on", required_argument, NULL, 'R' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "version", no_argument, NULL, 'V' },
@@ -120,6 +126,15 @@ int main(int argc, char **argv)
 				fprintf(stderr,
 					"rdmabrokerd: --max-clients: \"%s\" is "
 					"not a number from 1 to 1000000\n",
+					optarg);
+				return 2;
+			}
+			break;
+		case 'R':
+			if (conn_parse_read_on(optarg, &opt.read_on) < 0) {
+				fprintf(stderr,
+					"rdmabrokerd: --read-on: \"%s\" is not "
+					"auto, always or never\n",
 					optarg);
 				return 2;
 			}

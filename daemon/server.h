@@ -22,6 +22,17 @@ struct registry;
 struct dm_table;
 struct xrcd_table;
 
+enum read_on {
+	/* When the send of the reply let the client run. */
+	READ_ON_AUTO,
+	READ_ON_ALWAYS,
+	READ_ON_NEVER,
+};
+
+/* --read-on (conn.c): "auto", "always" or "never"; -EINVAL for anything
+ * else. */
+int conn_parse_read_on(const char *s, enum read_on *ret);
+
 struct server_options {
 	const char *socket_path;
 	const char *runtime_dir;
@@ -34,6 +45,9 @@ struct server_options {
 	/* Bytes of replies a client may leave unread before the daemon stops
 	 * reading its requests. */
 	size_t outq_max;
+	/* Read a connection's next request right after its reply
+	 * (conn_read_cb()). */
+	enum read_on read_on;
 };
 
 struct server {
@@ -84,6 +98,10 @@ struct server {
 	 * Event it cannot take closes it after its reply, not under its
 	 * handler (notify_clients). */
 	struct conn *serving;
+	/* The quickest a send that went out at once takes here, slowly
+	 * forgotten (conn_send()): a send much slower than that let its
+	 * peer run. */
+	int64_t send_quick_ns;
 };
 
 int server_init(struct server *srv, const struct server_options *opt);

@@ -363,6 +363,98 @@ START_TEST(test_ping_with_fds)
 }
 END_TEST
 
+/* --- reading on after a reply (--read-on) ------------------------------- */
+
+static int wait_exit_code(pid_t pid);
+
+static const char *const read_on_modes[] = { "always", "auto", "never" };
+
+#define PIPELINED 40
+
+static void send_ping(int fd, uint64_t serial)
+{
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = serial;
+	req.body_case = RDMAB__REQUEST__BODY_PING;
+	ck_assert_int_eq(tl_send_request(fd, &req, NULL, 0), 0);
+}
+
+/*
+ * Requests sent back to back, more than a burst (READ_BURST) in the socket
+ * at once, are each answered once and in order, whether the daemon reads
+ * on after each reply or goes back to epoll; a packet that cannot be
+ * decoded behind them ends the session after the replies before it. (Not
+ * more requests behind that one: a socket closed with requests unread
+ * makes the peer's next read fail with ECONNRESET, replies or not.)
+ */
+START_TEST(test_read_on_pipelined)
+{
+	const char *args[] = { "--read-on", read_on_modes[_i], NULL };
+	uint64_t serial = 1;
+	int fd;
+
+	daemon_up(args);
+	fd = raw_connect_ok();
+	ck_assert_int_eq(tl_raw_hello(fd, serial++), 0);
+	for (unsigned int i = 0; i < PIPELINED; i++)
+		send_ping(fd, serial + i);
+	for (unsigned int i = 0; i < PIPELINED; i++)
+		ck_assert_int_eq(tl_recv_reply_error(fd, serial + i,
+						     TL_WAIT_MS),
+				 0);
+	serial += PIPELINED;
+
+	for (unsigned int i = 0; i < PIPELINED / 2; i++)
+		send_ping(fd, serial + i);
+	ck_assert_int_eq(tl_raw_send(fd, "\xff\xff\xff", 3, NULL, 0, 0), 0);
+	for (unsigned int i = 0; i < PIPELINED / 2; i++)
+		ck_assert_int_eq(tl_recv_reply_error(fd, serial + i,
+						     TL_WAIT_MS),
+				 0);
+	ck_assert_int_eq(tl_recv_reply_error(fd, 0, TL_WAIT_MS), EBADMSG);
+	ck_assert_int_eq(tl_wait_eof(fd, TL_WAIT_MS), 0);
+	close(fd);
+	assert_settled();
+}
+END_TEST
+
+/* A peer that hangs up behind a burst of requests: the daemon, reading
+ * on, meets the end of the stream in the middle and lets go of all. */
+START_TEST(test_read_on_hangup)
+{
+	const char *args[] = { "--read-on", read_on_modes[_i], NULL };
+	int fd;
+
+	daemon_up(args);
+	for (unsigned int round = 0; round < 8; round++) {
+		fd = raw_connect_ok();
+		ck_assert_int_eq(tl_raw_hello(fd, 1), 0);
+		for (unsigned int i = 0; i < PIPELINED; i++)
+			send_ping(fd, 2 + i);
+		close(fd);
+	}
+	assert_settled();
+}
+END_TEST
+
+START_TEST(test_read_on_bad_value)
+{
+	const char *args[] = { "--read-on", "sometimes", NULL };
+	char *dir = tl_mkdtemp(), sock[PATH_MAX];
+	pid_t pid;
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(sock, sizeof(sock), "%s/s.sock", dir);
+	pid = tl_daemon_spawn(dir, sock, args);
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(wait_exit_code(pid), 2);
+	tl_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 /* --- killed clients ----------------------------------------------------- */
 
 enum kill_scenario {
@@ -1372,6 +1464,11 @@ static Suite *daemon_suite(void)
 	tcase_add_test(tc, test_wrong_version);
 	tcase_add_loop_test(tc, test_ping_with_fds, 0,
 			    sizeof(ping_nfds) / sizeof(ping_nfds[0]));
+	tcase_add_loop_test(tc, test_read_on_pipelined, 0,
+			    sizeof(read_on_modes) / sizeof(read_on_modes[0]));
+	tcase_add_loop_test(tc, test_read_on_hangup, 0,
+			    sizeof(read_on_modes) / sizeof(read_on_modes[0]));
+	tcase_add_test(tc, test_read_on_bad_value);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("corpus");
