@@ -55,9 +55,9 @@ static void dm_json_one(const struct ibc_dm_info *d)
 	json_string(stdout, d->device);
 	printf(",\"handle\":%u,\"length\":%" PRIu64 ",\"pages\":%u,"
 	       "\"log_align\":%u,\"allocator\":%" PRIu64 ",\"allocator_pid\":%u,"
-	       "\"importers\":[",
+	       "\"allocator_gone\":%s,\"importers\":[",
 	       d->handle, d->length, d->pages, d->log_align, d->allocator,
-	       d->allocator_pid);
+	       d->allocator_pid, d->allocator_gone ? "true" : "false");
 	for (uint32_t k = 0; k < d->n_importers && k < IBC_DM_INFO_IMPORTERS;
 	     k++)
 		printf("%s%" PRIu64, k ? "," : "", d->importers[k]);
@@ -120,23 +120,20 @@ static void dm_importers_text(char *buf, size_t size,
 static void dm_table(const struct ibc_dm_info *d, size_t n,
 		     const struct ibc_device_info *dev, size_t nd)
 {
-	printf("%-6s %-16s %-10s %-6s %-8s %-5s %-9s %-14s %s\n", "ID",
+	printf("%-6s %-16s %-10s %-6s %-8s %-5s %-12s %-14s %s\n", "ID",
 	       "DOMAIN", "DEVICE", "HANDLE", "SIZE", "PAGES", "ALLOCATOR",
 	       "IMPORTERS", "STATE");
 	for (size_t i = 0; i < n; i++) {
 		char device[CTL_TEXT_SIZE(d[i].device)];
 		char domain[CTL_TEXT_SIZE(d[i].domain)];
 		char imp[IBC_DM_INFO_IMPORTERS * 21 + 1];
-		char alloc[24];
+		char alloc[32];
 
 		dm_importers_text(imp, sizeof(imp), &d[i]);
-		if (d[i].allocator)
-			snprintf(alloc, sizeof(alloc), "%" PRIu64,
-				 d[i].allocator);
-		else
-			snprintf(alloc, sizeof(alloc), "gone");
+		snprintf(alloc, sizeof(alloc), "%" PRIu64 "%s", d[i].allocator,
+			 d[i].allocator_gone ? " (gone)" : "");
 		printf("%-6" PRIu64 " %-16s %-10s %-6u %-8" PRIu64
-		       " %-5u %-9s %-14s %s\n",
+		       " %-5u %-12s %-14s %s\n",
 		       d[i].id, text_escape(domain, sizeof(domain), d[i].domain),
 		       text_escape(device, sizeof(device), d[i].device),
 		       d[i].handle, d[i].length, d[i].pages, alloc, imp,
@@ -177,11 +174,13 @@ static void dm_show(const struct ibc_dm_info *d)
 	printf("size:       %" PRIu64 " bytes (%u pages)\n", d->length,
 	       d->pages);
 	printf("alignment:  2^%u\n", d->log_align);
-	if (d->allocator)
-		printf("allocator:  client %" PRIu64 " (pid %u)\n",
+	if (d->allocator_gone)
+		printf("allocator:  client %" PRIu64
+		       " (gone: its session ended; it was pid %u)\n",
 		       d->allocator, d->allocator_pid);
 	else
-		printf("allocator:  gone (was pid %u)\n", d->allocator_pid);
+		printf("allocator:  client %" PRIu64 " (pid %u)\n",
+		       d->allocator, d->allocator_pid);
 	printf("importers:  %s\n", imp);
 	printf("MRs:        %u\n", d->mrs);
 	/* Whose they are: what keeps a blocked free from happening. */

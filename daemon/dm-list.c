@@ -108,8 +108,10 @@ static void dm_info(const struct server *srv, struct dm_page *p,
 	di->length = dm->length;
 	di->pages = dm->pages;
 	di->log_align = dm->log_align;
-	di->allocator = dm->allocator ? dm->allocator_id : 0;
+	/* Recorded at the alloc: the DM may outlive the session. */
+	di->allocator = dm->allocator_id;
 	di->allocator_pid = (uint32_t)dm->allocator_pid;
+	di->allocator_gone = !dm->allocator;
 	di->persistent = dm->persistent;
 	if (dm->revoked)
 		di->state = RDMAB__DM_INFO__STATE__REVOKED;

@@ -782,7 +782,9 @@ struct ibc_dm_info {
 	uint64_t length; /* whole pages */
 	uint32_t pages;
 	uint32_t log_align;
-	uint64_t allocator; /* client id; 0 once its session ended */
+	/* The allocator's client id and pid, kept once its session ended
+	 * (allocator_gone). */
+	uint64_t allocator;
 	uint32_t allocator_pid;
 	/* Clients that hold it (the allocator too, while it does); the
 	 * first IBC_DM_INFO_IMPORTERS of n_importers. */
@@ -796,6 +798,9 @@ struct ibc_dm_info {
 	 * too; the first IBC_DM_INFO_MRS of them in mr_list. */
 	uint32_t mrs;
 	struct ibc_dm_mr_info mr_list[IBC_DM_INFO_MRS];
+	/* The allocator's session ended (the DM outlives it: persistent, or
+	 * held by importers). */
+	bool allocator_gone;
 };
 
 /**

@@ -193,9 +193,10 @@ static int ibc_dm_ctx_check(struct ibc_ctx *ctx)
 	return 0;
 }
 
-/* Send @req (an alloc or an import) and make its DM this process's. */
-static int ibc_dm_get(struct ibc_ctx *ctx, Rdmab__Request *req, bool alloc,
-		      struct ibc_dm **ret_dm)
+/* Send @req (an alloc or an import) and make its DM this process's; in
+ * @ctx's count of calls in flight (ibc_dm_get). */
+static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
+			      bool alloc, struct ibc_dm **ret_dm)
 {
 	struct ibc_client *cl = ctx->client;
 	const Rdmab__DmReply *o;
@@ -262,6 +263,22 @@ static int ibc_dm_get(struct ibc_ctx *ctx, Rdmab__Request *req, bool alloc,
 	ibc_clear_error();
 	*ret_dm = dm;
 	return 0;
+}
+
+static int ibc_dm_get(struct ibc_ctx *ctx, Rdmab__Request *req, bool alloc,
+		      struct ibc_dm **ret_dm)
+{
+	int err;
+
+	/* A rekey or removal closes the context only once the DM is listed
+	 * in it, so that the DM goes with the context instead of living on
+	 * in a closed one (or, on verbs, being imported into it). */
+	err = ibc_ctx_enter(ctx, true);
+	if (err < 0)
+		return err;
+	err = ibc_dm_get_entered(ctx, req, alloc, ret_dm);
+	ibc_ctx_leave(ctx);
+	return err;
 }
 
 IBC_EXPORT int ibc_dm_alloc_ex(struct ibc_ctx *ctx,

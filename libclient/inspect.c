@@ -416,6 +416,7 @@ static void ibc_dms_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	e->log_align = d->log_align;
 	e->allocator = d->allocator;
 	e->allocator_pid = d->allocator_pid;
+	e->allocator_gone = d->allocator_gone;
 	e->n_importers = (uint32_t)d->n_importers;
 	for (size_t k = 0; k < d->n_importers && k < IBC_DM_INFO_IMPORTERS;
 	     k++)

@@ -117,9 +117,16 @@ IBC_EXPORT int ibc_rss_create(struct ibc_ctx *ctx,
 				     "uverbs limit of 2^%d",
 				     attr->log_ind_tbl_size,
 				     IBC_RSS_MAX_LOG_TABLE);
+	/* A rekey or removal closes the context only once the table is
+	 * listed, so that it goes with the context (ibc_rss_ctx_closing). */
+	err = ibc_ctx_enter(ctx, true);
+	if (err < 0)
+		return err;
 	rss = calloc(1, sizeof(*rss));
-	if (!rss)
-		return ibc_set_error(-ENOMEM, "out of memory");
+	if (!rss) {
+		err = ibc_set_error(-ENOMEM, "out of memory");
+		goto leave;
+	}
 	q.context_id = ctx->caps.context_id;
 	q.port_num = attr->port_num;
 	q.log_ind_tbl_size = attr->log_ind_tbl_size;
@@ -134,18 +141,15 @@ IBC_EXPORT int ibc_rss_create(struct ibc_ctx *ctx,
 	req.body_case = RDMAB__REQUEST__BODY_RSS_CREATE;
 	req.rss_create = &q;
 	err = ibc_call(ctx->client, &req, NULL, 0, &r);
-	if (err < 0) {
-		free(rss);
-		return err;
-	}
+	if (err < 0)
+		goto leave;
 	out = r.reply->rss_create;
 	if (r.reply->body_case != RDMAB__REPLY__BODY_RSS_CREATE ||
 	    !out->rss_id || out->n_wq_ids != attr->num_wqs) {
 		ibc_reply_free(&r);
-		free(rss);
-		return ibc_set_error(-EPROTO,
-				     "the broker answered rss-create with "
-				     "something else");
+		err = ibc_set_error(-EPROTO, "the broker answered rss-create "
+					     "with something else");
+		goto leave;
 	}
 	rss->ctx = ctx;
 	rss->id = out->rss_id;
@@ -155,8 +159,8 @@ IBC_EXPORT int ibc_rss_create(struct ibc_ctx *ctx,
 	ibc_reply_free(&r);
 	if (!rss->table) {
 		/* The broker's object goes with the session. */
-		free(rss);
-		return ibc_set_error(-ENOMEM, "out of memory");
+		err = ibc_set_error(-ENOMEM, "out of memory");
+		goto leave;
 	}
 	toeplitz_tables_init(&rss->tt, attr->hash_key);
 	pthread_mutex_lock(&rss_lock);
@@ -164,7 +168,11 @@ IBC_EXPORT int ibc_rss_create(struct ibc_ctx *ctx,
 	rss_list = rss;
 	pthread_mutex_unlock(&rss_lock);
 	*ret_rss = rss;
-	return 0;
+	rss = NULL;
+leave:
+	ibc_ctx_leave(ctx);
+	free(rss);
+	return err;
 }
 
 static void rss_free(struct ibc_rss *rss)

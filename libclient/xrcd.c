@@ -82,11 +82,17 @@ IBC_EXPORT int ibc_xrcd_open(struct ibc_ctx *ctx, const char *name,
 		return ibc_set_error(-EINVAL,
 				     "an XRCD name is at most %d bytes",
 				     IBC_XRCD_NAME_MAX);
-	if (ibc_ctx_removed(ctx))
-		return ibc_ctx_gone(ctx);
+	/* A rekey or removal closes the context only once the XRCD is
+	 * listed in it, so that it goes with the context (and, on verbs,
+	 * is not opened in a closed one). */
+	err = ibc_ctx_enter(ctx, true);
+	if (err < 0)
+		return err;
 	x = calloc(1, sizeof(*x));
-	if (!x)
-		return ibc_set_error(-ENOMEM, "out of memory");
+	if (!x) {
+		err = ibc_set_error(-ENOMEM, "out of memory");
+		goto out;
+	}
 	x->o.ctx = ctx;
 	x->o.kind = IBC_OBJ_XRCD;
 	own = ctx->ops == &ibc_own_ops;
@@ -98,17 +104,15 @@ IBC_EXPORT int ibc_xrcd_open(struct ibc_ctx *ctx, const char *name,
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
 	req.xrcd_open = &xo;
 	err = ibc_call(ctx->client, &req, NULL, 0, &r);
-	if (err < 0) {
-		free(x);
-		return err;
-	}
+	if (err < 0)
+		goto out;
 	rep = r.reply->xrcd_open;
 	if (r.reply->body_case != RDMAB__REPLY__BODY_XRCD_OPEN ||
 	    !rep->object_id) {
 		ibc_reply_free(&r);
-		free(x);
-		return ibc_set_error(-EPROTO, "the broker answered an XRCD open "
-					      "without an open");
+		err = ibc_set_error(-EPROTO, "the broker answered an XRCD open "
+					     "without an open");
+		goto out;
 	}
 	x->open_id = rep->object_id;
 	x->o.id = own ? 0 : rep->object_id;
@@ -138,13 +142,17 @@ IBC_EXPORT int ibc_xrcd_open(struct ibc_ctx *ctx, const char *name,
 		/* The kernel's sentence stays, its errno as it is. */
 		snprintf(why, sizeof(why), "%s", ibc_last_error());
 		xrcd_cancel(x, own);
-		free(x);
-		return ibc_set_error(err, "%s", why);
+		err = ibc_set_error(err, "%s", why);
+		goto out;
 	}
 	ibc_obj_link(&x->o);
 	ibc_clear_error();
 	*ret_xrcd = x;
-	return 0;
+	x = NULL;
+out:
+	ibc_ctx_leave(ctx);
+	free(x);
+	return err;
 }
 
 IBC_EXPORT int ibc_xrcd_close(struct ibc_xrcd *xrcd)

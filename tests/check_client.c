@@ -874,24 +874,6 @@ static void fb_answer_close(struct fb *fb)
 	fb_send_reply(fb, &reply, NULL, 0);
 }
 
-/* Answer open_context for context 42 on @device with @fd (-1: none). */
-static int fb_answer_open(struct fb *fb, const char *device, int fd)
-{
-	Rdmab__OpenContextReply oc = RDMAB__OPEN_CONTEXT_REPLY__INIT;
-	Rdmab__Reply reply = RDMAB__REPLY__INIT;
-	uint64_t serial;
-
-	if (fb_expect(fb, RDMAB__REQUEST__BODY_OPEN_CONTEXT, &serial, NULL) <
-	    0)
-		return -1;
-	oc.context_id = 42;
-	oc.device = (char *)device;
-	reply.serial = serial;
-	reply.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
-	reply.open_context = &oc;
-	return fb_send_reply(fb, &reply, &fd, fd >= 0 ? 1 : 0);
-}
-
 static void script_open_without_fd(struct fb *fb)
 {
 	if (fb_hello(fb, "soft0", "soft") < 0 ||

@@ -512,21 +512,52 @@ START_TEST(test_free_eperm)
 }
 END_TEST
 
-/* A persistent DM outlives its allocator; any member frees it. */
+/* A persistent DM outlives its allocator, which the listing still names,
+ * gone; any member frees it. */
 START_TEST(test_persistent)
 {
 	static uint32_t w[1024], r[1024];
+	static char out[8192];
 	struct ibc_dm_info info;
+	char want[128], args[64];
 	struct ibc_dm *dm;
 	struct child ch;
+	uint64_t alloc;
+	pid_t pid;
 
 	child_start(&ch, CHILD_ALLOC, 0, 4096, 1);
+	pid = ch.pid;
+	info = dm_info(ch.id);
+	alloc = info.allocator;
+	ck_assert_uint_ne(alloc, 0);
+	ck_assert_uint_eq(info.allocator_pid, (uint32_t)pid);
+	ck_assert(!info.allocator_gone);
 	ck_assert_int_eq(child_end(&ch, true), SIGKILL);
 	tl_sleep_ms(50);
 	info = dm_info(ch.id);
 	ck_assert(info.persistent);
 	ck_assert_int_eq(info.state, IBC_DM_LIVE);
-	ck_assert_uint_eq(info.allocator, 0);
+	ck_assert_uint_eq(info.allocator, alloc);
+	ck_assert_uint_eq(info.allocator_pid, (uint32_t)pid);
+	ck_assert(info.allocator_gone);
+	snprintf(args, sizeof(args), "dm show %llu",
+		 (unsigned long long)ch.id);
+	ck_assert_int_eq(ctl_run(args, out, sizeof(out)), 0);
+	snprintf(want, sizeof(want),
+		 "allocator:  client %llu (gone: its session ended; it was "
+		 "pid %d)",
+		 (unsigned long long)alloc, (int)pid);
+	ck_assert_msg(strstr(out, want), "%s", out);
+	ck_assert_int_eq(ctl_run("dm", out, sizeof(out)), 0);
+	snprintf(want, sizeof(want), " %llu (gone) ",
+		 (unsigned long long)alloc);
+	ck_assert_msg(strstr(out, want), "%s", out);
+	ck_assert_int_eq(ctl_run("--json dm", out, sizeof(out)), 0);
+	snprintf(want, sizeof(want),
+		 "\"allocator\":%llu,\"allocator_pid\":%d,"
+		 "\"allocator_gone\":true,",
+		 (unsigned long long)alloc, (int)pid);
+	ck_assert_msg(strstr(out, want), "%s", out);
 	ck_assert_int_eq(ibc_dm_import(X, ch.handle, &dm), 0);
 	pattern(w, 1024, 1);
 	ck_assert_int_eq(ibc_dm_read(dm, r, 0, 4096), 0);
@@ -874,15 +905,20 @@ START_TEST(test_evicted_allocator_keeps_dm)
 	struct ibc_dm *d1, *d2;
 	struct ibc_dm_info info;
 	struct child a;
+	uint64_t alloc;
 
 	child_start(&a, CHILD_ALLOC, 0, 4096, 7);
 	ck_assert_int_eq(ibc_dm_import(X, a.handle, &d1), 0);
 	info = dm_info(a.id);
-	ck_assert_uint_ne(info.allocator, 0);
-	ck_assert_int_eq(ibc_admin_evict(C, info.allocator), 0);
+	alloc = info.allocator;
+	ck_assert_uint_ne(alloc, 0);
+	ck_assert(!info.allocator_gone);
+	ck_assert_int_eq(ibc_admin_evict(C, alloc), 0);
 	tl_sleep_ms(100);
 	info = dm_info(a.id);
-	ck_assert_uint_eq(info.allocator, 0);
+	ck_assert_uint_eq(info.allocator, alloc);
+	ck_assert_uint_eq(info.allocator_pid, (uint32_t)a.pid);
+	ck_assert(info.allocator_gone);
 	ck_assert_int_eq(info.state, IBC_DM_LIVE);
 	ck_assert_int_eq(ibc_dm_import(X, a.handle, &d2), 0);
 	ck_assert_int_eq(ibc_dm_unimport(d2), 0);

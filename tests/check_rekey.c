@@ -8,8 +8,10 @@
  * counts: EDQUOT); DMs (persistent, free pending, revoked) and RSS objects
  * make a rekey refuse (EBUSY naming them) unless forced, which destroys
  * them and tells their holders; a second rekey before the first old
- * context went; XRC domains survive; evict --rekey. The in-process half is
- * check_rekey_srv.c.
+ * context went; XRC domains survive; evict --rekey. Against a broker
+ * played by the test, the calls that wait for the broker's answer in a
+ * context (DM alloc and import, RSS create, XRCD open) while the Event is
+ * dispatched. The in-process half is check_rekey_srv.c.
  */
 #include "config.h"
 
@@ -17,12 +19,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <sched.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -30,6 +34,7 @@
 
 #include "include/ibclient.h"
 #include "tests/cklib.h"
+#include "tests/fakebroker.h"
 #include "tests/testlib.h"
 
 /* --- against the daemon ------------------------------------------------- */
@@ -885,6 +890,249 @@ START_TEST(test_fork_in_callback)
 }
 END_TEST
 
+/* --- against a broker played by the test -------------------------------- */
+
+/*
+ * The calls that wait for the broker's answer in a context, besides the
+ * creates of test_create_during_rekey. The broker delivers the rekey's
+ * Event while it holds the answer, and answers once the library released
+ * the context or HELD_MS passed: a library that closes its copy of the
+ * context under the call releases it at once, one that waits for the call
+ * releases it only after the answer.
+ */
+enum held_call {
+	HELD_DM_ALLOC,
+	HELD_DM_IMPORT,
+	HELD_RSS_CREATE,
+	HELD_XRCD_OPEN,
+	HELD_CALLS,
+};
+
+#define HELD_MS 1000
+
+static const char *const held_names[HELD_CALLS] = {
+	[HELD_DM_ALLOC] = "ibc_dm_alloc",
+	[HELD_DM_IMPORT] = "ibc_dm_import",
+	[HELD_RSS_CREATE] = "ibc_rss_create",
+	[HELD_XRCD_OPEN] = "ibc_xrcd_open",
+};
+
+static const Rdmab__Request__BodyCase held_bodies[HELD_CALLS] = {
+	[HELD_DM_ALLOC] = RDMAB__REQUEST__BODY_DM_ALLOC,
+	[HELD_DM_IMPORT] = RDMAB__REQUEST__BODY_DM_IMPORT,
+	[HELD_RSS_CREATE] = RDMAB__REQUEST__BODY_RSS_CREATE,
+	[HELD_XRCD_OPEN] = RDMAB__REQUEST__BODY_XRCD_OPEN,
+};
+
+struct held {
+	enum held_call call;
+	struct ibc_ctx *x;
+	int ret;
+	struct ibc_dm *dm;
+	struct ibc_rss *rss;
+	struct ibc_xrcd *xrcd;
+	/* Set by the broker: the context was released before the answer. */
+	int released_early;
+};
+
+static int held_send_rekeyed(struct fb *fb)
+{
+	Rdmab__DomainRekeyedEvent dr = RDMAB__DOMAIN_REKEYED_EVENT__INIT;
+	Rdmab__DaemonMessage m = RDMAB__DAEMON_MESSAGE__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	struct tl_buf b = { 0 };
+	int ret;
+
+	dr.domain = (char *)"uid-fake";
+	dr.reason = (char *)"fake: rekeyed";
+	ev.object_kind = IBC_OBJ_CONTEXT;
+	ev.object_id = FB_CONTEXT_ID;
+	ev.body_case = RDMAB__EVENT__BODY_DOMAIN_REKEYED;
+	ev.domain_rekeyed = &dr;
+	m.kind_case = RDMAB__DAEMON_MESSAGE__KIND_EVENT;
+	m.event = &ev;
+	tl_pb_message(&b, &m.base);
+	ret = fb_send_raw(fb, b.p, b.len);
+	tl_buf_free(&b);
+	return ret;
+}
+
+/* The answer the daemon's soft device would give to @call. */
+static int held_answer(struct fb *fb, enum held_call call, uint64_t serial)
+{
+	Rdmab__RssCreateReply rss = RDMAB__RSS_CREATE_REPLY__INIT;
+	Rdmab__XrcdOpenReply xo = RDMAB__XRCD_OPEN_REPLY__INIT;
+	Rdmab__DmReply dm = RDMAB__DM_REPLY__INIT;
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	uint64_t wq = 7;
+	int fd = -1, ret;
+
+	reply.serial = serial;
+	if (call == HELD_DM_ALLOC || call == HELD_DM_IMPORT) {
+		fd = memfd_create("held-dm", MFD_CLOEXEC);
+		if (fd < 0 || ftruncate(fd, 4096) < 0)
+			return fb_fail(fb, "DM memfd: %s", strerror(errno));
+		dm.dm_id = 5;
+		dm.handle = 9;
+		dm.length = 4096;
+		dm.has_fd = true;
+		dm.allocator = 1;
+		dm.object_id = 11;
+		reply.body_case = call == HELD_DM_ALLOC ?
+					  RDMAB__REPLY__BODY_DM_ALLOC :
+					  RDMAB__REPLY__BODY_DM_IMPORT;
+		reply.dm_alloc = &dm;
+	} else if (call == HELD_RSS_CREATE) {
+		rss.rss_id = 12;
+		rss.wq_ids = &wq;
+		rss.n_wq_ids = 1;
+		reply.body_case = RDMAB__REPLY__BODY_RSS_CREATE;
+		reply.rss_create = &rss;
+	} else {
+		/* The soft device does not look at the XRCD's file. */
+		fd = memfd_create("held-xrcd", MFD_CLOEXEC);
+		if (fd < 0)
+			return fb_fail(fb, "XRCD memfd: %s", strerror(errno));
+		xo.object_id = 13;
+		xo.handle = 3;
+		xo.inode = 1;
+		reply.body_case = RDMAB__REPLY__BODY_XRCD_OPEN;
+		reply.xrcd_open = &xo;
+	}
+	ret = fb_send_reply(fb, &reply, &fd, fd >= 0 ? 1 : 0);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+static void script_held(struct fb *fb)
+{
+	struct held *h = fb->arg;
+	int fd = fb_soft_context_fd(FB_CONTEXT_ID);
+	struct pollfd p = { .events = POLLIN };
+	uint64_t serial, close_serial;
+
+	if (fd < 0) {
+		fb_fail(fb, "memfd: %s", strerror(-fd));
+		return;
+	}
+	if (fb_hello(fb, "soft0", "soft") < 0 ||
+	    fb_answer_open(fb, "soft0", fd) < 0 ||
+	    fb_expect(fb, held_bodies[h->call], &serial, NULL) < 0 ||
+	    held_send_rekeyed(fb) < 0)
+		goto out;
+	p.fd = fb->conn;
+	if (poll(&p, 1, HELD_MS) == 1) {
+		if (fb_expect(fb, RDMAB__REQUEST__BODY_CLOSE_CONTEXT,
+			      &close_serial, NULL) < 0)
+			goto out;
+		__atomic_store_n(&h->released_early, 1, __ATOMIC_RELEASE);
+	}
+	if (held_answer(fb, h->call, serial) == 0)
+		fb_wait_eof(fb);
+out:
+	close(fd);
+}
+
+static void *held_main(void *arg)
+{
+	static const uint64_t wq = 7;
+	struct ibc_rss_attr ra = {
+		.port_num = 1,
+		.num_wqs = 1,
+		.wq_ids = &wq,
+		.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4,
+	};
+	struct held *h = arg;
+
+	switch (h->call) {
+	case HELD_DM_ALLOC:
+		h->ret = ibc_dm_alloc(h->x, 4096, 0, &h->dm);
+		break;
+	case HELD_DM_IMPORT:
+		h->ret = ibc_dm_import(h->x, 9, &h->dm);
+		break;
+	case HELD_RSS_CREATE:
+		h->ret = ibc_rss_create(h->x, &ra, &h->rss);
+		break;
+	default:
+		h->ret = ibc_xrcd_open(h->x, "held", O_CREAT, &h->xrcd);
+		break;
+	}
+	return NULL;
+}
+
+/* What the call made in the old context went with it. */
+static void held_check_gone(struct held *h)
+{
+	const char *name = held_names[h->call];
+	struct ibc_flow flow = { .af = AF_INET };
+	uint32_t word = 0x5a5a5a5a;
+
+	if (h->dm) {
+		ck_assert_msg(ibc_dm_write(h->dm, 0, &word, 4) == -ESTALE,
+			      "%s: the DM lives on in the old context (%s)",
+			      name, ibc_last_error());
+		ck_assert_int_eq(ibc_dm_unimport(h->dm), 0);
+	} else if (h->rss) {
+		ck_assert_msg(ibc_rss_lookup(h->rss, &flow, NULL, NULL) ==
+				      -ENOENT,
+			      "%s: the RSS table lives on in the old context "
+			      "(%s)",
+			      name, ibc_last_error());
+		ck_assert_int_eq(ibc_rss_destroy(h->rss), 0);
+	} else {
+		errno = 0;
+		ck_assert_ptr_null(ibc_verbs_xrcd(h->xrcd));
+		ck_assert_msg(errno == ESTALE,
+			      "%s: the XRCD lives on in the old context (%s)",
+			      name, strerror(errno));
+		ck_assert_int_eq(ibc_xrcd_close(h->xrcd), 0);
+	}
+}
+
+/*
+ * The rekey Event dispatched while a DM alloc or import, an RSS create or
+ * an XRCD open waits for the broker: the library closes the old context
+ * only once the call is done, and what the call made goes with it.
+ */
+START_TEST(test_broker_calls_during_rekey)
+{
+	for (int c = 0; c < HELD_CALLS; c++) {
+		struct held h = { .call = (enum held_call)c };
+		struct ibc_client *cl;
+		int64_t deadline;
+		struct fb fb;
+		pthread_t t;
+		int n;
+
+		ck_assert_int_eq(fb_start(&fb, script_held, &h), 0);
+		ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
+		ck_assert_msg(ibc_open(cl, NULL, &h.x) == 0, "open: %s",
+			      ibc_last_error());
+		ck_assert_int_eq(pthread_create(&t, NULL, held_main, &h), 0);
+		/* The Event arrives once the broker has the request. */
+		deadline = tl_now_ms() + TL_WAIT_MS;
+		while ((n = ibc_dispatch(cl)) == 0 && tl_now_ms() < deadline)
+			tl_sleep_ms(1);
+		ck_assert_msg(n == 1, "%s: dispatch: %d", held_names[c], n);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+		ck_assert_msg(h.ret == 0, "%s: %s", held_names[c],
+			      ibc_last_error());
+		ck_assert_msg(!__atomic_load_n(&h.released_early,
+					       __ATOMIC_ACQUIRE),
+			      "%s: the rekey closed the context while the "
+			      "call waited for the broker",
+			      held_names[c]);
+		held_check_gone(&h);
+		ibc_close(h.x);
+		ibc_disconnect(cl);
+		ck_assert_msg(fb_stop(&fb) == 0, "%s: broker: %s",
+			      held_names[c], fb.why);
+	}
+}
+END_TEST
+
 static Suite *rekey_suite(void)
 {
 	Suite *s = suite_create("rekey");
@@ -905,6 +1153,11 @@ static Suite *rekey_suite(void)
 	tcase_add_test(tc, test_evict_rekey);
 	tcase_add_test(tc, test_ctl);
 	tcase_add_test(tc, test_fork_in_callback);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("fake broker");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_broker_calls_during_rekey);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -194,6 +194,8 @@ int fb_hello(struct fb *fb, const char *name, const char *kind)
 		return -1;
 	dev.name = (char *)name;
 	dev.kind = (char *)kind;
+	/* As the daemon's soft device: its DMs can always be shared. */
+	caps.dm_shared = strcmp(kind, "soft") == 0;
 	dev.caps = &caps;
 	dev.transport = (char *)"fake";
 	hello.protocol_version = WIRE_PROTOCOL_VERSION;
@@ -206,6 +208,23 @@ int fb_hello(struct fb *fb, const char *name, const char *kind)
 	reply.body_case = RDMAB__REPLY__BODY_HELLO;
 	reply.hello = &hello;
 	return fb_send_reply(fb, &reply, NULL, 0);
+}
+
+int fb_answer_open(struct fb *fb, const char *device, int fd)
+{
+	Rdmab__OpenContextReply oc = RDMAB__OPEN_CONTEXT_REPLY__INIT;
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	uint64_t serial;
+
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_OPEN_CONTEXT, &serial, NULL) <
+	    0)
+		return -1;
+	oc.context_id = FB_CONTEXT_ID;
+	oc.device = (char *)device;
+	reply.serial = serial;
+	reply.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
+	reply.open_context = &oc;
+	return fb_send_reply(fb, &reply, &fd, fd >= 0 ? 1 : 0);
 }
 
 int fb_soft_context_fd(uint64_t id)

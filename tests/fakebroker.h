@@ -67,6 +67,11 @@ int fb_send_raw(struct fb *fb, const void *buf, size_t len);
 /* Expect the hello and answer it, announcing one device @name of @kind
  * ("soft" or "verbs"). */
 int fb_hello(struct fb *fb, const char *name, const char *kind);
+/* The context every fb_answer_open() opens. */
+#define FB_CONTEXT_ID 42
+/* Expect an open_context and answer it with context FB_CONTEXT_ID on
+ * @device, sending @fd (-1: none; the caller keeps it). */
+int fb_answer_open(struct fb *fb, const char *device, int fd);
 /* A sealed memfd holding the soft device's context header for @id, as
  * the daemon sends it, or -errno. */
 int fb_soft_context_fd(uint64_t id);
