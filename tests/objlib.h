@@ -44,6 +44,9 @@ void ol_close(struct ol_client *c);
 int ol_call(struct ol_client *c, Rdmab__Request *req,
 	    Rdmab__DaemonMessage **ret);
 void ol_free(Rdmab__DaemonMessage *m);
+/* ol_call() for a request whose reply says nothing more than that it
+ * worked: the reply is dropped. 0 or -errno. */
+int ol_request(struct ol_client *c, Rdmab__Request *req);
 /* Send @req and do not wait: its reply is read later, or never. */
 int ol_send(struct ol_client *c, Rdmab__Request *req);
 
