@@ -11,9 +11,6 @@
 #define RDMAB_TESTS_SRVLIB_H
 
 #include <stdbool.h>
-#include <string.h>
-
-#include <check.h>
 
 #include "daemon/conn.h"
 #include "daemon/objects.h"
@@ -28,14 +25,6 @@ extern struct server sl_srv;
 extern char *sl_dir;
 extern struct ol_client sl_cl[SL_MAX_CLIENTS];
 extern struct conn *sl_conns[SL_MAX_CLIENTS];
-
-/* Assert that @call returns 0, naming it and the daemon's sentence. */
-#define OK(call)                                                         \
-	do {                                                             \
-		int ok_ret_ = (call);                                    \
-		ck_assert_msg(ok_ret_ == 0, "%s: %s (%s)", #call,        \
-			      strerror(-ok_ret_), ol_error);             \
-	} while (0)
 
 /* Start the server with @conf as its configuration file (NULL: none),
  * at LOG_INFO, stderr to its log; every client slot empty. */
