@@ -64,8 +64,9 @@ int raw_peer_start(int (*fn)(int fd, const void *arg), const void *arg,
 /*
  * A raw peer's loop: answer the packets on @fd in turn with @rep_len[0]
  * bytes carrying @pass_fd (the same descriptor every time, as the broker
- * sends the one it holds) and @rep_len[1] bytes carrying none, until the
- * driver's end closes (0) or a call fails (-errno).
+ * sends the one it holds; -1: none, a plain send) and @rep_len[1] bytes
+ * carrying none, until the driver's end closes (0) or a call fails
+ * (-errno).
  */
 int peer_alternate(int fd, const size_t rep_len[2], int pass_fd);
 /* SIGTERM @pid, wait for it (SIGKILL after 3 s), forget it. Returns its

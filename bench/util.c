@@ -297,7 +297,13 @@ int peer_alternate(int fd, const size_t rep_len[2], int pass_fd)
 			continue;
 		if (n <= 0)
 			return n < 0 ? -errno : 0;
-		ret = wire_send(fd, tx, rep_len[k], &pass_fd, k == 0, 0);
+		if (pass_fd >= 0)
+			ret = wire_send(fd, tx, rep_len[k], &pass_fd, k == 0,
+					0);
+		else if (send(fd, tx, rep_len[k], MSG_NOSIGNAL) < 0)
+			ret = -errno;
+		else
+			ret = 0;
 		if (ret < 0)
 			return ret;
 		k ^= 1;
