@@ -752,14 +752,72 @@ static void pk_evict_rekey(struct tl_buf *b, uint64_t client, bool force)
 	pk_body(b, RDMAB__REQUEST__BODY_EVICT, &ev);
 }
 
+/* One record of a rekey session: who sends it (@ctl: 0 or SLOT1) and
+ * which request. */
+struct rekey_step {
+	uint8_t ctl;
+	enum { RK_HELLO, RK_OPEN, RK_CQ, RK_CLOSE, RK_REKEY, RK_EVICT,
+	       RK_PING } op;
+	/* RK_CQ, RK_CLOSE: the context; RK_EVICT: the client. */
+	uint64_t id;
+	/* RK_REKEY: the domain; RK_PING: the payload. */
+	const char *text;
+	bool force;
+};
+
 /* A member works on in the old context, lets go of it, opens the new
  * one; an administrator rekeys (plain, forced, a domain that does not
  * exist) and evicts the member with --rekey. */
-static void seeds_rekey(void)
+static const struct rekey_step rekey_session[] = {
+	{ 0, RK_HELLO },
+	{ 0, RK_OPEN },
+	{ 0, RK_CQ, .id = 1 },
+	{ SLOT1, RK_HELLO },
+	{ SLOT1, RK_REKEY, .text = "fz" },
+	{ 0, RK_CQ, .id = 1 },
+	{ 0, RK_CLOSE, .id = 1 },
+	{ 0, RK_OPEN },
+	{ 0, RK_CQ, .id = 2 },
+	{ SLOT1, RK_REKEY, .text = "fz", .force = true },
+	{ SLOT1, RK_REKEY, .text = "nosuch" },
+	{ SLOT1, RK_EVICT, .id = 1 },
+	{ SLOT1, RK_PING, .text = "after the rekeys" },
+};
+
+static void pk_rekey_step(struct tl_buf *b, const struct rekey_step *st)
 {
 	Rdmab__ObjAttr cq = RDMAB__OBJ_ATTR__INIT;
-	const Rdmab__ObjCreateRequest__Mode create =
-		RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE;
+
+	cq.cqe = 4;
+	switch (st->op) {
+	case RK_HELLO:
+		pk_hello(b, "", false);
+		break;
+	case RK_OPEN:
+		pk_open(b, "");
+		break;
+	case RK_CQ:
+		pk_obj_create(b, st->id, 2,
+			      RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE, NULL, 0,
+			      &cq, 0);
+		break;
+	case RK_CLOSE:
+		pk_close(b, st->id);
+		break;
+	case RK_REKEY:
+		pk_rekey(b, st->text, st->force);
+		break;
+	case RK_EVICT:
+		pk_evict_rekey(b, st->id, st->force);
+		break;
+	case RK_PING:
+		pk_ping(b, st->text);
+		break;
+	}
+}
+
+static void seeds_rekey(void)
+{
 	struct tl_buf p = { 0 };
 	struct sess s;
 
@@ -768,34 +826,12 @@ static void seeds_rekey(void)
 	pk_evict_rekey(&p, 2, true);
 	request_seed("evict-rekey", &p);
 
-	cq.cqe = 4;
 	sess_begin(&s, HDR(FUZZ_ID_USER, FUZZ_ID_ADMIN_GROUP));
-	pk_hello(&p, "", false);
-	sess_add(&s, 0, &p);
-	pk_open(&p, "");
-	sess_add(&s, 0, &p);
-	pk_obj_create(&p, 1, 2, create, NULL, 0, &cq, 0);
-	sess_add(&s, 0, &p);
-	pk_hello(&p, "", false);
-	sess_add(&s, SLOT1, &p);
-	pk_rekey(&p, "fz", false);
-	sess_add(&s, SLOT1, &p);
-	pk_obj_create(&p, 1, 2, create, NULL, 0, &cq, 0);
-	sess_add(&s, 0, &p);
-	pk_close(&p, 1);
-	sess_add(&s, 0, &p);
-	pk_open(&p, "");
-	sess_add(&s, 0, &p);
-	pk_obj_create(&p, 2, 2, create, NULL, 0, &cq, 0);
-	sess_add(&s, 0, &p);
-	pk_rekey(&p, "fz", true);
-	sess_add(&s, SLOT1, &p);
-	pk_rekey(&p, "nosuch", false);
-	sess_add(&s, SLOT1, &p);
-	pk_evict_rekey(&p, 1, false);
-	sess_add(&s, SLOT1, &p);
-	pk_ping(&p, "after the rekeys");
-	sess_add(&s, SLOT1, &p);
+	for (size_t i = 0; i < sizeof(rekey_session) / sizeof(rekey_session[0]);
+	     i++) {
+		pk_rekey_step(&p, &rekey_session[i]);
+		sess_add(&s, rekey_session[i].ctl, &p);
+	}
 	sess_write(&s, "rekey");
 }
 
