@@ -59,8 +59,8 @@ int spawn_fn(int (*fn)(void *arg), void *arg, pid_t *ret_pid);
  */
 int raw_peer_start(int (*fn)(int fd, const void *arg), const void *arg,
 		   int *ret_fd, pid_t *ret_pid);
-/* The largest packet a raw peer takes or answers. */
-#define PEER_MAX_PACKET 4096
+/* The largest packet a raw peer takes or answers (a ping's, in rtt.c). */
+#define PEER_MAX_PACKET (64 * 1024)
 /*
  * A raw peer's loop: answer the packets on @fd in turn with @rep_len[0]
  * bytes carrying @pass_fd (the same descriptor every time, as the broker
