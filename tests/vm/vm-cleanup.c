@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -287,11 +286,8 @@ static pid_t fork_child(void (*fn)(int, int), int *ret_report, int *ret_cmd)
 
 	if (pipe(rp) < 0 || pipe(cp) < 0)
 		return -1;
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
+	pid = vs_fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(rp[0]);
 		close(cp[1]);
 		fn(rp[1], cp[0]);

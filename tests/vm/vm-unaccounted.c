@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -89,11 +88,8 @@ static pid_t fork_child(enum how how, uint64_t *ret_id)
 
 	if (pipe(p) < 0)
 		return -1;
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
+	pid = vs_fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(p[0]);
 		child(how, p[1]);
 	}

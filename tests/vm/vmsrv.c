@@ -4,10 +4,13 @@
 
 #include <errno.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -110,6 +113,18 @@ bool vs_pump_until_readable(int fd, int ms)
 			return true;
 	}
 	return false;
+}
+
+pid_t vs_fork(void)
+{
+	pid_t pid;
+
+	fflush(stdout);
+	fflush(stderr);
+	pid = fork();
+	if (pid == 0)
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+	return pid;
 }
 
 struct obj_owner *vs_owner_of(uint64_t client_id)

@@ -11,6 +11,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <infiniband/verbs.h>
 
@@ -39,5 +40,8 @@ void vs_pump(void);
 bool vs_pump_until_readable(int fd, int ms);
 /* The registry's owner of client @client_id, or NULL. */
 struct obj_owner *vs_owner_of(uint64_t client_id);
+/* fork() for a client process: stdio flushed first, and the child dies
+ * with this process (PR_SET_PDEATHSIG). */
+pid_t vs_fork(void);
 
 #endif
