@@ -207,22 +207,35 @@ static const char *ctl(const char *args)
 	return out;
 }
 
-/* Killed after its kernel call made the CQ, before the register: the
- * kernel holds a CQ nobody names. */
-START_TEST(test_killed_after_kernel_call)
+/*
+ * The daemon with the window, and a client stopped at @stop_at in it
+ * making a CQ: its intent is live and its own, made or not; charged are
+ * the PD and the intent; the kernel holds @kernel objects. Its pid.
+ */
+static pid_t stopped_in_window(const char *stop_at, uint32_t kernel)
 {
 	struct ibc_domain_info d;
 	pid_t pid;
 
 	start(window_conf);
-	pid = child("kernel", true, END_KILLED);
-	/* A live client's intent is its own, made or not. */
+	pid = child(stop_at, true, END_KILLED);
 	d = domain();
 	ck_assert_uint_eq(d.live_intents, 1);
-	ck_assert_uint_eq(d.kernel_objects, 2); /* the PD and the CQ */
+	ck_assert_uint_eq(d.kernel_objects, kernel);
+	ck_assert_uint_eq(d.used.objects, 2);
+	return pid;
+}
+
+/* Killed after its kernel call made the CQ, before the register: the
+ * kernel holds a CQ nobody names. */
+START_TEST(test_killed_after_kernel_call)
+{
+	pid_t pid = stopped_in_window("kernel", 2); /* the PD and the CQ */
+	struct ibc_domain_info d;
+
+	d = domain();
 	ck_assert_uint_eq(d.broker_objects, 1);
 	ck_assert_uint_eq(d.unaccounted, 0);
-	ck_assert_uint_eq(d.used.objects, 2); /* the PD and the intent */
 	kill_child(pid);
 	d = settle(1);
 	ck_assert_uint_eq(d.unaccounted, 1);
@@ -245,15 +258,8 @@ END_TEST
 /* Killed after its intent, before the kernel call: nothing was made. */
 START_TEST(test_killed_before_kernel_call)
 {
-	struct ibc_domain_info d;
-	pid_t pid;
+	pid_t pid = stopped_in_window("intent", 1);
 
-	start(window_conf);
-	pid = child("intent", true, END_KILLED);
-	d = domain();
-	ck_assert_uint_eq(d.live_intents, 1);
-	ck_assert_uint_eq(d.kernel_objects, 1);
-	ck_assert_uint_eq(d.used.objects, 2);
 	kill_child(pid);
 	check_nothing_left();
 }
