@@ -59,6 +59,16 @@ int spawn_fn(int (*fn)(void *arg), void *arg, pid_t *ret_pid);
  */
 int raw_peer_start(int (*fn)(int fd, const void *arg), const void *arg,
 		   int *ret_fd, pid_t *ret_pid);
+/* The largest packet a raw peer takes or answers (a ping's, in rtt.c). */
+#define PEER_MAX_PACKET (64 * 1024)
+/*
+ * A raw peer's loop: answer the packets on @fd in turn with @rep_len[0]
+ * bytes carrying @pass_fd (the same descriptor every time, as the broker
+ * sends the one it holds; -1: none, a plain send) and @rep_len[1] bytes
+ * carrying none, until the driver's end closes (0) or a call fails
+ * (-errno).
+ */
+int peer_alternate(int fd, const size_t rep_len[2], int pass_fd);
 /* SIGTERM @pid, wait for it (SIGKILL after 3 s), forget it. Returns its
  * wait status or -errno. */
 int stop_child(pid_t pid);

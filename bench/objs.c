@@ -53,24 +53,7 @@ static int objs_lib_fail(const char *what, int err)
  * lengths) in turn. */
 static int objs_peer_main(int fd, const void *arg)
 {
-	static uint8_t rx[OBJS_MAX_PACKET], tx[OBJS_MAX_PACKET];
-	const size_t *rep_len = arg;
-	unsigned int k = 0;
-
-	memset(tx, 'r', sizeof(tx));
-	if (rep_len[0] > sizeof(tx) || rep_len[1] > sizeof(tx))
-		return -EMSGSIZE;
-	for (;;) {
-		ssize_t n = recv(fd, rx, sizeof(rx), 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : 0;
-		if (send(fd, tx, rep_len[k], MSG_NOSIGNAL) < 0)
-			return -errno;
-		k ^= 1;
-	}
+	return peer_alternate(fd, arg, -1);
 }
 
 /* Send @len bytes and receive the reply: its length, or -errno. */

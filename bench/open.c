@@ -95,33 +95,13 @@ static int open_sealed_memfd(void)
 
 int open_peer_serve(int fd, const struct open_sizes *sz)
 {
-	static uint8_t rx[OPEN_MAX_PACKET], tx[OPEN_MAX_PACKET];
 	const size_t rep_len[2] = { sz->open_rep, sz->close_rep };
-	unsigned int k = 0;
 	int mfd, ret;
 
-	memset(tx, 'r', sizeof(tx));
-	if (rep_len[0] > sizeof(tx) || rep_len[1] > sizeof(tx))
-		return -EMSGSIZE;
 	mfd = open_sealed_memfd();
 	if (mfd < 0)
 		return mfd;
-	for (;;) {
-		ssize_t n = recv(fd, rx, sizeof(rx), 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			ret = n < 0 ? -errno : 0;
-			break;
-		}
-		/* The same descriptor every time, as the broker re-sends the
-		 * domain's context. */
-		ret = wire_send(fd, tx, rep_len[k], &mfd, k == 0, 0);
-		if (ret < 0)
-			break;
-		k ^= 1;
-	}
+	ret = peer_alternate(fd, rep_len, mfd);
 	close(mfd);
 	return ret;
 }

@@ -41,21 +41,9 @@ int rtt_broker_rep(struct ibc_client *cl, const uint8_t *payload,
 
 int raw_echo_serve(int fd, size_t rep_len)
 {
-	static uint8_t rx[RTT_MAX_PACKET], tx[RTT_MAX_PACKET];
+	const size_t both[2] = { rep_len, rep_len };
 
-	memset(tx, 'r', sizeof(tx));
-	if (rep_len > sizeof(tx))
-		return -EMSGSIZE;
-	for (;;) {
-		ssize_t n = recv(fd, rx, sizeof(rx), 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : 0;
-		if (send(fd, tx, rep_len, MSG_NOSIGNAL) < 0)
-			return -errno;
-	}
+	return peer_alternate(fd, both, -1);
 }
 
 int raw_echo_main(void *arg)

@@ -23,6 +23,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
+#include "proto/wire.h"
 
 #define MAX_CHILDREN 16
 #define MAX_PATHS 32
@@ -278,6 +279,35 @@ int raw_peer_start(int (*fn)(int fd, const void *arg), const void *arg,
 	}
 	*ret_fd = sv[0];
 	return 0;
+}
+
+int peer_alternate(int fd, const size_t rep_len[2], int pass_fd)
+{
+	static uint8_t rx[PEER_MAX_PACKET], tx[PEER_MAX_PACKET];
+	unsigned int k = 0;
+	int ret;
+
+	memset(tx, 'r', sizeof(tx));
+	if (rep_len[0] > sizeof(tx) || rep_len[1] > sizeof(tx))
+		return -EMSGSIZE;
+	for (;;) {
+		ssize_t n = recv(fd, rx, sizeof(rx), 0);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : 0;
+		if (pass_fd >= 0)
+			ret = wire_send(fd, tx, rep_len[k], &pass_fd, k == 0,
+					0);
+		else if (send(fd, tx, rep_len[k], MSG_NOSIGNAL) < 0)
+			ret = -errno;
+		else
+			ret = 0;
+		if (ret < 0)
+			return ret;
+		k ^= 1;
+	}
 }
 
 /* Async-signal-safe. */

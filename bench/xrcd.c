@@ -57,31 +57,12 @@ static int xb_lib_fail(const char *what, int err)
  * is) and a close-sized one without (@arg: their two lengths), in turn. */
 static int xb_peer_main(int fd, const void *arg)
 {
-	static uint8_t rx[XB_MAX_PACKET], tx[XB_MAX_PACKET];
-	const size_t *rep_len = arg;
-	unsigned int k = 0;
 	int ffd, ret;
 
-	memset(tx, 'r', sizeof(tx));
-	if (rep_len[0] > sizeof(tx) || rep_len[1] > sizeof(tx))
-		return -EMSGSIZE;
 	ffd = memfd_create("rdmab-bench-xrcd", MFD_CLOEXEC);
 	if (ffd < 0)
 		return -errno;
-	for (;;) {
-		ssize_t n = recv(fd, rx, sizeof(rx), 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0) {
-			ret = n < 0 ? -errno : 0;
-			break;
-		}
-		ret = wire_send(fd, tx, rep_len[k], &ffd, k == 0, 0);
-		if (ret < 0)
-			break;
-		k ^= 1;
-	}
+	ret = peer_alternate(fd, arg, ffd);
 	close(ffd);
 	return ret;
 }

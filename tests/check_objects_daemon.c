@@ -125,19 +125,9 @@ static const char *log_line(const char *needle)
 /* How often the daemon's log holds @needle. */
 static int log_count(const char *needle)
 {
-	static char buf[1 << 20];
-	FILE *f = fopen(log_path, "re");
-	size_t len;
-	int n = 0;
+	int n = tl_count_in_file(log_path, needle);
 
-	if (!f)
-		return 0;
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[len] = '\0';
-	for (char *p = buf; (p = strstr(p, needle)); p++)
-		n++;
-	return n;
+	return n < 0 ? 0 : n;
 }
 
 static void connect_ok(struct ol_client *c)
@@ -155,13 +145,6 @@ static void checker_ok(struct ol_client *c)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(ol_adopt(c, fd, NULL), 0);
 }
-
-#define OK(call)                                                         \
-	do {                                                             \
-		int ok_ret_ = (call);                                    \
-		ck_assert_msg(ok_ret_ == 0, "%s: %s (%s)", #call,        \
-			      strerror(-ok_ret_), ol_error);             \
-	} while (0)
 
 #define FAILS(call, err, words)                                            \
 	do {                                                               \

@@ -34,16 +34,8 @@
 #include "daemon/server.h"
 #include "tests/cklib.h"
 #include "tests/objlib.h"
+#include "tests/srvlib.h"
 #include "tests/testlib.h"
-
-#define MAX_CLIENTS 4
-
-static struct server srv;
-static char *dir;
-static char log_file[300];
-static int saved_stderr = -1;
-static struct ol_client cl[MAX_CLIENTS];
-static struct conn *conns[MAX_CLIENTS];
 
 /* The wrapped obj_destroy. */
 static int (*soft_destroy)(struct device_ctx *, enum ibc_obj_kind, uint32_t,
@@ -68,101 +60,21 @@ static int wrapped_destroy(struct device_ctx *ctx, enum ibc_obj_kind kind,
 	return soft_destroy(ctx, kind, handle, why);
 }
 
-static void pump(void)
-{
-	event_base_loop(srv.base, EVLOOP_NONBLOCK);
-}
-
 static void setup(void)
 {
-	char sock[256], cfg[256];
-	struct server_options opt = {
-		.socket_path = sock,
-		.config_path = cfg,
-		.device_mode = DEVICE_MODE_SOFT,
-		.socket_mode = 0600,
-		.max_conns = 16,
-		.outq_max = 256 * 1024,
-	};
-	int fd;
-
-	log_max_priority = LOG_INFO;
-	dir = tl_mkdtemp();
-	ck_assert_ptr_nonnull(dir);
-	snprintf(sock, sizeof(sock), "%s/sock", dir);
-	snprintf(cfg, sizeof(cfg), "%s/none.conf", dir);
-	snprintf(log_file, sizeof(log_file), "%s/log", dir);
-	opt.runtime_dir = dir;
-	/* What the daemon logs, to be counted. */
-	fd = open(log_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	fflush(stderr);
-	saved_stderr = fcntl(2, F_DUPFD_CLOEXEC, 3);
-	dup2(fd, 2);
-	close(fd);
-	ck_assert_int_eq(server_init(&srv, &opt), 0);
-	srv.registry->backoff_ms = 1;
-	soft_destroy = srv.devices.dev[0].ctx_ops_table.obj_destroy;
-	srv.devices.dev[0].ctx_ops_table.obj_destroy = wrapped_destroy;
+	sl_start(NULL);
+	sl_srv.registry->backoff_ms = 1;
+	soft_destroy = sl_srv.devices.dev[0].ctx_ops_table.obj_destroy;
+	sl_srv.devices.dev[0].ctx_ops_table.obj_destroy = wrapped_destroy;
 	n_seen = 0;
 	busy_kind = IBC_OBJ_NONE;
 	busy_left = 0;
-	memset(conns, 0, sizeof(conns));
-	for (int i = 0; i < MAX_CLIENTS; i++)
-		cl[i].fd = -1;
-}
-
-static void teardown(void)
-{
-	for (int i = 0; i < MAX_CLIENTS; i++)
-		ol_close(&cl[i]);
-	server_fini(&srv);
-	fflush(stderr);
-	dup2(saved_stderr, 2);
-	close(saved_stderr);
-	tl_rmtree(dir);
-	free(dir);
 }
 
 /* Client @i: a connection of its own, hello, the soft context. */
 static struct ol_client *client(int i)
 {
-	int sv[2];
-
-	ck_assert_int_eq(socketpair(AF_UNIX,
-				    SOCK_SEQPACKET | SOCK_NONBLOCK |
-					    SOCK_CLOEXEC,
-				    0, sv),
-			 0);
-	ck_assert_int_eq(conn_new(&srv, sv[0], &conns[i]), 0);
-	ck_assert_int_eq(ol_adopt(&cl[i], sv[1], pump), 0);
-	ck_assert_int_eq(ol_open(&cl[i]), 0);
-	return &cl[i];
-}
-
-#define OK(call)                                                         \
-	do {                                                             \
-		int ok_ret_ = (call);                                    \
-		ck_assert_msg(ok_ret_ == 0, "%s: %s (%s)", #call,        \
-			      strerror(-ok_ret_), ol_error);             \
-	} while (0)
-
-/* The owner of client @i's objects; after its session ended too. */
-static struct obj_owner *owner(int i)
-{
-	struct obj_owner *ow;
-
-	TAILQ_FOREACH(ow, &srv.registry->owners, link)
-		if (ow->client_id == cl[i].client_id)
-			return ow;
-	return NULL;
-}
-
-/* End client @i's session (the daemon's side closes, as at a hang-up). */
-static void hang_up(int i)
-{
-	conn_close(conns[i]);
-	conns[i] = NULL;
+	return sl_client(i, NULL, true);
 }
 
 /* Run the loop until @ow's cleanup is over (it is freed, or only stuck
@@ -172,27 +84,9 @@ static void run_cleanup(int i, int ms)
 	int64_t deadline = tl_now_ms() + ms;
 	struct obj_owner *ow;
 
-	while ((ow = owner(i)) && ow->n_objs > ow->stuck &&
+	while ((ow = sl_owner(i)) && ow->n_objs > ow->stuck &&
 	       tl_now_ms() < deadline)
-		event_base_loop(srv.base, EVLOOP_ONCE);
-}
-
-static int log_count(const char *needle)
-{
-	static char buf[1 << 20];
-	FILE *f;
-	size_t len;
-	int n = 0;
-
-	fflush(stderr);
-	f = fopen(log_file, "re");
-	ck_assert_ptr_nonnull(f);
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[len] = '\0';
-	for (char *p = buf; (p = strstr(p, needle)); p++)
-		n++;
-	return n;
+		event_base_loop(sl_srv.base, EVLOOP_ONCE);
 }
 
 /* --- what a session sent before it ended ------------------------------ */
@@ -213,18 +107,18 @@ START_TEST(test_drain_at_close)
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
 	req.obj_destroy = &dq;
 	OK(ol_send(c, &req));
-	hang_up(0);
-	ow = owner(0);
+	sl_hang_up(0);
+	ow = sl_owner(0);
 	ck_assert_ptr_nonnull(ow);
 	ck_assert_int_eq(ow->state, OWNER_DETACHED);
 	ck_assert_uint_eq(ow->n_objs, 2);
-	ck_assert_uint_eq(srv.registry->n_objs, 2);
+	ck_assert_uint_eq(sl_srv.registry->n_objs, 2);
 	/* Nothing more can be queued. */
 	ck_assert_int_eq(ol_send(c, &req), -EPIPE);
 	objects_owner_dead(ow);
 	run_cleanup(0, 2000);
-	ck_assert_ptr_null(owner(0));
-	ck_assert_uint_eq(srv.registry->n_objs, 0);
+	ck_assert_ptr_null(sl_owner(0));
+	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
 }
 END_TEST
 
@@ -263,7 +157,7 @@ START_TEST(test_drain_registers)
 	struct obj_owner *ow;
 	struct obj *o;
 
-	srv.devices.dev[0].broker_objects = false;
+	sl_srv.devices.dev[0].broker_objects = false;
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
@@ -279,8 +173,8 @@ START_TEST(test_drain_registers)
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
 	req.obj_destroy = &dq;
 	OK(ol_send(c, &req));
-	hang_up(0);
-	ow = owner(0);
+	sl_hang_up(0);
+	ow = sl_owner(0);
 	ck_assert_ptr_nonnull(ow);
 	ck_assert_uint_eq(ow->n_objs, 1);
 	ck_assert_uint_eq(ow->n_intents, 1);
@@ -310,16 +204,15 @@ START_TEST(test_order)
 	OK(ol_srq(c, 4, &srq));
 	OK(ol_wq(c, cq2.id, 4, &wq));
 	OK(ol_qp(c, cq.id, cq.id, srq.id, &qp));
-	hang_up(0);
-	objects_owner_dead(owner(0));
+	sl_kill(0);
 	run_cleanup(0, 2000);
-	ck_assert_ptr_null(owner(0));
+	ck_assert_ptr_null(sl_owner(0));
 	ck_assert_uint_eq(n_seen, 6);
 	for (size_t i = 0; i < 6; i++)
 		ck_assert_msg(seen[i] == want[i],
 			      "destroy %zu was a %s, not a %s", i,
 			      obj_kind_name(seen[i]), obj_kind_name(want[i]));
-	ck_assert_int_eq(log_count("is gone: destroying its 6 objects"), 1);
+	ck_assert_int_eq(sl_log_count("is gone: destroying its 6 objects"), 1);
 }
 END_TEST
 
@@ -327,25 +220,24 @@ END_TEST
 START_TEST(test_slices)
 {
 	struct ol_client *c = client(0);
-	struct registry *reg = srv.registry;
+	struct registry *reg = sl_srv.registry;
 	unsigned int before, turns = 0;
 	struct ol_obj o;
 
 	for (int i = 0; i < 1000; i++)
 		OK(ol_cq(c, 1, &o));
-	hang_up(0);
-	objects_owner_dead(owner(0));
+	sl_kill(0);
 	before = reg->n_objs;
 	ck_assert_uint_eq(before, 1000);
 	while (reg->n_objs) {
-		event_base_loop(srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		event_base_loop(sl_srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 		ck_assert_msg(before - reg->n_objs <= OBJ_SLICE,
 			      "%u destroyed in one turn", before - reg->n_objs);
 		before = reg->n_objs;
 		ck_assert_uint_lt(++turns, 10000);
 	}
 	ck_assert_uint_ge(turns, 1000 / OBJ_SLICE);
-	ck_assert_ptr_null(owner(0));
+	ck_assert_ptr_null(sl_owner(0));
 }
 END_TEST
 
@@ -361,17 +253,16 @@ START_TEST(test_busy_retried)
 	OK(ol_mr(c, 0x1000, 4096, 0, &mr));
 	busy_kind = IBC_OBJ_CQ;
 	busy_left = 3;
-	hang_up(0);
-	objects_owner_dead(owner(0));
+	sl_kill(0);
 	run_cleanup(0, 5000);
-	ck_assert_ptr_null(owner(0));
+	ck_assert_ptr_null(sl_owner(0));
 	for (size_t i = 0; i < n_seen; i++)
 		cq_tries += seen[i] == IBC_OBJ_CQ;
 	ck_assert_uint_eq(cq_tries, 4);
 	/* QP first; the MR did not wait for the CQ's rounds. */
 	ck_assert_int_eq(seen[0], IBC_OBJ_QP);
 	ck_assert_int_eq(seen[2], IBC_OBJ_MR);
-	ck_assert_int_eq(log_count("is kept"), 0);
+	ck_assert_int_eq(sl_log_count("is kept"), 0);
 }
 END_TEST
 
@@ -389,19 +280,19 @@ START_TEST(test_stuck)
 	OK(ol_cq(other, 4, &keep));
 	busy_kind = IBC_OBJ_CQ;
 	busy_left = UINT32_MAX;
-	hang_up(0);
-	ow = owner(0);
+	sl_hang_up(0);
+	ow = sl_owner(0);
 	objects_owner_dead(ow);
 	run_cleanup(0, 10000);
-	ck_assert_ptr_eq(owner(0), ow);
+	ck_assert_ptr_eq(sl_owner(0), ow);
 	ck_assert_uint_eq(ow->stuck, 2);
 	for (size_t i = 0; i < n_seen; i++)
 		cq_tries += seen[i] == IBC_OBJ_CQ;
 	ck_assert_uint_eq(cq_tries, 2 * OBJ_ROUNDS);
 	ck_assert_int_eq(obj_state(TAILQ_FIRST(&ow->kinds[IBC_OBJ_CQ])),
 			 RDMAB__OBJECT_INFO__STATE__STUCK);
-	ck_assert_int_eq(log_count("is kept: test: CQ handle"), 2);
-	ck_assert_int_eq(log_count("2 objects could not be destroyed"), 1);
+	ck_assert_int_eq(sl_log_count("is kept: test: CQ handle"), 2);
+	ck_assert_int_eq(sl_log_count("2 objects could not be destroyed"), 1);
 	/* Shown, and still charged: PD, two stuck, the other's one. */
 	ck_assert_int_eq(ol_list(other, 0, NULL, NULL, 0), 3);
 	OK(ol_domain(other, other->domain, &used, &unacc));
@@ -409,7 +300,7 @@ START_TEST(test_stuck)
 	/* Nothing runs any more. */
 	n_seen = 0;
 	for (int i = 0; i < 50; i++)
-		event_base_loop(srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		event_base_loop(sl_srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 	ck_assert_uint_eq(n_seen, 0);
 }
 END_TEST
@@ -418,7 +309,7 @@ static unsigned int hook_calls, hook_busy;
 
 static int hook(struct server *s, struct obj *o, void *data)
 {
-	ck_assert_ptr_eq(s, &srv);
+	ck_assert_ptr_eq(s, &sl_srv);
 	ck_assert_ptr_eq(data, &hook_calls);
 	ck_assert_int_eq(o->kind, IBC_OBJ_WQ);
 	hook_calls++;
@@ -439,16 +330,15 @@ START_TEST(test_family_hook)
 	struct ol_client *c = client(0);
 	struct ol_obj cq, wq, qp;
 
-	objects_set_family(srv.registry, IBC_OBJ_WQ, &fam);
+	objects_set_family(sl_srv.registry, IBC_OBJ_WQ, &fam);
 	hook_calls = 0;
 	hook_busy = 1;
 	OK(ol_cq(c, 4, &cq));
 	OK(ol_wq(c, cq.id, 4, &wq));
 	OK(ol_qp(c, cq.id, cq.id, 0, &qp));
-	hang_up(0);
-	objects_owner_dead(owner(0));
+	sl_kill(0);
 	run_cleanup(0, 5000);
-	ck_assert_ptr_null(owner(0));
+	ck_assert_ptr_null(sl_owner(0));
 	/* Refused once (then the CQ was busy too), then let go. */
 	ck_assert_uint_eq(hook_calls, 2);
 	ck_assert_int_eq(seen[n_seen - 1], IBC_OBJ_CQ);
@@ -469,7 +359,7 @@ START_TEST(test_intents_unaccounted)
 	struct ol_obj i1, i2, t;
 	struct dctx *x;
 
-	srv.devices.dev[0].broker_objects = false;
+	sl_srv.devices.dev[0].broker_objects = false;
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
@@ -479,7 +369,7 @@ START_TEST(test_intents_unaccounted)
 			  IBC_OBJ_PD, NULL, 0, NULL, 77, &t));
 	ck_assert_uint_eq(t.handle, 77);
 	/* The CQ intent's kernel call ran: the device holds a CQ. */
-	x = TAILQ_FIRST(&TAILQ_FIRST(&srv.domains)->ctxs);
+	x = TAILQ_FIRST(&TAILQ_FIRST(&sl_srv.domains)->ctxs);
 	OK(x->dev->ctx_ops->obj_create(x->dc, &spec, &made, &why));
 	OK(ol_client(other, c->client_id, &objs, &cintents));
 	ck_assert_uint_eq(objs, 1);
@@ -487,21 +377,20 @@ START_TEST(test_intents_unaccounted)
 	OK(ol_domain(other, other->domain, &used, &unacc));
 	ck_assert_uint_eq(used, 4);
 	ck_assert_uint_eq(unacc, 0);
-	hang_up(0);
-	objects_owner_dead(owner(0));
+	sl_kill(0);
 	run_cleanup(0, 2000);
-	ck_assert_ptr_null(owner(0));
-	ck_assert_uint_eq(srv.registry->n_objs, 0);
-	ck_assert_int_eq(log_count("PD handle 77 was already gone"), 1);
+	ck_assert_ptr_null(sl_owner(0));
+	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
+	ck_assert_int_eq(sl_log_count("PD handle 77 was already gone"), 1);
 	OK(ol_domain(other, other->domain, &used, &unacc));
 	ck_assert_uint_eq(unacc, 1);
 	ck_assert_uint_eq(used, 1 + unacc);
 	/* The last client goes: the context closes, the kernel frees what
 	 * they made, and the charge goes with it. */
 	ol_close(other);
-	hang_up(1);
-	ck_assert(TAILQ_EMPTY(&srv.domains) ||
-		  TAILQ_FIRST(&srv.domains)->used.objects == 0);
+	sl_hang_up(1);
+	ck_assert(TAILQ_EMPTY(&sl_srv.domains) ||
+		  TAILQ_FIRST(&sl_srv.domains)->used.objects == 0);
 }
 END_TEST
 
@@ -516,11 +405,12 @@ START_TEST(test_device_gone)
 	OK(ol_cq(a, 4, &cq));
 	OK(ol_qp(a, cq.id, cq.id, 0, &qp));
 	OK(ol_cq(b, 4, &o));
-	hang_up(1);
-	ck_assert_uint_eq(srv.registry->n_objs, 3);
-	notify_device_gone(&srv, &srv.devices.dev[0], "a test removed it");
-	ck_assert_uint_eq(srv.registry->n_objs, 0);
-	ck_assert_ptr_null(owner(1));
+	sl_hang_up(1);
+	ck_assert_uint_eq(sl_srv.registry->n_objs, 3);
+	notify_device_gone(&sl_srv, &sl_srv.devices.dev[0],
+			   "a test removed it");
+	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
+	ck_assert_ptr_null(sl_owner(1));
 	ck_assert_int_eq(n_seen, 0);
 	/* The event names the client's context. */
 	ck_assert_int_eq(tl_recv_msg(a->fd, 1000, &m), 1);
@@ -530,7 +420,7 @@ START_TEST(test_device_gone)
 	ck_assert_uint_eq(m->event->object_kind, IBC_OBJ_CONTEXT);
 	ck_assert_uint_eq(m->event->object_id, a->ctx_id);
 	ol_free(m);
-	d = TAILQ_FIRST(&srv.domains);
+	d = TAILQ_FIRST(&sl_srv.domains);
 	ck_assert_ptr_nonnull(d);
 	/* Only the context's PD, until the client closes it. */
 	ck_assert_uint_eq(d->used.objects, 1);
@@ -626,21 +516,21 @@ START_TEST(test_xrcd_own)
 	uint64_t a, b;
 
 	ck_assert_int_eq(xrcd_open_own(c, "o", O_CREAT, true, &a), -EINVAL);
-	srv.devices.dev[0].broker_objects = false;
+	sl_srv.devices.dev[0].broker_objects = false;
 	OK(xrcd_open_own(c, "o", O_CREAT, true, &a));
 	OK(xrcd_open_own(c, "o", 0, true, &b));
 	ck_assert_int_eq(ol_list(other, 0, NULL, objs, 4), 0);
-	ck_assert_uint_eq(srv.domains.tqh_first->used.xrcds, 2);
+	ck_assert_uint_eq(sl_srv.domains.tqh_first->used.xrcds, 2);
 	/* Registered opens are closed with obj-destroy, not here. */
 	ck_assert_int_eq(xrcd_close(other, a), -ENOENT);
 	OK(xrcd_close(c, a));
 	ck_assert_int_eq(xrcd_close(c, a), -ENOENT);
 	/* p.1 went with the refused open. */
-	snprintf(path, sizeof(path), "%s/xrcd/p.2", dir);
+	snprintf(path, sizeof(path), "%s/xrcd/p.2", sl_dir);
 	ck_assert_int_eq(access(path, F_OK), 0);
-	hang_up(0);
+	sl_hang_up(0);
 	ck_assert_int_eq(access(path, F_OK), -1);
-	ck_assert_uint_eq(srv.domains.tqh_first->used.xrcds, 0);
+	ck_assert_uint_eq(sl_srv.domains.tqh_first->used.xrcds, 0);
 }
 END_TEST
 
@@ -660,23 +550,22 @@ START_TEST(test_xrcd_verbs_dead)
 	char path[400];
 	uint64_t id;
 
-	srv.devices.dev[0].broker_objects = false;
+	sl_srv.devices.dev[0].broker_objects = false;
 	OK(xrcd_open(c, "v", O_CREAT, &id));
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
 			  IBC_OBJ_SRQ, NULL, 0, NULL, 5, &srq));
-	snprintf(path, sizeof(path), "%s/xrcd/p.1", dir);
+	snprintf(path, sizeof(path), "%s/xrcd/p.1", sl_dir);
 	ck_assert_int_eq(access(path, F_OK), 0);
-	ck_assert_uint_eq(srv.domains.tqh_first->used.xrcds, 1);
+	ck_assert_uint_eq(sl_srv.domains.tqh_first->used.xrcds, 1);
 	n_seen = 0;
-	hang_up(0);
-	objects_owner_dead(owner(0));
+	sl_kill(0);
 	run_cleanup(0, 2000);
-	ck_assert_ptr_null(owner(0));
+	ck_assert_ptr_null(sl_owner(0));
 	/* The SRQ was destroyed by handle, the XRCD was not. */
 	for (size_t i = 0; i < n_seen; i++)
 		ck_assert_int_ne(seen[i], IBC_OBJ_XRCD);
 	ck_assert_int_eq(access(path, F_OK), -1);
-	ck_assert_uint_eq(srv.domains.tqh_first->used.xrcds, 0);
+	ck_assert_uint_eq(sl_srv.domains.tqh_first->used.xrcds, 0);
 	OK(ol_domain(other, other->domain, &used, &unacc));
 	ck_assert_uint_eq(unacc, 0);
 	ck_assert_uint_eq(used, 1);
@@ -719,7 +608,7 @@ START_TEST(test_intent_uses)
 	uint64_t uses[3], xid, missing = 999999;
 	uint32_t srqs = 9, qps = 9;
 
-	srv.devices.dev[0].broker_objects = false;
+	sl_srv.devices.dev[0].broker_objects = false;
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &cq));
 	OK(ol_register(c, cq.id, 11));
@@ -795,8 +684,7 @@ START_TEST(test_dm_stuck_mr_named)
 	OK(ol_create(c, IBC_OBJ_MR, &hold, 1, &a, &mr));
 	busy_kind = IBC_OBJ_MR;
 	busy_left = UINT32_MAX;
-	hang_up(0);
-	objects_owner_dead(owner(0));
+	sl_kill(0);
 	run_cleanup(0, 2000);
 	req.body_case = RDMAB__REQUEST__BODY_LIST_DMS;
 	req.list_dms = &lr;
@@ -808,11 +696,11 @@ START_TEST(test_dm_stuck_mr_named)
 	ck_assert_uint_eq(di->mrs, 1);
 	ck_assert_uint_eq(di->n_mr_list, 1);
 	ck_assert_uint_eq(di->mr_list[0]->object_id, mr.id);
-	ck_assert_uint_eq(di->mr_list[0]->client_id, cl[0].client_id);
+	ck_assert_uint_eq(di->mr_list[0]->client_id, sl_cl[0].client_id);
 	ck_assert(di->mr_list[0]->gone);
 	snprintf(want, sizeof(want), "MR %llu of client %llu (gone)",
 		 (unsigned long long)mr.id,
-		 (unsigned long long)cl[0].client_id);
+		 (unsigned long long)sl_cl[0].client_id);
 	ck_assert_msg(strstr(di->blocked_by, want), "%s", di->blocked_by);
 	ol_free(m);
 }
@@ -824,7 +712,7 @@ static Suite *registry_suite(void)
 	TCase *tc;
 
 	tc = tcase_create("cleanup");
-	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_checked_fixture(tc, setup, sl_stop);
 	tcase_add_test(tc, test_seqpacket_cut);
 	tcase_add_test(tc, test_drain_at_close);
 	tcase_add_test(tc, test_drain_registers);

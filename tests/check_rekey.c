@@ -40,7 +40,6 @@
 /* --- against the daemon ------------------------------------------------- */
 
 static struct tl_daemon D;
-static char conf_path[4096];
 
 /* Events a client saw, by type; the last one's object. */
 struct seen {
@@ -68,23 +67,16 @@ static void on_event(struct ibc_client *cl, const struct ibc_event *ev,
 static void start_with(const char *broker, const char *domain,
 		       const char *extra)
 {
-	const char *args[] = { "--config", conf_path, NULL };
-	char *dir = tl_mkdtemp();
-	FILE *f;
+	char conf[4096];
 	int ret;
 
-	ck_assert_ptr_nonnull(dir);
-	snprintf(conf_path, sizeof(conf_path), "%s/rdmabroker.conf", dir);
-	free(dir);
-	f = fopen(conf_path, "w");
-	ck_assert_ptr_nonnull(f);
 	/* This process is the administrator, whatever its uid. */
-	fprintf(f, "[broker]\nadmin_group = %u\n%s[domain lab]\nusers = %u\n%s%s",
-		(unsigned int)getgid(), broker ? broker : "",
-		(unsigned int)getuid(), domain ? domain : "",
-		extra ? extra : "");
-	ck_assert_int_eq(fclose(f), 0);
-	ret = tl_daemon_start(&D, args);
+	snprintf(conf, sizeof(conf),
+		 "[broker]\nadmin_group = %u\n%s[domain lab]\nusers = %u\n%s%s",
+		 (unsigned int)getgid(), broker ? broker : "",
+		 (unsigned int)getuid(), domain ? domain : "",
+		 extra ? extra : "");
+	ret = tl_daemon_start_conf(&D, conf, NULL, NULL, NULL);
 	ck_assert_msg(ret == 0, "cannot start the daemon: %s", strerror(-ret));
 }
 
@@ -206,84 +198,124 @@ static size_t n_objects(struct ibc_client *cl)
 	return n;
 }
 
+/* Two members of lab, a and b, each with its context, and c, which holds
+ * none: where most tests start. One per test (a process of its own). */
+struct members {
+	struct seen sa, sb, sc;
+	struct ibc_client *a, *b, *c;
+	struct ibc_ctx *xa, *xb;
+};
+
+static struct members *members_join(void)
+{
+	static struct members m;
+
+	m.a = join(&m.sa, 0);
+	m.b = join(&m.sb, 0);
+	m.c = join(&m.sc, 0);
+	m.xa = open_ctx(m.a);
+	m.xb = open_ctx(m.b);
+	return &m;
+}
+
+/* Every client gone (their contexts are closed or go with them). */
+static void members_leave(struct members *m)
+{
+	ibc_disconnect(m->a);
+	ibc_disconnect(m->b);
+	ibc_disconnect(m->c);
+}
+
+/* The end of such a test: both contexts closed, every client gone. */
+static void members_part(struct members *m)
+{
+	ibc_close(m->xa);
+	ibc_close(m->xb);
+	members_leave(m);
+}
+
+/* The daemon again, on another configuration (start_with()'s). */
+static void restart_with(const char *broker, const char *domain,
+			 const char *extra)
+{
+	tl_daemon_stop(&D);
+	start_with(broker, domain, extra);
+}
+
 START_TEST(test_members_reopen)
 {
-	struct seen sa, sb, sc;
-	struct ibc_client *a = join(&sa, 0), *b = join(&sb, 0);
-	struct ibc_client *c = join(&sc, 0);
-	struct ibc_ctx *xa = open_ctx(a), *xb = open_ctx(b), *na;
+	struct members *t = members_join();
+	struct ibc_ctx *na;
 	struct ibc_cq *cqa, *cqb, *cqb2, *cq;
 	struct ibc_domain_info d;
-	uint64_t old = ctx_id(xa);
+	uint64_t old = ctx_id(t->xa);
 
-	ck_assert_uint_eq(ctx_id(xb), old);
-	ck_assert_int_eq(ibc_cq_create(xa, 8, &cqa), 0);
-	ck_assert_int_eq(ibc_cq_create(xb, 8, &cqb), 0);
+	ck_assert_uint_eq(ctx_id(t->xb), old);
+	ck_assert_int_eq(ibc_cq_create(t->xa, 8, &cqa), 0);
+	ck_assert_int_eq(ibc_cq_create(t->xb, 8, &cqb), 0);
 	/* The PD and two CQs. */
-	d = wait_lab(c, 1, 3);
+	d = wait_lab(t->c, 1, 3);
 	ck_assert_uint_eq(d.rekeys, 0);
 
-	ck_assert_msg(ibc_admin_domain_rekey(c, "lab", 0) == 0, "%s",
+	ck_assert_msg(ibc_admin_domain_rekey(t->c, "lab", 0) == 0, "%s",
 		      ibc_last_error());
-	d = lab(c);
+	d = lab(t->c);
 	ck_assert_uint_eq(d.rekeys, 1);
 	ck_assert_uint_eq(d.old_contexts, 1);
 
 	/* a dispatches: its copy of the old context is closed. */
-	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
-	ck_assert_uint_eq(sa.last_id[IBC_EVENT_DOMAIN_REKEYED], old);
-	ck_assert_ptr_nonnull(strstr(sa.last_msg[IBC_EVENT_DOMAIN_REKEYED],
+	wait_event(t->a, &t->sa, IBC_EVENT_DOMAIN_REKEYED);
+	ck_assert_uint_eq(t->sa.last_id[IBC_EVENT_DOMAIN_REKEYED], old);
+	ck_assert_ptr_nonnull(strstr(t->sa.last_msg[IBC_EVENT_DOMAIN_REKEYED],
 				     "lab"));
-	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq), -ESTALE);
+	ck_assert_int_eq(ibc_cq_create(t->xa, 8, &cq), -ESTALE);
 	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "rekey"));
 	{
 		struct ibc_xrcd *xr;
 		struct ibc_dm *dm;
 
-		ck_assert_int_eq(ibc_dm_alloc(xa, 4096, 0, &dm), -ESTALE);
-		ck_assert_int_eq(ibc_xrcd_open(xa, "n", O_CREAT, &xr),
+		ck_assert_int_eq(ibc_dm_alloc(t->xa, 4096, 0, &dm), -ESTALE);
+		ck_assert_int_eq(ibc_xrcd_open(t->xa, "n", O_CREAT, &xr),
 				 -ESTALE);
 		errno = 0;
-		ck_assert_ptr_null(ibc_verbs_context(xa));
+		ck_assert_ptr_null(ibc_verbs_context(t->xa));
 		ck_assert_int_eq(errno, ESTALE);
 	}
-	ibc_close(xa);
-	na = open_ctx(a);
+	ibc_close(t->xa);
+	na = open_ctx(t->a);
 	ck_assert_uint_ne(ctx_id(na), old);
 	ck_assert_int_eq(ibc_cq_create(na, 8, &cq), 0);
 
 	/* b has not dispatched: what it has keeps working in the old
 	 * context, which takes nothing new. */
-	ck_assert_int_eq(ibc_cq_create(xb, 8, &cqb2), -ESTALE);
+	ck_assert_int_eq(ibc_cq_create(t->xb, 8, &cqb2), -ESTALE);
 	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "rekey"));
 	/* Old: PD, a's CQ (its session let go of it), b's CQ; new: PD and
 	 * a's CQ. */
-	d = wait_lab(c, 2, 5);
+	d = wait_lab(t->c, 2, 5);
 	ck_assert_uint_eq(d.old_contexts, 1);
 
 	/* b dispatches: the old context's last holder goes, with its
 	 * records and charges, once. */
-	wait_event(b, &sb, IBC_EVENT_DOMAIN_REKEYED);
-	d = wait_lab(c, 1, 2);
+	wait_event(t->b, &t->sb, IBC_EVENT_DOMAIN_REKEYED);
+	d = wait_lab(t->c, 1, 2);
 	ck_assert_uint_eq(d.old_contexts, 0);
 	ck_assert_uint_eq(d.unaccounted, 0);
-	ck_assert_uint_eq(n_objects(c), 1);
+	ck_assert_uint_eq(n_objects(t->c), 1);
 	/* c held no context: no event for it. */
-	ck_assert_int_eq(ibc_dispatch(c), 0);
-	ck_assert_int_eq(sc.n[IBC_EVENT_DOMAIN_REKEYED], 0);
+	ck_assert_int_eq(ibc_dispatch(t->c), 0);
+	ck_assert_int_eq(t->sc.n[IBC_EVENT_DOMAIN_REKEYED], 0);
 	/* b's next open gets the new one. */
-	ibc_close(xb);
-	xb = open_ctx(b);
-	ck_assert_uint_eq(ctx_id(xb), ctx_id(na));
+	ibc_close(t->xb);
+	t->xb = open_ctx(t->b);
+	ck_assert_uint_eq(ctx_id(t->xb), ctx_id(na));
 	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
-	ibc_close(xb);
+	ibc_close(t->xb);
 	ibc_close(na);
-	d = wait_lab(c, 0, 0);
+	d = wait_lab(t->c, 0, 0);
 	(void)cqa;
 	(void)cqb;
-	ibc_disconnect(a);
-	ibc_disconnect(b);
-	ibc_disconnect(c);
+	members_leave(t);
 }
 END_TEST
 
@@ -448,39 +480,36 @@ END_TEST
 /* A member's session that ends holds the old context no more. */
 START_TEST(test_second_rekey)
 {
-	struct seen sa, sb, sc;
-	struct ibc_client *a = join(&sa, 0), *b = join(&sb, 0);
-	struct ibc_client *c = join(&sc, 0);
-	struct ibc_ctx *xa = open_ctx(a), *xb = open_ctx(b);
-	uint64_t first = ctx_id(xa), second;
+	struct members *t = members_join();
+	uint64_t first = ctx_id(t->xa), second;
 	struct ibc_domain_info d;
 
-	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), 0);
-	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
-	ibc_close(xa);
-	xa = open_ctx(a);
-	second = ctx_id(xa);
+	ck_assert_int_eq(ibc_admin_domain_rekey(t->c, "lab", 0), 0);
+	wait_event(t->a, &t->sa, IBC_EVENT_DOMAIN_REKEYED);
+	ibc_close(t->xa);
+	t->xa = open_ctx(t->a);
+	second = ctx_id(t->xa);
 	ck_assert_uint_ne(second, first);
 	/* b still holds the first, a the second. */
-	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), 0);
-	d = wait_lab(c, 2, 2);
+	ck_assert_int_eq(ibc_admin_domain_rekey(t->c, "lab", 0), 0);
+	d = wait_lab(t->c, 2, 2);
 	ck_assert_uint_eq(d.old_contexts, 2);
 	ck_assert_uint_eq(d.rekeys, 2);
-	sa.n[IBC_EVENT_DOMAIN_REKEYED] = 0;
-	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
-	ck_assert_uint_eq(sa.last_id[IBC_EVENT_DOMAIN_REKEYED], second);
-	d = wait_lab(c, 1, 1);
+	t->sa.n[IBC_EVENT_DOMAIN_REKEYED] = 0;
+	wait_event(t->a, &t->sa, IBC_EVENT_DOMAIN_REKEYED);
+	ck_assert_uint_eq(t->sa.last_id[IBC_EVENT_DOMAIN_REKEYED], second);
+	d = wait_lab(t->c, 1, 1);
 	ck_assert_uint_eq(d.old_contexts, 1);
 	/* b's session ends without dispatching: the first goes too. */
-	ibc_disconnect(b);
-	wait_lab(c, 0, 0);
-	ibc_close(xa);
-	xa = open_ctx(a);
-	ck_assert_uint_gt(ctx_id(xa), second);
-	ibc_close(xa);
-	(void)xb;
-	ibc_disconnect(a);
-	ibc_disconnect(c);
+	ibc_disconnect(t->b);
+	wait_lab(t->c, 0, 0);
+	ibc_close(t->xa);
+	t->xa = open_ctx(t->a);
+	ck_assert_uint_gt(ctx_id(t->xa), second);
+	ibc_close(t->xa);
+	(void)t->xb;
+	ibc_disconnect(t->a);
+	ibc_disconnect(t->c);
 }
 END_TEST
 
@@ -517,10 +546,7 @@ START_TEST(test_busy_and_force)
 {
 	struct ibc_dm_attr da = { .length = 4096,
 				  .flags = IBC_DM_PERSISTENT };
-	struct seen sa, sb, sc;
-	struct ibc_client *a = join(&sa, 0), *b = join(&sb, 0);
-	struct ibc_client *c = join(&sc, 0);
-	struct ibc_ctx *xa = open_ctx(a), *xb = open_ctx(b);
+	struct members *t = members_join();
 	struct ibc_dm_info *dl;
 	struct ibc_domain_info d;
 	struct ibc_dm *dm, *imp, *all;
@@ -529,17 +555,17 @@ START_TEST(test_busy_and_force)
 	char want[64];
 	size_t n;
 
-	ck_assert_msg(ibc_dm_alloc_ex(xa, &da, &dm) == 0, "%s",
+	ck_assert_msg(ibc_dm_alloc_ex(t->xa, &da, &dm) == 0, "%s",
 		      ibc_last_error());
-	ck_assert_int_eq(ibc_dm_import(xb, ibc_dm_handle(dm), &imp), 0);
+	ck_assert_int_eq(ibc_dm_import(t->xb, ibc_dm_handle(dm), &imp), 0);
 	/* An MR keeps the forced free from happening at once. */
 	ck_assert_msg(ibc_reg_dm_mr(imp, 0, 4096,
 				    IBV_ACCESS_ZERO_BASED |
 					    IBV_ACCESS_LOCAL_WRITE,
 				    &mr) == 0,
 		      "%s", ibc_last_error());
-	rss = make_rss(xb);
-	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), -EBUSY);
+	rss = make_rss(t->xb);
+	ck_assert_int_eq(ibc_admin_domain_rekey(t->c, "lab", 0), -EBUSY);
 	snprintf(want, sizeof(want), "DM %llu (persistent)",
 		 (unsigned long long)ibc_dm_id(dm));
 	ck_assert_msg(strstr(ibc_last_error(), want), "%s", ibc_last_error());
@@ -548,44 +574,42 @@ START_TEST(test_busy_and_force)
 	ck_assert_msg(strstr(ibc_last_error(), want), "%s", ibc_last_error());
 	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "--force"));
 	/* Refused: nothing changed. */
-	d = lab(c);
+	d = lab(t->c);
 	ck_assert_uint_eq(d.rekeys, 0);
 	ck_assert_uint_eq(d.old_contexts, 0);
-	ck_assert_int_eq(ibc_dispatch(a), 0);
+	ck_assert_int_eq(ibc_dispatch(t->a), 0);
 
-	ck_assert_msg(ibc_admin_domain_rekey(c, "lab", IBC_REKEY_FORCE) == 0,
+	ck_assert_msg(ibc_admin_domain_rekey(t->c, "lab", IBC_REKEY_FORCE) == 0,
 		      "%s", ibc_last_error());
 	/* The pinned DM stays allocated in the old context, and charged,
 	 * until that context goes. */
-	d = lab(c);
+	d = lab(t->c);
 	ck_assert_uint_eq(d.old_contexts, 1);
 	ck_assert_uint_eq(d.used.dm_bytes, 4096);
-	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
-	ck_assert_int_eq(sa.n[IBC_EVENT_DM_REVOKED], 1);
-	ck_assert_uint_eq(sa.last_id[IBC_EVENT_DM_REVOKED], ibc_dm_id(dm));
-	wait_event(b, &sb, IBC_EVENT_DOMAIN_REKEYED);
-	ck_assert_int_eq(sb.n[IBC_EVENT_DM_REVOKED], 1);
-	ck_assert_int_eq(sb.n[IBC_EVENT_RSS_DESTROYED], 1);
-	ck_assert_uint_eq(sb.last_id[IBC_EVENT_RSS_DESTROYED],
+	wait_event(t->a, &t->sa, IBC_EVENT_DOMAIN_REKEYED);
+	ck_assert_int_eq(t->sa.n[IBC_EVENT_DM_REVOKED], 1);
+	ck_assert_uint_eq(t->sa.last_id[IBC_EVENT_DM_REVOKED], ibc_dm_id(dm));
+	wait_event(t->b, &t->sb, IBC_EVENT_DOMAIN_REKEYED);
+	ck_assert_int_eq(t->sb.n[IBC_EVENT_DM_REVOKED], 1);
+	ck_assert_int_eq(t->sb.n[IBC_EVENT_RSS_DESTROYED], 1);
+	ck_assert_uint_eq(t->sb.last_id[IBC_EVENT_RSS_DESTROYED],
 			  ibc_rss_id(rss));
-	ck_assert_int_eq(ibc_list_dms(c, &dl, sizeof(*dl), &n), 0);
+	ck_assert_int_eq(ibc_list_dms(t->c, &dl, sizeof(*dl), &n), 0);
 	ibc_list_free(dl);
 	ck_assert_uint_eq(n, 0);
-	d = wait_lab(c, 0, 0);
+	d = wait_lab(t->c, 0, 0);
 	ck_assert_uint_eq(d.used.dm_bytes, 0);
 	ck_assert_uint_eq(d.used.rss_tables, 0);
-	ibc_close(xa);
-	ibc_close(xb);
+	ibc_close(t->xa);
+	ibc_close(t->xb);
 	/* The pinned DM went with its old context: the whole device memory
 	 * is free again. */
-	xa = open_ctx(a);
-	ck_assert_msg(ibc_dm_alloc(xa, 256 * 1024, 0, &all) == 0, "%s",
+	t->xa = open_ctx(t->a);
+	ck_assert_msg(ibc_dm_alloc(t->xa, 256 * 1024, 0, &all) == 0, "%s",
 		      ibc_last_error());
 	ck_assert_int_eq(ibc_dm_free(all), 0);
-	ibc_close(xa);
-	ibc_disconnect(a);
-	ibc_disconnect(b);
-	ibc_disconnect(c);
+	ibc_close(t->xa);
+	members_leave(t);
 }
 END_TEST
 
@@ -594,47 +618,36 @@ END_TEST
  * nothing. */
 START_TEST(test_pending_and_revoked)
 {
-	struct seen sa, sb, sc;
-	struct ibc_client *a, *b, *c;
-	struct ibc_ctx *xa, *xb;
+	struct members *t;
 	struct ibc_dm *d1, *d2, *i1, *i2;
 	struct ibc_client_info ai;
 	char want[64];
 
-	tl_daemon_stop(&D);
-	start_with("dm_revoke_grace = 200ms\n", NULL, NULL);
-	a = join(&sa, 0);
-	b = join(&sb, 0);
-	c = join(&sc, 0);
-	xa = open_ctx(a);
-	xb = open_ctx(b);
-	ck_assert_int_eq(ibc_client_info(a, &ai, sizeof(ai)), 0);
-	ck_assert_int_eq(ibc_dm_alloc(xa, 4096, 0, &d1), 0);
-	ck_assert_int_eq(ibc_dm_alloc(xa, 4096, 0, &d2), 0);
-	ck_assert_int_eq(ibc_dm_import(xb, ibc_dm_handle(d1), &i1), 0);
-	ck_assert_int_eq(ibc_dm_import(xb, ibc_dm_handle(d2), &i2), 0);
+	restart_with("dm_revoke_grace = 200ms\n", NULL, NULL);
+	t = members_join();
+	ck_assert_int_eq(ibc_client_info(t->a, &ai, sizeof(ai)), 0);
+	ck_assert_int_eq(ibc_dm_alloc(t->xa, 4096, 0, &d1), 0);
+	ck_assert_int_eq(ibc_dm_alloc(t->xa, 4096, 0, &d2), 0);
+	ck_assert_int_eq(ibc_dm_import(t->xb, ibc_dm_handle(d1), &i1), 0);
+	ck_assert_int_eq(ibc_dm_import(t->xb, ibc_dm_handle(d2), &i2), 0);
 	snprintf(want, sizeof(want), "DM %llu (client %llu's)",
 		 (unsigned long long)ibc_dm_id(d1),
 		 (unsigned long long)ai.client_id);
 	/* d1: free pending (b holds it); d2: revoked, in its grace. */
 	ck_assert_int_eq(ibc_dm_free(d1), 0);
-	ck_assert_int_eq(ibc_admin_dm_revoke(c, ibc_dm_id(d2)), 0);
-	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), -EBUSY);
+	ck_assert_int_eq(ibc_admin_dm_revoke(t->c, ibc_dm_id(d2)), 0);
+	ck_assert_int_eq(ibc_admin_domain_rekey(t->c, "lab", 0), -EBUSY);
 	ck_assert_msg(strstr(ibc_last_error(), want), "%s", ibc_last_error());
-	ck_assert_msg(ibc_admin_domain_rekey(c, "lab", IBC_REKEY_FORCE) == 0,
+	ck_assert_msg(ibc_admin_domain_rekey(t->c, "lab", IBC_REKEY_FORCE) == 0,
 		      "%s", ibc_last_error());
-	wait_event(b, &sb, IBC_EVENT_DOMAIN_REKEYED);
-	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
+	wait_event(t->b, &t->sb, IBC_EVENT_DOMAIN_REKEYED);
+	wait_event(t->a, &t->sa, IBC_EVENT_DOMAIN_REKEYED);
 	/* Past the grace period: the broker still serves. */
 	tl_sleep_ms(400);
-	ck_assert_int_eq(ibc_ping(c, "x", 1), 0);
-	wait_lab(c, 0, 0);
-	ck_assert_uint_eq(lab(c).used.dm_bytes, 0);
-	ibc_close(xa);
-	ibc_close(xb);
-	ibc_disconnect(a);
-	ibc_disconnect(b);
-	ibc_disconnect(c);
+	ck_assert_int_eq(ibc_ping(t->c, "x", 1), 0);
+	wait_lab(t->c, 0, 0);
+	ck_assert_uint_eq(lab(t->c).used.dm_bytes, 0);
+	members_part(t);
 }
 END_TEST
 
@@ -643,36 +656,28 @@ END_TEST
  * go. */
 START_TEST(test_quota_of_old_context)
 {
-	struct seen sa, sb, sc;
-	struct ibc_client *a, *b, *c;
-	struct ibc_ctx *xa, *xb, *na;
+	struct ibc_ctx *na;
+	struct members *t;
 	struct ibc_cq *cq1, *cq2;
 
-	tl_daemon_stop(&D);
-	start_with(NULL, "objects = 3\n", NULL);
-	a = join(&sa, 0);
-	b = join(&sb, 0);
-	c = join(&sc, 0);
-	xa = open_ctx(a);
-	xb = open_ctx(b);
-	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq1), 0);
-	ck_assert_int_eq(ibc_cq_create(xa, 8, &cq2), 0);
-	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), 0);
-	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
-	ibc_close(xa);
+	restart_with(NULL, "objects = 3\n", NULL);
+	t = members_join();
+	ck_assert_int_eq(ibc_cq_create(t->xa, 8, &cq1), 0);
+	ck_assert_int_eq(ibc_cq_create(t->xa, 8, &cq2), 0);
+	ck_assert_int_eq(ibc_admin_domain_rekey(t->c, "lab", 0), 0);
+	wait_event(t->a, &t->sa, IBC_EVENT_DOMAIN_REKEYED);
+	ibc_close(t->xa);
 	/* b still holds the old context, with a's CQs in it. */
-	wait_lab(c, 1, 3);
-	ck_assert_int_eq(ibc_open(a, NULL, &na), -EDQUOT);
+	wait_lab(t->c, 1, 3);
+	ck_assert_int_eq(ibc_open(t->a, NULL, &na), -EDQUOT);
 	ck_assert_msg(strstr(ibc_last_error(), "lab"), "%s", ibc_last_error());
-	wait_event(b, &sb, IBC_EVENT_DOMAIN_REKEYED);
-	wait_lab(c, 0, 0);
-	na = open_ctx(a);
+	wait_event(t->b, &t->sb, IBC_EVENT_DOMAIN_REKEYED);
+	wait_lab(t->c, 0, 0);
+	na = open_ctx(t->a);
 	ck_assert_int_eq(ibc_cq_create(na, 8, &cq1), 0);
 	ibc_close(na);
-	ibc_close(xb);
-	ibc_disconnect(a);
-	ibc_disconnect(b);
-	ibc_disconnect(c);
+	ibc_close(t->xb);
+	members_leave(t);
 }
 END_TEST
 
@@ -681,75 +686,58 @@ END_TEST
  * holds. */
 START_TEST(test_xrcd_survives)
 {
-	struct seen sa, sb, sc;
-	struct ibc_client *a, *b, *c;
-	struct ibc_ctx *xa, *xb;
+	struct members *t;
 	struct ibc_xrcd *x1, *x2, *t1, *t2, *t3;
 	uint64_t ino, tino;
 
-	tl_daemon_stop(&D);
-	start("[xrcd keep]\ndomains = lab\n");
-	a = join(&sa, 0);
-	b = join(&sb, 0);
-	c = join(&sc, 0);
-	xa = open_ctx(a);
-	xb = open_ctx(b);
-	ck_assert_int_eq(ibc_xrcd_open(xa, "keep", O_CREAT, &x1), 0);
+	restart_with(NULL, NULL, "[xrcd keep]\ndomains = lab\n");
+	t = members_join();
+	ck_assert_int_eq(ibc_xrcd_open(t->xa, "keep", O_CREAT, &x1), 0);
 	ino = ibc_xrcd_ino(x1);
-	ck_assert_int_eq(ibc_xrcd_open(xb, "tmp", O_CREAT, &t1), 0);
-	ck_assert_int_eq(ibc_xrcd_open(xa, "tmp", 0, &t2), 0);
+	ck_assert_int_eq(ibc_xrcd_open(t->xb, "tmp", O_CREAT, &t1), 0);
+	ck_assert_int_eq(ibc_xrcd_open(t->xa, "tmp", 0, &t2), 0);
 	tino = ibc_xrcd_ino(t1);
-	ck_assert_int_eq(ibc_admin_domain_rekey(c, "lab", 0), 0);
-	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
-	ibc_close(xa);
-	xa = open_ctx(a);
-	ck_assert_msg(ibc_xrcd_open(xa, "keep", 0, &x2) == 0, "%s",
+	ck_assert_int_eq(ibc_admin_domain_rekey(t->c, "lab", 0), 0);
+	wait_event(t->a, &t->sa, IBC_EVENT_DOMAIN_REKEYED);
+	ibc_close(t->xa);
+	t->xa = open_ctx(t->a);
+	ck_assert_msg(ibc_xrcd_open(t->xa, "keep", 0, &x2) == 0, "%s",
 		      ibc_last_error());
 	ck_assert_uint_eq(ibc_xrcd_ino(x2), ino);
 	/* b, in the old context, still holds "tmp". */
-	ck_assert_msg(ibc_xrcd_open(xa, "tmp", 0, &t3) == 0, "%s",
+	ck_assert_msg(ibc_xrcd_open(t->xa, "tmp", 0, &t3) == 0, "%s",
 		      ibc_last_error());
 	ck_assert_uint_eq(ibc_xrcd_ino(t3), tino);
-	ibc_close(xa);
-	ibc_close(xb);
-	ibc_disconnect(a);
-	ibc_disconnect(b);
-	ibc_disconnect(c);
+	members_part(t);
 }
 END_TEST
 
 /* evict --rekey: the evicted process keeps only the old context. */
 START_TEST(test_evict_rekey)
 {
-	struct seen sa, sb, sc;
-	struct ibc_client *a = join(&sa, 0), *b = join(&sb, 0);
-	struct ibc_client *c = join(&sc, 0);
-	struct ibc_ctx *xa = open_ctx(a), *xb = open_ctx(b);
+	struct members *t = members_join();
 	struct ibc_client_info bi;
-	uint64_t old = ctx_id(xa);
+	uint64_t old = ctx_id(t->xa);
 	struct ibc_cq *cq;
 
-	ck_assert_int_eq(ibc_client_info(b, &bi, sizeof(bi)), 0);
-	ck_assert_int_eq(ibc_admin_evict_ex(c, bi.client_id, IBC_EVICT_FORCE),
+	ck_assert_int_eq(ibc_client_info(t->b, &bi, sizeof(bi)), 0);
+	ck_assert_int_eq(ibc_admin_evict_ex(t->c, bi.client_id,
+					    IBC_EVICT_FORCE),
 			 -EINVAL);
-	ck_assert_int_eq(ibc_admin_evict_ex(c, bi.client_id, 1u << 7),
+	ck_assert_int_eq(ibc_admin_evict_ex(t->c, bi.client_id, 1u << 7),
 			 -EINVAL);
-	ck_assert_msg(ibc_admin_evict_ex(c, bi.client_id, IBC_EVICT_REKEY) ==
+	ck_assert_msg(ibc_admin_evict_ex(t->c, bi.client_id, IBC_EVICT_REKEY) ==
 			      0,
 		      "%s", ibc_last_error());
-	wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
-	ck_assert_uint_eq(sa.last_id[IBC_EVENT_DOMAIN_REKEYED], old);
+	wait_event(t->a, &t->sa, IBC_EVENT_DOMAIN_REKEYED);
+	ck_assert_uint_eq(t->sa.last_id[IBC_EVENT_DOMAIN_REKEYED], old);
 	/* b is gone from the broker; a's next context is new. */
-	ck_assert_int_eq(ibc_cq_create(xb, 8, &cq), -ECONNRESET);
-	ibc_close(xa);
-	xa = open_ctx(a);
-	ck_assert_uint_ne(ctx_id(xa), old);
-	wait_lab(c, 1, 1);
-	ibc_close(xa);
-	ibc_close(xb);
-	ibc_disconnect(a);
-	ibc_disconnect(b);
-	ibc_disconnect(c);
+	ck_assert_int_eq(ibc_cq_create(t->xb, 8, &cq), -ECONNRESET);
+	ibc_close(t->xa);
+	t->xa = open_ctx(t->a);
+	ck_assert_uint_ne(ctx_id(t->xa), old);
+	wait_lab(t->c, 1, 1);
+	members_part(t);
 }
 END_TEST
 

@@ -33,182 +33,109 @@
 #include "daemon/server.h"
 #include "tests/cklib.h"
 #include "tests/objlib.h"
+#include "tests/srvlib.h"
 #include "tests/testlib.h"
 
 /* --- in-process --------------------------------------------------------- */
 
-#define MAX_CLIENTS 4
-
-static struct server srv;
-static char *dir;
-static char log_file[300];
-static int saved_stderr = -1;
-static struct ol_client cl[MAX_CLIENTS];
-static struct conn *conns[MAX_CLIENTS];
-
-static void pump(void)
-{
-	event_base_loop(srv.base, EVLOOP_NONBLOCK);
-}
-
-static void srv_start(const char *conf)
-{
-	char sock[256], cfg[256];
-	struct server_options opt = {
-		.socket_path = sock,
-		.config_path = cfg,
-		.device_mode = DEVICE_MODE_SOFT,
-		.socket_mode = 0600,
-		.max_conns = 16,
-		.outq_max = 256 * 1024,
-	};
-	FILE *f;
-	int fd;
-
-	log_max_priority = LOG_INFO;
-	dir = tl_mkdtemp();
-	ck_assert_ptr_nonnull(dir);
-	snprintf(sock, sizeof(sock), "%s/sock", dir);
-	snprintf(cfg, sizeof(cfg), "%s/rdmabroker.conf", dir);
-	snprintf(log_file, sizeof(log_file), "%s/log", dir);
-	f = fopen(cfg, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(conf, f);
-	ck_assert_int_eq(fclose(f), 0);
-	opt.runtime_dir = dir;
-	fd = open(log_file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-	ck_assert_int_ge(fd, 0);
-	fflush(stderr);
-	saved_stderr = fcntl(2, F_DUPFD_CLOEXEC, 3);
-	dup2(fd, 2);
-	close(fd);
-	ck_assert_int_eq(server_init(&srv, &opt), 0);
-	memset(conns, 0, sizeof(conns));
-	for (int i = 0; i < MAX_CLIENTS; i++)
-		cl[i].fd = -1;
-}
-
 static void srv_setup(void)
 {
-	srv_start("[defaults]\nauto_rekey_unaccounted = 2\n");
+	sl_start("[defaults]\nauto_rekey_unaccounted = 2\n");
 }
 
-static void srv_teardown(void)
+/* Start again with @conf. */
+static void srv_restart(const char *conf)
 {
-	for (int i = 0; i < MAX_CLIENTS; i++)
-		ol_close(&cl[i]);
-	server_fini(&srv);
-	fflush(stderr);
-	dup2(saved_stderr, 2);
-	close(saved_stderr);
-	tl_rmtree(dir);
-	free(dir);
-}
-
-/* Client @i: a connection of its own, hello (@domain: NULL for its uid's
- * own), and @open the soft context. */
-static struct ol_client *client(int i, const char *domain, bool open)
-{
-	int sv[2];
-
-	ck_assert_int_eq(socketpair(AF_UNIX,
-				    SOCK_SEQPACKET | SOCK_NONBLOCK |
-					    SOCK_CLOEXEC,
-				    0, sv),
-			 0);
-	ck_assert_int_eq(conn_new(&srv, sv[0], &conns[i]), 0);
-	cl[i].fd = sv[1];
-	cl[i].serial = 0;
-	cl[i].pump = pump;
-	ck_assert_int_eq(ol_hello(&cl[i], domain), 0);
-	if (open)
-		ck_assert_int_eq(ol_open(&cl[i]), 0);
-	return &cl[i];
-}
-
-#define OK(call)                                                         \
-	do {                                                             \
-		int ok_ret_ = (call);                                    \
-		ck_assert_msg(ok_ret_ == 0, "%s: %s (%s)", #call,        \
-			      strerror(-ok_ret_), ol_error);             \
-	} while (0)
-
-static struct obj_owner *owner(int i)
-{
-	struct obj_owner *ow;
-
-	TAILQ_FOREACH(ow, &srv.registry->owners, link)
-		if (ow->client_id == cl[i].client_id)
-			return ow;
-	return NULL;
-}
-
-static int log_count(const char *needle)
-{
-	static char buf[1 << 20];
-	FILE *f;
-	size_t len;
-	int n = 0;
-
-	fflush(stderr);
-	f = fopen(log_file, "re");
-	ck_assert_ptr_nonnull(f);
-	len = fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	buf[len] = '\0';
-	for (char *p = buf; (p = strstr(p, needle)); p++)
-		n++;
-	return n;
+	sl_stop();
+	sl_start(conf);
 }
 
 static int rekey(struct ol_client *c, const char *name, bool force)
 {
 	Rdmab__DomainRekeyRequest dr = RDMAB__DOMAIN_REKEY_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
-	int err;
 
 	dr.domain = (char *)name;
 	dr.force = force;
 	req.body_case = RDMAB__REQUEST__BODY_DOMAIN_REKEY;
 	req.domain_rekey = &dr;
-	err = ol_call(c, &req, &m);
-	if (err == 0)
-		ol_free(m);
-	return err;
+	return ol_request(c, &req);
 }
 
-static int evict_rekey(struct ol_client *c, uint64_t id)
+static int evict_rekey(struct ol_client *c, uint64_t id, bool force)
 {
 	Rdmab__EvictRequest er = RDMAB__EVICT_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
-	int err;
 
 	er.client_id = id;
 	er.rekey = true;
+	er.force = force;
 	req.body_case = RDMAB__REQUEST__BODY_EVICT;
 	req.evict = &er;
-	err = ol_call(c, &req, &m);
-	if (err == 0)
-		ol_free(m);
-	return err;
+	return ol_request(c, &req);
 }
 
-static int ol_close_context(struct ol_client *c, uint64_t id)
+static int close_context(struct ol_client *c, uint64_t id)
 {
 	Rdmab__CloseContextRequest cr = RDMAB__CLOSE_CONTEXT_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
-	int err;
 
 	cr.context_id = id;
 	req.body_case = RDMAB__REQUEST__BODY_CLOSE_CONTEXT;
 	req.close_context = &cr;
+	return ol_request(c, &req);
+}
+
+/* A DM of 4096 bytes in @c's context; @ret_handle (NULL: not wanted) its
+ * handle. */
+static int dm_alloc(struct ol_client *c, uint32_t *ret_handle)
+{
+	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int err;
+
+	da.context_id = c->ctx_id;
+	da.length = 4096;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &da;
 	err = ol_call(c, &req, &m);
-	if (err == 0)
-		ol_free(m);
-	return err;
+	if (err)
+		return err;
+	if (ret_handle)
+		*ret_handle = m->reply->dm_alloc->handle;
+	ol_free(m);
+	return 0;
+}
+
+/*
+ * Client @i (a new one) makes an intent (a CQ) whose kernel call made an
+ * object, and is killed between the call and its register: that leaves
+ * one unaccounted object in its context, whose id this returns.
+ */
+static uint64_t leave_intent(int i)
+{
+	struct ol_client *c = sl_client(i, NULL, true);
+	uint64_t ctx = c->ctx_id;
+	struct ol_obj o;
+
+	sl_srv.devices.dev[0].intent_window = true;
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &o));
+	OK(ol_kernel_call(c, o.id, NULL, 0, &o.handle));
+	sl_kill(i);
+	sl_pump();
+	ol_close(c);
+	return ctx;
+}
+
+/* Client @i dies: its cleanup runs to the end, which frees its owner. */
+static void kill_and_reap(int i)
+{
+	sl_kill(i);
+	for (int n = 0; n < 100 && sl_owner(i); n++)
+		event_base_loop(sl_srv.base, EVLOOP_ONCE);
+	ck_assert_ptr_null(sl_owner(i));
 }
 
 /* Replace the first @name in @s by "NAME". */
@@ -223,9 +150,9 @@ static void unname(char *s, const char *name)
 
 START_TEST(test_refusals)
 {
-	struct ol_client *admin = client(0, NULL, true);
-	struct ol_client *priv = &cl[1];
-	struct ol_client *user = client(2, NULL, true);
+	struct ol_client *admin = sl_client(0, NULL, true);
+	struct ol_client *priv = &sl_cl[1];
+	struct ol_client *user = sl_client(2, NULL, true);
 	char a[256], b[256], name[64];
 	struct domain *d;
 
@@ -234,20 +161,11 @@ START_TEST(test_refusals)
 	snprintf(a, sizeof(a), "%s", ol_error);
 	unname(a, "no-such-domain");
 	{
-		int sv[2];
 		Rdmab__HelloRequest h = RDMAB__HELLO_REQUEST__INIT;
 		Rdmab__Request req = RDMAB__REQUEST__INIT;
 		Rdmab__DaemonMessage *m;
 
-		ck_assert_int_eq(socketpair(AF_UNIX,
-					    SOCK_SEQPACKET | SOCK_NONBLOCK |
-						    SOCK_CLOEXEC,
-					    0, sv),
-				 0);
-		ck_assert_int_eq(conn_new(&srv, sv[0], &conns[1]), 0);
-		priv->fd = sv[1];
-		priv->serial = 0;
-		priv->pump = pump;
+		sl_connect(1);
 		h.library_version = (char *)"test";
 		h.private_domain = true;
 		req.body_case = RDMAB__REQUEST__BODY_HELLO;
@@ -258,7 +176,7 @@ START_TEST(test_refusals)
 		OK(ol_open(priv));
 	}
 	ck_assert_int_eq(strncmp(name, "private-", 8), 0);
-	TAILQ_FOREACH(d, &srv.domains, link)
+	TAILQ_FOREACH(d, &sl_srv.domains, link)
 		if (strcmp(d->name, name) == 0)
 			break;
 	ck_assert_ptr_nonnull(d);
@@ -269,15 +187,15 @@ START_TEST(test_refusals)
 	ck_assert_uint_eq(d->rekeys, 0);
 
 	/* Not an administrator: refused before anything is looked up. */
-	conns[2]->cred.uid = 65534;
-	conns[2]->cred.gid = 65534;
-	free(conns[2]->groups);
-	conns[2]->groups = NULL;
-	conns[2]->n_groups = 0;
+	sl_conns[2]->cred.uid = 65534;
+	sl_conns[2]->cred.gid = 65534;
+	free(sl_conns[2]->groups);
+	sl_conns[2]->groups = NULL;
+	sl_conns[2]->n_groups = 0;
 	ck_assert_int_eq(rekey(user, user->domain, false), -EPERM);
 	ck_assert_int_eq(rekey(user, "no-such-domain", false), -EPERM);
-	ck_assert_int_eq(evict_rekey(user, admin->client_id), -EPERM);
-	ck_assert_int_eq(TAILQ_FIRST(&srv.domains)->rekeys, 0);
+	ck_assert_int_eq(evict_rekey(user, admin->client_id, false), -EPERM);
+	ck_assert_int_eq(TAILQ_FIRST(&sl_srv.domains)->rekeys, 0);
 	/* An administrator may. */
 	OK(rekey(admin, admin->domain, false));
 }
@@ -288,41 +206,20 @@ END_TEST
  * goes. */
 START_TEST(test_auto_rekey)
 {
-	struct ol_client *c = client(0, NULL, true);
-	struct ol_client *other = client(1, NULL, true);
-	struct ol_obj i1, i2;
+	struct ol_client *other = sl_client(1, NULL, true);
 	Rdmab__DaemonMessage *m = NULL;
 	uint32_t used = 0, unacc = 0;
 	uint64_t old = other->ctx_id;
 	struct domain *d;
 
-	/* Intents whose kernel call made an object: a client killed
-	 * between the call and its register leaves one unaccounted. */
-	srv.devices.dev[0].intent_window = true;
-	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
-			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
-	OK(ol_kernel_call(c, i1.id, NULL, 0, &i1.handle));
-	conn_close(conns[0]);
-	conns[0] = NULL;
-	objects_owner_dead(owner(0));
-	pump();
+	leave_intent(0);
 	/* One is below the threshold of 2. */
 	OK(ol_domain(other, other->domain, &used, &unacc));
 	ck_assert_uint_eq(unacc, 1);
-	ck_assert_int_eq(log_count("rekeyed"), 0);
-	ol_close(c);
-
-	c = client(2, NULL, true);
-	ck_assert_uint_eq(c->ctx_id, old);
-	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
-			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i2));
-	OK(ol_kernel_call(c, i2.id, NULL, 0, &i2.handle));
-	conn_close(conns[2]);
-	conns[2] = NULL;
-	objects_owner_dead(owner(2));
-	pump();
-	ck_assert_int_eq(log_count("domain uid-"), 1);
-	ck_assert_int_eq(log_count("rekeyed (automatic: 2 unaccounted"), 1);
+	ck_assert_int_eq(sl_log_count("rekeyed"), 0);
+	ck_assert_uint_eq(leave_intent(2), old);
+	ck_assert_int_eq(sl_log_count("domain uid-"), 1);
+	ck_assert_int_eq(sl_log_count("rekeyed (automatic: 2 unaccounted"), 1);
 	/* The holder is told, names the context, lets go. */
 	ck_assert_int_eq(tl_recv_msg(other->fd, 1000, &m), 1);
 	ck_assert_int_eq(m->kind_case, RDMAB__DAEMON_MESSAGE__KIND_EVENT);
@@ -331,12 +228,12 @@ START_TEST(test_auto_rekey)
 	ck_assert_uint_eq(m->event->object_kind, IBC_OBJ_CONTEXT);
 	ck_assert_uint_eq(m->event->object_id, old);
 	rdmab__daemon_message__free_unpacked(m, NULL);
-	d = TAILQ_FIRST(&srv.domains);
+	d = TAILQ_FIRST(&sl_srv.domains);
 	ck_assert_uint_eq(d->n_ctxs, 1);
 	ck_assert(TAILQ_FIRST(&d->ctxs)->rekeyed);
 	/* Still charged: PD and the two intents. */
 	ck_assert_uint_eq(d->used.objects, 3);
-	OK(ol_close_context(other, old));
+	OK(close_context(other, old));
 	ck_assert_uint_eq(d->n_ctxs, 0);
 	ck_assert_uint_eq(d->used.objects, 0);
 	/* A new one, counting from zero. */
@@ -345,75 +242,36 @@ START_TEST(test_auto_rekey)
 	OK(ol_domain(other, other->domain, &used, &unacc));
 	ck_assert_uint_eq(unacc, 0);
 	ck_assert_uint_eq(used, 1);
-	ck_assert_int_eq(log_count("rekeyed"), 1);
+	ck_assert_int_eq(sl_log_count("rekeyed"), 1);
 }
 END_TEST
 
 /* A domain with a DM is not rekeyed automatically: logged once. */
 START_TEST(test_auto_rekey_refused)
 {
-	struct ol_client *other = client(1, NULL, true);
+	struct ol_client *other = sl_client(1, NULL, true);
 	/* Keeps the context open throughout. */
-	struct ol_client *holder = client(3, NULL, true);
-	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
+	struct ol_client *holder = sl_client(3, NULL, true);
 	struct domain *d;
 
-	da.context_id = other->ctx_id;
-	da.length = 4096;
-	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
-	req.dm_alloc = &da;
-	OK(ol_call(other, &req, &m));
-	ol_free(m);
-	/* Intents whose kernel call made an object: a client killed
-	 * between the call and its register leaves one unaccounted. */
-	srv.devices.dev[0].intent_window = true;
-	for (int i = 0; i < 3; i++) {
-		struct ol_client *c = client(0, NULL, true);
-		struct ol_obj o;
-
-		OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
-				  IBC_OBJ_CQ, NULL, 0, NULL, 0, &o));
-		OK(ol_kernel_call(c, o.id, NULL, 0, &o.handle));
-		conn_close(conns[0]);
-		conns[0] = NULL;
-		objects_owner_dead(owner(0));
-		pump();
-		ol_close(c);
-	}
-	ck_assert_int_eq(log_count("no automatic rekey"), 1);
-	ck_assert_int_eq(log_count("(persistent)") +
-				 log_count("'s)"),
+	OK(dm_alloc(other, NULL));
+	for (int i = 0; i < 3; i++)
+		leave_intent(0);
+	ck_assert_int_eq(sl_log_count("no automatic rekey"), 1);
+	ck_assert_int_eq(sl_log_count("(persistent)") +
+				 sl_log_count("'s)"),
 			 1);
-	d = TAILQ_FIRST(&srv.domains);
+	d = TAILQ_FIRST(&sl_srv.domains);
 	ck_assert(!TAILQ_FIRST(&d->ctxs)->rekeyed);
 	ck_assert_uint_eq(d->rekeys, 0);
 	/* The DM goes with its allocator: the next intent left behind
 	 * rekeys. */
-	conn_close(conns[1]);
-	conns[1] = NULL;
-	objects_owner_dead(owner(1));
-	for (int i = 0; i < 100 && owner(1); i++)
-		event_base_loop(srv.base, EVLOOP_ONCE);
-	ck_assert_ptr_null(owner(1));
+	kill_and_reap(1);
 	ol_close(other);
-	other = client(1, NULL, true);
-	{
-		struct ol_client *c = client(0, NULL, true);
-		struct ol_obj o;
-
-		OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
-				  IBC_OBJ_CQ, NULL, 0, NULL, 0, &o));
-		OK(ol_kernel_call(c, o.id, NULL, 0, &o.handle));
-		conn_close(conns[0]);
-		conns[0] = NULL;
-		objects_owner_dead(owner(0));
-		pump();
-		ol_close(c);
-	}
+	other = sl_client(1, NULL, true);
+	leave_intent(0);
 	ck_assert_uint_eq(d->rekeys, 1);
-	ck_assert_int_eq(log_count("no automatic rekey"), 1);
+	ck_assert_int_eq(sl_log_count("no automatic rekey"), 1);
 	ck_assert_uint_eq(holder->ctx_id, TAILQ_FIRST(&d->ctxs)->id);
 	ck_assert(TAILQ_FIRST(&d->ctxs)->rekeyed);
 }
@@ -425,29 +283,14 @@ START_TEST(test_auto_rekey_off)
 	struct ol_client *other;
 	struct domain *d;
 
-	srv_teardown();
-	srv_start("");
-	other = client(1, NULL, true);
-	/* Intents whose kernel call made an object: a client killed
-	 * between the call and its register leaves one unaccounted. */
-	srv.devices.dev[0].intent_window = true;
-	for (int i = 0; i < 3; i++) {
-		struct ol_client *c = client(0, NULL, true);
-		struct ol_obj o;
-
-		OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
-				  IBC_OBJ_CQ, NULL, 0, NULL, 0, &o));
-		OK(ol_kernel_call(c, o.id, NULL, 0, &o.handle));
-		conn_close(conns[0]);
-		conns[0] = NULL;
-		objects_owner_dead(owner(0));
-		pump();
-		ol_close(c);
-	}
-	d = TAILQ_FIRST(&srv.domains);
+	srv_restart("");
+	other = sl_client(1, NULL, true);
+	for (int i = 0; i < 3; i++)
+		leave_intent(0);
+	d = TAILQ_FIRST(&sl_srv.domains);
 	ck_assert_uint_eq(TAILQ_FIRST(&d->ctxs)->unaccounted, 3);
 	ck_assert_uint_eq(d->rekeys, 0);
-	ck_assert_int_eq(log_count("rekeyed"), 0);
+	ck_assert_int_eq(sl_log_count("rekeyed"), 0);
 	(void)other;
 }
 END_TEST
@@ -460,11 +303,11 @@ END_TEST
  */
 START_TEST(test_event_to_gone_requester)
 {
-	struct ol_client *c = client(0, NULL, true);
-	struct ol_client *other = client(1, NULL, true);
+	struct ol_client *c = sl_client(0, NULL, true);
+	struct ol_client *other = sl_client(1, NULL, true);
 	Rdmab__DomainRekeyRequest dr = RDMAB__DOMAIN_REKEY_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	struct domain *d = TAILQ_FIRST(&srv.domains);
+	struct domain *d = TAILQ_FIRST(&sl_srv.domains);
 	uint64_t old = c->ctx_id;
 
 	dr.domain = c->domain;
@@ -475,19 +318,19 @@ START_TEST(test_event_to_gone_requester)
 	close(c->fd);
 	c->fd = -1;
 	for (int i = 0; i < 10; i++)
-		pump();
+		sl_pump();
 	ck_assert_uint_eq(d->rekeys, 1);
-	ck_assert_uint_eq(srv.n_conns, 1);
+	ck_assert_uint_eq(sl_srv.n_conns, 1);
 	ck_assert_uint_eq(TAILQ_FIRST(&d->ctxs)->id, old);
 	ck_assert(TAILQ_FIRST(&d->ctxs)->rekeyed);
-	OK(ol_close_context(other, old));
+	OK(close_context(other, old));
 	ck_assert_uint_eq(d->n_ctxs, 0);
 }
 END_TEST
 
 START_TEST(test_rss_event_to_gone_requester)
 {
-	struct ol_client *c = client(0, NULL, true);
+	struct ol_client *c = sl_client(0, NULL, true);
 	Rdmab__RssCreateRequest rc = RDMAB__RSS_CREATE_REQUEST__INIT;
 	Rdmab__FlowMatch fm = RDMAB__FLOW_MATCH__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -527,8 +370,8 @@ START_TEST(test_rss_event_to_gone_requester)
 	close(c->fd);
 	c->fd = -1;
 	for (int i = 0; i < 10; i++)
-		pump();
-	ck_assert_uint_eq(srv.n_conns, 0);
+		sl_pump();
+	ck_assert_uint_eq(sl_srv.n_conns, 0);
 }
 END_TEST
 
@@ -536,50 +379,26 @@ END_TEST
  * (it reads no more): the eviction must not use it after. */
 START_TEST(test_evict_force_closes_target)
 {
-	struct ol_client *admin = client(0, NULL, true);
-	struct ol_client *t = client(1, NULL, true);
-	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
-	Rdmab__EvictRequest er = RDMAB__EVICT_REQUEST__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
+	struct ol_client *admin = sl_client(0, NULL, true);
+	struct ol_client *t = sl_client(1, NULL, true);
 
-	da.context_id = t->ctx_id;
-	da.length = 4096;
-	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
-	req.dm_alloc = &da;
-	OK(ol_call(t, &req, &m));
-	ol_free(m);
+	OK(dm_alloc(t, NULL));
 	/* Sends to it fail (EPIPE), and it has not hung up. */
 	ck_assert_int_eq(shutdown(t->fd, SHUT_RD), 0);
-	er.client_id = t->client_id;
-	er.rekey = true;
-	er.force = true;
-	req.body_case = RDMAB__REQUEST__BODY_EVICT;
-	req.evict = &er;
-	OK(ol_call(admin, &req, &m));
-	ol_free(m);
-	ck_assert_uint_eq(srv.n_conns, 1);
-	ck_assert_uint_eq(TAILQ_FIRST(&srv.domains)->rekeys, 1);
+	OK(evict_rekey(admin, t->client_id, true));
+	ck_assert_uint_eq(sl_srv.n_conns, 1);
+	ck_assert_uint_eq(TAILQ_FIRST(&sl_srv.domains)->rekeys, 1);
 }
 END_TEST
 
 /* Many DMs: the sentence names whole ones and says there are more. */
 START_TEST(test_busy_many)
 {
-	struct ol_client *admin = client(0, NULL, true);
-	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
+	struct ol_client *admin = sl_client(0, NULL, true);
 	size_t len;
 
-	da.context_id = admin->ctx_id;
-	da.length = 4096;
-	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
-	req.dm_alloc = &da;
-	for (int i = 0; i < 20; i++) {
-		OK(ol_call(admin, &req, &m));
-		ol_free(m);
-	}
+	for (int i = 0; i < 20; i++)
+		OK(dm_alloc(admin, NULL));
 	ck_assert_int_eq(rekey(admin, admin->domain, false), -EBUSY);
 	ck_assert_msg(strstr(ol_error, "holds 20 objects"), "%s", ol_error);
 	ck_assert_msg(strstr(ol_error, "(--force destroys them)"), "%s",
@@ -589,7 +408,7 @@ START_TEST(test_busy_many)
 		      "%s", ol_error);
 	ck_assert_msg(strstr(ol_error, "'s), DM "), "%s", ol_error);
 	OK(rekey(admin, admin->domain, true));
-	ck_assert_uint_eq(TAILQ_FIRST(&srv.domains)->used.dm_bytes, 0);
+	ck_assert_uint_eq(TAILQ_FIRST(&sl_srv.domains)->used.dm_bytes, 0);
 }
 END_TEST
 
@@ -600,7 +419,7 @@ START_TEST(test_config)
 	struct config cfg;
 	FILE *f;
 
-	snprintf(path, sizeof(path), "%s/t.conf", dir);
+	snprintf(path, sizeof(path), "%s/t.conf", sl_dir);
 	f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
 	fputs("[domain a]\nusers = 0\n[domain b]\nusers = 0\n"
@@ -635,8 +454,8 @@ END_TEST
  * TRACK, the kernel call of an intent made before, an XRCD open. */
 START_TEST(test_stale_ctx)
 {
-	struct ol_client *admin = client(0, NULL, true);
-	struct ol_client *c = client(1, NULL, true);
+	struct ol_client *admin = sl_client(0, NULL, true);
+	struct ol_client *c = sl_client(1, NULL, true);
 	Rdmab__XrcdOpenRequest xo = RDMAB__XRCD_OPEN_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	static const int modes[] = {
@@ -648,11 +467,11 @@ START_TEST(test_stale_ctx)
 	struct ol_obj i1, o;
 	uint32_t handle;
 
-	srv.devices.dev[0].intent_window = true;
+	sl_srv.devices.dev[0].intent_window = true;
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
 	OK(rekey(admin, admin->domain, false));
-	ck_assert(TAILQ_FIRST(&TAILQ_FIRST(&srv.domains)->ctxs)->rekeyed);
+	ck_assert(TAILQ_FIRST(&TAILQ_FIRST(&sl_srv.domains)->ctxs)->rekeyed);
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		ck_assert_int_eq(ol_create_mode(c, modes[i], IBC_OBJ_CQ, NULL,
 						0, NULL, 0, &o),
@@ -682,22 +501,20 @@ START_TEST(test_import_quota)
 	struct ol_client *holder;
 	struct domain *d;
 
-	srv_teardown();
-	srv_start("[soft]\ninternal_objects_per_import = 3\n"
+	srv_restart("[soft]\ninternal_objects_per_import = 3\n"
 		  "[defaults]\nobjects = 8\n");
-	holder = client(0, NULL, true);
-	d = TAILQ_FIRST(&srv.domains);
+	holder = sl_client(0, NULL, true);
+	d = TAILQ_FIRST(&sl_srv.domains);
 	ck_assert_uint_eq(d->used.objects, 1);
 	for (int i = 0; i < 2; i++) {
-		client(1, NULL, true);
-		conn_close(conns[1]);
-		conns[1] = NULL;
-		pump();
-		ol_close(&cl[1]);
+		sl_client(1, NULL, true);
+		sl_hang_up(1);
+		sl_pump();
+		ol_close(&sl_cl[1]);
 	}
 	ck_assert_uint_eq(d->used.objects, 1 + 6);
-	client(1, NULL, false);
-	ck_assert_int_eq(ol_open(&cl[1]), -EDQUOT);
+	sl_client(1, NULL, false);
+	ck_assert_int_eq(ol_open(&sl_cl[1]), -EDQUOT);
 	ck_assert_msg(strstr(ol_error, "makes 3 of the provider's own"), "%s",
 		      ol_error);
 	ck_assert_uint_eq(d->used.objects, 1 + 6);
@@ -714,25 +531,23 @@ START_TEST(test_auto_rekey_stale)
 	struct ol_client *holder;
 	struct domain *d;
 
-	srv_teardown();
-	srv_start("[soft]\ninternal_objects_per_import = 1\n"
+	srv_restart("[soft]\ninternal_objects_per_import = 1\n"
 		  "[defaults]\nauto_rekey_unaccounted = 2\n");
 	/* Counted as on verbs: not at once. */
-	srv.devices.dev[0].broker_objects = false;
-	holder = client(0, NULL, true);
-	d = TAILQ_FIRST(&srv.domains);
+	sl_srv.devices.dev[0].broker_objects = false;
+	holder = sl_client(0, NULL, true);
+	d = TAILQ_FIRST(&sl_srv.domains);
 	for (int i = 0; i < 2; i++) {
-		client(1, NULL, true);
-		conn_close(conns[1]);
-		conns[1] = NULL;
-		ol_close(&cl[1]);
+		sl_client(1, NULL, true);
+		sl_hang_up(1);
+		ol_close(&sl_cl[1]);
 	}
 	for (int i = 0; i < 200 && !d->rekeys; i++) {
-		pump();
+		sl_pump();
 		usleep(10 * 1000);
 	}
 	ck_assert_uint_eq(d->rekeys, 1);
-	ck_assert_int_eq(log_count("rekeyed (automatic: 2 unaccounted"), 1);
+	ck_assert_int_eq(sl_log_count("rekeyed (automatic: 2 unaccounted"), 1);
 	(void)holder;
 }
 END_TEST
@@ -743,10 +558,9 @@ END_TEST
  * still running, alone. */
 START_TEST(test_close_nested_in_cleanup)
 {
-	struct ol_client *admin = client(0, NULL, true);
-	struct ol_client *x = client(1, NULL, true);
+	struct ol_client *admin = sl_client(0, NULL, true);
+	struct ol_client *x = sl_client(1, NULL, true);
 	struct ol_client *dead;
-	Rdmab__DmAllocRequest da = RDMAB__DM_ALLOC_REQUEST__INIT;
 	Rdmab__DmImportRequest di = RDMAB__DM_IMPORT_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	Rdmab__DaemonMessage *m;
@@ -755,15 +569,9 @@ START_TEST(test_close_nested_in_cleanup)
 	OK(rekey(admin, admin->domain, false));
 	/* x keeps its copy of the old context, and opens the new one. */
 	OK(ol_open(x));
-	dead = client(2, NULL, true);
+	dead = sl_client(2, NULL, true);
 	ck_assert_uint_eq(dead->ctx_id, x->ctx_id);
-	da.context_id = dead->ctx_id;
-	da.length = 4096;
-	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
-	req.dm_alloc = &da;
-	OK(ol_call(dead, &req, &m));
-	handle = m->reply->dm_alloc->handle;
-	ol_free(m);
+	OK(dm_alloc(dead, &handle));
 	di.context_id = x->ctx_id;
 	di.handle = handle;
 	req.body_case = RDMAB__REQUEST__BODY_DM_IMPORT;
@@ -772,13 +580,8 @@ START_TEST(test_close_nested_in_cleanup)
 	ol_free(m);
 	/* Sends to x fail (EPIPE). */
 	ck_assert_int_eq(shutdown(x->fd, SHUT_RD), 0);
-	conn_close(conns[2]);
-	conns[2] = NULL;
-	objects_owner_dead(owner(2));
-	for (int i = 0; i < 100 && owner(2); i++)
-		event_base_loop(srv.base, EVLOOP_ONCE);
-	ck_assert_ptr_null(owner(2));
-	ck_assert_uint_eq(srv.n_conns, 1);
+	kill_and_reap(2);
+	ck_assert_uint_eq(sl_srv.n_conns, 1);
 }
 END_TEST
 
@@ -788,7 +591,7 @@ static Suite *rekey_srv_suite(void)
 	TCase *tc;
 
 	tc = tcase_create("in-process");
-	tcase_add_checked_fixture(tc, srv_setup, srv_teardown);
+	tcase_add_checked_fixture(tc, srv_setup, sl_stop);
 	tcase_add_test(tc, test_refusals);
 	tcase_add_test(tc, test_auto_rekey);
 	tcase_add_test(tc, test_auto_rekey_refused);

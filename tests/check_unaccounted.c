@@ -30,30 +30,14 @@ static struct tl_daemon D;
 static struct ibc_client *C;
 static struct ibc_ctx *X;
 
+/* The daemon on @conf, this test's client C and its context X
+ * (tl_fixture_start says on stderr what failed). */
 static void start(const char *conf)
 {
-	const char *args[] = { "--config", NULL, NULL };
-	static char path[4096];
-	FILE *f;
-	char *dir;
-	int ret;
+	int ret = tl_fixture_start(&D, conf, &C, &X);
 
-	dir = tl_mkdtemp();
-	ck_assert_ptr_nonnull(dir);
-	snprintf(path, sizeof(path), "%s/rdmabroker.conf", dir);
-	free(dir);
-	f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	fputs(conf, f);
-	ck_assert_int_eq(fclose(f), 0);
-	args[1] = path;
-	ret = tl_daemon_start(&D, args);
-	ck_assert_msg(ret == 0, "cannot start %s: %s", tl_daemon_path(),
+	ck_assert_msg(ret == 0, "cannot start the daemon, connect and open: %s",
 		      strerror(-ret));
-	ret = tl_connect(D.sock, 20000, &C);
-	ck_assert_msg(ret == 0, "connect: %s", ibc_last_error());
-	ret = ibc_open(C, NULL, &X);
-	ck_assert_msg(ret == 0, "open: %s", ibc_last_error());
 }
 
 static void stop(void)
@@ -141,6 +125,16 @@ static void kill_child(pid_t pid)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 }
 
+/* Child @pid exits by itself, with status 0. */
+static void wait_child_ok(pid_t pid)
+{
+	int status;
+
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%#x",
+		      status);
+}
+
 /* Until the dead clients' sessions, intents and objects are gone (their
  * cleanup ran; this test's own client holds none), at most 10 s. */
 static struct ibc_domain_info settle(uint32_t members)
@@ -174,6 +168,21 @@ static void close_and_check_zero(void)
 	ck_assert_uint_eq(d.unaccounted, 0);
 }
 
+/* A dead client that made nothing left nothing: the PD alone exists and is
+ * charged, nothing unaccounted; then the context closes to zero and the
+ * daemon stops. */
+static void check_nothing_left(void)
+{
+	struct ibc_domain_info d = settle(1);
+
+	ck_assert_uint_eq(d.unaccounted, 0);
+	ck_assert_uint_eq(d.kernel_objects, 1);
+	/* An intent's charge went back: nothing exists for it. */
+	ck_assert_uint_eq(d.used.objects, 1);
+	close_and_check_zero();
+	stop();
+}
+
 static const char *window_conf = "[soft]\nintent_window = yes\n";
 
 /* rdmabrokerctl ARGS against the daemon: its output (static). */
@@ -198,22 +207,35 @@ static const char *ctl(const char *args)
 	return out;
 }
 
-/* Killed after its kernel call made the CQ, before the register: the
- * kernel holds a CQ nobody names. */
-START_TEST(test_killed_after_kernel_call)
+/*
+ * The daemon with the window, and a client stopped at @stop_at in it
+ * making a CQ: its intent is live and its own, made or not; charged are
+ * the PD and the intent; the kernel holds @kernel objects. Its pid.
+ */
+static pid_t stopped_in_window(const char *stop_at, uint32_t kernel)
 {
 	struct ibc_domain_info d;
 	pid_t pid;
 
 	start(window_conf);
-	pid = child("kernel", true, END_KILLED);
-	/* A live client's intent is its own, made or not. */
+	pid = child(stop_at, true, END_KILLED);
 	d = domain();
 	ck_assert_uint_eq(d.live_intents, 1);
-	ck_assert_uint_eq(d.kernel_objects, 2); /* the PD and the CQ */
+	ck_assert_uint_eq(d.kernel_objects, kernel);
+	ck_assert_uint_eq(d.used.objects, 2);
+	return pid;
+}
+
+/* Killed after its kernel call made the CQ, before the register: the
+ * kernel holds a CQ nobody names. */
+START_TEST(test_killed_after_kernel_call)
+{
+	pid_t pid = stopped_in_window("kernel", 2); /* the PD and the CQ */
+	struct ibc_domain_info d;
+
+	d = domain();
 	ck_assert_uint_eq(d.broker_objects, 1);
 	ck_assert_uint_eq(d.unaccounted, 0);
-	ck_assert_uint_eq(d.used.objects, 2); /* the PD and the intent */
 	kill_child(pid);
 	d = settle(1);
 	ck_assert_uint_eq(d.unaccounted, 1);
@@ -236,23 +258,10 @@ END_TEST
 /* Killed after its intent, before the kernel call: nothing was made. */
 START_TEST(test_killed_before_kernel_call)
 {
-	struct ibc_domain_info d;
-	pid_t pid;
+	pid_t pid = stopped_in_window("intent", 1);
 
-	start(window_conf);
-	pid = child("intent", true, END_KILLED);
-	d = domain();
-	ck_assert_uint_eq(d.live_intents, 1);
-	ck_assert_uint_eq(d.kernel_objects, 1);
-	ck_assert_uint_eq(d.used.objects, 2);
 	kill_child(pid);
-	d = settle(1);
-	ck_assert_uint_eq(d.unaccounted, 0);
-	ck_assert_uint_eq(d.kernel_objects, 1);
-	/* The intent's charge went back: nothing exists for it. */
-	ck_assert_uint_eq(d.used.objects, 1);
-	close_and_check_zero();
-	stop();
+	check_nothing_left();
 }
 END_TEST
 
@@ -296,7 +305,6 @@ END_TEST
 START_TEST(test_internal_objects)
 {
 	struct ibc_domain_info d;
-	int status;
 	pid_t pid;
 
 	start("[soft]\ninternal_objects_per_import = 3\n");
@@ -308,9 +316,7 @@ START_TEST(test_internal_objects)
 	 * ibv_close_device does on mlx5). */
 	for (int end = END_CLOSE; end <= END_DISCONNECT; end++) {
 		pid = child(NULL, true, (enum child_end)end);
-		ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
-			      "%#x", status);
+		wait_child_ok(pid);
 		d = settle(1);
 		ck_assert_uint_eq(d.kernel_objects, 1 + 3);
 		ck_assert_msg(d.unaccounted == 0, "end %d: %u unaccounted",
@@ -340,8 +346,6 @@ END_TEST
  * request: a kill leaves nothing, and the hook never stops anyone. */
 START_TEST(test_default_no_window)
 {
-	struct ibc_domain_info d;
-	int status;
 	pid_t pid;
 
 	start("# defaults\n");
@@ -361,15 +365,8 @@ START_TEST(test_default_no_window)
 			_exit(1);
 		_exit(0);
 	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "%#x",
-		      status);
-	d = settle(1);
-	ck_assert_uint_eq(d.unaccounted, 0);
-	ck_assert_uint_eq(d.kernel_objects, 1);
-	ck_assert_uint_eq(d.used.objects, 1);
-	close_and_check_zero();
-	stop();
+	wait_child_ok(pid);
+	check_nothing_left();
 }
 END_TEST
 
@@ -459,15 +456,11 @@ START_TEST(test_config_errors)
 		const char *args[] = { "--config", path, NULL };
 		int status = 0;
 		pid_t pid;
-		FILE *f;
 
 		ck_assert_ptr_nonnull(dir);
 		snprintf(path, sizeof(path), "%s/rdmabroker.conf", dir);
 		snprintf(sock, sizeof(sock), "%s/sock", dir);
-		f = fopen(path, "w");
-		ck_assert_ptr_nonnull(f);
-		fputs(bad[i], f);
-		ck_assert_int_eq(fclose(f), 0);
+		ck_assert_int_eq(tl_write_conf(path, bad[i]), 0);
 		pid = tl_daemon_spawn(dir, sock, args);
 		ck_assert_int_gt(pid, 0);
 		ck_assert_int_ge(tl_wait_pid(pid, 20000, &status), 0);

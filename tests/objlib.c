@@ -256,50 +256,49 @@ int ol_mr(struct ol_client *c, uint64_t addr, uint64_t length,
 	return ol_create(c, IBC_OBJ_MR, NULL, 0, &a, ret);
 }
 
+int ol_request(struct ol_client *c, Rdmab__Request *req)
+{
+	Rdmab__DaemonMessage *m;
+	int err;
+
+	err = ol_call(c, req, &m);
+	if (err == 0)
+		ol_free(m);
+	return err;
+}
+
 int ol_destroy(struct ol_client *c, uint64_t id)
 {
 	Rdmab__ObjDestroyRequest q = RDMAB__OBJ_DESTROY_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
-	int err;
 
 	q.object_id = id;
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
 	req.obj_destroy = &q;
-	err = ol_call(c, &req, &m);
-	ol_free(err ? NULL : m);
-	return err;
+	return ol_request(c, &req);
 }
 
 int ol_register(struct ol_client *c, uint64_t id, uint32_t handle)
 {
 	Rdmab__ObjRegisterRequest q = RDMAB__OBJ_REGISTER_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
-	int err;
 
 	q.object_id = id;
 	q.handle = handle;
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_REGISTER;
 	req.obj_register = &q;
-	err = ol_call(c, &req, &m);
-	ol_free(err ? NULL : m);
-	return err;
+	return ol_request(c, &req);
 }
 
 int ol_evict(struct ol_client *c, uint64_t client_id)
 {
 	Rdmab__EvictRequest q = RDMAB__EVICT_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
-	int err;
 
 	q.client_id = client_id;
 	req.body_case = RDMAB__REQUEST__BODY_EVICT;
 	req.evict = &q;
-	err = ol_call(c, &req, &m);
-	ol_free(err ? NULL : m);
-	return err;
+	return ol_request(c, &req);
 }
 
 int ol_list(struct ol_client *c, uint64_t client_id, const char *domain,

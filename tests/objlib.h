@@ -3,8 +3,9 @@
  * The object registry's requests as raw packets, for the daemon's tests
  * (which do not go through libibclient): a blocking raw client that says
  * hello, opens a context and creates, registers, destroys and lists
- * objects. Like testlib, nothing here uses Check: calls return 0 or -errno
- * (the daemon's error), and ol_error holds the daemon's sentence.
+ * objects. Like testlib, the calls do not use Check: they return 0 or
+ * -errno (the daemon's error), and ol_error holds the daemon's sentence;
+ * OK() asserts one succeeded, in a suite.
  */
 #ifndef RDMAB_TESTS_OBJLIB_H
 #define RDMAB_TESTS_OBJLIB_H
@@ -17,6 +18,15 @@
 
 /* The daemon's sentence for the last failed call (per process). */
 extern char ol_error[256];
+
+/* For the Check suites that use these calls: assert that @call returned
+ * 0, naming it, the error and the daemon's sentence. */
+#define OK(call)                                                         \
+	do {                                                             \
+		int ok_ret_ = (call);                                    \
+		ck_assert_msg(ok_ret_ == 0, "%s: %s (%s)", #call,        \
+			      strerror(-ok_ret_), ol_error);             \
+	} while (0)
 
 struct ol_client {
 	int fd;
@@ -44,6 +54,9 @@ void ol_close(struct ol_client *c);
 int ol_call(struct ol_client *c, Rdmab__Request *req,
 	    Rdmab__DaemonMessage **ret);
 void ol_free(Rdmab__DaemonMessage *m);
+/* ol_call() for a request whose reply says nothing more than that it
+ * worked: the reply is dropped. 0 or -errno. */
+int ol_request(struct ol_client *c, Rdmab__Request *req);
 /* Send @req and do not wait: its reply is read later, or never. */
 int ol_send(struct ol_client *c, Rdmab__Request *req);
 

@@ -112,6 +112,23 @@ int tl_rmtree(const char *path)
 	return 0;
 }
 
+int tl_count_in_file(const char *path, const char *needle)
+{
+	static char buf[1 << 20];
+	FILE *f = fopen(path, "re");
+	size_t len;
+	int n = 0;
+
+	if (!f)
+		return -errno;
+	len = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[len] = '\0';
+	for (char *p = buf; (p = strstr(p, needle)); p++)
+		n++;
+	return n;
+}
+
 int tl_count_fds(pid_t pid)
 {
 	char path[64];

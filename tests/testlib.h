@@ -33,6 +33,9 @@ int tl_rmtree(const char *path);
 
 /* Open descriptors of @pid (0: this process), or -errno. */
 int tl_count_fds(pid_t pid);
+/* How often @needle stands in the first MiB of file @path (a daemon's
+ * log), or -errno. */
+int tl_count_in_file(const char *path, const char *needle);
 
 void tl_sleep_ms(unsigned int ms);
 int64_t tl_now_ms(void);

@@ -43,6 +43,13 @@ static void write_seed(const char *target, const char *name,
 	}
 }
 
+/* A seed of the request target, from @b (freed). */
+static void request_seed(const char *name, struct tl_buf *b)
+{
+	write_seed("request", name, b);
+	tl_buf_free(b);
+}
+
 /* --- requests ------------------------------------------------------------ */
 
 static uint64_t serial;
@@ -54,21 +61,30 @@ static void req_init(Rdmab__Request *req)
 	req->serial = ++serial;
 }
 
+/* A request whose body (of @body_case) is @body: the members of its oneof
+ * share one pointer. */
+static void pk_body(struct tl_buf *b, Rdmab__Request__BodyCase body_case,
+		    void *body)
+{
+	Rdmab__Request req;
+
+	req_init(&req);
+	req.body_case = body_case;
+	req.status = body;
+	tl_pb_message(b, &req.base);
+}
+
 static void pk_hello_version(struct tl_buf *b, const char *domain,
 			     bool private, const char *version)
 {
 	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
-	Rdmab__Request req;
 
-	req_init(&req);
 	hello.library_version = (char *)version;
 	hello.pid = 4242;
 	hello.fork_state = RDMAB__FORK_STATE__FORK_UNNEEDED;
 	hello.domain = (char *)domain;
 	hello.private_domain = private;
-	req.body_case = RDMAB__REQUEST__BODY_HELLO;
-	req.hello = &hello;
-	tl_pb_message(b, &req.base);
+	pk_body(b, RDMAB__REQUEST__BODY_HELLO, &hello);
 }
 
 static void pk_hello(struct tl_buf *b, const char *domain, bool private)
@@ -90,50 +106,33 @@ static void pk_ping(struct tl_buf *b, const char *payload)
 static void pk_status(struct tl_buf *b)
 {
 	Rdmab__StatusRequest st = RDMAB__STATUS_REQUEST__INIT;
-	Rdmab__Request req;
 
-	req_init(&req);
-	req.body_case = RDMAB__REQUEST__BODY_STATUS;
-	req.status = &st;
-	tl_pb_message(b, &req.base);
+	pk_body(b, RDMAB__REQUEST__BODY_STATUS, &st);
 }
 
 static void pk_open(struct tl_buf *b, const char *device)
 {
 	Rdmab__OpenContextRequest oc = RDMAB__OPEN_CONTEXT_REQUEST__INIT;
-	Rdmab__Request req;
 
-	req_init(&req);
 	oc.device = (char *)device;
-	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
-	req.open_context = &oc;
-	tl_pb_message(b, &req.base);
+	pk_body(b, RDMAB__REQUEST__BODY_OPEN_CONTEXT, &oc);
 }
 
 static void pk_close(struct tl_buf *b, uint64_t id)
 {
 	Rdmab__CloseContextRequest cc = RDMAB__CLOSE_CONTEXT_REQUEST__INIT;
-	Rdmab__Request req;
 
-	req_init(&req);
 	cc.context_id = id;
-	req.body_case = RDMAB__REQUEST__BODY_CLOSE_CONTEXT;
-	req.close_context = &cc;
-	tl_pb_message(b, &req.base);
+	pk_body(b, RDMAB__REQUEST__BODY_CLOSE_CONTEXT, &cc);
 }
 
 /* @which: RDMAB__REQUEST__BODY_LIST_DEVICES, _DOMAINS or _CLIENTS. */
 static void pk_list(struct tl_buf *b, int which, uint32_t offset)
 {
 	Rdmab__ListRequest lr = RDMAB__LIST_REQUEST__INIT;
-	Rdmab__Request req;
 
-	req_init(&req);
 	lr.offset = offset;
-	req.body_case = (Rdmab__Request__BodyCase)which;
-	/* One pointer whichever list it is (a oneof). */
-	req.list_devices = &lr;
-	tl_pb_message(b, &req.base);
+	pk_body(b, (Rdmab__Request__BodyCase)which, &lr);
 }
 
 /* A request of a newer client: field 99. */
@@ -170,9 +169,7 @@ static void pk_obj_create(struct tl_buf *b, uint64_t ctx, uint32_t kind,
 			  Rdmab__ObjAttr *attr, uint32_t handle)
 {
 	Rdmab__ObjCreateRequest oc = RDMAB__OBJ_CREATE_REQUEST__INIT;
-	Rdmab__Request req;
 
-	req_init(&req);
 	oc.context_id = ctx;
 	oc.kind = kind;
 	oc.mode = mode;
@@ -180,61 +177,43 @@ static void pk_obj_create(struct tl_buf *b, uint64_t ctx, uint32_t kind,
 	oc.n_uses = n_uses;
 	oc.attr = attr;
 	oc.handle = handle;
-	req.body_case = RDMAB__REQUEST__BODY_OBJ_CREATE;
-	req.obj_create = &oc;
-	tl_pb_message(b, &req.base);
+	pk_body(b, RDMAB__REQUEST__BODY_OBJ_CREATE, &oc);
 }
 
 static void pk_obj_register(struct tl_buf *b, uint64_t id, uint32_t handle)
 {
 	Rdmab__ObjRegisterRequest rr = RDMAB__OBJ_REGISTER_REQUEST__INIT;
-	Rdmab__Request req;
 
-	req_init(&req);
 	rr.object_id = id;
 	rr.handle = handle;
-	req.body_case = RDMAB__REQUEST__BODY_OBJ_REGISTER;
-	req.obj_register = &rr;
-	tl_pb_message(b, &req.base);
+	pk_body(b, RDMAB__REQUEST__BODY_OBJ_REGISTER, &rr);
 }
 
 static void pk_obj_destroy(struct tl_buf *b, uint64_t id)
 {
 	Rdmab__ObjDestroyRequest od = RDMAB__OBJ_DESTROY_REQUEST__INIT;
-	Rdmab__Request req;
 
-	req_init(&req);
 	od.object_id = id;
-	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
-	req.obj_destroy = &od;
-	tl_pb_message(b, &req.base);
+	pk_body(b, RDMAB__REQUEST__BODY_OBJ_DESTROY, &od);
 }
 
 static void pk_list_objects(struct tl_buf *b, uint32_t offset,
 			    uint64_t client, const char *domain)
 {
 	Rdmab__ListObjectsRequest lo = RDMAB__LIST_OBJECTS_REQUEST__INIT;
-	Rdmab__Request req;
 
-	req_init(&req);
 	lo.offset = offset;
 	lo.client_id = client;
 	lo.domain = (char *)domain;
-	req.body_case = RDMAB__REQUEST__BODY_LIST_OBJECTS;
-	req.list_objects = &lo;
-	tl_pb_message(b, &req.base);
+	pk_body(b, RDMAB__REQUEST__BODY_LIST_OBJECTS, &lo);
 }
 
 static void pk_evict(struct tl_buf *b, uint64_t client)
 {
 	Rdmab__EvictRequest ev = RDMAB__EVICT_REQUEST__INIT;
-	Rdmab__Request req;
 
-	req_init(&req);
 	ev.client_id = client;
-	req.body_case = RDMAB__REQUEST__BODY_EVICT;
-	req.evict = &ev;
-	tl_pb_message(b, &req.base);
+	pk_body(b, RDMAB__REQUEST__BODY_EVICT, &ev);
 }
 
 /* --- daemon messages, for the client half of the request target ------- */
@@ -279,8 +258,7 @@ static void seeds_daemon_messages(void)
 	r.body_case = RDMAB__REPLY__BODY_HELLO;
 	r.hello = &hr;
 	pk_daemon_reply(&b, &r);
-	write_seed("request", "reply-hello", &b);
-	tl_buf_free(&b);
+	request_seed("reply-hello", &b);
 
 	rdmab__reply__init(&r);
 	r.serial = 2;
@@ -289,16 +267,14 @@ static void seeds_daemon_messages(void)
 	r.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
 	r.open_context = &oc;
 	pk_daemon_reply(&b, &r);
-	write_seed("request", "reply-open-context", &b);
-	tl_buf_free(&b);
+	request_seed("reply-open-context", &b);
 
 	rdmab__reply__init(&r);
 	r.serial = 3;
 	r.error = ENOENT;
 	r.message = (char *)"context 9 is not open in this session";
 	pk_daemon_reply(&b, &r);
-	write_seed("request", "reply-error", &b);
-	tl_buf_free(&b);
+	request_seed("reply-error", &b);
 
 	sev.reason = (char *)"SIGTERM";
 	ev.body_case = RDMAB__EVENT__BODY_SHUTDOWN;
@@ -306,8 +282,7 @@ static void seeds_daemon_messages(void)
 	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_EVENT;
 	msg.event = &ev;
 	tl_pb_message(&b, &msg.base);
-	write_seed("request", "event-shutdown", &b);
-	tl_buf_free(&b);
+	request_seed("event-shutdown", &b);
 }
 
 static void seeds_requests(void)
@@ -324,37 +299,27 @@ static void seeds_requests(void)
 
 	serial = 0;
 	pk_hello(&b, "", false);
-	write_seed("request", "hello", &b);
-	tl_buf_free(&b);
+	request_seed("hello", &b);
 	pk_hello(&b, "fz", false);
-	write_seed("request", "hello-domain", &b);
-	tl_buf_free(&b);
+	request_seed("hello-domain", &b);
 	pk_hello(&b, "", true);
-	write_seed("request", "hello-private", &b);
-	tl_buf_free(&b);
+	request_seed("hello-private", &b);
 	pk_ping(&b, "fuzz");
-	write_seed("request", "ping", &b);
-	tl_buf_free(&b);
+	request_seed("ping", &b);
 	pk_status(&b);
-	write_seed("request", "status", &b);
-	tl_buf_free(&b);
+	request_seed("status", &b);
 	pk_open(&b, "soft0");
-	write_seed("request", "open-context", &b);
-	tl_buf_free(&b);
+	request_seed("open-context", &b);
 	pk_close(&b, 1);
-	write_seed("request", "close-context", &b);
-	tl_buf_free(&b);
+	request_seed("close-context", &b);
 	for (size_t i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
 		pk_list(&b, lists[i].which, (uint32_t)i);
-		write_seed("request", lists[i].name, &b);
-		tl_buf_free(&b);
+		request_seed(lists[i].name, &b);
 	}
 	pk_unknown(&b);
-	write_seed("request", "unknown-body", &b);
-	tl_buf_free(&b);
+	request_seed("unknown-body", &b);
 	pk_unknown_fields(&b, 1300);
-	write_seed("request", "unknown-fields", &b);
-	tl_buf_free(&b);
+	request_seed("unknown-fields", &b);
 	{
 		static const uint64_t uses[] = { 1, 1, 0 };
 		Rdmab__ObjAttr attr = RDMAB__OBJ_ATTR__INIT;
@@ -364,21 +329,16 @@ static void seeds_requests(void)
 		attr.max_send_sge = attr.max_recv_sge = 1;
 		pk_obj_create(&b, 1, 1, RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE,
 			      uses, 3, &attr, 0);
-		write_seed("request", "obj-create", &b);
-		tl_buf_free(&b);
+		request_seed("obj-create", &b);
 	}
 	pk_obj_register(&b, 1, 3);
-	write_seed("request", "obj-register", &b);
-	tl_buf_free(&b);
+	request_seed("obj-register", &b);
 	pk_obj_destroy(&b, 1);
-	write_seed("request", "obj-destroy", &b);
-	tl_buf_free(&b);
+	request_seed("obj-destroy", &b);
 	pk_list_objects(&b, 0, 1, "uid-0");
-	write_seed("request", "list-objects", &b);
-	tl_buf_free(&b);
+	request_seed("list-objects", &b);
 	pk_evict(&b, 2);
-	write_seed("request", "evict", &b);
-	tl_buf_free(&b);
+	request_seed("evict", &b);
 	seeds_daemon_messages();
 }
 
@@ -776,76 +736,102 @@ static void seeds_objects(void)
 static void pk_rekey(struct tl_buf *b, const char *domain, bool force)
 {
 	Rdmab__DomainRekeyRequest dr = RDMAB__DOMAIN_REKEY_REQUEST__INIT;
-	Rdmab__Request req;
 
-	req_init(&req);
 	dr.domain = (char *)domain;
 	dr.force = force;
-	req.body_case = RDMAB__REQUEST__BODY_DOMAIN_REKEY;
-	req.domain_rekey = &dr;
-	tl_pb_message(b, &req.base);
+	pk_body(b, RDMAB__REQUEST__BODY_DOMAIN_REKEY, &dr);
 }
 
 static void pk_evict_rekey(struct tl_buf *b, uint64_t client, bool force)
 {
 	Rdmab__EvictRequest ev = RDMAB__EVICT_REQUEST__INIT;
-	Rdmab__Request req;
 
-	req_init(&req);
 	ev.client_id = client;
 	ev.rekey = true;
 	ev.force = force;
-	req.body_case = RDMAB__REQUEST__BODY_EVICT;
-	req.evict = &ev;
-	tl_pb_message(b, &req.base);
+	pk_body(b, RDMAB__REQUEST__BODY_EVICT, &ev);
 }
+
+/* One record of a rekey session: who sends it (@ctl: 0 or SLOT1) and
+ * which request. */
+struct rekey_step {
+	uint8_t ctl;
+	enum { RK_HELLO, RK_OPEN, RK_CQ, RK_CLOSE, RK_REKEY, RK_EVICT,
+	       RK_PING } op;
+	/* RK_CQ, RK_CLOSE: the context; RK_EVICT: the client. */
+	uint64_t id;
+	/* RK_REKEY: the domain; RK_PING: the payload. */
+	const char *text;
+	bool force;
+};
 
 /* A member works on in the old context, lets go of it, opens the new
  * one; an administrator rekeys (plain, forced, a domain that does not
  * exist) and evicts the member with --rekey. */
-static void seeds_rekey(void)
+static const struct rekey_step rekey_session[] = {
+	{ 0, RK_HELLO },
+	{ 0, RK_OPEN },
+	{ 0, RK_CQ, .id = 1 },
+	{ SLOT1, RK_HELLO },
+	{ SLOT1, RK_REKEY, .text = "fz" },
+	{ 0, RK_CQ, .id = 1 },
+	{ 0, RK_CLOSE, .id = 1 },
+	{ 0, RK_OPEN },
+	{ 0, RK_CQ, .id = 2 },
+	{ SLOT1, RK_REKEY, .text = "fz", .force = true },
+	{ SLOT1, RK_REKEY, .text = "nosuch" },
+	{ SLOT1, RK_EVICT, .id = 1 },
+	{ SLOT1, RK_PING, .text = "after the rekeys" },
+};
+
+static void pk_rekey_step(struct tl_buf *b, const struct rekey_step *st)
 {
 	Rdmab__ObjAttr cq = RDMAB__OBJ_ATTR__INIT;
-	const Rdmab__ObjCreateRequest__Mode create =
-		RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE;
+
+	cq.cqe = 4;
+	switch (st->op) {
+	case RK_HELLO:
+		pk_hello(b, "", false);
+		break;
+	case RK_OPEN:
+		pk_open(b, "");
+		break;
+	case RK_CQ:
+		pk_obj_create(b, st->id, 2,
+			      RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE, NULL, 0,
+			      &cq, 0);
+		break;
+	case RK_CLOSE:
+		pk_close(b, st->id);
+		break;
+	case RK_REKEY:
+		pk_rekey(b, st->text, st->force);
+		break;
+	case RK_EVICT:
+		pk_evict_rekey(b, st->id, st->force);
+		break;
+	case RK_PING:
+		pk_ping(b, st->text);
+		break;
+	}
+}
+
+static void seeds_rekey(void)
+{
 	struct tl_buf p = { 0 };
 	struct sess s;
 
 	pk_rekey(&p, "fz", true);
-	write_seed("request", "domain-rekey", &p);
-	tl_buf_free(&p);
+	request_seed("domain-rekey", &p);
 	pk_evict_rekey(&p, 2, true);
-	write_seed("request", "evict-rekey", &p);
-	tl_buf_free(&p);
+	request_seed("evict-rekey", &p);
 
-	cq.cqe = 4;
 	sess_begin(&s, HDR(FUZZ_ID_USER, FUZZ_ID_ADMIN_GROUP));
-	pk_hello(&p, "", false);
-	sess_add(&s, 0, &p);
-	pk_open(&p, "");
-	sess_add(&s, 0, &p);
-	pk_obj_create(&p, 1, 2, create, NULL, 0, &cq, 0);
-	sess_add(&s, 0, &p);
-	pk_hello(&p, "", false);
-	sess_add(&s, SLOT1, &p);
-	pk_rekey(&p, "fz", false);
-	sess_add(&s, SLOT1, &p);
-	pk_obj_create(&p, 1, 2, create, NULL, 0, &cq, 0);
-	sess_add(&s, 0, &p);
-	pk_close(&p, 1);
-	sess_add(&s, 0, &p);
-	pk_open(&p, "");
-	sess_add(&s, 0, &p);
-	pk_obj_create(&p, 2, 2, create, NULL, 0, &cq, 0);
-	sess_add(&s, 0, &p);
-	pk_rekey(&p, "fz", true);
-	sess_add(&s, SLOT1, &p);
-	pk_rekey(&p, "nosuch", false);
-	sess_add(&s, SLOT1, &p);
-	pk_evict_rekey(&p, 1, false);
-	sess_add(&s, SLOT1, &p);
-	pk_ping(&p, "after the rekeys");
-	sess_add(&s, SLOT1, &p);
+	for (size_t i = 0; i < sizeof(rekey_session) / sizeof(rekey_session[0]);
+	     i++) {
+		pk_rekey_step(&p, &rekey_session[i]);
+		sess_add(&s, rekey_session[i].ctl, &p);
+	}
 	sess_write(&s, "rekey");
 }
 

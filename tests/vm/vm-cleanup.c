@@ -27,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -43,13 +42,12 @@
 #include "daemon/server.h"
 #include "tests/objlib.h"
 #include "tests/testlib.h"
+#include "tests/vm/vmsrv.h"
 #include "tests/vm/vmutil.h"
 
 #define BULK 250 /* CQ, MR, SRQ and QP each: 1,000 objects */
 
-static struct server srv;
 static const char *dev_name;
-static char sock_path[128];
 static struct ibv_context *vctx;
 static struct ibv_pd *vpd;
 
@@ -101,40 +99,11 @@ static int kernel_count(const char *type)
 	return n;
 }
 
-static void pump(void)
-{
-	event_base_loop(srv.base, EVLOOP_NONBLOCK);
-}
-
 /* Turn the loop, then rest a millisecond: timers are what is awaited. */
 static void pump_wait(void)
 {
-	pump();
+	vs_pump();
 	poll(NULL, 0, 1);
-}
-
-/* Turn the daemon's loop until @fd is readable (or for @ms). */
-static bool pump_until_readable(int fd, int ms)
-{
-	int64_t deadline = tl_now_ms() + ms;
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	while (tl_now_ms() < deadline) {
-		pump();
-		if (poll(&p, 1, 1) == 1)
-			return true;
-	}
-	return false;
-}
-
-static struct obj_owner *owner_of(uint64_t client_id)
-{
-	struct obj_owner *ow;
-
-	TAILQ_FOREACH(ow, &srv.registry->owners, link)
-		if (ow->client_id == client_id)
-			return ow;
-	return NULL;
 }
 
 /* --- the child's side ------------------------------------------------- */
@@ -220,7 +189,7 @@ static void child_small(int report, int cmd)
 	int op[2];
 	pid_t pid;
 
-	if (ol_connect(&c, sock_path, NULL) < 0)
+	if (ol_connect(&c, vs_sock, NULL) < 0)
 		_exit(10);
 	m.client_id = c.client_id;
 	if (intent(&c, IBC_OBJ_MR, &id[0]) < 0 ||
@@ -267,7 +236,7 @@ static void child_bulk(int report)
 	struct ol_client c;
 	struct made m = { 0 };
 
-	if (ol_connect(&c, sock_path, NULL) < 0)
+	if (ol_connect(&c, vs_sock, NULL) < 0)
 		_exit(20);
 	m.client_id = c.client_id;
 	for (int i = 0; i < BULK; i++) {
@@ -317,11 +286,8 @@ static pid_t fork_child(void (*fn)(int, int), int *ret_report, int *ret_cmd)
 
 	if (pipe(rp) < 0 || pipe(cp) < 0)
 		return -1;
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
+	pid = vs_fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(rp[0]);
 		close(cp[1]);
 		fn(rp[1], cp[0]);
@@ -344,7 +310,7 @@ static void bulk_wrap(int report, int cmd)
 
 static bool read_made(int fd, struct made *m, int ms)
 {
-	return pump_until_readable(fd, ms) &&
+	return vs_pump_until_readable(fd, ms) &&
 	       vm_read_all(fd, m, sizeof(*m)) == 0;
 }
 
@@ -379,7 +345,7 @@ static void test_small(void)
 	waitpid(pid, &status, 0);
 	/* The first rounds: everything but the CQ the other QP uses. */
 	deadline = tl_now_ms() + 20000;
-	while ((ow = owner_of(m.client_id)) &&
+	while ((ow = vs_owner_of(m.client_id)) &&
 	       !(ow->state == OWNER_DEAD && ow->round >= 1) &&
 	       tl_now_ms() < deadline)
 		pump_wait();
@@ -394,19 +360,19 @@ static void test_small(void)
 		 kernel_count("qp"), kernel_count("cq"), kernel_count("srq"),
 		 kernel_count("mr"));
 	/* The other process lets go; a later round destroys the CQ. */
-	if (write(cmd, "x", 1) != 1 || !pump_until_readable(report, 10000) ||
+	if (write(cmd, "x", 1) != 1 || !vs_pump_until_readable(report, 10000) ||
 	    vm_read_all(report, &other_ret, sizeof(other_ret)) < 0)
 		other_ret = 1;
 	vm_check(other_ret == 0, "cleanup-other-qp",
 		 "the other process destroyed its QP: %u", other_ret);
 	deadline = tl_now_ms() + 40000;
-	while (owner_of(m.client_id) && tl_now_ms() < deadline)
+	while (vs_owner_of(m.client_id) && tl_now_ms() < deadline)
 		pump_wait();
-	vm_check(!owner_of(m.client_id) && kernel_count("qp") == 0 &&
+	vm_check(!vs_owner_of(m.client_id) && kernel_count("qp") == 0 &&
 			 kernel_count("cq") == 0,
 		 "cleanup-done",
 		 "the registry %s the child; rdma resource: qp %d, cq %d",
-		 owner_of(m.client_id) ? "still has" : "forgot",
+		 vs_owner_of(m.client_id) ? "still has" : "forgot",
 		 kernel_count("qp"), kernel_count("cq"));
 	/* Order: QP, SRQ, CQ (busy), MR, then the CQ again. */
 	ok = n_seen >= 5;
@@ -446,10 +412,10 @@ static void test_bulk(void)
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	deadline = t0 + 120000;
-	while (owner_of(m.client_id) && tl_now_ms() < deadline)
-		pump();
+	while (vs_owner_of(m.client_id) && tl_now_ms() < deadline)
+		vs_pump();
 	gone_ms = tl_now_ms() - t0;
-	vm_check(!owner_of(m.client_id) && kernel_count("qp") == 0 &&
+	vm_check(!vs_owner_of(m.client_id) && kernel_count("qp") == 0 &&
 			 kernel_count("cq") == 0 && kernel_count("mr") == 0 &&
 			 kernel_count("srq") == 0,
 		 "cleanup-bulk",
@@ -463,20 +429,8 @@ static void test_bulk(void)
 
 int main(int argc, char **argv)
 {
-	char dir[] = "/tmp/vm-cleanup-XXXXXX", cfg[160];
-	struct server_options opt = {
-		.socket_path = sock_path,
-		.config_path = cfg,
-		.device_mode = DEVICE_MODE_VERBS,
-		.socket_mode = 0600,
-		.max_conns = 16,
-		.outq_max = 256 * 1024,
-	};
 	struct ol_client parent;
 	struct device *dev;
-	struct dctx *x = NULL;
-	struct domain *d;
-	int ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
@@ -485,55 +439,21 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	dev_name = argv[1];
-	log_max_priority = LOG_INFO;
-	if (!mkdtemp(dir))
-		return 1;
-	snprintf(sock_path, sizeof(sock_path), "%s/sock", dir);
-	snprintf(cfg, sizeof(cfg), "%s/none.conf", dir);
-	opt.runtime_dir = dir;
-	ret = server_init(&srv, &opt);
-	dev = ret == 0 ? device_find(&srv.devices, dev_name) : NULL;
-	if (!vm_check(dev != NULL, "cleanup-daemon",
-		      "an in-process daemon on %s: %s", dev_name,
-		      ret ? strerror(-ret) : dev ? "ok" : "no such device"))
+	dev = vs_start("cleanup", dev_name);
+	if (!dev)
 		return 1;
 	/* Later rounds far enough apart for the other process to act. */
-	srv.registry->backoff_ms = 200;
+	vs_srv.registry->backoff_ms = 200;
 	verbs_destroy = dev->ctx_ops_table.obj_destroy;
 	dev->ctx_ops_table.obj_destroy = seen_destroy;
-
 	/* This process's session opens the domain's context; the children
 	 * inherit its libibverbs context. */
-	{
-		int sv[2];
-		struct conn *c;
-
-		if (socketpair(AF_UNIX,
-			       SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
-			       sv) < 0 ||
-		    conn_new(&srv, sv[0], &c) < 0 ||
-		    ol_adopt(&parent, sv[1], pump) < 0 || ol_open(&parent) < 0)
-			return vm_check(false, "cleanup-context",
-					"cannot open the context: %s", ol_error)
-				       ? 0
-				       : 1;
-	}
-	TAILQ_FOREACH(d, &srv.domains, link)
-		TAILQ_FOREACH(x, &d->ctxs, link)
-			if (x->id == parent.ctx_id)
-				goto found;
-found:
-	ret = x ? device_verbs_context(x->dc, &vctx, &vpd) : -ENOENT;
-	if (!vm_check(ret == 0, "cleanup-context",
-		      "context %llu of domain %s on %s, PD %u",
-		      (unsigned long long)parent.ctx_id, parent.domain,
-		      dev_name, vpd ? vpd->handle : 0))
+	if (!vs_open("cleanup", &parent, &vctx, &vpd))
 		return 1;
 
 	test_small();
 	test_bulk();
 	ol_close(&parent);
-	server_fini(&srv);
-	tl_rmtree(dir);
+	vs_stop();
 	return vm_failures() ? 1 : 0;
 }

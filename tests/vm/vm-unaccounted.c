@@ -24,7 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,40 +41,11 @@
 #include "daemon/uverbs.h"
 #include "tests/objlib.h"
 #include "tests/testlib.h"
+#include "tests/vm/vmsrv.h"
 #include "tests/vm/vmutil.h"
 
-static struct server srv;
-static char sock_path[128];
 static struct ibv_context *vctx;
 static struct dctx *X;
-
-static void pump(void)
-{
-	event_base_loop(srv.base, EVLOOP_NONBLOCK);
-}
-
-static bool pump_until_readable(int fd, int ms)
-{
-	int64_t deadline = tl_now_ms() + ms;
-	struct pollfd p = { .fd = fd, .events = POLLIN };
-
-	while (tl_now_ms() < deadline) {
-		pump();
-		if (poll(&p, 1, 1) == 1)
-			return true;
-	}
-	return false;
-}
-
-static struct obj_owner *owner_of(uint64_t client_id)
-{
-	struct obj_owner *ow;
-
-	TAILQ_FOREACH(ow, &srv.registry->owners, link)
-		if (ow->client_id == client_id)
-			return ow;
-	return NULL;
-}
 
 enum how {
 	/* Intent, kernel call, no register. */
@@ -94,7 +64,7 @@ static void child(enum how how, int report)
 	struct ibv_cq *cq = NULL;
 	uint64_t id;
 
-	if (ol_connect(&c, sock_path, NULL) < 0)
+	if (ol_connect(&c, vs_sock, NULL) < 0)
 		_exit(10);
 	if (how != HOW_RAW &&
 	    ol_create_mode(&c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
@@ -118,16 +88,13 @@ static pid_t fork_child(enum how how, uint64_t *ret_id)
 
 	if (pipe(p) < 0)
 		return -1;
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
+	pid = vs_fork();
 	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(p[0]);
 		child(how, p[1]);
 	}
 	close(p[1]);
-	if (pid < 0 || !pump_until_readable(p[0], 30000) ||
+	if (pid < 0 || !vs_pump_until_readable(p[0], 30000) ||
 	    vm_read_all(p[0], ret_id, sizeof(*ret_id)) < 0) {
 		close(p[0]);
 		return -1;
@@ -153,11 +120,11 @@ static bool kill_and_settle(pid_t pid, uint64_t id)
 	kill(pid, SIGKILL);
 	waitpid(pid, &status, 0);
 	deadline = tl_now_ms() + 20000;
-	while (owner_of(id) && tl_now_ms() < deadline) {
-		pump();
+	while (vs_owner_of(id) && tl_now_ms() < deadline) {
+		vs_pump();
 		poll(NULL, 0, 1);
 	}
-	return !owner_of(id);
+	return !vs_owner_of(id);
 }
 
 /*
@@ -254,23 +221,13 @@ static void test_kills(uint32_t own)
 
 int main(int argc, char **argv)
 {
-	char dir[] = "/tmp/vm-unacc-XXXXXX", cfg[160];
-	struct server_options opt = {
-		.socket_path = sock_path,
-		.config_path = cfg,
-		.device_mode = DEVICE_MODE_VERBS,
-		.socket_mode = 0600,
-		.max_conns = 16,
-		.outq_max = 256 * 1024,
-	};
 	struct ol_client parent;
 	/* unaccounted_count() leaves it alone when it fails. */
 	struct unacc_counts c = { 0 };
 	struct device *dev;
 	struct domain *d;
 	struct ibv_pd *vpd = NULL;
-	int sv[2], ret;
-	struct conn *conn;
+	int ret;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	signal(SIGPIPE, SIG_IGN);
@@ -278,36 +235,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, "usage: vm-unaccounted DEV\n");
 		return 2;
 	}
-	log_max_priority = LOG_INFO;
-	if (!mkdtemp(dir))
+	dev = vs_start("unacc", argv[1]);
+	if (!dev)
 		return 1;
-	snprintf(sock_path, sizeof(sock_path), "%s/sock", dir);
-	snprintf(cfg, sizeof(cfg), "%s/none.conf", dir);
-	opt.runtime_dir = dir;
-	ret = server_init(&srv, &opt);
-	dev = ret == 0 ? device_find(&srv.devices, argv[1]) : NULL;
-	if (!vm_check(dev != NULL, "unacc-daemon",
-		      "an in-process daemon on %s: %s", argv[1],
-		      ret ? strerror(-ret) : dev ? "ok" : "no such device"))
-		return 1;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		       0, sv) < 0 ||
-	    conn_new(&srv, sv[0], &conn) < 0 ||
-	    ol_adopt(&parent, sv[1], pump) < 0 || ol_open(&parent) < 0)
-		return vm_check(false, "unacc-context",
-				"cannot open the context: %s", ol_error) ?
-			       0 :
-			       1;
-	TAILQ_FOREACH(d, &srv.domains, link)
-		TAILQ_FOREACH(X, &d->ctxs, link)
-			if (X->id == parent.ctx_id)
-				goto found;
-found:
-	ret = X ? device_verbs_context(X->dc, &vctx, &vpd) : -ENOENT;
-	if (!vm_check(ret == 0, "unacc-context",
-		      "context %llu of domain %s on %s, PD %u",
-		      (unsigned long long)parent.ctx_id, parent.domain,
-		      argv[1], vpd ? vpd->handle : 0))
+	X = vs_open("unacc", &parent, &vctx, &vpd);
+	if (!X)
 		return 1;
 	/* The kernel's handle list of a fresh context: the broker's own. */
 	ret = unaccounted_count(X, &c);
@@ -325,12 +257,11 @@ found:
 	/* The context closes: its charge goes, once. */
 	ol_close(&parent);
 	for (int i = 0; i < 100; i++)
-		pump();
-	d = TAILQ_FIRST(&srv.domains);
+		vs_pump();
+	d = TAILQ_FIRST(&vs_srv.domains);
 	vm_check(!d || d->used.objects == 0, "unacc-closed",
 		 "the context closed: the domain's objects charge is %u",
 		 d ? d->used.objects : 0);
-	server_fini(&srv);
-	tl_rmtree(dir);
+	vs_stop();
 	return vm_failures() ? 1 : 0;
 }
