@@ -56,8 +56,6 @@ int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
 		.tv_sec = grace / 1000,
 		.tv_usec = (suseconds_t)(grace % 1000) * 1000,
 	};
-	Rdmab__Event ev = RDMAB__EVENT__INIT;
-	Rdmab__DmEvent de = RDMAB__DM_EVENT__INIT;
 	struct dm *dm = dm_find_id(srv, id);
 	char reason[160];
 
@@ -79,11 +77,7 @@ int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
 		dm->revoke_ev = NULL;
 		return reply_error(r, -ENOMEM, "out of memory");
 	}
-	dm->revoked = true;
-	/* The libraries see it on their next call, without asking. */
-	for (unsigned int i = 0; i < dm->n_holds; i++)
-		if (dm->holds[i].s)
-			dm->holds[i].s->page[dm->holds[i].slot] = 1;
+	dm_mark_revoked(dm);
 	log_notice("DM %" PRIu64 " of domain %s revoked by client %" PRIu64
 		   " (uid %u); %u imports, grace %u ms",
 		   id, dm->domain->name, c->id, c->cred.uid, dm->n_holds,
@@ -95,13 +89,7 @@ int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
 		 "DM %" PRIu64 " was revoked by an administrator: deregister "
 		 "its MRs and unimport it",
 		 id);
-	de.dm_id = id;
-	de.reason = reason;
-	ev.object_kind = IBC_OBJ_DM;
-	ev.object_id = id;
-	ev.body_case = RDMAB__EVENT__BODY_DM_REVOKED;
-	ev.dm_revoked = &de;
 	/* @dm may go while the events are sent (a client closed). */
-	dm_notify(srv, dm, NULL, &ev);
+	dm_tell(srv, dm, NULL, RDMAB__EVENT__BODY_DM_REVOKED, reason);
 	return 0;
 }

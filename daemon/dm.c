@@ -348,6 +348,32 @@ void dm_notify(struct server *srv, struct dm *dm, const struct conn *except,
 	free(t.ids);
 }
 
+void dm_tell(struct server *srv, struct dm *dm, const struct conn *except,
+	     Rdmab__Event__BodyCase body, const char *reason)
+{
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	Rdmab__DmEvent de = RDMAB__DM_EVENT__INIT;
+
+	de.dm_id = dm->id;
+	de.reason = (char *)reason;
+	ev.object_kind = IBC_OBJ_DM;
+	ev.object_id = dm->id;
+	ev.body_case = body;
+	if (body == RDMAB__EVENT__BODY_DM_REVOKED)
+		ev.dm_revoked = &de;
+	else
+		ev.dm_free_pending = &de;
+	dm_notify(srv, dm, except, &ev);
+}
+
+void dm_mark_revoked(struct dm *dm)
+{
+	dm->revoked = true;
+	for (unsigned int i = 0; i < dm->n_holds; i++)
+		if (dm->holds[i].s)
+			dm->holds[i].s->page[dm->holds[i].slot] = 1;
+}
+
 /*
  * The free of @dm is asked (by @by, NULL for the allocator's death): free
  * it now, or tell the holders other than @by that it is free pending. @dm
@@ -356,8 +382,6 @@ void dm_notify(struct server *srv, struct dm *dm, const struct conn *except,
 static void dm_ask_free(struct server *srv, struct dm *dm,
 			const struct conn *by, const char *who)
 {
-	Rdmab__Event ev = RDMAB__EVENT__INIT;
-	Rdmab__DmEvent de = RDMAB__DM_EVENT__INIT;
 	char reason[160];
 	uint64_t id = dm->id;
 
@@ -367,14 +391,8 @@ static void dm_ask_free(struct server *srv, struct dm *dm,
 	snprintf(reason, sizeof(reason),
 		 "the free of DM %" PRIu64 " was asked (%s): unimport it", id,
 		 who);
-	de.dm_id = id;
-	de.reason = reason;
-	ev.object_kind = IBC_OBJ_DM;
-	ev.object_id = id;
-	ev.body_case = RDMAB__EVENT__BODY_DM_FREE_PENDING;
-	ev.dm_free_pending = &de;
 	/* @dm may go while the events are sent (a client closed). */
-	dm_notify(srv, dm, by, &ev);
+	dm_tell(srv, dm, by, RDMAB__EVENT__BODY_DM_FREE_PENDING, reason);
 }
 
 void dm_conn_closing(struct conn *c)
@@ -811,27 +829,16 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 	/* One at a time from the start: the events may close sessions,
 	 * which frees DMs. */
 	while ((dm = dm_next_of_ctx(srv, x))) {
-		Rdmab__Event ev = RDMAB__EVENT__INIT;
-		Rdmab__DmEvent de = RDMAB__DM_EVENT__INIT;
 		char text[200];
 		uint64_t id = dm->id;
 
 		if (!dm->revoked) {
-			dm->revoked = true;
-			for (unsigned int i = 0; i < dm->n_holds; i++)
-				if (dm->holds[i].s)
-					dm->holds[i].s->page[dm->holds[i].slot] =
-						1;
+			dm_mark_revoked(dm);
 			snprintf(text, sizeof(text),
 				 "DM %" PRIu64 " was destroyed: %s", id,
 				 reason);
-			de.dm_id = id;
-			de.reason = text;
-			ev.object_kind = IBC_OBJ_DM;
-			ev.object_id = id;
-			ev.body_case = RDMAB__EVENT__BODY_DM_REVOKED;
-			ev.dm_revoked = &de;
-			dm_notify(srv, dm, NULL, &ev);
+			dm_tell(srv, dm, NULL, RDMAB__EVENT__BODY_DM_REVOKED,
+				text);
 			/* Sent: start again, it may be gone. */
 			continue;
 		}

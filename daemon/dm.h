@@ -149,6 +149,13 @@ bool dm_try_free(struct server *srv, struct dm *dm);
  * gone on return (a client that cannot take it is closed). */
 void dm_notify(struct server *srv, struct dm *dm, const struct conn *except,
 	       Rdmab__Event *ev);
+/* dm_notify() of a DmEvent: @body is RDMAB__EVENT__BODY_DM_REVOKED or
+ * RDMAB__EVENT__BODY_DM_FREE_PENDING, @reason its sentence. */
+void dm_tell(struct server *srv, struct dm *dm, const struct conn *except,
+	     Rdmab__Event__BodyCase body, const char *reason);
+/* Revoked: the libraries see it on their next call, in their status page,
+ * without asking. */
+void dm_mark_revoked(struct dm *dm);
 /* The MRs on @dm in the registry, a dead client's stuck ones too: how
  * many; the first @max go to @list, and @text (when not NULL) names them
  * ("MR 12 of client 3 (pid 456), MR 14 of client 5 (gone)"), cut at a
