@@ -352,7 +352,6 @@ static bool conn_read_one(struct conn *c, bool again)
 static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-
 	enum read_on when = c->srv->opt.read_on;
 
 	for (unsigned int k = 0; k < READ_BURST; k++) {
