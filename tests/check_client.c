@@ -706,31 +706,10 @@ END_TEST
 static void script_fork_state_deaf(struct fb *fb)
 {
 	static const uint8_t secret[16] = { 1, 2, 3 };
-	Rdmab__DeviceCaps caps = RDMAB__DEVICE_CAPS__INIT;
-	Rdmab__DeviceInfo dev = RDMAB__DEVICE_INFO__INIT;
-	Rdmab__DeviceInfo *devs[1] = { &dev };
-	Rdmab__HelloReply hello = RDMAB__HELLO_REPLY__INIT;
-	Rdmab__Reply reply = RDMAB__REPLY__INIT;
 	uint64_t serial;
 
-	if (fb_expect(fb, RDMAB__REQUEST__BODY_HELLO, &serial, NULL) < 0)
-		return;
-	dev.name = (char *)"soft0";
-	dev.kind = (char *)"soft";
-	dev.caps = &caps;
-	dev.transport = (char *)"fake";
-	hello.protocol_version = WIRE_PROTOCOL_VERSION;
-	hello.daemon_version = (char *)"fake";
-	hello.client_id = 1;
-	hello.domain = (char *)"uid-fake";
-	hello.n_devices = 1;
-	hello.devices = devs;
-	hello.secret.data = (uint8_t *)secret;
-	hello.secret.len = sizeof(secret);
-	reply.serial = serial;
-	reply.body_case = RDMAB__REPLY__BODY_HELLO;
-	reply.hello = &hello;
-	if (fb_send_reply(fb, &reply, NULL, 0) < 0 ||
+	if (fb_hello_secret(fb, "soft0", "soft", secret, sizeof(secret)) <
+		    0 ||
 	    fb_expect(fb, RDMAB__REQUEST__BODY_FORK_STATE, &serial, NULL) < 0)
 		return;
 	fb_post(fb, 1);

@@ -183,6 +183,12 @@ int fb_send_raw(struct fb *fb, const void *buf, size_t len)
 
 int fb_hello(struct fb *fb, const char *name, const char *kind)
 {
+	return fb_hello_secret(fb, name, kind, NULL, 0);
+}
+
+int fb_hello_secret(struct fb *fb, const char *name, const char *kind,
+		    const uint8_t *secret, size_t len)
+{
 	Rdmab__DeviceCaps caps = RDMAB__DEVICE_CAPS__INIT;
 	Rdmab__DeviceInfo dev = RDMAB__DEVICE_INFO__INIT;
 	Rdmab__DeviceInfo *devs[1] = { &dev };
@@ -204,6 +210,8 @@ int fb_hello(struct fb *fb, const char *name, const char *kind)
 	hello.domain = (char *)"uid-fake";
 	hello.n_devices = 1;
 	hello.devices = devs;
+	hello.secret.data = (uint8_t *)secret;
+	hello.secret.len = len;
 	reply.serial = serial;
 	reply.body_case = RDMAB__REPLY__BODY_HELLO;
 	reply.hello = &hello;

@@ -67,6 +67,10 @@ int fb_send_raw(struct fb *fb, const void *buf, size_t len);
 /* Expect the hello and answer it, announcing one device @name of @kind
  * ("soft" or "verbs"). */
 int fb_hello(struct fb *fb, const char *name, const char *kind);
+/* fb_hello() whose reply carries @secret (@len bytes), as a daemon's does:
+ * a session with one tells the broker its fork state. */
+int fb_hello_secret(struct fb *fb, const char *name, const char *kind,
+		    const uint8_t *secret, size_t len);
 /* The context every fb_answer_open() opens. */
 #define FB_CONTEXT_ID 42
 /* Expect an open_context and answer it with context FB_CONTEXT_ID on
