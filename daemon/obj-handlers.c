@@ -67,6 +67,20 @@ static void attr_to_wire(Rdmab__ObjAttr *w, const struct obj_attr *a)
 	w->xrc_qp_num = a->xrc_qp_num;
 }
 
+/* What a create's reply says of @o, which the device made as @made:
+ * @given (the reply's attributes) takes the attributes it got. */
+static void made_to_wire(Rdmab__ObjCreateReply *out, const struct obj *o,
+			 const struct obj_made *made, Rdmab__ObjAttr *given)
+{
+	attr_to_wire(given, &made->attr);
+	out->object_id = o->id;
+	out->handle = made->handle;
+	out->qp_num = made->num;
+	out->lkey = made->lkey;
+	out->rkey = made->rkey;
+	out->attr = given;
+}
+
 /* The handles of the objects a new one uses: registered objects of this
  * session in the same context. */
 static int resolve_uses(struct conn *c, struct dctx *x, const uint64_t *uses,
@@ -166,13 +180,7 @@ static int obj_make(struct conn *c, struct dctx *x,
 	o->handle = made.handle;
 	if (q->n_uses)
 		obj_note_uses(c, q, o);
-	attr_to_wire(given, &made.attr);
-	out->object_id = o->id;
-	out->handle = made.handle;
-	out->qp_num = made.num;
-	out->lkey = made.lkey;
-	out->rkey = made.rkey;
-	out->attr = given;
+	made_to_wire(out, o, &made, given);
 	return 0;
 }
 
@@ -469,13 +477,7 @@ int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 	o->handle = made.handle;
 	o->window_made = true;
 	rdmab__obj_create_reply__init(out);
-	attr_to_wire(given, &made.attr);
-	out->object_id = o->id;
-	out->handle = made.handle;
-	out->qp_num = made.num;
-	out->lkey = made.lkey;
-	out->rkey = made.rkey;
-	out->attr = given;
+	made_to_wire(out, o, &made, given);
 	r->msg.body_case = RDMAB__REPLY__BODY_OBJ_KERNEL_CALL;
 	r->msg.obj_kernel_call = out;
 	return 0;
