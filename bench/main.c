@@ -24,7 +24,8 @@
  *     SOCK_SEQPACKET round trips with packets of the broker's sizes
  *     (objs.c). With --objs-ir the driver measures only these pairs and
  *     marks them for callgrind, which counts their user-space
- *     instructions (make bench-ir).
+ *     instructions (make bench-ir); with --objs-only it measures nothing
+ *     else and adds two empty ibc_ping() calls a pair as a reference.
  *  6. ibc_xrcd_open + ibc_xrcd_close of a name on soft0, against a raw
  *     SOCK_SEQPACKET round trip whose reply carries one fd plus one that
  *     carries none, packets of the broker's sizes (xrcd.c). With --xrcd-only
@@ -34,8 +35,9 @@
  *     took to create them, as a polling client sees it and as the daemon
  *     logs it (cleanup.c), on a daemon of its own that logs at info.
  *
- * Repetitions alternate between the broker and its baselines, so that a
- * drift of the machine hits every side alike.
+ * Repetitions alternate between the broker and its baselines, and each
+ * repetition of phases 1, 3, 5 and 6 is itself taken in ten turns per
+ * side, so that a drift of the machine hits every side alike.
  */
 #include "config.h"
 
@@ -67,6 +69,10 @@
 #endif
 
 #define MAX_REPS 32
+/* Turns a repetition takes per side (rep_interleaved()). */
+#define REP_SLICES 10
+/* The most sides a phase has (open: steady, raw, floor, cold). */
+#define MAX_SIDES 4
 #define N_LOADS 3
 #define QUIET_IDLE 90.0
 #define QUIET_WAIT_S 20
@@ -101,6 +107,7 @@ struct opts {
 	unsigned int xrcd_iters;
 	unsigned int xrcd_warmup;
 	int xrcd_only;
+	int objs_only;
 	unsigned int cleanup_reps;
 	size_t payload;
 	unsigned long insn_pings;
@@ -158,7 +165,8 @@ struct run {
 	double cpu[N_LOADS][2][MAX_REPS], wall[N_LOADS][2][MAX_REPS];
 	double lat_p99[N_LOADS][2][MAX_REPS];
 	double open_med[OPEN_SIDES][MAX_REPS], open_p99[OPEN_SIDES][MAX_REPS];
-	double objs_med[2][MAX_REPS], objs_p99[2][MAX_REPS];
+	/* [0] broker, [1] raw, [2] two pings (only with --objs-only). */
+	double objs_med[3][MAX_REPS], objs_p99[3][MAX_REPS];
 	double xrcd_med[2][MAX_REPS], xrcd_p99[2][MAX_REPS];
 	/* [0] polled, [1] the daemon's figure, [2] creation. */
 	double cleanup_us[3][MAX_REPS];
@@ -186,6 +194,8 @@ static void usage(FILE *f)
 		"  --objs-warmup N   warm-up pairs per side (2000)\n"
 		"  --objs-ir N       only N pairs a side, marked for "
 		"callgrind\n"
+		"  --objs-only       measure only the CQ pairs (and two "
+		"pings a pair)\n"
 		"  --xrcd-iters N    XRCD open+close pairs per repetition "
 		"(10000)\n"
 		"  --xrcd-only       measure only the XRCD pairs\n"
@@ -229,6 +239,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "objs-iters", required_argument, NULL, 'q' },
 		{ "objs-warmup", required_argument, NULL, 'Q' },
 		{ "objs-ir", required_argument, NULL, 'x' },
+		{ "objs-only", no_argument, NULL, 'j' },
 		{ "xrcd-iters", required_argument, NULL, 'X' },
 		{ "xrcd-only", no_argument, NULL, 'Y' },
 		{ "cleanup-reps", required_argument, NULL, 'K' },
@@ -245,6 +256,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ 0 },
 	};
 	unsigned long v = 0;
+	bool too_many = false;
 	int c, ret;
 
 	*o = (struct opts){
@@ -278,6 +290,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 'Y':
 			o->xrcd_only = 1;
+			break;
+		case 'j':
+			o->objs_only = 1;
 			break;
 		case 'K':
 			ret = parse_ulong(optarg, 0, MAX_REPS, &v);
@@ -366,24 +381,30 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		return -EINVAL;
 	}
 	/* Every measured serial must pack to the same width (bench.h). */
-	if ((uint64_t)o->reps * o->rtt_iters + o->rtt_warmup +
-		    PKT_SERIAL_START >= PKT_SERIAL_END ||
-	    2 * N_LOADS * ((uint64_t)o->reps * o->requests + o->warmup) +
-			    2 * (1 + 16 + 256) + PKT_SERIAL_START >=
-		    PKT_SERIAL_END ||
-	    /* An open client: two serials a pair, a list per repetition. */
-	    2 * ((uint64_t)o->reps * o->open_iters + o->open_warmup) +
-			    o->reps + 1 + PKT_SERIAL_START >=
-		    PKT_SERIAL_END ||
-	    /* The CQ client: two serials a pair. */
-	    2 * ((uint64_t)o->reps * o->objs_iters + o->objs_warmup +
-		 o->objs_ir) +
-			    PKT_SERIAL_START >=
-		    PKT_SERIAL_END ||
-	    /* The XRCD client: two serials a pair. */
-	    2 * ((uint64_t)o->reps * o->xrcd_iters + o->xrcd_warmup) +
-			    PKT_SERIAL_START >=
-		    PKT_SERIAL_END) {
+	if (!o->objs_only && !o->xrcd_only &&
+	    ((uint64_t)o->reps * o->rtt_iters + o->rtt_warmup +
+			     PKT_SERIAL_START >=
+		     PKT_SERIAL_END ||
+	     2 * N_LOADS * ((uint64_t)o->reps * o->requests + o->warmup) +
+			     2 * (1 + 16 + 256) + PKT_SERIAL_START >=
+		     PKT_SERIAL_END ||
+	     /* An open client: two serials a pair, a list per repetition. */
+	     2 * ((uint64_t)o->reps * o->open_iters + o->open_warmup) +
+			     REP_SLICES * o->reps + 1 + PKT_SERIAL_START >=
+		     PKT_SERIAL_END))
+		too_many = true;
+	/* The CQ client: two serials a pair, twice with the ping pairs. */
+	if ((o->objs_only ? 4 : 2) * ((uint64_t)o->reps * o->objs_iters +
+				      o->objs_warmup + o->objs_ir) +
+		    PKT_SERIAL_START >=
+	    PKT_SERIAL_END)
+		too_many = true;
+	/* The XRCD client: two serials a pair. */
+	if (2 * ((uint64_t)o->reps * o->xrcd_iters + o->xrcd_warmup) +
+		    PKT_SERIAL_START >=
+	    PKT_SERIAL_END)
+		too_many = true;
+	if (too_many) {
 		fprintf(stderr, "rdmab-bench: too many round trips for one "
 				"run\n");
 		return -EINVAL;
@@ -644,6 +665,37 @@ static void rep_stats(uint64_t *lat, size_t n, double *med, double *p99)
 	*p99 = (double)quantile_u64(lat, n, 0.99) / 1e3;
 }
 
+/* Measures @n round trips of side @side of a phase, latencies in @lat. */
+typedef int (*side_fn)(struct run *r, int side, unsigned int n, uint64_t *lat);
+
+/*
+ * Repetition @i of a phase's @nsides sides, @n round trips each, taken in
+ * REP_SLICES turns that alternate the sides: the state of these VMs
+ * (memory-cgroup page charging, the host's scheduling) swings within a
+ * tenth of a second, and a side measured whole in one stretch would carry
+ * a swing alone. Side s's latencies go to r->lat + s * n.
+ */
+static int rep_interleaved(struct run *r, side_fn fn, int nsides,
+			   unsigned int n, unsigned int i,
+			   double (*med)[MAX_REPS], double (*p99)[MAX_REPS])
+{
+	for (unsigned int k = 0; k < REP_SLICES; k++) {
+		unsigned int from = n * k / REP_SLICES;
+		unsigned int to = n * (k + 1) / REP_SLICES;
+
+		for (int s = 0; s < nsides; s++) {
+			int ret = fn(r, s, to - from,
+				     r->lat + (size_t)s * n + from);
+
+			if (ret < 0)
+				return ret;
+		}
+	}
+	for (int s = 0; s < nsides; s++)
+		rep_stats(r->lat + (size_t)s * n, n, &med[s][i], &p99[s][i]);
+	return 0;
+}
+
 /* One repetition of RTT side @side; latencies into r->lat. */
 static int rtt_rep(struct run *r, int side, unsigned int n, uint64_t *lat)
 {
@@ -672,15 +724,25 @@ static int run_rtt(struct run *r)
 		      NULL);
 	for (int s = RTT_BLOCKING; ret == 0 && s < RTT_SIDES; s++)
 		ret = rtt_rep(r, s, r->o.rtt_warmup, NULL);
-	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++) {
-		for (int s = 0; ret == 0 && s < RTT_SIDES; s++) {
-			ret = rtt_rep(r, s, n, r->lat);
-			if (ret == 0)
-				rep_stats(r->lat, n, &r->rtt_med[s][i],
-					  &r->rtt_p99[s][i]);
-		}
-	}
+	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++)
+		ret = rep_interleaved(r, rtt_rep, RTT_SIDES, n, i, r->rtt_med,
+				      r->rtt_p99);
 	return ret < 0 ? fail("ping round trips", ret) : 0;
+}
+
+static int open_side(struct run *r, int side, unsigned int n, uint64_t *lat)
+{
+	return open_rep(r->ob, side, n, lat);
+}
+
+static int objs_side(struct run *r, int side, unsigned int n, uint64_t *lat)
+{
+	return objs_rep(r->jb, side, n, lat);
+}
+
+static int xrcd_side(struct run *r, int side, unsigned int n, uint64_t *lat)
+{
+	return xrcd_rep(r->xb, side, n, lat);
 }
 
 /* Repetitions alternate steady, raw, floor and cold, as in run_rtt(). */
@@ -691,33 +753,27 @@ static int run_open(struct run *r)
 
 	for (int s = 0; s < OPEN_SIDES && ret == 0; s++)
 		ret = open_rep(r->ob, s, r->o.open_warmup, NULL);
-	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++) {
-		for (int s = 0; s < OPEN_SIDES && ret == 0; s++) {
-			ret = open_rep(r->ob, s, n, r->lat);
-			if (ret == 0)
-				rep_stats(r->lat, n, &r->open_med[s][i],
-					  &r->open_p99[s][i]);
-		}
-	}
+	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++)
+		ret = rep_interleaved(r, open_side, OPEN_SIDES, n, i,
+				      r->open_med, r->open_p99);
 	return ret;
 }
 
-/* Repetitions alternate the library's pairs and the raw round trips. */
+/*
+ * Repetitions alternate the library's pairs and the raw round trips, and
+ * with --objs-only the two-ping reference.
+ */
 static int run_objs(struct run *r)
 {
 	unsigned int n = r->o.objs_iters;
+	int sides = r->o.objs_only ? 3 : 2;
 	int ret = 0;
 
-	for (int s = 0; s < 2 && ret == 0; s++)
+	for (int s = 0; s < sides && ret == 0; s++)
 		ret = objs_rep(r->jb, s, r->o.objs_warmup, NULL);
-	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++) {
-		for (int s = 0; s < 2 && ret == 0; s++) {
-			ret = objs_rep(r->jb, s, n, r->lat);
-			if (ret == 0)
-				rep_stats(r->lat, n, &r->objs_med[s][i],
-					  &r->objs_p99[s][i]);
-		}
-	}
+	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++)
+		ret = rep_interleaved(r, objs_side, sides, n, i, r->objs_med,
+				      r->objs_p99);
 	return ret;
 }
 
@@ -729,14 +785,9 @@ static int run_xrcd(struct run *r)
 
 	for (int s = 0; s < 2 && ret == 0; s++)
 		ret = xrcd_rep(r->xb, s, r->o.xrcd_warmup, NULL);
-	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++) {
-		for (int s = 0; s < 2 && ret == 0; s++) {
-			ret = xrcd_rep(r->xb, s, n, r->lat);
-			if (ret == 0)
-				rep_stats(r->lat, n, &r->xrcd_med[s][i],
-					  &r->xrcd_p99[s][i]);
-		}
-	}
+	for (unsigned int i = 0; ret == 0 && i < r->o.reps; i++)
+		ret = rep_interleaved(r, xrcd_side, 2, n, i, r->xrcd_med,
+				      r->xrcd_p99);
 	return ret;
 }
 
@@ -918,6 +969,31 @@ static int report_xrcd(const struct run *r)
 	       "sizes).\n",
 	       SOFT_DEVICE_NAME, s->open_req, s->open_rep, s->close_req,
 	       s->close_rep);
+	return miss;
+}
+
+static int report_objs_only(const struct run *r)
+{
+	const struct objs_sizes *s = objs_sizes(r->jb);
+	unsigned int n = r->o.reps;
+	int miss;
+
+	printf("\nrdmab-bench: CQ pairs vs baseline, same run, every process "
+	       "on CPU %d; medians\n  over %u repetitions of %u pairs\n\n",
+	       BENCH_CPU, n, r->o.objs_iters);
+	printf("  %-33s %9s %9s %7s  %s\n", "metric / baseline", "broker",
+	       "baseline", "ratio", "target");
+	miss = row("cq create+destroy median (us)", r->objs_med[0],
+		   r->objs_med[1], n, OBJS_TARGET);
+	row("cq create+destroy p99 (us)", r->objs_p99[0], r->objs_p99[1], n, 0);
+	row("two ibc_ping median (us)", r->objs_med[2], r->objs_med[1], n, 0);
+	spread("cq create+destroy median", r->objs_med[0], r->objs_med[1], n);
+	spread("two ibc_ping median", r->objs_med[2], r->objs_med[1], n);
+	printf("  baseline = two raw SOCK_SEQPACKET round trips: create "
+	       "%zu B / %zu B, destroy\n  %zu B / %zu B (request / reply, "
+	       "the broker's sizes); two ibc_ping = two empty\n"
+	       "  pings through the same client, for reference.\n",
+	       s->create_req, s->create_rep, s->destroy_req, s->destroy_rep);
 	return miss;
 }
 
@@ -1241,7 +1317,8 @@ int main(int argc, char **argv)
 		nlat = r->o.objs_iters;
 	if (r->o.xrcd_iters > nlat)
 		nlat = r->o.xrcd_iters;
-	r->lat = calloc(nlat, sizeof(*r->lat));
+	/* A repetition keeps every side's latencies (rep_interleaved()). */
+	r->lat = calloc(nlat * MAX_SIDES, sizeof(*r->lat));
 	if (!r->lat)
 		return 1;
 	for (size_t i = 0; i < r->o.payload; i++)
@@ -1300,6 +1377,12 @@ int main(int argc, char **argv)
 
 	if (r->o.objs_ir) {
 		ret = run_objs_ir(r);
+		goto out;
+	}
+	if (r->o.objs_only) {
+		ret = run_objs(r);
+		if (ret == 0)
+			miss = report_objs_only(r);
 		goto out;
 	}
 	if (r->o.xrcd_only) {
