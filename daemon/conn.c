@@ -141,7 +141,7 @@ static bool conn_fds_full(const struct conn *c)
 /* May the requests of @c be read? Not while it leaves too many bytes or
  * descriptors unread, on its own or with the other connections of its
  * uid. */
-static bool conn_want_read(struct conn *c)
+static bool conn_may_read(struct conn *c)
 {
 	struct conn *s;
 
@@ -157,6 +157,30 @@ static bool conn_want_read(struct conn *c)
 	TAILQ_FOREACH(s, &c->user->conns, user_link)
 		conn_peer_caught_up(s);
 	return !conn_fds_full(c);
+}
+
+/*
+ * Should the loop watch @c for requests? A client that reads each reply
+ * before it sends its next request has read every descriptor it was sent
+ * by then, but the count reaches its limit when the last reply has just
+ * been sent, before the client ran to read it: stopping there made such a
+ * client wait for the first poll (2 ms) every queued_fds replies. So the
+ * loop goes on watching, and conn_read_cb() asks the socket before it
+ * reads the next request; only a client that sends without reading stops
+ * being read (fds_hint_spent) until it catches up.
+ */
+static bool conn_want_read(struct conn *c)
+{
+	if (conn_may_read(c)) {
+		c->fds_hint = false;
+		c->fds_hint_spent = false;
+		return true;
+	}
+	if (c->closing || c->outq_bytes >= c->srv->opt.outq_max ||
+	    c->fds_hint_spent)
+		return false;
+	c->fds_hint = true;
+	return true;
 }
 
 /* Stalled: not read from, with replies of its own unread. */
@@ -188,6 +212,13 @@ static void conn_apply_events(struct conn *c)
 		}
 		if (!want_read)
 			event_del(c->read_ev);
+		if (!want_read && !c->closing &&
+		    c->outq_bytes < c->srv->opt.outq_max)
+			log_debug("client %" PRIu64 ": not read while the "
+				  "descriptors it was sent are unread (%u to "
+				  "it, %u to its uid)",
+				  c->id, c->queued_fds + c->sent_fds,
+				  c->user->pinned_fds);
 		c->reading = want_read;
 	}
 	if (TAILQ_EMPTY(&c->outq)) {
@@ -196,7 +227,8 @@ static void conn_apply_events(struct conn *c)
 		conn_doom(c);
 		return;
 	}
-	conn_set_stalled(c, !c->reading &&
+	/* A hint keeps the unread deadline and the polls running. */
+	conn_set_stalled(c, (!c->reading || c->fds_hint) &&
 				    (!TAILQ_EMPTY(&c->outq) || c->sent_fds));
 }
 
@@ -354,6 +386,14 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	enum read_on when = c->srv->opt.read_on;
 
+	if (conn_fds_full(c)) {
+		if (!conn_may_read(c)) {
+			c->fds_hint_spent = true;
+			conn_update_events(c);
+			return;
+		}
+		conn_update_events(c);
+	}
 	for (unsigned int k = 0; k < READ_BURST; k++) {
 		if (!conn_read_one(c, k > 0) || when == READ_ON_NEVER)
 			return;
@@ -366,7 +406,7 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 				return;
 		}
 		if (c->srv->stopping || c->doomed || !c->reading ||
-		    !conn_want_read(c))
+		    !conn_may_read(c))
 			return;
 	}
 }

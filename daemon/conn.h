@@ -50,6 +50,12 @@ struct conn {
 	int64_t stalled_since_ms;
 	unsigned int poll_ms;
 	bool reading;
+	/* At the descriptor limit with the last of them perhaps still in
+	 * the socket: read on, but ask the socket before the next request
+	 * (fds_hint); the peer sent one without reading (fds_hint_spent):
+	 * not read until it catches up. */
+	bool fds_hint;
+	bool fds_hint_spent;
 	bool stalled;
 	bool hello_done;
 	/* Set after a protocol error: flush what is queued, then close. */

@@ -564,6 +564,67 @@ START_TEST(test_unread_descriptors_bounded)
 }
 END_TEST
 
+/*
+ * A client that reads each reply before it sends the next request is never
+ * stopped for the descriptors it was sent, though every reply carries one
+ * and the count reaches queued_fds with each fourth: it has read them when
+ * its request comes, and the daemon asks its socket then. Before, the
+ * daemon stopped reading at the limit, while the last reply was still in
+ * the socket, and read on at its first poll, 2 ms later. A client that
+ * sends without reading is stopped as before.
+ */
+START_TEST(test_reading_client_not_stopped)
+{
+	static const char conf[] = "[broker]\n"
+				   "queued_fds = 4\n"
+				   "queued_fds_per_uid = 6\n"
+				   "hello_timeout = 3600s\n";
+	static const char *const args[] = {"--log-level", "debug", NULL};
+	static const char stopped[] = "not read while the descriptors";
+	Rdmab__OpenContextRequest oc = RDMAB__OPEN_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	unsigned int served;
+	int fd, flood;
+
+	daemon_up_clean(conf, args);
+	fd = connect_as(NOBODY, NOBODY, (gid_t)-1);
+	ck_assert_int_eq(tl_raw_hello(fd, 1), 0);
+	oc.device = (char *)"";
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
+	req.open_context = &oc;
+	for (unsigned int i = 0; i < 40; i++) {
+		Rdmab__DaemonMessage *m = NULL;
+
+		req.serial = 2 + i;
+		ck_assert_int_eq(tl_send_request(fd, &req, NULL, 0), 0);
+		ck_assert_msg(tl_recv_msg(fd, TL_WAIT_MS, &m) == 1,
+			      "no reply to open %u; the log:\n%s", i,
+			      log_read());
+		ck_assert_int_eq(m->reply->error, 0);
+		ck_assert_uint_eq(m->reply->body_case,
+				  RDMAB__REPLY__BODY_OPEN_CONTEXT);
+		rdmab__daemon_message__free_unpacked(m, NULL);
+	}
+	ck_assert_msg(log_count(stopped) == 0,
+		      "a client that reads its replies was stopped; the "
+		      "log:\n%s",
+		      log_read());
+	raw_close(fd);
+
+	/* One that does not read: 4 opens and it stops. */
+	flood = connect_as(NOBODY, NOBODY, (gid_t)-1);
+	ck_assert_int_eq(tl_raw_hello(flood, 1), 0);
+	ck_assert_uint_gt(flood_opens(flood, 100), 4);
+	served = (unsigned int)uid_requests_settled(NOBODY);
+	/* Its hello and 4 opens (the first client's are gone with it). */
+	ck_assert_uint_eq(served, 1 + 4);
+	ck_assert_msg(log_count(stopped) >= 1, "the log:\n%s", log_read());
+	raw_close(flood);
+	assert_settled();
+}
+END_TEST
+
 /* Write @conf to the daemon's configuration file and SIGHUP it; returns
  * once it logged the reload. */
 static void daemon_reload(const char *conf)
@@ -780,6 +841,7 @@ static Suite *limits_suite(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_unread_descriptors_bounded);
+	tcase_add_test(tc, test_reading_client_not_stopped);
 	tcase_add_test(tc, test_unread_timeout);
 	tcase_add_test(tc, test_reload_raises_fd_limit);
 	suite_add_tcase(s, tc);
