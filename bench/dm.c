@@ -36,6 +36,8 @@
 
 #define REPS 5
 #define ALLOC_PAIRS 2000
+/* Turns a repetition takes per side (alloc_import_rep()). */
+#define SLICES	10
 #define DM_SIZE 65536
 
 static uint64_t now_ns(void)
@@ -259,13 +261,14 @@ static struct rep rep_of(uint64_t *lat)
 			     .mean = (double)total / ALLOC_PAIRS };
 }
 
-static uint64_t lat[ALLOC_PAIRS];
+/* A repetition's latencies of each side. */
+static uint64_t lat_dm[ALLOC_PAIRS], lat_base[ALLOC_PAIRS];
 
-/* ALLOC_PAIRS alloc + import pairs, each timed alone. */
-static struct rep alloc_import_rep(struct ibc_ctx *a, struct ibc_ctx *b,
-				   size_t size)
+/* @n alloc + import pairs, each timed alone, into @lat. */
+static void alloc_import_pairs(struct ibc_ctx *a, struct ibc_ctx *b,
+			       size_t size, uint64_t *lat, int n)
 {
-	for (int i = 0; i < ALLOC_PAIRS; i++) {
+	for (int i = 0; i < n; i++) {
 		struct ibc_dm *dm, *imp;
 		uint64_t t = now_ns();
 
@@ -278,14 +281,13 @@ static struct rep alloc_import_rep(struct ibc_ctx *a, struct ibc_ctx *b,
 		ibc_dm_unimport(imp);
 		ibc_dm_free(dm);
 	}
-	return rep_of(lat);
 }
 
 /* The same for the baseline: two raw round trips with a descriptor each
  * and the soft device's work for a DM of @size. */
-static struct rep baseline_rep(int fd, size_t size)
+static void baseline_pairs(int fd, size_t size, uint64_t *lat, int n)
 {
-	for (int i = 0; i < ALLOC_PAIRS; i++) {
+	for (int i = 0; i < n; i++) {
 		uint64_t t = now_ns();
 
 		if (raw_round_trip(fd) || raw_round_trip(fd) ||
@@ -295,7 +297,25 @@ static struct rep baseline_rep(int fd, size_t size)
 		}
 		lat[i] = now_ns() - t;
 	}
-	return rep_of(lat);
+}
+
+/*
+ * One repetition of both sides, ALLOC_PAIRS pairs each, taken in SLICES
+ * turns that alternate them: the swings of these VMs last a tenth of a
+ * second, as long as a side's repetition, and would fall on one side.
+ */
+static void alloc_import_rep(struct ibc_ctx *a, struct ibc_ctx *b, int fd,
+			     size_t size, struct rep *x, struct rep *y)
+{
+	for (int k = 0; k < SLICES; k++) {
+		int from = ALLOC_PAIRS * k / SLICES;
+		int to = ALLOC_PAIRS * (k + 1) / SLICES;
+
+		alloc_import_pairs(a, b, size, lat_dm + from, to - from);
+		baseline_pairs(fd, size, lat_base + from, to - from);
+	}
+	*x = rep_of(lat_dm);
+	*y = rep_of(lat_base);
 }
 
 struct row {
@@ -306,10 +326,10 @@ struct row {
 
 /*
  * The alloc + import figure at @size: a warm-up of each side, then REPS
- * repetitions that alternate the broker's pairs and the baseline's, so
- * that a drift of the machine hits both sides alike rather than whichever
- * ran through it. Each repetition counts by the median pair, as make
- * bench does: a mean takes in whatever else ran on CPU 0 meanwhile (on a
+ * repetitions, each in turns that alternate the broker's pairs and the
+ * baseline's, so that a drift of the machine hits both sides alike rather
+ * than whichever ran through it. Each repetition counts by the median pair, as
+ * make bench does: a mean takes in whatever else ran on CPU 0 meanwhile (on a
  * shared machine, most of the spread of the ratio); the means are shown
  * beside it.
  */
@@ -319,12 +339,14 @@ static struct row alloc_import_row(struct ibc_ctx *a, struct ibc_ctx *b,
 	double d[REPS], base[REPS], dmean[REPS], bmean[REPS];
 	struct row row = { 0 };
 
-	alloc_import_rep(a, b, size);
-	baseline_rep(fd, size);
+	struct rep x, y;
+
+	alloc_import_rep(a, b, fd, size, &x, &y);
 	for (int r = 0; r < REPS; r++) {
-		struct rep x = alloc_import_rep(a, b, size);
-		struct rep y = baseline_rep(fd, size);
-		double q = x.median / y.median;
+		double q;
+
+		alloc_import_rep(a, b, fd, size, &x, &y);
+		q = x.median / y.median;
 
 		d[r] = x.median;
 		base[r] = y.median;
@@ -425,7 +447,7 @@ int main(int argc, char **argv)
 	printf("\nibc_dm_alloc + ibc_dm_import against two raw round trips "
 	       "with one fd each\nplus memfd_create, ftruncate, F_ADD_SEALS, "
 	       "mmap, munmap, close (%d pairs a\nrepetition, %d repetitions "
-	       "alternating the sides; a repetition's figure is its\nmedian "
+	       "in 10 turns a side; a repetition's figure is its\nmedian "
 	       "pair, the row's the median repetition; RANGE: the "
 	       "repetitions' ratios;\nMEAN: the ratio of the mean pairs, "
 	       "which take in other tenants of CPU 0)\n",
