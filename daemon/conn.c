@@ -408,6 +408,9 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		if (c->srv->stopping || c->doomed || !c->reading ||
 		    !conn_may_read(c))
 			return;
+		/* The check released what the hint waited for. */
+		if (c->fds_hint)
+			conn_update_events(c);
 	}
 }
 
