@@ -37,7 +37,7 @@
 #define REPS 5
 #define ALLOC_PAIRS 2000
 /* Turns a repetition takes per side (alloc_import_rep()). */
-#define SLICES	10
+#define SLICES 10
 #define DM_SIZE 65536
 
 static uint64_t now_ns(void)
@@ -328,17 +328,16 @@ struct row {
  * The alloc + import figure at @size: a warm-up of each side, then REPS
  * repetitions, each in turns that alternate the broker's pairs and the
  * baseline's, so that a drift of the machine hits both sides alike rather
- * than whichever ran through it. Each repetition counts by the median pair, as
- * make bench does: a mean takes in whatever else ran on CPU 0 meanwhile (on a
- * shared machine, most of the spread of the ratio); the means are shown
- * beside it.
+ * than whichever ran through it. Each repetition counts by the median
+ * pair, as make bench does: a mean takes in whatever else ran on CPU 0
+ * meanwhile (on a shared machine, most of the spread of the ratio); the
+ * means are shown beside it.
  */
 static struct row alloc_import_row(struct ibc_ctx *a, struct ibc_ctx *b,
 				   int fd, size_t size)
 {
 	double d[REPS], base[REPS], dmean[REPS], bmean[REPS];
 	struct row row = { 0 };
-
 	struct rep x, y;
 
 	alloc_import_rep(a, b, fd, size, &x, &y);
@@ -447,11 +446,11 @@ int main(int argc, char **argv)
 	printf("\nibc_dm_alloc + ibc_dm_import against two raw round trips "
 	       "with one fd each\nplus memfd_create, ftruncate, F_ADD_SEALS, "
 	       "mmap, munmap, close (%d pairs a\nrepetition, %d repetitions "
-	       "in 10 turns a side; a repetition's figure is its\nmedian "
+	       "in %d turns a side; a repetition's figure is its\nmedian "
 	       "pair, the row's the median repetition; RANGE: the "
 	       "repetitions' ratios;\nMEAN: the ratio of the mean pairs, "
 	       "which take in other tenants of CPU 0)\n",
-	       ALLOC_PAIRS, REPS);
+	       ALLOC_PAIRS, REPS, SLICES);
 	printf("%-8s %10s %10s %7s %12s %6s\n", "SIZE", "dm ns", "floor ns",
 	       "RATIO", "RANGE", "MEAN");
 	for (size_t size = 4096; size <= DM_SIZE; size *= 16) {
