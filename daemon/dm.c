@@ -751,6 +751,7 @@ int h_dm_free(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
 	struct dm *dm = dm_find_id(c->srv, id);
 	char who[64];
+	int i;
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
@@ -779,6 +780,12 @@ int h_dm_free(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 		r->msg.body_case = RDMAB__REPLY__BODY_DM_FREE;
 		r->msg.dm_free = out;
 		snprintf(who, sizeof(who), "by client %" PRIu64, c->id);
+		/* The free ends the asking import (ibc_dm_free(3)): no second
+		 * round trip to unimport, and a DM nobody else holds is freed
+		 * before the reply. */
+		i = dm_hold_of(dm, c);
+		if (i >= 0)
+			dm_hold_drop(dm, (unsigned int)i);
 	}
 	dm_ask_free(c->srv, dm, c, who);
 	return 0;

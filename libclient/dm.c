@@ -365,12 +365,11 @@ static int ibc_dm_check_mrs(const struct ibc_dm *dm, const char *what)
 	return 0;
 }
 
-/* Local cleanup first, then the broker is told (unless it was already,
- * after an event). */
-static void ibc_dm_put(struct ibc_dm *dm)
+/* Local cleanup first, then the broker is told, unless it knows already
+ * (@told: the free's reply; or after an event). */
+static void ibc_dm_put(struct ibc_dm *dm, bool told)
 {
-	bool told = dm->gone;
-
+	told = told || dm->gone;
 	ibc_dm_drop_local(dm, ENODEV, "the DM was unimported");
 	ibc_dm_unlink(dm);
 	if (!told)
@@ -390,7 +389,7 @@ IBC_EXPORT int ibc_dm_unimport(struct ibc_dm *dm)
 	err = ibc_dm_check_mrs(dm, "unimport");
 	if (err < 0)
 		return err;
-	ibc_dm_put(dm);
+	ibc_dm_put(dm, false);
 	ibc_clear_error();
 	return 0;
 }
@@ -419,8 +418,9 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 				     "DM %llu was revoked by an administrator: "
 				     "unimport it",
 				     (unsigned long long)dm->id);
-	/* The broker decides (EPERM leaves the DM as it was); the DM goes
-	 * once this process and every other holder let go. */
+	/* The broker decides (EPERM leaves the DM as it was); its yes ends
+	 * this import too, and the DM goes once every other holder lets
+	 * go. */
 	q.dm_id = dm->id;
 	req.body_case = RDMAB__REQUEST__BODY_DM_FREE;
 	req.dm_free = &q;
@@ -428,7 +428,7 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 	if (err < 0)
 		return err;
 	ibc_reply_free(&r);
-	ibc_dm_put(dm);
+	ibc_dm_put(dm, true);
 	ibc_clear_error();
 	return 0;
 }

@@ -326,6 +326,51 @@ START_TEST(test_write_read_two_processes)
 }
 END_TEST
 
+/* Requests the broker served since its start; counts itself. */
+static uint64_t served(void)
+{
+	struct ibc_status st;
+
+	ck_assert_int_eq(ibc_status(C, &st, sizeof(st)), 0);
+	return st.requests_served;
+}
+
+/*
+ * The free ends the freeing process's own import in the same request: one
+ * round trip, and a DM nobody else holds is gone, its bytes back, when
+ * ibc_dm_free() returns (no waiting).
+ */
+START_TEST(test_free_one_round_trip)
+{
+	struct ibc_dm *dm = alloc_dm(4096), *imp;
+	uint64_t used, reserved, before, idle;
+	size_t n;
+
+	before = served();
+	idle = served() - before;
+	before = served();
+	ck_assert_int_eq(ibc_dm_free(dm), 0);
+	ck_assert_uint_eq(served() - before, idle + 1);
+	usage(&used, &reserved, &n);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(used, 0);
+	ck_assert_uint_eq(reserved, 0);
+
+	/* Imported twice in this process: the free ends the import it was
+	 * called on; the other keeps the DM free pending until its
+	 * unimport. */
+	dm = alloc_dm(4096);
+	ck_assert_int_eq(ibc_dm_import(X, ibc_dm_handle(dm), &imp), 0);
+	ck_assert_int_eq(ibc_dm_free(dm), 0);
+	ck_assert_int_eq(dm_info(ibc_dm_id(imp)).state, IBC_DM_FREE_PENDING);
+	ck_assert_uint_eq(dm_info(ibc_dm_id(imp)).n_importers, 1);
+	ck_assert_int_eq(ibc_dm_unimport(imp), 0);
+	usage(&used, &reserved, &n);
+	ck_assert_uint_eq(n, 0);
+	ck_assert_uint_eq(used, 0);
+}
+END_TEST
+
 START_TEST(test_new_dm_zeroed)
 {
 	static uint8_t buf[8192], zero[8192];
@@ -1169,6 +1214,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_write_read_two_processes);
 	tcase_add_test(tc, test_new_dm_zeroed);
+	tcase_add_test(tc, test_free_one_round_trip);
 	tcase_add_test(tc, test_missing_handles_identical);
 	tcase_add_test(tc, test_error_order);
 	tcase_add_test(tc, test_free_eperm);
