@@ -392,7 +392,10 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 			conn_update_events(c);
 			return;
 		}
+		/* A failure to arm an event dooms @c: nothing more is read. */
 		conn_update_events(c);
+		if (c->doomed)
+			return;
 	}
 	for (unsigned int k = 0; k < READ_BURST; k++) {
 		if (!conn_read_one(c, k > 0) || when == READ_ON_NEVER)
