@@ -88,13 +88,16 @@ uint64_t dm_reserved(const struct server *srv, const struct device *dev)
  * process's MRs, before its XRCD opens and PD references.
  */
 
-/* The index of one of @c's imports of @dm, or -1. */
-static int dm_hold_of(const struct dm *dm, const struct conn *c)
+/* The index of @c's import of @dm that is registry object @object_id (0:
+ * any of its imports), or -1. */
+static int dm_hold_of(const struct dm *dm, const struct conn *c,
+		      uint64_t object_id)
 {
 	if (!c->owner)
 		return -1;
 	for (unsigned int i = 0; i < dm->n_holds; i++)
-		if (dm->holds[i].o->owner == c->owner)
+		if (dm->holds[i].o->owner == c->owner &&
+		    (!object_id || dm->holds[i].o->id == object_id))
 			return (int)i;
 	return -1;
 }
@@ -341,7 +344,8 @@ void dm_notify(struct server *srv, struct dm *dm, const struct conn *except,
 		return;
 	}
 	TAILQ_FOREACH(c, &srv->conns, link)
-		if (c != except && dm_hold_of(dm, c) >= 0 && t.n < dm->n_holds)
+		if (c != except && dm_hold_of(dm, c, 0) >= 0 &&
+		    t.n < dm->n_holds)
 			t.ids[t.n++] = c->id;
 	if (t.n)
 		notify_clients(srv, ev, dm_event_filter, &t);
@@ -712,10 +716,10 @@ int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	return dm_reply(dm, h, r, false);
 }
 
-int dm_unimport(struct conn *c, uint64_t dm_id)
+int dm_unimport(struct conn *c, uint64_t dm_id, uint64_t object_id)
 {
 	struct dm *dm = c->srv->dms ? dm_find_id(c->srv, dm_id) : NULL;
-	int i = dm ? dm_hold_of(dm, c) : -1;
+	int i = dm ? dm_hold_of(dm, c, object_id) : -1;
 
 	if (i < 0)
 		return -ENOENT;
@@ -732,7 +736,7 @@ int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	if (dm_unimport(c, id) < 0)
+	if (dm_unimport(c, id, req->dm_unimport->object_id) < 0)
 		return reply_error(r, -ENOENT,
 				   "this session holds no DM %" PRIu64, id);
 	rdmab__dm_empty_reply__init(out);
@@ -780,12 +784,16 @@ int h_dm_free(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 		r->msg.body_case = RDMAB__REPLY__BODY_DM_FREE;
 		r->msg.dm_free = out;
 		snprintf(who, sizeof(who), "by client %" PRIu64, c->id);
-		/* The free ends the asking import (ibc_dm_free(3)): no second
-		 * round trip to unimport, and a DM nobody else holds is freed
-		 * before the reply. */
-		i = dm_hold_of(dm, c);
-		if (i >= 0)
+		/* The free ends the import it was asked on (ibc_dm_free(3)):
+		 * no second round trip to unimport, and a DM nobody else
+		 * holds is freed before the reply. */
+		i = req->dm_free->object_id ?
+			    dm_hold_of(dm, c, req->dm_free->object_id) :
+			    -1;
+		if (i >= 0) {
 			dm_hold_drop(dm, (unsigned int)i);
+			out->import_ended = true;
+		}
 	}
 	dm_ask_free(c->srv, dm, c, who);
 	return 0;

@@ -118,7 +118,7 @@ void dm_conn_closing(struct conn *c);
 
 /* @c's unimport of DM @dm_id (a request, or one read after the end of its
  * session: the library unmapped before it sent it). 0 or -ENOENT. */
-int dm_unimport(struct conn *c, uint64_t dm_id);
+int dm_unimport(struct conn *c, uint64_t dm_id, uint64_t object_id);
 
 /* Bytes the broker reserved on @dev (its own accounting). */
 uint64_t dm_reserved(const struct server *srv, const struct device *dev);

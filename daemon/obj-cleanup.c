@@ -62,7 +62,8 @@ static void drain_one(struct conn *c, const Rdmab__Request *req)
 		objects_destroy_request(c, req->obj_destroy->object_id, &why);
 	else if (req->body_case == RDMAB__REQUEST__BODY_DM_UNIMPORT &&
 		 req->dm_unimport)
-		dm_unimport(c, req->dm_unimport->dm_id);
+		dm_unimport(c, req->dm_unimport->dm_id,
+			    req->dm_unimport->object_id);
 }
 
 /* Read and apply what @c's client sent and the daemon has not read. */

@@ -31,14 +31,26 @@ static inline void ibc_store_fence(void)
 #endif
 }
 
-static void ibc_dm_tell(struct ibc_client *cl, unsigned int body_case,
-			uint64_t id, bool wait)
+/* Did the broker's answer to a free end the import it named? A broker
+ * that does not say so wants the unimport. */
+static bool ibc_dm_import_ended(const struct ibc_reply *r)
+{
+	return r->reply->body_case == RDMAB__REPLY__BODY_DM_FREE &&
+	       r->reply->dm_free && r->reply->dm_free->import_ended;
+}
+
+/* Tell the broker of the free or unimport of DM @id, import @object_id.
+ * True when it answered that the import ended with the free. */
+static bool ibc_dm_tell(struct ibc_client *cl, unsigned int body_case,
+			uint64_t id, uint64_t object_id, bool wait)
 {
 	Rdmab__DmIdRequest q = RDMAB__DM_ID_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	struct ibc_reply r;
+	bool ended;
 
 	q.dm_id = id;
+	q.object_id = object_id;
 	req.body_case = body_case;
 	if (body_case == RDMAB__REQUEST__BODY_DM_FREE)
 		req.dm_free = &q;
@@ -46,10 +58,13 @@ static void ibc_dm_tell(struct ibc_client *cl, unsigned int body_case,
 		req.dm_unimport = &q;
 	if (!wait) {
 		ibc_send_nowait(cl, &req);
-		return;
+		return false;
 	}
-	if (ibc_call(cl, &req, NULL, 0, &r) == 0)
-		ibc_reply_free(&r);
+	if (ibc_call(cl, &req, NULL, 0, &r) < 0)
+		return false;
+	ended = ibc_dm_import_ended(&r);
+	ibc_reply_free(&r);
+	return ended;
 }
 
 /* Stop using @dm in this process, later calls failing with -@err; the
@@ -242,14 +257,15 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 		err = ibc_dm_attach(dm, fd);
 	}
 	if (err < 0) {
-		uint64_t id = o->dm_id;
+		uint64_t id = o->dm_id, oid = o->object_id;
 
 		/* Telling the broker resets the sentence. */
 		snprintf(why, sizeof(why), "%s", ibc_last_error());
 		ibc_reply_free(&r);
-		if (alloc)
-			ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_FREE, id, true);
-		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, id, true);
+		if (!alloc || !ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_FREE, id,
+					   oid, true))
+			ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, id,
+				    oid, true);
 		free(dm);
 		return ibc_set_error(err, "%s", why);
 	}
@@ -374,7 +390,7 @@ static void ibc_dm_put(struct ibc_dm *dm, bool told)
 	ibc_dm_unlink(dm);
 	if (!told)
 		ibc_dm_tell(dm->ctx->client, RDMAB__REQUEST__BODY_DM_UNIMPORT,
-			    dm->id, true);
+			    dm->id, dm->object_id, true);
 	ibc_dm_release(dm);
 }
 
@@ -399,6 +415,7 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 	Rdmab__DmIdRequest q = RDMAB__DM_ID_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	struct ibc_reply r;
+	bool told;
 	int err;
 
 	if (!dm)
@@ -422,13 +439,15 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 	 * this import too, and the DM goes once every other holder lets
 	 * go. */
 	q.dm_id = dm->id;
+	q.object_id = dm->object_id;
 	req.body_case = RDMAB__REQUEST__BODY_DM_FREE;
 	req.dm_free = &q;
 	err = ibc_call(dm->ctx->client, &req, NULL, 0, &r);
 	if (err < 0)
 		return err;
+	told = ibc_dm_import_ended(&r);
 	ibc_reply_free(&r);
-	ibc_dm_put(dm, true);
+	ibc_dm_put(dm, told);
 	ibc_clear_error();
 	return 0;
 }
@@ -675,35 +694,58 @@ static void ibc_dm_revoke_mrs(struct ibc_ctx *ctx, struct ibc_dm *dm)
 	}
 }
 
-void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
-			uint64_t id, const char *why)
+/* The next of @cl's imports of DM @id that the event @seen was not handled
+ * for yet, marked handled, and its context; NULL when none is left. */
+static struct ibc_dm *ibc_dm_next_for_event(struct ibc_client *cl, uint64_t id,
+					    unsigned int seen,
+					    struct ibc_ctx **ret_ctx)
 {
-	struct ibc_ctx *ctx = NULL;
 	struct ibc_dm *dm = NULL;
-	bool drop = false;
+	struct ibc_ctx *ctx;
 
 	pthread_mutex_lock(&cl->lock);
 	for (ctx = cl->ctxs; ctx && !dm; ctx = dm ? ctx : ctx->next) {
 		pthread_mutex_lock(&ctx->lock);
-		for (dm = ctx->dms; dm && dm->id != id; dm = dm->next)
-			;
+		for (dm = ctx->dms; dm; dm = dm->next)
+			if (dm->id == id && !(dm->events_seen & seen))
+				break;
+		if (dm)
+			dm->events_seen |= seen;
 		pthread_mutex_unlock(&ctx->lock);
 	}
 	pthread_mutex_unlock(&cl->lock);
-	if (!dm)
-		return;
-	/* Revoked: the MRs go too. Free pending: MRs of this process keep
-	 * it; its holder deregisters them, then unimports. */
-	if (type == IBC_EVENT_DM_REVOKED)
-		ibc_dm_revoke_mrs(ctx, dm);
-	pthread_mutex_lock(&ctx->lock);
-	if (!dm->gone && !dm->mrs) {
-		ibc_dm_drop_local(dm, ENODEV, why);
-		drop = true;
+	*ret_ctx = ctx;
+	return dm;
+}
+
+/* Every import of the DM in this session is told, each ending on its own
+ * (the broker sends a session one event a DM). */
+void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
+			uint64_t id, const char *why)
+{
+	unsigned int seen = 1u << (type & 31);
+	struct ibc_ctx *ctx;
+	struct ibc_dm *dm;
+
+	while ((dm = ibc_dm_next_for_event(cl, id, seen, &ctx))) {
+		uint64_t oid = dm->object_id;
+		bool drop = false;
+
+		/* Revoked: the MRs go too. Free pending: MRs of this
+		 * process keep it; its holder deregisters them, then
+		 * unimports. */
+		if (type == IBC_EVENT_DM_REVOKED)
+			ibc_dm_revoke_mrs(ctx, dm);
+		pthread_mutex_lock(&ctx->lock);
+		if (!dm->gone && !dm->mrs) {
+			ibc_dm_drop_local(dm, ENODEV, why);
+			drop = true;
+		}
+		pthread_mutex_unlock(&ctx->lock);
+		if (drop)
+			ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, id,
+				    oid, false);
 	}
-	pthread_mutex_unlock(&ctx->lock);
-	if (drop)
-		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, id, false);
 }
 
 void ibc_dm_ctx_drop(struct ibc_ctx *ctx, int err, const char *why)
@@ -722,20 +764,22 @@ void ibc_dm_ctx_teardown(struct ibc_ctx *ctx)
 	 * lock, which the event dispatch takes before ctx->lock. */
 	for (;;) {
 		struct ibc_dm *dm;
-		uint64_t id = 0;
+		uint64_t id = 0, oid = 0;
 
 		pthread_mutex_lock(&ctx->lock);
 		for (dm = ctx->dms; dm && dm->gone; dm = dm->next)
 			;
 		if (dm) {
 			id = dm->id;
+			oid = dm->object_id;
 			ibc_dm_drop_local(dm, ENODEV,
 					  "the context was closed");
 		}
 		pthread_mutex_unlock(&ctx->lock);
 		if (!id)
 			break;
-		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, id, false);
+		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, id, oid,
+			    false);
 	}
 }
 

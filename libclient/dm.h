@@ -20,6 +20,9 @@ struct ibc_dm {
 	uint64_t allocator;
 	/* This import's record in the broker's registry. */
 	uint64_t object_id;
+	/* The DM events handled for this import (1 << type), under
+	 * ctx->lock. */
+	unsigned int events_seen;
 	/* soft: the mapping of the DM's memfd; verbs: the import. */
 	uint8_t *map;
 	struct ibv_dm *vdm;

@@ -342,8 +342,11 @@ static uint64_t served(void)
  */
 START_TEST(test_free_one_round_trip)
 {
-	struct ibc_dm *dm = alloc_dm(4096), *imp;
+	static const uint32_t word[1] = { 0x5eed };
+	unsigned int acc = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE;
+	struct ibc_dm *dm = alloc_dm(4096), *imp, *other;
 	uint64_t used, reserved, before, idle;
+	struct ibc_mr *mr;
 	size_t n;
 
 	before = served();
@@ -356,18 +359,23 @@ START_TEST(test_free_one_round_trip)
 	ck_assert_uint_eq(used, 0);
 	ck_assert_uint_eq(reserved, 0);
 
-	/* Imported twice in this process: the free ends the import it was
-	 * called on; the other keeps the DM free pending until its
-	 * unimport. */
+	/* Imported twice in this process, freed through the later import:
+	 * that import ends, not the first one, which keeps the DM free
+	 * pending, its registry record (an MR on it) and its status byte
+	 * (the revoke of a DM made since leaves it alone). */
 	dm = alloc_dm(4096);
 	ck_assert_int_eq(ibc_dm_import(X, ibc_dm_handle(dm), &imp), 0);
-	ck_assert_int_eq(ibc_dm_free(dm), 0);
-	ck_assert_int_eq(dm_info(ibc_dm_id(imp)).state, IBC_DM_FREE_PENDING);
-	ck_assert_uint_eq(dm_info(ibc_dm_id(imp)).n_importers, 1);
-	ck_assert_int_eq(ibc_dm_unimport(imp), 0);
-	usage(&used, &reserved, &n);
-	ck_assert_uint_eq(n, 0);
-	ck_assert_uint_eq(used, 0);
+	ck_assert_int_eq(ibc_dm_free(imp), 0);
+	ck_assert_int_eq(dm_info(ibc_dm_id(dm)).state, IBC_DM_FREE_PENDING);
+	ck_assert_uint_eq(dm_info(ibc_dm_id(dm)).n_importers, 1);
+	ck_assert_int_eq(ibc_reg_dm_mr(dm, 0, 4096, acc, &mr), 0);
+	other = alloc_dm(4096);
+	ck_assert_int_eq(ibc_admin_dm_revoke(C, ibc_dm_id(other)), 0);
+	ck_assert_int_eq(ibc_dm_write(dm, 0, word, sizeof(word)), 0);
+	ck_assert_int_eq(ibc_dereg_mr(mr), 0);
+	ck_assert_int_eq(ibc_dm_unimport(dm), 0);
+	ck_assert_int_eq(ibc_dm_unimport(other), 0);
+	wait_all_free(5000);
 }
 END_TEST
 
@@ -1086,7 +1094,7 @@ START_TEST(test_revoke_cooperating)
 	unsigned int acc = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE;
 	struct seen seen = { 0 };
 	char missing[256], want[256];
-	struct ibc_dm *dm = alloc_dm(4096), *imp, *x;
+	struct ibc_dm *dm = alloc_dm(4096), *imp, *imp2, *x;
 	struct ibc_client *cl;
 	struct ibc_ctx *cx;
 	struct ibc_mr *mr;
@@ -1100,6 +1108,8 @@ START_TEST(test_revoke_cooperating)
 	ck_assert_int_eq(ibc_open(cl, NULL, &cx), 0);
 	ck_assert_int_eq(ibc_dm_import(cx, h, &imp), 0);
 	ck_assert_int_eq(ibc_reg_dm_mr(imp, 0, 4096, acc, &mr), 0);
+	/* A second import in the same session: the one event ends both. */
+	ck_assert_int_eq(ibc_dm_import(cx, h, &imp2), 0);
 	ck_assert_int_eq(ibc_dm_import(X, 77, &x), -ENOENT);
 	snprintf(missing, sizeof(missing), "%s", ibc_last_error());
 	ck_assert_int_eq(ibc_admin_dm_revoke(C, id), 0);
@@ -1124,6 +1134,8 @@ START_TEST(test_revoke_cooperating)
 	wait_importers(id, 1);
 	ck_assert_ptr_null(ibc_verbs_mr(mr));
 	ck_assert_int_eq(ibc_dereg_mr(mr), 0);
+	ck_assert_int_eq(ibc_dm_read(imp2, buf, 0, 4), -ENODEV);
+	ck_assert_int_eq(ibc_dm_unimport(imp2), 0);
 	ck_assert_int_eq(ibc_dm_unimport(imp), 0);
 	/* The allocator lets go too; the grace period ends, the DM goes. */
 	ck_assert_int_eq(ibc_dm_unimport(dm), 0);
