@@ -386,13 +386,18 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	enum read_on when = c->srv->opt.read_on;
 
+	/* Doomed by another connection's wakeup in this loop pass (a failure
+	 * to arm its events), with this read already reported. */
+	if (c->doomed)
+		return;
 	if (conn_fds_full(c)) {
 		if (!conn_may_read(c)) {
 			c->fds_hint_spent = true;
 			conn_update_events(c);
 			return;
 		}
-		/* A failure to arm an event dooms @c: nothing more is read. */
+		/* A failure to arm an event dooms @c: nothing more is read,
+		 * here and below. */
 		conn_update_events(c);
 		if (c->doomed)
 			return;
@@ -414,6 +419,8 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 		/* The check released what the hint waited for. */
 		if (c->fds_hint)
 			conn_update_events(c);
+		if (c->doomed)
+			return;
 	}
 }
 
