@@ -342,11 +342,8 @@ static uint64_t served(void)
  */
 START_TEST(test_free_one_round_trip)
 {
-	static const uint32_t word[1] = { 0x5eed };
-	unsigned int acc = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE;
-	struct ibc_dm *dm = alloc_dm(4096), *imp, *other;
+	struct ibc_dm *dm = alloc_dm(4096);
 	uint64_t used, reserved, before, idle;
-	struct ibc_mr *mr;
 	size_t n;
 
 	before = served();
@@ -358,12 +355,23 @@ START_TEST(test_free_one_round_trip)
 	ck_assert_uint_eq(n, 0);
 	ck_assert_uint_eq(used, 0);
 	ck_assert_uint_eq(reserved, 0);
+}
+END_TEST
 
-	/* Imported twice in this process, freed through the later import:
-	 * that import ends, not the first one, which keeps the DM free
-	 * pending, its registry record (an MR on it) and its status byte
-	 * (the revoke of a DM made since leaves it alone). */
-	dm = alloc_dm(4096);
+/*
+ * Imported twice in this process, freed through the later import: that
+ * import ends, not the first one, which keeps the DM free pending, its
+ * registry record (an MR on it) and its status byte (the revoke of a DM
+ * made since leaves it alone). In the revoke case: its grace period is
+ * short.
+ */
+START_TEST(test_free_names_the_import)
+{
+	static const uint32_t word[1] = { 0x5eed };
+	unsigned int acc = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE;
+	struct ibc_dm *dm = alloc_dm(4096), *imp, *other;
+	struct ibc_mr *mr;
+
 	ck_assert_int_eq(ibc_dm_import(X, ibc_dm_handle(dm), &imp), 0);
 	ck_assert_int_eq(ibc_dm_free(imp), 0);
 	ck_assert_int_eq(dm_info(ibc_dm_id(dm)).state, IBC_DM_FREE_PENDING);
@@ -1257,6 +1265,7 @@ int main(void)
 		tcase_add_checked_fixture(rv, setup_revoke, teardown);
 		tcase_set_timeout(rv, 60);
 		tcase_add_test(rv, test_revoke_cooperating);
+		tcase_add_test(rv, test_free_names_the_import);
 		tcase_add_test(rv, test_revoke_dead_and_stubborn);
 		suite_add_tcase(s, rv);
 	}
