@@ -29,6 +29,10 @@ uint64_t quantile_u64(uint64_t *v, size_t n, double p);
 double median_dbl(const double *v, size_t n);
 double min_dbl(const double *v, size_t n);
 double max_dbl(const double *v, size_t n);
+/* @s as a decimal number from @min to @max in *@ret: 0, or -EINVAL (a sign,
+ * trailing bytes or no digits included). */
+int parse_ulong(const char *s, unsigned long min, unsigned long max,
+		unsigned long *ret);
 
 /* --- processes ------------------------------------------------------- */
 

@@ -268,21 +268,6 @@ static double loop_median(const double *v, size_t n, double *tmp)
 	return loop_quantile(tmp, n, 0.5);
 }
 
-/* @s as a decimal number from @lo to @hi in *@ret: 0, or -EINVAL. */
-static int loop_arg(const char *s, unsigned long lo, unsigned long hi,
-		    unsigned long *ret)
-{
-	unsigned long v;
-	char *end;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || *s == '-' || v < lo || v > hi)
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
 static void usage(FILE *f)
 {
 	fprintf(f, "Usage: rdmab-bench-loops [--rounds N] [--iters N] "
@@ -320,17 +305,17 @@ int main(int argc, char **argv)
 		switch (opt) {
 		case 'r':
 			lo = 5, hi = 10000;
-			bad = loop_arg(optarg, lo, hi, &v);
+			bad = parse_ulong(optarg, lo, hi, &v);
 			rounds = (unsigned int)v;
 			break;
 		case 'i':
 			lo = 10, hi = 1000000;
-			bad = loop_arg(optarg, lo, hi, &v);
+			bad = parse_ulong(optarg, lo, hi, &v);
 			iters = (unsigned int)v;
 			break;
 		case 's':
 			lo = 1, hi = LOOP_MAX_PACKET;
-			bad = loop_arg(optarg, lo, hi, &v);
+			bad = parse_ulong(optarg, lo, hi, &v);
 			size = v;
 			break;
 		case 'h':

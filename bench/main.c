@@ -210,20 +210,6 @@ static void usage(FILE *f)
 		"  --strict          exit 1 when a target is missed\n");
 }
 
-static int parse_ulong(const char *s, unsigned long min, unsigned long max,
-		       unsigned long *ret)
-{
-	char *end;
-	unsigned long v;
-
-	errno = 0;
-	v = strtoul(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
 static int parse_opts(int argc, char **argv, struct opts *o)
 {
 	static const struct option longopts[] = {

@@ -102,6 +102,21 @@ double min_dbl(const double *v, size_t n)
 	return m;
 }
 
+int parse_ulong(const char *s, unsigned long min, unsigned long max,
+		unsigned long *ret)
+{
+	unsigned long v;
+	char *end;
+
+	errno = 0;
+	v = strtoul(s, &end, 10);
+	/* strtoul takes "-1" as ULONG_MAX and skips leading blanks. */
+	if (errno || end == s || *end || strchr(s, '-') || v < min || v > max)
+		return -EINVAL;
+	*ret = v;
+	return 0;
+}
+
 double max_dbl(const double *v, size_t n)
 {
 	double m = -INFINITY;
