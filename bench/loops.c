@@ -6,8 +6,8 @@
  * alternating rounds; each peer answers a request with a reply of the same
  * size:
  *
- *   blocking  recv + send: the raw round trip every make bench figure is
- *             divided by;
+ *   blocking  recv + send, make bench's raw peer (peer_alternate()): the
+ *             round trip every make bench figure is divided by;
  *   epoll     epoll_wait + recv(MSG_DONTWAIT) + send: the daemon's system
  *             calls, without libevent;
  *   libevent  the same under event_base_dispatch (EV_READ | EV_PERSIST), as
@@ -46,20 +46,14 @@
 
 /* --- the peers ---------------------------------------------------------- */
 
+/* make bench's raw peer itself (peer_alternate()), answering the size
+ * @arg points to. */
 static int loop_blocking(int fd, const void *arg)
 {
-	static uint8_t buf[LOOP_MAX_PACKET];
+	const size_t *size = arg;
+	const size_t rep_len[2] = { *size, *size };
 
-	for (;;) {
-		ssize_t n = recv(fd, buf, sizeof(buf), 0);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : 0;
-		if (send(fd, buf, (size_t)n, MSG_NOSIGNAL) < 0)
-			return -errno;
-	}
+	return peer_alternate(fd, rep_len, -1);
 }
 
 /* One request read and answered; 1 when the peer closed, -errno. */
@@ -354,7 +348,7 @@ int main(int argc, char **argv)
 			       strerror(-why));
 			continue;
 		}
-		ret = raw_peer_start(sides[s].fn, NULL, &fds[n], &pids[n]);
+		ret = raw_peer_start(sides[s].fn, &size, &fds[n], &pids[n]);
 		if (ret < 0) {
 			fprintf(stderr, "rdmab-bench-loops: %s peer: %s\n",
 				sides[s].name, strerror(-ret));
