@@ -133,12 +133,56 @@ void ibc_dm_client_free(struct ibc_client *cl)
 	cl->dm_status = NULL;
 }
 
-/* Map (soft) or import (verbs) what the broker answered. Takes @fd. */
+/* Put @dm on its context's list; with ctx->lock held. */
+static void ibc_dm_link_locked(struct ibc_dm *dm)
+{
+	struct ibc_ctx *ctx = dm->ctx;
+
+	dm->prev = NULL;
+	dm->next = ctx->dms;
+	if (ctx->dms)
+		ctx->dms->prev = dm;
+	ctx->dms = dm;
+}
+
+/* soft: map the DM's memfd @fd and list @dm. */
+static int ibc_dm_map(struct ibc_dm *dm, int fd)
+{
+	struct ibc_ctx *ctx = dm->ctx;
+	off_t size;
+	void *p;
+
+	/* The memfd's size (the broker sealed it against shrinking): less
+	 * than the length would fault where the length says there is
+	 * memory. lseek answers it at the cost of the bare system call. */
+	size = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
+	if (size < 0 || (uint64_t)size < dm->length)
+		return ibc_set_error(-EPROTO,
+				     "the broker sent DM %llu without memory "
+				     "of its length",
+				     (unsigned long long)dm->id);
+	/* A forked child must not keep the broker's memory (ibc_fork_init(3)):
+	 * the fork handlers mark every listed mapping MADV_DONTFORK under
+	 * this lock, so the mapping is listed before a fork can see it. */
+	pthread_mutex_lock(&ctx->lock);
+	p = mmap(NULL, dm->length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (p != MAP_FAILED) {
+		dm->map = p;
+		ibc_dm_link_locked(dm);
+	}
+	pthread_mutex_unlock(&ctx->lock);
+	if (p == MAP_FAILED)
+		return ibc_set_error(-errno, "cannot map DM %llu: %s",
+				     (unsigned long long)dm->id,
+				     strerror(errno));
+	return 0;
+}
+
+/* Map (soft) or import (verbs) what the broker answered and list @dm in
+ * its context. Takes @fd. */
 static int ibc_dm_attach(struct ibc_dm *dm, int fd)
 {
 	struct ibc_ctx *ctx = dm->ctx;
-	struct stat st;
-	void *p;
 	int err;
 
 	if (!dm->length || dm->length > IBC_DM_MAX_LENGTH || dm->length & 3) {
@@ -150,43 +194,34 @@ static int ibc_dm_attach(struct ibc_dm *dm, int fd)
 		goto out;
 	}
 	if (ctx->caps.kind == IBC_DEVICE_SOFT) {
-		if (fd < 0 || fstat(fd, &st) < 0 ||
-		    (uint64_t)st.st_size < dm->length) {
-			err = ibc_set_error(-EPROTO,
-					    "the broker sent DM %llu without "
-					    "memory of its length",
-					    (unsigned long long)dm->id);
-			goto out;
-		}
-		p = mmap(NULL, dm->length, PROT_READ | PROT_WRITE, MAP_SHARED,
-			 fd, 0);
-		if (p == MAP_FAILED) {
-			err = ibc_set_error(-errno, "cannot map DM %llu: %s",
-					    (unsigned long long)dm->id,
-					    strerror(errno));
-			goto out;
-		}
-		/* A forked child must not keep the broker's memory
-		 * (ibc_fork_init(3)); marked at once, so that no fork
-		 * between here and the list can miss it. */
-		madvise(p, dm->length, MADV_DONTFORK);
-		dm->map = p;
-		err = 0;
+		err = ibc_dm_map(dm, fd);
 		goto out;
 	}
 	errno = 0;
 	dm->vdm = ibv_import_dm(ctx->vctx, dm->handle);
-	if (!dm->vdm)
+	if (!dm->vdm) {
 		err = ibc_set_error(errno ? -errno : -EOPNOTSUPP,
 				    "%s: ibv_import_dm of handle %u: %s",
 				    ctx->caps.device, dm->handle,
 				    strerror(errno ? errno : EOPNOTSUPP));
-	else
-		err = 0;
+		goto out;
+	}
+	pthread_mutex_lock(&ctx->lock);
+	ibc_dm_link_locked(dm);
+	pthread_mutex_unlock(&ctx->lock);
+	err = 0;
 out:
 	if (fd >= 0)
 		close(fd);
 	return err;
+}
+
+void ibc_dm_fork_dontfork(struct ibc_ctx *ctx)
+{
+	/* A failure leaves the mapping copied, as without the library. */
+	for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
+		if (dm->map)
+			madvise(dm->map, dm->length, MADV_DONTFORK);
 }
 
 static int ibc_dm_ctx_check(struct ibc_ctx *ctx)
@@ -270,12 +305,6 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 		return ibc_set_error(err, "%s", why);
 	}
 	ibc_reply_free(&r);
-	pthread_mutex_lock(&ctx->lock);
-	dm->next = ctx->dms;
-	if (ctx->dms)
-		ctx->dms->prev = dm;
-	ctx->dms = dm;
-	pthread_mutex_unlock(&ctx->lock);
 	ibc_clear_error();
 	*ret_dm = dm;
 	return 0;

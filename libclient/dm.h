@@ -59,6 +59,9 @@ void ibc_dm_ctx_drop(struct ibc_ctx *ctx, int err, const char *why);
 /* Tell the broker this process no longer holds the context's DMs (while
  * the session lives), then drop them. */
 void ibc_dm_ctx_teardown(struct ibc_ctx *ctx);
+/* Before fork(): mark the soft device's DM mappings of @ctx MADV_DONTFORK;
+ * with ctx->lock held. */
+void ibc_dm_fork_dontfork(struct ibc_ctx *ctx);
 /* Free the structures of the context's DMs (ibc_close). */
 void ibc_dm_ctx_free(struct ibc_ctx *ctx);
 

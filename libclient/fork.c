@@ -6,8 +6,9 @@
  * Before fork() the handlers take every library lock, in the order the
  * library takes them elsewhere (the fork lock, each client's, each
  * context's, the RSS list's), so that the child inherits no structure half
- * changed, and mark the device's mappings MADV_DONTFORK (dm.c marks the
- * soft device's DM memfds when it maps them). In the child the
+ * changed, and mark the device's mappings and the soft device's DM
+ * mappings MADV_DONTFORK (dm.c marks the session's DM status page when it
+ * maps it). In the child the
  * inherited descriptors are covered with a placeholder (closing them would
  * free their numbers for unrelated files the application opens next) and
  * every inherited session is marked stale.
@@ -147,12 +148,15 @@ static void fork_prepare(void)
 	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next)
 		pthread_mutex_lock(&cl->lock);
 	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next)
-		for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
+		for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
 			pthread_mutex_lock(&ctx->lock);
+			/* Here rather than at each import, where a madvise()
+			 * would cost every DM a system call and a VMA split. */
+			ibc_dm_fork_dontfork(ctx);
+		}
 	ibc_rss_fork_lock();
-	/* The DM status page and the soft device's DM memfds were marked
-	 * when they were mapped (dm.c); the provider's mappings are found
-	 * here. */
+	/* The DM status page was marked when it was mapped (once a
+	 * session); the provider's mappings are found here. */
 	if (fork_maps_device())
 		fork_dontfork_device();
 }
