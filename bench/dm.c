@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "bench/bench.h"
 #include "include/ibclient.h"
 
 #define REPS 5
@@ -39,14 +40,6 @@
 /* Turns a repetition takes per side (alloc_import_rep()). */
 #define SLICES 10
 #define DM_SIZE 65536
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void pin(void)
 {
@@ -470,9 +463,8 @@ int main(int argc, char **argv)
 	ibc_disconnect(cb);
 	kill(dpid, SIGTERM);
 	waitpid(dpid, &status, 0);
-	unlink(sock);
-	unlink(conf);
-	rmdir(dir);
+	/* With the xrcd/ directory the daemon leaves for a restart. */
+	remove_tree(dir);
 	printf("\n%s\n", bad ? "bench-dm: a ratio is outside its target" :
 			       "bench-dm: every ratio is inside its target");
 	return 0;

@@ -38,6 +38,7 @@
 
 #include <valgrind/callgrind.h>
 
+#include "bench/bench.h"
 #include "include/ibclient.h"
 
 #define REPS 3
@@ -48,14 +49,6 @@ struct figure {
 	double wait_us;	  /* fork + _exit + waitpid, median */
 	double fork_us;	  /* fork() returning in the parent, median */
 };
-
-static uint64_t now_ns(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static int cmp_dbl(const void *a, const void *b)
 {
@@ -470,7 +463,7 @@ int main(int argc, char **argv)
 		ir_report(dir, sock);
 	kill(dpid, SIGTERM);
 	waitpid(dpid, &status, 0);
-	unlink(sock);
-	rmdir(dir);
+	/* With the xrcd/ directory the daemon leaves for a restart. */
+	remove_tree(dir);
 	return 0;
 }

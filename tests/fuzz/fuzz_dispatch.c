@@ -23,6 +23,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -237,11 +238,24 @@ static size_t count_domains(void)
 	return n;
 }
 
+/* The daemon's runtime directory: its xrcd/ directory outlives the
+ * server (the files of declared XRCDs survive a restart). */
+static char runtime_dir[256];
+
+static int rm_one(const char *path, const struct stat *st, int type,
+		  struct FTW *ftw)
+{
+	return remove(path) < 0 ? -1 : 0;
+}
+
 static void fuzz_cleanup(void)
 {
 	if (srv_up)
 		server_fini(&srv);
 	srv_up = false;
+	if (runtime_dir[0])
+		nftw(runtime_dir, rm_one, 8, FTW_DEPTH | FTW_PHYS);
+	runtime_dir[0] = '\0';
 	if (devnull >= 0)
 		close(devnull);
 	devnull = -1;
@@ -274,7 +288,7 @@ static int config_memfd(const char *name, const char *text, char *path,
 int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
 	const char *tmp = getenv("TMPDIR"), *level = getenv("FUZZ_LOG_LEVEL");
-	static char dir[256];
+	char *dir = runtime_dir;
 	struct server_options opt = {
 		.socket_path = sock_path,
 		.runtime_dir = dir,
@@ -299,7 +313,7 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	unsetenv("WATCHDOG_USEC");
 	unsetenv("WATCHDOG_PID");
 
-	snprintf(dir, sizeof(dir), "%s/rdmab-fuzz.XXXXXX",
+	snprintf(dir, sizeof(runtime_dir), "%s/rdmab-fuzz.XXXXXX",
 		 tmp && *tmp ? tmp : "/tmp");
 	if (!mkdtemp(dir))
 		fail("mkdtemp %s: %s", dir, strerror(errno));
@@ -312,10 +326,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	if (ret < 0)
 		fail("server_init: %s", strerror(-ret));
 	srv_up = true;
-	/* Connections come from socketpairs: the socket can go now, and
-	 * nothing is left behind when the fuzzer stops on a crash. */
+	/* Connections come from socketpairs: the socket can go now. The
+	 * directory goes at exit (fuzz_cleanup), a crash's aside. */
 	unlink(sock_path);
-	rmdir(dir);
 	atexit(fuzz_cleanup);
 
 	devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
