@@ -385,42 +385,49 @@ IBC_EXPORT int ibc_dm_import(struct ibc_ctx *ctx, uint32_t handle,
 	return ibc_dm_get(ctx, &req, false, ret_dm);
 }
 
-static void ibc_dm_unlink(struct ibc_dm *dm)
+static int ibc_dm_check_mrs(struct ibc_dm *dm, const char *what)
+{
+	unsigned int mrs;
+
+	/* An event's handler may be deregistering them meanwhile. */
+	pthread_mutex_lock(&dm->ctx->lock);
+	mrs = dm->mrs;
+	pthread_mutex_unlock(&dm->ctx->lock);
+	if (mrs)
+		return ibc_set_error(-EBUSY,
+				     "DM %llu has %u MR%s of this process on "
+				     "it: deregister them before the %s",
+				     (unsigned long long)dm->id, mrs,
+				     mrs == 1 ? "" : "s", what);
+	return 0;
+}
+
+/* Local cleanup first, then the broker is told, unless it knows already
+ * (@told: the free's reply; or after an event, which told it). */
+static void ibc_dm_put(struct ibc_dm *dm, bool told)
 {
 	struct ibc_ctx *ctx = dm->ctx;
+	uint64_t id = dm->id, oid = dm->object_id;
+	bool owner;
 
 	pthread_mutex_lock(&ctx->lock);
+	told = told || dm->gone;
+	ibc_dm_drop_local(dm, ENODEV, "the DM was unimported");
 	if (dm->prev)
 		dm->prev->next = dm->next;
 	else
 		ctx->dms = dm->next;
 	if (dm->next)
 		dm->next->prev = dm->prev;
+	/* An event being handled on @dm frees it once done with it. */
+	dm->unlisted = true;
+	owner = !dm->event_refs;
 	pthread_mutex_unlock(&ctx->lock);
-}
-
-static int ibc_dm_check_mrs(const struct ibc_dm *dm, const char *what)
-{
-	if (dm->mrs)
-		return ibc_set_error(-EBUSY,
-				     "DM %llu has %u MR%s of this process on "
-				     "it: deregister them before the %s",
-				     (unsigned long long)dm->id, dm->mrs,
-				     dm->mrs == 1 ? "" : "s", what);
-	return 0;
-}
-
-/* Local cleanup first, then the broker is told, unless it knows already
- * (@told: the free's reply; or after an event). */
-static void ibc_dm_put(struct ibc_dm *dm, bool told)
-{
-	told = told || dm->gone;
-	ibc_dm_drop_local(dm, ENODEV, "the DM was unimported");
-	ibc_dm_unlink(dm);
 	if (!told)
-		ibc_dm_tell(dm->ctx->client, RDMAB__REQUEST__BODY_DM_UNIMPORT,
-			    dm->id, dm->object_id, true);
-	ibc_dm_release(dm);
+		ibc_dm_tell(ctx->client, RDMAB__REQUEST__BODY_DM_UNIMPORT, id,
+			    oid, true);
+	if (owner)
+		ibc_dm_release(dm);
 }
 
 IBC_EXPORT int ibc_dm_unimport(struct ibc_dm *dm)
@@ -724,7 +731,9 @@ static void ibc_dm_revoke_mrs(struct ibc_ctx *ctx, struct ibc_dm *dm)
 }
 
 /* The next of @cl's imports of DM @id that the event @seen was not handled
- * for yet, marked handled, and its context; NULL when none is left. */
+ * for yet, marked handled, and its context; NULL when none is left. The
+ * import is held (event_refs): another thread's unimport leaves its
+ * structure to the event's handler. */
 static struct ibc_dm *ibc_dm_next_for_event(struct ibc_client *cl, uint64_t id,
 					    unsigned int seen,
 					    struct ibc_ctx **ret_ctx)
@@ -738,8 +747,10 @@ static struct ibc_dm *ibc_dm_next_for_event(struct ibc_client *cl, uint64_t id,
 		for (dm = ctx->dms; dm; dm = dm->next)
 			if (dm->id == id && !(dm->events_seen & seen))
 				break;
-		if (dm)
+		if (dm) {
 			dm->events_seen |= seen;
+			dm->event_refs++;
+		}
 		pthread_mutex_unlock(&ctx->lock);
 	}
 	pthread_mutex_unlock(&cl->lock);
@@ -758,7 +769,7 @@ void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 
 	while ((dm = ibc_dm_next_for_event(cl, id, seen, &ctx))) {
 		uint64_t oid = dm->object_id;
-		bool drop = false;
+		bool drop = false, release;
 
 		/* Revoked: the MRs go too. Free pending: MRs of this
 		 * process keep it; its holder deregisters them, then
@@ -770,10 +781,13 @@ void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 			ibc_dm_drop_local(dm, ENODEV, why);
 			drop = true;
 		}
+		release = --dm->event_refs == 0 && dm->unlisted;
 		pthread_mutex_unlock(&ctx->lock);
 		if (drop)
 			ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, id,
 				    oid, false);
+		if (release)
+			ibc_dm_release(dm);
 	}
 }
 

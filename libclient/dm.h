@@ -23,6 +23,11 @@ struct ibc_dm {
 	/* The DM events handled for this import (1 << type), under
 	 * ctx->lock. */
 	unsigned int events_seen;
+	/* Event handlers using this structure, and whether the application
+	 * unimported it meanwhile (the last handler frees it), under
+	 * ctx->lock. */
+	unsigned int event_refs;
+	bool unlisted;
 	/* soft: the mapping of the DM's memfd; verbs: the import. */
 	uint8_t *map;
 	struct ibv_dm *vdm;

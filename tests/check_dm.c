@@ -15,6 +15,7 @@
 #include <check.h>
 #include <errno.h>
 #include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -692,6 +693,132 @@ START_TEST(test_free_pending_event)
 }
 END_TEST
 
+struct racer {
+	struct ibc_client *cl;
+	int events; /* atomic */
+	bool stop;  /* atomic */
+};
+
+static void racer_event(struct ibc_client *cl, const struct ibc_event *ev,
+			void *arg)
+{
+	struct racer *r = arg;
+
+	(void)cl;
+	(void)ev;
+	__atomic_add_fetch(&r->events, 1, __ATOMIC_RELAXED);
+}
+
+static void *racer_dispatch(void *arg)
+{
+	struct racer *r = arg;
+	struct pollfd pfd = { .fd = ibc_get_fd(r->cl), .events = POLLIN };
+
+	while (!__atomic_load_n(&r->stop, __ATOMIC_ACQUIRE)) {
+		poll(&pfd, 1, 5);
+		if (ibc_dispatch(r->cl) < 0)
+			break;
+	}
+	return NULL;
+}
+
+/* The application unimports while another of its threads handles the
+ * DM's free-pending event for the same import: whichever comes first, the
+ * broker hears one unimport and every byte comes back. The narrow case
+ * where the unimport falls inside the handler (which then frees the
+ * structure) is too narrow for a test to hit on purpose: a sanitizer run
+ * of these two is its only witness. */
+START_TEST(test_unimport_races_event)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+			     IBC_CONNECT_ATTR_EVENT_CB,
+		.socket_path = D.sock,
+		.event_cb = racer_event,
+	};
+	struct racer r = { 0 };
+	struct ibc_ctx *cx;
+	pthread_t t;
+	int rounds = 200;
+
+	attr.event_arg = &r;
+	ck_assert_int_eq(ibc_connect(&attr, &r.cl), 0);
+	ck_assert_int_eq(ibc_open(r.cl, NULL, &cx), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, racer_dispatch, &r), 0);
+	for (int i = 0; i < rounds; i++) {
+		struct ibc_dm *dm = alloc_dm(4096), *imp;
+		int before;
+		int64_t end;
+
+		ck_assert_int_eq(ibc_dm_import(cx, ibc_dm_handle(dm), &imp), 0);
+		before = __atomic_load_n(&r.events, __ATOMIC_RELAXED);
+		/* Pending: the event goes to the importer's session. */
+		ck_assert_int_eq(ibc_dm_free(dm), 0);
+		/* Mostly the unimport starts as the callback returns, where
+		 * the library goes on to end the import itself; every
+		 * fourth round it goes first. */
+		end = tl_now_ms() + 2000;
+		while (i % 4 != 3 &&
+		       __atomic_load_n(&r.events, __ATOMIC_RELAXED) == before &&
+		       tl_now_ms() < end)
+			;
+		ck_assert_int_eq(ibc_dm_unimport(imp), 0);
+	}
+	wait_all_free(5000);
+	__atomic_store_n(&r.stop, true, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	/* Each round's event came, or the unimport went before it was
+	 * sent; none came twice. */
+	ck_assert_int_le(__atomic_load_n(&r.events, __ATOMIC_RELAXED), rounds);
+	ck_assert_int_eq(ibc_ping(r.cl, "x", 1), 0);
+	ibc_disconnect(r.cl);
+}
+END_TEST
+
+/* The same with a revoke, whose handler first deregisters the import's MR
+ * through the broker: the application's unimport, retried while the MR
+ * keeps it -EBUSY, lands in the middle of the handler. */
+START_TEST(test_unimport_races_revoke)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+			     IBC_CONNECT_ATTR_EVENT_CB,
+		.socket_path = D.sock,
+		.event_cb = racer_event,
+	};
+	unsigned int acc = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE;
+	struct racer r = { 0 };
+	struct ibc_ctx *cx;
+	pthread_t t;
+	int rounds = 20;
+
+	attr.event_arg = &r;
+	ck_assert_int_eq(ibc_connect(&attr, &r.cl), 0);
+	ck_assert_int_eq(ibc_open(r.cl, NULL, &cx), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, racer_dispatch, &r), 0);
+	for (int i = 0; i < rounds; i++) {
+		struct ibc_dm *dm = alloc_dm(4096), *imp;
+		struct ibc_mr *mr;
+		int ret;
+
+		ck_assert_int_eq(ibc_dm_import(cx, ibc_dm_handle(dm), &imp), 0);
+		ck_assert_int_eq(ibc_reg_dm_mr(imp, 0, 4096, acc, &mr), 0);
+		ck_assert_int_eq(ibc_admin_dm_revoke(C, ibc_dm_id(dm)), 0);
+		while ((ret = ibc_dm_unimport(imp)) == -EBUSY)
+			;
+		ck_assert_int_eq(ret, 0);
+		ck_assert_int_eq(ibc_dereg_mr(mr), 0);
+		ck_assert_int_eq(ibc_dm_unimport(dm), 0);
+	}
+	wait_all_free(5000);
+	__atomic_store_n(&r.stop, true, __ATOMIC_RELEASE);
+	pthread_join(t, NULL);
+	ck_assert_int_eq(__atomic_load_n(&r.events, __ATOMIC_RELAXED), rounds);
+	ck_assert_int_eq(ibc_ping(r.cl, "x", 1), 0);
+	ibc_disconnect(r.cl);
+}
+END_TEST
+
 /* Allocator and importer, each exiting or killed, in both orders: the DM
  * is freed exactly once, when both are gone, and the quota comes back. */
 START_TEST(test_exit_kill_matrix)
@@ -1240,6 +1367,7 @@ int main(void)
 	tcase_add_test(tc, test_free_eperm);
 	tcase_add_test(tc, test_persistent);
 	tcase_add_test(tc, test_free_pending_event);
+	tcase_add_test(tc, test_unimport_races_event);
 	tcase_add_test(tc, test_exit_kill_matrix);
 	tcase_add_test(tc, test_no_dm_on_null);
 	tcase_add_test(tc, test_ctl_dm);
@@ -1265,6 +1393,7 @@ int main(void)
 		tcase_add_checked_fixture(rv, setup_revoke, teardown);
 		tcase_set_timeout(rv, 60);
 		tcase_add_test(rv, test_revoke_cooperating);
+		tcase_add_test(rv, test_unimport_races_revoke);
 		tcase_add_test(rv, test_free_names_the_import);
 		tcase_add_test(rv, test_revoke_dead_and_stubborn);
 		suite_add_tcase(s, rv);
