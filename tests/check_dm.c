@@ -722,6 +722,33 @@ static void *racer_dispatch(void *arg)
 	return NULL;
 }
 
+/* A second client of this domain whose events another thread dispatches. */
+static void racer_start(struct racer *r, struct ibc_ctx **ret_ctx,
+			pthread_t *ret_thread)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+			     IBC_CONNECT_ATTR_EVENT_CB,
+		.socket_path = D.sock,
+		.event_cb = racer_event,
+		.event_arg = r,
+	};
+
+	ck_assert_int_eq(ibc_connect(&attr, &r->cl), 0);
+	ck_assert_int_eq(ibc_open(r->cl, NULL, ret_ctx), 0);
+	ck_assert_int_eq(pthread_create(ret_thread, NULL, racer_dispatch, r),
+			 0);
+}
+
+/* Every byte back, the dispatching thread gone, the session usable. */
+static void racer_stop(struct racer *r, pthread_t thread)
+{
+	wait_all_free(5000);
+	__atomic_store_n(&r->stop, true, __ATOMIC_RELEASE);
+	pthread_join(thread, NULL);
+	ck_assert_int_eq(ibc_ping(r->cl, "x", 1), 0);
+}
+
 /* The application unimports while another of its threads handles the
  * DM's free-pending event for the same import: whichever comes first, the
  * broker hears one unimport and every byte comes back. The narrow case
@@ -730,21 +757,12 @@ static void *racer_dispatch(void *arg)
  * of these two is its only witness. */
 START_TEST(test_unimport_races_event)
 {
-	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-			     IBC_CONNECT_ATTR_EVENT_CB,
-		.socket_path = D.sock,
-		.event_cb = racer_event,
-	};
 	struct racer r = { 0 };
 	struct ibc_ctx *cx;
 	pthread_t t;
 	int rounds = 200;
 
-	attr.event_arg = &r;
-	ck_assert_int_eq(ibc_connect(&attr, &r.cl), 0);
-	ck_assert_int_eq(ibc_open(r.cl, NULL, &cx), 0);
-	ck_assert_int_eq(pthread_create(&t, NULL, racer_dispatch, &r), 0);
+	racer_start(&r, &cx, &t);
 	for (int i = 0; i < rounds; i++) {
 		struct ibc_dm *dm = alloc_dm(4096), *imp;
 		int before;
@@ -764,13 +782,10 @@ START_TEST(test_unimport_races_event)
 			;
 		ck_assert_int_eq(ibc_dm_unimport(imp), 0);
 	}
-	wait_all_free(5000);
-	__atomic_store_n(&r.stop, true, __ATOMIC_RELEASE);
-	pthread_join(t, NULL);
+	racer_stop(&r, t);
 	/* Each round's event came, or the unimport went before it was
 	 * sent; none came twice. */
 	ck_assert_int_le(__atomic_load_n(&r.events, __ATOMIC_RELAXED), rounds);
-	ck_assert_int_eq(ibc_ping(r.cl, "x", 1), 0);
 	ibc_disconnect(r.cl);
 }
 END_TEST
@@ -780,22 +795,13 @@ END_TEST
  * keeps it -EBUSY, lands in the middle of the handler. */
 START_TEST(test_unimport_races_revoke)
 {
-	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-			     IBC_CONNECT_ATTR_EVENT_CB,
-		.socket_path = D.sock,
-		.event_cb = racer_event,
-	};
 	unsigned int acc = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE;
 	struct racer r = { 0 };
 	struct ibc_ctx *cx;
 	pthread_t t;
 	int rounds = 20;
 
-	attr.event_arg = &r;
-	ck_assert_int_eq(ibc_connect(&attr, &r.cl), 0);
-	ck_assert_int_eq(ibc_open(r.cl, NULL, &cx), 0);
-	ck_assert_int_eq(pthread_create(&t, NULL, racer_dispatch, &r), 0);
+	racer_start(&r, &cx, &t);
 	for (int i = 0; i < rounds; i++) {
 		struct ibc_dm *dm = alloc_dm(4096), *imp;
 		struct ibc_mr *mr;
@@ -810,11 +816,8 @@ START_TEST(test_unimport_races_revoke)
 		ck_assert_int_eq(ibc_dereg_mr(mr), 0);
 		ck_assert_int_eq(ibc_dm_unimport(dm), 0);
 	}
-	wait_all_free(5000);
-	__atomic_store_n(&r.stop, true, __ATOMIC_RELEASE);
-	pthread_join(t, NULL);
+	racer_stop(&r, t);
 	ck_assert_int_eq(__atomic_load_n(&r.events, __ATOMIC_RELAXED), rounds);
-	ck_assert_int_eq(ibc_ping(r.cl, "x", 1), 0);
 	ibc_disconnect(r.cl);
 }
 END_TEST
