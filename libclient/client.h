@@ -63,6 +63,14 @@ struct ibc_client {
 	/* Device memory: the session's status page (dm.h), read-only;
 	 * NULL before the first DM. */
 	const uint8_t *dm_status;
+	/* DM events that found no import here, which an import in flight
+	 * (its reply read, the DM not listed yet) takes up (dm.c); a ring,
+	 * under the lock. */
+	struct {
+		uint64_t dm_id;
+		unsigned int events; /* 1 << enum ibc_event_type */
+	} dm_unmatched[8];
+	unsigned int dm_unmatched_next;
 
 	/* Fork (fork.c): every client of the process, under the fork
 	 * lock; the broker's socket path and the session's secret, which

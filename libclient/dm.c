@@ -243,6 +243,47 @@ static int ibc_dm_ctx_check(struct ibc_ctx *ctx)
 	return 0;
 }
 
+/*
+ * @dm was just listed: the events for its DM that came while its import
+ * was in flight found nothing, and are handled now as the event would
+ * have been (an event's sentence is the broker's; this one says what the
+ * status says). Broker-wide DM ids are never reused, so an old entry names
+ * no later DM.
+ */
+static void ibc_dm_catch_up(struct ibc_dm *dm)
+{
+	struct ibc_client *cl = dm->ctx->client;
+	unsigned int missed = 0;
+	bool drop = false;
+
+	pthread_mutex_lock(&cl->lock);
+	for (size_t i = 0;
+	     i < sizeof(cl->dm_unmatched) / sizeof(cl->dm_unmatched[0]); i++)
+		if (cl->dm_unmatched[i].dm_id == dm->id)
+			missed |= cl->dm_unmatched[i].events;
+	pthread_mutex_unlock(&cl->lock);
+	if (!missed)
+		return;
+	pthread_mutex_lock(&dm->ctx->lock);
+	dm->events_seen |= missed;
+	/* Just imported: no MR of this process is on it yet. */
+	if (!dm->gone && !dm->mrs) {
+		ibc_dm_drop_local(dm, ENODEV,
+				  missed & (1u << IBC_EVENT_DM_REVOKED) ?
+					  "the DM was revoked by an "
+					  "administrator while this process "
+					  "imported it: unimport it" :
+					  "the DM's free was asked for while "
+					  "this process imported it: unimport "
+					  "it");
+		drop = true;
+	}
+	pthread_mutex_unlock(&dm->ctx->lock);
+	if (drop)
+		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, dm->id,
+			    dm->object_id, false);
+}
+
 /* Send @req (an alloc or an import) and make its DM this process's; in
  * @ctx's count of calls in flight (ibc_dm_get). */
 static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
@@ -305,6 +346,7 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 		return ibc_set_error(err, "%s", why);
 	}
 	ibc_reply_free(&r);
+	ibc_dm_catch_up(dm);
 	ibc_clear_error();
 	*ret_dm = dm;
 	return 0;
@@ -752,6 +794,19 @@ static struct ibc_dm *ibc_dm_next_for_event(struct ibc_client *cl, uint64_t id,
 			dm->event_refs++;
 		}
 		pthread_mutex_unlock(&ctx->lock);
+	}
+	/* No import of it left here: one may be in flight in another
+	 * thread, which looks here once its DM is listed (ibc_dm_catch_up).
+	 * Under the same hold of the lock as the search, so that no import
+	 * is listed between the two unseen. An entry is never wrong: the
+	 * broker takes no new import of a DM after either event. */
+	if (!dm) {
+		unsigned int i = cl->dm_unmatched_next++ %
+				 (sizeof(cl->dm_unmatched) /
+				  sizeof(cl->dm_unmatched[0]));
+
+		cl->dm_unmatched[i].dm_id = id;
+		cl->dm_unmatched[i].events = seen;
 	}
 	pthread_mutex_unlock(&cl->lock);
 	*ret_ctx = ctx;

@@ -822,6 +822,65 @@ START_TEST(test_unimport_races_revoke)
 }
 END_TEST
 
+struct freer {
+	struct ibc_dm *dm;
+	int ret;
+};
+
+/* The allocator's free, as soon as the broker counts the other import. */
+static void *freer_main(void *arg)
+{
+	struct freer *f = arg;
+	uint64_t id = ibc_dm_id(f->dm);
+	int64_t end = tl_now_ms() + 5000;
+	struct ibc_dm_info *dms;
+	bool two = false;
+	size_t n;
+
+	while (!two && tl_now_ms() < end) {
+		if (ibc_list_dms(C, &dms, sizeof(*dms), &n) < 0)
+			break;
+		for (size_t i = 0; i < n; i++)
+			two |= dms[i].id == id && dms[i].n_importers == 2;
+		ibc_list_free(dms);
+	}
+	f->ret = two ? ibc_dm_free(f->dm) : -ETIMEDOUT;
+	return NULL;
+}
+
+/* The free comes while the other client's import is in flight, its event
+ * dispatched by another thread before the import lists its DM: the
+ * import still ends, once listed, as the event would have ended it. */
+START_TEST(test_import_in_flight_event)
+{
+	struct racer r = { 0 };
+	struct ibc_ctx *cx;
+	pthread_t t, ft;
+	int rounds = 50;
+
+	racer_start(&r, &cx, &t);
+	for (int i = 0; i < rounds; i++) {
+		struct freer f = { .dm = alloc_dm(4096) };
+		struct ibc_dm *imp;
+		uint8_t buf[4];
+		int64_t end;
+
+		ck_assert_int_eq(pthread_create(&ft, NULL, freer_main, &f), 0);
+		ck_assert_int_eq(ibc_dm_import(cx, ibc_dm_handle(f.dm), &imp),
+				 0);
+		pthread_join(ft, NULL);
+		ck_assert_int_eq(f.ret, 0);
+		end = tl_now_ms() + 2000;
+		while (ibc_dm_read(imp, buf, 0, 4) == 0 && tl_now_ms() < end)
+			tl_sleep_ms(1);
+		ck_assert_int_eq(ibc_dm_read(imp, buf, 0, 4), -ENODEV);
+		ck_assert_int_eq(ibc_dm_unimport(imp), 0);
+	}
+	racer_stop(&r, t);
+	ibc_disconnect(r.cl);
+}
+END_TEST
+
 /* Allocator and importer, each exiting or killed, in both orders: the DM
  * is freed exactly once, when both are gone, and the quota comes back. */
 START_TEST(test_exit_kill_matrix)
@@ -1371,6 +1430,7 @@ int main(void)
 	tcase_add_test(tc, test_persistent);
 	tcase_add_test(tc, test_free_pending_event);
 	tcase_add_test(tc, test_unimport_races_event);
+	tcase_add_test(tc, test_import_in_flight_event);
 	tcase_add_test(tc, test_exit_kill_matrix);
 	tcase_add_test(tc, test_no_dm_on_null);
 	tcase_add_test(tc, test_ctl_dm);
