@@ -63,14 +63,16 @@ struct ibc_client {
 	/* Device memory: the session's status page (dm.h), read-only;
 	 * NULL before the first DM. */
 	const uint8_t *dm_status;
-	/* DM events that found no import here, which an import in flight
-	 * (its reply read, the DM not listed yet) takes up (dm.c); a ring,
-	 * under the lock. */
-	struct {
+	/* DM allocs and imports in flight, and the DM events that found
+	 * no import here meanwhile, which such an import (its reply read,
+	 * its DM not listed yet) takes up (dm.c); emptied when none is in
+	 * flight. Under the lock. */
+	unsigned int dm_gets;
+	struct ibc_dm_unmatched {
 		uint64_t dm_id;
 		unsigned int events; /* 1 << enum ibc_event_type */
-	} dm_unmatched[8];
-	unsigned int dm_unmatched_next;
+	} *dm_unmatched;
+	size_t dm_n_unmatched, dm_cap_unmatched;
 
 	/* Fork (fork.c): every client of the process, under the fork
 	 * lock; the broker's socket path and the session's secret, which

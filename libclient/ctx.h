@@ -84,8 +84,10 @@ struct ibc_ctx {
 	bool closing;
 	bool attached;
 	/* Device memory this process holds in the context (dm.h), under
-	 * lock. */
+	 * lock; and the DM event handlers using the context, which
+	 * ibc_close() waits for (under the client's lock). */
 	struct ibc_dm *dms;
+	unsigned int dm_handlers;
 };
 
 /* Whether @ctx's device was removed (its descriptors are closed): an

@@ -111,18 +111,22 @@ static int ibc_dm_status_map(struct ibc_client *cl, int fd)
 		return ibc_set_error(-EPROTO, "the broker sent no DM status "
 					      "page");
 	}
+	/* Mapped and marked under the lock the fork handlers take, so that
+	 * no fork falls between. */
+	pthread_mutex_lock(&cl->lock);
 	p = mmap(NULL, IBC_DM_STATUS_SLOTS, PROT_READ, MAP_SHARED, fd, 0);
+	if (p != MAP_FAILED) {
+		madvise(p, IBC_DM_STATUS_SLOTS, MADV_DONTFORK);
+		if (cl->dm_status)
+			munmap(p, IBC_DM_STATUS_SLOTS);
+		else
+			cl->dm_status = p;
+	}
+	pthread_mutex_unlock(&cl->lock);
 	close(fd);
 	if (p == MAP_FAILED)
 		return ibc_set_error(-errno, "cannot map the DM status page: %s",
 				     strerror(errno));
-	madvise(p, IBC_DM_STATUS_SLOTS, MADV_DONTFORK);
-	pthread_mutex_lock(&cl->lock);
-	if (cl->dm_status)
-		munmap(p, IBC_DM_STATUS_SLOTS);
-	else
-		cl->dm_status = p;
-	pthread_mutex_unlock(&cl->lock);
 	return 0;
 }
 
@@ -131,6 +135,9 @@ void ibc_dm_client_free(struct ibc_client *cl)
 	if (cl->dm_status)
 		munmap((void *)cl->dm_status, IBC_DM_STATUS_SLOTS);
 	cl->dm_status = NULL;
+	free(cl->dm_unmatched);
+	cl->dm_unmatched = NULL;
+	cl->dm_n_unmatched = cl->dm_cap_unmatched = 0;
 }
 
 /* Put @dm on its context's list; with ctx->lock held. */
@@ -247,7 +254,9 @@ static int ibc_dm_ctx_check(struct ibc_ctx *ctx)
  * @dm was just listed: the events for its DM that came while its import
  * was in flight found nothing, and are handled now as the event would
  * have been (an event's sentence is the broker's; this one says what the
- * status says). Broker-wide DM ids are never reused, so an old entry names
+ * status says). Read under the client's lock after the listing: an event
+ * whose search missed the DM recorded it in the same hold of that lock,
+ * so before this. Broker-wide DM ids are never reused, so an entry names
  * no later DM.
  */
 static void ibc_dm_catch_up(struct ibc_dm *dm)
@@ -257,8 +266,7 @@ static void ibc_dm_catch_up(struct ibc_dm *dm)
 	bool drop = false;
 
 	pthread_mutex_lock(&cl->lock);
-	for (size_t i = 0;
-	     i < sizeof(cl->dm_unmatched) / sizeof(cl->dm_unmatched[0]); i++)
+	for (size_t i = 0; i < cl->dm_n_unmatched; i++)
 		if (cl->dm_unmatched[i].dm_id == dm->id)
 			missed |= cl->dm_unmatched[i].events;
 	pthread_mutex_unlock(&cl->lock);
@@ -355,6 +363,7 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 static int ibc_dm_get(struct ibc_ctx *ctx, Rdmab__Request *req, bool alloc,
 		      struct ibc_dm **ret_dm)
 {
+	struct ibc_client *cl = ctx->client;
 	int err;
 
 	/* A rekey or removal closes the context only once the DM is listed
@@ -363,7 +372,15 @@ static int ibc_dm_get(struct ibc_ctx *ctx, Rdmab__Request *req, bool alloc,
 	err = ibc_ctx_enter(ctx, true);
 	if (err < 0)
 		return err;
+	pthread_mutex_lock(&cl->lock);
+	cl->dm_gets++;
+	pthread_mutex_unlock(&cl->lock);
 	err = ibc_dm_get_entered(ctx, req, alloc, ret_dm);
+	pthread_mutex_lock(&cl->lock);
+	/* The records were for the gets in flight: none is left. */
+	if (--cl->dm_gets == 0)
+		cl->dm_n_unmatched = 0;
+	pthread_mutex_unlock(&cl->lock);
 	ibc_ctx_leave(ctx);
 	return err;
 }
@@ -772,6 +789,35 @@ static void ibc_dm_revoke_mrs(struct ibc_ctx *ctx, struct ibc_dm *dm)
 	}
 }
 
+/* Record event @seen for DM @id, which found no import; with the client's
+ * lock held. An entry is never wrong: the broker takes no new import of a
+ * DM after either event. Out of memory, the import in flight lives on as
+ * if the event had come before this fix-up existed: until unimported. */
+static void ibc_dm_note_unmatched(struct ibc_client *cl, uint64_t id,
+				  unsigned int seen)
+{
+	struct ibc_dm_unmatched *u;
+
+	for (size_t i = 0; i < cl->dm_n_unmatched; i++)
+		if (cl->dm_unmatched[i].dm_id == id) {
+			cl->dm_unmatched[i].events |= seen;
+			return;
+		}
+	if (cl->dm_n_unmatched == cl->dm_cap_unmatched) {
+		size_t cap = cl->dm_cap_unmatched ? 2 * cl->dm_cap_unmatched :
+						    8;
+
+		u = realloc(cl->dm_unmatched, cap * sizeof(*u));
+		if (!u)
+			return;
+		cl->dm_unmatched = u;
+		cl->dm_cap_unmatched = cap;
+	}
+	u = &cl->dm_unmatched[cl->dm_n_unmatched++];
+	u->dm_id = id;
+	u->events = seen;
+}
+
 /* The next of @cl's imports of DM @id that the event @seen was not handled
  * for yet, marked handled, and its context; NULL when none is left. The
  * import is held (event_refs): another thread's unimport leaves its
@@ -792,25 +838,26 @@ static struct ibc_dm *ibc_dm_next_for_event(struct ibc_client *cl, uint64_t id,
 		if (dm) {
 			dm->events_seen |= seen;
 			dm->event_refs++;
+			ctx->dm_handlers++;
 		}
 		pthread_mutex_unlock(&ctx->lock);
 	}
-	/* No import of it left here: one may be in flight in another
-	 * thread, which looks here once its DM is listed (ibc_dm_catch_up).
-	 * Under the same hold of the lock as the search, so that no import
-	 * is listed between the two unseen. An entry is never wrong: the
-	 * broker takes no new import of a DM after either event. */
-	if (!dm) {
-		unsigned int i = cl->dm_unmatched_next++ %
-				 (sizeof(cl->dm_unmatched) /
-				  sizeof(cl->dm_unmatched[0]));
-
-		cl->dm_unmatched[i].dm_id = id;
-		cl->dm_unmatched[i].events = seen;
-	}
+	/* No import of it left here: one in flight in another thread looks
+	 * here once its DM is listed (ibc_dm_catch_up). */
+	if (!dm && cl->dm_gets)
+		ibc_dm_note_unmatched(cl, id, seen);
 	pthread_mutex_unlock(&cl->lock);
 	*ret_ctx = ctx;
 	return dm;
+}
+
+/* The handler is done with @ctx: ibc_close() may free it. */
+static void ibc_dm_handler_done(struct ibc_client *cl, struct ibc_ctx *ctx)
+{
+	pthread_mutex_lock(&cl->lock);
+	if (--ctx->dm_handlers == 0 && ctx->closed)
+		pthread_cond_broadcast(&cl->cond);
+	pthread_mutex_unlock(&cl->lock);
 }
 
 /* Every import of the DM in this session is told, each ending on its own
@@ -843,6 +890,7 @@ void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 				    oid, false);
 		if (release)
 			ibc_dm_release(dm);
+		ibc_dm_handler_done(cl, ctx);
 	}
 }
 

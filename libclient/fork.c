@@ -8,10 +8,10 @@
  * context's, the RSS list's), so that the child inherits no structure half
  * changed, and mark the device's mappings and the soft device's DM
  * mappings MADV_DONTFORK (dm.c marks the session's DM status page when it
- * maps it). In the child the
- * inherited descriptors are covered with a placeholder (closing them would
- * free their numbers for unrelated files the application opens next) and
- * every inherited session is marked stale.
+ * maps it). In the child the inherited descriptors are covered with a
+ * placeholder (closing them would free their numbers for unrelated files
+ * the application opens next) and every inherited session is marked
+ * stale.
  */
 #include "config.h"
 

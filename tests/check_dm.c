@@ -822,6 +822,33 @@ START_TEST(test_unimport_races_revoke)
 }
 END_TEST
 
+/* The application closes the context while another of its threads
+ * handles a DM event on an import in it: the close waits for the handler,
+ * and the import goes with the context. */
+START_TEST(test_close_races_event)
+{
+	int rounds = 50;
+
+	for (int i = 0; i < rounds; i++) {
+		struct racer r = { 0 };
+		struct ibc_dm *dm = alloc_dm(4096), *imp;
+		struct ibc_ctx *cx;
+		pthread_t t;
+		int64_t end = tl_now_ms() + 2000;
+
+		racer_start(&r, &cx, &t);
+		ck_assert_int_eq(ibc_dm_import(cx, ibc_dm_handle(dm), &imp), 0);
+		ck_assert_int_eq(ibc_dm_free(dm), 0);
+		while (!__atomic_load_n(&r.events, __ATOMIC_RELAXED) &&
+		       tl_now_ms() < end)
+			;
+		ibc_close(cx);
+		racer_stop(&r, t);
+		ibc_disconnect(r.cl);
+	}
+}
+END_TEST
+
 struct freer {
 	struct ibc_dm *dm;
 	int ret;
@@ -1431,6 +1458,7 @@ int main(void)
 	tcase_add_test(tc, test_free_pending_event);
 	tcase_add_test(tc, test_unimport_races_event);
 	tcase_add_test(tc, test_import_in_flight_event);
+	tcase_add_test(tc, test_close_races_event);
 	tcase_add_test(tc, test_exit_kill_matrix);
 	tcase_add_test(tc, test_no_dm_on_null);
 	tcase_add_test(tc, test_ctl_dm);
