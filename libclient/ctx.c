@@ -337,14 +337,14 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 	/* Marked by a rekey still waiting for creates, it is not released
 	 * yet: that is this close's to do. */
 	rekeyed = ctx->rekeyed && ctx->removed;
+	/* A DM event's handler in another thread may be using it (dm.c);
+	 * closed, no new one picks it. */
+	while (ctx->dm_handlers)
+		pthread_cond_wait(&client->cond, &client->lock);
 	pthread_mutex_unlock(&client->lock);
 	ibc_ctx_teardown(ctx);
 	pthread_mutex_lock(&client->lock);
 	ibc_ctx_unlink_locked(ctx);
-	/* A DM event's handler in another thread may still use it (dm.c);
-	 * unlinked, no new one finds it. */
-	while (ctx->dm_handlers)
-		pthread_cond_wait(&client->cond, &client->lock);
 	pthread_mutex_unlock(&client->lock);
 	ibc_ctx_free_local(ctx);
 	/* A rekeyed context was released when its Event was dispatched. */

@@ -334,10 +334,13 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 		dm->persistent = o->persistent;
 		dm->allocator = o->allocator;
 		dm->object_id = o->object_id;
+		/* Another thread's get may be mapping the page. */
+		pthread_mutex_lock(&cl->lock);
 		dm->status = cl->dm_status &&
 					     o->status_slot < IBC_DM_STATUS_SLOTS ?
 				     cl->dm_status + o->status_slot :
 				     &ibc_dm_no_status;
+		pthread_mutex_unlock(&cl->lock);
 		err = ibc_dm_attach(dm, fd);
 	}
 	if (err < 0) {
@@ -777,8 +780,12 @@ static void ibc_dm_revoke_mrs(struct ibc_ctx *ctx, struct ibc_dm *dm)
 		if (!o)
 			return;
 		/* The broker's answer changes nothing: the MR is this
-		 * process's no more either way. */
+		 * process's no more either way. Counted as a destroy in
+		 * flight, so that a removal or rekey dispatched meanwhile
+		 * waits before it closes the device. */
+		ibc_ctx_enter(ctx, false);
 		ctx->ops->destroy(o);
+		ibc_ctx_leave(ctx);
 		pthread_mutex_lock(&ctx->lock);
 		o->destroying = false;
 		o->dead = true;
@@ -788,6 +795,8 @@ static void ibc_dm_revoke_mrs(struct ibc_ctx *ctx, struct ibc_dm *dm)
 		pthread_mutex_unlock(&ctx->lock);
 	}
 }
+
+#define IBC_DM_UNMATCHED_MAX 256
 
 /* Record event @seen for DM @id, which found no import; with the client's
  * lock held. An entry is never wrong: the broker takes no new import of a
@@ -803,6 +812,14 @@ static void ibc_dm_note_unmatched(struct ibc_client *cl, uint64_t id,
 			cl->dm_unmatched[i].events |= seen;
 			return;
 		}
+	/* Gets that overlap without end never empty it: the oldest goes,
+	 * IBC_DM_UNMATCHED_MAX events after it came, which no get in
+	 * flight waits out. */
+	if (cl->dm_n_unmatched == IBC_DM_UNMATCHED_MAX) {
+		memmove(cl->dm_unmatched, cl->dm_unmatched + 1,
+			(cl->dm_n_unmatched - 1) * sizeof(*cl->dm_unmatched));
+		cl->dm_n_unmatched--;
+	}
 	if (cl->dm_n_unmatched == cl->dm_cap_unmatched) {
 		size_t cap = cl->dm_cap_unmatched ? 2 * cl->dm_cap_unmatched :
 						    8;
@@ -831,6 +848,10 @@ static struct ibc_dm *ibc_dm_next_for_event(struct ibc_client *cl, uint64_t id,
 
 	pthread_mutex_lock(&cl->lock);
 	for (ctx = cl->ctxs; ctx && !dm; ctx = dm ? ctx : ctx->next) {
+		/* Being closed: its DMs go with it (ibc_close() waits for
+		 * the handlers that picked one before). */
+		if (ctx->closed)
+			continue;
 		pthread_mutex_lock(&ctx->lock);
 		for (dm = ctx->dms; dm; dm = dm->next)
 			if (dm->id == id && !(dm->events_seen & seen))

@@ -268,6 +268,15 @@ static void fork_stale_client(struct ibc_client *cl, int ph)
 	ibc_fork_drop_waiters(cl);
 	cl->waiters = NULL;
 	cl->fork_refs = 0;
+	/* Nor does any thread handle a DM event or get a DM here:
+	 * ibc_close() would wait for them forever. */
+	cl->dm_gets = 0;
+	cl->dm_n_unmatched = 0;
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
+		ctx->dm_handlers = 0;
+		for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
+			dm->event_refs = 0;
+	}
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&cl->cond, &ca);
