@@ -89,6 +89,17 @@ static void ibc_dm_drop_local(struct ibc_dm *dm, int err, const char *why)
 	}
 }
 
+/* An event ends this process's use of @dm, unless MRs of this process
+ * are still on it (their holder deregisters them, then unimports). True
+ * when it did, and the broker is to be told; with ctx->lock held. */
+static bool ibc_dm_end_locked(struct ibc_dm *dm, const char *why)
+{
+	if (dm->gone || dm->mrs)
+		return false;
+	ibc_dm_drop_local(dm, ENODEV, why);
+	return true;
+}
+
 static void ibc_dm_release(struct ibc_dm *dm)
 {
 	if (dm->map)
@@ -263,7 +274,8 @@ static void ibc_dm_catch_up(struct ibc_dm *dm)
 {
 	struct ibc_client *cl = dm->ctx->client;
 	unsigned int missed = 0;
-	bool drop = false;
+	const char *why;
+	bool drop;
 
 	pthread_mutex_lock(&cl->lock);
 	for (size_t i = 0; i < cl->dm_n_unmatched; i++)
@@ -272,20 +284,14 @@ static void ibc_dm_catch_up(struct ibc_dm *dm)
 	pthread_mutex_unlock(&cl->lock);
 	if (!missed)
 		return;
+	why = missed & (1u << IBC_EVENT_DM_REVOKED) ?
+		      "the DM was revoked by an administrator while this "
+		      "process imported it: unimport it" :
+		      "the DM's free was asked for while this process "
+		      "imported it: unimport it";
 	pthread_mutex_lock(&dm->ctx->lock);
 	dm->events_seen |= missed;
-	/* Just imported: no MR of this process is on it yet. */
-	if (!dm->gone && !dm->mrs) {
-		ibc_dm_drop_local(dm, ENODEV,
-				  missed & (1u << IBC_EVENT_DM_REVOKED) ?
-					  "the DM was revoked by an "
-					  "administrator while this process "
-					  "imported it: unimport it" :
-					  "the DM's free was asked for while "
-					  "this process imported it: unimport "
-					  "it");
-		drop = true;
-	}
+	drop = ibc_dm_end_locked(dm, why);
 	pthread_mutex_unlock(&dm->ctx->lock);
 	if (drop)
 		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, dm->id,
@@ -892,18 +898,14 @@ void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 
 	while ((dm = ibc_dm_next_for_event(cl, id, seen, &ctx))) {
 		uint64_t oid = dm->object_id;
-		bool drop = false, release;
+		bool drop, release;
 
 		/* Revoked: the MRs go too. Free pending: MRs of this
-		 * process keep it; its holder deregisters them, then
-		 * unimports. */
+		 * process keep it. */
 		if (type == IBC_EVENT_DM_REVOKED)
 			ibc_dm_revoke_mrs(ctx, dm);
 		pthread_mutex_lock(&ctx->lock);
-		if (!dm->gone && !dm->mrs) {
-			ibc_dm_drop_local(dm, ENODEV, why);
-			drop = true;
-		}
+		drop = ibc_dm_end_locked(dm, why);
 		release = --dm->event_refs == 0 && dm->unlisted;
 		pthread_mutex_unlock(&ctx->lock);
 		if (drop)
