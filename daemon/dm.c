@@ -645,6 +645,16 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 				   "IBC_DM_PERSISTENT 0x%x)",
 				   q->flags & ~DM_PERSISTENT_FLAG,
 				   DM_PERSISTENT_FLAG);
+	/* Nobody can join a private domain: a persistent DM there would
+	 * outlive its process with no member left to free it. */
+	if ((q->flags & DM_PERSISTENT_FLAG) &&
+	    x->domain->kind == DOMAIN_PRIVATE)
+		return reply_error(r, -EINVAL,
+				   "IBC_DM_PERSISTENT makes a DM its domain's, "
+				   "and %s is this session's private domain, "
+				   "which ends with it: join a shared domain "
+				   "to keep a DM",
+				   x->domain->name);
 	ret = dm_check_length(x, q->length, &rounded, r);
 	if (ret < 0)
 		return ret;

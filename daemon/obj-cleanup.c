@@ -6,7 +6,7 @@
  * can be queued, and SEQPACKET keeps a connection's packets in order, so
  * every unregister the client sent before a kernel destroy is applied
  * before the broker could destroy that handle itself. The objects then
- * stay, detached, until the process is gone (its pidfd polls readable).
+ * stay, detached, until the process is gone (obj-watch.c).
  * Then they are destroyed by handle in rounds in obj_cleanup_order, at
  * most reg->slice per event-loop turn; -EBUSY is retried in later rounds,
  * further apart each time, and what is still there after reg->rounds is
@@ -16,11 +16,9 @@
 
 #include <errno.h>
 #include <inttypes.h>
-#include <signal.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -35,9 +33,6 @@
 #include "daemon/server.h"
 #include "daemon/unaccounted.h"
 
-/* Without pidfds (kernels before 5.3), how often a detached owner's
- * process is looked for. */
-#define OBJ_POLL_MS 1000
 /* A dead client with more stuck objects gets one line for the rest. */
 #define OBJ_STUCK_LOGGED 8
 
@@ -106,59 +101,10 @@ static void drain(struct conn *c)
 
 /* --- detached owners -------------------------------------------------- */
 
-static void owner_death_cb(evutil_socket_t fd, short what, void *arg)
-{
-	struct obj_owner *ow = arg;
-
-	/* Without a pidfd, a timer: is the process still there? A reused
-	 * pid only makes the wait longer. */
-	if (ow->pidfd < 0 && (kill(ow->pid, 0) == 0 || errno != ESRCH))
-		return;
-	objects_owner_dead(ow);
-}
-
-static int pidfd_open_pid(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	errno = ENOSYS;
-	return -1;
-#endif
-}
-
-/* Watch @ow's process, whose pidfd the session had (or not). */
-static void owner_watch(struct obj_owner *ow, int pidfd)
-{
-	struct event_base *base = ow->reg->srv->base;
-	struct timeval poll = { .tv_sec = OBJ_POLL_MS / 1000 };
-
-	if (pidfd < 0) {
-		errno = 0;
-		pidfd = pidfd_open_pid(ow->pid);
-		if (pidfd < 0 && errno == ESRCH) {
-			objects_owner_dead(ow);
-			return;
-		}
-	}
-	ow->pidfd = pidfd;
-	if (pidfd >= 0)
-		ow->ev = event_new(base, pidfd, EV_READ, owner_death_cb, ow);
-	else
-		ow->ev = event_new(base, -1, EV_PERSIST, owner_death_cb, ow);
-	if (!ow->ev || event_add(ow->ev, pidfd >= 0 ? NULL : &poll) < 0) {
-		/* Nothing to watch with: its objects stay, shown as
-		 * detached, until the daemon stops. */
-		log_err("client %" PRIu64 " (pid %d): cannot watch the "
-			"process; its %u objects stay until the broker stops",
-			ow->client_id, (int)ow->pid, ow->n_objs);
-	}
-}
-
 void objects_conn_closing(struct conn *c)
 {
 	struct obj_owner *ow = c->owner;
-	int pidfd;
+	int pidfd, err;
 
 	if (!ow)
 		return;
@@ -171,8 +117,8 @@ void objects_conn_closing(struct conn *c)
 		objects_owner_put(ow);
 		return;
 	}
-	/* The owner takes the session's pidfd: it watches the same
-	 * process, for longer. */
+	/* The watch takes the session's pidfd, unless the process is
+	 * watched already: the same process, for longer. */
 	pidfd = c->pidfd;
 	c->pidfd = -1;
 	if (c->pidfd_ev) {
@@ -182,7 +128,16 @@ void objects_conn_closing(struct conn *c)
 	log_debug("client %" PRIu64 " (pid %d): session ended; %u objects "
 		  "and %u intents kept until the process exits",
 		  ow->client_id, (int)ow->pid, ow->n_objs, ow->n_intents);
-	owner_watch(ow, pidfd);
+	err = obj_watch_join(ow, c->user, pidfd);
+	if (err == -ESRCH) {
+		objects_owner_dead(ow);
+	} else if (err < 0) {
+		/* Nothing to watch with: its objects stay, shown as
+		 * detached, until the daemon stops. */
+		log_err("client %" PRIu64 " (pid %d): cannot watch the "
+			"process; its %u objects stay until the broker stops",
+			ow->client_id, (int)ow->pid, ow->n_objs);
+	}
 }
 
 /* --- the cleanup ------------------------------------------------------ */
@@ -205,11 +160,10 @@ void objects_owner_dead(struct obj_owner *ow)
 	struct event_base *base = ow_srv->base;
 	unsigned int intents = ow->n_intents;
 
+	obj_watch_leave(ow);
 	if (ow->ev)
 		event_free(ow->ev);
-	if (ow->pidfd >= 0)
-		close(ow->pidfd);
-	ow->pidfd = -1;
+	ow->ev = NULL;
 	ow->state = OWNER_DEAD;
 	for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++) {
 		struct obj *o, *tmp;
@@ -328,10 +282,16 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 	case -EINVAL:
 		/* Nothing was destroyed: the handle names no object of that
 		 * kind, against the rules (destroyed with raw verbs). */
-		log_notice("client %" PRIu64 " (pid %d): %s handle %u was "
-			   "already gone: %s",
-			   ow->client_id, (int)ow->pid, obj_kind_name(o->kind),
-			   o->handle, why.text);
+		/* As many lines as a dead client had records, else. */
+		if (++ow->gone <= OBJ_STUCK_LOGGED)
+			log_notice("client %" PRIu64 " (pid %d): %s handle %u "
+				   "was already gone: %s%s",
+				   ow->client_id, (int)ow->pid,
+				   obj_kind_name(o->kind), o->handle, why.text,
+				   ow->gone == OBJ_STUCK_LOGGED ?
+					   " (the rest of such handles are "
+					   "not logged)" :
+					   "");
 		objects_remove(o);
 		return;
 	default:

@@ -101,7 +101,6 @@ static struct obj_owner *owner_of(struct conn *c)
 	ow->client_id = c->id;
 	ow->pid = c->cred.pid;
 	ow->state = OWNER_LIVE;
-	ow->pidfd = -1;
 	for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++)
 		TAILQ_INIT(&ow->kinds[k]);
 	TAILQ_INSERT_TAIL(&reg->owners, ow, link);
@@ -114,10 +113,9 @@ void objects_owner_put(struct obj_owner *ow)
 	if (ow->state == OWNER_LIVE || ow->n_objs || ow->n_intents)
 		return;
 	TAILQ_REMOVE(&ow->reg->owners, ow, link);
+	obj_watch_leave(ow);
 	if (ow->ev)
 		event_free(ow->ev);
-	if (ow->pidfd >= 0)
-		close(ow->pidfd);
 	free(ow);
 }
 
@@ -428,6 +426,7 @@ int objects_init(struct server *srv)
 	reg->backoff_ms = OBJ_BACKOFF_MS;
 	TAILQ_INIT(&reg->objs);
 	TAILQ_INIT(&reg->owners);
+	TAILQ_INIT(&reg->watches);
 	srv->registry = reg;
 	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
 				objects_device_gone, reg);
@@ -449,14 +448,13 @@ void objects_fini(struct server *srv)
 		reg->spare = o->hash_next;
 		free(o);
 	}
+	obj_watches_fini(reg);
 	while ((ow = TAILQ_FIRST(&reg->owners))) {
 		TAILQ_REMOVE(&reg->owners, ow, link);
 		if (ow->conn)
 			ow->conn->owner = NULL;
 		if (ow->ev)
 			event_free(ow->ev);
-		if (ow->pidfd >= 0)
-			close(ow->pidfd);
 		free(ow);
 	}
 	free(reg->hash);

@@ -29,6 +29,7 @@ struct server;
 struct conn;
 struct dctx;
 struct reply;
+struct user;
 struct event;
 
 enum owner_state {
@@ -84,10 +85,11 @@ struct obj_owner {
 	uint64_t client_id;
 	pid_t pid;
 	enum owner_state state;
-	/* Polls readable once the process is gone (taken from the session
-	 * when it ends); -1 before. */
-	int pidfd;
-	/* The pidfd, then the cleanup's slices and rounds. */
+	/* Detached: the watch of its process, shared by the process's
+	 * other detached owners (obj-watch.c). */
+	struct obj_watch *watch;
+	TAILQ_ENTRY(obj_owner) watch_link;
+	/* The cleanup's slices and rounds. */
 	struct event *ev;
 	TAILQ_HEAD(, obj) kinds[OBJ_KIND_COUNT];
 	/* Registered objects (stuck ones too), and open intents. */
@@ -98,6 +100,8 @@ struct obj_owner {
 	unsigned int round;
 	unsigned int rank;
 	unsigned int stuck;
+	/* Records whose handle named nothing at the cleanup. */
+	unsigned int gone;
 	uint64_t dead_usec;
 	unsigned int n_at_death;
 };
@@ -137,10 +141,26 @@ struct obj_family {
  * costs no calloc and no free (make bench-ir). */
 #define OBJ_SPARE_MAX 64
 
+/* One process of detached owners, watched until it exits. */
+struct obj_watch {
+	TAILQ_ENTRY(obj_watch) link;
+	struct registry *reg;
+	pid_t pid;
+	/* Polls readable once the process is gone; -1: a timer polls. */
+	int pidfd;
+	struct event *ev;
+	/* Charged one pidfd (user->watches); NULL for a timer. */
+	struct user *user;
+	TAILQ_HEAD(, obj_owner) owners;
+	/* Its owners are starting their cleanups. */
+	bool firing;
+};
+
 struct registry {
 	struct server *srv;
 	TAILQ_HEAD(, obj) objs;
 	TAILQ_HEAD(, obj_owner) owners;
+	TAILQ_HEAD(, obj_watch) watches;
 	struct obj **hash;
 	size_t hash_size;
 	uint64_t next_id;
@@ -229,6 +249,17 @@ uint64_t objects_now_usec(void);
  * is gone (obj-cleanup.c).
  */
 void objects_conn_closing(struct conn *c);
+
+/*
+ * Watch detached @ow's process until it exits (obj-watch.c), sharing the
+ * watch of its other detached owners; takes @pidfd (the session's; -1:
+ * none), charged to @u. -ESRCH: the process is gone already; -ENOMEM.
+ */
+int obj_watch_join(struct obj_owner *ow, struct user *u, int pidfd);
+/* @ow no longer waits for its process; the last owner frees the watch. */
+void obj_watch_leave(struct obj_owner *ow);
+/* Daemon exit: every watch goes, its owners forget it. */
+void obj_watches_fini(struct registry *reg);
 /* The owner's process is gone: destroy its objects (obj-cleanup.c). */
 void objects_owner_dead(struct obj_owner *ow);
 /* Free @ow once it holds nothing and its session has ended. */

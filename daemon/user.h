@@ -29,6 +29,9 @@ struct user {
 	/* Descriptors its connections were sent and have not read. */
 	unsigned int pinned_fds;
 	unsigned int private_ctxs;
+	/* pidfds watching its processes for detached owners
+	 * (obj-watch.c). */
+	unsigned int watches;
 	/* pinned_fds crossed queued_fds_per_uid: its connections are to be
 	 * stopped, or may be read again (conn.c). */
 	bool wake;

@@ -17,10 +17,13 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -29,9 +32,11 @@
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/dispatch.h"
+#include "daemon/dm.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/server.h"
+#include "daemon/user.h"
 #include "tests/cklib.h"
 #include "tests/objlib.h"
 #include "tests/srvlib.h"
@@ -706,6 +711,188 @@ START_TEST(test_dm_stuck_mr_named)
 }
 END_TEST
 
+/* The descriptors the daemon has open now. */
+static int count_fds(void)
+{
+	char path[64];
+	int n = 0;
+
+	for (int fd = 0; fd < 4096; fd++) {
+		snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+		if (access(path, F_OK) == 0)
+			n++;
+	}
+	return n;
+}
+
+/*
+ * One live process that connects, makes an object and hangs up, again
+ * and again, leaves a detached owner per session. They watch the process
+ * through one pidfd, not one each: else the daemon's descriptors grow with
+ * the sessions, charged to nobody, until accept fails for every uid.
+ */
+START_TEST(test_detached_owners_share_pidfd)
+{
+	const int rounds = 200;
+	int probe = (int)syscall(SYS_pidfd_open, getpid(), 0);
+	int before, after;
+	struct ol_obj a;
+
+	if (probe < 0)
+		return; /* no pidfds: timers watch, no descriptor is held */
+	close(probe);
+	/* The first session opens the domain's context and the watch. */
+	for (int i = 0; i < rounds; i++) {
+		struct ol_client *c = client(0);
+
+		OK(ol_cq(c, 4, &a));
+		sl_hang_up(0);
+		ol_close(&sl_cl[0]);
+		sl_pump();
+		if (i == 0)
+			before = count_fds();
+	}
+	after = count_fds();
+	ck_assert_msg(after == before,
+		      "%d more sessions of one live process left the "
+		      "daemon holding %d more descriptors",
+		      rounds - 1, after - before);
+	ck_assert_uint_eq(sl_srv.registry->n_objs, (unsigned int)rounds);
+}
+END_TEST
+
+static int dm_alloc_raw(struct ol_client *c, uint64_t length, uint32_t flags)
+{
+	Rdmab__DmAllocRequest q = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int ret;
+
+	q.context_id = c->ctx_id;
+	q.length = length;
+	q.flags = flags;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &q;
+	ret = ol_call(c, &req, &m);
+	if (ret == 0)
+		ol_free(m);
+	return ret;
+}
+
+/*
+ * Nobody can join a private domain, so a persistent DM there would
+ * outlive its session and process with no member to free it, holding the
+ * device's memory for every uid: refused.
+ */
+START_TEST(test_private_persistent_dm_refused)
+{
+	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	struct ol_client *c = sl_connect(0), *o;
+	uint64_t all = sl_srv.devices.dev[0].caps.max_dm_size;
+
+	hello.library_version = (char *)"objlib";
+	hello.pid = (uint32_t)getpid();
+	hello.domain = (char *)"";
+	hello.private_domain = true;
+	req.body_case = RDMAB__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	OK(ol_call(c, &req, &m));
+	c->client_id = m->reply->hello->client_id;
+	ol_free(m);
+	OK(ol_open(c));
+	ck_assert_int_eq(dm_alloc_raw(c, all, DM_PERSISTENT_FLAG), -EINVAL);
+	/* A DM of the session itself is fine, and goes with it. */
+	OK(dm_alloc_raw(c, all, 0));
+	sl_kill(0);
+	ol_close(&sl_cl[0]);
+	for (int i = 0; i < 20; i++)
+		sl_pump();
+	o = client(1);
+	OK(dm_alloc_raw(o, all, 0));
+}
+END_TEST
+
+/* A child that waits to be killed; its pid. */
+static pid_t sleeper(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+/* Client @i as process @pid: the owner and the session's watch are
+ * @pid's, as if that process had connected. */
+static struct ol_client *client_as(int i, pid_t pid)
+{
+	struct ol_client *c;
+	struct conn *conn;
+
+	c = sl_connect(i);
+	conn = sl_conns[i];
+	conn->cred.pid = pid;
+	if (conn->pidfd_ev) {
+		event_free(conn->pidfd_ev);
+		conn->pidfd_ev = NULL;
+	}
+	if (conn->pidfd >= 0)
+		close(conn->pidfd);
+	conn->pidfd = -1;
+	ck_assert_int_eq(ol_hello(c, NULL), 0);
+	ck_assert_int_eq(ol_open(c), 0);
+	return c;
+}
+
+/* Run the loop until no owner is left, at most @ms. */
+static void run_until_no_owner(int ms)
+{
+	int64_t deadline = tl_now_ms() + ms;
+
+	while (!TAILQ_EMPTY(&sl_srv.registry->owners) &&
+	       tl_now_ms() < deadline)
+		event_base_loop(sl_srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+}
+
+/*
+ * A uid's pidfds for detached owners stop at connections_per_uid; the
+ * processes past it are watched by a timer, and their objects still go
+ * when they die.
+ */
+START_TEST(test_watch_pidfds_per_uid)
+{
+	pid_t a = sleeper(), b = sleeper();
+	struct ol_obj o;
+	struct user *u;
+
+	sl_srv.config.limits.connections_per_uid = 1;
+	OK(ol_cq(client_as(0, a), 4, &o));
+	u = sl_conns[0]->user;
+	sl_hang_up(0);
+	ol_close(&sl_cl[0]);
+	ck_assert_uint_eq(u->watches, 1);
+	OK(ol_cq(client_as(1, b), 4, &o));
+	sl_hang_up(1);
+	ol_close(&sl_cl[1]);
+	/* b's watch is a timer: no second pidfd. */
+	ck_assert_uint_eq(u->watches, 1);
+	ck_assert_uint_eq(sl_srv.registry->n_objs, 2);
+	kill(b, SIGKILL);
+	ck_assert_int_eq(waitpid(b, NULL, 0), b);
+	kill(a, SIGKILL);
+	ck_assert_int_eq(waitpid(a, NULL, 0), a);
+	run_until_no_owner(5000);
+	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
+	ck_assert_msg(TAILQ_EMPTY(&sl_srv.registry->watches),
+		      "a watch is left after both processes died");
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
 	Suite *s = suite_create("registry");
@@ -727,6 +914,9 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_xrcd_own);
 	tcase_add_test(tc, test_intent_uses);
 	tcase_add_test(tc, test_dm_stuck_mr_named);
+	tcase_add_test(tc, test_detached_owners_share_pidfd);
+	tcase_add_test(tc, test_watch_pidfds_per_uid);
+	tcase_add_test(tc, test_private_persistent_dm_refused);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("dispatch");
