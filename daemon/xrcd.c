@@ -466,8 +466,9 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 	TAILQ_INSERT_TAIL(&t->opens, op, all);
 	x->n_opens++;
 	c->domain->used.xrcds++;
+	/* Debug: any client may create private names at will. */
 	if (created)
-		log_info("client %" PRIu64 ": %s XRCD of domain %s created "
+		log_debug("client %" PRIu64 ": %s XRCD of domain %s created "
 			 "(inode %" PRIu64 ")",
 			 c->id, x->declared ? "declared" : "private",
 			 c->domain->name, x->ino);
@@ -550,8 +551,13 @@ static void xrcd_open_objs(const struct xrcd_open *op, Rdmab__XrcdOpenInfo *oi)
 	}
 }
 
-static int xrcd_info(struct conn *c, const struct xrcd *x, struct reply *r,
-		     Rdmab__XrcdInfo *xi)
+/*
+ * @x as @c may see it. A declared XRCD is shared by its domains, not their
+ * members: a non-administrator sees the opens of its own domain only, and
+ * counts only those, as the client and object listings do.
+ */
+static int xrcd_info(struct conn *c, const struct xrcd *x, bool admin,
+		     struct reply *r, Rdmab__XrcdInfo *xi)
 {
 	struct server *srv = c->srv;
 	const struct config_xrcd *decl = config_find_xrcd(&srv->config,
@@ -564,7 +570,7 @@ static int xrcd_info(struct conn *c, const struct xrcd *x, struct reply *r,
 	xi->owner_domain = (char *)x->owner;
 	xi->inode = x->ino;
 	xi->persistent = x->declared;
-	xi->open_count = x->n_opens;
+	xi->open_count = 0;
 	xi->devices = reply_alloc(r, sizeof(char *) * (srv->devices.n + 1));
 	xi->opens = reply_alloc(r, sizeof(*xi->opens) * XRCD_LIST_OPENS);
 	if (x->declared && decl)
@@ -584,8 +590,11 @@ static int xrcd_info(struct conn *c, const struct xrcd *x, struct reply *r,
 	TAILQ_FOREACH(op, &x->opens, link) {
 		Rdmab__XrcdOpenInfo *oi;
 
+		if (!admin && op->domain != c->domain)
+			continue;
+		xi->open_count++;
 		if (n_op == XRCD_LIST_OPENS)
-			break;
+			continue;
 		oi = reply_alloc(r, sizeof(*oi));
 		if (!oi)
 			return -ENOMEM;
@@ -625,7 +634,7 @@ int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
 			continue;
 		if (idx++ < q->offset || n == XRCD_LIST_PAGE)
 			continue;
-		if (xrcd_info(c, x, r, &infos[n]) < 0)
+		if (xrcd_info(c, x, admin, r, &infos[n]) < 0)
 			return reply_error(r, -ENOMEM, "out of memory");
 		ptrs[n] = &infos[n];
 		n++;
@@ -710,7 +719,7 @@ static int xrcd_dir_open(const char *runtime_dir)
 static void xrcd_adopt(struct xrcd_table *t)
 {
 	const struct config *cfg = &t->srv->config;
-	int fd = dup(t->dirfd);
+	int fd = fcntl(t->dirfd, F_DUPFD_CLOEXEC, 0);
 	unsigned int adopted = 0, removed = 0;
 	char esc[LOG_ESCAPED_SIZE(((struct dirent *)0)->d_name)];
 	struct dirent *e;
@@ -733,12 +742,20 @@ static void xrcd_adopt(struct xrcd_table *t)
 		if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
 			continue;
 		if (strncmp(n, "d.", 2) == 0 && config_find_xrcd(cfg, n + 2)) {
+			int err = 0;
+
+			x = NULL;
+			errno = 0;
 			f = openat(t->dirfd, n,
 				   O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
 					   O_CLOEXEC);
-			if (f >= 0 && fstat(f, &st) == 0 &&
-			    S_ISREG(st.st_mode) &&
-			    (x = xrcd_new(t, "", n + 2, true))) {
+			if (f < 0 || fstat(f, &st) < 0)
+				err = errno;
+			else if (!S_ISREG(st.st_mode))
+				err = ELOOP;
+			else if (!(x = xrcd_new(t, "", n + 2, true)))
+				err = ENOMEM;
+			if (!err) {
 				snprintf(x->file, sizeof(x->file), "d.%s",
 					 x->name);
 				x->fd = f;
@@ -749,6 +766,18 @@ static void xrcd_adopt(struct xrcd_table *t)
 			}
 			if (f >= 0)
 				close(f);
+			/* A declared XRCD is lost only for what cannot be
+			 * one (a symlink, not a regular file); kept on any
+			 * other failure, and opens of it fail until a
+			 * restart adopts it. */
+			if (err != ELOOP) {
+				log_warn("%s/%s: cannot adopt the file of a "
+					 "declared XRCD, kept: %s",
+					 XRCD_DIR,
+					 log_escape(esc, sizeof(esc), n),
+					 strerror(err));
+				continue;
+			}
 		}
 		/* A leftover, or something that is not ours: a symlink is
 		 * removed, never followed. */
@@ -775,6 +804,15 @@ void xrcd_configure(struct server *srv)
 
 	if (!t)
 		return;
+	/* A name declared again while its undeclared self is still held
+	 * takes it back, file ("d.NAME") and inode: else the next open
+	 * would try to create that file anew, and fail. */
+	TAILQ_FOREACH(x, &t->xrcds, link)
+		if (!x->declared && strcmp(x->owner, "(undeclared)") == 0 &&
+		    config_find_xrcd(&srv->config, x->name)) {
+			x->declared = true;
+			x->owner[0] = '\0';
+		}
 	/* A name no longer declared lives while it is held, as an
 	 * undeclared one; it stays visible to no domain but the
 	 * administrators. */

@@ -16,6 +16,7 @@
 #include <check.h>
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
 #include <stdio.h>
@@ -1263,6 +1264,47 @@ static Suite *ctl_suite(void)
 	return s;
 }
 
+/*
+ * A declared XRCD is shared by its domains, not their members: a member
+ * of b sees a's opens neither in the listing nor in its count; an
+ * administrator sees them.
+ */
+START_TEST(test_xrcd_opens_non_admin)
+{
+	struct agent_cred b = agent_cred(4243, 4243, AGENT_END);
+	struct agent_cred root = agent_cred(0, 0, AGENT_END);
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_DOMAIN,
+		.socket_path = D.sock,
+		.domain = "a",
+	};
+	struct ibc_client *cl;
+	struct ibc_xrcd *x;
+	struct ibc_ctx *ctx;
+	struct run r;
+
+	daemon_up("[domain a]\nusers = 0\n[domain b]\nusers = 4243\n"
+		  "[xrcd shared]\ndomains = a, b\n");
+	ck_assert_int_eq(ibc_connect(&attr, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, NULL, &ctx), 0);
+	ck_assert_int_eq(ibc_xrcd_open(ctx, "shared", O_CREAT, &x), 0);
+	r = ctl_as(&b, D.sock, "--json", "xrcd", "list");
+	assert_exit(&r, 0, "--json xrcd list as a member of b");
+	ck_assert_msg(strstr(r.out, "\"opens\":0,\"shown\":[]"),
+		      "a member of b sees a's opens:\n%s", r.out);
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "--json", "xrcd", "list");
+	assert_exit(&r, 0, "--json xrcd list as root");
+	ck_assert_msg(strstr(r.out, "\"opens\":1,") &&
+			      strstr(r.out, "\"domain\":\"a\""),
+		      "root does not see a's open:\n%s", r.out);
+	run_free(&r);
+	ck_assert_int_eq(ibc_xrcd_close(x), 0);
+	ibc_close(ctx);
+	ibc_disconnect(cl);
+}
+END_TEST
+
 /* rdmabrokerctl as other users: root only. */
 static Suite *ctl_root_suite(void)
 {
@@ -1276,6 +1318,7 @@ static Suite *ctl_root_suite(void)
 	tcase_add_test(tc, test_domains_admin);
 	tcase_add_test(tc, test_admin_group);
 	tcase_add_test(tc, test_json_outputs);
+	tcase_add_test(tc, test_xrcd_opens_non_admin);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("objects");

@@ -861,6 +861,71 @@ START_TEST(test_two_devices)
 }
 END_TEST
 
+/* The configuration again with @xrcd_section for the XRCDs, and SIGHUP. */
+static void rewrite_conf(const char *xrcd_section)
+{
+	unsigned int uid = (unsigned int)getuid();
+	char text[1024];
+
+	snprintf(text, sizeof(text),
+		 "[domain a]\nusers = %u\n[domain b]\nusers = %u\n"
+		 "[domain c]\nusers = %u\n%s",
+		 uid, uid, uid, xrcd_section);
+	ck_assert_int_eq(tl_write_conf(conf_path, text), 0);
+	ck_assert_int_eq(kill(D.pid, SIGHUP), 0);
+}
+
+/* Until domain c's open of "shared" without O_CREAT answers @want. */
+static void wait_c_sees(struct ibc_ctx *cx, int want)
+{
+	struct ibc_xrcd *z;
+	int ret = 0;
+
+	for (int i = 0; i < 500; i++) {
+		ret = ibc_xrcd_open(cx, "shared", 0, &z);
+		if (ret == 0)
+			ibc_xrcd_close(z);
+		if (ret == want)
+			return;
+		tl_sleep_ms(10);
+	}
+	ck_abort_msg("domain c still gets %d, not %d", ret, want);
+}
+
+/*
+ * A declared name that a reload undeclares while it is held, then a
+ * reload declares again: the listed domains open it again, the same file
+ * and inode, not an error for the file the undeclared one still holds.
+ */
+START_TEST(test_redeclared_while_held)
+{
+	struct ibc_client *ca, *cb, *cc;
+	struct ibc_ctx *xa, *xb, *xc;
+	struct ibc_xrcd *a, *b = NULL;
+	int ret;
+
+	ca = join("a", &xa);
+	cb = join("b", &xb);
+	cc = join("c", &xc);
+	ck_assert_int_eq(ibc_xrcd_open(xa, "shared", O_CREAT, &a), 0);
+	wait_c_sees(xc, -EACCES);
+	rewrite_conf("");
+	wait_c_sees(xc, -ENOENT);
+	rewrite_conf("[xrcd shared]\ndomains = a, b\n");
+	wait_c_sees(xc, -EACCES);
+	ret = ibc_xrcd_open(xb, "shared", O_CREAT, &b);
+	ck_assert_msg(ret == 0, "b's open of the declared-again name: %d (%s)",
+		      ret, ibc_last_error());
+	ck_assert_uint_eq(ibc_xrcd_ino(b), ibc_xrcd_ino(a));
+	ck_assert_int_eq(ibc_xrcd_close(b), 0);
+	ck_assert_int_eq(ibc_xrcd_close(a), 0);
+	ibc_disconnect(cc);
+	ibc_disconnect(cb);
+	ibc_disconnect(ca);
+}
+END_TEST
+
+
 static Suite *xrcd_suite(void)
 {
 	Suite *s = suite_create("xrcd");
@@ -881,6 +946,7 @@ static Suite *xrcd_suite(void)
 	tcase_add_test(tc, test_killed_with_srqs);
 	tcase_add_test(tc, test_ctl);
 	tcase_add_test(tc, test_list_abi);
+	tcase_add_test(tc, test_redeclared_while_held);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("two devices");
 	tcase_add_checked_fixture(tc, setup_two_devices, teardown);
