@@ -60,7 +60,7 @@ static void dctx_free(struct server *srv, struct dctx *x)
 	/* The context's PD was the domain's object; what dead clients'
 	 * intents may have made goes with the context. */
 	domain_uncharge_objects(d, 1 + x->unaccounted);
-	d->used.dm_bytes -= x->dm_bytes_left;
+	domain_pool(d)->used.dm_bytes -= x->dm_bytes_left;
 	x->dev->dm_reserved -= x->dm_bytes_left;
 	free(x);
 	domain_release(srv, d);
@@ -252,9 +252,10 @@ static struct conn_ctx *conn_ctx_find_dev(struct conn *c,
  * for it (mlx5: UARs from a device-wide pool), charged then, over the
  * limit if need be: refuse the import that could not be charged, so that
  * connect, open and kill in a loop cannot grow it without bound. */
-static int ctx_import_check(const struct domain *d, const struct device *dev,
+static int ctx_import_check(struct domain *d, const struct device *dev,
 			    struct reply *r)
 {
+	d = domain_pool(d);
 	if (!dev->internal_per_import ||
 	    d->used.objects + dev->internal_per_import <= d->limit.objects)
 		return 0;

@@ -252,7 +252,7 @@ static void dm_forget(struct server *srv, struct dm *dm)
 		event_free(dm->revoke_ev);
 	if (dm->claim)
 		objects_remove(dm->claim);
-	dm->domain->used.dm_bytes -= dm->length;
+	domain_pool(dm->domain)->used.dm_bytes -= dm->length;
 	dm->ctx->dev->dm_reserved -= dm->length;
 	TAILQ_REMOVE(&t->dms, dm, link);
 	t->n--;
@@ -599,7 +599,7 @@ static int dm_check_length(struct dctx *x, uint64_t length,
 			   uint64_t *ret_rounded, struct reply *r)
 {
 	const struct device *dev = x->dev;
-	struct domain *d = x->domain;
+	struct domain *d = domain_pool(x->domain);
 	uint64_t page = dm_page_size(), rounded;
 
 	if (!length)
@@ -692,7 +692,7 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 		free(dm);
 		return ret;
 	}
-	x->domain->used.dm_bytes += rounded;
+	domain_pool(x->domain)->used.dm_bytes += rounded;
 	x->dev->dm_reserved += rounded;
 	dctx_obj_hold(x);
 	TAILQ_INSERT_TAIL(&srv->dms->dms, dm, link);

@@ -47,6 +47,7 @@ static struct domain *domain_new(struct server *srv, const char *name,
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	d->kind = kind;
 	d->limit = *limit;
+	d->pool = d;
 	TAILQ_INIT(&d->ctxs);
 	TAILQ_INSERT_TAIL(&srv->domains, d, link);
 	return d;
@@ -54,13 +55,35 @@ static struct domain *domain_new(struct server *srv, const char *name,
 
 void domain_release(struct server *srv, struct domain *d)
 {
-	if (d->used.clients || d->n_ctxs)
+	struct domain *pool = d->pool;
+
+	if (d->used.clients || d->n_ctxs || d->pooled)
 		return;
 	/* A configured domain stays listed while the file names it. */
 	if (d->kind == DOMAIN_CONFIGURED && !d->retired)
 		return;
 	TAILQ_REMOVE(&srv->domains, d, link);
 	free(d);
+	if (pool != d) {
+		pool->pooled--;
+		domain_release(srv, pool);
+	}
+}
+
+/* @uid's own domain, made if need be; NULL without memory. */
+static struct domain *domain_own(struct server *srv, uid_t uid)
+{
+	struct domain *d;
+	char own[64];
+
+	snprintf(own, sizeof(own), "uid-%u", uid);
+	d = domain_find(srv, own);
+	if (d)
+		return d;
+	d = domain_new(srv, own, DOMAIN_UID, &srv->config.defaults);
+	if (d)
+		d->uid = uid;
+	return d;
 }
 
 /* The domain @c gets when it names none: the first configured one it may
@@ -90,7 +113,7 @@ int domain_join(struct server *srv, struct conn *c, const char *want,
 		bool private, struct reply *r)
 {
 	const struct config_domain *cd = NULL;
-	struct domain *d;
+	struct domain *d, *pool;
 	char own[64];
 	int ret;
 
@@ -104,11 +127,18 @@ int domain_join(struct server *srv, struct conn *c, const char *want,
 					   "named (\"%.48s\")",
 					   want);
 		snprintf(name, sizeof(name), "private-%" PRIu64, c->id);
-		d = domain_new(srv, name, DOMAIN_PRIVATE,
-			       &srv->config.defaults);
-		if (!d)
+		pool = domain_own(srv, c->cred.uid);
+		d = pool ? domain_new(srv, name, DOMAIN_PRIVATE,
+				      &srv->config.defaults) :
+			   NULL;
+		if (!d) {
+			if (pool)
+				domain_release(srv, pool);
 			return reply_error(r, -ENOMEM, "out of memory");
+		}
 		d->uid = c->cred.uid;
+		d->pool = pool;
+		pool->pooled++;
 		ret = domain_admit(d, c, r);
 		if (ret < 0)
 			domain_release(srv, d);
@@ -141,13 +171,9 @@ int domain_join(struct server *srv, struct conn *c, const char *want,
 					   cd->name);
 		return domain_admit(d, c, r);
 	}
-	d = domain_find(srv, own);
-	if (!d) {
-		d = domain_new(srv, own, DOMAIN_UID, &srv->config.defaults);
-		if (!d)
-			return reply_error(r, -ENOMEM, "out of memory");
-		d->uid = c->cred.uid;
-	}
+	d = domain_own(srv, c->cred.uid);
+	if (!d)
+		return reply_error(r, -ENOMEM, "out of memory");
 	ret = domain_admit(d, c, r);
 	if (ret < 0)
 		domain_release(srv, d);
@@ -167,6 +193,7 @@ void domain_leave(struct server *srv, struct conn *c)
 
 int domain_charge_objects(struct domain *d, uint32_t n, struct reply *r)
 {
+	d = domain_pool(d);
 	if (d->used.objects + n > d->limit.objects)
 		return reply_error(r, -EDQUOT,
 				   "domain %s holds %u of its %u objects",
@@ -178,7 +205,7 @@ int domain_charge_objects(struct domain *d, uint32_t n, struct reply *r)
 
 void domain_uncharge_objects(struct domain *d, uint32_t n)
 {
-	d->used.objects -= n;
+	domain_pool(d)->used.objects -= n;
 }
 
 void domains_configure(struct server *srv)

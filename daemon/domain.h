@@ -38,6 +38,12 @@ struct domain {
 	/* Removed from the configuration: keeps its clients until they
 	 * leave, takes no new ones. */
 	bool retired;
+	/* Whose dm_bytes, xrcds, rss_tables and objects quotas this domain
+	 * draws on: its own, or for a private domain those of its uid's own
+	 * domain, so that a uid's private domains do not multiply them.
+	 * pooled: the private domains drawing on this one. */
+	struct domain *pool;
+	unsigned int pooled;
 	TAILQ_HEAD(, dctx) ctxs;
 	unsigned int n_ctxs;
 	/* Rekey (rekey.c): rekeys so far. */
@@ -63,6 +69,12 @@ void domain_release(struct server *srv, struct domain *d);
  * removed ones. */
 void domains_configure(struct server *srv);
 void domains_free(struct server *srv);
+
+/* The domain whose resource quotas @d's members spend (domain.pool). */
+static inline struct domain *domain_pool(struct domain *d)
+{
+	return d->pool;
+}
 
 /* Charge @n objects to @d; -EDQUOT with a sentence in @r when over. */
 int domain_charge_objects(struct domain *d, uint32_t n, struct reply *r);

@@ -69,7 +69,7 @@ static TAILQ_HEAD(, rss) rss_all = TAILQ_HEAD_INITIALIZER(rss_all);
 static void rss_free(struct rss *r)
 {
 	TAILQ_REMOVE(&rss_all, r, link);
-	r->x->domain->used.rss_tables--;
+	domain_pool(r->x->domain)->used.rss_tables--;
 	free(r->wqs);
 	free(r);
 }
@@ -745,7 +745,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 	Rdmab__RssCreateReply *out = reply_alloc(r, sizeof(*out));
 	struct dctx *x = dctx_conn_find(c, q->context_id);
 	struct device_why why = { "" };
-	struct domain *d = c->domain;
+	struct domain *pool = domain_pool(c->domain);
 	uint64_t *ids;
 	struct rss *s;
 	bool empty;
@@ -795,15 +795,17 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 		err = rss_check_policy(c, &s->match, empty, q->flags, r);
 	if (err == 0)
 		err = rss_find_wqs(c, x, q, s->wqs, r);
-	if (err == 0 && d->used.rss_tables >= d->limit.rss_tables)
-		err = reply_error(
-			r, -EDQUOT, "domain %s holds %u of its %u RSS tables",
-			d->name, d->used.rss_tables, d->limit.rss_tables);
-	if (err == 0 && d->used.objects + 3 > d->limit.objects)
+	if (err == 0 && pool->used.rss_tables >= pool->limit.rss_tables)
+		err = reply_error(r, -EDQUOT,
+				  "domain %s holds %u of its %u RSS tables",
+				  pool->name, pool->used.rss_tables,
+				  pool->limit.rss_tables);
+	if (err == 0 && pool->used.objects + 3 > pool->limit.objects)
 		err = reply_error(r, -EDQUOT,
 				  "domain %s holds %u of its %u objects (an "
 				  "RSS object takes 3)",
-				  d->name, d->used.objects, d->limit.objects);
+				  pool->name, pool->used.objects,
+				  pool->limit.objects);
 	if (err == 0) {
 		err = rss_make(s, s->wqs, s->n_wqs, 0, &s->made, &why);
 		if (err < 0)
@@ -814,7 +816,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 		free(s);
 		return err;
 	}
-	d->used.rss_tables++;
+	pool->used.rss_tables++;
 	TAILQ_INSERT_TAIL(&rss_all, s, link);
 	err = rss_add_records(c, s, r);
 	if (err == 0) {

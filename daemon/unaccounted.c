@@ -249,7 +249,7 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 	/* What exists stays charged, even over the limit (which refuses
 	 * new objects only); what does not is given back. */
 	if (c.unaccounted > x->unaccounted)
-		d->used.objects += c.unaccounted - x->unaccounted;
+		domain_pool(d)->used.objects += c.unaccounted - x->unaccounted;
 	else
 		domain_uncharge_objects(d, x->unaccounted - c.unaccounted);
 	if (c.cut && !x->unacc_warned)

@@ -177,8 +177,8 @@ static void open_drop(struct xrcd_table *t, struct xrcd_open *op)
 	TAILQ_REMOVE(&x->opens, op, link);
 	TAILQ_REMOVE(&t->opens, op, all);
 	x->n_opens--;
-	if (op->domain->used.xrcds)
-		op->domain->used.xrcds--;
+	if (domain_pool(op->domain)->used.xrcds)
+		domain_pool(op->domain)->used.xrcds--;
 	free(op);
 	xrcd_put(t, x);
 }
@@ -350,10 +350,11 @@ static int xrcd_resolve(struct conn *c, const Rdmab__XrcdOpenRequest *q,
 				   "no XRCD \"%s\" in domain %s (open it with "
 				   "O_CREAT to create it)",
 				   q->name, d->name);
-	if (d->used.xrcds >= d->limit.xrcds)
+	if (domain_pool(d)->used.xrcds >= domain_pool(d)->limit.xrcds)
 		return reply_error(r, -EDQUOT,
 				   "domain %s holds its quota of %u XRCD opens",
-				   d->name, d->limit.xrcds);
+				   domain_pool(d)->name,
+				   domain_pool(d)->limit.xrcds);
 	*ret_created = !x;
 	if (x) {
 		*ret = x;
@@ -465,7 +466,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 	TAILQ_INSERT_TAIL(&x->opens, op, link);
 	TAILQ_INSERT_TAIL(&t->opens, op, all);
 	x->n_opens++;
-	c->domain->used.xrcds++;
+	domain_pool(c->domain)->used.xrcds++;
 	/* Debug: any client may create private names at will. */
 	if (created)
 		log_debug("client %" PRIu64 ": %s XRCD of domain %s created "

@@ -779,18 +779,13 @@ static int dm_alloc_raw(struct ol_client *c, uint64_t length, uint32_t flags)
 	return ret;
 }
 
-/*
- * Nobody can join a private domain, so a persistent DM there would
- * outlive its session and process with no member to free it, holding the
- * device's memory for every uid: refused.
- */
-START_TEST(test_private_persistent_dm_refused)
+/* Client @i in a private domain of its own, with the soft context. */
+static struct ol_client *private_client(int i)
 {
 	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	Rdmab__DaemonMessage *m;
-	struct ol_client *c = sl_connect(0), *o;
-	uint64_t all = sl_srv.devices.dev[0].caps.max_dm_size;
+	struct ol_client *c = sl_connect(i);
 
 	hello.library_version = (char *)"objlib";
 	hello.pid = (uint32_t)getpid();
@@ -802,6 +797,46 @@ START_TEST(test_private_persistent_dm_refused)
 	c->client_id = m->reply->hello->client_id;
 	ol_free(m);
 	OK(ol_open(c));
+	return c;
+}
+
+/*
+ * A uid's private domains draw on its own domain's quotas: sixteen of
+ * them must not hold sixteen times the device memory, or the objects,
+ * that one uid may have.
+ */
+START_TEST(test_private_domains_share_quota)
+{
+	struct ol_client *p0, *p1, *own;
+
+	sl_srv.config.defaults.dm_bytes = 8192;
+	p0 = private_client(0);
+	p1 = private_client(1);
+	own = client(2);
+	OK(dm_alloc_raw(p0, 8192, 0));
+	ck_assert_int_eq(dm_alloc_raw(p1, 4096, 0), -EDQUOT);
+	ck_assert_int_eq(dm_alloc_raw(own, 4096, 0), -EDQUOT);
+	/* p0's process is gone: its DM is freed and the quota is back. */
+	sl_kill(0);
+	ol_close(&sl_cl[0]);
+	for (int i = 0; i < 20; i++)
+		sl_pump();
+	OK(dm_alloc_raw(p1, 4096, 0));
+	OK(dm_alloc_raw(own, 4096, 0));
+	ck_assert_int_eq(dm_alloc_raw(own, 4096, 0), -EDQUOT);
+}
+END_TEST
+
+/*
+ * Nobody can join a private domain, so a persistent DM there would
+ * outlive its session and process with no member to free it, holding the
+ * device's memory for every uid: refused.
+ */
+START_TEST(test_private_persistent_dm_refused)
+{
+	struct ol_client *c = private_client(0), *o;
+	uint64_t all = sl_srv.devices.dev[0].caps.max_dm_size;
+
 	ck_assert_int_eq(dm_alloc_raw(c, all, DM_PERSISTENT_FLAG), -EINVAL);
 	/* A DM of the session itself is fine, and goes with it. */
 	OK(dm_alloc_raw(c, all, 0));
@@ -917,6 +952,7 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_detached_owners_share_pidfd);
 	tcase_add_test(tc, test_watch_pidfds_per_uid);
 	tcase_add_test(tc, test_private_persistent_dm_refused);
+	tcase_add_test(tc, test_private_domains_share_quota);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("dispatch");
