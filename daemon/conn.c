@@ -826,7 +826,11 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 	int len, ret;
 
 	if (c->outq_bytes > c->srv->opt.outq_max * OUTQ_HARD_FACTOR) {
-		conn_log_drop(c, "more than 1 MiB of replies unread");
+		char why[64];
+
+		snprintf(why, sizeof(why), "more than %zu KiB of replies unread",
+			 c->srv->opt.outq_max * OUTQ_HARD_FACTOR / 1024);
+		conn_log_drop(c, why);
 		c->closing = true;
 		return -EPIPE;
 	}

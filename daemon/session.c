@@ -106,9 +106,15 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 				   "parent secret of %zu bytes: a session's "
 				   "is %zu",
 				   hr->parent_secret.len, sizeof(c->secret));
-	/* Before the domain is joined: nothing to undo when it fails. */
+	/* Before the domain is joined: nothing to undo when it fails.
+	 * Never blocking: early in boot the pool may not be ready, and
+	 * one wait would stall every client of the daemon. */
 	errno = 0;
-	n = getrandom(c->secret, sizeof(c->secret), 0);
+	n = getrandom(c->secret, sizeof(c->secret), GRND_NONBLOCK);
+	if (n < 0 && errno == EAGAIN)
+		return reply_error(r, -EAGAIN,
+				   "the kernel's random pool is not ready yet "
+				   "(early boot): try again");
 	if (n != (ssize_t)sizeof(c->secret))
 		return reply_error(r, n < 0 ? -errno : -EIO,
 				   "cannot draw the session's secret: %s",
