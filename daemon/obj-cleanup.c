@@ -128,7 +128,7 @@ void objects_conn_closing(struct conn *c)
 	log_debug("client %" PRIu64 " (pid %d): session ended; %u objects "
 		  "and %u intents kept until the process exits",
 		  ow->client_id, (int)ow->pid, ow->n_objs, ow->n_intents);
-	err = obj_watch_join(ow, c->user, pidfd);
+	err = obj_watch_join(ow, c->user, c->cred.uid, pidfd);
 	if (err == -ESRCH) {
 		objects_owner_dead(ow);
 	} else if (err < 0) {

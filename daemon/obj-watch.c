@@ -30,6 +30,8 @@
 /* How often a process watched without a pidfd is looked for. */
 #define OBJ_WATCH_POLL_MS 1000
 
+static void obj_watch_cb(evutil_socket_t fd, short what, void *arg);
+
 static int obj_watch_pidfd_open(pid_t pid)
 {
 #ifdef SYS_pidfd_open
@@ -40,12 +42,43 @@ static int obj_watch_pidfd_open(pid_t pid)
 #endif
 }
 
-/* Has the process of @w's pidfd exited? A pidfd polls readable then. */
-static bool obj_watch_exited(const struct obj_watch *w)
+/* Has the process of @pidfd exited? A pidfd polls readable then. */
+static bool obj_watch_exited(int pidfd)
 {
-	struct pollfd p = { .fd = w->pidfd, .events = POLLIN };
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
 
-	return w->pidfd >= 0 && poll(&p, 1, 0) == 1;
+	return pidfd >= 0 && poll(&p, 1, 0) == 1;
+}
+
+/* Arm @w: on its pidfd, else a timer. */
+static int obj_watch_arm(struct obj_watch *w)
+{
+	struct timeval poll_tv = { .tv_sec = OBJ_WATCH_POLL_MS / 1000 };
+	struct event_base *base = w->reg->srv->base;
+
+	if (w->pidfd >= 0)
+		w->ev = event_new(base, w->pidfd, EV_READ, obj_watch_cb, w);
+	else
+		w->ev = event_new(base, -1, EV_PERSIST, obj_watch_cb, w);
+	if (!w->ev || event_add(w->ev, w->pidfd >= 0 ? NULL : &poll_tv) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* May @u's processes be watched with one more pidfd? */
+static bool obj_watch_may_pidfd(const struct registry *reg,
+				const struct user *u)
+{
+	return u && u->watches < reg->srv->config.limits.connections_per_uid;
+}
+
+/* @w watches with @pidfd (taken) from now on, charged to @u. */
+static void obj_watch_take_pidfd(struct obj_watch *w, struct user *u,
+				 int pidfd)
+{
+	w->pidfd = pidfd;
+	w->user = user_ref(u);
+	u->watches++;
 }
 
 static void obj_watch_free(struct obj_watch *w)
@@ -90,14 +123,16 @@ static void obj_watch_cb(evutil_socket_t fd, short what, void *arg)
 	obj_watch_fire(w);
 }
 
-/* A live watch of @pid: not one whose process has exited with its
- * callback still to run (the pid may be another process's now). */
-static struct obj_watch *obj_watch_find(struct registry *reg, pid_t pid)
+/* A live watch of @pid of @uid: not one whose process has exited with
+ * its callback still to run (the pid may be another process's now). */
+static struct obj_watch *obj_watch_find(struct registry *reg, pid_t pid,
+					uid_t uid)
 {
 	struct obj_watch *w;
 
 	TAILQ_FOREACH(w, &reg->watches, link)
-		if (w->pid == pid && !w->firing && !obj_watch_exited(w))
+		if (w->pid == pid && w->uid == uid && !w->firing &&
+		    !obj_watch_exited(w->pidfd))
 			return w;
 	return NULL;
 }
@@ -105,10 +140,8 @@ static struct obj_watch *obj_watch_find(struct registry *reg, pid_t pid)
 /* A new watch of @pid with @pidfd (taken; -1: a timer); NULL without
  * memory, @pidfd closed. */
 static struct obj_watch *obj_watch_new(struct registry *reg, struct user *u,
-				       pid_t pid, int pidfd)
+				       pid_t pid, uid_t uid, int pidfd)
 {
-	const struct broker_limits *l = &reg->srv->config.limits;
-	struct timeval poll_tv = { .tv_sec = OBJ_WATCH_POLL_MS / 1000 };
 	struct obj_watch *w = calloc(1, sizeof(*w));
 
 	if (!w) {
@@ -118,38 +151,56 @@ static struct obj_watch *obj_watch_new(struct registry *reg, struct user *u,
 	}
 	w->reg = reg;
 	w->pid = pid;
+	w->uid = uid;
+	w->pidfd = -1;
 	TAILQ_INIT(&w->owners);
 	TAILQ_INSERT_TAIL(&reg->watches, w, link);
 	/* A uid's pidfds: as many as its connections could hold. */
-	if (pidfd >= 0 && (!u || u->watches >= l->connections_per_uid)) {
+	if (pidfd >= 0 && obj_watch_may_pidfd(reg, u))
+		obj_watch_take_pidfd(w, u, pidfd);
+	else if (pidfd >= 0)
 		close(pidfd);
-		pidfd = -1;
-	}
-	w->pidfd = pidfd;
-	if (pidfd >= 0) {
-		w->user = user_ref(u);
-		u->watches++;
-		w->ev = event_new(reg->srv->base, pidfd, EV_READ, obj_watch_cb,
-				  w);
-	} else {
-		w->ev = event_new(reg->srv->base, -1, EV_PERSIST, obj_watch_cb,
-				  w);
-	}
-	if (!w->ev || event_add(w->ev, pidfd >= 0 ? NULL : &poll_tv) < 0)
+	if (obj_watch_arm(w) < 0)
 		log_err("pid %d: cannot watch the process; the objects of its "
 			"ended sessions stay until the broker stops",
 			(int)pid);
 	return w;
 }
 
-int obj_watch_join(struct obj_owner *ow, struct user *u, int pidfd)
+/* A timer watch gets the pidfd a new session of its process brings: the
+ * exit is then seen at once, and a reused pid no longer misleads it. */
+static void obj_watch_upgrade(struct obj_watch *w, struct user *u, int pidfd)
+{
+	if (w->pidfd >= 0 || !obj_watch_may_pidfd(w->reg, u)) {
+		close(pidfd);
+		return;
+	}
+	if (w->ev)
+		event_free(w->ev);
+	w->ev = NULL;
+	obj_watch_take_pidfd(w, u, pidfd);
+	if (obj_watch_arm(w) < 0)
+		log_err("pid %d: cannot watch the process; the objects of its "
+			"ended sessions stay until the broker stops",
+			(int)w->pid);
+}
+
+int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid,
+		   int pidfd)
 {
 	struct registry *reg = ow->reg;
-	struct obj_watch *w = obj_watch_find(reg, ow->pid);
+	struct obj_watch *w;
 
+	/* The session's process is gone already: the pid may be another
+	 * process's by now, whose watch it must not join. */
+	if (obj_watch_exited(pidfd)) {
+		close(pidfd);
+		return -ESRCH;
+	}
+	w = obj_watch_find(reg, ow->pid, uid);
 	if (w) {
 		if (pidfd >= 0)
-			close(pidfd);
+			obj_watch_upgrade(w, u, pidfd);
 	} else {
 		if (pidfd < 0) {
 			errno = 0;
@@ -157,7 +208,7 @@ int obj_watch_join(struct obj_owner *ow, struct user *u, int pidfd)
 			if (pidfd < 0 && errno == ESRCH)
 				return -ESRCH;
 		}
-		w = obj_watch_new(reg, u, ow->pid, pidfd);
+		w = obj_watch_new(reg, u, ow->pid, uid, pidfd);
 		if (!w)
 			return -ENOMEM;
 	}

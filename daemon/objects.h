@@ -146,6 +146,8 @@ struct obj_watch {
 	TAILQ_ENTRY(obj_watch) link;
 	struct registry *reg;
 	pid_t pid;
+	/* Whose process: a pid reused by another uid's never joins. */
+	uid_t uid;
 	/* Polls readable once the process is gone; -1: a timer polls. */
 	int pidfd;
 	struct event *ev;
@@ -251,11 +253,13 @@ uint64_t objects_now_usec(void);
 void objects_conn_closing(struct conn *c);
 
 /*
- * Watch detached @ow's process until it exits (obj-watch.c), sharing the
- * watch of its other detached owners; takes @pidfd (the session's; -1:
- * none), charged to @u. -ESRCH: the process is gone already; -ENOMEM.
+ * Watch detached @ow's process, of @uid, until it exits (obj-watch.c),
+ * sharing the watch of its other detached owners; takes @pidfd (the
+ * session's; -1: none), charged to @u. -ESRCH: the process is gone
+ * already; -ENOMEM.
  */
-int obj_watch_join(struct obj_owner *ow, struct user *u, int pidfd);
+int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid,
+		   int pidfd);
 /* @ow no longer waits for its process; the last owner frees the watch. */
 void obj_watch_leave(struct obj_owner *ow);
 /* Daemon exit: every watch goes, its owners forget it. */

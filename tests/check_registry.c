@@ -884,6 +884,15 @@ static struct ol_client *client_as(int i, pid_t pid)
 	return c;
 }
 
+/* Run the loop until @n records are left, at most @ms. */
+static void run_until_n_objs(unsigned int n, int ms)
+{
+	int64_t deadline = tl_now_ms() + ms;
+
+	while (sl_srv.registry->n_objs != n && tl_now_ms() < deadline)
+		event_base_loop(sl_srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+}
+
 /* Run the loop until no owner is left, at most @ms. */
 static void run_until_no_owner(int ms)
 {
@@ -928,6 +937,94 @@ START_TEST(test_watch_pidfds_per_uid)
 }
 END_TEST
 
+/*
+ * The session's pidfd says its process has exited, and its pid is another
+ * live process's now, which has a watch: the owner does not join it, its
+ * objects go at once (the reuse is made up here: a live sleeper's pid, a
+ * reaped child's pidfd).
+ */
+START_TEST(test_dead_session_joins_no_live_watch)
+{
+	pid_t a = sleeper(), d;
+	struct ol_client *c1;
+	struct ol_obj o;
+	int dfd;
+
+	OK(ol_cq(client_as(0, a), 4, &o));
+	sl_hang_up(0);
+	ol_close(&sl_cl[0]);
+	d = fork();
+	ck_assert_int_ge(d, 0);
+	if (d == 0)
+		_exit(0);
+	dfd = (int)syscall(SYS_pidfd_open, d, 0);
+	ck_assert_int_eq(waitpid(d, NULL, 0), d);
+	if (dfd >= 0) {
+		c1 = client_as(1, a);
+		sl_conns[1]->pidfd = dfd;
+		OK(ol_cq(c1, 4, &o));
+		sl_hang_up(1);
+		ol_close(&sl_cl[1]);
+		for (int i = 0; i < 20; i++)
+			event_base_loop(sl_srv.base,
+					EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		ck_assert_msg(sl_srv.registry->n_objs == 1,
+			      "%u objects left: the dead process's CQ waits "
+			      "for live pid %d",
+			      sl_srv.registry->n_objs, (int)a);
+	}
+	kill(a, SIGKILL);
+	ck_assert_int_eq(waitpid(a, NULL, 0), a);
+}
+END_TEST
+
+/*
+ * A process watched by a timer (its uid was at its cap) gets the pidfd of
+ * its next session once the uid has room: no second watch, and no timer.
+ */
+START_TEST(test_timer_watch_upgraded)
+{
+	pid_t a = sleeper(), b = sleeper();
+	struct obj_watch *w;
+	struct ol_obj o;
+	struct user *u;
+
+	sl_srv.config.limits.connections_per_uid = 1;
+	OK(ol_cq(client_as(0, a), 4, &o));
+	u = sl_conns[0]->user;
+	sl_hang_up(0);
+	ol_close(&sl_cl[0]);
+	OK(ol_cq(client_as(1, b), 4, &o));
+	sl_hang_up(1);
+	ol_close(&sl_cl[1]);
+	ck_assert_uint_eq(u->watches, 1);
+	/* a goes: its pidfd is free for b's next session. */
+	kill(a, SIGKILL);
+	ck_assert_int_eq(waitpid(a, NULL, 0), a);
+	run_until_n_objs(1, 5000);
+	ck_assert_uint_eq(sl_srv.registry->n_objs, 1);
+	OK(ol_cq(client_as(2, b), 4, &o));
+	/* The session's own pidfd, as a real connection of b has. The uid's
+	 * record may be a new one: nothing held the old one. */
+	sl_conns[2]->pidfd = (int)syscall(SYS_pidfd_open, b, 0);
+	ck_assert_int_ge(sl_conns[2]->pidfd, 0);
+	u = sl_conns[2]->user;
+	sl_hang_up(2);
+	ol_close(&sl_cl[2]);
+	/* Held by the watch now. */
+	ck_assert_uint_eq(u->watches, 1);
+	w = TAILQ_FIRST(&sl_srv.registry->watches);
+	ck_assert_ptr_nonnull(w);
+	ck_assert_ptr_null(TAILQ_NEXT(w, link));
+	ck_assert_int_ge(w->pidfd, 0);
+	kill(b, SIGKILL);
+	ck_assert_int_eq(waitpid(b, NULL, 0), b);
+	run_until_no_owner(5000);
+	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
+	ck_assert(TAILQ_EMPTY(&sl_srv.registry->watches));
+}
+END_TEST
+
 static Suite *registry_suite(void)
 {
 	Suite *s = suite_create("registry");
@@ -951,6 +1048,8 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_dm_stuck_mr_named);
 	tcase_add_test(tc, test_detached_owners_share_pidfd);
 	tcase_add_test(tc, test_watch_pidfds_per_uid);
+	tcase_add_test(tc, test_dead_session_joins_no_live_watch);
+	tcase_add_test(tc, test_timer_watch_upgraded);
 	tcase_add_test(tc, test_private_persistent_dm_refused);
 	tcase_add_test(tc, test_private_domains_share_quota);
 	suite_add_tcase(s, tc);
