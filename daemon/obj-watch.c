@@ -6,8 +6,9 @@
  * creates and hangs up over and over costs the daemon one descriptor, not
  * one a session. A watch holds the process's pidfd, charged to its uid: at
  * most connections_per_uid of them per uid, as many as its sessions could
- * hold while connected. Past that, and where the kernel has no pidfds, a
- * timer asks kill(pid, 0) every OBJ_WATCH_POLL_MS, one timer a process.
+ * hold while connected, and max_conns in all. Past that, and where the
+ * kernel has no pidfds, a timer asks kill(pid, 0) every OBJ_WATCH_POLL_MS,
+ * one timer a process.
  */
 #include "config.h"
 
@@ -69,7 +70,8 @@ static int obj_watch_arm(struct obj_watch *w)
 static bool obj_watch_may_pidfd(const struct registry *reg,
 				const struct user *u)
 {
-	return u && u->watches < reg->srv->config.limits.connections_per_uid;
+	return u && u->watches < reg->srv->config.limits.connections_per_uid &&
+	       reg->n_watch_pidfds < reg->srv->opt.max_conns;
 }
 
 /* @w watches with @pidfd (taken) from now on, charged to @u. */
@@ -79,6 +81,7 @@ static void obj_watch_take_pidfd(struct obj_watch *w, struct user *u,
 	w->pidfd = pidfd;
 	w->user = user_ref(u);
 	u->watches++;
+	w->reg->n_watch_pidfds++;
 }
 
 static void obj_watch_free(struct obj_watch *w)
@@ -90,6 +93,7 @@ static void obj_watch_free(struct obj_watch *w)
 		close(w->pidfd);
 	if (w->user) {
 		w->user->watches--;
+		w->reg->n_watch_pidfds--;
 		user_unref(w->reg->srv, w->user);
 	}
 	free(w);

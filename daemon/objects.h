@@ -163,6 +163,9 @@ struct registry {
 	TAILQ_HEAD(, obj) objs;
 	TAILQ_HEAD(, obj_owner) owners;
 	TAILQ_HEAD(, obj_watch) watches;
+	/* Watches with a pidfd: at most max_conns, as many as connections
+	 * could hold. */
+	unsigned int n_watch_pidfds;
 	struct obj **hash;
 	size_t hash_size;
 	uint64_t next_id;
