@@ -6,9 +6,9 @@
  * creates and hangs up over and over costs the daemon one descriptor, not
  * one a session. A watch holds the process's pidfd, charged to its uid: at
  * most connections_per_uid of them per uid, as many as its sessions could
- * hold while connected, and --max-clients (max_conns) in all. Past that, and where the
- * kernel has no pidfds, a timer asks kill(pid, 0) every OBJ_WATCH_POLL_MS,
- * one timer a process.
+ * hold while connected, and --max-clients (max_conns) in all. Past that,
+ * and where the kernel has no pidfds, a timer asks kill(pid, 0) every
+ * OBJ_WATCH_POLL_MS, one timer a process.
  */
 #include "config.h"
 
