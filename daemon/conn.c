@@ -479,7 +479,7 @@ static int conn_read_groups(struct conn *c)
 	return -ERANGE;
 }
 
-static int conn_pidfd_open(pid_t pid)
+int conn_pidfd_open(pid_t pid)
 {
 #ifdef SYS_pidfd_open
 	return (int)syscall(SYS_pidfd_open, pid, 0);

@@ -126,6 +126,9 @@ int conn_send_event(struct conn *c, Rdmab__Event *ev);
  * one such line a minute at most, whoever the peers are, since they can
  * make many. */
 void conn_log_drop(struct conn *c, const char *why);
+/* A pidfd of @pid (CLOEXEC by definition), or -1 with errno: ESRCH when
+ * the process is gone, ENOSYS without pidfds. */
+int conn_pidfd_open(pid_t pid);
 /* Flush without blocking what can be flushed, then close. */
 void conn_close_after_flush(struct conn *c);
 

@@ -17,7 +17,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <event2/event.h>
@@ -32,16 +31,6 @@
 #define OBJ_WATCH_POLL_MS 1000
 
 static void obj_watch_cb(evutil_socket_t fd, short what, void *arg);
-
-static int obj_watch_pidfd_open(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	errno = ENOSYS;
-	return -1;
-#endif
-}
 
 /* Has the process of @pidfd exited? A pidfd polls readable then. */
 static bool obj_watch_exited(int pidfd)
@@ -208,7 +197,7 @@ int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid,
 	} else {
 		if (pidfd < 0) {
 			errno = 0;
-			pidfd = obj_watch_pidfd_open(ow->pid);
+			pidfd = conn_pidfd_open(ow->pid);
 			if (pidfd < 0 && errno == ESRCH)
 				return -ESRCH;
 		}

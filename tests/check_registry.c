@@ -904,13 +904,12 @@ static void run_until_no_owner(int ms)
 }
 
 /*
- * A uid's pidfds for detached owners stop at connections_per_uid; the
- * processes past it are watched by a timer, and their objects still go
- * when they die.
+ * Processes @a and @b of one uid with a CQ each and their sessions ended,
+ * the uid allowed one pidfd: a's watch has it, b's is a timer. The uid's
+ * record, held by a's watch.
  */
-START_TEST(test_watch_pidfds_per_uid)
+static struct user *two_at_cap(pid_t a, pid_t b)
 {
-	pid_t a = sleeper(), b = sleeper();
 	struct ol_obj o;
 	struct user *u;
 
@@ -926,6 +925,19 @@ START_TEST(test_watch_pidfds_per_uid)
 	/* b's watch is a timer: no second pidfd. */
 	ck_assert_uint_eq(u->watches, 1);
 	ck_assert_uint_eq(sl_srv.registry->n_objs, 2);
+	return u;
+}
+
+/*
+ * A uid's pidfds for detached owners stop at connections_per_uid; the
+ * processes past it are watched by a timer, and their objects still go
+ * when they die.
+ */
+START_TEST(test_watch_pidfds_per_uid)
+{
+	pid_t a = sleeper(), b = sleeper();
+
+	two_at_cap(a, b);
 	kill(b, SIGKILL);
 	ck_assert_int_eq(waitpid(b, NULL, 0), b);
 	kill(a, SIGKILL);
@@ -989,15 +1001,7 @@ START_TEST(test_timer_watch_upgraded)
 	struct ol_obj o;
 	struct user *u;
 
-	sl_srv.config.limits.connections_per_uid = 1;
-	OK(ol_cq(client_as(0, a), 4, &o));
-	u = sl_conns[0]->user;
-	sl_hang_up(0);
-	ol_close(&sl_cl[0]);
-	OK(ol_cq(client_as(1, b), 4, &o));
-	sl_hang_up(1);
-	ol_close(&sl_cl[1]);
-	ck_assert_uint_eq(u->watches, 1);
+	two_at_cap(a, b);
 	/* a goes: its pidfd is free for b's next session. */
 	kill(a, SIGKILL);
 	ck_assert_int_eq(waitpid(a, NULL, 0), a);
