@@ -161,21 +161,27 @@ static struct obj_watch *obj_watch_new(struct registry *reg, struct user *u,
 }
 
 /* A timer watch gets the pidfd a new session of its process brings: the
- * exit is then seen at once, and a reused pid no longer misleads it. */
+ * exit is then seen at once, and a pid reused after that cannot mislead
+ * it. The timer stays unless the pidfd's event is armed. */
 static void obj_watch_upgrade(struct obj_watch *w, struct user *u, int pidfd)
 {
+	struct event *ev;
+
 	if (w->pidfd >= 0 || !obj_watch_may_pidfd(w->reg, u)) {
+		close(pidfd);
+		return;
+	}
+	ev = event_new(w->reg->srv->base, pidfd, EV_READ, obj_watch_cb, w);
+	if (!ev || event_add(ev, NULL) < 0) {
+		if (ev)
+			event_free(ev);
 		close(pidfd);
 		return;
 	}
 	if (w->ev)
 		event_free(w->ev);
-	w->ev = NULL;
+	w->ev = ev;
 	obj_watch_take_pidfd(w, u, pidfd);
-	if (obj_watch_arm(w) < 0)
-		log_err("pid %d: cannot watch the process; the objects of its "
-			"ended sessions stay until the broker stops",
-			(int)w->pid);
 }
 
 int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid,

@@ -946,6 +946,7 @@ START_TEST(test_watch_pidfds_per_uid)
 	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
 	ck_assert_msg(TAILQ_EMPTY(&sl_srv.registry->watches),
 		      "a watch is left after both processes died");
+	ck_assert_uint_eq(sl_srv.registry->n_watch_pidfds, 0);
 }
 END_TEST
 
@@ -1017,12 +1018,71 @@ START_TEST(test_timer_watch_upgraded)
 	ol_close(&sl_cl[2]);
 	/* Held by the watch now. */
 	ck_assert_uint_eq(u->watches, 1);
+	ck_assert_uint_eq(sl_srv.registry->n_watch_pidfds, 1);
 	w = TAILQ_FIRST(&sl_srv.registry->watches);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_ptr_null(TAILQ_NEXT(w, link));
 	ck_assert_int_ge(w->pidfd, 0);
+	/* Armed on the pidfd, the timer gone: the exit is seen at once,
+	 * well within the timer's second. */
+	ck_assert_int_eq(event_get_fd(w->ev), w->pidfd);
+	ck_assert(event_pending(w->ev, EV_READ, NULL));
 	kill(b, SIGKILL);
 	ck_assert_int_eq(waitpid(b, NULL, 0), b);
+	run_until_no_owner(300);
+	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
+	ck_assert(TAILQ_EMPTY(&sl_srv.registry->watches));
+	ck_assert_uint_eq(sl_srv.registry->n_watch_pidfds, 0);
+}
+END_TEST
+
+/*
+ * The daemon's pidfds for watches stop at max_conns in all, whatever the
+ * uids' own limits: past it, a timer.
+ */
+START_TEST(test_watch_pidfds_max_conns)
+{
+	pid_t a = sleeper(), b = sleeper();
+	struct ol_obj o;
+
+	sl_srv.opt.max_conns = 1;
+	OK(ol_cq(client_as(0, a), 4, &o));
+	sl_hang_up(0);
+	ol_close(&sl_cl[0]);
+	OK(ol_cq(client_as(1, b), 4, &o));
+	sl_hang_up(1);
+	ol_close(&sl_cl[1]);
+	ck_assert_uint_eq(sl_srv.registry->n_watch_pidfds, 1);
+	kill(a, SIGKILL);
+	ck_assert_int_eq(waitpid(a, NULL, 0), a);
+	kill(b, SIGKILL);
+	ck_assert_int_eq(waitpid(b, NULL, 0), b);
+	run_until_no_owner(5000);
+	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
+	ck_assert_uint_eq(sl_srv.registry->n_watch_pidfds, 0);
+}
+END_TEST
+
+/* A pid seen under another uid is another process: its own watch. */
+START_TEST(test_watch_matches_uid)
+{
+	pid_t a = sleeper();
+	struct ol_obj o;
+	struct obj_watch *w;
+
+	OK(ol_cq(client_as(0, a), 4, &o));
+	sl_hang_up(0);
+	ol_close(&sl_cl[0]);
+	OK(ol_cq(client_as(1, a), 4, &o));
+	w = TAILQ_FIRST(&sl_srv.registry->watches);
+	ck_assert_ptr_nonnull(w);
+	/* The same pid under a uid that is not its watch's. */
+	sl_conns[1]->cred.uid = w->uid + 1;
+	sl_hang_up(1);
+	ol_close(&sl_cl[1]);
+	ck_assert_ptr_nonnull(TAILQ_NEXT(w, link));
+	kill(a, SIGKILL);
+	ck_assert_int_eq(waitpid(a, NULL, 0), a);
 	run_until_no_owner(5000);
 	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
 	ck_assert(TAILQ_EMPTY(&sl_srv.registry->watches));
@@ -1054,6 +1114,8 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_watch_pidfds_per_uid);
 	tcase_add_test(tc, test_dead_session_joins_no_live_watch);
 	tcase_add_test(tc, test_timer_watch_upgraded);
+	tcase_add_test(tc, test_watch_pidfds_max_conns);
+	tcase_add_test(tc, test_watch_matches_uid);
 	tcase_add_test(tc, test_private_persistent_dm_refused);
 	tcase_add_test(tc, test_private_domains_share_quota);
 	suite_add_tcase(s, tc);
