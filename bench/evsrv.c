@@ -5,9 +5,10 @@
  * SOCK_SEQPACKET server can do per request with the daemon's system calls
  * (compare `strace -f rdmabrokerd`): accept4 + SO_PEERCRED per connection,
  * one event_new(EV_READ | EV_PERSIST) per connection, and per readable
- * event one epoll_wait, one recvmsg(MSG_DONTWAIT | MSG_CMSG_CLOEXEC) with
- * room for descriptors, and one send(MSG_DONTWAIT | MSG_NOSIGNAL) of a
- * packet as large as the broker's reply. No decoding, no allocation.
+ * event one epoll_wait, one recv(MSG_DONTWAIT | MSG_TRUNC) (requests carry
+ * no descriptors: wire_recv_bare()), and one send(MSG_DONTWAIT |
+ * MSG_NOSIGNAL) of a packet as large as the broker's reply. No decoding,
+ * no allocation.
  *
  * With --fd-reply-size, replies alternate like the broker's to
  * ibc_open + ibc_close: one of that size carrying a descriptor
@@ -34,8 +35,6 @@
 #include "bench/bench.h"
 
 #define EVSRV_MAX_PACKET (64 * 1024)
-/* As many descriptors as the daemon makes room for (wire_recv()). */
-#define EVSRV_MAX_FDS 9
 
 struct evsrv {
 	struct event_base *base;
@@ -67,24 +66,6 @@ static void evconn_free(struct evconn *c)
 	free(c);
 }
 
-/* Close what a client should not have sent. */
-static void evconn_drop_fds(struct msghdr *mh)
-{
-	for (struct cmsghdr *cm = CMSG_FIRSTHDR(mh); cm;
-	     cm = CMSG_NXTHDR(mh, cm)) {
-		size_t n = (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int);
-
-		if (cm->cmsg_level != SOL_SOCKET || cm->cmsg_type != SCM_RIGHTS)
-			continue;
-		for (size_t i = 0; i < n; i++) {
-			int fd;
-
-			memcpy(&fd, CMSG_DATA(cm) + i * sizeof(fd), sizeof(fd));
-			close(fd);
-		}
-	}
-}
-
 /* One reply carrying the descriptor, as the daemon sends a context. */
 static ssize_t evconn_send_fd(int fd, const struct evsrv *srv)
 {
@@ -113,26 +94,13 @@ static ssize_t evconn_send_fd(int fd, const struct evsrv *srv)
 
 static void evconn_cb(evutil_socket_t fd, short what, void *arg)
 {
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * EVSRV_MAX_FDS)];
-	} cbuf;
-	struct iovec iov = { .iov_base = rx_buf, .iov_len = sizeof(rx_buf) };
-	struct msghdr mh = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = cbuf.buf,
-		.msg_controllen = sizeof(cbuf.buf),
-	};
 	struct evconn *c = arg;
 	const struct evsrv *srv = c->srv;
 	ssize_t n;
 
-	n = recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	n = recv(fd, rx_buf, sizeof(rx_buf), MSG_DONTWAIT | MSG_TRUNC);
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (mh.msg_controllen)
-		evconn_drop_fds(&mh);
 	if (n <= 0) {
 		evconn_free(c);
 		return;

@@ -10,6 +10,8 @@
  *             round trip every make bench figure is divided by;
  *   epoll     epoll_wait + recv(MSG_DONTWAIT) + send: the daemon's system
  *             calls, without libevent;
+ *   recvmsg   the same with recvmsg(2) and room for descriptors, as the
+ *             daemon read requests before it took recv(2);
  *   libevent  the same under event_base_dispatch (EV_READ | EV_PERSIST), as
  *             bench-evsrv and the daemon run it;
  *   io_uring  built with liburing: one io_uring_enter submits the reply and
@@ -56,11 +58,31 @@ static int loop_blocking(int fd, const void *arg)
 	return peer_alternate(fd, rep_len, -1);
 }
 
-/* One request read and answered; 1 when the peer closed, -errno. */
-static int loop_answer(int fd)
+/* recvmsg(2) with room for descriptors, as wire_recv() reads. */
+static ssize_t loop_recvmsg(int fd, uint8_t *buf, size_t cap)
+{
+	union {
+		struct cmsghdr h;
+		char buf[CMSG_SPACE(sizeof(int) * 9)];
+	} cbuf;
+	struct iovec iov = { .iov_base = buf, .iov_len = cap };
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cbuf.buf,
+		.msg_controllen = sizeof(cbuf.buf),
+	};
+
+	return recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+}
+
+/* One request read (@msg: with recvmsg(2)) and answered; 1 when the peer
+ * closed, -errno. */
+static int loop_answer(int fd, bool msg)
 {
 	static uint8_t buf[LOOP_MAX_PACKET];
-	ssize_t n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	ssize_t n = msg ? loop_recvmsg(fd, buf, sizeof(buf)) :
+			  recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
 
 	if (n < 0)
 		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
@@ -71,7 +93,7 @@ static int loop_answer(int fd)
 	return 0;
 }
 
-static int loop_epoll(int fd, const void *arg)
+static int loop_epoll_run(int fd, bool msg)
 {
 	struct epoll_event ev = { .events = EPOLLIN }, out[8];
 	int ep = epoll_create1(EPOLL_CLOEXEC), ret = 0;
@@ -84,10 +106,21 @@ static int loop_epoll(int fd, const void *arg)
 		if (epoll_wait(ep, out, 8, -1) < 0 && errno != EINTR)
 			ret = -errno;
 		else
-			ret = loop_answer(fd);
+			ret = loop_answer(fd, msg);
 	}
 	close(ep);
 	return ret < 0 ? ret : 0;
+}
+
+static int loop_epoll(int fd, const void *arg)
+{
+	return loop_epoll_run(fd, false);
+}
+
+/* What the daemon read requests with until it took recv(2). */
+static int loop_epoll_recvmsg(int fd, const void *arg)
+{
+	return loop_epoll_run(fd, true);
 }
 
 struct loop_ev {
@@ -99,7 +132,7 @@ static void loop_libevent_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct loop_ev *l = arg;
 
-	l->ret = loop_answer(fd);
+	l->ret = loop_answer(fd, false);
 	if (l->ret)
 		event_base_loopbreak(l->base);
 }
@@ -217,6 +250,7 @@ static const struct side {
 } sides[] = {
 	{ "blocking", loop_blocking, NULL },
 	{ "epoll", loop_epoll, NULL },
+	{ "recvmsg", loop_epoll_recvmsg, NULL },
 	{ "libevent", loop_libevent, NULL },
 #ifdef HAVE_LIBURING
 	{ "io_uring", loop_uring, loop_uring_probe },

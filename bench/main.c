@@ -8,8 +8,8 @@
  *     raw SOCK_SEQPACKET ping-pong between two blocking processes with
  *     packets of the same sizes, and against the event-driven floor:
  *     bench-evsrv, a bare libevent server with the daemon's system calls
- *     (epoll_wait + recvmsg + send), driven with libibclient's (send +
- *     recvmsg);
+ *     (epoll_wait + recv + send), driven with libibclient's (send +
+ *     recv, recvmsg for a reply that carries a descriptor);
  *  2. daemon CPU per request at 1, 16 and 256 connections: one closed-loop
  *     client sending the broker's Ping packets, against bench-evsrv
  *     answering with packets of the same size;
@@ -1073,10 +1073,11 @@ static int report(const struct run *r)
 	       "the same sizes between\n"
 	       "  two blocking processes (send + recv); floor = "
 	       "bench-evsrv, libevent with the\n"
-	       "  daemon's system calls (epoll_wait + recvmsg + send, "
+	       "  daemon's system calls (epoll_wait + recv + send, "
 	       "sendmsg for a descriptor)\n"
 	       "  and no logic, driven with libibclient's (send "
-	       "MSG_DONTWAIT + recvmsg); the\n"
+	       "MSG_DONTWAIT + recv, recvmsg\n"
+	       "  for a reply with a descriptor); the\n"
 	       "  floor rows show what the event loop itself costs. CPU = "
 	       "bench-evsrv driven\n"
 	       "  by the same client.\n"

@@ -85,17 +85,15 @@ int rtt_floor_rep(int fd, const uint8_t *req, size_t req_len,
 
 	for (unsigned int i = 0; i < iters; i++) {
 		uint64_t t0 = now_ns();
-		struct wire_fds fds;
 		int n;
 
 		/* What ibc_call() does: a send that never blocks, then the
-		 * library's receive. */
+		 * library's receive of a reply without descriptors. */
 		if (send(fd, req, req_len, MSG_NOSIGNAL | MSG_DONTWAIT) < 0)
 			return -errno;
-		n = wire_recv(fd, rx, sizeof(rx), &fds, 0);
+		n = wire_recv_bare(fd, rx, sizeof(rx), 0);
 		if (n < 0)
 			return n;
-		wire_fds_close(&fds);
 		if ((size_t)n != rep_len)
 			return n == 0 ? -ECONNRESET : -EPROTO;
 		if (lat)

@@ -303,15 +303,24 @@ static void ibc_connection_lost(struct ibc_client *cl, int n)
  */
 int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, bool block)
 {
+	bool bare = !cl->fd_waiters;
+	int flags = block ? 0 : MSG_DONTWAIT;
 	struct wire_fds fds;
 	int n;
 
 	cl->reading = true;
+	cl->reading_bare = bare;
 	pthread_mutex_unlock(&cl->lock);
-	n = wire_recv(cl->sock, cl->rbuf, WIRE_MAX_PACKET, &fds,
-		      block ? 0 : MSG_DONTWAIT);
+	/* No reply that carries descriptors can come while bare: the kernel
+	 * would close them (ibc_await_bare_read()). */
+	wire_fds_init(&fds);
+	if (bare)
+		n = wire_recv_bare(cl->sock, cl->rbuf, WIRE_MAX_PACKET, flags);
+	else
+		n = wire_recv(cl->sock, cl->rbuf, WIRE_MAX_PACKET, &fds, flags);
 	pthread_mutex_lock(&cl->lock);
 	cl->reading = false;
+	cl->reading_bare = false;
 
 	if (n == -EAGAIN)
 		goto out;
@@ -346,6 +355,32 @@ static int ibc_wait(struct ibc_client *cl, struct ibc_waiter *w,
 		if (!cl->reading) {
 			ibc_read_one(cl, w, true);
 		} else if (deadline) {
+			struct timespec ts = {
+				.tv_sec = (time_t)(deadline / 1000),
+				.tv_nsec = (long)(deadline % 1000) * 1000000,
+			};
+
+			pthread_cond_timedwait(&cl->cond, &cl->lock, &ts);
+		} else {
+			pthread_cond_wait(&cl->cond, &cl->lock);
+		}
+	}
+	return 0;
+}
+
+/*
+ * A reader in recv(2) would let the kernel close the descriptors of a reply
+ * that came meanwhile: a request whose reply carries some waits until that
+ * read is over (@deadline as ibc_wait()'s). The read is for a request sent
+ * earlier, whose reply ends it; the next read, with this call's waiter
+ * counted, is recvmsg(2)'s. Lock held.
+ */
+static int ibc_await_bare_read(struct ibc_client *cl, int64_t deadline)
+{
+	while (cl->reading && cl->reading_bare && !cl->dead) {
+		if (deadline && ibc_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		if (deadline) {
 			struct timespec ts = {
 				.tv_sec = (time_t)(deadline / 1000),
 				.tv_nsec = (long)(deadline % 1000) * 1000000,
@@ -480,9 +515,10 @@ static int ibc_send_checked(struct ibc_client *cl, Rdmab__Request *req,
 	return err;
 }
 
-int ibc_call(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
-	     unsigned int nfds, struct ibc_reply *ret)
+int ibc_call(struct ibc_client *cl, Rdmab__Request *req, unsigned int flags,
+	     struct ibc_reply *ret)
 {
+	bool want_fds = flags & IBC_CALL_FDS;
 	struct ibc_waiter w = { .r = ret };
 	int64_t deadline = 0;
 	int err;
@@ -501,7 +537,22 @@ int ibc_call(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
 	req->serial = w.serial;
 	if (cl->timeout_ms > 0)
 		deadline = ibc_now_ms() + cl->timeout_ms;
-	err = ibc_send_checked(cl, req, fds, nfds, deadline);
+	if (want_fds) {
+		cl->fd_waiters++;
+		err = ibc_await_bare_read(cl, deadline);
+		if (err == -ETIMEDOUT) {
+			ibc_set_error(err,
+				      "another thread's request to the broker "
+				      "was not answered within %d ms",
+				      cl->timeout_ms);
+			goto out;
+		}
+		if (cl->dead) {
+			err = ibc_set_error(cl->dead, "%s", cl->dead_message);
+			goto out;
+		}
+	}
+	err = ibc_send_checked(cl, req, NULL, 0, deadline);
 	if (err < 0)
 		goto out;
 	err = ibc_wait(cl, &w, deadline);
@@ -522,6 +573,8 @@ int ibc_call(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
 	ibc_clear_error();
 	err = 0;
 out:
+	if (want_fds)
+		cl->fd_waiters--;
 	ibc_unlink_waiter(cl, &w);
 	pthread_mutex_unlock(&cl->lock);
 	if (err < 0)

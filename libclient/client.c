@@ -72,7 +72,7 @@ static int ibc_hello(struct ibc_client *cl, const char *domain)
 	hello.private_domain = !!(cl->flags & IBC_CONNECT_PRIVATE_DOMAIN);
 	req.body_case = RDMAB__REQUEST__BODY_HELLO;
 	req.hello = &hello;
-	ret = ibc_call(cl, &req, NULL, 0, &r);
+	ret = ibc_call(cl, &req, 0, &r);
 	if (ret < 0)
 		return ret;
 	if (r.reply->body_case != RDMAB__REPLY__BODY_HELLO) {

@@ -26,7 +26,7 @@ static void ibc_ctx_release(struct ibc_client *client, uint64_t id)
 	req.body_case = RDMAB__REQUEST__BODY_CLOSE_CONTEXT;
 	req.close_context = &cr;
 	/* A broker that is gone has released it already. */
-	if (ibc_call(client, &req, NULL, 0, &r) == 0)
+	if (ibc_call(client, &req, 0, &r) == 0)
 		ibc_reply_free(&r);
 }
 
@@ -107,7 +107,7 @@ IBC_EXPORT int ibc_open(struct ibc_client *client, const char *device,
 	oc.device = (char *)(device ? device : "");
 	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
 	req.open_context = &oc;
-	err = ibc_call(client, &req, NULL, 0, &r);
+	err = ibc_call(client, &req, IBC_CALL_FDS, &r);
 	if (err < 0)
 		return err;
 	o = r.reply->open_context;

@@ -60,7 +60,7 @@ static bool ibc_dm_tell(struct ibc_client *cl, unsigned int body_case,
 		ibc_send_nowait(cl, &req);
 		return false;
 	}
-	if (ibc_call(cl, &req, NULL, 0, &r) < 0)
+	if (ibc_call(cl, &req, 0, &r) < 0)
 		return false;
 	ended = ibc_dm_import_ended(&r);
 	ibc_reply_free(&r);
@@ -310,7 +310,7 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 	int err, fd = -1;
 	char why[256];
 
-	err = ibc_call(cl, req, NULL, 0, &r);
+	err = ibc_call(cl, req, IBC_CALL_FDS, &r);
 	if (err < 0)
 		return err;
 	o = alloc ? r.reply->dm_alloc : r.reply->dm_import;
@@ -546,7 +546,7 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 	q.object_id = dm->object_id;
 	req.body_case = RDMAB__REQUEST__BODY_DM_FREE;
 	req.dm_free = &q;
-	err = ibc_call(dm->ctx->client, &req, NULL, 0, &r);
+	err = ibc_call(dm->ctx->client, &req, 0, &r);
 	if (err < 0)
 		return err;
 	told = ibc_dm_import_ended(&r);
@@ -570,7 +570,7 @@ static int ibc_dm_admin(struct ibc_client *client, unsigned int body,
 	req.body_case = body;
 	/* One body type for both. */
 	req.dm_admin_free = &q;
-	err = ibc_call(client, &req, NULL, 0, &r);
+	err = ibc_call(client, &req, 0, &r);
 	if (err < 0)
 		return err;
 	ibc_reply_free(&r);

@@ -265,8 +265,10 @@ static void fork_stale_client(struct ibc_client *cl, int ph)
 	 * and a condition variable they waited on would never let its
 	 * destroy return. */
 	cl->reading = false;
+	cl->reading_bare = false;
 	ibc_fork_drop_waiters(cl);
 	cl->waiters = NULL;
+	cl->fd_waiters = 0;
 	cl->fork_refs = 0;
 	/* Nor does any thread handle a DM event or get a DM here:
 	 * ibc_close() would wait for them forever. */

@@ -59,7 +59,7 @@ static int ibc_list_page(struct ibc_client *client,
 		req.list_clients = &lr;
 		break;
 	}
-	err = ibc_call(client, &req, NULL, 0, r);
+	err = ibc_call(client, &req, 0, r);
 	if (err < 0)
 		return err;
 	/* Request and reply cases are numbered alike. */

@@ -392,7 +392,7 @@ int ibc_obj_request(struct ibc_obj *o, Rdmab__ObjCreateRequest__Mode mode,
 	cr.attr = (Rdmab__ObjAttr *)attr;
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_CREATE;
 	req.obj_create = &cr;
-	err = ibc_call(o->ctx->client, &req, NULL, 0, &r);
+	err = ibc_call(o->ctx->client, &req, 0, &r);
 	if (err < 0)
 		return err;
 	oc = r.reply->obj_create;
@@ -442,7 +442,7 @@ int ibc_obj_destroy_request(struct ibc_obj *o, bool wait)
 	req.obj_destroy = &dr;
 	if (!wait)
 		return ibc_send_nowait(o->ctx->client, &req);
-	err = ibc_call(o->ctx->client, &req, NULL, 0, &r);
+	err = ibc_call(o->ctx->client, &req, 0, &r);
 	if (err == 0)
 		ibc_reply_free(&r);
 	return err;

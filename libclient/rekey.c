@@ -35,7 +35,7 @@ IBC_EXPORT int ibc_admin_domain_rekey(struct ibc_client *client,
 	dr.force = flags & IBC_REKEY_FORCE;
 	req.body_case = RDMAB__REQUEST__BODY_DOMAIN_REKEY;
 	req.domain_rekey = &dr;
-	err = ibc_call(client, &req, NULL, 0, &r);
+	err = ibc_call(client, &req, 0, &r);
 	if (err < 0)
 		return err;
 	if (r.reply->body_case != RDMAB__REPLY__BODY_DOMAIN_REKEY)
@@ -71,7 +71,7 @@ IBC_EXPORT int ibc_admin_evict_ex(struct ibc_client *client,
 	er.force = (flags & IBC_EVICT_FORCE) != 0;
 	req.body_case = RDMAB__REQUEST__BODY_EVICT;
 	req.evict = &er;
-	err = ibc_call(client, &req, NULL, 0, &r);
+	err = ibc_call(client, &req, 0, &r);
 	if (err < 0)
 		return err;
 	if (r.reply->body_case != RDMAB__REPLY__BODY_EVICT)

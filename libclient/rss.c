@@ -140,7 +140,7 @@ IBC_EXPORT int ibc_rss_create(struct ibc_ctx *ctx,
 	q.flags = attr->flags;
 	req.body_case = RDMAB__REQUEST__BODY_RSS_CREATE;
 	req.rss_create = &q;
-	err = ibc_call(ctx->client, &req, NULL, 0, &r);
+	err = ibc_call(ctx->client, &req, 0, &r);
 	if (err < 0)
 		goto leave;
 	out = r.reply->rss_create;
@@ -202,7 +202,7 @@ IBC_EXPORT int ibc_rss_destroy(struct ibc_rss *rss)
 		q.rss_id = rss->id;
 		req.body_case = RDMAB__REQUEST__BODY_RSS_DESTROY;
 		req.rss_destroy = &q;
-		err = ibc_call(rss->ctx->client, &req, NULL, 0, &r);
+		err = ibc_call(rss->ctx->client, &req, 0, &r);
 		if (err < 0)
 			return err;
 		ibc_reply_free(&r);
@@ -326,7 +326,7 @@ void ibc_rss_ctx_closing(struct ibc_ctx *ctx, bool broker)
 		q.rss_id = gone->id;
 		req.body_case = RDMAB__REQUEST__BODY_RSS_DESTROY;
 		req.rss_destroy = &q;
-		if (ibc_call(ctx->client, &req, NULL, 0, &r) == 0)
+		if (ibc_call(ctx->client, &req, 0, &r) == 0)
 			ibc_reply_free(&r);
 		rss_free(gone);
 		gone = next;
@@ -480,7 +480,7 @@ IBC_EXPORT int ibc_list_rss(struct ibc_client *client,
 		lr.offset = (uint32_t)a.n;
 		req.body_case = RDMAB__REQUEST__BODY_LIST_RSS;
 		req.list_rss = &lr;
-		err = ibc_call(client, &req, NULL, 0, &r);
+		err = ibc_call(client, &req, 0, &r);
 		if (err < 0)
 			break;
 		out = r.reply->list_rss;

@@ -44,7 +44,7 @@ IBC_EXPORT int ibc_ping(struct ibc_client *client, const void *payload,
 	ping.len = len;
 	req.body_case = RDMAB__REQUEST__BODY_PING;
 	req.ping = ping;
-	ret = ibc_call(client, &req, NULL, 0, &r);
+	ret = ibc_call(client, &req, 0, &r);
 	if (ret < 0)
 		return ret;
 	if (r.reply->body_case != RDMAB__REPLY__BODY_PING ||
@@ -75,7 +75,7 @@ IBC_EXPORT int ibc_status(struct ibc_client *client, struct ibc_status *ret,
 		return err;
 	req.body_case = RDMAB__REQUEST__BODY_STATUS;
 	req.status = &sr;
-	err = ibc_call(client, &req, NULL, 0, &r);
+	err = ibc_call(client, &req, 0, &r);
 	if (err < 0)
 		return err;
 	if (r.reply->body_case != RDMAB__REPLY__BODY_STATUS) {

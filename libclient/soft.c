@@ -72,7 +72,7 @@ static int soft_intent(struct ibc_obj *o)
 	cr.mode = RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT;
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_CREATE;
 	req.obj_create = &cr;
-	err = ibc_call(o->ctx->client, &req, NULL, 0, &r);
+	err = ibc_call(o->ctx->client, &req, 0, &r);
 	if (err < 0)
 		return err;
 	if (r.reply->body_case != RDMAB__REPLY__BODY_OBJ_CREATE ||
@@ -108,7 +108,7 @@ static int soft_kernel_call(struct ibc_obj *o, const struct ibc_obj_args *a,
 	kc.attr = (Rdmab__ObjAttr *)&a->attr;
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_KERNEL_CALL;
 	req.obj_kernel_call = &kc;
-	err = ibc_call(o->ctx->client, &req, NULL, 0, &r);
+	err = ibc_call(o->ctx->client, &req, 0, &r);
 	if (err < 0)
 		return err;
 	oc = r.reply->obj_kernel_call;

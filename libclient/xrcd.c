@@ -103,7 +103,7 @@ IBC_EXPORT int ibc_xrcd_open(struct ibc_ctx *ctx, const char *name,
 	xo.own = own;
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
 	req.xrcd_open = &xo;
-	err = ibc_call(ctx->client, &req, NULL, 0, &r);
+	err = ibc_call(ctx->client, &req, IBC_CALL_FDS, &r);
 	if (err < 0)
 		goto out;
 	rep = r.reply->xrcd_open;
@@ -363,7 +363,7 @@ IBC_EXPORT int ibc_list_xrcds(struct ibc_client *client, const char *name,
 		lx.name = (char *)(name ? name : "");
 		req.body_case = RDMAB__REQUEST__BODY_LIST_XRCDS;
 		req.list_xrcds = &lx;
-		err = ibc_call(client, &req, NULL, 0, &r);
+		err = ibc_call(client, &req, 0, &r);
 		if (err < 0)
 			goto fail;
 		rep = r.reply->list_xrcds;
@@ -428,7 +428,7 @@ IBC_EXPORT int ibc_admin_xrcd_remove(struct ibc_client *client,
 	xr.name = (char *)name;
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_REMOVE;
 	req.xrcd_remove = &xr;
-	err = ibc_call(client, &req, NULL, 0, &r);
+	err = ibc_call(client, &req, 0, &r);
 	if (err < 0)
 		return err;
 	if (r.reply->body_case != RDMAB__REPLY__BODY_XRCD_REMOVE)

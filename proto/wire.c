@@ -160,6 +160,21 @@ int wire_recv(int sock, void *buf, size_t cap, struct wire_fds *ret_fds,
 	return (int)n;
 }
 
+int wire_recv_bare(int sock, void *buf, size_t cap, int flags)
+{
+	ssize_t n;
+
+	/* MSG_TRUNC: the packet's whole length, to tell a truncated one. */
+	do
+		n = recv(sock, buf, cap, MSG_TRUNC | flags);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return errno == EWOULDBLOCK ? -EAGAIN : -errno;
+	if ((size_t)n > cap)
+		return -EMSGSIZE;
+	return (int)n;
+}
+
 struct wire_arena_chunk {
 	struct wire_arena_chunk *next;
 	max_align_t data[];

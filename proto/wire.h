@@ -58,6 +58,16 @@ int wire_recv(int sock, void *buf, size_t cap, struct wire_fds *ret_fds,
 	      int flags);
 
 /*
+ * Receive one packet into @buf (@cap bytes) where no descriptor may come:
+ * recv(2), not recvmsg(2), whose msghdr and iovec copied in and out cost
+ * about 0.25 us more a read here (make bench-loops). Descriptors the peer
+ * attached are never received: the kernel closes them. Returns the packet
+ * length, 0 at end of stream (a zero-length packet too), -EAGAIN,
+ * -EMSGSIZE for a packet larger than @cap. Retries EINTR.
+ */
+int wire_recv_bare(int sock, void *buf, size_t cap, int flags);
+
+/*
  * A protobuf-c allocator for one message at a time: allocations are carved
  * from @buf and, once it is full, from the heap up to @limit bytes in all;
  * free is a no-op and wire_arena_reset() releases everything. Decoding

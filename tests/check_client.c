@@ -882,6 +882,89 @@ START_TEST(test_open_without_fd)
 }
 END_TEST
 
+/*
+ * A ping's reader is in recv(2), which would let the kernel close the
+ * descriptor of a reply that came meanwhile. The broker holds the ping's
+ * answer until the test has started an open in a second thread and given
+ * it time to send; the open must not be on the socket yet. Then the ping
+ * is answered, and the open, sent only now, gets its context.
+ */
+static void script_open_behind_bare_read(struct fb *fb)
+{
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	Rdmab__Request *req = NULL;
+	uint64_t serial;
+	char c;
+	int fd = fb_soft_context_fd(FB_CONTEXT_ID);
+
+	if (fd < 0) {
+		fb_fail(fb, "memfd: %s", strerror(-fd));
+		return;
+	}
+	if (fb_hello(fb, "soft0", "soft") < 0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &req) < 0)
+		goto out;
+	fb_post(fb, 1);
+	if (fb_wait(fb, 2, TL_WAIT_MS) < 0) {
+		fb_fail(fb, "the test did not go on");
+		goto out;
+	}
+	if (recv(fb->conn, &c, 1, MSG_PEEK | MSG_DONTWAIT) >= 0) {
+		fb_fail(fb, "the open was sent while the ping's reader was in "
+			    "recv(2)");
+		goto out;
+	}
+	reply.serial = serial;
+	reply.body_case = RDMAB__REPLY__BODY_PING;
+	reply.ping = req->ping;
+	if (fb_send_reply(fb, &reply, NULL, 0) < 0 ||
+	    fb_answer_open(fb, "soft0", fd) < 0)
+		goto out;
+	fb_answer_close(fb);
+	fb_wait_eof(fb);
+out:
+	if (req)
+		rdmab__request__free_unpacked(req, NULL);
+	close(fd);
+}
+
+static void *open_main(void *arg)
+{
+	struct caller *c = arg;
+	struct ibc_ctx *ctx = NULL;
+
+	c->ret = ibc_open(c->cl, NULL, &ctx);
+	snprintf(c->text, sizeof(c->text), "%s", ibc_last_error());
+	if (c->ret == 0)
+		ibc_close(ctx);
+	return NULL;
+}
+
+START_TEST(test_open_waits_for_bare_read)
+{
+	struct caller a = { 0 }, b = { 0 };
+	struct ibc_client *cl;
+	pthread_t ta, tb;
+	struct fb fb;
+
+	FB_START(&fb, script_open_behind_bare_read, NULL);
+	ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
+	a.cl = b.cl = cl;
+	ck_assert_int_eq(pthread_create(&ta, NULL, ping_main, &a), 0);
+	/* a's ping arrived: a is the reader, in recv(2). */
+	ck_assert_int_eq(fb_wait(&fb, 1, TL_WAIT_MS), 0);
+	ck_assert_int_eq(pthread_create(&tb, NULL, open_main, &b), 0);
+	tl_sleep_ms(200);
+	fb_post(&fb, 2);
+	ck_assert_int_eq(pthread_join(ta, NULL), 0);
+	ck_assert_int_eq(pthread_join(tb, NULL), 0);
+	ck_assert_msg(a.ret == 0, "the ping: %d \"%s\"", a.ret, a.text);
+	ck_assert_msg(b.ret == 0, "the open: %d \"%s\"", b.ret, b.text);
+	ibc_disconnect(cl);
+	FB_STOP(&fb);
+}
+END_TEST
+
 /* Open a soft context, remove its device on the test's word, then answer
  * the close. */
 static void script_remove_device(struct fb *fb)
@@ -1218,6 +1301,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_send_timeout);
 	tcase_add_test(tc, test_error_out_of_range);
 	tcase_add_test(tc, test_open_without_fd);
+	tcase_add_test(tc, test_open_waits_for_bare_read);
 	tcase_add_test(tc, test_verbs_context_during_removal);
 	tcase_add_test(tc, test_stale_errno_import);
 	tcase_add_test(tc, test_verbs_registry_nowait);

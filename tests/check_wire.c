@@ -235,6 +235,36 @@ START_TEST(test_recv_empty_with_fds)
 }
 END_TEST
 
+/* wire_recv_bare(): the packet's bytes, a packet over the buffer refused
+ * whole, nothing at EOF or on an empty socket, and the descriptors a peer
+ * attached never received: the kernel closes them (the write end sent is
+ * the pipe's last, so its read end sees EOF). */
+START_TEST(test_recv_bare)
+{
+	uint8_t in[8];
+	int p[2], before;
+	char c;
+
+	ck_assert_int_eq(tl_pipe(p), 0);
+	before = tl_count_fds(0);
+	ck_assert_int_eq(tl_raw_send(sv[0], "abc", 3, &p[1], 1, 0), 0);
+	close(p[1]);
+	ck_assert_int_eq(wire_recv_bare(sv[1], in, sizeof(in), 0), 3);
+	ck_assert_mem_eq(in, "abc", 3);
+	ck_assert_int_eq(tl_count_fds(0), before - 1);
+	ck_assert_int_eq(read(p[0], &c, 1), 0);
+	close(p[0]);
+
+	ck_assert_int_eq(wire_send(sv[0], "123456789", 9, NULL, 0, 0), 0);
+	ck_assert_int_eq(wire_recv_bare(sv[1], in, sizeof(in), 0), -EMSGSIZE);
+	ck_assert_int_eq(wire_recv_bare(sv[1], in, sizeof(in), MSG_DONTWAIT),
+			 -EAGAIN);
+	close(sv[0]);
+	sv[0] = -1;
+	ck_assert_int_eq(wire_recv_bare(sv[1], in, sizeof(in), 0), 0);
+}
+END_TEST
+
 START_TEST(test_send_oversize)
 {
 	ProtobufCBinaryData ping = { 0 };
@@ -623,6 +653,7 @@ static Suite *wire_suite(void)
 			    sizeof(too_many) / sizeof(too_many[0]));
 	tcase_add_test(tc, test_recv_foreign_cmsg);
 	tcase_add_test(tc, test_recv_empty_with_fds);
+	tcase_add_test(tc, test_recv_bare);
 	tcase_add_test(tc, test_send_oversize);
 	tcase_add_test(tc, test_eagain);
 	tcase_add_test(tc, test_eof);
