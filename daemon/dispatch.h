@@ -46,7 +46,6 @@ enum handler_flags {
 struct handler {
 	const char *name;
 	handler_fn fn;
-	unsigned int max_fds;
 	unsigned int flags;
 };
 

@@ -965,6 +965,75 @@ START_TEST(test_open_waits_for_bare_read)
 }
 END_TEST
 
+/*
+ * The other half: an open's request is out and its thread is the reader
+ * when a ping's reply comes first. The reader hands it over and reads
+ * again at once, the ping's waiter still listed; that read must still be
+ * recvmsg(2)'s, or the open's descriptor, which comes next, is lost.
+ */
+static void script_open_after_other_reply(struct fb *fb)
+{
+	Rdmab__OpenContextReply oc = RDMAB__OPEN_CONTEXT_REPLY__INIT;
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	Rdmab__Request *req = NULL;
+	uint64_t open_serial, serial;
+	int fd = fb_soft_context_fd(FB_CONTEXT_ID);
+
+	if (fd < 0) {
+		fb_fail(fb, "memfd: %s", strerror(-fd));
+		return;
+	}
+	if (fb_hello(fb, "soft0", "soft") < 0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_OPEN_CONTEXT, &open_serial,
+		      NULL) < 0)
+		goto out;
+	fb_post(fb, 1);
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &req) < 0)
+		goto out;
+	reply.serial = serial;
+	reply.body_case = RDMAB__REPLY__BODY_PING;
+	reply.ping = req->ping;
+	if (fb_send_reply(fb, &reply, NULL, 0) < 0)
+		goto out;
+	oc.context_id = FB_CONTEXT_ID;
+	oc.device = (char *)"soft0";
+	reply = (Rdmab__Reply)RDMAB__REPLY__INIT;
+	reply.serial = open_serial;
+	reply.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
+	reply.open_context = &oc;
+	if (fb_send_reply(fb, &reply, &fd, 1) < 0)
+		goto out;
+	fb_answer_close(fb);
+	fb_wait_eof(fb);
+out:
+	if (req)
+		rdmab__request__free_unpacked(req, NULL);
+	close(fd);
+}
+
+START_TEST(test_open_reply_after_other_reply)
+{
+	struct caller a = { 0 }, b = { 0 };
+	struct ibc_client *cl;
+	pthread_t ta, tb;
+	struct fb fb;
+
+	FB_START(&fb, script_open_after_other_reply, NULL);
+	ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
+	a.cl = b.cl = cl;
+	ck_assert_int_eq(pthread_create(&tb, NULL, open_main, &b), 0);
+	/* The open is out; its thread reads (the broker holds the reply). */
+	ck_assert_int_eq(fb_wait(&fb, 1, TL_WAIT_MS), 0);
+	ck_assert_int_eq(pthread_create(&ta, NULL, ping_main, &a), 0);
+	ck_assert_int_eq(pthread_join(ta, NULL), 0);
+	ck_assert_int_eq(pthread_join(tb, NULL), 0);
+	ck_assert_msg(a.ret == 0, "the ping: %d \"%s\"", a.ret, a.text);
+	ck_assert_msg(b.ret == 0, "the open: %d \"%s\"", b.ret, b.text);
+	ibc_disconnect(cl);
+	FB_STOP(&fb);
+}
+END_TEST
+
 /* Open a soft context, remove its device on the test's word, then answer
  * the close. */
 static void script_remove_device(struct fb *fb)
@@ -1302,6 +1371,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_error_out_of_range);
 	tcase_add_test(tc, test_open_without_fd);
 	tcase_add_test(tc, test_open_waits_for_bare_read);
+	tcase_add_test(tc, test_open_reply_after_other_reply);
 	tcase_add_test(tc, test_verbs_context_during_removal);
 	tcase_add_test(tc, test_stale_errno_import);
 	tcase_add_test(tc, test_verbs_registry_nowait);

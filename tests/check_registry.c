@@ -453,7 +453,6 @@ START_TEST(test_dispatch_rows)
 
 		ck_assert_ptr_nonnull(h);
 		ck_assert_str_eq(h->name, rows[i].name);
-		ck_assert_uint_eq(h->max_fds, 0);
 		ck_assert_uint_ne(h->flags & H_NEEDS_HELLO, 0);
 		ck_assert_uint_eq(h->flags & H_ADMIN, rows[i].admin);
 	}
