@@ -556,8 +556,10 @@ static int dm_ctx(struct conn *c, uint64_t ctx_id, struct reply *r,
 	return 0;
 }
 
+/* The reply to an alloc (@alloc) or an import of @dm, held by @h; with the
+ * session's status page when it was never sent or @want_status. */
 static int dm_reply(struct dm *dm, struct dm_hold *h, struct reply *r,
-		    bool alloc)
+		    bool alloc, bool want_status)
 {
 	Rdmab__DmReply *out = reply_alloc(r, sizeof(*out));
 
@@ -571,8 +573,9 @@ static int dm_reply(struct dm *dm, struct dm_hold *h, struct reply *r,
 	out->allocator = dm->allocator_id;
 	out->object_id = h->o->id;
 	out->status_slot = h->slot;
-	if (!h->s->sent) {
-		/* The library maps it once; it goes with this reply. */
+	if (!h->s->sent || want_status) {
+		/* The library maps it once; it goes with this reply, or
+		 * again when the reply that took it was lost. */
 		out->has_status = true;
 		out->status_fd_index = r->nfds;
 		r->fds[r->nfds++] = h->s->fd;
@@ -697,7 +700,7 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	dctx_obj_hold(x);
 	TAILQ_INSERT_TAIL(&srv->dms->dms, dm, link);
 	srv->dms->n++;
-	return dm_reply(dm, h, r, true);
+	return dm_reply(dm, h, r, true, q->want_status);
 }
 
 int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
@@ -723,7 +726,7 @@ int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	ret = dm_hold_add(dm, c, r, &h);
 	if (ret < 0)
 		return ret;
-	return dm_reply(dm, h, r, false);
+	return dm_reply(dm, h, r, false, q->want_status);
 }
 
 int dm_unimport(struct conn *c, uint64_t dm_id, uint64_t object_id)

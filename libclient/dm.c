@@ -309,7 +309,17 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 	struct ibc_reply r;
 	int err, fd = -1;
 	char why[256];
+	bool want;
 
+	/* The reply that carried the status page may have been lost (its
+	 * call timed out): ask for it again until one has mapped it. */
+	pthread_mutex_lock(&cl->lock);
+	want = !cl->dm_status;
+	pthread_mutex_unlock(&cl->lock);
+	if (alloc)
+		req->dm_alloc->want_status = want;
+	else
+		req->dm_import->want_status = want;
 	err = ibc_call(cl, req, IBC_CALL_FDS, &r);
 	if (err < 0)
 		return err;

@@ -1046,6 +1046,53 @@ static int ol_dm(struct ol_client *c, unsigned int body, uint64_t arg,
 	return 0;
 }
 
+/* Import @handle in @c's context, asking for the status page or not, and
+ * unimport it: 1 when the import's reply carried the page, 0 when not. */
+static int import_status(struct ol_client *c, uint32_t handle, bool want)
+{
+	Rdmab__DmImportRequest im = RDMAB__DM_IMPORT_REQUEST__INIT;
+	Rdmab__DmIdRequest q = RDMAB__DM_ID_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int has;
+
+	im.context_id = c->ctx_id;
+	im.handle = handle;
+	im.want_status = want;
+	req.body_case = RDMAB__REQUEST__BODY_DM_IMPORT;
+	req.dm_import = &im;
+	OK(ol_call(c, &req, &m));
+	has = m->reply->dm_import->has_status;
+	q.dm_id = m->reply->dm_import->dm_id;
+	q.object_id = m->reply->dm_import->object_id;
+	ol_free(m);
+	req = (Rdmab__Request)RDMAB__REQUEST__INIT;
+	req.body_case = RDMAB__REQUEST__BODY_DM_UNIMPORT;
+	req.dm_unimport = &q;
+	OK(ol_request(c, &req));
+	return has;
+}
+
+/* The status page goes with a session's first DM, and again whenever a
+ * request asks: a library whose first call timed out lost it with the
+ * reply, and asks until it has it. */
+START_TEST(test_status_page_resent)
+{
+	struct ibc_dm *dm = alloc_dm(4096);
+	uint32_t handle = ibc_dm_handle(dm);
+	struct ol_client raw;
+
+	ck_assert_int_eq(ol_connect(&raw, D.sock, NULL), 0);
+	ck_assert_int_eq(import_status(&raw, handle, false), 1);
+	ck_assert_int_eq(import_status(&raw, handle, false), 0);
+	ck_assert_int_eq(import_status(&raw, handle, true), 1);
+	ck_assert_int_eq(import_status(&raw, handle, false), 0);
+	ol_close(&raw);
+	ck_assert_int_eq(ibc_dm_free(dm), 0);
+	wait_all_free(5000);
+}
+END_TEST
+
 /* A client that unimports with its MR still on the DM (the library would
  * refuse; the protocol cannot): the free is blocked, the quota stays
  * charged, the listing names why, and the DM goes when the MR does (its
@@ -1468,6 +1515,7 @@ int main(void)
 	tcase_add_test(tc, test_evicted_allocator_keeps_dm);
 	tcase_add_test(tc, test_disconnected_allocator_keeps_dm);
 	tcase_add_test(tc, test_unimport_behind_cut);
+	tcase_add_test(tc, test_status_page_resent);
 	suite_add_tcase(s, tc);
 	tcase_add_checked_fixture(small, setup_small, teardown);
 	tcase_set_timeout(small, 60);

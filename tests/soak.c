@@ -44,7 +44,8 @@ static struct {
 	unsigned long object_kills, dm_cycles;
 } stats;
 
-static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void die(const char *fmt, ...)
+	__attribute__((format(printf, 1, 2), noreturn));
 
 static void die(const char *fmt, ...)
 {
