@@ -13,7 +13,9 @@
  *    (memfd_create, ftruncate, F_ADD_SEALS, mmap, munmap, close). The free
  *    and unimport that follow each pair are outside the timing. Each pair
  *    is timed alone and a repetition counts by its median pair, the sides
- *    alternating, as make bench counts its pairs.
+ *    alternating, as make bench counts its pairs. For information, a third
+ *    side makes the broker's own system calls without the broker
+ *    (calls_pairs()): what is left of the ratio above it is the broker's.
  *
  * Usage: rdmab-bench-dm --daemon PATH
  */
@@ -172,38 +174,79 @@ static int op_dm_read(void *arg, size_t size)
 
 /* --- the raw baseline of alloc + import -------------------------------- */
 
+/* Requests to the raw peer: the first byte says what to answer, bytes 8
+ * to 15 a size. */
+enum peer_op {
+	PEER_FIXED = 1, /* the peer's one memfd: the baseline */
+	PEER_MAKE,	/* a new sealed memfd of the size, kept: as an alloc */
+	PEER_AGAIN,	/* the one kept, again: as an import */
+	PEER_DROP,	/* close the one kept; no descriptor */
+};
+
+static int peer_send_fd(int fd, const uint8_t *buf, int memfd)
+{
+	char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
+	struct iovec iov = { .iov_base = (void *)buf, .iov_len = 48 };
+	struct msghdr mh = {
+		.msg_iov = &iov,
+		.msg_iovlen = 1,
+		.msg_control = cbuf,
+		.msg_controllen = sizeof(cbuf),
+	};
+	struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int));
+	memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
+	return sendmsg(fd, &mh, MSG_NOSIGNAL) < 0 ? -1 : 0;
+}
+
 static int peer_main(int fd)
 {
 	uint8_t buf[256];
-	int memfd = memfd_create("bench-dm-peer", MFD_CLOEXEC);
+	int memfd = memfd_create("bench-dm-peer", MFD_CLOEXEC), kept = -1;
 
 	if (memfd < 0)
 		return 1;
 	for (;;) {
-		char cbuf[CMSG_SPACE(sizeof(int))] = { 0 };
-		struct iovec iov = { .iov_base = buf, .iov_len = 48 };
-		struct msghdr mh = {
-			.msg_iov = &iov,
-			.msg_iovlen = 1,
-			.msg_control = cbuf,
-			.msg_controllen = sizeof(cbuf),
-		};
-		struct cmsghdr *cm = CMSG_FIRSTHDR(&mh);
+		uint64_t size;
 
 		if (recv(fd, buf, sizeof(buf), 0) <= 0)
 			return 0;
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cm), &memfd, sizeof(int));
-		if (sendmsg(fd, &mh, MSG_NOSIGNAL) < 0)
-			return 1;
+		memcpy(&size, buf + 8, sizeof(size));
+		switch (buf[0]) {
+		case PEER_MAKE:
+			/* What the daemon's soft device does for an alloc. */
+			kept = memfd_create("bench-dm-calls",
+					    MFD_CLOEXEC | MFD_ALLOW_SEALING);
+			if (kept < 0 || ftruncate(kept, (off_t)size) < 0 ||
+			    fcntl(kept, F_ADD_SEALS,
+				  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+				return 1;
+			/* fall through */
+		case PEER_AGAIN:
+			if (peer_send_fd(fd, buf, kept) < 0)
+				return 1;
+			break;
+		case PEER_DROP:
+			close(kept);
+			kept = -1;
+			if (send(fd, buf, 10, MSG_NOSIGNAL) < 0)
+				return 1;
+			break;
+		default:
+			if (peer_send_fd(fd, buf, memfd) < 0)
+				return 1;
+		}
 	}
 }
 
-static int raw_round_trip(int fd)
+/* One round trip of @op (@size for PEER_MAKE); the descriptor the reply
+ * carried, 0 when none, -1 on failure. */
+static int raw_call(int fd, enum peer_op op, uint64_t size)
 {
-	uint8_t req[32] = { 1 }, buf[256];
+	uint8_t req[32] = { (uint8_t)op }, buf[256];
 	char cbuf[CMSG_SPACE(sizeof(int) * 4)];
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) };
 	struct msghdr mh = {
@@ -215,15 +258,41 @@ static int raw_round_trip(int fd)
 	struct cmsghdr *cm;
 	int got;
 
+	memcpy(req + 8, &size, sizeof(size));
 	if (send(fd, req, sizeof(req), MSG_NOSIGNAL) < 0 ||
 	    recvmsg(fd, &mh, MSG_CMSG_CLOEXEC) <= 0)
 		return -1;
+	if (op == PEER_DROP)
+		return 0;
 	cm = CMSG_FIRSTHDR(&mh);
 	if (!cm || cm->cmsg_type != SCM_RIGHTS)
 		return -1;
 	memcpy(&got, CMSG_DATA(cm), sizeof(int));
+	return got;
+}
+
+static int raw_round_trip(int fd)
+{
+	int got = raw_call(fd, PEER_FIXED, 0);
+
+	if (got < 0)
+		return -1;
 	close(got);
 	return 0;
+}
+
+/* What the library does with a DM's memfd @fd of @size: size it, map it,
+ * close it (ibc_dm_map()); the mapping, or NULL. */
+static void *calls_map(int fd, size_t size)
+{
+	void *p = MAP_FAILED;
+
+	if (fd >= 0 && lseek(fd, 0, SEEK_END) >= (off_t)size)
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
+			 0);
+	if (fd >= 0)
+		close(fd);
+	return p == MAP_FAILED ? NULL : p;
 }
 
 /* What the soft device does for one DM. */
@@ -270,6 +339,7 @@ static struct rep rep_of(uint64_t *lat)
 
 /* A repetition's latencies of each side. */
 static uint64_t lat_dm[ALLOC_PAIRS], lat_base[ALLOC_PAIRS];
+static uint64_t lat_calls[ALLOC_PAIRS];
 
 /* @n alloc + import pairs, each timed alone, into @lat. */
 static void alloc_import_pairs(struct ibc_ctx *a, struct ibc_ctx *b,
@@ -307,12 +377,37 @@ static void baseline_pairs(int fd, size_t size, uint64_t *lat, int n)
 }
 
 /*
+ * For information, the broker's own system calls without the broker: the
+ * peer makes, seals and sends a memfd as the daemon does for an alloc and
+ * sends it again for the import; this side receives, sizes, maps and
+ * closes it twice, as the library does. The unmaps and the peer's close,
+ * as the unimport and the free, are outside the timing.
+ */
+static void calls_pairs(int fd, size_t size, uint64_t *lat, int n)
+{
+	for (int i = 0; i < n; i++) {
+		uint64_t t = now_ns();
+		void *a = calls_map(raw_call(fd, PEER_MAKE, size), size);
+		void *b = calls_map(raw_call(fd, PEER_AGAIN, 0), size);
+
+		lat[i] = now_ns() - t;
+		if (!a || !b || raw_call(fd, PEER_DROP, 0) < 0) {
+			perror("bench-dm: system calls");
+			exit(1);
+		}
+		munmap(a, size);
+		munmap(b, size);
+	}
+}
+
+/*
  * One repetition of both sides, ALLOC_PAIRS pairs each, taken in SLICES
  * turns that alternate them: the swings of these VMs last a tenth of a
  * second, as long as a side's repetition, and would fall on one side.
  */
 static void alloc_import_rep(struct ibc_ctx *a, struct ibc_ctx *b, int fd,
-			     size_t size, struct rep *x, struct rep *y)
+			     size_t size, struct rep *x, struct rep *y,
+			     struct rep *z)
 {
 	for (int k = 0; k < SLICES; k++) {
 		int from = ALLOC_PAIRS * k / SLICES;
@@ -320,13 +415,15 @@ static void alloc_import_rep(struct ibc_ctx *a, struct ibc_ctx *b, int fd,
 
 		alloc_import_pairs(a, b, size, lat_dm + from, to - from);
 		baseline_pairs(fd, size, lat_base + from, to - from);
+		calls_pairs(fd, size, lat_calls + from, to - from);
 	}
 	*x = rep_of(lat_dm);
 	*y = rep_of(lat_base);
+	*z = rep_of(lat_calls);
 }
 
 struct row {
-	double dm, base;	  /* medians of the repetitions' medians */
+	double dm, base, calls;	  /* medians of the repetitions' medians */
 	double dm_mean, base_mean; /* the same of their means */
 	double lo, hi;		  /* the range of the repetitions' ratios */
 };
@@ -343,19 +440,20 @@ struct row {
 static struct row alloc_import_row(struct ibc_ctx *a, struct ibc_ctx *b,
 				   int fd, size_t size)
 {
-	double d[REPS], base[REPS], dmean[REPS], bmean[REPS];
+	double d[REPS], base[REPS], calls[REPS], dmean[REPS], bmean[REPS];
 	struct row row = { 0 };
-	struct rep x, y;
+	struct rep x, y, z;
 
-	alloc_import_rep(a, b, fd, size, &x, &y);
+	alloc_import_rep(a, b, fd, size, &x, &y, &z);
 	for (int r = 0; r < REPS; r++) {
 		double q;
 
-		alloc_import_rep(a, b, fd, size, &x, &y);
+		alloc_import_rep(a, b, fd, size, &x, &y, &z);
 		q = x.median / y.median;
 
 		d[r] = x.median;
 		base[r] = y.median;
+		calls[r] = z.median;
 		dmean[r] = x.mean;
 		bmean[r] = y.mean;
 		row.lo = r == 0 || q < row.lo ? q : row.lo;
@@ -363,6 +461,7 @@ static struct row alloc_import_row(struct ibc_ctx *a, struct ibc_ctx *b,
 	}
 	row.dm = median(d, REPS);
 	row.base = median(base, REPS);
+	row.calls = median(calls, REPS);
 	row.dm_mean = median(dmean, REPS);
 	row.base_mean = median(bmean, REPS);
 	return row;
@@ -457,18 +556,23 @@ int main(int argc, char **argv)
 	       "in %d turns a side; a repetition's figure is its\nmedian "
 	       "pair, the row's the median repetition; RANGE: the "
 	       "repetitions' ratios;\nMEAN: the ratio of the mean pairs, "
-	       "which take in other tenants of CPU 0)\n",
+	       "which take in other tenants of CPU 0;\nCALLS, no target: "
+	       "the broker's system calls without the broker, a raw peer\n"
+	       "making, sealing and sending a memfd as the daemon does, "
+	       "then sending it again,\nthis side sizing, mapping and "
+	       "closing it twice as the library does)\n",
 	       ALLOC_PAIRS, REPS, SLICES);
-	printf("%-8s %10s %10s %7s %12s %6s\n", "SIZE", "dm ns", "floor ns",
-	       "RATIO", "RANGE", "MEAN");
+	printf("%-8s %10s %10s %7s %12s %6s %9s %6s\n", "SIZE", "dm ns",
+	       "floor ns", "RATIO", "RANGE", "MEAN", "calls ns", "/CALLS");
 	for (size_t size = 4096; size <= DM_SIZE; size *= 16) {
 		struct row row = alloc_import_row(xa, xb, sp[0], size);
 		double q = row.dm / row.base;
 
-		printf("%-8zu %10.0f %10.0f %7.2f %5.2f..%-5.2f %6.2f "
-		       "(<= 1.30)\n",
+		printf("%-8zu %10.0f %10.0f %7.2f %5.2f..%-5.2f %6.2f %9.0f "
+		       "%6.2f (<= 1.30)\n",
 		       size, row.dm, row.base, q, row.lo, row.hi,
-		       row.dm_mean / row.base_mean);
+		       row.dm_mean / row.base_mean, row.calls,
+		       row.dm / row.calls);
 		if (q > 1.3)
 			bad = 1;
 	}

@@ -24,7 +24,8 @@
  *     SOCK_SEQPACKET round trips with packets of the broker's sizes
  *     (objs.c). With --objs-ir the driver measures only these pairs and
  *     marks them for callgrind, which counts their user-space
- *     instructions (make bench-ir); with --objs-only it measures nothing
+ *     instructions (make bench-ir; --objs-daemon-ir for the daemon's
+ *     share); with --objs-only it measures nothing
  *     else and adds two empty ibc_ping() calls a pair as a reference.
  *  6. ibc_xrcd_open + ibc_xrcd_close of a name on soft0, against a raw
  *     SOCK_SEQPACKET round trip whose reply carries one fd plus one that
@@ -69,6 +70,8 @@
 #endif
 
 #define MAX_REPS 32
+/* Pairs before the daemon's count (--objs-daemon-ir). */
+#define OBJS_DAEMON_WARMUP 200
 /* Turns a repetition takes per side (rep_interleaved()). */
 #define REP_SLICES 10
 /* The most sides a phase has (open: steady, raw, floor, cold). */
@@ -104,6 +107,7 @@ struct opts {
 	unsigned int objs_iters;
 	unsigned int objs_warmup;
 	unsigned int objs_ir;
+	unsigned int objs_daemon_ir;
 	unsigned int xrcd_iters;
 	unsigned int xrcd_warmup;
 	int xrcd_only;
@@ -194,6 +198,9 @@ static void usage(FILE *f)
 		"  --objs-warmup N   warm-up pairs per side (2000)\n"
 		"  --objs-ir N       only N pairs a side, marked for "
 		"callgrind\n"
+		"  --objs-daemon-ir N  only N broker pairs, after a warm-up "
+		"and a second\n"
+		"                    of rest (for a daemon under callgrind)\n"
 		"  --objs-only       measure only the CQ pairs (and two "
 		"pings a pair)\n"
 		"  --xrcd-iters N    XRCD open+close pairs per repetition "
@@ -225,6 +232,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "objs-iters", required_argument, NULL, 'q' },
 		{ "objs-warmup", required_argument, NULL, 'Q' },
 		{ "objs-ir", required_argument, NULL, 'x' },
+		{ "objs-daemon-ir", required_argument, NULL, 'D' },
 		{ "objs-only", no_argument, NULL, 'j' },
 		{ "xrcd-iters", required_argument, NULL, 'X' },
 		{ "xrcd-only", no_argument, NULL, 'Y' },
@@ -332,6 +340,10 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			ret = parse_ulong(optarg, 1, 1000000, &v);
 			o->objs_ir = (unsigned int)v;
 			break;
+		case 'D':
+			ret = parse_ulong(optarg, 1, 1000000, &v);
+			o->objs_daemon_ir = (unsigned int)v;
+			break;
 		case 'N':
 			ret = parse_ulong(optarg, 0, 100000, &o->insn_pings);
 			break;
@@ -381,7 +393,8 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		too_many = true;
 	/* The CQ client: two serials a pair, twice with the ping pairs. */
 	if ((o->objs_only ? 4 : 2) * ((uint64_t)o->reps * o->objs_iters +
-				      o->objs_warmup + o->objs_ir) +
+				      o->objs_warmup + o->objs_ir +
+				      o->objs_daemon_ir + OBJS_DAEMON_WARMUP) +
 		    PKT_SERIAL_START >=
 	    PKT_SERIAL_END)
 		too_many = true;
@@ -813,6 +826,29 @@ static int run_cleanup(struct run *r)
 		ret = -ECHILD;
 	r->cl_pid = 0;
 	return ret < 0 ? fail("dead-client cleanup", ret) : 0;
+}
+
+/*
+ * --objs-daemon-ir N: N broker pairs and nothing else, for a daemon that
+ * runs under callgrind (make bench-ir runs it for two values of N: the
+ * difference of the daemon's totals over the difference of N is one
+ * pair's). The warm-up makes every first use, and the second's rest lets
+ * the daemon's status timer lapse, as insn.c waits it out: the pairs then
+ * run in the state the times are taken in.
+ */
+static int run_objs_daemon_ir(struct run *r)
+{
+	int ret = objs_rep(r->jb, 0, OBJS_DAEMON_WARMUP, NULL);
+
+	if (ret < 0)
+		return ret;
+	usleep(1100 * 1000);
+	ret = objs_rep(r->jb, 0, r->o.objs_daemon_ir, NULL);
+	if (ret == 0)
+		printf("rdmab-bench: %u ibc_cq_create+ibc_cq_destroy pairs "
+		       "for the daemon's count\n",
+		       r->o.objs_daemon_ir);
+	return ret;
 }
 
 /*
@@ -1317,7 +1353,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	/* Instructions do not depend on a quiet CPU. */
-	if (!r->o.objs_ir)
+	if (!r->o.objs_ir && !r->o.objs_daemon_ir)
 		wait_quiet(r);
 
 	ret = make_dir(r);
@@ -1364,6 +1400,10 @@ int main(int argc, char **argv)
 
 	if (r->o.objs_ir) {
 		ret = run_objs_ir(r);
+		goto out;
+	}
+	if (r->o.objs_daemon_ir) {
+		ret = run_objs_daemon_ir(r);
 		goto out;
 	}
 	if (r->o.objs_only) {
