@@ -414,12 +414,12 @@ static int ibc_pack(struct ibc_client *cl, const Rdmab__Request *req)
 /* Send once the socket has room, until @deadline (ms, monotonic; 0 =
  * none): -ETIMEDOUT then. */
 static int ibc_send_wait(int sock, const uint8_t *buf, size_t len,
-			 const int *fds, unsigned int nfds, int64_t deadline)
+			 int64_t deadline)
 {
 	int err;
 
 	if (!deadline)
-		return wire_send(sock, buf, len, fds, nfds, 0);
+		return wire_send(sock, buf, len, NULL, 0, 0);
 	for (;;) {
 		struct pollfd p = { .fd = sock, .events = POLLOUT };
 		int64_t left = deadline - ibc_now_ms();
@@ -428,7 +428,7 @@ static int ibc_send_wait(int sock, const uint8_t *buf, size_t len,
 			return -ETIMEDOUT;
 		if (poll(&p, 1, (int)left) < 0 && errno != EINTR)
 			return -errno;
-		err = wire_send(sock, buf, len, fds, nfds, MSG_DONTWAIT);
+		err = wire_send(sock, buf, len, NULL, 0, MSG_DONTWAIT);
 		if (err != -EAGAIN)
 			return err;
 	}
@@ -440,8 +440,8 @@ static int ibc_send_wait(int sock, const uint8_t *buf, size_t len,
  * need no lock of their own, and a send that times out sent nothing; the
  * lock only guards sbuf.
  */
-static int ibc_send(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
-		    unsigned int nfds, int64_t deadline)
+static int ibc_send(struct ibc_client *cl, Rdmab__Request *req,
+		    int64_t deadline)
 {
 	int len = ibc_pack(cl, req);
 	uint8_t *copy;
@@ -449,7 +449,7 @@ static int ibc_send(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
 
 	if (len < 0)
 		return len;
-	err = wire_send(cl->sock, cl->sbuf, (size_t)len, fds, nfds,
+	err = wire_send(cl->sock, cl->sbuf, (size_t)len, NULL, 0,
 			MSG_DONTWAIT);
 	if (err != -EAGAIN)
 		return err;
@@ -460,7 +460,7 @@ static int ibc_send(struct ibc_client *cl, Rdmab__Request *req, const int *fds,
 		return -ENOMEM;
 	memcpy(copy, cl->sbuf, (size_t)len);
 	pthread_mutex_unlock(&cl->lock);
-	err = ibc_send_wait(cl->sock, copy, (size_t)len, fds, nfds, deadline);
+	err = ibc_send_wait(cl->sock, copy, (size_t)len, deadline);
 	pthread_mutex_lock(&cl->lock);
 	free(copy);
 	return err;
@@ -491,10 +491,9 @@ static void ibc_lost_on_send(struct ibc_client *cl, int err)
  * oversized request ends the connection. Lock held.
  */
 static int ibc_send_checked(struct ibc_client *cl, Rdmab__Request *req,
-			    const int *fds, unsigned int nfds,
 			    int64_t deadline)
 {
-	int err = ibc_send(cl, req, fds, nfds, deadline);
+	int err = ibc_send(cl, req, deadline);
 
 	if (err == -EPIPE || err == -ECONNRESET) {
 		ibc_lost_on_send(cl, err);
@@ -552,7 +551,7 @@ int ibc_call(struct ibc_client *cl, Rdmab__Request *req, unsigned int flags,
 			goto out;
 		}
 	}
-	err = ibc_send_checked(cl, req, NULL, 0, deadline);
+	err = ibc_send_checked(cl, req, deadline);
 	if (err < 0)
 		goto out;
 	err = ibc_wait(cl, &w, deadline);
@@ -594,7 +593,7 @@ int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
 	req->version = WIRE_PROTOCOL_VERSION;
 	req->serial = ++cl->next_serial;
 	/* On -ETIMEDOUT nothing was sent: the caller keeps its object. */
-	err = ibc_send_checked(cl, req, NULL, 0,
+	err = ibc_send_checked(cl, req,
 			       cl->timeout_ms > 0 ?
 				       ibc_now_ms() + cl->timeout_ms : 0);
 	if (err < 0)
