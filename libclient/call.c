@@ -345,6 +345,21 @@ static int64_t ibc_now_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+/* Wait on the condition once, until @deadline (ms, monotonic; 0 = none)
+ * at the latest. Lock held. */
+static void ibc_cond_wait(struct ibc_client *cl, int64_t deadline)
+{
+	struct timespec ts = {
+		.tv_sec = (time_t)(deadline / 1000),
+		.tv_nsec = (long)(deadline % 1000) * 1000000,
+	};
+
+	if (deadline)
+		pthread_cond_timedwait(&cl->cond, &cl->lock, &ts);
+	else
+		pthread_cond_wait(&cl->cond, &cl->lock);
+}
+
 /* Wait for @w until @deadline (ms, monotonic; 0 = none). Lock held. */
 static int ibc_wait(struct ibc_client *cl, struct ibc_waiter *w,
 		    int64_t deadline)
@@ -352,18 +367,10 @@ static int ibc_wait(struct ibc_client *cl, struct ibc_waiter *w,
 	while (!w->done && !cl->dead) {
 		if (deadline && ibc_now_ms() >= deadline)
 			return -ETIMEDOUT;
-		if (!cl->reading) {
+		if (!cl->reading)
 			ibc_read_one(cl, w, true);
-		} else if (deadline) {
-			struct timespec ts = {
-				.tv_sec = (time_t)(deadline / 1000),
-				.tv_nsec = (long)(deadline % 1000) * 1000000,
-			};
-
-			pthread_cond_timedwait(&cl->cond, &cl->lock, &ts);
-		} else {
-			pthread_cond_wait(&cl->cond, &cl->lock);
-		}
+		else
+			ibc_cond_wait(cl, deadline);
 	}
 	return 0;
 }
@@ -380,16 +387,7 @@ static int ibc_await_bare_read(struct ibc_client *cl, int64_t deadline)
 	while (cl->reading && cl->reading_bare && !cl->dead) {
 		if (deadline && ibc_now_ms() >= deadline)
 			return -ETIMEDOUT;
-		if (deadline) {
-			struct timespec ts = {
-				.tv_sec = (time_t)(deadline / 1000),
-				.tv_nsec = (long)(deadline % 1000) * 1000000,
-			};
-
-			pthread_cond_timedwait(&cl->cond, &cl->lock, &ts);
-		} else {
-			pthread_cond_wait(&cl->cond, &cl->lock);
-		}
+		ibc_cond_wait(cl, deadline);
 	}
 	return 0;
 }

@@ -891,7 +891,6 @@ END_TEST
  */
 static void script_open_behind_bare_read(struct fb *fb)
 {
-	Rdmab__Reply reply = RDMAB__REPLY__INIT;
 	Rdmab__Request *req = NULL;
 	uint64_t serial;
 	char c;
@@ -914,10 +913,7 @@ static void script_open_behind_bare_read(struct fb *fb)
 			    "recv(2)");
 		goto out;
 	}
-	reply.serial = serial;
-	reply.body_case = RDMAB__REPLY__BODY_PING;
-	reply.ping = req->ping;
-	if (fb_send_reply(fb, &reply, NULL, 0) < 0 ||
+	if (fb_answer_ping(fb, serial, req) < 0 ||
 	    fb_answer_open(fb, "soft0", fd) < 0)
 		goto out;
 	fb_answer_close(fb);
@@ -940,28 +936,49 @@ static void *open_main(void *arg)
 	return NULL;
 }
 
-START_TEST(test_open_waits_for_bare_read)
+/*
+ * A ping and an open of one client in two threads against @script, the
+ * open first when @open_first, the second started once the broker posted
+ * 1 for the first's request; with the ping first, the broker is posted 2
+ * after a pause that lets the open reach its send. Both must succeed.
+ */
+static void ping_and_open(fb_script script, bool open_first)
 {
-	struct caller a = { 0 }, b = { 0 };
+	struct caller ping = { 0 }, open = { 0 };
 	struct ibc_client *cl;
-	pthread_t ta, tb;
+	pthread_t first, second;
 	struct fb fb;
 
-	FB_START(&fb, script_open_behind_bare_read, NULL);
+	FB_START(&fb, script, NULL);
 	ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
-	a.cl = b.cl = cl;
-	ck_assert_int_eq(pthread_create(&ta, NULL, ping_main, &a), 0);
-	/* a's ping arrived: a is the reader, in recv(2). */
+	ping.cl = open.cl = cl;
+	ck_assert_int_eq(pthread_create(&first, NULL,
+					open_first ? open_main : ping_main,
+					open_first ? &open : &ping),
+			 0);
 	ck_assert_int_eq(fb_wait(&fb, 1, TL_WAIT_MS), 0);
-	ck_assert_int_eq(pthread_create(&tb, NULL, open_main, &b), 0);
-	tl_sleep_ms(200);
-	fb_post(&fb, 2);
-	ck_assert_int_eq(pthread_join(ta, NULL), 0);
-	ck_assert_int_eq(pthread_join(tb, NULL), 0);
-	ck_assert_msg(a.ret == 0, "the ping: %d \"%s\"", a.ret, a.text);
-	ck_assert_msg(b.ret == 0, "the open: %d \"%s\"", b.ret, b.text);
+	ck_assert_int_eq(pthread_create(&second, NULL,
+					open_first ? ping_main : open_main,
+					open_first ? &ping : &open),
+			 0);
+	if (!open_first) {
+		tl_sleep_ms(200);
+		fb_post(&fb, 2);
+	}
+	ck_assert_int_eq(pthread_join(first, NULL), 0);
+	ck_assert_int_eq(pthread_join(second, NULL), 0);
+	ck_assert_msg(ping.ret == 0, "the ping: %d \"%s\"", ping.ret,
+		      ping.text);
+	ck_assert_msg(open.ret == 0, "the open: %d \"%s\"", open.ret,
+		      open.text);
 	ibc_disconnect(cl);
 	FB_STOP(&fb);
+}
+
+START_TEST(test_open_waits_for_bare_read)
+{
+	/* The ping's thread is the reader, in recv(2). */
+	ping_and_open(script_open_behind_bare_read, false);
 }
 END_TEST
 
@@ -990,14 +1007,10 @@ static void script_open_after_other_reply(struct fb *fb)
 	fb_post(fb, 1);
 	if (fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &req) < 0)
 		goto out;
-	reply.serial = serial;
-	reply.body_case = RDMAB__REPLY__BODY_PING;
-	reply.ping = req->ping;
-	if (fb_send_reply(fb, &reply, NULL, 0) < 0)
+	if (fb_answer_ping(fb, serial, req) < 0)
 		goto out;
 	oc.context_id = FB_CONTEXT_ID;
 	oc.device = (char *)"soft0";
-	reply = (Rdmab__Reply)RDMAB__REPLY__INIT;
 	reply.serial = open_serial;
 	reply.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
 	reply.open_context = &oc;
@@ -1013,24 +1026,8 @@ out:
 
 START_TEST(test_open_reply_after_other_reply)
 {
-	struct caller a = { 0 }, b = { 0 };
-	struct ibc_client *cl;
-	pthread_t ta, tb;
-	struct fb fb;
-
-	FB_START(&fb, script_open_after_other_reply, NULL);
-	ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
-	a.cl = b.cl = cl;
-	ck_assert_int_eq(pthread_create(&tb, NULL, open_main, &b), 0);
-	/* The open is out; its thread reads (the broker holds the reply). */
-	ck_assert_int_eq(fb_wait(&fb, 1, TL_WAIT_MS), 0);
-	ck_assert_int_eq(pthread_create(&ta, NULL, ping_main, &a), 0);
-	ck_assert_int_eq(pthread_join(ta, NULL), 0);
-	ck_assert_int_eq(pthread_join(tb, NULL), 0);
-	ck_assert_msg(a.ret == 0, "the ping: %d \"%s\"", a.ret, a.text);
-	ck_assert_msg(b.ret == 0, "the open: %d \"%s\"", b.ret, b.text);
-	ibc_disconnect(cl);
-	FB_STOP(&fb);
+	/* The open's thread is the reader; the broker holds its reply. */
+	ping_and_open(script_open_after_other_reply, true);
 }
 END_TEST
 

@@ -218,6 +218,16 @@ int fb_hello_secret(struct fb *fb, const char *name, const char *kind,
 	return fb_send_reply(fb, &reply, NULL, 0);
 }
 
+int fb_answer_ping(struct fb *fb, uint64_t serial, const Rdmab__Request *req)
+{
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+
+	reply.serial = serial;
+	reply.body_case = RDMAB__REPLY__BODY_PING;
+	reply.ping = req->ping;
+	return fb_send_reply(fb, &reply, NULL, 0);
+}
+
 int fb_answer_open(struct fb *fb, const char *device, int fd)
 {
 	Rdmab__OpenContextReply oc = RDMAB__OPEN_CONTEXT_REPLY__INIT;

@@ -71,6 +71,8 @@ int fb_hello(struct fb *fb, const char *name, const char *kind);
  * a session with one tells the broker its fork state. */
 int fb_hello_secret(struct fb *fb, const char *name, const char *kind,
 		    const uint8_t *secret, size_t len);
+/* Answer ping @req (serial @serial) with its payload. */
+int fb_answer_ping(struct fb *fb, uint64_t serial, const Rdmab__Request *req);
 /* The context every fb_answer_open() opens. */
 #define FB_CONTEXT_ID 42
 /* Expect an open_context and answer it with context FB_CONTEXT_ID on
