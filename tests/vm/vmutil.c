@@ -238,12 +238,31 @@ int vm_rc_connect(struct vm_rc *rc, const struct vm_rc_addr *remote)
 	a.ah_attr.grh.sgid_index = (uint8_t)rc->gid_index;
 	a.ah_attr.grh.hop_limit = 1;
 	a.ah_attr.port_num = rc->port;
-	if (ibv_modify_qp(rc->qp, &a,
-			  IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
-				  IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
-				  IBV_QP_MAX_DEST_RD_ATOMIC |
-				  IBV_QP_MIN_RNR_TIMER))
-		goto fail;
+	/*
+	 * The move to RTR resolves the peer's MAC for RoCE, and the kernel
+	 * gives that neighbour lookup one second (rdma_addr_find_l2_eth_by_grh
+	 * in drivers/infiniband/core/addr.c): ETIMEDOUT when ARP is slower,
+	 * as it can be under TCG on a loaded host. The QP stays in INIT and
+	 * the lookup goes on, so the move is tried again.
+	 */
+	for (int tries = 0;; tries++) {
+		/* libibverbs answers a positive errno. */
+		int err = ibv_modify_qp(rc->qp, &a,
+					IBV_QP_STATE | IBV_QP_AV |
+						IBV_QP_PATH_MTU |
+						IBV_QP_DEST_QPN |
+						IBV_QP_RQ_PSN |
+						IBV_QP_MAX_DEST_RD_ATOMIC |
+						IBV_QP_MIN_RNR_TIMER);
+
+		if (!err)
+			break;
+		errno = err;
+		if (err != ETIMEDOUT || tries == 4)
+			goto fail;
+		fprintf(stderr, "vmutil: RTR: the neighbour lookup timed out; "
+				"trying again\n");
+	}
 
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
