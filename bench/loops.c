@@ -42,6 +42,7 @@
 #endif
 
 #include "bench/bench.h"
+#include "proto/wire.h"
 
 #define LOOP_MAX_PACKET 4096
 #define LOOP_WARMUP 200
@@ -58,34 +59,25 @@ static int loop_blocking(int fd, const void *arg)
 	return peer_alternate(fd, rep_len, -1);
 }
 
-/* recvmsg(2) with room for descriptors, as wire_recv() reads. */
-static ssize_t loop_recvmsg(int fd, uint8_t *buf, size_t cap)
-{
-	union {
-		struct cmsghdr h;
-		char buf[CMSG_SPACE(sizeof(int) * 9)];
-	} cbuf;
-	struct iovec iov = { .iov_base = buf, .iov_len = cap };
-	struct msghdr mh = {
-		.msg_iov = &iov,
-		.msg_iovlen = 1,
-		.msg_control = cbuf.buf,
-		.msg_controllen = sizeof(cbuf.buf),
-	};
-
-	return recvmsg(fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-}
-
-/* One request read (@msg: with recvmsg(2)) and answered; 1 when the peer
- * closed, -errno. */
+/* One request read (@msg: with wire_recv(), the recvmsg(2) the daemon
+ * read requests with before) and answered; 1 when the peer closed,
+ * -errno. */
 static int loop_answer(int fd, bool msg)
 {
 	static uint8_t buf[LOOP_MAX_PACKET];
-	ssize_t n = msg ? loop_recvmsg(fd, buf, sizeof(buf)) :
-			  recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	struct wire_fds fds;
+	ssize_t n;
 
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	if (msg) {
+		n = wire_recv(fd, buf, sizeof(buf), &fds, MSG_DONTWAIT);
+		wire_fds_close(&fds);
+		if (n < 0)
+			return n == -EAGAIN ? 0 : (int)n;
+	} else {
+		n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+		if (n < 0)
+			return errno == EAGAIN || errno == EINTR ? 0 : -errno;
+	}
 	if (n == 0)
 		return 1;
 	if (send(fd, buf, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)

@@ -309,17 +309,7 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 	struct ibc_reply r;
 	int err, fd = -1;
 	char why[256];
-	bool want;
 
-	/* The reply that carried the status page may have been lost (its
-	 * call timed out): ask for it again until one has mapped it. */
-	pthread_mutex_lock(&cl->lock);
-	want = !cl->dm_status;
-	pthread_mutex_unlock(&cl->lock);
-	if (alloc)
-		req->dm_alloc->want_status = want;
-	else
-		req->dm_import->want_status = want;
 	err = ibc_call(cl, req, IBC_CALL_FDS, &r);
 	if (err < 0)
 		return err;
@@ -393,6 +383,12 @@ static int ibc_dm_get(struct ibc_ctx *ctx, Rdmab__Request *req, bool alloc,
 		return err;
 	pthread_mutex_lock(&cl->lock);
 	cl->dm_gets++;
+	/* The reply that carried the status page may have been lost (its
+	 * call timed out): ask for it again until one has mapped it. */
+	if (alloc)
+		req->dm_alloc->want_status = !cl->dm_status;
+	else
+		req->dm_import->want_status = !cl->dm_status;
 	pthread_mutex_unlock(&cl->lock);
 	err = ibc_dm_get_entered(ctx, req, alloc, ret_dm);
 	pthread_mutex_lock(&cl->lock);
