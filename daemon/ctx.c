@@ -226,6 +226,25 @@ int dctx_reply_stale(const struct dctx *x, struct reply *r)
 			   x->id, x->domain->name);
 }
 
+int dctx_conn_usable(struct conn *c, uint64_t id, struct reply *r,
+		     struct dctx **ret)
+{
+	struct dctx *x = dctx_conn_find(c, id);
+
+	if (!x)
+		return reply_error(r, -ENOENT,
+				   "context %" PRIu64 " is not open in this "
+				   "session",
+				   id);
+	if (!x->dc)
+		return reply_error(r, -ENODEV, "device %s was removed",
+				   x->dev->name);
+	if (x->rekeyed)
+		return dctx_reply_stale(x, r);
+	*ret = x;
+	return 0;
+}
+
 void dctx_obj_hold(struct dctx *x)
 {
 	x->objects++;
@@ -255,15 +274,14 @@ static struct conn_ctx *conn_ctx_find_dev(struct conn *c,
 static int ctx_import_check(struct domain *d, const struct device *dev,
 			    struct reply *r)
 {
-	d = domain_pool(d);
-	if (!dev->internal_per_import ||
-	    d->used.objects + dev->internal_per_import <= d->limit.objects)
+	char why[DEVICE_NAME_MAX + 96];
+
+	if (!dev->internal_per_import)
 		return 0;
-	return reply_error(r, -EDQUOT,
-			   "domain %s holds %u of its %u objects, and an "
-			   "import of %s makes %u of the provider's own",
-			   d->name, d->used.objects, d->limit.objects,
-			   dev->name, dev->internal_per_import);
+	snprintf(why, sizeof(why),
+		 ", and an import of %s makes %u of the provider's own",
+		 dev->name, dev->internal_per_import);
+	return domain_room_objects(d, dev->internal_per_import, why, r);
 }
 
 int h_ctx_open(struct conn *c, const Rdmab__Request *req,

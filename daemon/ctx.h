@@ -67,6 +67,11 @@ struct conn_ctx {
 
 /* The context @id that @c's session has open; NULL otherwise. */
 struct dctx *dctx_conn_find(struct conn *c, uint64_t id);
+/* The context @id of @c's session for a request that adds to it: open
+ * in the session (-ENOENT), its device present (-ENODEV) and not replaced
+ * by a rekey (-ESTALE), the error in @r. */
+int dctx_conn_usable(struct conn *c, uint64_t id, struct reply *r,
+		     struct dctx **ret);
 /* The -ESTALE reply for a request that would add to @x, which a rekey
  * replaced: one sentence for every family. */
 int dctx_reply_stale(const struct dctx *x, struct reply *r);

@@ -534,18 +534,11 @@ struct dm *dm_find_id(struct server *srv, uint64_t id)
 static int dm_ctx(struct conn *c, uint64_t ctx_id, struct reply *r,
 		  struct dctx **ret)
 {
-	struct dctx *x = dctx_conn_find(c, ctx_id);
+	struct dctx *x;
+	int err = dctx_conn_usable(c, ctx_id, r, &x);
 
-	if (!x)
-		return reply_error(r, -ENOENT,
-				   "context %" PRIu64 " is not open in this "
-				   "session",
-				   ctx_id);
-	if (!x->dc)
-		return reply_error(r, -ENODEV, "device %s was removed",
-				   x->dev->name);
-	if (x->rekeyed)
-		return dctx_reply_stale(x, r);
+	if (err < 0)
+		return err;
 	if (!x->dev->caps.dm_shared)
 		return reply_error(
 			r, -EOPNOTSUPP, "%s cannot share device memory: %s",

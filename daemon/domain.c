@@ -191,15 +191,25 @@ void domain_leave(struct server *srv, struct conn *c)
 	domain_release(srv, d);
 }
 
-int domain_charge_objects(struct domain *d, uint32_t n, struct reply *r)
+int domain_room_objects(struct domain *d, uint32_t n, const char *why,
+			struct reply *r)
 {
 	d = domain_pool(d);
-	if (d->used.objects + n > d->limit.objects)
-		return reply_error(r, -EDQUOT,
-				   "domain %s holds %u of its %u objects",
-				   d->name, d->used.objects,
-				   d->limit.objects);
-	d->used.objects += n;
+	/* In 64 bits: a count charged over the limit (ctx.c) and a large @n
+	 * must not wrap into room. */
+	if ((uint64_t)d->used.objects + n <= d->limit.objects)
+		return 0;
+	return reply_error(r, -EDQUOT, "domain %s holds %u of its %u objects%s",
+			   d->name, d->used.objects, d->limit.objects, why);
+}
+
+int domain_charge_objects(struct domain *d, uint32_t n, struct reply *r)
+{
+	int err = domain_room_objects(d, n, "", r);
+
+	if (err < 0)
+		return err;
+	domain_pool(d)->used.objects += n;
 	return 0;
 }
 

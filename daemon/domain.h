@@ -76,6 +76,10 @@ static inline struct domain *domain_pool(struct domain *d)
 	return d->pool;
 }
 
+/* Whether @d's pool has room for @n more objects: -EDQUOT otherwise, with
+ * a sentence in @r that ends with @why (a clause of the caller's, or ""). */
+int domain_room_objects(struct domain *d, uint32_t n, const char *why,
+			struct reply *r);
 /* Charge @n objects to @d; -EDQUOT with a sentence in @r when over. */
 int domain_charge_objects(struct domain *d, uint32_t n, struct reply *r);
 void domain_uncharge_objects(struct domain *d, uint32_t n);

@@ -189,23 +189,16 @@ int h_obj_create(struct conn *c, const Rdmab__Request *req,
 {
 	const Rdmab__ObjCreateRequest *q = req->obj_create;
 	Rdmab__ObjCreateReply *out = reply_alloc(r, sizeof(*out));
-	struct dctx *x = dctx_conn_find(c, q->context_id);
 	bool intent = q->mode == RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT;
+	struct dctx *x;
 	struct obj *o;
 	int ret;
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	if (!x)
-		return reply_error(r, -ENOENT,
-				   "context %" PRIu64 " is not open in this "
-				   "session",
-				   q->context_id);
-	if (!x->dc)
-		return reply_error(r, -ENODEV, "device %s was removed",
-				   x->dev->name);
-	if (x->rekeyed)
-		return dctx_reply_stale(x, r);
+	ret = dctx_conn_usable(c, q->context_id, r, &x);
+	if (ret < 0)
+		return ret;
 	if (q->kind == IBC_OBJ_NONE || q->kind >= IBC_OBJ_CONTEXT)
 		return reply_error(r, -EINVAL,
 				   "object kind %u is not one the broker "

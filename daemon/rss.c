@@ -743,9 +743,9 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 {
 	const Rdmab__RssCreateRequest *q = req->rss_create;
 	Rdmab__RssCreateReply *out = reply_alloc(r, sizeof(*out));
-	struct dctx *x = dctx_conn_find(c, q->context_id);
 	struct device_why why = { "" };
 	struct domain *pool = domain_pool(c->domain);
+	struct dctx *x;
 	uint64_t *ids;
 	struct rss *s;
 	bool empty;
@@ -753,16 +753,9 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	if (!x)
-		return reply_error(r, -ENOENT,
-				   "context %" PRIu64 " is not open in this "
-				   "session",
-				   q->context_id);
-	if (!x->dc)
-		return reply_error(r, -ENODEV, "device %s was removed",
-				   x->dev->name);
-	if (x->rekeyed)
-		return dctx_reply_stale(x, r);
+	err = dctx_conn_usable(c, q->context_id, r, &x);
+	if (err < 0)
+		return err;
 	/* A device that makes none says why before any rule is checked. */
 	if (*x->dev->rss_why)
 		return reply_error(r, -EOPNOTSUPP, "%s makes no RSS tables: %s",
@@ -800,12 +793,9 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 				  "domain %s holds %u of its %u RSS tables",
 				  pool->name, pool->used.rss_tables,
 				  pool->limit.rss_tables);
-	if (err == 0 && pool->used.objects + 3 > pool->limit.objects)
-		err = reply_error(r, -EDQUOT,
-				  "domain %s holds %u of its %u objects (an "
-				  "RSS object takes 3)",
-				  pool->name, pool->used.objects,
-				  pool->limit.objects);
+	if (err == 0)
+		err = domain_room_objects(pool, 3, " (an RSS object takes 3)",
+					  r);
 	if (err == 0) {
 		err = rss_make(s, s->wqs, s->n_wqs, 0, &s->made, &why);
 		if (err < 0)

@@ -324,8 +324,8 @@ static int xrcd_resolve(struct conn *c, const Rdmab__XrcdOpenRequest *q,
 			struct reply *r, struct xrcd **ret, bool *ret_created)
 {
 	struct xrcd_table *t = table(c->srv);
+	struct domain *d = c->domain, *pool = domain_pool(d);
 	const struct config_xrcd *decl;
-	struct domain *d = c->domain;
 	const char *owner;
 	struct xrcd *x;
 	char names[512];
@@ -350,11 +350,10 @@ static int xrcd_resolve(struct conn *c, const Rdmab__XrcdOpenRequest *q,
 				   "no XRCD \"%s\" in domain %s (open it with "
 				   "O_CREAT to create it)",
 				   q->name, d->name);
-	if (domain_pool(d)->used.xrcds >= domain_pool(d)->limit.xrcds)
+	if (pool->used.xrcds >= pool->limit.xrcds)
 		return reply_error(r, -EDQUOT,
 				   "domain %s holds its quota of %u XRCD opens",
-				   domain_pool(d)->name,
-				   domain_pool(d)->limit.xrcds);
+				   pool->name, pool->limit.xrcds);
 	*ret_created = !x;
 	if (x) {
 		*ret = x;
@@ -389,11 +388,11 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 	const Rdmab__XrcdOpenRequest *q = req->xrcd_open;
 	struct xrcd_table *t = table(c->srv);
 	Rdmab__XrcdOpenReply *out = reply_alloc(r, sizeof(*out));
-	struct dctx *dx = dctx_conn_find(c, q->context_id);
 	struct xrcd_open *op = calloc(1, sizeof(*op));
 	struct device_why why = { "" };
 	struct xrcd *x = NULL;
 	bool created = false;
+	struct dctx *dx;
 	uint32_t handle;
 	struct obj *o;
 	int ret;
@@ -402,22 +401,9 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 		ret = reply_error(r, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	if (!dx) {
-		ret = reply_error(r, -ENOENT,
-				  "context %" PRIu64 " is not open in this "
-				  "session",
-				  q->context_id);
+	ret = dctx_conn_usable(c, q->context_id, r, &dx);
+	if (ret < 0)
 		goto fail;
-	}
-	if (!dx->dc) {
-		ret = reply_error(r, -ENODEV, "device %s was removed",
-				  dx->dev->name);
-		goto fail;
-	}
-	if (dx->rekeyed) {
-		ret = dctx_reply_stale(dx, r);
-		goto fail;
-	}
 	if (t->dirfd < 0) {
 		ret = reply_error(r, -EOPNOTSUPP,
 				  "the broker's runtime directory %s cannot "
