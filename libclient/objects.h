@@ -59,6 +59,12 @@ struct ibc_srq {
 	uint32_t srq_num;
 };
 
+/* Create @srq (ctx, kind and uses set by the caller) with @attr and the
+ * family's @a; the limits the device answered replace @attr's, and an XRC
+ * SRQ's number is kept when @xrc. Takes @srq: freed on failure. */
+int ibc_srq_make(struct ibc_srq *srq, const struct ibv_srq_attr *attr,
+		 struct ibc_obj_args *a, bool xrc);
+
 struct ibc_wq {
 	struct ibc_obj o;
 	uint32_t max_wr;

@@ -12,7 +12,6 @@ IBC_EXPORT int ibc_srq_create(struct ibc_ctx *ctx,
 			      struct ibc_srq **ret_srq)
 {
 	struct ibc_obj_args a = { .attr = RDMAB__OBJ_ATTR__INIT };
-	struct ibc_obj_result res = { .attr = RDMAB__OBJ_ATTR__INIT };
 	struct ibc_srq *srq;
 	int err;
 
@@ -23,10 +22,23 @@ IBC_EXPORT int ibc_srq_create(struct ibc_ctx *ctx,
 		return ibc_set_error(-ENOMEM, "out of memory");
 	srq->o.ctx = ctx;
 	srq->o.kind = IBC_OBJ_SRQ;
-	a.attr.max_wr = attr->max_wr;
-	a.attr.max_sge = attr->max_sge;
-	a.attr.srq_limit = attr->srq_limit;
-	err = ibc_obj_create(&srq->o, &a, &res);
+	err = ibc_srq_make(srq, attr, &a, false);
+	if (err < 0)
+		return err;
+	*ret_srq = srq;
+	return 0;
+}
+
+int ibc_srq_make(struct ibc_srq *srq, const struct ibv_srq_attr *attr,
+		 struct ibc_obj_args *a, bool xrc)
+{
+	struct ibc_obj_result res = { .attr = RDMAB__OBJ_ATTR__INIT };
+	int err;
+
+	a->attr.max_wr = attr->max_wr;
+	a->attr.max_sge = attr->max_sge;
+	a->attr.srq_limit = attr->srq_limit;
+	err = ibc_obj_create(&srq->o, a, &res);
 	if (err < 0) {
 		free(srq);
 		return err;
@@ -36,7 +48,8 @@ IBC_EXPORT int ibc_srq_create(struct ibc_ctx *ctx,
 		srq->attr.max_wr = res.attr.max_wr;
 	if (res.attr.max_sge)
 		srq->attr.max_sge = res.attr.max_sge;
-	*ret_srq = srq;
+	if (xrc)
+		srq->srq_num = res.qp_num;
 	return 0;
 }
 

@@ -193,7 +193,6 @@ IBC_EXPORT int ibc_srq_create_xrc(struct ibc_xrcd *xrcd, struct ibc_cq *cq,
 				  struct ibc_srq **ret_srq)
 {
 	struct ibc_obj_args a = { .attr = RDMAB__OBJ_ATTR__INIT };
-	struct ibc_obj_result res = { .attr = RDMAB__OBJ_ATTR__INIT };
 	struct ibc_srq *srq;
 	int err;
 
@@ -211,22 +210,11 @@ IBC_EXPORT int ibc_srq_create_xrc(struct ibc_xrcd *xrcd, struct ibc_cq *cq,
 	/* In the order ObjCreateRequest.uses names them: CQ, XRCD. */
 	srq->o.uses[srq->o.n_uses++] = &cq->o;
 	srq->o.uses[srq->o.n_uses++] = &xrcd->o;
-	a.attr.max_wr = attr->max_wr;
-	a.attr.max_sge = attr->max_sge;
-	a.attr.srq_limit = attr->srq_limit;
 	a.cq = cq->o.vobj;
 	a.xrcd = xrcd->o.vobj;
-	err = ibc_obj_create(&srq->o, &a, &res);
-	if (err < 0) {
-		free(srq);
+	err = ibc_srq_make(srq, attr, &a, true);
+	if (err < 0)
 		return err;
-	}
-	srq->attr = *attr;
-	if (res.attr.max_wr)
-		srq->attr.max_wr = res.attr.max_wr;
-	if (res.attr.max_sge)
-		srq->attr.max_sge = res.attr.max_sge;
-	srq->srq_num = res.qp_num;
 	*ret_srq = srq;
 	return 0;
 }
