@@ -142,10 +142,9 @@ static struct bw bandwidth(int (*dm_op)(void *arg, size_t size),
 	return bw;
 }
 
-/* Page-aligned, as the DM's mapping is: glibc's memcpy of 4 KiB runs up
- * to a third slower between some pairs of page offsets than between
- * others (seen on this AMD EPYC, 0.64 to 1.0), and the sides must differ
- * only by the library. */
+/* Page-aligned, as the DM's mapping is: glibc's memcpy of 4 KiB ran at
+ * 0.64 of its best speed between some pairs of page offsets (seen on an
+ * AMD EPYC), and the sides must differ only by the library. */
 static uint8_t host_a[DM_SIZE] __attribute__((aligned(4096)));
 static uint8_t host_b[DM_SIZE] __attribute__((aligned(4096)));
 static struct ibc_dm *bench_dm;

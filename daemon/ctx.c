@@ -230,18 +230,27 @@ int dctx_conn_usable(struct conn *c, uint64_t id, struct reply *r,
 		     struct dctx **ret)
 {
 	struct dctx *x = dctx_conn_find(c, id);
+	int err;
 
 	if (!x)
 		return reply_error(r, -ENOENT,
 				   "context %" PRIu64 " is not open in this "
 				   "session",
 				   id);
+	err = dctx_usable(x, r);
+	if (err < 0)
+		return err;
+	*ret = x;
+	return 0;
+}
+
+int dctx_usable(const struct dctx *x, struct reply *r)
+{
 	if (!x->dc)
 		return reply_error(r, -ENODEV, "device %s was removed",
 				   x->dev->name);
 	if (x->rekeyed)
 		return dctx_reply_stale(x, r);
-	*ret = x;
 	return 0;
 }
 

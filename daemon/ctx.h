@@ -72,6 +72,8 @@ struct dctx *dctx_conn_find(struct conn *c, uint64_t id);
  * by a rekey (-ESTALE), the error in @r. */
 int dctx_conn_usable(struct conn *c, uint64_t id, struct reply *r,
 		     struct dctx **ret);
+/* The last two of those checks, for a context reached otherwise. */
+int dctx_usable(const struct dctx *x, struct reply *r);
 /* The -ESTALE reply for a request that would add to @x, which a rekey
  * replaced: one sentence for every family. */
 int dctx_reply_stale(const struct dctx *x, struct reply *r);

@@ -195,7 +195,7 @@ int domain_room_objects(struct domain *d, uint32_t n, const char *why,
 			struct reply *r)
 {
 	d = domain_pool(d);
-	/* In 64 bits: a count charged over the limit (ctx.c) and a large @n
+	/* In 64 bits: a count charged over the limit (unaccounted.c) and a large @n
 	 * must not wrap into room. */
 	if ((uint64_t)d->used.objects + n <= d->limit.objects)
 		return 0;

@@ -450,11 +450,9 @@ int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 				   "waiting for its kernel call on a soft "
 				   "device",
 				   q->object_id);
-	if (!o->ctx->dc)
-		return reply_error(r, -ENODEV, "device %s was removed",
-				   o->ctx->dev->name);
-	if (o->ctx->rekeyed)
-		return dctx_reply_stale(o->ctx, r);
+	ret = dctx_usable(o->ctx, r);
+	if (ret < 0)
+		return ret;
 	if (q->n_uses > OBJ_MAX_USES)
 		return reply_error(r, -EINVAL,
 				   "an object uses at most %d others, not %zu",
