@@ -4,10 +4,10 @@
  * measured in the same run, every process pinned to CPU 0.
  *
  * 1. ibc_dm_write / ibc_dm_read bandwidth at 64 B, 4 KiB and 64 KiB
- *    against memcpy of the same sizes between two ordinary page-aligned
+ *    against memcpy of the same sizes between ordinary page-aligned
  *    buffers (the DM is page-aligned too), in many short rounds that
- *    alternate the sides; a figure is the median of the rounds' own
- *    ratios.
+ *    alternate the sides and take eight DMs and eight pairs of buffers in
+ *    turn; a figure is the median of the rounds' own ratios.
  * 2. ibc_dm_alloc + ibc_dm_import (two clients) against two raw
  *    SOCK_SEQPACKET round trips whose replies carry one descriptor each,
  *    plus the soft device's own work for a DM of the same size
@@ -41,9 +41,11 @@
 #include "include/ibclient.h"
 
 #define REPS 5
-/* The copy figures: rounds, and the length of a side's run in one. */
-#define COPY_ROUNDS 41
+/* The copy figures: rounds, the length of a side's run in one, and the
+ * placements the rounds take in turn (copy_place). */
+#define COPY_ROUNDS 48
 #define ROUND_NS 4000000u
+#define PLACES 8
 #define ALLOC_PAIRS 2000
 /* Turns a repetition takes per side (alloc_import_rep()). */
 #define SLICES 10
@@ -107,13 +109,20 @@ struct bw {
 	double lo, hi;	 /* their 10th and 90th percentiles */
 };
 
+/* The placement the ops copy to or from this round. */
+static unsigned int copy_place;
+
 /*
  * @dm_op against @base_op over @size bytes: COPY_ROUNDS rounds of about
  * ROUND_NS a side, the sides alternating within each round. A round is
  * short enough that a burst of another tenant of CPU 0 (these VMs have
  * them every few tens of ms) mostly spares it, or lands on one round of
  * many rather than on a whole side; the figure is the median of the
- * rounds' own ratios, each taken over two runs a few ms apart.
+ * rounds' own ratios, each taken over two runs a few ms apart. Round r
+ * copies to or from DM r % PLACES and host buffer r % PLACES: where a
+ * mapping lands decides a 4 KiB copy's speed for the life of the process
+ * (one run read 0.85-0.89 in each of five repetitions, the next
+ * 1.03-1.11), and one pair of places must not decide the figure.
  */
 static struct bw bandwidth(int (*dm_op)(void *arg, size_t size),
 			   int (*base_op)(void *arg, size_t size), size_t size)
@@ -124,6 +133,7 @@ static struct bw bandwidth(int (*dm_op)(void *arg, size_t size),
 	struct bw bw;
 
 	for (int r = 0; r < COPY_ROUNDS; r++) {
+		copy_place = (unsigned int)r % PLACES;
 		/* Which side goes first alternates too. */
 		if (r & 1) {
 			b[r] = run_bw(base_op, size, base_iters);
@@ -142,39 +152,84 @@ static struct bw bandwidth(int (*dm_op)(void *arg, size_t size),
 	return bw;
 }
 
-/* Page-aligned, as the DM's mapping is: glibc's memcpy of 4 KiB ran at
+/* Page-aligned, as the DMs' mappings are: glibc's memcpy of 4 KiB ran at
  * 0.64 of its best speed between some pairs of page offsets (seen on an
- * AMD EPYC), and the sides must differ only by the library. */
-static uint8_t host_a[DM_SIZE] __attribute__((aligned(4096)));
-static uint8_t host_b[DM_SIZE] __attribute__((aligned(4096)));
-static struct ibc_dm *bench_dm;
+ * AMD EPYC), and the sides must differ only by the library. host_a[] are
+ * the application's buffers on both sides, host_b[] the baseline's
+ * others; all are shared mappings of their own, as a DM's is. */
+static uint8_t *host_a[PLACES], *host_b[PLACES];
+static struct ibc_dm *bench_dms[PLACES];
 
 static int op_memcpy_to(void *arg, size_t size)
 {
-	memcpy(host_b, host_a, size);
+	memcpy(host_b[copy_place], host_a[copy_place], size);
 	__asm__ volatile("" ::: "memory");
 	return 0;
 }
 
 static int op_memcpy_from(void *arg, size_t size)
 {
-	memcpy(host_a, host_b, size);
+	memcpy(host_a[copy_place], host_b[copy_place], size);
 	__asm__ volatile("" ::: "memory");
-	sink = host_a[size - 1];
+	sink = host_a[copy_place][size - 1];
 	return 0;
 }
 
 static int op_dm_write(void *arg, size_t size)
 {
-	return ibc_dm_write(bench_dm, 0, host_a, size);
+	return ibc_dm_write(bench_dms[copy_place], 0, host_a[copy_place],
+			    size);
 }
 
 static int op_dm_read(void *arg, size_t size)
 {
-	int ret = ibc_dm_read(bench_dm, host_a, 0, size);
+	int ret = ibc_dm_read(bench_dms[copy_place], host_a[copy_place], 0,
+			      size);
 
-	sink = host_a[size - 1];
+	sink = host_a[copy_place][size - 1];
 	return ret;
+}
+
+static uint8_t *copy_map(int fill)
+{
+	void *p = mmap(NULL, DM_SIZE, PROT_READ | PROT_WRITE,
+		       MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+
+	if (p == MAP_FAILED) {
+		perror("bench-dm: mmap");
+		return NULL;
+	}
+	memset(p, fill, DM_SIZE);
+	return p;
+}
+
+/* The copy figures' buffers: PLACES DMs of @ctx and twice as many
+ * mappings of the same size. */
+static int copy_places_make(struct ibc_ctx *ctx)
+{
+	for (int i = 0; i < PLACES; i++) {
+		host_a[i] = copy_map(0x5a);
+		host_b[i] = copy_map(0);
+		if (!host_a[i] || !host_b[i])
+			return -1;
+		if (ibc_dm_alloc(ctx, DM_SIZE, 0, &bench_dms[i]) < 0) {
+			fprintf(stderr, "bench-dm: %s\n", ibc_last_error());
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static void copy_places_free(void)
+{
+	for (int i = 0; i < PLACES; i++) {
+		if (bench_dms[i])
+			ibc_dm_free(bench_dms[i]);
+		if (host_a[i])
+			munmap(host_a[i], DM_SIZE);
+		if (host_b[i])
+			munmap(host_b[i], DM_SIZE);
+	}
 }
 
 /* --- the raw baseline of alloc + import -------------------------------- */
@@ -497,7 +552,7 @@ int main(int argc, char **argv)
 	f = fopen(conf, "w");
 	if (!f)
 		return 1;
-	/* Room for the 64 KiB DM of the copy figures and its import. */
+	/* Room for the PLACES DMs of 64 KiB of the copy figures. */
 	fputs("[soft]\nmax_dm_size = 1048576\n[defaults]\n"
 	      "dm_bytes = 1048576\n",
 	      f);
@@ -514,19 +569,22 @@ int main(int argc, char **argv)
 	for (int i = 0; i < 500 && ibc_connect(&attr, &ca) < 0; i++)
 		usleep(10000);
 	if (ibc_connect(&attr, &cb) < 0 || ibc_open(ca, NULL, &xa) < 0 ||
-	    ibc_open(cb, NULL, &xb) < 0 ||
-	    ibc_dm_alloc(xa, DM_SIZE, 0, &bench_dm) < 0) {
+	    ibc_open(cb, NULL, &xb) < 0) {
 		fprintf(stderr, "bench-dm: %s\n", ibc_last_error());
 		kill(dpid, SIGKILL);
 		return 1;
 	}
-	memset(host_a, 0x5a, sizeof(host_a));
+	if (copy_places_make(xa) < 0) {
+		kill(dpid, SIGKILL);
+		return 1;
+	}
 
 	printf("DM copies on the soft device against memcpy, CPU 0: %d "
-	       "rounds of about %u ms a side,\nthe sides alternating; RATIO: "
-	       "the median of the rounds' ratios, RANGE: their p10..p90;\n"
-	       "GB/s: each side's median round)\n",
-	       COPY_ROUNDS, ROUND_NS / 1000000u);
+	       "rounds of about %u ms a side,\nthe sides alternating, over "
+	       "%d DMs and %d host mappings in turn; RATIO: the median\nof "
+	       "the rounds' ratios, RANGE: their p10..p90; GB/s: each side's "
+	       "median round)\n",
+	       COPY_ROUNDS, ROUND_NS / 1000000u, PLACES, PLACES);
 	printf("%-8s %-6s %14s %14s %7s %12s\n", "SIZE", "DIR", "ibc_dm GB/s",
 	       "memcpy GB/s", "RATIO", "RANGE");
 	for (size_t s = 0; s < sizeof(sizes) / sizeof(sizes[0]); s++) {
@@ -544,7 +602,7 @@ int main(int argc, char **argv)
 		    (w.ratio < 0.9 || rd.ratio < 0.9))
 			bad = 1;
 	}
-	ibc_dm_free(bench_dm);
+	copy_places_free();
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
 		return 1;
