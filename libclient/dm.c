@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -74,8 +75,14 @@ static void ibc_dm_drop_local(struct ibc_dm *dm, int err, const char *why)
 	if (dm->gone)
 		return;
 	snprintf(dm->gone_why, sizeof(dm->gone_why), "%s", why);
-	__atomic_store_n(&dm->gone, err, __ATOMIC_RELEASE);
+	__atomic_store_n(&dm->gone, err, __ATOMIC_SEQ_CST);
 	if (dm->vdm) {
+		/* A thread past its check may be inside the provider's copy,
+		 * whose structure and mapping the unimport frees: it is out
+		 * within one copy of at most the DM's length, and a thread
+		 * that comes later sees gone (ibc_dm_verbs_enter()). */
+		while (__atomic_load_n(&dm->vusers, __ATOMIC_SEQ_CST))
+			sched_yield();
 		ibv_unimport_dm(dm->vdm);
 		dm->vdm = NULL;
 	}
@@ -651,6 +658,25 @@ ibc_dm_check(const struct ibc_dm *dm, uint64_t off, size_t len)
 	return 0;
 }
 
+/* verbs: the soft device's mapping is replaced by zero pages when the DM
+ * goes, but the import is freed: a copy counts itself in first. Paired
+ * with ibc_dm_drop_local() in one order (Dekker's): either this sees gone
+ * or the unimport sees this thread. */
+static int ibc_dm_verbs_enter(struct ibc_dm *dm)
+{
+	__atomic_add_fetch(&dm->vusers, 1, __ATOMIC_SEQ_CST);
+	if (__atomic_load_n(&dm->gone, __ATOMIC_SEQ_CST)) {
+		__atomic_sub_fetch(&dm->vusers, 1, __ATOMIC_RELEASE);
+		return ibc_set_error(-dm->gone, "%s", dm->gone_why);
+	}
+	return 0;
+}
+
+static void ibc_dm_verbs_leave(struct ibc_dm *dm)
+{
+	__atomic_sub_fetch(&dm->vusers, 1, __ATOMIC_RELEASE);
+}
+
 IBC_EXPORT int ibc_dm_write(struct ibc_dm *dm, uint64_t dm_offset,
 			    const void *src, size_t length)
 {
@@ -660,13 +686,18 @@ IBC_EXPORT int ibc_dm_write(struct ibc_dm *dm, uint64_t dm_offset,
 		return err;
 	if (dm->map) {
 		memcpy(dm->map + dm_offset, src, length);
-	} else {
-		err = ibv_memcpy_to_dm(dm->vdm, dm_offset, src, length);
-		if (err)
-			return ibc_set_error(-err, "ibv_memcpy_to_dm: %s",
-					     strerror(err));
+		ibc_store_fence();
+		return 0;
 	}
+	err = ibc_dm_verbs_enter(dm);
+	if (err < 0)
+		return err;
+	err = ibv_memcpy_to_dm(dm->vdm, dm_offset, src, length);
 	ibc_store_fence();
+	ibc_dm_verbs_leave(dm);
+	if (err)
+		return ibc_set_error(-err, "ibv_memcpy_to_dm: %s",
+				     strerror(err));
 	return 0;
 }
 
@@ -681,7 +712,11 @@ IBC_EXPORT int ibc_dm_read(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
 		memcpy(dst, dm->map + dm_offset, length);
 		return 0;
 	}
+	err = ibc_dm_verbs_enter(dm);
+	if (err < 0)
+		return err;
 	err = ibv_memcpy_from_dm(dst, dm->vdm, dm_offset, length);
+	ibc_dm_verbs_leave(dm);
 	if (err)
 		return ibc_set_error(-err, "ibv_memcpy_from_dm: %s",
 				     strerror(err));
@@ -747,11 +782,20 @@ IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,
 	a.attr.mr_addr = dm_offset;
 	a.attr.mr_length = (uint64_t)length;
 	a.attr.mr_access = access;
-	a.dm = dm->vdm;
-	/* Counted first: an unimport meanwhile is EBUSY, not a race. */
+	/* Counted first, under the lock an event's unimport takes
+	 * (ibc_dm_end_locked()): an unimport meanwhile is EBUSY, an event
+	 * waits for the MR, and the import read here stays. */
 	pthread_mutex_lock(&ctx->lock);
-	dm->mrs++;
+	err = __atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE);
+	if (!err) {
+		dm->mrs++;
+		a.dm = dm->vdm;
+	}
 	pthread_mutex_unlock(&ctx->lock);
+	if (err) {
+		free(mr);
+		return ibc_set_error(-err, "%s", dm->gone_why);
+	}
 	err = ibc_obj_create(&mr->o, &a, &res);
 	if (err < 0) {
 		ibc_dm_mr_gone(dm);

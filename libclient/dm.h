@@ -31,6 +31,9 @@ struct ibc_dm {
 	/* soft: the mapping of the DM's memfd; verbs: the import. */
 	uint8_t *map;
 	struct ibv_dm *vdm;
+	/* verbs: threads inside the provider's copy on vdm, which the
+	 * unimport waits out (ibc_dm_drop_local()). */
+	unsigned int vusers;
 	/* This process's MRs on it: unimport is -EBUSY until they go. */
 	unsigned int mrs;
 	/* Its byte in the session's status page (non-zero once revoked), or
