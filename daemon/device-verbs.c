@@ -18,6 +18,7 @@
 
 #include "common/verbs-err.h"
 #include "common/verbs-import.h"
+#include "common/wc-flush.h"
 #include "daemon/caps.h"
 #include "daemon/device.h"
 #include "daemon/log.h"
@@ -33,6 +34,11 @@ struct verbs_ctx {
 	struct device_ctx base;
 	struct ibv_context *ctx;
 	struct ibv_pd *pd;
+	/* The DMs allocated here and not freed: an ibv_dm maps its MEMIC on
+	 * cmd_fd, and a mapping keeps the kernel context (and the MEMIC)
+	 * alive, so the close lets go of those a free could not end. */
+	struct ibv_dm **dms;
+	size_t n_dms, cap_dms;
 };
 
 static struct verbs_ctx *verbs_ctx_of(const struct device_ctx *ctx)
@@ -112,6 +118,12 @@ static void verbs_ctx_close(struct device_ctx *base)
 	 * frees its memory. */
 	if (ibv_dealloc_pd(c->pd))
 		ibv_unimport_pd(c->pd);
+	/* An MR kept their free from succeeding (a rekey gave up on them, or
+	 * the device went): on mlx5 the unimport only unmaps and frees the
+	 * structure, and the kernel destroys the DMs with the context. */
+	for (size_t i = 0; i < c->n_dms; i++)
+		ibv_unimport_dm(c->dms[i]);
+	free(c->dms);
 	ibv_close_device(c->ctx);
 	free(c);
 }
@@ -194,7 +206,35 @@ static int verbs_dm_zero(struct ibv_dm *dm, uint64_t length)
 		if (ret)
 			return -ret;
 	}
+	/* Drained before the DM is handed out or freed: an importer must
+	 * not read the previous user's bytes. */
+	wc_flush_writes();
 	return 0;
+}
+
+/* List @dm in @c (verbs_ctx.dms). */
+static int verbs_dm_list(struct verbs_ctx *c, struct ibv_dm *dm)
+{
+	if (c->n_dms == c->cap_dms) {
+		size_t cap = c->cap_dms ? 2 * c->cap_dms : 8;
+		struct ibv_dm **p = reallocarray(c->dms, cap, sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		c->dms = p;
+		c->cap_dms = cap;
+	}
+	c->dms[c->n_dms++] = dm;
+	return 0;
+}
+
+static void verbs_dm_unlist(struct verbs_ctx *c, struct ibv_dm *dm)
+{
+	for (size_t i = 0; i < c->n_dms; i++)
+		if (c->dms[i] == dm) {
+			c->dms[i] = c->dms[--c->n_dms];
+			return;
+		}
 }
 
 static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
@@ -227,6 +267,11 @@ static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
 		return device_why(why, err, "%s: cannot zero a new DM: %s",
 				  base->dev->name, strerror(-err));
 	}
+	err = verbs_dm_list(verbs_ctx_of(base), dm);
+	if (err < 0) {
+		ibv_free_dm(dm);
+		return device_why(why, err, "out of memory");
+	}
 	ret->handle = dm->handle;
 	ret->length = length;
 	ret->fd = -1;
@@ -252,6 +297,7 @@ static int verbs_dm_free(struct device_ctx *base, struct device_dm *d,
 				  "%s: ibv_free_dm of DM handle %u: %s%s",
 				  base->dev->name, d->handle, strerror(err),
 				  err == EBUSY ? " (an MR uses it)" : "");
+	verbs_dm_unlist(verbs_ctx_of(base), dm);
 	return 0;
 }
 

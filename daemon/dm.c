@@ -879,8 +879,8 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 		dm->dd.fd = -1;
 		/* Its bytes stay allocated until then: the context keeps
 		 * their charge, dm_forget() gives back none. On verbs the
-		 * struct ibv_dm is not freed (ibv_free_dm() would answer
-		 * EBUSY again): a few bytes of the broker's heap, and the
+		 * device's close lets go of the struct ibv_dm and its
+		 * mapping (ibv_free_dm() would answer EBUSY again), and the
 		 * kernel frees the DM with the context. */
 		x->dm_bytes_left += dm->length;
 		dm->length = 0;

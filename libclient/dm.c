@@ -14,23 +14,13 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/wc-flush.h"
 #include "libclient/dm.h"
 #include "libclient/objects.h"
 
 /* No DM is larger: mlx5's MEMIC is 128-256 KiB, the soft device's at most
  * 64 MiB. A broker's length above it is a protocol error. */
 #define IBC_DM_MAX_LENGTH (1ull << 32)
-
-/* mlx5 maps MEMIC write-combining and stores without a fence: without one
- * here another process may not see what was written. */
-static inline void ibc_store_fence(void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-	__builtin_ia32_sfence();
-#else
-	__atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-}
 
 /* Did the broker's answer to a free end the import it named? A broker
  * that does not say so wants the unimport. */
@@ -686,14 +676,16 @@ IBC_EXPORT int ibc_dm_write(struct ibc_dm *dm, uint64_t dm_offset,
 		return err;
 	if (dm->map) {
 		memcpy(dm->map + dm_offset, src, length);
-		ibc_store_fence();
+		wc_flush_writes();
 		return 0;
 	}
 	err = ibc_dm_verbs_enter(dm);
 	if (err < 0)
 		return err;
 	err = ibv_memcpy_to_dm(dm->vdm, dm_offset, src, length);
-	ibc_store_fence();
+	/* mlx5 maps MEMIC write-combining and stores without a fence:
+	 * without one here another process may not see what was written. */
+	wc_flush_writes();
 	ibc_dm_verbs_leave(dm);
 	if (err)
 		return ibc_set_error(-err, "ibv_memcpy_to_dm: %s",
