@@ -1,16 +1,22 @@
 // SPDX-License-Identifier: MIT
 /*
  * Device memory on real mlx5 hardware (MEMIC); exits 77 (skipped) without
- * it. Unverified until someone runs it on a ConnectX-5 or newer: see
+ * it, or on a device without MEMIC (max_dm_size 0: ConnectX-4, many VFs).
+ * Unverified until someone runs it on a ConnectX-5 or newer: see
  * README.md.
  *
  * The daemon (rdmabrokerd --device verbs) must report the device's DM as
- * shareable (its start-up self-test). This process allocates a DM and
- * writes it; a second process of the same uid (the same domain) imports it
- * by handle, reads the same bytes and writes others back, which this
- * process reads; an MR registers on the DM (ibc_reg_dm_mr) and keeps it
- * from being freed (EBUSY); allocating until the device has no MEMIC left
- * gives ENOSPC, and freeing everything gives it all back.
+ * shareable (its start-up self-test). This process first dirties MEMIC in
+ * a context of its own (mlx5 allocates first-fit, so the broker's DM gets
+ * those pages), then allocates a DM through the broker and finds it zeroed,
+ * and writes it; a second process of the same uid (the same domain)
+ * imports it by handle, reads the same bytes and writes others back, which
+ * this process reads. mlx5's own bounds and alignment rules are checked on
+ * the struct ibv_dm, beside the library's. An MR registered with raw verbs
+ * (which the library does not count) makes the broker's ibv_free_dm EBUSY:
+ * the DM is listed free blocked until the MR goes. Allocating until the
+ * device has no MEMIC left gives ENOSPC, and freeing everything gives it
+ * all back.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,12 +34,12 @@
 #define HW_NAME "hw_dm"
 #include "tests/hw/hwlib.h"
 
-#define DM_LEN 4096
-#define MAX_DMS 1024
-
 /* Never the machine's own configuration; a quota above any MEMIC, so that
  * the device runs out first. */
-static const char dm_conf[] = "[defaults]\ndm_bytes = 16777216\n";
+static const char dm_conf[] = "[defaults]\ndm_bytes = 268435456\n";
+
+/* A DM's length: one page, as the broker rounds it. */
+static size_t dm_len;
 
 /* The daemon, saying so when it died at start. */
 static int start_daemon(const char *bin)
@@ -51,91 +57,215 @@ static void pattern(uint32_t *w, size_t words, uint32_t seed)
 		w[i] = seed * 2654435761u + (uint32_t)i;
 }
 
+/* Write a pattern into MEMIC in a context of this process's own and free
+ * it, so that a DM that is not zeroed shows. 1 when it could not (no
+ * access to the device): said, and the zero check is then weaker. */
+static int dirty_memic(const char *dev)
+{
+	struct ibv_alloc_dm_attr attr = { .length = dm_len };
+	struct ibv_device **list = ibv_get_device_list(NULL);
+	struct ibv_context *own = NULL;
+	struct ibv_dm *dm = NULL;
+	uint32_t *w = malloc(dm_len);
+	int ret = 1;
+
+	for (int i = 0; list && list[i] && !own; i++)
+		if (strcmp(ibv_get_device_name(list[i]), dev) == 0)
+			own = ibv_open_device(list[i]);
+	if (own && w)
+		dm = ibv_alloc_dm(own, &attr);
+	if (dm) {
+		pattern(w, dm_len / 4, 7);
+		ret = ibv_memcpy_to_dm(dm, 0, w, dm_len) ? 1 : 0;
+		ibv_free_dm(dm);
+	}
+	if (ret)
+		printf("hw_dm: could not dirty MEMIC first; the zero check "
+		       "sees only what the device gave\n");
+	if (own)
+		ibv_close_device(own);
+	if (list)
+		ibv_free_device_list(list);
+	free(w);
+	return ret;
+}
+
 /* The second process: import @handle, check seed 1's bytes, write seed
  * 2's. */
 static int reader(const char *dev, uint32_t handle)
 {
-	static uint32_t want[DM_LEN / 4], got[DM_LEN / 4];
+	uint32_t *want = malloc(dm_len), *got = malloc(dm_len);
 	struct ibc_client *c;
 	struct ibc_ctx *ctx;
 	struct ibc_dm *dm;
 
+	CHECK(want && got, "out of memory");
 	CHECK(hw_connect(&c) == 0, "connect");
 	CHECK(ibc_open(c, dev, &ctx) == 0, "ibc_open %s", dev);
 	CHECK(ibc_dm_import(ctx, handle, &dm) == 0, "ibc_dm_import %u",
 	      handle);
 	CHECK(ibc_verbs_dm(dm), "no struct ibv_dm");
-	pattern(want, DM_LEN / 4, 1);
-	CHECK(ibc_dm_read(dm, got, 0, DM_LEN) == 0, "ibc_dm_read");
-	CHECK(memcmp(want, got, DM_LEN) == 0,
+	pattern(want, dm_len / 4, 1);
+	CHECK(ibc_dm_read(dm, got, 0, dm_len) == 0, "ibc_dm_read");
+	CHECK(memcmp(want, got, dm_len) == 0,
 	      "the second process reads other bytes than were written");
-	pattern(want, DM_LEN / 4, 2);
-	CHECK(ibc_dm_write(dm, 0, want, DM_LEN) == 0, "ibc_dm_write");
+	pattern(want, dm_len / 4, 2);
+	CHECK(ibc_dm_write(dm, 0, want, dm_len) == 0, "ibc_dm_write");
 	CHECK(ibc_dm_unimport(dm) == 0, "ibc_dm_unimport");
 	ibc_disconnect(c);
 	return 0;
 }
 
+/* The state the broker lists for DM @id; -1 when it lists none. */
+static int dm_state(struct ibc_client *c, uint64_t id)
+{
+	struct ibc_dm_info *info;
+	size_t n = 0;
+	int state = -1;
+
+	if (ibc_list_dms(c, &info, sizeof(*info), &n) < 0)
+		return -2;
+	for (size_t i = 0; i < n; i++)
+		if (info[i].id == id)
+			state = (int)info[i].state;
+	ibc_list_free(info);
+	return state;
+}
+
+/* mlx5's own rules on the struct ibv_dm, in its order: past the end
+ * EFAULT, then unaligned EINVAL (never a wrapping offset: its check
+ * wraps). */
+static int provider_rules(struct ibc_dm *dm, const uint32_t *buf)
+{
+	struct ibv_dm *vdm = ibc_verbs_dm(dm);
+
+	CHECK(vdm, "no struct ibv_dm");
+	CHECK(ibv_memcpy_to_dm(vdm, dm_len - 4, buf, 8) == EFAULT,
+	      "mlx5: no EFAULT past the end");
+	CHECK(ibv_memcpy_to_dm(vdm, 2, buf, 4) == EINVAL,
+	      "mlx5: no EINVAL for an unaligned offset");
+	CHECK(ibv_memcpy_to_dm(vdm, dm_len + 2, buf, 4) == EFAULT,
+	      "mlx5: bounds are not checked before alignment");
+	return 0;
+}
+
+/* An MR the library does not know of: the broker's ibv_free_dm meets the
+ * kernel's EBUSY, and the DM waits free blocked until it goes. */
+static int kernel_blocks_free(struct ibc_client *c, struct ibc_ctx *ctx)
+{
+	unsigned int acc = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE;
+	struct ibc_dm *dm;
+	struct ibv_mr *mr;
+	uint64_t id;
+	int state;
+
+	CHECK(ibc_dm_alloc(ctx, dm_len, 0, &dm) == 0, "ibc_dm_alloc");
+	id = ibc_dm_id(dm);
+	mr = ibv_reg_dm_mr(ibc_verbs_pd(ctx), ibc_verbs_dm(dm), 0, dm_len,
+			   acc);
+	CHECK(mr, "ibv_reg_dm_mr: %s", strerror(errno));
+	CHECK(ibc_dm_free(dm) == 0, "ibc_dm_free with a raw MR");
+	state = dm_state(c, id);
+	CHECK(state == IBC_DM_FREE_BLOCKED,
+	      "DM %llu listed in state %d, not free blocked",
+	      (unsigned long long)id, state);
+	CHECK(ibv_dereg_mr(mr) == 0, "ibv_dereg_mr");
+	/* The broker tries a blocked free again on its own. */
+	for (int i = 0; (state = dm_state(c, id)) != -1; i++) {
+		CHECK(i < 100, "DM %llu stayed in state %d after its MR went",
+		      (unsigned long long)id, state);
+		usleep(100000);
+	}
+	return 0;
+}
+
 static int run(const char *dev)
 {
-	static uint32_t buf[DM_LEN / 4], want[DM_LEN / 4];
 	unsigned int acc = IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE;
-	struct ibc_dm *dm, *many[MAX_DMS];
+	uint32_t *buf = malloc(dm_len), *want = malloc(dm_len);
+	struct ibc_dm *dm, **many;
 	struct ibc_device_info *d;
+	uint64_t max_dm = 0;
 	struct ibc_client *c;
 	struct ibc_ctx *ctx;
 	struct ibc_mr *mr;
-	int n = 0, err = 0, st;
-	size_t nd;
+	size_t nd, n = 0, max_n;
+	int err = 0, st, shared = -1;
+	char reason[256] = "";
 	pid_t pid;
 
+	CHECK(buf && want, "out of memory");
 	CHECK(hw_connect(&c) == 0, "connect");
 	CHECK(ibc_list_devices(c, &d, sizeof(*d), &nd) == 0, "list");
 	for (size_t i = 0; i < nd; i++)
-		if (strcmp(d[i].name, dev) == 0 && !d[i].dm_shared) {
-			fprintf(stderr, "hw_dm: %s: DM not shareable: %s\n",
-				dev, d[i].dm_reason);
-			ibc_list_free(d);
-			return 1;
+		if (strcmp(d[i].name, dev) == 0) {
+			max_dm = d[i].max_dm_size;
+			shared = d[i].dm_shared;
+			snprintf(reason, sizeof(reason), "%s", d[i].dm_reason);
 		}
 	ibc_list_free(d);
+	if (!max_dm) {
+		printf("hw_dm: %s has no device memory (max_dm_size 0); "
+		       "skipped\n", dev);
+		return SKIP;
+	}
+	if (shared != 1) {
+		fprintf(stderr, "hw_dm: %s: DM not shareable: %s\n", dev,
+			reason);
+		return 1;
+	}
+	dirty_memic(dev);
 	CHECK(ibc_open(c, dev, &ctx) == 0, "ibc_open %s", dev);
 	CHECK(ibc_dm_alloc(ctx, 100, 0, &dm) == 0, "ibc_dm_alloc");
-	CHECK(ibc_dm_length(dm) == DM_LEN, "length %zu", ibc_dm_length(dm));
-	CHECK(ibc_dm_read(dm, buf, 0, DM_LEN) == 0, "ibc_dm_read");
-	memset(want, 0, sizeof(want));
-	CHECK(memcmp(buf, want, DM_LEN) == 0, "a new DM is not zeroed");
-	pattern(want, DM_LEN / 4, 1);
-	CHECK(ibc_dm_write(dm, 0, want, DM_LEN) == 0, "ibc_dm_write");
+	CHECK(ibc_dm_length(dm) == dm_len, "length %zu, not a page (%zu)",
+	      ibc_dm_length(dm), dm_len);
+	CHECK(ibc_dm_read(dm, buf, 0, dm_len) == 0, "ibc_dm_read");
+	memset(want, 0, dm_len);
+	CHECK(memcmp(buf, want, dm_len) == 0, "a new DM is not zeroed");
+	pattern(want, dm_len / 4, 1);
+	CHECK(ibc_dm_write(dm, 0, want, dm_len) == 0, "ibc_dm_write");
 	pid = fork();
 	if (pid == 0)
 		_exit(reader(dev, ibc_dm_handle(dm)));
 	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
 		      WEXITSTATUS(st) == 0,
 	      "the second process failed");
-	pattern(want, DM_LEN / 4, 2);
-	CHECK(ibc_dm_read(dm, buf, 0, DM_LEN) == 0, "ibc_dm_read");
-	CHECK(memcmp(buf, want, DM_LEN) == 0,
+	pattern(want, dm_len / 4, 2);
+	CHECK(ibc_dm_read(dm, buf, 0, dm_len) == 0, "ibc_dm_read");
+	CHECK(memcmp(buf, want, dm_len) == 0,
 	      "this process does not read what the second one wrote");
+	/* The library's checks first (a wrapping offset never reaches mlx5,
+	 * whose check would wrap), then mlx5's own. */
 	CHECK(ibc_dm_write(dm, UINT64_MAX - 3, buf, 8) == -EFAULT,
 	      "no EFAULT for a wrapping offset");
 	CHECK(ibc_dm_write(dm, 2, buf, 4) == -EINVAL, "no EINVAL");
-	CHECK(ibc_reg_dm_mr(dm, 0, DM_LEN, acc, &mr) == 0, "ibc_reg_dm_mr");
+	if (provider_rules(dm, buf))
+		return 1;
+	CHECK(ibc_reg_dm_mr(dm, 0, dm_len, acc, &mr) == 0, "ibc_reg_dm_mr");
 	CHECK(ibc_dm_free(dm) == -EBUSY, "free with an MR on the DM");
 	CHECK(ibc_dereg_mr(mr) == 0, "ibc_dereg_mr");
 	CHECK(ibc_dm_free(dm) == 0, "ibc_dm_free");
-	/* Until the device has no MEMIC left. */
-	while (n < MAX_DMS &&
-	       (err = ibc_dm_alloc(ctx, DM_LEN, 0, &many[n])) == 0)
+	if (kernel_blocks_free(c, ctx))
+		return 1;
+	/* Until the device has no MEMIC left: at most what it reports. */
+	max_n = max_dm / dm_len + 1;
+	many = calloc(max_n, sizeof(*many));
+	CHECK(many, "out of memory");
+	while (n < max_n &&
+	       (err = ibc_dm_alloc(ctx, dm_len, 0, &many[n])) == 0)
 		n++;
-	CHECK(err == -ENOSPC, "after %d DMs: %d instead of ENOSPC", n, err);
-	for (int i = 0; i < n; i++)
+	CHECK(err == -ENOSPC, "after %zu DMs: %d instead of ENOSPC", n, err);
+	for (size_t i = 0; i < n; i++)
 		CHECK(ibc_dm_free(many[i]) == 0, "ibc_dm_free");
-	CHECK(ibc_dm_alloc(ctx, DM_LEN, 0, &dm) == 0 && ibc_dm_free(dm) == 0,
+	free(many);
+	CHECK(ibc_dm_alloc(ctx, dm_len, 0, &dm) == 0 && ibc_dm_free(dm) == 0,
 	      "the memory did not come back");
-	printf("hw_dm: %s: %d DMs of %d bytes until ENOSPC\n", dev, n,
-	       DM_LEN);
+	printf("hw_dm: %s: %zu DMs of %zu bytes until ENOSPC (max_dm_size "
+	       "%llu)\n",
+	       dev, n, dm_len, (unsigned long long)max_dm);
 	ibc_disconnect(c);
+	free(buf);
+	free(want);
 	return 0;
 }
 
@@ -149,6 +279,7 @@ int main(void)
 		printf("hw_dm: no device driven by mlx5_core; skipped\n");
 		return SKIP;
 	}
+	dm_len = (size_t)sysconf(_SC_PAGESIZE);
 	if (!bin || hw_mkdir("/tmp/rdmab-hwdm-XXXXXX") < 0)
 		return 99;
 	if (start_daemon(bin) < 0) {
@@ -157,6 +288,8 @@ int main(void)
 	}
 	ret = run(dev);
 	hw_stop_daemon(NULL);
+	if (ret == SKIP)
+		return SKIP;
 	printf("hw_dm: %s: %s\n", dev, ret ? "FAIL" : "PASS");
 	return ret;
 }

@@ -5,10 +5,12 @@
  * README.md.
  *
  * The daemon (rdmabrokerd --device verbs) runs as the caller; two clients
- * (as nobody when the caller is root) open one XRCD by name: the same
- * inode, their ibv_open_xrcd on the broker's file. The first makes an XRC
- * SRQ and a target QP, the second opens that target QP by number
- * (ibv_open_qp) and finds close EBUSY while it holds it. Then the first is
+ * open one XRCD by name, declared for their domains: the same inode, their
+ * ibv_open_xrcd on the broker's file. As root the first client becomes
+ * nobody and the second stays root, so that they are of two domains with
+ * two kernel contexts (and the second may kill the first). The first makes an XRC SRQ and a target QP, the second
+ * opens that target QP by number (ibv_open_qp) and finds close EBUSY while
+ * it holds it, from the library and from the kernel. Then the first is
  * killed: the broker destroys its SRQ and QP by handle and drops its open,
  * which the XRCD listing shows.
  */
@@ -17,6 +19,7 @@
 #include <grp.h>
 #include <libgen.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,14 +59,16 @@ static int first(const char *dev, int out_fd)
 	CHECK(become_nobody() == 0, "cannot become nobody");
 	CHECK(hw_connect(&c) == 0, "connect");
 	CHECK(ibc_open(c, dev, &ctx) == 0, "ibc_open %s", dev);
-	CHECK(ibc_xrcd_open(ctx, "hw", O_CREAT | O_EXCL, &x) == 0,
-	      "ibc_xrcd_open");
+	CHECK(ibc_xrcd_open(ctx, "hw", O_CREAT, &x) == 0, "ibc_xrcd_open");
 	CHECK(ibc_verbs_xrcd(x), "no ibv_xrcd");
 	CHECK(ibc_cq_create(ctx, 16, &cq) == 0, "ibc_cq_create");
 	CHECK(ibc_srq_create_xrc(x, cq, &sa, &srq) == 0, "ibc_srq_create_xrc");
 	CHECK(ibc_srq_num(srq), "SRQ number 0");
 	CHECK(ibc_qp_create_xrc_tgt(x, &qp) == 0, "ibc_qp_create_xrc_tgt");
 	CHECK(ibc_xrcd_close(x) == -EBUSY, "close with an SRQ and a QP");
+	/* The kernel's rule too: mlx5_close_xrcd keeps it when refused. */
+	CHECK(ibv_close_xrcd(ibc_verbs_xrcd(x)) == EBUSY,
+	      "ibv_close_xrcd with an SRQ and a QP");
 	snprintf(line, sizeof(line), "%llu %u\n",
 		 (unsigned long long)ibc_xrcd_ino(x), ibc_qp_num(qp));
 	CHECK(write(out_fd, line, strlen(line)) > 0, "write");
@@ -71,21 +76,66 @@ static int first(const char *dev, int out_fd)
 		pause();
 }
 
-int main(void)
+/* The second client, in a child of its own as the caller (the first is
+ * nobody when that is root: another domain, another kernel context): the
+ * first one's inode, its target QP by number, close EBUSY by the library's
+ * count and by the kernel's own; then it kills the first and waits for the
+ * broker to drop the dead client's open. */
+static int second(const char *dev, unsigned long long ino, unsigned int qpn,
+		  pid_t first_pid)
 {
-	const char *bin = getenv("RDMABROKERD");
-	const char *dev = hw_find_mlx5();
-	unsigned long long ino = 0;
-	unsigned int qpn = 0;
 	struct ibc_xrcd_info *info;
 	struct ibc_client *c;
 	struct ibc_ctx *ctx;
 	struct ibc_xrcd *x;
 	struct ibc_qp *qp;
-	int out[2], st, ret = 1;
 	size_t n = 0;
-	pid_t child;
-	FILE *f;
+	bool dropped;
+
+	CHECK(hw_connect(&c) == 0, "second client: connect");
+	CHECK(ibc_open(c, dev, &ctx) == 0, "second client: ibc_open %s", dev);
+	CHECK(ibc_xrcd_open(ctx, "hw", 0, &x) == 0,
+	      "second client: ibc_xrcd_open");
+	CHECK(ibc_xrcd_ino(x) == ino, "inode %llu, the first client's %llu",
+	      (unsigned long long)ibc_xrcd_ino(x), ino);
+	/* ib_open_qp finds the number in the kernel XRCD's own list: another
+	 * context reaches it only if the inode keyed one XRCD for both. */
+	CHECK(ibc_qp_open_xrc_tgt(x, qpn, &qp) == 0,
+	      "ibc_qp_open_xrc_tgt of QP %u", qpn);
+	CHECK(ibc_qp_num(qp) == qpn, "opened QP %u, not %u", ibc_qp_num(qp),
+	      qpn);
+	CHECK(ibc_xrcd_close(x) == -EBUSY, "ibc_xrcd_close while the QP is "
+					   "open");
+	CHECK(ibv_close_xrcd(ibc_verbs_xrcd(x)) == EBUSY,
+	      "ibv_close_xrcd while the QP is open");
+	CHECK(kill(first_pid, SIGKILL) == 0, "cannot kill the first client");
+	for (int i = 0;; i++) {
+		CHECK(i < 100, "the killed client's open stayed");
+		CHECK(ibc_list_xrcds(c, "hw", &info, sizeof(*info), &n) == 0,
+		      "ibc_list_xrcds");
+		dropped = n == 1 && info[0].n_opens == 1;
+		ibc_list_free(info);
+		if (dropped)
+			break;
+		usleep(50000);
+	}
+	CHECK(ibc_qp_destroy(qp) == 0, "ibc_qp_destroy");
+	CHECK(ibc_xrcd_close(x) == 0, "ibc_xrcd_close");
+	ibc_disconnect(c);
+	return 0;
+}
+
+int main(void)
+{
+	const char *bin = getenv("RDMABROKERD");
+	const char *dev = hw_find_mlx5();
+	unsigned int uid = (unsigned int)getuid();
+	pid_t first_pid = -1, second_pid = -1;
+	unsigned long long ino = 0;
+	unsigned int qpn = 0;
+	int out[2], st, ret = 1;
+	char conf[256];
+	FILE *f = NULL;
 
 	if (!dev) {
 		printf("hw_xrcd: no device driven by mlx5_core; skipped\n");
@@ -93,56 +143,46 @@ int main(void)
 	}
 	if (!bin || hw_mkdir("/tmp/rdmab-hwx-XXXXXX") < 0 || pipe(out) < 0)
 		return 99;
-	if (hw_start_daemon(bin, NULL) < 0) {
-		hw_stop_daemon("xrcd");
-		return 1;
-	}
-	child = fork();
-	if (child == 0) {
+	/* As root, the clients are of two domains that share the declared
+	 * XRCD (a: the second, root; b: the first, nobody); otherwise both
+	 * are the caller, in one. */
+	if (uid == 0)
+		snprintf(conf, sizeof(conf),
+			 "[domain a]\nusers = 0\n[domain b]\nusers = %d\n"
+			 "[xrcd hw]\ndomains = a, b\n",
+			 NOBODY);
+	else
+		snprintf(conf, sizeof(conf),
+			 "[domain a]\nusers = %u\n[xrcd hw]\ndomains = a\n",
+			 uid);
+	if (hw_start_daemon(bin, conf) < 0)
+		goto out;
+	first_pid = fork();
+	if (first_pid == 0) {
 		close(out[0]);
 		_exit(first(dev, out[1]));
 	}
 	close(out[1]);
 	f = fdopen(out[0], "r");
-	if (!f || fscanf(f, "%llu %u", &ino, &qpn) != 2)
+	if (first_pid < 0 || !f || fscanf(f, "%llu %u", &ino, &qpn) != 2)
 		goto out;
-	/* The second client: the same inode, the target QP by number. */
-	if (become_nobody() < 0 || hw_connect(&c) < 0 ||
-	    ibc_open(c, dev, &ctx) < 0 || ibc_xrcd_open(ctx, "hw", 0, &x) < 0)
-		goto out;
-	if (ibc_xrcd_ino(x) != ino ||
-	    ibc_qp_open_xrc_tgt(x, qpn, &qp) < 0 || ibc_qp_num(qp) != qpn ||
-	    ibc_xrcd_close(x) != -EBUSY) {
-		fprintf(stderr, "hw_xrcd: second client: %s\n",
-			ibc_last_error());
-		goto out;
-	}
-	kill(child, SIGKILL);
-	waitpid(child, &st, 0);
-	/* The broker drops the dead client's open once its SRQ and QP are
-	 * destroyed. */
-	for (int i = 0; i < 100; i++) {
-		if (ibc_list_xrcds(c, "hw", &info, sizeof(*info), &n) < 0)
-			goto out;
-		if (n == 1 && info[0].n_opens == 1) {
-			ibc_list_free(info);
-			ret = 0;
-			break;
-		}
-		ibc_list_free(info);
-		usleep(50000);
-	}
-	if (ret)
-		fprintf(stderr, "hw_xrcd: the killed client's open stayed\n");
-	if (!ret && (ibc_qp_destroy(qp) < 0 || ibc_xrcd_close(x) < 0)) {
-		fprintf(stderr, "hw_xrcd: teardown: %s\n", ibc_last_error());
-		ret = 1;
-	}
-	ibc_disconnect(c);
+	second_pid = fork();
+	if (second_pid == 0)
+		_exit(second(dev, ino, qpn, first_pid));
+	if (second_pid > 0 && waitpid(second_pid, &st, 0) == second_pid &&
+	    WIFEXITED(st) && WEXITSTATUS(st) == 0)
+		ret = 0;
 out:
+	/* Whatever failed, the first client goes (it holds its objects until
+	 * killed) before the daemon. */
+	if (first_pid > 0) {
+		kill(first_pid, SIGKILL);
+		waitpid(first_pid, NULL, 0);
+	}
 	if (f)
 		fclose(f);
 	hw_stop_daemon("xrcd");
-	printf("hw_xrcd: %s: %s\n", dev, ret ? "FAIL" : "PASS");
+	printf("hw_xrcd: %s: %s%s\n", dev, ret ? "FAIL" : "PASS",
+	       uid ? " (one domain: run as root for two)" : "");
 	return ret;
 }
