@@ -523,10 +523,18 @@ static void verbs_dm_selftest(struct device *dev, struct ibv_context *own)
 	errno = 0;
 	idm = ibv_import_dm(imp, dm->handle);
 	if (!idm) {
+		int err = errno ? errno : EOPNOTSUPP;
+
+		/* The kernel answers a method it lacks so: contexts import
+		 * from 5.11, DMs only from 5.13 (MLX5_IB_METHOD_DM_QUERY). */
 		snprintf(caps->dm_reason, sizeof(caps->dm_reason),
 			 "the start-up self-test could not import a DM "
-			 "(ibv_import_dm: %s)",
-			 strerror(errno ? errno : EOPNOTSUPP));
+			 "(ibv_import_dm: %s%s)",
+			 strerror(err),
+			 err == EPROTONOSUPPORT ?
+				 "; a kernel before 5.13 has no "
+				 "MLX5_IB_METHOD_DM_QUERY" :
+				 "");
 		goto out;
 	}
 	ibv_unimport_dm(idm);
