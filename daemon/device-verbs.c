@@ -261,16 +261,20 @@ static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
 				  err == -ENOMEM ? "out of device memory" :
 						   strerror(-err));
 	}
-	err = verbs_dm_zero(dm, length);
-	if (err < 0) {
-		ibv_free_dm(dm);
-		return device_why(why, err, "%s: cannot zero a new DM: %s",
-				  base->dev->name, strerror(-err));
-	}
+	/* Listed from the start: a member may register an MR on the new
+	 * handle through its shared cmd_fd, and a free that fails must
+	 * leave the DM to the close. */
 	err = verbs_dm_list(verbs_ctx_of(base), dm);
 	if (err < 0) {
 		ibv_free_dm(dm);
 		return device_why(why, err, "out of memory");
+	}
+	err = verbs_dm_zero(dm, length);
+	if (err < 0) {
+		if (ibv_free_dm(dm) == 0)
+			verbs_dm_unlist(verbs_ctx_of(base), dm);
+		return device_why(why, err, "%s: cannot zero a new DM: %s",
+				  base->dev->name, strerror(-err));
 	}
 	ret->handle = dm->handle;
 	ret->length = length;

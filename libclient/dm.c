@@ -676,7 +676,13 @@ IBC_EXPORT int ibc_dm_write(struct ibc_dm *dm, uint64_t dm_offset,
 		return err;
 	if (dm->map) {
 		memcpy(dm->map + dm_offset, src, length);
-		wc_flush_writes();
+		/* Ordinary memory: ordered for another process as a verbs
+		 * DM is, without the write-combining drain. */
+#if defined(__x86_64__) || defined(__i386__)
+		__builtin_ia32_sfence();
+#else
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+#endif
 		return 0;
 	}
 	err = ibc_dm_verbs_enter(dm);
@@ -722,19 +728,27 @@ IBC_EXPORT struct ibv_dm *ibc_verbs_dm(struct ibc_dm *dm)
 		errno = EINVAL;
 		return NULL;
 	}
-	if (__atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE)) {
-		ibc_set_error(-dm->gone, "%s", dm->gone_why);
-		errno = dm->gone;
+	struct ibv_dm *vdm;
+	int gone;
+
+	/* Under the lock every unimport holds: gone and the import agree. */
+	pthread_mutex_lock(&dm->ctx->lock);
+	gone = __atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE);
+	vdm = dm->vdm;
+	pthread_mutex_unlock(&dm->ctx->lock);
+	if (gone) {
+		ibc_set_error(-gone, "%s", dm->gone_why);
+		errno = gone;
 		return NULL;
 	}
-	if (!dm->vdm) {
+	if (!vdm) {
 		ibc_set_error(-EOPNOTSUPP,
 			      "%s is the soft device: it has no struct "
 			      "ibv_dm",
 			      dm->ctx->caps.device);
 		errno = EOPNOTSUPP;
 	}
-	return dm->vdm;
+	return vdm;
 }
 
 IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,

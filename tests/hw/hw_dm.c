@@ -204,9 +204,14 @@ static int run(const char *dev)
 			snprintf(reason, sizeof(reason), "%s", d[i].dm_reason);
 		}
 	ibc_list_free(d);
-	if (!max_dm) {
-		printf("hw_dm: %s has no device memory (max_dm_size 0); "
-		       "skipped\n", dev);
+	if (max_dm < dm_len) {
+		printf("hw_dm: %s has no device memory of a page (max_dm_size "
+		       "%llu); skipped\n",
+		       dev, (unsigned long long)max_dm);
+		return SKIP;
+	}
+	if (shared != 1 && strstr(reason, "before 5.13")) {
+		printf("hw_dm: %s: %s; skipped\n", dev, reason);
 		return SKIP;
 	}
 	if (shared != 1) {

@@ -8,9 +8,10 @@
  * open one XRCD by name, declared for their domains: the same inode, their
  * ibv_open_xrcd on the broker's file. As root the first client becomes
  * nobody and the second stays root, so that they are of two domains with
- * two kernel contexts (and the second may kill the first). The first makes an XRC SRQ and a target QP, the second
- * opens that target QP by number (ibv_open_qp) and finds close EBUSY while
- * it holds it, from the library and from the kernel. Then the first is
+ * two kernel contexts (and the second may kill the first). The first makes
+ * an XRC SRQ and a target QP, the second opens that target QP by number
+ * (ibv_open_qp) and finds close EBUSY while it holds it, from the library
+ * and from the kernel. Then the first is
  * killed: the broker destroys its SRQ and QP by handle and drops its open,
  * which the XRCD listing shows.
  */

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 /* What the mlx5 hardware suites share; see hwlib.h. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -119,7 +120,17 @@ void hw_stop_daemon(const char *subdir)
 	unlink(hw_conf);
 	unlink(hw_sock);
 	if (subdir) {
+		DIR *d;
+
 		snprintf(path, sizeof(path), "%s/%s", hw_dir, subdir);
+		/* What the daemon keeps there across a stop (declared XRCD
+		 * files) goes too. */
+		d = opendir(path);
+		for (struct dirent *e; d && (e = readdir(d));)
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				unlinkat(dirfd(d), e->d_name, 0);
+		if (d)
+			closedir(d);
 		rmdir(path);
 	}
 	rmdir(hw_dir);

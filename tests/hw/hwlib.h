@@ -72,7 +72,8 @@ int hw_start_daemon(const char *bin, const char *conf_text);
 
 /**
  * hw_stop_daemon() - Stop the daemon and remove the suite's directory.
- * @subdir: a directory the daemon made in it to remove first, or NULL.
+ * @subdir: a directory the daemon made in it to remove first, with the
+ * files in it, or NULL.
  */
 void hw_stop_daemon(const char *subdir);
 
