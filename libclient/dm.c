@@ -723,14 +723,14 @@ IBC_EXPORT int ibc_dm_read(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
 
 IBC_EXPORT struct ibv_dm *ibc_verbs_dm(struct ibc_dm *dm)
 {
+	struct ibv_dm *vdm;
+	int gone;
+
 	if (!dm) {
 		ibc_set_error(-EINVAL, "dm is NULL");
 		errno = EINVAL;
 		return NULL;
 	}
-	struct ibv_dm *vdm;
-	int gone;
-
 	/* Under the lock every unimport holds: gone and the import agree. */
 	pthread_mutex_lock(&dm->ctx->lock);
 	gone = __atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE);
