@@ -195,8 +195,8 @@ int domain_room_objects(struct domain *d, uint32_t n, const char *why,
 			struct reply *r)
 {
 	d = domain_pool(d);
-	/* In 64 bits: a count charged over the limit (unaccounted.c) and a large @n
-	 * must not wrap into room. */
+	/* In 64 bits: a count charged over the limit (unaccounted.c) and a
+	 * large @n must not wrap into room. */
 	if ((uint64_t)d->used.objects + n <= d->limit.objects)
 		return 0;
 	return reply_error(r, -EDQUOT, "domain %s holds %u of its %u objects%s",
