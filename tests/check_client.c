@@ -990,8 +990,6 @@ END_TEST
  */
 static void script_open_after_other_reply(struct fb *fb)
 {
-	Rdmab__OpenContextReply oc = RDMAB__OPEN_CONTEXT_REPLY__INIT;
-	Rdmab__Reply reply = RDMAB__REPLY__INIT;
 	Rdmab__Request *req = NULL;
 	uint64_t open_serial, serial;
 	int fd = fb_soft_context_fd(FB_CONTEXT_ID);
@@ -1007,14 +1005,8 @@ static void script_open_after_other_reply(struct fb *fb)
 	fb_post(fb, 1);
 	if (fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &req) < 0)
 		goto out;
-	if (fb_answer_ping(fb, serial, req) < 0)
-		goto out;
-	oc.context_id = FB_CONTEXT_ID;
-	oc.device = (char *)"soft0";
-	reply.serial = open_serial;
-	reply.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
-	reply.open_context = &oc;
-	if (fb_send_reply(fb, &reply, &fd, 1) < 0)
+	if (fb_answer_ping(fb, serial, req) < 0 ||
+	    fb_reply_open(fb, open_serial, "soft0", fd) < 0)
 		goto out;
 	fb_answer_close(fb);
 	fb_wait_eof(fb);

@@ -228,21 +228,27 @@ int fb_answer_ping(struct fb *fb, uint64_t serial, const Rdmab__Request *req)
 	return fb_send_reply(fb, &reply, NULL, 0);
 }
 
-int fb_answer_open(struct fb *fb, const char *device, int fd)
+int fb_reply_open(struct fb *fb, uint64_t serial, const char *device, int fd)
 {
 	Rdmab__OpenContextReply oc = RDMAB__OPEN_CONTEXT_REPLY__INIT;
 	Rdmab__Reply reply = RDMAB__REPLY__INIT;
-	uint64_t serial;
 
-	if (fb_expect(fb, RDMAB__REQUEST__BODY_OPEN_CONTEXT, &serial, NULL) <
-	    0)
-		return -1;
 	oc.context_id = FB_CONTEXT_ID;
 	oc.device = (char *)device;
 	reply.serial = serial;
 	reply.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
 	reply.open_context = &oc;
 	return fb_send_reply(fb, &reply, &fd, fd >= 0 ? 1 : 0);
+}
+
+int fb_answer_open(struct fb *fb, const char *device, int fd)
+{
+	uint64_t serial;
+
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_OPEN_CONTEXT, &serial, NULL) <
+	    0)
+		return -1;
+	return fb_reply_open(fb, serial, device, fd);
 }
 
 int fb_soft_context_fd(uint64_t id)

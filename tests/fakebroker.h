@@ -75,8 +75,10 @@ int fb_hello_secret(struct fb *fb, const char *name, const char *kind,
 int fb_answer_ping(struct fb *fb, uint64_t serial, const Rdmab__Request *req);
 /* The context every fb_answer_open() opens. */
 #define FB_CONTEXT_ID 42
-/* Expect an open_context and answer it with context FB_CONTEXT_ID on
- * @device, sending @fd (-1: none; the caller keeps it). */
+/* Answer open_context @serial with context FB_CONTEXT_ID on @device,
+ * sending @fd (-1: none; the caller keeps it). */
+int fb_reply_open(struct fb *fb, uint64_t serial, const char *device, int fd);
+/* Expect an open_context and answer it so. */
 int fb_answer_open(struct fb *fb, const char *device, int fd);
 /* A sealed memfd holding the soft device's context header for @id, as
  * the daemon sends it, or -errno. */
