@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <poll.h>
 #include <pthread.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -908,6 +909,73 @@ START_TEST(test_import_in_flight_event)
 }
 END_TEST
 
+struct copier {
+	struct ibc_dm *dm;
+	const uint32_t *want;
+	size_t words;
+	int ended; /* what the last copy answered */
+	unsigned int copies, wrong;
+};
+
+/* Read the whole DM until a read fails; count the reads that answered 0
+ * with bytes that are not the DM's. */
+static void *copier_main(void *arg)
+{
+	struct copier *c = arg;
+	size_t len = c->words * sizeof(uint32_t);
+	uint32_t *buf = malloc(len);
+	int ret;
+
+	ck_assert_ptr_nonnull(buf);
+	while ((ret = ibc_dm_read(c->dm, buf, 0, len)) == 0) {
+		__atomic_add_fetch(&c->copies, 1, __ATOMIC_RELAXED);
+		c->wrong += memcmp(buf, c->want, len) != 0;
+	}
+	c->ended = ret;
+	free(buf);
+	return NULL;
+}
+
+/* Another thread copies out of an import without pause while the free's
+ * event ends it: each read either answers 0 with the DM's bytes or
+ * -ENODEV, never 0 with the zero pages that took the mapping's place. */
+START_TEST(test_copy_races_end)
+{
+	enum { LEN = 65536, WORDS = LEN / 4 };
+	static uint32_t want[WORDS];
+	struct racer r = { 0 };
+	unsigned int copies = 0;
+	struct ibc_ctx *cx;
+	pthread_t t, ct;
+	int rounds = 40;
+
+	pattern(want, WORDS, 7);
+	racer_start(&r, &cx, &t);
+	for (int i = 0; i < rounds; i++) {
+		struct ibc_dm *dm = alloc_dm(LEN);
+		struct copier c = { .want = want, .words = WORDS };
+
+		ck_assert_int_eq(ibc_dm_write(dm, 0, want, LEN), 0);
+		ck_assert_int_eq(ibc_dm_import(cx, ibc_dm_handle(dm), &c.dm),
+				 0);
+		ck_assert_int_eq(pthread_create(&ct, NULL, copier_main, &c), 0);
+		/* Some copies first, so that the end falls among them. */
+		while (!__atomic_load_n(&c.copies, __ATOMIC_RELAXED))
+			sched_yield();
+		ck_assert_int_eq(ibc_dm_free(dm), 0);
+		pthread_join(ct, NULL);
+		ck_assert_int_eq(c.ended, -ENODEV);
+		ck_assert_msg(!c.wrong, "round %d: %u of %u reads answered 0 "
+			      "with bytes not the DM's", i, c.wrong, c.copies);
+		copies += c.copies;
+		ck_assert_int_eq(ibc_dm_unimport(c.dm), 0);
+	}
+	racer_stop(&r, t);
+	ck_assert_uint_ge(copies, rounds);
+	ibc_disconnect(r.cl);
+}
+END_TEST
+
 /* Allocator and importer, each exiting or killed, in both orders: the DM
  * is freed exactly once, when both are gone, and the quota comes back. */
 START_TEST(test_exit_kill_matrix)
@@ -1505,6 +1573,7 @@ int main(void)
 	tcase_add_test(tc, test_free_pending_event);
 	tcase_add_test(tc, test_unimport_races_event);
 	tcase_add_test(tc, test_import_in_flight_event);
+	tcase_add_test(tc, test_copy_races_end);
 	tcase_add_test(tc, test_close_races_event);
 	tcase_add_test(tc, test_exit_kill_matrix);
 	tcase_add_test(tc, test_no_dm_on_null);
