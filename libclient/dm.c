@@ -689,13 +689,18 @@ static void ibc_dm_verbs_leave(struct ibc_dm *dm)
  * the mapping come after gone is stored (ibc_dm_drop_local()), and a copy
  * reaches them only past the TLB shootdown that installs them, which
  * serializes its CPU: a copy that touched any of them sees gone here. The
- * fence keeps a read's loads before this one (a write has its own). */
+ * fence keeps a read's loads before this one (a write has its own); x86
+ * needs only the compiler's. */
 static inline __attribute__((always_inline)) int
 ibc_dm_copied(const struct ibc_dm *dm)
 {
 	int gone;
 
+#if defined(__x86_64__) || defined(__i386__)
+	__atomic_signal_fence(__ATOMIC_ACQUIRE);
+#else
 	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+#endif
 	gone = __atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE);
 	if (__builtin_expect(gone, 0))
 		return ibc_set_error(-gone,
