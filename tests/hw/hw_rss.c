@@ -5,8 +5,10 @@
  * or newer: see README.md.
  *
  * The daemon (rdmabrokerd --device verbs) runs as the caller (root: it
- * needs CAP_NET_RAW permitted). Two processes, one of them as nobody, each
- * make two WQs in the domain's imported context and post receives on them;
+ * needs CAP_NET_RAW permitted). Two processes, one of them as nobody, both
+ * members of one named domain that may claim the test's traffic (without
+ * it they are two domains, and the table cannot span them), each make two
+ * WQs in the domain's imported context and post receives on them;
  * the parent, an administrator, builds one table over the four
  * (ibc_rss_create), then sends test flows to the port's own MAC from a
  * RAW_PACKET QP of its own, which the NIC loops back into its receive
@@ -14,6 +16,11 @@
  * the parent compares that with ibc_rss_lookup(): the hash input order and
  * the table index bits the library assumes are what the device does, or
  * the suite says where they differ.
+ *
+ * With --soft it runs against the soft device: the shared domain, the WQs
+ * of both processes, the table over them, its rule and ibc_rss_lookup();
+ * the receives and the frames are skipped (the soft device has no data
+ * path), on SKIP lines.
  */
 #include <arpa/inet.h>
 #include <errno.h>
@@ -40,7 +47,9 @@
 #define WQS_EACH 2
 #define BUFS	 32
 #define BUF_SIZE 2048
-#define UDP_PORT 4791
+/* Not RoCEv2's 4791: with RoCE enabled mlx5 steers that port to its own
+ * transport before any flow rule of ours sees it. */
+#define UDP_PORT 9999
 
 static const uint8_t key[IBC_RSS_KEY_LEN] = {
 	0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
@@ -49,8 +58,11 @@ static const uint8_t key[IBC_RSS_KEY_LEN] = {
 	0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
 };
 
-/* An mlx5 device whose port 1 is Ethernet, and its MAC. */
-static const char *find_mlx5_eth(uint8_t mac[6])
+/* The port's MAC, for the frames' destination. */
+static uint8_t mac[6];
+
+/* An mlx5 device whose port 1 is Ethernet, and its MAC in mac[]. */
+static const char *find_mlx5_eth(void)
 {
 	static char name[64];
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -123,11 +135,16 @@ static int rx_setup(struct ibc_ctx *ctx, struct rx *r)
 	r->buf = calloc(WQS_EACH * BUFS, BUF_SIZE);
 	CHECK(r->buf, "out of memory");
 	CHECK(ibc_cq_create(ctx, 2 * WQS_EACH * BUFS, &r->cq) == 0, "CQ");
+	for (int w = 0; w < WQS_EACH; w++)
+		CHECK(ibc_wq_create(ctx, r->cq, &wa, &r->wq[w]) == 0, "WQ");
+	if (hw_mode == HW_SOFT) {
+		HW_SKIP("receive buffers", "the soft device has no data path");
+		return 0;
+	}
 	r->mr = ibv_reg_mr(ibc_verbs_pd(ctx), r->buf,
 			   WQS_EACH * BUFS * BUF_SIZE, IBV_ACCESS_LOCAL_WRITE);
 	CHECK(r->mr, "ibv_reg_mr: %s", strerror(errno));
 	for (int w = 0; w < WQS_EACH; w++) {
-		CHECK(ibc_wq_create(ctx, r->cq, &wa, &r->wq[w]) == 0, "WQ");
 		for (int b = 0; b < BUFS; b++) {
 			uint8_t *p = r->buf + (w * BUFS + b) * BUF_SIZE;
 			struct ibv_sge sge = { .addr = (uintptr_t)p,
@@ -151,7 +168,7 @@ static void rx_report(struct rx *r, int out)
 {
 	time_t end = time(NULL) + 3;
 
-	while (time(NULL) < end) {
+	while (hw_mode != HW_SOFT && time(NULL) < end) {
 		struct ibv_wc wc[16];
 		int n = ibv_poll_cq(ibc_verbs_cq(r->cq), 16, wc);
 
@@ -181,9 +198,7 @@ static int child(const char *dev, int ids_fd, int go_fd, int out_fd)
 	struct rx r;
 	char x;
 
-	CHECK(setgroups(0, NULL) == 0 &&
-		      setresgid(NOBODY, NOBODY, NOBODY) == 0 &&
-		      setresuid(NOBODY, NOBODY, NOBODY) == 0,
+	CHECK(geteuid() != 0 || hw_become(NOBODY) == 0,
 	      "cannot become uid %d", NOBODY);
 	CHECK(hw_connect(&c) == 0, "connect");
 	CHECK(ibc_open(c, dev, &ctx) == 0, "ibc_open %s", dev);
@@ -215,15 +230,15 @@ static uint16_t ip_csum(const uint8_t *h, size_t len)
 	return (uint16_t)~s;
 }
 
-static size_t frame(uint8_t *p, const uint8_t mac[6], int i)
+static size_t frame(uint8_t *p, const uint8_t dst[6], int i)
 {
 	struct ibc_flow f;
 	size_t ip = 14, udp = 34, len = 46;
 
 	flow_of(i, &f);
 	memset(p, 0, len);
-	memcpy(p, mac, 6);
-	memcpy(p + 6, mac, 6);
+	memcpy(p, dst, 6);
+	memcpy(p + 6, dst, 6);
 	p[6] |= 0x02; /* a locally administered source */
 	p[12] = 0x08;
 	p[14] = 0x45;
@@ -245,8 +260,8 @@ static size_t frame(uint8_t *p, const uint8_t mac[6], int i)
 	return len;
 }
 
-/* A RAW_PACKET QP of this process's own sends every flow to @mac. */
-static int send_flows(const char *dev, const uint8_t mac[6])
+/* A RAW_PACKET QP of this process's own sends every flow to mac[]. */
+static int send_flows(const char *dev)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
 	struct ibv_context *ctx = NULL;
@@ -263,6 +278,10 @@ static int send_flows(const char *dev, const uint8_t mac[6])
 	struct ibv_mr *mr;
 	struct ibv_qp *qp;
 
+	if (hw_mode == HW_SOFT) {
+		HW_SKIP("frames", "the soft device has no data path");
+		return 0;
+	}
 	for (int i = 0; list && list[i] && !ctx; i++)
 		if (strcmp(ibv_get_device_name(list[i]), dev) == 0)
 			ctx = ibv_open_device(list[i]);
@@ -309,11 +328,53 @@ static int send_flows(const char *dev, const uint8_t mac[6])
 	return 0;
 }
 
-int main(void)
+/* The domain both processes join: the caller and nobody, allowed the
+ * test's traffic. */
+static int start_daemon(const char *bin)
+{
+	char conf[256];
+
+	snprintf(conf, sizeof(conf),
+		 "[domain hw]\nusers = %u, %d\n"
+		 "rss_allow = ipv4/udp 192.0.2.1/32 %d\n",
+		 (unsigned int)getuid(), NOBODY, UDP_PORT);
+	hw_domain = "hw";
+	return hw_start_daemon(bin, conf);
+}
+
+/* Every flow maps to one of the four WQs, and the table spreads them
+ * over both processes' (entry i is WQ i mod 4). */
+static int check_lookups(struct ibc_rss *rss, const uint64_t ids[])
+{
+	int per_side[2] = { 0 };
+
+	for (int i = 0; i < FLOWS; i++) {
+		struct ibc_flow fl;
+		uint64_t want = 0;
+		uint32_t h;
+		int k = 0;
+
+		flow_of(i, &fl);
+		CHECK(ibc_rss_lookup(rss, &fl, &h, &want) == 0,
+		      "ibc_rss_lookup of flow %d", i);
+		while (k < 2 * WQS_EACH && ids[k] != want)
+			k++;
+		CHECK(k < 2 * WQS_EACH, "flow %d: WQ %llu is none of the table's",
+		      i, (unsigned long long)want);
+		per_side[k / WQS_EACH]++;
+	}
+	CHECK(per_side[0] && per_side[1],
+	      "the %d flows all map to one process's WQs (%d, %d)", FLOWS,
+	      per_side[0], per_side[1]);
+	printf("hw_rss: %d flows map to the child's WQs, %d to the parent's\n",
+	       per_side[0], per_side[1]);
+	return 0;
+}
+
+int main(int argc, char **argv)
 {
 	const char *bin = getenv("RDMABROKERD");
-	uint8_t mac[6];
-	const char *dev = find_mlx5_eth(mac);
+	const char *dev;
 	uint64_t ids[2 * WQS_EACH], got[FLOWS] = { 0 };
 	int idp[2], gop[2], outp[2], outc[2], ret = 0, n_ok = 0;
 	struct ibc_rss_attr ra = { .port_num = 1, .log_ind_tbl_size = 4 };
@@ -326,18 +387,24 @@ int main(void)
 	int flow;
 	FILE *f;
 
-	if (!dev) {
-		printf("hw_rss: no mlx5 device with an Ethernet port 1; "
-		       "skipped\n");
-		return SKIP;
+	ret = hw_init(argc, argv, find_mlx5_eth, &dev);
+	if (ret)
+		return ret;
+	if (hw_mode == HW_OWN) {
+		fprintf(stderr, "hw_rss: --own: a context of one's own has no "
+				"RSS across processes\n");
+		return 2;
 	}
-	if (!bin || hw_mkdir("/tmp/rdmab-hwrss-XXXXXX") < 0 || pipe(idp) || pipe(gop) || pipe(outp) ||
-	    pipe(outc))
+	if (!bin || hw_mkdir("/tmp/rdmab-hwrss-XXXXXX") < 0 || pipe2(idp, O_CLOEXEC) ||
+	    pipe2(gop, O_CLOEXEC) || pipe2(outp, O_CLOEXEC) || pipe2(outc, O_CLOEXEC))
 		return 99;
-	if (hw_start_daemon(bin, NULL) < 0) {
+	if (start_daemon(bin) < 0) {
 		hw_stop_daemon(NULL);
 		return 1;
 	}
+	if (geteuid() != 0)
+		HW_SKIP("a second uid", "not run as root: both processes are "
+					"the caller");
 	pid = fork();
 	if (pid == 0)
 		_exit(child(dev, idp[1], gop[0], outc[1]));
@@ -375,12 +442,15 @@ int main(void)
 		hw_stop_daemon(NULL);
 		return 1;
 	}
-	printf("hw_rss: RSS %llu over WQs %llu %llu (nobody) %llu %llu "
-	       "(root)\n",
+	printf("hw_rss: RSS %llu over WQs %llu %llu (%s) %llu %llu "
+	       "(uid %u), domain hw\n",
 	       (unsigned long long)ibc_rss_id(rss), (unsigned long long)ids[0],
-	       (unsigned long long)ids[1], (unsigned long long)ids[2],
-	       (unsigned long long)ids[3]);
-	if (write(gop[1], "g", 1) != 1 || send_flows(dev, mac))
+	       (unsigned long long)ids[1], geteuid() ? "the same uid" : "nobody",
+	       (unsigned long long)ids[2], (unsigned long long)ids[3],
+	       (unsigned int)getuid());
+	if (check_lookups(rss, ids))
+		ret = 1;
+	if (write(gop[1], "g", 1) != 1 || send_flows(dev))
 		ret = 1;
 	rx_report(&r, outp[1]);
 	close(outp[1]);
@@ -393,7 +463,7 @@ int main(void)
 		if (f)
 			fclose(f);
 	}
-	for (int i = 0; i < FLOWS; i++) {
+	for (int i = 0; hw_mode != HW_SOFT && i < FLOWS; i++) {
 		struct ibc_flow fl;
 		uint64_t want;
 		uint32_t h;
@@ -414,7 +484,12 @@ int main(void)
 	ibc_rss_destroy(rss);
 	ibc_disconnect(c);
 	hw_stop_daemon(NULL);
-	printf("hw_rss: %s: %d of %d flows where ibc_rss_lookup said: %s\n",
-	       dev, n_ok, FLOWS, ret ? "FAIL" : "PASS");
+	if (hw_mode == HW_SOFT)
+		printf("hw_rss: %s: the table over both processes: %s\n", dev,
+		       ret ? "FAIL" : "PASS");
+	else
+		printf("hw_rss: %s: %d of %d flows where ibc_rss_lookup said: "
+		       "%s\n",
+		       dev, n_ok, FLOWS, ret ? "FAIL" : "PASS");
 	return ret;
 }

@@ -142,7 +142,7 @@ int main(void)
 		printf("hw_xrcd: no device driven by mlx5_core; skipped\n");
 		return SKIP;
 	}
-	if (!bin || hw_mkdir("/tmp/rdmab-hwx-XXXXXX") < 0 || pipe(out) < 0)
+	if (!bin || hw_mkdir("/tmp/rdmab-hwx-XXXXXX") < 0 || pipe2(out, O_CLOEXEC) < 0)
 		return 99;
 	/* As root, the clients are of two domains that share the declared
 	 * XRCD (a: the second, root; b: the first, nobody); otherwise both

@@ -3,6 +3,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <libgen.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -15,7 +16,103 @@
 #include "tests/hw/hwlib.h"
 
 char hw_dir[64], hw_sock[256], hw_conf[256];
+enum hw_mode hw_mode = HW_MLX5;
+const char *hw_domain;
 static pid_t daemon_pid = -1;
+
+int hw_init(int argc, char **argv, const char *(*find)(void),
+	    const char **ret_dev)
+{
+	const char *dev = NULL;
+
+	/* Forked children _exit(): their lines must be out by then. */
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (argc == 2 && strcmp(argv[1], "--soft") == 0) {
+		hw_mode = HW_SOFT;
+		dev = "soft0";
+	} else if (argc == 3 && strcmp(argv[1], "--own") == 0) {
+		hw_mode = HW_OWN;
+		dev = argv[2];
+	} else if (argc == 1) {
+		dev = find();
+		if (!dev) {
+			printf("%s: no mlx5 device for this suite; skipped\n",
+			       basename(argv[0]));
+			return SKIP;
+		}
+	} else {
+		fprintf(stderr, "usage: %s [--soft | --own DEVICE]\n",
+			argv[0]);
+		return 2;
+	}
+	*ret_dev = dev;
+	return 0;
+}
+
+int hw_become(unsigned int uid)
+{
+	if (setgroups(0, NULL) || setresgid(uid, uid, uid) ||
+	    setresuid(uid, uid, uid))
+		return -1;
+	return 0;
+}
+
+/* Lines of @cmd's output that are objects: each starts with its device
+ * ("dev NAME" or, for a QP, "link NAME/PORT"); not a pid, which a dead
+ * creator's objects no longer show. */
+static int rdma_lines(const char *cmd)
+{
+	char line[1024];
+	int n = 0;
+	FILE *f;
+
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, "rror") || strstr(line, "Unknown") ||
+		    strstr(line, "not supported")) {
+			fprintf(stderr, "hwlib: %s: %s", cmd, line);
+			n = -1;
+			break;
+		}
+		if (!strncmp(line, "dev ", 4) || !strncmp(line, "link ", 5))
+			n++;
+	}
+	if (pclose(f) != 0 && n == 0)
+		return -1;
+	return n;
+}
+
+int hw_rdma_count(const char *type)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rdma resource show %s 2>&1", type);
+	return rdma_lines(cmd);
+}
+
+int hw_rdma_qp_listed(uint32_t qpn)
+{
+	char cmd[128];
+	int n;
+
+	snprintf(cmd, sizeof(cmd), "rdma resource show qp lqpn %u 2>&1", qpn);
+	n = rdma_lines(cmd);
+	return n < 0 ? -1 : n > 0;
+}
+
+int hw_wait_count(const char *type, int want, int ms)
+{
+	int n;
+
+	for (int waited = 0;; waited += 100) {
+		n = hw_rdma_count(type);
+		if (n == want || waited >= ms)
+			return n;
+		usleep(100000);
+	}
+}
 
 /* By its kernel driver: udev's persistent naming renames mlx5 devices
  * (roce..., ib...), so the name says nothing. */
@@ -65,9 +162,17 @@ int hw_mkdir(const char *tmpl)
 int hw_connect(struct ibc_client **ret)
 {
 	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET,
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+			     IBC_CONNECT_ATTR_TIMEOUT | IBC_CONNECT_ATTR_FLAGS,
 		.socket_path = hw_sock,
+		.timeout_ms = 20000,
+		.flags = hw_mode == HW_OWN ? IBC_CONNECT_ALLOW_OWN_CONTEXT : 0,
 	};
+
+	if (hw_domain) {
+		attr.comp_mask |= IBC_CONNECT_ATTR_DOMAIN;
+		attr.domain = hw_domain;
+	}
 
 	return ibc_connect(&attr, ret);
 }
@@ -90,7 +195,9 @@ int hw_start_daemon(const char *bin, const char *conf_text)
 	close(fd);
 	daemon_pid = fork();
 	if (daemon_pid == 0) {
-		execl(bin, bin, "--device", "verbs", "--socket", hw_sock,
+		const char *kind = hw_mode == HW_SOFT ? "soft" : "verbs";
+
+		execl(bin, bin, "--device", kind, "--socket", hw_sock,
 		      "--runtime-dir", hw_dir, "--config", hw_conf,
 		      "--socket-mode", "0666", (char *)NULL);
 		_exit(127);
@@ -98,6 +205,7 @@ int hw_start_daemon(const char *bin, const char *conf_text)
 	for (int i = 0; i < 200; i++) {
 		if (waitpid(daemon_pid, NULL, WNOHANG) == daemon_pid) {
 			daemon_pid = -1;
+			fprintf(stderr, "hwlib: rdmabrokerd exited at start\n");
 			return -ECHILD;
 		}
 		if (hw_connect(&c) == 0) {
