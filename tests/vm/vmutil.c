@@ -140,25 +140,56 @@ static int vm_pick_gid(struct vm_rc *rc, const struct ibv_port_attr *pa)
 	return 0;
 }
 
-int vm_rc_create(struct vm_rc *rc, struct ibv_context *ctx, struct ibv_pd *pd,
-		 size_t len)
+/* Port 1's MTU and GID. */
+static int vm_rc_port(struct vm_rc *rc)
 {
-	struct ibv_qp_init_attr qa;
 	struct ibv_port_attr pa;
-	struct ibv_qp_attr a;
 	int ret;
 
-	memset(rc, 0, sizeof(*rc));
-	rc->ctx = ctx;
 	rc->port = 1;
-	rc->len = len;
-	if (ibv_query_port(ctx, rc->port, &pa)) {
+	if (ibv_query_port(rc->ctx, rc->port, &pa)) {
 		ret = -errno;
 		fprintf(stderr, "vmutil: ibv_query_port: %s\n", strerror(-ret));
 		return ret;
 	}
 	rc->mtu = pa.active_mtu < IBV_MTU_1024 ? pa.active_mtu : IBV_MTU_1024;
-	ret = vm_pick_gid(rc, &pa);
+	return vm_pick_gid(rc, &pa);
+}
+
+/* INIT now, so that receive buffers can be posted, and the address the
+ * peer needs. */
+static int vm_rc_init(struct vm_rc *rc)
+{
+	struct ibv_qp_attr a;
+
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_INIT;
+	a.pkey_index = 0;
+	a.port_num = rc->port;
+	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
+			    IBV_ACCESS_REMOTE_READ;
+	if (ibv_modify_qp(rc->qp, &a,
+			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
+				  IBV_QP_ACCESS_FLAGS))
+		return errno ? -errno : -EINVAL;
+	rc->local.qpn = rc->qp->qp_num;
+	rc->local.psn = (uint32_t)(getpid() * 7919u + rc->qp->qp_num) &
+			0xffffff;
+	rc->local.rkey = rc->mr->rkey;
+	rc->local.addr = (uint64_t)(uintptr_t)rc->buf;
+	return 0;
+}
+
+int vm_rc_create(struct vm_rc *rc, struct ibv_context *ctx, struct ibv_pd *pd,
+		 size_t len)
+{
+	struct ibv_qp_init_attr qa;
+	int ret;
+
+	memset(rc, 0, sizeof(*rc));
+	rc->ctx = ctx;
+	rc->len = len;
+	ret = vm_rc_port(rc);
 	if (ret < 0)
 		return ret;
 	rc->pd = pd;
@@ -197,21 +228,11 @@ int vm_rc_create(struct vm_rc *rc, struct ibv_context *ctx, struct ibv_pd *pd,
 	rc->qp = ibv_create_qp(rc->pd, &qa);
 	if (!rc->qp)
 		goto fail_errno;
-	/* INIT now: receive buffers can be posted from INIT on. */
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_INIT;
-	a.pkey_index = 0;
-	a.port_num = rc->port;
-	a.qp_access_flags = IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |
-			    IBV_ACCESS_REMOTE_READ;
-	if (ibv_modify_qp(rc->qp, &a,
-			  IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT |
-				  IBV_QP_ACCESS_FLAGS))
+	ret = vm_rc_init(rc);
+	if (ret < 0) {
+		errno = -ret;
 		goto fail_errno;
-	rc->local.qpn = rc->qp->qp_num;
-	rc->local.psn = (uint32_t)(getpid() * 7919u) & 0xffffff;
-	rc->local.rkey = rc->mr->rkey;
-	rc->local.addr = (uint64_t)(uintptr_t)rc->buf;
+	}
 	return 0;
 
 fail_errno:
@@ -219,6 +240,27 @@ fail_errno:
 	fprintf(stderr, "vmutil: creating the RC resources: %s\n",
 		strerror(-ret));
 	vm_rc_destroy(rc);
+	return ret;
+}
+
+int vm_rc_adopt(struct vm_rc *rc, struct ibv_context *ctx, struct ibv_qp *qp,
+		struct ibv_mr *mr, void *buf, size_t len)
+{
+	int ret;
+
+	memset(rc, 0, sizeof(*rc));
+	rc->ctx = ctx;
+	rc->qp = qp;
+	rc->mr = mr;
+	rc->buf = buf;
+	rc->len = len;
+	rc->borrowed = true;
+	ret = vm_rc_port(rc);
+	if (ret == 0)
+		ret = vm_rc_init(rc);
+	if (ret < 0)
+		fprintf(stderr, "vmutil: the RC QP %u to INIT: %s\n",
+			qp->qp_num, strerror(-ret));
 	return ret;
 }
 
@@ -360,6 +402,10 @@ int vm_rc_wait(struct vm_rc *rc, struct ibv_wc *wc, int timeout_ms)
 
 void vm_rc_destroy(struct vm_rc *rc)
 {
+	if (rc->borrowed) {
+		memset(rc, 0, sizeof(*rc));
+		return;
+	}
 	if (rc->qp)
 		ibv_destroy_qp(rc->qp);
 	if (rc->cq)

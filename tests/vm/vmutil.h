@@ -50,6 +50,9 @@ struct vm_rc {
 	int gid_index;
 	enum ibv_mtu mtu;
 	struct vm_rc_addr local;
+	/* vm_rc_adopt(): the objects are the caller's, never destroyed
+	 * here. */
+	bool borrowed;
 };
 
 /*
@@ -59,6 +62,14 @@ struct vm_rc {
  */
 int vm_rc_create(struct vm_rc *rc, struct ibv_context *ctx, struct ibv_pd *pd,
 		 size_t len);
+/*
+ * The same for an RC QP, its MR over @buf (@len bytes) and their context
+ * that the caller made (with ibclient's constructors, say): port, GID,
+ * INIT, the local address. vm_rc_destroy() then only forgets them. Returns
+ * 0 or -errno, with a message on stderr.
+ */
+int vm_rc_adopt(struct vm_rc *rc, struct ibv_context *ctx, struct ibv_qp *qp,
+		struct ibv_mr *mr, void *buf, size_t len);
 /* RTR towards @remote, then RTS. */
 int vm_rc_connect(struct vm_rc *rc, const struct vm_rc_addr *remote);
 int vm_rc_post_recv(struct vm_rc *rc, size_t off, size_t len, uint64_t id);
