@@ -11,9 +11,13 @@
  * two kernel contexts (and the second may kill the first). The first makes
  * an XRC SRQ and a target QP, the second opens that target QP by number
  * (ibv_open_qp) and finds close EBUSY while it holds it, from the library
- * and from the kernel. Then the first is
- * killed: the broker destroys its SRQ and QP by handle and drops its open,
- * which the XRCD listing shows.
+ * and from the kernel. Then the first is killed: the broker destroys its
+ * CQ, SRQ and QP by handle and drops its open. The kernel is asked, not
+ * the broker (`rdma resource`, by count and by QP number: the dead
+ * creator's pid is no longer listed): one CQ and one SRQ fewer, and the
+ * target QP still there while the second holds it open (the kernel keeps
+ * an XRC target QP until its last open goes), gone once the second
+ * destroys it. The XRCD listing shows the dead client's open dropped too.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,17 +37,6 @@
 #define HW_NAME "hw_xrcd"
 #include "tests/hw/hwlib.h"
 
-static int become_nobody(void)
-{
-	if (geteuid() != 0)
-		return 0;
-	return setgroups(0, NULL) == 0 &&
-			       setresgid(NOBODY, NOBODY, NOBODY) == 0 &&
-			       setresuid(NOBODY, NOBODY, NOBODY) == 0 ?
-		       0 :
-		       -1;
-}
-
 /* The first client: XRCD, CQ, XRC SRQ, target QP; reports, then holds
  * them until killed. */
 static int first(const char *dev, int out_fd)
@@ -57,7 +50,8 @@ static int first(const char *dev, int out_fd)
 	struct ibc_qp *qp;
 	char line[128];
 
-	CHECK(become_nobody() == 0, "cannot become nobody");
+	CHECK(geteuid() != 0 || hw_become(NOBODY) == 0,
+	      "cannot become nobody");
 	CHECK(hw_connect(&c) == 0, "connect");
 	CHECK(ibc_open(c, dev, &ctx) == 0, "ibc_open %s", dev);
 	CHECK(ibc_xrcd_open(ctx, "hw", O_CREAT, &x) == 0, "ibc_xrcd_open");
@@ -89,6 +83,7 @@ static int second(const char *dev, unsigned long long ino, unsigned int qpn,
 	struct ibc_client *c;
 	struct ibc_ctx *ctx;
 	struct ibc_xrcd *x;
+	int srq0, srq1, cq0, cq1, listed;
 	struct ibc_qp *qp;
 	size_t n = 0;
 	bool dropped;
@@ -109,7 +104,22 @@ static int second(const char *dev, unsigned long long ino, unsigned int qpn,
 					   "open");
 	CHECK(ibv_close_xrcd(ibc_verbs_xrcd(x)) == EBUSY,
 	      "ibv_close_xrcd while the QP is open");
+	srq0 = hw_rdma_count("srq");
+	cq0 = hw_rdma_count("cq");
+	listed = hw_rdma_qp_listed(qpn);
+	CHECK(srq0 > 0 && cq0 > 0 && listed == 1,
+	      "rdma resource before the kill: srq %d, cq %d, QP %u %s", srq0,
+	      cq0, qpn, listed == 1 ? "listed" : "not listed");
 	CHECK(kill(first_pid, SIGKILL) == 0, "cannot kill the first client");
+	srq1 = hw_wait_count("srq", srq0 - 1, 5000);
+	cq1 = hw_wait_count("cq", cq0 - 1, 5000);
+	listed = hw_rdma_qp_listed(qpn);
+	printf("hw_xrcd: rdma resource after the first client's SIGKILL: srq "
+	       "%d -> %d, cq %d -> %d, target QP %u %s\n",
+	       srq0, srq1, cq0, cq1, qpn, listed ? "listed" : "gone");
+	CHECK(srq1 == srq0 - 1 && cq1 == cq0 - 1,
+	      "the killed client's SRQ or CQ stayed in the kernel");
+	CHECK(listed == 1, "the target QP went while this client holds it");
 	for (int i = 0;; i++) {
 		CHECK(i < 100, "the killed client's open stayed");
 		CHECK(ibc_list_xrcds(c, "hw", &info, sizeof(*info), &n) == 0,
@@ -121,27 +131,40 @@ static int second(const char *dev, unsigned long long ino, unsigned int qpn,
 		usleep(50000);
 	}
 	CHECK(ibc_qp_destroy(qp) == 0, "ibc_qp_destroy");
+	for (int i = 0; (listed = hw_rdma_qp_listed(qpn)) != 0; i++) {
+		CHECK(i < 50, "target QP %u stayed in the kernel after its last "
+			      "open went",
+		      qpn);
+		usleep(100000);
+	}
 	CHECK(ibc_xrcd_close(x) == 0, "ibc_xrcd_close");
 	ibc_disconnect(c);
 	return 0;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	const char *bin = getenv("RDMABROKERD");
-	const char *dev = hw_find_mlx5();
+	const char *dev;
 	unsigned int uid = (unsigned int)getuid();
 	pid_t first_pid = -1, second_pid = -1;
 	unsigned long long ino = 0;
 	unsigned int qpn = 0;
-	int out[2], st, ret = 1;
+	int out[2], st, ret;
 	char conf[256];
 	FILE *f = NULL;
 
-	if (!dev) {
-		printf("hw_xrcd: no device driven by mlx5_core; skipped\n");
-		return SKIP;
+	ret = hw_init(argc, argv, hw_find_mlx5, &dev);
+	if (ret)
+		return ret;
+	if (hw_mode != HW_MLX5) {
+		/* Its checks are the kernel's: ibv_close_xrcd, ibv_open_qp
+		 * across contexts, rdma resource (tests/check_xrcd.c has the
+		 * broker's side on the soft device). */
+		fprintf(stderr, "hw_xrcd: mlx5 only\n");
+		return 2;
 	}
+	ret = 1;
 	if (!bin || hw_mkdir("/tmp/rdmab-hwx-XXXXXX") < 0 || pipe2(out, O_CLOEXEC) < 0)
 		return 99;
 	/* As root, the clients are of two domains that share the declared
