@@ -223,6 +223,9 @@ static int transfer(struct ibc_ctx *ctx, struct objs *o, int peer, bool is_a)
 	pattern(want, MSG_LEN, 2);
 	CHECK(memcmp(o->buf + MSG_OFF, want, MSG_LEN) == 0,
 	      "the send's bytes differ");
+	printf("hw_import: B found A's RDMA write (%d bytes) and send (%d "
+	       "bytes) byte for byte\n",
+	       WRITE_LEN, MSG_LEN);
 	return 0;
 }
 
