@@ -517,7 +517,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	dm_len = (size_t)sysconf(_SC_PAGESIZE);
-	if (!bin || hw_mkdir("/tmp/rdmab-hwdm-XXXXXX") < 0)
+	if (!bin || hw_mkdir("rdmab-hwdm") < 0)
 		return 99;
 	if (start_daemon(bin) < 0) {
 		hw_stop_daemon(NULL);

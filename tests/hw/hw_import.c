@@ -280,7 +280,8 @@ static int client(const char *dev, bool is_a, int peer, int out_fd, int hold)
 	while (read(hold, &x, 1) > 0)
 		;
 	/* Still all there after B's death, and the destructors work. */
-	CHECK(hw_mode == HW_OWN || registered(c, ci.client_id) == rep.registered,
+	CHECK(hw_mode == HW_OWN ||
+		      registered(c, ci.client_id) == rep.registered,
 	      "A's objects changed when B died");
 	if (o.wq)
 		CHECK(ibc_wq_destroy(o.wq) == 0, "ibc_wq_destroy");
@@ -401,7 +402,7 @@ int main(int argc, char **argv)
 	ret = hw_init(argc, argv, hw_find_mlx5, &dev);
 	if (ret)
 		return ret;
-	if (!bin || hw_mkdir("/tmp/rdmab-hw-XXXXXX") < 0 ||
+	if (!bin || hw_mkdir("rdmab-hw") < 0 ||
 	    pipe2(out, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return 99;

@@ -359,8 +359,9 @@ static int check_lookups(struct ibc_rss *rss, const uint64_t ids[])
 		      "ibc_rss_lookup of flow %d", i);
 		while (k < 2 * WQS_EACH && ids[k] != want)
 			k++;
-		CHECK(k < 2 * WQS_EACH, "flow %d: WQ %llu is none of the table's",
-		      i, (unsigned long long)want);
+		CHECK(k < 2 * WQS_EACH,
+		      "flow %d: WQ %llu is none of the table's", i,
+		      (unsigned long long)want);
 		per_side[k / WQS_EACH]++;
 	}
 	CHECK(per_side[0] && per_side[1],
@@ -395,8 +396,9 @@ int main(int argc, char **argv)
 				"RSS across processes\n");
 		return 2;
 	}
-	if (!bin || hw_mkdir("/tmp/rdmab-hwrss-XXXXXX") < 0 || pipe2(idp, O_CLOEXEC) ||
-	    pipe2(gop, O_CLOEXEC) || pipe2(outp, O_CLOEXEC) || pipe2(outc, O_CLOEXEC))
+	if (!bin || hw_mkdir("rdmab-hwrss") < 0 || pipe2(idp, O_CLOEXEC) ||
+	    pipe2(gop, O_CLOEXEC) || pipe2(outp, O_CLOEXEC) ||
+	    pipe2(outc, O_CLOEXEC))
 		return 99;
 	if (start_daemon(bin) < 0) {
 		hw_stop_daemon(NULL);
@@ -445,7 +447,8 @@ int main(int argc, char **argv)
 	printf("hw_rss: RSS %llu over WQs %llu %llu (%s) %llu %llu "
 	       "(uid %u), domain hw\n",
 	       (unsigned long long)ibc_rss_id(rss), (unsigned long long)ids[0],
-	       (unsigned long long)ids[1], geteuid() ? "the same uid" : "nobody",
+	       (unsigned long long)ids[1],
+	       geteuid() ? "the same uid" : "nobody",
 	       (unsigned long long)ids[2], (unsigned long long)ids[3],
 	       (unsigned int)getuid());
 	if (check_lookups(rss, ids))

@@ -132,8 +132,9 @@ static int second(const char *dev, unsigned long long ino, unsigned int qpn,
 	}
 	CHECK(ibc_qp_destroy(qp) == 0, "ibc_qp_destroy");
 	for (int i = 0; (listed = hw_rdma_qp_listed(qpn)) != 0; i++) {
-		CHECK(i < 50, "target QP %u stayed in the kernel after its last "
-			      "open went",
+		CHECK(i < 50,
+		      "target QP %u stayed in the kernel after its last "
+		      "open went",
 		      qpn);
 		usleep(100000);
 	}
@@ -165,7 +166,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	ret = 1;
-	if (!bin || hw_mkdir("/tmp/rdmab-hwx-XXXXXX") < 0 || pipe2(out, O_CLOEXEC) < 0)
+	if (!bin || hw_mkdir("rdmab-hwx") < 0 || pipe2(out, O_CLOEXEC) < 0)
 		return 99;
 	/* As root, the clients are of two domains that share the declared
 	 * XRCD (a: the second, root; b: the first, nobody); otherwise both

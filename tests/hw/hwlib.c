@@ -15,7 +15,7 @@
 #define HW_NAME "hwlib"
 #include "tests/hw/hwlib.h"
 
-char hw_dir[64], hw_sock[256], hw_conf[256];
+char hw_dir[128], hw_sock[256], hw_conf[256];
 enum hw_mode hw_mode = HW_MLX5;
 const char *hw_domain;
 static pid_t daemon_pid = -1;
@@ -147,12 +147,21 @@ const char *hw_find_mlx5(void)
 	return name[0] ? name : NULL;
 }
 
-int hw_mkdir(const char *tmpl)
+int hw_mkdir(const char *prefix)
 {
-	snprintf(hw_dir, sizeof(hw_dir), "%s", tmpl);
+	const char *tmp = getenv("TMPDIR");
+	int ret;
+
+	if (!tmp || !*tmp)
+		tmp = "/tmp";
+	snprintf(hw_dir, sizeof(hw_dir), "%s/%s-XXXXXX", tmp, prefix);
 	errno = 0;
-	if (!mkdtemp(hw_dir))
-		return -errno;
+	if (!mkdtemp(hw_dir)) {
+		ret = -errno;
+		fprintf(stderr, "hwlib: mkdtemp %s: %s\n", hw_dir,
+			strerror(-ret));
+		return ret;
+	}
 	chmod(hw_dir, 0755);
 	snprintf(hw_sock, sizeof(hw_sock), "%s/sock", hw_dir);
 	snprintf(hw_conf, sizeof(hw_conf), "%s/rdmabroker.conf", hw_dir);

@@ -37,7 +37,7 @@
 	} while (0)
 
 /* The suite's directory, the daemon's socket and configuration in it. */
-extern char hw_dir[64], hw_sock[256], hw_conf[256];
+extern char hw_dir[128], hw_sock[256], hw_conf[256];
 
 enum hw_mode {
 	HW_MLX5 = 0,
@@ -120,10 +120,11 @@ bool hw_is_mlx5(struct ibv_device *dev);
 const char *hw_find_mlx5(void);
 
 /**
- * hw_mkdir() - Make the suite's directory and the paths in it.
- * @tmpl: a mkdtemp() template, "/tmp/...-XXXXXX".
+ * hw_mkdir() - Make the suite's directory ($TMPDIR, else /tmp,
+ * /@prefix-XXXXXX) and the paths in it.
+ * @prefix: the directory's name before its random part.
  *
- * Return: 0, or a negative errno.
+ * Return: 0, or a negative errno (said on stderr).
  */
 int hw_mkdir(const char *tmpl);
 
