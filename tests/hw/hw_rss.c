@@ -132,6 +132,7 @@ static int rx_setup(struct ibc_ctx *ctx, struct rx *r)
 {
 	struct ibc_wq_attr wa = { .max_wr = BUFS, .max_sge = 1 };
 
+	memset(r, 0, sizeof(*r));
 	r->buf = calloc(WQS_EACH * BUFS, BUF_SIZE);
 	CHECK(r->buf, "out of memory");
 	CHECK(ibc_cq_create(ctx, 2 * WQS_EACH * BUFS, &r->cq) == 0, "CQ");
@@ -161,6 +162,16 @@ static int rx_setup(struct ibc_ctx *ctx, struct rx *r)
 		}
 	}
 	return 0;
+}
+
+static void rx_teardown(struct rx *r)
+{
+	if (r->mr)
+		ibv_dereg_mr(r->mr);
+	for (int w = 0; w < WQS_EACH; w++)
+		ibc_wq_destroy(r->wq[w]);
+	ibc_cq_destroy(r->cq);
+	free(r->buf);
 }
 
 /* Poll for 3 s after @go is readable; write "WQID FLOW" lines to @out. */
@@ -485,6 +496,7 @@ int main(int argc, char **argv)
 		ret = 1;
 	}
 	ibc_rss_destroy(rss);
+	rx_teardown(&r);
 	ibc_disconnect(c);
 	hw_stop_daemon(NULL);
 	if (hw_mode == HW_SOFT)
