@@ -108,32 +108,6 @@ static int dirty_memic(const char *dev)
 	return ret;
 }
 
-/* The second process: import @handle, check seed 1's bytes, write seed
- * 2's. */
-static int reader(const char *dev, uint32_t handle)
-{
-	uint32_t *want = malloc(dm_len), *got = malloc(dm_len);
-	struct ibc_client *c;
-	struct ibc_ctx *ctx;
-	struct ibc_dm *dm;
-
-	CHECK(want && got, "out of memory");
-	CHECK(hw_connect(&c) == 0, "connect");
-	CHECK(ibc_open(c, dev, &ctx) == 0, "ibc_open %s", dev);
-	CHECK(ibc_dm_import(ctx, handle, &dm) == 0, "ibc_dm_import %u",
-	      handle);
-	CHECK(hw_mode == HW_SOFT || ibc_verbs_dm(dm), "no struct ibv_dm");
-	pattern(want, dm_len / 4, 1);
-	CHECK(ibc_dm_read(dm, got, 0, dm_len) == 0, "ibc_dm_read");
-	CHECK(memcmp(want, got, dm_len) == 0,
-	      "the second process reads other bytes than were written");
-	pattern(want, dm_len / 4, 2);
-	CHECK(ibc_dm_write(dm, 0, want, dm_len) == 0, "ibc_dm_write");
-	CHECK(ibc_dm_unimport(dm) == 0, "ibc_dm_unimport");
-	ibc_disconnect(c);
-	return 0;
-}
-
 /* The state the broker lists for DM @id; -1 when it lists none. */
 static int dm_state(struct ibc_client *c, uint64_t id)
 {
@@ -150,9 +124,14 @@ static int dm_state(struct ibc_client *c, uint64_t id)
 	return state;
 }
 
-/* The importer of another uid: import @handle, check seed 3's bytes,
- * write seed 4's, say so on @out_fd, then hold the DM until killed. */
-static int other_uid(const char *dev, uint32_t handle, int out_fd)
+/*
+ * A second process: import @handle, check seed @seed's bytes, write seed
+ * @seed + 1's. With @out_fd -1 it then lets the DM go; otherwise it is the
+ * importer of another uid (nobody, when run as root), says so on @out_fd
+ * and holds the DM until killed.
+ */
+static int importer(const char *dev, uint32_t handle, uint32_t seed,
+		    int out_fd)
 {
 	uint32_t *want = malloc(dm_len), *got = malloc(dm_len);
 	struct ibc_client *c;
@@ -160,19 +139,28 @@ static int other_uid(const char *dev, uint32_t handle, int out_fd)
 	struct ibc_dm *dm;
 
 	CHECK(want && got, "out of memory");
-	CHECK(geteuid() != 0 || hw_become(NOBODY) == 0, "cannot become uid %d",
-	      NOBODY);
+	CHECK(out_fd < 0 || geteuid() != 0 || hw_become(NOBODY) == 0,
+	      "cannot become uid %d", NOBODY);
 	CHECK(hw_connect(&c) == 0, "importer: connect");
 	CHECK(ibc_open(c, dev, &ctx) == 0, "importer: ibc_open %s", dev);
 	CHECK(ibc_dm_import(ctx, handle, &dm) == 0,
 	      "importer (uid %u): ibc_dm_import %u", (unsigned int)getuid(),
 	      handle);
-	pattern(want, dm_len / 4, 3);
+	CHECK(hw_mode == HW_SOFT || ibc_verbs_dm(dm), "no struct ibv_dm");
+	pattern(want, dm_len / 4, seed);
 	CHECK(ibc_dm_read(dm, got, 0, dm_len) == 0, "importer: ibc_dm_read");
 	CHECK(memcmp(want, got, dm_len) == 0,
-	      "the importer of another uid reads other bytes");
-	pattern(want, dm_len / 4, 4);
+	      "the importer (uid %u) reads other bytes than were written",
+	      (unsigned int)getuid());
+	pattern(want, dm_len / 4, seed + 1);
 	CHECK(ibc_dm_write(dm, 0, want, dm_len) == 0, "importer: write");
+	if (out_fd < 0) {
+		CHECK(ibc_dm_unimport(dm) == 0, "ibc_dm_unimport");
+		ibc_disconnect(c);
+		free(want);
+		free(got);
+		return 0;
+	}
 	CHECK(write(out_fd, "i", 1) == 1, "write");
 	for (;;)
 		pause();
@@ -202,7 +190,7 @@ static int killed_importer(const char *dev, struct ibc_client *c,
 	pid = fork();
 	if (pid == 0) {
 		close(p[0]);
-		_exit(other_uid(dev, ibc_dm_handle(dm), p[1]));
+		_exit(importer(dev, ibc_dm_handle(dm), 3, p[1]));
 	}
 	close(p[1]);
 	CHECK(pid > 0 && read(p[0], &x, 1) == 1, "the importer failed");
@@ -458,7 +446,7 @@ static int run(const char *dev)
 	CHECK(ibc_dm_write(dm, 0, want, dm_len) == 0, "ibc_dm_write");
 	pid = fork();
 	if (pid == 0)
-		_exit(reader(dev, ibc_dm_handle(dm)));
+		_exit(importer(dev, ibc_dm_handle(dm), 1, -1));
 	CHECK(pid > 0 && waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
 		      WEXITSTATUS(st) == 0,
 	      "the second process failed");
