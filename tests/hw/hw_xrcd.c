@@ -116,7 +116,8 @@ static int second(const char *dev, unsigned long long ino, unsigned int qpn,
 	listed = hw_rdma_qp_listed(qpn);
 	printf("hw_xrcd: rdma resource after the first client's SIGKILL: srq "
 	       "%d -> %d, cq %d -> %d, target QP %u %s\n",
-	       srq0, srq1, cq0, cq1, qpn, listed ? "listed" : "gone");
+	       srq0, srq1, cq0, cq1, qpn,
+	       listed == 1 ? "listed" : listed ? "unknown" : "gone");
 	CHECK(srq1 == srq0 - 1 && cq1 == cq0 - 1,
 	      "the killed client's SRQ or CQ stayed in the kernel");
 	CHECK(listed == 1, "the target QP went while this client holds it");

@@ -126,7 +126,7 @@ const char *hw_find_mlx5(void);
  *
  * Return: 0, or a negative errno (said on stderr).
  */
-int hw_mkdir(const char *tmpl);
+int hw_mkdir(const char *prefix);
 
 /**
  * hw_connect() - Connect a client to the suite's daemon.

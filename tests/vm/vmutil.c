@@ -153,6 +153,7 @@ static int vm_rc_port(struct vm_rc *rc)
 		return ret;
 	}
 	rc->mtu = pa.active_mtu < IBV_MTU_1024 ? pa.active_mtu : IBV_MTU_1024;
+	rc->local.lid = pa.link_layer == IBV_LINK_LAYER_INFINIBAND ? pa.lid : 0;
 	return vm_pick_gid(rc, &pa);
 }
 
@@ -275,6 +276,9 @@ int vm_rc_connect(struct vm_rc *rc, const struct vm_rc_addr *remote)
 	a.rq_psn = remote->psn;
 	a.max_dest_rd_atomic = 1;
 	a.min_rnr_timer = 12;
+	/* The mlx5 suite may meet an InfiniBand port: its LID, with the
+	 * GRH. */
+	a.ah_attr.dlid = (uint16_t)remote->lid;
 	a.ah_attr.is_global = 1;
 	memcpy(a.ah_attr.grh.dgid.raw, remote->gid, 16);
 	a.ah_attr.grh.sgid_index = (uint8_t)rc->gid_index;

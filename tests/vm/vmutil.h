@@ -31,7 +31,7 @@ struct vm_rc_addr {
 	uint32_t qpn;
 	uint32_t psn;
 	uint32_t rkey;
-	uint32_t pad;
+	uint32_t lid; /* an InfiniBand port's; 0 on RoCE */
 	uint64_t addr;
 	uint8_t gid[16];
 };
