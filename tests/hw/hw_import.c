@@ -423,6 +423,10 @@ int main(int argc, char **argv)
 			_exit(client(dev, i == 0, sv[i], out[1], hold[0]));
 		}
 	}
+	/* Only the clients hold these: one that fails ends the other's
+	 * wait, and the reports' pipe ends with both. */
+	close(sv[0]);
+	close(sv[1]);
 	close(out[1]);
 	close(hold[0]);
 	/* In either order (each report is one atomic pipe write). */
