@@ -1,0 +1,119 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+#
+# include-graph: the daemon's #include graph, its cycles and the arrows that
+# point up a layer. Run from the top of the tree:
+#   tests/include-graph.sh [--edges] [DIR...]      (default: daemon)
+# A module is a .c and its .h. Layers, lowest first (DESIGN.md section 12):
+#   0 util      log, queue, and what every layer may use
+#   1 device    the device layer, its verbs and soft implementations
+#   2 core      the registry, domains, contexts, users, configuration
+#   3 family    DM, XRCD, RSS, rekey, the cleanup engine, the counts
+#   4 handler   request handlers and listings
+#   5 transport server, connections, dispatch, main, systemd, notifier
+# An arrow "points up" when a module includes a module of a higher layer.
+# The table below names modules by path without the extension; a module it
+# does not name is reported, so that the table stays whole.
+set -eu
+edges=0
+if [ "${1:-}" = "--edges" ]; then
+	edges=1
+	shift
+fi
+[ $# -gt 0 ] || set -- daemon
+for d in "$@"; do
+	find "$d" -name '*.[ch]'
+done | sort | while read -r f; do
+	grep -H '^#include "' "$f" || true
+done | awk -v edges="$edges" '
+function layer_of(m,    i) {
+	for (i = 1; i <= nrules; i++)
+		if (m ~ rule_re[i])
+			return rule_layer[i]
+	return -1
+}
+function strong(v,    w, i) {
+	idx[v] = low[v] = ++counter
+	stack[++sp] = v
+	on[v] = 1
+	for (i = 1; i <= nout[v]; i++) {
+		w = out[v, i]
+		if (!(w in idx)) {
+			strong(w)
+			if (low[w] < low[v])
+				low[v] = low[w]
+		} else if (on[w] && idx[w] < low[v]) {
+			low[v] = idx[w]
+		}
+	}
+	if (low[v] == idx[v]) {
+		ncomp++
+		size[ncomp] = 0
+		do {
+			w = stack[sp--]
+			on[w] = 0
+			size[ncomp]++
+			member[ncomp] = member[ncomp] " " w
+		} while (w != v)
+	}
+}
+BEGIN {
+	# path pattern (a regular expression over the module name) and layer
+	n = split("^daemon/(log|queue)$ 0 " \
+		  "^daemon/(device|device-verbs|device-soft|soft-objects|uverbs|caps)$ 1 " \
+		  "^daemon/(objects|domain|ctx|user|policy|conf)$ 2 " \
+		  "^daemon/(dm|dm-revoke|xrcd|rss|rss-verbs|rekey|obj-cleanup|obj-watch|unaccounted)$ 3 " \
+		  "^daemon/(obj-handlers|inspect|session|dm-list)$ 4 " \
+		  "^daemon/(server|conn|dispatch|main|sd|notify)$ 5", t, " ")
+	for (i = 1; i < n; i += 2) {
+		rule_re[++nrules] = t[i]
+		rule_layer[nrules] = t[i + 1]
+	}
+}
+{
+	split($0, a, ":")
+	from = a[1]
+	sub(/\.[ch]$/, "", from)
+	to = $0
+	sub(/^[^"]*"/, "", to)
+	sub(/".*$/, "", to)
+	sub(/\.h$/, "", to)
+	if (to !~ /^daemon\//)
+		next
+	node[from] = 1
+	node[to] = 1
+	if (from == to || ((from, to) in seen))
+		next
+	seen[from, to] = 1
+	out[from, ++nout[from]] = to
+	nedges++
+	lf = layer_of(from)
+	lt = layer_of(to)
+	if (lf < 0)
+		unknown[from] = 1
+	if (lt < 0)
+		unknown[to] = 1
+	if (lf >= 0 && lt > lf) {
+		nup++
+		up[nup] = from " -> " to " (" lf " -> " lt ")"
+	}
+	if (edges)
+		print "edge " from " -> " to
+}
+END {
+	for (v in node)
+		if (!(v in idx))
+			strong(v)
+	cyc = 0
+	for (c = 1; c <= ncomp; c++)
+		if (size[c] > 1) {
+			cyc++
+			printf "cycle of %d modules:%s\n", size[c], member[c]
+		}
+	for (i = 1; i <= nup; i++)
+		print "up " up[i]
+	for (v in unknown)
+		print "unknown layer: " v
+	printf "%d modules, %d include arrows between modules, %d cycles, " \
+	       "%d arrows up a layer\n", length(node), nedges, cyc, nup
+}'
