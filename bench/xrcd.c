@@ -104,7 +104,8 @@ static int xb_probe(struct xrcd_bench *xb, const char *path,
 		goto out;
 	/* What ibc_xrcd_open(ctx, XB_NAME, 0) packs. */
 	xo.context_id = context_id;
-	xo.name = XB_NAME;
+	xo.name.data = (uint8_t *)XB_NAME;
+	xo.name.len = strlen(XB_NAME);
 	req = (Rdmab__Request)RDMAB__REQUEST__INIT;
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
 	req.xrcd_open = &xo;

@@ -75,7 +75,12 @@ int text_find_unsafe(const char *s, size_t *ret_offset)
 
 const char *text_escape(char *buf, size_t size, const char *s)
 {
-	size_t n = strlen(s), out = 0;
+	return text_escape_n(buf, size, s, strlen(s));
+}
+
+const char *text_escape_n(char *buf, size_t size, const char *s, size_t n)
+{
+	size_t out = 0;
 
 	for (size_t i = 0; i < n;) {
 		uint32_t cp;

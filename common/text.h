@@ -49,5 +49,7 @@ int text_find_unsafe(const char *s, size_t *ret_offset);
  * Returns @buf.
  */
 const char *text_escape(char *buf, size_t size, const char *s);
+/* text_escape() of the @n bytes at @s, which may hold a NUL ("\x00"). */
+const char *text_escape_n(char *buf, size_t size, const char *s, size_t n);
 
 #endif

@@ -238,6 +238,11 @@ static int lookup_gid(const char *name, gid_t *ret)
 	return 0;
 }
 
+int config_lookup_gid(const char *name, gid_t *ret)
+{
+	return lookup_gid(name, ret);
+}
+
 static int lookup_uid(const char *name, uid_t *ret)
 {
 	struct passwd pw, *res = NULL;
@@ -383,18 +388,7 @@ static bool valid_domain_name(const char *name)
 
 bool config_valid_xrcd_name(const char *name, size_t len)
 {
-	if (len == 0 || len >= CONFIG_XRCD_NAME_MAX)
-		return false;
-	if (strcmp(name, ".") == 0 || strcmp(name, "..") == 0)
-		return false;
-	/* Also stops at an embedded NUL: its length would not match. */
-	for (size_t i = 0; i < len; i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		if (c < 0x20 || c == 0x7f || c == '/')
-			return false;
-	}
-	return strlen(name) == len;
+	return xrcd_name_check(name, len, NULL, 0) == 0;
 }
 
 const struct config_xrcd *config_find_xrcd(const struct config *cfg,
@@ -418,14 +412,11 @@ bool config_xrcd_lists(const struct config_xrcd *x, const char *domain)
 static int parse_xrcd_section(struct parse *p, const char *section)
 {
 	const char *name = section + 5;
+	char why[XRCD_NAME_WHY_SIZE];
 	struct config_xrcd *x;
 
-	if (!config_valid_xrcd_name(name, strlen(name)))
-		return parse_fail(p, p->line, NULL,
-				  "[%s]: XRCD names are 1 to %d bytes, with "
-				  "no '/' and no control character, and are "
-				  "not \".\" or \"..\"",
-				  section, CONFIG_XRCD_NAME_MAX - 1);
+	if (xrcd_name_check(name, strlen(name), why, sizeof(why)) < 0)
+		return parse_fail(p, p->line, NULL, "%s", why);
 	if (config_find_xrcd(&p->cfg, name))
 		return parse_fail(p, p->line, NULL,
 				  "[%s]: XRCD \"%s\" is declared twice",

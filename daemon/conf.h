@@ -8,6 +8,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "common/xrcd-name.h"
+
 #define CONFIG_NAME_MAX 48
 #define CONFIG_MAX_DOMAINS 256
 #define CONFIG_MAX_MEMBERS 256
@@ -78,8 +80,9 @@ struct broker_limits {
 	uint32_t dm_revoke_grace_ms;
 };
 
-/* XRCD names: 1 to 64 bytes (daemon/xrcd.c validates them). */
-#define CONFIG_XRCD_NAME_MAX 65
+/* Room for an XRCD name and its NUL (common/xrcd-name.h states the
+ * rule). */
+#define CONFIG_XRCD_NAME_MAX (XRCD_NAME_MAX + 1)
 #define CONFIG_MAX_XRCDS 256
 #define CONFIG_XRCD_DOMAINS 32
 
@@ -133,9 +136,11 @@ const struct config_xrcd *config_find_xrcd(const struct config *cfg,
 					   const char *name);
 /* Does @x list the domain @domain? */
 bool config_xrcd_lists(const struct config_xrcd *x, const char *domain);
-/* A valid XRCD name: 1 to 64 bytes, no '/', no control character, not "."
- * or "..". */
+/* The @len bytes at @name are a valid XRCD name (xrcd_name_check()). */
 bool config_valid_xrcd_name(const char *name, size_t len);
+/* The group @name, or the gid it spells: 0, -ENOENT when there is no such
+ * group, -EINVAL for a number out of range. */
+int config_lookup_gid(const char *name, gid_t *ret);
 /* Parse one rss_allow value into @ret: 0, or -EINVAL with the reason in
  * @why. */
 int config_parse_rss_rule(const char *value, struct rss_rule *ret,

@@ -24,6 +24,9 @@ static void usage(FILE *f)
 		"                          (default /run/rdmabroker.sock)\n"
 		"  -m, --socket-mode MODE  permissions of a self-bound socket "
 		"(default 0660)\n"
+		"  -g, --socket-group GROUP\n"
+		"                          group of a self-bound socket "
+		"(default the daemon's)\n"
 		"  -r, --runtime-dir DIR   directory for XRC domain files\n"
 		"                          (default /run/rdmabroker)\n"
 		"  -c, --config FILE       configuration file\n"
@@ -65,6 +68,7 @@ int main(int argc, char **argv)
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "socket-mode", required_argument, NULL, 'm' },
+		{ "socket-group", required_argument, NULL, 'g' },
 		{ "runtime-dir", required_argument, NULL, 'r' },
 		{ "config", required_argument, NULL, 'c' },
 		{ "device", required_argument, NULL, 'd' },
@@ -88,7 +92,7 @@ int main(int argc, char **argv)
 	struct server srv;
 	int c, ret;
 
-	while ((c = getopt_long(argc, argv, "s:m:r:c:d:l:fVh", longopts,
+	while ((c = getopt_long(argc, argv, "s:m:g:r:c:d:l:fVh", longopts,
 				NULL)) != -1) {
 		switch (c) {
 		case 's':
@@ -102,6 +106,9 @@ int main(int argc, char **argv)
 					optarg);
 				return 2;
 			}
+			break;
+		case 'g':
+			opt.socket_group = optarg;
 			break;
 		case 'r':
 			opt.runtime_dir = optarg;

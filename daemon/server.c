@@ -18,9 +18,11 @@
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/dm.h"
+#include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/rekey.h"
+#include "daemon/runtime.h"
 #include "daemon/objects.h"
 #include "daemon/sd.h"
 #include "daemon/caps.h"
@@ -69,53 +71,87 @@ static int server_clear_stale(const char *path, const struct sockaddr_un *sa)
 	return 0;
 }
 
+/* --socket-group as a gid; LISTEN_NO_GROUP without one. */
+static int server_socket_gid(const struct server *srv, gid_t *ret)
+{
+	const char *group = srv->opt.socket_group;
+	int err;
+
+	*ret = LISTEN_NO_GROUP;
+	if (!group)
+		return 0;
+	err = config_lookup_gid(group, ret);
+	if (err < 0)
+		log_err("--socket-group %s: %s", group,
+			err == -ENOENT ? "no such group" :
+					 "not a group name or gid");
+	return err;
+}
+
 static int server_bind(struct server *srv)
 {
 	const char *path = srv->opt.socket_path;
 	struct sockaddr_un sa;
-	int fd, ret;
+	char why[512];
+	int dfd, fd, ret;
+	gid_t gid;
 
 	ret = server_sockaddr(path, &sa);
 	if (ret < 0) {
 		log_err("socket path %s is too long", path);
 		return ret;
 	}
+	ret = server_socket_gid(srv, &gid);
+	if (ret < 0)
+		return ret;
+	dfd = listen_dir_open(path, why, sizeof(why));
+	if (dfd < 0) {
+		log_err("cannot listen on %s: %s", path, why);
+		return dfd;
+	}
 	ret = server_clear_stale(path, &sa);
 	if (ret == -EADDRINUSE) {
 		log_err("another broker is listening on %s; not taking it "
 			"over",
 			path);
-		return ret;
+		goto out;
 	}
 	if (ret == -EEXIST) {
 		log_err("%s exists and is not a socket; not replacing it",
 			path);
-		return ret;
+		goto out;
 	}
 	if (ret < 0) {
 		log_err("cannot check %s: %s", path, strerror(-ret));
-		return ret;
+		goto out;
 	}
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
-	if (fd < 0)
-		return -errno;
-	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    chmod(path, srv->opt.socket_mode) < 0 || listen(fd, 128) < 0) {
-		ret = -errno;
+	fd = listen_bind(dfd, path, srv->opt.socket_mode, gid);
+	if (fd == -ENAMETOOLONG) {
+		ret = fd;
+		log_err("cannot listen on %s: the socket is made in a private "
+			"directory beside it first (.rdmabrokerd.XXXXXX/s), "
+			"whose path would be longer than %zu bytes; use a "
+			"shorter --socket",
+			path, sizeof(sa.sun_path) - 1);
+		goto out;
+	}
+	if (fd < 0) {
+		ret = fd;
 		log_err("cannot listen on %s: %s", path, strerror(-ret));
-		close(fd);
-		unlink(path);
-		return ret;
+		goto out;
 	}
 	srv->bound_path = strdup(path);
 	if (!srv->bound_path) {
 		close(fd);
 		unlink(path);
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto out;
 	}
 	log_info("listening on %s", path);
-	return fd;
+	ret = fd;
+out:
+	close(dfd);
+	return ret;
 }
 
 /* How long the accept() and refusal warnings stay quiet after one. */
@@ -520,6 +556,8 @@ int server_init(struct server *srv, const struct server_options *opt)
 	memset(srv, 0, sizeof(*srv));
 	srv->opt = *opt;
 	srv->listen_fd = -1;
+	srv->runtime_fd = -1;
+	srv->runtime_lock_fd = -1;
 	TAILQ_INIT(&srv->conns);
 	TAILQ_INIT(&srv->lingering);
 	TAILQ_INIT(&srv->users);
@@ -537,6 +575,11 @@ int server_init(struct server *srv, const struct server_options *opt)
 		return ret;
 	}
 	server_check_reserve(srv);
+	/* Before anything in it is touched: a second daemon stops here. */
+	ret = runtime_take(opt->runtime_dir, &srv->runtime_fd,
+			   &srv->runtime_lock_fd);
+	if (ret < 0)
+		return ret;
 	/* The unit's ambient CAP_NET_RAW is for RSS QPs and flow rules only:
 	 * effective only around those calls (rss-verbs.c). */
 	ret = caps_net_raw_lower();
@@ -641,8 +684,15 @@ void server_fini(struct server *srv)
 		unlink(srv->bound_path);
 		free(srv->bound_path);
 	}
+	if (srv->runtime_fd >= 0)
+		close(srv->runtime_fd);
+	/* Last: the lock covers everything above. */
+	if (srv->runtime_lock_fd >= 0)
+		close(srv->runtime_lock_fd);
 	if (srv->base)
 		event_base_free(srv->base);
 	memset(srv, 0, sizeof(*srv));
 	srv->listen_fd = -1;
+	srv->runtime_fd = -1;
+	srv->runtime_lock_fd = -1;
 }

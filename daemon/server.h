@@ -41,6 +41,8 @@ struct server_options {
 	bool config_required;
 	enum device_mode device_mode;
 	unsigned int socket_mode;
+	/* --socket-group of a self-bound socket; NULL: the daemon's. */
+	const char *socket_group;
 	unsigned int max_conns;
 	/* Bytes of replies a client may leave unread before the daemon stops
 	 * reading its requests. */
@@ -92,6 +94,10 @@ struct server {
 	struct dm_table *dms;
 	/* XRC domains by name (xrcd.c). */
 	struct xrcd_table *xrcds;
+	/* The runtime directory and its lock, held for the daemon's life
+	 * (runtime.h); -1 before server_init() takes them. */
+	int runtime_fd;
+	int runtime_lock_fd;
 	/* Rekey (rekey.c): the automatic check, run from the loop. */
 	struct event *rekey_ev;
 	/* The connection whose request is being served (dispatch.c): an

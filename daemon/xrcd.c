@@ -254,14 +254,18 @@ static void xrcd_device_gone(struct server *srv, const void *what, void *data)
 
 /* --- requests --------------------------------------------------------- */
 
-static int check_name(const char *name, struct reply *r)
+/* The name in @b, checked whole (common/xrcd-name.h: a NUL inside is
+ * refused, not cut at) and copied into @name. */
+static int check_name(const ProtobufCBinaryData *b,
+		      char name[CONFIG_XRCD_NAME_MAX], struct reply *r)
 {
-	if (!config_valid_xrcd_name(name, strlen(name)))
-		return reply_error(r, -EINVAL,
-				   "an XRCD name is 1 to %d bytes, with no '/' "
-				   "and no control character, and is not "
-				   "\".\" or \"..\" (this one has %zu bytes)",
-				   CONFIG_XRCD_NAME_MAX - 1, strlen(name));
+	char why[XRCD_NAME_WHY_SIZE];
+
+	if (xrcd_name_check((const char *)b->data, b->len, why,
+			    sizeof(why)) < 0)
+		return reply_error(r, -EINVAL, "%s", why);
+	memcpy(name, b->data, b->len);
+	name[b->len] = '\0';
 	return 0;
 }
 
@@ -320,7 +324,7 @@ static int open_record(struct conn *c, struct dctx *dx, struct xrcd *x,
 
 /* The name @q asks for, by the broker's own table: EACCES, EEXIST,
  * ENOENT, EDQUOT; a new name is made here. */
-static int xrcd_resolve(struct conn *c, const Rdmab__XrcdOpenRequest *q,
+static int xrcd_resolve(struct conn *c, const char *name, uint32_t oflags,
 			struct reply *r, struct xrcd **ret, bool *ret_created)
 {
 	struct xrcd_table *t = table(c->srv);
@@ -331,25 +335,25 @@ static int xrcd_resolve(struct conn *c, const Rdmab__XrcdOpenRequest *q,
 	char names[512];
 	int err;
 
-	decl = config_find_xrcd(&c->srv->config, q->name);
+	decl = config_find_xrcd(&c->srv->config, name);
 	if (decl && !config_xrcd_lists(decl, d->name)) {
 		list_domains(decl, names, sizeof(names));
 		return reply_error(r, -EACCES,
 				   "XRCD \"%s\" is declared in the "
 				   "configuration for the domains %s; domain "
 				   "%s is not one of them",
-				   q->name, names, d->name);
+				   name, names, d->name);
 	}
 	owner = decl ? "" : d->name;
-	x = xrcd_lookup(t, owner, q->name);
-	if (x && (q->oflags & O_EXCL))
+	x = xrcd_lookup(t, owner, name);
+	if (x && (oflags & O_EXCL))
 		return reply_error(r, -EEXIST,
-				   "XRCD \"%s\" exists (O_EXCL)", q->name);
-	if (!x && !(q->oflags & O_CREAT))
+				   "XRCD \"%s\" exists (O_EXCL)", name);
+	if (!x && !(oflags & O_CREAT))
 		return reply_error(r, -ENOENT,
 				   "no XRCD \"%s\" in domain %s (open it with "
 				   "O_CREAT to create it)",
-				   q->name, d->name);
+				   name, d->name);
 	if (pool->used.xrcds >= pool->limit.xrcds)
 		return reply_error(r, -EDQUOT,
 				   "domain %s holds its quota of %u XRCD opens",
@@ -359,7 +363,7 @@ static int xrcd_resolve(struct conn *c, const Rdmab__XrcdOpenRequest *q,
 		*ret = x;
 		return 0;
 	}
-	x = xrcd_new(t, owner, q->name, decl != NULL);
+	x = xrcd_new(t, owner, name, decl != NULL);
 	if (!x)
 		return reply_error(r, -ENOMEM, "out of memory");
 	err = xrcd_file_create(t, x);
@@ -375,7 +379,7 @@ static int xrcd_resolve(struct conn *c, const Rdmab__XrcdOpenRequest *q,
 		return reply_error(r, -EIO,
 				   "the broker cannot create the file of "
 				   "XRCD \"%s\" (see its log)",
-				   q->name);
+				   name);
 	}
 	TAILQ_INSERT_TAIL(&t->xrcds, x, link);
 	*ret = x;
@@ -386,6 +390,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 		struct wire_fds *fds, struct reply *r)
 {
 	const Rdmab__XrcdOpenRequest *q = req->xrcd_open;
+	char name[CONFIG_XRCD_NAME_MAX];
 	struct xrcd_table *t = table(c->srv);
 	Rdmab__XrcdOpenReply *out = reply_alloc(r, sizeof(*out));
 	struct xrcd_open *op = calloc(1, sizeof(*op));
@@ -404,15 +409,6 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 	ret = dctx_conn_usable(c, q->context_id, r, &dx);
 	if (ret < 0)
 		goto fail;
-	if (t->dirfd < 0) {
-		ret = reply_error(r, -EOPNOTSUPP,
-				  "the broker's runtime directory %s cannot "
-				  "hold XRCD files (see its log)",
-				  c->srv->opt.runtime_dir ?
-					  c->srv->opt.runtime_dir :
-					  "(none)");
-		goto fail;
-	}
 	if (!dx->dev->caps.xrc) {
 		ret = reply_error(r, -EOPNOTSUPP,
 				  "%s has no XRC domains (the device does "
@@ -420,7 +416,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 				  dx->dev->name);
 		goto fail;
 	}
-	ret = check_name(q->name, r);
+	ret = check_name(&q->name, name, r);
 	if (ret < 0)
 		goto fail;
 	if ((q->oflags & ~(uint32_t)(O_CREAT | O_EXCL)) ||
@@ -431,7 +427,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 				  q->oflags);
 		goto fail;
 	}
-	ret = xrcd_resolve(c, q, r, &x, &created);
+	ret = xrcd_resolve(c, name, q->oflags, r, &x, &created);
 	if (ret < 0)
 		goto fail;
 	ret = xrcd_hold_dev(t, x, dx->dev, &why);
@@ -604,11 +600,19 @@ int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
 	struct xrcd_table *t = table(c->srv);
 	bool admin = policy_is_admin(c->srv, c);
 	Rdmab__ListXrcdsReply *out = reply_alloc(r, sizeof(*out));
+	char name[CONFIG_XRCD_NAME_MAX] = "";
 	Rdmab__XrcdInfo *infos, **ptrs;
 	uint32_t idx = 0;
 	struct xrcd *x;
 	size_t n = 0;
+	int ret;
 
+	/* An empty name lists every one visible. */
+	if (q->name.len) {
+		ret = check_name(&q->name, name, r);
+		if (ret < 0)
+			return ret;
+	}
 	infos = reply_alloc(r, sizeof(*infos) * XRCD_LIST_PAGE);
 	ptrs = reply_alloc(r, sizeof(*ptrs) * XRCD_LIST_PAGE);
 	if (!out || !infos || !ptrs)
@@ -617,7 +621,7 @@ int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
 	TAILQ_FOREACH(x, &t->xrcds, link) {
 		if (!xrcd_visible(x, c, admin))
 			continue;
-		if (*q->name && strcmp(q->name, x->name) != 0)
+		if (*name && strcmp(name, x->name) != 0)
 			continue;
 		if (idx++ < q->offset || n == XRCD_LIST_PAGE)
 			continue;
@@ -637,7 +641,7 @@ int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
 int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r)
 {
-	const char *name = req->xrcd_remove->name;
+	char name[CONFIG_XRCD_NAME_MAX];
 	struct xrcd_table *t = table(c->srv);
 	Rdmab__XrcdRemoveReply *out = reply_alloc(r, sizeof(*out));
 	char esc[LOG_ESCAPED_SIZE(((struct xrcd *)0)->name)];
@@ -647,7 +651,7 @@ int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
 	/* Administrators only: H_ADMIN. */
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = check_name(name, r);
+	ret = check_name(&req->xrcd_remove->name, name, r);
 	if (ret < 0)
 		return ret;
 	x = xrcd_lookup(t, "", name);
@@ -674,26 +678,19 @@ int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
 
 /* --- the directory ---------------------------------------------------- */
 
-/* The 0700 directory of the broker's own, never a symlink. */
-static int xrcd_dir_open(const char *runtime_dir)
+/* The 0700 directory of the broker's own in the runtime directory @rfd,
+ * never a symlink. */
+static int xrcd_dir_open(int rfd)
 {
 	struct stat st;
-	int rfd, fd, err;
+	int fd;
 
-	rfd = open(runtime_dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rfd < 0)
+	if (mkdirat(rfd, XRCD_DIR, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	if (mkdirat(rfd, XRCD_DIR, 0700) < 0 && errno != EEXIST) {
-		err = -errno;
-		close(rfd);
-		return err;
-	}
 	fd = openat(rfd, XRCD_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 					   O_CLOEXEC);
-	err = -errno;
-	close(rfd);
 	if (fd < 0)
-		return err;
+		return -errno;
 	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() ||
 	    fchmod(fd, 0700) < 0) {
 		close(fd);
@@ -823,22 +820,20 @@ int xrcd_init(struct server *srv)
 
 	if (!t)
 		return -ENOMEM;
-	/* Without its directory the broker runs, and refuses XRCDs with a
-	 * sentence (the directory was optional before XRCDs). */
-	fd = srv->opt.runtime_dir ? xrcd_dir_open(srv->opt.runtime_dir) :
-				    -ENOENT;
-	if (fd < 0)
-		log_err("%s/%s: the XRCD directory cannot be used: %s; XRCD "
-			"opens will be refused",
-			srv->opt.runtime_dir ? srv->opt.runtime_dir : "(none)",
-			XRCD_DIR, strerror(-fd));
+	/* A broker that would refuse every XRCD says so at once. */
+	fd = xrcd_dir_open(srv->runtime_fd);
+	if (fd < 0) {
+		log_err("%s/%s: the XRCD directory cannot be used: %s",
+			srv->opt.runtime_dir, XRCD_DIR, strerror(-fd));
+		free(t);
+		return fd;
+	}
 	t->srv = srv;
 	t->dirfd = fd;
 	TAILQ_INIT(&t->xrcds);
 	TAILQ_INIT(&t->opens);
 	srv->xrcds = t;
-	if (fd >= 0)
-		xrcd_adopt(t);
+	xrcd_adopt(t);
 	fam.data = t;
 	objects_set_family(srv->registry, IBC_OBJ_XRCD, &fam);
 	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,

@@ -16,9 +16,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "common/xrcd-name.h"
 #include "libclient/objects.h"
 
-#define IBC_XRCD_NAME_MAX 64
+/* The name rule (common/xrcd-name.h), before anything is sent: the
+ * broker checks it again. */
+static int xrcd_check_name(const char *name)
+{
+	char why[XRCD_NAME_WHY_SIZE];
+
+	if (xrcd_name_check(name, strnlen(name, XRCD_NAME_MAX + 1), why,
+			    sizeof(why)) < 0)
+		return ibc_set_error(-EINVAL, "%s", why);
+	return 0;
+}
 
 /* The session's own-context open @id goes; without waiting: the broker
  * drops it with the session anyway. */
@@ -77,11 +88,9 @@ IBC_EXPORT int ibc_xrcd_open(struct ibc_ctx *ctx, const char *name,
 
 	if (!ctx || !name || !ret_xrcd)
 		return ibc_set_error(-EINVAL, "ctx, name or ret_xrcd is NULL");
-	/* The broker checks the rest; this keeps the packet small. */
-	if (strnlen(name, IBC_XRCD_NAME_MAX + 1) > IBC_XRCD_NAME_MAX)
-		return ibc_set_error(-EINVAL,
-				     "an XRCD name is at most %d bytes",
-				     IBC_XRCD_NAME_MAX);
+	err = xrcd_check_name(name);
+	if (err < 0)
+		return err;
 	/* A rekey or removal closes the context only once the XRCD is
 	 * listed in it, so that it goes with the context (and, on verbs,
 	 * is not opened in a closed one). */
@@ -98,7 +107,8 @@ IBC_EXPORT int ibc_xrcd_open(struct ibc_ctx *ctx, const char *name,
 	own = ctx->ops == &ibc_own_ops;
 	soft = ctx->ops == &ibc_soft_ops;
 	xo.context_id = ctx->caps.context_id;
-	xo.name = (char *)name;
+	xo.name.data = (uint8_t *)name;
+	xo.name.len = strlen(name);
 	xo.oflags = (uint32_t)oflags;
 	xo.own = own;
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
@@ -326,10 +336,12 @@ IBC_EXPORT int ibc_list_xrcds(struct ibc_client *client, const char *name,
 
 	if (!client || !ret_list || !ret_count)
 		return ibc_set_error(-EINVAL, "NULL argument");
-	if (name && strnlen(name, IBC_XRCD_NAME_MAX + 1) > IBC_XRCD_NAME_MAX)
-		return ibc_set_error(-EINVAL,
-				     "an XRCD name is at most %d bytes",
-				     IBC_XRCD_NAME_MAX);
+	/* NULL or "": every name. */
+	if (name && *name) {
+		err = xrcd_check_name(name);
+		if (err < 0)
+			return err;
+	}
 	err = ibc_check_size("ibc_xrcd_info", entry_size, v0);
 	if (err == 0 && entry_size % __alignof__(struct ibc_xrcd_info))
 		err = ibc_set_error(-EINVAL,
@@ -348,7 +360,10 @@ IBC_EXPORT int ibc_list_xrcds(struct ibc_client *client, const char *name,
 		size_t k;
 
 		lx.offset = (uint32_t)n;
-		lx.name = (char *)(name ? name : "");
+		if (name) {
+			lx.name.data = (uint8_t *)name;
+			lx.name.len = strlen(name);
+		}
 		req.body_case = RDMAB__REQUEST__BODY_LIST_XRCDS;
 		req.list_xrcds = &lx;
 		err = ibc_call(client, &req, 0, &r);
@@ -409,11 +424,11 @@ IBC_EXPORT int ibc_admin_xrcd_remove(struct ibc_client *client,
 
 	if (!client || !name)
 		return ibc_set_error(-EINVAL, "client or name is NULL");
-	if (strnlen(name, IBC_XRCD_NAME_MAX + 1) > IBC_XRCD_NAME_MAX)
-		return ibc_set_error(-EINVAL,
-				     "an XRCD name is at most %d bytes",
-				     IBC_XRCD_NAME_MAX);
-	xr.name = (char *)name;
+	err = xrcd_check_name(name);
+	if (err < 0)
+		return err;
+	xr.name.data = (uint8_t *)name;
+	xr.name.len = strlen(name);
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_REMOVE;
 	req.xrcd_remove = &xr;
 	err = ibc_call(client, &req, 0, &r);

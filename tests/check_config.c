@@ -198,12 +198,31 @@ static const struct bad_case bad[] = {
 	  "syntax error" },
 	/* [xrcd NAME] */
 	{ "XRCD name with a slash", "[xrcd a/b]\ndomains = uid-0\n", 1, NULL,
-	  NULL, "XRCD names are 1 to 64 bytes" },
+	  NULL, "\"a/b\": byte 2 is a '/'; a name is 1 to 64 bytes" },
 	{ "XRCD name ..", "[xrcd ..]\ndomains = uid-0\n", 1, NULL, NULL,
-	  "XRCD names" },
+	  "XRCD name \"..\"" },
 	{ "XRCD name of 65 bytes",
 	  "[xrcd " X50 "123456789012345]\ndomains = uid-0\n", 1, NULL, NULL,
-	  "XRCD names" },
+	  "longer than 64 bytes" },
+	/* Shown escaped, never raw. */
+	{ "XRCD name with a C1 control (CSI)",
+	  "[xrcd a\xc2\x9b]\ndomains = uid-0\n", 1, NULL, NULL,
+	  "\"a\\xc2\\x9b\": byte 2 starts U+009B, a control character" },
+	{ "XRCD name with a bidi override",
+	  "[xrcd a\xe2\x80\xae" "b]\ndomains = uid-0\n", 1, NULL, NULL,
+	  "byte 2 starts U+202E, a control character" },
+	{ "XRCD name with a bidi isolate",
+	  "[xrcd \xe2\x81\xa6" "a]\ndomains = uid-0\n", 1, NULL, NULL,
+	  "byte 1 starts U+2066, a control character" },
+	{ "XRCD name with a zero width space",
+	  "[xrcd a\xe2\x80\x8b" "b]\ndomains = uid-0\n", 1, NULL, NULL,
+	  "byte 2 starts U+200B, an invisible formatting character" },
+	{ "XRCD name that is not UTF-8",
+	  "[xrcd a\xff" "b]\ndomains = uid-0\n", 1, NULL, NULL,
+	  "\"a\\xffb\": byte 2 does not start a well-formed UTF-8" },
+	{ "XRCD name with an overlong '/'",
+	  "[xrcd a\xc0\xaf]\ndomains = uid-0\n", 1, NULL, NULL,
+	  "byte 2 does not start a well-formed UTF-8" },
 	{ "unknown key in [xrcd]",
 	  "[domain a]\nusers = 0\n[xrcd s]\nfoo = a\n", 4, "xrcd s", "foo",
 	  "unknown key (known: domains)" },
@@ -480,6 +499,12 @@ START_TEST(test_xrcd_sections)
 	ck_assert(!config_valid_xrcd_name(".", 1));
 	ck_assert(!config_valid_xrcd_name("a\0b", 3));
 	ck_assert(!config_valid_xrcd_name("a\tb", 3));
+	/* Printable UTF-8 of any script is a name. */
+	ck_assert(config_valid_xrcd_name("caf\xc3\xa9 \xe5\x90\x8d", 9));
+	ck_assert(!config_valid_xrcd_name("\xc2\x85", 2));
+	ck_assert(!config_valid_xrcd_name("a\xe2\x80\xa8", 4));
+	ck_assert(!config_valid_xrcd_name("\xef\xbb\xbf" "a", 4));
+	ck_assert(!config_valid_xrcd_name("\xed\xa0\x80", 3));
 	config_free(&c);
 	ck_assert_ptr_null(c.xrcds);
 	free(path);

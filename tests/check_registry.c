@@ -472,7 +472,8 @@ static int xrcd_open_own(struct ol_client *c, const char *name,
 	int ret;
 
 	xo.context_id = c->ctx_id;
-	xo.name = (char *)name;
+	xo.name.data = (uint8_t *)name;
+	xo.name.len = strlen(name);
 	xo.oflags = oflags;
 	xo.own = own;
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
@@ -586,7 +587,8 @@ static void xrcd_open_objs(struct ol_client *c, const char *name,
 	Rdmab__DaemonMessage *m;
 	const Rdmab__XrcdInfo *x;
 
-	lx.name = (char *)name;
+	lx.name.data = (uint8_t *)name;
+	lx.name.len = strlen(name);
 	req.body_case = RDMAB__REQUEST__BODY_LIST_XRCDS;
 	req.list_xrcds = &lx;
 	OK(ol_call(c, &req, &m));

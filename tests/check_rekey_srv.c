@@ -482,7 +482,8 @@ START_TEST(test_stale_ctx)
 	ck_assert_int_eq(ol_kernel_call(c, i1.id, NULL, 0, &handle), -ESTALE);
 	ck_assert_msg(strstr(ol_error, "replaced by a rekey"), "%s", ol_error);
 	xo.context_id = c->ctx_id;
-	xo.name = (char *)"stale";
+	xo.name.data = (uint8_t *)"stale";
+	xo.name.len = 5;
 	xo.oflags = O_CREAT;
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
 	req.xrcd_open = &xo;
