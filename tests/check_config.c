@@ -216,7 +216,8 @@ static const struct bad_case bad[] = {
 	  "byte 1 starts U+2066, a control character" },
 	{ "XRCD name with a zero width space",
 	  "[xrcd a\xe2\x80\x8b" "b]\ndomains = uid-0\n", 1, NULL, NULL,
-	  "byte 2 starts U+200B, an invisible formatting character" },
+	  "\"a\\xe2\\x80\\x8bb\": byte 2 starts U+200B, an invisible "
+	  "formatting character" },
 	{ "XRCD name that is not UTF-8",
 	  "[xrcd a\xff" "b]\ndomains = uid-0\n", 1, NULL, NULL,
 	  "\"a\\xffb\": byte 2 does not start a well-formed UTF-8" },

@@ -4,7 +4,9 @@
  * keys XRCDs by inode as the kernel does): every errno of ibc_xrcd_open,
  * the broker's O_CREAT/O_EXCL decisions under a race of eight processes,
  * private names as each domain's own namespace, declared names shared by
- * the domains they list and refused to the others, hostile names, a planted
+ * the domains they list and refused to the others, hostile names (the name
+ * rule, checked by the library and again by the broker, a NUL inside a name
+ * on the wire included), a planted
  * symlink that is never followed, the permissions of the directory and the
  * files, the xrcds quota, EBUSY on close, a killed client's opens, and the
  * adoption of declared files across a restart.
@@ -925,6 +927,160 @@ START_TEST(test_redeclared_while_held)
 }
 END_TEST
 
+/* Names the rule refuses (common/xrcd-name.h), as bytes that a C string
+ * can carry: what ibc_xrcd_open() refuses before sending them. */
+static const char *const unprintable[] = {
+	"a\xc2\x9b[31m",   /* U+009B, CSI: C1 */
+	"a\xc2\x85",       /* U+0085, NEL: C1 */
+	"a\xe2\x80\xae" "b", /* U+202E, right-to-left override */
+	"\xe2\x81\xa6" "a", /* U+2066, left-to-right isolate */
+	"a\xe2\x80\xa8",   /* U+2028, line separator */
+	"a\xe2\x80\x8b" "b", /* U+200B, zero width space */
+	"\xef\xbb\xbf" "a", /* U+FEFF, byte order mark */
+	"a\xff",           /* not UTF-8 */
+	"a\x80",           /* a stray continuation byte */
+	"\xc0\xaf",        /* overlong '/' */
+	"\xed\xa0\x80",    /* a surrogate */
+	"a\xe2\x80",       /* cut short */
+};
+
+/* The library refuses each before sending it, with a sentence that shows
+ * it escaped; printable UTF-8 of any script is a name. */
+START_TEST(test_name_rule)
+{
+	static const char *const good[] = { "caf\xc3\xa9", "\xe5\x90\x8d\xe5\x89\x8d",
+					    "with space", "a-b_c.d" };
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	struct ibc_xrcd *a;
+	size_t off;
+
+	cl = join(NULL, &x);
+	for (size_t i = 0; i < sizeof(unprintable) / sizeof(unprintable[0]);
+	     i++) {
+		const char *e;
+
+		a = NULL;
+		ck_assert_msg(ibc_xrcd_open(x, unprintable[i], O_CREAT, &a) ==
+				      -EINVAL,
+			      "name %zu accepted", i);
+		ck_assert_ptr_null(a);
+		e = ibc_last_error();
+		ck_assert_msg(tl_text_safe(e, strlen(e), NULL, &off),
+			      "name %zu: the error shows byte %zu raw: %s", i,
+			      off, e);
+		ck_assert_msg(strstr(e, "\\x") && strstr(e, "printable UTF-8"),
+			      "name %zu: %s", i, e);
+		ck_assert_int_eq(ibc_admin_xrcd_remove(cl, unprintable[i]),
+				 -EINVAL);
+	}
+	ck_assert_int_eq(count_files(), 0);
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++) {
+		ck_assert_msg(ibc_xrcd_open(x, good[i], O_CREAT, &a) == 0,
+			      "name %zu: %s", i, ibc_last_error());
+		ck_assert_int_eq(ibc_xrcd_close(a), 0);
+	}
+	ibc_disconnect(cl);
+}
+END_TEST
+
+/* A raw session of this uid with the soft context open: the socket, and
+ * the context's id in *ret_ctx. */
+static int raw_session(uint64_t *ret_ctx)
+{
+	Rdmab__OpenContextRequest oc = RDMAB__OPEN_CONTEXT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int s = tl_raw_connect(D.sock);
+
+	ck_assert_int_ge(s, 0);
+	ck_assert_int_eq(tl_raw_hello(s, 1), 0);
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = 2;
+	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
+	req.open_context = &oc;
+	ck_assert_int_eq(tl_send_request(s, &req, NULL, 0), 0);
+	ck_assert_int_eq(tl_recv_msg(s, TL_WAIT_MS, &m), 1);
+	ck_assert(m->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY);
+	ck_assert_int_eq(m->reply->error, 0);
+	ck_assert(m->reply->body_case == RDMAB__REPLY__BODY_OPEN_CONTEXT);
+	*ret_ctx = m->reply->open_context->context_id;
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	return s;
+}
+
+/* An XrcdOpenRequest (O_CREAT) for the @len bytes at @name: the reply's
+ * error, with its sentence in @msg. */
+static int raw_xrcd_open(int s, uint64_t ctx, const char *name, size_t len,
+			 char *msg, size_t size)
+{
+	Rdmab__XrcdOpenRequest xo = RDMAB__XRCD_OPEN_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	static uint64_t serial = 100;
+	int err;
+
+	xo.context_id = ctx;
+	xo.name.data = (uint8_t *)name;
+	xo.name.len = len;
+	xo.oflags = O_CREAT;
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = ++serial;
+	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
+	req.xrcd_open = &xo;
+	ck_assert_int_eq(tl_send_request(s, &req, NULL, 0), 0);
+	ck_assert_int_eq(tl_recv_msg(s, TL_WAIT_MS, &m), 1);
+	ck_assert(m->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY);
+	ck_assert_uint_eq(m->reply->serial, serial);
+	err = m->reply->error;
+	snprintf(msg, size, "%s", m->reply->message ? m->reply->message : "");
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	return err;
+}
+
+/*
+ * The broker's own check, from a client that skips the library's: a NUL
+ * inside a name is refused, not cut at (the name field was a string, and
+ * "a\0b" made the XRCD "a"), and so is every unprintable name, with a
+ * sentence that shows it escaped.
+ */
+START_TEST(test_name_wire)
+{
+	struct ibc_xrcd_info *l;
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	char msg[512];
+	uint64_t ctx;
+	size_t n, off;
+	int s = raw_session(&ctx);
+
+	ck_assert_int_eq(raw_xrcd_open(s, ctx, "a\0b", 3, msg, sizeof(msg)),
+			 EINVAL);
+	ck_assert_msg(strstr(msg, "\"a\\x00b\": byte 2 is a NUL"), "%s", msg);
+	ck_assert_int_eq(raw_xrcd_open(s, ctx, "a\0", 2, msg, sizeof(msg)),
+			 EINVAL);
+	for (size_t i = 0; i < sizeof(unprintable) / sizeof(unprintable[0]);
+	     i++) {
+		ck_assert_int_eq(raw_xrcd_open(s, ctx, unprintable[i],
+					       strlen(unprintable[i]), msg,
+					       sizeof(msg)),
+				 EINVAL);
+		ck_assert_msg(tl_text_safe(msg, strlen(msg), NULL, &off),
+			      "name %zu: the sentence shows byte %zu raw: %s",
+			      i, off, msg);
+	}
+	ck_assert_int_eq(count_files(), 0);
+	cl = join(NULL, &x);
+	ck_assert_int_eq(ibc_list_xrcds(cl, "a", &l, sizeof(*l), &n), 0);
+	ck_assert_uint_eq(n, 0);
+	ibc_list_free(l);
+	/* The same session goes on: a good name still works. */
+	ck_assert_int_eq(raw_xrcd_open(s, ctx, "ab", 2, msg, sizeof(msg)), 0);
+	close(s);
+	ibc_disconnect(cl);
+}
+END_TEST
+
 
 static Suite *xrcd_suite(void)
 {
@@ -947,6 +1103,8 @@ static Suite *xrcd_suite(void)
 	tcase_add_test(tc, test_ctl);
 	tcase_add_test(tc, test_list_abi);
 	tcase_add_test(tc, test_redeclared_while_held);
+	tcase_add_test(tc, test_name_rule);
+	tcase_add_test(tc, test_name_wire);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("two devices");
 	tcase_add_checked_fixture(tc, setup_two_devices, teardown);

@@ -434,6 +434,53 @@ int tl_write_conf(const char *path, const char *text)
 	return ret;
 }
 
+/* Send stderr to @log_path, appended: the saved stderr for
+ * tl_stderr_back(), or -errno. */
+static int tl_stderr_to(const char *log_path)
+{
+	int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+		      0644);
+	int saved, ret;
+
+	if (fd < 0)
+		return -errno;
+	fflush(stderr);
+	saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
+	if (saved < 0 || dup2(fd, 2) < 0) {
+		ret = -errno;
+		close(fd);
+		if (saved >= 0)
+			close(saved);
+		return ret;
+	}
+	close(fd);
+	return saved;
+}
+
+/* Give stderr back (@saved < 0: it was not moved). */
+static void tl_stderr_back(int saved)
+{
+	if (saved < 0)
+		return;
+	fflush(stderr);
+	dup2(saved, 2);
+	close(saved);
+}
+
+pid_t tl_daemon_spawn_logged(const char *dir, const char *sock,
+			     const char *const *extra_args,
+			     const char *log_path)
+{
+	int saved = tl_stderr_to(log_path);
+	pid_t pid;
+
+	if (saved < 0)
+		return saved;
+	pid = tl_daemon_spawn(dir, sock, extra_args);
+	tl_stderr_back(saved);
+	return pid;
+}
+
 int tl_daemon_start_conf(struct tl_daemon *d, const char *conf,
 			 const char *conf_path, const char *const *extra_args,
 			 const char *log_path)
@@ -464,28 +511,12 @@ int tl_daemon_start_conf(struct tl_daemon *d, const char *conf,
 	}
 	args[n] = NULL;
 	if (log_path) {
-		int fd = open(log_path,
-			      O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-
-		if (fd < 0)
-			return -errno;
-		fflush(stderr);
-		saved = fcntl(2, F_DUPFD_CLOEXEC, 3);
-		if (saved < 0 || dup2(fd, 2) < 0) {
-			ret = -errno;
-			close(fd);
-			if (saved >= 0)
-				close(saved);
-			return ret;
-		}
-		close(fd);
+		saved = tl_stderr_to(log_path);
+		if (saved < 0)
+			return saved;
 	}
 	ret = tl_daemon_start(d, args);
-	if (saved >= 0) {
-		fflush(stderr);
-		dup2(saved, 2);
-		close(saved);
-	}
+	tl_stderr_back(saved);
 	return ret;
 }
 

@@ -70,6 +70,10 @@ int tl_daemon_start(struct tl_daemon *d, const char *const *extra_args);
  */
 pid_t tl_daemon_spawn(const char *dir, const char *sock,
 		      const char *const *extra_args);
+/* tl_daemon_spawn() with the daemon's stderr appended to @log_path. */
+pid_t tl_daemon_spawn_logged(const char *dir, const char *sock,
+			     const char *const *extra_args,
+			     const char *log_path);
 /* Wait for @pid to exit, up to @timeout_ms; its wait status, or -ETIMEDOUT
  * (the process is left running). */
 int tl_wait_pid(pid_t pid, int timeout_ms, int *ret_status);
