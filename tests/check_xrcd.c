@@ -984,6 +984,21 @@ START_TEST(test_name_rule)
 }
 END_TEST
 
+/* Send @req on the raw session @s, with a fresh serial; its reply. */
+static Rdmab__DaemonMessage *raw_call(int s, Rdmab__Request *req)
+{
+	static uint64_t serial = 100;
+	Rdmab__DaemonMessage *m;
+
+	req->version = WIRE_PROTOCOL_VERSION;
+	req->serial = ++serial;
+	ck_assert_int_eq(tl_send_request(s, req, NULL, 0), 0);
+	ck_assert_int_eq(tl_recv_msg(s, TL_WAIT_MS, &m), 1);
+	ck_assert(m->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY);
+	ck_assert_uint_eq(m->reply->serial, serial);
+	return m;
+}
+
 /* A raw session of this uid with the soft context open: the socket, and
  * the context's id in *ret_ctx. */
 static int raw_session(uint64_t *ret_ctx)
@@ -995,13 +1010,9 @@ static int raw_session(uint64_t *ret_ctx)
 
 	ck_assert_int_ge(s, 0);
 	ck_assert_int_eq(tl_raw_hello(s, 1), 0);
-	req.version = WIRE_PROTOCOL_VERSION;
-	req.serial = 2;
 	req.body_case = RDMAB__REQUEST__BODY_OPEN_CONTEXT;
 	req.open_context = &oc;
-	ck_assert_int_eq(tl_send_request(s, &req, NULL, 0), 0);
-	ck_assert_int_eq(tl_recv_msg(s, TL_WAIT_MS, &m), 1);
-	ck_assert(m->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY);
+	m = raw_call(s, &req);
 	ck_assert_int_eq(m->reply->error, 0);
 	ck_assert(m->reply->body_case == RDMAB__REPLY__BODY_OPEN_CONTEXT);
 	*ret_ctx = m->reply->open_context->context_id;
@@ -1017,21 +1028,15 @@ static int raw_xrcd_open(int s, uint64_t ctx, const char *name, size_t len,
 	Rdmab__XrcdOpenRequest xo = RDMAB__XRCD_OPEN_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	Rdmab__DaemonMessage *m;
-	static uint64_t serial = 100;
 	int err;
 
 	xo.context_id = ctx;
 	xo.name.data = (uint8_t *)name;
 	xo.name.len = len;
 	xo.oflags = O_CREAT;
-	req.version = WIRE_PROTOCOL_VERSION;
-	req.serial = ++serial;
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
 	req.xrcd_open = &xo;
-	ck_assert_int_eq(tl_send_request(s, &req, NULL, 0), 0);
-	ck_assert_int_eq(tl_recv_msg(s, TL_WAIT_MS, &m), 1);
-	ck_assert(m->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY);
-	ck_assert_uint_eq(m->reply->serial, serial);
+	m = raw_call(s, &req);
 	err = m->reply->error;
 	snprintf(msg, size, "%s", m->reply->message ? m->reply->message : "");
 	rdmab__daemon_message__free_unpacked(m, NULL);
