@@ -70,6 +70,38 @@ static int xrcd_name_problem(const char *name, size_t len, char *why,
 	return 0;
 }
 
+/* @name as text_escape_n() shows it, invisible characters escaped too,
+ * so that the sentence shows what is wrong. */
+static const char *xrcd_name_show(char *buf, size_t size, const char *name,
+				  size_t len)
+{
+	size_t out = 0, start = 0, i = 0;
+
+	buf[0] = '\0';
+	while (start < len) {
+		uint32_t cp;
+		int n = 0;
+
+		/* The next invisible character, or the end. */
+		for (; i < len; i += n > 0 ? (size_t)n : 1) {
+			n = text_utf8_decode(name + i, len - i, &cp);
+			if (n > 0 && xrcd_name_invisible(cp))
+				break;
+		}
+		text_escape_n(buf + out, size - out, name + start, i - start);
+		out += strlen(buf + out);
+		if (i == len)
+			break;
+		for (int k = 0; k < n && out + 4 < size; k++)
+			out += (size_t)snprintf(buf + out, size - out,
+						"\\x%02x",
+						(unsigned char)name[i + k]);
+		i += (size_t)n;
+		start = i;
+	}
+	return buf;
+}
+
 int xrcd_name_check(const char *name, size_t len, char *why, size_t size)
 {
 	char problem[96], esc[TEXT_ESCAPED_SIZE(XRCD_NAME_MAX)];
@@ -81,7 +113,7 @@ int xrcd_name_check(const char *name, size_t len, char *why, size_t size)
 	snprintf(why, size,
 		 "XRCD name \"%s%s\": %s; a name is 1 to %d bytes of "
 		 "printable UTF-8, with no '/', and is not \".\" or \"..\"",
-		 text_escape_n(esc, sizeof(esc), name, shown),
+		 xrcd_name_show(esc, sizeof(esc), name, shown),
 		 shown < len ? "..." : "", problem, XRCD_NAME_MAX);
 	return -EINVAL;
 }
