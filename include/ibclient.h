@@ -579,8 +579,9 @@ int ibc_untrack(struct ibc_ctx *ctx, enum ibc_obj_kind kind, void *obj);
  * each device, across contexts. Names are private to the caller's domain
  * unless rdmabroker.conf declares them ([xrcd NAME], domains = a, b).
  * @oflags: 0, O_CREAT, or O_CREAT | O_EXCL, decided by the broker's name
- * table (-EEXIST, -ENOENT). -EINVAL for a bad name (empty, over 64 bytes,
- * '/', "." or "..", control characters), -EACCES for a declared name that
+ * table (-EEXIST, -ENOENT). -EINVAL for a bad name (not 1 to 64 bytes of
+ * printable UTF-8, '/', "." or ".."; ibc_xrcd_open(3) has the whole
+ * rule), -EACCES for a declared name that
  * does not list the caller's domain, -EDQUOT over the domain's xrcds
  * quota, -EOPNOTSUPP on a device without XRC.
  */
