@@ -948,8 +948,9 @@ static const char *const unprintable[] = {
  * it escaped; printable UTF-8 of any script is a name. */
 START_TEST(test_name_rule)
 {
-	static const char *const good[] = { "caf\xc3\xa9", "\xe5\x90\x8d\xe5\x89\x8d",
-					    "with space", "a-b_c.d" };
+	static const char *const good[] = {
+		"caf\xc3\xa9", "\xe5\x90\x8d\xe5\x89\x8d", "with space", "a-b_c.d",
+	};
 	struct ibc_client *cl;
 	struct ibc_ctx *x;
 	struct ibc_xrcd *a;
