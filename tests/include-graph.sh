@@ -10,7 +10,8 @@
 #   2 core      the registry, domains, contexts, users, configuration
 #   3 family    DM, XRCD, RSS, rekey, the cleanup engine, the counts
 #   4 handler   request handlers and listings
-#   5 transport server, connections, dispatch, main, systemd, notifier
+#   5 transport server, connections, dispatch, main, systemd, notifier,
+#               the self-bound socket, the runtime directory
 # An arrow "points up" when a module includes a module of a higher layer.
 # The table below names modules by path without the extension; a module it
 # does not name is reported, so that the table stays whole.
@@ -64,7 +65,7 @@ BEGIN {
 		  "^daemon/(objects|domain|ctx|user|policy|conf)$ 2 " \
 		  "^daemon/(dm|dm-revoke|xrcd|rss|rss-verbs|rekey|obj-cleanup|obj-watch|unaccounted)$ 3 " \
 		  "^daemon/(obj-handlers|inspect|session|dm-list)$ 4 " \
-		  "^daemon/(server|conn|dispatch|main|sd|notify)$ 5", t, " ")
+		  "^daemon/(server|conn|dispatch|main|sd|notify|listen|runtime)$ 5", t, " ")
 	for (i = 1; i < n; i += 2) {
 		rule_re[++nrules] = t[i]
 		rule_layer[nrules] = t[i + 1]
