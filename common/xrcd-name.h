@@ -24,7 +24,7 @@
  * width spaces and joiners, direction marks, word joiner, byte order
  * mark), no '/', and not "." or "..". 0, or -EINVAL with a sentence in
  * @why (of @size bytes; NULL with 0) that quotes the name escaped and
- * names the byte that is wrong.
+ * says what is wrong with it (which byte, when one is).
  */
 int xrcd_name_check(const char *name, size_t len, char *why, size_t size);
 
