@@ -310,6 +310,51 @@ START_TEST(test_stuck)
 }
 END_TEST
 
+/*
+ * -EINVAL is not "gone": the handle names an object of another kind (here
+ * a record of kind QP on the soft kernel's CQ), so the record stays, stuck
+ * at once, logged once with the errno, and listed so; the CQ is destroyed.
+ * Only -ENOENT drops a record (test_intents_unaccounted).
+ */
+START_TEST(test_einval_stuck)
+{
+	struct ol_client *c = client(0), *other = client(1);
+	struct ol_info info[8];
+	struct ol_obj cq, qp;
+	struct obj_owner *ow;
+	size_t qp_tries = 0;
+	int n, stuck = -1;
+
+	OK(ol_cq(c, 4, &cq));
+	sl_srv.devices.dev[0].broker_objects = false;
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
+			  IBC_OBJ_QP, NULL, 0, NULL, cq.handle, &qp));
+	sl_kill(0);
+	run_cleanup(0, 5000);
+	ow = sl_owner(0);
+	ck_assert_ptr_nonnull(ow);
+	ck_assert_uint_eq(ow->n_objs, 1);
+	ck_assert_uint_eq(ow->stuck, 1);
+	for (size_t i = 0; i < n_seen; i++)
+		qp_tries += seen[i] == IBC_OBJ_QP;
+	/* Not retried: the answer would not change. */
+	ck_assert_uint_eq(qp_tries, 1);
+	ck_assert_int_eq(sl_log_count("is of kind CQ, not QP (errno 22)"), 1);
+	ck_assert_int_eq(sl_log_count("was already gone"), 0);
+	n = ol_list(other, ow->client_id, NULL, info, 8);
+	ck_assert_int_eq(n, 1);
+	if (info[0].id == qp.id)
+		stuck = info[0].state;
+	ck_assert_int_eq(stuck, RDMAB__OBJECT_INFO__STATE__STUCK);
+	/* Nothing runs any more. */
+	n_seen = 0;
+	for (int i = 0; i < 50; i++)
+		event_base_loop(sl_srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	ck_assert_uint_eq(n_seen, 0);
+	ck_assert_int_eq(sl_log_count("is kept"), 1);
+}
+END_TEST
+
 static unsigned int hook_calls, hook_busy;
 
 static int hook(struct server *s, struct obj *o, void *data)
@@ -1102,6 +1147,7 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_slices);
 	tcase_add_test(tc, test_busy_retried);
 	tcase_add_test(tc, test_stuck);
+	tcase_add_test(tc, test_einval_stuck);
 	tcase_add_test(tc, test_family_hook);
 	tcase_add_test(tc, test_intents_unaccounted);
 	tcase_add_test(tc, test_device_gone);
