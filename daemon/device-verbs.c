@@ -464,7 +464,8 @@ static bool verbs_can_import(struct device *dev, struct ibv_context *own)
 	ret = verbs_import_device(fd, &imp);
 	if (ret < 0) {
 		/* EOPNOTSUPP: not mlx5; EINVAL: static UARs (old firmware
-		 * or kernel); EPROTONOSUPPORT: a kernel before 5.9. */
+		 * or kernel); EPROTONOSUPPORT: a kernel before 5.9, without
+		 * UVERBS_METHOD_QUERY_CONTEXT. */
 		log_info("%s: contexts cannot be imported: %s", dev->name,
 			 strerror(-ret));
 		return false;
@@ -530,7 +531,9 @@ static void verbs_dm_selftest(struct device *dev, struct ibv_context *own)
 		int err = errno ? errno : EOPNOTSUPP;
 
 		/* The kernel answers a method it lacks so: contexts import
-		 * from 5.11, DMs only from 5.13 (MLX5_IB_METHOD_DM_QUERY). */
+		 * from Linux 5.9 (UVERBS_METHOD_QUERY_CONTEXT, which
+		 * ibv_import_device needs), DMs only from 5.13
+		 * (MLX5_IB_METHOD_DM_QUERY, which ibv_import_dm needs). */
 		snprintf(caps->dm_reason, sizeof(caps->dm_reason),
 			 "the start-up self-test could not import a DM "
 			 "(ibv_import_dm: %s%s)",
