@@ -736,11 +736,19 @@ static int parse_soft(struct parse *p, const char *key, const char *value)
 		p->cfg.soft_internal_per_import = (uint32_t)v;
 		return 1;
 	}
+	if (strcmp(key, "internal_objects_per_qp") == 0) {
+		if (!parse_number(p, key, value, 0, SOFT_INTERNAL_MAX, false,
+				  &v))
+			return 0;
+		p->cfg.soft_internal_per_qp = (uint32_t)v;
+		return 1;
+	}
 	if (strcmp(key, "max_dm_size") != 0)
 		return parse_fail(p, p->line, key,
 				  "unknown key (known: max_dm_size, "
 				  "devices, intent_window, "
-				  "internal_objects_per_import)");
+				  "internal_objects_per_import, "
+				  "internal_objects_per_qp)");
 	if (!parse_number(p, key, value, PAGE, SOFT_MAX_DM_SIZE_LIMIT, true,
 			  &v))
 		return 0;

@@ -412,6 +412,8 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 		 * dead mlx5 importer's UARs). The soft device's kernel is
 		 * this process, so its count is right at once; a verbs
 		 * client may still be closing its import. */
+		if (x->dead_imports < UINT32_MAX)
+			x->dead_imports++;
 		dctx_unref(srv, x);
 		if (stays && x->dev->internal_per_import) {
 			if (x->dev->broker_objects)
@@ -424,6 +426,13 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 		free(cc);
 	}
 	c->n_ctxs = 0;
+}
+
+uint64_t dctx_conn_import(struct conn *c, const struct dctx *x)
+{
+	struct conn_ctx *cc = conn_ctx_find(c, x->id);
+
+	return cc && cc->ctx == x ? cc->import : 0;
 }
 
 uint64_t dctx_conn_ctx_id(struct conn *c, const struct device *dev)

@@ -275,7 +275,8 @@ struct ibc_domain_info {
 	/* The count's parts, from the kernel's handle lists walked for this
 	 * listing: the handles listed, those the registry names, the
 	 * broker's own, live clients' open intents, and the
-	 * provider-internal objects (mlx5 UARs) among the unaccounted. */
+	 * provider-internal objects (mlx5 UARs) beyond the broker's own,
+	 * counted apart (live and dead importers'; internal_left below). */
 	uint32_t kernel_objects;
 	uint32_t registry_objects;
 	uint32_t broker_objects;
@@ -285,6 +286,10 @@ struct ibc_domain_info {
 	 * still holds; and rekeys so far. */
 	uint32_t old_contexts;
 	uint64_t rekeys;
+	/* Of internal_objects, what importers that died holding the
+	 * context left, as far as the broker knows (a lower bound: what a
+	 * bare import makes, per such importer); counted in unaccounted. */
+	uint32_t internal_left;
 };
 
 struct ibc_client_entry {
