@@ -53,6 +53,8 @@ static void dctx_free(struct server *srv, struct dctx *x)
 	else
 		log_debug("context %" PRIu64 " (%s on %s) closed", x->id,
 			  d->name, x->dev->name);
+	/* What lives only as long as the kernel context goes with it. */
+	notify_publish(srv, NOTIFY_CTX_CLOSED, x);
 	dctx_close_device(x);
 	dctx_uncharge_user(srv, x);
 	TAILQ_REMOVE(&d->ctxs, x, link);

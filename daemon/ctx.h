@@ -51,6 +51,9 @@ struct dctx {
 	/* Sessions that let go of the context without closing their import
 	 * (a death): each left at least what a bare import makes. */
 	uint32_t dead_imports;
+	/* XRCD opens of dead clients whose kernel XRCD stays here, with no
+	 * handle to destroy it by (xrcd.c), until the context closes. */
+	unsigned int xrcd_orphans;
 	/* Replaced by a rekey (rekey.c): no new session gets it; it closes
 	 * as a whole once every session let go. */
 	bool rekeyed;

@@ -290,6 +290,9 @@ struct ibc_domain_info {
 	 * context left, as far as the broker knows (a lower bound: what a
 	 * bare import makes, per such importer); counted in unaccounted. */
 	uint32_t internal_left;
+	/* XRCD opens of dead clients whose kernel XRCD stays in the
+	 * domain's contexts until they close (ibc_list_xrcds(3)). */
+	uint32_t xrcd_orphans;
 };
 
 struct ibc_client_entry {
@@ -637,6 +640,10 @@ struct ibc_xrcd_info {
 	struct ibc_xrcd_open_info opens[IBC_XRCD_OPENS_SHOWN];
 	/* opens[i]'s SRQs and QPs. */
 	struct ibc_xrcd_open_objs open_objs[IBC_XRCD_OPENS_SHOWN];
+	/* Opens of dead clients on verbs devices, not in n_opens: struct
+	 * ibv_xrcd shows no handle to destroy them by, so their kernel XRCD
+	 * stays in the domain's context until it closes or is rekeyed. */
+	uint32_t n_orphaned;
 };
 
 /**
@@ -649,7 +656,9 @@ int ibc_list_xrcds(struct ibc_client *client, const char *name,
 		   struct ibc_xrcd_info **ret_list, size_t entry_size,
 		   size_t *ret_count);
 /** ibc_admin_xrcd_remove() - remove a declared XRC domain nobody holds
- * (administrators only): -EBUSY while it is open. */
+ * (administrators only): -EBUSY while it is open. Returns how many dead
+ * clients' opens (n_orphaned) keep its kernel XRCD in their domains'
+ * contexts until those close: removing the name does not free them. */
 int ibc_admin_xrcd_remove(struct ibc_client *client, const char *name);
 
 /*

@@ -248,6 +248,7 @@ static void ibc_domains_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	e->live_intents = d->live_intents;
 	e->internal_objects = d->internal_objects;
 	e->internal_left = d->internal_left;
+	e->xrcd_orphans = d->xrcd_orphans;
 	e->old_contexts = d->old_contexts;
 	e->rekeys = d->rekeys;
 }
