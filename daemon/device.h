@@ -396,4 +396,16 @@ struct ibv_pd;
 int device_verbs_context(const struct device_ctx *ctx,
 			 struct ibv_context **ret_ctx, struct ibv_pd **ret_pd);
 
+/*
+ * Read the async events waiting on a domain context's descriptor
+ * (ctx->async_fd, non-blocking) without libibverbs' reading, which would
+ * take each event's element for a pointer: the context is the members' too,
+ * and what they make without an event file reports here with an element of
+ * their choosing. Events of @own_qps (the broker's RSS QPs, struct ibv_qp)
+ * are acknowledged; those of other objects are dropped and counted in
+ * @ret_foreign. Returns 1 when one says the device is gone, else 0.
+ */
+int device_verbs_drain(struct ibv_context *ctx, void *const *own_qps,
+		       size_t n_own, unsigned int *ret_foreign);
+
 #endif
