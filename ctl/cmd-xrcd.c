@@ -30,10 +30,8 @@ static void xrcd_json(const struct ibc_xrcd_info *x, size_t n)
 		json_string(stdout, x[i].domains);
 		printf(",\"inode\":%" PRIu64 ",\"devices\":", x[i].ino);
 		json_string(stdout, x[i].devices);
-		printf(",\"persistent\":%s,\"opens\":%u,"
-		       "\"orphaned_opens\":%u,\"shown\":[",
-		       x[i].persistent ? "true" : "false", x[i].n_opens,
-		       x[i].n_orphaned);
+		printf(",\"persistent\":%s,\"opens\":%u,\"shown\":[",
+		       x[i].persistent ? "true" : "false", x[i].n_opens);
 		for (uint32_t k = 0; k < x[i].n_opens_shown; k++) {
 			const struct ibc_xrcd_open_info *o = &x[i].opens[k];
 
@@ -47,7 +45,7 @@ static void xrcd_json(const struct ibc_xrcd_info *x, size_t n)
 			printf(",\"srqs\":%u,\"qps\":%u,\"own\":%s}", u->srqs,
 			       u->qps, u->own ? "true" : "false");
 		}
-		printf("]}");
+		printf("],\"orphaned_opens\":%u}", x[i].n_orphaned);
 	}
 	printf("]\n");
 }
