@@ -75,10 +75,12 @@ enum child_end {
 
 /*
  * A client that opens the context and (@create) makes a CQ with
- * IBC_TEST_SOFT_STOP=@stop_at (NULL: none), then ends as @end says.
- * Returns its pid once it stopped (or at once without @stop_at).
+ * IBC_TEST_SOFT_STOP=@stop_at (NULL: none) and @qps RC QPs on it, then
+ * ends as @end says. Returns its pid once it stopped (or at once without
+ * @stop_at).
  */
-static pid_t child(const char *stop_at, bool create, enum child_end end)
+static pid_t child_qps(const char *stop_at, bool create, int qps,
+		       enum child_end end)
 {
 	int status;
 	pid_t pid;
@@ -88,9 +90,11 @@ static pid_t child(const char *stop_at, bool create, enum child_end end)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
+		struct ibc_qp_attr qa = { .qp_type = IBV_QPT_RC };
 		struct ibc_client *cl;
 		struct ibc_ctx *ctx;
-		struct ibc_cq *cq;
+		struct ibc_cq *cq = NULL;
+		struct ibc_qp *qp;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (stop_at)
@@ -99,6 +103,12 @@ static pid_t child(const char *stop_at, bool create, enum child_end end)
 			_exit(1);
 		if (create && ibc_cq_create(ctx, 16, &cq))
 			_exit(2);
+		qa.send_cq = qa.recv_cq = cq;
+		qa.cap.max_send_wr = qa.cap.max_recv_wr = 4;
+		qa.cap.max_send_sge = qa.cap.max_recv_sge = 1;
+		for (int i = 0; i < qps; i++)
+			if (ibc_qp_create(ctx, &qa, &qp))
+				_exit(3);
 		if (end == END_CLOSE)
 			ibc_close(ctx);
 		if (end != END_KILLED) {
@@ -115,6 +125,11 @@ static pid_t child(const char *stop_at, bool create, enum child_end end)
 	ck_assert_msg(WIFSTOPPED(status), "the client did not stop at %s: %#x",
 		      stop_at, status);
 	return pid;
+}
+
+static pid_t child(const char *stop_at, bool create, enum child_end end)
+{
+	return child_qps(stop_at, create, 0, end);
 }
 
 static void kill_child(pid_t pid)
@@ -381,27 +396,7 @@ START_TEST(test_internal_per_qp_live)
 	ck_assert_uint_eq(d.unaccounted, 0);
 	ck_assert_uint_eq(d.used.objects, 1);
 	/* A child with 100 QPs, killed: its 101 stay, one is known. */
-	fflush(stdout);
-	fflush(stderr);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		struct ibc_client *cl;
-		struct ibc_ctx *ctx;
-		struct ibc_cq *ccq;
-		struct ibc_qp *cqp;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (tl_connect(D.sock, 20000, &cl) || ibc_open(cl, NULL, &ctx) ||
-		    ibc_cq_create(ctx, 16, &ccq))
-			_exit(1);
-		qa.send_cq = qa.recv_cq = ccq;
-		for (int i = 0; i < 100; i++)
-			if (ibc_qp_create(ctx, &qa, &cqp))
-				_exit(2);
-		for (;;)
-			pause();
-	}
+	pid = child_qps(NULL, true, 100, END_KILLED);
 	while (domain().internal_objects < 2 * (1 + 100))
 		tl_sleep_ms(10);
 	d = domain();
