@@ -632,7 +632,8 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 	/* mlx5 gives a QP a UAR of its importer's (a BF register page),
 	 * freed only when that import closes: modelled per QP made, never
 	 * per QP opened by number. */
-	if (spec->kind == IBC_OBJ_QP && spec->import && !made.attr.xrc_qp_num &&
+	if (spec->kind == IBC_OBJ_QP && spec->import &&
+	    !spec->attr.xrc_qp_num &&
 	    soft_internal_add(o, spec->import, o->dev->internal_per_qp) < 0)
 		return device_why(why, -ENOMEM, "%s: out of memory",
 				  o->dev->name);
