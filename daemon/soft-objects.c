@@ -8,7 +8,6 @@
 
 #include <infiniband/verbs.h>
 
-#include "daemon/conf.h"
 #include "daemon/soft-objects.h"
 
 /* The most objects one record uses: a QP's two CQs and SRQ (the PD is
@@ -166,13 +165,16 @@ static int soft_alloc(struct soft_objs *o, uint32_t *ret)
 /* @n provider-internal records of @import, all or none: 0 or -ENOMEM. */
 static int soft_internal_add(struct soft_objs *o, uint64_t import, uint32_t n)
 {
-	uint32_t made[SOFT_INTERNAL_MAX];
+	uint32_t *made;
+	int err = 0;
 
-	if (n > SOFT_INTERNAL_MAX)
+	if (n == 0)
+		return 0;
+	made = calloc(n, sizeof(*made));
+	if (!made)
 		return -ENOMEM;
-	for (uint32_t i = 0; i < n; i++) {
-		int err = soft_alloc(o, &made[i]);
-
+	for (uint32_t i = 0; i < n && err == 0; i++) {
+		err = soft_alloc(o, &made[i]);
 		if (err < 0) {
 			while (i--) {
 				memset(&o->recs[made[i]], 0,
@@ -180,12 +182,13 @@ static int soft_internal_add(struct soft_objs *o, uint64_t import, uint32_t n)
 				if (made[i] < o->low)
 					o->low = made[i];
 			}
-			return err;
+			break;
 		}
 		o->recs[made[i]] = (struct soft_rec){ .kind = DEVICE_INTERNAL,
 						      .import = import };
 	}
-	return 0;
+	free(made);
+	return err;
 }
 
 int soft_objs_init(struct soft_objs *o, struct soft_dev *sd,
