@@ -45,10 +45,12 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 			       d[i].unaccounted);
 			printf(",\"kernel_objects\":%u,\"registry_objects\":%u,"
 			       "\"broker_objects\":%u,\"live_intents\":%u,"
-			       "\"internal_objects\":%u",
+			       "\"internal_objects\":%u,\"internal_left\":%u,"
+			       "\"xrcd_orphans\":%u",
 			       d[i].kernel_objects, d[i].registry_objects,
 			       d[i].broker_objects, d[i].live_intents,
-			       d[i].internal_objects);
+			       d[i].internal_objects, d[i].internal_left,
+			       d[i].xrcd_orphans);
 			printf(",\"old_contexts\":%u,\"rekeys\":%" PRIu64,
 			       d[i].old_contexts, d[i].rekeys);
 			quota_json("used", &d[i].used);

@@ -45,15 +45,16 @@ static void xrcd_json(const struct ibc_xrcd_info *x, size_t n)
 			printf(",\"srqs\":%u,\"qps\":%u,\"own\":%s}", u->srqs,
 			       u->qps, u->own ? "true" : "false");
 		}
-		printf("]}");
+		printf("],\"orphaned_opens\":%u}", x[i].n_orphaned);
 	}
 	printf("]\n");
 }
 
 static void xrcd_table(const struct ibc_xrcd_info *x, size_t n)
 {
-	printf("%-24s %-10s %-12s %-20s %-12s %-5s %s\n", "NAME", "INODE",
-	       "PERSISTENT", "DOMAIN(S)", "DEVICES", "OPENS", "CLIENTS");
+	printf("%-24s %-10s %-12s %-20s %-12s %-5s %-8s %s\n", "NAME",
+	       "INODE", "PERSISTENT", "DOMAIN(S)", "DEVICES", "OPENS",
+	       "ORPHANED", "CLIENTS");
 	for (size_t i = 0; i < n; i++) {
 		char name[CTL_TEXT_SIZE(x[i].name)];
 		char doms[CTL_TEXT_SIZE(x[i].domains)];
@@ -68,6 +69,7 @@ static void xrcd_table(const struct ibc_xrcd_info *x, size_t n)
 		       text_escape(devs, sizeof(devs),
 				   *x[i].devices ? x[i].devices : "-"),
 		       x[i].n_opens);
+		printf(" %-8u", x[i].n_orphaned);
 		/* Opens per client: each open is listed, a client's in a
 		 * row. */
 		for (uint32_t k = 0; k < x[i].n_opens_shown; k++)
@@ -120,6 +122,11 @@ static void xrcd_show(const struct ibc_xrcd_info *x)
 	}
 	if (x->n_opens > x->n_opens_shown)
 		printf("  and %u more\n", x->n_opens - x->n_opens_shown);
+	if (x->n_orphaned)
+		printf("orphaned:   %u open%s of dead clients: the kernel XRCD "
+		       "stays in the domain's context until it closes or is "
+		       "rekeyed\n",
+		       x->n_orphaned, plural(x->n_orphaned));
 }
 
 int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
@@ -150,12 +157,18 @@ int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
 		if (ctl->json) {
 			printf("{\"removed\":");
 			json_string(stdout, name);
-			printf("}\n");
+			printf(",\"orphaned_opens\":%d}\n", ret);
 		} else {
 			char t[TEXT_ESCAPED_SIZE(80)];
 
-			printf("XRCD %s removed\n",
+			printf("XRCD %s removed",
 			       text_escape(t, sizeof(t), name));
+			if (ret)
+				printf("; %d orphaned open%s keep its kernel "
+				       "XRCD until their domains' contexts "
+				       "close or are rekeyed",
+				       ret, plural((uint32_t)ret));
+			printf("\n");
 		}
 		return CTL_OK;
 	}

@@ -709,6 +709,7 @@ static int parse_yes_no(struct parse *p, const char *key, const char *value,
 
 static int parse_soft(struct parse *p, const char *key, const char *value)
 {
+	uint32_t *internal;
 	uint64_t v;
 
 	if (strcmp(key, "devices") == 0) {
@@ -720,18 +721,24 @@ static int parse_soft(struct parse *p, const char *key, const char *value)
 	}
 	if (strcmp(key, "intent_window") == 0)
 		return parse_yes_no(p, key, value, &p->cfg.soft_intent_window);
-	if (strcmp(key, "internal_objects_per_import") == 0) {
+	internal = strcmp(key, "internal_objects_per_import") == 0 ?
+			   &p->cfg.soft_internal_per_import :
+		   strcmp(key, "internal_objects_per_qp") == 0 ?
+			   &p->cfg.soft_internal_per_qp :
+			   NULL;
+	if (internal) {
 		if (!parse_number(p, key, value, 0, SOFT_INTERNAL_MAX, false,
 				  &v))
 			return 0;
-		p->cfg.soft_internal_per_import = (uint32_t)v;
+		*internal = (uint32_t)v;
 		return 1;
 	}
 	if (strcmp(key, "max_dm_size") != 0)
 		return parse_fail(p, p->line, key,
 				  "unknown key (known: max_dm_size, "
 				  "devices, intent_window, "
-				  "internal_objects_per_import)");
+				  "internal_objects_per_import, "
+				  "internal_objects_per_qp)");
 	if (!parse_number(p, key, value, PAGE, SOFT_MAX_DM_SIZE_LIMIT, true,
 			  &v))
 		return 0;

@@ -106,10 +106,11 @@ struct config {
 	/* How many soft devices (soft0, soft1, ...): 1 unless a test needs
 	 * two devices. */
 	unsigned int soft_devices;
-	/* [soft] intent_window, internal_objects_per_import (at most
-	 * SOFT_INTERNAL_MAX). */
+	/* [soft] intent_window, internal_objects_per_import and
+	 * internal_objects_per_qp (each at most SOFT_INTERNAL_MAX). */
 	bool soft_intent_window;
 	uint32_t soft_internal_per_import;
+	uint32_t soft_internal_per_qp;
 	struct config_domain *domains;
 	size_t n_domains;
 	struct config_xrcd *xrcds;

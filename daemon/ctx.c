@@ -53,6 +53,8 @@ static void dctx_free(struct server *srv, struct dctx *x)
 	else
 		log_debug("context %" PRIu64 " (%s on %s) closed", x->id,
 			  d->name, x->dev->name);
+	/* What lives only as long as the kernel context goes with it. */
+	notify_publish(srv, NOTIFY_CTX_CLOSED, x);
 	dctx_close_device(x);
 	dctx_uncharge_user(srv, x);
 	TAILQ_REMOVE(&d->ctxs, x, link);
@@ -412,6 +414,8 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 		 * dead mlx5 importer's UARs). The soft device's kernel is
 		 * this process, so its count is right at once; a verbs
 		 * client may still be closing its import. */
+		if (x->dead_imports < UINT32_MAX)
+			x->dead_imports++;
 		dctx_unref(srv, x);
 		if (stays && x->dev->internal_per_import) {
 			if (x->dev->broker_objects)
@@ -424,6 +428,13 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 		free(cc);
 	}
 	c->n_ctxs = 0;
+}
+
+uint64_t dctx_conn_import(struct conn *c, const struct dctx *x)
+{
+	struct conn_ctx *cc = conn_ctx_find(c, x->id);
+
+	return cc && cc->ctx == x ? cc->import : 0;
 }
 
 uint64_t dctx_conn_ctx_id(struct conn *c, const struct device *dev)

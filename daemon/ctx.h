@@ -48,6 +48,12 @@ struct dctx {
 	bool unacc_warned;
 	/* Provider-internal objects of the broker's own open (mlx5 UARs). */
 	uint32_t own_internal;
+	/* Sessions that let go of the context without closing their import
+	 * (a death): each left at least what a bare import makes. */
+	uint32_t dead_imports;
+	/* XRCD opens of dead clients whose kernel XRCD stays here, with no
+	 * handle to destroy it by (xrcd.c), until the context closes. */
+	unsigned int xrcd_orphans;
 	/* Replaced by a rekey (rekey.c): no new session gets it; it closes
 	 * as a whole once every session let go. */
 	bool rekeyed;
@@ -83,6 +89,8 @@ void dctx_obj_release(struct server *srv, struct dctx *x);
 
 /* Drop every context @c holds (the connection is closing). */
 void dctx_conn_release(struct server *srv, struct conn *c);
+/* The device's name for @c's import of @x (import_open); 0 for none. */
+uint64_t dctx_conn_import(struct conn *c, const struct dctx *x);
 /* The id of the context @c holds on @dev; 0 when it holds none. */
 uint64_t dctx_conn_ctx_id(struct conn *c, const struct device *dev);
 /* Close the device side of every context of @dev (device removal). */

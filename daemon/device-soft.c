@@ -60,8 +60,9 @@ static int soft_ctx_open(struct device *dev, uint64_t ctx_id,
 		.pd_handle = SOFT_PD_HANDLE,
 		.context_id = ctx_id,
 		.flags = (dev->intent_window ? SOFT_CTX_INTENT_WINDOW : 0) |
-			 (dev->internal_per_import ? SOFT_CTX_IMPORT_OBJECTS :
-						     0),
+			 (dev->internal_per_import || dev->internal_per_qp ?
+				  SOFT_CTX_IMPORT_OBJECTS :
+				  0),
 	};
 	struct soft_ctx *ctx;
 	int ret;
@@ -325,6 +326,7 @@ static int soft_device_init(const struct device_config *cfg, unsigned int i,
 	d->caps.max_dm_size = cfg->soft_max_dm_size;
 	d->intent_window = cfg->soft_intent_window;
 	d->internal_per_import = cfg->soft_internal_per_import;
+	d->internal_per_qp = cfg->soft_internal_per_qp;
 	d->caps.xrc = true;
 	d->caps.max_rss_table_size = SOFT_MAX_RSS_TABLE_SIZE;
 	d->caps.rss_hash_fields =

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
+#include <rdma/ib_user_verbs.h>
 
 #include "common/verbs-err.h"
 #include "common/verbs-import.h"
@@ -30,6 +31,12 @@ struct verbs_dev {
 	struct ibv_context *own;
 };
 
+/* A set of pointers, in no order. */
+struct verbs_ptrs {
+	void **p;
+	size_t n, cap;
+};
+
 struct verbs_ctx {
 	struct device_ctx base;
 	struct ibv_context *ctx;
@@ -37,8 +44,13 @@ struct verbs_ctx {
 	/* The DMs allocated here and not freed: an ibv_dm maps its MEMIC on
 	 * cmd_fd, and a mapping keeps the kernel context (and the MEMIC)
 	 * alive, so the close lets go of those a free could not end. */
-	struct ibv_dm **dms;
-	size_t n_dms, cap_dms;
+	struct verbs_ptrs dms;
+	/* The RSS QPs made here: the only objects of this context whose
+	 * async events are the broker's to acknowledge. */
+	struct verbs_ptrs qps;
+	/* Events of objects the broker did not make, dropped (logged once
+	 * per context). */
+	unsigned int foreign_events;
 };
 
 static struct verbs_ctx *verbs_ctx_of(const struct device_ctx *ctx)
@@ -121,9 +133,10 @@ static void verbs_ctx_close(struct device_ctx *base)
 	/* An MR kept their free from succeeding (a rekey gave up on them, or
 	 * the device went): on mlx5 the unimport only unmaps and frees the
 	 * structure, and the kernel destroys the DMs with the context. */
-	for (size_t i = 0; i < c->n_dms; i++)
-		ibv_unimport_dm(c->dms[i]);
-	free(c->dms);
+	for (size_t i = 0; i < c->dms.n; i++)
+		ibv_unimport_dm(c->dms.p[i]);
+	free(c->dms.p);
+	free(c->qps.p);
 	ibv_close_device(c->ctx);
 	free(c);
 }
@@ -138,7 +151,10 @@ static uint32_t verbs_ctx_pd_handle(const struct device_ctx *base)
 	return verbs_ctx_of(base)->pd->handle;
 }
 
-/* Drain @ctx's async events; 1 when one says the device is gone. */
+/* Drain the device's own context's async events; 1 when one says the
+ * device is gone. Only the broker holds that context's cmd_fd, so every
+ * element an event names is one of its own objects, which libibverbs may
+ * dereference. */
 static int verbs_drain_events(struct ibv_context *ctx, const char *name)
 {
 	struct ibv_async_event ev;
@@ -160,10 +176,109 @@ static int verbs_ctx_event_fd(const struct device_ctx *base)
 	return verbs_ctx_of(base)->ctx->async_fd;
 }
 
+/* What an async event's element is, by its type (libibverbs'
+ * ibv_get_async_event makes the same choice). */
+enum verbs_element { ELEM_PORT, ELEM_QP, ELEM_CQ, ELEM_SRQ, ELEM_WQ };
+
+static enum verbs_element verbs_event_element(uint32_t type)
+{
+	switch (type) {
+	case IBV_EVENT_CQ_ERR:
+		return ELEM_CQ;
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
+		return ELEM_QP;
+	case IBV_EVENT_SRQ_ERR:
+	case IBV_EVENT_SRQ_LIMIT_REACHED:
+		return ELEM_SRQ;
+	case IBV_EVENT_WQ_FATAL:
+		return ELEM_WQ;
+	default:
+		return ELEM_PORT;
+	}
+}
+
+/*
+ * A domain's context is every member's: an object a member makes without
+ * naming an event file (the write path, IB_USER_VERBS_CMD_CREATE_*, or an
+ * ioctl create without its EVENT_FD attribute) reports to the context's
+ * default async file, the broker's, with the element the member chose (its
+ * user_handle). libibverbs' ibv_get_async_event/ibv_ack_async_event would
+ * take that for a pointer of this process and lock and increment through
+ * it, so the events are read raw from the descriptor here: an element is
+ * compared with the broker's own QPs and dereferenced only when it is one.
+ * The rest cannot be routed: the event carries no QP number, and a target
+ * QP opened by number (ibv_open_qp) gets no event file at all, so its
+ * events never reach any descriptor (ibc_srq_create_xrc(3)). Unverified on
+ * hardware.
+ */
+int device_verbs_drain(struct ibv_context *ctx, void *const *own_qps,
+		       size_t n_own, unsigned int *ret_foreign)
+{
+	struct ib_uverbs_async_event_desc d;
+	unsigned int foreign = 0;
+	int gone = 0;
+
+	for (;;) {
+		struct ibv_async_event ev = { .event_type = 0 };
+		ssize_t n = read(ctx->async_fd, &d, sizeof(d));
+		size_t i;
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n != (ssize_t)sizeof(d))
+			break;
+		ev.event_type = (enum ibv_event_type)d.event_type;
+		switch (verbs_event_element(d.event_type)) {
+		case ELEM_QP:
+			for (i = 0; i < n_own; i++)
+				if ((uintptr_t)own_qps[i] == d.element)
+					break;
+			if (i == n_own) {
+				foreign++;
+				break;
+			}
+			/* The broker's own RSS QP: libibverbs counts the
+			 * acknowledgement its destroy waits for. */
+			ev.element.qp = own_qps[i];
+			log_notice("an RSS QP of the broker's: %s",
+				   ibv_event_type_str(ev.event_type));
+			ibv_ack_async_event(&ev);
+			break;
+		case ELEM_CQ:
+		case ELEM_SRQ:
+		case ELEM_WQ:
+			foreign++;
+			break;
+		default:
+			gone |= d.event_type == IBV_EVENT_DEVICE_FATAL;
+			break;
+		}
+	}
+	*ret_foreign = foreign;
+	return gone;
+}
+
 static int verbs_ctx_handle_event(struct device_ctx *base)
 {
+	struct verbs_ctx *c = verbs_ctx_of(base);
+	unsigned int foreign;
 	/* Port events are logged once, from the device's own context. */
-	return verbs_drain_events(verbs_ctx_of(base)->ctx, NULL);
+	int gone = device_verbs_drain(c->ctx, c->qps.p, c->qps.n, &foreign);
+
+	if (foreign && !c->foreign_events)
+		log_info("%s: a domain context got async events of objects a "
+			 "member made without an event file of its own; they "
+			 "are dropped (logged once per context)",
+			 base->dev->name);
+	c->foreign_events += foreign;
+	return gone;
 }
 
 /* The objects dead clients leave: by handle, through the kernel's ioctl
@@ -212,27 +327,26 @@ static int verbs_dm_zero(struct ibv_dm *dm, uint64_t length)
 	return 0;
 }
 
-/* List @dm in @c (verbs_ctx.dms). */
-static int verbs_dm_list(struct verbs_ctx *c, struct ibv_dm *dm)
+static int verbs_ptrs_add(struct verbs_ptrs *s, void *p)
 {
-	if (c->n_dms == c->cap_dms) {
-		size_t cap = c->cap_dms ? 2 * c->cap_dms : 8;
-		struct ibv_dm **p = reallocarray(c->dms, cap, sizeof(*p));
+	if (s->n == s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 8;
+		void **np = reallocarray(s->p, cap, sizeof(*np));
 
-		if (!p)
+		if (!np)
 			return -ENOMEM;
-		c->dms = p;
-		c->cap_dms = cap;
+		s->p = np;
+		s->cap = cap;
 	}
-	c->dms[c->n_dms++] = dm;
+	s->p[s->n++] = p;
 	return 0;
 }
 
-static void verbs_dm_unlist(struct verbs_ctx *c, struct ibv_dm *dm)
+static void verbs_ptrs_del(struct verbs_ptrs *s, const void *p)
 {
-	for (size_t i = 0; i < c->n_dms; i++)
-		if (c->dms[i] == dm) {
-			c->dms[i] = c->dms[--c->n_dms];
+	for (size_t i = 0; i < s->n; i++)
+		if (s->p[i] == p) {
+			s->p[i] = s->p[--s->n];
 			return;
 		}
 }
@@ -264,7 +378,7 @@ static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
 	/* Listed from the start: a member may register an MR on the new
 	 * handle through its shared cmd_fd, and a free that fails must
 	 * leave the DM to the close. */
-	err = verbs_dm_list(verbs_ctx_of(base), dm);
+	err = verbs_ptrs_add(&verbs_ctx_of(base)->dms, dm);
 	if (err < 0) {
 		ibv_free_dm(dm);
 		return device_why(why, err, "out of memory");
@@ -272,7 +386,7 @@ static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
 	err = verbs_dm_zero(dm, length);
 	if (err < 0) {
 		if (ibv_free_dm(dm) == 0)
-			verbs_dm_unlist(verbs_ctx_of(base), dm);
+			verbs_ptrs_del(&verbs_ctx_of(base)->dms, dm);
 		return device_why(why, err, "%s: cannot zero a new DM: %s",
 				  base->dev->name, strerror(-err));
 	}
@@ -301,7 +415,7 @@ static int verbs_dm_free(struct device_ctx *base, struct device_dm *d,
 				  "%s: ibv_free_dm of DM handle %u: %s%s",
 				  base->dev->name, d->handle, strerror(err),
 				  err == EBUSY ? " (an MR uses it)" : "");
-	verbs_dm_unlist(verbs_ctx_of(base), dm);
+	verbs_ptrs_del(&verbs_ctx_of(base)->dms, dm);
 	return 0;
 }
 
@@ -408,19 +522,34 @@ static int verbs_rss_create(struct device_ctx *base,
 			    struct device_why *why)
 {
 	struct verbs_ctx *c = verbs_ctx_of(base);
+	int ret_err;
 
 	if (*base->dev->rss_why)
 		return device_why(why, -EOPNOTSUPP,
 				  "%s makes no RSS tables: %s", base->dev->name,
 				  base->dev->rss_why);
-	return rss_verbs_create(c->ctx, c->pd, spec, ret, why->text,
-				sizeof(why->text));
+	/* Room first: a QP the drain would not know could not be
+	 * destroyed once it reported an event. */
+	ret_err = verbs_ptrs_add(&c->qps, NULL);
+	if (ret_err < 0)
+		return device_why(why, ret_err, "out of memory");
+	c->qps.n--;
+	ret_err = rss_verbs_create(c->ctx, c->pd, spec, ret, why->text,
+				   sizeof(why->text));
+	if (ret_err == 0)
+		c->qps.p[c->qps.n++] = rss_verbs_qp(ret);
+	return ret_err;
 }
 
 static int verbs_rss_destroy(struct device_ctx *base, struct rss_made *made,
 			     enum ibc_obj_kind part, struct device_why *why)
 {
-	return rss_verbs_destroy(made, part, why->text, sizeof(why->text));
+	void *qp = rss_verbs_qp(made);
+	int ret = rss_verbs_destroy(made, part, why->text, sizeof(why->text));
+
+	if (ret == 0 && part == IBC_OBJ_QP && qp)
+		verbs_ptrs_del(&verbs_ctx_of(base)->qps, qp);
+	return ret;
 }
 
 static const struct device_ctx_ops verbs_ctx_ops = {
@@ -464,7 +593,8 @@ static bool verbs_can_import(struct device *dev, struct ibv_context *own)
 	ret = verbs_import_device(fd, &imp);
 	if (ret < 0) {
 		/* EOPNOTSUPP: not mlx5; EINVAL: static UARs (old firmware
-		 * or kernel); EPROTONOSUPPORT: a kernel before 5.9. */
+		 * or kernel); EPROTONOSUPPORT: a kernel before 5.9, without
+		 * UVERBS_METHOD_QUERY_CONTEXT. */
 		log_info("%s: contexts cannot be imported: %s", dev->name,
 			 strerror(-ret));
 		return false;
@@ -530,7 +660,9 @@ static void verbs_dm_selftest(struct device *dev, struct ibv_context *own)
 		int err = errno ? errno : EOPNOTSUPP;
 
 		/* The kernel answers a method it lacks so: contexts import
-		 * from 5.11, DMs only from 5.13 (MLX5_IB_METHOD_DM_QUERY). */
+		 * from Linux 5.9 (UVERBS_METHOD_QUERY_CONTEXT, which
+		 * ibv_import_device needs), DMs only from 5.13
+		 * (MLX5_IB_METHOD_DM_QUERY, which ibv_import_dm needs). */
 		snprintf(caps->dm_reason, sizeof(caps->dm_reason),
 			 "the start-up self-test could not import a DM "
 			 "(ibv_import_dm: %s%s)",

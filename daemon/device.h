@@ -133,6 +133,10 @@ struct obj_spec {
 	struct obj_attr attr;
 	/* XRCD: the inode of its file (the kernel's key). */
 	uint64_t xrcd_ino;
+	/* The creating session's import (import_open): where the
+	 * provider objects a create makes belong (soft: [soft]
+	 * internal_objects_per_qp). 0: none. */
+	uint64_t import;
 };
 
 struct obj_made {
@@ -317,6 +321,10 @@ struct device {
 	 * DEVICE_INTERNAL): soft, the configuration's; mlx5, what the
 	 * start-up scratch import made. */
 	uint32_t internal_per_import;
+	/* soft: provider-internal objects each QP an import creates makes
+	 * there ([soft] internal_objects_per_qp), as mlx5 allocates BF
+	 * UARs for QPs and frees them only when the import closes. */
+	uint32_t internal_per_qp;
 	/* soft: the constructors go INTENT, kernel call, REGISTER ([soft]
 	 * intent_window). */
 	bool intent_window;
@@ -349,9 +357,11 @@ struct device_config {
 	uint64_t soft_max_dm_size;
 	/* Soft devices to make, soft0 to soft(n-1); 0 is taken as 1. */
 	unsigned int soft_devices;
-	/* [soft] intent_window and internal_objects_per_import. */
+	/* [soft] intent_window, internal_objects_per_import and
+	 * internal_objects_per_qp. */
 	bool soft_intent_window;
 	uint32_t soft_internal_per_import;
+	uint32_t soft_internal_per_qp;
 };
 
 int device_parse_mode(const char *s, enum device_mode *ret_mode);
@@ -385,5 +395,17 @@ struct ibv_pd;
  */
 int device_verbs_context(const struct device_ctx *ctx,
 			 struct ibv_context **ret_ctx, struct ibv_pd **ret_pd);
+
+/*
+ * Read the async events waiting on a domain context's descriptor
+ * (ctx->async_fd, non-blocking) without libibverbs' reading, which would
+ * take each event's element for a pointer: the context is the members' too,
+ * and what they make without an event file reports here with an element of
+ * their choosing. Events of @own_qps (the broker's RSS QPs, struct ibv_qp)
+ * are acknowledged; those of other objects are dropped and counted in
+ * @ret_foreign. Returns 1 when one says the device is gone, else 0.
+ */
+int device_verbs_drain(struct ibv_context *ctx, void *const *own_qps,
+		       size_t n_own, unsigned int *ret_foreign);
 
 #endif

@@ -149,6 +149,8 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 			pg->info.broker_objects += uc.broker;
 			pg->info.live_intents += uc.intents;
 			pg->info.internal_objects += uc.internal;
+			pg->info.internal_left += uc.internal_left;
+			pg->info.xrcd_orphans += x->xrcd_orphans;
 			pg->info.old_contexts += x->rekeyed;
 		}
 		pg->info.rekeys = d->rekeys;

@@ -21,6 +21,9 @@ struct device;
 enum notify_topic {
 	/* struct notify_device_gone */
 	NOTIFY_DEVICE_GONE,
+	/* struct dctx, about to be freed: the kernel freed (or is about to
+	 * free) what its context held. */
+	NOTIFY_CTX_CLOSED,
 	NOTIFY_TOPIC_COUNT,
 };
 

@@ -10,7 +10,9 @@
  * Then they are destroyed by handle in rounds in obj_cleanup_order, at
  * most reg->slice per event-loop turn; -EBUSY is retried in later rounds,
  * further apart each time, and what is still there after reg->rounds is
- * kept, stuck, and logged once with the reason.
+ * kept, stuck, and logged once with the reason and the errno. Only
+ * -ENOENT means the object is gone; -EINVAL (a handle of another kind)
+ * keeps the record stuck at once.
  */
 #include "config.h"
 
@@ -214,15 +216,18 @@ static struct obj *cleanup_next(struct obj_owner *ow)
 	return NULL;
 }
 
-static void log_stuck(struct obj_owner *ow, struct obj *o,
+/* Once per record, when it becomes stuck: the last answer, errno
+ * included (the device's sentence need not name it). */
+static void log_stuck(struct obj_owner *ow, struct obj *o, int err,
 		      const char *reason)
 {
 	if (ow->stuck > OBJ_STUCK_LOGGED)
 		return;
 	log_warn("client %" PRIu64 " (pid %d): %s handle %u in context "
-		 "%" PRIu64 " (%s on %s) is kept: %s%s",
+		 "%" PRIu64 " (%s on %s) is kept: %s (errno %d)%s",
 		 ow->client_id, (int)ow->pid, obj_kind_name(o->kind), o->handle,
 		 o->ctx->id, o->ctx->domain->name, o->ctx->dev->name, reason,
+		 -err,
 		 ow->stuck == OBJ_STUCK_LOGGED ? " (the rest of its stuck "
 						 "objects are not logged)" :
 						 "");
@@ -234,6 +239,7 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 	struct registry *reg = ow->reg;
 	const struct obj_family *fam = &reg->families[o->kind];
 	struct device_why why = { "" };
+	bool stuck_at_once = false;
 	int ret = 0;
 
 	/* A family's record (a DM import): the family lets it go, never
@@ -279,9 +285,8 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 		objects_remove(o);
 		return;
 	case -ENOENT:
-	case -EINVAL:
-		/* Nothing was destroyed: the handle names no object of that
-		 * kind, against the rules (destroyed with raw verbs). */
+		/* The handle names no object: destroyed with raw verbs,
+		 * against the rules. Only this answer means gone. */
 		/* As many lines as a dead client had records, else. */
 		if (++ow->gone <= OBJ_STUCK_LOGGED)
 			log_notice("client %" PRIu64 " (pid %d): %s handle %u "
@@ -294,6 +299,13 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 					   "");
 		objects_remove(o);
 		return;
+	case -EINVAL:
+		/* The handle names an object of another kind (or the
+		 * kernel refused the call): not proof that the record's
+		 * object is gone, and a later round would get the same
+		 * answer. Kept, never destroyed by this record again. */
+		stuck_at_once = true;
+		break;
 	default:
 		break;
 	}
@@ -301,10 +313,10 @@ failed:
 	o->tried = ow->round + 1;
 	TAILQ_REMOVE(&ow->kinds[o->kind], o, kind_link);
 	TAILQ_INSERT_TAIL(&ow->kinds[o->kind], o, kind_link);
-	if (ow->round + 1 >= reg->rounds) {
+	if (stuck_at_once || ow->round + 1 >= reg->rounds) {
 		o->stuck = true;
 		ow->stuck++;
-		log_stuck(ow, o, why.text);
+		log_stuck(ow, o, ret, why.text);
 	}
 }
 

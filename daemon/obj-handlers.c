@@ -165,6 +165,7 @@ static int obj_make(struct conn *c, struct dctx *x,
 	if (!given)
 		return reply_error(r, -ENOMEM, "out of memory");
 	attr_from_wire(&spec.attr, q->attr);
+	spec.import = dctx_conn_import(c, x);
 	ret = resolve_uses(c, x, q->uses, q->n_uses, &spec, r);
 	if (ret < 0)
 		return ret;
@@ -459,6 +460,7 @@ int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 				   OBJ_MAX_USES, q->n_uses);
 	spec.kind = o->kind;
 	attr_from_wire(&spec.attr, q->attr);
+	spec.import = dctx_conn_import(c, o->ctx);
 	ret = resolve_uses(c, o->ctx, q->uses, q->n_uses, &spec, r);
 	if (ret < 0)
 		return ret;

@@ -290,6 +290,13 @@ fail:
 	return err;
 }
 
+void *rss_verbs_qp(const struct rss_made *made)
+{
+	const struct rss_verbs *v = made->priv;
+
+	return v ? v->qp : NULL;
+}
+
 int rss_verbs_destroy(struct rss_made *made, enum ibc_obj_kind part, char *why,
 		      size_t len)
 {

@@ -18,6 +18,8 @@ int rss_verbs_selftest(struct ibv_context *ctx, char *why, size_t len);
 int rss_verbs_create(struct ibv_context *ctx, struct ibv_pd *pd,
 		     const struct rss_spec *spec, struct rss_made *ret,
 		     char *why, size_t len);
+/* The RSS QP of @made (a struct ibv_qp), NULL once destroyed. */
+void *rss_verbs_qp(const struct rss_made *made);
 /* One part, in the order flow, QP, table (-EBUSY otherwise). */
 int rss_verbs_destroy(struct rss_made *made, enum ibc_obj_kind part, char *why,
 		      size_t len);

@@ -389,10 +389,11 @@ int server_reload(struct server *srv)
 		log_notice("[soft] devices takes effect at the next start");
 	if (cfg.soft_intent_window != srv->config.soft_intent_window ||
 	    cfg.soft_internal_per_import !=
-		    srv->config.soft_internal_per_import)
+		    srv->config.soft_internal_per_import ||
+	    cfg.soft_internal_per_qp != srv->config.soft_internal_per_qp)
 		log_notice("[soft] intent_window and "
-			   "internal_objects_per_import take effect at the "
-			   "next start");
+			   "internal_objects_per_import and _per_qp take "
+			   "effect at the next start");
 	config_free(&srv->config);
 	srv->config = cfg;
 	server_check_reserve(srv);
@@ -590,6 +591,7 @@ int server_init(struct server *srv, const struct server_options *opt)
 	dcfg.soft_devices = srv->config.soft_devices;
 	dcfg.soft_intent_window = srv->config.soft_intent_window;
 	dcfg.soft_internal_per_import = srv->config.soft_internal_per_import;
+	dcfg.soft_internal_per_qp = srv->config.soft_internal_per_qp;
 	ret = device_probe(opt->device_mode, &dcfg, &srv->devices, &why);
 	if (ret < 0) {
 		log_err("--device verbs: %s", why);

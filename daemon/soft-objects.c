@@ -162,6 +162,35 @@ static int soft_alloc(struct soft_objs *o, uint32_t *ret)
 	return 0;
 }
 
+/* @n provider-internal records of @import, all or none: 0 or -ENOMEM. */
+static int soft_internal_add(struct soft_objs *o, uint64_t import, uint32_t n)
+{
+	uint32_t *made;
+	int err = 0;
+
+	if (n == 0)
+		return 0;
+	made = calloc(n, sizeof(*made));
+	if (!made)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < n && err == 0; i++) {
+		err = soft_alloc(o, &made[i]);
+		if (err < 0) {
+			while (i--) {
+				memset(&o->recs[made[i]], 0,
+				       sizeof(o->recs[made[i]]));
+				if (made[i] < o->low)
+					o->low = made[i];
+			}
+			break;
+		}
+		o->recs[made[i]] = (struct soft_rec){ .kind = DEVICE_INTERNAL,
+						      .import = import };
+	}
+	free(made);
+	return err;
+}
+
 int soft_objs_init(struct soft_objs *o, struct soft_dev *sd,
 		   const struct device *dev)
 {
@@ -603,6 +632,14 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 				  o->dev->name,
 				  soft_max(&o->dev->caps, spec->kind),
 				  obj_kind_name(spec->kind));
+	/* mlx5 gives a QP a UAR of its importer's (a BF register page),
+	 * freed only when that import closes: modelled per QP made, never
+	 * per QP opened by number. */
+	if (spec->kind == IBC_OBJ_QP && spec->import &&
+	    !spec->attr.xrc_qp_num &&
+	    soft_internal_add(o, spec->import, o->dev->internal_per_qp) < 0)
+		return device_why(why, -ENOMEM, "%s: out of memory",
+				  o->dev->name);
 	if (spec->kind == IBC_OBJ_XRCD &&
 	    soft_xrcd_open(o->sd, spec->xrcd_ino) < 0)
 		return device_why(why, -ENOMEM, "%s: out of memory",
@@ -799,25 +836,18 @@ int soft_objs_handles(const struct soft_objs *o, unsigned int type,
 int soft_objs_import_open(struct soft_objs *o, uint32_t n, uint64_t *ret)
 {
 	uint64_t import;
-	uint32_t h;
+	int err;
 
-	/* Nothing to make, nothing to find at the close. */
-	if (n == 0) {
+	/* Nothing to make, now or for its QPs: nothing to find at the
+	 * close. */
+	if (n == 0 && !o->dev->internal_per_qp) {
 		*ret = 0;
 		return 0;
 	}
 	import = ++o->next_import;
-
-	for (uint32_t i = 0; i < n; i++) {
-		int err = soft_alloc(o, &h);
-
-		if (err < 0) {
-			soft_objs_import_close(o, import);
-			return err;
-		}
-		o->recs[h] = (struct soft_rec){ .kind = DEVICE_INTERNAL,
-						.import = import };
-	}
+	err = soft_internal_add(o, import, n);
+	if (err < 0)
+		return err;
 	*ret = import;
 	return 0;
 }

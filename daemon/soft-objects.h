@@ -127,9 +127,11 @@ int soft_objs_handles(const struct soft_objs *o, unsigned int type,
 /*
  * An import of the context: @n provider-internal records (kind
  * DEVICE_INTERNAL), as mlx5 makes a UAR per import, named by what goes to
- * @ret; soft_objs_import_close() frees them (a clean close), a dead
- * importer leaves them until the context closes. 0 or -ENOMEM (none
- * made).
+ * @ret; soft_objs_create() adds the device's internal_per_qp more for each
+ * QP made with spec->import set to it (mlx5's BF UARs). The records stay
+ * when the QP goes; soft_objs_import_close() frees them all (a clean
+ * close), a dead importer leaves them until the context closes. 0 or
+ * -ENOMEM (none made).
  */
 int soft_objs_import_open(struct soft_objs *o, uint32_t n, uint64_t *ret);
 void soft_objs_import_close(struct soft_objs *o, uint64_t import);

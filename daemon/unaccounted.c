@@ -155,12 +155,20 @@ static uint32_t sub0(uint32_t a, uint32_t b)
 	return a > b ? a - b : 0;
 }
 
-/* The provider's own objects: what the broker's open made and what the
- * sessions holding the context (x->refs) made by importing it. */
+/*
+ * The provider's own objects, counted by their type (mlx5:
+ * MLX5_IB_OBJECT_UAR), apart from the uverbs objects: the broker's open
+ * made own_internal of them, importers the rest, and nothing says which
+ * import holds which. A live import holds at least what a bare import
+ * makes (internal_per_import) and, on mlx5, a BF UAR page more for its
+ * QPs as they come, kept until the import closes; so only the dead
+ * imports' share is unaccounted, and only as far as it is known: at least
+ * internal_per_import each, at most what the live imports cannot hold.
+ */
 static int unacc_internal(struct dctx *x, struct unacc_counts *c)
 {
 	struct unacc_list l = { 0 };
-	uint32_t own, imports;
+	uint32_t own, beyond, live, dead;
 	int ret = unacc_list_fill(x, DEVICE_INTERNAL, &l);
 
 	if (ret < 0) {
@@ -169,11 +177,18 @@ static int unacc_internal(struct dctx *x, struct unacc_counts *c)
 		return ret;
 	}
 	own = l.n < x->own_internal ? l.n : x->own_internal;
-	imports = x->refs * x->dev->internal_per_import;
+	beyond = l.n - own;
+	live = x->refs * x->dev->internal_per_import;
+	dead = x->dead_imports * x->dev->internal_per_import;
+	if (x->dev->internal_per_import &&
+	    dead / x->dev->internal_per_import != x->dead_imports)
+		dead = UINT32_MAX;
 	c->kernel += l.n;
 	c->broker += own;
-	c->internal = sub0(l.n - own, imports);
-	c->unaccounted += c->internal;
+	c->internal = beyond;
+	c->internal_left = dead < sub0(beyond, live) ? dead :
+						       sub0(beyond, live);
+	c->unaccounted += c->internal_left;
 	free(l.handles);
 	free(l.named);
 	return 0;
@@ -260,9 +275,10 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 	x->unacc_warned |= c.cut > 0;
 	if (c.unaccounted != x->unaccounted)
 		log_info("context %" PRIu64 " (%s on %s): %u unaccounted "
-			 "objects (%u provider-internal), %u before",
+			 "objects (%u provider-internal left by dead "
+			 "importers), %u before",
 			 x->id, d->name, x->dev->name, c.unaccounted,
-			 c.internal, x->unaccounted);
+			 c.internal_left, x->unaccounted);
 	/* Grown: [defaults] auto_rekey_unaccounted may be due. */
 	if (c.unaccounted > x->unaccounted)
 		rekey_auto_check(x->srv);

@@ -11,11 +11,16 @@
  *   - the broker's own (the context's PD, its DMs)
  *   - the open intents of live clients (their kernel call may have run)
  *
- * plus the provider-internal objects (mlx5: its UARs; soft: [soft]
- * internal_objects_per_import records per import) beyond those of the
- * broker's own open and of the sessions that hold the context. A dead
- * client's intent whose kernel call made nothing counts 0, one that made
- * an object counts 1.
+ * plus what dead importers left of the provider-internal objects (mlx5:
+ * its UARs; soft: [soft] internal_objects_per_import and _per_qp
+ * records), which are counted by their type, apart: the kernel does not
+ * say which import holds which, and a live importer holds more than a bare
+ * import makes (mlx5 allocates BF UARs as its QPs come and frees them only
+ * when the import closes), so the dead ones' share is a lower bound: what
+ * a bare import makes, per session that ended without closing its import,
+ * at most what exists beyond the live imports' least. A dead client's
+ * intent whose kernel call made nothing counts 0, one that made an object
+ * counts 1.
  *
  * The walk costs a syscall per kind on verbs: it runs when a dead client's
  * cleanup is done, when a session that held the context ends on the soft
@@ -37,8 +42,12 @@ struct unacc_counts {
 	uint32_t broker;
 	/* Open intents of live clients (all of them, made or not). */
 	uint32_t intents;
-	/* Provider-internal objects among the unaccounted. */
+	/* Provider-internal objects (mlx5 UARs) beyond the broker's own,
+	 * counted apart: live importers' and dead ones'. */
 	uint32_t internal;
+	/* Of those, what dead importers left as far as it is known (a
+	 * lower bound): counted in unaccounted. */
+	uint32_t internal_left;
 	uint32_t unaccounted;
 	/* Kinds whose list the kernel cut at its most (16383 handles, the
 	 * ioctl's 16-bit length): the count is a lower bound then. */

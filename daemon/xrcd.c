@@ -35,11 +35,17 @@ struct xrcd;
 struct xrcd_open {
 	TAILQ_ENTRY(xrcd_open) link; /* the XRCD's */
 	TAILQ_ENTRY(xrcd_open) all;  /* the table's */
+	/* NULL for an orphan whose name was removed. */
 	struct xrcd *x;
 	/* The registry's record; NULL on a context of the client's own,
-	 * whose open belongs to @conn's session. */
+	 * whose open belongs to @conn's session, and for an orphan. */
 	struct obj *o;
 	struct conn *conn;
+	/* An orphan: a dead client's open on a verbs device, whose kernel
+	 * XRCD stays in @ctx (struct ibv_xrcd shows no handle to destroy it
+	 * by) until that context closes. */
+	bool orphan;
+	struct dctx *ctx;
 	struct domain *domain;
 	uint64_t id;
 	uint64_t client_id;
@@ -61,7 +67,9 @@ struct xrcd {
 	void *hold[DEVICE_MAX];
 	bool held[DEVICE_MAX];
 	TAILQ_HEAD(, xrcd_open) opens;
+	/* Live opens; orphans (in opens too) apart. */
 	unsigned int n_opens;
+	unsigned int n_orphans;
 };
 
 struct xrcd_table {
@@ -161,10 +169,11 @@ static void xrcd_free(struct xrcd_table *t, struct xrcd *x, bool unlink_file)
 	free(x);
 }
 
-/* An undeclared XRCD lives while someone holds it open. */
+/* An undeclared XRCD lives while someone holds it open, or a context
+ * holds a dead client's open of it (same inode, same kernel XRCD). */
 static void xrcd_put(struct xrcd_table *t, struct xrcd *x)
 {
-	if (!x->n_opens && !x->declared)
+	if (!x->n_opens && !x->n_orphans && !x->declared)
 		xrcd_free(t, x, true);
 }
 
@@ -183,6 +192,40 @@ static void open_drop(struct xrcd_table *t, struct xrcd_open *op)
 	xrcd_put(t, x);
 }
 
+/* The orphan @op goes with its context's kernel XRCD. */
+static void orphan_drop(struct xrcd_table *t, struct xrcd_open *op)
+{
+	struct xrcd *x = op->x;
+
+	TAILQ_REMOVE(&t->opens, op, all);
+	op->ctx->xrcd_orphans--;
+	if (x) {
+		TAILQ_REMOVE(&x->opens, op, link);
+		x->n_orphans--;
+		xrcd_put(t, x);
+	}
+	free(op);
+}
+
+/* @x's context closes (or its device went): so do its orphans. */
+static void orphans_ctx_gone(struct xrcd_table *t, const struct dctx *ctx,
+			     const struct device *dev)
+{
+	struct xrcd_open *op, *tmp;
+
+	TAILQ_FOREACH_SAFE(op, &t->opens, all, tmp)
+		if (op->orphan &&
+		    (op->ctx == ctx || (dev && op->ctx->dev == dev)))
+			orphan_drop(t, op);
+}
+
+static void xrcd_ctx_closed(struct server *srv, const void *what, void *data)
+{
+	/* The table goes before the last contexts at exit. */
+	if (table(srv))
+		orphans_ctx_gone(table(srv), what, NULL);
+}
+
 /* The registry's record of an open went (family hook). */
 static void xrcd_obj_removed(struct server *srv, struct obj *o, void *data)
 {
@@ -198,13 +241,41 @@ static void xrcd_obj_removed(struct server *srv, struct obj *o, void *data)
 
 /*
  * A dead client's XRCD on a verbs device has no handle the broker knows:
- * its open of the name goes, and the kernel object in the domain's context
- * is counted as unaccounted until the context closes (DESIGN §5).
+ * the kernel object stays in the domain's context, counted as unaccounted,
+ * until the context closes (DESIGN §5). Its open stays too, as an orphan:
+ * the name's listing and the domain's count show it, and the name (with
+ * its inode, the kernel's key) lives as long.
  */
 static int xrcd_before_destroy(struct server *srv, struct obj *o, void *data)
 {
+	struct xrcd_table *t = data;
+	struct xrcd_open *op;
+
 	if (o->made_here)
 		return 0;
+	TAILQ_FOREACH(op, &t->opens, all)
+		if (op->o == o)
+			break;
+	if (op && o->ctx->dc) {
+		char esc[LOG_ESCAPED_SIZE(op->x->name)];
+
+		op->o = NULL;
+		op->conn = NULL;
+		op->orphan = true;
+		op->ctx = o->ctx;
+		op->x->n_opens--;
+		op->x->n_orphans++;
+		o->ctx->xrcd_orphans++;
+		if (domain_pool(op->domain)->used.xrcds)
+			domain_pool(op->domain)->used.xrcds--;
+		log_info("client %" PRIu64 " (pid %d): its open of XRCD \"%s\" "
+			 "(inode %" PRIu64 ") stays in context %" PRIu64
+			 " of domain %s until the context closes: the broker "
+			 "has no handle to destroy it by",
+			 op->client_id, (int)op->pid,
+			 log_escape(esc, sizeof(esc), op->x->name), op->x->ino,
+			 o->ctx->id, o->ctx->domain->name);
+	}
 	objects_drop_intent(o);
 	return 1;
 }
@@ -250,6 +321,7 @@ static void xrcd_device_gone(struct server *srv, const void *what, void *data)
 			gone->dev->ops->xrcd_drop(gone->dev, x->hold[i]);
 			x->held[i] = false;
 		}
+	orphans_ctx_gone(t, NULL, gone->dev);
 }
 
 /* --- requests --------------------------------------------------------- */
@@ -575,6 +647,10 @@ static int xrcd_info(struct conn *c, const struct xrcd *x, bool admin,
 
 		if (!admin && op->domain != c->domain)
 			continue;
+		if (op->orphan) {
+			xi->orphaned_opens++;
+			continue;
+		}
 		xi->open_count++;
 		if (n_op == XRCD_LIST_OPENS)
 			continue;
@@ -645,6 +721,8 @@ int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
 	struct xrcd_table *t = table(c->srv);
 	Rdmab__XrcdRemoveReply *out = reply_alloc(r, sizeof(*out));
 	char esc[LOG_ESCAPED_SIZE(((struct xrcd *)0)->name)];
+	struct xrcd_open *op;
+	unsigned int orphans;
 	struct xrcd *x;
 	int ret;
 
@@ -665,12 +743,24 @@ int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
 				   "XRCD \"%s\" is held by %u open%s",
 				   name, x->n_opens,
 				   x->n_opens == 1 ? "" : "s");
+	/* Dead clients' opens leave the name, not their contexts: the
+	 * kernel XRCD of this inode lives there until each closes. */
+	orphans = x->n_orphans;
+	while ((op = TAILQ_FIRST(&x->opens))) {
+		TAILQ_REMOVE(&x->opens, op, link);
+		op->x = NULL;
+	}
+	x->n_orphans = 0;
 	log_notice("XRCD \"%s\" (inode %" PRIu64 ") removed by client "
-		   "%" PRIu64 " (uid %u)",
+		   "%" PRIu64 " (uid %u)%s",
 		   log_escape(esc, sizeof(esc), x->name), x->ino, c->id,
-		   c->cred.uid);
+		   c->cred.uid,
+		   orphans ? "; dead clients' opens keep its kernel XRCD in "
+			     "their domains' contexts until those close" :
+			     "");
 	xrcd_free(t, x, true);
 	rdmab__xrcd_remove_reply__init(out);
+	out->orphaned_opens = orphans;
 	r->msg.body_case = RDMAB__REPLY__BODY_XRCD_REMOVE;
 	r->msg.xrcd_remove = out;
 	return 0;
@@ -836,6 +926,9 @@ int xrcd_init(struct server *srv)
 	xrcd_adopt(t);
 	fam.data = t;
 	objects_set_family(srv->registry, IBC_OBJ_XRCD, &fam);
+	if (notify_subscribe(&srv->notifier, NOTIFY_CTX_CLOSED,
+			     xrcd_ctx_closed, NULL) < 0)
+		return -ENOSPC;
 	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
 				xrcd_device_gone, t);
 }

@@ -275,7 +275,8 @@ struct ibc_domain_info {
 	/* The count's parts, from the kernel's handle lists walked for this
 	 * listing: the handles listed, those the registry names, the
 	 * broker's own, live clients' open intents, and the
-	 * provider-internal objects (mlx5 UARs) among the unaccounted. */
+	 * provider-internal objects (mlx5 UARs) beyond the broker's own,
+	 * counted apart (live and dead importers'; internal_left below). */
 	uint32_t kernel_objects;
 	uint32_t registry_objects;
 	uint32_t broker_objects;
@@ -285,6 +286,13 @@ struct ibc_domain_info {
 	 * still holds; and rekeys so far. */
 	uint32_t old_contexts;
 	uint64_t rekeys;
+	/* Of internal_objects, what importers that died holding the
+	 * context left, as far as the broker knows (a lower bound: what a
+	 * bare import makes, per such importer); counted in unaccounted. */
+	uint32_t internal_left;
+	/* XRCD opens of dead clients whose kernel XRCD stays in the
+	 * domain's contexts until they close (ibc_list_xrcds(3)). */
+	uint32_t xrcd_orphans;
 };
 
 struct ibc_client_entry {
@@ -633,6 +641,10 @@ struct ibc_xrcd_info {
 	struct ibc_xrcd_open_info opens[IBC_XRCD_OPENS_SHOWN];
 	/* opens[i]'s SRQs and QPs. */
 	struct ibc_xrcd_open_objs open_objs[IBC_XRCD_OPENS_SHOWN];
+	/* Opens of dead clients on verbs devices, not in n_opens: struct
+	 * ibv_xrcd shows no handle to destroy them by, so their kernel XRCD
+	 * stays in the domain's context until it closes or is rekeyed. */
+	uint32_t n_orphaned;
 };
 
 /**
@@ -645,7 +657,9 @@ int ibc_list_xrcds(struct ibc_client *client, const char *name,
 		   struct ibc_xrcd_info **ret_list, size_t entry_size,
 		   size_t *ret_count);
 /** ibc_admin_xrcd_remove() - remove a declared XRC domain nobody holds
- * (administrators only): -EBUSY while it is open. */
+ * (administrators only): -EBUSY while it is open. Returns how many dead
+ * clients' opens (n_orphaned) keep its kernel XRCD in their domains'
+ * contexts until those close: removing the name does not free them. */
 int ibc_admin_xrcd_remove(struct ibc_client *client, const char *name);
 
 /*

@@ -299,11 +299,16 @@ void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)
 void ibc_ctx_teardown_all(struct ibc_client *cl)
 {
 	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
+		bool verbs = ctx->caps.kind == IBC_DEVICE_VERBS;
+
 		ibc_ctx_teardown(ctx);
 		/* A clean end closes the import, as ibv_close_device does
 		 * on a verbs device: the soft device's kernel (the broker)
-		 * frees what the import made only when told. */
-		if ((ctx->soft_flags & SOFT_CTX_IMPORT_OBJECTS) &&
+		 * frees what the import made only when told, and on a
+		 * verbs device the broker counts a session that ends
+		 * without it as an importer that left its UARs. */
+		if ((ctx->soft_flags & SOFT_CTX_IMPORT_OBJECTS ||
+		     (verbs && ctx->caps.shared)) &&
 		    !ibc_ctx_removed(ctx))
 			ibc_ctx_release(cl, ctx->caps.context_id);
 	}

@@ -247,6 +247,8 @@ static void ibc_domains_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	e->broker_objects = d->broker_objects;
 	e->live_intents = d->live_intents;
 	e->internal_objects = d->internal_objects;
+	e->internal_left = d->internal_left;
+	e->xrcd_orphans = d->xrcd_orphans;
 	e->old_contexts = d->old_contexts;
 	e->rekeys = d->rekeys;
 }

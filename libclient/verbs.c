@@ -119,8 +119,17 @@ static int verbs_attach(struct ibc_ctx *ctx, int fd)
 
 static void verbs_detach(struct ibc_ctx *ctx)
 {
-	/* Imported objects are local: unimporting frees nothing of the
-	 * domain's. */
+	/*
+	 * Imported objects are local: unimporting frees nothing of the
+	 * domain's. mlx5_unimport_pd() ends in assert(false) while a parent
+	 * domain the application built on this PD still holds it (the PD's
+	 * refcount, private to mlx5): an rdma-core built with assertions
+	 * aborts here, one built with NDEBUG leaks the structure. Nothing
+	 * public tells whether one is left (ibv_dealloc_pd, the only call
+	 * that would answer EBUSY, frees the domain's PD in the kernel when
+	 * nothing else holds it), so ibc_open(3) states the rule instead:
+	 * deallocate them before ibc_close. Unverified on hardware.
+	 */
 	if (ctx->vpd)
 		ibv_unimport_pd(ctx->vpd);
 	if (ctx->own_pd)

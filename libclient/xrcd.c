@@ -10,6 +10,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -310,6 +311,7 @@ static void xrcd_info_from(struct ibc_xrcd_info *e, const Rdmab__XrcdInfo *x)
 	e->ino = x->inode;
 	e->persistent = x->persistent;
 	e->n_opens = x->open_count;
+	e->n_orphaned = x->orphaned_opens;
 	for (size_t i = 0; i < x->n_opens && i < IBC_XRCD_OPENS_SHOWN; i++) {
 		const Rdmab__XrcdOpenInfo *o = x->opens[i];
 		struct ibc_xrcd_open_objs *u = &e->open_objs[e->n_opens_shown];
@@ -434,9 +436,15 @@ IBC_EXPORT int ibc_admin_xrcd_remove(struct ibc_client *client,
 	err = ibc_call(client, &req, 0, &r);
 	if (err < 0)
 		return err;
-	if (r.reply->body_case != RDMAB__REPLY__BODY_XRCD_REMOVE)
+	if (r.reply->body_case != RDMAB__REPLY__BODY_XRCD_REMOVE ||
+	    !r.reply->xrcd_remove)
 		err = ibc_set_error(-EPROTO, "the broker answered the XRCD "
 					     "removal with something else");
+	else if (r.reply->xrcd_remove->orphaned_opens > INT_MAX)
+		err = ibc_set_error(-EPROTO, "the broker's count of orphaned "
+					     "XRCD opens is out of range");
+	else
+		err = (int)r.reply->xrcd_remove->orphaned_opens;
 	ibc_reply_free(&r);
 	return err;
 }

@@ -1335,6 +1335,26 @@ START_TEST(test_verbs_registry_nowait)
 }
 END_TEST
 
+/* A clean ibc_disconnect closes a shared verbs context's import (its UARs
+ * go with ibv_close_device) and says so (script_verbs_open expects the
+ * CloseContext): else the broker counts the session as an importer that
+ * died holding its UARs. */
+START_TEST(test_verbs_disconnect_closes)
+{
+	struct ibc_ctx *ctx = NULL;
+	struct ibc_client *cl;
+	struct fb fb;
+
+	FB_START(&fb, script_verbs_open, NULL);
+	verbs_shim_mode = VERBS_SHIM_IMPORT;
+	ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
+	ck_assert_msg(ibc_open(cl, NULL, &ctx) == 0, "%s", ibc_last_error());
+	ibc_disconnect(cl);
+	verbs_shim_mode = VERBS_SHIM_REAL;
+	FB_STOP(&fb);
+}
+END_TEST
+
 static Suite *client_suite(void)
 {
 	Suite *s = suite_create("client");
@@ -1364,6 +1384,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_verbs_context_during_removal);
 	tcase_add_test(tc, test_stale_errno_import);
 	tcase_add_test(tc, test_verbs_registry_nowait);
+	tcase_add_test(tc, test_verbs_disconnect_closes);
 	tcase_add_test(tc, test_fork_init_stalled_broker);
 	suite_add_tcase(s, tc);
 	return s;

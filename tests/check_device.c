@@ -688,6 +688,58 @@ START_TEST(test_verbs_stale_errno)
 }
 END_TEST
 
+static void put_event(int fd, uint32_t type, uint64_t element)
+{
+	struct ib_uverbs_async_event_desc d = {
+		.element = element,
+		.event_type = type,
+	};
+
+	ck_assert_int_eq(write(fd, &d, sizeof(d)), (ssize_t)sizeof(d));
+}
+
+/*
+ * A domain context's default async file gets the events of what members
+ * make without an event file, with the element they chose: the broker
+ * reads them raw and dereferences only its own QPs (libibverbs' reading
+ * would lock and increment through 0x10 here, and die).
+ */
+START_TEST(test_verbs_foreign_events)
+{
+	struct ibv_context ctx = { .cmd_fd = -1 };
+	struct ibv_qp own = { .events_completed = 0 };
+	void *own_qps[1] = { &own };
+	unsigned int foreign = 99;
+	int p[2];
+
+	ck_assert_int_eq(pipe2(p, O_NONBLOCK | O_CLOEXEC), 0);
+	pthread_mutex_init(&own.mutex, NULL);
+	pthread_cond_init(&own.cond, NULL);
+	ctx.async_fd = p[0];
+	put_event(p[1], IBV_EVENT_QP_LAST_WQE_REACHED, 0x10);
+	put_event(p[1], IBV_EVENT_CQ_ERR, 0x20);
+	put_event(p[1], IBV_EVENT_SRQ_LIMIT_REACHED, 0x30);
+	put_event(p[1], IBV_EVENT_WQ_FATAL, 0x40);
+	put_event(p[1], IBV_EVENT_PORT_ACTIVE, 1);
+	put_event(p[1], IBV_EVENT_QP_FATAL, (uintptr_t)&own);
+	ck_assert_int_eq(device_verbs_drain(&ctx, own_qps, 1, &foreign), 0);
+	ck_assert_uint_eq(foreign, 4);
+	ck_assert_uint_eq(own.events_completed, 1);
+	/* Drained: nothing more to read. */
+	ck_assert_int_eq(device_verbs_drain(&ctx, own_qps, 1, &foreign), 0);
+	ck_assert_uint_eq(foreign, 0);
+	put_event(p[1], IBV_EVENT_COMM_EST, (uintptr_t)&own + 8);
+	put_event(p[1], IBV_EVENT_DEVICE_FATAL, 0);
+	ck_assert_int_eq(device_verbs_drain(&ctx, own_qps, 1, &foreign), 1);
+	ck_assert_uint_eq(foreign, 1);
+	ck_assert_uint_eq(own.events_completed, 1);
+	close(p[0]);
+	close(p[1]);
+	pthread_cond_destroy(&own.cond);
+	pthread_mutex_destroy(&own.mutex);
+}
+END_TEST
+
 /* The async event descriptor must become non-blocking, or the event loop
  * could block on it: a device whose descriptor refuses is not used. */
 START_TEST(test_verbs_async_fd_checked)
@@ -733,6 +785,7 @@ static Suite *device_suite(void)
 	tc = tcase_create("shim");
 	tcase_add_test(tc, test_verbs_stale_errno);
 	tcase_add_test(tc, test_verbs_async_fd_checked);
+	tcase_add_test(tc, test_verbs_foreign_events);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -310,6 +311,51 @@ START_TEST(test_stuck)
 }
 END_TEST
 
+/*
+ * -EINVAL is not "gone": the handle names an object of another kind (here
+ * a record of kind QP on the soft kernel's CQ), so the record stays, stuck
+ * at once, logged once with the errno, and listed so; the CQ is destroyed.
+ * Only -ENOENT drops a record (test_intents_unaccounted).
+ */
+START_TEST(test_einval_stuck)
+{
+	struct ol_client *c = client(0), *other = client(1);
+	struct ol_info info[8];
+	struct ol_obj cq, qp;
+	struct obj_owner *ow;
+	size_t qp_tries = 0;
+	int n, stuck = -1;
+
+	OK(ol_cq(c, 4, &cq));
+	sl_srv.devices.dev[0].broker_objects = false;
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
+			  IBC_OBJ_QP, NULL, 0, NULL, cq.handle, &qp));
+	sl_kill(0);
+	run_cleanup(0, 5000);
+	ow = sl_owner(0);
+	ck_assert_ptr_nonnull(ow);
+	ck_assert_uint_eq(ow->n_objs, 1);
+	ck_assert_uint_eq(ow->stuck, 1);
+	for (size_t i = 0; i < n_seen; i++)
+		qp_tries += seen[i] == IBC_OBJ_QP;
+	/* Not retried: the answer would not change. */
+	ck_assert_uint_eq(qp_tries, 1);
+	ck_assert_int_eq(sl_log_count("is of kind CQ, not QP (errno 22)"), 1);
+	ck_assert_int_eq(sl_log_count("was already gone"), 0);
+	n = ol_list(other, ow->client_id, NULL, info, 8);
+	ck_assert_int_eq(n, 1);
+	if (info[0].id == qp.id)
+		stuck = info[0].state;
+	ck_assert_int_eq(stuck, RDMAB__OBJECT_INFO__STATE__STUCK);
+	/* Nothing runs any more. */
+	n_seen = 0;
+	for (int i = 0; i < 50; i++)
+		event_base_loop(sl_srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	ck_assert_uint_eq(n_seen, 0);
+	ck_assert_int_eq(sl_log_count("is kept"), 1);
+}
+END_TEST
+
 static unsigned int hook_calls, hook_busy;
 
 static int hook(struct server *s, struct obj *o, void *data)
@@ -547,21 +593,90 @@ END_TEST
  * verbs, made none: 0), and its open of the name goes, which removes an
  * undeclared name's file.
  */
+/* The XRCD @name as @c lists it: its live and orphaned opens; false when
+ * not listed. */
+static bool xrcd_listed(struct ol_client *c, const char *name,
+			uint32_t *ret_opens, uint32_t *ret_orphaned)
+{
+	Rdmab__ListXrcdsRequest lx = RDMAB__LIST_XRCDS_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	bool listed;
+
+	lx.name = (char *)name;
+	req.body_case = RDMAB__REQUEST__BODY_LIST_XRCDS;
+	req.list_xrcds = &lx;
+	OK(ol_call(c, &req, &m));
+	listed = m->reply->list_xrcds->n_xrcds == 1;
+	if (listed) {
+		*ret_opens = m->reply->list_xrcds->xrcds[0]->open_count;
+		*ret_orphaned = m->reply->list_xrcds->xrcds[0]->orphaned_opens;
+	}
+	ol_free(m);
+	return listed;
+}
+
+/* @c's domain's count of XRCD opens orphaned in its contexts. */
+static uint32_t domain_xrcd_orphans(struct ol_client *c)
+{
+	Rdmab__ListRequest ld = RDMAB__LIST_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	uint32_t n = UINT32_MAX;
+
+	req.body_case = RDMAB__REQUEST__BODY_LIST_DOMAINS;
+	req.list_domains = &ld;
+	OK(ol_call(c, &req, &m));
+	for (size_t i = 0; i < m->reply->list_domains->n_domains; i++)
+		if (strcmp(m->reply->list_domains->domains[i]->name,
+			   c->domain) == 0)
+			n = m->reply->list_domains->domains[i]->xrcd_orphans;
+	ol_free(m);
+	return n;
+}
+
+/* The client's ibv_open_xrcd in the domain's context, on the soft kernel
+ * (a verbs client makes it itself; the broker never sees its handle). */
+static void kernel_xrcd_open(const char *path)
+{
+	struct dctx *x = TAILQ_FIRST(&TAILQ_FIRST(&sl_srv.domains)->ctxs);
+	struct obj_spec spec = { .kind = IBC_OBJ_XRCD };
+	struct device_why why;
+	struct obj_made made;
+	struct stat st;
+
+	ck_assert_int_eq(stat(path, &st), 0);
+	spec.xrcd_ino = st.st_ino;
+	OK(x->dev->ctx_ops->obj_create(x->dc, &spec, &made, &why));
+}
+
+/*
+ * A dead client's XRCD open on a verbs device cannot be destroyed (struct
+ * ibv_xrcd shows no handle): its record goes, the kernel XRCD stays in the
+ * domain's context, unaccounted, and the open stays as an orphan, shown in
+ * the name's listing and the domain's count, holding the name (and its
+ * inode) until the context closes.
+ */
 START_TEST(test_xrcd_verbs_dead)
 {
 	struct ol_client *c = client(0), *other = client(1);
+	uint32_t used = 0, unacc = 0, opens = 9, orphaned = 9;
 	struct ol_obj srq;
-	uint32_t used = 0, unacc = 0;
 	char path[400];
 	uint64_t id;
 
 	sl_srv.devices.dev[0].broker_objects = false;
 	OK(xrcd_open(c, "v", O_CREAT, &id));
+	snprintf(path, sizeof(path), "%s/xrcd/p.1", sl_dir);
+	kernel_xrcd_open(path);
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
 			  IBC_OBJ_SRQ, NULL, 0, NULL, 5, &srq));
-	snprintf(path, sizeof(path), "%s/xrcd/p.1", sl_dir);
 	ck_assert_int_eq(access(path, F_OK), 0);
 	ck_assert_uint_eq(sl_srv.domains.tqh_first->used.xrcds, 1);
+	ck_assert(xrcd_listed(other, "v", &opens, &orphaned));
+	ck_assert_uint_eq(opens, 1);
+	ck_assert_uint_eq(orphaned, 0);
+	ck_assert_uint_eq(domain_xrcd_orphans(other), 0);
 	n_seen = 0;
 	sl_kill(0);
 	run_cleanup(0, 2000);
@@ -569,11 +684,80 @@ START_TEST(test_xrcd_verbs_dead)
 	/* The SRQ was destroyed by handle, the XRCD was not. */
 	for (size_t i = 0; i < n_seen; i++)
 		ck_assert_int_ne(seen[i], IBC_OBJ_XRCD);
-	ck_assert_int_eq(access(path, F_OK), -1);
 	ck_assert_uint_eq(sl_srv.domains.tqh_first->used.xrcds, 0);
+	/* Shown where the operator looks, and counted. */
+	ck_assert(xrcd_listed(other, "v", &opens, &orphaned));
+	ck_assert_uint_eq(opens, 0);
+	ck_assert_uint_eq(orphaned, 1);
+	ck_assert_uint_eq(domain_xrcd_orphans(other), 1);
+	ck_assert_int_eq(sl_log_count("until the context closes"), 1);
 	OK(ol_domain(other, other->domain, &used, &unacc));
-	ck_assert_uint_eq(unacc, 0);
-	ck_assert_uint_eq(used, 1);
+	ck_assert_uint_eq(unacc, 1);
+	ck_assert_uint_eq(used, 1 + 1);
+	/* The kernel XRCD keeps the inode: so does the name. */
+	ck_assert_int_eq(access(path, F_OK), 0);
+	/* The context closes: the kernel frees the XRCD, the orphan goes,
+	 * and with it the undeclared name. */
+	ol_close(other);
+	sl_hang_up(1);
+	ck_assert_int_eq(access(path, F_OK), -1);
+}
+END_TEST
+
+/*
+ * An administrator removes a declared name whose only opens are orphans:
+ * the name goes, and the reply does not claim to free the kernel XRCD: it
+ * says how many dead clients' opens keep it in their domains' contexts,
+ * which still count them.
+ */
+START_TEST(test_xrcd_remove_orphaned)
+{
+	static char cfg_path[400];
+	struct ol_client *c, *other;
+	Rdmab__XrcdRemoveRequest xr = RDMAB__XRCD_REMOVE_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	uint32_t opens = 9, orphaned = 9;
+	Rdmab__DaemonMessage *m;
+	char path[400], conf[200];
+	uint64_t id;
+	FILE *f;
+
+	/* Declared for this process's own domain, and this process an
+	 * administrator (its group), whoever runs the test. */
+	snprintf(cfg_path, sizeof(cfg_path), "%s/rdmabroker.conf", sl_dir);
+	snprintf(conf, sizeof(conf), "[xrcd d]\ndomains = uid-%u\n",
+		 (unsigned int)getuid());
+	f = fopen(cfg_path, "w");
+	ck_assert_ptr_nonnull(f);
+	fputs(conf, f);
+	ck_assert_int_eq(fclose(f), 0);
+	sl_srv.opt.config_path = cfg_path;
+	OK(server_reload(&sl_srv));
+	sl_srv.config.has_admin_group = true;
+	sl_srv.config.admin_gid = getgid();
+	c = client(0);
+	other = client(1);
+	sl_srv.devices.dev[0].broker_objects = false;
+	OK(xrcd_open(c, "d", O_CREAT, &id));
+	snprintf(path, sizeof(path), "%s/xrcd/d.d", sl_dir);
+	kernel_xrcd_open(path);
+	sl_kill(0);
+	run_cleanup(0, 2000);
+	ck_assert(xrcd_listed(other, "d", &opens, &orphaned));
+	ck_assert_uint_eq(orphaned, 1);
+	xr.name = "d";
+	req.body_case = RDMAB__REQUEST__BODY_XRCD_REMOVE;
+	req.xrcd_remove = &xr;
+	OK(ol_call(other, &req, &m));
+	ck_assert_uint_eq(m->reply->xrcd_remove->orphaned_opens, 1);
+	ol_free(m);
+	ck_assert_int_eq(access(path, F_OK), -1);
+	ck_assert(!xrcd_listed(other, "d", &opens, &orphaned));
+	/* Still the domain's, until its context closes. */
+	ck_assert_uint_eq(domain_xrcd_orphans(other), 1);
+	ck_assert_int_eq(sl_log_count("keep its kernel XRCD"), 1);
+	ol_close(other);
+	sl_hang_up(1);
 }
 END_TEST
 
@@ -1104,10 +1288,12 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_slices);
 	tcase_add_test(tc, test_busy_retried);
 	tcase_add_test(tc, test_stuck);
+	tcase_add_test(tc, test_einval_stuck);
 	tcase_add_test(tc, test_family_hook);
 	tcase_add_test(tc, test_intents_unaccounted);
 	tcase_add_test(tc, test_device_gone);
 	tcase_add_test(tc, test_xrcd_verbs_dead);
+	tcase_add_test(tc, test_xrcd_remove_orphaned);
 	tcase_add_test(tc, test_xrcd_own);
 	tcase_add_test(tc, test_intent_uses);
 	tcase_add_test(tc, test_dm_stuck_mr_named);
