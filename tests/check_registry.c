@@ -603,7 +603,8 @@ static bool xrcd_listed(struct ol_client *c, const char *name,
 	Rdmab__DaemonMessage *m;
 	bool listed;
 
-	lx.name = (char *)name;
+	lx.name.data = (uint8_t *)name;
+	lx.name.len = strlen(name);
 	req.body_case = RDMAB__REQUEST__BODY_LIST_XRCDS;
 	req.list_xrcds = &lx;
 	OK(ol_call(c, &req, &m));
@@ -745,7 +746,8 @@ START_TEST(test_xrcd_remove_orphaned)
 	run_cleanup(0, 2000);
 	ck_assert(xrcd_listed(other, "d", &opens, &orphaned));
 	ck_assert_uint_eq(orphaned, 1);
-	xr.name = "d";
+	xr.name.data = (uint8_t *)"d";
+	xr.name.len = 1;
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_REMOVE;
 	req.xrcd_remove = &xr;
 	OK(ol_call(other, &req, &m));
