@@ -120,7 +120,8 @@ static void dm_importers_text(char *buf, size_t size,
 static void dm_table(const struct ibc_dm_info *d, size_t n,
 		     const struct ibc_device_info *dev, size_t nd)
 {
-	printf("%-6s %-16s %-10s %-6s %-8s %-5s %-12s %-14s %s\n", "ID",
+	/* Ids have up to 15 digits (rdmabrokerd(8), Ids). */
+	printf("%-15s %-16s %-10s %-6s %-8s %-5s %-22s %-14s %s\n", "ID",
 	       "DOMAIN", "DEVICE", "HANDLE", "SIZE", "PAGES", "ALLOCATOR",
 	       "IMPORTERS", "STATE");
 	for (size_t i = 0; i < n; i++) {
@@ -132,8 +133,8 @@ static void dm_table(const struct ibc_dm_info *d, size_t n,
 		dm_importers_text(imp, sizeof(imp), &d[i]);
 		snprintf(alloc, sizeof(alloc), "%" PRIu64 "%s", d[i].allocator,
 			 d[i].allocator_gone ? " (gone)" : "");
-		printf("%-6" PRIu64 " %-16s %-10s %-6u %-8" PRIu64
-		       " %-5u %-12s %-14s %s\n",
+		printf("%-15" PRIu64 " %-16s %-10s %-6u %-8" PRIu64
+		       " %-5u %-22s %-14s %s\n",
 		       d[i].id, text_escape(domain, sizeof(domain), d[i].domain),
 		       text_escape(device, sizeof(device), d[i].device),
 		       d[i].handle, d[i].length, d[i].pages, alloc, imp,

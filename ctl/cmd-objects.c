@@ -94,7 +94,8 @@ static void objects_json(const struct ibc_object_info *o, size_t n)
 
 static void objects_table(const struct ibc_object_info *o, size_t n)
 {
-	printf("%-8s %-8s %-7s %-7s %-8s %-8s %-10s %-20s %-10s %s\n", "ID",
+	/* Ids have up to 15 digits (rdmabrokerd(8), Ids). */
+	printf("%-15s %-8s %-7s %-15s %-8s %-15s %-10s %-20s %-10s %s\n", "ID",
 	       "KIND", "HANDLE", "CLIENT", "PID", "CONTEXT", "DEVICE",
 	       "DOMAIN", "STATE", "AGE");
 	for (size_t i = 0; i < n; i++) {
@@ -103,7 +104,7 @@ static void objects_table(const struct ibc_object_info *o, size_t n)
 		char age[32];
 
 		age_text(age, sizeof(age), o[i].age_usec);
-		printf("%-8" PRIu64 " %-8s %-7u %-7" PRIu64 " %-8u %-8" PRIu64
+		printf("%-15" PRIu64 " %-8s %-7u %-15" PRIu64 " %-8u %-15" PRIu64
 		       " %-10s %-20s %-10s %s\n",
 		       o[i].id, ibc_obj_kind_str(o[i].kind), o[i].handle,
 		       o[i].client_id, o[i].pid, o[i].context_id,

@@ -114,7 +114,8 @@ static void rss_show(const struct ibc_rss_info *r)
 
 static void rss_table(const struct ibc_rss_info *r, size_t n)
 {
-	printf("%-8s %-20s %-10s %-7s %-6s %-26s %-4s %s\n", "ID", "DOMAIN",
+	/* Ids have up to 15 digits (rdmabrokerd(8), Ids). */
+	printf("%-15s %-20s %-10s %-15s %-6s %-26s %-4s %s\n", "ID", "DOMAIN",
 	       "DEVICE", "OWNER", "SIZE", "MATCH", "PRIO", "WQS");
 	for (size_t i = 0; i < n; i++) {
 		char domain[CTL_TEXT_SIZE(r[i].domain)];
@@ -122,7 +123,7 @@ static void rss_table(const struct ibc_rss_info *r, size_t n)
 		char match[96];
 
 		match_text(match, sizeof(match), &r[i].match);
-		printf("%-8" PRIu64 " %-20s %-10s %-7" PRIu64
+		printf("%-15" PRIu64 " %-20s %-10s %-15" PRIu64
 		       " %-6u %-26s %-4u "
 		       "%u\n",
 		       r[i].id,

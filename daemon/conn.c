@@ -662,7 +662,9 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 	conn_arm(c->hello_ev, srv->config.limits.hello_timeout_ms, c);
 	if (c->doomed)
 		goto fail;
-	c->id = ++srv->next_client_id;
+	ret = id_next(&srv->ids.clients, &c->id);
+	if (ret < 0)
+		goto fail;
 	TAILQ_INSERT_TAIL(&srv->conns, c, link);
 	srv->n_conns++;
 	TAILQ_INSERT_TAIL(&c->user->conns, c, user_link);

@@ -119,6 +119,7 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return reply_error(r, -ENOMEM, "out of memory");
+	TAILQ_INIT(&x->objs);
 	ret_err = domain_charge_objects(d, 1, r);
 	if (ret_err < 0) {
 		free(x);
@@ -127,7 +128,12 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 	ret_err = dctx_charge(srv, d, u, x, r);
 	if (ret_err < 0)
 		goto fail;
-	x->id = ++srv->next_ctx_id;
+	ret_err = id_next(&srv->ids.contexts, &x->id);
+	if (ret_err < 0) {
+		ret_err = reply_error(r, ret_err, "the broker has no context "
+					      "ids left");
+		goto fail;
+	}
 	x->srv = srv;
 	x->domain = d;
 	x->dev = dev;

@@ -18,6 +18,7 @@ struct event;
 struct conn;
 struct reply;
 struct user;
+struct obj;
 
 struct dctx {
 	TAILQ_ENTRY(dctx) link;
@@ -33,6 +34,8 @@ struct dctx {
 	/* Opens by clients, and records of the registry in the context. */
 	unsigned int refs;
 	unsigned int objects;
+	/* The registry's records in the context (obj.ctx_link). */
+	TAILQ_HEAD(, obj) objs;
 	/* Objects the kernel holds that nobody can name (unaccounted.h):
 	 * exact after unaccounted_refresh(), which runs after a dead
 	 * client's cleanup and for listings; in between, a dead client's

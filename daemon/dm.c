@@ -53,6 +53,27 @@ static void dm_retry_cb(evutil_socket_t fd, short what, void *arg)
 }
 static void dm_device_gone(struct server *srv, const void *what, void *data);
 
+/* An MR record goes: off its DM's list. */
+static void dm_mr_removed(struct server *srv, struct obj *o, void *data)
+{
+	if (!o->on_dm)
+		return;
+	TAILQ_REMOVE(&o->on_dm->mrs, o, dm_link);
+	o->on_dm->n_mrs--;
+	o->on_dm = NULL;
+}
+
+void dm_mr_attach(struct server *srv, struct obj *mr)
+{
+	struct dm *dm = mr->dm_id ? dm_find_id(srv, mr->dm_id) : NULL;
+
+	if (!dm || mr->on_dm)
+		return;
+	TAILQ_INSERT_TAIL(&dm->mrs, mr, dm_link);
+	dm->n_mrs++;
+	mr->on_dm = dm;
+}
+
 int dm_init(struct server *srv)
 {
 	struct dm_table *t = calloc(1, sizeof(*t));
@@ -60,6 +81,7 @@ int dm_init(struct server *srv)
 	if (!t)
 		return -ENOMEM;
 	static const struct obj_family fam = { .release = dm_release };
+	static const struct obj_family mrs = { .removed = dm_mr_removed };
 
 	TAILQ_INIT(&t->dms);
 	TAILQ_INIT(&t->sessions);
@@ -68,6 +90,7 @@ int dm_init(struct server *srv)
 	if (!t->retry_ev)
 		return -ENOMEM;
 	objects_set_family(srv->registry, IBC_OBJ_DM, &fam);
+	objects_set_family(srv->registry, IBC_OBJ_MR, &mrs);
 	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
 				dm_device_gone, NULL);
 }
@@ -245,6 +268,7 @@ static void dm_retry_later(struct server *srv)
 static void dm_forget(struct server *srv, struct dm *dm)
 {
 	struct dm_table *t = srv->dms;
+	struct obj *mr;
 
 	if (dm->blocked)
 		t->n_blocked--;
@@ -255,7 +279,14 @@ static void dm_forget(struct server *srv, struct dm *dm)
 	domain_pool(dm->domain)->used.dm_bytes -= dm->length;
 	dm->ctx->dev->dm_reserved -= dm->length;
 	TAILQ_REMOVE(&t->dms, dm, link);
+	TAILQ_REMOVE(&dm->domain->dms, dm, domain_link);
 	t->n--;
+	/* MRs left on it (the device freed it with a context, or the
+	 * registry no longer agrees): they keep their dm_id to show. */
+	while ((mr = TAILQ_FIRST(&dm->mrs))) {
+		TAILQ_REMOVE(&dm->mrs, mr, dm_link);
+		mr->on_dm = NULL;
+	}
 	dctx_obj_release(srv, dm->ctx);
 	free(dm->holds);
 	free(dm);
@@ -657,6 +688,10 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	dm = calloc(1, sizeof(*dm));
 	if (!dm)
 		return reply_error(r, -ENOMEM, "out of memory");
+	if (id_next(&srv->ids.dms, &dm->id) < 0) {
+		free(dm);
+		return reply_error(r, -ENOSPC, "the broker has no DM ids left");
+	}
 	dm->dd.fd = -1;
 	ret = x->dev->ctx_ops->dm_alloc(x->dc, rounded, q->log_align_req,
 					&dm->dd, &why);
@@ -670,7 +705,6 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 				why.text, dm_reserved(srv, x->dev));
 		return reply_error(r, ret, "%s", why.text);
 	}
-	dm->id = ++srv->dms->next_id;
 	dm->ctx = x;
 	dm->domain = x->domain;
 	dm->length = rounded;
@@ -691,7 +725,9 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	domain_pool(x->domain)->used.dm_bytes += rounded;
 	x->dev->dm_reserved += rounded;
 	dctx_obj_hold(x);
+	TAILQ_INIT(&dm->mrs);
 	TAILQ_INSERT_TAIL(&srv->dms->dms, dm, link);
+	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
 	srv->dms->n++;
 	return dm_reply(dm, h, r, true, q->want_status);
 }
@@ -709,7 +745,7 @@ int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	if (ret < 0)
 		return ret;
 	/* Another domain's, a free pending or a revoked DM: as missing. */
-	TAILQ_FOREACH(dm, &c->srv->dms->dms, link)
+	TAILQ_FOREACH(dm, &x->domain->dms, domain_link)
 		if (dm->ctx == x && dm->dd.handle == q->handle &&
 		    !dm->free_asked && !dm->revoked)
 			break;

@@ -89,11 +89,17 @@ struct dm {
 	struct dm_hold *holds;
 	unsigned int n_holds;
 	unsigned int cap_holds;
+	/* Its domain's list (domain.dms): a member's listing walks only
+	 * its own domain's DMs. */
+	TAILQ_ENTRY(dm) domain_link;
+	/* The registry's MRs on it (obj.on_dm), so that its listing walks
+	 * them and not every MR of the broker. */
+	TAILQ_HEAD(, obj) mrs;
+	unsigned int n_mrs;
 };
 
 struct dm_table {
 	TAILQ_HEAD(, dm) dms;
-	uint64_t next_id;
 	unsigned int n;
 	/* Retries the free of blocked DMs while there are any. */
 	struct event *retry_ev;
@@ -119,6 +125,10 @@ void dm_conn_closing(struct conn *c);
 /* @c's unimport of DM @dm_id (a request, or one read after the end of its
  * session: the library unmapped before it sent it). 0 or -ENOENT. */
 int dm_unimport(struct conn *c, uint64_t dm_id, uint64_t object_id);
+
+/* @mr, an MR record whose dm_id is set, goes on its DM's list (a DM
+ * that is gone: nothing). */
+void dm_mr_attach(struct server *srv, struct obj *mr);
 
 /* Bytes the broker reserved on @dev (its own accounting). */
 uint64_t dm_reserved(const struct server *srv, const struct device *dev);
@@ -160,7 +170,7 @@ void dm_mark_revoked(struct dm *dm);
  * many; the first @max go to @list, and @text (when not NULL) names them
  * ("MR 12 of client 3 (pid 456), MR 14 of client 5 (gone)"), cut at a
  * whole entry. */
-unsigned int dm_mrs(const struct server *srv, const struct dm *dm,
+unsigned int dm_mrs(struct server *srv, const struct dm *dm,
 		    Rdmab__DmMrInfo *list, unsigned int max, char *text,
 		    size_t size);
 

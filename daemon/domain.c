@@ -49,6 +49,7 @@ static struct domain *domain_new(struct server *srv, const char *name,
 	d->limit = *limit;
 	d->pool = d;
 	TAILQ_INIT(&d->ctxs);
+	TAILQ_INIT(&d->dms);
 	TAILQ_INSERT_TAIL(&srv->domains, d, link);
 	return d;
 }

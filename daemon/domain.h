@@ -46,6 +46,8 @@ struct domain {
 	unsigned int pooled;
 	TAILQ_HEAD(, dctx) ctxs;
 	unsigned int n_ctxs;
+	/* Its DMs (dm.domain_link). */
+	TAILQ_HEAD(, dm) dms;
 	/* Rekey (rekey.c): rekeys so far. */
 	uint64_t rekeys;
 };

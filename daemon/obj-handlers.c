@@ -14,6 +14,7 @@
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/dispatch.h"
+#include "daemon/dm.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
@@ -136,6 +137,7 @@ static void obj_note_uses(struct conn *c, const Rdmab__ObjCreateRequest *q,
 {
 	if (o->kind == IBC_OBJ_MR) {
 		o->dm_id = mr_dm_of(c, q);
+		dm_mr_attach(c->srv, o);
 		return;
 	}
 	if (o->kind != IBC_OBJ_SRQ && o->kind != IBC_OBJ_QP)
@@ -307,6 +309,26 @@ static bool obj_listed(const struct obj *o, const struct conn *c, bool admin,
 	return !*q->domain || strcmp(q->domain, d->name) == 0;
 }
 
+/* The first record of context *@x or of the contexts after it, *@x
+ * moving on; NULL past the last. */
+static struct obj *obj_first_of(struct dctx **x)
+{
+	for (; *x; *x = TAILQ_NEXT(*x, link))
+		if (!TAILQ_EMPTY(&(*x)->objs))
+			return TAILQ_FIRST(&(*x)->objs);
+	return NULL;
+}
+
+static struct obj *obj_next_of(struct obj *o, struct dctx **x)
+{
+	struct obj *next = TAILQ_NEXT(o, ctx_link);
+
+	if (next)
+		return next;
+	*x = TAILQ_NEXT(*x, link);
+	return obj_first_of(x);
+}
+
 int h_list_objects(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
@@ -317,6 +339,7 @@ int h_list_objects(struct conn *c, const Rdmab__Request *req,
 	Rdmab__ObjectInfo *infos, **ptrs;
 	uint64_t now = objects_now_usec();
 	uint32_t idx = 0;
+	struct dctx *x;
 	struct obj *o;
 	size_t n = 0;
 
@@ -325,9 +348,14 @@ int h_list_objects(struct conn *c, const Rdmab__Request *req,
 	if (!out || !infos || !ptrs)
 		return reply_error(r, -ENOMEM, "out of memory");
 	rdmab__list_objects_reply__init(out);
-	TAILQ_FOREACH(o, &reg->objs, link) {
+	/* A member walks its domain's contexts only: what other domains
+	 * hold costs it nothing. */
+	x = admin ? NULL : TAILQ_FIRST(&c->domain->ctxs);
+	o = admin ? TAILQ_FIRST(&reg->objs) : obj_first_of(&x);
+	for (; o; o = admin ? TAILQ_NEXT(o, link) : obj_next_of(o, &x)) {
 		Rdmab__ObjectInfo *oi = &infos[n];
 
+		c->srv->list_visits++;
 		if (!obj_listed(o, c, admin, q))
 			continue;
 		if (idx++ < q->offset || n == OBJ_LIST_PAGE)

@@ -163,6 +163,11 @@ int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
 			obj_free(reg, o);
 		return reply_error(r, -ENOMEM, "out of memory");
 	}
+	err = id_next(&c->srv->ids.objects, &o->id);
+	if (err < 0) {
+		obj_free(reg, o);
+		return reply_error(r, err, "the broker has no object ids left");
+	}
 	err = domain_charge_objects(x->domain, 1, r);
 	if (err < 0) {
 		obj_free(reg, o);
@@ -170,7 +175,6 @@ int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
 	}
 	o->owner = ow;
 	o->ctx = x;
-	o->id = ++reg->next_id;
 	o->born_usec = objects_now_usec();
 	o->kind = kind;
 	o->handle = intent ? 0 : handle;
@@ -178,6 +182,7 @@ int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
 	o->made_here = made_here;
 	TAILQ_INSERT_TAIL(&reg->objs, o, link);
 	TAILQ_INSERT_TAIL(&ow->kinds[kind], o, kind_link);
+	TAILQ_INSERT_TAIL(&x->objs, o, ctx_link);
 	o->hash_next = *hash_slot(reg, o->id);
 	*hash_slot(reg, o->id) = o;
 	reg->n_objs++;
@@ -227,6 +232,7 @@ static void obj_unlink(struct obj *o)
 		fam->removed(reg->srv, o, fam->data);
 	TAILQ_REMOVE(&reg->objs, o, link);
 	TAILQ_REMOVE(&ow->kinds[o->kind], o, kind_link);
+	TAILQ_REMOVE(&x->objs, o, ctx_link);
 	hash_remove(reg, o);
 	reg->n_objs--;
 	if (o->intent)

@@ -31,6 +31,7 @@ struct dctx;
 struct reply;
 struct user;
 struct event;
+struct dm;
 
 enum owner_state {
 	/* Its session is open. */
@@ -44,6 +45,9 @@ enum owner_state {
 struct obj {
 	TAILQ_ENTRY(obj) link; /* the registry's, in id order */
 	TAILQ_ENTRY(obj) kind_link; /* the owner's list of its kind */
+	/* Its context's list: what a listing of the domain walks, so that
+	 * it costs what the domain holds, not what the broker does. */
+	TAILQ_ENTRY(obj) ctx_link;
 	struct obj *hash_next;
 	struct obj_owner *owner;
 	struct dctx *ctx;
@@ -72,6 +76,10 @@ struct obj {
 	/* A DM import, or an MR on device memory: the DM's broker id (the
 	 * listing counts a DM's MRs by it); 0 for the rest. */
 	uint64_t dm_id;
+	/* An MR on device memory: on that DM's list (dm_link) while both
+	 * live; NULL once the DM went. */
+	struct dm *on_dm;
+	TAILQ_ENTRY(obj) dm_link;
 	/* An XRC SRQ or target QP: the record of the XRCD open it uses (the
 	 * XRCD listing counts each open's by it); 0 for the rest. */
 	uint64_t xrcd_obj;
@@ -168,7 +176,6 @@ struct registry {
 	unsigned int n_watch_pidfds;
 	struct obj **hash;
 	size_t hash_size;
-	uint64_t next_id;
 	unsigned int n_objs;
 	/* Removed records for reuse, linked by hash_next; at most
 	 * OBJ_SPARE_MAX. */

@@ -613,6 +613,17 @@ int server_init(struct server *srv, const struct server_options *opt)
 	notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
 			 server_device_gone, NULL);
 
+	ret = id_space_init(&srv->ids.clients);
+	if (ret == 0)
+		ret = id_space_init(&srv->ids.contexts);
+	if (ret == 0)
+		ret = id_space_init(&srv->ids.objects);
+	if (ret == 0)
+		ret = id_space_init(&srv->ids.dms);
+	if (ret < 0) {
+		log_err("cannot draw the ids' keys: %s", strerror(-ret));
+		return ret;
+	}
 	srv->base = event_base_new();
 	if (!srv->base || rss_subscribe(srv) < 0 || objects_init(srv) < 0 ||
 	    dm_init(srv) < 0 || rss_init(srv) < 0)

@@ -10,6 +10,7 @@
 #include "daemon/conf.h"
 #include "daemon/device.h"
 #include "daemon/domain.h"
+#include "daemon/ids.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/user.h"
@@ -79,7 +80,6 @@ struct server {
 	/* Refused and timed out clients: one line a while, whoever they
 	 * are. */
 	struct log_ratelimit refuse_rl;
-	uint64_t next_client_id;
 	uint64_t requests_served;
 	struct timespec started;
 	struct device_list devices;
@@ -87,7 +87,14 @@ struct server {
 	struct event *present_ev;
 	struct config config;
 	struct domain_list domains;
-	uint64_t next_ctx_id;
+	/* Client, context, object and DM ids (ids.h). */
+	struct {
+		struct id_space clients, contexts, objects, dms;
+	} ids;
+	/* Records the listings walked (domains, contexts, objects, DMs,
+	 * MRs): tests check that what another domain holds adds nothing to
+	 * a member's listing. */
+	uint64_t list_visits;
 	struct notifier notifier;
 	struct registry *registry;
 	/* Device memory (dm.c). */

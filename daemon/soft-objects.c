@@ -16,6 +16,8 @@
 /* QP and SRQ numbers are 24 bits; the lowest are the special QPs'. */
 #define SOFT_FIRST_NUM 0x100
 #define SOFT_NUM_MASK 0xffffff
+/* A context's table starts, and shrinks no further than, this. */
+#define SOFT_TABLE_MIN 64
 
 struct soft_rec {
 	uint8_t kind; /* IBC_OBJ_NONE: the handle is free */
@@ -137,15 +139,16 @@ static struct soft_rec *soft_rec(struct soft_objs *o, uint32_t handle)
 		       NULL;
 }
 
-/* The lowest free handle, growing the table when every one is taken. */
-static int soft_alloc(struct soft_objs *o, uint32_t *ret)
+/* The lowest free handle for a record of @kind, growing the table when
+ * every one is taken. */
+static int soft_alloc(struct soft_objs *o, unsigned int kind, uint32_t *ret)
 {
 	uint32_t h = o->low;
 
 	while (h < o->cap && o->recs[h].kind != IBC_OBJ_NONE)
 		h++;
 	if (h == o->cap) {
-		uint32_t cap = o->cap ? o->cap * 2 : 64;
+		uint32_t cap = o->cap ? o->cap * 2 : SOFT_TABLE_MIN;
 		struct soft_rec *r;
 
 		if (cap <= o->cap)
@@ -157,9 +160,42 @@ static int soft_alloc(struct soft_objs *o, uint32_t *ret)
 		o->recs = r;
 		o->cap = cap;
 	}
+	o->recs[h].kind = (uint8_t)kind;
+	o->n_type[kind]++;
 	o->low = h + 1;
+	if (h >= o->top)
+		o->top = h + 1;
 	*ret = h;
 	return 0;
+}
+
+/* Handle @h is free again. The table shrinks behind the highest handle
+ * taken, so that a context that made and destroyed many objects costs
+ * what it holds, not what it once held (its handle lists are walked). */
+static void soft_release(struct soft_objs *o, uint32_t h)
+{
+	uint32_t cap = o->cap;
+
+	o->n_type[o->recs[h].kind]--;
+	free(o->recs[h].tbl_wqs);
+	memset(&o->recs[h], 0, sizeof(o->recs[h]));
+	if (h < o->low)
+		o->low = h;
+	while (o->top && o->recs[o->top - 1].kind == IBC_OBJ_NONE)
+		o->top--;
+	/* Half the room once a quarter is used: no realloc per
+	 * create-destroy pair at the edge. */
+	while (cap > SOFT_TABLE_MIN && o->top <= cap / 4)
+		cap /= 2;
+	if (cap < o->cap) {
+		struct soft_rec *r = realloc(o->recs, cap * sizeof(*r));
+
+		/* A failed shrink keeps the larger table. */
+		if (r) {
+			o->recs = r;
+			o->cap = cap;
+		}
+	}
 }
 
 /* @n provider-internal records of @import, all or none: 0 or -ENOMEM. */
@@ -174,14 +210,10 @@ static int soft_internal_add(struct soft_objs *o, uint64_t import, uint32_t n)
 	if (!made)
 		return -ENOMEM;
 	for (uint32_t i = 0; i < n && err == 0; i++) {
-		err = soft_alloc(o, &made[i]);
+		err = soft_alloc(o, DEVICE_INTERNAL, &made[i]);
 		if (err < 0) {
-			while (i--) {
-				memset(&o->recs[made[i]], 0,
-				       sizeof(o->recs[made[i]]));
-				if (made[i] < o->low)
-					o->low = made[i];
-			}
+			while (i--)
+				soft_release(o, made[i]);
 			break;
 		}
 		o->recs[made[i]] = (struct soft_rec){ .kind = DEVICE_INTERNAL,
@@ -200,10 +232,9 @@ int soft_objs_init(struct soft_objs *o, struct soft_dev *sd,
 	memset(o, 0, sizeof(*o));
 	o->sd = sd;
 	o->dev = dev;
-	ret = soft_alloc(o, &pd);
+	ret = soft_alloc(o, IBC_OBJ_PD, &pd);
 	if (ret < 0)
 		return ret;
-	o->recs[pd].kind = IBC_OBJ_PD;
 	sd->count[IBC_OBJ_PD]++;
 	return 0;
 }
@@ -644,7 +675,7 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 	    soft_xrcd_open(o->sd, spec->xrcd_ino) < 0)
 		return device_why(why, -ENOMEM, "%s: out of memory",
 				  o->dev->name);
-	err = soft_alloc(o, &h);
+	err = soft_alloc(o, spec->kind, &h);
 	if (err < 0) {
 		if (spec->kind == IBC_OBJ_XRCD)
 			soft_xrcd_close(o->sd, spec->xrcd_ino);
@@ -704,7 +735,6 @@ int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 		o->recs[r->uses[i]].usecnt--;
 	for (uint32_t i = 0; i < r->n_tbl_wqs; i++)
 		o->recs[r->tbl_wqs[i]].usecnt--;
-	free(r->tbl_wqs);
 	if (r->uses_pd)
 		o->recs[0].usecnt--;
 	if (kind == IBC_OBJ_XRCD)
@@ -712,9 +742,7 @@ int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 	if (r->tgt_num)
 		soft_tgt_put(o->sd, r->tgt_num);
 	o->sd->count[kind]--;
-	memset(r, 0, sizeof(*r));
-	if (handle < o->low)
-		o->low = handle;
+	soft_release(o, handle);
 	return 0;
 }
 
@@ -722,12 +750,10 @@ int soft_objs_add_dm(struct soft_objs *o, uint64_t length,
 		     uint32_t *ret_handle)
 {
 	uint32_t h;
-	int err = soft_alloc(o, &h);
+	int err = soft_alloc(o, IBC_OBJ_DM, &h);
 
 	if (err < 0)
 		return err;
-	memset(&o->recs[h], 0, sizeof(o->recs[h]));
-	o->recs[h].kind = IBC_OBJ_DM;
 	o->recs[h].dm_length = length;
 	o->sd->count[IBC_OBJ_DM]++;
 	*ret_handle = h;
@@ -741,7 +767,7 @@ static int soft_add(struct soft_objs *o, enum ibc_obj_kind kind, int use,
 		    bool uses_pd, uint32_t *ret)
 {
 	uint32_t h;
-	int err = soft_alloc(o, &h);
+	int err = soft_alloc(o, kind, &h);
 
 	if (err < 0)
 		return err;
@@ -827,7 +853,10 @@ int soft_objs_handles(const struct soft_objs *o, unsigned int type,
 
 	if (type == IBC_OBJ_NONE || type > DEVICE_INTERNAL)
 		return -EINVAL;
-	for (uint32_t h = 0; h < o->cap && n < max; h++)
+	/* Up to the last record of @type: a walk of what the context
+	 * holds, not of the room it once took. */
+	for (uint32_t h = 0; h < o->top && n < max && n < o->n_type[type];
+	     h++)
 		if (o->recs[h].kind == type)
 			handles[n++] = h;
 	return (int)n;
@@ -854,12 +883,11 @@ int soft_objs_import_open(struct soft_objs *o, uint32_t n, uint64_t *ret)
 
 void soft_objs_import_close(struct soft_objs *o, uint64_t import)
 {
-	for (uint32_t h = 0; import && h < o->cap; h++) {
-		if (o->recs[h].kind != DEVICE_INTERNAL ||
+	/* From the top down: the table may shrink as records go. */
+	for (uint32_t h = o->top; import && h-- > 0;) {
+		if (h >= o->top || o->recs[h].kind != DEVICE_INTERNAL ||
 		    o->recs[h].import != import)
 			continue;
-		memset(&o->recs[h], 0, sizeof(o->recs[h]));
-		if (h < o->low)
-			o->low = h;
+		soft_release(o, h);
 	}
 }

@@ -72,8 +72,11 @@ struct soft_objs {
 	const struct device *dev;
 	struct soft_rec *recs;
 	uint32_t cap;
-	/* Every handle below is taken. */
+	/* Every handle below is taken; none from top up is. */
 	uint32_t low;
+	uint32_t top;
+	/* Records per kind (an enum ibc_obj_kind, or DEVICE_INTERNAL). */
+	uint32_t n_type[DEVICE_INTERNAL + 1];
 	/* The last import's number (soft_objs_import_open). */
 	uint64_t next_import;
 };

@@ -119,7 +119,8 @@ static void unacc_walk_free(struct unacc_walk *w)
 	}
 }
 
-/* What the registry and the broker name in @x. */
+/* What the registry and the broker name in @x: its own records and its
+ * domain's DMs, never the rest of the broker's. */
 static void unacc_name_known(struct dctx *x, struct unacc_walk *w)
 {
 	struct server *srv = x->srv;
@@ -128,13 +129,15 @@ static void unacc_name_known(struct dctx *x, struct unacc_walk *w)
 
 	unacc_name(&w->lists[IBC_OBJ_PD], x->dev->ctx_ops->pd_handle(x->dc),
 		   NAMED_BROKER);
-	if (srv->dms)
-		TAILQ_FOREACH(dm, &srv->dms->dms, link)
-			if (dm->ctx == x)
-				unacc_name(&w->lists[IBC_OBJ_DM],
-					   dm->dd.handle, NAMED_BROKER);
-	TAILQ_FOREACH(o, &srv->registry->objs, link) {
-		if (o->ctx != x || o->kind >= OBJ_KIND_COUNT)
+	TAILQ_FOREACH(dm, &x->domain->dms, domain_link) {
+		srv->list_visits++;
+		if (dm->ctx == x)
+			unacc_name(&w->lists[IBC_OBJ_DM], dm->dd.handle,
+				   NAMED_BROKER);
+	}
+	TAILQ_FOREACH(o, &x->objs, ctx_link) {
+		srv->list_visits++;
+		if (o->kind >= OBJ_KIND_COUNT)
 			continue;
 		if (o->intent)
 			w->intents[o->kind]++;

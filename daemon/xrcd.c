@@ -472,6 +472,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 	struct dctx *dx;
 	uint32_t handle;
 	struct obj *o;
+	uint64_t oid;
 	int ret;
 
 	if (!out || !op) {
@@ -507,6 +508,13 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 		reply_error(r, ret, "%s", why.text);
 		goto fail;
 	}
+	/* An open without a record of its own still gets an id of the
+	 * objects' space, drawn before anything is made. */
+	ret = id_next(&c->srv->ids.objects, &oid);
+	if (ret < 0) {
+		reply_error(r, ret, "the broker has no object ids left");
+		goto fail;
+	}
 	ret = open_record(c, dx, x, q->own, r, &o, &handle);
 	if (ret < 0)
 		goto fail;
@@ -514,7 +522,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 	op->o = o;
 	op->conn = c;
 	op->domain = c->domain;
-	op->id = o ? o->id : ++c->srv->registry->next_id;
+	op->id = o ? o->id : oid;
 	op->client_id = c->id;
 	op->pid = c->cred.pid;
 	TAILQ_INSERT_TAIL(&x->opens, op, link);

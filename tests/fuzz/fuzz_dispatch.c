@@ -325,6 +325,12 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	ret = server_init(&srv, &opt);
 	if (ret < 0)
 		fail("server_init: %s", strerror(-ret));
+	/* Inputs name ids by count (1, 2, ...), as the corpus was made:
+	 * the daemon's keyed ids would make every named id a miss. */
+	srv.ids.clients.plain = true;
+	srv.ids.contexts.plain = true;
+	srv.ids.objects.plain = true;
+	srv.ids.dms.plain = true;
 	srv_up = true;
 	/* Connections come from socketpairs: the socket can go now. The
 	 * directory goes at exit (fuzz_cleanup), a crash's aside. */
@@ -774,9 +780,10 @@ static void session_end(struct session *s)
 
 	/* Ids start again, so that an input always means the same
 	 * session: nothing that could hold an old one is left. */
-	srv.next_client_id = 0;
-	srv.next_ctx_id = 0;
-	srv.registry->next_id = 0;
+	srv.ids.clients.count = 0;
+	srv.ids.contexts.count = 0;
+	srv.ids.objects.count = 0;
+	srv.ids.dms.count = 0;
 	srv.requests_served = 0;
 }
 
