@@ -80,6 +80,9 @@ struct conn {
 	uint64_t parent_id;
 	char library_version[32];
 	struct domain *domain;
+	/* Its domain's members (domain.members): a member's listing of
+	 * clients walks them only. */
+	TAILQ_ENTRY(conn) domain_link;
 	TAILQ_HEAD(, conn_ctx) ctxs;
 	unsigned int n_ctxs;
 	/* The session's objects in the registry; NULL before the first. */

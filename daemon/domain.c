@@ -50,6 +50,7 @@ static struct domain *domain_new(struct server *srv, const char *name,
 	d->pool = d;
 	TAILQ_INIT(&d->ctxs);
 	TAILQ_INIT(&d->dms);
+	TAILQ_INIT(&d->members);
 	TAILQ_INSERT_TAIL(&srv->domains, d, link);
 	return d;
 }
@@ -107,6 +108,7 @@ static int domain_admit(struct domain *d, struct conn *c, struct reply *r)
 				   d->name, d->limit.clients);
 	d->used.clients++;
 	c->domain = d;
+	TAILQ_INSERT_TAIL(&d->members, c, domain_link);
 	return 0;
 }
 
@@ -188,6 +190,7 @@ void domain_leave(struct server *srv, struct conn *c)
 	if (!d)
 		return;
 	d->used.clients--;
+	TAILQ_REMOVE(&d->members, c, domain_link);
 	c->domain = NULL;
 	domain_release(srv, d);
 }

@@ -46,8 +46,9 @@ struct domain {
 	unsigned int pooled;
 	TAILQ_HEAD(, dctx) ctxs;
 	unsigned int n_ctxs;
-	/* Its DMs (dm.domain_link). */
+	/* Its DMs (dm.domain_link) and its clients (conn.domain_link). */
 	TAILQ_HEAD(, dm) dms;
+	TAILQ_HEAD(, conn) members;
 	/* Rekey (rekey.c): rekeys so far. */
 	uint64_t rekeys;
 };

@@ -174,15 +174,30 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
-/* Live sessions linked to @id: a page's worth of walks, bounded by the
- * connection limit. */
-static uint32_t inspect_children(struct server *srv, uint64_t id)
+/* The first client @c may list and the next: a member walks its own
+ * domain's clients only, so that other domains' cost it nothing. */
+static struct conn *inspect_first(struct conn *c, bool admin)
+{
+	return admin ? TAILQ_FIRST(&c->srv->conns) :
+		       TAILQ_FIRST(&c->domain->members);
+}
+
+static struct conn *inspect_next(struct conn *o, bool admin)
+{
+	return admin ? TAILQ_NEXT(o, link) : TAILQ_NEXT(o, domain_link);
+}
+
+/* Live sessions linked to @id that @c may see: a page's worth of walks,
+ * bounded by the connection limit. */
+static uint32_t inspect_children(struct conn *c, bool admin, uint64_t id)
 {
 	struct conn *o;
 	uint32_t n = 0;
 
-	TAILQ_FOREACH(o, &srv->conns, link)
+	for (o = inspect_first(c, admin); o; o = inspect_next(o, admin)) {
+		c->srv->list_visits++;
 		n += o->hello_done && o->parent_id == id;
+	}
 	return n;
 }
 
@@ -202,9 +217,10 @@ int h_list_clients(struct conn *c, const Rdmab__Request *req,
 	if (!out || !infos || !ptrs)
 		return reply_error(r, -ENOMEM, "out of memory");
 	rdmab__list_clients_reply__init(out);
-	TAILQ_FOREACH(o, &srv->conns, link) {
+	for (o = inspect_first(c, admin); o; o = inspect_next(o, admin)) {
 		Rdmab__ClientInfo *ci = &infos[n];
 
+		srv->list_visits++;
 		if (!o->hello_done || (!admin && o->domain != c->domain))
 			continue;
 		if (idx++ < off || n == LIST_PAGE)
@@ -223,7 +239,7 @@ int h_list_clients(struct conn *c, const Rdmab__Request *req,
 		ci->fork_state = (Rdmab__ForkState)o->fork_state;
 		ci->library_version = o->library_version;
 		ci->parent_id = o->parent_id;
-		ci->children = inspect_children(srv, o->id);
+		ci->children = inspect_children(c, admin, o->id);
 		ptrs[n++] = ci;
 	}
 	out->clients = ptrs;

@@ -91,9 +91,9 @@ struct server {
 	struct {
 		struct id_space clients, contexts, objects, dms;
 	} ids;
-	/* Records the listings walked (domains, contexts, objects, DMs,
-	 * MRs): tests check that what another domain holds adds nothing to
-	 * a member's listing. */
+	/* Records the listings walked (domains, contexts, clients, objects,
+	 * DMs, MRs): tests check that what another domain holds adds nothing
+	 * to a member's listing. */
 	uint64_t list_visits;
 	struct notifier notifier;
 	struct registry *registry;

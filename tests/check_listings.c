@@ -98,8 +98,8 @@ static void dm_mr(struct ol_client *c, uint64_t hold)
 
 /* What each listing of @c walks, by list_visits; and what it says. */
 struct cost {
-	uint64_t domains, objects, dms;
-	uint32_t n_domains, n_objects, n_dms, mrs;
+	uint64_t domains, objects, dms, clients;
+	uint32_t n_domains, n_objects, n_dms, mrs, n_clients;
 };
 
 static uint64_t visits_of(struct ol_client *c, Rdmab__Request *req,
@@ -137,13 +137,19 @@ static void measure(struct ol_client *c, struct cost *ret)
 	if (m->reply->list_dms->n_dms)
 		ret->mrs = m->reply->list_dms->dms[0]->mrs;
 	ol_free(m);
+	req.body_case = RDMAB__REQUEST__BODY_LIST_CLIENTS;
+	req.list_clients = &lr;
+	ret->clients = visits_of(c, &req, &m);
+	ret->n_clients = m->reply->list_clients->total;
+	ol_free(m);
 }
 
 /*
- * A member's ListDomains, ListObjects and ListDms walk the same records
- * whatever another domain holds: 2,000 objects, a DM with 200 MRs. Before
- * the per-domain lists, each walked the whole registry (ListDomains,
- * ListObjects) or every MR of the broker per DM (ListDms).
+ * A member's ListDomains, ListObjects, ListDms and ListClients walk the
+ * same records whatever another domain holds: 2,000 objects, a DM with
+ * 200 MRs, three clients. Before the per-domain lists, each walked the
+ * whole registry (ListDomains, ListObjects), every MR of the broker per
+ * DM (ListDms) or every connection (ListClients).
  */
 START_TEST(test_listing_walks_own_domain)
 {
@@ -169,12 +175,15 @@ START_TEST(test_listing_walks_own_domain)
 	dm_alloc(big, 4096, &dm, &hold);
 	for (int i = 0; i < BIG_MRS; i++)
 		dm_mr(big, hold);
+	sl_client(2, "big", false);
+	sl_client(3, "big", false);
 
 	measure(v, &after);
 	ck_assert_uint_eq(after.n_domains, before.n_domains);
 	ck_assert_uint_eq(after.n_objects, before.n_objects);
 	ck_assert_uint_eq(after.n_dms, before.n_dms);
 	ck_assert_uint_eq(after.mrs, before.mrs);
+	ck_assert_uint_eq(after.n_clients, before.n_clients);
 	ck_assert_msg(after.domains == before.domains,
 		      "ListDomains walked %" PRIu64 " records, %" PRIu64
 		      " before another domain made %d objects",
@@ -187,6 +196,10 @@ START_TEST(test_listing_walks_own_domain)
 		      "ListDms walked %" PRIu64 " records, %" PRIu64 " before "
 		      "another domain's DM got %d MRs",
 		      after.dms, before.dms, BIG_MRS);
+	ck_assert_msg(after.clients == before.clients,
+		      "ListClients walked %" PRIu64 " records, %" PRIu64
+		      " before another domain got 2 more clients",
+		      after.clients, before.clients);
 }
 END_TEST
 
