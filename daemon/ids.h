@@ -6,7 +6,8 @@
  * counter, never reused during the daemon's life, and shows it through a
  * keyed permutation of [1, 2^48): unique, never 0, below 2^53 (a JSON
  * consumer's integers), 15 digits at most (typed for rdmabrokerctl
- * evict), and without the key telling nothing of the counter.
+ * evict), and, to whoever lacks the key, telling nothing of the counter
+ * nor of the order ids were handed out in.
  *
  * The permutation is a Feistel network of ID_ROUNDS rounds over two
  * 24-bit halves, each round's function SipHash-2-4 under the kind's
