@@ -68,24 +68,6 @@ static struct ol_client *member(int i)
 	return c;
 }
 
-/* A DM of @length in @c's context: its id, and its import's record. */
-static void dm_alloc(struct ol_client *c, uint64_t length, uint64_t *ret_dm,
-		     uint64_t *ret_hold)
-{
-	Rdmab__DmAllocRequest q = RDMAB__DM_ALLOC_REQUEST__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
-
-	q.context_id = c->ctx_id;
-	q.length = length;
-	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
-	req.dm_alloc = &q;
-	OK(ol_call(c, &req, &m));
-	*ret_dm = m->reply->dm_alloc->dm_id;
-	*ret_hold = m->reply->dm_alloc->object_id;
-	ol_free(m);
-}
-
 static void dm_mr(struct ol_client *c, uint64_t hold)
 {
 	Rdmab__ObjAttr a = RDMAB__OBJ_ATTR__INIT;
@@ -160,7 +142,7 @@ START_TEST(test_listing_walks_own_domain)
 
 	for (int i = 0; i < 5; i++)
 		OK(ol_cq(v, 4, &o));
-	dm_alloc(v, 4096, &dm, &hold);
+	OK(ol_dm_alloc(v, 4096, &dm, &hold));
 	dm_mr(v, hold);
 	dm_mr(v, hold);
 	measure(v, &before);
@@ -172,7 +154,7 @@ START_TEST(test_listing_walks_own_domain)
 
 	for (int i = 0; i < BIG_OBJECTS; i++)
 		OK(ol_cq(big, 4, &o));
-	dm_alloc(big, 4096, &dm, &hold);
+	OK(ol_dm_alloc(big, 4096, &dm, &hold));
 	for (int i = 0; i < BIG_MRS; i++)
 		dm_mr(big, hold);
 	sl_client(2, "big", false);
@@ -215,7 +197,7 @@ START_TEST(test_dm_mr_list_follows)
 	uint64_t dm, hold, mr_id;
 	int n;
 
-	dm_alloc(v, 4096, &dm, &hold);
+	OK(ol_dm_alloc(v, 4096, &dm, &hold));
 	dm_mr(v, hold);
 	n = ol_list(v, 0, NULL, objs, 8);
 	ck_assert_int_eq(n, 2);
@@ -350,21 +332,10 @@ END_TEST
  * a new context id. */
 static struct ol_client *private_member(int i)
 {
-	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
 	struct ol_client *c = sl_connect(i);
 
-	hello.library_version = (char *)"objlib";
-	hello.pid = (uint32_t)getpid();
-	hello.domain = (char *)"";
-	hello.private_domain = true;
-	req.body_case = RDMAB__REQUEST__BODY_HELLO;
-	req.hello = &hello;
 	demote(i);
-	OK(ol_call(c, &req, &m));
-	c->client_id = m->reply->hello->client_id;
-	ol_free(m);
+	OK(ol_hello_private(c));
 	OK(ol_open(c));
 	return c;
 }
@@ -394,14 +365,14 @@ static void apart(const char *what, uint64_t a, uint64_t b, unsigned int made)
 START_TEST(test_ids_do_not_count_others)
 {
 	struct ol_client *v = member(0), *big = sl_client(1, "big", true);
-	uint64_t obj[2], cli[2], dm[2], ctx[2], hold, seq[64], d, h;
+	uint64_t obj[2], cli[2], dm[2], ctx[2], hold, seq[64];
 	struct ol_obj o;
 
 	OK(ol_cq(v, 4, &o));
 	obj[0] = o.id;
 	cli[0] = v->client_id;
 	ctx[0] = v->ctx_id;
-	dm_alloc(v, 4096, &dm[0], &hold);
+	OK(ol_dm_alloc(v, 4096, &dm[0], &hold));
 
 	for (int i = 0; i < 9; i++)
 		OK(ol_cq(big, 4, &o));
@@ -410,12 +381,12 @@ START_TEST(test_ids_do_not_count_others)
 		sl_hang_up(2);
 		ol_close(&sl_cl[2]);
 	}
-	dm_alloc(big, 4096, &d, &h);
-	dm_alloc(big, 4096, &d, &h);
+	OK(ol_dm_alloc(big, 4096, NULL, NULL));
+	OK(ol_dm_alloc(big, 4096, NULL, NULL));
 
 	OK(ol_cq(v, 4, &o));
 	obj[1] = o.id;
-	dm_alloc(v, 4096, &dm[1], &hold);
+	OK(ol_dm_alloc(v, 4096, &dm[1], &hold));
 	v = private_member(2);
 	cli[1] = v->client_id;
 	ctx[1] = v->ctx_id;

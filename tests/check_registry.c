@@ -969,20 +969,9 @@ static int dm_alloc_raw(struct ol_client *c, uint64_t length, uint32_t flags)
 /* Client @i in a private domain of its own, with the soft context. */
 static struct ol_client *private_client(int i)
 {
-	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
 	struct ol_client *c = sl_connect(i);
 
-	hello.library_version = (char *)"objlib";
-	hello.pid = (uint32_t)getpid();
-	hello.domain = (char *)"";
-	hello.private_domain = true;
-	req.body_case = RDMAB__REQUEST__BODY_HELLO;
-	req.hello = &hello;
-	OK(ol_call(c, &req, &m));
-	c->client_id = m->reply->hello->client_id;
-	ol_free(m);
+	OK(ol_hello_private(c));
 	OK(ol_open(c));
 	return c;
 }

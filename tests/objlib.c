@@ -84,7 +84,8 @@ int ol_call(struct ol_client *c, Rdmab__Request *req,
 	return 0;
 }
 
-int ol_hello(struct ol_client *c, const char *domain)
+static int ol_hello_as(struct ol_client *c, const char *domain,
+		       bool private_domain)
 {
 	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -94,6 +95,7 @@ int ol_hello(struct ol_client *c, const char *domain)
 	hello.library_version = (char *)"objlib";
 	hello.pid = (uint32_t)getpid();
 	hello.domain = (char *)(domain ? domain : "");
+	hello.private_domain = private_domain;
 	req.body_case = RDMAB__REQUEST__BODY_HELLO;
 	req.hello = &hello;
 	ret = ol_call(c, &req, &m);
@@ -103,6 +105,16 @@ int ol_hello(struct ol_client *c, const char *domain)
 	snprintf(c->domain, sizeof(c->domain), "%s", m->reply->hello->domain);
 	ol_free(m);
 	return 0;
+}
+
+int ol_hello(struct ol_client *c, const char *domain)
+{
+	return ol_hello_as(c, domain, false);
+}
+
+int ol_hello_private(struct ol_client *c)
+{
+	return ol_hello_as(c, NULL, true);
 }
 
 int ol_open(struct ol_client *c)
@@ -299,6 +311,29 @@ int ol_evict(struct ol_client *c, uint64_t client_id)
 	req.body_case = RDMAB__REQUEST__BODY_EVICT;
 	req.evict = &q;
 	return ol_request(c, &req);
+}
+
+int ol_dm_alloc(struct ol_client *c, uint64_t length, uint64_t *ret_dm,
+		uint64_t *ret_hold)
+{
+	Rdmab__DmAllocRequest q = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int err;
+
+	q.context_id = c->ctx_id;
+	q.length = length;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &q;
+	err = ol_call(c, &req, &m);
+	if (err < 0)
+		return err;
+	if (ret_dm)
+		*ret_dm = m->reply->dm_alloc->dm_id;
+	if (ret_hold)
+		*ret_hold = m->reply->dm_alloc->object_id;
+	ol_free(m);
+	return 0;
 }
 
 int ol_list(struct ol_client *c, uint64_t client_id, const char *domain,

@@ -46,6 +46,8 @@ int ol_connect(struct ol_client *c, const char *sock, const char *domain);
  * opening a context. */
 int ol_adopt(struct ol_client *c, int fd, void (*pump)(void));
 int ol_hello(struct ol_client *c, const char *domain);
+/* Hello asking for a private domain of the session's own. */
+int ol_hello_private(struct ol_client *c);
 int ol_open(struct ol_client *c);
 void ol_close(struct ol_client *c);
 
@@ -92,6 +94,10 @@ int ol_mr(struct ol_client *c, uint64_t addr, uint64_t length,
 int ol_destroy(struct ol_client *c, uint64_t id);
 int ol_register(struct ol_client *c, uint64_t id, uint32_t handle);
 int ol_evict(struct ol_client *c, uint64_t client_id);
+/* A DM of @length bytes in @c's context: its id and the record of the
+ * allocator's import (either may be NULL). 0 or -errno. */
+int ol_dm_alloc(struct ol_client *c, uint64_t length, uint64_t *ret_dm,
+		uint64_t *ret_hold);
 
 struct ol_info {
 	uint64_t id;

@@ -221,19 +221,10 @@ static void destroy_many(struct ol_client *c, const uint64_t *ids,
 
 static void dm_alloc(struct ol_client *c)
 {
-	Rdmab__DmAllocRequest q = RDMAB__DM_ALLOC_REQUEST__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
-	int err;
+	int err = ol_dm_alloc(c, 4096, NULL, NULL);
 
-	q.context_id = c->ctx_id;
-	q.length = 4096;
-	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
-	req.dm_alloc = &q;
-	err = ol_call(c, &req, &m);
 	if (err < 0)
 		die("DM alloc: %s (%s)", strerror(-err), ol_error);
-	ol_free(m);
 }
 
 static int cmp_i64(const void *a, const void *b)
