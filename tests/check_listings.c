@@ -6,9 +6,9 @@
  * soak-listings times it), the soft device's handle table shrinks after a
  * storm of creates and destroys, and the ids a member is given do not
  * move by what others made. A server in this process (tests/srvlib.h):
- * the victim, client 0, is demoted to uid 65534 after its hello, so that
- * it is a member and no administrator; the other domain, "big", is
- * client 1's.
+ * the victim, client 0, is demoted to uid 65534 before its hello, so that
+ * it is a member of uid-65534 and no administrator; the other domain,
+ * "big" (the test's own uid), is client 1's.
  */
 #include "config.h"
 
