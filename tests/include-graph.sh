@@ -5,7 +5,7 @@
 # point up a layer. Run from the top of the tree:
 #   tests/include-graph.sh [--edges] [DIR...]      (default: daemon)
 # A module is a .c and its .h. Layers, lowest first (DESIGN.md section 12):
-#   0 util      log, queue, and what every layer may use
+#   0 util      log, queue, ids, and what every layer may use
 #   1 device    the device layer, its verbs and soft implementations
 #   2 core      the registry, domains, contexts, users, configuration
 #   3 family    DM, XRCD, RSS, rekey, the cleanup engine, the counts
@@ -60,7 +60,7 @@ function strong(v,    w, i) {
 }
 BEGIN {
 	# path pattern (a regular expression over the module name) and layer
-	n = split("^daemon/(log|queue)$ 0 " \
+	n = split("^daemon/(log|queue|ids)$ 0 " \
 		  "^daemon/(device|device-verbs|device-soft|soft-objects|uverbs|caps)$ 1 " \
 		  "^daemon/(objects|domain|ctx|user|policy|conf)$ 2 " \
 		  "^daemon/(dm|dm-revoke|xrcd|rss|rss-verbs|rekey|obj-cleanup|obj-watch|unaccounted)$ 3 " \
