@@ -245,7 +245,11 @@ int device_verbs_drain(struct ibv_context *ctx, void *const *own_qps,
 				break;
 			}
 			/* The broker's own RSS QP: libibverbs counts the
-			 * acknowledgement its destroy waits for. */
+			 * acknowledgement its destroy waits for. A member
+			 * that guessed this heap address as its own QP's
+			 * element could have one event too many acknowledged
+			 * and the destroy wait for good; nothing the broker
+			 * sends reveals the address (ASLR). */
 			ev.element.qp = own_qps[i];
 			log_notice("an RSS QP of the broker's: %s",
 				   ibv_event_type_str(ev.event_type));
