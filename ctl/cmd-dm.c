@@ -33,8 +33,6 @@ static int dm_usage(const char *why, const char *arg)
 {
 	fprintf(stderr, "rdmabrokerctl: dm: %s%s%s\n", why, arg ? ": " : "",
 		arg ? arg : "");
-	fprintf(stderr, "Usage: rdmabrokerctl dm [list | show ID | free ID | "
-			"revoke ID]\n");
 	return CTL_USAGE;
 }
 

@@ -32,9 +32,7 @@ int cmd_evict(struct ctl *ctl, int argc, char **argv)
 	if (argc != 2 || ((flags & IBC_EVICT_FORCE) &&
 			  !(flags & IBC_EVICT_REKEY))) {
 		fprintf(stderr, "rdmabrokerctl: evict takes one client id "
-				"(--force only with --rekey)\n"
-				"Usage: rdmabrokerctl evict [--rekey "
-				"[--force]] CLIENT\n");
+				"(--force only with --rekey)\n");
 		return CTL_USAGE;
 	}
 	arg = argv[1];

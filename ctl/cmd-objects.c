@@ -67,8 +67,6 @@ static int objects_usage(const char *why, const char *arg)
 {
 	fprintf(stderr, "rdmabrokerctl: objects: %s%s%s\n", why,
 		arg ? ": " : "", arg ? arg : "");
-	fprintf(stderr, "Usage: rdmabrokerctl objects [--client ID] "
-			"[--domain NAME]\n");
 	return CTL_USAGE;
 }
 

@@ -14,9 +14,8 @@ int cmd_domain(struct ctl *ctl, int argc, char **argv)
 	int ret;
 
 	if (argc < 2 || strcmp(argv[1], "rekey") != 0) {
-		fprintf(stderr, "rdmabrokerctl: domain: unknown subcommand\n"
-				"Usage: rdmabrokerctl domain rekey NAME "
-				"[--force]\n");
+		fprintf(stderr, "rdmabrokerctl: domain: unknown subcommand%s%s\n",
+			argc < 2 ? "" : ": ", argc < 2 ? "" : argv[1]);
 		return CTL_USAGE;
 	}
 	for (int i = 2; i < argc; i++) {
@@ -29,9 +28,7 @@ int cmd_domain(struct ctl *ctl, int argc, char **argv)
 	}
 	if (!name) {
 		fprintf(stderr, "rdmabrokerctl: domain rekey takes one domain "
-				"name\n"
-				"Usage: rdmabrokerctl domain rekey NAME "
-				"[--force]\n");
+				"name\n");
 		return CTL_USAGE;
 	}
 	ret = ctl_connect(ctl);

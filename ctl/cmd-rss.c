@@ -138,7 +138,6 @@ static int rss_usage(const char *why, const char *arg)
 {
 	fprintf(stderr, "rdmabrokerctl: rss: %s%s%s\n", why, arg ? ": " : "",
 		arg ? arg : "");
-	fprintf(stderr, "Usage: rdmabrokerctl rss [list | show ID]\n");
 	return CTL_USAGE;
 }
 

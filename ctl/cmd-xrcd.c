@@ -13,8 +13,6 @@ static int xrcd_usage(const char *why, const char *arg)
 {
 	fprintf(stderr, "rdmabrokerctl: xrcd: %s%s%s\n", why, arg ? ": " : "",
 		arg ? arg : "");
-	fprintf(stderr, "Usage: rdmabrokerctl xrcd [list | show NAME | "
-			"remove NAME]\n");
 	return CTL_USAGE;
 }
 

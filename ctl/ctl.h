@@ -16,6 +16,9 @@
 struct ctl {
 	const char *socket_path;
 	bool json;
+	bool pretty;
+	/* Each request's wait for the broker; 0: no limit. */
+	int timeout_ms;
 	struct ibc_client *client;
 };
 
@@ -23,6 +26,8 @@ struct ctl_command {
 	const char *name;
 	const char *args;
 	const char *help;
+	/* What `help NAME` adds: the subcommands and options, a line each. */
+	const char *details;
 	/* argv[0] is the command's name. Returns an exit code. */
 	int (*run)(struct ctl *ctl, int argc, char **argv);
 };
@@ -44,6 +49,9 @@ int ctl_fail(const char *what, int err);
 /* @s as a JSON string: valid UTF-8 whatever the bytes (each byte that is
  * not UTF-8 becomes U+FFFD), control characters as \uXXXX. */
 void json_string(FILE *f, const char *s);
+/* The JSON text @s of @len bytes (as the commands print it) indented by
+ * two spaces a level, as `rdma -j -p` does. */
+void json_pretty(FILE *f, const char *s, size_t len);
 
 int cmd_status(struct ctl *ctl, int argc, char **argv);
 int cmd_devices(struct ctl *ctl, int argc, char **argv);

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 #include "config.h"
 
+#include <stdbool.h>
 #include <string.h>
 
 #include "common/text.h"
@@ -49,4 +50,62 @@ void json_string(FILE *f, const char *s)
 		}
 	}
 	fputc('"', f);
+}
+
+static void json_newline(FILE *f, int depth)
+{
+	fputc('\n', f);
+	for (int i = 0; i < depth; i++)
+		fputs("  ", f);
+}
+
+/* Only the commands' own output comes here: strings are already escaped
+ * (json_string()), so a quote inside one is always after a backslash. */
+void json_pretty(FILE *f, const char *s, size_t len)
+{
+	bool in_string = false;
+	int depth = 0;
+
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+
+		if (in_string) {
+			fputc(c, f);
+			if (c == '\\' && i + 1 < len)
+				fputc(s[++i], f);
+			else if (c == '"')
+				in_string = false;
+			continue;
+		}
+		switch (c) {
+		case '"':
+			in_string = true;
+			fputc(c, f);
+			break;
+		case '{':
+		case '[':
+			fputc(c, f);
+			/* An empty one stays on its line: "[]". */
+			if (i + 1 < len && (s[i + 1] == '}' || s[i + 1] == ']')) {
+				fputc(s[++i], f);
+				break;
+			}
+			json_newline(f, ++depth);
+			break;
+		case '}':
+		case ']':
+			json_newline(f, --depth);
+			fputc(c, f);
+			break;
+		case ',':
+			fputc(c, f);
+			json_newline(f, depth);
+			break;
+		case ':':
+			fputs(": ", f);
+			break;
+		default:
+			fputc(c, f);
+		}
+	}
 }

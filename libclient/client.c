@@ -3,12 +3,16 @@
 #include "config.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -19,6 +23,70 @@
  * kernel timer on every request, and a broker that hangs is killed by its
  * watchdog, which ends the connection. */
 #define IBC_DEFAULT_TIMEOUT_MS 0
+
+/* The group that may use the socket at @path, when its mode lets the
+ * group connect and others not: what a user who was refused must join. */
+static bool ibc_socket_group(const char *path, char *buf, size_t size)
+{
+	struct group gr, *res = NULL;
+	char pwbuf[1024];
+	struct stat st;
+
+	if (stat(path, &st) < 0 || !(st.st_mode & S_IWGRP) ||
+	    (st.st_mode & S_IWOTH))
+		return false;
+	if (getgrgid_r(st.st_gid, &gr, pwbuf, sizeof(pwbuf), &res) == 0 && res)
+		snprintf(buf, size, "%s", res->gr_name);
+	else
+		snprintf(buf, size, "%u", (unsigned int)st.st_gid);
+	return true;
+}
+
+/*
+ * Why connecting failed and what to do about it: every application shows
+ * this sentence, so it names the remedy, not only the errno.
+ */
+static int ibc_connect_error(int err, const char *path, int timeout_ms)
+{
+	static const char what[] = "cannot connect to the broker at";
+	char group[64];
+
+	switch (err) {
+	case -ENOENT:
+		return ibc_set_error(err,
+				     "%s %s: %s; is rdmabrokerd running? "
+				     "systemctl start rdmabrokerd.socket, or "
+				     "set RDMABROKER_SOCKET to its socket",
+				     what, path, strerror(-err));
+	case -ECONNREFUSED:
+		return ibc_set_error(err,
+				     "%s %s: %s; rdmabrokerd has stopped: "
+				     "systemctl start rdmabrokerd.socket",
+				     what, path, strerror(-err));
+	case -EACCES:
+	case -EPERM:
+		if (ibc_socket_group(path, group, sizeof(group)))
+			return ibc_set_error(err,
+					     "%s %s: %s; the socket is for "
+					     "group %s: join it (usermod -aG "
+					     "%s USER, then log in again)",
+					     what, path, strerror(-err), group,
+					     group);
+		return ibc_set_error(err,
+				     "%s %s: %s; ask the administrator for "
+				     "access to the socket and the "
+				     "directories above it",
+				     what, path, strerror(-err));
+	case -ETIMEDOUT:
+		return ibc_set_error(err,
+				     "%s %s: the broker did not answer within "
+				     "%d ms (stopped or overloaded?)",
+				     what, path, timeout_ms);
+	default:
+		return ibc_set_error(err, "%s %s: %s", what, path,
+				     strerror(-err));
+	}
+}
 
 /* Connect cl->sock (closed with @cl on failure). The socket is made
  * straight into cl->sock, under the lock the atfork handler takes, so
@@ -39,11 +107,25 @@ static int ibc_open_socket(struct ibc_client *cl, const char *path)
 	if (err < 0)
 		return ibc_set_error(err, "cannot create a socket: %s",
 				     strerror(-err));
+	/* A broker that stopped with its backlog full would hold connect()
+	 * forever: the send timeout bounds it too. */
+	if (cl->timeout_ms > 0) {
+		struct timeval tv = {
+			.tv_sec = cl->timeout_ms / 1000,
+			.tv_usec = (cl->timeout_ms % 1000) * 1000,
+		};
+
+		if (setsockopt(cl->sock, SOL_SOCKET, SO_SNDTIMEO, &tv,
+			       sizeof(tv)) < 0)
+			return ibc_set_error(-errno,
+					     "cannot set the socket's send "
+					     "timeout: %s",
+					     strerror(errno));
+	}
 	if (connect(cl->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
-		err = -errno;
-		return ibc_set_error(err,
-				     "cannot connect to the broker at %s: %s",
-				     path, strerror(-err));
+		err = errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT :
+								 -errno;
+		return ibc_connect_error(err, path, cl->timeout_ms);
 	}
 	return 0;
 }
