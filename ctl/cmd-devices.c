@@ -31,12 +31,18 @@ static void devices_json(const struct ibc_device_info *d, size_t n)
 		       "\"max_pd\":%u,\"max_mw\":%u,\"max_ah\":%u,"
 		       "\"max_srq\":%u,\"max_srq_wr\":%u,\"max_srq_sge\":%u,"
 		       "\"max_wq\":%u,\"max_mr_size\":%" PRIu64
-		       ",\"rss_qp_types\":%u}",
+		       ",\"rss_qp_types\":%u",
 		       d[i].max_qp, d[i].max_qp_wr, d[i].max_sge, d[i].max_cq,
 		       d[i].max_cqe, d[i].max_mr, d[i].max_pd, d[i].max_mw,
 		       d[i].max_ah, d[i].max_srq, d[i].max_srq_wr,
 		       d[i].max_srq_sge, d[i].max_wq, d[i].max_mr_size,
 		       d[i].rss_qp_types);
+		/* What `dm` prints under its table. */
+		printf(",\"dm_reserved\":%" PRIu64 ",\"dm_shared\":%s,"
+		       "\"dm_reason\":",
+		       d[i].dm_reserved, d[i].dm_shared ? "true" : "false");
+		json_string(stdout, d[i].dm_reason);
+		printf("}");
 	}
 	printf("]\n");
 }

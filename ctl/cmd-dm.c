@@ -74,26 +74,15 @@ static void dm_json_one(const struct ibc_dm_info *d)
 	printf("}");
 }
 
-static void dm_json(const struct ibc_dm_info *d, size_t n,
-		    const struct ibc_device_info *dev, size_t nd)
+/* A list is an array: the devices' DM figures are in `devices --json`. */
+static void dm_json(const struct ibc_dm_info *d, size_t n)
 {
-	printf("{\"dms\":[");
+	printf("[");
 	for (size_t i = 0; i < n; i++) {
 		printf("%s", i ? "," : "");
 		dm_json_one(&d[i]);
 	}
-	printf("],\"devices\":[");
-	for (size_t i = 0; i < nd; i++) {
-		printf("%s{\"device\":", i ? "," : "");
-		json_string(stdout, dev[i].name);
-		printf(",\"reserved_bytes\":%" PRIu64 ",\"max_dm_size\":%" PRIu64
-		       ",\"dm_shared\":%s,\"dm_reason\":",
-		       dev[i].dm_reserved, dev[i].max_dm_size,
-		       dev[i].dm_shared ? "true" : "false");
-		json_string(stdout, dev[i].dm_reason);
-		printf("}");
-	}
-	printf("]}\n");
+	printf("]\n");
 }
 
 static void dm_importers_text(char *buf, size_t size,
@@ -233,6 +222,9 @@ int cmd_dm(struct ctl *ctl, int argc, char **argv)
 			return ctl_fail("dm revoke", ret);
 		if (ctl->json)
 			printf("{\"revoked\":%" PRIu64 "}\n", id);
+		else
+			printf("DM %" PRIu64 " revoked: its holders lose it\n",
+			       id);
 		return CTL_OK;
 	}
 	if (strcmp(sub, "free") == 0) {
@@ -241,6 +233,8 @@ int cmd_dm(struct ctl *ctl, int argc, char **argv)
 			return ctl_fail("dm free", ret);
 		if (ctl->json)
 			printf("{\"freed\":%" PRIu64 "}\n", id);
+		else
+			printf("DM %" PRIu64 " freed\n", id);
 		return CTL_OK;
 	}
 	ret = ibc_list_dms(ctl->client, &d, sizeof(*d), &n);
@@ -268,15 +262,17 @@ int cmd_dm(struct ctl *ctl, int argc, char **argv)
 		ibc_list_free(d);
 		return CTL_OK;
 	}
+	if (ctl->json) {
+		dm_json(d, n);
+		ibc_list_free(d);
+		return CTL_OK;
+	}
 	ret = ibc_list_devices(ctl->client, &dev, sizeof(*dev), &nd);
 	if (ret < 0) {
 		ibc_list_free(d);
 		return ctl_fail("dm", ret);
 	}
-	if (ctl->json)
-		dm_json(d, n, dev, nd);
-	else
-		dm_table(d, n, dev, nd);
+	dm_table(d, n, dev, nd);
 	ibc_list_free(dev);
 	ibc_list_free(d);
 	return CTL_OK;

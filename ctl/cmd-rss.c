@@ -179,7 +179,7 @@ int cmd_rss(struct ctl *ctl, int argc, char **argv)
 		}
 		shown++;
 	}
-	if (ctl->json)
+	if (ctl->json && (shown || !id))
 		printf("%s\n", id ? "" : "]");
 	else if (!id)
 		rss_table(r, n);

@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -16,18 +17,21 @@ static int xrcd_usage(const char *why, const char *arg)
 	return CTL_USAGE;
 }
 
-static void xrcd_json(const struct ibc_xrcd_info *x, size_t n)
+/* One XRCD, or with @n > 1 an array of them. */
+static void xrcd_json(const struct ibc_xrcd_info *x, size_t n, bool one)
 {
-	printf("[");
+	if (!one)
+		printf("[");
 	for (size_t i = 0; i < n; i++) {
 		printf("%s{\"name\":", i ? "," : "");
 		json_string(stdout, x[i].name);
 		printf(",\"owner_domain\":");
 		json_string(stdout, x[i].owner_domain);
 		printf(",\"domains\":");
-		json_string(stdout, x[i].domains);
+		json_list(stdout, x[i].persistent ? x[i].domains :
+						   x[i].owner_domain);
 		printf(",\"inode\":%" PRIu64 ",\"devices\":", x[i].ino);
-		json_string(stdout, x[i].devices);
+		json_list(stdout, x[i].devices);
 		printf(",\"persistent\":%s,\"opens\":%u,\"shown\":[",
 		       x[i].persistent ? "true" : "false", x[i].n_opens);
 		for (uint32_t k = 0; k < x[i].n_opens_shown; k++) {
@@ -45,7 +49,7 @@ static void xrcd_json(const struct ibc_xrcd_info *x, size_t n)
 		}
 		printf("],\"orphaned_opens\":%u}", x[i].n_orphaned);
 	}
-	printf("]\n");
+	printf("%s\n", one ? "" : "]");
 }
 
 static void xrcd_table(const struct ibc_xrcd_info *x, size_t n)
@@ -127,10 +131,26 @@ static void xrcd_show(const struct ibc_xrcd_info *x)
 		       x->n_orphaned, plural(x->n_orphaned));
 }
 
+/* Keep the entries of @domain first; returns how many. */
+static size_t xrcd_of_domain(struct ibc_xrcd_info *x, size_t n,
+			     const char *domain)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(x[i].owner_domain, domain) != 0)
+			continue;
+		if (k != i)
+			x[k] = x[i];
+		k++;
+	}
+	return k;
+}
+
 int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : "list";
-	const char *name = NULL;
+	const char *name = NULL, *domain = NULL;
 	struct ibc_xrcd_info *x;
 	size_t n;
 	int ret;
@@ -138,6 +158,10 @@ int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
 	if (strcmp(sub, "list") == 0) {
 		if (argc > 2)
 			return xrcd_usage("list takes no argument", argv[2]);
+	} else if (strcmp(sub, "show") == 0 && argc == 5 &&
+		   strcmp(argv[3], "--domain") == 0) {
+		name = argv[2];
+		domain = argv[4];
 	} else if (strcmp(sub, "show") == 0 || strcmp(sub, "remove") == 0) {
 		if (argc != 3)
 			return xrcd_usage("needs one name", sub);
@@ -173,22 +197,29 @@ int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
 	ret = ibc_list_xrcds(ctl->client, name, &x, sizeof(*x), &n);
 	if (ret < 0)
 		return ctl_fail("xrcd", ret);
+	if (domain)
+		n = xrcd_of_domain(x, n, domain);
 	if (name && !n) {
 		ibc_list_free(x);
 		fprintf(stderr, "rdmabrokerctl: xrcd show: no XRCD of that "
-				"name is visible\n");
+				"name is visible%s\n",
+			domain ? " in that domain" : "");
+		return CTL_ERROR;
+	}
+	/* A private name may be in several domains (an administrator sees
+	 * them all): show is one object, so --domain picks one. */
+	if (name && n > 1) {
+		ibc_list_free(x);
+		fprintf(stderr, "rdmabrokerctl: xrcd show: %zu domains hold "
+				"that name: pick one with --domain DOMAIN "
+				"(see rdmabrokerctl xrcd list)\n",
+			n);
 		return CTL_ERROR;
 	}
 	if (ctl->json) {
-		xrcd_json(x, n);
+		xrcd_json(x, n, name);
 	} else if (name) {
-		/* A private name may be in several domains (an
-		 * administrator sees them all). */
-		for (size_t i = 0; i < n; i++) {
-			if (i)
-				printf("\n");
-			xrcd_show(&x[i]);
-		}
+		xrcd_show(&x[0]);
 	} else {
 		xrcd_table(x, n);
 	}

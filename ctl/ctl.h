@@ -49,6 +49,9 @@ int ctl_fail(const char *what, int err);
 /* @s as a JSON string: valid UTF-8 whatever the bytes (each byte that is
  * not UTF-8 becomes U+FFFD), control characters as \uXXXX. */
 void json_string(FILE *f, const char *s);
+/* "a, b" (a list the broker sends as one string) as a JSON array of
+ * strings: lists are arrays in every command's JSON. */
+void json_list(FILE *f, const char *s);
 /* The JSON text @s of @len bytes (as the commands print it) indented by
  * two spaces a level, as `rdma -j -p` does. */
 void json_pretty(FILE *f, const char *s, size_t len);

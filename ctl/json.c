@@ -109,3 +109,29 @@ void json_pretty(FILE *f, const char *s, size_t len)
 		}
 	}
 }
+
+void json_list(FILE *f, const char *s)
+{
+	char item[256];
+
+	fputc('[', f);
+	for (bool first = true; *s;) {
+		size_t len = strcspn(s, ",");
+
+		while (len && s[len - 1] == ' ')
+			len--;
+		if (len) {
+			if (len >= sizeof(item))
+				len = sizeof(item) - 1;
+			memcpy(item, s, len);
+			item[len] = '\0';
+			if (!first)
+				fputc(',', f);
+			json_string(f, item);
+			first = false;
+		}
+		s += strcspn(s, ",");
+		s += strspn(s, ", ");
+	}
+	fputc(']', f);
+}

@@ -1524,12 +1524,13 @@ START_TEST(test_ctl_dm)
 	ck_assert_ptr_nonnull(strstr(out, "reserved 8192 of 262144 bytes"));
 	ck_assert_int_eq(ctl_run("--json dm", out, sizeof(out)), 0);
 	snprintf(want, sizeof(want),
-		 "{\"dms\":[{\"id\":%llu,\"domain\":\"uid-0\","
+		 "[{\"id\":%llu,\"domain\":\"uid-0\","
 		 "\"device\":\"soft0\",\"handle\":1,\"length\":8192,"
 		 "\"pages\":2,",
 		 (unsigned long long)id);
 	ck_assert_msg(strncmp(out, want, strlen(want)) == 0, "%s", out);
-	ck_assert_ptr_nonnull(strstr(out, "\"reserved_bytes\":8192"));
+	ck_assert_int_eq(ctl_run("--json devices", out, sizeof(out)), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\"dm_reserved\":8192"));
 	snprintf(args, sizeof(args), "dm show %llu", (unsigned long long)id);
 	ck_assert_int_eq(ctl_run(args, out, sizeof(out)), 0);
 	ck_assert_ptr_nonnull(strstr(out, "state:      live"));

@@ -724,7 +724,7 @@ START_TEST(test_ctl)
 	ck_assert_int_eq(ibc_xrcd_open(x, "mine", O_CREAT, &p), 0);
 	ck_assert_int_eq(ctl(out, sizeof(out), "--json xrcd"), 0);
 	ck_assert_msg(strstr(out, "{\"name\":\"shared\",\"owner_domain\":\"\","
-				  "\"domains\":\"a, b\""),
+				  "\"domains\":[\"a\",\"b\"]"),
 		      "%s", out);
 	ck_assert_msg(strstr(out, "\"persistent\":true,\"opens\":1"), "%s",
 		      out);
