@@ -42,7 +42,7 @@ static void print_row(const struct ibc_client_entry *e, unsigned int depth)
 	snprintf(id, sizeof(id), "%*s%" PRIu64, (int)(2 * depth), "", e->id);
 	if (e->parent_id)
 		snprintf(parent, sizeof(parent), "%" PRIu64, e->parent_id);
-	printf("%-15s %-15s %-8u %-6u %-16s %-20s %-8u %-7u %-6u "
+	printf("%-15s %-15s %-8u %-6u %-16s %-20s %-8u %-7u %-11u "
 	       "%-9" PRIu64 " %s\n",
 	       id, parent, e->pid, e->uid,
 	       text_escape(comm, sizeof(comm), e->comm),
@@ -149,9 +149,9 @@ int cmd_clients(struct ctl *ctl, int argc, char **argv)
 		goto out;
 	}
 	/* Ids have up to 15 digits (rdmabrokerd(8), Ids). */
-	printf("%-15s %-15s %-8s %-6s %-16s %-20s %-8s %-7s %-6s %-9s %s\n",
+	printf("%-15s %-15s %-8s %-6s %-16s %-20s %-8s %-7s %-11s %-9s %s\n",
 	       "ID", "PARENT", "PID", "UID", "COMMAND", "DOMAIN", "CONTEXTS",
-	       "OBJECTS", "UNACCT", "REQUESTS", "FORK");
+	       "OBJECTS", "UNACCOUNTED", "REQUESTS", "FORK");
 	ret = print_clients(c, n);
 	if (ret < 0) {
 		ibc_list_free(c);

@@ -107,10 +107,11 @@ static void dm_importers_text(char *buf, size_t size,
 static void dm_table(const struct ibc_dm_info *d, size_t n,
 		     const struct ibc_device_info *dev, size_t nd)
 {
-	/* Ids have up to 15 digits (rdmabrokerd(8), Ids). */
+	/* Ids have up to 15 digits (rdmabrokerd(8), Ids); the client ids
+	 * are named so, not to read as counts. */
 	printf("%-15s %-16s %-10s %-6s %-8s %-5s %-22s %-14s %s\n", "ID",
-	       "DOMAIN", "DEVICE", "HANDLE", "SIZE", "PAGES", "ALLOCATOR",
-	       "IMPORTERS", "STATE");
+	       "DOMAIN", "DEVICE", "HANDLE", "SIZE", "PAGES", "ALLOC_CLIENT",
+	       "IMPORT_CLIENTS", "STATE");
 	for (size_t i = 0; i < n; i++) {
 		char device[CTL_TEXT_SIZE(d[i].device)];
 		char domain[CTL_TEXT_SIZE(d[i].domain)];

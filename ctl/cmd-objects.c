@@ -112,6 +112,35 @@ static void objects_table(const struct ibc_object_info *o, size_t n)
 	}
 }
 
+/*
+ * An empty listing of a domain the caller does not see says so, like any
+ * unknown name; a domain of others answers exactly like one that does not
+ * exist, since the caller sees it in neither listing.
+ */
+static int objects_domain_visible(struct ctl *ctl, const char *name)
+{
+	char esc[TEXT_ESCAPED_SIZE(64)];
+	struct ibc_domain_info *d;
+	size_t n;
+	int ret;
+
+	ret = ibc_list_domains(ctl->client, &d, sizeof(*d), &n);
+	if (ret < 0)
+		return ctl_fail("objects", ret);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(d[i].name, name) == 0) {
+			ibc_list_free(d);
+			return CTL_OK;
+		}
+	}
+	ibc_list_free(d);
+	fprintf(stderr,
+		"rdmabrokerctl: objects: no such domain: %s (see "
+		"rdmabrokerctl domains)\n",
+		text_escape(esc, sizeof(esc), name));
+	return CTL_ERROR;
+}
+
 int cmd_objects(struct ctl *ctl, int argc, char **argv)
 {
 	struct ibc_object_filter filter = { 0 };
@@ -148,6 +177,13 @@ int cmd_objects(struct ctl *ctl, int argc, char **argv)
 	ret = ibc_list_objects(ctl->client, &filter, &o, sizeof(*o), &n);
 	if (ret < 0)
 		return ctl_fail("objects", ret);
+	if (filter.domain && !n) {
+		ret = objects_domain_visible(ctl, filter.domain);
+		if (ret != CTL_OK) {
+			ibc_list_free(o);
+			return ret;
+		}
+	}
 	if (ctl->json)
 		objects_json(o, n);
 	else

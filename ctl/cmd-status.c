@@ -42,8 +42,10 @@ int cmd_status(struct ctl *ctl, int argc, char **argv)
 		       st.protocol_version, st.daemon_pid, st.uptime_usec);
 		json_string(stdout, st.device_kind);
 		printf(",\"clients\":%u,\"max_clients\":%u,"
-		       "\"requests_served\":%" PRIu64 "}\n",
+		       "\"requests_served\":%" PRIu64 ",\"figures_of\":",
 		       st.clients, st.max_clients, st.requests_served);
+		json_string(stdout, *st.domain ? st.domain : "daemon");
+		printf("}\n");
 		return CTL_OK;
 	}
 	status_uptime(up, sizeof(up), st.uptime_usec);
@@ -54,6 +56,19 @@ int cmd_status(struct ctl *ctl, int argc, char **argv)
 	printf("%-18s %s\n", "uptime", up);
 	printf("%-18s %s\n", "device kind",
 	       text_escape(kind, sizeof(kind), st.device_kind));
+	/* Anyone but an administrator gets its domain's figures. */
+	if (*st.domain) {
+		char dom[CTL_TEXT_SIZE(st.domain)];
+
+		printf("%-18s %s (the figures below are its own; the "
+		       "daemon's are for administrators)\n",
+		       "your domain", text_escape(dom, sizeof(dom), st.domain));
+		printf("%-18s %u of the domain's %u\n", "domain clients",
+		       st.clients, st.max_clients);
+		printf("%-18s %" PRIu64 "\n", "domain requests",
+		       st.requests_served);
+		return CTL_OK;
+	}
 	printf("%-18s %u of %u\n", "clients", st.clients, st.max_clients);
 	printf("%-18s %" PRIu64 "\n", "requests served", st.requests_served);
 	return CTL_OK;

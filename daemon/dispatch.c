@@ -183,11 +183,12 @@ static int dispatch_request(struct conn *c, const Rdmab__Request *req,
 		*ret_fatal = true;
 		return reply_error(r, -EPROTO, "%s before hello", h->name);
 	}
+	/* The client knows what it asked: the sentence names no request
+	 * type, which is the protocol's word, not the user's. */
 	if ((h->flags & H_ADMIN) && !policy_is_admin(c->srv, c))
 		return reply_error(r, -EPERM,
-				   "%s is for administrators: uid 0 and the "
-				   "broker's admin_group",
-				   h->name);
+				   "only administrators may do this: uid 0 "
+				   "and the broker's admin_group");
 	return h->fn(c, req, fds, r);
 }
 

@@ -221,6 +221,7 @@ int h_status_get(struct conn *c, const Rdmab__Request *req,
 		out->clients = c->domain->used.clients;
 		out->max_clients = c->domain->limit.clients;
 		out->requests_served = c->domain->requests + 1;
+		out->domain = c->domain->name;
 	}
 	out->pid = (uint32_t)getpid();
 	r->msg.body_case = RDMAB__REPLY__BODY_STATUS;

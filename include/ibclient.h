@@ -328,6 +328,9 @@ struct ibc_status {
 	uint32_t clients;
 	uint32_t max_clients;
 	uint64_t requests_served;
+	/* Whose the three figures above are: "" for the daemon's (the
+	 * caller is an administrator), else the caller's domain's. */
+	char domain[64];
 };
 
 /**

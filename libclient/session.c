@@ -95,6 +95,9 @@ IBC_EXPORT int ibc_status(struct ibc_client *client, struct ibc_status *ret,
 	out.clients = s->clients;
 	out.max_clients = s->max_clients;
 	out.requests_served = s->requests_served;
+	/* An older broker sends none: its figures were the daemon's. */
+	snprintf(out.domain, sizeof(out.domain), "%s",
+		 s->domain ? s->domain : "");
 	ibc_copy_out(ret, size, &out, sizeof(out));
 out:
 	ibc_reply_free(&r);

@@ -1164,7 +1164,7 @@ START_TEST(test_objects_and_evict)
 	run_free(&r);
 	r = ctl_as(&root, D.sock, "clients", NULL, NULL);
 	assert_exit(&r, 0, "clients");
-	ck_assert_msg(strstr(r.out, "UNACCT"), "%s", r.out);
+	ck_assert_msg(strstr(r.out, "UNACCOUNTED"), "%s", r.out);
 	run_free(&r);
 }
 END_TEST

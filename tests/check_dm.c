@@ -1519,7 +1519,7 @@ START_TEST(test_ctl_dm)
 	uint64_t id = ibc_dm_id(dm);
 
 	ck_assert_int_eq(ctl_run("dm", out, sizeof(out)), 0);
-	ck_assert_ptr_nonnull(strstr(out, "IMPORTERS"));
+	ck_assert_ptr_nonnull(strstr(out, "IMPORT_CLIENTS"));
 	ck_assert_ptr_nonnull(strstr(out, "8192     2     "));
 	ck_assert_ptr_nonnull(strstr(out, "reserved 8192 of 262144 bytes"));
 	ck_assert_int_eq(ctl_run("--json dm", out, sizeof(out)), 0);
