@@ -57,6 +57,9 @@ struct parse {
 	FILE *f;
 	unsigned int line;
 	char section[96];
+	/* [broker], [defaults] and [soft] seen, to refuse a second one
+	 * as a repeated key is refused. */
+	unsigned int fixed_seen;
 	/* Keys seen in the current section, to refuse duplicates. */
 	char keys[32][32];
 	size_t n_keys;
@@ -472,9 +475,19 @@ static int parse_section(struct parse *p, const char *section)
 
 	snprintf(p->section, sizeof(p->section), "%s", section);
 	p->n_keys = 0;
-	if (strcmp(section, "broker") == 0 || strcmp(section, "defaults") == 0 ||
-	    strcmp(section, "soft") == 0)
+	static const char *const fixed[] = { "broker", "defaults", "soft" };
+
+	for (unsigned int i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
+		if (strcmp(section, fixed[i]) != 0)
+			continue;
+		if (p->fixed_seen & (1u << i))
+			return parse_fail(p, p->line, NULL,
+					  "[%s] is given twice: put its keys "
+					  "in one section",
+					  section);
+		p->fixed_seen |= 1u << i;
 		return 1;
+	}
 	if (strncmp(section, "xrcd ", 5) == 0)
 		return parse_xrcd_section(p, section);
 	if (strncmp(section, "domain ", 7) != 0)
@@ -907,6 +920,14 @@ int config_load(const char *path, bool must_exist, struct config *ret,
 			p->cfg.domains = NULL;
 			p->cfg.xrcds = NULL;
 			rc = 0;
+		} else if (rc == -ENOENT) {
+			/* Named on the command line: say what to do. */
+			snprintf(err, errlen,
+				 "%s: %s: a configuration file named with "
+				 "--config must exist; without --config the "
+				 "daemon runs on the built-in defaults (an "
+				 "example: " DOCDIR "/examples/rdmabroker.conf)",
+				 path, strerror(-rc));
 		} else {
 			snprintf(err, errlen, "%s: %s", path, strerror(-rc));
 		}

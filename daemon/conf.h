@@ -5,6 +5,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -128,6 +129,12 @@ void config_init(struct config *cfg);
 int config_load(const char *path, bool must_exist, struct config *ret,
 		char *err, size_t errlen);
 void config_free(struct config *cfg);
+/*
+ * rdmabrokerd --check-config: load @path (see config_load()), then write to
+ * @out each user, group or domain that matches nobody, and a summary line;
+ * or the error. 0 when the file is valid (warnings or not), else -errno.
+ */
+int config_check(const char *path, bool must_exist, FILE *out);
 
 const struct config_domain *config_find_domain(const struct config *cfg,
 					       const char *name);

@@ -5,10 +5,12 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/conf.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
 #include "proto/wire.h"
@@ -44,6 +46,11 @@ static void usage(FILE *f)
 		"(default info)\n"
 		"  -f, --foreground        stay in the foreground (always; "
 		"kept for scripts)\n"
+		"      --check-config [FILE]  check FILE (default: the "
+		"--config file) as the\n"
+		"                          daemon would read it, say what "
+		"matches no user,\n"
+		"                          exit 0 when valid, 1 otherwise\n"
 		"  -V, --version           print the version and exit\n"
 		"  -h, --help              print this help and exit\n\n"
 		"See rdmabrokerd(8).\n");
@@ -76,6 +83,7 @@ int main(int argc, char **argv)
 		{ "read-on", required_argument, NULL, 'R' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "foreground", no_argument, NULL, 'f' },
+		{ "check-config", optional_argument, NULL, 'C' },
 		{ "version", no_argument, NULL, 'V' },
 		{ "help", no_argument, NULL, 'h' },
 		{ 0 },
@@ -89,6 +97,7 @@ int main(int argc, char **argv)
 		.max_conns = 1024,
 		.outq_max = 256 * 1024,
 	};
+	bool check_config = false;
 	struct server srv;
 	int c, ret;
 
@@ -159,6 +168,13 @@ int main(int argc, char **argv)
 			break;
 		case 'f':
 			break;
+		case 'C':
+			check_config = true;
+			if (optarg) {
+				opt.config_path = optarg;
+				opt.config_required = true;
+			}
+			break;
 		case 'V':
 			printf("rdmabrokerd %s (protocol %d)\n",
 			       PACKAGE_VERSION, WIRE_PROTOCOL_VERSION);
@@ -171,6 +187,16 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
+	/* "--check-config FILE" as well as "--check-config=FILE". */
+	if (check_config && optind + 1 == argc) {
+		opt.config_path = argv[optind++];
+		opt.config_required = true;
+	}
+	if (check_config && optind == argc)
+		return config_check(opt.config_path, opt.config_required,
+				    stdout) < 0 ?
+			       1 :
+			       0;
 	if (optind < argc) {
 		fprintf(stderr, "rdmabrokerd: unexpected argument \"%s\"\n",
 			argv[optind]);

@@ -88,6 +88,17 @@ static int server_socket_gid(const struct server *srv, gid_t *ret)
 	return err;
 }
 
+/* What a user who ran the daemon by hand can do about @err: the default
+ * path is root's. */
+static const char *server_listen_hint(int err)
+{
+	if (err != -EACCES && err != -EPERM && err != -ENOENT && err != -EROFS)
+		return "";
+	return "; run as root (systemctl start rdmabrokerd.socket), or give "
+	       "--socket a path in a directory you may write, and "
+	       "--runtime-dir one too";
+}
+
 static int server_bind(struct server *srv)
 {
 	const char *path = srv->opt.socket_path;
@@ -106,7 +117,8 @@ static int server_bind(struct server *srv)
 		return ret;
 	dfd = listen_dir_open(path, why, sizeof(why));
 	if (dfd < 0) {
-		log_err("cannot listen on %s: %s", path, why);
+		log_err("cannot listen on %s: %s%s", path, why,
+			server_listen_hint(dfd));
 		return dfd;
 	}
 	ret = server_clear_stale(path, &sa);
@@ -137,7 +149,8 @@ static int server_bind(struct server *srv)
 	}
 	if (fd < 0) {
 		ret = fd;
-		log_err("cannot listen on %s: %s", path, strerror(-ret));
+		log_err("cannot listen on %s: %s%s", path, strerror(-ret),
+			server_listen_hint(ret));
 		goto out;
 	}
 	srv->bound_path = strdup(path);

@@ -110,6 +110,13 @@ static const struct bad_case bad[] = {
 	{ "duplicate key in a domain",
 	  "[domain lab]\nusers = 0\nusers = 65534\n", 3, "domain lab",
 	  "users", "twice" },
+	{ "duplicate [defaults]",
+	  "[defaults]\nxrcds = 1\n[broker]\n[defaults]\nobjects = 2\n", 4,
+	  NULL, NULL, "[defaults] is given twice" },
+	{ "duplicate [broker]", "[broker]\n[soft]\n[broker]\n", 3, NULL,
+	  NULL, "[broker] is given twice" },
+	{ "duplicate [soft]", "[soft]\n\n[soft]\n", 3, NULL, NULL,
+	  "[soft] is given twice" },
 	{ "duplicate domain",
 	  "[domain lab]\nusers = 0\n[domain lab2]\nusers = 0\n"
 	  "[domain lab]\nusers = 0\n",
@@ -641,6 +648,11 @@ START_TEST(test_missing_file)
 			      err[strlen(path)] == ':',
 		      "message \"%s\" does not start with \"%s:\"", err, path);
 	ck_assert_msg(strstr(err, strerror(ENOENT)), "message \"%s\"", err);
+	/* And what to do about it. */
+	ck_assert_msg(strstr(err, "without --config the daemon runs on the "
+				  "built-in defaults") &&
+			      strstr(err, "/examples/rdmabroker.conf"),
+		      "message \"%s\"", err);
 	ck_assert(memcmp(&c, &before, sizeof(c)) == 0);
 	free(path);
 	free(dir);

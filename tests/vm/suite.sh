@@ -401,7 +401,8 @@ if section journal; then
 	pid=$(main_pid)
 	mkdir -p "$confdir"
 	printf '[soft]\nthis line is not ini\n' >"$confdir/rdmabroker.conf"
-	kill -HUP "$pid"
+	# The unit's ExecReload=: what an operator runs.
+	systemctl reload "$UNIT"
 	sleep 1
 	rm -f "$confdir/rdmabroker.conf"
 	kill -HUP "$pid"
