@@ -1,9 +1,11 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 # Lint every man page under man/ with mandoc -Tlint -Wwarning; skipped (77)
-# without mandoc. A page that is only a ".so manN/target.N" alias is checked
-# for its target instead: mandoc resolves .so against the installed
-# hierarchy, which the source tree does not have.
+# without mandoc. A page that is only a ".so man3/target.3" alias must open
+# from the source tree as `man -l man/alias.3` does, which resolves the .so
+# against the working directory: run from the tree's top, where the man3
+# link points at man/. And every command rdmabrokerctl lists must be an
+# ".It Cm" of rdmabrokerctl(8)'s COMMANDS section, none outside it.
 set -u
 
 mandir=${TESTS_MAN_DIR:-${abs_top_srcdir:-${srcdir:-.}/..}/man}
@@ -15,6 +17,8 @@ if [ -z "$mandoc" ]; then
 	echo "man-lint: mandoc is not installed; skipping"
 	exit 77
 fi
+mandir=$(cd "$mandir" && pwd) || exit 99
+top=$(dirname "$mandir")
 
 status=0
 count=0
@@ -27,10 +31,15 @@ for page in "$mandir"/*.[0-9]; do
 	.so\ *)
 		if [ "$(printf '%s\n' "$body" | wc -l)" -eq 1 ]; then
 			target=${body#.so }
-			if [ -f "$mandir/${target##*/}" ]; then
+			# What the reader sees, from the top of the tree.
+			out=$(cd "$top" && "$mandoc" -Tascii "man/${page##*/}" 2>&1)
+			name=$(basename "$target" .3 | tr '[:lower:]' '[:upper:]')
+			if [ -f "$mandir/${target##*/}" ] &&
+				printf '%s\n' "$out" | grep -q "^$name(3)"; then
 				echo "PASS: $page (alias of $target)"
 			else
-				echo "$page: .so target $target does not exist"
+				echo "$page: .so $target does not open from $top"
+				printf '%s\n' "$out" | head -n 3
 				echo "FAIL: $page"
 				status=1
 			fi
@@ -49,5 +58,31 @@ done
 if [ "$count" -eq 0 ]; then
 	echo "man-lint: no man pages in $mandir"
 	exit 99
+fi
+
+# rdmabrokerctl(8): each command in COMMANDS, and only there.
+ctl=${RDMABROKERCTL:-}
+page=$mandir/rdmabrokerctl.8
+if [ -n "$ctl" ] && [ -x "$ctl" ]; then
+	cmds=$("$ctl" --help | sed -n '/^Commands:/,/^$/s/^  \([a-z]*\) .*/\1/p')
+	[ -n "$cmds" ] || { echo "man-lint: no commands from $ctl"; exit 99; }
+	for c in $cmds; do
+		where=$(awk -v c="$c" '
+			/^\.Sh / { sh = substr($0, 5) }
+			$1 == ".It" && $2 == "Cm" && $3 == c { print sh }' "$page")
+		if [ -z "$where" ]; then
+			echo "$page: command $c is not documented"
+			status=1
+		fi
+		printf '%s\n' "$where" | while IFS= read -r sh; do
+			[ -z "$sh" ] || [ "$sh" = COMMANDS ] && continue
+			echo "$page: command $c is documented under .Sh $sh," \
+				"not COMMANDS"
+			exit 1
+		done || status=1
+	done
+	[ $status -eq 0 ] && echo "PASS: $page: every command under COMMANDS"
+else
+	echo "man-lint: RDMABROKERCTL is not set; the COMMANDS check is skipped"
 fi
 exit $status
