@@ -1101,8 +1101,10 @@ START_TEST(test_objects_and_evict)
 	assert_exit(&r, 0, "objects --client=999999");
 	ck_assert_uint_eq(table_rows(r.out), 0);
 	run_free(&r);
+	/* An unknown domain is an error, as any unknown name. */
 	r = ctl_as(&root, D.sock, "objects", "--domain", "no-such-domain");
-	assert_exit(&r, 0, "objects --domain");
+	assert_exit(&r, 1, "objects --domain");
+	ck_assert_msg(strstr(r.err, "no such domain"), "%s", r.err);
 	ck_assert_uint_eq(table_rows(r.out), 0);
 	run_free(&r);
 	/* Another user's domain: its objects are not there for it. */

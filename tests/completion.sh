@@ -5,7 +5,7 @@
 # software device.
 set -u
 
-src=${abs_top_srcdir:-$(cd "${srcdir:-.}/.." && pwd)}
+src=${abs_top_srcdir:-$(cd "${srcdir:-.}" && pwd)}
 ctl=${RDMABROKERCTL:-./rdmabrokerctl}
 daemon=${RDMABROKERD:-./rdmabrokerd}
 status=0

@@ -6,7 +6,7 @@
 # installed, configure fails as autoconf's does in a configured tree.
 set -u
 
-src=${abs_top_srcdir:-$(cd "${srcdir:-.}/.." && pwd)}
+src=${abs_top_srcdir:-$(cd "${srcdir:-.}" && pwd)}
 tmp=$(mktemp -d) || exit 99
 trap 'rm -rf "$tmp"' EXIT
 status=0
