@@ -17,7 +17,7 @@ static int xrcd_usage(const char *why, const char *arg)
 	return CTL_USAGE;
 }
 
-/* One XRCD, or with @n > 1 an array of them. */
+/* The @n XRCDs as an array, or with @one the one of `show` alone. */
 static void xrcd_json(const struct ibc_xrcd_info *x, size_t n, bool one)
 {
 	if (!one)
