@@ -19,6 +19,16 @@ if [ -z "$mandoc" ]; then
 fi
 mandir=$(cd "$mandir" && pwd) || exit 99
 top=$(dirname "$mandir")
+# A release tarball has no links: there the man3 link is made aside. In a
+# checkout it must be the repository's own.
+if [ ! -e "$top/man3" ] && [ ! -e "$top/.git" ]; then
+	tmp=$(mktemp -d) || exit 99
+	trap 'rm -rf "$tmp"' EXIT
+	mkdir "$tmp/top"
+	ln -s "$mandir" "$tmp/top/man"
+	ln -s "$mandir" "$tmp/top/man3"
+	top=$tmp/top
+fi
 
 status=0
 count=0
