@@ -140,11 +140,12 @@ static int help(int argc, char **argv)
 		return CTL_OK;
 	}
 	c = command_find(argv[1]);
-	if (argc > 2 || !c) {
+	if (!c || argc > 2) {
 		fprintf(stderr,
 			"rdmabrokerctl: help: %s \"%s\"\n"
 			"See 'rdmabrokerctl help' for the commands.\n",
-			c ? "takes one command, not" : "no command", argv[argc > 2 ? 2 : 1]);
+			!c ? "no command" : "one command, not also",
+			argv[!c ? 1 : 2]);
 		return CTL_USAGE;
 	}
 	command_help(c);
@@ -161,8 +162,8 @@ int ctl_fail(const char *what, int err)
 	fprintf(stderr, "rdmabrokerctl: %s: %s\n", what,
 		*why ? text_escape(text, sizeof(text), why) : strerror(-err));
 	if (err == -ETIMEDOUT)
-		fprintf(stderr, "rdmabrokerctl: is rdmabrokerd stopped or "
-				"overloaded? --timeout SECS waits longer\n");
+		fprintf(stderr, "rdmabrokerctl: the broker did not answer in "
+				"time; --timeout SECS waits longer\n");
 	return CTL_ERROR;
 }
 
