@@ -40,4 +40,25 @@ for cmd in demo check; do
 		status=1
 	fi
 done
+
+# The demo greps the output of its background jobs: each file exists
+# before its job starts (start_bg), none is made by the job's own
+# redirection, which may run after the first grep.
+eval "$(sed -n '/^start_bg() {/,/^}/p' "$src/quickstart")"
+if ! declare -F start_bg >/dev/null; then
+	echo "FAIL: quickstart has no start_bg"
+	status=1
+else
+	start_bg "$tmp/late.out" /dev/null sh -c 'sleep 1; echo late'
+	job=$!
+	[[ -f $tmp/late.out ]] ||
+		{ echo "FAIL: start_bg's output file is not there at once"; status=1; }
+	wait "$job"
+	grep -qx late "$tmp/late.out" ||
+		{ echo "FAIL: start_bg lost the job's output"; status=1; }
+fi
+if grep -nE '>"\$DEMO_DIR/[^"]*\.out" 2>&1 &' "$src/quickstart"; then
+	echo "FAIL: a background job of the demo makes its own output file"
+	status=1
+fi
 exit $status
