@@ -117,8 +117,11 @@ static int server_bind(struct server *srv)
 		return ret;
 	dfd = listen_dir_open(path, why, sizeof(why));
 	if (dfd < 0) {
+		/* Its own refusals (EPERM, EISDIR) say what to use. */
 		log_err("cannot listen on %s: %s%s", path, why,
-			server_listen_hint(dfd));
+			dfd == -ENOENT || dfd == -EACCES ?
+				server_listen_hint(dfd) :
+				"");
 		return dfd;
 	}
 	ret = server_clear_stale(path, &sa);
