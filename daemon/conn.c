@@ -145,7 +145,7 @@ static bool conn_may_read(struct conn *c)
 {
 	struct conn *s;
 
-	if (c->closing || c->outq_bytes >= c->srv->opt.outq_max)
+	if (c->closing || c->dead || c->outq_bytes >= c->srv->opt.outq_max)
 		return false;
 	if (!conn_fds_full(c))
 		return true;
@@ -176,8 +176,8 @@ static bool conn_want_read(struct conn *c)
 		c->fds_hint_spent = false;
 		return true;
 	}
-	if (c->closing || c->outq_bytes >= c->srv->opt.outq_max ||
-	    c->fds_hint_spent)
+	if (c->closing || c->dead ||
+	    c->outq_bytes >= c->srv->opt.outq_max || c->fds_hint_spent)
 		return false;
 	c->fds_hint = true;
 	return true;
@@ -387,8 +387,9 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	enum read_on when = c->srv->opt.read_on;
 
 	/* Doomed by another connection's wakeup in this loop pass (a failure
-	 * to arm its events), with this read already reported. */
-	if (c->doomed)
+	 * to arm its events), or marked dead, with this read already
+	 * reported. */
+	if (c->doomed || c->dead)
 		return;
 	if (conn_fds_full(c)) {
 		if (!conn_may_read(c)) {
@@ -413,8 +414,8 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 			if (!conn_peer_ran(c))
 				return;
 		}
-		if (c->srv->stopping || c->doomed || !c->reading ||
-		    !conn_may_read(c))
+		if (c->srv->stopping || c->doomed || c->dead ||
+		    !c->reading || !conn_may_read(c))
 			return;
 		/* The check released what the hint waited for. */
 		if (c->fds_hint)
@@ -730,6 +731,8 @@ void conn_close(struct conn *c)
 		return;
 	}
 	c->releasing = true;
+	if (c->dead)
+		TAILQ_REMOVE(&srv->dead, c, dead_link);
 	/* First: it still reads the socket. */
 	objects_conn_closing(c);
 	xrcd_conn_closing(c);
@@ -797,6 +800,38 @@ int conn_parse_read_on(const char *s, enum read_on *ret)
 	return -EINVAL;
 }
 
+void conn_close_later(struct conn *c)
+{
+	struct server *srv = c->srv;
+
+	if (c->dead || c->releasing)
+		return;
+	c->dead = true;
+	TAILQ_INSERT_TAIL(&srv->dead, c, dead_link);
+	conn_update_events(c);
+	/* Without the event (a server still being set up), server_fini()
+	 * closes it with the rest. */
+	if (srv->reap_ev)
+		event_active(srv->reap_ev, EV_TIMEOUT, 1);
+}
+
+/* conn_close() takes each off the list: what closing one releases may
+ * mark others, which this loop then closes too. */
+static void conns_reap(evutil_socket_t fd, short what, void *arg)
+{
+	struct server *srv = arg;
+	struct conn *c;
+
+	while ((c = TAILQ_FIRST(&srv->dead)))
+		conn_close(c);
+}
+
+int conns_reap_init(struct server *srv)
+{
+	srv->reap_ev = event_new(srv->base, -1, 0, conns_reap, srv);
+	return srv->reap_ev ? 0 : -ENOMEM;
+}
+
 void conns_limits_changed(struct server *srv)
 {
 	struct conn *c;
@@ -827,6 +862,9 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 	uint8_t *buf;
 	int len, ret;
 
+	/* Its close is on its way: nothing more goes to it. */
+	if (c->dead)
+		return -EPIPE;
 	if (c->outq_bytes > c->srv->opt.outq_max * OUTQ_HARD_FACTOR) {
 		char why[64];
 

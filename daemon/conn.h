@@ -65,9 +65,11 @@ struct conn {
 	/* conn_close() runs: what it releases may send Events, which must
 	 * skip it, and a failed send must not close it again. */
 	bool releasing;
-	/* A send to it failed under notify_clients(): closed after the
-	 * loop, which must not lose its place. */
-	bool send_failed;
+	/* Marked dead (conn_close_later(): an Event it could not take):
+	 * no Event, reply or request more; the loop closes it, in
+	 * srv->dead meanwhile. */
+	bool dead;
+	TAILQ_ENTRY(conn) dead_link;
 	/* Closed, its socket kept for the descriptors still in it. */
 	bool lingering;
 	/* Filled by the hello handler. */
@@ -79,6 +81,8 @@ struct conn {
 	/* The session this one proved it was forked from, 0: none. */
 	uint64_t parent_id;
 	char library_version[32];
+	/* Its hello asked for RSS Events that carry the change alone. */
+	bool rss_delta;
 	struct domain *domain;
 	/* Its domain's members (domain.members): a member's listing of
 	 * clients walks them only. */
@@ -107,6 +111,16 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn);
  * charged to the uid, until they are gone.
  */
 void conn_close(struct conn *c);
+/*
+ * Mark @c dead and leave its close to the loop's next turn (conns_reap()):
+ * for a path that walks what a close would free (a family's objects, the
+ * connections), which closing it there would free under the walk. From
+ * here on it gets no Event or reply and none of its requests is served.
+ */
+void conn_close_later(struct conn *c);
+/* The event (srv->reap_ev) that closes the connections marked dead on
+ * the loop's next turn. 0 or -ENOMEM. */
+int conns_reap_init(struct server *srv);
 /* Free the lingering sockets (daemon exit). */
 void conns_lingering_free(struct server *srv);
 /* The configuration's limits changed (a reload): every connection is read

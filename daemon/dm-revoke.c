@@ -89,7 +89,6 @@ int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
 		 "DM %" PRIu64 " was revoked by an administrator: deregister "
 		 "its MRs and unimport it",
 		 id);
-	/* @dm may go while the events are sent (a client closed). */
 	dm_tell(srv, dm, NULL, RDMAB__EVENT__BODY_DM_REVOKED, reason);
 	return 0;
 }

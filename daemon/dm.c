@@ -426,7 +426,6 @@ static void dm_ask_free(struct server *srv, struct dm *dm,
 	snprintf(reason, sizeof(reason),
 		 "the free of DM %" PRIu64 " was asked (%s): unimport it", id,
 		 who);
-	/* @dm may go while the events are sent (a client closed). */
 	dm_tell(srv, dm, by, RDMAB__EVENT__BODY_DM_FREE_PENDING, reason);
 }
 
@@ -883,8 +882,8 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 	unsigned int n = 0;
 	struct dm *dm;
 
-	/* One at a time from the start: the events may close sessions,
-	 * which frees DMs. */
+	/* One at a time from the start: a DM freed here leaves the
+	 * list. */
 	while ((dm = dm_next_of_ctx(srv, x))) {
 		char text[200];
 		uint64_t id = dm->id;
@@ -896,7 +895,7 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 				 reason);
 			dm_tell(srv, dm, NULL, RDMAB__EVENT__BODY_DM_REVOKED,
 				text);
-			/* Sent: start again, it may be gone. */
+			/* Revoked: the next pass frees it. */
 			continue;
 		}
 		while (dm->n_holds)

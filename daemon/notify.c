@@ -51,8 +51,11 @@ unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
 	struct conn *c;
 	unsigned int n = 0;
 
+	/* The caller may be walking what a close frees (a family's
+	 * objects): a client that cannot take the Event is only marked, and
+	 * the loop closes it. */
 	TAILQ_FOREACH(c, &srv->conns, link) {
-		if (!c->hello_done || c->releasing || c->send_failed)
+		if (!c->hello_done || c->releasing || c->dead)
 			continue;
 		ev->object_kind = kind;
 		ev->object_id = id;
@@ -61,20 +64,9 @@ unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
 		if (conn_send_event(c, ev) == 0)
 			n++;
 		else
-			c->send_failed = true;
+			conn_close_later(c);
 	}
 	ev->object_kind = kind;
 	ev->object_id = id;
-	/* Closing one may close others (what it held sends Events of its
-	 * own): start again after each. conn_close() defers the one whose
-	 * handler runs. */
-again:
-	TAILQ_FOREACH(c, &srv->conns, link) {
-		if (!c->send_failed || c->releasing)
-			continue;
-		c->send_failed = false;
-		conn_close(c);
-		goto again;
-	}
 	return n;
 }

@@ -65,8 +65,9 @@ typedef bool (*notify_filter)(struct conn *c, Rdmab__Event *ev, void *arg);
 
 /*
  * Send @ev to every client past its hello that @filter (NULL: all) takes.
- * A client that cannot take it is disconnected (the one whose request is
- * being served once its reply is queued). Returns how many got it.
+ * A client that cannot take it is marked dead (conn_close_later()) and
+ * closed by the loop on its next turn, never here: nothing the caller
+ * walks goes under it. Returns how many got it.
  */
 unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
 			    notify_filter filter, void *arg);

@@ -410,22 +410,13 @@ int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 			 t->id, c->id);
 		/* Not told: it is on its way out. */
 		t->closing = true;
+		/* Its Events close no session here (notify_clients()): @t
+		 * is still there, at most marked dead. */
 		err = rekey_domain(c->srv, t->domain, req->evict->force, who,
 				   r, NULL);
-		/* A forced rekey's Events may have closed it. */
-		TAILQ_FOREACH(t, &c->srv->conns, link)
-			if (t->id == id)
-				break;
-		if (t)
-			t->closing = closing;
+		t->closing = closing;
 		if (err < 0)
 			return err;
-		if (!t) {
-			rdmab__evict_reply__init(out);
-			r->msg.body_case = RDMAB__REPLY__BODY_EVICT;
-			r->msg.evict = out;
-			return 0;
-		}
 	}
 	log_notice("client %" PRIu64 " (pid %d, uid %u) evicted by client "
 		   "%" PRIu64 " (uid %u)",

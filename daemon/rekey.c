@@ -100,8 +100,9 @@ int rekey_domain(struct server *srv, struct domain *d, bool force,
 		if (!out->old_context_ids)
 			return reply_error(r, -ENOMEM, "out of memory");
 	}
-	/* Held: the Events may close sessions, which would free a context
-	 * that nothing else holds, and the domain with it. */
+	/* Held: the forced destroys and the retire let go of records, and
+	 * the last would free a context that no session holds, and the
+	 * domain with it, before its members are told. */
 	for (unsigned int i = 0; i < n; i++)
 		dctx_obj_hold(olds[i]);
 	for (unsigned int i = 0; i < n; i++) {
@@ -207,9 +208,9 @@ static void rekey_auto_cb(evutil_socket_t fd, short what, void *arg)
 	(void)what;
 	/* Counts left to refresh: a verbs importer's session ended. */
 	unaccounted_refresh_stale(srv);
-	/* A rekey may close sessions and free domains: look again from the
-	 * start after each (a rekeyed context is not due). A refusal
-	 * changes nothing. */
+	/* A rekey may free a domain (its last context closes): look again
+	 * from the start after each (a rekeyed context is not due). A
+	 * refusal changes nothing. */
 again:
 	TAILQ_FOREACH(d, &srv->domains, link) {
 		struct reply r = { 0 };

@@ -539,7 +539,8 @@ static int server_events_init(struct server *srv)
 				   srv);
 	srv->backoff_ev = evtimer_new(srv->base, server_backoff_cb, srv);
 	srv->status_ev = evtimer_new(srv->base, server_status_cb, srv);
-	if (!srv->listen_ev || !srv->backoff_ev || !srv->status_ev)
+	if (!srv->listen_ev || !srv->backoff_ev || !srv->status_ev ||
+	    conns_reap_init(srv) < 0)
 		return -ENOMEM;
 	for (int i = 0; i < 3; i++) {
 		srv->sig_ev[i] = evsignal_new(srv->base, sigs[i],
@@ -577,6 +578,7 @@ int server_init(struct server *srv, const struct server_options *opt)
 	srv->runtime_lock_fd = -1;
 	TAILQ_INIT(&srv->conns);
 	TAILQ_INIT(&srv->lingering);
+	TAILQ_INIT(&srv->dead);
 	TAILQ_INIT(&srv->users);
 	TAILQ_INIT(&srv->domains);
 	srv->accept_rl.interval_ms = LOG_QUIET_MS;
@@ -707,6 +709,8 @@ void server_fini(struct server *srv)
 		event_free(srv->status_ev);
 	if (srv->watchdog_ev)
 		event_free(srv->watchdog_ev);
+	if (srv->reap_ev)
+		event_free(srv->reap_ev);
 	if (srv->listen_fd >= 0)
 		close(srv->listen_fd);
 	if (srv->bound_path) {
