@@ -305,12 +305,16 @@ int rss_verbs_destroy(struct rss_made *made, enum ibc_obj_kind part, char *why,
 
 	if (!v)
 		return 0;
+	/* -ENOENT: the kernel object is gone already (destroyed by handle
+	 * behind the broker's back). The part is forgotten, so that the
+	 * next one can go; the provider keeps its struct after a failed
+	 * destroy, which is left to the context's close. */
 	switch (part) {
 	case IBC_OBJ_FLOW:
 		if (v->flow)
 			err = verbs_ret(verbs_try(ibv_destroy_flow(v->flow)),
 					EINVAL);
-		if (!err)
+		if (!err || err == -ENOENT)
 			v->flow = NULL;
 		break;
 	case IBC_OBJ_QP:
@@ -319,7 +323,7 @@ int rss_verbs_destroy(struct rss_made *made, enum ibc_obj_kind part, char *why,
 		else if (v->qp)
 			err = verbs_ret(verbs_try(ibv_destroy_qp(v->qp)),
 					EINVAL);
-		if (!err)
+		if (!err || err == -ENOENT)
 			v->qp = NULL;
 		break;
 	default:
@@ -329,7 +333,7 @@ int rss_verbs_destroy(struct rss_made *made, enum ibc_obj_kind part, char *why,
 			err = verbs_ret(
 				verbs_try(ibv_destroy_rwq_ind_table(v->tbl)),
 				EINVAL);
-		if (!err)
+		if (!err || err == -ENOENT)
 			v->tbl = NULL;
 		break;
 	}
