@@ -324,16 +324,30 @@ static int rss_make(struct rss *r, struct obj *const *wqs, uint32_t n,
 	return err;
 }
 
-/* The registry's destroy of one part (flow, QP, table), in that order. */
+/* The registry's destroy of one part (flow, QP, table), in that order;
+ * the record's removal (rss_part_removed) then updates @r. */
 static int rss_destroy_part(struct server *srv, struct obj *o, void *data,
 			    struct device_why *why)
 {
 	struct rss *r = o->family_obj;
-	int err;
 
-	err = r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, o->kind, why);
-	if (err < 0 && err != -EIO)
-		return err;
+	return r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, o->kind,
+					       why);
+}
+
+/*
+ * A part's record goes, whatever the path: the cleanup after a destroy,
+ * or after ENOENT for a part destroyed behind the broker's back (with
+ * raw verbs on the shared context). @r forgets it, so that no walk of the
+ * RSS objects meets a freed record, and goes with its last part.
+ */
+static void rss_part_removed(struct server *srv, struct obj *o, void *data)
+{
+	struct rss *r = o->family_obj;
+
+	if (!r)
+		return;
+	o->family_obj = NULL;
 	if (o == r->flow)
 		r->flow = NULL;
 	else if (o == r->qp)
@@ -342,7 +356,6 @@ static int rss_destroy_part(struct server *srv, struct obj *o, void *data,
 		r->tbl = NULL;
 	if (!r->flow && !r->qp && !r->tbl)
 		rss_free(r);
-	return err;
 }
 
 /* Destroy every part of @r that is left; frees @r when all went. */
@@ -356,7 +369,8 @@ static int rss_teardown(struct rss *r, struct device_why *why)
 		if (!parts[i])
 			continue;
 		err = rss_destroy_part(NULL, parts[i], NULL, why);
-		if (err < 0 && err != -EIO)
+		/* -ENOENT: the part is gone already. */
+		if (err < 0 && err != -EIO && err != -ENOENT)
 			return err;
 		objects_remove(parts[i]);
 	}
@@ -377,8 +391,11 @@ static void rss_unmake(struct rss *r)
 	for (int i = 0; i < 3; i++) {
 		r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, part[i],
 						&why);
-		if (rec[i])
-			objects_remove(rec[i]);
+		if (!rec[i])
+			continue;
+		/* Freed below, whether or not every record was added. */
+		rec[i]->family_obj = NULL;
+		objects_remove(rec[i]);
 	}
 	rss_free(r);
 }
@@ -518,7 +535,14 @@ static void rss_device_gone(struct server *srv, const void *what, void *data)
 	TAILQ_FOREACH_SAFE(r, &rss_all, link, tmp) {
 		if (r->x->dev != gone->dev)
 			continue;
-		/* The implementation's handles died with it. */
+		/* The implementation's handles died with it; the records
+		 * go next, without it. */
+		if (r->flow)
+			r->flow->family_obj = NULL;
+		if (r->qp)
+			r->qp->family_obj = NULL;
+		if (r->tbl)
+			r->tbl->family_obj = NULL;
 		free(r->made.priv);
 		rss_free(r);
 	}
@@ -526,7 +550,10 @@ static void rss_device_gone(struct server *srv, const void *what, void *data)
 
 int rss_init(struct server *srv)
 {
-	static const struct obj_family parts = { .destroy = rss_destroy_part };
+	static const struct obj_family parts = {
+		.destroy = rss_destroy_part,
+		.removed = rss_part_removed,
+	};
 	static const struct obj_family wqs = {
 		.before_destroy = rss_wq_cleanup,
 		.before_owner_destroy = rss_wq_going,
