@@ -377,7 +377,8 @@ static int rss_teardown(struct rss *r, struct device_why *why)
 	return 0;
 }
 
-static void rss_event(struct rss *r, const char *reason, bool destroyed);
+static void rss_event(struct rss *r, const char *reason, bool destroyed,
+		      const uint64_t *removed, uint32_t n_removed);
 
 /* Undo a create whose reply failed: the device's parts, the records that
  * were added, the struct. */
@@ -400,29 +401,51 @@ static void rss_unmake(struct rss *r)
 	rss_free(r);
 }
 
-/* @wq leaves @r: rebuild over the rest, or destroy @r when none is left. */
+/*
+ * Does @o stay in a table that @wq leaves? Not @wq, nor a WQ whose
+ * process is gone: the cleanup destroys each of those next, and one
+ * rebuild without all of them spares the device a rebuild, and the owner
+ * an Event, for each of a dead process's thousands of WQs.
+ */
+static bool rss_wq_stays(const struct obj *o, const struct obj *wq)
+{
+	return o != wq && o->owner->state != OWNER_DEAD;
+}
+
+/* @wq leaves @r, with every dead process's WQ: rebuild over the rest, or
+ * destroy @r when none is left. */
 static int rss_leave(struct rss *r, struct obj *wq, struct device_why *why)
 {
 	struct rss_made made, old = r->made;
 	struct obj **rest;
-	uint32_t n = 0;
+	uint64_t *gone;
+	uint32_t n = 0, n_gone = 0;
 	int err;
 
 	if (!r->flow || !r->qp || !r->tbl)
 		return device_why(why, -EBUSY,
 				  "RSS %" PRIu64 " is being destroyed", r->id);
 	rest = malloc(r->n_wqs * sizeof(*rest));
-	if (!rest)
+	gone = malloc(r->n_wqs * sizeof(*gone));
+	if (!rest || !gone) {
+		free(rest);
+		free(gone);
 		return device_why(why, -ENOMEM, "out of memory");
-	for (uint32_t i = 0; i < r->n_wqs; i++)
-		if (r->wqs[i] != wq)
+	}
+	for (uint32_t i = 0; i < r->n_wqs; i++) {
+		if (rss_wq_stays(r->wqs[i], wq))
 			rest[n++] = r->wqs[i];
+		else
+			gone[n_gone++] = r->wqs[i]->id;
+	}
 	if (!n) {
 		free(rest);
-		log_info("RSS %" PRIu64 ": its last WQ (%" PRIu64 ") goes; "
-			 "destroyed",
-			 r->id, wq->id);
-		rss_event(r, "the last WQ of the table went", true);
+		log_info("RSS %" PRIu64 ": its last %u WQs (%" PRIu64 " among "
+			 "them) go; destroyed",
+			 r->id, n_gone, wq->id);
+		rss_event(r, "the last WQ of the table went", true, gone,
+			  n_gone);
+		free(gone);
 		return rss_teardown(r, why);
 	}
 	/* Make before break: the new rule at the other priority takes the
@@ -430,6 +453,7 @@ static int rss_leave(struct rss *r, struct obj *wq, struct device_why *why)
 	err = rss_make(r, rest, n, r->priority ^ 1, &made, why);
 	if (err < 0) {
 		free(rest);
+		free(gone);
 		return err;
 	}
 	r->made = old;
@@ -453,9 +477,11 @@ static int rss_leave(struct rss *r, struct obj *wq, struct device_why *why)
 	r->n_wqs = n;
 	r->priority ^= 1;
 	r->rebuilds++;
-	log_info("RSS %" PRIu64 ": rebuilt over %u WQs without WQ %" PRIu64,
-		 r->id, n, wq->id);
-	rss_event(r, "a WQ of the table went", false);
+	log_info("RSS %" PRIu64 ": rebuilt over %u WQs without %u (WQ "
+		 "%" PRIu64 " among them)",
+		 r->id, n, n_gone, wq->id);
+	rss_event(r, "a WQ of the table went", false, gone, n_gone);
+	free(gone);
 	return 0;
 }
 
@@ -496,7 +522,14 @@ static bool rss_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
 	return c == arg;
 }
 
-static void rss_event(struct rss *r, const char *reason, bool destroyed)
+/*
+ * Tell @r's owner: the WQs that left (@removed), and, to a session whose
+ * hello did not ask for the change alone, the whole new list (empty:
+ * destroyed). At most IBC_RSS_MAX_WQS ids in all, since the two lists
+ * share the old one: the Event fits a packet.
+ */
+static void rss_event(struct rss *r, const char *reason, bool destroyed,
+		      const uint64_t *removed, uint32_t n_removed)
 {
 	Rdmab__RssRebuiltEvent body = RDMAB__RSS_REBUILT_EVENT__INIT;
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
@@ -510,11 +543,15 @@ static void rss_event(struct rss *r, const char *reason, bool destroyed)
 	if (!ids)
 		return;
 	/* A rebuild has changed r->wqs already; a destroy sends none. */
-	if (!destroyed)
+	if (!destroyed && !owner->rss_delta)
 		for (; n < r->n_wqs; n++)
 			ids[n] = r->wqs[n]->id;
 	body.wq_ids = ids;
 	body.n_wq_ids = n;
+	body.removed_wq_ids = (uint64_t *)removed;
+	body.n_removed_wq_ids = n_removed;
+	body.delta = owner->rss_delta;
+	body.destroyed = destroyed;
 	body.priority = r->priority;
 	body.reason = (char *)reason;
 	ev.object_kind = IBC_OBJ_RWQ_IND_TBL;
@@ -641,7 +678,7 @@ unsigned int rss_ctx_force(struct dctx *x, const char *reason)
 		n++;
 		/* Sending closes no RSS object: an ended session keeps its
 		 * records. */
-		rss_event(r, reason, true);
+		rss_event(r, reason, true, NULL, 0);
 		if (rss_teardown(r, &why) < 0) {
 			log_warn("RSS %" PRIu64 ": left to its old context: %s",
 				 id, why.text);
@@ -653,41 +690,72 @@ unsigned int rss_ctx_force(struct dctx *x, const char *reason)
 
 /* --- requests ----------------------------------------------------------- */
 
-/* The WQs: live registry WQs of the domain, in the same context, each
- * once. */
+/* WQ @id of a create: a live registry WQ of the domain in @x. */
+static int rss_find_wq(struct conn *c, struct dctx *x, uint64_t id,
+		       struct obj **ret, struct reply *r)
+{
+	struct obj *o = objects_find_in_domain(c, id);
+
+	if (!o || o->kind != IBC_OBJ_WQ)
+		return reply_error(r, -EINVAL,
+				   "object %" PRIu64 " is not a WQ of domain %s",
+				   id, c->domain->name);
+	if (o->ctx != x)
+		return reply_error(r, -EINVAL,
+				   "WQ %" PRIu64 " is in context %" PRIu64
+				   ", not %" PRIu64,
+				   o->id, o->ctx->id, x->id);
+	if (o->intent || o->owner->state != OWNER_LIVE)
+		return reply_error(r, -EINVAL,
+				   "WQ %" PRIu64 " is not live (%s)", o->id,
+				   o->intent ? "not registered yet"
+					     : "its owner's session ended");
+	*ret = o;
+	return 0;
+}
+
+/*
+ * Add @id to @seen, an open-addressing set of @size slots (a power of
+ * two, at least twice the ids) where 0 is free: object ids start at 1.
+ * false when it was there already.
+ */
+static bool rss_id_add(uint64_t *seen, size_t size, uint64_t id)
+{
+	size_t h = (size_t)((id * 0x9e3779b97f4a7c15ull) >> 32) & (size - 1);
+
+	while (seen[h]) {
+		if (seen[h] == id)
+			return false;
+		h = (h + 1) & (size - 1);
+	}
+	seen[h] = id;
+	return true;
+}
+
+/* The WQs, each once: a set of the ids seen keeps the check linear in
+ * their number (4096 pairwise compares took ~5 ms a request). */
 static int rss_find_wqs(struct conn *c, struct dctx *x,
 			const Rdmab__RssCreateRequest *q, struct obj **wqs,
 			struct reply *r)
 {
-	for (size_t i = 0; i < q->n_wq_ids; i++) {
-		struct obj *o = objects_find_in_domain(c, q->wq_ids[i]);
+	size_t size = 2;
+	uint64_t *seen;
+	int err = 0;
 
-		if (!o || o->kind != IBC_OBJ_WQ)
-			return reply_error(r, -EINVAL,
-					   "object %" PRIu64 " is not a WQ "
-					   "of domain %s",
-					   q->wq_ids[i], c->domain->name);
-		if (o->ctx != x)
-			return reply_error(r, -EINVAL,
-					   "WQ %" PRIu64 " is in context "
-					   "%" PRIu64 ", not %" PRIu64,
-					   o->id, o->ctx->id, x->id);
-		if (o->intent || o->owner->state != OWNER_LIVE)
-			return reply_error(r, -EINVAL,
-					   "WQ %" PRIu64 " is not live (%s)",
-					   o->id,
-					   o->intent ? "not registered yet"
-						     : "its owner's session "
-						       "ended");
-		for (size_t j = 0; j < i; j++)
-			if (wqs[j] == o)
-				return reply_error(r, -EINVAL,
-						   "WQ %" PRIu64 " is listed "
-						   "twice",
-						   o->id);
-		wqs[i] = o;
+	while (size < 2 * q->n_wq_ids)
+		size *= 2;
+	seen = calloc(size, sizeof(*seen));
+	if (!seen)
+		return reply_error(r, -ENOMEM, "out of memory");
+	for (size_t i = 0; i < q->n_wq_ids && err == 0; i++) {
+		err = rss_find_wq(c, x, q->wq_ids[i], &wqs[i], r);
+		if (err == 0 && !rss_id_add(seen, size, wqs[i]->id))
+			err = reply_error(r, -EINVAL,
+					  "WQ %" PRIu64 " is listed twice",
+					  wqs[i]->id);
 	}
-	return 0;
+	free(seen);
+	return err;
 }
 
 static int rss_check_sizes(const struct device *dev,

@@ -148,6 +148,8 @@ static int ibc_hello(struct ibc_client *cl, const char *domain)
 		hello.parent_secret.len = sizeof(parent_secret);
 	}
 	hello.library_version = (char *)PACKAGE_VERSION;
+	/* ibc_rss_event() applies a rebuild's removed WQs itself. */
+	hello.rss_delta_events = true;
 	hello.pid = (uint32_t)getpid();
 	hello.fork_state = (Rdmab__ForkState)ibc_fork_state();
 	hello.domain = (char *)(domain ? domain : "");

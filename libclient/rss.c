@@ -71,6 +71,40 @@ static struct rss_table *rss_table_new(const uint64_t *ids, size_t n)
 	return t;
 }
 
+static int rss_id_cmp(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* A delta Event's table: @old without the @n_removed ids of @removed, the
+ * others in their order, as the broker rebuilt it. */
+static struct rss_table *rss_table_without(const struct rss_table *old,
+					   const uint64_t *removed,
+					   size_t n_removed)
+{
+	uint64_t *sorted = malloc((n_removed ? n_removed : 1) *
+				  sizeof(*sorted));
+	struct rss_table *t = calloc(1, sizeof(*t) + old->n_wqs *
+							   sizeof(old->wq_ids[0]));
+
+	if (!sorted || !t) {
+		free(sorted);
+		free(t);
+		return NULL;
+	}
+	if (n_removed)
+		memcpy(sorted, removed, n_removed * sizeof(*sorted));
+	qsort(sorted, n_removed, sizeof(*sorted), rss_id_cmp);
+	for (uint32_t i = 0; i < old->n_wqs; i++)
+		if (!bsearch(&old->wq_ids[i], sorted, n_removed,
+			     sizeof(*sorted), rss_id_cmp))
+			t->wq_ids[t->n_wqs++] = old->wq_ids[i];
+	free(sorted);
+	return t;
+}
+
 static void match_to_wire(const struct ibc_flow_match *m, Rdmab__FlowMatch *w)
 {
 	w->af = (uint32_t)m->af;
@@ -337,23 +371,31 @@ struct ibc_queued_event *ibc_rss_event(struct ibc_client *cl,
 				       const Rdmab__Event *ev)
 {
 	const Rdmab__RssRebuiltEvent *b = ev->rss_rebuilt;
+	/* A broker before deltas says destroyed with an empty list. */
+	bool destroyed = b->destroyed || (!b->delta && !b->n_wq_ids);
 	struct ibc_queued_event *q;
 	struct ibc_rss *rss;
-	struct rss_table *t;
+	struct rss_table *t = NULL;
 
 	pthread_mutex_lock(&rss_lock);
 	for (rss = rss_list; rss; rss = rss->next)
 		if (rss->ctx->client == cl && rss->id == ev->object_id)
 			break;
-	t = rss ? rss_table_new(b->wq_ids, b->n_wq_ids) : NULL;
+	if (rss && destroyed)
+		t = rss_table_new(NULL, 0);
+	else if (rss && b->delta)
+		t = rss_table_without(rss->table, b->removed_wq_ids,
+				      b->n_removed_wq_ids);
+	else if (rss)
+		t = rss_table_new(b->wq_ids, b->n_wq_ids);
 	if (t) {
 		t->older = rss->table;
 		__atomic_store_n(&rss->table, t, __ATOMIC_RELEASE);
 	}
 	pthread_mutex_unlock(&rss_lock);
 	q = ibc_queue_event(cl,
-			    b->n_wq_ids ? IBC_EVENT_RSS_REBUILT
-					: IBC_EVENT_RSS_DESTROYED,
+			    destroyed ? IBC_EVENT_RSS_DESTROYED
+				      : IBC_EVENT_RSS_REBUILT,
 			    b->reason, NULL);
 	return q;
 }
