@@ -5,8 +5,10 @@
  * entry taken the same way), and the ibc_rss_create() round trip against
  * a raw SOCK_SEQPACKET round trip of about its sizes (the issue's
  * baseline) and an empty ibc_ping(), on rdmabrokerd's soft device, every
- * process pinned to one CPU. Figures are ratios of medians over
- * repetitions.
+ * process pinned to one CPU; and a create over 4096 WQs (the most a table
+ * takes) against the 8-WQ one, whose difference is the broker's per-WQ
+ * work (issue 23 item 4: the duplicate check was quadratic). Figures are
+ * ratios of medians over repetitions.
  */
 #include "config.h"
 
@@ -32,6 +34,9 @@
  * reply. */
 #define RAW_REQ 96
 #define RAW_REP 128
+/* The big create: IBC_RSS_MAX_WQS WQs in a table of as many entries. */
+#define BIG_LOG 12
+#define BIG_ITERS 20
 
 static const uint8_t key[40] = {
 	0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b, 0x0e, 0xc2, 0x41, 0x67,
@@ -118,7 +123,10 @@ int main(int argc, char **argv)
 			  "notice",
 			  "--foreground",
 			  NULL };
-	double lib[REPS], bits[REPS], create[REPS], ping[REPS], raw[REPS];
+	double lib[REPS], bits[REPS], create[REPS], ping[REPS], raw[REPS],
+		big[REPS];
+	static uint64_t big_ids[IBC_RSS_MAX_WQS];
+	struct ibc_rss_attr b;
 	struct ibc_connect_attr ca = { .comp_mask = IBC_CONNECT_ATTR_SOCKET };
 	struct ibc_rss_attr a = { .port_num = 1, .log_ind_tbl_size = 7 };
 	uint64_t ids[8];
@@ -215,6 +223,18 @@ int main(int argc, char **argv)
 		sink += acc;
 	}
 	ibc_rss_destroy(rss);
+	memcpy(big_ids, ids, sizeof(ids));
+	for (int i = 8; i < IBC_RSS_MAX_WQS; i++) {
+		struct ibc_wq *wq;
+
+		if (ibc_wq_create(x, cq, NULL, &wq) < 0)
+			return die("ibc_wq_create");
+		big_ids[i] = ibc_wq_id(wq);
+	}
+	b = a;
+	b.num_wqs = IBC_RSS_MAX_WQS;
+	b.wq_ids = big_ids;
+	b.log_ind_tbl_size = BIG_LOG;
 	if (raw_peer_start(rss_raw_peer, NULL, &raw_fd, &raw_pid) < 0) {
 		fprintf(stderr, "rdmab-bench-rss: cannot start the raw peer\n");
 		done();
@@ -236,6 +256,15 @@ int main(int argc, char **argv)
 			if (ibc_ping(cl, NULL, 0) < 0)
 				return die("ibc_ping");
 		ping[r] = (double)(now_ns() - t0) / RTT_ITERS;
+		t = 0;
+		for (int i = 0; i < BIG_ITERS; i++) {
+			t0 = now_ns();
+			if (ibc_rss_create(x, &b, &rss) < 0)
+				return die("ibc_rss_create (4096 WQs)");
+			t += now_ns() - t0;
+			ibc_rss_destroy(rss);
+		}
+		big[r] = (double)t / BIG_ITERS;
 		raw[r] = raw_rtt(raw_fd, RTT_ITERS);
 		if (raw[r] < 0) {
 			fprintf(stderr, "rdmab-bench-rss: the raw peer failed\n");
@@ -256,6 +285,11 @@ int main(int argc, char **argv)
 	       median_dbl(ping, REPS) / 1000);
 	printf("  create / ping           %8.2f\n",
 	       median_dbl(create, REPS) / median_dbl(ping, REPS));
+	printf("ibc_rss_create            %8.1f us (%d WQs, %d entries)\n",
+	       median_dbl(big, REPS) / 1000, IBC_RSS_MAX_WQS, 1 << BIG_LOG);
+	printf("  per WQ beyond 8         %8.1f ns\n",
+	       (median_dbl(big, REPS) - median_dbl(create, REPS)) /
+		       (IBC_RSS_MAX_WQS - 8));
 	printf("raw round trip (%d B/%d B) %7.1f us\n", RAW_REQ, RAW_REP,
 	       median_dbl(raw, REPS) / 1000);
 	printf("  create / raw round trip %8.2f\n",

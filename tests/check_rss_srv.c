@@ -6,7 +6,8 @@
  * unread ObjDestroy of the only WQ of the next table would free that
  * table under the walk if the owner were closed there (a rebuild, and a
  * forced rekey); a part of an RSS object destroyed behind the broker's
- * back (ENOENT at the cleanup); what an old client's Event carries.
+ * back (ENOENT at the cleanup); what an old client's Event carries; a
+ * connection marked dead.
  */
 #include "config.h"
 
@@ -360,6 +361,49 @@ START_TEST(test_dead_wqs_leave_at_once)
 }
 END_TEST
 
+/*
+ * conn_close_later() itself: marked once, it gets no Event, its request
+ * is not served, and the loop's next turn closes it; a server stopped
+ * before that turn closes it with the rest (check-asan's leak check).
+ */
+START_TEST(test_close_later)
+{
+	struct ol_client *a = sl_client(0, NULL, false);
+	struct ol_client *b = sl_client(1, NULL, false);
+	Rdmab__ShutdownEvent sev = RDMAB__SHUTDOWN_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	uint8_t byte = 0;
+	uint64_t served;
+
+	conn_close_later(sl_conns[0]);
+	conn_close_later(sl_conns[0]);
+	sev.reason = (char *)"test";
+	ev.body_case = RDMAB__EVENT__BODY_SHUTDOWN;
+	ev.shutdown = &sev;
+	ck_assert_uint_eq(notify_clients(&sl_srv, &ev, NULL, NULL), 1);
+	served = sl_srv.requests_served;
+	req.body_case = RDMAB__REQUEST__BODY_PING;
+	req.ping.data = &byte;
+	req.ping.len = 1;
+	OK(ol_send(a, &req));
+	sl_pump();
+	sl_conns[0] = NULL;
+	ck_assert(!connected(a->client_id));
+	ck_assert_uint_eq(sl_srv.requests_served, served);
+	ck_assert_uint_eq(sl_srv.n_conns, 1);
+	/* Neither the Event nor a reply: the end of the connection (reset:
+	 * its ping was left unread). */
+	errno = 0;
+	ck_assert_int_le(recv(a->fd, &byte, 1, 0), 0);
+	ck_assert(errno == 0 || errno == ECONNRESET);
+	/* b got the Event. */
+	ck_assert_int_gt(recv(b->fd, &byte, 1, MSG_DONTWAIT), 0);
+	conn_close_later(sl_conns[1]);
+	sl_conns[1] = NULL;
+}
+END_TEST
+
 static Suite *rss_srv_suite(void)
 {
 	Suite *s = suite_create("rss-srv");
@@ -372,6 +416,7 @@ static Suite *rss_srv_suite(void)
 	tcase_add_test(tc, test_forced_rekey_closes_owner);
 	tcase_add_test(tc, test_part_gone_behind_back);
 	tcase_add_test(tc, test_dead_wqs_leave_at_once);
+	tcase_add_test(tc, test_close_later);
 	suite_add_tcase(s, tc);
 	return s;
 }
