@@ -12,7 +12,9 @@
  * (before_owner_destroy) or the cleanup of a dead owner (before_destroy).
  * The table is then rebuilt make-before-break over the WQs that remain,
  * the new flow rule at the other of two priorities, or destroyed when none
- * remain; packets hashed to the leaving WQ in between are lost.
+ * remain; packets hashed to the leaving WQ in between are lost. Every WQ of
+ * a dead process leaves with it: one rebuild, and one Event to the owner
+ * naming the WQs that left, however many a dying process had.
  */
 #include "config.h"
 
@@ -480,7 +482,10 @@ static int rss_leave(struct rss *r, struct obj *wq, struct device_why *why)
 	log_info("RSS %" PRIu64 ": rebuilt over %u WQs without %u (WQ "
 		 "%" PRIu64 " among them)",
 		 r->id, n, n_gone, wq->id);
-	rss_event(r, "a WQ of the table went", false, gone, n_gone);
+	rss_event(r,
+		  n_gone > 1 ? "WQs of the table went" :
+			       "a WQ of the table went",
+		  false, gone, n_gone);
 	free(gone);
 	return 0;
 }

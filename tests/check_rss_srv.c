@@ -13,14 +13,11 @@
 
 #include <check.h>
 #include <errno.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
-
-#include <infiniband/verbs.h>
 
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
@@ -45,35 +42,23 @@ static void srv_setup(void)
 static uint64_t rss_create(struct ol_client *c, const uint64_t *ids,
 			   size_t n)
 {
-	Rdmab__RssCreateRequest rc = RDMAB__RSS_CREATE_REQUEST__INIT;
-	Rdmab__FlowMatch fm = RDMAB__FLOW_MATCH__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	static uint8_t key[40] = { 1 };
-	Rdmab__DaemonMessage *m;
 	uint64_t id;
-	uint32_t log = 0;
 
-	while ((1u << log) < n)
-		log++;
-	rc.context_id = c->ctx_id;
-	rc.port_num = 1;
-	rc.log_ind_tbl_size = log;
-	rc.wq_ids = (uint64_t *)ids;
-	rc.n_wq_ids = n;
-	rc.hash_key.data = key;
-	rc.hash_key.len = sizeof(key);
-	rc.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
-	fm.af = AF_INET;
-	fm.l4_proto = IPPROTO_UDP;
-	fm.dst_port = 4791;
-	fm.port_mask = 0xffff;
-	rc.match = &fm;
-	req.body_case = RDMAB__REQUEST__BODY_RSS_CREATE;
-	req.rss_create = &rc;
-	OK(ol_call(c, &req, &m));
-	id = m->reply->rss_create->rss_id;
-	ol_free(m);
+	OK(ol_rss(c, ids, n, &id));
 	return id;
+}
+
+/* An administrator's forced rekey of @c's domain. */
+static void rekey_force(struct ol_client *admin, struct ol_client *c)
+{
+	Rdmab__DomainRekeyRequest dr = RDMAB__DOMAIN_REKEY_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+
+	dr.domain = c->domain;
+	dr.force = true;
+	req.body_case = RDMAB__REQUEST__BODY_DOMAIN_REKEY;
+	req.domain_rekey = &dr;
+	OK(ol_request(admin, &req));
 }
 
 /* How many RSS objects @c lists. */
@@ -205,8 +190,6 @@ START_TEST(test_forced_rekey_closes_owner)
 	struct ol_client *f = sl_client(0, NULL, true);
 	struct ol_client *e = sl_client(1, NULL, true);
 	struct ol_client *admin = sl_client(2, NULL, false);
-	Rdmab__DomainRekeyRequest dr = RDMAB__DOMAIN_REKEY_REQUEST__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	static uint64_t wqs[BIG_WQS];
 	struct conn *ec = sl_conns[1];
 	uint64_t own;
@@ -219,11 +202,7 @@ START_TEST(test_forced_rekey_closes_owner)
 		OK(ol_destroy(f, wqs[k++]));
 	}
 	ck_assert(connected(e->client_id));
-	dr.domain = (char *)f->domain;
-	dr.force = true;
-	req.body_case = RDMAB__REQUEST__BODY_DOMAIN_REKEY;
-	req.domain_rekey = &dr;
-	OK(ol_request(admin, &req));
+	rekey_force(admin, f);
 	for (int i = 0; i < 10 && connected(e->client_id); i++)
 		sl_pump();
 	ck_assert(!connected(e->client_id));
@@ -246,8 +225,6 @@ START_TEST(test_part_gone_behind_back)
 	struct ol_client *f = sl_client(0, NULL, true);
 	struct ol_client *e = sl_client(1, NULL, true);
 	struct ol_client *admin = sl_client(2, NULL, false);
-	Rdmab__DomainRekeyRequest dr = RDMAB__DOMAIN_REKEY_REQUEST__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	struct device_why why;
 	struct ol_obj cq, wq;
 	struct domain *pool = NULL;
@@ -276,11 +253,7 @@ START_TEST(test_part_gone_behind_back)
 	ck_assert_uint_eq(rss_count(f), 0);
 	ck_assert_uint_eq(pool->used.rss_tables, 0);
 	OK(ol_destroy(f, wq.id));
-	dr.domain = (char *)f->domain;
-	dr.force = true;
-	req.body_case = RDMAB__REQUEST__BODY_DOMAIN_REKEY;
-	req.domain_rekey = &dr;
-	OK(ol_request(admin, &req));
+	rekey_force(admin, f);
 }
 END_TEST
 

@@ -2,11 +2,13 @@
 #include "config.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -332,6 +334,41 @@ int ol_dm_alloc(struct ol_client *c, uint64_t length, uint64_t *ret_dm,
 		*ret_dm = m->reply->dm_alloc->dm_id;
 	if (ret_hold)
 		*ret_hold = m->reply->dm_alloc->object_id;
+	ol_free(m);
+	return 0;
+}
+
+int ol_rss(struct ol_client *c, const uint64_t *wq_ids, size_t n,
+	   uint64_t *ret_id)
+{
+	Rdmab__RssCreateRequest q = RDMAB__RSS_CREATE_REQUEST__INIT;
+	Rdmab__FlowMatch fm = RDMAB__FLOW_MATCH__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	static uint8_t key[40] = { 1 };
+	Rdmab__DaemonMessage *m;
+	int err;
+
+	while ((1u << q.log_ind_tbl_size) < n)
+		q.log_ind_tbl_size++;
+	q.context_id = c->ctx_id;
+	q.port_num = 1;
+	q.wq_ids = (uint64_t *)wq_ids;
+	q.n_wq_ids = n;
+	q.hash_key.data = key;
+	q.hash_key.len = sizeof(key);
+	q.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
+	fm.af = AF_INET;
+	fm.l4_proto = IPPROTO_UDP;
+	fm.dst_port = 4791;
+	fm.port_mask = 0xffff;
+	q.match = &fm;
+	req.body_case = RDMAB__REQUEST__BODY_RSS_CREATE;
+	req.rss_create = &q;
+	err = ol_call(c, &req, &m);
+	if (err)
+		return err;
+	if (ret_id)
+		*ret_id = m->reply->rss_create->rss_id;
 	ol_free(m);
 	return 0;
 }

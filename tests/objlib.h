@@ -98,6 +98,10 @@ int ol_evict(struct ol_client *c, uint64_t client_id);
  * allocator's import (either may be NULL). 0 or -errno. */
 int ol_dm_alloc(struct ol_client *c, uint64_t length, uint64_t *ret_dm,
 		uint64_t *ret_hold);
+/* An RSS object of @c over @wq_ids (a table of the next power of two
+ * entries, IPv4 hashed, UDP port 4791 matched); its id in @ret_id. */
+int ol_rss(struct ol_client *c, const uint64_t *wq_ids, size_t n,
+	   uint64_t *ret_id);
 
 struct ol_info {
 	uint64_t id;
