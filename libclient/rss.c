@@ -48,6 +48,27 @@ struct ibc_rss {
 static pthread_mutex_t rss_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibc_rss *rss_list;
 
+/*
+ * An Event of an RSS object not listed yet, kept while a create is in
+ * flight: another thread may read the create's reply, then the Event,
+ * before the creator lists the object. A delta names what changed, so none
+ * may be lost: the create applies its object's, in order.
+ */
+struct rss_missed {
+	struct rss_missed *next;
+	struct ibc_client *cl;
+	uint64_t id;
+	bool destroyed, delta;
+	size_t n;
+	uint64_t ids[];
+};
+
+/* Creates in flight (all clients), and the Events they may own, oldest
+ * first; both under rss_lock. */
+static unsigned int rss_creating;
+static struct rss_missed *rss_missed_head;
+static struct rss_missed **rss_missed_tail = &rss_missed_head;
+
 void ibc_rss_fork_lock(void)
 {
 	pthread_mutex_lock(&rss_lock);
@@ -105,6 +126,79 @@ static struct rss_table *rss_table_without(const struct rss_table *old,
 	return t;
 }
 
+/* The table after an Event: empty when @destroyed, @cur without the @n
+ * ids @ids name for a @delta, else the list @ids. */
+static struct rss_table *rss_table_next(const struct rss_table *cur,
+					bool destroyed, bool delta,
+					const uint64_t *ids, size_t n)
+{
+	if (destroyed)
+		return rss_table_new(NULL, 0);
+	if (delta)
+		return rss_table_without(cur, ids, n);
+	return rss_table_new(ids, n);
+}
+
+/* @rss follows @t, its old tables freed with it. Under rss_lock. */
+static void rss_table_set(struct ibc_rss *rss, struct rss_table *t)
+{
+	t->older = rss->table;
+	__atomic_store_n(&rss->table, t, __ATOMIC_RELEASE);
+}
+
+/* Keep an Event of an RSS object that a create in flight may list.
+ * Under rss_lock. Out of memory it is lost. */
+static void rss_missed_add(struct ibc_client *cl, uint64_t id,
+			   bool destroyed, bool delta, const uint64_t *ids,
+			   size_t n)
+{
+	struct rss_missed *m = calloc(1, sizeof(*m) + n * sizeof(ids[0]));
+
+	if (!m)
+		return;
+	m->cl = cl;
+	m->id = id;
+	m->destroyed = destroyed;
+	m->delta = delta;
+	m->n = n;
+	if (n)
+		memcpy(m->ids, ids, n * sizeof(ids[0]));
+	*rss_missed_tail = m;
+	rss_missed_tail = &m->next;
+}
+
+/* @rss was just listed: the Events it missed, in order. Under rss_lock. */
+static void rss_missed_apply(struct ibc_rss *rss)
+{
+	for (struct rss_missed *m = rss_missed_head; m; m = m->next) {
+		struct rss_table *t;
+
+		if (m->cl != rss->ctx->client || m->id != rss->id)
+			continue;
+		t = rss_table_next(rss->table, m->destroyed, m->delta,
+				   m->ids, m->n);
+		if (t)
+			rss_table_set(rss, t);
+	}
+}
+
+/* A create is done, listed or not: with the last one in flight, the
+ * Events kept for them go. */
+static void rss_create_done(void)
+{
+	pthread_mutex_lock(&rss_lock);
+	if (--rss_creating == 0) {
+		while (rss_missed_head) {
+			struct rss_missed *m = rss_missed_head;
+
+			rss_missed_head = m->next;
+			free(m);
+		}
+		rss_missed_tail = &rss_missed_head;
+	}
+	pthread_mutex_unlock(&rss_lock);
+}
+
 static void match_to_wire(const struct ibc_flow_match *m, Rdmab__FlowMatch *w)
 {
 	w->af = (uint32_t)m->af;
@@ -156,6 +250,9 @@ IBC_EXPORT int ibc_rss_create(struct ibc_ctx *ctx,
 	err = ibc_ctx_enter(ctx, true);
 	if (err < 0)
 		return err;
+	pthread_mutex_lock(&rss_lock);
+	rss_creating++;
+	pthread_mutex_unlock(&rss_lock);
 	rss = calloc(1, sizeof(*rss));
 	if (!rss) {
 		err = ibc_set_error(-ENOMEM, "out of memory");
@@ -200,10 +297,12 @@ IBC_EXPORT int ibc_rss_create(struct ibc_ctx *ctx,
 	pthread_mutex_lock(&rss_lock);
 	rss->next = rss_list;
 	rss_list = rss;
+	rss_missed_apply(rss);
 	pthread_mutex_unlock(&rss_lock);
 	*ret_rss = rss;
 	rss = NULL;
 leave:
+	rss_create_done();
 	ibc_ctx_leave(ctx);
 	free(rss);
 	return err;
@@ -373,6 +472,8 @@ struct ibc_queued_event *ibc_rss_event(struct ibc_client *cl,
 	const Rdmab__RssRebuiltEvent *b = ev->rss_rebuilt;
 	/* A broker before deltas says destroyed with an empty list. */
 	bool destroyed = b->destroyed || (!b->delta && !b->n_wq_ids);
+	const uint64_t *ids = b->delta ? b->removed_wq_ids : b->wq_ids;
+	size_t n = b->delta ? b->n_removed_wq_ids : b->n_wq_ids;
 	struct ibc_queued_event *q;
 	struct ibc_rss *rss;
 	struct rss_table *t = NULL;
@@ -381,17 +482,12 @@ struct ibc_queued_event *ibc_rss_event(struct ibc_client *cl,
 	for (rss = rss_list; rss; rss = rss->next)
 		if (rss->ctx->client == cl && rss->id == ev->object_id)
 			break;
-	if (rss && destroyed)
-		t = rss_table_new(NULL, 0);
-	else if (rss && b->delta)
-		t = rss_table_without(rss->table, b->removed_wq_ids,
-				      b->n_removed_wq_ids);
-	else if (rss)
-		t = rss_table_new(b->wq_ids, b->n_wq_ids);
-	if (t) {
-		t->older = rss->table;
-		__atomic_store_n(&rss->table, t, __ATOMIC_RELEASE);
-	}
+	if (rss)
+		t = rss_table_next(rss->table, destroyed, b->delta, ids, n);
+	else if (rss_creating)
+		rss_missed_add(cl, ev->object_id, destroyed, b->delta, ids, n);
+	if (t)
+		rss_table_set(rss, t);
 	pthread_mutex_unlock(&rss_lock);
 	q = ibc_queue_event(cl,
 			    destroyed ? IBC_EVENT_RSS_DESTROYED

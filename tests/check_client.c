@@ -11,6 +11,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -1134,6 +1135,119 @@ START_TEST(test_verbs_context_during_removal)
 }
 END_TEST
 
+/* --- an RSS Event before the create's reply ------------------------------ */
+
+#define FB_RSS_ID 77
+
+/* The create's Event (WQ 12 left) comes before its reply, as another
+ * thread's read of the reply would let it come before the creator lists
+ * the object; then the destroy and the close. */
+static void script_rss_event_first(struct fb *fb)
+{
+	Rdmab__RssRebuiltEvent rb = RDMAB__RSS_REBUILT_EVENT__INIT;
+	Rdmab__RssCreateReply cr = RDMAB__RSS_CREATE_REPLY__INIT;
+	Rdmab__RssDestroyReply dr = RDMAB__RSS_DESTROY_REPLY__INIT;
+	Rdmab__DaemonMessage m = RDMAB__DAEMON_MESSAGE__INIT;
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	uint64_t ids[3] = { 11, 12, 13 }, gone = 12, serial;
+	struct tl_buf b = { 0 };
+	int fd = fb_soft_context_fd(42);
+
+	if (fd < 0) {
+		fb_fail(fb, "memfd: %s", strerror(-fd));
+		return;
+	}
+	if (fb_hello(fb, "soft0", "soft") < 0 ||
+	    fb_answer_open(fb, "soft0", fd) < 0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_RSS_CREATE, &serial, NULL) < 0)
+		goto out;
+	rb.removed_wq_ids = &gone;
+	rb.n_removed_wq_ids = 1;
+	rb.delta = true;
+	rb.reason = (char *)"fake: a WQ of the table went";
+	ev.object_kind = IBC_OBJ_RWQ_IND_TBL;
+	ev.object_id = FB_RSS_ID;
+	ev.body_case = RDMAB__EVENT__BODY_RSS_REBUILT;
+	ev.rss_rebuilt = &rb;
+	m.kind_case = RDMAB__DAEMON_MESSAGE__KIND_EVENT;
+	m.event = &ev;
+	tl_pb_message(&b, &m.base);
+	if (fb_send_raw(fb, b.p, b.len) < 0)
+		goto out;
+	cr.rss_id = FB_RSS_ID;
+	cr.wq_ids = ids;
+	cr.n_wq_ids = 3;
+	reply.serial = serial;
+	reply.body_case = RDMAB__REPLY__BODY_RSS_CREATE;
+	reply.rss_create = &cr;
+	if (fb_send_reply(fb, &reply, NULL, 0) < 0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_RSS_DESTROY, &serial, NULL) < 0)
+		goto out;
+	reply.serial = serial;
+	reply.body_case = RDMAB__REPLY__BODY_RSS_DESTROY;
+	reply.rss_destroy = &dr;
+	if (fb_send_reply(fb, &reply, NULL, 0) == 0) {
+		fb_answer_close(fb);
+		fb_wait_eof(fb);
+	}
+out:
+	tl_buf_free(&b);
+	close(fd);
+}
+
+/*
+ * A delta Event of an RSS object that the library does not list yet,
+ * read while its create is in flight: the create applies it (a delta lost
+ * would leave the lookup on a WQ that is gone for good).
+ */
+START_TEST(test_rss_event_before_create_reply)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_TIMEOUT,
+		.timeout_ms = 5000,
+	};
+	uint64_t ids[3] = { 11, 12, 13 };
+	struct ibc_rss_attr ra = {
+		.port_num = 1,
+		.log_ind_tbl_size = 2,
+		.num_wqs = 3,
+		.wq_ids = ids,
+		.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4,
+		.match = { .af = AF_INET, .prefix_len = 0 },
+	};
+	struct ibc_client *cl;
+	struct ibc_ctx *ctx;
+	struct ibc_rss *r;
+	int seen[3] = { 0 };
+	struct fb fb;
+
+	memset(ra.hash_key, 0x5a, sizeof(ra.hash_key));
+	FB_START(&fb, script_rss_event_first, NULL);
+	attr.socket_path = fb.sock;
+	ck_assert_int_eq(ibc_connect(&attr, &cl), 0);
+	ck_assert_msg(ibc_open(cl, NULL, &ctx) == 0, "ibc_open: %s",
+		      ibc_last_error());
+	ck_assert_msg(ibc_rss_create(ctx, &ra, &r) == 0, "%s",
+		      ibc_last_error());
+	for (uint32_t i = 0; i < 256; i++) {
+		struct ibc_flow f = { .af = AF_INET };
+		uint64_t wq;
+
+		memcpy(f.src_addr, &i, sizeof(i));
+		ck_assert_int_eq(ibc_rss_lookup(r, &f, NULL, &wq), 0);
+		ck_assert(wq >= 11 && wq <= 13);
+		seen[wq - 11]++;
+	}
+	ck_assert_int_eq(seen[1], 0);
+	ck_assert(seen[0] && seen[2]);
+	ck_assert_int_eq(ibc_rss_destroy(r), 0);
+	ibc_close(ctx);
+	ibc_disconnect(cl);
+	FB_STOP(&fb);
+}
+END_TEST
+
 /* --- stale errno at the verbs boundary ---------------------------------- */
 
 /* Open a "verbs" context whose import the shim fails without errno. */
@@ -1382,6 +1496,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_open_waits_for_bare_read);
 	tcase_add_test(tc, test_open_reply_after_other_reply);
 	tcase_add_test(tc, test_verbs_context_during_removal);
+	tcase_add_test(tc, test_rss_event_before_create_reply);
 	tcase_add_test(tc, test_stale_errno_import);
 	tcase_add_test(tc, test_verbs_registry_nowait);
 	tcase_add_test(tc, test_verbs_disconnect_closes);
