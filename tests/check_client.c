@@ -1024,38 +1024,43 @@ START_TEST(test_open_reply_after_other_reply)
 }
 END_TEST
 
+/* The hello, then an open answered with soft context 42, whose memfd
+ * goes to @ret_fd (-1: none made) for the caller to close. 0 or -1. */
+static int fb_open_soft(struct fb *fb, int *ret_fd)
+{
+	*ret_fd = fb_soft_context_fd(42);
+	if (*ret_fd < 0) {
+		fb_fail(fb, "memfd: %s", strerror(-*ret_fd));
+		*ret_fd = -1;
+		return -1;
+	}
+	if (fb_hello(fb, "soft0", "soft") < 0 ||
+	    fb_answer_open(fb, "soft0", *ret_fd) < 0)
+		return -1;
+	return 0;
+}
+
 /* Open a soft context, remove its device on the test's word, then answer
  * the close. */
 static void script_remove_device(struct fb *fb)
 {
 	Rdmab__DeviceRemovedEvent dr = RDMAB__DEVICE_REMOVED_EVENT__INIT;
-	Rdmab__DaemonMessage m = RDMAB__DAEMON_MESSAGE__INIT;
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
-	struct tl_buf b = { 0 };
-	int fd = fb_soft_context_fd(42);
+	int fd;
 
-	if (fd < 0) {
-		fb_fail(fb, "memfd: %s", strerror(-fd));
-		return;
-	}
-	if (fb_hello(fb, "soft0", "soft") < 0 ||
-	    fb_answer_open(fb, "soft0", fd) < 0 ||
-	    fb_wait(fb, 1, TL_WAIT_MS) < 0)
+	if (fb_open_soft(fb, &fd) < 0 || fb_wait(fb, 1, TL_WAIT_MS) < 0)
 		goto out;
 	dr.device = (char *)"soft0";
 	dr.reason = (char *)"fake: unplugged";
 	ev.body_case = RDMAB__EVENT__BODY_DEVICE_REMOVED;
 	ev.device_removed = &dr;
-	m.kind_case = RDMAB__DAEMON_MESSAGE__KIND_EVENT;
-	m.event = &ev;
-	tl_pb_message(&b, &m.base);
-	if (fb_send_raw(fb, b.p, b.len) == 0) {
+	if (fb_send_event(fb, &ev) == 0) {
 		fb_answer_close(fb);
 		fb_wait_eof(fb);
 	}
-	tl_buf_free(&b);
 out:
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 }
 
 struct verbs_reader {
@@ -1147,19 +1152,12 @@ static void script_rss_event_first(struct fb *fb)
 	Rdmab__RssRebuiltEvent rb = RDMAB__RSS_REBUILT_EVENT__INIT;
 	Rdmab__RssCreateReply cr = RDMAB__RSS_CREATE_REPLY__INIT;
 	Rdmab__RssDestroyReply dr = RDMAB__RSS_DESTROY_REPLY__INIT;
-	Rdmab__DaemonMessage m = RDMAB__DAEMON_MESSAGE__INIT;
 	Rdmab__Reply reply = RDMAB__REPLY__INIT;
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
 	uint64_t ids[3] = { 11, 12, 13 }, gone = 12, serial;
-	struct tl_buf b = { 0 };
-	int fd = fb_soft_context_fd(42);
+	int fd;
 
-	if (fd < 0) {
-		fb_fail(fb, "memfd: %s", strerror(-fd));
-		return;
-	}
-	if (fb_hello(fb, "soft0", "soft") < 0 ||
-	    fb_answer_open(fb, "soft0", fd) < 0 ||
+	if (fb_open_soft(fb, &fd) < 0 ||
 	    fb_expect(fb, RDMAB__REQUEST__BODY_RSS_CREATE, &serial, NULL) < 0)
 		goto out;
 	rb.removed_wq_ids = &gone;
@@ -1170,10 +1168,7 @@ static void script_rss_event_first(struct fb *fb)
 	ev.object_id = FB_RSS_ID;
 	ev.body_case = RDMAB__EVENT__BODY_RSS_REBUILT;
 	ev.rss_rebuilt = &rb;
-	m.kind_case = RDMAB__DAEMON_MESSAGE__KIND_EVENT;
-	m.event = &ev;
-	tl_pb_message(&b, &m.base);
-	if (fb_send_raw(fb, b.p, b.len) < 0)
+	if (fb_send_event(fb, &ev) < 0)
 		goto out;
 	cr.rss_id = FB_RSS_ID;
 	cr.wq_ids = ids;
@@ -1192,8 +1187,8 @@ static void script_rss_event_first(struct fb *fb)
 		fb_wait_eof(fb);
 	}
 out:
-	tl_buf_free(&b);
-	close(fd);
+	if (fd >= 0)
+		close(fd);
 }
 
 /*

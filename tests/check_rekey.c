@@ -928,10 +928,7 @@ struct held {
 static int held_send_rekeyed(struct fb *fb)
 {
 	Rdmab__DomainRekeyedEvent dr = RDMAB__DOMAIN_REKEYED_EVENT__INIT;
-	Rdmab__DaemonMessage m = RDMAB__DAEMON_MESSAGE__INIT;
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
-	struct tl_buf b = { 0 };
-	int ret;
 
 	dr.domain = (char *)"uid-fake";
 	dr.reason = (char *)"fake: rekeyed";
@@ -939,12 +936,7 @@ static int held_send_rekeyed(struct fb *fb)
 	ev.object_id = FB_CONTEXT_ID;
 	ev.body_case = RDMAB__EVENT__BODY_DOMAIN_REKEYED;
 	ev.domain_rekeyed = &dr;
-	m.kind_case = RDMAB__DAEMON_MESSAGE__KIND_EVENT;
-	m.event = &ev;
-	tl_pb_message(&b, &m.base);
-	ret = fb_send_raw(fb, b.p, b.len);
-	tl_buf_free(&b);
-	return ret;
+	return fb_send_event(fb, &ev);
 }
 
 /* The answer the daemon's soft device would give to @call. */

@@ -14,7 +14,6 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +21,6 @@
 #include <unistd.h>
 
 #include <event2/event.h>
-#include <infiniband/verbs.h>
 
 #include "daemon/conf.h"
 #include "daemon/conn.h"
@@ -331,12 +329,8 @@ END_TEST
 START_TEST(test_rss_event_to_gone_requester)
 {
 	struct ol_client *c = sl_client(0, NULL, true);
-	Rdmab__RssCreateRequest rc = RDMAB__RSS_CREATE_REQUEST__INIT;
-	Rdmab__FlowMatch fm = RDMAB__FLOW_MATCH__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	Rdmab__ObjDestroyRequest dq = RDMAB__OBJ_DESTROY_REQUEST__INIT;
-	Rdmab__DaemonMessage *m;
-	static uint8_t key[40] = { 1 };
 	struct ol_obj cq, wq1, wq2;
 	uint64_t ids[2];
 
@@ -345,23 +339,7 @@ START_TEST(test_rss_event_to_gone_requester)
 	OK(ol_wq(c, cq.id, 8, &wq2));
 	ids[0] = wq1.id;
 	ids[1] = wq2.id;
-	rc.context_id = c->ctx_id;
-	rc.port_num = 1;
-	rc.log_ind_tbl_size = 1;
-	rc.wq_ids = ids;
-	rc.n_wq_ids = 2;
-	rc.hash_key.data = key;
-	rc.hash_key.len = sizeof(key);
-	rc.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4;
-	fm.af = AF_INET;
-	fm.l4_proto = IPPROTO_UDP;
-	fm.dst_port = 4791;
-	fm.port_mask = 0xffff;
-	rc.match = &fm;
-	req.body_case = RDMAB__REQUEST__BODY_RSS_CREATE;
-	req.rss_create = &rc;
-	OK(ol_call(c, &req, &m));
-	ol_free(m);
+	OK(ol_rss(c, ids, 2, NULL));
 	/* Its WQ leaves its own table: the rebuild's Event is its. */
 	dq.object_id = wq1.id;
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;

@@ -181,6 +181,20 @@ int fb_send_raw(struct fb *fb, const void *buf, size_t len)
 	return 0;
 }
 
+int fb_send_event(struct fb *fb, Rdmab__Event *ev)
+{
+	Rdmab__DaemonMessage m = RDMAB__DAEMON_MESSAGE__INIT;
+	struct tl_buf b = { 0 };
+	int ret;
+
+	m.kind_case = RDMAB__DAEMON_MESSAGE__KIND_EVENT;
+	m.event = ev;
+	tl_pb_message(&b, &m.base);
+	ret = fb_send_raw(fb, b.p, b.len);
+	tl_buf_free(&b);
+	return ret;
+}
+
 int fb_hello(struct fb *fb, const char *name, const char *kind)
 {
 	return fb_hello_secret(fb, name, kind, NULL, 0);

@@ -64,6 +64,8 @@ int fb_send_reply(struct fb *fb, Rdmab__Reply *reply, const int *fds,
 		  unsigned int nfds);
 /* Send bytes as they are: a DaemonMessage encoded by hand. */
 int fb_send_raw(struct fb *fb, const void *buf, size_t len);
+/* Send @ev wrapped in a DaemonMessage. */
+int fb_send_event(struct fb *fb, Rdmab__Event *ev);
 /* Expect the hello and answer it, announcing one device @name of @kind
  * ("soft" or "verbs"). */
 int fb_hello(struct fb *fb, const char *name, const char *kind);
