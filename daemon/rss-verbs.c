@@ -307,8 +307,8 @@ int rss_verbs_destroy(struct rss_made *made, enum ibc_obj_kind part, char *why,
 		return 0;
 	/* -ENOENT: the kernel object is gone already (destroyed by handle
 	 * behind the broker's back). The part is forgotten, so that the
-	 * next one can go; the provider keeps its struct after a failed
-	 * destroy, which is left to the context's close. */
+	 * next one can go; a provider that keeps its struct after a failed
+	 * destroy leaks it, which only that use against the rules costs. */
 	switch (part) {
 	case IBC_OBJ_FLOW:
 		if (v->flow)
