@@ -721,7 +721,7 @@ static int rss_find_wq(struct conn *c, struct dctx *x, uint64_t id,
 
 /*
  * Add @id to @seen, an open-addressing set of @size slots (a power of
- * two, at least twice the ids) where 0 is free: object ids start at 1.
+ * two, at least twice the ids) where 0 is free: no object id is 0.
  * false when it was there already.
  */
 static bool rss_id_add(uint64_t *seen, size_t size, uint64_t id)
