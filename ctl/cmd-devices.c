@@ -37,10 +37,15 @@ static void devices_json(const struct ibc_device_info *d, size_t n)
 		       d[i].max_ah, d[i].max_srq, d[i].max_srq_wr,
 		       d[i].max_srq_sge, d[i].max_wq, d[i].max_mr_size,
 		       d[i].rss_qp_types);
-		/* What `dm` prints under its table. */
-		printf(",\"dm_reserved\":%" PRIu64 ",\"dm_shared\":%s,"
-		       "\"dm_reason\":",
-		       d[i].dm_reserved, d[i].dm_shared ? "true" : "false");
+		/* What `dm` prints under its table; the device-wide figure
+		 * is an administrator's. */
+		if (d[i].dm_device_wide)
+			printf(",\"dm_reserved\":%" PRIu64, d[i].dm_reserved);
+		printf(",\"dm_domain_used\":%" PRIu64
+		       ",\"dm_domain_limit\":%" PRIu64 ",\"dm_room\":%" PRIu64
+		       ",\"dm_shared\":%s,\"dm_reason\":",
+		       d[i].dm_domain_used, d[i].dm_domain_limit, d[i].dm_room,
+		       d[i].dm_shared ? "true" : "false");
 		json_string(stdout, d[i].dm_reason);
 		printf("}");
 	}

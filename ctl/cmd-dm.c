@@ -129,15 +129,25 @@ static void dm_table(const struct ibc_dm_info *d, size_t n,
 		       dm_state(&d[i]));
 	}
 	/* The broker's own count: the kernel does not show the MEMIC map,
-	 * and other users of the device are not in it. */
+	 * and other users of the device are not in it. Only an
+	 * administrator gets it: it moves with every domain's DMs. */
 	for (size_t i = 0; i < nd; i++) {
 		char device[CTL_TEXT_SIZE(dev[i].name)];
 		char why[CTL_TEXT_SIZE(dev[i].dm_reason)];
 
-		printf("%s: the broker has reserved %" PRIu64 " of %" PRIu64
-		       " bytes of device memory",
-		       text_escape(device, sizeof(device), dev[i].name),
-		       dev[i].dm_reserved, dev[i].max_dm_size);
+		text_escape(device, sizeof(device), dev[i].name);
+		if (dev[i].dm_device_wide)
+			printf("%s: the broker has reserved %" PRIu64
+			       " of %" PRIu64 " bytes of device memory; ",
+			       device, dev[i].dm_reserved,
+			       dev[i].max_dm_size);
+		else
+			printf("%s: ", device);
+		printf("this domain uses %" PRIu64 " of its %" PRIu64
+		       " bytes, a DM of up to %" PRIu64 " bytes fits its "
+		       "quotas",
+		       dev[i].dm_domain_used, dev[i].dm_domain_limit,
+		       dev[i].dm_room);
 		if (dev[i].dm_shared)
 			printf("\n");
 		else

@@ -19,7 +19,17 @@
 
 #include "daemon/conf.h"
 
-#define DEFAULT_DM_BYTES (256u * 1024)
+/* Device memory: the soft device's size, a ConnectX-6's. Each domain
+ * gets a quarter of a device's by default and one member of a named
+ * domain half its domain's, so that one uid (or four domains) cannot take
+ * it all; administrators keep a tenth of it for themselves, and a uid's
+ * persistent DMs, which outlive its processes, hold at most a quarter. */
+#define SOFT_DM_BYTES (256u * 1024)
+#define DEFAULT_DM_PCT 25
+#define DEFAULT_DM_MEMBER_SHARE 50
+#define DEFAULT_DM_ADMIN_RESERVE_PCT 10
+#define DEFAULT_DM_PERSISTENT_PER_UID 16
+#define DEFAULT_DM_PERSISTENT_BYTES_PCT 25
 #define DEFAULT_XRCDS 64
 #define DEFAULT_RSS_TABLES 16
 #define DEFAULT_OBJECTS 65536
@@ -48,6 +58,7 @@ enum quota_key {
 	Q_OBJECTS = 1 << 3,
 	Q_CLIENTS = 1 << 4,
 	Q_AUTO_REKEY = 1 << 5,
+	Q_DM_MEMBER_SHARE = 1 << 6,
 };
 
 /* Parser state: inih reads one line, then calls the handler for it, so
@@ -72,12 +83,13 @@ struct parse {
 void config_init(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->defaults.dm_bytes = DEFAULT_DM_BYTES;
+	cfg->defaults.dm_pct = DEFAULT_DM_PCT;
+	cfg->defaults.dm_member_share = DEFAULT_DM_MEMBER_SHARE;
 	cfg->defaults.xrcds = DEFAULT_XRCDS;
 	cfg->defaults.rss_tables = DEFAULT_RSS_TABLES;
 	cfg->defaults.objects = DEFAULT_OBJECTS;
 	cfg->defaults.clients = DEFAULT_CLIENTS;
-	cfg->soft_max_dm_size = DEFAULT_DM_BYTES;
+	cfg->soft_max_dm_size = SOFT_DM_BYTES;
 	cfg->soft_devices = 1;
 	cfg->limits.connections_per_uid = DEFAULT_CONNECTIONS_PER_UID;
 	cfg->limits.admin_reserve = DEFAULT_ADMIN_RESERVE;
@@ -87,6 +99,21 @@ void config_init(struct config *cfg)
 	cfg->limits.queued_fds_per_uid = DEFAULT_QUEUED_FDS_PER_UID;
 	cfg->limits.private_contexts_per_uid = DEFAULT_PRIVATE_CONTEXTS_PER_UID;
 	cfg->limits.unread_timeout_ms = DEFAULT_UNREAD_TIMEOUT_MS;
+	cfg->limits.dm_admin_reserve_pct = DEFAULT_DM_ADMIN_RESERVE_PCT;
+	cfg->limits.dm_persistent_per_uid = DEFAULT_DM_PERSISTENT_PER_UID;
+	cfg->limits.dm_persistent_bytes_pct = DEFAULT_DM_PERSISTENT_BYTES_PCT;
+}
+
+uint64_t config_dm_bytes(uint64_t bytes, uint32_t pct, uint64_t pool)
+{
+	if (!pct)
+		return bytes;
+	/* pct is at most 100: the first form cannot overflow. */
+	if (pool > UINT64_MAX / 100)
+		bytes = pool / 100 * pct;
+	else
+		bytes = pool * pct / 100;
+	return bytes / PAGE * PAGE;
 }
 
 void config_free(struct config *cfg)
@@ -163,16 +190,60 @@ static int parse_number(struct parse *p, const char *key, const char *value,
 	return 1;
 }
 
+/* A percent: a number from @min to 100 followed by '%'. */
+static int parse_percent(struct parse *p, const char *key, const char *value,
+			 uint64_t min, uint32_t *ret)
+{
+	size_t len = strlen(value);
+	char num[24];
+	uint64_t v;
+
+	if (len < 2 || len >= sizeof(num) || value[len - 1] != '%')
+		return parse_fail(p, p->line, key,
+				  "\"%s\" is not a percent (a number and %%)",
+				  value);
+	memcpy(num, value, len - 1);
+	num[len - 1] = '\0';
+	if (!parse_number(p, key, num, min, 100, false, &v))
+		return 0;
+	*ret = (uint32_t)v;
+	return 1;
+}
+
+/* Device memory in bytes (K, M and G suffixes) or as a percent of each
+ * device's: *ret_pct is 0 for bytes. */
+static int parse_dm_amount(struct parse *p, const char *key,
+			   const char *value, uint64_t *ret_bytes,
+			   uint32_t *ret_pct)
+{
+	uint32_t pct = 0;
+	uint64_t v = 0;
+
+	if (*value && value[strlen(value) - 1] == '%') {
+		if (!parse_percent(p, key, value, 0, &pct))
+			return 0;
+	} else if (!parse_number(p, key, value, 0, UINT64_MAX / 2, true,
+				 &v)) {
+		return 0;
+	}
+	*ret_bytes = v;
+	*ret_pct = pct;
+	return 1;
+}
+
 static int parse_quota(struct parse *p, const char *key, const char *value,
 		       struct quota *q, unsigned int *set)
 {
 	uint64_t v;
 
 	if (strcmp(key, "dm_bytes") == 0) {
-		if (!parse_number(p, key, value, 0, UINT64_MAX / 2, true, &v))
+		if (!parse_dm_amount(p, key, value, &q->dm_bytes, &q->dm_pct))
 			return 0;
-		q->dm_bytes = v;
 		*set |= Q_DM_BYTES;
+	} else if (strcmp(key, "dm_member_share") == 0) {
+		if (!parse_percent(p, key, value, 1, &q->dm_member_share))
+			return 0;
+		*set |= Q_DM_MEMBER_SHARE;
 	} else if (strcmp(key, "xrcds") == 0) {
 		if (!parse_number(p, key, value, 0, 1u << 20, false, &v))
 			return 0;
@@ -346,6 +417,13 @@ static int parse_broker(struct parse *p, const char *key, const char *value)
 	if (strcmp(key, "unread_timeout") == 0)
 		return parse_duration(p, key, value, TIMEOUT_MIN_MS,
 				      TIMEOUT_MAX_MS, &l->unread_timeout_ms);
+	if (strcmp(key, "dm_admin_reserve") == 0)
+		return parse_dm_amount(p, key, value, &l->dm_admin_reserve,
+				       &l->dm_admin_reserve_pct);
+	if (strcmp(key, "dm_persistent_bytes_per_uid") == 0)
+		return parse_dm_amount(p, key, value,
+				       &l->dm_persistent_bytes_per_uid,
+				       &l->dm_persistent_bytes_pct);
 	if (strcmp(key, "connections_per_uid") == 0) {
 		n = &l->connections_per_uid;
 	} else if (strcmp(key, "admin_reserve") == 0) {
@@ -361,6 +439,10 @@ static int parse_broker(struct parse *p, const char *key, const char *value)
 		n = &l->private_contexts_per_uid;
 		min = 0;
 		max = 1u << 20;
+	} else if (strcmp(key, "dm_persistent_per_uid") == 0) {
+		n = &l->dm_persistent_per_uid;
+		min = 0;
+		max = 1u << 20;
 	} else {
 		return parse_fail(p, p->line, key,
 				  "unknown key (known: admin_group, "
@@ -368,7 +450,9 @@ static int parse_broker(struct parse *p, const char *key, const char *value)
 				  "hello_timeout, queued_fds, "
 				  "queued_fds_per_uid, "
 				  "private_contexts_per_uid, unread_timeout, "
-				  "dm_revoke_grace)");
+				  "dm_revoke_grace, dm_admin_reserve, "
+				  "dm_persistent_per_uid, "
+				  "dm_persistent_bytes_per_uid)");
 	}
 	if (!parse_number(p, key, value, min, max, false, &v))
 		return 0;
@@ -777,8 +861,9 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 		if (ret < 0)
 			return parse_fail(p, p->line, key,
 					  "unknown key (known: dm_bytes, "
-					  "xrcds, rss_tables, objects, "
-					  "clients, auto_rekey_unaccounted)");
+					  "dm_member_share, xrcds, "
+					  "rss_tables, objects, clients, "
+					  "auto_rekey_unaccounted)");
 		return ret;
 	}
 	if (strcmp(section, "soft") == 0)
@@ -800,8 +885,9 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 	if (ret < 0)
 		return parse_fail(p, p->line, key,
 				  "unknown key (known: users, groups, "
-				  "rss_allow, dm_bytes, xrcds, rss_tables, "
-				  "objects, clients, auto_rekey_unaccounted)");
+				  "rss_allow, dm_bytes, dm_member_share, "
+				  "xrcds, rss_tables, objects, clients, "
+				  "auto_rekey_unaccounted)");
 	return ret;
 }
 
@@ -875,8 +961,12 @@ static void parse_finish(struct parse *p)
 				   d->name);
 			break;
 		}
-		if (!(d->quota_set & Q_DM_BYTES))
+		if (!(d->quota_set & Q_DM_BYTES)) {
 			d->quota.dm_bytes = def->dm_bytes;
+			d->quota.dm_pct = def->dm_pct;
+		}
+		if (!(d->quota_set & Q_DM_MEMBER_SHARE))
+			d->quota.dm_member_share = def->dm_member_share;
 		if (!(d->quota_set & Q_XRCDS))
 			d->quota.xrcds = def->xrcds;
 		if (!(d->quota_set & Q_RSS_TABLES))

@@ -16,7 +16,13 @@
 #define CONFIG_MAX_MEMBERS 256
 
 struct quota {
+	/* Device memory: dm_pct percent of each device's (max_dm_size),
+	 * when not 0; else dm_bytes on all devices together. */
 	uint64_t dm_bytes;
+	uint32_t dm_pct;
+	/* Configured domains: the percent of the domain's dm_bytes one
+	 * member uid may hold (domain.c). */
+	uint32_t dm_member_share;
 	uint32_t xrcds;
 	uint32_t rss_tables;
 	uint32_t objects;
@@ -79,7 +85,21 @@ struct broker_limits {
 	/* Device memory: how long the holders of a revoked DM have to let
 	 * go before the broker frees what it can. */
 	uint32_t dm_revoke_grace_ms;
+	/* Device memory only administrators may allocate: a percent of
+	 * each device's when dm_admin_reserve_pct, else bytes. */
+	uint64_t dm_admin_reserve;
+	uint32_t dm_admin_reserve_pct;
+	/* Persistent DMs one uid may have allocated that are still there,
+	 * in all domains: how many, and how many bytes (a percent of the
+	 * device's, or bytes). */
+	uint32_t dm_persistent_per_uid;
+	uint64_t dm_persistent_bytes_per_uid;
+	uint32_t dm_persistent_bytes_pct;
 };
+
+/* A figure given in bytes, or as @pct percent (when not 0) of a device's
+ * memory of @pool bytes, rounded down to whole pages. */
+uint64_t config_dm_bytes(uint64_t bytes, uint32_t pct, uint64_t pool);
 
 /* Room for an XRCD name and its NUL (common/xrcd-name.h states the
  * rule). */

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: MIT
 /*
  * The DM listing (dm.h): each DM with its holders and the MRs on it (its
- * list of them, obj.on_dm), and what blocks its free; per device the bytes
- * the broker reserved. A member's listing walks its domain's DMs only.
+ * list of them, obj.on_dm), and what blocks its free; per device what the
+ * caller may know of its memory (dm_view()). A member's listing walks its
+ * domain's DMs only.
  */
 #include "config.h"
 
@@ -171,9 +172,16 @@ int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	for (size_t i = 0; i < nd; i++) {
 		const struct device *dev = &srv->devices.dev[i];
 
+		struct dm_view v;
+
+		dm_view(srv, c, dev, &v);
 		rdmab__dm_device_info__init(&devs[i]);
 		devs[i].device = (char *)dev->name;
-		devs[i].reserved_bytes = dm_reserved(srv, dev);
+		devs[i].reserved_bytes = v.reserved;
+		devs[i].device_wide = v.device_wide;
+		devs[i].domain_used = v.domain_used;
+		devs[i].domain_limit = v.domain_limit;
+		devs[i].room = v.room;
 		devs[i].max_dm_size = dev->caps.max_dm_size;
 		dptrs[i] = &devs[i];
 	}

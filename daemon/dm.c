@@ -27,6 +27,7 @@
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
 #include "daemon/server.h"
+#include "daemon/user.h"
 
 static uint64_t dm_page_size(void)
 {
@@ -95,10 +96,22 @@ int dm_init(struct server *srv)
 				dm_device_gone, NULL);
 }
 
-uint64_t dm_reserved(const struct server *srv, const struct device *dev)
+void dm_view(const struct server *srv, const struct conn *c,
+	     const struct device *dev, struct dm_view *ret)
 {
-	(void)srv;
-	return dev->dm_reserved;
+	struct dm_view v = { 0 };
+
+	v.device_wide = policy_is_admin(srv, c);
+	if (v.device_wide)
+		v.reserved = dev->dm_reserved;
+	if (c->domain) {
+		struct domain *pool = domain_pool(c->domain);
+
+		v.domain_used = pool->used.dm_bytes;
+		v.domain_limit = domain_dm_limit(pool, dev);
+		v.room = domain_dm_free(pool, c->cred.uid, dev);
+	}
+	*ret = v;
 }
 
 /* --- holds ---------------------------------------------------------------- */
@@ -140,6 +153,18 @@ static int dm_session_of(struct server *srv, struct conn *c,
 	s = calloc(1, sizeof(*s));
 	if (!s)
 		return reply_error(r, -ENOMEM, "out of memory");
+	/* A descriptor the daemon holds for the session: the uid's. */
+	err = user_charge_dm_page(srv, c->user, policy_is_admin(srv, c));
+	if (err < 0) {
+		free(s);
+		return reply_error(r, err,
+				   "uid %u's sessions hold %u DM status pages, "
+				   "one per session up to connections_per_uid "
+				   "(%u)",
+				   c->cred.uid, c->user->dm_pages,
+				   srv->config.limits.connections_per_uid);
+	}
+	s->user = user_ref(c->user);
 	s->conn = c;
 	s->fd = memfd_create("rdmabroker-dm-status",
 			     MFD_CLOEXEC | MFD_ALLOW_SEALING);
@@ -158,6 +183,8 @@ fail:
 	err = -errno;
 	if (s->fd >= 0)
 		close(s->fd);
+	user_uncharge_dm_page(s->user);
+	user_unref(srv, s->user);
 	free(s);
 	return reply_error(r, err, "cannot make the DM status page: %s",
 			   strerror(-err));
@@ -168,6 +195,8 @@ static void dm_session_free(struct server *srv, struct dm_session *s)
 	TAILQ_REMOVE(&srv->dms->sessions, s, link);
 	munmap(s->page, DM_STATUS_SLOTS);
 	close(s->fd);
+	user_uncharge_dm_page(s->user);
+	user_unref(srv, s->user);
 	free(s);
 }
 
@@ -276,7 +305,9 @@ static void dm_forget(struct server *srv, struct dm *dm)
 		event_free(dm->revoke_ev);
 	if (dm->claim)
 		objects_remove(dm->claim);
-	domain_pool(dm->domain)->used.dm_bytes -= dm->length;
+	domain_uncharge_dm(dm->domain, dm->uid, dm->charged, dm->length);
+	if (dm->owner)
+		user_uncharge_dm_persistent(srv, dm->owner, dm->charged);
 	dm->ctx->dev->dm_reserved -= dm->length;
 	TAILQ_REMOVE(&t->dms, dm, link);
 	TAILQ_REMOVE(&dm->domain->dms, dm, domain_link);
@@ -619,14 +650,13 @@ static int dm_reply(struct dm *dm, struct dm_hold *h, struct reply *r,
 	return 0;
 }
 
-/* The length checks, in the device's order: length 0, past max_dm_size,
+/* The length checks, in the device's order: length 0, past max_dm_size;
  * then the domain's quota by the pages reserved. */
 static int dm_check_length(struct dctx *x, uint64_t length,
 			   uint64_t *ret_rounded, struct reply *r)
 {
 	const struct device *dev = x->dev;
-	struct domain *d = domain_pool(x->domain);
-	uint64_t page = dm_page_size(), rounded;
+	uint64_t page = dm_page_size();
 
 	if (!length)
 		return reply_error(r, -EINVAL, "a DM needs a length above 0");
@@ -636,17 +666,58 @@ static int dm_check_length(struct dctx *x, uint64_t length,
 				   " bytes (max_dm_size), not %" PRIu64,
 				   dev->name, dev->caps.max_dm_size, length);
 	/* max_dm_size is far below 2^64: no overflow. */
-	rounded = (length + page - 1) / page * page;
-	if (rounded > d->limit.dm_bytes ||
-	    d->used.dm_bytes > d->limit.dm_bytes - rounded)
-		return reply_error(
-			r, -EDQUOT,
-			"domain %s: a DM of %" PRIu64 " bytes "
-			"reserves %" PRIu64 " (whole pages); %" PRIu64
-			" of its dm_bytes quota of %" PRIu64 " are in use",
-			d->name, length, rounded, d->used.dm_bytes,
-			d->limit.dm_bytes);
-	*ret_rounded = rounded;
+	*ret_rounded = (length + page - 1) / page * page;
+	return 0;
+}
+
+/*
+ * What @c may take of the device memory, by the figures it may know: its
+ * domain's quota (and its uid's share of a named one), its uid's bound on
+ * persistent DMs, and the device's memory but the administrators' reserve.
+ * Administrators have the reserve and no persistent bound.
+ */
+static int dm_check_room(struct conn *c, struct dctx *x, uint64_t length,
+			 uint64_t rounded, bool persistent, struct reply *r)
+{
+	const struct broker_limits *l = &c->srv->config.limits;
+	const struct device *dev = x->dev;
+	uint64_t max = dev->caps.max_dm_size, bound, reserve;
+	struct user *u = c->user;
+	int err;
+
+	err = domain_dm_room(x->domain, c->cred.uid, dev, length, rounded, r);
+	if (err < 0)
+		return err;
+	if (policy_is_admin(c->srv, c))
+		return 0;
+	bound = config_dm_bytes(l->dm_persistent_bytes_per_uid,
+				l->dm_persistent_bytes_pct, max);
+	if (persistent && u->dm_persistent >= l->dm_persistent_per_uid)
+		return reply_error(r, -EDQUOT,
+				   "uid %u has %u persistent DMs, the most one "
+				   "user may (dm_persistent_per_uid): free one "
+				   "first",
+				   c->cred.uid, u->dm_persistent);
+	if (persistent && (rounded > bound ||
+			   u->dm_persistent_bytes > bound - rounded))
+		return reply_error(r, -EDQUOT,
+				   "uid %u holds %" PRIu64 " bytes in persistent "
+				   "DMs, and one user may hold %" PRIu64
+				   " on %s (dm_persistent_bytes_per_uid): a "
+				   "persistent DM of %" PRIu64 " bytes does not "
+				   "fit",
+				   c->cred.uid, u->dm_persistent_bytes, bound,
+				   dev->name, length);
+	reserve = config_dm_bytes(l->dm_admin_reserve, l->dm_admin_reserve_pct,
+				  max);
+	/* No figure: the device's memory in use is every domain's. */
+	if (reserve && (reserve >= max || rounded > max - reserve ||
+			dev->dm_reserved > max - reserve - rounded))
+		return reply_error(r, -ENOSPC,
+				   "%s: no device memory is free for a DM of "
+				   "%" PRIu64 " bytes outside what is kept for "
+				   "administrators (dm_admin_reserve)",
+				   dev->name, length);
 	return 0;
 }
 
@@ -657,6 +728,7 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	struct server *srv = c->srv;
 	struct device_why why = {""};
 	uint64_t rounded = 0;
+	bool persistent;
 	struct dctx *x;
 	struct dm_hold *h;
 	struct dm *dm;
@@ -681,7 +753,11 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 				   "which ends with it: join a shared domain "
 				   "to keep a DM",
 				   x->domain->name);
+	persistent = !!(q->flags & DM_PERSISTENT_FLAG);
 	ret = dm_check_length(x, q->length, &rounded, r);
+	if (ret < 0)
+		return ret;
+	ret = dm_check_room(c, x, q->length, rounded, persistent, r);
 	if (ret < 0)
 		return ret;
 	dm = calloc(1, sizeof(*dm));
@@ -696,13 +772,18 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 					&dm->dd, &why);
 	if (ret < 0) {
 		free(dm);
-		if (ret == -ENOMEM)
-			return reply_error(
-				r, -ENOSPC,
-				"%s (the broker has reserved %" PRIu64
-				" bytes of it)",
-				why.text, dm_reserved(srv, x->dev));
-		return reply_error(r, ret, "%s", why.text);
+		if (ret != -ENOMEM)
+			return reply_error(r, ret, "%s", why.text);
+		/* The device's figures are every domain's. */
+		if (!policy_is_admin(srv, c))
+			return reply_error(r, -ENOSPC,
+					   "%s: out of device memory for a DM "
+					   "of %" PRIu64 " bytes",
+					   x->dev->name, q->length);
+		return reply_error(r, -ENOSPC,
+				   "%s (the broker has reserved %" PRIu64
+				   " bytes of it)",
+				   why.text, x->dev->dm_reserved);
 	}
 	dm->ctx = x;
 	dm->domain = x->domain;
@@ -713,15 +794,23 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	dm->allocator = c;
 	dm->allocator_id = c->id;
 	dm->allocator_pid = c->cred.pid;
-	dm->persistent = !!(q->flags & DM_PERSISTENT_FLAG);
+	dm->persistent = persistent;
+	dm->uid = c->cred.uid;
+	ret = domain_charge_dm(x->domain, dm->uid, rounded);
+	if (ret < 0) {
+		reply_error(r, ret, "out of memory");
+		goto fail;
+	}
 	ret = dm_hold_add(dm, c, r, &h);
 	if (ret < 0) {
-		x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &why);
-		free(dm->holds);
-		free(dm);
-		return ret;
+		domain_uncharge_dm(x->domain, dm->uid, rounded, rounded);
+		goto fail;
 	}
-	domain_pool(x->domain)->used.dm_bytes += rounded;
+	dm->charged = rounded;
+	if (persistent && !policy_is_admin(srv, c)) {
+		dm->owner = c->user;
+		user_charge_dm_persistent(dm->owner, rounded);
+	}
 	x->dev->dm_reserved += rounded;
 	dctx_obj_hold(x);
 	TAILQ_INIT(&dm->mrs);
@@ -729,6 +818,11 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
 	srv->dms->n++;
 	return dm_reply(dm, h, r, true, q->want_status);
+fail:
+	x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &why);
+	free(dm->holds);
+	free(dm);
+	return ret;
 }
 
 int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,

@@ -44,6 +44,8 @@ struct event;
 struct dm_session {
 	TAILQ_ENTRY(dm_session) link;
 	struct conn *conn;
+	/* The session's uid, charged for the page's descriptor. */
+	struct user *user;
 	int fd;
 	uint8_t *page;
 	/* The page went with a reply already. */
@@ -76,6 +78,13 @@ struct dm {
 	struct obj *claim;
 	uint64_t allocator_id;
 	pid_t allocator_pid;
+	/* The allocator's uid: its usage in a configured domain holds
+	 * @charged bytes (length may drop to 0 when a forced rekey leaves
+	 * the DM to its context), and for a persistent DM @owner's
+	 * persistent count does. */
+	uid_t uid;
+	uint64_t charged;
+	struct user *owner;
 	bool persistent;
 	bool free_asked;
 	bool blocked;
@@ -130,8 +139,24 @@ int dm_unimport(struct conn *c, uint64_t dm_id, uint64_t object_id);
  * that is gone: nothing). */
 void dm_mr_attach(struct server *srv, struct obj *mr);
 
-/* Bytes the broker reserved on @dev (its own accounting). */
-uint64_t dm_reserved(const struct server *srv, const struct device *dev);
+/*
+ * What @c may know of the device memory of @dev: the bytes the broker
+ * reserved on it (its own accounting) only for an administrator, since
+ * they move with every domain's allocations; for everyone, its domain's
+ * bytes in use (on every device) and its dm_bytes quota there, and the
+ * most one allocation of its could take by its quotas (its domain's and,
+ * in a named domain, its uid's share; the device may still say ENOSPC).
+ */
+struct dm_view {
+	bool device_wide;
+	uint64_t reserved;
+	uint64_t domain_used;
+	uint64_t domain_limit;
+	uint64_t room;
+};
+
+void dm_view(const struct server *srv, const struct conn *c,
+	     const struct device *dev, struct dm_view *ret);
 
 /* Rekey (rekey.c): the DMs of @x, counted and named after what @buf
  * holds ("DM 4 (persistent), ..."). */

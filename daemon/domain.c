@@ -51,6 +51,7 @@ static struct domain *domain_new(struct server *srv, const char *name,
 	TAILQ_INIT(&d->ctxs);
 	TAILQ_INIT(&d->dms);
 	TAILQ_INIT(&d->members);
+	TAILQ_INIT(&d->usages);
 	TAILQ_INSERT_TAIL(&srv->domains, d, link);
 	return d;
 }
@@ -220,6 +221,126 @@ int domain_charge_objects(struct domain *d, uint32_t n, struct reply *r)
 void domain_uncharge_objects(struct domain *d, uint32_t n)
 {
 	domain_pool(d)->used.objects -= n;
+}
+
+uint64_t domain_dm_limit(const struct domain *d, const struct device *dev)
+{
+	const struct quota *q = &domain_pool((struct domain *)d)->limit;
+
+	return config_dm_bytes(q->dm_bytes, q->dm_pct, dev->caps.max_dm_size);
+}
+
+uint64_t domain_dm_limit_shown(const struct server *srv,
+			       const struct domain *d)
+{
+	uint64_t max = 0;
+
+	if (!d->limit.dm_pct)
+		return d->limit.dm_bytes;
+	for (size_t i = 0; i < srv->devices.n; i++) {
+		const struct device *dev = &srv->devices.dev[i];
+
+		if (!dev->removed && domain_dm_limit(d, dev) > max)
+			max = domain_dm_limit(d, dev);
+	}
+	return max;
+}
+
+static struct domain_usage *domain_usage_of(struct domain *d, uid_t uid)
+{
+	struct domain_usage *u;
+
+	TAILQ_FOREACH(u, &d->usages, link)
+		if (u->uid == uid)
+			return u;
+	return NULL;
+}
+
+int domain_dm_room(struct domain *d, uid_t uid, const struct device *dev,
+		   uint64_t length, uint64_t rounded, struct reply *r)
+{
+	struct domain *pool = domain_pool(d);
+	uint64_t limit = domain_dm_limit(pool, dev), share, held;
+	struct domain_usage *u;
+
+	if (rounded > limit || pool->used.dm_bytes > limit - rounded)
+		return reply_error(
+			r, -EDQUOT,
+			"domain %s: a DM of %" PRIu64 " bytes "
+			"reserves %" PRIu64 " (whole pages); %" PRIu64
+			" of its dm_bytes quota of %" PRIu64 " on %s are in "
+			"use",
+			pool->name, length, rounded, pool->used.dm_bytes, limit,
+			dev->name);
+	/* A uid's own domain is its alone; a named one is shared. */
+	if (pool->kind != DOMAIN_CONFIGURED)
+		return 0;
+	u = domain_usage_of(pool, uid);
+	held = u ? u->dm_bytes : 0;
+	share = config_dm_bytes(0, pool->limit.dm_member_share, limit);
+	if (rounded <= share && held <= share - rounded)
+		return 0;
+	return reply_error(r, -EDQUOT,
+			   "domain %s: uid %u holds %" PRIu64 " bytes of its "
+			   "device memory, persistent DMs included, and one "
+			   "member may hold %u%% of its dm_bytes quota on %s, "
+			   "%" PRIu64 " bytes (dm_member_share): a DM of %" PRIu64
+			   " bytes does not fit",
+			   pool->name, uid, held, pool->limit.dm_member_share,
+			   dev->name, share, length);
+}
+
+uint64_t domain_dm_free(struct domain *d, uid_t uid,
+			const struct device *dev)
+{
+	struct domain *pool = domain_pool(d);
+	uint64_t limit = domain_dm_limit(pool, dev), share, held, room;
+	struct domain_usage *u;
+
+	room = limit > pool->used.dm_bytes ? limit - pool->used.dm_bytes : 0;
+	if (pool->kind != DOMAIN_CONFIGURED)
+		return room;
+	u = domain_usage_of(pool, uid);
+	held = u ? u->dm_bytes : 0;
+	share = config_dm_bytes(0, pool->limit.dm_member_share, limit);
+	share = share > held ? share - held : 0;
+	return share < room ? share : room;
+}
+
+int domain_charge_dm(struct domain *d, uid_t uid, uint64_t bytes)
+{
+	struct domain *pool = domain_pool(d);
+	struct domain_usage *u = NULL;
+
+	if (pool->kind == DOMAIN_CONFIGURED) {
+		u = domain_usage_of(pool, uid);
+		if (!u) {
+			u = calloc(1, sizeof(*u));
+			if (!u)
+				return -ENOMEM;
+			u->uid = uid;
+			TAILQ_INSERT_TAIL(&pool->usages, u, link);
+		}
+		u->dm_bytes += bytes;
+	}
+	pool->used.dm_bytes += bytes;
+	return 0;
+}
+
+void domain_uncharge_dm(struct domain *d, uid_t uid, uint64_t bytes,
+			uint64_t pool_bytes)
+{
+	struct domain *pool = domain_pool(d);
+	struct domain_usage *u = domain_usage_of(pool, uid);
+
+	pool->used.dm_bytes -= pool_bytes;
+	if (!u)
+		return;
+	u->dm_bytes -= bytes;
+	if (!u->dm_bytes) {
+		TAILQ_REMOVE(&pool->usages, u, link);
+		free(u);
+	}
 }
 
 void domains_configure(struct server *srv)

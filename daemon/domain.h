@@ -25,6 +25,18 @@ enum domain_kind {
 	DOMAIN_PRIVATE,
 };
 
+/*
+ * A member uid's charges inside a configured domain, after dbus-broker's
+ * usages: made at its first charge, gone with its last, so that one member
+ * holds at most its share of what the domain may hold (dm_member_share),
+ * persistent DMs of its dead processes included.
+ */
+struct domain_usage {
+	TAILQ_ENTRY(domain_usage) link;
+	uid_t uid;
+	uint64_t dm_bytes;
+};
+
 struct domain {
 	TAILQ_ENTRY(domain) link;
 	char name[64];
@@ -49,6 +61,8 @@ struct domain {
 	/* Its DMs (dm.domain_link) and its clients (conn.domain_link). */
 	TAILQ_HEAD(, dm) dms;
 	TAILQ_HEAD(, conn) members;
+	/* Configured domains: what each member uid holds. */
+	TAILQ_HEAD(, domain_usage) usages;
 	/* Rekey (rekey.c): rekeys so far. */
 	uint64_t rekeys;
 };
@@ -86,6 +100,32 @@ int domain_room_objects(struct domain *d, uint32_t n, const char *why,
 /* Charge @n objects to @d; -EDQUOT with a sentence in @r when over. */
 int domain_charge_objects(struct domain *d, uint32_t n, struct reply *r);
 void domain_uncharge_objects(struct domain *d, uint32_t n);
+
+struct device;
+
+/* The dm_bytes quota of @d's pool on @dev: its percent of the device's
+ * memory, or its bytes. */
+uint64_t domain_dm_limit(const struct domain *d, const struct device *dev);
+/* The largest of domain_dm_limit() over the devices present: what a
+ * listing shows. */
+uint64_t domain_dm_limit_shown(const struct server *srv,
+			       const struct domain *d);
+/* Whether @d's pool and, in a configured domain, uid @uid's share of it
+ * have room for @rounded bytes on @dev (a DM of @length): -EDQUOT
+ * otherwise, with a sentence in @r naming the quota. */
+int domain_dm_room(struct domain *d, uid_t uid, const struct device *dev,
+		   uint64_t length, uint64_t rounded, struct reply *r);
+/* The bytes uid @uid may still allocate on @dev by @d's quotas: its
+ * pool's room and, in a configured domain, its share's. */
+uint64_t domain_dm_free(struct domain *d, uid_t uid,
+			const struct device *dev);
+/* Charge @bytes of DM to @d's pool and to @uid's usage there; -ENOMEM. */
+int domain_charge_dm(struct domain *d, uid_t uid, uint64_t bytes);
+/* The charges of domain_charge_dm(), @bytes of them: @pool_bytes go back
+ * to the pool, all to the uid (a DM left to a closing context keeps the
+ * pool's charge until the context goes). */
+void domain_uncharge_dm(struct domain *d, uid_t uid, uint64_t bytes,
+			uint64_t pool_bytes);
 
 /* Policy (policy.c). */
 bool policy_may_join(const struct config_domain *d, const struct conn *c);

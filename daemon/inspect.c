@@ -11,6 +11,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
+#include "daemon/dm.h"
 #include "daemon/domain.h"
 #include "daemon/objects.h"
 #include "daemon/server.h"
@@ -20,9 +21,11 @@
  * context ids ~200: well inside 64 KiB. */
 #define LIST_PAGE 64
 
-void server_device_info(const struct device *dev, Rdmab__DeviceInfo *info,
-			Rdmab__DeviceCaps *caps)
+void server_device_info(const struct conn *c, const struct device *dev,
+			Rdmab__DeviceInfo *info, Rdmab__DeviceCaps *caps)
 {
+	struct dm_view v;
+
 	rdmab__device_info__init(info);
 	rdmab__device_caps__init(caps);
 	info->name = (char *)dev->name;
@@ -54,7 +57,12 @@ void server_device_info(const struct device *dev, Rdmab__DeviceInfo *info,
 	/* Device memory. */
 	caps->dm_shared = dev->caps.dm_shared;
 	caps->dm_reason = (char *)dev->caps.dm_reason;
-	caps->dm_reserved = dev->dm_reserved;
+	dm_view(c->srv, c, dev, &v);
+	caps->dm_reserved = v.reserved;
+	caps->dm_device_wide = v.device_wide;
+	caps->dm_domain_used = v.domain_used;
+	caps->dm_domain_limit = v.domain_limit;
+	caps->dm_room = v.room;
 	info->caps = caps;
 }
 
@@ -75,7 +83,8 @@ int h_list_devices(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, -ENOMEM, "out of memory");
 	rdmab__list_devices_reply__init(out);
 	for (size_t i = 0; i < n; i++) {
-		server_device_info(&list->dev[off + i], &infos[i], &caps[i]);
+		server_device_info(c, &list->dev[off + i], &infos[i],
+				   &caps[i]);
 		ptrs[i] = &infos[i];
 	}
 	out->devices = ptrs;
@@ -160,6 +169,8 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 		/* After the walk, which may have moved the charge. */
 		quota_info(&pg->used, &d->used);
 		quota_info(&pg->limit, &d->limit);
+		/* A percent of each device's memory: the most it makes. */
+		pg->limit.dm_bytes = domain_dm_limit_shown(srv, d);
 		pg->info.used = &pg->used;
 		pg->info.limit = &pg->limit;
 		pg->info.context_ids = pg->ctx_ids;

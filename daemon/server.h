@@ -143,8 +143,9 @@ uint64_t server_uptime_usec(const struct server *srv);
 
 /* Re-read the configuration (SIGHUP); a bad file keeps the running one. */
 int server_reload(struct server *srv);
-/* Fill a DeviceInfo from @dev; @caps is where its caps go. */
-void server_device_info(const struct device *dev, Rdmab__DeviceInfo *info,
-			Rdmab__DeviceCaps *caps);
+/* Fill a DeviceInfo from @dev for @c (what it may know of the device's
+ * memory: dm_view()); @caps is where its caps go. */
+void server_device_info(const struct conn *c, const struct device *dev,
+			Rdmab__DeviceInfo *info, Rdmab__DeviceCaps *caps);
 
 #endif

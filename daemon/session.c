@@ -131,7 +131,8 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	rdmab__hello_reply__init(out);
 	/* With their caps: ibc_open and ibc_query need nothing more. */
 	for (size_t i = 0; i < srv->devices.n; i++) {
-		server_device_info(&srv->devices.dev[i], &devs[i], &caps[i]);
+		server_device_info(c, &srv->devices.dev[i], &devs[i],
+				   &caps[i]);
 		devp[i] = &devs[i];
 	}
 	out->n_devices = srv->devices.n;

@@ -52,6 +52,35 @@ void user_uncharge_private_ctx(struct user *u)
 	u->private_ctxs--;
 }
 
+int user_charge_dm_page(struct server *srv, struct user *u, bool exempt)
+{
+	if (!exempt &&
+	    u->dm_pages >= srv->config.limits.connections_per_uid)
+		return -EMFILE;
+	u->dm_pages++;
+	return 0;
+}
+
+void user_uncharge_dm_page(struct user *u)
+{
+	u->dm_pages--;
+}
+
+void user_charge_dm_persistent(struct user *u, uint64_t bytes)
+{
+	user_ref(u);
+	u->dm_persistent++;
+	u->dm_persistent_bytes += bytes;
+}
+
+void user_uncharge_dm_persistent(struct server *srv, struct user *u,
+				 uint64_t bytes)
+{
+	u->dm_persistent--;
+	u->dm_persistent_bytes -= bytes;
+	user_unref(srv, u);
+}
+
 bool user_fds_full(const struct server *srv, const struct user *u)
 {
 	return u->pinned_fds >= srv->config.limits.queued_fds_per_uid;

@@ -3,8 +3,9 @@
  * Per-uid accounting, after dbus-broker's users: every connection refers to
  * the user of its peer's uid, and what the connection holds on the daemon's
  * side (the connection itself, descriptors sent and not yet read, contexts
- * of private domains) is charged there and uncharged exactly once, so that
- * one uid cannot take what the others need.
+ * of private domains, DM status pages, persistent DMs) is charged there
+ * and uncharged exactly once, so that one uid cannot take what the others
+ * need.
  */
 #ifndef RDMAB_USER_H
 #define RDMAB_USER_H
@@ -32,6 +33,12 @@ struct user {
 	/* pidfds watching its processes for detached owners
 	 * (obj-watch.c). */
 	unsigned int watches;
+	/* DM status pages of its sessions, a memfd each (dm.c). */
+	unsigned int dm_pages;
+	/* Persistent DMs it allocated that are still there, in every
+	 * domain, each holding a reference (dm.c). */
+	unsigned int dm_persistent;
+	uint64_t dm_persistent_bytes;
 	/* pinned_fds crossed queued_fds_per_uid: its connections are to be
 	 * stopped, or may be read again (conn.c). */
 	bool wake;
@@ -49,6 +56,18 @@ void user_unref(struct server *srv, struct user *u);
 /* A context of a private domain: -EDQUOT over private_contexts_per_uid. */
 int user_charge_private_ctx(struct server *srv, struct user *u);
 void user_uncharge_private_ctx(struct user *u);
+
+/* A DM status page of one of @u's sessions: -EMFILE once its pages
+ * reach connections_per_uid (after a reload lowered it), unless
+ * @exempt (an administrator). */
+int user_charge_dm_page(struct server *srv, struct user *u, bool exempt);
+void user_uncharge_dm_page(struct user *u);
+
+/* A persistent DM of @bytes allocated by @u: a reference, uncharged by
+ * user_uncharge_dm_persistent() (which may free @u). */
+void user_charge_dm_persistent(struct user *u, uint64_t bytes);
+void user_uncharge_dm_persistent(struct server *srv, struct user *u,
+				 uint64_t bytes);
 
 /* Has @u as many descriptors unread as queued_fds_per_uid allows? */
 bool user_fds_full(const struct server *srv, const struct user *u);

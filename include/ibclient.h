@@ -197,12 +197,24 @@ struct ibc_device_info {
 	uint64_t max_mr_size;
 	/* Device memory can be shared (ibc_dm_alloc(3)); when not,
 	 * dm_reason says why. dm_reserved: the bytes the broker reserved
-	 * (its own accounting: the kernel does not show the MEMIC map). */
+	 * (its own accounting: the kernel does not show the MEMIC map),
+	 * shown to administrators only (dm_device_wide), 0 for others. */
 	bool dm_shared;
 	char dm_reason[160];
 	uint64_t dm_reserved;
 	/* 1 << IBV_QPT_* of the QP types RSS hashes for (rss_caps). */
 	uint32_t rss_qp_types;
+	/* dm_reserved is the device-wide figure (the caller is an
+	 * administrator). */
+	bool dm_device_wide;
+	/* The caller's domain: its device memory in use (on every
+	 * device), its dm_bytes quota on this device, and the most one
+	 * ibc_dm_alloc(3) of the caller could take by its quotas (its
+	 * domain's, and its uid's share of a named domain); the device may
+	 * still answer -ENOSPC. */
+	uint64_t dm_domain_used;
+	uint64_t dm_domain_limit;
+	uint64_t dm_room;
 };
 
 enum ibc_device_kind {

@@ -119,6 +119,10 @@ void ibc_device_info_from(struct ibc_device_info *e,
 		snprintf(e->dm_reason, sizeof(e->dm_reason), "%s",
 			 d->caps->dm_reason ? d->caps->dm_reason : "");
 		e->dm_reserved = d->caps->dm_reserved;
+		e->dm_device_wide = d->caps->dm_device_wide;
+		e->dm_domain_used = d->caps->dm_domain_used;
+		e->dm_domain_limit = d->caps->dm_domain_limit;
+		e->dm_room = d->caps->dm_room;
 	}
 }
 

@@ -166,6 +166,36 @@ static const struct bad_case bad[] = {
 	{ "unknown key in [broker] names the known ones",
 	  "[broker]\nconnections = 3\n", 2, "broker", "connections",
 	  "connections_per_uid, admin_reserve, hello_timeout, queued_fds" },
+	{ "dm_bytes percent above 100", "[defaults]\ndm_bytes = 101%\n", 2,
+	  "defaults", "dm_bytes", "out of range 0..100" },
+	{ "dm_bytes percent with junk", "[defaults]\ndm_bytes = 1K%\n", 2,
+	  "defaults", "dm_bytes", "is not a number" },
+	{ "dm_bytes bare percent sign", "[defaults]\ndm_bytes = %\n", 2,
+	  "defaults", "dm_bytes", "is not a percent" },
+	{ "dm_member_share in bytes",
+	  "[domain lab]\nusers = 0\ndm_member_share = 4K\n", 3,
+	  "domain lab", "dm_member_share", "is not a percent" },
+	{ "dm_member_share = 0%", "[defaults]\ndm_member_share = 0%\n", 2,
+	  "defaults", "dm_member_share", "out of range 1..100" },
+	{ "dm_admin_reserve not an amount",
+	  "[broker]\ndm_admin_reserve = half\n", 2, "broker",
+	  "dm_admin_reserve", "is not a number" },
+	{ "dm_admin_reserve percent above 100",
+	  "[broker]\ndm_admin_reserve = 200%\n", 2, "broker",
+	  "dm_admin_reserve", "out of range" },
+	{ "dm_persistent_per_uid too large",
+	  "[broker]\ndm_persistent_per_uid = 1048577\n", 2, "broker",
+	  "dm_persistent_per_uid", "out of range" },
+	{ "dm_persistent_bytes_per_uid with junk",
+	  "[broker]\ndm_persistent_bytes_per_uid = 4KB\n", 2, "broker",
+	  "dm_persistent_bytes_per_uid", "suffixes" },
+	{ "unknown key in [broker] names the DM keys",
+	  "[broker]\ndm_reserve = 3\n", 2, "broker", "dm_reserve",
+	  "dm_admin_reserve, dm_persistent_per_uid, "
+	  "dm_persistent_bytes_per_uid" },
+	{ "unknown key in [defaults] names dm_member_share",
+	  "[defaults]\ndm_share = 3%\n", 2, "defaults", "dm_share",
+	  "dm_bytes, dm_member_share" },
 	{ "connections_per_uid = 0", "[broker]\nconnections_per_uid = 0\n", 2,
 	  "broker", "connections_per_uid", "out of range" },
 	{ "admin_reserve not a number", "[broker]\nadmin_reserve = some\n", 2,
@@ -314,7 +344,10 @@ END_TEST
 
 static void assert_builtin_defaults(const struct config *c)
 {
-	ck_assert_uint_eq(c->defaults.dm_bytes, 256 * 1024);
+	/* A quarter of each device's memory, half of it per member. */
+	ck_assert_uint_eq(c->defaults.dm_bytes, 0);
+	ck_assert_uint_eq(c->defaults.dm_pct, 25);
+	ck_assert_uint_eq(c->defaults.dm_member_share, 50);
 	ck_assert_uint_eq(c->defaults.xrcds, 64);
 	ck_assert_uint_eq(c->defaults.rss_tables, 16);
 	ck_assert_uint_eq(c->defaults.objects, 65536);
@@ -329,7 +362,80 @@ static void assert_builtin_defaults(const struct config *c)
 	ck_assert_uint_eq(c->limits.queued_fds_per_uid, 256);
 	ck_assert_uint_eq(c->limits.private_contexts_per_uid, 16);
 	ck_assert_uint_eq(c->limits.unread_timeout_ms, 30000);
+	ck_assert_uint_eq(c->limits.dm_admin_reserve, 0);
+	ck_assert_uint_eq(c->limits.dm_admin_reserve_pct, 10);
+	ck_assert_uint_eq(c->limits.dm_persistent_per_uid, 16);
+	ck_assert_uint_eq(c->limits.dm_persistent_bytes_per_uid, 0);
+	ck_assert_uint_eq(c->limits.dm_persistent_bytes_pct, 25);
 }
+
+/* The device-memory keys: bytes or a percent of each device's memory,
+ * and what a percent makes of a device (whole pages, rounded down). */
+START_TEST(test_dm_keys)
+{
+	char *path = write_conf("[broker]\n"
+				"dm_admin_reserve = 64K\n"
+				"dm_persistent_per_uid = 0\n"
+				"dm_persistent_bytes_per_uid = 100%\n"
+				"[defaults]\n"
+				"dm_bytes = 10%\n"
+				"dm_member_share = 100%\n"
+				"[domain lab]\n"
+				"users = 0\n"
+				"dm_bytes = 1M\n"
+				"[domain team]\n"
+				"users = 0\n"
+				"dm_member_share = 1%\n");
+	char *path2 = write_conf("[broker]\ndm_admin_reserve = 0%\n"
+				 "[domain lab]\nusers = 0\ndm_bytes = 0\n");
+	const struct config_domain *d;
+	char err[512] = "";
+	struct config c;
+
+	ck_assert_msg(config_load(path, true, &c, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(c.limits.dm_admin_reserve, 64 * 1024);
+	ck_assert_uint_eq(c.limits.dm_admin_reserve_pct, 0);
+	ck_assert_uint_eq(c.limits.dm_persistent_per_uid, 0);
+	ck_assert_uint_eq(c.limits.dm_persistent_bytes_pct, 100);
+	ck_assert_uint_eq(c.defaults.dm_pct, 10);
+	ck_assert_uint_eq(c.defaults.dm_member_share, 100);
+	d = config_find_domain(&c, "lab");
+	ck_assert_ptr_nonnull(d);
+	/* Bytes set in the domain: no percent from [defaults]. */
+	ck_assert_uint_eq(d->quota.dm_bytes, 1 << 20);
+	ck_assert_uint_eq(d->quota.dm_pct, 0);
+	ck_assert_uint_eq(d->quota.dm_member_share, 100);
+	d = config_find_domain(&c, "team");
+	ck_assert_ptr_nonnull(d);
+	ck_assert_uint_eq(d->quota.dm_pct, 10);
+	ck_assert_uint_eq(d->quota.dm_member_share, 1);
+	config_free(&c);
+	ck_assert_msg(config_load(path2, true, &c, err, sizeof(err)) == 0,
+		      "%s", err);
+	ck_assert_uint_eq(c.limits.dm_admin_reserve, 0);
+	ck_assert_uint_eq(c.limits.dm_admin_reserve_pct, 0);
+	ck_assert_uint_eq(config_find_domain(&c, "lab")->quota.dm_bytes, 0);
+	ck_assert_uint_eq(config_find_domain(&c, "lab")->quota.dm_pct, 0);
+	/* Not set: the defaults. */
+	ck_assert_uint_eq(c.limits.dm_persistent_per_uid, 16);
+	ck_assert_uint_eq(c.limits.dm_persistent_bytes_pct, 25);
+	config_free(&c);
+	free(path);
+	free(path2);
+
+	/* 25% of 256 KiB; 10% of 256 KiB is 26214.4, 6 whole pages. */
+	ck_assert_uint_eq(config_dm_bytes(0, 25, 256 * 1024), 64 * 1024);
+	ck_assert_uint_eq(config_dm_bytes(0, 10, 256 * 1024), 6 * 4096);
+	ck_assert_uint_eq(config_dm_bytes(0, 100, 16384), 16384);
+	ck_assert_uint_eq(config_dm_bytes(0, 1, 16384), 0);
+	/* Bytes stay bytes, whatever the device. */
+	ck_assert_uint_eq(config_dm_bytes(5000, 0, 16384), 5000);
+	/* The largest device does not overflow. */
+	ck_assert_uint_eq(config_dm_bytes(0, 100, UINT64_MAX),
+			  UINT64_MAX / 100 * 100 / 4096 * 4096);
+}
+END_TEST
 
 /* Every [broker] limit, durations in each of their forms. */
 START_TEST(test_broker_limits)
@@ -546,7 +652,7 @@ START_TEST(test_defaults_anywhere)
 		ck_assert_uint_eq(d->quota.clients, 5);
 		ck_assert_uint_eq(d->quota.xrcds, 64);
 		ck_assert_uint_eq(d->quota.rss_tables, 16);
-		ck_assert_uint_eq(d->quota.dm_bytes, 256 * 1024);
+		ck_assert_uint_eq(d->quota.dm_pct, 25);
 		if (i == 2) {
 			d = config_find_domain(&c, "d");
 			ck_assert_ptr_nonnull(d);
@@ -694,6 +800,7 @@ static Suite *config_suite(void)
 	tc = tcase_create("good");
 	tcase_add_test(tc, test_config_init);
 	tcase_add_test(tc, test_broker_limits);
+	tcase_add_test(tc, test_dm_keys);
 	tcase_add_test(tc, test_good_file);
 	tcase_add_test(tc, test_xrcd_sections);
 	tcase_add_test(tc, test_defaults_anywhere);
