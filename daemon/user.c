@@ -56,7 +56,7 @@ int user_charge_dm_page(struct server *srv, struct user *u, bool exempt)
 {
 	if (!exempt &&
 	    u->dm_pages >= srv->config.limits.connections_per_uid)
-		return -EMFILE;
+		return -EDQUOT;
 	u->dm_pages++;
 	return 0;
 }

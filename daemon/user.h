@@ -57,7 +57,7 @@ void user_unref(struct server *srv, struct user *u);
 int user_charge_private_ctx(struct server *srv, struct user *u);
 void user_uncharge_private_ctx(struct user *u);
 
-/* A DM status page of one of @u's sessions: -EMFILE once its pages
+/* A DM status page of one of @u's sessions: -EDQUOT once its pages
  * reach connections_per_uid (after a reload lowered it), unless
  * @exempt (an administrator). */
 int user_charge_dm_page(struct server *srv, struct user *u, bool exempt);

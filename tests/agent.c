@@ -171,7 +171,7 @@ static void agent_serve(int in, int out, const char *sock)
 {
 	struct ibc_client *cl = NULL;
 	struct ibc_ctx *ctxs[AGENT_MAX_CTXS];
-	size_t n_ctxs = 0;
+	size_t n_ctxs = 0, n_dms = 0;
 	static struct agent_rep rep;
 	struct agent_req req;
 
@@ -286,10 +286,53 @@ static void agent_serve(int in, int out, const char *sock)
 				rep.ret |= 2;
 			rep.err_pd = errno;
 			break;
+		case AGENT_DM_ALLOC:
+		case AGENT_DM_FILL: {
+			struct ibc_dm_attr at = { .flags = req.flags };
+			struct ibc_dm *dm = NULL;
+
+			if (!n_ctxs || !arg) {
+				rep.ret = -ENOENT;
+				break;
+			}
+			at.length = strtoull(arg, NULL, 10);
+			/* The DMs stay the agent's until it ends: the
+			 * library frees them with its client. */
+			do {
+				if (n_dms == AGENT_MAX_DMS) {
+					rep.ret = -ENOSPC;
+					break;
+				}
+				rep.ret = ibc_dm_alloc_ex(ctxs[n_ctxs - 1], &at,
+							  &dm);
+				if (rep.ret == 0) {
+					n_dms++;
+					rep.n_list++;
+					rep.dm_id = ibc_dm_id(dm);
+				}
+			} while (req.op == AGENT_DM_FILL && rep.ret == 0);
+			break;
+		}
+		case AGENT_LIST_DEVICES: {
+			struct ibc_device_info *d = NULL;
+			size_t n = 0;
+
+			rep.ret = cl ? ibc_list_devices(cl, &d, sizeof(*d),
+							&n) :
+				       -ENOTCONN;
+			if (rep.ret < 0)
+				break;
+			rep.n_list = (uint32_t)n;
+			for (size_t i = 0; i < n && i < AGENT_MAX_DEVICES; i++)
+				rep.devices[i] = d[i];
+			ibc_list_free(d);
+			break;
+		}
 		case AGENT_DISCONNECT:
 			ibc_disconnect(cl);
 			cl = NULL;
 			n_ctxs = 0;
+			n_dms = 0;
 			rep.soft_ino = agent_soft_ino();
 			break;
 		case AGENT_EXIT:

@@ -29,6 +29,8 @@
 #define AGENT_MAX_GROUPS 8
 #define AGENT_MAX_LIST 16
 #define AGENT_MAX_CTXS 4
+#define AGENT_MAX_DMS 128
+#define AGENT_MAX_DEVICES 4
 
 struct agent_cred {
 	uid_t uid;
@@ -58,6 +60,15 @@ enum agent_op {
 	AGENT_VERBS,
 	AGENT_DISCONNECT,
 	AGENT_EXIT,
+	/* ibc_dm_alloc_ex of arg (a decimal length) bytes in the context
+	 * opened last, flags its enum ibc_dm_flags: dm_id. Kept until the
+	 * agent ends. */
+	AGENT_DM_ALLOC,
+	/* The same until refused or AGENT_MAX_DMS: n_list is how many went,
+	 * ret and error the refusal. */
+	AGENT_DM_FILL,
+	/* ibc_list_devices: n_list, devices[]. */
+	AGENT_LIST_DEVICES,
 };
 
 struct agent_rep {
@@ -75,6 +86,8 @@ struct agent_rep {
 	uint32_t n_list;
 	struct ibc_domain_info domains[AGENT_MAX_LIST];
 	struct ibc_client_entry clients[AGENT_MAX_LIST];
+	struct ibc_device_info devices[AGENT_MAX_DEVICES];
+	uint64_t dm_id;
 };
 
 struct agent {

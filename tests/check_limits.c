@@ -46,6 +46,8 @@ static char *cfg_dir;
 static char cfg_path[PATH_MAX];
 static char log_path[PATH_MAX];
 static struct ibc_client *root_cl;
+/* A context of root_cl, for its DMs. */
+static struct ibc_ctx *root_ctx;
 
 static void setup(void)
 {
@@ -59,6 +61,7 @@ static void setup(void)
 	n_raw = 0;
 	cfg_dir = NULL;
 	root_cl = NULL;
+	root_ctx = NULL;
 }
 
 static void teardown(void)
@@ -71,6 +74,7 @@ static void teardown(void)
 	n_raw = 0;
 	ibc_disconnect(root_cl);
 	root_cl = NULL;
+	root_ctx = NULL;
 	tl_daemon_stop(&D);
 	if (cfg_dir) {
 		tl_rmtree(cfg_dir);
@@ -221,6 +225,7 @@ static void assert_settled(void)
 
 	ibc_disconnect(root_cl);
 	root_cl = NULL;
+	root_ctx = NULL;
 	n = tl_daemon_settle(&D, TL_WAIT_MS, &clients);
 	ck_assert_msg(tl_daemon_alive(&D), "the daemon died");
 	ck_assert_msg(clients == 1, "status reports %u clients, expected 1",
@@ -825,6 +830,347 @@ START_TEST(test_accept_warning_rate_limited)
 }
 END_TEST
 
+/* --- device memory --------------------------------------------------------- */
+
+#define OTHER 4243
+
+/* @a connects and opens the first device. */
+static void ag_open(struct agent *a)
+{
+	ag_ok(a, AGENT_CONNECT, 0);
+	ag_ok(a, AGENT_OPEN, 0);
+}
+
+/* @a allocates DMs of @len bytes (@flags) until refused: how many went;
+ * the refusal must be @err and name @needle. */
+static unsigned int ag_dm_fill(struct agent *a, unsigned int len,
+			       uint32_t flags, int err, const char *needle)
+{
+	char arg[24];
+	const struct agent_rep *r;
+
+	snprintf(arg, sizeof(arg), "%u", len);
+	r = ag(a, AGENT_DM_FILL, arg, flags);
+	ck_assert_msg(r->ret == err && strstr(r->error, needle),
+		      "uid %u after %u DMs of %u bytes: %d (%s), expected %d "
+		      "naming \"%s\"",
+		      (unsigned int)a->cred.uid, r->n_list, len, r->ret,
+		      r->error, err, needle);
+	return r->n_list;
+}
+
+static int ag_dm_alloc(struct agent *a, unsigned int len, uint32_t flags)
+{
+	char arg[24];
+
+	snprintf(arg, sizeof(arg), "%u", len);
+	return ag(a, AGENT_DM_ALLOC, arg, flags)->ret;
+}
+
+/* Root allocates @len bytes in a context of its own domain: 0 or -errno
+ * (its DM stays until the client goes). */
+static int root_dm_alloc(unsigned int len)
+{
+	struct ibc_dm *dm;
+	int ret;
+
+	if (!root_ctx)
+		ck_assert_int_eq(ibc_open(root_client(), NULL, &root_ctx), 0);
+	ret = ibc_dm_alloc(root_ctx, len, 0, &dm);
+	ck_assert_msg(ret == 0 || ret == -ENOSPC || ret == -EDQUOT,
+		      "root: ibc_dm_alloc(%u): %d (%s)", len, ret,
+		      ibc_last_error());
+	return ret;
+}
+
+/* The persistent DMs of domain @domain that root lists. */
+static unsigned int persistent_dms(const char *domain)
+{
+	struct ibc_dm_info *d = NULL;
+	unsigned int k = 0;
+	size_t n = 0;
+
+	ck_assert_int_eq(ibc_list_dms(root_client(), &d, sizeof(*d), &n), 0);
+	for (size_t i = 0; i < n; i++)
+		k += d[i].persistent && strcmp(d[i].domain, domain) == 0;
+	ibc_list_free(d);
+	return k;
+}
+
+/*
+ * With the built-in defaults, uid 65534 allocated persistent DMs until
+ * refused and exited: they stay, but they are a quarter of the device (its
+ * domain's share), so that another uid and root still allocate. Before,
+ * its domain's quota was the whole device: every other uid, root
+ * included, got ENOSPC until an administrator freed them.
+ */
+START_TEST(test_dm_lockout_defaults)
+{
+	struct agent *n, *o;
+	unsigned int got;
+
+	daemon_up_clean("# defaults\n", NULL);
+	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
+	ag_open(n);
+	got = ag_dm_fill(n, 4096, IBC_DM_PERSISTENT, -EDQUOT, "dm_bytes");
+	/* 25% of the soft device's 256 KiB. */
+	ck_assert_uint_eq(got, 16);
+	agent_stop(n);
+	ck_assert_uint_eq(persistent_dms("uid-65534"), 16);
+	o = agent_new(agent_cred(OTHER, OTHER, AGENT_END));
+	ag_open(o);
+	ck_assert_uint_eq(ag_dm_fill(o, 4096, 0, -EDQUOT, "dm_bytes"), 16);
+	ck_assert_int_eq(root_dm_alloc(4096), 0);
+}
+END_TEST
+
+/*
+ * In a named domain a member uid holds at most its share (half of the
+ * domain's dm_bytes by default): one member's persistent DMs, left by a
+ * process that exited, leave the other member its half. Before, the first
+ * took the whole quota.
+ */
+START_TEST(test_dm_member_share)
+{
+	static const char conf[] = "[domain lab]\n"
+				   "users = 65534, 4243\n"
+				   "dm_bytes = 64K\n";
+	struct agent *n, *o;
+
+	daemon_up_clean(conf, NULL);
+	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
+	ag_open(n);
+	ck_assert_uint_eq(ag_dm_fill(n, 4096, IBC_DM_PERSISTENT, -EDQUOT,
+				     "dm_member_share"),
+			  8);
+	ck_assert_ptr_nonnull(strstr(n->rep.error, "uid 65534 holds 32768"));
+	agent_stop(n);
+	ck_assert_uint_eq(persistent_dms("lab"), 8);
+	o = agent_new(agent_cred(OTHER, OTHER, AGENT_END));
+	ag_open(o);
+	/* Its half, which the domain's quota ends too. */
+	ck_assert_uint_eq(ag_dm_fill(o, 4096, 0, -EDQUOT, "dm_bytes"), 8);
+}
+END_TEST
+
+/*
+ * A uid's persistent DMs, which outlive its processes, have a bound of
+ * their own: a count and bytes, across its domains, that a new process of
+ * the uid finds spent. DMs that end with their process are not bound by
+ * it.
+ */
+START_TEST(test_dm_persistent_bound)
+{
+	static const char conf[] = "[broker]\n"
+				   "dm_persistent_per_uid = 3\n"
+				   "dm_persistent_bytes_per_uid = 16K\n"
+				   "[defaults]\n"
+				   "dm_bytes = 100%\n";
+	struct agent *n, *o;
+
+	daemon_up_clean(conf, NULL);
+	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
+	ag_open(n);
+	ck_assert_uint_eq(ag_dm_fill(n, 4096, IBC_DM_PERSISTENT, -EDQUOT,
+				     "(dm_persistent_per_uid)"),
+			  3);
+	ck_assert_int_eq(ag_dm_alloc(n, 4096, 0), 0);
+	agent_stop(n);
+	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
+	ag_open(n);
+	ck_assert_int_eq(ag_dm_alloc(n, 4096, IBC_DM_PERSISTENT), -EDQUOT);
+	ck_assert_ptr_nonnull(strstr(n->rep.error, "uid 65534 has 3 "
+						   "persistent DMs"));
+	o = agent_new(agent_cred(OTHER, OTHER, AGENT_END));
+	ag_open(o);
+	ck_assert_int_eq(ag_dm_alloc(o, 12288, IBC_DM_PERSISTENT), 0);
+	ck_assert_uint_eq(ag_dm_fill(o, 8192, IBC_DM_PERSISTENT, -EDQUOT,
+				     "(dm_persistent_bytes_per_uid)"),
+			  0);
+	ck_assert_ptr_nonnull(strstr(o->rep.error, "uid 4243 holds 12288"));
+	/* What is left of the bytes still goes. */
+	ck_assert_int_eq(ag_dm_alloc(o, 4096, IBC_DM_PERSISTENT), 0);
+	ck_assert_uint_eq(persistent_dms("uid-4243"), 2);
+}
+END_TEST
+
+/*
+ * The administrators' reserve: a user whose domain may have the whole
+ * device stops short of it, with a sentence that names the reserve and no
+ * figure of the device's; root still allocates in it.
+ */
+START_TEST(test_dm_admin_reserve)
+{
+	static const char conf[] = "[broker]\n"
+				   "dm_admin_reserve = 64K\n"
+				   "[defaults]\n"
+				   "dm_bytes = 100%\n";
+	struct agent *n;
+
+	daemon_up_clean(conf, NULL);
+	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
+	ag_open(n);
+	ck_assert_uint_eq(ag_dm_fill(n, 65536, 0, -ENOSPC,
+				     "(dm_admin_reserve)"),
+			  3);
+	ck_assert_msg(!strstr(n->rep.error, "196608") &&
+			      !strstr(n->rep.error, "262144"),
+		      "the refusal shows the device's figures: %s",
+		      n->rep.error);
+	ck_assert_int_eq(ag_dm_alloc(n, 4096, 0), -ENOSPC);
+	ck_assert_int_eq(root_dm_alloc(65536), 0);
+	ck_assert_int_eq(root_dm_alloc(4096), -ENOSPC);
+}
+END_TEST
+
+/* What uid 65534 learns of the DM of the first device on a connection of
+ * its own: the hello's dm_reserved and dm_domain_used, ListDms's
+ * reserved_bytes and domain_used. */
+static void raw_dm_view(uint64_t ret[4])
+{
+	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
+	Rdmab__ListRequest lr = RDMAB__LIST_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m = NULL;
+	const Rdmab__DeviceCaps *caps;
+	const Rdmab__DmDeviceInfo *dd;
+	int fd = connect_as(NOBODY, NOBODY, (gid_t)-1);
+
+	hello.library_version = (char *)"view";
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = 1;
+	req.body_case = RDMAB__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	ck_assert_int_eq(tl_send_request(fd, &req, NULL, 0), 0);
+	ck_assert_int_eq(tl_recv_msg(fd, TL_WAIT_MS, &m), 1);
+	ck_assert_int_eq(m->reply->error, 0);
+	ck_assert_uint_eq(m->reply->hello->n_devices, 1);
+	caps = m->reply->hello->devices[0]->caps;
+	ck_assert(!caps->dm_device_wide);
+	ret[0] = caps->dm_reserved;
+	ret[1] = caps->dm_domain_used;
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	req.serial = 2;
+	req.body_case = RDMAB__REQUEST__BODY_LIST_DMS;
+	req.list_dms = &lr;
+	ck_assert_int_eq(tl_send_request(fd, &req, NULL, 0), 0);
+	ck_assert_int_eq(tl_recv_msg(fd, TL_WAIT_MS, &m), 1);
+	ck_assert_int_eq(m->reply->error, 0);
+	ck_assert_uint_eq(m->reply->list_dms->n_devices, 1);
+	dd = m->reply->list_dms->devices[0];
+	ck_assert(!dd->device_wide);
+	ret[2] = dd->reserved_bytes;
+	ret[3] = dd->domain_used;
+	rdmab__daemon_message__free_unpacked(m, NULL);
+	raw_close(fd);
+}
+
+/* Root's view of the first device. */
+static struct ibc_device_info root_device(void)
+{
+	struct ibc_device_info *d = NULL, ret;
+	size_t n = 0;
+
+	ck_assert_int_eq(ibc_list_devices(root_client(), &d, sizeof(*d), &n),
+			 0);
+	ck_assert_uint_ge(n, 1);
+	ret = d[0];
+	ibc_list_free(d);
+	ck_assert(ret.dm_device_wide);
+	return ret;
+}
+
+/*
+ * The device's memory in use is every domain's: a user sees its own
+ * domain's (used, quota, room), in the hello, the device listing and
+ * ListDms, and nothing of it moves when another domain allocates, not even
+ * the sentence of a device that is full; an administrator sees the
+ * device's figure move. Before, all three showed the device's figure.
+ */
+START_TEST(test_dm_view_own_domain)
+{
+	static const char conf[] = "[broker]\n"
+				   "dm_admin_reserve = 0\n"
+				   "[defaults]\n"
+				   "dm_bytes = 100%\n";
+	struct ibc_device_info before, after;
+	uint64_t raw0[4], raw1[4];
+	struct agent *n, *o;
+
+	daemon_up_clean(conf, NULL);
+	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
+	ag_open(n);
+	ck_assert_int_eq(ag_dm_alloc(n, 4096, 0), 0);
+	ag_ok(n, AGENT_LIST_DEVICES, 0);
+	before = n->rep.devices[0];
+	ck_assert(!before.dm_device_wide);
+	ck_assert_uint_eq(before.dm_reserved, 0);
+	ck_assert_uint_eq(before.dm_domain_used, 4096);
+	ck_assert_uint_eq(before.dm_domain_limit, 262144);
+	ck_assert_uint_eq(before.dm_room, 262144 - 4096);
+	raw_dm_view(raw0);
+	ck_assert_uint_eq(raw0[0], 0);
+	ck_assert_uint_eq(raw0[1], 4096);
+	ck_assert_uint_eq(raw0[2], 0);
+	ck_assert_uint_eq(raw0[3], 4096);
+	ck_assert_uint_eq(root_device().dm_reserved, 4096);
+
+	o = agent_new(agent_cred(OTHER, OTHER, AGENT_END));
+	ag_open(o);
+	ck_assert_int_eq(ag_dm_alloc(o, 131072, 0), 0);
+	ag_ok(n, AGENT_LIST_DEVICES, 0);
+	after = n->rep.devices[0];
+	ck_assert_uint_eq(after.dm_reserved, before.dm_reserved);
+	ck_assert_uint_eq(after.dm_domain_used, before.dm_domain_used);
+	ck_assert_uint_eq(after.dm_domain_limit, before.dm_domain_limit);
+	ck_assert_uint_eq(after.dm_room, before.dm_room);
+	raw_dm_view(raw1);
+	ck_assert_mem_eq(raw0, raw1, sizeof(raw0));
+	ck_assert_uint_eq(root_device().dm_reserved, 4096 + 131072);
+	/* The device is full for it: the sentence says so, with its own
+	 * figure only. */
+	ck_assert_int_eq(ag_dm_alloc(n, 196608, 0), -ENOSPC);
+	ck_assert_msg(strstr(n->rep.error, "out of device memory") &&
+			      !strstr(n->rep.error, "135168") &&
+			      !strstr(n->rep.error, "262144"),
+		      "uid 65534 is told: %s", n->rep.error);
+}
+END_TEST
+
+/*
+ * Each session's DM status page is a descriptor the daemon holds for it,
+ * charged to its uid as its connection is: at most connections_per_uid of
+ * them, which a reload that lowers the limit makes visible. Before, the
+ * pages were counted nowhere.
+ */
+START_TEST(test_dm_status_pages_charged)
+{
+	struct agent *a[3];
+
+	daemon_up_clean("[broker]\nconnections_per_uid = 4\n", NULL);
+	for (int i = 0; i < 3; i++) {
+		a[i] = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
+		ag_open(a[i]);
+	}
+	ck_assert_int_eq(ag_dm_alloc(a[0], 4096, 0), 0);
+	ck_assert_int_eq(ag_dm_alloc(a[1], 4096, 0), 0);
+	daemon_reload("[broker]\nconnections_per_uid = 2\n");
+	/* Its first DM would make a third page. */
+	ck_assert_int_eq(ag_dm_alloc(a[2], 4096, 0), -EDQUOT);
+	ck_assert_msg(strstr(a[2]->rep.error, "uid 65534's sessions hold 2 DM "
+					      "status pages") &&
+			      strstr(a[2]->rep.error, "connections_per_uid"),
+		      "%s", a[2]->rep.error);
+	/* A session with a page takes more DMs on it. */
+	ck_assert_int_eq(ag_dm_alloc(a[0], 4096, 0), 0);
+	/* A session that ends gives its page back. */
+	agent_stop(a[1]);
+	/* Root's client and the two others. */
+	ck_assert(wait_clients(3));
+	ck_assert_int_eq(ag_dm_alloc(a[2], 4096, 0), 0);
+}
+END_TEST
+
 static Suite *limits_suite(void)
 {
 	Suite *s = suite_create("limits");
@@ -852,6 +1198,17 @@ static Suite *limits_suite(void)
 	tcase_add_test(tc, test_private_contexts_per_uid);
 	tcase_add_test(tc, test_status_of_a_user);
 	tcase_add_test(tc, test_accept_warning_rate_limited);
+	suite_add_tcase(s, tc);
+
+	tc = tcase_create("device memory");
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 30);
+	tcase_add_test(tc, test_dm_lockout_defaults);
+	tcase_add_test(tc, test_dm_member_share);
+	tcase_add_test(tc, test_dm_persistent_bound);
+	tcase_add_test(tc, test_dm_admin_reserve);
+	tcase_add_test(tc, test_dm_view_own_domain);
+	tcase_add_test(tc, test_dm_status_pages_charged);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -751,11 +751,13 @@ static void session_end(struct session *s)
 	owners_die();
 	/* Nothing is charged to any uid once its connections are gone. */
 	TAILQ_FOREACH(u, &srv.users, link)
-		if (u->n_conns || u->pinned_fds || u->private_ctxs)
+		if (u->n_conns || u->pinned_fds || u->private_ctxs ||
+		    u->dm_pages)
 			fail("uid %u still holds %u connections, %u unread "
-			     "descriptors, %u private contexts",
+			     "descriptors, %u private contexts, %u DM status "
+			     "pages",
 			     (unsigned int)u->uid, u->n_conns, u->pinned_fds,
-			     u->private_ctxs);
+			     u->private_ctxs, u->dm_pages);
 	if (s->config_b)
 		session_reload(s);
 
