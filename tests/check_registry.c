@@ -986,6 +986,7 @@ START_TEST(test_private_domains_share_quota)
 	struct ol_client *p0, *p1, *own;
 
 	sl_srv.config.defaults.dm_bytes = 8192;
+	sl_srv.config.defaults.dm_pct = 0;
 	p0 = private_client(0);
 	p1 = private_client(1);
 	own = client(2);
@@ -1010,8 +1011,12 @@ END_TEST
  */
 START_TEST(test_private_persistent_dm_refused)
 {
-	struct ol_client *c = private_client(0), *o;
+	struct ol_client *c, *o;
 	uint64_t all = sl_srv.devices.dev[0].caps.max_dm_size;
+
+	/* The uid's domain may have the whole device. */
+	sl_srv.config.defaults.dm_pct = 100;
+	c = private_client(0);
 
 	ck_assert_int_eq(dm_alloc_raw(c, all, DM_PERSISTENT_FLAG), -EINVAL);
 	/* A DM of the session itself is fine, and goes with it. */

@@ -70,9 +70,11 @@ static void start_with(const char *broker, const char *domain,
 	char conf[4096];
 	int ret;
 
-	/* This process is the administrator, whatever its uid. */
+	/* This process is the administrator, whatever its uid; its one
+	 * uid may have the device's whole memory. */
 	snprintf(conf, sizeof(conf),
-		 "[broker]\nadmin_group = %u\n%s[domain lab]\nusers = %u\n%s%s",
+		 "[broker]\nadmin_group = %u\n%s[domain lab]\nusers = %u\n"
+		 "dm_bytes = 100%%\ndm_member_share = 100%%\n%s%s",
 		 (unsigned int)getgid(), broker ? broker : "",
 		 (unsigned int)getuid(), domain ? domain : "",
 		 extra ? extra : "");

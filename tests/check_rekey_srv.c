@@ -38,7 +38,8 @@
 
 static void srv_setup(void)
 {
-	sl_start("[defaults]\nauto_rekey_unaccounted = 2\n");
+	sl_start("[defaults]\nauto_rekey_unaccounted = 2\n"
+		 "dm_bytes = 100%\n");
 }
 
 /* Start again with @conf. */
