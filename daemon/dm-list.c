@@ -171,7 +171,6 @@ int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	}
 	for (size_t i = 0; i < nd; i++) {
 		const struct device *dev = &srv->devices.dev[i];
-
 		struct dm_view v;
 
 		dm_view(srv, c, dev, &v);

@@ -651,7 +651,7 @@ static int dm_reply(struct dm *dm, struct dm_hold *h, struct reply *r,
 }
 
 /* The length checks, in the device's order: length 0, past max_dm_size;
- * then the domain's quota by the pages reserved. */
+ * the length in whole pages, which the quotas are charged. */
 static int dm_check_length(struct dctx *x, uint64_t length,
 			   uint64_t *ret_rounded, struct reply *r)
 {

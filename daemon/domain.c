@@ -256,12 +256,22 @@ static struct domain_usage *domain_usage_of(struct domain *d, uid_t uid)
 	return NULL;
 }
 
+/* What uid @uid holds of @pool's device memory, and the most it may:
+ * its share of @limit, the pool's quota on the device. */
+static uint64_t domain_dm_share(struct domain *pool, uid_t uid,
+				uint64_t limit, uint64_t *ret_held)
+{
+	struct domain_usage *u = domain_usage_of(pool, uid);
+
+	*ret_held = u ? u->dm_bytes : 0;
+	return config_dm_bytes(0, pool->limit.dm_member_share, limit);
+}
+
 int domain_dm_room(struct domain *d, uid_t uid, const struct device *dev,
 		   uint64_t length, uint64_t rounded, struct reply *r)
 {
 	struct domain *pool = domain_pool(d);
 	uint64_t limit = domain_dm_limit(pool, dev), share, held;
-	struct domain_usage *u;
 
 	if (rounded > limit || pool->used.dm_bytes > limit - rounded)
 		return reply_error(
@@ -275,9 +285,7 @@ int domain_dm_room(struct domain *d, uid_t uid, const struct device *dev,
 	/* A uid's own domain is its alone; a named one is shared. */
 	if (pool->kind != DOMAIN_CONFIGURED)
 		return 0;
-	u = domain_usage_of(pool, uid);
-	held = u ? u->dm_bytes : 0;
-	share = config_dm_bytes(0, pool->limit.dm_member_share, limit);
+	share = domain_dm_share(pool, uid, limit, &held);
 	if (rounded <= share && held <= share - rounded)
 		return 0;
 	return reply_error(r, -EDQUOT,
@@ -295,14 +303,11 @@ uint64_t domain_dm_free(struct domain *d, uid_t uid,
 {
 	struct domain *pool = domain_pool(d);
 	uint64_t limit = domain_dm_limit(pool, dev), share, held, room;
-	struct domain_usage *u;
 
 	room = limit > pool->used.dm_bytes ? limit - pool->used.dm_bytes : 0;
 	if (pool->kind != DOMAIN_CONFIGURED)
 		return room;
-	u = domain_usage_of(pool, uid);
-	held = u ? u->dm_bytes : 0;
-	share = config_dm_bytes(0, pool->limit.dm_member_share, limit);
+	share = domain_dm_share(pool, uid, limit, &held);
 	share = share > held ? share - held : 0;
 	return share < room ? share : room;
 }
