@@ -138,15 +138,13 @@ static void dm_table(const struct ibc_dm_info *d, size_t n,
 		text_escape(device, sizeof(device), dev[i].name);
 		if (dev[i].dm_device_wide)
 			printf("%s: the broker has reserved %" PRIu64
-			       " of %" PRIu64 " bytes of device memory; ",
+			       " of %" PRIu64 " bytes of device memory\n",
 			       device, dev[i].dm_reserved,
 			       dev[i].max_dm_size);
-		else
-			printf("%s: ", device);
-		printf("this domain uses %" PRIu64 " of its %" PRIu64
-		       " bytes, a DM of up to %" PRIu64 " bytes fits its "
+		printf("%s: this domain uses %" PRIu64 " of its %" PRIu64
+		       " bytes; a DM of up to %" PRIu64 " bytes fits its "
 		       "quotas",
-		       dev[i].dm_domain_used, dev[i].dm_domain_limit,
+		       device, dev[i].dm_domain_used, dev[i].dm_domain_limit,
 		       dev[i].dm_room);
 		if (dev[i].dm_shared)
 			printf("\n");

@@ -371,6 +371,62 @@ START_TEST(test_domains_non_admin)
 }
 END_TEST
 
+/*
+ * rdmabrokerctl dm: a user sees its own domain's device memory (in use,
+ * quota, room), never the device's, which moves with other domains' DMs;
+ * an administrator sees both.
+ */
+START_TEST(test_dm_non_admin)
+{
+	static const char mine[] = "soft0: this domain uses 0 of its 65536 "
+				   "bytes; a DM of up to 65536 bytes fits its "
+				   "quotas\n";
+	struct agent_cred nobody = agent_cred(65534, 65534, AGENT_END);
+	struct agent_cred root = agent_cred(0, 0, AGENT_END);
+	struct ibc_client *cl = NULL;
+	struct ibc_ctx *x = NULL;
+	struct ibc_dm *dm = NULL;
+	struct run r;
+	char kind;
+	int count;
+
+	daemon_up(NULL);
+	/* Root's domain holds a DM; n_agents stays 0 for ctl_as(). */
+	ck_assert_int_eq(tl_connect(D.sock, TL_WAIT_MS, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, NULL, &x), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x, 8192, 0, &dm), 0);
+
+	r = ctl_as(&nobody, D.sock, "dm", NULL, NULL);
+	assert_exit(&r, 0, "dm");
+	ck_assert_msg(strstr(r.out, mine) && !strstr(r.out, "reserved"),
+		      "uid 65534 sees:\n%s", r.out);
+	run_free(&r);
+	r = ctl_as(&nobody, D.sock, "--json", "dm", NULL);
+	assert_exit(&r, 0, "--json dm");
+	ck_assert_msg(json_valid(r.out, &kind, &count) &&
+			      !strstr(r.out, "reserved_bytes") &&
+			      strstr(r.out, "\"domain_used\":0,"
+					    "\"domain_limit\":65536,"
+					    "\"room\":65536,"),
+		      "uid 65534: --json dm:\n%s", r.out);
+	run_free(&r);
+
+	r = ctl_as(&root, D.sock, "dm", NULL, NULL);
+	assert_exit(&r, 0, "dm as root");
+	ck_assert_msg(strstr(r.out, "soft0: the broker has reserved 8192 of "
+				    "262144 bytes of device memory\n") &&
+			      strstr(r.out, "soft0: this domain uses 8192 of "
+					    "its 65536 bytes"),
+		      "root sees:\n%s", r.out);
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "--json", "dm", NULL);
+	assert_exit(&r, 0, "--json dm as root");
+	ck_assert_msg(strstr(r.out, "\"reserved_bytes\":8192,"), "%s", r.out);
+	run_free(&r);
+	ibc_disconnect(cl);
+}
+END_TEST
+
 START_TEST(test_domains_admin)
 {
 	struct agent_cred root = agent_cred(0, 0, AGENT_END);
@@ -1142,6 +1198,7 @@ static Suite *ctl_root_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_domains_non_admin);
 	tcase_add_test(tc, test_domains_admin);
+	tcase_add_test(tc, test_dm_non_admin);
 	tcase_add_test(tc, test_admin_group);
 	tcase_add_test(tc, test_json_outputs);
 	tcase_add_test(tc, test_xrcd_opens_non_admin);
