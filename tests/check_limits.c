@@ -834,11 +834,14 @@ END_TEST
 
 #define OTHER 4243
 
-/* @a connects and opens the first device. */
-static void ag_open(struct agent *a)
+/* An agent of @uid, connected, with the first device open. */
+static struct agent *ag_opened(uid_t uid)
 {
+	struct agent *a = agent_new(agent_cred(uid, uid, AGENT_END));
+
 	ag_ok(a, AGENT_CONNECT, 0);
 	ag_ok(a, AGENT_OPEN, 0);
+	return a;
 }
 
 /* @a allocates DMs of @len bytes (@flags) until refused: how many went;
@@ -910,15 +913,13 @@ START_TEST(test_dm_lockout_defaults)
 	unsigned int got;
 
 	daemon_up_clean("# defaults\n", NULL);
-	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
-	ag_open(n);
+	n = ag_opened(NOBODY);
 	got = ag_dm_fill(n, 4096, IBC_DM_PERSISTENT, -EDQUOT, "dm_bytes");
 	/* 25% of the soft device's 256 KiB. */
 	ck_assert_uint_eq(got, 16);
 	agent_stop(n);
 	ck_assert_uint_eq(persistent_dms("uid-65534"), 16);
-	o = agent_new(agent_cred(OTHER, OTHER, AGENT_END));
-	ag_open(o);
+	o = ag_opened(OTHER);
 	ck_assert_uint_eq(ag_dm_fill(o, 4096, 0, -EDQUOT, "dm_bytes"), 16);
 	ck_assert_int_eq(root_dm_alloc(4096), 0);
 }
@@ -938,16 +939,14 @@ START_TEST(test_dm_member_share)
 	struct agent *n, *o;
 
 	daemon_up_clean(conf, NULL);
-	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
-	ag_open(n);
+	n = ag_opened(NOBODY);
 	ck_assert_uint_eq(ag_dm_fill(n, 4096, IBC_DM_PERSISTENT, -EDQUOT,
 				     "dm_member_share"),
 			  8);
 	ck_assert_ptr_nonnull(strstr(n->rep.error, "uid 65534 holds 32768"));
 	agent_stop(n);
 	ck_assert_uint_eq(persistent_dms("lab"), 8);
-	o = agent_new(agent_cred(OTHER, OTHER, AGENT_END));
-	ag_open(o);
+	o = ag_opened(OTHER);
 	/* Its half, which the domain's quota ends too. */
 	ck_assert_uint_eq(ag_dm_fill(o, 4096, 0, -EDQUOT, "dm_bytes"), 8);
 }
@@ -969,20 +968,17 @@ START_TEST(test_dm_persistent_bound)
 	struct agent *n, *o;
 
 	daemon_up_clean(conf, NULL);
-	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
-	ag_open(n);
+	n = ag_opened(NOBODY);
 	ck_assert_uint_eq(ag_dm_fill(n, 4096, IBC_DM_PERSISTENT, -EDQUOT,
 				     "(dm_persistent_per_uid)"),
 			  3);
 	ck_assert_int_eq(ag_dm_alloc(n, 4096, 0), 0);
 	agent_stop(n);
-	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
-	ag_open(n);
+	n = ag_opened(NOBODY);
 	ck_assert_int_eq(ag_dm_alloc(n, 4096, IBC_DM_PERSISTENT), -EDQUOT);
 	ck_assert_ptr_nonnull(strstr(n->rep.error, "uid 65534 has 3 "
 						   "persistent DMs"));
-	o = agent_new(agent_cred(OTHER, OTHER, AGENT_END));
-	ag_open(o);
+	o = ag_opened(OTHER);
 	ck_assert_int_eq(ag_dm_alloc(o, 12288, IBC_DM_PERSISTENT), 0);
 	ck_assert_uint_eq(ag_dm_fill(o, 8192, IBC_DM_PERSISTENT, -EDQUOT,
 				     "(dm_persistent_bytes_per_uid)"),
@@ -1008,8 +1004,7 @@ START_TEST(test_dm_admin_reserve)
 	struct agent *n;
 
 	daemon_up_clean(conf, NULL);
-	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
-	ag_open(n);
+	n = ag_opened(NOBODY);
 	ck_assert_uint_eq(ag_dm_fill(n, 65536, 0, -ENOSPC,
 				     "(dm_admin_reserve)"),
 			  3);
@@ -1098,8 +1093,7 @@ START_TEST(test_dm_view_own_domain)
 	struct agent *n, *o;
 
 	daemon_up_clean(conf, NULL);
-	n = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
-	ag_open(n);
+	n = ag_opened(NOBODY);
 	ck_assert_int_eq(ag_dm_alloc(n, 4096, 0), 0);
 	ag_ok(n, AGENT_LIST_DEVICES, 0);
 	before = n->rep.devices[0];
@@ -1115,8 +1109,7 @@ START_TEST(test_dm_view_own_domain)
 	ck_assert_uint_eq(raw0[3], 4096);
 	ck_assert_uint_eq(root_device().dm_reserved, 4096);
 
-	o = agent_new(agent_cred(OTHER, OTHER, AGENT_END));
-	ag_open(o);
+	o = ag_opened(OTHER);
 	ck_assert_int_eq(ag_dm_alloc(o, 131072, 0), 0);
 	ag_ok(n, AGENT_LIST_DEVICES, 0);
 	after = n->rep.devices[0];
@@ -1148,10 +1141,8 @@ START_TEST(test_dm_status_pages_charged)
 	struct agent *a[3];
 
 	daemon_up_clean("[broker]\nconnections_per_uid = 4\n", NULL);
-	for (int i = 0; i < 3; i++) {
-		a[i] = agent_new(agent_cred(NOBODY, NOBODY, AGENT_END));
-		ag_open(a[i]);
-	}
+	for (int i = 0; i < 3; i++)
+		a[i] = ag_opened(NOBODY);
 	ck_assert_int_eq(ag_dm_alloc(a[0], 4096, 0), 0);
 	ck_assert_int_eq(ag_dm_alloc(a[1], 4096, 0), 0);
 	daemon_reload("[broker]\nconnections_per_uid = 2\n");
