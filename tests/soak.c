@@ -463,7 +463,10 @@ int main(void)
 	tl_rng_seed(&rng, seed);
 	if (tl_init("soak") < 0)
 		return 99;
-	ret = tl_daemon_start(&D, NULL);
+	/* The DM cycles run up to the device's memory in one domain (a
+	 * killed allocator's DM goes when its death is seen). */
+	ret = tl_daemon_start_conf(&D, "[defaults]\ndm_bytes = 100%\n", NULL,
+				   NULL, NULL);
 	if (ret < 0) {
 		fprintf(stderr, "soak: cannot start %s: %s\n",
 			tl_daemon_path(), strerror(-ret));
