@@ -372,9 +372,9 @@ START_TEST(test_domains_non_admin)
 END_TEST
 
 /*
- * rdmabrokerctl dm: a user sees its own domain's device memory (in use,
- * quota, room), never the device's, which moves with other domains' DMs;
- * an administrator sees both.
+ * rdmabrokerctl dm and devices --json: a user sees its own domain's device
+ * memory (in use, quota, room), never the device's, which moves with other
+ * domains' DMs; an administrator sees both.
  */
 START_TEST(test_dm_non_admin)
 {
@@ -401,14 +401,14 @@ START_TEST(test_dm_non_admin)
 	ck_assert_msg(strstr(r.out, mine) && !strstr(r.out, "reserved"),
 		      "uid 65534 sees:\n%s", r.out);
 	run_free(&r);
-	r = ctl_as(&nobody, D.sock, "--json", "dm", NULL);
-	assert_exit(&r, 0, "--json dm");
+	r = ctl_as(&nobody, D.sock, "--json", "devices", NULL);
+	assert_exit(&r, 0, "--json devices");
 	ck_assert_msg(json_valid(r.out, &kind, &count) &&
-			      !strstr(r.out, "reserved_bytes") &&
-			      strstr(r.out, "\"domain_used\":0,"
-					    "\"domain_limit\":65536,"
-					    "\"room\":65536,"),
-		      "uid 65534: --json dm:\n%s", r.out);
+			      !strstr(r.out, "reserved") &&
+			      strstr(r.out, "\"dm_domain_used\":0,"
+					    "\"dm_domain_limit\":65536,"
+					    "\"dm_room\":65536,"),
+		      "uid 65534: --json devices:\n%s", r.out);
 	run_free(&r);
 
 	r = ctl_as(&root, D.sock, "dm", NULL, NULL);
@@ -419,9 +419,9 @@ START_TEST(test_dm_non_admin)
 					    "its 65536 bytes"),
 		      "root sees:\n%s", r.out);
 	run_free(&r);
-	r = ctl_as(&root, D.sock, "--json", "dm", NULL);
-	assert_exit(&r, 0, "--json dm as root");
-	ck_assert_msg(strstr(r.out, "\"reserved_bytes\":8192,"), "%s", r.out);
+	r = ctl_as(&root, D.sock, "--json", "devices", NULL);
+	assert_exit(&r, 0, "--json devices as root");
+	ck_assert_msg(strstr(r.out, "\"dm_reserved\":8192,"), "%s", r.out);
 	run_free(&r);
 	ibc_disconnect(cl);
 }
