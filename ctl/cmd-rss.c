@@ -40,7 +40,7 @@ static void hash_text(char *buf, size_t size, uint64_t fields)
 		snprintf(buf, size, "none");
 }
 
-/* "ipv4/udp 192.0.2.0/24 4791/0xffff", as rss_allow writes it. */
+/* "ipv4/udp 192.0.2.0/24 9999/0xffff", as rss_allow writes it. */
 static void match_text(char *buf, size_t size, const struct ibc_flow_match *m)
 {
 	char a[INET6_ADDRSTRLEN] = "?";

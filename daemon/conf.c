@@ -701,7 +701,7 @@ int config_parse_rss_rule(const char *value, struct rss_rule *ret,
 	if (n < 2 || n > 3)
 		return rule_fail(why, whylen,
 				 "expected FAMILY[/L4] PREFIX [PORT[/MASK]], "
-				 "e.g. ipv4/udp 192.0.2.0/24 4791");
+				 "e.g. ipv4/udp 192.0.2.0/24 9999");
 	slash = strchr(tok[0], '/');
 	if (slash)
 		*slash++ = '\0';

@@ -51,7 +51,7 @@ static void show_flows(const struct ibc_rss *rss)
 	for (int i = 0; i < 4; i++) {
 		struct ibc_flow f = { .af = AF_INET,
 				      .src_port = 40000,
-				      .dst_port = 4791,
+				      .dst_port = 9999,
 				      .l4_proto = IPPROTO_UDP };
 		uint64_t wq;
 		uint32_t h;
@@ -66,7 +66,7 @@ static void show_flows(const struct ibc_rss *rss)
 		}
 		for (int k = 0; k < n_own; k++)
 			own |= ids[k] == wq;
-		printf("  udp %s:%u -> 192.0.2.1:4791  hash %08x  WQ %llu "
+		printf("  udp %s:%u -> 192.0.2.1:9999  hash %08x  WQ %llu "
 		       "(%s)\n",
 		       src[i], f.src_port, h, (unsigned long long)wq,
 		       own ? "this process" : "the other process");
@@ -138,7 +138,7 @@ int main(int argc, char **argv)
 	inet_pton(AF_INET, "192.0.2.0", a.match.dst_addr);
 	a.match.prefix_len = 24;
 	a.match.l4_proto = IPPROTO_UDP;
-	a.match.dst_port = 4791;
+	a.match.dst_port = 9999;
 	a.match.port_mask = 0xffff;
 	if (ibc_rss_create(ctx, &a, &rss) < 0)
 		return fail("ibc_rss_create", client);
