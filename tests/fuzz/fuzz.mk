@@ -2,7 +2,7 @@
 #
 # The libFuzzer build of the fuzz targets, in $(builddir)/fuzz: make
 # check-fuzz runs it (tests/fuzz/Makefile.inc), with srcdir, builddir, CC
-# (clang), sysconfdir, LIB_SOURCES (libdaemon's, libproto's and libcommon's
+# (clang), sysconfdir, docdir, LIB_SOURCES (libdaemon's, libproto's and libcommon's
 # sources), PKG_CFLAGS and PKG_LIBS. A plain GNU makefile, not automake's:
 # it compiles the sources the normal build links, again, with clang and the
 # fuzzer's instrumentation, whatever compiler the normal build uses, and
@@ -14,7 +14,7 @@ SAN := -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 FUZZ_CFLAGS := -g -O1 $(SAN) -fsanitize=fuzzer-no-link -Wall -Wextra \
 	-Wno-unused-parameter -Wno-missing-field-initializers
 FUZZ_CPPFLAGS := -I$(builddir) -I$(srcdir) -include config.h \
-	-DSYSCONFDIR='"$(sysconfdir)"' $(PKG_CFLAGS)
+	-DSYSCONFDIR='"$(sysconfdir)"' -DDOCDIR='"$(docdir)"' $(PKG_CFLAGS)
 
 # The generated protocol sources are in the build tree, the rest in the
 # source tree.
