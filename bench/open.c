@@ -356,7 +356,9 @@ void open_floor_adopt(struct open_bench *ob, int fd)
 }
 
 /* Warm-up only (outside the timed pairs): steady opens get the holder's
- * context, cold opens a new one each. */
+ * context, cold opens a new one each. Ids carry no order (rdmabrokerd(8),
+ * Ids) but are never reused: a new context is one whose id differs from
+ * the last. */
 static int open_check_ctx(struct open_bench *ob, enum open_side side,
 			  struct ibc_ctx *ctx)
 {
@@ -370,7 +372,7 @@ static int open_check_ctx(struct open_bench *ob, enum open_side side,
 	if (side == OPEN_STEADY)
 		return caps.context_id == ob->held_id ? 0 : -EPROTO;
 	if (caps.context_id == ob->held_id ||
-	    caps.context_id <= ob->last_cold_id)
+	    caps.context_id == ob->last_cold_id)
 		return -EPROTO;
 	ob->last_cold_id = caps.context_id;
 	return 0;
