@@ -1019,6 +1019,29 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 static const struct obj_family dm_imports = { .release = dm_release };
 static const struct obj_family dm_mr_hooks = { .removed = dm_mr_removed };
 
+static const struct handler dm_h_alloc = { "dm-alloc", h_dm_alloc, H_SESSION };
+static const struct handler dm_h_import = { "dm-import", h_dm_import,
+					    H_SESSION };
+static const struct handler dm_h_unimport = { "dm-unimport", h_dm_unimport,
+					      H_SESSION };
+static const struct handler dm_h_free = { "dm-free", h_dm_free, H_SESSION };
+static const struct handler dm_h_list = { "list-dms", h_list_dms,
+					  H_NEEDS_HELLO };
+static const struct handler dm_h_admin_free = { "dm-admin-free", h_dm_free,
+						H_SESSION | H_ADMIN };
+static const struct handler dm_h_revoke = { "dm-revoke", h_dm_revoke,
+					    H_SESSION | H_ADMIN };
+
+static const struct family_request dm_requests[] = {
+	{ RDMAB__REQUEST__BODY_DM_ALLOC, &dm_h_alloc },
+	{ RDMAB__REQUEST__BODY_DM_IMPORT, &dm_h_import },
+	{ RDMAB__REQUEST__BODY_DM_UNIMPORT, &dm_h_unimport },
+	{ RDMAB__REQUEST__BODY_DM_FREE, &dm_h_free },
+	{ RDMAB__REQUEST__BODY_LIST_DMS, &dm_h_list },
+	{ RDMAB__REQUEST__BODY_DM_ADMIN_FREE, &dm_h_admin_free },
+	{ RDMAB__REQUEST__BODY_DM_REVOKE, &dm_h_revoke },
+};
+
 const struct family dm_family = {
 	.name = "DM",
 	.init = dm_init,
@@ -1028,6 +1051,8 @@ const struct family dm_family = {
 	.rekey_busy = dm_ctx_busy,
 	.rekey_force = dm_ctx_force,
 	.rekey_noun = "DMs",
+	.requests = dm_requests,
+	.n_requests = sizeof(dm_requests) / sizeof(dm_requests[0]),
 	.rekey_reply_field = offsetof(Rdmab__DomainRekeyReply, destroyed_dms),
 	.obj_hooks = {
 		[IBC_OBJ_DM] = &dm_imports,

@@ -33,6 +33,15 @@ void families_fini(struct server *srv)
 			families[i]->fini(srv);
 }
 
+const struct handler *families_request(unsigned int body_case)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		for (unsigned int k = 0; k < families[i]->n_requests; k++)
+			if (families[i]->requests[k].body_case == body_case)
+				return families[i]->requests[k].handler;
+	return NULL;
+}
+
 void families_configure(struct server *srv)
 {
 	for (unsigned int i = 0; i < FAMILY_COUNT; i++)

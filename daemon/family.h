@@ -19,6 +19,14 @@ struct conn;
 struct dctx;
 struct device;
 struct obj_family;
+struct handler;
+
+/* A request a family serves: the dispatch table's entry for @body_case
+ * (an RDMAB__REQUEST__BODY_* value). */
+struct family_request {
+	unsigned int body_case;
+	const struct handler *handler;
+};
 
 /* Index into families[] and srv->family_state[]: the order of the walks.
  * The registry comes first: the families' records live in it, and a
@@ -61,6 +69,9 @@ struct family {
 	 * where the DomainRekeyReply counts it (offsetof). */
 	const char *rekey_noun;
 	size_t rekey_reply_field;
+	/* The requests it serves (its listings among them). */
+	const struct family_request *requests;
+	unsigned int n_requests;
 	/* The objects the family watches, by kind (NULL: none): several
 	 * families may watch one kind; the registry calls each in order,
 	 * with srv->family_state[id] as the hooks' data. */
@@ -77,6 +88,8 @@ extern const struct family *const families[FAMILY_COUNT];
 int families_init(struct server *srv);
 /* Every family's fini, in reverse order. */
 void families_fini(struct server *srv);
+/* The handler a family serves @body_case with; NULL for none. */
+const struct handler *families_request(unsigned int body_case);
 void families_configure(struct server *srv);
 void families_session_closing(struct conn *c);
 void families_device_gone(struct server *srv, struct device *dev,

@@ -1043,6 +1043,18 @@ static const struct obj_family rss_wqs = {
 	.before_owner_destroy = rss_wq_going,
 };
 
+static const struct handler rss_h_create = { "rss-create", h_rss_create,
+					     H_SESSION };
+static const struct handler rss_h_destroy = { "rss-destroy", h_rss_destroy,
+					      H_SESSION };
+static const struct handler rss_h_list = { "list-rss", h_list_rss, H_SESSION };
+
+static const struct family_request rss_requests[] = {
+	{ RDMAB__REQUEST__BODY_RSS_CREATE, &rss_h_create },
+	{ RDMAB__REQUEST__BODY_RSS_DESTROY, &rss_h_destroy },
+	{ RDMAB__REQUEST__BODY_LIST_RSS, &rss_h_list },
+};
+
 const struct family rss_family = {
 	.name = "RSS",
 	.init = rss_init,
@@ -1051,6 +1063,8 @@ const struct family rss_family = {
 	.rekey_busy = rss_ctx_busy,
 	.rekey_force = rss_ctx_force,
 	.rekey_noun = "RSS tables",
+	.requests = rss_requests,
+	.n_requests = sizeof(rss_requests) / sizeof(rss_requests[0]),
 	.rekey_reply_field = offsetof(Rdmab__DomainRekeyReply, destroyed_rss),
 	.obj_hooks = {
 		[IBC_OBJ_FLOW] = &rss_parts,

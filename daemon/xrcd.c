@@ -959,6 +959,22 @@ static const struct obj_family xrcd_opens = {
 	.removed = xrcd_obj_removed,
 };
 
+static const struct handler xrcd_h_open = { "xrcd-open", h_xrcd_open,
+					    H_SESSION };
+static const struct handler xrcd_h_close = { "xrcd-close", h_xrcd_close,
+					     H_SESSION };
+static const struct handler xrcd_h_list = { "list-xrcds", h_list_xrcds,
+					    H_NEEDS_HELLO };
+static const struct handler xrcd_h_remove = { "xrcd-remove", h_xrcd_remove,
+					      H_SESSION | H_ADMIN };
+
+static const struct family_request xrcd_requests[] = {
+	{ RDMAB__REQUEST__BODY_XRCD_OPEN, &xrcd_h_open },
+	{ RDMAB__REQUEST__BODY_XRCD_CLOSE, &xrcd_h_close },
+	{ RDMAB__REQUEST__BODY_LIST_XRCDS, &xrcd_h_list },
+	{ RDMAB__REQUEST__BODY_XRCD_REMOVE, &xrcd_h_remove },
+};
+
 const struct family xrcd_family = {
 	.name = "XRCD",
 	.init = xrcd_init,
@@ -967,5 +983,7 @@ const struct family xrcd_family = {
 	.session_closing = xrcd_conn_closing,
 	.device_gone = xrcd_device_gone,
 	.ctx_closed = xrcd_ctx_closed,
+	.requests = xrcd_requests,
+	.n_requests = sizeof(xrcd_requests) / sizeof(xrcd_requests[0]),
 	.obj_hooks = { [IBC_OBJ_XRCD] = &xrcd_opens },
 };
