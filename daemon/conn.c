@@ -17,13 +17,11 @@
 #include <event2/event.h>
 
 #include "daemon/conn.h"
-#include "daemon/dm.h"
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/server.h"
-#include "daemon/xrcd.h"
 #include "daemon/user.h"
 
 /* Unread replies beyond outq_max stop the reading of requests; events may
@@ -733,9 +731,9 @@ void conn_close(struct conn *c)
 	c->releasing = true;
 	if (c->dead)
 		TAILQ_REMOVE(&srv->dead, c, dead_link);
-	/* First: it still reads the socket. */
-	objects_conn_closing(c);
-	xrcd_conn_closing(c);
+	/* First: it still reads the socket (the registry is the first
+	 * family). */
+	families_session_closing(c);
 	log_debug("client %" PRIu64 ": disconnected after %" PRIu64
 		  " requests",
 		  c->id, c->requests);
@@ -746,7 +744,6 @@ void conn_close(struct conn *c)
 		outmsg_free(m);
 	}
 	c->outq_bytes = 0;
-	dm_conn_closing(c);
 	dctx_conn_release(srv, c);
 	domain_leave(srv, c);
 	event_free(c->read_ev);

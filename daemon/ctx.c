@@ -54,7 +54,7 @@ static void dctx_free(struct server *srv, struct dctx *x)
 		log_debug("context %" PRIu64 " (%s on %s) closed", x->id,
 			  d->name, x->dev->name);
 	/* What lives only as long as the kernel context goes with it. */
-	notify_publish(srv, NOTIFY_CTX_CLOSED, x);
+	families_ctx_closed(srv, x);
 	dctx_close_device(x);
 	dctx_uncharge_user(srv, x);
 	TAILQ_REMOVE(&d->ctxs, x, link);

@@ -14,8 +14,6 @@
 #include "daemon/log.h"
 #include "daemon/server.h"
 
-#define H_SESSION (H_NEEDS_HELLO | H_BOUNDED)
-
 static const struct handler handlers[] = {
 	[RDMAB__REQUEST__BODY_HELLO] = { "hello", h_session_hello, H_BOUNDED },
 	[RDMAB__REQUEST__BODY_PING] = { "ping", h_session_ping, H_SESSION },
@@ -40,34 +38,6 @@ static const struct handler handlers[] = {
 						H_SESSION },
 	[RDMAB__REQUEST__BODY_EVICT] = { "evict", h_admin_evict,
 					 H_SESSION | H_ADMIN },
-	/* Device memory (dm.c). */
-	[RDMAB__REQUEST__BODY_DM_ALLOC] = { "dm-alloc", h_dm_alloc, H_SESSION },
-	[RDMAB__REQUEST__BODY_DM_IMPORT] = { "dm-import", h_dm_import,
-					     H_SESSION },
-	[RDMAB__REQUEST__BODY_DM_UNIMPORT] = { "dm-unimport", h_dm_unimport,
-					       H_SESSION },
-	[RDMAB__REQUEST__BODY_DM_FREE] = { "dm-free", h_dm_free, H_SESSION },
-	[RDMAB__REQUEST__BODY_LIST_DMS] = { "list-dms", h_list_dms,
-					    H_NEEDS_HELLO },
-	[RDMAB__REQUEST__BODY_DM_ADMIN_FREE] = { "dm-admin-free", h_dm_free,
-						 H_SESSION | H_ADMIN },
-	[RDMAB__REQUEST__BODY_DM_REVOKE] = { "dm-revoke", h_dm_revoke,
-					     H_SESSION | H_ADMIN },
-	/* XRC domains (xrcd.c) */
-	[RDMAB__REQUEST__BODY_XRCD_OPEN] = { "xrcd-open", h_xrcd_open,
-					     H_SESSION },
-	[RDMAB__REQUEST__BODY_XRCD_CLOSE] = { "xrcd-close", h_xrcd_close,
-					      H_SESSION },
-	[RDMAB__REQUEST__BODY_LIST_XRCDS] = { "list-xrcds", h_list_xrcds,
-					      H_NEEDS_HELLO },
-	[RDMAB__REQUEST__BODY_XRCD_REMOVE] = { "xrcd-remove", h_xrcd_remove,
-					       H_SESSION | H_ADMIN },
-	/* RSS */
-	[RDMAB__REQUEST__BODY_RSS_CREATE] = { "rss-create", h_rss_create,
-					      H_SESSION },
-	[RDMAB__REQUEST__BODY_RSS_DESTROY] = { "rss-destroy", h_rss_destroy,
-					       H_SESSION },
-	[RDMAB__REQUEST__BODY_LIST_RSS] = { "list-rss", h_list_rss, H_SESSION },
 	/* Unaccounted objects: the soft device's intent window. */
 	[RDMAB__REQUEST__BODY_OBJ_KERNEL_CALL] = { "obj-kernel-call",
 						   h_obj_kernel_call, H_SESSION },
@@ -93,10 +63,11 @@ const struct handler *dispatch_lookup(unsigned int body_case)
 {
 	if (test_handler && body_case == test_case)
 		return test_handler;
-	if (body_case >= sizeof(handlers) / sizeof(handlers[0]) ||
-	    !handlers[body_case].fn)
-		return NULL;
-	return &handlers[body_case];
+	if (body_case < sizeof(handlers) / sizeof(handlers[0]) &&
+	    handlers[body_case].fn)
+		return &handlers[body_case];
+	/* DM, XRCD, RSS: what each family serves (family.h). */
+	return families_request(body_case);
 }
 
 /* One request at a time: its decoded form and its reply live here and go

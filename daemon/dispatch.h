@@ -43,6 +43,9 @@ enum handler_flags {
 	H_BOUNDED = 1 << 2,
 };
 
+/* What most requests need: a hello first, a bounded reply. */
+#define H_SESSION (H_NEEDS_HELLO | H_BOUNDED)
+
 struct handler {
 	const char *name;
 	handler_fn fn;

@@ -159,7 +159,8 @@ int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	rdmab__list_dms_reply__init(out);
 	/* A member walks its domain's DMs only: what other domains hold
 	 * costs it nothing (and so shows in no timing). */
-	dm = admin ? TAILQ_FIRST(&srv->dms->dms) : TAILQ_FIRST(&c->domain->dms);
+	dm = admin ? TAILQ_FIRST(&dm_state(srv)->dms) :
+		     TAILQ_FIRST(&c->domain->dms);
 	for (; dm; dm = admin ? TAILQ_NEXT(dm, link) :
 				TAILQ_NEXT(dm, domain_link)) {
 		srv->list_visits++;

@@ -46,13 +46,12 @@ static void dm_retry_cb(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
-	TAILQ_FOREACH_SAFE(dm, &srv->dms->dms, link, tmp)
+	TAILQ_FOREACH_SAFE(dm, &dm_state(srv)->dms, link, tmp)
 		if (dm->blocked)
 			dm_try_free(srv, dm);
-	if (srv->dms->n_blocked)
+	if (dm_state(srv)->n_blocked)
 		dm_retry_later(srv);
 }
-static void dm_device_gone(struct server *srv, const void *what, void *data);
 
 /* An MR record goes: off its DM's list. */
 static void dm_mr_removed(struct server *srv, struct obj *o, void *data)
@@ -75,25 +74,24 @@ void dm_mr_attach(struct server *srv, struct obj *mr)
 	mr->on_dm = dm;
 }
 
-int dm_init(struct server *srv)
+struct dm_table *dm_state(const struct server *srv)
+{
+	return srv->family_state[FAMILY_DM];
+}
+
+static int dm_init(struct server *srv)
 {
 	struct dm_table *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
-	static const struct obj_family fam = { .release = dm_release };
-	static const struct obj_family mrs = { .removed = dm_mr_removed };
-
 	TAILQ_INIT(&t->dms);
 	TAILQ_INIT(&t->sessions);
-	srv->dms = t;
+	srv->family_state[FAMILY_DM] = t;
 	t->retry_ev = evtimer_new(srv->base, dm_retry_cb, srv);
 	if (!t->retry_ev)
 		return -ENOMEM;
-	objects_set_family(srv->registry, IBC_OBJ_DM, &fam);
-	objects_set_family(srv->registry, IBC_OBJ_MR, &mrs);
-	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
-				dm_device_gone, NULL);
+	return 0;
 }
 
 void dm_view(const struct server *srv, const struct conn *c,
@@ -145,7 +143,7 @@ static int dm_session_of(struct server *srv, struct conn *c,
 	struct dm_session *s;
 	int err;
 
-	TAILQ_FOREACH(s, &srv->dms->sessions, link)
+	TAILQ_FOREACH(s, &dm_state(srv)->sessions, link)
 		if (s->conn == c) {
 			*ret = s;
 			return 0;
@@ -176,7 +174,7 @@ static int dm_session_of(struct server *srv, struct conn *c,
 		       MAP_SHARED, s->fd, 0);
 	if (s->page == MAP_FAILED)
 		goto fail;
-	TAILQ_INSERT_TAIL(&srv->dms->sessions, s, link);
+	TAILQ_INSERT_TAIL(&dm_state(srv)->sessions, s, link);
 	*ret = s;
 	return 0;
 fail:
@@ -192,7 +190,7 @@ fail:
 
 static void dm_session_free(struct server *srv, struct dm_session *s)
 {
-	TAILQ_REMOVE(&srv->dms->sessions, s, link);
+	TAILQ_REMOVE(&dm_state(srv)->sessions, s, link);
 	munmap(s->page, DM_STATUS_SLOTS);
 	close(s->fd);
 	user_uncharge_dm_page(s->user);
@@ -290,13 +288,13 @@ static void dm_retry_later(struct server *srv)
 {
 	struct timeval tv = { .tv_usec = DM_RETRY_MS * 1000 };
 
-	if (srv->dms->retry_ev)
-		event_add(srv->dms->retry_ev, &tv);
+	if (dm_state(srv)->retry_ev)
+		event_add(dm_state(srv)->retry_ev, &tv);
 }
 
 static void dm_forget(struct server *srv, struct dm *dm)
 {
-	struct dm_table *t = srv->dms;
+	struct dm_table *t = dm_state(srv);
 	struct obj *mr;
 
 	if (dm->blocked)
@@ -354,7 +352,7 @@ bool dm_try_free(struct server *srv, struct dm *dm)
 				   dm->id, dm->domain->name, why.text,
 				   mrs[0] ? "; by " : "", mrs);
 			dm->blocked = true;
-			if (srv->dms->n_blocked++ == 0)
+			if (dm_state(srv)->n_blocked++ == 0)
 				dm_retry_later(srv);
 		}
 		snprintf(dm->blocked_by, sizeof(dm->blocked_by), "%s",
@@ -466,13 +464,13 @@ void dm_conn_closing(struct conn *c)
 	struct dm_session *sess, *stmp;
 	struct dm *dm;
 
-	if (!srv->dms)
+	if (!dm_state(srv))
 		return;
 	/* Its imports outlive the session; its status page does not. */
-	TAILQ_FOREACH_SAFE(sess, &srv->dms->sessions, link, stmp) {
+	TAILQ_FOREACH_SAFE(sess, &dm_state(srv)->sessions, link, stmp) {
 		if (sess->conn != c)
 			continue;
-		TAILQ_FOREACH(dm, &srv->dms->dms, link)
+		TAILQ_FOREACH(dm, &dm_state(srv)->dms, link)
 			for (unsigned int i = 0; i < dm->n_holds; i++)
 				if (dm->holds[i].s == sess)
 					dm->holds[i].s = NULL;
@@ -481,7 +479,7 @@ void dm_conn_closing(struct conn *c)
 	/* It can ask nothing more; but its process may still use its DMs
 	 * (detached, as the registry's objects are): their free is asked
 	 * when it dies (dm_release), not now. */
-	TAILQ_FOREACH(dm, &srv->dms->dms, link) {
+	TAILQ_FOREACH(dm, &dm_state(srv)->dms, link) {
 		if (dm->allocator == c)
 			dm->allocator = NULL;
 	}
@@ -504,7 +502,7 @@ static int dm_release(struct server *srv, struct obj *o, void *data)
 	struct dm *dm;
 
 	(void)data;
-	TAILQ_FOREACH(dm, &srv->dms->dms, link) {
+	TAILQ_FOREACH(dm, &dm_state(srv)->dms, link) {
 		if (dm->claim == o) {
 			dm->claim = NULL;
 			objects_remove(o);
@@ -531,14 +529,14 @@ static int dm_release(struct server *srv, struct obj *o, void *data)
 
 /* The device is gone: the kernel freed its DMs with the contexts, and the
  * registry dropped the imports (whichever of the two heard first). */
-static void dm_device_gone(struct server *srv, const void *what, void *data)
+static void dm_device_gone(struct server *srv, struct device *dev,
+			   const char *reason)
 {
-	const struct notify_device_gone *gone = what;
 	struct dm *dm, *tmp;
 
-	(void)data;
-	TAILQ_FOREACH_SAFE(dm, &srv->dms->dms, link, tmp) {
-		if (dm->ctx->dev != gone->dev)
+	(void)reason;
+	TAILQ_FOREACH_SAFE(dm, &dm_state(srv)->dms, link, tmp) {
+		if (dm->ctx->dev != dev)
 			continue;
 		/* Not looked at: the registry may have freed them. */
 		dm->n_holds = 0;
@@ -550,13 +548,13 @@ static void dm_device_gone(struct server *srv, const void *what, void *data)
 	}
 }
 
-void dm_fini(struct server *srv)
+static void dm_fini(struct server *srv)
 {
 	struct dm *dm;
 
-	if (!srv->dms)
+	if (!dm_state(srv))
 		return;
-	while ((dm = TAILQ_FIRST(&srv->dms->dms))) {
+	while ((dm = TAILQ_FIRST(&dm_state(srv)->dms))) {
 		dm->n_holds = 0;
 		dm->claim = NULL;
 		dm->free_asked = true;
@@ -567,12 +565,12 @@ void dm_fini(struct server *srv)
 			dm_forget(srv, dm);
 		}
 	}
-	if (srv->dms->retry_ev)
-		event_free(srv->dms->retry_ev);
-	while (!TAILQ_EMPTY(&srv->dms->sessions))
-		dm_session_free(srv, TAILQ_FIRST(&srv->dms->sessions));
-	free(srv->dms);
-	srv->dms = NULL;
+	if (dm_state(srv)->retry_ev)
+		event_free(dm_state(srv)->retry_ev);
+	while (!TAILQ_EMPTY(&dm_state(srv)->sessions))
+		dm_session_free(srv, TAILQ_FIRST(&dm_state(srv)->sessions));
+	free(dm_state(srv));
+	srv->family_state[FAMILY_DM] = NULL;
 }
 
 /* --- requests ------------------------------------------------------------- */
@@ -584,7 +582,7 @@ struct dm *dm_find_id(struct server *srv, uint64_t id)
 {
 	struct dm *dm;
 
-	TAILQ_FOREACH(dm, &srv->dms->dms, link)
+	TAILQ_FOREACH(dm, &dm_state(srv)->dms, link)
 		if (dm->id == id)
 			return dm;
 	return NULL;
@@ -814,9 +812,9 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	x->dev->dm_reserved += rounded;
 	dctx_obj_hold(x);
 	TAILQ_INIT(&dm->mrs);
-	TAILQ_INSERT_TAIL(&srv->dms->dms, dm, link);
+	TAILQ_INSERT_TAIL(&dm_state(srv)->dms, dm, link);
 	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
-	srv->dms->n++;
+	dm_state(srv)->n++;
 	return dm_reply(dm, h, r, true, q->want_status);
 fail:
 	x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &why);
@@ -853,7 +851,7 @@ int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 
 int dm_unimport(struct conn *c, uint64_t dm_id, uint64_t object_id)
 {
-	struct dm *dm = c->srv->dms ? dm_find_id(c->srv, dm_id) : NULL;
+	struct dm *dm = dm_state(c->srv) ? dm_find_id(c->srv, dm_id) : NULL;
 	int i = dm ? dm_hold_of(dm, c, object_id) : -1;
 
 	if (i < 0)
@@ -942,7 +940,7 @@ unsigned int dm_ctx_busy(const struct server *srv, const struct dctx *x,
 	const struct dm *dm;
 	unsigned int n = 0;
 
-	TAILQ_FOREACH(dm, &srv->dms->dms, link) {
+	TAILQ_FOREACH(dm, &dm_state(srv)->dms, link) {
 		char item[64];
 
 		if (dm->ctx != x)
@@ -964,7 +962,7 @@ static struct dm *dm_next_of_ctx(struct server *srv, const struct dctx *x)
 {
 	struct dm *dm;
 
-	TAILQ_FOREACH(dm, &srv->dms->dms, link)
+	TAILQ_FOREACH(dm, &dm_state(srv)->dms, link)
 		if (dm->ctx == x)
 			return dm;
 	return NULL;
@@ -1017,3 +1015,47 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 	}
 	return n;
 }
+
+static const struct obj_family dm_imports = { .release = dm_release };
+static const struct obj_family dm_mr_hooks = { .removed = dm_mr_removed };
+
+static const struct handler dm_h_alloc = { "dm-alloc", h_dm_alloc, H_SESSION };
+static const struct handler dm_h_import = { "dm-import", h_dm_import,
+					    H_SESSION };
+static const struct handler dm_h_unimport = { "dm-unimport", h_dm_unimport,
+					      H_SESSION };
+static const struct handler dm_h_free = { "dm-free", h_dm_free, H_SESSION };
+static const struct handler dm_h_list = { "list-dms", h_list_dms,
+					  H_NEEDS_HELLO };
+static const struct handler dm_h_admin_free = { "dm-admin-free", h_dm_free,
+						H_SESSION | H_ADMIN };
+static const struct handler dm_h_revoke = { "dm-revoke", h_dm_revoke,
+					    H_SESSION | H_ADMIN };
+
+static const struct family_request dm_requests[] = {
+	{ RDMAB__REQUEST__BODY_DM_ALLOC, &dm_h_alloc },
+	{ RDMAB__REQUEST__BODY_DM_IMPORT, &dm_h_import },
+	{ RDMAB__REQUEST__BODY_DM_UNIMPORT, &dm_h_unimport },
+	{ RDMAB__REQUEST__BODY_DM_FREE, &dm_h_free },
+	{ RDMAB__REQUEST__BODY_LIST_DMS, &dm_h_list },
+	{ RDMAB__REQUEST__BODY_DM_ADMIN_FREE, &dm_h_admin_free },
+	{ RDMAB__REQUEST__BODY_DM_REVOKE, &dm_h_revoke },
+};
+
+const struct family dm_family = {
+	.name = "DM",
+	.init = dm_init,
+	.fini = dm_fini,
+	.session_closing = dm_conn_closing,
+	.device_gone = dm_device_gone,
+	.rekey_busy = dm_ctx_busy,
+	.rekey_force = dm_ctx_force,
+	.rekey_noun = "DMs",
+	.requests = dm_requests,
+	.n_requests = sizeof(dm_requests) / sizeof(dm_requests[0]),
+	.rekey_reply_field = offsetof(Rdmab__DomainRekeyReply, destroyed_dms),
+	.obj_hooks = {
+		[IBC_OBJ_DM] = &dm_imports,
+		[IBC_OBJ_MR] = &dm_mr_hooks,
+	},
+};

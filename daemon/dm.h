@@ -27,6 +27,8 @@
 #include "daemon/queue.h"
 #include "proto/rdmabroker.pb-c.h"
 
+struct family;
+
 struct server;
 struct conn;
 struct dctx;
@@ -120,11 +122,12 @@ struct dm_table {
  * at any time, by its owner or by the cleanup of its owner's death. */
 #define DM_RETRY_MS 50
 
-/* Set up srv->dms. 0 or -ENOMEM. */
-int dm_init(struct server *srv);
-/* Daemon exit: free every DM that is left (persistent ones die with the
+/* The DM family (family.h): its init sets up the table (0 or -ENOMEM);
+ * its fini frees every DM that is left (persistent ones die with the
  * daemon). */
-void dm_fini(struct server *srv);
+extern const struct family dm_family;
+/* The family's state: NULL before its init and after its fini. */
+struct dm_table *dm_state(const struct server *srv);
 
 /* The session of @c ends: its status page goes; its holds stay until its
  * process is gone (the registry's cleanup), and so does its right as an

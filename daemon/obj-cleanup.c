@@ -237,7 +237,6 @@ static void log_stuck(struct obj_owner *ow, struct obj *o, int err,
 static void cleanup_one(struct obj_owner *ow, struct obj *o)
 {
 	struct registry *reg = ow->reg;
-	const struct obj_family *fam = &reg->families[o->kind];
 	struct device_why why = { "" };
 	bool stuck_at_once = false;
 	int ret = 0;
@@ -245,8 +244,7 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 	/* A family's record (a DM import): the family lets it go, never
 	 * a destroy by handle. */
 	if (o->family_owned) {
-		ret = fam->release ? fam->release(reg->srv, o, fam->data) :
-				     -EOPNOTSUPP;
+		ret = objects_hook_release(reg, o);
 		if (ret == 0)
 			return;
 		device_why(&why, ret, "the %s family could not release it: %s",
@@ -266,13 +264,12 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 		objects_remove(o);
 		return;
 	}
-	if (fam->before_destroy)
-		ret = fam->before_destroy(reg->srv, o, fam->data);
+	ret = objects_hook_before_destroy(reg, o);
 	/* The family took the record away itself: nothing to destroy. */
 	if (ret > 0)
 		return;
-	if (ret == 0 && fam->destroy && o->family_obj)
-		ret = fam->destroy(reg->srv, o, fam->data, &why);
+	if (ret == 0 && objects_hook_destroys(reg, o))
+		ret = objects_hook_destroy(reg, o, &why);
 	else if (ret == 0)
 		ret = o->ctx->dev->ctx_ops->obj_destroy(o->ctx->dc, o->kind,
 							o->handle, &why);

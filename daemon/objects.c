@@ -16,7 +16,6 @@
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
-#include "daemon/notify.h"
 #include "daemon/objects.h"
 #include "daemon/server.h"
 
@@ -226,10 +225,11 @@ static void obj_unlink(struct obj *o)
 	struct obj_owner *ow = o->owner;
 	struct registry *reg = ow->reg;
 	struct dctx *x = o->ctx;
-	const struct obj_family *fam = &reg->families[o->kind];
+	const struct obj_watcher *w = reg->watchers[o->kind];
 
-	if (fam->removed)
-		fam->removed(reg->srv, o, fam->data);
+	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
+		if (w[i].fam->removed)
+			w[i].fam->removed(reg->srv, o, *w[i].data);
 	TAILQ_REMOVE(&reg->objs, o, link);
 	TAILQ_REMOVE(&ow->kinds[o->kind], o, kind_link);
 	TAILQ_REMOVE(&x->objs, o, ctx_link);
@@ -328,7 +328,7 @@ int objects_destroy_request(struct conn *c, uint64_t id,
 			    struct device_why *why)
 {
 	struct obj *o = objects_find(c, id);
-	const struct obj_family *fam;
+	struct registry *reg = c->srv->registry;
 	int ret;
 
 	if (!o)
@@ -341,14 +341,14 @@ int objects_destroy_request(struct conn *c, uint64_t id,
 				  "object %" PRIu64 " is a %s import: "
 				  "ibc_dm_unimport releases it",
 				  id, obj_kind_name(o->kind));
-	fam = &c->srv->registry->families[o->kind];
-	if (fam->destroy && o->family_obj)
+	/* Most kinds have no watcher: no call for them (make bench-ir). */
+	if (reg->n_watchers[o->kind] && objects_hook_destroys(reg, o))
 		return device_why(why, -EINVAL,
 				  "%s %" PRIu64 " belongs to an RSS object: "
 				  "destroy it with ibc_rss_destroy",
 				  obj_kind_name(o->kind), id);
-	if (fam->before_owner_destroy && !o->intent) {
-		ret = fam->before_owner_destroy(c->srv, o, fam->data, why);
+	if (reg->n_watchers[o->kind] && !o->intent) {
+		ret = objects_hook_before_owner_destroy(reg, o, why);
 		if (ret < 0)
 			return ret;
 	}
@@ -393,17 +393,17 @@ int objects_register_request(struct conn *c, uint64_t id, uint32_t handle,
 
 /* The kernel frees a removed device's objects with its contexts: the
  * records go, whatever their state. */
-static void objects_device_gone(struct server *srv, const void *what,
-				void *data)
+static void objects_device_gone(struct server *srv, struct device *dev,
+				const char *reason)
 {
-	const struct notify_device_gone *gone = what;
-	struct registry *reg = data;
+	struct registry *reg = srv->registry;
 	struct obj_owner *ow, *otmp;
 	struct obj *o, *tmp;
 	unsigned int n = 0;
 
+	(void)reason;
 	TAILQ_FOREACH_SAFE(o, &reg->objs, link, tmp)
-		if (o->ctx->dev == gone->dev) {
+		if (o->ctx->dev == dev) {
 			objects_remove(o);
 			n++;
 		}
@@ -411,10 +411,10 @@ static void objects_device_gone(struct server *srv, const void *what,
 		objects_owner_put(ow);
 	if (n)
 		log_info("%s: %u objects of its contexts left the registry",
-			 gone->dev->name, n);
+			 dev->name, n);
 }
 
-int objects_init(struct server *srv)
+static int objects_init(struct server *srv)
 {
 	struct registry *reg = calloc(1, sizeof(*reg));
 
@@ -433,12 +433,17 @@ int objects_init(struct server *srv)
 	TAILQ_INIT(&reg->objs);
 	TAILQ_INIT(&reg->owners);
 	TAILQ_INIT(&reg->watches);
+	for (unsigned int f = 0; f < FAMILY_COUNT; f++)
+		for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++)
+			if (families[f]->obj_hooks[k])
+				objects_watch(reg, (enum ibc_obj_kind)k,
+					      families[f]->obj_hooks[k],
+					      &srv->family_state[f]);
 	srv->registry = reg;
-	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
-				objects_device_gone, reg);
+	return 0;
 }
 
-void objects_fini(struct server *srv)
+static void objects_fini(struct server *srv)
 {
 	struct registry *reg = srv->registry;
 	struct obj_owner *ow;
@@ -468,8 +473,84 @@ void objects_fini(struct server *srv)
 	srv->registry = NULL;
 }
 
-void objects_set_family(struct registry *reg, enum ibc_obj_kind kind,
-			const struct obj_family *fam)
+int objects_watch(struct registry *reg, enum ibc_obj_kind kind,
+		  const struct obj_family *fam, void *const *data)
 {
-	reg->families[kind] = *fam;
+	unsigned int n = reg->n_watchers[kind];
+
+	if (n == OBJ_WATCHERS_MAX)
+		return -ENOSPC;
+	reg->watchers[kind][n].fam = fam;
+	reg->watchers[kind][n].data = data;
+	reg->n_watchers[kind]++;
+	return 0;
 }
+
+int objects_hook_release(struct registry *reg, struct obj *o)
+{
+	const struct obj_watcher *w = reg->watchers[o->kind];
+
+	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
+		if (w[i].fam->release)
+			return w[i].fam->release(reg->srv, o, *w[i].data);
+	return -EOPNOTSUPP;
+}
+
+int objects_hook_before_destroy(struct registry *reg, struct obj *o)
+{
+	const struct obj_watcher *w = reg->watchers[o->kind];
+	int ret = 0;
+
+	for (unsigned int i = 0; i < reg->n_watchers[o->kind] && !ret; i++)
+		if (w[i].fam->before_destroy)
+			ret = w[i].fam->before_destroy(reg->srv, o,
+						       *w[i].data);
+	return ret;
+}
+
+static const struct obj_watcher *obj_destroyer(const struct registry *reg,
+					       const struct obj *o)
+{
+	const struct obj_watcher *w = reg->watchers[o->kind];
+
+	if (!o->family_obj)
+		return NULL;
+	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
+		if (w[i].fam->destroy)
+			return &w[i];
+	return NULL;
+}
+
+bool objects_hook_destroys(const struct registry *reg, const struct obj *o)
+{
+	return obj_destroyer(reg, o) != NULL;
+}
+
+int objects_hook_destroy(struct registry *reg, struct obj *o,
+			 struct device_why *why)
+{
+	const struct obj_watcher *w = obj_destroyer(reg, o);
+
+	return w->fam->destroy(reg->srv, o, *w->data, why);
+}
+
+int objects_hook_before_owner_destroy(struct registry *reg, struct obj *o,
+				      struct device_why *why)
+{
+	const struct obj_watcher *w = reg->watchers[o->kind];
+	int ret = 0;
+
+	for (unsigned int i = 0; i < reg->n_watchers[o->kind] && !ret; i++)
+		if (w[i].fam->before_owner_destroy)
+			ret = w[i].fam->before_owner_destroy(
+				reg->srv, o, *w[i].data, why);
+	return ret;
+}
+
+const struct family objects_family = {
+	.name = "objects",
+	.init = objects_init,
+	.fini = objects_fini,
+	.session_closing = objects_conn_closing,
+	.device_gone = objects_device_gone,
+};

@@ -23,6 +23,7 @@
 #include <sys/types.h>
 
 #include "daemon/device.h"
+#include "daemon/family.h"
 #include "daemon/queue.h"
 
 struct server;
@@ -115,9 +116,12 @@ struct obj_owner {
 };
 
 /*
- * A resource family acts before one of its objects is destroyed by the
- * cleanup (RSS rebuilds a table without a dead client's WQ). A negative
- * errno keeps the object for the next round.
+ * The hooks a family hangs on the records of one kind (struct family's
+ * obj_hooks): several families may watch one kind, each called in the
+ * order of families[], with its state (srv->family_state) as @data.
+ * before_destroy: the family acts before one of its objects is destroyed
+ * by the cleanup (RSS rebuilds a table without a dead client's WQ); a
+ * negative errno keeps the object for the next round.
  */
 struct obj_family {
 	int (*before_destroy)(struct server *srv, struct obj *o, void *data);
@@ -127,7 +131,6 @@ struct obj_family {
 	/* The record goes, whatever the path (destroy, unregister, cleanup,
 	 * a dead client's intent, device removal); @o is still whole. */
 	void (*removed)(struct server *srv, struct obj *o, void *data);
-	void *data;
 	/* Objects the family made (family_obj set; RSS): the cleanup destroys them with
 	 * this instead of the device's obj_destroy, and an ObjDestroyRequest
 	 * of their owner is refused (the family's own request destroys
@@ -145,6 +148,8 @@ struct obj_family {
 #define OBJ_SLICE 64
 #define OBJ_ROUNDS 8
 #define OBJ_BACKOFF_MS 10
+/* Families watching one kind, at most. */
+#define OBJ_WATCHERS_MAX 8
 /* Records kept for reuse when removed: a create after a destroy then
  * costs no calloc and no free (make bench-ir). */
 #define OBJ_SPARE_MAX 64
@@ -181,7 +186,14 @@ struct registry {
 	 * OBJ_SPARE_MAX. */
 	struct obj *spare;
 	unsigned int n_spare;
-	struct obj_family families[OBJ_KIND_COUNT];
+	/* Who watches each kind, in the order they joined (families[]'s);
+	 * a hook's data is *data at the call (a family's state is set up
+	 * after the registry's). */
+	struct obj_watcher {
+		const struct obj_family *fam;
+		void *const *data;
+	} watchers[OBJ_KIND_COUNT][OBJ_WATCHERS_MAX];
+	unsigned int n_watchers[OBJ_KIND_COUNT];
 	/* OBJ_SLICE, OBJ_ROUNDS and OBJ_BACKOFF_MS, which tests may
 	 * change. */
 	unsigned int slice;
@@ -195,15 +207,27 @@ struct registry {
 extern const enum ibc_obj_kind obj_cleanup_order[];
 extern const unsigned int obj_cleanup_kinds;
 
-/* Set up srv->registry and follow device removals. 0 or -ENOMEM. */
-int objects_init(struct server *srv);
-/* Daemon exit: forget every record (the kernel frees what processes no
- * longer hold); destroys nothing. */
-void objects_fini(struct server *srv);
+/* The registry as the first of families[]: it sets up srv->registry with
+ * every family's object hooks, forgets every record at exit (the kernel
+ * frees what processes no longer hold; it destroys nothing), and drops a
+ * gone device's records after the families let go of theirs. */
+extern const struct family objects_family;
 
-/* Let @fam act before the cleanup destroys an object of @kind. */
-void objects_set_family(struct registry *reg, enum ibc_obj_kind kind,
-			const struct obj_family *fam);
+/* @fam watches @kind too, after the others, with *@data as its hooks'
+ * data. -ENOSPC past OBJ_WATCHERS_MAX. */
+int objects_watch(struct registry *reg, enum ibc_obj_kind kind,
+		  const struct obj_family *fam, void *const *data);
+/* The watchers of @o's kind, in order: a family_owned record's release
+ * (-EOPNOTSUPP when none releases it); before_destroy until one answers
+ * non-zero; whether one destroys @o itself (family_obj set) and that
+ * destroy; before_owner_destroy until one refuses. */
+int objects_hook_release(struct registry *reg, struct obj *o);
+int objects_hook_before_destroy(struct registry *reg, struct obj *o);
+bool objects_hook_destroys(const struct registry *reg, const struct obj *o);
+int objects_hook_destroy(struct registry *reg, struct obj *o,
+			 struct device_why *why);
+int objects_hook_before_owner_destroy(struct registry *reg, struct obj *o,
+				      struct device_why *why);
 
 /*
  * Add a record for @c in context @x, charged to the domain's objects

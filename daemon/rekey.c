@@ -17,12 +17,10 @@
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/dispatch.h"
-#include "daemon/dm.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/rekey.h"
-#include "daemon/rss.h"
 #include "daemon/server.h"
 #include "daemon/unaccounted.h"
 
@@ -72,22 +70,45 @@ static void rekey_notify(struct server *srv, struct dctx *x, const char *who)
 	notify_clients(srv, &ev, rekey_event_filter, x);
 }
 
+/* "2 DMs and 1 RSS tables": what each family's rekey_force destroyed. */
+static const char *rekey_forced_text(const unsigned int *forced, char *buf,
+				     size_t len)
+{
+	size_t at = 0;
+
+	buf[0] = '\0';
+	for (unsigned int f = 0; f < FAMILY_COUNT; f++) {
+		int k;
+
+		if (!families[f]->rekey_force)
+			continue;
+		k = snprintf(buf + at, len - at, "%s%u %s", at ? " and " : "",
+			     forced[f], families[f]->rekey_noun);
+		if (k < 0 || (size_t)k >= len - at)
+			break;
+		at += (size_t)k;
+	}
+	return buf;
+}
+
 int rekey_domain(struct server *srv, struct domain *d, bool force,
 		 const char *who, struct reply *r, Rdmab__DomainRekeyReply *out)
 {
 	struct dctx *olds[REKEY_MAX_CTXS];
-	unsigned int n = 0, busy = 0, dms = 0, rss = 0;
+	unsigned int n = 0, busy = 0, forced[FAMILY_COUNT] = { 0 };
 	/* With the rest of the sentence, it fits a reply's 256 bytes. */
 	char names[112] = "";
+	char tally[128];
 	struct dctx *x;
 
 	TAILQ_FOREACH(x, &d->ctxs, link)
 		if (!x->rekeyed && n < REKEY_MAX_CTXS)
 			olds[n++] = x;
-	for (unsigned int i = 0; i < n; i++) {
-		busy += dm_ctx_busy(srv, olds[i], names, sizeof(names));
-		busy += rss_ctx_busy(olds[i], names, sizeof(names));
-	}
+	for (unsigned int i = 0; i < n; i++)
+		for (unsigned int f = 0; f < FAMILY_COUNT; f++)
+			if (families[f]->rekey_busy)
+				busy += families[f]->rekey_busy(
+					srv, olds[i], names, sizeof(names));
 	if (busy && !force)
 		return reply_error(r, -EBUSY,
 				   "domain %s holds %u objects the broker "
@@ -111,10 +132,10 @@ int rekey_domain(struct server *srv, struct domain *d, bool force,
 		snprintf(reason, sizeof(reason),
 			 "domain %s was rekeyed with --force (%s)", d->name,
 			 who);
-		if (busy) {
-			dms += dm_ctx_force(srv, olds[i], reason);
-			rss += rss_ctx_force(olds[i], reason);
-		}
+		for (unsigned int f = 0; busy && f < FAMILY_COUNT; f++)
+			if (families[f]->rekey_force)
+				forced[f] += families[f]->rekey_force(
+					srv, olds[i], reason);
 		dctx_retire(srv, olds[i]);
 		if (out)
 			out->old_context_ids[out->n_old_context_ids++] =
@@ -123,15 +144,17 @@ int rekey_domain(struct server *srv, struct domain *d, bool force,
 	d->rekeys++;
 	if (busy)
 		log_notice("domain %s rekeyed (%s): %u contexts replaced; "
-			   "forced: %u DMs and %u RSS tables destroyed",
-			   d->name, who, n, dms, rss);
+			   "forced: %s destroyed",
+			   d->name, who, n, rekey_forced_text(forced, tally,
+							      sizeof(tally)));
 	else
 		log_notice("domain %s rekeyed (%s): %u contexts replaced",
 			   d->name, who, n);
-	if (out) {
-		out->destroyed_dms = dms;
-		out->destroyed_rss = rss;
-	}
+	for (unsigned int f = 0; out && f < FAMILY_COUNT; f++)
+		if (families[f]->rekey_force)
+			*(uint32_t *)((char *)out +
+				      families[f]->rekey_reply_field) =
+				forced[f];
 	for (unsigned int i = 0; i < n; i++)
 		rekey_notify(srv, olds[i], who);
 	for (unsigned int i = 0; i < n; i++)

@@ -66,11 +66,19 @@ struct rss {
 	unsigned int rebuilds;
 };
 
-static TAILQ_HEAD(, rss) rss_all = TAILQ_HEAD_INITIALIZER(rss_all);
+/* The family's state (srv->family_state[FAMILY_RSS]). */
+struct rss_table {
+	TAILQ_HEAD(, rss) all;
+};
+
+static struct rss_table *rss_state(const struct server *srv)
+{
+	return srv->family_state[FAMILY_RSS];
+}
 
 static void rss_free(struct rss *r)
 {
-	TAILQ_REMOVE(&rss_all, r, link);
+	TAILQ_REMOVE(&rss_state(r->x->srv)->all, r, link);
 	domain_pool(r->x->domain)->used.rss_tables--;
 	free(r->wqs);
 	free(r);
@@ -496,7 +504,7 @@ static int rss_wq_going(struct server *srv, struct obj *o, void *data,
 {
 	struct rss *r, *tmp;
 
-	TAILQ_FOREACH_SAFE(r, &rss_all, link, tmp) {
+	TAILQ_FOREACH_SAFE(r, &rss_state(srv)->all, link, tmp) {
 		for (uint32_t i = 0; i < r->n_wqs; i++) {
 			int err;
 
@@ -567,15 +575,16 @@ static void rss_event(struct rss *r, const char *reason, bool destroyed,
 	free(ids);
 }
 
-static void rss_device_gone(struct server *srv, const void *what, void *data)
+static void rss_device_gone(struct server *srv, struct device *dev,
+			    const char *reason)
 {
-	const struct notify_device_gone *gone = what;
 	struct rss *r, *tmp;
 
-	/* Before the registry drops the records (rss_subscribe() comes
-	 * first): the kernel frees the objects with the contexts. */
-	TAILQ_FOREACH_SAFE(r, &rss_all, link, tmp) {
-		if (r->x->dev != gone->dev)
+	(void)reason;
+	/* Before the registry drops the records (it hears last): the
+	 * kernel frees the objects with the contexts. */
+	TAILQ_FOREACH_SAFE(r, &rss_state(srv)->all, link, tmp) {
+		if (r->x->dev != dev)
 			continue;
 		/* The implementation's handles died with it; the records
 		 * go next, without it. */
@@ -590,50 +599,44 @@ static void rss_device_gone(struct server *srv, const void *what, void *data)
 	}
 }
 
-int rss_init(struct server *srv)
+static int rss_init(struct server *srv)
 {
-	static const struct obj_family parts = {
-		.destroy = rss_destroy_part,
-		.removed = rss_part_removed,
-	};
-	static const struct obj_family wqs = {
-		.before_destroy = rss_wq_cleanup,
-		.before_owner_destroy = rss_wq_going,
-	};
+	struct rss_table *t = calloc(1, sizeof(*t));
 
-	objects_set_family(srv->registry, IBC_OBJ_FLOW, &parts);
-	objects_set_family(srv->registry, IBC_OBJ_QP, &parts);
-	objects_set_family(srv->registry, IBC_OBJ_RWQ_IND_TBL, &parts);
-	objects_set_family(srv->registry, IBC_OBJ_WQ, &wqs);
+	if (!t)
+		return -ENOMEM;
+	TAILQ_INIT(&t->all);
+	srv->family_state[FAMILY_RSS] = t;
 	return 0;
 }
 
-int rss_subscribe(struct server *srv)
+static void rss_fini(struct server *srv)
 {
-	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
-				rss_device_gone, NULL);
-}
-
-void rss_fini(struct server *srv)
-{
+	struct rss_table *t = rss_state(srv);
 	struct rss *r;
 
-	/* objects_fini forgets the records; the kernel frees the rest. */
-	while ((r = TAILQ_FIRST(&rss_all))) {
-		TAILQ_REMOVE(&rss_all, r, link);
+	if (!t)
+		return;
+	/* The registry's fini forgets the records; the kernel frees the
+	 * rest. */
+	while ((r = TAILQ_FIRST(&t->all))) {
+		TAILQ_REMOVE(&t->all, r, link);
 		free(r->wqs);
 		free(r);
 	}
+	free(t);
+	srv->family_state[FAMILY_RSS] = NULL;
 }
 
 /* --- rekey -------------------------------------------------------------- */
 
-unsigned int rss_ctx_busy(const struct dctx *x, char *buf, size_t len)
+static unsigned int rss_ctx_busy(const struct server *srv,
+				 const struct dctx *x, char *buf, size_t len)
 {
 	const struct rss *r;
 	unsigned int n = 0;
 
-	TAILQ_FOREACH(r, &rss_all, link) {
+	TAILQ_FOREACH(r, &rss_state(srv)->all, link) {
 		char item[64];
 
 		if (r->x != x)
@@ -669,12 +672,13 @@ static void rss_leave_to_ctx(struct rss *r)
 	rss_free(r);
 }
 
-unsigned int rss_ctx_force(struct dctx *x, const char *reason)
+static unsigned int rss_ctx_force(struct server *srv, struct dctx *x,
+				  const char *reason)
 {
 	struct rss *r, *tmp;
 	unsigned int n = 0;
 
-	TAILQ_FOREACH_SAFE(r, &rss_all, link, tmp) {
+	TAILQ_FOREACH_SAFE(r, &rss_state(srv)->all, link, tmp) {
 		struct device_why why = { "" };
 		uint64_t id = r->id;
 
@@ -907,7 +911,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 		return err;
 	}
 	pool->used.rss_tables++;
-	TAILQ_INSERT_TAIL(&rss_all, s, link);
+	TAILQ_INSERT_TAIL(&rss_state(c->srv)->all, s, link);
 	err = rss_add_records(c, s, r);
 	if (err == 0) {
 		s->id = s->tbl->id;
@@ -1005,7 +1009,7 @@ int h_list_rss(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	if (!out || !infos || !ptrs)
 		return reply_error(r, -ENOMEM, "out of memory");
 	rdmab__list_rss_reply__init(out);
-	TAILQ_FOREACH(s, &rss_all, link) {
+	TAILQ_FOREACH(s, &rss_state(c->srv)->all, link) {
 		if (!admin && s->x->domain != c->domain)
 			continue;
 		if (idx++ < req->list_rss->offset || full)
@@ -1029,3 +1033,43 @@ int h_list_rss(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	r->msg.list_rss = out;
 	return 0;
 }
+
+static const struct obj_family rss_parts = {
+	.destroy = rss_destroy_part,
+	.removed = rss_part_removed,
+};
+static const struct obj_family rss_wqs = {
+	.before_destroy = rss_wq_cleanup,
+	.before_owner_destroy = rss_wq_going,
+};
+
+static const struct handler rss_h_create = { "rss-create", h_rss_create,
+					     H_SESSION };
+static const struct handler rss_h_destroy = { "rss-destroy", h_rss_destroy,
+					      H_SESSION };
+static const struct handler rss_h_list = { "list-rss", h_list_rss, H_SESSION };
+
+static const struct family_request rss_requests[] = {
+	{ RDMAB__REQUEST__BODY_RSS_CREATE, &rss_h_create },
+	{ RDMAB__REQUEST__BODY_RSS_DESTROY, &rss_h_destroy },
+	{ RDMAB__REQUEST__BODY_LIST_RSS, &rss_h_list },
+};
+
+const struct family rss_family = {
+	.name = "RSS",
+	.init = rss_init,
+	.fini = rss_fini,
+	.device_gone = rss_device_gone,
+	.rekey_busy = rss_ctx_busy,
+	.rekey_force = rss_ctx_force,
+	.rekey_noun = "RSS tables",
+	.requests = rss_requests,
+	.n_requests = sizeof(rss_requests) / sizeof(rss_requests[0]),
+	.rekey_reply_field = offsetof(Rdmab__DomainRekeyReply, destroyed_rss),
+	.obj_hooks = {
+		[IBC_OBJ_FLOW] = &rss_parts,
+		[IBC_OBJ_QP] = &rss_parts,
+		[IBC_OBJ_RWQ_IND_TBL] = &rss_parts,
+		[IBC_OBJ_WQ] = &rss_wqs,
+	},
+};

@@ -15,20 +15,15 @@ struct server;
  * bits if it names a port. */
 bool rss_rule_allows(const struct rss_rule *u, const struct rss_match *m);
 
-/* Follow device removals: called before objects_init(), so that RSS
- * objects are forgotten before the registry drops their records (and
- * perhaps their context). 0 or -errno. */
-int rss_subscribe(struct server *srv);
-/* Register the RSS kinds' destroy and the WQs' leave hooks with the
- * registry (after objects_init()). 0. */
-int rss_init(struct server *srv);
-/* Rekey (rekey.c): the RSS objects of @x, counted and named after what
- * @buf holds; destroyed, their owners told (RssRebuiltEvent, no WQs). */
-struct dctx;
-unsigned int rss_ctx_busy(const struct dctx *x, char *buf, size_t len);
-unsigned int rss_ctx_force(struct dctx *x, const char *reason);
-
-/* Daemon exit: forget every RSS object (destroys nothing). */
-void rss_fini(struct server *srv);
+/*
+ * The RSS family (family.h): its state lists every RSS object; it
+ * forgets them when their device goes, before the registry drops their
+ * records (and perhaps their context); its object hooks destroy the RSS
+ * kinds and take a WQ out of its tables; rekey counts and names the RSS
+ * objects of a context, or destroys them, their owners told
+ * (RssRebuiltEvent, no WQs); its fini forgets them (destroys nothing).
+ */
+struct family;
+extern const struct family rss_family;
 
 #endif

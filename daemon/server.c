@@ -17,18 +17,14 @@
 
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
-#include "daemon/dm.h"
 #include "daemon/listen.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/rekey.h"
 #include "daemon/runtime.h"
-#include "daemon/objects.h"
 #include "daemon/sd.h"
 #include "daemon/caps.h"
-#include "daemon/rss.h"
 #include "daemon/server.h"
-#include "daemon/xrcd.h"
 
 /* How long accept() rests after EMFILE/ENFILE. */
 #define ACCEPT_BACKOFF_MS 100
@@ -415,7 +411,7 @@ int server_reload(struct server *srv)
 	server_check_reserve(srv);
 	domains_configure(srv);
 	conns_limits_changed(srv);
-	xrcd_configure(srv);
+	families_configure(srv);
 	log_notice("configuration reloaded from %s: %zu domains",
 		   srv->opt.config_path, cfg.n_domains);
 	return 0;
@@ -430,17 +426,15 @@ static bool server_removed_filter(struct conn *c, Rdmab__Event *ev, void *arg)
 }
 
 /* A device is gone: close every descriptor of it, tell every client. */
-static void server_device_gone(struct server *srv, const void *what,
-			       void *data)
+void server_device_gone(struct server *srv, struct device *dev,
+			const char *reason)
 {
-	const struct notify_device_gone *gone = what;
 	Rdmab__DeviceRemovedEvent rev = RDMAB__DEVICE_REMOVED_EVENT__INIT;
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
-	struct device *dev = gone->dev;
 	size_t i = (size_t)(dev - srv->devices.dev);
 
 	log_warn("device %s is gone (%s); releasing its contexts", dev->name,
-		 gone->reason);
+		 reason);
 	if (srv->device_ev[i]) {
 		event_free(srv->device_ev[i]);
 		srv->device_ev[i] = NULL;
@@ -450,7 +444,7 @@ static void server_device_gone(struct server *srv, const void *what,
 	dctx_device_gone(srv, dev);
 	dev->ops->shutdown(dev);
 	rev.device = dev->name;
-	rev.reason = (char *)gone->reason;
+	rev.reason = (char *)reason;
 	ev.body_case = RDMAB__EVENT__BODY_DEVICE_REMOVED;
 	ev.device_removed = &rev;
 	ev.object_kind = IBC_OBJ_CONTEXT;
@@ -628,8 +622,6 @@ int server_init(struct server *srv, const struct server_options *opt)
 			 d->caps.import ? "yes" : "no");
 	}
 	domains_configure(srv);
-	notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
-			 server_device_gone, NULL);
 
 	ret = id_space_init(&srv->ids.clients);
 	if (ret == 0)
@@ -643,10 +635,9 @@ int server_init(struct server *srv, const struct server_options *opt)
 		return ret;
 	}
 	srv->base = event_base_new();
-	if (!srv->base || rss_subscribe(srv) < 0 || objects_init(srv) < 0 ||
-	    dm_init(srv) < 0 || rss_init(srv) < 0)
+	if (!srv->base)
 		return -ENOMEM;
-	ret = xrcd_init(srv);
+	ret = families_init(srv);
 	if (ret < 0)
 		return ret;
 	ret = sd_take_listener();
@@ -684,10 +675,7 @@ void server_fini(struct server *srv)
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
 	rekey_fini(srv);
-	dm_fini(srv);
-	xrcd_fini(srv);
-	rss_fini(srv);
-	objects_fini(srv);
+	families_fini(srv);
 	conns_lingering_free(srv);
 	domains_free(srv);
 	users_free(srv);

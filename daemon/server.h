@@ -10,6 +10,7 @@
 #include "daemon/conf.h"
 #include "daemon/device.h"
 #include "daemon/domain.h"
+#include "daemon/family.h"
 #include "daemon/ids.h"
 #include "daemon/log.h"
 #include "daemon/notify.h"
@@ -20,8 +21,6 @@ struct event_base;
 struct event;
 struct conn;
 struct registry;
-struct dm_table;
-struct xrcd_table;
 
 enum read_on {
 	/* When the send of the reply let the client run. */
@@ -100,12 +99,9 @@ struct server {
 	 * DMs, MRs): tests check that what another domain holds adds nothing
 	 * to a member's listing. */
 	uint64_t list_visits;
-	struct notifier notifier;
 	struct registry *registry;
-	/* Device memory (dm.c). */
-	struct dm_table *dms;
-	/* XRC domains by name (xrcd.c). */
-	struct xrcd_table *xrcds;
+	/* Each family's own (family.h), by enum family_id. */
+	void *family_state[FAMILY_COUNT];
 	/* The runtime directory and its lock, held for the daemon's life
 	 * (runtime.h); -1 before server_init() takes them. */
 	int runtime_fd;
@@ -147,5 +143,10 @@ int server_reload(struct server *srv);
  * memory: dm_view()); @caps is where its caps go. */
 void server_device_info(const struct conn *c, const struct device *dev,
 			Rdmab__DeviceInfo *info, Rdmab__DeviceCaps *caps);
+
+/* @dev is gone (notify_device_gone(), once): close its descriptors and
+ * tell every client, before the families let go. */
+void server_device_gone(struct server *srv, struct device *dev,
+			const char *reason);
 
 #endif

@@ -82,7 +82,7 @@ struct xrcd_table {
 
 static struct xrcd_table *table(struct server *srv)
 {
-	return srv->xrcds;
+	return srv->family_state[FAMILY_XRCD];
 }
 
 static size_t dev_index(struct server *srv, const struct device *dev)
@@ -219,11 +219,11 @@ static void orphans_ctx_gone(struct xrcd_table *t, const struct dctx *ctx,
 			orphan_drop(t, op);
 }
 
-static void xrcd_ctx_closed(struct server *srv, const void *what, void *data)
+static void xrcd_ctx_closed(struct server *srv, const struct dctx *x)
 {
 	/* The table goes before the last contexts at exit. */
 	if (table(srv))
-		orphans_ctx_gone(table(srv), what, NULL);
+		orphans_ctx_gone(table(srv), x, NULL);
 }
 
 /* The registry's record of an open went (family hook). */
@@ -309,19 +309,20 @@ static int xrcd_hold_dev(struct xrcd_table *t, struct xrcd *x,
 }
 
 /* The device is gone: so are its XRCDs (its context closes). */
-static void xrcd_device_gone(struct server *srv, const void *what, void *data)
+static void xrcd_device_gone(struct server *srv, struct device *dev,
+			     const char *reason)
 {
-	const struct notify_device_gone *gone = what;
-	struct xrcd_table *t = data;
-	size_t i = dev_index(srv, gone->dev);
+	struct xrcd_table *t = table(srv);
+	size_t i = dev_index(srv, dev);
 	struct xrcd *x;
 
+	(void)reason;
 	TAILQ_FOREACH(x, &t->xrcds, link)
 		if (x->held[i]) {
-			gone->dev->ops->xrcd_drop(gone->dev, x->hold[i]);
+			dev->ops->xrcd_drop(dev, x->hold[i]);
 			x->held[i] = false;
 		}
-	orphans_ctx_gone(t, NULL, gone->dev);
+	orphans_ctx_gone(t, NULL, dev);
 }
 
 /* --- requests --------------------------------------------------------- */
@@ -879,7 +880,7 @@ static void xrcd_adopt(struct xrcd_table *t)
 			 removed == 1 ? "" : "s");
 }
 
-void xrcd_configure(struct server *srv)
+static void xrcd_configure(struct server *srv)
 {
 	struct xrcd_table *t = table(srv);
 	struct xrcd *x, *tmp;
@@ -907,13 +908,9 @@ void xrcd_configure(struct server *srv)
 		}
 }
 
-int xrcd_init(struct server *srv)
+static int xrcd_init(struct server *srv)
 {
 	struct xrcd_table *t = calloc(1, sizeof(*t));
-	struct obj_family fam = {
-		.before_destroy = xrcd_before_destroy,
-		.removed = xrcd_obj_removed,
-	};
 	int fd;
 
 	if (!t)
@@ -930,18 +927,12 @@ int xrcd_init(struct server *srv)
 	t->dirfd = fd;
 	TAILQ_INIT(&t->xrcds);
 	TAILQ_INIT(&t->opens);
-	srv->xrcds = t;
+	srv->family_state[FAMILY_XRCD] = t;
 	xrcd_adopt(t);
-	fam.data = t;
-	objects_set_family(srv->registry, IBC_OBJ_XRCD, &fam);
-	if (notify_subscribe(&srv->notifier, NOTIFY_CTX_CLOSED,
-			     xrcd_ctx_closed, NULL) < 0)
-		return -ENOSPC;
-	return notify_subscribe(&srv->notifier, NOTIFY_DEVICE_GONE,
-				xrcd_device_gone, t);
+	return 0;
 }
 
-void xrcd_fini(struct server *srv)
+static void xrcd_fini(struct server *srv)
 {
 	struct xrcd_table *t = table(srv);
 	struct xrcd_open *op;
@@ -960,5 +951,39 @@ void xrcd_fini(struct server *srv)
 	if (t->dirfd >= 0)
 		close(t->dirfd);
 	free(t);
-	srv->xrcds = NULL;
+	srv->family_state[FAMILY_XRCD] = NULL;
 }
+
+static const struct obj_family xrcd_opens = {
+	.before_destroy = xrcd_before_destroy,
+	.removed = xrcd_obj_removed,
+};
+
+static const struct handler xrcd_h_open = { "xrcd-open", h_xrcd_open,
+					    H_SESSION };
+static const struct handler xrcd_h_close = { "xrcd-close", h_xrcd_close,
+					     H_SESSION };
+static const struct handler xrcd_h_list = { "list-xrcds", h_list_xrcds,
+					    H_NEEDS_HELLO };
+static const struct handler xrcd_h_remove = { "xrcd-remove", h_xrcd_remove,
+					      H_SESSION | H_ADMIN };
+
+static const struct family_request xrcd_requests[] = {
+	{ RDMAB__REQUEST__BODY_XRCD_OPEN, &xrcd_h_open },
+	{ RDMAB__REQUEST__BODY_XRCD_CLOSE, &xrcd_h_close },
+	{ RDMAB__REQUEST__BODY_LIST_XRCDS, &xrcd_h_list },
+	{ RDMAB__REQUEST__BODY_XRCD_REMOVE, &xrcd_h_remove },
+};
+
+const struct family xrcd_family = {
+	.name = "XRCD",
+	.init = xrcd_init,
+	.fini = xrcd_fini,
+	.configure = xrcd_configure,
+	.session_closing = xrcd_conn_closing,
+	.device_gone = xrcd_device_gone,
+	.ctx_closed = xrcd_ctx_closed,
+	.requests = xrcd_requests,
+	.n_requests = sizeof(xrcd_requests) / sizeof(xrcd_requests[0]),
+	.obj_hooks = { [IBC_OBJ_XRCD] = &xrcd_opens },
+};

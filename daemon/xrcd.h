@@ -26,14 +26,13 @@
 
 struct server;
 struct conn;
+struct family;
 
-/* Make or check the directory, adopt the declared files it kept, remove
- * the rest; follow the registry and device removals. 0 or -errno (logged). */
-int xrcd_init(struct server *srv);
-/* Daemon exit: drop the holds, remove the undeclared files. */
-void xrcd_fini(struct server *srv);
-/* The configuration changed: names become or stop being declared. */
-void xrcd_configure(struct server *srv);
+/* The XRCD family (family.h): its init makes or checks the directory,
+ * adopts the declared files it kept and removes the rest (0 or -errno,
+ * logged); its fini drops the holds and removes the undeclared files; a
+ * reload makes names become or stop being declared. */
+extern const struct family xrcd_family;
 /* @c's session ends: its opens on contexts of its own go. */
 void xrcd_conn_closing(struct conn *c);
 

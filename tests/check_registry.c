@@ -376,12 +376,12 @@ static int hook(struct server *s, struct obj *o, void *data)
 
 START_TEST(test_family_hook)
 {
-	struct obj_family fam = { .before_destroy = hook,
-				  .data = &hook_calls };
+	static const struct obj_family fam = { .before_destroy = hook };
+	static void *const data = &hook_calls;
 	struct ol_client *c = client(0);
 	struct ol_obj cq, wq, qp;
 
-	objects_set_family(sl_srv.registry, IBC_OBJ_WQ, &fam);
+	OK(objects_watch(sl_srv.registry, IBC_OBJ_WQ, &fam, &data));
 	hook_calls = 0;
 	hook_busy = 1;
 	OK(ol_cq(c, 4, &cq));
@@ -393,6 +393,44 @@ START_TEST(test_family_hook)
 	/* Refused once (then the CQ was busy too), then let go. */
 	ck_assert_uint_eq(hook_calls, 2);
 	ck_assert_int_eq(seen[n_seen - 1], IBC_OBJ_CQ);
+}
+END_TEST
+
+static unsigned int watched_a, watched_b;
+
+static int watch_hook(struct server *s, struct obj *o, void *data)
+{
+	(void)s;
+	if (o->kind == IBC_OBJ_CQ)
+		++*(unsigned int *)data;
+	return 0;
+}
+
+static void watch_removed(struct server *s, struct obj *o, void *data)
+{
+	(void)s;
+	if (o->kind == IBC_OBJ_CQ)
+		*(unsigned int *)data += 10;
+}
+
+/* Two families watch one kind: each hears of each record, in order. */
+START_TEST(test_two_watchers)
+{
+	static const struct obj_family fam = { .before_destroy = watch_hook,
+					       .removed = watch_removed };
+	static void *const a = &watched_a, *const b = &watched_b;
+	struct ol_client *c = client(0);
+	struct ol_obj cq;
+
+	OK(objects_watch(sl_srv.registry, IBC_OBJ_CQ, &fam, &a));
+	OK(objects_watch(sl_srv.registry, IBC_OBJ_CQ, &fam, &b));
+	watched_a = watched_b = 0;
+	OK(ol_cq(c, 4, &cq));
+	sl_kill(0);
+	run_cleanup(0, 5000);
+	ck_assert_ptr_null(sl_owner(0));
+	ck_assert_uint_eq(watched_a, 11);
+	ck_assert_uint_eq(watched_b, 11);
 }
 END_TEST
 
@@ -1286,6 +1324,7 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_stuck);
 	tcase_add_test(tc, test_einval_stuck);
 	tcase_add_test(tc, test_family_hook);
+	tcase_add_test(tc, test_two_watchers);
 	tcase_add_test(tc, test_intents_unaccounted);
 	tcase_add_test(tc, test_device_gone);
 	tcase_add_test(tc, test_xrcd_verbs_dead);

@@ -7,8 +7,10 @@
 # A module is a .c and its .h. Layers, lowest first (DESIGN.md section 12):
 #   0 util      log, queue, ids, and what every layer may use
 #   1 device    the device layer, its verbs and soft implementations
-#   2 core      the registry, domains, contexts, users, configuration
-#   3 family    DM, XRCD, RSS, rekey, the cleanup engine, the counts
+#   2 core      the registry, domains, contexts, users, configuration,
+#               the family interface (family.h)
+#   3 family    DM, XRCD, RSS, the families array, rekey, the cleanup
+#               engine, the counts
 #   4 handler   request handlers and listings
 #   5 transport server, connections, dispatch, main, systemd, notifier,
 #               the self-bound socket, the runtime directory
@@ -62,8 +64,8 @@ BEGIN {
 	# path pattern (a regular expression over the module name) and layer
 	n = split("^daemon/(log|queue|ids)$ 0 " \
 		  "^daemon/(device|device-verbs|device-soft|soft-objects|uverbs|caps)$ 1 " \
-		  "^daemon/(objects|domain|ctx|user|policy|conf)$ 2 " \
-		  "^daemon/(dm|dm-revoke|xrcd|rss|rss-verbs|rekey|obj-cleanup|obj-watch|unaccounted)$ 3 " \
+		  "^daemon/(objects|domain|ctx|user|policy|conf|family)$ 2 " \
+		  "^daemon/(dm|dm-revoke|xrcd|rss|rss-verbs|rekey|obj-cleanup|obj-watch|unaccounted|families)$ 3 " \
 		  "^daemon/(obj-handlers|inspect|session|dm-list)$ 4 " \
 		  "^daemon/(server|conn|dispatch|main|sd|notify|listen|runtime)$ 5", t, " ")
 	for (i = 1; i < n; i += 2) {

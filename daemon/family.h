@@ -1,0 +1,99 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The family seam: what the server, the connections, rekey and the
+ * registry's cleanup know of a resource family. Each family fills one
+ * struct family; families.c lists them all, in the one order every walk
+ * uses (teardown walks it backwards). A family keeps its state in
+ * srv->family_state[its id], never in a file-level variable, so that the
+ * server names no family's state type.
+ */
+#ifndef RDMAB_FAMILY_H
+#define RDMAB_FAMILY_H
+
+#include <stddef.h>
+
+#include "daemon/device.h"
+
+struct server;
+struct conn;
+struct dctx;
+struct device;
+struct obj_family;
+struct handler;
+
+/* A request a family serves: the dispatch table's entry for @body_case
+ * (an RDMAB__REQUEST__BODY_* value). */
+struct family_request {
+	unsigned int body_case;
+	const struct handler *handler;
+};
+
+/* Index into families[] and srv->family_state[]: the order of the walks.
+ * The registry comes first: the families' records live in it, and a
+ * closing session's last requests are read before any family lets go. */
+enum family_id {
+	FAMILY_OBJECTS,
+	FAMILY_XRCD,
+	FAMILY_DM,
+	FAMILY_RSS,
+	FAMILY_COUNT,
+};
+
+struct family {
+	const char *name;
+	/* Set up the family's state (srv->family_state[id]): 0 or a
+	 * negative errno, which stops the daemon. */
+	int (*init)(struct server *srv);
+	/* Daemon exit: free the state, whatever init left of it. */
+	void (*fini)(struct server *srv);
+	/* The configuration was reloaded (srv->config is the new one). */
+	void (*configure)(struct server *srv);
+	/* The session of @c ends (conn_close()). */
+	void (*session_closing)(struct conn *c);
+	/* @dev is gone; told once, in reverse order (the registry last:
+	 * a family lets go of what it made before the records go). */
+	void (*device_gone)(struct server *srv, struct device *dev,
+			    const char *reason);
+	/* Context @x is about to be freed: the kernel freed (or is about to
+	 * free) what it held. */
+	void (*ctx_closed)(struct server *srv, const struct dctx *x);
+	/* Rekey: how many objects of @x the family made, which cannot move
+	 * to a new context, their names added to @buf (rekey_name_add()). */
+	unsigned int (*rekey_busy)(const struct server *srv,
+				   const struct dctx *x, char *buf,
+				   size_t len);
+	/* A forced rekey destroys them: how many went. */
+	unsigned int (*rekey_force)(struct server *srv, struct dctx *x,
+				    const char *reason);
+	/* What rekey_force destroys, plural, for the log ("DMs"), and
+	 * where the DomainRekeyReply counts it (offsetof). */
+	const char *rekey_noun;
+	size_t rekey_reply_field;
+	/* The requests it serves (its listings among them). */
+	const struct family_request *requests;
+	unsigned int n_requests;
+	/* The objects the family watches, by kind (NULL: none): several
+	 * families may watch one kind; the registry calls each in order,
+	 * with srv->family_state[id] as the hooks' data. */
+	const struct obj_family *obj_hooks[OBJ_KIND_COUNT];
+	/* The restart's (issue 25): NULL, nothing to keep yet. */
+	int (*save)(struct server *srv, int fd);
+	int (*restore)(struct server *srv, int fd);
+};
+
+/* Every family, indexed by enum family_id (families.c). */
+extern const struct family *const families[FAMILY_COUNT];
+
+/* Init every family in order; on failure the caller's fini undoes. */
+int families_init(struct server *srv);
+/* Every family's fini, in reverse order. */
+void families_fini(struct server *srv);
+/* The handler a family serves @body_case with; NULL for none. */
+const struct handler *families_request(unsigned int body_case);
+void families_configure(struct server *srv);
+void families_session_closing(struct conn *c);
+void families_device_gone(struct server *srv, struct device *dev,
+			  const char *reason);
+void families_ctx_closed(struct server *srv, const struct dctx *x);
+
+#endif
