@@ -29,6 +29,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "daemon/charge.h"
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/dispatch.h"
@@ -71,7 +72,7 @@ static TAILQ_HEAD(, rss) rss_all = TAILQ_HEAD_INITIALIZER(rss_all);
 static void rss_free(struct rss *r)
 {
 	TAILQ_REMOVE(&rss_all, r, link);
-	domain_pool(r->x->domain)->used.rss_tables--;
+	charge_sub(r->x->domain, CHARGE_RSS_TABLES, 1);
 	free(r->wqs);
 	free(r);
 }
@@ -906,7 +907,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 		free(s);
 		return err;
 	}
-	pool->used.rss_tables++;
+	charge_add(pool, CHARGE_RSS_TABLES, 1);
 	TAILQ_INSERT_TAIL(&rss_all, s, link);
 	err = rss_add_records(c, s, r);
 	if (err == 0) {

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 
+#include "daemon/charge.h"
 #include "daemon/server.h"
 #include "daemon/user.h"
 
@@ -49,7 +50,7 @@ int user_charge_private_ctx(struct server *srv, struct user *u)
 
 void user_uncharge_private_ctx(struct user *u)
 {
-	u->private_ctxs--;
+	charge_sub_uint(&u->private_ctxs, 1, "private contexts", "a uid");
 }
 
 int user_charge_dm_page(struct server *srv, struct user *u, bool exempt)
@@ -63,7 +64,7 @@ int user_charge_dm_page(struct server *srv, struct user *u, bool exempt)
 
 void user_uncharge_dm_page(struct user *u)
 {
-	u->dm_pages--;
+	charge_sub_uint(&u->dm_pages, 1, "DM pages", "a uid");
 }
 
 void user_charge_dm_persistent(struct user *u, uint64_t bytes)
@@ -76,8 +77,9 @@ void user_charge_dm_persistent(struct user *u, uint64_t bytes)
 void user_uncharge_dm_persistent(struct server *srv, struct user *u,
 				 uint64_t bytes)
 {
-	u->dm_persistent--;
-	u->dm_persistent_bytes -= bytes;
+	charge_sub_uint(&u->dm_persistent, 1, "persistent DMs", "a uid");
+	charge_sub_u64(&u->dm_persistent_bytes, bytes, "persistent DM bytes",
+		       "a uid");
 	user_unref(srv, u);
 }
 
