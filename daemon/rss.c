@@ -52,6 +52,8 @@
 struct rss {
 	TAILQ_ENTRY(rss) link;
 	struct dctx *x;
+	/* One of its domain's rss_tables, until it is freed. */
+	struct charge charge;
 	/* The owner's records; NULL once that part is destroyed. */
 	struct obj *flow, *qp, *tbl;
 	uint64_t id;
@@ -72,7 +74,7 @@ static TAILQ_HEAD(, rss) rss_all = TAILQ_HEAD_INITIALIZER(rss_all);
 static void rss_free(struct rss *r)
 {
 	TAILQ_REMOVE(&rss_all, r, link);
-	charge_sub(r->x->domain, CHARGE_RSS_TABLES, 1);
+	charge_release(&r->charge);
 	free(r->wqs);
 	free(r);
 }
@@ -907,7 +909,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 		free(s);
 		return err;
 	}
-	charge_add(pool, CHARGE_RSS_TABLES, 1);
+	charge_take(&s->charge, pool, CHARGE_RSS_TABLES, 1);
 	TAILQ_INSERT_TAIL(&rss_all, s, link);
 	err = rss_add_records(c, s, r);
 	if (err == 0) {
