@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
-/* Charges (charge.h): the counts of every domain quota and their checks. */
+/* Charges (charge.h): the counts of every domain quota, and the check
+ * that none is given back beyond what it holds. */
 #include "config.h"
 
 #include <inttypes.h>
@@ -55,75 +56,52 @@ static struct domain *charge_owner(struct domain *d, enum charge_quota q)
 	return q == CHARGE_CLIENTS ? d : domain_pool(d);
 }
 
+/* The 32-bit count of @q in @o; NULL for dm_bytes, the 64-bit one. */
+static uint32_t *charge_count(struct domain *o, enum charge_quota q)
+{
+	switch (q) {
+	case CHARGE_XRCDS:
+		return &o->used.xrcds;
+	case CHARGE_RSS_TABLES:
+		return &o->used.rss_tables;
+	case CHARGE_OBJECTS:
+		return &o->used.objects;
+	case CHARGE_CLIENTS:
+		return &o->used.clients;
+	default:
+		return NULL;
+	}
+}
+
 uint64_t charge_used(const struct domain *d, enum charge_quota q)
 {
-	const struct domain *o = charge_owner((struct domain *)d, q);
+	struct domain *o = charge_owner((struct domain *)d, q);
+	uint32_t *count = charge_count(o, q);
 
-	switch (q) {
-	case CHARGE_DM_BYTES:
-		return o->used.dm_bytes;
-	case CHARGE_XRCDS:
-		return o->used.xrcds;
-	case CHARGE_RSS_TABLES:
-		return o->used.rss_tables;
-	case CHARGE_OBJECTS:
-		return o->used.objects;
-	case CHARGE_CLIENTS:
-		return o->used.clients;
-	default:
-		return 0;
-	}
+	return count ? *count : o->used.dm_bytes;
 }
 
 void charge_add(struct domain *d, enum charge_quota q, uint64_t n)
 {
 	struct domain *o = charge_owner(d, q);
+	uint32_t *count = charge_count(o, q);
 
-	switch (q) {
-	case CHARGE_DM_BYTES:
+	if (count)
+		*count += (uint32_t)n;
+	else
 		o->used.dm_bytes += n;
-		break;
-	case CHARGE_XRCDS:
-		o->used.xrcds += n;
-		break;
-	case CHARGE_RSS_TABLES:
-		o->used.rss_tables += n;
-		break;
-	case CHARGE_OBJECTS:
-		o->used.objects += n;
-		break;
-	case CHARGE_CLIENTS:
-		o->used.clients += n;
-		break;
-	default:
-		break;
-	}
 }
 
 void charge_sub(struct domain *d, enum charge_quota q, uint64_t n)
 {
 	struct domain *o = charge_owner(d, q);
+	uint32_t *count = charge_count(o, q);
 	const char *what = charge_quota_name(q);
 
-	switch (q) {
-	case CHARGE_DM_BYTES:
+	if (count)
+		charge_sub_uint(count, (uint32_t)n, what, o->name);
+	else
 		charge_sub_u64(&o->used.dm_bytes, n, what, o->name);
-		break;
-	case CHARGE_XRCDS:
-		charge_sub_uint(&o->used.xrcds, n, what, o->name);
-		break;
-	case CHARGE_RSS_TABLES:
-		charge_sub_uint(&o->used.rss_tables, n, what, o->name);
-		break;
-	case CHARGE_OBJECTS:
-		charge_sub_uint(&o->used.objects, n, what, o->name);
-		break;
-	case CHARGE_CLIENTS:
-		charge_sub_uint(&o->used.clients, n, what, o->name);
-		break;
-	default:
-		break;
-	}
 }
 
 void charge_take(struct charge *c, struct domain *d, enum charge_quota q,
