@@ -67,17 +67,21 @@ static void keep(uint64_t *ids, size_t *n, uint64_t id)
 
 static const char *const conf = "[defaults]\n"
 				"objects = 40\nrss_tables = 3\nxrcds = 3\n"
-				"[domain lab]\nusers = 0\n"
+				"[domain lab]\nusers = 0, 4242\n"
 				"dm_member_share = 60%\nobjects = 60\n";
 
 static void join(int i)
 {
 	struct ol_client *c;
-	static const char *const names[] = { "lab", "uid-0", NULL };
+	static const char *const names[] = { "lab", NULL, NULL };
 	uint32_t k = rnd(3);
 
 	memset(&slots[i], 0, sizeof(slots[i]));
 	c = sl_connect(i);
+	/* Half the sessions are a user's, not an administrator's: their
+	 * persistent DMs count against the uid's bound. */
+	if (rnd(2))
+		sl_conns[i]->cred.uid = 4242;
 	if (k == 2) {
 		OK(ol_hello_private(c));
 	} else {
@@ -321,6 +325,7 @@ static void assert_listing_zero(void)
 static void assert_charges_zero(void)
 {
 	struct domain *d;
+	struct user *u;
 
 	TAILQ_FOREACH(d, &sl_srv.domains, link) {
 		for (int q = 0; q < CHARGE_QUOTA_COUNT; q++)
@@ -331,6 +336,13 @@ static void assert_charges_zero(void)
 	}
 	for (size_t i = 0; i < sl_srv.devices.n; i++)
 		ck_assert_uint_eq(sl_srv.devices.dev[i].dm_reserved, 0);
+	TAILQ_FOREACH(u, &sl_srv.users, link) {
+		ck_assert_uint_eq(u->n_conns, 0);
+		ck_assert_uint_eq(u->private_ctxs, 0);
+		ck_assert_uint_eq(u->dm_pages, 0);
+		ck_assert_uint_eq(u->dm_persistent, 0);
+		ck_assert_uint_eq(u->dm_persistent_bytes, 0);
+	}
 	ck_assert_uint_eq(charge_underflows(), 0);
 	ck_assert_int_eq(sl_log_count("BUG: charge"), 0);
 }
@@ -338,15 +350,20 @@ static void assert_charges_zero(void)
 /* The quotas the storm charged at some point: each must have been, or
  * the storm proves nothing of it. */
 static bool charged[CHARGE_QUOTA_COUNT];
+static bool persistent_charged;
 
 static void note_charged(void)
 {
 	struct domain *d;
+	struct user *u;
 
 	TAILQ_FOREACH(d, &sl_srv.domains, link)
 		for (int q = 0; q < CHARGE_QUOTA_COUNT; q++)
 			if (charge_used(d, q))
 				charged[q] = true;
+	TAILQ_FOREACH(u, &sl_srv.users, link)
+		if (u->dm_persistent)
+			persistent_charged = true;
 }
 
 static void storm(uint64_t seed, unsigned long steps)
@@ -383,7 +400,13 @@ static void storm(uint64_t seed, unsigned long steps)
 	for (size_t k = 0; k < n_dms; k++) {
 		if (strncmp(dms[k].domain, "private-", 8) == 0)
 			continue;
-		OK(ol_hello(sl_connect(0), dms[k].domain));
+		unsigned int uid = 0;
+
+		sl_connect(0);
+		/* A uid's own domain takes only that uid. */
+		if (sscanf(dms[k].domain, "uid-%u", &uid) == 1)
+			sl_conns[0]->cred.uid = uid;
+		OK(ol_hello(&sl_cl[0], dms[k].domain));
 		dm_call(&sl_cl[0], RDMAB__REQUEST__BODY_DM_FREE, dms[k].id);
 		sl_hang_up(0);
 		ol_close(&sl_cl[0]);
@@ -409,6 +432,8 @@ START_TEST(test_storm_charges_zero)
 	for (int q = 0; q < CHARGE_QUOTA_COUNT; q++)
 		ck_assert_msg(charged[q], "the storm never charged %s",
 			      charge_quota_name(q));
+	ck_assert_msg(persistent_charged,
+		      "the storm never charged a uid's persistent DMs");
 }
 END_TEST
 
