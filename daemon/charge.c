@@ -56,18 +56,19 @@ static struct domain *charge_owner(struct domain *d, enum charge_quota q)
 	return q == CHARGE_CLIENTS ? d : domain_pool(d);
 }
 
-/* The 32-bit count of @q in @o; NULL for dm_bytes, the 64-bit one. */
-static uint32_t *charge_count(struct domain *o, enum charge_quota q)
+/* The 32-bit count of @q in @qt (a domain's used or limit); NULL for
+ * dm_bytes, the 64-bit one. */
+static uint32_t *charge_count(struct quota *qt, enum charge_quota q)
 {
 	switch (q) {
 	case CHARGE_XRCDS:
-		return &o->used.xrcds;
+		return &qt->xrcds;
 	case CHARGE_RSS_TABLES:
-		return &o->used.rss_tables;
+		return &qt->rss_tables;
 	case CHARGE_OBJECTS:
-		return &o->used.objects;
+		return &qt->objects;
 	case CHARGE_CLIENTS:
-		return &o->used.clients;
+		return &qt->clients;
 	default:
 		return NULL;
 	}
@@ -76,15 +77,26 @@ static uint32_t *charge_count(struct domain *o, enum charge_quota q)
 uint64_t charge_used(const struct domain *d, enum charge_quota q)
 {
 	struct domain *o = charge_owner((struct domain *)d, q);
-	uint32_t *count = charge_count(o, q);
+	uint32_t *count = charge_count(&o->used, q);
 
 	return count ? *count : o->used.dm_bytes;
+}
+
+bool charge_fits(const struct domain *d, enum charge_quota q, uint64_t n)
+{
+	struct domain *o = charge_owner((struct domain *)d, q);
+	uint32_t *used = charge_count(&o->used, q);
+	uint32_t *limit = charge_count(&o->limit, q);
+
+	/* In 64 bits: a count charged over its limit (unaccounted.c) and a
+	 * large @n must not wrap into room. */
+	return used && (uint64_t)*used + n <= *limit;
 }
 
 void charge_add(struct domain *d, enum charge_quota q, uint64_t n)
 {
 	struct domain *o = charge_owner(d, q);
-	uint32_t *count = charge_count(o, q);
+	uint32_t *count = charge_count(&o->used, q);
 
 	if (count)
 		*count += (uint32_t)n;
@@ -95,7 +107,7 @@ void charge_add(struct domain *d, enum charge_quota q, uint64_t n)
 void charge_sub(struct domain *d, enum charge_quota q, uint64_t n)
 {
 	struct domain *o = charge_owner(d, q);
-	uint32_t *count = charge_count(o, q);
+	uint32_t *count = charge_count(&o->used, q);
 	const char *what = charge_quota_name(q);
 
 	if (count)

@@ -8,12 +8,14 @@
  * was charged is a bug: it is logged with what and whose, counted in
  * charge_underflows() (which the tests assert 0), and never clamped.
  *
- * The limits stay checked by each family before it charges, with its own
- * sentence (the tests read them); a charge only counts.
+ * Each family asks charge_fits() (or domain_dm_room() for device memory)
+ * before it charges, and words the refusal itself (the tests read those
+ * sentences); a charge only counts.
  */
 #ifndef RDMAB_CHARGE_H
 #define RDMAB_CHARGE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 struct domain;
@@ -38,6 +40,10 @@ struct charge {
 const char *charge_quota_name(enum charge_quota q);
 /* What @d's pool (for CHARGE_CLIENTS, @d) uses of @q. */
 uint64_t charge_used(const struct domain *d, enum charge_quota q);
+
+/* Whether @n more of @q fit in @d's limit (not dm_bytes, whose limit is
+ * a device's share: domain_dm_room()). */
+bool charge_fits(const struct domain *d, enum charge_quota q, uint64_t n);
 
 /* Charge @n of @q to @d into @c, which must hold nothing. */
 void charge_take(struct charge *c, struct domain *d, enum charge_quota q,

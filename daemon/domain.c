@@ -103,7 +103,7 @@ static const struct config_domain *domain_pick(struct server *srv,
 
 static int domain_admit(struct domain *d, struct conn *c, struct reply *r)
 {
-	if (d->used.clients >= d->limit.clients)
+	if (!charge_fits(d, CHARGE_CLIENTS, 1))
 		return reply_error(r, -EDQUOT,
 				   "domain %s already has %u clients, its "
 				   "quota",
@@ -201,9 +201,7 @@ int domain_room_objects(struct domain *d, uint32_t n, const char *why,
 			struct reply *r)
 {
 	d = domain_pool(d);
-	/* In 64 bits: a count charged over the limit (unaccounted.c) and a
-	 * large @n must not wrap into room. */
-	if ((uint64_t)d->used.objects + n <= d->limit.objects)
+	if (charge_fits(d, CHARGE_OBJECTS, n))
 		return 0;
 	return reply_error(r, -EDQUOT, "domain %s holds %u of its %u objects%s",
 			   d->name, d->used.objects, d->limit.objects, why);

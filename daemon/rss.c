@@ -891,7 +891,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 		err = rss_check_policy(c, &s->match, empty, q->flags, r);
 	if (err == 0)
 		err = rss_find_wqs(c, x, q, s->wqs, r);
-	if (err == 0 && pool->used.rss_tables >= pool->limit.rss_tables)
+	if (err == 0 && !charge_fits(pool, CHARGE_RSS_TABLES, 1))
 		err = reply_error(r, -EDQUOT,
 				  "domain %s holds %u of its %u RSS tables",
 				  pool->name, pool->used.rss_tables,

@@ -427,7 +427,7 @@ static int xrcd_resolve(struct conn *c, const char *name, uint32_t oflags,
 				   "no XRCD \"%s\" in domain %s (open it with "
 				   "O_CREAT to create it)",
 				   name, d->name);
-	if (pool->used.xrcds >= pool->limit.xrcds)
+	if (!charge_fits(pool, CHARGE_XRCDS, 1))
 		return reply_error(r, -EDQUOT,
 				   "domain %s holds its quota of %u XRCD opens",
 				   pool->name, pool->limit.xrcds);
