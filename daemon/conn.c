@@ -761,7 +761,7 @@ void conn_close(struct conn *c)
 	TAILQ_REMOVE(&srv->conns, c, link);
 	charge_sub_uint(&srv->n_conns, 1, "connections", "the broker");
 	TAILQ_REMOVE(&c->user->conns, c, user_link);
-	charge_sub_uint(&c->user->n_conns, 1, "connections", "a uid");
+	user_uncharge_conn(c->user);
 	free(c->groups);
 	c->groups = NULL;
 	server_conn_gone(srv);
