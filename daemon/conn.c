@@ -16,6 +16,7 @@
 
 #include <event2/event.h>
 
+#include "daemon/charge.h"
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
@@ -755,9 +756,9 @@ void conn_close(struct conn *c)
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	TAILQ_REMOVE(&srv->conns, c, link);
-	srv->n_conns--;
+	charge_sub_uint(&srv->n_conns, 1, "connections", "the broker");
 	TAILQ_REMOVE(&c->user->conns, c, user_link);
-	c->user->n_conns--;
+	user_uncharge_conn(c->user);
 	free(c->groups);
 	c->groups = NULL;
 	server_conn_gone(srv);

@@ -9,6 +9,7 @@
 
 #include <event2/event.h>
 
+#include "daemon/charge.h"
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/dispatch.h"
@@ -62,8 +63,9 @@ static void dctx_free(struct server *srv, struct dctx *x)
 	/* The context's PD was the domain's object; what dead clients'
 	 * intents may have made goes with the context. */
 	domain_uncharge_objects(d, 1 + x->unaccounted);
-	domain_pool(d)->used.dm_bytes -= x->dm_bytes_left;
-	x->dev->dm_reserved -= x->dm_bytes_left;
+	charge_sub(d, CHARGE_DM_BYTES, x->dm_bytes_left);
+	charge_sub_u64(&x->dev->dm_reserved, x->dm_bytes_left,
+		       "reserved DM bytes", x->dev->name);
 	free(x);
 	domain_release(srv, d);
 }

@@ -17,6 +17,7 @@
 
 #include <event2/event.h>
 
+#include "daemon/charge.h"
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/dispatch.h"
@@ -306,7 +307,8 @@ static void dm_forget(struct server *srv, struct dm *dm)
 	domain_uncharge_dm(dm->domain, dm->uid, dm->charged, dm->length);
 	if (dm->owner)
 		user_uncharge_dm_persistent(srv, dm->owner, dm->charged);
-	dm->ctx->dev->dm_reserved -= dm->length;
+	charge_sub_u64(&dm->ctx->dev->dm_reserved, dm->length,
+		       "reserved DM bytes", dm->ctx->dev->name);
 	TAILQ_REMOVE(&t->dms, dm, link);
 	TAILQ_REMOVE(&dm->domain->dms, dm, domain_link);
 	t->n--;

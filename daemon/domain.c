@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/charge.h"
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/dispatch.h"
@@ -102,12 +103,12 @@ static const struct config_domain *domain_pick(struct server *srv,
 
 static int domain_admit(struct domain *d, struct conn *c, struct reply *r)
 {
-	if (d->used.clients >= d->limit.clients)
+	if (!charge_fits(d, CHARGE_CLIENTS, 1))
 		return reply_error(r, -EDQUOT,
 				   "domain %s already has %u clients, its "
 				   "quota",
 				   d->name, d->limit.clients);
-	d->used.clients++;
+	charge_add(d, CHARGE_CLIENTS, 1);
 	c->domain = d;
 	TAILQ_INSERT_TAIL(&d->members, c, domain_link);
 	return 0;
@@ -190,7 +191,7 @@ void domain_leave(struct server *srv, struct conn *c)
 
 	if (!d)
 		return;
-	d->used.clients--;
+	charge_sub(d, CHARGE_CLIENTS, 1);
 	TAILQ_REMOVE(&d->members, c, domain_link);
 	c->domain = NULL;
 	domain_release(srv, d);
@@ -200,9 +201,7 @@ int domain_room_objects(struct domain *d, uint32_t n, const char *why,
 			struct reply *r)
 {
 	d = domain_pool(d);
-	/* In 64 bits: a count charged over the limit (unaccounted.c) and a
-	 * large @n must not wrap into room. */
-	if ((uint64_t)d->used.objects + n <= d->limit.objects)
+	if (charge_fits(d, CHARGE_OBJECTS, n))
 		return 0;
 	return reply_error(r, -EDQUOT, "domain %s holds %u of its %u objects%s",
 			   d->name, d->used.objects, d->limit.objects, why);
@@ -214,13 +213,13 @@ int domain_charge_objects(struct domain *d, uint32_t n, struct reply *r)
 
 	if (err < 0)
 		return err;
-	domain_pool(d)->used.objects += n;
+	charge_add(d, CHARGE_OBJECTS, n);
 	return 0;
 }
 
 void domain_uncharge_objects(struct domain *d, uint32_t n)
 {
-	domain_pool(d)->used.objects -= n;
+	charge_sub(d, CHARGE_OBJECTS, n);
 }
 
 uint64_t domain_dm_limit(const struct domain *d, const struct device *dev)
@@ -328,7 +327,7 @@ int domain_charge_dm(struct domain *d, uid_t uid, uint64_t bytes)
 		}
 		u->dm_bytes += bytes;
 	}
-	pool->used.dm_bytes += bytes;
+	charge_add(pool, CHARGE_DM_BYTES, bytes);
 	return 0;
 }
 
@@ -337,11 +336,19 @@ void domain_uncharge_dm(struct domain *d, uid_t uid, uint64_t bytes,
 {
 	struct domain *pool = domain_pool(d);
 	struct domain_usage *u = domain_usage_of(pool, uid);
+	uint64_t none = 0;
 
-	pool->used.dm_bytes -= pool_bytes;
-	if (!u)
+	charge_sub(pool, CHARGE_DM_BYTES, pool_bytes);
+	if (!u) {
+		/* Only a configured domain keeps usages: there, none is
+		 * one given back that was never charged. */
+		if (pool->kind == DOMAIN_CONFIGURED)
+			charge_sub_u64(&none, bytes, "a member's dm_bytes",
+				       pool->name);
 		return;
-	u->dm_bytes -= bytes;
+	}
+	charge_sub_u64(&u->dm_bytes, bytes, "a member's dm_bytes",
+		       pool->name);
 	if (!u->dm_bytes) {
 		TAILQ_REMOVE(&pool->usages, u, link);
 		free(u);

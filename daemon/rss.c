@@ -29,6 +29,7 @@
 
 #include <infiniband/verbs.h>
 
+#include "daemon/charge.h"
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/dispatch.h"
@@ -51,6 +52,8 @@
 struct rss {
 	TAILQ_ENTRY(rss) link;
 	struct dctx *x;
+	/* One of its domain's rss_tables, until it is freed. */
+	struct charge charge;
 	/* The owner's records; NULL once that part is destroyed. */
 	struct obj *flow, *qp, *tbl;
 	uint64_t id;
@@ -79,7 +82,7 @@ static struct rss_table *rss_state(const struct server *srv)
 static void rss_free(struct rss *r)
 {
 	TAILQ_REMOVE(&rss_state(r->x->srv)->all, r, link);
-	domain_pool(r->x->domain)->used.rss_tables--;
+	charge_release(&r->charge);
 	free(r->wqs);
 	free(r);
 }
@@ -892,7 +895,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 		err = rss_check_policy(c, &s->match, empty, q->flags, r);
 	if (err == 0)
 		err = rss_find_wqs(c, x, q, s->wqs, r);
-	if (err == 0 && pool->used.rss_tables >= pool->limit.rss_tables)
+	if (err == 0 && !charge_fits(pool, CHARGE_RSS_TABLES, 1))
 		err = reply_error(r, -EDQUOT,
 				  "domain %s holds %u of its %u RSS tables",
 				  pool->name, pool->used.rss_tables,
@@ -910,7 +913,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 		free(s);
 		return err;
 	}
-	pool->used.rss_tables++;
+	charge_take(&s->charge, pool, CHARGE_RSS_TABLES, 1);
 	TAILQ_INSERT_TAIL(&rss_state(c->srv)->all, s, link);
 	err = rss_add_records(c, s, r);
 	if (err == 0) {

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/charge.h"
 #include "daemon/ctx.h"
 #include "daemon/device.h"
 #include "daemon/dm.h"
@@ -267,7 +268,7 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 	/* What exists stays charged, even over the limit (which refuses
 	 * new objects only); what does not is given back. */
 	if (c.unaccounted > x->unaccounted)
-		domain_pool(d)->used.objects += c.unaccounted - x->unaccounted;
+		charge_add(d, CHARGE_OBJECTS, c.unaccounted - x->unaccounted);
 	else
 		domain_uncharge_objects(d, x->unaccounted - c.unaccounted);
 	if (c.cut && !x->unacc_warned)

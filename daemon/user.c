@@ -2,8 +2,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 
+#include "daemon/charge.h"
 #include "daemon/server.h"
 #include "daemon/user.h"
 
@@ -39,6 +41,22 @@ void user_unref(struct server *srv, struct user *u)
 	free(u);
 }
 
+/* "uid N" in @buf: whose a charge given back is, for its log line. */
+static const char *user_whose(const struct user *u, char *buf,
+			      size_t len)
+{
+	snprintf(buf, len, "uid %u", (unsigned int)u->uid);
+	return buf;
+}
+
+void user_uncharge_conn(struct user *u)
+{
+	char whose[24];
+
+	charge_sub_uint(&u->n_conns, 1, "connections",
+			user_whose(u, whose, sizeof(whose)));
+}
+
 int user_charge_private_ctx(struct server *srv, struct user *u)
 {
 	if (u->private_ctxs >= srv->config.limits.private_contexts_per_uid)
@@ -49,7 +67,10 @@ int user_charge_private_ctx(struct server *srv, struct user *u)
 
 void user_uncharge_private_ctx(struct user *u)
 {
-	u->private_ctxs--;
+	char whose[24];
+
+	charge_sub_uint(&u->private_ctxs, 1, "private contexts",
+			user_whose(u, whose, sizeof(whose)));
 }
 
 int user_charge_dm_page(struct server *srv, struct user *u, bool exempt)
@@ -63,7 +84,10 @@ int user_charge_dm_page(struct server *srv, struct user *u, bool exempt)
 
 void user_uncharge_dm_page(struct user *u)
 {
-	u->dm_pages--;
+	char whose[24];
+
+	charge_sub_uint(&u->dm_pages, 1, "DM pages",
+			user_whose(u, whose, sizeof(whose)));
 }
 
 void user_charge_dm_persistent(struct user *u, uint64_t bytes)
@@ -76,8 +100,12 @@ void user_charge_dm_persistent(struct user *u, uint64_t bytes)
 void user_uncharge_dm_persistent(struct server *srv, struct user *u,
 				 uint64_t bytes)
 {
-	u->dm_persistent--;
-	u->dm_persistent_bytes -= bytes;
+	char whose[24];
+
+	user_whose(u, whose, sizeof(whose));
+	charge_sub_uint(&u->dm_persistent, 1, "persistent DMs", whose);
+	charge_sub_u64(&u->dm_persistent_bytes, bytes, "persistent DM bytes",
+		       whose);
 	user_unref(srv, u);
 }
 

@@ -66,6 +66,8 @@ void user_uncharge_dm_page(struct user *u);
 /* A persistent DM of @bytes allocated by @u: a reference, uncharged by
  * user_uncharge_dm_persistent() (which may free @u). */
 void user_charge_dm_persistent(struct user *u, uint64_t bytes);
+/* One of @u's connections ended (n_conns, connections_per_uid). */
+void user_uncharge_conn(struct user *u);
 void user_uncharge_dm_persistent(struct server *srv, struct user *u,
 				 uint64_t bytes);
 

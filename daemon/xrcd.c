@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/charge.h"
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/dispatch.h"
@@ -47,6 +48,8 @@ struct xrcd_open {
 	bool orphan;
 	struct dctx *ctx;
 	struct domain *domain;
+	/* One of the domain's xrcds, until the open goes or is orphaned. */
+	struct charge charge;
 	uint64_t id;
 	uint64_t client_id;
 	pid_t pid;
@@ -186,8 +189,7 @@ static void open_drop(struct xrcd_table *t, struct xrcd_open *op)
 	TAILQ_REMOVE(&x->opens, op, link);
 	TAILQ_REMOVE(&t->opens, op, all);
 	x->n_opens--;
-	if (domain_pool(op->domain)->used.xrcds)
-		domain_pool(op->domain)->used.xrcds--;
+	charge_release(&op->charge);
 	free(op);
 	xrcd_put(t, x);
 }
@@ -266,8 +268,7 @@ static int xrcd_before_destroy(struct server *srv, struct obj *o, void *data)
 		op->x->n_opens--;
 		op->x->n_orphans++;
 		o->ctx->xrcd_orphans++;
-		if (domain_pool(op->domain)->used.xrcds)
-			domain_pool(op->domain)->used.xrcds--;
+		charge_release(&op->charge);
 		log_info("client %" PRIu64 " (pid %d): its open of XRCD \"%s\" "
 			 "(inode %" PRIu64 ") stays in context %" PRIu64
 			 " of domain %s until the context closes: the broker "
@@ -427,7 +428,7 @@ static int xrcd_resolve(struct conn *c, const char *name, uint32_t oflags,
 				   "no XRCD \"%s\" in domain %s (open it with "
 				   "O_CREAT to create it)",
 				   name, d->name);
-	if (pool->used.xrcds >= pool->limit.xrcds)
+	if (!charge_fits(pool, CHARGE_XRCDS, 1))
 		return reply_error(r, -EDQUOT,
 				   "domain %s holds its quota of %u XRCD opens",
 				   pool->name, pool->limit.xrcds);
@@ -529,7 +530,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 	TAILQ_INSERT_TAIL(&x->opens, op, link);
 	TAILQ_INSERT_TAIL(&t->opens, op, all);
 	x->n_opens++;
-	domain_pool(c->domain)->used.xrcds++;
+	charge_take(&op->charge, c->domain, CHARGE_XRCDS, 1);
 	/* Debug: any client may create private names at will. */
 	if (created)
 		log_debug("client %" PRIu64 ": %s XRCD of domain %s created "

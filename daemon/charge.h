@@ -1,0 +1,69 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Charges: the one place a domain's quotas are spent and given back, after
+ * dbus-broker's UserCharge. What is charged holds a struct charge; its
+ * release gives back exactly what it took, once. Counts not held by one
+ * thing (a context's unaccounted objects, DM bytes left to a closing
+ * context) go through charge_add()/charge_sub(). Giving back more than
+ * was charged is a bug: it is logged with what and whose, counted in
+ * charge_underflows() (which the tests assert 0), and never clamped.
+ *
+ * Each family asks charge_fits() (or domain_dm_room() for device memory)
+ * before it charges, and words the refusal itself (the tests read those
+ * sentences); a charge only counts.
+ */
+#ifndef RDMAB_CHARGE_H
+#define RDMAB_CHARGE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct domain;
+
+enum charge_quota {
+	CHARGE_DM_BYTES,
+	CHARGE_XRCDS,
+	CHARGE_RSS_TABLES,
+	CHARGE_OBJECTS,
+	/* Members: counted on the domain itself, not its pool. */
+	CHARGE_CLIENTS,
+	CHARGE_QUOTA_COUNT,
+};
+
+/* What one thing holds of one quota; all zero holds nothing. */
+struct charge {
+	struct domain *d;
+	enum charge_quota q;
+	uint64_t n;
+};
+
+const char *charge_quota_name(enum charge_quota q);
+/* What @d's pool (for CHARGE_CLIENTS, @d) uses of @q. */
+uint64_t charge_used(const struct domain *d, enum charge_quota q);
+
+/* Whether @n more of @q fit in @d's limit (not dm_bytes, whose limit is
+ * a device's share: domain_dm_room()). */
+bool charge_fits(const struct domain *d, enum charge_quota q, uint64_t n);
+
+/* Charge @n of @q to @d into @c, which must hold nothing. */
+void charge_take(struct charge *c, struct domain *d, enum charge_quota q,
+		 uint64_t n);
+/* Give back what @c holds (nothing if it holds nothing) and empty it. */
+void charge_release(struct charge *c);
+
+/* Counts not held by one charge. */
+void charge_add(struct domain *d, enum charge_quota q, uint64_t n);
+void charge_sub(struct domain *d, enum charge_quota q, uint64_t n);
+
+/* Counters outside the domain that follow a charge (a uid's share in a
+ * configured domain, its persistent DMs, a device's reserved bytes):
+ * *@held -= @n, an underflow logged naming @what and @whose. */
+void charge_sub_u64(uint64_t *held, uint64_t n, const char *what,
+		    const char *whose);
+void charge_sub_uint(unsigned int *held, unsigned int n, const char *what,
+		     const char *whose);
+
+/* Underflows seen since the daemon started: bugs, 0 in every test. */
+unsigned long charge_underflows(void);
+
+#endif

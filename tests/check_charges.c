@@ -1,0 +1,483 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Charges (daemon/charge.h), in-process: after a seeded storm over every
+ * family (objects, RSS tables, DM allocations, imports and frees,
+ * persistent DMs, XRCD opens, sessions in a uid's own, a configured and a
+ * private domain, hang-ups and kills) every charge is back at zero, as
+ * the daemon's counters say and as `rdmabrokerctl --json domains` shows,
+ * and no charge was given back twice. CHARGES_STEPS sets the storm's
+ * length (make check-soak runs a long one), CHARGES_SEED its seed.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "daemon/charge.h"
+#include "daemon/domain.h"
+#include "daemon/user.h"
+#include "include/ibclient.h"
+#include "tests/cklib.h"
+#include "tests/srvlib.h"
+#include "tests/testlib.h"
+
+#define MAX_IDS 64
+
+/* What the storm made that it may use again: per client slot its
+ * objects and WQs, and every DM (its domain's name to free it from). */
+static struct slot {
+	bool live;
+	uint64_t ids[MAX_IDS];
+	size_t n_ids;
+	uint64_t wqs[MAX_IDS];
+	size_t n_wqs;
+	char domain[64];
+} slots[SL_MAX_CLIENTS];
+
+static struct dm_rec {
+	uint64_t id;
+	uint32_t handle;
+	char domain[64];
+} dms[MAX_IDS];
+static size_t n_dms;
+
+static uint64_t rng;
+
+static uint32_t rnd(uint32_t n)
+{
+	rng ^= rng << 13;
+	rng ^= rng >> 7;
+	rng ^= rng << 17;
+	return (uint32_t)(rng % n);
+}
+
+static void keep(uint64_t *ids, size_t *n, uint64_t id)
+{
+	if (*n < MAX_IDS)
+		ids[(*n)++] = id;
+}
+
+static const char *const conf = "[defaults]\n"
+				"objects = 40\nrss_tables = 3\nxrcds = 3\n"
+				"[domain lab]\nusers = 0, 4242\n"
+				"dm_member_share = 60%\nobjects = 60\n";
+
+static void join(int i)
+{
+	struct ol_client *c;
+	static const char *const names[] = { "lab", NULL, NULL };
+	uint32_t k = rnd(3);
+
+	memset(&slots[i], 0, sizeof(slots[i]));
+	c = sl_connect(i);
+	/* Half the sessions are a user's, not an administrator's: their
+	 * persistent DMs count against the uid's bound. */
+	if (rnd(2))
+		sl_conns[i]->cred.uid = 4242;
+	if (k == 2) {
+		OK(ol_hello_private(c));
+	} else {
+		OK(ol_hello(c, names[k]));
+	}
+	/* Refused when the domain is full: its requests are refused too. */
+	ol_open(c);
+	snprintf(slots[i].domain, sizeof(slots[i].domain), "%s",
+		 sl_conns[i]->domain->name);
+	slots[i].live = true;
+}
+
+/* A hang-up, or a death: the owner's objects go too (a client that
+ * made none has no owner left once its session ends). */
+static void leave(int i, bool kill)
+{
+	struct obj_owner *ow;
+
+	sl_hang_up(i);
+	ow = kill ? sl_owner(i) : NULL;
+	if (ow)
+		objects_owner_dead(ow);
+	ol_close(&sl_cl[i]);
+	slots[i].live = false;
+}
+
+static int dm_call(struct ol_client *c, int body, uint64_t dm_id)
+{
+	Rdmab__DmIdRequest q = RDMAB__DM_ID_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	int err;
+
+	q.dm_id = dm_id;
+	req.body_case = body;
+	if (body == RDMAB__REQUEST__BODY_DM_FREE)
+		req.dm_free = &q;
+	else
+		req.dm_unimport = &q;
+	err = ol_call(c, &req, &m);
+	if (err == 0)
+		ol_free(m);
+	return err;
+}
+
+static void dm_alloc(int i, bool persistent)
+{
+	Rdmab__DmAllocRequest q = RDMAB__DM_ALLOC_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	struct dm_rec *d;
+
+	q.context_id = sl_cl[i].ctx_id;
+	q.length = 4096 * (1 + rnd(4));
+	q.flags = persistent ? IBC_DM_PERSISTENT : 0;
+	req.body_case = RDMAB__REQUEST__BODY_DM_ALLOC;
+	req.dm_alloc = &q;
+	if (ol_call(&sl_cl[i], &req, &m) < 0)
+		return;
+	if (n_dms < MAX_IDS) {
+		d = &dms[n_dms++];
+		d->id = m->reply->dm_alloc->dm_id;
+		d->handle = m->reply->dm_alloc->handle;
+		snprintf(d->domain, sizeof(d->domain), "%s", slots[i].domain);
+	}
+	ol_free(m);
+}
+
+static void dm_import(int i)
+{
+	Rdmab__DmImportRequest q = RDMAB__DM_IMPORT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+
+	if (!n_dms)
+		return;
+	q.context_id = sl_cl[i].ctx_id;
+	q.handle = dms[rnd(n_dms)].handle;
+	req.body_case = RDMAB__REQUEST__BODY_DM_IMPORT;
+	req.dm_import = &q;
+	if (ol_call(&sl_cl[i], &req, &m) == 0)
+		ol_free(m);
+}
+
+static void xrcd_open(int i)
+{
+	Rdmab__XrcdOpenRequest q = RDMAB__XRCD_OPEN_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	Rdmab__DaemonMessage *m;
+	char name[8];
+
+	snprintf(name, sizeof(name), "x%u", rnd(3));
+	q.context_id = sl_cl[i].ctx_id;
+	q.name.data = (uint8_t *)name;
+	q.name.len = strlen(name);
+	q.oflags = O_CREAT;
+	req.body_case = RDMAB__REQUEST__BODY_XRCD_OPEN;
+	req.xrcd_open = &q;
+	if (ol_call(&sl_cl[i], &req, &m) < 0)
+		return;
+	keep(slots[i].ids, &slots[i].n_ids, m->reply->xrcd_open->object_id);
+	ol_free(m);
+}
+
+static void step(int i)
+{
+	struct slot *s = &slots[i];
+	struct ol_client *c = &sl_cl[i];
+	struct ol_obj o, cq;
+	uint64_t id;
+
+	if (!s->live) {
+		join(i);
+		return;
+	}
+	switch (rnd(11)) {
+	case 0:
+		if (ol_cq(c, 8, &o) == 0)
+			keep(s->ids, &s->n_ids, o.id);
+		break;
+	case 1:
+		if (ol_cq(c, 8, &cq) < 0)
+			break;
+		keep(s->ids, &s->n_ids, cq.id);
+		if (ol_wq(c, cq.id, 8, &o) == 0) {
+			keep(s->ids, &s->n_ids, o.id);
+			keep(s->wqs, &s->n_wqs, o.id);
+		}
+		break;
+	case 2:
+		if (s->n_wqs && ol_rss(c, s->wqs, 1 + rnd(s->n_wqs), &id) == 0)
+			keep(s->ids, &s->n_ids, id);
+		break;
+	case 3:
+		dm_alloc(i, false);
+		break;
+	case 4:
+		dm_alloc(i, true);
+		break;
+	case 5:
+		dm_import(i);
+		break;
+	case 6:
+		if (n_dms)
+			dm_call(c,
+				rnd(2) ? RDMAB__REQUEST__BODY_DM_FREE :
+					 RDMAB__REQUEST__BODY_DM_UNIMPORT,
+				dms[rnd(n_dms)].id);
+		break;
+	case 7:
+		xrcd_open(i);
+		break;
+	case 8:
+		if (s->n_ids)
+			ol_destroy(c, s->ids[rnd(s->n_ids)]);
+		break;
+	case 9:
+		leave(i, false);
+		break;
+	default:
+		leave(i, true);
+		break;
+	}
+}
+
+/* rdmabrokerctl --json domains against the in-process server: the loop
+ * turns while it runs. Its output, to be freed. */
+static char *ctl_domains(void)
+{
+	const char *ctl = getenv("RDMABROKERCTL");
+	char sock[300], *out = NULL;
+	size_t len = 0;
+	int p[2], st;
+	int64_t t0 = tl_now_ms();
+	pid_t pid;
+
+	snprintf(sock, sizeof(sock), "%s/sock", sl_dir);
+	OK(tl_pipe(p));
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		dup2(p[1], 1);
+		execl(ctl && *ctl ? ctl : "./rdmabrokerctl", "rdmabrokerctl",
+		      "--json", "--socket", sock, "domains", (char *)NULL);
+		_exit(127);
+	}
+	close(p[1]);
+	fcntl(p[0], F_SETFL, O_NONBLOCK);
+	for (;;) {
+		char buf[4096];
+		ssize_t n = read(p[0], buf, sizeof(buf));
+
+		if (n > 0) {
+			out = realloc(out, len + (size_t)n + 1);
+			ck_assert_ptr_nonnull(out);
+			memcpy(out + len, buf, (size_t)n);
+			len += (size_t)n;
+			out[len] = '\0';
+			continue;
+		}
+		if (n == 0)
+			break;
+		sl_pump();
+		tl_sleep_ms(1);
+		ck_assert_msg(tl_now_ms() - t0 < 20000, "ctl hangs");
+	}
+	close(p[0]);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0, "ctl: %d", st);
+	ck_assert_ptr_nonnull(out);
+	return out;
+}
+
+/* Every quota of every listed domain at 0 but its members: the listing
+ * client's own session, in one domain. */
+static void assert_listing_zero(void)
+{
+	char *out = ctl_domains(), *p = out;
+	unsigned int members = 0, n = 0;
+
+	while ((p = strstr(p, "\"used\":{"))) {
+		uint64_t dm;
+		unsigned int x, rss, obj, cl;
+
+		ck_assert_int_eq(sscanf(p,
+					"\"used\":{\"dm_bytes\":%" SCNu64
+					",\"xrcds\":%u,\"rss_tables\":%u,"
+					"\"objects\":%u,\"clients\":%u}",
+					&dm, &x, &rss, &obj, &cl),
+				 5);
+		ck_assert_msg(!dm && !x && !rss && !obj, "%s", out);
+		members += cl;
+		n++;
+		p++;
+	}
+	ck_assert_msg(n > 0, "%s", out);
+	ck_assert_msg(members == 1, "%s", out);
+	free(out);
+}
+
+static void assert_charges_zero(void)
+{
+	struct domain *d;
+	struct user *u;
+
+	TAILQ_FOREACH(d, &sl_srv.domains, link) {
+		for (int q = 0; q < CHARGE_QUOTA_COUNT; q++)
+			ck_assert_msg(!charge_used(d, q), "%s: %s %" PRIu64,
+				      d->name, charge_quota_name(q),
+				      charge_used(d, q));
+		ck_assert_msg(TAILQ_EMPTY(&d->usages), "%s", d->name);
+	}
+	for (size_t i = 0; i < sl_srv.devices.n; i++)
+		ck_assert_uint_eq(sl_srv.devices.dev[i].dm_reserved, 0);
+	TAILQ_FOREACH(u, &sl_srv.users, link) {
+		ck_assert_uint_eq(u->n_conns, 0);
+		ck_assert_uint_eq(u->private_ctxs, 0);
+		ck_assert_uint_eq(u->dm_pages, 0);
+		ck_assert_uint_eq(u->dm_persistent, 0);
+		ck_assert_uint_eq(u->dm_persistent_bytes, 0);
+	}
+	ck_assert_uint_eq(charge_underflows(), 0);
+	ck_assert_int_eq(sl_log_count("BUG: charge"), 0);
+}
+
+/* The quotas the storm charged at some point: each must have been, or
+ * the storm proves nothing of it. */
+static bool charged[CHARGE_QUOTA_COUNT];
+static bool persistent_charged;
+
+static void note_charged(void)
+{
+	struct domain *d;
+	struct user *u;
+
+	TAILQ_FOREACH(d, &sl_srv.domains, link)
+		for (int q = 0; q < CHARGE_QUOTA_COUNT; q++)
+			if (charge_used(d, q))
+				charged[q] = true;
+	TAILQ_FOREACH(u, &sl_srv.users, link)
+		if (u->dm_persistent)
+			persistent_charged = true;
+}
+
+static void storm(uint64_t seed, unsigned long steps)
+{
+	unsigned long underflows = charge_underflows();
+
+	rng = seed ? seed : 1;
+	n_dms = 0;
+	memset(slots, 0, sizeof(slots));
+	sl_start(conf);
+	for (unsigned long k = 0; k < steps; k++) {
+		step((int)rnd(SL_MAX_CLIENTS));
+		sl_pump();
+		note_charged();
+	}
+	for (int i = 0; i < SL_MAX_CLIENTS; i++)
+		if (slots[i].live)
+			leave(i, rnd(2));
+	/* The processes that only hung up die now: what they still held
+	 * goes. */
+	for (;;) {
+		struct obj_owner *ow;
+
+		TAILQ_FOREACH(ow, &sl_srv.registry->owners, link)
+			if (ow->state != OWNER_DEAD)
+				break;
+		if (!ow)
+			break;
+		objects_owner_dead(ow);
+		sl_pump();
+	}
+	/* Persistent DMs outlive their allocators: a member of their
+	 * domain frees them. */
+	for (size_t k = 0; k < n_dms; k++) {
+		if (strncmp(dms[k].domain, "private-", 8) == 0)
+			continue;
+		unsigned int uid = 0;
+
+		sl_connect(0);
+		/* A uid's own domain takes only that uid. */
+		if (sscanf(dms[k].domain, "uid-%u", &uid) == 1)
+			sl_conns[0]->cred.uid = uid;
+		OK(ol_hello(&sl_cl[0], dms[k].domain));
+		dm_call(&sl_cl[0], RDMAB__REQUEST__BODY_DM_FREE, dms[k].id);
+		sl_hang_up(0);
+		ol_close(&sl_cl[0]);
+	}
+	for (int k = 0; k < 50; k++)
+		sl_pump();
+	ck_assert_msg(charge_underflows() == underflows, "seed %" PRIu64,
+		      seed);
+	assert_charges_zero();
+	assert_listing_zero();
+	sl_stop();
+}
+
+START_TEST(test_storm_charges_zero)
+{
+	const char *s = getenv("CHARGES_STEPS");
+	const char *e = getenv("CHARGES_SEED");
+	unsigned long steps = s && *s ? strtoul(s, NULL, 0) : 400;
+	uint64_t seed = e && *e ? strtoull(e, NULL, 0) : 0x5eed;
+
+	for (int round = 0; round < 3; round++)
+		storm(seed + (uint64_t)round * 7919, steps);
+	for (int q = 0; q < CHARGE_QUOTA_COUNT; q++)
+		ck_assert_msg(charged[q], "the storm never charged %s",
+			      charge_quota_name(q));
+	ck_assert_msg(persistent_charged,
+		      "the storm never charged a uid's persistent DMs");
+}
+END_TEST
+
+/* What was never charged cannot be given back: the bug is logged and
+ * counted, and the count is not clamped to zero. */
+START_TEST(test_underflow_seen)
+{
+	struct domain *d;
+	struct charge ch = { 0 };
+	unsigned long before;
+
+	sl_start(NULL);
+	sl_client(0, NULL, false);
+	d = sl_conns[0]->domain;
+	before = charge_underflows();
+	charge_take(&ch, d, CHARGE_XRCDS, 1);
+	ck_assert_uint_eq(charge_used(d, CHARGE_XRCDS), 1);
+	charge_release(&ch);
+	charge_release(&ch);
+	ck_assert_uint_eq(charge_used(d, CHARGE_XRCDS), 0);
+	ck_assert_uint_eq(charge_underflows(), before);
+	charge_sub(d, CHARGE_RSS_TABLES, 1);
+	ck_assert_uint_eq(charge_underflows(), before + 1);
+	ck_assert_uint_eq(charge_used(d, CHARGE_RSS_TABLES), UINT32_MAX);
+	ck_assert_int_eq(sl_log_count("BUG: charge underflow: rss_tables"),
+			 1);
+	charge_add(d, CHARGE_RSS_TABLES, 1);
+	sl_stop();
+}
+END_TEST
+
+static Suite *charges_suite(void)
+{
+	Suite *s = suite_create("charges");
+	TCase *tc = tcase_create("storm");
+
+	tcase_set_timeout(tc, 240);
+	tcase_add_test(tc, test_storm_charges_zero);
+	tcase_add_test(tc, test_underflow_seen);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return ck_run("check_charges", charges_suite());
+}
