@@ -62,7 +62,8 @@ struct ibc_ctx {
 	 * process's own, own_pd. */
 	struct ibv_pd *pd;
 	struct ibv_pd *own_pd;
-	/* The objects made or tracked in this context, newest first. */
+	/* The objects made or tracked in this context, newest first; the
+	 * lock is the lock order's 3 (client.h). */
 	pthread_mutex_t lock;
 	struct ibc_obj *objs;
 	/* soft: the context memfd, and its header's SOFT_CTX_* flags */

@@ -3,9 +3,8 @@
  * Fork: ibc_fork_init() and the fork state, and the atfork handlers that
  * keep a forked child off its parent's broker resources (ibc_fork_init(3)).
  *
- * Before fork() the handlers take every library lock, in the order the
- * library takes them elsewhere (the fork lock, each client's, each
- * context's, the RSS list's), so that the child inherits no structure half
+ * Before fork() the handlers take every library lock, in the lock order
+ * (client.h), so that the child inherits no structure half
  * changed, and mark the device's mappings and the soft device's DM
  * mappings MADV_DONTFORK (dm.c marks the session's DM status page when it
  * maps it). In the child the inherited descriptors are covered with a
@@ -30,7 +29,8 @@
 #include "libclient/objects.h"
 #include "libclient/rss.h"
 
-/* Guards the list below and the library's fork state. */
+/* Guards the list below and the library's fork state: the lock order's 1
+ * (client.h). */
 static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibc_client *fork_clients;
 /* Signalled when a client is held by ibc_fork_init() no more. */

@@ -45,6 +45,7 @@ struct ibc_rss {
 	struct toeplitz_tables tt;
 };
 
+/* The lock order's 4, the last (client.h). */
 static pthread_mutex_t rss_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibc_rss *rss_list;
 
