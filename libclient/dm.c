@@ -243,12 +243,41 @@ out:
 	return err;
 }
 
-void ibc_dm_fork_dontfork(struct ibc_ctx *ctx)
+void ibc_dm_fork_prepare(struct ibc_ctx *ctx)
 {
 	/* A failure leaves the mapping copied, as without the library. */
 	for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
 		if (dm->map)
 			madvise(dm->map, dm->length, MADV_DONTFORK);
+}
+
+void ibc_dm_fork_stale(struct ibc_client *cl)
+{
+	/* Their mappings did not come along (MADV_DONTFORK): nothing may
+	 * touch or unmap what is now absent, or maybe someone else's. */
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
+		for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next) {
+			ibc_copy_name(dm->gone_why, sizeof(dm->gone_why),
+				      cl->dead_message);
+			dm->gone = ESTALE;
+			dm->map = NULL;
+			dm->vdm = NULL;
+			dm->status = &ibc_dm_no_status;
+		}
+	cl->dm_status = NULL;
+}
+
+void ibc_dm_fork_child(struct ibc_client *cl)
+{
+	/* No thread handles a DM event or gets a DM here: ibc_close()
+	 * would wait for them forever. */
+	cl->dm_gets = 0;
+	cl->dm_n_unmatched = 0;
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
+		ctx->dm_handlers = 0;
+		for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
+			dm->event_refs = 0;
+	}
 }
 
 static int ibc_dm_ctx_check(struct ibc_ctx *ctx)

@@ -69,7 +69,14 @@ void ibc_dm_ctx_drop(struct ibc_ctx *ctx, int err, const char *why);
 void ibc_dm_ctx_teardown(struct ibc_ctx *ctx);
 /* Before fork(): mark the soft device's DM mappings of @ctx MADV_DONTFORK;
  * with ctx->lock held. */
-void ibc_dm_fork_dontfork(struct ibc_ctx *ctx);
+void ibc_dm_fork_prepare(struct ibc_ctx *ctx);
+/* In the child, once for the session @cl inherited (every lock held):
+ * its DMs answer -ESTALE with cl->dead_message and nothing of them (the
+ * mappings that did not come along, the status page) is touched again. */
+void ibc_dm_fork_stale(struct ibc_client *cl);
+/* In the child (every lock held): the parent's threads that handled DM
+ * events or got a DM are not here. */
+void ibc_dm_fork_child(struct ibc_client *cl);
 /* Free the structures of the context's DMs (ibc_close). */
 void ibc_dm_ctx_free(struct ibc_ctx *ctx);
 
