@@ -17,6 +17,7 @@
 #include "common/wc-flush.h"
 #include "libclient/dm.h"
 #include "libclient/objects.h"
+#include "libclient/events.h"
 
 /* No DM is larger: mlx5's MEMIC is 128-256 KiB, the soft device's at most
  * 64 MiB. A broker's length above it is a protocol error. */
@@ -1093,3 +1094,37 @@ void ibc_dm_ctx_free(struct ibc_ctx *ctx)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 }
+
+/* --- the events ---------------------------------------------------------- */
+
+static struct ibc_queued_event *
+ibc_dm_free_pending_read(struct ibc_client *cl, const Rdmab__Event *ev)
+{
+	return ibc_queue_event(cl, IBC_EVENT_DM_FREE_PENDING,
+			       ev->dm_free_pending->reason, NULL);
+}
+
+static struct ibc_queued_event *ibc_dm_revoked_read(struct ibc_client *cl,
+						    const Rdmab__Event *ev)
+{
+	return ibc_queue_event(cl, IBC_EVENT_DM_REVOKED,
+			       ev->dm_revoked->reason, NULL);
+}
+
+static void ibc_dm_event_after(struct ibc_client *cl,
+			       const struct ibc_event *ev)
+{
+	ibc_dm_after_event(cl, ev->type, ev->object_id, ev->message);
+}
+
+const struct ibc_event_handler ibc_dm_free_pending_event = {
+	.body = RDMAB__EVENT__BODY_DM_FREE_PENDING,
+	.read = ibc_dm_free_pending_read,
+	.after = ibc_dm_event_after,
+};
+
+const struct ibc_event_handler ibc_dm_revoked_event = {
+	.body = RDMAB__EVENT__BODY_DM_REVOKED,
+	.read = ibc_dm_revoked_read,
+	.after = ibc_dm_event_after,
+};
