@@ -77,14 +77,20 @@ static __attribute__((noinline)) void ibc_dm_map_zeroes(struct ibc_dm *dm)
 	}
 }
 
-/* Stop using @dm in this process, later calls failing with -@err; the
- * broker is told by the caller. */
-static void ibc_dm_drop_local(struct ibc_dm *dm, int err, const char *why)
+static void ibc_dm_soft_drop(struct ibc_dm *dm)
 {
-	if (dm->gone)
-		return;
-	snprintf(dm->gone_why, sizeof(dm->gone_why), "%s", why);
-	__atomic_store_n(&dm->gone, err, __ATOMIC_SEQ_CST);
+	if (dm->map)
+		ibc_dm_map_zeroes(dm);
+}
+
+static void ibc_dm_soft_release(struct ibc_dm *dm)
+{
+	if (dm->map)
+		munmap(dm->map, dm->length);
+}
+
+static void ibc_dm_verbs_drop(struct ibc_dm *dm)
+{
 	if (dm->vdm) {
 		/* A thread past its check may be inside the provider's copy,
 		 * whose structure and mapping the unimport frees: it is out
@@ -95,8 +101,17 @@ static void ibc_dm_drop_local(struct ibc_dm *dm, int err, const char *why)
 		ibv_unimport_dm(dm->vdm);
 		dm->vdm = NULL;
 	}
-	if (dm->map)
-		ibc_dm_map_zeroes(dm);
+}
+
+/* Stop using @dm in this process, later calls failing with -@err; the
+ * broker is told by the caller. */
+static void ibc_dm_drop_local(struct ibc_dm *dm, int err, const char *why)
+{
+	if (dm->gone)
+		return;
+	snprintf(dm->gone_why, sizeof(dm->gone_why), "%s", why);
+	__atomic_store_n(&dm->gone, err, __ATOMIC_SEQ_CST);
+	dm->ops->drop(dm);
 }
 
 /* An event ends this process's use of @dm, unless MRs of this process
@@ -112,8 +127,8 @@ static bool ibc_dm_end_locked(struct ibc_dm *dm, const char *why)
 
 static void ibc_dm_release(struct ibc_dm *dm)
 {
-	if (dm->map)
-		munmap(dm->map, dm->length);
+	if (dm->ops->release)
+		dm->ops->release(dm);
 	free(dm);
 }
 
@@ -161,8 +176,7 @@ void ibc_dm_client_free(struct ibc_client *cl)
 	cl->dm_n_unmatched = cl->dm_cap_unmatched = 0;
 }
 
-/* Put @dm on its context's list; with ctx->lock held. */
-static void ibc_dm_link_locked(struct ibc_dm *dm)
+void ibc_dm_link_locked(struct ibc_dm *dm)
 {
 	struct ibc_ctx *ctx = dm->ctx;
 
@@ -174,7 +188,7 @@ static void ibc_dm_link_locked(struct ibc_dm *dm)
 }
 
 /* soft: map the DM's memfd @fd and list @dm. */
-static int ibc_dm_map(struct ibc_dm *dm, int fd)
+static int ibc_dm_soft_attach(struct ibc_dm *dm, int fd)
 {
 	struct ibc_ctx *ctx = dm->ctx;
 	off_t size;
@@ -206,11 +220,29 @@ static int ibc_dm_map(struct ibc_dm *dm, int fd)
 	return 0;
 }
 
-/* Map (soft) or import (verbs) what the broker answered and list @dm in
- * its context. Takes @fd. */
-static int ibc_dm_attach(struct ibc_dm *dm, int fd)
+/* verbs: import the DM the broker answered and list @dm. */
+static int ibc_dm_verbs_attach(struct ibc_dm *dm, int fd)
 {
 	struct ibc_ctx *ctx = dm->ctx;
+
+	(void)fd;
+	errno = 0;
+	dm->vdm = ibv_import_dm(ctx->vctx, dm->handle);
+	if (!dm->vdm)
+		return ibc_set_error(errno ? -errno : -EOPNOTSUPP,
+				     "%s: ibv_import_dm of handle %u: %s",
+				     ctx->caps.device, dm->handle,
+				     strerror(errno ? errno : EOPNOTSUPP));
+	pthread_mutex_lock(&ctx->lock);
+	ibc_dm_link_locked(dm);
+	pthread_mutex_unlock(&ctx->lock);
+	return 0;
+}
+
+/* Map or import (the context's kind's DM operations) what the broker
+ * answered and list @dm in its context. Takes @fd. */
+static int ibc_dm_attach(struct ibc_dm *dm, int fd)
+{
 	int err;
 
 	if (!dm->length || dm->length > IBC_DM_MAX_LENGTH || dm->length & 3) {
@@ -221,35 +253,25 @@ static int ibc_dm_attach(struct ibc_dm *dm, int fd)
 				    (unsigned long long)dm->length);
 		goto out;
 	}
-	if (ctx->caps.kind == IBC_DEVICE_SOFT) {
-		err = ibc_dm_map(dm, fd);
-		goto out;
-	}
-	errno = 0;
-	dm->vdm = ibv_import_dm(ctx->vctx, dm->handle);
-	if (!dm->vdm) {
-		err = ibc_set_error(errno ? -errno : -EOPNOTSUPP,
-				    "%s: ibv_import_dm of handle %u: %s",
-				    ctx->caps.device, dm->handle,
-				    strerror(errno ? errno : EOPNOTSUPP));
-		goto out;
-	}
-	pthread_mutex_lock(&ctx->lock);
-	ibc_dm_link_locked(dm);
-	pthread_mutex_unlock(&ctx->lock);
-	err = 0;
+	err = dm->ops->attach(dm, fd);
 out:
 	if (fd >= 0)
 		close(fd);
 	return err;
 }
 
-void ibc_dm_fork_prepare(struct ibc_ctx *ctx)
+static void ibc_dm_soft_fork_prepare(struct ibc_ctx *ctx)
 {
 	/* A failure leaves the mapping copied, as without the library. */
 	for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
 		if (dm->map)
 			madvise(dm->map, dm->length, MADV_DONTFORK);
+}
+
+void ibc_dm_fork_prepare(struct ibc_ctx *ctx)
+{
+	if (ctx->ops->dm->fork_prepare)
+		ctx->ops->dm->fork_prepare(ctx);
 }
 
 void ibc_dm_fork_stale(struct ibc_client *cl)
@@ -373,6 +395,7 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 			err = ibc_set_error(-ENOMEM, "out of memory");
 	} else {
 		dm->ctx = ctx;
+		dm->ops = ctx->ops->dm;
 		dm->id = o->dm_id;
 		dm->handle = o->handle;
 		dm->length = o->length;
@@ -734,25 +757,38 @@ ibc_dm_copied(const struct ibc_dm *dm)
 	return 0;
 }
 
-IBC_EXPORT int ibc_dm_write(struct ibc_dm *dm, uint64_t dm_offset,
-			    const void *src, size_t length)
+static int ibc_dm_soft_write(struct ibc_dm *dm, uint64_t dm_offset,
+			     const void *src, size_t length)
 {
-	int err = ibc_dm_check(dm, dm_offset, length);
-
-	if (err < 0)
-		return err;
-	if (dm->map) {
-		memcpy(dm->map + dm_offset, src, length);
-		/* Ordinary memory: ordered for another process as a verbs
-		 * DM is, without the write-combining drain. */
+	memcpy(dm->map + dm_offset, src, length);
+	/* Ordinary memory: ordered for another process as a verbs DM is,
+	 * without the write-combining drain. */
 #if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_sfence();
+	__builtin_ia32_sfence();
 #else
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	__atomic_thread_fence(__ATOMIC_SEQ_CST);
 #endif
-		return ibc_dm_copied(dm);
-	}
-	err = ibc_dm_verbs_enter(dm);
+	return ibc_dm_copied(dm);
+}
+
+static int ibc_dm_soft_read(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
+			    size_t length)
+{
+	memcpy(dst, dm->map + dm_offset, length);
+	/* x86 keeps loads in order: the compiler's fence is enough. */
+#if defined(__x86_64__) || defined(__i386__)
+	__atomic_signal_fence(__ATOMIC_ACQUIRE);
+#else
+	__atomic_thread_fence(__ATOMIC_ACQUIRE);
+#endif
+	return ibc_dm_copied(dm);
+}
+
+static int ibc_dm_verbs_write(struct ibc_dm *dm, uint64_t dm_offset,
+			      const void *src, size_t length)
+{
+	int err = ibc_dm_verbs_enter(dm);
+
 	if (err < 0)
 		return err;
 	err = ibv_memcpy_to_dm(dm->vdm, dm_offset, src, length);
@@ -766,24 +802,11 @@ IBC_EXPORT int ibc_dm_write(struct ibc_dm *dm, uint64_t dm_offset,
 	return 0;
 }
 
-IBC_EXPORT int ibc_dm_read(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
-			   size_t length)
+static int ibc_dm_verbs_read(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
+			     size_t length)
 {
-	int err = ibc_dm_check(dm, dm_offset, length);
+	int err = ibc_dm_verbs_enter(dm);
 
-	if (err < 0)
-		return err;
-	if (dm->map) {
-		memcpy(dst, dm->map + dm_offset, length);
-		/* x86 keeps loads in order: the compiler's fence is enough. */
-#if defined(__x86_64__) || defined(__i386__)
-		__atomic_signal_fence(__ATOMIC_ACQUIRE);
-#else
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-#endif
-		return ibc_dm_copied(dm);
-	}
-	err = ibc_dm_verbs_enter(dm);
 	if (err < 0)
 		return err;
 	err = ibv_memcpy_from_dm(dst, dm->vdm, dm_offset, length);
@@ -792,6 +815,42 @@ IBC_EXPORT int ibc_dm_read(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
 		return ibc_set_error(-err, "ibv_memcpy_from_dm: %s",
 				     strerror(err));
 	return 0;
+}
+
+const struct ibc_dm_ops ibc_soft_dm_ops = {
+	.attach = ibc_dm_soft_attach,
+	.drop = ibc_dm_soft_drop,
+	.release = ibc_dm_soft_release,
+	.write = ibc_dm_soft_write,
+	.read = ibc_dm_soft_read,
+	.fork_prepare = ibc_dm_soft_fork_prepare,
+};
+
+const struct ibc_dm_ops ibc_verbs_dm_ops = {
+	.attach = ibc_dm_verbs_attach,
+	.drop = ibc_dm_verbs_drop,
+	.write = ibc_dm_verbs_write,
+	.read = ibc_dm_verbs_read,
+};
+
+IBC_EXPORT int ibc_dm_write(struct ibc_dm *dm, uint64_t dm_offset,
+			    const void *src, size_t length)
+{
+	int err = ibc_dm_check(dm, dm_offset, length);
+
+	if (err < 0)
+		return err;
+	return dm->ops->write(dm, dm_offset, src, length);
+}
+
+IBC_EXPORT int ibc_dm_read(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
+			   size_t length)
+{
+	int err = ibc_dm_check(dm, dm_offset, length);
+
+	if (err < 0)
+		return err;
+	return dm->ops->read(dm, dst, dm_offset, length);
 }
 
 IBC_EXPORT struct ibv_dm *ibc_verbs_dm(struct ibc_dm *dm)

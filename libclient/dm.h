@@ -9,8 +9,39 @@
 
 #include "libclient/ctx.h"
 
+/*
+ * What differs between device kinds for a DM: how this process maps or
+ * imports it, stops using it and reads and writes it. Generic code (dm.c)
+ * calls through dm->ops and never asks which kind it has.
+ */
+struct ibc_dm_ops {
+	/* Map or import @dm, whose fields the broker's answer filled, and
+	 * list it in its context (ibc_dm_link_locked()). @fd, the DM's
+	 * descriptor where the broker sent one, is the caller's. */
+	int (*attach)(struct ibc_dm *dm, int fd);
+	/* Stop using @dm here, gone already stored: a thread past its check
+	 * may still be inside a copy. With ctx->lock held. */
+	void (*drop)(struct ibc_dm *dm);
+	/* Before the structure is freed, no copy inside; NULL: nothing. */
+	void (*release)(struct ibc_dm *dm);
+	/* The copies, bounds and gone checked: 0 or -errno with the
+	 * sentence. */
+	int (*write)(struct ibc_dm *dm, uint64_t dm_offset, const void *src,
+		     size_t length);
+	int (*read)(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
+		    size_t length);
+	/* Before fork(), ctx->lock held: keep @ctx's DMs out of the child.
+	 * NULL: nothing to do. */
+	void (*fork_prepare)(struct ibc_ctx *ctx);
+};
+
+extern const struct ibc_dm_ops ibc_soft_dm_ops;
+extern const struct ibc_dm_ops ibc_verbs_dm_ops;
+
 struct ibc_dm {
 	struct ibc_ctx *ctx;
+	/* The context kind's (ctx->ops->dm when it was made). */
+	const struct ibc_dm_ops *ops;
 	/* ctx->dms, under ctx->lock */
 	struct ibc_dm *prev, *next;
 	uint64_t id;
@@ -46,6 +77,9 @@ struct ibc_dm {
 	int gone;
 	char gone_why[160];
 };
+
+/* Put @dm on its context's list; with ctx->lock held. */
+void ibc_dm_link_locked(struct ibc_dm *dm);
 
 /* The session's status page goes (the client is freed). */
 void ibc_dm_client_free(struct ibc_client *cl);
