@@ -101,8 +101,8 @@ void ibc_dm_ctx_drop(struct ibc_ctx *ctx, int err, const char *why);
 /* Tell the broker this process no longer holds the context's DMs (while
  * the session lives), then drop them. */
 void ibc_dm_ctx_teardown(struct ibc_ctx *ctx);
-/* Before fork(): mark the soft device's DM mappings of @ctx MADV_DONTFORK;
- * with ctx->lock held. */
+/* Before fork(): keep @ctx's DMs out of the child (the soft device's
+ * mappings are marked MADV_DONTFORK); with ctx->lock held. */
 void ibc_dm_fork_prepare(struct ibc_ctx *ctx);
 /* In the child, once for the session @cl inherited (every lock held):
  * its DMs answer -ESTALE with cl->dead_message and nothing of them (the

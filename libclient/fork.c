@@ -4,10 +4,10 @@
  * keep a forked child off its parent's broker resources (ibc_fork_init(3)).
  *
  * Before fork() the handlers take every library lock, in the lock order
- * (client.h), so that the child inherits no structure half
- * changed, and mark the device's mappings and the soft device's DM
- * mappings MADV_DONTFORK (dm.c marks the session's DM status page when it
- * maps it). In the child the inherited descriptors are covered with a
+ * (client.h), so that the child inherits no structure half changed, and
+ * mark the device's mappings MADV_DONTFORK and have the DM code keep its
+ * mappings out of the child (ibc_dm_fork_prepare(); dm.c marks the
+ * session's DM status page when it maps it). In the child the inherited descriptors are covered with a
  * placeholder (closing them would free their numbers for unrelated files
  * the application opens next) and every inherited session is marked
  * stale.
