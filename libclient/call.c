@@ -17,9 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "libclient/dm.h"
 #include "libclient/client.h"
-#include "libclient/rss.h"
+#include "libclient/events.h"
 
 /* The largest errno value a broker may answer with (the kernel's
  * MAX_ERRNO): anything else is a protocol violation. */
@@ -39,6 +38,8 @@ struct ibc_queued_event {
 	char device[64];
 	uint32_t object_kind;
 	uint64_t object_id;
+	/* Who handles it after the callback; NULL: nobody. */
+	const struct ibc_event_handler *handler;
 };
 
 static void ibc_reply_init(struct ibc_reply *r)
@@ -161,6 +162,7 @@ static void ibc_deliver(struct ibc_client *cl, struct ibc_waiter *w,
 static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 			     size_t len, struct wire_fds *fds)
 {
+	const struct ibc_event_handler *h;
 	struct ibc_queued_event *q = NULL;
 	struct wire_arena arena;
 	Rdmab__DaemonMessage *msg;
@@ -205,38 +207,14 @@ static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 	if (msg->kind_case != RDMAB__DAEMON_MESSAGE__KIND_EVENT)
 		goto out;
 	ev = msg->event;
-	switch (ev->body_case) {
-	case RDMAB__EVENT__BODY_SHUTDOWN:
-		q = ibc_queue_event(cl, IBC_EVENT_SHUTDOWN,
-				    ev->shutdown->reason, NULL);
-		break;
-	case RDMAB__EVENT__BODY_DEVICE_REMOVED:
-		q = ibc_queue_event(cl, IBC_EVENT_DEVICE_REMOVED,
-				    ev->device_removed->reason,
-				    ev->device_removed->device);
-		break;
-	case RDMAB__EVENT__BODY_DM_FREE_PENDING:
-		q = ibc_queue_event(cl, IBC_EVENT_DM_FREE_PENDING,
-				    ev->dm_free_pending->reason, NULL);
-		break;
-	case RDMAB__EVENT__BODY_DM_REVOKED:
-		q = ibc_queue_event(cl, IBC_EVENT_DM_REVOKED,
-				    ev->dm_revoked->reason, NULL);
-		break;
-	case RDMAB__EVENT__BODY_RSS_REBUILT:
-		q = ibc_rss_event(cl, ev);
-		break;
-	case RDMAB__EVENT__BODY_DOMAIN_REKEYED:
-		q = ibc_queue_event(cl, IBC_EVENT_DOMAIN_REKEYED,
-				    ev->domain_rekeyed->reason, NULL);
-		break;
-	default:
-		/* An event of a newer broker: nothing to do with it. */
-		break;
-	}
+	/* An event of a newer broker has no handler: nothing to do. */
+	h = ibc_event_handler(ev->body_case);
+	if (h)
+		q = h->read(cl, ev);
 	if (q) {
 		q->object_kind = ev->object_kind;
 		q->object_id = ev->object_id;
+		q->handler = h;
 	}
 out:
 	wire_fds_close(fds);
@@ -660,14 +638,8 @@ int ibc_drain_events(struct ibc_client *cl)
 		}
 		/* The callback was the application's chance to destroy its
 		 * objects and close the contexts; what is left goes now. */
-		if (e->type == IBC_EVENT_DEVICE_REMOVED)
-			ibc_ctx_device_removed(cl, e->device);
-		if (e->type == IBC_EVENT_DOMAIN_REKEYED)
-			ibc_ctx_rekeyed(cl, e->object_id);
-		if (e->type == IBC_EVENT_DM_FREE_PENDING ||
-		    e->type == IBC_EVENT_DM_REVOKED)
-			ibc_dm_after_event(cl, e->type, e->object_id,
-					   e->message);
+		if (e->handler && e->handler->after)
+			e->handler->after(cl, &ev);
 		free(e);
 		n++;
 	}

@@ -18,6 +18,7 @@
 
 #include "libclient/dm.h"
 #include "libclient/client.h"
+#include "libclient/events.h"
 
 /* Wait for replies without a deadline by default: a timed wait arms a
  * kernel timer on every request, and a broker that hangs is killed by its
@@ -408,3 +409,17 @@ IBC_EXPORT int ibc_dispatch(struct ibc_client *client)
 	pthread_mutex_unlock(&client->lock);
 	return n == 0 && dead ? -ECONNRESET : n;
 }
+
+/* --- events ----------------------------------------------------------- */
+
+static struct ibc_queued_event *ibc_shutdown_read(struct ibc_client *cl,
+						  const Rdmab__Event *ev)
+{
+	return ibc_queue_event(cl, IBC_EVENT_SHUTDOWN, ev->shutdown->reason,
+			       NULL);
+}
+
+const struct ibc_event_handler ibc_shutdown_event = {
+	.body = RDMAB__EVENT__BODY_SHUTDOWN,
+	.read = ibc_shutdown_read,
+};

@@ -2,6 +2,19 @@
 #ifndef IBC_CLIENT_H
 #define IBC_CLIENT_H
 
+/*
+ * The library's lock order. A thread that holds several takes them in this
+ * order, never the other way; the atfork handlers (fork.c) take them all,
+ * in it, before fork():
+ *   1. the fork lock (fork.c's fork_lock): the process's clients and the
+ *      fork state;
+ *   2. each client's lock (struct ibc_client's lock), in the order of the
+ *      fork list;
+ *   3. each context's lock (struct ibc_ctx's lock, ctx.h), in the order of
+ *      the client's list;
+ *   4. the RSS list's lock (rss.c's rss_lock).
+ */
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdbool.h>
@@ -37,6 +50,7 @@ struct ibc_client {
 	ibc_event_cb event_cb;
 	void *event_arg;
 
+	/* Lock order 2 (above). */
 	pthread_mutex_t lock;
 	pthread_cond_t cond;
 	/* The reader's buffer (one reader at a time) and the senders'

@@ -13,6 +13,7 @@
 
 #include "libclient/dm.h"
 #include "libclient/objects.h"
+#include "libclient/events.h"
 #include "proto/soft.h"
 
 /* Tell the broker this process no longer uses the context. */
@@ -461,3 +462,25 @@ IBC_EXPORT struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx)
 	errno = EOPNOTSUPP;
 	return NULL;
 }
+
+/* --- the device-removed event ------------------------------------------ */
+
+static struct ibc_queued_event *
+ibc_device_removed_read(struct ibc_client *cl, const Rdmab__Event *ev)
+{
+	return ibc_queue_event(cl, IBC_EVENT_DEVICE_REMOVED,
+			       ev->device_removed->reason,
+			       ev->device_removed->device);
+}
+
+static void ibc_device_removed_after(struct ibc_client *cl,
+				     const struct ibc_event *ev)
+{
+	ibc_ctx_device_removed(cl, ev->device);
+}
+
+const struct ibc_event_handler ibc_device_removed_event = {
+	.body = RDMAB__EVENT__BODY_DEVICE_REMOVED,
+	.read = ibc_device_removed_read,
+	.after = ibc_device_removed_after,
+};

@@ -15,6 +15,7 @@ struct ibc_obj;
 struct ibc_obj_args;
 struct ibc_obj_result;
 struct ibc_dm;
+struct ibc_dm_ops;
 
 struct ibc_ops {
 	/* For sentences: "soft", "verbs", "own". */
@@ -43,6 +44,8 @@ struct ibc_ops {
 	/* ibc_track and ibc_untrack of a raw libibverbs object. */
 	int (*track)(struct ibc_obj *o);
 	int (*untrack)(struct ibc_obj *o);
+	/* Device memory (dm.h). */
+	const struct ibc_dm_ops *dm;
 };
 
 extern const struct ibc_ops ibc_soft_ops;
@@ -62,7 +65,8 @@ struct ibc_ctx {
 	 * process's own, own_pd. */
 	struct ibv_pd *pd;
 	struct ibv_pd *own_pd;
-	/* The objects made or tracked in this context, newest first. */
+	/* The objects made or tracked in this context, newest first; the
+	 * lock is the lock order's 3 (client.h). */
 	pthread_mutex_t lock;
 	struct ibc_obj *objs;
 	/* soft: the context memfd, and its header's SOFT_CTX_* flags */

@@ -6,7 +6,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,9 +13,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/wc-flush.h"
 #include "libclient/dm.h"
 #include "libclient/objects.h"
+#include "libclient/events.h"
 
 /* No DM is larger: mlx5's MEMIC is 128-256 KiB, the soft device's at most
  * 64 MiB. A broker's length above it is a protocol error. */
@@ -58,24 +57,6 @@ static bool ibc_dm_tell(struct ibc_client *cl, unsigned int body_case,
 	return ended;
 }
 
-/* Give the soft DM's pages back at once, though another thread may be
- * past its check and inside a copy: private zero pages take its access
- * instead of a fault, until the structure is freed, and the copy sees gone
- * after it (ibc_dm_copied()). A counter in every copy, as on verbs, took
- * 4 KiB copies from 0.95-0.97 of memcpy to 0.90-0.93. Out of line and
- * alone: the
- * ThreadSanitizer suppression (tests/tsan.supp) names it, and nothing else
- * that this function does. */
-static __attribute__((noinline)) void ibc_dm_map_zeroes(struct ibc_dm *dm)
-{
-	if (mmap(dm->map, dm->length, PROT_READ | PROT_WRITE,
-		 MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS, -1,
-		 0) == MAP_FAILED) {
-		munmap(dm->map, dm->length);
-		dm->map = NULL;
-	}
-}
-
 /* Stop using @dm in this process, later calls failing with -@err; the
  * broker is told by the caller. */
 static void ibc_dm_drop_local(struct ibc_dm *dm, int err, const char *why)
@@ -84,18 +65,7 @@ static void ibc_dm_drop_local(struct ibc_dm *dm, int err, const char *why)
 		return;
 	snprintf(dm->gone_why, sizeof(dm->gone_why), "%s", why);
 	__atomic_store_n(&dm->gone, err, __ATOMIC_SEQ_CST);
-	if (dm->vdm) {
-		/* A thread past its check may be inside the provider's copy,
-		 * whose structure and mapping the unimport frees: it is out
-		 * within one copy of at most the DM's length, and a thread
-		 * that comes later sees gone (ibc_dm_verbs_enter()). */
-		while (__atomic_load_n(&dm->vusers, __ATOMIC_SEQ_CST))
-			sched_yield();
-		ibv_unimport_dm(dm->vdm);
-		dm->vdm = NULL;
-	}
-	if (dm->map)
-		ibc_dm_map_zeroes(dm);
+	dm->ops->drop(dm);
 }
 
 /* An event ends this process's use of @dm, unless MRs of this process
@@ -111,8 +81,8 @@ static bool ibc_dm_end_locked(struct ibc_dm *dm, const char *why)
 
 static void ibc_dm_release(struct ibc_dm *dm)
 {
-	if (dm->map)
-		munmap(dm->map, dm->length);
+	if (dm->ops->release)
+		dm->ops->release(dm);
 	free(dm);
 }
 
@@ -160,8 +130,7 @@ void ibc_dm_client_free(struct ibc_client *cl)
 	cl->dm_n_unmatched = cl->dm_cap_unmatched = 0;
 }
 
-/* Put @dm on its context's list; with ctx->lock held. */
-static void ibc_dm_link_locked(struct ibc_dm *dm)
+void ibc_dm_link_locked(struct ibc_dm *dm)
 {
 	struct ibc_ctx *ctx = dm->ctx;
 
@@ -172,44 +141,10 @@ static void ibc_dm_link_locked(struct ibc_dm *dm)
 	ctx->dms = dm;
 }
 
-/* soft: map the DM's memfd @fd and list @dm. */
-static int ibc_dm_map(struct ibc_dm *dm, int fd)
-{
-	struct ibc_ctx *ctx = dm->ctx;
-	off_t size;
-	void *p;
-
-	/* The memfd's size (the broker sealed it against shrinking): less
-	 * than the length would fault where the length says there is
-	 * memory. lseek answers it at the cost of the bare system call. */
-	size = fd < 0 ? -1 : lseek(fd, 0, SEEK_END);
-	if (size < 0 || (uint64_t)size < dm->length)
-		return ibc_set_error(-EPROTO,
-				     "the broker sent DM %llu without memory "
-				     "of its length",
-				     (unsigned long long)dm->id);
-	/* A forked child must not keep the broker's memory (ibc_fork_init(3)):
-	 * the fork handlers mark every listed mapping MADV_DONTFORK under
-	 * this lock, so the mapping is listed before a fork can see it. */
-	pthread_mutex_lock(&ctx->lock);
-	p = mmap(NULL, dm->length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-	if (p != MAP_FAILED) {
-		dm->map = p;
-		ibc_dm_link_locked(dm);
-	}
-	pthread_mutex_unlock(&ctx->lock);
-	if (p == MAP_FAILED)
-		return ibc_set_error(-errno, "cannot map DM %llu: %s",
-				     (unsigned long long)dm->id,
-				     strerror(errno));
-	return 0;
-}
-
-/* Map (soft) or import (verbs) what the broker answered and list @dm in
- * its context. Takes @fd. */
+/* Map or import (the context's kind's DM operations) what the broker
+ * answered and list @dm in its context. Takes @fd. */
 static int ibc_dm_attach(struct ibc_dm *dm, int fd)
 {
-	struct ibc_ctx *ctx = dm->ctx;
 	int err;
 
 	if (!dm->length || dm->length > IBC_DM_MAX_LENGTH || dm->length & 3) {
@@ -220,35 +155,46 @@ static int ibc_dm_attach(struct ibc_dm *dm, int fd)
 				    (unsigned long long)dm->length);
 		goto out;
 	}
-	if (ctx->caps.kind == IBC_DEVICE_SOFT) {
-		err = ibc_dm_map(dm, fd);
-		goto out;
-	}
-	errno = 0;
-	dm->vdm = ibv_import_dm(ctx->vctx, dm->handle);
-	if (!dm->vdm) {
-		err = ibc_set_error(errno ? -errno : -EOPNOTSUPP,
-				    "%s: ibv_import_dm of handle %u: %s",
-				    ctx->caps.device, dm->handle,
-				    strerror(errno ? errno : EOPNOTSUPP));
-		goto out;
-	}
-	pthread_mutex_lock(&ctx->lock);
-	ibc_dm_link_locked(dm);
-	pthread_mutex_unlock(&ctx->lock);
-	err = 0;
+	err = dm->ops->attach(dm, fd);
 out:
 	if (fd >= 0)
 		close(fd);
 	return err;
 }
 
-void ibc_dm_fork_dontfork(struct ibc_ctx *ctx)
+void ibc_dm_fork_prepare(struct ibc_ctx *ctx)
 {
-	/* A failure leaves the mapping copied, as without the library. */
-	for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
-		if (dm->map)
-			madvise(dm->map, dm->length, MADV_DONTFORK);
+	if (ctx->ops->dm->fork_prepare)
+		ctx->ops->dm->fork_prepare(ctx);
+}
+
+void ibc_dm_fork_stale(struct ibc_client *cl)
+{
+	/* Their mappings did not come along (MADV_DONTFORK): nothing may
+	 * touch or unmap what is now absent, or maybe someone else's. */
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
+		for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next) {
+			ibc_copy_name(dm->gone_why, sizeof(dm->gone_why),
+				      cl->dead_message);
+			dm->gone = ESTALE;
+			dm->map = NULL;
+			dm->vdm = NULL;
+			dm->status = &ibc_dm_no_status;
+		}
+	cl->dm_status = NULL;
+}
+
+void ibc_dm_fork_child(struct ibc_client *cl)
+{
+	/* No thread handles a DM event or gets a DM here: ibc_close()
+	 * would wait for them forever. */
+	cl->dm_gets = 0;
+	cl->dm_n_unmatched = 0;
+	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
+		ctx->dm_handlers = 0;
+		for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
+			dm->event_refs = 0;
+	}
 }
 
 static int ibc_dm_ctx_check(struct ibc_ctx *ctx)
@@ -343,6 +289,7 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 			err = ibc_set_error(-ENOMEM, "out of memory");
 	} else {
 		dm->ctx = ctx;
+		dm->ops = ctx->ops->dm;
 		dm->id = o->dm_id;
 		dm->handle = o->handle;
 		dm->length = o->length;
@@ -664,46 +611,6 @@ ibc_dm_check(const struct ibc_dm *dm, uint64_t off, size_t len)
 	return 0;
 }
 
-/* verbs: the soft device's mapping is replaced by zero pages when the DM
- * goes, but the import is freed: a copy counts itself in first. Paired
- * with ibc_dm_drop_local() in one order (Dekker's): either this sees gone
- * or the unimport sees this thread. */
-static int ibc_dm_verbs_enter(struct ibc_dm *dm)
-{
-	int gone;
-
-	__atomic_add_fetch(&dm->vusers, 1, __ATOMIC_SEQ_CST);
-	gone = __atomic_load_n(&dm->gone, __ATOMIC_SEQ_CST);
-	if (gone) {
-		__atomic_sub_fetch(&dm->vusers, 1, __ATOMIC_RELEASE);
-		return ibc_set_error(-gone, "%s", dm->gone_why);
-	}
-	return 0;
-}
-
-static void ibc_dm_verbs_leave(struct ibc_dm *dm)
-{
-	__atomic_sub_fetch(&dm->vusers, 1, __ATOMIC_RELEASE);
-}
-
-/* soft: did the copy just made reach the DM? The zero pages that replace
- * the mapping come after gone is stored (ibc_dm_drop_local()), and a copy
- * reaches them only past the TLB shootdown that installs them, which
- * serializes its CPU: a copy that touched any of them sees gone here. The
- * caller's fence keeps the copy's own accesses before this load. */
-static inline __attribute__((always_inline)) int
-ibc_dm_copied(const struct ibc_dm *dm)
-{
-	int gone;
-
-	gone = __atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE);
-	if (__builtin_expect(gone, 0))
-		return ibc_set_error(-gone,
-				     "%s (the copy may not have reached it)",
-				     dm->gone_why);
-	return 0;
-}
-
 IBC_EXPORT int ibc_dm_write(struct ibc_dm *dm, uint64_t dm_offset,
 			    const void *src, size_t length)
 {
@@ -711,29 +618,7 @@ IBC_EXPORT int ibc_dm_write(struct ibc_dm *dm, uint64_t dm_offset,
 
 	if (err < 0)
 		return err;
-	if (dm->map) {
-		memcpy(dm->map + dm_offset, src, length);
-		/* Ordinary memory: ordered for another process as a verbs
-		 * DM is, without the write-combining drain. */
-#if defined(__x86_64__) || defined(__i386__)
-		__builtin_ia32_sfence();
-#else
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-#endif
-		return ibc_dm_copied(dm);
-	}
-	err = ibc_dm_verbs_enter(dm);
-	if (err < 0)
-		return err;
-	err = ibv_memcpy_to_dm(dm->vdm, dm_offset, src, length);
-	/* mlx5 maps MEMIC write-combining and stores without a fence:
-	 * without one here another process may not see what was written. */
-	wc_flush_writes();
-	ibc_dm_verbs_leave(dm);
-	if (err)
-		return ibc_set_error(-err, "ibv_memcpy_to_dm: %s",
-				     strerror(err));
-	return 0;
+	return dm->ops->write(dm, dm_offset, src, length);
 }
 
 IBC_EXPORT int ibc_dm_read(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
@@ -743,25 +628,7 @@ IBC_EXPORT int ibc_dm_read(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
 
 	if (err < 0)
 		return err;
-	if (dm->map) {
-		memcpy(dst, dm->map + dm_offset, length);
-		/* x86 keeps loads in order: the compiler's fence is enough. */
-#if defined(__x86_64__) || defined(__i386__)
-		__atomic_signal_fence(__ATOMIC_ACQUIRE);
-#else
-		__atomic_thread_fence(__ATOMIC_ACQUIRE);
-#endif
-		return ibc_dm_copied(dm);
-	}
-	err = ibc_dm_verbs_enter(dm);
-	if (err < 0)
-		return err;
-	err = ibv_memcpy_from_dm(dst, dm->vdm, dm_offset, length);
-	ibc_dm_verbs_leave(dm);
-	if (err)
-		return ibc_set_error(-err, "ibv_memcpy_from_dm: %s",
-				     strerror(err));
-	return 0;
+	return dm->ops->read(dm, dst, dm_offset, length);
 }
 
 IBC_EXPORT struct ibv_dm *ibc_verbs_dm(struct ibc_dm *dm)
@@ -1064,3 +931,37 @@ void ibc_dm_ctx_free(struct ibc_ctx *ctx)
 	}
 	pthread_mutex_unlock(&ctx->lock);
 }
+
+/* --- the events ---------------------------------------------------------- */
+
+static struct ibc_queued_event *
+ibc_dm_free_pending_read(struct ibc_client *cl, const Rdmab__Event *ev)
+{
+	return ibc_queue_event(cl, IBC_EVENT_DM_FREE_PENDING,
+			       ev->dm_free_pending->reason, NULL);
+}
+
+static struct ibc_queued_event *ibc_dm_revoked_read(struct ibc_client *cl,
+						    const Rdmab__Event *ev)
+{
+	return ibc_queue_event(cl, IBC_EVENT_DM_REVOKED,
+			       ev->dm_revoked->reason, NULL);
+}
+
+static void ibc_dm_event_after(struct ibc_client *cl,
+			       const struct ibc_event *ev)
+{
+	ibc_dm_after_event(cl, ev->type, ev->object_id, ev->message);
+}
+
+const struct ibc_event_handler ibc_dm_free_pending_event = {
+	.body = RDMAB__EVENT__BODY_DM_FREE_PENDING,
+	.read = ibc_dm_free_pending_read,
+	.after = ibc_dm_event_after,
+};
+
+const struct ibc_event_handler ibc_dm_revoked_event = {
+	.body = RDMAB__EVENT__BODY_DM_REVOKED,
+	.read = ibc_dm_revoked_read,
+	.after = ibc_dm_event_after,
+};

@@ -9,8 +9,39 @@
 
 #include "libclient/ctx.h"
 
+/*
+ * What differs between device kinds for a DM: how this process maps or
+ * imports it, stops using it and reads and writes it. Generic code (dm.c)
+ * calls through dm->ops and never asks which kind it has.
+ */
+struct ibc_dm_ops {
+	/* Map or import @dm, whose fields the broker's answer filled, and
+	 * list it in its context (ibc_dm_link_locked()). @fd, the DM's
+	 * descriptor where the broker sent one, is the caller's. */
+	int (*attach)(struct ibc_dm *dm, int fd);
+	/* Stop using @dm here, gone already stored: a thread past its check
+	 * may still be inside a copy. With ctx->lock held. */
+	void (*drop)(struct ibc_dm *dm);
+	/* Before the structure is freed, no copy inside; NULL: nothing. */
+	void (*release)(struct ibc_dm *dm);
+	/* The copies, bounds and gone checked: 0 or -errno with the
+	 * sentence. */
+	int (*write)(struct ibc_dm *dm, uint64_t dm_offset, const void *src,
+		     size_t length);
+	int (*read)(struct ibc_dm *dm, void *dst, uint64_t dm_offset,
+		    size_t length);
+	/* Before fork(), ctx->lock held: keep @ctx's DMs out of the child.
+	 * NULL: nothing to do. */
+	void (*fork_prepare)(struct ibc_ctx *ctx);
+};
+
+extern const struct ibc_dm_ops ibc_soft_dm_ops;
+extern const struct ibc_dm_ops ibc_verbs_dm_ops;
+
 struct ibc_dm {
 	struct ibc_ctx *ctx;
+	/* The context kind's (ctx->ops->dm when it was made). */
+	const struct ibc_dm_ops *ops;
 	/* ctx->dms, under ctx->lock */
 	struct ibc_dm *prev, *next;
 	uint64_t id;
@@ -47,6 +78,9 @@ struct ibc_dm {
 	char gone_why[160];
 };
 
+/* Put @dm on its context's list; with ctx->lock held. */
+void ibc_dm_link_locked(struct ibc_dm *dm);
+
 /* The session's status page goes (the client is freed). */
 void ibc_dm_client_free(struct ibc_client *cl);
 /* The size of the status page the broker sends. */
@@ -67,9 +101,16 @@ void ibc_dm_ctx_drop(struct ibc_ctx *ctx, int err, const char *why);
 /* Tell the broker this process no longer holds the context's DMs (while
  * the session lives), then drop them. */
 void ibc_dm_ctx_teardown(struct ibc_ctx *ctx);
-/* Before fork(): mark the soft device's DM mappings of @ctx MADV_DONTFORK;
- * with ctx->lock held. */
-void ibc_dm_fork_dontfork(struct ibc_ctx *ctx);
+/* Before fork(): keep @ctx's DMs out of the child (the soft device's
+ * mappings are marked MADV_DONTFORK); with ctx->lock held. */
+void ibc_dm_fork_prepare(struct ibc_ctx *ctx);
+/* In the child, once for the session @cl inherited (every lock held):
+ * its DMs answer -ESTALE with cl->dead_message and nothing of them (the
+ * mappings that did not come along, the status page) is touched again. */
+void ibc_dm_fork_stale(struct ibc_client *cl);
+/* In the child (every lock held): the parent's threads that handled DM
+ * events or got a DM are not here. */
+void ibc_dm_fork_child(struct ibc_client *cl);
 /* Free the structures of the context's DMs (ibc_close). */
 void ibc_dm_ctx_free(struct ibc_ctx *ctx);
 

@@ -3,12 +3,11 @@
  * Fork: ibc_fork_init() and the fork state, and the atfork handlers that
  * keep a forked child off its parent's broker resources (ibc_fork_init(3)).
  *
- * Before fork() the handlers take every library lock, in the order the
- * library takes them elsewhere (the fork lock, each client's, each
- * context's, the RSS list's), so that the child inherits no structure half
- * changed, and mark the device's mappings and the soft device's DM
- * mappings MADV_DONTFORK (dm.c marks the session's DM status page when it
- * maps it). In the child the inherited descriptors are covered with a
+ * Before fork() the handlers take every library lock, in the lock order
+ * (client.h), so that the child inherits no structure half changed, and
+ * mark the device's mappings MADV_DONTFORK and have the DM code keep its
+ * mappings out of the child (ibc_dm_fork_prepare(); dm.c marks the
+ * session's DM status page when it maps it). In the child the inherited descriptors are covered with a
  * placeholder (closing them would free their numbers for unrelated files
  * the application opens next) and every inherited session is marked
  * stale.
@@ -30,7 +29,8 @@
 #include "libclient/objects.h"
 #include "libclient/rss.h"
 
-/* Guards the list below and the library's fork state. */
+/* Guards the list below and the library's fork state: the lock order's 1
+ * (client.h). */
 static pthread_mutex_t fork_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibc_client *fork_clients;
 /* Signalled when a client is held by ibc_fork_init() no more. */
@@ -46,8 +46,6 @@ static pthread_once_t fork_once = PTHREAD_ONCE_INIT;
 static int fork_once_err;
 /* The forking process, for the child's sentences. */
 static pid_t fork_parent_pid;
-
-static const uint8_t fork_no_status;
 
 /* The sessions the parent had when it forked this process, newest first:
  * what a child's ibc_connect names as its parent. Kept apart from the
@@ -152,7 +150,7 @@ static void fork_prepare(void)
 			pthread_mutex_lock(&ctx->lock);
 			/* Here rather than at each import, where a madvise()
 			 * would cost every DM a system call and a VMA split. */
-			ibc_dm_fork_dontfork(ctx);
+			ibc_dm_fork_prepare(ctx);
 		}
 	ibc_rss_fork_lock();
 	/* The DM status page was marked when it was mapped (once a
@@ -205,16 +203,6 @@ static void fork_stale_ctx(struct ibc_ctx *ctx, int ph)
 		if (o->kind == IBC_OBJ_CQ && cq && cq->channel)
 			fork_cover(ph, cq->channel->fd);
 	}
-	/* Their mappings did not come along (MADV_DONTFORK): nothing may
-	 * touch or unmap what is now absent, or maybe someone else's. */
-	for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next) {
-		ibc_copy_name(dm->gone_why, sizeof(dm->gone_why),
-			      ctx->client->dead_message);
-		dm->gone = ESTALE;
-		dm->map = NULL;
-		dm->vdm = NULL;
-		dm->status = &fork_no_status;
-	}
 }
 
 void ibc_fork_ctx_close(struct ibc_ctx *ctx)
@@ -259,7 +247,7 @@ static void fork_stale_client(struct ibc_client *cl, int ph)
 		fork_cover(ph, cl->event_fd);
 		for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
 			fork_stale_ctx(ctx, ph);
-		cl->dm_status = NULL;
+		ibc_dm_fork_stale(cl);
 	}
 	/* The parent's other threads are not here: nobody reads or waits,
 	 * and a condition variable they waited on would never let its
@@ -270,15 +258,7 @@ static void fork_stale_client(struct ibc_client *cl, int ph)
 	cl->waiters = NULL;
 	cl->fd_waiters = 0;
 	cl->fork_refs = 0;
-	/* Nor does any thread handle a DM event or get a DM here:
-	 * ibc_close() would wait for them forever. */
-	cl->dm_gets = 0;
-	cl->dm_n_unmatched = 0;
-	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
-		ctx->dm_handlers = 0;
-		for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
-			dm->event_refs = 0;
-	}
+	ibc_dm_fork_child(cl);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&cl->cond, &ca);

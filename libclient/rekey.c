@@ -11,6 +11,7 @@
 
 #include "libclient/dm.h"
 #include "libclient/objects.h"
+#include "libclient/events.h"
 
 IBC_EXPORT int ibc_admin_domain_rekey(struct ibc_client *client,
 				      const char *domain, uint32_t flags)
@@ -134,3 +135,24 @@ void ibc_ctx_rekeyed(struct ibc_client *cl, uint64_t id)
 	while (n--)
 		ibc_rekey_release(cl, id);
 }
+
+/* --- the event ---------------------------------------------------------- */
+
+static struct ibc_queued_event *
+ibc_domain_rekeyed_read(struct ibc_client *cl, const Rdmab__Event *ev)
+{
+	return ibc_queue_event(cl, IBC_EVENT_DOMAIN_REKEYED,
+			       ev->domain_rekeyed->reason, NULL);
+}
+
+static void ibc_domain_rekeyed_after(struct ibc_client *cl,
+				     const struct ibc_event *ev)
+{
+	ibc_ctx_rekeyed(cl, ev->object_id);
+}
+
+const struct ibc_event_handler ibc_domain_rekeyed_event = {
+	.body = RDMAB__EVENT__BODY_DOMAIN_REKEYED,
+	.read = ibc_domain_rekeyed_read,
+	.after = ibc_domain_rekeyed_after,
+};

@@ -22,6 +22,7 @@
 #include "common/toeplitz.h"
 #include "libclient/client.h"
 #include "libclient/ctx.h"
+#include "libclient/events.h"
 #include "libclient/rss.h"
 
 #define RSS_HASH_V4  (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4)
@@ -45,6 +46,7 @@ struct ibc_rss {
 	struct toeplitz_tables tt;
 };
 
+/* The lock order's 4, the last (client.h). */
 static pthread_mutex_t rss_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct ibc_rss *rss_list;
 
@@ -466,8 +468,10 @@ void ibc_rss_ctx_closing(struct ibc_ctx *ctx, bool broker)
 	}
 }
 
-struct ibc_queued_event *ibc_rss_event(struct ibc_client *cl,
-				       const Rdmab__Event *ev)
+/* The RSS object's lookup follows the new table as the event is read, and
+ * the event is queued for the callback. Called with the client's lock. */
+static struct ibc_queued_event *ibc_rss_event(struct ibc_client *cl,
+					      const Rdmab__Event *ev)
 {
 	const Rdmab__RssRebuiltEvent *b = ev->rss_rebuilt;
 	/* A broker before deltas says destroyed with an empty list. */
@@ -649,3 +653,8 @@ IBC_EXPORT int ibc_list_rss(struct ibc_client *client,
 	free(a.wq);
 	return err;
 }
+
+const struct ibc_event_handler ibc_rss_rebuilt_event = {
+	.body = RDMAB__EVENT__BODY_RSS_REBUILT,
+	.read = ibc_rss_event,
+};

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <unistd.h>
 
+#include "libclient/dm.h"
 #include "libclient/objects.h"
 #include "proto/soft.h"
 
@@ -195,4 +196,5 @@ const struct ibc_ops ibc_soft_ops = {
 	.destroy_removed = soft_destroy_removed,
 	.track = soft_track,
 	.untrack = soft_track,
+	.dm = &ibc_soft_dm_ops,
 };

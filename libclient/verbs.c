@@ -15,6 +15,7 @@
 
 #include "common/verbs-err.h"
 #include "common/verbs-import.h"
+#include "libclient/dm.h"
 #include "libclient/objects.h"
 
 /* Open the device in this process (IBC_CONNECT_ALLOW_OWN_CONTEXT). */
@@ -549,6 +550,7 @@ const struct ibc_ops ibc_verbs_ops = {
 	.destroy_removed = verbs_destroy_removed,
 	.track = verbs_track,
 	.untrack = verbs_untrack,
+	.dm = &ibc_verbs_dm_ops,
 };
 
 /* --- a context of this process's own: nothing to register ------------ */
@@ -587,4 +589,7 @@ const struct ibc_ops ibc_own_ops = {
 	.destroy_removed = verbs_destroy_removed,
 	.track = own_track,
 	.untrack = own_track,
+	/* Never reached: a context of this process's own shares no DM
+	 * (ibc_dm_alloc_ex() refuses first). */
+	.dm = &ibc_verbs_dm_ops,
 };
