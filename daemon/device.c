@@ -27,6 +27,38 @@ static const char *const obj_kind_names[OBJ_KIND_COUNT] = {
 	[IBC_OBJ_CONTEXT] = "context",
 };
 
+/*
+ * Every kind, and no default: with -Wswitch an error here, a kind added to
+ * enum ibc_obj_kind stops the build until it is named below, and
+ * OBJ_KIND_COUNT (device.h) and the tables it sizes are moved with it.
+ */
+#pragma GCC diagnostic push
+#pragma GCC diagnostic error "-Wswitch"
+static __attribute__((unused)) unsigned int
+obj_kind_check_all(enum ibc_obj_kind kind)
+{
+	switch (kind) {
+	case IBC_OBJ_NONE:
+	case IBC_OBJ_QP:
+	case IBC_OBJ_CQ:
+	case IBC_OBJ_SRQ:
+	case IBC_OBJ_WQ:
+	case IBC_OBJ_MR:
+	case IBC_OBJ_PD:
+	case IBC_OBJ_RWQ_IND_TBL:
+	case IBC_OBJ_FLOW:
+	case IBC_OBJ_DM:
+	case IBC_OBJ_XRCD:
+	case IBC_OBJ_MW:
+	case IBC_OBJ_AH:
+		break;
+	case IBC_OBJ_CONTEXT: /* the last: OBJ_KIND_COUNT moves with it */
+		break;
+	}
+	return (unsigned int)kind;
+}
+#pragma GCC diagnostic pop
+
 const char *obj_kind_name(uint32_t kind)
 {
 	return kind < OBJ_KIND_COUNT ? obj_kind_names[kind] : "object";

@@ -38,7 +38,8 @@ enum device_kind {
 #define DEVICE_MAX 32
 
 /* enum ibc_obj_kind, the one vocabulary of the daemon, the library and
- * the protocol, runs from IBC_OBJ_NONE to IBC_OBJ_CONTEXT. */
+ * the protocol, runs from IBC_OBJ_NONE to IBC_OBJ_CONTEXT (device.c stops
+ * the build when a kind is added after it without moving this). */
 #define OBJ_KIND_COUNT (IBC_OBJ_CONTEXT + 1)
 
 /* "QP", "CQ", ... for messages; "object" for a value out of range. */
@@ -301,8 +302,14 @@ struct device_ctx_ops {
 	void (*import_close)(struct device_ctx *ctx, uint64_t import);
 };
 
-/* handle_list's type for the provider's internal objects. */
-#define DEVICE_INTERNAL OBJ_KIND_COUNT
+/* handle_list's type for the provider's internal objects: a value of
+ * its own, above every kind (a new kind must not become it) and within
+ * the soft device's 8-bit record kind. */
+#define DEVICE_INTERNAL 0xffu
+_Static_assert(DEVICE_INTERNAL >= OBJ_KIND_COUNT,
+	       "DEVICE_INTERNAL must not be an object kind");
+_Static_assert(DEVICE_INTERNAL <= 0xff,
+	       "DEVICE_INTERNAL must fit soft_rec's 8-bit kind");
 
 struct device {
 	char name[DEVICE_NAME_MAX];

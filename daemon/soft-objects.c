@@ -139,6 +139,12 @@ static struct soft_rec *soft_rec(struct soft_objs *o, uint32_t handle)
 		       NULL;
 }
 
+/* n_type's slot for @kind: DEVICE_INTERNAL's is the one past the kinds. */
+static unsigned int soft_type_slot(unsigned int kind)
+{
+	return kind == DEVICE_INTERNAL ? OBJ_KIND_COUNT : kind;
+}
+
 /* The lowest free handle for a record of @kind, growing the table when
  * every one is taken. */
 static int soft_alloc(struct soft_objs *o, unsigned int kind, uint32_t *ret)
@@ -161,7 +167,7 @@ static int soft_alloc(struct soft_objs *o, unsigned int kind, uint32_t *ret)
 		o->cap = cap;
 	}
 	o->recs[h].kind = (uint8_t)kind;
-	o->n_type[kind]++;
+	o->n_type[soft_type_slot(kind)]++;
 	o->low = h + 1;
 	if (h >= o->top)
 		o->top = h + 1;
@@ -176,7 +182,7 @@ static void soft_release(struct soft_objs *o, uint32_t h)
 {
 	uint32_t cap = o->cap;
 
-	o->n_type[o->recs[h].kind]--;
+	o->n_type[soft_type_slot(o->recs[h].kind)]--;
 	free(o->recs[h].tbl_wqs);
 	memset(&o->recs[h], 0, sizeof(o->recs[h]));
 	if (h < o->low)
@@ -851,12 +857,13 @@ int soft_objs_handles(const struct soft_objs *o, unsigned int type,
 {
 	uint32_t n = 0;
 
-	if (type == IBC_OBJ_NONE || type > DEVICE_INTERNAL)
+	if (type == IBC_OBJ_NONE ||
+	    (type >= OBJ_KIND_COUNT && type != DEVICE_INTERNAL))
 		return -EINVAL;
 	/* Up to the last record of @type: a walk of what the context
 	 * holds, not of the room it once took. */
-	for (uint32_t h = 0; h < o->top && n < max && n < o->n_type[type];
-	     h++)
+	for (uint32_t h = 0;
+	     h < o->top && n < max && n < o->n_type[soft_type_slot(type)]; h++)
 		if (o->recs[h].kind == type)
 			handles[n++] = h;
 	return (int)n;

@@ -75,8 +75,9 @@ struct soft_objs {
 	/* Every handle below is taken; none from top up is. */
 	uint32_t low;
 	uint32_t top;
-	/* Records per kind (an enum ibc_obj_kind, or DEVICE_INTERNAL). */
-	uint32_t n_type[DEVICE_INTERNAL + 1];
+	/* Records per kind (an enum ibc_obj_kind; DEVICE_INTERNAL's in
+	 * the last slot). */
+	uint32_t n_type[OBJ_KIND_COUNT + 1];
 	/* The last import's number (soft_objs_import_open). */
 	uint64_t next_import;
 };

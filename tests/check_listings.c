@@ -271,6 +271,9 @@ START_TEST(test_soft_table_shrinks)
 		soft_objs_import_close(&o, handles[i]);
 	ck_assert_uint_eq(o.cap, first_cap);
 	ck_assert_int_eq(soft_objs_handles(&o, DEVICE_INTERNAL, h, 4), 0);
+	/* One past the kinds is no type: the sentinel is a value of its
+	 * own, so a 14th kind cannot list the provider's records. */
+	ck_assert_int_eq(soft_objs_handles(&o, OBJ_KIND_COUNT, h, 4), -EINVAL);
 	soft_objs_fini(&o);
 	device_list_close(&list);
 }
