@@ -293,9 +293,12 @@ static int parse_id(const char *name, unsigned long *ret)
 	return 1;
 }
 
-static int lookup_gid(const char *name, gid_t *ret)
+/* The user (@user) or group @name, or the id it spells: 0, -ENOENT when
+ * none has that name, -EINVAL for a number out of range. */
+static int lookup_id(const char *name, bool user, id_t *ret)
 {
-	struct group gr, *res = NULL;
+	struct passwd pw, *pw_res = NULL;
+	struct group gr, *gr_res = NULL;
 	char buf[4096];
 	unsigned long v;
 	int num = parse_id(name, &v);
@@ -303,36 +306,35 @@ static int lookup_gid(const char *name, gid_t *ret)
 	if (num < 0)
 		return num;
 	if (num) {
-		*ret = (gid_t)v;
+		*ret = (id_t)v;
 		return 0;
 	}
-	if (getgrnam_r(name, &gr, buf, sizeof(buf), &res) != 0 || !res)
-		return -ENOENT;
-	*ret = res->gr_gid;
+	if (user) {
+		if (getpwnam_r(name, &pw, buf, sizeof(buf), &pw_res) != 0 ||
+		    !pw_res)
+			return -ENOENT;
+		*ret = pw_res->pw_uid;
+	} else {
+		if (getgrnam_r(name, &gr, buf, sizeof(buf), &gr_res) != 0 ||
+		    !gr_res)
+			return -ENOENT;
+		*ret = gr_res->gr_gid;
+	}
 	return 0;
 }
 
+/* One lookup serves both: a uid and a gid are an id_t. */
+_Static_assert(sizeof(uid_t) == sizeof(id_t) && sizeof(gid_t) == sizeof(id_t),
+	       "uid_t, gid_t and id_t differ in size");
+
 int config_lookup_gid(const char *name, gid_t *ret)
 {
-	return lookup_gid(name, ret);
-}
+	id_t id;
+	int err = lookup_id(name, false, &id);
 
-static int lookup_uid(const char *name, uid_t *ret)
-{
-	struct passwd pw, *res = NULL;
-	char buf[4096];
-	unsigned long v;
-	int num = parse_id(name, &v);
-
-	if (num < 0)
-		return num;
-	if (num) {
-		*ret = (uid_t)v;
-		return 0;
-	}
-	if (getpwnam_r(name, &pw, buf, sizeof(buf), &res) != 0 || !res)
-		return -ENOENT;
-	*ret = res->pw_uid;
+	if (err < 0)
+		return err;
+	*ret = (gid_t)id;
 	return 0;
 }
 
@@ -345,19 +347,19 @@ static int parse_members(struct parse *p, const char *key, const char *value,
 	snprintf(buf, sizeof(buf), "%s", value);
 	for (tok = strtok_r(buf, ", \t", &save); tok;
 	     tok = strtok_r(NULL, ", \t", &save)) {
-		int ret;
+		id_t id;
 
 		if ((users ? d->n_users : d->n_groups) == CONFIG_MAX_MEMBERS)
 			return parse_fail(p, p->line, key,
 					  "more than %d entries",
 					  CONFIG_MAX_MEMBERS);
-		if (users)
-			ret = lookup_uid(tok, &d->users[d->n_users++]);
-		else
-			ret = lookup_gid(tok, &d->groups[d->n_groups++]);
-		if (ret < 0)
+		if (lookup_id(tok, users, &id) < 0)
 			return parse_fail(p, p->line, key, "no %s \"%s\"",
 					  users ? "user" : "group", tok);
+		if (users)
+			d->users[d->n_users++] = (uid_t)id;
+		else
+			d->groups[d->n_groups++] = (gid_t)id;
 	}
 	if ((users ? d->n_users : d->n_groups) == 0)
 		return parse_fail(p, p->line, key, "the list is empty");
@@ -402,7 +404,7 @@ static int parse_broker(struct parse *p, const char *key, const char *value)
 	uint64_t min = 1, max = 1000000, v;
 
 	if (strcmp(key, "admin_group") == 0) {
-		if (lookup_gid(value, &p->cfg.admin_gid) < 0)
+		if (config_lookup_gid(value, &p->cfg.admin_gid) < 0)
 			return parse_fail(p, p->line, key, "no group \"%s\"",
 					  value);
 		p->cfg.has_admin_group = true;
