@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "ctl/ctl.h"
+#include "common/caps-fields.h"
 
 static void devices_json(const struct ibc_device_info *d, size_t n)
 {
@@ -26,17 +27,11 @@ static void devices_json(const struct ibc_device_info *d, size_t n)
 		       d[i].xrc ? "true" : "false", d[i].ports,
 		       d[i].max_dm_size, d[i].max_rss_table_size,
 		       d[i].rss_hash_fields, d[i].rss_hash_functions);
-		printf(",\"max_qp\":%u,\"max_qp_wr\":%u,\"max_sge\":%u,"
-		       "\"max_cq\":%u,\"max_cqe\":%u,\"max_mr\":%u,"
-		       "\"max_pd\":%u,\"max_mw\":%u,\"max_ah\":%u,"
-		       "\"max_srq\":%u,\"max_srq_wr\":%u,\"max_srq_sge\":%u,"
-		       "\"max_wq\":%u,\"max_mr_size\":%" PRIu64
-		       ",\"rss_qp_types\":%u",
-		       d[i].max_qp, d[i].max_qp_wr, d[i].max_sge, d[i].max_cq,
-		       d[i].max_cqe, d[i].max_mr, d[i].max_pd, d[i].max_mw,
-		       d[i].max_ah, d[i].max_srq, d[i].max_srq_wr,
-		       d[i].max_srq_sge, d[i].max_wq, d[i].max_mr_size,
-		       d[i].rss_qp_types);
+#define CTL_CAPS_LIMIT(name, type, fmt)                                        \
+	printf(",\"" #name "\":" fmt, d[i].name);
+		CAPS_LIMITS(CTL_CAPS_LIMIT)
+#undef CTL_CAPS_LIMIT
+		printf(",\"rss_qp_types\":%u", d[i].rss_qp_types);
 		/* What `dm` prints under its table; the device-wide figure
 		 * is an administrator's. */
 		if (d[i].dm_device_wide)

@@ -22,6 +22,7 @@
 #include <stdint.h>
 
 #include "include/ibclient.h"
+#include "common/caps-fields.h"
 
 enum device_mode {
 	DEVICE_MODE_AUTO,
@@ -55,21 +56,11 @@ struct device_caps {
 	bool import;
 	uint32_t ports;
 	char transport[16];
-	/* ibv_query_device's limits, device-wide. */
-	uint32_t max_qp;
-	uint32_t max_qp_wr;
-	uint32_t max_sge;
-	uint32_t max_cq;
-	uint32_t max_cqe;
-	uint32_t max_mr;
-	uint64_t max_mr_size;
-	uint32_t max_pd;
-	uint32_t max_mw;
-	uint32_t max_ah;
-	uint32_t max_srq;
-	uint32_t max_srq_wr;
-	uint32_t max_srq_sge;
-	uint32_t max_wq;
+	/* ibv_query_device's limits, device-wide: max_qp, max_srq_wr, ...
+	 * (common/caps-fields.h). */
+#define DEVICE_CAPS_LIMIT(name, type, fmt) type name;
+	CAPS_LIMITS(DEVICE_CAPS_LIMIT)
+#undef DEVICE_CAPS_LIMIT
 	/* Device memory: can a DM be shared with the domain's clients
 	 * (soft: yes; verbs: the start-up self-test), and why not. */
 	bool dm_shared;

@@ -40,20 +40,9 @@ void server_device_info(const struct conn *c, const struct device *dev,
 	caps->rss_qp_types = dev->caps.rss_qp_types;
 	caps->import = dev->caps.import;
 	caps->ports = dev->caps.ports;
-	caps->max_qp = dev->caps.max_qp;
-	caps->max_qp_wr = dev->caps.max_qp_wr;
-	caps->max_sge = dev->caps.max_sge;
-	caps->max_cq = dev->caps.max_cq;
-	caps->max_cqe = dev->caps.max_cqe;
-	caps->max_mr = dev->caps.max_mr;
-	caps->max_mr_size = dev->caps.max_mr_size;
-	caps->max_pd = dev->caps.max_pd;
-	caps->max_mw = dev->caps.max_mw;
-	caps->max_ah = dev->caps.max_ah;
-	caps->max_srq = dev->caps.max_srq;
-	caps->max_srq_wr = dev->caps.max_srq_wr;
-	caps->max_srq_sge = dev->caps.max_srq_sge;
-	caps->max_wq = dev->caps.max_wq;
+#define INSPECT_CAPS_LIMIT(name, type, fmt) caps->name = dev->caps.name;
+	CAPS_LIMITS(INSPECT_CAPS_LIMIT)
+#undef INSPECT_CAPS_LIMIT
 	/* Device memory. */
 	caps->dm_shared = dev->caps.dm_shared;
 	caps->dm_reason = (char *)dev->caps.dm_reason;

@@ -15,6 +15,7 @@
 #include "libclient/objects.h"
 #include "libclient/events.h"
 #include "proto/soft.h"
+#include "common/caps-fields.h"
 
 /* Tell the broker this process no longer uses the context. */
 static void ibc_ctx_release(struct ibc_client *client, uint64_t id)
@@ -62,20 +63,9 @@ static int ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
 	c->rss_hash_fields = d->rss_hash_fields;
 	c->rss_hash_functions = d->rss_hash_functions;
 	c->rss_qp_types = d->rss_qp_types;
-	c->max_qp = d->max_qp;
-	c->max_qp_wr = d->max_qp_wr;
-	c->max_sge = d->max_sge;
-	c->max_cq = d->max_cq;
-	c->max_cqe = d->max_cqe;
-	c->max_mr = d->max_mr;
-	c->max_pd = d->max_pd;
-	c->max_mw = d->max_mw;
-	c->max_ah = d->max_ah;
-	c->max_wq = d->max_wq;
-	c->max_srq = d->max_srq;
-	c->max_srq_wr = d->max_srq_wr;
-	c->max_srq_sge = d->max_srq_sge;
-	c->max_mr_size = d->max_mr_size;
+#define CTX_CAPS_LIMIT(name, type, fmt) c->name = d->name;
+	CAPS_LIMITS(CTX_CAPS_LIMIT)
+#undef CTX_CAPS_LIMIT
 	c->dm_shared = d->dm_shared;
 	ctx->pd_handle = o->pd_handle;
 	return 0;

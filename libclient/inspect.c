@@ -9,6 +9,20 @@
 #include <string.h>
 
 #include "libclient/client.h"
+#include "common/caps-fields.h"
+
+/* The public structures and the wire keep each limit written out (ABI,
+ * wire); each must have every limit of the list, with the list's type. */
+#define CAPS_LIMIT_IS(ptr_type, name, type)                                    \
+	_Static_assert(_Generic(((ptr_type)0)->name, type : 1, default : 0),   \
+		       #ptr_type "'s " #name " is not the list's " #type);
+#define CAPS_LIMIT_CHECK(name, type, fmt)                                      \
+	CAPS_LIMIT_IS(struct ibc_device_info *, name, type)                    \
+	CAPS_LIMIT_IS(struct ibc_caps *, name, type)                           \
+	CAPS_LIMIT_IS(Rdmab__DeviceCaps *, name, type)
+CAPS_LIMITS(CAPS_LIMIT_CHECK)
+#undef CAPS_LIMIT_CHECK
+#undef CAPS_LIMIT_IS
 
 /* Grow *list to hold @n entries of @size bytes. */
 static int ibc_list_grow(void **list, size_t n, size_t size)
@@ -100,20 +114,9 @@ void ibc_device_info_from(struct ibc_device_info *e,
 		e->rss_hash_fields = d->caps->rss_hash_fields;
 		e->rss_hash_functions = d->caps->rss_hash_functions;
 		e->rss_qp_types = d->caps->rss_qp_types;
-		e->max_qp = d->caps->max_qp;
-		e->max_qp_wr = d->caps->max_qp_wr;
-		e->max_sge = d->caps->max_sge;
-		e->max_cq = d->caps->max_cq;
-		e->max_cqe = d->caps->max_cqe;
-		e->max_mr = d->caps->max_mr;
-		e->max_pd = d->caps->max_pd;
-		e->max_mw = d->caps->max_mw;
-		e->max_ah = d->caps->max_ah;
-		e->max_wq = d->caps->max_wq;
-		e->max_srq = d->caps->max_srq;
-		e->max_srq_wr = d->caps->max_srq_wr;
-		e->max_srq_sge = d->caps->max_srq_sge;
-		e->max_mr_size = d->caps->max_mr_size;
+#define ENTRY_CAPS_LIMIT(name, type, fmt) e->name = d->caps->name;
+		CAPS_LIMITS(ENTRY_CAPS_LIMIT)
+#undef ENTRY_CAPS_LIMIT
 		/* Device memory. */
 		e->dm_shared = d->caps->dm_shared;
 		snprintf(e->dm_reason, sizeof(e->dm_reason), "%s",

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "proto/wire.h"
+#include "common/caps-fields.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
 
@@ -638,6 +639,54 @@ START_TEST(test_peek_reply)
 }
 END_TEST
 
+/* One device limit of common/caps-fields.h: its name and wire type. */
+struct caps_limit {
+	const char *name;
+	ProtobufCType type;
+};
+
+#define CAPS_LIMIT_ENTRY(name, type, fmt)                                      \
+	{#name,                                                                \
+	 sizeof(type) == 8 ? PROTOBUF_C_TYPE_UINT64 : PROTOBUF_C_TYPE_UINT32},
+static const struct caps_limit caps_limits[] = {CAPS_LIMITS(CAPS_LIMIT_ENTRY)};
+#undef CAPS_LIMIT_ENTRY
+
+/* The .proto writes the limits out; the list must name every one of
+ * them (the compile-time check in libclient/inspect.c sees only the
+ * list's), and each with its width. The other max_ fields are the broker's
+ * own figures (DM, RSS), not ibv_query_device's limits. */
+START_TEST(test_device_caps_match_list)
+{
+	const ProtobufCMessageDescriptor *d = &rdmab__device_caps__descriptor;
+	const size_t n = sizeof(caps_limits) / sizeof(caps_limits[0]);
+	unsigned int found = 0;
+
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *f = &d->fields[i];
+		size_t k = 0;
+
+		while (k < n && strcmp(caps_limits[k].name, f->name) != 0)
+			k++;
+		if (k == n) {
+			bool limit = strncmp(f->name, "max_", 4) == 0 &&
+				     strcmp(f->name, "max_dm_size") != 0 &&
+				     strcmp(f->name, "max_rss_table_size") != 0;
+
+			ck_assert_msg(!limit,
+				      "DeviceCaps.%s is missing from "
+				      "common/caps-fields.h",
+				      f->name);
+			continue;
+		}
+		ck_assert_msg(f->type == caps_limits[k].type,
+			      "DeviceCaps.%s's width is not the list's",
+			      f->name);
+		found++;
+	}
+	ck_assert_uint_eq(found, n);
+}
+END_TEST
+
 static Suite *wire_suite(void)
 {
 	Suite *s = suite_create("wire");
@@ -662,6 +711,7 @@ static Suite *wire_suite(void)
 	tcase_add_test(tc, test_arena);
 	tcase_add_test(tc, test_arena_refuses_over_limit_decode);
 	tcase_add_test(tc, test_peek_reply);
+	tcase_add_test(tc, test_device_caps_match_list);
 	suite_add_tcase(s, tc);
 	return s;
 }
