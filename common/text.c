@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: MIT
+/*
+ * UTF-8 checks and terminal-safe escaping (text.h), for the daemon's log
+ * lines and rdmabrokerctl's output alike.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: MIT
+/*
+ * verbs_import_device() (verbs-import.h): ibv_import_device() with one
+ * owner of the descriptor whatever libibverbs does with it on failure;
+ * the verbs device (device-verbs.c) and the library's verbs contexts
+ * (libclient/verbs.c) share it.
+ */
 #include "config.h"
 
 #include <errno.h>

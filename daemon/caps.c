@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The capability calls of caps.h, on capget/capset directly: the verbs
+ * device's context opens and the RSS paths use them, and keeping the raw
+ * syscalls here keeps linux/capability.h out of every other file.
+ */
 #include "config.h"
 
 #include <errno.h>

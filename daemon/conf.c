@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The rdmabroker.conf parser (conf.h): every key's syntax, range and
+ * default, and the names (users, groups) it resolves. Separate from
+ * conf-check.c (--check-config: what parses but admits nobody) and from
+ * server.c, which loads one at start and on reload.
+ */
 #include "config.h"
 
 #include <ctype.h>

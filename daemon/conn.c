@@ -1,4 +1,12 @@
 // SPDX-License-Identifier: MIT
+/*
+ * One client connection (conn.h) over its life: the socket's reads and
+ * writes, the out queue and the descriptors in flight charged to its uid,
+ * the hello deadline, the unread-reply stall, the pidfd that sees the peer
+ * die, and the close (now, deferred to the loop, or a socket lingering
+ * until the peer reads the descriptors sent to it). What a request means
+ * is dispatch.c's.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * struct conn, one client connection, and its calls: sending replies and
+ * events, closing (now, from the loop, after a flush), the peer's pidfd.
+ * The server owns the list of connections; conn.c one connection's life.
+ */
 #ifndef RDMAB_CONN_H
 #define RDMAB_CONN_H
 

@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The device layer's common part (device.h): the defaults a device
+ * implementation may leave NULL, the probe of every device kind, the kind
+ * names and device_why(). The implementations (device-verbs.c,
+ * device-soft.c) say only what differs.
+ */
 #include "config.h"
 
 #include <errno.h>

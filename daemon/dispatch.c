@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The request table: which handler serves which request body, with its
+ * flags (hello first, administrators only, bounded reply), and the reply
+ * each request gets exactly once. The only place a request body is
+ * matched to code; conn.c hands it the packets.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The handler interface: struct reply, what a handler fills and dispatch
+ * sends, the handler signature and flags, and every h_<family>_<verb>
+ * handler the table in dispatch.c names.
+ */
 #ifndef RDMAB_DISPATCH_H
 #define RDMAB_DISPATCH_H
 

@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: MIT
+/*
+ * Domains (domain.h): made and found by name, joined at hello (a
+ * configured one, the uid's own, or a private one), released with their
+ * last member, and their quotas on objects and device memory, per member
+ * uid inside configured domains.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The daemon's one log writer (log.h): levels, the journald priority
+ * prefix, escaping of what a client sent, and rate limits. Everything that
+ * logs goes through it, so no client byte reaches a log line raw.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,9 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * Logging for the daemon only (libraries never log): one line per call,
+ * with a journald priority, client bytes escaped, and rate limits for
+ * what a client can trigger repeatedly.
+ */
 #ifndef RDMAB_LOG_H
 #define RDMAB_LOG_H
 

@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: MIT
+/*
+ * Reports (notify.h): the Event broadcasts to clients, where a client
+ * that cannot take one is only marked for the loop to close, and a
+ * device's removal, told once to the server and to every family: the
+ * one path by which any family reports to clients.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,8 @@
 // SPDX-License-Identifier: MIT
+/*
+ * systemd integration (sd.h): the passed listening socket and the
+ * sd_notify() calls. The only file that includes sd-daemon.h.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,8 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * systemd: socket activation and readiness, status and watchdog notices;
+ * no-ops when the daemon runs outside systemd.
+ */
 #ifndef RDMAB_SD_H
 #define RDMAB_SD_H
 

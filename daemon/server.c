@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The daemon's top (server.h): start-up and shutdown in order, the
+ * listening socket (stale paths, the socket's group), accepting with the
+ * limits and the administrators' reserve, reload, signals, systemd status
+ * and watchdog, and the watch for devices that go.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+/*
+ * Per-uid accounting (user.h): the user records, made at a uid's first
+ * connection and freed with its last reference, and their charges. Apart
+ * from domain.c: a uid's charges hold across the domains it joins.
+ */
 #include "config.h"
 
 #include <errno.h>

@@ -1,4 +1,10 @@
 /* SPDX-License-Identifier: MIT */
+/*
+ * The library's internals: struct ibc_client (the socket, the calls in
+ * flight, the queued events, the contexts), the call and reply, and the
+ * helpers every libclient file shares (errors, fork, listings). Contexts'
+ * own are in ctx.h. Not installed.
+ */
 #ifndef IBC_CLIENT_H
 #define IBC_CLIENT_H
 

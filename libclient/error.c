@@ -1,4 +1,9 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The library's error sentence: a per-thread buffer ibc_set_error() fills
+ * and ibc_last_error(3) returns, and the caller-size check of versioned
+ * structures. The library never logs; this is how it explains a failure.
+ */
 #include "config.h"
 
 #include <errno.h>

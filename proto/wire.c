@@ -1,4 +1,10 @@
 // SPDX-License-Identifier: MIT
+/*
+ * The framing of wire.h: sending and receiving one packet with its
+ * descriptors (CLOEXEC, counted, closed when unclaimed), the received
+ * descriptor set, the decode arena, and packing into the caller's buffer.
+ * Protocol-generated code stays in rdmabroker.pb-c.c.
+ */
 #include "config.h"
 
 #include <errno.h>
