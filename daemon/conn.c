@@ -371,7 +371,8 @@ static bool conn_read_one(struct conn *c, bool again)
 	}
 	if (again)
 		c->read_backoff = 0;
-	/* dispatch_packet owns the descriptors and may close the conn. */
+	/* dispatch_packet owns the descriptors; a close it asks for is the
+	 * loop's (conn_kill()). */
 	return dispatch_packet(c, buf, (size_t)n, &fds);
 }
 
@@ -731,12 +732,6 @@ void conn_close(struct conn *c)
 	 * while it released its objects) must not free it twice. */
 	if (c->releasing)
 		return;
-	/* Its handler still runs: closed once the reply is sent
-	 * (dispatch_packet()). */
-	if (c == srv->serving) {
-		c->closing = true;
-		return;
-	}
 	c->releasing = true;
 	if (c->dead)
 		TAILQ_REMOVE(&srv->dead, c, dead_link);
@@ -806,12 +801,14 @@ int conn_parse_read_on(const char *s, enum read_on *ret)
 	return -EINVAL;
 }
 
-void conn_close_later(struct conn *c)
+void conn_kill(struct conn *c, const char *why)
 {
 	struct server *srv = c->srv;
 
 	if (c->dead || c->releasing)
 		return;
+	if (why)
+		conn_log_drop(c, why);
 	c->dead = true;
 	TAILQ_INSERT_TAIL(&srv->dead, c, dead_link);
 	conn_update_events(c);
@@ -945,8 +942,11 @@ int conn_send_event(struct conn *c, Rdmab__Event *ev)
 void conn_close_after_flush(struct conn *c)
 {
 	c->closing = true;
+	/* Flushed (or the socket failed): the loop closes it, never the
+	 * caller, who may be serving it or walking what its close frees;
+	 * otherwise conn_write_cb() closes it once the queue is out. */
 	if (conn_flush(c) != -EAGAIN) {
-		conn_close(c);
+		conn_kill(c, NULL);
 		return;
 	}
 	conn_update_events(c);

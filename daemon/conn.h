@@ -70,7 +70,7 @@ struct conn {
 	/* conn_close() runs: what it releases may send Events, which must
 	 * skip it, and a failed send must not close it again. */
 	bool releasing;
-	/* Marked dead (conn_close_later(): an Event it could not take):
+	/* Marked dead (conn_kill()):
 	 * no Event, reply or request more; the loop closes it, in
 	 * srv->dead meanwhile. */
 	bool dead;
@@ -118,11 +118,14 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn);
 void conn_close(struct conn *c);
 /*
  * Mark @c dead and leave its close to the loop's next turn (conns_reap()):
- * for a path that walks what a close would free (a family's objects, the
- * connections), which closing it there would free under the walk. From
- * here on it gets no Event or reply and none of its requests is served.
+ * the one way to end a connection other than the one whose own event the
+ * loop reports, since the caller may walk what a close frees (a family's
+ * objects, the connections). From here on it gets no Event or reply and
+ * none of its requests is served. @why, when not NULL, is logged (rate
+ * limited, conn_log_drop()); NULL: the caller logged it. Once: a second
+ * kill does nothing.
  */
-void conn_close_later(struct conn *c);
+void conn_kill(struct conn *c, const char *why);
 /* The event (srv->reap_ev) that closes the connections marked dead on
  * the loop's next turn. 0 or -ENOMEM. */
 int conns_reap_init(struct server *srv);
@@ -151,7 +154,8 @@ void conn_log_drop(struct conn *c, const char *why);
 /* A pidfd of @pid (CLOEXEC by definition), or -1 with errno: ESRCH when
  * the process is gone, ENOSYS without pidfds. */
 int conn_pidfd_open(pid_t pid);
-/* Flush without blocking what can be flushed, then close. */
+/* Flush without blocking what can be flushed, then close: from the loop,
+ * never before this returns (conn_kill() once flushed). */
 void conn_close_after_flush(struct conn *c);
 
 #endif

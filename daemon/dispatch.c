@@ -201,9 +201,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		return false;
 	}
 	r.msg.serial = req->serial;
-	c->srv->serving = c;
 	ret = dispatch_request(c, req, fds, &r, &fatal);
-	c->srv->serving = NULL;
 	/* A descriptor no field claimed is closed here. */
 	wire_fds_close(fds);
 	c->requests++;

@@ -134,9 +134,9 @@ void dispatch_set_test_handler(unsigned int body_case, const struct handler *h);
 const struct handler *dispatch_lookup(unsigned int body_case);
 
 /*
- * Decode and serve one packet of @c. Owns @fds. Returns false when it
- * closed @c (or will once its replies are flushed): the caller must not
- * touch it afterwards; true when @c is open and may be read again.
+ * Decode and serve one packet of @c. Owns @fds. Returns false when @c is
+ * to be closed (by the loop, once its replies are flushed: never before
+ * this returns); true when @c is open and may be read again.
  */
 bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		     struct wire_fds *fds);

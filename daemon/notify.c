@@ -48,7 +48,7 @@ unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
 		if (conn_send_event(c, ev) == 0)
 			n++;
 		else
-			conn_close_later(c);
+			conn_kill(c, NULL);
 	}
 	ev->object_kind = kind;
 	ev->object_id = id;

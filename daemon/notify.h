@@ -31,7 +31,7 @@ typedef bool (*notify_filter)(struct conn *c, Rdmab__Event *ev, void *arg);
 
 /*
  * Send @ev to every client past its hello that @filter (NULL: all) takes.
- * A client that cannot take it is marked dead (conn_close_later()) and
+ * A client that cannot take it is marked dead (conn_kill()) and
  * closed by the loop on its next turn, never here: nothing the caller
  * walks goes under it. Returns how many got it.
  */

@@ -79,7 +79,7 @@ struct server {
 	/* Closed connections whose socket still holds descriptors the peer
 	 * has not read (see conn_close()). */
 	struct conn_list lingering;
-	/* Connections marked dead (conn_close_later()), linked by
+	/* Connections marked dead (conn_kill()), linked by
 	 * dead_link, and the event that closes them on the loop's next
 	 * turn. */
 	struct conn_list dead;
@@ -114,9 +114,6 @@ struct server {
 	int runtime_lock_fd;
 	/* Rekey (rekey.c): the automatic check, run from the loop. */
 	struct event *rekey_ev;
-	/* The connection whose request is being served (dispatch.c): a
-	 * close asked under its handler waits for its reply. */
-	struct conn *serving;
 	/* The quickest a send that went out at once takes here, slowly
 	 * forgotten (conn_send()): a send much slower than that let its
 	 * peer run. */

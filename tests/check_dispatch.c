@@ -2,8 +2,9 @@
 /*
  * daemon/dispatch.c: the table, reply helpers, and dispatch_packet() driven
  * through a real server (server_init on a temporary socket, soft device)
- * and a connection made of a socketpair, without running the event loop:
- * replies are flushed as they are queued.
+ * and a connection made of a socketpair, without running the event loop
+ * but for the turn that closes a connection dispatch gave up: replies are
+ * flushed as they are queued.
  */
 #include "config.h"
 
@@ -15,6 +16,8 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <unistd.h>
+
+#include <event2/event.h>
 
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
@@ -216,7 +219,9 @@ static void feed(const struct tl_buf *b, unsigned int nfds)
 		close(p[1]);
 		fds.fd[fds.n++] = p[0];
 	}
-	dispatch_packet(conn, b->p, b->len, &fds);
+	/* A connection to be closed is closed by the loop's next turn. */
+	if (!dispatch_packet(conn, b->p, b->len, &fds))
+		event_base_loop(srv.base, EVLOOP_NONBLOCK);
 }
 
 static void feed_request(const Rdmab__Request *req, unsigned int nfds)

@@ -13,6 +13,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -21,6 +22,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
+#include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/objects.h"
 #include "daemon/server.h"
@@ -335,11 +337,11 @@ START_TEST(test_dead_wqs_leave_at_once)
 END_TEST
 
 /*
- * conn_close_later() itself: marked once, it gets no Event, its request
+ * conn_kill() itself: marked once, it gets no Event, its request
  * is not served, and the loop's next turn closes it; a server stopped
  * before that turn closes it with the rest (check-asan's leak check).
  */
-START_TEST(test_close_later)
+START_TEST(test_kill)
 {
 	struct ol_client *a = sl_client(0, NULL, false);
 	struct ol_client *b = sl_client(1, NULL, false);
@@ -349,8 +351,8 @@ START_TEST(test_close_later)
 	uint8_t byte = 0;
 	uint64_t served;
 
-	conn_close_later(sl_conns[0]);
-	conn_close_later(sl_conns[0]);
+	conn_kill(sl_conns[0], NULL);
+	conn_kill(sl_conns[0], NULL);
 	sev.reason = (char *)"test";
 	ev.body_case = RDMAB__EVENT__BODY_SHUTDOWN;
 	ev.shutdown = &sev;
@@ -372,8 +374,55 @@ START_TEST(test_close_later)
 	ck_assert(errno == 0 || errno == ECONNRESET);
 	/* b got the Event. */
 	ck_assert_int_gt(recv(b->fd, &byte, 1, MSG_DONTWAIT), 0);
-	conn_close_later(sl_conns[1]);
+	conn_kill(sl_conns[1], NULL);
 	sl_conns[1] = NULL;
+}
+END_TEST
+
+/*
+ * An administrator's evict of another session only marks it: its close
+ * frees its context and objects, which whoever runs the handler may be
+ * walking. The handler returns with the target still connected, told why;
+ * the loop's next turn closes it, once.
+ */
+START_TEST(test_evict_deferred)
+{
+	static union {
+		max_align_t align;
+		uint8_t b[4096];
+	} mem;
+	struct ol_client *t;
+	Rdmab__EvictRequest er = RDMAB__EVICT_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct reply r = { .msg = RDMAB__REPLY__INIT };
+	struct wire_arena arena;
+	unsigned int n;
+	uint8_t buf[512];
+
+	sl_client(0, NULL, false);
+	t = sl_client(1, NULL, true);
+	n = sl_srv.n_conns;
+	wire_arena_init(&arena, mem.b, sizeof(mem.b), sizeof(mem.b));
+	r.arena = &arena;
+	er.client_id = t->client_id;
+	req.body_case = RDMAB__REQUEST__BODY_EVICT;
+	req.evict = &er;
+	/* The handler itself (dispatch checks H_ADMIN before it). */
+	ck_assert_int_eq(h_admin_evict(sl_conns[0], &req, NULL, &r), 0);
+	ck_assert(connected(t->client_id));
+	ck_assert_uint_eq(sl_srv.n_conns, n);
+	ck_assert_int_eq(sl_log_count("evicted by client"), 1);
+	/* Told why before the end. */
+	ck_assert_int_gt(recv(t->fd, buf, sizeof(buf), MSG_DONTWAIT), 0);
+	sl_pump();
+	sl_conns[1] = NULL;
+	ck_assert(!connected(t->client_id));
+	ck_assert_uint_eq(sl_srv.n_conns, n - 1);
+	ck_assert_int_eq(recv(t->fd, buf, sizeof(buf), MSG_DONTWAIT), 0);
+	/* Closed once: another turn finds nothing to close. */
+	sl_pump();
+	ck_assert_uint_eq(sl_srv.n_conns, n - 1);
+	wire_arena_reset(&arena);
 }
 END_TEST
 
@@ -389,7 +438,8 @@ static Suite *rss_srv_suite(void)
 	tcase_add_test(tc, test_forced_rekey_closes_owner);
 	tcase_add_test(tc, test_part_gone_behind_back);
 	tcase_add_test(tc, test_dead_wqs_leave_at_once);
-	tcase_add_test(tc, test_close_later);
+	tcase_add_test(tc, test_kill);
+	tcase_add_test(tc, test_evict_deferred);
 	suite_add_tcase(s, tc);
 	return s;
 }
