@@ -85,12 +85,24 @@ static int64_t conn_now_ms(void)
 
 static void conn_arm(struct event *ev, unsigned int ms, struct conn *c);
 
-/* The loop can no longer watch @c: close it from the loop, where nothing
- * else holds it. */
+/* The loop can no longer watch @c: killed, closed by the loop where
+ * nothing else holds it; a lingering socket is released by its own
+ * check (conn_linger_check()), being off srv->conns. */
 static void conn_doom(struct conn *c)
 {
+	if (c->doomed)
+		return;
 	c->doomed = true;
-	event_active(c->stall_ev, EV_TIMEOUT, 1);
+	if (c->state == CONN_LINGERING) {
+		event_active(c->stall_ev, EV_TIMEOUT, 1);
+		return;
+	}
+	if (c->state >= CONN_DEAD)
+		return;
+	log_err("client %" PRIu64 ": its socket can no longer be watched; "
+		"disconnecting",
+		c->id);
+	conn_kill(c, NULL);
 }
 
 static void conn_arm(struct event *ev, unsigned int ms, struct conn *c)
@@ -152,7 +164,7 @@ static bool conn_may_read(struct conn *c)
 {
 	struct conn *s;
 
-	if (c->closing || c->dead || c->outq_bytes >= c->srv->opt.outq_max)
+	if (c->state >= CONN_CLOSING || c->outq_bytes >= c->srv->opt.outq_max)
 		return false;
 	if (!conn_fds_full(c))
 		return true;
@@ -183,7 +195,7 @@ static bool conn_want_read(struct conn *c)
 		c->fds_hint_spent = false;
 		return true;
 	}
-	if (c->closing || c->dead ||
+	if (c->state >= CONN_CLOSING ||
 	    c->outq_bytes >= c->srv->opt.outq_max || c->fds_hint_spent)
 		return false;
 	c->fds_hint = true;
@@ -219,7 +231,7 @@ static void conn_apply_events(struct conn *c)
 		}
 		if (!want_read)
 			event_del(c->read_ev);
-		if (!want_read && !c->closing &&
+		if (!want_read && c->state < CONN_CLOSING &&
 		    c->outq_bytes < c->srv->opt.outq_max)
 			log_debug("client %" PRIu64 ": not read while the "
 				  "descriptors it was sent are unread (%u to "
@@ -295,7 +307,7 @@ static void conn_write_cb(evutil_socket_t fd, short what, void *arg)
 		conn_close(c);
 		return;
 	}
-	if (c->closing && ret == 0) {
+	if (c->state >= CONN_CLOSING && ret == 0) {
 		conn_close(c);
 		return;
 	}
@@ -394,10 +406,10 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 	struct conn *c = arg;
 	enum read_on when = c->srv->opt.read_on;
 
-	/* Doomed by another connection's wakeup in this loop pass (a failure
-	 * to arm its events), or marked dead, with this read already
-	 * reported. */
-	if (c->doomed || c->dead)
+	/* Killed (by another connection's wakeup in this loop pass that
+	 * failed to arm its events, or an Event it could not take), with
+	 * this read already reported. */
+	if (c->state >= CONN_DEAD)
 		return;
 	if (conn_fds_full(c)) {
 		if (!conn_may_read(c)) {
@@ -405,10 +417,10 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 			conn_update_events(c);
 			return;
 		}
-		/* A failure to arm an event dooms @c: nothing more is read,
+		/* A failure to arm an event kills @c: nothing more is read,
 		 * here and below. */
 		conn_update_events(c);
-		if (c->doomed)
+		if (c->state >= CONN_DEAD)
 			return;
 	}
 	for (unsigned int k = 0; k < READ_BURST; k++) {
@@ -422,13 +434,13 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 			if (!conn_peer_ran(c))
 				return;
 		}
-		if (c->srv->stopping || c->doomed || c->dead ||
+		if (c->srv->stopping || c->state >= CONN_DEAD ||
 		    !c->reading || !conn_may_read(c))
 			return;
 		/* The check released what the hint waited for. */
 		if (c->fds_hint)
 			conn_update_events(c);
-		if (c->doomed)
+		if (c->state >= CONN_DEAD)
 			return;
 	}
 }
@@ -577,17 +589,13 @@ static void conn_stall_cb(evutil_socket_t fd, short what, void *arg)
 	unsigned int limit = c->srv->config.limits.unread_timeout_ms;
 	int64_t left;
 
-	if (c->lingering) {
+	if (c->state == CONN_LINGERING) {
 		conn_linger_check(c);
 		return;
 	}
-	if (c->doomed) {
-		log_err("client %" PRIu64 ": its socket can no longer be "
-			"watched; disconnecting",
-			c->id);
-		conn_close(c);
+	/* Killed: the loop closes it. */
+	if (c->doomed)
 		return;
-	}
 	/* The peer may have read what it was sent. */
 	conn_update_events(c);
 	if (c->doomed || !c->stalled)
@@ -668,9 +676,6 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 		goto fail;
 	if (c->pidfd_ev && event_add(c->pidfd_ev, NULL) < 0)
 		goto fail;
-	conn_arm(c->hello_ev, srv->config.limits.hello_timeout_ms, c);
-	if (c->doomed)
-		goto fail;
 	ret = id_next(&srv->ids.clients, &c->id);
 	if (ret < 0)
 		goto fail;
@@ -678,9 +683,10 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 	srv->n_conns++;
 	TAILQ_INSERT_TAIL(&c->user->conns, c, user_link);
 	c->user->n_conns++;
+	/* Listed first: a failure to arm dooms it (conn_kill()). */
+	conn_arm(c->hello_ev, srv->config.limits.hello_timeout_ms, c);
 	conn_update_events(c);
 	if (c->doomed) {
-		log_err("cannot watch a new connection");
 		conn_close(c);
 		return -ENOMEM;
 	}
@@ -730,11 +736,11 @@ void conn_close(struct conn *c)
 
 	/* Already closing: a nested call (an Event that failed to reach it
 	 * while it released its objects) must not free it twice. */
-	if (c->releasing)
+	if (c->state >= CONN_RELEASING)
 		return;
-	c->releasing = true;
-	if (c->dead)
+	if (c->state == CONN_DEAD)
 		TAILQ_REMOVE(&srv->dead, c, dead_link);
+	c->state = CONN_RELEASING;
 	/* First: it still reads the socket (the registry is the first
 	 * family). */
 	families_session_closing(c);
@@ -774,7 +780,7 @@ void conn_close(struct conn *c)
 			  "socket lingers",
 			  c->id, c->sent_fds);
 		shutdown(c->fd, SHUT_RDWR);
-		c->lingering = true;
+		c->state = CONN_LINGERING;
 		event_del(c->stall_ev);
 		TAILQ_INSERT_TAIL(&srv->lingering, c, link);
 		conn_arm(c->stall_ev, LINGER_POLL_MS, c);
@@ -805,11 +811,11 @@ void conn_kill(struct conn *c, const char *why)
 {
 	struct server *srv = c->srv;
 
-	if (c->dead || c->releasing)
+	if (c->state >= CONN_DEAD)
 		return;
 	if (why)
 		conn_log_drop(c, why);
-	c->dead = true;
+	c->state = CONN_DEAD;
 	TAILQ_INSERT_TAIL(&srv->dead, c, dead_link);
 	conn_update_events(c);
 	/* Without the event (a server still being set up), server_fini()
@@ -866,7 +872,7 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 	int len, ret;
 
 	/* Its close is on its way: nothing more goes to it. */
-	if (c->dead)
+	if (c->state == CONN_DEAD)
 		return -EPIPE;
 	if (c->outq_bytes > c->srv->opt.outq_max * OUTQ_HARD_FACTOR) {
 		char why[64];
@@ -874,7 +880,7 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 		snprintf(why, sizeof(why), "more than %zu KiB of replies unread",
 			 c->srv->opt.outq_max * OUTQ_HARD_FACTOR / 1024);
 		conn_log_drop(c, why);
-		c->closing = true;
+		conn_set_closing(c);
 		return -EPIPE;
 	}
 	len = wire_pack_daemon_message(inner, field, bounded, room, &buf);
@@ -899,7 +905,7 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 			return 0;
 		}
 		if (ret != -EAGAIN) {
-			c->closing = true;
+			conn_set_closing(c);
 			return ret;
 		}
 	}
@@ -939,9 +945,15 @@ int conn_send_event(struct conn *c, Rdmab__Event *ev)
 			 NULL, 0);
 }
 
+void conn_set_closing(struct conn *c)
+{
+	if (c->state < CONN_CLOSING)
+		c->state = CONN_CLOSING;
+}
+
 void conn_close_after_flush(struct conn *c)
 {
-	c->closing = true;
+	conn_set_closing(c);
 	/* Flushed (or the socket failed): the loop closes it, never the
 	 * caller, who may be serving it or walking what its close frees;
 	 * otherwise conn_write_cb() closes it once the queue is out. */

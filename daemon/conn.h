@@ -21,8 +21,30 @@ struct domain;
 struct obj_owner;
 struct user;
 
+/*
+ * Where a connection is in its life. It only moves down this list, but for
+ * an evict --rekey that is refused (h_admin_evict()).
+ */
+enum conn_state {
+	/* Read and served (a request but hello only before its hello:
+	 * hello_done). */
+	CONN_OPEN,
+	/* After a protocol error, a failed send, an evict: not read any
+	 * more; flushes what is queued, then closes. */
+	CONN_CLOSING,
+	/* Killed (conn_kill()): no Event, reply or request more; in
+	 * srv->dead until the loop's next turn closes it. */
+	CONN_DEAD,
+	/* conn_close() runs: what it releases may send Events, which skip
+	 * it, and a failed send must not close it again. */
+	CONN_RELEASING,
+	/* Closed, its socket kept (in srv->lingering) for the descriptors
+	 * still in it. */
+	CONN_LINGERING,
+};
+
 struct conn {
-	/* In srv->conns, or srv->lingering once closed. */
+	/* In srv->conns, or srv->lingering once closed (CONN_LINGERING). */
 	TAILQ_ENTRY(conn) link;
 	struct server *srv;
 	/* The peer's uid's accounting; user->conns links its connections. */
@@ -54,6 +76,23 @@ struct conn {
 	unsigned int sent_fds;
 	int64_t stalled_since_ms;
 	unsigned int poll_ms;
+	enum conn_state state;
+	/* In srv->dead while CONN_DEAD. */
+	TAILQ_ENTRY(conn) dead_link;
+	/*
+	 * Not part of the state, since each holds across states:
+	 * - hello_done: the session proved who it is; listings, evict and
+	 *   Events ask it of a closing connection too, and one closes as
+	 *   well before its hello as after.
+	 * - doomed: one of its events could not be armed. Killed then, but
+	 *   also a closed socket must not linger on a timer that cannot be
+	 *   trusted, and a lingering one is released at once.
+	 * - the read flow (reading, fds_hint, fds_hint_spent, stalled): how
+	 *   an open connection is read while it or its uid leaves bytes or
+	 *   descriptors unread; CONN_CLOSING only stops it.
+	 */
+	bool hello_done;
+	bool doomed;
 	bool reading;
 	/* At the descriptor limit with the last of them perhaps still in
 	 * the socket: read on, but ask the socket before the next request
@@ -62,21 +101,6 @@ struct conn {
 	bool fds_hint;
 	bool fds_hint_spent;
 	bool stalled;
-	bool hello_done;
-	/* Set after a protocol error: flush what is queued, then close. */
-	bool closing;
-	/* The loop cannot watch it any more: close it from the loop. */
-	bool doomed;
-	/* conn_close() runs: what it releases may send Events, which must
-	 * skip it, and a failed send must not close it again. */
-	bool releasing;
-	/* Marked dead (conn_kill()):
-	 * no Event, reply or request more; the loop closes it, in
-	 * srv->dead meanwhile. */
-	bool dead;
-	TAILQ_ENTRY(conn) dead_link;
-	/* Closed, its socket kept for the descriptors still in it. */
-	bool lingering;
 	/* Filled by the hello handler. */
 	uint32_t client_pid;
 	int fork_state;
@@ -154,6 +178,8 @@ void conn_log_drop(struct conn *c, const char *why);
 /* A pidfd of @pid (CLOEXEC by definition), or -1 with errno: ESRCH when
  * the process is gone, ENOSYS without pidfds. */
 int conn_pidfd_open(pid_t pid);
+/* Read no more: CONN_CLOSING, unless it is past that. */
+void conn_set_closing(struct conn *c);
 /* Flush without blocking what can be flushed, then close: from the loop,
  * never before this returns (conn_kill() once flushed). */
 void conn_close_after_flush(struct conn *c);

@@ -110,7 +110,7 @@ static void reply_send(struct conn *c, struct reply *r)
 	/* An error reply is a serial, a number and a short sentence. */
 	if (conn_send(c, &r->msg.base, RDMAB__DAEMON_MESSAGE__KIND_REPLY,
 		      r->bounded || r->msg.error, r->fds, r->nfds) < 0)
-		c->closing = true;
+		conn_set_closing(c);
 }
 
 void dispatch_error(struct conn *c, uint64_t serial, int err,
@@ -217,7 +217,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	}
 	reply_send(c, &r);
 	wire_arena_reset(&dispatch_arena);
-	if (!fatal && !c->closing)
+	if (!fatal && c->state < CONN_CLOSING)
 		return true;
 	conn_close_after_flush(c);
 	return false;

@@ -39,7 +39,7 @@ unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
 	 * objects): a client that cannot take the Event is only marked, and
 	 * the loop closes it. */
 	TAILQ_FOREACH(c, &srv->conns, link) {
-		if (!c->hello_done || c->releasing || c->dead)
+		if (!c->hello_done || c->state >= CONN_DEAD)
 			continue;
 		ev->object_kind = kind;
 		ev->object_id = id;

@@ -401,7 +401,7 @@ int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 				   id);
 	/* Rekey first: a refusal (EBUSY) leaves the session alone. */
 	if (req->evict->rekey && t->domain) {
-		bool closing = t->closing;
+		enum conn_state was = t->state;
 		char who[96];
 
 		snprintf(who, sizeof(who),
@@ -409,12 +409,14 @@ int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 			 "%" PRIu64,
 			 t->id, c->id);
 		/* Not told: it is on its way out. */
-		t->closing = true;
+		conn_set_closing(t);
 		/* Its Events close no session here (notify_clients()): @t
 		 * is still there, at most marked dead. */
 		err = rekey_domain(c->srv, t->domain, req->evict->force, who,
 				   r, NULL);
-		t->closing = closing;
+		/* Unless an Event it could not take killed it meanwhile. */
+		if (t->state == CONN_CLOSING)
+			t->state = was;
 		if (err < 0)
 			return err;
 	}
@@ -426,7 +428,7 @@ int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 	r->msg.evict = out;
 	if (t == c) {
 		/* The reply first: dispatch closes after sending it. */
-		c->closing = true;
+		conn_set_closing(c);
 		return 0;
 	}
 	dispatch_error(t, 0, ECONNRESET,

@@ -48,7 +48,7 @@ static bool rekey_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
 {
 	const struct dctx *x = arg;
 
-	return !c->closing && dctx_conn_find(c, x->id) != NULL;
+	return c->state < CONN_CLOSING && dctx_conn_find(c, x->id) != NULL;
 }
 
 static void rekey_notify(struct server *srv, struct dctx *x, const char *who)
