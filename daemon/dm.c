@@ -372,12 +372,10 @@ bool dm_try_free(struct server *srv, struct dm *dm)
 	return true;
 }
 
-/* The sessions an event about a DM goes to, by client id: copied before
- * the first send, since a client that cannot take the event is closed,
- * which may free the DM. */
+/* The sessions an event about a DM goes to. */
 struct dm_event_target {
-	uint64_t *ids;
-	unsigned int n;
+	struct dm *dm;
+	const struct conn *except;
 };
 
 static bool dm_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
@@ -385,33 +383,19 @@ static bool dm_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
 	const struct dm_event_target *t = arg;
 
 	(void)ev;
-	for (unsigned int i = 0; i < t->n; i++)
-		if (t->ids[i] == c->id)
-			return true;
-	return false;
+	return c != t->except && dm_hold_of(t->dm, c, 0) >= 0;
 }
 
-/* Send @ev to the live sessions that hold @dm, but @except. */
+/* Send @ev to the live sessions that hold @dm, but @except. A client that
+ * cannot take it is only killed (notify_clients()): @dm and its holds stay
+ * as they are for the whole walk. */
 void dm_notify(struct server *srv, struct dm *dm, const struct conn *except,
 	       Rdmab__Event *ev)
 {
-	struct dm_event_target t = { 0 };
-	struct conn *c;
+	struct dm_event_target t = { .dm = dm, .except = except };
 
-	t.ids = calloc(dm->n_holds ? dm->n_holds : 1, sizeof(*t.ids));
-	if (!t.ids) {
-		log_err("DM %" PRIu64 ": out of memory: its holders are not "
-			"told",
-			dm->id);
-		return;
-	}
-	TAILQ_FOREACH(c, &srv->conns, link)
-		if (c != except && dm_hold_of(dm, c, 0) >= 0 &&
-		    t.n < dm->n_holds)
-			t.ids[t.n++] = c->id;
-	if (t.n)
+	if (dm->n_holds)
 		notify_clients(srv, ev, dm_event_filter, &t);
-	free(t.ids);
 }
 
 void dm_tell(struct server *srv, struct dm *dm, const struct conn *except,
@@ -976,8 +960,9 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 	unsigned int n = 0;
 	struct dm *dm;
 
-	/* One at a time from the start: a DM freed here leaves the
-	 * list. */
+	/* One at a time from the start: a DM freed here leaves the list.
+	 * Its holders are told first; the Event frees nothing (a client
+	 * that cannot take it is only killed). */
 	while ((dm = dm_next_of_ctx(srv, x))) {
 		char text[200];
 		uint64_t id = dm->id;
@@ -989,8 +974,6 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 				 reason);
 			dm_tell(srv, dm, NULL, RDMAB__EVENT__BODY_DM_REVOKED,
 				text);
-			/* Revoked: the next pass frees it. */
-			continue;
 		}
 		while (dm->n_holds)
 			dm_hold_drop(dm, 0);

@@ -183,8 +183,8 @@ void dm_set_free_asked(struct dm *dm);
 /* Free @dm if its free was asked and nobody holds it: true when it is gone
  * (the caller must not touch it); the device's EBUSY leaves it blocked. */
 bool dm_try_free(struct server *srv, struct dm *dm);
-/* Send @ev to the live sessions that hold @dm, but @except. @dm may be
- * gone on return (a client that cannot take it is closed). */
+/* Send @ev to the live sessions that hold @dm, but @except; @dm stays (a
+ * client that cannot take it is killed, conn_kill()). */
 void dm_notify(struct server *srv, struct dm *dm, const struct conn *except,
 	       Rdmab__Event *ev);
 /* dm_notify() of a DmEvent: @body is RDMAB__EVENT__BODY_DM_REVOKED or
