@@ -370,10 +370,12 @@ static void server_shutdown(struct server *srv, const char *reason)
 	ev.object_kind = IBC_OBJ_NONE;
 	ev.body_case = RDMAB__EVENT__BODY_SHUTDOWN;
 	ev.shutdown = &sev;
-	/* Best effort: a client that does not read gets no event. */
-	while ((c = TAILQ_FIRST(&srv->conns))) {
+	/* Best effort: a client that does not read gets no event. Killed,
+	 * not closed under the walk: the loop's reap or server_fini()
+	 * closes them. */
+	TAILQ_FOREACH(c, &srv->conns, link) {
 		conn_send_event(c, &ev);
-		conn_close(c);
+		conn_kill(c, NULL);
 	}
 	event_base_loopexit(srv->base, NULL);
 }
