@@ -606,8 +606,7 @@ static void conn_stall_cb(evutil_socket_t fd, short what, void *arg)
 
 		snprintf(text, sizeof(text), "replies left unread for %u ms",
 			 limit);
-		conn_log_drop(c, text);
-		conn_close(c);
+		conn_kill(c, text);
 		return;
 	}
 	/* Only the socket says when descriptors were read; bytes in the

@@ -374,7 +374,9 @@ START_TEST(test_kill)
 	ck_assert(errno == 0 || errno == ECONNRESET);
 	/* b got the Event. */
 	ck_assert_int_gt(recv(b->fd, &byte, 1, MSG_DONTWAIT), 0);
-	conn_kill(sl_conns[1], NULL);
+	/* The why is logged by the kill that decides. */
+	conn_kill(sl_conns[1], "the test ends it");
+	ck_assert_int_eq(sl_log_count("the test ends it"), 1);
 	sl_conns[1] = NULL;
 }
 END_TEST
