@@ -80,17 +80,6 @@ static void teardown(void)
 	}
 }
 
-static const char *ctl_path(void)
-{
-	const char *p = getenv("RDMABROKERCTL");
-
-	if (p && *p)
-		return p;
-	if (access("./rdmabrokerctl", X_OK) == 0)
-		return "./rdmabrokerctl";
-	return "../rdmabrokerctl";
-}
-
 /* --- the JSON checker (tests/jsoncheck.c) ------------------------------ */
 
 START_TEST(test_json_checker)
@@ -181,7 +170,7 @@ static struct run ctl_as(const struct agent_cred *cred, const char *sock,
 	struct run r = { 0 };
 	size_t n = 0;
 
-	argv[n++] = ctl_path();
+	argv[n++] = tl_ctl_path();
 	if (sock) {
 		argv[n++] = "--socket";
 		argv[n++] = sock;

@@ -78,13 +78,6 @@ static void teardown(void)
 	}
 }
 
-static const char *ctl_path(void)
-{
-	const char *p = getenv("RDMABROKERCTL");
-
-	return p && *p ? p : "./rdmabrokerctl";
-}
-
 /* --- running it ------------------------------------------------------------ */
 
 struct run {
@@ -113,7 +106,7 @@ static struct run ctl_argv(const struct agent_cred *cred,
 	int64_t t0;
 	int st;
 
-	argv[n++] = ctl_path();
+	argv[n++] = tl_ctl_path();
 	for (; *args && n < 15; args++)
 		argv[n++] = *args;
 	argv[n] = NULL;

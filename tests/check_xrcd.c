@@ -681,17 +681,6 @@ START_TEST(test_killed_with_srqs)
 }
 END_TEST
 
-static const char *ctl_path(void)
-{
-	const char *p = getenv("RDMABROKERCTL");
-
-	if (p && *p)
-		return p;
-	if (access("./rdmabrokerctl", X_OK) == 0)
-		return "./rdmabrokerctl";
-	return "../rdmabrokerctl";
-}
-
 /* rdmabrokerctl --socket SOCK ARGS (no shell quoting needed: the tests'
  * arguments are plain words); its exit status, stdout in @out. */
 static int ctl(char *out, size_t size, const char *args)
@@ -702,7 +691,7 @@ static int ctl(char *out, size_t size, const char *args)
 	int st;
 
 	snprintf(cmd, sizeof(cmd), "%s --socket %s %s 2>/dev/null",
-		 ctl_path(), D.sock, args);
+		 tl_ctl_path(), D.sock, args);
 	f = popen(cmd, "r");
 	ck_assert_ptr_nonnull(f);
 	while (n + 1 < size && fgets(out + n, (int)(size - n), f))

@@ -181,6 +181,17 @@ const char *tl_daemon_path(void)
 	return "../rdmabrokerd";
 }
 
+const char *tl_ctl_path(void)
+{
+	const char *p = getenv("RDMABROKERCTL");
+
+	if (p && *p)
+		return p;
+	if (access("./rdmabrokerctl", X_OK) == 0)
+		return "./rdmabrokerctl";
+	return "../rdmabrokerctl";
+}
+
 static void tl_close_from(int lowfd)
 {
 #ifdef SYS_close_range

@@ -43,6 +43,8 @@ int64_t tl_now_ms(void);
 /* The daemon binary: $RDMABROKERD, else ./rdmabrokerd, else
  * ../rdmabrokerd. */
 const char *tl_daemon_path(void);
+/* The CLI: $RDMABROKERCTL, else ./rdmabrokerctl, else ../rdmabrokerctl. */
+const char *tl_ctl_path(void);
 
 struct tl_daemon {
 	pid_t pid;
