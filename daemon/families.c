@@ -1,18 +1,19 @@
 // SPDX-License-Identifier: MIT
-/* The one list of families (family.h), and the walks over it. */
+/* The array of families (family.h) made from the one list of them,
+ * common/families.def, and the walks over it. */
 #include "config.h"
 
-#include "daemon/dm.h"
 #include "daemon/family.h"
 #include "daemon/objects.h"
-#include "daemon/rss.h"
-#include "daemon/xrcd.h"
+
+/* Each family's own file defines it; no family's header is needed here. */
+#define FAMILY(f, F) extern const struct family f##_family;
+#include "common/families.def"
 
 const struct family *const families[FAMILY_COUNT] = {
 	[FAMILY_OBJECTS] = &objects_family,
-	[FAMILY_XRCD] = &xrcd_family,
-	[FAMILY_DM] = &dm_family,
-	[FAMILY_RSS] = &rss_family,
+#define FAMILY(f, F) [FAMILY_##F] = &f##_family,
+#include "common/families.def"
 };
 
 int families_init(struct server *srv)

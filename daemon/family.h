@@ -30,12 +30,12 @@ struct family_request {
 
 /* Index into families[] and srv->family_state[]: the order of the walks.
  * The registry comes first: the families' records live in it, and a
- * closing session's last requests are read before any family lets go. */
+ * closing session's last requests are read before any family lets go.
+ * Then the families of common/families.def, in its order (FAMILY_DM...). */
 enum family_id {
 	FAMILY_OBJECTS,
-	FAMILY_XRCD,
-	FAMILY_DM,
-	FAMILY_RSS,
+#define FAMILY(f, F) FAMILY_##F,
+#include "common/families.def"
 	FAMILY_COUNT,
 };
 

@@ -16,9 +16,10 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-#include "libclient/dm.h"
 #include "libclient/client.h"
+#include "libclient/ctx.h"
 #include "libclient/events.h"
+#include "libclient/family.h"
 
 /* Wait for replies without a deadline by default: a timed wait arms a
  * kernel timer on every request, and a broker that hangs is killed by its
@@ -149,8 +150,7 @@ static int ibc_hello(struct ibc_client *cl, const char *domain)
 		hello.parent_secret.len = sizeof(parent_secret);
 	}
 	hello.library_version = (char *)PACKAGE_VERSION;
-	/* ibc_rss_event() applies a rebuild's removed WQs itself. */
-	hello.rss_delta_events = true;
+	ibc_families_hello(&hello);
 	hello.pid = (uint32_t)getpid();
 	hello.fork_state = (Rdmab__ForkState)ibc_fork_state();
 	hello.domain = (char *)(domain ? domain : "");
@@ -202,7 +202,7 @@ static void ibc_client_free(struct ibc_client *cl)
 	if (cl->event_fd >= 0)
 		close(cl->event_fd);
 	ibc_ctx_free_all(cl);
-	ibc_dm_client_free(cl);
+	ibc_families_client_free(cl);
 	ibc_free_events(cl);
 	pthread_mutex_destroy(&cl->lock);
 	pthread_cond_destroy(&cl->cond);

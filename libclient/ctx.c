@@ -11,7 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "libclient/dm.h"
+#include "libclient/family.h"
 #include "libclient/objects.h"
 #include "libclient/events.h"
 #include "proto/soft.h"
@@ -207,7 +207,7 @@ void ibc_ctx_wait_idle(struct ibc_client *cl)
 void ibc_ctx_drop_local(struct ibc_ctx *ctx)
 {
 	/* DM imports live in the context: they go first. */
-	ibc_dm_ctx_drop(ctx, ENODEV, "the context was closed");
+	ibc_families_ctx_drop(ctx, ENODEV, "the context was closed");
 	ctx->ops->detach(ctx);
 	/* Read without the lock by ibc_ctx_removed(). */
 	__atomic_store_n(&ctx->removed, true, __ATOMIC_RELEASE);
@@ -225,7 +225,7 @@ static void ibc_ctx_free_local(struct ibc_ctx *ctx)
 	else if (!ctx->removed)
 		ibc_fork_ctx_close(ctx);
 	ibc_ctx_free_objects(ctx);
-	ibc_dm_ctx_free(ctx);
+	ibc_families_ctx_free(ctx);
 	pthread_mutex_destroy(&ctx->lock);
 	free(ctx);
 }
@@ -236,7 +236,7 @@ static void ibc_ctx_teardown(struct ibc_ctx *ctx)
 	if (!ibc_ctx_removed(ctx)) {
 		ibc_ctx_destroy_objects(ctx, true);
 		/* After the MRs that may be on them. */
-		ibc_dm_ctx_teardown(ctx);
+		ibc_families_ctx_teardown(ctx);
 	}
 }
 
@@ -281,7 +281,8 @@ void ibc_ctx_device_removed(struct ibc_client *cl, const char *device)
 		/* The kernel objects first: a context's descriptors close
 		 * only once nothing of this process uses them. */
 		ibc_ctx_destroy_objects(ctx, false);
-		ibc_dm_ctx_drop(ctx, ENODEV, "the DM's device was removed");
+		ibc_families_ctx_drop(ctx, ENODEV,
+				      "the DM's device was removed");
 		ibc_ctx_drop_local(ctx);
 	}
 	pthread_mutex_unlock(&cl->lock);
@@ -335,7 +336,7 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 	rekeyed = ctx->rekeyed && ctx->removed;
 	/* A DM event's handler in another thread may be using it (dm.c);
 	 * closed, no new one picks it. */
-	while (ctx->dm_handlers)
+	while (ibc_families_ctx_busy(ctx))
 		pthread_cond_wait(&client->cond, &client->lock);
 	pthread_mutex_unlock(&client->lock);
 	ibc_ctx_teardown(ctx);

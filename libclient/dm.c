@@ -16,6 +16,7 @@
 #include "libclient/dm.h"
 #include "libclient/objects.h"
 #include "libclient/events.h"
+#include "libclient/family.h"
 
 /* No DM is larger: mlx5's MEMIC is 128-256 KiB, the soft device's at most
  * 64 MiB. A broker's length above it is a protocol error. */
@@ -120,7 +121,7 @@ static int ibc_dm_status_map(struct ibc_client *cl, int fd)
 	return 0;
 }
 
-void ibc_dm_client_free(struct ibc_client *cl)
+static void ibc_dm_client_free(struct ibc_client *cl)
 {
 	if (cl->dm_status)
 		munmap((void *)cl->dm_status, IBC_DM_STATUS_SLOTS);
@@ -162,13 +163,13 @@ out:
 	return err;
 }
 
-void ibc_dm_fork_prepare(struct ibc_ctx *ctx)
+static void ibc_dm_fork_prepare(struct ibc_ctx *ctx)
 {
 	if (ctx->ops->dm->fork_prepare)
 		ctx->ops->dm->fork_prepare(ctx);
 }
 
-void ibc_dm_fork_stale(struct ibc_client *cl)
+static void ibc_dm_fork_stale(struct ibc_client *cl)
 {
 	/* Their mappings did not come along (MADV_DONTFORK): nothing may
 	 * touch or unmap what is now absent, or maybe someone else's. */
@@ -184,7 +185,7 @@ void ibc_dm_fork_stale(struct ibc_client *cl)
 	cl->dm_status = NULL;
 }
 
-void ibc_dm_fork_child(struct ibc_client *cl)
+static void ibc_dm_fork_child(struct ibc_client *cl)
 {
 	/* No thread handles a DM event or gets a DM here: ibc_close()
 	 * would wait for them forever. */
@@ -884,7 +885,7 @@ void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 	}
 }
 
-void ibc_dm_ctx_drop(struct ibc_ctx *ctx, int err, const char *why)
+static void ibc_dm_ctx_drop(struct ibc_ctx *ctx, int err, const char *why)
 {
 	pthread_mutex_lock(&ctx->lock);
 	for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
@@ -892,7 +893,7 @@ void ibc_dm_ctx_drop(struct ibc_ctx *ctx, int err, const char *why)
 	pthread_mutex_unlock(&ctx->lock);
 }
 
-void ibc_dm_ctx_teardown(struct ibc_ctx *ctx)
+static void ibc_dm_ctx_teardown(struct ibc_ctx *ctx)
 {
 	struct ibc_client *cl = ctx->client;
 
@@ -919,7 +920,7 @@ void ibc_dm_ctx_teardown(struct ibc_ctx *ctx)
 	}
 }
 
-void ibc_dm_ctx_free(struct ibc_ctx *ctx)
+static void ibc_dm_ctx_free(struct ibc_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->lock);
 	while (ctx->dms) {
@@ -954,14 +955,38 @@ static void ibc_dm_event_after(struct ibc_client *cl,
 	ibc_dm_after_event(cl, ev->type, ev->object_id, ev->message);
 }
 
-const struct ibc_event_handler ibc_dm_free_pending_event = {
+static const struct ibc_event_handler ibc_dm_free_pending_event = {
 	.body = RDMAB__EVENT__BODY_DM_FREE_PENDING,
 	.read = ibc_dm_free_pending_read,
 	.after = ibc_dm_event_after,
 };
 
-const struct ibc_event_handler ibc_dm_revoked_event = {
+static const struct ibc_event_handler ibc_dm_revoked_event = {
 	.body = RDMAB__EVENT__BODY_DM_REVOKED,
 	.read = ibc_dm_revoked_read,
 	.after = ibc_dm_event_after,
+};
+
+static bool ibc_dm_ctx_busy(const struct ibc_ctx *ctx)
+{
+	return ctx->dm_handlers != 0;
+}
+
+static const struct ibc_event_handler *const ibc_dm_events[] = {
+	&ibc_dm_free_pending_event,
+	&ibc_dm_revoked_event,
+	NULL,
+};
+
+const struct ibc_family ibc_dm_family = {
+	.name = "dm",
+	.events = ibc_dm_events,
+	.client_free = ibc_dm_client_free,
+	.ctx_drop = ibc_dm_ctx_drop,
+	.ctx_busy = ibc_dm_ctx_busy,
+	.ctx_teardown = ibc_dm_ctx_teardown,
+	.ctx_free = ibc_dm_ctx_free,
+	.fork_prepare = ibc_dm_fork_prepare,
+	.fork_stale = ibc_dm_fork_stale,
+	.fork_child = ibc_dm_fork_child,
 };

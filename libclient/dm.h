@@ -81,8 +81,6 @@ struct ibc_dm {
 /* Put @dm on its context's list; with ctx->lock held. */
 void ibc_dm_link_locked(struct ibc_dm *dm);
 
-/* The session's status page goes (the client is freed). */
-void ibc_dm_client_free(struct ibc_client *cl);
 /* The size of the status page the broker sends. */
 #define IBC_DM_STATUS_SLOTS 4096
 
@@ -93,25 +91,5 @@ void ibc_dm_mr_gone(struct ibc_dm *dm);
  * where nothing of this process still uses it. */
 void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 			uint64_t id, const char *why);
-/* The context's descriptors are about to close: stop using its DMs here
- * (they answer -@err from then on: ENODEV, or ESTALE after a rekey).
- * Called with the client's lock held, or with the context out of the
- * client's list. */
-void ibc_dm_ctx_drop(struct ibc_ctx *ctx, int err, const char *why);
-/* Tell the broker this process no longer holds the context's DMs (while
- * the session lives), then drop them. */
-void ibc_dm_ctx_teardown(struct ibc_ctx *ctx);
-/* Before fork(): keep @ctx's DMs out of the child (the soft device's
- * mappings are marked MADV_DONTFORK); with ctx->lock held. */
-void ibc_dm_fork_prepare(struct ibc_ctx *ctx);
-/* In the child, once for the session @cl inherited (every lock held):
- * its DMs answer -ESTALE with cl->dead_message and nothing of them (the
- * mappings that did not come along, the status page) is touched again. */
-void ibc_dm_fork_stale(struct ibc_client *cl);
-/* In the child (every lock held): the parent's threads that handled DM
- * events or got a DM are not here. */
-void ibc_dm_fork_child(struct ibc_client *cl);
-/* Free the structures of the context's DMs (ibc_close). */
-void ibc_dm_ctx_free(struct ibc_ctx *ctx);
 
 #endif

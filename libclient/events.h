@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The broker's events and who handles them: each family registers its
- * handlers in the table of events.c, which the reader (call.c) and
- * ibc_dispatch() go through without naming any family.
+ * The broker's events and who handles them: the session's own handlers
+ * in the table of events.c, each family's in its struct ibc_family
+ * (family.h); the reader (call.c) and ibc_dispatch() find them through
+ * ibc_event_handler() without naming any family.
  */
 #ifndef IBC_EVENTS_H
 #define IBC_EVENTS_H
@@ -26,12 +27,10 @@ struct ibc_event_handler {
 /* The handler of Event body @body; NULL for an event of a newer broker. */
 const struct ibc_event_handler *ibc_event_handler(int body);
 
-/* The handlers, each in its family's file. */
+/* The session's own handlers; a family's are in its struct ibc_family
+ * (family.h). */
 extern const struct ibc_event_handler ibc_shutdown_event;	/* client.c */
 extern const struct ibc_event_handler ibc_device_removed_event; /* ctx.c */
-extern const struct ibc_event_handler ibc_dm_free_pending_event; /* dm.c */
-extern const struct ibc_event_handler ibc_dm_revoked_event;	/* dm.c */
-extern const struct ibc_event_handler ibc_rss_rebuilt_event;	/* rss.c */
 extern const struct ibc_event_handler ibc_domain_rekeyed_event; /* rekey.c */
 
 #endif

@@ -6,7 +6,7 @@
  * Before fork() the handlers take every library lock, in the lock order
  * (client.h), so that the child inherits no structure half changed, and
  * mark the device's mappings MADV_DONTFORK and have the DM code keep its
- * mappings out of the child (ibc_dm_fork_prepare(); dm.c marks the
+ * mappings out of the child (its family's fork_prepare hook; dm.c marks the
  * session's DM status page when it maps it). In the child the inherited descriptors are covered with a
  * placeholder (closing them would free their numbers for unrelated files
  * the application opens next) and every inherited session is marked
@@ -25,9 +25,8 @@
 
 #include <infiniband/verbs.h>
 
-#include "libclient/dm.h"
+#include "libclient/family.h"
 #include "libclient/objects.h"
-#include "libclient/rss.h"
 
 /* Guards the list below and the library's fork state: the lock order's 1
  * (client.h). */
@@ -150,9 +149,9 @@ static void fork_prepare(void)
 			pthread_mutex_lock(&ctx->lock);
 			/* Here rather than at each import, where a madvise()
 			 * would cost every DM a system call and a VMA split. */
-			ibc_dm_fork_prepare(ctx);
+			ibc_families_fork_prepare(ctx);
 		}
-	ibc_rss_fork_lock();
+	ibc_families_fork_lock();
 	/* The DM status page was marked when it was mapped (once a
 	 * session); the provider's mappings are found here. */
 	if (fork_maps_device())
@@ -161,7 +160,7 @@ static void fork_prepare(void)
 
 static void fork_unlock_all(void)
 {
-	ibc_rss_fork_unlock();
+	ibc_families_fork_unlock();
 	for (struct ibc_client *cl = fork_clients; cl; cl = cl->fork_next)
 		for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
 			pthread_mutex_unlock(&ctx->lock);
@@ -247,7 +246,7 @@ static void fork_stale_client(struct ibc_client *cl, int ph)
 		fork_cover(ph, cl->event_fd);
 		for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
 			fork_stale_ctx(ctx, ph);
-		ibc_dm_fork_stale(cl);
+		ibc_families_fork_stale(cl);
 	}
 	/* The parent's other threads are not here: nobody reads or waits,
 	 * and a condition variable they waited on would never let its
@@ -258,7 +257,7 @@ static void fork_stale_client(struct ibc_client *cl, int ph)
 	cl->waiters = NULL;
 	cl->fd_waiters = 0;
 	cl->fork_refs = 0;
-	ibc_dm_fork_child(cl);
+	ibc_families_fork_child(cl);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
 	pthread_cond_init(&cl->cond, &ca);

@@ -13,8 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "libclient/family.h"
 #include "libclient/objects.h"
-#include "libclient/rss.h"
 
 IBC_EXPORT const char *ibc_obj_kind_str(enum ibc_obj_kind kind)
 {
@@ -254,7 +254,7 @@ void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 	size_t n = sizeof(ibc_teardown_order) / sizeof(ibc_teardown_order[0]);
 
 	/* RSS objects first: their tables use the context's WQs. */
-	ibc_rss_ctx_closing(ctx, broker);
+	ibc_families_ctx_closing(ctx, broker);
 	/* Called when no other thread uses the context (ibc_close,
 	 * ibc_disconnect) or from the event dispatch: the list is walked
 	 * again after every destroy, which may call the broker. */

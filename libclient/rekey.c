@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "libclient/dm.h"
+#include "libclient/family.h"
 #include "libclient/objects.h"
 #include "libclient/events.h"
 
@@ -125,8 +125,9 @@ void ibc_ctx_rekeyed(struct ibc_client *cl, uint64_t id)
 		 * this process made in it goes with it, not one by one
 		 * with the broker (its records leave with the release). */
 		ibc_ctx_destroy_objects(ctx, false);
-		ibc_dm_ctx_drop(ctx, ESTALE,
-				"the DM's context was replaced by a rekey");
+		ibc_families_ctx_drop(ctx, ESTALE,
+				      "the DM's context was replaced by a "
+				      "rekey");
 		ibc_ctx_drop_local(ctx);
 		n++;
 	}

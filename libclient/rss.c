@@ -23,7 +23,7 @@
 #include "libclient/client.h"
 #include "libclient/ctx.h"
 #include "libclient/events.h"
-#include "libclient/rss.h"
+#include "libclient/family.h"
 
 #define RSS_HASH_V4  (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4)
 #define RSS_HASH_V6  (IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6)
@@ -71,12 +71,14 @@ static unsigned int rss_creating;
 static struct rss_missed *rss_missed_head;
 static struct rss_missed **rss_missed_tail = &rss_missed_head;
 
-void ibc_rss_fork_lock(void)
+/* fork(): the RSS list's lock, taken after every client's and context's
+ * (fork.c). */
+static void ibc_rss_fork_lock(void)
 {
 	pthread_mutex_lock(&rss_lock);
 }
 
-void ibc_rss_fork_unlock(void)
+static void ibc_rss_fork_unlock(void)
 {
 	pthread_mutex_unlock(&rss_lock);
 }
@@ -421,7 +423,11 @@ IBC_EXPORT int ibc_rss_lookup(const struct ibc_rss *rss,
 	return 0;
 }
 
-void ibc_rss_ctx_closing(struct ibc_ctx *ctx, bool broker)
+/* @ctx closes (@broker: with the broker, ibc_close and ibc_disconnect; the
+ * RSS objects are destroyed and freed) or its device is gone (the objects
+ * stay for ibc_rss_destroy(), which then only frees them). Called before
+ * the context's other objects go: the tables use its WQs. */
+static void ibc_rss_ctx_closing(struct ibc_ctx *ctx, bool broker)
 {
 	struct ibc_rss *gone = NULL, **p;
 
@@ -654,7 +660,27 @@ IBC_EXPORT int ibc_list_rss(struct ibc_client *client,
 	return err;
 }
 
-const struct ibc_event_handler ibc_rss_rebuilt_event = {
+static const struct ibc_event_handler ibc_rss_rebuilt_event = {
 	.body = RDMAB__EVENT__BODY_RSS_REBUILT,
 	.read = ibc_rss_event,
+};
+
+static const struct ibc_event_handler *const ibc_rss_events[] = {
+	&ibc_rss_rebuilt_event,
+	NULL,
+};
+
+static void ibc_rss_hello(Rdmab__HelloRequest *hello)
+{
+	/* ibc_rss_event() applies a rebuild's removed WQs itself. */
+	hello->rss_delta_events = true;
+}
+
+const struct ibc_family ibc_rss_family = {
+	.name = "rss",
+	.events = ibc_rss_events,
+	.hello = ibc_rss_hello,
+	.ctx_closing = ibc_rss_ctx_closing,
+	.fork_lock = ibc_rss_fork_lock,
+	.fork_unlock = ibc_rss_fork_unlock,
 };

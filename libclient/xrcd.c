@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/xrcd-name.h"
+#include "libclient/family.h"
 #include "libclient/objects.h"
 
 /* The name rule (common/xrcd-name.h), before anything is sent: the
@@ -448,3 +449,9 @@ IBC_EXPORT int ibc_admin_xrcd_remove(struct ibc_client *client,
 	ibc_reply_free(&r);
 	return err;
 }
+
+/* An XRCD is an object of its context (objects.c destroys it with the
+ * others): the family has no hook of its own to run. */
+const struct ibc_family ibc_xrcd_family = {
+	.name = "xrcd",
+};
