@@ -201,7 +201,7 @@ static void dm_show(const struct ibc_dm_info *d)
 		       text_escape(why, sizeof(why), d->blocked_by));
 }
 
-int cmd_dm(struct ctl *ctl, int argc, char **argv)
+static int cmd_dm(struct ctl *ctl, int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : "list";
 	struct ibc_device_info *dev = NULL;
@@ -286,3 +286,15 @@ int cmd_dm(struct ctl *ctl, int argc, char **argv)
 	ibc_list_free(d);
 	return CTL_OK;
 }
+
+/* Its entry in the command table (ctl/main.c). */
+const struct ctl_command ctl_cmd_dm = {
+	"dm",
+	"[list | show ID | free ID | revoke ID]",
+	"device memory: DMs, holders, state; free, revoke (admin)",
+	"  list       the DMs the caller may see (the default)\n"
+	"  show ID    one DM: holders, MRs, state\n"
+	"  free ID    free DM ID for its holders (administrators)\n"
+	"  revoke ID  take DM ID from its holders (administrators)\n",
+	cmd_dm,
+};

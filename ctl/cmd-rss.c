@@ -141,7 +141,7 @@ static int rss_usage(const char *why, const char *arg)
 	return CTL_USAGE;
 }
 
-int cmd_rss(struct ctl *ctl, int argc, char **argv)
+static int cmd_rss(struct ctl *ctl, int argc, char **argv)
 {
 	struct ibc_rss_info *r;
 	uint64_t id = 0;
@@ -193,3 +193,13 @@ int cmd_rss(struct ctl *ctl, int argc, char **argv)
 	}
 	return CTL_OK;
 }
+
+/* Its entry in the command table (ctl/main.c). */
+const struct ctl_command ctl_cmd_rss = {
+	"rss",
+	"[list | show ID]",
+	"RSS objects: tables, keys, matches, WQs and owners",
+	"  list     the RSS objects the caller may see (the default)\n"
+	"  show ID  one whole: key, hash fields, QP number, WQs\n",
+	cmd_rss,
+};

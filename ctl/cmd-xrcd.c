@@ -147,7 +147,7 @@ static size_t xrcd_of_domain(struct ibc_xrcd_info *x, size_t n,
 	return k;
 }
 
-int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
+static int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
 {
 	const char *sub = argc > 1 ? argv[1] : "list";
 	const char *name = NULL, *domain = NULL;
@@ -226,3 +226,17 @@ int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
 	ibc_list_free(x);
 	return CTL_OK;
 }
+
+/* Its entry in the command table (ctl/main.c). */
+const struct ctl_command ctl_cmd_xrcd = {
+	"xrcd",
+	"[list | show NAME [--domain D] | remove NAME]",
+	"XRC domains by name; remove: administrators",
+	"  list                    the XRC domains the caller may see\n"
+	"                          (the default)\n"
+	"  show NAME [--domain D]  one, with its opens; --domain picks\n"
+	"                          one when several domains hold NAME\n"
+	"  remove NAME             remove a declared XRCD's file\n"
+	"                          (administrators)\n",
+	cmd_xrcd,
+};

@@ -62,10 +62,9 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv);
 int cmd_clients(struct ctl *ctl, int argc, char **argv);
 int cmd_objects(struct ctl *ctl, int argc, char **argv);
 int cmd_evict(struct ctl *ctl, int argc, char **argv);
-int cmd_dm(struct ctl *ctl, int argc, char **argv);
-int cmd_xrcd(struct ctl *ctl, int argc, char **argv);
-/* RSS */
-int cmd_rss(struct ctl *ctl, int argc, char **argv);
+/* Each family's command (ctl/cmd-FAMILY.c), from the one list. */
+#define FAMILY(f, F) extern const struct ctl_command ctl_cmd_##f;
+#include "common/families.def"
 /* Rekey */
 int cmd_domain(struct ctl *ctl, int argc, char **argv);
 

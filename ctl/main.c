@@ -47,29 +47,6 @@ static const struct ctl_command commands[] = {
 	  "  --force  with --rekey: even when the domain's objects must be\n"
 	  "           destroyed\n",
 	  cmd_evict },
-	/* Device memory. */
-	{ "dm", "[list | show ID | free ID | revoke ID]",
-	  "device memory: DMs, holders, state; free, revoke (admin)",
-	  "  list       the DMs the caller may see (the default)\n"
-	  "  show ID    one DM: holders, MRs, state\n"
-	  "  free ID    free DM ID for its holders (administrators)\n"
-	  "  revoke ID  take DM ID from its holders (administrators)\n",
-	  cmd_dm },
-	{ "xrcd", "[list | show NAME [--domain D] | remove NAME]",
-	  "XRC domains by name; remove: administrators",
-	  "  list                    the XRC domains the caller may see\n"
-	  "                          (the default)\n"
-	  "  show NAME [--domain D]  one, with its opens; --domain picks\n"
-	  "                          one when several domains hold NAME\n"
-	  "  remove NAME             remove a declared XRCD's file\n"
-	  "                          (administrators)\n",
-	  cmd_xrcd },
-	/* RSS */
-	{ "rss", "[list | show ID]",
-	  "RSS objects: tables, keys, matches, WQs and owners",
-	  "  list     the RSS objects the caller may see (the default)\n"
-	  "  show ID  one whole: key, hash fields, QP number, WQs\n",
-	  cmd_rss },
 	/* Rekey */
 	{ "domain", "rekey NAME [--force]",
 	  "give a domain new contexts (administrators)",
@@ -78,7 +55,23 @@ static const struct ctl_command commands[] = {
 	  cmd_domain },
 };
 
-#define N_COMMANDS (sizeof(commands) / sizeof(commands[0]))
+/* Each family's command, in its ctl/cmd-FAMILY.c, listed after the
+ * others from the one list of families. */
+#define FAMILY(f, F) &ctl_cmd_##f,
+static const struct ctl_command *const family_commands[] = {
+#include "common/families.def"
+};
+
+#define N_CORE (sizeof(commands) / sizeof(commands[0]))
+#define N_FAMILY_COMMANDS \
+	(sizeof(family_commands) / sizeof(family_commands[0]))
+#define N_COMMANDS (N_CORE + N_FAMILY_COMMANDS)
+
+/* Command @i of every command, the families' after the others. */
+static const struct ctl_command *command_at(size_t i)
+{
+	return i < N_CORE ? &commands[i] : family_commands[i - N_CORE];
+}
 
 static const char global_options[] =
 	"Options (anywhere on the line):\n"
@@ -100,14 +93,15 @@ static void usage(FILE *f)
 		   "Commands:\n",
 		global_options);
 	for (size_t i = 0; i < N_COMMANDS; i++) {
+		const struct ctl_command *c = command_at(i);
+
 		/* Long arguments get a line of their own. */
-		if (strlen(commands[i].args) > 10)
-			fprintf(f, "  %-8s %s\n  %-8s %-10s %s\n",
-				commands[i].name, commands[i].args, "", "",
-				commands[i].help);
+		if (strlen(c->args) > 10)
+			fprintf(f, "  %-8s %s\n  %-8s %-10s %s\n", c->name,
+				c->args, "", "", c->help);
 		else
-			fprintf(f, "  %-8s %-10s %s\n", commands[i].name,
-				commands[i].args, commands[i].help);
+			fprintf(f, "  %-8s %-10s %s\n", c->name, c->args,
+				c->help);
 	}
 	fprintf(f, "\n'rdmabrokerctl help COMMAND' or 'rdmabrokerctl COMMAND "
 		   "--help' tells more.\n"
@@ -118,8 +112,8 @@ static void usage(FILE *f)
 static const struct ctl_command *command_find(const char *name)
 {
 	for (size_t i = 0; i < N_COMMANDS; i++)
-		if (strcmp(name, commands[i].name) == 0)
-			return &commands[i];
+		if (strcmp(name, command_at(i)->name) == 0)
+			return command_at(i);
 	return NULL;
 }
 
