@@ -29,9 +29,9 @@ static const struct ibc_family *const ibc_families[] = {
 const struct ibc_event_handler *ibc_families_event(int body)
 {
 	for (size_t i = 0; i < N_FAMILIES; i++) {
-		const struct ibc_event_handler *const *e = ibc_families[i]->events;
+		const struct ibc_event_handler *const *e;
 
-		for (; e && *e; e++)
+		for (e = ibc_families[i]->events; e && *e; e++)
 			if ((*e)->body == body)
 				return *e;
 	}
