@@ -156,7 +156,8 @@ if [ -n "$files" ]; then
 fi
 
 # tests/include-graph.sh names modules (paths without the extension) in
-# "^daemon/(a|b)$" patterns: each name becomes its new path.
+# "^daemon/(a|b)$" patterns: each name becomes its new path, and a module
+# new to daemon/ (soft.h) joins the layer of the modules beside it.
 graph=tests/include-graph.sh
 if [ -f "$graph" ]; then
 	map=$(awk '$1 ~ /^daemon\// {
@@ -166,17 +167,28 @@ if [ -f "$graph" ]; then
 		if (a != b)
 			print a, b
 	}' "$moves" | sort -u)
-	MAP="$map" perl -pi -e '
+	add=$(awk '$1 !~ /^daemon\// && $2 ~ /^daemon\// {
+		b = $2
+		sub(/^daemon\//, "", b); sub(/\.[ch]$/, "", b)
+		print b
+	}' "$moves" | sort -u)
+	MAP="$map" ADD="$add" perl -pi -e '
 		BEGIN {
 			for (split /\n/, $ENV{MAP}) {
 				my ($a, $b) = split / /;
 				$m{$a} = $b;
 			}
 		}
-		s{\^daemon/\(([^)]*)\)\$}{
-			"^daemon/(" . join("|", map { $m{$_} // $_ }
-					   split(/\|/, $1)) . ")\$"
-		}ge;
+		sub dir { my $d = shift; $d =~ s{/[^/]*$}{}; $d }
+		sub group {
+			my @g = map { $m{$_} // $_ } split(/\|/, shift);
+			for my $n (split /\n/, $ENV{ADD}) {
+				push @g, $n if !grep({ $_ eq $n } @g) &&
+					grep({ dir($_) eq dir($n) } @g);
+			}
+			"^daemon/(" . join("|", @g) . ")\$";
+		}
+		s{\^daemon/\(([^)]*)\)\$}{group($1)}ge;
 		s{\^daemon/([\w-]+)\$}{"^daemon/" . ($m{$1} // $1) . "\$"}ge;
 ' "$graph"
 fi
@@ -185,6 +197,16 @@ git add -A daemon common proto
 # shellcheck disable=SC2086
 [ -z "$files" ] || git add $files
 [ ! -f "$graph" ] || git add "$graph"
+# A longer path can push a comment past 80 columns: name those lines, to
+# be reflowed by hand (the rewrite does not reflow prose).
+git diff --cached -U0 -M -- '*.c' '*.h' '*.proto' '*.def' | awk '
+/^\+\+\+ / { f = substr($0, 7) }
+/^\+[^+]/ {
+	l = substr($0, 2)
+	gsub(/\t/, "        ", l)
+	if (length(l) > 80)
+		printf "layout-move: over 80 columns: %s: %s\n", f, substr($0, 2)
+}' >&2
 n=$(wc -l <"$moves")
 echo "layout-move: moved $n files and rewrote the paths in" \
      "$(printf '%s\n' $files | grep -c .) files; staged."
