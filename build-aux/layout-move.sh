@@ -152,7 +152,16 @@ files=$(git ls-files | while read -r f; do
 done | xargs grep -lI -E -e 'daemon/|common/|proto/soft\.h' || :)
 if [ -n "$files" ]; then
 	# shellcheck disable=SC2086
-	printf '%s\n' $files | xargs perl -pi -e "$perl_prog"
+	# A rule line ("--- name (path) ------") longer than 80 columns
+	# loses the dashes it has too many.
+	printf '%s\n' $files | xargs perl -pi -e 'my $o = $_; '"$perl_prog"'
+		if ($_ ne $o && /^(.*?)(-{4,})((?: \*\/)?\n)$/) {
+			my ($h, $d, $t) = ($1, $2, $3);
+			(my $w = $h) =~ s/\t/        /g;
+			my $keep = 80 - length($w) - length($t) + 1;
+			$_ = $h . ("-" x $keep) . $t
+				if $keep >= 3 && $keep < length($d);
+		}'
 fi
 
 # tests/include-graph.sh names modules (paths without the extension) in
