@@ -334,8 +334,8 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 	/* Marked by a rekey still waiting for creates, it is not released
 	 * yet: that is this close's to do. */
 	rekeyed = ctx->rekeyed && ctx->removed;
-	/* A DM event's handler in another thread may be using it (dm.c);
-	 * closed, no new one picks it. */
+	/* A family's event handler in another thread may be using it (DM's,
+	 * dm.c); closed, no new one picks it. */
 	while (ibc_families_ctx_busy(ctx))
 		pthread_cond_wait(&client->cond, &client->lock);
 	pthread_mutex_unlock(&client->lock);

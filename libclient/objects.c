@@ -253,7 +253,7 @@ void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 {
 	size_t n = sizeof(ibc_teardown_order) / sizeof(ibc_teardown_order[0]);
 
-	/* RSS objects first: their tables use the context's WQs. */
+	/* The families' objects first: RSS tables use the context's WQs. */
 	ibc_families_ctx_closing(ctx, broker);
 	/* Called when no other thread uses the context (ibc_close,
 	 * ibc_disconnect) or from the event dispatch: the list is walked
