@@ -54,11 +54,11 @@ families	families.* family.* rekey.* rekey-*
 device/soft	device-soft.* soft-*
 device/verbs	device-verbs.* uverbs.* verbs-*
 device		device.* caps.*
-registry	objects.* obj-* unaccounted.* domain.* domain-* user.* user-* policy.* ctx.* ctx-* charge.* charge-* cgroup.* cgroup-*
+registry	core.* objects.* obj-* unaccounted.* domain.* domain-* user.* user-* policy.* ctx.* ctx-* charge.* charge-* cgroup.* cgroup-*
 config		conf.* conf-*
 util		log.* queue.h ids.* why.*
 restart		fdstore.* fdstore-* journal.* journal-* state.* state-* restart.* restart-* restore.* restore-*
-core		server.* conn.* conn-* dispatch.* main.c sd.* notify.* listen.* runtime.* session.* inspect.* metrics.* metrics-*
+server		server.* conn.* conn-* dispatch.* main.c sd.* notify.* listen.* runtime.* session.* inspect.* metrics.* metrics-*
 .		README.md
 '
 common_rules='
