@@ -50,6 +50,11 @@ expect show dm ""
 expect revoke dm ""
 expect remove xrcd ""
 expect rekey domain ""
+# A family's command, which the completion does not name: what its help
+# lists.
+expect show rss ""
+expect free dm ""
+expect --domain xrcd --
 expect --pretty status --p
 expect --timeout -j status --t
 expect --client objects --
