@@ -336,7 +336,7 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 	rekeyed = ctx->rekeyed && ctx->removed;
 	/* A family's event handler in another thread may be using it (DM's,
 	 * dm.c); closed, no new one picks it. */
-	while (ibc_families_ctx_busy(ctx))
+	while (ctx->event_handlers)
 		pthread_cond_wait(&client->cond, &client->lock);
 	pthread_mutex_unlock(&client->lock);
 	ibc_ctx_teardown(ctx);

@@ -88,10 +88,11 @@ struct ibc_ctx {
 	bool closing;
 	bool attached;
 	/* Device memory this process holds in the context (dm.h), under
-	 * lock; and the DM event handlers using the context, which
-	 * ibc_close() waits for (under the client's lock). */
+	 * lock. */
 	struct ibc_dm *dms;
-	unsigned int dm_handlers;
+	/* Under the client's lock: a family's event handlers (DM's) using
+	 * the context in another thread, which ibc_close() waits for. */
+	unsigned int event_handlers;
 };
 
 /* Whether @ctx's device was removed (its descriptors are closed): an

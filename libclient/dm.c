@@ -192,7 +192,7 @@ static void ibc_dm_fork_child(struct ibc_client *cl)
 	cl->dm_gets = 0;
 	cl->dm_n_unmatched = 0;
 	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
-		ctx->dm_handlers = 0;
+		ctx->event_handlers = 0;
 		for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
 			dm->event_refs = 0;
 	}
@@ -833,7 +833,7 @@ static struct ibc_dm *ibc_dm_next_for_event(struct ibc_client *cl, uint64_t id,
 		if (dm) {
 			dm->events_seen |= seen;
 			dm->event_refs++;
-			ctx->dm_handlers++;
+			ctx->event_handlers++;
 		}
 		pthread_mutex_unlock(&ctx->lock);
 	}
@@ -850,7 +850,7 @@ static struct ibc_dm *ibc_dm_next_for_event(struct ibc_client *cl, uint64_t id,
 static void ibc_dm_handler_done(struct ibc_client *cl, struct ibc_ctx *ctx)
 {
 	pthread_mutex_lock(&cl->lock);
-	if (--ctx->dm_handlers == 0 && ctx->closed)
+	if (--ctx->event_handlers == 0 && ctx->closed)
 		pthread_cond_broadcast(&cl->cond);
 	pthread_mutex_unlock(&cl->lock);
 }
@@ -967,11 +967,6 @@ static const struct ibc_event_handler ibc_dm_revoked_event = {
 	.after = ibc_dm_event_after,
 };
 
-static bool ibc_dm_ctx_busy(const struct ibc_ctx *ctx)
-{
-	return ctx->dm_handlers != 0;
-}
-
 static const struct ibc_event_handler *const ibc_dm_events[] = {
 	&ibc_dm_free_pending_event,
 	&ibc_dm_revoked_event,
@@ -983,7 +978,6 @@ const struct ibc_family ibc_dm_family = {
 	.events = ibc_dm_events,
 	.client_free = ibc_dm_client_free,
 	.ctx_drop = ibc_dm_ctx_drop,
-	.ctx_busy = ibc_dm_ctx_busy,
 	.ctx_teardown = ibc_dm_ctx_teardown,
 	.ctx_free = ibc_dm_ctx_free,
 	.fork_prepare = ibc_dm_fork_prepare,

@@ -3,8 +3,8 @@
  * The library's family seam: what the client, its contexts, rekey, fork
  * and the event reader know of a resource family. Each family fills one
  * struct ibc_family in its own file (ibc_dm_family in dm.c...);
- * families.c lists them from common/families.def, and the walks below are
- * the only callers of the hooks, so that no other file names a family.
+ * common/families.def lists them, and the walks below are the only
+ * callers of the hooks, so that no other file names a family.
  * Every hook may be NULL: the family has nothing to do there.
  */
 #ifndef IBC_FAMILY_H
@@ -30,9 +30,6 @@ struct ibc_family {
 	 * family answer -@err from then on. Client's lock held, or the
 	 * context out of the client's list. */
 	void (*ctx_drop)(struct ibc_ctx *ctx, int err, const char *why);
-	/* With the client's lock held: a handler of the family in another
-	 * thread uses @ctx, whose close waits on the client's condition. */
-	bool (*ctx_busy)(const struct ibc_ctx *ctx);
 	/* @ctx closes (@broker: with the broker) or its device is gone:
 	 * before its other objects are destroyed. */
 	void (*ctx_closing)(struct ibc_ctx *ctx, bool broker);
@@ -52,19 +49,101 @@ struct ibc_family {
 	void (*fork_child)(struct ibc_client *cl);
 };
 
-/* The walks, in common/families.def's order (fork_unlock: backwards). */
+/* Every hook above that the walks below call, for the lists. */
+#define IBC_FAMILY_HOOKS(X)                                              \
+	X(hello) X(client_free) X(ctx_drop) X(ctx_closing) X(ctx_teardown) \
+	X(ctx_free) X(fork_prepare) X(fork_lock) X(fork_unlock)           \
+	X(fork_stale) X(fork_child)
+
+/* The hooks the families have, by hook, in common/families.def's order,
+ * each list up to a NULL: filled once at load (families.c), read by the
+ * walks below. */
+#define IBC_MAX_FAMILIES 8
+#define IBC_HOOK_LIST(hook) \
+	__typeof__(((struct ibc_family *)0)->hook) hook[IBC_MAX_FAMILIES + 1];
+struct ibc_family_hooks {
+	IBC_FAMILY_HOOKS(IBC_HOOK_LIST)
+};
+#undef IBC_HOOK_LIST
+extern struct ibc_family_hooks ibc_family_hooks;
+
+/*
+ * The walks. Inline over the hooks that exist rather than over the
+ * families: the close path runs five, and testing every family's every
+ * hook would cost each ibc_close() tens of instructions (make bench's
+ * open+close).
+ */
+#define IBC_FAMILIES_EACH(hook, args)                                  \
+	do {                                                           \
+		for (__typeof__(ibc_family_hooks.hook[0]) *h_ =        \
+			     ibc_family_hooks.hook;                    \
+		     *h_; h_++)                                        \
+			(*h_) args;                                    \
+	} while (0)
+
+static inline void ibc_families_hello(Rdmab__HelloRequest *hello)
+{
+	IBC_FAMILIES_EACH(hello, (hello));
+}
+
+static inline void ibc_families_client_free(struct ibc_client *cl)
+{
+	IBC_FAMILIES_EACH(client_free, (cl));
+}
+
+static inline void ibc_families_ctx_drop(struct ibc_ctx *ctx, int err,
+					 const char *why)
+{
+	IBC_FAMILIES_EACH(ctx_drop, (ctx, err, why));
+}
+
+static inline void ibc_families_ctx_closing(struct ibc_ctx *ctx, bool broker)
+{
+	IBC_FAMILIES_EACH(ctx_closing, (ctx, broker));
+}
+
+static inline void ibc_families_ctx_teardown(struct ibc_ctx *ctx)
+{
+	IBC_FAMILIES_EACH(ctx_teardown, (ctx));
+}
+
+static inline void ibc_families_ctx_free(struct ibc_ctx *ctx)
+{
+	IBC_FAMILIES_EACH(ctx_free, (ctx));
+}
+
+static inline void ibc_families_fork_prepare(struct ibc_ctx *ctx)
+{
+	IBC_FAMILIES_EACH(fork_prepare, (ctx));
+}
+
+static inline void ibc_families_fork_lock(void)
+{
+	IBC_FAMILIES_EACH(fork_lock, ());
+}
+
+/* Backwards: the locks are given back in the reverse order. */
+static inline void ibc_families_fork_unlock(void)
+{
+	unsigned int n = 0;
+
+	while (ibc_family_hooks.fork_unlock[n])
+		n++;
+	while (n-- > 0)
+		ibc_family_hooks.fork_unlock[n]();
+}
+
+static inline void ibc_families_fork_stale(struct ibc_client *cl)
+{
+	IBC_FAMILIES_EACH(fork_stale, (cl));
+}
+
+static inline void ibc_families_fork_child(struct ibc_client *cl)
+{
+	IBC_FAMILIES_EACH(fork_child, (cl));
+}
+
+/* The handler of Event body @body a family registered; NULL for none. */
 const struct ibc_event_handler *ibc_families_event(int body);
-void ibc_families_hello(Rdmab__HelloRequest *hello);
-void ibc_families_client_free(struct ibc_client *cl);
-void ibc_families_ctx_drop(struct ibc_ctx *ctx, int err, const char *why);
-bool ibc_families_ctx_busy(const struct ibc_ctx *ctx);
-void ibc_families_ctx_closing(struct ibc_ctx *ctx, bool broker);
-void ibc_families_ctx_teardown(struct ibc_ctx *ctx);
-void ibc_families_ctx_free(struct ibc_ctx *ctx);
-void ibc_families_fork_prepare(struct ibc_ctx *ctx);
-void ibc_families_fork_lock(void);
-void ibc_families_fork_unlock(void);
-void ibc_families_fork_stale(struct ibc_client *cl);
-void ibc_families_fork_child(struct ibc_client *cl);
 
 #endif
