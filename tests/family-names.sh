@@ -35,7 +35,8 @@
 # The bound: with FAMILY_NAMES_MAX set (make check FAMILY_NAMES_MAX=2), a
 # family named in more files than that fails the run (exit 1); unset or
 # empty, the lists are only printed. The two files the issue allows are the
-# one list of families and the top Makefile.am.
+# one list of families and the top Makefile.am. A family that not even
+# Makefile.am names fails the run whatever the bound: the scan is broken.
 set -eu
 
 quiet=0
@@ -211,6 +212,13 @@ for fam in "$@"; do
 				printf " %s", $i
 			printf "\n"
 		}'
+	fi
+	# Makefile.am lists every family's files: a family found nowhere
+	# means the scan itself is broken, not that the family is clean.
+	if ! printf '%s\n' "$result" | grep -q "^$fam Makefile.am "; then
+		echo "family-names: $fam not found even in Makefile.am:" \
+		     "the scan is broken" >&2
+		fail=1
 	fi
 	if [ -n "${FAMILY_NAMES_MAX:-}" ] && [ "$n" -gt "$FAMILY_NAMES_MAX" ]; then
 		echo "family-names: $fam is named in $n files, more than" \
