@@ -57,7 +57,7 @@ cd "$top" || exit 99
 [ -f Makefile.am ] || { echo "family-names: no Makefile.am in $top" >&2; exit 99; }
 
 # Top-level folders that are not the program.
-not_program='^(tests|man|man3|examples|bench|debian|deploy|systemd|m4|build.*|asan|tsan|autom4te\.cache|\.git|\.ci|\.deps|\.libs)$'
+not_program='^(tests|man|man3|examples|bench|debian|deploy|systemd|m4|build.*|_.*|asan|tsan|autom4te\.cache|\.git|\.ci|\.deps|\.libs)$'
 
 files() {
 	echo Makefile.am
