@@ -24,6 +24,7 @@
 
 #include <event2/event.h>
 
+#include "daemon/cgroup.h"
 #include "daemon/charge.h"
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
@@ -659,6 +660,7 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 	/* pidfd_open is CLOEXEC by definition. A peer that already exited
 	 * (ESRCH) is caught by the EOF that follows. */
 	c->pidfd = conn_pidfd_open(c->cred.pid);
+	c->cgroup_err = cgroup_of_pid(c->cred.pid, c->pidfd, &c->cgroup);
 	conn_read_comm(c);
 	c->read_ev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
 			       conn_read_cb, c);
@@ -715,6 +717,7 @@ fail:
 		user_unref(srv, c->user);
 	close(fd);
 	free(c->groups);
+	free(c->cgroup);
 	free(c);
 	return ret;
 }
@@ -769,6 +772,8 @@ void conn_close(struct conn *c)
 	user_uncharge_conn(c->user);
 	free(c->groups);
 	c->groups = NULL;
+	free(c->cgroup);
+	c->cgroup = NULL;
 	server_conn_gone(srv);
 	/* Descriptors still in the socket stay charged until the peer
 	 * reads them or closes its end; shut down, it reads end of stream
