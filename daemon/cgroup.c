@@ -69,7 +69,10 @@ static int cgroup_parse(const char *buf, size_t len, const char **ret_path,
 			if (!plen || buf[pos + 3] != '/' ||
 			    memchr(buf + pos + 3, '\0', plen))
 				return -ENOENT;
-			if (plen >= CGROUP_PATH_MAX)
+			/* The kernel cuts a longer path to PATH_MAX - 1
+			 * bytes and says nothing: a path of that length may
+			 * be a cut one, shared by several cgroups. */
+			if (plen >= CGROUP_PATH_MAX - 1)
 				return -ENAMETOOLONG;
 			*ret_path = buf + pos + 3;
 			*ret_len = plen;

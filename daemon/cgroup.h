@@ -14,8 +14,9 @@
 
 struct config;
 
-/* The longest cgroup path the broker keeps, its NUL included: a deeper
- * cgroup is as one that cannot be read. */
+/* Room for the longest cgroup path the broker keeps, its NUL included,
+ * and one byte more: the kernel shows a longer path cut to 4095 bytes, so
+ * one of 4095 is as one that cannot be read. */
 #define CGROUP_PATH_MAX 4096
 /* What a listing carries of a path: its first bytes, and a flag for the
  * rest (ibclient.h's cgroup fields are this size). */
@@ -30,8 +31,8 @@ struct config;
  * still its number while the file was read, so the path is its own and
  * not that of a process that reused the number. -ESRCH: it exited;
  * -ENOENT: it is in no v2 hierarchy (cgroup v1 only); -ENAMETOOLONG: the
- * path has CGROUP_PATH_MAX bytes or more; -ENOSYS: no pidfd (@pidfd < 0);
- * else -errno of the read.
+ * path has CGROUP_PATH_MAX - 1 bytes or more; -ENOSYS: no pidfd (@pidfd
+ * < 0); else -errno of the read.
  */
 int cgroup_of_pid(pid_t pid, int pidfd, char **ret_path);
 

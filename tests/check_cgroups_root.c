@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "tests/agent.h"
@@ -118,6 +119,18 @@ static void cg_move(const char *dir, pid_t pid)
 		      strerror(errno));
 }
 
+/* Move @pid to the cgroup of directory @dirfd. */
+static void cg_move_at(int dirfd, pid_t pid)
+{
+	int fd = openat(dirfd, "cgroup.procs", O_WRONLY | O_CLOEXEC);
+	char text[24];
+	int len = snprintf(text, sizeof(text), "%d\n", (int)pid);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(write(fd, text, (size_t)len), len);
+	close(fd);
+}
+
 /* @pid's v2 path as the kernel shows it (what the daemon reads). */
 static void cg_path_of(pid_t pid, char *buf, size_t size)
 {
@@ -149,13 +162,14 @@ static void cg_path(const char *dir, char *buf, size_t size)
 		 rel);
 }
 
-/* Remove the tree under @dir, deepest first, once its processes left. */
+/* Remove the tree under @dir, deepest first, once its processes left
+ * (find -delete reaches below PATH_MAX). */
 static void cg_remove(const char *dir)
 {
 	char cmd[CG_MAX + 64];
 
 	snprintf(cmd, sizeof(cmd),
-		 "find '%s' -depth -type d -exec rmdir {} + 2>/dev/null",
+		 "find '%s' -type d -delete 2>/dev/null",
 		 dir);
 	for (int i = 0; i < 200; i++) {
 		if (system(cmd) < 0 || access(dir, F_OK) < 0)
@@ -437,6 +451,121 @@ START_TEST(test_configured_cgroups)
 }
 END_TEST
 
+/* rdmabrokerctl --socket SOCK @a1 @a2 as root: its output, malloc'd. */
+static char *ctl_out(const char *a1, const char *a2)
+{
+	const char *argv[] = { tl_ctl_path(), "--socket", D.sock, a1, a2,
+			       NULL };
+	struct agent_cred root = agent_cred(0, 0, AGENT_END);
+	char *out = NULL, *err = NULL;
+	int status = agent_run(&root, argv, AGENT_WAIT_MS, &out, &err);
+
+	ck_assert_msg(status == 0, "rdmabrokerctl %s: status %d: %s", a1,
+		      status, err ? err : "");
+	free(err);
+	return out;
+}
+
+/*
+ * A cgroup named to drive a terminal (the kernel refuses a newline in a
+ * name, so none can fake a line of /proc/PID/cgroup): the daemon reads the
+ * name whole, the listing carries it as it is, and rdmabrokerctl prints it
+ * escaped (its table and its JSON), with no byte of it raw.
+ */
+START_TEST(test_hostile_name)
+{
+	static const char evil[] = "x\t0::fake\x1b]0;owned\x07\x1b[2J\xff";
+	char de[CG_MAX], pe[CG_MAX];
+	const struct agent_rep *r;
+	struct agent *a;
+	char *out;
+
+	daemon_up(per_cgroup);
+	cg_make(evil, de, sizeof(de));
+	cg_path(de, pe, sizeof(pe));
+	a = agent_in(de, UID);
+	ag_ok(a, AGENT_CONNECT, NULL, 0);
+	r = ag_ok(a, AGENT_LIST_CLIENTS, NULL, 0);
+	ck_assert_uint_eq(r->n_list, 1);
+	ck_assert_str_eq(r->clients[0].cgroup, pe);
+	r = ag_ok(a, AGENT_LIST_DOMAINS, NULL, 0);
+	ck_assert_str_eq(r->domains[0].cgroup, pe);
+
+	for (int json = 0; json < 2; json++) {
+		const char *cmds[] = { "clients", "domains" };
+
+		for (size_t i = 0; i < 2; i++) {
+			out = ctl_out(json ? "--json" : cmds[i],
+				      json ? cmds[i] : NULL);
+			ck_assert_msg(!strchr(out, 0x1b) && !strchr(out, 0x07) &&
+					      !strchr(out, '\xff'),
+				      "a raw byte of the name in:\n%s", out);
+			ck_assert_msg(!strstr(out, "\t0::fake"),
+				      "the name's tab raw in:\n%s", out);
+			ck_assert_msg(strstr(out, json ? "x\\t0::fake\\u001b" :
+							 "x\\x090::fake\\x1b"),
+				      "the name is not shown escaped:\n%s",
+				      out);
+			free(out);
+		}
+	}
+}
+END_TEST
+
+/* A path the broker does not keep: with per = cgroup the client is told
+ * why; by uid it is served, its cgroup unknown. */
+START_TEST(test_path_too_long)
+{
+	char name[201], conf[64];
+	const struct agent_rep *r;
+	size_t len = strlen(base);
+	struct agent *a;
+	int fd;
+
+	memset(name, 'n', sizeof(name) - 1);
+	name[sizeof(name) - 1] = '\0';
+	/* Made a level at a time from the one above: past PATH_MAX, where
+	 * only descriptors reach. */
+	fd = open(base, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	while (len < 4200) {
+		int next;
+
+		ck_assert_int_eq(mkdirat(fd, name, 0755), 0);
+		next = openat(fd, name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		ck_assert_int_ge(next, 0);
+		close(fd);
+		fd = next;
+		len += 1 + strlen(name);
+	}
+	for (int per = 0; per < 2; per++) {
+		snprintf(conf, sizeof(conf), "[defaults]\nper = %s\n",
+			 per ? "cgroup" : "uid");
+		daemon_up(conf);
+		a = agent_in(base, UID);
+		cg_move_at(fd, a->pid);
+		r = ag(a, AGENT_CONNECT, NULL, 0);
+		if (per) {
+			ck_assert_int_eq(r->ret, -EACCES);
+			ck_assert_msg(strstr(r->error, "cgroup") &&
+					      strstr(r->error, "too long"),
+				      "%s", r->error);
+		} else {
+			ck_assert_int_eq(r->ret, 0);
+			ck_assert_str_eq(r->info.domain, "uid-4242");
+			r = ag_ok(a, AGENT_LIST_CLIENTS, NULL, 0);
+			ck_assert_str_eq(r->clients[0].cgroup, "");
+		}
+		agent_stop(a);
+		n_agents = 0;
+		tl_daemon_stop(&D);
+		memset(&D, 0, sizeof(D));
+		D.pid = -1;
+	}
+	close(fd);
+}
+END_TEST
+
 static Suite *cgroups_suite(void)
 {
 	Suite *s = suite_create("cgroups_root");
@@ -449,6 +578,8 @@ static Suite *cgroups_suite(void)
 	tcase_add_test(tc, test_depth_groups);
 	tcase_add_test(tc, test_moved_keeps_domain);
 	tcase_add_test(tc, test_configured_cgroups);
+	tcase_add_test(tc, test_hostile_name);
+	tcase_add_test(tc, test_path_too_long);
 	suite_add_tcase(s, tc);
 	return s;
 }
