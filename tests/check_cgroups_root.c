@@ -24,6 +24,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sched.h>
+#include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -129,6 +132,20 @@ static void cg_move_at(int dirfd, pid_t pid)
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(write(fd, text, (size_t)len), len);
 	close(fd);
+}
+
+/* cg_move() for the scene of test_pid_reuse: no Check there. */
+static void cg_move_pid(const char *dir, pid_t pid)
+{
+	char procs[CG_MAX + 16];
+	FILE *f;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	f = fopen(procs, "we");
+	if (f) {
+		fprintf(f, "%d\n", (int)pid);
+		fclose(f);
+	}
 }
 
 /* @pid's v2 path as the kernel shows it (what the daemon reads). */
@@ -566,6 +583,156 @@ START_TEST(test_path_too_long)
 }
 END_TEST
 
+/*
+ * The pid of a peer that exited before the daemon accepted it, taken by a
+ * process in another cgroup: the session must not get that cgroup. In a
+ * pid namespace of its own (and a /proc of it), where ns_last_pid decides
+ * the next pid, so that the reuse is certain: the daemon stopped, P
+ * connects and leaves its socket to a child Q, P exits, R takes P's pid
+ * in cgroup b, the daemon goes on, Q says hello.
+ *
+ * Returns 0 when the hello is refused for want of a cgroup or the session
+ * closed (the process that connected is dead, which its pidfd says), 1
+ * when it was accepted, 2 and up when the scene could not be set (said on
+ * stderr).
+ */
+static int reuse_scene(const char *db)
+{
+	const char *args[] = { "--socket-mode", "0666", NULL };
+	int go_q[2], ready[2], fd = -1, status, ret = 2;
+	struct tl_daemon d = { .pid = -1 };
+	char msg[256] = "", last[24];
+	pid_t p, q = -1, r = -1;
+	FILE *f;
+
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("proc", "/proc", "proc", 0, NULL) < 0) {
+		perror("reuse: a /proc of the namespace");
+		return 2;
+	}
+	if (tl_daemon_start_conf(&d, per_cgroup, NULL, args, NULL) < 0 ||
+	    pipe2(go_q, O_CLOEXEC) < 0 || pipe2(ready, O_CLOEXEC) < 0)
+		return 2;
+	kill(d.pid, SIGSTOP);
+	p = fork();
+	if (p == 0) {
+		char b;
+
+		fd = tl_raw_connect(d.sock);
+		if (fd < 0)
+			_exit(3);
+		q = fork();
+		if (q == 0) {
+			pid_t self = getpid();
+
+			/* Q: the socket's holder, once told to. */
+			if (write(ready[1], &self, sizeof(self)) !=
+				    sizeof(self) ||
+			    read(go_q[0], &b, 1) != 1)
+				_exit(3);
+			status = tl_raw_hello_version(fd, 1, "testlib", msg,
+						      sizeof(msg));
+			fprintf(stderr, "reuse: hello: %d %s\n", status, msg);
+			/* Refused for want of a cgroup, or closed: the
+			 * process that connected is dead. */
+			_exit(status == 0				  ? 1 :
+			      status == EACCES || status == -EPIPE ||
+					      status == -ECONNRESET ? 0 :
+								      4);
+		}
+		_exit(q < 0 ? 3 : 0);
+	}
+	if (p < 0)
+		goto out;
+	/* P connected in a: the test's cgroup would do as well, only the
+	 * pid's reuse matters. */
+	if (read(ready[0], &q, sizeof(q)) != sizeof(q))
+		goto out;
+	if (waitpid(p, &status, 0) != p || !WIFEXITED(status) ||
+	    WEXITSTATUS(status))
+		goto out;
+	snprintf(last, sizeof(last), "%d", (int)p - 1);
+	f = fopen("/proc/sys/kernel/ns_last_pid", "we");
+	if (!f || fputs(last, f) < 0 || fclose(f) != 0) {
+		perror("reuse: ns_last_pid");
+		goto out;
+	}
+	r = fork();
+	if (r == 0) {
+		pause();
+		_exit(0);
+	}
+	if (r != p) {
+		fprintf(stderr, "reuse: the new process got pid %d, not %d\n",
+			(int)r, (int)p);
+		goto out;
+	}
+	cg_move_pid(db, r);
+	kill(d.pid, SIGCONT);
+	if (write(go_q[1], "g", 1) != 1)
+		goto out;
+	/* Q is P's child, reparented to this process (the namespace's
+	 * init) when P exited. */
+	if (waitpid(q, &status, 0) == q && WIFEXITED(status))
+		ret = WEXITSTATUS(status);
+out:
+	if (r > 0)
+		kill(r, SIGKILL);
+	kill(d.pid, SIGCONT);
+	tl_daemon_stop(&d);
+	return ret;
+}
+
+START_TEST(test_pid_reuse)
+{
+	char db[CG_MAX];
+	int status, sv[2], pidfd = -1;
+	socklen_t len = sizeof(pidfd);
+	pid_t n;
+
+	/* The kernel's pidfd of a peer: without it the broker cannot tell. */
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
+				    sv),
+			 0);
+	if (getsockopt(sv[0], SOL_SOCKET, 77 /* SO_PEERPIDFD */, &pidfd,
+		       &len) < 0) {
+		fprintf(stderr, "check_cgroups_root: no SO_PEERPIDFD (%s): "
+				"test_pid_reuse skipped\n",
+			strerror(errno));
+		close(sv[0]);
+		close(sv[1]);
+		return;
+	}
+	close(pidfd);
+	close(sv[0]);
+	close(sv[1]);
+	cg_make("b", db, sizeof(db));
+	n = fork();
+	ck_assert_int_ge(n, 0);
+	if (n == 0) {
+		pid_t init;
+
+		if (unshare(CLONE_NEWPID | CLONE_NEWNS) < 0)
+			_exit(5);
+		init = fork();
+		if (init == 0)
+			_exit(reuse_scene(db));
+		_exit(init > 0 && waitpid(init, &status, 0) == init &&
+				      WIFEXITED(status) ?
+			      WEXITSTATUS(status) :
+			      6);
+	}
+	ck_assert_int_eq(waitpid(n, &status, 0), n);
+	ck_assert_msg(WIFEXITED(status), "the scene was killed");
+	ck_assert_msg(WEXITSTATUS(status) != 1,
+		      "the session of a process that exited got the cgroup "
+		      "of the process that took its pid");
+	ck_assert_msg(WEXITSTATUS(status) == 0,
+		      "the scene could not be set (%d): see stderr",
+		      WEXITSTATUS(status));
+}
+END_TEST
+
 static Suite *cgroups_suite(void)
 {
 	Suite *s = suite_create("cgroups_root");
@@ -580,6 +747,7 @@ static Suite *cgroups_suite(void)
 	tcase_add_test(tc, test_configured_cgroups);
 	tcase_add_test(tc, test_hostile_name);
 	tcase_add_test(tc, test_path_too_long);
+	tcase_add_test(tc, test_pid_reuse);
 	suite_add_tcase(s, tc);
 	return s;
 }
