@@ -2,8 +2,9 @@
 /*
  * daemon/cgroup.c without a daemon: the globs of cgroups = and
  * cgroup_pattern (a cgroup or an ancestor, '*' across '/'), the key of
- * per = cgroup, the cgroup of a process read through its pidfd (this
- * process's, and a dead child's refused), and the configuration keys.
+ * per = cgroup, and the cgroup of a process read through its pidfd (this
+ * process's, and a dead child's refused). The configuration's keys are
+ * check_config's.
  */
 #include "config.h"
 
@@ -212,66 +213,6 @@ START_TEST(test_of_pid_exited)
 }
 END_TEST
 
-static char *write_conf(const char *text)
-{
-	char *dir = tl_mkdtemp(), *path;
-	FILE *f;
-
-	ck_assert_ptr_nonnull(dir);
-	ck_assert_int_ge(asprintf(&path, "%s/rdmabroker.conf", dir), 0);
-	free(dir);
-	f = fopen(path, "w");
-	ck_assert_ptr_nonnull(f);
-	ck_assert_int_ge(fputs(text, f), 0);
-	ck_assert_int_eq(fclose(f), 0);
-	return path;
-}
-
-START_TEST(test_config_keys)
-{
-	char *path = write_conf("[defaults]\n"
-				"per = cgroup\n"
-				"cgroup_depth = 3\n"
-				"cgroup_pattern = */kubepods*/*pod*\n"
-				"[domain pods]\n"
-				"cgroups = /kubepods/a b , /kubepods/c*\n"
-				"[domain lab]\n"
-				"users = 0\n"
-				"cgroups = /lab\n");
-	const struct config_domain *d;
-	char err[512] = "";
-	struct config c;
-
-	ck_assert_msg(config_load(path, true, &c, err, sizeof(err)) == 0, "%s",
-		      err);
-	ck_assert(c.per_cgroup);
-	ck_assert_uint_eq(c.cgroup_depth, 3);
-	ck_assert_str_eq(c.cgroup_pattern, "*/kubepods*/*pod*");
-	d = config_find_domain(&c, "pods");
-	ck_assert_ptr_nonnull(d);
-	/* A domain of cgroups alone needs no users. */
-	ck_assert_uint_eq(d->n_users + d->n_groups, 0);
-	ck_assert_uint_eq(d->n_cgroups, 2);
-	/* Commas separate; the spaces inside a glob stay. */
-	ck_assert_str_eq(d->cgroups[0], "/kubepods/a b");
-	ck_assert_str_eq(d->cgroups[1], "/kubepods/c*");
-	d = config_find_domain(&c, "lab");
-	ck_assert_uint_eq(d->n_users, 1);
-	ck_assert_uint_eq(d->n_cgroups, 1);
-	config_free(&c);
-	unlink(path);
-	free(path);
-
-	/* The default: per uid. */
-	path = write_conf("[defaults]\nper = uid\n");
-	ck_assert_int_eq(config_load(path, true, &c, err, sizeof(err)), 0);
-	ck_assert(!c.per_cgroup);
-	config_free(&c);
-	unlink(path);
-	free(path);
-}
-END_TEST
-
 static Suite *cgroup_suite(void)
 {
 	Suite *s = suite_create("cgroup");
@@ -284,7 +225,6 @@ static Suite *cgroup_suite(void)
 	tcase_add_test(tc, test_key_len);
 	tcase_add_test(tc, test_of_pid);
 	tcase_add_test(tc, test_of_pid_exited);
-	tcase_add_test(tc, test_config_keys);
 	suite_add_tcase(s, tc);
 	return s;
 }

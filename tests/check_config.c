@@ -513,6 +513,52 @@ START_TEST(test_config_init)
 }
 END_TEST
 
+/* Cgroups (issue 26): per, cgroup_depth, cgroup_pattern, cgroups =. */
+START_TEST(test_config_keys)
+{
+	char *path = write_conf("[defaults]\n"
+				"per = cgroup\n"
+				"cgroup_depth = 3\n"
+				"cgroup_pattern = */kubepods*/*pod*\n"
+				"[domain pods]\n"
+				"cgroups = /kubepods/a b , /kubepods/c*\n"
+				"[domain lab]\n"
+				"users = 0\n"
+				"cgroups = /lab\n");
+	const struct config_domain *d;
+	char err[512] = "";
+	struct config c;
+
+	ck_assert_msg(config_load(path, true, &c, err, sizeof(err)) == 0, "%s",
+		      err);
+	ck_assert(c.per_cgroup);
+	ck_assert_uint_eq(c.cgroup_depth, 3);
+	ck_assert_str_eq(c.cgroup_pattern, "*/kubepods*/*pod*");
+	d = config_find_domain(&c, "pods");
+	ck_assert_ptr_nonnull(d);
+	/* A domain of cgroups alone needs no users. */
+	ck_assert_uint_eq(d->n_users + d->n_groups, 0);
+	ck_assert_uint_eq(d->n_cgroups, 2);
+	/* Commas separate; the spaces inside a glob stay. */
+	ck_assert_str_eq(d->cgroups[0], "/kubepods/a b");
+	ck_assert_str_eq(d->cgroups[1], "/kubepods/c*");
+	d = config_find_domain(&c, "lab");
+	ck_assert_uint_eq(d->n_users, 1);
+	ck_assert_uint_eq(d->n_cgroups, 1);
+	config_free(&c);
+	unlink(path);
+	free(path);
+
+	/* The default: per uid. */
+	path = write_conf("[defaults]\nper = uid\n");
+	ck_assert_int_eq(config_load(path, true, &c, err, sizeof(err)), 0);
+	ck_assert(!c.per_cgroup);
+	config_free(&c);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
 static const char good_text[] =
 	"# rdmabroker.conf for the test\n"	/* 1 */
 	"; both comment styles\n"		/* 2 */
@@ -828,6 +874,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_broker_limits);
 	tcase_add_test(tc, test_dm_keys);
 	tcase_add_test(tc, test_good_file);
+	tcase_add_test(tc, test_config_keys);
 	tcase_add_test(tc, test_xrcd_sections);
 	tcase_add_test(tc, test_defaults_anywhere);
 	tcase_add_test(tc, test_good_file_encodings);
