@@ -130,6 +130,22 @@ out:
 	return ret;
 }
 
+const char *cgroup_strerror(int err)
+{
+	switch (err) {
+	case -ESRCH:
+		return "the process that connected has exited";
+	case -ENOENT:
+		return "the process is in no cgroup v2 hierarchy";
+	case -ENAMETOOLONG:
+		return "its path is too long (4095 bytes or more)";
+	case -ENOSYS:
+		return "the kernel gives no pidfd of the process";
+	default:
+		return strerror(-err);
+	}
+}
+
 /* One step of a glob: '*', or one byte of a set. */
 struct glob_tok {
 	bool star;

@@ -35,6 +35,9 @@ struct config;
  * < 0); else -errno of the read.
  */
 int cgroup_of_pid(pid_t pid, int pidfd, char **ret_path);
+/* Why cgroup_of_pid() (or the pidfd before it) failed with @err, in words
+ * for a client's refusal. */
+const char *cgroup_strerror(int err);
 
 /*
  * Parse a glob of rdmabroker.conf(5): '*' (any bytes, '/' included), '?'

@@ -128,7 +128,7 @@ static int domain_own_cgroup(struct server *srv, struct conn *c,
 				   "the broker gives each cgroup its own "
 				   "domains (per = cgroup) and could not read "
 				   "this process's cgroup v2 at connect: %s",
-				   strerror(-c->cgroup_err));
+				   cgroup_strerror(c->cgroup_err));
 	len = cgroup_key_len(&srv->config, c->cgroup);
 	d = domain_find_cgroup(srv, c->cred.uid, c->cgroup, len);
 	if (d) {
