@@ -487,7 +487,8 @@ static char *ctl_out(const char *a1, const char *a2)
  * A cgroup named to drive a terminal (the kernel refuses a newline in a
  * name, so none can fake a line of /proc/PID/cgroup): the daemon reads the
  * name whole, the listing carries it as it is, and rdmabrokerctl prints it
- * escaped (its table and its JSON), with no byte of it raw.
+ * escaped (clients, domains, objects: table and JSON), with no byte of it
+ * raw.
  */
 START_TEST(test_hostile_name)
 {
@@ -507,11 +508,14 @@ START_TEST(test_hostile_name)
 	ck_assert_str_eq(r->clients[0].cgroup, pe);
 	r = ag_ok(a, AGENT_LIST_DOMAINS, NULL, 0);
 	ck_assert_str_eq(r->domains[0].cgroup, pe);
+	/* An object, so that the objects listing has its owner's cgroup. */
+	ag_ok(a, AGENT_OPEN, NULL, 0);
+	ag_ok(a, AGENT_DM_ALLOC, "4096", 0);
 
 	for (int json = 0; json < 2; json++) {
-		const char *cmds[] = { "clients", "domains" };
+		const char *cmds[] = { "clients", "domains", "objects" };
 
-		for (size_t i = 0; i < 2; i++) {
+		for (size_t i = 0; i < 3; i++) {
 			out = ctl_out(json ? "--json" : cmds[i],
 				      json ? cmds[i] : NULL);
 			ck_assert_msg(!strchr(out, 0x1b) && !strchr(out, 0x07) &&
