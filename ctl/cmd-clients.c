@@ -34,6 +34,7 @@ static void print_row(const struct ibc_client_entry *e, unsigned int depth)
 {
 	char comm[CTL_TEXT_SIZE(e->comm)];
 	char domain[CTL_TEXT_SIZE(e->domain)];
+	char cgroup[CTL_CGROUP_SIZE];
 	char id[32], parent[24] = "-";
 
 	/* A forked child under its parent, two columns further in. */
@@ -43,12 +44,14 @@ static void print_row(const struct ibc_client_entry *e, unsigned int depth)
 	if (e->parent_id)
 		snprintf(parent, sizeof(parent), "%" PRIu64, e->parent_id);
 	printf("%-15s %-15s %-8u %-6u %-16s %-20s %-8u %-7u %-11u "
-	       "%-9" PRIu64 " %s\n",
+	       "%-9" PRIu64 " %-9s %s\n",
 	       id, parent, e->pid, e->uid,
 	       text_escape(comm, sizeof(comm), e->comm),
 	       text_escape(domain, sizeof(domain), e->domain), e->contexts,
 	       e->objects, e->unaccounted, e->requests,
-	       fork_name(e->fork_state));
+	       fork_name(e->fork_state),
+	       ctl_cgroup_text(cgroup, sizeof(cgroup), e->cgroup,
+			       e->cgroup_truncated));
 }
 
 /*
@@ -142,16 +145,19 @@ int cmd_clients(struct ctl *ctl, int argc, char **argv)
 			printf(",\"library_version\":");
 			json_string(stdout, c[i].library_version);
 			printf(",\"unaccounted\":%u", c[i].unaccounted);
-			printf(",\"parent\":%" PRIu64 ",\"children\":%u}",
+			printf(",\"parent\":%" PRIu64 ",\"children\":%u",
 			       c[i].parent_id, c[i].children);
+			json_cgroup(stdout, c[i].cgroup, c[i].cgroup_truncated);
+			printf("}");
 		}
 		printf("]\n");
 		goto out;
 	}
 	/* Ids have up to 15 digits (rdmabrokerd(8), Ids). */
-	printf("%-15s %-15s %-8s %-6s %-16s %-20s %-8s %-7s %-11s %-9s %s\n",
+	printf("%-15s %-15s %-8s %-6s %-16s %-20s %-8s %-7s %-11s %-9s %-9s "
+	       "%s\n",
 	       "ID", "PARENT", "PID", "UID", "COMMAND", "DOMAIN", "CONTEXTS",
-	       "OBJECTS", "UNACCOUNTED", "REQUESTS", "FORK");
+	       "OBJECTS", "UNACCOUNTED", "REQUESTS", "FORK", "CGROUP");
 	ret = print_clients(c, n);
 	if (ret < 0) {
 		ibc_list_free(c);

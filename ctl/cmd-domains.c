@@ -55,6 +55,7 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 			       d[i].old_contexts, d[i].rekeys);
 			quota_json("used", &d[i].used);
 			quota_json("limit", &d[i].limit);
+			json_cgroup(stdout, d[i].cgroup, d[i].cgroup_truncated);
 			printf("}");
 		}
 		printf("]\n");
@@ -63,15 +64,15 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 	/* UNACCOUNTED: objects the kernel holds that no registry entry
 	 * explains; then the count's parts, spelled out. */
 	printf("%-20s %-10s %-7s %-8s %-17s %-9s %-9s %-11s %-11s %-22s "
-	       "%-10s %s\n",
+	       "%-10s %-9s %s\n",
 	       "NAME", "KIND", "MEMBERS", "CONTEXTS", "DM_BYTES", "XRCDS",
 	       "RSS", "OBJECTS", "UNACCOUNTED", "KERNEL:REG:OWN:INTENT",
-	       "REKEYS", "CLIENTS");
+	       "REKEYS", "CLIENTS", "CGROUP");
 	for (size_t i = 0; i < n; i++) {
 		char name[CTL_TEXT_SIZE(d[i].name)];
 		char kind[CTL_TEXT_SIZE(d[i].kind)];
 		char dm[32], x[16], rss[16], obj[24], cl[16], krbi[48];
-		char rk[40];
+		char rk[40], cgroup[CTL_CGROUP_SIZE];
 
 		snprintf(dm, sizeof(dm), "%" PRIu64 "/%" PRIu64,
 			 d[i].used.dm_bytes, d[i].limit.dm_bytes);
@@ -96,11 +97,14 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 		else
 			snprintf(rk, sizeof(rk), "%" PRIu64, d[i].rekeys);
 		printf("%-20s %-10s %-7u %-8u %-17s %-9s %-9s %-11s %-11u "
-		       "%-22s %-10s %s%s\n",
+		       "%-22s %-10s %-9s %s%s\n",
 		       text_escape(name, sizeof(name), d[i].name),
 		       text_escape(kind, sizeof(kind), d[i].kind), d[i].members,
 		       d[i].contexts, dm, x, rss, obj, d[i].unaccounted, krbi,
-		       rk, cl, d[i].retired ? " (retired)" : "");
+		       rk, cl,
+		       ctl_cgroup_text(cgroup, sizeof(cgroup), d[i].cgroup,
+				       d[i].cgroup_truncated),
+		       d[i].retired ? " (retired)" : "");
 	}
 out:
 	ibc_list_free(d);

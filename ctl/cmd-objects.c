@@ -85,7 +85,9 @@ static void objects_json(const struct ibc_object_info *o, size_t n)
 		json_string(stdout, o[i].domain);
 		printf(",\"state\":");
 		json_string(stdout, state_name(o[i].state));
-		printf(",\"age_usec\":%" PRIu64 "}", o[i].age_usec);
+		printf(",\"age_usec\":%" PRIu64, o[i].age_usec);
+		json_cgroup(stdout, o[i].cgroup, o[i].cgroup_truncated);
+		printf("}");
 	}
 	printf("]\n");
 }
@@ -93,22 +95,25 @@ static void objects_json(const struct ibc_object_info *o, size_t n)
 static void objects_table(const struct ibc_object_info *o, size_t n)
 {
 	/* Ids have up to 15 digits (rdmabrokerd(8), Ids). */
-	printf("%-15s %-8s %-7s %-15s %-8s %-15s %-10s %-20s %-10s %s\n", "ID",
-	       "KIND", "HANDLE", "CLIENT", "PID", "CONTEXT", "DEVICE",
-	       "DOMAIN", "STATE", "AGE");
+	printf("%-15s %-8s %-7s %-15s %-8s %-15s %-10s %-20s %-10s %-10s %s\n",
+	       "ID", "KIND", "HANDLE", "CLIENT", "PID", "CONTEXT", "DEVICE",
+	       "DOMAIN", "STATE", "AGE", "CGROUP");
 	for (size_t i = 0; i < n; i++) {
 		char device[CTL_TEXT_SIZE(o[i].device)];
 		char domain[CTL_TEXT_SIZE(o[i].domain)];
+		char cgroup[CTL_CGROUP_SIZE];
 		char age[32];
 
 		age_text(age, sizeof(age), o[i].age_usec);
 		printf("%-15" PRIu64 " %-8s %-7u %-15" PRIu64 " %-8u %-15" PRIu64
-		       " %-10s %-20s %-10s %s\n",
+		       " %-10s %-20s %-10s %-10s %s\n",
 		       o[i].id, ibc_obj_kind_str(o[i].kind), o[i].handle,
 		       o[i].client_id, o[i].pid, o[i].context_id,
 		       text_escape(device, sizeof(device), o[i].device),
 		       text_escape(domain, sizeof(domain), o[i].domain),
-		       state_name(o[i].state), age);
+		       state_name(o[i].state), age,
+		       ctl_cgroup_text(cgroup, sizeof(cgroup), o[i].cgroup,
+				       o[i].cgroup_truncated));
 	}
 }
 

@@ -52,6 +52,13 @@ void json_string(FILE *f, const char *s);
 /* "a, b" (a list the broker sends as one string) as a JSON array of
  * strings: lists are arrays in every command's JSON. */
 void json_list(FILE *f, const char *s);
+/* A listing's cgroup path (ctl/cgroup.c): escaped, "..." after it when
+ * the broker cut it, "-" when empty; in @buf of CTL_CGROUP_SIZE bytes. */
+#define CTL_CGROUP_SIZE (TEXT_ESCAPED_SIZE(256) + 4)
+const char *ctl_cgroup_text(char *buf, size_t size, const char *cgroup,
+			    bool truncated);
+/* ,"cgroup":"...","cgroup_truncated":BOOL for a JSON object. */
+void json_cgroup(FILE *f, const char *cgroup, bool truncated);
 /* The JSON text @s of @len bytes (as the commands print it) indented by
  * two spaces a level, as `rdma -j -p` does. */
 void json_pretty(FILE *f, const char *s, size_t len);

@@ -372,6 +372,86 @@ static int parse_members(struct parse *p, const char *key, const char *value,
 	return 1;
 }
 
+/* Parse cgroups = GLOB, ...: comma-separated, so that a glob may hold a
+ * space; each checked as cgroup_glob_check() does. */
+static int parse_cgroups(struct parse *p, const char *key, const char *value,
+			 struct config_domain *d)
+{
+	const char *v = value;
+
+	while (*v) {
+		const char *end = strchr(v, ',');
+		size_t len = end ? (size_t)(end - v) : strlen(v);
+		char why[128];
+
+		while (len && isspace((unsigned char)*v)) {
+			v++;
+			len--;
+		}
+		while (len && isspace((unsigned char)v[len - 1]))
+			len--;
+		if (!len)
+			return parse_fail(p, p->line, key,
+					  "an empty entry in the list");
+		if (d->n_cgroups == CONFIG_MAX_CGROUPS)
+			return parse_fail(p, p->line, key,
+					  "more than %d patterns",
+					  CONFIG_MAX_CGROUPS);
+		if (len >= CGROUP_GLOB_MAX)
+			return parse_fail(p, p->line, key,
+					  "a pattern is longer than %d bytes",
+					  CGROUP_GLOB_MAX - 1);
+		memcpy(d->cgroups[d->n_cgroups], v, len);
+		d->cgroups[d->n_cgroups][len] = '\0';
+		if (cgroup_glob_check(d->cgroups[d->n_cgroups], why,
+				      sizeof(why)) < 0)
+			return parse_fail(p, p->line, key, "\"%s\": %s",
+					  d->cgroups[d->n_cgroups], why);
+		d->n_cgroups++;
+		if (!end)
+			break;
+		v = end + 1;
+	}
+	return 1;
+}
+
+/* [defaults] per, cgroup_depth, cgroup_pattern; -ENOENT for another
+ * key. */
+static int parse_defaults_cgroup(struct parse *p, const char *key,
+				 const char *value)
+{
+	char why[128];
+
+	if (strcmp(key, "per") == 0) {
+		if (strcmp(value, "uid") == 0)
+			p->cfg.per_cgroup = false;
+		else if (strcmp(value, "cgroup") == 0)
+			p->cfg.per_cgroup = true;
+		else
+			return parse_fail(p, p->line, key,
+					  "\"%s\" is neither uid nor cgroup",
+					  value);
+		return 1;
+	}
+	if (strcmp(key, "cgroup_depth") == 0) {
+		uint64_t v;
+		if (!parse_number(p, key, value, 1, 64, false, &v))
+			return 0;
+		p->cfg.cgroup_depth = (unsigned int)v;
+		return 1;
+	}
+	if (strcmp(key, "cgroup_pattern") != 0)
+		return -ENOENT;
+	if (strlen(value) >= CGROUP_GLOB_MAX)
+		return parse_fail(p, p->line, key, "longer than %d bytes",
+				  CGROUP_GLOB_MAX - 1);
+	if (cgroup_glob_check(value, why, sizeof(why)) < 0)
+		return parse_fail(p, p->line, key, "%s", why);
+	snprintf(p->cfg.cgroup_pattern, sizeof(p->cfg.cgroup_pattern), "%s",
+		 value);
+	return 1;
+}
+
 /* A duration: a number of seconds, or of milliseconds with "ms", or of
  * seconds with "s"; in [min_ms, max_ms]. */
 static int parse_duration(struct parse *p, const char *key, const char *value,
@@ -478,7 +558,8 @@ static bool valid_domain_name(const char *name)
 			return false;
 	/* These name the domains the broker makes itself. */
 	return strncmp(name, "uid-", 4) != 0 &&
-	       strncmp(name, "private-", 8) != 0;
+	       strncmp(name, "private-", 8) != 0 &&
+	       strncmp(name, "cgroup-", 7) != 0;
 }
 
 bool config_valid_xrcd_name(const char *name, size_t len)
@@ -593,7 +674,8 @@ static int parse_section(struct parse *p, const char *section)
 		return parse_fail(p, p->line, NULL,
 				  "[%s]: domain names are 1 to %d letters, "
 				  "digits, '-', '_' or '.', and do not start "
-				  "with \"uid-\" or \"private-\"",
+				  "with \"uid-\", \"private-\" or "
+				  "\"cgroup-\"",
 				  section, CONFIG_NAME_MAX - 1);
 	if (config_find_domain(&p->cfg, name))
 		return parse_fail(p, p->line, NULL,
@@ -865,13 +947,17 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 	if (strcmp(section, "defaults") == 0) {
 		unsigned int set = 0;
 
+		ret = parse_defaults_cgroup(p, key, value);
+		if (ret != -ENOENT)
+			return ret;
 		ret = parse_quota(p, key, value, &p->cfg.defaults, &set);
 		if (ret < 0)
 			return parse_fail(p, p->line, key,
 					  "unknown key (known: dm_bytes, "
 					  "dm_member_share, xrcds, "
 					  "rss_tables, objects, clients, "
-					  "auto_rekey_unaccounted)");
+					  "auto_rekey_unaccounted, per, "
+					  "cgroup_depth, cgroup_pattern)");
 		return ret;
 	}
 	if (strcmp(section, "soft") == 0)
@@ -887,13 +973,15 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 		return parse_members(p, key, value, true, d);
 	if (strcmp(key, "groups") == 0)
 		return parse_members(p, key, value, false, d);
+	if (strcmp(key, "cgroups") == 0)
+		return parse_cgroups(p, key, value, d);
 	if (strcmp(key, "rss_allow") == 0)
 		return parse_rss_allow(p, key, value, d);
 	ret = parse_quota(p, key, value, &d->quota, &d->quota_set);
 	if (ret < 0)
 		return parse_fail(p, p->line, key,
 				  "unknown key (known: users, groups, "
-				  "rss_allow, dm_bytes, dm_member_share, "
+				  "cgroups, rss_allow, dm_bytes, dm_member_share, "
 				  "xrcds, rss_tables, objects, clients, "
 				  "auto_rekey_unaccounted)");
 	return ret;
@@ -961,11 +1049,12 @@ static void parse_finish(struct parse *p)
 		struct config_domain *d = &p->cfg.domains[i];
 		const struct quota *def = &p->cfg.defaults;
 
-		if (!d->n_users && !d->n_groups) {
+		if (!d->n_users && !d->n_groups && !d->n_cgroups) {
 			snprintf(p->section, sizeof(p->section), "domain %s",
 				 d->name);
 			parse_fail(p, d->line, "users",
-				   "domain \"%s\" has no users and no groups",
+				   "domain \"%s\" has no users, no groups and "
+				   "no cgroups",
 				   d->name);
 			break;
 		}

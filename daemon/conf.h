@@ -10,10 +10,13 @@
 #include <sys/types.h>
 
 #include "common/xrcd-name.h"
+#include "daemon/cgroup.h"
 
 #define CONFIG_NAME_MAX 48
 #define CONFIG_MAX_DOMAINS 256
 #define CONFIG_MAX_MEMBERS 256
+/* cgroups = GLOB, ...: globs one [domain] may list. */
+#define CONFIG_MAX_CGROUPS 8
 
 struct quota {
 	/* Device memory: dm_pct percent of each device's (max_dm_size),
@@ -52,6 +55,10 @@ struct config_domain {
 	size_t n_users;
 	gid_t groups[CONFIG_MAX_MEMBERS];
 	size_t n_groups;
+	/* A member's cgroup must match one of these (cgroup.h), and its uid
+	 * or groups the lists above when the domain has any. */
+	char cgroups[CONFIG_MAX_CGROUPS][CGROUP_GLOB_MAX];
+	size_t n_cgroups;
 	struct quota quota;
 	/* Keys given in the file; the rest come from [defaults]. */
 	unsigned int quota_set;
@@ -123,6 +130,11 @@ struct config {
 	struct broker_limits limits;
 	/* Quotas of every uid's own domain and of private domains. */
 	struct quota defaults;
+	/* [defaults] per = cgroup: a client's own domain is its uid's in
+	 * its cgroup (cgroup_key_len()), not its uid's alone. */
+	bool per_cgroup;
+	unsigned int cgroup_depth;
+	char cgroup_pattern[CGROUP_GLOB_MAX];
 	uint64_t soft_max_dm_size;
 	/* How many soft devices (soft0, soft1, ...): 1 unless a test needs
 	 * two devices. */

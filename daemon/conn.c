@@ -24,6 +24,7 @@
 
 #include <event2/event.h>
 
+#include "daemon/cgroup.h"
 #include "daemon/charge.h"
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
@@ -510,6 +511,37 @@ int conn_pidfd_open(pid_t pid)
 #endif
 }
 
+/* SO_PEERPIDFD (Linux 6.5) where the C library's headers predate it: its
+ * number on the architectures of asm-generic/socket.h. */
+#if !defined(SO_PEERPIDFD) &&                                                 \
+	(defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) ||   \
+	 defined(__arm__) || defined(__riscv) || defined(__s390__))
+#define SO_PEERPIDFD 77
+#endif
+
+/*
+ * A pidfd of the process that connected @fd. The kernel's own
+ * (SO_PEERPIDFD) is of that process even when it exited and its pid went
+ * to another; pidfd_open() of the pid SO_PEERCRED gave is the fallback on
+ * older kernels, where a pid freed between the connect and here names
+ * whoever took it. -1 with errno: ESRCH when the process is gone.
+ */
+static int conn_peer_pidfd(int fd, pid_t pid)
+{
+#ifdef SO_PEERPIDFD
+	socklen_t len = sizeof(int);
+	int pidfd = -1;
+
+	errno = 0;
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) == 0)
+		return pidfd;
+	/* Gone: its pid may be another's already. */
+	if (errno != ENOPROTOOPT && errno != EINVAL)
+		return -1;
+#endif
+	return conn_pidfd_open(pid);
+}
+
 void conn_log_drop(struct conn *c, const char *why)
 {
 	unsigned int quiet;
@@ -656,9 +688,12 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 		server_refuse(fd, -ret, why);
 		goto fail;
 	}
-	/* pidfd_open is CLOEXEC by definition. A peer that already exited
+	/* A pidfd is CLOEXEC by definition. A peer that already exited
 	 * (ESRCH) is caught by the EOF that follows. */
-	c->pidfd = conn_pidfd_open(c->cred.pid);
+	c->pidfd = conn_peer_pidfd(fd, c->cred.pid);
+	c->cgroup_err = c->pidfd < 0 ? -errno :
+				       cgroup_of_pid(c->cred.pid, c->pidfd,
+						     &c->cgroup);
 	conn_read_comm(c);
 	c->read_ev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
 			       conn_read_cb, c);
@@ -715,6 +750,7 @@ fail:
 		user_unref(srv, c->user);
 	close(fd);
 	free(c->groups);
+	free(c->cgroup);
 	free(c);
 	return ret;
 }
@@ -769,6 +805,8 @@ void conn_close(struct conn *c)
 	user_uncharge_conn(c->user);
 	free(c->groups);
 	c->groups = NULL;
+	free(c->cgroup);
+	c->cgroup = NULL;
 	server_conn_gone(srv);
 	/* Descriptors still in the socket stay charged until the peer
 	 * reads them or closes its end; shut down, it reads end of stream

@@ -59,6 +59,11 @@ struct conn {
 	/* Supplementary groups at connect (SO_PEERGROUPS). */
 	gid_t *groups;
 	size_t n_groups;
+	/* Its cgroup v2 path at connect (cgroup_of_pid()), kept for the
+	 * session's life whatever cgroup the process moves to; NULL when it
+	 * could not be read, cgroup_err saying why. */
+	char *cgroup;
+	int cgroup_err;
 	char comm[16];
 	struct event *read_ev;
 	struct event *write_ev;

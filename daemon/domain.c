@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/cgroup.h"
 #include "daemon/charge.h"
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
@@ -28,6 +29,8 @@ const char *domain_kind_name(enum domain_kind kind)
 		return "uid";
 	case DOMAIN_CONFIGURED:
 		return "configured";
+	case DOMAIN_CGROUP:
+		return "cgroup";
 	default:
 		return "private";
 	}
@@ -73,6 +76,7 @@ void domain_release(struct server *srv, struct domain *d)
 	if (d->kind == DOMAIN_CONFIGURED && !d->retired)
 		return;
 	TAILQ_REMOVE(&srv->domains, d, link);
+	free(d->cgroup);
 	free(d);
 	if (pool != d) {
 		pool->pooled--;
@@ -81,7 +85,7 @@ void domain_release(struct server *srv, struct domain *d)
 }
 
 /* @uid's own domain, made if need be; NULL without memory. */
-static struct domain *domain_own(struct server *srv, uid_t uid)
+static struct domain *domain_own_uid(struct server *srv, uid_t uid)
 {
 	struct domain *d;
 	char own[64];
@@ -94,6 +98,92 @@ static struct domain *domain_own(struct server *srv, uid_t uid)
 	if (d)
 		d->uid = uid;
 	return d;
+}
+
+/* The cgroup domain of uid @uid for the @len bytes of @key; NULL when
+ * there is none. */
+static struct domain *domain_find_cgroup(struct server *srv, uid_t uid,
+					 const char *key, size_t len)
+{
+	struct domain *d;
+
+	TAILQ_FOREACH(d, &srv->domains, link)
+		if (d->kind == DOMAIN_CGROUP && d->uid == uid &&
+		    strlen(d->cgroup) == len && memcmp(d->cgroup, key, len) == 0)
+			return d;
+	return NULL;
+}
+
+/* With per = cgroup: @c's uid's domain in @c's cgroup, made if need be,
+ * named after the session that made it, as a private domain is. */
+static int domain_own_cgroup(struct server *srv, struct conn *c,
+			     struct domain **ret, struct reply *r)
+{
+	size_t len;
+	struct domain *d;
+	char name[64];
+
+	if (!c->cgroup)
+		return reply_error(r, -EACCES,
+				   "the broker gives each cgroup its own "
+				   "domains (per = cgroup) and could not read "
+				   "this process's cgroup v2 at connect: %s",
+				   cgroup_strerror(c->cgroup_err));
+	len = cgroup_key_len(&srv->config, c->cgroup);
+	d = domain_find_cgroup(srv, c->cred.uid, c->cgroup, len);
+	if (d) {
+		*ret = d;
+		return 0;
+	}
+	snprintf(name, sizeof(name), "cgroup-%u-%" PRIu64, c->cred.uid,
+		 c->id);
+	d = domain_new(srv, name, DOMAIN_CGROUP, &srv->config.defaults);
+	if (d)
+		d->cgroup = strndup(c->cgroup, len);
+	if (!d || !d->cgroup) {
+		if (d)
+			domain_release(srv, d);
+		return reply_error(r, -ENOMEM, "out of memory");
+	}
+	d->uid = c->cred.uid;
+	*ret = d;
+	return 0;
+}
+
+/* @c's own domain: its uid's, or with per = cgroup its uid's in its
+ * cgroup. */
+static int domain_own(struct server *srv, struct conn *c,
+		      struct domain **ret, struct reply *r)
+{
+	struct domain *d;
+
+	if (srv->config.per_cgroup)
+		return domain_own_cgroup(srv, c, ret, r);
+	d = domain_own_uid(srv, c->cred.uid);
+	if (!d)
+		return reply_error(r, -ENOMEM, "out of memory");
+	*ret = d;
+	return 0;
+}
+
+/* Does @want name @c's own domain? With per = cgroup only the one that
+ * exists does: a name cannot tell an absent one from another's. */
+static bool domain_is_own(struct server *srv, struct conn *c,
+			  const char *want)
+{
+	char own[64];
+
+	if (srv->config.per_cgroup) {
+		struct domain *d;
+
+		if (!c->cgroup)
+			return false;
+		d = domain_find_cgroup(srv, c->cred.uid, c->cgroup,
+				       cgroup_key_len(&srv->config, c->cgroup));
+		return d && strcmp(d->name, want) == 0;
+	}
+	snprintf(own, sizeof(own), "uid-%u", c->cred.uid);
+	return strcmp(want, own) == 0;
 }
 
 /* The domain @c gets when it names none: the first configured one it may
@@ -125,10 +215,8 @@ int domain_join(struct server *srv, struct conn *c, const char *want,
 {
 	const struct config_domain *cd = NULL;
 	struct domain *d, *pool;
-	char own[64];
 	int ret;
 
-	snprintf(own, sizeof(own), "uid-%u", c->cred.uid);
 	if (private) {
 		char name[64];
 
@@ -138,13 +226,13 @@ int domain_join(struct server *srv, struct conn *c, const char *want,
 					   "named (\"%.48s\")",
 					   want);
 		snprintf(name, sizeof(name), "private-%" PRIu64, c->id);
-		pool = domain_own(srv, c->cred.uid);
-		d = pool ? domain_new(srv, name, DOMAIN_PRIVATE,
-				      &srv->config.defaults) :
-			   NULL;
+		ret = domain_own(srv, c, &pool, r);
+		if (ret < 0)
+			return ret;
+		d = domain_new(srv, name, DOMAIN_PRIVATE,
+			       &srv->config.defaults);
 		if (!d) {
-			if (pool)
-				domain_release(srv, pool);
+			domain_release(srv, pool);
 			return reply_error(r, -ENOMEM, "out of memory");
 		}
 		d->uid = c->cred.uid;
@@ -155,11 +243,25 @@ int domain_join(struct server *srv, struct conn *c, const char *want,
 			domain_release(srv, d);
 		return ret;
 	}
-	if (*want && strcmp(want, own) != 0) {
+	if (*want && !domain_is_own(srv, c, want)) {
+		/* Either answer holds whether such a domain exists or not. */
+		if (srv->config.per_cgroup &&
+		    strncmp(want, "uid-", 4) == 0)
+			return reply_error(r, -EACCES,
+					   "domain %.48s is a uid's own, and "
+					   "this broker gives each cgroup its "
+					   "own domains (per = cgroup)",
+					   want);
 		if (strncmp(want, "uid-", 4) == 0)
 			return reply_error(r, -EACCES,
 					   "domain %.48s is another uid's own; "
 					   "uid %u may not join it",
+					   want, c->cred.uid);
+		if (strncmp(want, "cgroup-", 7) == 0)
+			return reply_error(r, -EACCES,
+					   "domain %.48s is not this process's "
+					   "cgroup's own; uid %u may not join "
+					   "it",
 					   want, c->cred.uid);
 		cd = config_find_domain(&srv->config, want);
 		if (!cd)
@@ -168,8 +270,10 @@ int domain_join(struct server *srv, struct conn *c, const char *want,
 					   want);
 		if (!policy_may_join(cd, c))
 			return reply_error(r, -EACCES,
-					   "uid %u may not join domain %s",
-					   c->cred.uid, cd->name);
+					   "uid %u%s may not join domain %s",
+					   c->cred.uid,
+					   cd->n_cgroups ? " in its cgroup" : "",
+					   cd->name);
 	} else if (!*want) {
 		cd = domain_pick(srv, c);
 	}
@@ -182,9 +286,9 @@ int domain_join(struct server *srv, struct conn *c, const char *want,
 					   cd->name);
 		return domain_admit(d, c, r);
 	}
-	d = domain_own(srv, c->cred.uid);
-	if (!d)
-		return reply_error(r, -ENOMEM, "out of memory");
+	ret = domain_own(srv, c, &d, r);
+	if (ret < 0)
+		return ret;
 	ret = domain_admit(d, c, r);
 	if (ret < 0)
 		domain_release(srv, d);
@@ -402,6 +506,7 @@ void domains_free(struct server *srv)
 	while ((d = TAILQ_FIRST(&srv->domains))) {
 		dctx_close_all(srv, d);
 		TAILQ_REMOVE(&srv->domains, d, link);
+		free(d->cgroup);
 		free(d);
 	}
 }

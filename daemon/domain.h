@@ -23,6 +23,9 @@ enum domain_kind {
 	DOMAIN_UID,
 	DOMAIN_CONFIGURED,
 	DOMAIN_PRIVATE,
+	/* [defaults] per = cgroup: a uid's own domain in one cgroup (or
+	 * the ancestor cgroup_depth or cgroup_pattern names). */
+	DOMAIN_CGROUP,
 };
 
 /*
@@ -42,6 +45,9 @@ struct domain {
 	char name[64];
 	enum domain_kind kind;
 	uid_t uid;
+	/* DOMAIN_CGROUP: the cgroup (a path) whose clients of uid it
+	 * holds. NULL for the other kinds. */
+	char *cgroup;
 	struct quota limit;
 	/* used.clients counts members. */
 	struct quota used;

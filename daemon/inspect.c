@@ -9,6 +9,7 @@
 #include <errno.h>
 #include <string.h>
 
+#include "daemon/cgroup.h"
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
 #include "daemon/dm.h"
@@ -98,6 +99,7 @@ struct domain_page {
 	Rdmab__DomainInfo info;
 	Rdmab__QuotaInfo used, limit;
 	uint64_t ctx_ids[8];
+	char cgroup[CGROUP_SHOWN_MAX];
 };
 
 int h_list_domains(struct conn *c, const Rdmab__Request *req,
@@ -134,6 +136,12 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 		pg->info.members = d->used.clients;
 		pg->info.contexts = d->n_ctxs;
 		pg->info.retired = d->retired;
+		/* A private domain draws on its cgroup's own. */
+		if (domain_pool(d)->cgroup) {
+			pg->info.cgroup_truncated =
+				cgroup_show(pg->cgroup, domain_pool(d)->cgroup);
+			pg->info.cgroup = pg->cgroup;
+		}
 		/* One context per device, at most DEVICE_MAX; the first 8
 		 * are listed. */
 		TAILQ_FOREACH(x, &d->ctxs, link) {
@@ -209,12 +217,14 @@ int h_list_clients(struct conn *c, const Rdmab__Request *req,
 	uint32_t off = req->list_clients->offset, idx = 0;
 	Rdmab__ListClientsReply *out = reply_alloc(r, sizeof(*out));
 	Rdmab__ClientInfo *infos, **ptrs;
+	char(*cgroups)[CGROUP_SHOWN_MAX];
 	struct conn *o;
 	size_t n = 0;
 
 	infos = reply_alloc(r, sizeof(*infos) * LIST_PAGE);
 	ptrs = reply_alloc(r, sizeof(*ptrs) * LIST_PAGE);
-	if (!out || !infos || !ptrs)
+	cgroups = reply_alloc(r, sizeof(*cgroups) * LIST_PAGE);
+	if (!out || !infos || !ptrs || !cgroups)
 		return reply_error(r, -ENOMEM, "out of memory");
 	rdmab__list_clients_reply__init(out);
 	for (o = inspect_first(c, admin); o; o = inspect_next(o, admin)) {
@@ -240,6 +250,11 @@ int h_list_clients(struct conn *c, const Rdmab__Request *req,
 		ci->library_version = o->library_version;
 		ci->parent_id = o->parent_id;
 		ci->children = inspect_children(c, admin, o->id);
+		if (o->cgroup) {
+			ci->cgroup_truncated = cgroup_show(cgroups[n],
+							   o->cgroup);
+			ci->cgroup = cgroups[n];
+		}
 		ptrs[n++] = ci;
 	}
 	out->clients = ptrs;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "daemon/cgroup.h"
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/dispatch.h"
@@ -21,8 +22,11 @@
 #include "daemon/rekey.h"
 #include "daemon/server.h"
 
-/* An ObjectInfo is under 200 bytes with the longest names. */
+/* An ObjectInfo is under 200 bytes with the longest names, its owner's
+ * cgroup aside: a page carries at most this many bytes of cgroups and ends
+ * early rather than outgrow a packet. */
 #define OBJ_LIST_PAGE 128
+#define OBJ_LIST_CGROUP_BYTES (16 * 1024)
 
 static void attr_from_wire(struct obj_attr *a, const Rdmab__ObjAttr *w)
 {
@@ -337,15 +341,18 @@ int h_list_objects(struct conn *c, const Rdmab__Request *req,
 	bool admin = policy_is_admin(c->srv, c);
 	Rdmab__ListObjectsReply *out = reply_alloc(r, sizeof(*out));
 	Rdmab__ObjectInfo *infos, **ptrs;
+	char(*cgroups)[CGROUP_SHOWN_MAX];
 	uint64_t now = objects_now_usec();
+	size_t n = 0, cgroup_bytes = 0;
+	bool full = false;
 	uint32_t idx = 0;
 	struct dctx *x;
 	struct obj *o;
-	size_t n = 0;
 
 	infos = reply_alloc(r, sizeof(*infos) * OBJ_LIST_PAGE);
 	ptrs = reply_alloc(r, sizeof(*ptrs) * OBJ_LIST_PAGE);
-	if (!out || !infos || !ptrs)
+	cgroups = reply_alloc(r, sizeof(*cgroups) * OBJ_LIST_PAGE);
+	if (!out || !infos || !ptrs || !cgroups)
 		return reply_error(r, -ENOMEM, "out of memory");
 	rdmab__list_objects_reply__init(out);
 	/* A member walks its domain's contexts only: what other domains
@@ -354,13 +361,25 @@ int h_list_objects(struct conn *c, const Rdmab__Request *req,
 	o = admin ? TAILQ_FIRST(&reg->objs) : obj_first_of(&x);
 	for (; o; o = admin ? TAILQ_NEXT(o, link) : obj_next_of(o, &x)) {
 		Rdmab__ObjectInfo *oi = &infos[n];
+		const struct conn *oc = o->owner->conn;
 
 		c->srv->list_visits++;
 		if (!obj_listed(o, c, admin, q))
 			continue;
-		if (idx++ < q->offset || n == OBJ_LIST_PAGE)
+		if (idx++ < q->offset || full)
 			continue;
 		rdmab__object_info__init(oi);
+		if (oc && oc->cgroup) {
+			oi->cgroup_truncated = cgroup_show(cgroups[n],
+							   oc->cgroup);
+			cgroup_bytes += strlen(cgroups[n]);
+			/* The next page starts with it. */
+			if (cgroup_bytes > OBJ_LIST_CGROUP_BYTES) {
+				full = true;
+				continue;
+			}
+			oi->cgroup = cgroups[n];
+		}
 		oi->id = o->id;
 		oi->kind = o->kind;
 		oi->handle = o->handle;
@@ -372,6 +391,7 @@ int h_list_objects(struct conn *c, const Rdmab__Request *req,
 		oi->state = (Rdmab__ObjectInfo__State)obj_state(o);
 		oi->age_usec = now - o->born_usec;
 		ptrs[n++] = oi;
+		full = n == OBJ_LIST_PAGE;
 	}
 	out->objects = ptrs;
 	out->n_objects = n;

@@ -305,6 +305,13 @@ struct ibc_domain_info {
 	/* XRCD opens of dead clients whose kernel XRCD stays in the
 	 * domain's contexts until they close (ibc_list_xrcds(3)). */
 	uint32_t xrcd_orphans;
+	/* Cgroups: with kind "cgroup" (and a private domain drawing on
+	 * one), the cgroup v2 path whose clients of one uid it holds, its
+	 * first 255 bytes: any bytes but NUL, not always UTF-8 (escape it
+	 * before printing it); empty for other domains. cgroup_truncated:
+	 * the path is longer. */
+	char cgroup[256];
+	bool cgroup_truncated;
 };
 
 struct ibc_client_entry {
@@ -328,6 +335,13 @@ struct ibc_client_entry {
 	 * live sessions name it so. */
 	uint64_t parent_id;
 	uint32_t children;
+	/* Cgroups: the process's cgroup v2 path when it connected, kept
+	 * for the session's life, its first 255 bytes: any bytes but NUL,
+	 * not always UTF-8 (escape it before printing it); empty when the
+	 * broker could not read it. cgroup_truncated: the path is
+	 * longer. */
+	char cgroup[256];
+	bool cgroup_truncated;
 };
 
 struct ibc_status {
@@ -421,6 +435,11 @@ struct ibc_object_info {
 	char device[64];
 	enum ibc_object_state state;
 	uint64_t age_usec;
+	/* Cgroups: its owner's cgroup v2 path at connect, as
+	 * ibc_list_clients(3) shows it, while the owner's session is open;
+	 * else empty. Any bytes but NUL: escape it before printing it. */
+	char cgroup[256];
+	bool cgroup_truncated;
 };
 
 enum ibc_object_filter_mask {

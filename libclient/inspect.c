@@ -97,6 +97,17 @@ static void ibc_copy_quota(struct ibc_quota *q, const Rdmab__QuotaInfo *qi)
 	q->clients = qi->clients;
 }
 
+/* A listing's cgroup: what fits of it, and whether anything was left
+ * out, by the broker or here. */
+static void ibc_copy_cgroup(char *buf, size_t size, bool *ret_truncated,
+			    const char *wire, bool wire_truncated)
+{
+	if (!wire)
+		wire = "";
+	*ret_truncated = wire_truncated || strlen(wire) >= size;
+	snprintf(buf, size, "%s", wire);
+}
+
 void ibc_device_info_from(struct ibc_device_info *e,
 			  const Rdmab__DeviceInfo *d)
 {
@@ -258,6 +269,8 @@ static void ibc_domains_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	e->xrcd_orphans = d->xrcd_orphans;
 	e->old_contexts = d->old_contexts;
 	e->rekeys = d->rekeys;
+	ibc_copy_cgroup(e->cgroup, sizeof(e->cgroup), &e->cgroup_truncated,
+			d->cgroup, d->cgroup_truncated);
 }
 
 static size_t ibc_clients_count(const Rdmab__Reply *reply, uint32_t *total)
@@ -286,6 +299,8 @@ static void ibc_clients_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	e->unaccounted = c->unaccounted;
 	e->parent_id = c->parent_id;
 	e->children = c->children;
+	ibc_copy_cgroup(e->cgroup, sizeof(e->cgroup), &e->cgroup_truncated,
+			c->cgroup, c->cgroup_truncated);
 }
 
 IBC_EXPORT int ibc_list_devices(struct ibc_client *client,
@@ -364,6 +379,8 @@ static void ibc_objects_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	snprintf(e->device, sizeof(e->device), "%s", o->device);
 	e->state = (enum ibc_object_state)o->state;
 	e->age_usec = o->age_usec;
+	ibc_copy_cgroup(e->cgroup, sizeof(e->cgroup), &e->cgroup_truncated,
+			o->cgroup, o->cgroup_truncated);
 }
 
 IBC_EXPORT int ibc_list_objects(struct ibc_client *client,

@@ -309,6 +309,7 @@ static void agent_serve(int in, int out, const char *sock)
 					n_dms++;
 					rep.n_list++;
 					rep.dm_id = ibc_dm_id(dm);
+					rep.dm_handle = ibc_dm_handle(dm);
 				}
 			} while (req.op == AGENT_DM_FILL && rep.ret == 0);
 			break;
@@ -326,6 +327,51 @@ static void agent_serve(int in, int out, const char *sock)
 			for (size_t i = 0; i < n && i < AGENT_MAX_DEVICES; i++)
 				rep.devices[i] = d[i];
 			ibc_list_free(d);
+			break;
+		}
+		case AGENT_DM_IMPORT: {
+			struct ibc_dm *dm = NULL;
+
+			rep.ret = n_ctxs && arg ?
+					  ibc_dm_import(ctxs[n_ctxs - 1],
+							(uint32_t)strtoul(
+								arg, NULL, 10),
+							&dm) :
+					  -ENOENT;
+			break;
+		}
+		case AGENT_XRCD_OPEN: {
+			struct ibc_xrcd *x = NULL;
+
+			rep.ret = n_ctxs && arg ?
+					  ibc_xrcd_open(ctxs[n_ctxs - 1], arg,
+							(int)req.flags, &x) :
+					  -ENOENT;
+			break;
+		}
+		case AGENT_LIST_OBJECTS:
+		case AGENT_LIST_DMS:
+		case AGENT_LIST_XRCDS: {
+			void *l = NULL;
+			size_t n = 0;
+
+			if (!cl)
+				rep.ret = -ENOTCONN;
+			else if (req.op == AGENT_LIST_OBJECTS)
+				rep.ret = ibc_list_objects(
+					cl, NULL, (struct ibc_object_info **)&l,
+					sizeof(struct ibc_object_info), &n);
+			else if (req.op == AGENT_LIST_DMS)
+				rep.ret = ibc_list_dms(
+					cl, (struct ibc_dm_info **)&l,
+					sizeof(struct ibc_dm_info), &n);
+			else
+				rep.ret = ibc_list_xrcds(
+					cl, NULL, (struct ibc_xrcd_info **)&l,
+					sizeof(struct ibc_xrcd_info), &n);
+			if (rep.ret == 0)
+				ibc_list_free(l);
+			rep.n_list = (uint32_t)n;
 			break;
 		}
 		case AGENT_DISCONNECT:

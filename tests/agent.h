@@ -69,6 +69,15 @@ enum agent_op {
 	AGENT_DM_FILL,
 	/* ibc_list_devices: n_list, devices[]. */
 	AGENT_LIST_DEVICES,
+	/* Cgroups: ibc_dm_import of handle arg (decimal) in the context
+	 * opened last (ret; kept until the agent ends); ibc_xrcd_open of
+	 * name arg with oflags flags (ret; kept too); how many entries
+	 * ibc_list_objects, ibc_list_dms and ibc_list_xrcds give (n_list). */
+	AGENT_DM_IMPORT,
+	AGENT_XRCD_OPEN,
+	AGENT_LIST_OBJECTS,
+	AGENT_LIST_DMS,
+	AGENT_LIST_XRCDS,
 };
 
 struct agent_rep {
@@ -88,6 +97,8 @@ struct agent_rep {
 	struct ibc_client_entry clients[AGENT_MAX_LIST];
 	struct ibc_device_info devices[AGENT_MAX_DEVICES];
 	uint64_t dm_id;
+	/* AGENT_DM_ALLOC: the handle ibc_dm_import takes. */
+	uint32_t dm_handle;
 };
 
 struct agent {

@@ -141,7 +141,33 @@ static const struct bad_case bad[] = {
 	{ "domain with no members",
 	  "[defaults]\nobjects = 1\n[domain lab]\ndm_bytes = 4K\n"
 	  "[domain other]\nusers = 0\n",
-	  3, "domain lab", "users", "no users and no groups" },
+	  3, "domain lab", "users", "no users, no groups and no cgroups" },
+	/* Cgroups. */
+	{ "reserved prefix cgroup-", "[domain cgroup-0-1]\nusers = 0\n", 1,
+	  NULL, NULL, "cgroup-" },
+	{ "cgroups: a relative path matches nothing",
+	  "[domain pod]\ncgroups = kubepods/*\n", 2, "domain pod", "cgroups",
+	  "\"kubepods/*\": it matches no cgroup" },
+	{ "cgroups: an unclosed class", "[domain pod]\ncgroups = /a/[bc\n", 2,
+	  "domain pod", "cgroups", "not closed" },
+	{ "cgroups: a range backwards", "[domain pod]\ncgroups = /a/[z-a]\n",
+	  2, "domain pod", "cgroups", "backwards" },
+	{ "cgroups: a lone backslash", "[domain pod]\ncgroups = /a\\\n", 2,
+	  "domain pod", "cgroups", "lone" },
+	{ "cgroups: an empty entry", "[domain pod]\ncgroups = /a, ,/b\n", 2,
+	  "domain pod", "cgroups", "empty entry" },
+	{ "cgroups: nine patterns",
+	  "[domain pod]\ncgroups = /1,/2,/3,/4,/5,/6,/7,/8,/9\n", 2,
+	  "domain pod", "cgroups", "more than 8" },
+	{ "per neither uid nor cgroup", "[defaults]\nper = pod\n", 2,
+	  "defaults", "per", "neither uid nor cgroup" },
+	{ "cgroup_depth 0", "[defaults]\ncgroup_depth = 0\n", 2, "defaults",
+	  "cgroup_depth", "out of range" },
+	{ "cgroup_pattern relative", "[defaults]\ncgroup_pattern = pod*\n",
+	  2, "defaults", "cgroup_pattern", "matches no cgroup" },
+	{ "unknown key in [defaults] names per",
+	  "[defaults]\nperr = uid\n", 2, "defaults", "perr",
+	  "per, cgroup_depth, cgroup_pattern" },
 	{ "empty member list", "[domain lab]\nusers = , ,\n", 2, "domain lab",
 	  "users", "empty" },
 	{ "empty value", "[defaults]\nobjects =\n", 2, "defaults", "objects",
@@ -487,6 +513,52 @@ START_TEST(test_config_init)
 }
 END_TEST
 
+/* Cgroups (issue 26): per, cgroup_depth, cgroup_pattern, cgroups =. */
+START_TEST(test_config_keys)
+{
+	char *path = write_conf("[defaults]\n"
+				"per = cgroup\n"
+				"cgroup_depth = 3\n"
+				"cgroup_pattern = */kubepods*/*pod*\n"
+				"[domain pods]\n"
+				"cgroups = /kubepods/a b , /kubepods/c*\n"
+				"[domain lab]\n"
+				"users = 0\n"
+				"cgroups = /lab\n");
+	const struct config_domain *d;
+	char err[512] = "";
+	struct config c;
+
+	ck_assert_msg(config_load(path, true, &c, err, sizeof(err)) == 0, "%s",
+		      err);
+	ck_assert(c.per_cgroup);
+	ck_assert_uint_eq(c.cgroup_depth, 3);
+	ck_assert_str_eq(c.cgroup_pattern, "*/kubepods*/*pod*");
+	d = config_find_domain(&c, "pods");
+	ck_assert_ptr_nonnull(d);
+	/* A domain of cgroups alone needs no users. */
+	ck_assert_uint_eq(d->n_users + d->n_groups, 0);
+	ck_assert_uint_eq(d->n_cgroups, 2);
+	/* Commas separate; the spaces inside a glob stay. */
+	ck_assert_str_eq(d->cgroups[0], "/kubepods/a b");
+	ck_assert_str_eq(d->cgroups[1], "/kubepods/c*");
+	d = config_find_domain(&c, "lab");
+	ck_assert_uint_eq(d->n_users, 1);
+	ck_assert_uint_eq(d->n_cgroups, 1);
+	config_free(&c);
+	unlink(path);
+	free(path);
+
+	/* The default: per uid. */
+	path = write_conf("[defaults]\nper = uid\n");
+	ck_assert_int_eq(config_load(path, true, &c, err, sizeof(err)), 0);
+	ck_assert(!c.per_cgroup);
+	config_free(&c);
+	unlink(path);
+	free(path);
+}
+END_TEST
+
 static const char good_text[] =
 	"# rdmabroker.conf for the test\n"	/* 1 */
 	"; both comment styles\n"		/* 2 */
@@ -802,6 +874,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_broker_limits);
 	tcase_add_test(tc, test_dm_keys);
 	tcase_add_test(tc, test_good_file);
+	tcase_add_test(tc, test_config_keys);
 	tcase_add_test(tc, test_xrcd_sections);
 	tcase_add_test(tc, test_defaults_anywhere);
 	tcase_add_test(tc, test_good_file_encodings);

@@ -59,6 +59,15 @@ expect 1 "give --socket a path in a directory you may write" \
 	"$daemon" --device soft --config "$tmp/good.conf" \
 	--socket "$tmp/no/such/dir/s.sock" --runtime-dir "$tmp"
 
+# Cgroup globs (issue 26): one that matches every cgroup and one that
+# matches none are named; a domain of cgroups alone is not "no user".
+printf '[domain pods]\ncgroups = *, /no-such-rdmab-cgroup\n' >"$tmp/cg.conf"
+expect 0 '"\*" matches every cgroup' "$daemon" --check-config "$tmp/cg.conf"
+expect 0 '"/no-such-rdmab-cgroup" matches no cgroup' \
+	"$daemon" --check-config "$tmp/cg.conf"
+"$daemon" --check-config "$tmp/cg.conf" 2>&1 | grep -q "matches no user" &&
+	fail "a domain of cgroups alone is said to match no user"
+
 # systemctl reload sends what the daemon rereads its configuration on.
 if [ -f "$unit" ]; then
 	grep -q '^ExecReload=/bin/kill -HUP \$MAINPID$' "$unit" ||

@@ -403,6 +403,19 @@ if section hw; then
 		test "$rc" = 0
 fi
 
+# --- domains per cgroup on the VM's cgroup v2 hierarchy (issue 26) ---------------
+# check_cgroups_root against the installed daemon on the soft device: two
+# clients of one uid in two cgroups, two domains and contexts, nothing seen
+# of each other; here on systemd's pure v2 hierarchy.
+if section cgroups; then
+	RDMABROKERD=${VM_SBINDIR:-/usr/sbin}/rdmabrokerd RDMABROKERCTL=$ctl \
+		timeout 300 "$bin/vm-cgroups" >"$L/cgroups.log" 2>&1
+	rc=$?
+	info "cgroups: $(stat -fc %T /sys/fs/cgroup) at /sys/fs/cgroup; $(grep -E 'Checks|skipped' "$L/cgroups.log" | tr '\n' ' ')"
+	check cgroups "check_cgroups_root on the VM's hierarchy: exit $rc: $(grep -E '^[^ ]*:[0-9]+:[FE]:' "$L/cgroups.log" | head -n 2 | tr '\n' ' ')" \
+		test "$rc" = 0
+fi
+
 # --- journal priorities ------------------------------------------------------------
 if section journal; then
 	pid=$(main_pid)
