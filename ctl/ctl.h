@@ -68,5 +68,7 @@ int cmd_xrcd(struct ctl *ctl, int argc, char **argv);
 int cmd_rss(struct ctl *ctl, int argc, char **argv);
 /* Rekey */
 int cmd_domain(struct ctl *ctl, int argc, char **argv);
+/* Metrics */
+int cmd_metrics(struct ctl *ctl, int argc, char **argv);
 
 #endif

@@ -18,6 +18,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/server.h"
 
 static const struct handler handlers[] = {
@@ -53,6 +54,9 @@ static const struct handler handlers[] = {
 	/* Fork */
 	[RDMAB__REQUEST__BODY_FORK_STATE] = { "fork-state", h_fork_state,
 					      H_SESSION },
+	/* Metrics */
+	[RDMAB__REQUEST__BODY_METRICS] = { "metrics", h_metrics_get,
+					   H_SESSION },
 };
 
 /* dispatch_set_test_handler(): one extra body case, for test suites. */
@@ -194,6 +198,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	if (!req) {
 		wire_arena_reset(&dispatch_arena);
 		conn_log_drop(c, "a request that could not be decoded");
+		metrics_undecodable(c->srv);
 		wire_fds_close(fds);
 		dispatch_error(c, 0, EBADMSG,
 			       "the request could not be decoded");
@@ -209,6 +214,11 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	/* What a non-administrator's status shows. */
 	if (c->domain)
 		c->domain->requests++;
+	metrics_request(c->srv, req->body_case,
+			dispatch_lookup(req->body_case) ?
+				dispatch_lookup(req->body_case)->name :
+				NULL,
+			ret < 0 ? ret : 0);
 	if (ret < 0) {
 		r.msg.error = -ret;
 		if (fatal)

@@ -25,6 +25,7 @@
 #include "daemon/ctx.h"
 #include "daemon/listen.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/rekey.h"
 #include "daemon/runtime.h"
@@ -646,6 +647,10 @@ int server_init(struct server *srv, const struct server_options *opt)
 	if (!srv->base)
 		return -ENOMEM;
 	ret = families_init(srv);
+	if (ret == 0)
+		ret = metrics_init(srv);
+	if (ret == 0)
+		ret = metrics_http_start(srv);
 	if (ret < 0)
 		return ret;
 	ret = sd_take_listener();
@@ -683,6 +688,7 @@ void server_fini(struct server *srv)
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
 	rekey_fini(srv);
+	metrics_fini(srv);
 	families_fini(srv);
 	conns_lingering_free(srv);
 	domains_free(srv);
