@@ -73,10 +73,17 @@ static void http_accepting(struct metrics_http *h)
 		evconnlistener_disable(h->lev);
 }
 
-static void http_sweep(struct metrics_http *h)
+/* While connections are open, the sweep looks for those evhttp let go. */
+static void http_sweep_arm(struct metrics_http *h)
 {
 	static const struct timeval tv = { 0, METRICS_HTTP_SWEEP_MS * 1000 };
 
+	if (h->n_bevs && !event_pending(h->sweep_ev, EV_TIMEOUT, NULL))
+		event_add(h->sweep_ev, &tv);
+}
+
+static void http_sweep(struct metrics_http *h)
+{
 	for (unsigned int i = h->n_bevs; i-- > 0;) {
 		bufferevent_data_cb rd, wr;
 		bufferevent_event_cb ev;
@@ -89,8 +96,7 @@ static void http_sweep(struct metrics_http *h)
 		bufferevent_decref(h->bevs[i]);
 		h->bevs[i] = h->bevs[--h->n_bevs];
 	}
-	if (h->n_bevs)
-		event_add(h->sweep_ev, &tv);
+	http_sweep_arm(h);
 	http_accepting(h);
 }
 
@@ -136,6 +142,7 @@ static struct bufferevent *http_bev_cb(struct event_base *base, void *arg)
 	bufferevent_setwatermark(bev, EV_READ, 0, METRICS_HTTP_READ_MAX);
 	bufferevent_incref(bev);
 	h->bevs[h->n_bevs++] = bev;
+	http_sweep_arm(h);
 	http_accepting(h);
 	return bev;
 }
@@ -156,6 +163,15 @@ static void http_metrics_cb(struct evhttp_request *req, void *arg)
 		evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
 		return;
 	}
+	evhttp_add_header(evhttp_request_get_output_headers(req),
+			  "Content-Type",
+			  "text/plain; version=0.0.4; charset=utf-8");
+	/* evhttp 2.1 would send a HEAD reply's body: none is made. */
+	if (evhttp_request_get_command(req) == EVHTTP_REQ_HEAD) {
+		evhttp_send_reply(req, HTTP_OK, "OK", NULL);
+		evbuffer_free(body);
+		return;
+	}
 	err = metrics_render_all(h->srv, &t);
 	if (err < 0) {
 		evhttp_send_error(req, HTTP_INTERNAL,
@@ -173,9 +189,6 @@ static void http_metrics_cb(struct evhttp_request *req, void *arg)
 		evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
 		return;
 	}
-	evhttp_add_header(evhttp_request_get_output_headers(req),
-			  "Content-Type",
-			  "text/plain; version=0.0.4; charset=utf-8");
 	evhttp_send_reply(req, HTTP_OK, "OK", body);
 	evbuffer_free(body);
 }
