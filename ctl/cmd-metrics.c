@@ -3,7 +3,8 @@
  * rdmabrokerctl metrics [--output FILE]: the broker's Prometheus text, for
  * node_exporter's textfile collector (or a look). --output writes FILE
  * whole or not at all (a temporary file beside it, renamed over it), so
- * that the collector never reads half a text.
+ * that the collector never reads half a text; --json prints the text as
+ * one string of an object, --output still writes the text.
  */
 #include "config.h"
 
@@ -95,17 +96,21 @@ int cmd_metrics(struct ctl *ctl, int argc, char **argv)
 				"--output FILE\n");
 		return CTL_USAGE;
 	}
-	if (ctl->json) {
-		fprintf(stderr, "rdmabrokerctl: metrics has no JSON form: it "
-				"prints the Prometheus text format\n");
-		return CTL_USAGE;
-	}
 	ret = ctl_connect(ctl);
 	if (ret)
 		return ret;
 	ret = ibc_metrics(ctl->client, &text, &len);
 	if (ret < 0)
 		return ctl_fail("metrics", ret);
+	/* JSON: the text whole, as one string (json_string() keeps it
+	 * valid whatever the bytes). */
+	if (ctl->json && !output) {
+		printf("{\"format\":\"prometheus-text-0.0.4\",\"text\":");
+		json_string(stdout, text);
+		printf("}\n");
+		free(text);
+		return CTL_OK;
+	}
 	ret = output ? metrics_write(output, text, len) :
 		       metrics_print(stdout, text, len);
 	free(text);

@@ -198,7 +198,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	if (!req) {
 		wire_arena_reset(&dispatch_arena);
 		conn_log_drop(c, "a request that could not be decoded");
-		metrics_undecodable(c->srv);
+		metrics_undecodable(c->srv->metrics);
 		wire_fds_close(fds);
 		dispatch_error(c, 0, EBADMSG,
 			       "the request could not be decoded");
@@ -214,7 +214,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	/* What a non-administrator's status shows. */
 	if (c->domain)
 		c->domain->requests++;
-	metrics_request(c->srv, req->body_case,
+	metrics_request(c->srv->metrics, req->body_case,
 			dispatch_lookup(req->body_case) ?
 				dispatch_lookup(req->body_case)->name :
 				NULL,

@@ -37,7 +37,8 @@
 #include <event2/listener.h>
 
 #include "daemon/log.h"
-#include "daemon/metrics.h"
+#include "daemon/metrics-http.h"
+#include "daemon/metrics-text.h"
 #include "daemon/server.h"
 
 /* Request line and headers of a scrape: Prometheus sends a few hundred
@@ -278,7 +279,7 @@ int metrics_http_start(struct server *srv)
 	struct metrics_http *h;
 	int fd, err = -ENOMEM;
 
-	if (!cfg->metrics.listen[0])
+	if (!cfg->metrics.listen[0] || !srv->metrics)
 		return 0;
 	h = calloc(1, sizeof(*h));
 	if (!h)

@@ -16,33 +16,13 @@
 
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
-#include "daemon/metrics.h"
+#include "daemon/metrics-text.h"
 #include "daemon/server.h"
 
 /* Bytes of text in one reply: whole lines, well inside a packet. */
 #define METRICS_PAGE (32 * 1024)
 #define METRICS_SNAPS 16
 #define METRICS_SNAP_MS 10000
-
-struct metrics_snap {
-	uint64_t client_id;
-	uint64_t used_ms;
-	struct metrics_text *t;
-};
-
-static void snap_drop(struct metrics *m, unsigned int i)
-{
-	metrics_text_put(m->snaps[i].t);
-	m->snaps[i] = m->snaps[--m->n_snaps];
-}
-
-void metrics_snaps_free(struct metrics *m)
-{
-	while (m->n_snaps)
-		snap_drop(m, 0);
-	free(m->snaps);
-	m->snaps = NULL;
-}
 
 /* The snapshot of session @id, after dropping the stale ones; -1. */
 static int snap_find(struct metrics *m, uint64_t id)
@@ -52,7 +32,7 @@ static int snap_find(struct metrics *m, uint64_t id)
 
 	for (unsigned int i = m->n_snaps; i-- > 0;) {
 		if (now - m->snaps[i].used_ms >= METRICS_SNAP_MS)
-			snap_drop(m, i);
+			metrics_snap_drop(m, i);
 	}
 	for (unsigned int i = 0; i < m->n_snaps; i++)
 		if (m->snaps[i].client_id == id)
@@ -66,14 +46,14 @@ static int snap_keep(struct metrics *m, uint64_t id, struct metrics_text *t)
 	int i = snap_find(m, id);
 
 	if (i >= 0) {
-		snap_drop(m, (unsigned int)i);
+		metrics_snap_drop(m, (unsigned int)i);
 	} else if (m->n_snaps == METRICS_SNAPS) {
 		unsigned int old = 0;
 
 		for (unsigned int k = 1; k < m->n_snaps; k++)
 			if (m->snaps[k].used_ms < m->snaps[old].used_ms)
 				old = k;
-		snap_drop(m, old);
+		metrics_snap_drop(m, old);
 	}
 	if (!m->snaps) {
 		m->snaps = calloc(METRICS_SNAPS, sizeof(*m->snaps));
@@ -131,7 +111,7 @@ int h_metrics_get(struct conn *c, const Rdmab__Request *req,
 			return reply_error(r, err, "out of memory");
 		i = snap_find(m, c->id);
 		if (i >= 0)
-			snap_drop(m, (unsigned int)i);
+			metrics_snap_drop(m, (unsigned int)i);
 		if (t->len > METRICS_PAGE && snap_keep(m, c->id, t) < 0) {
 			metrics_text_put(t);
 			return reply_error(r, -ENOMEM, "out of memory");
@@ -168,7 +148,7 @@ int h_metrics_get(struct conn *c, const Rdmab__Request *req,
 	}
 	memcpy(out->text.data, t->data + off, out->text.len);
 	if (end == t->len && (i = snap_find(m, c->id)) >= 0)
-		snap_drop(m, (unsigned int)i);
+		metrics_snap_drop(m, (unsigned int)i);
 	metrics_text_put(t);
 	r->msg.body_case = RDMAB__REPLY__BODY_METRICS;
 	r->msg.metrics = out;

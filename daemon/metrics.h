@@ -4,9 +4,11 @@
  * of what the broker knows, per domain and device, never per client, so
  * that the number of series stays bounded by what the operator configures
  * and the connection limit. metrics.c keeps the counters the rest of the
- * daemon bumps and renders the text; metrics-req.c serves it over the
- * broker's socket (rdmabrokerctl metrics), a page at a time;
- * metrics-http.c over HTTP ([metrics] listen), with libevent's evhttp.
+ * daemon bumps, and includes nothing of the daemon's, so that anyone may
+ * bump them; metrics-text.c renders the text from the server's state;
+ * metrics-req.c serves it over the broker's socket (rdmabrokerctl
+ * metrics), a page at a time; metrics-http.c over HTTP ([metrics]
+ * listen), with libevent's evhttp.
  *
  * Every label value is a name (domain, device, kind, quota, request
  * type, errno name): text_escape()d like every client string, then
@@ -19,8 +21,6 @@
 #include <stddef.h>
 #include <stdint.h>
 
-struct server;
-struct domain;
 struct metrics_http;
 
 /* Request types counted by body case; a case past this (or none) counts
@@ -52,6 +52,14 @@ struct metrics_req_counts {
 	uint64_t n[METRICS_ERRS + 2];
 };
 
+/* A text being read a page at a time by session @client_id
+ * (metrics-req.c). */
+struct metrics_snap {
+	uint64_t client_id;
+	uint64_t used_ms;
+	struct metrics_text *t;
+};
+
 struct metrics {
 	struct metrics_req_counts requests[METRICS_TYPES];
 	uint64_t undecodable;
@@ -60,37 +68,31 @@ struct metrics {
 	/* When the daemon started, for rdmabroker_start_time_seconds. */
 	int64_t start_time;
 	/* The last whole text rendered (all = true): what scrapes within
-	 * METRICS_CACHE_MS share. */
+	 * METRICS_CACHE_MS share; how many were rendered. */
 	struct metrics_text *cache;
+	uint64_t renders;
 	/* The pages being read over the broker's socket (metrics-req.c). */
 	struct metrics_snap *snaps;
 	unsigned int n_snaps;
 	struct metrics_http *http;
 };
 
-/* 0 or -ENOMEM; metrics_fini() undoes whatever it did. */
-int metrics_init(struct server *srv);
-void metrics_fini(struct server *srv);
+/* The counters, zero, and the start time; NULL without memory. */
+struct metrics *metrics_new(void);
+/* The counters, the cached text and the snapshots (their texts go with
+ * their last reference). The HTTP listener must be stopped first. */
+void metrics_free(struct metrics *m);
 
 /* A request of @body_case was answered with @err (0 or a negative
  * errno); @name is its handler's (NULL: none knew the case). */
-void metrics_request(struct server *srv, unsigned int body_case,
+void metrics_request(struct metrics *m, unsigned int body_case,
 		     const char *name, int err);
-void metrics_undecodable(struct server *srv);
+void metrics_undecodable(struct metrics *m);
 
-/*
- * Render the exposition: every domain and the broker-wide figures when
- * @only is NULL, else @only's figures alone (what a member may know).
- * 0 with a new text (one reference, the caller's) in *@ret, or -ENOMEM,
- * or -EFBIG past METRICS_TEXT_MAX.
- */
-int metrics_render(struct server *srv, const struct domain *only,
-		   struct metrics_text **ret);
-/* The broker-wide text no older than METRICS_CACHE_MS, rendered anew if
- * needed: a reference the caller puts. */
-int metrics_render_all(struct server *srv, struct metrics_text **ret);
 void metrics_text_put(struct metrics_text *t);
 uint64_t metrics_now_ms(void);
+/* Drop snapshot @i of @m. */
+void metrics_snap_drop(struct metrics *m, unsigned int i);
 
 /*
  * Write @raw as a label value into @buf (@size > 0): text_escape()d, then
@@ -98,15 +100,5 @@ uint64_t metrics_now_ms(void);
  * escapes only) when it does not fit. Returns @buf.
  */
 const char *metrics_label(char *buf, size_t size, const char *raw);
-
-/* The listener of [metrics] listen (metrics-http.c): 0 when none is
- * configured or it listens, else a negative errno, logged. */
-int metrics_http_start(struct server *srv);
-void metrics_http_stop(struct server *srv);
-/* HTTP connections open now (tests). */
-unsigned int metrics_http_conns(const struct server *srv);
-
-/* Snapshots of metrics-req.c, freed at exit. */
-void metrics_snaps_free(struct metrics *m);
 
 #endif

@@ -647,12 +647,11 @@ int server_init(struct server *srv, const struct server_options *opt)
 	if (!srv->base)
 		return -ENOMEM;
 	ret = families_init(srv);
-	if (ret == 0)
-		ret = metrics_init(srv);
-	if (ret == 0)
-		ret = metrics_http_start(srv);
 	if (ret < 0)
 		return ret;
+	srv->metrics = metrics_new();
+	if (!srv->metrics)
+		return -ENOMEM;
 	ret = sd_take_listener();
 	if (ret == -ENOENT)
 		ret = server_bind(srv);
@@ -688,7 +687,7 @@ void server_fini(struct server *srv)
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
 	rekey_fini(srv);
-	metrics_fini(srv);
+	metrics_free(srv->metrics);
 	families_fini(srv);
 	conns_lingering_free(srv);
 	domains_free(srv);

@@ -26,7 +26,8 @@
 #include "common/text.h"
 #include "daemon/conf.h"
 #include "daemon/domain.h"
-#include "daemon/metrics.h"
+#include "daemon/metrics-http.h"
+#include "daemon/metrics-text.h"
 #include "daemon/server.h"
 #include "tests/cklib.h"
 #include "tests/objlib.h"
@@ -464,10 +465,13 @@ static void http_setup(void)
 		 "timeout = 300ms\n",
 		 http_path);
 	sl_start(conf);
+	/* main.c's part. */
+	ck_assert_int_eq(metrics_http_start(&sl_srv), 0);
 }
 
 static void http_teardown(void)
 {
+	metrics_http_stop(&sl_srv);
 	sl_stop();
 	tl_rmtree(http_dir);
 	free(http_dir);
@@ -571,6 +575,53 @@ START_TEST(t_http_get)
 		      "%.80s", r);
 	ck_assert_ptr_null(strstr(r, "rdmabroker_"));
 	free(r);
+}
+END_TEST
+
+/* A flood of scrapes costs one rendering a second: they share its text. */
+START_TEST(t_http_flood)
+{
+	static const char get[] = "GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n";
+	int fd = http_connect(), served = 0;
+	uint64_t renders = sl_srv.metrics->renders;
+	int64_t t0 = tl_now_ms(), ms;
+	size_t cap = 1 << 20, len = 0;
+	char *buf = malloc(cap);
+
+	ck_assert_ptr_nonnull(buf);
+	/* One after the other on one connection, each read whole. */
+	for (int i = 0; i < 40; i++) {
+		int64_t end = tl_now_ms() + 3000;
+		char *p;
+
+		ck_assert_int_eq(write(fd, get, sizeof(get) - 1),
+				 (ssize_t)sizeof(get) - 1);
+		len = 0;
+		while (tl_now_ms() < end) {
+			ssize_t n;
+
+			sl_pump();
+			n = read(fd, buf + len, cap - len - 1);
+			if (n > 0)
+				len += (size_t)n;
+			buf[len] = '\0';
+			p = strstr(buf, "Content-Length: ");
+			if (p && strstr(p, "\r\n\r\n") &&
+			    strlen(strstr(p, "\r\n\r\n") + 4) ==
+				    strtoul(p + 16, NULL, 10))
+				break;
+		}
+		ck_assert_msg(http_status(buf, 200), "%.80s", buf);
+		served++;
+	}
+	ms = tl_now_ms() - t0;
+	ck_assert_int_eq(served, 40);
+	ck_assert_msg(sl_srv.metrics->renders - renders <=
+			      (uint64_t)(ms / METRICS_CACHE_MS) + 1,
+		      "%" PRIu64 " renders in %" PRId64 " ms",
+		      sl_srv.metrics->renders - renders, ms);
+	free(buf);
+	close(fd);
 }
 END_TEST
 
@@ -783,11 +834,14 @@ START_TEST(t_ctl_metrics)
 	ck_assert_ptr_nonnull(strstr(f, "# TYPE rdmabroker_build_info gauge"));
 	ck_assert_ptr_nonnull(strstr(f, "\n0\n"));
 	free(f);
-	snprintf(cmd, sizeof(cmd), "'%s' -s '%s' -j metrics 2>&1; echo $?",
-		 tl_ctl_path(), d.sock);
+	/* JSON: the text as one string. */
+	snprintf(cmd, sizeof(cmd), "'%s' -s '%s' -j metrics", tl_ctl_path(),
+		 d.sock);
 	f = run_out(cmd);
-	ck_assert_ptr_nonnull(strstr(f, "no JSON form"));
-	ck_assert_ptr_nonnull(strstr(f, "\n2\n"));
+	ck_assert_msg(strncmp(f, "{\"format\":\"prometheus-text-0.0.4\","
+				 "\"text\":\"# HELP rdmabroker_build_info ",
+			      70) == 0,
+		      "%.100s", f);
 	free(f);
 	ibc_close(ctx);
 	ibc_disconnect(cl);
@@ -815,6 +869,7 @@ static Suite *metrics_suite(void)
 	tcase_add_checked_fixture(tc, http_setup, http_teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, t_http_get);
+	tcase_add_test(tc, t_http_flood);
 	tcase_add_test(tc, t_http_big_request);
 	tcase_add_test(tc, t_http_bounds);
 	suite_add_tcase(s, tc);
