@@ -130,12 +130,10 @@ void dispatch_error(struct conn *c, uint64_t serial, int err,
 }
 
 /* Run the handler; a negative return is the error to reply with. */
-static int dispatch_request(struct conn *c, const Rdmab__Request *req,
-			    struct wire_fds *fds, struct reply *r,
-			    bool *ret_fatal)
+static int dispatch_request(struct conn *c, const struct handler *h,
+			    const Rdmab__Request *req, struct wire_fds *fds,
+			    struct reply *r, bool *ret_fatal)
 {
-	const struct handler *h = dispatch_lookup(req->body_case);
-
 	if (req->version != WIRE_PROTOCOL_VERSION) {
 		*ret_fatal = true;
 		return reply_error(r, -EPROTO,
@@ -180,6 +178,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	struct reply r;
 	/* The reply's sentence may quote the request. */
 	char text[LOG_ESCAPED_SIZE(r.message)];
+	const struct handler *h;
 	Rdmab__Request *req;
 	bool fatal = false;
 	int ret;
@@ -206,7 +205,8 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		return false;
 	}
 	r.msg.serial = req->serial;
-	ret = dispatch_request(c, req, fds, &r, &fatal);
+	h = dispatch_lookup(req->body_case);
+	ret = dispatch_request(c, h, req, fds, &r, &fatal);
 	/* A descriptor no field claimed is closed here. */
 	wire_fds_close(fds);
 	c->requests++;
@@ -214,10 +214,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	/* What a non-administrator's status shows. */
 	if (c->domain)
 		c->domain->requests++;
-	metrics_request(c->srv->metrics, req->body_case,
-			dispatch_lookup(req->body_case) ?
-				dispatch_lookup(req->body_case)->name :
-				NULL,
+	metrics_request(c->srv->metrics, req->body_case, h != NULL,
 			ret < 0 ? ret : 0);
 	if (ret < 0) {
 		r.msg.error = -ret;

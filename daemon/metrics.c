@@ -57,8 +57,8 @@ uint64_t metrics_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-void metrics_request(struct metrics *m, unsigned int body_case,
-		     const char *name, int err)
+void metrics_request(struct metrics *m, unsigned int body_case, bool known,
+		     int err)
 {
 	struct metrics_req_counts *rc;
 	unsigned int i;
@@ -66,7 +66,7 @@ void metrics_request(struct metrics *m, unsigned int body_case,
 	if (!m)
 		return;
 	/* Case 0 is no body: what no handler knows counts there. */
-	rc = &m->requests[name && body_case < METRICS_TYPES ? body_case : 0];
+	rc = &m->requests[known && body_case < METRICS_TYPES ? body_case : 0];
 	if (!err) {
 		rc->n[0]++;
 		if (body_case == RDMAB__REQUEST__BODY_EVICT)

@@ -84,9 +84,10 @@ struct metrics *metrics_new(void);
 void metrics_free(struct metrics *m);
 
 /* A request of @body_case was answered with @err (0 or a negative
- * errno); @name is its handler's (NULL: none knew the case). */
-void metrics_request(struct metrics *m, unsigned int body_case,
-		     const char *name, int err);
+ * errno); @known: a handler serves the case (else it counts as
+ * "unknown"). */
+void metrics_request(struct metrics *m, unsigned int body_case, bool known,
+		     int err);
 void metrics_undecodable(struct metrics *m);
 
 void metrics_text_put(struct metrics_text *t);
