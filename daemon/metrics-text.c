@@ -407,12 +407,13 @@ static void render_broker(struct mtext *mt, struct server *srv,
 		  m->undecodable);
 	mt_family(mt, "rdmabroker_evictions_total", "counter",
 		  "Sessions ended by an administrator (rdmabrokerctl evict).");
+	/* The successes of those requests. */
 	mt_printf(mt, "rdmabroker_evictions_total %" PRIu64 "\n",
-		  m->evictions);
+		  m->requests[RDMAB__REQUEST__BODY_EVICT].n[0]);
 	mt_family(mt, "rdmabroker_dm_revokes_total", "counter",
 		  "Device memory allocations revoked by an administrator.");
 	mt_printf(mt, "rdmabroker_dm_revokes_total %" PRIu64 "\n",
-		  m->dm_revokes);
+		  m->requests[RDMAB__REQUEST__BODY_DM_REVOKE].n[0]);
 	mt_family(mt, "rdmabroker_cleanup_duration_seconds", "histogram",
 		  "From a client's seen death to its objects destroyed (or "
 		  "given up on).");

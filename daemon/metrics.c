@@ -15,7 +15,6 @@
 
 #include "common/text.h"
 #include "daemon/metrics.h"
-#include "proto/rdmabroker.pb-c.h"
 
 struct metrics *metrics_new(void)
 {
@@ -57,8 +56,8 @@ uint64_t metrics_now_ms(void)
 	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
 }
 
-void metrics_request(struct metrics *m, unsigned int body_case, bool known,
-		     int err)
+void metrics_request_other(struct metrics *m, unsigned int body_case,
+			   bool known, int err)
 {
 	struct metrics_req_counts *rc;
 	unsigned int i;
@@ -69,10 +68,6 @@ void metrics_request(struct metrics *m, unsigned int body_case, bool known,
 	rc = &m->requests[known && body_case < METRICS_TYPES ? body_case : 0];
 	if (!err) {
 		rc->n[0]++;
-		if (body_case == RDMAB__REQUEST__BODY_EVICT)
-			m->evictions++;
-		else if (body_case == RDMAB__REQUEST__BODY_DM_REVOKE)
-			m->dm_revokes++;
 		return;
 	}
 	for (i = 0; i < METRICS_ERRS; i++) {

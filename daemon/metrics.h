@@ -63,8 +63,6 @@ struct metrics_snap {
 struct metrics {
 	struct metrics_req_counts requests[METRICS_TYPES];
 	uint64_t undecodable;
-	uint64_t evictions;
-	uint64_t dm_revokes;
 	/* When the daemon started, for rdmabroker_start_time_seconds. */
 	int64_t start_time;
 	/* The last whole text rendered (all = true): what scrapes within
@@ -83,11 +81,21 @@ struct metrics *metrics_new(void);
  * their last reference). The HTTP listener must be stopped first. */
 void metrics_free(struct metrics *m);
 
+/* metrics_request()'s failures and unknown cases. */
+void metrics_request_other(struct metrics *m, unsigned int body_case,
+			   bool known, int err);
+
 /* A request of @body_case was answered with @err (0 or a negative
  * errno); @known: a handler serves the case (else it counts as
- * "unknown"). */
-void metrics_request(struct metrics *m, unsigned int body_case, bool known,
-		     int err);
+ * "unknown"). Every request passes here: a success costs an increment. */
+static inline void metrics_request(struct metrics *m, unsigned int body_case,
+				   bool known, int err)
+{
+	if (m && known && !err && body_case < METRICS_TYPES)
+		m->requests[body_case].n[0]++;
+	else
+		metrics_request_other(m, body_case, known, err);
+}
 void metrics_undecodable(struct metrics *m);
 
 void metrics_text_put(struct metrics_text *t);
