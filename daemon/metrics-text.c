@@ -154,6 +154,136 @@ static void domain_dev_figures(const struct server *srv,
 	}
 }
 
+/* One figure of a domain. */
+typedef uint64_t domain_figure_fn(const struct domain *d);
+
+static uint64_t d_clients(const struct domain *d)
+{
+	return d->used.clients;
+}
+
+static uint64_t d_requests(const struct domain *d)
+{
+	return d->requests;
+}
+
+static uint64_t d_rekeys(const struct domain *d)
+{
+	return d->rekeys;
+}
+
+static uint64_t d_dm_bytes(const struct domain *d)
+{
+	return charge_used(d, CHARGE_DM_BYTES);
+}
+
+static uint64_t d_xrcds(const struct domain *d)
+{
+	return charge_used(d, CHARGE_XRCDS);
+}
+
+static uint64_t d_rss_tables(const struct domain *d)
+{
+	return charge_used(d, CHARGE_RSS_TABLES);
+}
+
+/* A family of one figure per domain; @pooled: only of the domains that
+ * hold their own quotas (a private domain draws on its uid's). */
+static void render_per_domain(struct mtext *mt, struct server *srv,
+			      const struct domain *only, struct names *nm,
+			      const char *name, const char *type,
+			      const char *help, domain_figure_fn *get,
+			      bool pooled)
+{
+	struct domain *d;
+
+	mt_family(mt, name, type, help);
+	FOR_DOMAINS(d, srv, only, nm)
+		if (!pooled || domain_pool(d) == d)
+			mt_printf(mt, "%s{domain=\"%s\"} %" PRIu64 "\n", name,
+				  nm->domain, get(d));
+}
+
+/* A family of one figure per domain and device where the domain has a
+ * context: @all holds each domain's figures per device, in walk order. */
+static void render_per_context(struct mtext *mt, struct server *srv,
+			       const struct domain *only, struct names *nm,
+			       const struct dev_figures *all, const char *name,
+			       bool unaccounted)
+{
+	const struct dev_figures *f = all;
+	struct domain *d;
+
+	FOR_DOMAINS(d, srv, only, nm) {
+		for (size_t k = 0; k < srv->devices.n; k++)
+			if (f[k].contexts)
+				mt_printf(mt,
+					  "%s{domain=\"%s\",device=\"%s\"} "
+					  "%u\n",
+					  name, nm->domain, nm->device[k],
+					  unaccounted ? f[k].unaccounted :
+							f[k].contexts);
+		f += srv->devices.n;
+	}
+}
+
+/* What the domains' contexts hold: one walk of each domain's records. */
+static void render_devices(struct mtext *mt, struct server *srv,
+			   const struct domain *only, struct names *nm)
+{
+	size_t nd = 0, ndev = srv->devices.n;
+	struct dev_figures *all, *f;
+	struct domain *d;
+
+	FOR_DOMAINS(d, srv, only, nm)
+		nd++;
+	all = calloc(nd * ndev + 1, sizeof(*all));
+	if (!all) {
+		mt->err = -ENOMEM;
+		return;
+	}
+	f = all;
+	FOR_DOMAINS(d, srv, only, nm) {
+		domain_dev_figures(srv, d, f);
+		f += ndev;
+	}
+	mt_family(mt, "rdmabroker_contexts", "gauge",
+		  "The domain's contexts on a device (two while a rekey's old "
+		  "one is held).");
+	render_per_context(mt, srv, only, nm, all, "rdmabroker_contexts",
+			   false);
+	mt_family(mt, "rdmabroker_unaccounted_objects", "gauge",
+		  "Objects the kernel holds in the domain's contexts that "
+		  "nobody can name, as of the last walk.");
+	render_per_context(mt, srv, only, nm, all,
+			   "rdmabroker_unaccounted_objects", true);
+	mt_family(mt, "rdmabroker_objects", "gauge",
+		  "The registry's objects in the domain's contexts, by device, "
+		  "kind and state (the owner's: live, detached, dead; or an "
+		  "open intent, or stuck); absent: none.");
+	f = all;
+	FOR_DOMAINS(d, srv, only, nm) {
+		for (size_t k = 0; k < ndev; k++)
+			for (unsigned int kd = 1; kd < OBJ_KIND_COUNT; kd++)
+				for (unsigned int s = 0; s < OBJ_M_STATES; s++)
+					if (f[k].objs[kd][s])
+						mt_printf(
+							mt,
+							"rdmabroker_objects{"
+							"domain=\"%s\","
+							"device=\"%s\","
+							"kind=\"%s\","
+							"state=\"%s\"} %u\n",
+							nm->domain,
+							nm->device[k],
+							obj_kind_name(kd),
+							obj_state_names[s],
+							f[k].objs[kd][s]);
+		f += ndev;
+	}
+	free(all);
+}
+
 static void render_domains(struct mtext *mt, struct server *srv,
 			   const struct domain *only, struct names *nm)
 {
@@ -161,33 +291,19 @@ static void render_domains(struct mtext *mt, struct server *srv,
 		CHARGE_XRCDS, CHARGE_RSS_TABLES, CHARGE_OBJECTS,
 		CHARGE_CLIENTS,
 	};
-	struct dev_figures *f = calloc(srv->devices.n + 1, sizeof(*f));
 	struct dm_figures dmf;
 	struct domain *d;
 
-	if (!f) {
-		mt->err = -ENOMEM;
-		return;
-	}
-	mt_family(mt, "rdmabroker_domain_clients", "gauge",
-		  "Sessions in the domain.");
-	FOR_DOMAINS(d, srv, only, nm)
-		mt_printf(mt, "rdmabroker_domain_clients{domain=\"%s\"} %u\n",
-			  nm->domain, d->used.clients);
-	mt_family(mt, "rdmabroker_domain_requests_total", "counter",
-		  "Requests the domain's sessions made while it existed.");
-	FOR_DOMAINS(d, srv, only, nm)
-		mt_printf(mt,
-			  "rdmabroker_domain_requests_total{domain=\"%s\"} "
-			  "%" PRIu64 "\n",
-			  nm->domain, d->requests);
-	mt_family(mt, "rdmabroker_domain_rekeys_total", "counter",
-		  "Rekeys of the domain (a new context per device).");
-	FOR_DOMAINS(d, srv, only, nm)
-		mt_printf(mt,
-			  "rdmabroker_domain_rekeys_total{domain=\"%s\"} "
-			  "%" PRIu64 "\n",
-			  nm->domain, d->rekeys);
+	render_per_domain(mt, srv, only, nm, "rdmabroker_domain_clients",
+			  "gauge", "Sessions in the domain.", d_clients, false);
+	render_per_domain(mt, srv, only, nm, "rdmabroker_domain_requests_total",
+			  "counter",
+			  "Requests the domain's sessions made while it existed.",
+			  d_requests, false);
+	render_per_domain(mt, srv, only, nm, "rdmabroker_domain_rekeys_total",
+			  "counter",
+			  "Rekeys of the domain (a new context per device).",
+			  d_rekeys, false);
 	/* A private domain spends its uid's domain's quotas but its
 	 * clients: shown once, where they are charged. */
 	mt_family(mt, "rdmabroker_quota_used", "gauge",
@@ -224,14 +340,10 @@ static void render_domains(struct mtext *mt, struct server *srv,
 					  nm->domain,
 					  charge_quota_name(counted[i]), lim);
 		}
-	mt_family(mt, "rdmabroker_quota_dm_used_bytes", "gauge",
-		  "Device memory the domain holds, on all devices.");
-	FOR_DOMAINS(d, srv, only, nm)
-		if (domain_pool(d) == d)
-			mt_printf(mt,
-				  "rdmabroker_quota_dm_used_bytes{domain="
-				  "\"%s\"} %" PRIu64 "\n",
-				  nm->domain, charge_used(d, CHARGE_DM_BYTES));
+	render_per_domain(mt, srv, only, nm, "rdmabroker_quota_dm_used_bytes",
+			  "gauge",
+			  "Device memory the domain holds, on all devices.",
+			  d_dm_bytes, true);
 	mt_family(mt, "rdmabroker_quota_dm_limit_bytes", "gauge",
 		  "The domain's device memory quota on a device.");
 	FOR_DOMAINS(d, srv, only, nm)
@@ -268,73 +380,12 @@ static void render_domains(struct mtext *mt, struct server *srv,
 					  nm->domain, nm->device[k],
 					  dmf.bytes[k]);
 	}
-	mt_family(mt, "rdmabroker_xrcds", "gauge",
-		  "XRC domains the domain holds open.");
-	FOR_DOMAINS(d, srv, only, nm)
-		if (domain_pool(d) == d)
-			mt_printf(mt, "rdmabroker_xrcds{domain=\"%s\"} %" PRIu64
-				      "\n",
-				  nm->domain, charge_used(d, CHARGE_XRCDS));
-	mt_family(mt, "rdmabroker_rss_tables", "gauge",
-		  "RSS indirection tables the domain holds.");
-	FOR_DOMAINS(d, srv, only, nm)
-		if (domain_pool(d) == d)
-			mt_printf(mt,
-				  "rdmabroker_rss_tables{domain=\"%s\"} "
-				  "%" PRIu64 "\n",
-				  nm->domain, charge_used(d, CHARGE_RSS_TABLES));
-
-	/* Per device: one walk of each domain's records per family. */
-	mt_family(mt, "rdmabroker_contexts", "gauge",
-		  "The domain's contexts on a device (two while a rekey's old "
-		  "one is held).");
-	FOR_DOMAINS(d, srv, only, nm) {
-		domain_dev_figures(srv, d, f);
-		for (size_t k = 0; k < srv->devices.n; k++)
-			if (f[k].contexts)
-				mt_printf(mt,
-					  "rdmabroker_contexts{domain=\"%s\","
-					  "device=\"%s\"} %u\n",
-					  nm->domain, nm->device[k],
-					  f[k].contexts);
-	}
-	mt_family(mt, "rdmabroker_unaccounted_objects", "gauge",
-		  "Objects the kernel holds in the domain's contexts that "
-		  "nobody can name, as of the last walk.");
-	FOR_DOMAINS(d, srv, only, nm) {
-		domain_dev_figures(srv, d, f);
-		for (size_t k = 0; k < srv->devices.n; k++)
-			if (f[k].contexts)
-				mt_printf(mt,
-					  "rdmabroker_unaccounted_objects{"
-					  "domain=\"%s\",device=\"%s\"} %u\n",
-					  nm->domain, nm->device[k],
-					  f[k].unaccounted);
-	}
-	mt_family(mt, "rdmabroker_objects", "gauge",
-		  "The registry's objects in the domain's contexts, by device, "
-		  "kind and state (the owner's: live, detached, dead; or an "
-		  "open intent, or stuck); absent: none.");
-	FOR_DOMAINS(d, srv, only, nm) {
-		domain_dev_figures(srv, d, f);
-		for (size_t k = 0; k < srv->devices.n; k++)
-			for (unsigned int kd = 1; kd < OBJ_KIND_COUNT; kd++)
-				for (unsigned int s = 0; s < OBJ_M_STATES; s++)
-					if (f[k].objs[kd][s])
-						mt_printf(
-							mt,
-							"rdmabroker_objects{"
-							"domain=\"%s\","
-							"device=\"%s\","
-							"kind=\"%s\","
-							"state=\"%s\"} %u\n",
-							nm->domain,
-							nm->device[k],
-							obj_kind_name(kd),
-							obj_state_names[s],
-							f[k].objs[kd][s]);
-	}
-	free(f);
+	render_per_domain(mt, srv, only, nm, "rdmabroker_xrcds", "gauge",
+			  "XRC domains the domain holds open.", d_xrcds, true);
+	render_per_domain(mt, srv, only, nm, "rdmabroker_rss_tables", "gauge",
+			  "RSS indirection tables the domain holds.",
+			  d_rss_tables, true);
+	render_devices(mt, srv, only, nm);
 }
 
 /* What only an administrator sees: the devices, the connections and the

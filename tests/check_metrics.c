@@ -328,12 +328,23 @@ START_TEST(t_render_hostile_names)
 }
 END_TEST
 
+/* The MetricsRequest at @offset: 0 with the reply in *@ret, or -errno. */
+static int metrics_call(struct ol_client *c, uint64_t offset,
+			Rdmab__DaemonMessage **ret)
+{
+	Rdmab__MetricsRequest mr = RDMAB__METRICS_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+
+	req.body_case = RDMAB__REQUEST__BODY_METRICS;
+	req.metrics = &mr;
+	mr.offset = offset;
+	return ol_call(c, &req, ret);
+}
+
 /* A member's text: its own domain, nothing of the broker or of other
  * domains (which answer as if they did not exist). */
 START_TEST(t_member_view)
 {
-	Rdmab__MetricsRequest mr = RDMAB__METRICS_REQUEST__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	Rdmab__DaemonMessage *m;
 	struct ol_client *c;
 	char *s;
@@ -347,9 +358,7 @@ START_TEST(t_member_view)
 	sl_conns[0]->n_groups = 0;
 	OK(ol_hello(c, NULL));
 	ck_assert_str_eq(c->domain, "team");
-	req.body_case = RDMAB__REQUEST__BODY_METRICS;
-	req.metrics = &mr;
-	OK(ol_call(c, &req, &m));
+	OK(metrics_call(c, 0, &m));
 	ck_assert_int_eq(m->reply->body_case, RDMAB__REPLY__BODY_METRICS);
 	s = strndup((char *)m->reply->metrics->text.data,
 		    m->reply->metrics->text.len);
@@ -370,8 +379,6 @@ END_TEST
  * start a line, is refused. */
 START_TEST(t_pages)
 {
-	Rdmab__MetricsRequest mr = RDMAB__METRICS_REQUEST__INIT;
-	Rdmab__Request req = RDMAB__REQUEST__INIT;
 	Rdmab__DaemonMessage *m;
 	struct ol_client *c;
 	struct ol_obj cq;
@@ -393,14 +400,10 @@ START_TEST(t_pages)
 		free(conf);
 	}
 	c = sl_client(0, NULL, true);
-	req.body_case = RDMAB__REQUEST__BODY_METRICS;
-	req.metrics = &mr;
 	/* No page begun: refused. */
-	mr.offset = 10;
-	ck_assert_int_eq(ol_call(c, &req, &m), -ESTALE);
+	ck_assert_int_eq(metrics_call(c, 10, &m), -ESTALE);
 	do {
-		mr.offset = off;
-		OK(ol_call(c, &req, &m));
+		OK(metrics_call(c, off, &m));
 		if (!text) {
 			total = m->reply->metrics->total;
 			text = malloc(total + 1);
@@ -431,19 +434,16 @@ START_TEST(t_pages)
 	free(now);
 	free(text);
 	/* Read whole: the snapshot is gone. */
-	mr.offset = 10;
-	ck_assert_int_eq(ol_call(c, &req, &m), -ESTALE);
+	ck_assert_int_eq(metrics_call(c, 10, &m), -ESTALE);
 	/* Not at a line's start. */
-	mr.offset = 0;
-	OK(ol_call(c, &req, &m));
+	OK(metrics_call(c, 0, &m));
 	ck_assert_uint_gt(m->reply->metrics->total,
 			  m->reply->metrics->text.len);
 	ck_assert_int_eq(m->reply->metrics->text.data
 				 [m->reply->metrics->text.len - 1],
 			 '\n');
 	ol_free(m);
-	mr.offset = 3;
-	ck_assert_int_eq(ol_call(c, &req, &m), -EINVAL);
+	ck_assert_int_eq(metrics_call(c, 3, &m), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(ol_error, "does not start a page"));
 }
 END_TEST
