@@ -210,6 +210,7 @@ static int http_socket(struct metrics_http *h, const char *listen_on)
 		struct sockaddr_un un;
 	} a;
 	unsigned int port = 0;
+	mode_t old_mask;
 	socklen_t len;
 	int fd, one = 1, err;
 
@@ -249,13 +250,17 @@ static int http_socket(struct metrics_http *h, const char *listen_on)
 		if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode))
 			unlink(path);
 	}
-	if (bind(fd, &a.sa, len) < 0)
+	/* A Unix socket is born 0660: whoever may reach the directory and
+	 * is in the broker's group scrapes, nobody else, not even before a
+	 * chmod. The loop has one thread: the umask is ours for the call. */
+	old_mask = umask(0117);
+	err = bind(fd, &a.sa, len);
+	umask(old_mask);
+	if (err < 0)
 		goto fail;
 	if (*path) {
 		h->path = strdup(path);
-		/* Whoever may reach the directory and is in the broker's
-		 * group scrapes; nobody else. */
-		if (!h->path || chmod(path, 0660) < 0)
+		if (!h->path)
 			goto fail;
 	}
 	if (listen(fd, 16) < 0)

@@ -20,6 +20,7 @@
 #include <unistd.h>
 
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 
@@ -465,12 +466,15 @@ static void http_setup(void)
 		 "timeout = 300ms\n",
 		 http_path);
 	sl_start(conf);
+	/* A permissive umask must not make the socket world-writable. */
+	umask(0);
 	/* main.c's part. */
 	ck_assert_int_eq(metrics_http_start(&sl_srv), 0);
 }
 
 static void http_teardown(void)
 {
+	umask(022);
 	metrics_http_stop(&sl_srv);
 	sl_stop();
 	tl_rmtree(http_dir);
@@ -546,9 +550,13 @@ static char *http_get(const char *request, size_t *ret_len)
 
 START_TEST(t_http_get)
 {
+	struct stat st;
 	size_t len;
 	char *r, *body;
 
+	/* Born 0660, whatever the umask. */
+	ck_assert_int_eq(stat(http_path, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0660);
 	sl_client(0, NULL, true);
 	r = http_get("GET /metrics HTTP/1.0\r\n\r\n", &len);
 	ck_assert_msg(http_status(r, 200), "%.80s", r);
