@@ -47,6 +47,8 @@
 /* What the socket may read ahead of evhttp, and after evhttp let go. */
 #define METRICS_HTTP_READ_MAX 16384
 #define METRICS_HTTP_SWEEP_MS 200
+/* Connections the kernel queues while the listener is at its limit. */
+#define METRICS_HTTP_BACKLOG 16
 #define METRICS_HTTP_BACKOFF_MS 1000
 
 struct metrics_http {
@@ -263,7 +265,7 @@ static int http_socket(struct metrics_http *h, const char *listen_on)
 		if (!h->path)
 			goto fail;
 	}
-	if (listen(fd, 16) < 0)
+	if (listen(fd, METRICS_HTTP_BACKLOG) < 0)
 		goto fail;
 	return fd;
 fail:
@@ -304,10 +306,12 @@ int metrics_http_start(struct server *srv)
 		err = fd;
 		goto fail;
 	}
+	/* Backlog 0: listening already, with http_socket()'s backlog, which
+	 * bounds what waits in the kernel while the listener is stopped. */
 	h->lev = evconnlistener_new(srv->base, NULL, NULL,
 				    LEV_OPT_CLOSE_ON_FREE |
 					    LEV_OPT_CLOSE_ON_EXEC,
-				    -1, fd);
+				    0, fd);
 	if (!h->lev) {
 		close(fd);
 		goto fail;
@@ -326,7 +330,7 @@ int metrics_http_start(struct server *srv)
 		goto fail;
 	}
 	evconnlistener_set_error_cb(h->lev, http_accept_error);
-	log_notice("metrics: serving http://%s/metrics (at most %u "
+	log_notice("metrics: serving GET /metrics on %s (at most %u "
 		   "connections, timeout %u ms)",
 		   cfg->metrics.listen, h->max, cfg->metrics.timeout_ms);
 	return 0;

@@ -503,7 +503,6 @@ int metrics_render(struct server *srv, const struct domain *only,
 		return -ENOMEM;
 	}
 	mt.t->refs = 1;
-	mt.t->all = !only;
 	mt.t->born_ms = metrics_now_ms();
 	mt.t->len = 0;
 	mt.t->data[0] = '\0';

@@ -39,7 +39,6 @@ struct metrics_http;
  * it; freed with its last reference. */
 struct metrics_text {
 	unsigned int refs;
-	bool all;
 	uint64_t born_ms;
 	size_t len;
 	char data[];
@@ -65,7 +64,7 @@ struct metrics {
 	uint64_t undecodable;
 	/* When the daemon started, for rdmabroker_start_time_seconds. */
 	int64_t start_time;
-	/* The last whole text rendered (all = true): what scrapes within
+	/* The last broker-wide text rendered: what scrapes within
 	 * METRICS_CACHE_MS share; how many were rendered. */
 	struct metrics_text *cache;
 	uint64_t renders;
