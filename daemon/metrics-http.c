@@ -5,10 +5,11 @@
  * every scrape within METRICS_CACHE_MS and handed to each connection by
  * reference, never copied. Bounded: at most [metrics] connections at once
  * (the listener stops accepting at that many), request headers of
- * METRICS_HTTP_HEADERS bytes, no body, and [metrics] timeout for a
- * request to arrive or a reply to be read, so that a scraper that
- * connects and never reads, or floods, holds a bounded share of the
- * broker and never stalls its loop.
+ * METRICS_HTTP_HEADERS bytes, no body, [metrics] timeout for a request
+ * to arrive or a reply to be read, and METRICS_HTTP_LIVES timeouts for
+ * a connection's whole life, so that a scraper that connects and never
+ * reads, trickles, or floods holds a bounded share of the broker and
+ * never stalls its loop.
  *
  * evhttp (libevent 2.1) tells nobody when it frees a connection, so each
  * connection's bufferevent is made here (evhttp_set_bevcb) and held by a
@@ -49,6 +50,9 @@
 #define METRICS_HTTP_SWEEP_MS 200
 /* Connections the kernel queues while the listener is at its limit. */
 #define METRICS_HTTP_BACKLOG 16
+/* A connection's life, in timeouts: the timeout is of inactivity, and a
+ * peer that trickles a byte at a time would hold its slot for ever. */
+#define METRICS_HTTP_LIVES 10
 #define METRICS_HTTP_BACKOFF_MS 1000
 
 struct metrics_http {
@@ -60,7 +64,11 @@ struct metrics_http {
 	struct event *sweep_ev;
 	struct event *backoff_ev;
 	struct bufferevent **bevs;
+	/* When each was accepted. */
+	uint64_t *born_ms;
 	unsigned int n_bevs;
+	/* The longest a connection lives: METRICS_HTTP_LIVES timeouts. */
+	uint64_t life_ms;
 	unsigned int max;
 	/* The path of a Unix socket we made, unlinked at stop. */
 	char *path;
@@ -87,17 +95,27 @@ static void http_sweep_arm(struct metrics_http *h)
 
 static void http_sweep(struct metrics_http *h)
 {
+	uint64_t now = metrics_now_ms();
+
 	for (unsigned int i = h->n_bevs; i-- > 0;) {
 		bufferevent_data_cb rd, wr;
 		bufferevent_event_cb ev;
 		void *arg;
 
 		bufferevent_getcb(h->bevs[i], &rd, &wr, &ev, &arg);
-		if (rd || wr || ev)
+		if (rd || wr || ev) {
+			/* Past its life: evhttp sees the end and lets go,
+			 * and the next sweep counts it gone. */
+			if (now - h->born_ms[i] > h->life_ms)
+				shutdown(bufferevent_getfd(h->bevs[i]),
+					 SHUT_RDWR);
 			continue;
+		}
 		bufferevent_disable(h->bevs[i], EV_READ | EV_WRITE);
 		bufferevent_decref(h->bevs[i]);
-		h->bevs[i] = h->bevs[--h->n_bevs];
+		h->n_bevs--;
+		h->bevs[i] = h->bevs[h->n_bevs];
+		h->born_ms[i] = h->born_ms[h->n_bevs];
 	}
 	http_sweep_arm(h);
 	http_accepting(h);
@@ -144,6 +162,7 @@ static struct bufferevent *http_bev_cb(struct event_base *base, void *arg)
 		return NULL;
 	bufferevent_setwatermark(bev, EV_READ, 0, METRICS_HTTP_READ_MAX);
 	bufferevent_incref(bev);
+	h->born_ms[h->n_bevs] = metrics_now_ms();
 	h->bevs[h->n_bevs++] = bev;
 	http_sweep_arm(h);
 	http_accepting(h);
@@ -295,11 +314,14 @@ int metrics_http_start(struct server *srv)
 	h->srv = srv;
 	h->max = cfg->metrics.connections;
 	h->rl.interval_ms = 60 * 1000;
+	h->life_ms = (uint64_t)cfg->metrics.timeout_ms * METRICS_HTTP_LIVES;
 	h->bevs = calloc(h->max + 1, sizeof(*h->bevs));
+	h->born_ms = calloc(h->max + 1, sizeof(*h->born_ms));
 	h->http = evhttp_new(srv->base);
 	h->sweep_ev = evtimer_new(srv->base, http_sweep_cb, h);
 	h->backoff_ev = evtimer_new(srv->base, http_backoff_cb, h);
-	if (!h->bevs || !h->http || !h->sweep_ev || !h->backoff_ev)
+	if (!h->bevs || !h->born_ms || !h->http || !h->sweep_ev ||
+	    !h->backoff_ev)
 		goto fail;
 	fd = http_socket(h, cfg->metrics.listen);
 	if (fd < 0) {
@@ -362,6 +384,7 @@ void metrics_http_stop(struct server *srv)
 		free(h->path);
 	}
 	free(h->bevs);
+	free(h->born_ms);
 	free(h);
 	srv->metrics->http = NULL;
 }

@@ -745,6 +745,43 @@ START_TEST(t_http_bounds)
 }
 END_TEST
 
+/* A peer that trickles a byte at a time, each within the timeout, is
+ * still cut off after ten timeouts (3 s here). */
+START_TEST(t_http_trickle)
+{
+	static const char get[] = "GET /metrics HTTP/1.1\r\nX: ";
+	int fd = http_connect();
+	int64_t t0 = tl_now_ms(), end = t0 + 8000;
+	bool gone = false;
+	char c;
+
+	ck_assert_int_eq(write(fd, get, sizeof(get) - 1),
+			 (ssize_t)sizeof(get) - 1);
+	while (!gone && tl_now_ms() < end) {
+		int64_t next = tl_now_ms() + 100;
+
+		if (write(fd, "a", 1) < 0)
+			gone = true;
+		while (!gone && tl_now_ms() < next) {
+			ssize_t n;
+
+			sl_pump();
+			n = read(fd, &c, 1);
+			gone = n == 0 || (n < 0 && errno != EAGAIN);
+			tl_sleep_ms(5);
+		}
+	}
+	ck_assert(gone);
+	ck_assert_int_ge(tl_now_ms() - t0, 2500);
+	close(fd);
+	for (int i = 0; i < 100 && metrics_http_conns(&sl_srv); i++) {
+		sl_pump();
+		tl_sleep_ms(5);
+	}
+	ck_assert_uint_eq(metrics_http_conns(&sl_srv), 0);
+}
+END_TEST
+
 /* --- [metrics] ------------------------------------------------------------ */
 
 static const char *conf_error(const char *text)
@@ -880,6 +917,7 @@ static Suite *metrics_suite(void)
 	tcase_add_test(tc, t_http_flood);
 	tcase_add_test(tc, t_http_big_request);
 	tcase_add_test(tc, t_http_bounds);
+	tcase_add_test(tc, t_http_trickle);
 	suite_add_tcase(s, tc);
 	tc = tcase_create("ctl");
 	tcase_set_timeout(tc, 60);
