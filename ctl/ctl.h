@@ -74,5 +74,7 @@ int cmd_evict(struct ctl *ctl, int argc, char **argv);
 #include "common/families.def"
 /* Rekey */
 int cmd_domain(struct ctl *ctl, int argc, char **argv);
+/* Metrics */
+int cmd_metrics(struct ctl *ctl, int argc, char **argv);
 
 #endif

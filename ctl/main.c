@@ -53,6 +53,16 @@ static const struct ctl_command commands[] = {
 	  "  rekey NAME [--force]  give domain NAME new contexts; --force:\n"
 	  "                        even when objects must be destroyed\n",
 	  cmd_domain },
+	/* Metrics */
+	{ "metrics", "[--output FILE]",
+	  "the broker's figures in the Prometheus text format",
+	  "The broker's figures in the Prometheus text format (0.0.4): the\n"
+	  "whole broker for an administrator, the caller's domain for\n"
+	  "anyone else.\n"
+	  "  --output FILE  write FILE whole through a temporary file\n"
+	  "                 renamed over it (node_exporter's textfile\n"
+	  "                 collector reads it)\n",
+	  cmd_metrics },
 };
 
 /* Each family's command, in its ctl/cmd-FAMILY.c, listed after the

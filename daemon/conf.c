@@ -20,6 +20,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/un.h>
 
 #include <ini.h>
 
@@ -97,6 +98,8 @@ void config_init(struct config *cfg)
 	cfg->defaults.clients = DEFAULT_CLIENTS;
 	cfg->soft_max_dm_size = SOFT_DM_BYTES;
 	cfg->soft_devices = 1;
+	cfg->metrics.connections = METRICS_HTTP_CONNECTIONS;
+	cfg->metrics.timeout_ms = METRICS_HTTP_TIMEOUT_MS;
 	cfg->limits.connections_per_uid = DEFAULT_CONNECTIONS_PER_UID;
 	cfg->limits.admin_reserve = DEFAULT_ADMIN_RESERVE;
 	cfg->limits.hello_timeout_ms = DEFAULT_HELLO_TIMEOUT_MS;
@@ -648,7 +651,8 @@ static int parse_section(struct parse *p, const char *section)
 
 	snprintf(p->section, sizeof(p->section), "%s", section);
 	p->n_keys = 0;
-	static const char *const fixed[] = { "broker", "defaults", "soft" };
+	static const char *const fixed[] = { "broker", "defaults", "soft",
+					     "metrics" };
 
 	for (unsigned int i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
 		if (strcmp(section, fixed[i]) != 0)
@@ -666,8 +670,8 @@ static int parse_section(struct parse *p, const char *section)
 	if (strncmp(section, "domain ", 7) != 0)
 		return parse_fail(p, p->line, NULL,
 				  "unknown section [%s] (known: [broker], "
-				  "[defaults], [soft], [domain NAME], "
-				  "[xrcd NAME])",
+				  "[defaults], [soft], [metrics], "
+				  "[domain NAME], [xrcd NAME])",
 				  section);
 	name = section + 7;
 	if (!valid_domain_name(name))
@@ -936,6 +940,87 @@ static int parse_soft(struct parse *p, const char *key, const char *value)
 	return 1;
 }
 
+int config_metrics_listen(const char *value, char *why, size_t whylen,
+			  char *ret_host, size_t hostlen, unsigned int *ret_port,
+			  char *ret_path, size_t pathlen)
+{
+	struct sockaddr_un sun;
+	unsigned char addr[sizeof(struct in6_addr)];
+	char host[INET6_ADDRSTRLEN + 2];
+	const char *colon = strrchr(value, ':'), *h = value;
+	size_t hl = colon ? (size_t)(colon - value) : 0;
+	unsigned long port;
+	char *end;
+
+	if (strncmp(value, "unix:", 5) == 0) {
+		if (value[5] != '/' || strlen(value + 5) >= sizeof(sun.sun_path))
+			return rule_fail(why, whylen,
+					 "a Unix socket is unix: and an "
+					 "absolute path of at most %zu bytes",
+					 sizeof(sun.sun_path) - 1);
+		if (ret_path)
+			snprintf(ret_path, pathlen, "%s", value + 5);
+		return 0;
+	}
+	if (hl >= 2 && value[0] == '[' && value[hl - 1] == ']') {
+		h++;
+		hl -= 2;
+	}
+	if (!colon || hl == 0 || hl >= sizeof(host))
+		return rule_fail(why, whylen,
+				 "\"%s\" is not ADDRESS:PORT, [IPV6]:PORT or "
+				 "unix:PATH", value);
+	memcpy(host, h, hl);
+	host[hl] = '\0';
+	if (inet_pton(AF_INET, host, addr) != 1 &&
+	    inet_pton(AF_INET6, host, addr) != 1)
+		return rule_fail(why, whylen,
+				 "\"%s\" is not a numeric IPv4 or IPv6 "
+				 "address (no names: the listener is set up "
+				 "before anything resolves them)",
+				 host);
+	errno = 0;
+	port = strtoul(colon + 1, &end, 10);
+	if (!isdigit((unsigned char)colon[1]) || *end || errno || port == 0 ||
+	    port > 65535)
+		return rule_fail(why, whylen, "\"%s\" is not a port (1-65535)",
+				 colon + 1);
+	if (ret_host)
+		snprintf(ret_host, hostlen, "%s", host);
+	if (ret_port)
+		*ret_port = (unsigned int)port;
+	return 0;
+}
+
+/* The [metrics] section. */
+static int parse_metrics(struct parse *p, const char *key, const char *value)
+{
+	char why[160];
+	uint64_t v;
+
+	if (strcmp(key, "listen") == 0) {
+		if (config_metrics_listen(value, why, sizeof(why), NULL, 0, NULL,
+					  NULL, 0) < 0)
+			return parse_fail(p, p->line, key, "%s", why);
+		snprintf(p->cfg.metrics.listen, sizeof(p->cfg.metrics.listen),
+			 "%s", value);
+		return 1;
+	}
+	if (strcmp(key, "timeout") == 0)
+		return parse_duration(p, key, value, TIMEOUT_MIN_MS,
+				      TIMEOUT_MAX_MS,
+				      &p->cfg.metrics.timeout_ms);
+	if (strcmp(key, "connections") != 0)
+		return parse_fail(p, p->line, key,
+				  "unknown key (known: listen, connections, "
+				  "timeout)");
+	if (!parse_number(p, key, value, 1, METRICS_HTTP_CONNECTIONS_MAX,
+			  false, &v))
+		return 0;
+	p->cfg.metrics.connections = (uint32_t)v;
+	return 1;
+}
+
 static int parse_key(struct parse *p, const char *section, const char *key,
 		     const char *value)
 {
@@ -962,6 +1047,8 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 	}
 	if (strcmp(section, "soft") == 0)
 		return parse_soft(p, key, value);
+	if (strcmp(section, "metrics") == 0)
+		return parse_metrics(p, key, value);
 	if (strncmp(section, "xrcd ", 5) == 0)
 		return parse_xrcd_key(p, key, value);
 	/* parse_section() opened it; anything else is a parser bug. */

@@ -148,7 +148,30 @@ struct config {
 	size_t n_domains;
 	struct config_xrcd *xrcds;
 	size_t n_xrcds;
+	/* [metrics] (metrics-http.c): no listener while listen is empty;
+	 * read at start only. listen is checked by config_metrics_listen(). */
+	struct {
+		char listen[128];
+		uint32_t connections;
+		uint32_t timeout_ms;
+	} metrics;
 };
+
+/* [metrics]: HTTP connections at once by default and at most, and how
+ * long one may be idle or stall a reply. */
+#define METRICS_HTTP_CONNECTIONS 8
+#define METRICS_HTTP_CONNECTIONS_MAX 1024
+#define METRICS_HTTP_TIMEOUT_MS 10000
+
+/*
+ * [metrics] listen: "unix:/ABSOLUTE/PATH", "IPV4:PORT" or "[IPV6]:PORT".
+ * 0 with the parts filled (@ret_path set for a Unix socket, else
+ * @ret_host, a numeric address, and @ret_port), or -EINVAL with the
+ * reason in @why. @ret_*: NULL to check only.
+ */
+int config_metrics_listen(const char *value, char *why, size_t whylen,
+			  char *ret_host, size_t hostlen, unsigned int *ret_port,
+			  char *ret_path, size_t pathlen);
 
 /* The built-in defaults, used when no file exists. */
 void config_init(struct config *cfg);

@@ -18,6 +18,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/server.h"
 
 static const struct handler handlers[] = {
@@ -53,6 +54,9 @@ static const struct handler handlers[] = {
 	/* Fork */
 	[RDMAB__REQUEST__BODY_FORK_STATE] = { "fork-state", h_fork_state,
 					      H_SESSION },
+	/* Metrics */
+	[RDMAB__REQUEST__BODY_METRICS] = { "metrics", h_metrics_get,
+					   H_SESSION },
 };
 
 /* dispatch_set_test_handler(): one extra body case, for test suites. */
@@ -126,12 +130,10 @@ void dispatch_error(struct conn *c, uint64_t serial, int err,
 }
 
 /* Run the handler; a negative return is the error to reply with. */
-static int dispatch_request(struct conn *c, const Rdmab__Request *req,
-			    struct wire_fds *fds, struct reply *r,
-			    bool *ret_fatal)
+static int dispatch_request(struct conn *c, const struct handler *h,
+			    const Rdmab__Request *req, struct wire_fds *fds,
+			    struct reply *r, bool *ret_fatal)
 {
-	const struct handler *h = dispatch_lookup(req->body_case);
-
 	if (req->version != WIRE_PROTOCOL_VERSION) {
 		*ret_fatal = true;
 		return reply_error(r, -EPROTO,
@@ -176,6 +178,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	struct reply r;
 	/* The reply's sentence may quote the request. */
 	char text[LOG_ESCAPED_SIZE(r.message)];
+	const struct handler *h;
 	Rdmab__Request *req;
 	bool fatal = false;
 	int ret;
@@ -194,6 +197,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	if (!req) {
 		wire_arena_reset(&dispatch_arena);
 		conn_log_drop(c, "a request that could not be decoded");
+		metrics_undecodable(c->srv->metrics);
 		wire_fds_close(fds);
 		dispatch_error(c, 0, EBADMSG,
 			       "the request could not be decoded");
@@ -201,7 +205,8 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		return false;
 	}
 	r.msg.serial = req->serial;
-	ret = dispatch_request(c, req, fds, &r, &fatal);
+	h = dispatch_lookup(req->body_case);
+	ret = dispatch_request(c, h, req, fds, &r, &fatal);
 	/* A descriptor no field claimed is closed here. */
 	wire_fds_close(fds);
 	c->requests++;
@@ -209,6 +214,8 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	/* What a non-administrator's status shows. */
 	if (c->domain)
 		c->domain->requests++;
+	metrics_request(c->srv->metrics, req->body_case, h != NULL,
+			ret < 0 ? ret : 0);
 	if (ret < 0) {
 		r.msg.error = -ret;
 		if (fatal)

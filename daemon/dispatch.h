@@ -122,6 +122,9 @@ int h_domain_rekey(struct conn *c, const Rdmab__Request *req,
 /* Fork (session.c). */
 int h_fork_state(struct conn *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r);
+/* Metrics (metrics-req.c). */
+int h_metrics_get(struct conn *c, const Rdmab__Request *req,
+		  struct wire_fds *fds, struct reply *r);
 
 /*
  * For test suites only: serve @body_case (one the daemon does not know)

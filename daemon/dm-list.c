@@ -194,3 +194,34 @@ int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	r->msg.list_dms = out;
 	return 0;
 }
+
+const char *dm_metric_state_name(enum dm_metric_state s)
+{
+	static const char *const names[DM_METRIC_STATES] = {
+		[DM_METRIC_IN_USE] = "in_use",
+		[DM_METRIC_FREE_PENDING] = "free_pending",
+		[DM_METRIC_BLOCKED] = "free_blocked",
+		[DM_METRIC_REVOKED] = "revoked",
+	};
+
+	return s < DM_METRIC_STATES ? names[s] : "?";
+}
+
+void dm_domain_figures(const struct server *srv, const struct domain *d,
+		       struct dm_figures *ret)
+{
+	struct dm_figures f = { 0 };
+	const struct dm *dm;
+
+	TAILQ_FOREACH(dm, &d->dms, domain_link) {
+		size_t dev = (size_t)(dm->ctx->dev - srv->devices.dev);
+
+		f.dms[dm->revoked ? DM_METRIC_REVOKED :
+		      dm->blocked ? DM_METRIC_BLOCKED :
+		      dm->free_asked ? DM_METRIC_FREE_PENDING :
+				       DM_METRIC_IN_USE]++;
+		if (dev < DEVICE_MAX)
+			f.bytes[dev] += dm->length;
+	}
+	*ret = f;
+}

@@ -202,4 +202,22 @@ unsigned int dm_mrs(struct server *srv, const struct dm *dm,
 		    Rdmab__DmMrInfo *list, unsigned int max, char *text,
 		    size_t size);
 
+/* Metrics (metrics.c): what a domain's DMs are doing, and the bytes they
+ * hold on each device (by index in srv->devices). A DM counts in the
+ * first state that holds: revoked, free blocked, free pending, in use. */
+enum dm_metric_state {
+	DM_METRIC_IN_USE,
+	DM_METRIC_FREE_PENDING,
+	DM_METRIC_BLOCKED,
+	DM_METRIC_REVOKED,
+	DM_METRIC_STATES,
+};
+struct dm_figures {
+	uint32_t dms[DM_METRIC_STATES];
+	uint64_t bytes[DEVICE_MAX];
+};
+const char *dm_metric_state_name(enum dm_metric_state s);
+void dm_domain_figures(const struct server *srv, const struct domain *d,
+		       struct dm_figures *ret);
+
 #endif

@@ -12,6 +12,7 @@
 
 #include "daemon/conf.h"
 #include "daemon/log.h"
+#include "daemon/metrics-http.h"
 #include "daemon/server.h"
 #include "proto/wire.h"
 
@@ -205,10 +206,14 @@ int main(int argc, char **argv)
 	}
 
 	ret = server_init(&srv, &opt);
+	/* The metrics listener reads the server, which names it not. */
+	if (ret == 0)
+		ret = metrics_http_start(&srv);
 	if (ret == 0) {
 		log_notice("rdmabrokerd %s started", PACKAGE_VERSION);
 		ret = server_run(&srv);
 	}
+	metrics_http_stop(&srv);
 	server_fini(&srv);
 	return ret < 0 ? 1 : 0;
 }

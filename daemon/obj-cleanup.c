@@ -144,6 +144,18 @@ void objects_conn_closing(struct conn *c)
 
 /* --- the cleanup ------------------------------------------------------ */
 
+const uint64_t obj_cleanup_le_usec[OBJ_CLEANUP_BUCKETS] = {
+	100, 1000, 10000, 50000, 100000, 500000, 1000000, 5000000, 30000000,
+};
+
+static void cleanup_ended(struct registry *reg, uint64_t usec)
+{
+	for (unsigned int i = 0; i < OBJ_CLEANUP_BUCKETS; i++)
+		reg->cleanups.le[i] += usec <= obj_cleanup_le_usec[i];
+	reg->cleanups.count++;
+	reg->cleanups.usec += usec;
+}
+
 static void cleanup_cb(evutil_socket_t fd, short what, void *arg);
 
 static void cleanup_later(struct obj_owner *ow, unsigned int ms)
@@ -333,6 +345,7 @@ static void cleanup_cb(evutil_socket_t fd, short what, void *arg)
 		cleanup_one(ow, o);
 	}
 	if (ow->n_objs == ow->stuck) {
+		cleanup_ended(reg, objects_now_usec() - ow->dead_usec);
 		if (ow->stuck)
 			log_warn("client %" PRIu64 " (pid %d): %u objects "
 				 "could not be destroyed; they are kept, and "

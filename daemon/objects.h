@@ -148,6 +148,8 @@ struct obj_family {
 #define OBJ_SLICE 64
 #define OBJ_ROUNDS 8
 #define OBJ_BACKOFF_MS 10
+/* The buckets of the registry's cleanup durations. */
+#define OBJ_CLEANUP_BUCKETS 9
 /* Families watching one kind, at most. */
 #define OBJ_WATCHERS_MAX 8
 /* Records kept for reuse when removed: a create after a destroy then
@@ -199,7 +201,17 @@ struct registry {
 	unsigned int slice;
 	unsigned int rounds;
 	unsigned int backoff_ms;
+	/* Cleanups ended (objects destroyed or given up on), by how long
+	 * after the death: cumulative counts under each of
+	 * obj_cleanup_le_usec, their number and their sum (metrics.c). */
+	struct {
+		uint64_t le[OBJ_CLEANUP_BUCKETS];
+		uint64_t count;
+		uint64_t usec;
+	} cleanups;
 };
+
+extern const uint64_t obj_cleanup_le_usec[OBJ_CLEANUP_BUCKETS];
 
 /* The order the cleanup destroys in: what uses another object goes before
  * it (flow, QP, indirection table, SRQ, WQ, CQ, MW, MR, AH, DM, XRCD,

@@ -25,6 +25,7 @@
 #include "daemon/ctx.h"
 #include "daemon/listen.h"
 #include "daemon/log.h"
+#include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/rekey.h"
 #include "daemon/runtime.h"
@@ -648,6 +649,9 @@ int server_init(struct server *srv, const struct server_options *opt)
 	ret = families_init(srv);
 	if (ret < 0)
 		return ret;
+	srv->metrics = metrics_new();
+	if (!srv->metrics)
+		return -ENOMEM;
 	ret = sd_take_listener();
 	if (ret == -ENOENT)
 		ret = server_bind(srv);
@@ -683,6 +687,7 @@ void server_fini(struct server *srv)
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
 	rekey_fini(srv);
+	metrics_free(srv->metrics);
 	families_fini(srv);
 	conns_lingering_free(srv);
 	domains_free(srv);

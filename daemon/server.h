@@ -118,6 +118,9 @@ struct server {
 	 * forgotten (conn_send()): a send much slower than that let its
 	 * peer run. */
 	int64_t send_quick_ns;
+	/* Metrics (metrics.h): counters, the cached text, the HTTP
+	 * listener. */
+	struct metrics *metrics;
 };
 
 int server_init(struct server *srv, const struct server_options *opt);

@@ -719,6 +719,14 @@ int ibc_ping(struct ibc_client *client, const void *payload, size_t len);
 int ibc_status(struct ibc_client *client, struct ibc_status *ret,
 	       size_t size);
 
+/**
+ * ibc_metrics() - the broker's figures in the Prometheus text format
+ * (0.0.4): the whole broker for an administrator, else the caller's
+ * domain. *@ret_text: a NUL-terminated string of *@ret_len bytes (@ret_len
+ * may be NULL), freed with free().
+ */
+int ibc_metrics(struct ibc_client *client, char **ret_text, size_t *ret_len);
+
 /** ibc_fork_state() - this process's fork protection: UNNEEDED where the
  * kernel copies pinned pages at fork, ENABLED after ibc_fork_init() (or
  * RDMAV_FORK_SAFE), DISABLED otherwise. */

@@ -377,6 +377,7 @@ START_TEST(test_json_rule_every_command)
 			{ { "rss" }, LIST, false },
 			{ { "rss", "list" }, LIST, false },
 			{ { "rss", "show", rss_id }, ONE, false },
+			{ { "metrics" }, ONE, false },
 			{ { "dm", "free", dm_id }, ONE, true },
 			{ { "dm", "revoke", dm2_id }, ONE, true },
 			{ { "xrcd", "remove", "decl" }, ONE, true },

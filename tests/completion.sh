@@ -59,6 +59,7 @@ expect --pretty status --p
 expect --timeout -j status --t
 expect --client objects --
 expect --rekey evict --
+expect --output metrics --
 
 # Names from a broker.
 "$daemon" --device soft --socket "$tmp/sock" --runtime-dir "$tmp" \

@@ -67,7 +67,9 @@ BEGIN {
 		  "^daemon/(objects|domain|ctx|user|policy|conf|family)$ 2 " \
 		  "^daemon/(dm|dm-revoke|xrcd|rss|rss-verbs|rekey|obj-cleanup|obj-watch|unaccounted|families)$ 3 " \
 		  "^daemon/(obj-handlers|inspect|session|dm-list)$ 4 " \
-		  "^daemon/(server|conn|dispatch|main|sd|notify|listen|runtime)$ 5", t, " ")
+		  "^daemon/(server|conn|dispatch|main|sd|notify|listen|runtime)$ 5 " \
+		  "^daemon/metrics$ 0 " \
+		  "^daemon/(metrics-text|metrics-req|metrics-http)$ 5", t, " ")
 	for (i = 1; i < n; i += 2) {
 		rule_re[++nrules] = t[i]
 		rule_layer[nrules] = t[i + 1]
