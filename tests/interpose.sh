@@ -1,0 +1,151 @@
+#!/bin/sh
+# SPDX-License-Identifier: MIT
+# libibclient-verbs on the soft device (issue 28): its symbols are
+# libibverbs' at the installed versions and none is of the data path;
+# Debian's ibv_devinfo under it lists the broker's device, preloaded and
+# through the forwarding libibverbs.so.1; an unmodified verbs program's
+# objects are in the broker's registry while it runs, go with its destroys
+# (EBUSY for a CQ in use, as the kernel answers), and the broker destroys
+# them when it is SIGKILLed; a program that dlopens libibverbs and resolves
+# with dlvsym gets the same through the forwarder alone; rdmabroker-run
+# sets both up.
+set -u
+
+top=${abs_top_builddir:-.}
+daemon=${RDMABROKERD:-$top/rdmabrokerd}
+ctl=${RDMABROKERCTL:-$top/rdmabrokerctl}
+interp=$top/interpose/.libs/libibclient-verbs.so
+fwd=$top/interpose/.libs/verbs
+prog=$top/tests/interpose-prog
+real=$(sed -n 's/^#define IBVERBS_REAL_PATH "\(.*\)"$/\1/p' "$top/config.h")
+status=0
+tmp=$(mktemp -d) || exit 99
+dpid=
+cleanup() {
+	[ -n "$dpid" ] && kill "$dpid" 2>/dev/null && wait "$dpid"
+	rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+	echo "FAIL: $*"
+	status=1
+}
+
+# Under ASan the runtime must be loaded first, before the interposer.
+pre=
+case "${SAN_CFLAGS:-}" in
+*sanitize=address*)
+	pre="$(${CC:-cc} -print-file-name=libasan.so) "
+	ASAN_OPTIONS=detect_leaks=0:verify_asan_link_order=0
+	export ASAN_OPTIONS ;;
+esac
+
+# --- the symbol table ----------------------------------------------------
+objdump -T "$interp" | awk '$2 == "g" && $4 != "*UND*" && $NF ~ /^ibv_/ {
+	print $(NF-1), $NF }' >"$tmp/ours"
+[ -s "$tmp/ours" ] || fail "$interp exports no ibv_ symbol"
+objdump -T "$real" | awk '$NF ~ /^ibv_/ && $(NF-1) !~ /^\(/ {
+	print $(NF-1), $NF }' >"$tmp/real"
+while read -r ver name; do
+	grep -qx "$ver $name" "$tmp/real" ||
+		fail "$name@@$ver: $real defines no such default version"
+done <"$tmp/ours"
+# The data path stays the provider's: nothing that posts, polls, arms,
+# modifies or queries an object is defined here.
+if grep -E 'post|poll|notify|cq_event|modify|query_(qp|srq|ece)|resize' \
+	"$tmp/ours"; then
+	fail "the interposer defines data-path symbols (above)"
+fi
+echo "$(wc -l <"$tmp/ours") symbols at libibverbs' versions, none of the data path"
+
+# --- a broker on the soft device -----------------------------------------
+sock=$tmp/s.sock
+"$daemon" --foreground --device soft --socket "$sock" --runtime-dir "$tmp" \
+	--log-level debug >"$tmp/daemon.log" 2>&1 &
+dpid=$!
+for _ in $(seq 50); do
+	[ -S "$sock" ] && break
+	sleep 0.1
+done
+[ -S "$sock" ] || { cat "$tmp/daemon.log"; exit 99; }
+RDMABROKER_SOCKET=$sock
+export RDMABROKER_SOCKET
+
+# objects PID: how many registry objects process PID owns.
+objects() {
+	"$ctl" --json objects | grep -o "\"pid\":$1[,}]" | wc -l
+}
+
+if command -v ibv_devinfo >/dev/null; then
+	out=$(LD_PRELOAD="$pre$interp" ibv_devinfo 2>&1)
+	printf '%s\n' "$out" | grep -q "hca_id:.*soft0" ||
+		fail "ibv_devinfo under LD_PRELOAD does not list soft0: $out"
+	out=$(LD_PRELOAD="$pre" LD_LIBRARY_PATH="$fwd" ibv_devinfo 2>&1)
+	printf '%s\n' "$out" | grep -q "hca_id:.*soft0" ||
+		fail "ibv_devinfo through the forwarder does not list soft0: $out"
+else
+	echo "ibv_devinfo is not installed (ibverbs-utils): not run"
+fi
+
+# hold MODE ENV...: start the program in MODE, wait for READY; $ppid.
+hold() {
+	mode=$1
+	shift
+	env "$@" "$prog" "$mode" >"$tmp/$mode.out" 2>&1 &
+	ppid=$!
+	for _ in $(seq 100); do
+		grep -q READY "$tmp/$mode.out" && return 0
+		sleep 0.1
+	done
+	fail "$mode: no READY: $(cat "$tmp/$mode.out")"
+	return 1
+}
+
+# An object made by the program (PD, 2 CQs, SRQ, QP, MR: the soft device
+# makes them on the domain's PD, so 5 records), listed as its, and the
+# session listed as a client.
+check_held() {
+	n=$(objects "$ppid")
+	[ "$n" -eq 5 ] || fail "$1: $n objects of pid $ppid, expected 5"
+	"$ctl" --json clients | grep -q "\"pid\":$ppid[,}]" ||
+		fail "$1: pid $ppid is not listed as a client"
+}
+
+# SIGKILL it: the broker destroys every object.
+check_killed() {
+	kill -KILL "$ppid"
+	wait "$ppid" 2>/dev/null
+	for _ in $(seq 100); do
+		[ "$(objects "$ppid")" -eq 0 ] && return 0
+		sleep 0.1
+	done
+	fail "$1: $(objects "$ppid") objects of the killed pid $ppid remain"
+}
+
+if hold hold LD_PRELOAD="$pre$interp"; then
+	check_held "LD_PRELOAD"
+	check_killed "LD_PRELOAD"
+fi
+if hold dlopen LD_PRELOAD="$pre" LD_LIBRARY_PATH="$fwd"; then
+	check_held "dlopen+dlvsym through the forwarder"
+	check_killed "dlopen+dlvsym through the forwarder"
+fi
+
+out=$(LD_PRELOAD="$pre$interp" "$prog" order 2>&1)
+printf '%s\n' "$out" | grep -q '^OK$' || fail "order: $out"
+[ "$("$ctl" --json objects | grep -c '"pid"')" -eq 0 ] ||
+	fail "order: objects remain after the program destroyed them all"
+
+# rdmabroker-run, pointed at the build tree.
+run=$top/rdmabroker-run
+out=$(RDMABROKER_RUN_LIBDIR="$top/interpose/.libs" LD_PRELOAD="$pre" \
+	"$run" "$prog" order 2>&1)
+printf '%s\n' "$out" | grep -q '^OK$' || fail "rdmabroker-run: $out"
+"$run" --help | grep -q "usage: rdmabroker-run" ||
+	fail "rdmabroker-run --help"
+"$run" >/dev/null 2>&1
+[ $? -eq 2 ] || fail "rdmabroker-run without a program does not exit 2"
+
+[ $status -eq 0 ] || tail -20 "$tmp/daemon.log"
+exit $status
