@@ -310,6 +310,11 @@ if section pingpong; then
 	fi
 fi
 
+# --- unmodified verbs programs through the interposer (issue 28) -------------
+if section interpose; then
+	. "${VM_TOP_SRCDIR:?}/tests/vm/interpose.sh"
+fi
+
 # --- a client killed with SIGKILL leaves nothing in the kernel ------------------
 if section sigkill; then
 	base=""

@@ -1,0 +1,146 @@
+# SPDX-License-Identifier: MIT
+# Sourced by suite.sh (section interpose, issue 28): Debian's own verbs
+# programs, unmodified, through rdmabroker-run on rxe: ibv_rc_pingpong and
+# ibv_srq_pingpong (ibverbs-utils), ib_send_lat and ib_write_bw (perftest),
+# server and client as two processes of the client user. Each run checks
+# the program's own success line, that the broker listed both processes as
+# clients, and that the data phase made no request (requests_served moves
+# by the same amount for a run 100 times longer); a SIGKILL of one side
+# mid-run leaves nothing in the kernel. The figures (latency, bandwidth,
+# setup time, under the interposer and without it) go to results.txt as
+# INFO lines and to $L/interpose-bench.txt.
+
+irun=$bindir/rdmabroker-run
+PORT=18515
+
+# How many clients named $1 the broker lists (comm, 15 bytes at most).
+ib_seen() {
+	as_client "$ctl" --json clients 2>/dev/null |
+		grep -o "\"comm\":\"${1:0:15}\"" | wc -l
+}
+listening() { ss -ltn "sport = :$PORT" 2>/dev/null | grep -q LISTEN; }
+
+# ib_pair LOG WRAP PROG ARGS...: server, then the client to 127.0.0.1, as
+# the client user; WRAP is "$irun" or "". Sets ib_maxseen (most of them
+# listed at once), ib_polls, ib_src and ib_crc.
+ib_pair() {
+	local log=$1 wrap=$2 sp cp n
+	shift 2
+	ib_maxseen=0 ib_polls=0
+	"${AS_CLIENT[@]}" timeout 600 $wrap "$@" >"$L/$log-server.log" 2>&1 &
+	sp=$!
+	wait_for 60 listening
+	"${AS_CLIENT[@]}" timeout 600 $wrap "$@" 127.0.0.1 \
+		>"$L/$log-client.log" 2>&1 &
+	cp=$!
+	while alive "$cp" || alive "$sp"; do
+		if [ -n "$wrap" ] && [ "$ib_maxseen" -lt 2 ]; then
+			n=$(ib_seen "$1")
+			ib_polls=$((ib_polls + 1))
+			[ "$n" -gt "$ib_maxseen" ] && ib_maxseen=$n
+		fi
+		sleep 0.2
+	done
+	wait "$sp"
+	ib_src=$?
+	wait "$cp"
+	ib_crc=$?
+}
+
+# The requests one ib_seen poll costs.
+r0=$(requests)
+ib_seen none >/dev/null
+r1=$(requests)
+r2=$(requests)
+poll_cost=$(( (r1 - r0) - (r2 - r1) ))
+status_cost=$((r2 - r1))
+
+# ib_check NAME PATTERN SHORT LONG PROG ARGS...: the pair with SHORT and
+# LONG iterations (ARGS end with the iteration option) under the
+# interposer.
+ib_check() {
+	local name=$1 pat=$2 short=$3 long=$4 a b moved=()
+	shift 4
+	for iters in "$short" "$long"; do
+		a=$(requests)
+		ib_pair "$name-$iters" "$irun" "$@" "$iters"
+		b=$(requests)
+		moved+=($((b - a - status_cost - ib_polls * poll_cost)))
+		check "$name-$iters-ok" "server exited $ib_src, client $ib_crc; both printed \"$pat\"" \
+			bash -c "[ $ib_src = 0 ] && [ $ib_crc = 0 ] && grep -q '$pat' '$L/$name-$iters-server.log' && grep -q '$pat' '$L/$name-$iters-client.log'"
+		check "$name-$iters-clients" "the broker listed $ib_maxseen of the two $1 processes at once" \
+			test "$ib_maxseen" = 2
+	done
+	check "$name-data-path-no-requests" "the clients made ${moved[0]} requests in $short iterations and ${moved[1]} in $long" \
+		test "${moved[0]}" = "${moved[1]}"
+}
+
+ib_check rc-pingpong "iters in" 100 10000 ibv_rc_pingpong -d "$DEV" -g 0 -n
+ib_check srq-pingpong "iters in" 100 10000 ibv_srq_pingpong -d "$DEV" -g 0 -n
+ib_check send-lat "t_typical" 100 10000 ib_send_lat -d "$DEV" -x 0 -F -n
+ib_check write-bw "BW average" 100 10000 ib_write_bw -d "$DEV" -x 0 -F -n
+
+# --- SIGKILL of one side mid-run ----------------------------------------
+base=""
+for t in qp cq mr pd; do base="$base $t $(rdma_total $t)"; done
+"${AS_CLIENT[@]}" timeout 600 "$irun" ibv_rc_pingpong -d "$DEV" -g 0 \
+	-n 100000000 >"$L/kill-server.log" 2>&1 &
+ks=$!
+wait_for 60 listening
+"${AS_CLIENT[@]}" timeout 600 "$irun" ibv_rc_pingpong -d "$DEV" -g 0 \
+	-n 100000000 127.0.0.1 >"$L/kill-client.log" 2>&1 &
+kc=$!
+both() { [ "$(ib_seen ibv_rc_pingpong)" = 2 ]; }
+if wait_for 60 both; then
+	sleep 2
+	held=$(rdma_total qp)
+	kill -KILL "$ks"
+	wait "$ks" 2>/dev/null
+	# The other side sees its peer gone (or never does: rxe has no
+	# timeout on a dead RC peer within the wait); killed too.
+	wait_for 10 dead "$kc" || kill -KILL "$kc"
+	wait "$kc" 2>/dev/null
+	totals() {
+		local t out=""
+		for t in qp cq mr pd; do out="$out $t $(rdma_total $t)"; done
+		echo "$out"
+	}
+	gone() { [ "$(totals)" = "$base" ]; }
+	wait_for 10 gone
+	check interpose-sigkill-no-leak "QPs held mid-run: $held; before$base, after$(totals)" \
+		gone
+	nobody() { [ "$(ib_seen ibv_rc_pingpong)" = 0 ]; }
+	check interpose-sigkill-sessions-gone "the broker dropped both sessions" \
+		wait_for 10 nobody
+else
+	kill -KILL "$ks" "$kc" 2>/dev/null
+	fail interpose-sigkill-no-leak "the pair never connected: $(tail -n 2 "$L/kill-client.log" | tr '\n' ' ')"
+fi
+
+# --- the benchmark: the same binaries with and without the interposer ----
+B=$L/interpose-bench.txt
+: >"$B"
+lat() { awk '$1 ~ /^[0-9]+$/ && NF >= 9 { print $5 }' "$1" | tail -n 1; }
+bw() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 { print $4 }' "$1" | tail -n 1; }
+med() { sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+reps=${VM_INTERPOSE_REPS:-3}
+for mode in plain broker; do
+	wrap=""
+	[ $mode = broker ] && wrap=$irun
+	for i in $(seq "$reps"); do
+		ib_pair "bench-lat-$mode-$i" "$wrap" ib_send_lat -d "$DEV" -x 0 -F -n 5000
+		lat "$L/bench-lat-$mode-$i-client.log" >>"$B.lat.$mode"
+		ib_pair "bench-bw-$mode-$i" "$wrap" ib_write_bw -d "$DEV" -x 0 -F -n 2000
+		bw "$L/bench-bw-$mode-$i-client.log" >>"$B.bw.$mode"
+		t0=$(now_ms)
+		ib_pair "bench-setup-$mode-$i" "$wrap" ibv_rc_pingpong -d "$DEV" -g 0 -n 1
+		echo $(($(now_ms) - t0)) >>"$B.setup.$mode"
+	done
+done
+for k in lat bw setup; do
+	p=$(med <"$B.$k.plain")
+	b=$(med <"$B.$k.broker")
+	r=$(awk -v p="$p" -v b="$b" 'BEGIN { if (p > 0) printf "%.3f", b / p; else print "n/a" }')
+	echo "$k plain $p broker $b ratio $r (medians of $reps; lat: ib_send_lat t_typical usec, bw: ib_write_bw MB/s, setup: ms for a 1-iteration ibv_rc_pingpong pair)" >>"$B"
+	info "interpose-bench $k: plain $p, broker $b, ratio $r"
+done
