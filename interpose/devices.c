@@ -245,20 +245,8 @@ IBCV_EXPORT int ibv_close_device(struct ibv_context *context)
 		return IBCV_REAL(ibv_close_device, "IBVERBS_1.1")(context);
 	ibcv_inside++;
 	/* The provider's ops back, for libibverbs' own teardown. */
-	if (!c->soft) {
-		struct verbs_context *vc = verbs_get_ctx(c->vctx);
-
-		if (vc) {
-			vc->create_cq_ex = c->saved.create_cq_ex;
-			vc->create_qp_ex = c->saved.create_qp_ex;
-			vc->create_srq_ex = c->saved.create_srq_ex;
-			vc->create_wq = c->saved.create_wq;
-			vc->destroy_wq = c->saved.destroy_wq;
-			c->vctx->ops.alloc_mw = c->saved.context.ops.alloc_mw;
-			c->vctx->ops.dealloc_mw =
-				c->saved.context.ops.dealloc_mw;
-		}
-	}
+	if (!c->soft)
+		ibcv_unwrap_ops(c);
 	ibc_close(c->ctx);
 	if (c->soft)
 		ibcv_soft_close(c);

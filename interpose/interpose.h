@@ -57,8 +57,18 @@ struct ibcv_ctx {
  * (a device the broker does not serve). */
 struct ibcv_ctx *ibcv_ctx_find(const struct ibv_context *vctx);
 
-/* Wrap the provider's extended control ops of @c (objects.c). */
+/* Wrap the provider's extended control ops of @c (objects.c), and put
+ * them back before the context closes. */
 void ibcv_wrap_ops(struct ibcv_ctx *c);
+void ibcv_unwrap_ops(struct ibcv_ctx *c);
+/* The same for DM and XRCD (shared.c); and the soft context's. */
+void ibcv_wrap_shared_ops(struct ibcv_ctx *c, struct verbs_context *vc);
+void ibcv_unwrap_shared_ops(struct ibcv_ctx *c, struct verbs_context *vc);
+void ibcv_soft_shared_ops(struct verbs_context *vc);
+/* The broker's XRCD name for the file open as @fd: its path, each '/'
+ * written ':'. -ENAMETOOLONG past XRCD_NAME_MAX, -EINVAL for a path that
+ * makes no valid name. */
+int ibcv_xrcd_name(int fd, char *name, size_t size);
 
 /* Convert a libibclient error to libibverbs' errno convention. */
 static inline void *ibcv_fail_null(int err)

@@ -34,13 +34,32 @@ static void *ibcv_make(struct ibcv_ctx *c, enum ibc_obj_kind kind,
 	return err < 0 ? ibcv_fail_null(err) : obj;
 }
 
+/* An object the library made for the interposer (an MR of ibv_reg_dm_mr
+ * on the broker's DM); NULL for the others. */
+static struct ibc_obj *ibcv_made(struct ibcv_ctx *c, enum ibc_obj_kind kind,
+				 const void *obj)
+{
+	struct ibc_obj *o;
+
+	pthread_mutex_lock(&c->ctx->lock);
+	for (o = c->ctx->objs; o; o = o->next)
+		if (o->kind == kind && !o->tracked && o->vobj == obj)
+			break;
+	pthread_mutex_unlock(&c->ctx->lock);
+	return o;
+}
+
 static int ibcv_kill(struct ibcv_ctx *c, enum ibc_obj_kind kind, void *obj,
 		     int (*kill)(void *obj))
 {
+	struct ibc_obj *o = ibcv_made(c, kind, obj);
 	int ret;
 
 	ibcv_inside++;
-	ret = ibc_track_kill(c->ctx, kind, obj, kill);
+	if (o)
+		ret = -ibc_obj_destroy(o);
+	else
+		ret = ibc_track_kill(c->ctx, kind, obj, kill);
 	ibcv_inside--;
 	return ret;
 }
@@ -524,4 +543,21 @@ void ibcv_wrap_ops(struct ibcv_ctx *c)
 		vc->create_wq = wrap_create_wq;
 		vc->destroy_wq = wrap_destroy_wq;
 	}
+	ibcv_wrap_shared_ops(c, vc);
+}
+
+void ibcv_unwrap_ops(struct ibcv_ctx *c)
+{
+	struct verbs_context *vc = verbs_get_ctx(c->vctx);
+
+	c->vctx->ops.alloc_mw = c->saved.context.ops.alloc_mw;
+	c->vctx->ops.dealloc_mw = c->saved.context.ops.dealloc_mw;
+	if (!vc)
+		return;
+	vc->create_cq_ex = c->saved.create_cq_ex;
+	vc->create_qp_ex = c->saved.create_qp_ex;
+	vc->create_srq_ex = c->saved.create_srq_ex;
+	vc->create_wq = c->saved.create_wq;
+	vc->destroy_wq = c->saved.destroy_wq;
+	ibcv_unwrap_shared_ops(c, vc);
 }

@@ -185,6 +185,7 @@ int ibcv_soft_open(struct ibcv_ctx *c, struct ibv_device *dev)
 	s->vc.sz = sizeof(s->vc);
 	s->vc.query_port = soft_query_port_ex;
 	s->vc.query_device_ex = soft_query_device_ex;
+	ibcv_soft_shared_ops(&s->vc);
 	v = &s->vc.context;
 	v->device = dev;
 	v->cmd_fd = -1;

@@ -187,6 +187,11 @@ int ibc_track_make(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 	void *obj;
 	int err;
 
+	/* As the constructors do (objects.c): an ibv_fork_init() from now
+	 * on is too late, whatever the context. */
+	if (kind == IBC_OBJ_MR || kind == IBC_OBJ_CQ || kind == IBC_OBJ_QP ||
+	    kind == IBC_OBJ_SRQ || kind == IBC_OBJ_WQ)
+		ibc_fork_note_pin();
 	if (!ctx->caps.shared || !ctx->vctx) {
 		obj = verbs_try(make(arg));
 		if (!obj)

@@ -7,12 +7,17 @@
  *   order   destroys a CQ the QP uses (libibverbs' answer: EBUSY), then
  *           everything in order, and prints "OK";
  *   dlopen  as hold, with every verb resolved by dlvsym(..., "IBVERBS_1.1")
- *           from dlopen("libibverbs.so.1"), as NCCL does.
+ *           from dlopen("libibverbs.so.1"), as NCCL does;
+ *   dm      allocates device memory, writes and reads it back, frees it,
+ *           allocates it again, prints "READY DM" and waits;
+ *   xrcd FILE  opens an XRC domain on FILE (O_CREAT), prints "READY XRCD"
+ *           and waits.
  */
 #include "config.h"
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -79,6 +84,51 @@ static void resolve(void)
 	RESOLVE(h, dereg_mr);
 }
 
+/* Device memory: ibv_alloc_dm, ibv_memcpy_to_dm/from_dm, ibv_free_dm. */
+static void dm_mode(struct ibv_context *ctx)
+{
+	struct ibv_alloc_dm_attr a = { .length = 4096 };
+	uint32_t out[64], in[64];
+	struct ibv_dm *dm;
+	int ret;
+
+	for (unsigned int i = 0; i < 64; i++)
+		out[i] = 0xc0de0000u + i;
+	if (!(dm = ibv_alloc_dm(ctx, &a)))
+		die("ibv_alloc_dm", errno);
+	if ((ret = ibv_memcpy_to_dm(dm, 0, out, sizeof(out))))
+		die("ibv_memcpy_to_dm", ret);
+	if ((ret = ibv_memcpy_from_dm(in, dm, 0, sizeof(in))))
+		die("ibv_memcpy_from_dm", ret);
+	if (memcmp(in, out, sizeof(in)))
+		die("the DM read back other bytes", EIO);
+	if ((ret = ibv_free_dm(dm)))
+		die("ibv_free_dm", ret);
+	if (!(dm = ibv_alloc_dm(ctx, &a)))
+		die("ibv_alloc_dm (again)", errno);
+	printf("READY DM\n");
+	for (;;)
+		pause();
+}
+
+/* An XRC domain on a file, as ibv_xsrq_pingpong opens /tmp/xrc_domain. */
+static void xrcd_mode(struct ibv_context *ctx, const char *file)
+{
+	struct ibv_xrcd_init_attr a = {
+		.comp_mask = IBV_XRCD_INIT_ATTR_FD | IBV_XRCD_INIT_ATTR_OFLAGS,
+		.oflags = O_CREAT,
+	};
+
+	a.fd = open(file, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+	if (a.fd < 0)
+		die(file, errno);
+	if (!ibv_open_xrcd(ctx, &a))
+		die("ibv_open_xrcd", errno);
+	printf("READY XRCD\n");
+	for (;;)
+		pause();
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode = argc > 1 ? argv[1] : "hold";
@@ -109,6 +159,10 @@ int main(int argc, char **argv)
 	if (!ctx)
 		die("ibv_open_device", errno);
 	v.free_device_list(list);
+	if (!strcmp(mode, "dm"))
+		dm_mode(ctx);
+	if (!strcmp(mode, "xrcd") && argc > 2)
+		xrcd_mode(ctx, argv[2]);
 	if (!(pd = v.alloc_pd(ctx)))
 		die("ibv_alloc_pd", errno);
 	if (!(scq = v.create_cq(ctx, 16, NULL, NULL, 0)))

@@ -101,11 +101,15 @@ else
 	echo "ibv_devinfo is not installed (ibverbs-utils): not run"
 fi
 
-# hold MODE ENV...: start the program in MODE, wait for READY; $ppid.
+# hold MODE ENV... [PROG ARGS]: start the program in MODE (or PROG ARGS,
+# when given), wait for READY; $ppid.
 hold() {
 	mode=$1
 	shift
-	env "$@" "$prog" "$mode" >"$tmp/$mode.out" 2>&1 &
+	case "$*" in
+	*"$prog"*) env "$@" >"$tmp/$mode.out" 2>&1 & ;;
+	*) env "$@" "$prog" "$mode" >"$tmp/$mode.out" 2>&1 & ;;
+	esac
 	ppid=$!
 	for _ in $(seq 100); do
 		grep -q READY "$tmp/$mode.out" && return 0
@@ -144,6 +148,37 @@ fi
 if hold dlopen LD_PRELOAD="$pre" LD_LIBRARY_PATH="$fwd"; then
 	check_held "dlopen+dlvsym through the forwarder"
 	check_killed "dlopen+dlvsym through the forwarder"
+fi
+
+# Device memory: ibv_alloc_dm is the broker's DM (listed, bytes written
+# and read back through ibv_memcpy_*_dm, ibv_free_dm frees it), and the
+# broker frees the one a killed program held.
+dms() { "$ctl" --json dm | grep -o "\"allocator_pid\":$1[,}]" | wc -l; }
+if [ "$kind" = soft ] && hold dm LD_PRELOAD="$pre$interp"; then
+	[ "$(dms "$ppid")" -eq 1 ] ||
+		fail "dm: $(dms "$ppid") DMs of pid $ppid listed, expected 1 (the freed one gone)"
+	kill -KILL "$ppid"
+	wait "$ppid" 2>/dev/null
+	for _ in $(seq 50); do
+		[ "$(dms "$ppid")" -eq 0 ] && break
+		sleep 0.1
+	done
+	[ "$(dms "$ppid")" -eq 0 ] || fail "dm: the killed pid's DM remains"
+fi
+
+# XRC domains: two programs' ibv_open_xrcd on one file are one broker XRCD,
+# named after the file's path ('/' written ':'), private to the domain.
+if hold xrcd LD_PRELOAD="$pre$interp" "$prog" xrcd "$tmp/xrc_domain"; then
+	first=$ppid
+	if hold xrcd LD_PRELOAD="$pre$interp" "$prog" xrcd "$tmp/xrc_domain"; then
+		name=$(printf '%s' "$tmp/xrc_domain" | tr / :)
+		"$ctl" --json xrcd | grep -q "\"name\":\"$name\",.*\"opens\":2" ||
+			fail "xrcd: no XRCD \"$name\" with 2 opens: $("$ctl" --json xrcd)"
+		kill -KILL "$ppid"
+		wait "$ppid" 2>/dev/null
+	fi
+	kill -KILL "$first"
+	wait "$first" 2>/dev/null
 fi
 
 out=$(LD_PRELOAD="$pre$interp" "$prog" order 2>&1)
