@@ -30,17 +30,23 @@ listening() { ss -ltn "sport = :$PORT" 2>/dev/null | grep -q LISTEN; }
 # and in $L/LOG-requests.txt, for each sample with both listed, the sum of
 # their requests.
 ib_pair() {
-	local log=$1 wrap=$2 sp cp n
+	local log=$1 wrap=$2 sp cp n lone
 	shift 2
 	ib_maxseen=0
 	: >"$L/$log-requests.txt"
-	"${AS_CLIENT[@]}" timeout 600 $wrap "$@" >"$L/$log-server.log" 2>&1 &
+	"${AS_CLIENT[@]}" timeout 300 $wrap "$@" >"$L/$log-server.log" 2>&1 &
 	sp=$!
 	wait_for 60 listening
-	"${AS_CLIENT[@]}" timeout 600 $wrap "$@" 127.0.0.1 \
+	"${AS_CLIENT[@]}" timeout 300 $wrap "$@" 127.0.0.1 \
 		>"$L/$log-client.log" 2>&1 &
 	cp=$!
+	lone=0
 	while alive "$cp" || alive "$sp"; do
+		# One side failed: the other waits for it in vain.
+		if ! alive "$cp" || ! alive "$sp"; then
+			lone=$((lone + 1))
+			[ $lone = 100 ] && kill -TERM "$sp" "$cp" 2>/dev/null
+		fi
 		if [ -n "$wrap" ]; then
 			ib_clients "$1" >"$L/$log-sample"
 			n=$(wc -l <"$L/$log-sample")
@@ -92,8 +98,7 @@ ib_check send-lat "t_typical" 20 1000 ib_send_lat -d "$DEV" -x 0 -F -n
 ib_check write-bw "BW average" 20 2000 ib_write_bw -d "$DEV" -x 0 -F -n
 
 # --- SIGKILL of one side mid-run ----------------------------------------
-base=""
-for t in qp cq mr pd; do base="$base $t $(rdma_total $t)"; done
+base=$(totals)
 # No timeout(1) in between: $! is the program itself (setpriv and
 # rdmabroker-run exec it).
 "${AS_CLIENT[@]}" "$irun" ibv_rc_pingpong -d "$DEV" -g 0 \
@@ -113,11 +118,6 @@ if wait_for 60 both; then
 	# timeout on a dead RC peer within the wait); killed too.
 	wait_for 10 dead "$kc" || kill -KILL "$kc"
 	wait "$kc" 2>/dev/null
-	totals() {
-		local t out=""
-		for t in qp cq mr pd; do out="$out $t $(rdma_total $t)"; done
-		echo "$out"
-	}
 	gone() { [ "$(totals)" = "$base" ]; }
 	wait_for 10 gone
 	check interpose-sigkill-no-leak "QPs held mid-run: $held; before$base, after$(totals)" \

@@ -139,6 +139,12 @@ rdma_count() {
 rdma_total() {
 	rdma resource show "$1" 2>/dev/null | grep -Ec '^(dev|link) '
 }
+# " qp N cq N mr N pd N": every process's objects, as rdma resource lists.
+totals() {
+	local t out=""
+	for t in qp cq mr pd; do out="$out $t $(rdma_total $t)"; done
+	echo "$out"
+}
 # Which processes hold a uverbs descriptor or mapping, as "comm(pid)".
 uverbs_holders() {
 	local p out=""
@@ -327,11 +333,6 @@ if section sigkill; then
 		for t in qp cq mr pd; do before="$before $t $(rdma_count $t $hp)"; done
 		kill -9 "$hp"
 		wait "$hp" 2>/dev/null
-		totals() {
-			local t out=""
-			for t in qp cq mr pd; do out="$out $t $(rdma_total $t)"; done
-			echo "$out"
-		}
 		gone() { [ "$(totals)" = "$base" ]; }
 		wait_for 5 gone
 		after=$(totals)
