@@ -57,6 +57,12 @@ struct ibcv_ctx {
  * (a device the broker does not serve). */
 struct ibcv_ctx *ibcv_ctx_find(const struct ibv_context *vctx);
 
+/* An object of @kind the library made for the interposer in @c's
+ * context, whose libibverbs object is @obj (an MR of ibv_reg_dm_mr on the
+ * broker's DM, an XRCD of ibv_open_xrcd); NULL for the others. */
+struct ibc_obj *ibcv_made(struct ibcv_ctx *c, enum ibc_obj_kind kind,
+			  const void *obj);
+
 /* Wrap the provider's extended control ops of @c (objects.c), and put
  * them back before the context closes. */
 void ibcv_wrap_ops(struct ibcv_ctx *c);

@@ -34,9 +34,7 @@ static void *ibcv_make(struct ibcv_ctx *c, enum ibc_obj_kind kind,
 	return err < 0 ? ibcv_fail_null(err) : obj;
 }
 
-/* An object the library made for the interposer (an MR of ibv_reg_dm_mr
- * on the broker's DM); NULL for the others. */
-static struct ibc_obj *ibcv_made(struct ibcv_ctx *c, enum ibc_obj_kind kind,
+struct ibc_obj *ibcv_made(struct ibcv_ctx *c, enum ibc_obj_kind kind,
 				 const void *obj)
 {
 	struct ibc_obj *o;

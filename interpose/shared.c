@@ -57,20 +57,6 @@ static struct ibc_dm *ibcv_dm_of(struct ibcv_ctx *c, const struct ibv_dm *vdm)
 	return dm;
 }
 
-/* The library's open of an XRCD whose libibverbs XRCD is @vx. */
-static struct ibc_xrcd *ibcv_xrcd_of(struct ibcv_ctx *c,
-				     const struct ibv_xrcd *vx)
-{
-	struct ibc_obj *o;
-
-	pthread_mutex_lock(&c->ctx->lock);
-	for (o = c->ctx->objs; o; o = o->next)
-		if (o->kind == IBC_OBJ_XRCD && !o->tracked && o->vobj == vx)
-			break;
-	pthread_mutex_unlock(&c->ctx->lock);
-	return (struct ibc_xrcd *)o;
-}
-
 static struct ibv_dm *wrap_alloc_dm(struct ibv_context *context,
 				    struct ibv_alloc_dm_attr *attr)
 {
@@ -156,13 +142,14 @@ static struct ibv_xrcd *wrap_open_xrcd(struct ibv_context *context,
 static int wrap_close_xrcd(struct ibv_xrcd *vx)
 {
 	struct ibcv_ctx *c = ibcv_ctx_find(vx->context);
-	struct ibc_xrcd *x = ibcv_inside ? NULL : ibcv_xrcd_of(c, vx);
+	struct ibc_obj *o = ibcv_inside ? NULL :
+					  ibcv_made(c, IBC_OBJ_XRCD, vx);
 	int err;
 
-	if (!x)
+	if (!o)
 		return c->saved.close_xrcd(vx);
 	ibcv_inside++;
-	err = ibc_xrcd_close(x);
+	err = ibc_xrcd_close((struct ibc_xrcd *)o);
 	ibcv_inside--;
 	return -err;
 }
