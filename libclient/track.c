@@ -8,7 +8,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -183,7 +182,6 @@ int ibc_track_make(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 	struct ibv_context *vctx = NULL;
 	struct ibc_obj *o;
 	uint32_t handle = 0;
-	char why[256];
 	void *obj;
 	int err;
 
@@ -214,12 +212,12 @@ int ibc_track_make(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 	obj = verbs_try(make(arg));
 	if (!obj) {
 		err = verbs_err(EIO);
-		snprintf(why, sizeof(why), "%s", strerror(-err));
+		/* Cancel the intent. */
 		ibc_obj_destroy_request(o, false);
 		free(o);
 		return ibc_set_error(err, "%s: creating a %s failed: %s",
 				     ctx->caps.device, ibc_obj_kind_name(kind),
-				     why);
+				     strerror(-err));
 	}
 	/* The kinds the interposer makes all have their fields. */
 	ibc_track_fields(kind, obj, &vctx, &handle);
