@@ -106,9 +106,11 @@ fi
 hold() {
 	mode=$1
 	shift
+	# Made before the program starts, which the loop below reads.
+	: >"$tmp/$mode.out"
 	case "$*" in
-	*"$prog"*) env "$@" >"$tmp/$mode.out" 2>&1 & ;;
-	*) env "$@" "$prog" "$mode" >"$tmp/$mode.out" 2>&1 & ;;
+	*"$prog"*) env "$@" >>"$tmp/$mode.out" 2>&1 & ;;
+	*) env "$@" "$prog" "$mode" >>"$tmp/$mode.out" 2>&1 & ;;
 	esac
 	ppid=$!
 	for _ in $(seq 100); do
@@ -180,6 +182,13 @@ if hold xrcd LD_PRELOAD="$interp" "$prog" xrcd "$tmp/xrc_domain"; then
 	kill -KILL "$first"
 	wait "$first" 2>/dev/null
 fi
+
+# A path whose name would pass 64 bytes: ibv_open_xrcd fails with
+# ENAMETOOLONG, the errno libibverbs callers print.
+long=$tmp/$(printf 'x%.0s' $(seq 70))
+out=$(LD_PRELOAD="$interp" timeout 20 "$prog" xrcd "$long" 2>&1)
+printf '%s\n' "$out" | grep -q "FAIL ibv_open_xrcd: File name too long" ||
+	fail "xrcd on a long path: $out"
 
 out=$(LD_PRELOAD="$interp" "$prog" order 2>&1)
 printf '%s\n' "$out" | grep -q '^OK$' || fail "order: $out"
