@@ -186,7 +186,7 @@ fi
 # A path whose name would pass 64 bytes: ibv_open_xrcd fails with
 # ENAMETOOLONG, the errno libibverbs callers print.
 long=$tmp/$(printf 'x%.0s' $(seq 70))
-out=$(LD_PRELOAD="$interp" timeout 20 "$prog" xrcd "$long" 2>&1)
+out=$(LD_PRELOAD="$interp" "$prog" xrcd "$long" 2>&1)
 printf '%s\n' "$out" | grep -q "FAIL ibv_open_xrcd: File name too long" ||
 	fail "xrcd on a long path: $out"
 
