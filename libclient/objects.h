@@ -180,4 +180,16 @@ void ibc_obj_register_nowait(struct ibc_obj *o);
  * (verbs: an unregister, or the cancel of an intent). */
 int ibc_obj_destroy_request(struct ibc_obj *o, bool wait);
 
+/* --- the interposer (track.c) --- */
+
+/* A raw libibverbs object of @kind made by @make(@arg) on @ctx's shared
+ * context: intent, the call, the registration; nothing is registered on a
+ * context of this process's own. 0 or -errno (the call's errno). */
+int ibc_track_make(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
+		   void *(*make)(void *arg), void *arg, void **ret_obj);
+/* Unregister @obj, then @kill it; re-registered when @kill fails. @kill's
+ * answer: 0 or an errno value. */
+int ibc_track_kill(struct ibc_ctx *ctx, enum ibc_obj_kind kind, void *obj,
+		   int (*kill)(void *obj));
+
 #endif

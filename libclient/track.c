@@ -9,9 +9,11 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include <infiniband/verbs.h>
 
+#include "common/verbs-err.h"
 #include "libclient/objects.h"
 
 /* The context and handle libibverbs keeps in each kind's structure. */
@@ -163,4 +165,97 @@ IBC_EXPORT int ibc_untrack(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 	free(o);
 	ibc_clear_error();
 	return 0;
+}
+
+/* --- the interposer's registration (interpose/) ------------------------ */
+
+/*
+ * What ibc_track does, in the constructors' order instead: the intent is
+ * declared before @make calls the kernel, so that a process killed inside
+ * the call leaves an intent the broker counts (unaccounted), never a
+ * handle nobody names. On a context of this process's own nothing is
+ * registered: the kernel frees it with the process.
+ */
+int ibc_track_make(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
+		   void *(*make)(void *arg), void *arg, void **ret_obj)
+{
+	struct ibv_context *vctx = NULL;
+	struct ibc_obj *o;
+	uint32_t handle = 0;
+	void *obj;
+	int err;
+
+	/* As the constructors do (objects.c): an ibv_fork_init() from now
+	 * on is too late, whatever the context. */
+	if (kind == IBC_OBJ_MR || kind == IBC_OBJ_CQ || kind == IBC_OBJ_QP ||
+	    kind == IBC_OBJ_SRQ || kind == IBC_OBJ_WQ)
+		ibc_fork_note_pin();
+	if (!ctx->caps.shared || !ctx->vctx) {
+		obj = verbs_try(make(arg));
+		if (!obj)
+			return verbs_err(EIO);
+		*ret_obj = obj;
+		return 0;
+	}
+	o = calloc(1, sizeof(*o));
+	if (!o)
+		return ibc_set_error(-ENOMEM, "out of memory");
+	o->ctx = ctx;
+	o->kind = kind;
+	o->tracked = true;
+	err = ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
+			      NULL, NULL);
+	if (err < 0) {
+		free(o);
+		return err;
+	}
+	obj = verbs_try(make(arg));
+	if (!obj) {
+		err = verbs_err(EIO);
+		/* Cancel the intent. */
+		ibc_obj_destroy_request(o, false);
+		free(o);
+		return ibc_set_error(err, "%s: creating a %s failed: %s",
+				     ctx->caps.device, ibc_obj_kind_name(kind),
+				     strerror(-err));
+	}
+	/* The kinds the interposer makes all have their fields. */
+	ibc_track_fields(kind, obj, &vctx, &handle);
+	o->handle = handle;
+	o->vobj = obj;
+	ibc_obj_link(o);
+	ibc_obj_register_nowait(o);
+	*ret_obj = obj;
+	return 0;
+}
+
+/*
+ * Unregister @obj without waiting, then @kill it; a kill that fails hands
+ * it back to the registry (TRACK), as the library's own destructors do.
+ * Returns @kill's answer (0 or an errno value, as libibverbs' destroys).
+ */
+int ibc_track_kill(struct ibc_ctx *ctx, enum ibc_obj_kind kind, void *obj,
+		   int (*kill)(void *obj))
+{
+	struct ibc_obj *o = NULL;
+	int ret;
+
+	if (ctx->caps.shared && ctx->vctx)
+		o = ibc_obj_unlink_tracked(ctx, kind, obj);
+	if (o && o->id)
+		ibc_obj_destroy_request(o, false);
+	ret = kill(obj);
+	if (!o)
+		return ret;
+	if (ret == 0) {
+		free(o);
+		return 0;
+	}
+	o->id = 0;
+	if (ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK, NULL,
+			    NULL) == 0)
+		ibc_obj_link(o);
+	else
+		free(o);
+	return ret;
 }

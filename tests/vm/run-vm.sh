@@ -46,7 +46,8 @@ die() {
 
 # --- 1. packages ----------------------------------------------------------
 pkgs="qemu-system-x86 linux-image-amd64 busybox-static cpio kmod rdma-core
-	ibverbs-providers ibverbs-utils iproute2 systemd passwd util-linux"
+	ibverbs-providers ibverbs-utils iproute2 systemd passwd util-linux
+	perftest"
 missing=()
 for p in $pkgs; do
 	dpkg-query -W -f='${Status}\n' "$p" 2>/dev/null |

@@ -139,6 +139,12 @@ rdma_count() {
 rdma_total() {
 	rdma resource show "$1" 2>/dev/null | grep -Ec '^(dev|link) '
 }
+# " qp N cq N mr N pd N": every process's objects, as rdma resource lists.
+totals() {
+	local t out=""
+	for t in qp cq mr pd; do out="$out $t $(rdma_total $t)"; done
+	echo "$out"
+}
 # Which processes hold a uverbs descriptor or mapping, as "comm(pid)".
 uverbs_holders() {
 	local p out=""
@@ -310,6 +316,11 @@ if section pingpong; then
 	fi
 fi
 
+# --- unmodified verbs programs through the interposer (issue 28) -------------
+if section interpose; then
+	. "${VM_TOP_SRCDIR:?}/tests/vm/interpose.sh"
+fi
+
 # --- a client killed with SIGKILL leaves nothing in the kernel ------------------
 if section sigkill; then
 	base=""
@@ -322,11 +333,6 @@ if section sigkill; then
 		for t in qp cq mr pd; do before="$before $t $(rdma_count $t $hp)"; done
 		kill -9 "$hp"
 		wait "$hp" 2>/dev/null
-		totals() {
-			local t out=""
-			for t in qp cq mr pd; do out="$out $t $(rdma_total $t)"; done
-			echo "$out"
-		}
 		gone() { [ "$(totals)" = "$base" ]; }
 		wait_for 5 gone
 		after=$(totals)

@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * libibclient-verbs: libibverbs' control verbs taken over for unmodified
+ * programs (LD_PRELOAD, or the forwarding libibverbs.so.1), so that their
+ * contexts are the broker's and their objects are in its registry. The
+ * data path (post, poll, notify, modify, query) is the provider's: none of
+ * it is defined here. This header is shared by interpose/ only.
+ */
+#ifndef IBCV_INTERPOSE_H
+#define IBCV_INTERPOSE_H
+
+#include <stdbool.h>
+
+#include <infiniband/verbs.h>
+
+#include "libclient/objects.h"
+
+/* Exported with libibverbs' version (interpose/libibclient-verbs.map). */
+#define IBCV_EXPORT __attribute__((visibility("default")))
+
+/*
+ * The calling thread is inside the interposer (in libibclient, or in a
+ * provider op we wrapped): its libibverbs calls are the real ones. The
+ * library's own calls (ibv_import_device, ibv_alloc_pd ...) resolve to
+ * this object's definitions first, since it was loaded first.
+ */
+extern __thread unsigned int ibcv_inside;
+
+/* The real libibverbs definition of @name at @version; aborts when the
+ * installed libibverbs lacks it, which the build checked it does not. */
+void *ibcv_real(const char *name, const char *version);
+#define IBCV_REAL(fn, ver)                                                   \
+	({                                                                    \
+		static __typeof__(&fn) real_;                                 \
+		if (!real_)                                                   \
+			real_ = (__typeof__(&fn))ibcv_real(#fn, ver);         \
+		real_;                                                        \
+	})
+
+/* The broker's client of this process, connected at first use; NULL with
+ * errno set when the broker cannot be reached. Inside only. */
+struct ibc_client *ibcv_client(void);
+
+/* A context this process opened through the broker. */
+struct ibcv_ctx {
+	struct ibcv_ctx *next;
+	struct ibc_ctx *ctx;
+	/* What the application holds: the imported (or own) libibverbs
+	 * context, or on the soft device soft->vc.context. */
+	struct ibv_context *vctx;
+	struct ibcv_soft *soft;
+	/* The provider's ops this interposer wrapped, to call them. */
+	struct verbs_context saved;
+};
+
+/* The interposer's record of @vctx; NULL for a context it did not open
+ * (a device the broker does not serve). */
+struct ibcv_ctx *ibcv_ctx_find(const struct ibv_context *vctx);
+
+/* An object of @kind the library made for the interposer in @c's
+ * context, whose libibverbs object is @obj (an MR of ibv_reg_dm_mr on the
+ * broker's DM, an XRCD of ibv_open_xrcd); NULL for the others. */
+struct ibc_obj *ibcv_made(struct ibcv_ctx *c, enum ibc_obj_kind kind,
+			  const void *obj);
+
+/* Wrap the provider's extended control ops of @c (objects.c), and put
+ * them back before the context closes. */
+void ibcv_wrap_ops(struct ibcv_ctx *c);
+void ibcv_unwrap_ops(struct ibcv_ctx *c);
+/* The same for DM and XRCD (shared.c); and the soft context's. */
+void ibcv_wrap_shared_ops(struct ibcv_ctx *c, struct verbs_context *vc);
+void ibcv_unwrap_shared_ops(struct ibcv_ctx *c, struct verbs_context *vc);
+void ibcv_soft_shared_ops(struct verbs_context *vc);
+/* The broker's XRCD name for the file open as @fd: its path, each '/'
+ * written ':'. -ENAMETOOLONG past XRCD_NAME_MAX, -EINVAL for a path that
+ * makes no valid name. */
+int ibcv_xrcd_name(int fd, char *name, size_t size);
+
+/* Convert a libibclient error to libibverbs' errno convention. */
+static inline void *ibcv_fail_null(int err)
+{
+	errno = err < 0 ? -err : EIO;
+	return NULL;
+}
+
+/* --- the soft device (soft.c): no data path --- */
+
+struct ibcv_soft {
+	struct verbs_context vc;
+	struct ibcv_ctx *owner;
+};
+
+/* The soft device's entries in the device list, made once. */
+struct ibv_device *ibcv_soft_device(const char *name);
+bool ibcv_is_soft_device(const struct ibv_device *dev);
+/* Make @c's application context on the soft device. */
+int ibcv_soft_open(struct ibcv_ctx *c, struct ibv_device *dev);
+void ibcv_soft_close(struct ibcv_ctx *c);
+/* The control verbs on a soft context, objects.c's counterparts. */
+struct ibv_pd *ibcv_soft_alloc_pd(struct ibcv_ctx *c);
+int ibcv_soft_dealloc_pd(struct ibv_pd *pd);
+struct ibv_mr *ibcv_soft_reg_mr(struct ibcv_ctx *c, struct ibv_pd *pd,
+				void *addr, size_t length, int access);
+int ibcv_soft_dereg_mr(struct ibv_mr *mr);
+struct ibv_cq *ibcv_soft_create_cq(struct ibcv_ctx *c, int cqe,
+				   void *cq_context,
+				   struct ibv_comp_channel *channel,
+				   int comp_vector);
+int ibcv_soft_destroy_cq(struct ibv_cq *cq);
+struct ibv_qp *ibcv_soft_create_qp(struct ibcv_ctx *c, struct ibv_pd *pd,
+				   struct ibv_qp_init_attr *attr);
+int ibcv_soft_destroy_qp(struct ibv_qp *qp);
+struct ibv_srq *ibcv_soft_create_srq(struct ibcv_ctx *c, struct ibv_pd *pd,
+				     struct ibv_srq_init_attr *attr);
+int ibcv_soft_destroy_srq(struct ibv_srq *srq);
+int ibcv_soft_query_device(struct ibcv_ctx *c, struct ibv_device_attr *attr);
+int ibcv_soft_query_port(struct ibcv_ctx *c, uint8_t port,
+			 struct ibv_port_attr *attr);
+
+#endif
