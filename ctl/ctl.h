@@ -76,5 +76,7 @@ int cmd_evict(struct ctl *ctl, int argc, char **argv);
 int cmd_domain(struct ctl *ctl, int argc, char **argv);
 /* Metrics */
 int cmd_metrics(struct ctl *ctl, int argc, char **argv);
+/* Containers */
+int cmd_cdi(struct ctl *ctl, int argc, char **argv);
 
 #endif

@@ -383,6 +383,7 @@ START_TEST(test_json_rule_every_command)
 			{ { "xrcd", "remove", "decl" }, ONE, true },
 			{ { "domain", "rekey", dom, "--force" }, ONE, true },
 			{ { "evict", victim_id }, ONE, true },
+			{ { "cdi" }, ONE, false },
 		};
 		size_t n_forms = sizeof(forms) / sizeof(forms[0]);
 

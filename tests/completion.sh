@@ -60,6 +60,7 @@ expect --timeout -j status --t
 expect --client objects --
 expect --rekey evict --
 expect --output metrics --
+expect --container-socket cdi --
 
 # Names from a broker.
 "$daemon" --device soft --socket "$tmp/sock" --runtime-dir "$tmp" \
