@@ -31,6 +31,7 @@
  * ("unresolvable CDI devices"). */
 #define CDI_VERSION "0.5.0"
 #define CDI_KIND "rdmabroker.io/broker"
+#define CDI_KIND_DAEMON "rdmabroker.io/daemon"
 #define CDI_DEVICE "broker"
 #define SYSFS_UVERBS "/sys/class/infiniband_verbs"
 #define SYSFS_IBDEV "/sys/class/infiniband"
@@ -42,6 +43,16 @@ struct cdi_node {
 	mode_t mode;
 	char sysfs_uverbs[PATH_MAX]; /* the real directories */
 	char sysfs_ibdev[PATH_MAX];
+};
+
+struct cdi_opts {
+	const char *kind;
+	/* --daemon: the spec of every uverbs node, for the daemon's own
+	 * container; no broker is asked. */
+	bool daemon;
+	char host_sock[PATH_MAX];
+	const char *cont_sock;
+	const char *output;
 };
 
 /* CDI's name rules: a vendor of letters, digits, '.', '-' and '_' that
@@ -181,6 +192,19 @@ static void cdi_mount(FILE *f, bool *first, const char *host,
 	*first = false;
 }
 
+static void cdi_nodes(FILE *f, const struct cdi_node *nodes, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		fprintf(f, "%s{\"path\":", i ? "," : "");
+		json_string(f, nodes[i].node);
+		fprintf(f,
+			",\"type\":\"c\",\"major\":%u,\"minor\":%u,"
+			"\"fileMode\":%u,\"permissions\":\"rw\"}",
+			nodes[i].major, nodes[i].minor,
+			(unsigned int)nodes[i].mode);
+	}
+}
+
 /* The spec into @f; CTL_OK or CTL_ERROR, said. */
 static int cdi_spec(FILE *f, struct ctl *ctl, const char *kind,
 		    const char *host_sock, const char *cont_sock)
@@ -247,15 +271,7 @@ static int cdi_spec(FILE *f, struct ctl *ctl, const char *kind,
 		json_string(f, env);
 	}
 	fprintf(f, "],\"deviceNodes\":[");
-	for (size_t i = 0; i < nn; i++) {
-		fprintf(f, "%s{\"path\":", i ? "," : "");
-		json_string(f, nodes[i].node);
-		fprintf(f,
-			",\"type\":\"c\",\"major\":%u,\"minor\":%u,"
-			"\"fileMode\":%u,\"permissions\":\"rw\"}",
-			nodes[i].major, nodes[i].minor,
-			(unsigned int)nodes[i].mode);
-	}
+	cdi_nodes(f, nodes, nn);
 	fprintf(f, "],\"mounts\":[");
 	cdi_mount(f, &first, host_sock, cont_sock, "\"bind\"", ro);
 	for (size_t i = 0; i < nn; i++) {
@@ -267,6 +283,68 @@ static int cdi_spec(FILE *f, struct ctl *ctl, const char *kind,
 	fprintf(f, "]}}]}");
 	free(nodes);
 	return CTL_OK;
+}
+
+/*
+ * --daemon: every uverbs node of this host, for a broker that runs in a
+ * container (deploy/kubernetes/): a runtime lets a container open only the
+ * device nodes it was given, and a CDI device gives them without
+ * privileged mode. What the broker's clients get is the other spec.
+ */
+static int cdi_daemon_spec(FILE *f, const char *kind)
+{
+	struct cdi_node *nodes = NULL;
+	struct dirent *de;
+	size_t n = 0;
+	DIR *d;
+	int ret = CTL_OK;
+
+	/* No RDMA device at all (no such class): an empty device, for a
+	 * broker on the software device. */
+	d = opendir(SYSFS_UVERBS);
+	while (d && (de = readdir(d))) {
+		char path[PATH_MAX], ibdev[256], what[PATH_MAX + 32] = "";
+		struct cdi_node *more = NULL;
+		int fd, err;
+
+		if (strncmp(de->d_name, "uverbs", 6) != 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/ibdev", de->d_name);
+		fd = openat(dirfd(d), de->d_name,
+			    O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		err = fd < 0 ? -errno :
+			       read_line(fd, "ibdev", ibdev, sizeof(ibdev));
+		if (fd >= 0)
+			close(fd);
+		if (!err) {
+			more = realloc(nodes, (n + 1) * sizeof(*nodes));
+			err = more ? 0 : -ENOMEM;
+		}
+		if (!err) {
+			nodes = more;
+			err = cdi_find_node(ibdev, &nodes[n], what,
+					    sizeof(what));
+		}
+		if (err) {
+			fprintf(stderr, "rdmabrokerctl: cdi: %s: %s\n",
+				*what ? what : path, strerror(-err));
+			ret = CTL_ERROR;
+			break;
+		}
+		n++;
+	}
+	if (d)
+		closedir(d);
+	if (ret == CTL_OK) {
+		fprintf(f, "{\"cdiVersion\":\"" CDI_VERSION "\",\"kind\":");
+		json_string(f, kind);
+		fprintf(f, ",\"devices\":[{\"name\":\"uverbs\","
+			   "\"containerEdits\":{\"deviceNodes\":[");
+		cdi_nodes(f, nodes, n);
+		fprintf(f, "]}}]}");
+	}
+	free(nodes);
+	return ret;
 }
 
 /* @path's directory and a temporary name beside it, then the rename:
@@ -307,11 +385,10 @@ static int cdi_write(const char *path, const char *buf, size_t len)
  * people too), except on stdout with --json, where the command table
  * indents what every command prints.
  */
-static int cdi_render(struct ctl *ctl, const char *kind,
-		      const char *host_sock, const char *cont_sock,
-		      bool to_file, char **ret_buf, size_t *ret_len)
+static int cdi_render(struct ctl *ctl, const struct cdi_opts *o,
+		      char **ret_buf, size_t *ret_len)
 {
-	bool pretty = ctl->pretty && (to_file || !ctl->json);
+	bool pretty = ctl->pretty && (o->output || !ctl->json);
 	char *raw = NULL, *out = NULL;
 	size_t raw_len = 0, out_len = 0;
 	FILE *m;
@@ -320,7 +397,8 @@ static int cdi_render(struct ctl *ctl, const char *kind,
 	m = open_memstream(&raw, &raw_len);
 	if (!m)
 		return ctl_fail("cdi", -errno);
-	ret = cdi_spec(m, ctl, kind, host_sock, cont_sock);
+	ret = o->daemon ? cdi_daemon_spec(m, o->kind) :
+			  cdi_spec(m, ctl, o->kind, o->host_sock, o->cont_sock);
 	if (fclose(m) != 0 && ret == CTL_OK)
 		ret = ctl_fail("cdi", -ENOMEM);
 	if (ret != CTL_OK) {
@@ -354,25 +432,51 @@ static bool path_printable(const char *s)
 	return text_find_unsafe(s, &off) == 0;
 }
 
-int cmd_cdi(struct ctl *ctl, int argc, char **argv)
+/* The broker's socket, as the host names it: a relative --socket is
+ * resolved here, where it means something. */
+static int cdi_host_socket(const struct ctl *ctl, char *buf)
 {
-	const char *kind = CDI_KIND, *cont_sock = IBC_DEFAULT_SOCKET;
-	const char *output = NULL, *sock = ctl->socket_path;
-	char host_sock[PATH_MAX];
-	char *buf = NULL;
-	size_t len = 0;
-	int ret;
+	const char *sock = ctl->socket_path;
+
+	if (!sock)
+		sock = getenv("RDMABROKER_SOCKET");
+	if (!sock || !*sock)
+		sock = IBC_DEFAULT_SOCKET;
+	if (!realpath(sock, buf)) {
+		char text[TEXT_ESCAPED_SIZE(PATH_MAX)];
+		int err = errno;
+
+		fprintf(stderr,
+			"rdmabrokerctl: cdi: the broker's socket %s: %s\n",
+			text_escape(text, sizeof(text), sock), strerror(err));
+		return CTL_ERROR;
+	}
+	if (!path_printable(buf)) {
+		fprintf(stderr, "rdmabrokerctl: cdi: the broker's socket's "
+				"path is not printable UTF-8\n");
+		return CTL_ERROR;
+	}
+	return CTL_OK;
+}
+
+static int cdi_args(int argc, char **argv, struct cdi_opts *o)
+{
+	bool cont_given = false;
 
 	for (int i = 1; i < argc; i++) {
 		const char **opt = NULL;
 
+		if (strcmp(argv[i], "--daemon") == 0) {
+			o->daemon = true;
+			continue;
+		}
 		if (strcmp(argv[i], "--kind") == 0)
-			opt = &kind;
+			opt = &o->kind;
 		else if (strcmp(argv[i], "--container-socket") == 0)
-			opt = &cont_sock;
+			opt = &o->cont_sock;
 		else if (strcmp(argv[i], "--output") == 0 ||
 			 strcmp(argv[i], "-o") == 0)
-			opt = &output;
+			opt = &o->output;
 		if (!opt) {
 			fprintf(stderr,
 				"rdmabrokerctl: cdi: unknown argument \"%s\"\n",
@@ -384,50 +488,55 @@ int cmd_cdi(struct ctl *ctl, int argc, char **argv)
 				argv[i]);
 			return CTL_USAGE;
 		}
+		cont_given |= opt == &o->cont_sock;
 		*opt = argv[++i];
 	}
-	if (!cdi_kind_ok(kind)) {
+	if (!o->kind)
+		o->kind = o->daemon ? CDI_KIND_DAEMON : CDI_KIND;
+	if (!cdi_kind_ok(o->kind)) {
 		fprintf(stderr,
 			"rdmabrokerctl: cdi: --kind must be VENDOR/CLASS as "
 			"CDI names them (e.g. " CDI_KIND ")\n");
 		return CTL_USAGE;
 	}
-	if (cont_sock[0] != '/' || !path_printable(cont_sock) ||
-	    strlen(cont_sock) >= sizeof(((struct sockaddr_un *)0)->sun_path)) {
+	if (o->daemon && cont_given) {
+		fprintf(stderr, "rdmabrokerctl: cdi: --daemon's spec mounts "
+				"no socket: no --container-socket\n");
+		return CTL_USAGE;
+	}
+	if (o->cont_sock[0] != '/' || !path_printable(o->cont_sock) ||
+	    strlen(o->cont_sock) >=
+		    sizeof(((struct sockaddr_un *)0)->sun_path)) {
 		fprintf(stderr,
 			"rdmabrokerctl: cdi: --container-socket must be an "
 			"absolute path of printable characters, at most "
 			"107 bytes\n");
 		return CTL_USAGE;
 	}
-	if (!sock)
-		sock = getenv("RDMABROKER_SOCKET");
-	if (!sock || !*sock)
-		sock = IBC_DEFAULT_SOCKET;
-	/* The mount names the host's file: a relative --socket is
-	 * resolved here, where it means something. */
-	if (!realpath(sock, host_sock)) {
-		char text[TEXT_ESCAPED_SIZE(PATH_MAX)];
-		int err = errno;
+	return CTL_OK;
+}
 
-		fprintf(stderr,
-			"rdmabrokerctl: cdi: the broker's socket %s: %s\n",
-			text_escape(text, sizeof(text), sock), strerror(err));
-		return CTL_ERROR;
-	}
-	if (!path_printable(host_sock)) {
-		fprintf(stderr, "rdmabrokerctl: cdi: the broker's socket's "
-				"path is not printable UTF-8\n");
-		return CTL_ERROR;
-	}
-	ret = cdi_render(ctl, kind, host_sock, cont_sock, output != NULL,
-			 &buf, &len);
+int cmd_cdi(struct ctl *ctl, int argc, char **argv)
+{
+	struct cdi_opts o = { .cont_sock = IBC_DEFAULT_SOCKET };
+	char *buf = NULL;
+	size_t len = 0;
+	int ret;
+
+	ret = cdi_args(argc, argv, &o);
+	if (ret == CTL_OK && !o.daemon)
+		ret = cdi_host_socket(ctl, o.host_sock);
+	if (ret == CTL_OK)
+		ret = cdi_render(ctl, &o, &buf, &len);
 	if (ret != CTL_OK)
 		return ret;
-	if (output) {
-		ret = cdi_write(output, buf, len);
+	if (o.output) {
+		ret = cdi_write(o.output, buf, len);
 		if (ret < 0) {
-			fprintf(stderr, "rdmabrokerctl: cdi: %s: %s\n", output,
+			char text[TEXT_ESCAPED_SIZE(PATH_MAX)];
+
+			fprintf(stderr, "rdmabrokerctl: cdi: %s: %s\n",
+				text_escape(text, sizeof(text), o.output),
 				strerror(-ret));
 			free(buf);
 			return CTL_ERROR;

@@ -64,14 +64,18 @@ static const struct ctl_command commands[] = {
 	  "                 collector reads it)\n",
 	  cmd_metrics },
 	/* Containers (issue 26) */
-	{ "cdi", "[--kind K] [--container-socket P] [-o FILE]",
+	{ "cdi", "[--daemon] [--kind K] [--container-socket P] [-o FILE]",
 	  "a CDI spec that gives containers the broker",
 	  "A Container Device Interface spec (JSON): device \"broker\"\n"
 	  "mounts the socket, sets $RDMABROKER_SOCKET and adds each verbs\n"
 	  "device's uverbs node and sysfs directories. Runtimes read it\n"
 	  "from /etc/cdi or /var/run/cdi (rdmabrokerctl(8), CONTAINERS).\n"
+	  "  --daemon                 instead, device \"uverbs\": every uverbs\n"
+	  "                           node of this host, for a broker in a\n"
+	  "                           container; asks no broker\n"
 	  "  --kind VENDOR/CLASS      the spec's kind (default\n"
-	  "                           rdmabroker.io/broker)\n"
+	  "                           rdmabroker.io/broker, with --daemon\n"
+	  "                           rdmabroker.io/daemon)\n"
 	  "  --container-socket PATH  where containers see the socket\n"
 	  "                           (default " IBC_DEFAULT_SOCKET ")\n"
 	  "  -o, --output FILE        write FILE whole (a rename), not\n"
