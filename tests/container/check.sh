@@ -145,19 +145,25 @@ grep -q 'No such file' <<<"$out" &&
 	ok "the container has no /dev/infiniband (the software device needs none)" ||
 	bad "/dev/infiniband in the container"
 
+# dm_writer NAME TEXT: dm write TEXT in container NAME as uid 4242, held
+# until $hold closes; $writer its podman, $handle the DM's handle.
+dm_writer() {
+	: >"$rundir/dm.out"
+	"${P[@]}" "${RUN[@]}" -i "${DEV[@]}" --user 4242:4242 --name "$1" \
+		"$image" dm write "$2" <"$rundir/dm.in" >"$rundir/dm.out" 2>&1 &
+	writer=$!
+	exec {hold}>"$rundir/dm.in"
+	for _ in $(seq 300); do
+		grep -q wrote "$rundir/dm.out" && break
+		sleep 0.1
+	done
+	sed 's/^/    /' "$rundir/dm.out"
+	handle=$(sed -n 's/.*handle \([0-9]*\),.*/\1/p' "$rundir/dm.out")
+}
+
 # 2. dm write in a container, held until its stdin closes.
-mkfifo "$rundir/dm.in"
-"${P[@]}" "${RUN[@]}" -i "${DEV[@]}" --user 4242:4242 --name rdmab-dm-writer \
-	"$image" dm write 'hello from a container' <"$rundir/dm.in" \
-	>"$rundir/dm.out" 2>&1 &
-writer=$!
-exec {hold}>"$rundir/dm.in"
-for _ in $(seq 300); do
-	grep -q wrote "$rundir/dm.out" && break
-	sleep 0.1
-done
-sed 's/^/    /' "$rundir/dm.out"
-handle=$(sed -n 's/.*handle \([0-9]*\),.*/\1/p' "$rundir/dm.out")
+rm -f "$rundir/dm.in" && mkfifo "$rundir/dm.in"
+dm_writer rdmab-dm-writer 'hello from a container'
 [[ -n $handle ]] && ok "dm write in a container: handle $handle" ||
 	bad "dm write in a container"
 
@@ -211,16 +217,7 @@ if "$daemon" --check-config "$rundir/cgroup.conf" >/dev/null 2>&1; then
 	stop_daemon
 	start_daemon "$rundir/cgroup.conf" || bad "daemon with per = cgroup"
 	"$ctl" cdi --kind "$kind" -o "$specfile" || bad "cdi again"
-	: >"$rundir/dm.out"
-	"${P[@]}" "${RUN[@]}" -i "${DEV[@]}" --user 4242:4242 "$image" \
-		dm write 'per cgroup' <"$rundir/dm.in" >"$rundir/dm.out" 2>&1 &
-	writer=$!
-	exec {hold}>"$rundir/dm.in"
-	for _ in $(seq 300); do
-		grep -q wrote "$rundir/dm.out" && break
-		sleep 0.1
-	done
-	handle=$(sed -n 's/.*handle \([0-9]*\),.*/\1/p' "$rundir/dm.out")
+	dm_writer rdmab-dm-cgroup 'per cgroup'
 	doms=$("$ctl" --json clients | tr '{' '\n' |
 		sed -n 's/.*"uid":4242,.*"domain":"\([^"]*\)".*/\1/p')
 	out=$("${P[@]}" "${RUN[@]}" "${DEV[@]}" --user 4242:4242 "$image" \
