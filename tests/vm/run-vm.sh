@@ -18,11 +18,12 @@
 # whose names match it), VM_KERNEL_VERSION, VM_BUDGET (seconds for the whole
 # run, default 1020), VM_BOOT_LIMIT (seconds from power-on for the suite to
 # start, default 240), VM_MEMORY (MiB, default 2048), VM_PINGPONG_ITERS
-# (round trips of the RC ping-pong, default 2000).
+# (round trips of the RC ping-pong, default 2000), VM_DEBS (a folder of
+# Debian packages the suite installs with apt instead of the install tree).
 set -uo pipefail
 case ${1:-} in
 -h | --help)
-	sed -n '3,20p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 esac
@@ -84,8 +85,16 @@ fi
 	die "no readable /boot/vmlinuz-* with rdma_rxe in /lib/modules (apt-get install linux-image-amd64)"
 
 dest=$run/dest
-[ -x "$dest${VM_SBINDIR:-/usr/sbin}/rdmabrokerd" ] ||
-	die "no install tree in $dest (make check-vm installs it there first)"
+# VM_DEBS (make check-vm-deb): the Debian packages in that folder are
+# installed in the VM by the suite's deb section instead.
+if [ -n "${VM_DEBS:-}" ]; then
+	compgen -G "$VM_DEBS/rdmabrokerd_*.deb" >/dev/null ||
+		die "no packages in $VM_DEBS (make check-vm-deb builds them there first)"
+	mkdir -p "$dest"
+else
+	[ -x "$dest${VM_SBINDIR:-/usr/sbin}/rdmabrokerd" ] ||
+		die "no install tree in $dest (make check-vm installs it there first)"
+fi
 
 # The install tree is a layer over the host's root: where the host has
 # merged /usr (/lib -> usr/lib), a real lib/ directory in the layer would hide
@@ -101,7 +110,7 @@ for d in bin sbin lib lib64; do
 done
 # The broker's user and group (sysusers.d), and the suite's client user.
 mkdir -p "$dest/usr/lib/sysusers.d" "$dest/etc/systemd/system"
-if ! grep -qs rdmabroker "$dest"/usr/lib/sysusers.d/*.conf; then
+if [ -z "${VM_DEBS:-}" ] && ! grep -qs rdmabroker "$dest"/usr/lib/sysusers.d/*.conf; then
 	cp "$src/systemd/rdmabroker.sysusers.conf" \
 		"$dest/usr/lib/sysusers.d/rdmabroker.conf"
 fi
@@ -132,6 +141,7 @@ ExecStart=/bin/bash "$src/tests/vm/suite.sh"
 Environment="VM_TOP_SRCDIR=$src" "VM_TOP_BUILDDIR=$build"
 Environment="VM_SBINDIR=${VM_SBINDIR:-/usr/sbin}" "VM_BINDIR=${VM_BINDIR:-/usr/bin}" "VM_SYSCONFDIR=${VM_SYSCONFDIR:-/etc}"
 Environment="VM_ONLY=${VM_ONLY:-}" "VM_PINGPONG_ITERS=${VM_PINGPONG_ITERS:-2000}"
+Environment="VM_DEBS=${VM_DEBS:-}"
 StandardOutput=journal+console
 StandardError=journal+console
 TimeoutStartSec=$suite_limit

@@ -184,6 +184,35 @@ finish() {
 info "kernel $(uname -r); $(systemctl --version | head -n 1);" \
 	"rdma-core $(dpkg-query -W -f='${Version}' rdma-core 2>/dev/null)"
 
+# --- deb: the Debian packages, installed with apt (make check-vm-deb) ---------
+if [ -n "${VM_DEBS:-}" ] && section deb; then
+	# No network: every dependency is the host's, already installed, so
+	# apt needs no package list (reading the host's takes minutes under
+	# TCG), and the man-db trigger would index every page for minutes.
+	rm -f /var/lib/man-db/auto-update
+	mkdir -p /run/vmtest/apt-lists/partial /run/vmtest/apt-cache
+	debs=$(ls "$VM_DEBS"/*.deb | grep -v -- -dbgsym_)
+	# shellcheck disable=SC2086
+	DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y \
+		-o Dir::State::Lists=/run/vmtest/apt-lists \
+		-o Dir::Cache=/run/vmtest/apt-cache \
+		--no-install-recommends $debs >"$L/deb-install.log" 2>&1
+	rc=$?
+	check deb-install "apt-get install $(basename -a $debs | tr '\n' ' '): exit $rc" \
+		test "$rc" = 0
+	la=$(dpkg -L rdmabrokerd libibclient0 libibclient-dev rdmabrokerctl 2>/dev/null |
+		grep -c '\.la$')
+	check deb-files "/usr/sbin/rdmabrokerd, /usr/bin/rdmabrokerctl, libibclient.so.0 and its .pc from the packages; $la .la files" \
+		bash -c '[ "$(dpkg -S /usr/sbin/rdmabrokerd)" = "rdmabrokerd: /usr/sbin/rdmabrokerd" ] &&
+			dpkg -S /usr/bin/rdmabrokerctl && dpkg -L libibclient0 | grep -q "libibclient.so.0$" &&
+			pkg-config --exists libibclient && [ '"$la"' = 0 ]' \
+		>>"$L/deb-install.log" 2>&1
+	check deb-postinst "the package made the user and group (sysusers) and enabled $SOCKUNIT" \
+		bash -c "getent passwd rdmabroker && getent group rdma &&
+			[ \"\$(systemctl is-enabled $SOCKUNIT)\" = enabled ]" \
+		>>"$L/deb-install.log" 2>&1
+fi
+
 # --- setup: users, Soft-RoCE -----------------------------------------------
 if section setup; then
 	systemd-sysusers >"$L/sysusers.log" 2>&1
@@ -276,6 +305,57 @@ EOF
 		test $? = 0
 fi
 
+
+# --- cdi: the CDI spec names rxe0's node and sysfs directories (issue 26) ----
+if section cdi; then
+	as_client "$ctl" cdi >"$L/cdi.json" 2>"$L/cdi.err"
+	rc=$?
+	node=$(grep -lx "$DEV" /sys/class/infiniband_verbs/uverbs*/ibdev | head -n1)
+	node=$(basename "$(dirname "$node")")
+	cdi_ok=$(python3 - "$L/cdi.json" "$node" "$DEV" <<'EOF'
+import json, os, sys
+spec = json.load(open(sys.argv[1]))
+node, dev = sys.argv[2], sys.argv[3]
+st = os.stat("/dev/infiniband/" + node)
+e = spec["devices"][0]["containerEdits"]
+want_nodes = [{"path": "/dev/infiniband/" + node, "type": "c",
+               "major": os.major(st.st_rdev), "minor": os.minor(st.st_rdev),
+               "fileMode": st.st_mode & 0o777, "permissions": "rw"}]
+sysfs = [os.path.realpath("/sys/class/infiniband_verbs/" + node),
+         os.path.realpath("/sys/class/infiniband/" + dev)]
+got_sysfs = [m["hostPath"] for m in e["mounts"][1:]]
+ok = (spec["cdiVersion"] == "0.5.0" and e["deviceNodes"] == want_nodes and
+      got_sysfs == sysfs and
+      all(m["containerPath"] == m["hostPath"] and "ro" in m["options"]
+          for m in e["mounts"][1:]) and
+      all(os.path.isfile(p + "/dev") or os.path.isfile(p + "/node_type")
+          for p in sysfs) and
+      e["mounts"][0]["hostPath"] == "/run/rdmabroker.sock" and
+      e["env"] == ["RDMABROKER_SOCKET=/run/rdmabroker.sock"])
+print("yes" if ok else "no: nodes %s mounts %s (want %s %s)" %
+      (e["deviceNodes"], e["mounts"], want_nodes, sysfs))
+EOF
+	)
+	check cdi-verbs "rdmabrokerctl cdi (exit $rc): $node of $DEV with the host's numbers and mode, its two sysfs directories read-only, no other node: $cdi_ok" \
+		test "$rc" = 0 -a "$cdi_ok" = yes
+	# --daemon: every uverbs node (rxe0's is the only one), no broker.
+	as_client "$ctl" --socket /nonexistent cdi --daemon >"$L/cdi-daemon.json" 2>&1
+	rc=$?
+	daemon_ok=$(python3 - "$L/cdi-daemon.json" <<'EOF'
+import glob, json, os, sys
+spec = json.load(open(sys.argv[1]))
+nodes = spec["devices"][0]["containerEdits"]["deviceNodes"]
+want = sorted("/dev/infiniband/" + os.path.basename(p)
+              for p in glob.glob("/sys/class/infiniband_verbs/uverbs*"))
+got = sorted(n["path"] for n in nodes)
+ok = (spec["kind"] == "rdmabroker.io/daemon" and got == want and
+      all(os.major(os.stat(n["path"]).st_rdev) == n["major"] for n in nodes))
+print("yes" if ok else "no: %s, want %s" % (got, want))
+EOF
+	)
+	check cdi-daemon "rdmabrokerctl cdi --daemon (exit $rc): every uverbs node: $daemon_ok" \
+		test "$rc" = 0 -a "$daemon_ok" = yes
+fi
 # --- the client library on rxe ------------------------------------------------
 if section client; then
 	run_prog ownctx-import-error "${AS_CLIENT[@]}" "$bin/vm-ownctx" import-error "$DEV"
