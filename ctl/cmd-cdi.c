@@ -38,7 +38,7 @@
 
 /* What one verbs device needs inside a container. */
 struct cdi_node {
-	char node[PATH_MAX]; /* /dev/infiniband/uverbsN */
+	char node[sizeof("/dev/infiniband/") + NAME_MAX]; /* .../uverbsN */
 	unsigned int major, minor;
 	mode_t mode;
 	char sysfs_uverbs[PATH_MAX]; /* the real directories */
@@ -108,12 +108,14 @@ static int read_line(int dir, const char *name, char *buf, size_t size)
 	return 0;
 }
 
-/* The uverbs node and sysfs directories of device @ibdev: 0, -ENODEV when
- * no uverbs device names it, or -errno with the path in @what. */
-static int cdi_find_node(const char *ibdev, struct cdi_node *ret,
+/* The uverbs node and sysfs directories of device @ibdev into *@ret_node:
+ * 0, -ENODEV when no uverbs device names it, or -errno with the path in
+ * @what. */
+static int cdi_find_node(const char *ibdev, struct cdi_node *ret_node,
 			 char *what, size_t what_size)
 {
 	char path[PATH_MAX], line[256];
+	struct cdi_node n, *ret = &n;
 	struct dirent *de;
 	struct stat st;
 	DIR *d;
@@ -160,19 +162,22 @@ static int cdi_find_node(const char *ibdev, struct cdi_node *ret,
 		 * it (0666 by rdma-core's rule). */
 		if (stat(ret->node, &st) < 0) {
 			ret_err = -errno;
-			snprintf(what, what_size, "%s", ret->node);
+			snprintf(what, what_size, "/dev/infiniband/%s",
+				 de->d_name);
 			break;
 		}
 		if (!S_ISCHR(st.st_mode) || st.st_rdev != makedev(ma, mi)) {
 			ret_err = -ENODEV;
 			snprintf(what, what_size,
-				 "%s is not character device %u:%u",
-				 ret->node, ma, mi);
+				 "/dev/infiniband/%s is not character device "
+				 "%u:%u",
+				 de->d_name, ma, mi);
 			break;
 		}
 		ret->major = ma;
 		ret->minor = mi;
 		ret->mode = st.st_mode & 0777;
+		*ret_node = n;
 		ret_err = 0;
 		break;
 	}
