@@ -189,11 +189,12 @@ if [ -n "${VM_DEBS:-}" ] && section deb; then
 	# No network: every dependency is the host's, already installed, so
 	# apt needs no package list (reading the host's takes minutes under
 	# TCG), and the man-db trigger would index every page for minutes.
+	# dpkg still reads its whole database over 9p: about 5 minutes here.
 	rm -f /var/lib/man-db/auto-update
 	mkdir -p /run/vmtest/apt-lists/partial /run/vmtest/apt-cache
 	debs=$(ls "$VM_DEBS"/*.deb | grep -v -- -dbgsym_)
 	# shellcheck disable=SC2086
-	DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y \
+	DEBIAN_FRONTEND=noninteractive timeout 600 apt-get install -y \
 		-o Dir::State::Lists=/run/vmtest/apt-lists \
 		-o Dir::Cache=/run/vmtest/apt-cache \
 		--no-install-recommends $debs >"$L/deb-install.log" 2>&1
