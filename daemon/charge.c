@@ -3,11 +3,13 @@
  * that none is given back beyond what it holds. */
 #include "config.h"
 
+#include <errno.h>
 #include <inttypes.h>
 
 #include "daemon/charge.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
+#include "daemon/why.h"
 
 static unsigned long underflows;
 
@@ -91,6 +93,48 @@ bool charge_fits(const struct domain *d, enum charge_quota q, uint64_t n)
 	/* In 64 bits: a count charged over its limit (unaccounted.c) and a
 	 * large @n must not wrap into room. */
 	return used && (uint64_t)*used + n <= *limit;
+}
+
+int charge_room(const struct domain *d, enum charge_quota q, uint64_t n,
+		const char *clause, struct why *why)
+{
+	const struct domain *o = charge_owner((struct domain *)d, q);
+
+	if (charge_fits(d, q, n))
+		return 0;
+	switch (q) {
+	case CHARGE_OBJECTS:
+		return why_set(
+			why, -EDQUOT, "domain %s holds %u of its %u objects%s",
+			o->name, o->used.objects, o->limit.objects, clause);
+	case CHARGE_XRCDS:
+		return why_set(why, -EDQUOT,
+			       "domain %s holds its quota of %u XRCD opens%s",
+			       o->name, o->limit.xrcds, clause);
+	case CHARGE_RSS_TABLES:
+		return why_set(why, -EDQUOT,
+			       "domain %s holds %u of its %u RSS tables%s",
+			       o->name, o->used.rss_tables, o->limit.rss_tables,
+			       clause);
+	case CHARGE_CLIENTS:
+		return why_set(why, -EDQUOT,
+			       "domain %s already has %u clients, its quota%s",
+			       o->name, o->limit.clients, clause);
+	default:
+		return why_set(why, -EINVAL, "domain %s: %s has no count here",
+			       o->name, charge_quota_name(q));
+	}
+}
+
+int charge_add_room(struct domain *d, enum charge_quota q, uint64_t n,
+		    const char *clause, struct why *why)
+{
+	int err = charge_room(d, q, n, clause, why);
+
+	if (err < 0)
+		return err;
+	charge_add(d, q, n);
+	return 0;
 }
 
 void charge_add(struct domain *d, enum charge_quota q, uint64_t n)

@@ -8,9 +8,9 @@
  * was charged is a bug: it is logged with what and whose, counted in
  * charge_underflows() (which the tests assert 0), and never clamped.
  *
- * Each family asks charge_fits() (or domain_dm_room() for device memory)
- * before it charges, and words the refusal itself (the tests read those
- * sentences); a charge only counts.
+ * Each family asks charge_room() (or domain_dm_room() for device memory)
+ * before it charges, or charges with charge_add_room(): the refusal is
+ * worded here, one sentence per quota, naming the domain and the limit.
  */
 #ifndef RDMAB_CHARGE_H
 #define RDMAB_CHARGE_H
@@ -19,6 +19,7 @@
 #include <stdint.h>
 
 struct domain;
+struct why;
 
 enum charge_quota {
 	CHARGE_DM_BYTES,
@@ -44,6 +45,15 @@ uint64_t charge_used(const struct domain *d, enum charge_quota q);
 /* Whether @n more of @q fit in @d's limit (not dm_bytes, whose limit is
  * a device's share: domain_dm_room()). */
 bool charge_fits(const struct domain *d, enum charge_quota q, uint64_t n);
+
+/* Whether @n more of @q fit in @d's limit: 0, or -EDQUOT with @why
+ * naming the domain, what it holds and its limit, @clause (the caller's,
+ * or "") appended. Not dm_bytes (domain_dm_room()). */
+int charge_room(const struct domain *d, enum charge_quota q, uint64_t n,
+		const char *clause, struct why *why);
+/* charge_room(), then charge_add() when it fits. */
+int charge_add_room(struct domain *d, enum charge_quota q, uint64_t n,
+		    const char *clause, struct why *why);
 
 /* Charge @n of @q to @d into @c, which must hold nothing. */
 void charge_take(struct charge *c, struct domain *d, enum charge_quota q,

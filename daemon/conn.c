@@ -102,7 +102,7 @@ static void conn_doom(struct conn *c)
 		return;
 	log_err("client %" PRIu64 ": its socket can no longer be watched; "
 		"disconnecting",
-		c->id);
+		c->cl.id);
 	conn_kill(c, NULL);
 }
 
@@ -122,13 +122,13 @@ static void conn_arm(struct event *ev, unsigned int ms, struct conn *c)
 static void conn_pin_user(const struct server *srv, struct user *u,
 			  unsigned int n, bool pin)
 {
-	bool was_full = user_fds_full(srv, u);
+	bool was_full = user_fds_full(&srv->core, u);
 
 	if (pin)
 		u->pinned_fds += n;
 	else
 		u->pinned_fds -= n;
-	if (user_fds_full(srv, u) != was_full)
+	if (user_fds_full(&srv->core, u) != was_full)
 		u->wake = true;
 }
 
@@ -146,7 +146,7 @@ static bool conn_peer_caught_up(struct conn *c)
 		return false;
 	if (ioctl(c->fd, SIOCOUTQ, &queued) == 0 && queued > 0)
 		return false;
-	conn_pin_user(c->srv, c->user, c->sent_fds, false);
+	conn_pin_user(c->srv, c->cl.user, c->sent_fds, false);
 	c->sent_fds = 0;
 	return true;
 }
@@ -154,8 +154,8 @@ static bool conn_peer_caught_up(struct conn *c)
 static bool conn_fds_full(const struct conn *c)
 {
 	return c->queued_fds + c->sent_fds >=
-		       c->srv->config.limits.queued_fds ||
-	       user_fds_full(c->srv, c->user);
+		       c->srv->core.config.limits.queued_fds ||
+	       user_fds_full(&c->srv->core, c->cl.user);
 }
 
 /* May the requests of @c be read? Not while it leaves too many bytes or
@@ -170,11 +170,11 @@ static bool conn_may_read(struct conn *c)
 	if (!conn_fds_full(c))
 		return true;
 	/* Before stopping, ask whether the peers read what they were sent. */
-	if (!user_fds_full(c->srv, c->user)) {
+	if (!user_fds_full(&c->srv->core, c->cl.user)) {
 		conn_peer_caught_up(c);
 		return !conn_fds_full(c);
 	}
-	TAILQ_FOREACH(s, &c->user->conns, user_link)
+	TAILQ_FOREACH(s, &c->cl.user->conns, user_link)
 		conn_peer_caught_up(s);
 	return !conn_fds_full(c);
 }
@@ -237,8 +237,8 @@ static void conn_apply_events(struct conn *c)
 			log_debug("client %" PRIu64 ": not read while the "
 				  "descriptors it was sent are unread (%u to "
 				  "it, %u to its uid)",
-				  c->id, c->queued_fds + c->sent_fds,
-				  c->user->pinned_fds);
+				  c->cl.id, c->queued_fds + c->sent_fds,
+				  c->cl.user->pinned_fds);
 		c->reading = want_read;
 	}
 	if (TAILQ_EMPTY(&c->outq)) {
@@ -272,8 +272,8 @@ static void conn_wake_user(struct user *u)
 static void conn_update_events(struct conn *c)
 {
 	conn_apply_events(c);
-	if (c->user->wake)
-		conn_wake_user(c->user);
+	if (c->cl.user->wake)
+		conn_wake_user(c->cl.user);
 }
 
 /* Send what the socket takes; -EAGAIN when it is full, 0 when empty. */
@@ -303,7 +303,7 @@ static void conn_write_cb(evutil_socket_t fd, short what, void *arg)
 	int ret = conn_flush(c);
 
 	if (ret < 0 && ret != -EAGAIN) {
-		log_debug("client %" PRIu64 ": send: %s", c->id,
+		log_debug("client %" PRIu64 ": send: %s", c->cl.id,
 			  strerror(-ret));
 		conn_close(c);
 		return;
@@ -377,7 +377,7 @@ static bool conn_read_one(struct conn *c, bool again)
 		return false;
 	}
 	if (n < 0) {
-		log_debug("client %" PRIu64 ": recv: %s", c->id,
+		log_debug("client %" PRIu64 ": recv: %s", c->cl.id,
 			  strerror(-n));
 		conn_close(c);
 		return false;
@@ -450,8 +450,8 @@ static void conn_pidfd_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
 
-	log_debug("client %" PRIu64 ": process %d exited", c->id,
-		  (int)c->cred.pid);
+	log_debug("client %" PRIu64 ": process %d exited", c->cl.id,
+		  (int)c->cl.cred.pid);
 	conn_close(c);
 }
 
@@ -462,7 +462,7 @@ static void conn_read_comm(struct conn *c)
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/comm", (int)c->cred.pid);
+	snprintf(path, sizeof(path), "/proc/%d/comm", (int)c->cl.cred.pid);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return;
@@ -486,29 +486,19 @@ static int conn_read_groups(struct conn *c)
 	socklen_t len = 64 * sizeof(gid_t);
 
 	for (int tries = 0; tries < 2; tries++) {
-		gid_t *g = realloc(c->groups, len ? len : sizeof(gid_t));
+		gid_t *g = realloc(c->cl.groups, len ? len : sizeof(gid_t));
 
 		if (!g)
 			return -ENOMEM;
-		c->groups = g;
+		c->cl.groups = g;
 		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0) {
-			c->n_groups = len / sizeof(gid_t);
+			c->cl.n_groups = len / sizeof(gid_t);
 			return 0;
 		}
 		if (errno != ERANGE)
 			return -errno;
 	}
 	return -ERANGE;
-}
-
-int conn_pidfd_open(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	errno = ENOSYS;
-	return -1;
-#endif
 }
 
 /* SO_PEERPIDFD (Linux 6.5) where the C library's headers predate it: its
@@ -539,7 +529,7 @@ static int conn_peer_pidfd(int fd, pid_t pid)
 	if (errno != ENOPROTOOPT && errno != EINVAL)
 		return -1;
 #endif
-	return conn_pidfd_open(pid);
+	return obj_pidfd_open(pid);
 }
 
 void conn_log_drop(struct conn *c, const char *why)
@@ -552,11 +542,12 @@ void conn_log_drop(struct conn *c, const char *why)
 		log_notice("client %" PRIu64 " (pid %d, uid %u): %s; "
 			   "disconnecting (%u refusals and disconnects not "
 			   "logged before it)",
-			   c->id, (int)c->cred.pid, c->cred.uid, why, quiet);
+			   c->cl.id, (int)c->cl.cred.pid, c->cl.cred.uid, why,
+			   quiet);
 	else
 		log_notice("client %" PRIu64 " (pid %d, uid %u): %s; "
 			   "disconnecting",
-			   c->id, (int)c->cred.pid, c->cred.uid, why);
+			   c->cl.id, (int)c->cl.cred.pid, c->cl.cred.uid, why);
 }
 
 static void conn_log_refused(struct conn *c, const char *why)
@@ -568,16 +559,16 @@ static void conn_log_refused(struct conn *c, const char *why)
 	if (quiet)
 		log_notice("refused a client (pid %d, uid %u): %s (%u "
 			   "refusals and disconnects not logged before it)",
-			   (int)c->cred.pid, c->cred.uid, why, quiet);
+			   (int)c->cl.cred.pid, c->cl.cred.uid, why, quiet);
 	else
 		log_notice("refused a client (pid %d, uid %u): %s",
-			   (int)c->cred.pid, c->cred.uid, why);
+			   (int)c->cl.cred.pid, c->cl.cred.uid, why);
 }
 
 static void conn_hello_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-	unsigned int ms = c->srv->config.limits.hello_timeout_ms;
+	unsigned int ms = c->srv->core.config.limits.hello_timeout_ms;
 	char text[96];
 
 	snprintf(text, sizeof(text), "no hello within %u ms of connecting", ms);
@@ -592,7 +583,7 @@ static void conn_hello_cb(evutil_socket_t fd, short what, void *arg)
 static void conn_release(struct conn *c)
 {
 	struct server *srv = c->srv;
-	struct user *u = c->user;
+	struct user *u = c->cl.user;
 
 	conn_pin_user(srv, u, c->sent_fds, false);
 	c->sent_fds = 0;
@@ -600,7 +591,7 @@ static void conn_release(struct conn *c)
 		event_free(c->stall_ev);
 	close(c->fd);
 	conn_wake_user(u);
-	user_unref(srv, u);
+	user_unref(&srv->core, u);
 	free(c);
 }
 
@@ -610,7 +601,7 @@ static void conn_linger_check(struct conn *c)
 		conn_arm(c->stall_ev, LINGER_POLL_MS, c);
 		return;
 	}
-	log_debug("client %" PRIu64 ": its socket is released", c->id);
+	log_debug("client %" PRIu64 ": its socket is released", c->cl.id);
 	TAILQ_REMOVE(&c->srv->lingering, c, link);
 	conn_release(c);
 }
@@ -618,7 +609,7 @@ static void conn_linger_check(struct conn *c)
 static void conn_stall_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-	unsigned int limit = c->srv->config.limits.unread_timeout_ms;
+	unsigned int limit = c->srv->core.config.limits.unread_timeout_ms;
 	int64_t left;
 
 	if (c->state == CONN_LINGERING) {
@@ -643,7 +634,7 @@ static void conn_stall_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	/* Only the socket says when descriptors were read; bytes in the
 	 * daemon's queue make it writable when they can go. */
-	if (c->sent_fds || user_fds_full(c->srv, c->user)) {
+	if (c->sent_fds || user_fds_full(&c->srv->core, c->cl.user)) {
 		if ((int64_t)c->poll_ms < left)
 			left = c->poll_ms;
 		if (c->poll_ms < POLL_MAX_MS)
@@ -666,19 +657,20 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 		return -ENOMEM;
 	}
 	c->srv = srv;
+	c->cl.core = &srv->core;
 	c->fd = fd;
 	c->pidfd = -1;
 	TAILQ_INIT(&c->outq);
-	TAILQ_INIT(&c->ctxs);
-	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0) {
+	TAILQ_INIT(&c->cl.ctxs);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cl.cred, &len) < 0) {
 		ret = -errno;
 		goto fail;
 	}
 	ret = conn_read_groups(c);
 	if (ret < 0)
 		goto fail;
-	c->user = user_get(srv, c->cred.uid);
-	if (!c->user) {
+	c->cl.user = user_get(&srv->core, c->cl.cred.uid);
+	if (!c->cl.user) {
 		ret = -ENOMEM;
 		goto fail;
 	}
@@ -690,19 +682,19 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 	}
 	/* A pidfd is CLOEXEC by definition. A peer that already exited
 	 * (ESRCH) is caught by the EOF that follows. */
-	c->pidfd = conn_peer_pidfd(fd, c->cred.pid);
-	c->cgroup_err = c->pidfd < 0 ? -errno :
-				       cgroup_of_pid(c->cred.pid, c->pidfd,
-						     &c->cgroup);
+	c->pidfd = conn_peer_pidfd(fd, c->cl.cred.pid);
+	c->cl.cgroup_err = c->pidfd < 0 ? -errno :
+					  cgroup_of_pid(c->cl.cred.pid, c->pidfd,
+							&c->cl.cgroup);
 	conn_read_comm(c);
-	c->read_ev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
+	c->read_ev = event_new(srv->core.base, fd, EV_READ | EV_PERSIST,
 			       conn_read_cb, c);
-	c->write_ev = event_new(srv->base, fd, EV_WRITE | EV_PERSIST,
+	c->write_ev = event_new(srv->core.base, fd, EV_WRITE | EV_PERSIST,
 				conn_write_cb, c);
-	c->hello_ev = evtimer_new(srv->base, conn_hello_cb, c);
-	c->stall_ev = evtimer_new(srv->base, conn_stall_cb, c);
+	c->hello_ev = evtimer_new(srv->core.base, conn_hello_cb, c);
+	c->stall_ev = evtimer_new(srv->core.base, conn_stall_cb, c);
 	if (c->pidfd >= 0)
-		c->pidfd_ev = event_new(srv->base, c->pidfd, EV_READ,
+		c->pidfd_ev = event_new(srv->core.base, c->pidfd, EV_READ,
 					conn_pidfd_cb, c);
 	ret = -ENOMEM;
 	if (!c->read_ev || !c->write_ev || !c->hello_ev || !c->stall_ev ||
@@ -710,15 +702,15 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 		goto fail;
 	if (c->pidfd_ev && event_add(c->pidfd_ev, NULL) < 0)
 		goto fail;
-	ret = id_next(&srv->ids.clients, &c->id);
+	ret = id_next(&srv->core.ids.clients, &c->cl.id);
 	if (ret < 0)
 		goto fail;
 	TAILQ_INSERT_TAIL(&srv->conns, c, link);
 	srv->n_conns++;
-	TAILQ_INSERT_TAIL(&c->user->conns, c, user_link);
-	c->user->n_conns++;
+	TAILQ_INSERT_TAIL(&c->cl.user->conns, c, user_link);
+	c->cl.user->n_conns++;
 	/* Listed first: a failure to arm dooms it (conn_kill()). */
-	conn_arm(c->hello_ev, srv->config.limits.hello_timeout_ms, c);
+	conn_arm(c->hello_ev, srv->core.config.limits.hello_timeout_ms, c);
 	conn_update_events(c);
 	if (c->doomed) {
 		conn_close(c);
@@ -726,7 +718,7 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 	}
 	server_status_dirty(srv);
 	log_debug("client %" PRIu64 ": pid %d uid %u gid %u (%s) connected",
-		  c->id, (int)c->cred.pid, c->cred.uid, c->cred.gid,
+		  c->cl.id, (int)c->cl.cred.pid, c->cl.cred.uid, c->cl.cred.gid,
 		  log_escape(comm, sizeof(comm), c->comm));
 	*ret_conn = c;
 	return 0;
@@ -746,11 +738,11 @@ fail:
 		event_free(c->pidfd_ev);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
-	if (c->user)
-		user_unref(srv, c->user);
+	if (c->cl.user)
+		user_unref(&srv->core, c->cl.user);
 	close(fd);
-	free(c->groups);
-	free(c->cgroup);
+	free(c->cl.groups);
+	free(c->cl.cgroup);
 	free(c);
 	return ret;
 }
@@ -776,21 +768,22 @@ void conn_close(struct conn *c)
 	if (c->state == CONN_DEAD)
 		TAILQ_REMOVE(&srv->dead, c, dead_link);
 	c->state = CONN_RELEASING;
-	/* First: it still reads the socket (the registry is the first
-	 * family). */
-	families_session_closing(c);
-	log_debug("client %" PRIu64 ": disconnected after %" PRIu64
-		  " requests",
-		  c->id, c->requests);
+	/* First: what its client still sent is applied, and the registry
+	 * (the first family) keeps what it holds. */
+	if (objects_client_holds(&c->cl))
+		dispatch_drain(c);
+	families_session_closing(&c->cl);
+	log_debug("client %" PRIu64 ": disconnected after %" PRIu64 " requests",
+		  c->cl.id, c->requests);
 	while ((m = TAILQ_FIRST(&c->outq))) {
 		TAILQ_REMOVE(&c->outq, m, link);
-		conn_pin_user(srv, c->user, m->nfds, false);
+		conn_pin_user(srv, c->cl.user, m->nfds, false);
 		c->queued_fds -= m->nfds;
 		outmsg_free(m);
 	}
 	c->outq_bytes = 0;
-	dctx_conn_release(srv, c);
-	domain_leave(srv, c);
+	dctx_conn_release(&srv->core, &c->cl);
+	domain_leave(&srv->core, &c->cl);
 	event_free(c->read_ev);
 	event_free(c->write_ev);
 	if (c->hello_ev)
@@ -801,12 +794,12 @@ void conn_close(struct conn *c)
 		close(c->pidfd);
 	TAILQ_REMOVE(&srv->conns, c, link);
 	charge_sub_uint(&srv->n_conns, 1, "connections", "the broker");
-	TAILQ_REMOVE(&c->user->conns, c, user_link);
-	user_uncharge_conn(c->user);
-	free(c->groups);
-	c->groups = NULL;
-	free(c->cgroup);
-	c->cgroup = NULL;
+	TAILQ_REMOVE(&c->cl.user->conns, c, user_link);
+	user_uncharge_conn(c->cl.user);
+	free(c->cl.groups);
+	c->cl.groups = NULL;
+	free(c->cl.cgroup);
+	c->cl.cgroup = NULL;
 	server_conn_gone(srv);
 	/* Descriptors still in the socket stay charged until the peer
 	 * reads them or closes its end; shut down, it reads end of stream
@@ -815,13 +808,13 @@ void conn_close(struct conn *c)
 	    !conn_peer_caught_up(c)) {
 		log_debug("client %" PRIu64 ": %u descriptors unread; its "
 			  "socket lingers",
-			  c->id, c->sent_fds);
+			  c->cl.id, c->sent_fds);
 		shutdown(c->fd, SHUT_RDWR);
 		c->state = CONN_LINGERING;
 		event_del(c->stall_ev);
 		TAILQ_INSERT_TAIL(&srv->lingering, c, link);
 		conn_arm(c->stall_ev, LINGER_POLL_MS, c);
-		conn_wake_user(c->user);
+		conn_wake_user(c->cl.user);
 		return;
 	}
 	conn_release(c);
@@ -874,7 +867,7 @@ static void conns_reap(evutil_socket_t fd, short what, void *arg)
 
 int conns_reap_init(struct server *srv)
 {
-	srv->reap_ev = event_new(srv->base, -1, 0, conns_reap, srv);
+	srv->reap_ev = event_new(srv->core.base, -1, 0, conns_reap, srv);
 	return srv->reap_ev ? 0 : -ENOMEM;
 }
 
@@ -937,7 +930,7 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 			/* Pinned until the peer reads them: that may stop
 			 * the reading of its requests. */
 			c->sent_fds += nfds;
-			conn_pin_user(c->srv, c->user, nfds, true);
+			conn_pin_user(c->srv, c->cl.user, nfds, true);
 			conn_update_events(c);
 			return 0;
 		}
@@ -966,7 +959,7 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 	TAILQ_INSERT_TAIL(&c->outq, m, link);
 	c->outq_bytes += m->len;
 	c->queued_fds += m->nfds;
-	conn_pin_user(c->srv, c->user, m->nfds, true);
+	conn_pin_user(c->srv, c->cl.user, m->nfds, true);
 	conn_update_events(c);
 	return 0;
 

@@ -8,10 +8,12 @@
 #define RDMAB_CONN_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "daemon/queue.h"
 #include <sys/socket.h>
 
+#include "daemon/client.h"
 #include "daemon/ctx.h"
 #include "proto/wire.h"
 
@@ -47,23 +49,14 @@ struct conn {
 	/* In srv->conns, or srv->lingering once closed (CONN_LINGERING). */
 	TAILQ_ENTRY(conn) link;
 	struct server *srv;
-	/* The peer's uid's accounting; user->conns links its connections. */
-	struct user *user;
+	/* The session, as the layers below the handlers know it; its user
+	 * (the peer's uid's accounting) links its connections here. */
+	struct client cl;
 	TAILQ_ENTRY(conn) user_link;
 	int fd;
 	/* Lets the daemon see the peer die even when a copy of the socket
 	 * survives it; -1 where pidfd_open is unavailable. */
 	int pidfd;
-	uint64_t id;
-	struct ucred cred;
-	/* Supplementary groups at connect (SO_PEERGROUPS). */
-	gid_t *groups;
-	size_t n_groups;
-	/* Its cgroup v2 path at connect (cgroup_of_pid()), kept for the
-	 * session's life whatever cgroup the process moves to; NULL when it
-	 * could not be read, cgroup_err saying why. */
-	char *cgroup;
-	int cgroup_err;
 	char comm[16];
 	struct event *read_ev;
 	struct event *write_ev;
@@ -115,16 +108,6 @@ struct conn {
 	/* The session this one proved it was forked from, 0: none. */
 	uint64_t parent_id;
 	char library_version[32];
-	/* Its hello asked for RSS Events that carry the change alone. */
-	bool rss_delta;
-	struct domain *domain;
-	/* Its domain's members (domain.members): a member's listing of
-	 * clients walks them only. */
-	TAILQ_ENTRY(conn) domain_link;
-	TAILQ_HEAD(, conn_ctx) ctxs;
-	unsigned int n_ctxs;
-	/* The session's objects in the registry; NULL before the first. */
-	struct obj_owner *owner;
 	uint64_t requests;
 	/* Reading on after a request (conn_read_cb()): how long the last
 	 * send that went out at once took, requests to serve before the
@@ -133,6 +116,12 @@ struct conn {
 	unsigned int read_skip;
 	unsigned int read_backoff;
 };
+
+/* The connection whose session @cl is. */
+static inline struct conn *conn_of(const struct client *cl)
+{
+	return (struct conn *)((const char *)cl - offsetof(struct conn, cl));
+}
 
 /* Adopt an accepted socket; the conn owns @fd from here on, also on
  * failure. A client the broker may not serve (server_admit()) is told why
@@ -180,9 +169,6 @@ int conn_send_event(struct conn *c, Rdmab__Event *ev);
  * one such line a minute at most, whoever the peers are, since they can
  * make many. */
 void conn_log_drop(struct conn *c, const char *why);
-/* A pidfd of @pid (CLOEXEC by definition), or -1 with errno: ESRCH when
- * the process is gone, ENOSYS without pidfds. */
-int conn_pidfd_open(pid_t pid);
 /* Read no more: CONN_CLOSING, unless it is past that. */
 void conn_set_closing(struct conn *c);
 /* Flush without blocking what can be flushed, then close: from the loop,

@@ -10,15 +10,13 @@
 #include <event2/event.h>
 
 #include "daemon/charge.h"
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/ctx.h"
-#include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
-#include "daemon/notify.h"
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 #include "daemon/unaccounted.h"
 #include "daemon/user.h"
 
@@ -34,16 +32,16 @@ static void dctx_close_device(struct dctx *x)
 	}
 }
 
-static void dctx_uncharge_user(struct server *srv, struct dctx *x)
+static void dctx_uncharge_user(struct core *core, struct dctx *x)
 {
 	if (!x->user)
 		return;
 	user_uncharge_private_ctx(x->user);
-	user_unref(srv, x->user);
+	user_unref(core, x->user);
 	x->user = NULL;
 }
 
-static void dctx_free(struct server *srv, struct dctx *x)
+static void dctx_free(struct core *core, struct dctx *x)
 {
 	struct domain *d = x->domain;
 
@@ -55,9 +53,9 @@ static void dctx_free(struct server *srv, struct dctx *x)
 		log_debug("context %" PRIu64 " (%s on %s) closed", x->id,
 			  d->name, x->dev->name);
 	/* What lives only as long as the kernel context goes with it. */
-	families_ctx_closed(srv, x);
+	families_ctx_closed(core, x);
 	dctx_close_device(x);
-	dctx_uncharge_user(srv, x);
+	dctx_uncharge_user(core, x);
 	TAILQ_REMOVE(&d->ctxs, x, link);
 	d->n_ctxs--;
 	/* The context's PD was the domain's object; what dead clients'
@@ -67,7 +65,7 @@ static void dctx_free(struct server *srv, struct dctx *x)
 	charge_sub_u64(&x->dev->dm_reserved, x->dm_bytes_left,
 		       "reserved DM bytes", x->dev->name);
 	free(x);
-	domain_release(srv, d);
+	domain_release(core, d);
 }
 
 static void dctx_event_cb(evutil_socket_t fd, short what, void *arg)
@@ -75,7 +73,7 @@ static void dctx_event_cb(evutil_socket_t fd, short what, void *arg)
 	struct dctx *x = arg;
 
 	if (x->dc && x->dev->ctx_ops->handle_event(x->dc) == 1)
-		notify_device_gone(x->srv, x->dev,
+		x->core->ops->device_gone(x->core, x->dev,
 				   "the device reported a fatal error");
 }
 
@@ -92,23 +90,23 @@ static struct dctx *dctx_find(struct domain *d, struct device *dev)
 
 /* A private domain's contexts are the uid's: at most
  * private_contexts_per_uid of them. */
-static int dctx_charge(struct server *srv, struct domain *d, struct user *u,
-		       struct dctx *x, struct reply *r)
+static int dctx_charge(struct core *core, struct domain *d, struct user *u,
+		       struct dctx *x, struct why *why)
 {
 	if (d->kind != DOMAIN_PRIVATE)
 		return 0;
-	if (user_charge_private_ctx(srv, u) < 0)
-		return reply_error(r, -EDQUOT,
-				   "uid %u holds %u contexts of private "
-				   "domains, the most one user may have "
-				   "(private_contexts_per_uid)",
-				   u->uid, u->private_ctxs);
+	if (user_charge_private_ctx(core, u) < 0)
+		return why_set(why, -EDQUOT,
+			       "uid %u holds %u contexts of private "
+			       "domains, the most one user may have "
+			       "(private_contexts_per_uid)",
+			       u->uid, u->private_ctxs);
 	x->user = user_ref(u);
 	return 0;
 }
 
-static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
-		     struct user *u, struct reply *r, struct dctx **ret)
+static int dctx_open(struct core *core, struct domain *d, struct device *dev,
+		     struct user *u, struct why *why, struct dctx **ret)
 {
 	struct dctx *x;
 	int ret_err, fd;
@@ -120,46 +118,46 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 	}
 	x = calloc(1, sizeof(*x));
 	if (!x)
-		return reply_error(r, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	TAILQ_INIT(&x->objs);
-	ret_err = domain_charge_objects(d, 1, r);
+	ret_err = domain_charge_objects(d, 1, why);
 	if (ret_err < 0) {
 		free(x);
 		return ret_err;
 	}
-	ret_err = dctx_charge(srv, d, u, x, r);
+	ret_err = dctx_charge(core, d, u, x, why);
 	if (ret_err < 0)
 		goto fail;
-	ret_err = id_next(&srv->ids.contexts, &x->id);
+	ret_err = id_next(&core->ids.contexts, &x->id);
 	if (ret_err < 0) {
-		ret_err = reply_error(r, ret_err, "the broker has no context "
-					      "ids left");
+		ret_err = why_set(why, ret_err,
+				  "the broker has no context ids left");
 		goto fail;
 	}
-	x->srv = srv;
+	x->core = core;
 	x->domain = d;
 	x->dev = dev;
 	ret_err = dev->ops->ctx_open(dev, x->id, d->name, &x->dc);
 	if (ret_err < 0) {
 		log_warn("%s: cannot open a context for domain %s: %s",
 			 dev->name, d->name, strerror(-ret_err));
-		ret_err = reply_error(r, ret_err,
-				      "%s: the broker cannot open a context: "
-				      "%s",
-				      dev->name, strerror(-ret_err));
+		ret_err = why_set(why, ret_err,
+				  "%s: the broker cannot open a context: "
+				  "%s",
+				  dev->name, strerror(-ret_err));
 		goto fail;
 	}
 	fd = dev->ctx_ops->event_fd(x->dc);
 	if (fd >= 0) {
 		/* Unwatched, a fatal error of the device would go unseen. */
-		x->ev = event_new(srv->base, fd, EV_READ | EV_PERSIST,
+		x->ev = event_new(core->base, fd, EV_READ | EV_PERSIST,
 				  dctx_event_cb, x);
 		if (!x->ev || event_add(x->ev, NULL) < 0) {
 			dctx_close_device(x);
-			ret_err = reply_error(r, -ENOMEM,
-					      "%s: the broker cannot watch "
-					      "the context's events",
-					      dev->name);
+			ret_err = why_set(why, -ENOMEM,
+					  "%s: the broker cannot watch "
+					  "the context's events",
+					  dev->name);
 			goto fail;
 		}
 	}
@@ -172,46 +170,46 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 	return 0;
 
 fail:
-	dctx_uncharge_user(srv, x);
+	dctx_uncharge_user(core, x);
 	domain_uncharge_objects(d, 1);
 	free(x);
 	return ret_err;
 }
 
-static void dctx_unref(struct server *srv, struct dctx *x)
+static void dctx_unref(struct core *core, struct dctx *x)
 {
 	if (--x->refs == 0 && x->objects == 0)
-		dctx_free(srv, x);
+		dctx_free(core, x);
 }
 
 /* A context no session took: closed again when nothing holds it. */
-static void dctx_unref_open(struct server *srv, struct dctx *x)
+static void dctx_unref_open(struct core *core, struct dctx *x)
 {
 	if (x->refs == 0 && x->objects == 0)
-		dctx_free(srv, x);
+		dctx_free(core, x);
 }
 
 /* Session @c lets go of its last open of @x. */
-static void dctx_conn_let_go(struct server *srv, struct conn *c,
+static void dctx_conn_let_go(struct core *core, struct client *c,
 			     struct dctx *x)
 {
 	/* Its copy of a rekeyed context is closed or will be: what it
 	 * made there goes with the context, not by handle. */
 	if (x->rekeyed)
-		objects_ctx_let_go(srv, x, c->id);
-	dctx_unref(srv, x);
+		objects_ctx_let_go(core, x, c->id);
+	dctx_unref(core, x);
 }
 
-void dctx_retire(struct server *srv, struct dctx *x)
+void dctx_retire(struct core *core, struct dctx *x)
 {
 	x->rekeyed = true;
 	/* Sessions that ended already let go of it. */
 	x->refs++;
-	objects_ctx_let_go(srv, x, 0);
-	dctx_unref(srv, x);
+	objects_ctx_let_go(core, x, 0);
+	dctx_unref(core, x);
 }
 
-static struct conn_ctx *conn_ctx_find(struct conn *c, uint64_t id)
+static struct conn_ctx *conn_ctx_find(struct client *c, uint64_t id)
 {
 	struct conn_ctx *cc;
 
@@ -221,46 +219,46 @@ static struct conn_ctx *conn_ctx_find(struct conn *c, uint64_t id)
 	return NULL;
 }
 
-struct dctx *dctx_conn_find(struct conn *c, uint64_t id)
+struct dctx *dctx_conn_find(struct client *c, uint64_t id)
 {
 	struct conn_ctx *cc = conn_ctx_find(c, id);
 
 	return cc ? cc->ctx : NULL;
 }
 
-int dctx_reply_stale(const struct dctx *x, struct reply *r)
+int dctx_why_stale(const struct dctx *x, struct why *why)
 {
-	return reply_error(r, -ESTALE,
-			   "context %" PRIu64 " of domain %s was replaced by "
-			   "a rekey: close it and open the device again",
-			   x->id, x->domain->name);
+	return why_set(why, -ESTALE,
+		       "context %" PRIu64 " of domain %s was replaced by "
+		       "a rekey: close it and open the device again",
+		       x->id, x->domain->name);
 }
 
-int dctx_conn_usable(struct conn *c, uint64_t id, struct reply *r,
+int dctx_conn_usable(struct client *c, uint64_t id, struct why *why,
 		     struct dctx **ret)
 {
 	struct dctx *x = dctx_conn_find(c, id);
 	int err;
 
 	if (!x)
-		return reply_error(r, -ENOENT,
-				   "context %" PRIu64 " is not open in this "
-				   "session",
-				   id);
-	err = dctx_usable(x, r);
+		return why_set(why, -ENOENT,
+			       "context %" PRIu64 " is not open in this "
+			       "session",
+			       id);
+	err = dctx_usable(x, why);
 	if (err < 0)
 		return err;
 	*ret = x;
 	return 0;
 }
 
-int dctx_usable(const struct dctx *x, struct reply *r)
+int dctx_usable(const struct dctx *x, struct why *why)
 {
 	if (!x->dc)
-		return reply_error(r, -ENODEV, "device %s was removed",
-				   x->dev->name);
+		return why_set(why, -ENODEV, "device %s was removed",
+			       x->dev->name);
 	if (x->rekeyed)
-		return dctx_reply_stale(x, r);
+		return dctx_why_stale(x, why);
 	return 0;
 }
 
@@ -269,13 +267,13 @@ void dctx_obj_hold(struct dctx *x)
 	x->objects++;
 }
 
-void dctx_obj_release(struct server *srv, struct dctx *x)
+void dctx_obj_release(struct core *core, struct dctx *x)
 {
 	if (--x->objects == 0 && x->refs == 0)
-		dctx_free(srv, x);
+		dctx_free(core, x);
 }
 
-static struct conn_ctx *conn_ctx_find_dev(struct conn *c,
+static struct conn_ctx *conn_ctx_find_dev(struct client *c,
 					  const struct device *dev)
 {
 	struct conn_ctx *cc;
@@ -291,68 +289,51 @@ static struct conn_ctx *conn_ctx_find_dev(struct conn *c,
  * limit if need be: refuse the import that could not be charged, so that
  * connect, open and kill in a loop cannot grow it without bound. */
 static int ctx_import_check(struct domain *d, const struct device *dev,
-			    struct reply *r)
+			    struct why *why)
 {
-	char why[DEVICE_NAME_MAX + 96];
+	char clause[DEVICE_NAME_MAX + 96];
 
 	if (!dev->internal_per_import)
 		return 0;
-	snprintf(why, sizeof(why),
+	snprintf(clause, sizeof(clause),
 		 ", and an import of %s makes %u of the provider's own",
 		 dev->name, dev->internal_per_import);
-	return domain_room_objects(d, dev->internal_per_import, why, r);
+	return domain_room_objects(d, dev->internal_per_import, clause, why);
 }
 
-int h_ctx_open(struct conn *c, const Rdmab__Request *req,
-	       struct wire_fds *fds, struct reply *r)
+int dctx_conn_open(struct client *c, struct device *dev, struct why *why,
+		   struct dctx **ret)
 {
-	struct server *srv = c->srv;
-	const char *name = req->open_context->device;
-	Rdmab__OpenContextReply *out;
+	struct core *core = c->core;
 	struct conn_ctx *cc;
-	struct device *dev;
 	struct dctx *x = NULL;
-	int ret;
+	int ret_err;
 
-	dev = device_find(&srv->devices, name);
-	if (!dev)
-		return *name ? reply_error(r, -ENODEV,
-					   "no device \"%.64s\" (see "
-					   "rdmabrokerctl devices)",
-					   name) :
-			       reply_error(r, -ENODEV,
-					   "the broker has no device left");
-	if (dev->removed)
-		return reply_error(r, -ENODEV, "device %s was removed",
-				   dev->name);
-	out = reply_alloc(r, sizeof(*out));
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
 	cc = conn_ctx_find_dev(c, dev);
 	if (!cc) {
 		cc = calloc(1, sizeof(*cc));
 		if (!cc)
-			return reply_error(r, -ENOMEM, "out of memory");
-		ret = dctx_open(srv, c->domain, dev, c->user, r, &x);
-		if (ret < 0) {
+			return why_set(why, -ENOMEM, "out of memory");
+		ret_err = dctx_open(core, c->domain, dev, c->user, why, &x);
+		if (ret_err < 0) {
 			free(cc);
-			return ret;
+			return ret_err;
 		}
-		ret = ctx_import_check(c->domain, dev, r);
-		if (ret < 0) {
+		ret_err = ctx_import_check(c->domain, dev, why);
+		if (ret_err < 0) {
 			free(cc);
-			dctx_unref_open(srv, x);
-			return ret;
+			dctx_unref_open(core, x);
+			return ret_err;
 		}
 		/* What the provider makes per import (soft: [soft]
 		 * internal_objects_per_import records). */
-		ret = dev->ctx_ops->import_open(x->dc, &cc->import);
-		if (ret < 0) {
+		ret_err = dev->ctx_ops->import_open(x->dc, &cc->import);
+		if (ret_err < 0) {
 			free(cc);
-			dctx_unref_open(srv, x);
-			return reply_error(r, ret, "%s: cannot import the "
-					   "context: %s",
-					   dev->name, strerror(-ret));
+			dctx_unref_open(core, x);
+			return why_set(why, ret_err,
+				       "%s: cannot import the context: %s",
+				       dev->name, strerror(-ret_err));
 		}
 		cc->ctx = x;
 		x->refs++;
@@ -360,34 +341,19 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req,
 		c->n_ctxs++;
 	}
 	cc->opens++;
-	x = cc->ctx;
-
-	rdmab__open_context_reply__init(out);
-	out->context_id = x->id;
-	out->device = dev->name;
-	out->pd_handle = dev->ctx_ops->pd_handle(x->dc);
-	out->fd_index = 0;
-	r->fds[0] = dev->ctx_ops->fd(x->dc);
-	r->nfds = 1;
-	r->msg.body_case = RDMAB__REPLY__BODY_OPEN_CONTEXT;
-	r->msg.open_context = out;
+	*ret = cc->ctx;
 	return 0;
 }
 
-int h_ctx_close(struct conn *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r)
+int dctx_conn_close(struct client *c, uint64_t id, struct why *why)
 {
-	uint64_t id = req->close_context->context_id;
-	Rdmab__CloseContextReply *out = reply_alloc(r, sizeof(*out));
 	struct conn_ctx *cc = conn_ctx_find(c, id);
 
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
 	if (!cc)
-		return reply_error(r, -ENOENT,
-				   "context %" PRIu64 " is not open in this "
-				   "session",
-				   id);
+		return why_set(why, -ENOENT,
+			       "context %" PRIu64 " is not open in this "
+			       "session",
+			       id);
 	if (--cc->opens == 0) {
 		TAILQ_REMOVE(&c->ctxs, cc, link);
 		c->n_ctxs--;
@@ -395,16 +361,13 @@ int h_ctx_close(struct conn *c, const Rdmab__Request *req,
 		if (cc->ctx->dc)
 			cc->ctx->dev->ctx_ops->import_close(cc->ctx->dc,
 							    cc->import);
-		dctx_conn_let_go(c->srv, c, cc->ctx);
+		dctx_conn_let_go(c->core, c, cc->ctx);
 		free(cc);
 	}
-	rdmab__close_context_reply__init(out);
-	r->msg.body_case = RDMAB__REPLY__BODY_CLOSE_CONTEXT;
-	r->msg.close_context = out;
 	return 0;
 }
 
-void dctx_conn_release(struct server *srv, struct conn *c)
+void dctx_conn_release(struct core *core, struct client *c)
 {
 	struct conn_ctx *cc;
 
@@ -416,7 +379,7 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 		/* As dctx_conn_let_go(), with the count refreshed after:
 		 * whether @x stays is known only once its records left. */
 		if (x->rekeyed)
-			objects_ctx_let_go(srv, x, c->id);
+			objects_ctx_let_go(core, x, c->id);
 		stays = x->refs > 1 || x->objects;
 		/* No close: what the import made stays in the kernel (a
 		 * dead mlx5 importer's UARs). The soft device's kernel is
@@ -424,7 +387,7 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 		 * client may still be closing its import. */
 		if (x->dead_imports < UINT32_MAX)
 			x->dead_imports++;
-		dctx_unref(srv, x);
+		dctx_unref(core, x);
 		if (stays && x->dev->internal_per_import) {
 			if (x->dev->broker_objects)
 				unaccounted_refresh(x);
@@ -432,32 +395,32 @@ void dctx_conn_release(struct server *srv, struct conn *c)
 				x->unacc_stale = true;
 		}
 		if (stays && x->unacc_stale)
-			rekey_auto_check_stale(srv);
+			rekey_auto_check_stale(core);
 		free(cc);
 	}
 	c->n_ctxs = 0;
 }
 
-uint64_t dctx_conn_import(struct conn *c, const struct dctx *x)
+uint64_t dctx_conn_import(struct client *c, const struct dctx *x)
 {
 	struct conn_ctx *cc = conn_ctx_find(c, x->id);
 
 	return cc && cc->ctx == x ? cc->import : 0;
 }
 
-uint64_t dctx_conn_ctx_id(struct conn *c, const struct device *dev)
+uint64_t dctx_conn_ctx_id(struct client *c, const struct device *dev)
 {
 	struct conn_ctx *cc = conn_ctx_find_dev(c, dev);
 
 	return cc ? cc->ctx->id : 0;
 }
 
-void dctx_device_gone(struct server *srv, struct device *dev)
+void dctx_device_gone(struct core *core, struct device *dev)
 {
 	struct domain *d;
 	struct dctx *x;
 
-	TAILQ_FOREACH(d, &srv->domains, link)
+	TAILQ_FOREACH(d, &core->domains, link)
 		TAILQ_FOREACH(x, &d->ctxs, link)
 			if (x->dev == dev) {
 				dctx_close_device(x);
@@ -467,13 +430,13 @@ void dctx_device_gone(struct server *srv, struct device *dev)
 			}
 }
 
-void dctx_close_all(struct server *srv, struct domain *d)
+void dctx_close_all(struct core *core, struct domain *d)
 {
 	struct dctx *x;
 
 	while ((x = TAILQ_FIRST(&d->ctxs))) {
 		dctx_close_device(x);
-		dctx_uncharge_user(srv, x);
+		dctx_uncharge_user(core, x);
 		TAILQ_REMOVE(&d->ctxs, x, link);
 		free(x);
 	}

@@ -10,20 +10,20 @@
 #include <stdint.h>
 #include "daemon/queue.h"
 
-struct server;
+struct core;
 struct domain;
 struct device;
 struct device_ctx;
 struct event;
-struct conn;
-struct reply;
+struct client;
+struct why;
 struct user;
 struct obj;
 
 struct dctx {
 	TAILQ_ENTRY(dctx) link;
 	uint64_t id;
-	struct server *srv;
+	struct core *core;
 	struct domain *domain;
 	struct device *dev;
 	/* NULL once the device is gone. */
@@ -75,34 +75,42 @@ struct conn_ctx {
 };
 
 /* The context @id that @c's session has open; NULL otherwise. */
-struct dctx *dctx_conn_find(struct conn *c, uint64_t id);
+struct dctx *dctx_conn_find(struct client *c, uint64_t id);
 /* The context @id of @c's session for a request that adds to it: open
  * in the session (-ENOENT), its device present (-ENODEV) and not replaced
- * by a rekey (-ESTALE), the error in @r. */
-int dctx_conn_usable(struct conn *c, uint64_t id, struct reply *r,
+ * by a rekey (-ESTALE), the error in @why. */
+int dctx_conn_usable(struct client *c, uint64_t id, struct why *why,
 		     struct dctx **ret);
 /* The last two of those checks, for a context reached otherwise. */
-int dctx_usable(const struct dctx *x, struct reply *r);
-/* The -ESTALE reply for a request that would add to @x, which a rekey
+int dctx_usable(const struct dctx *x, struct why *why);
+/* The -ESTALE for a request that would add to @x, which a rekey
  * replaced: one sentence for every family. */
-int dctx_reply_stale(const struct dctx *x, struct reply *r);
+int dctx_why_stale(const struct dctx *x, struct why *why);
+/* @c opens @dev (present): its domain's context, opened for it if need
+ * be, and the session's import of it; another open of one it holds
+ * counts. -EDQUOT, -ENOMEM or the device's error, in @why. */
+int dctx_conn_open(struct client *c, struct device *dev, struct why *why,
+		   struct dctx **ret);
+/* @c closes one open of its context @id (-ENOENT: none); the last lets
+ * go of it. */
+int dctx_conn_close(struct client *c, uint64_t id, struct why *why);
 /* A record of the registry keeps @x open, and lets it go. */
 void dctx_obj_hold(struct dctx *x);
-void dctx_obj_release(struct server *srv, struct dctx *x);
+void dctx_obj_release(struct core *core, struct dctx *x);
 
 /* Drop every context @c holds (the connection is closing). */
-void dctx_conn_release(struct server *srv, struct conn *c);
+void dctx_conn_release(struct core *core, struct client *c);
 /* The device's name for @c's import of @x (import_open); 0 for none. */
-uint64_t dctx_conn_import(struct conn *c, const struct dctx *x);
+uint64_t dctx_conn_import(struct client *c, const struct dctx *x);
 /* The id of the context @c holds on @dev; 0 when it holds none. */
-uint64_t dctx_conn_ctx_id(struct conn *c, const struct device *dev);
+uint64_t dctx_conn_ctx_id(struct client *c, const struct device *dev);
 /* Close the device side of every context of @dev (device removal). */
-void dctx_device_gone(struct server *srv, struct device *dev);
+void dctx_device_gone(struct core *core, struct device *dev);
 /* Rekey (rekey.c): @x no longer goes to new sessions; the records of a
  * session that lets go of it leave the registry, their charges staying
  * with @x until it closes. */
-void dctx_retire(struct server *srv, struct dctx *x);
+void dctx_retire(struct core *core, struct dctx *x);
 /* Close every context of @d (daemon exit). */
-void dctx_close_all(struct server *srv, struct domain *d);
+void dctx_close_all(struct core *core, struct domain *d);
 
 #endif

@@ -123,13 +123,13 @@ static uint32_t soft_ctx_pd_handle(const struct device_ctx *base)
 }
 
 static int soft_obj_create(struct device_ctx *base, const struct obj_spec *spec,
-			   struct obj_made *ret, struct device_why *why)
+			   struct obj_made *ret, struct why *why)
 {
 	return soft_objs_create(&soft_ctx_of(base)->objs, spec, ret, why);
 }
 
 static int soft_obj_destroy(struct device_ctx *base, enum ibc_obj_kind kind,
-			    uint32_t handle, struct device_why *why)
+			    uint32_t handle, struct why *why)
 {
 	return soft_objs_destroy(&soft_ctx_of(base)->objs, kind, handle, why);
 }
@@ -160,7 +160,7 @@ static void soft_import_close(struct device_ctx *base, uint64_t import)
  */
 static int soft_dm_alloc(struct device_ctx *base, uint64_t length,
 			 uint32_t log_align, struct device_dm *ret,
-			 struct device_why *why)
+			 struct why *why)
 {
 	struct soft_ctx *ctx = soft_ctx_of(base);
 	struct soft_dev *sd = ctx->objs.sd;
@@ -169,34 +169,33 @@ static int soft_dm_alloc(struct device_ctx *base, uint64_t length,
 	int fd, err;
 
 	if (log_align > SOFT_DM_MAX_LOG_ALIGN)
-		return device_why(why, -EINVAL,
-				  "%s aligns device memory to at most 2^%u "
-				  "bytes (every DM starts on a page), not "
-				  "2^%u",
-				  dev->name, SOFT_DM_MAX_LOG_ALIGN, log_align);
+		return why_set(why, -EINVAL,
+			       "%s aligns device memory to at most 2^%u "
+			       "bytes (every DM starts on a page), not "
+			       "2^%u",
+			       dev->name, SOFT_DM_MAX_LOG_ALIGN, log_align);
 	if (length > dev->caps.max_dm_size - sd->dm_reserved)
-		return device_why(why, -ENOMEM,
-				  "%s: out of device memory: %llu of %llu "
-				  "bytes are reserved",
-				  dev->name,
-				  (unsigned long long)sd->dm_reserved,
-				  (unsigned long long)dev->caps.max_dm_size);
+		return why_set(why, -ENOMEM,
+			       "%s: out of device memory: %llu of %llu "
+			       "bytes are reserved",
+			       dev->name, (unsigned long long)sd->dm_reserved,
+			       (unsigned long long)dev->caps.max_dm_size);
 	fd = memfd_create("rdmabroker-dm", MFD_CLOEXEC | MFD_ALLOW_SEALING);
 	if (fd < 0)
-		return device_why(why, -errno, "%s: memfd_create: %s",
-				  dev->name, strerror(errno));
+		return why_set(why, -errno, "%s: memfd_create: %s", dev->name,
+			       strerror(errno));
 	if (ftruncate(fd, (off_t)length) < 0 ||
 	    fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
 		    0) {
 		err = -errno;
 		close(fd);
-		return device_why(why, err, "%s: cannot size the DM: %s",
-				  dev->name, strerror(-err));
+		return why_set(why, err, "%s: cannot size the DM: %s",
+			       dev->name, strerror(-err));
 	}
 	err = soft_objs_add_dm(&ctx->objs, length, &handle);
 	if (err < 0) {
 		close(fd);
-		return device_why(why, err, "%s: out of memory", dev->name);
+		return why_set(why, err, "%s: out of memory", dev->name);
 	}
 	sd->dm_reserved += length;
 	ret->handle = handle;
@@ -206,7 +205,7 @@ static int soft_dm_alloc(struct device_ctx *base, uint64_t length,
 }
 
 static int soft_dm_free(struct device_ctx *base, struct device_dm *dm,
-			struct device_why *why)
+			struct why *why)
 {
 	struct soft_ctx *ctx = soft_ctx_of(base);
 	uint64_t length = dm->length;
@@ -227,12 +226,11 @@ static int soft_dm_free(struct device_ctx *base, struct device_dm *dm,
 }
 
 /* The kernel's rule: one XRC domain per inode, across contexts. */
-static int soft_xrcd_hold(struct device *dev, int fd, uint64_t ino,
-			  void **ret, struct device_why *why)
+static int soft_xrcd_hold(struct device *dev, int fd, uint64_t ino, void **ret,
+			  struct why *why)
 {
 	if (soft_xrcd_open(dev->priv, ino) < 0)
-		return device_why(why, -ENOMEM, "%s: out of memory",
-				  dev->name);
+		return why_set(why, -ENOMEM, "%s: out of memory", dev->name);
 	*ret = (void *)(uintptr_t)ino;
 	return 0;
 }
@@ -243,13 +241,13 @@ static void soft_xrcd_drop(struct device *dev, void *xrcd)
 }
 
 static int soft_rss_create(struct device_ctx *base, const struct rss_spec *spec,
-			   struct rss_made *ret, struct device_why *why)
+			   struct rss_made *ret, struct why *why)
 {
 	return soft_objs_rss_create(&soft_ctx_of(base)->objs, spec, ret, why);
 }
 
 static int soft_rss_destroy(struct device_ctx *base, struct rss_made *made,
-			    enum ibc_obj_kind part, struct device_why *why)
+			    enum ibc_obj_kind part, struct why *why)
 {
 	return soft_objs_rss_destroy(&soft_ctx_of(base)->objs, made, part,
 				     why);

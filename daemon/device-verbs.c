@@ -288,14 +288,14 @@ static int verbs_ctx_handle_event(struct device_ctx *base)
 /* The objects dead clients leave: by handle, through the kernel's ioctl
  * interface (daemon/uverbs.c), since libibverbs never saw them. */
 static int verbs_obj_destroy(struct device_ctx *base, enum ibc_obj_kind kind,
-			     uint32_t handle, struct device_why *why)
+			     uint32_t handle, struct why *why)
 {
 	int ret = uverbs_destroy(verbs_ctx_of(base)->ctx->cmd_fd, kind, handle);
 
 	if (ret < 0)
-		device_why(why, ret, "%s: destroying %s handle %u: %s",
-			   base->dev->name, obj_kind_name(kind), handle,
-			   strerror(-ret));
+		why_set(why, ret, "%s: destroying %s handle %u: %s",
+			base->dev->name, obj_kind_name(kind), handle,
+			strerror(-ret));
 	return ret;
 }
 
@@ -357,7 +357,7 @@ static void verbs_ptrs_del(struct verbs_ptrs *s, const void *p)
 
 static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
 			  uint32_t log_align, struct device_dm *ret,
-			  struct device_why *why)
+			  struct why *why)
 {
 	struct ibv_alloc_dm_attr attr = {
 		.length = length,
@@ -372,12 +372,13 @@ static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
 		err = errno ? -errno : -ENOMEM;
 		/* mlx5: ENOMEM when MEMIC is exhausted; EINVAL for a length
 		 * or an alignment it cannot give. */
-		return device_why(why, err, "%s: ibv_alloc_dm of %llu bytes "
-					    "aligned to 2^%u: %s",
-				  base->dev->name, (unsigned long long)length,
-				  log_align,
-				  err == -ENOMEM ? "out of device memory" :
-						   strerror(-err));
+		return why_set(why, err,
+			       "%s: ibv_alloc_dm of %llu bytes "
+			       "aligned to 2^%u: %s",
+			       base->dev->name, (unsigned long long)length,
+			       log_align,
+			       err == -ENOMEM ? "out of device memory"
+					      : strerror(-err));
 	}
 	/* Listed from the start: a member may register an MR on the new
 	 * handle through its shared cmd_fd, and a free that fails must
@@ -385,14 +386,14 @@ static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
 	err = verbs_ptrs_add(&verbs_ctx_of(base)->dms, dm);
 	if (err < 0) {
 		ibv_free_dm(dm);
-		return device_why(why, err, "out of memory");
+		return why_set(why, err, "out of memory");
 	}
 	err = verbs_dm_zero(dm, length);
 	if (err < 0) {
 		if (ibv_free_dm(dm) == 0)
 			verbs_ptrs_del(&verbs_ctx_of(base)->dms, dm);
-		return device_why(why, err, "%s: cannot zero a new DM: %s",
-				  base->dev->name, strerror(-err));
+		return why_set(why, err, "%s: cannot zero a new DM: %s",
+			       base->dev->name, strerror(-err));
 	}
 	ret->handle = dm->handle;
 	ret->length = length;
@@ -402,7 +403,7 @@ static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
 }
 
 static int verbs_dm_free(struct device_ctx *base, struct device_dm *d,
-			 struct device_why *why)
+			 struct why *why)
 {
 	struct ibv_dm *dm = d->priv;
 	int err;
@@ -415,10 +416,10 @@ static int verbs_dm_free(struct device_ctx *base, struct device_dm *d,
 			 base->dev->name, d->handle, strerror(-err));
 	err = ibv_free_dm(dm);
 	if (err)
-		return device_why(why, -err,
-				  "%s: ibv_free_dm of DM handle %u: %s%s",
-				  base->dev->name, d->handle, strerror(err),
-				  err == EBUSY ? " (an MR uses it)" : "");
+		return why_set(why, -err,
+			       "%s: ibv_free_dm of DM handle %u: %s%s",
+			       base->dev->name, d->handle, strerror(err),
+			       err == EBUSY ? " (an MR uses it)" : "");
 	verbs_ptrs_del(&verbs_ctx_of(base)->dms, dm);
 	return 0;
 }
@@ -479,8 +480,8 @@ static void verbs_shutdown(struct device *dev)
  * so the XRCD outlives every domain's context. O_CREAT and never O_EXCL:
  * the kernel's error is passed on as it is.
  */
-static int verbs_xrcd_hold(struct device *dev, int fd, uint64_t ino,
-			   void **ret, struct device_why *why)
+static int verbs_xrcd_hold(struct device *dev, int fd, uint64_t ino, void **ret,
+			   struct why *why)
 {
 	struct verbs_dev *vd = dev->priv;
 	struct ibv_xrcd_init_attr ia = {
@@ -493,12 +494,12 @@ static int verbs_xrcd_hold(struct device *dev, int fd, uint64_t ino,
 
 	(void)ino;
 	if (!vd)
-		return device_why(why, -ENODEV, "%s was removed", dev->name);
+		return why_set(why, -ENODEV, "%s was removed", dev->name);
 	x = verbs_try(ibv_open_xrcd(vd->own, &ia));
 	if (!x) {
 		err = verbs_err(EIO);
-		return device_why(why, err, "%s: ibv_open_xrcd failed: %s",
-				  dev->name, strerror(-err));
+		return why_set(why, err, "%s: ibv_open_xrcd failed: %s",
+			       dev->name, strerror(-err));
 	}
 	*ret = x;
 	return 0;
@@ -523,20 +524,19 @@ static const struct device_ops verbs_ops = {
 /* Clients make their objects in their imported contexts: no obj_create. */
 static int verbs_rss_create(struct device_ctx *base,
 			    const struct rss_spec *spec, struct rss_made *ret,
-			    struct device_why *why)
+			    struct why *why)
 {
 	struct verbs_ctx *c = verbs_ctx_of(base);
 	int ret_err;
 
 	if (*base->dev->rss_why)
-		return device_why(why, -EOPNOTSUPP,
-				  "%s makes no RSS tables: %s", base->dev->name,
-				  base->dev->rss_why);
+		return why_set(why, -EOPNOTSUPP, "%s makes no RSS tables: %s",
+			       base->dev->name, base->dev->rss_why);
 	/* Room first: a QP the drain would not know could not be
 	 * destroyed once it reported an event. */
 	ret_err = verbs_ptrs_add(&c->qps, NULL);
 	if (ret_err < 0)
-		return device_why(why, ret_err, "out of memory");
+		return why_set(why, ret_err, "out of memory");
 	c->qps.n--;
 	ret_err = rss_verbs_create(c->ctx, c->pd, spec, ret, why->text,
 				   sizeof(why->text));
@@ -546,7 +546,7 @@ static int verbs_rss_create(struct device_ctx *base,
 }
 
 static int verbs_rss_destroy(struct device_ctx *base, struct rss_made *made,
-			     enum ibc_obj_kind part, struct device_why *why)
+			     enum ibc_obj_kind part, struct why *why)
 {
 	void *qp = rss_verbs_qp(made);
 	int ret = rss_verbs_destroy(made, part, why->text, sizeof(why->text));

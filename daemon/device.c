@@ -2,7 +2,7 @@
 /*
  * The device layer's common part (device.h): the defaults a device
  * implementation may leave NULL, the probe of every device kind, the kind
- * names and device_why(). The implementations (device-verbs.c,
+ * names and why_set(). The implementations (device-verbs.c,
  * device-soft.c) say only what differs.
  */
 #include "config.h"
@@ -70,16 +70,6 @@ const char *obj_kind_name(uint32_t kind)
 	return kind < OBJ_KIND_COUNT ? obj_kind_names[kind] : "object";
 }
 
-int device_why(struct device_why *why, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why->text, sizeof(why->text), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
 /* --- defaults for what an implementation leaves NULL ------------------ */
 
 static int default_handle_event(struct device *dev)
@@ -107,46 +97,45 @@ static int default_ctx_handle_event(struct device_ctx *ctx)
 }
 
 static int default_obj_create(struct device_ctx *ctx,
-			      const struct obj_spec *spec,
-			      struct obj_made *ret, struct device_why *why)
+			      const struct obj_spec *spec, struct obj_made *ret,
+			      struct why *why)
 {
-	return device_why(why, -EOPNOTSUPP,
-			  "%s: the broker does not create objects on this "
-			  "device; the client makes its %s itself",
-			  ctx->dev->name, obj_kind_name(spec->kind));
+	return why_set(why, -EOPNOTSUPP,
+		       "%s: the broker does not create objects on this "
+		       "device; the client makes its %s itself",
+		       ctx->dev->name, obj_kind_name(spec->kind));
 }
 
 static int default_obj_destroy(struct device_ctx *ctx, enum ibc_obj_kind kind,
-			       uint32_t handle, struct device_why *why)
+			       uint32_t handle, struct why *why)
 {
-	return device_why(why, -EOPNOTSUPP,
-			  "%s cannot destroy objects by handle",
-			  ctx->dev->name);
+	return why_set(why, -EOPNOTSUPP, "%s cannot destroy objects by handle",
+		       ctx->dev->name);
 }
 
 static int default_dm_alloc(struct device_ctx *ctx, uint64_t length,
 			    uint32_t log_align, struct device_dm *ret,
-			    struct device_why *why)
+			    struct why *why)
 {
-	return device_why(why, -EOPNOTSUPP,
-			  "%s has no device memory the broker can allocate",
-			  ctx->dev->name);
+	return why_set(why, -EOPNOTSUPP,
+		       "%s has no device memory the broker can allocate",
+		       ctx->dev->name);
 }
 
 static int default_dm_free(struct device_ctx *ctx, struct device_dm *dm,
-			   struct device_why *why)
+			   struct why *why)
 {
-	return device_why(why, -EOPNOTSUPP, "%s cannot free device memory",
-			  ctx->dev->name);
+	return why_set(why, -EOPNOTSUPP, "%s cannot free device memory",
+		       ctx->dev->name);
 }
 
 static int default_xrcd_hold(struct device *dev, int fd, uint64_t ino,
-			     void **ret, struct device_why *why)
+			     void **ret, struct why *why)
 {
-	return device_why(why, -EOPNOTSUPP,
-			  "%s has no XRC domains (the device does not report "
-			  "IBV_DEVICE_XRC)",
-			  dev->name);
+	return why_set(why, -EOPNOTSUPP,
+		       "%s has no XRC domains (the device does not report "
+		       "IBV_DEVICE_XRC)",
+		       dev->name);
 }
 
 static void default_xrcd_drop(struct device *dev, void *xrcd)
@@ -154,22 +143,21 @@ static void default_xrcd_drop(struct device *dev, void *xrcd)
 }
 
 static int default_rss_create(struct device_ctx *ctx,
-			      const struct rss_spec *spec,
-			      struct rss_made *ret, struct device_why *why)
+			      const struct rss_spec *spec, struct rss_made *ret,
+			      struct why *why)
 {
 	const struct device *d = ctx->dev;
 
-	return device_why(why, -EOPNOTSUPP,
-			  "%s makes no RSS tables: %s", d->name,
-			  *d->rss_why ? d->rss_why :
-					"the device reports no RSS support");
+	return why_set(why, -EOPNOTSUPP, "%s makes no RSS tables: %s", d->name,
+		       *d->rss_why ? d->rss_why
+				   : "the device reports no RSS support");
 }
 
 static int default_rss_destroy(struct device_ctx *ctx, struct rss_made *made,
-			       enum ibc_obj_kind part, struct device_why *why)
+			       enum ibc_obj_kind part, struct why *why)
 {
-	return device_why(why, -EOPNOTSUPP, "%s makes no RSS tables",
-			  ctx->dev->name);
+	return why_set(why, -EOPNOTSUPP, "%s makes no RSS tables",
+		       ctx->dev->name);
 }
 
 static int default_handle_list(struct device_ctx *ctx, unsigned int type,

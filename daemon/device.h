@@ -23,6 +23,7 @@
 
 #include "include/ibclient.h"
 #include "common/caps-fields.h"
+#include "daemon/why.h"
 
 enum device_mode {
 	DEVICE_MODE_AUTO,
@@ -70,17 +71,9 @@ struct device_caps {
 	uint32_t rss_qp_types;
 };
 
-/* An operation's sentence for a failure: for the client's reply and the
- * log. */
+/* An operation's sentence for a failure (struct why, why.h) is kept this
+ * long where a record holds one. */
 #define DEVICE_WHY_MAX 200
-
-struct device_why {
-	char text[DEVICE_WHY_MAX];
-};
-
-/* Write the sentence; returns @err (negative). */
-int device_why(struct device_why *why, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
 
 /* What an object is asked to be, and what the device made of it: the
  * protocol's ObjAttr in device terms. */
@@ -216,7 +209,7 @@ struct device_ops {
 	 * is passed on as it is. Default: -EOPNOTSUPP naming the device.
 	 */
 	int (*xrcd_hold)(struct device *dev, int fd, uint64_t ino, void **ret,
-			 struct device_why *why);
+			 struct why *why);
 	/* Let the hold go (ibv_close_xrcd). Default: nothing. */
 	void (*xrcd_drop)(struct device *dev, void *xrcd);
 };
@@ -239,7 +232,7 @@ struct device_ctx_ops {
 	 * clients make their objects themselves).
 	 */
 	int (*obj_create)(struct device_ctx *ctx, const struct obj_spec *spec,
-			  struct obj_made *ret, struct device_why *why);
+			  struct obj_made *ret, struct why *why);
 	/*
 	 * Destroy the object @handle of @kind by its handle alone. Returns
 	 * 0 or the kernel's -errno: -EBUSY while other objects use it,
@@ -248,7 +241,7 @@ struct device_ctx_ops {
 	 * disassociated. Default: -EOPNOTSUPP.
 	 */
 	int (*obj_destroy)(struct device_ctx *ctx, enum ibc_obj_kind kind,
-			   uint32_t handle, struct device_why *why);
+			   uint32_t handle, struct why *why);
 	/*
 	 * Device memory. dm_alloc: @length bytes (whole pages), aligned to
 	 * 2^@log_align, zeroed before anyone sees them; -ENOMEM when the
@@ -258,9 +251,9 @@ struct device_ctx_ops {
 	 */
 	int (*dm_alloc)(struct device_ctx *ctx, uint64_t length,
 			uint32_t log_align, struct device_dm *ret,
-			struct device_why *why);
+			struct why *why);
 	int (*dm_free)(struct device_ctx *ctx, struct device_dm *dm,
-		       struct device_why *why);
+		       struct why *why);
 	/*
 	 * RSS (daemon/rss.c): make table, QP and flow rule, all or none;
 	 * destroy one part of @made (IBC_OBJ_FLOW, IBC_OBJ_QP, then
@@ -269,9 +262,9 @@ struct device_ctx_ops {
 	 * self-test gave when it failed (rss_why).
 	 */
 	int (*rss_create)(struct device_ctx *ctx, const struct rss_spec *spec,
-			  struct rss_made *ret, struct device_why *why);
+			  struct rss_made *ret, struct why *why);
 	int (*rss_destroy)(struct device_ctx *ctx, struct rss_made *made,
-			   enum ibc_obj_kind part, struct device_why *why);
+			   enum ibc_obj_kind part, struct why *why);
 	/*
 	 * The kernel's handle list (daemon/unaccounted.c): the handles of
 	 * every object of @type in the context, whoever made it, at most

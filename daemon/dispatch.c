@@ -10,9 +10,11 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "daemon/conn.h"
 #include "daemon/dispatch.h"
@@ -38,9 +40,9 @@ static const struct handler handlers[] = {
 	[RDMAB__REQUEST__BODY_OBJ_CREATE] = { "obj-create", h_obj_create,
 					      H_SESSION },
 	[RDMAB__REQUEST__BODY_OBJ_REGISTER] = { "obj-register", h_obj_register,
-						H_SESSION },
+						H_SESSION | H_DRAIN },
 	[RDMAB__REQUEST__BODY_OBJ_DESTROY] = { "obj-destroy", h_obj_destroy,
-					       H_SESSION },
+					       H_SESSION | H_DRAIN },
 	[RDMAB__REQUEST__BODY_LIST_OBJECTS] = { "list-objects", h_list_objects,
 						H_SESSION },
 	[RDMAB__REQUEST__BODY_EVICT] = { "evict", h_admin_evict,
@@ -88,25 +90,10 @@ static union {
 } dispatch_mem;
 static struct wire_arena dispatch_arena;
 
-void *reply_alloc(struct reply *r, size_t size)
-{
-	return wire_arena_alloc(r->arena, size);
-}
-
-int reply_error(struct reply *r, int err, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(r->message, sizeof(r->message), fmt, ap);
-	va_end(ap);
-	return err;
-}
-
 static void reply_send(struct conn *c, struct reply *r)
 {
 	if (r->msg.error) {
-		r->msg.message = r->message;
+		r->msg.message = r->why.text;
 		/* A failed request sends no body and no descriptor. */
 		r->msg.body_case = RDMAB__REPLY__BODY__NOT_SET;
 		r->nfds = 0;
@@ -125,7 +112,7 @@ void dispatch_error(struct conn *c, uint64_t serial, int err,
 	r.msg.serial = serial;
 	r.msg.error = err;
 	r.bounded = true;
-	snprintf(r.message, sizeof(r.message), "%s", message);
+	snprintf(r.why.text, sizeof(r.why.text), "%s", message);
 	reply_send(c, &r);
 }
 
@@ -164,7 +151,7 @@ static int dispatch_request(struct conn *c, const struct handler *h,
 	}
 	/* The client knows what it asked: the sentence names no request
 	 * type, which is the protocol's word, not the user's. */
-	if ((h->flags & H_ADMIN) && !policy_is_admin(c->srv, c))
+	if ((h->flags & H_ADMIN) && !policy_is_admin(&c->srv->core, &c->cl))
 		return reply_error(r, -EPERM,
 				   "only administrators may do this: uid 0 "
 				   "and the broker's admin_group");
@@ -177,7 +164,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	/* Not zeroed whole: message is a string, the rest is set here. */
 	struct reply r;
 	/* The reply's sentence may quote the request. */
-	char text[LOG_ESCAPED_SIZE(r.message)];
+	char text[LOG_ESCAPED_SIZE(r.why.text)];
 	const struct handler *h;
 	Rdmab__Request *req;
 	bool fatal = false;
@@ -188,7 +175,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 					 sizeof(dispatch_mem.buf),
 					 WIRE_MAX_DECODED);
 	rdmab__reply__init(&r.msg);
-	r.message[0] = '\0';
+	r.why.text[0] = '\0';
 	r.nfds = 0;
 	r.arena = &dispatch_arena;
 	r.bounded = false;
@@ -212,15 +199,15 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	c->requests++;
 	c->srv->requests_served++;
 	/* What a non-administrator's status shows. */
-	if (c->domain)
-		c->domain->requests++;
+	if (c->cl.domain)
+		c->cl.domain->requests++;
 	metrics_request(c->srv->metrics, req->body_case, h != NULL,
 			ret < 0 ? ret : 0);
 	if (ret < 0) {
 		r.msg.error = -ret;
 		if (fatal)
-			conn_log_drop(c, log_escape(text, sizeof(text),
-						    r.message));
+			conn_log_drop(
+				c, log_escape(text, sizeof(text), r.why.text));
 	}
 	reply_send(c, &r);
 	wire_arena_reset(&dispatch_arena);
@@ -228,4 +215,66 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		return true;
 	conn_close_after_flush(c);
 	return false;
+}
+
+/* --- the last packets of a session ------------------------------------- */
+
+/* Serve @req, read after the end of @c's session, if it is H_DRAIN: its
+ * reply goes nowhere. */
+static void drain_one(struct conn *c, const Rdmab__Request *req,
+		      struct wire_arena *arena)
+{
+	const struct handler *h;
+	struct wire_fds none;
+	struct reply r;
+
+	if (req->version != WIRE_PROTOCOL_VERSION)
+		return;
+	h = dispatch_lookup(req->body_case);
+	if (!h || !(h->flags & H_DRAIN))
+		return;
+	wire_fds_init(&none);
+	rdmab__reply__init(&r.msg);
+	r.why.text[0] = '\0';
+	r.nfds = 0;
+	r.arena = arena;
+	r.bounded = false;
+	h->fn(c, req, &none, &r);
+}
+
+void dispatch_drain(struct conn *c)
+{
+	static uint8_t buf[WIRE_MAX_PACKET];
+	static union {
+		max_align_t align;
+		uint8_t buf[16 * 1024];
+	} mem;
+	struct wire_arena arena;
+	unsigned int n_read = 0;
+
+	wire_arena_init(&arena, mem.buf, sizeof(mem.buf), WIRE_MAX_DECODED);
+	/* The cut: a send after this fails with EPIPE in the client. */
+	if (shutdown(c->fd, SHUT_RD) < 0)
+		log_debug("client %" PRIu64 ": shutdown: %s", c->cl.id,
+			  strerror(errno));
+	for (;;) {
+		struct wire_fds fds;
+		Rdmab__Request *req;
+		int n = wire_recv(c->fd, buf, sizeof(buf), &fds, MSG_DONTWAIT);
+
+		if (n == -EMSGSIZE || n == -EPROTO)
+			continue;
+		if (n <= 0)
+			break;
+		wire_fds_close(&fds);
+		req = rdmab__request__unpack(&arena.allocator, (size_t)n, buf);
+		if (req)
+			drain_one(c, req, &arena);
+		wire_arena_reset(&arena);
+		n_read++;
+	}
+	if (n_read)
+		log_debug("client %" PRIu64 ": %u requests read after the end "
+			  "of its session",
+			  c->cl.id, n_read);
 }

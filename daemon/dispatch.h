@@ -1,130 +1,20 @@
 /* SPDX-License-Identifier: MIT */
 /*
- * The handler interface: struct reply, what a handler fills and dispatch
- * sends, the handler signature and flags, and every h_<family>_<verb>
- * handler the table in dispatch.c names.
+ * The dispatcher: decode a connection's packet, find its handler
+ * (handler.h) and send the one reply; the last packets of a closing
+ * session.
  */
 #ifndef RDMAB_DISPATCH_H
 #define RDMAB_DISPATCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
+#include "daemon/handler.h"
 #include "proto/wire.h"
 
 struct conn;
-
-/* What a handler fills in; dispatch sends it, so every request gets exactly
- * one reply. */
-struct reply {
-	Rdmab__Reply msg;
-	char message[256];
-	/* Descriptors to send; borrowed: the queue takes dups. */
-	int fds[WIRE_MAX_FDS];
-	unsigned int nfds;
-	/* Where reply_alloc() takes memory: the request's arena. */
-	struct wire_arena *arena;
-	bool bounded;
-};
-
-/* Zeroed memory that lives until the reply is sent; NULL past the
- * request's memory limit. */
-void *reply_alloc(struct reply *r, size_t size);
-
-/* Record the broker's sentence for a failure; returns @err (negative). */
-int reply_error(struct reply *r, int err, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-typedef int (*handler_fn)(struct conn *c, const Rdmab__Request *req,
-			  struct wire_fds *fds, struct reply *r);
-
-enum handler_flags {
-	H_NEEDS_HELLO = 1 << 0,
-	H_ADMIN = 1 << 1,
-	/* The reply packs to well under WIRE_PACK_ROOM by construction
-	 * (bounded names, pages, payloads). Only protobuf-c's path skips
-	 * the sizing for it; the hand codec sizes every reply as it packs
-	 * (proto/README.md, "The hot path"). */
-	H_BOUNDED = 1 << 2,
-};
-
-/* What most requests need: a hello first, a bounded reply. */
-#define H_SESSION (H_NEEDS_HELLO | H_BOUNDED)
-
-struct handler {
-	const char *name;
-	handler_fn fn;
-	unsigned int flags;
-};
-
-/* Handlers, one family a file. */
-int h_session_hello(struct conn *c, const Rdmab__Request *req,
-		    struct wire_fds *fds, struct reply *r);
-int h_session_ping(struct conn *c, const Rdmab__Request *req,
-		   struct wire_fds *fds, struct reply *r);
-int h_status_get(struct conn *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r);
-int h_ctx_open(struct conn *c, const Rdmab__Request *req,
-	       struct wire_fds *fds, struct reply *r);
-int h_ctx_close(struct conn *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r);
-int h_list_devices(struct conn *c, const Rdmab__Request *req,
-		   struct wire_fds *fds, struct reply *r);
-int h_list_domains(struct conn *c, const Rdmab__Request *req,
-		   struct wire_fds *fds, struct reply *r);
-int h_list_clients(struct conn *c, const Rdmab__Request *req,
-		   struct wire_fds *fds, struct reply *r);
-int h_obj_create(struct conn *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r);
-int h_obj_register(struct conn *c, const Rdmab__Request *req,
-		   struct wire_fds *fds, struct reply *r);
-int h_obj_destroy(struct conn *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r);
-int h_list_objects(struct conn *c, const Rdmab__Request *req,
-		   struct wire_fds *fds, struct reply *r);
-int h_admin_evict(struct conn *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r);
-/* Device memory (dm.c). */
-int h_dm_alloc(struct conn *c, const Rdmab__Request *req,
-	       struct wire_fds *fds, struct reply *r);
-int h_dm_import(struct conn *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r);
-int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r);
-int h_dm_free(struct conn *c, const Rdmab__Request *req,
-	      struct wire_fds *fds, struct reply *r);
-int h_list_dms(struct conn *c, const Rdmab__Request *req,
-	       struct wire_fds *fds, struct reply *r);
-int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r);
-/* XRC domains (xrcd.c) */
-int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r);
-int h_xrcd_close(struct conn *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r);
-int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r);
-int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r);
-/* RSS (rss.c). */
-int h_rss_create(struct conn *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r);
-int h_rss_destroy(struct conn *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r);
-int h_list_rss(struct conn *c, const Rdmab__Request *req,
-	       struct wire_fds *fds, struct reply *r);
-/* The soft device's kernel call of an intent (obj-handlers.c). */
-int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
-		      struct wire_fds *fds, struct reply *r);
-/* Rekey (rekey.c). */
-int h_domain_rekey(struct conn *c, const Rdmab__Request *req,
-		   struct wire_fds *fds, struct reply *r);
-/* Fork (session.c). */
-int h_fork_state(struct conn *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r);
-/* Metrics (metrics-req.c). */
-int h_metrics_get(struct conn *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r);
 
 /*
  * For test suites only: serve @body_case (one the daemon does not know)
@@ -143,6 +33,16 @@ const struct handler *dispatch_lookup(unsigned int body_case);
  */
 bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		     struct wire_fds *fds);
+
+/*
+ * @c's session ends holding objects (objects_client_holds()): read what
+ * its client sent and the daemon has not, and serve the H_DRAIN requests
+ * in it. After shutdown(SHUT_RD) nothing more can be queued, and
+ * SEQPACKET keeps a connection's packets in order, so every unregister
+ * the client sent before a kernel destroy is applied before the broker
+ * could destroy that handle itself.
+ */
+void dispatch_drain(struct conn *c);
 
 /* Queue an error reply (@err positive) carrying @serial. */
 void dispatch_error(struct conn *c, uint64_t serial, int err,

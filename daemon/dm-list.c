@@ -13,11 +13,11 @@
 
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
-#include "daemon/dispatch.h"
+#include "daemon/handler.h"
 #include "daemon/dm.h"
 #include "daemon/domain.h"
 #include "daemon/objects.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 
 /* A DmInfo is under 700 bytes with the longest names, 16 importers and 8
  * MRs. */
@@ -50,7 +50,7 @@ static size_t dm_mr_text(char *text, size_t size, size_t off,
 	return off + (size_t)w;
 }
 
-unsigned int dm_mrs(struct server *srv, const struct dm *dm,
+unsigned int dm_mrs(struct core *core, const struct dm *dm,
 		    Rdmab__DmMrInfo *list, unsigned int max, char *text,
 		    size_t size)
 {
@@ -63,7 +63,7 @@ unsigned int dm_mrs(struct server *srv, const struct dm *dm,
 	TAILQ_FOREACH(o, &dm->mrs, dm_link) {
 		const struct obj_owner *ow = o->owner;
 
-		srv->list_visits++;
+		core->list_visits++;
 		if (n < max) {
 			rdmab__dm_mr_info__init(&list[n]);
 			list[n].object_id = o->id;
@@ -92,7 +92,7 @@ struct dm_page {
 	char blocked_by[160];
 };
 
-static void dm_info(struct server *srv, struct dm_page *p,
+static void dm_info(struct core *core, struct dm_page *p,
 		    const struct dm *dm)
 {
 	Rdmab__DmInfo *di = &p->info;
@@ -125,7 +125,7 @@ static void dm_info(struct server *srv, struct dm_page *p,
 		importers[di->n_importers++] =
 			dm->holds[i].o->owner->client_id;
 	di->importers = importers;
-	di->mrs = dm_mrs(srv, dm, p->mrs, DM_LIST_MRS, p->blocked_by,
+	di->mrs = dm_mrs(core, dm, p->mrs, DM_LIST_MRS, p->blocked_by,
 			 sizeof(p->blocked_by));
 	shown = di->mrs < DM_LIST_MRS ? di->mrs : DM_LIST_MRS;
 	for (unsigned int i = 0; i < shown; i++)
@@ -142,13 +142,13 @@ static void dm_info(struct server *srv, struct dm_page *p,
 int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	       struct reply *r)
 {
-	struct server *srv = c->srv;
-	bool admin = policy_is_admin(srv, c);
+	struct core *core = c->cl.core;
+	bool admin = policy_is_admin(core, &c->cl);
 	uint32_t off = req->list_dms->offset, idx = 0;
 	Rdmab__ListDmsReply *out = reply_alloc(r, sizeof(*out));
 	struct dm_page *pages = reply_alloc(r, sizeof(*pages) * DM_LIST_PAGE);
 	Rdmab__DmInfo **ptrs = reply_alloc(r, sizeof(*ptrs) * DM_LIST_PAGE);
-	size_t nd = srv->devices.n;
+	size_t nd = core->devices.n;
 	Rdmab__DmDeviceInfo *devs = reply_alloc(r, sizeof(*devs) * (nd + 1));
 	Rdmab__DmDeviceInfo **dptrs = reply_alloc(r, sizeof(*dptrs) * (nd + 1));
 	struct dm *dm;
@@ -159,22 +159,22 @@ int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	rdmab__list_dms_reply__init(out);
 	/* A member walks its domain's DMs only: what other domains hold
 	 * costs it nothing (and so shows in no timing). */
-	dm = admin ? TAILQ_FIRST(&dm_state(srv)->dms) :
-		     TAILQ_FIRST(&c->domain->dms);
+	dm = admin ? TAILQ_FIRST(&dm_state(core)->dms) :
+		     TAILQ_FIRST(&c->cl.domain->dms);
 	for (; dm; dm = admin ? TAILQ_NEXT(dm, link) :
 				TAILQ_NEXT(dm, domain_link)) {
-		srv->list_visits++;
+		core->list_visits++;
 		if (idx++ < off || n == DM_LIST_PAGE)
 			continue;
-		dm_info(srv, &pages[n], dm);
+		dm_info(core, &pages[n], dm);
 		ptrs[n] = &pages[n].info;
 		n++;
 	}
 	for (size_t i = 0; i < nd; i++) {
-		const struct device *dev = &srv->devices.dev[i];
+		const struct device *dev = &core->devices.dev[i];
 		struct dm_view v;
 
-		dm_view(srv, c, dev, &v);
+		dm_view(core, &c->cl, dev, &v);
 		rdmab__dm_device_info__init(&devs[i]);
 		devs[i].device = (char *)dev->name;
 		devs[i].reserved_bytes = v.reserved;
@@ -207,14 +207,14 @@ const char *dm_metric_state_name(enum dm_metric_state s)
 	return s < DM_METRIC_STATES ? names[s] : "?";
 }
 
-void dm_domain_figures(const struct server *srv, const struct domain *d,
+void dm_domain_figures(const struct core *core, const struct domain *d,
 		       struct dm_figures *ret)
 {
 	struct dm_figures f = { 0 };
 	const struct dm *dm;
 
 	TAILQ_FOREACH(dm, &d->dms, domain_link) {
-		size_t dev = (size_t)(dm->ctx->dev - srv->devices.dev);
+		size_t dev = (size_t)(dm->ctx->dev - core->devices.dev);
 
 		f.dms[dm->revoked ? DM_METRIC_REVOKED :
 		      dm->blocked ? DM_METRIC_BLOCKED :

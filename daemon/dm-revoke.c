@@ -13,27 +13,26 @@
 
 #include <event2/event.h>
 
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/ctx.h"
-#include "daemon/dispatch.h"
 #include "daemon/dm.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 
 /* The grace period is over: free what nothing holds; a holder that did not
  * let go keeps the DM until its process is gone. */
 static void dm_revoke_grace_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct dm *dm = arg;
-	struct server *srv = dm->ctx->srv;
+	struct core *core = dm->ctx->core;
 	uint64_t id = dm->id;
 
 	(void)fd;
 	(void)what;
 	dm_set_free_asked(dm);
-	if (dm_try_free(srv, dm))
+	if (dm_try_free(core, dm))
 		return;
 	if (dm->n_holds)
 		snprintf(dm->blocked_by, sizeof(dm->blocked_by),
@@ -45,50 +44,39 @@ static void dm_revoke_grace_cb(evutil_socket_t fd, short what, void *arg)
 		   dm->n_holds ? dm->blocked_by : "free blocked by an MR");
 }
 
-int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r)
+int dm_revoke(struct core *core, uint64_t id, uint64_t client_id, uid_t uid,
+	      struct why *why)
 {
-	struct server *srv = c->srv;
-	uint64_t id = req->dm_revoke->dm_id;
-	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
-	uint32_t grace = srv->config.limits.dm_revoke_grace_ms;
+	uint32_t grace = core->config.limits.dm_revoke_grace_ms;
 	struct timeval tv = {
 		.tv_sec = grace / 1000,
 		.tv_usec = (suseconds_t)(grace % 1000) * 1000,
 	};
-	struct dm *dm = dm_find_id(srv, id);
+	struct dm *dm = dm_find_id(core, id);
 	char reason[160];
 
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
-	/* Administrators only: H_ADMIN. */
 	if (!dm)
-		return reply_error(r, -ENOENT, "no DM %" PRIu64 " in the broker",
-				   id);
+		return why_set(why, -ENOENT, "no DM %" PRIu64 " in the broker",
+			       id);
 	if (dm->revoked)
-		return reply_error(r, -EALREADY, "DM %" PRIu64 " was revoked "
-						 "already",
-				   id);
-	dm->revoke_ev = evtimer_new(srv->base, dm_revoke_grace_cb, dm);
+		return why_set(why, -EALREADY,
+			       "DM %" PRIu64 " was revoked already", id);
+	dm->revoke_ev = evtimer_new(core->base, dm_revoke_grace_cb, dm);
 	if (!dm->revoke_ev || event_add(dm->revoke_ev, &tv) < 0) {
 		/* A later revoke makes its own. */
 		if (dm->revoke_ev)
 			event_free(dm->revoke_ev);
 		dm->revoke_ev = NULL;
-		return reply_error(r, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	}
 	dm_mark_revoked(dm);
 	log_notice("DM %" PRIu64 " of domain %s revoked by client %" PRIu64
 		   " (uid %u); %u imports, grace %u ms",
-		   id, dm->domain->name, c->id, c->cred.uid, dm->n_holds,
-		   grace);
-	rdmab__dm_empty_reply__init(out);
-	r->msg.body_case = RDMAB__REPLY__BODY_DM_REVOKE;
-	r->msg.dm_revoke = out;
+		   id, dm->domain->name, client_id, uid, dm->n_holds, grace);
 	snprintf(reason, sizeof(reason),
 		 "DM %" PRIu64 " was revoked by an administrator: deregister "
 		 "its MRs and unimport it",
 		 id);
-	dm_tell(srv, dm, NULL, RDMAB__EVENT__BODY_DM_REVOKED, reason);
+	dm_tell(core, dm, NULL, RDMAB__EVENT__BODY_DM_REVOKED, reason);
 	return 0;
 }

@@ -18,16 +18,14 @@
 #include <event2/event.h>
 
 #include "daemon/charge.h"
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/ctx.h"
-#include "daemon/dispatch.h"
 #include "daemon/dm.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
-#include "daemon/notify.h"
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 #include "daemon/user.h"
 
 static uint64_t dm_page_size(void)
@@ -37,25 +35,25 @@ static uint64_t dm_page_size(void)
 	return p > 0 ? (uint64_t)p : 4096;
 }
 
-static int dm_release(struct server *srv, struct obj *o, void *data);
-static void dm_retry_later(struct server *srv);
+static int dm_release(struct core *core, struct obj *o, void *data);
+static void dm_retry_later(struct core *core);
 
 static void dm_retry_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct server *srv = arg;
+	struct core *core = arg;
 	struct dm *dm, *tmp;
 
 	(void)fd;
 	(void)what;
-	TAILQ_FOREACH_SAFE(dm, &dm_state(srv)->dms, link, tmp)
+	TAILQ_FOREACH_SAFE(dm, &dm_state(core)->dms, link, tmp)
 		if (dm->blocked)
-			dm_try_free(srv, dm);
-	if (dm_state(srv)->n_blocked)
-		dm_retry_later(srv);
+			dm_try_free(core, dm);
+	if (dm_state(core)->n_blocked)
+		dm_retry_later(core);
 }
 
 /* An MR record goes: off its DM's list. */
-static void dm_mr_removed(struct server *srv, struct obj *o, void *data)
+static void dm_mr_removed(struct core *core, struct obj *o, void *data)
 {
 	if (!o->on_dm)
 		return;
@@ -64,9 +62,9 @@ static void dm_mr_removed(struct server *srv, struct obj *o, void *data)
 	o->on_dm = NULL;
 }
 
-void dm_mr_attach(struct server *srv, struct obj *mr)
+void dm_mr_attach(struct core *core, struct obj *mr)
 {
-	struct dm *dm = mr->dm_id ? dm_find_id(srv, mr->dm_id) : NULL;
+	struct dm *dm = mr->dm_id ? dm_find_id(core, mr->dm_id) : NULL;
 
 	if (!dm || mr->on_dm)
 		return;
@@ -75,12 +73,12 @@ void dm_mr_attach(struct server *srv, struct obj *mr)
 	mr->on_dm = dm;
 }
 
-struct dm_table *dm_state(const struct server *srv)
+struct dm_table *dm_state(const struct core *core)
 {
-	return srv->family_state[FAMILY_DM];
+	return core->family_state[FAMILY_DM];
 }
 
-static int dm_init(struct server *srv)
+static int dm_init(struct core *core)
 {
 	struct dm_table *t = calloc(1, sizeof(*t));
 
@@ -88,19 +86,19 @@ static int dm_init(struct server *srv)
 		return -ENOMEM;
 	TAILQ_INIT(&t->dms);
 	TAILQ_INIT(&t->sessions);
-	srv->family_state[FAMILY_DM] = t;
-	t->retry_ev = evtimer_new(srv->base, dm_retry_cb, srv);
+	core->family_state[FAMILY_DM] = t;
+	t->retry_ev = evtimer_new(core->base, dm_retry_cb, core);
 	if (!t->retry_ev)
 		return -ENOMEM;
 	return 0;
 }
 
-void dm_view(const struct server *srv, const struct conn *c,
+void dm_view(const struct core *core, const struct client *c,
 	     const struct device *dev, struct dm_view *ret)
 {
 	struct dm_view v = { 0 };
 
-	v.device_wide = policy_is_admin(srv, c);
+	v.device_wide = policy_is_admin(core, c);
 	if (v.device_wide)
 		v.reserved = dev->dm_reserved;
 	if (c->domain) {
@@ -125,7 +123,7 @@ void dm_view(const struct server *srv, const struct conn *c,
 
 /* The index of @c's import of @dm that is registry object @object_id (0:
  * any of its imports), or -1. */
-static int dm_hold_of(const struct dm *dm, const struct conn *c,
+static int dm_hold_of(const struct dm *dm, const struct client *c,
 		      uint64_t object_id)
 {
 	if (!c->owner)
@@ -138,30 +136,30 @@ static int dm_hold_of(const struct dm *dm, const struct conn *c,
 }
 
 /* @c's status page, made on its first DM. */
-static int dm_session_of(struct server *srv, struct conn *c,
-			 struct reply *r, struct dm_session **ret)
+static int dm_session_of(struct core *core, struct client *c, struct why *why,
+			 struct dm_session **ret)
 {
 	struct dm_session *s;
 	int err;
 
-	TAILQ_FOREACH(s, &dm_state(srv)->sessions, link)
+	TAILQ_FOREACH(s, &dm_state(core)->sessions, link)
 		if (s->conn == c) {
 			*ret = s;
 			return 0;
 		}
 	s = calloc(1, sizeof(*s));
 	if (!s)
-		return reply_error(r, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	/* A descriptor the daemon holds for the session: the uid's. */
-	err = user_charge_dm_page(srv, c->user, policy_is_admin(srv, c));
+	err = user_charge_dm_page(core, c->user, policy_is_admin(core, c));
 	if (err < 0) {
 		free(s);
-		return reply_error(r, err,
-				   "uid %u's sessions hold %u DM status pages, "
-				   "one per session up to connections_per_uid "
-				   "(%u)",
-				   c->cred.uid, c->user->dm_pages,
-				   srv->config.limits.connections_per_uid);
+		return why_set(why, err,
+			       "uid %u's sessions hold %u DM status pages, "
+			       "one per session up to connections_per_uid "
+			       "(%u)",
+			       c->cred.uid, c->user->dm_pages,
+			       core->config.limits.connections_per_uid);
 	}
 	s->user = user_ref(c->user);
 	s->conn = c;
@@ -175,7 +173,7 @@ static int dm_session_of(struct server *srv, struct conn *c,
 		       MAP_SHARED, s->fd, 0);
 	if (s->page == MAP_FAILED)
 		goto fail;
-	TAILQ_INSERT_TAIL(&dm_state(srv)->sessions, s, link);
+	TAILQ_INSERT_TAIL(&dm_state(core)->sessions, s, link);
 	*ret = s;
 	return 0;
 fail:
@@ -183,23 +181,23 @@ fail:
 	if (s->fd >= 0)
 		close(s->fd);
 	user_uncharge_dm_page(s->user);
-	user_unref(srv, s->user);
+	user_unref(core, s->user);
 	free(s);
-	return reply_error(r, err, "cannot make the DM status page: %s",
-			   strerror(-err));
+	return why_set(why, err, "cannot make the DM status page: %s",
+		       strerror(-err));
 }
 
-static void dm_session_free(struct server *srv, struct dm_session *s)
+static void dm_session_free(struct core *core, struct dm_session *s)
 {
-	TAILQ_REMOVE(&dm_state(srv)->sessions, s, link);
+	TAILQ_REMOVE(&dm_state(core)->sessions, s, link);
 	munmap(s->page, DM_STATUS_SLOTS);
 	close(s->fd);
 	user_uncharge_dm_page(s->user);
-	user_unref(srv, s->user);
+	user_unref(core, s->user);
 	free(s);
 }
 
-static int dm_hold_add(struct dm *dm, struct conn *c, struct reply *r,
+static int dm_hold_add(struct dm *dm, struct client *c, struct why *why,
 		       struct dm_hold **ret)
 {
 	struct dm_session *s = NULL;
@@ -207,28 +205,28 @@ static int dm_hold_add(struct dm *dm, struct conn *c, struct reply *r,
 	struct obj *o;
 	int err;
 
-	err = dm_session_of(c->srv, c, r, &s);
+	err = dm_session_of(c->core, c, why, &s);
 	if (err < 0)
 		return err;
 	while (slot < DM_STATUS_SLOTS && s->used[slot])
 		slot++;
 	if (slot == DM_STATUS_SLOTS)
-		return reply_error(r, -EMFILE,
-				   "this session holds %d DM imports, the "
-				   "most one session may",
-				   DM_STATUS_SLOTS);
+		return why_set(why, -EMFILE,
+			       "this session holds %d DM imports, the "
+			       "most one session may",
+			       DM_STATUS_SLOTS);
 	if (dm->n_holds == dm->cap_holds) {
 		unsigned int cap = dm->cap_holds ? dm->cap_holds * 2 : 4;
 		struct dm_hold *n = realloc(dm->holds, cap * sizeof(*n));
 
 		if (!n)
-			return reply_error(r, -ENOMEM, "out of memory");
+			return why_set(why, -ENOMEM, "out of memory");
 		dm->holds = n;
 		dm->cap_holds = cap;
 	}
 	/* Charged to the domain's objects quota, as any import is. */
 	err = objects_add(c, dm->ctx, IBC_OBJ_DM, false, true, dm->dd.handle,
-			  r, &o);
+			  why, &o);
 	if (err < 0)
 		return err;
 	o->family_owned = true;
@@ -285,17 +283,17 @@ void dm_set_free_asked(struct dm *dm)
 
 /* --- records -------------------------------------------------------------- */
 
-static void dm_retry_later(struct server *srv)
+static void dm_retry_later(struct core *core)
 {
 	struct timeval tv = { .tv_usec = DM_RETRY_MS * 1000 };
 
-	if (dm_state(srv)->retry_ev)
-		event_add(dm_state(srv)->retry_ev, &tv);
+	if (dm_state(core)->retry_ev)
+		event_add(dm_state(core)->retry_ev, &tv);
 }
 
-static void dm_forget(struct server *srv, struct dm *dm)
+static void dm_forget(struct core *core, struct dm *dm)
 {
-	struct dm_table *t = dm_state(srv);
+	struct dm_table *t = dm_state(core);
 	struct obj *mr;
 
 	if (dm->blocked)
@@ -306,7 +304,7 @@ static void dm_forget(struct server *srv, struct dm *dm)
 		objects_remove(dm->claim);
 	domain_uncharge_dm(dm->domain, dm->uid, dm->charged, dm->length);
 	if (dm->owner)
-		user_uncharge_dm_persistent(srv, dm->owner, dm->charged);
+		user_uncharge_dm_persistent(core, dm->owner, dm->charged);
 	charge_sub_u64(&dm->ctx->dev->dm_reserved, dm->length,
 		       "reserved DM bytes", dm->ctx->dev->name);
 	TAILQ_REMOVE(&t->dms, dm, link);
@@ -318,7 +316,7 @@ static void dm_forget(struct server *srv, struct dm *dm)
 		TAILQ_REMOVE(&dm->mrs, mr, dm_link);
 		mr->on_dm = NULL;
 	}
-	dctx_obj_release(srv, dm->ctx);
+	dctx_obj_release(core, dm->ctx);
 	free(dm->holds);
 	free(dm);
 }
@@ -328,9 +326,9 @@ static void dm_forget(struct server *srv, struct dm *dm)
  * (the caller must not touch it). The device's EBUSY (an MR on it) leaves
  * it free blocked, its quota charged.
  */
-bool dm_try_free(struct server *srv, struct dm *dm)
+bool dm_try_free(struct core *core, struct dm *dm)
 {
-	struct device_why why = {""};
+	struct why why = {0, ""};
 	int ret;
 
 	if (!dm->free_asked || dm->n_holds)
@@ -340,7 +338,7 @@ bool dm_try_free(struct server *srv, struct dm *dm)
 		 * context. */
 		if (dm->dd.fd >= 0)
 			close(dm->dd.fd);
-		dm_forget(srv, dm);
+		dm_forget(core, dm);
 		return true;
 	}
 	ret = dm->ctx->dev->ctx_ops->dm_free(dm->ctx->dc, &dm->dd, &why);
@@ -348,14 +346,14 @@ bool dm_try_free(struct server *srv, struct dm *dm)
 		if (!dm->blocked) {
 			char mrs[160];
 
-			dm_mrs(srv, dm, NULL, 0, mrs, sizeof(mrs));
+			dm_mrs(core, dm, NULL, 0, mrs, sizeof(mrs));
 			log_notice("DM %" PRIu64 " of domain %s: free blocked: "
 				   "%s%s%s",
 				   dm->id, dm->domain->name, why.text,
 				   mrs[0] ? "; by " : "", mrs);
 			dm->blocked = true;
-			if (dm_state(srv)->n_blocked++ == 0)
-				dm_retry_later(srv);
+			if (dm_state(core)->n_blocked++ == 0)
+				dm_retry_later(core);
 		}
 		snprintf(dm->blocked_by, sizeof(dm->blocked_by), "%s",
 			 why.text);
@@ -368,17 +366,17 @@ bool dm_try_free(struct server *srv, struct dm *dm)
 	log_debug("DM %" PRIu64 " (handle %u, %" PRIu64 " bytes) of domain %s "
 		  "freed",
 		  dm->id, dm->dd.handle, dm->length, dm->domain->name);
-	dm_forget(srv, dm);
+	dm_forget(core, dm);
 	return true;
 }
 
 /* The sessions an event about a DM goes to. */
 struct dm_event_target {
 	struct dm *dm;
-	const struct conn *except;
+	const struct client *except;
 };
 
-static bool dm_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
+static bool dm_event_filter(struct client *c, Rdmab__Event *ev, void *arg)
 {
 	const struct dm_event_target *t = arg;
 
@@ -389,16 +387,16 @@ static bool dm_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
 /* Send @ev to the live sessions that hold @dm, but @except. A client that
  * cannot take it is only killed (notify_clients()): @dm and its holds stay
  * as they are for the whole walk. */
-void dm_notify(struct server *srv, struct dm *dm, const struct conn *except,
+void dm_notify(struct core *core, struct dm *dm, const struct client *except,
 	       Rdmab__Event *ev)
 {
 	struct dm_event_target t = { .dm = dm, .except = except };
 
 	if (dm->n_holds)
-		notify_clients(srv, ev, dm_event_filter, &t);
+		core->ops->broadcast(core, ev, dm_event_filter, &t);
 }
 
-void dm_tell(struct server *srv, struct dm *dm, const struct conn *except,
+void dm_tell(struct core *core, struct dm *dm, const struct client *except,
 	     Rdmab__Event__BodyCase body, const char *reason)
 {
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
@@ -413,7 +411,7 @@ void dm_tell(struct server *srv, struct dm *dm, const struct conn *except,
 		ev.dm_revoked = &de;
 	else
 		ev.dm_free_pending = &de;
-	dm_notify(srv, dm, except, &ev);
+	dm_notify(core, dm, except, &ev);
 }
 
 void dm_mark_revoked(struct dm *dm)
@@ -429,43 +427,43 @@ void dm_mark_revoked(struct dm *dm)
  * it now, or tell the holders other than @by that it is free pending. @dm
  * may be gone on return.
  */
-static void dm_ask_free(struct server *srv, struct dm *dm,
-			const struct conn *by, const char *who)
+static void dm_ask_free(struct core *core, struct dm *dm,
+			const struct client *by, const char *who)
 {
 	char reason[160];
 	uint64_t id = dm->id;
 
 	dm_set_free_asked(dm);
-	if (dm_try_free(srv, dm) || dm->blocked)
+	if (dm_try_free(core, dm) || dm->blocked)
 		return;
 	snprintf(reason, sizeof(reason),
 		 "the free of DM %" PRIu64 " was asked (%s): unimport it", id,
 		 who);
-	dm_tell(srv, dm, by, RDMAB__EVENT__BODY_DM_FREE_PENDING, reason);
+	dm_tell(core, dm, by, RDMAB__EVENT__BODY_DM_FREE_PENDING, reason);
 }
 
-void dm_conn_closing(struct conn *c)
+void dm_conn_closing(struct client *c)
 {
-	struct server *srv = c->srv;
+	struct core *core = c->core;
 	struct dm_session *sess, *stmp;
 	struct dm *dm;
 
-	if (!dm_state(srv))
+	if (!dm_state(core))
 		return;
 	/* Its imports outlive the session; its status page does not. */
-	TAILQ_FOREACH_SAFE(sess, &dm_state(srv)->sessions, link, stmp) {
+	TAILQ_FOREACH_SAFE(sess, &dm_state(core)->sessions, link, stmp) {
 		if (sess->conn != c)
 			continue;
-		TAILQ_FOREACH(dm, &dm_state(srv)->dms, link)
+		TAILQ_FOREACH(dm, &dm_state(core)->dms, link)
 			for (unsigned int i = 0; i < dm->n_holds; i++)
 				if (dm->holds[i].s == sess)
 					dm->holds[i].s = NULL;
-		dm_session_free(srv, sess);
+		dm_session_free(core, sess);
 	}
 	/* It can ask nothing more; but its process may still use its DMs
 	 * (detached, as the registry's objects are): their free is asked
 	 * when it dies (dm_release), not now. */
-	TAILQ_FOREACH(dm, &dm_state(srv)->dms, link) {
+	TAILQ_FOREACH(dm, &dm_state(core)->dms, link) {
 		if (dm->allocator == c)
 			dm->allocator = NULL;
 	}
@@ -473,26 +471,26 @@ void dm_conn_closing(struct conn *c)
 
 /* The allocator's process is gone: it has asked the free of @dm unless
  * the DM is the domain's. @dm may be gone on return. */
-static void dm_allocator_dead(struct server *srv, struct dm *dm)
+static void dm_allocator_dead(struct core *core, struct dm *dm)
 {
 	if (!dm->persistent && !dm->free_asked)
-		dm_ask_free(srv, dm, NULL, "its allocator died");
+		dm_ask_free(core, dm, NULL, "its allocator died");
 	else
-		dm_try_free(srv, dm);
+		dm_try_free(core, dm);
 }
 
 /* The cleanup of a dead process reaches one of its imports, or its claim
  * as an allocator. */
-static int dm_release(struct server *srv, struct obj *o, void *data)
+static int dm_release(struct core *core, struct obj *o, void *data)
 {
 	struct dm *dm;
 
 	(void)data;
-	TAILQ_FOREACH(dm, &dm_state(srv)->dms, link) {
+	TAILQ_FOREACH(dm, &dm_state(core)->dms, link) {
 		if (dm->claim == o) {
 			dm->claim = NULL;
 			objects_remove(o);
-			dm_allocator_dead(srv, dm);
+			dm_allocator_dead(core, dm);
 			return 0;
 		}
 		for (unsigned int i = 0; i < dm->n_holds; i++) {
@@ -503,9 +501,9 @@ static int dm_release(struct server *srv, struct obj *o, void *data)
 			allocator = dm_is_allocator(dm, o);
 			dm_hold_drop(dm, i);
 			if (allocator)
-				dm_allocator_dead(srv, dm);
+				dm_allocator_dead(core, dm);
 			else
-				dm_try_free(srv, dm);
+				dm_try_free(core, dm);
 			return 0;
 		}
 	}
@@ -515,13 +513,13 @@ static int dm_release(struct server *srv, struct obj *o, void *data)
 
 /* The device is gone: the kernel freed its DMs with the contexts, and the
  * registry dropped the imports (whichever of the two heard first). */
-static void dm_device_gone(struct server *srv, struct device *dev,
+static void dm_device_gone(struct core *core, struct device *dev,
 			   const char *reason)
 {
 	struct dm *dm, *tmp;
 
 	(void)reason;
-	TAILQ_FOREACH_SAFE(dm, &dm_state(srv)->dms, link, tmp) {
+	TAILQ_FOREACH_SAFE(dm, &dm_state(core)->dms, link, tmp) {
 		if (dm->ctx->dev != dev)
 			continue;
 		/* Not looked at: the registry may have freed them. */
@@ -530,33 +528,33 @@ static void dm_device_gone(struct server *srv, struct device *dev,
 		if (dm->dd.fd >= 0)
 			close(dm->dd.fd);
 		dm->dd.fd = -1;
-		dm_forget(srv, dm);
+		dm_forget(core, dm);
 	}
 }
 
-static void dm_fini(struct server *srv)
+static void dm_fini(struct core *core)
 {
 	struct dm *dm;
 
-	if (!dm_state(srv))
+	if (!dm_state(core))
 		return;
-	while ((dm = TAILQ_FIRST(&dm_state(srv)->dms))) {
+	while ((dm = TAILQ_FIRST(&dm_state(core)->dms))) {
 		dm->n_holds = 0;
 		dm->claim = NULL;
 		dm->free_asked = true;
-		if (!dm_try_free(srv, dm)) {
+		if (!dm_try_free(core, dm)) {
 			/* Blocked: the kernel frees it with the context. */
 			if (dm->dd.fd >= 0)
 				close(dm->dd.fd);
-			dm_forget(srv, dm);
+			dm_forget(core, dm);
 		}
 	}
-	if (dm_state(srv)->retry_ev)
-		event_free(dm_state(srv)->retry_ev);
-	while (!TAILQ_EMPTY(&dm_state(srv)->sessions))
-		dm_session_free(srv, TAILQ_FIRST(&dm_state(srv)->sessions));
-	free(dm_state(srv));
-	srv->family_state[FAMILY_DM] = NULL;
+	if (dm_state(core)->retry_ev)
+		event_free(dm_state(core)->retry_ev);
+	while (!TAILQ_EMPTY(&dm_state(core)->sessions))
+		dm_session_free(core, TAILQ_FIRST(&dm_state(core)->sessions));
+	free(dm_state(core));
+	core->family_state[FAMILY_DM] = NULL;
 }
 
 /* --- requests ------------------------------------------------------------- */
@@ -564,11 +562,11 @@ static void dm_fini(struct server *srv)
 static const char *const dm_missing =
 	"no DM with handle %u in context %" PRIu64 " of this domain";
 
-struct dm *dm_find_id(struct server *srv, uint64_t id)
+struct dm *dm_find_id(struct core *core, uint64_t id)
 {
 	struct dm *dm;
 
-	TAILQ_FOREACH(dm, &dm_state(srv)->dms, link)
+	TAILQ_FOREACH(dm, &dm_state(core)->dms, link)
 		if (dm->id == id)
 			return dm;
 	return NULL;
@@ -576,17 +574,17 @@ struct dm *dm_find_id(struct server *srv, uint64_t id)
 
 /* The context of a DM request: open in this session, its device present
  * and able to share DMs. */
-static int dm_ctx(struct conn *c, uint64_t ctx_id, struct reply *r,
+static int dm_ctx(struct client *c, uint64_t ctx_id, struct why *why,
 		  struct dctx **ret)
 {
 	struct dctx *x;
-	int err = dctx_conn_usable(c, ctx_id, r, &x);
+	int err = dctx_conn_usable(c, ctx_id, why, &x);
 
 	if (err < 0)
 		return err;
 	if (!x->dev->caps.dm_shared)
-		return reply_error(
-			r, -EOPNOTSUPP, "%s cannot share device memory: %s",
+		return why_set(
+			why, -EOPNOTSUPP, "%s cannot share device memory: %s",
 			x->dev->name,
 			x->dev->caps.dm_reason[0] ? x->dev->caps.dm_reason
 						  : "it has none");
@@ -594,61 +592,21 @@ static int dm_ctx(struct conn *c, uint64_t ctx_id, struct reply *r,
 	return 0;
 }
 
-/* The reply to an alloc (@alloc) or an import of @dm, held by @h; with the
- * session's status page when it was never sent or @want_status. */
-static int dm_reply(struct dm *dm, struct dm_hold *h, struct reply *r,
-		    bool alloc, bool want_status)
-{
-	Rdmab__DmReply *out = reply_alloc(r, sizeof(*out));
-
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
-	rdmab__dm_reply__init(out);
-	out->dm_id = dm->id;
-	out->handle = dm->dd.handle;
-	out->length = dm->length;
-	out->persistent = dm->persistent;
-	out->allocator = dm->allocator_id;
-	out->object_id = h->o->id;
-	out->status_slot = h->slot;
-	if (!h->s->sent || want_status) {
-		/* The library maps it once; it goes with this reply, or
-		 * again when the reply that took it was lost. */
-		out->has_status = true;
-		out->status_fd_index = r->nfds;
-		r->fds[r->nfds++] = h->s->fd;
-		h->s->sent = true;
-	}
-	if (dm->dd.fd >= 0) {
-		out->has_fd = true;
-		out->fd_index = r->nfds;
-		r->fds[r->nfds++] = dm->dd.fd;
-	}
-	if (alloc) {
-		r->msg.body_case = RDMAB__REPLY__BODY_DM_ALLOC;
-		r->msg.dm_alloc = out;
-	} else {
-		r->msg.body_case = RDMAB__REPLY__BODY_DM_IMPORT;
-		r->msg.dm_import = out;
-	}
-	return 0;
-}
-
 /* The length checks, in the device's order: length 0, past max_dm_size;
  * the length in whole pages, which the quotas are charged. */
 static int dm_check_length(struct dctx *x, uint64_t length,
-			   uint64_t *ret_rounded, struct reply *r)
+			   uint64_t *ret_rounded, struct why *why)
 {
 	const struct device *dev = x->dev;
 	uint64_t page = dm_page_size();
 
 	if (!length)
-		return reply_error(r, -EINVAL, "a DM needs a length above 0");
+		return why_set(why, -EINVAL, "a DM needs a length above 0");
 	if (length > dev->caps.max_dm_size)
-		return reply_error(r, -EINVAL,
-				   "%s gives DMs of at most %" PRIu64
-				   " bytes (max_dm_size), not %" PRIu64,
-				   dev->name, dev->caps.max_dm_size, length);
+		return why_set(why, -EINVAL,
+			       "%s gives DMs of at most %" PRIu64
+			       " bytes (max_dm_size), not %" PRIu64,
+			       dev->name, dev->caps.max_dm_size, length);
 	/* max_dm_size is far below 2^64: no overflow. */
 	*ret_rounded = (length + page - 1) / page * page;
 	return 0;
@@ -660,57 +618,56 @@ static int dm_check_length(struct dctx *x, uint64_t length,
  * persistent DMs, and the device's memory but the administrators' reserve.
  * Administrators have the reserve and no persistent bound.
  */
-static int dm_check_room(struct conn *c, struct dctx *x, uint64_t length,
-			 uint64_t rounded, bool persistent, struct reply *r)
+static int dm_check_room(struct client *c, struct dctx *x, uint64_t length,
+			 uint64_t rounded, bool persistent, struct why *why)
 {
-	const struct broker_limits *l = &c->srv->config.limits;
+	const struct broker_limits *l = &c->core->config.limits;
 	const struct device *dev = x->dev;
 	uint64_t max = dev->caps.max_dm_size, bound, reserve;
 	struct user *u = c->user;
 	int err;
 
-	err = domain_dm_room(x->domain, c->cred.uid, dev, length, rounded, r);
+	err = domain_dm_room(x->domain, c->cred.uid, dev, length, rounded, why);
 	if (err < 0)
 		return err;
-	if (policy_is_admin(c->srv, c))
+	if (policy_is_admin(c->core, c))
 		return 0;
 	bound = config_dm_bytes(l->dm_persistent_bytes_per_uid,
 				l->dm_persistent_bytes_pct, max);
 	if (persistent && u->dm_persistent >= l->dm_persistent_per_uid)
-		return reply_error(r, -EDQUOT,
-				   "uid %u has %u persistent DMs, the most one "
-				   "user may (dm_persistent_per_uid): free one "
-				   "first",
-				   c->cred.uid, u->dm_persistent);
+		return why_set(why, -EDQUOT,
+			       "uid %u has %u persistent DMs, the most one "
+			       "user may (dm_persistent_per_uid): free one "
+			       "first",
+			       c->cred.uid, u->dm_persistent);
 	if (persistent && (rounded > bound ||
 			   u->dm_persistent_bytes > bound - rounded))
-		return reply_error(r, -EDQUOT,
-				   "uid %u holds %" PRIu64 " bytes in persistent "
-				   "DMs, and one user may hold %" PRIu64
-				   " on %s (dm_persistent_bytes_per_uid): a "
-				   "persistent DM of %" PRIu64 " bytes does not "
-				   "fit",
-				   c->cred.uid, u->dm_persistent_bytes, bound,
-				   dev->name, length);
+		return why_set(why, -EDQUOT,
+			       "uid %u holds %" PRIu64 " bytes in persistent "
+			       "DMs, and one user may hold %" PRIu64
+			       " on %s (dm_persistent_bytes_per_uid): a "
+			       "persistent DM of %" PRIu64 " bytes does not "
+			       "fit",
+			       c->cred.uid, u->dm_persistent_bytes, bound,
+			       dev->name, length);
 	reserve = config_dm_bytes(l->dm_admin_reserve, l->dm_admin_reserve_pct,
 				  max);
 	/* No figure: the device's memory in use is every domain's. */
 	if (reserve && (reserve >= max || rounded > max - reserve ||
 			dev->dm_reserved > max - reserve - rounded))
-		return reply_error(r, -ENOSPC,
-				   "%s: no device memory is free for a DM of "
-				   "%" PRIu64 " bytes outside what is kept for "
-				   "administrators (dm_admin_reserve)",
-				   dev->name, length);
+		return why_set(why, -ENOSPC,
+			       "%s: no device memory is free for a DM of "
+			       "%" PRIu64 " bytes outside what is kept for "
+			       "administrators (dm_admin_reserve)",
+			       dev->name, length);
 	return 0;
 }
 
-int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-	       struct reply *r)
+int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
+	     struct dm **ret_dm, struct dm_hold **ret_hold)
 {
-	const Rdmab__DmAllocRequest *q = req->dm_alloc;
-	struct server *srv = c->srv;
-	struct device_why why = {""};
+	struct core *core = c->core;
+	struct why dev_why = {0, ""};
 	uint64_t rounded = 0;
 	bool persistent;
 	struct dctx *x;
@@ -718,56 +675,56 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	struct dm *dm;
 	int ret;
 
-	ret = dm_ctx(c, q->context_id, r, &x);
+	ret = dm_ctx(c, q->context_id, why, &x);
 	if (ret < 0)
 		return ret;
 	if (q->flags & ~DM_PERSISTENT_FLAG)
-		return reply_error(r, -EINVAL,
-				   "DM flags 0x%x are unknown (known: "
-				   "IBC_DM_PERSISTENT 0x%x)",
-				   q->flags & ~DM_PERSISTENT_FLAG,
-				   DM_PERSISTENT_FLAG);
+		return why_set(why, -EINVAL,
+			       "DM flags 0x%x are unknown (known: "
+			       "IBC_DM_PERSISTENT 0x%x)",
+			       q->flags & ~DM_PERSISTENT_FLAG,
+			       DM_PERSISTENT_FLAG);
 	/* Nobody can join a private domain: a persistent DM there would
 	 * outlive its process with no member left to free it. */
 	if ((q->flags & DM_PERSISTENT_FLAG) &&
 	    x->domain->kind == DOMAIN_PRIVATE)
-		return reply_error(r, -EINVAL,
-				   "IBC_DM_PERSISTENT makes a DM its domain's, "
-				   "and %s is this session's private domain, "
-				   "which ends with it: join a shared domain "
-				   "to keep a DM",
-				   x->domain->name);
+		return why_set(why, -EINVAL,
+			       "IBC_DM_PERSISTENT makes a DM its domain's, "
+			       "and %s is this session's private domain, "
+			       "which ends with it: join a shared domain "
+			       "to keep a DM",
+			       x->domain->name);
 	persistent = !!(q->flags & DM_PERSISTENT_FLAG);
-	ret = dm_check_length(x, q->length, &rounded, r);
+	ret = dm_check_length(x, q->length, &rounded, why);
 	if (ret < 0)
 		return ret;
-	ret = dm_check_room(c, x, q->length, rounded, persistent, r);
+	ret = dm_check_room(c, x, q->length, rounded, persistent, why);
 	if (ret < 0)
 		return ret;
 	dm = calloc(1, sizeof(*dm));
 	if (!dm)
-		return reply_error(r, -ENOMEM, "out of memory");
-	if (id_next(&srv->ids.dms, &dm->id) < 0) {
+		return why_set(why, -ENOMEM, "out of memory");
+	if (id_next(&core->ids.dms, &dm->id) < 0) {
 		free(dm);
-		return reply_error(r, -ENOSPC, "the broker has no DM ids left");
+		return why_set(why, -ENOSPC, "the broker has no DM ids left");
 	}
 	dm->dd.fd = -1;
 	ret = x->dev->ctx_ops->dm_alloc(x->dc, rounded, q->log_align_req,
-					&dm->dd, &why);
+					&dm->dd, &dev_why);
 	if (ret < 0) {
 		free(dm);
 		if (ret != -ENOMEM)
-			return reply_error(r, ret, "%s", why.text);
+			return why_set(why, ret, "%s", dev_why.text);
 		/* The device's figures are every domain's. */
-		if (!policy_is_admin(srv, c))
-			return reply_error(r, -ENOSPC,
-					   "%s: out of device memory for a DM "
-					   "of %" PRIu64 " bytes",
-					   x->dev->name, q->length);
-		return reply_error(r, -ENOSPC,
-				   "%s (the broker has reserved %" PRIu64
-				   " bytes of it)",
-				   why.text, x->dev->dm_reserved);
+		if (!policy_is_admin(core, c))
+			return why_set(why, -ENOSPC,
+				       "%s: out of device memory for a DM "
+				       "of %" PRIu64 " bytes",
+				       x->dev->name, q->length);
+		return why_set(why, -ENOSPC,
+			       "%s (the broker has reserved %" PRIu64
+			       " bytes of it)",
+			       dev_why.text, x->dev->dm_reserved);
 	}
 	dm->ctx = x;
 	dm->domain = x->domain;
@@ -782,151 +739,121 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	dm->uid = c->cred.uid;
 	ret = domain_charge_dm(x->domain, dm->uid, rounded);
 	if (ret < 0) {
-		reply_error(r, ret, "out of memory");
+		why_set(why, ret, "out of memory");
 		goto fail;
 	}
-	ret = dm_hold_add(dm, c, r, &h);
+	ret = dm_hold_add(dm, c, why, &h);
 	if (ret < 0) {
 		domain_uncharge_dm(x->domain, dm->uid, rounded, rounded);
 		goto fail;
 	}
 	dm->charged = rounded;
-	if (persistent && !policy_is_admin(srv, c)) {
+	if (persistent && !policy_is_admin(core, c)) {
 		dm->owner = c->user;
 		user_charge_dm_persistent(dm->owner, rounded);
 	}
 	x->dev->dm_reserved += rounded;
 	dctx_obj_hold(x);
 	TAILQ_INIT(&dm->mrs);
-	TAILQ_INSERT_TAIL(&dm_state(srv)->dms, dm, link);
+	TAILQ_INSERT_TAIL(&dm_state(core)->dms, dm, link);
 	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
-	dm_state(srv)->n++;
-	return dm_reply(dm, h, r, true, q->want_status);
+	dm_state(core)->n++;
+	*ret_dm = dm;
+	*ret_hold = h;
+	return 0;
 fail:
-	x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &why);
+	x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &dev_why);
 	free(dm->holds);
 	free(dm);
 	return ret;
 }
 
-int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-		struct reply *r)
+int dm_import(struct client *c, uint64_t ctx_id, uint32_t handle,
+	      struct why *why, struct dm **ret_dm, struct dm_hold **ret_hold)
 {
-	const Rdmab__DmImportRequest *q = req->dm_import;
 	struct dctx *x;
-	struct dm_hold *h;
 	struct dm *dm;
 	int ret;
 
-	ret = dm_ctx(c, q->context_id, r, &x);
+	ret = dm_ctx(c, ctx_id, why, &x);
 	if (ret < 0)
 		return ret;
 	/* Another domain's, a free pending or a revoked DM: as missing. */
 	TAILQ_FOREACH(dm, &x->domain->dms, domain_link)
-		if (dm->ctx == x && dm->dd.handle == q->handle &&
+		if (dm->ctx == x && dm->dd.handle == handle &&
 		    !dm->free_asked && !dm->revoked)
 			break;
 	if (!dm)
-		return reply_error(r, -ENOENT, dm_missing, q->handle,
-				   q->context_id);
-	ret = dm_hold_add(dm, c, r, &h);
+		return why_set(why, -ENOENT, dm_missing, handle, ctx_id);
+	ret = dm_hold_add(dm, c, why, ret_hold);
 	if (ret < 0)
 		return ret;
-	return dm_reply(dm, h, r, false, q->want_status);
+	*ret_dm = dm;
+	return 0;
 }
 
-int dm_unimport(struct conn *c, uint64_t dm_id, uint64_t object_id)
+int dm_unimport(struct client *c, uint64_t dm_id, uint64_t object_id)
 {
-	struct dm *dm = dm_state(c->srv) ? dm_find_id(c->srv, dm_id) : NULL;
+	struct dm *dm = dm_state(c->core) ? dm_find_id(c->core, dm_id) : NULL;
 	int i = dm ? dm_hold_of(dm, c, object_id) : -1;
 
 	if (i < 0)
 		return -ENOENT;
 	dm_hold_drop(dm, (unsigned int)i);
-	dm_try_free(c->srv, dm);
+	dm_try_free(c->core, dm);
 	return 0;
 }
 
-int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r)
+int dm_free_request(struct client *c, uint64_t id, bool admin,
+		    uint64_t object_id, struct why *why, bool *ret_ended)
 {
-	uint64_t id = req->dm_unimport->dm_id;
-	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
-
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
-	if (dm_unimport(c, id, req->dm_unimport->object_id) < 0)
-		return reply_error(r, -ENOENT,
-				   "this session holds no DM %" PRIu64, id);
-	rdmab__dm_empty_reply__init(out);
-	r->msg.body_case = RDMAB__REPLY__BODY_DM_UNIMPORT;
-	r->msg.dm_unimport = out;
-	return 0;
-}
-
-/* The allocator's free, a member's of a persistent DM, or (dm_admin_free,
- * H_ADMIN) an administrator's of any DM. */
-int h_dm_free(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-	      struct reply *r)
-{
-	bool admin = req->body_case == RDMAB__REQUEST__BODY_DM_ADMIN_FREE;
-	uint64_t id = admin ? req->dm_admin_free->dm_id : req->dm_free->dm_id;
-	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
-	struct dm *dm = dm_find_id(c->srv, id);
+	struct dm *dm = dm_find_id(c->core, id);
 	char who[64];
 	int i;
 
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
 	if (!dm || (!admin && dm->domain != c->domain))
-		return reply_error(r, -ENOENT, "no DM %" PRIu64 " in %s", id,
-				   admin ? "the broker" : "this domain");
+		return why_set(why, -ENOENT, "no DM %" PRIu64 " in %s", id,
+			       admin ? "the broker" : "this domain");
 	if (!admin && dm->allocator != c && !dm->persistent)
-		return reply_error(r, -EPERM,
-				   "DM %" PRIu64 " is client %" PRIu64 "'s: "
-				   "only its allocator frees it (or any member "
-				   "once it is persistent, or an administrator "
-				   "with rdmabrokerctl dm free)",
-				   id, dm->allocator_id);
+		return why_set(why, -EPERM,
+			       "DM %" PRIu64 " is client %" PRIu64 "'s: "
+			       "only its allocator frees it (or any member "
+			       "once it is persistent, or an administrator "
+			       "with rdmabrokerctl dm free)",
+			       id, dm->allocator_id);
 	if (dm->free_asked)
-		return reply_error(r, -EALREADY,
-				   "the free of DM %" PRIu64 " was asked "
-				   "already",
-				   id);
-	rdmab__dm_empty_reply__init(out);
+		return why_set(why, -EALREADY,
+			       "the free of DM %" PRIu64 " was asked "
+			       "already",
+			       id);
+	*ret_ended = false;
 	if (admin) {
-		r->msg.body_case = RDMAB__REPLY__BODY_DM_ADMIN_FREE;
-		r->msg.dm_admin_free = out;
 		snprintf(who, sizeof(who),
 			 "by an administrator, client %" PRIu64, c->id);
 	} else {
-		r->msg.body_case = RDMAB__REPLY__BODY_DM_FREE;
-		r->msg.dm_free = out;
 		snprintf(who, sizeof(who), "by client %" PRIu64, c->id);
 		/* The free ends the import it was asked on (ibc_dm_free(3)):
 		 * no second round trip to unimport, and a DM nobody else
 		 * holds is freed before the reply. */
-		i = req->dm_free->object_id ?
-			    dm_hold_of(dm, c, req->dm_free->object_id) :
-			    -1;
+		i = object_id ? dm_hold_of(dm, c, object_id) : -1;
 		if (i >= 0) {
 			dm_hold_drop(dm, (unsigned int)i);
-			out->import_ended = true;
+			*ret_ended = true;
 		}
 	}
-	dm_ask_free(c->srv, dm, c, who);
+	dm_ask_free(c->core, dm, c, who);
 	return 0;
 }
 
 /* --- rekey ---------------------------------------------------------------- */
 
-unsigned int dm_ctx_busy(const struct server *srv, const struct dctx *x,
+unsigned int dm_ctx_busy(const struct core *core, const struct dctx *x,
 			 char *buf, size_t len)
 {
 	const struct dm *dm;
 	unsigned int n = 0;
 
-	TAILQ_FOREACH(dm, &dm_state(srv)->dms, link) {
+	TAILQ_FOREACH(dm, &dm_state(core)->dms, link) {
 		char item[64];
 
 		if (dm->ctx != x)
@@ -944,17 +871,17 @@ unsigned int dm_ctx_busy(const struct server *srv, const struct dctx *x,
 	return n;
 }
 
-static struct dm *dm_next_of_ctx(struct server *srv, const struct dctx *x)
+static struct dm *dm_next_of_ctx(struct core *core, const struct dctx *x)
 {
 	struct dm *dm;
 
-	TAILQ_FOREACH(dm, &dm_state(srv)->dms, link)
+	TAILQ_FOREACH(dm, &dm_state(core)->dms, link)
 		if (dm->ctx == x)
 			return dm;
 	return NULL;
 }
 
-unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
+unsigned int dm_ctx_force(struct core *core, struct dctx *x,
 			  const char *reason)
 {
 	unsigned int n = 0;
@@ -963,7 +890,7 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 	/* One at a time from the start: a DM freed here leaves the list.
 	 * Its holders are told first; the Event frees nothing (a client
 	 * that cannot take it is only killed). */
-	while ((dm = dm_next_of_ctx(srv, x))) {
+	while ((dm = dm_next_of_ctx(core, x))) {
 		char text[200];
 		uint64_t id = dm->id;
 
@@ -972,14 +899,14 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 			snprintf(text, sizeof(text),
 				 "DM %" PRIu64 " was destroyed: %s", id,
 				 reason);
-			dm_tell(srv, dm, NULL, RDMAB__EVENT__BODY_DM_REVOKED,
+			dm_tell(core, dm, NULL, RDMAB__EVENT__BODY_DM_REVOKED,
 				text);
 		}
 		while (dm->n_holds)
 			dm_hold_drop(dm, 0);
 		dm->free_asked = true;
 		n++;
-		if (dm_try_free(srv, dm))
+		if (dm_try_free(core, dm))
 			continue;
 		/* An MR still pins it: the kernel frees it with the old
 		 * context, which nothing new can reach. */
@@ -996,36 +923,13 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 		 * kernel frees the DM with the context. */
 		x->dm_bytes_left += dm->length;
 		dm->length = 0;
-		dm_forget(srv, dm);
+		dm_forget(core, dm);
 	}
 	return n;
 }
 
 static const struct obj_family dm_imports = { .release = dm_release };
 static const struct obj_family dm_mr_hooks = { .removed = dm_mr_removed };
-
-static const struct handler dm_h_alloc = { "dm-alloc", h_dm_alloc, H_SESSION };
-static const struct handler dm_h_import = { "dm-import", h_dm_import,
-					    H_SESSION };
-static const struct handler dm_h_unimport = { "dm-unimport", h_dm_unimport,
-					      H_SESSION };
-static const struct handler dm_h_free = { "dm-free", h_dm_free, H_SESSION };
-static const struct handler dm_h_list = { "list-dms", h_list_dms,
-					  H_NEEDS_HELLO };
-static const struct handler dm_h_admin_free = { "dm-admin-free", h_dm_free,
-						H_SESSION | H_ADMIN };
-static const struct handler dm_h_revoke = { "dm-revoke", h_dm_revoke,
-					    H_SESSION | H_ADMIN };
-
-static const struct family_request dm_requests[] = {
-	{ RDMAB__REQUEST__BODY_DM_ALLOC, &dm_h_alloc },
-	{ RDMAB__REQUEST__BODY_DM_IMPORT, &dm_h_import },
-	{ RDMAB__REQUEST__BODY_DM_UNIMPORT, &dm_h_unimport },
-	{ RDMAB__REQUEST__BODY_DM_FREE, &dm_h_free },
-	{ RDMAB__REQUEST__BODY_LIST_DMS, &dm_h_list },
-	{ RDMAB__REQUEST__BODY_DM_ADMIN_FREE, &dm_h_admin_free },
-	{ RDMAB__REQUEST__BODY_DM_REVOKE, &dm_h_revoke },
-};
 
 const struct family dm_family = {
 	.name = "DM",
@@ -1037,10 +941,10 @@ const struct family dm_family = {
 	.rekey_force = dm_ctx_force,
 	.rekey_noun = "DMs",
 	.requests = dm_requests,
-	.n_requests = sizeof(dm_requests) / sizeof(dm_requests[0]),
 	.rekey_reply_field = offsetof(Rdmab__DomainRekeyReply, destroyed_dms),
-	.obj_hooks = {
-		[IBC_OBJ_DM] = &dm_imports,
-		[IBC_OBJ_MR] = &dm_mr_hooks,
-	},
+	.obj_hooks =
+		{
+			[IBC_OBJ_DM] = &dm_imports,
+			[IBC_OBJ_MR] = &dm_mr_hooks,
+		},
 };

@@ -24,13 +24,14 @@
 #include <sys/types.h>
 
 #include "daemon/device.h"
+#include "daemon/family.h"
 #include "daemon/queue.h"
 #include "proto/rdmabroker.pb-c.h"
 
 struct family;
 
-struct server;
-struct conn;
+struct core;
+struct client;
 struct dctx;
 struct domain;
 struct obj;
@@ -45,7 +46,7 @@ struct event;
 
 struct dm_session {
 	TAILQ_ENTRY(dm_session) link;
-	struct conn *conn;
+	struct client *conn;
 	/* The session's uid, charged for the page's descriptor. */
 	struct user *user;
 	int fd;
@@ -73,7 +74,7 @@ struct dm {
 	uint32_t log_align;
 	uint64_t born_usec;
 	/* NULL once the allocator's session ended. */
-	struct conn *allocator;
+	struct client *allocator;
 	/* A non-persistent DM whose allocator let go of its last import
 	 * before its free was asked: the allocator's record, kept so that
 	 * its death (dm_release) asks the free. NULL otherwise. */
@@ -126,21 +127,40 @@ struct dm_table {
  * its fini frees every DM that is left (persistent ones die with the
  * daemon). */
 extern const struct family dm_family;
+/* The requests it serves (dm-handlers.c), up to { 0, NULL }. */
+extern const struct family_request dm_requests[];
 /* The family's state: NULL before its init and after its fini. */
-struct dm_table *dm_state(const struct server *srv);
+struct dm_table *dm_state(const struct core *core);
 
 /* The session of @c ends: its status page goes; its holds stay until its
  * process is gone (the registry's cleanup), and so does its right as an
  * allocator: its death asks the free of its non-persistent DMs. */
-void dm_conn_closing(struct conn *c);
+void dm_conn_closing(struct client *c);
+
+/* The requests (dm-handlers.c turns them into replies): 0 with the DM
+ * and @c's new hold of it, or -errno naming what was wrong in @why. */
+int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
+	     struct dm **ret_dm, struct dm_hold **ret_hold);
+int dm_import(struct client *c, uint64_t ctx_id, uint32_t handle,
+	      struct why *why, struct dm **ret_dm, struct dm_hold **ret_hold);
+/* The free of DM @id asked by @c: its allocator, a member for a
+ * persistent DM, any for @admin. @object_id: the import the free ends
+ * (0: none), *@ret_ended whether it did. */
+int dm_free_request(struct client *c, uint64_t id, bool admin,
+		    uint64_t object_id, struct why *why, bool *ret_ended);
+
+/* An administrator's revoke of DM @id (client @client_id, uid @uid, for
+ * the log): -ENOENT, -EALREADY, -ENOMEM. */
+int dm_revoke(struct core *core, uint64_t id, uint64_t client_id, uid_t uid,
+	      struct why *why);
 
 /* @c's unimport of DM @dm_id (a request, or one read after the end of its
  * session: the library unmapped before it sent it). 0 or -ENOENT. */
-int dm_unimport(struct conn *c, uint64_t dm_id, uint64_t object_id);
+int dm_unimport(struct client *c, uint64_t dm_id, uint64_t object_id);
 
 /* @mr, an MR record whose dm_id is set, goes on its DM's list (a DM
  * that is gone: nothing). */
-void dm_mr_attach(struct server *srv, struct obj *mr);
+void dm_mr_attach(struct core *core, struct obj *mr);
 
 /*
  * What @c may know of the device memory of @dev: the bytes the broker
@@ -158,17 +178,17 @@ struct dm_view {
 	uint64_t room;
 };
 
-void dm_view(const struct server *srv, const struct conn *c,
+void dm_view(const struct core *core, const struct client *c,
 	     const struct device *dev, struct dm_view *ret);
 
 /* Rekey (rekey.c): the DMs of @x, counted and named after what @buf
  * holds ("DM 4 (persistent), ..."). */
-unsigned int dm_ctx_busy(const struct server *srv, const struct dctx *x,
+unsigned int dm_ctx_busy(const struct core *core, const struct dctx *x,
 			 char *buf, size_t len);
 /* Destroy every DM of @x: its holders get a revoke Event, their imports
  * go, and the DM is freed (or, pinned by an MR, left to the context).
  * Returns how many. */
-unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
+unsigned int dm_ctx_force(struct core *core, struct dctx *x,
 			  const char *reason);
 
 /* Fill the caps' DM fields for the wire. */
@@ -177,19 +197,19 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 /* --- within the DM family: dm.c, dm-list.c, dm-revoke.c ----------------- */
 
 /* The DM with broker id @id, or NULL. */
-struct dm *dm_find_id(struct server *srv, uint64_t id);
+struct dm *dm_find_id(struct core *core, uint64_t id);
 /* The free is asked: set it, and the allocator's claim goes. */
 void dm_set_free_asked(struct dm *dm);
 /* Free @dm if its free was asked and nobody holds it: true when it is gone
  * (the caller must not touch it); the device's EBUSY leaves it blocked. */
-bool dm_try_free(struct server *srv, struct dm *dm);
+bool dm_try_free(struct core *core, struct dm *dm);
 /* Send @ev to the live sessions that hold @dm, but @except; @dm stays (a
  * client that cannot take it is killed, conn_kill()). */
-void dm_notify(struct server *srv, struct dm *dm, const struct conn *except,
+void dm_notify(struct core *core, struct dm *dm, const struct client *except,
 	       Rdmab__Event *ev);
 /* dm_notify() of a DmEvent: @body is RDMAB__EVENT__BODY_DM_REVOKED or
  * RDMAB__EVENT__BODY_DM_FREE_PENDING, @reason its sentence. */
-void dm_tell(struct server *srv, struct dm *dm, const struct conn *except,
+void dm_tell(struct core *core, struct dm *dm, const struct client *except,
 	     Rdmab__Event__BodyCase body, const char *reason);
 /* Revoked: the libraries see it on their next call, in their status page,
  * without asking. */
@@ -198,7 +218,7 @@ void dm_mark_revoked(struct dm *dm);
  * many; the first @max go to @list, and @text (when not NULL) names them
  * ("MR 12 of client 3 (pid 456), MR 14 of client 5 (gone)"), cut at a
  * whole entry. */
-unsigned int dm_mrs(struct server *srv, const struct dm *dm,
+unsigned int dm_mrs(struct core *core, const struct dm *dm,
 		    Rdmab__DmMrInfo *list, unsigned int max, char *text,
 		    size_t size);
 
@@ -217,7 +237,7 @@ struct dm_figures {
 	uint64_t bytes[DEVICE_MAX];
 };
 const char *dm_metric_state_name(enum dm_metric_state s);
-void dm_domain_figures(const struct server *srv, const struct domain *d,
+void dm_domain_figures(const struct core *core, const struct domain *d,
 		       struct dm_figures *ret);
 
 #endif

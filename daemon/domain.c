@@ -15,12 +15,11 @@
 
 #include "daemon/cgroup.h"
 #include "daemon/charge.h"
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/ctx.h"
-#include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 
 const char *domain_kind_name(enum domain_kind kind)
 {
@@ -36,17 +35,17 @@ const char *domain_kind_name(enum domain_kind kind)
 	}
 }
 
-static struct domain *domain_find(struct server *srv, const char *name)
+static struct domain *domain_find(struct core *core, const char *name)
 {
 	struct domain *d;
 
-	TAILQ_FOREACH(d, &srv->domains, link)
+	TAILQ_FOREACH(d, &core->domains, link)
 		if (strcmp(d->name, name) == 0)
 			return d;
 	return NULL;
 }
 
-static struct domain *domain_new(struct server *srv, const char *name,
+static struct domain *domain_new(struct core *core, const char *name,
 				 enum domain_kind kind,
 				 const struct quota *limit)
 {
@@ -62,11 +61,11 @@ static struct domain *domain_new(struct server *srv, const char *name,
 	TAILQ_INIT(&d->dms);
 	TAILQ_INIT(&d->members);
 	TAILQ_INIT(&d->usages);
-	TAILQ_INSERT_TAIL(&srv->domains, d, link);
+	TAILQ_INSERT_TAIL(&core->domains, d, link);
 	return d;
 }
 
-void domain_release(struct server *srv, struct domain *d)
+void domain_release(struct core *core, struct domain *d)
 {
 	struct domain *pool = d->pool;
 
@@ -75,26 +74,26 @@ void domain_release(struct server *srv, struct domain *d)
 	/* A configured domain stays listed while the file names it. */
 	if (d->kind == DOMAIN_CONFIGURED && !d->retired)
 		return;
-	TAILQ_REMOVE(&srv->domains, d, link);
+	TAILQ_REMOVE(&core->domains, d, link);
 	free(d->cgroup);
 	free(d);
 	if (pool != d) {
 		pool->pooled--;
-		domain_release(srv, pool);
+		domain_release(core, pool);
 	}
 }
 
 /* @uid's own domain, made if need be; NULL without memory. */
-static struct domain *domain_own_uid(struct server *srv, uid_t uid)
+static struct domain *domain_own_uid(struct core *core, uid_t uid)
 {
 	struct domain *d;
 	char own[64];
 
 	snprintf(own, sizeof(own), "uid-%u", uid);
-	d = domain_find(srv, own);
+	d = domain_find(core, own);
 	if (d)
 		return d;
-	d = domain_new(srv, own, DOMAIN_UID, &srv->config.defaults);
+	d = domain_new(core, own, DOMAIN_UID, &core->config.defaults);
 	if (d)
 		d->uid = uid;
 	return d;
@@ -102,12 +101,12 @@ static struct domain *domain_own_uid(struct server *srv, uid_t uid)
 
 /* The cgroup domain of uid @uid for the @len bytes of @key; NULL when
  * there is none. */
-static struct domain *domain_find_cgroup(struct server *srv, uid_t uid,
+static struct domain *domain_find_cgroup(struct core *core, uid_t uid,
 					 const char *key, size_t len)
 {
 	struct domain *d;
 
-	TAILQ_FOREACH(d, &srv->domains, link)
+	TAILQ_FOREACH(d, &core->domains, link)
 		if (d->kind == DOMAIN_CGROUP && d->uid == uid &&
 		    strlen(d->cgroup) == len && memcmp(d->cgroup, key, len) == 0)
 			return d;
@@ -116,34 +115,34 @@ static struct domain *domain_find_cgroup(struct server *srv, uid_t uid,
 
 /* With per = cgroup: @c's uid's domain in @c's cgroup, made if need be,
  * named after the session that made it, as a private domain is. */
-static int domain_own_cgroup(struct server *srv, struct conn *c,
-			     struct domain **ret, struct reply *r)
+static int domain_own_cgroup(struct core *core, struct client *c,
+			     struct domain **ret, struct why *why)
 {
 	size_t len;
 	struct domain *d;
 	char name[64];
 
 	if (!c->cgroup)
-		return reply_error(r, -EACCES,
+		return why_set(why, -EACCES,
 				   "the broker gives each cgroup its own "
 				   "domains (per = cgroup) and could not read "
 				   "this process's cgroup v2 at connect: %s",
 				   cgroup_strerror(c->cgroup_err));
-	len = cgroup_key_len(&srv->config, c->cgroup);
-	d = domain_find_cgroup(srv, c->cred.uid, c->cgroup, len);
+	len = cgroup_key_len(&core->config, c->cgroup);
+	d = domain_find_cgroup(core, c->cred.uid, c->cgroup, len);
 	if (d) {
 		*ret = d;
 		return 0;
 	}
 	snprintf(name, sizeof(name), "cgroup-%u-%" PRIu64, c->cred.uid,
 		 c->id);
-	d = domain_new(srv, name, DOMAIN_CGROUP, &srv->config.defaults);
+	d = domain_new(core, name, DOMAIN_CGROUP, &core->config.defaults);
 	if (d)
 		d->cgroup = strndup(c->cgroup, len);
 	if (!d || !d->cgroup) {
 		if (d)
-			domain_release(srv, d);
-		return reply_error(r, -ENOMEM, "out of memory");
+			domain_release(core, d);
+		return why_set(why, -ENOMEM, "out of memory");
 	}
 	d->uid = c->cred.uid;
 	*ret = d;
@@ -152,34 +151,34 @@ static int domain_own_cgroup(struct server *srv, struct conn *c,
 
 /* @c's own domain: its uid's, or with per = cgroup its uid's in its
  * cgroup. */
-static int domain_own(struct server *srv, struct conn *c,
-		      struct domain **ret, struct reply *r)
+static int domain_own(struct core *core, struct client *c,
+		      struct domain **ret, struct why *why)
 {
 	struct domain *d;
 
-	if (srv->config.per_cgroup)
-		return domain_own_cgroup(srv, c, ret, r);
-	d = domain_own_uid(srv, c->cred.uid);
+	if (core->config.per_cgroup)
+		return domain_own_cgroup(core, c, ret, why);
+	d = domain_own_uid(core, c->cred.uid);
 	if (!d)
-		return reply_error(r, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	*ret = d;
 	return 0;
 }
 
 /* Does @want name @c's own domain? With per = cgroup only the one that
  * exists does: a name cannot tell an absent one from another's. */
-static bool domain_is_own(struct server *srv, struct conn *c,
+static bool domain_is_own(struct core *core, struct client *c,
 			  const char *want)
 {
 	char own[64];
 
-	if (srv->config.per_cgroup) {
+	if (core->config.per_cgroup) {
 		struct domain *d;
 
 		if (!c->cgroup)
 			return false;
-		d = domain_find_cgroup(srv, c->cred.uid, c->cgroup,
-				       cgroup_key_len(&srv->config, c->cgroup));
+		d = domain_find_cgroup(core, c->cred.uid, c->cgroup,
+				       cgroup_key_len(&core->config, c->cgroup));
 		return d && strcmp(d->name, want) == 0;
 	}
 	snprintf(own, sizeof(own), "uid-%u", c->cred.uid);
@@ -188,30 +187,28 @@ static bool domain_is_own(struct server *srv, struct conn *c,
 
 /* The domain @c gets when it names none: the first configured one it may
  * join, in file order, else its uid's own. */
-static const struct config_domain *domain_pick(struct server *srv,
-					       struct conn *c)
+static const struct config_domain *domain_pick(struct core *core,
+					       struct client *c)
 {
-	for (size_t i = 0; i < srv->config.n_domains; i++)
-		if (policy_may_join(&srv->config.domains[i], c))
-			return &srv->config.domains[i];
+	for (size_t i = 0; i < core->config.n_domains; i++)
+		if (policy_may_join(&core->config.domains[i], c))
+			return &core->config.domains[i];
 	return NULL;
 }
 
-static int domain_admit(struct domain *d, struct conn *c, struct reply *r)
+static int domain_admit(struct domain *d, struct client *c, struct why *why)
 {
-	if (!charge_fits(d, CHARGE_CLIENTS, 1))
-		return reply_error(r, -EDQUOT,
-				   "domain %s already has %u clients, its "
-				   "quota",
-				   d->name, d->limit.clients);
-	charge_add(d, CHARGE_CLIENTS, 1);
+	int err = charge_add_room(d, CHARGE_CLIENTS, 1, "", why);
+
+	if (err < 0)
+		return err;
 	c->domain = d;
 	TAILQ_INSERT_TAIL(&d->members, c, domain_link);
 	return 0;
 }
 
-int domain_join(struct server *srv, struct conn *c, const char *want,
-		bool private, struct reply *r)
+int domain_join(struct core *core, struct client *c, const char *want,
+		bool private, struct why *why)
 {
 	const struct config_domain *cd = NULL;
 	struct domain *d, *pool;
@@ -221,81 +218,80 @@ int domain_join(struct server *srv, struct conn *c, const char *want,
 		char name[64];
 
 		if (*want)
-			return reply_error(r, -EINVAL,
-					   "a private domain cannot also be "
-					   "named (\"%.48s\")",
-					   want);
+			return why_set(why, -EINVAL,
+				       "a private domain cannot also be "
+				       "named (\"%.48s\")",
+				       want);
 		snprintf(name, sizeof(name), "private-%" PRIu64, c->id);
-		ret = domain_own(srv, c, &pool, r);
+		ret = domain_own(core, c, &pool, why);
 		if (ret < 0)
 			return ret;
-		d = domain_new(srv, name, DOMAIN_PRIVATE,
-			       &srv->config.defaults);
+		d = domain_new(core, name, DOMAIN_PRIVATE,
+			       &core->config.defaults);
 		if (!d) {
-			domain_release(srv, pool);
-			return reply_error(r, -ENOMEM, "out of memory");
+			domain_release(core, pool);
+			return why_set(why, -ENOMEM, "out of memory");
 		}
 		d->uid = c->cred.uid;
 		d->pool = pool;
 		pool->pooled++;
-		ret = domain_admit(d, c, r);
+		ret = domain_admit(d, c, why);
 		if (ret < 0)
-			domain_release(srv, d);
+			domain_release(core, d);
 		return ret;
 	}
-	if (*want && !domain_is_own(srv, c, want)) {
+	if (*want && !domain_is_own(core, c, want)) {
 		/* Either answer holds whether such a domain exists or not. */
-		if (srv->config.per_cgroup &&
+		if (core->config.per_cgroup &&
 		    strncmp(want, "uid-", 4) == 0)
-			return reply_error(r, -EACCES,
+			return why_set(why, -EACCES,
 					   "domain %.48s is a uid's own, and "
 					   "this broker gives each cgroup its "
 					   "own domains (per = cgroup)",
 					   want);
 		if (strncmp(want, "uid-", 4) == 0)
-			return reply_error(r, -EACCES,
+			return why_set(why, -EACCES,
 					   "domain %.48s is another uid's own; "
 					   "uid %u may not join it",
 					   want, c->cred.uid);
 		if (strncmp(want, "cgroup-", 7) == 0)
-			return reply_error(r, -EACCES,
+			return why_set(why, -EACCES,
 					   "domain %.48s is not this process's "
 					   "cgroup's own; uid %u may not join "
 					   "it",
 					   want, c->cred.uid);
-		cd = config_find_domain(&srv->config, want);
+		cd = config_find_domain(&core->config, want);
 		if (!cd)
-			return reply_error(r, -ENOENT,
-					   "domain \"%.48s\" does not exist",
-					   want);
+			return why_set(why, -ENOENT,
+				       "domain \"%.48s\" does not exist", want);
 		if (!policy_may_join(cd, c))
-			return reply_error(r, -EACCES,
+			return why_set(why, -EACCES,
 					   "uid %u%s may not join domain %s",
 					   c->cred.uid,
 					   cd->n_cgroups ? " in its cgroup" : "",
 					   cd->name);
 	} else if (!*want) {
-		cd = domain_pick(srv, c);
+		cd = domain_pick(core, c);
 	}
 	if (cd) {
-		d = domain_find(srv, cd->name);
+		d = domain_find(core, cd->name);
 		if (!d)
-			return reply_error(r, -EIO,
-					   "domain %s is configured but not "
-					   "set up",
-					   cd->name);
-		return domain_admit(d, c, r);
+			return why_set(why, -EIO,
+				       "domain %s is configured but not "
+				       "set up",
+				       cd->name);
+		return domain_admit(d, c, why);
 	}
-	ret = domain_own(srv, c, &d, r);
+	ret = domain_own(core, c, &d, why);
 	if (ret < 0)
 		return ret;
-	ret = domain_admit(d, c, r);
+	ret = domain_admit(d, c, why);
 	if (ret < 0)
-		domain_release(srv, d);
+		domain_release(core, d);
 	return ret;
 }
 
-void domain_leave(struct server *srv, struct conn *c)
+void domain_leave(struct core *core, struct client *c)
 {
 	struct domain *d = c->domain;
 
@@ -304,27 +300,18 @@ void domain_leave(struct server *srv, struct conn *c)
 	charge_sub(d, CHARGE_CLIENTS, 1);
 	TAILQ_REMOVE(&d->members, c, domain_link);
 	c->domain = NULL;
-	domain_release(srv, d);
+	domain_release(core, d);
 }
 
-int domain_room_objects(struct domain *d, uint32_t n, const char *why,
-			struct reply *r)
+int domain_room_objects(struct domain *d, uint32_t n, const char *clause,
+			struct why *why)
 {
-	d = domain_pool(d);
-	if (charge_fits(d, CHARGE_OBJECTS, n))
-		return 0;
-	return reply_error(r, -EDQUOT, "domain %s holds %u of its %u objects%s",
-			   d->name, d->used.objects, d->limit.objects, why);
+	return charge_room(d, CHARGE_OBJECTS, n, clause, why);
 }
 
-int domain_charge_objects(struct domain *d, uint32_t n, struct reply *r)
+int domain_charge_objects(struct domain *d, uint32_t n, struct why *why)
 {
-	int err = domain_room_objects(d, n, "", r);
-
-	if (err < 0)
-		return err;
-	charge_add(d, CHARGE_OBJECTS, n);
-	return 0;
+	return charge_add_room(d, CHARGE_OBJECTS, n, "", why);
 }
 
 void domain_uncharge_objects(struct domain *d, uint32_t n)
@@ -339,15 +326,15 @@ uint64_t domain_dm_limit(const struct domain *d, const struct device *dev)
 	return config_dm_bytes(q->dm_bytes, q->dm_pct, dev->caps.max_dm_size);
 }
 
-uint64_t domain_dm_limit_shown(const struct server *srv,
+uint64_t domain_dm_limit_shown(const struct core *core,
 			       const struct domain *d)
 {
 	uint64_t max = 0;
 
 	if (!d->limit.dm_pct)
 		return d->limit.dm_bytes;
-	for (size_t i = 0; i < srv->devices.n; i++) {
-		const struct device *dev = &srv->devices.dev[i];
+	for (size_t i = 0; i < core->devices.n; i++) {
+		const struct device *dev = &core->devices.dev[i];
 
 		if (!dev->removed && domain_dm_limit(d, dev) > max)
 			max = domain_dm_limit(d, dev);
@@ -377,34 +364,34 @@ static uint64_t domain_dm_share(struct domain *pool, uid_t uid,
 }
 
 int domain_dm_room(struct domain *d, uid_t uid, const struct device *dev,
-		   uint64_t length, uint64_t rounded, struct reply *r)
+		   uint64_t length, uint64_t rounded, struct why *why)
 {
 	struct domain *pool = domain_pool(d);
 	uint64_t limit = domain_dm_limit(pool, dev), share, held;
 
 	if (rounded > limit || pool->used.dm_bytes > limit - rounded)
-		return reply_error(
-			r, -EDQUOT,
-			"domain %s: a DM of %" PRIu64 " bytes "
-			"reserves %" PRIu64 " (whole pages); %" PRIu64
-			" of its dm_bytes quota of %" PRIu64 " on %s are in "
-			"use",
-			pool->name, length, rounded, pool->used.dm_bytes, limit,
-			dev->name);
+		return why_set(why, -EDQUOT,
+			       "domain %s: a DM of %" PRIu64 " bytes "
+			       "reserves %" PRIu64 " (whole pages); %" PRIu64
+			       " of its dm_bytes quota of %" PRIu64
+			       " on %s are in "
+			       "use",
+			       pool->name, length, rounded, pool->used.dm_bytes,
+			       limit, dev->name);
 	/* A uid's own domain is its alone; a named one is shared. */
 	if (pool->kind != DOMAIN_CONFIGURED)
 		return 0;
 	share = domain_dm_share(pool, uid, limit, &held);
 	if (rounded <= share && held <= share - rounded)
 		return 0;
-	return reply_error(r, -EDQUOT,
-			   "domain %s: uid %u holds %" PRIu64 " bytes of its "
-			   "device memory, persistent DMs included, and one "
-			   "member may hold %u%% of its dm_bytes quota on %s, "
-			   "%" PRIu64 " bytes (dm_member_share): a DM of %" PRIu64
-			   " bytes does not fit",
-			   pool->name, uid, held, pool->limit.dm_member_share,
-			   dev->name, share, length);
+	return why_set(why, -EDQUOT,
+		       "domain %s: uid %u holds %" PRIu64 " bytes of its "
+		       "device memory, persistent DMs included, and one "
+		       "member may hold %u%% of its dm_bytes quota on %s, "
+		       "%" PRIu64 " bytes (dm_member_share): a DM of %" PRIu64
+		       " bytes does not fit",
+		       pool->name, uid, held, pool->limit.dm_member_share,
+		       dev->name, share, length);
 }
 
 uint64_t domain_dm_free(struct domain *d, uid_t uid,
@@ -465,18 +452,18 @@ void domain_uncharge_dm(struct domain *d, uid_t uid, uint64_t bytes,
 	}
 }
 
-void domains_configure(struct server *srv)
+void domains_configure(struct core *core)
 {
 	struct domain *d, *tmp;
 
-	TAILQ_FOREACH_SAFE(d, &srv->domains, link, tmp) {
+	TAILQ_FOREACH_SAFE(d, &core->domains, link, tmp) {
 		const struct config_domain *cd;
 
 		if (d->kind != DOMAIN_CONFIGURED) {
-			d->limit = srv->config.defaults;
+			d->limit = core->config.defaults;
 			continue;
 		}
-		cd = config_find_domain(&srv->config, d->name);
+		cd = config_find_domain(&core->config, d->name);
 		if (cd) {
 			d->limit = cd->quota;
 			d->retired = false;
@@ -488,24 +475,24 @@ void domains_configure(struct server *srv)
 				   "until they leave",
 				   d->name, d->used.clients);
 		d->retired = true;
-		domain_release(srv, d);
+		domain_release(core, d);
 	}
-	for (size_t i = 0; i < srv->config.n_domains; i++) {
-		const struct config_domain *cd = &srv->config.domains[i];
+	for (size_t i = 0; i < core->config.n_domains; i++) {
+		const struct config_domain *cd = &core->config.domains[i];
 
-		if (!domain_find(srv, cd->name) &&
-		    !domain_new(srv, cd->name, DOMAIN_CONFIGURED, &cd->quota))
+		if (!domain_find(core, cd->name) &&
+		    !domain_new(core, cd->name, DOMAIN_CONFIGURED, &cd->quota))
 			log_err("domain %s: out of memory", cd->name);
 	}
 }
 
-void domains_free(struct server *srv)
+void domains_free(struct core *core)
 {
 	struct domain *d;
 
-	while ((d = TAILQ_FIRST(&srv->domains))) {
-		dctx_close_all(srv, d);
-		TAILQ_REMOVE(&srv->domains, d, link);
+	while ((d = TAILQ_FIRST(&core->domains))) {
+		dctx_close_all(core, d);
+		TAILQ_REMOVE(&core->domains, d, link);
 		free(d->cgroup);
 		free(d);
 	}

@@ -14,10 +14,10 @@
 
 #include "daemon/conf.h"
 
-struct server;
-struct conn;
+struct core;
+struct client;
 struct dctx;
-struct reply;
+struct why;
 
 enum domain_kind {
 	DOMAIN_UID,
@@ -66,7 +66,7 @@ struct domain {
 	unsigned int n_ctxs;
 	/* Its DMs (dm.domain_link) and its clients (conn.domain_link). */
 	TAILQ_HEAD(, dm) dms;
-	TAILQ_HEAD(, conn) members;
+	TAILQ_HEAD(, client) members;
 	/* Configured domains: what each member uid holds. */
 	TAILQ_HEAD(, domain_usage) usages;
 	/* Rekey (rekey.c): rekeys so far. */
@@ -79,19 +79,19 @@ const char *domain_kind_name(enum domain_kind kind);
 
 /*
  * Put @c in a domain: @want names one (or is empty), @private asks for a
- * context of its own. On refusal the reply says why.
+ * context of its own. On refusal @why says why.
  */
-int domain_join(struct server *srv, struct conn *c, const char *want,
-		bool private, struct reply *r);
+int domain_join(struct core *core, struct client *c, const char *want,
+		bool private, struct why *why);
 /* Take @c out of its domain; frees the domain when nothing is left. */
-void domain_leave(struct server *srv, struct conn *c);
+void domain_leave(struct core *core, struct client *c);
 /* Free @d if it has no members, no contexts and nothing keeps it. */
-void domain_release(struct server *srv, struct domain *d);
+void domain_release(struct core *core, struct domain *d);
 
-/* Apply srv->config: create configured domains, update quotas, retire the
+/* Apply core->config: create configured domains, update quotas, retire the
  * removed ones. */
-void domains_configure(struct server *srv);
-void domains_free(struct server *srv);
+void domains_configure(struct core *core);
+void domains_free(struct core *core);
 
 /* The domain whose resource quotas @d's members spend (domain.pool). */
 static inline struct domain *domain_pool(struct domain *d)
@@ -100,11 +100,11 @@ static inline struct domain *domain_pool(struct domain *d)
 }
 
 /* Whether @d's pool has room for @n more objects: -EDQUOT otherwise, with
- * a sentence in @r that ends with @why (a clause of the caller's, or ""). */
-int domain_room_objects(struct domain *d, uint32_t n, const char *why,
-			struct reply *r);
-/* Charge @n objects to @d; -EDQUOT with a sentence in @r when over. */
-int domain_charge_objects(struct domain *d, uint32_t n, struct reply *r);
+ * a sentence in @why that ends with @clause (the caller's, or ""). */
+int domain_room_objects(struct domain *d, uint32_t n, const char *clause,
+			struct why *why);
+/* Charge @n objects to @d; -EDQUOT with a sentence in @why when over. */
+int domain_charge_objects(struct domain *d, uint32_t n, struct why *why);
 void domain_uncharge_objects(struct domain *d, uint32_t n);
 
 struct device;
@@ -114,13 +114,13 @@ struct device;
 uint64_t domain_dm_limit(const struct domain *d, const struct device *dev);
 /* The largest of domain_dm_limit() over the devices present: what a
  * listing shows. */
-uint64_t domain_dm_limit_shown(const struct server *srv,
+uint64_t domain_dm_limit_shown(const struct core *core,
 			       const struct domain *d);
 /* Whether @d's pool and, in a configured domain, uid @uid's share of it
  * have room for @rounded bytes on @dev (a DM of @length): -EDQUOT
- * otherwise, with a sentence in @r naming the quota. */
+ * otherwise, with a sentence in @why naming the quota. */
 int domain_dm_room(struct domain *d, uid_t uid, const struct device *dev,
-		   uint64_t length, uint64_t rounded, struct reply *r);
+		   uint64_t length, uint64_t rounded, struct why *why);
 /* The bytes uid @uid may still allocate on @dev by @d's quotas: its
  * pool's room and, in a configured domain, its share's. */
 uint64_t domain_dm_free(struct domain *d, uid_t uid,
@@ -134,7 +134,7 @@ void domain_uncharge_dm(struct domain *d, uid_t uid, uint64_t bytes,
 			uint64_t pool_bytes);
 
 /* Policy (policy.c). */
-bool policy_may_join(const struct config_domain *d, const struct conn *c);
-bool policy_is_admin(const struct server *srv, const struct conn *c);
+bool policy_may_join(const struct config_domain *d, const struct client *c);
+bool policy_is_admin(const struct core *core, const struct client *c);
 
 #endif

@@ -16,10 +16,10 @@ const struct family *const families[FAMILY_COUNT] = {
 #include "common/families.def"
 };
 
-int families_init(struct server *srv)
+int families_init(struct core *core)
 {
 	for (unsigned int i = 0; i < FAMILY_COUNT; i++) {
-		int ret = families[i]->init ? families[i]->init(srv) : 0;
+		int ret = families[i]->init ? families[i]->init(core) : 0;
 
 		if (ret < 0)
 			return ret;
@@ -27,47 +27,49 @@ int families_init(struct server *srv)
 	return 0;
 }
 
-void families_fini(struct server *srv)
+void families_fini(struct core *core)
 {
 	for (unsigned int i = FAMILY_COUNT; i-- > 0;)
 		if (families[i]->fini)
-			families[i]->fini(srv);
+			families[i]->fini(core);
 }
 
 const struct handler *families_request(unsigned int body_case)
 {
 	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
-		for (unsigned int k = 0; k < families[i]->n_requests; k++)
+		for (unsigned int k = 0;
+		     families[i]->requests && families[i]->requests[k].handler;
+		     k++)
 			if (families[i]->requests[k].body_case == body_case)
 				return families[i]->requests[k].handler;
 	return NULL;
 }
 
-void families_configure(struct server *srv)
+void families_configure(struct core *core)
 {
 	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
 		if (families[i]->configure)
-			families[i]->configure(srv);
+			families[i]->configure(core);
 }
 
-void families_session_closing(struct conn *c)
+void families_session_closing(struct client *c)
 {
 	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
 		if (families[i]->session_closing)
 			families[i]->session_closing(c);
 }
 
-void families_device_gone(struct server *srv, struct device *dev,
+void families_device_gone(struct core *core, struct device *dev,
 			  const char *reason)
 {
 	for (unsigned int i = FAMILY_COUNT; i-- > 0;)
 		if (families[i]->device_gone)
-			families[i]->device_gone(srv, dev, reason);
+			families[i]->device_gone(core, dev, reason);
 }
 
-void families_ctx_closed(struct server *srv, const struct dctx *x)
+void families_ctx_closed(struct core *core, const struct dctx *x)
 {
 	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
 		if (families[i]->ctx_closed)
-			families[i]->ctx_closed(srv, x);
+			families[i]->ctx_closed(core, x);
 }

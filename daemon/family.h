@@ -4,7 +4,7 @@
  * registry's cleanup know of a resource family. Each family fills one
  * struct family; families.c lists them all, in the one order every walk
  * uses (teardown walks it backwards). A family keeps its state in
- * srv->family_state[its id], never in a file-level variable, so that the
+ * core->family_state[its id], never in a file-level variable, so that the
  * server names no family's state type.
  */
 #ifndef RDMAB_FAMILY_H
@@ -14,8 +14,8 @@
 
 #include "daemon/device.h"
 
-struct server;
-struct conn;
+struct core;
+struct client;
 struct dctx;
 struct device;
 struct obj_family;
@@ -28,7 +28,7 @@ struct family_request {
 	const struct handler *handler;
 };
 
-/* Index into families[] and srv->family_state[]: the order of the walks.
+/* Index into families[] and core->family_state[]: the order of the walks.
  * The registry comes first: the families' records live in it, and a
  * closing session's last requests are read before any family lets go.
  * Then the families of common/families.def, in its order (FAMILY_DM...). */
@@ -41,59 +41,59 @@ enum family_id {
 
 struct family {
 	const char *name;
-	/* Set up the family's state (srv->family_state[id]): 0 or a
+	/* Set up the family's state (core->family_state[id]): 0 or a
 	 * negative errno, which stops the daemon. */
-	int (*init)(struct server *srv);
+	int (*init)(struct core *core);
 	/* Daemon exit: free the state, whatever init left of it. */
-	void (*fini)(struct server *srv);
-	/* The configuration was reloaded (srv->config is the new one). */
-	void (*configure)(struct server *srv);
+	void (*fini)(struct core *core);
+	/* The configuration was reloaded (core->config is the new one). */
+	void (*configure)(struct core *core);
 	/* The session of @c ends (conn_close()). */
-	void (*session_closing)(struct conn *c);
+	void (*session_closing)(struct client *c);
 	/* @dev is gone; told once, in reverse order (the registry last:
 	 * a family lets go of what it made before the records go). */
-	void (*device_gone)(struct server *srv, struct device *dev,
+	void (*device_gone)(struct core *core, struct device *dev,
 			    const char *reason);
 	/* Context @x is about to be freed: the kernel freed (or is about to
 	 * free) what it held. */
-	void (*ctx_closed)(struct server *srv, const struct dctx *x);
+	void (*ctx_closed)(struct core *core, const struct dctx *x);
 	/* Rekey: how many objects of @x the family made, which cannot move
 	 * to a new context, their names added to @buf (rekey_name_add()). */
-	unsigned int (*rekey_busy)(const struct server *srv,
+	unsigned int (*rekey_busy)(const struct core *core,
 				   const struct dctx *x, char *buf,
 				   size_t len);
 	/* A forced rekey destroys them: how many went. */
-	unsigned int (*rekey_force)(struct server *srv, struct dctx *x,
+	unsigned int (*rekey_force)(struct core *core, struct dctx *x,
 				    const char *reason);
 	/* What rekey_force destroys, plural, for the log ("DMs"), and
 	 * where the DomainRekeyReply counts it (offsetof). */
 	const char *rekey_noun;
 	size_t rekey_reply_field;
-	/* The requests it serves (its listings among them). */
+	/* The requests it serves (its listings among them), up to an
+	 * entry with no handler: its handlers file's table. */
 	const struct family_request *requests;
-	unsigned int n_requests;
 	/* The objects the family watches, by kind (NULL: none): several
 	 * families may watch one kind; the registry calls each in order,
-	 * with srv->family_state[id] as the hooks' data. */
+	 * with core->family_state[id] as the hooks' data. */
 	const struct obj_family *obj_hooks[OBJ_KIND_COUNT];
 	/* The restart's (issue 25): NULL, nothing to keep yet. */
-	int (*save)(struct server *srv, int fd);
-	int (*restore)(struct server *srv, int fd);
+	int (*save)(struct core *core, int fd);
+	int (*restore)(struct core *core, int fd);
 };
 
 /* Every family, indexed by enum family_id (families.c). */
 extern const struct family *const families[FAMILY_COUNT];
 
 /* Init every family in order; on failure the caller's fini undoes. */
-int families_init(struct server *srv);
+int families_init(struct core *core);
 /* Every family's fini, in reverse order. */
-void families_fini(struct server *srv);
+void families_fini(struct core *core);
 /* The handler a family serves @body_case with; NULL for none. */
 const struct handler *families_request(unsigned int body_case);
-void families_configure(struct server *srv);
-void families_session_closing(struct conn *c);
-void families_device_gone(struct server *srv, struct device *dev,
+void families_configure(struct core *core);
+void families_session_closing(struct client *c);
+void families_device_gone(struct core *core, struct device *dev,
 			  const char *reason);
-void families_ctx_closed(struct server *srv, const struct dctx *x);
+void families_ctx_closed(struct core *core, const struct dctx *x);
 
 #endif

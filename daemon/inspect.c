@@ -11,7 +11,7 @@
 
 #include "daemon/cgroup.h"
 #include "daemon/conn.h"
-#include "daemon/dispatch.h"
+#include "daemon/handler.h"
 #include "daemon/dm.h"
 #include "daemon/domain.h"
 #include "daemon/objects.h"
@@ -47,7 +47,7 @@ void server_device_info(const struct conn *c, const struct device *dev,
 	/* Device memory. */
 	caps->dm_shared = dev->caps.dm_shared;
 	caps->dm_reason = (char *)dev->caps.dm_reason;
-	dm_view(c->srv, c, dev, &v);
+	dm_view(c->cl.core, &c->cl, dev, &v);
 	caps->dm_reserved = v.reserved;
 	caps->dm_device_wide = v.device_wide;
 	caps->dm_domain_used = v.domain_used;
@@ -59,7 +59,7 @@ void server_device_info(const struct conn *c, const struct device *dev,
 int h_list_devices(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
-	struct device_list *list = &c->srv->devices;
+	struct device_list *list = &c->srv->core.devices;
 	uint32_t off = req->list_devices->offset;
 	Rdmab__ListDevicesReply *out = reply_alloc(r, sizeof(*out));
 	Rdmab__DeviceInfo *infos, **ptrs;
@@ -106,7 +106,7 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
 	struct server *srv = c->srv;
-	bool admin = policy_is_admin(srv, c);
+	bool admin = policy_is_admin(&srv->core, &c->cl);
 	uint32_t off = req->list_domains->offset, idx = 0;
 	Rdmab__ListDomainsReply *out = reply_alloc(r, sizeof(*out));
 	struct domain_page *pages;
@@ -121,13 +121,13 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 	rdmab__list_domains_reply__init(out);
 	/* A member sees its own domain only, and walks nothing else: what
 	 * other domains hold costs it nothing. */
-	d = admin ? TAILQ_FIRST(&srv->domains) : c->domain;
+	d = admin ? TAILQ_FIRST(&srv->core.domains) : c->cl.domain;
 	for (; d; d = admin ? TAILQ_NEXT(d, link) : NULL) {
 		struct domain_page *pg = &pages[n];
 		struct dctx *x;
 		size_t k = 0;
 
-		srv->list_visits++;
+		srv->core.list_visits++;
 		if (idx++ < off || n == LIST_PAGE)
 			continue;
 		rdmab__domain_info__init(&pg->info);
@@ -147,7 +147,7 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 		TAILQ_FOREACH(x, &d->ctxs, link) {
 			struct unacc_counts uc = { 0 };
 
-			srv->list_visits++;
+			srv->core.list_visits++;
 			if (k < 8)
 				pg->ctx_ids[k++] = x->id;
 			/* A listing shows what the kernel holds now. */
@@ -167,7 +167,7 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 		quota_info(&pg->used, &d->used);
 		quota_info(&pg->limit, &d->limit);
 		/* A percent of each device's memory: the most it makes. */
-		pg->limit.dm_bytes = domain_dm_limit_shown(srv, d);
+		pg->limit.dm_bytes = domain_dm_limit_shown(&srv->core, d);
 		pg->info.used = &pg->used;
 		pg->info.limit = &pg->limit;
 		pg->info.context_ids = pg->ctx_ids;
@@ -184,15 +184,21 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 
 /* The first client @c may list and the next: a member walks its own
  * domain's clients only, so that other domains' cost it nothing. */
+static struct conn *inspect_member(struct client *cl)
+{
+	return cl ? conn_of(cl) : NULL;
+}
+
 static struct conn *inspect_first(struct conn *c, bool admin)
 {
 	return admin ? TAILQ_FIRST(&c->srv->conns) :
-		       TAILQ_FIRST(&c->domain->members);
+		       inspect_member(TAILQ_FIRST(&c->cl.domain->members));
 }
 
 static struct conn *inspect_next(struct conn *o, bool admin)
 {
-	return admin ? TAILQ_NEXT(o, link) : TAILQ_NEXT(o, domain_link);
+	return admin ? TAILQ_NEXT(o, link) :
+		       inspect_member(TAILQ_NEXT(&o->cl, domain_link));
 }
 
 /* Live sessions linked to @id that @c may see: a page's worth of walks,
@@ -203,7 +209,7 @@ static uint32_t inspect_children(struct conn *c, bool admin, uint64_t id)
 	uint32_t n = 0;
 
 	for (o = inspect_first(c, admin); o; o = inspect_next(o, admin)) {
-		c->srv->list_visits++;
+		c->srv->core.list_visits++;
 		n += o->hello_done && o->parent_id == id;
 	}
 	return n;
@@ -213,7 +219,7 @@ int h_list_clients(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
 	struct server *srv = c->srv;
-	bool admin = policy_is_admin(srv, c);
+	bool admin = policy_is_admin(&srv->core, &c->cl);
 	uint32_t off = req->list_clients->offset, idx = 0;
 	Rdmab__ListClientsReply *out = reply_alloc(r, sizeof(*out));
 	Rdmab__ClientInfo *infos, **ptrs;
@@ -230,29 +236,29 @@ int h_list_clients(struct conn *c, const Rdmab__Request *req,
 	for (o = inspect_first(c, admin); o; o = inspect_next(o, admin)) {
 		Rdmab__ClientInfo *ci = &infos[n];
 
-		srv->list_visits++;
-		if (!o->hello_done || (!admin && o->domain != c->domain))
+		srv->core.list_visits++;
+		if (!o->hello_done || (!admin && o->cl.domain != c->cl.domain))
 			continue;
 		if (idx++ < off || n == LIST_PAGE)
 			continue;
 		rdmab__client_info__init(ci);
-		ci->id = o->id;
-		ci->pid = (uint32_t)o->cred.pid;
-		ci->uid = o->cred.uid;
-		ci->gid = o->cred.gid;
+		ci->id = o->cl.id;
+		ci->pid = (uint32_t)o->cl.cred.pid;
+		ci->uid = o->cl.cred.uid;
+		ci->gid = o->cl.cred.gid;
 		ci->comm = o->comm;
-		ci->domain = o->domain->name;
-		ci->contexts = o->n_ctxs;
-		ci->objects = o->owner ? o->owner->n_objs : 0;
-		ci->unaccounted = o->owner ? o->owner->n_intents : 0;
+		ci->domain = o->cl.domain->name;
+		ci->contexts = o->cl.n_ctxs;
+		ci->objects = o->cl.owner ? o->cl.owner->n_objs : 0;
+		ci->unaccounted = o->cl.owner ? o->cl.owner->n_intents : 0;
 		ci->requests = o->requests;
 		ci->fork_state = (Rdmab__ForkState)o->fork_state;
 		ci->library_version = o->library_version;
 		ci->parent_id = o->parent_id;
-		ci->children = inspect_children(c, admin, o->id);
-		if (o->cgroup) {
+		ci->children = inspect_children(c, admin, o->cl.id);
+		if (o->cl.cgroup) {
 			ci->cgroup_truncated = cgroup_show(cgroups[n],
-							   o->cgroup);
+							   o->cl.cgroup);
 			ci->cgroup = cgroups[n];
 		}
 		ptrs[n++] = ci;

@@ -297,7 +297,7 @@ fail:
 
 int metrics_http_start(struct server *srv)
 {
-	const struct config *cfg = &srv->config;
+	const struct config *cfg = &srv->core.config;
 	struct timeval tv = {
 		.tv_sec = cfg->metrics.timeout_ms / 1000,
 		.tv_usec = (suseconds_t)(cfg->metrics.timeout_ms % 1000) * 1000,
@@ -317,9 +317,9 @@ int metrics_http_start(struct server *srv)
 	h->life_ms = (uint64_t)cfg->metrics.timeout_ms * METRICS_HTTP_LIVES;
 	h->bevs = calloc(h->max + 1, sizeof(*h->bevs));
 	h->born_ms = calloc(h->max + 1, sizeof(*h->born_ms));
-	h->http = evhttp_new(srv->base);
-	h->sweep_ev = evtimer_new(srv->base, http_sweep_cb, h);
-	h->backoff_ev = evtimer_new(srv->base, http_backoff_cb, h);
+	h->http = evhttp_new(srv->core.base);
+	h->sweep_ev = evtimer_new(srv->core.base, http_sweep_cb, h);
+	h->backoff_ev = evtimer_new(srv->core.base, http_backoff_cb, h);
 	if (!h->bevs || !h->born_ms || !h->http || !h->sweep_ev ||
 	    !h->backoff_ev)
 		goto fail;
@@ -330,7 +330,7 @@ int metrics_http_start(struct server *srv)
 	}
 	/* Backlog 0: listening already, with http_socket()'s backlog, which
 	 * bounds what waits in the kernel while the listener is stopped. */
-	h->lev = evconnlistener_new(srv->base, NULL, NULL,
+	h->lev = evconnlistener_new(srv->core.base, NULL, NULL,
 				    LEV_OPT_CLOSE_ON_FREE |
 					    LEV_OPT_CLOSE_ON_EXEC,
 				    0, fd);

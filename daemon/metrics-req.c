@@ -99,9 +99,9 @@ int h_metrics_get(struct conn *c, const Rdmab__Request *req,
 	if (off == 0) {
 		/* Administrators see the broker; the others, their domain:
 		 * what other domains hold answers like nothing. */
-		err = policy_is_admin(srv, c) ?
+		err = policy_is_admin(&srv->core, &c->cl) ?
 			      metrics_render_all(srv, &t) :
-			      metrics_render(srv, c->domain, &t);
+			      metrics_render(srv, c->cl.domain, &t);
 		if (err == -EFBIG)
 			return reply_error(r, err,
 					   "the metrics exceed the broker's "
@@ -109,15 +109,15 @@ int h_metrics_get(struct conn *c, const Rdmab__Request *req,
 					   METRICS_TEXT_MAX);
 		if (err < 0)
 			return reply_error(r, err, "out of memory");
-		i = snap_find(m, c->id);
+		i = snap_find(m, c->cl.id);
 		if (i >= 0)
 			metrics_snap_drop(m, (unsigned int)i);
-		if (t->len > METRICS_PAGE && snap_keep(m, c->id, t) < 0) {
+		if (t->len > METRICS_PAGE && snap_keep(m, c->cl.id, t) < 0) {
 			metrics_text_put(t);
 			return reply_error(r, -ENOMEM, "out of memory");
 		}
 	} else {
-		i = snap_find(m, c->id);
+		i = snap_find(m, c->cl.id);
 		if (i < 0)
 			return reply_error(r, -ESTALE,
 					   "no metrics text is being read by "
@@ -147,7 +147,7 @@ int h_metrics_get(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, -ENOMEM, "out of memory");
 	}
 	memcpy(out->text.data, t->data + off, out->text.len);
-	if (end == t->len && (i = snap_find(m, c->id)) >= 0)
+	if (end == t->len && (i = snap_find(m, c->cl.id)) >= 0)
 		metrics_snap_drop(m, (unsigned int)i);
 	metrics_text_put(t);
 	r->msg.body_case = RDMAB__REPLY__BODY_METRICS;

@@ -83,7 +83,7 @@ struct names {
 /* The first domain a render walks, and the next. */
 static struct domain *d_first(struct server *srv, const struct domain *only)
 {
-	return only ? (struct domain *)only : TAILQ_FIRST(&srv->domains);
+	return only ? (struct domain *)only : TAILQ_FIRST(&srv->core.domains);
 }
 
 static struct domain *d_next(struct domain *d, const struct domain *only)
@@ -142,9 +142,9 @@ static void domain_dev_figures(const struct server *srv,
 	const struct dctx *x;
 	const struct obj *o;
 
-	memset(f, 0, sizeof(*f) * srv->devices.n);
+	memset(f, 0, sizeof(*f) * srv->core.devices.n);
 	TAILQ_FOREACH(x, &d->ctxs, link) {
-		struct dev_figures *df = &f[x->dev - srv->devices.dev];
+		struct dev_figures *df = &f[x->dev - srv->core.devices.dev];
 
 		df->contexts++;
 		df->unaccounted += x->unaccounted;
@@ -215,7 +215,7 @@ static void render_per_context(struct mtext *mt, struct server *srv,
 	struct domain *d;
 
 	FOR_DOMAINS(d, srv, only, nm) {
-		for (size_t k = 0; k < srv->devices.n; k++)
+		for (size_t k = 0; k < srv->core.devices.n; k++)
 			if (f[k].contexts)
 				mt_printf(mt,
 					  "%s{domain=\"%s\",device=\"%s\"} "
@@ -223,7 +223,7 @@ static void render_per_context(struct mtext *mt, struct server *srv,
 					  name, nm->domain, nm->device[k],
 					  unaccounted ? f[k].unaccounted :
 							f[k].contexts);
-		f += srv->devices.n;
+		f += srv->core.devices.n;
 	}
 }
 
@@ -231,7 +231,7 @@ static void render_per_context(struct mtext *mt, struct server *srv,
 static void render_devices(struct mtext *mt, struct server *srv,
 			   const struct domain *only, struct names *nm)
 {
-	size_t nd = 0, ndev = srv->devices.n;
+	size_t nd = 0, ndev = srv->core.devices.n;
 	struct dev_figures *all, *f;
 	struct domain *d;
 
@@ -347,19 +347,19 @@ static void render_domains(struct mtext *mt, struct server *srv,
 	mt_family(mt, "rdmabroker_quota_dm_limit_bytes", "gauge",
 		  "The domain's device memory quota on a device.");
 	FOR_DOMAINS(d, srv, only, nm)
-		for (size_t k = 0; k < srv->devices.n; k++)
-			if (domain_pool(d) == d && !srv->devices.dev[k].removed)
+		for (size_t k = 0; k < srv->core.devices.n; k++)
+			if (domain_pool(d) == d && !srv->core.devices.dev[k].removed)
 				mt_printf(mt,
 					  "rdmabroker_quota_dm_limit_bytes{"
 					  "domain=\"%s\",device=\"%s\"} "
 					  "%" PRIu64 "\n",
 					  nm->domain, nm->device[k],
 					  domain_dm_limit(d,
-							  &srv->devices.dev[k]));
+							  &srv->core.devices.dev[k]));
 	mt_family(mt, "rdmabroker_dms", "gauge",
 		  "The domain's device memory allocations, by state.");
 	FOR_DOMAINS(d, srv, only, nm) {
-		dm_domain_figures(srv, d, &dmf);
+		dm_domain_figures(&srv->core, d, &dmf);
 		for (unsigned int s = 0; s < DM_METRIC_STATES; s++)
 			mt_printf(mt,
 				  "rdmabroker_dms{domain=\"%s\",state=\"%s\"} "
@@ -371,8 +371,8 @@ static void render_domains(struct mtext *mt, struct server *srv,
 		  "Bytes the domain's device memory allocations span, by "
 		  "device.");
 	FOR_DOMAINS(d, srv, only, nm) {
-		dm_domain_figures(srv, d, &dmf);
-		for (size_t k = 0; k < srv->devices.n; k++)
+		dm_domain_figures(&srv->core, d, &dmf);
+		for (size_t k = 0; k < srv->core.devices.n; k++)
 			if (dmf.bytes[k])
 				mt_printf(mt,
 					  "rdmabroker_dm_bytes{domain=\"%s\","
@@ -394,7 +394,7 @@ static void render_broker(struct mtext *mt, struct server *srv,
 			  struct names *nm)
 {
 	struct metrics *m = srv->metrics;
-	const struct registry *reg = srv->registry;
+	const struct registry *reg = srv->core.registry;
 	char type[2 * TEXT_ESCAPED_SIZE(64)];
 
 	mt_family(mt, "rdmabroker_connections", "gauge",
@@ -406,24 +406,24 @@ static void render_broker(struct mtext *mt, struct server *srv,
 		  srv->opt.max_conns);
 	mt_family(mt, "rdmabroker_device_removed", "gauge",
 		  "1 once the device is gone.");
-	for (size_t k = 0; k < srv->devices.n; k++)
+	for (size_t k = 0; k < srv->core.devices.n; k++)
 		mt_printf(mt, "rdmabroker_device_removed{device=\"%s\"} %d\n",
-			  nm->device[k], srv->devices.dev[k].removed);
+			  nm->device[k], srv->core.devices.dev[k].removed);
 	mt_family(mt, "rdmabroker_device_dm_size_bytes", "gauge",
 		  "The device's memory (max_dm_size): the DM pool.");
-	for (size_t k = 0; k < srv->devices.n; k++)
+	for (size_t k = 0; k < srv->core.devices.n; k++)
 		mt_printf(mt,
 			  "rdmabroker_device_dm_size_bytes{device=\"%s\"} "
 			  "%" PRIu64 "\n",
-			  nm->device[k], srv->devices.dev[k].caps.max_dm_size);
+			  nm->device[k], srv->core.devices.dev[k].caps.max_dm_size);
 	mt_family(mt, "rdmabroker_device_dm_reserved_bytes", "gauge",
 		  "Device memory the broker reserved on the device, in whole "
 		  "pages.");
-	for (size_t k = 0; k < srv->devices.n; k++)
+	for (size_t k = 0; k < srv->core.devices.n; k++)
 		mt_printf(mt,
 			  "rdmabroker_device_dm_reserved_bytes{device=\"%s\"} "
 			  "%" PRIu64 "\n",
-			  nm->device[k], srv->devices.dev[k].dm_reserved);
+			  nm->device[k], srv->core.devices.dev[k].dm_reserved);
 	mt_family(mt, "rdmabroker_requests_total", "counter",
 		  "Requests answered, by type and error (none: success).");
 	for (unsigned int bc = 0; bc < METRICS_TYPES; bc++) {
@@ -506,9 +506,9 @@ int metrics_render(struct server *srv, const struct domain *only,
 	mt.t->born_ms = metrics_now_ms();
 	mt.t->len = 0;
 	mt.t->data[0] = '\0';
-	for (size_t k = 0; k < srv->devices.n; k++)
+	for (size_t k = 0; k < srv->core.devices.n; k++)
 		metrics_label(nm->device[k], sizeof(nm->device[k]),
-			      srv->devices.dev[k].name);
+			      srv->core.devices.dev[k].name);
 	mt_family(&mt, "rdmabroker_build_info", "gauge",
 		  "The broker's version; always 1.");
 	mt_printf(&mt, "rdmabroker_build_info{version=\"%s\"} 1\n",

@@ -2,12 +2,15 @@
 /*
  * Reports (notify.h): the Event broadcasts to clients, where a client
  * that cannot take one is only marked for the loop to close, and a
- * device's removal, told once to the server and to every family: the
- * one path by which any family reports to clients.
+ * device's removal, told once to the server and to every family; and the
+ * transport's side of struct core_ops (core.h), the one path by which
+ * the layers below the handlers reach a client's connection.
  */
 #include "config.h"
 
 #include <errno.h>
+
+#include <event2/event.h>
 
 #include "daemon/conn.h"
 #include "daemon/device.h"
@@ -24,11 +27,11 @@ void notify_device_gone(struct server *srv, struct device *dev,
 		return;
 	dev->removed = true;
 	server_device_gone(srv, dev, reason);
-	families_device_gone(srv, dev, reason);
+	families_device_gone(&srv->core, dev, reason);
 }
 
 unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
-			    notify_filter filter, void *arg)
+			    core_event_filter filter, void *arg)
 {
 	uint32_t kind = ev->object_kind;
 	uint64_t id = ev->object_id;
@@ -43,7 +46,7 @@ unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
 			continue;
 		ev->object_kind = kind;
 		ev->object_id = id;
-		if (filter && !filter(c, ev, arg))
+		if (filter && !filter(&c->cl, ev, arg))
 			continue;
 		if (conn_send_event(c, ev) == 0)
 			n++;
@@ -54,3 +57,42 @@ unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
 	ev->object_id = id;
 	return n;
 }
+
+static unsigned int notify_broadcast(struct core *core, Rdmab__Event *ev,
+				     core_event_filter filter, void *arg)
+{
+	return notify_clients(server_of(core), ev,
+			      filter, arg);
+}
+
+static void notify_core_device_gone(struct core *core, struct device *dev,
+				    const char *reason)
+{
+	notify_device_gone(server_of(core), dev,
+			   reason);
+}
+
+static bool notify_is_open(const struct client *cl)
+{
+	return conn_of(cl)->state < CONN_CLOSING;
+}
+
+static int notify_take_pidfd(struct client *cl)
+{
+	struct conn *c = conn_of(cl);
+	int pidfd = c->pidfd;
+
+	c->pidfd = -1;
+	if (c->pidfd_ev) {
+		event_free(c->pidfd_ev);
+		c->pidfd_ev = NULL;
+	}
+	return pidfd;
+}
+
+const struct core_ops notify_core_ops = {
+	.broadcast = notify_broadcast,
+	.device_gone = notify_core_device_gone,
+	.is_open = notify_is_open,
+	.take_pidfd = notify_take_pidfd,
+};

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * Reports to clients: the broadcasts, each Event naming the object it
- * concerns (enum ibc_obj_kind and broker id); and a device's removal,
- * told once to the server and to every family (family.h's device_gone).
+ * concerns (enum ibc_obj_kind and broker id); a device's removal, told
+ * once to the server and to every family (family.h's device_gone); and
+ * the hooks the layers below the handlers are given (core.h).
  */
 #ifndef RDMAB_NOTIFY_H
 #define RDMAB_NOTIFY_H
@@ -10,6 +11,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/core.h"
 #include "proto/rdmabroker.pb-c.h"
 
 struct server;
@@ -23,11 +25,9 @@ struct device;
 void notify_device_gone(struct server *srv, struct device *dev,
 			const char *reason);
 
-/*
- * Decide, for client @c, whether it gets @ev and which object it names
- * (set ev->object_kind and ev->object_id): false skips the client.
- */
-typedef bool (*notify_filter)(struct conn *c, Rdmab__Event *ev, void *arg);
+/* The hooks the layers below the handlers reach the clients by
+ * (core.h): server_init() sets core.ops to them. */
+extern const struct core_ops notify_core_ops;
 
 /*
  * Send @ev to every client past its hello that @filter (NULL: all) takes.
@@ -36,6 +36,6 @@ typedef bool (*notify_filter)(struct conn *c, Rdmab__Event *ev, void *arg);
  * walks goes under it. Returns how many got it.
  */
 unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
-			    notify_filter filter, void *arg);
+			    core_event_filter filter, void *arg);
 
 #endif

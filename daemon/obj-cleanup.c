@@ -1,12 +1,10 @@
 // SPDX-License-Identifier: MIT
 /*
  * The end of a session and the death of its process (objects.h). A session
- * that ends first reads what its client still sent and applies the
- * registers and unregisters in it: after shutdown(SHUT_RD) nothing more
- * can be queued, and SEQPACKET keeps a connection's packets in order, so
- * every unregister the client sent before a kernel destroy is applied
- * before the broker could destroy that handle itself. The objects then
- * stay, detached, until the process is gone (obj-watch.c).
+ * that holds objects ends once the transport read what its client still
+ * sent and applied the registers and unregisters in it (dispatch_drain()).
+ * The objects then stay, detached, until the process is gone
+ * (obj-watch.c).
  * Then they are destroyed by handle in rounds in obj_cleanup_order, at
  * most reg->slice per event-loop turn; -EBUSY is retried in later rounds,
  * further apart each time, and what is still there after reg->rounds is
@@ -20,98 +18,36 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/ctx.h"
-#include "daemon/dm.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 #include "daemon/unaccounted.h"
 
 /* A dead client with more stuck objects gets one line for the rest. */
 #define OBJ_STUCK_LOGGED 8
 
-/* --- the last packets of a session ------------------------------------- */
-
-static void drain_one(struct conn *c, const Rdmab__Request *req)
-{
-	struct device_why why;
-
-	if (req->version != WIRE_PROTOCOL_VERSION)
-		return;
-	/* Creates wait for their reply, which will not come: the client
-	 * makes nothing for them. Registers and unregisters do not wait, and
-	 * neither does a DM unimport: the library unmapped (or unimported
-	 * from its context) before it sent it, whatever the answer. A DM
-	 * free waits for its answer: without it the library keeps the DM,
-	 * so it is not applied (the allocator's death asks it). */
-	if (req->body_case == RDMAB__REQUEST__BODY_OBJ_REGISTER)
-		objects_register_request(c, req->obj_register->object_id,
-					 req->obj_register->handle, &why);
-	else if (req->body_case == RDMAB__REQUEST__BODY_OBJ_DESTROY)
-		objects_destroy_request(c, req->obj_destroy->object_id, &why);
-	else if (req->body_case == RDMAB__REQUEST__BODY_DM_UNIMPORT &&
-		 req->dm_unimport)
-		dm_unimport(c, req->dm_unimport->dm_id,
-			    req->dm_unimport->object_id);
-}
-
-/* Read and apply what @c's client sent and the daemon has not read. */
-static void drain(struct conn *c)
-{
-	static uint8_t buf[WIRE_MAX_PACKET];
-	static union {
-		max_align_t align;
-		uint8_t buf[16 * 1024];
-	} mem;
-	struct wire_arena arena;
-	unsigned int n_read = 0;
-
-	wire_arena_init(&arena, mem.buf, sizeof(mem.buf), WIRE_MAX_DECODED);
-	/* The cut: a send after this fails with EPIPE in the client. */
-	if (shutdown(c->fd, SHUT_RD) < 0)
-		log_debug("client %" PRIu64 ": shutdown: %s", c->id,
-			  strerror(errno));
-	for (;;) {
-		struct wire_fds fds;
-		Rdmab__Request *req;
-		int n = wire_recv(c->fd, buf, sizeof(buf), &fds, MSG_DONTWAIT);
-
-		if (n == -EMSGSIZE || n == -EPROTO)
-			continue;
-		if (n <= 0)
-			break;
-		wire_fds_close(&fds);
-		req = rdmab__request__unpack(&arena.allocator, (size_t)n, buf);
-		if (req)
-			drain_one(c, req);
-		wire_arena_reset(&arena);
-		n_read++;
-	}
-	if (n_read)
-		log_debug("client %" PRIu64 ": %u requests read after the end "
-			  "of its session",
-			  c->id, n_read);
-}
-
 /* --- detached owners -------------------------------------------------- */
 
-void objects_conn_closing(struct conn *c)
+bool objects_client_holds(const struct client *c)
+{
+	return c->owner && (c->owner->n_objs || c->owner->n_intents);
+}
+
+void objects_conn_closing(struct client *c)
 {
 	struct obj_owner *ow = c->owner;
 	int pidfd, err;
 
 	if (!ow)
 		return;
-	if (ow->n_objs || ow->n_intents)
-		drain(c);
 	c->owner = NULL;
 	ow->conn = NULL;
 	ow->state = OWNER_DETACHED;
@@ -121,12 +57,7 @@ void objects_conn_closing(struct conn *c)
 	}
 	/* The watch takes the session's pidfd, unless the process is
 	 * watched already: the same process, for longer. */
-	pidfd = c->pidfd;
-	c->pidfd = -1;
-	if (c->pidfd_ev) {
-		event_free(c->pidfd_ev);
-		c->pidfd_ev = NULL;
-	}
+	pidfd = c->core->ops->take_pidfd(c);
 	log_debug("client %" PRIu64 " (pid %d): session ended; %u objects "
 		  "and %u intents kept until the process exits",
 		  ow->client_id, (int)ow->pid, ow->n_objs, ow->n_intents);
@@ -170,7 +101,7 @@ static void cleanup_later(struct obj_owner *ow, unsigned int ms)
 
 void objects_owner_dead(struct obj_owner *ow)
 {
-	struct server *ow_srv = ow->reg->srv;
+	struct core *ow_srv = ow->reg->core;
 	struct event_base *base = ow_srv->base;
 	unsigned int intents = ow->n_intents;
 
@@ -191,7 +122,7 @@ void objects_owner_dead(struct obj_owner *ow)
 	}
 	/* Unaccounted objects grew: [defaults] auto_rekey_unaccounted. */
 	if (intents)
-		rekey_auto_check(ow->reg->srv);
+		rekey_auto_check(ow->reg->core);
 	if (ow->n_objs || intents)
 		log_info("client %" PRIu64 " (pid %d) is gone: destroying its "
 			 "%u objects; %u intents left unaccounted",
@@ -249,7 +180,7 @@ static void log_stuck(struct obj_owner *ow, struct obj *o, int err,
 static void cleanup_one(struct obj_owner *ow, struct obj *o)
 {
 	struct registry *reg = ow->reg;
-	struct device_why why = { "" };
+	struct why why = {0, ""};
 	bool stuck_at_once = false;
 	int ret = 0;
 
@@ -259,8 +190,8 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 		ret = objects_hook_release(reg, o);
 		if (ret == 0)
 			return;
-		device_why(&why, ret, "the %s family could not release it: %s",
-			   obj_kind_name(o->kind), strerror(-ret));
+		why_set(&why, ret, "the %s family could not release it: %s",
+			obj_kind_name(o->kind), strerror(-ret));
 		goto failed;
 	}
 	/* A rekeyed context closes as a whole: nothing in it is destroyed
@@ -286,8 +217,8 @@ static void cleanup_one(struct obj_owner *ow, struct obj *o)
 		ret = o->ctx->dev->ctx_ops->obj_destroy(o->ctx->dc, o->kind,
 							o->handle, &why);
 	else
-		device_why(&why, ret, "the %s family is not ready: %s",
-			   obj_kind_name(o->kind), strerror(-ret));
+		why_set(&why, ret, "the %s family is not ready: %s",
+			obj_kind_name(o->kind), strerror(-ret));
 	switch (ret) {
 	case 0:
 	case -EIO: /* disassociated: the kernel freed it */
@@ -358,7 +289,7 @@ static void cleanup_cb(evutil_socket_t fd, short what, void *arg)
 				 objects_now_usec() - ow->dead_usec);
 		objects_owner_put(ow);
 		/* What its intents made, if anything, is known now. */
-		unaccounted_refresh_stale(reg->srv);
+		unaccounted_refresh_stale(reg->core);
 		return;
 	}
 	/* Something else still uses what is left: wait, longer each

@@ -96,7 +96,7 @@ static int resolve_uses(struct conn *c, struct dctx *x, const uint64_t *uses,
 
 		if (!uses[i])
 			continue;
-		u = objects_find(c, uses[i]);
+		u = objects_find(&c->cl, uses[i]);
 		if (!u)
 			return reply_error(r, -ENOENT,
 					   "object %" PRIu64 ", which the new "
@@ -126,7 +126,8 @@ static uint64_t mr_dm_of(struct conn *c, const Rdmab__ObjCreateRequest *q)
 	if (q->kind != IBC_OBJ_MR)
 		return 0;
 	for (size_t i = 0; i < q->n_uses; i++) {
-		struct obj *u = q->uses[i] ? objects_find(c, q->uses[i]) : NULL;
+		struct obj *u =
+			q->uses[i] ? objects_find(&c->cl, q->uses[i]) : NULL;
 
 		if (u && u->kind == IBC_OBJ_DM)
 			return u->dm_id;
@@ -141,13 +142,14 @@ static void obj_note_uses(struct conn *c, const Rdmab__ObjCreateRequest *q,
 {
 	if (o->kind == IBC_OBJ_MR) {
 		o->dm_id = mr_dm_of(c, q);
-		dm_mr_attach(c->srv, o);
+		dm_mr_attach(c->cl.core, o);
 		return;
 	}
 	if (o->kind != IBC_OBJ_SRQ && o->kind != IBC_OBJ_QP)
 		return;
 	for (size_t i = 0; i < q->n_uses; i++) {
-		struct obj *u = q->uses[i] ? objects_find(c, q->uses[i]) : NULL;
+		struct obj *u =
+			q->uses[i] ? objects_find(&c->cl, q->uses[i]) : NULL;
 
 		if (u && u->kind == IBC_OBJ_XRCD) {
 			o->xrcd_obj = u->id;
@@ -163,7 +165,7 @@ static int obj_make(struct conn *c, struct dctx *x,
 {
 	struct obj_spec spec = { .kind = (enum ibc_obj_kind)q->kind };
 	Rdmab__ObjAttr *given = reply_alloc(r, sizeof(*given));
-	struct device_why why = { "" };
+	struct why why = {0, ""};
 	struct obj_made made;
 	struct obj *o;
 	int ret;
@@ -171,12 +173,12 @@ static int obj_make(struct conn *c, struct dctx *x,
 	if (!given)
 		return reply_error(r, -ENOMEM, "out of memory");
 	attr_from_wire(&spec.attr, q->attr);
-	spec.import = dctx_conn_import(c, x);
+	spec.import = dctx_conn_import(&c->cl, x);
 	ret = resolve_uses(c, x, q->uses, q->n_uses, &spec, r);
 	if (ret < 0)
 		return ret;
 	/* Charged before the device is asked. */
-	ret = objects_add(c, x, spec.kind, false, true, 0, r, &o);
+	ret = objects_add(&c->cl, x, spec.kind, false, true, 0, &r->why, &o);
 	if (ret < 0)
 		return ret;
 	ret = x->dev->ctx_ops->obj_create(x->dc, &spec, &made, &why);
@@ -203,7 +205,7 @@ int h_obj_create(struct conn *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = dctx_conn_usable(c, q->context_id, r, &x);
+	ret = dctx_conn_usable(&c->cl, q->context_id, &r->why, &x);
 	if (ret < 0)
 		return ret;
 	if (q->kind == IBC_OBJ_NONE || q->kind >= IBC_OBJ_CONTEXT)
@@ -242,8 +244,9 @@ int h_obj_create(struct conn *c, const Rdmab__Request *req,
 		}
 		/* A soft intent ([soft] intent_window): the broker's kernel
 		 * call makes it, so destroying it stays the broker's. */
-		ret = objects_add(c, x, (enum ibc_obj_kind)q->kind, intent,
-				  x->dev->broker_objects, q->handle, r, &o);
+		ret = objects_add(&c->cl, x, (enum ibc_obj_kind)q->kind, intent,
+				  x->dev->broker_objects, q->handle, &r->why,
+				  &o);
 		if (ret < 0)
 			return ret;
 		if (q->n_uses)
@@ -269,12 +272,12 @@ int h_obj_register(struct conn *c, const Rdmab__Request *req,
 {
 	const Rdmab__ObjRegisterRequest *q = req->obj_register;
 	Rdmab__ObjRegisterReply *out = reply_alloc(r, sizeof(*out));
-	struct device_why why;
+	struct why why;
 	int ret;
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = objects_register_request(c, q->object_id, q->handle, &why);
+	ret = objects_register_request(&c->cl, q->object_id, q->handle, &why);
 	if (ret < 0)
 		return reply_error(r, ret, "%s", why.text);
 	rdmab__obj_register_reply__init(out);
@@ -287,12 +290,13 @@ int h_obj_destroy(struct conn *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__ObjDestroyReply *out = reply_alloc(r, sizeof(*out));
-	struct device_why why;
+	struct why why;
 	int ret;
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = objects_destroy_request(c, req->obj_destroy->object_id, &why);
+	ret = objects_destroy_request(&c->cl, req->obj_destroy->object_id,
+				      &why);
 	if (ret < 0)
 		return reply_error(r, ret, "%s", why.text);
 	rdmab__obj_destroy_reply__init(out);
@@ -306,7 +310,7 @@ static bool obj_listed(const struct obj *o, const struct conn *c, bool admin,
 {
 	const struct domain *d = o->ctx->domain;
 
-	if (!admin && d != c->domain)
+	if (!admin && d != c->cl.domain)
 		return false;
 	if (q->client_id && o->owner->client_id != q->client_id)
 		return false;
@@ -337,8 +341,8 @@ int h_list_objects(struct conn *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
 	const Rdmab__ListObjectsRequest *q = req->list_objects;
-	struct registry *reg = c->srv->registry;
-	bool admin = policy_is_admin(c->srv, c);
+	struct registry *reg = c->srv->core.registry;
+	bool admin = policy_is_admin(c->cl.core, &c->cl);
 	Rdmab__ListObjectsReply *out = reply_alloc(r, sizeof(*out));
 	Rdmab__ObjectInfo *infos, **ptrs;
 	char(*cgroups)[CGROUP_SHOWN_MAX];
@@ -357,13 +361,13 @@ int h_list_objects(struct conn *c, const Rdmab__Request *req,
 	rdmab__list_objects_reply__init(out);
 	/* A member walks its domain's contexts only: what other domains
 	 * hold costs it nothing. */
-	x = admin ? NULL : TAILQ_FIRST(&c->domain->ctxs);
+	x = admin ? NULL : TAILQ_FIRST(&c->cl.domain->ctxs);
 	o = admin ? TAILQ_FIRST(&reg->objs) : obj_first_of(&x);
 	for (; o; o = admin ? TAILQ_NEXT(o, link) : obj_next_of(o, &x)) {
 		Rdmab__ObjectInfo *oi = &infos[n];
-		const struct conn *oc = o->owner->conn;
+		const struct client *oc = o->owner->conn;
 
-		c->srv->list_visits++;
+		c->srv->core.list_visits++;
 		if (!obj_listed(o, c, admin, q))
 			continue;
 		if (idx++ < q->offset || full)
@@ -413,27 +417,27 @@ int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, -ENOMEM, "out of memory");
 	/* Administrators only: H_ADMIN. */
 	TAILQ_FOREACH(t, &c->srv->conns, link)
-		if (t->id == id && t->hello_done)
+		if (t->cl.id == id && t->hello_done)
 			break;
 	if (!t)
 		return reply_error(r, -ENOENT, "client %" PRIu64 " is not "
 					       "connected",
 				   id);
 	/* Rekey first: a refusal (EBUSY) leaves the session alone. */
-	if (req->evict->rekey && t->domain) {
+	if (req->evict->rekey && t->cl.domain) {
 		enum conn_state was = t->state;
 		char who[96];
 
 		snprintf(who, sizeof(who),
 			 "evict --rekey of client %" PRIu64 " by client "
 			 "%" PRIu64,
-			 t->id, c->id);
+			 t->cl.id, c->cl.id);
 		/* Not told: it is on its way out. */
 		conn_set_closing(t);
 		/* Its Events close no session here (notify_clients()): @t
 		 * is still there, at most marked dead. */
-		err = rekey_domain(c->srv, t->domain, req->evict->force, who,
-				   r, NULL);
+		err = rekey_domain(c->cl.core, t->cl.domain, req->evict->force,
+				   who, &r->why, NULL);
 		/* Unless an Event it could not take killed it meanwhile. */
 		if (t->state == CONN_CLOSING)
 			t->state = was;
@@ -442,7 +446,8 @@ int h_admin_evict(struct conn *c, const Rdmab__Request *req,
 	}
 	log_notice("client %" PRIu64 " (pid %d, uid %u) evicted by client "
 		   "%" PRIu64 " (uid %u)",
-		   t->id, (int)t->cred.pid, t->cred.uid, c->id, c->cred.uid);
+		   t->cl.id, (int)t->cl.cred.pid, t->cl.cred.uid, c->cl.id,
+		   c->cl.cred.uid);
 	rdmab__evict_reply__init(out);
 	r->msg.body_case = RDMAB__REPLY__BODY_EVICT;
 	r->msg.evict = out;
@@ -473,8 +478,8 @@ int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 	const Rdmab__ObjKernelCallRequest *q = req->obj_kernel_call;
 	Rdmab__ObjCreateReply *out = reply_alloc(r, sizeof(*out));
 	Rdmab__ObjAttr *given = reply_alloc(r, sizeof(*given));
-	struct obj *o = objects_find(c, q->object_id);
-	struct device_why why = { "" };
+	struct obj *o = objects_find(&c->cl, q->object_id);
+	struct why why = {0, ""};
 	struct obj_spec spec = { 0 };
 	struct obj_made made;
 	int ret;
@@ -492,7 +497,7 @@ int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 				   "waiting for its kernel call on a soft "
 				   "device",
 				   q->object_id);
-	ret = dctx_usable(o->ctx, r);
+	ret = dctx_usable(o->ctx, &r->why);
 	if (ret < 0)
 		return ret;
 	if (q->n_uses > OBJ_MAX_USES)
@@ -501,7 +506,7 @@ int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 				   OBJ_MAX_USES, q->n_uses);
 	spec.kind = o->kind;
 	attr_from_wire(&spec.attr, q->attr);
-	spec.import = dctx_conn_import(c, o->ctx);
+	spec.import = dctx_conn_import(&c->cl, o->ctx);
 	ret = resolve_uses(c, o->ctx, q->uses, q->n_uses, &spec, r);
 	if (ret < 0)
 		return ret;

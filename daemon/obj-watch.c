@@ -16,16 +16,27 @@
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/syscall.h>
 #include <stdlib.h>
 #include <unistd.h>
 
 #include <event2/event.h>
 
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 #include "daemon/user.h"
+
+int obj_pidfd_open(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
 
 /* How often a process watched without a pidfd is looked for. */
 #define OBJ_WATCH_POLL_MS 1000
@@ -44,7 +55,7 @@ static bool obj_watch_exited(int pidfd)
 static int obj_watch_arm(struct obj_watch *w)
 {
 	struct timeval poll_tv = { .tv_sec = OBJ_WATCH_POLL_MS / 1000 };
-	struct event_base *base = w->reg->srv->base;
+	struct event_base *base = w->reg->core->base;
 
 	if (w->pidfd >= 0)
 		w->ev = event_new(base, w->pidfd, EV_READ, obj_watch_cb, w);
@@ -59,8 +70,8 @@ static int obj_watch_arm(struct obj_watch *w)
 static bool obj_watch_may_pidfd(const struct registry *reg,
 				const struct user *u)
 {
-	return u && u->watches < reg->srv->config.limits.connections_per_uid &&
-	       reg->n_watch_pidfds < reg->srv->opt.max_conns;
+	return u && u->watches < reg->core->config.limits.connections_per_uid &&
+	       reg->n_watch_pidfds < reg->core->max_conns;
 }
 
 /* @w watches with @pidfd (taken) from now on, charged to @u. */
@@ -83,7 +94,7 @@ static void obj_watch_free(struct obj_watch *w)
 	if (w->user) {
 		w->user->watches--;
 		w->reg->n_watch_pidfds--;
-		user_unref(w->reg->srv, w->user);
+		user_unref(w->reg->core, w->user);
 	}
 	free(w);
 }
@@ -171,7 +182,7 @@ static void obj_watch_upgrade(struct obj_watch *w, struct user *u, int pidfd)
 		close(pidfd);
 		return;
 	}
-	ev = event_new(w->reg->srv->base, pidfd, EV_READ, obj_watch_cb, w);
+	ev = event_new(w->reg->core->base, pidfd, EV_READ, obj_watch_cb, w);
 	if (!ev || event_add(ev, NULL) < 0) {
 		if (ev)
 			event_free(ev);
@@ -203,7 +214,7 @@ int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid,
 	} else {
 		if (pidfd < 0) {
 			errno = 0;
-			pidfd = conn_pidfd_open(ow->pid);
+			pidfd = obj_pidfd_open(ow->pid);
 			if (pidfd < 0 && errno == ESRCH)
 				return -ESRCH;
 		}

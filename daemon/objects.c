@@ -11,13 +11,12 @@
 
 #include <event2/event.h>
 
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/ctx.h"
-#include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 
 const enum ibc_obj_kind obj_cleanup_order[] = {
 	IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL, IBC_OBJ_SRQ,
@@ -85,9 +84,9 @@ static void hash_remove(struct registry *reg, struct obj *o)
 
 /* --- owners --------------------------------------------------------------- */
 
-static struct obj_owner *owner_of(struct conn *c)
+static struct obj_owner *owner_of(struct client *c)
 {
-	struct registry *reg = c->srv->registry;
+	struct registry *reg = c->core->registry;
 	struct obj_owner *ow = c->owner;
 
 	if (ow)
@@ -144,30 +143,30 @@ static void obj_free(struct registry *reg, struct obj *o)
 	reg->n_spare++;
 }
 
-int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
-		bool intent, bool made_here, uint32_t handle, struct reply *r,
+int objects_add(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
+		bool intent, bool made_here, uint32_t handle, struct why *why,
 		struct obj **ret)
 {
-	struct registry *reg = c->srv->registry;
+	struct registry *reg = c->core->registry;
 	struct obj_owner *ow;
 	struct obj *o;
 	int err;
 
 	if (reg->n_objs >= reg->hash_size && hash_grow(reg) < 0)
-		return reply_error(r, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	ow = owner_of(c);
 	o = obj_alloc(reg);
 	if (!ow || !o) {
 		if (o)
 			obj_free(reg, o);
-		return reply_error(r, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	}
-	err = id_next(&c->srv->ids.objects, &o->id);
+	err = id_next(&c->core->ids.objects, &o->id);
 	if (err < 0) {
 		obj_free(reg, o);
-		return reply_error(r, err, "the broker has no object ids left");
+		return why_set(why, err, "the broker has no object ids left");
 	}
-	err = domain_charge_objects(x->domain, 1, r);
+	err = domain_charge_objects(x->domain, 1, why);
 	if (err < 0) {
 		obj_free(reg, o);
 		return err;
@@ -194,19 +193,19 @@ int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
 	return 0;
 }
 
-struct obj *objects_find(struct conn *c, uint64_t id)
+struct obj *objects_find(struct client *c, uint64_t id)
 {
 	struct obj *o;
 
 	if (!c->owner)
 		return NULL;
-	o = hash_find(c->srv->registry, id);
+	o = hash_find(c->core->registry, id);
 	return o && o->owner == c->owner ? o : NULL;
 }
 
-struct obj *objects_find_in_domain(struct conn *c, uint64_t id)
+struct obj *objects_find_in_domain(struct client *c, uint64_t id)
 {
-	struct obj *o = hash_find(c->srv->registry, id);
+	struct obj *o = hash_find(c->core->registry, id);
 
 	return o && o->ctx->domain == c->domain ? o : NULL;
 }
@@ -229,7 +228,7 @@ static void obj_unlink(struct obj *o)
 
 	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
 		if (w[i].fam->removed)
-			w[i].fam->removed(reg->srv, o, *w[i].data);
+			w[i].fam->removed(reg->core, o, *w[i].data);
 	TAILQ_REMOVE(&reg->objs, o, link);
 	TAILQ_REMOVE(&ow->kinds[o->kind], o, kind_link);
 	TAILQ_REMOVE(&x->objs, o, ctx_link);
@@ -242,7 +241,7 @@ static void obj_unlink(struct obj *o)
 	if (o->stuck)
 		ow->stuck--;
 	obj_free(reg, o);
-	dctx_obj_release(reg->srv, x);
+	dctx_obj_release(reg->core, x);
 }
 
 void objects_remove(struct obj *o)
@@ -275,10 +274,10 @@ static void ctx_let_go_owner(struct dctx *x, struct obj_owner *ow)
 	objects_owner_put(ow);
 }
 
-void objects_ctx_let_go(struct server *srv, struct dctx *x,
+void objects_ctx_let_go(struct core *core, struct dctx *x,
 			uint64_t client_id)
 {
-	struct registry *reg = srv->registry;
+	struct registry *reg = core->registry;
 	struct obj_owner *ow;
 	struct obj *o, *tmp;
 
@@ -291,7 +290,7 @@ void objects_ctx_let_go(struct server *srv, struct dctx *x,
 				break;
 			}
 		}
-		dctx_obj_release(srv, x);
+		dctx_obj_release(core, x);
 		return;
 	}
 	TAILQ_FOREACH_SAFE(o, &reg->objs, link, tmp) {
@@ -303,7 +302,7 @@ void objects_ctx_let_go(struct server *srv, struct dctx *x,
 		obj_unlink(o);
 		objects_owner_put(ow);
 	}
-	dctx_obj_release(srv, x);
+	dctx_obj_release(core, x);
 }
 
 int obj_state(const struct obj *o)
@@ -324,29 +323,28 @@ int obj_state(const struct obj *o)
 
 /* --- what requests do ----------------------------------------------------- */
 
-int objects_destroy_request(struct conn *c, uint64_t id,
-			    struct device_why *why)
+int objects_destroy_request(struct client *c, uint64_t id, struct why *why)
 {
 	struct obj *o = objects_find(c, id);
-	struct registry *reg = c->srv->registry;
+	struct registry *reg = c->core->registry;
 	int ret;
 
 	if (!o)
-		return device_why(why, -ENOENT,
-				  "object %" PRIu64 " is not one of this "
-				  "session's",
-				  id);
+		return why_set(why, -ENOENT,
+			       "object %" PRIu64 " is not one of this "
+			       "session's",
+			       id);
 	if (o->family_owned)
-		return device_why(why, -EINVAL,
-				  "object %" PRIu64 " is a %s import: "
-				  "ibc_dm_unimport releases it",
-				  id, obj_kind_name(o->kind));
+		return why_set(why, -EINVAL,
+			       "object %" PRIu64 " is a %s import: "
+			       "ibc_dm_unimport releases it",
+			       id, obj_kind_name(o->kind));
 	/* Most kinds have no watcher: no call for them (make bench-ir). */
 	if (reg->n_watchers[o->kind] && objects_hook_destroys(reg, o))
-		return device_why(why, -EINVAL,
-				  "%s %" PRIu64 " belongs to an RSS object: "
-				  "destroy it with ibc_rss_destroy",
-				  obj_kind_name(o->kind), id);
+		return why_set(why, -EINVAL,
+			       "%s %" PRIu64 " belongs to an RSS object: "
+			       "destroy it with ibc_rss_destroy",
+			       obj_kind_name(o->kind), id);
 	if (reg->n_watchers[o->kind] && !o->intent) {
 		ret = objects_hook_before_owner_destroy(reg, o, why);
 		if (ret < 0)
@@ -364,27 +362,27 @@ int objects_destroy_request(struct conn *c, uint64_t id,
 	return 0;
 }
 
-int objects_register_request(struct conn *c, uint64_t id, uint32_t handle,
-			     struct device_why *why)
+int objects_register_request(struct client *c, uint64_t id, uint32_t handle,
+			     struct why *why)
 {
 	struct obj *o = objects_find(c, id);
 
 	if (!o)
-		return device_why(why, -ENOENT,
-				  "object %" PRIu64 " is not one of this "
-				  "session's",
-				  id);
+		return why_set(why, -ENOENT,
+			       "object %" PRIu64 " is not one of this "
+			       "session's",
+			       id);
 	if (!o->intent)
-		return device_why(why, -EINVAL,
-				  "object %" PRIu64 " is registered already "
-				  "(handle %u)",
-				  id, o->handle);
+		return why_set(why, -EINVAL,
+			       "object %" PRIu64 " is registered already "
+			       "(handle %u)",
+			       id, o->handle);
 	/* A soft intent: the broker's kernel call gave the handle. */
 	if (o->made_here && (!o->window_made || handle != o->handle))
-		return device_why(why, -EINVAL, "object %" PRIu64 " %s", id,
-				  o->window_made ?
-					  "has another handle" :
-					  "was not made yet (no kernel call)");
+		return why_set(why, -EINVAL, "object %" PRIu64 " %s", id,
+			       o->window_made
+				       ? "has another handle"
+				       : "was not made yet (no kernel call)");
 	objects_set_handle(o, handle);
 	return 0;
 }
@@ -393,10 +391,10 @@ int objects_register_request(struct conn *c, uint64_t id, uint32_t handle,
 
 /* The kernel frees a removed device's objects with its contexts: the
  * records go, whatever their state. */
-static void objects_device_gone(struct server *srv, struct device *dev,
+static void objects_device_gone(struct core *core, struct device *dev,
 				const char *reason)
 {
-	struct registry *reg = srv->registry;
+	struct registry *reg = core->registry;
 	struct obj_owner *ow, *otmp;
 	struct obj *o, *tmp;
 	unsigned int n = 0;
@@ -414,7 +412,7 @@ static void objects_device_gone(struct server *srv, struct device *dev,
 			 dev->name, n);
 }
 
-static int objects_init(struct server *srv)
+static int objects_init(struct core *core)
 {
 	struct registry *reg = calloc(1, sizeof(*reg));
 
@@ -426,7 +424,7 @@ static int objects_init(struct server *srv)
 		return -ENOMEM;
 	}
 	reg->hash_size = OBJ_HASH_MIN;
-	reg->srv = srv;
+	reg->core = core;
 	reg->slice = OBJ_SLICE;
 	reg->rounds = OBJ_ROUNDS;
 	reg->backoff_ms = OBJ_BACKOFF_MS;
@@ -438,14 +436,14 @@ static int objects_init(struct server *srv)
 			if (families[f]->obj_hooks[k])
 				objects_watch(reg, (enum ibc_obj_kind)k,
 					      families[f]->obj_hooks[k],
-					      &srv->family_state[f]);
-	srv->registry = reg;
+					      &core->family_state[f]);
+	core->registry = reg;
 	return 0;
 }
 
-static void objects_fini(struct server *srv)
+static void objects_fini(struct core *core)
 {
-	struct registry *reg = srv->registry;
+	struct registry *reg = core->registry;
 	struct obj_owner *ow;
 	struct obj *o;
 
@@ -470,7 +468,7 @@ static void objects_fini(struct server *srv)
 	}
 	free(reg->hash);
 	free(reg);
-	srv->registry = NULL;
+	core->registry = NULL;
 }
 
 int objects_watch(struct registry *reg, enum ibc_obj_kind kind,
@@ -492,7 +490,7 @@ int objects_hook_release(struct registry *reg, struct obj *o)
 
 	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
 		if (w[i].fam->release)
-			return w[i].fam->release(reg->srv, o, *w[i].data);
+			return w[i].fam->release(reg->core, o, *w[i].data);
 	return -EOPNOTSUPP;
 }
 
@@ -503,7 +501,7 @@ int objects_hook_before_destroy(struct registry *reg, struct obj *o)
 
 	for (unsigned int i = 0; i < reg->n_watchers[o->kind] && !ret; i++)
 		if (w[i].fam->before_destroy)
-			ret = w[i].fam->before_destroy(reg->srv, o,
+			ret = w[i].fam->before_destroy(reg->core, o,
 						       *w[i].data);
 	return ret;
 }
@@ -526,16 +524,15 @@ bool objects_hook_destroys(const struct registry *reg, const struct obj *o)
 	return obj_destroyer(reg, o) != NULL;
 }
 
-int objects_hook_destroy(struct registry *reg, struct obj *o,
-			 struct device_why *why)
+int objects_hook_destroy(struct registry *reg, struct obj *o, struct why *why)
 {
 	const struct obj_watcher *w = obj_destroyer(reg, o);
 
-	return w->fam->destroy(reg->srv, o, *w->data, why);
+	return w->fam->destroy(reg->core, o, *w->data, why);
 }
 
 int objects_hook_before_owner_destroy(struct registry *reg, struct obj *o,
-				      struct device_why *why)
+				      struct why *why)
 {
 	const struct obj_watcher *w = reg->watchers[o->kind];
 	int ret = 0;
@@ -543,7 +540,7 @@ int objects_hook_before_owner_destroy(struct registry *reg, struct obj *o,
 	for (unsigned int i = 0; i < reg->n_watchers[o->kind] && !ret; i++)
 		if (w[i].fam->before_owner_destroy)
 			ret = w[i].fam->before_owner_destroy(
-				reg->srv, o, *w[i].data, why);
+				reg->core, o, *w[i].data, why);
 	return ret;
 }
 

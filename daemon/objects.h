@@ -26,10 +26,9 @@
 #include "daemon/family.h"
 #include "daemon/queue.h"
 
-struct server;
-struct conn;
+struct core;
+struct client;
 struct dctx;
-struct reply;
 struct user;
 struct event;
 struct dm;
@@ -90,7 +89,7 @@ struct obj_owner {
 	TAILQ_ENTRY(obj_owner) link;
 	struct registry *reg;
 	/* NULL once the session ended. */
-	struct conn *conn;
+	struct client *conn;
 	uint64_t client_id;
 	pid_t pid;
 	enum owner_state state;
@@ -118,29 +117,29 @@ struct obj_owner {
 /*
  * The hooks a family hangs on the records of one kind (struct family's
  * obj_hooks): several families may watch one kind, each called in the
- * order of families[], with its state (srv->family_state) as @data.
+ * order of families[], with its state (core->family_state) as @data.
  * before_destroy: the family acts before one of its objects is destroyed
  * by the cleanup (RSS rebuilds a table without a dead client's WQ); a
  * negative errno keeps the object for the next round.
  */
 struct obj_family {
-	int (*before_destroy)(struct server *srv, struct obj *o, void *data);
+	int (*before_destroy)(struct core *core, struct obj *o, void *data);
 	/* For family_owned records: release @o in place of the destroy by
 	 * handle; it removes the record (objects_remove) on success. */
-	int (*release)(struct server *srv, struct obj *o, void *data);
+	int (*release)(struct core *core, struct obj *o, void *data);
 	/* The record goes, whatever the path (destroy, unregister, cleanup,
 	 * a dead client's intent, device removal); @o is still whole. */
-	void (*removed)(struct server *srv, struct obj *o, void *data);
+	void (*removed)(struct core *core, struct obj *o, void *data);
 	/* Objects the family made (family_obj set; RSS): the cleanup destroys them with
 	 * this instead of the device's obj_destroy, and an ObjDestroyRequest
 	 * of their owner is refused (the family's own request destroys
 	 * them). */
-	int (*destroy)(struct server *srv, struct obj *o, void *data,
-		       struct device_why *why);
+	int (*destroy)(struct core *core, struct obj *o, void *data,
+		       struct why *why);
 	/* Before @o's live owner destroys or unregisters it (RSS: a WQ
 	 * leaves the tables that use it); a negative errno refuses. */
-	int (*before_owner_destroy)(struct server *srv, struct obj *o,
-				    void *data, struct device_why *why);
+	int (*before_owner_destroy)(struct core *core, struct obj *o,
+				    void *data, struct why *why);
 };
 
 /* Destroys per event-loop turn, cleanup rounds, and the wait before the
@@ -174,7 +173,7 @@ struct obj_watch {
 };
 
 struct registry {
-	struct server *srv;
+	struct core *core;
 	TAILQ_HEAD(, obj) objs;
 	TAILQ_HEAD(, obj_owner) owners;
 	TAILQ_HEAD(, obj_watch) watches;
@@ -219,7 +218,7 @@ extern const uint64_t obj_cleanup_le_usec[OBJ_CLEANUP_BUCKETS];
 extern const enum ibc_obj_kind obj_cleanup_order[];
 extern const unsigned int obj_cleanup_kinds;
 
-/* The registry as the first of families[]: it sets up srv->registry with
+/* The registry as the first of families[]: it sets up core->registry with
  * every family's object hooks, forgets every record at exit (the kernel
  * frees what processes no longer hold; it destroys nothing), and drops a
  * gone device's records after the families let go of theirs. */
@@ -236,25 +235,24 @@ int objects_watch(struct registry *reg, enum ibc_obj_kind kind,
 int objects_hook_release(struct registry *reg, struct obj *o);
 int objects_hook_before_destroy(struct registry *reg, struct obj *o);
 bool objects_hook_destroys(const struct registry *reg, const struct obj *o);
-int objects_hook_destroy(struct registry *reg, struct obj *o,
-			 struct device_why *why);
+int objects_hook_destroy(struct registry *reg, struct obj *o, struct why *why);
 int objects_hook_before_owner_destroy(struct registry *reg, struct obj *o,
-				      struct device_why *why);
+				      struct why *why);
 
 /*
  * Add a record for @c in context @x, charged to the domain's objects
- * quota (-EDQUOT naming the domain, in @r, when over it). An @intent has
+ * quota (-EDQUOT naming the domain, in @why, when over it). An @intent has
  * no handle yet.
  */
-int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
-		bool intent, bool made_here, uint32_t handle, struct reply *r,
+int objects_add(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
+		bool intent, bool made_here, uint32_t handle, struct why *why,
 		struct obj **ret);
 /* The record @id of @c's session; NULL for any other (another session's,
  * another domain's, none: one answer). */
-struct obj *objects_find(struct conn *c, uint64_t id);
+struct obj *objects_find(struct client *c, uint64_t id);
 /* The record @id of any client of @c's domain; NULL for another
  * domain's or none. */
-struct obj *objects_find_in_domain(struct conn *c, uint64_t id);
+struct obj *objects_find_in_domain(struct client *c, uint64_t id);
 /* An intent gets its handle. */
 void objects_set_handle(struct obj *o, uint32_t handle);
 /* Forget @o and give its quota back. */
@@ -269,7 +267,7 @@ void objects_drop_intent(struct obj *o);
  * counted in x->unaccounted, until @x closes with everything in it. DM
  * imports and RSS parts are their families'.
  */
-void objects_ctx_let_go(struct server *srv, struct dctx *x,
+void objects_ctx_let_go(struct core *core, struct dctx *x,
 			uint64_t client_id);
 
 /*
@@ -279,24 +277,27 @@ void objects_ctx_let_go(struct server *srv, struct dctx *x,
  * cancel of an intent). -ENOENT when @c has no object @id. The sentence
  * goes to @why.
  */
-int objects_destroy_request(struct conn *c, uint64_t id,
-			    struct device_why *why);
+int objects_destroy_request(struct client *c, uint64_t id, struct why *why);
 /* Register @handle for @c's intent @id (ObjRegisterRequest): -ENOENT, or
  * -EINVAL when it is registered already. */
-int objects_register_request(struct conn *c, uint64_t id, uint32_t handle,
-			     struct device_why *why);
+int objects_register_request(struct client *c, uint64_t id, uint32_t handle,
+			     struct why *why);
 
 /* What a listing shows: an RDMAB__OBJECT_INFO__STATE__* value. */
 int obj_state(const struct obj *o);
 uint64_t objects_now_usec(void);
 
+/* Whether @c's session holds records or intents: what its client sent
+ * and the daemon did not read is read then, and its registers and
+ * unregisters applied, before the session ends (dispatch_drain()). */
+bool objects_client_holds(const struct client *c);
+
 /*
- * The session of @c ends (called by conn_close first): what it still sent
- * is read and its registers and unregisters applied (nothing can be
- * queued after that), then its objects stay, detached, until its process
- * is gone (obj-cleanup.c).
+ * The session of @c ends (the first family told): its objects stay,
+ * detached, until its process is gone (obj-cleanup.c), watched with the
+ * session's pidfd (core_ops.take_pidfd).
  */
-void objects_conn_closing(struct conn *c);
+void objects_conn_closing(struct client *c);
 
 /*
  * Watch detached @ow's process, of @uid, until it exits (obj-watch.c),
@@ -306,6 +307,9 @@ void objects_conn_closing(struct conn *c);
  */
 int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid,
 		   int pidfd);
+/* A pidfd of @pid (CLOEXEC by definition), or -1 with errno: ESRCH when
+ * the process is gone, ENOSYS without pidfds. */
+int obj_pidfd_open(pid_t pid);
 /* @ow no longer waits for its process; the last owner frees the watch. */
 void obj_watch_leave(struct obj_owner *ow);
 /* Daemon exit: every watch goes, its owners forget it. */

@@ -5,11 +5,11 @@
 #include "config.h"
 
 #include "daemon/cgroup.h"
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/domain.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 
-static bool conn_in_group(const struct conn *c, gid_t gid)
+static bool conn_in_group(const struct client *c, gid_t gid)
 {
 	if (c->cred.gid == gid)
 		return true;
@@ -22,7 +22,7 @@ static bool conn_in_group(const struct conn *c, gid_t gid)
 /* Its cgroup at connect matches one of @d's globs; a cgroup that could
  * not be read matches none. */
 static bool conn_in_cgroups(const struct config_domain *d,
-			    const struct conn *c)
+			    const struct client *c)
 {
 	if (!c->cgroup)
 		return false;
@@ -34,7 +34,7 @@ static bool conn_in_cgroups(const struct config_domain *d,
 
 /* Each list the domain has narrows who may join: users or groups, and
  * cgroups, so that adding cgroups to a domain never lets more in. */
-bool policy_may_join(const struct config_domain *d, const struct conn *c)
+bool policy_may_join(const struct config_domain *d, const struct client *c)
 {
 	bool member = !d->n_users && !d->n_groups;
 
@@ -47,10 +47,10 @@ bool policy_may_join(const struct config_domain *d, const struct conn *c)
 	return !d->n_cgroups || conn_in_cgroups(d, c);
 }
 
-bool policy_is_admin(const struct server *srv, const struct conn *c)
+bool policy_is_admin(const struct core *core, const struct client *c)
 {
 	if (c->cred.uid == 0)
 		return true;
-	return srv->config.has_admin_group &&
-	       conn_in_group(c, srv->config.admin_gid);
+	return core->config.has_admin_group &&
+	       conn_in_group(c, core->config.admin_gid);
 }

@@ -14,18 +14,15 @@
 
 #include <event2/event.h>
 
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/ctx.h"
-#include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
-#include "daemon/notify.h"
 #include "daemon/rekey.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 #include "daemon/unaccounted.h"
 
 /* Contexts one domain has on its devices at once, new ones. */
-#define REKEY_MAX_CTXS DEVICE_MAX
 
 #define REKEY_MORE " ..."
 
@@ -44,14 +41,14 @@ void rekey_name_add(char *buf, size_t len, const char *item)
 }
 
 /* The sessions that hold context arg open, and not on their way out. */
-static bool rekey_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
+static bool rekey_event_filter(struct client *c, Rdmab__Event *ev, void *arg)
 {
 	const struct dctx *x = arg;
 
-	return c->state < CONN_CLOSING && dctx_conn_find(c, x->id) != NULL;
+	return c->core->ops->is_open(c) && dctx_conn_find(c, x->id) != NULL;
 }
 
-static void rekey_notify(struct server *srv, struct dctx *x, const char *who)
+static void rekey_notify(struct core *core, struct dctx *x, const char *who)
 {
 	Rdmab__DomainRekeyedEvent body = RDMAB__DOMAIN_REKEYED_EVENT__INIT;
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
@@ -67,7 +64,7 @@ static void rekey_notify(struct server *srv, struct dctx *x, const char *who)
 	ev.object_id = x->id;
 	ev.body_case = RDMAB__EVENT__BODY_DOMAIN_REKEYED;
 	ev.domain_rekeyed = &body;
-	notify_clients(srv, &ev, rekey_event_filter, x);
+	core->ops->broadcast(core, &ev, rekey_event_filter, x);
 }
 
 /* "2 DMs and 1 RSS tables": what each family's rekey_force destroyed. */
@@ -91,8 +88,8 @@ static const char *rekey_forced_text(const unsigned int *forced, char *buf,
 	return buf;
 }
 
-int rekey_domain(struct server *srv, struct domain *d, bool force,
-		 const char *who, struct reply *r, Rdmab__DomainRekeyReply *out)
+int rekey_domain(struct core *core, struct domain *d, bool force,
+		 const char *who, struct why *why, Rdmab__DomainRekeyReply *out)
 {
 	struct dctx *olds[REKEY_MAX_CTXS];
 	unsigned int n = 0, busy = 0, forced[FAMILY_COUNT] = { 0 };
@@ -108,19 +105,13 @@ int rekey_domain(struct server *srv, struct domain *d, bool force,
 		for (unsigned int f = 0; f < FAMILY_COUNT; f++)
 			if (families[f]->rekey_busy)
 				busy += families[f]->rekey_busy(
-					srv, olds[i], names, sizeof(names));
+					core, olds[i], names, sizeof(names));
 	if (busy && !force)
-		return reply_error(r, -EBUSY,
-				   "domain %s holds %u objects the broker "
-				   "made, which cannot move to a new context "
-				   "(--force destroys them): %s",
-				   d->name, busy, names);
-	if (out) {
-		out->old_context_ids =
-			reply_alloc(r, (n ? n : 1) * sizeof(uint64_t));
-		if (!out->old_context_ids)
-			return reply_error(r, -ENOMEM, "out of memory");
-	}
+		return why_set(why, -EBUSY,
+			       "domain %s holds %u objects the broker "
+			       "made, which cannot move to a new context "
+			       "(--force destroys them): %s",
+			       d->name, busy, names);
 	/* Held: the forced destroys and the retire let go of records, and
 	 * the last would free a context that no session holds, and the
 	 * domain with it, before its members are told. */
@@ -135,8 +126,8 @@ int rekey_domain(struct server *srv, struct domain *d, bool force,
 		for (unsigned int f = 0; busy && f < FAMILY_COUNT; f++)
 			if (families[f]->rekey_force)
 				forced[f] += families[f]->rekey_force(
-					srv, olds[i], reason);
-		dctx_retire(srv, olds[i]);
+					core, olds[i], reason);
+		dctx_retire(core, olds[i]);
 		if (out)
 			out->old_context_ids[out->n_old_context_ids++] =
 				olds[i]->id;
@@ -156,52 +147,9 @@ int rekey_domain(struct server *srv, struct domain *d, bool force,
 				      families[f]->rekey_reply_field) =
 				forced[f];
 	for (unsigned int i = 0; i < n; i++)
-		rekey_notify(srv, olds[i], who);
+		rekey_notify(core, olds[i], who);
 	for (unsigned int i = 0; i < n; i++)
-		dctx_obj_release(srv, olds[i]);
-	return 0;
-}
-
-/* Private domains have a context of their own: nobody else shares it, so
- * there is nothing to shut out; they answer like a missing one. */
-static struct domain *rekey_find(struct server *srv, const char *name)
-{
-	struct domain *d;
-
-	TAILQ_FOREACH(d, &srv->domains, link)
-		if (d->kind != DOMAIN_PRIVATE && strcmp(d->name, name) == 0)
-			return d;
-	return NULL;
-}
-
-int h_domain_rekey(struct conn *c, const Rdmab__Request *req,
-		   struct wire_fds *fds, struct reply *r)
-{
-	const Rdmab__DomainRekeyRequest *q = req->domain_rekey;
-	Rdmab__DomainRekeyReply *out = reply_alloc(r, sizeof(*out));
-	char who[80];
-	struct domain *d;
-	int err;
-
-	(void)fds;
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
-	/* Administrators only: H_ADMIN. */
-	d = rekey_find(c->srv, q->domain);
-	if (!d)
-		return reply_error(r, -ENOENT,
-				   "no domain \"%.64s\" to rekey (see "
-				   "rdmabrokerctl domains; a private domain "
-				   "shares its context with nobody)",
-				   q->domain);
-	rdmab__domain_rekey_reply__init(out);
-	snprintf(who, sizeof(who), "by client %" PRIu64 ", uid %u", c->id,
-		 c->cred.uid);
-	err = rekey_domain(c->srv, d, q->force, who, r, out);
-	if (err < 0)
-		return err;
-	r->msg.body_case = RDMAB__REPLY__BODY_DOMAIN_REKEY;
-	r->msg.domain_rekey = out;
+		dctx_obj_release(core, olds[i]);
 	return 0;
 }
 
@@ -223,20 +171,20 @@ static struct dctx *rekey_due(struct domain *d)
 
 static void rekey_auto_cb(evutil_socket_t fd, short what, void *arg)
 {
-	struct server *srv = arg;
+	struct core *core = arg;
 	struct domain *d;
 	struct dctx *x;
 
 	(void)fd;
 	(void)what;
 	/* Counts left to refresh: a verbs importer's session ended. */
-	unaccounted_refresh_stale(srv);
+	unaccounted_refresh_stale(core);
 	/* A rekey may free a domain (its last context closes): look again
 	 * from the start after each (a rekeyed context is not due). A
 	 * refusal changes nothing. */
 again:
-	TAILQ_FOREACH(d, &srv->domains, link) {
-		struct reply r = { 0 };
+	TAILQ_FOREACH(d, &core->domains, link) {
+		struct why why = {0, ""};
 		char who[96];
 
 		x = rekey_due(d);
@@ -246,42 +194,42 @@ again:
 			 "automatic: %u unaccounted objects in context "
 			 "%" PRIu64,
 			 x->unaccounted, x->id);
-		if (rekey_domain(srv, d, false, who, &r, NULL) == 0)
+		if (rekey_domain(core, d, false, who, &why, NULL) == 0)
 			goto again;
 		if (!x->auto_rekey_refused)
 			log_warn("domain %s: no automatic rekey: %s", d->name,
-				 r.message);
+				 why.text);
 		x->auto_rekey_refused = true;
 	}
 }
 
-static void rekey_auto_schedule(struct server *srv, const struct timeval *tv)
+static void rekey_auto_schedule(struct core *core, const struct timeval *tv)
 {
-	if (!srv->rekey_ev)
-		srv->rekey_ev = evtimer_new(srv->base, rekey_auto_cb, srv);
-	if (!srv->rekey_ev || event_add(srv->rekey_ev, tv) < 0)
+	if (!core->rekey_ev)
+		core->rekey_ev = evtimer_new(core->base, rekey_auto_cb, core);
+	if (!core->rekey_ev || event_add(core->rekey_ev, tv) < 0)
 		log_err("cannot schedule the automatic rekey check");
 }
 
-void rekey_auto_check(struct server *srv)
+void rekey_auto_check(struct core *core)
 {
 	struct timeval now = { 0 };
 
-	rekey_auto_schedule(srv, &now);
+	rekey_auto_schedule(core, &now);
 }
 
-void rekey_auto_check_stale(struct server *srv)
+void rekey_auto_check_stale(struct core *core)
 {
 	/* Time for the process to finish closing its import, which frees
 	 * what the provider made for it. */
 	struct timeval later = { 0, 100 * 1000 };
 
-	rekey_auto_schedule(srv, &later);
+	rekey_auto_schedule(core, &later);
 }
 
-void rekey_fini(struct server *srv)
+void rekey_fini(struct core *core)
 {
-	if (srv->rekey_ev)
-		event_free(srv->rekey_ev);
-	srv->rekey_ev = NULL;
+	if (core->rekey_ev)
+		event_free(core->rekey_ev);
+	core->rekey_ev = NULL;
 }

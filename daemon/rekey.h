@@ -14,20 +14,26 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+#include "daemon/device.h"
 #include "proto/rdmabroker.pb-c.h"
 
-struct server;
+struct core;
 struct domain;
-struct conn;
-struct reply;
+struct client;
+struct why;
+
+/* The most contexts a domain has, one per device: what a rekey replaces. */
+#define REKEY_MAX_CTXS DEVICE_MAX
 
 /*
  * Rekey @d for @who (a sentence for the log and the Events): 0 with the
- * replaced contexts' ids in @out (may be NULL), or -EBUSY naming what
- * blocks it in @r (force destroys it).
+ * replaced contexts' ids in @out (may be NULL; its old_context_ids holds
+ * REKEY_MAX_CTXS), or -EBUSY naming what blocks it in @why (force
+ * destroys it).
  */
-int rekey_domain(struct server *srv, struct domain *d, bool force,
-		 const char *who, struct reply *r, Rdmab__DomainRekeyReply *out);
+int rekey_domain(struct core *core, struct domain *d, bool force,
+		 const char *who, struct why *why,
+		 Rdmab__DomainRekeyReply *out);
 
 /* Add @item to the list of names in @buf (of @len bytes): ", " between
  * them, whole or not at all; " ..." once one did not fit. */
@@ -35,11 +41,11 @@ void rekey_name_add(char *buf, size_t len, const char *item);
 
 /* A context's unaccounted count grew: look at [defaults]
  * auto_rekey_unaccounted from the event loop. */
-void rekey_auto_check(struct server *srv);
+void rekey_auto_check(struct core *core);
 /* A context's count is stale (unacc_stale): refresh the stale counts a
  * little later, then look as rekey_auto_check() does. */
-void rekey_auto_check_stale(struct server *srv);
+void rekey_auto_check_stale(struct core *core);
 /* Server exit. */
-void rekey_fini(struct server *srv);
+void rekey_fini(struct core *core);
 
 #endif

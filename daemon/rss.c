@@ -30,16 +30,14 @@
 #include <infiniband/verbs.h>
 
 #include "daemon/charge.h"
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/ctx.h"
-#include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
-#include "daemon/notify.h"
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
 #include "daemon/rss.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 
 #define RSS_HASH_V4    (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4)
 #define RSS_HASH_V6    (IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6)
@@ -69,19 +67,19 @@ struct rss {
 	unsigned int rebuilds;
 };
 
-/* The family's state (srv->family_state[FAMILY_RSS]). */
+/* The family's state (core->family_state[FAMILY_RSS]). */
 struct rss_table {
 	TAILQ_HEAD(, rss) all;
 };
 
-static struct rss_table *rss_state(const struct server *srv)
+static struct rss_table *rss_state(const struct core *core)
 {
-	return srv->family_state[FAMILY_RSS];
+	return core->family_state[FAMILY_RSS];
 }
 
 static void rss_free(struct rss *r)
 {
-	TAILQ_REMOVE(&rss_state(r->x->srv)->all, r, link);
+	TAILQ_REMOVE(&rss_state(r->x->core)->all, r, link);
 	charge_release(&r->charge);
 	free(r->wqs);
 	free(r);
@@ -93,76 +91,76 @@ static void rss_free(struct rss *r)
  * one-L4 rule (mlx5's create_rss_raw_qp_tir). */
 static int rss_check_hash(const struct device *dev, uint64_t fields,
 			  uint32_t log_size, struct rss_match *m,
-			  struct reply *r)
+			  struct why *why)
 {
 	if (fields & ~RSS_HASH_KNOWN)
-		return reply_error(r, -EOPNOTSUPP,
-				   "hash fields 0x%" PRIx64 " are not among "
-				   "the IPv4, IPv6, TCP and UDP source and "
-				   "destination bits (IBV_RX_HASH_INNER and "
-				   "the rest are not supported)",
-				   fields & ~RSS_HASH_KNOWN);
+		return why_set(why, -EOPNOTSUPP,
+			       "hash fields 0x%" PRIx64 " are not among "
+			       "the IPv4, IPv6, TCP and UDP source and "
+			       "destination bits (IBV_RX_HASH_INNER and "
+			       "the rest are not supported)",
+			       fields & ~RSS_HASH_KNOWN);
 	if (fields & ~dev->caps.rss_hash_fields)
-		return reply_error(
-			r, -EOPNOTSUPP, "%s does not hash on fields 0x%" PRIx64,
-			dev->name, fields & ~dev->caps.rss_hash_fields);
+		return why_set(why, -EOPNOTSUPP,
+			       "%s does not hash on fields 0x%" PRIx64,
+			       dev->name, fields & ~dev->caps.rss_hash_fields);
 	if (!fields && log_size)
-		return reply_error(r, -EINVAL,
-				   "hash fields 0 (no hash) need a one-entry "
-				   "table, not 2^%u entries",
-				   log_size);
+		return why_set(why, -EINVAL,
+			       "hash fields 0 (no hash) need a one-entry "
+			       "table, not 2^%u entries",
+			       log_size);
 	if ((fields & RSS_HASH_V4) && (fields & RSS_HASH_V6))
-		return reply_error(r, -EINVAL,
-				   "one RSS QP hashes one address family: "
-				   "hash fields 0x%" PRIx64 " mix IPv4 and "
-				   "IPv6",
-				   fields);
+		return why_set(why, -EINVAL,
+			       "one RSS QP hashes one address family: "
+			       "hash fields 0x%" PRIx64 " mix IPv4 and "
+			       "IPv6",
+			       fields);
 	if ((fields & RSS_HASH_TCP) && (fields & RSS_HASH_UDP))
-		return reply_error(r, -EINVAL,
-				   "one RSS QP hashes at most one L4 "
-				   "protocol: hash fields 0x%" PRIx64 " mix "
-				   "TCP and UDP",
-				   fields);
+		return why_set(why, -EINVAL,
+			       "one RSS QP hashes at most one L4 "
+			       "protocol: hash fields 0x%" PRIx64 " mix "
+			       "TCP and UDP",
+			       fields);
 	if ((fields & (RSS_HASH_TCP | RSS_HASH_UDP)) &&
 	    !(fields & (RSS_HASH_V4 | RSS_HASH_V6)) && !m->af)
-		return reply_error(r, -EINVAL,
-				   "hash fields 0x%" PRIx64 " hash ports "
-				   "only: the match must name the address "
-				   "family",
-				   fields);
+		return why_set(why, -EINVAL,
+			       "hash fields 0x%" PRIx64 " hash ports "
+			       "only: the match must name the address "
+			       "family",
+			       fields);
 	/* What the hash implies is added to the match, so that packets the
 	 * hash is not defined for never reach the QP. */
 	if (fields & (RSS_HASH_V4 | RSS_HASH_V6)) {
 		uint8_t af = fields & RSS_HASH_V4 ? AF_INET : AF_INET6;
 
 		if (m->af && m->af != af)
-			return reply_error(r, -EINVAL,
-					   "the match is %s but the hash "
-					   "fields hash %s",
-					   m->af == AF_INET ? "IPv4" : "IPv6",
-					   af == AF_INET ? "IPv4" : "IPv6");
+			return why_set(why, -EINVAL,
+				       "the match is %s but the hash "
+				       "fields hash %s",
+				       m->af == AF_INET ? "IPv4" : "IPv6",
+				       af == AF_INET ? "IPv4" : "IPv6");
 		m->af = af;
 	}
 	if (fields & (RSS_HASH_TCP | RSS_HASH_UDP)) {
 		uint8_t l4 = fields & RSS_HASH_TCP ? IPPROTO_TCP : IPPROTO_UDP;
 
 		if (m->l4 && m->l4 != l4)
-			return reply_error(r, -EINVAL,
-					   "the match is %s but the hash "
-					   "fields hash %s ports",
-					   m->l4 == IPPROTO_TCP ? "TCP" : "UDP",
-					   l4 == IPPROTO_TCP ? "TCP" : "UDP");
+			return why_set(why, -EINVAL,
+				       "the match is %s but the hash "
+				       "fields hash %s ports",
+				       m->l4 == IPPROTO_TCP ? "TCP" : "UDP",
+				       l4 == IPPROTO_TCP ? "TCP" : "UDP");
 		m->l4 = l4;
 	}
 	if (!m->af)
-		return reply_error(r, -EINVAL,
-				   "neither the match nor the hash fields "
-				   "name an address family");
+		return why_set(why, -EINVAL,
+			       "neither the match nor the hash fields "
+			       "name an address family");
 	return 0;
 }
 
 static int rss_match_from_wire(const Rdmab__FlowMatch *w, struct rss_match *m,
-			       bool *empty, struct reply *r)
+			       bool *empty, struct why *why)
 {
 	unsigned int alen;
 
@@ -171,36 +169,36 @@ static int rss_match_from_wire(const Rdmab__FlowMatch *w, struct rss_match *m,
 	if (!w)
 		return 0;
 	if (w->af && w->af != AF_INET && w->af != AF_INET6)
-		return reply_error(r, -EINVAL,
-				   "match family %u is not AF_INET or "
-				   "AF_INET6",
-				   w->af);
+		return why_set(why, -EINVAL,
+			       "match family %u is not AF_INET or "
+			       "AF_INET6",
+			       w->af);
 	if (w->l4_proto && w->l4_proto != IPPROTO_TCP &&
 	    w->l4_proto != IPPROTO_UDP)
-		return reply_error(r, -EINVAL,
-				   "match L4 protocol %u is not TCP or UDP",
-				   w->l4_proto);
+		return why_set(why, -EINVAL,
+			       "match L4 protocol %u is not TCP or UDP",
+			       w->l4_proto);
 	if (w->dst_port > 0xffff || w->port_mask > 0xffff)
-		return reply_error(r, -EINVAL,
-				   "match port %u/0x%x is not 16 bits",
-				   w->dst_port, w->port_mask);
+		return why_set(why, -EINVAL,
+			       "match port %u/0x%x is not 16 bits", w->dst_port,
+			       w->port_mask);
 	if (w->port_mask && !w->l4_proto)
-		return reply_error(r, -EINVAL,
-				   "a match on a port needs the L4 protocol");
+		return why_set(why, -EINVAL,
+			       "a match on a port needs the L4 protocol");
 	if (w->dst_port & ~w->port_mask)
-		return reply_error(r, -EINVAL,
-				   "match port %u has bits outside its mask "
-				   "0x%x",
-				   w->dst_port, w->port_mask);
+		return why_set(why, -EINVAL,
+			       "match port %u has bits outside its mask "
+			       "0x%x",
+			       w->dst_port, w->port_mask);
 	alen = w->af == AF_INET6 ? 16 : 4;
 	if (w->prefix_len > alen * 8 || (w->prefix_len && !w->af))
-		return reply_error(r, -EINVAL,
-				   "match prefix length %u is not 0..%u of a "
-				   "named family",
-				   w->prefix_len, alen * 8);
+		return why_set(why, -EINVAL,
+			       "match prefix length %u is not 0..%u of a "
+			       "named family",
+			       w->prefix_len, alen * 8);
 	if (w->dst_addr.len > 16)
-		return reply_error(r, -EINVAL, "match address of %zu bytes",
-				   w->dst_addr.len);
+		return why_set(why, -EINVAL, "match address of %zu bytes",
+			       w->dst_addr.len);
 	m->af = (uint8_t)w->af;
 	m->l4 = (uint8_t)w->l4_proto;
 	m->prefix_len = (uint8_t)w->prefix_len;
@@ -261,41 +259,41 @@ static void rss_match_str(const struct rss_match *m, char *buf, size_t len)
 
 /* An admin may claim anything; a domain what its rss_allow lists; an
  * empty match only an admin, and only with IBC_RSS_MATCH_ALL. */
-static int rss_check_policy(struct conn *c, const struct rss_match *m,
-			    bool empty, uint32_t flags, struct reply *r)
+static int rss_check_policy(struct client *c, const struct rss_match *m,
+			    bool empty, uint32_t flags, struct why *why)
 {
-	bool admin = policy_is_admin(c->srv, c);
+	bool admin = policy_is_admin(c->core, c);
 	const struct config_domain *cd;
 	char what[128];
 
 	if (empty) {
 		if (!admin)
-			return reply_error(r, -EPERM,
-					   "an empty match claims all the "
-					   "port's traffic of the hashed "
-					   "family: only an administrator "
-					   "may ask for it");
+			return why_set(why, -EPERM,
+				       "an empty match claims all the "
+				       "port's traffic of the hashed "
+				       "family: only an administrator "
+				       "may ask for it");
 		if (!(flags & IBC_RSS_MATCH_ALL))
-			return reply_error(r, -EPERM,
-					   "an empty match claims all the "
-					   "port's traffic and can take the "
-					   "host off the network: set "
-					   "IBC_RSS_MATCH_ALL to mean it");
+			return why_set(why, -EPERM,
+				       "an empty match claims all the "
+				       "port's traffic and can take the "
+				       "host off the network: set "
+				       "IBC_RSS_MATCH_ALL to mean it");
 		return 0;
 	}
 	if (admin)
 		return 0;
 	cd = c->domain->kind == DOMAIN_CONFIGURED
-		     ? config_find_domain(&c->srv->config, c->domain->name)
+		     ? config_find_domain(&c->core->config, c->domain->name)
 		     : NULL;
 	for (size_t i = 0; cd && i < cd->n_rss_allow; i++)
 		if (rss_rule_allows(&cd->rss_allow[i], m))
 			return 0;
 	rss_match_str(m, what, sizeof(what));
-	return reply_error(r, -EPERM,
-			   "domain %s may not claim %s: no rss_allow rule of "
-			   "rdmabroker.conf lists it",
-			   c->domain->name, what);
+	return why_set(why, -EPERM,
+		       "domain %s may not claim %s: no rss_allow rule of "
+		       "rdmabroker.conf lists it",
+		       c->domain->name, what);
 }
 
 /* --- making and destroying ---------------------------------------------- */
@@ -314,8 +312,7 @@ static int rss_handles(const struct rss *r, struct obj *const *wqs, uint32_t n,
 }
 
 static int rss_make(struct rss *r, struct obj *const *wqs, uint32_t n,
-		    uint32_t priority, struct rss_made *ret,
-		    struct device_why *why)
+		    uint32_t priority, struct rss_made *ret, struct why *why)
 {
 	struct rss_spec spec = {
 		.port_num = r->port_num,
@@ -329,7 +326,7 @@ static int rss_make(struct rss *r, struct obj *const *wqs, uint32_t n,
 	int err;
 
 	if (rss_handles(r, wqs, n, &h) < 0)
-		return device_why(why, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	spec.wqs = h;
 	memcpy(spec.key, r->key, sizeof(spec.key));
 	err = r->x->dev->ctx_ops->rss_create(r->x->dc, &spec, ret, why);
@@ -339,8 +336,8 @@ static int rss_make(struct rss *r, struct obj *const *wqs, uint32_t n,
 
 /* The registry's destroy of one part (flow, QP, table), in that order;
  * the record's removal (rss_part_removed) then updates @r. */
-static int rss_destroy_part(struct server *srv, struct obj *o, void *data,
-			    struct device_why *why)
+static int rss_destroy_part(struct core *core, struct obj *o, void *data,
+			    struct why *why)
 {
 	struct rss *r = o->family_obj;
 
@@ -354,7 +351,7 @@ static int rss_destroy_part(struct server *srv, struct obj *o, void *data,
  * raw verbs on the shared context). @r forgets it, so that no walk of the
  * RSS objects meets a freed record, and goes with its last part.
  */
-static void rss_part_removed(struct server *srv, struct obj *o, void *data)
+static void rss_part_removed(struct core *core, struct obj *o, void *data)
 {
 	struct rss *r = o->family_obj;
 
@@ -372,7 +369,7 @@ static void rss_part_removed(struct server *srv, struct obj *o, void *data)
 }
 
 /* Destroy every part of @r that is left; frees @r when all went. */
-static int rss_teardown(struct rss *r, struct device_why *why)
+static int rss_teardown(struct rss *r, struct why *why)
 {
 	struct obj *parts[3] = { r->flow, r->qp, r->tbl };
 
@@ -400,7 +397,7 @@ static void rss_unmake(struct rss *r)
 	static const enum ibc_obj_kind part[3] = { IBC_OBJ_FLOW, IBC_OBJ_QP,
 						   IBC_OBJ_RWQ_IND_TBL };
 	struct obj *rec[3] = { r->flow, r->qp, r->tbl };
-	struct device_why why;
+	struct why why;
 
 	for (int i = 0; i < 3; i++) {
 		r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, part[i],
@@ -427,7 +424,7 @@ static bool rss_wq_stays(const struct obj *o, const struct obj *wq)
 
 /* @wq leaves @r, with every dead process's WQ: rebuild over the rest, or
  * destroy @r when none is left. */
-static int rss_leave(struct rss *r, struct obj *wq, struct device_why *why)
+static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 {
 	struct rss_made made, old = r->made;
 	struct obj **rest;
@@ -436,14 +433,14 @@ static int rss_leave(struct rss *r, struct obj *wq, struct device_why *why)
 	int err;
 
 	if (!r->flow || !r->qp || !r->tbl)
-		return device_why(why, -EBUSY,
-				  "RSS %" PRIu64 " is being destroyed", r->id);
+		return why_set(why, -EBUSY,
+			       "RSS %" PRIu64 " is being destroyed", r->id);
 	rest = malloc(r->n_wqs * sizeof(*rest));
 	gone = malloc(r->n_wqs * sizeof(*gone));
 	if (!rest || !gone) {
 		free(rest);
 		free(gone);
-		return device_why(why, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	}
 	for (uint32_t i = 0; i < r->n_wqs; i++) {
 		if (rss_wq_stays(r->wqs[i], wq))
@@ -474,7 +471,7 @@ static int rss_leave(struct rss *r, struct obj *wq, struct device_why *why)
 		static const enum ibc_obj_kind part[3] = {
 			IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL
 		};
-		struct device_why w;
+		struct why w;
 
 		if (r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, part[p],
 						    &w) < 0)
@@ -502,12 +499,12 @@ static int rss_leave(struct rss *r, struct obj *wq, struct device_why *why)
 }
 
 /* Before a WQ goes, by its owner or the cleanup: out of every table. */
-static int rss_wq_going(struct server *srv, struct obj *o, void *data,
-			struct device_why *why)
+static int rss_wq_going(struct core *core, struct obj *o, void *data,
+			struct why *why)
 {
 	struct rss *r, *tmp;
 
-	TAILQ_FOREACH_SAFE(r, &rss_state(srv)->all, link, tmp) {
+	TAILQ_FOREACH_SAFE(r, &rss_state(core)->all, link, tmp) {
 		for (uint32_t i = 0; i < r->n_wqs; i++) {
 			int err;
 
@@ -522,10 +519,10 @@ static int rss_wq_going(struct server *srv, struct obj *o, void *data,
 	return 0;
 }
 
-static int rss_wq_cleanup(struct server *srv, struct obj *o, void *data)
+static int rss_wq_cleanup(struct core *core, struct obj *o, void *data)
 {
-	struct device_why why;
-	int err = rss_wq_going(srv, o, data, &why);
+	struct why why;
+	int err = rss_wq_going(core, o, data, &why);
 
 	if (err < 0)
 		log_warn("WQ %" PRIu64 " stays in its RSS table for now: %s",
@@ -533,7 +530,7 @@ static int rss_wq_cleanup(struct server *srv, struct obj *o, void *data)
 	return err;
 }
 
-static bool rss_event_filter(struct conn *c, Rdmab__Event *ev, void *arg)
+static bool rss_event_filter(struct client *c, Rdmab__Event *ev, void *arg)
 {
 	return c == arg;
 }
@@ -549,7 +546,7 @@ static void rss_event(struct rss *r, const char *reason, bool destroyed,
 {
 	Rdmab__RssRebuiltEvent body = RDMAB__RSS_REBUILT_EVENT__INIT;
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
-	struct conn *owner = r->tbl ? r->tbl->owner->conn : NULL;
+	struct client *owner = r->tbl ? r->tbl->owner->conn : NULL;
 	uint64_t *ids = NULL;
 	uint32_t n = 0;
 
@@ -574,11 +571,12 @@ static void rss_event(struct rss *r, const char *reason, bool destroyed,
 	ev.object_id = r->id;
 	ev.body_case = RDMAB__EVENT__BODY_RSS_REBUILT;
 	ev.rss_rebuilt = &body;
-	notify_clients(owner->srv, &ev, rss_event_filter, owner);
+	owner->core->ops->broadcast(owner->core, &ev, rss_event_filter,
+				    owner);
 	free(ids);
 }
 
-static void rss_device_gone(struct server *srv, struct device *dev,
+static void rss_device_gone(struct core *core, struct device *dev,
 			    const char *reason)
 {
 	struct rss *r, *tmp;
@@ -586,7 +584,7 @@ static void rss_device_gone(struct server *srv, struct device *dev,
 	(void)reason;
 	/* Before the registry drops the records (it hears last): the
 	 * kernel frees the objects with the contexts. */
-	TAILQ_FOREACH_SAFE(r, &rss_state(srv)->all, link, tmp) {
+	TAILQ_FOREACH_SAFE(r, &rss_state(core)->all, link, tmp) {
 		if (r->x->dev != dev)
 			continue;
 		/* The implementation's handles died with it; the records
@@ -602,20 +600,20 @@ static void rss_device_gone(struct server *srv, struct device *dev,
 	}
 }
 
-static int rss_init(struct server *srv)
+static int rss_init(struct core *core)
 {
 	struct rss_table *t = calloc(1, sizeof(*t));
 
 	if (!t)
 		return -ENOMEM;
 	TAILQ_INIT(&t->all);
-	srv->family_state[FAMILY_RSS] = t;
+	core->family_state[FAMILY_RSS] = t;
 	return 0;
 }
 
-static void rss_fini(struct server *srv)
+static void rss_fini(struct core *core)
 {
-	struct rss_table *t = rss_state(srv);
+	struct rss_table *t = rss_state(core);
 	struct rss *r;
 
 	if (!t)
@@ -628,18 +626,18 @@ static void rss_fini(struct server *srv)
 		free(r);
 	}
 	free(t);
-	srv->family_state[FAMILY_RSS] = NULL;
+	core->family_state[FAMILY_RSS] = NULL;
 }
 
 /* --- rekey -------------------------------------------------------------- */
 
-static unsigned int rss_ctx_busy(const struct server *srv,
+static unsigned int rss_ctx_busy(const struct core *core,
 				 const struct dctx *x, char *buf, size_t len)
 {
 	const struct rss *r;
 	unsigned int n = 0;
 
-	TAILQ_FOREACH(r, &rss_state(srv)->all, link) {
+	TAILQ_FOREACH(r, &rss_state(core)->all, link) {
 		char item[64];
 
 		if (r->x != x)
@@ -675,14 +673,14 @@ static void rss_leave_to_ctx(struct rss *r)
 	rss_free(r);
 }
 
-static unsigned int rss_ctx_force(struct server *srv, struct dctx *x,
+static unsigned int rss_ctx_force(struct core *core, struct dctx *x,
 				  const char *reason)
 {
 	struct rss *r, *tmp;
 	unsigned int n = 0;
 
-	TAILQ_FOREACH_SAFE(r, &rss_state(srv)->all, link, tmp) {
-		struct device_why why = { "" };
+	TAILQ_FOREACH_SAFE(r, &rss_state(core)->all, link, tmp) {
+		struct why why = {0, ""};
 		uint64_t id = r->id;
 
 		if (r->x != x)
@@ -703,25 +701,25 @@ static unsigned int rss_ctx_force(struct server *srv, struct dctx *x,
 /* --- requests ----------------------------------------------------------- */
 
 /* WQ @id of a create: a live registry WQ of the domain in @x. */
-static int rss_find_wq(struct conn *c, struct dctx *x, uint64_t id,
-		       struct obj **ret, struct reply *r)
+static int rss_find_wq(struct client *c, struct dctx *x, uint64_t id,
+		       struct obj **ret, struct why *why)
 {
 	struct obj *o = objects_find_in_domain(c, id);
 
 	if (!o || o->kind != IBC_OBJ_WQ)
-		return reply_error(r, -EINVAL,
-				   "object %" PRIu64 " is not a WQ of domain %s",
-				   id, c->domain->name);
+		return why_set(why, -EINVAL,
+			       "object %" PRIu64 " is not a WQ of domain %s",
+			       id, c->domain->name);
 	if (o->ctx != x)
-		return reply_error(r, -EINVAL,
-				   "WQ %" PRIu64 " is in context %" PRIu64
-				   ", not %" PRIu64,
-				   o->id, o->ctx->id, x->id);
+		return why_set(why, -EINVAL,
+			       "WQ %" PRIu64 " is in context %" PRIu64
+			       ", not %" PRIu64,
+			       o->id, o->ctx->id, x->id);
 	if (o->intent || o->owner->state != OWNER_LIVE)
-		return reply_error(r, -EINVAL,
-				   "WQ %" PRIu64 " is not live (%s)", o->id,
-				   o->intent ? "not registered yet"
-					     : "its owner's session ended");
+		return why_set(why, -EINVAL, "WQ %" PRIu64 " is not live (%s)",
+			       o->id,
+			       o->intent ? "not registered yet"
+					 : "its owner's session ended");
 	*ret = o;
 	return 0;
 }
@@ -746,9 +744,9 @@ static bool rss_id_add(uint64_t *seen, size_t size, uint64_t id)
 
 /* The WQs, each once: a set of the ids seen keeps the check linear in
  * their number (4096 pairwise compares took ~5 ms a request). */
-static int rss_find_wqs(struct conn *c, struct dctx *x,
+static int rss_find_wqs(struct client *c, struct dctx *x,
 			const Rdmab__RssCreateRequest *q, struct obj **wqs,
-			struct reply *r)
+			struct why *why)
 {
 	size_t size = 2;
 	uint64_t *seen;
@@ -758,20 +756,20 @@ static int rss_find_wqs(struct conn *c, struct dctx *x,
 		size *= 2;
 	seen = calloc(size, sizeof(*seen));
 	if (!seen)
-		return reply_error(r, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	for (size_t i = 0; i < q->n_wq_ids && err == 0; i++) {
-		err = rss_find_wq(c, x, q->wq_ids[i], &wqs[i], r);
+		err = rss_find_wq(c, x, q->wq_ids[i], &wqs[i], why);
 		if (err == 0 && !rss_id_add(seen, size, wqs[i]->id))
-			err = reply_error(r, -EINVAL,
-					  "WQ %" PRIu64 " is listed twice",
-					  wqs[i]->id);
+			err = why_set(why, -EINVAL,
+				      "WQ %" PRIu64 " is listed twice",
+				      wqs[i]->id);
 	}
 	free(seen);
 	return err;
 }
 
 static int rss_check_sizes(const struct device *dev,
-			   const Rdmab__RssCreateRequest *q, struct reply *r)
+			   const Rdmab__RssCreateRequest *q, struct why *why)
 {
 	uint32_t max = dev->caps.max_rss_table_size;
 
@@ -779,42 +777,42 @@ static int rss_check_sizes(const struct device *dev,
 		max = 1u << IBC_RSS_MAX_LOG_TABLE;
 	if (q->log_ind_tbl_size > IBC_RSS_MAX_LOG_TABLE ||
 	    (1u << q->log_ind_tbl_size) > max)
-		return reply_error(r, -EINVAL,
-				   "a table of 2^%u entries is over %s's "
-				   "maximum of %u (min of its rss_caps and "
-				   "the uverbs limit 2^13)",
-				   q->log_ind_tbl_size, dev->name, max);
+		return why_set(why, -EINVAL,
+			       "a table of 2^%u entries is over %s's "
+			       "maximum of %u (min of its rss_caps and "
+			       "the uverbs limit 2^13)",
+			       q->log_ind_tbl_size, dev->name, max);
 	if (!q->n_wq_ids || q->n_wq_ids > IBC_RSS_MAX_WQS ||
 	    q->n_wq_ids > (1u << q->log_ind_tbl_size))
-		return reply_error(r, -EINVAL,
-				   "%zu WQs for a table of %u entries (1 to "
-				   "the table size, at most %d)",
-				   q->n_wq_ids, 1u << q->log_ind_tbl_size,
-				   IBC_RSS_MAX_WQS);
+		return why_set(why, -EINVAL,
+			       "%zu WQs for a table of %u entries (1 to "
+			       "the table size, at most %d)",
+			       q->n_wq_ids, 1u << q->log_ind_tbl_size,
+			       IBC_RSS_MAX_WQS);
 	if (q->hash_key.len != RSS_KEY_LEN)
-		return reply_error(r, -EINVAL,
-				   "the hash key is %zu bytes, not %d",
-				   q->hash_key.len, RSS_KEY_LEN);
+		return why_set(why, -EINVAL,
+			       "the hash key is %zu bytes, not %d",
+			       q->hash_key.len, RSS_KEY_LEN);
 	if (!q->port_num || q->port_num > dev->caps.ports)
-		return reply_error(r, -EINVAL, "%s has no port %u", dev->name,
-				   q->port_num);
+		return why_set(why, -EINVAL, "%s has no port %u", dev->name,
+			       q->port_num);
 	/* RAW_PACKET needs an Ethernet port: the device's rss_create asks
 	 * the port (the soft device's counts as Ethernet). */
 	return 0;
 }
 
-static Rdmab__FlowMatch *rss_match_to_wire(struct reply *r,
+static Rdmab__FlowMatch *rss_match_to_wire(struct wire_arena *a,
 					   const struct rss_match *m)
 {
-	Rdmab__FlowMatch *w = reply_alloc(r, sizeof(*w));
-	uint8_t *a = reply_alloc(r, 16);
+	Rdmab__FlowMatch *w = wire_arena_alloc(a, sizeof(*w));
+	uint8_t *addr = wire_arena_alloc(a, 16);
 
-	if (!w || !a)
+	if (!w || !addr)
 		return NULL;
 	rdmab__flow_match__init(w);
-	memcpy(a, m->addr, 16);
+	memcpy(addr, m->addr, 16);
 	w->af = m->af;
-	w->dst_addr.data = a;
+	w->dst_addr.data = addr;
 	w->dst_addr.len = m->af == AF_INET ? 4 : 16;
 	w->prefix_len = m->prefix_len;
 	w->l4_proto = m->l4;
@@ -823,7 +821,7 @@ static Rdmab__FlowMatch *rss_match_to_wire(struct reply *r,
 	return w;
 }
 
-static int rss_add_records(struct conn *c, struct rss *s, struct reply *r)
+static int rss_add_records(struct client *c, struct rss *s, struct why *why)
 {
 	struct obj **slot[3] = { &s->flow, &s->qp, &s->tbl };
 	static const enum ibc_obj_kind kind[3] = { IBC_OBJ_RWQ_IND_TBL,
@@ -834,8 +832,8 @@ static int rss_add_records(struct conn *c, struct rss *s, struct reply *r)
 	/* Table first, so that its id, the RSS id, is the lowest. */
 	for (int i = 0; i < 3; i++) {
 		struct obj *o;
-		int err =
-			objects_add(c, s->x, kind[i], false, true, h[i], r, &o);
+		int err = objects_add(c, s->x, kind[i], false, true, h[i], why,
+				      &o);
 
 		if (err < 0)
 			return err;
@@ -845,12 +843,11 @@ static int rss_add_records(struct conn *c, struct rss *s, struct reply *r)
 	return 0;
 }
 
-int h_rss_create(struct conn *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r)
+int rss_create(struct client *c, const Rdmab__RssCreateRequest *q,
+	       struct wire_arena *a, struct why *why,
+	       Rdmab__RssCreateReply *out)
 {
-	const Rdmab__RssCreateRequest *q = req->rss_create;
-	Rdmab__RssCreateReply *out = reply_alloc(r, sizeof(*out));
-	struct device_why why = { "" };
+	struct why dev_why = {0, ""};
 	struct domain *pool = domain_pool(c->domain);
 	struct dctx *x;
 	uint64_t *ids;
@@ -858,19 +855,17 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 	bool empty;
 	int err;
 
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
-	err = dctx_conn_usable(c, q->context_id, r, &x);
+	err = dctx_conn_usable(c, q->context_id, why, &x);
 	if (err < 0)
 		return err;
 	/* A device that makes none says why before any rule is checked. */
 	if (*x->dev->rss_why)
-		return reply_error(r, -EOPNOTSUPP, "%s makes no RSS tables: %s",
-				   x->dev->name, x->dev->rss_why);
+		return why_set(why, -EOPNOTSUPP, "%s makes no RSS tables: %s",
+			       x->dev->name, x->dev->rss_why);
 	if (q->flags & ~(uint32_t)IBC_RSS_MATCH_ALL)
-		return reply_error(r, -EINVAL, "unknown RSS flags 0x%x",
-				   q->flags & ~(uint32_t)IBC_RSS_MATCH_ALL);
-	err = rss_check_sizes(x->dev, q, r);
+		return why_set(why, -EINVAL, "unknown RSS flags 0x%x",
+			       q->flags & ~(uint32_t)IBC_RSS_MATCH_ALL);
+	err = rss_check_sizes(x->dev, q, why);
 	if (err < 0)
 		return err;
 	s = calloc(1, sizeof(*s));
@@ -879,7 +874,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 	if (!s || !s->wqs) {
 		if (s)
 			free(s);
-		return reply_error(r, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	}
 	s->x = x;
 	s->port_num = q->port_num;
@@ -887,26 +882,23 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 	s->hash_fields = q->hash_fields;
 	s->n_wqs = (uint32_t)q->n_wq_ids;
 	memcpy(s->key, q->hash_key.data, RSS_KEY_LEN);
-	err = rss_match_from_wire(q->match, &s->match, &empty, r);
+	err = rss_match_from_wire(q->match, &s->match, &empty, why);
 	if (err == 0)
 		err = rss_check_hash(x->dev, q->hash_fields,
-				     q->log_ind_tbl_size, &s->match, r);
+				     q->log_ind_tbl_size, &s->match, why);
 	if (err == 0)
-		err = rss_check_policy(c, &s->match, empty, q->flags, r);
+		err = rss_check_policy(c, &s->match, empty, q->flags, why);
 	if (err == 0)
-		err = rss_find_wqs(c, x, q, s->wqs, r);
-	if (err == 0 && !charge_fits(pool, CHARGE_RSS_TABLES, 1))
-		err = reply_error(r, -EDQUOT,
-				  "domain %s holds %u of its %u RSS tables",
-				  pool->name, pool->used.rss_tables,
-				  pool->limit.rss_tables);
+		err = rss_find_wqs(c, x, q, s->wqs, why);
+	if (err == 0)
+		err = charge_room(pool, CHARGE_RSS_TABLES, 1, "", why);
 	if (err == 0)
 		err = domain_room_objects(pool, 3, " (an RSS object takes 3)",
-					  r);
+					  why);
 	if (err == 0) {
-		err = rss_make(s, s->wqs, s->n_wqs, 0, &s->made, &why);
+		err = rss_make(s, s->wqs, s->n_wqs, 0, &s->made, &dev_why);
 		if (err < 0)
-			reply_error(r, err, "%s", why.text);
+			why_set(why, err, "%s", dev_why.text);
 	}
 	if (err < 0) {
 		free(s->wqs);
@@ -914,60 +906,52 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 		return err;
 	}
 	charge_take(&s->charge, pool, CHARGE_RSS_TABLES, 1);
-	TAILQ_INSERT_TAIL(&rss_state(c->srv)->all, s, link);
-	err = rss_add_records(c, s, r);
+	TAILQ_INSERT_TAIL(&rss_state(c->core)->all, s, link);
+	err = rss_add_records(c, s, why);
 	if (err == 0) {
 		s->id = s->tbl->id;
-		ids = reply_alloc(r, s->n_wqs * sizeof(*ids));
-		out->match = rss_match_to_wire(r, &s->match);
+		ids = wire_arena_alloc(a, s->n_wqs * sizeof(*ids));
+		out->match = rss_match_to_wire(a, &s->match);
 		if (!ids || !out->match)
-			err = reply_error(r, -ENOMEM, "out of memory");
+			err = why_set(why, -ENOMEM, "out of memory");
 	}
 	if (err < 0) {
 		rss_unmake(s);
 		return err;
 	}
 	rdmab__rss_create_reply__init(out);
-	out->match = rss_match_to_wire(r, &s->match);
+	out->match = rss_match_to_wire(a, &s->match);
 	for (uint32_t i = 0; i < s->n_wqs; i++)
 		ids[i] = s->wqs[i]->id;
 	out->rss_id = s->id;
 	out->wq_ids = ids;
 	out->n_wq_ids = s->n_wqs;
 	out->priority = s->priority;
-	r->msg.body_case = RDMAB__REPLY__BODY_RSS_CREATE;
-	r->msg.rss_create = out;
 	return 0;
 }
 
-int h_rss_destroy(struct conn *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r)
+int rss_destroy_request(struct client *c, uint64_t id, struct why *why)
 {
-	Rdmab__RssDestroyReply *out = reply_alloc(r, sizeof(*out));
-	struct obj *o = objects_find(c, req->rss_destroy->rss_id);
-	struct device_why why = { "" };
+	struct obj *o = objects_find(c, id);
+	struct why dev_why = {0, ""};
 	int err;
 
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
 	if (!o || o->kind != IBC_OBJ_RWQ_IND_TBL || !o->family_obj)
-		return reply_error(r, -ENOENT,
-				   "RSS %" PRIu64 " is not one of this "
-				   "session's",
-				   req->rss_destroy->rss_id);
-	err = rss_teardown(o->family_obj, &why);
+		return why_set(why, -ENOENT,
+			       "RSS %" PRIu64 " is not one of this "
+			       "session's",
+			       id);
+	err = rss_teardown(o->family_obj, &dev_why);
 	if (err < 0)
-		return reply_error(r, err, "%s", why.text);
-	rdmab__rss_destroy_reply__init(out);
-	r->msg.body_case = RDMAB__REPLY__BODY_RSS_DESTROY;
-	r->msg.rss_destroy = out;
+		return why_set(why, err, "%s", dev_why.text);
 	return 0;
 }
 
-static int rss_info(struct reply *r, const struct rss *s, Rdmab__RssInfo *ri)
+static int rss_info(struct wire_arena *a, const struct rss *s,
+		    Rdmab__RssInfo *ri)
 {
-	uint64_t *ids = reply_alloc(r, s->n_wqs * sizeof(*ids));
-	uint64_t *owners = reply_alloc(r, s->n_wqs * sizeof(*owners));
+	uint64_t *ids = wire_arena_alloc(a, s->n_wqs * sizeof(*ids));
+	uint64_t *owners = wire_arena_alloc(a, s->n_wqs * sizeof(*owners));
 
 	if (!ids || !owners)
 		return -ENOMEM;
@@ -981,7 +965,7 @@ static int rss_info(struct reply *r, const struct rss *s, Rdmab__RssInfo *ri)
 	ri->hash_key.data = (uint8_t *)s->key;
 	ri->hash_key.len = RSS_KEY_LEN;
 	ri->hash_fields = s->hash_fields;
-	ri->match = rss_match_to_wire(r, &s->match);
+	ri->match = rss_match_to_wire(a, &s->match);
 	ri->priority = s->priority;
 	for (uint32_t i = 0; i < s->n_wqs; i++) {
 		ids[i] = s->wqs[i]->id;
@@ -996,26 +980,25 @@ static int rss_info(struct reply *r, const struct rss *s, Rdmab__RssInfo *ri)
 	return ri->match ? 0 : -ENOMEM;
 }
 
-int h_list_rss(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-	       struct reply *r)
+int rss_list(struct client *c, const Rdmab__ListRequest *q,
+	     struct wire_arena *a, struct why *why, Rdmab__ListRssReply *out)
 {
-	bool admin = policy_is_admin(c->srv, c);
-	Rdmab__ListRssReply *out = reply_alloc(r, sizeof(*out));
+	bool admin = policy_is_admin(c->core, c);
 	Rdmab__RssInfo *infos, **ptrs;
 	uint32_t idx = 0;
 	size_t n = 0, bytes = 0;
 	bool full = false;
 	struct rss *s;
 
-	infos = reply_alloc(r, sizeof(*infos) * RSS_LIST_PAGE);
-	ptrs = reply_alloc(r, sizeof(*ptrs) * RSS_LIST_PAGE);
+	infos = wire_arena_alloc(a, sizeof(*infos) * RSS_LIST_PAGE);
+	ptrs = wire_arena_alloc(a, sizeof(*ptrs) * RSS_LIST_PAGE);
 	if (!out || !infos || !ptrs)
-		return reply_error(r, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	rdmab__list_rss_reply__init(out);
-	TAILQ_FOREACH(s, &rss_state(c->srv)->all, link) {
+	TAILQ_FOREACH(s, &rss_state(c->core)->all, link) {
 		if (!admin && s->x->domain != c->domain)
 			continue;
-		if (idx++ < req->list_rss->offset || full)
+		if (idx++ < q->offset || full)
 			continue;
 		/* Keep the page under the packet limit: the next page
 		 * starts where this one stopped. */
@@ -1024,16 +1007,14 @@ int h_list_rss(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 			full = true;
 			continue;
 		}
-		if (rss_info(r, s, &infos[n]) < 0)
-			return reply_error(r, -ENOMEM, "out of memory");
+		if (rss_info(a, s, &infos[n]) < 0)
+			return why_set(why, -ENOMEM, "out of memory");
 		ptrs[n] = &infos[n];
 		n++;
 	}
 	out->rss = ptrs;
 	out->n_rss = n;
 	out->total = idx;
-	r->msg.body_case = RDMAB__REPLY__BODY_LIST_RSS;
-	r->msg.list_rss = out;
 	return 0;
 }
 
@@ -1046,18 +1027,6 @@ static const struct obj_family rss_wqs = {
 	.before_owner_destroy = rss_wq_going,
 };
 
-static const struct handler rss_h_create = { "rss-create", h_rss_create,
-					     H_SESSION };
-static const struct handler rss_h_destroy = { "rss-destroy", h_rss_destroy,
-					      H_SESSION };
-static const struct handler rss_h_list = { "list-rss", h_list_rss, H_SESSION };
-
-static const struct family_request rss_requests[] = {
-	{ RDMAB__REQUEST__BODY_RSS_CREATE, &rss_h_create },
-	{ RDMAB__REQUEST__BODY_RSS_DESTROY, &rss_h_destroy },
-	{ RDMAB__REQUEST__BODY_LIST_RSS, &rss_h_list },
-};
-
 const struct family rss_family = {
 	.name = "RSS",
 	.init = rss_init,
@@ -1067,12 +1036,12 @@ const struct family rss_family = {
 	.rekey_force = rss_ctx_force,
 	.rekey_noun = "RSS tables",
 	.requests = rss_requests,
-	.n_requests = sizeof(rss_requests) / sizeof(rss_requests[0]),
 	.rekey_reply_field = offsetof(Rdmab__DomainRekeyReply, destroyed_rss),
-	.obj_hooks = {
-		[IBC_OBJ_FLOW] = &rss_parts,
-		[IBC_OBJ_QP] = &rss_parts,
-		[IBC_OBJ_RWQ_IND_TBL] = &rss_parts,
-		[IBC_OBJ_WQ] = &rss_wqs,
-	},
+	.obj_hooks =
+		{
+			[IBC_OBJ_FLOW] = &rss_parts,
+			[IBC_OBJ_QP] = &rss_parts,
+			[IBC_OBJ_RWQ_IND_TBL] = &rss_parts,
+			[IBC_OBJ_WQ] = &rss_wqs,
+		},
 };

@@ -7,8 +7,12 @@
 
 #include "daemon/conf.h"
 #include "daemon/device.h"
+#include "daemon/family.h"
+#include "proto/wire.h"
 
-struct server;
+struct core;
+struct client;
+struct why;
 
 /* Does rule @u allow match @m (with the family and L4 the hash implies)?
  * Inside its prefix, its protocol if it names one, and covering its port
@@ -23,7 +27,20 @@ bool rss_rule_allows(const struct rss_rule *u, const struct rss_match *m);
  * objects of a context, or destroys them, their owners told
  * (RssRebuiltEvent, no WQs); its fini forgets them (destroys nothing).
  */
-struct family;
 extern const struct family rss_family;
+/* The requests it serves (rss-handlers.c), up to { 0, NULL }. */
+extern const struct family_request rss_requests[];
+
+/* The requests (rss-handlers.c turns them into replies), 0 or -errno
+ * naming what was wrong in @why; what the replies carry is allocated in
+ * @a. A create fills @out (its match, ids and priority). */
+int rss_create(struct client *c, const Rdmab__RssCreateRequest *q,
+	       struct wire_arena *a, struct why *why,
+	       Rdmab__RssCreateReply *out);
+/* The destroy of @c's RSS @id. */
+int rss_destroy_request(struct client *c, uint64_t id, struct why *why);
+/* The RSS objects @c may see, a page of them from q->offset. */
+int rss_list(struct client *c, const Rdmab__ListRequest *q,
+	     struct wire_arena *a, struct why *why, Rdmab__ListRssReply *out);
 
 #endif

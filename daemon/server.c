@@ -206,7 +206,7 @@ static void server_rest(struct server *srv)
 	if (evtimer_add(srv->backoff_ev, &tv) < 0) {
 		log_crit("cannot arm a timer to accept again; exiting");
 		srv->failed = true;
-		event_base_loopbreak(srv->base);
+		event_base_loopbreak(srv->core.base);
 	}
 }
 
@@ -229,16 +229,16 @@ static unsigned int server_reserve(const struct server *srv)
 {
 	unsigned int quarter = srv->opt.max_conns / 4;
 
-	return srv->config.limits.admin_reserve < quarter ?
-		       srv->config.limits.admin_reserve :
+	return srv->core.config.limits.admin_reserve < quarter ?
+		       srv->core.config.limits.admin_reserve :
 		       quarter;
 }
 
 int server_admit(struct server *srv, const struct conn *c, char *why,
 		 size_t size)
 {
-	const struct broker_limits *l = &srv->config.limits;
-	bool admin = policy_is_admin(srv, c);
+	const struct broker_limits *l = &srv->core.config.limits;
+	bool admin = policy_is_admin(&srv->core, &c->cl);
 	unsigned int reserve = server_reserve(srv);
 
 	if (srv->n_conns >= srv->opt.max_conns) {
@@ -255,11 +255,11 @@ int server_admit(struct server *srv, const struct conn *c, char *why,
 			 srv->opt.max_conns, reserve);
 		return -EUSERS;
 	}
-	if (!admin && c->user->n_conns >= l->connections_per_uid) {
+	if (!admin && c->cl.user->n_conns >= l->connections_per_uid) {
 		snprintf(why, size,
 			 "uid %u already has %u connections, the most one "
 			 "user may have (connections_per_uid)",
-			 c->cred.uid, c->user->n_conns);
+			 c->cl.cred.uid, c->cl.user->n_conns);
 		return -EDQUOT;
 	}
 	return 0;
@@ -334,7 +334,7 @@ static void server_status_cb(evutil_socket_t fd, short what, void *arg)
 
 	sd_status("%u clients, %" PRIu64 " requests served, %s device",
 		  srv->n_conns, srv->requests_served,
-		  device_kind_name(srv->devices.kind));
+		  device_kind_name(srv->core.devices.kind));
 }
 
 void server_status_dirty(struct server *srv)
@@ -378,16 +378,16 @@ static void server_shutdown(struct server *srv, const char *reason)
 		conn_send_event(c, &ev);
 		conn_kill(c, NULL);
 	}
-	event_base_loopexit(srv->base, NULL);
+	event_base_loopexit(srv->core.base, NULL);
 }
 
 static void server_check_reserve(const struct server *srv)
 {
-	if (server_reserve(srv) < srv->config.limits.admin_reserve)
+	if (server_reserve(srv) < srv->core.config.limits.admin_reserve)
 		log_notice("[broker] admin_reserve = %u is more than a "
 			   "quarter of --max-clients %u: %u connections are "
 			   "reserved",
-			   srv->config.limits.admin_reserve,
+			   srv->core.config.limits.admin_reserve,
 			   srv->opt.max_conns, server_reserve(srv));
 }
 
@@ -403,24 +403,24 @@ int server_reload(struct server *srv)
 		log_err("%s; keeping the running configuration", err);
 		return ret;
 	}
-	if (cfg.soft_max_dm_size != srv->config.soft_max_dm_size)
+	if (cfg.soft_max_dm_size != srv->core.config.soft_max_dm_size)
 		log_notice("[soft] max_dm_size takes effect at the next "
 			   "start");
-	if (cfg.soft_devices != srv->config.soft_devices)
+	if (cfg.soft_devices != srv->core.config.soft_devices)
 		log_notice("[soft] devices takes effect at the next start");
-	if (cfg.soft_intent_window != srv->config.soft_intent_window ||
+	if (cfg.soft_intent_window != srv->core.config.soft_intent_window ||
 	    cfg.soft_internal_per_import !=
-		    srv->config.soft_internal_per_import ||
-	    cfg.soft_internal_per_qp != srv->config.soft_internal_per_qp)
+		    srv->core.config.soft_internal_per_import ||
+	    cfg.soft_internal_per_qp != srv->core.config.soft_internal_per_qp)
 		log_notice("[soft] intent_window and "
 			   "internal_objects_per_import and _per_qp take "
 			   "effect at the next start");
-	config_free(&srv->config);
-	srv->config = cfg;
+	config_free(&srv->core.config);
+	srv->core.config = cfg;
 	server_check_reserve(srv);
-	domains_configure(srv);
+	domains_configure(&srv->core);
 	conns_limits_changed(srv);
-	families_configure(srv);
+	families_configure(&srv->core);
 	log_notice("configuration reloaded from %s: %zu domains",
 		   srv->opt.config_path, cfg.n_domains);
 	return 0;
@@ -428,7 +428,7 @@ int server_reload(struct server *srv)
 
 /* Each client hears of the context its session had on the device (0:
  * none). */
-static bool server_removed_filter(struct conn *c, Rdmab__Event *ev, void *arg)
+static bool server_removed_filter(struct client *c, Rdmab__Event *ev, void *arg)
 {
 	ev->object_id = dctx_conn_ctx_id(c, arg);
 	return true;
@@ -440,7 +440,7 @@ void server_device_gone(struct server *srv, struct device *dev,
 {
 	Rdmab__DeviceRemovedEvent rev = RDMAB__DEVICE_REMOVED_EVENT__INIT;
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
-	size_t i = (size_t)(dev - srv->devices.dev);
+	size_t i = (size_t)(dev - srv->core.devices.dev);
 
 	log_warn("device %s is gone (%s); releasing its contexts", dev->name,
 		 reason);
@@ -450,7 +450,7 @@ void server_device_gone(struct server *srv, struct device *dev,
 	}
 	/* Every descriptor of the device goes, so that the kernel can finish
 	 * the removal; clients are told to close theirs. */
-	dctx_device_gone(srv, dev);
+	dctx_device_gone(&srv->core, dev);
 	dev->ops->shutdown(dev);
 	rev.device = dev->name;
 	rev.reason = (char *)reason;
@@ -464,8 +464,8 @@ static void server_device_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
 
-	for (size_t i = 0; i < srv->devices.n; i++) {
-		struct device *dev = &srv->devices.dev[i];
+	for (size_t i = 0; i < srv->core.devices.n; i++) {
+		struct device *dev = &srv->core.devices.dev[i];
 
 		if (!dev->removed && dev->event_fd == fd &&
 		    dev->ops->handle_event(dev) == 1)
@@ -479,8 +479,8 @@ static void server_present_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct server *srv = arg;
 
-	for (size_t i = 0; i < srv->devices.n; i++) {
-		struct device *dev = &srv->devices.dev[i];
+	for (size_t i = 0; i < srv->core.devices.n; i++) {
+		struct device *dev = &srv->core.devices.dev[i];
 
 		if (!dev->removed && !dev->ops->present(dev))
 			notify_device_gone(srv, dev, "it left the system");
@@ -491,21 +491,21 @@ static int server_devices_watch(struct server *srv)
 {
 	struct timeval tv = { .tv_sec = DEVICE_CHECK_MS / 1000 };
 
-	for (size_t i = 0; i < srv->devices.n; i++) {
-		struct device *dev = &srv->devices.dev[i];
+	for (size_t i = 0; i < srv->core.devices.n; i++) {
+		struct device *dev = &srv->core.devices.dev[i];
 
 		if (dev->event_fd < 0)
 			continue;
-		srv->device_ev[i] = event_new(srv->base, dev->event_fd,
+		srv->device_ev[i] = event_new(srv->core.base, dev->event_fd,
 					      EV_READ | EV_PERSIST,
 					      server_device_cb, srv);
 		if (!srv->device_ev[i] ||
 		    event_add(srv->device_ev[i], NULL) < 0)
 			return -ENOMEM;
 	}
-	if (srv->devices.kind != DEVICE_KIND_VERBS)
+	if (srv->core.devices.kind != DEVICE_KIND_VERBS)
 		return 0;
-	srv->present_ev = event_new(srv->base, -1, EV_PERSIST,
+	srv->present_ev = event_new(srv->core.base, -1, EV_PERSIST,
 				    server_present_cb, srv);
 	if (!srv->present_ev || event_add(srv->present_ev, &tv) < 0)
 		return -ENOMEM;
@@ -537,16 +537,16 @@ static int server_events_init(struct server *srv)
 	static const int sigs[] = { SIGTERM, SIGINT, SIGHUP };
 	uint64_t wd = sd_watchdog_usec();
 
-	srv->listen_ev = event_new(srv->base, srv->listen_fd,
+	srv->listen_ev = event_new(srv->core.base, srv->listen_fd,
 				   EV_READ | EV_PERSIST, server_accept_cb,
 				   srv);
-	srv->backoff_ev = evtimer_new(srv->base, server_backoff_cb, srv);
-	srv->status_ev = evtimer_new(srv->base, server_status_cb, srv);
+	srv->backoff_ev = evtimer_new(srv->core.base, server_backoff_cb, srv);
+	srv->status_ev = evtimer_new(srv->core.base, server_status_cb, srv);
 	if (!srv->listen_ev || !srv->backoff_ev || !srv->status_ev ||
 	    conns_reap_init(srv) < 0)
 		return -ENOMEM;
 	for (int i = 0; i < 3; i++) {
-		srv->sig_ev[i] = evsignal_new(srv->base, sigs[i],
+		srv->sig_ev[i] = evsignal_new(srv->core.base, sigs[i],
 					      server_signal_cb, srv);
 		if (!srv->sig_ev[i] || evsignal_add(srv->sig_ev[i], NULL) < 0)
 			return -ENOMEM;
@@ -557,7 +557,7 @@ static int server_events_init(struct server *srv)
 			.tv_usec = (suseconds_t)(wd / 2 % 1000000),
 		};
 
-		srv->watchdog_ev = event_new(srv->base, -1, EV_PERSIST,
+		srv->watchdog_ev = event_new(srv->core.base, -1, EV_PERSIST,
 					     server_watchdog_cb, srv);
 		if (!srv->watchdog_ev || event_add(srv->watchdog_ev, &tv) < 0)
 			return -ENOMEM;
@@ -577,28 +577,31 @@ int server_init(struct server *srv, const struct server_options *opt)
 	memset(srv, 0, sizeof(*srv));
 	srv->opt = *opt;
 	srv->listen_fd = -1;
-	srv->runtime_fd = -1;
+	srv->core.runtime_fd = -1;
+	srv->core.runtime_dir = srv->opt.runtime_dir;
+	srv->core.max_conns = srv->opt.max_conns;
+	srv->core.ops = &notify_core_ops;
 	srv->runtime_lock_fd = -1;
 	TAILQ_INIT(&srv->conns);
 	TAILQ_INIT(&srv->lingering);
 	TAILQ_INIT(&srv->dead);
-	TAILQ_INIT(&srv->users);
-	TAILQ_INIT(&srv->domains);
+	TAILQ_INIT(&srv->core.users);
+	TAILQ_INIT(&srv->core.domains);
 	srv->accept_rl.interval_ms = LOG_QUIET_MS;
 	srv->refuse_rl.interval_ms = LOG_QUIET_MS;
 	clock_gettime(CLOCK_MONOTONIC, &srv->started);
 	signal(SIGPIPE, SIG_IGN);
 
 	ret = config_load(opt->config_path, opt->config_required,
-			  &srv->config, err, sizeof(err));
+			  &srv->core.config, err, sizeof(err));
 	if (ret < 0) {
 		log_err("%s", err);
-		config_init(&srv->config);
+		config_init(&srv->core.config);
 		return ret;
 	}
 	server_check_reserve(srv);
 	/* Before anything in it is touched: a second daemon stops here. */
-	ret = runtime_take(opt->runtime_dir, &srv->runtime_fd,
+	ret = runtime_take(opt->runtime_dir, &srv->core.runtime_fd,
 			   &srv->runtime_lock_fd);
 	if (ret < 0)
 		return ret;
@@ -608,21 +611,21 @@ int server_init(struct server *srv, const struct server_options *opt)
 	if (ret < 0)
 		log_warn("cannot drop CAP_NET_RAW from the effective set: %s",
 			 strerror(-ret));
-	dcfg.soft_max_dm_size = srv->config.soft_max_dm_size;
-	dcfg.soft_devices = srv->config.soft_devices;
-	dcfg.soft_intent_window = srv->config.soft_intent_window;
-	dcfg.soft_internal_per_import = srv->config.soft_internal_per_import;
-	dcfg.soft_internal_per_qp = srv->config.soft_internal_per_qp;
-	ret = device_probe(opt->device_mode, &dcfg, &srv->devices, &why);
+	dcfg.soft_max_dm_size = srv->core.config.soft_max_dm_size;
+	dcfg.soft_devices = srv->core.config.soft_devices;
+	dcfg.soft_intent_window = srv->core.config.soft_intent_window;
+	dcfg.soft_internal_per_import = srv->core.config.soft_internal_per_import;
+	dcfg.soft_internal_per_qp = srv->core.config.soft_internal_per_qp;
+	ret = device_probe(opt->device_mode, &dcfg, &srv->core.devices, &why);
 	if (ret < 0) {
 		log_err("--device verbs: %s", why);
 		return ret;
 	}
 	log_notice("using the %s device: %s; %zu device%s",
-		   device_kind_name(srv->devices.kind), why, srv->devices.n,
-		   srv->devices.n == 1 ? "" : "s");
-	for (size_t i = 0; i < srv->devices.n; i++) {
-		const struct device *d = &srv->devices.dev[i];
+		   device_kind_name(srv->core.devices.kind), why, srv->core.devices.n,
+		   srv->core.devices.n == 1 ? "" : "s");
+	for (size_t i = 0; i < srv->core.devices.n; i++) {
+		const struct device *d = &srv->core.devices.dev[i];
 
 		log_info("%s: %s, max_dm_size %" PRIu64 ", xrc %s, rss table "
 			 "%u, import %s",
@@ -630,23 +633,23 @@ int server_init(struct server *srv, const struct server_options *opt)
 			 d->caps.xrc ? "yes" : "no", d->caps.max_rss_table_size,
 			 d->caps.import ? "yes" : "no");
 	}
-	domains_configure(srv);
+	domains_configure(&srv->core);
 
-	ret = id_space_init(&srv->ids.clients);
+	ret = id_space_init(&srv->core.ids.clients);
 	if (ret == 0)
-		ret = id_space_init(&srv->ids.contexts);
+		ret = id_space_init(&srv->core.ids.contexts);
 	if (ret == 0)
-		ret = id_space_init(&srv->ids.objects);
+		ret = id_space_init(&srv->core.ids.objects);
 	if (ret == 0)
-		ret = id_space_init(&srv->ids.dms);
+		ret = id_space_init(&srv->core.ids.dms);
 	if (ret < 0) {
 		log_err("cannot draw the ids' keys: %s", strerror(-ret));
 		return ret;
 	}
-	srv->base = event_base_new();
-	if (!srv->base)
+	srv->core.base = event_base_new();
+	if (!srv->core.base)
 		return -ENOMEM;
-	ret = families_init(srv);
+	ret = families_init(&srv->core);
 	if (ret < 0)
 		return ret;
 	srv->metrics = metrics_new();
@@ -673,7 +676,7 @@ int server_run(struct server *srv)
 {
 	sd_ready();
 	server_status_cb(-1, 0, srv);
-	if (event_base_dispatch(srv->base) < 0) {
+	if (event_base_dispatch(srv->core.base) < 0) {
 		log_err("event loop failed");
 		return -EIO;
 	}
@@ -686,19 +689,19 @@ void server_fini(struct server *srv)
 
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
-	rekey_fini(srv);
+	rekey_fini(&srv->core);
 	metrics_free(srv->metrics);
-	families_fini(srv);
+	families_fini(&srv->core);
 	conns_lingering_free(srv);
-	domains_free(srv);
-	users_free(srv);
-	for (size_t i = 0; i < srv->devices.n; i++)
+	domains_free(&srv->core);
+	users_free(&srv->core);
+	for (size_t i = 0; i < srv->core.devices.n; i++)
 		if (srv->device_ev[i])
 			event_free(srv->device_ev[i]);
 	if (srv->present_ev)
 		event_free(srv->present_ev);
-	device_list_close(&srv->devices);
-	config_free(&srv->config);
+	device_list_close(&srv->core.devices);
+	config_free(&srv->core.config);
 	for (int i = 0; i < 3; i++)
 		if (srv->sig_ev[i])
 			event_free(srv->sig_ev[i]);
@@ -718,15 +721,15 @@ void server_fini(struct server *srv)
 		unlink(srv->bound_path);
 		free(srv->bound_path);
 	}
-	if (srv->runtime_fd >= 0)
-		close(srv->runtime_fd);
+	if (srv->core.runtime_fd >= 0)
+		close(srv->core.runtime_fd);
 	/* Last: the lock covers everything above. */
 	if (srv->runtime_lock_fd >= 0)
 		close(srv->runtime_lock_fd);
-	if (srv->base)
-		event_base_free(srv->base);
+	if (srv->core.base)
+		event_base_free(srv->core.base);
 	memset(srv, 0, sizeof(*srv));
 	srv->listen_fd = -1;
-	srv->runtime_fd = -1;
+	srv->core.runtime_fd = -1;
 	srv->runtime_lock_fd = -1;
 }

@@ -9,11 +9,13 @@
 #define RDMAB_SERVER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include "daemon/queue.h"
 #include <time.h>
 
 #include "daemon/conf.h"
+#include "daemon/core.h"
 #include "daemon/device.h"
 #include "daemon/domain.h"
 #include "daemon/family.h"
@@ -60,7 +62,8 @@ struct server_options {
 
 struct server {
 	struct server_options opt;
-	struct event_base *base;
+	/* What the layers below the handlers share (core.h). */
+	struct core core;
 	int listen_fd;
 	/* The path we bound ourselves and unlink at exit; NULL when systemd
 	 * owns the socket. */
@@ -84,7 +87,6 @@ struct server {
 	 * turn. */
 	struct conn_list dead;
 	struct event *reap_ev;
-	struct user_list users;
 	/* accept() failing for lack of descriptors, logged once a while. */
 	struct log_ratelimit accept_rl;
 	/* Refused and timed out clients: one line a while, whoever they
@@ -92,28 +94,12 @@ struct server {
 	struct log_ratelimit refuse_rl;
 	uint64_t requests_served;
 	struct timespec started;
-	struct device_list devices;
 	struct event *device_ev[DEVICE_MAX];
 	struct event *present_ev;
-	struct config config;
-	struct domain_list domains;
-	/* Client, context, object and DM ids (ids.h). */
-	struct {
-		struct id_space clients, contexts, objects, dms;
-	} ids;
-	/* Records the listings walked (domains, contexts, clients, objects,
-	 * DMs, MRs): tests check that what another domain holds adds nothing
-	 * to a member's listing. */
-	uint64_t list_visits;
-	struct registry *registry;
-	/* Each family's own (family.h), by enum family_id. */
-	void *family_state[FAMILY_COUNT];
-	/* The runtime directory and its lock, held for the daemon's life
-	 * (runtime.h); -1 before server_init() takes them. */
-	int runtime_fd;
+	/* The runtime directory's lock (its descriptor: core.runtime_fd),
+	 * held for the daemon's life (runtime.h); -1 before server_init()
+	 * takes it. */
 	int runtime_lock_fd;
-	/* Rekey (rekey.c): the automatic check, run from the loop. */
-	struct event *rekey_ev;
 	/* The quickest a send that went out at once takes here, slowly
 	 * forgotten (conn_send()): a send much slower than that let its
 	 * peer run. */
@@ -122,6 +108,12 @@ struct server {
 	 * listener. */
 	struct metrics *metrics;
 };
+
+/* The server whose core @core is (the hooks of core.h get the core). */
+static inline struct server *server_of(struct core *core)
+{
+	return (struct server *)((char *)core - offsetof(struct server, core));
+}
 
 int server_init(struct server *srv, const struct server_options *opt);
 /* Run until SIGTERM/SIGINT; returns 0 after a clean shutdown. */

@@ -11,7 +11,7 @@
 
 #include "common/text.h"
 #include "daemon/conn.h"
-#include "daemon/dispatch.h"
+#include "daemon/handler.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/server.h"
@@ -62,18 +62,18 @@ static void session_link_parent(struct conn *c,
 	if (!hr->parent_id)
 		return;
 	TAILQ_FOREACH(p, &c->srv->conns, link)
-		if (p->id == hr->parent_id)
+		if (p->cl.id == hr->parent_id)
 			break;
-	if (p && p != c && p->hello_done && p->domain == c->domain &&
+	if (p && p != c && p->hello_done && p->cl.domain == c->cl.domain &&
 	    hr->parent_secret.len == sizeof(p->secret) &&
 	    session_secret_equal(hr->parent_secret.data, p->secret,
 				 sizeof(p->secret)))
-		c->parent_id = p->id;
+		c->parent_id = p->cl.id;
 	else
 		log_debug("client %" PRIu64 ": no link to client %" PRIu64
 			  ": no such session of its domain, or a wrong "
 			  "secret",
-			  c->id, hr->parent_id);
+			  c->cl.id, hr->parent_id);
 }
 
 int h_session_hello(struct conn *c, const Rdmab__Request *req,
@@ -120,27 +120,28 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 				   "cannot draw the session's secret: %s",
 				   n < 0 ? strerror(errno) : "short read");
 	out = reply_alloc(r, sizeof(*out));
-	devs = reply_alloc(r, sizeof(*devs) * (srv->devices.n + 1));
-	devp = reply_alloc(r, sizeof(*devp) * (srv->devices.n + 1));
-	caps = reply_alloc(r, sizeof(*caps) * (srv->devices.n + 1));
+	devs = reply_alloc(r, sizeof(*devs) * (srv->core.devices.n + 1));
+	devp = reply_alloc(r, sizeof(*devp) * (srv->core.devices.n + 1));
+	caps = reply_alloc(r, sizeof(*caps) * (srv->core.devices.n + 1));
 	if (!out || !devs || !devp || !caps)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = domain_join(srv, c, hr->domain, hr->private_domain, r);
+	ret = domain_join(&srv->core, &c->cl, hr->domain, hr->private_domain,
+			  &r->why);
 	if (ret < 0)
 		return ret;
 	rdmab__hello_reply__init(out);
 	/* With their caps: ibc_open and ibc_query need nothing more. */
-	for (size_t i = 0; i < srv->devices.n; i++) {
-		server_device_info(c, &srv->devices.dev[i], &devs[i],
+	for (size_t i = 0; i < srv->core.devices.n; i++) {
+		server_device_info(c, &srv->core.devices.dev[i], &devs[i],
 				   &caps[i]);
 		devp[i] = &devs[i];
 	}
-	out->n_devices = srv->devices.n;
+	out->n_devices = srv->core.devices.n;
 	out->devices = devp;
 	out->protocol_version = WIRE_PROTOCOL_VERSION;
 	out->daemon_version = (char *)PACKAGE_VERSION;
-	out->client_id = c->id;
-	out->domain = c->domain->name;
+	out->client_id = c->cl.id;
+	out->domain = c->cl.domain->name;
 	session_link_parent(c, hr);
 	out->secret.data = c->secret;
 	out->secret.len = sizeof(c->secret);
@@ -149,14 +150,14 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 	conn_hello_done(c);
 	c->client_pid = hr->pid;
 	c->fork_state = (int)hr->fork_state;
-	c->rss_delta = hr->rss_delta_events;
+	c->cl.rss_delta = hr->rss_delta_events;
 	snprintf(c->library_version, sizeof(c->library_version), "%s",
 		 hr->library_version);
 	log_debug("client %" PRIu64 ": hello from pid %u, library %s, "
 		  "domain %s",
-		  c->id, hr->pid,
+		  c->cl.id, hr->pid,
 		  log_escape(version, sizeof(version), c->library_version),
-		  c->domain->name);
+		  c->cl.domain->name);
 	r->msg.body_case = RDMAB__REPLY__BODY_HELLO;
 	r->msg.hello = out;
 	return 0;
@@ -213,17 +214,17 @@ int h_status_get(struct conn *c, const Rdmab__Request *req,
 	out->daemon_version = (char *)PACKAGE_VERSION;
 	out->protocol_version = WIRE_PROTOCOL_VERSION;
 	out->uptime_usec = server_uptime_usec(srv);
-	out->device_kind = (char *)device_kind_name(srv->devices.kind);
+	out->device_kind = (char *)device_kind_name(srv->core.devices.kind);
 	/* This request counts: it is being served. */
-	if (policy_is_admin(srv, c)) {
+	if (policy_is_admin(&srv->core, &c->cl)) {
 		out->clients = srv->n_conns;
 		out->max_clients = srv->opt.max_conns;
 		out->requests_served = srv->requests_served + 1;
 	} else {
-		out->clients = c->domain->used.clients;
-		out->max_clients = c->domain->limit.clients;
-		out->requests_served = c->domain->requests + 1;
-		out->domain = c->domain->name;
+		out->clients = c->cl.domain->used.clients;
+		out->max_clients = c->cl.domain->limit.clients;
+		out->requests_served = c->cl.domain->requests + 1;
+		out->domain = c->cl.domain->name;
 	}
 	out->pid = (uint32_t)getpid();
 	r->msg.body_case = RDMAB__REPLY__BODY_STATUS;

@@ -268,41 +268,39 @@ void soft_objs_fini(struct soft_objs *o)
 /* The object in slot @slot of @spec, which must be of @kind; NULL with a
  * sentence when it is not. */
 static struct soft_rec *soft_use(struct soft_objs *o,
-				 const struct obj_spec *spec,
-				 unsigned int slot, enum ibc_obj_kind kind,
-				 const char *what, struct device_why *why)
+				 const struct obj_spec *spec, unsigned int slot,
+				 enum ibc_obj_kind kind, const char *what,
+				 struct why *why)
 {
 	struct soft_rec *r = soft_rec(o, spec->uses[slot]);
 
 	if (!r) {
-		device_why(why, -EINVAL,
-			   "%s: the %s (handle %u) names no object",
-			   o->dev->name, what, spec->uses[slot]);
+		why_set(why, -EINVAL, "%s: the %s (handle %u) names no object",
+			o->dev->name, what, spec->uses[slot]);
 		return NULL;
 	}
 	if (r->kind != kind) {
-		device_why(why, -EINVAL, "%s: the %s (handle %u) is of kind %s",
-			   o->dev->name, what, spec->uses[slot],
-			   obj_kind_name(r->kind));
+		why_set(why, -EINVAL, "%s: the %s (handle %u) is of kind %s",
+			o->dev->name, what, spec->uses[slot],
+			obj_kind_name(r->kind));
 		return NULL;
 	}
 	return r;
 }
 
 static int soft_check_cq(struct soft_objs *o, const struct obj_attr *a,
-			 struct obj_attr *given, struct device_why *why)
+			 struct obj_attr *given, struct why *why)
 {
 	const struct device_caps *caps = &o->dev->caps;
 
 	if (a->cqe < 1 || a->cqe > caps->max_cqe)
-		return device_why(why, -EINVAL,
-				  "%s: a CQ of %u entries (1 to max_cqe %u)",
-				  o->dev->name, a->cqe, caps->max_cqe);
+		return why_set(why, -EINVAL,
+			       "%s: a CQ of %u entries (1 to max_cqe %u)",
+			       o->dev->name, a->cqe, caps->max_cqe);
 	if (a->comp_vector >= SOFT_COMP_VECTORS)
-		return device_why(why, -EINVAL,
-				  "%s: completion vector %u (it has %u)",
-				  o->dev->name, a->comp_vector,
-				  SOFT_COMP_VECTORS);
+		return why_set(why, -EINVAL,
+			       "%s: completion vector %u (it has %u)",
+			       o->dev->name, a->comp_vector, SOFT_COMP_VECTORS);
 	/* mlx5: a power of two, one entry kept back. */
 	given->cqe = round_pow2(a->cqe + 1) - 1;
 	given->comp_vector = a->comp_vector;
@@ -310,46 +308,46 @@ static int soft_check_cq(struct soft_objs *o, const struct obj_attr *a,
 }
 
 static int soft_check_wrs(struct soft_objs *o, const char *what, uint32_t wr,
-			  uint32_t sge, struct device_why *why)
+			  uint32_t sge, struct why *why)
 {
 	const struct device_caps *caps = &o->dev->caps;
 
 	if (wr > caps->max_qp_wr)
-		return device_why(why, -EINVAL,
-				  "%s: %u %s work requests (max_qp_wr %u)",
-				  o->dev->name, wr, what, caps->max_qp_wr);
+		return why_set(why, -EINVAL,
+			       "%s: %u %s work requests (max_qp_wr %u)",
+			       o->dev->name, wr, what, caps->max_qp_wr);
 	if (sge > caps->max_sge)
-		return device_why(why, -EINVAL,
-				  "%s: %u %s scatter/gather entries "
-				  "(max_sge %u)",
-				  o->dev->name, sge, what, caps->max_sge);
+		return why_set(why, -EINVAL,
+			       "%s: %u %s scatter/gather entries "
+			       "(max_sge %u)",
+			       o->dev->name, sge, what, caps->max_sge);
 	return 0;
 }
 
 /* An XRC target QP: made on the XRCD, or opened by number in it. */
 static int soft_check_tgt(struct soft_objs *o, const struct obj_spec *spec,
 			  struct obj_attr *given, struct soft_rec *rec,
-			  struct device_why *why)
+			  struct why *why)
 {
 	const struct obj_attr *a = &spec->attr;
 	struct soft_rec *x;
 	struct soft_tgt *t;
 
 	if (spec->used != 1u << OBJ_USE_QP_XRCD)
-		return device_why(why, -EINVAL,
-				  "%s: an XRC target QP uses its XRCD and "
-				  "nothing else",
-				  o->dev->name);
+		return why_set(why, -EINVAL,
+			       "%s: an XRC target QP uses its XRCD and "
+			       "nothing else",
+			       o->dev->name);
 	x = soft_use(o, spec, OBJ_USE_QP_XRCD, IBC_OBJ_XRCD, "XRCD", why);
 	if (!x)
 		return -EINVAL;
 	if (a->xrc_qp_num) {
 		t = soft_tgt_find(o->sd, a->xrc_qp_num);
 		if (!t || t->ino != x->ino)
-			return device_why(why, -EINVAL,
-					  "%s: QP 0x%x is not a target QP of "
-					  "this XRCD",
-					  o->dev->name, a->xrc_qp_num);
+			return why_set(why, -EINVAL,
+				       "%s: QP 0x%x is not a target QP of "
+				       "this XRCD",
+				       o->dev->name, a->xrc_qp_num);
 	}
 	rec->uses[rec->n_uses++] = spec->uses[OBJ_USE_QP_XRCD];
 	rec->ino = x->ino;
@@ -360,7 +358,7 @@ static int soft_check_tgt(struct soft_objs *o, const struct obj_spec *spec,
 
 static int soft_check_qp(struct soft_objs *o, const struct obj_spec *spec,
 			 struct obj_attr *given, struct soft_rec *rec,
-			 struct device_why *why)
+			 struct why *why)
 {
 	const struct obj_attr *a = &spec->attr;
 	bool xrc = a->qp_type == IBV_QPT_XRC_SEND;
@@ -376,30 +374,30 @@ static int soft_check_qp(struct soft_objs *o, const struct obj_spec *spec,
 	case IBV_QPT_XRC_SEND:
 		break;
 	case IBV_QPT_RAW_PACKET:
-		return device_why(why, -EOPNOTSUPP,
-				  "%s has no raw packet QPs", o->dev->name);
+		return why_set(why, -EOPNOTSUPP, "%s has no raw packet QPs",
+			       o->dev->name);
 	default:
-		return device_why(why, -EINVAL,
-				  "%s: QP type %u (RC, UC, UD, XRC_SEND or "
-				  "XRC_RECV)",
-				  o->dev->name, a->qp_type);
+		return why_set(why, -EINVAL,
+			       "%s: QP type %u (RC, UC, UD, XRC_SEND or "
+			       "XRC_RECV)",
+			       o->dev->name, a->qp_type);
 	}
 	if (!(spec->used & (1u << OBJ_USE_SEND_CQ)))
-		return device_why(why, -EINVAL, "%s: a QP needs a send CQ",
-				  o->dev->name);
+		return why_set(why, -EINVAL, "%s: a QP needs a send CQ",
+			       o->dev->name);
 	if (!xrc && !(spec->used & (1u << OBJ_USE_RECV_CQ)))
-		return device_why(why, -EINVAL, "%s: a QP needs a receive CQ",
-				  o->dev->name);
+		return why_set(why, -EINVAL, "%s: a QP needs a receive CQ",
+			       o->dev->name);
 	if (xrc && (spec->used & ~(1u << OBJ_USE_SEND_CQ)))
-		return device_why(why, -EINVAL,
-				  "%s: an XRC_SEND QP has no receive side "
-				  "(no receive CQ, no SRQ)",
-				  o->dev->name);
+		return why_set(why, -EINVAL,
+			       "%s: an XRC_SEND QP has no receive side "
+			       "(no receive CQ, no SRQ)",
+			       o->dev->name);
 	if (spec->used & ~((1u << OBJ_USE_SEND_CQ) | (1u << OBJ_USE_RECV_CQ) |
 			   (1u << OBJ_USE_SRQ)))
-		return device_why(why, -EINVAL,
-				  "%s: a QP uses two CQs and an SRQ at most",
-				  o->dev->name);
+		return why_set(why, -EINVAL,
+			       "%s: a QP uses two CQs and an SRQ at most",
+			       o->dev->name);
 	ret = soft_check_wrs(o, "send", a->max_send_wr, a->max_send_sge, why);
 	if (ret == 0 && !xrc && !srq)
 		ret = soft_check_wrs(o, "receive", a->max_recv_wr,
@@ -407,10 +405,10 @@ static int soft_check_qp(struct soft_objs *o, const struct obj_spec *spec,
 	if (ret < 0)
 		return ret;
 	if (a->max_inline_data > SOFT_MAX_INLINE_DATA)
-		return device_why(why, -EINVAL,
-				  "%s: %u bytes of inline data (at most %u)",
-				  o->dev->name, a->max_inline_data,
-				  SOFT_MAX_INLINE_DATA);
+		return why_set(why, -EINVAL,
+			       "%s: %u bytes of inline data (at most %u)",
+			       o->dev->name, a->max_inline_data,
+			       SOFT_MAX_INLINE_DATA);
 	if (!soft_use(o, spec, OBJ_USE_SEND_CQ, IBC_OBJ_CQ, "send CQ", why))
 		return -EINVAL;
 	rec->uses[rec->n_uses++] = spec->uses[OBJ_USE_SEND_CQ];
@@ -441,7 +439,7 @@ static int soft_check_qp(struct soft_objs *o, const struct obj_spec *spec,
 
 static int soft_check_srq(struct soft_objs *o, const struct obj_spec *spec,
 			  struct obj_attr *given, struct soft_rec *rec,
-			  struct device_why *why)
+			  struct why *why)
 {
 	const struct device_caps *caps = &o->dev->caps;
 	const struct obj_attr *a = &spec->attr;
@@ -455,21 +453,21 @@ static int soft_check_srq(struct soft_objs *o, const struct obj_spec *spec,
 		rec->uses[rec->n_uses++] = spec->uses[OBJ_USE_CQ];
 		rec->uses[rec->n_uses++] = spec->uses[OBJ_USE_SRQ_XRCD];
 	} else if (spec->used) {
-		return device_why(why, -EINVAL,
-				  "%s: a basic SRQ uses no CQ; an XRC SRQ "
-				  "uses a CQ and an XRCD",
-				  o->dev->name);
+		return why_set(why, -EINVAL,
+			       "%s: a basic SRQ uses no CQ; an XRC SRQ "
+			       "uses a CQ and an XRCD",
+			       o->dev->name);
 	}
 	if (a->max_wr < 1 || a->max_wr > caps->max_srq_wr)
-		return device_why(why, -EINVAL,
-				  "%s: an SRQ of %u work requests (1 to "
-				  "max_srq_wr %u)",
-				  o->dev->name, a->max_wr, caps->max_srq_wr);
+		return why_set(why, -EINVAL,
+			       "%s: an SRQ of %u work requests (1 to "
+			       "max_srq_wr %u)",
+			       o->dev->name, a->max_wr, caps->max_srq_wr);
 	if (a->max_sge > caps->max_srq_sge)
-		return device_why(why, -EINVAL,
-				  "%s: %u scatter/gather entries per SRQ "
-				  "request (max_srq_sge %u)",
-				  o->dev->name, a->max_sge, caps->max_srq_sge);
+		return why_set(why, -EINVAL,
+			       "%s: %u scatter/gather entries per SRQ "
+			       "request (max_srq_sge %u)",
+			       o->dev->name, a->max_sge, caps->max_srq_sge);
 	/* mlx5: a power of two, one kept back; srq_limit is not set at
 	 * creation (ibv_create_srq ignores it). */
 	given->max_wr = round_pow2(a->max_wr + 1) - 1;
@@ -479,18 +477,18 @@ static int soft_check_srq(struct soft_objs *o, const struct obj_spec *spec,
 
 static int soft_check_wq(struct soft_objs *o, const struct obj_spec *spec,
 			 struct obj_attr *given, struct soft_rec *rec,
-			 struct device_why *why)
+			 struct why *why)
 {
 	const struct obj_attr *a = &spec->attr;
 	int ret;
 
 	if (spec->used != 1u << OBJ_USE_CQ)
-		return device_why(why, -EINVAL,
-				  "%s: a receive WQ uses one CQ", o->dev->name);
+		return why_set(why, -EINVAL, "%s: a receive WQ uses one CQ",
+			       o->dev->name);
 	if (a->max_wr < 1)
-		return device_why(why, -EINVAL,
-				  "%s: a WQ needs at least one work request",
-				  o->dev->name);
+		return why_set(why, -EINVAL,
+			       "%s: a WQ needs at least one work request",
+			       o->dev->name);
 	ret = soft_check_wrs(o, "WQ", a->max_wr, a->max_sge, why);
 	if (ret < 0)
 		return ret;
@@ -504,29 +502,28 @@ static int soft_check_wq(struct soft_objs *o, const struct obj_spec *spec,
 }
 
 static int soft_check_mr(struct soft_objs *o, const struct obj_attr *a,
-			 struct obj_attr *given, struct device_why *why)
+			 struct obj_attr *given, struct why *why)
 {
 	const struct device_caps *caps = &o->dev->caps;
 	uint32_t writes = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_ATOMIC;
 
 	if (a->mr_length == 0 || a->mr_length > caps->max_mr_size ||
 	    a->mr_addr + a->mr_length < a->mr_addr)
-		return device_why(why, -EINVAL,
-				  "%s: an MR of %llu bytes at 0x%llx",
-				  o->dev->name,
-				  (unsigned long long)a->mr_length,
-				  (unsigned long long)a->mr_addr);
+		return why_set(why, -EINVAL,
+			       "%s: an MR of %llu bytes at 0x%llx",
+			       o->dev->name, (unsigned long long)a->mr_length,
+			       (unsigned long long)a->mr_addr);
 	if (a->mr_access & IBV_ACCESS_ON_DEMAND)
-		return device_why(why, -EOPNOTSUPP,
-				  "%s has no on-demand paging", o->dev->name);
+		return why_set(why, -EOPNOTSUPP, "%s has no on-demand paging",
+			       o->dev->name);
 	if (a->mr_access & ~SOFT_MR_ACCESS)
-		return device_why(why, -EINVAL, "%s: MR access flags 0x%x",
-				  o->dev->name, a->mr_access & ~SOFT_MR_ACCESS);
+		return why_set(why, -EINVAL, "%s: MR access flags 0x%x",
+			       o->dev->name, a->mr_access & ~SOFT_MR_ACCESS);
 	if ((a->mr_access & writes) && !(a->mr_access & IBV_ACCESS_LOCAL_WRITE))
-		return device_why(why, -EINVAL,
-				  "%s: remote write or atomic access needs "
-				  "IBV_ACCESS_LOCAL_WRITE",
-				  o->dev->name);
+		return why_set(why, -EINVAL,
+			       "%s: remote write or atomic access needs "
+			       "IBV_ACCESS_LOCAL_WRITE",
+			       o->dev->name);
 	given->mr_addr = a->mr_addr;
 	given->mr_length = a->mr_length;
 	given->mr_access = a->mr_access;
@@ -539,33 +536,31 @@ static int soft_check_mr(struct soft_objs *o, const struct obj_attr *a,
  */
 static int soft_check_dm_mr(struct soft_objs *o, const struct obj_spec *spec,
 			    struct obj_attr *given, struct soft_rec *rec,
-			    struct device_why *why)
+			    struct why *why)
 {
 	const struct obj_attr *a = &spec->attr;
 	struct soft_rec *dm;
 	int err;
 
 	if (spec->used != 1u << 0)
-		return device_why(why, -EINVAL,
-				  "%s: an MR uses at most one DM",
-				  o->dev->name);
+		return why_set(why, -EINVAL, "%s: an MR uses at most one DM",
+			       o->dev->name);
 	dm = soft_use(o, spec, 0, IBC_OBJ_DM, "DM", why);
 	if (!dm)
 		return -EINVAL;
 	if (!(a->mr_access & IBV_ACCESS_ZERO_BASED))
-		return device_why(why, -EINVAL,
-				  "%s: an MR on device memory needs "
-				  "IBV_ACCESS_ZERO_BASED",
-				  o->dev->name);
+		return why_set(why, -EINVAL,
+			       "%s: an MR on device memory needs "
+			       "IBV_ACCESS_ZERO_BASED",
+			       o->dev->name);
 	if (a->mr_addr > dm->dm_length ||
 	    a->mr_length > dm->dm_length - a->mr_addr)
-		return device_why(why, -EINVAL,
-				  "%s: %llu bytes at offset %llu pass the end "
-				  "of the DM (%llu bytes)",
-				  o->dev->name,
-				  (unsigned long long)a->mr_length,
-				  (unsigned long long)a->mr_addr,
-				  (unsigned long long)dm->dm_length);
+		return why_set(why, -EINVAL,
+			       "%s: %llu bytes at offset %llu pass the end "
+			       "of the DM (%llu bytes)",
+			       o->dev->name, (unsigned long long)a->mr_length,
+			       (unsigned long long)a->mr_addr,
+			       (unsigned long long)dm->dm_length);
 	err = soft_check_mr(o, a, given, why);
 	if (err < 0)
 		return err;
@@ -606,7 +601,7 @@ static uint32_t soft_next_num(struct soft_dev *sd)
 }
 
 int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
-		     struct obj_made *ret, struct device_why *why)
+		     struct obj_made *ret, struct why *why)
 {
 	struct soft_rec rec = { .kind = (uint8_t)spec->kind };
 	struct obj_made made;
@@ -617,11 +612,11 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 	memset(&made, 0, sizeof(made));
 	switch (spec->kind) {
 	case IBC_OBJ_CQ:
-		err = spec->used ? device_why(why, -EINVAL,
-					      "%s: a CQ uses no other object",
-					      o->dev->name) :
-				   soft_check_cq(o, &spec->attr, &made.attr,
-						 why);
+		err = spec->used
+			      ? why_set(why, -EINVAL,
+					"%s: a CQ uses no other object",
+					o->dev->name)
+			      : soft_check_cq(o, &spec->attr, &made.attr, why);
 		break;
 	case IBC_OBJ_QP:
 		err = soft_check_qp(o, spec, &made.attr, &rec, why);
@@ -642,50 +637,48 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 		break;
 	case IBC_OBJ_XRCD:
 		/* Opened by the broker's XRCD request only. */
-		err = spec->used || !spec->xrcd_ino ?
-			      device_why(why, -EINVAL,
-					 "%s: an XRCD uses no other object and "
-					 "needs an inode",
-					 o->dev->name) :
-			      0;
+		err = spec->used || !spec->xrcd_ino
+			      ? why_set(why, -EINVAL,
+					"%s: an XRCD uses no other object and "
+					"needs an inode",
+					o->dev->name)
+			      : 0;
 		rec.ino = spec->xrcd_ino;
 		break;
 	default:
-		return device_why(why, -EOPNOTSUPP,
-				  "%s makes CQs, QPs, SRQs, WQs, MRs and "
-				  "XRCDs for clients, not objects of kind %s",
-				  o->dev->name, obj_kind_name(spec->kind));
+		return why_set(why, -EOPNOTSUPP,
+			       "%s makes CQs, QPs, SRQs, WQs, MRs and "
+			       "XRCDs for clients, not objects of kind %s",
+			       o->dev->name, obj_kind_name(spec->kind));
 	}
 	if (err < 0)
 		return err;
 	if (rec.uses_pd && (!pd || pd->kind != IBC_OBJ_PD))
-		return device_why(why, -EINVAL,
-				  "%s: the context's PD was destroyed",
-				  o->dev->name);
+		return why_set(why, -EINVAL,
+			       "%s: the context's PD was destroyed",
+			       o->dev->name);
 	if (o->sd->count[spec->kind] >= soft_max(&o->dev->caps, spec->kind))
-		return device_why(why, -ENOMEM,
-				  "%s holds its maximum of %u objects of kind "
-				  "%s",
-				  o->dev->name,
-				  soft_max(&o->dev->caps, spec->kind),
-				  obj_kind_name(spec->kind));
+		return why_set(why, -ENOMEM,
+			       "%s holds its maximum of %u objects of kind "
+			       "%s",
+			       o->dev->name,
+			       soft_max(&o->dev->caps, spec->kind),
+			       obj_kind_name(spec->kind));
 	/* mlx5 gives a QP a UAR of its importer's (a BF register page),
 	 * freed only when that import closes: modelled per QP made, never
 	 * per QP opened by number. */
 	if (spec->kind == IBC_OBJ_QP && spec->import &&
 	    !spec->attr.xrc_qp_num &&
 	    soft_internal_add(o, spec->import, o->dev->internal_per_qp) < 0)
-		return device_why(why, -ENOMEM, "%s: out of memory",
-				  o->dev->name);
+		return why_set(why, -ENOMEM, "%s: out of memory", o->dev->name);
 	if (spec->kind == IBC_OBJ_XRCD &&
 	    soft_xrcd_open(o->sd, spec->xrcd_ino) < 0)
-		return device_why(why, -ENOMEM, "%s: out of memory",
-				  o->dev->name);
+		return why_set(why, -ENOMEM, "%s: out of memory", o->dev->name);
 	err = soft_alloc(o, spec->kind, &h);
 	if (err < 0) {
 		if (spec->kind == IBC_OBJ_XRCD)
 			soft_xrcd_close(o->sd, spec->xrcd_ino);
-		return device_why(why, err, "%s: out of memory", o->dev->name);
+		return why_set(why, err, "%s: out of memory", o->dev->name);
 	}
 	/* soft_alloc may have moved the table. */
 	for (unsigned int i = 0; i < rec.n_uses; i++)
@@ -702,8 +695,8 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 	    spec->attr.qp_type == IBV_QPT_XRC_RECV) {
 		if (soft_tgt_add(o->sd, made.num, rec.ino) < 0) {
 			soft_objs_destroy(o, spec->kind, h, why);
-			return device_why(why, -ENOMEM, "%s: out of memory",
-					  o->dev->name);
+			return why_set(why, -ENOMEM, "%s: out of memory",
+				       o->dev->name);
 		}
 		o->recs[h].tgt_num = made.num;
 	}
@@ -719,24 +712,24 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 }
 
 int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
-		      uint32_t handle, struct device_why *why)
+		      uint32_t handle, struct why *why)
 {
 	struct soft_rec *r = soft_rec(o, handle);
 
 	if (!r)
-		return device_why(why, -ENOENT, "%s: handle %u names no object",
-				  o->dev->name, handle);
+		return why_set(why, -ENOENT, "%s: handle %u names no object",
+			       o->dev->name, handle);
 	if (r->kind != kind)
-		return device_why(why, -EINVAL,
-				  "%s: handle %u is of kind %s, not %s",
-				  o->dev->name, handle, obj_kind_name(r->kind),
-				  obj_kind_name(kind));
+		return why_set(why, -EINVAL,
+			       "%s: handle %u is of kind %s, not %s",
+			       o->dev->name, handle, obj_kind_name(r->kind),
+			       obj_kind_name(kind));
 	if (r->usecnt)
-		return device_why(why, -EBUSY,
-				  "%s: %s handle %u is used by %u other "
-				  "object%s",
-				  o->dev->name, obj_kind_name(kind), handle,
-				  r->usecnt, r->usecnt == 1 ? "" : "s");
+		return why_set(why, -EBUSY,
+			       "%s: %s handle %u is used by %u other "
+			       "object%s",
+			       o->dev->name, obj_kind_name(kind), handle,
+			       r->usecnt, r->usecnt == 1 ? "" : "s");
 	for (unsigned int i = 0; i < r->n_uses; i++)
 		o->recs[r->uses[i]].usecnt--;
 	for (uint32_t i = 0; i < r->n_tbl_wqs; i++)
@@ -792,32 +785,31 @@ static int soft_add(struct soft_objs *o, enum ibc_obj_kind kind, int use,
 }
 
 int soft_objs_rss_create(struct soft_objs *o, const struct rss_spec *spec,
-			 struct rss_made *ret, struct device_why *why)
+			 struct rss_made *ret, struct why *why)
 {
 	struct rss_made made = { 0 };
 	uint32_t *wqs;
 	int err;
 
 	if (spec->port_num != 1)
-		return device_why(why, -EINVAL,
-				  "%s has one port, not port %u", o->dev->name,
-				  spec->port_num);
+		return why_set(why, -EINVAL, "%s has one port, not port %u",
+			       o->dev->name, spec->port_num);
 	for (uint32_t i = 0; i < spec->n_wqs; i++) {
 		struct soft_rec *r = soft_rec(o, spec->wqs[i]);
 
 		if (!r || r->kind != IBC_OBJ_WQ)
-			return device_why(why, -EINVAL,
-					  "%s: handle %u is not a WQ",
-					  o->dev->name, spec->wqs[i]);
+			return why_set(why, -EINVAL,
+				       "%s: handle %u is not a WQ",
+				       o->dev->name, spec->wqs[i]);
 	}
 	wqs = malloc(spec->n_wqs * sizeof(*wqs));
 	if (!wqs)
-		return device_why(why, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	memcpy(wqs, spec->wqs, spec->n_wqs * sizeof(*wqs));
 	err = soft_add(o, IBC_OBJ_RWQ_IND_TBL, -1, false, &made.tbl_handle);
 	if (err < 0) {
 		free(wqs);
-		return device_why(why, err, "%s: out of memory", o->dev->name);
+		return why_set(why, err, "%s: out of memory", o->dev->name);
 	}
 	o->recs[made.tbl_handle].tbl_wqs = wqs;
 	o->recs[made.tbl_handle].n_tbl_wqs = spec->n_wqs;
@@ -832,7 +824,7 @@ int soft_objs_rss_create(struct soft_objs *o, const struct rss_spec *spec,
 		if (made.qp_handle)
 			soft_objs_destroy(o, IBC_OBJ_QP, made.qp_handle, why);
 		soft_objs_destroy(o, IBC_OBJ_RWQ_IND_TBL, made.tbl_handle, why);
-		return device_why(why, err, "%s: out of memory", o->dev->name);
+		return why_set(why, err, "%s: out of memory", o->dev->name);
 	}
 	/* mlx5 RSS QPs have no number of their own. */
 	made.qp_num = 0;
@@ -841,7 +833,7 @@ int soft_objs_rss_create(struct soft_objs *o, const struct rss_spec *spec,
 }
 
 int soft_objs_rss_destroy(struct soft_objs *o, struct rss_made *made,
-			  enum ibc_obj_kind part, struct device_why *why)
+			  enum ibc_obj_kind part, struct why *why)
 {
 	uint32_t h = part == IBC_OBJ_FLOW ? made->flow_handle :
 		     part == IBC_OBJ_QP	  ? made->qp_handle :

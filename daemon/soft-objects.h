@@ -98,10 +98,10 @@ void soft_objs_fini(struct soft_objs *o);
  * holds its maximum of that kind, -EOPNOTSUPP for what it does not make.
  */
 int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
-		     struct obj_made *ret, struct device_why *why);
+		     struct obj_made *ret, struct why *why);
 /* Destroy by handle: 0, -ENOENT, -EINVAL or -EBUSY (see above). */
 int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
-		      uint32_t handle, struct device_why *why);
+		      uint32_t handle, struct why *why);
 
 /* Take the lowest free handle for a DM (device-soft.c keeps its memory):
  * 0 or -ENOMEM. It goes with soft_objs_destroy(), -EBUSY while an MR uses
@@ -117,9 +117,9 @@ void soft_dev_fini(struct soft_dev *sd);
 /* RSS (device.h): the table uses its WQs (destroying one is -EBUSY
  * while the table lives), the QP the table, the flow rule the QP. */
 int soft_objs_rss_create(struct soft_objs *o, const struct rss_spec *spec,
-			 struct rss_made *ret, struct device_why *why);
+			 struct rss_made *ret, struct why *why);
 int soft_objs_rss_destroy(struct soft_objs *o, struct rss_made *made,
-			  enum ibc_obj_kind part, struct device_why *why);
+			  enum ibc_obj_kind part, struct why *why);
 
 /*
  * The kernel's handle list: the handles of the records of @type (an enum

@@ -16,7 +16,7 @@
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 #include "daemon/unaccounted.h"
 
 /* The kinds a handle list is asked for: every uverbs object the broker
@@ -124,20 +124,20 @@ static void unacc_walk_free(struct unacc_walk *w)
  * domain's DMs, never the rest of the broker's. */
 static void unacc_name_known(struct dctx *x, struct unacc_walk *w)
 {
-	struct server *srv = x->srv;
+	struct core *core = x->core;
 	struct obj *o;
 	struct dm *dm;
 
 	unacc_name(&w->lists[IBC_OBJ_PD], x->dev->ctx_ops->pd_handle(x->dc),
 		   NAMED_BROKER);
 	TAILQ_FOREACH(dm, &x->domain->dms, domain_link) {
-		srv->list_visits++;
+		core->list_visits++;
 		if (dm->ctx == x)
 			unacc_name(&w->lists[IBC_OBJ_DM], dm->dd.handle,
 				   NAMED_BROKER);
 	}
 	TAILQ_FOREACH(o, &x->objs, ctx_link) {
-		srv->list_visits++;
+		core->list_visits++;
 		if (o->kind >= OBJ_KIND_COUNT)
 			continue;
 		if (o->intent)
@@ -285,7 +285,7 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 			 c.internal_left, x->unaccounted);
 	/* Grown: [defaults] auto_rekey_unaccounted may be due. */
 	if (c.unaccounted > x->unaccounted)
-		rekey_auto_check(x->srv);
+		rekey_auto_check(x->core);
 	x->unaccounted = c.unaccounted;
 	x->unacc_stale = false;
 	if (ret)
@@ -298,12 +298,12 @@ int unaccounted_refresh(struct dctx *x)
 	return unaccounted_refresh_counts(x, NULL);
 }
 
-void unaccounted_refresh_stale(struct server *srv)
+void unaccounted_refresh_stale(struct core *core)
 {
 	struct domain *d;
 	struct dctx *x;
 
-	TAILQ_FOREACH(d, &srv->domains, link)
+	TAILQ_FOREACH(d, &core->domains, link)
 		TAILQ_FOREACH(x, &d->ctxs, link)
 			if (x->unacc_stale)
 				unaccounted_refresh(x);

@@ -32,7 +32,7 @@
 #include <stdint.h>
 
 struct dctx;
-struct server;
+struct core;
 
 struct unacc_counts {
 	/* Handles the kernel lists, internal objects included. */
@@ -74,7 +74,7 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret);
 
 /* Refresh every context marked stale (x->unacc_stale): after a dead
  * client's cleanup. */
-void unaccounted_refresh_stale(struct server *srv);
+void unaccounted_refresh_stale(struct core *core);
 
 /* @x was just opened: what the kernel holds now is the broker's own
  * (mlx5: the UARs of its open). */

@@ -11,14 +11,14 @@
 #include <stdlib.h>
 
 #include "daemon/charge.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 #include "daemon/user.h"
 
-struct user *user_get(struct server *srv, uid_t uid)
+struct user *user_get(struct core *core, uid_t uid)
 {
 	struct user *u;
 
-	TAILQ_FOREACH(u, &srv->users, link)
+	TAILQ_FOREACH(u, &core->users, link)
 		if (u->uid == uid)
 			return user_ref(u);
 	u = calloc(1, sizeof(*u));
@@ -27,7 +27,7 @@ struct user *user_get(struct server *srv, uid_t uid)
 	u->uid = uid;
 	u->refs = 1;
 	TAILQ_INIT(&u->conns);
-	TAILQ_INSERT_TAIL(&srv->users, u, link);
+	TAILQ_INSERT_TAIL(&core->users, u, link);
 	return u;
 }
 
@@ -37,12 +37,12 @@ struct user *user_ref(struct user *u)
 	return u;
 }
 
-void user_unref(struct server *srv, struct user *u)
+void user_unref(struct core *core, struct user *u)
 {
 	if (--u->refs)
 		return;
 	/* Whoever still holds a charge holds a reference too. */
-	TAILQ_REMOVE(&srv->users, u, link);
+	TAILQ_REMOVE(&core->users, u, link);
 	free(u);
 }
 
@@ -62,9 +62,9 @@ void user_uncharge_conn(struct user *u)
 			user_whose(u, whose, sizeof(whose)));
 }
 
-int user_charge_private_ctx(struct server *srv, struct user *u)
+int user_charge_private_ctx(struct core *core, struct user *u)
 {
-	if (u->private_ctxs >= srv->config.limits.private_contexts_per_uid)
+	if (u->private_ctxs >= core->config.limits.private_contexts_per_uid)
 		return -EDQUOT;
 	u->private_ctxs++;
 	return 0;
@@ -78,10 +78,10 @@ void user_uncharge_private_ctx(struct user *u)
 			user_whose(u, whose, sizeof(whose)));
 }
 
-int user_charge_dm_page(struct server *srv, struct user *u, bool exempt)
+int user_charge_dm_page(struct core *core, struct user *u, bool exempt)
 {
 	if (!exempt &&
-	    u->dm_pages >= srv->config.limits.connections_per_uid)
+	    u->dm_pages >= core->config.limits.connections_per_uid)
 		return -EDQUOT;
 	u->dm_pages++;
 	return 0;
@@ -102,7 +102,7 @@ void user_charge_dm_persistent(struct user *u, uint64_t bytes)
 	u->dm_persistent_bytes += bytes;
 }
 
-void user_uncharge_dm_persistent(struct server *srv, struct user *u,
+void user_uncharge_dm_persistent(struct core *core, struct user *u,
 				 uint64_t bytes)
 {
 	char whose[24];
@@ -111,20 +111,20 @@ void user_uncharge_dm_persistent(struct server *srv, struct user *u,
 	charge_sub_uint(&u->dm_persistent, 1, "persistent DMs", whose);
 	charge_sub_u64(&u->dm_persistent_bytes, bytes, "persistent DM bytes",
 		       whose);
-	user_unref(srv, u);
+	user_unref(core, u);
 }
 
-bool user_fds_full(const struct server *srv, const struct user *u)
+bool user_fds_full(const struct core *core, const struct user *u)
 {
-	return u->pinned_fds >= srv->config.limits.queued_fds_per_uid;
+	return u->pinned_fds >= core->config.limits.queued_fds_per_uid;
 }
 
-void users_free(struct server *srv)
+void users_free(struct core *core)
 {
 	struct user *u;
 
-	while ((u = TAILQ_FIRST(&srv->users))) {
-		TAILQ_REMOVE(&srv->users, u, link);
+	while ((u = TAILQ_FIRST(&core->users))) {
+		TAILQ_REMOVE(&core->users, u, link);
 		free(u);
 	}
 }

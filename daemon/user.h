@@ -16,8 +16,8 @@
 
 #include "daemon/queue.h"
 
-struct server;
-struct conn;
+struct core;
+struct client;
 
 struct user {
 	TAILQ_ENTRY(user) link;
@@ -49,18 +49,18 @@ TAILQ_HEAD(user_list, user);
 
 /* The user of @uid, created on first use; a reference. NULL without
  * memory. */
-struct user *user_get(struct server *srv, uid_t uid);
+struct user *user_get(struct core *core, uid_t uid);
 struct user *user_ref(struct user *u);
-void user_unref(struct server *srv, struct user *u);
+void user_unref(struct core *core, struct user *u);
 
 /* A context of a private domain: -EDQUOT over private_contexts_per_uid. */
-int user_charge_private_ctx(struct server *srv, struct user *u);
+int user_charge_private_ctx(struct core *core, struct user *u);
 void user_uncharge_private_ctx(struct user *u);
 
 /* A DM status page of one of @u's sessions: -EDQUOT once its pages
  * reach connections_per_uid (after a reload lowered it), unless
  * @exempt (an administrator). */
-int user_charge_dm_page(struct server *srv, struct user *u, bool exempt);
+int user_charge_dm_page(struct core *core, struct user *u, bool exempt);
 void user_uncharge_dm_page(struct user *u);
 
 /* A persistent DM of @bytes allocated by @u: a reference, uncharged by
@@ -68,13 +68,13 @@ void user_uncharge_dm_page(struct user *u);
 void user_charge_dm_persistent(struct user *u, uint64_t bytes);
 /* One of @u's connections ended (n_conns, connections_per_uid). */
 void user_uncharge_conn(struct user *u);
-void user_uncharge_dm_persistent(struct server *srv, struct user *u,
+void user_uncharge_dm_persistent(struct core *core, struct user *u,
 				 uint64_t bytes);
 
 /* Has @u as many descriptors unread as queued_fds_per_uid allows? */
-bool user_fds_full(const struct server *srv, const struct user *u);
+bool user_fds_full(const struct core *core, const struct user *u);
 
 /* Free every user (daemon exit); nothing may refer to them any more. */
-void users_free(struct server *srv);
+void users_free(struct core *core);
 
 #endif

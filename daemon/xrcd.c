@@ -14,14 +14,12 @@
 #include <unistd.h>
 
 #include "daemon/charge.h"
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/ctx.h"
-#include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
-#include "daemon/notify.h"
 #include "daemon/objects.h"
-#include "daemon/server.h"
+#include "daemon/core.h"
 #include "daemon/xrcd.h"
 
 #define XRCD_DIR "xrcd"
@@ -41,7 +39,7 @@ struct xrcd_open {
 	/* The registry's record; NULL on a context of the client's own,
 	 * whose open belongs to @conn's session, and for an orphan. */
 	struct obj *o;
-	struct conn *conn;
+	struct client *conn;
 	/* An orphan: a dead client's open on a verbs device, whose kernel
 	 * XRCD stays in @ctx (struct ibv_xrcd shows no handle to destroy it
 	 * by) until that context closes. */
@@ -66,7 +64,7 @@ struct xrcd {
 	char file[CONFIG_XRCD_NAME_MAX + 8];
 	int fd;
 	uint64_t ino;
-	/* The daemon's open per device (srv->devices.dev index). */
+	/* The daemon's open per device (core->devices.dev index). */
 	void *hold[DEVICE_MAX];
 	bool held[DEVICE_MAX];
 	TAILQ_HEAD(, xrcd_open) opens;
@@ -76,21 +74,21 @@ struct xrcd {
 };
 
 struct xrcd_table {
-	struct server *srv;
+	struct core *core;
 	int dirfd;
 	TAILQ_HEAD(, xrcd) xrcds;
 	TAILQ_HEAD(, xrcd_open) opens;
 	uint64_t next_file;
 };
 
-static struct xrcd_table *table(struct server *srv)
+static struct xrcd_table *table(struct core *core)
 {
-	return srv->family_state[FAMILY_XRCD];
+	return core->family_state[FAMILY_XRCD];
 }
 
-static size_t dev_index(struct server *srv, const struct device *dev)
+static size_t dev_index(struct core *core, const struct device *dev)
 {
-	return (size_t)(dev - srv->devices.dev);
+	return (size_t)(dev - core->devices.dev);
 }
 
 /* --- names and files -------------------------------------------------- */
@@ -158,11 +156,11 @@ static struct xrcd *xrcd_new(struct xrcd_table *t, const char *owner,
 /* Forget @x: the holds go, and an undeclared name's file. */
 static void xrcd_free(struct xrcd_table *t, struct xrcd *x, bool unlink_file)
 {
-	struct server *srv = t->srv;
+	struct core *core = t->core;
 
-	for (size_t i = 0; i < srv->devices.n; i++)
+	for (size_t i = 0; i < core->devices.n; i++)
 		if (x->held[i])
-			srv->devices.dev[i].ops->xrcd_drop(&srv->devices.dev[i],
+			core->devices.dev[i].ops->xrcd_drop(&core->devices.dev[i],
 							   x->hold[i]);
 	if (unlink_file && x->fd >= 0)
 		unlinkat(t->dirfd, x->file, 0);
@@ -221,15 +219,15 @@ static void orphans_ctx_gone(struct xrcd_table *t, const struct dctx *ctx,
 			orphan_drop(t, op);
 }
 
-static void xrcd_ctx_closed(struct server *srv, const struct dctx *x)
+static void xrcd_ctx_closed(struct core *core, const struct dctx *x)
 {
 	/* The table goes before the last contexts at exit. */
-	if (table(srv))
-		orphans_ctx_gone(table(srv), x, NULL);
+	if (table(core))
+		orphans_ctx_gone(table(core), x, NULL);
 }
 
 /* The registry's record of an open went (family hook). */
-static void xrcd_obj_removed(struct server *srv, struct obj *o, void *data)
+static void xrcd_obj_removed(struct core *core, struct obj *o, void *data)
 {
 	struct xrcd_table *t = data;
 	struct xrcd_open *op;
@@ -248,7 +246,7 @@ static void xrcd_obj_removed(struct server *srv, struct obj *o, void *data)
  * the name's listing and the domain's count show it, and the name (with
  * its inode, the kernel's key) lives as long.
  */
-static int xrcd_before_destroy(struct server *srv, struct obj *o, void *data)
+static int xrcd_before_destroy(struct core *core, struct obj *o, void *data)
 {
 	struct xrcd_table *t = data;
 	struct xrcd_open *op;
@@ -281,9 +279,9 @@ static int xrcd_before_destroy(struct server *srv, struct obj *o, void *data)
 	return 1;
 }
 
-void xrcd_conn_closing(struct conn *c)
+void xrcd_conn_closing(struct client *c)
 {
-	struct xrcd_table *t = table(c->srv);
+	struct xrcd_table *t = table(c->core);
 	struct xrcd_open *op, *tmp;
 
 	if (!t)
@@ -295,9 +293,9 @@ void xrcd_conn_closing(struct conn *c)
 
 /* The daemon's own open of @x on @dev, made once. */
 static int xrcd_hold_dev(struct xrcd_table *t, struct xrcd *x,
-			 struct device *dev, struct device_why *why)
+			 struct device *dev, struct why *why)
 {
-	size_t i = dev_index(t->srv, dev);
+	size_t i = dev_index(t->core, dev);
 	int ret;
 
 	if (x->held[i])
@@ -310,11 +308,11 @@ static int xrcd_hold_dev(struct xrcd_table *t, struct xrcd *x,
 }
 
 /* The device is gone: so are its XRCDs (its context closes). */
-static void xrcd_device_gone(struct server *srv, struct device *dev,
+static void xrcd_device_gone(struct core *core, struct device *dev,
 			     const char *reason)
 {
-	struct xrcd_table *t = table(srv);
-	size_t i = dev_index(srv, dev);
+	struct xrcd_table *t = table(core);
+	size_t i = dev_index(core, dev);
 	struct xrcd *x;
 
 	(void)reason;
@@ -331,13 +329,13 @@ static void xrcd_device_gone(struct server *srv, struct device *dev,
 /* The name in @b, checked whole (common/xrcd-name.h: a NUL inside is
  * refused, not cut at) and copied into @name. */
 static int check_name(const ProtobufCBinaryData *b,
-		      char name[CONFIG_XRCD_NAME_MAX], struct reply *r)
+		      char name[CONFIG_XRCD_NAME_MAX], struct why *why)
 {
-	char why[XRCD_NAME_WHY_SIZE];
+	char text[XRCD_NAME_WHY_SIZE];
 
-	if (xrcd_name_check((const char *)b->data, b->len, why,
-			    sizeof(why)) < 0)
-		return reply_error(r, -EINVAL, "%s", why);
+	if (xrcd_name_check((const char *)b->data, b->len, text, sizeof(text)) <
+	    0)
+		return why_set(why, -EINVAL, "%s", text);
 	memcpy(name, b->data, b->len);
 	name[b->len] = '\0';
 	return 0;
@@ -356,13 +354,13 @@ static void list_domains(const struct config_xrcd *d, char *buf, size_t size)
 
 /* The registry's record of the open, or none on a context of the
  * client's own. */
-static int open_record(struct conn *c, struct dctx *dx, struct xrcd *x,
-		       bool own, struct reply *r, struct obj **ret_o,
+static int open_record(struct client *c, struct dctx *dx, struct xrcd *x,
+		       bool own, struct why *why, struct obj **ret_o,
 		       uint32_t *ret_handle)
 {
 	struct device *dev = dx->dev;
 	struct obj_spec spec = { .kind = IBC_OBJ_XRCD, .xrcd_ino = x->ino };
-	struct device_why why = { "" };
+	struct why dev_why = {0, ""};
 	struct obj_made made;
 	struct obj *o;
 	int ret;
@@ -371,23 +369,23 @@ static int open_record(struct conn *c, struct dctx *dx, struct xrcd *x,
 	*ret_handle = 0;
 	if (own) {
 		if (dev->broker_objects)
-			return reply_error(r, -EINVAL,
-					   "%s: the soft device's contexts are "
-					   "always shared",
-					   dev->name);
+			return why_set(why, -EINVAL,
+				       "%s: the soft device's contexts are "
+				       "always shared",
+				       dev->name);
 		return 0;
 	}
 	/* verbs: registered at once, with no handle (struct ibv_xrcd shows
 	 * none); the client cancels it if its ibv_open_xrcd fails. */
 	ret = objects_add(c, dx, IBC_OBJ_XRCD, false, dev->broker_objects, 0,
-			  r, &o);
+			  why, &o);
 	if (ret < 0)
 		return ret;
 	if (dev->broker_objects) {
-		ret = dev->ctx_ops->obj_create(dx->dc, &spec, &made, &why);
+		ret = dev->ctx_ops->obj_create(dx->dc, &spec, &made, &dev_why);
 		if (ret < 0) {
 			objects_remove(o);
-			return reply_error(r, ret, "%s", why.text);
+			return why_set(why, ret, "%s", dev_why.text);
 		}
 		o->handle = made.handle;
 		*ret_handle = made.handle;
@@ -398,10 +396,10 @@ static int open_record(struct conn *c, struct dctx *dx, struct xrcd *x,
 
 /* The name @q asks for, by the broker's own table: EACCES, EEXIST,
  * ENOENT, EDQUOT; a new name is made here. */
-static int xrcd_resolve(struct conn *c, const char *name, uint32_t oflags,
-			struct reply *r, struct xrcd **ret, bool *ret_created)
+static int xrcd_resolve(struct client *c, const char *name, uint32_t oflags,
+			struct why *why, struct xrcd **ret, bool *ret_created)
 {
-	struct xrcd_table *t = table(c->srv);
+	struct xrcd_table *t = table(c->core);
 	struct domain *d = c->domain, *pool = domain_pool(d);
 	const struct config_xrcd *decl;
 	const char *owner;
@@ -409,29 +407,28 @@ static int xrcd_resolve(struct conn *c, const char *name, uint32_t oflags,
 	char names[512];
 	int err;
 
-	decl = config_find_xrcd(&c->srv->config, name);
+	decl = config_find_xrcd(&c->core->config, name);
 	if (decl && !config_xrcd_lists(decl, d->name)) {
 		list_domains(decl, names, sizeof(names));
-		return reply_error(r, -EACCES,
-				   "XRCD \"%s\" is declared in the "
-				   "configuration for the domains %s; domain "
-				   "%s is not one of them",
-				   name, names, d->name);
+		return why_set(why, -EACCES,
+			       "XRCD \"%s\" is declared in the "
+			       "configuration for the domains %s; domain "
+			       "%s is not one of them",
+			       name, names, d->name);
 	}
 	owner = decl ? "" : d->name;
 	x = xrcd_lookup(t, owner, name);
 	if (x && (oflags & O_EXCL))
-		return reply_error(r, -EEXIST,
-				   "XRCD \"%s\" exists (O_EXCL)", name);
+		return why_set(why, -EEXIST, "XRCD \"%s\" exists (O_EXCL)",
+			       name);
 	if (!x && !(oflags & O_CREAT))
-		return reply_error(r, -ENOENT,
-				   "no XRCD \"%s\" in domain %s (open it with "
-				   "O_CREAT to create it)",
-				   name, d->name);
-	if (!charge_fits(pool, CHARGE_XRCDS, 1))
-		return reply_error(r, -EDQUOT,
-				   "domain %s holds its quota of %u XRCD opens",
-				   pool->name, pool->limit.xrcds);
+		return why_set(why, -ENOENT,
+			       "no XRCD \"%s\" in domain %s (open it with "
+			       "O_CREAT to create it)",
+			       name, d->name);
+	err = charge_room(pool, CHARGE_XRCDS, 1, "", why);
+	if (err < 0)
+		return err;
 	*ret_created = !x;
 	if (x) {
 		*ret = x;
@@ -439,7 +436,7 @@ static int xrcd_resolve(struct conn *c, const char *name, uint32_t oflags,
 	}
 	x = xrcd_new(t, owner, name, decl != NULL);
 	if (!x)
-		return reply_error(r, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	err = xrcd_file_create(t, x);
 	if (err < 0) {
 		/* A declared file's name is the configuration's, still not
@@ -450,25 +447,23 @@ static int xrcd_resolve(struct conn *c, const char *name, uint32_t oflags,
 			log_escape(file, sizeof(file), x->file),
 			strerror(-err));
 		free(x);
-		return reply_error(r, -EIO,
-				   "the broker cannot create the file of "
-				   "XRCD \"%s\" (see its log)",
-				   name);
+		return why_set(why, -EIO,
+			       "the broker cannot create the file of "
+			       "XRCD \"%s\" (see its log)",
+			       name);
 	}
 	TAILQ_INSERT_TAIL(&t->xrcds, x, link);
 	*ret = x;
 	return 0;
 }
 
-int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r)
+int xrcd_open(struct client *c, const Rdmab__XrcdOpenRequest *q,
+	      struct why *why, Rdmab__XrcdOpenReply *out, int *ret_fd)
 {
-	const Rdmab__XrcdOpenRequest *q = req->xrcd_open;
 	char name[CONFIG_XRCD_NAME_MAX];
-	struct xrcd_table *t = table(c->srv);
-	Rdmab__XrcdOpenReply *out = reply_alloc(r, sizeof(*out));
+	struct xrcd_table *t = table(c->core);
 	struct xrcd_open *op = calloc(1, sizeof(*op));
-	struct device_why why = { "" };
+	struct why dev_why = {0, ""};
 	struct xrcd *x = NULL;
 	bool created = false;
 	struct dctx *dx;
@@ -477,47 +472,47 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 	uint64_t oid;
 	int ret;
 
-	if (!out || !op) {
-		ret = reply_error(r, -ENOMEM, "out of memory");
+	if (!op) {
+		ret = why_set(why, -ENOMEM, "out of memory");
 		goto fail;
 	}
-	ret = dctx_conn_usable(c, q->context_id, r, &dx);
+	ret = dctx_conn_usable(c, q->context_id, why, &dx);
 	if (ret < 0)
 		goto fail;
 	if (!dx->dev->caps.xrc) {
-		ret = reply_error(r, -EOPNOTSUPP,
-				  "%s has no XRC domains (the device does "
-				  "not report IBV_DEVICE_XRC)",
-				  dx->dev->name);
+		ret = why_set(why, -EOPNOTSUPP,
+			      "%s has no XRC domains (the device does "
+			      "not report IBV_DEVICE_XRC)",
+			      dx->dev->name);
 		goto fail;
 	}
-	ret = check_name(&q->name, name, r);
+	ret = check_name(&q->name, name, why);
 	if (ret < 0)
 		goto fail;
 	if ((q->oflags & ~(uint32_t)(O_CREAT | O_EXCL)) ||
 	    ((q->oflags & O_EXCL) && !(q->oflags & O_CREAT))) {
-		ret = reply_error(r, -EINVAL,
-				  "XRCD open flags 0x%x: O_CREAT, and O_EXCL "
-				  "with O_CREAT, nothing else",
-				  q->oflags);
+		ret = why_set(why, -EINVAL,
+			      "XRCD open flags 0x%x: O_CREAT, and O_EXCL "
+			      "with O_CREAT, nothing else",
+			      q->oflags);
 		goto fail;
 	}
-	ret = xrcd_resolve(c, name, q->oflags, r, &x, &created);
+	ret = xrcd_resolve(c, name, q->oflags, why, &x, &created);
 	if (ret < 0)
 		goto fail;
-	ret = xrcd_hold_dev(t, x, dx->dev, &why);
+	ret = xrcd_hold_dev(t, x, dx->dev, &dev_why);
 	if (ret < 0) {
-		reply_error(r, ret, "%s", why.text);
+		why_set(why, ret, "%s", dev_why.text);
 		goto fail;
 	}
 	/* An open without a record of its own still gets an id of the
 	 * objects' space, drawn before anything is made. */
-	ret = id_next(&c->srv->ids.objects, &oid);
+	ret = id_next(&c->core->ids.objects, &oid);
 	if (ret < 0) {
-		reply_error(r, ret, "the broker has no object ids left");
+		why_set(why, ret, "the broker has no object ids left");
 		goto fail;
 	}
-	ret = open_record(c, dx, x, q->own, r, &o, &handle);
+	ret = open_record(c, dx, x, q->own, why, &o, &handle);
 	if (ret < 0)
 		goto fail;
 	op->x = x;
@@ -534,20 +529,16 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 	/* Debug: any client may create private names at will. */
 	if (created)
 		log_debug("client %" PRIu64 ": %s XRCD of domain %s created "
-			 "(inode %" PRIu64 ")",
-			 c->id, x->declared ? "declared" : "private",
-			 c->domain->name, x->ino);
-	rdmab__xrcd_open_reply__init(out);
+			  "(inode %" PRIu64 ")",
+			  c->id, x->declared ? "declared" : "private",
+			  c->domain->name, x->ino);
 	out->object_id = op->id;
 	out->handle = handle;
 	out->inode = x->ino;
 	out->fd_index = 0;
 	out->created = created;
 	out->persistent = x->declared;
-	r->fds[0] = x->fd;
-	r->nfds = 1;
-	r->msg.body_case = RDMAB__REPLY__BODY_XRCD_OPEN;
-	r->msg.xrcd_open = out;
+	*ret_fd = x->fd;
 	return 0;
 fail:
 	free(op);
@@ -556,35 +547,27 @@ fail:
 	return ret;
 }
 
-int h_xrcd_close(struct conn *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r)
+int xrcd_close(struct client *c, uint64_t id, struct why *why)
 {
-	struct xrcd_table *t = table(c->srv);
-	Rdmab__XrcdCloseReply *out = reply_alloc(r, sizeof(*out));
-	uint64_t id = req->xrcd_close->object_id;
+	struct xrcd_table *t = table(c->core);
 	struct xrcd_open *op;
 
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
 	TAILQ_FOREACH(op, &t->opens, all)
 		if (op->id == id && op->conn == c && !op->o)
 			break;
 	if (!op)
-		return reply_error(r, -ENOENT,
-				   "XRCD open %" PRIu64 " is not one of this "
-				   "session's own-context opens (a registered "
-				   "open is closed with obj-destroy)",
-				   id);
+		return why_set(why, -ENOENT,
+			       "XRCD open %" PRIu64 " is not one of this "
+			       "session's own-context opens (a registered "
+			       "open is closed with obj-destroy)",
+			       id);
 	open_drop(t, op);
-	rdmab__xrcd_close_reply__init(out);
-	r->msg.body_case = RDMAB__REPLY__BODY_XRCD_CLOSE;
-	r->msg.xrcd_close = out;
 	return 0;
 }
 
 /* A client that is not an administrator sees its domain's private names
  * and the declared names that list it. */
-static bool xrcd_visible(const struct xrcd *x, const struct conn *c,
+static bool xrcd_visible(const struct xrcd *x, const struct client *c,
 			 bool admin)
 {
 	const struct config_xrcd *decl;
@@ -593,7 +576,7 @@ static bool xrcd_visible(const struct xrcd *x, const struct conn *c,
 		return true;
 	if (!x->declared)
 		return strcmp(x->owner, c->domain->name) == 0;
-	decl = config_find_xrcd(&c->srv->config, x->name);
+	decl = config_find_xrcd(&c->core->config, x->name);
 	return decl && config_xrcd_lists(decl, c->domain->name);
 }
 
@@ -621,11 +604,11 @@ static void xrcd_open_objs(const struct xrcd_open *op, Rdmab__XrcdOpenInfo *oi)
  * members: a non-administrator sees the opens of its own domain only, and
  * counts only those, as the client and object listings do.
  */
-static int xrcd_info(struct conn *c, const struct xrcd *x, bool admin,
-		     struct reply *r, Rdmab__XrcdInfo *xi)
+static int xrcd_info(struct client *c, const struct xrcd *x, bool admin,
+		     struct wire_arena *a, Rdmab__XrcdInfo *xi)
 {
-	struct server *srv = c->srv;
-	const struct config_xrcd *decl = config_find_xrcd(&srv->config,
+	struct core *core = c->core;
+	const struct config_xrcd *decl = config_find_xrcd(&core->config,
 							  x->name);
 	size_t n_dev = 0, n_dom = 0, n_op = 0;
 	const struct xrcd_open *op;
@@ -636,16 +619,17 @@ static int xrcd_info(struct conn *c, const struct xrcd *x, bool admin,
 	xi->inode = x->ino;
 	xi->persistent = x->declared;
 	xi->open_count = 0;
-	xi->devices = reply_alloc(r, sizeof(char *) * (srv->devices.n + 1));
-	xi->opens = reply_alloc(r, sizeof(*xi->opens) * XRCD_LIST_OPENS);
+	xi->devices =
+		wire_arena_alloc(a, sizeof(char *) * (core->devices.n + 1));
+	xi->opens = wire_arena_alloc(a, sizeof(*xi->opens) * XRCD_LIST_OPENS);
 	if (x->declared && decl)
-		xi->domains = reply_alloc(r, sizeof(char *) *
-						     (decl->n_domains + 1));
+		xi->domains = wire_arena_alloc(
+			a, sizeof(char *) * (decl->n_domains + 1));
 	if (!xi->devices || !xi->opens || (x->declared && decl && !xi->domains))
 		return -ENOMEM;
-	for (size_t i = 0; i < srv->devices.n; i++)
+	for (size_t i = 0; i < core->devices.n; i++)
 		if (x->held[i])
-			xi->devices[n_dev++] = srv->devices.dev[i].name;
+			xi->devices[n_dev++] = core->devices.dev[i].name;
 	xi->n_devices = n_dev;
 	if (x->declared && decl) {
 		for (size_t i = 0; i < decl->n_domains; i++)
@@ -664,7 +648,7 @@ static int xrcd_info(struct conn *c, const struct xrcd *x, bool admin,
 		xi->open_count++;
 		if (n_op == XRCD_LIST_OPENS)
 			continue;
-		oi = reply_alloc(r, sizeof(*oi));
+		oi = wire_arena_alloc(a, sizeof(*oi));
 		if (!oi)
 			return -ENOMEM;
 		rdmab__xrcd_open_info__init(oi);
@@ -679,13 +663,11 @@ static int xrcd_info(struct conn *c, const struct xrcd *x, bool admin,
 	return 0;
 }
 
-int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r)
+int xrcd_list(struct client *c, const Rdmab__ListXrcdsRequest *q,
+	      struct wire_arena *a, struct why *why, Rdmab__ListXrcdsReply *out)
 {
-	const Rdmab__ListXrcdsRequest *q = req->list_xrcds;
-	struct xrcd_table *t = table(c->srv);
-	bool admin = policy_is_admin(c->srv, c);
-	Rdmab__ListXrcdsReply *out = reply_alloc(r, sizeof(*out));
+	struct xrcd_table *t = table(c->core);
+	bool admin = policy_is_admin(c->core, c);
 	char name[CONFIG_XRCD_NAME_MAX] = "";
 	Rdmab__XrcdInfo *infos, **ptrs;
 	uint32_t idx = 0;
@@ -695,14 +677,14 @@ int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
 
 	/* An empty name lists every one visible. */
 	if (q->name.len) {
-		ret = check_name(&q->name, name, r);
+		ret = check_name(&q->name, name, why);
 		if (ret < 0)
 			return ret;
 	}
-	infos = reply_alloc(r, sizeof(*infos) * XRCD_LIST_PAGE);
-	ptrs = reply_alloc(r, sizeof(*ptrs) * XRCD_LIST_PAGE);
+	infos = wire_arena_alloc(a, sizeof(*infos) * XRCD_LIST_PAGE);
+	ptrs = wire_arena_alloc(a, sizeof(*ptrs) * XRCD_LIST_PAGE);
 	if (!out || !infos || !ptrs)
-		return reply_error(r, -ENOMEM, "out of memory");
+		return why_set(why, -ENOMEM, "out of memory");
 	rdmab__list_xrcds_reply__init(out);
 	TAILQ_FOREACH(x, &t->xrcds, link) {
 		if (!xrcd_visible(x, c, admin))
@@ -711,25 +693,22 @@ int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
 			continue;
 		if (idx++ < q->offset || n == XRCD_LIST_PAGE)
 			continue;
-		if (xrcd_info(c, x, admin, r, &infos[n]) < 0)
-			return reply_error(r, -ENOMEM, "out of memory");
+		if (xrcd_info(c, x, admin, a, &infos[n]) < 0)
+			return why_set(why, -ENOMEM, "out of memory");
 		ptrs[n] = &infos[n];
 		n++;
 	}
 	out->xrcds = ptrs;
 	out->n_xrcds = n;
 	out->total = idx;
-	r->msg.body_case = RDMAB__REPLY__BODY_LIST_XRCDS;
-	r->msg.list_xrcds = out;
 	return 0;
 }
 
-int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r)
+int xrcd_remove(struct client *c, const ProtobufCBinaryData *name_b,
+		struct why *why, uint32_t *ret_orphans)
 {
 	char name[CONFIG_XRCD_NAME_MAX];
-	struct xrcd_table *t = table(c->srv);
-	Rdmab__XrcdRemoveReply *out = reply_alloc(r, sizeof(*out));
+	struct xrcd_table *t = table(c->core);
 	char esc[LOG_ESCAPED_SIZE(((struct xrcd *)0)->name)];
 	struct xrcd_open *op;
 	unsigned int orphans;
@@ -737,22 +716,18 @@ int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
 	int ret;
 
 	/* Administrators only: H_ADMIN. */
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
-	ret = check_name(&req->xrcd_remove->name, name, r);
+	ret = check_name(name_b, name, why);
 	if (ret < 0)
 		return ret;
 	x = xrcd_lookup(t, "", name);
 	if (!x)
-		return reply_error(r, -ENOENT,
-				   "no declared XRCD \"%s\" exists (private "
-				   "names go when their last open closes)",
-				   name);
+		return why_set(why, -ENOENT,
+			       "no declared XRCD \"%s\" exists (private "
+			       "names go when their last open closes)",
+			       name);
 	if (x->n_opens)
-		return reply_error(r, -EBUSY,
-				   "XRCD \"%s\" is held by %u open%s",
-				   name, x->n_opens,
-				   x->n_opens == 1 ? "" : "s");
+		return why_set(why, -EBUSY, "XRCD \"%s\" is held by %u open%s",
+			       name, x->n_opens, x->n_opens == 1 ? "" : "s");
 	/* Dead clients' opens leave the name, not their contexts: the
 	 * kernel XRCD of this inode lives there until each closes. */
 	orphans = x->n_orphans;
@@ -769,10 +744,7 @@ int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
 			     "their domains' contexts until those close" :
 			     "");
 	xrcd_free(t, x, true);
-	rdmab__xrcd_remove_reply__init(out);
-	out->orphaned_opens = orphans;
-	r->msg.body_case = RDMAB__REPLY__BODY_XRCD_REMOVE;
-	r->msg.xrcd_remove = out;
+	*ret_orphans = orphans;
 	return 0;
 }
 
@@ -802,7 +774,7 @@ static int xrcd_dir_open(int rfd)
 /* Adopt "d.NAME" regular files of declared names; remove the rest. */
 static void xrcd_adopt(struct xrcd_table *t)
 {
-	const struct config *cfg = &t->srv->config;
+	const struct config *cfg = &t->core->config;
 	int fd = fcntl(t->dirfd, F_DUPFD_CLOEXEC, 0);
 	unsigned int adopted = 0, removed = 0;
 	char esc[LOG_ESCAPED_SIZE(((struct dirent *)0)->d_name)];
@@ -881,9 +853,9 @@ static void xrcd_adopt(struct xrcd_table *t)
 			 removed == 1 ? "" : "s");
 }
 
-static void xrcd_configure(struct server *srv)
+static void xrcd_configure(struct core *core)
 {
-	struct xrcd_table *t = table(srv);
+	struct xrcd_table *t = table(core);
 	struct xrcd *x, *tmp;
 
 	if (!t)
@@ -893,7 +865,7 @@ static void xrcd_configure(struct server *srv)
 	 * would try to create that file anew, and fail. */
 	TAILQ_FOREACH(x, &t->xrcds, link)
 		if (!x->declared && strcmp(x->owner, "(undeclared)") == 0 &&
-		    config_find_xrcd(&srv->config, x->name)) {
+		    config_find_xrcd(&core->config, x->name)) {
 			x->declared = true;
 			x->owner[0] = '\0';
 		}
@@ -901,7 +873,7 @@ static void xrcd_configure(struct server *srv)
 	 * undeclared one; it stays visible to no domain but the
 	 * administrators. */
 	TAILQ_FOREACH_SAFE(x, &t->xrcds, link, tmp)
-		if (x->declared && !config_find_xrcd(&srv->config, x->name)) {
+		if (x->declared && !config_find_xrcd(&core->config, x->name)) {
 			x->declared = false;
 			snprintf(x->owner, sizeof(x->owner), "%s",
 				 "(undeclared)");
@@ -909,7 +881,7 @@ static void xrcd_configure(struct server *srv)
 		}
 }
 
-static int xrcd_init(struct server *srv)
+static int xrcd_init(struct core *core)
 {
 	struct xrcd_table *t = calloc(1, sizeof(*t));
 	int fd;
@@ -917,25 +889,25 @@ static int xrcd_init(struct server *srv)
 	if (!t)
 		return -ENOMEM;
 	/* A broker that would refuse every XRCD says so at once. */
-	fd = xrcd_dir_open(srv->runtime_fd);
+	fd = xrcd_dir_open(core->runtime_fd);
 	if (fd < 0) {
 		log_err("%s/%s: the XRCD directory cannot be used: %s",
-			srv->opt.runtime_dir, XRCD_DIR, strerror(-fd));
+			core->runtime_dir, XRCD_DIR, strerror(-fd));
 		free(t);
 		return fd;
 	}
-	t->srv = srv;
+	t->core = core;
 	t->dirfd = fd;
 	TAILQ_INIT(&t->xrcds);
 	TAILQ_INIT(&t->opens);
-	srv->family_state[FAMILY_XRCD] = t;
+	core->family_state[FAMILY_XRCD] = t;
 	xrcd_adopt(t);
 	return 0;
 }
 
-static void xrcd_fini(struct server *srv)
+static void xrcd_fini(struct core *core)
 {
-	struct xrcd_table *t = table(srv);
+	struct xrcd_table *t = table(core);
 	struct xrcd_open *op;
 	struct xrcd *x;
 
@@ -952,28 +924,12 @@ static void xrcd_fini(struct server *srv)
 	if (t->dirfd >= 0)
 		close(t->dirfd);
 	free(t);
-	srv->family_state[FAMILY_XRCD] = NULL;
+	core->family_state[FAMILY_XRCD] = NULL;
 }
 
 static const struct obj_family xrcd_opens = {
 	.before_destroy = xrcd_before_destroy,
 	.removed = xrcd_obj_removed,
-};
-
-static const struct handler xrcd_h_open = { "xrcd-open", h_xrcd_open,
-					    H_SESSION };
-static const struct handler xrcd_h_close = { "xrcd-close", h_xrcd_close,
-					     H_SESSION };
-static const struct handler xrcd_h_list = { "list-xrcds", h_list_xrcds,
-					    H_NEEDS_HELLO };
-static const struct handler xrcd_h_remove = { "xrcd-remove", h_xrcd_remove,
-					      H_SESSION | H_ADMIN };
-
-static const struct family_request xrcd_requests[] = {
-	{ RDMAB__REQUEST__BODY_XRCD_OPEN, &xrcd_h_open },
-	{ RDMAB__REQUEST__BODY_XRCD_CLOSE, &xrcd_h_close },
-	{ RDMAB__REQUEST__BODY_LIST_XRCDS, &xrcd_h_list },
-	{ RDMAB__REQUEST__BODY_XRCD_REMOVE, &xrcd_h_remove },
 };
 
 const struct family xrcd_family = {
@@ -985,6 +941,5 @@ const struct family xrcd_family = {
 	.device_gone = xrcd_device_gone,
 	.ctx_closed = xrcd_ctx_closed,
 	.requests = xrcd_requests,
-	.n_requests = sizeof(xrcd_requests) / sizeof(xrcd_requests[0]),
-	.obj_hooks = { [IBC_OBJ_XRCD] = &xrcd_opens },
+	.obj_hooks = {[IBC_OBJ_XRCD] = &xrcd_opens},
 };

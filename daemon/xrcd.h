@@ -24,16 +24,39 @@
 #ifndef RDMAB_XRCD_H
 #define RDMAB_XRCD_H
 
-struct server;
-struct conn;
-struct family;
+#include <stdint.h>
+
+#include "daemon/family.h"
+#include "proto/wire.h"
+
+struct core;
+struct client;
+struct why;
 
 /* The XRCD family (family.h): its init makes or checks the directory,
  * adopts the declared files it kept and removes the rest (0 or -errno,
  * logged); its fini drops the holds and removes the undeclared files; a
  * reload makes names become or stop being declared. */
 extern const struct family xrcd_family;
+/* The requests (xrcd-handlers.c turns them into replies), 0 or -errno
+ * naming what was wrong in @why. An open fills @out (initialised) and
+ * the XRCD's file in *@ret_fd (the table's: the reply sends a copy). */
+int xrcd_open(struct client *c, const Rdmab__XrcdOpenRequest *q,
+	      struct why *why, Rdmab__XrcdOpenReply *out, int *ret_fd);
+/* The close of @c's own-context open @id. */
+int xrcd_close(struct client *c, uint64_t id, struct why *why);
+/* The XRCDs @c may see, @out's lists allocated in @a. */
+int xrcd_list(struct client *c, const Rdmab__ListXrcdsRequest *q,
+	      struct wire_arena *a, struct why *why,
+	      Rdmab__ListXrcdsReply *out);
+/* An administrator's removal of the declared name @name (a client's
+ * bytes, checked here): how many dead clients' opens it left. */
+int xrcd_remove(struct client *c, const ProtobufCBinaryData *name,
+		struct why *why, uint32_t *ret_orphans);
+/* The requests it serves (xrcd-handlers.c), up to { 0, NULL }. */
+extern const struct family_request xrcd_requests[];
+
 /* @c's session ends: its opens on contexts of its own go. */
-void xrcd_conn_closing(struct conn *c);
+void xrcd_conn_closing(struct client *c);
 
 #endif

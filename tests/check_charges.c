@@ -24,6 +24,7 @@
 #include "daemon/charge.h"
 #include "daemon/domain.h"
 #include "daemon/user.h"
+#include "daemon/why.h"
 #include "include/ibclient.h"
 #include "tests/cklib.h"
 #include "tests/srvlib.h"
@@ -81,7 +82,7 @@ static void join(int i)
 	/* Half the sessions are a user's, not an administrator's: their
 	 * persistent DMs count against the uid's bound. */
 	if (rnd(2))
-		sl_conns[i]->cred.uid = 4242;
+		sl_conns[i]->cl.cred.uid = 4242;
 	if (k == 2) {
 		OK(ol_hello_private(c));
 	} else {
@@ -90,7 +91,7 @@ static void join(int i)
 	/* Refused when the domain is full: its requests are refused too. */
 	ol_open(c);
 	snprintf(slots[i].domain, sizeof(slots[i].domain), "%s",
-		 sl_conns[i]->domain->name);
+		 sl_conns[i]->cl.domain->name);
 	slots[i].live = true;
 }
 
@@ -327,16 +328,16 @@ static void assert_charges_zero(void)
 	struct domain *d;
 	struct user *u;
 
-	TAILQ_FOREACH(d, &sl_srv.domains, link) {
+	TAILQ_FOREACH(d, &sl_srv.core.domains, link) {
 		for (int q = 0; q < CHARGE_QUOTA_COUNT; q++)
 			ck_assert_msg(!charge_used(d, q), "%s: %s %" PRIu64,
 				      d->name, charge_quota_name(q),
 				      charge_used(d, q));
 		ck_assert_msg(TAILQ_EMPTY(&d->usages), "%s", d->name);
 	}
-	for (size_t i = 0; i < sl_srv.devices.n; i++)
-		ck_assert_uint_eq(sl_srv.devices.dev[i].dm_reserved, 0);
-	TAILQ_FOREACH(u, &sl_srv.users, link) {
+	for (size_t i = 0; i < sl_srv.core.devices.n; i++)
+		ck_assert_uint_eq(sl_srv.core.devices.dev[i].dm_reserved, 0);
+	TAILQ_FOREACH(u, &sl_srv.core.users, link) {
 		ck_assert_uint_eq(u->n_conns, 0);
 		ck_assert_uint_eq(u->private_ctxs, 0);
 		ck_assert_uint_eq(u->dm_pages, 0);
@@ -357,11 +358,11 @@ static void note_charged(void)
 	struct domain *d;
 	struct user *u;
 
-	TAILQ_FOREACH(d, &sl_srv.domains, link)
+	TAILQ_FOREACH(d, &sl_srv.core.domains, link)
 		for (int q = 0; q < CHARGE_QUOTA_COUNT; q++)
 			if (charge_used(d, q))
 				charged[q] = true;
-	TAILQ_FOREACH(u, &sl_srv.users, link)
+	TAILQ_FOREACH(u, &sl_srv.core.users, link)
 		if (u->dm_persistent)
 			persistent_charged = true;
 }
@@ -387,7 +388,7 @@ static void storm(uint64_t seed, unsigned long steps)
 	for (;;) {
 		struct obj_owner *ow;
 
-		TAILQ_FOREACH(ow, &sl_srv.registry->owners, link)
+		TAILQ_FOREACH(ow, &sl_srv.core.registry->owners, link)
 			if (ow->state != OWNER_DEAD)
 				break;
 		if (!ow)
@@ -405,7 +406,7 @@ static void storm(uint64_t seed, unsigned long steps)
 		sl_connect(0);
 		/* A uid's own domain takes only that uid. */
 		if (sscanf(dms[k].domain, "uid-%u", &uid) == 1)
-			sl_conns[0]->cred.uid = uid;
+			sl_conns[0]->cl.cred.uid = uid;
 		OK(ol_hello(&sl_cl[0], dms[k].domain));
 		dm_call(&sl_cl[0], RDMAB__REQUEST__BODY_DM_FREE, dms[k].id);
 		sl_hang_up(0);
@@ -447,7 +448,7 @@ START_TEST(test_underflow_seen)
 
 	sl_start(NULL);
 	sl_client(0, NULL, false);
-	d = sl_conns[0]->domain;
+	d = sl_conns[0]->cl.domain;
 	before = charge_underflows();
 	charge_take(&ch, d, CHARGE_XRCDS, 1);
 	ck_assert_uint_eq(charge_used(d, CHARGE_XRCDS), 1);
@@ -465,6 +466,66 @@ START_TEST(test_underflow_seen)
 }
 END_TEST
 
+/* A quota's refusal is worded by the charge call: -EDQUOT naming the
+ * domain, what it holds and its limit, the caller's clause last; a
+ * refused charge counts nothing. */
+START_TEST(test_room_names_limit)
+{
+	struct why why = {0, ""};
+	struct domain *d;
+	struct quota limit;
+	char want[WHY_MAX];
+
+	sl_start(NULL);
+	sl_client(0, NULL, false);
+	d = domain_pool(sl_conns[0]->cl.domain);
+	limit = d->limit;
+	d->limit.objects = d->used.objects;
+	d->limit.xrcds = d->used.xrcds;
+	d->limit.rss_tables = d->used.rss_tables;
+	d->limit.clients = d->used.clients;
+
+	ck_assert_int_eq(
+		charge_add_room(d, CHARGE_OBJECTS, 1, ", and more", &why),
+		-EDQUOT);
+	ck_assert_int_eq(why.err, -EDQUOT);
+	snprintf(want, sizeof(want),
+		 "domain %s holds %u of its %u objects, "
+		 "and more",
+		 d->name, d->used.objects, d->used.objects);
+	ck_assert_str_eq(why.text, want);
+	ck_assert_uint_eq(charge_used(d, CHARGE_OBJECTS), d->limit.objects);
+
+	ck_assert_int_eq(charge_room(d, CHARGE_XRCDS, 1, "", &why), -EDQUOT);
+	snprintf(want, sizeof(want),
+		 "domain %s holds its quota of %u XRCD "
+		 "opens",
+		 d->name, d->limit.xrcds);
+	ck_assert_str_eq(why.text, want);
+
+	ck_assert_int_eq(charge_room(d, CHARGE_RSS_TABLES, 1, "", &why),
+			 -EDQUOT);
+	snprintf(want, sizeof(want), "domain %s holds %u of its %u RSS tables",
+		 d->name, d->used.rss_tables, d->limit.rss_tables);
+	ck_assert_str_eq(why.text, want);
+
+	ck_assert_int_eq(charge_add_room(d, CHARGE_CLIENTS, 1, "", &why),
+			 -EDQUOT);
+	snprintf(want, sizeof(want),
+		 "domain %s already has %u clients, its "
+		 "quota",
+		 d->name, d->limit.clients);
+	ck_assert_str_eq(why.text, want);
+	ck_assert_uint_eq(charge_used(d, CHARGE_CLIENTS), d->limit.clients);
+
+	/* Room again: charged, and given back. */
+	d->limit = limit;
+	ck_assert_int_eq(charge_add_room(d, CHARGE_OBJECTS, 2, "", &why), 0);
+	charge_sub(d, CHARGE_OBJECTS, 2);
+	sl_stop();
+}
+END_TEST
+
 static Suite *charges_suite(void)
 {
 	Suite *s = suite_create("charges");
@@ -473,6 +534,7 @@ static Suite *charges_suite(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_storm_charges_zero);
 	tcase_add_test(tc, test_underflow_seen);
+	tcase_add_test(tc, test_room_names_limit);
 	suite_add_tcase(s, tc);
 	return s;
 }

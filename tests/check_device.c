@@ -141,7 +141,7 @@ END_TEST
 static struct device_list soft_list;
 static struct device *soft_dev;
 static struct device_ctx *soft_ctx;
-static struct device_why swhy;
+static struct why swhy;
 
 static void soft_setup(void)
 {
@@ -431,7 +431,7 @@ START_TEST(test_soft_max_qp)
 	struct device_ctx *other = NULL;
 	struct obj_spec s = { .kind = IBC_OBJ_CQ, .attr.cqe = 1 };
 	struct obj_made made;
-	struct device_why w;
+	struct why w;
 	int64_t cq = mk_cq(1), last = -1;
 
 	for (uint32_t i = 0; i < soft_dev->caps.max_qp - 1; i++) {
@@ -463,7 +463,7 @@ END_TEST
 START_TEST(test_soft_contexts)
 {
 	struct device_ctx *other = NULL;
-	struct device_why w;
+	struct why w;
 	struct obj_spec s = { .kind = IBC_OBJ_CQ, .attr.cqe = 1 };
 	struct obj_made made;
 
@@ -516,7 +516,7 @@ START_TEST(test_default_ops)
 		.pd_handle = bare_pd_handle,
 	};
 	struct obj_spec spec = { .kind = IBC_OBJ_CQ };
-	struct device_why why = { "" };
+	struct why why = {0, ""};
 	struct device_ctx *ctx = NULL;
 	struct obj_made made;
 	struct device d;

@@ -75,7 +75,7 @@ START_TEST(test_reply_error)
 	r.msg.serial = 42;
 	ret = reply_error(&r, -EINVAL, "field %s is %d", "x", -3);
 	ck_assert_int_eq(ret, -EINVAL);
-	ck_assert_str_eq(r.message, "field x is -3");
+	ck_assert_str_eq(r.why.text, "field x is -3");
 	/* The sentence only: dispatch sets the error and sends. */
 	ck_assert_int_eq(r.msg.error, 0);
 	ck_assert_uint_eq(r.msg.serial, 42);
@@ -83,13 +83,13 @@ START_TEST(test_reply_error)
 
 	/* A later error replaces the sentence. */
 	ck_assert_int_eq(reply_error(&r, -EPROTO, "%s", "second"), -EPROTO);
-	ck_assert_str_eq(r.message, "second");
+	ck_assert_str_eq(r.why.text, "second");
 
 	/* Long sentences are cut, never overflow. */
 	memset(longer, 'a', sizeof(longer) - 1);
 	longer[sizeof(longer) - 1] = '\0';
 	ck_assert_int_eq(reply_error(&r, -E2BIG, "%s", longer), -E2BIG);
-	ck_assert_uint_eq(strlen(r.message), sizeof(r.message) - 1);
+	ck_assert_uint_eq(strlen(r.why.text), sizeof(r.why.text) - 1);
 }
 END_TEST
 
@@ -221,7 +221,7 @@ static void feed(const struct tl_buf *b, unsigned int nfds)
 	}
 	/* A connection to be closed is closed by the loop's next turn. */
 	if (!dispatch_packet(conn, b->p, b->len, &fds))
-		event_base_loop(srv.base, EVLOOP_NONBLOCK);
+		event_base_loop(srv.core.base, EVLOOP_NONBLOCK);
 }
 
 static void feed_request(const Rdmab__Request *req, unsigned int nfds)
@@ -526,12 +526,12 @@ static void send_bodyless(uint64_t serial)
 /* The peer's credentials as the policy reads them. */
 static void set_cred(struct conn *c, uid_t uid, gid_t gid, gid_t supp)
 {
-	c->cred.uid = uid;
-	c->cred.gid = gid;
-	c->n_groups = 0;
+	c->cl.cred.uid = uid;
+	c->cl.cred.gid = gid;
+	c->cl.n_groups = 0;
 	if (supp != (gid_t)-1) {
-		c->groups[0] = supp;
-		c->n_groups = 1;
+		c->cl.groups[0] = supp;
+		c->cl.n_groups = 1;
 	}
 }
 
@@ -563,10 +563,10 @@ START_TEST(test_admin_flag)
 	dispatch_set_test_handler(RDMAB__REQUEST__BODY__NOT_SET,
 				  &admin_handler);
 	hello_ok(1);
-	srv.config.has_admin_group = ac->admin_group;
-	srv.config.admin_gid = 4321;
+	srv.core.config.has_admin_group = ac->admin_group;
+	srv.core.config.admin_gid = 4321;
 	/* conn_new sized the group list for at least one entry. */
-	ck_assert_ptr_nonnull(conn->groups);
+	ck_assert_ptr_nonnull(conn->cl.groups);
 	set_cred(conn, ac->uid, ac->gid, ac->supp);
 	admin_runs = 0;
 	send_bodyless(2);
@@ -672,7 +672,7 @@ START_TEST(test_status_own_domain)
 	ck_assert_uint_eq(m->reply->status->clients, 1);
 	ck_assert_uint_eq(m->reply->status->requests_served, 2);
 	ck_assert_uint_eq(m->reply->status->max_clients,
-			  srv.config.defaults.clients);
+			  srv.core.config.defaults.clients);
 	rdmab__daemon_message__free_unpacked(m, NULL);
 
 	/* An administrator: the daemon's. */

@@ -48,11 +48,11 @@ static void setup(void)
 /* Drop client @i's session to uid 65534: a member, no administrator. */
 static void demote(int i)
 {
-	sl_conns[i]->cred.uid = 65534;
-	sl_conns[i]->cred.gid = 65534;
-	free(sl_conns[i]->groups);
-	sl_conns[i]->groups = NULL;
-	sl_conns[i]->n_groups = 0;
+	sl_conns[i]->cl.cred.uid = 65534;
+	sl_conns[i]->cl.cred.gid = 65534;
+	free(sl_conns[i]->cl.groups);
+	sl_conns[i]->cl.groups = NULL;
+	sl_conns[i]->cl.n_groups = 0;
 }
 
 /* Client @i of uid 65534's own domain, with its context: the member
@@ -87,10 +87,10 @@ struct cost {
 static uint64_t visits_of(struct ol_client *c, Rdmab__Request *req,
 			  Rdmab__DaemonMessage **m)
 {
-	uint64_t before = sl_srv.list_visits;
+	uint64_t before = sl_srv.core.list_visits;
 
 	OK(ol_call(c, req, m));
-	return sl_srv.list_visits - before;
+	return sl_srv.core.list_visits - before;
 }
 
 static void measure(struct ol_client *c, struct cost *ret)
@@ -227,7 +227,7 @@ START_TEST(test_soft_table_shrinks)
 	static struct device_list list;
 	struct obj_spec cq = { .kind = IBC_OBJ_CQ, .attr = { .cqe = 4 } };
 	static uint32_t handles[5000];
-	struct device_why why;
+	struct why why;
 	struct soft_objs o;
 	struct obj_made made;
 	uint32_t first_cap, h[4];

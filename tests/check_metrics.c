@@ -197,7 +197,7 @@ static struct domain *domain_named(const char *name)
 {
 	struct domain *d;
 
-	TAILQ_FOREACH(d, &sl_srv.domains, link)
+	TAILQ_FOREACH(d, &sl_srv.core.domains, link)
 		if (strcmp(d->name, name) == 0)
 			return d;
 	return NULL;
@@ -306,8 +306,8 @@ START_TEST(t_render_hostile_names)
 	d = domain_named("uid-0");
 	ck_assert_ptr_nonnull(d);
 	snprintf(d->name, sizeof(d->name), "%s", evil);
-	snprintf(sl_srv.devices.dev[0].name,
-		 sizeof(sl_srv.devices.dev[0].name), "%s", evil);
+	snprintf(sl_srv.core.devices.dev[0].name,
+		 sizeof(sl_srv.core.devices.dev[0].name), "%s", evil);
 	s = render(NULL);
 	TEXT_OK(s);
 	ck_assert_ptr_null(strstr(s, "\nrdmabroker_fake"));
@@ -324,8 +324,8 @@ START_TEST(t_render_hostile_names)
 	TEXT_OK(s);
 	free(s);
 	snprintf(d->name, sizeof(d->name), "uid-0");
-	snprintf(sl_srv.devices.dev[0].name,
-		 sizeof(sl_srv.devices.dev[0].name), "soft0");
+	snprintf(sl_srv.core.devices.dev[0].name,
+		 sizeof(sl_srv.core.devices.dev[0].name), "soft0");
 }
 END_TEST
 
@@ -352,11 +352,11 @@ START_TEST(t_member_view)
 
 	sl_client(1, NULL, true);
 	c = sl_connect(0);
-	sl_conns[0]->cred.uid = 65534;
-	sl_conns[0]->cred.gid = 65534;
-	free(sl_conns[0]->groups);
-	sl_conns[0]->groups = NULL;
-	sl_conns[0]->n_groups = 0;
+	sl_conns[0]->cl.cred.uid = 65534;
+	sl_conns[0]->cl.cred.gid = 65534;
+	free(sl_conns[0]->cl.groups);
+	sl_conns[0]->cl.groups = NULL;
+	sl_conns[0]->cl.n_groups = 0;
 	OK(ol_hello(c, NULL));
 	ck_assert_str_eq(c->domain, "team");
 	OK(metrics_call(c, 0, &m));

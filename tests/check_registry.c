@@ -45,7 +45,7 @@
 
 /* The wrapped obj_destroy. */
 static int (*soft_destroy)(struct device_ctx *, enum ibc_obj_kind, uint32_t,
-			   struct device_why *);
+			   struct why *);
 static enum ibc_obj_kind seen[4096];
 static size_t n_seen;
 /* -EBUSY for this kind, this many times (UINT32_MAX: always). */
@@ -53,15 +53,15 @@ static enum ibc_obj_kind busy_kind;
 static unsigned int busy_left;
 
 static int wrapped_destroy(struct device_ctx *ctx, enum ibc_obj_kind kind,
-			   uint32_t handle, struct device_why *why)
+			   uint32_t handle, struct why *why)
 {
 	if (n_seen < sizeof(seen) / sizeof(seen[0]))
 		seen[n_seen++] = kind;
 	if (kind == busy_kind && busy_left) {
 		if (busy_left != UINT32_MAX)
 			busy_left--;
-		return device_why(why, -EBUSY, "test: %s handle %u is busy",
-				  obj_kind_name(kind), handle);
+		return why_set(why, -EBUSY, "test: %s handle %u is busy",
+			       obj_kind_name(kind), handle);
 	}
 	return soft_destroy(ctx, kind, handle, why);
 }
@@ -69,9 +69,9 @@ static int wrapped_destroy(struct device_ctx *ctx, enum ibc_obj_kind kind,
 static void setup(void)
 {
 	sl_start(NULL);
-	sl_srv.registry->backoff_ms = 1;
-	soft_destroy = sl_srv.devices.dev[0].ctx_ops_table.obj_destroy;
-	sl_srv.devices.dev[0].ctx_ops_table.obj_destroy = wrapped_destroy;
+	sl_srv.core.registry->backoff_ms = 1;
+	soft_destroy = sl_srv.core.devices.dev[0].ctx_ops_table.obj_destroy;
+	sl_srv.core.devices.dev[0].ctx_ops_table.obj_destroy = wrapped_destroy;
 	n_seen = 0;
 	busy_kind = IBC_OBJ_NONE;
 	busy_left = 0;
@@ -92,7 +92,7 @@ static void run_cleanup(int i, int ms)
 
 	while ((ow = sl_owner(i)) && ow->n_objs > ow->stuck &&
 	       tl_now_ms() < deadline)
-		event_base_loop(sl_srv.base, EVLOOP_ONCE);
+		event_base_loop(sl_srv.core.base, EVLOOP_ONCE);
 }
 
 /* --- what a session sent before it ended ------------------------------ */
@@ -118,13 +118,13 @@ START_TEST(test_drain_at_close)
 	ck_assert_ptr_nonnull(ow);
 	ck_assert_int_eq(ow->state, OWNER_DETACHED);
 	ck_assert_uint_eq(ow->n_objs, 2);
-	ck_assert_uint_eq(sl_srv.registry->n_objs, 2);
+	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 2);
 	/* Nothing more can be queued. */
 	ck_assert_int_eq(ol_send(c, &req), -EPIPE);
 	objects_owner_dead(ow);
 	run_cleanup(0, 2000);
 	ck_assert_ptr_null(sl_owner(0));
-	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
+	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 0);
 }
 END_TEST
 
@@ -163,7 +163,7 @@ START_TEST(test_drain_registers)
 	struct obj_owner *ow;
 	struct obj *o;
 
-	sl_srv.devices.dev[0].broker_objects = false;
+	sl_srv.core.devices.dev[0].broker_objects = false;
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
@@ -226,7 +226,7 @@ END_TEST
 START_TEST(test_slices)
 {
 	struct ol_client *c = client(0);
-	struct registry *reg = sl_srv.registry;
+	struct registry *reg = sl_srv.core.registry;
 	unsigned int before, turns = 0;
 	struct ol_obj o;
 
@@ -236,7 +236,7 @@ START_TEST(test_slices)
 	before = reg->n_objs;
 	ck_assert_uint_eq(before, 1000);
 	while (reg->n_objs) {
-		event_base_loop(sl_srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		event_base_loop(sl_srv.core.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 		ck_assert_msg(before - reg->n_objs <= OBJ_SLICE,
 			      "%u destroyed in one turn", before - reg->n_objs);
 		before = reg->n_objs;
@@ -306,7 +306,7 @@ START_TEST(test_stuck)
 	/* Nothing runs any more. */
 	n_seen = 0;
 	for (int i = 0; i < 50; i++)
-		event_base_loop(sl_srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		event_base_loop(sl_srv.core.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 	ck_assert_uint_eq(n_seen, 0);
 }
 END_TEST
@@ -327,7 +327,7 @@ START_TEST(test_einval_stuck)
 	int n, stuck = -1;
 
 	OK(ol_cq(c, 4, &cq));
-	sl_srv.devices.dev[0].broker_objects = false;
+	sl_srv.core.devices.dev[0].broker_objects = false;
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
 			  IBC_OBJ_QP, NULL, 0, NULL, cq.handle, &qp));
 	sl_kill(0);
@@ -350,7 +350,7 @@ START_TEST(test_einval_stuck)
 	/* Nothing runs any more. */
 	n_seen = 0;
 	for (int i = 0; i < 50; i++)
-		event_base_loop(sl_srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		event_base_loop(sl_srv.core.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 	ck_assert_uint_eq(n_seen, 0);
 	ck_assert_int_eq(sl_log_count("is kept"), 1);
 }
@@ -358,9 +358,9 @@ END_TEST
 
 static unsigned int hook_calls, hook_busy;
 
-static int hook(struct server *s, struct obj *o, void *data)
+static int hook(struct core *s, struct obj *o, void *data)
 {
-	ck_assert_ptr_eq(s, &sl_srv);
+	ck_assert_ptr_eq(s, &sl_srv.core);
 	ck_assert_ptr_eq(data, &hook_calls);
 	ck_assert_int_eq(o->kind, IBC_OBJ_WQ);
 	hook_calls++;
@@ -381,7 +381,7 @@ START_TEST(test_family_hook)
 	struct ol_client *c = client(0);
 	struct ol_obj cq, wq, qp;
 
-	OK(objects_watch(sl_srv.registry, IBC_OBJ_WQ, &fam, &data));
+	OK(objects_watch(sl_srv.core.registry, IBC_OBJ_WQ, &fam, &data));
 	hook_calls = 0;
 	hook_busy = 1;
 	OK(ol_cq(c, 4, &cq));
@@ -398,7 +398,7 @@ END_TEST
 
 static unsigned int watched_a, watched_b;
 
-static int watch_hook(struct server *s, struct obj *o, void *data)
+static int watch_hook(struct core *s, struct obj *o, void *data)
 {
 	(void)s;
 	if (o->kind == IBC_OBJ_CQ)
@@ -406,7 +406,7 @@ static int watch_hook(struct server *s, struct obj *o, void *data)
 	return 0;
 }
 
-static void watch_removed(struct server *s, struct obj *o, void *data)
+static void watch_removed(struct core *s, struct obj *o, void *data)
 {
 	(void)s;
 	if (o->kind == IBC_OBJ_CQ)
@@ -422,8 +422,8 @@ START_TEST(test_two_watchers)
 	struct ol_client *c = client(0);
 	struct ol_obj cq;
 
-	OK(objects_watch(sl_srv.registry, IBC_OBJ_CQ, &fam, &a));
-	OK(objects_watch(sl_srv.registry, IBC_OBJ_CQ, &fam, &b));
+	OK(objects_watch(sl_srv.core.registry, IBC_OBJ_CQ, &fam, &a));
+	OK(objects_watch(sl_srv.core.registry, IBC_OBJ_CQ, &fam, &b));
 	watched_a = watched_b = 0;
 	OK(ol_cq(c, 4, &cq));
 	sl_kill(0);
@@ -443,12 +443,12 @@ START_TEST(test_intents_unaccounted)
 	struct ol_client *c = client(0), *other = client(1);
 	uint32_t used = 0, unacc = 0, objs = 9, cintents = 9;
 	struct obj_spec spec = { .kind = IBC_OBJ_CQ, .attr.cqe = 4 };
-	struct device_why why;
+	struct why why;
 	struct obj_made made;
 	struct ol_obj i1, i2, t;
 	struct dctx *x;
 
-	sl_srv.devices.dev[0].broker_objects = false;
+	sl_srv.core.devices.dev[0].broker_objects = false;
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
@@ -458,7 +458,7 @@ START_TEST(test_intents_unaccounted)
 			  IBC_OBJ_PD, NULL, 0, NULL, 77, &t));
 	ck_assert_uint_eq(t.handle, 77);
 	/* The CQ intent's kernel call ran: the device holds a CQ. */
-	x = TAILQ_FIRST(&TAILQ_FIRST(&sl_srv.domains)->ctxs);
+	x = TAILQ_FIRST(&TAILQ_FIRST(&sl_srv.core.domains)->ctxs);
 	OK(x->dev->ctx_ops->obj_create(x->dc, &spec, &made, &why));
 	OK(ol_client(other, c->client_id, &objs, &cintents));
 	ck_assert_uint_eq(objs, 1);
@@ -469,7 +469,7 @@ START_TEST(test_intents_unaccounted)
 	sl_kill(0);
 	run_cleanup(0, 2000);
 	ck_assert_ptr_null(sl_owner(0));
-	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
+	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 0);
 	ck_assert_int_eq(sl_log_count("PD handle 77 was already gone"), 1);
 	OK(ol_domain(other, other->domain, &used, &unacc));
 	ck_assert_uint_eq(unacc, 1);
@@ -478,8 +478,8 @@ START_TEST(test_intents_unaccounted)
 	 * they made, and the charge goes with it. */
 	ol_close(other);
 	sl_hang_up(1);
-	ck_assert(TAILQ_EMPTY(&sl_srv.domains) ||
-		  TAILQ_FIRST(&sl_srv.domains)->used.objects == 0);
+	ck_assert(TAILQ_EMPTY(&sl_srv.core.domains) ||
+		  TAILQ_FIRST(&sl_srv.core.domains)->used.objects == 0);
 }
 END_TEST
 
@@ -495,10 +495,10 @@ START_TEST(test_device_gone)
 	OK(ol_qp(a, cq.id, cq.id, 0, &qp));
 	OK(ol_cq(b, 4, &o));
 	sl_hang_up(1);
-	ck_assert_uint_eq(sl_srv.registry->n_objs, 3);
-	notify_device_gone(&sl_srv, &sl_srv.devices.dev[0],
+	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 3);
+	notify_device_gone(&sl_srv, &sl_srv.core.devices.dev[0],
 			   "a test removed it");
-	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
+	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 0);
 	ck_assert_ptr_null(sl_owner(1));
 	ck_assert_int_eq(n_seen, 0);
 	/* The event names the client's context. */
@@ -509,7 +509,7 @@ START_TEST(test_device_gone)
 	ck_assert_uint_eq(m->event->object_kind, IBC_OBJ_CONTEXT);
 	ck_assert_uint_eq(m->event->object_id, a->ctx_id);
 	ol_free(m);
-	d = TAILQ_FIRST(&sl_srv.domains);
+	d = TAILQ_FIRST(&sl_srv.core.domains);
 	ck_assert_ptr_nonnull(d);
 	/* Only the context's PD, until the client closes it. */
 	ck_assert_uint_eq(d->used.objects, 1);
@@ -605,11 +605,11 @@ START_TEST(test_xrcd_own)
 	uint64_t a, b;
 
 	ck_assert_int_eq(xrcd_open_own(c, "o", O_CREAT, true, &a), -EINVAL);
-	sl_srv.devices.dev[0].broker_objects = false;
+	sl_srv.core.devices.dev[0].broker_objects = false;
 	OK(xrcd_open_own(c, "o", O_CREAT, true, &a));
 	OK(xrcd_open_own(c, "o", 0, true, &b));
 	ck_assert_int_eq(ol_list(other, 0, NULL, objs, 4), 0);
-	ck_assert_uint_eq(sl_srv.domains.tqh_first->used.xrcds, 2);
+	ck_assert_uint_eq(sl_srv.core.domains.tqh_first->used.xrcds, 2);
 	/* Registered opens are closed with obj-destroy, not here. */
 	ck_assert_int_eq(xrcd_close(other, a), -ENOENT);
 	OK(xrcd_close(c, a));
@@ -619,7 +619,7 @@ START_TEST(test_xrcd_own)
 	ck_assert_int_eq(access(path, F_OK), 0);
 	sl_hang_up(0);
 	ck_assert_int_eq(access(path, F_OK), -1);
-	ck_assert_uint_eq(sl_srv.domains.tqh_first->used.xrcds, 0);
+	ck_assert_uint_eq(sl_srv.core.domains.tqh_first->used.xrcds, 0);
 }
 END_TEST
 
@@ -678,9 +678,9 @@ static uint32_t domain_xrcd_orphans(struct ol_client *c)
  * (a verbs client makes it itself; the broker never sees its handle). */
 static void kernel_xrcd_open(const char *path)
 {
-	struct dctx *x = TAILQ_FIRST(&TAILQ_FIRST(&sl_srv.domains)->ctxs);
+	struct dctx *x = TAILQ_FIRST(&TAILQ_FIRST(&sl_srv.core.domains)->ctxs);
 	struct obj_spec spec = { .kind = IBC_OBJ_XRCD };
-	struct device_why why;
+	struct why why;
 	struct obj_made made;
 	struct stat st;
 
@@ -704,14 +704,14 @@ START_TEST(test_xrcd_verbs_dead)
 	char path[400];
 	uint64_t id;
 
-	sl_srv.devices.dev[0].broker_objects = false;
+	sl_srv.core.devices.dev[0].broker_objects = false;
 	OK(xrcd_open(c, "v", O_CREAT, &id));
 	snprintf(path, sizeof(path), "%s/xrcd/p.1", sl_dir);
 	kernel_xrcd_open(path);
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
 			  IBC_OBJ_SRQ, NULL, 0, NULL, 5, &srq));
 	ck_assert_int_eq(access(path, F_OK), 0);
-	ck_assert_uint_eq(sl_srv.domains.tqh_first->used.xrcds, 1);
+	ck_assert_uint_eq(sl_srv.core.domains.tqh_first->used.xrcds, 1);
 	ck_assert(xrcd_listed(other, "v", &opens, &orphaned));
 	ck_assert_uint_eq(opens, 1);
 	ck_assert_uint_eq(orphaned, 0);
@@ -723,7 +723,7 @@ START_TEST(test_xrcd_verbs_dead)
 	/* The SRQ was destroyed by handle, the XRCD was not. */
 	for (size_t i = 0; i < n_seen; i++)
 		ck_assert_int_ne(seen[i], IBC_OBJ_XRCD);
-	ck_assert_uint_eq(sl_srv.domains.tqh_first->used.xrcds, 0);
+	ck_assert_uint_eq(sl_srv.core.domains.tqh_first->used.xrcds, 0);
 	/* Shown where the operator looks, and counted. */
 	ck_assert(xrcd_listed(other, "v", &opens, &orphaned));
 	ck_assert_uint_eq(opens, 0);
@@ -772,11 +772,11 @@ START_TEST(test_xrcd_remove_orphaned)
 	ck_assert_int_eq(fclose(f), 0);
 	sl_srv.opt.config_path = cfg_path;
 	OK(server_reload(&sl_srv));
-	sl_srv.config.has_admin_group = true;
-	sl_srv.config.admin_gid = getgid();
+	sl_srv.core.config.has_admin_group = true;
+	sl_srv.core.config.admin_gid = getgid();
 	c = client(0);
 	other = client(1);
-	sl_srv.devices.dev[0].broker_objects = false;
+	sl_srv.core.devices.dev[0].broker_objects = false;
 	OK(xrcd_open(c, "d", O_CREAT, &id));
 	snprintf(path, sizeof(path), "%s/xrcd/d.d", sl_dir);
 	kernel_xrcd_open(path);
@@ -838,7 +838,7 @@ START_TEST(test_intent_uses)
 	uint64_t uses[3], xid, missing = 999999;
 	uint32_t srqs = 9, qps = 9;
 
-	sl_srv.devices.dev[0].broker_objects = false;
+	sl_srv.core.devices.dev[0].broker_objects = false;
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &cq));
 	OK(ol_register(c, cq.id, 11));
@@ -982,7 +982,7 @@ START_TEST(test_detached_owners_share_pidfd)
 		      "%d more sessions of one live process left the "
 		      "daemon holding %d more descriptors",
 		      rounds - 1, after - before);
-	ck_assert_uint_eq(sl_srv.registry->n_objs, (unsigned int)rounds);
+	ck_assert_uint_eq(sl_srv.core.registry->n_objs, (unsigned int)rounds);
 }
 END_TEST
 
@@ -1023,8 +1023,8 @@ START_TEST(test_private_domains_share_quota)
 {
 	struct ol_client *p0, *p1, *own;
 
-	sl_srv.config.defaults.dm_bytes = 8192;
-	sl_srv.config.defaults.dm_pct = 0;
+	sl_srv.core.config.defaults.dm_bytes = 8192;
+	sl_srv.core.config.defaults.dm_pct = 0;
 	p0 = private_client(0);
 	p1 = private_client(1);
 	own = client(2);
@@ -1050,10 +1050,10 @@ END_TEST
 START_TEST(test_private_persistent_dm_refused)
 {
 	struct ol_client *c, *o;
-	uint64_t all = sl_srv.devices.dev[0].caps.max_dm_size;
+	uint64_t all = sl_srv.core.devices.dev[0].caps.max_dm_size;
 
 	/* The uid's domain may have the whole device. */
-	sl_srv.config.defaults.dm_pct = 100;
+	sl_srv.core.config.defaults.dm_pct = 100;
 	c = private_client(0);
 
 	ck_assert_int_eq(dm_alloc_raw(c, all, DM_PERSISTENT_FLAG), -EINVAL);
@@ -1090,7 +1090,7 @@ static struct ol_client *client_as(int i, pid_t pid)
 
 	c = sl_connect(i);
 	conn = sl_conns[i];
-	conn->cred.pid = pid;
+	conn->cl.cred.pid = pid;
 	if (conn->pidfd_ev) {
 		event_free(conn->pidfd_ev);
 		conn->pidfd_ev = NULL;
@@ -1108,8 +1108,8 @@ static void run_until_n_objs(unsigned int n, int ms)
 {
 	int64_t deadline = tl_now_ms() + ms;
 
-	while (sl_srv.registry->n_objs != n && tl_now_ms() < deadline)
-		event_base_loop(sl_srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+	while (sl_srv.core.registry->n_objs != n && tl_now_ms() < deadline)
+		event_base_loop(sl_srv.core.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 }
 
 /* Run the loop until no owner is left, at most @ms. */
@@ -1117,9 +1117,9 @@ static void run_until_no_owner(int ms)
 {
 	int64_t deadline = tl_now_ms() + ms;
 
-	while (!TAILQ_EMPTY(&sl_srv.registry->owners) &&
+	while (!TAILQ_EMPTY(&sl_srv.core.registry->owners) &&
 	       tl_now_ms() < deadline)
-		event_base_loop(sl_srv.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		event_base_loop(sl_srv.core.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
 }
 
 /*
@@ -1132,9 +1132,9 @@ static struct user *two_at_cap(pid_t a, pid_t b)
 	struct ol_obj o;
 	struct user *u;
 
-	sl_srv.config.limits.connections_per_uid = 1;
+	sl_srv.core.config.limits.connections_per_uid = 1;
 	OK(ol_cq(client_as(0, a), 4, &o));
-	u = sl_conns[0]->user;
+	u = sl_conns[0]->cl.user;
 	sl_hang_up(0);
 	ol_close(&sl_cl[0]);
 	ck_assert_uint_eq(u->watches, 1);
@@ -1143,7 +1143,7 @@ static struct user *two_at_cap(pid_t a, pid_t b)
 	ol_close(&sl_cl[1]);
 	/* b's watch is a timer: no second pidfd. */
 	ck_assert_uint_eq(u->watches, 1);
-	ck_assert_uint_eq(sl_srv.registry->n_objs, 2);
+	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 2);
 	return u;
 }
 
@@ -1162,10 +1162,10 @@ START_TEST(test_watch_pidfds_per_uid)
 	kill(a, SIGKILL);
 	ck_assert_int_eq(waitpid(a, NULL, 0), a);
 	run_until_no_owner(5000);
-	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
-	ck_assert_msg(TAILQ_EMPTY(&sl_srv.registry->watches),
+	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 0);
+	ck_assert_msg(TAILQ_EMPTY(&sl_srv.core.registry->watches),
 		      "a watch is left after both processes died");
-	ck_assert_uint_eq(sl_srv.registry->n_watch_pidfds, 0);
+	ck_assert_uint_eq(sl_srv.core.registry->n_watch_pidfds, 0);
 }
 END_TEST
 
@@ -1198,12 +1198,12 @@ START_TEST(test_dead_session_joins_no_live_watch)
 		sl_hang_up(1);
 		ol_close(&sl_cl[1]);
 		for (int i = 0; i < 20; i++)
-			event_base_loop(sl_srv.base,
+			event_base_loop(sl_srv.core.base,
 					EVLOOP_ONCE | EVLOOP_NONBLOCK);
-		ck_assert_msg(sl_srv.registry->n_objs == 1,
+		ck_assert_msg(sl_srv.core.registry->n_objs == 1,
 			      "%u objects left: the dead process's CQ waits "
 			      "for live pid %d",
-			      sl_srv.registry->n_objs, (int)a);
+			      sl_srv.core.registry->n_objs, (int)a);
 	}
 	kill(a, SIGKILL);
 	ck_assert_int_eq(waitpid(a, NULL, 0), a);
@@ -1226,19 +1226,19 @@ START_TEST(test_timer_watch_upgraded)
 	kill(a, SIGKILL);
 	ck_assert_int_eq(waitpid(a, NULL, 0), a);
 	run_until_n_objs(1, 5000);
-	ck_assert_uint_eq(sl_srv.registry->n_objs, 1);
+	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 1);
 	OK(ol_cq(client_as(2, b), 4, &o));
 	/* The session's own pidfd, as a real connection of b has. The uid's
 	 * record may be a new one: nothing held the old one. */
 	sl_conns[2]->pidfd = (int)syscall(SYS_pidfd_open, b, 0);
 	ck_assert_int_ge(sl_conns[2]->pidfd, 0);
-	u = sl_conns[2]->user;
+	u = sl_conns[2]->cl.user;
 	sl_hang_up(2);
 	ol_close(&sl_cl[2]);
 	/* Held by the watch now. */
 	ck_assert_uint_eq(u->watches, 1);
-	ck_assert_uint_eq(sl_srv.registry->n_watch_pidfds, 1);
-	w = TAILQ_FIRST(&sl_srv.registry->watches);
+	ck_assert_uint_eq(sl_srv.core.registry->n_watch_pidfds, 1);
+	w = TAILQ_FIRST(&sl_srv.core.registry->watches);
 	ck_assert_ptr_nonnull(w);
 	ck_assert_ptr_null(TAILQ_NEXT(w, link));
 	ck_assert_int_ge(w->pidfd, 0);
@@ -1249,9 +1249,9 @@ START_TEST(test_timer_watch_upgraded)
 	kill(b, SIGKILL);
 	ck_assert_int_eq(waitpid(b, NULL, 0), b);
 	run_until_no_owner(300);
-	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
-	ck_assert(TAILQ_EMPTY(&sl_srv.registry->watches));
-	ck_assert_uint_eq(sl_srv.registry->n_watch_pidfds, 0);
+	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 0);
+	ck_assert(TAILQ_EMPTY(&sl_srv.core.registry->watches));
+	ck_assert_uint_eq(sl_srv.core.registry->n_watch_pidfds, 0);
 }
 END_TEST
 
@@ -1264,21 +1264,21 @@ START_TEST(test_watch_pidfds_max_conns)
 	pid_t a = sleeper(), b = sleeper();
 	struct ol_obj o;
 
-	sl_srv.opt.max_conns = 1;
+	sl_srv.core.max_conns = 1;
 	OK(ol_cq(client_as(0, a), 4, &o));
 	sl_hang_up(0);
 	ol_close(&sl_cl[0]);
 	OK(ol_cq(client_as(1, b), 4, &o));
 	sl_hang_up(1);
 	ol_close(&sl_cl[1]);
-	ck_assert_uint_eq(sl_srv.registry->n_watch_pidfds, 1);
+	ck_assert_uint_eq(sl_srv.core.registry->n_watch_pidfds, 1);
 	kill(a, SIGKILL);
 	ck_assert_int_eq(waitpid(a, NULL, 0), a);
 	kill(b, SIGKILL);
 	ck_assert_int_eq(waitpid(b, NULL, 0), b);
 	run_until_no_owner(5000);
-	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
-	ck_assert_uint_eq(sl_srv.registry->n_watch_pidfds, 0);
+	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 0);
+	ck_assert_uint_eq(sl_srv.core.registry->n_watch_pidfds, 0);
 }
 END_TEST
 
@@ -1293,18 +1293,18 @@ START_TEST(test_watch_matches_uid)
 	sl_hang_up(0);
 	ol_close(&sl_cl[0]);
 	OK(ol_cq(client_as(1, a), 4, &o));
-	w = TAILQ_FIRST(&sl_srv.registry->watches);
+	w = TAILQ_FIRST(&sl_srv.core.registry->watches);
 	ck_assert_ptr_nonnull(w);
 	/* The same pid under a uid that is not its watch's. */
-	sl_conns[1]->cred.uid = w->uid + 1;
+	sl_conns[1]->cl.cred.uid = w->uid + 1;
 	sl_hang_up(1);
 	ol_close(&sl_cl[1]);
 	ck_assert_ptr_nonnull(TAILQ_NEXT(w, link));
 	kill(a, SIGKILL);
 	ck_assert_int_eq(waitpid(a, NULL, 0), a);
 	run_until_no_owner(5000);
-	ck_assert_uint_eq(sl_srv.registry->n_objs, 0);
-	ck_assert(TAILQ_EMPTY(&sl_srv.registry->watches));
+	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 0);
+	ck_assert(TAILQ_EMPTY(&sl_srv.core.registry->watches));
 }
 END_TEST
 

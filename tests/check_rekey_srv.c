@@ -118,7 +118,7 @@ static uint64_t leave_intent(int i)
 	uint64_t ctx = c->ctx_id;
 	struct ol_obj o;
 
-	sl_srv.devices.dev[0].intent_window = true;
+	sl_srv.core.devices.dev[0].intent_window = true;
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &o));
 	OK(ol_kernel_call(c, o.id, NULL, 0, &o.handle));
@@ -133,7 +133,7 @@ static void kill_and_reap(int i)
 {
 	sl_kill(i);
 	for (int n = 0; n < 100 && sl_owner(i); n++)
-		event_base_loop(sl_srv.base, EVLOOP_ONCE);
+		event_base_loop(sl_srv.core.base, EVLOOP_ONCE);
 	ck_assert_ptr_null(sl_owner(i));
 }
 
@@ -175,7 +175,7 @@ START_TEST(test_refusals)
 		OK(ol_open(priv));
 	}
 	ck_assert_int_eq(strncmp(name, "private-", 8), 0);
-	TAILQ_FOREACH(d, &sl_srv.domains, link)
+	TAILQ_FOREACH(d, &sl_srv.core.domains, link)
 		if (strcmp(d->name, name) == 0)
 			break;
 	ck_assert_ptr_nonnull(d);
@@ -186,15 +186,15 @@ START_TEST(test_refusals)
 	ck_assert_uint_eq(d->rekeys, 0);
 
 	/* Not an administrator: refused before anything is looked up. */
-	sl_conns[2]->cred.uid = 65534;
-	sl_conns[2]->cred.gid = 65534;
-	free(sl_conns[2]->groups);
-	sl_conns[2]->groups = NULL;
-	sl_conns[2]->n_groups = 0;
+	sl_conns[2]->cl.cred.uid = 65534;
+	sl_conns[2]->cl.cred.gid = 65534;
+	free(sl_conns[2]->cl.groups);
+	sl_conns[2]->cl.groups = NULL;
+	sl_conns[2]->cl.n_groups = 0;
 	ck_assert_int_eq(rekey(user, user->domain, false), -EPERM);
 	ck_assert_int_eq(rekey(user, "no-such-domain", false), -EPERM);
 	ck_assert_int_eq(evict_rekey(user, admin->client_id, false), -EPERM);
-	ck_assert_int_eq(TAILQ_FIRST(&sl_srv.domains)->rekeys, 0);
+	ck_assert_int_eq(TAILQ_FIRST(&sl_srv.core.domains)->rekeys, 0);
 	/* An administrator may. */
 	OK(rekey(admin, admin->domain, false));
 }
@@ -227,7 +227,7 @@ START_TEST(test_auto_rekey)
 	ck_assert_uint_eq(m->event->object_kind, IBC_OBJ_CONTEXT);
 	ck_assert_uint_eq(m->event->object_id, old);
 	rdmab__daemon_message__free_unpacked(m, NULL);
-	d = TAILQ_FIRST(&sl_srv.domains);
+	d = TAILQ_FIRST(&sl_srv.core.domains);
 	ck_assert_uint_eq(d->n_ctxs, 1);
 	ck_assert(TAILQ_FIRST(&d->ctxs)->rekeyed);
 	/* Still charged: PD and the two intents. */
@@ -260,7 +260,7 @@ START_TEST(test_auto_rekey_refused)
 	ck_assert_int_eq(sl_log_count("(persistent)") +
 				 sl_log_count("'s)"),
 			 1);
-	d = TAILQ_FIRST(&sl_srv.domains);
+	d = TAILQ_FIRST(&sl_srv.core.domains);
 	ck_assert(!TAILQ_FIRST(&d->ctxs)->rekeyed);
 	ck_assert_uint_eq(d->rekeys, 0);
 	/* The DM goes with its allocator: the next intent left behind
@@ -286,7 +286,7 @@ START_TEST(test_auto_rekey_off)
 	other = sl_client(1, NULL, true);
 	for (int i = 0; i < 3; i++)
 		leave_intent(0);
-	d = TAILQ_FIRST(&sl_srv.domains);
+	d = TAILQ_FIRST(&sl_srv.core.domains);
 	ck_assert_uint_eq(TAILQ_FIRST(&d->ctxs)->unaccounted, 3);
 	ck_assert_uint_eq(d->rekeys, 0);
 	ck_assert_int_eq(sl_log_count("rekeyed"), 0);
@@ -306,7 +306,7 @@ START_TEST(test_event_to_gone_requester)
 	struct ol_client *other = sl_client(1, NULL, true);
 	Rdmab__DomainRekeyRequest dr = RDMAB__DOMAIN_REKEY_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
-	struct domain *d = TAILQ_FIRST(&sl_srv.domains);
+	struct domain *d = TAILQ_FIRST(&sl_srv.core.domains);
 	uint64_t old = c->ctx_id;
 
 	dr.domain = c->domain;
@@ -366,7 +366,7 @@ START_TEST(test_evict_force_closes_target)
 	ck_assert_int_eq(shutdown(t->fd, SHUT_RD), 0);
 	OK(evict_rekey(admin, t->client_id, true));
 	ck_assert_uint_eq(sl_srv.n_conns, 1);
-	ck_assert_uint_eq(TAILQ_FIRST(&sl_srv.domains)->rekeys, 1);
+	ck_assert_uint_eq(TAILQ_FIRST(&sl_srv.core.domains)->rekeys, 1);
 }
 END_TEST
 
@@ -387,7 +387,7 @@ START_TEST(test_busy_many)
 		      "%s", ol_error);
 	ck_assert_msg(strstr(ol_error, "'s), DM "), "%s", ol_error);
 	OK(rekey(admin, admin->domain, true));
-	ck_assert_uint_eq(TAILQ_FIRST(&sl_srv.domains)->used.dm_bytes, 0);
+	ck_assert_uint_eq(TAILQ_FIRST(&sl_srv.core.domains)->used.dm_bytes, 0);
 }
 END_TEST
 
@@ -446,11 +446,11 @@ START_TEST(test_stale_ctx)
 	struct ol_obj i1, o;
 	uint32_t handle;
 
-	sl_srv.devices.dev[0].intent_window = true;
+	sl_srv.core.devices.dev[0].intent_window = true;
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
 	OK(rekey(admin, admin->domain, false));
-	ck_assert(TAILQ_FIRST(&TAILQ_FIRST(&sl_srv.domains)->ctxs)->rekeyed);
+	ck_assert(TAILQ_FIRST(&TAILQ_FIRST(&sl_srv.core.domains)->ctxs)->rekeyed);
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		ck_assert_int_eq(ol_create_mode(c, modes[i], IBC_OBJ_CQ, NULL,
 						0, NULL, 0, &o),
@@ -484,7 +484,7 @@ START_TEST(test_import_quota)
 	srv_restart("[soft]\ninternal_objects_per_import = 3\n"
 		  "[defaults]\nobjects = 8\n");
 	holder = sl_client(0, NULL, true);
-	d = TAILQ_FIRST(&sl_srv.domains);
+	d = TAILQ_FIRST(&sl_srv.core.domains);
 	ck_assert_uint_eq(d->used.objects, 1);
 	for (int i = 0; i < 2; i++) {
 		sl_client(1, NULL, true);
@@ -514,9 +514,9 @@ START_TEST(test_auto_rekey_stale)
 	srv_restart("[soft]\ninternal_objects_per_import = 1\n"
 		  "[defaults]\nauto_rekey_unaccounted = 2\n");
 	/* Counted as on verbs: not at once. */
-	sl_srv.devices.dev[0].broker_objects = false;
+	sl_srv.core.devices.dev[0].broker_objects = false;
 	holder = sl_client(0, NULL, true);
-	d = TAILQ_FIRST(&sl_srv.domains);
+	d = TAILQ_FIRST(&sl_srv.core.domains);
 	for (int i = 0; i < 2; i++) {
 		sl_client(1, NULL, true);
 		sl_hang_up(1);

@@ -805,7 +805,7 @@ START_TEST(soft_records_order)
 	struct obj_spec wq = { .kind = IBC_OBJ_WQ, .used = 1,
 			       .attr = { .max_wr = 16, .max_sge = 1 } };
 	struct rss_spec rs = { .port_num = 1, .n_wqs = 1 };
-	struct device_why why;
+	struct why why;
 	struct soft_objs o;
 	struct obj_made m_cq, m_wq;
 	struct rss_made made;

@@ -97,7 +97,7 @@ static bool connected(uint64_t client_id)
 	struct conn *c;
 
 	TAILQ_FOREACH(c, &sl_srv.conns, link)
-		if (c->id == client_id)
+		if (c->cl.id == client_id)
 			return true;
 	return false;
 }
@@ -227,7 +227,7 @@ START_TEST(test_part_gone_behind_back)
 	struct ol_client *f = sl_client(0, NULL, true);
 	struct ol_client *e = sl_client(1, NULL, true);
 	struct ol_client *admin = sl_client(2, NULL, false);
-	struct device_why why;
+	struct why why;
 	struct ol_obj cq, wq;
 	struct domain *pool = NULL;
 	struct obj *o;
@@ -236,7 +236,7 @@ START_TEST(test_part_gone_behind_back)
 	OK(ol_cq(f, 8, &cq));
 	OK(ol_wq(f, cq.id, 8, &wq));
 	rss_create(e, &wq.id, 1);
-	TAILQ_FOREACH(o, &sl_srv.registry->objs, link) {
+	TAILQ_FOREACH(o, &sl_srv.core.registry->objs, link) {
 		if (o->kind != IBC_OBJ_FLOW || !o->family_obj)
 			continue;
 		ck_assert_int_eq(o->ctx->dev->ctx_ops->obj_destroy(

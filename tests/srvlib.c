@@ -26,7 +26,7 @@ static int saved_stderr = -1;
 
 void sl_pump(void)
 {
-	event_base_loop(sl_srv.base, EVLOOP_NONBLOCK);
+	event_base_loop(sl_srv.core.base, EVLOOP_NONBLOCK);
 }
 
 void sl_start(const char *conf)
@@ -126,7 +126,7 @@ struct obj_owner *sl_owner(int i)
 {
 	struct obj_owner *ow;
 
-	TAILQ_FOREACH(ow, &sl_srv.registry->owners, link)
+	TAILQ_FOREACH(ow, &sl_srv.core.registry->owners, link)
 		if (ow->client_id == sl_cl[i].client_id)
 			return ow;
 	return NULL;

@@ -233,7 +233,7 @@ static size_t count_domains(void)
 	struct domain *d;
 	size_t n = 0;
 
-	TAILQ_FOREACH(d, &srv.domains, link)
+	TAILQ_FOREACH(d, &srv.core.domains, link)
 		n++;
 	return n;
 }
@@ -327,10 +327,10 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 		fail("server_init: %s", strerror(-ret));
 	/* Inputs name ids by count (1, 2, ...), as the corpus was made:
 	 * the daemon's keyed ids would make every named id a miss. */
-	srv.ids.clients.plain = true;
-	srv.ids.contexts.plain = true;
-	srv.ids.objects.plain = true;
-	srv.ids.dms.plain = true;
+	srv.core.ids.clients.plain = true;
+	srv.core.ids.contexts.plain = true;
+	srv.core.ids.objects.plain = true;
+	srv.core.ids.dms.plain = true;
 	srv_up = true;
 	/* Connections come from socketpairs: the socket can go now. The
 	 * directory goes at exit (fuzz_cleanup), a crash's aside. */
@@ -537,7 +537,7 @@ static void run_until_idle(struct session *s)
 	for (unsigned int pass = 0; pass < limit; pass++) {
 		struct progress before = progress_now(s), after;
 
-		if (event_base_loop(srv.base, EVLOOP_NONBLOCK) < 0)
+		if (event_base_loop(srv.core.base, EVLOOP_NONBLOCK) < 0)
 			fail("event_base_loop failed");
 		for (unsigned int i = 0; i < SLOTS; i++)
 			if (s->slot[i].reading)
@@ -666,7 +666,7 @@ static void poke_timers(void)
 			event_active(c->stall_ev, EV_TIMEOUT, 1);
 	TAILQ_FOREACH(c, &srv.lingering, link)
 		event_active(c->stall_ev, EV_TIMEOUT, 1);
-	if (event_base_loop(srv.base, EVLOOP_NONBLOCK) < 0)
+	if (event_base_loop(srv.core.base, EVLOOP_NONBLOCK) < 0)
 		fail("event_base_loop failed");
 }
 
@@ -679,7 +679,7 @@ static void poke_timers(void)
  */
 static void owners_die(void)
 {
-	struct registry *reg = srv.registry;
+	struct registry *reg = srv.core.registry;
 	struct obj_owner *ow, *tmp;
 	unsigned int i;
 
@@ -691,7 +691,7 @@ static void owners_die(void)
 		TAILQ_FOREACH(ow, &reg->owners, link)
 			if (ow->ev)
 				event_active(ow->ev, EV_TIMEOUT, 1);
-		if (event_base_loop(srv.base, EVLOOP_NONBLOCK) < 0)
+		if (event_base_loop(srv.core.base, EVLOOP_NONBLOCK) < 0)
 			fail("event_base_loop failed");
 	}
 	TAILQ_FOREACH(ow, &reg->owners, link)
@@ -750,7 +750,7 @@ static void session_end(struct session *s)
 		fail("a closed client's socket still lingers");
 	owners_die();
 	/* Nothing is charged to any uid once its connections are gone. */
-	TAILQ_FOREACH(u, &srv.users, link)
+	TAILQ_FOREACH(u, &srv.core.users, link)
 		if (u->n_conns || u->pinned_fds || u->private_ctxs ||
 		    u->dm_pages)
 			fail("uid %u still holds %u connections, %u unread "
@@ -767,7 +767,7 @@ static void session_end(struct session *s)
 	if (n_domains != baseline_domains)
 		fail("%zu domains, %zu before the session", n_domains,
 		     baseline_domains);
-	TAILQ_FOREACH(d, &srv.domains, link)
+	TAILQ_FOREACH(d, &srv.core.domains, link)
 		if (d->used.clients || d->used.objects || d->n_ctxs)
 			fail("domain %s still counts %u clients, %u objects, "
 			     "%u contexts",
@@ -782,10 +782,10 @@ static void session_end(struct session *s)
 
 	/* Ids start again, so that an input always means the same
 	 * session: nothing that could hold an old one is left. */
-	srv.ids.clients.count = 0;
-	srv.ids.contexts.count = 0;
-	srv.ids.objects.count = 0;
-	srv.ids.dms.count = 0;
+	srv.core.ids.clients.count = 0;
+	srv.core.ids.contexts.count = 0;
+	srv.core.ids.objects.count = 0;
+	srv.core.ids.dms.count = 0;
 	srv.requests_served = 0;
 }
 

@@ -53,7 +53,7 @@ static struct ibv_pd *vpd;
 
 /* What the cleanup asked the kernel, in order. */
 static int (*verbs_destroy)(struct device_ctx *, enum ibc_obj_kind, uint32_t,
-			    struct device_why *);
+			    struct why *);
 static struct {
 	enum ibc_obj_kind kind;
 	int ret;
@@ -61,7 +61,7 @@ static struct {
 static size_t n_seen;
 
 static int seen_destroy(struct device_ctx *ctx, enum ibc_obj_kind kind,
-			uint32_t handle, struct device_why *why)
+			uint32_t handle, struct why *why)
 {
 	int ret = verbs_destroy(ctx, kind, handle, why);
 
@@ -443,7 +443,7 @@ int main(int argc, char **argv)
 	if (!dev)
 		return 1;
 	/* Later rounds far enough apart for the other process to act. */
-	vs_srv.registry->backoff_ms = 200;
+	vs_srv.core.registry->backoff_ms = 200;
 	verbs_destroy = dev->ctx_ops_table.obj_destroy;
 	dev->ctx_ops_table.obj_destroy = seen_destroy;
 	/* This process's session opens the domain's context; the children

@@ -258,7 +258,7 @@ int main(int argc, char **argv)
 	ol_close(&parent);
 	for (int i = 0; i < 100; i++)
 		vs_pump();
-	d = TAILQ_FIRST(&vs_srv.domains);
+	d = TAILQ_FIRST(&vs_srv.core.domains);
 	vm_check(!d || d->used.objects == 0, "unacc-closed",
 		 "the context closed: the domain's objects charge is %u",
 		 d ? d->used.objects : 0);

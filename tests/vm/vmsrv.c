@@ -50,7 +50,7 @@ struct device *vs_start(const char *tag, const char *dev_name)
 	snprintf(cfg, sizeof(cfg), "%s/none.conf", dir);
 	opt.runtime_dir = dir;
 	ret = server_init(&vs_srv, &opt);
-	dev = ret == 0 ? device_find(&vs_srv.devices, dev_name) : NULL;
+	dev = ret == 0 ? device_find(&vs_srv.core.devices, dev_name) : NULL;
 	snprintf(name, sizeof(name), "%s-daemon", tag);
 	vm_check(dev != NULL, name, "an in-process daemon on %s: %s", dev_name,
 		 ret ? strerror(-ret) : dev ? "ok" : "no such device");
@@ -76,7 +76,7 @@ struct dctx *vs_open(const char *tag, struct ol_client *parent,
 		vm_check(false, name, "cannot open the context: %s", ol_error);
 		return NULL;
 	}
-	TAILQ_FOREACH(d, &vs_srv.domains, link)
+	TAILQ_FOREACH(d, &vs_srv.core.domains, link)
 		TAILQ_FOREACH(x, &d->ctxs, link)
 			if (x->id == parent->ctx_id)
 				goto found;
@@ -99,7 +99,7 @@ void vs_stop(void)
 
 void vs_pump(void)
 {
-	event_base_loop(vs_srv.base, EVLOOP_NONBLOCK);
+	event_base_loop(vs_srv.core.base, EVLOOP_NONBLOCK);
 }
 
 bool vs_pump_until_readable(int fd, int ms)
@@ -131,7 +131,7 @@ struct obj_owner *vs_owner_of(uint64_t client_id)
 {
 	struct obj_owner *ow;
 
-	TAILQ_FOREACH(ow, &vs_srv.registry->owners, link)
+	TAILQ_FOREACH(ow, &vs_srv.core.registry->owners, link)
 		if (ow->client_id == client_id)
 			return ow;
 	return NULL;

@@ -1,0 +1,54 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * struct client: a session as the layers below the handlers know it: who
+ * (its id, credentials and groups), where (its domain and its uid's
+ * accounting), what it holds (its contexts and its owner in the registry)
+ * and what it asked for at hello. The registry, the domains, the contexts
+ * and the families take a client, never a connection: the transport's
+ * struct conn embeds one (conn.h), and what only the transport can do for
+ * a client (the Events, its pidfd) goes through struct core_ops.
+ */
+#ifndef RDMAB_CLIENT_H
+#define RDMAB_CLIENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <sys/types.h>
+
+#include "daemon/queue.h"
+
+struct core;
+struct domain;
+struct user;
+struct obj_owner;
+struct conn_ctx;
+
+struct client {
+	struct core *core;
+	uint64_t id;
+	struct ucred cred;
+	/* Supplementary groups at connect (SO_PEERGROUPS). */
+	gid_t *groups;
+	size_t n_groups;
+	/* Its cgroup v2 path at connect (cgroup_of_pid()), kept for the
+	 * session's life whatever cgroup the process moves to; NULL when it
+	 * could not be read, cgroup_err saying why. */
+	char *cgroup;
+	int cgroup_err;
+	/* The peer's uid's accounting (user.h). */
+	struct user *user;
+	struct domain *domain;
+	/* Its domain's members (domain.members): a member's listing of
+	 * clients walks them only. */
+	TAILQ_ENTRY(client) domain_link;
+	TAILQ_HEAD(, conn_ctx) ctxs;
+	unsigned int n_ctxs;
+	/* The session's objects in the registry; NULL before the first. */
+	struct obj_owner *owner;
+	/* Its hello asked for RSS Events that carry the change alone. */
+	bool rss_delta;
+};
+
+#endif
