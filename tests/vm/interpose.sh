@@ -25,19 +25,25 @@ ib_seen() { ib_clients "$1" | wc -l; }
 listening() { ss -ltn "sport = :$PORT" 2>/dev/null | grep -q LISTEN; }
 
 # ib_pair LOG WRAP PROG ARGS...: server, then the client to 127.0.0.1, as
-# the client user; WRAP is "$irun" or "". Under the interposer the broker's
-# listing is sampled all along: ib_maxseen (most of them listed at once),
-# and in $L/LOG-requests.txt, for each sample with both listed, the sum of
-# their requests.
+# the client user; WRAP is "$irun" or "". Under the interposer, unless
+# ib_sample is 0 (the bench: a rdmabrokerctl costs a second of CPU under
+# TCG and would slow only the broker's runs), the broker's listing is
+# sampled all along: ib_maxseen (most of them listed at once), and in
+# $L/LOG-requests.txt, for each sample with both listed, the sum of their
+# requests. stdbuf -oL: the programs printf to a file, fully buffered, so
+# without it their "local address" line, which starts the sampling, only
+# reached the log at exit and no sample was ever taken.
+ib_sample=1
 ib_pair() {
 	local log=$1 wrap=$2 sp cp n lone
 	shift 2
 	ib_maxseen=0
 	: >"$L/$log-requests.txt"
-	"${AS_CLIENT[@]}" timeout 300 $wrap "$@" >"$L/$log-server.log" 2>&1 &
+	"${AS_CLIENT[@]}" timeout 300 stdbuf -oL $wrap "$@" \
+		>"$L/$log-server.log" 2>&1 &
 	sp=$!
 	wait_for 60 listening
-	"${AS_CLIENT[@]}" timeout 300 $wrap "$@" 127.0.0.1 \
+	"${AS_CLIENT[@]}" timeout 300 stdbuf -oL $wrap "$@" 127.0.0.1 \
 		>"$L/$log-client.log" 2>&1 &
 	cp=$!
 	lone=0
@@ -52,7 +58,7 @@ ib_pair() {
 		# takes a second of CPU, and polling every 0.3 s through the
 		# connection setup starved the VM (RTR failed in every pair of
 		# the second check-vm run).
-		if [ -n "$wrap" ] &&
+		if [ -n "$wrap" ] && [ "$ib_sample" = 1 ] &&
 			grep -q "local address" "$L/$log-server.log" &&
 			grep -q "local address" "$L/$log-client.log"; then
 			ib_clients "$1" >"$L/$log-sample"
@@ -139,38 +145,104 @@ else
 fi
 
 # --- the benchmark: the same binaries with and without the interposer ----
+# Under TCG one run is noise (the first check-vm with a bench had the
+# broker's ping-pong 25 % faster than plain): repetitions alternate plain
+# and broker, so that a slow spell of the host hits both, each yields a
+# paired ratio broker/plain, and the figures are the medians with the
+# per-repetition ratios' range. At least 3 repetitions, at most
+# VM_INTERPOSE_REPS (7); no new one starts past VM_INTERPOSE_BENCH_S (300)
+# seconds if the last one would not fit. No sampling of the broker here.
 # Latency: ibv_rc_pingpong's usec/iter (gettimeofday); ib_send_lat's
-# t_typical is printed too, but perftest's cycle counter cannot be
-# calibrated under TCG (r^2 < 0.9: "inf"). Bandwidth: ib_write_bw's BW
-# average. Setup: from the server's start to the end of a one-iteration
-# ibv_rc_pingpong pair (both processes' start, open, QP setup, one send).
+# t_typical only if the first repetition gave a number: perftest cannot
+# calibrate its cycle counter under TCG (r^2 < 0.9: "inf"). Bandwidth:
+# ib_write_bw's BW average. Setup: from the server's start to the end of a
+# one-iteration ibv_rc_pingpong pair (both processes' start, open, QP
+# setup, one send).
 B=$L/interpose-bench.txt
 : >"$B"
 pp_lat() { sed -n 's/.* = \([0-9.]*\) usec\/iter$/\1/p' "$1" | tail -n 1; }
 lat() { awk '$1 ~ /^[0-9]+$/ && NF >= 9 { print $5 }' "$1" | tail -n 1; }
 bw() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 { print $4 }' "$1" | tail -n 1; }
-med() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-reps=${VM_INTERPOSE_REPS:-3}
-for i in $(seq "$reps"); do
-	# Alternated, so that a slow spell of the host hits both.
-	for mode in plain broker; do
-		wrap=""
-		[ $mode = broker ] && wrap=$irun
-		ib_pair "bench-pp-$mode-$i" "$wrap" ibv_rc_pingpong -d "$DEV" -g 0 -n 300
-		pp_lat "$L/bench-pp-$mode-$i-client.log" >>"$B.pp.$mode"
-		ib_pair "bench-lat-$mode-$i" "$wrap" ib_send_lat -d "$DEV" -x 0 -F -n 300
-		lat "$L/bench-lat-$mode-$i-client.log" >>"$B.lat.$mode"
-		ib_pair "bench-bw-$mode-$i" "$wrap" ib_write_bw -d "$DEV" -x 0 -F -n 1000
-		bw "$L/bench-bw-$mode-$i-client.log" >>"$B.bw.$mode"
-		t0=$(now_ms)
-		ib_pair "bench-setup-$mode-$i" "$wrap" ibv_rc_pingpong -d "$DEV" -g 0 -n 1
-		echo $(($(now_ms) - t0)) >>"$B.setup.$mode"
+# bench_one KIND MODE REP: one pair, its figure appended to $B.KIND.MODE
+# ("-" when the program printed none, so that the lines stay paired).
+bench_one() {
+	local k=$1 mode=$2 i=$3 wrap="" t0 v
+	[ "$mode" = broker ] && wrap=$irun
+	t0=$(now_ms)
+	case $k in
+	pp) ib_pair "bench-pp-$mode-$i" "$wrap" ibv_rc_pingpong -d "$DEV" -g 0 -n 300
+		v=$(pp_lat "$L/bench-pp-$mode-$i-client.log") ;;
+	lat) ib_pair "bench-lat-$mode-$i" "$wrap" ib_send_lat -d "$DEV" -x 0 -F -n 300
+		v=$(lat "$L/bench-lat-$mode-$i-client.log") ;;
+	bw) ib_pair "bench-bw-$mode-$i" "$wrap" ib_write_bw -d "$DEV" -x 0 -F -n 1000
+		v=$(bw "$L/bench-bw-$mode-$i-client.log") ;;
+	setup) ib_pair "bench-setup-$mode-$i" "$wrap" ibv_rc_pingpong -d "$DEV" -g 0 -n 1
+		v=$(($(now_ms) - t0))
+		[ "$ib_src" = 0 ] && [ "$ib_crc" = 0 ] || v="" ;;
+	esac
+	echo "${v:--}" >>"$B.$k.$mode"
+}
+# bench_sum KIND: "PLAIN BROKER RATIO LO HI N": the medians of the
+# figures, the median of the paired ratios and their range, over the N
+# repetitions where both gave a finite number.
+bench_sum() {
+	paste "$B.$1.plain" "$B.$1.broker" | awk '
+	function med(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+			}
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	$1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/ && $1 > 0 {
+		n++; p[n] = $1; b[n] = $2; r[n] = $2 / $1
+		lo = n == 1 || r[n] < lo ? r[n] : lo
+		hi = n == 1 || r[n] > hi ? r[n] : hi
+	}
+	END {
+		if (!n) { print "- - n/a - - 0"; exit }
+		printf "%g %g %.3f %.3f %.3f %d\n", med(p, n), med(b, n),
+			med(r, n), lo, hi, n
+	}'
+}
+reps=${VM_INTERPOSE_REPS:-7}
+budget=${VM_INTERPOSE_BENCH_S:-300}
+kinds="pp lat bw setup"
+bench_t0=$(date +%s)
+i=0
+last=0
+while [ "$i" -lt "$reps" ]; do
+	el=$(($(date +%s) - bench_t0))
+	[ "$i" -ge 3 ] && [ $((el + last)) -gt "$budget" ] && break
+	i=$((i + 1))
+	for k in $kinds; do
+		for mode in plain broker; do
+			bench_one "$k" "$mode" "$i"
+		done
 	done
+	# perftest's "inf" (or nothing) in the first repetition: it cannot
+	# calibrate here, later ones would not either.
+	if [ "$i" = 1 ] && ! grep -q '^[0-9.]*[0-9]$' "$B.lat.plain"; then
+		kinds="pp bw setup"
+	fi
+	last=$(($(date +%s) - bench_t0 - el))
 done
+el=$(($(date +%s) - bench_t0))
+line="interpose-bench, $i alternating repetitions in ${el}s, medians and per-repetition broker/plain ratio (median, range):"
 for k in pp lat bw setup; do
-	p=$(med <"$B.$k.plain")
-	b=$(med <"$B.$k.broker")
-	r=$(awk -v p="$p" -v b="$b" 'BEGIN { if (p + 0 > 0 && p != "inf") printf "%.3f", b / p; else print "n/a" }')
-	echo "$k plain $p broker $b ratio $r (medians of $reps: plain $(tr '\n' ' ' <"$B.$k.plain")/ broker $(tr '\n' ' ' <"$B.$k.broker"))" >>"$B"
-	info "interpose-bench $k (pp: ibv_rc_pingpong usec/iter, lat: ib_send_lat t_typical usec, bw: ib_write_bw MB/s, setup: ms): plain $p, broker $b, ratio $r"
+	case $k in
+	pp) what="ibv_rc_pingpong usec/iter" ;;
+	lat) what="ib_send_lat t_typical usec" ;;
+	bw) what="ib_write_bw MB/s" ;;
+	setup) what="1-iteration pair ms" ;;
+	esac
+	sm=($(bench_sum "$k"))
+	if [ "${sm[5]}" = 0 ]; then
+		line+=" $k ($what) n/a: plain $(tr '\n' ' ' <"$B.$k.plain")- perftest cannot calibrate under TCG;"
+	else
+		line+=" $k ($what) plain ${sm[0]} broker ${sm[1]} ratio ${sm[2]} [${sm[3]}..${sm[4]}] n=${sm[5]};"
+	fi
+	echo "$k plain $(tr '\n' ' ' <"$B.$k.plain")/ broker $(tr '\n' ' ' <"$B.$k.broker")" >>"$B"
 done
+echo "${line%;}" >>"$B"
+info "${line%;}"

@@ -142,6 +142,7 @@ Environment="VM_TOP_SRCDIR=$src" "VM_TOP_BUILDDIR=$build"
 Environment="VM_SBINDIR=${VM_SBINDIR:-/usr/sbin}" "VM_BINDIR=${VM_BINDIR:-/usr/bin}" "VM_SYSCONFDIR=${VM_SYSCONFDIR:-/etc}"
 Environment="VM_ONLY=${VM_ONLY:-}" "VM_PINGPONG_ITERS=${VM_PINGPONG_ITERS:-2000}"
 Environment="VM_DEBS=${VM_DEBS:-}"
+Environment="VM_INTERPOSE_REPS=${VM_INTERPOSE_REPS:-7}" "VM_INTERPOSE_BENCH_S=${VM_INTERPOSE_BENCH_S:-300}"
 StandardOutput=journal+console
 StandardError=journal+console
 TimeoutStartSec=$suite_limit
