@@ -19,11 +19,14 @@
 # run, default 1020), VM_BOOT_LIMIT (seconds from power-on for the suite to
 # start, default 240), VM_MEMORY (MiB, default 2048), VM_PINGPONG_ITERS
 # (round trips of the RC ping-pong, default 2000), VM_DEBS (a folder of
-# Debian packages the suite installs with apt instead of the install tree).
+# Debian packages the suite installs with apt instead of the install tree),
+# VM_INTERPOSE_REPS and VM_INTERPOSE_BENCH_S (the interpose section's bench:
+# at most that many alternating repetitions, default 7, none started past
+# that many seconds, default 300; at least 3).
 set -uo pipefail
 case ${1:-} in
 -h | --help)
-	sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 esac
