@@ -249,7 +249,7 @@ for k in pp lat bw setup; do
 	esac
 	sm=($(bench_sum "$k"))
 	if [ "${sm[5]}" = 0 ]; then
-		line+=" $k ($what) n/a: plain $(tr '\n' ' ' <"$B.$k.plain")- perftest cannot calibrate under TCG;"
+		line+=" $k ($what) n/a: plain $(tr '\n' ' ' <"$B.$k.plain")/ broker $(tr '\n' ' ' <"$B.$k.broker")(perftest cannot calibrate its clock under TCG);"
 	else
 		line+=" $k ($what) plain ${sm[0]} broker ${sm[1]} ratio ${sm[2]} [${sm[3]}..${sm[4]}] n=${sm[5]};"
 	fi
