@@ -5,9 +5,9 @@
 # server and client as two processes of the client user. Each run checks
 # the program's own success line, that the broker listed both processes as
 # clients, and that the data phase made no request (the two sessions'
-# requests, which requests_served sums, sampled every second, stay still over
-# most of a long run); a SIGKILL of one side
-# mid-run leaves nothing in the kernel. The figures (latency, bandwidth,
+# requests, which requests_served sums, sampled every two seconds or so,
+# stay still over most of a long run); a SIGKILL of one side mid-run leaves
+# nothing in the kernel. The figures (latency, bandwidth,
 # setup time, under the interposer and without it) go to results.txt as
 # INFO lines and to $L/interpose-bench.txt.
 
@@ -155,9 +155,10 @@ fi
 # usec/iter, the next 7900, the same binary): each repetition runs plain
 # and broker back to back, in alternating order, so that a slow spell of
 # the host hits both, and yields a paired ratio broker/plain; the figures
-# are the medians with the per-repetition ratios' median and range. At least 3 repetitions, at most
-# VM_INTERPOSE_REPS (7); no new one starts past VM_INTERPOSE_BENCH_S (300)
-# seconds if the last one would not fit. No sampling of the broker here.
+# are the medians with the per-repetition ratios' median and range. At
+# least 3 repetitions, at most VM_INTERPOSE_REPS (7); no new one starts
+# past VM_INTERPOSE_BENCH_S (300) seconds if the last one would not fit.
+# No sampling of the broker here.
 # Latency: ibv_rc_pingpong's usec/iter (gettimeofday); ib_send_lat's
 # t_typical only if the first repetition gave a number: perftest cannot
 # calibrate its cycle counter under TCG (r^2 < 0.9: "inf"). Bandwidth:
