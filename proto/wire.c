@@ -302,10 +302,9 @@ void wire_arena_reset(struct wire_arena *a)
 	a->heap_left = a->limit > a->cap ? a->limit - a->cap : 0;
 }
 
-/* Read a varint at *p (below end); 0 on success. */
-/* Up to the ten bytes a 64-bit varint takes. varint.h's reader, inline
- * with its one-byte path: every reply the library reads passes here four
- * times (make bench). */
+/* Read a varint of up to the ten bytes a 64-bit one takes at *p (below
+ * end); 0 on success. varint.h's reader, inline with its one-byte path:
+ * every reply the library reads passes here four times (make bench). */
 static inline int wire_varint(const uint8_t **p, const uint8_t *end,
 			      uint64_t *ret)
 {
