@@ -257,24 +257,25 @@ void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 	ibc_families_ctx_closing(ctx, broker);
 	/* Called when no other thread uses the context (ibc_close,
 	 * ibc_disconnect) or from the event dispatch: the list is walked
-	 * again after every destroy, which may call the broker. */
+	 * again after every destroy, which may call the broker. The lock is
+	 * kept from one kind to the next while nothing is found: a context
+	 * without objects (every ibc_close of one) takes it once. */
+	pthread_mutex_lock(&ctx->lock);
 	for (size_t k = 0; k < n; k++) {
 		struct ibc_obj *o;
 
 		for (;;) {
-			pthread_mutex_lock(&ctx->lock);
 			for (o = ctx->objs; o; o = o->next)
 				if (o->kind == ibc_teardown_order[k] &&
 				    !o->tracked && !o->dead &&
 				    !o->destroying)
 					break;
-			/* Also on removal and rekey: an ibc_*_destroy in
-			 * another thread must not destroy it too. */
-			if (o)
-				o->destroying = true;
-			pthread_mutex_unlock(&ctx->lock);
 			if (!o)
 				break;
+			/* Also on removal and rekey: an ibc_*_destroy in
+			 * another thread must not destroy it too. */
+			o->destroying = true;
+			pthread_mutex_unlock(&ctx->lock);
 			if (broker && ibc_stale(ctx->client)) {
 				/* Inherited through fork(): the parent's
 				 * object, of which only the memory here is
@@ -305,8 +306,10 @@ void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 				o->destroying = false;
 				pthread_mutex_unlock(&ctx->lock);
 			}
+			pthread_mutex_lock(&ctx->lock);
 		}
 	}
+	pthread_mutex_unlock(&ctx->lock);
 }
 
 void ibc_ctx_free_objects(struct ibc_ctx *ctx)
