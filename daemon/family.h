@@ -20,6 +20,8 @@ struct dctx;
 struct device;
 struct obj_family;
 struct handler;
+struct journal;
+struct restore;
 
 /* A request a family serves: the dispatch table's entry for @body_case
  * (an RDMAB__REQUEST__BODY_* value). */
@@ -76,9 +78,16 @@ struct family {
 	 * families may watch one kind; the registry calls each in order,
 	 * with srv->family_state[id] as the hooks' data. */
 	const struct obj_family *obj_hooks[OBJ_KIND_COUNT];
-	/* The restart's (issue 25): NULL, nothing to keep yet. */
-	int (*save)(struct server *srv, int fd);
-	int (*restore)(struct server *srv, int fd);
+	/* Restart (issue 25; the contract is restart.h's). save: write
+	 * every live record of the family into @j, a fresh journal (a
+	 * compaction, from the loop); 0 or -errno (the compaction is
+	 * dropped, the old journal kept). restore: at start, after the
+	 * registry came back, re-adopt the family's records and stored
+	 * fds from @rs; 0, or a negative errno after restore_fail(): the
+	 * daemon then drops the whole state and starts clean. NULL: the
+	 * family keeps nothing across a restart. */
+	int (*save)(struct server *srv, struct journal *j);
+	int (*restore)(struct server *srv, struct restore *rs);
 };
 
 /* Every family, indexed by enum family_id (families.c). */
