@@ -31,6 +31,7 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
+#include "daemon/restart.h"
 #include "daemon/server.h"
 #include "daemon/user.h"
 
@@ -654,6 +655,12 @@ static void conn_stall_cb(evutil_socket_t fd, short what, void *arg)
 
 int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 {
+	return conn_new_as(srv, fd, 0, ret_conn);
+}
+
+int conn_new_as(struct server *srv, int fd, uint64_t id,
+		struct conn **ret_conn)
+{
 	socklen_t len = sizeof(struct ucred);
 	char why[192];
 	struct conn *c;
@@ -710,7 +717,8 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 		goto fail;
 	if (c->pidfd_ev && event_add(c->pidfd_ev, NULL) < 0)
 		goto fail;
-	ret = id_next(&srv->ids.clients, &c->id);
+	c->id = id;
+	ret = id ? 0 : id_next(&srv->ids.clients, &c->id);
 	if (ret < 0)
 		goto fail;
 	TAILQ_INSERT_TAIL(&srv->conns, c, link);
@@ -724,6 +732,7 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 		conn_close(c);
 		return -ENOMEM;
 	}
+	restart_conn_opened(c);
 	server_status_dirty(srv);
 	log_debug("client %" PRIu64 ": pid %d uid %u gid %u (%s) connected",
 		  c->id, (int)c->cred.pid, c->cred.uid, c->cred.gid,
@@ -776,9 +785,12 @@ void conn_close(struct conn *c)
 	if (c->state == CONN_DEAD)
 		TAILQ_REMOVE(&srv->dead, c, dead_link);
 	c->state = CONN_RELEASING;
+	restart_conn_closed(c);
 	/* First: it still reads the socket (the registry is the first
-	 * family). */
-	families_session_closing(c);
+	 * family). Not when exiting for the next daemon, which reads on
+	 * where this one stopped. */
+	if (!restart_handing_off(srv))
+		families_session_closing(c);
 	log_debug("client %" PRIu64 ": disconnected after %" PRIu64
 		  " requests",
 		  c->id, c->requests);

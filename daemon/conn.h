@@ -138,6 +138,9 @@ struct conn {
  * failure. A client the broker may not serve (server_admit()) is told why
  * and gets -EUSERS or -EDQUOT. */
 int conn_new(struct server *srv, int fd, struct conn **ret_conn);
+/* The same for a restore: the session keeps its id @id (0: a new one). */
+int conn_new_as(struct server *srv, int fd, uint64_t id,
+		struct conn **ret_conn);
 /*
  * End the session. Descriptors sent that the peer has not read stay in its
  * socket, out of the daemon's reach, for as long as the peer keeps the

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -18,6 +19,7 @@
 #include "daemon/notify.h"
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
+#include "daemon/restart.h"
 #include "daemon/server.h"
 #include "daemon/unaccounted.h"
 #include "daemon/user.h"
@@ -54,6 +56,7 @@ static void dctx_free(struct server *srv, struct dctx *x)
 	else
 		log_debug("context %" PRIu64 " (%s on %s) closed", x->id,
 			  d->name, x->dev->name);
+	restart_ctx_closed(srv, x);
 	/* What lives only as long as the kernel context goes with it. */
 	families_ctx_closed(srv, x);
 	dctx_close_device(x);
@@ -107,17 +110,15 @@ static int dctx_charge(struct server *srv, struct domain *d, struct user *u,
 	return 0;
 }
 
-static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
-		     struct user *u, struct reply *r, struct dctx **ret)
+/* A new context of @d on @dev: id @id and descriptor @adopt_fd (taken)
+ * when a restore adopts one, else a new id and a new device context. */
+static int dctx_make(struct server *srv, struct domain *d, struct device *dev,
+		     struct user *u, uint64_t id, int adopt_fd,
+		     struct reply *r, struct dctx **ret)
 {
 	struct dctx *x;
 	int ret_err, fd;
 
-	x = dctx_find(d, dev);
-	if (x) {
-		*ret = x;
-		return 0;
-	}
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return reply_error(r, -ENOMEM, "out of memory");
@@ -130,7 +131,8 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 	ret_err = dctx_charge(srv, d, u, x, r);
 	if (ret_err < 0)
 		goto fail;
-	ret_err = id_next(&srv->ids.contexts, &x->id);
+	x->id = id;
+	ret_err = id ? 0 : id_next(&srv->ids.contexts, &x->id);
 	if (ret_err < 0) {
 		ret_err = reply_error(r, ret_err, "the broker has no context "
 					      "ids left");
@@ -139,7 +141,12 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 	x->srv = srv;
 	x->domain = d;
 	x->dev = dev;
-	ret_err = dev->ops->ctx_open(dev, x->id, d->name, &x->dc);
+	if (adopt_fd >= 0) {
+		ret_err = dev->ops->ctx_adopt(dev, x->id, adopt_fd, &x->dc);
+		adopt_fd = -1;
+	} else {
+		ret_err = dev->ops->ctx_open(dev, x->id, d->name, &x->dc);
+	}
 	if (ret_err < 0) {
 		log_warn("%s: cannot open a context for domain %s: %s",
 			 dev->name, d->name, strerror(-ret_err));
@@ -168,14 +175,60 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 	d->n_ctxs++;
 	log_debug("context %" PRIu64 " (%s on %s) opened", x->id, d->name,
 		  dev->name);
+	restart_ctx_opened(srv, x);
 	*ret = x;
 	return 0;
 
 fail:
+	if (adopt_fd >= 0)
+		close(adopt_fd);
 	dctx_uncharge_user(srv, x);
 	domain_uncharge_objects(d, 1);
 	free(x);
 	return ret_err;
+}
+
+static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
+		     struct user *u, struct reply *r, struct dctx **ret)
+{
+	struct dctx *x = dctx_find(d, dev);
+
+	if (x) {
+		*ret = x;
+		return 0;
+	}
+	return dctx_make(srv, d, dev, u, 0, -1, r, ret);
+}
+
+int dctx_adopt(struct server *srv, struct domain *d, struct device *dev,
+	       struct user *u, uint64_t id, int fd, struct reply *r,
+	       struct dctx **ret)
+{
+	return dctx_make(srv, d, dev, u, id, fd, r, ret);
+}
+
+int dctx_conn_adopt(struct conn *c, struct dctx *x, unsigned int opens)
+{
+	struct conn_ctx *cc = calloc(1, sizeof(*cc));
+
+	if (!cc)
+		return -ENOMEM;
+	cc->ctx = x;
+	cc->opens = opens;
+	x->refs++;
+	TAILQ_INSERT_TAIL(&c->ctxs, cc, link);
+	c->n_ctxs++;
+	return 0;
+}
+
+struct dctx *dctx_find_id(struct domain *d, uint64_t id)
+{
+	struct dctx *x;
+
+	TAILQ_FOREACH(x, &d->ctxs, link)
+		if (x->id == id)
+			return x;
+	return NULL;
 }
 
 static void dctx_unref(struct server *srv, struct dctx *x)

@@ -102,6 +102,15 @@ void dctx_device_gone(struct server *srv, struct device *dev);
  * session that lets go of it leave the registry, their charges staying
  * with @x until it closes. */
 void dctx_retire(struct server *srv, struct dctx *x);
+/* Restore (restore.c): context @id of @d on @dev over the stored
+ * descriptor @fd (taken, also on failure); the sentence in @r. */
+int dctx_adopt(struct server *srv, struct domain *d, struct device *dev,
+	       struct user *u, uint64_t id, int fd, struct reply *r,
+	       struct dctx **ret);
+/* Restore: @c's session holds @x, @opens times. 0 or -ENOMEM. */
+int dctx_conn_adopt(struct conn *c, struct dctx *x, unsigned int opens);
+/* @d's context @id; NULL for none. */
+struct dctx *dctx_find_id(struct domain *d, uint64_t id);
 /* Close every context of @d (daemon exit). */
 void dctx_close_all(struct server *srv, struct domain *d);
 

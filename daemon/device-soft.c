@@ -103,6 +103,42 @@ fail:
 	return ret;
 }
 
+/* The memfd a previous daemon made for context @ctx_id: its header must
+ * say so, and its seals be the ones soft_ctx_open() set. */
+static int soft_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
+			  struct device_ctx **ret_ctx)
+{
+	const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
+			  F_SEAL_SEAL;
+	struct soft_ctx_header h;
+	struct soft_ctx *ctx;
+	int ret;
+
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    h.magic != SOFT_CTX_MAGIC || h.version != SOFT_CTX_VERSION ||
+	    h.context_id != ctx_id ||
+	    strncmp(h.device, dev->name, sizeof(h.device)) != 0 ||
+	    fcntl(fd, F_GET_SEALS) != seals) {
+		close(fd);
+		return -EBADMSG;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		close(fd);
+		return -ENOMEM;
+	}
+	ctx->base.dev = dev;
+	ret = soft_objs_init(&ctx->objs, dev->priv, dev);
+	if (ret < 0) {
+		close(fd);
+		free(ctx);
+		return ret;
+	}
+	ctx->fd = fd;
+	*ret_ctx = &ctx->base;
+	return 0;
+}
+
 static void soft_ctx_close(struct device_ctx *base)
 {
 	struct soft_ctx *ctx = soft_ctx_of(base);
@@ -266,6 +302,7 @@ static void soft_shutdown(struct device *dev)
 /* No events and always present: the defaults. */
 static const struct device_ops soft_ops = {
 	.ctx_open = soft_ctx_open,
+	.ctx_adopt = soft_ctx_adopt,
 	.shutdown = soft_shutdown,
 	.xrcd_hold = soft_xrcd_hold,
 	.xrcd_drop = soft_xrcd_drop,

@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/ib_user_verbs.h>
 
@@ -153,6 +154,13 @@ static void default_xrcd_drop(struct device *dev, void *xrcd)
 {
 }
 
+static int default_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
+			     struct device_ctx **ret_ctx)
+{
+	close(fd);
+	return -EOPNOTSUPP;
+}
+
 static int default_rss_create(struct device_ctx *ctx,
 			      const struct rss_spec *spec,
 			      struct rss_made *ret, struct device_why *why)
@@ -203,6 +211,7 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(o, ops, shutdown, default_shutdown);
 	FILL(o, ops, xrcd_hold, default_xrcd_hold);
 	FILL(o, ops, xrcd_drop, default_xrcd_drop);
+	FILL(o, ops, ctx_adopt, default_ctx_adopt);
 	c->close = ctx_ops->close;
 	c->fd = ctx_ops->fd;
 	c->pd_handle = ctx_ops->pd_handle;

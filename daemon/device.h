@@ -219,6 +219,15 @@ struct device_ops {
 			 struct device_why *why);
 	/* Let the hold go (ibv_close_xrcd). Default: nothing. */
 	void (*xrcd_drop)(struct device *dev, void *xrcd);
+	/*
+	 * Restart (restore.c): make the context @ctx_id again over @fd
+	 * (taken, also on failure), the descriptor a previous daemon's
+	 * ctx_open handed out, which clients still hold. -EBADMSG for a
+	 * descriptor that is not that context's. Default: -EOPNOTSUPP (the
+	 * context cannot be adopted: closed, its clients told).
+	 */
+	int (*ctx_adopt)(struct device *dev, uint64_t ctx_id, int fd,
+			 struct device_ctx **ret_ctx);
 };
 
 /* Context-level operations. close, fd and pd_handle are required. */

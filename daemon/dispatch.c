@@ -19,6 +19,7 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/restart.h"
 #include "daemon/server.h"
 
 static const struct handler handlers[] = {
@@ -207,6 +208,8 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	r.msg.serial = req->serial;
 	h = dispatch_lookup(req->body_case);
 	ret = dispatch_request(c, h, req, fds, &r, &fatal);
+	if (ret >= 0)
+		restart_request_done(c, req->body_case);
 	/* A descriptor no field claimed is closed here. */
 	wire_fds_close(fds);
 	c->requests++;

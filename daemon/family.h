@@ -20,7 +20,6 @@ struct dctx;
 struct device;
 struct obj_family;
 struct handler;
-struct journal;
 struct restore;
 
 /* A request a family serves: the dispatch table's entry for @body_case
@@ -78,15 +77,13 @@ struct family {
 	 * families may watch one kind; the registry calls each in order,
 	 * with srv->family_state[id] as the hooks' data. */
 	const struct obj_family *obj_hooks[OBJ_KIND_COUNT];
-	/* Restart (issue 25; the contract is restart.h's). save: write
-	 * every live record of the family into @j, a fresh journal (a
-	 * compaction, from the loop); 0 or -errno (the compaction is
-	 * dropped, the old journal kept). restore: at start, after the
-	 * registry came back, re-adopt the family's records and stored
-	 * fds from @rs; 0, or a negative errno after restore_fail(): the
-	 * daemon then drops the whole state and starts clean. NULL: the
-	 * family keeps nothing across a restart. */
-	int (*save)(struct server *srv, struct journal *j);
+	/* Restart (issue 25; the contract is restart.h's): at start,
+	 * after the registry came back, re-adopt the family's records and
+	 * stored fds from @rs; 0, or a negative errno after
+	 * restore_fail(): the daemon then drops the whole state and
+	 * starts clean. NULL: the family keeps nothing across a restart.
+	 * (No save slot: a family journals its records as they change,
+	 * and the journal compacts them itself.) */
 	int (*restore)(struct server *srv, struct restore *rs);
 };
 

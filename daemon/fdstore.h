@@ -57,13 +57,14 @@ int fdstore_take(struct fdstore *s, const char *name, int *ret_fd);
 /*
  * Call @fn for every passed descriptor not yet taken whose name starts
  * with @prefix ("rb.conn."), in the order they were passed; @fn may take
- * it (fdstore_take()). A negative return of @fn stops the walk and is
+ * it (fdstore_take()). A non-zero return of @fn stops the walk and is
  * returned.
  */
 int fdstore_each_passed(struct fdstore *s, const char *prefix,
 			int (*fn)(void *arg, const char *name, int fd),
 			void *arg);
-/* Close every passed descriptor nobody took; returns how many. */
+/* Close every passed descriptor nobody took, and drop it from the
+ * store; returns how many. */
 unsigned int fdstore_close_untaken(struct fdstore *s);
 
 /*
@@ -72,7 +73,7 @@ unsigned int fdstore_close_untaken(struct fdstore *s);
  * (the table then keeps nothing either).
  */
 int fdstore_put(struct fdstore *s, const char *name, int fd);
-/* Forget @name (FDSTOREREMOVE=1); nothing for a name not kept. */
+/* Forget @name (FDSTOREREMOVE=1), kept or only passed. */
 void fdstore_remove(struct fdstore *s, const char *name);
 /* Descriptors kept now, and the bound. */
 unsigned int fdstore_count(const struct fdstore *s);

@@ -20,8 +20,8 @@
  * memfd): a bad record refuses the whole state.
  *
  * Compaction, bounded: when the log passes twice what the last compaction
- * wrote plus JOURNAL_SLACK, the daemon writes the live state (every
- * family's save()) into a fresh memfd of the next generation, stores it
+ * wrote plus JOURNAL_SLACK, the daemon copies the live records (the
+ * journal indexes them: no family is asked) into a fresh memfd of the next generation, stores it
  * ("rb.state.<gen>"), then removes the old one. A reader handed both
  * takes the newest complete one (its header's "complete" word is stored
  * last); so the log holds at most about 2x the live state.
@@ -60,8 +60,7 @@ enum journal_kind {
 	/* Key 0: the counters (StateCounters: generation, restarts, the
 	 * id spaces' counts and keys). */
 	JOURNAL_COUNTERS = 1,
-	/* Key: journal_domain_key(). */
-	JOURNAL_DOMAIN = 2,
+	/* 2: unused (domains are remade by their sessions). */
 	/* Key: the context id. */
 	JOURNAL_CONTEXT = 3,
 	/* Key: the client id. */
@@ -100,12 +99,18 @@ struct journal_view;
  */
 int journal_create(uint64_t gen, struct journal **ret);
 /*
- * Go on writing the journal in @fd (taken), after reading it: the state
- * it holds in *@ret_view. -EBADMSG (a sentence in @why) for what cannot
- * be read; @fd is closed then.
+ * A fresh journal of generation @gen holding @v's live records (NULL:
+ * none), sealed: what a restore goes on writing, since the old one may
+ * end in a transaction the kill cut, which must stay unapplied.
  */
-int journal_adopt(int fd, struct journal **ret, struct journal_view **ret_view,
-		  char *why, size_t why_len);
+int journal_from_view(const struct journal_view *v, uint64_t gen,
+		      struct journal **ret);
+/*
+ * The compaction: a fresh journal of @j's generation + 1 holding @j's
+ * live records, sealed. The caller stores it, removes @j from the store
+ * and frees @j, in that order.
+ */
+int journal_compact(const struct journal *j, struct journal **ret);
 void journal_free(struct journal *j);
 /* Its memfd (owned by the journal) and generation. */
 int journal_fd(const struct journal *j);
@@ -113,9 +118,6 @@ uint64_t journal_gen(const struct journal *j);
 /* Bytes in the log, and whether it should be compacted now. */
 size_t journal_used(const struct journal *j);
 bool journal_wants_compaction(const struct journal *j);
-/* The compaction is done: @fresh holds the live state; @j's size is its
- * bound's base from now on. */
-void journal_compacted(struct journal *j, const struct journal *fresh);
 
 /*
  * Record @msg as the state of (@kind, @key), or its end (journal_del()).
@@ -131,9 +133,6 @@ int journal_del(struct journal *j, uint32_t kind, uint64_t key);
  * (only the outermost commit marks). */
 void journal_begin(struct journal *j);
 void journal_commit(struct journal *j);
-/* Seal the header: every record written, nothing more will be (a
- * compaction's fresh journal, before it is stored). */
-void journal_seal(struct journal *j);
 bool journal_broken(const struct journal *j);
 
 /*
@@ -155,8 +154,11 @@ size_t journal_view_count(const struct journal_view *v, uint32_t kind);
  */
 int journal_each(const struct journal_view *v, uint32_t kind,
 		 int (*fn)(void *arg, const struct journal_rec *r), void *arg);
-/* The record (@kind, @key); NULL when there is none. */
-const struct journal_rec *journal_find(const struct journal_view *v,
-				       uint32_t kind, uint64_t key);
+/* The record (@kind, @key) in @ret: 0, or -ENOENT. */
+int journal_find(const struct journal_view *v, uint32_t kind, uint64_t key,
+		 struct journal_rec *ret);
+/* journal_read() of the file @fd (borrowed): a stored state. */
+int journal_read_fd(int fd, struct journal_view **ret, char *why,
+		    size_t why_len);
 
 #endif

@@ -15,8 +15,8 @@
  *   "rb.<family>.<key>" when made and fdstore_remove() before they are
  *   closed. restart_journal() and restart_fdstore() give both (NULL:
  *   restart off, every call a no-op).
- * - save (family.h) writes every live record of the family into a fresh
- *   journal: a compaction, from the loop, never inside a change.
+ * - no save slot: the journal indexes its live records and compacts by
+ *   copying them, so a family's records are exactly what it put.
  * - restore (family.h) runs once at start, after the registry came back,
  *   in families[] order: the family reads its kinds with
  *   restore_each()/journal_find() and takes its descriptors with
@@ -35,6 +35,8 @@
 #include "daemon/journal.h"
 
 struct server;
+struct conn;
+struct dctx;
 
 struct restart;
 
@@ -60,6 +62,38 @@ int restore_take_fd(struct restore *rs, const char *name, int *ret_fd);
 /* Refuse the state: @err (negative) with a sentence; returns @err. */
 int restore_fail(struct restore *rs, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+
+/*
+ * Start-up (server_init()): read the fd store (restart is on when systemd
+ * gives a NOTIFY_SOCKET or descriptors were handed over), pick the newest
+ * readable state, start its successor journal. Before sd_take_listener(),
+ * which leaves our descriptors alone. 0 or -errno (the daemon stops).
+ */
+int restart_init(struct server *srv);
+/* After the families' init: re-adopt what the state holds (restore.c),
+ * close what nobody took, log one line. 0 or -errno. */
+int restart_restore(struct server *srv);
+void restart_fini(struct server *srv);
+/* The store's bound: what FileDescriptorStoreMax= must be at least. */
+unsigned int restart_store_max(const struct server *srv);
+/* SIGTERM under a store: exit leaving sessions and state to the next
+ * daemon (nothing is removed from the store or the journal from here). */
+void restart_handoff(struct server *srv);
+bool restart_handing_off(const struct server *srv);
+/* A write failed: the state is not whole (a restart starts clean). */
+bool restart_journal_broken(const struct server *srv);
+
+/* Hooks: the registry's changes, to the journal and the store. */
+void restart_conn_opened(struct conn *c);
+void restart_conn_closed(struct conn *c);
+/* Hello, a context opened or closed: the session's record. */
+void restart_session_save(struct conn *c);
+/* Request @body_case of @c succeeded: what it changed of the session. */
+void restart_request_done(struct conn *c, unsigned int body_case);
+void restart_ctx_opened(struct server *srv, const struct dctx *x);
+void restart_ctx_closed(struct server *srv, const struct dctx *x);
+/* The id spaces passed their saved mark: save them further on. */
+void restart_ids_check(struct server *srv);
 
 /* The running daemon's journal and store; NULL when restart is off. */
 struct journal *restart_journal(const struct server *srv);

@@ -28,6 +28,7 @@
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/rekey.h"
+#include "daemon/restart.h"
 #include "daemon/runtime.h"
 #include "daemon/sd.h"
 #include "daemon/caps.h"
@@ -361,6 +362,21 @@ static void server_shutdown(struct server *srv, const char *reason)
 
 	if (srv->stopping)
 		return;
+	/* SIGTERM: systemd's stop and restart alike (a stop then empties
+	 * the store); SIGINT, a person at a terminal, ends the sessions. */
+	if (strcmp(reason, "SIGTERM") == 0 && restart_journal(srv) &&
+	    !restart_journal_broken(srv)) {
+		/* The sessions and the state stay in the store for the
+		 * next daemon: no Event, no close of a session. */
+		log_notice("%s: exiting, %u clients kept for the next start",
+			   reason, srv->n_conns);
+		sd_stopping();
+		server_set_accepting(srv, false);
+		srv->stopping = true;
+		restart_handoff(srv);
+		event_base_loopexit(srv->base, NULL);
+		return;
+	}
 	log_notice("%s: shutting down, %u clients connected", reason,
 		   srv->n_conns);
 	sd_stopping();
@@ -646,13 +662,19 @@ int server_init(struct server *srv, const struct server_options *opt)
 	srv->base = event_base_new();
 	if (!srv->base)
 		return -ENOMEM;
+	ret = restart_init(srv);
+	if (ret < 0) {
+		log_err("cannot start the restart's store and journal: %s",
+			strerror(-ret));
+		return ret;
+	}
 	ret = families_init(srv);
 	if (ret < 0)
 		return ret;
 	srv->metrics = metrics_new();
 	if (!srv->metrics)
 		return -ENOMEM;
-	ret = sd_take_listener();
+	ret = sd_take_listener(restart_fdstore(srv));
 	if (ret == -ENOENT)
 		ret = server_bind(srv);
 	if (ret < 0)
@@ -665,6 +687,9 @@ int server_init(struct server *srv, const struct server_options *opt)
 		log_err("cannot set up the event loop: %s", strerror(-ret));
 		return ret;
 	}
+	ret = restart_restore(srv);
+	if (ret < 0)
+		return ret;
 	server_set_accepting(srv, true);
 	return 0;
 }
@@ -689,6 +714,7 @@ void server_fini(struct server *srv)
 	rekey_fini(srv);
 	metrics_free(srv->metrics);
 	families_fini(srv);
+	restart_fini(srv);
 	conns_lingering_free(srv);
 	domains_free(srv);
 	users_free(srv);

@@ -106,6 +106,9 @@ struct server {
 	 * to a member's listing. */
 	uint64_t list_visits;
 	struct registry *registry;
+	/* Restart (restart.h): the fd store and the state journal; NULL
+	 * when off. */
+	struct restart *restart;
 	/* Each family's own (family.h), by enum family_id. */
 	void *family_state[FAMILY_COUNT];
 	/* The runtime directory and its lock, held for the daemon's life

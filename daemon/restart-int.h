@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What restart.c and restore.c share: struct restart. Nothing else
+ * includes it.
+ */
+#ifndef RDMAB_RESTART_INT_H
+#define RDMAB_RESTART_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/restart.h"
+
+struct event;
+
+/* The store's room beyond two per connection: contexts, DMs, XRCD files,
+ * the states. */
+#define RESTART_STORE_EXTRA 4096
+
+struct restart {
+	struct fdstore *store;
+	/* NULL after a failed start of the journal (restart is then off). */
+	struct journal *j;
+	/* At start: the state read, until the restore ran. */
+	struct journal_view *view;
+	/* Why a state handed over was refused ("" when none was). */
+	char refused[256];
+	uint64_t generation;
+	uint64_t restarts;
+	uint64_t last_restore_usec;
+	/* What the last restore adopted, for status. */
+	uint64_t adopted_sessions, adopted_contexts, adopted_objects,
+		adopted_fds;
+	/* Where each id space's count was saved to (restart_counters_save). */
+	uint64_t id_mark[4];
+	struct event *compact_ev;
+	/* Exiting for a successor (SIGTERM under a store, re-exec): no
+	 * record or store entry is removed any more. */
+	bool handoff;
+	bool warned;
+};
+
+int restart_counters_save(struct server *srv);
+void restart_fd_name(char *buf, size_t size, const char *what, uint64_t id);
+int restart_first_name(void *arg, const char *name, int fd);
+
+#endif

@@ -1,0 +1,362 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The restore (restart.h): a daemon started with a state re-adopts, in
+ * order, the counters, the sessions with their domains and contexts, the
+ * registry's objects, then each family's records. The state is checked
+ * whole before anything is adopted, so that a state that cannot be read
+ * is refused whole: a clean start, never half a registry.
+ *
+ * The new generation's journal starts empty and gets what is adopted, by
+ * the same hooks that journal a running daemon's changes: what the old
+ * state held and nobody adopted (a session whose socket the store no
+ * longer had) is not carried on.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dispatch.h"
+#include "daemon/domain.h"
+#include "daemon/family.h"
+#include "daemon/log.h"
+#include "daemon/restart-int.h"
+#include "daemon/server.h"
+#include "proto/state.pb-c.h"
+
+int restore_each(struct restore *rs, uint32_t kind,
+		 int (*fn)(void *arg, const struct journal_rec *r), void *arg)
+{
+	return journal_each(rs->view, kind, fn, arg);
+}
+
+int restore_take_fd(struct restore *rs, const char *name, int *ret_fd)
+{
+	int ret = fdstore_take(rs->store, name, ret_fd);
+
+	if (ret == 0)
+		rs->adopted_fds++;
+	return ret;
+}
+
+int restore_fail(struct restore *rs, int err, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(rs->why, sizeof(rs->why), fmt, ap);
+	va_end(ap);
+	return err;
+}
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* --- the check before anything is adopted -------------------------------- */
+
+static int check_one(void *arg, const struct journal_rec *r)
+{
+	struct restore *rs = arg;
+	const ProtobufCMessageDescriptor *d;
+	ProtobufCMessage *m;
+
+	switch (r->kind) {
+	case JOURNAL_COUNTERS:
+		d = &rdmab__state__counters__descriptor;
+		break;
+	case JOURNAL_CONTEXT:
+		d = &rdmab__state__context__descriptor;
+		break;
+	case JOURNAL_SESSION:
+		d = &rdmab__state__session__descriptor;
+		break;
+	default:
+		return 0;
+	}
+	m = protobuf_c_message_unpack(d, NULL, r->len, r->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "record %u/%" PRIu64 " does not unpack "
+				    "as a %s",
+				    r->kind, r->key, d->short_name);
+	protobuf_c_message_free_unpacked(m, NULL);
+	return 0;
+}
+
+static int restore_check(struct restore *rs)
+{
+	static const uint32_t kinds[] = { JOURNAL_COUNTERS, JOURNAL_CONTEXT,
+					  JOURNAL_SESSION };
+	int ret;
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		ret = journal_each(rs->view, kinds[i], check_one, rs);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* --- counters ------------------------------------------------------------ */
+
+static void id_restore(struct id_space *s, const Rdmab__State__IdSpace *m)
+{
+	if (!m)
+		return;
+	s->count = m->count;
+	s->key[0] = m->key0;
+	s->key[1] = m->key1;
+}
+
+static int restore_counters(struct restore *rs)
+{
+	struct server *srv = rs->srv;
+	struct restart *r = srv->restart;
+	Rdmab__State__Counters *c;
+	struct journal_rec rec;
+
+	if (journal_find(rs->view, JOURNAL_COUNTERS, 0, &rec) < 0)
+		return restore_fail(rs, -EBADMSG, "the state has no counters");
+	c = rdmab__state__counters__unpack(NULL, rec.len, rec.data);
+	if (!c)
+		return restore_fail(rs, -EBADMSG, "the counters do not unpack");
+	id_restore(&srv->ids.clients, c->clients);
+	id_restore(&srv->ids.contexts, c->contexts);
+	id_restore(&srv->ids.objects, c->objects);
+	id_restore(&srv->ids.dms, c->dms);
+	r->generation = c->generation + 1;
+	r->restarts = c->restarts + 1;
+	srv->requests_served = c->requests_served;
+	rdmab__state__counters__free_unpacked(c, NULL);
+	rs->generation = r->generation;
+	return 0;
+}
+
+/* --- sessions and their contexts ---------------------------------------- */
+
+/* Context @id that @c's session held: the one its domain has already, or
+ * adopted from the store. NULL when it cannot be (logged): the session
+ * goes on without it, as after a device removal. */
+static struct dctx *restore_ctx(struct restore *rs, struct conn *c,
+				uint64_t id)
+{
+	struct server *srv = rs->srv;
+	Rdmab__State__Context *m;
+	struct journal_rec rec;
+	char name[FDSTORE_NAME_MAX + 1];
+	struct reply r = { 0 };
+	struct device *dev;
+	struct dctx *x;
+	int fd, ret;
+
+	x = dctx_find_id(c->domain, id);
+	if (x)
+		return x;
+	if (journal_find(rs->view, JOURNAL_CONTEXT, id, &rec) < 0)
+		return NULL;
+	m = rdmab__state__context__unpack(NULL, rec.len, rec.data);
+	if (!m)
+		return NULL;
+	dev = device_find(&srv->devices, m->device);
+	if (!dev || strcmp(dev->name, m->device) != 0 ||
+	    strcmp(c->domain->name, m->domain) != 0) {
+		log_warn("context %" PRIu64 " (%s on %s): no such device or "
+			 "domain any more, not adopted",
+			 id, m->domain, m->device);
+		rdmab__state__context__free_unpacked(m, NULL);
+		return NULL;
+	}
+	rdmab__state__context__free_unpacked(m, NULL);
+	restart_fd_name(name, sizeof(name), "ctx", id);
+	if (restore_take_fd(rs, name, &fd) < 0) {
+		log_warn("context %" PRIu64 ": its descriptor is not in the "
+			 "store, not adopted",
+			 id);
+		return NULL;
+	}
+	ret = dctx_adopt(srv, c->domain, dev, c->user, id, fd, &r, &x);
+	if (ret < 0) {
+		log_warn("context %" PRIu64 " on %s cannot be adopted: %s%s%s",
+			 id, dev->name, strerror(-ret), *r.message ? ": " : "",
+			 r.message);
+		return NULL;
+	}
+	rs->adopted_contexts++;
+	return x;
+}
+
+static int restore_session(void *arg, const struct journal_rec *rec)
+{
+	struct restore *rs = arg;
+	struct server *srv = rs->srv;
+	Rdmab__State__Session *m;
+	char name[FDSTORE_NAME_MAX + 1];
+	struct reply r = { 0 };
+	struct conn *c;
+	int fd, ret;
+
+	restart_fd_name(name, sizeof(name), "conn", rec->key);
+	if (restore_take_fd(rs, name, &fd) < 0) {
+		log_debug("client %" PRIu64 ": its socket is not in the "
+			  "store (it hung up): session not adopted",
+			  rec->key);
+		return 0;
+	}
+	m = rdmab__state__session__unpack(NULL, rec->len, rec->data);
+	if (!m) {
+		close(fd);
+		return 0;
+	}
+	ret = conn_new_as(srv, fd, rec->key, &c);
+	if (ret < 0) {
+		log_warn("client %" PRIu64 ": session not adopted: %s",
+			 rec->key, strerror(-ret));
+		goto out;
+	}
+	/* The socket's peer is the one the state names, or it is not
+	 * this session's. */
+	if ((uint32_t)c->cred.uid != m->uid ||
+	    (uint32_t)c->cred.pid != m->pid) {
+		conn_kill(c, "its socket's peer is not the saved session's");
+		goto out;
+	}
+	c->client_pid = m->client_pid;
+	c->fork_state = (int)m->fork_state;
+	if (m->secret.len == sizeof(c->secret))
+		memcpy(c->secret, m->secret.data, sizeof(c->secret));
+	c->parent_id = m->parent_id;
+	snprintf(c->library_version, sizeof(c->library_version), "%s",
+		 m->library_version);
+	c->rss_delta = m->rss_delta;
+	c->requests = m->requests;
+	ret = domain_join(srv, c,
+			  m->domain_kind == DOMAIN_PRIVATE ? "" : m->domain,
+			  m->domain_kind == DOMAIN_PRIVATE, &r);
+	if (ret < 0) {
+		log_warn("client %" PRIu64 ": cannot join domain %s again: %s",
+			 c->id, m->domain, r.message);
+		conn_kill(c, NULL);
+		goto out;
+	}
+	conn_hello_done(c);
+	for (size_t i = 0; i < m->n_ctxs; i++) {
+		struct dctx *x = restore_ctx(rs, c, m->ctxs[i]->ctx_id);
+
+		if (x && dctx_conn_adopt(c, x, m->ctxs[i]->opens) < 0) {
+			conn_kill(c, "out of memory");
+			goto out;
+		}
+	}
+	restart_session_save(c);
+	rs->adopted_sessions++;
+
+out:
+	rdmab__state__session__free_unpacked(m, NULL);
+	return 0;
+}
+
+/* --- the whole ----------------------------------------------------------- */
+
+static int restore_families(struct restore *rs)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++) {
+		int ret;
+
+		if (!families[i]->restore)
+			continue;
+		ret = families[i]->restore(rs->srv, rs);
+		if (ret < 0) {
+			if (!*rs->why)
+				restore_fail(rs, ret, "%s: %s",
+					     families[i]->name,
+					     strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int restart_restore(struct server *srv)
+{
+	struct restart *r = srv->restart;
+	struct restore rs = { 0 };
+	char name[FDSTORE_NAME_MAX + 1];
+	uint64_t start = now_usec();
+	unsigned int closed;
+	int ret = 0, fd;
+
+	if (!r)
+		return 0;
+	rs.srv = srv;
+	rs.view = r->view;
+	rs.store = r->store;
+	r->generation = 1;
+	if (r->view) {
+		ret = restore_check(&rs);
+		if (ret == 0)
+			ret = restore_counters(&rs);
+		if (ret < 0) {
+			snprintf(r->refused, sizeof(r->refused), "%s", rs.why);
+			log_err("starting clean, closing the %u descriptors "
+				"handed over: the state cannot be used: %s",
+				fdstore_n_passed(r->store), rs.why);
+			r->generation = 1;
+		} else {
+			journal_each(r->view, JOURNAL_SESSION,
+				     restore_session, &rs);
+			ret = restore_families(&rs);
+			if (ret < 0)
+				log_err("a family's state cannot be used: %s",
+					rs.why);
+		}
+	}
+	ret = restart_counters_save(srv);
+	if (ret < 0)
+		return ret;
+	/* Stored now, when it holds the adopted state: a kill during the
+	 * restore left the old one the newest. */
+	restart_fd_name(name, sizeof(name), "state", journal_gen(r->j));
+	ret = fdstore_put(r->store, name, journal_fd(r->j));
+	if (ret < 0) {
+		log_err("cannot keep the state in the fd store: %s",
+			strerror(-ret));
+		return ret;
+	}
+	while (fdstore_each_passed(r->store, FDSTORE_PREFIX "state.",
+				   restart_first_name, name) == 1) {
+		if (fdstore_take(r->store, name, &fd) == 0)
+			close(fd);
+		fdstore_remove(r->store, name);
+	}
+	closed = fdstore_close_untaken(r->store);
+	journal_view_free(r->view);
+	r->view = NULL;
+	r->last_restore_usec = now_usec() - start;
+	r->adopted_sessions = rs.adopted_sessions;
+	r->adopted_contexts = rs.adopted_contexts;
+	r->adopted_objects = rs.adopted_objects;
+	r->adopted_fds = rs.adopted_fds;
+	if (rs.view && !*r->refused)
+		log_notice("restart %" PRIu64 ": generation %" PRIu64
+			   " restored in %" PRIu64 " us: %" PRIu64
+			   " sessions, %" PRIu64 " contexts, %" PRIu64
+			   " objects, %" PRIu64 " descriptors adopted, %u "
+			   "closed",
+			   r->restarts, r->generation, r->last_restore_usec,
+			   rs.adopted_sessions, rs.adopted_contexts,
+			   rs.adopted_objects, rs.adopted_fds, closed);
+	return restart_counters_save(srv);
+}
