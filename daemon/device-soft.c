@@ -164,6 +164,14 @@ static int soft_obj_create(struct device_ctx *base, const struct obj_spec *spec,
 	return soft_objs_create(&soft_ctx_of(base)->objs, spec, ret, why);
 }
 
+static int soft_obj_restore(struct device_ctx *base,
+			    const struct obj_spec *spec, uint32_t handle,
+			    struct obj_made *ret, struct device_why *why)
+{
+	return soft_objs_create_at(&soft_ctx_of(base)->objs, spec, handle, ret,
+				   why);
+}
+
 static int soft_obj_destroy(struct device_ctx *base, enum ibc_obj_kind kind,
 			    uint32_t handle, struct device_why *why)
 {
@@ -313,6 +321,7 @@ static const struct device_ctx_ops soft_ctx_ops = {
 	.fd = soft_ctx_fd,
 	.pd_handle = soft_ctx_pd_handle,
 	.obj_create = soft_obj_create,
+	.obj_restore = soft_obj_restore,
 	.obj_destroy = soft_obj_destroy,
 	.dm_alloc = soft_dm_alloc,
 	.dm_free = soft_dm_free,

@@ -180,6 +180,14 @@ static int default_rss_destroy(struct device_ctx *ctx, struct rss_made *made,
 			  ctx->dev->name);
 }
 
+static int default_obj_restore(struct device_ctx *ctx,
+			       const struct obj_spec *spec, uint32_t handle,
+			       struct obj_made *ret, struct device_why *why)
+{
+	return device_why(why, -EOPNOTSUPP, "%s: the broker makes none of "
+			  "its objects", ctx->dev->name);
+}
+
 static int default_handle_list(struct device_ctx *ctx, unsigned int type,
 			       uint32_t *handles, uint32_t max)
 {
@@ -218,6 +226,7 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(c, ctx_ops, event_fd, default_ctx_event_fd);
 	FILL(c, ctx_ops, handle_event, default_ctx_handle_event);
 	FILL(c, ctx_ops, obj_create, default_obj_create);
+	FILL(c, ctx_ops, obj_restore, default_obj_restore);
 	FILL(c, ctx_ops, obj_destroy, default_obj_destroy);
 	FILL(c, ctx_ops, dm_alloc, default_dm_alloc);
 	FILL(c, ctx_ops, dm_free, default_dm_free);

@@ -259,6 +259,14 @@ struct device_ctx_ops {
 	int (*obj_destroy)(struct device_ctx *ctx, enum ibc_obj_kind kind,
 			   uint32_t handle, struct device_why *why);
 	/*
+	 * Restart (restore.c): make again, at @handle, the object @spec
+	 * made before the daemon restarted, for a device whose kernel the
+	 * daemon is (soft). Default: -EOPNOTSUPP.
+	 */
+	int (*obj_restore)(struct device_ctx *ctx, const struct obj_spec *spec,
+			   uint32_t handle, struct obj_made *ret,
+			   struct device_why *why);
+	/*
 	 * Device memory. dm_alloc: @length bytes (whole pages), aligned to
 	 * 2^@log_align, zeroed before anyone sees them; -ENOMEM when the
 	 * device's memory is exhausted, -EINVAL for what it cannot give.

@@ -17,6 +17,7 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
+#include "daemon/restart.h"
 #include "daemon/server.h"
 
 const enum ibc_obj_kind obj_cleanup_order[] = {
@@ -148,6 +149,14 @@ int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
 		bool intent, bool made_here, uint32_t handle, struct reply *r,
 		struct obj **ret)
 {
+	return objects_add_id(c, x, kind, intent, made_here, handle, 0, r,
+			      ret);
+}
+
+int objects_add_id(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
+		   bool intent, bool made_here, uint32_t handle, uint64_t id,
+		   struct reply *r, struct obj **ret)
+{
 	struct registry *reg = c->srv->registry;
 	struct obj_owner *ow;
 	struct obj *o;
@@ -162,7 +171,8 @@ int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
 			obj_free(reg, o);
 		return reply_error(r, -ENOMEM, "out of memory");
 	}
-	err = id_next(&c->srv->ids.objects, &o->id);
+	o->id = id;
+	err = id ? 0 : id_next(&c->srv->ids.objects, &o->id);
 	if (err < 0) {
 		obj_free(reg, o);
 		return reply_error(r, err, "the broker has no object ids left");
@@ -217,6 +227,7 @@ void objects_set_handle(struct obj *o, uint32_t handle)
 	o->intent = false;
 	o->owner->n_intents--;
 	o->owner->n_objs++;
+	restart_obj_saved(o->owner->reg->srv, o);
 }
 
 /* Take @o out of the registry; its charge is the caller's. */
@@ -230,6 +241,7 @@ static void obj_unlink(struct obj *o)
 	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
 		if (w[i].fam->removed)
 			w[i].fam->removed(reg->srv, o, *w[i].data);
+	restart_obj_gone(reg->srv, o);
 	TAILQ_REMOVE(&reg->objs, o, link);
 	TAILQ_REMOVE(&ow->kinds[o->kind], o, kind_link);
 	TAILQ_REMOVE(&x->objs, o, ctx_link);

@@ -249,6 +249,14 @@ int objects_hook_before_owner_destroy(struct registry *reg, struct obj *o,
 int objects_add(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
 		bool intent, bool made_here, uint32_t handle, struct reply *r,
 		struct obj **ret);
+/* The same with the id @id (0: a new one): a restore's. */
+int objects_add_id(struct conn *c, struct dctx *x, enum ibc_obj_kind kind,
+		   bool intent, bool made_here, uint32_t handle, uint64_t id,
+		   struct reply *r, struct obj **ret);
+/* The wire's object attributes in device terms (obj-handlers.c). */
+struct Rdmab__ObjAttr;
+void obj_attr_from_wire(struct obj_attr *a,
+			const struct Rdmab__ObjAttr *w);
 /* The record @id of @c's session; NULL for any other (another session's,
  * another domain's, none: one answer). */
 struct obj *objects_find(struct conn *c, uint64_t id);

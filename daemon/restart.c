@@ -20,6 +20,7 @@
 #include "daemon/ctx.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
+#include "daemon/objects.h"
 #include "daemon/restart-int.h"
 #include "daemon/server.h"
 #include "proto/rdmabroker.pb-c.h"
@@ -396,4 +397,63 @@ void restart_request_done(struct conn *c, unsigned int body_case)
 	default:
 		break;
 	}
+}
+
+/* The registry's record of @o, and, for an object the broker made on a
+ * device it is the kernel of, what makes it again (@spec, @attr). */
+static void obj_put(struct server *srv, const struct obj *o,
+		    const struct obj_spec *spec, const Rdmab__ObjAttr *attr)
+{
+	Rdmab__State__Object m = RDMAB__STATE__OBJECT__INIT;
+	Rdmab__State__SoftObject so = RDMAB__STATE__SOFT_OBJECT__INIT;
+	uint32_t uses[OBJ_MAX_USES];
+
+	m.owner = o->owner->client_id;
+	m.ctx_id = o->ctx->id;
+	m.kind = o->kind;
+	m.handle = o->handle;
+	m.intent = o->intent;
+	m.made_here = o->made_here;
+	m.window_made = o->window_made;
+	m.stuck = o->stuck;
+	m.family_owned = o->family_owned;
+	m.dm_id = o->dm_id;
+	m.xrcd_obj = o->xrcd_obj;
+	m.born_usec = o->born_usec;
+	if (spec) {
+		for (unsigned int i = 0; i < OBJ_MAX_USES; i++)
+			uses[i] = spec->uses[i];
+		so.n_uses = OBJ_MAX_USES;
+		so.uses = uses;
+		so.used_mask = spec->used;
+		so.attr = (Rdmab__ObjAttr *)attr;
+		so.xrcd_ino = spec->xrcd_ino;
+		m.soft = &so;
+	}
+	restart_after_write(srv, journal_put(srv->restart->j, JOURNAL_OBJECT,
+					     o->id, &m.base));
+	restart_ids_check(srv);
+}
+
+void restart_obj_saved(struct server *srv, const struct obj *o)
+{
+	/* A soft object's record carries its spec (restart_obj_made()):
+	 * rewritten whole, it would lose it. */
+	if (!restart_journal(srv) || (o->made_here && !o->intent))
+		return;
+	obj_put(srv, o, NULL, NULL);
+}
+
+void restart_obj_made(struct server *srv, const struct obj *o,
+		      const struct obj_spec *spec, const Rdmab__ObjAttr *attr)
+{
+	if (restart_journal(srv))
+		obj_put(srv, o, spec, attr);
+}
+
+void restart_obj_gone(struct server *srv, const struct obj *o)
+{
+	if (restart_journal(srv))
+		restart_after_write(srv, journal_del(srv->restart->j,
+						     JOURNAL_OBJECT, o->id));
 }

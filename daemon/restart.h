@@ -37,6 +37,7 @@
 struct server;
 struct conn;
 struct dctx;
+struct obj;
 
 struct restart;
 
@@ -92,6 +93,17 @@ void restart_session_save(struct conn *c);
 void restart_request_done(struct conn *c, unsigned int body_case);
 void restart_ctx_opened(struct server *srv, const struct dctx *x);
 void restart_ctx_closed(struct server *srv, const struct dctx *x);
+/* A registry record was made or changed (not a soft object's made by
+ * the broker: restart_obj_made()), or goes. */
+void restart_obj_saved(struct server *srv, const struct obj *o);
+void restart_obj_gone(struct server *srv, const struct obj *o);
+/* The broker made @o on a device it is the kernel of, as @spec and the
+ * request's @attr asked: what remakes it at a restore. */
+struct obj_spec;
+struct Rdmab__ObjAttr;
+void restart_obj_made(struct server *srv, const struct obj *o,
+		      const struct obj_spec *spec,
+		      const struct Rdmab__ObjAttr *attr);
 /* The id spaces passed their saved mark: save them further on. */
 void restart_ids_check(struct server *srv);
 

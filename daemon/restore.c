@@ -28,6 +28,7 @@
 #include "daemon/domain.h"
 #include "daemon/family.h"
 #include "daemon/log.h"
+#include "daemon/objects.h"
 #include "daemon/restart-int.h"
 #include "daemon/server.h"
 #include "proto/state.pb-c.h"
@@ -147,6 +148,38 @@ static int restore_counters(struct restore *rs)
 
 /* --- sessions and their contexts ---------------------------------------- */
 
+/* The restore's own: the sessions adopted, by id, for the objects. */
+struct rctx {
+	struct restore *rs;
+	struct conn **conns;
+	size_t n, cap;
+};
+
+static int conn_cmp(const void *a, const void *b)
+{
+	const struct conn *x = *(struct conn *const *)a;
+	const struct conn *y = *(struct conn *const *)b;
+
+	return x->id < y->id ? -1 : x->id > y->id;
+}
+
+static struct conn *rctx_conn(const struct rctx *rc, uint64_t id)
+{
+	size_t lo = 0, hi = rc->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rc->conns[mid]->id == id)
+			return rc->conns[mid];
+		if (rc->conns[mid]->id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
 /* Context @id that @c's session held: the one its domain has already, or
  * adopted from the store. NULL when it cannot be (logged): the session
  * goes on without it, as after a device removal. */
@@ -200,7 +233,8 @@ static struct dctx *restore_ctx(struct restore *rs, struct conn *c,
 
 static int restore_session(void *arg, const struct journal_rec *rec)
 {
-	struct restore *rs = arg;
+	struct rctx *rc = arg;
+	struct restore *rs = rc->rs;
 	struct server *srv = rs->srv;
 	Rdmab__State__Session *m;
 	char name[FDSTORE_NAME_MAX + 1];
@@ -262,10 +296,177 @@ static int restore_session(void *arg, const struct journal_rec *rec)
 	}
 	restart_session_save(c);
 	rs->adopted_sessions++;
+	if (rc->n == rc->cap) {
+		size_t cap = rc->cap ? rc->cap * 2 : 64;
+		struct conn **p = realloc(rc->conns, cap * sizeof(*p));
+
+		if (!p) {
+			conn_kill(c, "out of memory");
+			goto out;
+		}
+		rc->conns = p;
+		rc->cap = cap;
+	}
+	rc->conns[rc->n++] = c;
 
 out:
 	rdmab__state__session__free_unpacked(m, NULL);
 	return 0;
+}
+
+/* --- the registry's objects --------------------------------------------- */
+
+struct robj {
+	uint64_t id;
+	unsigned int rank;
+	Rdmab__State__Object *m;
+};
+
+struct robjs {
+	struct robj *v;
+	size_t n, cap;
+	unsigned int rank_of[OBJ_KIND_COUNT];
+};
+
+static int robj_collect(void *arg, const struct journal_rec *r)
+{
+	struct robjs *ro = arg;
+	Rdmab__State__Object *m;
+
+	m = rdmab__state__object__unpack(NULL, r->len, r->data);
+	if (!m || m->kind == IBC_OBJ_NONE || m->kind >= OBJ_KIND_COUNT) {
+		if (m)
+			rdmab__state__object__free_unpacked(m, NULL);
+		log_warn("object %" PRIu64 ": its record does not unpack, "
+			 "not adopted",
+			 r->key);
+		return 0;
+	}
+	if (ro->n == ro->cap) {
+		size_t cap = ro->cap ? ro->cap * 2 : 256;
+		struct robj *p = realloc(ro->v, cap * sizeof(*p));
+
+		if (!p) {
+			rdmab__state__object__free_unpacked(m, NULL);
+			return -ENOMEM;
+		}
+		ro->v = p;
+		ro->cap = cap;
+	}
+	ro->v[ro->n++] = (struct robj){ r->key, ro->rank_of[m->kind], m };
+	return 0;
+}
+
+/* What an object uses first: the cleanup's order backwards. */
+static int robj_cmp(const void *a, const void *b)
+{
+	const struct robj *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank > y->rank ? -1 : 1;
+	return x->m->handle < y->m->handle ? -1 : x->m->handle > y->m->handle;
+}
+
+/* Make a soft object again at its handle, as its create asked. */
+static int robj_remake(struct dctx *x, const Rdmab__State__Object *m,
+		       struct device_why *why)
+{
+	const Rdmab__State__SoftObject *so = m->soft;
+	struct obj_spec spec = { .kind = (enum ibc_obj_kind)m->kind };
+	struct obj_made made;
+
+	if (!so)
+		return device_why(why, -EBADMSG, "its record has no spec");
+	for (size_t i = 0; i < so->n_uses && i < OBJ_MAX_USES; i++)
+		spec.uses[i] = so->uses[i];
+	spec.used = so->used_mask & ((1u << OBJ_MAX_USES) - 1);
+	obj_attr_from_wire(&spec.attr, so->attr);
+	spec.xrcd_ino = so->xrcd_ino;
+	/* Provider-internal records per QP are not made again. */
+	spec.import = 0;
+	return x->dev->ctx_ops->obj_restore(x->dc, &spec, m->handle, &made,
+					    why);
+}
+
+static void restore_obj(struct rctx *rc, const struct robj *ro)
+{
+	const Rdmab__State__Object *m = ro->m;
+	struct device_why why = { "" };
+	struct reply r = { 0 };
+	struct conn *c = rctx_conn(rc, m->owner);
+	struct dctx *x = c ? dctx_conn_find(c, m->ctx_id) : NULL;
+	bool remake;
+	struct obj *o;
+	int ret;
+
+	/* A family's record (a DM import) is the family's to restore. */
+	if (m->family_owned)
+		return;
+	if (!x || !x->dc) {
+		log_debug("object %" PRIu64 ": its session or context was not "
+			  "adopted",
+			  ro->id);
+		return;
+	}
+	remake = m->made_here && (!m->intent || m->window_made);
+	if (remake) {
+		ret = robj_remake(x, m, &why);
+		if (ret < 0) {
+			log_warn("object %" PRIu64 " (%s %u) cannot be made "
+				 "again: %s",
+				 ro->id, obj_kind_name(m->kind), m->handle,
+				 why.text);
+			return;
+		}
+	}
+	ret = objects_add_id(c, x, (enum ibc_obj_kind)m->kind, m->intent,
+			     m->made_here, m->handle, ro->id, &r, &o);
+	if (ret < 0) {
+		log_warn("object %" PRIu64 ": not adopted: %s", ro->id,
+			 r.message);
+		if (remake)
+			x->dev->ctx_ops->obj_destroy(x->dc, m->kind, m->handle,
+						     &why);
+		return;
+	}
+	o->handle = m->handle;
+	o->window_made = m->window_made;
+	o->dm_id = m->dm_id;
+	o->xrcd_obj = m->xrcd_obj;
+	o->born_usec = m->born_usec;
+	if (remake && m->soft) {
+		struct obj_spec spec = { .kind = o->kind };
+
+		for (size_t i = 0; i < m->soft->n_uses && i < OBJ_MAX_USES;
+		     i++)
+			spec.uses[i] = m->soft->uses[i];
+		spec.used = m->soft->used_mask;
+		spec.xrcd_ino = m->soft->xrcd_ino;
+		restart_obj_made(rc->rs->srv, o, &spec, m->soft->attr);
+	} else {
+		restart_obj_saved(rc->rs->srv, o);
+	}
+	rc->rs->adopted_objects++;
+}
+
+static int restore_objects(struct rctx *rc)
+{
+	struct robjs ro = { 0 };
+	int ret;
+
+	for (unsigned int i = 0; i < obj_cleanup_kinds; i++)
+		ro.rank_of[obj_cleanup_order[i]] = i + 1;
+	qsort(rc->conns, rc->n, sizeof(*rc->conns), conn_cmp);
+	ret = journal_each(rc->rs->view, JOURNAL_OBJECT, robj_collect, &ro);
+	if (ret == 0) {
+		qsort(ro.v, ro.n, sizeof(*ro.v), robj_cmp);
+		for (size_t i = 0; i < ro.n; i++)
+			restore_obj(rc, &ro.v[i]);
+	}
+	for (size_t i = 0; i < ro.n; i++)
+		rdmab__state__object__free_unpacked(ro.v[i].m, NULL);
+	free(ro.v);
+	return ret;
 }
 
 /* --- the whole ----------------------------------------------------------- */
@@ -315,9 +516,14 @@ int restart_restore(struct server *srv)
 				fdstore_n_passed(r->store), rs.why);
 			r->generation = 1;
 		} else {
+			struct rctx rc = { .rs = &rs };
+
 			journal_each(r->view, JOURNAL_SESSION,
-				     restore_session, &rs);
-			ret = restore_families(&rs);
+				     restore_session, &rc);
+			ret = restore_objects(&rc);
+			free(rc.conns);
+			if (ret == 0)
+				ret = restore_families(&rs);
 			if (ret < 0)
 				log_err("a family's state cannot be used: %s",
 					rs.why);

@@ -718,6 +718,41 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 	return 0;
 }
 
+int soft_objs_create_at(struct soft_objs *o, const struct obj_spec *spec,
+			uint32_t handle, struct obj_made *ret,
+			struct device_why *why)
+{
+	uint32_t low = o->low, cap = o->cap ? o->cap : SOFT_TABLE_MIN;
+	int err;
+
+	while (cap <= handle) {
+		if (cap * 2 <= cap)
+			return device_why(why, -ENOMEM, "%s: handle %u is "
+					  "out of reach", o->dev->name, handle);
+		cap *= 2;
+	}
+	if (cap > o->cap) {
+		struct soft_rec *r = realloc(o->recs, cap * sizeof(*r));
+
+		if (!r)
+			return device_why(why, -ENOMEM, "%s: out of memory",
+					  o->dev->name);
+		memset(r + o->cap, 0, (cap - o->cap) * sizeof(*r));
+		o->recs = r;
+		o->cap = cap;
+	}
+	if (o->recs[handle].kind != IBC_OBJ_NONE)
+		return device_why(why, -EEXIST, "%s: handle %u is taken",
+				  o->dev->name, handle);
+	/* soft_alloc() takes the first free handle from low on: make it
+	 * this one, then give low back (what was free below stays so). */
+	o->low = handle;
+	err = soft_objs_create(o, spec, ret, why);
+	if (err < 0 || low != handle)
+		o->low = low;
+	return err;
+}
+
 int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 		      uint32_t handle, struct device_why *why)
 {
