@@ -241,6 +241,8 @@ static void jmap_free(struct jmap *m)
 
 /* --- the writer --------------------------------------------------------- */
 
+static void journal_seal(struct journal *j);
+
 static int journal_map(struct journal *j)
 {
 	void *p = mmap(NULL, JOURNAL_SIZE_MAX, PROT_READ | PROT_WRITE,
@@ -299,6 +301,8 @@ int journal_create(uint64_t gen, struct journal **ret)
 	h->hdr_size = JOURNAL_HDR_SIZE;
 	h->gen = gen;
 	j->tail = JOURNAL_HDR_SIZE;
+	/* Empty is complete; a compaction seals again once it copied. */
+	journal_seal(j);
 	*ret = j;
 	return 0;
 

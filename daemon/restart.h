@@ -107,6 +107,11 @@ void restart_obj_made(struct server *srv, const struct obj *o,
 /* The id spaces passed their saved mark: save them further on. */
 void restart_ids_check(struct server *srv);
 
+/* Whether every record of @v the registry reads unpacks (the restore's
+ * check, and the fuzz target's): 0 or -EBADMSG with the reason. */
+int restart_state_check(const struct journal_view *v, char *why,
+			size_t why_len);
+
 /* The running daemon's journal and store; NULL when restart is off. */
 struct journal *restart_journal(const struct server *srv);
 struct fdstore *restart_fdstore(const struct server *srv);

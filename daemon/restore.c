@@ -84,6 +84,9 @@ static int check_one(void *arg, const struct journal_rec *r)
 	case JOURNAL_SESSION:
 		d = &rdmab__state__session__descriptor;
 		break;
+	case JOURNAL_OBJECT:
+		d = &rdmab__state__object__descriptor;
+		break;
 	default:
 		return 0;
 	}
@@ -100,7 +103,7 @@ static int check_one(void *arg, const struct journal_rec *r)
 static int restore_check(struct restore *rs)
 {
 	static const uint32_t kinds[] = { JOURNAL_COUNTERS, JOURNAL_CONTEXT,
-					  JOURNAL_SESSION };
+					  JOURNAL_SESSION, JOURNAL_OBJECT };
 	int ret;
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -109,6 +112,17 @@ static int restore_check(struct restore *rs)
 			return ret;
 	}
 	return 0;
+}
+
+int restart_state_check(const struct journal_view *v, char *why,
+			size_t why_len)
+{
+	struct restore rs = { .view = v };
+	int ret = restore_check(&rs);
+
+	if (ret < 0)
+		snprintf(why, why_len, "%s", rs.why);
+	return ret;
 }
 
 /* --- counters ------------------------------------------------------------ */
