@@ -31,6 +31,7 @@
 #include "daemon/objects.h"
 #include "daemon/restart-int.h"
 #include "daemon/server.h"
+#include "proto/wire.h"
 #include "proto/state.pb-c.h"
 
 int restore_each(struct restore *rs, uint32_t kind,
@@ -483,6 +484,47 @@ static int restore_objects(struct rctx *rc)
 	return ret;
 }
 
+/* Each adopted session learns the new generation (a best effort, as
+ * every Event). */
+static void restore_tell(struct rctx *rc)
+{
+	Rdmab__RestartEvent rev = RDMAB__RESTART_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	char reason[96];
+
+	snprintf(reason, sizeof(reason),
+		 "the broker restarted (generation %" PRIu64 ")",
+		 rc->rs->generation);
+	rev.generation = rc->rs->generation;
+	rev.restarts = rc->rs->srv->restart->restarts;
+	rev.reason = reason;
+	ev.object_kind = IBC_OBJ_NONE;
+	ev.object_id = rc->rs->generation;
+	ev.body_case = RDMAB__EVENT__BODY_RESTARTED;
+	ev.restarted = &rev;
+	for (size_t i = 0; i < rc->n; i++)
+		conn_send_event(rc->conns[i], &ev);
+}
+
+/* A session handed over that no state adopts: told why (a ShutdownEvent,
+ * without blocking) before its socket is closed. */
+static int restore_refuse_conn(void *arg, const char *name, int fd)
+{
+	Rdmab__DaemonMessage msg = RDMAB__DAEMON_MESSAGE__INIT;
+	Rdmab__ShutdownEvent sev = RDMAB__SHUTDOWN_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	static uint8_t buf[WIRE_MAX_PACKET];
+
+	sev.reason = arg;
+	ev.object_kind = IBC_OBJ_NONE;
+	ev.body_case = RDMAB__EVENT__BODY_SHUTDOWN;
+	ev.shutdown = &sev;
+	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_EVENT;
+	msg.event = &ev;
+	wire_send_msg(fd, &msg.base, buf, NULL, 0, MSG_DONTWAIT);
+	return 0;
+}
+
 /* --- the whole ----------------------------------------------------------- */
 
 static int restore_families(struct restore *rs)
@@ -535,12 +577,21 @@ int restart_restore(struct server *srv)
 			journal_each(r->view, JOURNAL_SESSION,
 				     restore_session, &rc);
 			ret = restore_objects(&rc);
-			free(rc.conns);
 			if (ret == 0)
 				ret = restore_families(&rs);
-			if (ret < 0)
-				log_err("a family's state cannot be used: %s",
-					rs.why);
+			if (ret == 0)
+				restore_tell(&rc);
+			if (ret < 0) {
+				/* Half a registry is worse than none: the
+				 * sessions end, their objects go as a
+				 * death's do. */
+				log_err("a family's state cannot be used, "
+					"ending the %zu sessions adopted: %s",
+					rc.n, rs.why);
+				for (size_t i = 0; i < rc.n; i++)
+					conn_kill(rc.conns[i], NULL);
+			}
+			free(rc.conns);
 		}
 	}
 	ret = restart_counters_save(srv);
@@ -561,6 +612,10 @@ int restart_restore(struct server *srv)
 			close(fd);
 		fdstore_remove(r->store, name);
 	}
+	fdstore_each_passed(r->store, FDSTORE_PREFIX "conn.",
+			    restore_refuse_conn,
+			    "the broker restarted and could not adopt this "
+			    "session");
 	closed = fdstore_close_untaken(r->store);
 	journal_view_free(r->view);
 	r->view = NULL;

@@ -111,6 +111,11 @@ enum ibc_event_type {
 	 * made in it in the callback; the library closes its copy after,
 	 * and ibc_open() gets the new one (ibc_admin_domain_rekey(3)). */
 	IBC_EVENT_DOMAIN_REKEYED = 24,
+	/* The broker restarted (a crash, an upgrade) and adopted this
+	 * session: its objects and contexts are as they were; a request it
+	 * was serving at that moment failed with -EAGAIN. object_id is the
+	 * broker's new generation. Nothing to do: informational. */
+	IBC_EVENT_BROKER_RESTARTED = 32,
 };
 
 /* Filled by the library for the callback, which reads only the fields it
