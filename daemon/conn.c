@@ -295,6 +295,7 @@ static int conn_flush(struct conn *c)
 		c->sent_fds += m->nfds;
 		outmsg_free(m);
 	}
+	restart_reply_sent(c);
 	return 0;
 }
 
@@ -675,6 +676,7 @@ int conn_new_as(struct server *srv, int fd, uint64_t id,
 	c->srv = srv;
 	c->fd = fd;
 	c->pidfd = -1;
+	c->inflight_slot = -1;
 	TAILQ_INIT(&c->outq);
 	TAILQ_INIT(&c->ctxs);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cred, &len) < 0) {

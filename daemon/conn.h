@@ -132,6 +132,8 @@ struct conn {
 	int64_t send_ns;
 	unsigned int read_skip;
 	unsigned int read_backoff;
+	/* Restart: its slot in the in-flight table (inflight.h); -1. */
+	int inflight_slot;
 };
 
 /* Adopt an accepted socket; the conn owns @fd from here on, also on

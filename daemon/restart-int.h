@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/inflight.h"
 #include "daemon/restart.h"
 
 struct event;
@@ -16,6 +17,8 @@ struct event;
 /* The store's room beyond two per connection: contexts, DMs, XRCD files,
  * the states. */
 #define RESTART_STORE_EXTRA 4096
+/* In-flight slots beyond --max-clients: the admins' reserve. */
+#define RESTART_INFLIGHT_EXTRA 64
 
 struct restart {
 	struct fdstore *store;
@@ -34,6 +37,8 @@ struct restart {
 	/* Where each id space's count was saved to (restart_counters_save). */
 	uint64_t id_mark[4];
 	struct event *compact_ev;
+	/* Requests read and not answered (inflight.h). */
+	struct inflight *inflight;
 	/* Exiting for a successor (SIGTERM under a store, re-exec): no
 	 * record or store entry is removed any more. */
 	bool handoff;

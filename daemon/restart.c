@@ -226,7 +226,8 @@ int restart_init(struct server *srv)
 	rs->compact_ev = event_new(srv->base, -1, 0, restart_compact_cb, srv);
 	if (!rs->compact_ev)
 		return -ENOMEM;
-	return 0;
+	return inflight_create(srv->opt.max_conns + RESTART_INFLIGHT_EXTRA,
+			       &rs->inflight);
 }
 
 int restart_first_name(void *arg, const char *name, int fd)
@@ -268,6 +269,7 @@ void restart_fini(struct server *srv)
 		event_free(rs->compact_ev);
 	journal_view_free(rs->view);
 	journal_free(rs->j);
+	inflight_free(rs->inflight);
 	fdstore_free(rs->store);
 	free(rs);
 	srv->restart = NULL;
@@ -283,6 +285,7 @@ void restart_conn_opened(struct conn *c)
 
 	if (!st)
 		return;
+	c->inflight_slot = inflight_take(c->srv->restart->inflight, c->id);
 	restart_fd_name(name, sizeof(name), "conn", c->id);
 	ret = fdstore_put(st, name, c->fd);
 	if (ret < 0)
@@ -299,6 +302,8 @@ void restart_conn_closed(struct conn *c)
 
 	if (!restart_fdstore(srv))
 		return;
+	inflight_put(srv->restart->inflight, c->inflight_slot);
+	c->inflight_slot = -1;
 	restart_fd_name(name, sizeof(name), "conn", c->id);
 	fdstore_remove(srv->restart->store, name);
 	restart_after_write(srv, journal_del(srv->restart->j,
@@ -384,6 +389,19 @@ void restart_ctx_closed(struct server *srv, const struct dctx *x)
 	fdstore_remove(srv->restart->store, name);
 	restart_after_write(srv, journal_del(srv->restart->j, JOURNAL_CONTEXT,
 					     x->id));
+}
+
+void restart_request_read(struct conn *c, uint64_t serial)
+{
+	if (c->inflight_slot >= 0)
+		inflight_read(c->srv->restart->inflight, c->inflight_slot,
+			      serial);
+}
+
+void restart_reply_sent(struct conn *c)
+{
+	if (c->inflight_slot >= 0 && TAILQ_EMPTY(&c->outq))
+		inflight_answered(c->srv->restart->inflight, c->inflight_slot);
 }
 
 void restart_request_done(struct conn *c, unsigned int body_case)

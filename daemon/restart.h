@@ -89,6 +89,9 @@ void restart_conn_opened(struct conn *c);
 void restart_conn_closed(struct conn *c);
 /* Hello, a context opened or closed: the session's record. */
 void restart_session_save(struct conn *c);
+/* @c read request @serial; its reply went (the queue is empty). */
+void restart_request_read(struct conn *c, uint64_t serial);
+void restart_reply_sent(struct conn *c);
 /* Request @body_case of @c succeeded: what it changed of the session. */
 void restart_request_done(struct conn *c, unsigned int body_case);
 void restart_ctx_opened(struct server *srv, const struct dctx *x);

@@ -163,12 +163,54 @@ static int restore_counters(struct restore *rs)
 
 /* --- sessions and their contexts ---------------------------------------- */
 
-/* The restore's own: the sessions adopted, by id, for the objects. */
+/* A request the old daemon read and did not answer. */
+struct pending_req {
+	uint64_t conn_id, serial;
+};
+
+/* The restore's own: the sessions adopted, by id, for the objects; the
+ * requests to answer -EAGAIN. */
 struct rctx {
 	struct restore *rs;
 	struct conn **conns;
 	size_t n, cap;
+	struct pending_req *reqs;
+	size_t n_reqs, cap_reqs;
 };
+
+static void pending_add(void *arg, uint64_t conn_id, uint64_t serial)
+{
+	struct rctx *rc = arg;
+
+	if (rc->n_reqs == rc->cap_reqs) {
+		size_t cap = rc->cap_reqs ? rc->cap_reqs * 2 : 16;
+		struct pending_req *p = realloc(rc->reqs, cap * sizeof(*p));
+
+		/* Without memory that client waits for its reply: its
+		 * timeout answers. */
+		if (!p)
+			return;
+		rc->reqs = p;
+		rc->cap_reqs = cap;
+	}
+	rc->reqs[rc->n_reqs++] = (struct pending_req){ conn_id, serial };
+}
+
+/* Each stored in-flight table: the requests it holds (the newest and any
+ * older one alike: a slot set is a request nobody answered). */
+static int pending_scan(void *arg, const char *name, int fd)
+{
+	struct rctx *rc = arg;
+	int taken;
+
+	if (restore_take_fd(rc->rs, name, &taken) < 0)
+		return 0;
+	if (inflight_scan(taken, pending_add, rc) < 0)
+		log_warn("%s is no in-flight table: ignored", name);
+	close(taken);
+	fdstore_remove(rc->rs->store, name);
+	return 0;
+}
 
 static int conn_cmp(const void *a, const void *b)
 {
@@ -502,6 +544,14 @@ static void restore_tell(struct rctx *rc)
 	ev.object_id = rc->rs->generation;
 	ev.body_case = RDMAB__EVENT__BODY_RESTARTED;
 	ev.restarted = &rev;
+	for (size_t i = 0; i < rc->n_reqs; i++) {
+		struct conn *c = rctx_conn(rc, rc->reqs[i].conn_id);
+
+		if (c)
+			dispatch_error(c, rc->reqs[i].serial, EAGAIN,
+				       "the broker restarted while serving "
+				       "this request");
+	}
 	for (size_t i = 0; i < rc->n; i++)
 		conn_send_event(rc->conns[i], &ev);
 }
@@ -574,6 +624,13 @@ int restart_restore(struct server *srv)
 		} else {
 			struct rctx rc = { .rs = &rs };
 
+			/* While taking one, the callback must not see the
+			 * walk move: one name at a time. */
+			while (fdstore_each_passed(r->store,
+						   FDSTORE_PREFIX "inflight.",
+						   restart_first_name,
+						   name) == 1)
+				pending_scan(&rc, name, -1);
 			journal_each(r->view, JOURNAL_SESSION,
 				     restore_session, &rc);
 			ret = restore_objects(&rc);
@@ -592,6 +649,7 @@ int restart_restore(struct server *srv)
 					conn_kill(rc.conns[i], NULL);
 			}
 			free(rc.conns);
+			free(rc.reqs);
 		}
 	}
 	ret = restart_counters_save(srv);
@@ -612,6 +670,12 @@ int restart_restore(struct server *srv)
 			close(fd);
 		fdstore_remove(r->store, name);
 	}
+	restart_fd_name(name, sizeof(name), "inflight", journal_gen(r->j));
+	ret = fdstore_put(r->store, name, inflight_fd(r->inflight));
+	if (ret < 0)
+		log_warn("requests in flight at a restart will not be "
+			 "answered: the table is not in the fd store: %s",
+			 strerror(-ret));
 	fdstore_each_passed(r->store, FDSTORE_PREFIX "conn.",
 			    restore_refuse_conn,
 			    "the broker restarted and could not adopt this "

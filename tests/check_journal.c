@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "daemon/fdstore.h"
+#include "daemon/inflight.h"
 #include "daemon/journal.h"
 #include "daemon/log.h"
 #include "proto/state.pb-c.h"
@@ -277,6 +278,47 @@ START_TEST(test_fdstore_names)
 }
 END_TEST
 
+static uint64_t seen_conn, seen_serial;
+static unsigned int seen;
+
+static void seen_one(void *arg, uint64_t conn_id, uint64_t serial)
+{
+	seen_conn = conn_id;
+	seen_serial = serial;
+	seen++;
+}
+
+/* What a kill leaves of the in-flight table: the request read and not
+ * answered, serial 0 included, and nothing once its reply went. */
+START_TEST(test_inflight)
+{
+	struct inflight *t;
+	int a, b;
+
+	ck_assert_int_eq(inflight_create(2, &t), 0);
+	a = inflight_take(t, 77);
+	b = inflight_take(t, 78);
+	ck_assert_int_ge(a, 0);
+	ck_assert_int_ge(b, 0);
+	ck_assert_int_eq(inflight_take(t, 79), -1);
+	inflight_read(t, a, 0);
+	inflight_read(t, b, 5);
+	inflight_answered(t, b);
+	seen = 0;
+	ck_assert_int_eq(inflight_scan(inflight_fd(t), seen_one, NULL), 0);
+	ck_assert_uint_eq(seen, 1);
+	ck_assert_uint_eq(seen_conn, 77);
+	ck_assert_uint_eq(seen_serial, 0);
+	inflight_put(t, a);
+	seen = 0;
+	ck_assert_int_eq(inflight_scan(inflight_fd(t), seen_one, NULL), 0);
+	ck_assert_uint_eq(seen, 0);
+	ck_assert_int_eq(inflight_scan(0 /* stdin: no table */, seen_one,
+				       NULL) < 0, 1);
+	inflight_free(t);
+}
+END_TEST
+
 static Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
@@ -289,6 +331,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_refuses_unknown);
 	tcase_add_test(tc, test_compaction);
 	tcase_add_test(tc, test_fdstore_names);
+	tcase_add_test(tc, test_inflight);
 	suite_add_tcase(s, tc);
 	return s;
 }
