@@ -84,6 +84,7 @@ int restart_counters_save(struct server *srv)
 	c.objects = &ids[2];
 	c.dms = &ids[3];
 	c.last_restore_usec = rs->last_restore_usec;
+	c.requests_served = srv->requests_served;
 	return journal_put(rs->j, JOURNAL_COUNTERS, 0, &c.base);
 }
 
@@ -474,4 +475,33 @@ void restart_obj_gone(struct server *srv, const struct obj *o)
 	if (restart_journal(srv))
 		restart_after_write(srv, journal_del(srv->restart->j,
 						     JOURNAL_OBJECT, o->id));
+}
+
+void restart_status(const struct server *srv, bool full, uint64_t *gen,
+		    uint64_t *restarts, uint64_t *usec, char *what,
+		    size_t size)
+{
+	const struct restart *rs = srv->restart;
+
+	*what = '\0';
+	if (!rs) {
+		*gen = 1;
+		*restarts = *usec = 0;
+		if (full)
+			snprintf(what, size, "off (no fd store)");
+		return;
+	}
+	*gen = rs->generation;
+	*restarts = rs->restarts;
+	*usec = rs->last_restore_usec;
+	if (!full)
+		return;
+	if (*rs->refused)
+		snprintf(what, size, "state refused: %s", rs->refused);
+	else if (rs->restarts)
+		snprintf(what, size,
+			 "%" PRIu64 " sessions, %" PRIu64 " contexts, %" PRIu64
+			 " objects, %" PRIu64 " descriptors",
+			 rs->adopted_sessions, rs->adopted_contexts,
+			 rs->adopted_objects, rs->adopted_fds);
 }

@@ -115,6 +115,14 @@ void restart_ids_check(struct server *srv);
 int restart_state_check(const struct journal_view *v, char *why,
 			size_t why_len);
 
+/* What status shows (rdmabrokerctl status): generation, restores, the
+ * last one's duration, and, for an administrator (@full), what it
+ * adopted or why a state was refused, in @what. */
+#define RESTART_STATUS_MAX 160
+void restart_status(const struct server *srv, bool full, uint64_t *gen,
+		    uint64_t *restarts, uint64_t *usec, char *what,
+		    size_t size);
+
 /* The running daemon's journal and store; NULL when restart is off. */
 struct journal *restart_journal(const struct server *srv);
 struct fdstore *restart_fdstore(const struct server *srv);

@@ -14,6 +14,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
+#include "daemon/restart.h"
 #include "daemon/server.h"
 
 /* The library version is shown to the operator (rdmabrokerctl clients)
@@ -226,6 +227,12 @@ int h_status_get(struct conn *c, const Rdmab__Request *req,
 		out->domain = c->domain->name;
 	}
 	out->pid = (uint32_t)getpid();
+	out->last_restore = reply_alloc(r, RESTART_STATUS_MAX);
+	if (!out->last_restore)
+		return reply_error(r, -ENOMEM, "out of memory");
+	restart_status(srv, policy_is_admin(srv, c), &out->generation,
+		       &out->restarts, &out->last_restore_usec,
+		       out->last_restore, RESTART_STATUS_MAX);
 	r->msg.body_case = RDMAB__REPLY__BODY_STATUS;
 	r->msg.status = out;
 	return 0;

@@ -362,6 +362,14 @@ struct ibc_status {
 	/* Whose the three figures above are: "" for the daemon's (the
 	 * caller is an administrator), else the caller's domain's. */
 	char domain[64];
+	/* Restart: the broker's generation (1 when it started without a
+	 * state to restore), its restores so far, the last one's duration,
+	 * and for administrators what that one adopted or why a state was
+	 * refused ("" otherwise). */
+	uint64_t generation;
+	uint64_t restarts;
+	uint64_t last_restore_usec;
+	char last_restore[160];
 };
 
 /**
