@@ -30,6 +30,8 @@ struct fdstore {
 	/* Passed at start under our names: owned until taken. */
 	struct fdstore_ent *passed;
 	unsigned int n_passed;
+	/* systemd keeps what is put: tell it (else the table alone). */
+	bool notify;
 };
 
 static bool name_ok(const char *name)
@@ -47,7 +49,7 @@ static bool name_ok(const char *name)
 	return true;
 }
 
-int fdstore_open(unsigned int max, struct fdstore **ret)
+int fdstore_open(unsigned int max, bool notify, struct fdstore **ret)
 {
 	struct fdstore *s;
 	char **names = NULL;
@@ -57,6 +59,7 @@ int fdstore_open(unsigned int max, struct fdstore **ret)
 	if (!s)
 		return -ENOMEM;
 	s->max = max;
+	s->notify = notify;
 	s->kept = calloc(max ? max : 1, sizeof(*s->kept));
 	if (!s->kept) {
 		free(s);
@@ -173,7 +176,8 @@ unsigned int fdstore_close_untaken(struct fdstore *s)
 		/* systemd still holds its copy: nobody wants it. */
 		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s",
 			 s->passed[i].name);
-		(void)sd_pid_notify(0, 0, msg);
+		if (s->notify)
+			(void)sd_pid_notify(0, 0, msg);
 		n++;
 	}
 	return n;
@@ -205,7 +209,7 @@ int fdstore_put(struct fdstore *s, const char *name, int fd)
 	 * itself; the daemon removes what it closes, and a restore finds a
 	 * hung-up socket as the session's end. */
 	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s\nFDPOLL=0", name);
-	ret = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
+	ret = s->notify ? sd_pid_notify_with_fds(0, 0, msg, &fd, 1) : 0;
 	if (ret < 0)
 		return ret;
 	e = &s->kept[s->n_kept++];
@@ -224,7 +228,8 @@ void fdstore_remove(struct fdstore *s, const char *name)
 	/* Also for a name only passed to us: systemd holds it all the
 	 * same. */
 	snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
-	(void)sd_pid_notify(0, 0, msg);
+	if (s->notify)
+		(void)sd_pid_notify(0, 0, msg);
 	e = kept_find(s, name);
 	if (!e)
 		return;

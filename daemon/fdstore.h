@@ -39,9 +39,10 @@ struct fdstore;
  * starts with FDSTORE_PREFIX (LISTEN_PID must be ours), without touching
  * the rest, which sd_take_listener() then reads (it skips those
  * fdstore_passed() claims). @max bounds the table (the unit's
- * FileDescriptorStoreMax=). 0 with *@ret set, or -errno.
+ * FileDescriptorStoreMax=); @notify: systemd keeps the store (else only
+ * the table is kept, for a re-exec). 0 with *@ret set, or -errno.
  */
-int fdstore_open(unsigned int max, struct fdstore **ret);
+int fdstore_open(unsigned int max, bool notify, struct fdstore **ret);
 void fdstore_free(struct fdstore *s);
 
 /* Was descriptor @fd passed under one of our names? */

@@ -205,6 +205,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	opt.argv = argv;
 	ret = server_init(&srv, &opt);
 	/* The metrics listener reads the server, which names it not. */
 	if (ret == 0)

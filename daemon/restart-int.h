@@ -43,7 +43,17 @@ struct restart {
 	 * record or store entry is removed any more. */
 	bool handoff;
 	bool warned;
+	/* systemd's store keeps the descriptors (NOTIFY_SOCKET at start,
+	 * not a re-exec's): SIGTERM leaves the sessions to the next start. */
+	bool systemd;
+	/* SIGUSR2 (reexec.c). */
+	struct event *usr2_ev;
 };
+
+/* SIGUSR2: re-execute (reexec.c). 0 or -ENOMEM. */
+int reexec_init(struct server *srv);
+/* The notify socket a re-exec gives the new binary starts so. */
+#define REEXEC_NOTIFY_PREFIX "@rdmabrokerd-reexec-"
 
 int restart_counters_save(struct server *srv);
 void restart_fd_name(char *buf, size_t size, const char *what, uint64_t id);

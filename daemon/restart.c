@@ -188,6 +188,7 @@ int restart_init(struct server *srv)
 {
 	struct restart *rs;
 	struct state_pick pick = { 0 };
+	const char *notify;
 	uint64_t jgen = 1;
 	int ret;
 
@@ -195,17 +196,15 @@ int restart_init(struct server *srv)
 	if (!rs)
 		return -ENOMEM;
 	srv->restart = rs;
-	ret = fdstore_open(restart_store_max(srv), &rs->store);
+	/* Without systemd the journal is kept all the same: a SIGUSR2
+	 * hands it to the new binary. A re-exec's notify socket is the
+	 * old daemon's, gone once it exits: no store there. */
+	notify = getenv("NOTIFY_SOCKET");
+	rs->systemd = notify && strncmp(notify, REEXEC_NOTIFY_PREFIX,
+					strlen(REEXEC_NOTIFY_PREFIX)) != 0;
+	ret = fdstore_open(restart_store_max(srv), rs->systemd, &rs->store);
 	if (ret < 0)
 		return ret;
-	/* Off outside a store: no systemd to keep the fds, none handed
-	 * to us. */
-	if (!getenv("NOTIFY_SOCKET") && !fdstore_n_passed(rs->store)) {
-		fdstore_free(rs->store);
-		free(rs);
-		srv->restart = NULL;
-		return 0;
-	}
 	pick.rs = rs;
 	fdstore_each_passed(rs->store, FDSTORE_PREFIX "state.",
 			    state_pick_one, &pick);
@@ -227,8 +226,11 @@ int restart_init(struct server *srv)
 	rs->compact_ev = event_new(srv->base, -1, 0, restart_compact_cb, srv);
 	if (!rs->compact_ev)
 		return -ENOMEM;
-	return inflight_create(srv->opt.max_conns + RESTART_INFLIGHT_EXTRA,
-			       &rs->inflight);
+	ret = inflight_create(srv->opt.max_conns + RESTART_INFLIGHT_EXTRA,
+			      &rs->inflight);
+	if (ret < 0)
+		return ret;
+	return reexec_init(srv);
 }
 
 int restart_first_name(void *arg, const char *name, int fd)
@@ -244,9 +246,10 @@ unsigned int restart_store_max(const struct server *srv)
 	return srv->opt.max_conns * 2 + RESTART_STORE_EXTRA;
 }
 
-bool restart_journal_broken(const struct server *srv)
+bool restart_keeps_sessions(const struct server *srv)
 {
-	return journal_broken(restart_journal(srv));
+	return srv->restart && srv->restart->systemd && srv->restart->j &&
+	       !journal_broken(srv->restart->j);
 }
 
 void restart_handoff(struct server *srv)
@@ -268,6 +271,8 @@ void restart_fini(struct server *srv)
 		return;
 	if (rs->compact_ev)
 		event_free(rs->compact_ev);
+	if (rs->usr2_ev)
+		event_free(rs->usr2_ev);
 	journal_view_free(rs->view);
 	journal_free(rs->j);
 	inflight_free(rs->inflight);
@@ -504,4 +509,10 @@ void restart_status(const struct server *srv, bool full, uint64_t *gen,
 			 " objects, %" PRIu64 " descriptors",
 			 rs->adopted_sessions, rs->adopted_contexts,
 			 rs->adopted_objects, rs->adopted_fds);
+}
+
+void restart_exit(void)
+{
+	log_notice("exiting; the next daemon goes on from here");
+	_exit(0);
 }

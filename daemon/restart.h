@@ -81,8 +81,12 @@ unsigned int restart_store_max(const struct server *srv);
  * daemon (nothing is removed from the store or the journal from here). */
 void restart_handoff(struct server *srv);
 bool restart_handing_off(const struct server *srv);
-/* A write failed: the state is not whole (a restart starts clean). */
-bool restart_journal_broken(const struct server *srv);
+/* Exiting for a successor: no teardown at all, which could touch what
+ * the successor shares (a DM's bytes, a socket): _exit(0). */
+void restart_exit(void) __attribute__((noreturn));
+/* SIGTERM leaves the sessions to the next start: systemd's store keeps
+ * them and the journal is whole. */
+bool restart_keeps_sessions(const struct server *srv);
 
 /* Hooks: the registry's changes, to the journal and the store. */
 void restart_conn_opened(struct conn *c);

@@ -364,8 +364,7 @@ static void server_shutdown(struct server *srv, const char *reason)
 		return;
 	/* SIGTERM: systemd's stop and restart alike (a stop then empties
 	 * the store); SIGINT, a person at a terminal, ends the sessions. */
-	if (strcmp(reason, "SIGTERM") == 0 && restart_journal(srv) &&
-	    !restart_journal_broken(srv)) {
+	if (strcmp(reason, "SIGTERM") == 0 && restart_keeps_sessions(srv)) {
 		/* The sessions and the state stay in the store for the
 		 * next daemon: no Event, no close of a session. */
 		log_notice("%s: exiting, %u clients kept for the next start",
@@ -708,6 +707,9 @@ int server_run(struct server *srv)
 void server_fini(struct server *srv)
 {
 	struct conn *c;
+
+	if (restart_handing_off(srv))
+		restart_exit();
 
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);

@@ -56,6 +56,8 @@ struct server_options {
 	/* Read a connection's next request right after its reply
 	 * (conn_read_cb()). */
 	enum read_on read_on;
+	/* The command line, which a SIGUSR2 starts again (reexec.c). */
+	char **argv;
 };
 
 struct server {

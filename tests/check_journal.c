@@ -261,7 +261,7 @@ START_TEST(test_fdstore_names)
 	struct fdstore *s;
 	int fd = dup(0);
 
-	ck_assert_int_eq(fdstore_open(2, &s), 0);
+	ck_assert_int_eq(fdstore_open(2, false, &s), 0);
 	ck_assert_int_eq(fdstore_put(s, "rb.conn.1", fd), 0);
 	ck_assert_int_eq(fdstore_put(s, "rb.conn.1", fd), -EEXIST);
 	ck_assert_int_eq(fdstore_put(s, "rb.a:b", fd), -EINVAL);
