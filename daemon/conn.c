@@ -789,10 +789,8 @@ void conn_close(struct conn *c)
 	c->state = CONN_RELEASING;
 	restart_conn_closed(c);
 	/* First: it still reads the socket (the registry is the first
-	 * family). Not when exiting for the next daemon, which reads on
-	 * where this one stopped. */
-	if (!restart_handing_off(srv))
-		families_session_closing(c);
+	 * family). */
+	families_session_closing(c);
 	log_debug("client %" PRIu64 ": disconnected after %" PRIu64
 		  " requests",
 		  c->id, c->requests);
