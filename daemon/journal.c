@@ -144,7 +144,8 @@ static struct jent *jmap_find(const struct jmap *m, uint32_t kind,
 {
 	if (!m->cap)
 		return NULL;
-	for (size_t i = jmap_hash(kind, key, m->cap);; i = (i + 1) & (m->cap - 1)) {
+	for (size_t i = jmap_hash(kind, key, m->cap);;
+	     i = (i + 1) & (m->cap - 1)) {
 		struct jent *e = &m->slot[i];
 
 		if (!e->kind)

@@ -21,18 +21,19 @@
  *
  * Compaction, bounded: when the log passes twice what the last compaction
  * wrote plus JOURNAL_SLACK, the daemon copies the live records (the
- * journal indexes them: no family is asked) into a fresh memfd of the next generation, stores it
- * ("rb.state.<gen>"), then removes the old one. A reader handed both
- * takes the newest complete one (its header's "complete" word is stored
- * last); so the log holds at most about 2x the live state.
+ * journal indexes them: no family is asked) into a fresh memfd of the
+ * next generation, stores it ("rb.state.<gen>"), then removes the old
+ * one. A reader handed both takes the newest complete one (its header's
+ * "complete" word is stored last); so the log holds at most about 2x the
+ * live state.
  *
  * Versioning: the file header carries JOURNAL_FORMAT; a record's bytes
  * are a protobuf message, so a newer daemon reads an older one's records
  * (missing fields read as their defaults) and an older daemon refuses a
  * format it does not know.
  *
- * journal_put() and friends take a NULL journal as "journal off" (outside
- * any store, or the benchmark's --no-journal) and then do nothing.
+ * journal_put() and friends take a NULL journal (restart off, or exiting
+ * for the next daemon) and then do nothing.
  */
 #ifndef RDMAB_JOURNAL_H
 #define RDMAB_JOURNAL_H

@@ -202,7 +202,8 @@ static void reexec_cb(evutil_socket_t sig, short what, void *arg)
 	if (ret < 0) {
 		log_err("SIGUSR2: the new daemon (pid %d) %s: going on as "
 			"before",
-			(int)pid, ret == -ECHILD ? "exited" : "never got ready");
+			(int)pid,
+			ret == -ECHILD ? "exited" : "never got ready");
 		kill(pid, SIGKILL);
 		waitpid(pid, NULL, 0);
 		if (reexec_lock(srv->runtime_lock_fd, F_WRLCK) < 0)

@@ -17,13 +17,19 @@
  *   restart off, every call a no-op).
  * - no save slot: the journal indexes its live records and compacts by
  *   copying them, so a family's records are exactly what it put.
- * - restore (family.h) runs once at start, after the registry came back,
- *   in families[] order: the family reads its kinds with
+ * - restore (family.h) runs once at start, after the registry's
+ *   sessions, contexts and objects came back (records of family_owned
+ *   objects, such as DM imports, are the family's to make again), in
+ *   families[] order: the family reads its kinds with
  *   restore_each()/journal_find() and takes its descriptors with
- *   restore_take_fd(); a record it cannot use (a bad message, a missing
- *   fd) is a negative errno with restore_fail()'s sentence: the whole
- *   state is then dropped (every family's fini, every passed fd closed,
- *   clients told) and the daemon starts clean.
+ *   restore_take_fd(). The new generation's journal starts empty: the
+ *   family journals again what it adopts, as it would a change. A record
+ *   it cannot use (a bad message, a missing fd) is a negative errno with
+ *   restore_fail()'s sentence: every adopted session is then ended (its
+ *   objects go as a death's do, with the charges) rather than keep half a
+ *   registry, and what nobody took is closed.
+ * - ids: a family that takes ids (srv->ids.dms) calls
+ *   restart_ids_check() after, so that a restart never reuses one.
  */
 #ifndef RDMAB_RESTART_H
 #define RDMAB_RESTART_H
