@@ -470,15 +470,17 @@ static int journal_copy(struct journal *to, const struct jmap *m)
 	return 0;
 }
 
-int journal_compact(const struct journal *j, struct journal **ret)
+/* A fresh journal of generation @gen holding @m's records, sealed. */
+static int journal_copy_new(const struct jmap *m, uint64_t gen,
+			    struct journal **ret)
 {
 	struct journal *fresh;
 	int err;
 
-	err = journal_create(j->gen + 1, &fresh);
+	err = journal_create(gen, &fresh);
 	if (err < 0)
 		return err;
-	err = journal_copy(fresh, &j->live);
+	err = m ? journal_copy(fresh, m) : 0;
 	if (err < 0) {
 		journal_free(fresh);
 		return err;
@@ -488,23 +490,15 @@ int journal_compact(const struct journal *j, struct journal **ret)
 	return 0;
 }
 
+int journal_compact(const struct journal *j, struct journal **ret)
+{
+	return journal_copy_new(&j->live, j->gen + 1, ret);
+}
+
 int journal_from_view(const struct journal_view *v, uint64_t gen,
 		      struct journal **ret)
 {
-	struct journal *fresh;
-	int err;
-
-	err = journal_create(gen, &fresh);
-	if (err < 0)
-		return err;
-	err = v ? journal_copy(fresh, &v->live) : 0;
-	if (err < 0) {
-		journal_free(fresh);
-		return err;
-	}
-	journal_seal(fresh);
-	*ret = fresh;
-	return 0;
+	return journal_copy_new(v ? &v->live : NULL, gen, ret);
 }
 
 /* --- the reader --------------------------------------------------------- */
