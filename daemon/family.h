@@ -80,8 +80,8 @@ struct family {
 	/* Restart (issue 25; the contract is restart.h's): at start,
 	 * after the registry came back, re-adopt the family's records and
 	 * stored fds from @rs; 0, or a negative errno after
-	 * restore_fail(): the daemon then drops the whole state and
-	 * starts clean. NULL: the family keeps nothing across a restart.
+	 * restore_fail(): the adopted sessions then end (no half
+	 * registry). NULL: the family keeps nothing across a restart.
 	 * (No save slot: a family journals its records as they change,
 	 * and the journal compacts them itself.) */
 	int (*restore)(struct server *srv, struct restore *rs);
