@@ -192,6 +192,8 @@ int restart_init(struct server *srv)
 	uint64_t jgen = 1;
 	int ret;
 
+	if (srv->opt.no_restart)
+		return 0;
 	rs = calloc(1, sizeof(*rs));
 	if (!rs)
 		return -ENOMEM;

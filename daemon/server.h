@@ -58,6 +58,8 @@ struct server_options {
 	enum read_on read_on;
 	/* The command line, which a SIGUSR2 starts again (reexec.c). */
 	char **argv;
+	/* --no-restart: no journal, no store (restart.h). */
+	bool no_restart;
 };
 
 struct server {
