@@ -208,10 +208,13 @@ int fdstore_put(struct fdstore *s, const char *name, int fd)
 	/* FDPOLL=0: systemd would drop a client's socket on POLLHUP
 	 * itself; the daemon removes what it closes, and a restore finds a
 	 * hung-up socket as the session's end. */
-	snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s\nFDPOLL=0", name);
-	ret = s->notify ? sd_pid_notify_with_fds(0, 0, msg, &fd, 1) : 0;
-	if (ret < 0)
-		return ret;
+	if (s->notify) {
+		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s\nFDPOLL=0",
+			 name);
+		ret = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
+		if (ret < 0)
+			return ret;
+	}
 	e = &s->kept[s->n_kept++];
 	snprintf(e->name, sizeof(e->name), "%s", name);
 	e->fd = fd;
@@ -227,9 +230,10 @@ void fdstore_remove(struct fdstore *s, const char *name)
 		return;
 	/* Also for a name only passed to us: systemd holds it all the
 	 * same. */
-	snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
-	if (s->notify)
+	if (s->notify) {
+		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
 		(void)sd_pid_notify(0, 0, msg);
+	}
 	e = kept_find(s, name);
 	if (!e)
 		return;

@@ -94,6 +94,39 @@ struct journal_view {
 
 static uint32_t crc_table[256];
 
+static uint32_t crc32c_sw(uint32_t crc, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+
+	crc = ~crc;
+	while (n--)
+		crc = crc_table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
+	return ~crc;
+}
+
+#if defined(__x86_64__)
+/* The same CRC by SSE 4.2's crc32 instruction, 8 bytes at a time: a
+ * record's CRC is most of what the journal costs a request. */
+__attribute__((target("sse4.2"))) static uint32_t
+crc32c_hw(uint32_t crc, const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t c = ~crc;
+
+	for (; n >= 8; n -= 8, b += 8) {
+		uint64_t v;
+
+		memcpy(&v, b, sizeof(v));
+		c = __builtin_ia32_crc32di(c, v);
+	}
+	while (n--)
+		c = __builtin_ia32_crc32qi((uint32_t)c, *b++);
+	return ~(uint32_t)c;
+}
+#endif
+
+static uint32_t (*crc32c)(uint32_t crc, const void *p, size_t n) = crc32c_sw;
+
 static void crc_init(void)
 {
 	if (crc_table[1])
@@ -105,16 +138,16 @@ static void crc_init(void)
 			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
 		crc_table[i] = c;
 	}
+#if defined(__x86_64__)
+	if (__builtin_cpu_supports("sse4.2"))
+		crc32c = crc32c_hw;
+#endif
 }
 
-static uint32_t crc32c(uint32_t crc, const void *p, size_t n)
+uint32_t journal_crc32c(const void *p, size_t n, bool hw)
 {
-	const uint8_t *b = p;
-
-	crc = ~crc;
-	while (n--)
-		crc = crc_table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
-	return ~crc;
+	crc_init();
+	return hw ? crc32c(0, p, n) : crc32c_sw(0, p, n);
 }
 
 static uint32_t rec_crc(const struct jrec *r, const uint8_t *data)

@@ -161,5 +161,8 @@ int journal_find(const struct journal_view *v, uint32_t kind, uint64_t key,
 /* journal_read() of the file @fd (borrowed): a stored state. */
 int journal_read_fd(int fd, struct journal_view **ret, char *why,
 		    size_t why_len);
+/* The records' CRC-32C of @n bytes, as the journal computes it (@hw) or
+ * by the table alone: tests check they agree. */
+uint32_t journal_crc32c(const void *p, size_t n, bool hw);
 
 #endif

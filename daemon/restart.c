@@ -49,7 +49,25 @@ static void state_name(char *buf, size_t size, uint64_t gen)
 
 void restart_fd_name(char *buf, size_t size, const char *what, uint64_t id)
 {
-	snprintf(buf, size, FDSTORE_PREFIX "%s.%" PRIu64, what, id);
+	size_t pre = strlen(FDSTORE_PREFIX), len = strlen(what), n = 0, at;
+	char digits[24];
+
+	/* By hand: a connection's and a context's names are made at every
+	 * open and close, and snprintf() is most of their cost. */
+	do
+		digits[n++] = (char)('0' + id % 10);
+	while ((id /= 10) && n < sizeof(digits));
+	if (pre + len + 1 + n >= size) {
+		*buf = '\0';
+		return;
+	}
+	memcpy(buf, FDSTORE_PREFIX, pre);
+	memcpy(buf + pre, what, len);
+	at = pre + len;
+	buf[at++] = '.';
+	while (n)
+		buf[at++] = digits[--n];
+	buf[at] = '\0';
 }
 
 static void id_save(Rdmab__State__IdSpace *out, const struct id_space *s,

@@ -256,6 +256,22 @@ START_TEST(test_compaction)
 }
 END_TEST
 
+/* The check value of CRC-32C, by the instruction and by the table. */
+START_TEST(test_crc)
+{
+	uint8_t buf[1000];
+
+	ck_assert_uint_eq(journal_crc32c("123456789", 9, true), 0xe3069283);
+	ck_assert_uint_eq(journal_crc32c("123456789", 9, false), 0xe3069283);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 131 + 17);
+	for (size_t n = 0; n < sizeof(buf); n += 37)
+		ck_assert_uint_eq(journal_crc32c(buf + 3, n - (n ? 3 : 0), true),
+				  journal_crc32c(buf + 3, n - (n ? 3 : 0),
+						 false));
+}
+END_TEST
+
 START_TEST(test_fdstore_names)
 {
 	struct fdstore *s;
@@ -330,6 +346,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_corrupt_and_cut);
 	tcase_add_test(tc, test_refuses_unknown);
 	tcase_add_test(tc, test_compaction);
+	tcase_add_test(tc, test_crc);
 	tcase_add_test(tc, test_fdstore_names);
 	tcase_add_test(tc, test_inflight);
 	suite_add_tcase(s, tc);
