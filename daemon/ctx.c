@@ -114,7 +114,7 @@ static int dctx_charge(struct server *srv, struct domain *d, struct user *u,
  * when a restore adopts one, else a new id and a new device context. */
 static int dctx_make(struct server *srv, struct domain *d, struct device *dev,
 		     struct user *u, uint64_t id, int adopt_fd,
-		     struct reply *r, struct dctx **ret)
+		     uint32_t pd_handle, struct reply *r, struct dctx **ret)
 {
 	struct dctx *x;
 	int ret_err, fd;
@@ -142,7 +142,8 @@ static int dctx_make(struct server *srv, struct domain *d, struct device *dev,
 	x->domain = d;
 	x->dev = dev;
 	if (adopt_fd >= 0) {
-		ret_err = dev->ops->ctx_adopt(dev, x->id, adopt_fd, &x->dc);
+		ret_err = dev->ops->ctx_adopt(dev, x->id, adopt_fd, pd_handle,
+					      &x->dc);
 		adopt_fd = -1;
 	} else {
 		ret_err = dev->ops->ctx_open(dev, x->id, d->name, &x->dc);
@@ -197,14 +198,14 @@ static int dctx_open(struct server *srv, struct domain *d, struct device *dev,
 		*ret = x;
 		return 0;
 	}
-	return dctx_make(srv, d, dev, u, 0, -1, r, ret);
+	return dctx_make(srv, d, dev, u, 0, -1, 0, r, ret);
 }
 
 int dctx_adopt(struct server *srv, struct domain *d, struct device *dev,
-	       struct user *u, uint64_t id, int fd, struct reply *r,
-	       struct dctx **ret)
+	       struct user *u, uint64_t id, int fd, uint32_t pd_handle,
+	       struct reply *r, struct dctx **ret)
 {
-	return dctx_make(srv, d, dev, u, id, fd, r, ret);
+	return dctx_make(srv, d, dev, u, id, fd, pd_handle, r, ret);
 }
 
 int dctx_conn_adopt(struct conn *c, struct dctx *x, unsigned int opens)

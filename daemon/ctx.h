@@ -103,10 +103,11 @@ void dctx_device_gone(struct server *srv, struct device *dev);
  * with @x until it closes. */
 void dctx_retire(struct server *srv, struct dctx *x);
 /* Restore (restore.c): context @id of @d on @dev over the stored
- * descriptor @fd (taken, also on failure); the sentence in @r. */
+ * descriptor @fd (taken, also on failure) with its PD @pd_handle; the
+ * sentence in @r. */
 int dctx_adopt(struct server *srv, struct domain *d, struct device *dev,
-	       struct user *u, uint64_t id, int fd, struct reply *r,
-	       struct dctx **ret);
+	       struct user *u, uint64_t id, int fd, uint32_t pd_handle,
+	       struct reply *r, struct dctx **ret);
 /* Restore: @c's session holds @x, @opens times. 0 or -ENOMEM. */
 int dctx_conn_adopt(struct conn *c, struct dctx *x, unsigned int opens);
 /* @d's context @id; NULL for none. */

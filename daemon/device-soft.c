@@ -106,7 +106,7 @@ fail:
 /* The memfd a previous daemon made for context @ctx_id: its header must
  * say so, and its seals be the ones soft_ctx_open() set. */
 static int soft_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
-			  struct device_ctx **ret_ctx)
+			  uint32_t pd_handle, struct device_ctx **ret_ctx)
 {
 	const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
 			  F_SEAL_SEAL;
@@ -116,7 +116,7 @@ static int soft_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
 
 	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
 	    h.magic != SOFT_CTX_MAGIC || h.version != SOFT_CTX_VERSION ||
-	    h.context_id != ctx_id ||
+	    h.context_id != ctx_id || h.pd_handle != pd_handle ||
 	    strncmp(h.device, dev->name, sizeof(h.device)) != 0 ||
 	    fcntl(fd, F_GET_SEALS) != seals) {
 		close(fd);

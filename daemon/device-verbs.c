@@ -120,6 +120,49 @@ fail:
 	return ret;
 }
 
+/* A restart: the domain's context again, by ibv_import_device() of its
+ * stored cmd_fd and ibv_import_pd() of its PD (mlx5 only: other providers
+ * answer EOPNOTSUPP, and the context is not adopted). Unverified on
+ * hardware. */
+static int verbs_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
+			   uint32_t pd_handle, struct device_ctx **ret_ctx)
+{
+	struct verbs_ctx *c = calloc(1, sizeof(*c));
+	int ret;
+
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->base.dev = dev;
+	c->ctx = verbs_try(ibv_import_device(fd));
+	if (!c->ctx) {
+		ret = verbs_err(EOPNOTSUPP);
+		close(fd);
+		free(c);
+		return ret;
+	}
+	c->pd = verbs_try(ibv_import_pd(c->ctx, pd_handle));
+	if (!c->pd) {
+		ret = verbs_err(ENOENT);
+		goto fail;
+	}
+	ret = c->ctx->async_fd >= 0 ? verbs_set_nonblock(c->ctx->async_fd) :
+				      0;
+	if (ret < 0)
+		goto fail;
+	*ret_ctx = &c->base;
+	return 0;
+
+fail:
+	if (c->pd)
+		ibv_unimport_pd(c->pd);
+	/* Closes the descriptor too. */
+	ibv_close_device(c->ctx);
+	free(c);
+	return ret;
+}
+
 static void verbs_ctx_close(struct device_ctx *base)
 {
 	struct verbs_ctx *c = verbs_ctx_of(base);
@@ -513,6 +556,7 @@ static void verbs_xrcd_drop(struct device *dev, void *xrcd)
 
 static const struct device_ops verbs_ops = {
 	.ctx_open = verbs_ctx_open,
+	.ctx_adopt = verbs_ctx_adopt,
 	.handle_event = verbs_handle_event,
 	.present = verbs_present,
 	.shutdown = verbs_shutdown,

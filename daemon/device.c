@@ -155,7 +155,7 @@ static void default_xrcd_drop(struct device *dev, void *xrcd)
 }
 
 static int default_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
-			     struct device_ctx **ret_ctx)
+			     uint32_t pd_handle, struct device_ctx **ret_ctx)
 {
 	close(fd);
 	return -EOPNOTSUPP;

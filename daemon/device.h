@@ -222,12 +222,13 @@ struct device_ops {
 	/*
 	 * Restart (restore.c): make the context @ctx_id again over @fd
 	 * (taken, also on failure), the descriptor a previous daemon's
-	 * ctx_open handed out, which clients still hold. -EBADMSG for a
-	 * descriptor that is not that context's. Default: -EOPNOTSUPP (the
-	 * context cannot be adopted: closed, its clients told).
+	 * ctx_open handed out, which clients still hold, with its PD
+	 * @pd_handle. -EBADMSG for a descriptor that is not that context's.
+	 * Default: -EOPNOTSUPP (the context cannot be adopted: closed, its
+	 * clients told).
 	 */
 	int (*ctx_adopt)(struct device *dev, uint64_t ctx_id, int fd,
-			 struct device_ctx **ret_ctx);
+			 uint32_t pd_handle, struct device_ctx **ret_ctx);
 };
 
 /* Context-level operations. close, fd and pd_handle are required. */

@@ -249,6 +249,7 @@ static struct dctx *restore_ctx(struct restore *rs, struct conn *c,
 	char name[FDSTORE_NAME_MAX + 1];
 	struct reply r = { 0 };
 	struct device *dev;
+	uint32_t pd_handle;
 	struct dctx *x;
 	int fd, ret;
 
@@ -269,6 +270,7 @@ static struct dctx *restore_ctx(struct restore *rs, struct conn *c,
 		rdmab__state__context__free_unpacked(m, NULL);
 		return NULL;
 	}
+	pd_handle = m->pd_handle;
 	rdmab__state__context__free_unpacked(m, NULL);
 	restart_fd_name(name, sizeof(name), "ctx", id);
 	if (restore_take_fd(rs, name, &fd) < 0) {
@@ -277,7 +279,8 @@ static struct dctx *restore_ctx(struct restore *rs, struct conn *c,
 			 id);
 		return NULL;
 	}
-	ret = dctx_adopt(srv, c->domain, dev, c->user, id, fd, &r, &x);
+	ret = dctx_adopt(srv, c->domain, dev, c->user, id, fd, pd_handle, &r,
+			 &x);
 	if (ret < 0) {
 		log_warn("context %" PRIu64 " on %s cannot be adopted: %s%s%s",
 			 id, dev->name, strerror(-ret), *r.message ? ": " : "",
@@ -286,6 +289,33 @@ static struct dctx *restore_ctx(struct restore *rs, struct conn *c,
 	}
 	rs->adopted_contexts++;
 	return x;
+}
+
+/* A context the session held that could not be adopted: told as a
+ * device removal is, so that the library closes its copy. */
+static void restore_ctx_lost(struct conn *c, uint64_t id)
+{
+	Rdmab__DeviceRemovedEvent rev = RDMAB__DEVICE_REMOVED_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	char reason[128];
+	Rdmab__State__Context *m = NULL;
+	struct journal_rec rec;
+
+	if (journal_find(c->srv->restart->view, JOURNAL_CONTEXT, id, &rec) ==
+	    0)
+		m = rdmab__state__context__unpack(NULL, rec.len, rec.data);
+	snprintf(reason, sizeof(reason),
+		 "the broker restarted and could not adopt context %" PRIu64,
+		 id);
+	rev.device = m ? m->device : "";
+	rev.reason = reason;
+	ev.body_case = RDMAB__EVENT__BODY_DEVICE_REMOVED;
+	ev.device_removed = &rev;
+	ev.object_kind = IBC_OBJ_CONTEXT;
+	ev.object_id = id;
+	conn_send_event(c, &ev);
+	if (m)
+		rdmab__state__context__free_unpacked(m, NULL);
 }
 
 static int restore_session(void *arg, const struct journal_rec *rec)
@@ -346,7 +376,11 @@ static int restore_session(void *arg, const struct journal_rec *rec)
 	for (size_t i = 0; i < m->n_ctxs; i++) {
 		struct dctx *x = restore_ctx(rs, c, m->ctxs[i]->ctx_id);
 
-		if (x && dctx_conn_adopt(c, x, m->ctxs[i]->opens) < 0) {
+		if (!x) {
+			restore_ctx_lost(c, m->ctxs[i]->ctx_id);
+			continue;
+		}
+		if (dctx_conn_adopt(c, x, m->ctxs[i]->opens) < 0) {
 			conn_kill(c, "out of memory");
 			goto out;
 		}
