@@ -548,4 +548,92 @@ if section removal; then
 		fail device-removed-event-app "no result: $(tail -n 2 "$L/removal-app.log" | tr '\n' ' ')"
 fi
 
+# --- issue 25: what systemd does with a service's fd store (facts for the docs) ---------
+# vm-fdprobe (a Type=notify unit of its own, FileDescriptorStoreMax=16) logs
+# what each start was handed; every way of ending it is tried in turn, and
+# each check asserts what systemd 252 was measured to do (rdmabrokerd(8)
+# RESTART quotes these lines).
+if section fdstore; then
+	PU=rdmab-fdprobe.service
+	plog=/run/vmtest/fdprobe.log
+	rm -f "$plog"
+	printf '%s\n' '[Service]' Type=notify "ExecStart=$bin/vm-fdprobe $plog" \
+		FileDescriptorStoreMax=16 "WatchdogSec=${WATCHDOG_SEC}s" \
+		Restart=on-failure RestartSec=1s >"/run/systemd/system/$PU"
+	systemctl daemon-reload
+	nlines() { if [ -e "$plog" ]; then wc -l <"$plog"; else echo 0; fi; }
+	pline() { sed -n "${1}p" "$plog"; }
+	have_lines() { [ "$(nlines)" -ge "$1" ]; }
+	# probe_step N WHAT CMD...: run CMD, wait for start N, report its line.
+	probe_step() {
+		local n=$1 what=$2
+		shift 2
+		"$@" >>"$L/fdprobe-steps.log" 2>&1
+		if wait_for $((WATCHDOG_SEC * 3 + 20)) have_lines "$n"; then
+			sleep 1 # its notifications are processed
+			info "fdstore $what -> $(pline "$n"); NFileDescriptorStore now $(prop "$PU" NFileDescriptorStore)"
+		else
+			fail "fdstore-$n" "$what: no start $n; $(prop "$PU" ActiveState) $(prop "$PU" Result)"
+		fi
+	}
+	has() { pline "$1" | grep -qE "$2"; }
+	hasnt() { ! has "$@"; }
+	pid_of() { prop "$PU" MainPID; }
+
+	probe_step 1 "systemctl start" systemctl start "$PU"
+	n1=$(prop "$PU" NFileDescriptorStore)
+	check fdstore-bound "FileDescriptorStoreMax=16 holds 16 after g1, dup sent twice, bad:name, hup, nopoll, rm+remove and 16 fill in one message: $n1" \
+		test "$n1" = 16
+	p=$(pid_of)
+	probe_step 2 "SIGKILL of the main process (Restart=on-failure)" kill -KILL "$p"
+	check fdstore-sigkill "kept across SIGKILL and passed last: $(pline 2)" has 2 'g1=g1'
+	check fdstore-dedup "one memfd sent twice is stored once" \
+		test "$(pline 2 | grep -o 'dup=dup' | wc -l)" = 1
+	check fdstore-badname "an invalid FDNAME (with ':') stores the fd as \"stored\"" \
+		has 2 'stored=badname'
+	check fdstore-hup "a stored socket whose peer closed is dropped (POLLHUP)" \
+		hasnt 2 'hup=sock'
+	check fdstore-nopoll "FDPOLL=0 keeps such a socket" has 2 'nopoll=sock'
+	check fdstore-remove "FDSTOREREMOVE=1 FDNAME=rm removed it" hasnt 2 'rm=rm'
+	info "fdstore overflow: $(pline 2 | grep -o 'fill=fill' | wc -l) of 16 fill kept at the bound"
+	p=$(pid_of)
+	probe_step 3 "watchdog abort (SIGSTOP, WatchdogSec=${WATCHDOG_SEC}s)" kill -STOP "$p"
+	kill -CONT "$p" 2>/dev/null
+	info "fdstore watchdog: $(journalctl -q -u "$PU" -o cat | grep -m1 -i 'watchdog')"
+	check fdstore-watchdog "kept across the watchdog's abort: $(pline 3)" has 3 'g2=g2'
+	probe_step 4 "systemctl restart" systemctl restart "$PU"
+	check fdstore-restart "systemctl restart: $(pline 4)" has 4 'g3=g3'
+	p=$(pid_of)
+	systemctl daemon-reload
+	systemctl daemon-reexec
+	wait_for 30 test "$(prop "$PU" MainPID)" = "$p"
+	nr=$(prop "$PU" NFileDescriptorStore)
+	probe_step 5 "SIGKILL after daemon-reload and daemon-reexec (store held $nr)" \
+		kill -KILL "$p"
+	check fdstore-reexec "kept across systemctl daemon-reload and daemon-reexec: $(pline 5)" \
+		has 5 'g4=g4'
+	p=$(pid_of)
+	probe_step 6 "exit 1 (a failure, Restart=on-failure)" kill -USR1 "$p"
+	check fdstore-exit-failure "kept across a failing exit: $(pline 6)" has 6 'g5=g5'
+	systemctl stop "$PU"
+	ns=$(prop "$PU" NFileDescriptorStore)
+	probe_step 7 "systemctl stop; systemctl start (the store held $ns after the stop)" \
+		systemctl start "$PU"
+	check fdstore-stop "systemctl stop empties the store: $(pline 7)" \
+		has 7 'passed=0'
+	p=$(pid_of)
+	kill -TERM "$p"
+	wait_for 10 test "$(prop "$PU" ActiveState)" != active
+	nt=$(prop "$PU" NFileDescriptorStore)
+	probe_step 8 "SIGTERM from outside systemctl (a clean exit: no restart; $(prop "$PU" ActiveState), store $nt), then start" \
+		systemctl start "$PU"
+	check fdstore-sigterm "a SIGTERM not sent by systemctl, a clean exit, empties the store: $(pline 8)" \
+		has 8 'passed=0'
+	systemctl stop "$PU"
+	journalctl --no-pager -u "$PU" -o short-monotonic >"$L/journal-fdprobe.txt" 2>&1
+	cp "$plog" "$L/fdprobe.log"
+	rm -f "/run/systemd/system/$PU"
+	systemctl daemon-reload
+fi
+
 finish
