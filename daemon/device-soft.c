@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -39,6 +40,9 @@
 #define SOFT_PD_HANDLE 0
 /* Every soft DM is whole pages of a memfd of its own. */
 #define SOFT_DM_MAX_LOG_ALIGN 12
+/* DMs of one context a restart looks through: every DM is a page at
+ * least, and max_dm_size is far below this many pages. */
+#define SOFT_DM_ADOPT_SCAN 4096
 
 struct soft_ctx {
 	struct device_ctx base;
@@ -270,6 +274,44 @@ static int soft_dm_free(struct device_ctx *base, struct device_dm *dm,
 	return 0;
 }
 
+/* Restart: the DM is in the context's records already (the soft
+ * device's records came back with the context); its memfd must be one of
+ * its length, sealed as soft_dm_alloc() sealed it. */
+static int soft_dm_adopt(struct device_ctx *base, uint32_t handle,
+			 uint64_t length, int fd, struct device_dm *ret,
+			 struct device_why *why)
+{
+	struct soft_ctx *ctx = soft_ctx_of(base);
+	uint32_t handles[SOFT_DM_ADOPT_SCAN];
+	struct stat st;
+	int n, seals;
+
+	n = soft_objs_handles(&ctx->objs, IBC_OBJ_DM, handles,
+			      SOFT_DM_ADOPT_SCAN);
+	for (int i = 0; i < n; i++) {
+		if (handles[i] != handle)
+			continue;
+		seals = fcntl(fd, F_GET_SEALS);
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+		    (uint64_t)st.st_size != length || seals < 0 ||
+		    !(seals & F_SEAL_GROW) || !(seals & F_SEAL_SHRINK))
+			return device_why(why, -EINVAL,
+					  "%s: the descriptor of DM handle %u "
+					  "is not its sealed memfd of %llu "
+					  "bytes",
+					  base->dev->name, handle,
+					  (unsigned long long)length);
+		ctx->objs.sd->dm_reserved += length;
+		ret->handle = handle;
+		ret->length = length;
+		ret->fd = fd;
+		ret->priv = NULL;
+		return 0;
+	}
+	return device_why(why, -ENOENT, "%s: no DM handle %u in the context",
+			  base->dev->name, handle);
+}
+
 /* The kernel's rule: one XRC domain per inode, across contexts. */
 static int soft_xrcd_hold(struct device *dev, int fd, uint64_t ino,
 			  void **ret, struct device_why *why)
@@ -325,6 +367,7 @@ static const struct device_ctx_ops soft_ctx_ops = {
 	.obj_destroy = soft_obj_destroy,
 	.dm_alloc = soft_dm_alloc,
 	.dm_free = soft_dm_free,
+	.dm_adopt = soft_dm_adopt,
 	.rss_create = soft_rss_create,
 	.rss_destroy = soft_rss_destroy,
 	.handle_list = soft_handle_list,

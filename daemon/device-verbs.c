@@ -444,6 +444,37 @@ static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
 	return 0;
 }
 
+/* Restart: the DM outlived the daemon in the context's kernel state (its
+ * cmd_fd was in the store); ibv_import_dm() gives a struct ibv_dm for it
+ * again. mlx5 only (rxe has no DM): unverified on hardware. */
+static int verbs_dm_adopt(struct device_ctx *base, uint32_t handle,
+			  uint64_t length, int fd, struct device_dm *ret,
+			  struct device_why *why)
+{
+	struct ibv_dm *dm;
+	int err;
+
+	(void)fd;
+	errno = 0;
+	dm = ibv_import_dm(verbs_ctx_of(base)->ctx, handle);
+	if (!dm) {
+		err = errno ? -errno : -EOPNOTSUPP;
+		return device_why(why, err,
+				  "%s: ibv_import_dm of DM handle %u: %s",
+				  base->dev->name, handle, strerror(-err));
+	}
+	err = verbs_ptrs_add(&verbs_ctx_of(base)->dms, dm);
+	if (err < 0) {
+		ibv_unimport_dm(dm);
+		return device_why(why, err, "out of memory");
+	}
+	ret->handle = handle;
+	ret->length = length;
+	ret->fd = -1;
+	ret->priv = dm;
+	return 0;
+}
+
 static int verbs_dm_free(struct device_ctx *base, struct device_dm *d,
 			 struct device_why *why)
 {
@@ -609,6 +640,7 @@ static const struct device_ctx_ops verbs_ctx_ops = {
 	.obj_destroy = verbs_obj_destroy,
 	.dm_alloc = verbs_dm_alloc,
 	.dm_free = verbs_dm_free,
+	.dm_adopt = verbs_dm_adopt,
 	.rss_create = verbs_rss_create,
 	.rss_destroy = verbs_rss_destroy,
 	.handle_list = verbs_handle_list,

@@ -141,6 +141,15 @@ static int default_dm_free(struct device_ctx *ctx, struct device_dm *dm,
 			  ctx->dev->name);
 }
 
+static int default_dm_adopt(struct device_ctx *ctx, uint32_t handle,
+			    uint64_t length, int fd, struct device_dm *ret,
+			    struct device_why *why)
+{
+	return device_why(why, -EOPNOTSUPP,
+			  "%s cannot take back device memory after a restart",
+			  ctx->dev->name);
+}
+
 static int default_xrcd_hold(struct device *dev, int fd, uint64_t ino,
 			     void **ret, struct device_why *why)
 {
@@ -230,6 +239,7 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(c, ctx_ops, obj_destroy, default_obj_destroy);
 	FILL(c, ctx_ops, dm_alloc, default_dm_alloc);
 	FILL(c, ctx_ops, dm_free, default_dm_free);
+	FILL(c, ctx_ops, dm_adopt, default_dm_adopt);
 	FILL(c, ctx_ops, rss_create, default_rss_create);
 	FILL(c, ctx_ops, rss_destroy, default_rss_destroy);
 	FILL(c, ctx_ops, handle_list, default_handle_list);

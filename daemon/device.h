@@ -280,6 +280,17 @@ struct device_ctx_ops {
 	int (*dm_free)(struct device_ctx *ctx, struct device_dm *dm,
 		       struct device_why *why);
 	/*
+	 * Restart (dm-state.c): take back the DM @handle of @length bytes
+	 * that the previous daemon allocated in this (re-adopted) context:
+	 * soft, its memfd @fd (taken on success) must be the DM's; verbs,
+	 * ibv_import_dm() by handle (@fd is -1). Counted in the device's
+	 * reserve again. -ENOENT for a handle the context lacks, -EINVAL
+	 * for an fd that is not the DM. Default: -EOPNOTSUPP.
+	 */
+	int (*dm_adopt)(struct device_ctx *ctx, uint32_t handle,
+			uint64_t length, int fd, struct device_dm *ret,
+			struct device_why *why);
+	/*
 	 * RSS (daemon/rss.c): make table, QP and flow rule, all or none;
 	 * destroy one part of @made (IBC_OBJ_FLOW, IBC_OBJ_QP, then
 	 * IBC_OBJ_RWQ_IND_TBL: -EBUSY in any other order). Default:

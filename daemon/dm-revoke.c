@@ -41,8 +41,28 @@ static void dm_revoke_grace_cb(evutil_socket_t fd, short what, void *arg)
 			 "%s (the DM goes when it unimports or dies)",
 			 dm->holds[0].o->owner->client_id,
 			 dm->n_holds > 1 ? " and others" : "");
+	dm_journal(srv, dm);
 	log_notice("DM %" PRIu64 ": revoke grace period over; %s", id,
 		   dm->n_holds ? dm->blocked_by : "free blocked by an MR");
+}
+
+int dm_revoke_arm(struct server *srv, struct dm *dm)
+{
+	uint32_t grace = srv->config.limits.dm_revoke_grace_ms;
+	struct timeval tv = {
+		.tv_sec = grace / 1000,
+		.tv_usec = (suseconds_t)(grace % 1000) * 1000,
+	};
+
+	dm->revoke_ev = evtimer_new(srv->base, dm_revoke_grace_cb, dm);
+	if (!dm->revoke_ev || event_add(dm->revoke_ev, &tv) < 0) {
+		/* A later revoke makes its own. */
+		if (dm->revoke_ev)
+			event_free(dm->revoke_ev);
+		dm->revoke_ev = NULL;
+		return -ENOMEM;
+	}
+	return 0;
 }
 
 int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
@@ -52,10 +72,6 @@ int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
 	uint64_t id = req->dm_revoke->dm_id;
 	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
 	uint32_t grace = srv->config.limits.dm_revoke_grace_ms;
-	struct timeval tv = {
-		.tv_sec = grace / 1000,
-		.tv_usec = (suseconds_t)(grace % 1000) * 1000,
-	};
 	struct dm *dm = dm_find_id(srv, id);
 	char reason[160];
 
@@ -69,14 +85,8 @@ int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, -EALREADY, "DM %" PRIu64 " was revoked "
 						 "already",
 				   id);
-	dm->revoke_ev = evtimer_new(srv->base, dm_revoke_grace_cb, dm);
-	if (!dm->revoke_ev || event_add(dm->revoke_ev, &tv) < 0) {
-		/* A later revoke makes its own. */
-		if (dm->revoke_ev)
-			event_free(dm->revoke_ev);
-		dm->revoke_ev = NULL;
+	if (dm_revoke_arm(srv, dm) < 0)
 		return reply_error(r, -ENOMEM, "out of memory");
-	}
 	dm_mark_revoked(dm);
 	log_notice("DM %" PRIu64 " of domain %s revoked by client %" PRIu64
 		   " (uid %u); %u imports, grace %u ms",

@@ -27,6 +27,7 @@
 #include "daemon/notify.h"
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
+#include "daemon/restart.h"
 #include "daemon/server.h"
 #include "daemon/user.h"
 
@@ -38,7 +39,6 @@ static uint64_t dm_page_size(void)
 }
 
 static int dm_release(struct server *srv, struct obj *o, void *data);
-static void dm_retry_later(struct server *srv);
 
 static void dm_retry_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -175,6 +175,19 @@ static int dm_session_of(struct server *srv, struct conn *c,
 		       MAP_SHARED, s->fd, 0);
 	if (s->page == MAP_FAILED)
 		goto fail;
+	/* Restart: the page outlives the daemon, or nothing is made. */
+	err = dm_journal_session(srv, s);
+	if (err < 0) {
+		munmap(s->page, DM_STATUS_SLOTS);
+		close(s->fd);
+		user_uncharge_dm_page(s->user);
+		user_unref(srv, s->user);
+		free(s);
+		return reply_error(r, err,
+				   "the fd store cannot keep the DM status "
+				   "page: %s",
+				   strerror(-err));
+	}
 	TAILQ_INSERT_TAIL(&dm_state(srv)->sessions, s, link);
 	*ret = s;
 	return 0;
@@ -191,6 +204,7 @@ fail:
 
 static void dm_session_free(struct server *srv, struct dm_session *s)
 {
+	dm_journal_session_gone(srv, s);
 	TAILQ_REMOVE(&dm_state(srv)->sessions, s, link);
 	munmap(s->page, DM_STATUS_SLOTS);
 	close(s->fd);
@@ -268,9 +282,11 @@ static void dm_hold_drop(struct dm *dm, unsigned int i)
 	if (last && !dm->claim && !dm->persistent && !dm->free_asked &&
 	    o->owner->state != OWNER_DEAD && dm_is_allocator(dm, o)) {
 		dm->claim = o;
+		dm_journal(dm->ctx->srv, dm);
 		return;
 	}
 	objects_remove(o);
+	dm_journal(dm->ctx->srv, dm);
 }
 
 /* The free is asked: the allocator's claim has done its work. */
@@ -281,11 +297,12 @@ void dm_set_free_asked(struct dm *dm)
 		objects_remove(dm->claim);
 		dm->claim = NULL;
 	}
+	dm_journal(dm->ctx->srv, dm);
 }
 
 /* --- records -------------------------------------------------------------- */
 
-static void dm_retry_later(struct server *srv)
+void dm_retry_later(struct server *srv)
 {
 	struct timeval tv = { .tv_usec = DM_RETRY_MS * 1000 };
 
@@ -298,6 +315,7 @@ static void dm_forget(struct server *srv, struct dm *dm)
 	struct dm_table *t = dm_state(srv);
 	struct obj *mr;
 
+	dm_journal_forget(srv, dm);
 	if (dm->blocked)
 		t->n_blocked--;
 	if (dm->revoke_ev)
@@ -359,6 +377,7 @@ bool dm_try_free(struct server *srv, struct dm *dm)
 		}
 		snprintf(dm->blocked_by, sizeof(dm->blocked_by), "%s",
 			 why.text);
+		dm_journal(srv, dm);
 		return false;
 	}
 	if (ret < 0)
@@ -422,6 +441,7 @@ void dm_mark_revoked(struct dm *dm)
 	for (unsigned int i = 0; i < dm->n_holds; i++)
 		if (dm->holds[i].s)
 			dm->holds[i].s->page[dm->holds[i].slot] = 1;
+	dm_journal(dm->ctx->srv, dm);
 }
 
 /*
@@ -461,13 +481,17 @@ void dm_conn_closing(struct conn *c)
 				if (dm->holds[i].s == sess)
 					dm->holds[i].s = NULL;
 		dm_session_free(srv, sess);
+		TAILQ_FOREACH(dm, &dm_state(srv)->dms, link)
+			dm_journal(srv, dm);
 	}
 	/* It can ask nothing more; but its process may still use its DMs
 	 * (detached, as the registry's objects are): their free is asked
 	 * when it dies (dm_release), not now. */
 	TAILQ_FOREACH(dm, &dm_state(srv)->dms, link) {
-		if (dm->allocator == c)
+		if (dm->allocator == c) {
 			dm->allocator = NULL;
+			dm_journal(srv, dm);
+		}
 	}
 }
 
@@ -492,6 +516,7 @@ static int dm_release(struct server *srv, struct obj *o, void *data)
 		if (dm->claim == o) {
 			dm->claim = NULL;
 			objects_remove(o);
+			dm_journal(srv, dm);
 			dm_allocator_dead(srv, dm);
 			return 0;
 		}
@@ -540,6 +565,10 @@ static void dm_fini(struct server *srv)
 
 	if (!dm_state(srv))
 		return;
+	/* Restart on: the DMs, their bytes and their stored fds are the
+	 * next daemon's; only this process's copies go. */
+	if (restart_journal(srv))
+		dm_state_leave(srv);
 	while ((dm = TAILQ_FIRST(&dm_state(srv)->dms))) {
 		dm->n_holds = 0;
 		dm->claim = NULL;
@@ -617,7 +646,10 @@ static int dm_reply(struct dm *dm, struct dm_hold *h, struct reply *r,
 		out->has_status = true;
 		out->status_fd_index = r->nfds;
 		r->fds[r->nfds++] = h->s->fd;
-		h->s->sent = true;
+		if (!h->s->sent) {
+			h->s->sent = true;
+			dm_journal_session_sent(dm->ctx->srv, h->s);
+		}
 	}
 	if (dm->dd.fd >= 0) {
 		out->has_fd = true;
@@ -769,6 +801,14 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 				   " bytes of it)",
 				   why.text, x->dev->dm_reserved);
 	}
+	ret = dm_journal_store_fd(srv, dm);
+	if (ret < 0) {
+		x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &why);
+		free(dm);
+		return reply_error(r, ret,
+				   "the fd store cannot keep the DM: %s",
+				   strerror(-ret));
+	}
 	dm->ctx = x;
 	dm->domain = x->domain;
 	dm->length = rounded;
@@ -801,8 +841,10 @@ int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	TAILQ_INSERT_TAIL(&dm_state(srv)->dms, dm, link);
 	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
 	dm_state(srv)->n++;
+	dm_journal(srv, dm);
 	return dm_reply(dm, h, r, true, q->want_status);
 fail:
+	dm_journal_forget(srv, dm);
 	x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &why);
 	free(dm->holds);
 	free(dm);
@@ -832,6 +874,7 @@ int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	ret = dm_hold_add(dm, c, r, &h);
 	if (ret < 0)
 		return ret;
+	dm_journal(c->srv, dm);
 	return dm_reply(dm, h, r, false, q->want_status);
 }
 
@@ -1039,6 +1082,8 @@ const struct family dm_family = {
 	.requests = dm_requests,
 	.n_requests = sizeof(dm_requests) / sizeof(dm_requests[0]),
 	.rekey_reply_field = offsetof(Rdmab__DomainRekeyReply, destroyed_dms),
+	.save = dm_save,
+	.restore = dm_restore,
 	.obj_hooks = {
 		[IBC_OBJ_DM] = &dm_imports,
 		[IBC_OBJ_MR] = &dm_mr_hooks,

@@ -28,6 +28,8 @@
 #include "proto/rdmabroker.pb-c.h"
 
 struct family;
+struct journal;
+struct restore;
 
 struct server;
 struct conn;
@@ -174,7 +176,33 @@ unsigned int dm_ctx_force(struct server *srv, struct dctx *x,
 /* Fill the caps' DM fields for the wire. */
 #define DM_PERSISTENT_FLAG 1u
 
-/* --- within the DM family: dm.c, dm-list.c, dm-revoke.c ----------------- */
+/* --- within the DM family: dm.c, dm-list.c, dm-revoke.c, dm-state.c ---- */
+
+/*
+ * Restart (dm-state.c, restart.h): dm_journal() writes @dm's record as it
+ * is now, dm_journal_forget() ends it and takes its memfd out of the fd
+ * store; dm_journal_store_fd() puts a new soft DM's memfd there (0 or
+ * -errno: the alloc is refused). A session's status page: into the store
+ * with its record when made (dm_journal_session(), 0 or -errno), its
+ * "sent" (dm_journal_session_sent()), out when it goes. All no-ops with
+ * restart off.
+ */
+void dm_journal(struct server *srv, const struct dm *dm);
+void dm_journal_forget(struct server *srv, const struct dm *dm);
+int dm_journal_store_fd(struct server *srv, const struct dm *dm);
+int dm_journal_session(struct server *srv, const struct dm_session *s);
+void dm_journal_session_sent(struct server *srv, const struct dm_session *s);
+void dm_journal_session_gone(struct server *srv, const struct dm_session *s);
+/* The daemon exits with restart on: drop this process's records and
+ * descriptors, leave the DMs, the journal and the store as they are. */
+void dm_state_leave(struct server *srv);
+/* The family's save and restore slots (family.h). */
+int dm_save(struct server *srv, struct journal *j);
+int dm_restore(struct server *srv, struct restore *rs);
+/* Arm @dm's revoke grace period (dm-revoke.c): 0 or -ENOMEM. */
+int dm_revoke_arm(struct server *srv, struct dm *dm);
+/* Try the blocked frees again in DM_RETRY_MS. */
+void dm_retry_later(struct server *srv);
 
 /* The DM with broker id @id, or NULL. */
 struct dm *dm_find_id(struct server *srv, uint64_t id);

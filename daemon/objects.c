@@ -214,6 +214,11 @@ struct obj *objects_find(struct conn *c, uint64_t id)
 	return o && o->owner == c->owner ? o : NULL;
 }
 
+struct obj *objects_find_id(struct server *srv, uint64_t id)
+{
+	return hash_find(srv->registry, id);
+}
+
 struct obj *objects_find_in_domain(struct conn *c, uint64_t id)
 {
 	struct obj *o = hash_find(c->srv->registry, id);

@@ -263,6 +263,8 @@ struct obj *objects_find(struct conn *c, uint64_t id);
 /* The record @id of any client of @c's domain; NULL for another
  * domain's or none. */
 struct obj *objects_find_in_domain(struct conn *c, uint64_t id);
+/* Any record by id, whoever owns it (the restart's restore), or NULL. */
+struct obj *objects_find_id(struct server *srv, uint64_t id);
 /* An intent gets its handle. */
 void objects_set_handle(struct obj *o, uint32_t handle);
 /* Forget @o and give its quota back. */

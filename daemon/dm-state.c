@@ -1,0 +1,535 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device memory across a restart (issue 25; restart.h's contract): each
+ * DM is one journal record (proto/state.proto's Dm, its holds inside),
+ * rewritten whole as it changes, and each session's status page one
+ * (DmSession); a soft DM's memfd and every status page go to the fd store
+ * as they are made. The restore makes the records again, takes their
+ * descriptors back (a verbs DM through ibv_import_dm(), in the device's
+ * dm_adopt) and charges each DM again as its alloc did: the charges are
+ * never records, so they cannot disagree with the DMs.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dm.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/objects.h"
+#include "daemon/restart.h"
+#include "daemon/server.h"
+#include "daemon/user.h"
+#include "proto/state.pb-c.h"
+
+enum {
+	JOURNAL_DM = JOURNAL_DM_FIRST,
+	JOURNAL_DM_SESSION = JOURNAL_DM_FIRST + 1,
+};
+
+static void dm_fd_name(char *buf, size_t len, uint64_t id)
+{
+	snprintf(buf, len, FDSTORE_PREFIX "dm.%" PRIu64, id);
+}
+
+static void dm_page_name(char *buf, size_t len, uint64_t client_id)
+{
+	snprintf(buf, len, FDSTORE_PREFIX "dmst.%" PRIu64, client_id);
+}
+
+/* The session of a hold, by its connection's client id; 0 detached. */
+static uint64_t dm_hold_session(const struct dm_hold *h)
+{
+	return h->s ? h->s->conn->id : 0;
+}
+
+/* Write @dm's record into @j: 0 or journal_put()'s -errno. */
+static int dm_put(struct journal *j, const struct dm *dm)
+{
+	Rdmab__State__Dm m = RDMAB__STATE__DM__INIT;
+	Rdmab__State__DmHold *holds = NULL, **hp = NULL;
+	int ret;
+
+	if (dm->n_holds) {
+		holds = calloc(dm->n_holds, sizeof(*holds));
+		hp = calloc(dm->n_holds, sizeof(*hp));
+		if (!holds || !hp) {
+			free(holds);
+			free(hp);
+			return -ENOMEM;
+		}
+	}
+	for (unsigned int i = 0; i < dm->n_holds; i++) {
+		rdmab__state__dm_hold__init(&holds[i]);
+		holds[i].object_id = dm->holds[i].o->id;
+		holds[i].session = dm_hold_session(&dm->holds[i]);
+		holds[i].slot = dm->holds[i].slot;
+		hp[i] = &holds[i];
+	}
+	m.ctx_id = dm->ctx->id;
+	m.handle = dm->dd.handle;
+	m.length = dm->length;
+	m.pages = dm->pages;
+	m.log_align = dm->log_align;
+	m.born_usec = dm->born_usec;
+	m.allocator_id = dm->allocator_id;
+	m.allocator_live = dm->allocator != NULL;
+	m.allocator_pid = (uint32_t)dm->allocator_pid;
+	m.uid = (uint32_t)dm->uid;
+	m.charged = dm->charged;
+	m.persistent = dm->persistent;
+	m.owner_charged = dm->owner != NULL;
+	m.free_asked = dm->free_asked;
+	m.blocked = dm->blocked;
+	m.revoked = dm->revoked;
+	m.blocked_by = (char *)dm->blocked_by;
+	m.claim_object = dm->claim ? dm->claim->id : 0;
+	m.n_holds = dm->n_holds;
+	m.holds = hp;
+	ret = journal_put(j, JOURNAL_DM, dm->id, &m.base);
+	free(holds);
+	free(hp);
+	return ret;
+}
+
+static int dm_session_put(struct journal *j, const struct dm_session *s)
+{
+	Rdmab__State__DmSession m = RDMAB__STATE__DM_SESSION__INIT;
+
+	m.sent = s->sent;
+	return journal_put(j, JOURNAL_DM_SESSION, s->conn->id, &m.base);
+}
+
+/* --- as it changes ---------------------------------------------------- */
+
+void dm_journal(struct server *srv, const struct dm *dm)
+{
+	struct journal *j = restart_journal(srv);
+
+	/* A failure marks the journal broken (journal.h): the next start
+	 * refuses the whole state rather than adopt a DM half known. */
+	if (j)
+		dm_put(j, dm);
+}
+
+void dm_journal_forget(struct server *srv, const struct dm *dm)
+{
+	struct fdstore *st = restart_fdstore(srv);
+	char name[FDSTORE_NAME_MAX];
+
+	journal_del(restart_journal(srv), JOURNAL_DM, dm->id);
+	/* By name: the device may have closed the memfd already. */
+	if (st) {
+		dm_fd_name(name, sizeof(name), dm->id);
+		fdstore_remove(st, name);
+	}
+}
+
+int dm_journal_store_fd(struct server *srv, const struct dm *dm)
+{
+	struct fdstore *st = restart_fdstore(srv);
+	char name[FDSTORE_NAME_MAX];
+
+	if (!st || dm->dd.fd < 0)
+		return 0;
+	dm_fd_name(name, sizeof(name), dm->id);
+	return fdstore_put(st, name, dm->dd.fd);
+}
+
+int dm_journal_session(struct server *srv, const struct dm_session *s)
+{
+	struct fdstore *st = restart_fdstore(srv);
+	char name[FDSTORE_NAME_MAX];
+	int ret;
+
+	if (!st)
+		return 0;
+	dm_page_name(name, sizeof(name), s->conn->id);
+	ret = fdstore_put(st, name, s->fd);
+	if (ret < 0)
+		return ret;
+	dm_session_put(restart_journal(srv), s);
+	return 0;
+}
+
+void dm_journal_session_sent(struct server *srv, const struct dm_session *s)
+{
+	struct journal *j = restart_journal(srv);
+
+	if (j)
+		dm_session_put(j, s);
+}
+
+void dm_journal_session_gone(struct server *srv, const struct dm_session *s)
+{
+	struct journal *j = restart_journal(srv);
+	struct fdstore *st = restart_fdstore(srv);
+	char name[FDSTORE_NAME_MAX];
+
+	if (!j && !st)
+		return;
+	journal_del(j, JOURNAL_DM_SESSION, s->conn->id);
+	if (st) {
+		dm_page_name(name, sizeof(name), s->conn->id);
+		fdstore_remove(st, name);
+	}
+}
+
+/* --- leave: the daemon exits, the next one takes over ------------------- */
+
+void dm_state_leave(struct server *srv)
+{
+	struct dm_table *t = dm_state(srv);
+	struct dm_session *s;
+	struct dm *dm;
+
+	/* Nothing is freed on the device, nothing leaves the journal or
+	 * the store: the records stay the next daemon's. This process's
+	 * copies of the descriptors and its memory go. */
+	while ((dm = TAILQ_FIRST(&t->dms))) {
+		TAILQ_REMOVE(&t->dms, dm, link);
+		TAILQ_REMOVE(&dm->domain->dms, dm, domain_link);
+		t->n--;
+		while (!TAILQ_EMPTY(&dm->mrs)) {
+			struct obj *mr = TAILQ_FIRST(&dm->mrs);
+
+			TAILQ_REMOVE(&dm->mrs, mr, dm_link);
+			mr->on_dm = NULL;
+		}
+		if (dm->revoke_ev)
+			event_free(dm->revoke_ev);
+		if (dm->dd.fd >= 0)
+			close(dm->dd.fd);
+		if (dm->owner)
+			user_unref(srv, dm->owner);
+		dctx_obj_release(srv, dm->ctx);
+		free(dm->holds);
+		free(dm);
+	}
+	t->n_blocked = 0;
+	while ((s = TAILQ_FIRST(&t->sessions))) {
+		TAILQ_REMOVE(&t->sessions, s, link);
+		munmap(s->page, DM_STATUS_SLOTS);
+		close(s->fd);
+		user_uncharge_dm_page(s->user);
+		user_unref(srv, s->user);
+		free(s);
+	}
+}
+
+/* --- save: a compaction ------------------------------------------------ */
+
+int dm_save(struct server *srv, struct journal *j)
+{
+	struct dm_table *t = dm_state(srv);
+	struct dm_session *s;
+	struct dm *dm;
+	int ret;
+
+	if (!t)
+		return 0;
+	TAILQ_FOREACH(s, &t->sessions, link) {
+		ret = dm_session_put(j, s);
+		if (ret < 0)
+			return ret;
+	}
+	TAILQ_FOREACH(dm, &t->dms, link) {
+		ret = dm_put(j, dm);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+/* --- restore ------------------------------------------------------------- */
+
+static struct conn *dm_conn_by_id(struct server *srv, uint64_t id)
+{
+	struct conn *c;
+
+	TAILQ_FOREACH(c, &srv->conns, link)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+static struct dctx *dm_ctx_by_id(struct server *srv, uint64_t id)
+{
+	struct domain *d;
+	struct dctx *x;
+
+	TAILQ_FOREACH(d, &srv->domains, link)
+		TAILQ_FOREACH(x, &d->ctxs, link)
+			if (x->id == id)
+				return x;
+	return NULL;
+}
+
+static struct dm_session *dm_session_by_id(struct server *srv, uint64_t id)
+{
+	struct dm_session *s;
+
+	TAILQ_FOREACH(s, &dm_state(srv)->sessions, link)
+		if (s->conn->id == id)
+			return s;
+	return NULL;
+}
+
+static int dm_restore_session(void *arg, const struct journal_rec *r)
+{
+	struct restore *rs = arg;
+	struct server *srv = rs->srv;
+	Rdmab__State__DmSession *m;
+	char name[FDSTORE_NAME_MAX];
+	struct dm_session *s;
+	struct conn *c;
+	int fd, ret;
+
+	m = rdmab__state__dm_session__unpack(NULL, r->len, r->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "the DM status page of client %" PRIu64
+				    " does not decode",
+				    r->key);
+	c = dm_conn_by_id(srv, r->key);
+	dm_page_name(name, sizeof(name), r->key);
+	if (!c) {
+		rdmab__state__dm_session__free_unpacked(m, NULL);
+		return restore_fail(rs, -ENOENT,
+				    "a DM status page names client %" PRIu64
+				    ", which has no session",
+				    r->key);
+	}
+	ret = restore_take_fd(rs, name, &fd);
+	if (ret < 0) {
+		rdmab__state__dm_session__free_unpacked(m, NULL);
+		return restore_fail(rs, ret,
+				    "the DM status page of client %" PRIu64
+				    " is not in the fd store",
+				    r->key);
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		close(fd);
+		rdmab__state__dm_session__free_unpacked(m, NULL);
+		return restore_fail(rs, -ENOMEM, "out of memory");
+	}
+	s->fd = fd;
+	s->conn = c;
+	s->sent = m->sent;
+	rdmab__state__dm_session__free_unpacked(m, NULL);
+	s->page = mmap(NULL, DM_STATUS_SLOTS, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, fd, 0);
+	if (s->page == MAP_FAILED) {
+		ret = -errno;
+		close(fd);
+		free(s);
+		return restore_fail(rs, ret,
+				    "the DM status page of client %" PRIu64
+				    " cannot be mapped: %s",
+				    r->key, strerror(-ret));
+	}
+	/* Exempt: it was charged when made, whatever a reload did since. */
+	user_charge_dm_page(srv, c->user, true);
+	s->user = user_ref(c->user);
+	TAILQ_INSERT_TAIL(&dm_state(srv)->sessions, s, link);
+	rs->adopted_fds++;
+	return 0;
+}
+
+/* @m's holds into @dm: the registry's records and the sessions' slots. */
+static int dm_restore_holds(struct restore *rs, struct dm *dm,
+			    const Rdmab__State__Dm *m)
+{
+	struct server *srv = rs->srv;
+
+	dm->holds = calloc(m->n_holds ? m->n_holds : 1, sizeof(*dm->holds));
+	if (!dm->holds)
+		return restore_fail(rs, -ENOMEM, "out of memory");
+	dm->cap_holds = m->n_holds ? (unsigned int)m->n_holds : 1;
+	for (size_t i = 0; i < m->n_holds; i++) {
+		const Rdmab__State__DmHold *hm = m->holds[i];
+		struct obj *o = objects_find_id(srv, hm->object_id);
+		struct dm_session *s = NULL;
+
+		if (!o || o->kind != IBC_OBJ_DM || o->dm_id != dm->id)
+			return restore_fail(rs, -ENOENT,
+					    "DM %" PRIu64 ": its import %" PRIu64
+					    " is not in the registry",
+					    dm->id, hm->object_id);
+		if (hm->session) {
+			s = dm_session_by_id(srv, hm->session);
+			if (!s || hm->slot >= DM_STATUS_SLOTS ||
+			    s->used[hm->slot])
+				return restore_fail(
+					rs, -EINVAL,
+					"DM %" PRIu64 ": its import %" PRIu64
+					" names slot %u of client %" PRIu64
+					"'s status page, which is not there "
+					"or taken",
+					dm->id, hm->object_id, hm->slot,
+					hm->session);
+			s->used[hm->slot] = 1;
+			s->page[hm->slot] = dm->revoked;
+		}
+		dm->holds[dm->n_holds++] = (struct dm_hold){
+			.o = o, .s = s, .slot = hm->slot
+		};
+	}
+	return 0;
+}
+
+static int dm_restore_one(void *arg, const struct journal_rec *r)
+{
+	struct restore *rs = arg;
+	struct server *srv = rs->srv;
+	struct device_why why = {""};
+	char name[FDSTORE_NAME_MAX];
+	Rdmab__State__Dm *m;
+	struct dm *dm = NULL;
+	struct dctx *x;
+	int fd = -1, ret;
+
+	m = rdmab__state__dm__unpack(NULL, r->len, r->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "DM %" PRIu64 " does not decode", r->key);
+	x = dm_ctx_by_id(srv, m->ctx_id);
+	if (!x || !x->dc) {
+		ret = restore_fail(rs, -ENOENT,
+				   "DM %" PRIu64 " names context %" PRIu64
+				   ", which did not come back",
+				   r->key, m->ctx_id);
+		goto out;
+	}
+	dm = calloc(1, sizeof(*dm));
+	if (!dm) {
+		ret = restore_fail(rs, -ENOMEM, "out of memory");
+		goto out;
+	}
+	dm->id = r->key;
+	dm->dd.fd = -1;
+	TAILQ_INIT(&dm->mrs);
+	dm_fd_name(name, sizeof(name), dm->id);
+	/* Soft DMs have a memfd in the store, verbs DMs none. */
+	if (restore_take_fd(rs, name, &fd) < 0)
+		fd = -1;
+	ret = x->dev->ctx_ops->dm_adopt(x->dc, m->handle, m->length, fd,
+					&dm->dd, &why);
+	if (ret < 0) {
+		if (fd >= 0)
+			close(fd);
+		free(dm);
+		dm = NULL;
+		ret = restore_fail(rs, ret, "DM %" PRIu64 ": %s", r->key,
+				   why.text);
+		goto out;
+	}
+	if (fd >= 0)
+		rs->adopted_fds++;
+	dm->ctx = x;
+	dm->domain = x->domain;
+	dm->length = m->length;
+	dm->pages = m->pages;
+	dm->log_align = m->log_align;
+	dm->born_usec = m->born_usec;
+	dm->allocator_id = m->allocator_id;
+	dm->allocator = m->allocator_live ? dm_conn_by_id(srv, m->allocator_id)
+					  : NULL;
+	dm->allocator_pid = (pid_t)m->allocator_pid;
+	dm->uid = (uid_t)m->uid;
+	dm->persistent = m->persistent;
+	dm->free_asked = m->free_asked;
+	dm->revoked = m->revoked;
+	snprintf(dm->blocked_by, sizeof(dm->blocked_by), "%s",
+		 m->blocked_by ? m->blocked_by : "");
+	/* In the lists first: from here on dm_forget() undoes it all. */
+	TAILQ_INSERT_TAIL(&dm_state(srv)->dms, dm, link);
+	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
+	dm_state(srv)->n++;
+	dctx_obj_hold(x);
+	x->dev->dm_reserved += dm->length;
+	ret = domain_charge_dm(dm->domain, dm->uid, m->charged);
+	if (ret < 0) {
+		ret = restore_fail(rs, ret, "out of memory");
+		goto out;
+	}
+	dm->charged = m->charged;
+	if (m->owner_charged) {
+		struct user *u = user_get(srv, dm->uid);
+
+		if (!u) {
+			ret = restore_fail(rs, -ENOMEM, "out of memory");
+			goto out;
+		}
+		dm->owner = u;
+		user_charge_dm_persistent(u, dm->charged);
+		user_unref(srv, u);
+	}
+	if (m->claim_object) {
+		dm->claim = objects_find_id(srv, m->claim_object);
+		if (!dm->claim) {
+			ret = restore_fail(rs, -ENOENT,
+					   "DM %" PRIu64 ": its allocator's "
+					   "claim %" PRIu64
+					   " is not in the registry",
+					   dm->id, m->claim_object);
+			goto out;
+		}
+	}
+	ret = dm_restore_holds(rs, dm, m);
+	if (ret < 0)
+		goto out;
+	if (m->blocked) {
+		dm->blocked = true;
+		dm_state(srv)->n_blocked++;
+	}
+	/* A revoke's grace period starts again, whole. */
+	if (dm->revoked && !dm->free_asked) {
+		ret = dm_revoke_arm(srv, dm);
+		if (ret < 0) {
+			ret = restore_fail(rs, ret, "out of memory");
+			goto out;
+		}
+	}
+	ret = 0;
+out:
+	rdmab__state__dm__free_unpacked(m, NULL);
+	return ret;
+}
+
+/* The registry's MRs on a DM (obj.dm_id) go on its list again. */
+static void dm_restore_mrs(struct server *srv)
+{
+	struct obj *o;
+
+	TAILQ_FOREACH(o, &srv->registry->objs, link)
+		if (o->kind == IBC_OBJ_MR && o->dm_id)
+			dm_mr_attach(srv, o);
+}
+
+int dm_restore(struct server *srv, struct restore *rs)
+{
+	int ret;
+
+	ret = restore_each(rs, JOURNAL_DM_SESSION, dm_restore_session, rs);
+	if (ret < 0)
+		return ret;
+	ret = restore_each(rs, JOURNAL_DM, dm_restore_one, rs);
+	if (ret < 0)
+		return ret;
+	dm_restore_mrs(srv);
+	if (dm_state(srv)->n_blocked)
+		dm_retry_later(srv);
+	return 0;
+}
