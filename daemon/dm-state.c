@@ -227,30 +227,6 @@ void dm_state_leave(struct server *srv)
 	}
 }
 
-/* --- save: a compaction ------------------------------------------------ */
-
-int dm_save(struct server *srv, struct journal *j)
-{
-	struct dm_table *t = dm_state(srv);
-	struct dm_session *s;
-	struct dm *dm;
-	int ret;
-
-	if (!t)
-		return 0;
-	TAILQ_FOREACH(s, &t->sessions, link) {
-		ret = dm_session_put(j, s);
-		if (ret < 0)
-			return ret;
-	}
-	TAILQ_FOREACH(dm, &t->dms, link) {
-		ret = dm_put(j, dm);
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
-}
-
 /* --- restore ------------------------------------------------------------- */
 
 static struct conn *dm_conn_by_id(struct server *srv, uint64_t id)
@@ -344,6 +320,13 @@ static int dm_restore_session(void *arg, const struct journal_rec *r)
 	s->user = user_ref(c->user);
 	TAILQ_INSERT_TAIL(&dm_state(srv)->sessions, s, link);
 	rs->adopted_fds++;
+	/* The new generation's journal and store hold what was adopted. */
+	ret = dm_journal_session(srv, s);
+	if (ret < 0)
+		return restore_fail(rs, ret,
+				    "the DM status page of client %" PRIu64
+				    " cannot be kept: %s",
+				    r->key, strerror(-ret));
 	return 0;
 }
 
@@ -502,6 +485,14 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 			goto out;
 		}
 	}
+	/* The new generation's journal and store hold what was adopted. */
+	ret = dm_journal_store_fd(srv, dm);
+	if (ret < 0) {
+		ret = restore_fail(rs, ret, "DM %" PRIu64 " cannot be kept: %s",
+				   dm->id, strerror(-ret));
+		goto out;
+	}
+	dm_journal(srv, dm);
 	ret = 0;
 out:
 	rdmab__state__dm__free_unpacked(m, NULL);
@@ -518,16 +509,49 @@ static void dm_restore_mrs(struct server *srv)
 			dm_mr_attach(srv, o);
 }
 
+/*
+ * A record could not be used: none of the family's state is kept (never
+ * half of it). The DMs adopted so far go as a device removal's do: their
+ * records, charges and descriptors, not their bytes on the device, which
+ * the contexts hold.
+ */
+static void dm_restore_undo(struct server *srv)
+{
+	struct dm_table *t = dm_state(srv);
+	struct dm *dm;
+
+	while ((dm = TAILQ_FIRST(&t->dms))) {
+		dm->n_holds = 0;
+		dm->claim = NULL;
+		if (dm->dd.fd >= 0)
+			close(dm->dd.fd);
+		dm->dd.fd = -1;
+		dm_forget(srv, dm);
+	}
+	while (!TAILQ_EMPTY(&t->sessions)) {
+		struct dm_session *s = TAILQ_FIRST(&t->sessions);
+
+		dm_journal_session_gone(srv, s);
+		TAILQ_REMOVE(&t->sessions, s, link);
+		munmap(s->page, DM_STATUS_SLOTS);
+		close(s->fd);
+		user_uncharge_dm_page(s->user);
+		user_unref(srv, s->user);
+		free(s);
+	}
+}
+
 int dm_restore(struct server *srv, struct restore *rs)
 {
 	int ret;
 
 	ret = restore_each(rs, JOURNAL_DM_SESSION, dm_restore_session, rs);
-	if (ret < 0)
+	if (ret == 0)
+		ret = restore_each(rs, JOURNAL_DM, dm_restore_one, rs);
+	if (ret < 0) {
+		dm_restore_undo(srv);
 		return ret;
-	ret = restore_each(rs, JOURNAL_DM, dm_restore_one, rs);
-	if (ret < 0)
-		return ret;
+	}
 	dm_restore_mrs(srv);
 	if (dm_state(srv)->n_blocked)
 		dm_retry_later(srv);

@@ -310,7 +310,7 @@ void dm_retry_later(struct server *srv)
 		event_add(dm_state(srv)->retry_ev, &tv);
 }
 
-static void dm_forget(struct server *srv, struct dm *dm)
+void dm_forget(struct server *srv, struct dm *dm)
 {
 	struct dm_table *t = dm_state(srv);
 	struct obj *mr;
@@ -565,9 +565,9 @@ static void dm_fini(struct server *srv)
 
 	if (!dm_state(srv))
 		return;
-	/* Restart on: the DMs, their bytes and their stored fds are the
-	 * next daemon's; only this process's copies go. */
-	if (restart_journal(srv))
+	/* Handing off to the next daemon: the DMs, their bytes and their
+	 * stored fds are its; only this process's copies go. */
+	if (restart_handing_off(srv))
 		dm_state_leave(srv);
 	while ((dm = TAILQ_FIRST(&dm_state(srv)->dms))) {
 		dm->n_holds = 0;
@@ -1082,7 +1082,6 @@ const struct family dm_family = {
 	.requests = dm_requests,
 	.n_requests = sizeof(dm_requests) / sizeof(dm_requests[0]),
 	.rekey_reply_field = offsetof(Rdmab__DomainRekeyReply, destroyed_dms),
-	.save = dm_save,
 	.restore = dm_restore,
 	.obj_hooks = {
 		[IBC_OBJ_DM] = &dm_imports,

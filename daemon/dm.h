@@ -28,7 +28,6 @@
 #include "proto/rdmabroker.pb-c.h"
 
 struct family;
-struct journal;
 struct restore;
 
 struct server;
@@ -193,14 +192,17 @@ int dm_journal_store_fd(struct server *srv, const struct dm *dm);
 int dm_journal_session(struct server *srv, const struct dm_session *s);
 void dm_journal_session_sent(struct server *srv, const struct dm_session *s);
 void dm_journal_session_gone(struct server *srv, const struct dm_session *s);
-/* The daemon exits with restart on: drop this process's records and
- * descriptors, leave the DMs, the journal and the store as they are. */
+/* The daemon hands off to the next one (restart_handing_off()): drop
+ * this process's records and descriptors, leave the DMs, the journal and
+ * the store as they are. */
 void dm_state_leave(struct server *srv);
-/* The family's save and restore slots (family.h). */
-int dm_save(struct server *srv, struct journal *j);
+/* The family's restore slot (family.h). */
 int dm_restore(struct server *srv, struct restore *rs);
 /* Arm @dm's revoke grace period (dm-revoke.c): 0 or -ENOMEM. */
 int dm_revoke_arm(struct server *srv, struct dm *dm);
+/* Drop @dm's record: uncharged, off every list, freed; the device's DM
+ * is the caller's (freed, or left to the context). */
+void dm_forget(struct server *srv, struct dm *dm);
 /* Try the blocked frees again in DM_RETRY_MS. */
 void dm_retry_later(struct server *srv);
 
