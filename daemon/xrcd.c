@@ -21,6 +21,7 @@
 #include "daemon/log.h"
 #include "daemon/notify.h"
 #include "daemon/objects.h"
+#include "daemon/restart.h"
 #include "daemon/server.h"
 #include "daemon/xrcd.h"
 
@@ -93,6 +94,44 @@ static size_t dev_index(struct server *srv, const struct device *dev)
 	return (size_t)(dev - srv->devices.dev);
 }
 
+/* --- restart: the records as plain values (xrcd-state.c) ----------------- */
+
+static void name_rec(struct server *srv, const struct xrcd *x,
+		     struct xrcd_name_rec *r)
+{
+	*r = (struct xrcd_name_rec){ .name = x->name, .owner = x->owner,
+				     .file = x->file, .declared = x->declared,
+				     .fd = x->fd, .ino = x->ino };
+	for (size_t i = 0; i < srv->devices.n; i++)
+		if (x->held[i] && r->n_held < 8)
+			r->held_on[r->n_held++] = srv->devices.dev[i].name;
+}
+
+static void journal_name(struct server *srv, const struct xrcd *x)
+{
+	struct xrcd_name_rec r;
+
+	name_rec(srv, x, &r);
+	xrcd_journal_name(srv, &r, false);
+}
+
+static void journal_open(struct server *srv, const struct xrcd_open *op)
+{
+	struct xrcd_open_rec r = {
+		.id = op->id,
+		.ino = op->x ? op->x->ino : 0,
+		.object_id = op->o ? op->o->id : 0,
+		.client_id = op->client_id,
+		.ctx_id = op->ctx ? op->ctx->id : 0,
+		.pid = op->pid,
+		.orphan = op->orphan,
+		.domain = op->domain->name,
+		.live_session = !op->o && op->conn,
+	};
+
+	xrcd_journal_open(srv, &r);
+}
+
 /* --- names and files -------------------------------------------------- */
 
 static struct xrcd *xrcd_lookup(struct xrcd_table *t, const char *owner,
@@ -128,6 +167,8 @@ static int xrcd_file_create(struct xrcd_table *t, struct xrcd *x)
 	}
 	if (fd < 0)
 		return -EEXIST;
+	if (!x->declared)
+		xrcd_journal_next_file(t->srv, t->next_file);
 	if (fstat(fd, &st) < 0) {
 		int err = -errno;
 
@@ -164,6 +205,8 @@ static void xrcd_free(struct xrcd_table *t, struct xrcd *x, bool unlink_file)
 		if (x->held[i])
 			srv->devices.dev[i].ops->xrcd_drop(&srv->devices.dev[i],
 							   x->hold[i]);
+	if (!restart_handing_off(srv))
+		xrcd_journal_name_gone(srv, x->ino);
 	if (unlink_file && x->fd >= 0)
 		unlinkat(t->dirfd, x->file, 0);
 	if (x->fd >= 0)
@@ -190,6 +233,7 @@ static void open_drop(struct xrcd_table *t, struct xrcd_open *op)
 	TAILQ_REMOVE(&t->opens, op, all);
 	x->n_opens--;
 	charge_release(&op->charge);
+	xrcd_journal_open_gone(t->srv, op->id);
 	free(op);
 	xrcd_put(t, x);
 }
@@ -200,6 +244,7 @@ static void orphan_drop(struct xrcd_table *t, struct xrcd_open *op)
 	struct xrcd *x = op->x;
 
 	TAILQ_REMOVE(&t->opens, op, all);
+	xrcd_journal_open_gone(t->srv, op->id);
 	op->ctx->xrcd_orphans--;
 	if (x) {
 		TAILQ_REMOVE(&x->opens, op, link);
@@ -269,6 +314,7 @@ static int xrcd_before_destroy(struct server *srv, struct obj *o, void *data)
 		op->x->n_orphans++;
 		o->ctx->xrcd_orphans++;
 		charge_release(&op->charge);
+		journal_open(srv, op);
 		log_info("client %" PRIu64 " (pid %d): its open of XRCD \"%s\" "
 			 "(inode %" PRIu64 ") stays in context %" PRIu64
 			 " of domain %s until the context closes: the broker "
@@ -306,6 +352,7 @@ static int xrcd_hold_dev(struct xrcd_table *t, struct xrcd *x,
 	if (ret < 0)
 		return ret;
 	x->held[i] = true;
+	journal_name(t->srv, x);
 	return 0;
 }
 
@@ -455,6 +502,20 @@ static int xrcd_resolve(struct conn *c, const char *name, uint32_t oflags,
 				   "XRCD \"%s\" (see its log)",
 				   name);
 	}
+	{
+		struct xrcd_name_rec rec;
+
+		name_rec(c->srv, x, &rec);
+		err = xrcd_journal_name(c->srv, &rec, true);
+	}
+	if (err < 0) {
+		unlinkat(t->dirfd, x->file, 0);
+		close(x->fd);
+		free(x);
+		return reply_error(r, err,
+				   "the fd store cannot keep XRCD \"%s\": %s",
+				   name, strerror(-err));
+	}
 	TAILQ_INSERT_TAIL(&t->xrcds, x, link);
 	*ret = x;
 	return 0;
@@ -531,6 +592,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 	TAILQ_INSERT_TAIL(&t->opens, op, all);
 	x->n_opens++;
 	charge_take(&op->charge, c->domain, CHARGE_XRCDS, 1);
+	journal_open(c->srv, op);
 	/* Debug: any client may create private names at will. */
 	if (created)
 		log_debug("client %" PRIu64 ": %s XRCD of domain %s created "
@@ -759,6 +821,7 @@ int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
 	while ((op = TAILQ_FIRST(&x->opens))) {
 		TAILQ_REMOVE(&x->opens, op, link);
 		op->x = NULL;
+		journal_open(c->srv, op);
 	}
 	x->n_orphans = 0;
 	log_notice("XRCD \"%s\" (inode %" PRIu64 ") removed by client "
@@ -863,6 +926,13 @@ static void xrcd_adopt(struct xrcd_table *t)
 				continue;
 			}
 		}
+		/* A private file a restart hands over (its inode in the fd
+		 * store) is the restore's. */
+		if (strncmp(n, "p.", 2) == 0 &&
+		    fstatat(t->dirfd, n, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) &&
+		    xrcd_state_passed(t->srv, (uint64_t)st.st_ino))
+			continue;
 		/* A leftover, or something that is not ours: a symlink is
 		 * removed, never followed. */
 		if (unlinkat(t->dirfd, n, 0) == 0 ||
@@ -905,6 +975,7 @@ static void xrcd_configure(struct server *srv)
 			x->declared = false;
 			snprintf(x->owner, sizeof(x->owner), "%s",
 				 "(undeclared)");
+			journal_name(srv, x);
 			xrcd_put(t, x);
 		}
 }
@@ -946,13 +1017,128 @@ static void xrcd_fini(struct server *srv)
 		free(op);
 	}
 	/* Declared files stay for the next start (RuntimeDirectoryPreserve
-	 * =restart); the others go. */
+	 * =restart); the others go, unless the next daemon takes them over
+	 * (their records and fds stay in the journal and the store). */
 	while ((x = TAILQ_FIRST(&t->xrcds)))
-		xrcd_free(t, x, !x->declared);
+		xrcd_free(t, x, !x->declared && !restart_handing_off(srv));
 	if (t->dirfd >= 0)
 		close(t->dirfd);
 	free(t);
 	srv->family_state[FAMILY_XRCD] = NULL;
+}
+
+/* --- restart: what the restore makes (xrcd-state.c reads the records) --- */
+
+int xrcd_adopt_name(struct server *srv, struct xrcd_name_rec *r)
+{
+	struct xrcd_table *t = table(srv);
+	struct device_why why = { "" };
+	struct stat st;
+	struct xrcd *x;
+	int ret;
+
+	if (xrcd_lookup(t, r->owner, r->name))
+		return -EEXIST;
+	if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_ino != r->ino)
+		return -EINVAL;
+	/* A declared name's file was adopted from the directory by the
+	 * init: the same inode, kept once. */
+	if (r->declared) {
+		TAILQ_FOREACH(x, &t->xrcds, link)
+			if (x->ino == r->ino) {
+				close(r->fd);
+				r->fd = x->fd;
+				return 0;
+			}
+	}
+	x = xrcd_new(t, r->owner, r->name, r->declared);
+	if (!x)
+		return -ENOMEM;
+	snprintf(x->file, sizeof(x->file), "%s", r->file);
+	x->fd = r->fd;
+	x->ino = r->ino;
+	TAILQ_INSERT_TAIL(&t->xrcds, x, link);
+	for (unsigned int i = 0; i < r->n_held; i++) {
+		struct device *dev = device_find(&srv->devices, r->held_on[i]);
+
+		if (!dev)
+			continue;
+		ret = xrcd_hold_dev(t, x, dev, &why);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int xrcd_adopt_open(struct server *srv, const struct xrcd_open_rec *r,
+		    struct obj *o, struct conn *c, struct dctx *ctx,
+		    struct domain *d)
+{
+	struct xrcd_table *t = table(srv);
+	struct xrcd_open *op;
+	struct xrcd *x = NULL;
+
+	if (r->ino) {
+		TAILQ_FOREACH(x, &t->xrcds, link)
+			if (x->ino == r->ino)
+				break;
+		if (!x)
+			return -ENOENT;
+	}
+	if (!x && !r->orphan)
+		return -EINVAL;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	op->x = x;
+	op->o = o;
+	op->conn = c;
+	op->orphan = r->orphan;
+	op->ctx = ctx;
+	op->domain = d;
+	op->id = r->id;
+	op->client_id = r->client_id;
+	op->pid = r->pid;
+	TAILQ_INSERT_TAIL(&t->opens, op, all);
+	if (x)
+		TAILQ_INSERT_TAIL(&x->opens, op, link);
+	if (r->orphan) {
+		ctx->xrcd_orphans++;
+		if (x)
+			x->n_orphans++;
+	} else {
+		x->n_opens++;
+		charge_take(&op->charge, d, CHARGE_XRCDS, 1);
+	}
+	journal_open(srv, op);
+	return 0;
+}
+
+void xrcd_adopt_next_file(struct server *srv, uint64_t next_file)
+{
+	if (next_file > table(srv)->next_file)
+		table(srv)->next_file = next_file;
+	xrcd_journal_next_file(srv, table(srv)->next_file);
+}
+
+void xrcd_adopt_undo(struct server *srv)
+{
+	struct xrcd_table *t = table(srv);
+	struct xrcd_open *op;
+	struct xrcd *x, *tmp;
+
+	while ((op = TAILQ_FIRST(&t->opens))) {
+		if (op->orphan)
+			orphan_drop(t, op);
+		else
+			open_drop(t, op);
+	}
+	/* The private names the restore made (declared ones came from the
+	 * directory at init and stay). */
+	TAILQ_FOREACH_SAFE(x, &t->xrcds, link, tmp)
+		if (!x->declared)
+			xrcd_free(t, x, true);
 }
 
 static const struct obj_family xrcd_opens = {
@@ -987,4 +1173,5 @@ const struct family xrcd_family = {
 	.requests = xrcd_requests,
 	.n_requests = sizeof(xrcd_requests) / sizeof(xrcd_requests[0]),
 	.obj_hooks = { [IBC_OBJ_XRCD] = &xrcd_opens },
+	.restore = xrcd_restore,
 };

@@ -1,0 +1,326 @@
+// SPDX-License-Identifier: MIT
+/*
+ * XRC domains across a restart (issue 25; restart.h's contract): each name
+ * is one journal record keyed by its inode (the kernel's key), its file's
+ * descriptor in the fd store as "rb.xrcd.<inode>", so that a private name
+ * outlives the daemon although its file is not declared; each open is one
+ * record; the private files' counter one. xrcd.c calls these as its table
+ * changes, with plain values (xrcd.h), and makes the names and opens again
+ * at the restore. The domains' xrcds charges are not records: each live
+ * open takes its charge again.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/domain.h"
+#include "daemon/log.h"
+#include "daemon/objects.h"
+#include "daemon/restart.h"
+#include "daemon/server.h"
+#include "daemon/xrcd.h"
+#include "proto/state.pb-c.h"
+
+enum {
+	JOURNAL_XRCD_NAME = JOURNAL_XRCD_FIRST,
+	JOURNAL_XRCD_OPEN = JOURNAL_XRCD_FIRST + 1,
+	JOURNAL_XRCD_TABLE = JOURNAL_XRCD_FIRST + 2,
+};
+
+static void xrcd_fd_name(char *buf, size_t len, uint64_t ino)
+{
+	snprintf(buf, len, FDSTORE_PREFIX "xrcd.%" PRIu64, ino);
+}
+
+/* --- as it changes ---------------------------------------------------- */
+
+int xrcd_journal_name(struct server *srv, const struct xrcd_name_rec *r,
+		      bool is_new)
+{
+	Rdmab__State__XrcdName m = RDMAB__STATE__XRCD_NAME__INIT;
+	struct journal *j = restart_journal(srv);
+	struct fdstore *st = restart_fdstore(srv);
+	char name[FDSTORE_NAME_MAX];
+	int ret;
+
+	if (!j)
+		return 0;
+	if (is_new && st) {
+		xrcd_fd_name(name, sizeof(name), r->ino);
+		ret = fdstore_put(st, name, r->fd);
+		if (ret < 0)
+			return ret;
+	}
+	m.name = (char *)r->name;
+	m.owner = (char *)r->owner;
+	m.declared = r->declared;
+	m.file = (char *)r->file;
+	m.n_held_on = r->n_held;
+	m.held_on = (char **)r->held_on;
+	/* A failure marks the journal broken: the next start refuses the
+	 * whole state. */
+	journal_put(j, JOURNAL_XRCD_NAME, r->ino, &m.base);
+	return 0;
+}
+
+void xrcd_journal_name_gone(struct server *srv, uint64_t ino)
+{
+	struct fdstore *st = restart_fdstore(srv);
+	char name[FDSTORE_NAME_MAX];
+
+	journal_del(restart_journal(srv), JOURNAL_XRCD_NAME, ino);
+	if (st) {
+		xrcd_fd_name(name, sizeof(name), ino);
+		fdstore_remove(st, name);
+	}
+}
+
+void xrcd_journal_open(struct server *srv, const struct xrcd_open_rec *r)
+{
+	Rdmab__State__XrcdOpen m = RDMAB__STATE__XRCD_OPEN__INIT;
+	struct journal *j = restart_journal(srv);
+
+	if (!j)
+		return;
+	m.ino = r->ino;
+	m.object_id = r->object_id;
+	m.client_id = r->client_id;
+	m.pid = (uint32_t)r->pid;
+	m.orphan = r->orphan;
+	m.ctx_id = r->ctx_id;
+	m.domain = (char *)r->domain;
+	m.live_session = r->live_session;
+	journal_put(j, JOURNAL_XRCD_OPEN, r->id, &m.base);
+}
+
+void xrcd_journal_open_gone(struct server *srv, uint64_t id)
+{
+	journal_del(restart_journal(srv), JOURNAL_XRCD_OPEN, id);
+}
+
+void xrcd_journal_next_file(struct server *srv, uint64_t next_file)
+{
+	Rdmab__State__XrcdTable m = RDMAB__STATE__XRCD_TABLE__INIT;
+	struct journal *j = restart_journal(srv);
+
+	if (!j)
+		return;
+	m.next_file = next_file;
+	journal_put(j, JOURNAL_XRCD_TABLE, 0, &m.base);
+}
+
+/* --- the directory at init ---------------------------------------------- */
+
+struct passed_ino {
+	uint64_t ino;
+	bool found;
+};
+
+static int passed_ino_cb(void *arg, const char *name, int fd)
+{
+	struct passed_ino *p = arg;
+	struct stat st;
+
+	(void)name;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == p->ino) {
+		p->found = true;
+		return 1;
+	}
+	return 0;
+}
+
+bool xrcd_state_passed(struct server *srv, uint64_t ino)
+{
+	struct fdstore *st = restart_fdstore(srv);
+	struct passed_ino p = { .ino = ino };
+
+	if (!st)
+		return false;
+	fdstore_each_passed(st, FDSTORE_PREFIX "xrcd.", passed_ino_cb, &p);
+	return p.found;
+}
+
+/* --- restore ------------------------------------------------------------- */
+
+static struct conn *xrcd_conn_by_id(struct server *srv, uint64_t id)
+{
+	struct conn *c;
+
+	TAILQ_FOREACH(c, &srv->conns, link)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+static struct dctx *xrcd_ctx_by_id(struct server *srv, uint64_t id)
+{
+	struct domain *d;
+	struct dctx *x;
+
+	TAILQ_FOREACH(d, &srv->domains, link)
+		TAILQ_FOREACH(x, &d->ctxs, link)
+			if (x->id == id)
+				return x;
+	return NULL;
+}
+
+static struct domain *xrcd_domain_by_name(struct server *srv,
+					  const char *name)
+{
+	struct domain *d;
+
+	TAILQ_FOREACH(d, &srv->domains, link)
+		if (strcmp(d->name, name) == 0)
+			return d;
+	return NULL;
+}
+
+static int restore_name(void *arg, const struct journal_rec *rec)
+{
+	struct restore *rs = arg;
+	Rdmab__State__XrcdName *m;
+	struct xrcd_name_rec r = { 0 };
+	char name[FDSTORE_NAME_MAX];
+	int fd, ret;
+
+	m = rdmab__state__xrcd_name__unpack(NULL, rec->len, rec->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "XRCD of inode %" PRIu64
+				    " does not decode",
+				    rec->key);
+	xrcd_fd_name(name, sizeof(name), rec->key);
+	ret = restore_take_fd(rs, name, &fd);
+	if (ret < 0) {
+		ret = restore_fail(rs, ret,
+				   "XRCD \"%s\" (inode %" PRIu64
+				   "): its file is not in the fd store",
+				   m->name, rec->key);
+		goto out;
+	}
+	r.name = m->name;
+	r.owner = m->owner;
+	r.file = m->file;
+	r.declared = m->declared;
+	r.fd = fd;
+	r.ino = rec->key;
+	for (size_t i = 0; i < m->n_held_on && r.n_held < 8; i++)
+		r.held_on[r.n_held++] = m->held_on[i];
+	ret = xrcd_adopt_name(rs->srv, &r);
+	if (ret < 0) {
+		close(fd);
+		ret = restore_fail(rs, ret,
+				   "XRCD \"%s\" (inode %" PRIu64
+				   ") cannot be adopted: %s",
+				   m->name, rec->key, strerror(-ret));
+		goto out;
+	}
+	rs->adopted_fds++;
+	/* The new generation's journal and store hold what was adopted. */
+	ret = xrcd_journal_name(rs->srv, &r, true);
+	if (ret < 0)
+		ret = restore_fail(rs, ret,
+				   "XRCD \"%s\" cannot be kept: %s", m->name,
+				   strerror(-ret));
+out:
+	rdmab__state__xrcd_name__free_unpacked(m, NULL);
+	return ret;
+}
+
+static int restore_open(void *arg, const struct journal_rec *rec)
+{
+	struct restore *rs = arg;
+	struct server *srv = rs->srv;
+	struct xrcd_open_rec r = { 0 };
+	Rdmab__State__XrcdOpen *m;
+	struct dctx *ctx = NULL;
+	struct conn *c = NULL;
+	struct obj *o = NULL;
+	struct domain *d;
+	int ret;
+
+	m = rdmab__state__xrcd_open__unpack(NULL, rec->len, rec->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "XRCD open %" PRIu64 " does not decode",
+				    rec->key);
+	d = xrcd_domain_by_name(srv, m->domain);
+	if (m->object_id)
+		o = objects_find_id(srv, m->object_id);
+	if (m->live_session)
+		c = xrcd_conn_by_id(srv, m->client_id);
+	if (m->orphan)
+		ctx = xrcd_ctx_by_id(srv, m->ctx_id);
+	/* A registered open needs its record, an own-context one its
+	 * session (gone: the open went with it), an orphan its context
+	 * (gone: so is the kernel XRCD it stood for). */
+	if (!m->orphan && !m->object_id && !c) {
+		ret = 0;
+		goto out;
+	}
+	if (m->orphan && !ctx) {
+		ret = 0;
+		goto out;
+	}
+	if (!d || (m->object_id && !o)) {
+		ret = restore_fail(rs, -ENOENT,
+				   "XRCD open %" PRIu64 " of client %" PRIu64
+				   ": its %s did not come back",
+				   rec->key, m->client_id,
+				   d ? "registry record" : "domain");
+		goto out;
+	}
+	r.id = rec->key;
+	r.ino = m->ino;
+	r.object_id = m->object_id;
+	r.client_id = m->client_id;
+	r.ctx_id = m->ctx_id;
+	r.pid = (pid_t)m->pid;
+	r.orphan = m->orphan;
+	r.domain = d->name;
+	r.live_session = m->live_session;
+	ret = xrcd_adopt_open(srv, &r, o, c, ctx, d);
+	if (ret < 0)
+		ret = restore_fail(rs, ret,
+				   "XRCD open %" PRIu64 " cannot be adopted: %s",
+				   rec->key, strerror(-ret));
+out:
+	rdmab__state__xrcd_open__free_unpacked(m, NULL);
+	return ret;
+}
+
+static int restore_table(void *arg, const struct journal_rec *rec)
+{
+	struct restore *rs = arg;
+	Rdmab__State__XrcdTable *m;
+
+	m = rdmab__state__xrcd_table__unpack(NULL, rec->len, rec->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "the XRCD table does not decode");
+	xrcd_adopt_next_file(rs->srv, m->next_file);
+	rdmab__state__xrcd_table__free_unpacked(m, NULL);
+	return 0;
+}
+
+int xrcd_restore(struct server *srv, struct restore *rs)
+{
+	int ret;
+
+	ret = restore_each(rs, JOURNAL_XRCD_TABLE, restore_table, rs);
+	if (ret == 0)
+		ret = restore_each(rs, JOURNAL_XRCD_NAME, restore_name, rs);
+	if (ret == 0)
+		ret = restore_each(rs, JOURNAL_XRCD_OPEN, restore_open, rs);
+	if (ret < 0)
+		xrcd_adopt_undo(srv);
+	return ret;
+}
