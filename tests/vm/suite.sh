@@ -636,4 +636,86 @@ if section fdstore; then
 	systemctl daemon-reload
 fi
 
+# --- issue 25 item 6: clients through the broker's restarts under systemd ----------------
+# rxe (own contexts) on the installed unit, the soft device on a unit of its
+# own; the store as the unit sets it (a drop-in when it sets none). Each
+# way systemd ends the service in turn: SIGKILL, the watchdog, systemctl
+# restart (the sessions live on), then systemctl stop (they cannot: the
+# store is emptied, as the fdstore section measured).
+if section restart; then
+	SU=rdmab-soft.service
+	SSOCK=/run/rdmab-soft.sock
+	fdmax=$(prop "$UNIT" FileDescriptorStoreMax)
+	if [ "${fdmax:-0}" = 0 ]; then
+		mkdir -p "/etc/systemd/system/$UNIT.d"
+		printf '[Service]\nFileDescriptorStoreMax=4096\n' \
+			>"/etc/systemd/system/$UNIT.d/60-vmtest-fdstore.conf"
+		info "restart: $UNIT sets no FileDescriptorStoreMax=; a drop-in gives 4096"
+	fi
+	printf '%s\n' '[Service]' Type=notify \
+		"ExecStart=${VM_SBINDIR:-/usr/sbin}/rdmabrokerd --foreground --device soft --socket $SSOCK --socket-mode 0666 --runtime-dir /run/rdmab-soft" \
+		FileDescriptorStoreMax=4096 "WatchdogSec=${WATCHDOG_SEC}s" \
+		Restart=on-failure RestartSec=1s >"/run/systemd/system/$SU"
+	systemctl daemon-reload
+	systemctl restart "$UNIT" >"$L/restart-units.log" 2>&1
+	systemctl start "$SU" >>"$L/restart-units.log" 2>&1
+	info "restart: $UNIT FileDescriptorStoreMax=$(prop "$UNIT" FileDescriptorStoreMax), $SU $(prop "$SU" ActiveState)"
+	sync=$(newsync)
+	"${AS_CLIENT[@]}" "$bin/vm-restart" "$SOCK" "$DEV" "$sync" rxe >"$L/restart-rxe.log" 2>&1 &
+	rc_pid=$!
+	"${AS_CLIENT[@]}" "$bin/vm-restart" "$SSOCK" soft0 "$sync" soft >"$L/restart-soft.log" 2>&1 &
+	sc_pid=$!
+	wait_for 30 test -e "$sync/rxe.ready" -a -e "$sync/soft.ready" ||
+		info "restart: the clients did not get ready: $(tail -n 2 "$L"/restart-*.log | tr '\n' ' ')"
+	pid_of_unit() { prop "$1" MainPID; }
+	new_main() { # UNIT OLDPID
+		local p
+		p=$(pid_of_unit "$1")
+		[ "$p" != 0 ] && [ "$p" != "$2" ] && [ "$(prop "$1" ActiveState)" = active ]
+	}
+	# restart_step N WHAT ACTION: ACTION on both units, wait for both to
+	# run again, then let each client check its session.
+	restart_step() {
+		local n=$1 what=$2 action=$3 u p0 p1 t0
+		t0=$(now_ms)
+		for u in "$UNIT" "$SU"; do
+			p0=$(pid_of_unit "$u")
+			case $action in
+			kill) kill -KILL "$p0" ;;
+			stop) kill -STOP "$p0" ;;
+			restart) systemctl restart "$u" ;;
+			esac
+			wait_for $((WATCHDOG_SEC * 3 + 20)) new_main "$u" "$p0" ||
+				fail "restart-$n-$u" "$what: $u did not run again ($(prop "$u" ActiveState))"
+			[ "$action" = stop ] && kill -CONT "$p0" 2>/dev/null
+			p1=$(pid_of_unit "$u")
+			info "restart $n ($what): $u $p0 -> $p1 in $(($(now_ms) - t0)) ms; $(journalctl -q -u "$u" -o cat | grep -E '^restart [0-9]+:|starting clean|cannot be used' | tail -n 1)"
+		done
+		touch "$sync/rxe.$n" "$sync/soft.$n"
+		wait_for 60 test -e "$sync/rxe.$n.done" -a -e "$sync/soft.$n.done" ||
+			fail "restart-$n-clients" "$what: the clients did not answer"
+	}
+	restart_step 1 "SIGKILL" kill
+	restart_step 2 "watchdog abort (SIGSTOP)" stop
+	restart_step 3 "systemctl restart" restart
+	# A stop empties the store: the sessions end, and the clients see it.
+	for u in "$UNIT" "$SU"; do systemctl stop "$u"; done
+	touch "$sync/rxe.4.lost" "$sync/soft.4.lost"
+	for u in "$UNIT" "$SU"; do systemctl start "$u"; done
+	touch "$sync/rxe.4" "$sync/soft.4"
+	wait_for 60 test -e "$sync/rxe.4.done" -a -e "$sync/soft.4.done" ||
+		fail "restart-4-clients" "systemctl stop: the clients did not answer"
+	touch "$sync/finish"
+	wait "$rc_pid" 2>/dev/null
+	wait "$sc_pid" 2>/dev/null
+	checks_from "$L/restart-rxe.log" ||
+		fail restart-rxe "no result: $(tail -n 2 "$L/restart-rxe.log" | tr '\n' ' ')"
+	checks_from "$L/restart-soft.log" ||
+		fail restart-soft "no result: $(tail -n 2 "$L/restart-soft.log" | tr '\n' ' ')"
+	journalctl --no-pager -u "$SU" -o short-monotonic >"$L/journal-rdmab-soft.txt" 2>&1
+	systemctl stop "$SU"
+	rm -f "/run/systemd/system/$SU" "/etc/systemd/system/$UNIT.d/60-vmtest-fdstore.conf"
+	systemctl daemon-reload
+fi
+
 finish
