@@ -624,7 +624,18 @@ static int verbs_rss_destroy(struct device_ctx *base, struct rss_made *made,
 			     enum ibc_obj_kind part, struct device_why *why)
 {
 	void *qp = rss_verbs_qp(made);
-	int ret = rss_verbs_destroy(made, part, why->text, sizeof(why->text));
+	int ret;
+
+	/* Adopted after a restart (rss-state.c): libibverbs never saw the
+	 * parts, the kernel's handles name them. mlx5 only (rxe has no
+	 * RSS): unverified on hardware. */
+	if (!made->priv && made->qp_num)
+		return verbs_obj_destroy(base, part,
+					 part == IBC_OBJ_FLOW ? made->flow_handle :
+					 part == IBC_OBJ_QP   ? made->qp_handle :
+								made->tbl_handle,
+					 why);
+	ret = rss_verbs_destroy(made, part, why->text, sizeof(why->text));
 
 	if (ret == 0 && part == IBC_OBJ_QP && qp)
 		verbs_ptrs_del(&verbs_ctx_of(base)->qps, qp);

@@ -38,6 +38,7 @@
 #include "daemon/notify.h"
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
+#include "daemon/restart.h"
 #include "daemon/rss.h"
 #include "daemon/server.h"
 
@@ -79,8 +80,42 @@ static struct rss_table *rss_state(const struct server *srv)
 	return srv->family_state[FAMILY_RSS];
 }
 
+/* Restart: @r's record as it is now (rss-state.c). */
+static void rss_journal_now(struct rss *r)
+{
+	struct rss_rec rec = {
+		.id = r->id,
+		.ctx_id = r->x->id,
+		.flow_object = r->flow ? r->flow->id : 0,
+		.qp_object = r->qp ? r->qp->id : 0,
+		.tbl_object = r->tbl ? r->tbl->id : 0,
+		.port_num = r->port_num,
+		.log_size = r->log_size,
+		.priority = r->priority,
+		.rebuilds = r->rebuilds,
+		.key = r->key,
+		.hash_fields = r->hash_fields,
+		.match = r->match,
+		.n_wqs = r->n_wqs,
+		.made = r->made,
+	};
+	uint64_t *ids;
+
+	if (!restart_journal(r->x->srv))
+		return;
+	ids = calloc(r->n_wqs ? r->n_wqs : 1, sizeof(*ids));
+	if (!ids)
+		return;
+	for (uint32_t i = 0; i < r->n_wqs; i++)
+		ids[i] = r->wqs[i]->id;
+	rec.wqs = ids;
+	rss_journal(r->x->srv, &rec);
+	free(ids);
+}
+
 static void rss_free(struct rss *r)
 {
+	rss_journal_gone(r->x->srv, r->id);
 	TAILQ_REMOVE(&rss_state(r->x->srv)->all, r, link);
 	charge_release(&r->charge);
 	free(r->wqs);
@@ -369,6 +404,8 @@ static void rss_part_removed(struct server *srv, struct obj *o, void *data)
 		r->tbl = NULL;
 	if (!r->flow && !r->qp && !r->tbl)
 		rss_free(r);
+	else
+		rss_journal_now(r);
 }
 
 /* Destroy every part of @r that is left; frees @r when all went. */
@@ -490,6 +527,7 @@ static int rss_leave(struct rss *r, struct obj *wq, struct device_why *why)
 	r->n_wqs = n;
 	r->priority ^= 1;
 	r->rebuilds++;
+	rss_journal_now(r);
 	log_info("RSS %" PRIu64 ": rebuilt over %u WQs without %u (WQ "
 		 "%" PRIu64 " among them)",
 		 r->id, n, n_gone, wq->id);
@@ -598,6 +636,64 @@ static void rss_device_gone(struct server *srv, struct device *dev,
 		if (r->tbl)
 			r->tbl->family_obj = NULL;
 		free(r->made.priv);
+		rss_free(r);
+	}
+}
+
+int rss_adopt(struct server *srv, const struct rss_rec *rec, struct dctx *x,
+	      struct obj *flow, struct obj *qp, struct obj *tbl,
+	      struct obj **wqs)
+{
+	struct rss *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->wqs = calloc(rec->n_wqs ? rec->n_wqs : 1, sizeof(*r->wqs));
+	if (!r->wqs) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->x = x;
+	r->flow = flow;
+	r->qp = qp;
+	r->tbl = tbl;
+	r->id = rec->id;
+	r->port_num = rec->port_num;
+	r->log_size = rec->log_size;
+	memcpy(r->key, rec->key, RSS_KEY_LEN);
+	r->hash_fields = rec->hash_fields;
+	r->match = rec->match;
+	r->priority = rec->priority;
+	r->rebuilds = rec->rebuilds;
+	r->n_wqs = rec->n_wqs;
+	memcpy(r->wqs, wqs, rec->n_wqs * sizeof(*wqs));
+	/* The kernel's handles; the implementation's own objects are not
+	 * this process's (verbs destroys the parts by handle). */
+	r->made = rec->made;
+	r->made.priv = NULL;
+	if (flow)
+		flow->family_obj = r;
+	if (qp)
+		qp->family_obj = r;
+	if (tbl)
+		tbl->family_obj = r;
+	charge_take(&r->charge, domain_pool(x->domain), CHARGE_RSS_TABLES, 1);
+	TAILQ_INSERT_TAIL(&rss_state(srv)->all, r, link);
+	rss_journal_now(r);
+	return 0;
+}
+
+void rss_adopt_undo(struct server *srv)
+{
+	struct rss *r;
+
+	while ((r = TAILQ_FIRST(&rss_state(srv)->all))) {
+		if (r->flow)
+			r->flow->family_obj = NULL;
+		if (r->qp)
+			r->qp->family_obj = NULL;
+		if (r->tbl)
+			r->tbl->family_obj = NULL;
 		rss_free(r);
 	}
 }
@@ -927,6 +1023,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 		rss_unmake(s);
 		return err;
 	}
+	rss_journal_now(s);
 	rdmab__rss_create_reply__init(out);
 	out->match = rss_match_to_wire(r, &s->match);
 	for (uint32_t i = 0; i < s->n_wqs; i++)
@@ -1075,4 +1172,5 @@ const struct family rss_family = {
 		[IBC_OBJ_RWQ_IND_TBL] = &rss_parts,
 		[IBC_OBJ_WQ] = &rss_wqs,
 	},
+	.restore = rss_restore,
 };

@@ -1,0 +1,183 @@
+// SPDX-License-Identifier: MIT
+/*
+ * RSS objects across a restart (issue 25; restart.h's contract): each is
+ * one journal record (proto/state.proto's Rss) rewritten whole when it is
+ * made, rebuilt or loses a part; its parts and WQs are the registry's
+ * records, named by id. rss.c hands the values over (struct rss_rec,
+ * rss.h) and makes the objects again at the restore; the kernel objects
+ * themselves live on in the context, whose descriptor is in the store.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/ctx.h"
+#include "daemon/domain.h"
+#include "daemon/objects.h"
+#include "daemon/restart.h"
+#include "daemon/rss.h"
+#include "daemon/server.h"
+#include "proto/state.pb-c.h"
+
+enum {
+	JOURNAL_RSS = JOURNAL_RSS_FIRST,
+};
+
+void rss_journal(struct server *srv, const struct rss_rec *r)
+{
+	Rdmab__State__Rss m = RDMAB__STATE__RSS__INIT;
+	struct journal *j = restart_journal(srv);
+
+	if (!j)
+		return;
+	m.ctx_id = r->ctx_id;
+	m.flow_object = r->flow_object;
+	m.qp_object = r->qp_object;
+	m.tbl_object = r->tbl_object;
+	m.port_num = r->port_num;
+	m.log_size = r->log_size;
+	m.key.data = (uint8_t *)r->key;
+	m.key.len = RSS_KEY_LEN;
+	m.hash_fields = r->hash_fields;
+	m.af = r->match.af;
+	m.l4 = r->match.l4;
+	m.prefix_len = r->match.prefix_len;
+	m.addr.data = (uint8_t *)r->match.addr;
+	m.addr.len = sizeof(r->match.addr);
+	m.port = r->match.port;
+	m.port_mask = r->match.port_mask;
+	m.priority = r->priority;
+	m.n_wqs = r->n_wqs;
+	m.wqs = (uint64_t *)r->wqs;
+	m.tbl_handle = r->made.tbl_handle;
+	m.qp_handle = r->made.qp_handle;
+	m.flow_handle = r->made.flow_handle;
+	m.qp_num = r->made.qp_num;
+	m.rebuilds = r->rebuilds;
+	/* A failure marks the journal broken: the next start refuses the
+	 * whole state. */
+	journal_put(j, JOURNAL_RSS, r->id, &m.base);
+}
+
+void rss_journal_gone(struct server *srv, uint64_t id)
+{
+	journal_del(restart_journal(srv), JOURNAL_RSS, id);
+}
+
+static struct dctx *rss_ctx_by_id(struct server *srv, uint64_t id)
+{
+	struct domain *d;
+	struct dctx *x;
+
+	TAILQ_FOREACH(d, &srv->domains, link)
+		TAILQ_FOREACH(x, &d->ctxs, link)
+			if (x->id == id)
+				return x;
+	return NULL;
+}
+
+/* The registry's record @id of @kind (0: none asked), in context @x. */
+static int rss_part(struct restore *rs, uint64_t rss_id, uint64_t id,
+		    enum ibc_obj_kind kind, struct dctx *x, struct obj **ret)
+{
+	struct obj *o;
+
+	*ret = NULL;
+	if (!id)
+		return 0;
+	o = objects_find_id(rs->srv, id);
+	if (!o || o->kind != kind || o->ctx != x)
+		return restore_fail(rs, -ENOENT,
+				    "RSS %" PRIu64 ": its %s %" PRIu64
+				    " is not in the registry",
+				    rss_id, obj_kind_name(kind), id);
+	*ret = o;
+	return 0;
+}
+
+static int restore_one(void *arg, const struct journal_rec *rec)
+{
+	struct restore *rs = arg;
+	struct obj *flow, *qp, *tbl, **wqs = NULL;
+	struct rss_rec r = { .id = rec->key };
+	Rdmab__State__Rss *m;
+	struct dctx *x;
+	int ret;
+
+	m = rdmab__state__rss__unpack(NULL, rec->len, rec->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "RSS %" PRIu64 " does not decode",
+				    rec->key);
+	x = rss_ctx_by_id(rs->srv, m->ctx_id);
+	if (!x || !x->dc || m->key.len != RSS_KEY_LEN ||
+	    m->addr.len != sizeof(r.match.addr)) {
+		ret = restore_fail(rs, -EINVAL,
+				   "RSS %" PRIu64 ": its context %" PRIu64
+				   " did not come back, or its key or "
+				   "address is not whole",
+				   rec->key, m->ctx_id);
+		goto out;
+	}
+	ret = rss_part(rs, r.id, m->flow_object, IBC_OBJ_FLOW, x, &flow);
+	if (ret == 0)
+		ret = rss_part(rs, r.id, m->qp_object, IBC_OBJ_QP, x, &qp);
+	if (ret == 0)
+		ret = rss_part(rs, r.id, m->tbl_object, IBC_OBJ_RWQ_IND_TBL,
+			       x, &tbl);
+	if (ret < 0)
+		goto out;
+	wqs = calloc(m->n_wqs ? m->n_wqs : 1, sizeof(*wqs));
+	if (!wqs) {
+		ret = restore_fail(rs, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < m->n_wqs; i++) {
+		wqs[i] = objects_find_id(rs->srv, m->wqs[i]);
+		if (!wqs[i] || wqs[i]->kind != IBC_OBJ_WQ) {
+			ret = restore_fail(rs, -ENOENT,
+					   "RSS %" PRIu64 ": its WQ %" PRIu64
+					   " is not in the registry",
+					   r.id, m->wqs[i]);
+			goto out;
+		}
+	}
+	r.ctx_id = m->ctx_id;
+	r.port_num = m->port_num;
+	r.log_size = m->log_size;
+	r.priority = m->priority;
+	r.rebuilds = m->rebuilds;
+	r.key = m->key.data;
+	r.hash_fields = m->hash_fields;
+	r.match.af = (uint8_t)m->af;
+	r.match.l4 = (uint8_t)m->l4;
+	r.match.prefix_len = (uint8_t)m->prefix_len;
+	memcpy(r.match.addr, m->addr.data, sizeof(r.match.addr));
+	r.match.port = (uint16_t)m->port;
+	r.match.port_mask = (uint16_t)m->port_mask;
+	r.n_wqs = (uint32_t)m->n_wqs;
+	r.made.tbl_handle = m->tbl_handle;
+	r.made.qp_handle = m->qp_handle;
+	r.made.flow_handle = m->flow_handle;
+	r.made.qp_num = m->qp_num;
+	ret = rss_adopt(rs->srv, &r, x, flow, qp, tbl, wqs);
+	if (ret < 0)
+		ret = restore_fail(rs, ret, "RSS %" PRIu64 ": out of memory",
+				   r.id);
+out:
+	free(wqs);
+	rdmab__state__rss__free_unpacked(m, NULL);
+	return ret;
+}
+
+int rss_restore(struct server *srv, struct restore *rs)
+{
+	int ret = restore_each(rs, JOURNAL_RSS, restore_one, rs);
+
+	if (ret < 0)
+		rss_adopt_undo(srv);
+	return ret;
+}
