@@ -239,9 +239,14 @@ static void read_notify(struct fakesd *sd)
 	pid_t sender = 0;
 	ssize_t n;
 
+	/* Received and handled under the lock: a socket found empty with
+	 * the lock held has nothing in flight (fakesd_wait_exit()). */
+	pthread_mutex_lock(&sd->mu);
 	n = recvmsg(sd->sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0)
+	if (n < 0) {
+		pthread_mutex_unlock(&sd->mu);
 		return;
+	}
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
 	     c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET)
@@ -261,7 +266,6 @@ static void read_notify(struct fakesd *sd)
 		}
 	}
 	buf[n] = '\0';
-	pthread_mutex_lock(&sd->mu);
 	if (mh.msg_flags & (MSG_CTRUNC | MSG_TRUNC)) {
 		sd->st.refused += nfds;
 		for (size_t i = 0; i < nfds; i++)
@@ -651,7 +655,18 @@ gone:
 	/* The first process, when MAINPID= replaced it, is ours to reap. */
 	if (sd->spawned != pid)
 		waitpid(sd->spawned, NULL, WNOHANG);
+	/* As systemd, which dispatches notifications before SIGCHLD: what
+	 * the process sent before it died is its main process's still. */
 	pthread_mutex_lock(&sd->mu);
+	for (int i = 0; i < 1000; i++) {
+		struct pollfd q = { .fd = sd->sock, .events = POLLIN };
+
+		if (poll(&q, 1, 0) <= 0)
+			break;
+		pthread_mutex_unlock(&sd->mu);
+		usleep(1000);
+		pthread_mutex_lock(&sd->mu);
+	}
 	sd->main_pid = sd->spawned = 0;
 	sd->main_exited = true;
 	pthread_mutex_unlock(&sd->mu);
@@ -664,6 +679,20 @@ void fakesd_discard(struct fakesd *sd)
 	while (sd->n)
 		drop_at(sd, sd->n - 1);
 	pthread_mutex_unlock(&sd->mu);
+}
+
+int fakesd_plant(struct fakesd *sd, const char *name, int fd)
+{
+	int d = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	size_t before;
+
+	if (d < 0)
+		return -errno;
+	pthread_mutex_lock(&sd->mu);
+	before = sd->n;
+	store_one(sd, d, name_valid(name) ? name : "stored", false);
+	pthread_mutex_unlock(&sd->mu);
+	return sd->n > before ? 0 : -ENOSPC;
 }
 
 size_t fakesd_store_count(struct fakesd *sd, const char *name)

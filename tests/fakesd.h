@@ -74,6 +74,10 @@ size_t fakesd_store_count(struct fakesd *sd, const char *name);
  * *@ret_fd; -ENOENT past the end. */
 int fakesd_store_get(struct fakesd *sd, size_t i, char *name, size_t len,
 		     int *ret_fd);
+/* Put a dup of @fd in the store under @name as if the service had sent
+ * it (bound and duplicates as for FDSTORE=1, no polling): what a test
+ * hands the next start that the daemon never stored. 0 or -errno. */
+int fakesd_plant(struct fakesd *sd, const char *name, int fd);
 /* Counters since fakesd_new(). */
 struct fakesd_stats {
 	unsigned int refused;	/* fds closed: over the bound, no FDSTORE=1,
