@@ -274,42 +274,52 @@ static int soft_dm_free(struct device_ctx *base, struct device_dm *dm,
 	return 0;
 }
 
-/* Restart: the DM is in the context's records already (the soft
- * device's records came back with the context); its memfd must be one of
- * its length, sealed as soft_dm_alloc() sealed it. */
+/* Restart: the DM record is made again at its handle (the soft device's
+ * kernel is the daemon, which died), unless this context has it already;
+ * its memfd must be one of its length, sealed as soft_dm_alloc() sealed
+ * it. */
 static int soft_dm_adopt(struct device_ctx *base, uint32_t handle,
 			 uint64_t length, int fd, struct device_dm *ret,
 			 struct device_why *why)
 {
 	struct soft_ctx *ctx = soft_ctx_of(base);
 	uint32_t handles[SOFT_DM_ADOPT_SCAN];
+	bool have = false;
 	struct stat st;
-	int n, seals;
+	int n, seals, err;
 
+	seals = fcntl(fd, F_GET_SEALS);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != length || seals < 0 ||
+	    !(seals & F_SEAL_GROW) || !(seals & F_SEAL_SHRINK))
+		return device_why(why, -EINVAL,
+				  "%s: the descriptor of DM handle %u is not "
+				  "its sealed memfd of %llu bytes",
+				  base->dev->name, handle,
+				  (unsigned long long)length);
 	n = soft_objs_handles(&ctx->objs, IBC_OBJ_DM, handles,
 			      SOFT_DM_ADOPT_SCAN);
-	for (int i = 0; i < n; i++) {
-		if (handles[i] != handle)
-			continue;
-		seals = fcntl(fd, F_GET_SEALS);
-		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-		    (uint64_t)st.st_size != length || seals < 0 ||
-		    !(seals & F_SEAL_GROW) || !(seals & F_SEAL_SHRINK))
-			return device_why(why, -EINVAL,
-					  "%s: the descriptor of DM handle %u "
-					  "is not its sealed memfd of %llu "
-					  "bytes",
-					  base->dev->name, handle,
-					  (unsigned long long)length);
-		ctx->objs.sd->dm_reserved += length;
-		ret->handle = handle;
-		ret->length = length;
-		ret->fd = fd;
-		ret->priv = NULL;
-		return 0;
+	for (int i = 0; i < n; i++)
+		have |= handles[i] == handle;
+	if (!have) {
+		err = soft_objs_add_dm_at(&ctx->objs, length, handle, why);
+		if (err < 0)
+			return err;
 	}
-	return device_why(why, -ENOENT, "%s: no DM handle %u in the context",
-			  base->dev->name, handle);
+	ctx->objs.sd->dm_reserved += length;
+	ret->handle = handle;
+	ret->length = length;
+	ret->fd = fd;
+	ret->priv = NULL;
+	return 0;
+}
+
+static int soft_rss_adopt(struct device_ctx *base, const struct rss_spec *spec,
+			  const struct rss_made *at, struct rss_made *ret,
+			  struct device_why *why)
+{
+	return soft_objs_rss_create_at(&soft_ctx_of(base)->objs, spec, at, ret,
+				       why);
 }
 
 /* The kernel's rule: one XRC domain per inode, across contexts. */
@@ -368,6 +378,7 @@ static const struct device_ctx_ops soft_ctx_ops = {
 	.dm_alloc = soft_dm_alloc,
 	.dm_free = soft_dm_free,
 	.dm_adopt = soft_dm_adopt,
+	.rss_adopt = soft_rss_adopt,
 	.rss_create = soft_rss_create,
 	.rss_destroy = soft_rss_destroy,
 	.handle_list = soft_handle_list,

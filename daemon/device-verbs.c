@@ -629,7 +629,7 @@ static int verbs_rss_destroy(struct device_ctx *base, struct rss_made *made,
 	/* Adopted after a restart (rss-state.c): libibverbs never saw the
 	 * parts, the kernel's handles name them. mlx5 only (rxe has no
 	 * RSS): unverified on hardware. */
-	if (!made->priv && made->qp_num)
+	if (made->adopted)
 		return verbs_obj_destroy(base, part,
 					 part == IBC_OBJ_FLOW ? made->flow_handle :
 					 part == IBC_OBJ_QP   ? made->qp_handle :
@@ -640,6 +640,23 @@ static int verbs_rss_destroy(struct device_ctx *base, struct rss_made *made,
 	if (ret == 0 && part == IBC_OBJ_QP && qp)
 		verbs_ptrs_del(&verbs_ctx_of(base)->qps, qp);
 	return ret;
+}
+
+/* Restart: the parts live on in the context's kernel state (its cmd_fd
+ * was in the store); nothing to make, they go by handle
+ * (verbs_rss_destroy). mlx5 only: unverified on hardware. */
+static int verbs_rss_adopt(struct device_ctx *base,
+			   const struct rss_spec *spec,
+			   const struct rss_made *at, struct rss_made *ret,
+			   struct device_why *why)
+{
+	(void)base;
+	(void)spec;
+	(void)why;
+	*ret = *at;
+	ret->priv = NULL;
+	ret->adopted = true;
+	return 0;
 }
 
 static const struct device_ctx_ops verbs_ctx_ops = {
@@ -654,6 +671,7 @@ static const struct device_ctx_ops verbs_ctx_ops = {
 	.dm_adopt = verbs_dm_adopt,
 	.rss_create = verbs_rss_create,
 	.rss_destroy = verbs_rss_destroy,
+	.rss_adopt = verbs_rss_adopt,
 	.handle_list = verbs_handle_list,
 };
 

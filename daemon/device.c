@@ -150,6 +150,16 @@ static int default_dm_adopt(struct device_ctx *ctx, uint32_t handle,
 			  ctx->dev->name);
 }
 
+static int default_rss_adopt(struct device_ctx *ctx,
+			     const struct rss_spec *spec,
+			     const struct rss_made *at, struct rss_made *ret,
+			     struct device_why *why)
+{
+	return device_why(why, -EOPNOTSUPP,
+			  "%s cannot take back an RSS object after a restart",
+			  ctx->dev->name);
+}
+
 static int default_xrcd_hold(struct device *dev, int fd, uint64_t ino,
 			     void **ret, struct device_why *why)
 {
@@ -242,6 +252,7 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(c, ctx_ops, dm_adopt, default_dm_adopt);
 	FILL(c, ctx_ops, rss_create, default_rss_create);
 	FILL(c, ctx_ops, rss_destroy, default_rss_destroy);
+	FILL(c, ctx_ops, rss_adopt, default_rss_adopt);
 	FILL(c, ctx_ops, handle_list, default_handle_list);
 	FILL(c, ctx_ops, import_open, default_import_open);
 	FILL(c, ctx_ops, import_close, default_import_close);

@@ -186,6 +186,9 @@ struct rss_made {
 	/* The implementation's (verbs: the libibverbs objects); NULL once
 	 * every part is destroyed. */
 	void *priv;
+	/* Taken back after a restart (rss_adopt): no implementation's
+	 * objects, the parts go by handle. */
+	bool adopted;
 };
 
 struct device;
@@ -282,9 +285,10 @@ struct device_ctx_ops {
 	/*
 	 * Restart (dm-state.c): take back the DM @handle of @length bytes
 	 * that the previous daemon allocated in this (re-adopted) context:
-	 * soft, its memfd @fd (taken on success) must be the DM's; verbs,
+	 * soft, its record made again at @handle (unless the context has
+	 * it), its memfd @fd (taken on success) must be the DM's; verbs,
 	 * ibv_import_dm() by handle (@fd is -1). Counted in the device's
-	 * reserve again. -ENOENT for a handle the context lacks, -EINVAL
+	 * reserve again. -EEXIST for a handle another object has, -EINVAL
 	 * for an fd that is not the DM. Default: -EOPNOTSUPP.
 	 */
 	int (*dm_adopt)(struct device_ctx *ctx, uint32_t handle,
@@ -301,6 +305,15 @@ struct device_ctx_ops {
 			  struct rss_made *ret, struct device_why *why);
 	int (*rss_destroy)(struct device_ctx *ctx, struct rss_made *made,
 			   enum ibc_obj_kind part, struct device_why *why);
+	/*
+	 * Restart (rss-state.c): take back the RSS object of @spec whose
+	 * parts the previous daemon made at @at's handles: soft, made again
+	 * there; verbs, the kernel kept them in the context (destroyed by
+	 * handle later). Default: -EOPNOTSUPP.
+	 */
+	int (*rss_adopt)(struct device_ctx *ctx, const struct rss_spec *spec,
+			 const struct rss_made *at, struct rss_made *ret,
+			 struct device_why *why);
 	/*
 	 * The kernel's handle list (daemon/unaccounted.c): the handles of
 	 * every object of @type in the context, whoever made it, at most

@@ -23,6 +23,7 @@
 
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
+#include "daemon/dispatch.h"
 #include "daemon/dm.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
@@ -74,6 +75,7 @@ static int dm_put(struct journal *j, const struct dm *dm)
 		holds[i].object_id = dm->holds[i].o->id;
 		holds[i].session = dm_hold_session(&dm->holds[i]);
 		holds[i].slot = dm->holds[i].slot;
+		holds[i].owner = dm->holds[i].o->owner->client_id;
 		hp[i] = &holds[i];
 	}
 	m.ctx_id = dm->ctx->id;
@@ -330,6 +332,33 @@ static int dm_restore_session(void *arg, const struct journal_rec *r)
 	return 0;
 }
 
+/*
+ * A DM import's registry record, made again under @id for the session of
+ * @owner (the registry journals no DM import: the DM's record names them).
+ * NULL when that session did not come back: the import went with it.
+ */
+static struct obj *dm_restore_record(struct restore *rs, struct dm *dm,
+				     uint64_t owner, uint64_t id)
+{
+	struct conn *c = dm_conn_by_id(rs->srv, owner);
+	struct reply r = { 0 };
+	struct obj *o;
+
+	if (!c || !dctx_conn_find(c, dm->ctx->id))
+		return NULL;
+	if (objects_add_id(c, dm->ctx, IBC_OBJ_DM, false, true, dm->dd.handle,
+			   id, &r, &o) < 0) {
+		log_warn("DM %" PRIu64 ": the import %" PRIu64 " of client "
+			 "%" PRIu64 " is not adopted: %s",
+			 dm->id, id, owner, r.message);
+		return NULL;
+	}
+	o->family_owned = true;
+	o->dm_id = dm->id;
+	rs->adopted_objects++;
+	return o;
+}
+
 /* @m's holds into @dm: the registry's records and the sessions' slots. */
 static int dm_restore_holds(struct restore *rs, struct dm *dm,
 			    const Rdmab__State__Dm *m)
@@ -342,18 +371,17 @@ static int dm_restore_holds(struct restore *rs, struct dm *dm,
 	dm->cap_holds = m->n_holds ? (unsigned int)m->n_holds : 1;
 	for (size_t i = 0; i < m->n_holds; i++) {
 		const Rdmab__State__DmHold *hm = m->holds[i];
-		struct obj *o = objects_find_id(srv, hm->object_id);
 		struct dm_session *s = NULL;
+		struct obj *o;
 
-		if (!o || o->kind != IBC_OBJ_DM || o->dm_id != dm->id)
-			return restore_fail(rs, -ENOENT,
-					    "DM %" PRIu64 ": its import %" PRIu64
-					    " is not in the registry",
-					    dm->id, hm->object_id);
+		o = dm_restore_record(rs, dm, hm->owner, hm->object_id);
+		if (!o)
+			continue;
 		if (hm->session) {
 			s = dm_session_by_id(srv, hm->session);
 			if (!s || hm->slot >= DM_STATUS_SLOTS ||
-			    s->used[hm->slot])
+			    s->used[hm->slot]) {
+				objects_remove(o);
 				return restore_fail(
 					rs, -EINVAL,
 					"DM %" PRIu64 ": its import %" PRIu64
@@ -362,6 +390,7 @@ static int dm_restore_holds(struct restore *rs, struct dm *dm,
 					"or taken",
 					dm->id, hm->object_id, hm->slot,
 					hm->session);
+			}
 			s->used[hm->slot] = 1;
 			s->page[hm->slot] = dm->revoked;
 		}
@@ -459,20 +488,18 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 		user_charge_dm_persistent(u, dm->charged);
 		user_unref(srv, u);
 	}
-	if (m->claim_object) {
-		dm->claim = objects_find_id(srv, m->claim_object);
-		if (!dm->claim) {
-			ret = restore_fail(rs, -ENOENT,
-					   "DM %" PRIu64 ": its allocator's "
-					   "claim %" PRIu64
-					   " is not in the registry",
-					   dm->id, m->claim_object);
-			goto out;
-		}
-	}
+	if (m->claim_object)
+		dm->claim = dm_restore_record(rs, dm, m->allocator_id,
+					      m->claim_object);
 	ret = dm_restore_holds(rs, dm, m);
 	if (ret < 0)
 		goto out;
+	/* A claim or imports whose sessions did not come back: as after
+	 * their deaths, the free is asked of a DM nobody can ask it of any
+	 * more, and a DM nobody holds goes. */
+	if (m->claim_object && !dm->claim && !dm->persistent &&
+	    !dm->free_asked)
+		dm->free_asked = true;
 	if (m->blocked) {
 		dm->blocked = true;
 		dm_state(srv)->n_blocked++;
@@ -521,6 +548,11 @@ static void dm_restore_undo(struct server *srv)
 	struct dm *dm;
 
 	while ((dm = TAILQ_FIRST(&t->dms))) {
+		/* The import records the restore made go with it. */
+		for (unsigned int i = 0; i < dm->n_holds; i++)
+			objects_remove(dm->holds[i].o);
+		if (dm->claim)
+			objects_remove(dm->claim);
 		dm->n_holds = 0;
 		dm->claim = NULL;
 		if (dm->dd.fd >= 0)
@@ -553,6 +585,12 @@ int dm_restore(struct server *srv, struct restore *rs)
 		return ret;
 	}
 	dm_restore_mrs(srv);
+	{
+		struct dm *dm, *tmp;
+
+		TAILQ_FOREACH_SAFE(dm, &dm_state(srv)->dms, link, tmp)
+			dm_try_free(srv, dm);
+	}
 	if (dm_state(srv)->n_blocked)
 		dm_retry_later(srv);
 	return 0;

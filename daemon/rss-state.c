@@ -14,8 +14,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/conn.h"
 #include "daemon/ctx.h"
+#include "daemon/dispatch.h"
 #include "daemon/domain.h"
+#include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/restart.h"
 #include "daemon/rss.h"
@@ -57,6 +60,7 @@ void rss_journal(struct server *srv, const struct rss_rec *r)
 	m.flow_handle = r->made.flow_handle;
 	m.qp_num = r->made.qp_num;
 	m.rebuilds = r->rebuilds;
+	m.owner = r->owner;
 	/* A failure marks the journal broken: the next start refuses the
 	 * whole state. */
 	journal_put(j, JOURNAL_RSS, r->id, &m.base);
@@ -79,73 +83,87 @@ static struct dctx *rss_ctx_by_id(struct server *srv, uint64_t id)
 	return NULL;
 }
 
-/* The registry's record @id of @kind (0: none asked), in context @x. */
-static int rss_part(struct restore *rs, uint64_t rss_id, uint64_t id,
-		    enum ibc_obj_kind kind, struct dctx *x, struct obj **ret)
+static struct conn *rss_conn_by_id(struct server *srv, uint64_t id)
 {
-	struct obj *o;
+	struct conn *c;
 
-	*ret = NULL;
-	if (!id)
-		return 0;
-	o = objects_find_id(rs->srv, id);
-	if (!o || o->kind != kind || o->ctx != x)
-		return restore_fail(rs, -ENOENT,
-				    "RSS %" PRIu64 ": its %s %" PRIu64
-				    " is not in the registry",
-				    rss_id, obj_kind_name(kind), id);
-	*ret = o;
+	TAILQ_FOREACH(c, &srv->conns, link)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+/* A part's registry record, made again under @id for @c (the registry
+ * journals no RSS part: the RSS record names them). */
+static int rss_part(struct restore *rs, struct conn *c, struct dctx *x,
+		    enum ibc_obj_kind kind, uint32_t handle, uint64_t id,
+		    struct obj **ret)
+{
+	struct reply r = { 0 };
+
+	if (objects_add_id(c, x, kind, false, true, handle, id, &r, ret) < 0)
+		return restore_fail(rs, -ENOMEM,
+				    "RSS part %" PRIu64 " (%s): %s", id,
+				    obj_kind_name(kind), r.message);
+	rs->adopted_objects++;
 	return 0;
 }
 
 static int restore_one(void *arg, const struct journal_rec *rec)
 {
 	struct restore *rs = arg;
-	struct obj *flow, *qp, *tbl, **wqs = NULL;
+	struct obj *part[3] = { NULL, NULL, NULL }, **wqs = NULL;
 	struct rss_rec r = { .id = rec->key };
+	struct rss_spec spec = { 0 };
+	struct device_why why = { "" };
+	struct rss_made at = { 0 };
+	uint32_t *wqh = NULL;
 	Rdmab__State__Rss *m;
+	struct conn *c;
 	struct dctx *x;
-	int ret;
+	int ret = 0;
 
 	m = rdmab__state__rss__unpack(NULL, rec->len, rec->data);
 	if (!m)
 		return restore_fail(rs, -EBADMSG,
 				    "RSS %" PRIu64 " does not decode",
 				    rec->key);
+	c = rss_conn_by_id(rs->srv, m->owner);
 	x = rss_ctx_by_id(rs->srv, m->ctx_id);
-	if (!x || !x->dc || m->key.len != RSS_KEY_LEN ||
-	    m->addr.len != sizeof(r.match.addr)) {
-		ret = restore_fail(rs, -EINVAL,
-				   "RSS %" PRIu64 ": its context %" PRIu64
-				   " did not come back, or its key or "
-				   "address is not whole",
-				   rec->key, m->ctx_id);
+	/* Its owner's session did not come back, or a part was going: it
+	 * goes, as with its owner's death. */
+	if (!c || !x || !x->dc || !dctx_conn_find(c, x->id) ||
+	    !m->flow_object || !m->qp_object || !m->tbl_object) {
+		log_info("RSS %" PRIu64 ": its owner's session or context did "
+			 "not come back, not adopted",
+			 rec->key);
 		goto out;
 	}
-	ret = rss_part(rs, r.id, m->flow_object, IBC_OBJ_FLOW, x, &flow);
-	if (ret == 0)
-		ret = rss_part(rs, r.id, m->qp_object, IBC_OBJ_QP, x, &qp);
-	if (ret == 0)
-		ret = rss_part(rs, r.id, m->tbl_object, IBC_OBJ_RWQ_IND_TBL,
-			       x, &tbl);
-	if (ret < 0)
+	if (m->key.len != RSS_KEY_LEN || m->addr.len != sizeof(r.match.addr)) {
+		ret = restore_fail(rs, -EINVAL,
+				   "RSS %" PRIu64 ": its key or address is "
+				   "not whole",
+				   rec->key);
 		goto out;
+	}
 	wqs = calloc(m->n_wqs ? m->n_wqs : 1, sizeof(*wqs));
-	if (!wqs) {
+	wqh = calloc(m->n_wqs ? m->n_wqs : 1, sizeof(*wqh));
+	if (!wqs || !wqh) {
 		ret = restore_fail(rs, -ENOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < m->n_wqs; i++) {
 		wqs[i] = objects_find_id(rs->srv, m->wqs[i]);
-		if (!wqs[i] || wqs[i]->kind != IBC_OBJ_WQ) {
-			ret = restore_fail(rs, -ENOENT,
-					   "RSS %" PRIu64 ": its WQ %" PRIu64
-					   " is not in the registry",
-					   r.id, m->wqs[i]);
+		if (!wqs[i] || wqs[i]->kind != IBC_OBJ_WQ || wqs[i]->ctx != x) {
+			log_info("RSS %" PRIu64 ": its WQ %" PRIu64 " did not "
+				 "come back, not adopted",
+				 rec->key, m->wqs[i]);
 			goto out;
 		}
+		wqh[i] = wqs[i]->handle;
 	}
 	r.ctx_id = m->ctx_id;
+	r.owner = m->owner;
 	r.port_num = m->port_num;
 	r.log_size = m->log_size;
 	r.priority = m->priority;
@@ -159,16 +177,52 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 	r.match.port = (uint16_t)m->port;
 	r.match.port_mask = (uint16_t)m->port_mask;
 	r.n_wqs = (uint32_t)m->n_wqs;
-	r.made.tbl_handle = m->tbl_handle;
-	r.made.qp_handle = m->qp_handle;
-	r.made.flow_handle = m->flow_handle;
-	r.made.qp_num = m->qp_num;
-	ret = rss_adopt(rs->srv, &r, x, flow, qp, tbl, wqs);
-	if (ret < 0)
-		ret = restore_fail(rs, ret, "RSS %" PRIu64 ": out of memory",
-				   r.id);
+	spec.port_num = r.port_num;
+	spec.log_size = r.log_size;
+	spec.n_wqs = r.n_wqs;
+	spec.wqs = wqh;
+	spec.hash_fields = r.hash_fields;
+	spec.match = r.match;
+	spec.priority = r.priority;
+	memcpy(spec.key, r.key, RSS_KEY_LEN);
+	at.tbl_handle = m->tbl_handle;
+	at.qp_handle = m->qp_handle;
+	at.flow_handle = m->flow_handle;
+	at.qp_num = m->qp_num;
+	ret = x->dev->ctx_ops->rss_adopt(x->dc, &spec, &at, &r.made, &why);
+	if (ret < 0) {
+		ret = restore_fail(rs, ret, "RSS %" PRIu64 ": %s", r.id,
+				   why.text);
+		goto out;
+	}
+	ret = rss_part(rs, c, x, IBC_OBJ_RWQ_IND_TBL, r.made.tbl_handle,
+		       m->tbl_object, &part[2]);
+	if (ret == 0)
+		ret = rss_part(rs, c, x, IBC_OBJ_QP, r.made.qp_handle,
+			       m->qp_object, &part[1]);
+	if (ret == 0)
+		ret = rss_part(rs, c, x, IBC_OBJ_FLOW, r.made.flow_handle,
+			       m->flow_object, &part[0]);
+	if (ret == 0)
+		ret = rss_adopt(rs->srv, &r, x, part[0], part[1], part[2], wqs);
+	if (ret < 0) {
+		static const enum ibc_obj_kind kinds[3] = {
+			IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL
+		};
+
+		for (int i = 0; i < 3; i++) {
+			x->dev->ctx_ops->rss_destroy(x->dc, &r.made, kinds[i],
+						     &why);
+			if (part[i])
+				objects_remove(part[i]);
+		}
+		if (!*rs->why)
+			restore_fail(rs, ret, "RSS %" PRIu64 ": out of memory",
+				     r.id);
+	}
 out:
 	free(wqs);
+	free(wqh);
 	rdmab__state__rss__free_unpacked(m, NULL);
 	return ret;
 }

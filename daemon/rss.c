@@ -89,6 +89,10 @@ static void rss_journal_now(struct rss *r)
 		.flow_object = r->flow ? r->flow->id : 0,
 		.qp_object = r->qp ? r->qp->id : 0,
 		.tbl_object = r->tbl ? r->tbl->id : 0,
+		.owner = r->tbl   ? r->tbl->owner->client_id :
+			 r->qp	  ? r->qp->owner->client_id :
+			 r->flow ? r->flow->owner->client_id :
+				    0,
 		.port_num = r->port_num,
 		.log_size = r->log_size,
 		.priority = r->priority,
@@ -685,15 +689,23 @@ int rss_adopt(struct server *srv, const struct rss_rec *rec, struct dctx *x,
 
 void rss_adopt_undo(struct server *srv)
 {
+	static const enum ibc_obj_kind kinds[3] = { IBC_OBJ_FLOW, IBC_OBJ_QP,
+						    IBC_OBJ_RWQ_IND_TBL };
+	struct device_why why;
 	struct rss *r;
 
+	/* The parts the restore made, on the device and in the registry. */
 	while ((r = TAILQ_FIRST(&rss_state(srv)->all))) {
-		if (r->flow)
-			r->flow->family_obj = NULL;
-		if (r->qp)
-			r->qp->family_obj = NULL;
-		if (r->tbl)
-			r->tbl->family_obj = NULL;
+		struct obj *parts[3] = { r->flow, r->qp, r->tbl };
+
+		for (int i = 0; i < 3; i++) {
+			r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made,
+							kinds[i], &why);
+			if (parts[i]) {
+				parts[i]->family_obj = NULL;
+				objects_remove(parts[i]);
+			}
+		}
 		rss_free(r);
 	}
 }

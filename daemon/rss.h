@@ -37,7 +37,7 @@ struct dctx;
 /* Restart (rss-state.c): an RSS object as plain values, so that the
  * journal's code needs none of rss.c's structures. */
 struct rss_rec {
-	uint64_t id, ctx_id, flow_object, qp_object, tbl_object;
+	uint64_t id, ctx_id, flow_object, qp_object, tbl_object, owner;
 	uint32_t port_num, log_size, priority, rebuilds;
 	const uint8_t *key;
 	uint64_t hash_fields;

@@ -98,6 +98,7 @@ void xrcd_journal_open(struct server *srv, const struct xrcd_open_rec *r)
 	m.ctx_id = r->ctx_id;
 	m.domain = (char *)r->domain;
 	m.live_session = r->live_session;
+	m.seq = r->seq;
 	journal_put(j, JOURNAL_XRCD_OPEN, r->id, &m.base);
 }
 
@@ -287,6 +288,7 @@ static int restore_open(void *arg, const struct journal_rec *rec)
 	r.orphan = m->orphan;
 	r.domain = d->name;
 	r.live_session = m->live_session;
+	r.seq = m->seq;
 	ret = xrcd_adopt_open(srv, &r, o, c, ctx, d);
 	if (ret < 0)
 		ret = restore_fail(rs, ret,
@@ -311,6 +313,75 @@ static int restore_table(void *arg, const struct journal_rec *rec)
 	return 0;
 }
 
+/* The open records, to adopt in the order they were made (their seq):
+ * listings keep their order across a restart. */
+struct open_recs {
+	struct journal_rec *v;
+	uint64_t *seq;
+	size_t n, cap;
+};
+
+static int collect_open(void *arg, const struct journal_rec *rec)
+{
+	struct open_recs *or = arg;
+	Rdmab__State__XrcdOpen *m;
+
+	if (or->n == or->cap) {
+		size_t cap = or->cap ? or->cap * 2 : 64;
+		struct journal_rec *v = realloc(or->v, cap * sizeof(*v));
+		uint64_t *q = v ? realloc(or->seq, cap * sizeof(*q)) : NULL;
+
+		if (v)
+			or->v = v;
+		if (!v || !q)
+			return -ENOMEM;
+		or->seq = q;
+		or->cap = cap;
+	}
+	m = rdmab__state__xrcd_open__unpack(NULL, rec->len, rec->data);
+	or->seq[or->n] = m ? m->seq : 0;
+	if (m)
+		rdmab__state__xrcd_open__free_unpacked(m, NULL);
+	or->v[or->n++] = *rec;
+	return 0;
+}
+
+static int restore_opens(struct restore *rs)
+{
+	struct open_recs or = { 0 };
+	size_t *idx = NULL;
+	int ret;
+
+	ret = restore_each(rs, JOURNAL_XRCD_OPEN, collect_open, &or);
+	if (ret == 0 && or.n) {
+		idx = malloc(or.n * sizeof(*idx));
+		if (!idx)
+			ret = -ENOMEM;
+	}
+	if (ret < 0) {
+		ret = restore_fail(rs, ret, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < or.n; i++)
+		idx[i] = i;
+	/* Insertion sort by seq: the opens of one daemon, a few thousand. */
+	for (size_t i = 1; i < or.n; i++)
+		for (size_t k = i; k > 0 && or.seq[idx[k]] < or.seq[idx[k - 1]];
+		     k--) {
+			size_t t = idx[k];
+
+			idx[k] = idx[k - 1];
+			idx[k - 1] = t;
+		}
+	for (size_t i = 0; i < or.n && ret == 0; i++)
+		ret = restore_open(rs, &or.v[idx[i]]);
+out:
+	free(idx);
+	free(or.v);
+	free(or.seq);
+	return ret;
+}
+
 int xrcd_restore(struct server *srv, struct restore *rs)
 {
 	int ret;
@@ -319,7 +390,7 @@ int xrcd_restore(struct server *srv, struct restore *rs)
 	if (ret == 0)
 		ret = restore_each(rs, JOURNAL_XRCD_NAME, restore_name, rs);
 	if (ret == 0)
-		ret = restore_each(rs, JOURNAL_XRCD_OPEN, restore_open, rs);
+		ret = restore_opens(rs);
 	if (ret < 0)
 		xrcd_adopt_undo(srv);
 	return ret;

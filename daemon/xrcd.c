@@ -54,6 +54,9 @@ struct xrcd_open {
 	uint64_t id;
 	uint64_t client_id;
 	pid_t pid;
+	/* Its place among the opens (the table's next_seq when made), which
+	 * a restart keeps, so that listings keep their order. */
+	uint64_t seq;
 };
 
 struct xrcd {
@@ -82,6 +85,7 @@ struct xrcd_table {
 	TAILQ_HEAD(, xrcd) xrcds;
 	TAILQ_HEAD(, xrcd_open) opens;
 	uint64_t next_file;
+	uint64_t next_seq;
 };
 
 static struct xrcd_table *table(struct server *srv)
@@ -127,6 +131,7 @@ static void journal_open(struct server *srv, const struct xrcd_open *op)
 		.orphan = op->orphan,
 		.domain = op->domain->name,
 		.live_session = !op->o && op->conn,
+		.seq = op->seq,
 	};
 
 	xrcd_journal_open(srv, &r);
@@ -438,6 +443,10 @@ static int open_record(struct conn *c, struct dctx *dx, struct xrcd *x,
 		}
 		o->handle = made.handle;
 		*ret_handle = made.handle;
+		/* Restart: the record, and what makes it again. */
+		restart_obj_made(c->srv, o, &spec, NULL);
+	} else {
+		restart_obj_saved(c->srv, o);
 	}
 	*ret_o = o;
 	return 0;
@@ -588,6 +597,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
 	op->id = o ? o->id : oid;
 	op->client_id = c->id;
 	op->pid = c->cred.pid;
+	op->seq = t->next_seq++;
 	TAILQ_INSERT_TAIL(&x->opens, op, link);
 	TAILQ_INSERT_TAIL(&t->opens, op, all);
 	x->n_opens++;
@@ -1100,6 +1110,9 @@ int xrcd_adopt_open(struct server *srv, const struct xrcd_open_rec *r,
 	op->id = r->id;
 	op->client_id = r->client_id;
 	op->pid = r->pid;
+	op->seq = r->seq;
+	if (r->seq >= t->next_seq)
+		t->next_seq = r->seq + 1;
 	TAILQ_INSERT_TAIL(&t->opens, op, all);
 	if (x)
 		TAILQ_INSERT_TAIL(&x->opens, op, link);

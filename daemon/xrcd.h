@@ -66,6 +66,8 @@ struct xrcd_open_rec {
 	const char *domain;
 	/* An own-context open's session: its client id is client_id. */
 	bool live_session;
+	/* Its place among the opens, which listings keep. */
+	uint64_t seq;
 };
 
 /* The records as they change; no-ops with restart off. A new name's

@@ -613,6 +613,13 @@ int fakesd_wait_ready(struct fakesd *sd, int timeout_ms)
 	return r;
 }
 
+void fakesd_reset_ready(struct fakesd *sd)
+{
+	pthread_mutex_lock(&sd->mu);
+	sd->st.ready = false;
+	pthread_mutex_unlock(&sd->mu);
+}
+
 pid_t fakesd_main_pid(const struct fakesd *sd)
 {
 	return sd->main_pid;

@@ -59,6 +59,9 @@ int fakesd_start(struct fakesd *sd, char *const argv[], const char *log_path);
 /* Wait for READY=1 from the main process: 0, -ECHILD when it exited
  * first, -ETIMEDOUT. */
 int fakesd_wait_ready(struct fakesd *sd, int timeout_ms);
+/* Forget the last READY=1, before asking for a reload or re-exec whose
+ * READY=1 the test waits for. */
+void fakesd_reset_ready(struct fakesd *sd);
 /* The main process (MAINPID= may have moved it), 0 when none runs. */
 pid_t fakesd_main_pid(const struct fakesd *sd);
 int fakesd_kill(struct fakesd *sd, int sig);

@@ -5,7 +5,8 @@
  * clients working over every family (CQs, MRs, DM alloc, import, write and
  * read, XRCD opens, WQs and RSS tables, forked children), and the daemon
  * ended RESTART_STORM_RESTARTS times (default 3; make check-soak: 100),
- * each way in turn by the seed (RESTART_STORM_SEED): SIGKILL at a random
+ * each way in turn by the seed (RESTART_STORM_SEED; RESTART_STORM_MODES, a
+ * mask, keeps some of the ways only): SIGKILL at a random
  * instant of the work, SIGKILL and SIGTERM with the clients paused (the
  * store kept, as `systemctl restart` and a crash keep it), and SIGUSR2,
  * the daemon's re-exec.
@@ -542,76 +543,138 @@ static int cmp_str(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
+/* A growing string. */
+struct sbuf {
+	char *p;
+	size_t n, cap;
+};
+
+static void sb_put(struct sbuf *b, const char *s, size_t n)
+{
+	if (b->n + n + 1 > b->cap) {
+		size_t cap = (b->n + n + 1) * 2;
+		char *p = realloc(b->p, cap);
+
+		if (!p)
+			abort();
+		b->p = p;
+		b->cap = cap;
+	}
+	memcpy(b->p + b->n, s, n);
+	b->n += n;
+	b->p[b->n] = '\0';
+}
+
+static const char *skip_string(const char *p)
+{
+	for (p++; *p && *p != '"'; p += *p == '\\' && p[1] ? 2 : 1)
+		;
+	return *p ? p + 1 : p;
+}
+
 /*
- * @json (an array of objects) normalized in place into @out: each
- * top-level object without the keys that move, rdmabrokerctl's own
- * session dropped, the objects sorted and joined by newlines.
+ * The canonical form of the JSON value at *@pp into @out: objects keep
+ * their keys in the daemon's order less the keys that move, arrays are
+ * sorted (what a listing shows in an order of no meaning may come back in
+ * another after a restore), and an object of rdmabrokerctl's own session
+ * is dropped (@drop set).
  */
+static void canon(const char **pp, struct sbuf *out, bool *drop)
+{
+	const char *p = *pp;
+
+	if (*p == '{') {
+		bool first = true;
+
+		sb_put(out, "{", 1);
+		for (p++; *p && *p != '}';) {
+			const char *k = p, *ke = skip_string(p);
+			struct sbuf v = { 0 };
+			bool moves = key_moves(k + 1, (size_t)(ke - k - 2));
+
+			p = ke + 1; /* the ':' */
+			canon(&p, &v, drop);
+			if (strncmp(k, "\"comm\"", 6) == 0 && v.p &&
+			    strcmp(v.p, "\"rdmabrokerctl\"") == 0)
+				*drop = true;
+			if (!moves) {
+				if (!first)
+					sb_put(out, ",", 1);
+				sb_put(out, k, (size_t)(ke - k));
+				sb_put(out, ":", 1);
+				sb_put(out, v.p ? v.p : "", v.n);
+				first = false;
+			}
+			free(v.p);
+			if (*p == ',')
+				p++;
+		}
+		sb_put(out, "}", 1);
+		*pp = *p ? p + 1 : p;
+		return;
+	}
+	if (*p == '[') {
+		char **el = NULL;
+		size_t n = 0;
+
+		for (p++; *p && *p != ']';) {
+			struct sbuf v = { 0 };
+			bool d = false;
+
+			canon(&p, &v, &d);
+			if (!d) {
+				el = realloc(el, (n + 1) * sizeof(*el));
+				if (!el)
+					abort();
+				el[n++] = v.p ? v.p : strdup("");
+			} else {
+				free(v.p);
+			}
+			if (*p == ',')
+				p++;
+		}
+		qsort(el, n, sizeof(*el), cmp_str);
+		sb_put(out, "[", 1);
+		for (size_t i = 0; i < n; i++) {
+			if (i)
+				sb_put(out, ",\n", 2);
+			sb_put(out, el[i], strlen(el[i]));
+			free(el[i]);
+		}
+		free(el);
+		sb_put(out, "]", 1);
+		*pp = *p ? p + 1 : p;
+		return;
+	}
+	if (*p == '"') {
+		const char *e = skip_string(p);
+
+		sb_put(out, p, (size_t)(e - p));
+		*pp = e;
+		return;
+	}
+	{
+		const char *e = p;
+
+		while (*e && !strchr(",}]", *e) && *e != '\n')
+			e++;
+		sb_put(out, p, (size_t)(e - p));
+		*pp = e;
+	}
+}
+
+/* @json canonical (canon()) into @out. */
 static void normalize(const char *json, char *out, size_t len)
 {
-	char *objs[4096], *cur = NULL;
-	size_t n = 0, cl = 0, o = 0;
-	int depth = 0;
+	struct sbuf b = { 0 };
+	const char *p = json;
+	bool drop = false;
 
-	for (const char *p = json; *p; p++) {
-		if (*p == '"') {
-			const char *s = p++;
-
-			while (*p && *p != '"')
-				p += *p == '\\' && p[1] ? 2 : 1;
-			/* A moving key: skip it and its value. */
-			if (depth >= 2 && p[0] == '"' && p[1] == ':' &&
-			    key_moves(s + 1, (size_t)(p - s - 1)) &&
-			    strchr("-0123456789\"", p[2])) {
-				p += 2;
-				if (*p == '"') {
-					for (p++; *p && *p != '"';)
-						p += *p == '\\' && p[1] ? 2 : 1;
-					p++;
-				} else {
-					while (*p && strchr("-0123456789.", *p))
-						p++;
-				}
-				if (*p == ',')
-					p++;
-				p--;
-				continue;
-			}
-			if (cur && cl + (size_t)(p - s) + 2 < 8192) {
-				memcpy(cur + cl, s, (size_t)(p - s) + 1);
-				cl += (size_t)(p - s) + 1;
-			}
-			continue;
-		}
-		if (*p == '{' || *p == '[')
-			depth++;
-		if (depth == 2 && *p == '{' && n < 4096) {
-			cur = calloc(1, 8192);
-			cl = 0;
-		}
-		if (cur && cl + 2 < 8192)
-			cur[cl++] = *p;
-		if (*p == '}' || *p == ']')
-			depth--;
-		if (depth == 1 && cur && *p == '}') {
-			cur[cl] = '\0';
-			if (strstr(cur, "\"comm\":\"rdmabrokerctl\""))
-				free(cur);
-			else
-				objs[n++] = cur;
-			cur = NULL;
-		}
-	}
-	free(cur);
-	qsort(objs, n, sizeof(objs[0]), cmp_str);
-	out[0] = '\0';
-	for (size_t i = 0; i < n; i++) {
-		int k = snprintf(out + o, len - o, "%s\n", objs[i]);
-
-		if (k > 0 && (size_t)k < len - o)
-			o += (size_t)k;
-		free(objs[i]);
-	}
+	while (*p == ' ' || *p == '\n')
+		p++;
+	canon(&p, &b, &drop);
+	snprintf(out, len, "%s", b.p ? b.p : "");
+	free(b.p);
 }
 
 static const char *const listings[] = { "domains", "objects", "dm",
@@ -635,6 +698,25 @@ static int snapshot(char *snap[N_LISTINGS])
 		free(raw);
 	}
 	return 0;
+}
+
+/* RESTART_STORM_DUMP=DIR: both sides of a listing that differs, whole,
+ * as DIR/NAME.before and DIR/NAME.after. */
+static void dump(const char *name, const char *before, const char *after)
+{
+	const char *d = getenv("RESTART_STORM_DUMP");
+	char path[512];
+	FILE *f;
+
+	for (int k = 0; d && k < 2; k++) {
+		snprintf(path, sizeof(path), "%s/%s.%s", d, name,
+			 k ? "after" : "before");
+		f = fopen(path, "w");
+		if (f) {
+			fputs(k ? after : before, f);
+			fclose(f);
+		}
+	}
 }
 
 /* The first line where @a and @b differ, for the report. */
@@ -679,9 +761,16 @@ static int restart_daemon(struct fakesd *sd, int mode, struct tl_rng *r)
 		break;
 	default:
 		/* The daemon replaces itself; no new start from us. */
+		fakesd_reset_ready(sd);
 		fakesd_kill(sd, SIGUSR2);
-		tl_sleep_ms(200);
-		if (fakesd_wait_ready(sd, TL_WAIT_MS) < 0)
+		st = fakesd_wait_ready(sd, 3 * TL_WAIT_MS);
+		if (st == -ECHILD) {
+			st = fakesd_wait_exit(sd, TL_WAIT_MS);
+			FAIL("the daemon ended on SIGUSR2 (wait status 0x%x) "
+			     "instead of re-executing itself",
+			     st);
+		}
+		if (st < 0)
 			FAIL("the re-executed daemon did not get ready");
 		return 0;
 	}
@@ -745,10 +834,18 @@ static int storm(uint64_t seed, unsigned long restarts)
 	struct fakesd *sd = NULL;
 	char *before[N_LISTINGS], *after[N_LISTINGS], diff[800];
 	int lfd, base_fds, fds = -1;
+	unsigned int modes;
 	struct tl_rng r;
 	FILE *f;
 
 	tl_rng_seed(&r, seed);
+	{
+		const char *m = getenv("RESTART_STORM_MODES");
+
+		modes = m ? (unsigned int)strtoul(m, NULL, 0) : 0;
+		if (!(modes & ((1u << N_MODES) - 1)))
+			modes = (1u << N_MODES) - 1;
+	}
 	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s",
 			     sockpath) >= sizeof(sa.sun_path))
 		FAIL("%s: too long for a socket", sockpath);
@@ -790,6 +887,11 @@ static int storm(uint64_t seed, unsigned long restarts)
 
 	for (unsigned long k = 0; k < restarts; k++) {
 		int mode = (int)tl_rng_below(&r, N_MODES);
+
+		/* RESTART_STORM_MODES: a mask of the ways to use (bit 0
+		 * SIGKILL while working, 1 paused, 2 SIGTERM, 3 SIGUSR2). */
+		while (!(modes & (1u << mode)))
+			mode = (mode + 1) % N_MODES;
 		bool paused = mode != MODE_KILL_BUSY;
 
 		tl_sleep_ms(20 + tl_rng_below(&r, 150));
@@ -809,6 +911,7 @@ static int storm(uint64_t seed, unsigned long restarts)
 				return -1;
 			for (size_t i = 0; i < N_LISTINGS; i++) {
 				if (strcmp(before[i], after[i]) != 0) {
+					dump(listings[i], before[i], after[i]);
 					first_diff(before[i], after[i], diff,
 						   sizeof(diff));
 					FAIL("restart %lu (%s): rdmabrokerctl "
@@ -929,11 +1032,14 @@ int main(void)
 
 		fprintf(stderr, "restart-storm: seed %llu: %s\n",
 			(unsigned long long)seed, whybuf);
-		fprintf(stderr, "restart-storm: the daemon's log:\n");
+		fprintf(stderr, "restart-storm: the daemon's log (up to "
+				"notice):\n");
 		fflush(stderr);
 		t = fork();
 		if (t == 0) {
-			execlp("tail", "tail", "-n", "30", logpath, NULL);
+			/* Its notices, warnings and errors: the restores. */
+			execlp("grep", "grep", "-E", "-m", "40", "^<[0-5]>",
+			       logpath, NULL);
 			_exit(127);
 		}
 		if (t > 0)
