@@ -22,6 +22,9 @@
  * is empty, every charge 0 and the daemon holds the descriptors a fresh
  * one held.
  *
+ * Then the same outside systemd, RESTART_STORM_REEXECS times (default 2):
+ * SIGUSR2 only, the daemon handing everything to its new binary itself.
+ *
  * A daemon that keeps no state in the store ("rb.state." names) cannot be
  * checked: exit 77 (SKIP) saying so.
  */
@@ -394,6 +397,10 @@ static struct client clients[N_CLIENTS];
 static char dir[256], rundir[300], sockpath[256], confpath[300],
 	logpath[300];
 static char whybuf[1024];
+/* The re-exec storm: the daemon outside systemd (no store: SIGUSR2 hands
+ * everything over), its pid ours to follow. */
+static bool plain;
+static pid_t plain_pid;
 
 #define FAIL(...)                                                          \
 	do {                                                               \
@@ -734,6 +741,56 @@ static void first_diff(const char *a, const char *b, char *out, size_t len)
 	snprintf(out, len, "before: %.300s | after: %.300s", a, b);
 }
 
+static pid_t daemon_pid(struct fakesd *sd)
+{
+	return plain ? plain_pid : fakesd_main_pid(sd);
+}
+
+/* The daemon's pid in its runtime directory's lock file, or -1. */
+static pid_t lock_pid(void)
+{
+	char path[400], buf[32] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/rdmabrokerd.lock", rundir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return (pid_t)atoi(buf);
+}
+
+/* SIGUSR2 outside systemd: the old daemon waits for the new one's
+ * READY=1, then exits; the new one, its child, is ours (subreaper). */
+static int reexec_plain(void)
+{
+	pid_t old = plain_pid, now;
+	int st;
+
+	kill(old, SIGUSR2);
+	st = tl_wait_pid(old, 6 * TL_WAIT_MS, &st) < 0 ? -1 : st;
+	if (st < 0)
+		FAIL("the daemon did not hand over within %d ms of SIGUSR2",
+		     6 * TL_WAIT_MS);
+	if (WIFSIGNALED(st))
+		FAIL("the daemon ended on signal %d after SIGUSR2 instead of "
+		     "re-executing itself",
+		     WTERMSIG(st));
+	now = lock_pid();
+	if (now <= 0 || now == old || kill(now, 0) < 0)
+		FAIL("after SIGUSR2 no new daemon holds the runtime directory "
+		     "(lock names %d, was %d)",
+		     (int)now, (int)old);
+	plain_pid = now;
+	if (tl_wait_socket(now, sockpath, TL_WAIT_MS) < 0)
+		FAIL("the re-executed daemon (pid %d) does not answer",
+		     (int)now);
+	return 0;
+}
+
 static int restart_daemon(struct fakesd *sd, int mode, struct tl_rng *r)
 {
 	char *const argv[] = { (char *)tl_daemon_path(),
@@ -761,6 +818,8 @@ static int restart_daemon(struct fakesd *sd, int mode, struct tl_rng *r)
 		break;
 	default:
 		/* The daemon replaces itself; no new start from us. */
+		if (plain)
+			return reexec_plain();
 		fakesd_reset_ready(sd);
 		fakesd_kill(sd, SIGUSR2);
 		st = fakesd_wait_ready(sd, 3 * TL_WAIT_MS);
@@ -842,16 +901,22 @@ static int storm(uint64_t seed, unsigned long restarts)
 	{
 		const char *m = getenv("RESTART_STORM_MODES");
 
+		/* Under the fake systemd the daemon refuses SIGUSR2 (a
+		 * restart is systemd's), outside it SIGUSR2 is the only way
+		 * that keeps anything. */
 		modes = m ? (unsigned int)strtoul(m, NULL, 0) : 0;
-		if (!(modes & ((1u << N_MODES) - 1)))
-			modes = (1u << N_MODES) - 1;
+		if (plain)
+			modes = 1u << MODE_REEXEC;
+		else if (!(modes & ((1u << MODE_REEXEC) - 1)))
+			modes = (1u << MODE_REEXEC) - 1;
 	}
 	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s",
 			     sockpath) >= sizeof(sa.sun_path))
 		FAIL("%s: too long for a socket", sockpath);
-	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
-	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
-	    listen(lfd, 128) < 0)
+	lfd = plain ? -1 : socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (!plain &&
+	    (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	     listen(lfd, 128) < 0))
 		FAIL("cannot listen on %s: %s", sockpath, strerror(errno));
 	f = fopen(confpath, "w");
 	if (!f)
@@ -863,14 +928,24 @@ static int storm(uint64_t seed, unsigned long restarts)
 	o.dir = dir;
 	o.listen_fd = lfd;
 	o.shuffle_seed = (unsigned int)seed | 1;
-	if (fakesd_new(&o, &sd) < 0)
+	if (plain) {
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
+		plain_pid = tl_daemon_spawn_logged(
+			rundir, sockpath,
+			(const char *const[]){ "--config", confpath, NULL },
+			logpath);
+		if (plain_pid < 0 ||
+		    tl_wait_socket(plain_pid, sockpath, TL_WAIT_MS) < 0)
+			FAIL("the daemon did not start (see %s)", logpath);
+	} else if (fakesd_new(&o, &sd) < 0) {
 		FAIL("cannot make the fake systemd");
-	if (fakesd_start(sd, argv, logpath) < 0 ||
-	    fakesd_wait_ready(sd, TL_WAIT_MS) < 0)
+	} else if (fakesd_start(sd, argv, logpath) < 0 ||
+		   fakesd_wait_ready(sd, TL_WAIT_MS) < 0) {
 		FAIL("the daemon did not get ready (see %s)", logpath);
+	}
 	tl_sleep_ms(100);
 	/* RESTART_STORM_FORCE: run anyway, to see the checks fail. */
-	if (!has_state(sd) && !getenv("RESTART_STORM_FORCE")) {
+	if (!plain && !has_state(sd) && !getenv("RESTART_STORM_FORCE")) {
 		fprintf(stderr,
 			"restart-storm: the daemon stored no state in the fd "
 			"store (no \"rb.state.\" name among %zu stored fds): "
@@ -880,7 +955,7 @@ static int storm(uint64_t seed, unsigned long restarts)
 		close(lfd);
 		return 77;
 	}
-	base_fds = tl_count_fds(fakesd_main_pid(sd));
+	base_fds = tl_count_fds(daemon_pid(sd));
 	for (int i = 0; i < N_CLIENTS; i++)
 		if (client_spawn(&clients[i], seed * 1000 + (uint64_t)i) < 0)
 			return -1;
@@ -985,7 +1060,7 @@ static int storm(uint64_t seed, unsigned long restarts)
 						       "\"objects\":0,") !=
 						NULL;
 			}
-			fds = tl_count_fds(fakesd_main_pid(sd));
+			fds = tl_count_fds(daemon_pid(sd));
 			clean = clean && fds == base_fds;
 		}
 		if (!clean)
@@ -994,39 +1069,46 @@ static int storm(uint64_t seed, unsigned long restarts)
 			     fds, base_fds, raw ? raw : "(no listing)");
 		free(raw);
 	}
-	fakesd_kill(sd, SIGTERM);
-	fakesd_wait_exit(sd, TL_WAIT_MS);
-	fakesd_free(sd);
-	close(lfd);
+	if (plain) {
+		int st;
+
+		kill(plain_pid, SIGTERM);
+		tl_wait_pid(plain_pid, TL_WAIT_MS, &st);
+	} else {
+		fakesd_kill(sd, SIGTERM);
+		fakesd_wait_exit(sd, TL_WAIT_MS);
+		fakesd_free(sd);
+		close(lfd);
+	}
 	return 0;
 }
 
-int main(void)
+/* One storm in a fresh directory: @n restarts, under the fake systemd or
+ * (@plain_run) outside it. 0, 77 (skipped) or 1, said on stderr. */
+static int run(uint64_t seed, unsigned long n, bool plain_run)
 {
-	const char *s = getenv("RESTART_STORM_SEED");
-	const char *n = getenv("RESTART_STORM_RESTARTS");
-	uint64_t seed = s ? strtoull(s, NULL, 0) : 25;
-	unsigned long restarts = n ? strtoul(n, NULL, 0) : 3;
-	char *d;
+	char *d = tl_mkdtemp();
 	int ret;
 
-	signal(SIGPIPE, SIG_IGN);
-	setvbuf(stdout, NULL, _IOLBF, 0);
-	if (tl_init("restart-storm") < 0)
-		return 99;
-	d = tl_mkdtemp();
 	if (!d)
 		return 99;
+	plain = plain_run;
+	memset(clients, 0, sizeof(clients));
 	if ((size_t)snprintf(dir, sizeof(dir), "%s", d) >= sizeof(dir) ||
 	    (size_t)snprintf(sockpath, sizeof(sockpath), "%s/sock", d) >=
-		    sizeof(sockpath))
+		    sizeof(sockpath)) {
+		free(d);
 		return 99;
+	}
 	snprintf(rundir, sizeof(rundir), "%s/run", d);
 	snprintf(confpath, sizeof(confpath), "%s/rdmabroker.conf", d);
 	snprintf(logpath, sizeof(logpath), "%s/daemon.log", d);
-	printf("restart-storm: seed %llu, %lu restarts, %d clients\n",
-	       (unsigned long long)seed, restarts, N_CLIENTS);
-	ret = storm(seed, restarts);
+	printf("restart-storm: seed %llu, %lu %s, %d clients\n",
+	       (unsigned long long)seed, n,
+	       plain ? "re-executions (SIGUSR2, no systemd)" :
+		       "restarts under the fake systemd",
+	       N_CLIENTS);
+	ret = storm(seed, n);
 	if (ret < 0) {
 		pid_t t;
 
@@ -1049,7 +1131,31 @@ int main(void)
 	for (int i = 0; i < N_CLIENTS; i++)
 		if (clients[i].pid > 0)
 			kill(clients[i].pid, SIGKILL);
+	if (plain && plain_pid > 0)
+		kill(plain_pid, SIGKILL);
 	free(d);
-	tl_fini();
 	return ret;
+}
+
+int main(void)
+{
+	const char *s = getenv("RESTART_STORM_SEED");
+	const char *n = getenv("RESTART_STORM_RESTARTS");
+	const char *x = getenv("RESTART_STORM_REEXECS");
+	uint64_t seed = s ? strtoull(s, NULL, 0) : 25;
+	unsigned long restarts = n ? strtoul(n, NULL, 0) : 3;
+	unsigned long reexecs = x ? strtoul(x, NULL, 0) : 2;
+	int ret, ret2 = 0;
+
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (tl_init("restart-storm") < 0)
+		return 99;
+	ret = run(seed, restarts, false);
+	if (ret == 0 && reexecs) {
+		unsetenv("NOTIFY_SOCKET");
+		ret2 = run(seed + 1, reexecs, true);
+	}
+	tl_fini();
+	return ret ? ret : ret2;
 }
