@@ -26,6 +26,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/dm.h"
 #include "daemon/domain.h"
+#include "daemon/family-state.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/restart.h"
@@ -231,28 +232,6 @@ void dm_state_leave(struct server *srv)
 
 /* --- restore ------------------------------------------------------------- */
 
-static struct conn *dm_conn_by_id(struct server *srv, uint64_t id)
-{
-	struct conn *c;
-
-	TAILQ_FOREACH(c, &srv->conns, link)
-		if (c->id == id)
-			return c;
-	return NULL;
-}
-
-static struct dctx *dm_ctx_by_id(struct server *srv, uint64_t id)
-{
-	struct domain *d;
-	struct dctx *x;
-
-	TAILQ_FOREACH(d, &srv->domains, link)
-		TAILQ_FOREACH(x, &d->ctxs, link)
-			if (x->id == id)
-				return x;
-	return NULL;
-}
-
 static struct dm_session *dm_session_by_id(struct server *srv, uint64_t id)
 {
 	struct dm_session *s;
@@ -279,14 +258,14 @@ static int dm_restore_session(void *arg, const struct journal_rec *r)
 				    "the DM status page of client %" PRIu64
 				    " does not decode",
 				    r->key);
-	c = dm_conn_by_id(srv, r->key);
+	c = state_conn(srv, r->key);
 	dm_page_name(name, sizeof(name), r->key);
 	if (!c) {
+		/* The session did not come back (it hung up while no daemon
+		 * ran): its page goes with it, closed with what nobody
+		 * took. */
 		rdmab__state__dm_session__free_unpacked(m, NULL);
-		return restore_fail(rs, -ENOENT,
-				    "a DM status page names client %" PRIu64
-				    ", which has no session",
-				    r->key);
+		return 0;
 	}
 	ret = restore_take_fd(rs, name, &fd);
 	if (ret < 0) {
@@ -340,7 +319,7 @@ static int dm_restore_session(void *arg, const struct journal_rec *r)
 static struct obj *dm_restore_record(struct restore *rs, struct dm *dm,
 				     uint64_t owner, uint64_t id)
 {
-	struct conn *c = dm_conn_by_id(rs->srv, owner);
+	struct conn *c = state_conn(rs->srv, owner);
 	struct reply r = { 0 };
 	struct obj *o;
 
@@ -416,12 +395,15 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 	if (!m)
 		return restore_fail(rs, -EBADMSG,
 				    "DM %" PRIu64 " does not decode", r->key);
-	x = dm_ctx_by_id(srv, m->ctx_id);
+	x = state_ctx(srv, m->ctx_id);
 	if (!x || !x->dc) {
-		ret = restore_fail(rs, -ENOENT,
-				   "DM %" PRIu64 " names context %" PRIu64
-				   ", which did not come back",
-				   r->key, m->ctx_id);
+		/* No session holds its context any more: the DM went with
+		 * it, as with a device removal (its memfd is closed with
+		 * what nobody took). */
+		log_info("DM %" PRIu64 ": its context %" PRIu64 " did not come "
+			 "back, not adopted",
+			 r->key, m->ctx_id);
+		ret = 0;
 		goto out;
 	}
 	dm = calloc(1, sizeof(*dm));
@@ -456,7 +438,7 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 	dm->log_align = m->log_align;
 	dm->born_usec = m->born_usec;
 	dm->allocator_id = m->allocator_id;
-	dm->allocator = m->allocator_live ? dm_conn_by_id(srv, m->allocator_id)
+	dm->allocator = m->allocator_live ? state_conn(srv, m->allocator_id)
 					  : NULL;
 	dm->allocator_pid = (pid_t)m->allocator_pid;
 	dm->uid = (uid_t)m->uid;

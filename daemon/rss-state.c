@@ -18,6 +18,7 @@
 #include "daemon/ctx.h"
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
+#include "daemon/family-state.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/restart.h"
@@ -71,28 +72,6 @@ void rss_journal_gone(struct server *srv, uint64_t id)
 	journal_del(restart_journal(srv), JOURNAL_RSS, id);
 }
 
-static struct dctx *rss_ctx_by_id(struct server *srv, uint64_t id)
-{
-	struct domain *d;
-	struct dctx *x;
-
-	TAILQ_FOREACH(d, &srv->domains, link)
-		TAILQ_FOREACH(x, &d->ctxs, link)
-			if (x->id == id)
-				return x;
-	return NULL;
-}
-
-static struct conn *rss_conn_by_id(struct server *srv, uint64_t id)
-{
-	struct conn *c;
-
-	TAILQ_FOREACH(c, &srv->conns, link)
-		if (c->id == id)
-			return c;
-	return NULL;
-}
-
 /* A part's registry record, made again under @id for @c (the registry
  * journals no RSS part: the RSS record names them). */
 static int rss_part(struct restore *rs, struct conn *c, struct dctx *x,
@@ -128,8 +107,8 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 		return restore_fail(rs, -EBADMSG,
 				    "RSS %" PRIu64 " does not decode",
 				    rec->key);
-	c = rss_conn_by_id(rs->srv, m->owner);
-	x = rss_ctx_by_id(rs->srv, m->ctx_id);
+	c = state_conn(rs->srv, m->owner);
+	x = state_ctx(rs->srv, m->ctx_id);
 	/* Its owner's session did not come back, or a part was going: it
 	 * goes, as with its owner's death. */
 	if (!c || !x || !x->dc || !dctx_conn_find(c, x->id) ||

@@ -22,6 +22,7 @@
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/domain.h"
+#include "daemon/family-state.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/restart.h"
@@ -151,39 +152,6 @@ bool xrcd_state_passed(struct server *srv, uint64_t ino)
 
 /* --- restore ------------------------------------------------------------- */
 
-static struct conn *xrcd_conn_by_id(struct server *srv, uint64_t id)
-{
-	struct conn *c;
-
-	TAILQ_FOREACH(c, &srv->conns, link)
-		if (c->id == id)
-			return c;
-	return NULL;
-}
-
-static struct dctx *xrcd_ctx_by_id(struct server *srv, uint64_t id)
-{
-	struct domain *d;
-	struct dctx *x;
-
-	TAILQ_FOREACH(d, &srv->domains, link)
-		TAILQ_FOREACH(x, &d->ctxs, link)
-			if (x->id == id)
-				return x;
-	return NULL;
-}
-
-static struct domain *xrcd_domain_by_name(struct server *srv,
-					  const char *name)
-{
-	struct domain *d;
-
-	TAILQ_FOREACH(d, &srv->domains, link)
-		if (strcmp(d->name, name) == 0)
-			return d;
-	return NULL;
-}
-
 static int restore_name(void *arg, const struct journal_rec *rec)
 {
 	struct restore *rs = arg;
@@ -253,13 +221,13 @@ static int restore_open(void *arg, const struct journal_rec *rec)
 		return restore_fail(rs, -EBADMSG,
 				    "XRCD open %" PRIu64 " does not decode",
 				    rec->key);
-	d = xrcd_domain_by_name(srv, m->domain);
+	d = state_domain(srv, m->domain);
 	if (m->object_id)
 		o = objects_find_id(srv, m->object_id);
 	if (m->live_session)
-		c = xrcd_conn_by_id(srv, m->client_id);
+		c = state_conn(srv, m->client_id);
 	if (m->orphan)
-		ctx = xrcd_ctx_by_id(srv, m->ctx_id);
+		ctx = state_ctx(srv, m->ctx_id);
 	/* A registered open needs its record, an own-context one its
 	 * session (gone: the open went with it), an orphan its context
 	 * (gone: so is the kernel XRCD it stood for). */
@@ -271,12 +239,14 @@ static int restore_open(void *arg, const struct journal_rec *rec)
 		ret = 0;
 		goto out;
 	}
+	/* Its record did not come back with its session (which hung up
+	 * while no daemon ran): the open went with it. */
 	if (!d || (m->object_id && !o)) {
-		ret = restore_fail(rs, -ENOENT,
-				   "XRCD open %" PRIu64 " of client %" PRIu64
-				   ": its %s did not come back",
-				   rec->key, m->client_id,
-				   d ? "registry record" : "domain");
+		log_debug("XRCD open %" PRIu64 " of client %" PRIu64 ": its "
+			  "%s did not come back, not adopted",
+			  rec->key, m->client_id,
+			  d ? "registry record" : "domain");
+		ret = 0;
 		goto out;
 	}
 	r.id = rec->key;

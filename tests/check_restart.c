@@ -297,6 +297,76 @@ START_TEST(planted_fds)
 }
 END_TEST
 
+/* A client that dies while no daemon runs: its socket hangs up in the
+ * store, and what the families kept of it (a DM and its status page, an
+ * XRCD open, a CQ) is destroyed after the restore as a dead client's; the
+ * other sessions and the state stay. */
+START_TEST(client_dead_while_down)
+{
+	struct rig g;
+	int p[2], st;
+	pid_t pid;
+	char c;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ibc_client *cl;
+		struct ibc_xrcd *xr;
+		struct ibc_ctx *x;
+		struct ibc_dm *dm;
+		struct ibc_cq *cq;
+
+		if (tl_connect(g.sock, 10000, &cl) < 0 ||
+		    ibc_open(cl, "soft0", &x) < 0 ||
+		    ibc_cq_create(x, 4, &cq) < 0 ||
+		    ibc_dm_alloc(x, 4096, 0, &dm) < 0 ||
+		    ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0)
+			_exit(1);
+		if (write(p[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], &c, 1), 1);
+	close(p[0]);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "cannot be used"), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	/* Its session comes back with its socket (FDPOLL=0 keeps it) and
+	 * ends as a dead client's: everything it held is destroyed. */
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+		struct ibc_object_info *o;
+		struct ibc_dm_info *d;
+		size_t n_obj, n_dm;
+
+		do {
+			tl_sleep_ms(20);
+			ck_assert_int_eq(ibc_list_objects(g.cl, NULL, &o,
+							  sizeof(*o), &n_obj),
+					 0);
+			ibc_list_free(o);
+			ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d),
+						      &n_dm),
+					 0);
+			ibc_list_free(d);
+		} while ((n_obj || n_dm) && tl_now_ms() < end);
+		ck_assert_uint_eq(n_obj, 0);
+		ck_assert_uint_eq(n_dm, 0);
+	}
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -308,6 +378,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, truncated_state_starts_clean);
 	tcase_add_test(tc, stop_ends_the_sessions);
 	tcase_add_test(tc, planted_fds);
+	tcase_add_test(tc, client_dead_while_down);
 	suite_add_tcase(s, tc);
 	return s;
 }

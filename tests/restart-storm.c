@@ -741,6 +741,17 @@ static void first_diff(const char *a, const char *b, char *out, size_t len)
 	snprintf(out, len, "before: %.300s | after: %.300s", a, b);
 }
 
+/* The daemon's command line under the fake systemd. */
+static void daemon_argv(char *argv[11])
+{
+	char *const a[] = { (char *)tl_daemon_path(), "--foreground",
+			    "--device", "soft", "--socket", sockpath,
+			    "--runtime-dir", rundir, "--config", confpath,
+			    NULL };
+
+	memcpy(argv, a, sizeof(a));
+}
+
 static pid_t daemon_pid(struct fakesd *sd)
 {
 	return plain ? plain_pid : fakesd_main_pid(sd);
@@ -793,18 +804,10 @@ static int reexec_plain(void)
 
 static int restart_daemon(struct fakesd *sd, int mode, struct tl_rng *r)
 {
-	char *const argv[] = { (char *)tl_daemon_path(),
-			       "--foreground",
-			       "--device",
-			       "soft",
-			       "--socket",
-			       sockpath,
-			       "--runtime-dir",
-			       rundir,
-			       "--config",
-			       confpath,
-			       NULL };
+	char *argv[11];
 	int st;
+
+	daemon_argv(argv);
 
 	switch (mode) {
 	case MODE_KILL_BUSY:
@@ -878,17 +881,7 @@ static int storm(uint64_t seed, unsigned long restarts)
 {
 	struct fakesd_opts o = { .store_max = 65536, .listen_name =
 							     "rdmabrokerd.socket" };
-	char *const argv[] = { (char *)tl_daemon_path(),
-			       "--foreground",
-			       "--device",
-			       "soft",
-			       "--socket",
-			       sockpath,
-			       "--runtime-dir",
-			       rundir,
-			       "--config",
-			       confpath,
-			       NULL };
+	char *argv[11];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct fakesd *sd = NULL;
 	char *before[N_LISTINGS], *after[N_LISTINGS], diff[800];
@@ -898,6 +891,7 @@ static int storm(uint64_t seed, unsigned long restarts)
 	FILE *f;
 
 	tl_rng_seed(&r, seed);
+	daemon_argv(argv);
 	{
 		const char *m = getenv("RESTART_STORM_MODES");
 

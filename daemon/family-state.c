@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+/* The families' restores' look-ups (family-state.h). */
+#include "config.h"
+
+#include <string.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/domain.h"
+#include "daemon/family-state.h"
+#include "daemon/server.h"
+
+struct conn *state_conn(struct server *srv, uint64_t id)
+{
+	struct conn *c;
+
+	TAILQ_FOREACH(c, &srv->conns, link)
+		if (c->id == id)
+			return c;
+	return NULL;
+}
+
+struct dctx *state_ctx(struct server *srv, uint64_t id)
+{
+	struct domain *d;
+	struct dctx *x;
+
+	TAILQ_FOREACH(d, &srv->domains, link)
+		TAILQ_FOREACH(x, &d->ctxs, link)
+			if (x->id == id)
+				return x;
+	return NULL;
+}
+
+struct domain *state_domain(struct server *srv, const char *name)
+{
+	struct domain *d;
+
+	TAILQ_FOREACH(d, &srv->domains, link)
+		if (strcmp(d->name, name) == 0)
+			return d;
+	return NULL;
+}

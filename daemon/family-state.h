@@ -1,0 +1,24 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What the families' restores (dm-state.c, xrcd-state.c, rss-state.c) look
+ * up by the ids and names their records carry: the sessions and contexts
+ * the registry's restore adopted before them (restart.h's order).
+ */
+#ifndef RDMAB_FAMILY_STATE_H
+#define RDMAB_FAMILY_STATE_H
+
+#include <stdint.h>
+
+struct server;
+struct conn;
+struct dctx;
+struct domain;
+
+/* The adopted session of client @id, or NULL. */
+struct conn *state_conn(struct server *srv, uint64_t id);
+/* Context @id in any domain, or NULL. */
+struct dctx *state_ctx(struct server *srv, uint64_t id);
+/* The domain named @name, or NULL. */
+struct domain *state_domain(struct server *srv, const char *name);
+
+#endif
