@@ -46,6 +46,9 @@ struct entry {
 	int fd;
 	uint64_t id;
 	bool polled;
+	/* Its file, to find a duplicate without a system call per entry. */
+	dev_t dev;
+	ino_t ino;
 	char name[NAME_MAX_ + 1];
 };
 
@@ -73,14 +76,13 @@ static int err_out(int err, const char *what)
 	return err;
 }
 
-static bool same_file(int a, int b)
+/* Is stored @e the open file @b (of @sb)? */
+static bool same_file(const struct entry *e, int b, const struct stat *sb)
 {
-	struct stat sa, sb;
+	int a = e->fd;
 	long r;
 
-	if (fstat(a, &sa) < 0 || fstat(b, &sb) < 0)
-		return false;
-	if (sa.st_dev != sb.st_dev || sa.st_ino != sb.st_ino)
+	if (e->dev != sb->st_dev || e->ino != sb->st_ino)
 		return false;
 	errno = 0;
 	r = syscall(SYS_kcmp, getpid(), getpid(), KCMP_FILE, a, b);
@@ -117,10 +119,16 @@ static bool name_valid(const char *s)
 static void store_one(struct fakesd *sd, int fd, const char *name, bool poll_)
 {
 	struct epoll_event ev = { .events = 0 };
+	struct stat st;
 	struct entry *e;
 
+	if (fstat(fd, &st) < 0) {
+		sd->st.refused++;
+		close(fd);
+		return;
+	}
 	for (size_t i = 0; i < sd->n; i++) {
-		if (same_file(sd->store[i].fd, fd)) {
+		if (same_file(&sd->store[i], fd, &st)) {
 			sd->st.dups++;
 			close(fd);
 			return;
@@ -145,6 +153,8 @@ static void store_one(struct fakesd *sd, int fd, const char *name, bool poll_)
 	}
 	e = &sd->store[sd->n++];
 	e->fd = fd;
+	e->dev = st.st_dev;
+	e->ino = st.st_ino;
 	e->id = sd->next_id++;
 	snprintf(e->name, sizeof(e->name), "%s", name);
 	e->polled = false;
