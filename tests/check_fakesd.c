@@ -139,6 +139,7 @@ START_TEST(same_facts_as_systemd)
 	ck_assert(line_of(p.log, 3, l, sizeof(l)));
 	ck_assert_msg(strstr(l, "passed=0 "), "fdstore-stop: %s", l);
 	fakesd_free(p.sd);
+	free(p.dir);
 }
 END_TEST
 
@@ -158,6 +159,7 @@ START_TEST(order_newest_first)
 	ck_assert_msg(strstr(l, "nopoll=sock,stored=badname,dup=dup,g1=g1\n"),
 		      "%s", l);
 	fakesd_free(p.sd);
+	free(p.dir);
 }
 END_TEST
 
@@ -180,6 +182,7 @@ START_TEST(shuffled_same_set)
 	ck_assert_msg(!strstr(l, "nopoll=sock,stored=badname,dup=dup,g1=g1\n"),
 		      "seed 7 kept systemd's order: %s", l);
 	fakesd_free(p.sd);
+	free(p.dir);
 }
 END_TEST
 
@@ -195,6 +198,7 @@ START_TEST(store_disabled)
 	fakesd_stats(p.sd, &st);
 	ck_assert_uint_ge(st.refused, 20);
 	fakesd_free(p.sd);
+	free(p.dir);
 }
 END_TEST
 
@@ -229,6 +233,7 @@ START_TEST(foreign_sender)
 	fakesd_stats(p.sd, &st);
 	ck_assert_uint_eq(st.foreign, 1);
 	fakesd_free(p.sd);
+	free(p.dir);
 }
 END_TEST
 
@@ -255,6 +260,7 @@ START_TEST(listener_first)
 	ck_assert(line_of(p.log, 1, l, sizeof(l)));
 	ck_assert_msg(strstr(l, "passed=1 fds=lsn=sock\n"), "%s", l);
 	fakesd_free(p.sd);
+	free(p.dir);
 	close(sv[0]);
 	close(sv[1]);
 }

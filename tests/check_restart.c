@@ -101,6 +101,7 @@ static void rig_free(struct rig *g)
 		ibc_disconnect(g->cl);
 	fakesd_free(g->sd);
 	close(g->lfd);
+	free(g->dir);
 }
 
 /* The stored state's memfd, a dup the caller closes. */
