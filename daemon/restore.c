@@ -547,9 +547,11 @@ static int restore_objects(struct rctx *rc)
 
 	for (unsigned int i = 0; i < obj_cleanup_kinds; i++)
 		ro.rank_of[obj_cleanup_order[i]] = i + 1;
-	qsort(rc->conns, rc->n, sizeof(*rc->conns), conn_cmp);
+	/* qsort() of nothing must not be given NULL (UBSan). */
+	if (rc->n)
+		qsort(rc->conns, rc->n, sizeof(*rc->conns), conn_cmp);
 	ret = journal_each(rc->rs->view, JOURNAL_OBJECT, robj_collect, &ro);
-	if (ret == 0) {
+	if (ret == 0 && ro.n) {
 		qsort(ro.v, ro.n, sizeof(*ro.v), robj_cmp);
 		for (size_t i = 0; i < ro.n; i++)
 			restore_obj(rc, &ro.v[i]);

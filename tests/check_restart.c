@@ -51,11 +51,30 @@ static void rig_argv(struct rig *g, char **argv)
 
 static void rig_start(struct rig *g)
 {
-	char *argv[9];
+	char *argv[9], buf[2048];
+	ssize_t n;
+	int fd, r;
 
 	rig_argv(g, argv);
 	ck_assert_int_eq(fakesd_start(g->sd, argv, g->log), 0);
-	ck_assert_int_eq(fakesd_wait_ready(g->sd, TL_WAIT_MS), 0);
+	r = fakesd_wait_ready(g->sd, TL_WAIT_MS);
+	if (r < 0) {
+		/* What the daemon said before it ended or hung. */
+		struct stat st = { 0 };
+
+		fd = open(g->log, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			fstat(fd, &st);
+		n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1,
+				    st.st_size > (off_t)sizeof(buf) - 1 ?
+					    st.st_size - (off_t)sizeof(buf) + 1 :
+					    0) :
+			      0;
+		buf[n > 0 ? n : 0] = '\0';
+		if (fd >= 0)
+			close(fd);
+		ck_abort_msg("the daemon did not get ready (%d): %s", r, buf);
+	}
 }
 
 /* A daemon under the fake systemd, with one client that opened soft0. */

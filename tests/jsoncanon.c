@@ -124,7 +124,8 @@ static void canon(const char **pp, struct sbuf *out, bool *drop)
 			if (*p == ',')
 				p++;
 		}
-		qsort(el, n, sizeof(*el), cmp_str);
+		if (n)
+			qsort(el, n, sizeof(*el), cmp_str);
 		sb_put(out, "[", 1);
 		for (size_t i = 0; i < n; i++) {
 			if (i)
