@@ -39,16 +39,6 @@ enum {
 	JOURNAL_DM_SESSION = JOURNAL_DM_FIRST + 1,
 };
 
-static void dm_fd_name(char *buf, size_t len, uint64_t id)
-{
-	snprintf(buf, len, FDSTORE_PREFIX "dm.%" PRIu64, id);
-}
-
-static void dm_page_name(char *buf, size_t len, uint64_t client_id)
-{
-	snprintf(buf, len, FDSTORE_PREFIX "dmst.%" PRIu64, client_id);
-}
-
 /* The session of a hold, by its connection's client id; 0 detached. */
 static uint64_t dm_hold_session(const struct dm_hold *h)
 {
@@ -127,15 +117,7 @@ void dm_journal(struct server *srv, const struct dm *dm)
 
 void dm_journal_forget(struct server *srv, const struct dm *dm)
 {
-	struct fdstore *st = restart_fdstore(srv);
-	char name[FDSTORE_NAME_MAX];
-
-	journal_del(restart_journal(srv), JOURNAL_DM, dm->id);
-	/* By name: the device may have closed the memfd already. */
-	if (st) {
-		dm_fd_name(name, sizeof(name), dm->id);
-		fdstore_remove(st, name);
-	}
+	state_forget(srv, JOURNAL_DM, dm->id, "dm");
 }
 
 int dm_journal_store_fd(struct server *srv, const struct dm *dm)
@@ -145,7 +127,7 @@ int dm_journal_store_fd(struct server *srv, const struct dm *dm)
 
 	if (!st || dm->dd.fd < 0)
 		return 0;
-	dm_fd_name(name, sizeof(name), dm->id);
+	state_fd_name(name, sizeof(name), "dm", dm->id);
 	return fdstore_put(st, name, dm->dd.fd);
 }
 
@@ -157,7 +139,7 @@ int dm_journal_session(struct server *srv, const struct dm_session *s)
 
 	if (!st)
 		return 0;
-	dm_page_name(name, sizeof(name), s->conn->id);
+	state_fd_name(name, sizeof(name), "dmst", s->conn->id);
 	ret = fdstore_put(st, name, s->fd);
 	if (ret < 0)
 		return ret;
@@ -175,17 +157,10 @@ void dm_journal_session_sent(struct server *srv, const struct dm_session *s)
 
 void dm_journal_session_gone(struct server *srv, const struct dm_session *s)
 {
-	struct journal *j = restart_journal(srv);
-	struct fdstore *st = restart_fdstore(srv);
-	char name[FDSTORE_NAME_MAX];
-
-	if (!j && !st)
+	/* Restart off: s->conn may be gone already at exit. */
+	if (!restart_journal(srv) && !restart_fdstore(srv))
 		return;
-	journal_del(j, JOURNAL_DM_SESSION, s->conn->id);
-	if (st) {
-		dm_page_name(name, sizeof(name), s->conn->id);
-		fdstore_remove(st, name);
-	}
+	state_forget(srv, JOURNAL_DM_SESSION, s->conn->id, "dmst");
 }
 
 /* --- leave: the daemon exits, the next one takes over ------------------- */
@@ -259,7 +234,7 @@ static int dm_restore_session(void *arg, const struct journal_rec *r)
 				    " does not decode",
 				    r->key);
 	c = state_conn(srv, r->key);
-	dm_page_name(name, sizeof(name), r->key);
+	state_fd_name(name, sizeof(name), "dmst", r->key);
 	if (!c) {
 		/* The session did not come back (it hung up while no daemon
 		 * ran): its page goes with it, closed with what nobody
@@ -414,7 +389,7 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 	dm->id = r->key;
 	dm->dd.fd = -1;
 	TAILQ_INIT(&dm->mrs);
-	dm_fd_name(name, sizeof(name), dm->id);
+	state_fd_name(name, sizeof(name), "dm", dm->id);
 	/* Soft DMs have a memfd in the store, verbs DMs none. */
 	if (restore_take_fd(rs, name, &fd) < 0)
 		fd = -1;

@@ -2,12 +2,15 @@
 /* The families' restores' look-ups (family-state.h). */
 #include "config.h"
 
+#include <inttypes.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "daemon/conn.h"
 #include "daemon/ctx.h"
 #include "daemon/domain.h"
 #include "daemon/family-state.h"
+#include "daemon/restart.h"
 #include "daemon/server.h"
 
 struct conn *state_conn(struct server *srv, uint64_t id)
@@ -40,4 +43,22 @@ struct domain *state_domain(struct server *srv, const char *name)
 		if (strcmp(d->name, name) == 0)
 			return d;
 	return NULL;
+}
+
+void state_fd_name(char *buf, size_t len, const char *what, uint64_t key)
+{
+	snprintf(buf, len, FDSTORE_PREFIX "%s.%" PRIu64, what, key);
+}
+
+void state_forget(struct server *srv, uint32_t kind, uint64_t key,
+		  const char *what)
+{
+	struct fdstore *st = restart_fdstore(srv);
+	char name[FDSTORE_NAME_MAX];
+
+	journal_del(restart_journal(srv), kind, key);
+	if (st) {
+		state_fd_name(name, sizeof(name), what, key);
+		fdstore_remove(st, name);
+	}
 }

@@ -7,6 +7,7 @@
 #ifndef RDMAB_FAMILY_STATE_H
 #define RDMAB_FAMILY_STATE_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 struct server;
@@ -20,5 +21,13 @@ struct conn *state_conn(struct server *srv, uint64_t id);
 struct dctx *state_ctx(struct server *srv, uint64_t id);
 /* The domain named @name, or NULL. */
 struct domain *state_domain(struct server *srv, const char *name);
+
+/* A family's descriptor's name in the fd store: "rb.@what.@key". */
+void state_fd_name(char *buf, size_t len, const char *what, uint64_t key);
+/* Record (@kind, @key) ends, and the descriptor "rb.@what.@key" leaves
+ * the store (by name: its owner may have closed it already). No-ops with
+ * restart off. */
+void state_forget(struct server *srv, uint32_t kind, uint64_t key,
+		  const char *what);
 
 #endif

@@ -36,11 +36,6 @@ enum {
 	JOURNAL_XRCD_TABLE = JOURNAL_XRCD_FIRST + 2,
 };
 
-static void xrcd_fd_name(char *buf, size_t len, uint64_t ino)
-{
-	snprintf(buf, len, FDSTORE_PREFIX "xrcd.%" PRIu64, ino);
-}
-
 /* --- as it changes ---------------------------------------------------- */
 
 int xrcd_journal_name(struct server *srv, const struct xrcd_name_rec *r,
@@ -55,7 +50,7 @@ int xrcd_journal_name(struct server *srv, const struct xrcd_name_rec *r,
 	if (!j)
 		return 0;
 	if (is_new && st) {
-		xrcd_fd_name(name, sizeof(name), r->ino);
+		state_fd_name(name, sizeof(name), "xrcd", r->ino);
 		ret = fdstore_put(st, name, r->fd);
 		if (ret < 0)
 			return ret;
@@ -74,14 +69,7 @@ int xrcd_journal_name(struct server *srv, const struct xrcd_name_rec *r,
 
 void xrcd_journal_name_gone(struct server *srv, uint64_t ino)
 {
-	struct fdstore *st = restart_fdstore(srv);
-	char name[FDSTORE_NAME_MAX];
-
-	journal_del(restart_journal(srv), JOURNAL_XRCD_NAME, ino);
-	if (st) {
-		xrcd_fd_name(name, sizeof(name), ino);
-		fdstore_remove(st, name);
-	}
+	state_forget(srv, JOURNAL_XRCD_NAME, ino, "xrcd");
 }
 
 void xrcd_journal_open(struct server *srv, const struct xrcd_open_rec *r)
@@ -166,7 +154,7 @@ static int restore_name(void *arg, const struct journal_rec *rec)
 				    "XRCD of inode %" PRIu64
 				    " does not decode",
 				    rec->key);
-	xrcd_fd_name(name, sizeof(name), rec->key);
+	state_fd_name(name, sizeof(name), "xrcd", rec->key);
 	ret = restore_take_fd(rs, name, &fd);
 	if (ret < 0) {
 		ret = restore_fail(rs, ret,
