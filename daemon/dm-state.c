@@ -358,7 +358,7 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 {
 	struct restore *rs = arg;
 	struct core *core = rs->core;
-	struct why why = {""};
+	struct why why = { 0 };
 	char name[FDSTORE_NAME_MAX];
 	Rdmab__State__Dm *m;
 	struct dm *dm = NULL;
