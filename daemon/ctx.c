@@ -217,6 +217,8 @@ int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens)
 	x->refs++;
 	TAILQ_INSERT_TAIL(&c->ctxs, cc, link);
 	c->n_ctxs++;
+	/* The new generation's journal starts empty. */
+	restart_hold_saved(c->core, c->id, cc);
 	return 0;
 }
 
@@ -395,6 +397,7 @@ int dctx_conn_open(struct client *c, struct device *dev, struct why *why,
 		c->n_ctxs++;
 	}
 	cc->opens++;
+	restart_hold_saved(core, c->id, cc);
 	*ret = cc->ctx;
 	return 0;
 }
@@ -409,6 +412,7 @@ int dctx_conn_close(struct client *c, uint64_t id, struct why *why)
 			       "session",
 			       id);
 	if (--cc->opens == 0) {
+		restart_hold_gone(c->core, cc);
 		TAILQ_REMOVE(&c->ctxs, cc, link);
 		c->n_ctxs--;
 		/* A clean close: the provider frees what the import made. */
@@ -417,6 +421,8 @@ int dctx_conn_close(struct client *c, uint64_t id, struct why *why)
 							    cc->import);
 		dctx_conn_let_go(c->core, c, cc->ctx);
 		free(cc);
+	} else {
+		restart_hold_saved(c->core, c->id, cc);
 	}
 	return 0;
 }
@@ -429,6 +435,7 @@ void dctx_conn_release(struct core *core, struct client *c)
 		struct dctx *x = cc->ctx;
 		bool stays;
 
+		restart_hold_gone(core, cc);
 		TAILQ_REMOVE(&c->ctxs, cc, link);
 		/* As dctx_conn_let_go(), with the count refreshed after:
 		 * whether @x stays is known only once its records left. */

@@ -73,6 +73,8 @@ enum journal_kind {
 	JOURNAL_OWNER = 6,
 	/* Key: the context id: the soft device's records of a context. */
 	JOURNAL_SOFT_CTX = 7,
+	/* Key: a hold's own (SessionHold: a session's hold on a context). */
+	JOURNAL_SESSION_HOLD = 8,
 	JOURNAL_DM_FIRST = 16,
 	JOURNAL_XRCD_FIRST = 32,
 	JOURNAL_RSS_FIRST = 48,
@@ -130,6 +132,11 @@ bool journal_wants_compaction(const struct journal *j);
 int journal_put(struct journal *j, uint32_t kind, uint64_t key,
 		const ProtobufCMessage *msg);
 int journal_del(struct journal *j, uint32_t kind, uint64_t key);
+/* journal_put() of a message packed already (@len bytes at @data): for a
+ * record written at every request, where protobuf-c's sizing and packing
+ * would be most of the cost. */
+int journal_put_packed(struct journal *j, uint32_t kind, uint64_t key,
+		       const uint8_t *data, size_t len);
 /* Records between begin and commit are committed together; begin nests
  * (only the outermost commit marks). */
 void journal_begin(struct journal *j);

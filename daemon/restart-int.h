@@ -42,6 +42,8 @@ struct restart {
 		adopted_fds;
 	/* Where each id space's count was saved to (restart_counters_save). */
 	uint64_t id_mark[4];
+	/* The last SessionHold record's key handed out this generation. */
+	uint64_t hold_keys;
 	struct event *compact_ev;
 	/* Requests read and not answered (inflight.h). */
 	struct inflight *inflight;

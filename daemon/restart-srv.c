@@ -196,10 +196,7 @@ void restart_session_save(struct conn *c)
 {
 	struct server *srv = c->srv;
 	Rdmab__State__Session s = RDMAB__STATE__SESSION__INIT;
-	Rdmab__State__SessionCtx ctxs[DEVICE_MAX * 2], *ctxp[DEVICE_MAX * 2];
 	uint32_t groups[64];
-	struct conn_ctx *cc;
-	size_t n = 0;
 
 	if (!restart_journal(&srv->core) || !c->hello_done || !c->cl.domain)
 		return;
@@ -221,18 +218,6 @@ void restart_session_save(struct conn *c)
 	s.rss_delta = c->cl.rss_delta;
 	s.domain = c->cl.domain->name;
 	s.domain_kind = c->cl.domain->kind;
-	TAILQ_FOREACH(cc, &c->cl.ctxs, link) {
-		if (n == DEVICE_MAX * 2)
-			break;
-		rdmab__state__session_ctx__init(&ctxs[n]);
-		ctxs[n].ctx_id = cc->ctx->id;
-		ctxs[n].opens = cc->opens;
-		ctxs[n].import = cc->import;
-		ctxp[n] = &ctxs[n];
-		n++;
-	}
-	s.n_ctxs = n;
-	s.ctxs = ctxp;
 	s.requests = c->requests;
 	restart_after_write(&srv->core,
 			    journal_put(srv->core.restart->j, JOURNAL_SESSION,
@@ -256,9 +241,10 @@ void restart_reply_sent(struct conn *c)
 void restart_request_done(struct conn *c, unsigned int body_case)
 {
 	switch (body_case) {
+	/* Its holds on contexts are records of their own
+	 * (restart_hold_saved()): an open or a close of a context writes
+	 * one small record, not the whole session. */
 	case RDMAB__REQUEST__BODY_HELLO:
-	case RDMAB__REQUEST__BODY_OPEN_CONTEXT:
-	case RDMAB__REQUEST__BODY_CLOSE_CONTEXT:
 		restart_session_save(c);
 		break;
 	default:

@@ -41,7 +41,8 @@ bool restart_keeps_sessions(const struct server *srv);
 /* Hooks: the sessions' changes, to the journal and the store. */
 void restart_conn_opened(struct conn *c);
 void restart_conn_closed(struct conn *c);
-/* Hello, a context opened or closed: the session's record. */
+/* Hello: the session's record (its holds on contexts are records of
+ * their own, restart_hold_saved()). */
 void restart_session_save(struct conn *c);
 /* @c read request @serial; its reply went (the queue is empty). */
 void restart_request_read(struct conn *c, uint64_t serial);

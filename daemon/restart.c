@@ -211,6 +211,71 @@ void restart_ctx_closed(struct core *core, const struct dctx *x)
 					     x->id));
 }
 
+/* SessionHold's fields as protobuf's wire format has them, each left out
+ * when 0 as proto3 does: a fixed64 (wire type 1, little-endian) and a
+ * varint (wire type 0). */
+static size_t hold_fixed64(uint8_t *p, unsigned int field, uint64_t v)
+{
+	if (!v)
+		return 0;
+	p[0] = (uint8_t)(field << 3 | 1);
+	for (int i = 0; i < 8; i++)
+		p[1 + i] = (uint8_t)(v >> (8 * i));
+	return 9;
+}
+
+static size_t hold_varint(uint8_t *p, unsigned int field, uint64_t v)
+{
+	size_t n = 0;
+
+	if (!v)
+		return 0;
+	p[n++] = (uint8_t)(field << 3);
+	while (v >= 0x80) {
+		p[n++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	p[n++] = (uint8_t)v;
+	return n;
+}
+
+size_t restart_hold_encode(uint8_t *buf, uint64_t client_id, uint64_t ctx_id,
+			   uint32_t opens, uint64_t import)
+{
+	size_t n = hold_fixed64(buf, 1, client_id);
+
+	n += hold_fixed64(buf + n, 2, ctx_id);
+	n += hold_varint(buf + n, 3, opens);
+	n += hold_varint(buf + n, 4, import);
+	return n;
+}
+
+void restart_hold_saved(struct core *core, uint64_t client_id,
+			struct conn_ctx *cc)
+{
+	struct journal *j = restart_journal(core);
+	uint8_t buf[RESTART_HOLD_MAX];
+	size_t len;
+
+	if (!j)
+		return;
+	if (!cc->hold_key)
+		cc->hold_key = ++core->restart->hold_keys;
+	len = restart_hold_encode(buf, client_id, cc->ctx->id, cc->opens,
+				  cc->import);
+	restart_after_write(core, journal_put_packed(j, JOURNAL_SESSION_HOLD,
+						     cc->hold_key, buf, len));
+}
+
+void restart_hold_gone(struct core *core, struct conn_ctx *cc)
+{
+	struct journal *j = restart_journal(core);
+
+	if (j && cc->hold_key)
+		restart_after_write(core, journal_del(j, JOURNAL_SESSION_HOLD,
+						      cc->hold_key));
+}
+
 /* The registry's record of @o, and, for an object the broker made on a
  * device it is the kernel of, what makes it again (@spec, @attr). */
 static void obj_put(struct core *core, const struct obj *o,

@@ -65,6 +65,9 @@ static int check_one(void *arg, const struct journal_rec *r)
 	case JOURNAL_OBJECT:
 		d = &rdmab__state__object__descriptor;
 		break;
+	case JOURNAL_SESSION_HOLD:
+		d = &rdmab__state__session_hold__descriptor;
+		break;
 	default:
 		return 0;
 	}
@@ -81,7 +84,8 @@ static int check_one(void *arg, const struct journal_rec *r)
 static int restore_check(struct restore *rs)
 {
 	static const uint32_t kinds[] = { JOURNAL_COUNTERS, JOURNAL_CONTEXT,
-					  JOURNAL_SESSION, JOURNAL_OBJECT };
+					  JOURNAL_SESSION, JOURNAL_OBJECT,
+					  JOURNAL_SESSION_HOLD };
 	int ret;
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -145,15 +149,83 @@ struct pending_req {
 	uint64_t conn_id, serial;
 };
 
+/* A session's hold on a context (a SessionHold record). */
+struct rhold {
+	uint64_t client_id, ctx_id;
+	uint32_t opens;
+};
+
 /* The restore's own: the sessions adopted, by id, for the objects; the
- * requests to answer -EAGAIN. */
+ * requests to answer -EAGAIN; the holds, by client id. */
 struct rctx {
 	struct restore *rs;
 	struct conn **conns;
 	size_t n, cap;
 	struct pending_req *reqs;
 	size_t n_reqs, cap_reqs;
+	struct rhold *holds;
+	size_t n_holds, cap_holds;
 };
+
+static int hold_collect(void *arg, const struct journal_rec *r)
+{
+	struct rctx *rc = arg;
+	Rdmab__State__SessionHold *m;
+
+	/* Checked whole before (restore_check()). */
+	m = rdmab__state__session_hold__unpack(NULL, r->len, r->data);
+	if (!m)
+		return 0;
+	if (rc->n_holds == rc->cap_holds) {
+		size_t cap = rc->cap_holds ? rc->cap_holds * 2 : 64;
+		struct rhold *p = realloc(rc->holds, cap * sizeof(*p));
+
+		if (!p) {
+			rdmab__state__session_hold__free_unpacked(m, NULL);
+			return restore_fail(rc->rs, -ENOMEM, "out of memory");
+		}
+		rc->holds = p;
+		rc->cap_holds = cap;
+	}
+	rc->holds[rc->n_holds++] =
+		(struct rhold){ m->client_id, m->ctx_id, m->opens };
+	rdmab__state__session_hold__free_unpacked(m, NULL);
+	return 0;
+}
+
+static int hold_cmp(const void *a, const void *b)
+{
+	const struct rhold *x = a, *y = b;
+
+	return x->client_id < y->client_id ? -1 : x->client_id > y->client_id;
+}
+
+/* Collect every hold, sorted by session: 0 or -ENOMEM. */
+static int restore_holds(struct rctx *rc)
+{
+	int ret = journal_each(rc->rs->view, JOURNAL_SESSION_HOLD,
+			       hold_collect, rc);
+
+	if (ret == 0 && rc->n_holds)
+		qsort(rc->holds, rc->n_holds, sizeof(*rc->holds), hold_cmp);
+	return ret;
+}
+
+/* The first hold of session @id (its holds follow it), or n_holds. */
+static size_t hold_first(const struct rctx *rc, uint64_t id)
+{
+	size_t lo = 0, hi = rc->n_holds;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rc->holds[mid].client_id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
 
 static void pending_add(void *arg, uint64_t conn_id, uint64_t serial)
 {
@@ -295,6 +367,20 @@ static void restore_ctx_lost(struct conn *c, uint64_t id)
 		rdmab__state__context__free_unpacked(m, NULL);
 }
 
+/* Session @c held context @ctx_id @opens times: 0, also when the context
+ * could not come back (the session is told), or -ENOMEM. */
+static int restore_hold(struct restore *rs, struct conn *c, uint64_t ctx_id,
+			uint32_t opens)
+{
+	struct dctx *x = restore_ctx(rs, c, ctx_id);
+
+	if (!x) {
+		restore_ctx_lost(c, ctx_id);
+		return 0;
+	}
+	return dctx_client_adopt(&c->cl, x, opens);
+}
+
 static int restore_session(void *arg, const struct journal_rec *rec)
 {
 	struct rctx *rc = arg;
@@ -350,17 +436,18 @@ static int restore_session(void *arg, const struct journal_rec *rec)
 		goto out;
 	}
 	conn_hello_done(c);
-	for (size_t i = 0; i < m->n_ctxs; i++) {
-		struct dctx *x = restore_ctx(rs, c, m->ctxs[i]->ctx_id);
-
-		if (!x) {
-			restore_ctx_lost(c, m->ctxs[i]->ctx_id);
-			continue;
-		}
-		if (dctx_client_adopt(&c->cl, x, m->ctxs[i]->opens) < 0) {
-			conn_kill(c, "out of memory");
-			goto out;
-		}
+	/* An older daemon's holds are in the session's record. */
+	for (size_t i = 0; i < m->n_ctxs && ret == 0; i++)
+		ret = restore_hold(rs, c, m->ctxs[i]->ctx_id,
+				   m->ctxs[i]->opens);
+	for (size_t i = hold_first(rc, rec->key);
+	     i < rc->n_holds && rc->holds[i].client_id == rec->key && ret == 0;
+	     i++)
+		ret = restore_hold(rs, c, rc->holds[i].ctx_id,
+				   rc->holds[i].opens);
+	if (ret < 0) {
+		conn_kill(c, "out of memory");
+		goto out;
 	}
 	restart_session_save(c);
 	rs->adopted_sessions++;
@@ -643,9 +730,12 @@ int restart_restore(struct server *srv)
 						   restart_first_name,
 						   name) == 1)
 				pending_scan(&rc, name, -1);
-			journal_each(r->view, JOURNAL_SESSION,
-				     restore_session, &rc);
-			ret = restore_objects(&rc);
+			ret = restore_holds(&rc);
+			if (ret == 0)
+				journal_each(r->view, JOURNAL_SESSION,
+					     restore_session, &rc);
+			if (ret == 0)
+				ret = restore_objects(&rc);
 			if (ret == 0)
 				ret = restore_families(&rs);
 			if (ret == 0)
@@ -662,6 +752,7 @@ int restart_restore(struct server *srv)
 			}
 			free(rc.conns);
 			free(rc.reqs);
+			free(rc.holds);
 		}
 	}
 	ret = restart_counters_save(&srv->core);
