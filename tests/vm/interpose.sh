@@ -5,9 +5,9 @@
 # server and client as two processes of the client user. Each run checks
 # the program's own success line, that the broker listed both processes as
 # clients, and that the data phase made no request (the two sessions'
-# requests, which requests_served sums, sampled every second, stay still over
-# most of a long run); a SIGKILL of one side
-# mid-run leaves nothing in the kernel. The figures (latency, bandwidth,
+# requests, which requests_served sums, sampled every two seconds or so,
+# stay still over most of a long run); a SIGKILL of one side mid-run leaves
+# nothing in the kernel. The figures (latency, bandwidth,
 # setup time, under the interposer and without it) go to results.txt as
 # INFO lines and to $L/interpose-bench.txt.
 
@@ -25,19 +25,29 @@ ib_seen() { ib_clients "$1" | wc -l; }
 listening() { ss -ltn "sport = :$PORT" 2>/dev/null | grep -q LISTEN; }
 
 # ib_pair LOG WRAP PROG ARGS...: server, then the client to 127.0.0.1, as
-# the client user; WRAP is "$irun" or "". Under the interposer the broker's
-# listing is sampled all along: ib_maxseen (most of them listed at once),
-# and in $L/LOG-requests.txt, for each sample with both listed, the sum of
-# their requests.
+# the client user; WRAP is "$irun" or "". Under the interposer, unless
+# ib_sample is 0 (the bench: a rdmabrokerctl costs a second of CPU under
+# TCG and would slow only the broker's runs), the broker's listing is
+# sampled all along: ib_maxseen (most of them listed at once), and in
+# $L/LOG-requests.txt, for each sample with both listed, the sum of their
+# requests. stdbuf -oL: the programs printf to a file, fully buffered, so
+# without it their "local address" line, which starts the sampling, only
+# reached the log at exit and no sample was ever taken.
+# While sampling, the programs run at nice 19: they poll their CQs, and two
+# of them on the VM's two CPUs left a sample several seconds to finish (one
+# sample in a 9 s data phase).
+ib_sample=1
 ib_pair() {
-	local log=$1 wrap=$2 sp cp n lone
+	local log=$1 wrap=$2 sp cp n lone pre=()
 	shift 2
 	ib_maxseen=0
 	: >"$L/$log-requests.txt"
-	"${AS_CLIENT[@]}" timeout 300 $wrap "$@" >"$L/$log-server.log" 2>&1 &
+	[ -n "$wrap" ] && [ "$ib_sample" = 1 ] && pre=(nice -n 19)
+	"${AS_CLIENT[@]}" timeout 300 "${pre[@]}" stdbuf -oL $wrap "$@" \
+		>"$L/$log-server.log" 2>&1 &
 	sp=$!
 	wait_for 60 listening
-	"${AS_CLIENT[@]}" timeout 300 $wrap "$@" 127.0.0.1 \
+	"${AS_CLIENT[@]}" timeout 300 "${pre[@]}" stdbuf -oL $wrap "$@" 127.0.0.1 \
 		>"$L/$log-client.log" 2>&1 &
 	cp=$!
 	lone=0
@@ -52,7 +62,7 @@ ib_pair() {
 		# takes a second of CPU, and polling every 0.3 s through the
 		# connection setup starved the VM (RTR failed in every pair of
 		# the second check-vm run).
-		if [ -n "$wrap" ] &&
+		if [ -n "$wrap" ] && [ "$ib_sample" = 1 ] &&
 			grep -q "local address" "$L/$log-server.log" &&
 			grep -q "local address" "$L/$log-client.log"; then
 			ib_clients "$1" >"$L/$log-sample"
@@ -79,31 +89,33 @@ ib_plateau() {
 		END { print best + 0, NR, bv + 0 }' "$1"
 }
 
-# ib_check NAME PATTERN SHORT LONG PROG ARGS...: the pair with SHORT and
-# LONG iterations (ARGS end with the iteration option) under the
-# interposer; the long run's data phase must be a plateau of requests over
-# most of the samples with both processes listed (at least 3).
+# ib_check NAME PATTERN ITERS PROG ARGS...: the pair with ITERS iterations
+# (ARGS end with the iteration option) under the interposer: both printed
+# PATTERN, both were listed at once, and the data phase is a plateau of
+# requests over most of the samples with both processes listed (at least
+# 3). One run, long enough for that: a short one (20 iterations, as the
+# first version had beside it) ends its data phase within a sample.
 ib_check() {
-	local name=$1 pat=$2 short=$3 long=$4 p
-	shift 4
-	for iters in "$short" "$long"; do
-		ib_pair "$name-$iters" "$irun" "$@" "$iters"
-		check "$name-$iters-ok" "server exited $ib_src, client $ib_crc; both printed \"$pat\"" \
-			bash -c "[ $ib_src = 0 ] && [ $ib_crc = 0 ] && grep -q '$pat' '$L/$name-$iters-server.log' && grep -q '$pat' '$L/$name-$iters-client.log'"
-		check "$name-$iters-clients" "the broker listed $ib_maxseen of the two $1 processes at once" \
-			test "$ib_maxseen" = 2
-	done
-	p=($(ib_plateau "$L/$name-$long-requests.txt"))
-	check "$name-data-path-no-requests" "$long iterations: the two sessions' requests stayed at ${p[2]} over ${p[0]} of the ${p[1]} samples (1 s apart) with both listed" \
+	local name=$1 pat=$2 iters=$3 p
+	shift 3
+	ib_pair "$name" "$irun" "$@" "$iters"
+	check "$name-ok" "server exited $ib_src, client $ib_crc; both printed \"$pat\"" \
+		bash -c "[ $ib_src = 0 ] && [ $ib_crc = 0 ] && grep -q '$pat' '$L/$name-server.log' && grep -q '$pat' '$L/$name-client.log'"
+	check "$name-clients" "the broker listed $ib_maxseen of the two $1 processes at once" \
+		test "$ib_maxseen" = 2
+	p=($(ib_plateau "$L/$name-requests.txt"))
+	check "$name-data-path-no-requests" "$iters iterations: the two sessions' requests stayed at ${p[2]} over ${p[0]} of the ${p[1]} samples with both listed" \
 		test "${p[0]}" -ge 3 -a $((p[0] * 10)) -ge $((p[1] * 6)) -a "${p[2]}" -gt 0
 }
 
-# Under TCG an RC round trip on rxe takes about 10 ms: the long runs last
-# 10 to 20 s, dozens of samples.
-ib_check rc-pingpong "iters in" 20 1000 ibv_rc_pingpong -d "$DEV" -g 0 -n
-ib_check srq-pingpong "iters in" 20 1000 ibv_srq_pingpong -d "$DEV" -g 0 -n
-ib_check send-lat "t_typical" 20 1000 ib_send_lat -d "$DEV" -x 0 -F -n
-ib_check write-bw "BW average" 20 2000 ib_write_bw -d "$DEV" -x 0 -F -n
+# Sized for 20 to 30 s of data phase under TCG on a loaded 2-core host (the
+# first runs: ibv_rc_pingpong 9 ms a round trip, ibv_srq_pingpong 1.3 ms,
+# ib_send_lat about 1 ms, ib_write_bw 17 MB/s of 64 KiB writes): a sample
+# (rdmabrokerctl) takes one to two seconds, then one second of rest.
+ib_check rc-pingpong "iters in" 3000 ibv_rc_pingpong -d "$DEV" -g 0 -n
+ib_check srq-pingpong "iters in" 20000 ibv_srq_pingpong -d "$DEV" -g 0 -n
+ib_check send-lat "t_typical" 25000 ib_send_lat -d "$DEV" -x 0 -F -n
+ib_check write-bw "BW average" 6000 ib_write_bw -d "$DEV" -x 0 -F -n
 
 # --- SIGKILL of one side mid-run ----------------------------------------
 base=$(totals)
@@ -139,38 +151,116 @@ else
 fi
 
 # --- the benchmark: the same binaries with and without the interposer ----
+# Under TCG one run is noise (one repetition of ibv_rc_pingpong took 764
+# usec/iter, the next 7900, the same binary): each repetition runs plain
+# and broker back to back, in alternating order, so that a slow spell of
+# the host hits both, and yields a paired ratio broker/plain; the figures
+# are the medians with the per-repetition ratios' median and range. At
+# least 3 repetitions, at most VM_INTERPOSE_REPS (7); no new one starts
+# past VM_INTERPOSE_BENCH_S seconds if the last one would not fit. 0, the
+# default of check-vm, skips the bench: it costs 5 minutes of a suite with
+# a budget; make bench-vm runs it (300).
+# No sampling of the broker here.
 # Latency: ibv_rc_pingpong's usec/iter (gettimeofday); ib_send_lat's
-# t_typical is printed too, but perftest's cycle counter cannot be
-# calibrated under TCG (r^2 < 0.9: "inf"). Bandwidth: ib_write_bw's BW
-# average. Setup: from the server's start to the end of a one-iteration
-# ibv_rc_pingpong pair (both processes' start, open, QP setup, one send).
+# t_typical only if the first repetition gave a number: perftest cannot
+# calibrate its cycle counter under TCG (r^2 < 0.9: "inf"). Bandwidth:
+# ib_write_bw's BW average, which perftest also derives from its cycle
+# counter: 0.00 when the calibration failed, left out (n says how many
+# pairs had both figures). Setup: from the server's start to the end of a
+# one-iteration ibv_rc_pingpong pair (both processes' start, open, QP
+# setup, one send).
 B=$L/interpose-bench.txt
 : >"$B"
+if [ "${VM_INTERPOSE_BENCH_S:-0}" -le 0 ]; then
+	info "interpose-bench: skipped (VM_INTERPOSE_BENCH_S=0, check-vm's default; make bench-vm runs it)"
+	return 0
+fi
 pp_lat() { sed -n 's/.* = \([0-9.]*\) usec\/iter$/\1/p' "$1" | tail -n 1; }
 lat() { awk '$1 ~ /^[0-9]+$/ && NF >= 9 { print $5 }' "$1" | tail -n 1; }
 bw() { awk '$1 ~ /^[0-9]+$/ && NF >= 5 { print $4 }' "$1" | tail -n 1; }
-med() { sort -g | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
-reps=${VM_INTERPOSE_REPS:-3}
-for i in $(seq "$reps"); do
-	# Alternated, so that a slow spell of the host hits both.
-	for mode in plain broker; do
-		wrap=""
-		[ $mode = broker ] && wrap=$irun
-		ib_pair "bench-pp-$mode-$i" "$wrap" ibv_rc_pingpong -d "$DEV" -g 0 -n 300
-		pp_lat "$L/bench-pp-$mode-$i-client.log" >>"$B.pp.$mode"
-		ib_pair "bench-lat-$mode-$i" "$wrap" ib_send_lat -d "$DEV" -x 0 -F -n 300
-		lat "$L/bench-lat-$mode-$i-client.log" >>"$B.lat.$mode"
-		ib_pair "bench-bw-$mode-$i" "$wrap" ib_write_bw -d "$DEV" -x 0 -F -n 1000
-		bw "$L/bench-bw-$mode-$i-client.log" >>"$B.bw.$mode"
-		t0=$(now_ms)
-		ib_pair "bench-setup-$mode-$i" "$wrap" ibv_rc_pingpong -d "$DEV" -g 0 -n 1
-		echo $(($(now_ms) - t0)) >>"$B.setup.$mode"
+# bench_one KIND MODE REP: one pair, its figure appended to $B.KIND.MODE
+# ("-" when the program printed none, so that the lines stay paired).
+bench_one() {
+	local k=$1 mode=$2 i=$3 wrap="" t0 v
+	[ "$mode" = broker ] && wrap=$irun
+	t0=$(now_ms)
+	case $k in
+	pp) ib_pair "bench-pp-$mode-$i" "$wrap" ibv_rc_pingpong -d "$DEV" -g 0 -n 1000
+		v=$(pp_lat "$L/bench-pp-$mode-$i-client.log") ;;
+	lat) ib_pair "bench-lat-$mode-$i" "$wrap" ib_send_lat -d "$DEV" -x 0 -F -n 300
+		v=$(lat "$L/bench-lat-$mode-$i-client.log") ;;
+	bw) ib_pair "bench-bw-$mode-$i" "$wrap" ib_write_bw -d "$DEV" -x 0 -F -n 1000
+		v=$(bw "$L/bench-bw-$mode-$i-client.log") ;;
+	setup) ib_pair "bench-setup-$mode-$i" "$wrap" ibv_rc_pingpong -d "$DEV" -g 0 -n 1
+		v=$(($(now_ms) - t0))
+		[ "$ib_src" = 0 ] && [ "$ib_crc" = 0 ] || v="" ;;
+	esac
+	echo "${v:--}" >>"$B.$k.$mode"
+}
+# bench_sum KIND: "PLAIN BROKER RATIO LO HI N": the medians of the
+# figures, the median of the paired ratios and their range, over the N
+# repetitions where both gave a finite, non-zero number.
+bench_sum() {
+	paste "$B.$1.plain" "$B.$1.broker" | awk '
+	function med(a, n,   i, j, t) {
+		for (i = 2; i <= n; i++)
+			for (j = i; j > 1 && a[j - 1] > a[j]; j--) {
+				t = a[j]; a[j] = a[j - 1]; a[j - 1] = t
+			}
+		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+	}
+	$1 ~ /^[0-9.]+$/ && $2 ~ /^[0-9.]+$/ && $1 > 0 && $2 > 0 {
+		n++; p[n] = $1; b[n] = $2; r[n] = $2 / $1
+		lo = n == 1 || r[n] < lo ? r[n] : lo
+		hi = n == 1 || r[n] > hi ? r[n] : hi
+	}
+	END {
+		if (!n) { print "- - n/a - - 0"; exit }
+		printf "%g %g %.3f %.3f %.3f %d\n", med(p, n), med(b, n),
+			med(r, n), lo, hi, n
+	}'
+}
+ib_sample=0
+reps=${VM_INTERPOSE_REPS:-7}
+budget=${VM_INTERPOSE_BENCH_S:-0}
+kinds="pp lat bw setup"
+bench_t0=$(date +%s)
+i=0
+last=0
+while [ "$i" -lt "$reps" ]; do
+	el=$(($(date +%s) - bench_t0))
+	[ "$i" -ge 3 ] && [ $((el + last)) -gt "$budget" ] && break
+	i=$((i + 1))
+	modes="plain broker"
+	[ $((i % 2)) = 0 ] && modes="broker plain"
+	for k in $kinds; do
+		for mode in $modes; do
+			bench_one "$k" "$mode" "$i"
+		done
 	done
+	# perftest's "inf" (or nothing) in the first repetition: it cannot
+	# calibrate here, later ones would not either.
+	if [ "$i" = 1 ] && ! grep -q '^[0-9.]*[0-9]$' "$B.lat.plain"; then
+		kinds="pp bw setup"
+	fi
+	last=$(($(date +%s) - bench_t0 - el))
 done
+el=$(($(date +%s) - bench_t0))
+line="interpose-bench, $i repetitions (plain and broker back to back, order alternating) in ${el}s, medians and broker/plain ratio per repetition (median [range]):"
 for k in pp lat bw setup; do
-	p=$(med <"$B.$k.plain")
-	b=$(med <"$B.$k.broker")
-	r=$(awk -v p="$p" -v b="$b" 'BEGIN { if (p + 0 > 0 && p != "inf") printf "%.3f", b / p; else print "n/a" }')
-	echo "$k plain $p broker $b ratio $r (medians of $reps: plain $(tr '\n' ' ' <"$B.$k.plain")/ broker $(tr '\n' ' ' <"$B.$k.broker"))" >>"$B"
-	info "interpose-bench $k (pp: ibv_rc_pingpong usec/iter, lat: ib_send_lat t_typical usec, bw: ib_write_bw MB/s, setup: ms): plain $p, broker $b, ratio $r"
+	case $k in
+	pp) what="ibv_rc_pingpong usec/iter" ;;
+	lat) what="ib_send_lat t_typical usec" ;;
+	bw) what="ib_write_bw MB/s" ;;
+	setup) what="1-iteration pair ms" ;;
+	esac
+	sm=($(bench_sum "$k"))
+	if [ "${sm[5]}" = 0 ]; then
+		line+=" $k ($what) n/a: plain $(tr '\n' ' ' <"$B.$k.plain")/ broker $(tr '\n' ' ' <"$B.$k.broker")(perftest cannot calibrate its clock under TCG);"
+	else
+		line+=" $k ($what) plain ${sm[0]} broker ${sm[1]} ratio ${sm[2]} [${sm[3]}..${sm[4]}] n=${sm[5]};"
+	fi
+	echo "$k plain $(tr '\n' ' ' <"$B.$k.plain")/ broker $(tr '\n' ' ' <"$B.$k.broker")" >>"$B"
 done
+echo "${line%;}" >>"$B"
+info "${line%;}"

@@ -19,11 +19,15 @@
 # run, default 1020), VM_BOOT_LIMIT (seconds from power-on for the suite to
 # start, default 240), VM_MEMORY (MiB, default 2048), VM_PINGPONG_ITERS
 # (round trips of the RC ping-pong, default 2000), VM_DEBS (a folder of
-# Debian packages the suite installs with apt instead of the install tree).
+# Debian packages the suite installs with apt instead of the install tree),
+# VM_INTERPOSE_REPS and VM_INTERPOSE_BENCH_S (the interpose section's bench:
+# at most that many alternating repetitions, default 7, none started past
+# that many seconds, default 0: no bench; make bench-vm gives 300; at
+# least 3).
 set -uo pipefail
 case ${1:-} in
 -h | --help)
-	sed -n '3,22p' "$0" | sed 's/^# \{0,1\}//'
+	sed -n '3,25p' "$0" | sed 's/^# \{0,1\}//'
 	exit 0
 	;;
 esac
@@ -142,6 +146,7 @@ Environment="VM_TOP_SRCDIR=$src" "VM_TOP_BUILDDIR=$build"
 Environment="VM_SBINDIR=${VM_SBINDIR:-/usr/sbin}" "VM_BINDIR=${VM_BINDIR:-/usr/bin}" "VM_SYSCONFDIR=${VM_SYSCONFDIR:-/etc}"
 Environment="VM_ONLY=${VM_ONLY:-}" "VM_PINGPONG_ITERS=${VM_PINGPONG_ITERS:-2000}"
 Environment="VM_DEBS=${VM_DEBS:-}"
+Environment="VM_INTERPOSE_REPS=${VM_INTERPOSE_REPS:-7}" "VM_INTERPOSE_BENCH_S=${VM_INTERPOSE_BENCH_S:-0}"
 StandardOutput=journal+console
 StandardError=journal+console
 TimeoutStartSec=$suite_limit
