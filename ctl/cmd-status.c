@@ -16,6 +16,26 @@ static void status_uptime(char *buf, size_t size, uint64_t usec)
 		 s / 86400, s / 3600 % 24, s / 60 % 60, s % 60);
 }
 
+/* The generation, and the last restore when there was one (or a state
+ * refused: the sentence alone). */
+static void status_restarts(const struct ibc_status *st)
+{
+	char what[CTL_TEXT_SIZE(st->last_restore)];
+
+	printf("%-18s %" PRIu64 "\n", "generation", st->generation);
+	if (!st->restarts && !*st->last_restore)
+		return;
+	printf("%-18s %" PRIu64, "restarts", st->restarts);
+	if (st->restarts)
+		printf(", the last restored in %" PRIu64 ".%03" PRIu64 " ms",
+		       st->last_restore_usec / 1000,
+		       st->last_restore_usec % 1000);
+	if (*st->last_restore)
+		printf(": %s",
+		       text_escape(what, sizeof(what), st->last_restore));
+	printf("\n");
+}
+
 int cmd_status(struct ctl *ctl, int argc, char **argv)
 {
 	struct ibc_status st;
@@ -45,6 +65,10 @@ int cmd_status(struct ctl *ctl, int argc, char **argv)
 		       "\"requests_served\":%" PRIu64 ",\"figures_of\":",
 		       st.clients, st.max_clients, st.requests_served);
 		json_string(stdout, *st.domain ? st.domain : "daemon");
+		printf(",\"generation\":%" PRIu64 ",\"restarts\":%" PRIu64
+		       ",\"last_restore_usec\":%" PRIu64 ",\"last_restore\":",
+		       st.generation, st.restarts, st.last_restore_usec);
+		json_string(stdout, st.last_restore);
 		printf("}\n");
 		return CTL_OK;
 	}
@@ -56,6 +80,7 @@ int cmd_status(struct ctl *ctl, int argc, char **argv)
 	printf("%-18s %s\n", "uptime", up);
 	printf("%-18s %s\n", "device kind",
 	       text_escape(kind, sizeof(kind), st.device_kind));
+	status_restarts(&st);
 	/* Anyone but an administrator gets its domain's figures. */
 	if (*st.domain) {
 		char dom[CTL_TEXT_SIZE(st.domain)];

@@ -31,6 +31,7 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
+#include "daemon/restart-srv.h"
 #include "daemon/server.h"
 #include "daemon/user.h"
 
@@ -294,6 +295,7 @@ static int conn_flush(struct conn *c)
 		c->sent_fds += m->nfds;
 		outmsg_free(m);
 	}
+	restart_reply_sent(c);
 	return 0;
 }
 
@@ -645,6 +647,12 @@ static void conn_stall_cb(evutil_socket_t fd, short what, void *arg)
 
 int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 {
+	return conn_new_as(srv, fd, 0, ret_conn);
+}
+
+int conn_new_as(struct server *srv, int fd, uint64_t id,
+		struct conn **ret_conn)
+{
 	socklen_t len = sizeof(struct ucred);
 	char why[192];
 	struct conn *c;
@@ -660,6 +668,7 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 	c->cl.core = &srv->core;
 	c->fd = fd;
 	c->pidfd = -1;
+	c->inflight_slot = -1;
 	TAILQ_INIT(&c->outq);
 	TAILQ_INIT(&c->cl.ctxs);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &c->cl.cred, &len) < 0) {
@@ -702,7 +711,8 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 		goto fail;
 	if (c->pidfd_ev && event_add(c->pidfd_ev, NULL) < 0)
 		goto fail;
-	ret = id_next(&srv->core.ids.clients, &c->cl.id);
+	c->cl.id = id;
+	ret = id ? 0 : id_next(&srv->core.ids.clients, &c->cl.id);
 	if (ret < 0)
 		goto fail;
 	TAILQ_INSERT_TAIL(&srv->conns, c, link);
@@ -716,6 +726,7 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 		conn_close(c);
 		return -ENOMEM;
 	}
+	restart_conn_opened(c);
 	server_status_dirty(srv);
 	log_debug("client %" PRIu64 ": pid %d uid %u gid %u (%s) connected",
 		  c->cl.id, (int)c->cl.cred.pid, c->cl.cred.uid, c->cl.cred.gid,
@@ -768,6 +779,7 @@ void conn_close(struct conn *c)
 	if (c->state == CONN_DEAD)
 		TAILQ_REMOVE(&srv->dead, c, dead_link);
 	c->state = CONN_RELEASING;
+	restart_conn_closed(c);
 	/* First: what its client still sent is applied, and the registry
 	 * (the first family) keeps what it holds. */
 	if (objects_client_holds(&c->cl))

@@ -115,6 +115,8 @@ struct conn {
 	int64_t send_ns;
 	unsigned int read_skip;
 	unsigned int read_backoff;
+	/* Restart: its slot in the in-flight table (inflight.h); -1. */
+	int inflight_slot;
 };
 
 /* The connection whose session @cl is. */
@@ -127,6 +129,9 @@ static inline struct conn *conn_of(const struct client *cl)
  * failure. A client the broker may not serve (server_admit()) is told why
  * and gets -EUSERS or -EDQUOT. */
 int conn_new(struct server *srv, int fd, struct conn **ret_conn);
+/* The same for a restore: the session keeps its id @id (0: a new one). */
+int conn_new_as(struct server *srv, int fd, uint64_t id,
+		struct conn **ret_conn);
 /*
  * End the session. Descriptors sent that the peer has not read stay in its
  * socket, out of the daemon's reach, for as long as the peer keeps the

@@ -27,6 +27,7 @@ struct event;
 struct registry;
 struct client;
 struct core;
+struct restart;
 
 /*
  * Decide, for client @c, whether it gets @ev and which object it names
@@ -85,6 +86,12 @@ struct core {
 	/* Rekey (rekey.c): the automatic check, run from the loop. */
 	struct event *rekey_ev;
 	const struct core_ops *ops;
+	/* Restart (restart.h): the fd store and the state journal; NULL
+	 * when off. */
+	struct restart *restart;
+	/* Requests answered since the first generation (status, and the
+	 * journal's counters). */
+	uint64_t requests_served;
 };
 
 #endif

@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <event2/event.h>
 
@@ -17,6 +18,7 @@
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
 #include "daemon/core.h"
+#include "daemon/restart.h"
 #include "daemon/unaccounted.h"
 #include "daemon/user.h"
 
@@ -52,6 +54,7 @@ static void dctx_free(struct core *core, struct dctx *x)
 	else
 		log_debug("context %" PRIu64 " (%s on %s) closed", x->id,
 			  d->name, x->dev->name);
+	restart_ctx_closed(core, x);
 	/* What lives only as long as the kernel context goes with it. */
 	families_ctx_closed(core, x);
 	dctx_close_device(x);
@@ -105,17 +108,15 @@ static int dctx_charge(struct core *core, struct domain *d, struct user *u,
 	return 0;
 }
 
-static int dctx_open(struct core *core, struct domain *d, struct device *dev,
-		     struct user *u, struct why *why, struct dctx **ret)
+/* A new context of @d on @dev: id @id and descriptor @adopt_fd (taken)
+ * when a restore adopts one, else a new id and a new device context. */
+static int dctx_make(struct core *core, struct domain *d, struct device *dev,
+		     struct user *u, uint64_t id, int adopt_fd,
+		     uint32_t pd_handle, struct why *why, struct dctx **ret)
 {
 	struct dctx *x;
 	int ret_err, fd;
 
-	x = dctx_find(d, dev);
-	if (x) {
-		*ret = x;
-		return 0;
-	}
 	x = calloc(1, sizeof(*x));
 	if (!x)
 		return why_set(why, -ENOMEM, "out of memory");
@@ -128,7 +129,8 @@ static int dctx_open(struct core *core, struct domain *d, struct device *dev,
 	ret_err = dctx_charge(core, d, u, x, why);
 	if (ret_err < 0)
 		goto fail;
-	ret_err = id_next(&core->ids.contexts, &x->id);
+	x->id = id;
+	ret_err = id ? 0 : id_next(&core->ids.contexts, &x->id);
 	if (ret_err < 0) {
 		ret_err = why_set(why, ret_err,
 				  "the broker has no context ids left");
@@ -137,7 +139,13 @@ static int dctx_open(struct core *core, struct domain *d, struct device *dev,
 	x->core = core;
 	x->domain = d;
 	x->dev = dev;
-	ret_err = dev->ops->ctx_open(dev, x->id, d->name, &x->dc);
+	if (adopt_fd >= 0) {
+		ret_err = dev->ops->ctx_adopt(dev, x->id, adopt_fd, pd_handle,
+					      &x->dc);
+		adopt_fd = -1;
+	} else {
+		ret_err = dev->ops->ctx_open(dev, x->id, d->name, &x->dc);
+	}
 	if (ret_err < 0) {
 		log_warn("%s: cannot open a context for domain %s: %s",
 			 dev->name, d->name, strerror(-ret_err));
@@ -166,14 +174,62 @@ static int dctx_open(struct core *core, struct domain *d, struct device *dev,
 	d->n_ctxs++;
 	log_debug("context %" PRIu64 " (%s on %s) opened", x->id, d->name,
 		  dev->name);
+	restart_ctx_opened(core, x);
 	*ret = x;
 	return 0;
 
 fail:
+	if (adopt_fd >= 0)
+		close(adopt_fd);
 	dctx_uncharge_user(core, x);
 	domain_uncharge_objects(d, 1);
 	free(x);
 	return ret_err;
+}
+
+static int dctx_open(struct core *core, struct domain *d, struct device *dev,
+		     struct user *u, struct why *why, struct dctx **ret)
+{
+	struct dctx *x = dctx_find(d, dev);
+
+	if (x) {
+		*ret = x;
+		return 0;
+	}
+	return dctx_make(core, d, dev, u, 0, -1, 0, why, ret);
+}
+
+int dctx_adopt(struct core *core, struct domain *d, struct device *dev,
+	       struct user *u, uint64_t id, int fd, uint32_t pd_handle,
+	       struct why *why, struct dctx **ret)
+{
+	return dctx_make(core, d, dev, u, id, fd, pd_handle, why, ret);
+}
+
+int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens)
+{
+	struct conn_ctx *cc = calloc(1, sizeof(*cc));
+
+	if (!cc)
+		return -ENOMEM;
+	cc->ctx = x;
+	cc->opens = opens;
+	x->refs++;
+	TAILQ_INSERT_TAIL(&c->ctxs, cc, link);
+	c->n_ctxs++;
+	/* The new generation's journal starts empty. */
+	restart_hold_saved(c->core, c->id, cc);
+	return 0;
+}
+
+struct dctx *dctx_find_id(struct domain *d, uint64_t id)
+{
+	struct dctx *x;
+
+	TAILQ_FOREACH(x, &d->ctxs, link)
+		if (x->id == id)
+			return x;
+	return NULL;
 }
 
 static void dctx_unref(struct core *core, struct dctx *x)
@@ -341,6 +397,7 @@ int dctx_conn_open(struct client *c, struct device *dev, struct why *why,
 		c->n_ctxs++;
 	}
 	cc->opens++;
+	restart_hold_saved(core, c->id, cc);
 	*ret = cc->ctx;
 	return 0;
 }
@@ -355,6 +412,7 @@ int dctx_conn_close(struct client *c, uint64_t id, struct why *why)
 			       "session",
 			       id);
 	if (--cc->opens == 0) {
+		restart_hold_gone(c->core, cc);
 		TAILQ_REMOVE(&c->ctxs, cc, link);
 		c->n_ctxs--;
 		/* A clean close: the provider frees what the import made. */
@@ -363,6 +421,8 @@ int dctx_conn_close(struct client *c, uint64_t id, struct why *why)
 							    cc->import);
 		dctx_conn_let_go(c->core, c, cc->ctx);
 		free(cc);
+	} else {
+		restart_hold_saved(c->core, c->id, cc);
 	}
 	return 0;
 }
@@ -375,6 +435,7 @@ void dctx_conn_release(struct core *core, struct client *c)
 		struct dctx *x = cc->ctx;
 		bool stays;
 
+		restart_hold_gone(core, cc);
 		TAILQ_REMOVE(&c->ctxs, cc, link);
 		/* As dctx_conn_let_go(), with the count refreshed after:
 		 * whether @x stays is known only once its records left. */

@@ -72,6 +72,8 @@ struct conn_ctx {
 	unsigned int opens;
 	/* The device's name for this session's import (import_open). */
 	uint64_t import;
+	/* Its record in the state journal (restart_hold_saved()); 0: none. */
+	uint64_t hold_key;
 };
 
 /* The context @id that @c's session has open; NULL otherwise. */
@@ -110,6 +112,16 @@ void dctx_device_gone(struct core *core, struct device *dev);
  * session that lets go of it leave the registry, their charges staying
  * with @x until it closes. */
 void dctx_retire(struct core *core, struct dctx *x);
+/* Restore (restore.c): context @id of @d on @dev over the stored
+ * descriptor @fd (taken, also on failure) with its PD @pd_handle; the
+ * sentence in @why. */
+int dctx_adopt(struct core *core, struct domain *d, struct device *dev,
+	       struct user *u, uint64_t id, int fd, uint32_t pd_handle,
+	       struct why *why, struct dctx **ret);
+/* Restore: @c's session holds @x, @opens times. 0 or -ENOMEM. */
+int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens);
+/* @d's context @id; NULL for none. */
+struct dctx *dctx_find_id(struct domain *d, uint64_t id);
 /* Close every context of @d (daemon exit). */
 void dctx_close_all(struct core *core, struct domain *d);
 

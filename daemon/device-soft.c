@@ -23,6 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <infiniband/verbs.h>
@@ -39,6 +40,9 @@
 #define SOFT_PD_HANDLE 0
 /* Every soft DM is whole pages of a memfd of its own. */
 #define SOFT_DM_MAX_LOG_ALIGN 12
+/* DMs of one context a restart looks through: every DM is a page at
+ * least, and max_dm_size is far below this many pages. */
+#define SOFT_DM_ADOPT_SCAN 4096
 
 struct soft_ctx {
 	struct device_ctx base;
@@ -103,6 +107,42 @@ fail:
 	return ret;
 }
 
+/* The memfd a previous daemon made for context @ctx_id: its header must
+ * say so, and its seals be the ones soft_ctx_open() set. */
+static int soft_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
+			  uint32_t pd_handle, struct device_ctx **ret_ctx)
+{
+	const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
+			  F_SEAL_SEAL;
+	struct soft_ctx_header h;
+	struct soft_ctx *ctx;
+	int ret;
+
+	if (pread(fd, &h, sizeof(h), 0) != (ssize_t)sizeof(h) ||
+	    h.magic != SOFT_CTX_MAGIC || h.version != SOFT_CTX_VERSION ||
+	    h.context_id != ctx_id || h.pd_handle != pd_handle ||
+	    strncmp(h.device, dev->name, sizeof(h.device)) != 0 ||
+	    fcntl(fd, F_GET_SEALS) != seals) {
+		close(fd);
+		return -EBADMSG;
+	}
+	ctx = calloc(1, sizeof(*ctx));
+	if (!ctx) {
+		close(fd);
+		return -ENOMEM;
+	}
+	ctx->base.dev = dev;
+	ret = soft_objs_init(&ctx->objs, dev->priv, dev);
+	if (ret < 0) {
+		close(fd);
+		free(ctx);
+		return ret;
+	}
+	ctx->fd = fd;
+	*ret_ctx = &ctx->base;
+	return 0;
+}
+
 static void soft_ctx_close(struct device_ctx *base)
 {
 	struct soft_ctx *ctx = soft_ctx_of(base);
@@ -126,6 +166,14 @@ static int soft_obj_create(struct device_ctx *base, const struct obj_spec *spec,
 			   struct obj_made *ret, struct why *why)
 {
 	return soft_objs_create(&soft_ctx_of(base)->objs, spec, ret, why);
+}
+
+static int soft_obj_restore(struct device_ctx *base,
+			    const struct obj_spec *spec, uint32_t handle,
+			    struct obj_made *ret, struct why *why)
+{
+	return soft_objs_create_at(&soft_ctx_of(base)->objs, spec, handle, ret,
+				   why);
 }
 
 static int soft_obj_destroy(struct device_ctx *base, enum ibc_obj_kind kind,
@@ -225,6 +273,54 @@ static int soft_dm_free(struct device_ctx *base, struct device_dm *dm,
 	return 0;
 }
 
+/* Restart: the DM record is made again at its handle (the soft device's
+ * kernel is the daemon, which died), unless this context has it already;
+ * its memfd must be one of its length, sealed as soft_dm_alloc() sealed
+ * it. */
+static int soft_dm_adopt(struct device_ctx *base, uint32_t handle,
+			 uint64_t length, int fd, struct device_dm *ret,
+			 struct why *why)
+{
+	struct soft_ctx *ctx = soft_ctx_of(base);
+	uint32_t handles[SOFT_DM_ADOPT_SCAN];
+	bool have = false;
+	struct stat st;
+	int n, seals, err;
+
+	seals = fcntl(fd, F_GET_SEALS);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_size != length || seals < 0 ||
+	    !(seals & F_SEAL_GROW) || !(seals & F_SEAL_SHRINK))
+		return why_set(why, -EINVAL,
+				  "%s: the descriptor of DM handle %u is not "
+				  "its sealed memfd of %llu bytes",
+				  base->dev->name, handle,
+				  (unsigned long long)length);
+	n = soft_objs_handles(&ctx->objs, IBC_OBJ_DM, handles,
+			      SOFT_DM_ADOPT_SCAN);
+	for (int i = 0; i < n; i++)
+		have |= handles[i] == handle;
+	if (!have) {
+		err = soft_objs_add_dm_at(&ctx->objs, length, handle, why);
+		if (err < 0)
+			return err;
+	}
+	ctx->objs.sd->dm_reserved += length;
+	ret->handle = handle;
+	ret->length = length;
+	ret->fd = fd;
+	ret->priv = NULL;
+	return 0;
+}
+
+static int soft_rss_adopt(struct device_ctx *base, const struct rss_spec *spec,
+			  const struct rss_made *at, struct rss_made *ret,
+			  struct why *why)
+{
+	return soft_objs_rss_create_at(&soft_ctx_of(base)->objs, spec, at, ret,
+				       why);
+}
+
 /* The kernel's rule: one XRC domain per inode, across contexts. */
 static int soft_xrcd_hold(struct device *dev, int fd, uint64_t ino, void **ret,
 			  struct why *why)
@@ -264,6 +360,7 @@ static void soft_shutdown(struct device *dev)
 /* No events and always present: the defaults. */
 static const struct device_ops soft_ops = {
 	.ctx_open = soft_ctx_open,
+	.ctx_adopt = soft_ctx_adopt,
 	.shutdown = soft_shutdown,
 	.xrcd_hold = soft_xrcd_hold,
 	.xrcd_drop = soft_xrcd_drop,
@@ -274,9 +371,12 @@ static const struct device_ctx_ops soft_ctx_ops = {
 	.fd = soft_ctx_fd,
 	.pd_handle = soft_ctx_pd_handle,
 	.obj_create = soft_obj_create,
+	.obj_restore = soft_obj_restore,
 	.obj_destroy = soft_obj_destroy,
 	.dm_alloc = soft_dm_alloc,
 	.dm_free = soft_dm_free,
+	.dm_adopt = soft_dm_adopt,
+	.rss_adopt = soft_rss_adopt,
 	.rss_create = soft_rss_create,
 	.rss_destroy = soft_rss_destroy,
 	.handle_list = soft_handle_list,

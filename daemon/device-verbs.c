@@ -120,6 +120,49 @@ fail:
 	return ret;
 }
 
+/* A restart: the domain's context again, by ibv_import_device() of its
+ * stored cmd_fd and ibv_import_pd() of its PD (mlx5 only: other providers
+ * answer EOPNOTSUPP, and the context is not adopted). Unverified on
+ * hardware. */
+static int verbs_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
+			   uint32_t pd_handle, struct device_ctx **ret_ctx)
+{
+	struct verbs_ctx *c = calloc(1, sizeof(*c));
+	int ret;
+
+	if (!c) {
+		close(fd);
+		return -ENOMEM;
+	}
+	c->base.dev = dev;
+	c->ctx = verbs_try(ibv_import_device(fd));
+	if (!c->ctx) {
+		ret = verbs_err(EOPNOTSUPP);
+		close(fd);
+		free(c);
+		return ret;
+	}
+	c->pd = verbs_try(ibv_import_pd(c->ctx, pd_handle));
+	if (!c->pd) {
+		ret = verbs_err(ENOENT);
+		goto fail;
+	}
+	ret = c->ctx->async_fd >= 0 ? verbs_set_nonblock(c->ctx->async_fd) :
+				      0;
+	if (ret < 0)
+		goto fail;
+	*ret_ctx = &c->base;
+	return 0;
+
+fail:
+	if (c->pd)
+		ibv_unimport_pd(c->pd);
+	/* Closes the descriptor too. */
+	ibv_close_device(c->ctx);
+	free(c);
+	return ret;
+}
+
 static void verbs_ctx_close(struct device_ctx *base)
 {
 	struct verbs_ctx *c = verbs_ctx_of(base);
@@ -402,6 +445,37 @@ static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
 	return 0;
 }
 
+/* Restart: the DM outlived the daemon in the context's kernel state (its
+ * cmd_fd was in the store); ibv_import_dm() gives a struct ibv_dm for it
+ * again. mlx5 only (rxe has no DM): unverified on hardware. */
+static int verbs_dm_adopt(struct device_ctx *base, uint32_t handle,
+			  uint64_t length, int fd, struct device_dm *ret,
+			  struct why *why)
+{
+	struct ibv_dm *dm;
+	int err;
+
+	(void)fd;
+	errno = 0;
+	dm = ibv_import_dm(verbs_ctx_of(base)->ctx, handle);
+	if (!dm) {
+		err = errno ? -errno : -EOPNOTSUPP;
+		return why_set(why, err,
+				  "%s: ibv_import_dm of DM handle %u: %s",
+				  base->dev->name, handle, strerror(-err));
+	}
+	err = verbs_ptrs_add(&verbs_ctx_of(base)->dms, dm);
+	if (err < 0) {
+		ibv_unimport_dm(dm);
+		return why_set(why, err, "out of memory");
+	}
+	ret->handle = handle;
+	ret->length = length;
+	ret->fd = -1;
+	ret->priv = dm;
+	return 0;
+}
+
 static int verbs_dm_free(struct device_ctx *base, struct device_dm *d,
 			 struct why *why)
 {
@@ -514,6 +588,7 @@ static void verbs_xrcd_drop(struct device *dev, void *xrcd)
 
 static const struct device_ops verbs_ops = {
 	.ctx_open = verbs_ctx_open,
+	.ctx_adopt = verbs_ctx_adopt,
 	.handle_event = verbs_handle_event,
 	.present = verbs_present,
 	.shutdown = verbs_shutdown,
@@ -549,11 +624,39 @@ static int verbs_rss_destroy(struct device_ctx *base, struct rss_made *made,
 			     enum ibc_obj_kind part, struct why *why)
 {
 	void *qp = rss_verbs_qp(made);
-	int ret = rss_verbs_destroy(made, part, why->text, sizeof(why->text));
+	int ret;
+
+	/* Adopted after a restart (rss-state.c): libibverbs never saw the
+	 * parts, the kernel's handles name them. mlx5 only (rxe has no
+	 * RSS): unverified on hardware. */
+	if (made->adopted)
+		return verbs_obj_destroy(base, part,
+					 part == IBC_OBJ_FLOW ? made->flow_handle :
+					 part == IBC_OBJ_QP   ? made->qp_handle :
+								made->tbl_handle,
+					 why);
+	ret = rss_verbs_destroy(made, part, why->text, sizeof(why->text));
 
 	if (ret == 0 && part == IBC_OBJ_QP && qp)
 		verbs_ptrs_del(&verbs_ctx_of(base)->qps, qp);
 	return ret;
+}
+
+/* Restart: the parts live on in the context's kernel state (its cmd_fd
+ * was in the store); nothing to make, they go by handle
+ * (verbs_rss_destroy). mlx5 only: unverified on hardware. */
+static int verbs_rss_adopt(struct device_ctx *base,
+			   const struct rss_spec *spec,
+			   const struct rss_made *at, struct rss_made *ret,
+			   struct why *why)
+{
+	(void)base;
+	(void)spec;
+	(void)why;
+	*ret = *at;
+	ret->priv = NULL;
+	ret->adopted = true;
+	return 0;
 }
 
 static const struct device_ctx_ops verbs_ctx_ops = {
@@ -565,8 +668,10 @@ static const struct device_ctx_ops verbs_ctx_ops = {
 	.obj_destroy = verbs_obj_destroy,
 	.dm_alloc = verbs_dm_alloc,
 	.dm_free = verbs_dm_free,
+	.dm_adopt = verbs_dm_adopt,
 	.rss_create = verbs_rss_create,
 	.rss_destroy = verbs_rss_destroy,
+	.rss_adopt = verbs_rss_adopt,
 	.handle_list = verbs_handle_list,
 };
 

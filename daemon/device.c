@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <rdma/ib_user_verbs.h>
 
@@ -129,6 +130,25 @@ static int default_dm_free(struct device_ctx *ctx, struct device_dm *dm,
 		       ctx->dev->name);
 }
 
+static int default_dm_adopt(struct device_ctx *ctx, uint32_t handle,
+			    uint64_t length, int fd, struct device_dm *ret,
+			    struct why *why)
+{
+	return why_set(why, -EOPNOTSUPP,
+			  "%s cannot take back device memory after a restart",
+			  ctx->dev->name);
+}
+
+static int default_rss_adopt(struct device_ctx *ctx,
+			     const struct rss_spec *spec,
+			     const struct rss_made *at, struct rss_made *ret,
+			     struct why *why)
+{
+	return why_set(why, -EOPNOTSUPP,
+			  "%s cannot take back an RSS object after a restart",
+			  ctx->dev->name);
+}
+
 static int default_xrcd_hold(struct device *dev, int fd, uint64_t ino,
 			     void **ret, struct why *why)
 {
@@ -140,6 +160,13 @@ static int default_xrcd_hold(struct device *dev, int fd, uint64_t ino,
 
 static void default_xrcd_drop(struct device *dev, void *xrcd)
 {
+}
+
+static int default_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
+			     uint32_t pd_handle, struct device_ctx **ret_ctx)
+{
+	close(fd);
+	return -EOPNOTSUPP;
 }
 
 static int default_rss_create(struct device_ctx *ctx,
@@ -158,6 +185,14 @@ static int default_rss_destroy(struct device_ctx *ctx, struct rss_made *made,
 {
 	return why_set(why, -EOPNOTSUPP, "%s makes no RSS tables",
 		       ctx->dev->name);
+}
+
+static int default_obj_restore(struct device_ctx *ctx,
+			       const struct obj_spec *spec, uint32_t handle,
+			       struct obj_made *ret, struct why *why)
+{
+	return why_set(why, -EOPNOTSUPP, "%s: the broker makes none of "
+			  "its objects", ctx->dev->name);
 }
 
 static int default_handle_list(struct device_ctx *ctx, unsigned int type,
@@ -191,17 +226,21 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(o, ops, shutdown, default_shutdown);
 	FILL(o, ops, xrcd_hold, default_xrcd_hold);
 	FILL(o, ops, xrcd_drop, default_xrcd_drop);
+	FILL(o, ops, ctx_adopt, default_ctx_adopt);
 	c->close = ctx_ops->close;
 	c->fd = ctx_ops->fd;
 	c->pd_handle = ctx_ops->pd_handle;
 	FILL(c, ctx_ops, event_fd, default_ctx_event_fd);
 	FILL(c, ctx_ops, handle_event, default_ctx_handle_event);
 	FILL(c, ctx_ops, obj_create, default_obj_create);
+	FILL(c, ctx_ops, obj_restore, default_obj_restore);
 	FILL(c, ctx_ops, obj_destroy, default_obj_destroy);
 	FILL(c, ctx_ops, dm_alloc, default_dm_alloc);
 	FILL(c, ctx_ops, dm_free, default_dm_free);
+	FILL(c, ctx_ops, dm_adopt, default_dm_adopt);
 	FILL(c, ctx_ops, rss_create, default_rss_create);
 	FILL(c, ctx_ops, rss_destroy, default_rss_destroy);
+	FILL(c, ctx_ops, rss_adopt, default_rss_adopt);
 	FILL(c, ctx_ops, handle_list, default_handle_list);
 	FILL(c, ctx_ops, import_open, default_import_open);
 	FILL(c, ctx_ops, import_close, default_import_close);

@@ -179,6 +179,9 @@ struct rss_made {
 	/* The implementation's (verbs: the libibverbs objects); NULL once
 	 * every part is destroyed. */
 	void *priv;
+	/* Taken back after a restart (rss_adopt): no implementation's
+	 * objects, the parts go by handle. */
+	bool adopted;
 };
 
 struct device;
@@ -212,6 +215,16 @@ struct device_ops {
 			 struct why *why);
 	/* Let the hold go (ibv_close_xrcd). Default: nothing. */
 	void (*xrcd_drop)(struct device *dev, void *xrcd);
+	/*
+	 * Restart (restore.c): make the context @ctx_id again over @fd
+	 * (taken, also on failure), the descriptor a previous daemon's
+	 * ctx_open handed out, which clients still hold, with its PD
+	 * @pd_handle. -EBADMSG for a descriptor that is not that context's.
+	 * Default: -EOPNOTSUPP (the context cannot be adopted: closed, its
+	 * clients told).
+	 */
+	int (*ctx_adopt)(struct device *dev, uint64_t ctx_id, int fd,
+			 uint32_t pd_handle, struct device_ctx **ret_ctx);
 };
 
 /* Context-level operations. close, fd and pd_handle are required. */
@@ -243,6 +256,14 @@ struct device_ctx_ops {
 	int (*obj_destroy)(struct device_ctx *ctx, enum ibc_obj_kind kind,
 			   uint32_t handle, struct why *why);
 	/*
+	 * Restart (restore.c): make again, at @handle, the object @spec
+	 * made before the daemon restarted, for a device whose kernel the
+	 * daemon is (soft). Default: -EOPNOTSUPP.
+	 */
+	int (*obj_restore)(struct device_ctx *ctx, const struct obj_spec *spec,
+			   uint32_t handle, struct obj_made *ret,
+			   struct why *why);
+	/*
 	 * Device memory. dm_alloc: @length bytes (whole pages), aligned to
 	 * 2^@log_align, zeroed before anyone sees them; -ENOMEM when the
 	 * device's memory is exhausted, -EINVAL for what it cannot give.
@@ -255,6 +276,18 @@ struct device_ctx_ops {
 	int (*dm_free)(struct device_ctx *ctx, struct device_dm *dm,
 		       struct why *why);
 	/*
+	 * Restart (dm-state.c): take back the DM @handle of @length bytes
+	 * that the previous daemon allocated in this (re-adopted) context:
+	 * soft, its record made again at @handle (unless the context has
+	 * it), its memfd @fd (taken on success) must be the DM's; verbs,
+	 * ibv_import_dm() by handle (@fd is -1). Counted in the device's
+	 * reserve again. -EEXIST for a handle another object has, -EINVAL
+	 * for an fd that is not the DM. Default: -EOPNOTSUPP.
+	 */
+	int (*dm_adopt)(struct device_ctx *ctx, uint32_t handle,
+			uint64_t length, int fd, struct device_dm *ret,
+			struct why *why);
+	/*
 	 * RSS (daemon/rss.c): make table, QP and flow rule, all or none;
 	 * destroy one part of @made (IBC_OBJ_FLOW, IBC_OBJ_QP, then
 	 * IBC_OBJ_RWQ_IND_TBL: -EBUSY in any other order). Default:
@@ -265,6 +298,15 @@ struct device_ctx_ops {
 			  struct rss_made *ret, struct why *why);
 	int (*rss_destroy)(struct device_ctx *ctx, struct rss_made *made,
 			   enum ibc_obj_kind part, struct why *why);
+	/*
+	 * Restart (rss-state.c): take back the RSS object of @spec whose
+	 * parts the previous daemon made at @at's handles: soft, made again
+	 * there; verbs, the kernel kept them in the context (destroyed by
+	 * handle later). Default: -EOPNOTSUPP.
+	 */
+	int (*rss_adopt)(struct device_ctx *ctx, const struct rss_spec *spec,
+			 const struct rss_made *at, struct rss_made *ret,
+			 struct why *why);
 	/*
 	 * The kernel's handle list (daemon/unaccounted.c): the handles of
 	 * every object of @type in the context, whoever made it, at most

@@ -21,6 +21,7 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/metrics.h"
+#include "daemon/restart-srv.h"
 #include "daemon/server.h"
 
 static const struct handler handlers[] = {
@@ -195,12 +196,15 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		return false;
 	}
 	r.msg.serial = req->serial;
+	restart_request_read(c, req->serial);
 	h = dispatch_lookup(req->body_case);
 	ret = dispatch_request(c, h, req, fds, &r, &fatal);
+	if (ret >= 0)
+		restart_request_done(c, req->body_case);
 	/* A descriptor no field claimed is closed here. */
 	wire_fds_close(fds);
 	c->requests++;
-	c->srv->requests_served++;
+	c->srv->core.requests_served++;
 	/* What a non-administrator's status shows. */
 	if (c->cl.domain)
 		c->cl.domain->requests++;
@@ -213,6 +217,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 				c, log_escape(text, sizeof(text), r.why.text));
 	}
 	reply_send(c, &r);
+	restart_reply_sent(c);
 	wire_arena_reset(&dispatch_arena);
 	if (!fatal && c->state < CONN_CLOSING)
 		return true;

@@ -35,7 +35,10 @@ static int dm_reply(struct dm *dm, struct dm_hold *h, struct reply *r,
 		out->has_status = true;
 		out->status_fd_index = r->nfds;
 		r->fds[r->nfds++] = h->s->fd;
-		h->s->sent = true;
+		if (!h->s->sent) {
+			h->s->sent = true;
+			dm_journal_session_sent(dm->ctx->core, h->s);
+		}
 	}
 	if (dm->dd.fd >= 0) {
 		out->has_fd = true;

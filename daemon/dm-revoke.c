@@ -40,18 +40,34 @@ static void dm_revoke_grace_cb(evutil_socket_t fd, short what, void *arg)
 			 "%s (the DM goes when it unimports or dies)",
 			 dm->holds[0].o->owner->client_id,
 			 dm->n_holds > 1 ? " and others" : "");
+	dm_journal(core, dm);
 	log_notice("DM %" PRIu64 ": revoke grace period over; %s", id,
 		   dm->n_holds ? dm->blocked_by : "free blocked by an MR");
 }
 
-int dm_revoke(struct core *core, uint64_t id, uint64_t client_id, uid_t uid,
-	      struct why *why)
+int dm_revoke_arm(struct core *core, struct dm *dm)
 {
 	uint32_t grace = core->config.limits.dm_revoke_grace_ms;
 	struct timeval tv = {
 		.tv_sec = grace / 1000,
 		.tv_usec = (suseconds_t)(grace % 1000) * 1000,
 	};
+
+	dm->revoke_ev = evtimer_new(core->base, dm_revoke_grace_cb, dm);
+	if (!dm->revoke_ev || event_add(dm->revoke_ev, &tv) < 0) {
+		/* A later revoke makes its own. */
+		if (dm->revoke_ev)
+			event_free(dm->revoke_ev);
+		dm->revoke_ev = NULL;
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+int dm_revoke(struct core *core, uint64_t id, uint64_t client_id, uid_t uid,
+	      struct why *why)
+{
+	uint32_t grace = core->config.limits.dm_revoke_grace_ms;
 	struct dm *dm = dm_find_id(core, id);
 	char reason[160];
 
@@ -61,14 +77,8 @@ int dm_revoke(struct core *core, uint64_t id, uint64_t client_id, uid_t uid,
 	if (dm->revoked)
 		return why_set(why, -EALREADY,
 			       "DM %" PRIu64 " was revoked already", id);
-	dm->revoke_ev = evtimer_new(core->base, dm_revoke_grace_cb, dm);
-	if (!dm->revoke_ev || event_add(dm->revoke_ev, &tv) < 0) {
-		/* A later revoke makes its own. */
-		if (dm->revoke_ev)
-			event_free(dm->revoke_ev);
-		dm->revoke_ev = NULL;
+	if (dm_revoke_arm(core, dm) < 0)
 		return why_set(why, -ENOMEM, "out of memory");
-	}
 	dm_mark_revoked(dm);
 	log_notice("DM %" PRIu64 " of domain %s revoked by client %" PRIu64
 		   " (uid %u); %u imports, grace %u ms",

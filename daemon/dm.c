@@ -26,6 +26,7 @@
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
 #include "daemon/core.h"
+#include "daemon/restart.h"
 #include "daemon/user.h"
 
 static uint64_t dm_page_size(void)
@@ -36,7 +37,6 @@ static uint64_t dm_page_size(void)
 }
 
 static int dm_release(struct core *core, struct obj *o, void *data);
-static void dm_retry_later(struct core *core);
 
 static void dm_retry_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -173,6 +173,19 @@ static int dm_session_of(struct core *core, struct client *c, struct why *why,
 		       MAP_SHARED, s->fd, 0);
 	if (s->page == MAP_FAILED)
 		goto fail;
+	/* Restart: the page outlives the daemon, or nothing is made. */
+	err = dm_journal_session(core, s);
+	if (err < 0) {
+		munmap(s->page, DM_STATUS_SLOTS);
+		close(s->fd);
+		user_uncharge_dm_page(s->user);
+		user_unref(core, s->user);
+		free(s);
+		return why_set(why, err,
+			       "the fd store cannot keep the DM status "
+			       "page: %s",
+			       strerror(-err));
+	}
 	TAILQ_INSERT_TAIL(&dm_state(core)->sessions, s, link);
 	*ret = s;
 	return 0;
@@ -189,6 +202,7 @@ fail:
 
 static void dm_session_free(struct core *core, struct dm_session *s)
 {
+	dm_journal_session_gone(core, s);
 	TAILQ_REMOVE(&dm_state(core)->sessions, s, link);
 	munmap(s->page, DM_STATUS_SLOTS);
 	close(s->fd);
@@ -266,9 +280,11 @@ static void dm_hold_drop(struct dm *dm, unsigned int i)
 	if (last && !dm->claim && !dm->persistent && !dm->free_asked &&
 	    o->owner->state != OWNER_DEAD && dm_is_allocator(dm, o)) {
 		dm->claim = o;
+		dm_journal(dm->ctx->core, dm);
 		return;
 	}
 	objects_remove(o);
+	dm_journal(dm->ctx->core, dm);
 }
 
 /* The free is asked: the allocator's claim has done its work. */
@@ -279,11 +295,12 @@ void dm_set_free_asked(struct dm *dm)
 		objects_remove(dm->claim);
 		dm->claim = NULL;
 	}
+	dm_journal(dm->ctx->core, dm);
 }
 
 /* --- records -------------------------------------------------------------- */
 
-static void dm_retry_later(struct core *core)
+void dm_retry_later(struct core *core)
 {
 	struct timeval tv = { .tv_usec = DM_RETRY_MS * 1000 };
 
@@ -291,11 +308,12 @@ static void dm_retry_later(struct core *core)
 		event_add(dm_state(core)->retry_ev, &tv);
 }
 
-static void dm_forget(struct core *core, struct dm *dm)
+void dm_forget(struct core *core, struct dm *dm)
 {
 	struct dm_table *t = dm_state(core);
 	struct obj *mr;
 
+	dm_journal_forget(core, dm);
 	if (dm->blocked)
 		t->n_blocked--;
 	if (dm->revoke_ev)
@@ -357,6 +375,7 @@ bool dm_try_free(struct core *core, struct dm *dm)
 		}
 		snprintf(dm->blocked_by, sizeof(dm->blocked_by), "%s",
 			 why.text);
+		dm_journal(core, dm);
 		return false;
 	}
 	if (ret < 0)
@@ -420,6 +439,7 @@ void dm_mark_revoked(struct dm *dm)
 	for (unsigned int i = 0; i < dm->n_holds; i++)
 		if (dm->holds[i].s)
 			dm->holds[i].s->page[dm->holds[i].slot] = 1;
+	dm_journal(dm->ctx->core, dm);
 }
 
 /*
@@ -459,13 +479,17 @@ void dm_conn_closing(struct client *c)
 				if (dm->holds[i].s == sess)
 					dm->holds[i].s = NULL;
 		dm_session_free(core, sess);
+		TAILQ_FOREACH(dm, &dm_state(core)->dms, link)
+			dm_journal(core, dm);
 	}
 	/* It can ask nothing more; but its process may still use its DMs
 	 * (detached, as the registry's objects are): their free is asked
 	 * when it dies (dm_release), not now. */
 	TAILQ_FOREACH(dm, &dm_state(core)->dms, link) {
-		if (dm->allocator == c)
+		if (dm->allocator == c) {
 			dm->allocator = NULL;
+			dm_journal(core, dm);
+		}
 	}
 }
 
@@ -490,6 +514,7 @@ static int dm_release(struct core *core, struct obj *o, void *data)
 		if (dm->claim == o) {
 			dm->claim = NULL;
 			objects_remove(o);
+			dm_journal(core, dm);
 			dm_allocator_dead(core, dm);
 			return 0;
 		}
@@ -538,6 +563,10 @@ static void dm_fini(struct core *core)
 
 	if (!dm_state(core))
 		return;
+	/* Handing off to the next daemon: the DMs, their bytes and their
+	 * stored fds are its; only this process's copies go. */
+	if (restart_handing_off(core))
+		dm_state_leave(core);
 	while ((dm = TAILQ_FIRST(&dm_state(core)->dms))) {
 		dm->n_holds = 0;
 		dm->claim = NULL;
@@ -726,6 +755,13 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 			       " bytes of it)",
 			       dev_why.text, x->dev->dm_reserved);
 	}
+	ret = dm_journal_store_fd(core, dm);
+	if (ret < 0) {
+		x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &dev_why);
+		free(dm);
+		return why_set(why, ret, "the fd store cannot keep the DM: %s",
+			       strerror(-ret));
+	}
 	dm->ctx = x;
 	dm->domain = x->domain;
 	dm->length = rounded;
@@ -758,10 +794,12 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 	TAILQ_INSERT_TAIL(&dm_state(core)->dms, dm, link);
 	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
 	dm_state(core)->n++;
+	dm_journal(core, dm);
 	*ret_dm = dm;
 	*ret_hold = h;
 	return 0;
 fail:
+	dm_journal_forget(core, dm);
 	x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &dev_why);
 	free(dm->holds);
 	free(dm);
@@ -788,6 +826,7 @@ int dm_import(struct client *c, uint64_t ctx_id, uint32_t handle,
 	ret = dm_hold_add(dm, c, why, ret_hold);
 	if (ret < 0)
 		return ret;
+	dm_journal(c->core, dm);
 	*ret_dm = dm;
 	return 0;
 }
@@ -942,6 +981,7 @@ const struct family dm_family = {
 	.rekey_noun = "DMs",
 	.requests = dm_requests,
 	.rekey_reply_field = offsetof(Rdmab__DomainRekeyReply, destroyed_dms),
+	.restore = dm_restore,
 	.obj_hooks =
 		{
 			[IBC_OBJ_DM] = &dm_imports,

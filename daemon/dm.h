@@ -29,6 +29,7 @@
 #include "proto/rdmabroker.pb-c.h"
 
 struct family;
+struct restore;
 
 struct core;
 struct client;
@@ -194,7 +195,36 @@ unsigned int dm_ctx_force(struct core *core, struct dctx *x,
 /* Fill the caps' DM fields for the wire. */
 #define DM_PERSISTENT_FLAG 1u
 
-/* --- within the DM family: dm.c, dm-list.c, dm-revoke.c ----------------- */
+/* --- within the DM family: dm.c, dm-list.c, dm-revoke.c, dm-state.c ---- */
+
+/*
+ * Restart (dm-state.c, restart.h): dm_journal() writes @dm's record as it
+ * is now, dm_journal_forget() ends it and takes its memfd out of the fd
+ * store; dm_journal_store_fd() puts a new soft DM's memfd there (0 or
+ * -errno: the alloc is refused). A session's status page: into the store
+ * with its record when made (dm_journal_session(), 0 or -errno), its
+ * "sent" (dm_journal_session_sent()), out when it goes. All no-ops with
+ * restart off.
+ */
+void dm_journal(struct core *core, const struct dm *dm);
+void dm_journal_forget(struct core *core, const struct dm *dm);
+int dm_journal_store_fd(struct core *core, const struct dm *dm);
+int dm_journal_session(struct core *core, const struct dm_session *s);
+void dm_journal_session_sent(struct core *core, const struct dm_session *s);
+void dm_journal_session_gone(struct core *core, const struct dm_session *s);
+/* The daemon hands off to the next one (restart_handing_off()): drop
+ * this process's records and descriptors, leave the DMs, the journal and
+ * the store as they are. */
+void dm_state_leave(struct core *core);
+/* The family's restore slot (family.h). */
+int dm_restore(struct core *core, struct restore *rs);
+/* Arm @dm's revoke grace period (dm-revoke.c): 0 or -ENOMEM. */
+int dm_revoke_arm(struct core *core, struct dm *dm);
+/* Drop @dm's record: uncharged, off every list, freed; the device's DM
+ * is the caller's (freed, or left to the context). */
+void dm_forget(struct core *core, struct dm *dm);
+/* Try the blocked frees again in DM_RETRY_MS. */
+void dm_retry_later(struct core *core);
 
 /* The DM with broker id @id, or NULL. */
 struct dm *dm_find_id(struct core *core, uint64_t id);

@@ -20,6 +20,7 @@ struct dctx;
 struct device;
 struct obj_family;
 struct handler;
+struct restore;
 
 /* A request a family serves: the dispatch table's entry for @body_case
  * (an RDMAB__REQUEST__BODY_* value). */
@@ -76,9 +77,14 @@ struct family {
 	 * families may watch one kind; the registry calls each in order,
 	 * with core->family_state[id] as the hooks' data. */
 	const struct obj_family *obj_hooks[OBJ_KIND_COUNT];
-	/* The restart's (issue 25): NULL, nothing to keep yet. */
-	int (*save)(struct core *core, int fd);
-	int (*restore)(struct core *core, int fd);
+	/* Restart (issue 25; the contract is restart.h's): at start,
+	 * after the registry came back, re-adopt the family's records and
+	 * stored fds from @rs; 0, or a negative errno after
+	 * restore_fail(): the adopted sessions then end (no half
+	 * registry). NULL: the family keeps nothing across a restart.
+	 * (No save slot: a family journals its records as they change,
+	 * and the journal compacts them itself.) */
+	int (*restore)(struct core *core, struct restore *rs);
 };
 
 /* Every family, indexed by enum family_id (families.c). */

@@ -43,6 +43,9 @@ static void usage(FILE *f)
 		"                          its reply: auto (when the client "
 		"ran meanwhile),\n"
 		"                          always or never (default auto)\n"
+		"      --no-restart        keep no state for a restart "
+		"(sessions end with\n"
+		"                          the daemon)\n"
 		"  -l, --log-level LEVEL   err, warning, notice, info, debug "
 		"(default info)\n"
 		"  -f, --foreground        stay in the foreground (always; "
@@ -82,6 +85,7 @@ int main(int argc, char **argv)
 		{ "device", required_argument, NULL, 'd' },
 		{ "max-clients", required_argument, NULL, 'M' },
 		{ "read-on", required_argument, NULL, 'R' },
+		{ "no-restart", no_argument, NULL, 'N' },
 		{ "log-level", required_argument, NULL, 'l' },
 		{ "foreground", no_argument, NULL, 'f' },
 		{ "check-config", optional_argument, NULL, 'C' },
@@ -156,6 +160,9 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			break;
+		case 'N':
+			opt.no_restart = true;
+			break;
 		case 'l':
 			ret = log_parse_level(optarg);
 			if (ret < 0) {
@@ -205,6 +212,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 
+	opt.argv = argv;
 	ret = server_init(&srv, &opt);
 	/* The metrics listener reads the server, which names it not. */
 	if (ret == 0)

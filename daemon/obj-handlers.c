@@ -20,6 +20,7 @@
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
+#include "daemon/restart.h"
 #include "daemon/server.h"
 
 /* An ObjectInfo is under 200 bytes with the longest names, its owner's
@@ -28,7 +29,7 @@
 #define OBJ_LIST_PAGE 128
 #define OBJ_LIST_CGROUP_BYTES (16 * 1024)
 
-static void attr_from_wire(struct obj_attr *a, const Rdmab__ObjAttr *w)
+void obj_attr_from_wire(struct obj_attr *a, const Rdmab__ObjAttr *w)
 {
 	memset(a, 0, sizeof(*a));
 	if (!w)
@@ -172,7 +173,7 @@ static int obj_make(struct conn *c, struct dctx *x,
 
 	if (!given)
 		return reply_error(r, -ENOMEM, "out of memory");
-	attr_from_wire(&spec.attr, q->attr);
+	obj_attr_from_wire(&spec.attr, q->attr);
 	spec.import = dctx_conn_import(&c->cl, x);
 	ret = resolve_uses(c, x, q->uses, q->n_uses, &spec, r);
 	if (ret < 0)
@@ -189,6 +190,7 @@ static int obj_make(struct conn *c, struct dctx *x,
 	o->handle = made.handle;
 	if (q->n_uses)
 		obj_note_uses(c, q, o);
+	restart_obj_made(c->cl.core, o, &spec, q->attr);
 	made_to_wire(out, o, &made, given);
 	return 0;
 }
@@ -251,6 +253,7 @@ int h_obj_create(struct conn *c, const Rdmab__Request *req,
 			return ret;
 		if (q->n_uses)
 			obj_note_uses(c, q, o);
+		restart_obj_saved(c->cl.core, o);
 		out->object_id = o->id;
 		out->handle = o->handle;
 		break;
@@ -505,7 +508,7 @@ int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 				   "an object uses at most %d others, not %zu",
 				   OBJ_MAX_USES, q->n_uses);
 	spec.kind = o->kind;
-	attr_from_wire(&spec.attr, q->attr);
+	obj_attr_from_wire(&spec.attr, q->attr);
 	spec.import = dctx_conn_import(&c->cl, o->ctx);
 	ret = resolve_uses(c, o->ctx, q->uses, q->n_uses, &spec, r);
 	if (ret < 0)
@@ -515,6 +518,7 @@ int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, ret, "%s", why.text);
 	o->handle = made.handle;
 	o->window_made = true;
+	restart_obj_made(c->cl.core, o, &spec, q->attr);
 	rdmab__obj_create_reply__init(out);
 	made_to_wire(out, o, &made, given);
 	r->msg.body_case = RDMAB__REPLY__BODY_OBJ_KERNEL_CALL;

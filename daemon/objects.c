@@ -17,6 +17,7 @@
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/core.h"
+#include "daemon/restart.h"
 
 const enum ibc_obj_kind obj_cleanup_order[] = {
 	IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL, IBC_OBJ_SRQ,
@@ -147,6 +148,14 @@ int objects_add(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
 		bool intent, bool made_here, uint32_t handle, struct why *why,
 		struct obj **ret)
 {
+	return objects_add_id(c, x, kind, intent, made_here, handle, 0, why,
+			      ret);
+}
+
+int objects_add_id(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
+		   bool intent, bool made_here, uint32_t handle, uint64_t id,
+		   struct why *why, struct obj **ret)
+{
 	struct registry *reg = c->core->registry;
 	struct obj_owner *ow;
 	struct obj *o;
@@ -161,7 +170,8 @@ int objects_add(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
 			obj_free(reg, o);
 		return why_set(why, -ENOMEM, "out of memory");
 	}
-	err = id_next(&c->core->ids.objects, &o->id);
+	o->id = id;
+	err = id ? 0 : id_next(&c->core->ids.objects, &o->id);
 	if (err < 0) {
 		obj_free(reg, o);
 		return why_set(why, err, "the broker has no object ids left");
@@ -203,6 +213,11 @@ struct obj *objects_find(struct client *c, uint64_t id)
 	return o && o->owner == c->owner ? o : NULL;
 }
 
+struct obj *objects_find_id(struct core *core, uint64_t id)
+{
+	return hash_find(core->registry, id);
+}
+
 struct obj *objects_find_in_domain(struct client *c, uint64_t id)
 {
 	struct obj *o = hash_find(c->core->registry, id);
@@ -216,6 +231,7 @@ void objects_set_handle(struct obj *o, uint32_t handle)
 	o->intent = false;
 	o->owner->n_intents--;
 	o->owner->n_objs++;
+	restart_obj_saved(o->owner->reg->core, o);
 }
 
 /* Take @o out of the registry; its charge is the caller's. */
@@ -229,6 +245,7 @@ static void obj_unlink(struct obj *o)
 	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
 		if (w[i].fam->removed)
 			w[i].fam->removed(reg->core, o, *w[i].data);
+	restart_obj_gone(reg->core, o);
 	TAILQ_REMOVE(&reg->objs, o, link);
 	TAILQ_REMOVE(&ow->kinds[o->kind], o, kind_link);
 	TAILQ_REMOVE(&x->objs, o, ctx_link);

@@ -247,12 +247,22 @@ int objects_hook_before_owner_destroy(struct registry *reg, struct obj *o,
 int objects_add(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
 		bool intent, bool made_here, uint32_t handle, struct why *why,
 		struct obj **ret);
+/* The same with the id @id (0: a new one): a restore's. */
+int objects_add_id(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
+		   bool intent, bool made_here, uint32_t handle, uint64_t id,
+		   struct why *why, struct obj **ret);
+/* The wire's object attributes in device terms (obj-handlers.c). */
+struct Rdmab__ObjAttr;
+void obj_attr_from_wire(struct obj_attr *a,
+			const struct Rdmab__ObjAttr *w);
 /* The record @id of @c's session; NULL for any other (another session's,
  * another domain's, none: one answer). */
 struct obj *objects_find(struct client *c, uint64_t id);
 /* The record @id of any client of @c's domain; NULL for another
  * domain's or none. */
 struct obj *objects_find_in_domain(struct client *c, uint64_t id);
+/* Any record by id, whoever owns it (the restart's restore), or NULL. */
+struct obj *objects_find_id(struct core *core, uint64_t id);
 /* An intent gets its handle. */
 void objects_set_handle(struct obj *o, uint32_t handle);
 /* Forget @o and give its quota back. */

@@ -36,6 +36,7 @@
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
+#include "daemon/restart.h"
 #include "daemon/rss.h"
 #include "daemon/core.h"
 
@@ -77,8 +78,46 @@ static struct rss_table *rss_state(const struct core *core)
 	return core->family_state[FAMILY_RSS];
 }
 
+/* Restart: @r's record as it is now (rss-state.c). */
+static void rss_journal_now(struct rss *r)
+{
+	struct rss_rec rec = {
+		.id = r->id,
+		.ctx_id = r->x->id,
+		.flow_object = r->flow ? r->flow->id : 0,
+		.qp_object = r->qp ? r->qp->id : 0,
+		.tbl_object = r->tbl ? r->tbl->id : 0,
+		.owner = r->tbl   ? r->tbl->owner->client_id :
+			 r->qp	  ? r->qp->owner->client_id :
+			 r->flow ? r->flow->owner->client_id :
+				    0,
+		.port_num = r->port_num,
+		.log_size = r->log_size,
+		.priority = r->priority,
+		.rebuilds = r->rebuilds,
+		.key = r->key,
+		.hash_fields = r->hash_fields,
+		.match = r->match,
+		.n_wqs = r->n_wqs,
+		.made = r->made,
+	};
+	uint64_t *ids;
+
+	if (!restart_journal(r->x->core))
+		return;
+	ids = calloc(r->n_wqs ? r->n_wqs : 1, sizeof(*ids));
+	if (!ids)
+		return;
+	for (uint32_t i = 0; i < r->n_wqs; i++)
+		ids[i] = r->wqs[i]->id;
+	rec.wqs = ids;
+	rss_journal(r->x->core, &rec);
+	free(ids);
+}
+
 static void rss_free(struct rss *r)
 {
+	rss_journal_gone(r->x->core, r->id);
 	TAILQ_REMOVE(&rss_state(r->x->core)->all, r, link);
 	charge_release(&r->charge);
 	free(r->wqs);
@@ -366,6 +405,8 @@ static void rss_part_removed(struct core *core, struct obj *o, void *data)
 		r->tbl = NULL;
 	if (!r->flow && !r->qp && !r->tbl)
 		rss_free(r);
+	else
+		rss_journal_now(r);
 }
 
 /* Destroy every part of @r that is left; frees @r when all went. */
@@ -487,6 +528,7 @@ static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 	r->n_wqs = n;
 	r->priority ^= 1;
 	r->rebuilds++;
+	rss_journal_now(r);
 	log_info("RSS %" PRIu64 ": rebuilt over %u WQs without %u (WQ "
 		 "%" PRIu64 " among them)",
 		 r->id, n, n_gone, wq->id);
@@ -596,6 +638,72 @@ static void rss_device_gone(struct core *core, struct device *dev,
 		if (r->tbl)
 			r->tbl->family_obj = NULL;
 		free(r->made.priv);
+		rss_free(r);
+	}
+}
+
+int rss_adopt(struct core *core, const struct rss_rec *rec, struct dctx *x,
+	      struct obj *flow, struct obj *qp, struct obj *tbl,
+	      struct obj **wqs)
+{
+	struct rss *r = calloc(1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	r->wqs = calloc(rec->n_wqs ? rec->n_wqs : 1, sizeof(*r->wqs));
+	if (!r->wqs) {
+		free(r);
+		return -ENOMEM;
+	}
+	r->x = x;
+	r->flow = flow;
+	r->qp = qp;
+	r->tbl = tbl;
+	r->id = rec->id;
+	r->port_num = rec->port_num;
+	r->log_size = rec->log_size;
+	memcpy(r->key, rec->key, RSS_KEY_LEN);
+	r->hash_fields = rec->hash_fields;
+	r->match = rec->match;
+	r->priority = rec->priority;
+	r->rebuilds = rec->rebuilds;
+	r->n_wqs = rec->n_wqs;
+	memcpy(r->wqs, wqs, rec->n_wqs * sizeof(*wqs));
+	/* The kernel's handles; the implementation's own objects are not
+	 * this process's (verbs destroys the parts by handle). */
+	r->made = rec->made;
+	r->made.priv = NULL;
+	if (flow)
+		flow->family_obj = r;
+	if (qp)
+		qp->family_obj = r;
+	if (tbl)
+		tbl->family_obj = r;
+	charge_take(&r->charge, domain_pool(x->domain), CHARGE_RSS_TABLES, 1);
+	TAILQ_INSERT_TAIL(&rss_state(core)->all, r, link);
+	rss_journal_now(r);
+	return 0;
+}
+
+void rss_adopt_undo(struct core *core)
+{
+	static const enum ibc_obj_kind kinds[3] = { IBC_OBJ_FLOW, IBC_OBJ_QP,
+						    IBC_OBJ_RWQ_IND_TBL };
+	struct why why;
+	struct rss *r;
+
+	/* The parts the restore made, on the device and in the registry. */
+	while ((r = TAILQ_FIRST(&rss_state(core)->all))) {
+		struct obj *parts[3] = { r->flow, r->qp, r->tbl };
+
+		for (int i = 0; i < 3; i++) {
+			r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made,
+							kinds[i], &why);
+			if (parts[i]) {
+				parts[i]->family_obj = NULL;
+				objects_remove(parts[i]);
+			}
+		}
 		rss_free(r);
 	}
 }
@@ -919,6 +1027,7 @@ int rss_create(struct client *c, const Rdmab__RssCreateRequest *q,
 		rss_unmake(s);
 		return err;
 	}
+	rss_journal_now(s);
 	rdmab__rss_create_reply__init(out);
 	out->match = rss_match_to_wire(a, &s->match);
 	for (uint32_t i = 0; i < s->n_wqs; i++)
@@ -1044,4 +1153,5 @@ const struct family rss_family = {
 			[IBC_OBJ_RWQ_IND_TBL] = &rss_parts,
 			[IBC_OBJ_WQ] = &rss_wqs,
 		},
+	.restore = rss_restore,
 };

@@ -43,4 +43,40 @@ int rss_destroy_request(struct client *c, uint64_t id, struct why *why);
 int rss_list(struct client *c, const Rdmab__ListRequest *q,
 	     struct wire_arena *a, struct why *why, Rdmab__ListRssReply *out);
 
+/* --- within the RSS family: rss.c, rss-state.c ---------------------------- */
+
+#include <stdint.h>
+
+struct restore;
+struct obj;
+struct dctx;
+
+/* Restart (rss-state.c): an RSS object as plain values, so that the
+ * journal's code needs none of rss.c's structures. */
+struct rss_rec {
+	uint64_t id, ctx_id, flow_object, qp_object, tbl_object, owner;
+	uint32_t port_num, log_size, priority, rebuilds;
+	const uint8_t *key;
+	uint64_t hash_fields;
+	struct rss_match match;
+	uint32_t n_wqs;
+	/* The WQs' object ids, in the table's order. */
+	const uint64_t *wqs;
+	struct rss_made made;
+};
+
+/* Its record as it is now, and its end; no-ops with restart off. */
+void rss_journal(struct core *core, const struct rss_rec *r);
+void rss_journal_gone(struct core *core, uint64_t id);
+/* The family's restore slot (family.h). */
+int rss_restore(struct core *core, struct restore *rs);
+/* rss.c, for the restore: the RSS object @r on @x over the registry's
+ * records @flow, @qp, @tbl (NULL for a part that went) and @wqs, its
+ * charge taken again. 0 or -errno. */
+int rss_adopt(struct core *core, const struct rss_rec *r, struct dctx *x,
+	      struct obj *flow, struct obj *qp, struct obj *tbl,
+	      struct obj **wqs);
+/* Forget every RSS object the restore made (a record it could not use). */
+void rss_adopt_undo(struct core *core);
+
 #endif

@@ -15,10 +15,11 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "daemon/fdstore.h"
 #include "daemon/log.h"
 #include "daemon/sd.h"
 
-int sd_take_listener(void)
+int sd_take_listener(const struct fdstore *store)
 {
 	char **names = NULL;
 	int listener = -ENOENT;
@@ -34,6 +35,8 @@ int sd_take_listener(void)
 		int fd = SD_LISTEN_FDS_START + i;
 		const char *name = names && names[i] ? names[i] : "?";
 
+		if (fdstore_passed(store, fd))
+			continue;
 		if (listener < 0 &&
 		    sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) > 0) {
 			listener = fd;

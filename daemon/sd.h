@@ -13,7 +13,9 @@
  * AF_UNIX socket; every other passed descriptor is logged and closed.
  * Returns the fd, -ENOENT when systemd passed none, or -errno.
  */
-int sd_take_listener(void);
+struct fdstore;
+/* @store's descriptors (fdstore_passed()) are the restart's: skipped. */
+int sd_take_listener(const struct fdstore *store);
 
 /* sd_notify() wrappers; silent no-ops outside systemd. */
 void sd_ready(void);

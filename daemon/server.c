@@ -28,6 +28,7 @@
 #include "daemon/metrics.h"
 #include "daemon/notify.h"
 #include "daemon/rekey.h"
+#include "daemon/restart-srv.h"
 #include "daemon/runtime.h"
 #include "daemon/sd.h"
 #include "daemon/caps.h"
@@ -333,7 +334,7 @@ static void server_status_cb(evutil_socket_t fd, short what, void *arg)
 	struct server *srv = arg;
 
 	sd_status("%u clients, %" PRIu64 " requests served, %s device",
-		  srv->n_conns, srv->requests_served,
+		  srv->n_conns, srv->core.requests_served,
 		  device_kind_name(srv->core.devices.kind));
 }
 
@@ -361,6 +362,20 @@ static void server_shutdown(struct server *srv, const char *reason)
 
 	if (srv->stopping)
 		return;
+	/* SIGTERM: systemd's stop and restart alike (a stop then empties
+	 * the store); SIGINT, a person at a terminal, ends the sessions. */
+	if (strcmp(reason, "SIGTERM") == 0 && restart_keeps_sessions(srv)) {
+		/* The sessions and the state stay in the store for the
+		 * next daemon: no Event, no close of a session. */
+		log_notice("%s: exiting, %u clients kept for the next start",
+			   reason, srv->n_conns);
+		sd_stopping();
+		server_set_accepting(srv, false);
+		srv->stopping = true;
+		restart_handoff(srv);
+		event_base_loopexit(srv->core.base, NULL);
+		return;
+	}
 	log_notice("%s: shutting down, %u clients connected", reason,
 		   srv->n_conns);
 	sd_stopping();
@@ -649,13 +664,19 @@ int server_init(struct server *srv, const struct server_options *opt)
 	srv->core.base = event_base_new();
 	if (!srv->core.base)
 		return -ENOMEM;
+	ret = restart_init(srv);
+	if (ret < 0) {
+		log_err("cannot start the restart's store and journal: %s",
+			strerror(-ret));
+		return ret;
+	}
 	ret = families_init(&srv->core);
 	if (ret < 0)
 		return ret;
 	srv->metrics = metrics_new();
 	if (!srv->metrics)
 		return -ENOMEM;
-	ret = sd_take_listener();
+	ret = sd_take_listener(restart_fdstore(&srv->core));
 	if (ret == -ENOENT)
 		ret = server_bind(srv);
 	if (ret < 0)
@@ -668,6 +689,9 @@ int server_init(struct server *srv, const struct server_options *opt)
 		log_err("cannot set up the event loop: %s", strerror(-ret));
 		return ret;
 	}
+	ret = restart_restore(srv);
+	if (ret < 0)
+		return ret;
 	server_set_accepting(srv, true);
 	return 0;
 }
@@ -687,11 +711,15 @@ void server_fini(struct server *srv)
 {
 	struct conn *c;
 
+	if (restart_handing_off(&srv->core))
+		restart_exit();
+
 	while ((c = TAILQ_FIRST(&srv->conns)))
 		conn_close(c);
 	rekey_fini(&srv->core);
 	metrics_free(srv->metrics);
 	families_fini(&srv->core);
+	restart_fini(srv);
 	conns_lingering_free(srv);
 	domains_free(&srv->core);
 	users_free(&srv->core);

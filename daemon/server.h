@@ -58,6 +58,10 @@ struct server_options {
 	/* Read a connection's next request right after its reply
 	 * (conn_read_cb()). */
 	enum read_on read_on;
+	/* The command line, which a SIGUSR2 starts again (reexec.c). */
+	char **argv;
+	/* --no-restart: no journal, no store (restart.h). */
+	bool no_restart;
 };
 
 struct server {
@@ -92,7 +96,6 @@ struct server {
 	/* Refused and timed out clients: one line a while, whoever they
 	 * are. */
 	struct log_ratelimit refuse_rl;
-	uint64_t requests_served;
 	struct timespec started;
 	struct event *device_ev[DEVICE_MAX];
 	struct event *present_ev;

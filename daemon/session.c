@@ -14,6 +14,7 @@
 #include "daemon/handler.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
+#include "daemon/restart.h"
 #include "daemon/server.h"
 
 /* The library version is shown to the operator (rdmabrokerctl clients)
@@ -219,7 +220,7 @@ int h_status_get(struct conn *c, const Rdmab__Request *req,
 	if (policy_is_admin(&srv->core, &c->cl)) {
 		out->clients = srv->n_conns;
 		out->max_clients = srv->opt.max_conns;
-		out->requests_served = srv->requests_served + 1;
+		out->requests_served = srv->core.requests_served + 1;
 	} else {
 		out->clients = c->cl.domain->used.clients;
 		out->max_clients = c->cl.domain->limit.clients;
@@ -227,6 +228,13 @@ int h_status_get(struct conn *c, const Rdmab__Request *req,
 		out->domain = c->cl.domain->name;
 	}
 	out->pid = (uint32_t)getpid();
+	out->last_restore = reply_alloc(r, RESTART_STATUS_MAX);
+	if (!out->last_restore)
+		return reply_error(r, -ENOMEM, "out of memory");
+	restart_status(&srv->core, policy_is_admin(&srv->core, &c->cl),
+		       &out->generation,
+		       &out->restarts, &out->last_restore_usec,
+		       out->last_restore, RESTART_STATUS_MAX);
 	r->msg.body_case = RDMAB__REPLY__BODY_STATUS;
 	r->msg.status = out;
 	return 0;

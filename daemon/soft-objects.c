@@ -711,6 +711,69 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 	return 0;
 }
 
+/* The table reaches @handle and it is free: 0, or -ENOMEM, -EEXIST. */
+static int soft_room_at(struct soft_objs *o, uint32_t handle,
+			struct why *why)
+{
+	uint32_t cap = o->cap ? o->cap : SOFT_TABLE_MIN;
+
+	while (cap <= handle) {
+		if (cap * 2 <= cap)
+			return why_set(why, -ENOMEM, "%s: handle %u is "
+					  "out of reach", o->dev->name, handle);
+		cap *= 2;
+	}
+	if (cap > o->cap) {
+		struct soft_rec *r = realloc(o->recs, cap * sizeof(*r));
+
+		if (!r)
+			return why_set(why, -ENOMEM, "%s: out of memory",
+					  o->dev->name);
+		memset(r + o->cap, 0, (cap - o->cap) * sizeof(*r));
+		o->recs = r;
+		o->cap = cap;
+	}
+	if (o->recs[handle].kind != IBC_OBJ_NONE)
+		return why_set(why, -EEXIST, "%s: handle %u is taken",
+				  o->dev->name, handle);
+	return 0;
+}
+
+int soft_objs_create_at(struct soft_objs *o, const struct obj_spec *spec,
+			uint32_t handle, struct obj_made *ret,
+			struct why *why)
+{
+	uint32_t low = o->low;
+	int err = soft_room_at(o, handle, why);
+
+	if (err < 0)
+		return err;
+	/* soft_alloc() takes the first free handle from low on: make it
+	 * this one, then give low back (what was free below stays so). */
+	o->low = handle;
+	err = soft_objs_create(o, spec, ret, why);
+	if (err < 0 || low != handle)
+		o->low = low;
+	return err;
+}
+
+int soft_objs_add_dm_at(struct soft_objs *o, uint64_t length, uint32_t handle,
+			struct why *why)
+{
+	uint32_t low = o->low, h;
+	int err = soft_room_at(o, handle, why);
+
+	if (err < 0)
+		return err;
+	o->low = handle;
+	err = soft_objs_add_dm(o, length, &h);
+	if (err < 0 || low != handle)
+		o->low = low;
+	if (err < 0)
+		return why_set(why, err, "%s: out of memory", o->dev->name);
+	return 0;
+}
+
 int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 		      uint32_t handle, struct why *why)
 {
@@ -784,8 +847,37 @@ static int soft_add(struct soft_objs *o, enum ibc_obj_kind kind, int use,
 	return 0;
 }
 
-int soft_objs_rss_create(struct soft_objs *o, const struct rss_spec *spec,
-			 struct rss_made *ret, struct why *why)
+/* soft_add() at handle @at (NULL: the lowest free one), for a restart's
+ * RSS parts: 0, -EEXIST when it is taken, -ENOMEM. */
+static int soft_add_at(struct soft_objs *o, enum ibc_obj_kind kind, int use,
+		       bool uses_pd, const uint32_t *at, uint32_t *ret,
+		       struct why *why)
+{
+	uint32_t low = o->low;
+	int err;
+
+	if (!at) {
+		err = soft_add(o, kind, use, uses_pd, ret);
+		return err < 0 ? why_set(why, err, "%s: out of memory",
+					    o->dev->name) :
+				 0;
+	}
+	err = soft_room_at(o, *at, why);
+	if (err < 0)
+		return err;
+	o->low = *at;
+	err = soft_add(o, kind, use, uses_pd, ret);
+	if (err < 0 || low != *at)
+		o->low = low;
+	return err < 0 ? why_set(why, err, "%s: out of memory",
+				    o->dev->name) :
+			 0;
+}
+
+/* The RSS parts, at @at's handles when not NULL (a restart's). */
+static int soft_rss_make(struct soft_objs *o, const struct rss_spec *spec,
+			 const struct rss_made *at, struct rss_made *ret,
+			 struct why *why)
 {
 	struct rss_made made = { 0 };
 	uint32_t *wqs;
@@ -806,30 +898,47 @@ int soft_objs_rss_create(struct soft_objs *o, const struct rss_spec *spec,
 	if (!wqs)
 		return why_set(why, -ENOMEM, "out of memory");
 	memcpy(wqs, spec->wqs, spec->n_wqs * sizeof(*wqs));
-	err = soft_add(o, IBC_OBJ_RWQ_IND_TBL, -1, false, &made.tbl_handle);
+	err = soft_add_at(o, IBC_OBJ_RWQ_IND_TBL, -1, false,
+			  at ? &at->tbl_handle : NULL, &made.tbl_handle, why);
 	if (err < 0) {
 		free(wqs);
-		return why_set(why, err, "%s: out of memory", o->dev->name);
+		return err;
 	}
 	o->recs[made.tbl_handle].tbl_wqs = wqs;
 	o->recs[made.tbl_handle].n_tbl_wqs = spec->n_wqs;
 	for (uint32_t i = 0; i < spec->n_wqs; i++)
 		o->recs[wqs[i]].usecnt++;
-	err = soft_add(o, IBC_OBJ_QP, (int)made.tbl_handle, true,
-		       &made.qp_handle);
+	err = soft_add_at(o, IBC_OBJ_QP, (int)made.tbl_handle, true,
+			  at ? &at->qp_handle : NULL, &made.qp_handle, why);
 	if (err == 0)
-		err = soft_add(o, IBC_OBJ_FLOW, (int)made.qp_handle, false,
-			       &made.flow_handle);
+		err = soft_add_at(o, IBC_OBJ_FLOW, (int)made.qp_handle, false,
+				  at ? &at->flow_handle : NULL,
+				  &made.flow_handle, why);
 	if (err < 0) {
+		struct why w;
+
 		if (made.qp_handle)
-			soft_objs_destroy(o, IBC_OBJ_QP, made.qp_handle, why);
-		soft_objs_destroy(o, IBC_OBJ_RWQ_IND_TBL, made.tbl_handle, why);
-		return why_set(why, err, "%s: out of memory", o->dev->name);
+			soft_objs_destroy(o, IBC_OBJ_QP, made.qp_handle, &w);
+		soft_objs_destroy(o, IBC_OBJ_RWQ_IND_TBL, made.tbl_handle, &w);
+		return err;
 	}
 	/* mlx5 RSS QPs have no number of their own. */
 	made.qp_num = 0;
 	*ret = made;
 	return 0;
+}
+
+int soft_objs_rss_create(struct soft_objs *o, const struct rss_spec *spec,
+			 struct rss_made *ret, struct why *why)
+{
+	return soft_rss_make(o, spec, NULL, ret, why);
+}
+
+int soft_objs_rss_create_at(struct soft_objs *o, const struct rss_spec *spec,
+			    const struct rss_made *at, struct rss_made *ret,
+			    struct why *why)
+{
+	return soft_rss_make(o, spec, at, ret, why);
 }
 
 int soft_objs_rss_destroy(struct soft_objs *o, struct rss_made *made,

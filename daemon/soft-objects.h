@@ -99,6 +99,11 @@ void soft_objs_fini(struct soft_objs *o);
  */
 int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 		     struct obj_made *ret, struct why *why);
+/* The same at @handle (a restore: the handle its clients know): -EEXIST
+ * when it is taken. */
+int soft_objs_create_at(struct soft_objs *o, const struct obj_spec *spec,
+			uint32_t handle, struct obj_made *ret,
+			struct why *why);
 /* Destroy by handle: 0, -ENOENT, -EINVAL or -EBUSY (see above). */
 int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 		      uint32_t handle, struct why *why);
@@ -108,6 +113,10 @@ int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
  * it. */
 int soft_objs_add_dm(struct soft_objs *o, uint64_t length,
 		     uint32_t *ret_handle);
+/* Restart: the DM record @handle of @length made again (dm_adopt); 0,
+ * -EEXIST for a handle taken, -ENOMEM. */
+int soft_objs_add_dm_at(struct soft_objs *o, uint64_t length, uint32_t handle,
+			struct why *why);
 /* Open the XRC domain of inode @ino (made on the first open, as
  * ibv_open_xrcd with O_CREAT does), and let one open go. 0 or -ENOMEM. */
 int soft_xrcd_open(struct soft_dev *sd, uint64_t ino);
@@ -118,6 +127,11 @@ void soft_dev_fini(struct soft_dev *sd);
  * while the table lives), the QP the table, the flow rule the QP. */
 int soft_objs_rss_create(struct soft_objs *o, const struct rss_spec *spec,
 			 struct rss_made *ret, struct why *why);
+/* Restart: the RSS parts made again at @at's handles (rss_adopt); -EEXIST
+ * when one is taken. */
+int soft_objs_rss_create_at(struct soft_objs *o, const struct rss_spec *spec,
+			    const struct rss_made *at, struct rss_made *ret,
+			    struct why *why);
 int soft_objs_rss_destroy(struct soft_objs *o, struct rss_made *made,
 			  enum ibc_obj_kind part, struct why *why);
 

@@ -20,6 +20,7 @@
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/core.h"
+#include "daemon/restart.h"
 #include "daemon/xrcd.h"
 
 #define XRCD_DIR "xrcd"
@@ -51,6 +52,9 @@ struct xrcd_open {
 	uint64_t id;
 	uint64_t client_id;
 	pid_t pid;
+	/* Its place among the opens (the table's next_seq when made), which
+	 * a restart keeps, so that listings keep their order. */
+	uint64_t seq;
 };
 
 struct xrcd {
@@ -79,6 +83,7 @@ struct xrcd_table {
 	TAILQ_HEAD(, xrcd) xrcds;
 	TAILQ_HEAD(, xrcd_open) opens;
 	uint64_t next_file;
+	uint64_t next_seq;
 };
 
 static struct xrcd_table *table(struct core *core)
@@ -89,6 +94,45 @@ static struct xrcd_table *table(struct core *core)
 static size_t dev_index(struct core *core, const struct device *dev)
 {
 	return (size_t)(dev - core->devices.dev);
+}
+
+/* --- restart: the records as plain values (xrcd-state.c) ----------------- */
+
+static void name_rec(struct core *core, const struct xrcd *x,
+		     struct xrcd_name_rec *r)
+{
+	*r = (struct xrcd_name_rec){ .name = x->name, .owner = x->owner,
+				     .file = x->file, .declared = x->declared,
+				     .fd = x->fd, .ino = x->ino };
+	for (size_t i = 0; i < core->devices.n; i++)
+		if (x->held[i] && r->n_held < 8)
+			r->held_on[r->n_held++] = core->devices.dev[i].name;
+}
+
+static void journal_name(struct core *core, const struct xrcd *x)
+{
+	struct xrcd_name_rec r;
+
+	name_rec(core, x, &r);
+	xrcd_journal_name(core, &r, false);
+}
+
+static void journal_open(struct core *core, const struct xrcd_open *op)
+{
+	struct xrcd_open_rec r = {
+		.id = op->id,
+		.ino = op->x ? op->x->ino : 0,
+		.object_id = op->o ? op->o->id : 0,
+		.client_id = op->client_id,
+		.ctx_id = op->ctx ? op->ctx->id : 0,
+		.pid = op->pid,
+		.orphan = op->orphan,
+		.domain = op->domain->name,
+		.live_session = !op->o && op->conn,
+		.seq = op->seq,
+	};
+
+	xrcd_journal_open(core, &r);
 }
 
 /* --- names and files -------------------------------------------------- */
@@ -126,6 +170,8 @@ static int xrcd_file_create(struct xrcd_table *t, struct xrcd *x)
 	}
 	if (fd < 0)
 		return -EEXIST;
+	if (!x->declared)
+		xrcd_journal_next_file(t->core, t->next_file);
 	if (fstat(fd, &st) < 0) {
 		int err = -errno;
 
@@ -162,6 +208,8 @@ static void xrcd_free(struct xrcd_table *t, struct xrcd *x, bool unlink_file)
 		if (x->held[i])
 			core->devices.dev[i].ops->xrcd_drop(&core->devices.dev[i],
 							   x->hold[i]);
+	if (!restart_handing_off(core))
+		xrcd_journal_name_gone(core, x->ino);
 	if (unlink_file && x->fd >= 0)
 		unlinkat(t->dirfd, x->file, 0);
 	if (x->fd >= 0)
@@ -188,6 +236,7 @@ static void open_drop(struct xrcd_table *t, struct xrcd_open *op)
 	TAILQ_REMOVE(&t->opens, op, all);
 	x->n_opens--;
 	charge_release(&op->charge);
+	xrcd_journal_open_gone(t->core, op->id);
 	free(op);
 	xrcd_put(t, x);
 }
@@ -198,6 +247,7 @@ static void orphan_drop(struct xrcd_table *t, struct xrcd_open *op)
 	struct xrcd *x = op->x;
 
 	TAILQ_REMOVE(&t->opens, op, all);
+	xrcd_journal_open_gone(t->core, op->id);
 	op->ctx->xrcd_orphans--;
 	if (x) {
 		TAILQ_REMOVE(&x->opens, op, link);
@@ -267,6 +317,7 @@ static int xrcd_before_destroy(struct core *core, struct obj *o, void *data)
 		op->x->n_orphans++;
 		o->ctx->xrcd_orphans++;
 		charge_release(&op->charge);
+		journal_open(core, op);
 		log_info("client %" PRIu64 " (pid %d): its open of XRCD \"%s\" "
 			 "(inode %" PRIu64 ") stays in context %" PRIu64
 			 " of domain %s until the context closes: the broker "
@@ -304,6 +355,7 @@ static int xrcd_hold_dev(struct xrcd_table *t, struct xrcd *x,
 	if (ret < 0)
 		return ret;
 	x->held[i] = true;
+	journal_name(t->core, x);
 	return 0;
 }
 
@@ -389,6 +441,10 @@ static int open_record(struct client *c, struct dctx *dx, struct xrcd *x,
 		}
 		o->handle = made.handle;
 		*ret_handle = made.handle;
+		/* Restart: the record, and what makes it again. */
+		restart_obj_made(c->core, o, &spec, NULL);
+	} else {
+		restart_obj_saved(c->core, o);
 	}
 	*ret_o = o;
 	return 0;
@@ -451,6 +507,20 @@ static int xrcd_resolve(struct client *c, const char *name, uint32_t oflags,
 			       "the broker cannot create the file of "
 			       "XRCD \"%s\" (see its log)",
 			       name);
+	}
+	{
+		struct xrcd_name_rec rec;
+
+		name_rec(c->core, x, &rec);
+		err = xrcd_journal_name(c->core, &rec, true);
+	}
+	if (err < 0) {
+		unlinkat(t->dirfd, x->file, 0);
+		close(x->fd);
+		free(x);
+		return why_set(why, err,
+			       "the fd store cannot keep XRCD \"%s\": %s",
+			       name, strerror(-err));
 	}
 	TAILQ_INSERT_TAIL(&t->xrcds, x, link);
 	*ret = x;
@@ -522,10 +592,12 @@ int xrcd_open(struct client *c, const Rdmab__XrcdOpenRequest *q,
 	op->id = o ? o->id : oid;
 	op->client_id = c->id;
 	op->pid = c->cred.pid;
+	op->seq = t->next_seq++;
 	TAILQ_INSERT_TAIL(&x->opens, op, link);
 	TAILQ_INSERT_TAIL(&t->opens, op, all);
 	x->n_opens++;
 	charge_take(&op->charge, c->domain, CHARGE_XRCDS, 1);
+	journal_open(c->core, op);
 	/* Debug: any client may create private names at will. */
 	if (created)
 		log_debug("client %" PRIu64 ": %s XRCD of domain %s created "
@@ -734,6 +806,7 @@ int xrcd_remove(struct client *c, const ProtobufCBinaryData *name_b,
 	while ((op = TAILQ_FIRST(&x->opens))) {
 		TAILQ_REMOVE(&x->opens, op, link);
 		op->x = NULL;
+		journal_open(c->core, op);
 	}
 	x->n_orphans = 0;
 	log_notice("XRCD \"%s\" (inode %" PRIu64 ") removed by client "
@@ -835,6 +908,13 @@ static void xrcd_adopt(struct xrcd_table *t)
 				continue;
 			}
 		}
+		/* A private file a restart hands over (its inode in the fd
+		 * store) is the restore's. */
+		if (strncmp(n, "p.", 2) == 0 &&
+		    fstatat(t->dirfd, n, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode) &&
+		    xrcd_state_passed(t->core, (uint64_t)st.st_ino))
+			continue;
 		/* A leftover, or something that is not ours: a symlink is
 		 * removed, never followed. */
 		if (unlinkat(t->dirfd, n, 0) == 0 ||
@@ -877,6 +957,7 @@ static void xrcd_configure(struct core *core)
 			x->declared = false;
 			snprintf(x->owner, sizeof(x->owner), "%s",
 				 "(undeclared)");
+			journal_name(core, x);
 			xrcd_put(t, x);
 		}
 }
@@ -918,13 +999,131 @@ static void xrcd_fini(struct core *core)
 		free(op);
 	}
 	/* Declared files stay for the next start (RuntimeDirectoryPreserve
-	 * =restart); the others go. */
+	 * =restart); the others go, unless the next daemon takes them over
+	 * (their records and fds stay in the journal and the store). */
 	while ((x = TAILQ_FIRST(&t->xrcds)))
-		xrcd_free(t, x, !x->declared);
+		xrcd_free(t, x, !x->declared && !restart_handing_off(core));
 	if (t->dirfd >= 0)
 		close(t->dirfd);
 	free(t);
 	core->family_state[FAMILY_XRCD] = NULL;
+}
+
+/* --- restart: what the restore makes (xrcd-state.c reads the records) --- */
+
+int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r)
+{
+	struct xrcd_table *t = table(core);
+	struct why why = { 0 };
+	struct stat st;
+	struct xrcd *x;
+	int ret;
+
+	if (xrcd_lookup(t, r->owner, r->name))
+		return -EEXIST;
+	if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    (uint64_t)st.st_ino != r->ino)
+		return -EINVAL;
+	/* A declared name's file was adopted from the directory by the
+	 * init: the same inode, kept once. */
+	if (r->declared) {
+		TAILQ_FOREACH(x, &t->xrcds, link)
+			if (x->ino == r->ino) {
+				close(r->fd);
+				r->fd = x->fd;
+				return 0;
+			}
+	}
+	x = xrcd_new(t, r->owner, r->name, r->declared);
+	if (!x)
+		return -ENOMEM;
+	snprintf(x->file, sizeof(x->file), "%s", r->file);
+	x->fd = r->fd;
+	x->ino = r->ino;
+	TAILQ_INSERT_TAIL(&t->xrcds, x, link);
+	for (unsigned int i = 0; i < r->n_held; i++) {
+		struct device *dev = device_find(&core->devices, r->held_on[i]);
+
+		if (!dev)
+			continue;
+		ret = xrcd_hold_dev(t, x, dev, &why);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int xrcd_adopt_open(struct core *core, const struct xrcd_open_rec *r,
+		    struct obj *o, struct client *c, struct dctx *ctx,
+		    struct domain *d)
+{
+	struct xrcd_table *t = table(core);
+	struct xrcd_open *op;
+	struct xrcd *x = NULL;
+
+	if (r->ino) {
+		TAILQ_FOREACH(x, &t->xrcds, link)
+			if (x->ino == r->ino)
+				break;
+		if (!x)
+			return -ENOENT;
+	}
+	if (!x && !r->orphan)
+		return -EINVAL;
+	op = calloc(1, sizeof(*op));
+	if (!op)
+		return -ENOMEM;
+	op->x = x;
+	op->o = o;
+	op->conn = c;
+	op->orphan = r->orphan;
+	op->ctx = ctx;
+	op->domain = d;
+	op->id = r->id;
+	op->client_id = r->client_id;
+	op->pid = r->pid;
+	op->seq = r->seq;
+	if (r->seq >= t->next_seq)
+		t->next_seq = r->seq + 1;
+	TAILQ_INSERT_TAIL(&t->opens, op, all);
+	if (x)
+		TAILQ_INSERT_TAIL(&x->opens, op, link);
+	if (r->orphan) {
+		ctx->xrcd_orphans++;
+		if (x)
+			x->n_orphans++;
+	} else {
+		x->n_opens++;
+		charge_take(&op->charge, d, CHARGE_XRCDS, 1);
+	}
+	journal_open(core, op);
+	return 0;
+}
+
+void xrcd_adopt_next_file(struct core *core, uint64_t next_file)
+{
+	if (next_file > table(core)->next_file)
+		table(core)->next_file = next_file;
+	xrcd_journal_next_file(core, table(core)->next_file);
+}
+
+void xrcd_adopt_undo(struct core *core)
+{
+	struct xrcd_table *t = table(core);
+	struct xrcd_open *op;
+	struct xrcd *x, *tmp;
+
+	while ((op = TAILQ_FIRST(&t->opens))) {
+		if (op->orphan)
+			orphan_drop(t, op);
+		else
+			open_drop(t, op);
+	}
+	/* The private names the restore made (declared ones came from the
+	 * directory at init and stay). */
+	TAILQ_FOREACH_SAFE(x, &t->xrcds, link, tmp)
+		if (!x->declared)
+			xrcd_free(t, x, true);
 }
 
 static const struct obj_family xrcd_opens = {
@@ -942,4 +1141,5 @@ const struct family xrcd_family = {
 	.ctx_closed = xrcd_ctx_closed,
 	.requests = xrcd_requests,
 	.obj_hooks = {[IBC_OBJ_XRCD] = &xrcd_opens},
+	.restore = xrcd_restore,
 };

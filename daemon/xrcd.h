@@ -24,7 +24,9 @@
 #ifndef RDMAB_XRCD_H
 #define RDMAB_XRCD_H
 
+#include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "daemon/family.h"
 #include "proto/wire.h"
@@ -58,5 +60,62 @@ extern const struct family_request xrcd_requests[];
 
 /* @c's session ends: its opens on contexts of its own go. */
 void xrcd_conn_closing(struct client *c);
+
+/* --- within the XRCD family: xrcd.c, xrcd-state.c ------------------------ */
+
+struct restore;
+struct obj;
+struct dctx;
+struct domain;
+
+/* Restart (xrcd-state.c): an XRCD name and an open as plain values, so
+ * that the journal's code needs none of xrcd.c's structures. */
+struct xrcd_name_rec {
+	const char *name, *owner, *file;
+	bool declared;
+	int fd;
+	uint64_t ino;
+	/* Devices the daemon holds it on, by name. */
+	const char *held_on[8];
+	unsigned int n_held;
+};
+
+struct xrcd_open_rec {
+	uint64_t id, ino, object_id, client_id, ctx_id;
+	pid_t pid;
+	bool orphan;
+	const char *domain;
+	/* An own-context open's session: its client id is client_id. */
+	bool live_session;
+	/* Its place among the opens, which listings keep. */
+	uint64_t seq;
+};
+
+/* The records as they change; no-ops with restart off. A new name's
+ * file goes to the fd store (0 or -errno: the open is refused). */
+int xrcd_journal_name(struct core *core, const struct xrcd_name_rec *r,
+		      bool is_new);
+void xrcd_journal_name_gone(struct core *core, uint64_t ino);
+void xrcd_journal_open(struct core *core, const struct xrcd_open_rec *r);
+void xrcd_journal_open_gone(struct core *core, uint64_t id);
+void xrcd_journal_next_file(struct core *core, uint64_t next_file);
+/* Is @ino held by a descriptor the fd store handed over (a restart's
+ * XRCD, whose file is no leftover)? */
+bool xrcd_state_passed(struct core *core, uint64_t ino);
+/* The family's restore slot (family.h). */
+int xrcd_restore(struct core *core, struct restore *rs);
+
+/* xrcd.c, for the restore: make the name @r (its fd taken), held again
+ * on the devices it names (a declared name the init adopted already from
+ * the directory: @r's fd is closed and r->fd becomes the table's); an
+ * open of it. 0 or -errno. */
+int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r);
+int xrcd_adopt_open(struct core *core, const struct xrcd_open_rec *r,
+		    struct obj *o, struct client *c, struct dctx *ctx,
+		    struct domain *d);
+void xrcd_adopt_next_file(struct core *core, uint64_t next_file);
+/* Drop every name and open the restore made (a record it could not use):
+ * none of the family's state is kept. */
+void xrcd_adopt_undo(struct core *core);
 
 #endif

@@ -111,6 +111,11 @@ enum ibc_event_type {
 	 * made in it in the callback; the library closes its copy after,
 	 * and ibc_open() gets the new one (ibc_admin_domain_rekey(3)). */
 	IBC_EVENT_DOMAIN_REKEYED = 24,
+	/* The broker restarted (a crash, an upgrade) and adopted this
+	 * session: its objects and contexts are as they were; a request it
+	 * was serving at that moment failed with -EAGAIN. object_id is the
+	 * broker's new generation. Nothing to do: informational. */
+	IBC_EVENT_BROKER_RESTARTED = 32,
 };
 
 /* Filled by the library for the callback, which reads only the fields it
@@ -357,6 +362,14 @@ struct ibc_status {
 	/* Whose the three figures above are: "" for the daemon's (the
 	 * caller is an administrator), else the caller's domain's. */
 	char domain[64];
+	/* Restart: the broker's generation (1 when it started without a
+	 * state to restore), its restores so far, the last one's duration,
+	 * and for administrators what that one adopted or why a state was
+	 * refused ("" otherwise). */
+	uint64_t generation;
+	uint64_t restarts;
+	uint64_t last_restore_usec;
+	char last_restore[160];
 };
 
 /**

@@ -423,3 +423,17 @@ const struct ibc_event_handler ibc_shutdown_event = {
 	.body = RDMAB__EVENT__BODY_SHUTDOWN,
 	.read = ibc_shutdown_read,
 };
+
+/* The session goes on, on the same socket: only the application's
+ * callback may care. */
+static struct ibc_queued_event *ibc_restarted_read(struct ibc_client *cl,
+						   const Rdmab__Event *ev)
+{
+	return ibc_queue_event(cl, IBC_EVENT_BROKER_RESTARTED,
+			       ev->restarted->reason, NULL);
+}
+
+const struct ibc_event_handler ibc_restarted_event = {
+	.body = RDMAB__EVENT__BODY_RESTARTED,
+	.read = ibc_restarted_read,
+};

@@ -12,6 +12,7 @@ static const struct ibc_event_handler *const ibc_event_handlers[] = {
 	&ibc_shutdown_event,
 	&ibc_device_removed_event,
 	&ibc_domain_rekeyed_event,
+	&ibc_restarted_event,
 };
 
 const struct ibc_event_handler *ibc_event_handler(int body)

@@ -30,6 +30,7 @@ const struct ibc_event_handler *ibc_event_handler(int body);
 /* The session's own handlers; a family's are in its struct ibc_family
  * (family.h). */
 extern const struct ibc_event_handler ibc_shutdown_event;	/* client.c */
+extern const struct ibc_event_handler ibc_restarted_event;	/* client.c */
 extern const struct ibc_event_handler ibc_device_removed_event; /* ctx.c */
 extern const struct ibc_event_handler ibc_domain_rekeyed_event; /* rekey.c */
 

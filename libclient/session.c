@@ -98,6 +98,11 @@ IBC_EXPORT int ibc_status(struct ibc_client *client, struct ibc_status *ret,
 	/* An older broker sends none: its figures were the daemon's. */
 	snprintf(out.domain, sizeof(out.domain), "%s",
 		 s->domain ? s->domain : "");
+	out.generation = s->generation;
+	out.restarts = s->restarts;
+	out.last_restore_usec = s->last_restore_usec;
+	snprintf(out.last_restore, sizeof(out.last_restore), "%s",
+		 s->last_restore ? s->last_restore : "");
 	ibc_copy_out(ret, size, &out, sizeof(out));
 out:
 	ibc_reply_free(&r);

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -505,6 +506,68 @@ static uint32_t bare_pd_handle(const struct device_ctx *ctx)
 	return 7;
 }
 
+/* Restart (dm-state.c): a DM is taken back by its handle and memfd: its
+ * record made again at that handle when the context lacks it (a restarted
+ * daemon's fresh soft context), kept when it has it; a handle another
+ * object has and a descriptor that is not the DM's sealed memfd are
+ * refused; the DM counts in the device's reserve again. */
+START_TEST(test_soft_dm_adopt)
+{
+	struct device_dm dd = { .fd = -1 }, back = { .fd = -1 };
+	struct device_dm more = { .fd = -1 }, again = { .fd = -1 };
+	uint32_t handles[16];
+	int64_t cq = mk_cq(4);
+	int other, fd, n;
+	bool listed = false;
+
+	ck_assert_int_ge(cq, 0);
+	ck_assert_int_eq(soft_dev->ctx_ops->dm_alloc(soft_ctx, 4096, 0, &dd,
+						     &swhy),
+			 0);
+	fd = fcntl(dd.fd, F_DUPFD_CLOEXEC, 3);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(soft_dev->ctx_ops->dm_adopt(soft_ctx, (uint32_t)cq,
+						     4096, fd, &back, &swhy),
+			 -EEXIST);
+	ck_assert_msg(strstr(swhy.text, "taken"), "%s", swhy.text);
+	other = memfd_create("not-the-dm", MFD_CLOEXEC);
+	ck_assert_int_ge(other, 0);
+	ck_assert_int_eq(ftruncate(other, 4096), 0);
+	ck_assert_int_eq(soft_dev->ctx_ops->dm_adopt(soft_ctx, dd.handle, 4096,
+						     other, &back, &swhy),
+			 -EINVAL);
+	ck_assert_int_eq(soft_dev->ctx_ops->dm_adopt(soft_ctx, dd.handle, 8192,
+						     fd, &back, &swhy),
+			 -EINVAL);
+	close(other);
+	ck_assert_int_eq(soft_dev->ctx_ops->dm_adopt(soft_ctx, dd.handle, 4096,
+						     fd, &back, &swhy),
+			 0);
+	ck_assert_uint_eq(back.handle, dd.handle);
+	ck_assert_uint_eq(back.length, 4096);
+	ck_assert_int_eq(back.fd, fd);
+	/* The original goes; the adopted one still holds the device's only
+	 * page (max_dm_size 4096): no room for another. */
+	ck_assert_int_eq(soft_dev->ctx_ops->dm_free(soft_ctx, &dd, &swhy), 0);
+	ck_assert_int_eq(soft_dev->ctx_ops->dm_alloc(soft_ctx, 4096, 0, &more,
+						     &swhy),
+			 -ENOMEM);
+	/* A handle the context lacks: the record is made again there. */
+	fd = fcntl(back.fd, F_DUPFD_CLOEXEC, 3);
+	ck_assert_int_eq(soft_dev->ctx_ops->dm_adopt(soft_ctx, 40, 4096, fd,
+						     &again, &swhy),
+			 0);
+	n = soft_dev->ctx_ops->handle_list(soft_ctx, IBC_OBJ_DM, handles, 16);
+	for (int i = 0; i < n; i++)
+		listed |= handles[i] == 40;
+	ck_assert_msg(listed, "DM handle 40 is not in the context (%d DMs)",
+		      n);
+	ck_assert_int_eq(soft_dev->ctx_ops->dm_free(soft_ctx, &again, &swhy),
+			 0);
+	close(back.fd);
+}
+END_TEST
+
 /* A device with only the required operations: every other entry is
  * callable and answers like a device without the capability. */
 START_TEST(test_default_ops)
@@ -540,6 +603,10 @@ START_TEST(test_default_ops)
 		      "the sentence \"%s\" names neither the device nor "
 		      "the object",
 		      why.text);
+	why.text[0] = '\0';
+	ck_assert_int_eq(d.ctx_ops->dm_adopt(ctx, 3, 4096, -1, NULL, &why),
+			 -EOPNOTSUPP);
+	ck_assert_msg(strstr(why.text, "bare7"), "%s", why.text);
 	why.text[0] = '\0';
 	ck_assert_int_eq(d.ctx_ops->obj_destroy(ctx, IBC_OBJ_QP, 3, &why),
 			 -EOPNOTSUPP);
@@ -780,6 +847,7 @@ static Suite *device_suite(void)
 	tcase_add_test(tc, test_soft_limits);
 	tcase_add_test(tc, test_soft_contexts);
 	tcase_add_test(tc, test_soft_max_qp);
+	tcase_add_test(tc, test_soft_dm_adopt);
 	suite_add_tcase(s, tc);
 
 	tc = tcase_create("shim");

@@ -321,7 +321,7 @@ START_TEST(test_unknown_body_keeps_client)
 {
 	struct tl_buf b = { 0 };
 	char msg[256];
-	uint64_t served = srv.requests_served;
+	uint64_t served = srv.core.requests_served;
 
 	hello_ok(1);
 	unknown_body(&b, 7, 99);
@@ -330,7 +330,7 @@ START_TEST(test_unknown_body_keeps_client)
 	ck_assert_int_eq(reply_error_of(7, msg, sizeof(msg)), EOPNOTSUPP);
 	ck_assert_msg(strstr(msg, "not supported"), "message: %s", msg);
 	ck_assert_uint_eq(srv.n_conns, 1);
-	ck_assert_uint_eq(srv.requests_served, served + 2);
+	ck_assert_uint_eq(srv.core.requests_served, served + 2);
 	ping_ok(8);
 }
 END_TEST
@@ -681,7 +681,7 @@ START_TEST(test_status_own_domain)
 	m = reply_of(2);
 	ck_assert_uint_eq(m->reply->status->clients, 3);
 	ck_assert_uint_eq(m->reply->status->requests_served,
-			  srv.requests_served);
+			  srv.core.requests_served);
 	ck_assert_uint_eq(m->reply->status->requests_served, 10);
 	ck_assert_uint_eq(m->reply->status->max_clients, srv.opt.max_conns);
 	rdmab__daemon_message__free_unpacked(m, NULL);

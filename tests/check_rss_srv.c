@@ -357,7 +357,7 @@ START_TEST(test_kill)
 	ev.body_case = RDMAB__EVENT__BODY_SHUTDOWN;
 	ev.shutdown = &sev;
 	ck_assert_uint_eq(notify_clients(&sl_srv, &ev, NULL, NULL), 1);
-	served = sl_srv.requests_served;
+	served = sl_srv.core.requests_served;
 	req.body_case = RDMAB__REQUEST__BODY_PING;
 	req.ping.data = &byte;
 	req.ping.len = 1;
@@ -365,7 +365,7 @@ START_TEST(test_kill)
 	sl_pump();
 	sl_conns[0] = NULL;
 	ck_assert(!connected(a->client_id));
-	ck_assert_uint_eq(sl_srv.requests_served, served);
+	ck_assert_uint_eq(sl_srv.core.requests_served, served);
 	ck_assert_uint_eq(sl_srv.n_conns, 1);
 	/* Neither the Event nor a reply: the end of the connection (reset:
 	 * its ping was left unread). */

@@ -23,9 +23,9 @@ vpath %.c $(srcdir) $(builddir)
 LIB_OBJS := $(patsubst %.c,$(O)/obj/%.o,$(filter %.c,$(LIB_SOURCES)))
 # libproto: the framing, the hand codecs and the generated code.
 PROTO_OBJS := $(sort $(filter $(O)/obj/proto/%,$(LIB_OBJS)) \
-	$(O)/obj/proto/rdmabroker.pb-c.o)
+	$(O)/obj/proto/rdmabroker.pb-c.o $(O)/obj/proto/state.pb-c.o)
 
-all: $(O)/fuzz_request $(O)/fuzz_dispatch
+all: $(O)/fuzz_request $(O)/fuzz_dispatch $(O)/fuzz_state
 
 # A compiler that cannot link a libFuzzer program says so once, with the
 # packages that bring one.
@@ -59,6 +59,11 @@ $(O)/fuzz_dispatch: $(O)/obj/tests/fuzz/fuzz_dispatch.o $(LIB_OBJS)
 	@echo "  FUZZLD   $(@F)"
 	@$(CC) $(SAN) -fsanitize=fuzzer -Wl,--wrap=getsockopt $^ \
 		$(PKG_LIBS) -o $@
+
+# The restart's state reader: the journal and the restore's check.
+$(O)/fuzz_state: $(O)/obj/tests/fuzz/fuzz_state.o $(LIB_OBJS)
+	@echo "  FUZZLD   $(@F)"
+	@$(CC) $(SAN) -fsanitize=fuzzer $^ $(PKG_LIBS) -o $@
 
 .PHONY: all
 -include $(shell find $(O)/obj -name '*.d' 2>/dev/null)

@@ -515,7 +515,7 @@ struct progress {
 static struct progress progress_now(const struct session *s)
 {
 	struct progress p = {
-		.served = srv.requests_served,
+		.served = srv.core.requests_served,
 		.replies = s->replies,
 		.eofs = s->eofs,
 		.conns = srv.n_conns,
@@ -786,7 +786,7 @@ static void session_end(struct session *s)
 	srv.core.ids.contexts.count = 0;
 	srv.core.ids.objects.count = 0;
 	srv.core.ids.dms.count = 0;
-	srv.requests_served = 0;
+	srv.core.requests_served = 0;
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)

@@ -629,4 +629,174 @@ if section removal; then
 		fail device-removed-event-app "no result: $(tail -n 2 "$L/removal-app.log" | tr '\n' ' ')"
 fi
 
+# --- issue 25: what systemd does with a service's fd store (facts for the docs) ---------
+# vm-fdprobe (a Type=notify unit of its own, FileDescriptorStoreMax=16) logs
+# what each start was handed; every way of ending it is tried in turn, and
+# each check asserts what systemd 252 was measured to do (rdmabrokerd(8)
+# RESTART quotes these lines).
+if section fdstore; then
+	PU=rdmab-fdprobe.service
+	plog=/run/vmtest/fdprobe.log
+	rm -f "$plog"
+	printf '%s\n' '[Service]' Type=notify "ExecStart=$bin/vm-fdprobe $plog" \
+		FileDescriptorStoreMax=16 "WatchdogSec=${WATCHDOG_SEC}s" \
+		Restart=on-failure RestartSec=1s >"/run/systemd/system/$PU"
+	systemctl daemon-reload
+	nlines() { if [ -e "$plog" ]; then wc -l <"$plog"; else echo 0; fi; }
+	pline() { sed -n "${1}p" "$plog"; }
+	have_lines() { [ "$(nlines)" -ge "$1" ]; }
+	# probe_step N WHAT CMD...: run CMD, wait for start N, report its line.
+	probe_step() {
+		local n=$1 what=$2
+		shift 2
+		"$@" >>"$L/fdprobe-steps.log" 2>&1
+		if wait_for $((WATCHDOG_SEC * 3 + 20)) have_lines "$n"; then
+			sleep 1 # its notifications are processed
+			info "fdstore $what -> $(pline "$n"); NFileDescriptorStore now $(prop "$PU" NFileDescriptorStore)"
+		else
+			fail "fdstore-$n" "$what: no start $n; $(prop "$PU" ActiveState) $(prop "$PU" Result)"
+		fi
+	}
+	has() { pline "$1" | grep -qE "$2"; }
+	hasnt() { ! has "$@"; }
+	pid_of() { prop "$PU" MainPID; }
+
+	probe_step 1 "systemctl start" systemctl start "$PU"
+	n1=$(prop "$PU" NFileDescriptorStore)
+	check fdstore-bound "FileDescriptorStoreMax=16 holds 16 after g1, dup sent twice, bad:name, hup, nopoll, rm+remove and 16 fill in one message: $n1" \
+		test "$n1" = 16
+	p=$(pid_of)
+	probe_step 2 "SIGKILL of the main process (Restart=on-failure)" kill -KILL "$p"
+	check fdstore-sigkill "kept across SIGKILL and passed last: $(pline 2)" has 2 'g1=g1'
+	check fdstore-dedup "one memfd sent twice is stored once" \
+		test "$(pline 2 | grep -o 'dup=dup' | wc -l)" = 1
+	check fdstore-badname "an invalid FDNAME (with ':') stores the fd as \"stored\"" \
+		has 2 'stored=badname'
+	check fdstore-hup "a stored socket whose peer closed is dropped (POLLHUP)" \
+		hasnt 2 'hup=sock'
+	check fdstore-nopoll "FDPOLL=0 keeps such a socket" has 2 'nopoll=sock'
+	check fdstore-remove "FDSTOREREMOVE=1 FDNAME=rm removed it" hasnt 2 'rm=rm'
+	info "fdstore overflow: $(pline 2 | grep -o 'fill=fill' | wc -l) of 16 fill kept at the bound"
+	p=$(pid_of)
+	probe_step 3 "watchdog abort (SIGSTOP, WatchdogSec=${WATCHDOG_SEC}s)" kill -STOP "$p"
+	kill -CONT "$p" 2>/dev/null
+	info "fdstore watchdog: $(journalctl -q -u "$PU" -o cat | grep -m1 -i 'watchdog')"
+	check fdstore-watchdog "kept across the watchdog's abort: $(pline 3)" has 3 'g2=g2'
+	probe_step 4 "systemctl restart" systemctl restart "$PU"
+	check fdstore-restart "systemctl restart: $(pline 4)" has 4 'g3=g3'
+	p=$(pid_of)
+	systemctl daemon-reload
+	systemctl daemon-reexec
+	wait_for 30 test "$(prop "$PU" MainPID)" = "$p"
+	nr=$(prop "$PU" NFileDescriptorStore)
+	probe_step 5 "SIGKILL after daemon-reload and daemon-reexec (store held $nr)" \
+		kill -KILL "$p"
+	check fdstore-reexec "kept across systemctl daemon-reload and daemon-reexec: $(pline 5)" \
+		has 5 'g4=g4'
+	p=$(pid_of)
+	probe_step 6 "exit 1 (a failure, Restart=on-failure)" kill -USR1 "$p"
+	check fdstore-exit-failure "kept across a failing exit: $(pline 6)" has 6 'g5=g5'
+	systemctl stop "$PU"
+	ns=$(prop "$PU" NFileDescriptorStore)
+	probe_step 7 "systemctl stop; systemctl start (the store held $ns after the stop)" \
+		systemctl start "$PU"
+	check fdstore-stop "systemctl stop empties the store: $(pline 7)" \
+		has 7 'passed=0'
+	p=$(pid_of)
+	kill -TERM "$p"
+	wait_for 10 test "$(prop "$PU" ActiveState)" != active
+	nt=$(prop "$PU" NFileDescriptorStore)
+	probe_step 8 "SIGTERM from outside systemctl (a clean exit: no restart; $(prop "$PU" ActiveState), store $nt), then start" \
+		systemctl start "$PU"
+	check fdstore-sigterm "a SIGTERM not sent by systemctl, a clean exit, empties the store: $(pline 8)" \
+		has 8 'passed=0'
+	systemctl stop "$PU"
+	journalctl --no-pager -u "$PU" -o short-monotonic >"$L/journal-fdprobe.txt" 2>&1
+	cp "$plog" "$L/fdprobe.log"
+	rm -f "/run/systemd/system/$PU"
+	systemctl daemon-reload
+fi
+
+# --- issue 25 item 6: clients through the broker's restarts under systemd ----------------
+# rxe (own contexts) on the installed unit, the soft device on a unit of its
+# own; the store as the unit sets it (a drop-in when it sets none). Each
+# way systemd ends the service in turn: SIGKILL, the watchdog, systemctl
+# restart (the sessions live on), then systemctl stop (they cannot: the
+# store is emptied, as the fdstore section measured).
+if section restart; then
+	SU=rdmab-soft.service
+	SSOCK=/run/rdmab-soft.sock
+	fdmax=$(prop "$UNIT" FileDescriptorStoreMax)
+	if [ "${fdmax:-0}" = 0 ]; then
+		mkdir -p "/etc/systemd/system/$UNIT.d"
+		printf '[Service]\nFileDescriptorStoreMax=4096\n' \
+			>"/etc/systemd/system/$UNIT.d/60-vmtest-fdstore.conf"
+		info "restart: $UNIT sets no FileDescriptorStoreMax=; a drop-in gives 4096"
+	fi
+	printf '%s\n' '[Service]' Type=notify \
+		"ExecStart=${VM_SBINDIR:-/usr/sbin}/rdmabrokerd --foreground --device soft --socket $SSOCK --socket-mode 0666 --runtime-dir /run/rdmab-soft" \
+		FileDescriptorStoreMax=4096 "WatchdogSec=${WATCHDOG_SEC}s" \
+		Restart=on-failure RestartSec=1s >"/run/systemd/system/$SU"
+	systemctl daemon-reload
+	systemctl restart "$UNIT" >"$L/restart-units.log" 2>&1
+	systemctl start "$SU" >>"$L/restart-units.log" 2>&1
+	info "restart: $UNIT FileDescriptorStoreMax=$(prop "$UNIT" FileDescriptorStoreMax), $SU $(prop "$SU" ActiveState)"
+	sync=$(newsync)
+	"${AS_CLIENT[@]}" "$bin/vm-restart" "$SOCK" "$DEV" "$sync" rxe >"$L/restart-rxe.log" 2>&1 &
+	rc_pid=$!
+	"${AS_CLIENT[@]}" "$bin/vm-restart" "$SSOCK" soft0 "$sync" soft >"$L/restart-soft.log" 2>&1 &
+	sc_pid=$!
+	wait_for 30 test -e "$sync/rxe.ready" -a -e "$sync/soft.ready" ||
+		info "restart: the clients did not get ready: $(tail -n 2 "$L"/restart-*.log | tr '\n' ' ')"
+	pid_of_unit() { prop "$1" MainPID; }
+	new_main() { # UNIT OLDPID
+		local p
+		p=$(pid_of_unit "$1")
+		[ "$p" != 0 ] && [ "$p" != "$2" ] && [ "$(prop "$1" ActiveState)" = active ]
+	}
+	# restart_step N WHAT ACTION: ACTION on both units, wait for both to
+	# run again, then let each client check its session.
+	restart_step() {
+		local n=$1 what=$2 action=$3 u p0 p1 t0
+		t0=$(now_ms)
+		for u in "$UNIT" "$SU"; do
+			p0=$(pid_of_unit "$u")
+			case $action in
+			kill) kill -KILL "$p0" ;;
+			stop) kill -STOP "$p0" ;;
+			restart) systemctl restart "$u" ;;
+			esac
+			wait_for $((WATCHDOG_SEC * 3 + 20)) new_main "$u" "$p0" ||
+				fail "restart-$n-$u" "$what: $u did not run again ($(prop "$u" ActiveState))"
+			[ "$action" = stop ] && kill -CONT "$p0" 2>/dev/null
+			p1=$(pid_of_unit "$u")
+			info "restart $n ($what): $u $p0 -> $p1 in $(($(now_ms) - t0)) ms; $(journalctl -q -u "$u" -o cat | grep -E '^restart [0-9]+:|starting clean|cannot be used' | tail -n 1)"
+		done
+		touch "$sync/rxe.$n" "$sync/soft.$n"
+		wait_for 60 test -e "$sync/rxe.$n.done" -a -e "$sync/soft.$n.done" ||
+			fail "restart-$n-clients" "$what: the clients did not answer"
+	}
+	restart_step 1 "SIGKILL" kill
+	restart_step 2 "watchdog abort (SIGSTOP)" stop
+	restart_step 3 "systemctl restart" restart
+	# A stop empties the store: the sessions end, and the clients see it.
+	for u in "$UNIT" "$SU"; do systemctl stop "$u"; done
+	touch "$sync/rxe.4.lost" "$sync/soft.4.lost"
+	for u in "$UNIT" "$SU"; do systemctl start "$u"; done
+	touch "$sync/rxe.4" "$sync/soft.4"
+	wait_for 60 test -e "$sync/rxe.4.done" -a -e "$sync/soft.4.done" ||
+		fail "restart-4-clients" "systemctl stop: the clients did not answer"
+	touch "$sync/finish"
+	wait "$rc_pid" 2>/dev/null
+	wait "$sc_pid" 2>/dev/null
+	checks_from "$L/restart-rxe.log" ||
+		fail restart-rxe "no result: $(tail -n 2 "$L/restart-rxe.log" | tr '\n' ' ')"
+	checks_from "$L/restart-soft.log" ||
+		fail restart-soft "no result: $(tail -n 2 "$L/restart-soft.log" | tr '\n' ' ')"
+	journalctl --no-pager -u "$SU" -o short-monotonic >"$L/journal-rdmab-soft.txt" 2>&1
+	systemctl stop "$SU"
+	rm -f "/run/systemd/system/$SU" "/etc/systemd/system/$UNIT.d/60-vmtest-fdstore.conf"
+	systemctl daemon-reload
+fi
+
 finish

@@ -1,0 +1,263 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The fd store (fdstore.h): systemd's FDSTORE=1 / FDSTOREREMOVE=1 notices,
+ * the table of what is kept (for a re-exec and the bound), and the
+ * descriptors passed at start under our names.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <systemd/sd-daemon.h>
+
+#include "daemon/fdstore.h"
+
+struct fdstore_ent {
+	char name[FDSTORE_NAME_MAX + 1];
+	int fd;
+	bool taken;
+};
+
+struct fdstore {
+	/* Kept now: borrowed descriptors. */
+	struct fdstore_ent *kept;
+	unsigned int n_kept, max;
+	/* Passed at start under our names: owned until taken. */
+	struct fdstore_ent *passed;
+	unsigned int n_passed;
+	/* systemd keeps what is put: tell it (else the table alone). */
+	bool notify;
+};
+
+static bool name_ok(const char *name)
+{
+	size_t n = strlen(name);
+
+	if (n <= strlen(FDSTORE_PREFIX) || n > FDSTORE_NAME_MAX ||
+	    strncmp(name, FDSTORE_PREFIX, strlen(FDSTORE_PREFIX)) != 0)
+		return false;
+	for (const char *p = name; *p; p++)
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '.' || *p == '-' ||
+		      *p == '_'))
+			return false;
+	return true;
+}
+
+int fdstore_open(unsigned int max, bool notify, struct fdstore **ret)
+{
+	struct fdstore *s;
+	char **names = NULL;
+	int n, ret_err = 0;
+
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->max = max;
+	s->notify = notify;
+	s->kept = calloc(max ? max : 1, sizeof(*s->kept));
+	if (!s->kept) {
+		free(s);
+		return -ENOMEM;
+	}
+	/* Leave the environment to sd_take_listener(), which reads it
+	 * again for the listener. */
+	n = sd_listen_fds_with_names(0, &names);
+	if (n < 0)
+		n = 0;
+	if (n > 0) {
+		s->passed = calloc((size_t)n, sizeof(*s->passed));
+		if (!s->passed)
+			ret_err = -ENOMEM;
+	}
+	for (int i = 0; i < n && !ret_err; i++) {
+		const char *name = names && names[i] ? names[i] : "";
+		int fd = SD_LISTEN_FDS_START + i;
+		struct fdstore_ent *e;
+
+		if (!name_ok(name))
+			continue;
+		e = &s->passed[s->n_passed++];
+		snprintf(e->name, sizeof(e->name), "%s", name);
+		e->fd = fd;
+		/* Passed descriptors come without CLOEXEC. */
+		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
+	}
+	if (names) {
+		for (int i = 0; i < n; i++)
+			free(names[i]);
+		free(names);
+	}
+	if (ret_err) {
+		fdstore_free(s);
+		return ret_err;
+	}
+	*ret = s;
+	return 0;
+}
+
+void fdstore_free(struct fdstore *s)
+{
+	if (!s)
+		return;
+	fdstore_close_untaken(s);
+	free(s->passed);
+	free(s->kept);
+	free(s);
+}
+
+bool fdstore_passed(const struct fdstore *s, int fd)
+{
+	for (unsigned int i = 0; s && i < s->n_passed; i++)
+		if (s->passed[i].fd == fd)
+			return true;
+	return false;
+}
+
+unsigned int fdstore_n_passed(const struct fdstore *s)
+{
+	return s->n_passed;
+}
+
+static struct fdstore_ent *passed_find(struct fdstore *s, const char *name)
+{
+	for (unsigned int i = 0; i < s->n_passed; i++)
+		if (!s->passed[i].taken && strcmp(s->passed[i].name, name) == 0)
+			return &s->passed[i];
+	return NULL;
+}
+
+int fdstore_take(struct fdstore *s, const char *name, int *ret_fd)
+{
+	struct fdstore_ent *e = passed_find(s, name);
+
+	if (!e)
+		return -ENOENT;
+	e->taken = true;
+	*ret_fd = e->fd;
+	return 0;
+}
+
+int fdstore_each_passed(struct fdstore *s, const char *prefix,
+			int (*fn)(void *arg, const char *name, int fd),
+			void *arg)
+{
+	size_t len = strlen(prefix);
+
+	for (unsigned int i = 0; i < s->n_passed; i++) {
+		struct fdstore_ent *e = &s->passed[i];
+		int ret;
+
+		if (e->taken || strncmp(e->name, prefix, len) != 0)
+			continue;
+		ret = fn(arg, e->name, e->fd);
+		if (ret)
+			return ret;
+	}
+	return 0;
+}
+
+unsigned int fdstore_close_untaken(struct fdstore *s)
+{
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < s->n_passed; i++) {
+		char msg[32 + FDSTORE_NAME_MAX];
+
+		if (s->passed[i].taken)
+			continue;
+		s->passed[i].taken = true;
+		close(s->passed[i].fd);
+		/* systemd still holds its copy: nobody wants it. */
+		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s",
+			 s->passed[i].name);
+		if (s->notify)
+			(void)sd_pid_notify(0, 0, msg);
+		n++;
+	}
+	return n;
+}
+
+static struct fdstore_ent *kept_find(struct fdstore *s, const char *name)
+{
+	for (unsigned int i = 0; i < s->n_kept; i++)
+		if (strcmp(s->kept[i].name, name) == 0)
+			return &s->kept[i];
+	return NULL;
+}
+
+int fdstore_put(struct fdstore *s, const char *name, int fd)
+{
+	char msg[32 + FDSTORE_NAME_MAX];
+	struct fdstore_ent *e;
+	int ret;
+
+	if (!s)
+		return 0;
+	if (!name_ok(name) || fd < 0)
+		return -EINVAL;
+	if (kept_find(s, name))
+		return -EEXIST;
+	if (s->n_kept >= s->max)
+		return -ENOSPC;
+	/* FDPOLL=0: systemd would drop a client's socket on POLLHUP
+	 * itself; the daemon removes what it closes, and a restore finds a
+	 * hung-up socket as the session's end. */
+	if (s->notify) {
+		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s\nFDPOLL=0",
+			 name);
+		ret = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
+		if (ret < 0)
+			return ret;
+	}
+	e = &s->kept[s->n_kept++];
+	snprintf(e->name, sizeof(e->name), "%s", name);
+	e->fd = fd;
+	return 0;
+}
+
+void fdstore_remove(struct fdstore *s, const char *name)
+{
+	char msg[32 + FDSTORE_NAME_MAX];
+	struct fdstore_ent *e;
+
+	if (!s)
+		return;
+	/* Also for a name only passed to us: systemd holds it all the
+	 * same. */
+	if (s->notify) {
+		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
+		(void)sd_pid_notify(0, 0, msg);
+	}
+	e = kept_find(s, name);
+	if (!e)
+		return;
+	/* Order is kept: a re-exec passes them as they came. */
+	memmove(e, e + 1, (size_t)(s->kept + s->n_kept - (e + 1)) * sizeof(*e));
+	s->n_kept--;
+}
+
+unsigned int fdstore_count(const struct fdstore *s)
+{
+	return s->n_kept;
+}
+
+unsigned int fdstore_max(const struct fdstore *s)
+{
+	return s->max;
+}
+
+unsigned int fdstore_list(const struct fdstore *s, int *fds,
+			  const char **names, unsigned int max)
+{
+	for (unsigned int i = 0; i < s->n_kept && i < max; i++) {
+		fds[i] = s->kept[i].fd;
+		names[i] = s->kept[i].name;
+	}
+	return s->n_kept;
+}

@@ -1,0 +1,175 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The state journal (issue 25 item 2): the daemon's records (domains,
+ * contexts, sessions, objects, the families' state) as keyed protobuf-c
+ * messages (proto/state.proto) in a memfd that the fd store keeps, so
+ * that a daemon started after a kill at any instruction reads a state the
+ * old one was in.
+ *
+ * Scheme: an append-only log with commit marks, not two generations. A
+ * change costs one record (a few dozen bytes), where a second generation
+ * would rewrite the whole state (100,000 objects) per request. Each
+ * record is a header (length, kind, key, CRC-32C) then its bytes; its
+ * header's commit word is stored last, after the bytes and the CRC, with
+ * one aligned 8-byte store. A SIGKILL loses no store already made to a
+ * shared mapping (there is no disk under a memfd), so what a reader sees
+ * is a prefix of the stores: it applies records up to the last committed
+ * one and ignores the rest. Several records that must go together
+ * (journal_begin()/journal_commit()) carry the commit mark on the last
+ * one only. The CRC catches what is not a kill (a bug, a corrupt
+ * memfd): a bad record refuses the whole state.
+ *
+ * Compaction, bounded: when the log passes twice what the last compaction
+ * wrote plus JOURNAL_SLACK, the daemon copies the live records (the
+ * journal indexes them: no family is asked) into a fresh memfd of the
+ * next generation, stores it ("rb.state.<gen>"), then removes the old
+ * one. A reader handed both takes the newest complete one (its header's
+ * "complete" word is stored last); so the log holds at most about 2x the
+ * live state.
+ *
+ * Versioning: the file header carries JOURNAL_FORMAT; a record's bytes
+ * are a protobuf message, so a newer daemon reads an older one's records
+ * (missing fields read as their defaults) and an older daemon refuses a
+ * format it does not know.
+ *
+ * journal_put() and friends take a NULL journal (restart off, or exiting
+ * for the next daemon) and then do nothing.
+ */
+#ifndef RDMAB_JOURNAL_H
+#define RDMAB_JOURNAL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#define JOURNAL_FORMAT 1
+/* Bytes the log may grow past twice the last compaction's. */
+#define JOURNAL_SLACK (1u << 20)
+/* The largest record, and the largest memfd. */
+#define JOURNAL_RECORD_MAX (64u * 1024)
+#define JOURNAL_SIZE_MAX (1ull << 30)
+
+/*
+ * What a record is; the key is its id among those of its kind. The
+ * registry's kinds are restart.c's; each family owns a range of 16 and
+ * writes and reads only its own (R2: DM, XRCD, RSS). A kind is never
+ * renumbered: records outlive the binary.
+ */
+enum journal_kind {
+	/* Key 0: the counters (StateCounters: generation, restarts, the
+	 * id spaces' counts and keys). */
+	JOURNAL_COUNTERS = 1,
+	/* 2: unused (domains are remade by their sessions). */
+	/* Key: the context id. */
+	JOURNAL_CONTEXT = 3,
+	/* Key: the client id. */
+	JOURNAL_SESSION = 4,
+	/* Key: the object id (registered objects and open intents). */
+	JOURNAL_OBJECT = 5,
+	/* Key: the owner's client id: a detached owner (session ended,
+	 * process alive). */
+	JOURNAL_OWNER = 6,
+	/* Key: the context id: the soft device's records of a context. */
+	JOURNAL_SOFT_CTX = 7,
+	/* Key: a hold's own (SessionHold: a session's hold on a context). */
+	JOURNAL_SESSION_HOLD = 8,
+	JOURNAL_DM_FIRST = 16,
+	JOURNAL_XRCD_FIRST = 32,
+	JOURNAL_RSS_FIRST = 48,
+	JOURNAL_KIND_MAX = 255,
+};
+
+struct journal;
+
+/* One live record as a reader found it: @data (of @len bytes) points into
+ * the reader's buffer, valid until journal_view_free(). */
+struct journal_rec {
+	uint32_t kind;
+	uint64_t key;
+	const uint8_t *data;
+	size_t len;
+};
+
+/* The state a reader made of a journal: the last committed record of
+ * each (kind, key), tombstones applied. */
+struct journal_view;
+
+/*
+ * A fresh journal of generation @gen in a new memfd (CLOEXEC, sealed
+ * against shrinking). 0 or -errno.
+ */
+int journal_create(uint64_t gen, struct journal **ret);
+/*
+ * A fresh journal of generation @gen holding @v's live records (NULL:
+ * none), sealed: what a restore goes on writing, since the old one may
+ * end in a transaction the kill cut, which must stay unapplied.
+ */
+int journal_from_view(const struct journal_view *v, uint64_t gen,
+		      struct journal **ret);
+/*
+ * The compaction: a fresh journal of @j's generation + 1 holding @j's
+ * live records, sealed. The caller stores it, removes @j from the store
+ * and frees @j, in that order.
+ */
+int journal_compact(const struct journal *j, struct journal **ret);
+void journal_free(struct journal *j);
+/* Its memfd (owned by the journal) and generation. */
+int journal_fd(const struct journal *j);
+uint64_t journal_gen(const struct journal *j);
+/* Bytes in the log, and whether it should be compacted now. */
+size_t journal_used(const struct journal *j);
+bool journal_wants_compaction(const struct journal *j);
+
+/*
+ * Record @msg as the state of (@kind, @key), or its end (journal_del()).
+ * 0, -E2BIG for a record over JOURNAL_RECORD_MAX, -ENOSPC when the memfd
+ * cannot grow. A failure leaves the journal as it was and marks it
+ * broken (journal_broken()): the state is no longer complete, so the
+ * restart closes every fd and starts clean rather than adopt half of it.
+ */
+int journal_put(struct journal *j, uint32_t kind, uint64_t key,
+		const ProtobufCMessage *msg);
+int journal_del(struct journal *j, uint32_t kind, uint64_t key);
+/* journal_put() of a message packed already (@len bytes at @data): for a
+ * record written at every request, where protobuf-c's sizing and packing
+ * would be most of the cost. */
+int journal_put_packed(struct journal *j, uint32_t kind, uint64_t key,
+		       const uint8_t *data, size_t len);
+/* Records between begin and commit are committed together; begin nests
+ * (only the outermost commit marks). */
+void journal_begin(struct journal *j);
+void journal_commit(struct journal *j);
+bool journal_broken(const struct journal *j);
+
+/*
+ * The reader: the state in @len bytes at @buf (a journal's memfd, mapped).
+ * 0 with *@ret set, or -EBADMSG with the reason in @why: bad magic,
+ * unknown format, a record that runs past the end or whose CRC is wrong,
+ * a kind beyond JOURNAL_KIND_MAX. Never reads outside @buf. The view
+ * copies what it keeps.
+ */
+int journal_read(const uint8_t *buf, size_t len, struct journal_view **ret,
+		 char *why, size_t why_len);
+void journal_view_free(struct journal_view *v);
+uint64_t journal_view_gen(const struct journal_view *v);
+/* Live records of @kind. */
+size_t journal_view_count(const struct journal_view *v, uint32_t kind);
+/*
+ * Call @fn for each live record of @kind, in key order; a negative return
+ * stops the walk and is returned.
+ */
+int journal_each(const struct journal_view *v, uint32_t kind,
+		 int (*fn)(void *arg, const struct journal_rec *r), void *arg);
+/* The record (@kind, @key) in @ret: 0, or -ENOENT. */
+int journal_find(const struct journal_view *v, uint32_t kind, uint64_t key,
+		 struct journal_rec *ret);
+/* journal_read() of the file @fd (borrowed): a stored state. */
+int journal_read_fd(int fd, struct journal_view **ret, char *why,
+		    size_t why_len);
+/* The records' CRC-32C of @n bytes, as the journal computes it (@hw) or
+ * by the table alone: tests check they agree. */
+uint32_t journal_crc32c(const void *p, size_t n, bool hw);
+
+#endif

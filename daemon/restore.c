@@ -1,0 +1,804 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The restore (restart.h): a daemon started with a state re-adopts, in
+ * order, the counters, the sessions with their domains and contexts, the
+ * registry's objects, then each family's records. The state is checked
+ * whole before anything is adopted, so that a state that cannot be read
+ * is refused whole: a clean start, never half a registry.
+ *
+ * The new generation's journal starts empty and gets what is adopted, by
+ * the same hooks that journal a running daemon's changes: what the old
+ * state held and nobody adopted (a session whose socket the store no
+ * longer had) is not carried on.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "daemon/conn.h"
+#include "daemon/ctx.h"
+#include "daemon/dispatch.h"
+#include "daemon/domain.h"
+#include "daemon/family.h"
+#include "daemon/log.h"
+#include "daemon/objects.h"
+#include "daemon/restart-int.h"
+#include "daemon/restart.h"
+#include "daemon/restart-srv.h"
+#include "daemon/server.h"
+#include "proto/wire.h"
+#include "proto/state.pb-c.h"
+
+static uint64_t now_usec(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* --- the check before anything is adopted -------------------------------- */
+
+static int check_one(void *arg, const struct journal_rec *r)
+{
+	struct restore *rs = arg;
+	const ProtobufCMessageDescriptor *d;
+	ProtobufCMessage *m;
+
+	switch (r->kind) {
+	case JOURNAL_COUNTERS:
+		d = &rdmab__state__counters__descriptor;
+		break;
+	case JOURNAL_CONTEXT:
+		d = &rdmab__state__context__descriptor;
+		break;
+	case JOURNAL_SESSION:
+		d = &rdmab__state__session__descriptor;
+		break;
+	case JOURNAL_OBJECT:
+		d = &rdmab__state__object__descriptor;
+		break;
+	case JOURNAL_SESSION_HOLD:
+		d = &rdmab__state__session_hold__descriptor;
+		break;
+	default:
+		return 0;
+	}
+	m = protobuf_c_message_unpack(d, NULL, r->len, r->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "record %u/%" PRIu64 " does not unpack "
+				    "as a %s",
+				    r->kind, r->key, d->short_name);
+	protobuf_c_message_free_unpacked(m, NULL);
+	return 0;
+}
+
+static int restore_check(struct restore *rs)
+{
+	static const uint32_t kinds[] = { JOURNAL_COUNTERS, JOURNAL_CONTEXT,
+					  JOURNAL_SESSION, JOURNAL_OBJECT,
+					  JOURNAL_SESSION_HOLD };
+	int ret;
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		ret = journal_each(rs->view, kinds[i], check_one, rs);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int restart_state_check(const struct journal_view *v, char *why,
+			size_t why_len)
+{
+	struct restore rs = { .view = v };
+	int ret = restore_check(&rs);
+
+	if (ret < 0)
+		snprintf(why, why_len, "%s", rs.why);
+	return ret;
+}
+
+/* --- counters ------------------------------------------------------------ */
+
+static void id_restore(struct id_space *s, const Rdmab__State__IdSpace *m)
+{
+	if (!m)
+		return;
+	s->count = m->count;
+	s->key[0] = m->key0;
+	s->key[1] = m->key1;
+}
+
+static int restore_counters(struct restore *rs)
+{
+	struct server *srv = server_of(rs->core);
+	struct restart *r = srv->core.restart;
+	Rdmab__State__Counters *c;
+	struct journal_rec rec;
+
+	if (journal_find(rs->view, JOURNAL_COUNTERS, 0, &rec) < 0)
+		return restore_fail(rs, -EBADMSG, "the state has no counters");
+	c = rdmab__state__counters__unpack(NULL, rec.len, rec.data);
+	if (!c)
+		return restore_fail(rs, -EBADMSG, "the counters do not unpack");
+	id_restore(&srv->core.ids.clients, c->clients);
+	id_restore(&srv->core.ids.contexts, c->contexts);
+	id_restore(&srv->core.ids.objects, c->objects);
+	id_restore(&srv->core.ids.dms, c->dms);
+	r->generation = c->generation + 1;
+	r->restarts = c->restarts + 1;
+	srv->core.requests_served = c->requests_served;
+	rdmab__state__counters__free_unpacked(c, NULL);
+	rs->generation = r->generation;
+	return 0;
+}
+
+/* --- sessions and their contexts ---------------------------------------- */
+
+/* A request the old daemon read and did not answer. */
+struct pending_req {
+	uint64_t conn_id, serial;
+};
+
+/* A session's hold on a context (a SessionHold record). */
+struct rhold {
+	uint64_t client_id, ctx_id;
+	uint32_t opens;
+};
+
+/* The restore's own: the sessions adopted, by id, for the objects; the
+ * requests to answer -EAGAIN; the holds, by client id. */
+struct rctx {
+	struct restore *rs;
+	struct conn **conns;
+	size_t n, cap;
+	struct pending_req *reqs;
+	size_t n_reqs, cap_reqs;
+	struct rhold *holds;
+	size_t n_holds, cap_holds;
+};
+
+static int hold_collect(void *arg, const struct journal_rec *r)
+{
+	struct rctx *rc = arg;
+	Rdmab__State__SessionHold *m;
+
+	/* Checked whole before (restore_check()). */
+	m = rdmab__state__session_hold__unpack(NULL, r->len, r->data);
+	if (!m)
+		return 0;
+	if (rc->n_holds == rc->cap_holds) {
+		size_t cap = rc->cap_holds ? rc->cap_holds * 2 : 64;
+		struct rhold *p = realloc(rc->holds, cap * sizeof(*p));
+
+		if (!p) {
+			rdmab__state__session_hold__free_unpacked(m, NULL);
+			return restore_fail(rc->rs, -ENOMEM, "out of memory");
+		}
+		rc->holds = p;
+		rc->cap_holds = cap;
+	}
+	rc->holds[rc->n_holds++] =
+		(struct rhold){ m->client_id, m->ctx_id, m->opens };
+	rdmab__state__session_hold__free_unpacked(m, NULL);
+	return 0;
+}
+
+static int hold_cmp(const void *a, const void *b)
+{
+	const struct rhold *x = a, *y = b;
+
+	return x->client_id < y->client_id ? -1 : x->client_id > y->client_id;
+}
+
+/* Collect every hold, sorted by session: 0 or -ENOMEM. */
+static int restore_holds(struct rctx *rc)
+{
+	int ret = journal_each(rc->rs->view, JOURNAL_SESSION_HOLD,
+			       hold_collect, rc);
+
+	if (ret == 0 && rc->n_holds)
+		qsort(rc->holds, rc->n_holds, sizeof(*rc->holds), hold_cmp);
+	return ret;
+}
+
+/* The first hold of session @id (its holds follow it), or n_holds. */
+static size_t hold_first(const struct rctx *rc, uint64_t id)
+{
+	size_t lo = 0, hi = rc->n_holds;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rc->holds[mid].client_id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static void pending_add(void *arg, uint64_t conn_id, uint64_t serial)
+{
+	struct rctx *rc = arg;
+
+	if (rc->n_reqs == rc->cap_reqs) {
+		size_t cap = rc->cap_reqs ? rc->cap_reqs * 2 : 16;
+		struct pending_req *p = realloc(rc->reqs, cap * sizeof(*p));
+
+		/* Without memory that client waits for its reply: its
+		 * timeout answers. */
+		if (!p)
+			return;
+		rc->reqs = p;
+		rc->cap_reqs = cap;
+	}
+	rc->reqs[rc->n_reqs++] = (struct pending_req){ conn_id, serial };
+}
+
+/* Each stored in-flight table: the requests it holds (the newest and any
+ * older one alike: a slot set is a request nobody answered). */
+static int pending_scan(void *arg, const char *name, int fd)
+{
+	struct rctx *rc = arg;
+	int taken;
+
+	if (restore_take_fd(rc->rs, name, &taken) < 0)
+		return 0;
+	if (inflight_scan(taken, pending_add, rc) < 0)
+		log_warn("%s is no in-flight table: ignored", name);
+	close(taken);
+	fdstore_remove(rc->rs->store, name);
+	return 0;
+}
+
+static int conn_cmp(const void *a, const void *b)
+{
+	const struct conn *x = *(struct conn *const *)a;
+	const struct conn *y = *(struct conn *const *)b;
+
+	return x->cl.id < y->cl.id ? -1 : x->cl.id > y->cl.id;
+}
+
+static struct conn *rctx_conn(const struct rctx *rc, uint64_t id)
+{
+	size_t lo = 0, hi = rc->n;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rc->conns[mid]->cl.id == id)
+			return rc->conns[mid];
+		if (rc->conns[mid]->cl.id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+/* Context @id that @c's session held: the one its domain has already, or
+ * adopted from the store. NULL when it cannot be (logged): the session
+ * goes on without it, as after a device removal. */
+static struct dctx *restore_ctx(struct restore *rs, struct conn *c,
+				uint64_t id)
+{
+	struct server *srv = server_of(rs->core);
+	Rdmab__State__Context *m;
+	struct journal_rec rec;
+	char name[FDSTORE_NAME_MAX + 1];
+	struct why why = { 0 };
+	struct device *dev;
+	uint32_t pd_handle;
+	struct dctx *x;
+	int fd, ret;
+
+	x = dctx_find_id(c->cl.domain, id);
+	if (x)
+		return x;
+	if (journal_find(rs->view, JOURNAL_CONTEXT, id, &rec) < 0)
+		return NULL;
+	m = rdmab__state__context__unpack(NULL, rec.len, rec.data);
+	if (!m)
+		return NULL;
+	dev = device_find(&srv->core.devices, m->device);
+	if (!dev || strcmp(dev->name, m->device) != 0 ||
+	    strcmp(c->cl.domain->name, m->domain) != 0) {
+		log_warn("context %" PRIu64 " (%s on %s): no such device or "
+			 "domain any more, not adopted",
+			 id, m->domain, m->device);
+		rdmab__state__context__free_unpacked(m, NULL);
+		return NULL;
+	}
+	pd_handle = m->pd_handle;
+	rdmab__state__context__free_unpacked(m, NULL);
+	restart_fd_name(name, sizeof(name), "ctx", id);
+	if (restore_take_fd(rs, name, &fd) < 0) {
+		log_warn("context %" PRIu64 ": its descriptor is not in the "
+			 "store, not adopted",
+			 id);
+		return NULL;
+	}
+	ret = dctx_adopt(&srv->core, c->cl.domain, dev, c->cl.user, id, fd,
+			 pd_handle, &why, &x);
+	if (ret < 0) {
+		log_warn("context %" PRIu64 " on %s cannot be adopted: %s%s%s",
+			 id, dev->name, strerror(-ret), *why.text ? ": " : "",
+			 why.text);
+		return NULL;
+	}
+	rs->adopted_contexts++;
+	return x;
+}
+
+/* A context the session held that could not be adopted: told as a
+ * device removal is, so that the library closes its copy. */
+static void restore_ctx_lost(struct conn *c, uint64_t id)
+{
+	Rdmab__DeviceRemovedEvent rev = RDMAB__DEVICE_REMOVED_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	char reason[128];
+	Rdmab__State__Context *m = NULL;
+	struct journal_rec rec;
+
+	if (journal_find(c->srv->core.restart->view, JOURNAL_CONTEXT, id,
+			 &rec) == 0)
+		m = rdmab__state__context__unpack(NULL, rec.len, rec.data);
+	snprintf(reason, sizeof(reason),
+		 "the broker restarted and could not adopt context %" PRIu64,
+		 id);
+	rev.device = m ? m->device : "";
+	rev.reason = reason;
+	ev.body_case = RDMAB__EVENT__BODY_DEVICE_REMOVED;
+	ev.device_removed = &rev;
+	ev.object_kind = IBC_OBJ_CONTEXT;
+	ev.object_id = id;
+	conn_send_event(c, &ev);
+	if (m)
+		rdmab__state__context__free_unpacked(m, NULL);
+}
+
+/* Session @c held context @ctx_id @opens times: 0, also when the context
+ * could not come back (the session is told), or -ENOMEM. */
+static int restore_hold(struct restore *rs, struct conn *c, uint64_t ctx_id,
+			uint32_t opens)
+{
+	struct dctx *x = restore_ctx(rs, c, ctx_id);
+
+	if (!x) {
+		restore_ctx_lost(c, ctx_id);
+		return 0;
+	}
+	return dctx_client_adopt(&c->cl, x, opens);
+}
+
+static int restore_session(void *arg, const struct journal_rec *rec)
+{
+	struct rctx *rc = arg;
+	struct restore *rs = rc->rs;
+	struct server *srv = server_of(rs->core);
+	Rdmab__State__Session *m;
+	char name[FDSTORE_NAME_MAX + 1];
+	struct why why = { 0 };
+	struct conn *c;
+	int fd, ret;
+
+	restart_fd_name(name, sizeof(name), "conn", rec->key);
+	if (restore_take_fd(rs, name, &fd) < 0) {
+		log_debug("client %" PRIu64 ": its socket is not in the "
+			  "store (it hung up): session not adopted",
+			  rec->key);
+		return 0;
+	}
+	m = rdmab__state__session__unpack(NULL, rec->len, rec->data);
+	if (!m) {
+		close(fd);
+		return 0;
+	}
+	ret = conn_new_as(srv, fd, rec->key, &c);
+	if (ret < 0) {
+		log_warn("client %" PRIu64 ": session not adopted: %s",
+			 rec->key, strerror(-ret));
+		goto out;
+	}
+	/* The socket's peer is the one the state names, or it is not
+	 * this session's. */
+	if ((uint32_t)c->cl.cred.uid != m->uid ||
+	    (uint32_t)c->cl.cred.pid != m->pid) {
+		conn_kill(c, "its socket's peer is not the saved session's");
+		goto out;
+	}
+	c->client_pid = m->client_pid;
+	c->fork_state = (int)m->fork_state;
+	if (m->secret.len == sizeof(c->secret))
+		memcpy(c->secret, m->secret.data, sizeof(c->secret));
+	c->parent_id = m->parent_id;
+	snprintf(c->library_version, sizeof(c->library_version), "%s",
+		 m->library_version);
+	c->cl.rss_delta = m->rss_delta;
+	c->requests = m->requests;
+	ret = domain_join(&srv->core, &c->cl,
+			  m->domain_kind == DOMAIN_PRIVATE ? "" : m->domain,
+			  m->domain_kind == DOMAIN_PRIVATE, &why);
+	if (ret < 0) {
+		log_warn("client %" PRIu64 ": cannot join domain %s again: %s",
+			 c->cl.id, m->domain, why.text);
+		conn_kill(c, NULL);
+		goto out;
+	}
+	conn_hello_done(c);
+	/* An older daemon's holds are in the session's record. */
+	for (size_t i = 0; i < m->n_ctxs && ret == 0; i++)
+		ret = restore_hold(rs, c, m->ctxs[i]->ctx_id,
+				   m->ctxs[i]->opens);
+	for (size_t i = hold_first(rc, rec->key);
+	     i < rc->n_holds && rc->holds[i].client_id == rec->key && ret == 0;
+	     i++)
+		ret = restore_hold(rs, c, rc->holds[i].ctx_id,
+				   rc->holds[i].opens);
+	if (ret < 0) {
+		conn_kill(c, "out of memory");
+		goto out;
+	}
+	restart_session_save(c);
+	rs->adopted_sessions++;
+	if (rc->n == rc->cap) {
+		size_t cap = rc->cap ? rc->cap * 2 : 64;
+		struct conn **p = realloc(rc->conns, cap * sizeof(*p));
+
+		if (!p) {
+			conn_kill(c, "out of memory");
+			goto out;
+		}
+		rc->conns = p;
+		rc->cap = cap;
+	}
+	rc->conns[rc->n++] = c;
+
+out:
+	rdmab__state__session__free_unpacked(m, NULL);
+	return 0;
+}
+
+/* --- the registry's objects --------------------------------------------- */
+
+struct robj {
+	uint64_t id;
+	unsigned int rank;
+	Rdmab__State__Object *m;
+};
+
+struct robjs {
+	struct robj *v;
+	size_t n, cap;
+	unsigned int rank_of[OBJ_KIND_COUNT];
+};
+
+static int robj_collect(void *arg, const struct journal_rec *r)
+{
+	struct robjs *ro = arg;
+	Rdmab__State__Object *m;
+
+	m = rdmab__state__object__unpack(NULL, r->len, r->data);
+	if (!m || m->kind == IBC_OBJ_NONE || m->kind >= OBJ_KIND_COUNT) {
+		if (m)
+			rdmab__state__object__free_unpacked(m, NULL);
+		log_warn("object %" PRIu64 ": its record does not unpack, "
+			 "not adopted",
+			 r->key);
+		return 0;
+	}
+	if (ro->n == ro->cap) {
+		size_t cap = ro->cap ? ro->cap * 2 : 256;
+		struct robj *p = realloc(ro->v, cap * sizeof(*p));
+
+		if (!p) {
+			rdmab__state__object__free_unpacked(m, NULL);
+			return -ENOMEM;
+		}
+		ro->v = p;
+		ro->cap = cap;
+	}
+	ro->v[ro->n++] = (struct robj){ r->key, ro->rank_of[m->kind], m };
+	return 0;
+}
+
+/* What an object uses first: the cleanup's order backwards. */
+static int robj_cmp(const void *a, const void *b)
+{
+	const struct robj *x = a, *y = b;
+
+	if (x->rank != y->rank)
+		return x->rank > y->rank ? -1 : 1;
+	return x->m->handle < y->m->handle ? -1 : x->m->handle > y->m->handle;
+}
+
+/* Make a soft object again at its handle, as its create asked. */
+static int robj_remake(struct dctx *x, const Rdmab__State__Object *m,
+		       struct why *why)
+{
+	const Rdmab__State__SoftObject *so = m->soft;
+	struct obj_spec spec = { .kind = (enum ibc_obj_kind)m->kind };
+	struct obj_made made;
+
+	if (!so)
+		return why_set(why, -EBADMSG, "its record has no spec");
+	for (size_t i = 0; i < so->n_uses && i < OBJ_MAX_USES; i++)
+		spec.uses[i] = so->uses[i];
+	spec.used = so->used_mask & ((1u << OBJ_MAX_USES) - 1);
+	obj_attr_from_wire(&spec.attr, so->attr);
+	spec.xrcd_ino = so->xrcd_ino;
+	/* Provider-internal records per QP are not made again. */
+	spec.import = 0;
+	return x->dev->ctx_ops->obj_restore(x->dc, &spec, m->handle, &made,
+					    why);
+}
+
+static void restore_obj(struct rctx *rc, const struct robj *ro)
+{
+	const Rdmab__State__Object *m = ro->m;
+	struct why why = { 0 };
+	struct conn *c = rctx_conn(rc, m->owner);
+	struct dctx *x = c ? dctx_conn_find(&c->cl, m->ctx_id) : NULL;
+	bool remake;
+	struct obj *o;
+	int ret;
+
+	/* A family's record (a DM import) is the family's to restore. */
+	if (m->family_owned)
+		return;
+	if (!x || !x->dc) {
+		log_debug("object %" PRIu64 ": its session or context was not "
+			  "adopted",
+			  ro->id);
+		return;
+	}
+	remake = m->made_here && (!m->intent || m->window_made);
+	if (remake) {
+		ret = robj_remake(x, m, &why);
+		if (ret < 0) {
+			log_warn("object %" PRIu64 " (%s %u) cannot be made "
+				 "again: %s",
+				 ro->id, obj_kind_name(m->kind), m->handle,
+				 why.text);
+			return;
+		}
+	}
+	ret = objects_add_id(&c->cl, x, (enum ibc_obj_kind)m->kind, m->intent,
+			     m->made_here, m->handle, ro->id, &why, &o);
+	if (ret < 0) {
+		log_warn("object %" PRIu64 ": not adopted: %s", ro->id,
+			 why.text);
+		if (remake)
+			x->dev->ctx_ops->obj_destroy(x->dc, m->kind, m->handle,
+						     &why);
+		return;
+	}
+	o->handle = m->handle;
+	o->window_made = m->window_made;
+	o->dm_id = m->dm_id;
+	o->xrcd_obj = m->xrcd_obj;
+	o->born_usec = m->born_usec;
+	if (remake && m->soft) {
+		struct obj_spec spec = { .kind = o->kind };
+
+		for (size_t i = 0; i < m->soft->n_uses && i < OBJ_MAX_USES;
+		     i++)
+			spec.uses[i] = m->soft->uses[i];
+		spec.used = m->soft->used_mask;
+		spec.xrcd_ino = m->soft->xrcd_ino;
+		restart_obj_made(rc->rs->core, o, &spec, m->soft->attr);
+	} else {
+		restart_obj_saved(rc->rs->core, o);
+	}
+	rc->rs->adopted_objects++;
+}
+
+static int restore_objects(struct rctx *rc)
+{
+	struct robjs ro = { 0 };
+	int ret;
+
+	for (unsigned int i = 0; i < obj_cleanup_kinds; i++)
+		ro.rank_of[obj_cleanup_order[i]] = i + 1;
+	/* qsort() of nothing must not be given NULL (UBSan). */
+	if (rc->n)
+		qsort(rc->conns, rc->n, sizeof(*rc->conns), conn_cmp);
+	ret = journal_each(rc->rs->view, JOURNAL_OBJECT, robj_collect, &ro);
+	if (ret == 0 && ro.n) {
+		qsort(ro.v, ro.n, sizeof(*ro.v), robj_cmp);
+		for (size_t i = 0; i < ro.n; i++)
+			restore_obj(rc, &ro.v[i]);
+	}
+	for (size_t i = 0; i < ro.n; i++)
+		rdmab__state__object__free_unpacked(ro.v[i].m, NULL);
+	free(ro.v);
+	return ret;
+}
+
+/* Each adopted session learns the new generation (a best effort, as
+ * every Event). */
+static void restore_tell(struct rctx *rc)
+{
+	Rdmab__RestartEvent rev = RDMAB__RESTART_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	char reason[96];
+
+	snprintf(reason, sizeof(reason),
+		 "the broker restarted (generation %" PRIu64 ")",
+		 rc->rs->generation);
+	rev.generation = rc->rs->generation;
+	rev.restarts = rc->rs->core->restart->restarts;
+	rev.reason = reason;
+	ev.object_kind = IBC_OBJ_NONE;
+	ev.object_id = rc->rs->generation;
+	ev.body_case = RDMAB__EVENT__BODY_RESTARTED;
+	ev.restarted = &rev;
+	for (size_t i = 0; i < rc->n_reqs; i++) {
+		struct conn *c = rctx_conn(rc, rc->reqs[i].conn_id);
+
+		if (c)
+			dispatch_error(c, rc->reqs[i].serial, EAGAIN,
+				       "the broker restarted while serving "
+				       "this request");
+	}
+	for (size_t i = 0; i < rc->n; i++)
+		conn_send_event(rc->conns[i], &ev);
+}
+
+/* A session handed over that no state adopts: told why (a ShutdownEvent,
+ * without blocking) before its socket is closed. */
+static int restore_refuse_conn(void *arg, const char *name, int fd)
+{
+	Rdmab__DaemonMessage msg = RDMAB__DAEMON_MESSAGE__INIT;
+	Rdmab__ShutdownEvent sev = RDMAB__SHUTDOWN_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	static uint8_t buf[WIRE_MAX_PACKET];
+
+	sev.reason = arg;
+	ev.object_kind = IBC_OBJ_NONE;
+	ev.body_case = RDMAB__EVENT__BODY_SHUTDOWN;
+	ev.shutdown = &sev;
+	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_EVENT;
+	msg.event = &ev;
+	wire_send_msg(fd, &msg.base, buf, NULL, 0, MSG_DONTWAIT);
+	return 0;
+}
+
+/* --- the whole ----------------------------------------------------------- */
+
+static int restore_families(struct restore *rs)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++) {
+		int ret;
+
+		if (!families[i]->restore)
+			continue;
+		ret = families[i]->restore(rs->core, rs);
+		if (ret < 0) {
+			if (!*rs->why)
+				restore_fail(rs, ret, "%s: %s",
+					     families[i]->name,
+					     strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+int restart_restore(struct server *srv)
+{
+	struct restart *r = srv->core.restart;
+	struct restore rs = { 0 };
+	char name[FDSTORE_NAME_MAX + 1];
+	uint64_t start = now_usec();
+	unsigned int closed;
+	int ret = 0, fd;
+
+	if (!r)
+		return 0;
+	rs.core = &srv->core;
+	rs.view = r->view;
+	rs.store = r->store;
+	r->generation = 1;
+	if (r->view) {
+		ret = restore_check(&rs);
+		if (ret == 0)
+			ret = restore_counters(&rs);
+		if (ret < 0) {
+			snprintf(r->refused, sizeof(r->refused), "%s", rs.why);
+			log_err("starting clean, closing the %u descriptors "
+				"handed over: the state cannot be used: %s",
+				fdstore_n_passed(r->store), rs.why);
+			r->generation = 1;
+		} else {
+			struct rctx rc = { .rs = &rs };
+
+			/* While taking one, the callback must not see the
+			 * walk move: one name at a time. */
+			while (fdstore_each_passed(r->store,
+						   FDSTORE_PREFIX "inflight.",
+						   restart_first_name,
+						   name) == 1)
+				pending_scan(&rc, name, -1);
+			ret = restore_holds(&rc);
+			if (ret == 0)
+				journal_each(r->view, JOURNAL_SESSION,
+					     restore_session, &rc);
+			if (ret == 0)
+				ret = restore_objects(&rc);
+			if (ret == 0)
+				ret = restore_families(&rs);
+			if (ret == 0)
+				restore_tell(&rc);
+			if (ret < 0) {
+				/* Half a registry is worse than none: the
+				 * sessions end, their objects go as a
+				 * death's do. */
+				log_err("a family's state cannot be used, "
+					"ending the %zu sessions adopted: %s",
+					rc.n, rs.why);
+				for (size_t i = 0; i < rc.n; i++)
+					conn_kill(rc.conns[i], NULL);
+			}
+			free(rc.conns);
+			free(rc.reqs);
+			free(rc.holds);
+		}
+	}
+	ret = restart_counters_save(&srv->core);
+	if (ret < 0)
+		return ret;
+	/* Stored now, when it holds the adopted state: a kill during the
+	 * restore left the old one the newest. */
+	restart_fd_name(name, sizeof(name), "state", journal_gen(r->j));
+	ret = fdstore_put(r->store, name, journal_fd(r->j));
+	if (ret < 0) {
+		log_err("cannot keep the state in the fd store: %s",
+			strerror(-ret));
+		return ret;
+	}
+	while (fdstore_each_passed(r->store, FDSTORE_PREFIX "state.",
+				   restart_first_name, name) == 1) {
+		if (fdstore_take(r->store, name, &fd) == 0)
+			close(fd);
+		fdstore_remove(r->store, name);
+	}
+	restart_fd_name(name, sizeof(name), "inflight", journal_gen(r->j));
+	ret = fdstore_put(r->store, name, inflight_fd(r->inflight));
+	if (ret < 0)
+		log_warn("requests in flight at a restart will not be "
+			 "answered: the table is not in the fd store: %s",
+			 strerror(-ret));
+	fdstore_each_passed(r->store, FDSTORE_PREFIX "conn.",
+			    restore_refuse_conn,
+			    "the broker restarted and could not adopt this "
+			    "session");
+	closed = fdstore_close_untaken(r->store);
+	journal_view_free(r->view);
+	r->view = NULL;
+	r->last_restore_usec = now_usec() - start;
+	r->adopted_sessions = rs.adopted_sessions;
+	r->adopted_contexts = rs.adopted_contexts;
+	r->adopted_objects = rs.adopted_objects;
+	r->adopted_fds = rs.adopted_fds;
+	if (rs.view && !*r->refused)
+		log_notice("restart %" PRIu64 ": generation %" PRIu64
+			   " restored in %" PRIu64 " us: %" PRIu64
+			   " sessions, %" PRIu64 " contexts, %" PRIu64
+			   " objects, %" PRIu64 " descriptors adopted, %u "
+			   "closed",
+			   r->restarts, r->generation, r->last_restore_usec,
+			   rs.adopted_sessions, rs.adopted_contexts,
+			   rs.adopted_objects, rs.adopted_fds, closed);
+	return restart_counters_save(&srv->core);
+}

@@ -1,0 +1,407 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The state journal (daemon/journal.h), in-process: what a reader makes of
+ * the memfd after a kill at any point of a write is a state the writer was
+ * in (a transaction all or nothing), a corrupt or cut state is refused
+ * whole and never read outside its bytes, compaction keeps exactly the
+ * live records, and the fd store refuses names systemd would not keep.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/fdstore.h"
+#include "daemon/inflight.h"
+#include "daemon/journal.h"
+#include "daemon/log.h"
+#include "daemon/restart.h"
+#include "proto/state.pb-c.h"
+#include "tests/cklib.h"
+
+/* The byte image of @j's memfd, its length in *@len. */
+static uint8_t *snap(const struct journal *j, size_t *len)
+{
+	off_t end = lseek(journal_fd(j), 0, SEEK_END);
+	uint8_t *buf;
+
+	ck_assert_int_gt(end, 0);
+	buf = malloc((size_t)end);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(pread(journal_fd(j), buf, (size_t)end, 0), end);
+	*len = (size_t)end;
+	return buf;
+}
+
+/* A Session record whose requests field says @v. */
+static int put_val(struct journal *j, uint64_t key, uint64_t v)
+{
+	Rdmab__State__Session s = RDMAB__STATE__SESSION__INIT;
+
+	s.requests = v;
+	return journal_put(j, JOURNAL_SESSION, key, &s.base);
+}
+
+/* @key's value in @v, or -1 when it has no record. */
+static int64_t val_of(const struct journal_view *v, uint64_t key)
+{
+	struct journal_rec rec;
+	Rdmab__State__Session *s;
+	int64_t out;
+
+	if (journal_find(v, JOURNAL_SESSION, key, &rec) < 0)
+		return -1;
+	s = rdmab__state__session__unpack(NULL, rec.len, rec.data);
+	ck_assert_ptr_nonnull(s);
+	out = (int64_t)s->requests;
+	rdmab__state__session__free_unpacked(s, NULL);
+	return out;
+}
+
+static struct journal_view *read_buf(const uint8_t *buf, size_t len)
+{
+	struct journal_view *v = NULL;
+	char why[256];
+
+	ck_assert_int_eq(journal_read(buf, len, &v, why, sizeof(why)), 0);
+	return v;
+}
+
+START_TEST(test_roundtrip)
+{
+	struct journal *j;
+	struct journal_view *v;
+	uint8_t *buf;
+	size_t len;
+
+	ck_assert_int_eq(journal_create(7, &j), 0);
+	for (uint64_t k = 1; k <= 100; k++)
+		ck_assert_int_eq(put_val(j, k, k * 10), 0);
+	for (uint64_t k = 1; k <= 100; k += 2)
+		ck_assert_int_eq(journal_del(j, JOURNAL_SESSION, k), 0);
+	ck_assert_int_eq(put_val(j, 4, 4444), 0);
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	ck_assert_uint_eq(journal_view_gen(v), 7);
+	ck_assert_uint_eq(journal_view_count(v, JOURNAL_SESSION), 50);
+	ck_assert_int_eq(val_of(v, 3), -1);
+	ck_assert_int_eq(val_of(v, 4), 4444);
+	ck_assert_int_eq(val_of(v, 100), 1000);
+	journal_view_free(v);
+	free(buf);
+	journal_free(j);
+}
+END_TEST
+
+/* A kill inside a transaction: every record of it is whole but the last
+ * one's commit is missing, and behind the tail lie the bytes a record
+ * being written had got (its word still 0). The reader must see the
+ * state before the transaction at every point, the one after only once
+ * the commit is stored. */
+START_TEST(test_kill_inside_transaction)
+{
+	struct journal *j;
+	struct journal_view *v;
+	uint8_t *buf;
+	size_t len, tail;
+
+	ck_assert_int_eq(journal_create(1, &j), 0);
+	ck_assert_int_eq(put_val(j, 1, 1), 0);
+	ck_assert_int_eq(put_val(j, 2, 2), 0);
+	journal_begin(j);
+	for (int step = 0; step < 4; step++) {
+		if (step == 3)
+			ck_assert_int_eq(journal_del(j, JOURNAL_SESSION, 1), 0);
+		else
+			ck_assert_int_eq(put_val(j, 2, 20 + step), 0);
+		buf = snap(j, &len);
+		/* A record half written after the tail: garbage, word 0. */
+		tail = journal_used(j);
+		for (size_t i = tail + 8; i < tail + 200 && i < len; i++)
+			buf[i] = (uint8_t)(i * 31 + 7);
+		v = read_buf(buf, len);
+		ck_assert_int_eq(val_of(v, 1), 1);
+		ck_assert_int_eq(val_of(v, 2), 2);
+		journal_view_free(v);
+		free(buf);
+	}
+	journal_commit(j);
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(val_of(v, 1), -1);
+	ck_assert_int_eq(val_of(v, 2), 22);
+	journal_view_free(v);
+	free(buf);
+	journal_free(j);
+}
+END_TEST
+
+/* Every byte flipped and every length cut: refused (-EBADMSG) or read,
+ * never a crash; a byte the reader reads (not padding, not past the
+ * records) refuses the whole state. */
+START_TEST(test_corrupt_and_cut)
+{
+	struct journal *j;
+	struct journal_view *v;
+	uint8_t *buf, *copy;
+	size_t len, used;
+	char why[256];
+	unsigned int refused = 0;
+
+	ck_assert_int_eq(journal_create(3, &j), 0);
+	for (uint64_t k = 1; k <= 6; k++)
+		ck_assert_int_eq(put_val(j, k, 1000 + k), 0);
+	buf = snap(j, &len);
+	used = journal_used(j);
+	copy = malloc(len);
+	ck_assert_ptr_nonnull(copy);
+	/* The header's words and the records (the rest of the header page
+	 * is padding). */
+	for (size_t i = 0; i < used; i = i == 31 ? 4096 : i + 1) {
+		int ret;
+
+		memcpy(copy, buf, len);
+		copy[i] ^= 0x5a;
+		v = NULL;
+		ret = journal_read(copy, len, &v, why, sizeof(why));
+		ck_assert_msg(ret == 0 || ret == -EBADMSG, "byte %zu: %d", i,
+			      ret);
+		if (ret < 0) {
+			ck_assert_ptr_null(v);
+			ck_assert(*why);
+			refused++;
+			continue;
+		}
+		/* Read: the flip hit bytes nobody checks (header padding,
+		 * record padding); the state is the same. */
+		for (uint64_t k = 1; k <= 6; k++)
+			ck_assert_int_eq(val_of(v, k), 1000 + (int64_t)k);
+		journal_view_free(v);
+	}
+	ck_assert_uint_gt(refused, (used - 4096 + 32) / 2);
+	for (size_t cut = 0; cut < used + 64; cut++) {
+		int ret;
+
+		v = NULL;
+		ret = journal_read(buf, cut, &v, why, sizeof(why));
+		ck_assert_msg(ret == 0 || ret == -EBADMSG, "cut %zu: %d", cut,
+			      ret);
+		journal_view_free(v);
+	}
+	free(copy);
+	free(buf);
+	journal_free(j);
+}
+END_TEST
+
+START_TEST(test_refuses_unknown)
+{
+	struct journal *j;
+	struct journal_view *v = NULL;
+	uint8_t *buf;
+	size_t len;
+	char why[256];
+
+	ck_assert_int_eq(journal_create(1, &j), 0);
+	buf = snap(j, &len);
+	/* The format word follows the 8-byte magic. */
+	buf[8] = JOURNAL_FORMAT + 1;
+	ck_assert_int_eq(journal_read(buf, len, &v, why, sizeof(why)),
+			 -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(why, "format"));
+	memset(buf, 0, 8);
+	ck_assert_int_eq(journal_read(buf, len, &v, why, sizeof(why)),
+			 -EBADMSG);
+	free(buf);
+	journal_free(j);
+}
+END_TEST
+
+/* Rewrites of a few keys grow the log; compaction bounds it and keeps
+ * exactly the live records. */
+START_TEST(test_compaction)
+{
+	struct journal *j, *fresh;
+	struct journal_view *v;
+	uint8_t *buf;
+	size_t len;
+	uint64_t n = 0;
+
+	ck_assert_int_eq(journal_create(1, &j), 0);
+	while (!journal_wants_compaction(j)) {
+		ck_assert_int_eq(put_val(j, n % 10, n), 0);
+		n++;
+	}
+	ck_assert_int_eq(journal_del(j, JOURNAL_SESSION, 0), 0);
+	ck_assert_int_eq(journal_compact(j, &fresh), 0);
+	ck_assert_uint_eq(journal_gen(fresh), 2);
+	ck_assert_uint_lt(journal_used(fresh), 4096 + 10 * 64);
+	ck_assert(!journal_wants_compaction(fresh));
+	buf = snap(fresh, &len);
+	v = read_buf(buf, len);
+	ck_assert_uint_eq(journal_view_count(v, JOURNAL_SESSION), 9);
+	ck_assert_int_eq(val_of(v, 0), -1);
+	for (uint64_t k = 1; k < 10; k++) {
+		uint64_t last = (n - 1) - ((n - 1 + 10 - k) % 10);
+
+		ck_assert_int_eq(val_of(v, k), (int64_t)last);
+	}
+	journal_view_free(v);
+	free(buf);
+	journal_free(fresh);
+	journal_free(j);
+}
+END_TEST
+
+/* The check value of CRC-32C, by the instruction and by the table. */
+START_TEST(test_crc)
+{
+	uint8_t buf[1000];
+
+	ck_assert_uint_eq(journal_crc32c("123456789", 9, true), 0xe3069283);
+	ck_assert_uint_eq(journal_crc32c("123456789", 9, false), 0xe3069283);
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (uint8_t)(i * 131 + 17);
+	for (size_t n = 0; n < sizeof(buf); n += 37)
+		ck_assert_uint_eq(journal_crc32c(buf + 3, n - (n ? 3 : 0), true),
+				  journal_crc32c(buf + 3, n - (n ? 3 : 0),
+						 false));
+}
+END_TEST
+
+/* A session's hold is written by hand (restart_hold_encode()): the bytes
+ * are protobuf-c's own for the same SessionHold, zero fields left out,
+ * and they read back. */
+START_TEST(test_hold_encoding)
+{
+	static const uint64_t ids[] = { 0, 1, 127, 128, 0xdeadbeefcafef00dull,
+					UINT64_MAX };
+	static const uint32_t opens[] = { 0, 1, 300, UINT32_MAX };
+	uint8_t ours[RESTART_HOLD_MAX], theirs[64];
+
+	for (size_t a = 0; a < 6; a++)
+		for (size_t b = 0; b < 6; b++)
+			for (size_t o = 0; o < 4; o++) {
+				Rdmab__State__SessionHold h =
+					RDMAB__STATE__SESSION_HOLD__INIT;
+				Rdmab__State__SessionHold *back;
+				size_t n;
+
+				h.client_id = ids[a];
+				h.ctx_id = ids[5 - b];
+				h.opens = opens[o];
+				h.import = ids[b];
+				n = restart_hold_encode(ours, h.client_id,
+							h.ctx_id, h.opens,
+							h.import);
+				ck_assert_uint_le(n, RESTART_HOLD_MAX);
+				ck_assert_uint_eq(
+					n, rdmab__state__session_hold__pack(
+						   &h, theirs));
+				ck_assert_mem_eq(ours, theirs, n);
+				back = rdmab__state__session_hold__unpack(
+					NULL, n, ours);
+				ck_assert_ptr_nonnull(back);
+				ck_assert_uint_eq(back->client_id, h.client_id);
+				ck_assert_uint_eq(back->ctx_id, h.ctx_id);
+				ck_assert_uint_eq(back->opens, h.opens);
+				ck_assert_uint_eq(back->import, h.import);
+				rdmab__state__session_hold__free_unpacked(back,
+									  NULL);
+			}
+}
+END_TEST
+
+START_TEST(test_fdstore_names)
+{
+	struct fdstore *s;
+	int fd = dup(0);
+
+	ck_assert_int_eq(fdstore_open(2, false, &s), 0);
+	ck_assert_int_eq(fdstore_put(s, "rb.conn.1", fd), 0);
+	ck_assert_int_eq(fdstore_put(s, "rb.conn.1", fd), -EEXIST);
+	ck_assert_int_eq(fdstore_put(s, "rb.a:b", fd), -EINVAL);
+	ck_assert_int_eq(fdstore_put(s, "conn.1", fd), -EINVAL);
+	ck_assert_int_eq(fdstore_put(s, "rb.", fd), -EINVAL);
+	ck_assert_int_eq(fdstore_put(s, "rb.conn.2", fd), 0);
+	ck_assert_int_eq(fdstore_put(s, "rb.conn.3", fd), -ENOSPC);
+	ck_assert_uint_eq(fdstore_count(s), 2);
+	fdstore_remove(s, "rb.conn.1");
+	ck_assert_uint_eq(fdstore_count(s), 1);
+	ck_assert_int_eq(fdstore_put(s, "rb.conn.3", fd), 0);
+	fdstore_free(s);
+	close(fd);
+}
+END_TEST
+
+static uint64_t seen_conn, seen_serial;
+static unsigned int seen;
+
+static void seen_one(void *arg, uint64_t conn_id, uint64_t serial)
+{
+	seen_conn = conn_id;
+	seen_serial = serial;
+	seen++;
+}
+
+/* What a kill leaves of the in-flight table: the request read and not
+ * answered, serial 0 included, and nothing once its reply went. */
+START_TEST(test_inflight)
+{
+	struct inflight *t;
+	int a, b;
+
+	ck_assert_int_eq(inflight_create(2, &t), 0);
+	a = inflight_take(t, 77);
+	b = inflight_take(t, 78);
+	ck_assert_int_ge(a, 0);
+	ck_assert_int_ge(b, 0);
+	ck_assert_int_eq(inflight_take(t, 79), -1);
+	inflight_read(t, a, 0);
+	inflight_read(t, b, 5);
+	inflight_answered(t, b);
+	seen = 0;
+	ck_assert_int_eq(inflight_scan(inflight_fd(t), seen_one, NULL), 0);
+	ck_assert_uint_eq(seen, 1);
+	ck_assert_uint_eq(seen_conn, 77);
+	ck_assert_uint_eq(seen_serial, 0);
+	inflight_put(t, a);
+	seen = 0;
+	ck_assert_int_eq(inflight_scan(inflight_fd(t), seen_one, NULL), 0);
+	ck_assert_uint_eq(seen, 0);
+	ck_assert_int_eq(inflight_scan(0 /* stdin: no table */, seen_one,
+				       NULL) < 0, 1);
+	inflight_free(t);
+}
+END_TEST
+
+static Suite *journal_suite(void)
+{
+	Suite *s = suite_create("journal");
+	TCase *tc = tcase_create("journal");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_roundtrip);
+	tcase_add_test(tc, test_kill_inside_transaction);
+	tcase_add_test(tc, test_corrupt_and_cut);
+	tcase_add_test(tc, test_refuses_unknown);
+	tcase_add_test(tc, test_compaction);
+	tcase_add_test(tc, test_crc);
+	tcase_add_test(tc, test_hold_encoding);
+	tcase_add_test(tc, test_fdstore_names);
+	tcase_add_test(tc, test_inflight);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	log_max_priority = LOG_ERR;
+	/* No systemd here: the store keeps its table only. */
+	unsetenv("NOTIFY_SOCKET");
+	return ck_run("journal", journal_suite());
+}

@@ -1,0 +1,409 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Restart faults (issue 25, "Bad input and faults"), the daemon under the
+ * fake systemd (tests/fakesd.h): a state memfd corrupted byte by byte or
+ * truncated, and descriptors handed over under names that are not the
+ * daemon's or that name the wrong kind of file, each give a clean start
+ * with the reason logged and the clients told (their connection closed),
+ * never a crash or half a registry; a state left whole gives the session
+ * back. A daemon that keeps no state is skipped, saying so.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#include "include/ibclient.h"
+#include "tests/cklib.h"
+#include "tests/fakesd.h"
+#include "tests/testlib.h"
+
+struct rig {
+	struct fakesd *sd;
+	char *dir;
+	char sock[108], run[200], log[200];
+	int lfd;
+	struct ibc_client *cl;
+};
+
+static void rig_argv(struct rig *g, char **argv)
+{
+	argv[0] = (char *)tl_daemon_path();
+	argv[1] = "--foreground";
+	argv[2] = "--device";
+	argv[3] = "soft";
+	argv[4] = "--socket";
+	argv[5] = g->sock;
+	argv[6] = "--runtime-dir";
+	argv[7] = g->run;
+	argv[8] = NULL;
+}
+
+static void rig_start(struct rig *g)
+{
+	char *argv[9], buf[2048];
+	ssize_t n;
+	int fd, r;
+
+	rig_argv(g, argv);
+	ck_assert_int_eq(fakesd_start(g->sd, argv, g->log), 0);
+	r = fakesd_wait_ready(g->sd, TL_WAIT_MS);
+	if (r < 0) {
+		/* What the daemon said before it ended or hung. */
+		struct stat st = { 0 };
+
+		fd = open(g->log, O_RDONLY | O_CLOEXEC);
+		if (fd >= 0)
+			fstat(fd, &st);
+		n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1,
+				    st.st_size > (off_t)sizeof(buf) - 1 ?
+					    st.st_size - (off_t)sizeof(buf) + 1 :
+					    0) :
+			      0;
+		buf[n > 0 ? n : 0] = '\0';
+		if (fd >= 0)
+			close(fd);
+		ck_abort_msg("the daemon did not get ready (%d): %s", r, buf);
+	}
+}
+
+/* A daemon under the fake systemd, with one client that opened soft0. */
+static bool rig_new(struct rig *g)
+{
+	struct fakesd_opts o = { .store_max = 4096,
+				 .listen_name = "rdmabrokerd.socket" };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ibc_ctx *x;
+	char name[256];
+	bool state = false;
+	int fd;
+
+	memset(g, 0, sizeof(*g));
+	g->dir = tl_mkdtemp();
+	ck_assert_ptr_nonnull(g->dir);
+	snprintf(g->sock, sizeof(g->sock), "%s/sock", g->dir);
+	snprintf(g->run, sizeof(g->run), "%s/run", g->dir);
+	snprintf(g->log, sizeof(g->log), "%s/daemon.log", g->dir);
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", g->sock);
+	g->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(g->lfd, 0);
+	ck_assert_int_eq(bind(g->lfd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(listen(g->lfd, 16), 0);
+	o.dir = g->dir;
+	o.listen_fd = g->lfd;
+	ck_assert_int_eq(fakesd_new(&o, &g->sd), 0);
+	rig_start(g);
+	ck_assert_int_eq(tl_connect(g->sock, 10000, &g->cl), 0);
+	ck_assert_int_eq(ibc_open(g->cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_ping(g->cl, NULL, 0), 0);
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, name, sizeof(name), &fd) == 0; i++) {
+		close(fd);
+		state |= strncmp(name, "rb.state.", 9) == 0;
+	}
+	return state;
+}
+
+static void rig_free(struct rig *g)
+{
+	if (g->cl)
+		ibc_disconnect(g->cl);
+	fakesd_free(g->sd);
+	close(g->lfd);
+	free(g->dir);
+}
+
+/* The stored state's memfd, a dup the caller closes. */
+static int state_fd(struct rig *g)
+{
+	char name[256];
+	int fd;
+
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, name, sizeof(name), &fd) == 0; i++) {
+		if (strncmp(name, "rb.state.", 9) == 0)
+			return fd;
+		close(fd);
+	}
+	return -1;
+}
+
+#define SKIP_WITHOUT_STATE(g)                                               \
+	do {                                                                \
+		if (!rig_new(g)) {                                          \
+			fprintf(stderr, "check_restart: the daemon keeps "  \
+					"no state in the fd store: "        \
+					"nothing to check\n");              \
+			rig_free(g);                                        \
+			return;                                             \
+		}                                                           \
+	} while (0)
+
+/* SIGKILL and start again; the client's next request says whether its
+ * session lived. */
+static int kill_and_restart(struct rig *g)
+{
+	ck_assert_int_eq(fakesd_kill(g->sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g->sd, TL_WAIT_MS), 0);
+	rig_start(g);
+	return ibc_ping(g->cl, NULL, 0);
+}
+
+START_TEST(whole_state_keeps_the_session)
+{
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	rig_free(&g);
+}
+END_TEST
+
+/* Bytes of the state overwritten at seeded offsets past its first 64:
+ * each run a clean start whose reason is logged, or (a byte the reader
+ * does not look at, past the last record) the session kept; never a
+ * crash. */
+START_TEST(corrupt_state_starts_clean)
+{
+	struct tl_rng r;
+	struct stat st;
+	struct rig g;
+	int fd, err, clean = 0;
+
+	SKIP_WITHOUT_STATE(&g);
+	fd = state_fd(&g);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	tl_rng_seed(&r, 25 + (uint64_t)_i);
+	for (int k = 0; k < 8; k++) {
+		off_t at = (off_t)tl_rng_below(&r, (uint32_t)st.st_size);
+		uint8_t b;
+
+		ck_assert_int_eq(pread(fd, &b, 1, at), 1);
+		b ^= (uint8_t)(1 + tl_rng_below(&r, 255));
+		ck_assert_int_eq(pwrite(fd, &b, 1, at), 1);
+	}
+	close(fd);
+	err = kill_and_restart(&g);
+	clean = tl_count_in_file(g.log, "starting clean");
+	ck_assert_msg(err == 0 || (err == -ECONNRESET && clean > 0),
+		      "after the corruption: ping %d, %d clean starts logged",
+		      err, clean);
+	/* The daemon serves whatever it decided. */
+	{
+		struct ibc_client *c2;
+
+		ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
+		ck_assert_int_eq(ibc_ping(c2, NULL, 0), 0);
+		ibc_disconnect(c2);
+	}
+	rig_free(&g);
+}
+END_TEST
+
+START_TEST(truncated_state_starts_clean)
+{
+	struct rig g;
+	int fd, err;
+
+	SKIP_WITHOUT_STATE(&g);
+	fd = state_fd(&g);
+	ck_assert_int_ge(fd, 0);
+	/* A sealed memfd refuses to shrink; a state that cannot be
+	 * truncated is the journal's guard, a whole one is zeroed instead
+	 * past its header. */
+	if (ftruncate(fd, 16) < 0) {
+		static const uint8_t zero[4096];
+
+		ck_assert_int_eq(pwrite(fd, zero, sizeof(zero), 16),
+				 (ssize_t)sizeof(zero));
+	}
+	close(fd);
+	err = kill_and_restart(&g);
+	ck_assert_int_eq(err, -ECONNRESET);
+	ck_assert_int_gt(tl_count_in_file(g.log, "starting clean"), 0);
+	rig_free(&g);
+}
+END_TEST
+
+/* /proc/self/fd/@fd, to open the same file again. */
+static const char *fdpath(int fd)
+{
+	static char buf[64];
+
+	snprintf(buf, sizeof(buf), "/proc/self/fd/%d", fd);
+	return buf;
+}
+
+/* `systemctl stop` empties the store (the VM's fdstore section): the next
+ * start has nothing, and the client is told its session ended. */
+START_TEST(stop_ends_the_sessions)
+{
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGTERM), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	fakesd_discard(g.sd);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), -ECONNRESET);
+	rig_free(&g);
+}
+END_TEST
+
+/* Descriptors the daemon never stored, handed over as if it had: another
+ * name than its own, one of its names on the wrong kind of file (a pipe
+ * as a session's socket, a file as a DM, a stranger's memfd as a newer
+ * state). The daemon starts, serves, keeps the sessions it can prove and
+ * never adopts a planted file as its own. */
+START_TEST(planted_fds)
+{
+	static const char *const names[] = { "bogus", "rb.conn.4242",
+					     "rb.dm.77", "rb.xrcd.5",
+					     "rb.state.999999" };
+	struct ibc_client *c2;
+	struct rig g;
+	int p[2], m, err;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	m = memfd_create("planted", MFD_CLOEXEC);
+	ck_assert_int_ge(m, 0);
+	ck_assert_int_eq(write(m, "not a state", 11), 11);
+	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		/* One open file each: the store keeps a file once. */
+		int f = i == 1 ? dup(p[0]) : open(fdpath(m), O_RDWR | O_CLOEXEC);
+
+		ck_assert_int_ge(f, 0);
+		ck_assert_int_eq(fakesd_plant(g.sd, names[i], f), 0);
+		close(f);
+	}
+	rig_start(&g);
+	err = ibc_ping(g.cl, NULL, 0);
+	ck_assert_msg(err == 0 || err == -ECONNRESET, "ping: %d", err);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
+	ck_assert_int_eq(ibc_ping(c2, NULL, 0), 0);
+	ibc_disconnect(c2);
+	/* What the daemon kept is its own: none of the planted files. */
+	for (size_t i = 0;; i++) {
+		char name[256];
+		struct stat a, b;
+		int fd;
+
+		if (fakesd_store_get(g.sd, i, name, sizeof(name), &fd) < 0)
+			break;
+		ck_assert_int_eq(fstat(fd, &a), 0);
+		ck_assert_int_eq(fstat(m, &b), 0);
+		ck_assert_msg(a.st_ino != b.st_ino || strcmp(name, "bogus") == 0,
+			      "the daemon kept the planted memfd as %s", name);
+		close(fd);
+	}
+	close(p[0]);
+	close(p[1]);
+	close(m);
+	rig_free(&g);
+}
+END_TEST
+
+/* A client that dies while no daemon runs: its socket hangs up in the
+ * store, and what the families kept of it (a DM and its status page, an
+ * XRCD open, a CQ) is destroyed after the restore as a dead client's; the
+ * other sessions and the state stay. */
+START_TEST(client_dead_while_down)
+{
+	struct rig g;
+	int p[2], st;
+	pid_t pid;
+	char c;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ibc_client *cl;
+		struct ibc_xrcd *xr;
+		struct ibc_ctx *x;
+		struct ibc_dm *dm;
+		struct ibc_cq *cq;
+
+		if (tl_connect(g.sock, 10000, &cl) < 0 ||
+		    ibc_open(cl, "soft0", &x) < 0 ||
+		    ibc_cq_create(x, 4, &cq) < 0 ||
+		    ibc_dm_alloc(x, 4096, 0, &dm) < 0 ||
+		    ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0)
+			_exit(1);
+		if (write(p[1], "r", 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	ck_assert_int_eq(read(p[0], &c, 1), 1);
+	close(p[0]);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "cannot be used"), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	/* Its session comes back with its socket (FDPOLL=0 keeps it) and
+	 * ends as a dead client's: everything it held is destroyed. */
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+		struct ibc_object_info *o;
+		struct ibc_dm_info *d;
+		size_t n_obj, n_dm;
+
+		do {
+			tl_sleep_ms(20);
+			ck_assert_int_eq(ibc_list_objects(g.cl, NULL, &o,
+							  sizeof(*o), &n_obj),
+					 0);
+			ibc_list_free(o);
+			ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d),
+						      &n_dm),
+					 0);
+			ibc_list_free(d);
+		} while ((n_obj || n_dm) && tl_now_ms() < end);
+		ck_assert_uint_eq(n_obj, 0);
+		ck_assert_uint_eq(n_dm, 0);
+	}
+	rig_free(&g);
+}
+END_TEST
+
+static Suite *restart_suite(void)
+{
+	Suite *s = suite_create("restart");
+	TCase *tc = tcase_create("faults");
+
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, whole_state_keeps_the_session);
+	tcase_add_loop_test(tc, corrupt_state_starts_clean, 0, 6);
+	tcase_add_test(tc, truncated_state_starts_clean);
+	tcase_add_test(tc, stop_ends_the_sessions);
+	tcase_add_test(tc, planted_fds);
+	tcase_add_test(tc, client_dead_while_down);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	return ck_run("check_restart", restart_suite());
+}

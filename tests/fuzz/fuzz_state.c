@@ -1,0 +1,92 @@
+// SPDX-License-Identifier: MIT
+/*
+ * libFuzzer target "state": the bytes of a stored state memfd, read as a
+ * restarting daemon reads it (journal_read(), then the registry's check
+ * that each record unpacks, restart_state_check()). Beyond the
+ * sanitizers: a state that reads is carried into a new generation
+ * (journal_from_view(), what a restore's journal starts from when a
+ * compaction copies) and reads back with the same records.
+ *
+ * With -DFUZZ_STATE_SEEDS (tests/fuzz/gen_state_seeds), main() writes the
+ * seeds instead: states the daemon's own writer makes.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "daemon/journal.h"
+#include "daemon/log.h"
+#include "daemon/restart.h"
+#include "proto/state.pb-c.h"
+#include "tests/fuzz/fuzz.h"
+
+const char fuzz_target_name[] = "state";
+
+static void fail(const char *what)
+{
+	fprintf(stderr, "fuzz_state: %s\n", what);
+	abort();
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+	log_max_priority = LOG_CRIT;
+	return 0;
+}
+
+static uint8_t *image(const struct journal *j, size_t *len)
+{
+	off_t end = lseek(journal_fd(j), 0, SEEK_END);
+	uint8_t *buf = malloc(end > 0 ? (size_t)end : 1);
+
+	if (!buf || end <= 0 ||
+	    pread(journal_fd(j), buf, (size_t)end, 0) != end)
+		fail("cannot read a journal back");
+	*len = (size_t)end;
+	return buf;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct journal_view *v = NULL, *again = NULL;
+	struct journal *j;
+	char why[512];
+	uint8_t *buf;
+	size_t len;
+
+	if (journal_read(data, size, &v, why, sizeof(why)) < 0) {
+		if (v || !*why)
+			fail("a refused state without its reason");
+		return 0;
+	}
+	(void)restart_state_check(v, why, sizeof(why));
+	if (journal_from_view(v, journal_view_gen(v) + 1, &j) < 0)
+		fail("cannot carry a state over");
+	buf = image(j, &len);
+	if (journal_read(buf, len, &again, why, sizeof(why)) < 0)
+		fail("a carried state does not read");
+	for (uint32_t k = 1; k <= JOURNAL_KIND_MAX; k++)
+		if (journal_view_count(v, k) != journal_view_count(again, k))
+			fail("a carried state has other records");
+	journal_view_free(again);
+	free(buf);
+	journal_free(j);
+	journal_view_free(v);
+	return 0;
+}
+
+int fuzz_wrap_packet(const char *name, const uint8_t *pkt, size_t len,
+		     uint8_t **ret)
+{
+	uint8_t *p = malloc(len ? len : 1);
+
+	if (!p)
+		return -ENOMEM;
+	memcpy(p, pkt, len);
+	*ret = p;
+	return (int)len;
+}

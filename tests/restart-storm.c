@@ -1,0 +1,1005 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The restart storm (issue 25 item 5): rdmabrokerd under the fake systemd
+ * (tests/fakesd.h) with its listener passed as a socket unit's, 32 library
+ * clients working over every family (CQs, MRs, DM alloc, import, write and
+ * read, XRCD opens, WQs and RSS tables, forked children), and the daemon
+ * ended RESTART_STORM_RESTARTS times (default 3; make check-soak: 100),
+ * each way in turn by the seed (RESTART_STORM_SEED; RESTART_STORM_MODES, a
+ * mask, keeps some of the ways only): SIGKILL at a random
+ * instant of the work, SIGKILL and SIGTERM with the clients paused (the
+ * store kept, as `systemctl restart` and a crash keep it), and SIGUSR2,
+ * the daemon's re-exec.
+ *
+ * After each: no client saw a disconnect, and every client's requests
+ * keep working on the same connection (a request in flight may be
+ * answered EAGAIN, "the broker restarted while serving this request");
+ * with the clients paused, the bytes each wrote in its DMs read the same,
+ * and `rdmabrokerctl --json` of domains, objects, dm, xrcd, rss and
+ * clients equals the snapshot before the restart (less times, counters
+ * and rdmabrokerctl's own session); a client killed after a restart has
+ * its objects destroyed. At the end, with every client gone, the registry
+ * is empty, every charge 0 and the daemon holds the descriptors a fresh
+ * one held.
+ *
+ * Then the same outside systemd, RESTART_STORM_REEXECS times (default 2):
+ * SIGUSR2 only, the daemon handing everything to its new binary itself.
+ *
+ * A daemon that keeps no state in the store ("rb.state." names) cannot be
+ * checked: exit 77 (SKIP) saying so.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <infiniband/verbs.h>
+
+#include "include/ibclient.h"
+#include "tests/fakesd.h"
+#include "tests/jsoncanon.h"
+#include "tests/testlib.h"
+
+#define N_CLIENTS 32
+#define MAXO 16
+#define DOMAIN "storm"
+#define DM_PAT 64
+/* Every request waits this long for its answer: a restart is a pause. */
+#define CLIENT_TIMEOUT_MS 30000
+
+enum { MODE_KILL_BUSY, MODE_KILL_PAUSED, MODE_TERM, MODE_REEXEC, N_MODES };
+static const char *const mode_names[] = { "SIGKILL while working",
+					  "SIGKILL, clients paused",
+					  "SIGTERM (restart)",
+					  "SIGUSR2 (re-exec)" };
+
+/* --- the client processes ------------------------------------------------ */
+
+struct wk {
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	struct ibc_cq *cq[MAXO];
+	struct ibc_mr *mr[MAXO];
+	struct ibc_wq *wq[MAXO];
+	struct ibc_rss *rss[MAXO];
+	struct ibc_xrcd *xrcd[MAXO];
+	struct ibc_dm *dm[MAXO];
+	/* What this client last wrote at offset 0 of dm[i], and whether
+	 * that write was answered (an EAGAIN write may or may not have
+	 * landed). */
+	uint8_t pat[MAXO][DM_PAT];
+	bool pat_known[MAXO];
+	unsigned int n_cq, n_mr, n_wq, n_rss, n_xrcd, n_dm;
+	unsigned long again;
+	int ctl;
+};
+
+static char mrbuf[1 << 16];
+
+static void die_with(struct wk *w, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3), noreturn));
+
+static void die_with(struct wk *w, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	int n;
+
+	msg[0] = 'F';
+	va_start(ap, fmt);
+	n = vsnprintf(msg + 1, sizeof(msg) - 1, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		n = 0;
+	if ((size_t)n > sizeof(msg) - 2)
+		n = (int)sizeof(msg) - 2;
+	if (write(w->ctl, msg, (size_t)n + 1) < 0)
+		_exit(3);
+	_exit(2);
+}
+
+static bool lost(int err)
+{
+	return err == -ECONNRESET || err == -ENOTCONN || err == -EPIPE ||
+	       err == -ESHUTDOWN || err == -ECONNABORTED;
+}
+
+/* Judge one request's answer: true when it did what was asked. A lost
+ * connection ends the client with the reason; EAGAIN (the restart) and the
+ * refusals of limits and busy objects are part of the storm. */
+static bool judge(struct wk *w, int err, const char *what)
+{
+	if (err == 0)
+		return true;
+	if (lost(err))
+		die_with(w, "%s: the connection was lost (%s): %s", what,
+			 strerror(-err), ibc_last_error());
+	if (err == -EAGAIN)
+		w->again++;
+	return false;
+}
+
+static void op_dm(struct wk *w, struct tl_rng *r)
+{
+	unsigned int i;
+	uint8_t got[DM_PAT];
+	int err;
+
+	switch (tl_rng_below(r, 4)) {
+	case 0:
+		if (w->n_dm < MAXO &&
+		    judge(w,
+			  ibc_dm_alloc(w->x, 4096, 0, &w->dm[w->n_dm]),
+			  "dm alloc")) {
+			w->pat_known[w->n_dm] = false;
+			w->n_dm++;
+		}
+		break;
+	case 1:
+		if (!w->n_dm)
+			break;
+		i = tl_rng_below(r, w->n_dm);
+		tl_rng_fill(r, w->pat[i], DM_PAT);
+		err = ibc_dm_write(w->dm[i], 0, w->pat[i], DM_PAT);
+		w->pat_known[i] = judge(w, err, "dm write");
+		break;
+	case 2:
+		if (!w->n_dm)
+			break;
+		i = tl_rng_below(r, w->n_dm);
+		err = ibc_dm_read(w->dm[i], got, 0, DM_PAT);
+		if (judge(w, err, "dm read") && w->pat_known[i] &&
+		    memcmp(got, w->pat[i], DM_PAT) != 0)
+			die_with(w, "DM %llu read other bytes than written",
+				 (unsigned long long)ibc_dm_id(w->dm[i]));
+		break;
+	default:
+		if (!w->n_dm)
+			break;
+		i = tl_rng_below(r, w->n_dm);
+		err = ibc_dm_free(w->dm[i]);
+		/* EAGAIN: the broker restarted while serving it, and the
+		 * free may have happened (the issue's rule for a request in
+		 * flight): the DM is no longer this client's to check. */
+		if (judge(w, err, "dm free") || err == -EAGAIN) {
+			w->dm[i] = w->dm[--w->n_dm];
+			memcpy(w->pat[i], w->pat[w->n_dm], DM_PAT);
+			w->pat_known[i] = w->pat_known[w->n_dm];
+		}
+	}
+}
+
+static void op_rss(struct wk *w, struct tl_rng *r)
+{
+	struct ibc_rss_attr a = {
+		.port_num = 1,
+		.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4,
+		.log_ind_tbl_size = 1,
+	};
+	uint64_t ids[2];
+	unsigned int i;
+
+	if (w->n_cq && w->n_wq < MAXO && tl_rng_below(r, 2) &&
+	    judge(w, ibc_wq_create(w->x, w->cq[0], NULL, &w->wq[w->n_wq]),
+		  "wq create"))
+		w->n_wq++;
+	if (w->n_rss && tl_rng_below(r, 2)) {
+		i = tl_rng_below(r, w->n_rss);
+		if (judge(w, ibc_rss_destroy(w->rss[i]), "rss destroy"))
+			w->rss[i] = w->rss[--w->n_rss];
+		return;
+	}
+	if (!w->n_wq || w->n_rss == MAXO)
+		return;
+	ids[0] = ibc_wq_id(w->wq[tl_rng_below(r, w->n_wq)]);
+	ids[1] = ibc_wq_id(w->wq[tl_rng_below(r, w->n_wq)]);
+	a.num_wqs = 2;
+	a.wq_ids = ids;
+	tl_rng_fill(r, a.hash_key, sizeof(a.hash_key));
+	a.match.af = AF_INET;
+	a.match.l4_proto = IPPROTO_UDP;
+	a.match.dst_port = (uint16_t)(1000 + tl_rng_below(r, 60000));
+	a.match.port_mask = 0xffff;
+	if (judge(w, ibc_rss_create(w->x, &a, &w->rss[w->n_rss]),
+		  "rss create"))
+		w->n_rss++;
+}
+
+static void op_xrcd(struct wk *w, struct tl_rng *r)
+{
+	static const char *const names[] = { "r0", "r1", "r2", "r3" };
+	unsigned int i;
+
+	if (w->n_xrcd && tl_rng_below(r, 2)) {
+		i = tl_rng_below(r, w->n_xrcd);
+		if (judge(w, ibc_xrcd_close(w->xrcd[i]), "xrcd close"))
+			w->xrcd[i] = w->xrcd[--w->n_xrcd];
+	} else if (w->n_xrcd < MAXO &&
+		   judge(w,
+			 ibc_xrcd_open(w->x, names[tl_rng_below(r, 4)],
+				       O_CREAT, &w->xrcd[w->n_xrcd]),
+			 "xrcd open")) {
+		w->n_xrcd++;
+	}
+}
+
+/* A forked child's session, linked to this one: it pings and goes. */
+static void op_fork(struct wk *w)
+{
+	pid_t pid = fork();
+	int st;
+
+	if (pid < 0)
+		return;
+	if (pid == 0) {
+		int err = ibc_ping(w->cl, "c", 1);
+
+		_exit(lost(err) ? 2 : 0);
+	}
+	if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
+	    WEXITSTATUS(st) == 2)
+		die_with(w, "a forked child's ping lost the connection");
+}
+
+static void op_one(struct wk *w, struct tl_rng *r)
+{
+	unsigned int i;
+
+	switch (tl_rng_below(r, 9)) {
+	case 0:
+		if (w->n_cq < MAXO &&
+		    judge(w, ibc_cq_create(w->x, 8, &w->cq[w->n_cq]),
+			  "cq create"))
+			w->n_cq++;
+		break;
+	case 1:
+		/* The first CQ carries the WQs: never destroyed. */
+		if (w->n_cq > 1) {
+			i = 1 + tl_rng_below(r, w->n_cq - 1);
+			if (judge(w, ibc_cq_destroy(w->cq[i]), "cq destroy"))
+				w->cq[i] = w->cq[--w->n_cq];
+		}
+		break;
+	case 2:
+		if (w->n_mr < MAXO &&
+		    judge(w,
+			  ibc_reg_mr(w->x, mrbuf, 4096, IBV_ACCESS_LOCAL_WRITE,
+				     &w->mr[w->n_mr]),
+			  "reg mr"))
+			w->n_mr++;
+		else if (w->n_mr) {
+			i = tl_rng_below(r, w->n_mr);
+			if (judge(w, ibc_dereg_mr(w->mr[i]), "dereg mr"))
+				w->mr[i] = w->mr[--w->n_mr];
+		}
+		break;
+	case 3:
+	case 4:
+		op_dm(w, r);
+		break;
+	case 5:
+		op_xrcd(w, r);
+		break;
+	case 6:
+		op_rss(w, r);
+		break;
+	case 7:
+		if (tl_rng_below(r, 8) == 0)
+			op_fork(w);
+		break;
+	default:
+		judge(w, ibc_ping(w->cl, "p", 1), "ping");
+	}
+}
+
+/* Every DM this client knows the bytes of reads them back. */
+static void verify(struct wk *w)
+{
+	uint8_t got[DM_PAT];
+
+	for (unsigned int i = 0; i < w->n_dm; i++) {
+		int err = ibc_dm_read(w->dm[i], got, 0, DM_PAT);
+
+		if (!judge(w, err, "dm read (paused)"))
+			die_with(w, "DM %llu cannot be read after the "
+				    "restart: %s",
+				 (unsigned long long)ibc_dm_id(w->dm[i]),
+				 strerror(-err));
+		if (w->pat_known[i] && memcmp(got, w->pat[i], DM_PAT) != 0)
+			die_with(w, "DM %llu read other bytes after the "
+				    "restart",
+				 (unsigned long long)ibc_dm_id(w->dm[i]));
+	}
+	if (!judge(w, ibc_ping(w->cl, "v", 1), "ping (paused)"))
+		die_with(w, "ping after the restart: %s", ibc_last_error());
+}
+
+/*
+ * The client: connect, open, then work until told otherwise on @ctl:
+ * 'p' pause (answers 'P' once no request is in flight), 'v' verify
+ * (answers 'V'), 'r' resume, 'q' exit. Its client id goes first, as 'I'
+ * and 8 bytes.
+ */
+static void client_main(const char *sock, uint64_t seed, int ctl)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+			     IBC_CONNECT_ATTR_DOMAIN | IBC_CONNECT_ATTR_TIMEOUT,
+		.socket_path = sock,
+		.domain = DOMAIN,
+		.timeout_ms = CLIENT_TIMEOUT_MS,
+	};
+	struct wk w = { .ctl = ctl };
+	struct ibc_client_info info;
+	bool paused = false;
+	struct tl_rng r;
+	char hello[9];
+
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	tl_rng_seed(&r, seed);
+	if (ibc_connect(&attr, &w.cl) < 0 || ibc_open(w.cl, NULL, &w.x) < 0 ||
+	    ibc_client_info(w.cl, &info, sizeof(info)) < 0)
+		die_with(&w, "cannot connect: %s", ibc_last_error());
+	if (ibc_cq_create(w.x, 8, &w.cq[0]) == 0)
+		w.n_cq = 1;
+	hello[0] = 'I';
+	memcpy(hello + 1, &info.client_id, 8);
+	if (write(ctl, hello, sizeof(hello)) != sizeof(hello))
+		_exit(3);
+	for (;;) {
+		struct pollfd p = { .fd = ctl, .events = POLLIN };
+		char c;
+
+		if (poll(&p, 1, paused ? -1 : 0) > 0) {
+			if (read(ctl, &c, 1) != 1)
+				_exit(3);
+			switch (c) {
+			case 'p':
+				paused = true;
+				c = 'P';
+				break;
+			case 'v':
+				verify(&w);
+				c = 'V';
+				break;
+			case 'r':
+				paused = false;
+				continue;
+			default:
+				_exit(0);
+			}
+			if (write(ctl, &c, 1) != 1)
+				_exit(3);
+			continue;
+		}
+		op_one(&w, &r);
+	}
+}
+
+/* --- the driver ------------------------------------------------------------ */
+
+struct client {
+	pid_t pid;
+	int ctl;
+	uint64_t id;
+};
+
+static struct client clients[N_CLIENTS];
+/* @rundir is the daemon's --runtime-dir, which it keeps clean of what it
+ * did not make: the rest lives beside it, in @dir. */
+static char dir[256], rundir[300], sockpath[256], confpath[300],
+	logpath[300];
+static char whybuf[1024];
+/* The re-exec storm: the daemon outside systemd (no store: SIGUSR2 hands
+ * everything over), its pid ours to follow. */
+static bool plain;
+static pid_t plain_pid;
+
+#define FAIL(...)                                                          \
+	do {                                                               \
+		snprintf(whybuf, sizeof(whybuf), __VA_ARGS__);             \
+		return -1;                                                 \
+	} while (0)
+
+/* A client's failure message, if it sent one: "" when it did not. */
+static const char *client_failure(struct client *c)
+{
+	static char msg[512];
+	struct pollfd p = { .fd = c->ctl, .events = POLLIN };
+	ssize_t n;
+
+	msg[0] = '\0';
+	if (poll(&p, 1, 0) <= 0)
+		return msg;
+	n = recv(c->ctl, msg, sizeof(msg) - 1, MSG_DONTWAIT | MSG_PEEK);
+	if (n > 0 && msg[0] == 'F') {
+		n = recv(c->ctl, msg, sizeof(msg) - 1, MSG_DONTWAIT);
+		msg[n > 0 ? n : 0] = '\0';
+		return msg + 1;
+	}
+	msg[0] = '\0';
+	return msg;
+}
+
+static int client_spawn(struct client *c, uint64_t seed)
+{
+	char hello[512];
+	int sv[2];
+	ssize_t n;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+		return -errno;
+	c->pid = fork();
+	if (c->pid < 0)
+		return -errno;
+	if (c->pid == 0) {
+		close(sv[0]);
+		client_main(sockpath, seed, sv[1]);
+	}
+	close(sv[1]);
+	c->ctl = sv[0];
+	n = read(c->ctl, hello, sizeof(hello) - 1);
+	if (n != 9 || hello[0] != 'I') {
+		hello[n > 0 ? n : 0] = '\0';
+		snprintf(whybuf, sizeof(whybuf), "client %d: %s", (int)c->pid,
+			 n > 0 ? hello + 1 : "died at start");
+		return -EIO;
+	}
+	memcpy(&c->id, hello + 1, 8);
+	return 0;
+}
+
+/* Send @cmd to every client and wait for @ack from each (0: none). */
+static int all_clients(char cmd, char ack)
+{
+	for (int i = 0; i < N_CLIENTS; i++) {
+		const char *m = client_failure(&clients[i]);
+
+		if (*m)
+			FAIL("client %d: %s", (int)clients[i].pid, m);
+		if (write(clients[i].ctl, &cmd, 1) != 1)
+			FAIL("client %d is gone", (int)clients[i].pid);
+	}
+	for (int i = 0; ack && i < N_CLIENTS; i++) {
+		char msg[512];
+		struct pollfd p = { .fd = clients[i].ctl, .events = POLLIN };
+		ssize_t n;
+
+		if (poll(&p, 1, 2 * CLIENT_TIMEOUT_MS) <= 0)
+			FAIL("client %d did not answer '%c'",
+			     (int)clients[i].pid, cmd);
+		n = read(clients[i].ctl, msg, sizeof(msg) - 1);
+		if (n == 1 && msg[0] == ack)
+			continue;
+		msg[n > 0 ? n : 0] = '\0';
+		FAIL("client %d: %s", (int)clients[i].pid,
+		     n > 1 && msg[0] == 'F' ? msg + 1 : "died");
+	}
+	return 0;
+}
+
+/* rdmabrokerctl --json @cmd into *@ret (malloc'd). */
+static int ctl_json(const char *cmd, char **ret)
+{
+	const char *argv[] = { tl_ctl_path(), "--socket", sockpath, "--json",
+			       cmd, NULL };
+	size_t len = 0, cap = 1 << 16;
+	char *out = malloc(cap);
+	int p[2], st;
+	pid_t pid;
+	ssize_t n;
+
+	if (!out || pipe2(p, O_CLOEXEC) < 0) {
+		free(out);
+		return -ENOMEM;
+	}
+	pid = fork();
+	if (pid == 0) {
+		dup2(p[1], 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(p[1]);
+	while ((n = read(p[0], out + len, cap - len - 1)) > 0) {
+		len += (size_t)n;
+		if (len + 1 == cap) {
+			char *o = realloc(out, cap *= 2);
+
+			if (!o)
+				break;
+			out = o;
+		}
+	}
+	close(p[0]);
+	out[len] = '\0';
+	if (waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0) {
+		free(out);
+		return -EIO;
+	}
+	*ret = out;
+	return 0;
+}
+
+
+static const char *const listings[] = { "domains", "objects", "dm",
+					"xrcd",    "rss",     "clients" };
+#define N_LISTINGS (sizeof(listings) / sizeof(listings[0]))
+#define SNAP_MAX (1 << 20)
+
+static int snapshot(char *snap[N_LISTINGS])
+{
+	for (size_t i = 0; i < N_LISTINGS; i++) {
+		char *raw;
+
+		if (ctl_json(listings[i], &raw) < 0)
+			FAIL("rdmabrokerctl --json %s failed", listings[i]);
+		snap[i] = malloc(SNAP_MAX);
+		if (!snap[i]) {
+			free(raw);
+			FAIL("out of memory");
+		}
+		json_canonical(raw, snap[i], SNAP_MAX);
+		free(raw);
+	}
+	return 0;
+}
+
+/* RESTART_STORM_DUMP=DIR: both sides of a listing that differs, whole,
+ * as DIR/NAME.before and DIR/NAME.after. */
+static void dump(const char *name, const char *before, const char *after)
+{
+	const char *d = getenv("RESTART_STORM_DUMP");
+	char path[512];
+	FILE *f;
+
+	for (int k = 0; d && k < 2; k++) {
+		snprintf(path, sizeof(path), "%s/%s.%s", d, name,
+			 k ? "after" : "before");
+		f = fopen(path, "w");
+		if (f) {
+			fputs(k ? after : before, f);
+			fclose(f);
+		}
+	}
+}
+
+/* The first line where @a and @b differ, for the report. */
+static void first_diff(const char *a, const char *b, char *out, size_t len)
+{
+	while (*a && *a == *b) {
+		const char *ea = strchr(a, '\n'), *eb = strchr(b, '\n');
+
+		if (!ea || !eb || ea - a != eb - b ||
+		    memcmp(a, b, (size_t)(ea - a)) != 0)
+			break;
+		a = ea + 1;
+		b = eb + 1;
+	}
+	snprintf(out, len, "before: %.300s | after: %.300s", a, b);
+}
+
+/* The daemon's command line under the fake systemd. */
+static void daemon_argv(char *argv[11])
+{
+	char *const a[] = { (char *)tl_daemon_path(), "--foreground",
+			    "--device", "soft", "--socket", sockpath,
+			    "--runtime-dir", rundir, "--config", confpath,
+			    NULL };
+
+	memcpy(argv, a, sizeof(a));
+}
+
+static pid_t daemon_pid(struct fakesd *sd)
+{
+	return plain ? plain_pid : fakesd_main_pid(sd);
+}
+
+/* The daemon's pid in its runtime directory's lock file, or -1. */
+static pid_t lock_pid(void)
+{
+	char path[400], buf[32] = "";
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/rdmabrokerd.lock", rundir);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	return (pid_t)atoi(buf);
+}
+
+/* SIGUSR2 outside systemd: the old daemon waits for the new one's
+ * READY=1, then exits; the new one, its child, is ours (subreaper). */
+static int reexec_plain(void)
+{
+	pid_t old = plain_pid, now;
+	int st;
+
+	kill(old, SIGUSR2);
+	st = tl_wait_pid(old, 6 * TL_WAIT_MS, &st) < 0 ? -1 : st;
+	if (st < 0)
+		FAIL("the daemon did not hand over within %d ms of SIGUSR2",
+		     6 * TL_WAIT_MS);
+	if (WIFSIGNALED(st))
+		FAIL("the daemon ended on signal %d after SIGUSR2 instead of "
+		     "re-executing itself",
+		     WTERMSIG(st));
+	now = lock_pid();
+	if (now <= 0 || now == old || kill(now, 0) < 0)
+		FAIL("after SIGUSR2 no new daemon holds the runtime directory "
+		     "(lock names %d, was %d)",
+		     (int)now, (int)old);
+	plain_pid = now;
+	if (tl_wait_socket(now, sockpath, TL_WAIT_MS) < 0)
+		FAIL("the re-executed daemon (pid %d) does not answer",
+		     (int)now);
+	return 0;
+}
+
+static int restart_daemon(struct fakesd *sd, int mode, struct tl_rng *r)
+{
+	char *argv[11];
+	int st;
+
+	daemon_argv(argv);
+
+	switch (mode) {
+	case MODE_KILL_BUSY:
+		tl_sleep_ms(tl_rng_below(r, 40));
+		/* fall through */
+	case MODE_KILL_PAUSED:
+		fakesd_kill(sd, SIGKILL);
+		break;
+	case MODE_TERM:
+		fakesd_kill(sd, SIGTERM);
+		break;
+	default:
+		/* The daemon replaces itself; no new start from us. */
+		if (plain)
+			return reexec_plain();
+		fakesd_reset_ready(sd);
+		fakesd_kill(sd, SIGUSR2);
+		st = fakesd_wait_ready(sd, 3 * TL_WAIT_MS);
+		if (st == -ECHILD) {
+			st = fakesd_wait_exit(sd, TL_WAIT_MS);
+			FAIL("the daemon ended on SIGUSR2 (wait status 0x%x) "
+			     "instead of re-executing itself",
+			     st);
+		}
+		if (st < 0)
+			FAIL("the re-executed daemon did not get ready");
+		return 0;
+	}
+	st = fakesd_wait_exit(sd, TL_WAIT_MS);
+	if (st < 0)
+		FAIL("the daemon did not exit on %s", mode_names[mode]);
+	if (fakesd_start(sd, argv, logpath) < 0 ||
+	    fakesd_wait_ready(sd, TL_WAIT_MS) < 0)
+		FAIL("the daemon did not start again after %s (see %s)",
+		     mode_names[mode], logpath);
+	return 0;
+}
+
+/* The objects of client @id, by rdmabrokerctl: how many lines name it. */
+static int objects_of(uint64_t id)
+{
+	char *raw, needle[64];
+	int n = 0;
+
+	if (ctl_json("objects", &raw) < 0)
+		return -EIO;
+	snprintf(needle, sizeof(needle), "\"client\":%llu",
+		 (unsigned long long)id);
+	for (const char *p = raw; (p = strstr(p, needle)); p++)
+		n++;
+	free(raw);
+	return n;
+}
+
+static bool has_state(struct fakesd *sd)
+{
+	char name[256];
+	int fd;
+
+	for (size_t i = 0; fakesd_store_get(sd, i, name, sizeof(name), &fd) ==
+			   0;
+	     i++) {
+		close(fd);
+		if (strncmp(name, "rb.state.", 9) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int storm(uint64_t seed, unsigned long restarts)
+{
+	struct fakesd_opts o = { .store_max = 65536, .listen_name =
+							     "rdmabrokerd.socket" };
+	char *argv[11];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct fakesd *sd = NULL;
+	char *before[N_LISTINGS], *after[N_LISTINGS], diff[800];
+	int lfd, base_fds, fds = -1;
+	unsigned int modes;
+	struct tl_rng r;
+	FILE *f;
+
+	tl_rng_seed(&r, seed);
+	daemon_argv(argv);
+	{
+		const char *m = getenv("RESTART_STORM_MODES");
+
+		/* Under the fake systemd the daemon refuses SIGUSR2 (a
+		 * restart is systemd's), outside it SIGUSR2 is the only way
+		 * that keeps anything. */
+		modes = m ? (unsigned int)strtoul(m, NULL, 0) : 0;
+		if (plain)
+			modes = 1u << MODE_REEXEC;
+		else if (!(modes & ((1u << MODE_REEXEC) - 1)))
+			modes = (1u << MODE_REEXEC) - 1;
+	}
+	if ((size_t)snprintf(sa.sun_path, sizeof(sa.sun_path), "%s",
+			     sockpath) >= sizeof(sa.sun_path))
+		FAIL("%s: too long for a socket", sockpath);
+	lfd = plain ? -1 : socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (!plain &&
+	    (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	     listen(lfd, 128) < 0))
+		FAIL("cannot listen on %s: %s", sockpath, strerror(errno));
+	f = fopen(confpath, "w");
+	if (!f)
+		FAIL("%s: %s", confpath, strerror(errno));
+	fprintf(f, "[broker]\nadmin_group = %u\n[domain " DOMAIN "]\n"
+		   "users = %u\ndm_bytes = 1048576\n",
+		(unsigned int)getgid(), (unsigned int)getuid());
+	fclose(f);
+	o.dir = dir;
+	o.listen_fd = lfd;
+	o.shuffle_seed = (unsigned int)seed | 1;
+	if (plain) {
+		prctl(PR_SET_CHILD_SUBREAPER, 1);
+		plain_pid = tl_daemon_spawn_logged(
+			rundir, sockpath,
+			(const char *const[]){ "--config", confpath, NULL },
+			logpath);
+		if (plain_pid < 0 ||
+		    tl_wait_socket(plain_pid, sockpath, TL_WAIT_MS) < 0)
+			FAIL("the daemon did not start (see %s)", logpath);
+	} else if (fakesd_new(&o, &sd) < 0) {
+		FAIL("cannot make the fake systemd");
+	} else if (fakesd_start(sd, argv, logpath) < 0 ||
+		   fakesd_wait_ready(sd, TL_WAIT_MS) < 0) {
+		FAIL("the daemon did not get ready (see %s)", logpath);
+	}
+	tl_sleep_ms(100);
+	/* RESTART_STORM_FORCE: run anyway, to see the checks fail. */
+	if (!plain && !has_state(sd) && !getenv("RESTART_STORM_FORCE")) {
+		fprintf(stderr,
+			"restart-storm: the daemon stored no state in the fd "
+			"store (no \"rb.state.\" name among %zu stored fds): "
+			"it does not survive a restart; skipped\n",
+			fakesd_store_count(sd, NULL));
+		fakesd_free(sd);
+		close(lfd);
+		return 77;
+	}
+	base_fds = tl_count_fds(daemon_pid(sd));
+	for (int i = 0; i < N_CLIENTS; i++)
+		if (client_spawn(&clients[i], seed * 1000 + (uint64_t)i) < 0)
+			return -1;
+
+	for (unsigned long k = 0; k < restarts; k++) {
+		int mode = (int)tl_rng_below(&r, N_MODES);
+
+		/* RESTART_STORM_MODES: a mask of the ways to use (bit 0
+		 * SIGKILL while working, 1 paused, 2 SIGTERM, 3 SIGUSR2). */
+		while (!(modes & (1u << mode)))
+			mode = (mode + 1) % N_MODES;
+		bool paused = mode != MODE_KILL_BUSY;
+
+		tl_sleep_ms(20 + tl_rng_below(&r, 150));
+		for (int i = 0; i < N_CLIENTS; i++) {
+			const char *m = client_failure(&clients[i]);
+
+			if (*m)
+				FAIL("restart %lu: before it, client %d: %s", k,
+				     (int)clients[i].pid, m);
+		}
+		if (paused && (all_clients('p', 'P') < 0 || snapshot(before) < 0))
+			return -1;
+		if (restart_daemon(sd, mode, &r) < 0)
+			return -1;
+		if (paused) {
+			if (all_clients('v', 'V') < 0 || snapshot(after) < 0)
+				return -1;
+			for (size_t i = 0; i < N_LISTINGS; i++) {
+				if (strcmp(before[i], after[i]) != 0) {
+					dump(listings[i], before[i], after[i]);
+					first_diff(before[i], after[i], diff,
+						   sizeof(diff));
+					FAIL("restart %lu (%s): rdmabrokerctl "
+					     "--json %s differs: %s",
+					     k, mode_names[mode], listings[i],
+					     diff);
+				}
+				free(before[i]);
+				free(after[i]);
+			}
+			if (all_clients('r', 0) < 0)
+				return -1;
+		} else if (all_clients('p', 'P') < 0 ||
+			   all_clients('v', 'V') < 0 ||
+			   all_clients('r', 0) < 0) {
+			return -1;
+		}
+		/* One client in four restarts is killed: its objects go. */
+		if (tl_rng_below(&r, 4) == 0) {
+			struct client *c = &clients[tl_rng_below(&r, N_CLIENTS)];
+			int64_t end = tl_now_ms() + TL_WAIT_MS;
+			int left;
+
+			kill(c->pid, SIGKILL);
+			waitpid(c->pid, NULL, 0);
+			close(c->ctl);
+			while ((left = objects_of(c->id)) > 0 &&
+			       tl_now_ms() < end)
+				tl_sleep_ms(50);
+			if (left != 0)
+				FAIL("restart %lu: client %llu, killed after "
+				     "it, still has %d objects",
+				     k, (unsigned long long)c->id, left);
+			if (client_spawn(c, seed * 1000 + 500 + k) < 0)
+				return -1;
+		}
+		printf("restart %lu: %s, %s\n", k, mode_names[mode],
+		       paused ? "listings equal" : "clients unbroken");
+	}
+
+	/* Every client goes: half ask, half are killed. */
+	for (int i = 0; i < N_CLIENTS; i++) {
+		if (i % 2) {
+			kill(clients[i].pid, SIGKILL);
+		} else if (write(clients[i].ctl, "q", 1) != 1) {
+			kill(clients[i].pid, SIGKILL);
+		}
+		waitpid(clients[i].pid, NULL, 0);
+		close(clients[i].ctl);
+	}
+	{
+		int64_t end = tl_now_ms() + 2 * TL_WAIT_MS;
+		char *raw = NULL;
+		bool clean = false;
+
+		while (!clean && tl_now_ms() < end) {
+			free(raw);
+			raw = NULL;
+			tl_sleep_ms(100);
+			if (ctl_json("objects", &raw) < 0)
+				continue;
+			clean = strcmp(raw, "[]\n") == 0 || strcmp(raw, "[]") == 0;
+			if (clean) {
+				free(raw);
+				raw = NULL;
+				if (ctl_json("domains", &raw) == 0)
+					clean = strstr(raw,
+						       "\"used\":{\"dm_bytes\":0,"
+						       "\"xrcds\":0,"
+						       "\"rss_tables\":0,"
+						       "\"objects\":0,") !=
+						NULL;
+			}
+			fds = tl_count_fds(daemon_pid(sd));
+			clean = clean && fds == base_fds;
+		}
+		if (!clean)
+			FAIL("at the end: registry or charges not empty, or "
+			     "the daemon holds %d fds (%d at start): %.400s",
+			     fds, base_fds, raw ? raw : "(no listing)");
+		free(raw);
+	}
+	if (plain) {
+		int st;
+
+		kill(plain_pid, SIGTERM);
+		tl_wait_pid(plain_pid, TL_WAIT_MS, &st);
+	} else {
+		fakesd_kill(sd, SIGTERM);
+		fakesd_wait_exit(sd, TL_WAIT_MS);
+		fakesd_free(sd);
+		close(lfd);
+	}
+	return 0;
+}
+
+/* One storm in a fresh directory: @n restarts, under the fake systemd or
+ * (@plain_run) outside it. 0, 77 (skipped) or 1, said on stderr. */
+static int run(uint64_t seed, unsigned long n, bool plain_run)
+{
+	char *d = tl_mkdtemp();
+	int ret;
+
+	if (!d)
+		return 99;
+	plain = plain_run;
+	memset(clients, 0, sizeof(clients));
+	if ((size_t)snprintf(dir, sizeof(dir), "%s", d) >= sizeof(dir) ||
+	    (size_t)snprintf(sockpath, sizeof(sockpath), "%s/sock", d) >=
+		    sizeof(sockpath)) {
+		free(d);
+		return 99;
+	}
+	snprintf(rundir, sizeof(rundir), "%s/run", d);
+	snprintf(confpath, sizeof(confpath), "%s/rdmabroker.conf", d);
+	snprintf(logpath, sizeof(logpath), "%s/daemon.log", d);
+	printf("restart-storm: seed %llu, %lu %s, %d clients\n",
+	       (unsigned long long)seed, n,
+	       plain ? "re-executions (SIGUSR2, no systemd)" :
+		       "restarts under the fake systemd",
+	       N_CLIENTS);
+	ret = storm(seed, n);
+	if (ret < 0) {
+		pid_t t;
+
+		fprintf(stderr, "restart-storm: seed %llu: %s\n",
+			(unsigned long long)seed, whybuf);
+		fprintf(stderr, "restart-storm: the daemon's log (up to "
+				"notice):\n");
+		fflush(stderr);
+		t = fork();
+		if (t == 0) {
+			/* Its notices, warnings and errors: the restores. */
+			execlp("grep", "grep", "-E", "-m", "40", "^<[0-5]>",
+			       logpath, NULL);
+			_exit(127);
+		}
+		if (t > 0)
+			waitpid(t, NULL, 0);
+		ret = 1;
+	}
+	for (int i = 0; i < N_CLIENTS; i++)
+		if (clients[i].pid > 0)
+			kill(clients[i].pid, SIGKILL);
+	if (plain && plain_pid > 0)
+		kill(plain_pid, SIGKILL);
+	free(d);
+	return ret;
+}
+
+int main(void)
+{
+	const char *s = getenv("RESTART_STORM_SEED");
+	const char *n = getenv("RESTART_STORM_RESTARTS");
+	const char *x = getenv("RESTART_STORM_REEXECS");
+	uint64_t seed = s ? strtoull(s, NULL, 0) : 25;
+	unsigned long restarts = n ? strtoul(n, NULL, 0) : 3;
+	unsigned long reexecs = x ? strtoul(x, NULL, 0) : 2;
+	int ret, ret2 = 0;
+
+	signal(SIGPIPE, SIG_IGN);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	if (tl_init("restart-storm") < 0)
+		return 99;
+	ret = run(seed, restarts, false);
+	if (ret == 0 && reexecs) {
+		unsetenv("NOTIFY_SOCKET");
+		ret2 = run(seed + 1, reexecs, true);
+	}
+	tl_fini();
+	return ret ? ret : ret2;
+}
