@@ -50,15 +50,15 @@ daemon_rules='
 families/dm	dm.* dm-*
 families/xrcd	xrcd.* xrcd-*
 families/rss	rss.* rss-*
-families	families.* family.* rekey.* rekey-*
+families	families.* family.* family-* rekey.* rekey-*
 device/soft	device-soft.* soft-*
 device/verbs	device-verbs.* uverbs.* verbs-*
 device		device.* caps.*
-registry	core.* objects.* obj-* unaccounted.* domain.* domain-* user.* user-* policy.* ctx.* ctx-* charge.* charge-* cgroup.* cgroup-*
+registry	core.* client.h objects.* obj-* unaccounted.* domain.* domain-* user.* user-* policy.* ctx.* ctx-* charge.* charge-* cgroup.* cgroup-*
 config		conf.* conf-*
 util		log.* queue.h ids.* why.*
-restart		fdstore.* fdstore-* journal.* journal-* state.* state-* restart.* restart-* restore.* restore-*
-server		server.* conn.* conn-* dispatch.* main.c sd.* notify.* listen.* runtime.* session.* inspect.* metrics.* metrics-*
+restart		fdstore.* inflight.* reexec.* fdstore-* journal.* journal-* state.* state-* restart.* restart-* restore.* restore-*
+server		server.* handler.* conn.* conn-* dispatch.* main.c sd.* notify.* listen.* runtime.* session.* inspect.* metrics.* metrics-*
 .		README.md
 '
 common_rules='
