@@ -18,7 +18,6 @@
 #include <unistd.h>
 
 #include "daemon/cgroup.h"
-#include "daemon/conf.h"
 
 /* /proc/PID/cgroup: a line per v1 hierarchy before the v2 one; more than
  * this is refused rather than read on. */
@@ -311,21 +310,22 @@ size_t cgroup_glob_prefix(const char *glob, const char *path)
 	}
 }
 
-size_t cgroup_key_len(const struct config *cfg, const char *path)
+size_t cgroup_key_len(const char *pattern, unsigned int depth,
+		      const char *path)
 {
 	size_t len = strlen(path), k;
-	unsigned int depth = 0;
+	unsigned int seen = 0;
 
-	if (cfg->cgroup_pattern[0]) {
-		k = cgroup_glob_prefix(cfg->cgroup_pattern, path);
+	if (pattern[0]) {
+		k = cgroup_glob_prefix(pattern, path);
 		if (k)
 			return k;
 	}
-	if (!cfg->cgroup_depth)
+	if (!depth)
 		return len;
 	/* The '/' that ends the depth-th component, if the path is deeper. */
 	for (k = 1; k < len; k++)
-		if (path[k] == '/' && ++depth == cfg->cgroup_depth)
+		if (path[k] == '/' && ++seen == depth)
 			return k;
 	return len;
 }

@@ -64,10 +64,12 @@ static inline bool cgroup_glob_match(const char *glob, const char *path)
 
 /*
  * With [defaults] per = cgroup: how many bytes of @path name the client's
- * own domain (with its uid): the shortest ancestor cgroup_pattern matches,
- * else the first cgroup_depth components, else the whole path.
+ * own domain (with its uid): the shortest ancestor @pattern (the
+ * configuration's cgroup_pattern, "": none) matches, else the first
+ * @depth (cgroup_depth, 0: all) components, else the whole path.
  */
-size_t cgroup_key_len(const struct config *cfg, const char *path);
+size_t cgroup_key_len(const char *pattern, unsigned int depth,
+		      const char *path);
 
 /* Copy into @buf (CGROUP_SHOWN_MAX bytes) what a listing carries of
  * @path, its first bytes; true when some were left out. */

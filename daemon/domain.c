@@ -101,6 +101,14 @@ static struct domain *domain_own_uid(struct core *core, uid_t uid)
 
 /* The cgroup domain of uid @uid for the @len bytes of @key; NULL when
  * there is none. */
+/* How much of @path names its own domain (cgroup_key_len()). */
+static size_t domain_cgroup_key_len(const struct core *core,
+				    const char *path)
+{
+	return cgroup_key_len(core->config.cgroup_pattern,
+			      core->config.cgroup_depth, path);
+}
+
 static struct domain *domain_find_cgroup(struct core *core, uid_t uid,
 					 const char *key, size_t len)
 {
@@ -128,7 +136,7 @@ static int domain_own_cgroup(struct core *core, struct client *c,
 				   "domains (per = cgroup) and could not read "
 				   "this process's cgroup v2 at connect: %s",
 				   cgroup_strerror(c->cgroup_err));
-	len = cgroup_key_len(&core->config, c->cgroup);
+	len = domain_cgroup_key_len(core, c->cgroup);
 	d = domain_find_cgroup(core, c->cred.uid, c->cgroup, len);
 	if (d) {
 		*ret = d;
@@ -178,7 +186,7 @@ static bool domain_is_own(struct core *core, struct client *c,
 		if (!c->cgroup)
 			return false;
 		d = domain_find_cgroup(core, c->cred.uid, c->cgroup,
-				       cgroup_key_len(&core->config, c->cgroup));
+				       domain_cgroup_key_len(core, c->cgroup));
 		return d && strcmp(d->name, want) == 0;
 	}
 	snprintf(own, sizeof(own), "uid-%u", c->cred.uid);
