@@ -4,9 +4,11 @@
  * (its id, credentials and groups), where (its domain and its uid's
  * accounting), what it holds (its contexts and its owner in the registry)
  * and what it asked for at hello. The registry, the domains, the contexts
- * and the families take a client, never a connection: the transport's
- * struct conn embeds one (conn.h), and what only the transport can do for
- * a client (the Events, its pidfd) goes through struct core_ops.
+ * and the families take a client, never a connection, and so do the
+ * handlers (handler.h): the transport's struct conn embeds one (conn.h),
+ * and what only the transport can do for a client (the Events, its pidfd,
+ * its hello's deadline, the walk of every session) goes through struct
+ * core_ops.
  */
 #ifndef RDMAB_CLIENT_H
 #define RDMAB_CLIENT_H
@@ -49,6 +51,22 @@ struct client {
 	struct obj_owner *owner;
 	/* Its hello asked for RSS Events that carry the change alone. */
 	bool rss_delta;
+	/* The session proved who it is (its hello): listings, evict and
+	 * Events ask it of a closing session too. */
+	bool hello_done;
+	/* The peer's command name at connect (/proc), for the operator. */
+	char comm[16];
+	/* Filled by the hello handler. */
+	uint32_t client_pid;
+	int fork_state;
+	/* Sent in the hello reply only; a forked child of the session
+	 * proves its descent with it (session.c). */
+	uint8_t secret[16];
+	/* The session this one proved it was forked from, 0: none. */
+	uint64_t parent_id;
+	char library_version[32];
+	/* Requests read from it (dispatch.c). */
+	uint64_t requests;
 };
 
 #endif

@@ -460,7 +460,7 @@ static void conn_pidfd_cb(evutil_socket_t fd, short what, void *arg)
 static void conn_read_comm(struct conn *c)
 {
 	/* The name and the newline the kernel appends. */
-	char path[64], buf[sizeof(c->comm) + 1];
+	char path[64], buf[sizeof(c->cl.comm) + 1];
 	ssize_t n;
 	int fd;
 
@@ -476,10 +476,10 @@ static void conn_read_comm(struct conn *c)
 	 * bytes but NUL) is shown escaped, not cut there. */
 	if (buf[n - 1] == '\n')
 		n--;
-	if ((size_t)n >= sizeof(c->comm))
-		n = sizeof(c->comm) - 1;
-	memcpy(c->comm, buf, (size_t)n);
-	c->comm[n] = '\0';
+	if ((size_t)n >= sizeof(c->cl.comm))
+		n = sizeof(c->cl.comm) - 1;
+	memcpy(c->cl.comm, buf, (size_t)n);
+	c->cl.comm[n] = '\0';
 }
 
 /* The peer's supplementary groups, as they were at connect. */
@@ -656,7 +656,7 @@ int conn_new_as(struct server *srv, int fd, uint64_t id,
 	socklen_t len = sizeof(struct ucred);
 	char why[192];
 	struct conn *c;
-	char comm[LOG_ESCAPED_SIZE(c->comm)];
+	char comm[LOG_ESCAPED_SIZE(c->cl.comm)];
 	int ret;
 
 	c = calloc(1, sizeof(*c));
@@ -730,7 +730,7 @@ int conn_new_as(struct server *srv, int fd, uint64_t id,
 	server_status_dirty(srv);
 	log_debug("client %" PRIu64 ": pid %d uid %u gid %u (%s) connected",
 		  c->cl.id, (int)c->cl.cred.pid, c->cl.cred.uid, c->cl.cred.gid,
-		  log_escape(comm, sizeof(comm), c->comm));
+		  log_escape(comm, sizeof(comm), c->cl.comm));
 	*ret_conn = c;
 	return 0;
 
@@ -760,7 +760,7 @@ fail:
 
 void conn_hello_done(struct conn *c)
 {
-	c->hello_done = true;
+	c->cl.hello_done = true;
 	if (c->hello_ev) {
 		event_free(c->hello_ev);
 		c->hello_ev = NULL;
@@ -786,7 +786,7 @@ void conn_close(struct conn *c)
 		dispatch_drain(c);
 	families_session_closing(&c->cl);
 	log_debug("client %" PRIu64 ": disconnected after %" PRIu64 " requests",
-		  c->cl.id, c->requests);
+		  c->cl.id, c->cl.requests);
 	while ((m = TAILQ_FIRST(&c->outq))) {
 		TAILQ_REMOVE(&c->outq, m, link);
 		conn_pin_user(srv, c->cl.user, m->nfds, false);

@@ -57,7 +57,6 @@ struct conn {
 	/* Lets the daemon see the peer die even when a copy of the socket
 	 * survives it; -1 where pidfd_open is unavailable. */
 	int pidfd;
-	char comm[16];
 	struct event *read_ev;
 	struct event *write_ev;
 	struct event *pidfd_ev;
@@ -78,10 +77,9 @@ struct conn {
 	/* In srv->dead while CONN_DEAD. */
 	TAILQ_ENTRY(conn) dead_link;
 	/*
-	 * Not part of the state, since each holds across states:
-	 * - hello_done: the session proved who it is; listings, evict and
-	 *   Events ask it of a closing connection too, and one closes as
-	 *   well before its hello as after.
+	 * Not part of the state, since each holds across states (and so
+	 * does the session's cl.hello_done: one closes as well before its
+	 * hello as after):
 	 * - doomed: one of its events could not be armed. Killed then, but
 	 *   also a closed socket must not linger on a timer that cannot be
 	 *   trusted, and a lingering one is released at once.
@@ -89,7 +87,6 @@ struct conn {
 	 *   an open connection is read while it or its uid leaves bytes or
 	 *   descriptors unread; CONN_CLOSING only stops it.
 	 */
-	bool hello_done;
 	bool doomed;
 	bool reading;
 	/* At the descriptor limit with the last of them perhaps still in
@@ -99,16 +96,6 @@ struct conn {
 	bool fds_hint;
 	bool fds_hint_spent;
 	bool stalled;
-	/* Filled by the hello handler. */
-	uint32_t client_pid;
-	int fork_state;
-	/* Sent in the hello reply only; a forked child of the session
-	 * proves its descent with it (session.c). */
-	uint8_t secret[16];
-	/* The session this one proved it was forked from, 0: none. */
-	uint64_t parent_id;
-	char library_version[32];
-	uint64_t requests;
 	/* Reading on after a request (conn_read_cb()): how long the last
 	 * send that went out at once took, requests to serve before the
 	 * next try, and how many the last read that found nothing set. */

@@ -36,6 +36,13 @@ struct restart;
 typedef bool (*core_event_filter)(struct client *c, Rdmab__Event *ev,
 				  void *arg);
 
+/* The transport's figures (core_ops.status). */
+struct core_status {
+	uint64_t uptime_usec;
+	/* Connections, and their limit (--max-clients). */
+	unsigned int clients, max_clients;
+};
+
 /* What the transport does for the layers below it (notify.c). */
 struct core_ops {
 	/*
@@ -57,6 +64,14 @@ struct core_ops {
 	/* The pidfd of @c's peer, which the transport stops watching: the
 	 * caller's to close; -1 when there is none. */
 	int (*take_pidfd)(struct client *c);
+	/* The sessions the transport serves, closing ones among them, in
+	 * its order: the first for a NULL @prev, NULL after the last. */
+	struct client *(*next)(struct core *core, struct client *prev);
+	/* @c's hello succeeded: it is marked so (c->hello_done) and its
+	 * deadline goes. */
+	void (*hello_done)(struct client *c);
+	/* The transport's figures for status: connections and uptime. */
+	void (*status)(const struct core *core, struct core_status *st);
 };
 
 struct core {

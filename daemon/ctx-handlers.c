@@ -4,13 +4,13 @@
 
 #include <errno.h>
 
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/core.h"
 #include "daemon/ctx.h"
 #include "daemon/handler.h"
 
-int h_ctx_open(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-	       struct reply *r)
+int h_ctx_open(struct client *c, const Rdmab__Request *req,
+	       struct wire_fds *fds, struct reply *r)
 {
 	const char *name = req->open_context->device;
 	Rdmab__OpenContextReply *out;
@@ -18,7 +18,7 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	struct dctx *x;
 	int ret;
 
-	dev = device_find(&c->cl.core->devices, name);
+	dev = device_find(&c->core->devices, name);
 	if (!dev)
 		return *name ? reply_error(r, -ENODEV,
 					   "no device \"%.64s\" (see "
@@ -32,7 +32,7 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	out = reply_alloc(r, sizeof(*out));
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = dctx_conn_open(&c->cl, dev, &r->why, &x);
+	ret = dctx_conn_open(c, dev, &r->why, &x);
 	if (ret < 0)
 		return ret;
 	rdmab__open_context_reply__init(out);
@@ -47,15 +47,15 @@ int h_ctx_open(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	return 0;
 }
 
-int h_ctx_close(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-		struct reply *r)
+int h_ctx_close(struct client *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__CloseContextReply *out = reply_alloc(r, sizeof(*out));
 	int ret;
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = dctx_conn_close(&c->cl, req->close_context->context_id, &r->why);
+	ret = dctx_conn_close(c, req->close_context->context_id, &r->why);
 	if (ret < 0)
 		return ret;
 	rdmab__close_context_reply__init(out);

@@ -147,7 +147,7 @@ static int dispatch_request(struct conn *c, const struct handler *h,
 				   h->name, fds->n);
 	}
 	r->bounded = !!(h->flags & H_BOUNDED);
-	if ((h->flags & H_NEEDS_HELLO) && !c->hello_done) {
+	if ((h->flags & H_NEEDS_HELLO) && !c->cl.hello_done) {
 		*ret_fatal = true;
 		return reply_error(r, -EPROTO, "%s before hello", h->name);
 	}
@@ -157,7 +157,7 @@ static int dispatch_request(struct conn *c, const struct handler *h,
 		return reply_error(r, -EPERM,
 				   "only administrators may do this: uid 0 "
 				   "and the broker's admin_group");
-	return h->fn(c, req, fds, r);
+	return h->fn(&c->cl, req, fds, r);
 }
 
 bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
@@ -203,7 +203,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		restart_request_done(c, req->body_case);
 	/* A descriptor no field claimed is closed here. */
 	wire_fds_close(fds);
-	c->requests++;
+	c->cl.requests++;
 	c->srv->core.requests_served++;
 	/* What a non-administrator's status shows. */
 	if (c->cl.domain)
@@ -247,7 +247,7 @@ static void drain_one(struct conn *c, const Rdmab__Request *req,
 	r.nfds = 0;
 	r.arena = arena;
 	r.bounded = false;
-	h->fn(c, req, &none, &r);
+	h->fn(&c->cl, req, &none, &r);
 }
 
 void dispatch_drain(struct conn *c)

@@ -6,7 +6,8 @@
 #include <errno.h>
 #include <inttypes.h>
 
-#include "daemon/conn.h"
+#include "daemon/client.h"
+#include "daemon/ctx.h"
 #include "daemon/handler.h"
 #include "daemon/dm.h"
 #include "daemon/family.h"
@@ -55,34 +56,34 @@ static int dm_reply(struct dm *dm, struct dm_hold *h, struct reply *r,
 	return 0;
 }
 
-int h_dm_alloc(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-	       struct reply *r)
+int h_dm_alloc(struct client *c, const Rdmab__Request *req,
+	       struct wire_fds *fds, struct reply *r)
 {
 	struct dm_hold *h;
 	struct dm *dm;
 	int ret;
 
-	ret = dm_alloc(&c->cl, req->dm_alloc, &r->why, &dm, &h);
+	ret = dm_alloc(c, req->dm_alloc, &r->why, &dm, &h);
 	if (ret < 0)
 		return ret;
 	return dm_reply(dm, h, r, true, req->dm_alloc->want_status);
 }
 
-int h_dm_import(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-		struct reply *r)
+int h_dm_import(struct client *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r)
 {
 	const Rdmab__DmImportRequest *q = req->dm_import;
 	struct dm_hold *h;
 	struct dm *dm;
 	int ret;
 
-	ret = dm_import(&c->cl, q->context_id, q->handle, &r->why, &dm, &h);
+	ret = dm_import(c, q->context_id, q->handle, &r->why, &dm, &h);
 	if (ret < 0)
 		return ret;
 	return dm_reply(dm, h, r, false, q->want_status);
 }
 
-int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
+int h_dm_unimport(struct client *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r)
 {
 	uint64_t id = req->dm_unimport->dm_id;
@@ -90,7 +91,7 @@ int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	if (dm_unimport(&c->cl, id, req->dm_unimport->object_id) < 0)
+	if (dm_unimport(c, id, req->dm_unimport->object_id) < 0)
 		return reply_error(r, -ENOENT,
 				   "this session holds no DM %" PRIu64, id);
 	rdmab__dm_empty_reply__init(out);
@@ -101,7 +102,7 @@ int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
 
 /* The allocator's free, a member's of a persistent DM, or (dm_admin_free,
  * H_ADMIN) an administrator's of any DM. */
-int h_dm_free(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
+int h_dm_free(struct client *c, const Rdmab__Request *req, struct wire_fds *fds,
 	      struct reply *r)
 {
 	bool admin = req->body_case == RDMAB__REQUEST__BODY_DM_ADMIN_FREE;
@@ -112,7 +113,7 @@ int h_dm_free(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = dm_free_request(&c->cl, id, admin,
+	ret = dm_free_request(c, id, admin,
 			      admin ? 0 : req->dm_free->object_id, &r->why,
 			      &ended);
 	if (ret < 0)
@@ -130,16 +131,16 @@ int h_dm_free(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 }
 
 /* An administrator's revoke (H_ADMIN). */
-int h_dm_revoke(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-		struct reply *r)
+int h_dm_revoke(struct client *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
 	int ret;
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = dm_revoke(c->cl.core, req->dm_revoke->dm_id, c->cl.id,
-			c->cl.cred.uid, &r->why);
+	ret = dm_revoke(c->core, req->dm_revoke->dm_id, c->id,
+			c->cred.uid, &r->why);
 	if (ret < 0)
 		return ret;
 	rdmab__dm_empty_reply__init(out);

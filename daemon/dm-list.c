@@ -11,7 +11,7 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/ctx.h"
 #include "daemon/handler.h"
 #include "daemon/dm.h"
@@ -139,11 +139,11 @@ static void dm_info(struct core *core, struct dm_page *p,
 		di->blocked_by = p->blocked_by;
 }
 
-int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-	       struct reply *r)
+int h_list_dms(struct client *c, const Rdmab__Request *req,
+	       struct wire_fds *fds, struct reply *r)
 {
-	struct core *core = c->cl.core;
-	bool admin = policy_is_admin(core, &c->cl);
+	struct core *core = c->core;
+	bool admin = policy_is_admin(core, c);
 	uint32_t off = req->list_dms->offset, idx = 0;
 	Rdmab__ListDmsReply *out = reply_alloc(r, sizeof(*out));
 	struct dm_page *pages = reply_alloc(r, sizeof(*pages) * DM_LIST_PAGE);
@@ -160,7 +160,7 @@ int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	/* A member walks its domain's DMs only: what other domains hold
 	 * costs it nothing (and so shows in no timing). */
 	dm = admin ? TAILQ_FIRST(&dm_state(core)->dms) :
-		     TAILQ_FIRST(&c->cl.domain->dms);
+		     TAILQ_FIRST(&c->domain->dms);
 	for (; dm; dm = admin ? TAILQ_NEXT(dm, link) :
 				TAILQ_NEXT(dm, domain_link)) {
 		core->list_visits++;
@@ -174,7 +174,7 @@ int h_list_dms(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 		const struct device *dev = &core->devices.dev[i];
 		struct dm_view v;
 
-		dm_view(core, &c->cl, dev, &v);
+		dm_view(core, c, dev, &v);
 		rdmab__dm_device_info__init(&devs[i]);
 		devs[i].device = (char *)dev->name;
 		devs[i].reserved_bytes = v.reserved;

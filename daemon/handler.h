@@ -14,7 +14,8 @@
 #include "daemon/why.h"
 #include "proto/wire.h"
 
-struct conn;
+struct client;
+struct device;
 
 /* What a handler fills in; dispatch sends it, so every request gets exactly
  * one reply. */
@@ -38,7 +39,7 @@ void *reply_alloc(struct reply *r, size_t size);
 int reply_error(struct reply *r, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
-typedef int (*handler_fn)(struct conn *c, const Rdmab__Request *req,
+typedef int (*handler_fn)(struct client *c, const Rdmab__Request *req,
 			  struct wire_fds *fds, struct reply *r);
 
 enum handler_flags {
@@ -69,73 +70,79 @@ struct handler {
 	unsigned int flags;
 };
 
+/* Fill a DeviceInfo from @dev for @c (what it may know of the device's
+ * memory: dm_view()); @caps is where its caps go (inspect.c; the hello
+ * reply's too). */
+void inspect_device_info(const struct client *c, const struct device *dev,
+			 Rdmab__DeviceInfo *info, Rdmab__DeviceCaps *caps);
+
 /* Handlers, one family a file. */
-int h_session_hello(struct conn *c, const Rdmab__Request *req,
+int h_session_hello(struct client *c, const Rdmab__Request *req,
 		    struct wire_fds *fds, struct reply *r);
-int h_session_ping(struct conn *c, const Rdmab__Request *req,
+int h_session_ping(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
-int h_status_get(struct conn *c, const Rdmab__Request *req,
+int h_status_get(struct client *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r);
-int h_ctx_open(struct conn *c, const Rdmab__Request *req,
+int h_ctx_open(struct client *c, const Rdmab__Request *req,
 	       struct wire_fds *fds, struct reply *r);
-int h_ctx_close(struct conn *c, const Rdmab__Request *req,
+int h_ctx_close(struct client *c, const Rdmab__Request *req,
 		struct wire_fds *fds, struct reply *r);
-int h_list_devices(struct conn *c, const Rdmab__Request *req,
+int h_list_devices(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
-int h_list_domains(struct conn *c, const Rdmab__Request *req,
+int h_list_domains(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
-int h_list_clients(struct conn *c, const Rdmab__Request *req,
+int h_list_clients(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
-int h_obj_create(struct conn *c, const Rdmab__Request *req,
+int h_obj_create(struct client *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r);
-int h_obj_register(struct conn *c, const Rdmab__Request *req,
+int h_obj_register(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
-int h_obj_destroy(struct conn *c, const Rdmab__Request *req,
+int h_obj_destroy(struct client *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r);
-int h_list_objects(struct conn *c, const Rdmab__Request *req,
+int h_list_objects(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
-int h_admin_evict(struct conn *c, const Rdmab__Request *req,
+int h_admin_evict(struct client *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r);
 /* Device memory (dm.c). */
-int h_dm_alloc(struct conn *c, const Rdmab__Request *req,
+int h_dm_alloc(struct client *c, const Rdmab__Request *req,
 	       struct wire_fds *fds, struct reply *r);
-int h_dm_import(struct conn *c, const Rdmab__Request *req,
+int h_dm_import(struct client *c, const Rdmab__Request *req,
 		struct wire_fds *fds, struct reply *r);
-int h_dm_unimport(struct conn *c, const Rdmab__Request *req,
+int h_dm_unimport(struct client *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r);
-int h_dm_free(struct conn *c, const Rdmab__Request *req,
+int h_dm_free(struct client *c, const Rdmab__Request *req,
 	      struct wire_fds *fds, struct reply *r);
-int h_list_dms(struct conn *c, const Rdmab__Request *req,
+int h_list_dms(struct client *c, const Rdmab__Request *req,
 	       struct wire_fds *fds, struct reply *r);
-int h_dm_revoke(struct conn *c, const Rdmab__Request *req,
+int h_dm_revoke(struct client *c, const Rdmab__Request *req,
 		struct wire_fds *fds, struct reply *r);
 /* XRC domains (xrcd.c) */
-int h_xrcd_open(struct conn *c, const Rdmab__Request *req,
+int h_xrcd_open(struct client *c, const Rdmab__Request *req,
 		struct wire_fds *fds, struct reply *r);
-int h_xrcd_close(struct conn *c, const Rdmab__Request *req,
+int h_xrcd_close(struct client *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r);
-int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
+int h_list_xrcds(struct client *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r);
-int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
+int h_xrcd_remove(struct client *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r);
 /* RSS (rss.c). */
-int h_rss_create(struct conn *c, const Rdmab__Request *req,
+int h_rss_create(struct client *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r);
-int h_rss_destroy(struct conn *c, const Rdmab__Request *req,
+int h_rss_destroy(struct client *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r);
-int h_list_rss(struct conn *c, const Rdmab__Request *req,
+int h_list_rss(struct client *c, const Rdmab__Request *req,
 	       struct wire_fds *fds, struct reply *r);
 /* The soft device's kernel call of an intent (obj-handlers.c). */
-int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
+int h_obj_kernel_call(struct client *c, const Rdmab__Request *req,
 		      struct wire_fds *fds, struct reply *r);
 /* Rekey (rekey.c). */
-int h_domain_rekey(struct conn *c, const Rdmab__Request *req,
+int h_domain_rekey(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
 /* Fork (session.c). */
-int h_fork_state(struct conn *c, const Rdmab__Request *req,
+int h_fork_state(struct client *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r);
 /* Metrics (metrics-req.c). */
-int h_metrics_get(struct conn *c, const Rdmab__Request *req,
+int h_metrics_get(struct client *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r);
 
 #endif

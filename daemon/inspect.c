@@ -10,20 +10,21 @@
 #include <string.h>
 
 #include "daemon/cgroup.h"
-#include "daemon/conn.h"
+#include "daemon/client.h"
+#include "daemon/core.h"
+#include "daemon/ctx.h"
 #include "daemon/handler.h"
 #include "daemon/dm.h"
 #include "daemon/domain.h"
 #include "daemon/objects.h"
-#include "daemon/server.h"
 #include "daemon/unaccounted.h"
 
 /* Entries per reply: a ClientInfo is ~120 bytes, a DomainInfo with a few
  * context ids ~200: well inside 64 KiB. */
 #define LIST_PAGE 64
 
-void server_device_info(const struct conn *c, const struct device *dev,
-			Rdmab__DeviceInfo *info, Rdmab__DeviceCaps *caps)
+void inspect_device_info(const struct client *c, const struct device *dev,
+			 Rdmab__DeviceInfo *info, Rdmab__DeviceCaps *caps)
 {
 	struct dm_view v;
 
@@ -47,7 +48,7 @@ void server_device_info(const struct conn *c, const struct device *dev,
 	/* Device memory. */
 	caps->dm_shared = dev->caps.dm_shared;
 	caps->dm_reason = (char *)dev->caps.dm_reason;
-	dm_view(c->cl.core, &c->cl, dev, &v);
+	dm_view(c->core, c, dev, &v);
 	caps->dm_reserved = v.reserved;
 	caps->dm_device_wide = v.device_wide;
 	caps->dm_domain_used = v.domain_used;
@@ -56,10 +57,10 @@ void server_device_info(const struct conn *c, const struct device *dev,
 	info->caps = caps;
 }
 
-int h_list_devices(struct conn *c, const Rdmab__Request *req,
+int h_list_devices(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
-	struct device_list *list = &c->srv->core.devices;
+	struct device_list *list = &c->core->devices;
 	uint32_t off = req->list_devices->offset;
 	Rdmab__ListDevicesReply *out = reply_alloc(r, sizeof(*out));
 	Rdmab__DeviceInfo *infos, **ptrs;
@@ -73,8 +74,8 @@ int h_list_devices(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, -ENOMEM, "out of memory");
 	rdmab__list_devices_reply__init(out);
 	for (size_t i = 0; i < n; i++) {
-		server_device_info(c, &list->dev[off + i], &infos[i],
-				   &caps[i]);
+		inspect_device_info(c, &list->dev[off + i], &infos[i],
+				    &caps[i]);
 		ptrs[i] = &infos[i];
 	}
 	out->devices = ptrs;
@@ -102,11 +103,11 @@ struct domain_page {
 	char cgroup[CGROUP_SHOWN_MAX];
 };
 
-int h_list_domains(struct conn *c, const Rdmab__Request *req,
+int h_list_domains(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
-	struct server *srv = c->srv;
-	bool admin = policy_is_admin(&srv->core, &c->cl);
+	struct core *core = c->core;
+	bool admin = policy_is_admin(core, c);
 	uint32_t off = req->list_domains->offset, idx = 0;
 	Rdmab__ListDomainsReply *out = reply_alloc(r, sizeof(*out));
 	struct domain_page *pages;
@@ -121,13 +122,13 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 	rdmab__list_domains_reply__init(out);
 	/* A member sees its own domain only, and walks nothing else: what
 	 * other domains hold costs it nothing. */
-	d = admin ? TAILQ_FIRST(&srv->core.domains) : c->cl.domain;
+	d = admin ? TAILQ_FIRST(&core->domains) : c->domain;
 	for (; d; d = admin ? TAILQ_NEXT(d, link) : NULL) {
 		struct domain_page *pg = &pages[n];
 		struct dctx *x;
 		size_t k = 0;
 
-		srv->core.list_visits++;
+		core->list_visits++;
 		if (idx++ < off || n == LIST_PAGE)
 			continue;
 		rdmab__domain_info__init(&pg->info);
@@ -147,7 +148,7 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 		TAILQ_FOREACH(x, &d->ctxs, link) {
 			struct unacc_counts uc = { 0 };
 
-			srv->core.list_visits++;
+			core->list_visits++;
 			if (k < 8)
 				pg->ctx_ids[k++] = x->id;
 			/* A listing shows what the kernel holds now. */
@@ -167,7 +168,7 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 		quota_info(&pg->used, &d->used);
 		quota_info(&pg->limit, &d->limit);
 		/* A percent of each device's memory: the most it makes. */
-		pg->limit.dm_bytes = domain_dm_limit_shown(&srv->core, d);
+		pg->limit.dm_bytes = domain_dm_limit_shown(core, d);
 		pg->info.used = &pg->used;
 		pg->info.limit = &pg->limit;
 		pg->info.context_ids = pg->ctx_ids;
@@ -184,47 +185,43 @@ int h_list_domains(struct conn *c, const Rdmab__Request *req,
 
 /* The first client @c may list and the next: a member walks its own
  * domain's clients only, so that other domains' cost it nothing. */
-static struct conn *inspect_member(struct client *cl)
+static struct client *inspect_first(struct client *c, bool admin)
 {
-	return cl ? conn_of(cl) : NULL;
+	return admin ? c->core->ops->next(c->core, NULL) :
+		       TAILQ_FIRST(&c->domain->members);
 }
 
-static struct conn *inspect_first(struct conn *c, bool admin)
+static struct client *inspect_next(struct client *c, struct client *o,
+				   bool admin)
 {
-	return admin ? TAILQ_FIRST(&c->srv->conns) :
-		       inspect_member(TAILQ_FIRST(&c->cl.domain->members));
-}
-
-static struct conn *inspect_next(struct conn *o, bool admin)
-{
-	return admin ? TAILQ_NEXT(o, link) :
-		       inspect_member(TAILQ_NEXT(&o->cl, domain_link));
+	return admin ? c->core->ops->next(c->core, o) :
+		       TAILQ_NEXT(o, domain_link);
 }
 
 /* Live sessions linked to @id that @c may see: a page's worth of walks,
  * bounded by the connection limit. */
-static uint32_t inspect_children(struct conn *c, bool admin, uint64_t id)
+static uint32_t inspect_children(struct client *c, bool admin, uint64_t id)
 {
-	struct conn *o;
+	struct client *o;
 	uint32_t n = 0;
 
-	for (o = inspect_first(c, admin); o; o = inspect_next(o, admin)) {
-		c->srv->core.list_visits++;
+	for (o = inspect_first(c, admin); o; o = inspect_next(c, o, admin)) {
+		c->core->list_visits++;
 		n += o->hello_done && o->parent_id == id;
 	}
 	return n;
 }
 
-int h_list_clients(struct conn *c, const Rdmab__Request *req,
+int h_list_clients(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
-	struct server *srv = c->srv;
-	bool admin = policy_is_admin(&srv->core, &c->cl);
+	struct core *core = c->core;
+	bool admin = policy_is_admin(core, c);
 	uint32_t off = req->list_clients->offset, idx = 0;
 	Rdmab__ListClientsReply *out = reply_alloc(r, sizeof(*out));
 	Rdmab__ClientInfo *infos, **ptrs;
 	char(*cgroups)[CGROUP_SHOWN_MAX];
-	struct conn *o;
+	struct client *o;
 	size_t n = 0;
 
 	infos = reply_alloc(r, sizeof(*infos) * LIST_PAGE);
@@ -233,32 +230,32 @@ int h_list_clients(struct conn *c, const Rdmab__Request *req,
 	if (!out || !infos || !ptrs || !cgroups)
 		return reply_error(r, -ENOMEM, "out of memory");
 	rdmab__list_clients_reply__init(out);
-	for (o = inspect_first(c, admin); o; o = inspect_next(o, admin)) {
+	for (o = inspect_first(c, admin); o; o = inspect_next(c, o, admin)) {
 		Rdmab__ClientInfo *ci = &infos[n];
 
-		srv->core.list_visits++;
-		if (!o->hello_done || (!admin && o->cl.domain != c->cl.domain))
+		core->list_visits++;
+		if (!o->hello_done || (!admin && o->domain != c->domain))
 			continue;
 		if (idx++ < off || n == LIST_PAGE)
 			continue;
 		rdmab__client_info__init(ci);
-		ci->id = o->cl.id;
-		ci->pid = (uint32_t)o->cl.cred.pid;
-		ci->uid = o->cl.cred.uid;
-		ci->gid = o->cl.cred.gid;
+		ci->id = o->id;
+		ci->pid = (uint32_t)o->cred.pid;
+		ci->uid = o->cred.uid;
+		ci->gid = o->cred.gid;
 		ci->comm = o->comm;
-		ci->domain = o->cl.domain->name;
-		ci->contexts = o->cl.n_ctxs;
-		ci->objects = o->cl.owner ? o->cl.owner->n_objs : 0;
-		ci->unaccounted = o->cl.owner ? o->cl.owner->n_intents : 0;
+		ci->domain = o->domain->name;
+		ci->contexts = o->n_ctxs;
+		ci->objects = o->owner ? o->owner->n_objs : 0;
+		ci->unaccounted = o->owner ? o->owner->n_intents : 0;
 		ci->requests = o->requests;
 		ci->fork_state = (Rdmab__ForkState)o->fork_state;
 		ci->library_version = o->library_version;
 		ci->parent_id = o->parent_id;
-		ci->children = inspect_children(c, admin, o->cl.id);
-		if (o->cl.cgroup) {
+		ci->children = inspect_children(c, admin, o->id);
+		if (o->cgroup) {
 			ci->cgroup_truncated = cgroup_show(cgroups[n],
-							   o->cl.cgroup);
+							   o->cgroup);
 			ci->cgroup = cgroups[n];
 		}
 		ptrs[n++] = ci;

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/dispatch.h"
 #include "daemon/metrics-text.h"
 #include "daemon/server.h"
@@ -83,10 +83,10 @@ static size_t page_end(const struct metrics_text *t, size_t off)
 	return end > off ? end : off + METRICS_PAGE;
 }
 
-int h_metrics_get(struct conn *c, const Rdmab__Request *req,
+int h_metrics_get(struct client *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r)
 {
-	struct server *srv = c->srv;
+	struct server *srv = server_of(c->core);
 	struct metrics *m = srv->metrics;
 	uint64_t off = req->metrics->offset;
 	Rdmab__MetricsReply *out = reply_alloc(r, sizeof(*out));
@@ -99,9 +99,9 @@ int h_metrics_get(struct conn *c, const Rdmab__Request *req,
 	if (off == 0) {
 		/* Administrators see the broker; the others, their domain:
 		 * what other domains hold answers like nothing. */
-		err = policy_is_admin(&srv->core, &c->cl) ?
+		err = policy_is_admin(&srv->core, c) ?
 			      metrics_render_all(srv, &t) :
-			      metrics_render(srv, c->cl.domain, &t);
+			      metrics_render(srv, c->domain, &t);
 		if (err == -EFBIG)
 			return reply_error(r, err,
 					   "the metrics exceed the broker's "
@@ -109,15 +109,15 @@ int h_metrics_get(struct conn *c, const Rdmab__Request *req,
 					   METRICS_TEXT_MAX);
 		if (err < 0)
 			return reply_error(r, err, "out of memory");
-		i = snap_find(m, c->cl.id);
+		i = snap_find(m, c->id);
 		if (i >= 0)
 			metrics_snap_drop(m, (unsigned int)i);
-		if (t->len > METRICS_PAGE && snap_keep(m, c->cl.id, t) < 0) {
+		if (t->len > METRICS_PAGE && snap_keep(m, c->id, t) < 0) {
 			metrics_text_put(t);
 			return reply_error(r, -ENOMEM, "out of memory");
 		}
 	} else {
-		i = snap_find(m, c->cl.id);
+		i = snap_find(m, c->id);
 		if (i < 0)
 			return reply_error(r, -ESTALE,
 					   "no metrics text is being read by "
@@ -147,7 +147,7 @@ int h_metrics_get(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, -ENOMEM, "out of memory");
 	}
 	memcpy(out->text.data, t->data + off, out->text.len);
-	if (end == t->len && (i = snap_find(m, c->cl.id)) >= 0)
+	if (end == t->len && (i = snap_find(m, c->id)) >= 0)
 		metrics_snap_drop(m, (unsigned int)i);
 	metrics_text_put(t);
 	r->msg.body_case = RDMAB__REPLY__BODY_METRICS;

@@ -42,7 +42,7 @@ unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
 	 * objects): a client that cannot take the Event is only marked, and
 	 * the loop closes it. */
 	TAILQ_FOREACH(c, &srv->conns, link) {
-		if (!c->hello_done || c->state >= CONN_DEAD)
+		if (!c->cl.hello_done || c->state >= CONN_DEAD)
 			continue;
 		ev->object_kind = kind;
 		ev->object_id = id;
@@ -90,9 +90,34 @@ static int notify_take_pidfd(struct client *cl)
 	return pidfd;
 }
 
+static struct client *notify_next(struct core *core, struct client *prev)
+{
+	struct conn *c = prev ? TAILQ_NEXT(conn_of(prev), link) :
+				TAILQ_FIRST(&server_of(core)->conns);
+
+	return c ? &c->cl : NULL;
+}
+
+static void notify_hello_done(struct client *cl)
+{
+	conn_hello_done(conn_of(cl));
+}
+
+static void notify_status(const struct core *core, struct core_status *st)
+{
+	const struct server *srv = server_of((struct core *)core);
+
+	st->uptime_usec = server_uptime_usec(srv);
+	st->clients = srv->n_conns;
+	st->max_clients = srv->opt.max_conns;
+}
+
 const struct core_ops notify_core_ops = {
 	.broadcast = notify_broadcast,
 	.device_gone = notify_core_device_gone,
 	.is_open = notify_is_open,
 	.take_pidfd = notify_take_pidfd,
+	.next = notify_next,
+	.hello_done = notify_hello_done,
+	.status = notify_status,
 };

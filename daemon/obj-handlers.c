@@ -2,7 +2,7 @@
 /*
  * The object family's requests: create (soft: the broker makes it; verbs:
  * an intent, or the track of an object made with raw verbs), register,
- * destroy (soft) or unregister (verbs), the listing, and eviction.
+ * destroy (soft) or unregister (verbs), and the listing.
  */
 #include "config.h"
 
@@ -12,16 +12,15 @@
 #include <string.h>
 
 #include "daemon/cgroup.h"
-#include "daemon/conn.h"
+#include "daemon/client.h"
+#include "daemon/core.h"
 #include "daemon/ctx.h"
-#include "daemon/dispatch.h"
 #include "daemon/dm.h"
+#include "daemon/handler.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
-#include "daemon/rekey.h"
 #include "daemon/restart.h"
-#include "daemon/server.h"
 
 /* An ObjectInfo is under 200 bytes with the longest names, its owner's
  * cgroup aside: a page carries at most this many bytes of cgroups and ends
@@ -89,7 +88,7 @@ static void made_to_wire(Rdmab__ObjCreateReply *out, const struct obj *o,
 
 /* The handles of the objects a new one uses: registered objects of this
  * session in the same context. */
-static int resolve_uses(struct conn *c, struct dctx *x, const uint64_t *uses,
+static int resolve_uses(struct client *c, struct dctx *x, const uint64_t *uses,
 			size_t n_uses, struct obj_spec *spec, struct reply *r)
 {
 	for (size_t i = 0; i < n_uses; i++) {
@@ -97,7 +96,7 @@ static int resolve_uses(struct conn *c, struct dctx *x, const uint64_t *uses,
 
 		if (!uses[i])
 			continue;
-		u = objects_find(&c->cl, uses[i]);
+		u = objects_find(c, uses[i]);
 		if (!u)
 			return reply_error(r, -ENOENT,
 					   "object %" PRIu64 ", which the new "
@@ -122,13 +121,13 @@ static int resolve_uses(struct conn *c, struct dctx *x, const uint64_t *uses,
 
 /* The DM an MR is on (its use of kind DM, an import of this session), so
  * that the DM listing counts it and names it when it blocks a free; 0. */
-static uint64_t mr_dm_of(struct conn *c, const Rdmab__ObjCreateRequest *q)
+static uint64_t mr_dm_of(struct client *c, const Rdmab__ObjCreateRequest *q)
 {
 	if (q->kind != IBC_OBJ_MR)
 		return 0;
 	for (size_t i = 0; i < q->n_uses; i++) {
 		struct obj *u =
-			q->uses[i] ? objects_find(&c->cl, q->uses[i]) : NULL;
+			q->uses[i] ? objects_find(c, q->uses[i]) : NULL;
 
 		if (u && u->kind == IBC_OBJ_DM)
 			return u->dm_id;
@@ -138,19 +137,19 @@ static uint64_t mr_dm_of(struct conn *c, const Rdmab__ObjCreateRequest *q)
 
 /* What the listings show of @o's uses: the DM of an MR, the XRCD open of
  * an XRC SRQ or target QP. */
-static void obj_note_uses(struct conn *c, const Rdmab__ObjCreateRequest *q,
+static void obj_note_uses(struct client *c, const Rdmab__ObjCreateRequest *q,
 			  struct obj *o)
 {
 	if (o->kind == IBC_OBJ_MR) {
 		o->dm_id = mr_dm_of(c, q);
-		dm_mr_attach(c->cl.core, o);
+		dm_mr_attach(c->core, o);
 		return;
 	}
 	if (o->kind != IBC_OBJ_SRQ && o->kind != IBC_OBJ_QP)
 		return;
 	for (size_t i = 0; i < q->n_uses; i++) {
 		struct obj *u =
-			q->uses[i] ? objects_find(&c->cl, q->uses[i]) : NULL;
+			q->uses[i] ? objects_find(c, q->uses[i]) : NULL;
 
 		if (u && u->kind == IBC_OBJ_XRCD) {
 			o->xrcd_obj = u->id;
@@ -160,7 +159,7 @@ static void obj_note_uses(struct conn *c, const Rdmab__ObjCreateRequest *q,
 }
 
 /* The broker is the device's kernel: make the object and register it. */
-static int obj_make(struct conn *c, struct dctx *x,
+static int obj_make(struct client *c, struct dctx *x,
 		    const Rdmab__ObjCreateRequest *q, struct reply *r,
 		    Rdmab__ObjCreateReply *out)
 {
@@ -174,12 +173,12 @@ static int obj_make(struct conn *c, struct dctx *x,
 	if (!given)
 		return reply_error(r, -ENOMEM, "out of memory");
 	obj_attr_from_wire(&spec.attr, q->attr);
-	spec.import = dctx_conn_import(&c->cl, x);
+	spec.import = dctx_conn_import(c, x);
 	ret = resolve_uses(c, x, q->uses, q->n_uses, &spec, r);
 	if (ret < 0)
 		return ret;
 	/* Charged before the device is asked. */
-	ret = objects_add(&c->cl, x, spec.kind, false, true, 0, &r->why, &o);
+	ret = objects_add(c, x, spec.kind, false, true, 0, &r->why, &o);
 	if (ret < 0)
 		return ret;
 	ret = x->dev->ctx_ops->obj_create(x->dc, &spec, &made, &why);
@@ -190,12 +189,12 @@ static int obj_make(struct conn *c, struct dctx *x,
 	o->handle = made.handle;
 	if (q->n_uses)
 		obj_note_uses(c, q, o);
-	restart_obj_made(c->cl.core, o, &spec, q->attr);
+	restart_obj_made(c->core, o, &spec, q->attr);
 	made_to_wire(out, o, &made, given);
 	return 0;
 }
 
-int h_obj_create(struct conn *c, const Rdmab__Request *req,
+int h_obj_create(struct client *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r)
 {
 	const Rdmab__ObjCreateRequest *q = req->obj_create;
@@ -207,7 +206,7 @@ int h_obj_create(struct conn *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = dctx_conn_usable(&c->cl, q->context_id, &r->why, &x);
+	ret = dctx_conn_usable(c, q->context_id, &r->why, &x);
 	if (ret < 0)
 		return ret;
 	if (q->kind == IBC_OBJ_NONE || q->kind >= IBC_OBJ_CONTEXT)
@@ -246,14 +245,14 @@ int h_obj_create(struct conn *c, const Rdmab__Request *req,
 		}
 		/* A soft intent ([soft] intent_window): the broker's kernel
 		 * call makes it, so destroying it stays the broker's. */
-		ret = objects_add(&c->cl, x, (enum ibc_obj_kind)q->kind, intent,
+		ret = objects_add(c, x, (enum ibc_obj_kind)q->kind, intent,
 				  x->dev->broker_objects, q->handle, &r->why,
 				  &o);
 		if (ret < 0)
 			return ret;
 		if (q->n_uses)
 			obj_note_uses(c, q, o);
-		restart_obj_saved(c->cl.core, o);
+		restart_obj_saved(c->core, o);
 		out->object_id = o->id;
 		out->handle = o->handle;
 		break;
@@ -270,7 +269,7 @@ int h_obj_create(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_obj_register(struct conn *c, const Rdmab__Request *req,
+int h_obj_register(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
 	const Rdmab__ObjRegisterRequest *q = req->obj_register;
@@ -280,7 +279,7 @@ int h_obj_register(struct conn *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = objects_register_request(&c->cl, q->object_id, q->handle, &why);
+	ret = objects_register_request(c, q->object_id, q->handle, &why);
 	if (ret < 0)
 		return reply_error(r, ret, "%s", why.text);
 	rdmab__obj_register_reply__init(out);
@@ -289,7 +288,7 @@ int h_obj_register(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_obj_destroy(struct conn *c, const Rdmab__Request *req,
+int h_obj_destroy(struct client *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__ObjDestroyReply *out = reply_alloc(r, sizeof(*out));
@@ -298,7 +297,7 @@ int h_obj_destroy(struct conn *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = objects_destroy_request(&c->cl, req->obj_destroy->object_id,
+	ret = objects_destroy_request(c, req->obj_destroy->object_id,
 				      &why);
 	if (ret < 0)
 		return reply_error(r, ret, "%s", why.text);
@@ -308,12 +307,12 @@ int h_obj_destroy(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
-static bool obj_listed(const struct obj *o, const struct conn *c, bool admin,
+static bool obj_listed(const struct obj *o, const struct client *c, bool admin,
 		       const Rdmab__ListObjectsRequest *q)
 {
 	const struct domain *d = o->ctx->domain;
 
-	if (!admin && d != c->cl.domain)
+	if (!admin && d != c->domain)
 		return false;
 	if (q->client_id && o->owner->client_id != q->client_id)
 		return false;
@@ -340,12 +339,12 @@ static struct obj *obj_next_of(struct obj *o, struct dctx **x)
 	return obj_first_of(x);
 }
 
-int h_list_objects(struct conn *c, const Rdmab__Request *req,
+int h_list_objects(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
 	const Rdmab__ListObjectsRequest *q = req->list_objects;
-	struct registry *reg = c->srv->core.registry;
-	bool admin = policy_is_admin(c->cl.core, &c->cl);
+	struct registry *reg = c->core->registry;
+	bool admin = policy_is_admin(c->core, c);
 	Rdmab__ListObjectsReply *out = reply_alloc(r, sizeof(*out));
 	Rdmab__ObjectInfo *infos, **ptrs;
 	char(*cgroups)[CGROUP_SHOWN_MAX];
@@ -364,13 +363,13 @@ int h_list_objects(struct conn *c, const Rdmab__Request *req,
 	rdmab__list_objects_reply__init(out);
 	/* A member walks its domain's contexts only: what other domains
 	 * hold costs it nothing. */
-	x = admin ? NULL : TAILQ_FIRST(&c->cl.domain->ctxs);
+	x = admin ? NULL : TAILQ_FIRST(&c->domain->ctxs);
 	o = admin ? TAILQ_FIRST(&reg->objs) : obj_first_of(&x);
 	for (; o; o = admin ? TAILQ_NEXT(o, link) : obj_next_of(o, &x)) {
 		Rdmab__ObjectInfo *oi = &infos[n];
 		const struct client *oc = o->owner->conn;
 
-		c->srv->core.list_visits++;
+		c->core->list_visits++;
 		if (!obj_listed(o, c, admin, q))
 			continue;
 		if (idx++ < q->offset || full)
@@ -408,64 +407,6 @@ int h_list_objects(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_admin_evict(struct conn *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r)
-{
-	uint64_t id = req->evict->client_id;
-	Rdmab__EvictReply *out = reply_alloc(r, sizeof(*out));
-	struct conn *t;
-	int err;
-
-	if (!out)
-		return reply_error(r, -ENOMEM, "out of memory");
-	/* Administrators only: H_ADMIN. */
-	TAILQ_FOREACH(t, &c->srv->conns, link)
-		if (t->cl.id == id && t->hello_done)
-			break;
-	if (!t)
-		return reply_error(r, -ENOENT, "client %" PRIu64 " is not "
-					       "connected",
-				   id);
-	/* Rekey first: a refusal (EBUSY) leaves the session alone. */
-	if (req->evict->rekey && t->cl.domain) {
-		enum conn_state was = t->state;
-		char who[96];
-
-		snprintf(who, sizeof(who),
-			 "evict --rekey of client %" PRIu64 " by client "
-			 "%" PRIu64,
-			 t->cl.id, c->cl.id);
-		/* Not told: it is on its way out. */
-		conn_set_closing(t);
-		/* Its Events close no session here (notify_clients()): @t
-		 * is still there, at most marked dead. */
-		err = rekey_domain(c->cl.core, t->cl.domain, req->evict->force,
-				   who, &r->why, NULL);
-		/* Unless an Event it could not take killed it meanwhile. */
-		if (t->state == CONN_CLOSING)
-			t->state = was;
-		if (err < 0)
-			return err;
-	}
-	log_notice("client %" PRIu64 " (pid %d, uid %u) evicted by client "
-		   "%" PRIu64 " (uid %u)",
-		   t->cl.id, (int)t->cl.cred.pid, t->cl.cred.uid, c->cl.id,
-		   c->cl.cred.uid);
-	rdmab__evict_reply__init(out);
-	r->msg.body_case = RDMAB__REPLY__BODY_EVICT;
-	r->msg.evict = out;
-	if (t == c) {
-		/* The reply first: dispatch closes after sending it. */
-		conn_set_closing(c);
-		return 0;
-	}
-	dispatch_error(t, 0, ECONNRESET,
-		       "an administrator ended this session (rdmabrokerctl "
-		       "evict)");
-	conn_close_after_flush(t);
-	return 0;
-}
-
 /* --- the soft device's intent window ([soft] intent_window) ----------- */
 
 /*
@@ -475,13 +416,13 @@ int h_admin_evict(struct conn *c, const Rdmab__Request *req,
  * only the intent: a death in between leaves it unaccounted
  * (daemon/unaccounted.c), as on a verbs device.
  */
-int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
+int h_obj_kernel_call(struct client *c, const Rdmab__Request *req,
 		      struct wire_fds *fds, struct reply *r)
 {
 	const Rdmab__ObjKernelCallRequest *q = req->obj_kernel_call;
 	Rdmab__ObjCreateReply *out = reply_alloc(r, sizeof(*out));
 	Rdmab__ObjAttr *given = reply_alloc(r, sizeof(*given));
-	struct obj *o = objects_find(&c->cl, q->object_id);
+	struct obj *o = objects_find(c, q->object_id);
 	struct why why = {0, ""};
 	struct obj_spec spec = { 0 };
 	struct obj_made made;
@@ -509,7 +450,7 @@ int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 				   OBJ_MAX_USES, q->n_uses);
 	spec.kind = o->kind;
 	obj_attr_from_wire(&spec.attr, q->attr);
-	spec.import = dctx_conn_import(&c->cl, o->ctx);
+	spec.import = dctx_conn_import(c, o->ctx);
 	ret = resolve_uses(c, o->ctx, q->uses, q->n_uses, &spec, r);
 	if (ret < 0)
 		return ret;
@@ -518,7 +459,7 @@ int h_obj_kernel_call(struct conn *c, const Rdmab__Request *req,
 		return reply_error(r, ret, "%s", why.text);
 	o->handle = made.handle;
 	o->window_made = true;
-	restart_obj_made(c->cl.core, o, &spec, q->attr);
+	restart_obj_made(c->core, o, &spec, q->attr);
 	rdmab__obj_create_reply__init(out);
 	made_to_wire(out, o, &made, given);
 	r->msg.body_case = RDMAB__REPLY__BODY_OBJ_KERNEL_CALL;

@@ -7,7 +7,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/handler.h"
 #include "daemon/domain.h"
 #include "daemon/rekey.h"
@@ -25,7 +25,7 @@ static struct domain *rekey_find(struct core *core, const char *name)
 	return NULL;
 }
 
-int h_domain_rekey(struct conn *c, const Rdmab__Request *req,
+int h_domain_rekey(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
 	const Rdmab__DomainRekeyRequest *q = req->domain_rekey;
@@ -38,7 +38,7 @@ int h_domain_rekey(struct conn *c, const Rdmab__Request *req,
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
 	/* Administrators only: H_ADMIN. */
-	d = rekey_find(c->cl.core, q->domain);
+	d = rekey_find(c->core, q->domain);
 	if (!d)
 		return reply_error(r, -ENOENT,
 				   "no domain \"%.64s\" to rekey (see "
@@ -46,14 +46,14 @@ int h_domain_rekey(struct conn *c, const Rdmab__Request *req,
 				   "shares its context with nobody)",
 				   q->domain);
 	rdmab__domain_rekey_reply__init(out);
-	snprintf(who, sizeof(who), "by client %" PRIu64 ", uid %u", c->cl.id,
-		 c->cl.cred.uid);
+	snprintf(who, sizeof(who), "by client %" PRIu64 ", uid %u", c->id,
+		 c->cred.uid);
 	/* Room for every context the rekey may replace. */
 	out->old_context_ids =
 		reply_alloc(r, REKEY_MAX_CTXS * sizeof(uint64_t));
 	if (!out->old_context_ids)
 		return reply_error(r, -ENOMEM, "out of memory");
-	err = rekey_domain(c->cl.core, d, q->force, who, &r->why, out);
+	err = rekey_domain(c->core, d, q->force, who, &r->why, out);
 	if (err < 0)
 		return err;
 	r->msg.body_case = RDMAB__REPLY__BODY_DOMAIN_REKEY;

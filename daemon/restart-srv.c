@@ -198,7 +198,7 @@ void restart_session_save(struct conn *c)
 	Rdmab__State__Session s = RDMAB__STATE__SESSION__INIT;
 	uint32_t groups[64];
 
-	if (!restart_journal(&srv->core) || !c->hello_done || !c->cl.domain)
+	if (!restart_journal(&srv->core) || !c->cl.hello_done || !c->cl.domain)
 		return;
 	s.pid = (uint32_t)c->cl.cred.pid;
 	s.uid = c->cl.cred.uid;
@@ -207,18 +207,18 @@ void restart_session_save(struct conn *c)
 		groups[i] = c->cl.groups[i];
 	s.n_groups = c->cl.n_groups < 64 ? c->cl.n_groups : 64;
 	s.groups = groups;
-	s.comm = c->comm;
+	s.comm = c->cl.comm;
 	s.hello_done = true;
-	s.client_pid = c->client_pid;
-	s.fork_state = (uint32_t)c->fork_state;
-	s.secret.data = c->secret;
-	s.secret.len = sizeof(c->secret);
-	s.parent_id = c->parent_id;
-	s.library_version = c->library_version;
+	s.client_pid = c->cl.client_pid;
+	s.fork_state = (uint32_t)c->cl.fork_state;
+	s.secret.data = c->cl.secret;
+	s.secret.len = sizeof(c->cl.secret);
+	s.parent_id = c->cl.parent_id;
+	s.library_version = c->cl.library_version;
 	s.rss_delta = c->cl.rss_delta;
 	s.domain = c->cl.domain->name;
 	s.domain_kind = c->cl.domain->kind;
-	s.requests = c->requests;
+	s.requests = c->cl.requests;
 	restart_after_write(&srv->core,
 			    journal_put(srv->core.restart->j, JOURNAL_SESSION,
 					c->cl.id, &s.base));

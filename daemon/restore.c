@@ -417,15 +417,15 @@ static int restore_session(void *arg, const struct journal_rec *rec)
 		conn_kill(c, "its socket's peer is not the saved session's");
 		goto out;
 	}
-	c->client_pid = m->client_pid;
-	c->fork_state = (int)m->fork_state;
-	if (m->secret.len == sizeof(c->secret))
-		memcpy(c->secret, m->secret.data, sizeof(c->secret));
-	c->parent_id = m->parent_id;
-	snprintf(c->library_version, sizeof(c->library_version), "%s",
+	c->cl.client_pid = m->client_pid;
+	c->cl.fork_state = (int)m->fork_state;
+	if (m->secret.len == sizeof(c->cl.secret))
+		memcpy(c->cl.secret, m->secret.data, sizeof(c->cl.secret));
+	c->cl.parent_id = m->parent_id;
+	snprintf(c->cl.library_version, sizeof(c->cl.library_version), "%s",
 		 m->library_version);
 	c->cl.rss_delta = m->rss_delta;
-	c->requests = m->requests;
+	c->cl.requests = m->requests;
 	ret = domain_join(&srv->core, &c->cl,
 			  m->domain_kind == DOMAIN_PRIVATE ? "" : m->domain,
 			  m->domain_kind == DOMAIN_PRIVATE, &why);

@@ -5,11 +5,11 @@
 
 #include <errno.h>
 
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/handler.h"
 #include "daemon/rss.h"
 
-int h_rss_create(struct conn *c, const Rdmab__Request *req,
+int h_rss_create(struct client *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__RssCreateReply *out = reply_alloc(r, sizeof(*out));
@@ -17,7 +17,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = rss_create(&c->cl, req->rss_create, r->arena, &r->why, out);
+	ret = rss_create(c, req->rss_create, r->arena, &r->why, out);
 	if (ret < 0)
 		return ret;
 	r->msg.body_case = RDMAB__REPLY__BODY_RSS_CREATE;
@@ -25,7 +25,7 @@ int h_rss_create(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_rss_destroy(struct conn *c, const Rdmab__Request *req,
+int h_rss_destroy(struct client *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__RssDestroyReply *out = reply_alloc(r, sizeof(*out));
@@ -33,7 +33,7 @@ int h_rss_destroy(struct conn *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = rss_destroy_request(&c->cl, req->rss_destroy->rss_id, &r->why);
+	ret = rss_destroy_request(c, req->rss_destroy->rss_id, &r->why);
 	if (ret < 0)
 		return ret;
 	rdmab__rss_destroy_reply__init(out);
@@ -42,13 +42,13 @@ int h_rss_destroy(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_list_rss(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-	       struct reply *r)
+int h_list_rss(struct client *c, const Rdmab__Request *req,
+	       struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__ListRssReply *out = reply_alloc(r, sizeof(*out));
 	int ret;
 
-	ret = rss_list(&c->cl, req->list_rss, r->arena, &r->why, out);
+	ret = rss_list(c, req->list_rss, r->arena, &r->why, out);
 	if (ret < 0)
 		return ret;
 	r->msg.body_case = RDMAB__REPLY__BODY_LIST_RSS;

@@ -140,11 +140,6 @@ uint64_t server_uptime_usec(const struct server *srv);
 
 /* Re-read the configuration (SIGHUP); a bad file keeps the running one. */
 int server_reload(struct server *srv);
-/* Fill a DeviceInfo from @dev for @c (what it may know of the device's
- * memory: dm_view()); @caps is where its caps go. */
-void server_device_info(const struct conn *c, const struct device *dev,
-			Rdmab__DeviceInfo *info, Rdmab__DeviceCaps *caps);
-
 /* @dev is gone (notify_device_gone(), once): close its descriptors and
  * tell every client, before the families let go. */
 void server_device_gone(struct server *srv, struct device *dev,

@@ -10,12 +10,12 @@
 #include <unistd.h>
 
 #include "common/text.h"
-#include "daemon/conn.h"
+#include "daemon/client.h"
+#include "daemon/core.h"
 #include "daemon/handler.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/restart.h"
-#include "daemon/server.h"
 
 /* The library version is shown to the operator (rdmabrokerctl clients)
  * and logged: printable UTF-8 only. */
@@ -55,33 +55,34 @@ static bool session_secret_equal(const uint8_t *a, const uint8_t *b,
  * without a link, and learns nothing about the id it named (a session of
  * another domain, a gone one, a wrong secret all answer parent_id 0).
  */
-static void session_link_parent(struct conn *c,
+static void session_link_parent(struct client *c,
 				const Rdmab__HelloRequest *hr)
 {
-	struct conn *p;
+	struct client *p;
 
 	if (!hr->parent_id)
 		return;
-	TAILQ_FOREACH(p, &c->srv->conns, link)
-		if (p->cl.id == hr->parent_id)
+	for (p = c->core->ops->next(c->core, NULL); p;
+	     p = c->core->ops->next(c->core, p))
+		if (p->id == hr->parent_id)
 			break;
-	if (p && p != c && p->hello_done && p->cl.domain == c->cl.domain &&
+	if (p && p != c && p->hello_done && p->domain == c->domain &&
 	    hr->parent_secret.len == sizeof(p->secret) &&
 	    session_secret_equal(hr->parent_secret.data, p->secret,
 				 sizeof(p->secret)))
-		c->parent_id = p->cl.id;
+		c->parent_id = p->id;
 	else
 		log_debug("client %" PRIu64 ": no link to client %" PRIu64
 			  ": no such session of its domain, or a wrong "
 			  "secret",
-			  c->cl.id, hr->parent_id);
+			  c->id, hr->parent_id);
 }
 
-int h_session_hello(struct conn *c, const Rdmab__Request *req,
+int h_session_hello(struct client *c, const Rdmab__Request *req,
 		    struct wire_fds *fds, struct reply *r)
 {
 	const Rdmab__HelloRequest *hr = req->hello;
-	struct server *srv = c->srv;
+	struct core *core = c->core;
 	Rdmab__HelloReply *out;
 	Rdmab__DeviceInfo *devs, **devp;
 	Rdmab__DeviceCaps *caps;
@@ -121,50 +122,50 @@ int h_session_hello(struct conn *c, const Rdmab__Request *req,
 				   "cannot draw the session's secret: %s",
 				   n < 0 ? strerror(errno) : "short read");
 	out = reply_alloc(r, sizeof(*out));
-	devs = reply_alloc(r, sizeof(*devs) * (srv->core.devices.n + 1));
-	devp = reply_alloc(r, sizeof(*devp) * (srv->core.devices.n + 1));
-	caps = reply_alloc(r, sizeof(*caps) * (srv->core.devices.n + 1));
+	devs = reply_alloc(r, sizeof(*devs) * (core->devices.n + 1));
+	devp = reply_alloc(r, sizeof(*devp) * (core->devices.n + 1));
+	caps = reply_alloc(r, sizeof(*caps) * (core->devices.n + 1));
 	if (!out || !devs || !devp || !caps)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = domain_join(&srv->core, &c->cl, hr->domain, hr->private_domain,
+	ret = domain_join(core, c, hr->domain, hr->private_domain,
 			  &r->why);
 	if (ret < 0)
 		return ret;
 	rdmab__hello_reply__init(out);
 	/* With their caps: ibc_open and ibc_query need nothing more. */
-	for (size_t i = 0; i < srv->core.devices.n; i++) {
-		server_device_info(c, &srv->core.devices.dev[i], &devs[i],
-				   &caps[i]);
+	for (size_t i = 0; i < core->devices.n; i++) {
+		inspect_device_info(c, &core->devices.dev[i], &devs[i],
+				    &caps[i]);
 		devp[i] = &devs[i];
 	}
-	out->n_devices = srv->core.devices.n;
+	out->n_devices = core->devices.n;
 	out->devices = devp;
 	out->protocol_version = WIRE_PROTOCOL_VERSION;
 	out->daemon_version = (char *)PACKAGE_VERSION;
-	out->client_id = c->cl.id;
-	out->domain = c->cl.domain->name;
+	out->client_id = c->id;
+	out->domain = c->domain->name;
 	session_link_parent(c, hr);
 	out->secret.data = c->secret;
 	out->secret.len = sizeof(c->secret);
 	out->parent_id = c->parent_id;
 
-	conn_hello_done(c);
+	core->ops->hello_done(c);
 	c->client_pid = hr->pid;
 	c->fork_state = (int)hr->fork_state;
-	c->cl.rss_delta = hr->rss_delta_events;
+	c->rss_delta = hr->rss_delta_events;
 	snprintf(c->library_version, sizeof(c->library_version), "%s",
 		 hr->library_version);
 	log_debug("client %" PRIu64 ": hello from pid %u, library %s, "
 		  "domain %s",
-		  c->cl.id, hr->pid,
+		  c->id, hr->pid,
 		  log_escape(version, sizeof(version), c->library_version),
-		  c->cl.domain->name);
+		  c->domain->name);
 	r->msg.body_case = RDMAB__REPLY__BODY_HELLO;
 	r->msg.hello = out;
 	return 0;
 }
 
-int h_fork_state(struct conn *c, const Rdmab__Request *req,
+int h_fork_state(struct client *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__ForkStateReply *out = reply_alloc(r, sizeof(*out));
@@ -182,7 +183,7 @@ int h_fork_state(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_session_ping(struct conn *c, const Rdmab__Request *req,
+int h_session_ping(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r)
 {
 	/* The echo carries more framing than the request: keep it inside
@@ -203,35 +204,37 @@ int h_session_ping(struct conn *c, const Rdmab__Request *req,
  * own domain, since how many clients other domains have and how busy they
  * are is theirs to know.
  */
-int h_status_get(struct conn *c, const Rdmab__Request *req,
+int h_status_get(struct client *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r)
 {
-	struct server *srv = c->srv;
+	struct core *core = c->core;
 	Rdmab__StatusReply *out = reply_alloc(r, sizeof(*out));
+	struct core_status st;
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
 	rdmab__status_reply__init(out);
 	out->daemon_version = (char *)PACKAGE_VERSION;
 	out->protocol_version = WIRE_PROTOCOL_VERSION;
-	out->uptime_usec = server_uptime_usec(srv);
-	out->device_kind = (char *)device_kind_name(srv->core.devices.kind);
+	core->ops->status(core, &st);
+	out->uptime_usec = st.uptime_usec;
+	out->device_kind = (char *)device_kind_name(core->devices.kind);
 	/* This request counts: it is being served. */
-	if (policy_is_admin(&srv->core, &c->cl)) {
-		out->clients = srv->n_conns;
-		out->max_clients = srv->opt.max_conns;
-		out->requests_served = srv->core.requests_served + 1;
+	if (policy_is_admin(core, c)) {
+		out->clients = st.clients;
+		out->max_clients = st.max_clients;
+		out->requests_served = core->requests_served + 1;
 	} else {
-		out->clients = c->cl.domain->used.clients;
-		out->max_clients = c->cl.domain->limit.clients;
-		out->requests_served = c->cl.domain->requests + 1;
-		out->domain = c->cl.domain->name;
+		out->clients = c->domain->used.clients;
+		out->max_clients = c->domain->limit.clients;
+		out->requests_served = c->domain->requests + 1;
+		out->domain = c->domain->name;
 	}
 	out->pid = (uint32_t)getpid();
 	out->last_restore = reply_alloc(r, RESTART_STATUS_MAX);
 	if (!out->last_restore)
 		return reply_error(r, -ENOMEM, "out of memory");
-	restart_status(&srv->core, policy_is_admin(&srv->core, &c->cl),
+	restart_status(core, policy_is_admin(core, c),
 		       &out->generation,
 		       &out->restarts, &out->last_restore_usec,
 		       out->last_restore, RESTART_STATUS_MAX);

@@ -5,12 +5,12 @@
 
 #include <errno.h>
 
-#include "daemon/conn.h"
+#include "daemon/client.h"
 #include "daemon/handler.h"
 #include "daemon/xrcd.h"
 
-int h_xrcd_open(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
-		struct reply *r)
+int h_xrcd_open(struct client *c, const Rdmab__Request *req,
+		struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__XrcdOpenReply *out = reply_alloc(r, sizeof(*out));
 	int fd, ret;
@@ -18,7 +18,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
 	rdmab__xrcd_open_reply__init(out);
-	ret = xrcd_open(&c->cl, req->xrcd_open, &r->why, out, &fd);
+	ret = xrcd_open(c, req->xrcd_open, &r->why, out, &fd);
 	if (ret < 0)
 		return ret;
 	r->fds[0] = fd;
@@ -28,7 +28,7 @@ int h_xrcd_open(struct conn *c, const Rdmab__Request *req, struct wire_fds *fds,
 	return 0;
 }
 
-int h_xrcd_close(struct conn *c, const Rdmab__Request *req,
+int h_xrcd_close(struct client *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__XrcdCloseReply *out = reply_alloc(r, sizeof(*out));
@@ -36,7 +36,7 @@ int h_xrcd_close(struct conn *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = xrcd_close(&c->cl, req->xrcd_close->object_id, &r->why);
+	ret = xrcd_close(c, req->xrcd_close->object_id, &r->why);
 	if (ret < 0)
 		return ret;
 	rdmab__xrcd_close_reply__init(out);
@@ -45,13 +45,13 @@ int h_xrcd_close(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
+int h_list_xrcds(struct client *c, const Rdmab__Request *req,
 		 struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__ListXrcdsReply *out = reply_alloc(r, sizeof(*out));
 	int ret;
 
-	ret = xrcd_list(&c->cl, req->list_xrcds, r->arena, &r->why, out);
+	ret = xrcd_list(c, req->list_xrcds, r->arena, &r->why, out);
 	if (ret < 0)
 		return ret;
 	r->msg.body_case = RDMAB__REPLY__BODY_LIST_XRCDS;
@@ -59,7 +59,7 @@ int h_list_xrcds(struct conn *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
+int h_xrcd_remove(struct client *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__XrcdRemoveReply *out = reply_alloc(r, sizeof(*out));
@@ -69,7 +69,7 @@ int h_xrcd_remove(struct conn *c, const Rdmab__Request *req,
 	/* Administrators only: H_ADMIN. */
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = xrcd_remove(&c->cl, &req->xrcd_remove->name, &r->why, &orphans);
+	ret = xrcd_remove(c, &req->xrcd_remove->name, &r->why, &orphans);
 	if (ret < 0)
 		return ret;
 	rdmab__xrcd_remove_reply__init(out);

@@ -273,7 +273,7 @@ static void hello_ok(uint64_t serial)
 {
 	send_hello(serial, 0, "check");
 	ck_assert_int_eq(reply_error_of(serial, NULL, 0), 0);
-	ck_assert(conn->hello_done);
+	ck_assert(conn->cl.hello_done);
 }
 
 static void send_ping(uint64_t serial, uint32_t version, unsigned int nfds)
@@ -469,13 +469,13 @@ START_TEST(test_hello_invalid)
 	send_hello(1, 7, "check");
 	ck_assert_int_eq(reply_error_of(1, NULL, 0), EINVAL);
 	ck_assert_uint_eq(srv.n_conns, 1);
-	ck_assert(!conn->hello_done);
+	ck_assert(!conn->cl.hello_done);
 
 	memset(longer, 'v', sizeof(longer) - 1);
 	longer[sizeof(longer) - 1] = '\0';
 	send_hello(2, 0, longer);
 	ck_assert_int_eq(reply_error_of(2, NULL, 0), EINVAL);
-	ck_assert(!conn->hello_done);
+	ck_assert(!conn->cl.hello_done);
 
 	hello_ok(3);
 	ping_ok(4);
@@ -493,7 +493,7 @@ START_TEST(test_one_reply_each)
 	for (uint64_t s = 10; s < 60; s++)
 		ck_assert_int_eq(reply_error_of(s, NULL, 0), 0);
 	ck_assert_int_eq(tl_recv_msg(peer, 0, &m), -ETIMEDOUT);
-	ck_assert_uint_eq(conn->requests, 51);
+	ck_assert_uint_eq(conn->cl.requests, 51);
 }
 END_TEST
 
@@ -501,7 +501,7 @@ END_TEST
 
 static int admin_runs;
 
-static int h_test_admin(struct conn *c, const Rdmab__Request *req,
+static int h_test_admin(struct client *c, const Rdmab__Request *req,
 			struct wire_fds *fds, struct reply *r)
 {
 	admin_runs++;

@@ -144,11 +144,11 @@ static void owner_stops_reading(struct ol_client *f, struct ol_client *e,
 		ck_assert_uint_lt(k, BIG_WQS / 2);
 		OK(ol_destroy(f, wqs[k++]));
 	}
-	requests = ec->requests;
+	requests = ec->cl.requests;
 	destroy_unread(e, *ret_own);
 	for (int i = 0; i < 10; i++)
 		sl_pump();
-	ck_assert_uint_eq(ec->requests, requests);
+	ck_assert_uint_eq(ec->cl.requests, requests);
 	*ret_next = k;
 }
 
@@ -410,7 +410,7 @@ START_TEST(test_evict_deferred)
 	req.body_case = RDMAB__REQUEST__BODY_EVICT;
 	req.evict = &er;
 	/* The handler itself (dispatch checks H_ADMIN before it). */
-	ck_assert_int_eq(h_admin_evict(sl_conns[0], &req, NULL, &r), 0);
+	ck_assert_int_eq(h_admin_evict(&sl_conns[0]->cl, &req, NULL, &r), 0);
 	ck_assert(connected(t->client_id));
 	ck_assert_uint_eq(sl_srv.n_conns, n);
 	ck_assert_int_eq(sl_log_count("evicted by client"), 1);
