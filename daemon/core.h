@@ -16,10 +16,9 @@
 
 #include "daemon/conf.h"
 #include "daemon/device.h"
-#include "daemon/domain.h"
 #include "daemon/family.h"
 #include "daemon/ids.h"
-#include "daemon/user.h"
+#include "daemon/queue.h"
 #include "proto/rdmabroker.pb-c.h"
 
 struct event_base;
@@ -28,6 +27,13 @@ struct registry;
 struct client;
 struct core;
 struct restart;
+struct domain;
+struct user;
+
+/* The hub names the lists, not their members: domain.h and user.h sit
+ * above it, and every layer below the handlers includes it. */
+TAILQ_HEAD(domain_list, domain);
+TAILQ_HEAD(user_list, user);
 
 /*
  * Decide, for client @c, whether it gets @ev and which object it names
@@ -98,7 +104,8 @@ struct core {
 	/* --max-conns: what the registry's process watches may hold in
 	 * pidfds (obj-watch.c). */
 	unsigned int max_conns;
-	/* Rekey (rekey.c): the automatic check, run from the loop. */
+	/* Rekey (rekey.c): the automatic check, run from the loop
+	 * (core_rekey_due()); rekey_init() makes it. */
 	struct event *rekey_ev;
 	const struct core_ops *ops;
 	/* Restart (restart.h): the fd store and the state journal; NULL
@@ -108,5 +115,13 @@ struct core {
 	 * journal's counters). */
 	uint64_t requests_served;
 };
+
+/*
+ * Run the automatic rekey check (rekey.c's, which sits above the counts
+ * and the contexts that ask for it) from the loop in @delay_ms: a
+ * context's unaccounted count grew (0), or went stale while an importer
+ * finishes closing (a little later).
+ */
+void core_rekey_due(struct core *core, unsigned int delay_ms);
 
 #endif

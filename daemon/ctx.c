@@ -16,7 +16,6 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
-#include "daemon/rekey.h"
 #include "daemon/core.h"
 #include "daemon/restart.h"
 #include "daemon/unaccounted.h"
@@ -455,8 +454,10 @@ void dctx_conn_release(struct core *core, struct client *c)
 			else
 				x->unacc_stale = true;
 		}
+		/* Later: time for the process to finish closing its
+		 * import, which frees what the provider made for it. */
 		if (stays && x->unacc_stale)
-			rekey_auto_check_stale(core);
+			core_rekey_due(core, 100);
 		free(cc);
 	}
 	c->n_ctxs = 0;
@@ -491,15 +492,18 @@ void dctx_device_gone(struct core *core, struct device *dev)
 			}
 }
 
-void dctx_close_all(struct core *core, struct domain *d)
+void dctx_close_all(struct core *core)
 {
+	struct domain *d;
 	struct dctx *x;
 
-	while ((x = TAILQ_FIRST(&d->ctxs))) {
-		dctx_close_device(x);
-		dctx_uncharge_user(core, x);
-		TAILQ_REMOVE(&d->ctxs, x, link);
-		free(x);
+	TAILQ_FOREACH(d, &core->domains, link) {
+		while ((x = TAILQ_FIRST(&d->ctxs))) {
+			dctx_close_device(x);
+			dctx_uncharge_user(core, x);
+			TAILQ_REMOVE(&d->ctxs, x, link);
+			free(x);
+		}
+		d->n_ctxs = 0;
 	}
-	d->n_ctxs = 0;
 }

@@ -122,7 +122,8 @@ int dctx_adopt(struct core *core, struct domain *d, struct device *dev,
 int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens);
 /* @d's context @id; NULL for none. */
 struct dctx *dctx_find_id(struct domain *d, uint64_t id);
-/* Close every context of @d (daemon exit). */
-void dctx_close_all(struct core *core, struct domain *d);
+/* Close every context of every domain (daemon exit, before
+ * domains_free()). */
+void dctx_close_all(struct core *core);
 
 #endif

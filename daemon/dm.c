@@ -24,7 +24,6 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
-#include "daemon/rekey.h"
 #include "daemon/core.h"
 #include "daemon/restart.h"
 #include "daemon/user.h"

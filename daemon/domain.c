@@ -16,7 +16,6 @@
 #include "daemon/cgroup.h"
 #include "daemon/charge.h"
 #include "daemon/client.h"
-#include "daemon/ctx.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/core.h"
@@ -499,7 +498,6 @@ void domains_free(struct core *core)
 	struct domain *d;
 
 	while ((d = TAILQ_FIRST(&core->domains))) {
-		dctx_close_all(core, d);
 		TAILQ_REMOVE(&core->domains, d, link);
 		free(d->cgroup);
 		free(d);

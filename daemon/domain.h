@@ -73,8 +73,6 @@ struct domain {
 	uint64_t rekeys;
 };
 
-TAILQ_HEAD(domain_list, domain);
-
 const char *domain_kind_name(enum domain_kind kind);
 
 /*
@@ -91,6 +89,8 @@ void domain_release(struct core *core, struct domain *d);
 /* Apply core->config: create configured domains, update quotas, retire the
  * removed ones. */
 void domains_configure(struct core *core);
+/* Free every domain (daemon exit): their contexts are gone
+ * (dctx_close_all()). */
 void domains_free(struct core *core);
 
 /* The domain whose resource quotas @d's members spend (domain.pool). */

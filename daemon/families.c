@@ -3,6 +3,9 @@
  * common/families.def, and the walks over it. */
 #include "config.h"
 
+#include <stdio.h>
+#include <string.h>
+
 #include "daemon/family.h"
 #include "daemon/objects.h"
 
@@ -72,4 +75,20 @@ void families_ctx_closed(struct core *core, const struct dctx *x)
 	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
 		if (families[i]->ctx_closed)
 			families[i]->ctx_closed(core, x);
+}
+
+#define REKEY_MORE " ..."
+
+void rekey_name_add(char *buf, size_t len, const char *item)
+{
+	size_t at = strlen(buf), n = strlen(item);
+
+	if (at >= strlen(REKEY_MORE) &&
+	    strcmp(buf + at - strlen(REKEY_MORE), REKEY_MORE) == 0)
+		return;
+	/* Room for the separator, the item, and " ..." after them. */
+	if (at + 2 + n + strlen(REKEY_MORE) < len)
+		snprintf(buf + at, len - at, "%s%s", at ? ", " : "", item);
+	else if (at + strlen(REKEY_MORE) < len)
+		snprintf(buf + at, len - at, "%s", REKEY_MORE);
 }

@@ -87,6 +87,11 @@ struct family {
 	int (*restore)(struct core *core, struct restore *rs);
 };
 
+/* Add @item to the list of names in @buf (of @len bytes): ", " between
+ * them, whole or not at all; " ..." once one did not fit. What a
+ * family's rekey_busy hook names its objects with. */
+void rekey_name_add(char *buf, size_t len, const char *item);
+
 /* Every family, indexed by enum family_id (families.c). */
 extern const struct family *const families[FAMILY_COUNT];
 

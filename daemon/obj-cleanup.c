@@ -27,7 +27,6 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
-#include "daemon/rekey.h"
 #include "daemon/core.h"
 #include "daemon/unaccounted.h"
 
@@ -122,7 +121,7 @@ void objects_owner_dead(struct obj_owner *ow)
 	}
 	/* Unaccounted objects grew: [defaults] auto_rekey_unaccounted. */
 	if (intents)
-		rekey_auto_check(ow->reg->core);
+		core_rekey_due(ow->reg->core, 0);
 	if (ow->n_objs || intents)
 		log_info("client %" PRIu64 " (pid %d) is gone: destroying its "
 			 "%u objects; %u intents left unaccounted",

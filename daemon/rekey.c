@@ -22,24 +22,6 @@
 #include "daemon/core.h"
 #include "daemon/unaccounted.h"
 
-/* Contexts one domain has on its devices at once, new ones. */
-
-#define REKEY_MORE " ..."
-
-void rekey_name_add(char *buf, size_t len, const char *item)
-{
-	size_t at = strlen(buf), n = strlen(item);
-
-	if (at >= strlen(REKEY_MORE) &&
-	    strcmp(buf + at - strlen(REKEY_MORE), REKEY_MORE) == 0)
-		return;
-	/* Room for the separator, the item, and " ..." after them. */
-	if (at + 2 + n + strlen(REKEY_MORE) < len)
-		snprintf(buf + at, len - at, "%s%s", at ? ", " : "", item);
-	else if (at + strlen(REKEY_MORE) < len)
-		snprintf(buf + at, len - at, "%s", REKEY_MORE);
-}
-
 /* The sessions that hold context arg open, and not on their way out. */
 static bool rekey_event_filter(struct client *c, Rdmab__Event *ev, void *arg)
 {
@@ -203,28 +185,10 @@ again:
 	}
 }
 
-static void rekey_auto_schedule(struct core *core, const struct timeval *tv)
+int rekey_init(struct core *core)
 {
-	if (!core->rekey_ev)
-		core->rekey_ev = evtimer_new(core->base, rekey_auto_cb, core);
-	if (!core->rekey_ev || event_add(core->rekey_ev, tv) < 0)
-		log_err("cannot schedule the automatic rekey check");
-}
-
-void rekey_auto_check(struct core *core)
-{
-	struct timeval now = { 0 };
-
-	rekey_auto_schedule(core, &now);
-}
-
-void rekey_auto_check_stale(struct core *core)
-{
-	/* Time for the process to finish closing its import, which frees
-	 * what the provider made for it. */
-	struct timeval later = { 0, 100 * 1000 };
-
-	rekey_auto_schedule(core, &later);
+	core->rekey_ev = evtimer_new(core->base, rekey_auto_cb, core);
+	return core->rekey_ev ? 0 : -ENOMEM;
 }
 
 void rekey_fini(struct core *core)

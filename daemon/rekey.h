@@ -35,16 +35,11 @@ int rekey_domain(struct core *core, struct domain *d, bool force,
 		 const char *who, struct why *why,
 		 Rdmab__DomainRekeyReply *out);
 
-/* Add @item to the list of names in @buf (of @len bytes): ", " between
- * them, whole or not at all; " ..." once one did not fit. */
-void rekey_name_add(char *buf, size_t len, const char *item);
 
-/* A context's unaccounted count grew: look at [defaults]
- * auto_rekey_unaccounted from the event loop. */
-void rekey_auto_check(struct core *core);
-/* A context's count is stale (unacc_stale): refresh the stale counts a
- * little later, then look as rekey_auto_check() does. */
-void rekey_auto_check_stale(struct core *core);
+/* Server start: the automatic check (core->rekey_ev), which the layers
+ * below ask for with core_rekey_due(): it refreshes the stale counts,
+ * then looks at [defaults] auto_rekey_unaccounted. 0 or -ENOMEM. */
+int rekey_init(struct core *core);
 /* Server exit. */
 void rekey_fini(struct core *core);
 

@@ -35,7 +35,6 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
-#include "daemon/rekey.h"
 #include "daemon/restart.h"
 #include "daemon/rss.h"
 #include "daemon/core.h"

@@ -664,6 +664,9 @@ int server_init(struct server *srv, const struct server_options *opt)
 	srv->core.base = event_base_new();
 	if (!srv->core.base)
 		return -ENOMEM;
+	ret = rekey_init(&srv->core);
+	if (ret < 0)
+		return ret;
 	ret = restart_init(srv);
 	if (ret < 0) {
 		log_err("cannot start the restart's store and journal: %s",
@@ -721,6 +724,8 @@ void server_fini(struct server *srv)
 	families_fini(&srv->core);
 	restart_fini(srv);
 	conns_lingering_free(srv);
+	/* The contexts first: domains_free() frees what they point to. */
+	dctx_close_all(&srv->core);
 	domains_free(&srv->core);
 	users_free(&srv->core);
 	for (size_t i = 0; i < srv->core.devices.n; i++)

@@ -15,7 +15,6 @@
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
-#include "daemon/rekey.h"
 #include "daemon/core.h"
 #include "daemon/unaccounted.h"
 
@@ -285,7 +284,7 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 			 c.internal_left, x->unaccounted);
 	/* Grown: [defaults] auto_rekey_unaccounted may be due. */
 	if (c.unaccounted > x->unaccounted)
-		rekey_auto_check(x->core);
+		core_rekey_due(x->core, 0);
 	x->unaccounted = c.unaccounted;
 	x->unacc_stale = false;
 	if (ret)

@@ -45,8 +45,6 @@ struct user {
 	bool waking;
 };
 
-TAILQ_HEAD(user_list, user);
-
 /* The user of @uid, created on first use; a reference. NULL without
  * memory. */
 struct user *user_get(struct core *core, uid_t uid);
