@@ -17,18 +17,36 @@
 # An arrow "points up" when a module includes a module of a higher layer.
 # The table below names modules by path without the extension; a module it
 # does not name is reported, so that the table stays whole.
+#
+# The bounds (make check sets them, tests/Makefile.inc): with
+# INCLUDE_GRAPH_MAX_UP, INCLUDE_GRAPH_MAX_CYCLES and INCLUDE_GRAPH_MAX_CYCLIC
+# set, more arrows up, cycles or modules in cycles than that, or a module
+# the table does not name, fail the run (exit 1); unset or empty, the graph
+# is only printed. The tree is
+# $abs_top_srcdir, $srcdir or the script's parent folder.
 set -eu
 edges=0
 if [ "${1:-}" = "--edges" ]; then
 	edges=1
 	shift
 fi
+top=${abs_top_srcdir:-}
+if [ -z "$top" ] && [ -n "${srcdir:-}" ] && [ -f "$srcdir/Makefile.am" ]; then
+	top=$srcdir
+fi
+if [ -z "$top" ]; then
+	top=$(dirname "$0")/..
+fi
+cd "$top" || exit 99
+[ -d daemon ] || { echo "include-graph: no daemon/ in $top" >&2; exit 99; }
 [ $# -gt 0 ] || set -- daemon
 for d in "$@"; do
 	find "$d" -name '*.[ch]'
 done | sort | while read -r f; do
 	grep -H '^#include "' "$f" || true
-done | awk -v edges="$edges" '
+done | awk -v edges="$edges" -v max_up="${INCLUDE_GRAPH_MAX_UP:-}" \
+	-v max_cycles="${INCLUDE_GRAPH_MAX_CYCLES:-}" \
+	-v max_cyclic="${INCLUDE_GRAPH_MAX_CYCLIC:-}" '
 function layer_of(m,    i) {
 	for (i = 1; i <= nrules; i++)
 		if (m ~ rule_re[i])
@@ -110,16 +128,44 @@ END {
 	for (v in node)
 		if (!(v in idx))
 			strong(v)
-	cyc = 0
+	cyc = cyclic = 0
 	for (c = 1; c <= ncomp; c++)
 		if (size[c] > 1) {
 			cyc++
+			cyclic += size[c]
 			printf "cycle of %d modules:%s\n", size[c], member[c]
 		}
 	for (i = 1; i <= nup; i++)
 		print "up " up[i]
-	for (v in unknown)
+	nunknown = 0
+	for (v in unknown) {
 		print "unknown layer: " v
-	printf "%d modules, %d include arrows between modules, %d cycles, " \
-	       "%d arrows up a layer\n", length(node), nedges, cyc, nup
+		nunknown++
+	}
+	printf "%d modules, %d include arrows between modules, %d cycles " \
+	       "(%d modules), %d arrows up a layer\n", length(node), nedges,
+	       cyc, cyclic, nup
+	bad = 0
+	if (max_up != "" && nup > max_up + 0) {
+		printf "include-graph: %d arrows up a layer, at most %d " \
+		       "allowed\n", nup, max_up
+		bad = 1
+	}
+	if (max_cycles != "" && cyc > max_cycles + 0) {
+		printf "include-graph: %d cycles, at most %d allowed\n", cyc,
+		       max_cycles
+		bad = 1
+	}
+	if (max_cyclic != "" && cyclic > max_cyclic + 0) {
+		printf "include-graph: %d modules in cycles, at most %d " \
+		       "allowed\n", cyclic, max_cyclic
+		bad = 1
+	}
+	if ((max_up != "" || max_cycles != "" || max_cyclic != "") &&
+	    nunknown) {
+		printf "include-graph: %d modules of no layer: name them in " \
+		       "the table\n", nunknown
+		bad = 1
+	}
+	exit bad
 }'
