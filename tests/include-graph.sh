@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: MIT
 #
 # include-graph: the daemon's #include graph, its cycles and the arrows that
-# point up a layer. Run from the top of the tree:
+# point up a layer:
 #   tests/include-graph.sh [--edges] [DIR...]      (default: daemon)
 # A module is a .c and its .h. Layers, lowest first (DESIGN.md section 12):
 #   0 util      log, queue, ids, and what every layer may use
@@ -22,23 +22,17 @@
 # INCLUDE_GRAPH_MAX_UP, INCLUDE_GRAPH_MAX_CYCLES and INCLUDE_GRAPH_MAX_CYCLIC
 # set, more arrows up, cycles or modules in cycles than that, or a module
 # the table does not name, fail the run (exit 1); unset or empty, the graph
-# is only printed. The tree is
-# $abs_top_srcdir, $srcdir or the script's parent folder.
+# is only printed. The tree is the script's parent folder; DIRs are
+# relative to it.
 set -eu
 edges=0
 if [ "${1:-}" = "--edges" ]; then
 	edges=1
 	shift
 fi
-top=${abs_top_srcdir:-}
-if [ -z "$top" ] && [ -n "${srcdir:-}" ] && [ -f "$srcdir/Makefile.am" ]; then
-	top=$srcdir
-fi
-if [ -z "$top" ]; then
-	top=$(dirname "$0")/..
-fi
-cd "$top" || exit 99
-[ -d daemon ] || { echo "include-graph: no daemon/ in $top" >&2; exit 99; }
+# The tree is the script's: make check runs it from the build folder.
+cd "$(dirname "$0")/.." || exit 99
+[ -d daemon ] || { echo "include-graph: no daemon/ beside $0" >&2; exit 99; }
 [ $# -gt 0 ] || set -- daemon
 for d in "$@"; do
 	find "$d" -name '*.[ch]'
