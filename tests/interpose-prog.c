@@ -23,7 +23,7 @@
  *           used answers EBUSY ("rss busy EBUSY EBUSY"); prints
  *           "READY RSS", waits for a line on stdin (or SIGKILL), then
  *           destroys everything in order and prints "OK";
- *   fork    forks while another thread creates and destroys CQs; each
+ *   fork    forks while another thread allocates and frees PDs; each
  *           child tries a CQ on the inherited context ("child inherited
  *           ERR"), then opens the device anew and makes one there
  *           ("child fresh OK"); prints "OK" once every child is done.
@@ -33,8 +33,10 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <pthread.h>
+#include <signal.h>
 #include <arpa/inet.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -203,17 +205,32 @@ static void pd_mode(struct ibv_context *ctx)
 
 static volatile int fork_stop;
 
-static void *cq_churn(void *arg)
+/*
+ * Another thread at work in the interposer while the main one forks. On
+ * the soft device (whose objects the interposer knows, so that an unknown
+ * one is EINVAL, unread) only the dealloc of a PD that never was: it takes
+ * the interposer's locks and never malloc's, which fork() takes after the
+ * prepare handlers, so that a thread stopped in malloc would hold none of
+ * the interposer's and the test could not fail. Elsewhere PDs made and
+ * freed.
+ */
+static void *pd_churn(void *arg)
 {
 	struct ibv_context *ctx = arg;
+	bool soft = ctx->device->node_type == IBV_NODE_UNSPECIFIED;
+	struct ibv_pd never = { .context = ctx };
 
 	while (!fork_stop) {
-		struct ibv_cq *cq = ibv_create_cq(ctx, 4, NULL, NULL, 0);
+		struct ibv_pd *pd;
 
-		if (!cq)
-			die("ibv_create_cq (churn)", errno);
-		if (ibv_destroy_cq(cq))
-			die("ibv_destroy_cq (churn)", EIO);
+		if (soft) {
+			if (ibv_dealloc_pd(&never) != EINVAL)
+				die("ibv_dealloc_pd of no PD", EIO);
+			continue;
+		}
+		pd = ibv_alloc_pd(ctx);
+		if (!pd || ibv_dealloc_pd(pd))
+			die("ibv_alloc_pd/ibv_dealloc_pd (churn)", EIO);
 	}
 	return NULL;
 }
@@ -248,20 +265,30 @@ static void fork_mode(struct ibv_context *ctx)
 	pthread_t t;
 	int status;
 
-	if (pthread_create(&t, NULL, cq_churn, ctx))
+	if (pthread_create(&t, NULL, pd_churn, ctx))
 		die("pthread_create", EAGAIN);
 	for (int i = 0; i < 8; i++) {
 		pid_t pid;
 
-		usleep(2000);
+		usleep(20000);
 		fflush(stdout);
 		pid = fork();
 		if (pid < 0)
 			die("fork", errno);
 		if (pid == 0)
 			fork_child(ctx);
-		if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) ||
-		    WEXITSTATUS(status))
+		/* A child that inherited a lock held hangs: 10 s at most. */
+		for (int w = 0; w < 1000; w++) {
+			if (waitpid(pid, &status, WNOHANG) == pid)
+				break;
+			if (w == 999) {
+				kill(pid, SIGKILL);
+				waitpid(pid, &status, 0);
+				die("a child hung", ETIMEDOUT);
+			}
+			usleep(10000);
+		}
+		if (!WIFEXITED(status) || WEXITSTATUS(status))
 			die("a child failed", ECHILD);
 	}
 	fork_stop = 1;
