@@ -481,8 +481,12 @@ int main(int argc, char **argv)
 		die("ibv_create_qp", errno);
 	if (!(mr = v.reg_mr(pd, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE)))
 		die("ibv_reg_mr", errno);
-	printf("READY %s qp_num %u\n", ibv_get_device_name(ctx->device),
-	       qp->qp_num);
+	/* What tests/hw/hw_interpose compares with the broker's registry
+	 * and the kernel. */
+	printf("READY %s qp_num %u cmd_fd %d handles %u %u %u %u %u %u\n",
+	       ibv_get_device_name(ctx->device), qp->qp_num, ctx->cmd_fd,
+	       pd->handle, scq->handle, rcq->handle, srq->handle, qp->handle,
+	       mr->handle);
 	if (!strcmp(mode, "twice"))
 		twice_mode(ctx, pd, scq, rcq, srq, qp, mr);
 	if (strcmp(mode, "order")) {
