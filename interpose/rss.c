@@ -73,6 +73,16 @@ static struct rss_flow *rss_flows;
 		found_;                                                       \
 	})
 
+/* The record of the list at @head whose libibverbs structure (@field)
+ * is @obj; NULL when there is none. Under rss_lock. */
+#define RSS_FIND(head, field, obj)                                           \
+	({                                                                    \
+		__typeof__(head) p_ = (head);                                 \
+		while (p_ && (const void *)&p_->field != (const void *)(obj)) \
+			p_ = p_->next;                                        \
+		p_;                                                           \
+	})
+
 static bool rss_has_net_raw(void)
 {
 	struct __user_cap_header_struct h = {
@@ -165,8 +175,7 @@ static int rss_table_destroy(struct ibv_rwq_ind_table *tbl)
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&rss_lock);
-	for (p = rss_tbls; p && p != t; p = p->next)
-		;
+	p = RSS_FIND(rss_tbls, t, tbl);
 	if (p && p->users)
 		ret = EBUSY;
 	else if (p && RSS_UNLINK(rss_tbls, t))
@@ -206,8 +215,7 @@ struct ibv_qp *ibcv_rss_qp(struct ibcv_ctx *c, struct ibv_qp_init_attr_ex *a)
 	memcpy(q->key, h->rx_hash_key, IBC_RSS_KEY_LEN);
 	q->fields = h->rx_hash_fields_mask;
 	pthread_mutex_lock(&rss_lock);
-	for (p = rss_tbls; p && p != t; p = p->next)
-		;
+	p = RSS_FIND(rss_tbls, t, a->rwq_ind_tbl);
 	if (p && p->c == c) {
 		t->users++;
 		q->next = rss_qps;
@@ -225,13 +233,12 @@ struct ibv_qp *ibcv_rss_qp(struct ibcv_ctx *c, struct ibv_qp_init_attr_ex *a)
 
 bool ibcv_rss_is_table(const struct ibv_rwq_ind_table *tbl)
 {
-	struct rss_tbl *p;
+	bool found;
 
 	pthread_mutex_lock(&rss_lock);
-	for (p = rss_tbls; p && &p->t != tbl; p = p->next)
-		;
+	found = RSS_FIND(rss_tbls, t, tbl) != NULL;
 	pthread_mutex_unlock(&rss_lock);
-	return p != NULL;
+	return found;
 }
 
 int ibcv_rss_qp_destroy(struct ibv_qp *qp)
@@ -240,8 +247,7 @@ int ibcv_rss_qp_destroy(struct ibv_qp *qp)
 	int ret = -ENOENT;
 
 	pthread_mutex_lock(&rss_lock);
-	for (p = rss_qps; p && p != q; p = p->next)
-		;
+	p = RSS_FIND(rss_qps, qp, qp);
 	/* The kernel's answer for a QP with flows attached. */
 	if (p && p->flows)
 		ret = EBUSY;
@@ -407,13 +413,12 @@ struct ibv_flow *ibcv_rss_flow(struct ibcv_ctx *c, struct ibv_qp *qp,
 
 bool ibcv_rss_is_qp(const struct ibv_qp *qp)
 {
-	struct rss_qp *p;
+	bool found;
 
 	pthread_mutex_lock(&rss_lock);
-	for (p = rss_qps; p && &p->qp != qp; p = p->next)
-		;
+	found = RSS_FIND(rss_qps, qp, qp) != NULL;
 	pthread_mutex_unlock(&rss_lock);
-	return p != NULL;
+	return found;
 }
 
 /* 0 or the broker's errno; -ENOENT when @flow is not a record. */
