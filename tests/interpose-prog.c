@@ -3,7 +3,8 @@
  * An unmodified verbs program for tests/interpose.sh: plain libibverbs, no
  * libibclient, run under the interposer. It opens the first device and
  * makes a PD, two CQs, an SRQ, an RC QP on them and an MR, then:
- *   hold    prints "READY" and waits for SIGKILL;
+ *   hold    prints "READY ..." and waits for SIGKILL; a line "dereg" on
+ *           stdin deregisters the MR first and prints "dereg ERR";
  *   order   destroys a CQ the QP uses (libibverbs' answer: EBUSY), then
  *           everything in order, and prints "OK";
  *   dlopen  as hold, with every verb resolved by dlvsym(..., "IBVERBS_1.1")
@@ -22,7 +23,8 @@
  *           CAP_NET_RAW makes them; destroying the table and the QP while
  *           used answers EBUSY ("rss busy EBUSY EBUSY"); prints
  *           "READY RSS", waits for a line on stdin (or SIGKILL), then
- *           destroys everything in order and prints "OK";
+ *           destroys everything in order and prints "OK" (a line "close":
+ *           closes the context holding them, prints "closed");
  *   fork    forks while another thread allocates and frees PDs; each
  *           child tries a CQ on the inherited context ("child inherited
  *           ERR"), then opens the device anew and makes one there
@@ -160,6 +162,8 @@ static const char *err_name(int err)
 		return "EBUSY";
 	case ESTALE:
 		return "ESTALE";
+	case ENOENT:
+		return "ENOENT";
 	default:
 		return strerror(err);
 	}
@@ -374,6 +378,13 @@ static void rss_mode(struct ibv_context *ctx)
 	if (!fgets(line, sizeof(line), stdin))
 		for (;;)
 			pause();
+	/* The context closed with them all: they go with it. */
+	if (!strcmp(line, "close\n")) {
+		if (ibv_close_device(ctx))
+			die("ibv_close_device", errno);
+		printf("closed\n");
+		exit(0);
+	}
 	if ((ret = ibv_destroy_flow(flow)))
 		die("ibv_destroy_flow", ret);
 	if ((ret = ibv_destroy_qp(qp)))
@@ -490,6 +501,11 @@ int main(int argc, char **argv)
 	if (!strcmp(mode, "twice"))
 		twice_mode(ctx, pd, scq, rcq, srq, qp, mr);
 	if (strcmp(mode, "order")) {
+		char line[16];
+
+		if (fgets(line, sizeof(line), stdin) &&
+		    !strcmp(line, "dereg\n"))
+			printf("dereg %s\n", err_name(v.dereg_mr(mr)));
 		for (;;)
 			pause();
 	}

@@ -13,7 +13,10 @@
  * it, and the registry lists each of those handles as the program's, of
  * the right kind. The kernel lists A's QP; A is SIGKILLed: the broker
  * destroys its objects (the kernel no longer lists the QP, the registry
- * nothing of A's), B's stay. A third program (interpose-prog rss) makes
+ * nothing of A's), B's stay. Before that this process, in the domain's
+ * context, destroys A's MR by handle with a raw ioctl: the kernel does
+ * (one context), A's ibv_dereg_mr answers ENOENT and the registry drops
+ * it. A third program (interpose-prog rss) makes
  * two WQs, an indirection table, an RSS QP and a UDP flow without
  * CAP_NET_RAW (the domain's rss_allow lists the flow): the broker's RSS
  * object over its two WQs is listed, and goes with its SIGKILL.
@@ -35,6 +38,7 @@
 #include <linux/kcmp.h>
 
 #define HW_NAME "hw_interpose"
+#include "daemon/uverbs.h"
 #include "tests/hw/hwlib.h"
 
 #define N_HANDLES 6
@@ -239,6 +243,44 @@ static int check_rss(struct ibc_client *c)
 	return 0;
 }
 
+/*
+ * Another process of the domain (this one, in the domain's context)
+ * destroys A's MR by its handle with a raw ioctl: one ufile, so the handle
+ * is valid here and the kernel destroys it (the domain is the trust
+ * boundary, DESIGN §4; in a context of one's own the number would name
+ * this process's own object, or nothing). A's ibv_dereg_mr then gets the
+ * kernel's ENOENT, as without the broker, and the registry drops the MR
+ * instead of registering a handle the kernel may give to the next object.
+ */
+static int raw_destroy(struct ibc_client *c, struct prog *a)
+{
+	struct ibv_context *vctx;
+	struct ibc_ctx *ctx;
+	char line[64];
+	int all = 0, err;
+
+	CHECK(ibc_open(c, NULL, &ctx) == 0, "ibc_open");
+	vctx = ibc_verbs_context(ctx);
+	CHECK(vctx, "no verbs context");
+	err = uverbs_destroy(vctx->cmd_fd, IBC_OBJ_MR, a->handles[5]);
+	CHECK(err == 0, "destroying A's MR %u by handle: %s", a->handles[5],
+	      strerror(-err));
+	CHECK(write(a->in, "dereg\n", 6) == 6 &&
+		      read_line(a->out, line, sizeof(line)) == 0,
+	      "A's dereg");
+	CHECK(!strcmp(line, "dereg ENOENT"), "A: \"%s\"", line);
+	for (int i = 0; i < 50 && listed(c, a, &all) >= 0 && all != 5; i++)
+		usleep(100000);
+	CHECK(all == 5, "the registry lists %d of A's objects, not 5 (its MR "
+			"handed back)",
+	      all);
+	printf(HW_NAME ": A's MR destroyed by handle from another process of "
+		       "the domain; A's dereg answers ENOENT and the registry "
+		       "drops it\n");
+	ibc_close(ctx);
+	return 0;
+}
+
 static int run(void)
 {
 	struct prog a, b;
@@ -261,6 +303,11 @@ static int run(void)
 		CHECK(hw_rdma_qp_listed(a.qpn) == 1, "A's QP %u: not listed",
 		      a.qpn);
 	}
+	if (hw_mode == HW_SOFT)
+		HW_SKIP("a destroy by handle", "the soft device has no uverbs "
+					       "descriptor");
+	else if (raw_destroy(c, &a))
+		return 1;
 	stop(&a);
 	if (gone(c, &a))
 		return 1;
