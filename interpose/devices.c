@@ -346,6 +346,7 @@ IBCV_EXPORT int ibv_close_device(struct ibv_context *context)
 	ibcv_live_del(context);
 	if (!c->soft)
 		ibcv_live_verbs_ctx(-1);
+	ibcv_rss_ctx_closing(c);
 	ibcv_inside++;
 	/* The provider's ops back, for libibverbs' own teardown. */
 	if (!c->soft)

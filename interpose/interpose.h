@@ -122,6 +122,8 @@ struct ibv_flow *ibcv_rss_flow(struct ibcv_ctx *c, struct ibv_qp *qp,
 void ibcv_wrap_rss_ops(struct ibcv_ctx *c, struct verbs_context *vc);
 void ibcv_unwrap_rss_ops(struct ibcv_ctx *c, struct verbs_context *vc);
 void ibcv_soft_rss_ops(struct verbs_context *vc);
+/* @c closes: its records go (the broker's objects go with ibc_close). */
+void ibcv_rss_ctx_closing(struct ibcv_ctx *c);
 void ibcv_rss_fork(bool lock);
 /* The broker's id of the soft device's WQ @wq of @c. */
 uint64_t ibcv_soft_wq_id(struct ibcv_ctx *c, struct ibv_wq *wq);

@@ -546,6 +546,45 @@ void ibcv_soft_rss_ops(struct verbs_context *vc)
 	vc->ibv_destroy_flow = wrap_destroy_flow;
 }
 
+void ibcv_rss_ctx_closing(struct ibcv_ctx *c)
+{
+	struct rss_flow *f, **fp = &rss_flows;
+	struct rss_qp *q, **qp = &rss_qps;
+	struct rss_tbl *t, **tp = &rss_tbls;
+
+	/* ibc_close destroys the broker's RSS objects with the context; the
+	 * records go with it, as the kernel's objects go with a closed
+	 * context. */
+	pthread_mutex_lock(&rss_lock);
+	while ((f = *fp)) {
+		if (f->qp->tbl->c != c) {
+			fp = &f->next;
+			continue;
+		}
+		*fp = f->next;
+		free(f);
+	}
+	while ((q = *qp)) {
+		if (q->tbl->c != c) {
+			qp = &q->next;
+			continue;
+		}
+		*qp = q->next;
+		pthread_mutex_destroy(&q->qp.mutex);
+		pthread_cond_destroy(&q->qp.cond);
+		free(q);
+	}
+	while ((t = *tp)) {
+		if (t->c != c) {
+			tp = &t->next;
+			continue;
+		}
+		*tp = t->next;
+		free(t);
+	}
+	pthread_mutex_unlock(&rss_lock);
+}
+
 void ibcv_rss_fork(bool lock)
 {
 	if (lock)

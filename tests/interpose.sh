@@ -234,6 +234,13 @@ if [ "$kind" = soft ]; then
 	out=$(echo | LD_PRELOAD="$interp" "$prog" rss 2>&1)
 	printf '%s\n' "$out" | grep -qx OK || fail "rss in order: $out"
 	[ "$(rss_listed)" -eq 0 ] || fail "rss: destroyed, still listed"
+	# Closing the context with them: they go with it (and under ASan
+	# nothing of the interposer's records leaks: the exit status).
+	out=$(echo close | LD_PRELOAD="$interp" "$prog" rss 2>&1)
+	rc=$?
+	[ $rc -eq 0 ] && printf '%s\n' "$out" | grep -qx closed ||
+		fail "rss closed with the context: exit $rc: $out"
+	[ "$(rss_listed)" -eq 0 ] || fail "rss: the context closed, still listed"
 	books "rss"
 fi
 
