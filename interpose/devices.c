@@ -43,16 +43,16 @@ void *ibcv_real(const char *name, const char *version)
 static void ibcv_fork_prepare(void)
 {
 	pthread_mutex_lock(&ibcv_lock);
-	ibcv_soft_fork(true);
-	ibcv_rss_fork(true);
-	ibcv_live_fork(true);
+	pthread_mutex_lock(&ibcv_soft_lock);
+	pthread_mutex_lock(&ibcv_rss_lock);
+	pthread_mutex_lock(&ibcv_live_lock);
 }
 
 static void ibcv_fork_done(void)
 {
-	ibcv_live_fork(false);
-	ibcv_rss_fork(false);
-	ibcv_soft_fork(false);
+	pthread_mutex_unlock(&ibcv_live_lock);
+	pthread_mutex_unlock(&ibcv_rss_lock);
+	pthread_mutex_unlock(&ibcv_soft_lock);
 	pthread_mutex_unlock(&ibcv_lock);
 }
 

@@ -9,6 +9,7 @@
 #ifndef IBCV_INTERPOSE_H
 #define IBCV_INTERPOSE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include <infiniband/verbs.h>
@@ -101,9 +102,9 @@ int ibcv_live_add(const void *obj);
 void ibcv_live_del(const void *obj);
 int ibcv_live_check(const void *obj);
 void ibcv_live_verbs_ctx(int delta);
-/* fork(): take (@lock) or release the module's lock. */
-void ibcv_live_fork(bool lock);
-void ibcv_soft_fork(bool lock);
+/* The modules' locks, which fork() takes (devices.c): live.c's, soft.c's
+ * device list's, rss.c's records'. */
+extern pthread_mutex_t ibcv_live_lock, ibcv_soft_lock, ibcv_rss_lock;
 
 /* --- RSS (rss.c) --- */
 
@@ -124,7 +125,6 @@ void ibcv_unwrap_rss_ops(struct ibcv_ctx *c, struct verbs_context *vc);
 void ibcv_soft_rss_ops(struct verbs_context *vc);
 /* @c closes: its records go (the broker's objects go with ibc_close). */
 void ibcv_rss_ctx_closing(struct ibcv_ctx *c);
-void ibcv_rss_fork(bool lock);
 /* The broker's id of the soft device's WQ @wq of @c. */
 uint64_t ibcv_soft_wq_id(struct ibcv_ctx *c, struct ibv_wq *wq);
 

@@ -21,8 +21,8 @@
 #define LIVE_GONE ((const void *)1)
 #define LIVE_MIN 64
 
-static pthread_mutex_t live_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Under live_lock. */
+pthread_mutex_t ibcv_live_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Under ibcv_live_lock. */
 static const void **live_slots;
 static size_t live_size, live_used, live_tombs;
 /* Contexts of a real device this process holds, opened through the
@@ -93,7 +93,7 @@ int ibcv_live_add(const void *obj)
 	size_t i;
 	int err;
 
-	pthread_mutex_lock(&live_lock);
+	pthread_mutex_lock(&ibcv_live_lock);
 	err = live_grow();
 	if (err == 0) {
 		i = live_probe(live_slots, live_size, obj, &found);
@@ -106,7 +106,7 @@ int ibcv_live_add(const void *obj)
 	}
 	if (err < 0)
 		live_unsure++;
-	pthread_mutex_unlock(&live_lock);
+	pthread_mutex_unlock(&ibcv_live_lock);
 	return err;
 }
 
@@ -115,7 +115,7 @@ void ibcv_live_del(const void *obj)
 	bool found = false;
 	size_t i = 0;
 
-	pthread_mutex_lock(&live_lock);
+	pthread_mutex_lock(&ibcv_live_lock);
 	if (live_size)
 		i = live_probe(live_slots, live_size, obj, &found);
 	if (found) {
@@ -123,7 +123,7 @@ void ibcv_live_del(const void *obj)
 		live_used--;
 		live_tombs++;
 	}
-	pthread_mutex_unlock(&live_lock);
+	pthread_mutex_unlock(&ibcv_live_lock);
 }
 
 int ibcv_live_check(const void *obj)
@@ -131,26 +131,18 @@ int ibcv_live_check(const void *obj)
 	bool found = false;
 	int ret = 0;
 
-	pthread_mutex_lock(&live_lock);
+	pthread_mutex_lock(&ibcv_live_lock);
 	if (live_size)
 		live_probe(live_slots, live_size, obj, &found);
 	if (!found && !live_unsure)
 		ret = EINVAL;
-	pthread_mutex_unlock(&live_lock);
+	pthread_mutex_unlock(&ibcv_live_lock);
 	return ret;
 }
 
 void ibcv_live_verbs_ctx(int delta)
 {
-	pthread_mutex_lock(&live_lock);
+	pthread_mutex_lock(&ibcv_live_lock);
 	live_unsure += (unsigned int)delta;
-	pthread_mutex_unlock(&live_lock);
-}
-
-void ibcv_live_fork(bool lock)
-{
-	if (lock)
-		pthread_mutex_lock(&live_lock);
-	else
-		pthread_mutex_unlock(&live_lock);
+	pthread_mutex_unlock(&ibcv_live_lock);
 }

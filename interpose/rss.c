@@ -32,7 +32,7 @@ struct rss_tbl {
 	struct rss_tbl *next;
 	struct ibcv_ctx *c;
 	uint32_t log_size;
-	uint32_t users; /* RSS QPs over it; under rss_lock */
+	uint32_t users; /* RSS QPs over it; under ibcv_rss_lock */
 	uint32_t n_wqs; /* the distinct leading entries */
 	uint64_t wq_ids[];
 };
@@ -43,7 +43,7 @@ struct rss_qp {
 	struct rss_tbl *tbl;
 	uint8_t key[IBC_RSS_KEY_LEN];
 	uint64_t fields;
-	uint32_t flows; /* under rss_lock */
+	uint32_t flows; /* under ibcv_rss_lock */
 };
 
 struct rss_flow {
@@ -53,14 +53,14 @@ struct rss_flow {
 	struct ibc_rss *rss;
 };
 
-static pthread_mutex_t rss_lock = PTHREAD_MUTEX_INITIALIZER;
-/* Under rss_lock: every record this process holds. */
+pthread_mutex_t ibcv_rss_lock = PTHREAD_MUTEX_INITIALIZER;
+/* Under ibcv_rss_lock: every record this process holds. */
 static struct rss_tbl *rss_tbls;
 static struct rss_qp *rss_qps;
 static struct rss_flow *rss_flows;
 
 /* Unlink @p from the list at @head (records link through next); false
- * when it is not there. Under rss_lock. */
+ * when it is not there. Under ibcv_rss_lock. */
 #define RSS_UNLINK(head, p)                                                  \
 	({                                                                    \
 		__typeof__(head) *pp_ = &(head);                              \
@@ -74,7 +74,7 @@ static struct rss_flow *rss_flows;
 	})
 
 /* The record of the list at @head whose libibverbs structure (@field)
- * is @obj; NULL when there is none. Under rss_lock. */
+ * is @obj; NULL when there is none. Under ibcv_rss_lock. */
 #define RSS_FIND(head, field, obj)                                           \
 	({                                                                    \
 		__typeof__(head) p_ = (head);                                 \
@@ -161,10 +161,10 @@ rss_table(struct ibcv_ctx *c, struct ibv_rwq_ind_table_init_attr *attr)
 	t->c = c;
 	t->log_size = attr->log_ind_tbl_size;
 	t->n_wqs = n;
-	pthread_mutex_lock(&rss_lock);
+	pthread_mutex_lock(&ibcv_rss_lock);
 	t->next = rss_tbls;
 	rss_tbls = t;
-	pthread_mutex_unlock(&rss_lock);
+	pthread_mutex_unlock(&ibcv_rss_lock);
 	return &t->t;
 }
 
@@ -174,13 +174,13 @@ static int rss_table_destroy(struct ibv_rwq_ind_table *tbl)
 	struct rss_tbl *t = (struct rss_tbl *)tbl, *p;
 	int ret = -ENOENT;
 
-	pthread_mutex_lock(&rss_lock);
+	pthread_mutex_lock(&ibcv_rss_lock);
 	p = RSS_FIND(rss_tbls, t, tbl);
 	if (p && p->users)
 		ret = EBUSY;
 	else if (p && RSS_UNLINK(rss_tbls, t))
 		ret = 0;
-	pthread_mutex_unlock(&rss_lock);
+	pthread_mutex_unlock(&ibcv_rss_lock);
 	if (ret == 0)
 		free(t);
 	return ret;
@@ -214,14 +214,14 @@ struct ibv_qp *ibcv_rss_qp(struct ibcv_ctx *c, struct ibv_qp_init_attr_ex *a)
 	q->tbl = t;
 	memcpy(q->key, h->rx_hash_key, IBC_RSS_KEY_LEN);
 	q->fields = h->rx_hash_fields_mask;
-	pthread_mutex_lock(&rss_lock);
+	pthread_mutex_lock(&ibcv_rss_lock);
 	p = RSS_FIND(rss_tbls, t, a->rwq_ind_tbl);
 	if (p && p->c == c) {
 		t->users++;
 		q->next = rss_qps;
 		rss_qps = q;
 	}
-	pthread_mutex_unlock(&rss_lock);
+	pthread_mutex_unlock(&ibcv_rss_lock);
 	if (!p || p->c != c) {
 		free(q);
 		return ibcv_fail_null(-EINVAL);
@@ -235,9 +235,9 @@ bool ibcv_rss_is_table(const struct ibv_rwq_ind_table *tbl)
 {
 	bool found;
 
-	pthread_mutex_lock(&rss_lock);
+	pthread_mutex_lock(&ibcv_rss_lock);
 	found = RSS_FIND(rss_tbls, t, tbl) != NULL;
-	pthread_mutex_unlock(&rss_lock);
+	pthread_mutex_unlock(&ibcv_rss_lock);
 	return found;
 }
 
@@ -246,7 +246,7 @@ int ibcv_rss_qp_destroy(struct ibv_qp *qp)
 	struct rss_qp *q = (struct rss_qp *)qp, *p;
 	int ret = -ENOENT;
 
-	pthread_mutex_lock(&rss_lock);
+	pthread_mutex_lock(&ibcv_rss_lock);
 	p = RSS_FIND(rss_qps, qp, qp);
 	/* The kernel's answer for a QP with flows attached. */
 	if (p && p->flows)
@@ -255,7 +255,7 @@ int ibcv_rss_qp_destroy(struct ibv_qp *qp)
 		q->tbl->users--;
 		ret = 0;
 	}
-	pthread_mutex_unlock(&rss_lock);
+	pthread_mutex_unlock(&ibcv_rss_lock);
 	if (ret == 0) {
 		pthread_mutex_destroy(&q->qp.mutex);
 		pthread_cond_destroy(&q->qp.cond);
@@ -403,11 +403,11 @@ struct ibv_flow *ibcv_rss_flow(struct ibcv_ctx *c, struct ibv_qp *qp,
 	}
 	f->f.context = c->vctx;
 	f->qp = q;
-	pthread_mutex_lock(&rss_lock);
+	pthread_mutex_lock(&ibcv_rss_lock);
 	q->flows++;
 	f->next = rss_flows;
 	rss_flows = f;
-	pthread_mutex_unlock(&rss_lock);
+	pthread_mutex_unlock(&ibcv_rss_lock);
 	return &f->f;
 }
 
@@ -415,9 +415,9 @@ bool ibcv_rss_is_qp(const struct ibv_qp *qp)
 {
 	bool found;
 
-	pthread_mutex_lock(&rss_lock);
+	pthread_mutex_lock(&ibcv_rss_lock);
 	found = RSS_FIND(rss_qps, qp, qp) != NULL;
-	pthread_mutex_unlock(&rss_lock);
+	pthread_mutex_unlock(&ibcv_rss_lock);
 	return found;
 }
 
@@ -428,9 +428,9 @@ static int rss_flow_destroy(struct ibv_flow *flow)
 	bool found;
 	int err;
 
-	pthread_mutex_lock(&rss_lock);
+	pthread_mutex_lock(&ibcv_rss_lock);
 	found = RSS_UNLINK(rss_flows, f);
-	pthread_mutex_unlock(&rss_lock);
+	pthread_mutex_unlock(&ibcv_rss_lock);
 	if (!found)
 		return -ENOENT;
 	ibcv_inside++;
@@ -438,15 +438,15 @@ static int rss_flow_destroy(struct ibv_flow *flow)
 	ibcv_inside--;
 	if (err < 0) {
 		/* Still the broker's: the application may try again. */
-		pthread_mutex_lock(&rss_lock);
+		pthread_mutex_lock(&ibcv_rss_lock);
 		f->next = rss_flows;
 		rss_flows = f;
-		pthread_mutex_unlock(&rss_lock);
+		pthread_mutex_unlock(&ibcv_rss_lock);
 		return -err;
 	}
-	pthread_mutex_lock(&rss_lock);
+	pthread_mutex_lock(&ibcv_rss_lock);
 	f->qp->flows--;
-	pthread_mutex_unlock(&rss_lock);
+	pthread_mutex_unlock(&ibcv_rss_lock);
 	free(f);
 	return 0;
 }
@@ -555,7 +555,7 @@ void ibcv_rss_ctx_closing(struct ibcv_ctx *c)
 	/* ibc_close destroys the broker's RSS objects with the context; the
 	 * records go with it, as the kernel's objects go with a closed
 	 * context. */
-	pthread_mutex_lock(&rss_lock);
+	pthread_mutex_lock(&ibcv_rss_lock);
 	while ((f = *fp)) {
 		if (f->qp->tbl->c != c) {
 			fp = &f->next;
@@ -582,13 +582,5 @@ void ibcv_rss_ctx_closing(struct ibcv_ctx *c)
 		*tp = t->next;
 		free(t);
 	}
-	pthread_mutex_unlock(&rss_lock);
-}
-
-void ibcv_rss_fork(bool lock)
-{
-	if (lock)
-		pthread_mutex_lock(&rss_lock);
-	else
-		pthread_mutex_unlock(&rss_lock);
+	pthread_mutex_unlock(&ibcv_rss_lock);
 }

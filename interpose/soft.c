@@ -21,7 +21,7 @@
 /* Made once and kept for the process: contexts point at them. */
 static struct ibv_device ibcv_soft_devs[IBCV_SOFT_MAX];
 static unsigned int ibcv_n_soft;
-static pthread_mutex_t ibcv_soft_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t ibcv_soft_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct ibv_device *ibcv_soft_device(const char *name)
 {
@@ -47,14 +47,6 @@ struct ibv_device *ibcv_soft_device(const char *name)
 	}
 	pthread_mutex_unlock(&ibcv_soft_lock);
 	return d;
-}
-
-void ibcv_soft_fork(bool lock)
-{
-	if (lock)
-		pthread_mutex_lock(&ibcv_soft_lock);
-	else
-		pthread_mutex_unlock(&ibcv_soft_lock);
 }
 
 bool ibcv_is_soft_device(const struct ibv_device *dev)
