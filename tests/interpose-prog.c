@@ -71,7 +71,7 @@ static struct {
 	ibv_destroy_qp, ibv_reg_mr, ibv_dereg_mr,
 };
 
-static void die(const char *what, int err)
+static __attribute__((noreturn)) void die(const char *what, int err)
 {
 	printf("FAIL %s: %s\n", what, strerror(err));
 	exit(1);
