@@ -307,14 +307,26 @@ static bool rss_zero(const void *p, size_t len)
 static int rss_match(const struct ibv_flow_attr *a, struct ibc_flow_match *m)
 {
 	const uint8_t *spec = (const uint8_t *)(a + 1);
+	size_t off = sizeof(*a);
 
 	memset(m, 0, sizeof(*m));
 	if (a->comp_mask || a->type != IBV_FLOW_ATTR_NORMAL || a->flags)
 		return -EOPNOTSUPP;
 	for (uint8_t i = 0; i < a->num_of_specs; i++) {
-		const struct ibv_flow_spec *s = (const void *)spec;
+		/* Specs follow each other at 4-byte steps: each is copied
+		 * to be read aligned, and none may pass the attribute's
+		 * size. */
+		struct ibv_flow_spec sb, *s = &sb;
+		__typeof__(sb.hdr) h;
 		int plen;
 
+		if (off + sizeof(h) > a->size)
+			return -EINVAL;
+		memcpy(&h, spec, sizeof(h));
+		if (h.size < sizeof(h) || off + h.size > a->size)
+			return -EINVAL;
+		memset(&sb, 0, sizeof(sb));
+		memcpy(&sb, spec, h.size < sizeof(sb) ? h.size : sizeof(sb));
 		switch (s->hdr.type) {
 		case IBV_FLOW_SPEC_ETH:
 			if (s->hdr.size < sizeof(s->eth))
@@ -364,9 +376,8 @@ static int rss_match(const struct ibv_flow_attr *a, struct ibc_flow_match *m)
 		default:
 			return -EOPNOTSUPP;
 		}
-		if (!s->hdr.size)
-			return -EINVAL;
-		spec += s->hdr.size;
+		spec += h.size;
+		off += h.size;
 	}
 	return 0;
 }

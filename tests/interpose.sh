@@ -288,7 +288,7 @@ fi
 # on a lock the fork caught held; the inherited context answers ESTALE
 # (libibclient's rule for an inherited session), a context the child
 # opens works; nothing is left and nothing unaccounted.
-out=$(LD_PRELOAD="$interp" timeout 60 "$prog" fork 2>&1)
+out=$(timeout 60 env LD_PRELOAD="$interp" "$prog" fork 2>&1)
 [ "$(printf '%s\n' "$out" | grep -cx "child inherited ESTALE")" -eq 8 ] &&
 	[ "$(printf '%s\n' "$out" | grep -cx "child fresh OK")" -eq 8 ] &&
 	printf '%s\n' "$out" | grep -qx OK || fail "fork: $out"
