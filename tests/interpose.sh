@@ -8,7 +8,9 @@
 # (EBUSY for a CQ in use, as the kernel answers), and the broker destroys
 # them when it is SIGKILLed; a program that dlopens libibverbs and resolves
 # with dlvsym gets the same through the forwarder alone; rdmabroker-run
-# sets both up.
+# sets both up. RSS without CAP_NET_RAW through the broker; RDMABROKER_PD;
+# bad input (EBUSY for a PD in use, destroys twice, fork mid-call) with the
+# broker's books exact after each.
 # INTERPOSE_DEVICE=verbs (make check-hw) runs it on the first mlx5 device
 # instead: the domain's context imported, the program's objects made in it
 # and registered (its PD too: 6 objects); exits 77 without mlx5.
@@ -234,8 +236,7 @@ if [ "$kind" = soft ]; then
 	out=$(echo | LD_PRELOAD="$interp" "$prog" rss 2>&1)
 	printf '%s\n' "$out" | grep -qx OK || fail "rss in order: $out"
 	[ "$(rss_listed)" -eq 0 ] || fail "rss: destroyed, still listed"
-	# Closing the context with them: they go with it (and under ASan
-	# nothing of the interposer's records leaks: the exit status).
+	# Closing the context with them: the broker's objects go with it.
 	out=$(echo close | LD_PRELOAD="$interp" "$prog" rss 2>&1)
 	rc=$?
 	[ $rc -eq 0 ] && printf '%s\n' "$out" | grep -qx closed ||
@@ -284,8 +285,8 @@ if [ "$kind" = soft ]; then
 	books "twice"
 fi
 
-# fork() while another thread creates and destroys CQs: no child hangs
-# on a lock the fork caught held; the inherited context answers ESTALE
+# fork() while another thread is in the interposer (PD calls): no child
+# hangs on a lock the fork caught held; the inherited context answers ESTALE
 # (libibclient's rule for an inherited session), a context the child
 # opens works; nothing is left and nothing unaccounted.
 out=$(timeout 60 env LD_PRELOAD="$interp" "$prog" fork 2>&1)
