@@ -132,9 +132,11 @@ void journal_on_full(struct journal *j, void (*fn)(void *arg), void *arg);
 /*
  * Record @msg as the state of (@kind, @key), or its end (journal_del()).
  * 0, -E2BIG for a record over JOURNAL_RECORD_MAX, -ENOSPC when the memfd
- * cannot grow. A failure leaves the journal as it was and marks it
- * broken (journal_broken()): the state is no longer complete, so the
- * restart closes every fd and starts clean rather than adopt half of it.
+ * cannot grow (-EINVAL for a kind out of range). A failure leaves the
+ * records as they were and marks the journal broken (journal_broken(),
+ * and in the memfd's header, which journal_read() then refuses): the
+ * state is no longer complete, so the restart closes every fd and starts
+ * clean rather than adopt half of it.
  */
 int journal_put(struct journal *j, uint32_t kind, uint64_t key,
 		const ProtobufCMessage *msg);
