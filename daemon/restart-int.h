@@ -64,11 +64,12 @@ int reexec_init(struct server *srv);
 #define REEXEC_NOTIFY_PREFIX "@rdmabrokerd-reexec-"
 
 int restart_counters_save(struct core *core);
-/* After a journal write (@ret its result): warn once, and compact from
- * the loop when the log grew past its bound. */
+/* After a journal write (@ret its result): warn once. */
 void restart_after_write(struct core *core, int ret);
-/* The loop's compaction (restart_init() makes its event). */
+/* The loop's compaction (restart_init() makes its event), and the
+ * journal's hook that schedules it (journal_on_full(), @arg the core). */
 void restart_compact_cb(evutil_socket_t fd, short what, void *arg);
+void restart_journal_full(void *arg);
 void restart_fd_name(char *buf, size_t size, const char *what, uint64_t id);
 int restart_first_name(void *arg, const char *name, int fd);
 

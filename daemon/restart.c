@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -155,8 +156,6 @@ void restart_compact_cb(evutil_socket_t fd, short what, void *arg)
 	rs->j = fresh;
 }
 
-/* After a write: a compaction when the log grew past its bound, run
- * from the loop where no change is half made. */
 void restart_after_write(struct core *core, int ret)
 {
 	struct restart *rs = core->restart;
@@ -167,8 +166,15 @@ void restart_after_write(struct core *core, int ret)
 			"starts clean",
 			strerror(-ret));
 	}
-	if (rs->compact_ev && journal_wants_compaction(rs->j))
-		event_active(rs->compact_ev, EV_TIMEOUT, 0);
+}
+
+/* The log grew past its bound: compact from the loop, where no change is
+ * half made. */
+void restart_journal_full(void *arg)
+{
+	struct core *core = arg;
+
+	event_active(core->restart->compact_ev, EV_TIMEOUT, 0);
 }
 
 bool restart_handing_off(const struct core *core)
@@ -216,11 +222,12 @@ void restart_ctx_closed(struct core *core, const struct dctx *x)
  * varint (wire type 0). */
 static size_t hold_fixed64(uint8_t *p, unsigned int field, uint64_t v)
 {
+	uint64_t le = htole64(v);
+
 	if (!v)
 		return 0;
 	p[0] = (uint8_t)(field << 3 | 1);
-	for (int i = 0; i < 8; i++)
-		p[1 + i] = (uint8_t)(v >> (8 * i));
+	memcpy(p + 1, &le, sizeof(le));
 	return 9;
 }
 

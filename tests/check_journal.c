@@ -221,8 +221,14 @@ START_TEST(test_refuses_unknown)
 }
 END_TEST
 
-/* Rewrites of a few keys grow the log; compaction bounds it and keeps
- * exactly the live records. */
+static void count_full(void *arg)
+{
+	++*(unsigned int *)arg;
+}
+
+/* Rewrites of a few keys grow the log; the write that takes it past its
+ * bound calls the hook (the daemon's only trigger), compaction bounds it,
+ * keeps exactly the live records and the hook. */
 START_TEST(test_compaction)
 {
 	struct journal *j, *fresh;
@@ -230,12 +236,16 @@ START_TEST(test_compaction)
 	uint8_t *buf;
 	size_t len;
 	uint64_t n = 0;
+	unsigned int full = 0;
 
 	ck_assert_int_eq(journal_create(1, &j), 0);
+	journal_on_full(j, count_full, &full);
 	while (!journal_wants_compaction(j)) {
+		ck_assert_uint_eq(full, 0);
 		ck_assert_int_eq(put_val(j, n % 10, n), 0);
 		n++;
 	}
+	ck_assert_uint_eq(full, 1);
 	ck_assert_int_eq(journal_del(j, JOURNAL_SESSION, 0), 0);
 	ck_assert_int_eq(journal_compact(j, &fresh), 0);
 	ck_assert_uint_eq(journal_gen(fresh), 2);
@@ -252,7 +262,41 @@ START_TEST(test_compaction)
 	}
 	journal_view_free(v);
 	free(buf);
+	full = 0;
+	while (!journal_wants_compaction(fresh))
+		ck_assert_int_eq(put_val(fresh, n % 10, n++), 0);
+	ck_assert_uint_eq(full, 1);
 	journal_free(fresh);
+	journal_free(j);
+}
+END_TEST
+
+/* A write that fails (a record over the bound) breaks the journal, and
+ * the memfd says so: a daemon started after a kill refuses the state
+ * rather than take one that lacks the write. */
+START_TEST(test_failed_write_refuses)
+{
+	static uint8_t big[JOURNAL_RECORD_MAX + 1];
+	struct journal *j;
+	struct journal_view *v = NULL;
+	uint8_t *buf;
+	size_t len;
+	char why[256] = "";
+
+	ck_assert_int_eq(journal_create(4, &j), 0);
+	ck_assert_int_eq(put_val(j, 1, 11), 0);
+	ck_assert_int_eq(journal_put_packed(j, JOURNAL_SESSION, 2, big,
+					    sizeof(big)),
+			 -E2BIG);
+	ck_assert(journal_broken(j));
+	ck_assert_int_eq(put_val(j, 3, 33), -EIO);
+	ck_assert(!journal_wants_compaction(j));
+	buf = snap(j, &len);
+	ck_assert_int_eq(journal_read(buf, len, &v, why, sizeof(why)),
+			 -EBADMSG);
+	ck_assert_ptr_null(v);
+	ck_assert_ptr_nonnull(strstr(why, "abandoned"));
+	free(buf);
 	journal_free(j);
 }
 END_TEST
@@ -270,6 +314,10 @@ START_TEST(test_crc)
 		ck_assert_uint_eq(journal_crc32c(buf + 3, n - (n ? 3 : 0), true),
 				  journal_crc32c(buf + 3, n - (n ? 3 : 0),
 						 false));
+	/* Whole words, as a record's CRC is taken. */
+	for (size_t n = 0; n + 8 <= sizeof(buf); n += 8)
+		ck_assert_uint_eq(journal_crc32c(buf, n, true),
+				  journal_crc32c(buf, n, false));
 }
 END_TEST
 
@@ -390,6 +438,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_corrupt_and_cut);
 	tcase_add_test(tc, test_refuses_unknown);
 	tcase_add_test(tc, test_compaction);
+	tcase_add_test(tc, test_failed_write_refuses);
 	tcase_add_test(tc, test_crc);
 	tcase_add_test(tc, test_hold_encoding);
 	tcase_add_test(tc, test_fdstore_names);
