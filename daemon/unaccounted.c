@@ -17,6 +17,7 @@
 #include "daemon/objects.h"
 #include "daemon/rekey.h"
 #include "daemon/core.h"
+#include "daemon/restart.h"
 #include "daemon/unaccounted.h"
 
 /* The kinds a handle list is asked for: every uverbs object the broker
@@ -286,7 +287,10 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 	/* Grown: [defaults] auto_rekey_unaccounted may be due. */
 	if (c.unaccounted > x->unaccounted)
 		rekey_auto_check(x->core);
-	x->unaccounted = c.unaccounted;
+	if (x->unaccounted != c.unaccounted) {
+		x->unaccounted = c.unaccounted;
+		restart_ctx_saved(x->core, x);
+	}
 	x->unacc_stale = false;
 	if (ret)
 		*ret = c;
