@@ -36,8 +36,10 @@ struct rig {
 	struct ibc_client *cl;
 };
 
-/* The configuration the next rig_new() gives its daemon (NULL: none). */
+/* The configuration the next rig_new() gives its daemon (NULL: none),
+ * and the fake systemd's store bound (0: 4096). */
 static const char *rig_config;
+static unsigned int rig_store_max;
 
 static void rig_argv(struct rig *g, char **argv)
 {
@@ -89,8 +91,9 @@ static void rig_start(struct rig *g)
 /* A daemon under the fake systemd, with one client that opened soft0. */
 static bool rig_new(struct rig *g)
 {
-	struct fakesd_opts o = { .store_max = 4096,
-				 .listen_name = "rdmabrokerd.socket" };
+	struct fakesd_opts o = {.store_max =
+					rig_store_max ? rig_store_max : 4096,
+				.listen_name = "rdmabrokerd.socket"};
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ibc_ctx *x;
 	char name[256];
@@ -635,6 +638,64 @@ START_TEST(rekeyed_kept)
 }
 END_TEST
 
+/* The service manager's store full (FileDescriptorStoreMax= below what
+ * the daemon keeps): what is over the bound is refused and closed by the
+ * manager, one by one, unseen by the daemon. After a restart the sessions
+ * whose sockets were kept go on; the others are told their connection
+ * ended, and what they held is gone with nothing left charged: the books
+ * are exact. */
+START_TEST(store_full)
+{
+	enum { EXTRA = 6, BOUND = 8 };
+	struct ibc_client *cl[EXTRA];
+	struct ibc_domain_info d;
+	struct fakesd_stats st;
+	struct ibc_object_info *o;
+	size_t n_obj;
+	int kept = 0, ended = 0;
+	struct rig g;
+
+	/* The state, the in-flight table, the rig's client and its
+	 * context, then one socket per client below: two over the bound. */
+	rig_store_max = BOUND;
+	SKIP_WITHOUT_STATE(&g);
+	rig_store_max = 0;
+	for (int i = 0; i < EXTRA; i++) {
+		struct ibc_ctx *x;
+		struct ibc_cq *cq;
+
+		ck_assert_int_eq(tl_connect(g.sock, 10000, &cl[i]), 0);
+		ck_assert_int_eq(ibc_open(cl[i], "soft0", &x), 0);
+		ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	}
+	fakesd_stats(g.sd, &st);
+	ck_assert_uint_eq(st.refused, 2);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	for (int i = 0; i < EXTRA; i++) {
+		int err = ibc_ping(cl[i], NULL, 0);
+
+		ck_assert_msg(err == 0 || err == -ECONNRESET, "ping: %d", err);
+		kept += err == 0;
+		ended += err == -ECONNRESET;
+	}
+	ck_assert_int_eq(kept, EXTRA - 2);
+	ck_assert_int_eq(ended, 2);
+	/* One CQ per session kept; the context's PD and those CQs are all
+	 * the domain is charged. */
+	ck_assert_int_eq(ibc_list_objects(g.cl, NULL, &o, sizeof(*o), &n_obj),
+			 0);
+	ibc_list_free(o);
+	ck_assert_uint_eq(n_obj, (size_t)kept);
+	d = domain_now(&g);
+	ck_assert_uint_eq(d.contexts, 1);
+	ck_assert_uint_eq(d.used.objects, 1 + n_obj + d.unaccounted);
+	ck_assert_uint_eq(d.used.clients, 1 + (unsigned int)kept);
+	for (int i = 0; i < EXTRA; i++)
+		ibc_disconnect(cl[i]);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -651,6 +712,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, detached_owner_kept);
 	tcase_add_test(tc, import_kept);
 	tcase_add_test(tc, rekeyed_kept);
+	tcase_add_test(tc, store_full);
 	suite_add_tcase(s, tc);
 	return s;
 }
