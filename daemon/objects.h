@@ -95,6 +95,8 @@ struct obj_owner {
 	/* Its session's uid: whose watch a restore's owner joins. */
 	uid_t uid;
 	enum owner_state state;
+	/* Its record is in the state journal (restart_owner_saved()). */
+	bool journaled;
 	/* Detached: the watch of its process, shared by the process's
 	 * other detached owners (obj-watch.c). */
 	struct obj_watch *watch;

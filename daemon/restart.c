@@ -158,7 +158,7 @@ void restart_ids_check(struct core *core)
 	if (core->ids.clients.count >= rs->id_mark[0] ||
 	    core->ids.contexts.count >= rs->id_mark[1] ||
 	    core->ids.objects.count >= rs->id_mark[2] ||
-	    core->ids.dms.count >= rs->id_mark[3] || serials_passed(core))
+	    core->ids.dms.count >= rs->id_mark[3])
 		restart_counters_save(core);
 }
 
@@ -401,7 +401,12 @@ static void obj_put(struct core *core, const struct obj *o,
 	}
 	restart_after_write(core, journal_put(core->restart->j, JOURNAL_OBJECT,
 					     o->id, &m.base));
-	restart_ids_check(core);
+	/* Only a create on a device that numbers its objects moves its
+	 * serials. */
+	if (made && serials_passed(core))
+		restart_counters_save(core);
+	else
+		restart_ids_check(core);
 }
 
 void restart_obj_saved(struct core *core, const struct obj *o)
@@ -491,12 +496,13 @@ int restart_state_check(const struct journal_view *v, char *why, size_t why_len)
 	return 0;
 }
 
-void restart_owner_saved(struct core *core, const struct obj_owner *ow)
+void restart_owner_saved(struct core *core, struct obj_owner *ow)
 {
 	Rdmab__State__Owner m = RDMAB__STATE__OWNER__INIT;
 
 	if (!restart_journal(core))
 		return;
+	ow->journaled = true;
 	m.pid = (uint32_t)ow->pid;
 	m.uid = (uint32_t)ow->uid;
 	m.state = ow->state;
@@ -506,8 +512,9 @@ void restart_owner_saved(struct core *core, const struct obj_owner *ow)
 
 void restart_owner_gone(struct core *core, const struct obj_owner *ow)
 {
-	/* A live owner's session is its record. */
-	if (restart_journal(core) && ow->state != OWNER_LIVE)
+	/* A live owner's session is its record; a session that ended
+	 * holding nothing left none. */
+	if (restart_journal(core) && ow->journaled)
 		restart_after_write(core,
 				    journal_del(core->restart->j, JOURNAL_OWNER,
 						ow->client_id));

@@ -119,7 +119,7 @@ void restart_obj_made(struct core *core, const struct obj *o,
  * process is gone (dead): the record that makes its objects' records
  * adoptable without a session; it goes when the owner does. */
 struct obj_owner;
-void restart_owner_saved(struct core *core, const struct obj_owner *ow);
+void restart_owner_saved(struct core *core, struct obj_owner *ow);
 void restart_owner_gone(struct core *core, const struct obj_owner *ow);
 /* Restore: the owner of a record whose session did not come back (its
  * Owner record: detached or dead), and its context @ctx_id, adopted for

@@ -347,18 +347,14 @@ START_TEST(planted_fds)
 }
 END_TEST
 
-/* A client that dies while no daemon runs: its socket hangs up in the
- * store, and what the families kept of it (a DM and its status page, an
- * XRCD open, a CQ) is destroyed after the restore as a dead client's; the
- * other sessions and the state stay. */
-START_TEST(client_dead_while_down)
+/* A child process with a session of its own holding a CQ in soft0 and,
+ * with @families, a DM and an XRCD open too; it waits for a signal. */
+static pid_t holder_spawn(struct rig *g, bool families)
 {
-	struct rig g;
-	int p[2], st;
+	int p[2];
 	pid_t pid;
 	char c;
 
-	SKIP_WITHOUT_STATE(&g);
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -369,11 +365,12 @@ START_TEST(client_dead_while_down)
 		struct ibc_dm *dm;
 		struct ibc_cq *cq;
 
-		if (tl_connect(g.sock, 10000, &cl) < 0 ||
+		if (tl_connect(g->sock, 10000, &cl) < 0 ||
 		    ibc_open(cl, "soft0", &x) < 0 ||
-		    ibc_cq_create(x, 4, &cq) < 0 ||
-		    ibc_dm_alloc(x, 4096, 0, &dm) < 0 ||
-		    ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0)
+		    ibc_cq_create(x, 4, &cq) < 0)
+			_exit(1);
+		if (families && (ibc_dm_alloc(x, 4096, 0, &dm) < 0 ||
+				 ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0))
 			_exit(1);
 		if (write(p[1], "r", 1) != 1)
 			_exit(1);
@@ -383,6 +380,21 @@ START_TEST(client_dead_while_down)
 	close(p[1]);
 	ck_assert_int_eq(read(p[0], &c, 1), 1);
 	close(p[0]);
+	return pid;
+}
+
+/* A client that dies while no daemon runs: its socket hangs up in the
+ * store, and what the families kept of it (a DM and its status page, an
+ * XRCD open, a CQ) is destroyed after the restore as a dead client's; the
+ * other sessions and the state stay. */
+START_TEST(client_dead_while_down)
+{
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn(&g, true);
 	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
 	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
 	kill(pid, SIGKILL);
@@ -498,32 +510,12 @@ static size_t objects_in(struct rig *g, enum ibc_object_state state,
 START_TEST(detached_owner_kept)
 {
 	struct rig g;
-	int p[2], st;
 	size_t n, detached;
 	pid_t pid;
-	char c;
+	int st;
 
 	SKIP_WITHOUT_STATE(&g);
-	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		struct ibc_client *cl;
-		struct ibc_ctx *x;
-		struct ibc_cq *cq;
-
-		if (tl_connect(g.sock, 10000, &cl) < 0 ||
-		    ibc_open(cl, "soft0", &x) < 0 ||
-		    ibc_cq_create(x, 4, &cq) < 0)
-			_exit(1);
-		if (write(p[1], "r", 1) != 1)
-			_exit(1);
-		pause();
-		_exit(0);
-	}
-	close(p[1]);
-	ck_assert_int_eq(read(p[0], &c, 1), 1);
-	close(p[0]);
+	pid = holder_spawn(&g, false);
 	/* The session ends (an eviction), the process stays. */
 	{
 		struct ibc_client_entry *e;
