@@ -44,69 +44,6 @@ static uint64_t now_usec(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
-/* --- the check before anything is adopted -------------------------------- */
-
-static int check_one(void *arg, const struct journal_rec *r)
-{
-	struct restore *rs = arg;
-	const ProtobufCMessageDescriptor *d;
-	ProtobufCMessage *m;
-
-	switch (r->kind) {
-	case JOURNAL_COUNTERS:
-		d = &rdmab__state__counters__descriptor;
-		break;
-	case JOURNAL_CONTEXT:
-		d = &rdmab__state__context__descriptor;
-		break;
-	case JOURNAL_SESSION:
-		d = &rdmab__state__session__descriptor;
-		break;
-	case JOURNAL_OBJECT:
-		d = &rdmab__state__object__descriptor;
-		break;
-	case JOURNAL_SESSION_HOLD:
-		d = &rdmab__state__session_hold__descriptor;
-		break;
-	default:
-		return 0;
-	}
-	m = protobuf_c_message_unpack(d, NULL, r->len, r->data);
-	if (!m)
-		return restore_fail(rs, -EBADMSG,
-				    "record %u/%" PRIu64 " does not unpack "
-				    "as a %s",
-				    r->kind, r->key, d->short_name);
-	protobuf_c_message_free_unpacked(m, NULL);
-	return 0;
-}
-
-static int restore_check(struct restore *rs)
-{
-	static const uint32_t kinds[] = { JOURNAL_COUNTERS, JOURNAL_CONTEXT,
-					  JOURNAL_SESSION, JOURNAL_OBJECT,
-					  JOURNAL_SESSION_HOLD };
-	int ret;
-
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		ret = journal_each(rs->view, kinds[i], check_one, rs);
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
-}
-
-int restart_state_check(const struct journal_view *v, char *why,
-			size_t why_len)
-{
-	struct restore rs = { .view = v };
-	int ret = restore_check(&rs);
-
-	if (ret < 0)
-		snprintf(why, why_len, "%s", rs.why);
-	return ret;
-}
-
 /* --- counters ------------------------------------------------------------ */
 
 static void id_restore(struct id_space *s, const Rdmab__State__IdSpace *m)
@@ -134,6 +71,7 @@ static int restore_counters(struct restore *rs)
 	id_restore(&srv->core.ids.contexts, c->contexts);
 	id_restore(&srv->core.ids.objects, c->objects);
 	id_restore(&srv->core.ids.dms, c->dms);
+	restart_serials_adopt(rs->core, c);
 	r->generation = c->generation + 1;
 	r->restarts = c->restarts + 1;
 	srv->core.requests_served = c->requests_served;
@@ -153,6 +91,7 @@ struct pending_req {
 struct rhold {
 	uint64_t client_id, ctx_id;
 	uint32_t opens;
+	uint64_t import;
 };
 
 /* The restore's own: the sessions adopted, by id, for the objects; the
@@ -172,7 +111,7 @@ static int hold_collect(void *arg, const struct journal_rec *r)
 	struct rctx *rc = arg;
 	Rdmab__State__SessionHold *m;
 
-	/* Checked whole before (restore_check()). */
+	/* Checked whole before (restart_state_check()). */
 	m = rdmab__state__session_hold__unpack(NULL, r->len, r->data);
 	if (!m)
 		return 0;
@@ -188,7 +127,7 @@ static int hold_collect(void *arg, const struct journal_rec *r)
 		rc->cap_holds = cap;
 	}
 	rc->holds[rc->n_holds++] =
-		(struct rhold){ m->client_id, m->ctx_id, m->opens };
+		(struct rhold){m->client_id, m->ctx_id, m->opens, m->import};
 	rdmab__state__session_hold__free_unpacked(m, NULL);
 	return 0;
 }
@@ -320,16 +259,19 @@ static struct dctx *restore_ctx(struct restore *rs, struct conn *c,
 		return NULL;
 	}
 	pd_handle = m->pd_handle;
-	rdmab__state__context__free_unpacked(m, NULL);
 	restart_fd_name(name, sizeof(name), "ctx", id);
 	if (restore_take_fd(rs, name, &fd) < 0) {
 		log_warn("context %" PRIu64 ": its descriptor is not in the "
 			 "store, not adopted",
 			 id);
+		rdmab__state__context__free_unpacked(m, NULL);
 		return NULL;
 	}
 	ret = dctx_adopt(&srv->core, c->cl.domain, dev, c->cl.user, id, fd,
 			 pd_handle, &why, &x);
+	if (ret == 0)
+		restart_ctx_books(&srv->core, x, m);
+	rdmab__state__context__free_unpacked(m, NULL);
 	if (ret < 0) {
 		log_warn("context %" PRIu64 " on %s cannot be adopted: %s%s%s",
 			 id, dev->name, strerror(-ret), *why.text ? ": " : "",
@@ -370,7 +312,7 @@ static void restore_ctx_lost(struct conn *c, uint64_t id)
 /* Session @c held context @ctx_id @opens times: 0, also when the context
  * could not come back (the session is told), or -ENOMEM. */
 static int restore_hold(struct restore *rs, struct conn *c, uint64_t ctx_id,
-			uint32_t opens)
+			uint32_t opens, uint64_t import)
 {
 	struct dctx *x = restore_ctx(rs, c, ctx_id);
 
@@ -378,7 +320,7 @@ static int restore_hold(struct restore *rs, struct conn *c, uint64_t ctx_id,
 		restore_ctx_lost(c, ctx_id);
 		return 0;
 	}
-	return dctx_client_adopt(&c->cl, x, opens);
+	return dctx_client_adopt(&c->cl, x, opens, import);
 }
 
 static int restore_session(void *arg, const struct journal_rec *rec)
@@ -438,13 +380,13 @@ static int restore_session(void *arg, const struct journal_rec *rec)
 	conn_hello_done(c);
 	/* An older daemon's holds are in the session's record. */
 	for (size_t i = 0; i < m->n_ctxs && ret == 0; i++)
-		ret = restore_hold(rs, c, m->ctxs[i]->ctx_id,
-				   m->ctxs[i]->opens);
+		ret = restore_hold(rs, c, m->ctxs[i]->ctx_id, m->ctxs[i]->opens,
+				   m->ctxs[i]->import);
 	for (size_t i = hold_first(rc, rec->key);
 	     i < rc->n_holds && rc->holds[i].client_id == rec->key && ret == 0;
 	     i++)
 		ret = restore_hold(rs, c, rc->holds[i].ctx_id,
-				   rc->holds[i].opens);
+				   rc->holds[i].opens, rc->holds[i].import);
 	if (ret < 0) {
 		conn_kill(c, "out of memory");
 		goto out;
@@ -524,11 +466,10 @@ static int robj_cmp(const void *a, const void *b)
 
 /* Make a soft object again at its handle, as its create asked. */
 static int robj_remake(struct dctx *x, const Rdmab__State__Object *m,
-		       struct why *why)
+		       struct obj_made *made, struct why *why)
 {
 	const Rdmab__State__SoftObject *so = m->soft;
-	struct obj_spec spec = { .kind = (enum ibc_obj_kind)m->kind };
-	struct obj_made made;
+	struct obj_spec spec = {.kind = (enum ibc_obj_kind)m->kind};
 
 	if (!so)
 		return why_set(why, -EBADMSG, "its record has no spec");
@@ -537,18 +478,26 @@ static int robj_remake(struct dctx *x, const Rdmab__State__Object *m,
 	spec.used = so->used_mask & ((1u << OBJ_MAX_USES) - 1);
 	obj_attr_from_wire(&spec.attr, so->attr);
 	spec.xrcd_ino = so->xrcd_ino;
+	spec.num = so->num;
+	spec.key = so->key;
 	/* Provider-internal records per QP are not made again. */
 	spec.import = 0;
-	return x->dev->ctx_ops->obj_restore(x->dc, &spec, m->handle, &made,
-					    why);
+	return x->dev->ctx_ops->obj_restore(x->dc, &spec, m->handle, made, why);
 }
 
 static void restore_obj(struct rctx *rc, const struct robj *ro)
 {
 	const Rdmab__State__Object *m = ro->m;
 	struct why why = { 0 };
+	struct obj_made made = {0};
 	struct conn *c = rctx_conn(rc, m->owner);
-	struct dctx *x = c ? dctx_conn_find(&c->cl, m->ctx_id) : NULL;
+	/* A session that ended before the restart: its owner's record. */
+	struct obj_owner *ow = c || m->family_owned
+				       ? NULL
+				       : restart_owner_find(rc->rs, m->owner);
+	struct dctx *x = c    ? dctx_conn_find(&c->cl, m->ctx_id)
+			 : ow ? restart_ctx_find(rc->rs->core, m->ctx_id)
+			      : NULL;
 	bool remake;
 	struct obj *o;
 	int ret;
@@ -564,7 +513,7 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	}
 	remake = m->made_here && (!m->intent || m->window_made);
 	if (remake) {
-		ret = robj_remake(x, m, &why);
+		ret = robj_remake(x, m, &made, &why);
 		if (ret < 0) {
 			log_warn("object %" PRIu64 " (%s %u) cannot be made "
 				 "again: %s",
@@ -573,8 +522,14 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 			return;
 		}
 	}
-	ret = objects_add_id(&c->cl, x, (enum ibc_obj_kind)m->kind, m->intent,
-			     m->made_here, m->handle, ro->id, &why, &o);
+	if (c)
+		ret = objects_add_id(&c->cl, x, (enum ibc_obj_kind)m->kind,
+				     m->intent, m->made_here, m->handle, ro->id,
+				     &why, &o);
+	else
+		ret = objects_add_detached(ow, x, (enum ibc_obj_kind)m->kind,
+					   m->intent, m->made_here, m->handle,
+					   ro->id, &why, &o);
 	if (ret < 0) {
 		log_warn("object %" PRIu64 ": not adopted: %s", ro->id,
 			 why.text);
@@ -596,7 +551,7 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 			spec.uses[i] = m->soft->uses[i];
 		spec.used = m->soft->used_mask;
 		spec.xrcd_ino = m->soft->xrcd_ino;
-		restart_obj_made(rc->rs->core, o, &spec, m->soft->attr);
+		restart_obj_made(rc->rs->core, o, &spec, &made, m->soft->attr);
 	} else {
 		restart_obj_saved(rc->rs->core, o);
 	}
@@ -622,6 +577,7 @@ static int restore_objects(struct rctx *rc)
 	for (size_t i = 0; i < ro.n; i++)
 		rdmab__state__object__free_unpacked(ro.v[i].m, NULL);
 	free(ro.v);
+	restart_objects_adopted(rc->rs->core);
 	return ret;
 }
 
@@ -711,7 +667,7 @@ int restart_restore(struct server *srv)
 	rs.store = r->store;
 	r->generation = 1;
 	if (r->view) {
-		ret = restore_check(&rs);
+		ret = restart_state_check(rs.view, rs.why, sizeof(rs.why));
 		if (ret == 0)
 			ret = restore_counters(&rs);
 		if (ret < 0) {
@@ -786,7 +742,8 @@ int restart_restore(struct server *srv)
 	closed = fdstore_close_untaken(r->store);
 	journal_view_free(r->view);
 	r->view = NULL;
-	r->last_restore_usec = now_usec() - start;
+	/* A clean start restored nothing: no duration to show. */
+	r->last_restore_usec = rs.view && !*r->refused ? now_usec() - start : 0;
 	r->adopted_sessions = rs.adopted_sessions;
 	r->adopted_contexts = rs.adopted_contexts;
 	r->adopted_objects = rs.adopted_objects;
