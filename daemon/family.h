@@ -85,6 +85,10 @@ struct family {
 	 * (No save slot: a family journals its records as they change,
 	 * and the journal compacts them itself.) */
 	int (*restore)(struct core *core, struct restore *rs);
+	/* The first of its JOURNAL_FAMILY_KINDS journal record kinds
+	 * (journal.h), at or past JOURNAL_FAMILY_FIRST; 0: it journals
+	 * nothing. Written on disk: never changed once released. */
+	unsigned int journal_first;
 };
 
 /* Add @item to the list of names in @buf (of @len bytes): ", " between
@@ -95,7 +99,8 @@ void rekey_name_add(char *buf, size_t len, const char *item);
 /* Every family, indexed by enum family_id (families.c). */
 extern const struct family *const families[FAMILY_COUNT];
 
-/* Init every family in order; on failure the caller's fini undoes. */
+/* Init every family in order; on failure the caller's fini undoes.
+ * -EINVAL when two families' journal kinds meet. */
 int families_init(struct core *core);
 /* Every family's fini, in reverse order. */
 void families_fini(struct core *core);

@@ -610,6 +610,41 @@ int objects_hook_before_owner_destroy(struct registry *reg, struct obj *o,
 	return ret;
 }
 
+int objects_hook_uses(struct registry *reg, struct obj *o,
+		      struct obj *const *uses, size_t n, struct why *why)
+{
+	const struct obj_watcher *w = reg->watchers[o->kind];
+	int ret = 0;
+
+	for (unsigned int i = 0; i < reg->n_watchers[o->kind] && !ret; i++)
+		if (w[i].fam->uses)
+			ret = w[i].fam->uses(reg->core, o, uses, n, *w[i].data,
+					     why);
+	return ret;
+}
+
+void objects_hook_save(const struct registry *reg, const struct obj *o,
+		       struct Rdmab__State__Object *m)
+{
+	const struct obj_watcher *w = reg->watchers[o->kind];
+
+	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
+		if (w[i].fam->save)
+			w[i].fam->save(o, m, *w[i].data);
+}
+
+int objects_hook_restore(struct registry *reg, struct obj *o,
+			 const struct Rdmab__State__Object *m)
+{
+	const struct obj_watcher *w = reg->watchers[o->kind];
+	int ret = 0;
+
+	for (unsigned int i = 0; i < reg->n_watchers[o->kind] && !ret; i++)
+		if (w[i].fam->restore)
+			ret = w[i].fam->restore(reg->core, o, m, *w[i].data);
+	return ret;
+}
+
 const struct family objects_family = {
 	.name = "objects",
 	.init = objects_init,

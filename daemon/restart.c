@@ -389,9 +389,8 @@ static void obj_put(struct core *core, const struct obj *o,
 	m.window_made = o->window_made;
 	m.stuck = o->stuck;
 	m.family_owned = o->family_owned;
-	m.dm_id = o->dm_id;
-	m.xrcd_obj = o->xrcd_obj;
 	m.born_usec = o->born_usec;
+	objects_hook_save(core->registry, o, &m);
 	if (spec) {
 		for (unsigned int i = 0; i < OBJ_MAX_USES; i++)
 			uses[i] = spec->uses[i];

@@ -540,9 +540,17 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	}
 	o->handle = m->handle;
 	o->window_made = m->window_made;
-	o->dm_id = m->dm_id;
-	o->xrcd_obj = m->xrcd_obj;
 	o->born_usec = m->born_usec;
+	ret = objects_hook_restore(rc->rs->core->registry, o, m);
+	if (ret < 0) {
+		log_warn("object %" PRIu64 ": not adopted: %s", ro->id,
+			 strerror(-ret));
+		objects_remove(o);
+		if (remake)
+			x->dev->ctx_ops->obj_destroy(x->dc, m->kind, m->handle,
+						     &why);
+		return;
+	}
 	if (remake && m->soft) {
 		struct obj_spec spec = { .kind = o->kind };
 

@@ -1137,6 +1137,7 @@ static const struct obj_family rss_wqs = {
 
 const struct family rss_family = {
 	.name = "RSS",
+	.journal_first = RSS_JOURNAL_FIRST,
 	.init = rss_init,
 	.fini = rss_fini,
 	.device_gone = rss_device_gone,
