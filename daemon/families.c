@@ -120,3 +120,26 @@ void rekey_name_add(char *buf, size_t len, const char *item)
 	else if (at + strlen(REKEY_MORE) < len)
 		snprintf(buf + at, len - at, "%s", REKEY_MORE);
 }
+
+void families_hello(struct client *c, const struct Rdmab__HelloRequest *hr)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		if (families[i]->hello)
+			families[i]->hello(c, hr);
+}
+
+void families_session_save(const struct client *c,
+			   struct Rdmab__State__Session *m)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		if (families[i]->session_save)
+			families[i]->session_save(c, m);
+}
+
+void families_session_restore(struct client *c,
+			      const struct Rdmab__State__Session *m)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		if (families[i]->session_restore)
+			families[i]->session_restore(c, m);
+}

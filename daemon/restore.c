@@ -366,7 +366,7 @@ static int restore_session(void *arg, const struct journal_rec *rec)
 	c->cl.parent_id = m->parent_id;
 	snprintf(c->cl.library_version, sizeof(c->cl.library_version), "%s",
 		 m->library_version);
-	c->cl.rss_delta = m->rss_delta;
+	families_session_restore(&c->cl, m);
 	c->cl.requests = m->requests;
 	ret = domain_join(&srv->core, &c->cl,
 			  m->domain_kind == DOMAIN_PRIVATE ? "" : m->domain,

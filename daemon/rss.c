@@ -37,6 +37,7 @@
 #include "daemon/objects.h"
 #include "daemon/restart.h"
 #include "daemon/rss.h"
+#include "proto/state.pb-c.h"
 #include "daemon/core.h"
 
 #define RSS_HASH_V4    (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4)
@@ -597,14 +598,14 @@ static void rss_event(struct rss *r, const char *reason, bool destroyed,
 	if (!ids)
 		return;
 	/* A rebuild has changed r->wqs already; a destroy sends none. */
-	if (!destroyed && !owner->rss_delta)
+	if (!destroyed && !owner->family_slot[FAMILY_RSS])
 		for (; n < r->n_wqs; n++)
 			ids[n] = r->wqs[n]->id;
 	body.wq_ids = ids;
 	body.n_wq_ids = n;
 	body.removed_wq_ids = (uint64_t *)removed;
 	body.n_removed_wq_ids = n_removed;
-	body.delta = owner->rss_delta;
+	body.delta = owner->family_slot[FAMILY_RSS] != 0;
 	body.destroyed = destroyed;
 	body.priority = r->priority;
 	body.reason = (char *)reason;
@@ -1135,9 +1136,31 @@ static const struct obj_family rss_wqs = {
 	.before_owner_destroy = rss_wq_going,
 };
 
+/* A session whose hello asked for Events that carry the change alone
+ * (family_slot[FAMILY_RSS]: 1; 0 for the whole table). */
+static void rss_hello(struct client *c, const Rdmab__HelloRequest *hr)
+{
+	c->family_slot[FAMILY_RSS] = hr->rss_delta_events;
+}
+
+static void rss_session_save(const struct client *c,
+			     Rdmab__State__Session *m)
+{
+	m->rss_delta = c->family_slot[FAMILY_RSS] != 0;
+}
+
+static void rss_session_restore(struct client *c,
+				const Rdmab__State__Session *m)
+{
+	c->family_slot[FAMILY_RSS] = m->rss_delta;
+}
+
 const struct family rss_family = {
 	.name = "RSS",
 	.journal_first = RSS_JOURNAL_FIRST,
+	.hello = rss_hello,
+	.session_save = rss_session_save,
+	.session_restore = rss_session_restore,
 	.init = rss_init,
 	.fini = rss_fini,
 	.device_gone = rss_device_gone,
