@@ -77,9 +77,6 @@ struct obj {
 	/* A broker record of its family's (a DM import): the family's
 	 * release hook ends it, never a destroy by handle. */
 	bool family_owned;
-	/* A family's object that the family destroys (RSS: its struct
-	 * rss); NULL for the rest. */
-	void *family_obj;
 	/* What each family keeps of it, indexed by family id (struct
 	 * family's obj_hooks say which kinds a family watches): its own to
 	 * set, read and free; zero where it keeps nothing. A slot per
@@ -137,10 +134,10 @@ struct obj_family {
 	/* The record goes, whatever the path (destroy, unregister, cleanup,
 	 * a dead client's intent, device removal); @o is still whole. */
 	void (*removed)(struct core *core, struct obj *o, void *data);
-	/* Objects the family made (family_obj set; RSS): the cleanup destroys them with
-	 * this instead of the device's obj_destroy, and an ObjDestroyRequest
-	 * of their owner is refused (the family's own request destroys
-	 * them). */
+	/* Objects the family made (its slot set; RSS): the cleanup
+	 * destroys them with this instead of the device's obj_destroy, and
+	 * an ObjDestroyRequest of their owner is refused (the family's own
+	 * request destroys them). */
 	int (*destroy)(struct core *core, struct obj *o, void *data,
 		       struct why *why);
 	/* Before @o's live owner destroys or unregisters it (RSS: a WQ
@@ -215,6 +212,8 @@ struct registry {
 	struct obj_watcher {
 		const struct obj_family *fam;
 		void *const *data;
+		/* Its records' slot (struct obj's slot[]): its family id. */
+		unsigned int slot;
 	} watchers[OBJ_KIND_COUNT][OBJ_WATCHERS_MAX];
 	unsigned int n_watchers[OBJ_KIND_COUNT];
 	/* OBJ_SLICE, OBJ_ROUNDS and OBJ_BACKOFF_MS, which tests may
@@ -249,10 +248,11 @@ extern const struct family objects_family;
 /* @fam watches @kind too, after the others, with *@data as its hooks'
  * data. -ENOSPC past OBJ_WATCHERS_MAX. */
 int objects_watch(struct registry *reg, enum ibc_obj_kind kind,
-		  const struct obj_family *fam, void *const *data);
+		  const struct obj_family *fam, void *const *data,
+		  unsigned int slot);
 /* The watchers of @o's kind, in order: a family_owned record's release
  * (-EOPNOTSUPP when none releases it); before_destroy until one answers
- * non-zero; whether one destroys @o itself (family_obj set) and that
+ * non-zero; whether one destroys @o itself (its slot set) and that
  * destroy; before_owner_destroy until one refuses; uses and restore until
  * one fails; every save. */
 int objects_hook_release(struct registry *reg, struct obj *o);

@@ -237,7 +237,7 @@ START_TEST(test_part_gone_behind_back)
 	OK(ol_wq(f, cq.id, 8, &wq));
 	rss_create(e, &wq.id, 1);
 	TAILQ_FOREACH(o, &sl_srv.core.registry->objs, link) {
-		if (o->kind != IBC_OBJ_FLOW || !o->family_obj)
+		if (o->kind != IBC_OBJ_FLOW || !o->slot[FAMILY_RSS].p)
 			continue;
 		ck_assert_int_eq(o->ctx->dev->ctx_ops->obj_destroy(
 					 o->ctx->dc, IBC_OBJ_FLOW, o->handle,
