@@ -545,7 +545,9 @@ int objects_watch(struct registry *reg, enum ibc_obj_kind kind,
 {
 	unsigned int n = reg->n_watchers[kind];
 
-	if (n == OBJ_WATCHERS_MAX || slot >= FAMILY_COUNT)
+	if (slot >= FAMILY_COUNT)
+		return -EINVAL;
+	if (n == OBJ_WATCHERS_MAX)
 		return -ENOSPC;
 	reg->watchers[kind][n].fam = fam;
 	reg->watchers[kind][n].data = data;

@@ -246,7 +246,9 @@ extern const unsigned int obj_cleanup_kinds;
 extern const struct family objects_family;
 
 /* @fam watches @kind too, after the others, with *@data as its hooks'
- * data. -ENOSPC past OBJ_WATCHERS_MAX. */
+ * data and @slot (its family id) as its slot of the records: a record
+ * whose slot is set is one @fam made, which its destroy hook destroys.
+ * -ENOSPC past OBJ_WATCHERS_MAX, -EINVAL for a slot past FAMILY_COUNT. */
 int objects_watch(struct registry *reg, enum ibc_obj_kind kind,
 		  const struct obj_family *fam, void *const *data,
 		  unsigned int slot);
