@@ -627,16 +627,6 @@ int objects_hook_uses(struct registry *reg, struct obj *o,
 	return ret;
 }
 
-void objects_hook_save(const struct registry *reg, const struct obj *o,
-		       struct Rdmab__State__Object *m)
-{
-	const struct obj_watcher *w = reg->watchers[o->kind];
-
-	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
-		if (w[i].fam->save)
-			w[i].fam->save(o, m, *w[i].data);
-}
-
 int objects_hook_restore(struct registry *reg, struct obj *o,
 			 const struct Rdmab__State__Object *m)
 {
