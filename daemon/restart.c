@@ -304,6 +304,16 @@ void restart_ctx_closed(struct core *core, const struct dctx *x)
 					     x->id));
 }
 
+void restart_ctx_fd_drop(struct core *core, const struct dctx *x)
+{
+	char name[FDSTORE_NAME_MAX + 1];
+
+	if (!restart_fdstore(core))
+		return;
+	restart_fd_name(name, sizeof(name), "ctx", x->id);
+	fdstore_remove(core->restart->store, name);
+}
+
 /* SessionHold's fields as protobuf's wire format has them, each left out
  * when 0 as proto3 does: a fixed64 (wire type 1, little-endian) and a
  * varint (wire type 0). */
