@@ -557,7 +557,10 @@ if section stop-start; then
 	systemctl stop "$UNIT" >"$L/stop.log" 2>&1
 	t1=$(now_ms)
 	res="$(prop "$UNIT" ActiveState), Result=$(prop "$UNIT" Result), ExecMainCode=$(prop "$UNIT" ExecMainCode) ExecMainStatus=$(prop "$UNIT" ExecMainStatus)"
-	said=$(journalctl -q -u "$UNIT" _PID="$pid" -p 5..5 -o cat | grep -m1 'shutting down')
+	# With the fd store a SIGTERM exits for the next start (a restart
+	# and a stop send the same signal); the stop then empties the store.
+	said=$(journalctl -q -u "$UNIT" _PID="$pid" -p 5..5 -o cat |
+		grep -m1 -E 'shutting down|exiting, [0-9]+ clients kept for the next start')
 	stopped_clean() {
 		[ "$(prop "$UNIT" ActiveState)" = inactive ] &&
 			[ "$(prop "$UNIT" Result)" = success ] &&
