@@ -729,6 +729,13 @@ fi
 if section restart; then
 	SU=rdmab-soft.service
 	SSOCK=/run/rdmab-soft.sock
+	# The removal section deleted rxe0: a new one on the same veth.
+	if ! rdma link show "$DEV/1" >/dev/null 2>&1; then
+		rdma link add "$DEV" type rxe netdev veth0 >>"$L/setup.log" 2>&1
+		wait_for 20 bash -c "ibv_devinfo -d $DEV 2>/dev/null | grep -q PORT_ACTIVE" ||
+			fail restart-rxe-setup "no active $DEV again: $(tail -n 2 "$L/setup.log" | tr '\n' ' ')"
+		info "restart: $DEV added again after the removal section"
+	fi
 	# The installed unit's store, as shipped (no drop-in): room for what
 	# rdmabrokerd(8) RESTART bounds it by, 2 x --max-clients + 4096.
 	fdmax=$(prop "$UNIT" FileDescriptorStoreMax)
