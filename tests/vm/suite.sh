@@ -736,13 +736,6 @@ if section restart; then
 			fail restart-rxe-setup "no active $DEV again: $(tail -n 2 "$L/setup.log" | tr '\n' ' ')"
 		info "restart: $DEV added again after the removal section"
 	fi
-	# The installed unit's store, as shipped (no drop-in): room for what
-	# rdmabrokerd(8) RESTART bounds it by, 2 x --max-clients + 4096.
-	fdmax=$(prop "$UNIT" FileDescriptorStoreMax)
-	maxcl=$("$ctl" --json status 2>/dev/null |
-		sed -n 's/.*"max_clients":\([0-9]*\).*/\1/p')
-	check restart-unit-fdstore "the installed $UNIT: FileDescriptorStoreMax=$fdmax, --max-clients ${maxcl:-?}" \
-		test -n "$maxcl" -a "${fdmax:-0}" -ge $((2 * ${maxcl:-0} + 4096))
 	printf '%s\n' '[Service]' Type=notify \
 		"ExecStart=${VM_SBINDIR:-/usr/sbin}/rdmabrokerd --foreground --device soft --socket $SSOCK --socket-mode 0666 --runtime-dir /run/rdmab-soft" \
 		FileDescriptorStoreMax=4096 "WatchdogSec=${WATCHDOG_SEC}s" \
@@ -750,6 +743,13 @@ if section restart; then
 	systemctl daemon-reload
 	systemctl restart "$UNIT" >"$L/restart-units.log" 2>&1
 	systemctl start "$SU" >>"$L/restart-units.log" 2>&1
+	# The installed unit's store, as shipped (no drop-in): room for what
+	# rdmabrokerd(8) RESTART bounds it by, 2 x --max-clients + 4096.
+	fdmax=$(prop "$UNIT" FileDescriptorStoreMax)
+	maxcl=$("$ctl" --json status 2>/dev/null |
+		sed -n 's/.*"max_clients":\([0-9]*\).*/\1/p')
+	check restart-unit-fdstore "the installed $UNIT: FileDescriptorStoreMax=$fdmax, --max-clients ${maxcl:-?}" \
+		test -n "$maxcl" -a "${fdmax:-0}" -ge $((2 * ${maxcl:-0} + 4096))
 	info "restart: $UNIT FileDescriptorStoreMax=$(prop "$UNIT" FileDescriptorStoreMax), $SU $(prop "$SU" ActiveState)"
 	# Item 7: one journal line per restore, from here on.
 	jcur=$(journalctl -q -n 0 --show-cursor | sed -n 's/^-- cursor: //p')
