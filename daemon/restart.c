@@ -292,7 +292,7 @@ void restart_ctx_books(struct core *core, struct dctx *x,
 	restart_ctx_saved(core, x);
 }
 
-void restart_ctx_closed(struct core *core, const struct dctx *x)
+void restart_ctx_fd_drop(struct core *core, const struct dctx *x)
 {
 	char name[FDSTORE_NAME_MAX + 1];
 
@@ -300,6 +300,13 @@ void restart_ctx_closed(struct core *core, const struct dctx *x)
 		return;
 	restart_fd_name(name, sizeof(name), "ctx", x->id);
 	fdstore_remove(core->restart->store, name);
+}
+
+void restart_ctx_closed(struct core *core, const struct dctx *x)
+{
+	if (!restart_fdstore(core))
+		return;
+	restart_ctx_fd_drop(core, x);
 	restart_after_write(core, journal_del(core->restart->j, JOURNAL_CONTEXT,
 					     x->id));
 }

@@ -225,6 +225,33 @@ static struct conn *rctx_conn(const struct rctx *rc, uint64_t id)
 	return NULL;
 }
 
+/* A device without import: no client shared the broker's context of @id,
+ * each opened the device itself, so a new one under the same id keeps the
+ * sessions' holds and leaves their own contexts alone (a device-removed
+ * event would make the library drop them). NULL when it cannot be opened
+ * (logged). */
+static struct dctx *restore_ctx_reopen(struct restore *rs, struct conn *c,
+				       struct device *dev, uint64_t id)
+{
+	struct why why = { 0 };
+	struct dctx *x;
+	int ret;
+
+	ret = dctx_adopt(rs->core, c->cl.domain, dev, c->cl.user, id, -1, 0,
+			 &why, &x);
+	if (ret < 0) {
+		log_warn("context %" PRIu64 " on %s cannot be opened again: "
+			 "%s",
+			 id, dev->name, why.text);
+		return NULL;
+	}
+	x->reopened = true;
+	log_info("context %" PRIu64 " on %s: %s cannot import it, opened "
+		 "again under the same id",
+		 id, dev->name, dev->name);
+	return x;
+}
+
 /* Context @id that @c's session held: the one its domain has already, or
  * adopted from the store. NULL when it cannot be (logged): the session
  * goes on without it, as after a device removal. */
@@ -273,6 +300,11 @@ static struct dctx *restore_ctx(struct restore *rs, struct conn *c,
 		restart_ctx_books(&srv->core, x, m);
 	rdmab__state__context__free_unpacked(m, NULL);
 	if (ret < 0) {
+		/* Its descriptor is closed: systemd's copy would keep the
+		 * old context, and its PD, alive until the next start. */
+		fdstore_remove(rs->store, name);
+		if (!dev->caps.import)
+			return restore_ctx_reopen(rs, c, dev, id);
 		log_warn("context %" PRIu64 " on %s cannot be adopted: %s%s%s",
 			 id, dev->name, strerror(-ret), *why.text ? ": " : "",
 			 why.text);
@@ -505,7 +537,7 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	/* A family's record (a DM import) is the family's to restore. */
 	if (m->family_owned)
 		return;
-	if (!x || !x->dc) {
+	if (!x || !x->dc || x->reopened) {
 		log_debug("object %" PRIu64 ": its session or context was not "
 			  "adopted",
 			  ro->id);
