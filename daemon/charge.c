@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 
 #include "daemon/charge.h"
 #include "daemon/domain.h"
@@ -35,6 +36,41 @@ static void charge_underflow(const char *what, const char *whose,
 	log_err("BUG: charge underflow: %s of %s gives back %" PRIu64
 		" but holds %" PRIu64,
 		what, whose, n, held);
+}
+
+/* A count that wraps holds more than it can say: a bug, as an
+ * underflow is, and left as the arithmetic leaves it. */
+static void charge_overflow(const char *what, uint64_t held, uint64_t n)
+{
+	underflows++;
+	log_err("BUG: charge overflow: %s holds %" PRIu64 " and takes %" PRIu64
+		" more",
+		what, held, n);
+}
+
+static inline void add_u64(uint64_t *held, uint64_t n, const char *what)
+{
+	if (n > UINT64_MAX - *held)
+		charge_overflow(what, *held, n);
+	*held += n;
+}
+
+static inline void add_uint(unsigned int *held, unsigned int n,
+			    const char *what)
+{
+	if (n > UINT_MAX - *held)
+		charge_overflow(what, *held, n);
+	*held += n;
+}
+
+void charge_add_u64(uint64_t *held, uint64_t n, const char *what)
+{
+	add_u64(held, n, what);
+}
+
+void charge_add_uint(unsigned int *held, unsigned int n, const char *what)
+{
+	add_uint(held, n, what);
 }
 
 void charge_sub_u64(uint64_t *held, uint64_t n, const char *what,
@@ -141,7 +177,12 @@ void charge_add(struct domain *d, enum charge_quota q, uint64_t n)
 {
 	struct domain *o = charge_owner(d, q);
 	uint32_t *count = charge_count(&o->used, q);
+	uint64_t held = count ? *count : o->used.dm_bytes;
+	uint64_t max = count ? UINT32_MAX : UINT64_MAX;
 
+	/* The quota's name only for the log: the objects' hot path. */
+	if (n > max - held)
+		charge_overflow(charge_quota_name(q), held, n);
 	if (count)
 		*count += (uint32_t)n;
 	else

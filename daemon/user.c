@@ -54,6 +54,11 @@ static const char *user_whose(const struct user *u, char *buf,
 	return buf;
 }
 
+void user_charge_conn(struct user *u)
+{
+	charge_add_uint(&u->n_conns, 1, "a uid's connections");
+}
+
 void user_uncharge_conn(struct user *u)
 {
 	char whose[24];
@@ -66,7 +71,7 @@ int user_charge_private_ctx(struct core *core, struct user *u)
 {
 	if (u->private_ctxs >= core->config.limits.private_contexts_per_uid)
 		return -EDQUOT;
-	u->private_ctxs++;
+	charge_add_uint(&u->private_ctxs, 1, "a uid's private contexts");
 	return 0;
 }
 
@@ -83,7 +88,7 @@ int user_charge_dm_page(struct core *core, struct user *u, bool exempt)
 	if (!exempt &&
 	    u->dm_pages >= core->config.limits.connections_per_uid)
 		return -EDQUOT;
-	u->dm_pages++;
+	charge_add_uint(&u->dm_pages, 1, "a uid's DM pages");
 	return 0;
 }
 
@@ -98,8 +103,9 @@ void user_uncharge_dm_page(struct user *u)
 void user_charge_dm_persistent(struct user *u, uint64_t bytes)
 {
 	user_ref(u);
-	u->dm_persistent++;
-	u->dm_persistent_bytes += bytes;
+	charge_add_uint(&u->dm_persistent, 1, "a uid's persistent DMs");
+	charge_add_u64(&u->dm_persistent_bytes, bytes,
+		       "a uid's persistent DM bytes");
 }
 
 void user_uncharge_dm_persistent(struct core *core, struct user *u,
@@ -112,6 +118,31 @@ void user_uncharge_dm_persistent(struct core *core, struct user *u,
 	charge_sub_u64(&u->dm_persistent_bytes, bytes, "persistent DM bytes",
 		       whose);
 	user_unref(core, u);
+}
+
+void user_pin_fds(struct user *u, unsigned int n, bool pin)
+{
+	char whose[24];
+
+	if (pin) {
+		charge_add_uint(&u->pinned_fds, n, "a uid's unread descriptors");
+		return;
+	}
+	charge_sub_uint(&u->pinned_fds, n, "unread descriptors",
+			user_whose(u, whose, sizeof(whose)));
+}
+
+void user_charge_watch(struct user *u)
+{
+	charge_add_uint(&u->watches, 1, "a uid's process watches");
+}
+
+void user_uncharge_watch(struct user *u)
+{
+	char whose[24];
+
+	charge_sub_uint(&u->watches, 1, "process watches",
+			user_whose(u, whose, sizeof(whose)));
 }
 
 bool user_fds_full(const struct core *core, const struct user *u)
