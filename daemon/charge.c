@@ -177,16 +177,18 @@ void charge_add(struct domain *d, enum charge_quota q, uint64_t n)
 {
 	struct domain *o = charge_owner(d, q);
 	uint32_t *count = charge_count(&o->used, q);
-	uint64_t held = count ? *count : o->used.dm_bytes;
-	uint64_t max = count ? UINT32_MAX : UINT64_MAX;
 
-	/* The quota's name only for the log: the objects' hot path. */
-	if (n > max - held)
-		charge_overflow(charge_quota_name(q), held, n);
-	if (count)
+	/* Checked after the sum, and the quota named only for the log:
+	 * this is the objects' hot path. */
+	if (count) {
+		uint32_t held = *count;
+
 		*count += (uint32_t)n;
-	else
-		o->used.dm_bytes += n;
+		if (*count < held || n > UINT32_MAX)
+			charge_overflow(charge_quota_name(q), held, n);
+		return;
+	}
+	add_u64(&o->used.dm_bytes, n, "dm_bytes");
 }
 
 void charge_sub(struct domain *d, enum charge_quota q, uint64_t n)
