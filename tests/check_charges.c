@@ -357,6 +357,10 @@ static void assert_charges_zero(void)
  * the storm proves nothing of it. */
 static bool charged[CHARGE_QUOTA_COUNT];
 static bool persistent_charged;
+static const char *const uid_counts[4] = {
+	"unread descriptors", "process watches", "private contexts", "DM pages",
+};
+static bool uid_charged[4];
 
 static void note_charged(void)
 {
@@ -367,9 +371,18 @@ static void note_charged(void)
 		for (int q = 0; q < CHARGE_QUOTA_COUNT; q++)
 			if (charge_used(d, q))
 				charged[q] = true;
-	TAILQ_FOREACH(u, &sl_srv.core.users, link)
+	TAILQ_FOREACH(u, &sl_srv.core.users, link) {
 		if (u->dm_persistent)
 			persistent_charged = true;
+		if (u->pinned_fds)
+			uid_charged[0] = true;
+		if (u->watches)
+			uid_charged[1] = true;
+		if (u->private_ctxs)
+			uid_charged[2] = true;
+		if (u->dm_pages)
+			uid_charged[3] = true;
+	}
 }
 
 static void storm(uint64_t seed, unsigned long steps)
@@ -440,6 +453,9 @@ START_TEST(test_storm_charges_zero)
 			      charge_quota_name(q));
 	ck_assert_msg(persistent_charged,
 		      "the storm never charged a uid's persistent DMs");
+	for (int k = 0; k < 4; k++)
+		ck_assert_msg(uid_charged[k], "the storm never charged a uid's %s",
+			      uid_counts[k]);
 }
 END_TEST
 
