@@ -54,6 +54,18 @@ static const char *user_whose(const struct user *u, char *buf,
 	return buf;
 }
 
+/* Give back @n of @u's count @held: whose it is written only for an
+ * underflow's log line, not on every uncharge. */
+static void user_sub(const struct user *u, unsigned int *held,
+		     unsigned int n, const char *what)
+{
+	char whose[24] = "";
+
+	if (n > *held)
+		user_whose(u, whose, sizeof(whose));
+	charge_sub_uint(held, n, what, whose);
+}
+
 void user_charge_conn(struct user *u)
 {
 	charge_add_uint(&u->n_conns, 1, "a uid's connections");
@@ -61,10 +73,7 @@ void user_charge_conn(struct user *u)
 
 void user_uncharge_conn(struct user *u)
 {
-	char whose[24];
-
-	charge_sub_uint(&u->n_conns, 1, "connections",
-			user_whose(u, whose, sizeof(whose)));
+	user_sub(u, &u->n_conns, 1, "connections");
 }
 
 int user_charge_private_ctx(struct core *core, struct user *u)
@@ -77,10 +86,7 @@ int user_charge_private_ctx(struct core *core, struct user *u)
 
 void user_uncharge_private_ctx(struct user *u)
 {
-	char whose[24];
-
-	charge_sub_uint(&u->private_ctxs, 1, "private contexts",
-			user_whose(u, whose, sizeof(whose)));
+	user_sub(u, &u->private_ctxs, 1, "private contexts");
 }
 
 int user_charge_dm_page(struct core *core, struct user *u, bool exempt)
@@ -94,10 +100,7 @@ int user_charge_dm_page(struct core *core, struct user *u, bool exempt)
 
 void user_uncharge_dm_page(struct user *u)
 {
-	char whose[24];
-
-	charge_sub_uint(&u->dm_pages, 1, "DM pages",
-			user_whose(u, whose, sizeof(whose)));
+	user_sub(u, &u->dm_pages, 1, "DM pages");
 }
 
 void user_charge_dm_persistent(struct user *u, uint64_t bytes)
@@ -122,14 +125,10 @@ void user_uncharge_dm_persistent(struct core *core, struct user *u,
 
 void user_pin_fds(struct user *u, unsigned int n, bool pin)
 {
-	char whose[24];
-
-	if (pin) {
+	if (pin)
 		charge_add_uint(&u->pinned_fds, n, "a uid's unread descriptors");
-		return;
-	}
-	charge_sub_uint(&u->pinned_fds, n, "unread descriptors",
-			user_whose(u, whose, sizeof(whose)));
+	else
+		user_sub(u, &u->pinned_fds, n, "unread descriptors");
 }
 
 void user_charge_watch(struct user *u)
@@ -139,10 +138,7 @@ void user_charge_watch(struct user *u)
 
 void user_uncharge_watch(struct user *u)
 {
-	char whose[24];
-
-	charge_sub_uint(&u->watches, 1, "process watches",
-			user_whose(u, whose, sizeof(whose)));
+	user_sub(u, &u->watches, 1, "process watches");
 }
 
 bool user_fds_full(const struct core *core, const struct user *u)
