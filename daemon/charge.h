@@ -7,6 +7,8 @@
  * context) go through charge_add()/charge_sub(). Giving back more than
  * was charged is a bug: it is logged with what and whose, counted in
  * charge_underflows() (which the tests assert 0), and never clamped.
+ * tests/charges-by-hand.sh fails where a quota's count is changed by hand
+ * outside this file.
  *
  * Each family asks charge_room() (or domain_dm_room() for device memory)
  * before it charges, or charges with charge_add_room(): the refusal is
@@ -66,14 +68,22 @@ void charge_add(struct domain *d, enum charge_quota q, uint64_t n);
 void charge_sub(struct domain *d, enum charge_quota q, uint64_t n);
 
 /* Counters outside the domain that follow a charge (a uid's share in a
- * configured domain, its persistent DMs, a device's reserved bytes):
- * *@held -= @n, an underflow logged naming @what and @whose. */
+ * configured domain, its connections, private contexts, DM pages,
+ * persistent DMs, unread descriptors and watches, a device's reserved
+ * bytes, the broker's connections): they change only through these, never
+ * by hand, so that each is checked where it is given back.
+ * charge_add_*: *@held += @n, a wrap logged as a bug naming @what.
+ * charge_sub_*: *@held -= @n, an underflow logged naming @what and
+ * @whose. */
+void charge_add_u64(uint64_t *held, uint64_t n, const char *what);
+void charge_add_uint(unsigned int *held, unsigned int n, const char *what);
 void charge_sub_u64(uint64_t *held, uint64_t n, const char *what,
 		    const char *whose);
 void charge_sub_uint(unsigned int *held, unsigned int n, const char *what,
 		     const char *whose);
 
-/* Underflows seen since the daemon started: bugs, 0 in every test. */
+/* Underflows (and wraps) seen since the daemon started: bugs, 0 in
+ * every test. */
 unsigned long charge_underflows(void);
 
 #endif

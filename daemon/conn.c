@@ -125,10 +125,7 @@ static void conn_pin_user(const struct server *srv, struct user *u,
 {
 	bool was_full = user_fds_full(&srv->core, u);
 
-	if (pin)
-		u->pinned_fds += n;
-	else
-		u->pinned_fds -= n;
+	user_pin_fds(u, n, pin);
 	if (user_fds_full(&srv->core, u) != was_full)
 		u->wake = true;
 }
@@ -716,9 +713,9 @@ int conn_new_as(struct server *srv, int fd, uint64_t id,
 	if (ret < 0)
 		goto fail;
 	TAILQ_INSERT_TAIL(&srv->conns, c, link);
-	srv->n_conns++;
+	charge_add_uint(&srv->n_conns, 1, "the broker's connections");
 	TAILQ_INSERT_TAIL(&c->cl.user->conns, c, user_link);
-	c->cl.user->n_conns++;
+	user_charge_conn(c->cl.user);
 	/* Listed first: a failure to arm dooms it (conn_kill()). */
 	conn_arm(c->hello_ev, srv->core.config.limits.hello_timeout_ms, c);
 	conn_update_events(c);

@@ -21,6 +21,7 @@
 
 #include <event2/event.h>
 
+#include "daemon/charge.h"
 #include "daemon/client.h"
 #include "daemon/ctx.h"
 #include "daemon/dm.h"
@@ -421,7 +422,7 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
 	dm_state(core)->n++;
 	dctx_obj_hold(x);
-	x->dev->dm_reserved += dm->length;
+	charge_add_u64(&x->dev->dm_reserved, dm->length, "reserved DM bytes");
 	ret = domain_charge_dm(dm->domain, dm->uid, m->charged);
 	if (ret < 0) {
 		ret = restore_fail(rs, ret, "out of memory");

@@ -890,7 +890,7 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 		dm->owner = c->user;
 		user_charge_dm_persistent(dm->owner, rounded);
 	}
-	x->dev->dm_reserved += rounded;
+	charge_add_u64(&x->dev->dm_reserved, rounded, "reserved DM bytes");
 	dctx_obj_hold(x);
 	TAILQ_INIT(&dm->mrs);
 	TAILQ_INSERT_TAIL(&dm_state(core)->dms, dm, link);
@@ -1062,7 +1062,8 @@ unsigned int dm_ctx_force(struct core *core, struct dctx *x,
 		 * device's close lets go of the struct ibv_dm and its
 		 * mapping (ibv_free_dm() would answer EBUSY again), and the
 		 * kernel frees the DM with the context. */
-		x->dm_bytes_left += dm->length;
+		charge_add_u64(&x->dm_bytes_left, dm->length,
+			       "DM bytes left to a context");
 		restart_ctx_saved(core, x);
 		dm->length = 0;
 		dm_forget(core, dm);

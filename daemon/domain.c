@@ -429,7 +429,7 @@ int domain_charge_dm(struct domain *d, uid_t uid, uint64_t bytes)
 			u->uid = uid;
 			TAILQ_INSERT_TAIL(&pool->usages, u, link);
 		}
-		u->dm_bytes += bytes;
+		charge_add_u64(&u->dm_bytes, bytes, "a member's dm_bytes");
 	}
 	charge_add(pool, CHARGE_DM_BYTES, bytes);
 	return 0;

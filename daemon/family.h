@@ -77,7 +77,14 @@ struct family {
 	const struct family_request *requests;
 	/* The objects the family watches, by kind (NULL: none): several
 	 * families may watch one kind; the registry calls each in order,
-	 * with core->family_state[id] as the hooks' data. */
+	 * with core->family_state[id] as the hooks' data.
+	 * These are also the hooks of an owner's confirmed death: the
+	 * cleanup calls them on each record of the dead owner, in the
+	 * order of obj_cleanup_order. A family that must hear of a death
+	 * keeps a record for it (the DM family's claim on a DM whose
+	 * allocator let go of its last import), so that it hears in that
+	 * order: a per-owner hook would run before the MRs on a DM went,
+	 * and for an owner with no records there is no watch to fire. */
 	const struct obj_family *obj_hooks[OBJ_KIND_COUNT];
 	/* Restart (issue 25; the contract is restart.h's): at start,
 	 * after the registry came back, re-adopt the family's records and

@@ -485,8 +485,8 @@ static void render_broker(struct mtext *mt, struct server *srv,
 		  reg->cleanups.count, reg->cleanups.usec / 1000000,
 		  reg->cleanups.usec % 1000000, reg->cleanups.count);
 	mt_family(mt, "rdmabroker_charge_underflows_total", "counter",
-		  "Quota charges given back beyond what they held: bugs, "
-		  "logged.");
+		  "Quota charges given back beyond what they held, or "
+		  "counts that wrapped: bugs, logged.");
 	mt_printf(mt, "rdmabroker_charge_underflows_total %lu\n",
 		  charge_underflows());
 }

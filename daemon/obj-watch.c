@@ -22,6 +22,7 @@
 
 #include <event2/event.h>
 
+#include "daemon/charge.h"
 #include "daemon/client.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
@@ -80,8 +81,8 @@ static void obj_watch_take_pidfd(struct obj_watch *w, struct user *u,
 {
 	w->pidfd = pidfd;
 	w->user = user_ref(u);
-	u->watches++;
-	w->reg->n_watch_pidfds++;
+	user_charge_watch(u);
+	charge_add_uint(&w->reg->n_watch_pidfds, 1, "the broker's watches");
 }
 
 static void obj_watch_free(struct obj_watch *w)
@@ -92,8 +93,9 @@ static void obj_watch_free(struct obj_watch *w)
 	if (w->pidfd >= 0)
 		close(w->pidfd);
 	if (w->user) {
-		w->user->watches--;
-		w->reg->n_watch_pidfds--;
+		user_uncharge_watch(w->user);
+		charge_sub_uint(&w->reg->n_watch_pidfds, 1, "process watches",
+				"the broker");
 		user_unref(w->reg->core, w->user);
 	}
 	free(w);

@@ -11,6 +11,7 @@
 
 #include <event2/event.h>
 
+#include "daemon/charge.h"
 #include "daemon/client.h"
 #include "daemon/ctx.h"
 #include "daemon/domain.h"
@@ -315,7 +316,7 @@ void objects_drop_intent(struct obj *o)
 {
 	struct dctx *x = o->ctx;
 
-	x->unaccounted++;
+	charge_add_uint(&x->unaccounted, 1, "a context's unaccounted objects");
 	obj_unlink(o);
 	restart_ctx_saved(x->core, x);
 }
@@ -332,7 +333,8 @@ static void ctx_let_go_owner(struct dctx *x, struct obj_owner *ow)
 			if (o->ctx != x || o->family_owned ||
 			    objects_hook_destroys(ow->reg, o))
 				continue;
-			x->unaccounted++;
+			charge_add_uint(&x->unaccounted, 1,
+					"a context's unaccounted objects");
 			obj_unlink(o);
 		}
 	}
@@ -365,7 +367,8 @@ void objects_ctx_let_go(struct core *core, struct dctx *x,
 		    objects_hook_destroys(reg, o))
 			continue;
 		ow = o->owner;
-		x->unaccounted++;
+		charge_add_uint(&x->unaccounted, 1,
+				"a context's unaccounted objects");
 		obj_unlink(o);
 		objects_owner_put(ow);
 	}

@@ -283,7 +283,8 @@ void restart_ctx_books(struct core *core, struct dctx *x,
 	charge_add(d, CHARGE_OBJECTS, x->unaccounted);
 	x->dm_bytes_left = m->dm_bytes_left;
 	charge_add(d, CHARGE_DM_BYTES, x->dm_bytes_left);
-	x->dev->dm_reserved += x->dm_bytes_left;
+	charge_add_u64(&x->dev->dm_reserved, x->dm_bytes_left,
+		       "reserved DM bytes");
 	x->dead_imports = m->dead_imports;
 	/* Adopted, the context's internal objects are not all the
 	 * broker's (unaccounted_ctx_opened() counted every one). */

@@ -54,28 +54,39 @@ static const char *user_whose(const struct user *u, char *buf,
 	return buf;
 }
 
+/* Give back @n of @u's count @held: whose it is written only for an
+ * underflow's log line, not on every uncharge. */
+static void user_sub(const struct user *u, unsigned int *held,
+		     unsigned int n, const char *what)
+{
+	char whose[24] = "";
+
+	if (n > *held)
+		user_whose(u, whose, sizeof(whose));
+	charge_sub_uint(held, n, what, whose);
+}
+
+void user_charge_conn(struct user *u)
+{
+	charge_add_uint(&u->n_conns, 1, "a uid's connections");
+}
+
 void user_uncharge_conn(struct user *u)
 {
-	char whose[24];
-
-	charge_sub_uint(&u->n_conns, 1, "connections",
-			user_whose(u, whose, sizeof(whose)));
+	user_sub(u, &u->n_conns, 1, "connections");
 }
 
 int user_charge_private_ctx(struct core *core, struct user *u)
 {
 	if (u->private_ctxs >= core->config.limits.private_contexts_per_uid)
 		return -EDQUOT;
-	u->private_ctxs++;
+	charge_add_uint(&u->private_ctxs, 1, "a uid's private contexts");
 	return 0;
 }
 
 void user_uncharge_private_ctx(struct user *u)
 {
-	char whose[24];
-
-	charge_sub_uint(&u->private_ctxs, 1, "private contexts",
-			user_whose(u, whose, sizeof(whose)));
+	user_sub(u, &u->private_ctxs, 1, "private contexts");
 }
 
 int user_charge_dm_page(struct core *core, struct user *u, bool exempt)
@@ -83,23 +94,21 @@ int user_charge_dm_page(struct core *core, struct user *u, bool exempt)
 	if (!exempt &&
 	    u->dm_pages >= core->config.limits.connections_per_uid)
 		return -EDQUOT;
-	u->dm_pages++;
+	charge_add_uint(&u->dm_pages, 1, "a uid's DM pages");
 	return 0;
 }
 
 void user_uncharge_dm_page(struct user *u)
 {
-	char whose[24];
-
-	charge_sub_uint(&u->dm_pages, 1, "DM pages",
-			user_whose(u, whose, sizeof(whose)));
+	user_sub(u, &u->dm_pages, 1, "DM pages");
 }
 
 void user_charge_dm_persistent(struct user *u, uint64_t bytes)
 {
 	user_ref(u);
-	u->dm_persistent++;
-	u->dm_persistent_bytes += bytes;
+	charge_add_uint(&u->dm_persistent, 1, "a uid's persistent DMs");
+	charge_add_u64(&u->dm_persistent_bytes, bytes,
+		       "a uid's persistent DM bytes");
 }
 
 void user_uncharge_dm_persistent(struct core *core, struct user *u,
@@ -112,6 +121,24 @@ void user_uncharge_dm_persistent(struct core *core, struct user *u,
 	charge_sub_u64(&u->dm_persistent_bytes, bytes, "persistent DM bytes",
 		       whose);
 	user_unref(core, u);
+}
+
+void user_pin_fds(struct user *u, unsigned int n, bool pin)
+{
+	if (pin)
+		charge_add_uint(&u->pinned_fds, n, "a uid's unread descriptors");
+	else
+		user_sub(u, &u->pinned_fds, n, "unread descriptors");
+}
+
+void user_charge_watch(struct user *u)
+{
+	charge_add_uint(&u->watches, 1, "a uid's process watches");
+}
+
+void user_uncharge_watch(struct user *u)
+{
+	user_sub(u, &u->watches, 1, "process watches");
 }
 
 bool user_fds_full(const struct core *core, const struct user *u)

@@ -64,8 +64,17 @@ void user_uncharge_dm_page(struct user *u);
 /* A persistent DM of @bytes allocated by @u: a reference, uncharged by
  * user_uncharge_dm_persistent() (which may free @u). */
 void user_charge_dm_persistent(struct user *u, uint64_t bytes);
-/* One of @u's connections ended (n_conns, connections_per_uid). */
+/* One of @u's connections began, or ended (n_conns, checked against
+ * connections_per_uid by server_admit()). */
+void user_charge_conn(struct user *u);
 void user_uncharge_conn(struct user *u);
+/* @n descriptors sent to one of @u's connections and not read yet
+ * (@pin), or read now (queued_fds_per_uid: user_fds_full()). */
+void user_pin_fds(struct user *u, unsigned int n, bool pin);
+/* A pidfd watching a process of @u's for detached owners
+ * (obj-watch.c), or its end. */
+void user_charge_watch(struct user *u);
+void user_uncharge_watch(struct user *u);
 void user_uncharge_dm_persistent(struct core *core, struct user *u,
 				 uint64_t bytes);
 

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -343,7 +344,11 @@ static void assert_charges_zero(void)
 		ck_assert_uint_eq(u->dm_pages, 0);
 		ck_assert_uint_eq(u->dm_persistent, 0);
 		ck_assert_uint_eq(u->dm_persistent_bytes, 0);
+		ck_assert_uint_eq(u->pinned_fds, 0);
+		ck_assert_uint_eq(u->watches, 0);
 	}
+	ck_assert_uint_eq(sl_srv.n_conns, 0);
+	ck_assert_uint_eq(sl_srv.core.registry->n_watch_pidfds, 0);
 	ck_assert_uint_eq(charge_underflows(), 0);
 	ck_assert_int_eq(sl_log_count("BUG: charge"), 0);
 }
@@ -352,6 +357,10 @@ static void assert_charges_zero(void)
  * the storm proves nothing of it. */
 static bool charged[CHARGE_QUOTA_COUNT];
 static bool persistent_charged;
+static const char *const uid_counts[4] = {
+	"unread descriptors", "process watches", "private contexts", "DM pages",
+};
+static bool uid_charged[4];
 
 static void note_charged(void)
 {
@@ -362,9 +371,18 @@ static void note_charged(void)
 		for (int q = 0; q < CHARGE_QUOTA_COUNT; q++)
 			if (charge_used(d, q))
 				charged[q] = true;
-	TAILQ_FOREACH(u, &sl_srv.core.users, link)
+	TAILQ_FOREACH(u, &sl_srv.core.users, link) {
 		if (u->dm_persistent)
 			persistent_charged = true;
+		if (u->pinned_fds)
+			uid_charged[0] = true;
+		if (u->watches)
+			uid_charged[1] = true;
+		if (u->private_ctxs)
+			uid_charged[2] = true;
+		if (u->dm_pages)
+			uid_charged[3] = true;
+	}
 }
 
 static void storm(uint64_t seed, unsigned long steps)
@@ -435,6 +453,9 @@ START_TEST(test_storm_charges_zero)
 			      charge_quota_name(q));
 	ck_assert_msg(persistent_charged,
 		      "the storm never charged a uid's persistent DMs");
+	for (int k = 0; k < 4; k++)
+		ck_assert_msg(uid_charged[k], "the storm never charged a uid's %s",
+			      uid_counts[k]);
 }
 END_TEST
 
@@ -462,6 +483,49 @@ START_TEST(test_underflow_seen)
 	ck_assert_int_eq(sl_log_count("BUG: charge underflow: rss_tables"),
 			 1);
 	charge_add(d, CHARGE_RSS_TABLES, 1);
+	sl_stop();
+}
+END_TEST
+
+/* The counts outside a domain (a uid's, the broker's) are checked as the
+ * domain's are: one given back beyond what it holds, or one that wraps,
+ * is a bug logged and counted, the count left as the arithmetic leaves
+ * it. */
+START_TEST(test_outside_counts_checked)
+{
+	struct user *u;
+	unsigned long before;
+	uint64_t big = UINT64_MAX;
+
+	sl_start(NULL);
+	sl_client(0, NULL, false);
+	u = sl_conns[0]->cl.user;
+	before = charge_underflows();
+	user_charge_watch(u);
+	user_uncharge_watch(u);
+	ck_assert_uint_eq(charge_underflows(), before);
+	user_uncharge_watch(u);
+	ck_assert_uint_eq(charge_underflows(), before + 1);
+	ck_assert_uint_eq(u->watches, UINT_MAX);
+	ck_assert_int_eq(sl_log_count("BUG: charge underflow: process "
+				      "watches"),
+			 1);
+	user_charge_watch(u);
+	ck_assert_uint_eq(charge_underflows(), before + 2);
+	ck_assert_uint_eq(u->watches, 0);
+	ck_assert_int_eq(sl_log_count("BUG: charge overflow: a uid's process "
+				      "watches"),
+			 1);
+
+	user_pin_fds(u, 2, false);
+	ck_assert_uint_eq(charge_underflows(), before + 3);
+	ck_assert_int_eq(sl_log_count("BUG: charge underflow: unread "
+				      "descriptors"),
+			 1);
+	u->pinned_fds = 0;
+	charge_add_u64(&big, 1, "a test's count");
+	ck_assert_uint_eq(charge_underflows(), before + 4);
+	ck_assert_uint_eq(big, 0);
 	sl_stop();
 }
 END_TEST
@@ -534,6 +598,7 @@ static Suite *charges_suite(void)
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, test_storm_charges_zero);
 	tcase_add_test(tc, test_underflow_seen);
+	tcase_add_test(tc, test_outside_counts_checked);
 	tcase_add_test(tc, test_room_names_limit);
 	suite_add_tcase(s, tc);
 	return s;
