@@ -19,6 +19,7 @@
  *
  * Prints one line per figure and "restart-bench: ... PASS|FAIL"; exits 1
  * on a FAIL only with --strict (times on shared machines are noisy).
+ * --keep leaves the daemons' logs in the directory it names.
  */
 #include "config.h"
 
@@ -47,7 +48,7 @@
 struct opts {
 	const char *daemon;
 	unsigned int clients, objects, dms, pings, opens, turns;
-	int strict;
+	int strict, keep;
 };
 
 static char dir[128];
@@ -419,6 +420,7 @@ int main(int argc, char **argv)
 		{ "opens", required_argument, NULL, 'O' },
 		{ "turns", required_argument, NULL, 't' },
 		{ "strict", no_argument, NULL, 's' },
+		{ "keep", no_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
 	struct opts o = { .clients = 1000, .objects = 100000, .dms = 256,
@@ -437,11 +439,12 @@ int main(int argc, char **argv)
 		case 'O': o.opens = (unsigned int)atoi(optarg); break;
 		case 't': o.turns = (unsigned int)atoi(optarg); break;
 		case 's': o.strict = 1; break;
+		case 'k': o.keep = 1; break;
 		default:
 			fprintf(stderr, "usage: rdmab-restart-bench --daemon "
 					"PATH [--clients N] [--objects N] "
 					"[--dms N] [--pings N] [--opens N] "
-					"[--turns N] [--strict]\n");
+					"[--turns N] [--strict] [--keep]\n");
 			return 2;
 		}
 	}
@@ -469,10 +472,12 @@ int main(int argc, char **argv)
 	ret = journal_cost(&o, conf, &p1);
 	if (ret == 0)
 		ret = restore_time(&o, conf, &p2);
-	if (ret < 0) {
+	if (ret < 0 || o.keep) {
 		printf("restart-bench: logs in %s\n", dir);
-		return 1;
+		if (ret < 0)
+			return 1;
+	} else {
+		nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	}
-	nftw(dir, rm_one, 16, FTW_DEPTH | FTW_PHYS);
 	return o.strict && !(p1 && p2) ? 1 : 0;
 }
