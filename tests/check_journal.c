@@ -379,6 +379,41 @@ START_TEST(test_inflight)
 }
 END_TEST
 
+static uint64_t seen_sum;
+
+static void sum_one(void *arg, uint64_t conn_id, uint64_t serial)
+{
+	(void)arg;
+	ck_assert_uint_eq(serial, conn_id * 3);
+	seen_sum += conn_id;
+	seen++;
+}
+
+/* A table of more slots than a scan reads at once, and not a whole number
+ * of its blocks: every slot is seen once, the last block's too. */
+START_TEST(test_inflight_blocks)
+{
+	const uint32_t n = 2500;
+	struct inflight *t;
+	uint64_t want = 0;
+
+	ck_assert_int_eq(inflight_create(n, &t), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		int slot = inflight_take(t, i + 1);
+
+		ck_assert_int_ge(slot, 0);
+		inflight_read(t, slot, (i + 1) * 3);
+		want += i + 1;
+	}
+	seen = 0;
+	seen_sum = 0;
+	ck_assert_int_eq(inflight_scan(inflight_fd(t), sum_one, NULL), 0);
+	ck_assert_uint_eq(seen, n);
+	ck_assert_uint_eq(seen_sum, want);
+	inflight_free(t);
+}
+END_TEST
+
 static Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
@@ -394,6 +429,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_hold_encoding);
 	tcase_add_test(tc, test_fdstore_names);
 	tcase_add_test(tc, test_inflight);
+	tcase_add_test(tc, test_inflight_blocks);
 	suite_add_tcase(s, tc);
 	return s;
 }
