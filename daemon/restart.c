@@ -328,6 +328,17 @@ void restart_obj_made(struct core *core, const struct obj *o,
 		obj_put(core, o, spec, attr);
 }
 
+void restart_obj_packed(struct core *core, const struct obj *o,
+			const uint8_t *data, size_t len)
+{
+	if (!restart_journal(core))
+		return;
+	restart_after_write(core, journal_put_packed(core->restart->j,
+						     JOURNAL_OBJECT, o->id,
+						     data, len));
+	restart_ids_check(core);
+}
+
 void restart_obj_gone(struct core *core, const struct obj *o)
 {
 	if (restart_journal(core))

@@ -105,6 +105,10 @@ struct Rdmab__ObjAttr;
 void restart_obj_made(struct core *core, const struct obj *o,
 		      const struct obj_spec *spec,
 		      const struct Rdmab__ObjAttr *attr);
+/* A restore adopted @o as its record (@len bytes at @data, a packed
+ * StateObject) says: that record, as it is. */
+void restart_obj_packed(struct core *core, const struct obj *o,
+			const uint8_t *data, size_t len);
 /* The id spaces passed their saved mark: save them further on. */
 void restart_ids_check(struct core *core);
 

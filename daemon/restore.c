@@ -44,11 +44,85 @@ static uint64_t now_usec(void)
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
 }
 
+/* Where a restore's time goes (logged at info): each phase's time since
+ * the last one ended. */
+enum restore_phase_id {
+	RESTORE_CHECK,
+	RESTORE_REQUESTS,
+	RESTORE_SESSIONS,
+	RESTORE_OBJECTS,
+	RESTORE_FAMILIES,
+	RESTORE_TELL,
+	RESTORE_STORE,
+	RESTORE_PHASES,
+};
+
+struct restore_phases {
+	uint64_t at, t[RESTORE_PHASES];
+};
+
+static void restore_phase(struct restore_phases *ph, enum restore_phase_id p)
+{
+	uint64_t now = now_usec();
+
+	ph->t[p] += now - ph->at;
+	ph->at = now;
+}
+
 /* --- the check before anything is adopted -------------------------------- */
+
+/* An object record, unpacked once by the check and kept for the restore:
+ * its bytes too, which the new journal takes as they are when the object
+ * comes back as its record says. */
+struct robj {
+	uint64_t id;
+	unsigned int rank;
+	Rdmab__State__Object *m;
+	const uint8_t *data;
+	size_t len;
+};
+
+struct robjs {
+	struct robj *v;
+	size_t n, cap;
+	unsigned int rank_of[OBJ_KIND_COUNT];
+};
+
+static void robjs_free(struct robjs *ro)
+{
+	for (size_t i = 0; i < ro->n; i++)
+		rdmab__state__object__free_unpacked(ro->v[i].m, NULL);
+	free(ro->v);
+	ro->v = NULL;
+	ro->n = ro->cap = 0;
+}
+
+/* The check's walk: @keep, when set, takes the objects unpacked. */
+struct rcheck {
+	struct restore *rs;
+	struct robjs *keep;
+};
+
+static int robj_keep(struct robjs *ro, const struct journal_rec *r,
+		     Rdmab__State__Object *m)
+{
+	if (ro->n == ro->cap) {
+		size_t cap = ro->cap ? ro->cap * 2 : 256;
+		struct robj *p = realloc(ro->v, cap * sizeof(*p));
+
+		if (!p)
+			return -ENOMEM;
+		ro->v = p;
+		ro->cap = cap;
+	}
+	ro->v[ro->n++] = (struct robj){ .id = r->key, .m = m,
+					.data = r->data, .len = r->len };
+	return 0;
+}
 
 static int check_one(void *arg, const struct journal_rec *r)
 {
-	struct restore *rs = arg;
+	struct rcheck *ck = arg;
 	const ProtobufCMessageDescriptor *d;
 	ProtobufCMessage *m;
 
@@ -73,23 +147,33 @@ static int check_one(void *arg, const struct journal_rec *r)
 	}
 	m = protobuf_c_message_unpack(d, NULL, r->len, r->data);
 	if (!m)
-		return restore_fail(rs, -EBADMSG,
+		return restore_fail(ck->rs, -EBADMSG,
 				    "record %u/%" PRIu64 " does not unpack "
 				    "as a %s",
 				    r->kind, r->key, d->short_name);
+	/* The objects are most of a state: unpacked once, here. */
+	if (r->kind == JOURNAL_OBJECT && ck->keep) {
+		if (robj_keep(ck->keep, r, (Rdmab__State__Object *)m) == 0)
+			return 0;
+		protobuf_c_message_free_unpacked(m, NULL);
+		return restore_fail(ck->rs, -ENOMEM, "out of memory");
+	}
 	protobuf_c_message_free_unpacked(m, NULL);
 	return 0;
 }
 
-static int restore_check(struct restore *rs)
+/* Every record the registry reads unpacks; @keep (or NULL) gets the
+ * objects, in id order. */
+static int restore_check(struct restore *rs, struct robjs *keep)
 {
 	static const uint32_t kinds[] = { JOURNAL_COUNTERS, JOURNAL_CONTEXT,
 					  JOURNAL_SESSION, JOURNAL_OBJECT,
 					  JOURNAL_SESSION_HOLD };
+	struct rcheck ck = { .rs = rs, .keep = keep };
 	int ret;
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		ret = journal_each(rs->view, kinds[i], check_one, rs);
+		ret = journal_each(rs->view, kinds[i], check_one, &ck);
 		if (ret < 0)
 			return ret;
 	}
@@ -100,7 +184,7 @@ int restart_state_check(const struct journal_view *v, char *why,
 			size_t why_len)
 {
 	struct restore rs = { .view = v };
-	int ret = restore_check(&rs);
+	int ret = restore_check(&rs, NULL);
 
 	if (ret < 0)
 		snprintf(why, why_len, "%s", rs.why);
@@ -471,47 +555,6 @@ out:
 
 /* --- the registry's objects --------------------------------------------- */
 
-struct robj {
-	uint64_t id;
-	unsigned int rank;
-	Rdmab__State__Object *m;
-};
-
-struct robjs {
-	struct robj *v;
-	size_t n, cap;
-	unsigned int rank_of[OBJ_KIND_COUNT];
-};
-
-static int robj_collect(void *arg, const struct journal_rec *r)
-{
-	struct robjs *ro = arg;
-	Rdmab__State__Object *m;
-
-	m = rdmab__state__object__unpack(NULL, r->len, r->data);
-	if (!m || m->kind == IBC_OBJ_NONE || m->kind >= OBJ_KIND_COUNT) {
-		if (m)
-			rdmab__state__object__free_unpacked(m, NULL);
-		log_warn("object %" PRIu64 ": its record does not unpack, "
-			 "not adopted",
-			 r->key);
-		return 0;
-	}
-	if (ro->n == ro->cap) {
-		size_t cap = ro->cap ? ro->cap * 2 : 256;
-		struct robj *p = realloc(ro->v, cap * sizeof(*p));
-
-		if (!p) {
-			rdmab__state__object__free_unpacked(m, NULL);
-			return -ENOMEM;
-		}
-		ro->v = p;
-		ro->cap = cap;
-	}
-	ro->v[ro->n++] = (struct robj){ r->key, ro->rank_of[m->kind], m };
-	return 0;
-}
-
 /* What an object uses first: the cleanup's order backwards. */
 static int robj_cmp(const void *a, const void *b)
 {
@@ -541,6 +584,21 @@ static int robj_remake(struct dctx *x, const Rdmab__State__Object *m,
 	spec.import = 0;
 	return x->dev->ctx_ops->obj_restore(x->dc, &spec, m->handle, &made,
 					    why);
+}
+
+/* Does @m say what @o is, as restart_obj_made() or restart_obj_saved()
+ * would write it (a record without a spec for what is not made again)?
+ * Then its bytes are the new journal's record as they are: packing 100,000
+ * objects again was a third of a restore. */
+static bool robj_is_record(const struct obj *o, const Rdmab__State__Object *m,
+			   bool remake)
+{
+	return o->owner->client_id == m->owner && o->ctx->id == m->ctx_id &&
+	       o->kind == m->kind && o->handle == m->handle &&
+	       o->intent == m->intent && o->made_here == m->made_here &&
+	       o->window_made == m->window_made && o->stuck == m->stuck &&
+	       o->family_owned == m->family_owned &&
+	       o->born_usec == m->born_usec && remake == (m->soft != NULL);
 }
 
 static void restore_obj(struct rctx *rc, const struct robj *ro)
@@ -588,7 +646,9 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	o->dm_id = m->dm_id;
 	o->xrcd_obj = m->xrcd_obj;
 	o->born_usec = m->born_usec;
-	if (remake && m->soft) {
+	if (robj_is_record(o, m, remake)) {
+		restart_obj_packed(rc->rs->core, o, ro->data, ro->len);
+	} else if (remake && m->soft) {
 		struct obj_spec spec = { .kind = o->kind };
 
 		for (size_t i = 0; i < m->soft->n_uses && i < OBJ_MAX_USES;
@@ -603,26 +663,35 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	rc->rs->adopted_objects++;
 }
 
-static int restore_objects(struct rctx *rc)
+/* The objects the check kept (@ro), what each uses first. */
+static void restore_objects(struct rctx *rc, struct robjs *ro)
 {
-	struct robjs ro = { 0 };
-	int ret;
+	size_t n = 0;
 
 	for (unsigned int i = 0; i < obj_cleanup_kinds; i++)
-		ro.rank_of[obj_cleanup_order[i]] = i + 1;
+		ro->rank_of[obj_cleanup_order[i]] = i + 1;
 	/* qsort() of nothing must not be given NULL (UBSan). */
 	if (rc->n)
 		qsort(rc->conns, rc->n, sizeof(*rc->conns), conn_cmp);
-	ret = journal_each(rc->rs->view, JOURNAL_OBJECT, robj_collect, &ro);
-	if (ret == 0 && ro.n) {
-		qsort(ro.v, ro.n, sizeof(*ro.v), robj_cmp);
-		for (size_t i = 0; i < ro.n; i++)
-			restore_obj(rc, &ro.v[i]);
+	for (size_t i = 0; i < ro->n; i++) {
+		struct robj *r = &ro->v[i];
+
+		if (r->m->kind == IBC_OBJ_NONE ||
+		    r->m->kind >= OBJ_KIND_COUNT) {
+			log_warn("object %" PRIu64 ": its record names no "
+				 "kind, not adopted",
+				 r->id);
+			rdmab__state__object__free_unpacked(r->m, NULL);
+			continue;
+		}
+		r->rank = ro->rank_of[r->m->kind];
+		ro->v[n++] = *r;
 	}
-	for (size_t i = 0; i < ro.n; i++)
-		rdmab__state__object__free_unpacked(ro.v[i].m, NULL);
-	free(ro.v);
-	return ret;
+	ro->n = n;
+	if (ro->n)
+		qsort(ro->v, ro->n, sizeof(*ro->v), robj_cmp);
+	for (size_t i = 0; i < ro->n; i++)
+		restore_obj(rc, &ro->v[i]);
 }
 
 /* Each adopted session learns the new generation (a best effort, as
@@ -699,8 +768,10 @@ int restart_restore(struct server *srv)
 {
 	struct restart *r = srv->core.restart;
 	struct restore rs = { 0 };
+	struct robjs ro = { 0 };
 	char name[FDSTORE_NAME_MAX + 1];
 	uint64_t start = now_usec();
+	struct restore_phases ph = { .at = start };
 	unsigned int closed;
 	int ret = 0, fd;
 
@@ -711,7 +782,8 @@ int restart_restore(struct server *srv)
 	rs.store = r->store;
 	r->generation = 1;
 	if (r->view) {
-		ret = restore_check(&rs);
+		ret = restore_check(&rs, &ro);
+		restore_phase(&ph, RESTORE_CHECK);
 		if (ret == 0)
 			ret = restore_counters(&rs);
 		if (ret < 0) {
@@ -730,14 +802,18 @@ int restart_restore(struct server *srv)
 						   restart_first_name,
 						   name) == 1)
 				pending_scan(&rc, name, -1);
+			restore_phase(&ph, RESTORE_REQUESTS);
 			ret = restore_holds(&rc);
 			if (ret == 0)
 				journal_each(r->view, JOURNAL_SESSION,
 					     restore_session, &rc);
+			restore_phase(&ph, RESTORE_SESSIONS);
 			if (ret == 0)
-				ret = restore_objects(&rc);
+				restore_objects(&rc, &ro);
+			restore_phase(&ph, RESTORE_OBJECTS);
 			if (ret == 0)
 				ret = restore_families(&rs);
+			restore_phase(&ph, RESTORE_FAMILIES);
 			if (ret == 0)
 				restore_tell(&rc);
 			if (ret < 0) {
@@ -754,6 +830,8 @@ int restart_restore(struct server *srv)
 			free(rc.reqs);
 			free(rc.holds);
 		}
+		robjs_free(&ro);
+		restore_phase(&ph, RESTORE_TELL);
 	}
 	ret = restart_counters_save(&srv->core);
 	if (ret < 0)
@@ -785,13 +863,22 @@ int restart_restore(struct server *srv)
 			    "session");
 	closed = fdstore_close_untaken(r->store);
 	journal_view_free(r->view);
+	restore_phase(&ph, RESTORE_STORE);
 	r->view = NULL;
 	r->last_restore_usec = now_usec() - start;
 	r->adopted_sessions = rs.adopted_sessions;
 	r->adopted_contexts = rs.adopted_contexts;
 	r->adopted_objects = rs.adopted_objects;
 	r->adopted_fds = rs.adopted_fds;
-	if (rs.view && !*r->refused)
+	if (rs.view && !*r->refused) {
+		log_info("restore's phases, in us: check %" PRIu64
+			 ", requests %" PRIu64 ", sessions %" PRIu64
+			 ", objects %" PRIu64 ", families %" PRIu64
+			 ", tell %" PRIu64 ", store %" PRIu64,
+			 ph.t[RESTORE_CHECK], ph.t[RESTORE_REQUESTS],
+			 ph.t[RESTORE_SESSIONS], ph.t[RESTORE_OBJECTS],
+			 ph.t[RESTORE_FAMILIES], ph.t[RESTORE_TELL],
+			 ph.t[RESTORE_STORE]);
 		log_notice("restart %" PRIu64 ": generation %" PRIu64
 			   " restored in %" PRIu64 " us: %" PRIu64
 			   " sessions, %" PRIu64 " contexts, %" PRIu64
@@ -800,5 +887,6 @@ int restart_restore(struct server *srv)
 			   r->restarts, r->generation, r->last_restore_usec,
 			   rs.adopted_sessions, rs.adopted_contexts,
 			   rs.adopted_objects, rs.adopted_fds, closed);
+	}
 	return restart_counters_save(&srv->core);
 }
