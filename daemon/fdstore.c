@@ -30,6 +30,11 @@ struct fdstore {
 	/* Passed at start under our names: owned until taken. */
 	struct fdstore_ent *passed;
 	unsigned int n_passed;
+	/* The passed ones by name: open addressing, index + 1 (0: empty),
+	 * linear probing, so that a name's entries are met in the order
+	 * they were passed. A restore takes thousands. */
+	uint32_t *by_name;
+	size_t by_name_cap;
 	/* systemd keeps what is put: tell it (else the table alone). */
 	bool notify;
 };
@@ -47,6 +52,35 @@ static bool name_ok(const char *name)
 		      *p == '_'))
 			return false;
 	return true;
+}
+
+static size_t name_hash(const char *name, size_t cap)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (const char *p = name; *p; p++)
+		h = (h ^ (uint8_t)*p) * 0x100000001b3ull;
+	return (size_t)(h ^ h >> 32) & (cap - 1);
+}
+
+static int passed_index(struct fdstore *s)
+{
+	size_t cap = 16;
+
+	while (cap < (size_t)s->n_passed * 2)
+		cap *= 2;
+	s->by_name = calloc(cap, sizeof(*s->by_name));
+	if (!s->by_name)
+		return -ENOMEM;
+	s->by_name_cap = cap;
+	for (unsigned int i = 0; i < s->n_passed; i++) {
+		size_t h = name_hash(s->passed[i].name, cap);
+
+		while (s->by_name[h])
+			h = (h + 1) & (cap - 1);
+		s->by_name[h] = i + 1;
+	}
+	return 0;
 }
 
 int fdstore_open(unsigned int max, bool notify, struct fdstore **ret)
@@ -93,6 +127,8 @@ int fdstore_open(unsigned int max, bool notify, struct fdstore **ret)
 			free(names[i]);
 		free(names);
 	}
+	if (!ret_err)
+		ret_err = passed_index(s);
 	if (ret_err) {
 		fdstore_free(s);
 		return ret_err;
@@ -107,6 +143,7 @@ void fdstore_free(struct fdstore *s)
 		return;
 	fdstore_close_untaken(s);
 	free(s->passed);
+	free(s->by_name);
 	free(s->kept);
 	free(s);
 }
@@ -124,17 +161,28 @@ unsigned int fdstore_n_passed(const struct fdstore *s)
 	return s->n_passed;
 }
 
-static struct fdstore_ent *passed_find(struct fdstore *s, const char *name)
+/* The first passed entry named @name that is @taken (and, when taken,
+ * is @fd, or any still held for -2), or NULL. */
+static struct fdstore_ent *passed_find(const struct fdstore *s,
+				       const char *name, bool taken, int fd)
 {
-	for (unsigned int i = 0; i < s->n_passed; i++)
-		if (!s->passed[i].taken && strcmp(s->passed[i].name, name) == 0)
-			return &s->passed[i];
+	if (!s->n_passed)
+		return NULL;
+	for (size_t h = name_hash(name, s->by_name_cap); s->by_name[h];
+	     h = (h + 1) & (s->by_name_cap - 1)) {
+		struct fdstore_ent *e = &s->passed[s->by_name[h] - 1];
+
+		if (e->taken == taken &&
+		    (!taken || e->fd == fd || (fd == -2 && e->fd >= 0)) &&
+		    strcmp(e->name, name) == 0)
+			return e;
+	}
 	return NULL;
 }
 
 int fdstore_take(struct fdstore *s, const char *name, int *ret_fd)
 {
-	struct fdstore_ent *e = passed_find(s, name);
+	struct fdstore_ent *e = passed_find(s, name, false, -1);
 
 	if (!e)
 		return -ENOENT;
@@ -207,8 +255,11 @@ int fdstore_put(struct fdstore *s, const char *name, int fd)
 		return -ENOSPC;
 	/* FDPOLL=0: systemd would drop a client's socket on POLLHUP
 	 * itself; the daemon removes what it closes, and a restore finds a
-	 * hung-up socket as the session's end. */
-	if (s->notify) {
+	 * hung-up socket as the session's end. A descriptor taken at start
+	 * and kept again under its name is systemd's already: telling it
+	 * again only makes it find the duplicate (a message and a walk of
+	 * its store per session, most of a restore's sessions). */
+	if (s->notify && !passed_find(s, name, true, fd)) {
 		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s\nFDPOLL=0",
 			 name);
 		ret = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
@@ -234,6 +285,10 @@ void fdstore_remove(struct fdstore *s, const char *name)
 		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
 		(void)sd_pid_notify(0, 0, msg);
 	}
+	/* systemd holds none under @name now: a later put of the same
+	 * number (reused) is a new file to tell it of. */
+	while ((e = passed_find(s, name, true, -2)))
+		e->fd = -1;
 	e = kept_find(s, name);
 	if (!e)
 		return;

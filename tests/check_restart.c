@@ -169,6 +169,25 @@ START_TEST(whole_state_keeps_the_session)
 }
 END_TEST
 
+/* A restore keeps again what it took from the store: systemd holds those
+ * already, so it is told nothing (no duplicate to find, per session),
+ * and still holds them for the next restart. */
+START_TEST(restore_tells_systemd_nothing_it_holds)
+{
+	struct fakesd_stats st;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(kill_and_restart(&g), 0);
+		fakesd_stats(g.sd, &st);
+		ck_assert_uint_eq(st.dups, 0);
+		ck_assert_uint_eq(st.refused, 0);
+	}
+	rig_free(&g);
+}
+END_TEST
+
 /* Bytes of the state overwritten at seeded offsets past its first 64:
  * each run a clean start whose reason is logged, or (a byte the reader
  * does not look at, past the last record) the session kept; never a
@@ -394,6 +413,7 @@ static Suite *restart_suite(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, whole_state_keeps_the_session);
+	tcase_add_test(tc, restore_tells_systemd_nothing_it_holds);
 	tcase_add_loop_test(tc, corrupt_state_starts_clean, 0, 6);
 	tcase_add_test(tc, truncated_state_starts_clean);
 	tcase_add_test(tc, stop_ends_the_sessions);
