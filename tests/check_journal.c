@@ -10,9 +10,15 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon/fdstore.h"
@@ -338,6 +344,88 @@ START_TEST(test_fdstore_names)
 }
 END_TEST
 
+/* The next datagram on @sock, without waiting: its text (fds closed), or
+ * "" when none is there. */
+static const char *notified(int sock)
+{
+	static char buf[256];
+	char ctl[CMSG_SPACE(sizeof(int) * 4)];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) - 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = ctl,
+			     .msg_controllen = sizeof(ctl) };
+	ssize_t n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	buf[n > 0 ? n : 0] = '\0';
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c;
+	     c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_type == SCM_RIGHTS)
+			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) /
+						       sizeof(int);
+			     i++)
+				close(((int *)CMSG_DATA(c))[i]);
+	return buf;
+}
+
+/* The child of test_fdstore_passed_kept: fd 3 is its own to pass. */
+static int passed_kept_child(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char env[64];
+	struct fdstore *s;
+	int sock, mfd, fd;
+
+	sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+		 "rdmab-check-journal-%d", (int)getpid());
+	if (sock < 0 ||
+	    bind(sock, (struct sockaddr *)&sa,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			     strlen(sa.sun_path + 1))) < 0)
+		return 10;
+	snprintf(env, sizeof(env), "@%s", sa.sun_path + 1);
+	setenv("NOTIFY_SOCKET", env, 1);
+	mfd = memfd_create("passed", 0);
+	if (mfd < 0 || dup2(mfd, 3) != 3)
+		return 11;
+	snprintf(env, sizeof(env), "%d", (int)getpid());
+	setenv("LISTEN_PID", env, 1);
+	setenv("LISTEN_FDS", "1", 1);
+	setenv("LISTEN_FDNAMES", "rb.conn.7", 1);
+	if (fdstore_open(8, true, &s) < 0 ||
+	    fdstore_take(s, "rb.conn.7", &fd) < 0 || fd != 3)
+		return 12;
+	/* Kept again as it came: systemd has it, nothing is sent. */
+	if (fdstore_put(s, "rb.conn.7", fd) < 0 || *notified(sock))
+		return 13;
+	fdstore_remove(s, "rb.conn.7");
+	if (!strstr(notified(sock), "FDSTOREREMOVE=1"))
+		return 14;
+	/* Gone from systemd: the same number kept again is sent. */
+	if (fdstore_put(s, "rb.conn.7", fd) < 0 ||
+	    !strstr(notified(sock), "FDSTORE=1"))
+		return 15;
+	fdstore_free(s);
+	return 0;
+}
+
+/* A descriptor passed at start, taken and kept again under its name is
+ * systemd's already (no FDSTORE=1 again); once removed, it is told again.
+ * In a child: the passed descriptor must be fd 3. */
+START_TEST(test_fdstore_passed_kept)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(passed_kept_child());
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the child's step %d failed", WEXITSTATUS(status));
+}
+END_TEST
+
 static uint64_t seen_conn, seen_serial;
 static unsigned int seen;
 
@@ -428,6 +516,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_crc);
 	tcase_add_test(tc, test_hold_encoding);
 	tcase_add_test(tc, test_fdstore_names);
+	tcase_add_test(tc, test_fdstore_passed_kept);
 	tcase_add_test(tc, test_inflight);
 	tcase_add_test(tc, test_inflight_blocks);
 	suite_add_tcase(s, tc);
