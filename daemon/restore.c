@@ -32,6 +32,7 @@
 #include "daemon/restart-int.h"
 #include "daemon/restart.h"
 #include "daemon/restart-srv.h"
+#include "daemon/restore-object.h"
 #include "daemon/server.h"
 #include "proto/wire.h"
 #include "proto/state.pb-c.h"
@@ -71,13 +72,13 @@ static void restore_phase(struct restore_phases *ph, enum restore_phase_id p)
 
 /* --- the check before anything is adopted -------------------------------- */
 
-/* An object record, unpacked once by the check and kept for the restore:
+/* An object record, read once by the check and kept for the restore:
  * its bytes too, which the new journal takes as they are when the object
  * comes back as its record says. */
 struct robj {
 	uint64_t id;
 	unsigned int rank;
-	Rdmab__State__Object *m;
+	struct state_obj m;
 	const uint8_t *data;
 	size_t len;
 };
@@ -90,33 +91,49 @@ struct robjs {
 
 static void robjs_free(struct robjs *ro)
 {
-	for (size_t i = 0; i < ro->n; i++)
-		rdmab__state__object__free_unpacked(ro->v[i].m, NULL);
 	free(ro->v);
 	ro->v = NULL;
 	ro->n = ro->cap = 0;
 }
 
-/* The check's walk: @keep, when set, takes the objects unpacked. */
+/* The check's walk: @keep, when set, takes the objects read. */
 struct rcheck {
 	struct restore *rs;
 	struct robjs *keep;
 };
 
-static int robj_keep(struct robjs *ro, const struct journal_rec *r,
-		     Rdmab__State__Object *m)
+/* An object's record: read (restore-object.h), and kept when asked. */
+static int check_obj(struct rcheck *ck, const struct journal_rec *r)
 {
+	struct robjs *ro = ck->keep;
+	struct state_obj m;
+
+	if (!ro) {
+		if (state_obj_decode(r->data, r->len, &m) < 0)
+			return restore_fail(ck->rs, -EBADMSG,
+					    "record %u/%" PRIu64 " does not "
+					    "unpack as a StateObject",
+					    r->kind, r->key);
+		return 0;
+	}
 	if (ro->n == ro->cap) {
 		size_t cap = ro->cap ? ro->cap * 2 : 256;
 		struct robj *p = realloc(ro->v, cap * sizeof(*p));
 
 		if (!p)
-			return -ENOMEM;
+			return restore_fail(ck->rs, -ENOMEM, "out of memory");
 		ro->v = p;
 		ro->cap = cap;
 	}
-	ro->v[ro->n++] = (struct robj){ .id = r->key, .m = m,
-					.data = r->data, .len = r->len };
+	if (state_obj_decode(r->data, r->len, &ro->v[ro->n].m) < 0)
+		return restore_fail(ck->rs, -EBADMSG,
+				    "record %u/%" PRIu64 " does not unpack "
+				    "as a StateObject",
+				    r->kind, r->key);
+	ro->v[ro->n].id = r->key;
+	ro->v[ro->n].data = r->data;
+	ro->v[ro->n].len = r->len;
+	ro->n++;
 	return 0;
 }
 
@@ -137,8 +154,8 @@ static int check_one(void *arg, const struct journal_rec *r)
 		d = &rdmab__state__session__descriptor;
 		break;
 	case JOURNAL_OBJECT:
-		d = &rdmab__state__object__descriptor;
-		break;
+		/* Most of a state: read by hand, once (restore-object.h). */
+		return check_obj(ck, r);
 	case JOURNAL_SESSION_HOLD:
 		d = &rdmab__state__session_hold__descriptor;
 		break;
@@ -151,13 +168,6 @@ static int check_one(void *arg, const struct journal_rec *r)
 				    "record %u/%" PRIu64 " does not unpack "
 				    "as a %s",
 				    r->kind, r->key, d->short_name);
-	/* The objects are most of a state: unpacked once, here. */
-	if (r->kind == JOURNAL_OBJECT && ck->keep) {
-		if (robj_keep(ck->keep, r, (Rdmab__State__Object *)m) == 0)
-			return 0;
-		protobuf_c_message_free_unpacked(m, NULL);
-		return restore_fail(ck->rs, -ENOMEM, "out of memory");
-	}
 	protobuf_c_message_free_unpacked(m, NULL);
 	return 0;
 }
@@ -562,24 +572,24 @@ static int robj_cmp(const void *a, const void *b)
 
 	if (x->rank != y->rank)
 		return x->rank > y->rank ? -1 : 1;
-	return x->m->handle < y->m->handle ? -1 : x->m->handle > y->m->handle;
+	return x->m.handle < y->m.handle ? -1 : x->m.handle > y->m.handle;
 }
 
 /* Make a soft object again at its handle, as its create asked. */
-static int robj_remake(struct dctx *x, const Rdmab__State__Object *m,
+static int robj_remake(struct dctx *x, const struct state_obj *m,
 		       struct why *why)
 {
-	const Rdmab__State__SoftObject *so = m->soft;
 	struct obj_spec spec = { .kind = (enum ibc_obj_kind)m->kind };
 	struct obj_made made;
 
-	if (!so)
+	if (!m->has_soft)
 		return why_set(why, -EBADMSG, "its record has no spec");
-	for (size_t i = 0; i < so->n_uses && i < OBJ_MAX_USES; i++)
-		spec.uses[i] = so->uses[i];
-	spec.used = so->used_mask & ((1u << OBJ_MAX_USES) - 1);
-	obj_attr_from_wire(&spec.attr, so->attr);
-	spec.xrcd_ino = so->xrcd_ino;
+	for (size_t i = 0; i < m->soft.n_uses && i < OBJ_MAX_USES; i++)
+		spec.uses[i] = m->soft.uses[i];
+	spec.used = m->soft.used_mask & ((1u << OBJ_MAX_USES) - 1);
+	obj_attr_from_wire(&spec.attr,
+			   m->soft.has_attr ? &m->soft.attr : NULL);
+	spec.xrcd_ino = m->soft.xrcd_ino;
 	/* Provider-internal records per QP are not made again. */
 	spec.import = 0;
 	return x->dev->ctx_ops->obj_restore(x->dc, &spec, m->handle, &made,
@@ -590,7 +600,7 @@ static int robj_remake(struct dctx *x, const Rdmab__State__Object *m,
  * would write it (a record without a spec for what is not made again)?
  * Then its bytes are the new journal's record as they are: packing 100,000
  * objects again was a third of a restore. */
-static bool robj_is_record(const struct obj *o, const Rdmab__State__Object *m,
+static bool robj_is_record(const struct obj *o, const struct state_obj *m,
 			   bool remake)
 {
 	return o->owner->client_id == m->owner && o->ctx->id == m->ctx_id &&
@@ -598,12 +608,12 @@ static bool robj_is_record(const struct obj *o, const Rdmab__State__Object *m,
 	       o->intent == m->intent && o->made_here == m->made_here &&
 	       o->window_made == m->window_made && o->stuck == m->stuck &&
 	       o->family_owned == m->family_owned &&
-	       o->born_usec == m->born_usec && remake == (m->soft != NULL);
+	       o->born_usec == m->born_usec && remake == m->has_soft;
 }
 
 static void restore_obj(struct rctx *rc, const struct robj *ro)
 {
-	const Rdmab__State__Object *m = ro->m;
+	const struct state_obj *m = &ro->m;
 	struct why why = { 0 };
 	struct conn *c = rctx_conn(rc, m->owner);
 	struct dctx *x = c ? dctx_conn_find(&c->cl, m->ctx_id) : NULL;
@@ -648,15 +658,15 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	o->born_usec = m->born_usec;
 	if (robj_is_record(o, m, remake)) {
 		restart_obj_packed(rc->rs->core, o, ro->data, ro->len);
-	} else if (remake && m->soft) {
+	} else if (remake && m->has_soft) {
 		struct obj_spec spec = { .kind = o->kind };
 
-		for (size_t i = 0; i < m->soft->n_uses && i < OBJ_MAX_USES;
-		     i++)
-			spec.uses[i] = m->soft->uses[i];
-		spec.used = m->soft->used_mask;
-		spec.xrcd_ino = m->soft->xrcd_ino;
-		restart_obj_made(rc->rs->core, o, &spec, m->soft->attr);
+		for (size_t i = 0; i < m->soft.n_uses && i < OBJ_MAX_USES; i++)
+			spec.uses[i] = m->soft.uses[i];
+		spec.used = m->soft.used_mask;
+		spec.xrcd_ino = m->soft.xrcd_ino;
+		restart_obj_made(rc->rs->core, o, &spec,
+				 m->soft.has_attr ? &m->soft.attr : NULL);
 	} else {
 		restart_obj_saved(rc->rs->core, o);
 	}
@@ -676,15 +686,13 @@ static void restore_objects(struct rctx *rc, struct robjs *ro)
 	for (size_t i = 0; i < ro->n; i++) {
 		struct robj *r = &ro->v[i];
 
-		if (r->m->kind == IBC_OBJ_NONE ||
-		    r->m->kind >= OBJ_KIND_COUNT) {
+		if (r->m.kind == IBC_OBJ_NONE || r->m.kind >= OBJ_KIND_COUNT) {
 			log_warn("object %" PRIu64 ": its record names no "
 				 "kind, not adopted",
 				 r->id);
-			rdmab__state__object__free_unpacked(r->m, NULL);
 			continue;
 		}
-		r->rank = ro->rank_of[r->m->kind];
+		r->rank = ro->rank_of[r->m.kind];
 		ro->v[n++] = *r;
 	}
 	ro->n = n;

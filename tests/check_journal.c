@@ -26,6 +26,7 @@
 #include "daemon/journal.h"
 #include "daemon/log.h"
 #include "daemon/restart.h"
+#include "daemon/restore-object.h"
 #include "proto/state.pb-c.h"
 #include "tests/cklib.h"
 
@@ -502,6 +503,159 @@ START_TEST(test_inflight_blocks)
 }
 END_TEST
 
+/* --- the object records read by hand (restore-object.h) --------------- */
+
+static uint64_t rnd(unsigned int *seed, int bits)
+{
+	uint64_t v = ((uint64_t)rand_r(seed) << 33) ^
+		     ((uint64_t)rand_r(seed) << 11) ^ (uint64_t)rand_r(seed);
+
+	/* Small values often: most fields are 0 or short varints. */
+	switch (rand_r(seed) % 4) {
+	case 0:
+		return 0;
+	case 1:
+		return v & 0x7f;
+	default:
+		return bits == 64 ? v : v & 0xffffffffu;
+	}
+}
+
+/* Does @d say what protobuf-c read in @m? */
+static bool obj_same(const Rdmab__State__Object *m, const struct state_obj *d)
+{
+	const Rdmab__ObjAttr *a = m->soft ? m->soft->attr : NULL;
+	const Rdmab__ObjAttr *b = &d->soft.attr;
+
+	if (m->owner != d->owner || m->ctx_id != d->ctx_id ||
+	    m->kind != d->kind || m->handle != d->handle ||
+	    m->intent != d->intent || m->made_here != d->made_here ||
+	    m->window_made != d->window_made || m->stuck != d->stuck ||
+	    m->family_owned != d->family_owned || m->dm_id != d->dm_id ||
+	    m->xrcd_obj != d->xrcd_obj || m->born_usec != d->born_usec ||
+	    !m->soft != !d->has_soft)
+		return false;
+	if (!m->soft)
+		return true;
+	if (m->soft->n_uses != d->soft.n_uses ||
+	    m->soft->used_mask != d->soft.used_mask ||
+	    m->soft->xrcd_ino != d->soft.xrcd_ino || !a != !d->soft.has_attr)
+		return false;
+	for (size_t i = 0; i < m->soft->n_uses && i < OBJ_MAX_USES; i++)
+		if (m->soft->uses[i] != d->soft.uses[i])
+			return false;
+	return !a ||
+	       (a->cqe == b->cqe && a->comp_vector == b->comp_vector &&
+		a->qp_type == b->qp_type && a->max_send_wr == b->max_send_wr &&
+		a->max_recv_wr == b->max_recv_wr &&
+		a->max_send_sge == b->max_send_sge &&
+		a->max_recv_sge == b->max_recv_sge &&
+		a->max_inline_data == b->max_inline_data &&
+		a->max_wr == b->max_wr && a->max_sge == b->max_sge &&
+		a->srq_limit == b->srq_limit && a->mr_addr == b->mr_addr &&
+		a->mr_length == b->mr_length && a->mr_access == b->mr_access &&
+		a->sq_sig_all == b->sq_sig_all &&
+		a->xrc_qp_num == b->xrc_qp_num);
+}
+
+/* Both readers on @len bytes at @p: they refuse it together, or read
+ * the same. Returns whether protobuf-c read it. */
+static bool both_read(const uint8_t *p, size_t len, const char *what,
+		      unsigned int n)
+{
+	Rdmab__State__Object *m = rdmab__state__object__unpack(NULL, len, p);
+	struct state_obj d;
+	int r = state_obj_decode(p, len, &d);
+
+	ck_assert_msg((m != NULL) == (r == 0),
+		      "%s %u (%zu bytes): protobuf-c %s, by hand %d", what, n,
+		      len, m ? "reads it" : "refuses it", r);
+	if (m) {
+		ck_assert_msg(obj_same(m, &d), "%s %u: read otherwise", what,
+			      n);
+		rdmab__state__object__free_unpacked(m, NULL);
+	}
+	return r == 0;
+}
+
+/* Records as restart.c writes them (and what it never does: uses beyond
+ * OBJ_MAX_USES, every field at its bounds), then their mutations: a byte
+ * changed, cut short, two records one after the other (a field given
+ * twice: the last wins, messages merge). Seeded. */
+START_TEST(test_state_obj_decode)
+{
+	unsigned int seed = 25;
+	uint8_t buf[1024], two[2048];
+
+	for (unsigned int n = 0; n < 3000; n++) {
+		Rdmab__State__Object m = RDMAB__STATE__OBJECT__INIT;
+		Rdmab__State__SoftObject so = RDMAB__STATE__SOFT_OBJECT__INIT;
+		Rdmab__ObjAttr a = RDMAB__OBJ_ATTR__INIT;
+		uint32_t uses[6];
+		size_t len, len2;
+
+		m.owner = rnd(&seed, 64);
+		m.ctx_id = rnd(&seed, 64);
+		m.kind = (uint32_t)rnd(&seed, 32);
+		m.handle = (uint32_t)rnd(&seed, 32);
+		m.intent = rand_r(&seed) & 1;
+		m.made_here = rand_r(&seed) & 1;
+		m.window_made = rand_r(&seed) & 1;
+		m.stuck = rand_r(&seed) & 1;
+		m.family_owned = rand_r(&seed) & 1;
+		m.dm_id = rnd(&seed, 64);
+		m.xrcd_obj = rnd(&seed, 64);
+		m.born_usec = rnd(&seed, 64);
+		if (rand_r(&seed) % 4) {
+			so.n_uses = (size_t)rand_r(&seed) % 7;
+			for (size_t i = 0; i < so.n_uses; i++)
+				uses[i] = (uint32_t)rnd(&seed, 32);
+			so.uses = uses;
+			so.used_mask = (uint32_t)rnd(&seed, 32);
+			so.xrcd_ino = rnd(&seed, 64);
+			if (rand_r(&seed) % 4) {
+				a.cqe = (uint32_t)rnd(&seed, 32);
+				a.comp_vector = (uint32_t)rnd(&seed, 32);
+				a.qp_type = (uint32_t)rnd(&seed, 32);
+				a.max_send_wr = (uint32_t)rnd(&seed, 32);
+				a.max_recv_wr = (uint32_t)rnd(&seed, 32);
+				a.max_send_sge = (uint32_t)rnd(&seed, 32);
+				a.max_recv_sge = (uint32_t)rnd(&seed, 32);
+				a.max_inline_data = (uint32_t)rnd(&seed, 32);
+				a.max_wr = (uint32_t)rnd(&seed, 32);
+				a.max_sge = (uint32_t)rnd(&seed, 32);
+				a.srq_limit = (uint32_t)rnd(&seed, 32);
+				a.mr_addr = rnd(&seed, 64);
+				a.mr_length = rnd(&seed, 64);
+				a.mr_access = (uint32_t)rnd(&seed, 32);
+				a.sq_sig_all = (uint32_t)rnd(&seed, 32);
+				a.xrc_qp_num = (uint32_t)rnd(&seed, 32);
+				so.attr = &a;
+			}
+			m.soft = &so;
+		}
+		len = rdmab__state__object__pack(&m, buf);
+		ck_assert(both_read(buf, len, "record", n));
+		/* Each length short of it. */
+		for (size_t cut = 0; cut < len; cut++)
+			both_read(buf, cut, "cut", n);
+		/* A byte changed, a few times. */
+		for (unsigned int k = 0; k < 8 && len; k++) {
+			size_t at = (size_t)rand_r(&seed) % len;
+			uint8_t was = buf[at];
+
+			buf[at] = (uint8_t)rand_r(&seed);
+			both_read(buf, len, "mutation", n);
+			buf[at] = was;
+		}
+		/* Given twice: the previous record's bytes, then these. */
+		len2 = rdmab__state__object__pack(&m, two);
+		memcpy(two + len2, buf, len);
+		ck_assert(both_read(two, len2 + len, "twice", n));
+	}
+}
+END_TEST
+
 static Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
@@ -517,6 +671,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_hold_encoding);
 	tcase_add_test(tc, test_fdstore_names);
 	tcase_add_test(tc, test_fdstore_passed_kept);
+	tcase_add_test(tc, test_state_obj_decode);
 	tcase_add_test(tc, test_inflight);
 	tcase_add_test(tc, test_inflight_blocks);
 	suite_add_tcase(s, tc);
