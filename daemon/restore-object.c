@@ -18,9 +18,14 @@ struct rd {
 };
 
 /* A varint of at most 10 bytes (bits past 64 are lost). */
-static int rd_varint(struct rd *r, uint64_t *v)
+static inline int rd_varint(struct rd *r, uint64_t *v)
 {
 	uint64_t x = 0;
+
+	if (r->p < r->end && *r->p < 0x80) {
+		*v = *r->p++;
+		return 0;
+	}
 
 	for (unsigned int i = 0; i < 10 && r->p < r->end; i++) {
 		uint8_t b = *r->p++;
@@ -61,11 +66,16 @@ static int rd_small(struct rd *r, unsigned int skip, uint32_t *v,
 
 /* A field's tag: its number (not 0) and wire type; the wire types no
  * field has are refused with the field. */
-static int rd_tag(struct rd *r, uint32_t *field, unsigned int *wt)
+static inline int rd_tag(struct rd *r, uint32_t *field, unsigned int *wt)
 {
-	if (rd_small(r, 3, field, wt) < 0 || *field == 0)
+	/* Fields 1-15: one byte, nearly every tag of a record. */
+	if (r->p < r->end && *r->p < 0x80) {
+		*field = *r->p >> 3;
+		*wt = *r->p++ & 7;
+	} else if (rd_small(r, 3, field, wt) < 0) {
 		return -EBADMSG;
-	return 0;
+	}
+	return *field ? 0 : -EBADMSG;
 }
 
 /* A field of wire type @wt, its bytes as a reader of their own (a
