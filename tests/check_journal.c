@@ -23,6 +23,7 @@
 
 #include "daemon/fdstore.h"
 #include "daemon/inflight.h"
+#include "daemon/keysort.h"
 #include "daemon/journal.h"
 #include "daemon/log.h"
 #include "daemon/restart.h"
@@ -503,6 +504,52 @@ START_TEST(test_inflight_blocks)
 }
 END_TEST
 
+/* keysort(): ascending, stable, every record kept; keys that share bytes
+ * (no pass for those) and keys that differ in all eight. Seeded. */
+START_TEST(test_keysort)
+{
+	struct rec {
+		uint32_t pad;
+		uint64_t key;
+		uint32_t i;
+	} *v;
+	const size_t n = 5000;
+	unsigned int seed = 7;
+
+	v = calloc(n, sizeof(*v));
+	ck_assert_ptr_nonnull(v);
+	for (int round = 0; round < 3; round++) {
+		uint64_t sum = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t k = ((uint64_t)rand_r(&seed) << 32) ^
+				     (uint64_t)rand_r(&seed) << 7 ^
+				     (uint64_t)rand_r(&seed);
+
+			/* Round 0: few distinct keys (ties); 1: all bytes
+			 * differ; 2: only the low byte does. */
+			v[i].key = round == 0 ? k % 37 :
+				   round == 1 ? k :
+						0xabcdef0000000000ull | (k & 0xff);
+			v[i].i = (uint32_t)i;
+		}
+		ck_assert_int_eq(keysort(v, n, sizeof(*v),
+					 offsetof(struct rec, key)),
+				 0);
+		for (size_t i = 0; i < n; i++) {
+			sum += v[i].i;
+			if (i == 0)
+				continue;
+			ck_assert(v[i - 1].key <= v[i].key);
+			if (v[i - 1].key == v[i].key)
+				ck_assert_uint_lt(v[i - 1].i, v[i].i);
+		}
+		ck_assert_uint_eq(sum, (uint64_t)n * (n - 1) / 2);
+	}
+	free(v);
+}
+END_TEST
+
 /* --- the object records read by hand (restore-object.h) --------------- */
 
 static uint64_t rnd(unsigned int *seed, int bits)
@@ -671,6 +718,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_hold_encoding);
 	tcase_add_test(tc, test_fdstore_names);
 	tcase_add_test(tc, test_fdstore_passed_kept);
+	tcase_add_test(tc, test_keysort);
 	tcase_add_test(tc, test_state_obj_decode);
 	tcase_add_test(tc, test_inflight);
 	tcase_add_test(tc, test_inflight_blocks);
