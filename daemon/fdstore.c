@@ -24,9 +24,14 @@ struct fdstore_ent {
 };
 
 struct fdstore {
-	/* Kept now: borrowed descriptors. */
+	/* Kept now: borrowed descriptors, in the order they came; a
+	 * removed one leaves a hole (name "") until the table is full. */
 	struct fdstore_ent *kept;
-	unsigned int n_kept, max;
+	unsigned int n_kept, n_used, max;
+	/* The kept ones by name, index + 1 (0: empty): a restore keeps
+	 * thousands, and a walk per put was most of its string compares. */
+	uint32_t *kept_by_name;
+	size_t kept_cap;
 	/* Passed at start under our names: owned until taken. */
 	struct fdstore_ent *passed;
 	unsigned int n_passed;
@@ -95,7 +100,12 @@ int fdstore_open(unsigned int max, bool notify, struct fdstore **ret)
 	s->max = max;
 	s->notify = notify;
 	s->kept = calloc(max ? max : 1, sizeof(*s->kept));
-	if (!s->kept) {
+	s->kept_cap = 16;
+	while (s->kept_cap < (size_t)max * 2)
+		s->kept_cap *= 2;
+	s->kept_by_name = calloc(s->kept_cap, sizeof(*s->kept_by_name));
+	if (!s->kept || !s->kept_by_name) {
+		free(s->kept_by_name);
 		free(s);
 		return -ENOMEM;
 	}
@@ -144,6 +154,7 @@ void fdstore_free(struct fdstore *s)
 	fdstore_close_untaken(s);
 	free(s->passed);
 	free(s->by_name);
+	free(s->kept_by_name);
 	free(s->kept);
 	free(s);
 }
@@ -231,12 +242,57 @@ unsigned int fdstore_close_untaken(struct fdstore *s)
 	return n;
 }
 
+/* The index slot of kept @name, or of the empty slot it would take. */
+static size_t kept_slot(const struct fdstore *s, const char *name)
+{
+	size_t h = name_hash(name, s->kept_cap);
+
+	while (s->kept_by_name[h] &&
+	       strcmp(s->kept[s->kept_by_name[h] - 1].name, name) != 0)
+		h = (h + 1) & (s->kept_cap - 1);
+	return h;
+}
+
 static struct fdstore_ent *kept_find(struct fdstore *s, const char *name)
 {
-	for (unsigned int i = 0; i < s->n_kept; i++)
-		if (strcmp(s->kept[i].name, name) == 0)
-			return &s->kept[i];
-	return NULL;
+	uint32_t i = s->kept_by_name[kept_slot(s, name)];
+
+	return i ? &s->kept[i - 1] : NULL;
+}
+
+/* Drop slot @h from the index: backward shift, so that no probe is cut
+ * short by the hole. */
+static void kept_unindex(struct fdstore *s, size_t h)
+{
+	size_t mask = s->kept_cap - 1;
+
+	s->kept_by_name[h] = 0;
+	for (size_t j = (h + 1) & mask; s->kept_by_name[j]; j = (j + 1) & mask) {
+		size_t home = name_hash(s->kept[s->kept_by_name[j] - 1].name,
+					s->kept_cap);
+
+		if (((j - home) & mask) >= ((j - h) & mask)) {
+			s->kept_by_name[h] = s->kept_by_name[j];
+			s->kept_by_name[j] = 0;
+			h = j;
+		}
+	}
+}
+
+/* Close the holes, in order, and index the table again. */
+static void kept_compact(struct fdstore *s)
+{
+	unsigned int n = 0;
+
+	memset(s->kept_by_name, 0, s->kept_cap * sizeof(*s->kept_by_name));
+	for (unsigned int i = 0; i < s->n_used; i++) {
+		if (!s->kept[i].name[0])
+			continue;
+		s->kept[n] = s->kept[i];
+		s->kept_by_name[kept_slot(s, s->kept[n].name)] = n + 1;
+		n++;
+	}
+	s->n_used = n;
 }
 
 int fdstore_put(struct fdstore *s, const char *name, int fd)
@@ -253,6 +309,8 @@ int fdstore_put(struct fdstore *s, const char *name, int fd)
 		return -EEXIST;
 	if (s->n_kept >= s->max)
 		return -ENOSPC;
+	if (s->n_used == s->max)
+		kept_compact(s);
 	/* FDPOLL=0: systemd would drop a client's socket on POLLHUP
 	 * itself; the daemon removes what it closes, and a restore finds a
 	 * hung-up socket as the session's end. A descriptor taken at start
@@ -266,9 +324,11 @@ int fdstore_put(struct fdstore *s, const char *name, int fd)
 		if (ret < 0)
 			return ret;
 	}
-	e = &s->kept[s->n_kept++];
+	e = &s->kept[s->n_used];
 	snprintf(e->name, sizeof(e->name), "%s", name);
 	e->fd = fd;
+	s->kept_by_name[kept_slot(s, name)] = ++s->n_used;
+	s->n_kept++;
 	return 0;
 }
 
@@ -276,6 +336,7 @@ void fdstore_remove(struct fdstore *s, const char *name)
 {
 	char msg[32 + FDSTORE_NAME_MAX];
 	struct fdstore_ent *e;
+	size_t h;
 
 	if (!s)
 		return;
@@ -289,11 +350,13 @@ void fdstore_remove(struct fdstore *s, const char *name)
 	 * number (reused) is a new file to tell it of. */
 	while ((e = passed_find(s, name, true, -2)))
 		e->fd = -1;
-	e = kept_find(s, name);
-	if (!e)
+	h = kept_slot(s, name);
+	if (!s->kept_by_name[h])
 		return;
-	/* Order is kept: a re-exec passes them as they came. */
-	memmove(e, e + 1, (size_t)(s->kept + s->n_kept - (e + 1)) * sizeof(*e));
+	/* A hole, not a move: the order stays (a re-exec passes them as
+	 * they came), and a close costs no shift of the whole table. */
+	s->kept[s->kept_by_name[h] - 1].name[0] = '\0';
+	kept_unindex(s, h);
 	s->n_kept--;
 }
 
@@ -310,9 +373,16 @@ unsigned int fdstore_max(const struct fdstore *s)
 unsigned int fdstore_list(const struct fdstore *s, int *fds,
 			  const char **names, unsigned int max)
 {
-	for (unsigned int i = 0; i < s->n_kept && i < max; i++) {
-		fds[i] = s->kept[i].fd;
-		names[i] = s->kept[i].name;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < s->n_used; i++) {
+		if (!s->kept[i].name[0])
+			continue;
+		if (n < max) {
+			fds[n] = s->kept[i].fd;
+			names[n] = s->kept[i].name;
+		}
+		n++;
 	}
-	return s->n_kept;
+	return n;
 }

@@ -346,6 +346,51 @@ START_TEST(test_fdstore_names)
 }
 END_TEST
 
+/* The kept table against a model (names in the order they came): seeded
+ * puts and removes of 100 names over a bound of 64, so that removes leave
+ * holes, the table fills and is compacted; the listing keeps the order,
+ * a name kept is -EEXIST, one over the bound -ENOSPC. */
+START_TEST(test_fdstore_kept_order)
+{
+	char model[64][FDSTORE_NAME_MAX + 1], name[FDSTORE_NAME_MAX + 1];
+	const char *names[64];
+	unsigned int n = 0, seed = 3;
+	struct fdstore *s;
+	int fds[64], fd = dup(0);
+
+	ck_assert_int_eq(fdstore_open(64, false, &s), 0);
+	for (int op = 0; op < 20000; op++) {
+		unsigned int k = (unsigned int)rand_r(&seed) % 100, at = n;
+
+		snprintf(name, sizeof(name), "rb.conn.%u", k);
+		for (unsigned int i = 0; i < n; i++)
+			if (strcmp(model[i], name) == 0)
+				at = i;
+		if (rand_r(&seed) % 2) {
+			int want = at < n ? -EEXIST : n == 64 ? -ENOSPC : 0;
+
+			ck_assert_int_eq(fdstore_put(s, name, fd), want);
+			if (want == 0)
+				snprintf(model[n++], sizeof(model[0]), "%s",
+					 name);
+		} else {
+			fdstore_remove(s, name);
+			if (at < n) {
+				memmove(model[at], model[at + 1],
+					(n - at - 1) * sizeof(model[0]));
+				n--;
+			}
+		}
+		ck_assert_uint_eq(fdstore_count(s), n);
+	}
+	ck_assert_uint_eq(fdstore_list(s, fds, names, 64), n);
+	for (unsigned int i = 0; i < n; i++)
+		ck_assert_str_eq(names[i], model[i]);
+	fdstore_free(s);
+	close(fd);
+}
+END_TEST
+
 /* The next datagram on @sock, without waiting: its text (fds closed), or
  * "" when none is there. */
 static const char *notified(int sock)
@@ -718,6 +763,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_hold_encoding);
 	tcase_add_test(tc, test_fdstore_names);
 	tcase_add_test(tc, test_fdstore_passed_kept);
+	tcase_add_test(tc, test_fdstore_kept_order);
 	tcase_add_test(tc, test_keysort);
 	tcase_add_test(tc, test_state_obj_decode);
 	tcase_add_test(tc, test_inflight);
