@@ -240,6 +240,21 @@ static int jmap_reserve(struct jmap *m)
 	return 0;
 }
 
+/* Room for @n entries at half load, made before they come: entries that
+ * come in another table's slot order (a compacted state, read back or
+ * copied) into a table that grows as they come cluster into probes of
+ * thousands (a restore's read was 200 M instructions of them). */
+static int jmap_presize(struct jmap *m, size_t n)
+{
+	while (m->cap < n * 2) {
+		int err = jmap_grow(m);
+
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
 static void jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
 		     const uint8_t *data, uint32_t len)
 {
@@ -539,7 +554,9 @@ static int journal_copy_new(const struct jmap *m, uint64_t gen,
 	err = journal_create(gen, &fresh);
 	if (err < 0)
 		return err;
-	err = m ? journal_copy(fresh, m) : 0;
+	err = m ? jmap_presize(&fresh->live, m->n) : 0;
+	if (err == 0 && m)
+		err = journal_copy(fresh, m);
 	if (err < 0) {
 		journal_free(fresh);
 		return err;
@@ -587,7 +604,7 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 {
 	struct journal_view *v;
 	struct pending *pend = NULL;
-	size_t n_pend = 0, cap_pend = 0, off;
+	size_t n_pend = 0, cap_pend = 0, off, n_recs = 0;
 	struct jhdr h;
 	int err = 0;
 
@@ -626,6 +643,22 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 		goto fail;
 	}
 	v->gen = h.gen;
+	/* The records, counted first: up to the first the loop below would
+	 * refuse, so that bad bytes never size the table. */
+	for (off = JOURNAL_HDR_SIZE; off + sizeof(struct jrec) <= len;) {
+		const struct jrec *r = (const struct jrec *)(v->buf + off);
+
+		if ((r->word != JREC_PART && r->word != JREC_COMMIT) ||
+		    r->len > JOURNAL_RECORD_MAX ||
+		    r->len > len - off - sizeof(*r) ||
+		    rec_crc(r, (const uint8_t *)(r + 1)) != r->crc)
+			break;
+		n_recs++;
+		off += sizeof(*r) + pad8(r->len);
+	}
+	err = jmap_presize(&v->live, n_recs);
+	if (err < 0)
+		goto fail;
 	for (off = JOURNAL_HDR_SIZE; off + sizeof(struct jrec) <= len;) {
 		const struct jrec *r = (const struct jrec *)(v->buf + off);
 		const uint8_t *data = (const uint8_t *)(r + 1);
