@@ -16,6 +16,8 @@
  *     DMs (256), SIGKILLed and started again: its restore time (start to
  *     READY=1, and the "restored in N us" it logs) against the time the
  *     clients took to connect and create all that. Target: at most 0.05.
+ *     Also the new daemon's CPU time to READY=1, which a loaded machine
+ *     does not stretch; the daemon logs its restore's phases at info.
  *
  * Prints one line per figure and "restart-bench: ... PASS|FAIL"; exits 1
  * on a FAIL only with --strict (times on shared machines are noisy).
@@ -325,7 +327,7 @@ static int restore_time(const struct opts *o, const char *conf, int *pass)
 	char sock[160], run[160], logp[160];
 	struct fakesd *sd = NULL;
 	unsigned int made = 0, dms = 0, alive = 0;
-	double t0, t_build, t_restore;
+	double t0, t_build, t_restore, cpu;
 	long us;
 	int lfd = -1, ret = -1;
 	char *argv[16];
@@ -386,12 +388,17 @@ static int restore_time(const struct opts *o, const char *conf, int *pass)
 		goto out;
 	}
 	t_restore = now_s() - t0;
+	/* What the new daemon has run so far is its start and the restore:
+	 * a figure a loaded machine does not stretch as it does the wall
+	 * clock's. */
+	cpu = cpu_of(fakesd_main_pid(sd));
 	us = restored_us(logp);
 	for (unsigned int i = 0; i < o->clients; i++)
 		alive += ibc_ping(cls[i], NULL, 0) == 0;
 	printf("restore: start to READY=1 %.3f s (the daemon's restore %.3f "
-	       "s): %.4fx the creation; %u of %u clients answered after it\n",
-	       t_restore, us >= 0 ? (double)us / 1e6 : -1.0,
+	       "s, its CPU time to READY=1 %.3f s): %.4fx the creation; %u "
+	       "of %u clients answered after it\n",
+	       t_restore, us >= 0 ? (double)us / 1e6 : -1.0, cpu,
 	       t_restore / t_build, alive, o->clients);
 	*pass = t_restore / t_build <= RESTORE_TARGET && alive == o->clients;
 	printf("restart-bench: restore (target %.2fx, every client kept) %s\n",
