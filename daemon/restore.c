@@ -109,14 +109,13 @@ static int check_obj(struct rcheck *ck, const struct journal_rec *r)
 	struct robjs *ro = ck->keep;
 	struct state_obj m;
 
-	if (!ro) {
-		if (state_obj_decode(r->data, r->len, &m) < 0)
-			return restore_fail(ck->rs, -EBADMSG,
-					    "record %u/%" PRIu64 " does not "
-					    "unpack as a StateObject",
-					    r->kind, r->key);
+	if (state_obj_decode(r->data, r->len, &m) < 0)
+		return restore_fail(ck->rs, -EBADMSG,
+				    "record %u/%" PRIu64 " does not unpack "
+				    "as a StateObject",
+				    r->kind, r->key);
+	if (!ro)
 		return 0;
-	}
 	if (ro->n == ro->cap) {
 		size_t cap = ro->cap ? ro->cap * 2 : 256;
 		struct robj *p = realloc(ro->v, cap * sizeof(*p));
@@ -126,15 +125,8 @@ static int check_obj(struct rcheck *ck, const struct journal_rec *r)
 		ro->v = p;
 		ro->cap = cap;
 	}
-	if (state_obj_decode(r->data, r->len, &ro->v[ro->n].m) < 0)
-		return restore_fail(ck->rs, -EBADMSG,
-				    "record %u/%" PRIu64 " does not unpack "
-				    "as a StateObject",
-				    r->kind, r->key);
-	ro->v[ro->n].id = r->key;
-	ro->v[ro->n].data = r->data;
-	ro->v[ro->n].len = r->len;
-	ro->n++;
+	ro->v[ro->n++] = (struct robj){ .id = r->key, .m = m, .data = r->data,
+					.len = r->len };
 	return 0;
 }
 
