@@ -8,6 +8,7 @@
 #ifndef RDMAB_BENCH_H
 #define RDMAB_BENCH_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -294,6 +295,8 @@ struct insn_setup {
 	/* Non-NULL: keep every callgrind output there, named by what it
 	 * counted. */
 	const char *keep_dir;
+	/* Start the daemon with --no-restart. */
+	bool no_restart;
 	const char *device;
 	size_t payload;
 	size_t ping_req, ping_rep;

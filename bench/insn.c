@@ -315,6 +315,8 @@ static void insn_server_argv(struct insn_run *x, const struct insn_role *r,
 		argv[i++] = "--log-level";
 		argv[i++] = "notice";
 		argv[i++] = "--foreground";
+		if (s->no_restart)
+			argv[i++] = "--no-restart";
 	} else if (pair == INSN_FLOOR) {
 		snprintf(x->size[0], sizeof(x->size[0]), "%zu",
 			 req == INSN_PING ? x->p.ping_rep :

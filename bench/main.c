@@ -116,6 +116,9 @@ struct opts {
 	size_t payload;
 	unsigned long insn_pings;
 	const char *callgrind_dir;
+	/* --no-restart: the daemon keeps no state journal (its cost,
+	 * issue 25). */
+	int no_restart;
 	int strict;
 	/* --role: one side of an instruction count (insn.c). */
 	const char *role;
@@ -214,6 +217,8 @@ static void usage(FILE *f)
 		"                    half as many open+close pairs); 0 "
 		"skips the counts\n"
 		"  --callgrind-dir DIR  keep every callgrind output in DIR\n"
+		"  --no-restart      start the daemon with --no-restart (no "
+		"state journal)\n"
 		"  --strict          exit 1 when a target is missed\n");
 }
 
@@ -241,6 +246,7 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 		{ "insn-pings", required_argument, NULL, 'N' },
 		{ "callgrind-dir", required_argument, NULL, 'C' },
 		{ "strict", no_argument, NULL, 's' },
+		{ "no-restart", no_argument, NULL, 'Z' },
 		/* Internal: what insn.c runs under callgrind. */
 		{ "role", required_argument, NULL, 'R' },
 		{ "socket", required_argument, NULL, 'S' },
@@ -294,6 +300,9 @@ static int parse_opts(int argc, char **argv, struct opts *o)
 			break;
 		case 's':
 			o->strict = 1;
+			break;
+		case 'Z':
+			o->no_restart = 1;
 			break;
 		case 'h':
 			usage(stdout);
@@ -521,7 +530,8 @@ static int spawn_daemon(struct run *r, const char *sock, const char *rundir,
 	char *argv[] = {
 		(char *)r->o.daemon, "--socket", (char *)sock,
 		"--runtime-dir", (char *)rundir, "--config", conf, "--device",
-		"soft", "--log-level", (char *)level, "--foreground", NULL,
+		"soft", "--log-level", (char *)level, "--foreground",
+		r->o.no_restart ? "--no-restart" : NULL, NULL,
 	};
 	int ret, fd;
 
@@ -1222,6 +1232,7 @@ static int run_insn(struct run *r)
 		.out = r->cg_out,
 		.log = r->cg_log,
 		.keep_dir = r->o.callgrind_dir,
+		.no_restart = r->o.no_restart,
 		.device = SOFT_DEVICE_NAME,
 		.payload = r->o.payload,
 		.ping_req = r->req_len,

@@ -205,7 +205,8 @@ int dctx_adopt(struct core *core, struct domain *d, struct device *dev,
 	return dctx_make(core, d, dev, u, id, fd, pd_handle, why, ret);
 }
 
-int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens)
+int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens,
+		      uint64_t import)
 {
 	struct conn_ctx *cc = calloc(1, sizeof(*cc));
 
@@ -213,12 +214,35 @@ int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens)
 		return -ENOMEM;
 	cc->ctx = x;
 	cc->opens = opens;
+	cc->import = import;
 	x->refs++;
 	TAILQ_INSERT_TAIL(&c->ctxs, cc, link);
 	c->n_ctxs++;
 	/* The new generation's journal starts empty. */
 	restart_hold_saved(c->core, c->id, cc);
 	return 0;
+}
+
+void dctx_imports_adopt(struct domain *d)
+{
+	struct client *c;
+	struct conn_ctx *cc;
+
+	TAILQ_FOREACH(c, &d->members, domain_link)
+		TAILQ_FOREACH(cc, &c->ctxs, link) {
+			struct dctx *x = cc->ctx;
+			int err;
+
+			if (!cc->import || !x->dc)
+				continue;
+			/* Without its records, the import's close frees
+			 * nothing: counted as the books then say. */
+			err = x->dev->ctx_ops->import_adopt(x->dc, cc->import);
+			if (err < 0)
+				log_warn("context %" PRIu64 ": client %" PRIu64
+					 "'s import not made again: %s",
+					 x->id, c->id, strerror(-err));
+		}
 }
 
 struct dctx *dctx_find_id(struct domain *d, uint64_t id)
@@ -258,6 +282,7 @@ static void dctx_conn_let_go(struct core *core, struct client *c,
 void dctx_retire(struct core *core, struct dctx *x)
 {
 	x->rekeyed = true;
+	restart_ctx_saved(core, x);
 	/* Sessions that ended already let go of it. */
 	x->refs++;
 	objects_ctx_let_go(core, x, 0);
@@ -447,6 +472,8 @@ void dctx_conn_release(struct core *core, struct client *c)
 		 * client may still be closing its import. */
 		if (x->dead_imports < UINT32_MAX)
 			x->dead_imports++;
+		if (stays)
+			restart_ctx_saved(core, x);
 		dctx_unref(core, x);
 		if (stays && x->dev->internal_per_import) {
 			if (x->dev->broker_objects)

@@ -118,8 +118,13 @@ void dctx_retire(struct core *core, struct dctx *x);
 int dctx_adopt(struct core *core, struct domain *d, struct device *dev,
 	       struct user *u, uint64_t id, int fd, uint32_t pd_handle,
 	       struct why *why, struct dctx **ret);
-/* Restore: @c's session holds @x, @opens times. 0 or -ENOMEM. */
-int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens);
+/* Restore: @c's session holds @x, @opens times, with its import @import
+ * (made again by dctx_imports_adopt()). 0 or -ENOMEM. */
+int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens,
+		      uint64_t import);
+/* Restore, after the objects came back at their handles: the imports of
+ * @d's members' holds, made again on the device. */
+void dctx_imports_adopt(struct domain *d);
 /* @d's context @id; NULL for none. */
 struct dctx *dctx_find_id(struct domain *d, uint64_t id);
 /* Close every context of every domain (daemon exit, before

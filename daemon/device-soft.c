@@ -197,6 +197,12 @@ static void soft_import_close(struct device_ctx *base, uint64_t import)
 	soft_objs_import_close(&soft_ctx_of(base)->objs, import);
 }
 
+static int soft_import_adopt(struct device_ctx *base, uint64_t import)
+{
+	return soft_objs_import_adopt(&soft_ctx_of(base)->objs,
+				      base->dev->internal_per_import, import);
+}
+
 /*
  * Device memory: one sealed memfd per DM, never reused, so that a process
  * that keeps a mapping of a freed DM never sees a later DM's bytes. The
@@ -350,6 +356,25 @@ static void soft_shutdown(struct device *dev)
 	dev->priv = NULL;
 }
 
+static void soft_serials_get(const struct device *dev,
+			     struct device_serials *ret)
+{
+	const struct soft_dev *sd = dev->priv;
+
+	ret->num = sd->next_num;
+	ret->key = sd->next_key;
+}
+
+/* Out of range, soft_objs_create() starts them over as at the first
+ * start. */
+static void soft_serials_set(struct device *dev, const struct device_serials *v)
+{
+	struct soft_dev *sd = dev->priv;
+
+	sd->next_num = v->num;
+	sd->next_key = v->key;
+}
+
 /* No events and always present: the defaults. */
 static const struct device_ops soft_ops = {
 	.ctx_open = soft_ctx_open,
@@ -357,6 +382,8 @@ static const struct device_ops soft_ops = {
 	.shutdown = soft_shutdown,
 	.xrcd_hold = soft_xrcd_hold,
 	.xrcd_drop = soft_xrcd_drop,
+	.serials_get = soft_serials_get,
+	.serials_set = soft_serials_set,
 };
 
 static const struct device_ctx_ops soft_ctx_ops = {
@@ -375,6 +402,7 @@ static const struct device_ctx_ops soft_ctx_ops = {
 	.handle_list = soft_handle_list,
 	.import_open = soft_import_open,
 	.import_close = soft_import_close,
+	.import_adopt = soft_import_adopt,
 };
 
 static void soft_limits(struct device_caps *caps)

@@ -169,6 +169,17 @@ static int default_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
 	return -EOPNOTSUPP;
 }
 
+static void default_serials_get(const struct device *dev,
+				struct device_serials *ret)
+{
+	ret->num = ret->key = 0;
+}
+
+static void default_serials_set(struct device *dev,
+				const struct device_serials *v)
+{
+}
+
 static int default_rss_create(struct device_ctx *ctx,
 			      const struct rss_spec *spec, struct rss_made *ret,
 			      struct why *why)
@@ -211,6 +222,11 @@ static void default_import_close(struct device_ctx *ctx, uint64_t import)
 {
 }
 
+static int default_import_adopt(struct device_ctx *ctx, uint64_t import)
+{
+	return 0;
+}
+
 #define FILL(dst, src, field, def) \
 	((dst)->field = (src)->field ? (src)->field : (def))
 
@@ -227,6 +243,8 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(o, ops, xrcd_hold, default_xrcd_hold);
 	FILL(o, ops, xrcd_drop, default_xrcd_drop);
 	FILL(o, ops, ctx_adopt, default_ctx_adopt);
+	FILL(o, ops, serials_get, default_serials_get);
+	FILL(o, ops, serials_set, default_serials_set);
 	c->close = ctx_ops->close;
 	c->fd = ctx_ops->fd;
 	c->pd_handle = ctx_ops->pd_handle;
@@ -244,6 +262,7 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(c, ctx_ops, handle_list, default_handle_list);
 	FILL(c, ctx_ops, import_open, default_import_open);
 	FILL(c, ctx_ops, import_close, default_import_close);
+	FILL(c, ctx_ops, import_adopt, default_import_adopt);
 	dev->ops = o;
 	dev->ctx_ops = c;
 }

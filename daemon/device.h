@@ -122,6 +122,10 @@ struct obj_spec {
 	 * provider objects a create makes belong (soft: [soft]
 	 * internal_objects_per_qp). 0: none. */
 	uint64_t import;
+	/* A restore (obj_restore): the QP or SRQ number and the MR key
+	 * the object had, which its clients know; 0: new ones. */
+	uint32_t num;
+	uint32_t key;
 };
 
 struct obj_made {
@@ -191,6 +195,12 @@ struct device_ctx {
 	struct device *dev;
 };
 
+/* What a device numbers itself (serials_get). */
+struct device_serials {
+	uint32_t num;
+	uint32_t key;
+};
+
 /* Device-level operations. ctx_open is required. */
 struct device_ops {
 	/* Open a context and its PD for one domain. */
@@ -225,6 +235,16 @@ struct device_ops {
 	 */
 	int (*ctx_adopt)(struct device *dev, uint64_t ctx_id, int fd,
 			 uint32_t pd_handle, struct device_ctx **ret_ctx);
+	/*
+	 * Restart: the numbers the device hands out next where it is the
+	 * kernel (soft: QP and SRQ numbers, MR keys), so that a restart
+	 * never hands one out twice; serials_set() moves them to @v (what
+	 * serials_get() gave, plus a margin). Default: none (a kernel
+	 * keeps its own): serials_get() gives zeroes.
+	 */
+	void (*serials_get)(const struct device *dev,
+			    struct device_serials *ret);
+	void (*serials_set)(struct device *dev, const struct device_serials *v);
 };
 
 /* Context-level operations. close, fd and pd_handle are required. */
@@ -326,6 +346,12 @@ struct device_ctx_ops {
 	 */
 	int (*import_open)(struct device_ctx *ctx, uint64_t *ret);
 	void (*import_close)(struct device_ctx *ctx, uint64_t import);
+	/* Restart: the import a previous daemon's import_open named
+	 * @import, of a session adopted with it, made again after the
+	 * context's objects (soft: its records, at free handles); the
+	 * next import_open names a later one. 0 or -ENOMEM. Default:
+	 * nothing to make. */
+	int (*import_adopt)(struct device_ctx *ctx, uint64_t import);
 };
 
 /* handle_list's type for the provider's internal objects: a value of

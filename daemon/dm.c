@@ -960,6 +960,7 @@ unsigned int dm_ctx_force(struct core *core, struct dctx *x,
 		 * mapping (ibv_free_dm() would answer EBUSY again), and the
 		 * kernel frees the DM with the context. */
 		x->dm_bytes_left += dm->length;
+		restart_ctx_saved(core, x);
 		dm->length = 0;
 		dm_forget(core, dm);
 	}

@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -23,27 +24,25 @@
 /* Slots a scan reads at once (16 bytes each). */
 #define INFLIGHT_SCAN_BLOCK 1024
 
-struct inflight_slot {
-	uint64_t conn_id;
-	/* The serial + 1 of the request being served; 0: none. */
-	uint64_t pending;
-};
-
 struct inflight_hdr {
 	uint64_t magic;
 	uint64_t n;
 };
 
 struct inflight {
+	/* First: inflight.h's inline stores reach the slots through it. */
+	struct inflight_hot hot;
 	int fd;
 	struct inflight_hdr *hdr;
-	struct inflight_slot *slot;
 	size_t map_len;
 	uint32_t n;
 	/* Free slots, a stack. */
 	uint32_t *free;
 	uint32_t n_free;
 };
+
+_Static_assert(offsetof(struct inflight, hot) == 0,
+	       "inflight.h reaches the slots at the table's start");
 
 int inflight_create(uint32_t n, struct inflight **ret)
 {
@@ -76,7 +75,7 @@ int inflight_create(uint32_t n, struct inflight **ret)
 		goto fail;
 	}
 	t->hdr = p;
-	t->slot = (struct inflight_slot *)(t->hdr + 1);
+	t->hot.slot = (struct inflight_slot *)(t->hdr + 1);
 	t->hdr->magic = INFLIGHT_MAGIC;
 	t->hdr->n = n;
 	for (uint32_t i = 0; i < n; i++)
@@ -114,8 +113,8 @@ int inflight_take(struct inflight *t, uint64_t conn_id)
 	if (!t || !t->n_free)
 		return -1;
 	i = t->free[--t->n_free];
-	t->slot[i].pending = 0;
-	t->slot[i].conn_id = conn_id;
+	t->hot.slot[i].pending = 0;
+	t->hot.slot[i].conn_id = conn_id;
 	return (int)i;
 }
 
@@ -123,22 +122,9 @@ void inflight_put(struct inflight *t, int slot)
 {
 	if (!t || slot < 0)
 		return;
-	t->slot[slot].conn_id = 0;
-	t->slot[slot].pending = 0;
+	t->hot.slot[slot].conn_id = 0;
+	t->hot.slot[slot].pending = 0;
 	t->free[t->n_free++] = (uint32_t)slot;
-}
-
-void inflight_read(struct inflight *t, int slot, uint64_t serial)
-{
-	if (t && slot >= 0)
-		__atomic_store_n(&t->slot[slot].pending, serial + 1,
-				 __ATOMIC_RELEASE);
-}
-
-void inflight_answered(struct inflight *t, int slot)
-{
-	if (t && slot >= 0)
-		__atomic_store_n(&t->slot[slot].pending, 0, __ATOMIC_RELEASE);
 }
 
 int inflight_scan(int fd,

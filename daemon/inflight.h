@@ -10,6 +10,19 @@
 
 struct inflight;
 
+/* A slot as the memfd holds it. */
+struct inflight_slot {
+	uint64_t conn_id;
+	/* The serial + 1 of the request being served; 0: none. */
+	uint64_t pending;
+};
+
+/* The table's first member: what the two stores of every request reach
+ * inline (a call each was most of their cost). */
+struct inflight_hot {
+	struct inflight_slot *slot;
+};
+
 /* A table of @n slots in a new sealed memfd. 0 or -errno. */
 int inflight_create(uint32_t n, struct inflight **ret);
 void inflight_free(struct inflight *t);
@@ -21,8 +34,22 @@ int inflight_take(struct inflight *t, uint64_t conn_id);
 void inflight_put(struct inflight *t, int slot);
 /* Request @serial of the slot's connection was read / its reply is in the
  * socket. A NULL table or slot -1 does nothing. */
-void inflight_read(struct inflight *t, int slot, uint64_t serial);
-void inflight_answered(struct inflight *t, int slot);
+static inline void inflight_read(struct inflight *t, int slot,
+				 uint64_t serial)
+{
+	if (t && slot >= 0)
+		__atomic_store_n(
+			&((struct inflight_hot *)t)->slot[slot].pending,
+			serial + 1, __ATOMIC_RELEASE);
+}
+
+static inline void inflight_answered(struct inflight *t, int slot)
+{
+	if (t && slot >= 0)
+		__atomic_store_n(
+			&((struct inflight_hot *)t)->slot[slot].pending, 0,
+			__ATOMIC_RELEASE);
+}
 /* A stored table (@fd, borrowed): @fn for each connection with a request
  * read and unanswered. 0, or -EBADMSG for what is no such table. */
 int inflight_scan(int fd,

@@ -44,7 +44,7 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#define JOURNAL_FORMAT 1
+#define JOURNAL_FORMAT 2
 /* Bytes the log may grow past twice the last compaction's. */
 #define JOURNAL_SLACK (1u << 20)
 /* The largest record, and the largest memfd. */
@@ -121,13 +121,22 @@ uint64_t journal_gen(const struct journal *j);
 /* Bytes in the log, and whether it should be compacted now. */
 size_t journal_used(const struct journal *j);
 bool journal_wants_compaction(const struct journal *j);
+/*
+ * Call @fn(@arg) from each write that leaves the log past its compaction
+ * bound, maybe inside a transaction: @fn only schedules the compaction,
+ * which asks journal_wants_compaction() when it runs. journal_compact()'s
+ * journal keeps the hook.
+ */
+void journal_on_full(struct journal *j, void (*fn)(void *arg), void *arg);
 
 /*
  * Record @msg as the state of (@kind, @key), or its end (journal_del()).
  * 0, -E2BIG for a record over JOURNAL_RECORD_MAX, -ENOSPC when the memfd
- * cannot grow. A failure leaves the journal as it was and marks it
- * broken (journal_broken()): the state is no longer complete, so the
- * restart closes every fd and starts clean rather than adopt half of it.
+ * cannot grow (-EINVAL for a kind out of range). A failure leaves the
+ * records as they were and marks the journal broken (journal_broken(),
+ * and in the memfd's header, which journal_read() then refuses): the
+ * state is no longer complete, so the restart closes every fd and starts
+ * clean rather than adopt half of it.
  */
 int journal_put(struct journal *j, uint32_t kind, uint64_t key,
 		const ProtobufCMessage *msg);
@@ -168,8 +177,9 @@ int journal_find(const struct journal_view *v, uint32_t kind, uint64_t key,
 /* journal_read() of the file @fd (borrowed): a stored state. */
 int journal_read_fd(int fd, struct journal_view **ret, char *why,
 		    size_t why_len);
-/* The records' CRC-32C of @n bytes, as the journal computes it (@hw) or
- * by the table alone: tests check they agree. */
+/* The records' CRC-32C of @n bytes, as the journal computes it (@hw: by
+ * whole words where @n is a multiple of 8, as a record's) or by the table
+ * alone: tests check they agree. */
 uint32_t journal_crc32c(const void *p, size_t n, bool hw);
 
 #endif

@@ -22,6 +22,7 @@
 #include "daemon/domain.h"
 #include "daemon/metrics-text.h"
 #include "daemon/objects.h"
+#include "daemon/restart.h"
 #include "daemon/server.h"
 
 struct mtext {
@@ -490,6 +491,31 @@ static void render_broker(struct mtext *mt, struct server *srv,
 		  charge_underflows());
 }
 
+/* The restart's figures, what rdmabrokerctl status shows everyone: they
+ * carry on across the restarts that restore a state, so the restarts
+ * are a counter, not the start time's changes. */
+static void render_restart(struct mtext *mt, const struct core *core)
+{
+	uint64_t gen, restarts, usec;
+	char what[RESTART_STATUS_MAX];
+
+	restart_status(core, false, &gen, &restarts, &usec, what, sizeof(what));
+	mt_family(mt, "rdmabroker_restarts_total", "counter",
+		  "Restarts that restored the broker's state (a clean start "
+		  "begins again at 0).");
+	mt_printf(mt, "rdmabroker_restarts_total %" PRIu64 "\n", restarts);
+	mt_family(mt, "rdmabroker_generation", "gauge",
+		  "The broker's generation: 1 at a clean start, one more at "
+		  "each restore.");
+	mt_printf(mt, "rdmabroker_generation %" PRIu64 "\n", gen);
+	mt_family(mt, "rdmabroker_last_restore_duration_seconds", "gauge",
+		  "How long the last restore took (0: none).");
+	mt_printf(mt,
+		  "rdmabroker_last_restore_duration_seconds %" PRIu64
+		  ".%06" PRIu64 "\n",
+		  usec / 1000000, usec % 1000000);
+}
+
 int metrics_render(struct server *srv, const struct domain *only,
 		   struct metrics_text **ret)
 {
@@ -517,6 +543,7 @@ int metrics_render(struct server *srv, const struct domain *only,
 		  "When the broker started, in seconds since the epoch.");
 	mt_printf(&mt, "rdmabroker_start_time_seconds %" PRId64 "\n",
 		  srv->metrics->start_time);
+	render_restart(&mt, &srv->core);
 	if (!only)
 		render_broker(&mt, srv, nm);
 	render_domains(&mt, srv, only, nm);

@@ -28,6 +28,7 @@
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/core.h"
+#include "daemon/restart.h"
 #include "daemon/unaccounted.h"
 
 /* A dead client with more stuck objects gets one line for the rest. */
@@ -54,6 +55,7 @@ void objects_conn_closing(struct client *c)
 		objects_owner_put(ow);
 		return;
 	}
+	restart_owner_saved(c->core, ow);
 	/* The watch takes the session's pidfd, unless the process is
 	 * watched already: the same process, for longer. */
 	pidfd = c->core->ops->take_pidfd(c);
@@ -109,6 +111,7 @@ void objects_owner_dead(struct obj_owner *ow)
 		event_free(ow->ev);
 	ow->ev = NULL;
 	ow->state = OWNER_DEAD;
+	restart_owner_saved(ow_srv, ow);
 	for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++) {
 		struct obj *o, *tmp;
 

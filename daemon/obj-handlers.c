@@ -189,7 +189,7 @@ static int obj_make(struct client *c, struct dctx *x,
 	o->handle = made.handle;
 	if (q->n_uses)
 		obj_note_uses(c, q, o);
-	restart_obj_made(c->core, o, &spec, q->attr);
+	restart_obj_made(c->core, o, &spec, &made, q->attr);
 	made_to_wire(out, o, &made, given);
 	return 0;
 }
@@ -459,7 +459,7 @@ int h_obj_kernel_call(struct client *c, const Rdmab__Request *req,
 		return reply_error(r, ret, "%s", why.text);
 	o->handle = made.handle;
 	o->window_made = true;
-	restart_obj_made(c->core, o, &spec, q->attr);
+	restart_obj_made(c->core, o, &spec, &made, q->attr);
 	rdmab__obj_create_reply__init(out);
 	made_to_wire(out, o, &made, given);
 	r->msg.body_case = RDMAB__REPLY__BODY_OBJ_KERNEL_CALL;

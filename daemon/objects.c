@@ -85,25 +85,52 @@ static void hash_remove(struct registry *reg, struct obj *o)
 
 /* --- owners --------------------------------------------------------------- */
 
+static struct obj_owner *owner_new(struct registry *reg, uint64_t client_id,
+				   pid_t pid, uid_t uid, enum owner_state state)
+{
+	struct obj_owner *ow = calloc(1, sizeof(*ow));
+
+	if (!ow)
+		return NULL;
+	ow->reg = reg;
+	ow->client_id = client_id;
+	ow->pid = pid;
+	ow->uid = uid;
+	ow->state = state;
+	for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++)
+		TAILQ_INIT(&ow->kinds[k]);
+	TAILQ_INSERT_TAIL(&reg->owners, ow, link);
+	return ow;
+}
+
 static struct obj_owner *owner_of(struct client *c)
 {
-	struct registry *reg = c->core->registry;
 	struct obj_owner *ow = c->owner;
 
 	if (ow)
 		return ow;
-	ow = calloc(1, sizeof(*ow));
+	ow = owner_new(c->core->registry, c->id, c->cred.pid, c->cred.uid,
+		       OWNER_LIVE);
 	if (!ow)
 		return NULL;
-	ow->reg = reg;
 	ow->conn = c;
-	ow->client_id = c->id;
-	ow->pid = c->cred.pid;
-	ow->state = OWNER_LIVE;
-	for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++)
-		TAILQ_INIT(&ow->kinds[k]);
-	TAILQ_INSERT_TAIL(&reg->owners, ow, link);
 	c->owner = ow;
+	return ow;
+}
+
+struct obj_owner *objects_owner_adopt(struct core *core, uint64_t client_id,
+				      pid_t pid, uid_t uid,
+				      enum owner_state state)
+{
+	struct registry *reg = core->registry;
+	struct obj_owner *ow;
+
+	TAILQ_FOREACH(ow, &reg->owners, link)
+		if (ow->client_id == client_id)
+			return ow->state == OWNER_LIVE ? NULL : ow;
+	ow = owner_new(reg, client_id, pid, uid, state);
+	if (ow)
+		restart_owner_saved(core, ow);
 	return ow;
 }
 
@@ -111,6 +138,7 @@ void objects_owner_put(struct obj_owner *ow)
 {
 	if (ow->state == OWNER_LIVE || ow->n_objs || ow->n_intents)
 		return;
+	restart_owner_gone(ow->reg->core, ow);
 	TAILQ_REMOVE(&ow->reg->owners, ow, link);
 	obj_watch_leave(ow);
 	if (ow->ev)
@@ -152,18 +180,17 @@ int objects_add(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
 			      ret);
 }
 
-int objects_add_id(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
-		   bool intent, bool made_here, uint32_t handle, uint64_t id,
-		   struct why *why, struct obj **ret)
+/* A record of @ow's (NULL: out of memory) in @x. */
+static int obj_add(struct registry *reg, struct obj_owner *ow, struct dctx *x,
+		   enum ibc_obj_kind kind, bool intent, bool made_here,
+		   uint32_t handle, uint64_t id, struct why *why,
+		   struct obj **ret)
 {
-	struct registry *reg = c->core->registry;
-	struct obj_owner *ow;
 	struct obj *o;
 	int err;
 
 	if (reg->n_objs >= reg->hash_size && hash_grow(reg) < 0)
 		return why_set(why, -ENOMEM, "out of memory");
-	ow = owner_of(c);
 	o = obj_alloc(reg);
 	if (!ow || !o) {
 		if (o)
@@ -171,7 +198,7 @@ int objects_add_id(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
 		return why_set(why, -ENOMEM, "out of memory");
 	}
 	o->id = id;
-	err = id ? 0 : id_next(&c->core->ids.objects, &o->id);
+	err = id ? 0 : id_next(&reg->core->ids.objects, &o->id);
 	if (err < 0) {
 		obj_free(reg, o);
 		return why_set(why, err, "the broker has no object ids left");
@@ -201,6 +228,23 @@ int objects_add_id(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
 	dctx_obj_hold(x);
 	*ret = o;
 	return 0;
+}
+
+int objects_add_id(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
+		   bool intent, bool made_here, uint32_t handle, uint64_t id,
+		   struct why *why, struct obj **ret)
+{
+	return obj_add(c->core->registry, owner_of(c), x, kind, intent,
+		       made_here, handle, id, why, ret);
+}
+
+int objects_add_detached(struct obj_owner *ow, struct dctx *x,
+			 enum ibc_obj_kind kind, bool intent, bool made_here,
+			 uint32_t handle, uint64_t id, struct why *why,
+			 struct obj **ret)
+{
+	return obj_add(ow->reg, ow, x, kind, intent, made_here, handle, id, why,
+		       ret);
 }
 
 struct obj *objects_find(struct client *c, uint64_t id)
@@ -269,8 +313,11 @@ void objects_remove(struct obj *o)
 
 void objects_drop_intent(struct obj *o)
 {
-	o->ctx->unaccounted++;
+	struct dctx *x = o->ctx;
+
+	x->unaccounted++;
 	obj_unlink(o);
+	restart_ctx_saved(x->core, x);
 }
 
 /* Drop @ow's records in @x, and put only @ow: this can run nested in
@@ -288,6 +335,7 @@ static void ctx_let_go_owner(struct dctx *x, struct obj_owner *ow)
 			obj_unlink(o);
 		}
 	}
+	restart_ctx_saved(x->core, x);
 	objects_owner_put(ow);
 }
 
@@ -319,6 +367,7 @@ void objects_ctx_let_go(struct core *core, struct dctx *x,
 		obj_unlink(o);
 		objects_owner_put(ow);
 	}
+	restart_ctx_saved(core, x);
 	dctx_obj_release(core, x);
 }
 

@@ -92,7 +92,11 @@ struct obj_owner {
 	struct client *conn;
 	uint64_t client_id;
 	pid_t pid;
+	/* Its session's uid: whose watch a restore's owner joins. */
+	uid_t uid;
 	enum owner_state state;
+	/* Its record is in the state journal (restart_owner_saved()). */
+	bool journaled;
 	/* Detached: the watch of its process, shared by the process's
 	 * other detached owners (obj-watch.c). */
 	struct obj_watch *watch;
@@ -251,6 +255,18 @@ int objects_add(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
 int objects_add_id(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
 		   bool intent, bool made_here, uint32_t handle, uint64_t id,
 		   struct why *why, struct obj **ret);
+/* Restore: the owner @client_id whose session ended before the restart
+ * (detached or dead, @state) of process @pid of @uid, made on first use;
+ * NULL without memory, or for a live session's. Its records come with
+ * objects_add_detached() (as objects_add_id()); the restore then watches
+ * its process as objects_conn_closing() does (restart_owners_watch()). */
+struct obj_owner *objects_owner_adopt(struct core *core, uint64_t client_id,
+				      pid_t pid, uid_t uid,
+				      enum owner_state state);
+int objects_add_detached(struct obj_owner *ow, struct dctx *x,
+			 enum ibc_obj_kind kind, bool intent, bool made_here,
+			 uint32_t handle, uint64_t id, struct why *why,
+			 struct obj **ret);
 /* The wire's object attributes in device terms (obj-handlers.c). */
 struct Rdmab__ObjAttr;
 void obj_attr_from_wire(struct obj_attr *a,

@@ -11,6 +11,7 @@
 
 #include <event2/util.h>
 
+#include "daemon/device.h"
 #include "daemon/inflight.h"
 
 struct event;
@@ -42,6 +43,8 @@ struct restart {
 		adopted_fds;
 	/* Where each id space's count was saved to (restart_counters_save). */
 	uint64_t id_mark[4];
+	/* The same for each device's serials (device_ops.serials_get). */
+	struct device_serials serial_mark[DEVICE_MAX];
 	/* The last SessionHold record's key handed out this generation. */
 	uint64_t hold_keys;
 	struct event *compact_ev;
@@ -64,11 +67,17 @@ int reexec_init(struct server *srv);
 #define REEXEC_NOTIFY_PREFIX "@rdmabrokerd-reexec-"
 
 int restart_counters_save(struct core *core);
-/* After a journal write (@ret its result): warn once, and compact from
- * the loop when the log grew past its bound. */
+/* The devices' serials of a Counters record (restore_counters()), moved
+ * past what the old daemon may have handed out. */
+struct Rdmab__State__Counters;
+void restart_serials_adopt(struct core *core,
+			   const struct Rdmab__State__Counters *c);
+/* After a journal write (@ret its result): warn once. */
 void restart_after_write(struct core *core, int ret);
-/* The loop's compaction (restart_init() makes its event). */
+/* The loop's compaction (restart_init() makes its event), and the
+ * journal's hook that schedules it (journal_on_full(), @arg the core). */
 void restart_compact_cb(evutil_socket_t fd, short what, void *arg);
+void restart_journal_full(void *arg);
 void restart_fd_name(char *buf, size_t size, const char *what, uint64_t id);
 int restart_first_name(void *arg, const char *name, int fd);
 

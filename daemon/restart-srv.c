@@ -106,6 +106,7 @@ int restart_init(struct server *srv)
 				  &srv->core);
 	if (!rs->compact_ev)
 		return -ENOMEM;
+	journal_on_full(rs->j, restart_journal_full, &srv->core);
 	ret = inflight_create(srv->opt.max_conns + RESTART_INFLIGHT_EXTRA,
 			      &rs->inflight);
 	if (ret < 0)

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 
+#include <endian.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -19,13 +20,17 @@
 
 #include <event2/event.h>
 
+#include "daemon/charge.h"
 #include "daemon/core.h"
 #include "daemon/ctx.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
+#include "daemon/queue.h"
+#include "daemon/user.h"
 #include "daemon/restart-int.h"
 #include "daemon/restart.h"
+#include "daemon/restore-object.h"
 #include "proto/rdmabroker.pb-c.h"
 #include "proto/state.pb-c.h"
 
@@ -88,6 +93,7 @@ int restart_counters_save(struct core *core)
 	struct restart *rs = core->restart;
 	Rdmab__State__Counters c = RDMAB__STATE__COUNTERS__INIT;
 	Rdmab__State__IdSpace ids[4];
+	Rdmab__State__DeviceSerials ser[DEVICE_MAX], *serp[DEVICE_MAX];
 	const struct id_space *sp[4] = { &core->ids.clients,
 					 &core->ids.contexts,
 					 &core->ids.objects, &core->ids.dms };
@@ -99,6 +105,21 @@ int restart_counters_save(struct core *core)
 		rs->id_mark[i] = sp[i]->count + ID_BLOCK;
 		id_save(&ids[i], sp[i], rs->id_mark[i]);
 	}
+	for (size_t i = 0; i < core->devices.n; i++) {
+		struct device *dev = &core->devices.dev[i];
+		struct device_serials *mark = &rs->serial_mark[i];
+
+		dev->ops->serials_get(dev, mark);
+		mark->num += ID_BLOCK;
+		mark->key += ID_BLOCK;
+		rdmab__state__device_serials__init(&ser[i]);
+		ser[i].device = dev->name;
+		ser[i].num = mark->num;
+		ser[i].key = mark->key;
+		serp[i] = &ser[i];
+	}
+	c.n_devices = core->devices.n;
+	c.devices = serp;
 	c.generation = rs->generation;
 	c.restarts = rs->restarts;
 	c.clients = &ids[0];
@@ -108,6 +129,26 @@ int restart_counters_save(struct core *core)
 	c.last_restore_usec = rs->last_restore_usec;
 	c.requests_served = core->requests_served;
 	return journal_put(rs->j, JOURNAL_COUNTERS, 0, &c.base);
+}
+
+/* Has a device handed out the serials up to its saved mark? A serial
+ * wraps (24 bits on soft): one below its mark by more than the margin
+ * passed it too. */
+static bool serials_passed(struct core *core)
+{
+	const struct restart *rs = core->restart;
+
+	for (size_t i = 0; i < core->devices.n; i++) {
+		const struct device *dev = &core->devices.dev[i];
+		const struct device_serials *mark = &rs->serial_mark[i];
+		struct device_serials now;
+
+		dev->ops->serials_get(dev, &now);
+		if (now.num - mark->num < UINT32_MAX - ID_BLOCK ||
+		    now.key - mark->key < UINT32_MAX - ID_BLOCK)
+			return true;
+	}
+	return false;
 }
 
 void restart_ids_check(struct core *core)
@@ -121,6 +162,18 @@ void restart_ids_check(struct core *core)
 	    core->ids.objects.count >= rs->id_mark[2] ||
 	    core->ids.dms.count >= rs->id_mark[3])
 		restart_counters_save(core);
+}
+
+void restart_serials_adopt(struct core *core, const Rdmab__State__Counters *c)
+{
+	for (size_t i = 0; i < c->n_devices; i++) {
+		const Rdmab__State__DeviceSerials *m = c->devices[i];
+		struct device *dev = device_find(&core->devices, m->device);
+		struct device_serials v = {m->num, m->key};
+
+		if (dev && strcmp(dev->name, m->device) == 0)
+			dev->ops->serials_set(dev, &v);
+	}
 }
 
 void restart_compact_cb(evutil_socket_t fd, short what, void *arg)
@@ -155,8 +208,6 @@ void restart_compact_cb(evutil_socket_t fd, short what, void *arg)
 	rs->j = fresh;
 }
 
-/* After a write: a compaction when the log grew past its bound, run
- * from the loop where no change is half made. */
 void restart_after_write(struct core *core, int ret)
 {
 	struct restart *rs = core->restart;
@@ -167,8 +218,15 @@ void restart_after_write(struct core *core, int ret)
 			"starts clean",
 			strerror(-ret));
 	}
-	if (rs->compact_ev && journal_wants_compaction(rs->j))
-		event_active(rs->compact_ev, EV_TIMEOUT, 0);
+}
+
+/* The log grew past its bound: compact from the loop, where no change is
+ * half made. */
+void restart_journal_full(void *arg)
+{
+	struct core *core = arg;
+
+	event_active(core->restart->compact_ev, EV_TIMEOUT, 0);
 }
 
 bool restart_handing_off(const struct core *core)
@@ -176,10 +234,30 @@ bool restart_handing_off(const struct core *core)
 	return core->restart && core->restart->handoff;
 }
 
+void restart_ctx_saved(struct core *core, const struct dctx *x)
+{
+	Rdmab__State__Context m = RDMAB__STATE__CONTEXT__INIT;
+
+	/* A context whose device went is never adopted: it keeps the
+	 * record it had. */
+	if (!restart_journal(core) || !x->dc)
+		return;
+	m.domain = x->domain->name;
+	m.domain_kind = x->domain->kind;
+	m.device = x->dev->name;
+	m.pd_handle = x->dev->ctx_ops->pd_handle(x->dc);
+	m.unaccounted = x->unaccounted;
+	m.dead_imports = x->dead_imports;
+	m.own_internal = x->own_internal;
+	m.dm_bytes_left = x->dm_bytes_left;
+	m.rekeyed = x->rekeyed;
+	restart_after_write(core, journal_put(core->restart->j, JOURNAL_CONTEXT,
+					      x->id, &m.base));
+}
+
 void restart_ctx_opened(struct core *core, const struct dctx *x)
 {
 	struct fdstore *st = restart_fdstore(core);
-	Rdmab__State__Context m = RDMAB__STATE__CONTEXT__INIT;
 	char name[FDSTORE_NAME_MAX + 1];
 	int ret;
 
@@ -190,13 +268,29 @@ void restart_ctx_opened(struct core *core, const struct dctx *x)
 	if (ret < 0 && ret != -EEXIST)
 		log_warn("context %" PRIu64 ": not kept in the fd store (%s)",
 			 x->id, strerror(-ret));
-	m.domain = x->domain->name;
-	m.domain_kind = x->domain->kind;
-	m.device = x->dev->name;
-	m.pd_handle = x->dev->ctx_ops->pd_handle(x->dc);
-	restart_after_write(core, journal_put(core->restart->j, JOURNAL_CONTEXT,
-					     x->id, &m.base));
+	restart_ctx_saved(core, x);
 	restart_ids_check(core);
+}
+
+void restart_ctx_books(struct core *core, struct dctx *x,
+		       const Rdmab__State__Context *m)
+{
+	struct domain *d = x->domain;
+
+	/* What the kernel still holds in the context: charged as when it
+	 * was counted, over the limit too (it exists), given back at the
+	 * context's close as ever. */
+	x->unaccounted = m->unaccounted;
+	charge_add(d, CHARGE_OBJECTS, x->unaccounted);
+	x->dm_bytes_left = m->dm_bytes_left;
+	charge_add(d, CHARGE_DM_BYTES, x->dm_bytes_left);
+	x->dev->dm_reserved += x->dm_bytes_left;
+	x->dead_imports = m->dead_imports;
+	/* Adopted, the context's internal objects are not all the
+	 * broker's (unaccounted_ctx_opened() counted every one). */
+	x->own_internal = m->own_internal;
+	x->rekeyed = m->rekeyed;
+	restart_ctx_saved(core, x);
 }
 
 void restart_ctx_closed(struct core *core, const struct dctx *x)
@@ -216,11 +310,12 @@ void restart_ctx_closed(struct core *core, const struct dctx *x)
  * varint (wire type 0). */
 static size_t hold_fixed64(uint8_t *p, unsigned int field, uint64_t v)
 {
+	uint64_t le = htole64(v);
+
 	if (!v)
 		return 0;
 	p[0] = (uint8_t)(field << 3 | 1);
-	for (int i = 0; i < 8; i++)
-		p[1 + i] = (uint8_t)(v >> (8 * i));
+	memcpy(p + 1, &le, sizeof(le));
 	return 9;
 }
 
@@ -276,10 +371,21 @@ void restart_hold_gone(struct core *core, struct conn_ctx *cc)
 						      cc->hold_key));
 }
 
+/* After an object's record: the id spaces, and, only for a create on a
+ * device that numbers its objects (@made), its serials. */
+static void obj_ids_check(struct core *core, const struct obj_made *made)
+{
+	if (made && serials_passed(core))
+		restart_counters_save(core);
+	else
+		restart_ids_check(core);
+}
+
 /* The registry's record of @o, and, for an object the broker made on a
  * device it is the kernel of, what makes it again (@spec, @attr). */
 static void obj_put(struct core *core, const struct obj *o,
-		    const struct obj_spec *spec, const Rdmab__ObjAttr *attr)
+		    const struct obj_spec *spec, const struct obj_made *made,
+		    const Rdmab__ObjAttr *attr)
 {
 	Rdmab__State__Object m = RDMAB__STATE__OBJECT__INIT;
 	Rdmab__State__SoftObject so = RDMAB__STATE__SOFT_OBJECT__INIT;
@@ -305,11 +411,15 @@ static void obj_put(struct core *core, const struct obj *o,
 		so.used_mask = spec->used;
 		so.attr = (Rdmab__ObjAttr *)attr;
 		so.xrcd_ino = spec->xrcd_ino;
+		if (made) {
+			so.num = made->num;
+			so.key = made->lkey;
+		}
 		m.soft = &so;
 	}
 	restart_after_write(core, journal_put(core->restart->j, JOURNAL_OBJECT,
 					     o->id, &m.base));
-	restart_ids_check(core);
+	obj_ids_check(core, made);
 }
 
 void restart_obj_saved(struct core *core, const struct obj *o)
@@ -318,25 +428,27 @@ void restart_obj_saved(struct core *core, const struct obj *o)
 	 * rewritten whole, it would lose it. */
 	if (!restart_journal(core) || (o->made_here && !o->intent))
 		return;
-	obj_put(core, o, NULL, NULL);
+	obj_put(core, o, NULL, NULL, NULL);
 }
 
 void restart_obj_made(struct core *core, const struct obj *o,
-		      const struct obj_spec *spec, const Rdmab__ObjAttr *attr)
+		      const struct obj_spec *spec, const struct obj_made *made,
+		      const Rdmab__ObjAttr *attr)
 {
 	if (restart_journal(core))
-		obj_put(core, o, spec, attr);
+		obj_put(core, o, spec, made, attr);
 }
 
 void restart_obj_packed(struct core *core, const struct obj *o,
-			const uint8_t *data, size_t len)
+			const struct obj_made *made, const uint8_t *data,
+			size_t len)
 {
 	if (!restart_journal(core))
 		return;
 	restart_after_write(core, journal_put_packed(core->restart->j,
 						     JOURNAL_OBJECT, o->id,
 						     data, len));
-	restart_ids_check(core);
+	obj_ids_check(core, made);
 }
 
 void restart_obj_gone(struct core *core, const struct obj *o)
@@ -344,6 +456,185 @@ void restart_obj_gone(struct core *core, const struct obj *o)
 	if (restart_journal(core))
 		restart_after_write(core, journal_del(core->restart->j,
 						     JOURNAL_OBJECT, o->id));
+}
+
+/* restart_state_check()'s walk: where it words its refusal, and who
+ * keeps the objects. */
+struct check_arg {
+	char *why;
+	size_t why_len;
+	int (*obj)(void *arg, const struct journal_rec *r,
+		   const struct state_obj *m);
+	void *obj_arg;
+};
+
+/* An object's record: read as the restore reads it (most of a state:
+ * protobuf-c's unpack was half of a restore), then kept when asked. */
+static int check_obj(struct check_arg *ck, const struct journal_rec *r)
+{
+	struct state_obj m;
+
+	if (state_obj_decode(r->data, r->len, &m) < 0) {
+		snprintf(ck->why, ck->why_len,
+			 "record %u/%" PRIu64 " does not unpack as a "
+			 "StateObject",
+			 r->kind, r->key);
+		return -EBADMSG;
+	}
+	return ck->obj ? ck->obj(ck->obj_arg, r, &m) : 0;
+}
+
+/* Whether every record the registry reads unpacks: the restore refuses
+ * a state whole before it adopts anything, never half of it. */
+static int check_one(void *arg, const struct journal_rec *r)
+{
+	struct check_arg *ck = arg;
+	const ProtobufCMessageDescriptor *d;
+	ProtobufCMessage *m;
+
+	switch (r->kind) {
+	case JOURNAL_COUNTERS:
+		d = &rdmab__state__counters__descriptor;
+		break;
+	case JOURNAL_CONTEXT:
+		d = &rdmab__state__context__descriptor;
+		break;
+	case JOURNAL_SESSION:
+		d = &rdmab__state__session__descriptor;
+		break;
+	case JOURNAL_OBJECT:
+		return check_obj(ck, r);
+	case JOURNAL_SESSION_HOLD:
+		d = &rdmab__state__session_hold__descriptor;
+		break;
+	case JOURNAL_OWNER:
+		d = &rdmab__state__owner__descriptor;
+		break;
+	default:
+		return 0;
+	}
+	m = protobuf_c_message_unpack(d, NULL, r->len, r->data);
+	if (!m) {
+		snprintf(ck->why, ck->why_len,
+			 "record %u/%" PRIu64 " does not unpack as a %s",
+			 r->kind, r->key, d->short_name);
+		return -EBADMSG;
+	}
+	protobuf_c_message_free_unpacked(m, NULL);
+	return 0;
+}
+
+int restart_state_check(const struct journal_view *v,
+			int (*obj)(void *arg, const struct journal_rec *r,
+				   const struct state_obj *m),
+			void *arg, char *why, size_t why_len)
+{
+	static const uint32_t kinds[] = {JOURNAL_COUNTERS,     JOURNAL_CONTEXT,
+					 JOURNAL_SESSION,      JOURNAL_OBJECT,
+					 JOURNAL_SESSION_HOLD, JOURNAL_OWNER};
+	struct check_arg ck = {why, why_len, obj, arg};
+	int ret;
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
+		ret = journal_each(v, kinds[i], check_one, &ck);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+void restart_owner_saved(struct core *core, struct obj_owner *ow)
+{
+	Rdmab__State__Owner m = RDMAB__STATE__OWNER__INIT;
+
+	if (!restart_journal(core))
+		return;
+	ow->journaled = true;
+	m.pid = (uint32_t)ow->pid;
+	m.uid = (uint32_t)ow->uid;
+	m.state = ow->state;
+	restart_after_write(core, journal_put(core->restart->j, JOURNAL_OWNER,
+					      ow->client_id, &m.base));
+}
+
+void restart_owner_gone(struct core *core, const struct obj_owner *ow)
+{
+	/* A live owner's session is its record; a session that ended
+	 * holding nothing left none. */
+	if (restart_journal(core) && ow->journaled)
+		restart_after_write(core,
+				    journal_del(core->restart->j, JOURNAL_OWNER,
+						ow->client_id));
+}
+
+struct obj_owner *restart_owner_find(struct restore *rs, uint64_t client_id)
+{
+	Rdmab__State__Owner *m;
+	struct journal_rec rec;
+	struct obj_owner *ow = NULL;
+
+	if (journal_find(rs->view, JOURNAL_OWNER, client_id, &rec) < 0)
+		return NULL;
+	m = rdmab__state__owner__unpack(NULL, rec.len, rec.data);
+	if (!m)
+		return NULL;
+	if (m->state == OWNER_DETACHED || m->state == OWNER_DEAD)
+		ow = objects_owner_adopt(rs->core, client_id, (pid_t)m->pid,
+					 (uid_t)m->uid,
+					 (enum owner_state)m->state);
+	rdmab__state__owner__free_unpacked(m, NULL);
+	return ow;
+}
+
+struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id)
+{
+	struct domain *d;
+	struct dctx *x;
+
+	TAILQ_FOREACH(d, &core->domains, link) {
+		x = dctx_find_id(d, ctx_id);
+		if (x)
+			return x;
+	}
+	return NULL;
+}
+
+void restart_objects_adopted(struct core *core)
+{
+	struct registry *reg = core->registry;
+	struct obj_owner *ow, *tmp;
+	struct domain *d;
+	int err;
+
+	TAILQ_FOREACH(d, &core->domains, link)
+		dctx_imports_adopt(d);
+	TAILQ_FOREACH_SAFE(ow, &reg->owners, link, tmp) {
+		if (ow->state == OWNER_LIVE || ow->watch || ow->ev)
+			continue;
+		if (!ow->n_objs && !ow->n_intents) {
+			objects_owner_put(ow);
+			continue;
+		}
+		/* No pidfd was kept: one of the pid, whose process may be
+		 * gone (-ESRCH) or, after so long, another's of the same
+		 * uid (then its objects wait for that one). */
+		if (ow->state == OWNER_DEAD) {
+			err = -ESRCH;
+		} else {
+			struct user *u = user_get(core, ow->uid);
+
+			err = obj_watch_join(ow, u, ow->uid, -1);
+			if (u)
+				user_unref(core, u);
+		}
+		if (err == -ESRCH)
+			objects_owner_dead(ow);
+		else if (err < 0)
+			log_err("client %" PRIu64 " (pid %d): cannot watch the "
+				"process; its %u objects stay until the broker "
+				"stops",
+				ow->client_id, (int)ow->pid, ow->n_objs);
+	}
 }
 
 void restart_status(const struct core *core, bool full, uint64_t *gen,

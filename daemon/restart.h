@@ -82,6 +82,14 @@ void restart_exit(void) __attribute__((noreturn));
 /* Hooks: the registry's changes, to the journal and the store. */
 void restart_ctx_opened(struct core *core, const struct dctx *x);
 void restart_ctx_closed(struct core *core, const struct dctx *x);
+/* @x's books changed (its unaccounted count, dead imports, DM bytes a
+ * rekey left, the rekey itself): its record again. */
+void restart_ctx_saved(struct core *core, const struct dctx *x);
+/* Restore: adopted @x gets the books of its record @m, and their
+ * charges. */
+struct Rdmab__State__Context;
+void restart_ctx_books(struct core *core, struct dctx *x,
+		       const struct Rdmab__State__Context *m);
 /* Session @client_id's hold @cc on a context was made or its opens
  * changed; it goes (before @cc is freed). */
 struct conn_ctx;
@@ -99,23 +107,51 @@ size_t restart_hold_encode(uint8_t *buf, uint64_t client_id, uint64_t ctx_id,
 void restart_obj_saved(struct core *core, const struct obj *o);
 void restart_obj_gone(struct core *core, const struct obj *o);
 /* The broker made @o on a device it is the kernel of, as @spec and the
- * request's @attr asked: what remakes it at a restore. */
+ * request's @attr asked, and was given @made (NULL: nothing clients
+ * know): what remakes it, the same, at a restore. */
 struct obj_spec;
+struct obj_made;
 struct Rdmab__ObjAttr;
 void restart_obj_made(struct core *core, const struct obj *o,
-		      const struct obj_spec *spec,
+		      const struct obj_spec *spec, const struct obj_made *made,
 		      const struct Rdmab__ObjAttr *attr);
 /* A restore adopted @o as its record (@len bytes at @data, a packed
- * StateObject) says: that record, as it is. */
+ * StateObject) says, made again with @made (NULL: not made again) as the
+ * record asked: that record, as it is. */
 void restart_obj_packed(struct core *core, const struct obj *o,
-			const uint8_t *data, size_t len);
+			const struct obj_made *made, const uint8_t *data,
+			size_t len);
+/* An owner's session ended while it holds objects (detached), or its
+ * process is gone (dead): the record that makes its objects' records
+ * adoptable without a session; it goes when the owner does. */
+struct obj_owner;
+void restart_owner_saved(struct core *core, struct obj_owner *ow);
+void restart_owner_gone(struct core *core, const struct obj_owner *ow);
+/* Restore: the owner of a record whose session did not come back (its
+ * Owner record: detached or dead), and its context @ctx_id, adopted for
+ * a session of its domain; NULL when either is not. */
+struct journal_view;
+struct obj_owner *restart_owner_find(struct restore *rs, uint64_t client_id);
+struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id);
+/* Restore, after the objects came back at their handles: the sessions'
+ * imports are made again (dctx_imports_adopt()), and each adopted owner
+ * whose session had ended is watched again (a process gone meanwhile
+ * starts its cleanup); one that got no record goes. */
+void restart_objects_adopted(struct core *core);
 /* The id spaces passed their saved mark: save them further on. */
 void restart_ids_check(struct core *core);
 
 /* Whether every record of @v the registry reads unpacks (the restore's
- * check, and the fuzz target's): 0 or -EBADMSG with the reason. */
-int restart_state_check(const struct journal_view *v, char *why,
-			size_t why_len);
+ * check, and the fuzz target's): 0 or -EBADMSG with the reason in @why.
+ * The object records are read as the restore reads them (by hand,
+ * restore-object.h), once: @obj, when set, is given each one, in id
+ * order, to keep (the restore's objects); its error (with its own
+ * sentence in @why) ends the check. */
+struct state_obj;
+int restart_state_check(const struct journal_view *v,
+			int (*obj)(void *arg, const struct journal_rec *r,
+				   const struct state_obj *m),
+			void *arg, char *why, size_t why_len);
 
 /* What status shows (rdmabrokerctl status): generation, restores, the
  * last one's duration, and, for an administrator (@full), what it

@@ -207,6 +207,8 @@ static int soft_decode(struct rd *r, struct state_obj *o)
 {
 	o->soft.used_mask = 0;
 	o->soft.xrcd_ino = 0;
+	o->soft.num = 0;
+	o->soft.key = 0;
 	while (r->p < r->end) {
 		struct rd sub, all;
 		unsigned int wt;
@@ -249,6 +251,15 @@ static int soft_decode(struct rd *r, struct state_obj *o)
 			if (rd_uint(r, wt, &v) < 0)
 				return -EBADMSG;
 			o->soft.xrcd_ino = v;
+			break;
+		case 104:
+		case 105:
+			if (rd_uint(r, wt, &v) < 0)
+				return -EBADMSG;
+			if (field == 104)
+				o->soft.num = (uint32_t)v;
+			else
+				o->soft.key = (uint32_t)v;
 			break;
 		default:
 			if (rd_skip(r, wt) < 0)

@@ -33,6 +33,8 @@ struct state_obj {
 		size_t n_uses;
 		uint32_t used_mask;
 		uint64_t xrcd_ino;
+		/* Fields 104, 105: its QP/SRQ number, its MR key. */
+		uint32_t num, key;
 		bool has_attr;
 		/* Scalars only: nothing to free. */
 		Rdmab__ObjAttr attr;

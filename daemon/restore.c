@@ -72,7 +72,7 @@ static void restore_phase(struct restore_phases *ph, enum restore_phase_id p)
 	ph->at = now;
 }
 
-/* --- the check before anything is adopted -------------------------------- */
+/* --- the objects, read by the check ------------------------------------ */
 
 /* An object record, read once by the check and kept for the restore:
  * its bytes too, which the new journal takes as they are when the object
@@ -97,101 +97,32 @@ static void robjs_free(struct robjs *ro)
 	ro->n = ro->cap = 0;
 }
 
-/* The check's walk: @keep, when set, takes the objects read. */
-struct rcheck {
+/* restart_state_check()'s keeper of the objects it read: they come back
+ * after the sessions, from these. */
+struct rkeep {
 	struct restore *rs;
-	struct robjs *keep;
+	struct robjs *ro;
 };
 
-/* An object's record: read (restore-object.h), and kept when asked. */
-static int check_obj(struct rcheck *ck, const struct journal_rec *r)
+static int robj_keep(void *arg, const struct journal_rec *r,
+		     const struct state_obj *m)
 {
-	struct robjs *ro = ck->keep;
-	struct state_obj m;
+	struct rkeep *k = arg;
+	struct restore *rs = k->rs;
+	struct robjs *ro = k->ro;
 
-	if (state_obj_decode(r->data, r->len, &m) < 0)
-		return restore_fail(ck->rs, -EBADMSG,
-				    "record %u/%" PRIu64 " does not unpack "
-				    "as a StateObject",
-				    r->kind, r->key);
-	if (!ro)
-		return 0;
 	if (ro->n == ro->cap) {
 		size_t cap = ro->cap ? ro->cap * 2 : 256;
 		struct robj *p = realloc(ro->v, cap * sizeof(*p));
 
 		if (!p)
-			return restore_fail(ck->rs, -ENOMEM, "out of memory");
+			return restore_fail(rs, -ENOMEM, "out of memory");
 		ro->v = p;
 		ro->cap = cap;
 	}
-	ro->v[ro->n++] = (struct robj){ .id = r->key, .m = m, .data = r->data,
+	ro->v[ro->n++] = (struct robj){ .id = r->key, .m = *m, .data = r->data,
 					.len = r->len };
 	return 0;
-}
-
-static int check_one(void *arg, const struct journal_rec *r)
-{
-	struct rcheck *ck = arg;
-	const ProtobufCMessageDescriptor *d;
-	ProtobufCMessage *m;
-
-	switch (r->kind) {
-	case JOURNAL_COUNTERS:
-		d = &rdmab__state__counters__descriptor;
-		break;
-	case JOURNAL_CONTEXT:
-		d = &rdmab__state__context__descriptor;
-		break;
-	case JOURNAL_SESSION:
-		d = &rdmab__state__session__descriptor;
-		break;
-	case JOURNAL_OBJECT:
-		/* Most of a state: read by hand, once (restore-object.h). */
-		return check_obj(ck, r);
-	case JOURNAL_SESSION_HOLD:
-		d = &rdmab__state__session_hold__descriptor;
-		break;
-	default:
-		return 0;
-	}
-	m = protobuf_c_message_unpack(d, NULL, r->len, r->data);
-	if (!m)
-		return restore_fail(ck->rs, -EBADMSG,
-				    "record %u/%" PRIu64 " does not unpack "
-				    "as a %s",
-				    r->kind, r->key, d->short_name);
-	protobuf_c_message_free_unpacked(m, NULL);
-	return 0;
-}
-
-/* Every record the registry reads unpacks; @keep (or NULL) gets the
- * objects, in id order. */
-static int restore_check(struct restore *rs, struct robjs *keep)
-{
-	static const uint32_t kinds[] = { JOURNAL_COUNTERS, JOURNAL_CONTEXT,
-					  JOURNAL_SESSION, JOURNAL_OBJECT,
-					  JOURNAL_SESSION_HOLD };
-	struct rcheck ck = { .rs = rs, .keep = keep };
-	int ret;
-
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		ret = journal_each(rs->view, kinds[i], check_one, &ck);
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
-}
-
-int restart_state_check(const struct journal_view *v, char *why,
-			size_t why_len)
-{
-	struct restore rs = { .view = v };
-	int ret = restore_check(&rs, NULL);
-
-	if (ret < 0)
-		snprintf(why, why_len, "%s", rs.why);
-	return ret;
 }
 
 /* --- counters ------------------------------------------------------------ */
@@ -221,6 +152,7 @@ static int restore_counters(struct restore *rs)
 	id_restore(&srv->core.ids.contexts, c->contexts);
 	id_restore(&srv->core.ids.objects, c->objects);
 	id_restore(&srv->core.ids.dms, c->dms);
+	restart_serials_adopt(rs->core, c);
 	r->generation = c->generation + 1;
 	r->restarts = c->restarts + 1;
 	srv->core.requests_served = c->requests_served;
@@ -240,6 +172,7 @@ struct pending_req {
 struct rhold {
 	uint64_t client_id, ctx_id;
 	uint32_t opens;
+	uint64_t import;
 };
 
 /* The restore's own: the sessions adopted, by id, for the objects; the
@@ -259,7 +192,7 @@ static int hold_collect(void *arg, const struct journal_rec *r)
 	struct rctx *rc = arg;
 	Rdmab__State__SessionHold *m;
 
-	/* Checked whole before (restore_check()). */
+	/* Checked whole before (restart_state_check()). */
 	m = rdmab__state__session_hold__unpack(NULL, r->len, r->data);
 	if (!m)
 		return 0;
@@ -275,7 +208,7 @@ static int hold_collect(void *arg, const struct journal_rec *r)
 		rc->cap_holds = cap;
 	}
 	rc->holds[rc->n_holds++] =
-		(struct rhold){ m->client_id, m->ctx_id, m->opens };
+		(struct rhold){m->client_id, m->ctx_id, m->opens, m->import};
 	rdmab__state__session_hold__free_unpacked(m, NULL);
 	return 0;
 }
@@ -407,16 +340,19 @@ static struct dctx *restore_ctx(struct restore *rs, struct conn *c,
 		return NULL;
 	}
 	pd_handle = m->pd_handle;
-	rdmab__state__context__free_unpacked(m, NULL);
 	restart_fd_name(name, sizeof(name), "ctx", id);
 	if (restore_take_fd(rs, name, &fd) < 0) {
 		log_warn("context %" PRIu64 ": its descriptor is not in the "
 			 "store, not adopted",
 			 id);
+		rdmab__state__context__free_unpacked(m, NULL);
 		return NULL;
 	}
 	ret = dctx_adopt(&srv->core, c->cl.domain, dev, c->cl.user, id, fd,
 			 pd_handle, &why, &x);
+	if (ret == 0)
+		restart_ctx_books(&srv->core, x, m);
+	rdmab__state__context__free_unpacked(m, NULL);
 	if (ret < 0) {
 		log_warn("context %" PRIu64 " on %s cannot be adopted: %s%s%s",
 			 id, dev->name, strerror(-ret), *why.text ? ": " : "",
@@ -457,7 +393,7 @@ static void restore_ctx_lost(struct conn *c, uint64_t id)
 /* Session @c held context @ctx_id @opens times: 0, also when the context
  * could not come back (the session is told), or -ENOMEM. */
 static int restore_hold(struct restore *rs, struct conn *c, uint64_t ctx_id,
-			uint32_t opens)
+			uint32_t opens, uint64_t import)
 {
 	struct dctx *x = restore_ctx(rs, c, ctx_id);
 
@@ -465,7 +401,7 @@ static int restore_hold(struct restore *rs, struct conn *c, uint64_t ctx_id,
 		restore_ctx_lost(c, ctx_id);
 		return 0;
 	}
-	return dctx_client_adopt(&c->cl, x, opens);
+	return dctx_client_adopt(&c->cl, x, opens, import);
 }
 
 static int restore_session(void *arg, const struct journal_rec *rec)
@@ -525,13 +461,13 @@ static int restore_session(void *arg, const struct journal_rec *rec)
 	conn_hello_done(c);
 	/* An older daemon's holds are in the session's record. */
 	for (size_t i = 0; i < m->n_ctxs && ret == 0; i++)
-		ret = restore_hold(rs, c, m->ctxs[i]->ctx_id,
-				   m->ctxs[i]->opens);
+		ret = restore_hold(rs, c, m->ctxs[i]->ctx_id, m->ctxs[i]->opens,
+				   m->ctxs[i]->import);
 	for (size_t i = hold_first(rc, rec->key);
 	     i < rc->n_holds && rc->holds[i].client_id == rec->key && ret == 0;
 	     i++)
 		ret = restore_hold(rs, c, rc->holds[i].ctx_id,
-				   rc->holds[i].opens);
+				   rc->holds[i].opens, rc->holds[i].import);
 	if (ret < 0) {
 		conn_kill(c, "out of memory");
 		goto out;
@@ -568,10 +504,9 @@ struct robj_order {
 
 /* Make a soft object again at its handle, as its create asked. */
 static int robj_remake(struct dctx *x, const struct state_obj *m,
-		       struct why *why)
+		       struct obj_made *made, struct why *why)
 {
 	struct obj_spec spec = { .kind = (enum ibc_obj_kind)m->kind };
-	struct obj_made made;
 
 	if (!m->has_soft)
 		return why_set(why, -EBADMSG, "its record has no spec");
@@ -581,33 +516,48 @@ static int robj_remake(struct dctx *x, const struct state_obj *m,
 	obj_attr_from_wire(&spec.attr,
 			   m->soft.has_attr ? &m->soft.attr : NULL);
 	spec.xrcd_ino = m->soft.xrcd_ino;
+	spec.num = m->soft.num;
+	spec.key = m->soft.key;
 	/* Provider-internal records per QP are not made again. */
 	spec.import = 0;
-	return x->dev->ctx_ops->obj_restore(x->dc, &spec, m->handle, &made,
-					    why);
+	return x->dev->ctx_ops->obj_restore(x->dc, &spec, m->handle, made, why);
 }
 
 /* Does @m say what @o is, as restart_obj_made() or restart_obj_saved()
- * would write it (a record without a spec for what is not made again)?
- * Then its bytes are the new journal's record as they are: packing 100,000
+ * would write it (a record without a spec for what is not made again;
+ * one made again with the number and key @made it was given)? Then its
+ * bytes are the new journal's record as they are: packing 100,000
  * objects again was a third of a restore. */
 static bool robj_is_record(const struct obj *o, const struct state_obj *m,
-			   bool remake)
+			   const struct obj_made *made)
 {
-	return o->owner->client_id == m->owner && o->ctx->id == m->ctx_id &&
-	       o->kind == m->kind && o->handle == m->handle &&
-	       o->intent == m->intent && o->made_here == m->made_here &&
-	       o->window_made == m->window_made && o->stuck == m->stuck &&
-	       o->family_owned == m->family_owned &&
-	       o->born_usec == m->born_usec && remake == m->has_soft;
+	if (o->owner->client_id != m->owner || o->ctx->id != m->ctx_id ||
+	    o->kind != m->kind || o->handle != m->handle ||
+	    o->intent != m->intent || o->made_here != m->made_here ||
+	    o->window_made != m->window_made || o->stuck != m->stuck ||
+	    o->family_owned != m->family_owned ||
+	    o->born_usec != m->born_usec || !made != !m->has_soft)
+		return false;
+	/* A record that names no number or key where the object has one
+	 * (a create that gave none): it was given new ones, which its
+	 * record must say. */
+	return !made ||
+	       (made->num == m->soft.num && made->lkey == m->soft.key);
 }
 
 static void restore_obj(struct rctx *rc, const struct robj *ro)
 {
 	const struct state_obj *m = &ro->m;
 	struct why why = { 0 };
+	struct obj_made made = {0};
 	struct conn *c = rctx_conn(rc, m->owner);
-	struct dctx *x = c ? dctx_conn_find(&c->cl, m->ctx_id) : NULL;
+	/* A session that ended before the restart: its owner's record. */
+	struct obj_owner *ow = c || m->family_owned
+				       ? NULL
+				       : restart_owner_find(rc->rs, m->owner);
+	struct dctx *x = c    ? dctx_conn_find(&c->cl, m->ctx_id)
+			 : ow ? restart_ctx_find(rc->rs->core, m->ctx_id)
+			      : NULL;
 	bool remake;
 	struct obj *o;
 	int ret;
@@ -623,7 +573,7 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	}
 	remake = m->made_here && (!m->intent || m->window_made);
 	if (remake) {
-		ret = robj_remake(x, m, &why);
+		ret = robj_remake(x, m, &made, &why);
 		if (ret < 0) {
 			log_warn("object %" PRIu64 " (%s %u) cannot be made "
 				 "again: %s",
@@ -632,8 +582,14 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 			return;
 		}
 	}
-	ret = objects_add_id(&c->cl, x, (enum ibc_obj_kind)m->kind, m->intent,
-			     m->made_here, m->handle, ro->id, &why, &o);
+	if (c)
+		ret = objects_add_id(&c->cl, x, (enum ibc_obj_kind)m->kind,
+				     m->intent, m->made_here, m->handle, ro->id,
+				     &why, &o);
+	else
+		ret = objects_add_detached(ow, x, (enum ibc_obj_kind)m->kind,
+					   m->intent, m->made_here, m->handle,
+					   ro->id, &why, &o);
 	if (ret < 0) {
 		log_warn("object %" PRIu64 ": not adopted: %s", ro->id,
 			 why.text);
@@ -647,8 +603,9 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	o->dm_id = m->dm_id;
 	o->xrcd_obj = m->xrcd_obj;
 	o->born_usec = m->born_usec;
-	if (robj_is_record(o, m, remake)) {
-		restart_obj_packed(rc->rs->core, o, ro->data, ro->len);
+	if (robj_is_record(o, m, remake ? &made : NULL)) {
+		restart_obj_packed(rc->rs->core, o, remake ? &made : NULL,
+				   ro->data, ro->len);
 	} else if (remake && m->has_soft) {
 		struct obj_spec spec = { .kind = o->kind };
 
@@ -656,7 +613,7 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 			spec.uses[i] = m->soft.uses[i];
 		spec.used = m->soft.used_mask;
 		spec.xrcd_ino = m->soft.xrcd_ino;
-		restart_obj_made(rc->rs->core, o, &spec,
+		restart_obj_made(rc->rs->core, o, &spec, &made,
 				 m->soft.has_attr ? &m->soft.attr : NULL);
 	} else {
 		restart_obj_saved(rc->rs->core, o);
@@ -681,7 +638,7 @@ static void restore_objects(struct rctx *rc, struct robjs *ro)
 	if (!order) {
 		log_err("out of memory: the %zu objects are not adopted",
 			ro->n);
-		return;
+		goto out;
 	}
 	for (size_t i = 0; i < ro->n; i++) {
 		const struct robj *r = &ro->v[i];
@@ -706,6 +663,8 @@ static void restore_objects(struct rctx *rc, struct robjs *ro)
 	for (size_t i = 0; i < n; i++)
 		restore_obj(rc, &ro->v[order[i].i]);
 	free(order);
+out:
+	restart_objects_adopted(rc->rs->core);
 }
 
 /* Each adopted session learns the new generation (a best effort, as
@@ -796,7 +755,10 @@ int restart_restore(struct server *srv)
 	rs.store = r->store;
 	r->generation = 1;
 	if (r->view) {
-		ret = restore_check(&rs, &ro);
+		struct rkeep keep = { &rs, &ro };
+
+		ret = restart_state_check(rs.view, robj_keep, &keep, rs.why,
+					  sizeof(rs.why));
 		restore_phase(&ph, RESTORE_CHECK);
 		if (ret == 0)
 			ret = restore_counters(&rs);
@@ -879,7 +841,8 @@ int restart_restore(struct server *srv)
 	journal_view_free(r->view);
 	restore_phase(&ph, RESTORE_STORE);
 	r->view = NULL;
-	r->last_restore_usec = now_usec() - start;
+	/* A clean start restored nothing: no duration to show. */
+	r->last_restore_usec = rs.view && !*r->refused ? now_usec() - start : 0;
 	r->adopted_sessions = rs.adopted_sessions;
 	r->adopted_contexts = rs.adopted_contexts;
 	r->adopted_objects = rs.adopted_objects;

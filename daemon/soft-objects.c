@@ -689,8 +689,9 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 	o->sd->count[spec->kind]++;
 	made.handle = h;
 	if (spec->kind == IBC_OBJ_QP || spec->kind == IBC_OBJ_SRQ)
-		made.num = made.attr.xrc_qp_num ? made.attr.xrc_qp_num :
-						  soft_next_num(o->sd);
+		made.num = made.attr.xrc_qp_num ? made.attr.xrc_qp_num
+			   : spec->num		? spec->num
+						: soft_next_num(o->sd);
 	if (spec->kind == IBC_OBJ_QP &&
 	    spec->attr.qp_type == IBV_QPT_XRC_RECV) {
 		if (soft_tgt_add(o->sd, made.num, rec.ino) < 0) {
@@ -700,7 +701,9 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 		}
 		o->recs[h].tgt_num = made.num;
 	}
-	if (spec->kind == IBC_OBJ_MR) {
+	if (spec->kind == IBC_OBJ_MR && spec->key) {
+		made.lkey = made.rkey = spec->key;
+	} else if (spec->kind == IBC_OBJ_MR) {
 		/* mlx5: the mkey index above a key byte; lkey = rkey. */
 		o->sd->next_key = (o->sd->next_key + 1) & SOFT_NUM_MASK;
 		if (!o->sd->next_key)
@@ -992,6 +995,15 @@ int soft_objs_import_open(struct soft_objs *o, uint32_t n, uint64_t *ret)
 		return err;
 	*ret = import;
 	return 0;
+}
+
+int soft_objs_import_adopt(struct soft_objs *o, uint32_t n, uint64_t import)
+{
+	int err = import ? soft_internal_add(o, import, n) : 0;
+
+	if (err == 0 && import > o->next_import)
+		o->next_import = import;
+	return err;
 }
 
 void soft_objs_import_close(struct soft_objs *o, uint64_t import)

@@ -156,5 +156,8 @@ unsigned int soft_objs_kind(const struct soft_objs *o, uint32_t handle);
  */
 int soft_objs_import_open(struct soft_objs *o, uint32_t n, uint64_t *ret);
 void soft_objs_import_close(struct soft_objs *o, uint64_t import);
+/* Restart: import @import's @n records made again (its QPs' are not);
+ * later imports are named after it. 0 or -ENOMEM. */
+int soft_objs_import_adopt(struct soft_objs *o, uint32_t n, uint64_t import);
 
 #endif

@@ -16,6 +16,7 @@
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/core.h"
+#include "daemon/restart.h"
 #include "daemon/unaccounted.h"
 
 /* The kinds a handle list is asked for: every uverbs object the broker
@@ -285,7 +286,10 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 	/* Grown: [defaults] auto_rekey_unaccounted may be due. */
 	if (c.unaccounted > x->unaccounted)
 		core_rekey_due(x->core, 0);
-	x->unaccounted = c.unaccounted;
+	if (x->unaccounted != c.unaccounted) {
+		x->unaccounted = c.unaccounted;
+		restart_ctx_saved(x->core, x);
+	}
 	x->unacc_stale = false;
 	if (ret)
 		*ret = c;

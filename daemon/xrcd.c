@@ -442,7 +442,7 @@ static int open_record(struct client *c, struct dctx *dx, struct xrcd *x,
 		o->handle = made.handle;
 		*ret_handle = made.handle;
 		/* Restart: the record, and what makes it again. */
-		restart_obj_made(c->core, o, &spec, NULL);
+		restart_obj_made(c->core, o, &spec, NULL, NULL);
 	} else {
 		restart_obj_saved(c->core, o);
 	}

@@ -36,6 +36,36 @@ void *ibcv_real(const char *name, const char *version)
 	return f;
 }
 
+/* fork(): the interposer's locks, taken before libibclient's (whose
+ * handlers were installed first, so run after these), released in both
+ * processes, so that a fork while another thread is in a create leaves
+ * the child no lock held. */
+static void ibcv_fork_prepare(void)
+{
+	pthread_mutex_lock(&ibcv_lock);
+	pthread_mutex_lock(&ibcv_soft_lock);
+	pthread_mutex_lock(&ibcv_rss_lock);
+	pthread_mutex_lock(&ibcv_live_lock);
+}
+
+static void ibcv_fork_done(void)
+{
+	pthread_mutex_unlock(&ibcv_live_lock);
+	pthread_mutex_unlock(&ibcv_rss_lock);
+	pthread_mutex_unlock(&ibcv_soft_lock);
+	pthread_mutex_unlock(&ibcv_lock);
+}
+
+static pthread_once_t ibcv_fork_once = PTHREAD_ONCE_INIT;
+
+static void ibcv_fork_install(void)
+{
+	/* Without it a fork may deadlock the child, as without the
+	 * interposer it cannot: nothing to answer but to go on. */
+	(void)pthread_atfork(ibcv_fork_prepare, ibcv_fork_done,
+			     ibcv_fork_done);
+}
+
 struct ibc_client *ibcv_client(void)
 {
 	struct ibc_connect_attr attr = {
@@ -55,6 +85,9 @@ struct ibc_client *ibcv_client(void)
 		err = ibc_connect(&attr, &ibcv_cl);
 	cl = ibcv_cl;
 	pthread_mutex_unlock(&ibcv_lock);
+	/* After ibc_connect installed libibclient's handlers. */
+	if (cl)
+		pthread_once(&ibcv_fork_once, ibcv_fork_install);
 	if (err < 0) {
 		errno = -err;
 		return NULL;
@@ -74,6 +107,54 @@ struct ibcv_ctx *ibcv_ctx_find(const struct ibv_context *vctx)
 			break;
 	pthread_mutex_unlock(&ibcv_lock);
 	return c;
+}
+
+struct ibv_pd *ibcv_domain_pd_get(struct ibcv_ctx *c,
+				  struct ibv_pd *(*make)(struct ibcv_ctx *c))
+{
+	struct ibv_pd *pd, *made = NULL;
+
+	/* Made outside the lock, which is taken before libibclient's. */
+	pthread_mutex_lock(&ibcv_lock);
+	pd = c->domain_pd;
+	pthread_mutex_unlock(&ibcv_lock);
+	if (!pd) {
+		made = make(c);
+		if (!made)
+			return NULL;
+	}
+	pthread_mutex_lock(&ibcv_lock);
+	if (!c->domain_pd) {
+		c->domain_pd = made;
+		made = NULL;
+	}
+	pd = c->domain_pd;
+	c->domain_pds++;
+	pthread_mutex_unlock(&ibcv_lock);
+	/* Another thread's was first: the soft device's stand-in is the
+	 * interposer's memory; the verbs one is the library's, the same. */
+	if (made && c->soft)
+		free(made);
+	return pd;
+}
+
+int ibcv_domain_pd_put(const struct ibv_pd *pd)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&ibcv_lock);
+	for (struct ibcv_ctx *c = ibcv_ctxs; c; c = c->next) {
+		if (!pd || c->domain_pd != pd)
+			continue;
+		/* The domain's PD outlives the process's hold: never
+		 * EBUSY, and one dealloc per alloc. */
+		ret = c->domain_pds ? 0 : EINVAL;
+		if (c->domain_pds)
+			c->domain_pds--;
+		break;
+	}
+	pthread_mutex_unlock(&ibcv_lock);
+	return ret;
 }
 
 /* The broker's entry for @name; NULL when it serves no such device. */
@@ -195,8 +276,12 @@ IBCV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	if (!ibcv_is_soft_device(device) && !ibcv_broker_device(cl, name)) {
 		/* A device the broker does not serve: the program's own,
 		 * as without the interposer. */
+		struct ibv_context *own = real(device);
+
 		ibcv_inside--;
-		return real(device);
+		if (own)
+			ibcv_live_verbs_ctx(1);
+		return own;
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c) {
@@ -224,6 +309,9 @@ IBCV_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	ibcv_ctxs = c;
 	pthread_mutex_unlock(&ibcv_lock);
 	ibcv_inside--;
+	if (!c->soft)
+		ibcv_live_verbs_ctx(1);
+	ibcv_live_add(c->vctx);
 	return c->vctx;
 }
 
@@ -241,8 +329,24 @@ IBCV_EXPORT int ibv_close_device(struct ibv_context *context)
 	if (c)
 		*pp = c->next;
 	pthread_mutex_unlock(&ibcv_lock);
-	if (!c)
-		return IBCV_REAL(ibv_close_device, "IBVERBS_1.1")(context);
+	if (!c) {
+		/* Closed already (the soft device's memory is the
+		 * interposer's), or a context the interposer did not open. */
+		int ret = ibcv_live_check(context);
+
+		if (ret) {
+			errno = ret;
+			return -1;
+		}
+		ret = IBCV_REAL(ibv_close_device, "IBVERBS_1.1")(context);
+		if (ret == 0)
+			ibcv_live_verbs_ctx(-1);
+		return ret;
+	}
+	ibcv_live_del(context);
+	if (!c->soft)
+		ibcv_live_verbs_ctx(-1);
+	ibcv_rss_ctx_closing(c);
 	ibcv_inside++;
 	/* The provider's ops back, for libibverbs' own teardown. */
 	if (!c->soft)

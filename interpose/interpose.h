@@ -9,6 +9,7 @@
 #ifndef IBCV_INTERPOSE_H
 #define IBCV_INTERPOSE_H
 
+#include <pthread.h>
 #include <stdbool.h>
 
 #include <infiniband/verbs.h>
@@ -51,11 +52,24 @@ struct ibcv_ctx {
 	struct ibcv_soft *soft;
 	/* The provider's ops this interposer wrapped, to call them. */
 	struct verbs_context saved;
+	/* RDMABROKER_PD=domain: the one PD every ibv_alloc_pd answers (the
+	 * domain's; the soft device's stands for it), and how many of those
+	 * are not deallocated yet. Under the contexts' lock. */
+	struct ibv_pd *domain_pd;
+	unsigned int domain_pds;
 };
 
 /* The interposer's record of @vctx; NULL for a context it did not open
  * (a device the broker does not serve). */
 struct ibcv_ctx *ibcv_ctx_find(const struct ibv_context *vctx);
+
+/* RDMABROKER_PD=domain (ibv_alloc_pd): @c's domain PD, one more held;
+ * @make makes it the first time. NULL with errno on failure. */
+struct ibv_pd *ibcv_domain_pd_get(struct ibcv_ctx *c,
+				  struct ibv_pd *(*make)(struct ibcv_ctx *c));
+/* ibv_dealloc_pd of @pd: 0 when it is a context's domain PD, one fewer
+ * held; EINVAL when none is held; -ENOENT when it is no domain PD. */
+int ibcv_domain_pd_put(const struct ibv_pd *pd);
 
 /* An object of @kind the library made for the interposer in @c's
  * context, whose libibverbs object is @obj (an MR of ibv_reg_dm_mr on the
@@ -75,6 +89,44 @@ void ibcv_soft_shared_ops(struct verbs_context *vc);
  * written ':'. -ENAMETOOLONG past XRCD_NAME_MAX, -EINVAL for a path that
  * makes no valid name. */
 int ibcv_xrcd_name(int fd, char *name, size_t size);
+
+/*
+ * The objects handed to the application (live.c): added when made,
+ * deleted before the destroy (added back when it fails). check: 0 when
+ * @obj is listed or may be an object the interposer never saw (the
+ * process holds a real device's context), else EINVAL: freed already or
+ * never made, and not read. ibcv_live_verbs_ctx(+1/-1) as such contexts
+ * open and close.
+ */
+int ibcv_live_add(const void *obj);
+void ibcv_live_del(const void *obj);
+int ibcv_live_check(const void *obj);
+void ibcv_live_verbs_ctx(int delta);
+/* The modules' locks, which fork() takes (devices.c): live.c's, soft.c's
+ * device list's, rss.c's records'. */
+extern pthread_mutex_t ibcv_live_lock, ibcv_soft_lock, ibcv_rss_lock;
+
+/* --- RSS (rss.c) --- */
+
+/* Whether the broker makes @c's RSS tables, QPs and flows: the soft
+ * device, or a shared context and a caller without CAP_NET_RAW. */
+bool ibcv_rss_by_broker(struct ibcv_ctx *c);
+bool ibcv_rss_is_table(const struct ibv_rwq_ind_table *tbl);
+bool ibcv_rss_is_qp(const struct ibv_qp *qp);
+/* The RSS QP over a table of ibcv_rss_is_table(): the interposer's
+ * record, made the broker's by each ibv_create_flow. */
+struct ibv_qp *ibcv_rss_qp(struct ibcv_ctx *c, struct ibv_qp_init_attr_ex *a);
+/* 0, EBUSY with flows, -ENOENT when @qp is not such a record. */
+int ibcv_rss_qp_destroy(struct ibv_qp *qp);
+struct ibv_flow *ibcv_rss_flow(struct ibcv_ctx *c, struct ibv_qp *qp,
+			       struct ibv_flow_attr *a);
+void ibcv_wrap_rss_ops(struct ibcv_ctx *c, struct verbs_context *vc);
+void ibcv_unwrap_rss_ops(struct ibcv_ctx *c, struct verbs_context *vc);
+void ibcv_soft_rss_ops(struct verbs_context *vc);
+/* @c closes: its records go (the broker's objects go with ibc_close). */
+void ibcv_rss_ctx_closing(struct ibcv_ctx *c);
+/* The broker's id of the soft device's WQ @wq of @c. */
+uint64_t ibcv_soft_wq_id(struct ibcv_ctx *c, struct ibv_wq *wq);
 
 /* Convert a libibclient error to libibverbs' errno convention. */
 static inline void *ibcv_fail_null(int err)

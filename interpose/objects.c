@@ -11,6 +11,8 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdlib.h>
+#include <string.h>
 
 #include "interpose/interpose.h"
 
@@ -72,6 +74,36 @@ static int ibcv_kill(struct ibcv_ctx *c, enum ibc_obj_kind kind, void *obj,
 		r_;                                                           \
 	})
 
+/* @obj, made for the application, joins the objects it holds. */
+static void *ibcv_hand(void *obj)
+{
+	if (obj && !ibcv_inside)
+		ibcv_live_add(obj);
+	return obj;
+}
+
+/*
+ * The application destroys @obj through @destroy: an object it cannot
+ * hold (freed already) is EINVAL, unread; it leaves the set for the
+ * destroy, so that a new object at its address is never removed, and
+ * comes back if the destroy fails.
+ */
+static int ibcv_unhand(void *obj, int (*destroy)(void *obj))
+{
+	int ret;
+
+	if (ibcv_inside)
+		return destroy(obj);
+	ret = ibcv_live_check(obj);
+	if (ret)
+		return ret;
+	ibcv_live_del(obj);
+	ret = destroy(obj);
+	if (ret)
+		ibcv_live_add(obj);
+	return ret;
+}
+
 /* --- PD ----------------------------------------------------------------- */
 
 static void *make_pd(void *arg)
@@ -84,25 +116,56 @@ static int kill_pd(void *pd)
 	return IBCV_REAL(ibv_dealloc_pd, "IBVERBS_1.1")(pd);
 }
 
+/* RDMABROKER_PD (rdmabroker-run(1)): 0 for "process" (the default), 1
+ * for "domain", -EINVAL for anything else. */
+static int ibcv_pd_mode(void)
+{
+	const char *v = getenv("RDMABROKER_PD");
+
+	if (!v || !*v || !strcmp(v, "process"))
+		return 0;
+	return strcmp(v, "domain") ? -EINVAL : 1;
+}
+
+static struct ibv_pd *domain_pd(struct ibcv_ctx *c)
+{
+	struct ibv_pd *pd;
+
+	ibcv_inside++;
+	pd = c->soft ? ibcv_soft_alloc_pd(c) : ibc_verbs_pd(c->ctx);
+	ibcv_inside--;
+	return pd;
+}
+
 /*
- * A PD of the process's own in the shared context, registered: one per
- * ibv_alloc_pd, so that ibv_dealloc_pd frees exactly it and answers EBUSY
- * as the kernel does while its objects live (the domain's PD would be
- * everyone's). The soft device makes every object on the domain's PD.
+ * By default a PD of the process's own in the shared context, registered:
+ * one per ibv_alloc_pd, so that ibv_dealloc_pd frees exactly it and
+ * answers EBUSY as the kernel does while its objects live. With
+ * RDMABROKER_PD=domain, the domain's PD itself, so that the processes of
+ * a domain may use each other's MRs with their QPs; a context of the
+ * process's own (rxe, siw) has no domain PD and keeps its own. The soft
+ * device makes every object on the domain's PD either way.
  */
 IBCV_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
 {
 	struct ibcv_ctx *c = ibcv_of(context);
+	int mode;
 
 	if (!c)
-		return make_pd(context);
+		return ibcv_hand(make_pd(context));
+	mode = ibcv_pd_mode();
+	if (mode < 0)
+		return ibcv_fail_null(mode);
+	if (mode && (c->soft || c->ctx->caps.shared))
+		return ibcv_domain_pd_get(c, domain_pd);
 	if (c->soft)
-		return IBCV_SOFT(ibcv_soft_alloc_pd(c));
-	return ibcv_make(c, IBC_OBJ_PD, make_pd, context);
+		return ibcv_hand(IBCV_SOFT(ibcv_soft_alloc_pd(c)));
+	return ibcv_hand(ibcv_make(c, IBC_OBJ_PD, make_pd, context));
 }
 
-IBCV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+static int do_dealloc_pd(void *obj)
 {
+	struct ibv_pd *pd = obj;
 	struct ibcv_ctx *c = ibcv_of(pd->context);
 
 	if (!c)
@@ -110,6 +173,16 @@ IBCV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
 	if (c->soft)
 		return IBCV_SOFT(ibcv_soft_dealloc_pd(pd));
 	return ibcv_kill(c, IBC_OBJ_PD, pd, kill_pd);
+}
+
+IBCV_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	/* The domain's PD is not the set's: it is handed out many times. */
+	int ret = ibcv_inside ? -ENOENT : ibcv_domain_pd_put(pd);
+
+	if (ret != -ENOENT)
+		return ret;
+	return ibcv_unhand(pd, do_dealloc_pd);
 }
 
 /* --- MR ----------------------------------------------------------------- */
@@ -147,15 +220,15 @@ static struct ibv_mr *ibcv_reg(struct mr_args *a)
 	struct ibcv_ctx *c = ibcv_of(a->pd->context);
 
 	if (!c)
-		return make_mr(a);
+		return ibcv_hand(make_mr(a));
 	if (c->soft) {
 		/* The soft device registers at the address itself. */
 		if (a->form && a->iova != (uintptr_t)a->addr)
 			return ibcv_fail_null(-EOPNOTSUPP);
-		return IBCV_SOFT(ibcv_soft_reg_mr(c, a->pd, a->addr,
-						  a->length, (int)a->access));
+		return ibcv_hand(IBCV_SOFT(ibcv_soft_reg_mr(
+			c, a->pd, a->addr, a->length, (int)a->access)));
 	}
-	return ibcv_make(c, IBC_OBJ_MR, make_mr, a);
+	return ibcv_hand(ibcv_make(c, IBC_OBJ_MR, make_mr, a));
 }
 
 /* The header's ibv_reg_mr() is a macro over this symbol. */
@@ -188,8 +261,9 @@ IBCV_EXPORT struct ibv_mr *ibv_reg_mr_iova2(struct ibv_pd *pd, void *addr,
 	return ibcv_reg(&a);
 }
 
-IBCV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
+static int do_dereg_mr(void *obj)
 {
+	struct ibv_mr *mr = obj;
 	struct ibcv_ctx *c = ibcv_of(mr->context);
 
 	if (!c)
@@ -197,6 +271,11 @@ IBCV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
 	if (c->soft)
 		return IBCV_SOFT(ibcv_soft_dereg_mr(mr));
 	return ibcv_kill(c, IBC_OBJ_MR, mr, kill_mr);
+}
+
+IBCV_EXPORT int ibv_dereg_mr(struct ibv_mr *mr)
+{
+	return ibcv_unhand(mr, do_dereg_mr);
 }
 
 /* --- CQ ----------------------------------------------------------------- */
@@ -231,16 +310,17 @@ IBCV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context,
 	struct ibcv_ctx *c = ibcv_of(context);
 
 	if (!c)
-		return make_cq(&a);
+		return ibcv_hand(make_cq(&a));
 	if (c->soft)
-		return IBCV_SOFT(ibcv_soft_create_cq(c, cqe, cq_context,
-						     channel, comp_vector));
-	return ibcv_make(c, IBC_OBJ_CQ, make_cq, &a);
+		return ibcv_hand(IBCV_SOFT(ibcv_soft_create_cq(
+			c, cqe, cq_context, channel, comp_vector)));
+	return ibcv_hand(ibcv_make(c, IBC_OBJ_CQ, make_cq, &a));
 }
 
 /* Also the CQs of ibv_create_cq_ex (ibv_cq_ex_to_cq). */
-IBCV_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
+static int do_destroy_cq(void *obj)
 {
+	struct ibv_cq *cq = obj;
 	struct ibcv_ctx *c = ibcv_of(cq->context);
 
 	if (!c)
@@ -248,6 +328,11 @@ IBCV_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 	if (c->soft)
 		return IBCV_SOFT(ibcv_soft_destroy_cq(cq));
 	return ibcv_kill(c, IBC_OBJ_CQ, cq, kill_cq);
+}
+
+IBCV_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
+{
+	return ibcv_unhand(cq, do_destroy_cq);
 }
 
 /* --- QP ----------------------------------------------------------------- */
@@ -276,21 +361,31 @@ IBCV_EXPORT struct ibv_qp *ibv_create_qp(struct ibv_pd *pd,
 	struct ibcv_ctx *c = ibcv_of(pd->context);
 
 	if (!c)
-		return make_qp(&a);
+		return ibcv_hand(make_qp(&a));
 	if (c->soft)
-		return IBCV_SOFT(ibcv_soft_create_qp(c, pd, attr));
-	return ibcv_make(c, IBC_OBJ_QP, make_qp, &a);
+		return ibcv_hand(IBCV_SOFT(ibcv_soft_create_qp(c, pd, attr)));
+	return ibcv_hand(ibcv_make(c, IBC_OBJ_QP, make_qp, &a));
 }
 
-IBCV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
+static int do_destroy_qp(void *obj)
 {
+	struct ibv_qp *qp = obj;
 	struct ibcv_ctx *c = ibcv_of(qp->context);
+	/* An RSS QP the broker makes per flow: the interposer's record. */
+	int ret = c ? ibcv_rss_qp_destroy(qp) : -ENOENT;
 
+	if (ret != -ENOENT)
+		return ret;
 	if (!c)
 		return kill_qp(qp);
 	if (c->soft)
 		return IBCV_SOFT(ibcv_soft_destroy_qp(qp));
 	return ibcv_kill(c, IBC_OBJ_QP, qp, kill_qp);
+}
+
+IBCV_EXPORT int ibv_destroy_qp(struct ibv_qp *qp)
+{
+	return ibcv_unhand(qp, do_destroy_qp);
 }
 
 /* --- SRQ ---------------------------------------------------------------- */
@@ -319,14 +414,15 @@ IBCV_EXPORT struct ibv_srq *ibv_create_srq(struct ibv_pd *pd,
 	struct ibcv_ctx *c = ibcv_of(pd->context);
 
 	if (!c)
-		return make_srq(&a);
+		return ibcv_hand(make_srq(&a));
 	if (c->soft)
-		return IBCV_SOFT(ibcv_soft_create_srq(c, pd, attr));
-	return ibcv_make(c, IBC_OBJ_SRQ, make_srq, &a);
+		return ibcv_hand(IBCV_SOFT(ibcv_soft_create_srq(c, pd, attr)));
+	return ibcv_hand(ibcv_make(c, IBC_OBJ_SRQ, make_srq, &a));
 }
 
-IBCV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
+static int do_destroy_srq(void *obj)
 {
+	struct ibv_srq *srq = obj;
 	struct ibcv_ctx *c = ibcv_of(srq->context);
 
 	if (!c)
@@ -334,6 +430,11 @@ IBCV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
 	if (c->soft)
 		return IBCV_SOFT(ibcv_soft_destroy_srq(srq));
 	return ibcv_kill(c, IBC_OBJ_SRQ, srq, kill_srq);
+}
+
+IBCV_EXPORT int ibv_destroy_srq(struct ibv_srq *srq)
+{
+	return ibcv_unhand(srq, do_destroy_srq);
 }
 
 /* --- AH ----------------------------------------------------------------- */
@@ -362,19 +463,25 @@ IBCV_EXPORT struct ibv_ah *ibv_create_ah(struct ibv_pd *pd,
 	struct ibcv_ctx *c = ibcv_of(pd->context);
 
 	if (!c)
-		return make_ah(&a);
+		return ibcv_hand(make_ah(&a));
 	if (c->soft)
 		return ibcv_fail_null(-EOPNOTSUPP);
-	return ibcv_make(c, IBC_OBJ_AH, make_ah, &a);
+	return ibcv_hand(ibcv_make(c, IBC_OBJ_AH, make_ah, &a));
 }
 
-IBCV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
+static int do_destroy_ah(void *obj)
 {
+	struct ibv_ah *ah = obj;
 	struct ibcv_ctx *c = ibcv_of(ah->context);
 
 	if (!c || c->soft)
 		return kill_ah(ah);
 	return ibcv_kill(c, IBC_OBJ_AH, ah, kill_ah);
+}
+
+IBCV_EXPORT int ibv_destroy_ah(struct ibv_ah *ah)
+{
+	return ibcv_unhand(ah, do_destroy_ah);
 }
 
 /* --- the provider's extended ops, wrapped per context ------------------- */
@@ -401,7 +508,7 @@ static struct ibv_cq_ex *wrap_create_cq_ex(struct ibv_context *context,
 	if (ibcv_inside)
 		return make_cq_ex(&a);
 	/* struct ibv_cq_ex starts as struct ibv_cq: tracked as one. */
-	return ibcv_make(c, IBC_OBJ_CQ, make_cq_ex, &a);
+	return ibcv_hand(ibcv_make(c, IBC_OBJ_CQ, make_cq_ex, &a));
 }
 
 static void *make_qp_ex(void *arg)
@@ -419,7 +526,10 @@ static struct ibv_qp *wrap_create_qp_ex(struct ibv_context *context,
 
 	if (ibcv_inside)
 		return make_qp_ex(&a);
-	return ibcv_make(c, IBC_OBJ_QP, make_qp_ex, &a);
+	if ((attr->comp_mask & IBV_QP_INIT_ATTR_IND_TABLE) &&
+	    ibcv_rss_is_table(attr->rwq_ind_tbl))
+		return ibcv_hand(ibcv_rss_qp(c, attr));
+	return ibcv_hand(ibcv_make(c, IBC_OBJ_QP, make_qp_ex, &a));
 }
 
 static void *make_srq_ex(void *arg)
@@ -437,7 +547,7 @@ static struct ibv_srq *wrap_create_srq_ex(struct ibv_context *context,
 
 	if (ibcv_inside)
 		return make_srq_ex(&a);
-	return ibcv_make(c, IBC_OBJ_SRQ, make_srq_ex, &a);
+	return ibcv_hand(ibcv_make(c, IBC_OBJ_SRQ, make_srq_ex, &a));
 }
 
 static void *make_wq(void *arg)
@@ -455,7 +565,7 @@ static struct ibv_wq *wrap_create_wq(struct ibv_context *context,
 
 	if (ibcv_inside)
 		return make_wq(&a);
-	return ibcv_make(c, IBC_OBJ_WQ, make_wq, &a);
+	return ibcv_hand(ibcv_make(c, IBC_OBJ_WQ, make_wq, &a));
 }
 
 static __thread struct ibcv_ctx *kill_ctx;
@@ -495,7 +605,7 @@ static struct ibv_mw *wrap_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
 
 	if (ibcv_inside)
 		return make_mw(&a);
-	return ibcv_make(c, IBC_OBJ_MW, make_mw, &a);
+	return ibcv_hand(ibcv_make(c, IBC_OBJ_MW, make_mw, &a));
 }
 
 static int kill_mw(void *mw)
@@ -542,6 +652,7 @@ void ibcv_wrap_ops(struct ibcv_ctx *c)
 		vc->destroy_wq = wrap_destroy_wq;
 	}
 	ibcv_wrap_shared_ops(c, vc);
+	ibcv_wrap_rss_ops(c, vc);
 }
 
 void ibcv_unwrap_ops(struct ibcv_ctx *c)
@@ -558,4 +669,5 @@ void ibcv_unwrap_ops(struct ibcv_ctx *c)
 	vc->create_wq = c->saved.create_wq;
 	vc->destroy_wq = c->saved.destroy_wq;
 	ibcv_unwrap_shared_ops(c, vc);
+	ibcv_unwrap_rss_ops(c, vc);
 }

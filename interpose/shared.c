@@ -99,6 +99,7 @@ static struct ibv_mr *wrap_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *vdm,
 	struct ibcv_ctx *c = ibcv_ctx_find(pd->context);
 	struct ibc_dm *dm = ibcv_inside ? NULL : ibcv_dm_of(c, vdm);
 	struct ibc_mr *mr;
+	struct ibv_mr *vmr;
 	int err;
 
 	if (!dm)
@@ -109,7 +110,11 @@ static struct ibv_mr *wrap_reg_dm_mr(struct ibv_pd *pd, struct ibv_dm *vdm,
 	ibcv_inside--;
 	if (err < 0)
 		return ibcv_fail_null(err);
-	return ibc_verbs_mr(mr);
+	/* ibv_dereg_mr() asks the objects the application holds. */
+	vmr = ibc_verbs_mr(mr);
+	if (vmr)
+		ibcv_live_add(vmr);
+	return vmr;
 }
 
 static struct ibv_xrcd *wrap_open_xrcd(struct ibv_context *context,

@@ -21,7 +21,7 @@
 /* Made once and kept for the process: contexts point at them. */
 static struct ibv_device ibcv_soft_devs[IBCV_SOFT_MAX];
 static unsigned int ibcv_n_soft;
-static pthread_mutex_t ibcv_soft_lock = PTHREAD_MUTEX_INITIALIZER;
+pthread_mutex_t ibcv_soft_lock = PTHREAD_MUTEX_INITIALIZER;
 
 struct ibv_device *ibcv_soft_device(const char *name)
 {
@@ -53,6 +53,11 @@ bool ibcv_is_soft_device(const struct ibv_device *dev)
 {
 	return dev >= ibcv_soft_devs && dev < ibcv_soft_devs + IBCV_SOFT_MAX;
 }
+
+static struct ibv_wq *soft_create_wq(struct ibv_context *context,
+				     struct ibv_wq_init_attr *a);
+static int soft_destroy_wq(struct ibv_wq *wq);
+static int soft_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *attr);
 
 /* --- the data path: none ------------------------------------------------ */
 
@@ -186,6 +191,10 @@ int ibcv_soft_open(struct ibcv_ctx *c, struct ibv_device *dev)
 	s->vc.query_port = soft_query_port_ex;
 	s->vc.query_device_ex = soft_query_device_ex;
 	ibcv_soft_shared_ops(&s->vc);
+	s->vc.create_wq = soft_create_wq;
+	s->vc.destroy_wq = soft_destroy_wq;
+	s->vc.modify_wq = soft_modify_wq;
+	ibcv_soft_rss_ops(&s->vc);
 	v = &s->vc.context;
 	v->device = dev;
 	v->cmd_fd = -1;
@@ -205,6 +214,10 @@ int ibcv_soft_open(struct ibcv_ctx *c, struct ibv_device *dev)
 
 void ibcv_soft_close(struct ibcv_ctx *c)
 {
+	/* RDMABROKER_PD=domain's, held by no object once the context
+	 * closes. */
+	free(c->domain_pd);
+	c->domain_pd = NULL;
 	pthread_mutex_destroy(&c->soft->vc.context.mutex);
 	free(c->soft);
 	c->soft = NULL;
@@ -212,21 +225,38 @@ void ibcv_soft_close(struct ibcv_ctx *c)
 
 /* --- objects: libibclient's, behind libibverbs' structures -------------- */
 
-/* The domain's PD: the soft device makes every object on it. */
+/* The domain's PD: the soft device makes every object on it. What the
+ * application holds counts its objects made on it, to answer EBUSY as the
+ * kernel does for a PD of one's own. */
+struct soft_pd {
+	struct ibv_pd pd;
+	unsigned int users; /* atomic */
+};
+
+static void soft_pd_use(struct ibv_pd *pd, int delta)
+{
+	__atomic_add_fetch(&((struct soft_pd *)pd)->users, (unsigned int)delta,
+			   __ATOMIC_RELAXED);
+}
+
 struct ibv_pd *ibcv_soft_alloc_pd(struct ibcv_ctx *c)
 {
-	struct ibv_pd *pd = calloc(1, sizeof(*pd));
+	struct soft_pd *p = calloc(1, sizeof(*p));
 
-	if (!pd)
+	if (!p)
 		return ibcv_fail_null(-ENOMEM);
-	pd->context = c->vctx;
-	pd->handle = c->ctx->pd_handle;
-	return pd;
+	p->pd.context = c->vctx;
+	p->pd.handle = c->ctx->pd_handle;
+	return &p->pd;
 }
 
 int ibcv_soft_dealloc_pd(struct ibv_pd *pd)
 {
-	free(pd);
+	struct soft_pd *p = (struct soft_pd *)pd;
+
+	if (__atomic_load_n(&p->users, __ATOMIC_RELAXED))
+		return EBUSY;
+	free(p);
 	return 0;
 }
 
@@ -248,6 +278,7 @@ struct ibv_mr *ibcv_soft_reg_mr(struct ibcv_ctx *c, struct ibv_pd *pd,
 		free(m);
 		return ibcv_fail_null(err);
 	}
+	soft_pd_use(pd, 1);
 	m->mr.context = c->vctx;
 	m->mr.pd = pd;
 	m->mr.addr = addr;
@@ -265,6 +296,7 @@ int ibcv_soft_dereg_mr(struct ibv_mr *mr)
 
 	if (err < 0)
 		return -err;
+	soft_pd_use(mr->pd, -1);
 	free(m);
 	return 0;
 }
@@ -353,6 +385,7 @@ struct ibv_qp *ibcv_soft_create_qp(struct ibcv_ctx *c, struct ibv_pd *pd,
 		free(q);
 		return ibcv_fail_null(err);
 	}
+	soft_pd_use(pd, 1);
 	q->qp.context = c->vctx;
 	q->qp.qp_context = attr->qp_context;
 	q->qp.pd = pd;
@@ -376,6 +409,7 @@ int ibcv_soft_destroy_qp(struct ibv_qp *qp)
 
 	if (err < 0)
 		return -err;
+	soft_pd_use(qp->pd, -1);
 	pthread_mutex_destroy(&q->qp.mutex);
 	pthread_cond_destroy(&q->qp.cond);
 	free(q);
@@ -395,6 +429,7 @@ struct ibv_srq *ibcv_soft_create_srq(struct ibcv_ctx *c, struct ibv_pd *pd,
 		free(s);
 		return ibcv_fail_null(err);
 	}
+	soft_pd_use(pd, 1);
 	s->srq.context = c->vctx;
 	s->srq.srq_context = attr->srq_context;
 	s->srq.pd = pd;
@@ -412,8 +447,89 @@ int ibcv_soft_destroy_srq(struct ibv_srq *srq)
 
 	if (err < 0)
 		return -err;
+	soft_pd_use(srq->pd, -1);
 	pthread_mutex_destroy(&s->srq.mutex);
 	pthread_cond_destroy(&s->srq.cond);
 	free(s);
 	return 0;
+}
+
+/* --- WQs: the members of RSS tables (rss.c) ------------------------------ */
+
+struct soft_wq {
+	struct ibv_wq wq;
+	struct ibc_wq *iwq;
+};
+
+static struct ibv_wq *soft_create_wq(struct ibv_context *context,
+				     struct ibv_wq_init_attr *a)
+{
+	struct ibcv_soft *s = (struct ibcv_soft *)verbs_get_ctx(context);
+	struct ibc_wq_attr wa = { .max_wr = a->max_wr, .max_sge = a->max_sge };
+	struct soft_wq *w;
+	int err;
+
+	if (a->wq_type != IBV_WQT_RQ || !a->cq || a->cq->context != context ||
+	    !a->pd || a->pd->context != context)
+		return ibcv_fail_null(-EINVAL);
+	if ((a->comp_mask & IBV_WQ_INIT_ATTR_FLAGS) && a->create_flags)
+		return ibcv_fail_null(-EOPNOTSUPP);
+	w = calloc(1, sizeof(*w));
+	if (!w)
+		return ibcv_fail_null(-ENOMEM);
+	ibcv_inside++;
+	err = ibc_wq_create(s->owner->ctx, ((struct soft_cq *)a->cq)->icq, &wa,
+			    &w->iwq);
+	ibcv_inside--;
+	if (err < 0) {
+		free(w);
+		return ibcv_fail_null(err);
+	}
+	soft_pd_use(a->pd, 1);
+	w->wq.context = context;
+	w->wq.wq_context = a->wq_context;
+	w->wq.pd = a->pd;
+	w->wq.cq = a->cq;
+	w->wq.wq_type = IBV_WQT_RQ;
+	w->wq.handle = w->iwq->o.handle;
+	/* libibclient's WQs are ready when made. */
+	w->wq.state = IBV_WQS_RDY;
+	pthread_mutex_init(&w->wq.mutex, NULL);
+	pthread_cond_init(&w->wq.cond, NULL);
+	return &w->wq;
+}
+
+static int soft_destroy_wq(struct ibv_wq *wq)
+{
+	struct soft_wq *w = (struct soft_wq *)wq;
+	int err;
+
+	ibcv_inside++;
+	err = ibc_wq_destroy(w->iwq);
+	ibcv_inside--;
+	if (err < 0)
+		return -err;
+	soft_pd_use(wq->pd, -1);
+	pthread_mutex_destroy(&wq->mutex);
+	pthread_cond_destroy(&wq->cond);
+	free(w);
+	return 0;
+}
+
+/* Ready is what a program asks, and what the WQ already is. */
+static int soft_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *attr)
+{
+	if ((attr->attr_mask & ~(uint32_t)(IBV_WQ_ATTR_STATE |
+					   IBV_WQ_ATTR_CURR_STATE)) ||
+	    !(attr->attr_mask & IBV_WQ_ATTR_STATE) ||
+	    attr->wq_state != IBV_WQS_RDY)
+		return EOPNOTSUPP;
+	wq->state = IBV_WQS_RDY;
+	return 0;
+}
+
+uint64_t ibcv_soft_wq_id(struct ibcv_ctx *c, struct ibv_wq *wq)
+{
+	(void)c;
+	return ibc_wq_id(((struct soft_wq *)wq)->iwq);
 }

@@ -231,7 +231,11 @@ int ibc_track_make(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 
 /*
  * Unregister @obj without waiting, then @kill it; a kill that fails hands
- * it back to the registry (TRACK), as the library's own destructors do.
+ * it back to the registry (TRACK), as the library's own destructors do,
+ * except for ENOENT: the kernel has no such handle any more (another
+ * process of the domain destroyed it by handle in the shared context), and
+ * a registration of it would have the broker destroy, once this process
+ * exits, whatever object the kernel gives that handle next.
  * Returns @kill's answer (0 or an errno value, as libibverbs' destroys).
  */
 int ibc_track_kill(struct ibc_ctx *ctx, enum ibc_obj_kind kind, void *obj,
@@ -247,9 +251,9 @@ int ibc_track_kill(struct ibc_ctx *ctx, enum ibc_obj_kind kind, void *obj,
 	ret = kill(obj);
 	if (!o)
 		return ret;
-	if (ret == 0) {
+	if (ret == 0 || ret == ENOENT) {
 		free(o);
-		return 0;
+		return ret;
 	}
 	o->id = 0;
 	if (ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK, NULL,

@@ -271,6 +271,12 @@ START_TEST(t_render_figures)
 					"\"obj-create\",error=\"none\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(s, "rdmabroker_cleanup_duration_seconds"
 					"_count 0\n"));
+	/* No state restored: the first generation (check_restart counts a
+	 * restore). */
+	ck_assert_ptr_nonnull(strstr(s, "\nrdmabroker_restarts_total 0\n"));
+	ck_assert_ptr_nonnull(strstr(s, "\nrdmabroker_generation 1\n"));
+	ck_assert_ptr_nonnull(strstr(s, "\nrdmabroker_last_restore_duration_"
+					"seconds 0.000000\n"));
 	free(s);
 
 	/* A refused request counts under its errno's name; the death's

@@ -31,27 +31,38 @@
 struct rig {
 	struct fakesd *sd;
 	char *dir;
-	char sock[108], run[200], log[200];
+	char sock[108], run[200], log[200], conf[200];
 	int lfd;
 	struct ibc_client *cl;
 };
 
+/* The configuration the next rig_new() gives its daemon (NULL: none),
+ * and the fake systemd's store bound (0: 4096). */
+static const char *rig_config;
+static unsigned int rig_store_max;
+
 static void rig_argv(struct rig *g, char **argv)
 {
-	argv[0] = (char *)tl_daemon_path();
-	argv[1] = "--foreground";
-	argv[2] = "--device";
-	argv[3] = "soft";
-	argv[4] = "--socket";
-	argv[5] = g->sock;
-	argv[6] = "--runtime-dir";
-	argv[7] = g->run;
-	argv[8] = NULL;
+	int n = 0;
+
+	argv[n++] = (char *)tl_daemon_path();
+	argv[n++] = "--foreground";
+	argv[n++] = "--device";
+	argv[n++] = "soft";
+	argv[n++] = "--socket";
+	argv[n++] = g->sock;
+	argv[n++] = "--runtime-dir";
+	argv[n++] = g->run;
+	if (*g->conf) {
+		argv[n++] = "--config";
+		argv[n++] = g->conf;
+	}
+	argv[n] = NULL;
 }
 
 static void rig_start(struct rig *g)
 {
-	char *argv[9], buf[2048];
+	char *argv[11], buf[2048];
 	ssize_t n;
 	int fd, r;
 
@@ -80,8 +91,9 @@ static void rig_start(struct rig *g)
 /* A daemon under the fake systemd, with one client that opened soft0. */
 static bool rig_new(struct rig *g)
 {
-	struct fakesd_opts o = { .store_max = 4096,
-				 .listen_name = "rdmabrokerd.socket" };
+	struct fakesd_opts o = {.store_max =
+					rig_store_max ? rig_store_max : 4096,
+				.listen_name = "rdmabrokerd.socket"};
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ibc_ctx *x;
 	char name[256];
@@ -94,6 +106,16 @@ static bool rig_new(struct rig *g)
 	snprintf(g->sock, sizeof(g->sock), "%s/sock", g->dir);
 	snprintf(g->run, sizeof(g->run), "%s/run", g->dir);
 	snprintf(g->log, sizeof(g->log), "%s/daemon.log", g->dir);
+	if (rig_config) {
+		FILE *f;
+
+		snprintf(g->conf, sizeof(g->conf), "%s/rdmabroker.conf",
+			 g->dir);
+		f = fopen(g->conf, "we");
+		ck_assert_ptr_nonnull(f);
+		ck_assert_int_ge(fputs(rig_config, f), 0);
+		ck_assert_int_eq(fclose(f), 0);
+	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", g->sock);
 	g->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	ck_assert_int_ge(g->lfd, 0);
@@ -162,9 +184,17 @@ static int kill_and_restart(struct rig *g)
 START_TEST(whole_state_keeps_the_session)
 {
 	struct rig g;
+	char *text;
 
 	SKIP_WITHOUT_STATE(&g);
 	ck_assert_int_eq(kill_and_restart(&g), 0);
+	/* The metrics count the restore (issue 25 item 7). */
+	ck_assert_int_eq(ibc_metrics(g.cl, &text, NULL), 0);
+	ck_assert_ptr_nonnull(strstr(text, "\nrdmabroker_restarts_total 1\n"));
+	ck_assert_ptr_nonnull(strstr(text, "\nrdmabroker_generation 2\n"));
+	ck_assert_ptr_nonnull(
+		strstr(text, "\nrdmabroker_last_restore_duration_seconds "));
+	free(text);
 	rig_free(&g);
 }
 END_TEST
@@ -336,18 +366,14 @@ START_TEST(planted_fds)
 }
 END_TEST
 
-/* A client that dies while no daemon runs: its socket hangs up in the
- * store, and what the families kept of it (a DM and its status page, an
- * XRCD open, a CQ) is destroyed after the restore as a dead client's; the
- * other sessions and the state stay. */
-START_TEST(client_dead_while_down)
+/* A child process with a session of its own holding a CQ in soft0 and,
+ * with @families, a DM and an XRCD open too; it waits for a signal. */
+static pid_t holder_spawn(struct rig *g, bool families)
 {
-	struct rig g;
-	int p[2], st;
+	int p[2];
 	pid_t pid;
 	char c;
 
-	SKIP_WITHOUT_STATE(&g);
 	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
@@ -358,11 +384,12 @@ START_TEST(client_dead_while_down)
 		struct ibc_dm *dm;
 		struct ibc_cq *cq;
 
-		if (tl_connect(g.sock, 10000, &cl) < 0 ||
+		if (tl_connect(g->sock, 10000, &cl) < 0 ||
 		    ibc_open(cl, "soft0", &x) < 0 ||
-		    ibc_cq_create(x, 4, &cq) < 0 ||
-		    ibc_dm_alloc(x, 4096, 0, &dm) < 0 ||
-		    ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0)
+		    ibc_cq_create(x, 4, &cq) < 0)
+			_exit(1);
+		if (families && (ibc_dm_alloc(x, 4096, 0, &dm) < 0 ||
+				 ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0))
 			_exit(1);
 		if (write(p[1], "r", 1) != 1)
 			_exit(1);
@@ -372,6 +399,21 @@ START_TEST(client_dead_while_down)
 	close(p[1]);
 	ck_assert_int_eq(read(p[0], &c, 1), 1);
 	close(p[0]);
+	return pid;
+}
+
+/* A client that dies while no daemon runs: its socket hangs up in the
+ * store, and what the families kept of it (a DM and its status page, an
+ * XRCD open, a CQ) is destroyed after the restore as a dead client's; the
+ * other sessions and the state stay. */
+START_TEST(client_dead_while_down)
+{
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn(&g, true);
 	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
 	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
 	kill(pid, SIGKILL);
@@ -406,6 +448,279 @@ START_TEST(client_dead_while_down)
 }
 END_TEST
 
+/* The soft device's QP numbers and MR keys: what a restart remakes
+ * keeps its own, and none handed out before the restart (of an object
+ * destroyed since, or alive) is handed out again after it. */
+START_TEST(serials_never_reused)
+{
+	struct ibc_qp_attr qa = {.qp_type = IBV_QPT_RC,
+				 .cap = {.max_send_wr = 4,
+					 .max_recv_wr = 4,
+					 .max_send_sge = 1,
+					 .max_recv_sge = 1}};
+	static char buf[4096];
+	struct ibc_qp *qa_gone, *qb, *qc, *tgt, *tgt2;
+	struct ibc_mr *ma_gone, *mb, *mc;
+	struct ibc_xrcd *xr;
+	uint32_t qn_gone, qn_live, key_gone, key_live;
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	qa.send_cq = qa.recv_cq = cq;
+	ck_assert_int_eq(ibc_qp_create(x, &qa, &qa_gone), 0);
+	ck_assert_int_eq(ibc_qp_create(x, &qa, &qb), 0);
+	ck_assert_int_eq(ibc_reg_mr(x, buf, sizeof(buf), 0, &ma_gone), 0);
+	ck_assert_int_eq(ibc_reg_mr(x, buf, sizeof(buf), 0, &mb), 0);
+	qn_gone = ibc_qp_num(qa_gone);
+	qn_live = ibc_qp_num(qb);
+	key_gone = ibc_mr_lkey(ma_gone);
+	key_live = ibc_mr_lkey(mb);
+	ck_assert_int_eq(ibc_xrcd_open(x, "serials", O_CREAT, &xr), 0);
+	ck_assert_int_eq(ibc_qp_create_xrc_tgt(xr, &tgt), 0);
+	ck_assert_int_eq(ibc_qp_destroy(qa_gone), 0);
+	ck_assert_int_eq(ibc_dereg_mr(ma_gone), 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	/* Twice: the second restore reads the records the first carried
+	 * into its journal (restart_obj_packed(): their bytes, as they were,
+	 * when what was made again matches them). */
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	/* An XRC target QP is opened by the number its creator knows. */
+	ck_assert_int_eq(ibc_qp_open_xrc_tgt(xr, ibc_qp_num(tgt), &tgt2), 0);
+	ck_assert_int_eq(ibc_qp_destroy(tgt2), 0);
+	ck_assert_int_eq(ibc_qp_create(x, &qa, &qc), 0);
+	ck_assert_int_eq(ibc_reg_mr(x, buf, sizeof(buf), 0, &mc), 0);
+	ck_assert_uint_ne(ibc_qp_num(qc), qn_gone);
+	ck_assert_uint_ne(ibc_qp_num(qc), qn_live);
+	ck_assert_uint_ne(ibc_mr_lkey(mc), key_gone);
+	ck_assert_uint_ne(ibc_mr_lkey(mc), key_live);
+	/* The live ones were made again as they were: destroyed by the
+	 * client as its own. */
+	ck_assert_int_eq(ibc_qp_destroy(qb), 0);
+	ck_assert_int_eq(ibc_dereg_mr(mb), 0);
+	ibc_qp_destroy(qc);
+	ibc_dereg_mr(mc);
+	ibc_qp_destroy(tgt);
+	ibc_xrcd_close(xr);
+	ibc_cq_destroy(cq);
+	rig_free(&g);
+}
+END_TEST
+
+/* The objects of @g's domain as the daemon lists them: how many, and
+ * how many of those are in @state. */
+static size_t objects_in(struct rig *g, enum ibc_object_state state,
+			 size_t *ret_in_state)
+{
+	struct ibc_object_info *o;
+	size_t n, k = 0;
+
+	ck_assert_int_eq(ibc_list_objects(g->cl, NULL, &o, sizeof(*o), &n), 0);
+	for (size_t i = 0; i < n; i++)
+		k += o[i].state == state;
+	ibc_list_free(o);
+	*ret_in_state = k;
+	return n;
+}
+
+/* A session that ended before the restart while its process lives
+ * (detached, here by an eviction): its objects are adopted with it,
+ * shown detached, and destroyed once the process exits after the
+ * restart. */
+START_TEST(detached_owner_kept)
+{
+	struct rig g;
+	size_t n, detached;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn(&g, false);
+	/* The session ends (an eviction), the process stays. */
+	{
+		struct ibc_client_entry *e;
+		uint64_t id = 0;
+		size_t k;
+
+		ck_assert_int_eq(ibc_list_clients(g.cl, &e, sizeof(*e), &k), 0);
+		for (size_t i = 0; i < k; i++)
+			if (e[i].pid == (uint32_t)pid)
+				id = e[i].id;
+		ibc_list_free(e);
+		ck_assert_uint_ne(id, 0);
+		ck_assert_int_eq(ibc_admin_evict(g.cl, id), 0);
+	}
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+		while (objects_in(&g, IBC_OBJECT_DETACHED, &detached) &&
+		       !detached && tl_now_ms() < end)
+			tl_sleep_ms(20);
+		ck_assert_uint_eq(detached, 1);
+	}
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(detached, 1);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+		while (objects_in(&g, IBC_OBJECT_DETACHED, &detached) &&
+		       tl_now_ms() < end)
+			tl_sleep_ms(20);
+		ck_assert_uint_eq(
+			objects_in(&g, IBC_OBJECT_DETACHED, &detached), 0);
+	}
+	rig_free(&g);
+}
+END_TEST
+
+/* The domain with members (the rig's client's), as listed now. */
+static struct ibc_domain_info domain_now(struct rig *g)
+{
+	struct ibc_domain_info *d, r = {0};
+	size_t n;
+	bool found = false;
+
+	ck_assert_int_eq(ibc_list_domains(g->cl, &d, sizeof(*d), &n), 0);
+	for (size_t i = 0; i < n && !found; i++)
+		if (d[i].members) {
+			r = d[i];
+			found = true;
+		}
+	ibc_list_free(d);
+	ck_assert(found);
+	return r;
+}
+
+/* A session's import of a context (what the provider made for it, the
+ * soft device's internal records) comes back with its hold: counted the
+ * same, and freed by the session's close as before the restart. */
+START_TEST(import_kept)
+{
+	struct ibc_domain_info before, after;
+	struct ibc_ctx *x;
+	struct rig g;
+
+	rig_config = "[soft]\ninternal_objects_per_import = 2\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	/* The rig's client holds one import (rig_new), this one another
+	 * open of it. */
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	before = domain_now(&g);
+	ck_assert_uint_eq(before.internal_objects, 2);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.internal_objects, before.internal_objects);
+	ck_assert_uint_eq(after.unaccounted, before.unaccounted);
+	ck_assert_uint_eq(after.used.objects, before.used.objects);
+	rig_free(&g);
+}
+END_TEST
+
+/* A context replaced by a rekey that a session still holds stays
+ * replaced: listed as old, and no new session gets it. */
+START_TEST(rekeyed_kept)
+{
+	struct ibc_domain_info before, after;
+	struct ibc_client *c2;
+	struct ibc_ctx *x2;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	before = domain_now(&g);
+	ck_assert_int_eq(ibc_admin_domain_rekey(g.cl, before.name, 0), 0);
+	before = domain_now(&g);
+	ck_assert_uint_eq(before.old_contexts, 1);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.old_contexts, 1);
+	ck_assert_uint_eq(after.used.objects, before.used.objects);
+	/* A new session opens a new context. */
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
+	ck_assert_int_eq(ibc_open(c2, "soft0", &x2), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.contexts, 2);
+	ck_assert_uint_eq(after.old_contexts, 1);
+	ibc_disconnect(c2);
+	rig_free(&g);
+}
+END_TEST
+
+/* The service manager's store full (FileDescriptorStoreMax= below what
+ * the daemon keeps): what is over the bound is refused and closed by the
+ * manager, one by one, unseen by the daemon. After a restart the sessions
+ * whose sockets were kept go on; the others are told their connection
+ * ended, and what they held is gone with nothing left charged: the books
+ * are exact. */
+START_TEST(store_full)
+{
+	enum { EXTRA = 6, BOUND = 8 };
+	struct ibc_client *cl[EXTRA];
+	struct ibc_domain_info d;
+	struct fakesd_stats st;
+	struct ibc_object_info *o;
+	size_t n_obj;
+	int kept = 0, ended = 0;
+	struct rig g;
+
+	/* The state, the in-flight table, the rig's client and its
+	 * context, then one socket per client below: two over the bound. */
+	rig_store_max = BOUND;
+	SKIP_WITHOUT_STATE(&g);
+	rig_store_max = 0;
+	for (int i = 0; i < EXTRA; i++) {
+		struct ibc_ctx *x;
+		struct ibc_cq *cq;
+
+		ck_assert_int_eq(tl_connect(g.sock, 10000, &cl[i]), 0);
+		ck_assert_int_eq(ibc_open(cl[i], "soft0", &x), 0);
+		ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	}
+	/* The manager reads the daemon's messages in a thread of its own:
+	 * a reply may come before it has read the last ones. */
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+		fakesd_stats(g.sd, &st);
+		while (st.refused < 2 && tl_now_ms() < end) {
+			tl_sleep_ms(20);
+			fakesd_stats(g.sd, &st);
+		}
+	}
+	ck_assert_uint_eq(st.refused, 2);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	for (int i = 0; i < EXTRA; i++) {
+		int err = ibc_ping(cl[i], NULL, 0);
+
+		ck_assert_msg(err == 0 || err == -ECONNRESET, "ping: %d", err);
+		kept += err == 0;
+		ended += err == -ECONNRESET;
+	}
+	ck_assert_int_eq(kept, EXTRA - 2);
+	ck_assert_int_eq(ended, 2);
+	/* One CQ per session kept; the context's PD and those CQs are all
+	 * the domain is charged. */
+	ck_assert_int_eq(ibc_list_objects(g.cl, NULL, &o, sizeof(*o), &n_obj),
+			 0);
+	ibc_list_free(o);
+	ck_assert_uint_eq(n_obj, (size_t)kept);
+	d = domain_now(&g);
+	ck_assert_uint_eq(d.contexts, 1);
+	ck_assert_uint_eq(d.used.objects, 1 + n_obj + d.unaccounted);
+	ck_assert_uint_eq(d.used.clients, 1 + (unsigned int)kept);
+	for (int i = 0; i < EXTRA; i++)
+		ibc_disconnect(cl[i]);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -419,6 +734,11 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, stop_ends_the_sessions);
 	tcase_add_test(tc, planted_fds);
 	tcase_add_test(tc, client_dead_while_down);
+	tcase_add_test(tc, serials_never_reused);
+	tcase_add_test(tc, detached_owner_kept);
+	tcase_add_test(tc, import_kept);
+	tcase_add_test(tc, rekeyed_kept);
+	tcase_add_test(tc, store_full);
 	suite_add_tcase(s, tc);
 	return s;
 }

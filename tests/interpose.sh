@@ -8,7 +8,9 @@
 # (EBUSY for a CQ in use, as the kernel answers), and the broker destroys
 # them when it is SIGKILLed; a program that dlopens libibverbs and resolves
 # with dlvsym gets the same through the forwarder alone; rdmabroker-run
-# sets both up.
+# sets both up. RSS without CAP_NET_RAW through the broker; RDMABROKER_PD;
+# bad input (EBUSY for a PD in use, destroys twice, fork mid-call) with the
+# broker's books exact after each.
 # INTERPOSE_DEVICE=verbs (make check-hw) runs it on the first mlx5 device
 # instead: the domain's context imported, the program's objects made in it
 # and registered (its PD too: 6 objects); exits 77 without mlx5.
@@ -195,6 +197,104 @@ printf '%s\n' "$out" | grep -q '^OK$' || fail "order: $out"
 [ "$("$ctl" --json objects | grep -c '"pid"')" -eq 0 ] ||
 	fail "order: objects remain after the program destroyed them all"
 
+# books WHAT: once the programs are gone, the registry holds nothing of
+# theirs and no domain counts an unaccounted object (the broker's books
+# are exact).
+books() {
+	for _ in $(seq 50); do
+		[ "$("$ctl" --json objects | grep -c '"pid"')" -eq 0 ] && break
+		sleep 0.1
+	done
+	[ "$("$ctl" --json objects | grep -c '"pid"')" -eq 0 ] ||
+		fail "$1: objects remain: $("$ctl" --json objects)"
+	"$ctl" --json domains | grep -q '"unaccounted":[1-9]' &&
+		fail "$1: unaccounted objects: $("$ctl" --json domains)"
+}
+
+# RSS without CAP_NET_RAW (the soft device always): the program's WQs,
+# indirection table, RSS QP and flow are the broker's RSS object over its
+# WQs (listed while it holds them, with the flow's match), EBUSY for the
+# table and the QP in use, as the kernel answers; the broker destroys it
+# when the program is killed; in order, the program destroys it all.
+rss_listed() { "$ctl" --json rss | grep -c '"match":"[^"]*4791'; }
+if [ "$kind" = soft ]; then
+	if hold rss LD_PRELOAD="$interp"; then
+		grep -qx "rss busy EBUSY EBUSY" "$tmp/rss.out" ||
+			fail "rss: $(cat "$tmp/rss.out")"
+		[ "$(rss_listed)" -eq 1 ] &&
+			"$ctl" --json rss | grep -q '"table_size":2,' ||
+			fail "rss: not listed as the program's: $("$ctl" --json rss)"
+		kill -KILL "$ppid"
+		wait "$ppid" 2>/dev/null
+		for _ in $(seq 50); do
+			[ "$(rss_listed)" -eq 0 ] && break
+			sleep 0.1
+		done
+		[ "$(rss_listed)" -eq 0 ] ||
+			fail "rss: the killed program's RSS object remains"
+	fi
+	out=$(echo | LD_PRELOAD="$interp" "$prog" rss 2>&1)
+	printf '%s\n' "$out" | grep -qx OK || fail "rss in order: $out"
+	[ "$(rss_listed)" -eq 0 ] || fail "rss: destroyed, still listed"
+	# Closing the context with them: the broker's objects go with it.
+	out=$(echo close | LD_PRELOAD="$interp" "$prog" rss 2>&1)
+	rc=$?
+	[ $rc -eq 0 ] && printf '%s\n' "$out" | grep -qx closed ||
+		fail "rss closed with the context: exit $rc: $out"
+	[ "$(rss_listed)" -eq 0 ] || fail "rss: the context closed, still listed"
+	books "rss"
+fi
+
+# Bad input. A PD its objects use: EBUSY, as the kernel answers for a PD
+# of one's own (the order mode above). RDMABROKER_PD=domain: every
+# ibv_alloc_pd is the domain's PD, which a dealloc never frees (no EBUSY)
+# and which refuses one dealloc more than the allocs; an unknown value is
+# EINVAL from ibv_alloc_pd.
+if [ "$kind" = soft ]; then
+	out=$(LD_PRELOAD="$interp" "$prog" pd 2>&1)
+	printf '%s\n' "$out" | grep -qx "PD same=0 busy=EBUSY extra=EINVAL" ||
+		fail "pd (the process's own): $out"
+fi
+out=$(RDMABROKER_PD=domain LD_PRELOAD="$interp" "$prog" pd 2>&1)
+printf '%s\n' "$out" | grep -qx "PD same=1 busy=0 extra=EINVAL" ||
+	fail "pd (RDMABROKER_PD=domain): $out"
+out=$(RDMABROKER_PD=bogus LD_PRELOAD="$interp" "$prog" pd 2>&1)
+printf '%s\n' "$out" | grep -q "FAIL ibv_alloc_pd: Invalid argument" ||
+	fail "pd (RDMABROKER_PD=bogus): $out"
+books "pd"
+# The domain's PD is the broker's: the program's objects without a PD of
+# its own.
+if hold hold RDMABROKER_PD=domain LD_PRELOAD="$interp"; then
+	[ "$kind" = verbs ] && held=5
+	check_held "RDMABROKER_PD=domain"
+	check_killed "RDMABROKER_PD=domain"
+	[ "$kind" = verbs ] && held=6
+fi
+
+# Each object destroyed twice: libibverbs frees the structure in the
+# first (a second is a use after free); on the soft device the memory is
+# the interposer's, and the second answers EINVAL without reading it.
+# The broker is asked once.
+if [ "$kind" = soft ]; then
+	out=$(LD_PRELOAD="$interp" "$prog" twice 2>&1)
+	for o in qp srq cq mr pd context; do
+		printf '%s\n' "$out" | grep -qx "twice $o EINVAL" ||
+			fail "twice: the second destroy of the $o: $out"
+	done
+	printf '%s\n' "$out" | grep -qx OK || fail "twice: $out"
+	books "twice"
+fi
+
+# fork() while another thread is in the interposer (PD calls): no child
+# hangs on a lock the fork caught held; the inherited context answers ESTALE
+# (libibclient's rule for an inherited session), a context the child
+# opens works; nothing is left and nothing unaccounted.
+out=$(timeout 60 env LD_PRELOAD="$interp" "$prog" fork 2>&1)
+[ "$(printf '%s\n' "$out" | grep -cx "child inherited ESTALE")" -eq 8 ] &&
+	[ "$(printf '%s\n' "$out" | grep -cx "child fresh OK")" -eq 8 ] &&
+	printf '%s\n' "$out" | grep -qx OK || fail "fork: $out"
+books "fork"
+
 # rdmabroker-run, pointed at the build tree.
 run=$top/rdmabroker-run
 out=$(RDMABROKER_RUN_LIBDIR="$top/interpose/.libs" \
@@ -202,6 +302,10 @@ out=$(RDMABROKER_RUN_LIBDIR="$top/interpose/.libs" \
 printf '%s\n' "$out" | grep -q '^OK$' || fail "rdmabroker-run: $out"
 "$run" --help | grep -q "usage: rdmabroker-run" ||
 	fail "rdmabroker-run --help"
+out=$(RDMABROKER_RUN_LIBDIR="$top/interpose/.libs" \
+	"$run" --domain-pd "$prog" pd 2>&1)
+printf '%s\n' "$out" | grep -qx "PD same=1 busy=0 extra=EINVAL" ||
+	fail "rdmabroker-run --domain-pd: $out"
 "$run" >/dev/null 2>&1
 [ $? -eq 2 ] || fail "rdmabroker-run without a program does not exit 2"
 
