@@ -19,6 +19,7 @@
 #include <sys/socket.h>
 #include <sys/types.h>
 
+#include "daemon/family.h"
 #include "daemon/queue.h"
 
 struct core;
@@ -49,8 +50,6 @@ struct client {
 	unsigned int n_ctxs;
 	/* The session's objects in the registry; NULL before the first. */
 	struct obj_owner *owner;
-	/* Its hello asked for RSS Events that carry the change alone. */
-	bool rss_delta;
 	/* The session proved who it is (its hello): listings, evict and
 	 * Events ask it of a closing session too. */
 	bool hello_done;
@@ -67,6 +66,10 @@ struct client {
 	char library_version[32];
 	/* Requests read from it (dispatch.c). */
 	uint64_t requests;
+	/* What each family keeps of the session, indexed by family id
+	 * (family.h): set at hello, journaled with the session's record
+	 * (struct family's hello and session_save/restore). */
+	uint64_t family_slot[FAMILY_COUNT];
 };
 
 #endif

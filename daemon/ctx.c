@@ -512,6 +512,9 @@ void dctx_device_gone(struct core *core, struct device *dev)
 	TAILQ_FOREACH(d, &core->domains, link)
 		TAILQ_FOREACH(x, &d->ctxs, link)
 			if (x->dev == dev) {
+				/* rxe blocks `rdma link delete` while any
+				 * descriptor of it is open, systemd's too. */
+				restart_ctx_fd_drop(core, x);
 				dctx_close_device(x);
 				/* The kernel frees them with the context. */
 				domain_uncharge_objects(d, x->unaccounted);

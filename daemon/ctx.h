@@ -60,6 +60,9 @@ struct dctx {
 	/* Replaced by a rekey (rekey.c): no new session gets it; it closes
 	 * as a whole once every session let go. */
 	bool rekeyed;
+	/* Opened again by a restore under the old one's id (a device
+	 * without import): records made in the old one are not its. */
+	bool reopened;
 	/* An automatic rekey was refused for it: logged once, tried again
 	 * when its unaccounted count grows. */
 	bool auto_rekey_refused;

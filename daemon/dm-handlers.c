@@ -56,8 +56,8 @@ static int dm_reply(struct dm *dm, struct dm_hold *h, struct reply *r,
 	return 0;
 }
 
-int h_dm_alloc(struct client *c, const Rdmab__Request *req,
-	       struct wire_fds *fds, struct reply *r)
+static int h_dm_alloc(struct client *c, const Rdmab__Request *req,
+		      struct wire_fds *fds, struct reply *r)
 {
 	struct dm_hold *h;
 	struct dm *dm;
@@ -69,8 +69,8 @@ int h_dm_alloc(struct client *c, const Rdmab__Request *req,
 	return dm_reply(dm, h, r, true, req->dm_alloc->want_status);
 }
 
-int h_dm_import(struct client *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r)
+static int h_dm_import(struct client *c, const Rdmab__Request *req,
+		       struct wire_fds *fds, struct reply *r)
 {
 	const Rdmab__DmImportRequest *q = req->dm_import;
 	struct dm_hold *h;
@@ -83,8 +83,8 @@ int h_dm_import(struct client *c, const Rdmab__Request *req,
 	return dm_reply(dm, h, r, false, q->want_status);
 }
 
-int h_dm_unimport(struct client *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r)
+static int h_dm_unimport(struct client *c, const Rdmab__Request *req,
+			 struct wire_fds *fds, struct reply *r)
 {
 	uint64_t id = req->dm_unimport->dm_id;
 	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
@@ -102,8 +102,8 @@ int h_dm_unimport(struct client *c, const Rdmab__Request *req,
 
 /* The allocator's free, a member's of a persistent DM, or (dm_admin_free,
  * H_ADMIN) an administrator's of any DM. */
-int h_dm_free(struct client *c, const Rdmab__Request *req, struct wire_fds *fds,
-	      struct reply *r)
+static int h_dm_free(struct client *c, const Rdmab__Request *req,
+		     struct wire_fds *fds, struct reply *r)
 {
 	bool admin = req->body_case == RDMAB__REQUEST__BODY_DM_ADMIN_FREE;
 	uint64_t id = admin ? req->dm_admin_free->dm_id : req->dm_free->dm_id;
@@ -131,8 +131,8 @@ int h_dm_free(struct client *c, const Rdmab__Request *req, struct wire_fds *fds,
 }
 
 /* An administrator's revoke (H_ADMIN). */
-int h_dm_revoke(struct client *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r)
+static int h_dm_revoke(struct client *c, const Rdmab__Request *req,
+		       struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__DmEmptyReply *out = reply_alloc(r, sizeof(*out));
 	int ret;
@@ -154,7 +154,6 @@ static const struct handler dm_h_import = {"dm-import", h_dm_import, H_SESSION};
 static const struct handler dm_h_unimport = {"dm-unimport", h_dm_unimport,
 					     H_SESSION | H_DRAIN};
 static const struct handler dm_h_free = {"dm-free", h_dm_free, H_SESSION};
-static const struct handler dm_h_list = {"list-dms", h_list_dms, H_NEEDS_HELLO};
 static const struct handler dm_h_admin_free = {"dm-admin-free", h_dm_free,
 					       H_SESSION | H_ADMIN};
 static const struct handler dm_h_revoke = {"dm-revoke", h_dm_revoke,

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
  * The DM listing (dm.h): each DM with its holders and the MRs on it (its
- * list of them, obj.on_dm), and what blocks its free; per device what the
+ * list of them, struct dm_mr), and what blocks its free; per device what the
  * caller may know of its memory (dm_view()). A member's listing walks its
  * domain's DMs only.
  */
@@ -54,13 +54,14 @@ unsigned int dm_mrs(struct core *core, const struct dm *dm,
 		    Rdmab__DmMrInfo *list, unsigned int max, char *text,
 		    size_t size)
 {
-	const struct obj *o;
+	const struct dm_mr *mr;
 	unsigned int n = 0;
 	size_t off = 0;
 
 	if (text)
 		text[0] = '\0';
-	TAILQ_FOREACH(o, &dm->mrs, dm_link) {
+	TAILQ_FOREACH(mr, &dm->mrs, link) {
+		const struct obj *o = mr->o;
 		const struct obj_owner *ow = o->owner;
 
 		core->list_visits++;
@@ -139,8 +140,8 @@ static void dm_info(struct core *core, struct dm_page *p,
 		di->blocked_by = p->blocked_by;
 }
 
-int h_list_dms(struct client *c, const Rdmab__Request *req,
-	       struct wire_fds *fds, struct reply *r)
+static int h_list_dms(struct client *c, const Rdmab__Request *req,
+		      struct wire_fds *fds, struct reply *r)
 {
 	struct core *core = c->core;
 	bool admin = policy_is_admin(core, c);
@@ -225,3 +226,5 @@ void dm_domain_figures(const struct core *core, const struct domain *d,
 	}
 	*ret = f;
 }
+
+const struct handler dm_h_list = {"list-dms", h_list_dms, H_NEEDS_HELLO};

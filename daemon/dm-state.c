@@ -34,8 +34,8 @@
 #include "proto/state.pb-c.h"
 
 enum {
-	JOURNAL_DM = JOURNAL_DM_FIRST,
-	JOURNAL_DM_SESSION = JOURNAL_DM_FIRST + 1,
+	JOURNAL_DM = DM_JOURNAL_FIRST,
+	JOURNAL_DM_SESSION = DM_JOURNAL_FIRST + 1,
 };
 
 /* The session of a hold, by its connection's client id; 0 detached. */
@@ -177,12 +177,7 @@ void dm_state_leave(struct core *core)
 		TAILQ_REMOVE(&t->dms, dm, link);
 		TAILQ_REMOVE(&dm->domain->dms, dm, domain_link);
 		t->n--;
-		while (!TAILQ_EMPTY(&dm->mrs)) {
-			struct obj *mr = TAILQ_FIRST(&dm->mrs);
-
-			TAILQ_REMOVE(&dm->mrs, mr, dm_link);
-			mr->on_dm = NULL;
-		}
+		dm_mrs_loosen(core, dm);
 		if (dm->revoke_ev)
 			event_free(dm->revoke_ev);
 		if (dm->dd.fd >= 0)
@@ -307,7 +302,7 @@ static struct obj *dm_restore_record(struct restore *rs, struct dm *dm,
 		return NULL;
 	}
 	o->family_owned = true;
-	o->dm_id = dm->id;
+	o->slot[FAMILY_DM].id = dm->id;
 	rs->adopted_objects++;
 	return o;
 }
@@ -482,14 +477,14 @@ out:
 	return ret;
 }
 
-/* The registry's MRs on a DM (obj.dm_id) go on its list again. */
+/* The registry's MRs on a DM (loose since their records came back) go
+ * on its list again. */
 static void dm_restore_mrs(struct core *core)
 {
-	struct obj *o;
+	struct dm_mr *mr, *tmp;
 
-	TAILQ_FOREACH(o, &core->registry->objs, link)
-		if (o->kind == IBC_OBJ_MR && o->dm_id)
-			dm_mr_attach(core, o);
+	TAILQ_FOREACH_SAFE(mr, &dm_state(core)->loose, link, tmp)
+		dm_mr_attach(core, mr);
 }
 
 /*

@@ -27,6 +27,7 @@
 #include "daemon/core.h"
 #include "daemon/restart.h"
 #include "daemon/user.h"
+#include "proto/state.pb-c.h"
 
 static uint64_t dm_page_size(void)
 {
@@ -51,25 +52,129 @@ static void dm_retry_cb(evutil_socket_t fd, short what, void *arg)
 		dm_retry_later(core);
 }
 
-/* An MR record goes: off its DM's list. */
-static void dm_mr_removed(struct core *core, struct obj *o, void *data)
+static struct dm_mr *dm_mr_of(const struct obj *o)
 {
-	if (!o->on_dm)
-		return;
-	TAILQ_REMOVE(&o->on_dm->mrs, o, dm_link);
-	o->on_dm->n_mrs--;
-	o->on_dm = NULL;
+	return o->slot[FAMILY_DM].p;
 }
 
-void dm_mr_attach(struct core *core, struct obj *mr)
+uint64_t dm_import_id(const struct obj *o)
 {
-	struct dm *dm = mr->dm_id ? dm_find_id(core, mr->dm_id) : NULL;
+	return o->slot[FAMILY_DM].id;
+}
 
-	if (!dm || mr->on_dm)
+/* An MR record goes: off its DM's list, and what the family kept of it
+ * with it. */
+static void dm_mr_removed(struct core *core, struct obj *o, void *data)
+{
+	struct dm_mr *mr = dm_mr_of(o);
+
+	(void)core;
+	if (!mr)
 		return;
-	TAILQ_INSERT_TAIL(&dm->mrs, mr, dm_link);
+	if (mr->dm) {
+		TAILQ_REMOVE(&mr->dm->mrs, mr, link);
+		mr->dm->n_mrs--;
+	} else {
+		TAILQ_REMOVE(&((struct dm_table *)data)->loose, mr, link);
+	}
+	o->slot[FAMILY_DM].p = NULL;
+	free(mr);
+}
+
+/* A loose MR of DM @dm_id for record @o (-ENOMEM). */
+static int dm_mr_new(struct dm_table *t, struct obj *o, uint64_t dm_id,
+		     struct dm_mr **ret)
+{
+	struct dm_mr *mr = calloc(1, sizeof(*mr));
+
+	if (!mr)
+		return -ENOMEM;
+	mr->o = o;
+	mr->dm_id = dm_id;
+	TAILQ_INSERT_TAIL(&t->loose, mr, link);
+	o->slot[FAMILY_DM].p = mr;
+	*ret = mr;
+	return 0;
+}
+
+void dm_mr_attach(struct core *core, struct dm_mr *mr)
+{
+	struct dm *dm = dm_find_id(core, mr->dm_id);
+
+	if (!dm || mr->dm)
+		return;
+	TAILQ_REMOVE(&dm_state(core)->loose, mr, link);
+	TAILQ_INSERT_TAIL(&dm->mrs, mr, link);
 	dm->n_mrs++;
-	mr->on_dm = dm;
+	mr->dm = dm;
+}
+
+void dm_mrs_loosen(struct core *core, struct dm *dm)
+{
+	struct dm_mr *mr;
+
+	while ((mr = TAILQ_FIRST(&dm->mrs))) {
+		TAILQ_REMOVE(&dm->mrs, mr, link);
+		TAILQ_INSERT_TAIL(&dm_state(core)->loose, mr, link);
+		mr->dm = NULL;
+	}
+	dm->n_mrs = 0;
+}
+
+/* A new MR uses an import of a DM (the library names it, so that the
+ * DM's listing counts the MR and names it when it blocks a free). */
+static int dm_mr_uses(struct core *core, struct obj *o,
+		      struct obj *const *uses, size_t n, void *data,
+		      struct why *why)
+{
+	struct dm_mr *mr;
+
+	for (size_t i = 0; i < n; i++) {
+		if (!uses[i] || uses[i]->kind != IBC_OBJ_DM ||
+		    !dm_import_id(uses[i]))
+			continue;
+		if (dm_mr_new(data, o, dm_import_id(uses[i]), &mr) < 0)
+			return why_set(why, -ENOMEM, "out of memory");
+		dm_mr_attach(core, mr);
+		return 0;
+	}
+	return 0;
+}
+
+static void dm_obj_save(const struct obj *o, Rdmab__State__Object *m,
+			void *data)
+{
+	const struct dm_mr *mr;
+
+	(void)data;
+	if (o->kind == IBC_OBJ_DM) {
+		m->dm_id = dm_import_id(o);
+		return;
+	}
+	mr = dm_mr_of(o);
+	m->dm_id = mr ? mr->dm_id : 0;
+}
+
+/* An MR's record comes back before the DMs do: loose until
+ * dm_restore() puts it on its DM's list. */
+static int dm_mr_restore(struct core *core, struct obj *o,
+			 const Rdmab__State__Object *m, void *data)
+{
+	struct dm_mr *mr;
+
+	(void)core;
+	return m->dm_id ? dm_mr_new(data, o, m->dm_id, &mr) : 0;
+}
+
+static void dm_mrs_fini(struct dm_table *t)
+{
+	struct dm_mr *mr;
+
+	while ((mr = TAILQ_FIRST(&t->loose))) {
+		TAILQ_REMOVE(&t->loose, mr, link);
+		mr->o->slot[FAMILY_DM].p = NULL;
+		free(mr);
+	}
 }
 
 struct dm_table *dm_state(const struct core *core)
@@ -85,6 +190,7 @@ static int dm_init(struct core *core)
 		return -ENOMEM;
 	TAILQ_INIT(&t->dms);
 	TAILQ_INIT(&t->sessions);
+	TAILQ_INIT(&t->loose);
 	core->family_state[FAMILY_DM] = t;
 	t->retry_ev = evtimer_new(core->base, dm_retry_cb, core);
 	if (!t->retry_ev)
@@ -243,7 +349,7 @@ static int dm_hold_add(struct dm *dm, struct client *c, struct why *why,
 	if (err < 0)
 		return err;
 	o->family_owned = true;
-	o->dm_id = dm->id;
+	o->slot[FAMILY_DM].id = dm->id;
 	s->used[slot] = 1;
 	s->page[slot] = dm->revoked;
 	dm->holds[dm->n_holds] = (struct dm_hold){ .o = o, .s = s,
@@ -310,7 +416,6 @@ void dm_retry_later(struct core *core)
 void dm_forget(struct core *core, struct dm *dm)
 {
 	struct dm_table *t = dm_state(core);
-	struct obj *mr;
 
 	dm_journal_forget(core, dm);
 	if (dm->blocked)
@@ -328,11 +433,8 @@ void dm_forget(struct core *core, struct dm *dm)
 	TAILQ_REMOVE(&dm->domain->dms, dm, domain_link);
 	t->n--;
 	/* MRs left on it (the device freed it with a context, or the
-	 * registry no longer agrees): they keep their dm_id to show. */
-	while ((mr = TAILQ_FIRST(&dm->mrs))) {
-		TAILQ_REMOVE(&dm->mrs, mr, dm_link);
-		mr->on_dm = NULL;
-	}
+	 * registry no longer agrees): they keep its id in the journal. */
+	dm_mrs_loosen(core, dm);
 	dctx_obj_release(core, dm->ctx);
 	free(dm->holds);
 	free(dm);
@@ -581,6 +683,7 @@ static void dm_fini(struct core *core)
 		event_free(dm_state(core)->retry_ev);
 	while (!TAILQ_EMPTY(&dm_state(core)->sessions))
 		dm_session_free(core, TAILQ_FIRST(&dm_state(core)->sessions));
+	dm_mrs_fini(dm_state(core));
 	free(dm_state(core));
 	core->family_state[FAMILY_DM] = NULL;
 }
@@ -967,11 +1070,20 @@ unsigned int dm_ctx_force(struct core *core, struct dctx *x,
 	return n;
 }
 
-static const struct obj_family dm_imports = { .release = dm_release };
-static const struct obj_family dm_mr_hooks = { .removed = dm_mr_removed };
+static const struct obj_family dm_imports = {
+	.release = dm_release,
+	.save = dm_obj_save,
+};
+static const struct obj_family dm_mr_hooks = {
+	.removed = dm_mr_removed,
+	.uses = dm_mr_uses,
+	.save = dm_obj_save,
+	.restore = dm_mr_restore,
+};
 
 const struct family dm_family = {
 	.name = "DM",
+	.journal_first = DM_JOURNAL_FIRST,
 	.init = dm_init,
 	.fini = dm_fini,
 	.session_closing = dm_conn_closing,

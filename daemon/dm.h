@@ -105,10 +105,26 @@ struct dm {
 	/* Its domain's list (domain.dms): a member's listing walks only
 	 * its own domain's DMs. */
 	TAILQ_ENTRY(dm) domain_link;
-	/* The registry's MRs on it (obj.on_dm), so that its listing walks
-	 * them and not every MR of the broker. */
-	TAILQ_HEAD(, obj) mrs;
+	/* The registry's MRs on it (struct dm_mr), so that its listing
+	 * walks them and not every MR of the broker. */
+	TAILQ_HEAD(, dm_mr) mrs;
 	unsigned int n_mrs;
+};
+
+/*
+ * What the family keeps of a registry record (its slot[FAMILY_DM]): an
+ * import (kind DM) keeps its DM's id (slot.id); an MR on device memory
+ * points to one of these (slot.p), which the record's removal frees.
+ */
+struct dm_mr {
+	struct obj *o;
+	/* The DM's broker id: the journal keeps it, and a restore puts
+	 * the MR on its DM's list again by it. */
+	uint64_t dm_id;
+	/* NULL once the DM went (or before a restore found it). */
+	struct dm *dm;
+	/* dm->mrs while @dm is set, else the table's loose list. */
+	TAILQ_ENTRY(dm_mr) link;
 };
 
 struct dm_table {
@@ -118,6 +134,10 @@ struct dm_table {
 	struct event *retry_ev;
 	unsigned int n_blocked;
 	TAILQ_HEAD(, dm_session) sessions;
+	/* MRs on device memory whose DM went, or that a restore has not
+	 * put on their DM's list yet: freed with their records, or at the
+	 * family's fini. */
+	TAILQ_HEAD(, dm_mr) loose;
 };
 
 /* How often a blocked free is tried again: the MR that blocks it may go
@@ -128,8 +148,13 @@ struct dm_table {
  * its fini frees every DM that is left (persistent ones die with the
  * daemon). */
 extern const struct family dm_family;
+/* Its journal record kinds start here (family.h's journal_first). */
+#define DM_JOURNAL_FIRST 16
 /* The requests it serves (dm-handlers.c), up to { 0, NULL }. */
 extern const struct family_request dm_requests[];
+/* Its listing's (dm-list.c), one of them. */
+struct handler;
+extern const struct handler dm_h_list;
 /* The family's state: NULL before its init and after its fini. */
 struct dm_table *dm_state(const struct core *core);
 
@@ -159,9 +184,13 @@ int dm_revoke(struct core *core, uint64_t id, uint64_t client_id, uid_t uid,
  * session: the library unmapped before it sent it). 0 or -ENOENT. */
 int dm_unimport(struct client *c, uint64_t dm_id, uint64_t object_id);
 
-/* @mr, an MR record whose dm_id is set, goes on its DM's list (a DM
- * that is gone: nothing). */
-void dm_mr_attach(struct core *core, struct obj *mr);
+/* @mr, loose, goes on its DM's list (a DM that is gone: it stays
+ * loose). */
+void dm_mr_attach(struct core *core, struct dm_mr *mr);
+/* Every MR on @dm goes loose: @dm goes, the MRs keep its id. */
+void dm_mrs_loosen(struct core *core, struct dm *dm);
+/* The DM an import record (kind DM) is of, by id; 0 for none. */
+uint64_t dm_import_id(const struct obj *o);
 
 /*
  * What @c may know of the device memory of @dev: the bytes the broker

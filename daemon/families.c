@@ -3,10 +3,12 @@
  * common/families.def, and the walks over it. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "daemon/family.h"
+#include "daemon/journal.h"
 #include "daemon/objects.h"
 
 /* Each family's own file defines it; no family's header is needed here. */
@@ -19,11 +21,37 @@ const struct family *const families[FAMILY_COUNT] = {
 #include "common/families.def"
 };
 
-int families_init(struct core *core)
+/* Each family's journal kinds are its own: a record read back must reach
+ * the family that wrote it. */
+static int families_journal_check(void)
 {
 	for (unsigned int i = 0; i < FAMILY_COUNT; i++) {
-		int ret = families[i]->init ? families[i]->init(core) : 0;
+		unsigned int a = families[i]->journal_first;
 
+		if (!a)
+			continue;
+		if (a < JOURNAL_FAMILY_FIRST ||
+		    a + JOURNAL_FAMILY_KINDS - 1 > JOURNAL_KIND_MAX)
+			return -EINVAL;
+		for (unsigned int k = 0; k < i; k++) {
+			unsigned int b = families[k]->journal_first;
+
+			if (b && a < b + JOURNAL_FAMILY_KINDS &&
+			    b < a + JOURNAL_FAMILY_KINDS)
+				return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+int families_init(struct core *core)
+{
+	int ret = families_journal_check();
+
+	if (ret < 0)
+		return ret;
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++) {
+		ret = families[i]->init ? families[i]->init(core) : 0;
 		if (ret < 0)
 			return ret;
 	}
@@ -91,4 +119,27 @@ void rekey_name_add(char *buf, size_t len, const char *item)
 		snprintf(buf + at, len - at, "%s%s", at ? ", " : "", item);
 	else if (at + strlen(REKEY_MORE) < len)
 		snprintf(buf + at, len - at, "%s", REKEY_MORE);
+}
+
+void families_hello(struct client *c, const struct Rdmab__HelloRequest *hr)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		if (families[i]->hello)
+			families[i]->hello(c, hr);
+}
+
+void families_session_save(const struct client *c,
+			   struct Rdmab__State__Session *m)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		if (families[i]->session_save)
+			families[i]->session_save(c, m);
+}
+
+void families_session_restore(struct client *c,
+			      const struct Rdmab__State__Session *m)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		if (families[i]->session_restore)
+			families[i]->session_restore(c, m);
 }

@@ -21,6 +21,8 @@ struct device;
 struct obj_family;
 struct handler;
 struct restore;
+struct Rdmab__HelloRequest;
+struct Rdmab__State__Session;
 
 /* A request a family serves: the dispatch table's entry for @body_case
  * (an RDMAB__REQUEST__BODY_* value). */
@@ -85,6 +87,20 @@ struct family {
 	 * (No save slot: a family journals its records as they change,
 	 * and the journal compacts them itself.) */
 	int (*restore)(struct core *core, struct restore *rs);
+	/* The first of its JOURNAL_FAMILY_KINDS journal record kinds
+	 * (journal.h), at or past JOURNAL_FAMILY_FIRST; 0: it journals
+	 * nothing. Written on disk: never changed once released. */
+	unsigned int journal_first;
+	/* The hello of @c: what the family takes of it into
+	 * c->family_slot[its id] (RSS: Events that carry the change
+	 * alone). */
+	void (*hello)(struct client *c, const struct Rdmab__HelloRequest *hr);
+	/* Restart: that slot goes into the session's journal record @m
+	 * (the family's own fields of state.proto), and comes back. */
+	void (*session_save)(const struct client *c,
+			     struct Rdmab__State__Session *m);
+	void (*session_restore)(struct client *c,
+				const struct Rdmab__State__Session *m);
 };
 
 /* Add @item to the list of names in @buf (of @len bytes): ", " between
@@ -95,7 +111,8 @@ void rekey_name_add(char *buf, size_t len, const char *item);
 /* Every family, indexed by enum family_id (families.c). */
 extern const struct family *const families[FAMILY_COUNT];
 
-/* Init every family in order; on failure the caller's fini undoes. */
+/* Init every family in order; on failure the caller's fini undoes.
+ * -EINVAL when two families' journal kinds meet. */
 int families_init(struct core *core);
 /* Every family's fini, in reverse order. */
 void families_fini(struct core *core);
@@ -106,5 +123,10 @@ void families_session_closing(struct client *c);
 void families_device_gone(struct core *core, struct device *dev,
 			  const char *reason);
 void families_ctx_closed(struct core *core, const struct dctx *x);
+void families_hello(struct client *c, const struct Rdmab__HelloRequest *hr);
+void families_session_save(const struct client *c,
+			   struct Rdmab__State__Session *m);
+void families_session_restore(struct client *c,
+			      const struct Rdmab__State__Session *m);
 
 #endif

@@ -103,35 +103,6 @@ int h_list_objects(struct client *c, const Rdmab__Request *req,
 		   struct wire_fds *fds, struct reply *r);
 int h_admin_evict(struct client *c, const Rdmab__Request *req,
 		  struct wire_fds *fds, struct reply *r);
-/* Device memory (dm.c). */
-int h_dm_alloc(struct client *c, const Rdmab__Request *req,
-	       struct wire_fds *fds, struct reply *r);
-int h_dm_import(struct client *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r);
-int h_dm_unimport(struct client *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r);
-int h_dm_free(struct client *c, const Rdmab__Request *req,
-	      struct wire_fds *fds, struct reply *r);
-int h_list_dms(struct client *c, const Rdmab__Request *req,
-	       struct wire_fds *fds, struct reply *r);
-int h_dm_revoke(struct client *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r);
-/* XRC domains (xrcd.c) */
-int h_xrcd_open(struct client *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r);
-int h_xrcd_close(struct client *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r);
-int h_list_xrcds(struct client *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r);
-int h_xrcd_remove(struct client *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r);
-/* RSS (rss.c). */
-int h_rss_create(struct client *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r);
-int h_rss_destroy(struct client *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r);
-int h_list_rss(struct client *c, const Rdmab__Request *req,
-	       struct wire_fds *fds, struct reply *r);
 /* The soft device's kernel call of an intent (obj-handlers.c). */
 int h_obj_kernel_call(struct client *c, const Rdmab__Request *req,
 		      struct wire_fds *fds, struct reply *r);

@@ -75,9 +75,11 @@ enum journal_kind {
 	JOURNAL_SOFT_CTX = 7,
 	/* Key: a hold's own (SessionHold: a session's hold on a context). */
 	JOURNAL_SESSION_HOLD = 8,
-	JOURNAL_DM_FIRST = 16,
-	JOURNAL_XRCD_FIRST = 32,
-	JOURNAL_RSS_FIRST = 48,
+	/* 16 and up: the families' own kinds, JOURNAL_FAMILY_KINDS from
+	 * each family's journal_first (family.h; families_init() checks
+	 * that no two ranges meet). */
+	JOURNAL_FAMILY_FIRST = 16,
+	JOURNAL_FAMILY_KINDS = 16,
 	JOURNAL_KIND_MAX = 255,
 };
 

@@ -15,7 +15,6 @@
 #include "daemon/client.h"
 #include "daemon/core.h"
 #include "daemon/ctx.h"
-#include "daemon/dm.h"
 #include "daemon/handler.h"
 #include "daemon/domain.h"
 #include "daemon/log.h"
@@ -119,43 +118,21 @@ static int resolve_uses(struct client *c, struct dctx *x, const uint64_t *uses,
 	return 0;
 }
 
-/* The DM an MR is on (its use of kind DM, an import of this session), so
- * that the DM listing counts it and names it when it blocks a free; 0. */
-static uint64_t mr_dm_of(struct client *c, const Rdmab__ObjCreateRequest *q)
+/* The families watching @o's kind note what it uses (the records of
+ * @q's uses, which resolve_uses() checked); a refusal removes @o. */
+static int obj_note_uses(struct client *c, const Rdmab__ObjCreateRequest *q,
+			 struct obj *o, struct reply *r)
 {
-	if (q->kind != IBC_OBJ_MR)
-		return 0;
-	for (size_t i = 0; i < q->n_uses; i++) {
-		struct obj *u =
-			q->uses[i] ? objects_find(c, q->uses[i]) : NULL;
+	struct obj *used[OBJ_MAX_USES] = { NULL };
+	int ret;
 
-		if (u && u->kind == IBC_OBJ_DM)
-			return u->dm_id;
-	}
-	return 0;
-}
-
-/* What the listings show of @o's uses: the DM of an MR, the XRCD open of
- * an XRC SRQ or target QP. */
-static void obj_note_uses(struct client *c, const Rdmab__ObjCreateRequest *q,
-			  struct obj *o)
-{
-	if (o->kind == IBC_OBJ_MR) {
-		o->dm_id = mr_dm_of(c, q);
-		dm_mr_attach(c->core, o);
-		return;
-	}
-	if (o->kind != IBC_OBJ_SRQ && o->kind != IBC_OBJ_QP)
-		return;
-	for (size_t i = 0; i < q->n_uses; i++) {
-		struct obj *u =
-			q->uses[i] ? objects_find(c, q->uses[i]) : NULL;
-
-		if (u && u->kind == IBC_OBJ_XRCD) {
-			o->xrcd_obj = u->id;
-			return;
-		}
-	}
+	for (size_t i = 0; i < q->n_uses; i++)
+		used[i] = q->uses[i] ? objects_find(c, q->uses[i]) : NULL;
+	ret = objects_hook_uses(c->core->registry, o, used, q->n_uses,
+				&r->why);
+	if (ret < 0)
+		objects_remove(o);
+	return ret;
 }
 
 /* The broker is the device's kernel: make the object and register it. */
@@ -181,14 +158,17 @@ static int obj_make(struct client *c, struct dctx *x,
 	ret = objects_add(c, x, spec.kind, false, true, 0, &r->why, &o);
 	if (ret < 0)
 		return ret;
+	if (q->n_uses) {
+		ret = obj_note_uses(c, q, o, r);
+		if (ret < 0)
+			return ret;
+	}
 	ret = x->dev->ctx_ops->obj_create(x->dc, &spec, &made, &why);
 	if (ret < 0) {
 		objects_remove(o);
 		return reply_error(r, ret, "%s", why.text);
 	}
 	o->handle = made.handle;
-	if (q->n_uses)
-		obj_note_uses(c, q, o);
 	restart_obj_made(c->core, o, &spec, &made, q->attr);
 	made_to_wire(out, o, &made, given);
 	return 0;
@@ -250,8 +230,11 @@ int h_obj_create(struct client *c, const Rdmab__Request *req,
 				  &o);
 		if (ret < 0)
 			return ret;
-		if (q->n_uses)
-			obj_note_uses(c, q, o);
+		if (q->n_uses) {
+			ret = obj_note_uses(c, q, o, r);
+			if (ret < 0)
+				return ret;
+		}
 		restart_obj_saved(c->core, o);
 		out->object_id = o->id;
 		out->handle = o->handle;

@@ -329,7 +329,8 @@ static void ctx_let_go_owner(struct dctx *x, struct obj_owner *ow)
 
 	for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++) {
 		TAILQ_FOREACH_SAFE(o, &ow->kinds[k], kind_link, tmp) {
-			if (o->ctx != x || o->family_owned || o->family_obj)
+			if (o->ctx != x || o->family_owned ||
+			    objects_hook_destroys(ow->reg, o))
 				continue;
 			x->unaccounted++;
 			obj_unlink(o);
@@ -359,8 +360,9 @@ void objects_ctx_let_go(struct core *core, struct dctx *x,
 		return;
 	}
 	TAILQ_FOREACH_SAFE(o, &reg->objs, link, tmp) {
-		if (o->ctx != x || o->family_owned || o->family_obj ||
-		    o->owner->state == OWNER_LIVE)
+		if (o->ctx != x || o->family_owned ||
+		    o->owner->state == OWNER_LIVE ||
+		    objects_hook_destroys(reg, o))
 			continue;
 		ow = o->owner;
 		x->unaccounted++;
@@ -502,7 +504,7 @@ static int objects_init(struct core *core)
 			if (families[f]->obj_hooks[k])
 				objects_watch(reg, (enum ibc_obj_kind)k,
 					      families[f]->obj_hooks[k],
-					      &core->family_state[f]);
+					      &core->family_state[f], f);
 	core->registry = reg;
 	return 0;
 }
@@ -538,14 +540,18 @@ static void objects_fini(struct core *core)
 }
 
 int objects_watch(struct registry *reg, enum ibc_obj_kind kind,
-		  const struct obj_family *fam, void *const *data)
+		  const struct obj_family *fam, void *const *data,
+		  unsigned int slot)
 {
 	unsigned int n = reg->n_watchers[kind];
 
+	if (slot >= FAMILY_COUNT)
+		return -EINVAL;
 	if (n == OBJ_WATCHERS_MAX)
 		return -ENOSPC;
 	reg->watchers[kind][n].fam = fam;
 	reg->watchers[kind][n].data = data;
+	reg->watchers[kind][n].slot = slot;
 	reg->n_watchers[kind]++;
 	return 0;
 }
@@ -577,10 +583,8 @@ static const struct obj_watcher *obj_destroyer(const struct registry *reg,
 {
 	const struct obj_watcher *w = reg->watchers[o->kind];
 
-	if (!o->family_obj)
-		return NULL;
 	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
-		if (w[i].fam->destroy)
+		if (w[i].fam->destroy && o->slot[w[i].slot].p)
 			return &w[i];
 	return NULL;
 }
@@ -607,6 +611,31 @@ int objects_hook_before_owner_destroy(struct registry *reg, struct obj *o,
 		if (w[i].fam->before_owner_destroy)
 			ret = w[i].fam->before_owner_destroy(
 				reg->core, o, *w[i].data, why);
+	return ret;
+}
+
+int objects_hook_uses(struct registry *reg, struct obj *o,
+		      struct obj *const *uses, size_t n, struct why *why)
+{
+	const struct obj_watcher *w = reg->watchers[o->kind];
+	int ret = 0;
+
+	for (unsigned int i = 0; i < reg->n_watchers[o->kind] && !ret; i++)
+		if (w[i].fam->uses)
+			ret = w[i].fam->uses(reg->core, o, uses, n, *w[i].data,
+					     why);
+	return ret;
+}
+
+int objects_hook_restore(struct registry *reg, struct obj *o,
+			 const struct Rdmab__State__Object *m)
+{
+	const struct obj_watcher *w = reg->watchers[o->kind];
+	int ret = 0;
+
+	for (unsigned int i = 0; i < reg->n_watchers[o->kind] && !ret; i++)
+		if (w[i].fam->restore)
+			ret = w[i].fam->restore(reg->core, o, m, *w[i].data);
 	return ret;
 }
 

@@ -31,7 +31,14 @@ struct client;
 struct dctx;
 struct user;
 struct event;
-struct dm;
+struct Rdmab__State__Object;
+
+/* A family's word on one record (struct obj's slot): a pointer to what
+ * it allocated, or an id, as the family's file says per kind. */
+union obj_slot {
+	void *p;
+	uint64_t id;
+};
 
 enum owner_state {
 	/* Its session is open. */
@@ -70,19 +77,12 @@ struct obj {
 	/* A broker record of its family's (a DM import): the family's
 	 * release hook ends it, never a destroy by handle. */
 	bool family_owned;
-	/* A family's object that the family destroys (RSS: its struct
-	 * rss); NULL for the rest. */
-	void *family_obj;
-	/* A DM import, or an MR on device memory: the DM's broker id (the
-	 * listing counts a DM's MRs by it); 0 for the rest. */
-	uint64_t dm_id;
-	/* An MR on device memory: on that DM's list (dm_link) while both
-	 * live; NULL once the DM went. */
-	struct dm *on_dm;
-	TAILQ_ENTRY(obj) dm_link;
-	/* An XRC SRQ or target QP: the record of the XRCD open it uses (the
-	 * XRCD listing counts each open's by it); 0 for the rest. */
-	uint64_t xrcd_obj;
+	/* What each family keeps of it, indexed by family id (struct
+	 * family's obj_hooks say which kinds a family watches): its own to
+	 * set, read and free; zero where it keeps nothing. A slot per
+	 * family, not a field per family's use: several families may watch
+	 * one kind, and a new family adds no field here. */
+	union obj_slot slot[FAMILY_COUNT];
 };
 
 struct obj_owner {
@@ -134,16 +134,31 @@ struct obj_family {
 	/* The record goes, whatever the path (destroy, unregister, cleanup,
 	 * a dead client's intent, device removal); @o is still whole. */
 	void (*removed)(struct core *core, struct obj *o, void *data);
-	/* Objects the family made (family_obj set; RSS): the cleanup destroys them with
-	 * this instead of the device's obj_destroy, and an ObjDestroyRequest
-	 * of their owner is refused (the family's own request destroys
-	 * them). */
+	/* Objects the family made (its slot set; RSS): the cleanup
+	 * destroys them with this instead of the device's obj_destroy, and
+	 * an ObjDestroyRequest of their owner is refused (the family's own
+	 * request destroys them). */
 	int (*destroy)(struct core *core, struct obj *o, void *data,
 		       struct why *why);
 	/* Before @o's live owner destroys or unregisters it (RSS: a WQ
 	 * leaves the tables that use it); a negative errno refuses. */
 	int (*before_owner_destroy)(struct core *core, struct obj *o,
 				    void *data, struct why *why);
+	/* @o was made or declared using @uses (@n records of its owner, in
+	 * its context; NULL where a use is not a record): the family notes
+	 * what it keeps of that in its slot (DM: an MR on a DM). Called
+	 * before the record is journaled or the device asked; a negative
+	 * errno (in @why) removes the record and fails the request. */
+	int (*uses)(struct core *core, struct obj *o, struct obj *const *uses,
+		    size_t n, void *data, struct why *why);
+	/* Restart: what the family keeps of @o goes into its journal
+	 * record @m (fields of the family's own in state.proto), and comes
+	 * back from it when the record is adopted again, before any
+	 * family's restore. */
+	void (*save)(const struct obj *o, struct Rdmab__State__Object *m,
+		     void *data);
+	int (*restore)(struct core *core, struct obj *o,
+		       const struct Rdmab__State__Object *m, void *data);
 };
 
 /* Destroys per event-loop turn, cleanup rounds, and the wait before the
@@ -197,6 +212,8 @@ struct registry {
 	struct obj_watcher {
 		const struct obj_family *fam;
 		void *const *data;
+		/* Its records' slot (struct obj's slot[]): its family id. */
+		unsigned int slot;
 	} watchers[OBJ_KIND_COUNT][OBJ_WATCHERS_MAX];
 	unsigned int n_watchers[OBJ_KIND_COUNT];
 	/* OBJ_SLICE, OBJ_ROUNDS and OBJ_BACKOFF_MS, which tests may
@@ -229,19 +246,39 @@ extern const unsigned int obj_cleanup_kinds;
 extern const struct family objects_family;
 
 /* @fam watches @kind too, after the others, with *@data as its hooks'
- * data. -ENOSPC past OBJ_WATCHERS_MAX. */
+ * data and @slot (its family id) as its slot of the records: a record
+ * whose slot is set is one @fam made, which its destroy hook destroys.
+ * -ENOSPC past OBJ_WATCHERS_MAX, -EINVAL for a slot past FAMILY_COUNT. */
 int objects_watch(struct registry *reg, enum ibc_obj_kind kind,
-		  const struct obj_family *fam, void *const *data);
+		  const struct obj_family *fam, void *const *data,
+		  unsigned int slot);
 /* The watchers of @o's kind, in order: a family_owned record's release
  * (-EOPNOTSUPP when none releases it); before_destroy until one answers
- * non-zero; whether one destroys @o itself (family_obj set) and that
- * destroy; before_owner_destroy until one refuses. */
+ * non-zero; whether one destroys @o itself (its slot set) and that
+ * destroy; before_owner_destroy until one refuses; uses and restore until
+ * one fails; every save. */
 int objects_hook_release(struct registry *reg, struct obj *o);
 int objects_hook_before_destroy(struct registry *reg, struct obj *o);
 bool objects_hook_destroys(const struct registry *reg, const struct obj *o);
 int objects_hook_destroy(struct registry *reg, struct obj *o, struct why *why);
 int objects_hook_before_owner_destroy(struct registry *reg, struct obj *o,
 				      struct why *why);
+int objects_hook_uses(struct registry *reg, struct obj *o,
+		      struct obj *const *uses, size_t n, struct why *why);
+int objects_hook_restore(struct registry *reg, struct obj *o,
+			 const struct Rdmab__State__Object *m);
+/* Inline: every journaled create and change of a record asks, and most
+ * kinds have no watcher (make bench-ir counts it). */
+static inline void objects_hook_save(const struct registry *reg,
+				     const struct obj *o,
+				     struct Rdmab__State__Object *m)
+{
+	const struct obj_watcher *w = reg->watchers[o->kind];
+
+	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
+		if (w[i].fam->save)
+			w[i].fam->save(o, m, *w[i].data);
+}
 
 /*
  * Add a record for @c in context @x, charged to the domain's objects

@@ -216,7 +216,7 @@ void restart_session_save(struct conn *c)
 	s.secret.len = sizeof(c->cl.secret);
 	s.parent_id = c->cl.parent_id;
 	s.library_version = c->cl.library_version;
-	s.rss_delta = c->cl.rss_delta;
+	families_session_save(&c->cl, &s);
 	s.domain = c->cl.domain->name;
 	s.domain_kind = c->cl.domain->kind;
 	s.requests = c->cl.requests;

@@ -293,7 +293,7 @@ void restart_ctx_books(struct core *core, struct dctx *x,
 	restart_ctx_saved(core, x);
 }
 
-void restart_ctx_closed(struct core *core, const struct dctx *x)
+void restart_ctx_fd_drop(struct core *core, const struct dctx *x)
 {
 	char name[FDSTORE_NAME_MAX + 1];
 
@@ -301,6 +301,13 @@ void restart_ctx_closed(struct core *core, const struct dctx *x)
 		return;
 	restart_fd_name(name, sizeof(name), "ctx", x->id);
 	fdstore_remove(core->restart->store, name);
+}
+
+void restart_ctx_closed(struct core *core, const struct dctx *x)
+{
+	if (!restart_fdstore(core))
+		return;
+	restart_ctx_fd_drop(core, x);
 	restart_after_write(core, journal_del(core->restart->j, JOURNAL_CONTEXT,
 					     x->id));
 }
@@ -400,9 +407,8 @@ static void obj_put(struct core *core, const struct obj *o,
 	m.window_made = o->window_made;
 	m.stuck = o->stuck;
 	m.family_owned = o->family_owned;
-	m.dm_id = o->dm_id;
-	m.xrcd_obj = o->xrcd_obj;
 	m.born_usec = o->born_usec;
+	objects_hook_save(core->registry, o, &m);
 	if (spec) {
 		for (unsigned int i = 0; i < OBJ_MAX_USES; i++)
 			uses[i] = spec->uses[i];

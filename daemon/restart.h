@@ -90,6 +90,9 @@ void restart_ctx_saved(struct core *core, const struct dctx *x);
 struct Rdmab__State__Context;
 void restart_ctx_books(struct core *core, struct dctx *x,
 		       const struct Rdmab__State__Context *m);
+/* Its device went: the store lets go of the descriptor now (systemd's
+ * copy would keep the device busy), the record stays while held. */
+void restart_ctx_fd_drop(struct core *core, const struct dctx *x);
 /* Session @client_id's hold @cc on a context was made or its opens
  * changed; it goes (before @cc is freed). */
 struct conn_ctx;

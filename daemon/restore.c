@@ -306,6 +306,33 @@ static struct conn *rctx_conn(const struct rctx *rc, uint64_t id)
 	return NULL;
 }
 
+/* A device without import: no client shared the broker's context of @id,
+ * each opened the device itself, so a new one under the same id keeps the
+ * sessions' holds and leaves their own contexts alone (a device-removed
+ * event would make the library drop them). NULL when it cannot be opened
+ * (logged). */
+static struct dctx *restore_ctx_reopen(struct restore *rs, struct conn *c,
+				       struct device *dev, uint64_t id)
+{
+	struct why why = { 0 };
+	struct dctx *x;
+	int ret;
+
+	ret = dctx_adopt(rs->core, c->cl.domain, dev, c->cl.user, id, -1, 0,
+			 &why, &x);
+	if (ret < 0) {
+		log_warn("context %" PRIu64 " on %s cannot be opened again: "
+			 "%s",
+			 id, dev->name, why.text);
+		return NULL;
+	}
+	x->reopened = true;
+	log_info("context %" PRIu64 " on %s: %s cannot import it, opened "
+		 "again under the same id",
+		 id, dev->name, dev->name);
+	return x;
+}
+
 /* Context @id that @c's session held: the one its domain has already, or
  * adopted from the store. NULL when it cannot be (logged): the session
  * goes on without it, as after a device removal. */
@@ -354,6 +381,11 @@ static struct dctx *restore_ctx(struct restore *rs, struct conn *c,
 		restart_ctx_books(&srv->core, x, m);
 	rdmab__state__context__free_unpacked(m, NULL);
 	if (ret < 0) {
+		/* Its descriptor is closed: systemd's copy would keep the
+		 * old context, and its PD, alive until the next start. */
+		fdstore_remove(rs->store, name);
+		if (!dev->caps.import)
+			return restore_ctx_reopen(rs, c, dev, id);
 		log_warn("context %" PRIu64 " on %s cannot be adopted: %s%s%s",
 			 id, dev->name, strerror(-ret), *why.text ? ": " : "",
 			 why.text);
@@ -447,7 +479,7 @@ static int restore_session(void *arg, const struct journal_rec *rec)
 	c->cl.parent_id = m->parent_id;
 	snprintf(c->cl.library_version, sizeof(c->cl.library_version), "%s",
 		 m->library_version);
-	c->cl.rss_delta = m->rss_delta;
+	families_session_restore(&c->cl, m);
 	c->cl.requests = m->requests;
 	ret = domain_join(&srv->core, &c->cl,
 			  m->domain_kind == DOMAIN_PRIVATE ? "" : m->domain,
@@ -523,14 +555,54 @@ static int robj_remake(struct dctx *x, const struct state_obj *m,
 	return x->dev->ctx_ops->obj_restore(x->dc, &spec, m->handle, made, why);
 }
 
+/* @m in protobuf-c's terms, for the families' hooks (objects.h), which
+ * read a record so: nothing allocated, what it points to is @m's and
+ * @so's. */
+static void robj_msg(const struct state_obj *m, Rdmab__State__Object *ret,
+		     Rdmab__State__SoftObject *so)
+{
+	rdmab__state__object__init(ret);
+	ret->owner = m->owner;
+	ret->ctx_id = m->ctx_id;
+	ret->kind = m->kind;
+	ret->handle = m->handle;
+	ret->intent = m->intent;
+	ret->made_here = m->made_here;
+	ret->window_made = m->window_made;
+	ret->stuck = m->stuck;
+	ret->family_owned = m->family_owned;
+	ret->dm_id = m->dm_id;
+	ret->xrcd_obj = m->xrcd_obj;
+	ret->born_usec = m->born_usec;
+	if (!m->has_soft)
+		return;
+	rdmab__state__soft_object__init(so);
+	so->n_uses = m->soft.n_uses < OBJ_MAX_USES ? m->soft.n_uses
+						   : OBJ_MAX_USES;
+	so->uses = (uint32_t *)m->soft.uses;
+	so->used_mask = m->soft.used_mask;
+	so->attr = m->soft.has_attr ? (Rdmab__ObjAttr *)&m->soft.attr : NULL;
+	so->xrcd_ino = m->soft.xrcd_ino;
+	so->num = m->soft.num;
+	so->key = m->soft.key;
+	ret->soft = so;
+}
+
 /* Does @m say what @o is, as restart_obj_made() or restart_obj_saved()
  * would write it (a record without a spec for what is not made again;
  * one made again with the number and key @made it was given)? Then its
  * bytes are the new journal's record as they are: packing 100,000
  * objects again was a third of a restore. */
-static bool robj_is_record(const struct obj *o, const struct state_obj *m,
+static bool robj_is_record(struct core *core, const struct obj *o,
+			   const struct state_obj *m,
 			   const struct obj_made *made)
 {
+	Rdmab__State__Object fam = RDMAB__STATE__OBJECT__INIT;
+
+	/* The families' fields, as their save hooks write them. */
+	objects_hook_save(core->registry, o, &fam);
+	if (fam.dm_id != m->dm_id || fam.xrcd_obj != m->xrcd_obj)
+		return false;
 	if (o->owner->client_id != m->owner || o->ctx->id != m->ctx_id ||
 	    o->kind != m->kind || o->handle != m->handle ||
 	    o->intent != m->intent || o->made_here != m->made_here ||
@@ -550,6 +622,8 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	const struct state_obj *m = &ro->m;
 	struct why why = { 0 };
 	struct obj_made made = {0};
+	Rdmab__State__Object msg;
+	Rdmab__State__SoftObject so;
 	struct conn *c = rctx_conn(rc, m->owner);
 	/* A session that ended before the restart: its owner's record. */
 	struct obj_owner *ow = c || m->family_owned
@@ -565,7 +639,7 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	/* A family's record (a DM import) is the family's to restore. */
 	if (m->family_owned)
 		return;
-	if (!x || !x->dc) {
+	if (!x || !x->dc || x->reopened) {
 		log_debug("object %" PRIu64 ": its session or context was not "
 			  "adopted",
 			  ro->id);
@@ -600,10 +674,19 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	}
 	o->handle = m->handle;
 	o->window_made = m->window_made;
-	o->dm_id = m->dm_id;
-	o->xrcd_obj = m->xrcd_obj;
 	o->born_usec = m->born_usec;
-	if (robj_is_record(o, m, remake ? &made : NULL)) {
+	robj_msg(m, &msg, &so);
+	ret = objects_hook_restore(rc->rs->core->registry, o, &msg);
+	if (ret < 0) {
+		log_warn("object %" PRIu64 ": not adopted: %s", ro->id,
+			 strerror(-ret));
+		objects_remove(o);
+		if (remake)
+			x->dev->ctx_ops->obj_destroy(x->dc, m->kind, m->handle,
+						     &why);
+		return;
+	}
+	if (robj_is_record(rc->rs->core, o, m, remake ? &made : NULL)) {
 		restart_obj_packed(rc->rs->core, o, remake ? &made : NULL,
 				   ro->data, ro->len);
 	} else if (remake && m->has_soft) {

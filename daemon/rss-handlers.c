@@ -9,8 +9,8 @@
 #include "daemon/handler.h"
 #include "daemon/rss.h"
 
-int h_rss_create(struct client *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r)
+static int h_rss_create(struct client *c, const Rdmab__Request *req,
+			struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__RssCreateReply *out = reply_alloc(r, sizeof(*out));
 	int ret;
@@ -25,8 +25,8 @@ int h_rss_create(struct client *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_rss_destroy(struct client *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r)
+static int h_rss_destroy(struct client *c, const Rdmab__Request *req,
+			 struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__RssDestroyReply *out = reply_alloc(r, sizeof(*out));
 	int ret;
@@ -42,8 +42,8 @@ int h_rss_destroy(struct client *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_list_rss(struct client *c, const Rdmab__Request *req,
-	       struct wire_fds *fds, struct reply *r)
+static int h_list_rss(struct client *c, const Rdmab__Request *req,
+		      struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__ListRssReply *out = reply_alloc(r, sizeof(*out));
 	int ret;

@@ -26,7 +26,7 @@
 #include "proto/state.pb-c.h"
 
 enum {
-	JOURNAL_RSS = JOURNAL_RSS_FIRST,
+	JOURNAL_RSS = RSS_JOURNAL_FIRST,
 };
 
 void rss_journal(struct core *core, const struct rss_rec *r)

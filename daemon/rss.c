@@ -37,6 +37,7 @@
 #include "daemon/objects.h"
 #include "daemon/restart.h"
 #include "daemon/rss.h"
+#include "proto/state.pb-c.h"
 #include "daemon/core.h"
 
 #define RSS_HASH_V4    (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4)
@@ -377,7 +378,7 @@ static int rss_make(struct rss *r, struct obj *const *wqs, uint32_t n,
 static int rss_destroy_part(struct core *core, struct obj *o, void *data,
 			    struct why *why)
 {
-	struct rss *r = o->family_obj;
+	struct rss *r = o->slot[FAMILY_RSS].p;
 
 	return r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, o->kind,
 					       why);
@@ -391,11 +392,11 @@ static int rss_destroy_part(struct core *core, struct obj *o, void *data,
  */
 static void rss_part_removed(struct core *core, struct obj *o, void *data)
 {
-	struct rss *r = o->family_obj;
+	struct rss *r = o->slot[FAMILY_RSS].p;
 
 	if (!r)
 		return;
-	o->family_obj = NULL;
+	o->slot[FAMILY_RSS].p = NULL;
 	if (o == r->flow)
 		r->flow = NULL;
 	else if (o == r->qp)
@@ -445,7 +446,7 @@ static void rss_unmake(struct rss *r)
 		if (!rec[i])
 			continue;
 		/* Freed below, whether or not every record was added. */
-		rec[i]->family_obj = NULL;
+		rec[i]->slot[FAMILY_RSS].p = NULL;
 		objects_remove(rec[i]);
 	}
 	rss_free(r);
@@ -597,14 +598,14 @@ static void rss_event(struct rss *r, const char *reason, bool destroyed,
 	if (!ids)
 		return;
 	/* A rebuild has changed r->wqs already; a destroy sends none. */
-	if (!destroyed && !owner->rss_delta)
+	if (!destroyed && !owner->family_slot[FAMILY_RSS])
 		for (; n < r->n_wqs; n++)
 			ids[n] = r->wqs[n]->id;
 	body.wq_ids = ids;
 	body.n_wq_ids = n;
 	body.removed_wq_ids = (uint64_t *)removed;
 	body.n_removed_wq_ids = n_removed;
-	body.delta = owner->rss_delta;
+	body.delta = owner->family_slot[FAMILY_RSS] != 0;
 	body.destroyed = destroyed;
 	body.priority = r->priority;
 	body.reason = (char *)reason;
@@ -631,11 +632,11 @@ static void rss_device_gone(struct core *core, struct device *dev,
 		/* The implementation's handles died with it; the records
 		 * go next, without it. */
 		if (r->flow)
-			r->flow->family_obj = NULL;
+			r->flow->slot[FAMILY_RSS].p = NULL;
 		if (r->qp)
-			r->qp->family_obj = NULL;
+			r->qp->slot[FAMILY_RSS].p = NULL;
 		if (r->tbl)
-			r->tbl->family_obj = NULL;
+			r->tbl->slot[FAMILY_RSS].p = NULL;
 		free(r->made.priv);
 		rss_free(r);
 	}
@@ -673,11 +674,11 @@ int rss_adopt(struct core *core, const struct rss_rec *rec, struct dctx *x,
 	r->made = rec->made;
 	r->made.priv = NULL;
 	if (flow)
-		flow->family_obj = r;
+		flow->slot[FAMILY_RSS].p = r;
 	if (qp)
-		qp->family_obj = r;
+		qp->slot[FAMILY_RSS].p = r;
 	if (tbl)
-		tbl->family_obj = r;
+		tbl->slot[FAMILY_RSS].p = r;
 	charge_take(&r->charge, domain_pool(x->domain), CHARGE_RSS_TABLES, 1);
 	TAILQ_INSERT_TAIL(&rss_state(core)->all, r, link);
 	rss_journal_now(r);
@@ -699,7 +700,7 @@ void rss_adopt_undo(struct core *core)
 			r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made,
 							kinds[i], &why);
 			if (parts[i]) {
-				parts[i]->family_obj = NULL;
+				parts[i]->slot[FAMILY_RSS].p = NULL;
 				objects_remove(parts[i]);
 			}
 		}
@@ -772,7 +773,7 @@ static void rss_leave_to_ctx(struct rss *r)
 	for (unsigned int i = 0; i < 3; i++) {
 		if (!parts[i])
 			continue;
-		parts[i]->family_obj = NULL;
+		parts[i]->slot[FAMILY_RSS].p = NULL;
 		objects_drop_intent(parts[i]);
 	}
 	/* The implementation's objects go with the context. */
@@ -944,7 +945,7 @@ static int rss_add_records(struct client *c, struct rss *s, struct why *why)
 
 		if (err < 0)
 			return err;
-		o->family_obj = s;
+		o->slot[FAMILY_RSS].p = s;
 		*slot[2 - i] = o;
 	}
 	return 0;
@@ -1044,12 +1045,12 @@ int rss_destroy_request(struct client *c, uint64_t id, struct why *why)
 	struct why dev_why = {0, ""};
 	int err;
 
-	if (!o || o->kind != IBC_OBJ_RWQ_IND_TBL || !o->family_obj)
+	if (!o || o->kind != IBC_OBJ_RWQ_IND_TBL || !o->slot[FAMILY_RSS].p)
 		return why_set(why, -ENOENT,
 			       "RSS %" PRIu64 " is not one of this "
 			       "session's",
 			       id);
-	err = rss_teardown(o->family_obj, &dev_why);
+	err = rss_teardown(o->slot[FAMILY_RSS].p, &dev_why);
 	if (err < 0)
 		return why_set(why, err, "%s", dev_why.text);
 	return 0;
@@ -1135,8 +1136,31 @@ static const struct obj_family rss_wqs = {
 	.before_owner_destroy = rss_wq_going,
 };
 
+/* A session whose hello asked for Events that carry the change alone
+ * (family_slot[FAMILY_RSS]: 1; 0 for the whole table). */
+static void rss_hello(struct client *c, const Rdmab__HelloRequest *hr)
+{
+	c->family_slot[FAMILY_RSS] = hr->rss_delta_events;
+}
+
+static void rss_session_save(const struct client *c,
+			     Rdmab__State__Session *m)
+{
+	m->rss_delta = c->family_slot[FAMILY_RSS] != 0;
+}
+
+static void rss_session_restore(struct client *c,
+				const Rdmab__State__Session *m)
+{
+	c->family_slot[FAMILY_RSS] = m->rss_delta;
+}
+
 const struct family rss_family = {
 	.name = "RSS",
+	.journal_first = RSS_JOURNAL_FIRST,
+	.hello = rss_hello,
+	.session_save = rss_session_save,
+	.session_restore = rss_session_restore,
 	.init = rss_init,
 	.fini = rss_fini,
 	.device_gone = rss_device_gone,

@@ -28,6 +28,8 @@ bool rss_rule_allows(const struct rss_rule *u, const struct rss_match *m);
  * (RssRebuiltEvent, no WQs); its fini forgets them (destroys nothing).
  */
 extern const struct family rss_family;
+/* Its journal record kinds start here (family.h's journal_first). */
+#define RSS_JOURNAL_FIRST 48
 /* The requests it serves (rss-handlers.c), up to { 0, NULL }. */
 extern const struct family_request rss_requests[];
 

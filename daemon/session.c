@@ -152,7 +152,7 @@ int h_session_hello(struct client *c, const Rdmab__Request *req,
 	core->ops->hello_done(c);
 	c->client_pid = hr->pid;
 	c->fork_state = (int)hr->fork_state;
-	c->rss_delta = hr->rss_delta_events;
+	families_hello(c, hr);
 	snprintf(c->library_version, sizeof(c->library_version), "%s",
 		 hr->library_version);
 	log_debug("client %" PRIu64 ": hello from pid %u, library %s, "

@@ -9,8 +9,8 @@
 #include "daemon/handler.h"
 #include "daemon/xrcd.h"
 
-int h_xrcd_open(struct client *c, const Rdmab__Request *req,
-		struct wire_fds *fds, struct reply *r)
+static int h_xrcd_open(struct client *c, const Rdmab__Request *req,
+		       struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__XrcdOpenReply *out = reply_alloc(r, sizeof(*out));
 	int fd, ret;
@@ -28,8 +28,8 @@ int h_xrcd_open(struct client *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_xrcd_close(struct client *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r)
+static int h_xrcd_close(struct client *c, const Rdmab__Request *req,
+			struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__XrcdCloseReply *out = reply_alloc(r, sizeof(*out));
 	int ret;
@@ -45,8 +45,8 @@ int h_xrcd_close(struct client *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_list_xrcds(struct client *c, const Rdmab__Request *req,
-		 struct wire_fds *fds, struct reply *r)
+static int h_list_xrcds(struct client *c, const Rdmab__Request *req,
+			struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__ListXrcdsReply *out = reply_alloc(r, sizeof(*out));
 	int ret;
@@ -59,8 +59,8 @@ int h_list_xrcds(struct client *c, const Rdmab__Request *req,
 	return 0;
 }
 
-int h_xrcd_remove(struct client *c, const Rdmab__Request *req,
-		  struct wire_fds *fds, struct reply *r)
+static int h_xrcd_remove(struct client *c, const Rdmab__Request *req,
+			 struct wire_fds *fds, struct reply *r)
 {
 	Rdmab__XrcdRemoveReply *out = reply_alloc(r, sizeof(*out));
 	uint32_t orphans = 0;

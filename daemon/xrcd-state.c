@@ -31,9 +31,9 @@
 #include "proto/state.pb-c.h"
 
 enum {
-	JOURNAL_XRCD_NAME = JOURNAL_XRCD_FIRST,
-	JOURNAL_XRCD_OPEN = JOURNAL_XRCD_FIRST + 1,
-	JOURNAL_XRCD_TABLE = JOURNAL_XRCD_FIRST + 2,
+	JOURNAL_XRCD_NAME = XRCD_JOURNAL_FIRST,
+	JOURNAL_XRCD_OPEN = XRCD_JOURNAL_FIRST + 1,
+	JOURNAL_XRCD_TABLE = XRCD_JOURNAL_FIRST + 2,
 };
 
 /* --- as it changes ---------------------------------------------------- */

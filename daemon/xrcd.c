@@ -22,6 +22,7 @@
 #include "daemon/core.h"
 #include "daemon/restart.h"
 #include "daemon/xrcd.h"
+#include "proto/state.pb-c.h"
 
 #define XRCD_DIR "xrcd"
 /* An XrcdInfo lists at most this many opens; a page this many XRCDs. */
@@ -662,11 +663,11 @@ static void xrcd_open_objs(const struct xrcd_open *op, Rdmab__XrcdOpenInfo *oi)
 	if (!op->o)
 		return;
 	TAILQ_FOREACH(u, &op->o->owner->kinds[IBC_OBJ_SRQ], kind_link) {
-		if (u->xrcd_obj == op->o->id)
+		if (u->slot[FAMILY_XRCD].id == op->o->id)
 			oi->srqs++;
 	}
 	TAILQ_FOREACH(u, &op->o->owner->kinds[IBC_OBJ_QP], kind_link) {
-		if (u->xrcd_obj == op->o->id)
+		if (u->slot[FAMILY_XRCD].id == op->o->id)
 			oi->qps++;
 	}
 }
@@ -1131,8 +1132,52 @@ static const struct obj_family xrcd_opens = {
 	.removed = xrcd_obj_removed,
 };
 
+/*
+ * An XRC SRQ or target QP keeps the record of the XRCD open it uses
+ * (slot[FAMILY_XRCD].id: the XRCD listing counts each open's by it), 0
+ * for the rest. An id, not a pointer: the open's record may go first.
+ */
+static int xrcd_user_uses(struct core *core, struct obj *o,
+			  struct obj *const *uses, size_t n, void *data,
+			  struct why *why)
+{
+	(void)core;
+	(void)data;
+	(void)why;
+	for (size_t i = 0; i < n; i++) {
+		if (uses[i] && uses[i]->kind == IBC_OBJ_XRCD) {
+			o->slot[FAMILY_XRCD].id = uses[i]->id;
+			break;
+		}
+	}
+	return 0;
+}
+
+static void xrcd_user_save(const struct obj *o, Rdmab__State__Object *m,
+			   void *data)
+{
+	(void)data;
+	m->xrcd_obj = o->slot[FAMILY_XRCD].id;
+}
+
+static int xrcd_user_restore(struct core *core, struct obj *o,
+			     const Rdmab__State__Object *m, void *data)
+{
+	(void)core;
+	(void)data;
+	o->slot[FAMILY_XRCD].id = m->xrcd_obj;
+	return 0;
+}
+
+static const struct obj_family xrcd_users = {
+	.uses = xrcd_user_uses,
+	.save = xrcd_user_save,
+	.restore = xrcd_user_restore,
+};
+
 const struct family xrcd_family = {
 	.name = "XRCD",
+	.journal_first = XRCD_JOURNAL_FIRST,
 	.init = xrcd_init,
 	.fini = xrcd_fini,
 	.configure = xrcd_configure,
@@ -1140,6 +1185,11 @@ const struct family xrcd_family = {
 	.device_gone = xrcd_device_gone,
 	.ctx_closed = xrcd_ctx_closed,
 	.requests = xrcd_requests,
-	.obj_hooks = {[IBC_OBJ_XRCD] = &xrcd_opens},
+	.obj_hooks =
+		{
+			[IBC_OBJ_XRCD] = &xrcd_opens,
+			[IBC_OBJ_SRQ] = &xrcd_users,
+			[IBC_OBJ_QP] = &xrcd_users,
+		},
 	.restore = xrcd_restore,
 };

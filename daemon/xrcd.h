@@ -40,6 +40,8 @@ struct why;
  * logged); its fini drops the holds and removes the undeclared files; a
  * reload makes names become or stop being declared. */
 extern const struct family xrcd_family;
+/* Its journal record kinds start here (family.h's journal_first). */
+#define XRCD_JOURNAL_FIRST 32
 /* The requests (xrcd-handlers.c turns them into replies), 0 or -errno
  * naming what was wrong in @why. An open fills @out (initialised) and
  * the XRCD's file in *@ret_fd (the table's: the reply sends a copy). */

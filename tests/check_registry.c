@@ -381,7 +381,7 @@ START_TEST(test_family_hook)
 	struct ol_client *c = client(0);
 	struct ol_obj cq, wq, qp;
 
-	OK(objects_watch(sl_srv.core.registry, IBC_OBJ_WQ, &fam, &data));
+	OK(objects_watch(sl_srv.core.registry, IBC_OBJ_WQ, &fam, &data, 0));
 	hook_calls = 0;
 	hook_busy = 1;
 	OK(ol_cq(c, 4, &cq));
@@ -422,8 +422,8 @@ START_TEST(test_two_watchers)
 	struct ol_client *c = client(0);
 	struct ol_obj cq;
 
-	OK(objects_watch(sl_srv.core.registry, IBC_OBJ_CQ, &fam, &a));
-	OK(objects_watch(sl_srv.core.registry, IBC_OBJ_CQ, &fam, &b));
+	OK(objects_watch(sl_srv.core.registry, IBC_OBJ_CQ, &fam, &a, 0));
+	OK(objects_watch(sl_srv.core.registry, IBC_OBJ_CQ, &fam, &b, 0));
 	watched_a = watched_b = 0;
 	OK(ol_cq(c, 4, &cq));
 	sl_kill(0);
@@ -431,6 +431,43 @@ START_TEST(test_two_watchers)
 	ck_assert_ptr_null(sl_owner(0));
 	ck_assert_uint_eq(watched_a, 11);
 	ck_assert_uint_eq(watched_b, 11);
+}
+END_TEST
+
+static unsigned int destroyed_by[3];
+
+static int slot_destroy(struct core *s, struct obj *o, void *data,
+			struct why *why)
+{
+	(void)s;
+	++*(unsigned int *)data;
+	return o->ctx->dev->ctx_ops->obj_destroy(o->ctx->dc, o->kind,
+						 o->handle, why);
+}
+
+/* Two families destroy records of one kind they made: the cleanup asks
+ * the one whose slot of the record is set, never the other (what a family
+ * keeps of a record is its own, issue 24 item 2). */
+START_TEST(test_slot_destroyer)
+{
+	static const struct obj_family fam = { .destroy = slot_destroy };
+	static void *const a = &destroyed_by[1], *const b = &destroyed_by[2];
+	struct ol_client *c = client(0);
+	struct ol_obj cq;
+	struct obj *o;
+
+	OK(objects_watch(sl_srv.core.registry, IBC_OBJ_CQ, &fam, &a, 1));
+	OK(objects_watch(sl_srv.core.registry, IBC_OBJ_CQ, &fam, &b, 2));
+	destroyed_by[1] = destroyed_by[2] = 0;
+	OK(ol_cq(c, 4, &cq));
+	o = objects_find_id(&sl_srv.core, cq.id);
+	ck_assert_ptr_nonnull(o);
+	o->slot[2].p = o;
+	sl_kill(0);
+	run_cleanup(0, 5000);
+	ck_assert_ptr_null(sl_owner(0));
+	ck_assert_uint_eq(destroyed_by[1], 0);
+	ck_assert_uint_eq(destroyed_by[2], 1);
 }
 END_TEST
 
@@ -1325,6 +1362,7 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_einval_stuck);
 	tcase_add_test(tc, test_family_hook);
 	tcase_add_test(tc, test_two_watchers);
+	tcase_add_test(tc, test_slot_destroyer);
 	tcase_add_test(tc, test_intents_unaccounted);
 	tcase_add_test(tc, test_device_gone);
 	tcase_add_test(tc, test_xrcd_verbs_dead);

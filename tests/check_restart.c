@@ -721,6 +721,45 @@ START_TEST(store_full)
 }
 END_TEST
 
+/* What a family keeps of an object that uses another (XRCD: the open an
+ * XRC SRQ uses) is its own, journaled with the object's record (issue 24
+ * item 2): after a SIGKILL and a restore, the XRCD listing still counts
+ * the SRQ on its open. */
+START_TEST(family_uses_restored)
+{
+	struct ibv_srq_attr sa = { .max_wr = 16, .max_sge = 1 };
+	struct ibc_client_info ci;
+	struct ibc_client *cl;
+	struct ibc_xrcd_info *xl;
+	struct ibc_xrcd *xr;
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct ibc_srq *srq;
+	uint32_t srqs = 0;
+	size_t n;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_client_info(cl, &ci, sizeof(ci)), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "kept", O_CREAT, &xr), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 16, &cq), 0);
+	ck_assert_int_eq(ibc_srq_create_xrc(xr, cq, &sa, &srq), 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(ibc_ping(cl, NULL, 0), 0);
+	ck_assert_int_eq(ibc_list_xrcds(cl, "kept", &xl, sizeof(*xl), &n), 0);
+	ck_assert_uint_eq(n, 1);
+	for (uint32_t k = 0; k < xl[0].n_opens_shown; k++)
+		if (xl[0].opens[k].client_id == ci.client_id)
+			srqs = xl[0].open_objs[k].srqs;
+	ibc_list_free(xl);
+	ck_assert_uint_eq(srqs, 1);
+	ibc_disconnect(cl);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -739,6 +778,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, import_kept);
 	tcase_add_test(tc, rekeyed_kept);
 	tcase_add_test(tc, store_full);
+	tcase_add_test(tc, family_uses_restored);
 	suite_add_tcase(s, tc);
 	return s;
 }

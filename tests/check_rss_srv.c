@@ -237,7 +237,7 @@ START_TEST(test_part_gone_behind_back)
 	OK(ol_wq(f, cq.id, 8, &wq));
 	rss_create(e, &wq.id, 1);
 	TAILQ_FOREACH(o, &sl_srv.core.registry->objs, link) {
-		if (o->kind != IBC_OBJ_FLOW || !o->family_obj)
+		if (o->kind != IBC_OBJ_FLOW || !o->slot[FAMILY_RSS].p)
 			continue;
 		ck_assert_int_eq(o->ctx->dev->ctx_ops->obj_destroy(
 					 o->ctx->dc, IBC_OBJ_FLOW, o->handle,
@@ -332,6 +332,51 @@ START_TEST(test_dead_wqs_leave_at_once)
 	ev = next_rss_event(e, &m);
 	ck_assert(ev->destroyed && ev->n_wq_ids == 0);
 	ck_assert_uint_eq(ev->n_removed_wq_ids, 1);
+	rdmab__daemon_message__free_unpacked(m, NULL);
+}
+END_TEST
+
+/*
+ * A client whose hello asked for deltas (rss_delta_events) gets the change
+ * alone: the removed WQs, not the new list. What the hello asked is the
+ * RSS family's to keep (its hello hook, issue 24 item 9).
+ */
+START_TEST(test_delta_hello)
+{
+	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ol_client *e = sl_connect(0);
+	struct ol_client *p;
+	Rdmab__RssRebuiltEvent *ev;
+	Rdmab__DaemonMessage *m;
+	struct ol_obj cq, wq;
+	uint64_t ids[3];
+
+	hello.library_version = (char *)"check_rss_srv";
+	hello.pid = (uint32_t)getpid();
+	hello.domain = (char *)"";
+	hello.rss_delta_events = true;
+	req.body_case = RDMAB__REQUEST__BODY_HELLO;
+	req.hello = &hello;
+	OK(ol_request(e, &req));
+	OK(ol_open(e));
+	p = sl_client(1, NULL, true);
+	OK(ol_cq(e, 8, &cq));
+	OK(ol_wq(e, cq.id, 8, &wq));
+	ids[0] = wq.id;
+	OK(ol_cq(p, 8, &cq));
+	for (int i = 1; i < 3; i++) {
+		OK(ol_wq(p, cq.id, 8, &wq));
+		ids[i] = wq.id;
+	}
+	rss_create(e, ids, 3);
+	sl_kill(1);
+	ev = next_rss_event(e, &m);
+	ck_assert(ev->delta && !ev->destroyed);
+	ck_assert_uint_eq(ev->n_wq_ids, 0);
+	ck_assert_uint_eq(ev->n_removed_wq_ids, 2);
+	ck_assert_uint_eq(ev->removed_wq_ids[0], ids[1]);
+	ck_assert_uint_eq(ev->removed_wq_ids[1], ids[2]);
 	rdmab__daemon_message__free_unpacked(m, NULL);
 }
 END_TEST
@@ -440,6 +485,7 @@ static Suite *rss_srv_suite(void)
 	tcase_add_test(tc, test_forced_rekey_closes_owner);
 	tcase_add_test(tc, test_part_gone_behind_back);
 	tcase_add_test(tc, test_dead_wqs_leave_at_once);
+	tcase_add_test(tc, test_delta_hello);
 	tcase_add_test(tc, test_kill);
 	tcase_add_test(tc, test_evict_deferred);
 	suite_add_tcase(s, tc);

@@ -32,11 +32,22 @@
 # '#' comment counts, quoted or not. Words that merely contain the family's
 # (rdmabrokerd, xrc, toeplitz) do not.
 #
-# The bound: with FAMILY_NAMES_MAX set (make check FAMILY_NAMES_MAX=2), a
-# family named in more files than that fails the run (exit 1); unset or
-# empty, the lists are only printed. The two files the issue allows are the
-# one list of families and the top Makefile.am. A family that not even
-# Makefile.am names fails the run whatever the bound: the scan is broken.
+# The device layer: libibverbs' objects and what the daemon does in the
+# kernel's place carry family names that are verbs, not the family's module
+# (ibv_alloc_dm, the soft device's XRCD inode, ibc_ops' DM calls). Its
+# files are daemon/device*, daemon/soft-objects.*, daemon/uverbs.*,
+# libclient/verbs.c, libclient/soft.c and interpose/. They are listed and
+# counted like any other (marked "[device layer]"); each family's line also
+# gives the count without them. Nothing is left out of the bound.
+#
+# The bound: with FAMILY_NAMES_MAX set, a family named in more files than
+# it allows fails the run (exit 1): a number bounds every family (make
+# check FAMILY_NAMES_MAX=2), "dm=39 rss=19" each family named (the others
+# are not bounded); unset or empty, the lists are only printed. tests/
+# Makefile.inc sets today's counts, so that none can grow; lower them as
+# names go. The two files the issue allows are the one list of families
+# and the top Makefile.am. A family that not even Makefile.am names fails
+# the run whatever the bound: the scan is broken.
 set -eu
 
 quiet=0
@@ -200,16 +211,41 @@ END {
 	done
 }
 
+# The device layer's files (see the header).
+device_layer='^(daemon/device[^/]*|daemon/soft-objects\.[ch]|daemon/uverbs\.[ch]|libclient/verbs\.c|libclient/soft\.c|interpose/.*)$'
+
+# The bound FAMILY_NAMES_MAX sets for family $1; empty for none.
+bound() {
+	case ${FAMILY_NAMES_MAX:-} in
+	'' | *[!0-9]*) ;;
+	*)
+		echo "$FAMILY_NAMES_MAX"
+		return
+		;;
+	esac
+	for b in ${FAMILY_NAMES_MAX:-}; do
+		case $b in
+		"$1"=*) echo "${b#*=}" ;;
+		esac
+	done
+}
+
 result=$(scan "$@")
 fail=0
 for fam in "$@"; do
 	n=$(printf '%s\n' "$result" | awk -v f="$fam" '$1 == f' | wc -l)
-	echo "$fam: $n files outside its own name it"
+	d=$(printf '%s\n' "$result" | awk -v f="$fam" '$1 == f { print $2 }' |
+		grep -Ec "$device_layer" || :)
+	echo "$fam: $n files outside its own name it" \
+	     "($((n - d)) outside the device layer too)"
 	if [ "$quiet" = 0 ]; then
-		printf '%s\n' "$result" | awk -v f="$fam" '$1 == f {
+		printf '%s\n' "$result" | awk -v f="$fam" -v dl="$device_layer" '
+		$1 == f {
 			printf "  %s:", $2
 			for (i = 3; i <= NF; i++)
 				printf " %s", $i
+			if ($2 ~ dl)
+				printf " [device layer]"
 			printf "\n"
 		}'
 	fi
@@ -220,9 +256,10 @@ for fam in "$@"; do
 		     "the scan is broken" >&2
 		fail=1
 	fi
-	if [ -n "${FAMILY_NAMES_MAX:-}" ] && [ "$n" -gt "$FAMILY_NAMES_MAX" ]; then
+	max=$(bound "$fam")
+	if [ -n "$max" ] && [ "$n" -gt "$max" ]; then
 		echo "family-names: $fam is named in $n files, more than" \
-		     "FAMILY_NAMES_MAX=$FAMILY_NAMES_MAX" >&2
+		     "its bound $max (FAMILY_NAMES_MAX=$FAMILY_NAMES_MAX)" >&2
 		fail=1
 	fi
 done

@@ -557,7 +557,10 @@ if section stop-start; then
 	systemctl stop "$UNIT" >"$L/stop.log" 2>&1
 	t1=$(now_ms)
 	res="$(prop "$UNIT" ActiveState), Result=$(prop "$UNIT" Result), ExecMainCode=$(prop "$UNIT" ExecMainCode) ExecMainStatus=$(prop "$UNIT" ExecMainStatus)"
-	said=$(journalctl -q -u "$UNIT" _PID="$pid" -p 5..5 -o cat | grep -m1 'shutting down')
+	# With the fd store a SIGTERM exits for the next start (a restart
+	# and a stop send the same signal); the stop then empties the store.
+	said=$(journalctl -q -u "$UNIT" _PID="$pid" -p 5..5 -o cat |
+		grep -m1 -E 'shutting down|exiting, [0-9]+ clients kept for the next start')
 	stopped_clean() {
 		[ "$(prop "$UNIT" ActiveState)" = inactive ] &&
 			[ "$(prop "$UNIT" Result)" = success ] &&
@@ -726,12 +729,12 @@ fi
 if section restart; then
 	SU=rdmab-soft.service
 	SSOCK=/run/rdmab-soft.sock
-	fdmax=$(prop "$UNIT" FileDescriptorStoreMax)
-	if [ "${fdmax:-0}" = 0 ]; then
-		mkdir -p "/etc/systemd/system/$UNIT.d"
-		printf '[Service]\nFileDescriptorStoreMax=4096\n' \
-			>"/etc/systemd/system/$UNIT.d/60-vmtest-fdstore.conf"
-		info "restart: $UNIT sets no FileDescriptorStoreMax=; a drop-in gives 4096"
+	# The removal section deleted rxe0: a new one on the same veth.
+	if ! rdma link show "$DEV/1" >/dev/null 2>&1; then
+		rdma link add "$DEV" type rxe netdev veth0 >>"$L/setup.log" 2>&1
+		wait_for 20 bash -c "ibv_devinfo -d $DEV 2>/dev/null | grep -q PORT_ACTIVE" ||
+			fail restart-rxe-setup "no active $DEV again: $(tail -n 2 "$L/setup.log" | tr '\n' ' ')"
+		info "restart: $DEV added again after the removal section"
 	fi
 	printf '%s\n' '[Service]' Type=notify \
 		"ExecStart=${VM_SBINDIR:-/usr/sbin}/rdmabrokerd --foreground --device soft --socket $SSOCK --socket-mode 0666 --runtime-dir /run/rdmab-soft" \
@@ -740,7 +743,27 @@ if section restart; then
 	systemctl daemon-reload
 	systemctl restart "$UNIT" >"$L/restart-units.log" 2>&1
 	systemctl start "$SU" >>"$L/restart-units.log" 2>&1
+	# The installed unit's store, as shipped (no drop-in): room for what
+	# rdmabrokerd(8) RESTART bounds it by, 2 x --max-clients + 4096.
+	fdmax=$(prop "$UNIT" FileDescriptorStoreMax)
+	maxcl=$("$ctl" --json status 2>/dev/null |
+		sed -n 's/.*"max_clients":\([0-9]*\).*/\1/p')
+	check restart-unit-fdstore "the installed $UNIT: FileDescriptorStoreMax=$fdmax, --max-clients ${maxcl:-?}" \
+		test -n "$maxcl" -a "${fdmax:-0}" -ge $((2 * ${maxcl:-0} + 4096))
 	info "restart: $UNIT FileDescriptorStoreMax=$(prop "$UNIT" FileDescriptorStoreMax), $SU $(prop "$SU" ActiveState)"
+	# Item 7: one journal line per restore, from here on.
+	jcur=$(journalctl -q -n 0 --show-cursor | sed -n 's/^-- cursor: //p')
+	restore_lines() { # UNIT: the restore lines logged since $jcur
+		journalctl -q --after-cursor "$jcur" -u "$1" -o cat |
+			grep -E '^restart [0-9]+: generation [0-9]+ restored'
+	}
+	restores() { restore_lines "$1" | wc -l; }
+	gen_of() { # SOCKET: the daemon's generation and restores
+		"$ctl" --socket "$1" --json status 2>/dev/null |
+			sed -n 's/.*"generation":\([0-9]*\),"restarts":\([0-9]*\).*/\1 \2/p'
+	}
+	g0_main=$(gen_of "$SOCK")
+	g0_soft=$(gen_of "$SSOCK")
 	sync=$(newsync)
 	"${AS_CLIENT[@]}" "$bin/vm-restart" "$SOCK" "$DEV" "$sync" rxe >"$L/restart-rxe.log" 2>&1 &
 	rc_pid=$!
@@ -779,6 +802,19 @@ if section restart; then
 	restart_step 1 "SIGKILL" kill
 	restart_step 2 "watchdog abort (SIGSTOP)" stop
 	restart_step 3 "systemctl restart" restart
+	for u in "$UNIT:$SOCK:$g0_main" "$SU:$SSOCK:$g0_soft"; do
+		IFS=: read -r un us ug <<<"$u"
+		nr=$(restores "$un")
+		g1=$(gen_of "$us")
+		check "restart-journal-$un" "three restores, $nr restore lines in its journal; generation and restores ${ug:-?} before, ${g1:-?} after" \
+			test "$nr" = 3 -a -n "$ug" -a -n "$g1" \
+			-a "${g1% *}" = $((${ug% *} + 3)) -a "${g1#* }" = $((${ug#* } + 3))
+		# A descriptor the store still held that no restore wanted
+		# is closed at the next start: a stale one was left there.
+		nc=$(restore_lines "$un" | grep -vc ', 0 closed$')
+		check "restart-store-$un" "no restore found a descriptor nobody wanted in the store: $nc of $nr did" \
+			test "$nc" = 0
+	done
 	# A stop empties the store: the sessions end, and the clients see it.
 	for u in "$UNIT" "$SU"; do systemctl stop "$u"; done
 	touch "$sync/rxe.4.lost" "$sync/soft.4.lost"
@@ -795,7 +831,7 @@ if section restart; then
 		fail restart-soft "no result: $(tail -n 2 "$L/restart-soft.log" | tr '\n' ' ')"
 	journalctl --no-pager -u "$SU" -o short-monotonic >"$L/journal-rdmab-soft.txt" 2>&1
 	systemctl stop "$SU"
-	rm -f "/run/systemd/system/$SU" "/etc/systemd/system/$UNIT.d/60-vmtest-fdstore.conf"
+	rm -f "/run/systemd/system/$SU"
 	systemctl daemon-reload
 fi
 
