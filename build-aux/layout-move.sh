@@ -56,7 +56,7 @@ device/verbs	device-verbs.* uverbs.* verbs-*
 device		device.* caps.*
 registry	core.* client.h objects.* obj-* unaccounted.* domain.* domain-* user.* user-* policy.* ctx.* ctx-* charge.* charge-* cgroup.* cgroup-*
 config		conf.* conf-*
-util		log.* queue.h ids.* why.*
+util		log.* queue.h ids.* why.* keysort.*
 restart		fdstore.* inflight.* reexec.* fdstore-* journal.* journal-* state.* state-* restart.* restart-* restore.* restore-*
 server		server.* handler.* conn.* conn-* dispatch.* main.c sd.* notify.* listen.* runtime.* session.* inspect.* metrics.* metrics-*
 .		README.md

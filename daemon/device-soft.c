@@ -40,9 +40,6 @@
 #define SOFT_PD_HANDLE 0
 /* Every soft DM is whole pages of a memfd of its own. */
 #define SOFT_DM_MAX_LOG_ALIGN 12
-/* DMs of one context a restart looks through: every DM is a page at
- * least, and max_dm_size is far below this many pages. */
-#define SOFT_DM_ADOPT_SCAN 4096
 
 struct soft_ctx {
 	struct device_ctx base;
@@ -288,10 +285,8 @@ static int soft_dm_adopt(struct device_ctx *base, uint32_t handle,
 			 struct why *why)
 {
 	struct soft_ctx *ctx = soft_ctx_of(base);
-	uint32_t handles[SOFT_DM_ADOPT_SCAN];
-	bool have = false;
 	struct stat st;
-	int n, seals, err;
+	int seals, err;
 
 	seals = fcntl(fd, F_GET_SEALS);
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) ||
@@ -302,11 +297,9 @@ static int soft_dm_adopt(struct device_ctx *base, uint32_t handle,
 				  "its sealed memfd of %llu bytes",
 				  base->dev->name, handle,
 				  (unsigned long long)length);
-	n = soft_objs_handles(&ctx->objs, IBC_OBJ_DM, handles,
-			      SOFT_DM_ADOPT_SCAN);
-	for (int i = 0; i < n; i++)
-		have |= handles[i] == handle;
-	if (!have) {
+	/* Its record may be back already (the context's, restored first);
+	 * a lookup, not a walk: a restore adopts every DM of the context. */
+	if (soft_objs_kind(&ctx->objs, handle) != IBC_OBJ_DM) {
 		err = soft_objs_add_dm_at(&ctx->objs, length, handle, why);
 		if (err < 0)
 			return err;

@@ -30,6 +30,7 @@
 #include "daemon/user.h"
 #include "daemon/restart-int.h"
 #include "daemon/restart.h"
+#include "daemon/restore-object.h"
 #include "proto/rdmabroker.pb-c.h"
 #include "proto/state.pb-c.h"
 
@@ -378,6 +379,16 @@ void restart_hold_gone(struct core *core, struct conn_ctx *cc)
 						      cc->hold_key));
 }
 
+/* After an object's record: the id spaces, and, only for a create on a
+ * device that numbers its objects (@made), its serials. */
+static void obj_ids_check(struct core *core, const struct obj_made *made)
+{
+	if (made && serials_passed(core))
+		restart_counters_save(core);
+	else
+		restart_ids_check(core);
+}
+
 /* The registry's record of @o, and, for an object the broker made on a
  * device it is the kernel of, what makes it again (@spec, @attr). */
 static void obj_put(struct core *core, const struct obj *o,
@@ -415,12 +426,7 @@ static void obj_put(struct core *core, const struct obj *o,
 	}
 	restart_after_write(core, journal_put(core->restart->j, JOURNAL_OBJECT,
 					     o->id, &m.base));
-	/* Only a create on a device that numbers its objects moves its
-	 * serials. */
-	if (made && serials_passed(core))
-		restart_counters_save(core);
-	else
-		restart_ids_check(core);
+	obj_ids_check(core, made);
 }
 
 void restart_obj_saved(struct core *core, const struct obj *o)
@@ -440,6 +446,18 @@ void restart_obj_made(struct core *core, const struct obj *o,
 		obj_put(core, o, spec, made, attr);
 }
 
+void restart_obj_packed(struct core *core, const struct obj *o,
+			const struct obj_made *made, const uint8_t *data,
+			size_t len)
+{
+	if (!restart_journal(core))
+		return;
+	restart_after_write(core, journal_put_packed(core->restart->j,
+						     JOURNAL_OBJECT, o->id,
+						     data, len));
+	obj_ids_check(core, made);
+}
+
 void restart_obj_gone(struct core *core, const struct obj *o)
 {
 	if (restart_journal(core))
@@ -447,17 +465,37 @@ void restart_obj_gone(struct core *core, const struct obj *o)
 						     JOURNAL_OBJECT, o->id));
 }
 
-/* Where restart_state_check() words its refusal. */
-struct check_why {
-	char *buf;
-	size_t len;
+/* restart_state_check()'s walk: where it words its refusal, and who
+ * keeps the objects. */
+struct check_arg {
+	char *why;
+	size_t why_len;
+	int (*obj)(void *arg, const struct journal_rec *r,
+		   const struct state_obj *m);
+	void *obj_arg;
 };
+
+/* An object's record: read as the restore reads it (most of a state:
+ * protobuf-c's unpack was half of a restore), then kept when asked. */
+static int check_obj(struct check_arg *ck, const struct journal_rec *r)
+{
+	struct state_obj m;
+
+	if (state_obj_decode(r->data, r->len, &m) < 0) {
+		snprintf(ck->why, ck->why_len,
+			 "record %u/%" PRIu64 " does not unpack as a "
+			 "StateObject",
+			 r->kind, r->key);
+		return -EBADMSG;
+	}
+	return ck->obj ? ck->obj(ck->obj_arg, r, &m) : 0;
+}
 
 /* Whether every record the registry reads unpacks: the restore refuses
  * a state whole before it adopts anything, never half of it. */
 static int check_one(void *arg, const struct journal_rec *r)
 {
-	struct check_why *why = arg;
+	struct check_arg *ck = arg;
 	const ProtobufCMessageDescriptor *d;
 	ProtobufCMessage *m;
 
@@ -472,8 +510,7 @@ static int check_one(void *arg, const struct journal_rec *r)
 		d = &rdmab__state__session__descriptor;
 		break;
 	case JOURNAL_OBJECT:
-		d = &rdmab__state__object__descriptor;
-		break;
+		return check_obj(ck, r);
 	case JOURNAL_SESSION_HOLD:
 		d = &rdmab__state__session_hold__descriptor;
 		break;
@@ -485,7 +522,7 @@ static int check_one(void *arg, const struct journal_rec *r)
 	}
 	m = protobuf_c_message_unpack(d, NULL, r->len, r->data);
 	if (!m) {
-		snprintf(why->buf, why->len,
+		snprintf(ck->why, ck->why_len,
 			 "record %u/%" PRIu64 " does not unpack as a %s",
 			 r->kind, r->key, d->short_name);
 		return -EBADMSG;
@@ -494,16 +531,19 @@ static int check_one(void *arg, const struct journal_rec *r)
 	return 0;
 }
 
-int restart_state_check(const struct journal_view *v, char *why, size_t why_len)
+int restart_state_check(const struct journal_view *v,
+			int (*obj)(void *arg, const struct journal_rec *r,
+				   const struct state_obj *m),
+			void *arg, char *why, size_t why_len)
 {
 	static const uint32_t kinds[] = {JOURNAL_COUNTERS,     JOURNAL_CONTEXT,
 					 JOURNAL_SESSION,      JOURNAL_OBJECT,
 					 JOURNAL_SESSION_HOLD, JOURNAL_OWNER};
-	struct check_why arg = {why, why_len};
+	struct check_arg ck = {why, why_len, obj, arg};
 	int ret;
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
-		ret = journal_each(v, kinds[i], check_one, &arg);
+		ret = journal_each(v, kinds[i], check_one, &ck);
 		if (ret < 0)
 			return ret;
 	}

@@ -118,6 +118,12 @@ struct Rdmab__ObjAttr;
 void restart_obj_made(struct core *core, const struct obj *o,
 		      const struct obj_spec *spec, const struct obj_made *made,
 		      const struct Rdmab__ObjAttr *attr);
+/* A restore adopted @o as its record (@len bytes at @data, a packed
+ * StateObject) says, made again with @made (NULL: not made again) as the
+ * record asked: that record, as it is. */
+void restart_obj_packed(struct core *core, const struct obj *o,
+			const struct obj_made *made, const uint8_t *data,
+			size_t len);
 /* An owner's session ended while it holds objects (detached), or its
  * process is gone (dead): the record that makes its objects' records
  * adoptable without a session; it goes when the owner does. */
@@ -139,9 +145,16 @@ void restart_objects_adopted(struct core *core);
 void restart_ids_check(struct core *core);
 
 /* Whether every record of @v the registry reads unpacks (the restore's
- * check, and the fuzz target's): 0 or -EBADMSG with the reason. */
-int restart_state_check(const struct journal_view *v, char *why,
-			size_t why_len);
+ * check, and the fuzz target's): 0 or -EBADMSG with the reason in @why.
+ * The object records are read as the restore reads them (by hand,
+ * restore-object.h), once: @obj, when set, is given each one, in id
+ * order, to keep (the restore's objects); its error (with its own
+ * sentence in @why) ends the check. */
+struct state_obj;
+int restart_state_check(const struct journal_view *v,
+			int (*obj)(void *arg, const struct journal_rec *r,
+				   const struct state_obj *m),
+			void *arg, char *why, size_t why_len);
 
 /* What status shows (rdmabrokerctl status): generation, restores, the
  * last one's duration, and, for an administrator (@full), what it

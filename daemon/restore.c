@@ -16,6 +16,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,11 +28,13 @@
 #include "daemon/dispatch.h"
 #include "daemon/domain.h"
 #include "daemon/family.h"
+#include "daemon/keysort.h"
 #include "daemon/log.h"
 #include "daemon/objects.h"
 #include "daemon/restart-int.h"
 #include "daemon/restart.h"
 #include "daemon/restart-srv.h"
+#include "daemon/restore-object.h"
 #include "daemon/server.h"
 #include "proto/wire.h"
 #include "proto/state.pb-c.h"
@@ -42,6 +45,84 @@ static uint64_t now_usec(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000u;
+}
+
+/* Where a restore's time goes (logged at info): each phase's time since
+ * the last one ended. */
+enum restore_phase_id {
+	RESTORE_CHECK,
+	RESTORE_REQUESTS,
+	RESTORE_SESSIONS,
+	RESTORE_OBJECTS,
+	RESTORE_FAMILIES,
+	RESTORE_TELL,
+	RESTORE_STORE,
+	RESTORE_PHASES,
+};
+
+struct restore_phases {
+	uint64_t at, t[RESTORE_PHASES];
+};
+
+static void restore_phase(struct restore_phases *ph, enum restore_phase_id p)
+{
+	uint64_t now = now_usec();
+
+	ph->t[p] += now - ph->at;
+	ph->at = now;
+}
+
+/* --- the objects, read by the check ------------------------------------ */
+
+/* An object record, read once by the check and kept for the restore:
+ * its bytes too, which the new journal takes as they are when the object
+ * comes back as its record says. */
+struct robj {
+	uint64_t id;
+	struct state_obj m;
+	const uint8_t *data;
+	size_t len;
+};
+
+struct robjs {
+	struct robj *v;
+	size_t n, cap;
+	unsigned int rank_of[OBJ_KIND_COUNT];
+};
+
+static void robjs_free(struct robjs *ro)
+{
+	free(ro->v);
+	ro->v = NULL;
+	ro->n = ro->cap = 0;
+}
+
+/* restart_state_check()'s keeper of the objects it read: they come back
+ * after the sessions, from these. */
+struct rkeep {
+	struct restore *rs;
+	struct robjs *ro;
+};
+
+static int robj_keep(void *arg, const struct journal_rec *r,
+		     const struct state_obj *m)
+{
+	struct rkeep *k = arg;
+	struct restore *rs = k->rs;
+	struct robjs *ro = k->ro;
+
+	if (ro->n == ro->cap) {
+		size_t cap = ro->cap ? ro->cap * 2 : 256;
+		struct robj *p = realloc(ro->v, cap * sizeof(*p));
+
+		if (!p)
+			return restore_fail(rs, -ENOMEM, "out of memory");
+		ro->v = p;
+		ro->cap = cap;
+	}
+	ro->v[ro->n++] = (struct robj){ .id = r->key, .m = *m, .data = r->data,
+					.len = r->len };
+	return 0;
 }
 
 /* --- counters ------------------------------------------------------------ */
@@ -445,83 +526,104 @@ out:
 
 /* --- the registry's objects --------------------------------------------- */
 
-struct robj {
-	uint64_t id;
-	unsigned int rank;
-	Rdmab__State__Object *m;
-};
-
-struct robjs {
-	struct robj *v;
-	size_t n, cap;
-	unsigned int rank_of[OBJ_KIND_COUNT];
-};
-
-static int robj_collect(void *arg, const struct journal_rec *r)
-{
-	struct robjs *ro = arg;
-	Rdmab__State__Object *m;
-
-	m = rdmab__state__object__unpack(NULL, r->len, r->data);
-	if (!m || m->kind == IBC_OBJ_NONE || m->kind >= OBJ_KIND_COUNT) {
-		if (m)
-			rdmab__state__object__free_unpacked(m, NULL);
-		log_warn("object %" PRIu64 ": its record does not unpack, "
-			 "not adopted",
-			 r->key);
-		return 0;
-	}
-	if (ro->n == ro->cap) {
-		size_t cap = ro->cap ? ro->cap * 2 : 256;
-		struct robj *p = realloc(ro->v, cap * sizeof(*p));
-
-		if (!p) {
-			rdmab__state__object__free_unpacked(m, NULL);
-			return -ENOMEM;
-		}
-		ro->v = p;
-		ro->cap = cap;
-	}
-	ro->v[ro->n++] = (struct robj){ r->key, ro->rank_of[m->kind], m };
-	return 0;
-}
-
 /* What an object uses first: the cleanup's order backwards. */
-static int robj_cmp(const void *a, const void *b)
-{
-	const struct robj *x = a, *y = b;
-
-	if (x->rank != y->rank)
-		return x->rank > y->rank ? -1 : 1;
-	return x->m->handle < y->m->handle ? -1 : x->m->handle > y->m->handle;
-}
+struct robj_order {
+	/* The rank, reversed, above the handle. */
+	uint64_t key;
+	/* The record's index. */
+	size_t i;
+};
 
 /* Make a soft object again at its handle, as its create asked. */
-static int robj_remake(struct dctx *x, const Rdmab__State__Object *m,
+static int robj_remake(struct dctx *x, const struct state_obj *m,
 		       struct obj_made *made, struct why *why)
 {
-	const Rdmab__State__SoftObject *so = m->soft;
-	struct obj_spec spec = {.kind = (enum ibc_obj_kind)m->kind};
+	struct obj_spec spec = { .kind = (enum ibc_obj_kind)m->kind };
 
-	if (!so)
+	if (!m->has_soft)
 		return why_set(why, -EBADMSG, "its record has no spec");
-	for (size_t i = 0; i < so->n_uses && i < OBJ_MAX_USES; i++)
-		spec.uses[i] = so->uses[i];
-	spec.used = so->used_mask & ((1u << OBJ_MAX_USES) - 1);
-	obj_attr_from_wire(&spec.attr, so->attr);
-	spec.xrcd_ino = so->xrcd_ino;
-	spec.num = so->num;
-	spec.key = so->key;
+	for (size_t i = 0; i < m->soft.n_uses && i < OBJ_MAX_USES; i++)
+		spec.uses[i] = m->soft.uses[i];
+	spec.used = m->soft.used_mask & ((1u << OBJ_MAX_USES) - 1);
+	obj_attr_from_wire(&spec.attr,
+			   m->soft.has_attr ? &m->soft.attr : NULL);
+	spec.xrcd_ino = m->soft.xrcd_ino;
+	spec.num = m->soft.num;
+	spec.key = m->soft.key;
 	/* Provider-internal records per QP are not made again. */
 	spec.import = 0;
 	return x->dev->ctx_ops->obj_restore(x->dc, &spec, m->handle, made, why);
 }
 
+/* @m in protobuf-c's terms, for the families' hooks (objects.h), which
+ * read a record so: nothing allocated, what it points to is @m's and
+ * @so's. */
+static void robj_msg(const struct state_obj *m, Rdmab__State__Object *ret,
+		     Rdmab__State__SoftObject *so)
+{
+	rdmab__state__object__init(ret);
+	ret->owner = m->owner;
+	ret->ctx_id = m->ctx_id;
+	ret->kind = m->kind;
+	ret->handle = m->handle;
+	ret->intent = m->intent;
+	ret->made_here = m->made_here;
+	ret->window_made = m->window_made;
+	ret->stuck = m->stuck;
+	ret->family_owned = m->family_owned;
+	ret->dm_id = m->dm_id;
+	ret->xrcd_obj = m->xrcd_obj;
+	ret->born_usec = m->born_usec;
+	if (!m->has_soft)
+		return;
+	rdmab__state__soft_object__init(so);
+	so->n_uses = m->soft.n_uses < OBJ_MAX_USES ? m->soft.n_uses
+						   : OBJ_MAX_USES;
+	so->uses = (uint32_t *)m->soft.uses;
+	so->used_mask = m->soft.used_mask;
+	so->attr = m->soft.has_attr ? (Rdmab__ObjAttr *)&m->soft.attr : NULL;
+	so->xrcd_ino = m->soft.xrcd_ino;
+	so->num = m->soft.num;
+	so->key = m->soft.key;
+	ret->soft = so;
+}
+
+/* Does @m say what @o is, as restart_obj_made() or restart_obj_saved()
+ * would write it (a record without a spec for what is not made again;
+ * one made again with the number and key @made it was given)? Then its
+ * bytes are the new journal's record as they are: packing 100,000
+ * objects again was a third of a restore. */
+static bool robj_is_record(struct core *core, const struct obj *o,
+			   const struct state_obj *m,
+			   const struct obj_made *made)
+{
+	Rdmab__State__Object fam = RDMAB__STATE__OBJECT__INIT;
+
+	/* The families' fields, as their save hooks write them. */
+	objects_hook_save(core->registry, o, &fam);
+	if (fam.dm_id != m->dm_id || fam.xrcd_obj != m->xrcd_obj)
+		return false;
+	if (o->owner->client_id != m->owner || o->ctx->id != m->ctx_id ||
+	    o->kind != m->kind || o->handle != m->handle ||
+	    o->intent != m->intent || o->made_here != m->made_here ||
+	    o->window_made != m->window_made || o->stuck != m->stuck ||
+	    o->family_owned != m->family_owned ||
+	    o->born_usec != m->born_usec || !made != !m->has_soft)
+		return false;
+	/* A record that names no number or key where the object has one
+	 * (a create that gave none): it was given new ones, which its
+	 * record must say. */
+	return !made ||
+	       (made->num == m->soft.num && made->lkey == m->soft.key);
+}
+
 static void restore_obj(struct rctx *rc, const struct robj *ro)
 {
-	const Rdmab__State__Object *m = ro->m;
+	const struct state_obj *m = &ro->m;
 	struct why why = { 0 };
 	struct obj_made made = {0};
+	Rdmab__State__Object msg;
+	Rdmab__State__SoftObject so;
 	struct conn *c = rctx_conn(rc, m->owner);
 	/* A session that ended before the restart: its owner's record. */
 	struct obj_owner *ow = c || m->family_owned
@@ -573,7 +675,8 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	o->handle = m->handle;
 	o->window_made = m->window_made;
 	o->born_usec = m->born_usec;
-	ret = objects_hook_restore(rc->rs->core->registry, o, m);
+	robj_msg(m, &msg, &so);
+	ret = objects_hook_restore(rc->rs->core->registry, o, &msg);
 	if (ret < 0) {
 		log_warn("object %" PRIu64 ": not adopted: %s", ro->id,
 			 strerror(-ret));
@@ -583,42 +686,68 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 						     &why);
 		return;
 	}
-	if (remake && m->soft) {
+	if (robj_is_record(rc->rs->core, o, m, remake ? &made : NULL)) {
+		restart_obj_packed(rc->rs->core, o, remake ? &made : NULL,
+				   ro->data, ro->len);
+	} else if (remake && m->has_soft) {
 		struct obj_spec spec = { .kind = o->kind };
 
-		for (size_t i = 0; i < m->soft->n_uses && i < OBJ_MAX_USES;
-		     i++)
-			spec.uses[i] = m->soft->uses[i];
-		spec.used = m->soft->used_mask;
-		spec.xrcd_ino = m->soft->xrcd_ino;
-		restart_obj_made(rc->rs->core, o, &spec, &made, m->soft->attr);
+		for (size_t i = 0; i < m->soft.n_uses && i < OBJ_MAX_USES; i++)
+			spec.uses[i] = m->soft.uses[i];
+		spec.used = m->soft.used_mask;
+		spec.xrcd_ino = m->soft.xrcd_ino;
+		restart_obj_made(rc->rs->core, o, &spec, &made,
+				 m->soft.has_attr ? &m->soft.attr : NULL);
 	} else {
 		restart_obj_saved(rc->rs->core, o);
 	}
 	rc->rs->adopted_objects++;
 }
 
-static int restore_objects(struct rctx *rc)
+/* The objects the check kept (@ro), what each uses first. */
+static void restore_objects(struct rctx *rc, struct robjs *ro)
 {
-	struct robjs ro = { 0 };
-	int ret;
+	struct robj_order *order;
+	size_t n = 0;
 
 	for (unsigned int i = 0; i < obj_cleanup_kinds; i++)
-		ro.rank_of[obj_cleanup_order[i]] = i + 1;
+		ro->rank_of[obj_cleanup_order[i]] = i + 1;
 	/* qsort() of nothing must not be given NULL (UBSan). */
 	if (rc->n)
 		qsort(rc->conns, rc->n, sizeof(*rc->conns), conn_cmp);
-	ret = journal_each(rc->rs->view, JOURNAL_OBJECT, robj_collect, &ro);
-	if (ret == 0 && ro.n) {
-		qsort(ro.v, ro.n, sizeof(*ro.v), robj_cmp);
-		for (size_t i = 0; i < ro.n; i++)
-			restore_obj(rc, &ro.v[i]);
+	/* Sorted by a key of their own: the records are a few hundred
+	 * bytes, which qsort() would move about. */
+	order = calloc(ro->n ? ro->n : 1, sizeof(*order));
+	if (!order) {
+		log_err("out of memory: the %zu objects are not adopted",
+			ro->n);
+		goto out;
 	}
-	for (size_t i = 0; i < ro.n; i++)
-		rdmab__state__object__free_unpacked(ro.v[i].m, NULL);
-	free(ro.v);
+	for (size_t i = 0; i < ro->n; i++) {
+		const struct robj *r = &ro->v[i];
+
+		if (r->m.kind == IBC_OBJ_NONE || r->m.kind >= OBJ_KIND_COUNT) {
+			log_warn("object %" PRIu64 ": its record names no "
+				 "kind, not adopted",
+				 r->id);
+			continue;
+		}
+		order[n].key = (uint64_t)(UINT32_MAX - ro->rank_of[r->m.kind])
+				       << 32 |
+			       r->m.handle;
+		order[n++].i = i;
+	}
+	/* Stable: ties (a handle in two contexts) keep the id order. */
+	if (keysort(order, n, sizeof(*order),
+		    offsetof(struct robj_order, key)) < 0) {
+		log_err("out of memory: the %zu objects are not adopted", n);
+		n = 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		restore_obj(rc, &ro->v[order[i].i]);
+	free(order);
+out:
 	restart_objects_adopted(rc->rs->core);
-	return ret;
 }
 
 /* Each adopted session learns the new generation (a best effort, as
@@ -695,8 +824,10 @@ int restart_restore(struct server *srv)
 {
 	struct restart *r = srv->core.restart;
 	struct restore rs = { 0 };
+	struct robjs ro = { 0 };
 	char name[FDSTORE_NAME_MAX + 1];
 	uint64_t start = now_usec();
+	struct restore_phases ph = { .at = start };
 	unsigned int closed;
 	int ret = 0, fd;
 
@@ -707,7 +838,11 @@ int restart_restore(struct server *srv)
 	rs.store = r->store;
 	r->generation = 1;
 	if (r->view) {
-		ret = restart_state_check(rs.view, rs.why, sizeof(rs.why));
+		struct rkeep keep = { &rs, &ro };
+
+		ret = restart_state_check(rs.view, robj_keep, &keep, rs.why,
+					  sizeof(rs.why));
+		restore_phase(&ph, RESTORE_CHECK);
 		if (ret == 0)
 			ret = restore_counters(&rs);
 		if (ret < 0) {
@@ -726,14 +861,18 @@ int restart_restore(struct server *srv)
 						   restart_first_name,
 						   name) == 1)
 				pending_scan(&rc, name, -1);
+			restore_phase(&ph, RESTORE_REQUESTS);
 			ret = restore_holds(&rc);
 			if (ret == 0)
 				journal_each(r->view, JOURNAL_SESSION,
 					     restore_session, &rc);
+			restore_phase(&ph, RESTORE_SESSIONS);
 			if (ret == 0)
-				ret = restore_objects(&rc);
+				restore_objects(&rc, &ro);
+			restore_phase(&ph, RESTORE_OBJECTS);
 			if (ret == 0)
 				ret = restore_families(&rs);
+			restore_phase(&ph, RESTORE_FAMILIES);
 			if (ret == 0)
 				restore_tell(&rc);
 			if (ret < 0) {
@@ -750,6 +889,8 @@ int restart_restore(struct server *srv)
 			free(rc.reqs);
 			free(rc.holds);
 		}
+		robjs_free(&ro);
+		restore_phase(&ph, RESTORE_TELL);
 	}
 	ret = restart_counters_save(&srv->core);
 	if (ret < 0)
@@ -781,6 +922,7 @@ int restart_restore(struct server *srv)
 			    "session");
 	closed = fdstore_close_untaken(r->store);
 	journal_view_free(r->view);
+	restore_phase(&ph, RESTORE_STORE);
 	r->view = NULL;
 	/* A clean start restored nothing: no duration to show. */
 	r->last_restore_usec = rs.view && !*r->refused ? now_usec() - start : 0;
@@ -788,7 +930,15 @@ int restart_restore(struct server *srv)
 	r->adopted_contexts = rs.adopted_contexts;
 	r->adopted_objects = rs.adopted_objects;
 	r->adopted_fds = rs.adopted_fds;
-	if (rs.view && !*r->refused)
+	if (rs.view && !*r->refused) {
+		log_info("restore's phases, in us: check %" PRIu64
+			 ", requests %" PRIu64 ", sessions %" PRIu64
+			 ", objects %" PRIu64 ", families %" PRIu64
+			 ", tell %" PRIu64 ", store %" PRIu64,
+			 ph.t[RESTORE_CHECK], ph.t[RESTORE_REQUESTS],
+			 ph.t[RESTORE_SESSIONS], ph.t[RESTORE_OBJECTS],
+			 ph.t[RESTORE_FAMILIES], ph.t[RESTORE_TELL],
+			 ph.t[RESTORE_STORE]);
 		log_notice("restart %" PRIu64 ": generation %" PRIu64
 			   " restored in %" PRIu64 " us: %" PRIu64
 			   " sessions, %" PRIu64 " contexts, %" PRIu64
@@ -797,5 +947,6 @@ int restart_restore(struct server *srv)
 			   r->restarts, r->generation, r->last_restore_usec,
 			   rs.adopted_sessions, rs.adopted_contexts,
 			   rs.adopted_objects, rs.adopted_fds, closed);
+	}
 	return restart_counters_save(&srv->core);
 }

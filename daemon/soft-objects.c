@@ -973,6 +973,11 @@ int soft_objs_handles(const struct soft_objs *o, unsigned int type,
 	return (int)n;
 }
 
+unsigned int soft_objs_kind(const struct soft_objs *o, uint32_t handle)
+{
+	return handle < o->top ? o->recs[handle].kind : IBC_OBJ_NONE;
+}
+
 int soft_objs_import_open(struct soft_objs *o, uint32_t n, uint64_t *ret)
 {
 	uint64_t import;

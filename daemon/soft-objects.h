@@ -142,6 +142,9 @@ int soft_objs_rss_destroy(struct soft_objs *o, struct rss_made *made,
  */
 int soft_objs_handles(const struct soft_objs *o, unsigned int type,
 		      uint32_t *handles, uint32_t max);
+/* The kind of the record at @handle (an enum ibc_obj_kind, or
+ * DEVICE_INTERNAL), IBC_OBJ_NONE when the handle is free. */
+unsigned int soft_objs_kind(const struct soft_objs *o, uint32_t handle);
 /*
  * An import of the context: @n provider-internal records (kind
  * DEVICE_INTERNAL), as mlx5 makes a UAR per import, named by what goes to

@@ -10,16 +10,24 @@
 
 #include <check.h>
 #include <errno.h>
+#include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon/fdstore.h"
 #include "daemon/inflight.h"
+#include "daemon/keysort.h"
 #include "daemon/journal.h"
 #include "daemon/log.h"
 #include "daemon/restart.h"
+#include "daemon/restore-object.h"
 #include "proto/state.pb-c.h"
 #include "tests/cklib.h"
 
@@ -386,6 +394,133 @@ START_TEST(test_fdstore_names)
 }
 END_TEST
 
+/* The kept table against a model (names in the order they came): seeded
+ * puts and removes of 100 names over a bound of 64, so that removes leave
+ * holes, the table fills and is compacted; the listing keeps the order,
+ * a name kept is -EEXIST, one over the bound -ENOSPC. */
+START_TEST(test_fdstore_kept_order)
+{
+	char model[64][FDSTORE_NAME_MAX + 1], name[FDSTORE_NAME_MAX + 1];
+	const char *names[64];
+	unsigned int n = 0, seed = 3;
+	struct fdstore *s;
+	int fds[64], fd = dup(0);
+
+	ck_assert_int_eq(fdstore_open(64, false, &s), 0);
+	for (int op = 0; op < 20000; op++) {
+		unsigned int k = (unsigned int)rand_r(&seed) % 100, at = n;
+
+		snprintf(name, sizeof(name), "rb.conn.%u", k);
+		for (unsigned int i = 0; i < n; i++)
+			if (strcmp(model[i], name) == 0)
+				at = i;
+		if (rand_r(&seed) % 2) {
+			int want = at < n ? -EEXIST : n == 64 ? -ENOSPC : 0;
+
+			ck_assert_int_eq(fdstore_put(s, name, fd), want);
+			if (want == 0)
+				snprintf(model[n++], sizeof(model[0]), "%s",
+					 name);
+		} else {
+			fdstore_remove(s, name);
+			if (at < n) {
+				memmove(model[at], model[at + 1],
+					(n - at - 1) * sizeof(model[0]));
+				n--;
+			}
+		}
+		ck_assert_uint_eq(fdstore_count(s), n);
+	}
+	ck_assert_uint_eq(fdstore_list(s, fds, names, 64), n);
+	for (unsigned int i = 0; i < n; i++)
+		ck_assert_str_eq(names[i], model[i]);
+	fdstore_free(s);
+	close(fd);
+}
+END_TEST
+
+/* The next datagram on @sock, without waiting: its text (fds closed), or
+ * "" when none is there. */
+static const char *notified(int sock)
+{
+	static char buf[256];
+	char ctl[CMSG_SPACE(sizeof(int) * 4)];
+	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) - 1 };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+			     .msg_control = ctl,
+			     .msg_controllen = sizeof(ctl) };
+	ssize_t n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+
+	buf[n > 0 ? n : 0] = '\0';
+	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c;
+	     c = CMSG_NXTHDR(&mh, c))
+		if (c->cmsg_type == SCM_RIGHTS)
+			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) /
+						       sizeof(int);
+			     i++)
+				close(((int *)CMSG_DATA(c))[i]);
+	return buf;
+}
+
+/* The child of test_fdstore_passed_kept: fd 3 is its own to pass. */
+static int passed_kept_child(void)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	char env[64];
+	struct fdstore *s;
+	int sock, mfd, fd;
+
+	sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+		 "rdmab-check-journal-%d", (int)getpid());
+	if (sock < 0 ||
+	    bind(sock, (struct sockaddr *)&sa,
+		 (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			     strlen(sa.sun_path + 1))) < 0)
+		return 10;
+	snprintf(env, sizeof(env), "@%s", sa.sun_path + 1);
+	setenv("NOTIFY_SOCKET", env, 1);
+	mfd = memfd_create("passed", 0);
+	if (mfd < 0 || dup2(mfd, 3) != 3)
+		return 11;
+	snprintf(env, sizeof(env), "%d", (int)getpid());
+	setenv("LISTEN_PID", env, 1);
+	setenv("LISTEN_FDS", "1", 1);
+	setenv("LISTEN_FDNAMES", "rb.conn.7", 1);
+	if (fdstore_open(8, true, &s) < 0 ||
+	    fdstore_take(s, "rb.conn.7", &fd) < 0 || fd != 3)
+		return 12;
+	/* Kept again as it came: systemd has it, nothing is sent. */
+	if (fdstore_put(s, "rb.conn.7", fd) < 0 || *notified(sock))
+		return 13;
+	fdstore_remove(s, "rb.conn.7");
+	if (!strstr(notified(sock), "FDSTOREREMOVE=1"))
+		return 14;
+	/* Gone from systemd: the same number kept again is sent. */
+	if (fdstore_put(s, "rb.conn.7", fd) < 0 ||
+	    !strstr(notified(sock), "FDSTORE=1"))
+		return 15;
+	fdstore_free(s);
+	return 0;
+}
+
+/* A descriptor passed at start, taken and kept again under its name is
+ * systemd's already (no FDSTORE=1 again); once removed, it is told again.
+ * In a child: the passed descriptor must be fd 3. */
+START_TEST(test_fdstore_passed_kept)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(passed_kept_child());
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the child's step %d failed", WEXITSTATUS(status));
+}
+END_TEST
+
 static uint64_t seen_conn, seen_serial;
 static unsigned int seen;
 
@@ -427,6 +562,271 @@ START_TEST(test_inflight)
 }
 END_TEST
 
+static uint64_t seen_sum;
+
+static void sum_one(void *arg, uint64_t conn_id, uint64_t serial)
+{
+	(void)arg;
+	ck_assert_uint_eq(serial, conn_id * 3);
+	seen_sum += conn_id;
+	seen++;
+}
+
+/* A table of more slots than a scan reads at once, and not a whole number
+ * of its blocks: every slot is seen once, the last block's too. */
+START_TEST(test_inflight_blocks)
+{
+	const uint32_t n = 2500;
+	struct inflight *t;
+	uint64_t want = 0;
+
+	ck_assert_int_eq(inflight_create(n, &t), 0);
+	for (uint32_t i = 0; i < n; i++) {
+		int slot = inflight_take(t, i + 1);
+
+		ck_assert_int_ge(slot, 0);
+		inflight_read(t, slot, (i + 1) * 3);
+		want += i + 1;
+	}
+	seen = 0;
+	seen_sum = 0;
+	ck_assert_int_eq(inflight_scan(inflight_fd(t), sum_one, NULL), 0);
+	ck_assert_uint_eq(seen, n);
+	ck_assert_uint_eq(seen_sum, want);
+	inflight_free(t);
+}
+END_TEST
+
+/* keysort(): ascending, stable, every record kept; keys that share bytes
+ * (no pass for those) and keys that differ in all eight. Seeded. */
+START_TEST(test_keysort)
+{
+	struct rec {
+		uint32_t pad;
+		uint64_t key;
+		uint32_t i;
+	} *v;
+	const size_t n = 5000;
+	unsigned int seed = 7;
+
+	v = calloc(n, sizeof(*v));
+	ck_assert_ptr_nonnull(v);
+	for (int round = 0; round < 3; round++) {
+		uint64_t sum = 0;
+
+		for (size_t i = 0; i < n; i++) {
+			uint64_t k = ((uint64_t)rand_r(&seed) << 32) ^
+				     (uint64_t)rand_r(&seed) << 7 ^
+				     (uint64_t)rand_r(&seed);
+
+			/* Round 0: few distinct keys (ties); 1: all bytes
+			 * differ; 2: only the low byte does. */
+			v[i].key = round == 0 ? k % 37 :
+				   round == 1 ? k :
+						0xabcdef0000000000ull | (k & 0xff);
+			v[i].i = (uint32_t)i;
+		}
+		ck_assert_int_eq(keysort(v, n, sizeof(*v),
+					 offsetof(struct rec, key)),
+				 0);
+		for (size_t i = 0; i < n; i++) {
+			sum += v[i].i;
+			if (i == 0)
+				continue;
+			ck_assert(v[i - 1].key <= v[i].key);
+			if (v[i - 1].key == v[i].key)
+				ck_assert_uint_lt(v[i - 1].i, v[i].i);
+		}
+		ck_assert_uint_eq(sum, (uint64_t)n * (n - 1) / 2);
+	}
+	free(v);
+}
+END_TEST
+
+/* --- the object records read by hand (restore-object.h) --------------- */
+
+static uint64_t rnd(unsigned int *seed, int bits)
+{
+	uint64_t v = ((uint64_t)rand_r(seed) << 33) ^
+		     ((uint64_t)rand_r(seed) << 11) ^ (uint64_t)rand_r(seed);
+
+	/* Small values often: most fields are 0 or short varints. */
+	switch (rand_r(seed) % 4) {
+	case 0:
+		return 0;
+	case 1:
+		return v & 0x7f;
+	default:
+		return bits == 64 ? v : v & 0xffffffffu;
+	}
+}
+
+/* Does @d say what protobuf-c read in @m? */
+static bool obj_same(const Rdmab__State__Object *m, const struct state_obj *d)
+{
+	const Rdmab__ObjAttr *a = m->soft ? m->soft->attr : NULL;
+	const Rdmab__ObjAttr *b = &d->soft.attr;
+
+	if (m->owner != d->owner || m->ctx_id != d->ctx_id ||
+	    m->kind != d->kind || m->handle != d->handle ||
+	    m->intent != d->intent || m->made_here != d->made_here ||
+	    m->window_made != d->window_made || m->stuck != d->stuck ||
+	    m->family_owned != d->family_owned || m->dm_id != d->dm_id ||
+	    m->xrcd_obj != d->xrcd_obj || m->born_usec != d->born_usec ||
+	    !m->soft != !d->has_soft)
+		return false;
+	if (!m->soft)
+		return true;
+	if (m->soft->n_uses != d->soft.n_uses ||
+	    m->soft->used_mask != d->soft.used_mask ||
+	    m->soft->xrcd_ino != d->soft.xrcd_ino ||
+	    m->soft->num != d->soft.num || m->soft->key != d->soft.key ||
+	    !a != !d->soft.has_attr)
+		return false;
+	for (size_t i = 0; i < m->soft->n_uses && i < OBJ_MAX_USES; i++)
+		if (m->soft->uses[i] != d->soft.uses[i])
+			return false;
+	return !a ||
+	       (a->cqe == b->cqe && a->comp_vector == b->comp_vector &&
+		a->qp_type == b->qp_type && a->max_send_wr == b->max_send_wr &&
+		a->max_recv_wr == b->max_recv_wr &&
+		a->max_send_sge == b->max_send_sge &&
+		a->max_recv_sge == b->max_recv_sge &&
+		a->max_inline_data == b->max_inline_data &&
+		a->max_wr == b->max_wr && a->max_sge == b->max_sge &&
+		a->srq_limit == b->srq_limit && a->mr_addr == b->mr_addr &&
+		a->mr_length == b->mr_length && a->mr_access == b->mr_access &&
+		a->sq_sig_all == b->sq_sig_all &&
+		a->xrc_qp_num == b->xrc_qp_num);
+}
+
+/* Both readers on @len bytes at @p: they refuse it together, or read
+ * the same. Returns whether protobuf-c read it. */
+static bool both_read(const uint8_t *p, size_t len, const char *what,
+		      unsigned int n)
+{
+	Rdmab__State__Object *m = rdmab__state__object__unpack(NULL, len, p);
+	struct state_obj d;
+	int r = state_obj_decode(p, len, &d);
+
+	ck_assert_msg((m != NULL) == (r == 0),
+		      "%s %u (%zu bytes): protobuf-c %s, by hand %d", what, n,
+		      len, m ? "reads it" : "refuses it", r);
+	if (m) {
+		ck_assert_msg(obj_same(m, &d), "%s %u: read otherwise", what,
+			      n);
+		rdmab__state__object__free_unpacked(m, NULL);
+	}
+	return r == 0;
+}
+
+/* The fields obj_same() compares, per message: a field added to
+ * proto/state.proto (or ObjAttr) fails the test below until the hand
+ * reader and obj_same() know it, and the records made here carry it. */
+static const struct {
+	const ProtobufCMessageDescriptor *d;
+	unsigned int n_fields;
+} obj_fields[] = {
+	{ &rdmab__state__object__descriptor, 13 },
+	{ &rdmab__state__soft_object__descriptor, 6 },
+	{ &rdmab__obj_attr__descriptor, 16 },
+};
+
+/* Records as restart.c writes them (and what it never does: uses beyond
+ * OBJ_MAX_USES, every field at its bounds), then their mutations: a byte
+ * changed, cut short, two records one after the other (a field given
+ * twice: the last wins, messages merge; the first the previous record,
+ * so that what the latter lacks is seen merged). Seeded. */
+START_TEST(test_state_obj_decode)
+{
+	unsigned int seed = 25;
+	uint8_t buf[1024], two[2048], prev[1024];
+	size_t prev_len = 0;
+
+	for (size_t i = 0; i < sizeof(obj_fields) / sizeof(obj_fields[0]); i++)
+		ck_assert_msg(obj_fields[i].d->n_fields == obj_fields[i].n_fields,
+			      "%s has %u fields, the hand reader's test "
+			      "knows %u",
+			      obj_fields[i].d->name, obj_fields[i].d->n_fields,
+			      obj_fields[i].n_fields);
+
+	for (unsigned int n = 0; n < 3000; n++) {
+		Rdmab__State__Object m = RDMAB__STATE__OBJECT__INIT;
+		Rdmab__State__SoftObject so = RDMAB__STATE__SOFT_OBJECT__INIT;
+		Rdmab__ObjAttr a = RDMAB__OBJ_ATTR__INIT;
+		uint32_t uses[6];
+		size_t len, len2;
+
+		m.owner = rnd(&seed, 64);
+		m.ctx_id = rnd(&seed, 64);
+		m.kind = (uint32_t)rnd(&seed, 32);
+		m.handle = (uint32_t)rnd(&seed, 32);
+		m.intent = rand_r(&seed) & 1;
+		m.made_here = rand_r(&seed) & 1;
+		m.window_made = rand_r(&seed) & 1;
+		m.stuck = rand_r(&seed) & 1;
+		m.family_owned = rand_r(&seed) & 1;
+		m.dm_id = rnd(&seed, 64);
+		m.xrcd_obj = rnd(&seed, 64);
+		m.born_usec = rnd(&seed, 64);
+		if (rand_r(&seed) % 4) {
+			so.n_uses = (size_t)rand_r(&seed) % 7;
+			for (size_t i = 0; i < so.n_uses; i++)
+				uses[i] = (uint32_t)rnd(&seed, 32);
+			so.uses = uses;
+			so.used_mask = (uint32_t)rnd(&seed, 32);
+			so.xrcd_ino = rnd(&seed, 64);
+			so.num = (uint32_t)rnd(&seed, 32);
+			so.key = (uint32_t)rnd(&seed, 32);
+			if (rand_r(&seed) % 4) {
+				a.cqe = (uint32_t)rnd(&seed, 32);
+				a.comp_vector = (uint32_t)rnd(&seed, 32);
+				a.qp_type = (uint32_t)rnd(&seed, 32);
+				a.max_send_wr = (uint32_t)rnd(&seed, 32);
+				a.max_recv_wr = (uint32_t)rnd(&seed, 32);
+				a.max_send_sge = (uint32_t)rnd(&seed, 32);
+				a.max_recv_sge = (uint32_t)rnd(&seed, 32);
+				a.max_inline_data = (uint32_t)rnd(&seed, 32);
+				a.max_wr = (uint32_t)rnd(&seed, 32);
+				a.max_sge = (uint32_t)rnd(&seed, 32);
+				a.srq_limit = (uint32_t)rnd(&seed, 32);
+				a.mr_addr = rnd(&seed, 64);
+				a.mr_length = rnd(&seed, 64);
+				a.mr_access = (uint32_t)rnd(&seed, 32);
+				a.sq_sig_all = (uint32_t)rnd(&seed, 32);
+				a.xrc_qp_num = (uint32_t)rnd(&seed, 32);
+				so.attr = &a;
+			}
+			m.soft = &so;
+		}
+		len = rdmab__state__object__pack(&m, buf);
+		ck_assert(both_read(buf, len, "record", n));
+		/* Each length short of it. */
+		for (size_t cut = 0; cut < len; cut++)
+			both_read(buf, cut, "cut", n);
+		/* A byte changed, a few times. */
+		for (unsigned int k = 0; k < 8 && len; k++) {
+			size_t at = (size_t)rand_r(&seed) % len;
+			uint8_t was = buf[at];
+
+			buf[at] = (uint8_t)rand_r(&seed);
+			both_read(buf, len, "mutation", n);
+			buf[at] = was;
+		}
+		/* Given twice: the same bytes, then the previous record's
+		 * before these. */
+		len2 = rdmab__state__object__pack(&m, two);
+		memcpy(two + len2, buf, len);
+		ck_assert(both_read(two, len2 + len, "twice", n));
+		memcpy(two, prev, prev_len);
+		memcpy(two + prev_len, buf, len);
+		ck_assert(both_read(two, prev_len + len, "after another", n));
+		memcpy(prev, buf, len);
+		prev_len = len;
+	}
+}
+END_TEST
+
 static Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
@@ -442,7 +842,12 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_crc);
 	tcase_add_test(tc, test_hold_encoding);
 	tcase_add_test(tc, test_fdstore_names);
+	tcase_add_test(tc, test_fdstore_passed_kept);
+	tcase_add_test(tc, test_fdstore_kept_order);
+	tcase_add_test(tc, test_keysort);
+	tcase_add_test(tc, test_state_obj_decode);
 	tcase_add_test(tc, test_inflight);
+	tcase_add_test(tc, test_inflight_blocks);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -74,9 +74,9 @@ function strong(v,    w, i) {
 }
 BEGIN {
 	# path pattern (a regular expression over the module name) and layer
-	n = split("^daemon/(log|queue|ids|why|fdstore|journal|inflight)$ 0 " \
+	n = split("^daemon/(log|queue|ids|why|fdstore|journal|inflight|keysort)$ 0 " \
 		  "^daemon/(device|device-verbs|device-soft|soft-objects|uverbs|caps|rss-verbs)$ 1 " \
-		  "^daemon/(objects|domain|ctx|user|policy|conf|conf-check|cgroup|family|charge|core|client|restart|restart-int)$ 2 " \
+		  "^daemon/(objects|domain|ctx|user|policy|conf|conf-check|cgroup|family|charge|core|client|restart|restart-int|restore-object)$ 2 " \
 		  "^daemon/(dm|dm-revoke|xrcd|rss|rekey|obj-cleanup|obj-watch|unaccounted|families|family-state|dm-state|xrcd-state|rss-state)$ 3 " \
 		  "^daemon/(obj-handlers|inspect|session|dm-list|ctx-handlers|dm-handlers|rekey-handlers|xrcd-handlers|rss-handlers|handler)$ 4 " \
 		  "^daemon/(server|conn|dispatch|main|sd|notify|listen|runtime|restart-srv|restore|reexec)$ 5 " \

@@ -3,7 +3,8 @@
  * libFuzzer target "state": the bytes of a stored state memfd, read as a
  * restarting daemon reads it (journal_read(), then the registry's check
  * that each record unpacks, restart_state_check()). Beyond the
- * sanitizers: a state that reads is carried into a new generation
+ * sanitizers: an object record the check reads by hand reads the same
+ * with protobuf-c; a state that reads is carried into a new generation
  * (journal_from_view(), what a restore's journal starts from when a
  * compaction copies) and reads back with the same records.
  *
@@ -21,6 +22,7 @@
 #include "daemon/journal.h"
 #include "daemon/log.h"
 #include "daemon/restart.h"
+#include "daemon/restore-object.h"
 #include "proto/state.pb-c.h"
 #include "tests/fuzz/fuzz.h"
 
@@ -50,6 +52,28 @@ static uint8_t *image(const struct journal *j, size_t *len)
 	return buf;
 }
 
+/* An object record the check read by hand (restore-object.h) is one
+ * protobuf-c reads too, as the same object. */
+static int obj_agrees(void *arg, const struct journal_rec *r,
+		      const struct state_obj *d)
+{
+	Rdmab__State__Object *m =
+		rdmab__state__object__unpack(NULL, r->len, r->data);
+
+	(void)arg;
+	if (!m)
+		fail("an object record read by hand that protobuf-c refuses");
+	if (m->owner != d->owner || m->ctx_id != d->ctx_id ||
+	    m->kind != d->kind || m->handle != d->handle ||
+	    !m->soft != !d->has_soft ||
+	    (m->soft && (m->soft->num != d->soft.num ||
+			 m->soft->key != d->soft.key ||
+			 m->soft->xrcd_ino != d->soft.xrcd_ino)))
+		fail("an object record read otherwise by hand");
+	rdmab__state__object__free_unpacked(m, NULL);
+	return 0;
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct journal_view *v = NULL, *again = NULL;
@@ -63,7 +87,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			fail("a refused state without its reason");
 		return 0;
 	}
-	(void)restart_state_check(v, why, sizeof(why));
+	(void)restart_state_check(v, obj_agrees, NULL, why, sizeof(why));
 	if (journal_from_view(v, journal_view_gen(v) + 1, &j) < 0)
 		fail("cannot carry a state over");
 	buf = image(j, &len);
