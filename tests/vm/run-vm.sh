@@ -16,7 +16,7 @@
 # VM_SYSCONFDIR (where the daemon looks for rdmabroker.conf).
 # Optional: VM_ONLY (a regular expression: run only the suite's sections
 # whose names match it), VM_KERNEL_VERSION, VM_BUDGET (seconds for the whole
-# run, default 1020), VM_BOOT_LIMIT (seconds from power-on for the suite to
+# run, default 1500), VM_BOOT_LIMIT (seconds from power-on for the suite to
 # start, default 240), VM_MEMORY (MiB, default 2048), VM_PINGPONG_ITERS
 # (round trips of the RC ping-pong, default 2000), VM_DEBS (a folder of
 # Debian packages the suite installs with apt instead of the install tree),
@@ -34,7 +34,7 @@ esac
 
 src=${VM_TOP_SRCDIR:?} build=${VM_TOP_BUILDDIR:?}
 run=${VM_RUNDIR:-$build/tests/vm/run}
-budget=${VM_BUDGET:-1020}
+budget=${VM_BUDGET:-1500}
 # The suite's own limit inside the VM: what the budget leaves after a slow
 # boot (about 130 s under TCG on a 2-core machine) and this script's work.
 suite_limit=$((budget - 250))
