@@ -44,6 +44,10 @@ int pin_self(void);
 int check_pinned(pid_t pid);
 /* CPU time (user + system) that @pid has used so far, in nanoseconds. */
 int cpu_time_ns(pid_t pid, uint64_t *ret);
+/* Wait up to @ms until @pid is asleep in epoll_wait(2) (its
+ * /proc/PID/syscall), polling every few microseconds: 0, -ETIMEDOUT, or
+ * -errno of reading it. */
+int wait_in_epoll(pid_t pid, unsigned int ms);
 
 /*
  * Fork and exec @argv with stdout and stderr appended to @log_path (NULL:
@@ -260,12 +264,13 @@ void open_teardown(struct open_bench *ob);
  * The pieces the instruction counts (insn.c) run in processes of their
  * own. open_pairs_broker(): @iters ibc_open + ibc_close of @device while a
  * holder of the same domain keeps the context open (steady state), after
- * waiting @settle_ms once connected.
+ * waiting @settle_ms once connected; with @quiet > 0, each request only once
+ * that process (the daemon counted) is asleep in epoll_wait (insn.c).
  * open_pairs_raw(): @iters raw pairs of the sizes @sz, send() with
  * @send_flags. open_peer_serve(): the raw peer on an accepted @fd.
  */
 int open_pairs_broker(const char *path, const char *device,
-		      unsigned int settle_ms, unsigned int iters);
+		      unsigned int settle_ms, pid_t quiet, unsigned int iters);
 int open_pairs_raw(int fd, const struct open_sizes *sz, int send_flags,
 		   unsigned int iters);
 int open_peer_serve(int fd, const struct open_sizes *sz);

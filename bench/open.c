@@ -507,7 +507,7 @@ int open_pairs_raw(int fd, const struct open_sizes *sz, int send_flags,
 }
 
 int open_pairs_broker(const char *path, const char *device,
-		      unsigned int settle_ms, unsigned int iters)
+		      unsigned int settle_ms, pid_t quiet, unsigned int iters)
 {
 	struct ibc_client *holder = NULL, *cl = NULL;
 	struct ibc_ctx *held = NULL;
@@ -526,11 +526,17 @@ int open_pairs_broker(const char *path, const char *device,
 	for (unsigned int i = 0; ret == 0 && i < iters; i++) {
 		struct ibc_ctx *ctx;
 
+		if (quiet > 0)
+			ret = wait_in_epoll(quiet, 30000);
+		if (ret < 0)
+			break;
 		ret = ibc_open(cl, device, &ctx);
 		if (ret < 0) {
 			open_lib_fail("ibc_open", ret);
 			break;
 		}
+		if (quiet > 0)
+			ret = wait_in_epoll(quiet, 30000);
 		ibc_close(ctx);
 	}
 	ibc_disconnect(cl);

@@ -17,6 +17,7 @@
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -144,6 +145,47 @@ int check_pinned(pid_t pid)
 		return -errno;
 	return CPU_COUNT(&set) == 1 && CPU_ISSET(BENCH_CPU, &set) ? 0 :
 								     -EXDEV;
+}
+
+int wait_in_epoll(pid_t pid, unsigned int ms)
+{
+	/* "running" or another number: not (yet) there. */
+	static const long epoll_nrs[] = {
+#ifdef __NR_epoll_wait
+		__NR_epoll_wait,
+#endif
+#ifdef __NR_epoll_pwait2
+		__NR_epoll_pwait2,
+#endif
+		__NR_epoll_pwait,
+	};
+	const struct timespec nap = { .tv_nsec = 5000 };
+	uint64_t end = now_ns() + (uint64_t)ms * 1000000u;
+	char path[64], buf[64];
+
+	snprintf(path, sizeof(path), "/proc/%d/syscall", (int)pid);
+	for (;;) {
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		ssize_t n;
+		long nr;
+
+		if (fd < 0)
+			return -errno;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n < 0)
+			return -errno;
+		buf[n] = '\0';
+		if (sscanf(buf, "%ld", &nr) == 1)
+			for (size_t i = 0; i < sizeof(epoll_nrs) /
+						       sizeof(epoll_nrs[0]);
+			     i++)
+				if (nr == epoll_nrs[i])
+					return 0;
+		if (now_ns() > end)
+			return -ETIMEDOUT;
+		nanosleep(&nap, NULL);
+	}
 }
 
 int cpu_time_ns(pid_t pid, uint64_t *ret)
