@@ -527,7 +527,7 @@ int open_pairs_broker(const char *path, const char *device,
 		struct ibc_ctx *ctx;
 
 		if (quiet > 0)
-			ret = wait_in_epoll(quiet, 30000);
+			ret = wait_in_epoll(quiet, OPEN_TIMEOUT_MS);
 		if (ret < 0)
 			break;
 		ret = ibc_open(cl, device, &ctx);
@@ -536,7 +536,7 @@ int open_pairs_broker(const char *path, const char *device,
 			break;
 		}
 		if (quiet > 0)
-			ret = wait_in_epoll(quiet, 30000);
+			ret = wait_in_epoll(quiet, OPEN_TIMEOUT_MS);
 		ibc_close(ctx);
 	}
 	ibc_disconnect(cl);
