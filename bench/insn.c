@@ -23,8 +23,8 @@
  * epoll_wait. Otherwise whether a request waits in the socket when the
  * daemon, done with the one before, reads on at once (--read-on auto,
  * conn.c) depends on the scheduler: 1.6 to 2.0 loop wakeups per open and
- * close, about 450 instructions of libevent each, swung the count by 3 %
- * from run to run. Pinned so, the count is the daemon's path when its
+ * close, about 450 instructions of libevent each, swung the count by up to
+ * 4 % from run to run. Pinned so, the count is the daemon's path when its
  * client is not there yet, the dearer of the two (a read on that finds
  * nothing backs off, conn.c): only the measurement changed, not the path.
  */

@@ -168,13 +168,15 @@ int wait_in_epoll(pid_t pid, unsigned int ms)
 		int fd = open(path, O_RDONLY | O_CLOEXEC);
 		ssize_t n;
 		long nr;
+		int err;
 
 		if (fd < 0)
 			return -errno;
 		n = read(fd, buf, sizeof(buf) - 1);
+		err = n < 0 ? -errno : 0;
 		close(fd);
-		if (n < 0)
-			return -errno;
+		if (err < 0)
+			return err;
 		buf[n] = '\0';
 		if (sscanf(buf, "%ld", &nr) == 1)
 			for (size_t i = 0; i < sizeof(epoll_nrs) /
