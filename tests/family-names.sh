@@ -212,7 +212,7 @@ END {
 }
 
 # The device layer's files (see the header).
-device_layer='^(daemon/device[^/]*|daemon/soft-objects\.[ch]|daemon/uverbs\.[ch]|libclient/verbs\.c|libclient/soft\.c|interpose/.*)$'
+device_layer='^(daemon/device([^/]*|/.*)|daemon/soft-objects\.[ch]|daemon/uverbs\.[ch]|libclient/verbs\.c|libclient/soft\.c|interpose/.*)$'
 
 # The bound FAMILY_NAMES_MAX sets for family $1; empty for none.
 bound() {
