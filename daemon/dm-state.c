@@ -536,6 +536,8 @@ int dm_restore(struct core *core, struct restore *rs)
 		dm_restore_undo(core);
 		return ret;
 	}
+	/* The MRs on the DMs, which block their frees. */
+	restore_objects_later(rs);
 	dm_restore_mrs(core);
 	{
 		struct dm *dm, *tmp;

@@ -155,8 +155,8 @@ static void dm_obj_save(const struct obj *o, Rdmab__State__Object *m,
 	m->dm_id = mr ? mr->dm_id : 0;
 }
 
-/* An MR's record comes back before the DMs do: loose until
- * dm_restore() puts it on its DM's list. */
+/* An MR's record comes back once the DMs did (restore_objects_later()):
+ * loose until dm_restore() puts it on its DM's list. */
 static int dm_mr_restore(struct core *core, struct obj *o,
 			 const Rdmab__State__Object *m, void *data)
 {

@@ -22,7 +22,9 @@
  *   copying them, so a family's records are exactly what it put.
  * - restore (family.h) runs once at start, after the registry's
  *   sessions, contexts and objects came back (records of family_owned
- *   objects, such as DM imports, are the family's to make again), in
+ *   objects, such as DM imports, are the family's to make again; one
+ *   whose remake needs a family's records again after, when the
+ *   family asks: restore_objects_later()), in
  *   families[] order: the family reads its kinds with
  *   restore_each()/journal_find() and takes its descriptors with
  *   restore_take_fd(). The new generation's journal starts empty: the
@@ -61,6 +63,8 @@ struct restore {
 	/* What was adopted, for the log line and rdmabrokerctl status. */
 	uint64_t adopted_sessions, adopted_contexts, adopted_objects,
 		adopted_fds;
+	/* restore.c's own (restore_objects_later()). */
+	struct rctx *rc;
 };
 
 /* Each live record of @kind in key order (journal_each()). */
@@ -68,6 +72,13 @@ int restore_each(struct restore *rs, uint32_t kind,
 		 int (*fn)(void *arg, const struct journal_rec *r), void *arg);
 /* Take the stored descriptor @name (fdstore_take()), counted. */
 int restore_take_fd(struct restore *rs, const char *name, int *ret_fd);
+/* The registry's objects whose remake failed before the families'
+ * restore (one that uses what a family makes again: an MR on a DM names
+ * the DM's handle), tried again, once, with the failure logged: a
+ * family calls it when what they use is back and before it acts on
+ * what they block (the DM family: before it frees the DMs nobody
+ * holds); restore.c calls it after the families for the rest. */
+void restore_objects_later(struct restore *rs);
 /* Refuse the state: @err (negative) with a sentence; returns @err. */
 int restore_fail(struct restore *rs, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));

@@ -2,9 +2,11 @@
 /*
  * The restore (restart.h): a daemon started with a state re-adopts, in
  * order, the counters, the sessions with their domains and contexts, the
- * registry's objects, then each family's records. The state is checked
- * whole before anything is adopted, so that a state that cannot be read
- * is refused whole: a clean start, never half a registry.
+ * registry's objects, then each family's records (an object whose
+ * remake needs one of those, an MR on a DM, again once they are back).
+ * The state is checked whole before anything is adopted, so that a state
+ * that cannot be read is refused whole: a clean start, never half a
+ * registry.
  *
  * The new generation's journal starts empty and gets what is adopted, by
  * the same hooks that journal a running daemon's changes: what the old
@@ -79,6 +81,9 @@ static void restore_phase(struct restore_phases *ph, enum restore_phase_id p)
  * comes back as its record says. */
 struct robj {
 	uint64_t id;
+	/* Its remake failed before the families' restore: tried again
+	 * once, after (it may use what a family makes again: a DM). */
+	bool later;
 	struct state_obj m;
 	const uint8_t *data;
 	size_t len;
@@ -185,6 +190,9 @@ struct rctx {
 	size_t n_reqs, cap_reqs;
 	struct rhold *holds;
 	size_t n_holds, cap_holds;
+	/* The registry's object records, kept past restore_objects() for
+	 * those to make again later (restore_objects_later()). */
+	struct robjs *ro;
 };
 
 static int hold_collect(void *arg, const struct journal_rec *r)
@@ -617,7 +625,7 @@ static bool robj_is_record(struct core *core, const struct obj *o,
 	       (made->num == m->soft.num && made->lkey == m->soft.key);
 }
 
-static void restore_obj(struct rctx *rc, const struct robj *ro)
+static void restore_obj(struct rctx *rc, struct robj *ro, bool last)
 {
 	const struct state_obj *m = &ro->m;
 	struct why why = { 0 };
@@ -648,6 +656,10 @@ static void restore_obj(struct rctx *rc, const struct robj *ro)
 	remake = m->made_here && (!m->intent || m->window_made);
 	if (remake) {
 		ret = robj_remake(x, m, &made, &why);
+		if (ret < 0 && !last) {
+			ro->later = true;
+			return;
+		}
 		if (ret < 0) {
 			log_warn("object %" PRIu64 " (%s %u) cannot be made "
 				 "again: %s",
@@ -744,10 +756,21 @@ static void restore_objects(struct rctx *rc, struct robjs *ro)
 		n = 0;
 	}
 	for (size_t i = 0; i < n; i++)
-		restore_obj(rc, &ro->v[order[i].i]);
+		restore_obj(rc, &ro->v[order[i].i], false);
 	free(order);
 out:
 	restart_objects_adopted(rc->rs->core);
+}
+
+void restore_objects_later(struct restore *rs)
+{
+	struct robjs *ro = rs->rc ? rs->rc->ro : NULL;
+
+	for (size_t i = 0; ro && i < ro->n; i++)
+		if (ro->v[i].later) {
+			ro->v[i].later = false;
+			restore_obj(rs->rc, &ro->v[i], true);
+		}
 }
 
 /* Each adopted session learns the new generation (a best effort, as
@@ -852,7 +875,7 @@ int restart_restore(struct server *srv)
 				fdstore_n_passed(r->store), rs.why);
 			r->generation = 1;
 		} else {
-			struct rctx rc = { .rs = &rs };
+			struct rctx rc = { .rs = &rs, .ro = &ro };
 
 			/* While taking one, the callback must not see the
 			 * walk move: one name at a time. */
@@ -870,8 +893,13 @@ int restart_restore(struct server *srv)
 			if (ret == 0)
 				restore_objects(&rc, &ro);
 			restore_phase(&ph, RESTORE_OBJECTS);
+			rs.rc = &rc;
 			if (ret == 0)
 				ret = restore_families(&rs);
+			/* Those no family asked for: their last try. */
+			if (ret == 0)
+				restore_objects_later(&rs);
+			rs.rc = NULL;
 			restore_phase(&ph, RESTORE_FAMILIES);
 			if (ret == 0)
 				restore_tell(&rc);

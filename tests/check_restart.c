@@ -760,6 +760,149 @@ START_TEST(family_uses_restored)
 }
 END_TEST
 
+/* An MR on a DM (soft: the MR's record names the DM's handle) comes
+ * back after a SIGKILL with its record and its place on the DM, which
+ * needs the DM made again before it: the DM's bytes read the same and
+ * the MR is listed as before. Its client killed after the restore,
+ * everything it held is destroyed, with nothing left charged. */
+static pid_t dm_mr_holder(struct rig *g, int *ret_go, int *ret_done)
+{
+	static const char bytes[] = "kept across the restart";
+	int up[2], down[2];
+	pid_t pid;
+	char c;
+
+	ck_assert_int_eq(pipe2(up, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(down, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char back[sizeof(bytes)] = { 0 };
+		struct ibc_client *cl;
+		struct ibc_ctx *x;
+		struct ibc_dm *dm;
+		struct ibc_mr *mr;
+
+		if (tl_connect(g->sock, 10000, &cl) < 0 ||
+		    ibc_open(cl, "soft0", &x) < 0 ||
+		    ibc_dm_alloc(x, 4096, 0, &dm) < 0 ||
+		    ibc_dm_write(dm, 0, bytes, sizeof(bytes)) < 0 ||
+		    ibc_reg_dm_mr(dm, 0, 4096,
+				  IBV_ACCESS_ZERO_BASED |
+					  IBV_ACCESS_LOCAL_WRITE,
+				  &mr) < 0)
+			_exit(1);
+		if (write(up[1], "r", 1) != 1 || read(down[0], &c, 1) != 1)
+			_exit(1);
+		c = ibc_ping(cl, NULL, 0) == 0 &&
+				    ibc_dm_read(dm, back, 0, sizeof(back)) ==
+					    0 &&
+				    !memcmp(back, bytes, sizeof(bytes))
+			    ? 'o'
+			    : 'x';
+		if (write(up[1], &c, 1) != 1)
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(up[1]);
+	close(down[0]);
+	ck_assert_int_eq(read(up[0], &c, 1), 1);
+	ck_assert_int_eq(c, 'r');
+	*ret_go = down[1];
+	*ret_done = up[0];
+	return pid;
+}
+
+/* The object ids and kinds listed, sorted by id, into @v (of @cap). */
+static size_t objects_listed(struct rig *g, struct ibc_object_info *v,
+			     size_t cap)
+{
+	struct ibc_object_info *o;
+	size_t n;
+
+	ck_assert_int_eq(ibc_list_objects(g->cl, NULL, &o, sizeof(*o), &n), 0);
+	ck_assert_uint_le(n, cap);
+	for (size_t i = 0; i < n; i++) {
+		size_t k = i;
+
+		while (k && v[k - 1].id > o[i].id) {
+			v[k] = v[k - 1];
+			k--;
+		}
+		v[k] = o[i];
+	}
+	ibc_list_free(o);
+	return n;
+}
+
+START_TEST(dm_mr_restored)
+{
+	struct ibc_object_info before[16], after[16];
+	struct ibc_domain_info base, used;
+	struct ibc_dm_info *d;
+	size_t n_before, n_after, n_dm;
+	uint64_t mr_id = 0;
+	int go, done, st;
+	struct rig g;
+	pid_t pid;
+	char c;
+
+	SKIP_WITHOUT_STATE(&g);
+	base = domain_now(&g);
+	pid = dm_mr_holder(&g, &go, &done);
+	n_before = objects_listed(&g, before, 16);
+	for (size_t i = 0; i < n_before; i++)
+		if (before[i].kind == IBC_OBJ_MR)
+			mr_id = before[i].id;
+	ck_assert_uint_ne(mr_id, 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "cannot be made again"), 0);
+	ck_assert_int_eq(write(go, "g", 1), 1);
+	ck_assert_int_eq(read(done, &c, 1), 1);
+	ck_assert_int_eq(c, 'o');
+	n_after = objects_listed(&g, after, 16);
+	ck_assert_uint_eq(n_after, n_before);
+	for (size_t i = 0; i < n_after; i++) {
+		ck_assert_uint_eq(after[i].id, before[i].id);
+		ck_assert_int_eq(after[i].kind, before[i].kind);
+		ck_assert_uint_eq(after[i].handle, before[i].handle);
+		ck_assert_int_eq(after[i].state, before[i].state);
+	}
+	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
+	ck_assert_uint_eq(n_dm, 1);
+	ck_assert_uint_eq(d[0].mrs, 1);
+	ck_assert_uint_eq(d[0].mr_list[0].object_id, mr_id);
+	ibc_list_free(d);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	close(go);
+	close(done);
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+		struct ibc_object_info *o;
+
+		do {
+			tl_sleep_ms(20);
+			ck_assert_int_eq(ibc_list_objects(g.cl, NULL, &o,
+							  sizeof(*o), &n_after),
+					 0);
+			ibc_list_free(o);
+			ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d),
+						      &n_dm),
+					 0);
+			ibc_list_free(d);
+		} while ((n_after || n_dm) && tl_now_ms() < end);
+		ck_assert_uint_eq(n_after, 0);
+		ck_assert_uint_eq(n_dm, 0);
+	}
+	used = domain_now(&g);
+	ck_assert_uint_eq(used.used.dm_bytes, 0);
+	ck_assert_uint_eq(used.used.objects, base.used.objects);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -779,6 +922,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, rekeyed_kept);
 	tcase_add_test(tc, store_full);
 	tcase_add_test(tc, family_uses_restored);
+	tcase_add_test(tc, dm_mr_restored);
 	suite_add_tcase(s, tc);
 	return s;
 }
