@@ -402,6 +402,27 @@ static pid_t holder_spawn(struct rig *g, bool families)
 	return pid;
 }
 
+/* Every object and DM goes (a dead client's cleanup). */
+static void wait_all_gone(struct rig *g)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	struct ibc_object_info *o;
+	struct ibc_dm_info *d;
+	size_t n_obj, n_dm;
+
+	do {
+		tl_sleep_ms(20);
+		ck_assert_int_eq(ibc_list_objects(g->cl, NULL, &o, sizeof(*o),
+						  &n_obj),
+				 0);
+		ibc_list_free(o);
+		ck_assert_int_eq(ibc_list_dms(g->cl, &d, sizeof(*d), &n_dm), 0);
+		ibc_list_free(d);
+	} while ((n_obj || n_dm) && tl_now_ms() < end);
+	ck_assert_uint_eq(n_obj, 0);
+	ck_assert_uint_eq(n_dm, 0);
+}
+
 /* A client that dies while no daemon runs: its socket hangs up in the
  * store, and what the families kept of it (a DM and its status page, an
  * XRCD open, a CQ) is destroyed after the restore as a dead client's; the
@@ -424,26 +445,7 @@ START_TEST(client_dead_while_down)
 	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
 	/* Its session comes back with its socket (FDPOLL=0 keeps it) and
 	 * ends as a dead client's: everything it held is destroyed. */
-	{
-		int64_t end = tl_now_ms() + TL_WAIT_MS;
-		struct ibc_object_info *o;
-		struct ibc_dm_info *d;
-		size_t n_obj, n_dm;
-
-		do {
-			tl_sleep_ms(20);
-			ck_assert_int_eq(ibc_list_objects(g.cl, NULL, &o,
-							  sizeof(*o), &n_obj),
-					 0);
-			ibc_list_free(o);
-			ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d),
-						      &n_dm),
-					 0);
-			ibc_list_free(d);
-		} while ((n_obj || n_dm) && tl_now_ms() < end);
-		ck_assert_uint_eq(n_obj, 0);
-		ck_assert_uint_eq(n_dm, 0);
-	}
+	wait_all_gone(&g);
 	rig_free(&g);
 }
 END_TEST
@@ -878,24 +880,7 @@ START_TEST(dm_mr_restored)
 	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
 	close(go);
 	close(done);
-	{
-		int64_t end = tl_now_ms() + TL_WAIT_MS;
-		struct ibc_object_info *o;
-
-		do {
-			tl_sleep_ms(20);
-			ck_assert_int_eq(ibc_list_objects(g.cl, NULL, &o,
-							  sizeof(*o), &n_after),
-					 0);
-			ibc_list_free(o);
-			ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d),
-						      &n_dm),
-					 0);
-			ibc_list_free(d);
-		} while ((n_after || n_dm) && tl_now_ms() < end);
-		ck_assert_uint_eq(n_after, 0);
-		ck_assert_uint_eq(n_dm, 0);
-	}
+	wait_all_gone(&g);
 	used = domain_now(&g);
 	ck_assert_uint_eq(used.used.dm_bytes, 0);
 	ck_assert_uint_eq(used.used.objects, base.used.objects);
