@@ -6,7 +6,7 @@
  * driver times from the kill to the moment its own client, polling
  * ibc_list_objects() filtered on the dead client, sees none left, and takes
  * the daemon's own figure (pidfd readable to last destroy, logged at info
- * by daemon/obj-cleanup.c) from the daemon's log. Both are ratios against
+ * by daemon/registry/obj-cleanup.c) from the daemon's log. Both are ratios against
  * the creation time of the same repetition.
  */
 #include "config.h"

@@ -41,7 +41,7 @@
 
 #include "bench/bench.h"
 #include "include/ibclient.h"
-#include "proto/soft.h"
+#include "daemon/device/soft/soft.h"
 
 #define INSN_TIMEOUT_MS 30000
 #define INSN_MAX_PACKET 4096

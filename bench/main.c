@@ -56,7 +56,7 @@
 
 #include "bench/bench.h"
 #include "include/ibclient.h"
-#include "proto/soft.h"
+#include "daemon/device/soft/soft.h"
 
 /* Under callgrind, --objs-ir counts the instructions of the pairs only. */
 #if defined(__has_include)

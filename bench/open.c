@@ -28,7 +28,7 @@
 
 #include "bench/bench.h"
 #include "include/ibclient.h"
-#include "proto/soft.h"
+#include "daemon/device/soft/soft.h"
 #include "proto/wire.h"
 
 #define OPEN_TIMEOUT_MS 10000

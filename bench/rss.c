@@ -23,7 +23,7 @@
 #include <unistd.h>
 
 #include "bench/bench.h"
-#include "common/toeplitz.h"
+#include "common/rss/toeplitz.h"
 #include "include/ibclient.h"
 
 #define FLOWS	      4096

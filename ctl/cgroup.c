@@ -6,7 +6,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "common/text.h"
+#include "common/text/text.h"
 #include "ctl/ctl.h"
 
 const char *ctl_cgroup_text(char *buf, size_t size, const char *cgroup,

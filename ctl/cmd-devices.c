@@ -6,7 +6,7 @@
 #include <stdio.h>
 
 #include "ctl/ctl.h"
-#include "common/caps-fields.h"
+#include "common/device/caps-fields.h"
 
 static void devices_json(const struct ibc_device_info *d, size_t n)
 {

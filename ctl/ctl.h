@@ -5,7 +5,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "common/text.h"
+#include "common/text/text.h"
 #include "include/ibclient.h"
 
 /* Exit codes. */
@@ -39,7 +39,7 @@ int ctl_fail(const char *what, int err);
 
 /*
  * Every string that came from the broker (and through it from a client) is
- * escaped before it is printed: text_escape() (common/text.h) for the
+ * escaped before it is printed: text_escape() (common/text/text.h) for the
  * tables and messages, json_string() for JSON.
  */
 

@@ -4,7 +4,7 @@
 #include <stdbool.h>
 #include <string.h>
 
-#include "common/text.h"
+#include "common/text/text.h"
 #include "ctl/ctl.h"
 
 /*

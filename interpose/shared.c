@@ -17,7 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/xrcd-name.h"
+#include "common/xrcd/xrcd-name.h"
 #include "interpose/interpose.h"
 #include "libclient/dm.h"
 

@@ -14,8 +14,8 @@
 #include "libclient/family.h"
 #include "libclient/objects.h"
 #include "libclient/events.h"
-#include "proto/soft.h"
-#include "common/caps-fields.h"
+#include "daemon/device/soft/soft.h"
+#include "common/device/caps-fields.h"
 
 /* Tell the broker this process no longer uses the context. */
 static void ibc_ctx_release(struct ibc_client *client, uint64_t id)

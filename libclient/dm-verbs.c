@@ -11,7 +11,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "common/wc-flush.h"
+#include "common/verbs/wc-flush.h"
 #include "libclient/dm.h"
 
 static void ibc_dm_verbs_drop(struct ibc_dm *dm)

@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "libclient/client.h"
-#include "common/caps-fields.h"
+#include "common/device/caps-fields.h"
 
 /* The public structures and the wire keep each limit written out (ABI,
  * wire); each must have every limit of the list, with the list's type. */

@@ -19,7 +19,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
-#include "common/toeplitz.h"
+#include "common/rss/toeplitz.h"
 #include "libclient/client.h"
 #include "libclient/ctx.h"
 #include "libclient/events.h"

@@ -14,7 +14,7 @@
 
 #include "libclient/dm.h"
 #include "libclient/objects.h"
-#include "proto/soft.h"
+#include "daemon/device/soft/soft.h"
 
 static int soft_attach(struct ibc_ctx *ctx, int fd)
 {
@@ -134,7 +134,7 @@ static int soft_kernel_call(struct ibc_obj *o, const struct ibc_obj_args *a,
  * The verbs path's window, on the soft device ([soft] intent_window):
  * intent, kernel call, register without waiting. A death between the
  * kernel call and the register leaves an object the registry cannot name
- * (an unaccounted object, daemon/unaccounted.c).
+ * (an unaccounted object, daemon/registry/unaccounted.c).
  */
 static int soft_create_window(struct ibc_obj *o, const struct ibc_obj_args *a,
 			      struct ibc_obj_result *res)

@@ -13,7 +13,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "common/verbs-err.h"
+#include "common/verbs/verbs-err.h"
 #include "libclient/objects.h"
 
 /* The context and handle libibverbs keeps in each kind's structure. */

@@ -13,8 +13,8 @@
 
 #include <infiniband/verbs.h>
 
-#include "common/verbs-err.h"
-#include "common/verbs-import.h"
+#include "common/verbs/verbs-err.h"
+#include "common/verbs/verbs-import.h"
 #include "libclient/dm.h"
 #include "libclient/objects.h"
 

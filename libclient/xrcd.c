@@ -17,11 +17,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/xrcd-name.h"
+#include "common/xrcd/xrcd-name.h"
 #include "libclient/family.h"
 #include "libclient/objects.h"
 
-/* The name rule (common/xrcd-name.h), before anything is sent: the
+/* The name rule (common/xrcd/xrcd-name.h), before anything is sent: the
  * broker checks it again. */
 static int xrcd_check_name(const char *name)
 {

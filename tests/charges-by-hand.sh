@@ -1,7 +1,7 @@
 #!/bin/sh
 # SPDX-License-Identifier: MIT
 #
-# charges-by-hand: every quota's count changes through daemon/charge.c's
+# charges-by-hand: every quota's count changes through daemon/registry/charge.c's
 # calls (issue 24 item 5), which log and count a count given back beyond
 # what it holds instead of letting it wrap or clamping it. This lists the
 # daemon's lines that change one by hand (++, --, += or -= on it) and fails
@@ -41,8 +41,8 @@ files=$(find daemon -name '*.c' ! -name charge.c ! -name device-soft.c \
 # shellcheck disable=SC2086
 found=$(grep -HnE "$pattern" $files || true)
 if [ -n "$found" ]; then
-	echo "charges-by-hand: quota counts changed outside daemon/charge.c:"
+	echo "charges-by-hand: quota counts changed outside daemon/registry/charge.c:"
 	echo "$found"
 	exit 1
 fi
-echo "charges-by-hand: every quota count changes through daemon/charge.c"
+echo "charges-by-hand: every quota count changes through daemon/registry/charge.c"

@@ -20,7 +20,7 @@
 
 #include <linux/capability.h>
 
-#include "daemon/caps.h"
+#include "daemon/device/caps.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * daemon/cgroup.c without a daemon: the globs of cgroups = and
+ * daemon/registry/cgroup.c without a daemon: the globs of cgroups = and
  * cgroup_pattern (a cgroup or an ancestor, '*' across '/'), the key of
  * per = cgroup, and the cgroup of a process read through its pidfd (this
  * process's, and a dead child's refused). The configuration's keys are
@@ -19,8 +19,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "daemon/cgroup.h"
-#include "daemon/conf.h"
+#include "daemon/registry/cgroup.h"
+#include "daemon/config/conf.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
 

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Charges (daemon/charge.h), in-process: after a seeded storm over every
+ * Charges (daemon/registry/charge.h), in-process: after a seeded storm over every
  * family (objects, RSS tables, DM allocations, imports and frees,
  * persistent DMs, XRCD opens, sessions in a uid's own, a configured and a
  * private domain, hang-ups and kills) every charge is back at zero, as
@@ -22,10 +22,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "daemon/charge.h"
-#include "daemon/domain.h"
-#include "daemon/user.h"
-#include "daemon/why.h"
+#include "daemon/registry/charge.h"
+#include "daemon/registry/domain.h"
+#include "daemon/registry/user.h"
+#include "daemon/util/why.h"
 #include "include/ibclient.h"
 #include "tests/cklib.h"
 #include "tests/srvlib.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * daemon/conf.c: rdmabroker.conf(5) through config_load() on files written
+ * daemon/config/conf.c: rdmabroker.conf(5) through config_load() on files written
  * to a temporary directory. Every kind of bad file must be refused with
  * -EINVAL and one message "FILE:LINE: [section] key \"k\": reason" that
  * names the file, the exact line and the key (where there is one), leaving
@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/conf.h"
+#include "daemon/config/conf.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
 

@@ -23,10 +23,10 @@
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_verbs.h>
 
-#include "common/verbs-import.h"
-#include "daemon/device.h"
-#include "daemon/log.h"
-#include "daemon/soft-objects.h"
+#include "common/verbs/verbs-import.h"
+#include "daemon/device/device.h"
+#include "daemon/util/log.h"
+#include "daemon/device/soft/soft-objects.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
 #include "tests/verbs-shim.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * daemon/dispatch.c: the table, reply helpers, and dispatch_packet() driven
+ * daemon/server/dispatch.c: the table, reply helpers, and dispatch_packet() driven
  * through a real server (server_init on a temporary socket, soft device)
  * and a connection made of a socketpair, without running the event loop
  * but for the turn that closes a connection dispatch gave up: replies are
@@ -19,10 +19,10 @@
 
 #include <event2/event.h>
 
-#include "daemon/conn.h"
-#include "daemon/dispatch.h"
-#include "daemon/log.h"
-#include "daemon/server.h"
+#include "daemon/server/conn.h"
+#include "daemon/server/dispatch.h"
+#include "daemon/util/log.h"
+#include "daemon/server/server.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
 

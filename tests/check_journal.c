@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The state journal (daemon/journal.h), in-process: what a reader makes of
+ * The state journal (daemon/restart/journal.h), in-process: what a reader makes of
  * the memfd after a kill at any point of a write is a state the writer was
  * in (a transaction all or nothing), a corrupt or cut state is refused
  * whole and never read outside its bytes, compaction keeps exactly the
@@ -21,13 +21,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "daemon/fdstore.h"
-#include "daemon/inflight.h"
-#include "daemon/keysort.h"
-#include "daemon/journal.h"
-#include "daemon/log.h"
-#include "daemon/restart.h"
-#include "daemon/restore-object.h"
+#include "daemon/restart/fdstore.h"
+#include "daemon/restart/inflight.h"
+#include "daemon/util/keysort.h"
+#include "daemon/restart/journal.h"
+#include "daemon/util/log.h"
+#include "daemon/restart/restart.h"
+#include "daemon/restart/restore-object.h"
 #include "proto/state.pb-c.h"
 #include "tests/cklib.h"
 

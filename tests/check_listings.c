@@ -22,11 +22,11 @@
 
 #include <infiniband/verbs.h>
 
-#include "daemon/ctx.h"
-#include "daemon/device.h"
-#include "daemon/ids.h"
-#include "daemon/server.h"
-#include "daemon/soft-objects.h"
+#include "daemon/registry/ctx.h"
+#include "daemon/device/device.h"
+#include "daemon/util/ids.h"
+#include "daemon/server/server.h"
+#include "daemon/device/soft/soft-objects.h"
 #include "tests/cklib.h"
 #include "tests/objlib.h"
 #include "tests/srvlib.h"

@@ -24,12 +24,12 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#include "common/text.h"
-#include "daemon/conf.h"
-#include "daemon/domain.h"
-#include "daemon/metrics-http.h"
-#include "daemon/metrics-text.h"
-#include "daemon/server.h"
+#include "common/text/text.h"
+#include "daemon/config/conf.h"
+#include "daemon/registry/domain.h"
+#include "daemon/server/metrics-http.h"
+#include "daemon/server/metrics-text.h"
+#include "daemon/server/server.h"
 #include "tests/cklib.h"
 #include "tests/objlib.h"
 #include "tests/srvlib.h"

@@ -30,14 +30,14 @@
 #include <event2/event.h>
 #include <infiniband/verbs.h>
 
-#include "daemon/conn.h"
-#include "daemon/ctx.h"
-#include "daemon/dispatch.h"
-#include "daemon/dm.h"
-#include "daemon/log.h"
-#include "daemon/objects.h"
-#include "daemon/server.h"
-#include "daemon/user.h"
+#include "daemon/server/conn.h"
+#include "daemon/registry/ctx.h"
+#include "daemon/server/dispatch.h"
+#include "daemon/families/dm/dm.h"
+#include "daemon/util/log.h"
+#include "daemon/registry/objects.h"
+#include "daemon/server/server.h"
+#include "daemon/registry/user.h"
 #include "tests/cklib.h"
 #include "tests/objlib.h"
 #include "tests/srvlib.h"
@@ -473,7 +473,7 @@ END_TEST
 
 /* A dead client's open intents: the one whose kernel call made an object
  * stays charged, as unaccounted, until the context closes; the one that
- * made nothing is given back (daemon/unaccounted.c counts the kernel's
+ * made nothing is given back (daemon/registry/unaccounted.c counts the kernel's
  * handles). */
 START_TEST(test_intents_unaccounted)
 {
@@ -580,7 +580,7 @@ START_TEST(test_dispatch_rows)
 }
 END_TEST
 
-/* --- XRC domains (daemon/xrcd.c) ---------------------------------------- */
+/* --- XRC domains (daemon/families/xrcd/xrcd.c) ---------------------------- */
 
 /* XrcdOpenRequest for @name with @oflags in @c's context: the object id, or
  * -errno. */

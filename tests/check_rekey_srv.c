@@ -22,13 +22,13 @@
 
 #include <event2/event.h>
 
-#include "daemon/conf.h"
-#include "daemon/conn.h"
-#include "daemon/ctx.h"
-#include "daemon/domain.h"
-#include "daemon/log.h"
-#include "daemon/objects.h"
-#include "daemon/server.h"
+#include "daemon/config/conf.h"
+#include "daemon/server/conn.h"
+#include "daemon/registry/ctx.h"
+#include "daemon/registry/domain.h"
+#include "daemon/util/log.h"
+#include "daemon/registry/objects.h"
+#include "daemon/server/server.h"
 #include "tests/cklib.h"
 #include "tests/objlib.h"
 #include "tests/srvlib.h"

@@ -28,9 +28,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "common/toeplitz.h"
-#include "daemon/rss.h"
-#include "daemon/soft-objects.h"
+#include "common/rss/toeplitz.h"
+#include "daemon/families/rss/rss.h"
+#include "daemon/device/soft/soft-objects.h"
 #include "tests/objlib.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"

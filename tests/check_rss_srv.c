@@ -20,12 +20,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "daemon/conn.h"
-#include "daemon/ctx.h"
-#include "daemon/dispatch.h"
-#include "daemon/domain.h"
-#include "daemon/objects.h"
-#include "daemon/server.h"
+#include "daemon/server/conn.h"
+#include "daemon/registry/ctx.h"
+#include "daemon/server/dispatch.h"
+#include "daemon/registry/domain.h"
+#include "daemon/registry/objects.h"
+#include "daemon/server/server.h"
 #include "proto/wire.h"
 #include "tests/cklib.h"
 #include "tests/objlib.h"

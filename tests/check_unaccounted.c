@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unaccounted objects counted exactly (daemon/unaccounted.c), on the soft
+ * Unaccounted objects counted exactly (daemon/registry/unaccounted.c), on the soft
  * device with the verbs path's window ([soft] intent_window) and
  * provider-internal records per import ([soft]
  * internal_objects_per_import): a client stopped and killed inside the

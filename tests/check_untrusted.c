@@ -1,14 +1,14 @@
 // SPDX-License-Identifier: MIT
 /*
  * Bytes from clients on their way to the operator: the UTF-8 decoder and
- * the escaping of common/text.c, log_escape() and log_msg() of the daemon,
+ * the escaping of common/text/text.c, log_escape() and log_msg() of the daemon,
  * the daemon refusing a hello whose library version is not printable, and
  * the daemon's log for a client whose process name (PR_SET_NAME) holds
  * terminal escapes, a newline that would forge a journal line and bytes
  * that are not UTF-8. rdmabrokerctl's side is in check_ctl.c.
  *
  * The output is checked by tl_text_safe() (tests/testlib.c), written apart
- * from common/text.c.
+ * from common/text/text.c.
  */
 #include "config.h"
 
@@ -21,12 +21,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "common/text.h"
-#include "daemon/log.h"
+#include "common/text/text.h"
+#include "daemon/util/log.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
 
-/* --- common/text.c ------------------------------------------------------- */
+/* --- common/text/text.c --------------------------------------------------- */
 
 START_TEST(test_utf8_decode)
 {

@@ -12,7 +12,7 @@
 #include <unistd.h>
 
 #include "proto/wire.h"
-#include "common/caps-fields.h"
+#include "common/device/caps-fields.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
 
@@ -639,7 +639,7 @@ START_TEST(test_peek_reply)
 }
 END_TEST
 
-/* One device limit of common/caps-fields.h: its name and wire type. */
+/* One device limit of common/device/caps-fields.h: its name and wire type. */
 struct caps_limit {
 	const char *name;
 	ProtobufCType type;
@@ -674,7 +674,7 @@ START_TEST(test_device_caps_match_list)
 
 			ck_assert_msg(!limit,
 				      "DeviceCaps.%s is missing from "
-				      "common/caps-fields.h",
+				      "common/device/caps-fields.h",
 				      f->name);
 			continue;
 		}

@@ -916,7 +916,7 @@ START_TEST(test_redeclared_while_held)
 }
 END_TEST
 
-/* Names the rule refuses (common/xrcd-name.h), as bytes that a C string
+/* Names the rule refuses (common/xrcd/xrcd-name.h), as bytes that a C string
  * can carry: what ibc_xrcd_open() refuses before sending them. */
 static const char *const unprintable[] = {
 	"a\xc2\x9b[31m",   /* U+009B, CSI: C1 */

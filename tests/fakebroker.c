@@ -14,7 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "proto/soft.h"
+#include "daemon/device/soft/soft.h"
 #include "tests/fakebroker.h"
 #include "tests/testlib.h"
 

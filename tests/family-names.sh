@@ -19,8 +19,8 @@
 #
 # A family's own files: any file under a folder named after the family
 # (daemon/families/dm/...), any file whose name starts with the family's
-# name followed by '.', '-' or '_' (daemon/dm-list.c, libclient/dm-soft.c,
-# common/xrcd-name.c, daemon/rss-verbs.c) and ctl/cmd-FAMILY.c.
+# name followed by '.', '-' or '_' (daemon/families/dm/dm-list.c, libclient/dm-soft.c,
+# common/xrcd/xrcd-name.c, daemon/families/rss/rss-verbs.c) and ctl/cmd-FAMILY.c.
 #
 # "Names the family": in C (.c .h .cc .def) an identifier one of whose
 # words is the family's word (dm or dms, xrcd or xrcds, rss), words being

@@ -74,15 +74,15 @@ function strong(v,    w, i) {
 }
 BEGIN {
 	# path pattern (a regular expression over the module name) and layer
-	n = split("^daemon/(log|queue|ids|why|fdstore|journal|inflight|keysort)$ 0 " \
-		  "^daemon/(device|device-verbs|device-soft|soft-objects|uverbs|caps|rss-verbs)$ 1 " \
-		  "^daemon/(objects|domain|ctx|user|policy|conf|conf-check|cgroup|family|charge|core|client|restart|restart-int|restore-object)$ 2 " \
-		  "^daemon/(dm|dm-revoke|xrcd|rss|rekey|obj-cleanup|obj-watch|unaccounted|families|family-state|dm-state|xrcd-state|rss-state)$ 3 " \
-		  "^daemon/(obj-handlers|inspect|session|dm-list|ctx-handlers|dm-handlers|rekey-handlers|xrcd-handlers|rss-handlers|handler)$ 4 " \
-		  "^daemon/(server|conn|dispatch|main|sd|notify|listen|runtime|restart-srv|restore|reexec)$ 5 " \
-		  "^daemon/conn-evict$ 5 " \
-		  "^daemon/metrics$ 0 " \
-		  "^daemon/(metrics-text|metrics-req|metrics-http)$ 5", t, " ")
+	n = split("^daemon/(util/log|util/queue|util/ids|util/why|restart/fdstore|restart/journal|restart/inflight|util/keysort)$ 0 " \
+		  "^daemon/(device/device|device/verbs/device-verbs|device/soft/device-soft|device/soft/soft-objects|device/verbs/uverbs|device/caps|families/rss/rss-verbs|device/soft/soft)$ 1 " \
+		  "^daemon/(registry/objects|registry/domain|registry/ctx|registry/user|registry/policy|config/conf|config/conf-check|registry/cgroup|families/family|registry/charge|registry/core|registry/client|restart/restart|restart/restart-int|restart/restore-object)$ 2 " \
+		  "^daemon/(families/dm/dm|families/dm/dm-revoke|families/xrcd/xrcd|families/rss/rss|families/rekey|registry/obj-cleanup|registry/obj-watch|registry/unaccounted|families/families|families/family-state|families/dm/dm-state|families/xrcd/xrcd-state|families/rss/rss-state)$ 3 " \
+		  "^daemon/(registry/obj-handlers|server/inspect|server/session|families/dm/dm-list|registry/ctx-handlers|families/dm/dm-handlers|families/rekey-handlers|families/xrcd/xrcd-handlers|families/rss/rss-handlers|server/handler)$ 4 " \
+		  "^daemon/(server/server|server/conn|server/dispatch|server/main|server/sd|server/notify|server/listen|server/runtime|restart/restart-srv|restart/restore|restart/reexec)$ 5 " \
+		  "^daemon/server/conn-evict$ 5 " \
+		  "^daemon/server/metrics$ 0 " \
+		  "^daemon/(server/metrics-text|server/metrics-req|server/metrics-http)$ 5", t, " ")
 	for (i = 1; i < n; i += 2) {
 		rule_re[++nrules] = t[i]
 		rule_layer[nrules] = t[i + 1]

@@ -12,7 +12,7 @@
 
 #include <event2/event.h>
 
-#include "daemon/log.h"
+#include "daemon/util/log.h"
 #include "tests/srvlib.h"
 #include "tests/testlib.h"
 

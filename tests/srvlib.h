@@ -12,9 +12,9 @@
 
 #include <stdbool.h>
 
-#include "daemon/conn.h"
-#include "daemon/objects.h"
-#include "daemon/server.h"
+#include "daemon/server/conn.h"
+#include "daemon/registry/objects.h"
+#include "daemon/server/server.h"
 #include "tests/objlib.h"
 
 #define SL_MAX_CLIENTS 4

@@ -198,7 +198,7 @@ void tl_pb_message(struct tl_buf *b, const ProtobufCMessage *msg);
 
 /*
  * The well-formed UTF-8 character at @s, of at most @n bytes: its length (1
- * to 4) with *ret_cp set, or 0. Written apart from common/text.c, to check
+ * to 4) with *ret_cp set, or 0. Written apart from common/text/text.c, to check
  * what that produces.
  */
 int tl_utf8_char(const char *s, size_t n, uint32_t *ret_cp);

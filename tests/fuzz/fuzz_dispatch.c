@@ -35,12 +35,12 @@
 
 #include <event2/event.h>
 
-#include "daemon/conn.h"
-#include "daemon/domain.h"
-#include "daemon/log.h"
-#include "daemon/objects.h"
-#include "daemon/server.h"
-#include "daemon/user.h"
+#include "daemon/server/conn.h"
+#include "daemon/registry/domain.h"
+#include "daemon/util/log.h"
+#include "daemon/registry/objects.h"
+#include "daemon/server/server.h"
+#include "daemon/registry/user.h"
 #include "proto/wire.h"
 #include "tests/fuzz/fuzz.h"
 

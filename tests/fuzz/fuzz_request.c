@@ -23,7 +23,7 @@
 
 const char fuzz_target_name[] = "request";
 
-/* As daemon/dispatch.c: 64 KiB in place, WIRE_MAX_DECODED in all. */
+/* As daemon/server/dispatch.c: 64 KiB in place, WIRE_MAX_DECODED in all. */
 static union {
 	max_align_t align;
 	uint8_t buf[64 * 1024];

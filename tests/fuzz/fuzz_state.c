@@ -19,10 +19,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/journal.h"
-#include "daemon/log.h"
-#include "daemon/restart.h"
-#include "daemon/restore-object.h"
+#include "daemon/restart/journal.h"
+#include "daemon/util/log.h"
+#include "daemon/restart/restart.h"
+#include "daemon/restart/restore-object.h"
 #include "proto/state.pb-c.h"
 #include "tests/fuzz/fuzz.h"
 

@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "daemon/journal.h"
+#include "daemon/restart/journal.h"
 #include "proto/state.pb-c.h"
 
 static const char *outdir;

@@ -38,7 +38,7 @@
 #include <linux/kcmp.h>
 
 #define HW_NAME "hw_interpose"
-#include "daemon/uverbs.h"
+#include "daemon/device/verbs/uverbs.h"
 #include "tests/hw/hwlib.h"
 
 #define N_HANDLES 6

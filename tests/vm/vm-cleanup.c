@@ -35,11 +35,11 @@
 #include <event2/event.h>
 #include <infiniband/verbs.h>
 
-#include "daemon/conn.h"
-#include "daemon/ctx.h"
-#include "daemon/log.h"
-#include "daemon/objects.h"
-#include "daemon/server.h"
+#include "daemon/server/conn.h"
+#include "daemon/registry/ctx.h"
+#include "daemon/util/log.h"
+#include "daemon/registry/objects.h"
+#include "daemon/server/server.h"
 #include "tests/objlib.h"
 #include "tests/testlib.h"
 #include "tests/vm/vmsrv.h"

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The daemon's destroy-by-handle helper (daemon/uverbs.c) on a real kernel:
+ * The daemon's destroy-by-handle helper (daemon/device/verbs/uverbs.c) on a real kernel:
  *
  *   vm-destroy DEV
  *
@@ -23,8 +23,8 @@
 #include <infiniband/verbs.h>
 #include <rdma/ib_user_ioctl_verbs.h>
 
-#include "daemon/device.h"
-#include "daemon/uverbs.h"
+#include "daemon/device/device.h"
+#include "daemon/device/verbs/uverbs.h"
 #include "tests/vm/vmutil.h"
 
 /* How many objects of @type `rdma resource show` lists for this process;

@@ -9,7 +9,7 @@
  *   vm-rss rawcaps DEV
  *	started by systemd-run with the unit's User=, AmbientCapabilities=,
  *	CapabilityBoundingSet= and SystemCallFilter=: with CAP_NET_RAW
- *	dropped from the effective set (daemon/caps.c, as the daemon does at
+ *	dropped from the effective set (daemon/device/caps.c, as the daemon does at
  *	start-up) a RAW_PACKET QP is refused with EPERM by the kernel's
  *	capability check; raised, the request gets past it to the driver's
  *	own answer (rxe makes no RAW_PACKET QPs)
@@ -25,7 +25,7 @@
 
 #include <infiniband/verbs.h>
 
-#include "daemon/caps.h"
+#include "daemon/device/caps.h"
 #include "include/ibclient.h"
 #include "tests/vm/vmutil.h"
 

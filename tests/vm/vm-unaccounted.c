@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: MIT
 /*
- * The exact unaccounted count on a real kernel (daemon/unaccounted.c):
+ * The exact unaccounted count on a real kernel (daemon/registry/unaccounted.c):
  *
  *   vm-unaccounted DEV
  *
@@ -31,14 +31,14 @@
 #include <event2/event.h>
 #include <infiniband/verbs.h>
 
-#include "daemon/conn.h"
-#include "daemon/ctx.h"
-#include "daemon/domain.h"
-#include "daemon/log.h"
-#include "daemon/objects.h"
-#include "daemon/server.h"
-#include "daemon/unaccounted.h"
-#include "daemon/uverbs.h"
+#include "daemon/server/conn.h"
+#include "daemon/registry/ctx.h"
+#include "daemon/registry/domain.h"
+#include "daemon/util/log.h"
+#include "daemon/registry/objects.h"
+#include "daemon/server/server.h"
+#include "daemon/registry/unaccounted.h"
+#include "daemon/device/verbs/uverbs.h"
 #include "tests/objlib.h"
 #include "tests/testlib.h"
 #include "tests/vm/vmsrv.h"

@@ -14,9 +14,9 @@
 
 #include <event2/event.h>
 
-#include "daemon/conn.h"
-#include "daemon/domain.h"
-#include "daemon/log.h"
+#include "daemon/server/conn.h"
+#include "daemon/registry/domain.h"
+#include "daemon/util/log.h"
 #include "tests/testlib.h"
 #include "tests/vm/vmsrv.h"
 #include "tests/vm/vmutil.h"

@@ -15,9 +15,9 @@
 
 #include <infiniband/verbs.h>
 
-#include "daemon/ctx.h"
-#include "daemon/objects.h"
-#include "daemon/server.h"
+#include "daemon/registry/ctx.h"
+#include "daemon/registry/objects.h"
+#include "daemon/server/server.h"
 #include "tests/objlib.h"
 
 extern struct server vs_srv;

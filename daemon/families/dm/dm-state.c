@@ -1,0 +1,551 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Device memory across a restart (issue 25; restart.h's contract): each
+ * DM is one journal record (proto/state.proto's Dm, its holds inside),
+ * rewritten whole as it changes, and each session's status page one
+ * (DmSession); a soft DM's memfd and every status page go to the fd store
+ * as they are made. The restore makes the records again, takes their
+ * descriptors back (a verbs DM through ibv_import_dm(), in the device's
+ * dm_adopt) and charges each DM again as its alloc did: the charges are
+ * never records, so they cannot disagree with the DMs.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "daemon/registry/charge.h"
+#include "daemon/registry/client.h"
+#include "daemon/registry/ctx.h"
+#include "daemon/families/dm/dm.h"
+#include "daemon/registry/domain.h"
+#include "daemon/families/family-state.h"
+#include "daemon/util/log.h"
+#include "daemon/registry/objects.h"
+#include "daemon/restart/restart.h"
+#include "daemon/registry/core.h"
+#include "daemon/registry/user.h"
+#include "proto/state.pb-c.h"
+
+enum {
+	JOURNAL_DM = DM_JOURNAL_FIRST,
+	JOURNAL_DM_SESSION = DM_JOURNAL_FIRST + 1,
+};
+
+/* The session of a hold, by its connection's client id; 0 detached. */
+static uint64_t dm_hold_session(const struct dm_hold *h)
+{
+	return h->s ? h->s->conn->id : 0;
+}
+
+/* Write @dm's record into @j: 0 or journal_put()'s -errno. */
+static int dm_put(struct journal *j, const struct dm *dm)
+{
+	Rdmab__State__Dm m = RDMAB__STATE__DM__INIT;
+	Rdmab__State__DmHold *holds = NULL, **hp = NULL;
+	int ret;
+
+	if (dm->n_holds) {
+		holds = calloc(dm->n_holds, sizeof(*holds));
+		hp = calloc(dm->n_holds, sizeof(*hp));
+		if (!holds || !hp) {
+			free(holds);
+			free(hp);
+			return -ENOMEM;
+		}
+	}
+	for (unsigned int i = 0; i < dm->n_holds; i++) {
+		rdmab__state__dm_hold__init(&holds[i]);
+		holds[i].object_id = dm->holds[i].o->id;
+		holds[i].session = dm_hold_session(&dm->holds[i]);
+		holds[i].slot = dm->holds[i].slot;
+		holds[i].owner = dm->holds[i].o->owner->client_id;
+		hp[i] = &holds[i];
+	}
+	m.ctx_id = dm->ctx->id;
+	m.handle = dm->dd.handle;
+	m.length = dm->length;
+	m.pages = dm->pages;
+	m.log_align = dm->log_align;
+	m.born_usec = dm->born_usec;
+	m.allocator_id = dm->allocator_id;
+	m.allocator_live = dm->allocator != NULL;
+	m.allocator_pid = (uint32_t)dm->allocator_pid;
+	m.uid = (uint32_t)dm->uid;
+	m.charged = dm->charged;
+	m.persistent = dm->persistent;
+	m.owner_charged = dm->owner != NULL;
+	m.free_asked = dm->free_asked;
+	m.blocked = dm->blocked;
+	m.revoked = dm->revoked;
+	m.blocked_by = (char *)dm->blocked_by;
+	m.claim_object = dm->claim ? dm->claim->id : 0;
+	m.n_holds = dm->n_holds;
+	m.holds = hp;
+	ret = journal_put(j, JOURNAL_DM, dm->id, &m.base);
+	free(holds);
+	free(hp);
+	return ret;
+}
+
+static int dm_session_put(struct journal *j, const struct dm_session *s)
+{
+	Rdmab__State__DmSession m = RDMAB__STATE__DM_SESSION__INIT;
+
+	m.sent = s->sent;
+	return journal_put(j, JOURNAL_DM_SESSION, s->conn->id, &m.base);
+}
+
+/* --- as it changes ---------------------------------------------------- */
+
+void dm_journal(struct core *core, const struct dm *dm)
+{
+	struct journal *j = restart_journal(core);
+
+	/* A failure marks the journal broken (journal.h): the next start
+	 * refuses the whole state rather than adopt a DM half known. */
+	if (j)
+		dm_put(j, dm);
+}
+
+void dm_journal_forget(struct core *core, const struct dm *dm)
+{
+	state_forget(core, JOURNAL_DM, dm->id, "dm");
+}
+
+int dm_journal_store_fd(struct core *core, const struct dm *dm)
+{
+	struct fdstore *st = restart_fdstore(core);
+	char name[FDSTORE_NAME_MAX];
+
+	if (!st || dm->dd.fd < 0)
+		return 0;
+	state_fd_name(name, sizeof(name), "dm", dm->id);
+	return fdstore_put(st, name, dm->dd.fd);
+}
+
+int dm_journal_session(struct core *core, const struct dm_session *s)
+{
+	struct fdstore *st = restart_fdstore(core);
+	char name[FDSTORE_NAME_MAX];
+	int ret;
+
+	if (!st)
+		return 0;
+	state_fd_name(name, sizeof(name), "dmst", s->conn->id);
+	ret = fdstore_put(st, name, s->fd);
+	if (ret < 0)
+		return ret;
+	dm_session_put(restart_journal(core), s);
+	return 0;
+}
+
+void dm_journal_session_sent(struct core *core, const struct dm_session *s)
+{
+	struct journal *j = restart_journal(core);
+
+	if (j)
+		dm_session_put(j, s);
+}
+
+void dm_journal_session_gone(struct core *core, const struct dm_session *s)
+{
+	/* Restart off: s->conn may be gone already at exit. */
+	if (!restart_journal(core) && !restart_fdstore(core))
+		return;
+	state_forget(core, JOURNAL_DM_SESSION, s->conn->id, "dmst");
+}
+
+/* --- leave: the daemon exits, the next one takes over ------------------- */
+
+void dm_state_leave(struct core *core)
+{
+	struct dm_table *t = dm_state(core);
+	struct dm_session *s;
+	struct dm *dm;
+
+	/* Nothing is freed on the device, nothing leaves the journal or
+	 * the store: the records stay the next daemon's. This process's
+	 * copies of the descriptors and its memory go. */
+	while ((dm = TAILQ_FIRST(&t->dms))) {
+		TAILQ_REMOVE(&t->dms, dm, link);
+		TAILQ_REMOVE(&dm->domain->dms, dm, domain_link);
+		t->n--;
+		dm_mrs_loosen(core, dm);
+		if (dm->revoke_ev)
+			event_free(dm->revoke_ev);
+		if (dm->dd.fd >= 0)
+			close(dm->dd.fd);
+		if (dm->owner)
+			user_unref(core, dm->owner);
+		dctx_obj_release(core, dm->ctx);
+		free(dm->holds);
+		free(dm);
+	}
+	t->n_blocked = 0;
+	while ((s = TAILQ_FIRST(&t->sessions))) {
+		TAILQ_REMOVE(&t->sessions, s, link);
+		munmap(s->page, DM_STATUS_SLOTS);
+		close(s->fd);
+		user_uncharge_dm_page(s->user);
+		user_unref(core, s->user);
+		free(s);
+	}
+}
+
+/* --- restore ------------------------------------------------------------- */
+
+static struct dm_session *dm_session_by_id(struct core *core, uint64_t id)
+{
+	struct dm_session *s;
+
+	TAILQ_FOREACH(s, &dm_state(core)->sessions, link)
+		if (s->conn->id == id)
+			return s;
+	return NULL;
+}
+
+static int dm_restore_session(void *arg, const struct journal_rec *r)
+{
+	struct restore *rs = arg;
+	struct core *core = rs->core;
+	Rdmab__State__DmSession *m;
+	char name[FDSTORE_NAME_MAX];
+	struct dm_session *s;
+	struct client *c;
+	int fd, ret;
+
+	m = rdmab__state__dm_session__unpack(NULL, r->len, r->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "the DM status page of client %" PRIu64
+				    " does not decode",
+				    r->key);
+	c = state_client(core, r->key);
+	state_fd_name(name, sizeof(name), "dmst", r->key);
+	if (!c) {
+		/* The session did not come back (it hung up while no daemon
+		 * ran): its page goes with it, closed with what nobody
+		 * took. */
+		rdmab__state__dm_session__free_unpacked(m, NULL);
+		return 0;
+	}
+	ret = restore_take_fd(rs, name, &fd);
+	if (ret < 0) {
+		rdmab__state__dm_session__free_unpacked(m, NULL);
+		return restore_fail(rs, ret,
+				    "the DM status page of client %" PRIu64
+				    " is not in the fd store",
+				    r->key);
+	}
+	s = calloc(1, sizeof(*s));
+	if (!s) {
+		close(fd);
+		rdmab__state__dm_session__free_unpacked(m, NULL);
+		return restore_fail(rs, -ENOMEM, "out of memory");
+	}
+	s->fd = fd;
+	s->conn = c;
+	s->sent = m->sent;
+	rdmab__state__dm_session__free_unpacked(m, NULL);
+	s->page = mmap(NULL, DM_STATUS_SLOTS, PROT_READ | PROT_WRITE,
+		       MAP_SHARED, fd, 0);
+	if (s->page == MAP_FAILED) {
+		ret = -errno;
+		close(fd);
+		free(s);
+		return restore_fail(rs, ret,
+				    "the DM status page of client %" PRIu64
+				    " cannot be mapped: %s",
+				    r->key, strerror(-ret));
+	}
+	/* Exempt: it was charged when made, whatever a reload did since. */
+	user_charge_dm_page(core, c->user, true);
+	s->user = user_ref(c->user);
+	TAILQ_INSERT_TAIL(&dm_state(core)->sessions, s, link);
+	rs->adopted_fds++;
+	/* The new generation's journal and store hold what was adopted. */
+	ret = dm_journal_session(core, s);
+	if (ret < 0)
+		return restore_fail(rs, ret,
+				    "the DM status page of client %" PRIu64
+				    " cannot be kept: %s",
+				    r->key, strerror(-ret));
+	return 0;
+}
+
+/*
+ * A DM import's registry record, made again under @id for the session of
+ * @owner (the registry journals no DM import: the DM's record names them).
+ * NULL when that session did not come back: the import went with it.
+ */
+static struct obj *dm_restore_record(struct restore *rs, struct dm *dm,
+				     uint64_t owner, uint64_t id)
+{
+	struct client *c = state_client(rs->core, owner);
+	struct why why = { 0 };
+	struct obj *o;
+
+	if (!c || !dctx_conn_find(c, dm->ctx->id))
+		return NULL;
+	if (objects_add_id(c, dm->ctx, IBC_OBJ_DM, false, true, dm->dd.handle,
+			   id, &why, &o) < 0) {
+		log_warn("DM %" PRIu64 ": the import %" PRIu64 " of client "
+			 "%" PRIu64 " is not adopted: %s",
+			 dm->id, id, owner, why.text);
+		return NULL;
+	}
+	o->family_owned = true;
+	o->slot[FAMILY_DM].id = dm->id;
+	rs->adopted_objects++;
+	return o;
+}
+
+/* @m's holds into @dm: the registry's records and the sessions' slots. */
+static int dm_restore_holds(struct restore *rs, struct dm *dm,
+			    const Rdmab__State__Dm *m)
+{
+	struct core *core = rs->core;
+
+	dm->holds = calloc(m->n_holds ? m->n_holds : 1, sizeof(*dm->holds));
+	if (!dm->holds)
+		return restore_fail(rs, -ENOMEM, "out of memory");
+	dm->cap_holds = m->n_holds ? (unsigned int)m->n_holds : 1;
+	for (size_t i = 0; i < m->n_holds; i++) {
+		const Rdmab__State__DmHold *hm = m->holds[i];
+		struct dm_session *s = NULL;
+		struct obj *o;
+
+		o = dm_restore_record(rs, dm, hm->owner, hm->object_id);
+		if (!o)
+			continue;
+		if (hm->session) {
+			s = dm_session_by_id(core, hm->session);
+			if (!s || hm->slot >= DM_STATUS_SLOTS ||
+			    s->used[hm->slot]) {
+				objects_remove(o);
+				return restore_fail(
+					rs, -EINVAL,
+					"DM %" PRIu64 ": its import %" PRIu64
+					" names slot %u of client %" PRIu64
+					"'s status page, which is not there "
+					"or taken",
+					dm->id, hm->object_id, hm->slot,
+					hm->session);
+			}
+			s->used[hm->slot] = 1;
+			s->page[hm->slot] = dm->revoked;
+		}
+		dm->holds[dm->n_holds++] = (struct dm_hold){
+			.o = o, .s = s, .slot = hm->slot
+		};
+	}
+	return 0;
+}
+
+static int dm_restore_one(void *arg, const struct journal_rec *r)
+{
+	struct restore *rs = arg;
+	struct core *core = rs->core;
+	struct why why = { 0 };
+	char name[FDSTORE_NAME_MAX];
+	Rdmab__State__Dm *m;
+	struct dm *dm = NULL;
+	struct dctx *x;
+	int fd = -1, ret;
+
+	m = rdmab__state__dm__unpack(NULL, r->len, r->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "DM %" PRIu64 " does not decode", r->key);
+	x = state_ctx(core, m->ctx_id);
+	if (!x || !x->dc) {
+		/* No session holds its context any more: the DM went with
+		 * it, as with a device removal (its memfd is closed with
+		 * what nobody took). */
+		log_info("DM %" PRIu64 ": its context %" PRIu64 " did not come "
+			 "back, not adopted",
+			 r->key, m->ctx_id);
+		ret = 0;
+		goto out;
+	}
+	dm = calloc(1, sizeof(*dm));
+	if (!dm) {
+		ret = restore_fail(rs, -ENOMEM, "out of memory");
+		goto out;
+	}
+	dm->id = r->key;
+	dm->dd.fd = -1;
+	TAILQ_INIT(&dm->mrs);
+	state_fd_name(name, sizeof(name), "dm", dm->id);
+	/* Soft DMs have a memfd in the store, verbs DMs none. */
+	if (restore_take_fd(rs, name, &fd) < 0)
+		fd = -1;
+	ret = x->dev->ctx_ops->dm_adopt(x->dc, m->handle, m->length, fd,
+					&dm->dd, &why);
+	if (ret < 0) {
+		if (fd >= 0)
+			close(fd);
+		free(dm);
+		dm = NULL;
+		ret = restore_fail(rs, ret, "DM %" PRIu64 ": %s", r->key,
+				   why.text);
+		goto out;
+	}
+	if (fd >= 0)
+		rs->adopted_fds++;
+	dm->ctx = x;
+	dm->domain = x->domain;
+	dm->length = m->length;
+	dm->pages = m->pages;
+	dm->log_align = m->log_align;
+	dm->born_usec = m->born_usec;
+	dm->allocator_id = m->allocator_id;
+	dm->allocator = m->allocator_live ? state_client(core, m->allocator_id)
+					  : NULL;
+	dm->allocator_pid = (pid_t)m->allocator_pid;
+	dm->uid = (uid_t)m->uid;
+	dm->persistent = m->persistent;
+	dm->free_asked = m->free_asked;
+	dm->revoked = m->revoked;
+	snprintf(dm->blocked_by, sizeof(dm->blocked_by), "%s",
+		 m->blocked_by ? m->blocked_by : "");
+	/* In the lists first: from here on dm_forget() undoes it all. */
+	TAILQ_INSERT_TAIL(&dm_state(core)->dms, dm, link);
+	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
+	dm_state(core)->n++;
+	dctx_obj_hold(x);
+	charge_add_u64(&x->dev->dm_reserved, dm->length, "reserved DM bytes");
+	ret = domain_charge_dm(dm->domain, dm->uid, m->charged);
+	if (ret < 0) {
+		ret = restore_fail(rs, ret, "out of memory");
+		goto out;
+	}
+	dm->charged = m->charged;
+	if (m->owner_charged) {
+		struct user *u = user_get(core, dm->uid);
+
+		if (!u) {
+			ret = restore_fail(rs, -ENOMEM, "out of memory");
+			goto out;
+		}
+		dm->owner = u;
+		user_charge_dm_persistent(u, dm->charged);
+		user_unref(core, u);
+	}
+	if (m->claim_object)
+		dm->claim = dm_restore_record(rs, dm, m->allocator_id,
+					      m->claim_object);
+	ret = dm_restore_holds(rs, dm, m);
+	if (ret < 0)
+		goto out;
+	/* A claim or imports whose sessions did not come back: as after
+	 * their deaths, the free is asked of a DM nobody can ask it of any
+	 * more, and a DM nobody holds goes. */
+	if (m->claim_object && !dm->claim && !dm->persistent &&
+	    !dm->free_asked)
+		dm->free_asked = true;
+	if (m->blocked) {
+		dm->blocked = true;
+		dm_state(core)->n_blocked++;
+	}
+	/* A revoke's grace period starts again, whole. */
+	if (dm->revoked && !dm->free_asked) {
+		ret = dm_revoke_arm(core, dm);
+		if (ret < 0) {
+			ret = restore_fail(rs, ret, "out of memory");
+			goto out;
+		}
+	}
+	/* The new generation's journal and store hold what was adopted. */
+	ret = dm_journal_store_fd(core, dm);
+	if (ret < 0) {
+		ret = restore_fail(rs, ret, "DM %" PRIu64 " cannot be kept: %s",
+				   dm->id, strerror(-ret));
+		goto out;
+	}
+	dm_journal(core, dm);
+	ret = 0;
+out:
+	rdmab__state__dm__free_unpacked(m, NULL);
+	return ret;
+}
+
+/* The registry's MRs on a DM (loose since their records came back) go
+ * on its list again. */
+static void dm_restore_mrs(struct core *core)
+{
+	struct dm_mr *mr, *tmp;
+
+	TAILQ_FOREACH_SAFE(mr, &dm_state(core)->loose, link, tmp)
+		dm_mr_attach(core, mr);
+}
+
+/*
+ * A record could not be used: none of the family's state is kept (never
+ * half of it). The DMs adopted so far go as a device removal's do: their
+ * records, charges and descriptors, not their bytes on the device, which
+ * the contexts hold.
+ */
+static void dm_restore_undo(struct core *core)
+{
+	struct dm_table *t = dm_state(core);
+	struct dm *dm;
+
+	while ((dm = TAILQ_FIRST(&t->dms))) {
+		/* The import records the restore made go with it. */
+		for (unsigned int i = 0; i < dm->n_holds; i++)
+			objects_remove(dm->holds[i].o);
+		if (dm->claim)
+			objects_remove(dm->claim);
+		dm->n_holds = 0;
+		dm->claim = NULL;
+		if (dm->dd.fd >= 0)
+			close(dm->dd.fd);
+		dm->dd.fd = -1;
+		dm_forget(core, dm);
+	}
+	while (!TAILQ_EMPTY(&t->sessions)) {
+		struct dm_session *s = TAILQ_FIRST(&t->sessions);
+
+		dm_journal_session_gone(core, s);
+		TAILQ_REMOVE(&t->sessions, s, link);
+		munmap(s->page, DM_STATUS_SLOTS);
+		close(s->fd);
+		user_uncharge_dm_page(s->user);
+		user_unref(core, s->user);
+		free(s);
+	}
+}
+
+int dm_restore(struct core *core, struct restore *rs)
+{
+	int ret;
+
+	ret = restore_each(rs, JOURNAL_DM_SESSION, dm_restore_session, rs);
+	if (ret == 0)
+		ret = restore_each(rs, JOURNAL_DM, dm_restore_one, rs);
+	if (ret < 0) {
+		dm_restore_undo(core);
+		return ret;
+	}
+	/* The MRs on the DMs, which block their frees. */
+	restore_objects_later(rs);
+	dm_restore_mrs(core);
+	{
+		struct dm *dm, *tmp;
+
+		TAILQ_FOREACH_SAFE(dm, &dm_state(core)->dms, link, tmp)
+			dm_try_free(core, dm);
+	}
+	if (dm_state(core)->n_blocked)
+		dm_retry_later(core);
+	return 0;
+}

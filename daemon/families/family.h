@@ -1,0 +1,139 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * The family seam: what the server, the connections, rekey and the
+ * registry's cleanup know of a resource family. Each family fills one
+ * struct family; families.c lists them all, in the one order every walk
+ * uses (teardown walks it backwards). A family keeps its state in
+ * core->family_state[its id], never in a file-level variable, so that the
+ * server names no family's state type.
+ */
+#ifndef RDMAB_FAMILY_H
+#define RDMAB_FAMILY_H
+
+#include <stddef.h>
+
+#include "daemon/device/device.h"
+
+struct core;
+struct client;
+struct dctx;
+struct device;
+struct obj_family;
+struct handler;
+struct restore;
+struct Rdmab__HelloRequest;
+struct Rdmab__State__Session;
+
+/* A request a family serves: the dispatch table's entry for @body_case
+ * (an RDMAB__REQUEST__BODY_* value). */
+struct family_request {
+	unsigned int body_case;
+	const struct handler *handler;
+};
+
+/* Index into families[] and core->family_state[]: the order of the walks.
+ * The registry comes first: the families' records live in it, and a
+ * closing session's last requests are read before any family lets go.
+ * Then the families of common/families.def, in its order (FAMILY_DM...). */
+enum family_id {
+	FAMILY_OBJECTS,
+#define FAMILY(f, F) FAMILY_##F,
+#include "common/families.def"
+	FAMILY_COUNT,
+};
+
+struct family {
+	const char *name;
+	/* Set up the family's state (core->family_state[id]): 0 or a
+	 * negative errno, which stops the daemon. */
+	int (*init)(struct core *core);
+	/* Daemon exit: free the state, whatever init left of it. */
+	void (*fini)(struct core *core);
+	/* The configuration was reloaded (core->config is the new one). */
+	void (*configure)(struct core *core);
+	/* The session of @c ends (conn_close()). */
+	void (*session_closing)(struct client *c);
+	/* @dev is gone; told once, in reverse order (the registry last:
+	 * a family lets go of what it made before the records go). */
+	void (*device_gone)(struct core *core, struct device *dev,
+			    const char *reason);
+	/* Context @x is about to be freed: the kernel freed (or is about to
+	 * free) what it held. */
+	void (*ctx_closed)(struct core *core, const struct dctx *x);
+	/* Rekey: how many objects of @x the family made, which cannot move
+	 * to a new context, their names added to @buf (rekey_name_add()). */
+	unsigned int (*rekey_busy)(const struct core *core,
+				   const struct dctx *x, char *buf,
+				   size_t len);
+	/* A forced rekey destroys them: how many went. */
+	unsigned int (*rekey_force)(struct core *core, struct dctx *x,
+				    const char *reason);
+	/* What rekey_force destroys, plural, for the log ("DMs"), and
+	 * where the DomainRekeyReply counts it (offsetof). */
+	const char *rekey_noun;
+	size_t rekey_reply_field;
+	/* The requests it serves (its listings among them), up to an
+	 * entry with no handler: its handlers file's table. */
+	const struct family_request *requests;
+	/* The objects the family watches, by kind (NULL: none): several
+	 * families may watch one kind; the registry calls each in order,
+	 * with core->family_state[id] as the hooks' data.
+	 * These are also the hooks of an owner's confirmed death: the
+	 * cleanup calls them on each record of the dead owner, in the
+	 * order of obj_cleanup_order. A family that must hear of a death
+	 * keeps a record for it (the DM family's claim on a DM whose
+	 * allocator let go of its last import), so that it hears in that
+	 * order: a per-owner hook would run before the MRs on a DM went,
+	 * and for an owner with no records there is no watch to fire. */
+	const struct obj_family *obj_hooks[OBJ_KIND_COUNT];
+	/* Restart (issue 25; the contract is restart.h's): at start,
+	 * after the registry came back, re-adopt the family's records and
+	 * stored fds from @rs; 0, or a negative errno after
+	 * restore_fail(): the adopted sessions then end (no half
+	 * registry). NULL: the family keeps nothing across a restart.
+	 * (No save slot: a family journals its records as they change,
+	 * and the journal compacts them itself.) */
+	int (*restore)(struct core *core, struct restore *rs);
+	/* The first of its JOURNAL_FAMILY_KINDS journal record kinds
+	 * (journal.h), at or past JOURNAL_FAMILY_FIRST; 0: it journals
+	 * nothing. Written on disk: never changed once released. */
+	unsigned int journal_first;
+	/* The hello of @c: what the family takes of it into
+	 * c->family_slot[its id] (RSS: Events that carry the change
+	 * alone). */
+	void (*hello)(struct client *c, const struct Rdmab__HelloRequest *hr);
+	/* Restart: that slot goes into the session's journal record @m
+	 * (the family's own fields of state.proto), and comes back. */
+	void (*session_save)(const struct client *c,
+			     struct Rdmab__State__Session *m);
+	void (*session_restore)(struct client *c,
+				const struct Rdmab__State__Session *m);
+};
+
+/* Add @item to the list of names in @buf (of @len bytes): ", " between
+ * them, whole or not at all; " ..." once one did not fit. What a
+ * family's rekey_busy hook names its objects with. */
+void rekey_name_add(char *buf, size_t len, const char *item);
+
+/* Every family, indexed by enum family_id (families.c). */
+extern const struct family *const families[FAMILY_COUNT];
+
+/* Init every family in order; on failure the caller's fini undoes.
+ * -EINVAL when two families' journal kinds meet. */
+int families_init(struct core *core);
+/* Every family's fini, in reverse order. */
+void families_fini(struct core *core);
+/* The handler a family serves @body_case with; NULL for none. */
+const struct handler *families_request(unsigned int body_case);
+void families_configure(struct core *core);
+void families_session_closing(struct client *c);
+void families_device_gone(struct core *core, struct device *dev,
+			  const char *reason);
+void families_ctx_closed(struct core *core, const struct dctx *x);
+void families_hello(struct client *c, const struct Rdmab__HelloRequest *hr);
+void families_session_save(const struct client *c,
+			   struct Rdmab__State__Session *m);
+void families_session_restore(struct client *c,
+			      const struct Rdmab__State__Session *m);
+
+#endif

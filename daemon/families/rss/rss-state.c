@@ -1,0 +1,216 @@
+// SPDX-License-Identifier: MIT
+/*
+ * RSS objects across a restart (issue 25; restart.h's contract): each is
+ * one journal record (proto/state.proto's Rss) rewritten whole when it is
+ * made, rebuilt or loses a part; its parts and WQs are the registry's
+ * records, named by id. rss.c hands the values over (struct rss_rec,
+ * rss.h) and makes the objects again at the restore; the kernel objects
+ * themselves live on in the context, whose descriptor is in the store.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "daemon/registry/client.h"
+#include "daemon/registry/ctx.h"
+#include "daemon/registry/domain.h"
+#include "daemon/families/family-state.h"
+#include "daemon/util/log.h"
+#include "daemon/registry/objects.h"
+#include "daemon/restart/restart.h"
+#include "daemon/families/rss/rss.h"
+#include "daemon/registry/core.h"
+#include "proto/state.pb-c.h"
+
+enum {
+	JOURNAL_RSS = RSS_JOURNAL_FIRST,
+};
+
+void rss_journal(struct core *core, const struct rss_rec *r)
+{
+	Rdmab__State__Rss m = RDMAB__STATE__RSS__INIT;
+	struct journal *j = restart_journal(core);
+
+	if (!j)
+		return;
+	m.ctx_id = r->ctx_id;
+	m.flow_object = r->flow_object;
+	m.qp_object = r->qp_object;
+	m.tbl_object = r->tbl_object;
+	m.port_num = r->port_num;
+	m.log_size = r->log_size;
+	m.key.data = (uint8_t *)r->key;
+	m.key.len = RSS_KEY_LEN;
+	m.hash_fields = r->hash_fields;
+	m.af = r->match.af;
+	m.l4 = r->match.l4;
+	m.prefix_len = r->match.prefix_len;
+	m.addr.data = (uint8_t *)r->match.addr;
+	m.addr.len = sizeof(r->match.addr);
+	m.port = r->match.port;
+	m.port_mask = r->match.port_mask;
+	m.priority = r->priority;
+	m.n_wqs = r->n_wqs;
+	m.wqs = (uint64_t *)r->wqs;
+	m.tbl_handle = r->made.tbl_handle;
+	m.qp_handle = r->made.qp_handle;
+	m.flow_handle = r->made.flow_handle;
+	m.qp_num = r->made.qp_num;
+	m.rebuilds = r->rebuilds;
+	m.owner = r->owner;
+	/* A failure marks the journal broken: the next start refuses the
+	 * whole state. */
+	journal_put(j, JOURNAL_RSS, r->id, &m.base);
+}
+
+void rss_journal_gone(struct core *core, uint64_t id)
+{
+	journal_del(restart_journal(core), JOURNAL_RSS, id);
+}
+
+/* A part's registry record, made again under @id for @c (the registry
+ * journals no RSS part: the RSS record names them). */
+static int rss_part(struct restore *rs, struct client *c, struct dctx *x,
+		    enum ibc_obj_kind kind, uint32_t handle, uint64_t id,
+		    struct obj **ret)
+{
+	struct why why = { 0 };
+
+	if (objects_add_id(c, x, kind, false, true, handle, id, &why, ret) < 0)
+		return restore_fail(rs, -ENOMEM,
+				    "RSS part %" PRIu64 " (%s): %s", id,
+				    obj_kind_name(kind), why.text);
+	rs->adopted_objects++;
+	return 0;
+}
+
+static int restore_one(void *arg, const struct journal_rec *rec)
+{
+	struct restore *rs = arg;
+	struct obj *part[3] = { NULL, NULL, NULL }, **wqs = NULL;
+	struct rss_rec r = { .id = rec->key };
+	struct rss_spec spec = { 0 };
+	struct why why = { 0 };
+	struct rss_made at = { 0 };
+	uint32_t *wqh = NULL;
+	Rdmab__State__Rss *m;
+	struct client *c;
+	struct dctx *x;
+	int ret = 0;
+
+	m = rdmab__state__rss__unpack(NULL, rec->len, rec->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "RSS %" PRIu64 " does not decode",
+				    rec->key);
+	c = state_client(rs->core, m->owner);
+	x = state_ctx(rs->core, m->ctx_id);
+	/* Its owner's session did not come back, or a part was going: it
+	 * goes, as with its owner's death. */
+	if (!c || !x || !x->dc || !dctx_conn_find(c, x->id) ||
+	    !m->flow_object || !m->qp_object || !m->tbl_object) {
+		log_info("RSS %" PRIu64 ": its owner's session or context did "
+			 "not come back, not adopted",
+			 rec->key);
+		goto out;
+	}
+	if (m->key.len != RSS_KEY_LEN || m->addr.len != sizeof(r.match.addr)) {
+		ret = restore_fail(rs, -EINVAL,
+				   "RSS %" PRIu64 ": its key or address is "
+				   "not whole",
+				   rec->key);
+		goto out;
+	}
+	wqs = calloc(m->n_wqs ? m->n_wqs : 1, sizeof(*wqs));
+	wqh = calloc(m->n_wqs ? m->n_wqs : 1, sizeof(*wqh));
+	if (!wqs || !wqh) {
+		ret = restore_fail(rs, -ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < m->n_wqs; i++) {
+		wqs[i] = objects_find_id(rs->core, m->wqs[i]);
+		if (!wqs[i] || wqs[i]->kind != IBC_OBJ_WQ || wqs[i]->ctx != x) {
+			log_info("RSS %" PRIu64 ": its WQ %" PRIu64 " did not "
+				 "come back, not adopted",
+				 rec->key, m->wqs[i]);
+			goto out;
+		}
+		wqh[i] = wqs[i]->handle;
+	}
+	r.ctx_id = m->ctx_id;
+	r.owner = m->owner;
+	r.port_num = m->port_num;
+	r.log_size = m->log_size;
+	r.priority = m->priority;
+	r.rebuilds = m->rebuilds;
+	r.key = m->key.data;
+	r.hash_fields = m->hash_fields;
+	r.match.af = (uint8_t)m->af;
+	r.match.l4 = (uint8_t)m->l4;
+	r.match.prefix_len = (uint8_t)m->prefix_len;
+	memcpy(r.match.addr, m->addr.data, sizeof(r.match.addr));
+	r.match.port = (uint16_t)m->port;
+	r.match.port_mask = (uint16_t)m->port_mask;
+	r.n_wqs = (uint32_t)m->n_wqs;
+	spec.port_num = r.port_num;
+	spec.log_size = r.log_size;
+	spec.n_wqs = r.n_wqs;
+	spec.wqs = wqh;
+	spec.hash_fields = r.hash_fields;
+	spec.match = r.match;
+	spec.priority = r.priority;
+	memcpy(spec.key, r.key, RSS_KEY_LEN);
+	at.tbl_handle = m->tbl_handle;
+	at.qp_handle = m->qp_handle;
+	at.flow_handle = m->flow_handle;
+	at.qp_num = m->qp_num;
+	ret = x->dev->ctx_ops->rss_adopt(x->dc, &spec, &at, &r.made, &why);
+	if (ret < 0) {
+		ret = restore_fail(rs, ret, "RSS %" PRIu64 ": %s", r.id,
+				   why.text);
+		goto out;
+	}
+	ret = rss_part(rs, c, x, IBC_OBJ_RWQ_IND_TBL, r.made.tbl_handle,
+		       m->tbl_object, &part[2]);
+	if (ret == 0)
+		ret = rss_part(rs, c, x, IBC_OBJ_QP, r.made.qp_handle,
+			       m->qp_object, &part[1]);
+	if (ret == 0)
+		ret = rss_part(rs, c, x, IBC_OBJ_FLOW, r.made.flow_handle,
+			       m->flow_object, &part[0]);
+	if (ret == 0)
+		ret = rss_adopt(rs->core, &r, x, part[0], part[1], part[2],
+				wqs);
+	if (ret < 0) {
+		static const enum ibc_obj_kind kinds[3] = {
+			IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL
+		};
+
+		for (int i = 0; i < 3; i++) {
+			x->dev->ctx_ops->rss_destroy(x->dc, &r.made, kinds[i],
+						     &why);
+			if (part[i])
+				objects_remove(part[i]);
+		}
+		if (!*rs->why)
+			restore_fail(rs, ret, "RSS %" PRIu64 ": out of memory",
+				     r.id);
+	}
+out:
+	free(wqs);
+	free(wqh);
+	rdmab__state__rss__free_unpacked(m, NULL);
+	return ret;
+}
+
+int rss_restore(struct core *core, struct restore *rs)
+{
+	int ret = restore_each(rs, JOURNAL_RSS, restore_one, rs);
+
+	if (ret < 0)
+		rss_adopt_undo(core);
+	return ret;
+}

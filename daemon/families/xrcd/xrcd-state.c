@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: MIT
+/*
+ * XRC domains across a restart (issue 25; restart.h's contract): each name
+ * is one journal record keyed by its inode (the kernel's key), its file's
+ * descriptor in the fd store as "rb.xrcd.<inode>", so that a private name
+ * outlives the daemon although its file is not declared; each open is one
+ * record; the private files' counter one. xrcd.c calls these as its table
+ * changes, with plain values (xrcd.h), and makes the names and opens again
+ * at the restore. The domains' xrcds charges are not records: each live
+ * open takes its charge again.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "daemon/registry/client.h"
+#include "daemon/registry/ctx.h"
+#include "daemon/registry/domain.h"
+#include "daemon/families/family-state.h"
+#include "daemon/util/log.h"
+#include "daemon/registry/objects.h"
+#include "daemon/restart/restart.h"
+#include "daemon/registry/core.h"
+#include "daemon/families/xrcd/xrcd.h"
+#include "proto/state.pb-c.h"
+
+enum {
+	JOURNAL_XRCD_NAME = XRCD_JOURNAL_FIRST,
+	JOURNAL_XRCD_OPEN = XRCD_JOURNAL_FIRST + 1,
+	JOURNAL_XRCD_TABLE = XRCD_JOURNAL_FIRST + 2,
+};
+
+/* --- as it changes ---------------------------------------------------- */
+
+int xrcd_journal_name(struct core *core, const struct xrcd_name_rec *r,
+		      bool is_new)
+{
+	Rdmab__State__XrcdName m = RDMAB__STATE__XRCD_NAME__INIT;
+	struct journal *j = restart_journal(core);
+	struct fdstore *st = restart_fdstore(core);
+	char name[FDSTORE_NAME_MAX];
+	int ret;
+
+	if (!j)
+		return 0;
+	if (is_new && st) {
+		state_fd_name(name, sizeof(name), "xrcd", r->ino);
+		ret = fdstore_put(st, name, r->fd);
+		if (ret < 0)
+			return ret;
+	}
+	m.name = (char *)r->name;
+	m.owner = (char *)r->owner;
+	m.declared = r->declared;
+	m.file = (char *)r->file;
+	m.n_held_on = r->n_held;
+	m.held_on = (char **)r->held_on;
+	/* A failure marks the journal broken: the next start refuses the
+	 * whole state. */
+	journal_put(j, JOURNAL_XRCD_NAME, r->ino, &m.base);
+	return 0;
+}
+
+void xrcd_journal_name_gone(struct core *core, uint64_t ino)
+{
+	state_forget(core, JOURNAL_XRCD_NAME, ino, "xrcd");
+}
+
+void xrcd_journal_open(struct core *core, const struct xrcd_open_rec *r)
+{
+	Rdmab__State__XrcdOpen m = RDMAB__STATE__XRCD_OPEN__INIT;
+	struct journal *j = restart_journal(core);
+
+	if (!j)
+		return;
+	m.ino = r->ino;
+	m.object_id = r->object_id;
+	m.client_id = r->client_id;
+	m.pid = (uint32_t)r->pid;
+	m.orphan = r->orphan;
+	m.ctx_id = r->ctx_id;
+	m.domain = (char *)r->domain;
+	m.live_session = r->live_session;
+	m.seq = r->seq;
+	journal_put(j, JOURNAL_XRCD_OPEN, r->id, &m.base);
+}
+
+void xrcd_journal_open_gone(struct core *core, uint64_t id)
+{
+	journal_del(restart_journal(core), JOURNAL_XRCD_OPEN, id);
+}
+
+void xrcd_journal_next_file(struct core *core, uint64_t next_file)
+{
+	Rdmab__State__XrcdTable m = RDMAB__STATE__XRCD_TABLE__INIT;
+	struct journal *j = restart_journal(core);
+
+	if (!j)
+		return;
+	m.next_file = next_file;
+	journal_put(j, JOURNAL_XRCD_TABLE, 0, &m.base);
+}
+
+/* --- the directory at init ---------------------------------------------- */
+
+struct passed_ino {
+	uint64_t ino;
+	bool found;
+};
+
+static int passed_ino_cb(void *arg, const char *name, int fd)
+{
+	struct passed_ino *p = arg;
+	struct stat st;
+
+	(void)name;
+	if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == p->ino) {
+		p->found = true;
+		return 1;
+	}
+	return 0;
+}
+
+bool xrcd_state_passed(struct core *core, uint64_t ino)
+{
+	struct fdstore *st = restart_fdstore(core);
+	struct passed_ino p = { .ino = ino };
+
+	if (!st)
+		return false;
+	fdstore_each_passed(st, FDSTORE_PREFIX "xrcd.", passed_ino_cb, &p);
+	return p.found;
+}
+
+/* --- restore ------------------------------------------------------------- */
+
+static int restore_name(void *arg, const struct journal_rec *rec)
+{
+	struct restore *rs = arg;
+	Rdmab__State__XrcdName *m;
+	struct xrcd_name_rec r = { 0 };
+	char name[FDSTORE_NAME_MAX];
+	int fd, ret;
+
+	m = rdmab__state__xrcd_name__unpack(NULL, rec->len, rec->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "XRCD of inode %" PRIu64
+				    " does not decode",
+				    rec->key);
+	state_fd_name(name, sizeof(name), "xrcd", rec->key);
+	ret = restore_take_fd(rs, name, &fd);
+	if (ret < 0) {
+		ret = restore_fail(rs, ret,
+				   "XRCD \"%s\" (inode %" PRIu64
+				   "): its file is not in the fd store",
+				   m->name, rec->key);
+		goto out;
+	}
+	r.name = m->name;
+	r.owner = m->owner;
+	r.file = m->file;
+	r.declared = m->declared;
+	r.fd = fd;
+	r.ino = rec->key;
+	for (size_t i = 0; i < m->n_held_on && r.n_held < 8; i++)
+		r.held_on[r.n_held++] = m->held_on[i];
+	ret = xrcd_adopt_name(rs->core, &r);
+	if (ret < 0) {
+		close(fd);
+		ret = restore_fail(rs, ret,
+				   "XRCD \"%s\" (inode %" PRIu64
+				   ") cannot be adopted: %s",
+				   m->name, rec->key, strerror(-ret));
+		goto out;
+	}
+	rs->adopted_fds++;
+	/* The new generation's journal and store hold what was adopted. */
+	ret = xrcd_journal_name(rs->core, &r, true);
+	if (ret < 0)
+		ret = restore_fail(rs, ret,
+				   "XRCD \"%s\" cannot be kept: %s", m->name,
+				   strerror(-ret));
+out:
+	rdmab__state__xrcd_name__free_unpacked(m, NULL);
+	return ret;
+}
+
+static int restore_open(void *arg, const struct journal_rec *rec)
+{
+	struct restore *rs = arg;
+	struct core *core = rs->core;
+	struct xrcd_open_rec r = { 0 };
+	Rdmab__State__XrcdOpen *m;
+	struct dctx *ctx = NULL;
+	struct client *c = NULL;
+	struct obj *o = NULL;
+	struct domain *d;
+	int ret;
+
+	m = rdmab__state__xrcd_open__unpack(NULL, rec->len, rec->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "XRCD open %" PRIu64 " does not decode",
+				    rec->key);
+	d = state_domain(core, m->domain);
+	if (m->object_id)
+		o = objects_find_id(core, m->object_id);
+	if (m->live_session)
+		c = state_client(core, m->client_id);
+	if (m->orphan)
+		ctx = state_ctx(core, m->ctx_id);
+	/* A registered open needs its record, an own-context one its
+	 * session (gone: the open went with it), an orphan its context
+	 * (gone: so is the kernel XRCD it stood for). */
+	if (!m->orphan && !m->object_id && !c) {
+		ret = 0;
+		goto out;
+	}
+	if (m->orphan && !ctx) {
+		ret = 0;
+		goto out;
+	}
+	/* Its record did not come back with its session (which hung up
+	 * while no daemon ran): the open went with it. */
+	if (!d || (m->object_id && !o)) {
+		log_debug("XRCD open %" PRIu64 " of client %" PRIu64 ": its "
+			  "%s did not come back, not adopted",
+			  rec->key, m->client_id,
+			  d ? "registry record" : "domain");
+		ret = 0;
+		goto out;
+	}
+	r.id = rec->key;
+	r.ino = m->ino;
+	r.object_id = m->object_id;
+	r.client_id = m->client_id;
+	r.ctx_id = m->ctx_id;
+	r.pid = (pid_t)m->pid;
+	r.orphan = m->orphan;
+	r.domain = d->name;
+	r.live_session = m->live_session;
+	r.seq = m->seq;
+	ret = xrcd_adopt_open(core, &r, o, c, ctx, d);
+	if (ret < 0)
+		ret = restore_fail(
+			rs, ret, "XRCD open %" PRIu64 " cannot be adopted: %s",
+			rec->key, strerror(-ret));
+out:
+	rdmab__state__xrcd_open__free_unpacked(m, NULL);
+	return ret;
+}
+
+static int restore_table(void *arg, const struct journal_rec *rec)
+{
+	struct restore *rs = arg;
+	Rdmab__State__XrcdTable *m;
+
+	m = rdmab__state__xrcd_table__unpack(NULL, rec->len, rec->data);
+	if (!m)
+		return restore_fail(rs, -EBADMSG,
+				    "the XRCD table does not decode");
+	xrcd_adopt_next_file(rs->core, m->next_file);
+	rdmab__state__xrcd_table__free_unpacked(m, NULL);
+	return 0;
+}
+
+/* The open records, to adopt in the order they were made (their seq):
+ * listings keep their order across a restart. */
+struct open_recs {
+	struct journal_rec *v;
+	uint64_t *seq;
+	size_t n, cap;
+};
+
+static int collect_open(void *arg, const struct journal_rec *rec)
+{
+	struct open_recs *or = arg;
+	Rdmab__State__XrcdOpen *m;
+
+	if (or->n == or->cap) {
+		size_t cap = or->cap ? or->cap * 2 : 64;
+		struct journal_rec *v = realloc(or->v, cap * sizeof(*v));
+		uint64_t *q = v ? realloc(or->seq, cap * sizeof(*q)) : NULL;
+
+		if (v)
+			or->v = v;
+		if (!v || !q)
+			return -ENOMEM;
+		or->seq = q;
+		or->cap = cap;
+	}
+	m = rdmab__state__xrcd_open__unpack(NULL, rec->len, rec->data);
+	or->seq[or->n] = m ? m->seq : 0;
+	if (m)
+		rdmab__state__xrcd_open__free_unpacked(m, NULL);
+	or->v[or->n++] = *rec;
+	return 0;
+}
+
+static int restore_opens(struct restore *rs)
+{
+	struct open_recs or = { 0 };
+	size_t *idx = NULL;
+	int ret;
+
+	ret = restore_each(rs, JOURNAL_XRCD_OPEN, collect_open, &or);
+	if (ret == 0 && or.n) {
+		idx = malloc(or.n * sizeof(*idx));
+		if (!idx)
+			ret = -ENOMEM;
+	}
+	if (ret < 0) {
+		ret = restore_fail(rs, ret, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < or.n; i++)
+		idx[i] = i;
+	/* Insertion sort by seq: the opens of one daemon, a few thousand. */
+	for (size_t i = 1; i < or.n; i++)
+		for (size_t k = i; k > 0 && or.seq[idx[k]] < or.seq[idx[k - 1]];
+		     k--) {
+			size_t t = idx[k];
+
+			idx[k] = idx[k - 1];
+			idx[k - 1] = t;
+		}
+	for (size_t i = 0; i < or.n && ret == 0; i++)
+		ret = restore_open(rs, &or.v[idx[i]]);
+out:
+	free(idx);
+	free(or.v);
+	free(or.seq);
+	return ret;
+}
+
+int xrcd_restore(struct core *core, struct restore *rs)
+{
+	int ret;
+
+	ret = restore_each(rs, JOURNAL_XRCD_TABLE, restore_table, rs);
+	if (ret == 0)
+		ret = restore_each(rs, JOURNAL_XRCD_NAME, restore_name, rs);
+	if (ret == 0)
+		ret = restore_opens(rs);
+	if (ret < 0)
+		xrcd_adopt_undo(core);
+	return ret;
+}

@@ -1,0 +1,123 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * XRC domains by name (DESIGN §4). The kernel keys an XRC domain by the
+ * inode of a file, per uverbs device, across contexts; the broker owns
+ * those files, in a 0700 directory of its own under the runtime directory,
+ * and decides O_CREAT and O_EXCL by its own name table:
+ *
+ * - A name is private to the domain that made it (each domain's names are
+ *   its own namespace) unless the configuration declares it ([xrcd NAME],
+ *   domains = a, b): a declared name is shared by the listed domains,
+ *   refused to the others (-EACCES), and persistent; an undeclared one
+ *   lives while someone holds it open.
+ * - Files are "d.NAME" (declared, adopted at start) and "p.N" (private,
+ *   removed at start): no client byte ever becomes a path but a validated
+ *   declared name, and every open is O_NOFOLLOW relative to the directory.
+ * - The daemon holds each XRCD open in the device's own context (never a
+ *   domain's), so its life does not depend on any domain's; one name on two
+ *   devices is two kernel XRCDs, one file.
+ * - A client's open is a registry object of kind XRCD (soft: the broker's
+ *   record; verbs: an intent the client registers after its own
+ *   ibv_open_xrcd), or, on a context of the client's own, a record of the
+ *   session. Each open counts in the domain's xrcds quota.
+ */
+#ifndef RDMAB_XRCD_H
+#define RDMAB_XRCD_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "daemon/families/family.h"
+#include "proto/wire.h"
+
+struct core;
+struct client;
+struct why;
+
+/* The XRCD family (family.h): its init makes or checks the directory,
+ * adopts the declared files it kept and removes the rest (0 or -errno,
+ * logged); its fini drops the holds and removes the undeclared files; a
+ * reload makes names become or stop being declared. */
+extern const struct family xrcd_family;
+/* Its journal record kinds start here (family.h's journal_first). */
+#define XRCD_JOURNAL_FIRST 32
+/* The requests (xrcd-handlers.c turns them into replies), 0 or -errno
+ * naming what was wrong in @why. An open fills @out (initialised) and
+ * the XRCD's file in *@ret_fd (the table's: the reply sends a copy). */
+int xrcd_open(struct client *c, const Rdmab__XrcdOpenRequest *q,
+	      struct why *why, Rdmab__XrcdOpenReply *out, int *ret_fd);
+/* The close of @c's own-context open @id. */
+int xrcd_close(struct client *c, uint64_t id, struct why *why);
+/* The XRCDs @c may see, @out's lists allocated in @a. */
+int xrcd_list(struct client *c, const Rdmab__ListXrcdsRequest *q,
+	      struct wire_arena *a, struct why *why,
+	      Rdmab__ListXrcdsReply *out);
+/* An administrator's removal of the declared name @name (a client's
+ * bytes, checked here): how many dead clients' opens it left. */
+int xrcd_remove(struct client *c, const ProtobufCBinaryData *name,
+		struct why *why, uint32_t *ret_orphans);
+/* The requests it serves (xrcd-handlers.c), up to { 0, NULL }. */
+extern const struct family_request xrcd_requests[];
+
+/* @c's session ends: its opens on contexts of its own go. */
+void xrcd_conn_closing(struct client *c);
+
+/* --- within the XRCD family: xrcd.c, xrcd-state.c ------------------------ */
+
+struct restore;
+struct obj;
+struct dctx;
+struct domain;
+
+/* Restart (xrcd-state.c): an XRCD name and an open as plain values, so
+ * that the journal's code needs none of xrcd.c's structures. */
+struct xrcd_name_rec {
+	const char *name, *owner, *file;
+	bool declared;
+	int fd;
+	uint64_t ino;
+	/* Devices the daemon holds it on, by name. */
+	const char *held_on[8];
+	unsigned int n_held;
+};
+
+struct xrcd_open_rec {
+	uint64_t id, ino, object_id, client_id, ctx_id;
+	pid_t pid;
+	bool orphan;
+	const char *domain;
+	/* An own-context open's session: its client id is client_id. */
+	bool live_session;
+	/* Its place among the opens, which listings keep. */
+	uint64_t seq;
+};
+
+/* The records as they change; no-ops with restart off. A new name's
+ * file goes to the fd store (0 or -errno: the open is refused). */
+int xrcd_journal_name(struct core *core, const struct xrcd_name_rec *r,
+		      bool is_new);
+void xrcd_journal_name_gone(struct core *core, uint64_t ino);
+void xrcd_journal_open(struct core *core, const struct xrcd_open_rec *r);
+void xrcd_journal_open_gone(struct core *core, uint64_t id);
+void xrcd_journal_next_file(struct core *core, uint64_t next_file);
+/* Is @ino held by a descriptor the fd store handed over (a restart's
+ * XRCD, whose file is no leftover)? */
+bool xrcd_state_passed(struct core *core, uint64_t ino);
+/* The family's restore slot (family.h). */
+int xrcd_restore(struct core *core, struct restore *rs);
+
+/* xrcd.c, for the restore: make the name @r (its fd taken), held again
+ * on the devices it names (a declared name the init adopted already from
+ * the directory: @r's fd is closed and r->fd becomes the table's); an
+ * open of it. 0 or -errno. */
+int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r);
+int xrcd_adopt_open(struct core *core, const struct xrcd_open_rec *r,
+		    struct obj *o, struct client *c, struct dctx *ctx,
+		    struct domain *d);
+void xrcd_adopt_next_file(struct core *core, uint64_t next_file);
+/* Drop every name and open the restore made (a record it could not use):
+ * none of the family's state is kept. */
+void xrcd_adopt_undo(struct core *core);
+
+#endif

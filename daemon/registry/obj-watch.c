@@ -1,0 +1,257 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The processes of detached owners (objects.h). An owner whose session
+ * ended keeps its objects until its process exits; every detached owner of
+ * one process shares one watch of it, so that a live process that connects,
+ * creates and hangs up over and over costs the daemon one descriptor, not
+ * one a session. A watch holds the process's pidfd, charged to its uid: at
+ * most connections_per_uid of them per uid, as many as its sessions could
+ * hold while connected, and --max-clients (max_conns) in all. Past that,
+ * and where the kernel has no pidfds, a timer asks kill(pid, 0) every
+ * OBJ_WATCH_POLL_MS, one timer a process.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "daemon/registry/charge.h"
+#include "daemon/registry/client.h"
+#include "daemon/util/log.h"
+#include "daemon/registry/objects.h"
+#include "daemon/registry/core.h"
+#include "daemon/registry/user.h"
+
+int obj_pidfd_open(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	errno = ENOSYS;
+	return -1;
+#endif
+}
+
+/* How often a process watched without a pidfd is looked for. */
+#define OBJ_WATCH_POLL_MS 1000
+
+static void obj_watch_cb(evutil_socket_t fd, short what, void *arg);
+
+/* Has the process of @pidfd exited? A pidfd polls readable then. */
+static bool obj_watch_exited(int pidfd)
+{
+	struct pollfd p = { .fd = pidfd, .events = POLLIN };
+
+	return pidfd >= 0 && poll(&p, 1, 0) == 1;
+}
+
+/* Arm @w: on its pidfd, else a timer. */
+static int obj_watch_arm(struct obj_watch *w)
+{
+	struct timeval poll_tv = { .tv_sec = OBJ_WATCH_POLL_MS / 1000 };
+	struct event_base *base = w->reg->core->base;
+
+	if (w->pidfd >= 0)
+		w->ev = event_new(base, w->pidfd, EV_READ, obj_watch_cb, w);
+	else
+		w->ev = event_new(base, -1, EV_PERSIST, obj_watch_cb, w);
+	if (!w->ev || event_add(w->ev, w->pidfd >= 0 ? NULL : &poll_tv) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+/* May @u's processes be watched with one more pidfd? */
+static bool obj_watch_may_pidfd(const struct registry *reg,
+				const struct user *u)
+{
+	return u && u->watches < reg->core->config.limits.connections_per_uid &&
+	       reg->n_watch_pidfds < reg->core->max_conns;
+}
+
+/* @w watches with @pidfd (taken) from now on, charged to @u. */
+static void obj_watch_take_pidfd(struct obj_watch *w, struct user *u,
+				 int pidfd)
+{
+	w->pidfd = pidfd;
+	w->user = user_ref(u);
+	user_charge_watch(u);
+	charge_add_uint(&w->reg->n_watch_pidfds, 1, "the broker's watches");
+}
+
+static void obj_watch_free(struct obj_watch *w)
+{
+	TAILQ_REMOVE(&w->reg->watches, w, link);
+	if (w->ev)
+		event_free(w->ev);
+	if (w->pidfd >= 0)
+		close(w->pidfd);
+	if (w->user) {
+		user_uncharge_watch(w->user);
+		charge_sub_uint(&w->reg->n_watch_pidfds, 1, "process watches",
+				"the broker");
+		user_unref(w->reg->core, w->user);
+	}
+	free(w);
+}
+
+/*
+ * The process is gone: each owner starts its cleanup. One may free
+ * another meanwhile (it leaves the list then); @w goes last.
+ */
+static void obj_watch_fire(struct obj_watch *w)
+{
+	struct obj_owner *ow;
+
+	w->firing = true;
+	while ((ow = TAILQ_FIRST(&w->owners))) {
+		TAILQ_REMOVE(&w->owners, ow, watch_link);
+		ow->watch = NULL;
+		objects_owner_dead(ow);
+	}
+	obj_watch_free(w);
+}
+
+static void obj_watch_cb(evutil_socket_t fd, short what, void *arg)
+{
+	struct obj_watch *w = arg;
+
+	/* A timer: is the process still there? A reused pid only makes
+	 * the wait longer. */
+	if (w->pidfd < 0 && (kill(w->pid, 0) == 0 || errno != ESRCH))
+		return;
+	obj_watch_fire(w);
+}
+
+/* A live watch of @pid of @uid: not one whose process has exited with
+ * its callback still to run (the pid may be another process's now). */
+static struct obj_watch *obj_watch_find(struct registry *reg, pid_t pid,
+					uid_t uid)
+{
+	struct obj_watch *w;
+
+	TAILQ_FOREACH(w, &reg->watches, link)
+		if (w->pid == pid && w->uid == uid && !w->firing &&
+		    !obj_watch_exited(w->pidfd))
+			return w;
+	return NULL;
+}
+
+/* A new watch of @pid with @pidfd (taken; -1: a timer); NULL without
+ * memory, @pidfd closed. */
+static struct obj_watch *obj_watch_new(struct registry *reg, struct user *u,
+				       pid_t pid, uid_t uid, int pidfd)
+{
+	struct obj_watch *w = calloc(1, sizeof(*w));
+
+	if (!w) {
+		if (pidfd >= 0)
+			close(pidfd);
+		return NULL;
+	}
+	w->reg = reg;
+	w->pid = pid;
+	w->uid = uid;
+	w->pidfd = -1;
+	TAILQ_INIT(&w->owners);
+	TAILQ_INSERT_TAIL(&reg->watches, w, link);
+	/* A uid's pidfds: as many as its connections could hold. */
+	if (pidfd >= 0 && obj_watch_may_pidfd(reg, u))
+		obj_watch_take_pidfd(w, u, pidfd);
+	else if (pidfd >= 0)
+		close(pidfd);
+	if (obj_watch_arm(w) < 0)
+		log_err("pid %d: cannot watch the process; the objects of its "
+			"ended sessions stay until the broker stops",
+			(int)pid);
+	return w;
+}
+
+/* A timer watch gets the pidfd a new session of its process brings: the
+ * exit is then seen at once, and a pid reused after that cannot mislead
+ * it. The timer stays unless the pidfd's event is armed. */
+static void obj_watch_upgrade(struct obj_watch *w, struct user *u, int pidfd)
+{
+	struct event *ev;
+
+	if (w->pidfd >= 0 || !obj_watch_may_pidfd(w->reg, u)) {
+		close(pidfd);
+		return;
+	}
+	ev = event_new(w->reg->core->base, pidfd, EV_READ, obj_watch_cb, w);
+	if (!ev || event_add(ev, NULL) < 0) {
+		if (ev)
+			event_free(ev);
+		close(pidfd);
+		return;
+	}
+	if (w->ev)
+		event_free(w->ev);
+	w->ev = ev;
+	obj_watch_take_pidfd(w, u, pidfd);
+}
+
+int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid,
+		   int pidfd)
+{
+	struct registry *reg = ow->reg;
+	struct obj_watch *w;
+
+	/* The session's process is gone already: the pid may be another
+	 * process's by now, whose watch it must not join. */
+	if (obj_watch_exited(pidfd)) {
+		close(pidfd);
+		return -ESRCH;
+	}
+	w = obj_watch_find(reg, ow->pid, uid);
+	if (w) {
+		if (pidfd >= 0)
+			obj_watch_upgrade(w, u, pidfd);
+	} else {
+		if (pidfd < 0) {
+			errno = 0;
+			pidfd = obj_pidfd_open(ow->pid);
+			if (pidfd < 0 && errno == ESRCH)
+				return -ESRCH;
+		}
+		w = obj_watch_new(reg, u, ow->pid, uid, pidfd);
+		if (!w)
+			return -ENOMEM;
+	}
+	TAILQ_INSERT_TAIL(&w->owners, ow, watch_link);
+	ow->watch = w;
+	return 0;
+}
+
+void obj_watch_leave(struct obj_owner *ow)
+{
+	struct obj_watch *w = ow->watch;
+
+	if (!w)
+		return;
+	TAILQ_REMOVE(&w->owners, ow, watch_link);
+	ow->watch = NULL;
+	if (TAILQ_EMPTY(&w->owners) && !w->firing)
+		obj_watch_free(w);
+}
+
+void obj_watches_fini(struct registry *reg)
+{
+	struct obj_watch *w;
+
+	while ((w = TAILQ_FIRST(&reg->watches))) {
+		struct obj_owner *ow;
+
+		while ((ow = TAILQ_FIRST(&w->owners))) {
+			TAILQ_REMOVE(&w->owners, ow, watch_link);
+			ow->watch = NULL;
+		}
+		obj_watch_free(w);
+	}
+}

@@ -1,0 +1,84 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * What restart.c and restore.c share: struct restart. Nothing else
+ * includes it.
+ */
+#ifndef RDMAB_RESTART_INT_H
+#define RDMAB_RESTART_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include <event2/util.h>
+
+#include "daemon/device/device.h"
+#include "daemon/restart/inflight.h"
+
+struct event;
+struct core;
+struct server;
+struct fdstore;
+struct journal;
+struct journal_view;
+
+/* The store's room beyond two per connection: contexts, DMs, XRCD files,
+ * the states. */
+#define RESTART_STORE_EXTRA 4096
+/* In-flight slots beyond --max-clients: the admins' reserve. */
+#define RESTART_INFLIGHT_EXTRA 64
+
+struct restart {
+	struct fdstore *store;
+	/* NULL after a failed start of the journal (restart is then off). */
+	struct journal *j;
+	/* At start: the state read, until the restore ran. */
+	struct journal_view *view;
+	/* Why a state handed over was refused ("" when none was). */
+	char refused[256];
+	uint64_t generation;
+	uint64_t restarts;
+	uint64_t last_restore_usec;
+	/* What the last restore adopted, for status. */
+	uint64_t adopted_sessions, adopted_contexts, adopted_objects,
+		adopted_fds;
+	/* Where each id space's count was saved to (restart_counters_save). */
+	uint64_t id_mark[4];
+	/* The same for each device's serials (device_ops.serials_get). */
+	struct device_serials serial_mark[DEVICE_MAX];
+	/* The last SessionHold record's key handed out this generation. */
+	uint64_t hold_keys;
+	struct event *compact_ev;
+	/* Requests read and not answered (inflight.h). */
+	struct inflight *inflight;
+	/* Exiting for a successor (SIGTERM under a store, re-exec): no
+	 * record or store entry is removed any more. */
+	bool handoff;
+	bool warned;
+	/* systemd's store keeps the descriptors (NOTIFY_SOCKET at start,
+	 * not a re-exec's): SIGTERM leaves the sessions to the next start. */
+	bool systemd;
+	/* SIGUSR2 (reexec.c). */
+	struct event *usr2_ev;
+};
+
+/* SIGUSR2: re-execute (reexec.c). 0 or -ENOMEM. */
+int reexec_init(struct server *srv);
+/* The notify socket a re-exec gives the new binary starts so. */
+#define REEXEC_NOTIFY_PREFIX "@rdmabrokerd-reexec-"
+
+int restart_counters_save(struct core *core);
+/* The devices' serials of a Counters record (restore_counters()), moved
+ * past what the old daemon may have handed out. */
+struct Rdmab__State__Counters;
+void restart_serials_adopt(struct core *core,
+			   const struct Rdmab__State__Counters *c);
+/* After a journal write (@ret its result): warn once. */
+void restart_after_write(struct core *core, int ret);
+/* The loop's compaction (restart_init() makes its event), and the
+ * journal's hook that schedules it (journal_on_full(), @arg the core). */
+void restart_compact_cb(evutil_socket_t fd, short what, void *arg);
+void restart_journal_full(void *arg);
+void restart_fd_name(char *buf, size_t size, const char *what, uint64_t id);
+int restart_first_name(void *arg, const char *name, int fd);
+
+#endif

@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: MIT
+/*
+ * Restart (restart-srv.h), the transport's part: struct restart's life
+ * (the store read, the state picked, the successor journal started), the
+ * sessions' records and sockets in the store, the requests in flight, and
+ * what status shows. The restore itself is restore.c's.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/event.h>
+
+#include "daemon/server/conn.h"
+#include "daemon/registry/ctx.h"
+#include "daemon/registry/domain.h"
+#include "daemon/util/log.h"
+#include "daemon/restart/restart-int.h"
+#include "daemon/restart/restart-srv.h"
+#include "daemon/server/server.h"
+#include "proto/rdmabroker.pb-c.h"
+#include "proto/state.pb-c.h"
+
+/* Open the state @fd (taken) names: the newest readable one wins. */
+struct state_pick {
+	struct restart *rs;
+	int fd;
+	uint64_t gen;
+	char name[FDSTORE_NAME_MAX + 1];
+	char why[FDSTORE_NAME_MAX + 300];
+	unsigned int seen;
+};
+
+static int state_pick_one(void *arg, const char *name, int fd)
+{
+	struct state_pick *p = arg;
+	struct journal_view *v = NULL;
+	char why[256];
+	int ret;
+
+	p->seen++;
+	ret = journal_read_fd(fd, &v, why, sizeof(why));
+	if (ret < 0) {
+		snprintf(p->why, sizeof(p->why), "%s: %s", name,
+			 ret == -EBADMSG ? why : strerror(-ret));
+		return 0;
+	}
+	if (p->rs->view && journal_view_gen(v) <= p->gen) {
+		journal_view_free(v);
+		return 0;
+	}
+	journal_view_free(p->rs->view);
+	p->rs->view = v;
+	p->gen = journal_view_gen(v);
+	snprintf(p->name, sizeof(p->name), "%s", name);
+	return 0;
+}
+
+int restart_init(struct server *srv)
+{
+	struct restart *rs;
+	struct state_pick pick = { 0 };
+	const char *notify;
+	uint64_t jgen = 1;
+	int ret;
+
+	if (srv->opt.no_restart)
+		return 0;
+	rs = calloc(1, sizeof(*rs));
+	if (!rs)
+		return -ENOMEM;
+	srv->core.restart = rs;
+	/* Without systemd the journal is kept all the same: a SIGUSR2
+	 * hands it to the new binary. A re-exec's notify socket is the
+	 * old daemon's, gone once it exits: no store there. */
+	notify = getenv("NOTIFY_SOCKET");
+	rs->systemd = notify && strncmp(notify, REEXEC_NOTIFY_PREFIX,
+					strlen(REEXEC_NOTIFY_PREFIX)) != 0;
+	ret = fdstore_open(restart_store_max(srv), rs->systemd, &rs->store);
+	if (ret < 0)
+		return ret;
+	pick.rs = rs;
+	fdstore_each_passed(rs->store, FDSTORE_PREFIX "state.",
+			    state_pick_one, &pick);
+	if (rs->view) {
+		jgen = journal_view_gen(rs->view) + 1;
+	} else if (fdstore_n_passed(rs->store)) {
+		snprintf(rs->refused, sizeof(rs->refused), "%.255s",
+			 pick.seen ? pick.why :
+				     "descriptors were handed over without "
+				     "a state");
+		log_err("starting clean, closing the %u descriptors handed "
+			"over: %s",
+			fdstore_n_passed(rs->store), rs->refused);
+	}
+	/* Empty: the restore journals what it adopts, and stores it. */
+	ret = journal_from_view(NULL, jgen, &rs->j);
+	if (ret < 0)
+		return ret;
+	rs->compact_ev = event_new(srv->core.base, -1, 0, restart_compact_cb,
+				  &srv->core);
+	if (!rs->compact_ev)
+		return -ENOMEM;
+	journal_on_full(rs->j, restart_journal_full, &srv->core);
+	ret = inflight_create(srv->opt.max_conns + RESTART_INFLIGHT_EXTRA,
+			      &rs->inflight);
+	if (ret < 0)
+		return ret;
+	return reexec_init(srv);
+}
+
+int restart_first_name(void *arg, const char *name, int fd)
+{
+	snprintf(arg, FDSTORE_NAME_MAX + 1, "%s", name);
+	return 1;
+}
+
+unsigned int restart_store_max(const struct server *srv)
+{
+	/* Every connection, a context per (domain, device), the DMs and
+	 * XRCD files the families keep, two states during a compaction. */
+	return srv->opt.max_conns * 2 + RESTART_STORE_EXTRA;
+}
+
+bool restart_keeps_sessions(const struct server *srv)
+{
+	return srv->core.restart && srv->core.restart->systemd &&
+	       srv->core.restart->j && !journal_broken(srv->core.restart->j);
+}
+
+void restart_handoff(struct server *srv)
+{
+	if (srv->core.restart)
+		srv->core.restart->handoff = true;
+}
+
+void restart_fini(struct server *srv)
+{
+	struct restart *rs = srv->core.restart;
+
+	if (!rs)
+		return;
+	if (rs->compact_ev)
+		event_free(rs->compact_ev);
+	if (rs->usr2_ev)
+		event_free(rs->usr2_ev);
+	journal_view_free(rs->view);
+	journal_free(rs->j);
+	inflight_free(rs->inflight);
+	fdstore_free(rs->store);
+	free(rs);
+	srv->core.restart = NULL;
+}
+
+/* --- hooks --------------------------------------------------------------- */
+
+void restart_conn_opened(struct conn *c)
+{
+	struct fdstore *st = restart_fdstore(&c->srv->core);
+	char name[FDSTORE_NAME_MAX + 1];
+	int ret;
+
+	if (!st)
+		return;
+	c->inflight_slot =
+		inflight_take(c->srv->core.restart->inflight, c->cl.id);
+	restart_fd_name(name, sizeof(name), "conn", c->cl.id);
+	ret = fdstore_put(st, name, c->fd);
+	if (ret < 0)
+		log_warn("client %" PRIu64 ": not kept in the fd store (%s): "
+			 "a restart ends its session",
+			 c->cl.id, strerror(-ret));
+	restart_ids_check(&c->srv->core);
+}
+
+void restart_conn_closed(struct conn *c)
+{
+	struct server *srv = c->srv;
+	char name[FDSTORE_NAME_MAX + 1];
+
+	if (!restart_fdstore(&srv->core))
+		return;
+	inflight_put(srv->core.restart->inflight, c->inflight_slot);
+	c->inflight_slot = -1;
+	restart_fd_name(name, sizeof(name), "conn", c->cl.id);
+	fdstore_remove(srv->core.restart->store, name);
+	restart_after_write(&srv->core, journal_del(srv->core.restart->j,
+					     JOURNAL_SESSION, c->cl.id));
+}
+
+void restart_session_save(struct conn *c)
+{
+	struct server *srv = c->srv;
+	Rdmab__State__Session s = RDMAB__STATE__SESSION__INIT;
+	uint32_t groups[64];
+
+	if (!restart_journal(&srv->core) || !c->cl.hello_done || !c->cl.domain)
+		return;
+	s.pid = (uint32_t)c->cl.cred.pid;
+	s.uid = c->cl.cred.uid;
+	s.gid = c->cl.cred.gid;
+	for (size_t i = 0; i < c->cl.n_groups && i < 64; i++)
+		groups[i] = c->cl.groups[i];
+	s.n_groups = c->cl.n_groups < 64 ? c->cl.n_groups : 64;
+	s.groups = groups;
+	s.comm = c->cl.comm;
+	s.hello_done = true;
+	s.client_pid = c->cl.client_pid;
+	s.fork_state = (uint32_t)c->cl.fork_state;
+	s.secret.data = c->cl.secret;
+	s.secret.len = sizeof(c->cl.secret);
+	s.parent_id = c->cl.parent_id;
+	s.library_version = c->cl.library_version;
+	families_session_save(&c->cl, &s);
+	s.domain = c->cl.domain->name;
+	s.domain_kind = c->cl.domain->kind;
+	s.requests = c->cl.requests;
+	restart_after_write(&srv->core,
+			    journal_put(srv->core.restart->j, JOURNAL_SESSION,
+					c->cl.id, &s.base));
+}
+
+void restart_request_read(struct conn *c, uint64_t serial)
+{
+	if (c->inflight_slot >= 0)
+		inflight_read(c->srv->core.restart->inflight, c->inflight_slot,
+			      serial);
+}
+
+void restart_reply_sent(struct conn *c)
+{
+	if (c->inflight_slot >= 0 && TAILQ_EMPTY(&c->outq))
+		inflight_answered(c->srv->core.restart->inflight,
+				  c->inflight_slot);
+}
+
+void restart_request_done(struct conn *c, unsigned int body_case)
+{
+	switch (body_case) {
+	/* Its holds on contexts are records of their own
+	 * (restart_hold_saved()): an open or a close of a context writes
+	 * one small record, not the whole session. */
+	case RDMAB__REQUEST__BODY_HELLO:
+		restart_session_save(c);
+		break;
+	default:
+		break;
+	}
+}

@@ -1,0 +1,182 @@
+/* SPDX-License-Identifier: MIT */
+/*
+ * Restart (issue 25): the fd store, the state journal and the restore
+ * that a daemon runs at start when the previous one left them. This is
+ * the part the layers below the handlers see (struct core's restart):
+ * the journal's hooks for contexts and objects, the ids, and what a
+ * family's restore gets. The transport's part (start, sessions, requests
+ * in flight, status) is restart-srv.h's; restore.c re-adopts the
+ * registry (domains, contexts, sessions, objects, counters) and then
+ * calls each family's restore slot (family.h) with a struct restore.
+ *
+ * The contract with a family:
+ * - save as it changes: a family writes each of its records with
+ *   journal_put() (journal_del() when it goes) under its own kinds
+ *   (journal.h), at the point its in-memory state changes, inside the
+ *   same journal_begin()/journal_commit() as the registry's change it
+ *   goes with; its descriptors go to the store with fdstore_put() under
+ *   "rb.<family>.<key>" when made and fdstore_remove() before they are
+ *   closed. restart_journal() and restart_fdstore() give both (NULL:
+ *   restart off, every call a no-op).
+ * - no save slot: the journal indexes its live records and compacts by
+ *   copying them, so a family's records are exactly what it put.
+ * - restore (family.h) runs once at start, after the registry's
+ *   sessions, contexts and objects came back (records of family_owned
+ *   objects, such as DM imports, are the family's to make again; one
+ *   whose remake needs a family's records again after, when the
+ *   family asks: restore_objects_later()), in
+ *   families[] order: the family reads its kinds with
+ *   restore_each()/journal_find() and takes its descriptors with
+ *   restore_take_fd(). The new generation's journal starts empty: the
+ *   family journals again what it adopts, as it would a change. A record
+ *   it cannot use (a bad message, a missing fd) is a negative errno with
+ *   restore_fail()'s sentence: every adopted session is then ended (its
+ *   objects go as a death's do, with the charges) rather than keep half a
+ *   registry, and what nobody took is closed.
+ * - ids: a family that takes ids (core->ids.dms) calls
+ *   restart_ids_check() after, so that a restart never reuses one.
+ */
+#ifndef RDMAB_RESTART_H
+#define RDMAB_RESTART_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "daemon/restart/fdstore.h"
+#include "daemon/restart/journal.h"
+
+struct core;
+struct dctx;
+struct obj;
+
+struct restart;
+
+/* What a family's restore gets. */
+struct restore {
+	struct core *core;
+	const struct journal_view *view;
+	struct fdstore *store;
+	/* The generation being started (the old one's + 1). */
+	uint64_t generation;
+	/* Set by restore_fail(): why the state was refused. */
+	char why[256];
+	/* What was adopted, for the log line and rdmabrokerctl status. */
+	uint64_t adopted_sessions, adopted_contexts, adopted_objects,
+		adopted_fds;
+	/* restore.c's own (restore_objects_later()). */
+	struct rctx *rc;
+};
+
+/* Each live record of @kind in key order (journal_each()). */
+int restore_each(struct restore *rs, uint32_t kind,
+		 int (*fn)(void *arg, const struct journal_rec *r), void *arg);
+/* Take the stored descriptor @name (fdstore_take()), counted. */
+int restore_take_fd(struct restore *rs, const char *name, int *ret_fd);
+/* The registry's objects whose remake failed before the families'
+ * restore (one that uses what a family makes again: an MR on a DM names
+ * the DM's handle), tried again, once, with the failure logged: a
+ * family calls it when what they use is back and before it acts on
+ * what they block (the DM family: before it frees the DMs nobody
+ * holds); restore.c calls it after the families for the rest. */
+void restore_objects_later(struct restore *rs);
+/* Refuse the state: @err (negative) with a sentence; returns @err. */
+int restore_fail(struct restore *rs, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/* Exiting for a successor (restart_handoff()): the families leave what
+ * they share with the next daemon as it is. */
+bool restart_handing_off(const struct core *core);
+/* Exiting for a successor: no teardown at all, which could touch what
+ * the successor shares (a DM's bytes, a socket): _exit(0). */
+void restart_exit(void) __attribute__((noreturn));
+
+/* Hooks: the registry's changes, to the journal and the store. */
+void restart_ctx_opened(struct core *core, const struct dctx *x);
+void restart_ctx_closed(struct core *core, const struct dctx *x);
+/* @x's books changed (its unaccounted count, dead imports, DM bytes a
+ * rekey left, the rekey itself): its record again. */
+void restart_ctx_saved(struct core *core, const struct dctx *x);
+/* Restore: adopted @x gets the books of its record @m, and their
+ * charges. */
+struct Rdmab__State__Context;
+void restart_ctx_books(struct core *core, struct dctx *x,
+		       const struct Rdmab__State__Context *m);
+/* Its device went: the store lets go of the descriptor now (systemd's
+ * copy would keep the device busy), the record stays while held. */
+void restart_ctx_fd_drop(struct core *core, const struct dctx *x);
+/* Session @client_id's hold @cc on a context was made or its opens
+ * changed; it goes (before @cc is freed). */
+struct conn_ctx;
+void restart_hold_saved(struct core *core, uint64_t client_id,
+			struct conn_ctx *cc);
+void restart_hold_gone(struct core *core, struct conn_ctx *cc);
+/* A SessionHold's bytes, as protobuf-c packs them (restart.c writes
+ * them by hand: this record goes at every open and close of a context):
+ * at most RESTART_HOLD_MAX bytes at @buf; returns the length. */
+#define RESTART_HOLD_MAX 36
+size_t restart_hold_encode(uint8_t *buf, uint64_t client_id, uint64_t ctx_id,
+			   uint32_t opens, uint64_t import);
+/* A registry record was made or changed (not a soft object's made by
+ * the broker: restart_obj_made()), or goes. */
+void restart_obj_saved(struct core *core, const struct obj *o);
+void restart_obj_gone(struct core *core, const struct obj *o);
+/* The broker made @o on a device it is the kernel of, as @spec and the
+ * request's @attr asked, and was given @made (NULL: nothing clients
+ * know): what remakes it, the same, at a restore. */
+struct obj_spec;
+struct obj_made;
+struct Rdmab__ObjAttr;
+void restart_obj_made(struct core *core, const struct obj *o,
+		      const struct obj_spec *spec, const struct obj_made *made,
+		      const struct Rdmab__ObjAttr *attr);
+/* A restore adopted @o as its record (@len bytes at @data, a packed
+ * StateObject) says, made again with @made (NULL: not made again) as the
+ * record asked: that record, as it is. */
+void restart_obj_packed(struct core *core, const struct obj *o,
+			const struct obj_made *made, const uint8_t *data,
+			size_t len);
+/* An owner's session ended while it holds objects (detached), or its
+ * process is gone (dead): the record that makes its objects' records
+ * adoptable without a session; it goes when the owner does. */
+struct obj_owner;
+void restart_owner_saved(struct core *core, struct obj_owner *ow);
+void restart_owner_gone(struct core *core, const struct obj_owner *ow);
+/* Restore: the owner of a record whose session did not come back (its
+ * Owner record: detached or dead), and its context @ctx_id, adopted for
+ * a session of its domain; NULL when either is not. */
+struct journal_view;
+struct obj_owner *restart_owner_find(struct restore *rs, uint64_t client_id);
+struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id);
+/* Restore, after the objects came back at their handles: the sessions'
+ * imports are made again (dctx_imports_adopt()), and each adopted owner
+ * whose session had ended is watched again (a process gone meanwhile
+ * starts its cleanup); one that got no record goes. */
+void restart_objects_adopted(struct core *core);
+/* The id spaces passed their saved mark: save them further on. */
+void restart_ids_check(struct core *core);
+
+/* Whether every record of @v the registry reads unpacks (the restore's
+ * check, and the fuzz target's): 0 or -EBADMSG with the reason in @why.
+ * The object records are read as the restore reads them (by hand,
+ * restore-object.h), once: @obj, when set, is given each one, in id
+ * order, to keep (the restore's objects); its error (with its own
+ * sentence in @why) ends the check. */
+struct state_obj;
+int restart_state_check(const struct journal_view *v,
+			int (*obj)(void *arg, const struct journal_rec *r,
+				   const struct state_obj *m),
+			void *arg, char *why, size_t why_len);
+
+/* What status shows (rdmabrokerctl status): generation, restores, the
+ * last one's duration, and, for an administrator (@full), what it
+ * adopted or why a state was refused, in @what. */
+#define RESTART_STATUS_MAX 160
+void restart_status(const struct core *core, bool full, uint64_t *gen,
+		    uint64_t *restarts, uint64_t *usec, char *what,
+		    size_t size);
+
+/* The running daemon's journal and store; NULL when restart is off. */
+struct journal *restart_journal(const struct core *core);
+struct fdstore *restart_fdstore(const struct core *core);
+
+#endif
