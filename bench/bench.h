@@ -128,8 +128,8 @@ double loadavg1(void);
  * or -EMSGSIZE. */
 int pkt_hello(uint8_t *buf, size_t cap, uint64_t serial);
 /* Pack Request{version, serial, ping{payload}}. */
-int pkt_ping(uint8_t *buf, size_t cap, uint64_t serial,
-	     const uint8_t *payload, size_t len);
+int pkt_ping(uint8_t *buf, size_t cap, uint64_t serial, const uint8_t *payload,
+	     size_t len);
 /*
  * Decode a daemon packet and check that it is the error-free reply to
  * @serial with a body of @body_case (Rdmab__Reply__BodyCase); for a ping,
@@ -164,8 +164,8 @@ int pkt_open_session(int fd, uint64_t serial, pkt_rt_fn *rt);
 struct ibc_client;
 
 /* @iters broker pings through libibclient; latencies in ns into @lat. */
-int rtt_broker_rep(struct ibc_client *cl, const uint8_t *payload,
-		   size_t len, unsigned int iters, uint64_t *lat);
+int rtt_broker_rep(struct ibc_client *cl, const uint8_t *payload, size_t len,
+		   unsigned int iters, uint64_t *lat);
 
 /* The raw ping-pong peer: answers every packet on @fd with @rep_len
  * bytes until end of stream. Runs in a child (spawn_fn). */
@@ -186,8 +186,8 @@ int rtt_raw_rep(int fd, const uint8_t *req, size_t req_len, size_t rep_len,
  * libibclient's system calls: send(MSG_DONTWAIT) and a blocking recvmsg()
  * with room for descriptors (wire_recv()).
  */
-int rtt_floor_rep(int fd, const uint8_t *req, size_t req_len,
-		  size_t rep_len, unsigned int iters, uint64_t *lat);
+int rtt_floor_rep(int fd, const uint8_t *req, size_t req_len, size_t rep_len,
+		  unsigned int iters, uint64_t *lat);
 
 /* --- closed-loop load over many connections (load.c) ----------------- */
 
@@ -196,7 +196,7 @@ struct load;
 struct load_result {
 	unsigned long requests;
 	double server_cpu_us; /* per request */
-	double wall_us;       /* per request */
+	double wall_us;	      /* per request */
 	double lat_median_us;
 	double lat_p99_us;
 };
@@ -255,8 +255,8 @@ const struct open_sizes *open_sizes(const struct open_bench *ob);
 void open_floor_adopt(struct open_bench *ob, int fd);
 /* @iters pairs of @side; latencies in ns into @lat. @lat NULL: a warm-up
  * that also checks which context every open gets. */
-int open_rep(struct open_bench *ob, enum open_side side,
-	     unsigned int iters, uint64_t *lat);
+int open_rep(struct open_bench *ob, enum open_side side, unsigned int iters,
+	     uint64_t *lat);
 /* Stop the peer, disconnect every client; NULL is ignored. */
 void open_teardown(struct open_bench *ob);
 
@@ -360,8 +360,7 @@ const struct objs_sizes *objs_sizes(const struct objs_bench *ob);
 /* @iters pairs through the library (@raw 0), raw round trips (@raw 1) or,
  * for reference, two empty ibc_ping() calls (@raw 2); latencies in ns into
  * @lat, which may be NULL. */
-int objs_rep(struct objs_bench *ob, int raw, unsigned int iters,
-	     uint64_t *lat);
+int objs_rep(struct objs_bench *ob, int raw, unsigned int iters, uint64_t *lat);
 /* Stop the peer, disconnect; NULL is ignored. */
 void objs_teardown(struct objs_bench *ob);
 
@@ -383,8 +382,7 @@ pid_t xrcd_peer_pid(const struct xrcd_bench *xb);
 const struct xrcd_sizes *xrcd_sizes(const struct xrcd_bench *xb);
 /* @iters pairs through the library (@raw 0) or raw round trips (@raw 1);
  * latencies in ns into @lat, which may be NULL. */
-int xrcd_rep(struct xrcd_bench *xb, int raw, unsigned int iters,
-	     uint64_t *lat);
+int xrcd_rep(struct xrcd_bench *xb, int raw, unsigned int iters, uint64_t *lat);
 void xrcd_teardown(struct xrcd_bench *xb);
 
 /* --- cleanup of a dead client (cleanup.c) --------------------------- */

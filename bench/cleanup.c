@@ -6,8 +6,8 @@
  * driver times from the kill to the moment its own client, polling
  * ibc_list_objects() filtered on the dead client, sees none left, and takes
  * the daemon's own figure (pidfd readable to last destroy, logged at info
- * by daemon/registry/obj-cleanup.c) from the daemon's log. Both are ratios against
- * the creation time of the same repetition.
+ * by daemon/registry/obj-cleanup.c) from the daemon's log. Both are ratios
+ * against the creation time of the same repetition.
  */
 #include "config.h"
 
@@ -73,8 +73,10 @@ static int cleanup_make(struct ibc_ctx *ctx, unsigned int n)
 			.qp_type = IBV_QPT_RC,
 			.send_cq = cq[0],
 			.recv_cq = cq[1],
-			.cap = { .max_send_wr = 16, .max_recv_wr = 16,
-				 .max_send_sge = 1, .max_recv_sge = 1 },
+			.cap = { .max_send_wr = 16,
+				 .max_recv_wr = 16,
+				 .max_send_sge = 1,
+				 .max_recv_sge = 1 },
 		};
 		struct ibc_qp *qp;
 		struct ibc_mr *mr;
@@ -149,9 +151,8 @@ static int cleanup_count(struct ibc_client *cl, uint64_t client_id)
  * The daemon's "client ID (pid PID): N objects destroyed in X us" line in
  * @log, waited for up to a second; X in @ret_us.
  */
-static int cleanup_daemon_figure(const char *log, uint64_t client_id,
-				 pid_t pid, unsigned int nobjs,
-				 double *ret_us)
+static int cleanup_daemon_figure(const char *log, uint64_t client_id, pid_t pid,
+				 unsigned int nobjs, double *ret_us)
 {
 	char want[96], line[1024];
 

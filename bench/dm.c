@@ -177,14 +177,13 @@ static int op_memcpy_from(void *arg, size_t size)
 
 static int op_dm_write(void *arg, size_t size)
 {
-	return ibc_dm_write(bench_dms[copy_place], 0, host_a[copy_place],
-			    size);
+	return ibc_dm_write(bench_dms[copy_place], 0, host_a[copy_place], size);
 }
 
 static int op_dm_read(void *arg, size_t size)
 {
-	int ret = ibc_dm_read(bench_dms[copy_place], host_a[copy_place], 0,
-			      size);
+	int ret =
+		ibc_dm_read(bench_dms[copy_place], host_a[copy_place], 0, size);
 
 	sink = host_a[copy_place][size - 1];
 	return ret;
@@ -282,7 +281,8 @@ static int peer_main(int fd)
 					    MFD_CLOEXEC | MFD_ALLOW_SEALING);
 			if (kept < 0 || ftruncate(kept, (off_t)size) < 0 ||
 			    fcntl(kept, F_ADD_SEALS,
-				  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) < 0)
+				  F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) <
+				    0)
 				return 1;
 			/* fall through */
 		case PEER_AGAIN:
@@ -348,8 +348,7 @@ static void *calls_map(int fd, size_t size)
 	void *p = MAP_FAILED;
 
 	if (fd >= 0 && lseek(fd, 0, SEEK_END) >= (off_t)size)
-		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd,
-			 0);
+		p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
 	if (fd >= 0)
 		close(fd);
 	return p == MAP_FAILED ? NULL : p;
@@ -483,9 +482,9 @@ static void alloc_import_rep(struct ibc_ctx *a, struct ibc_ctx *b, int fd,
 }
 
 struct row {
-	double dm, base, calls;	  /* medians of the repetitions' medians */
+	double dm, base, calls;	   /* medians of the repetitions' medians */
 	double dm_mean, base_mean; /* the same of their means */
-	double lo, hi;		  /* the range of the repetitions' ratios */
+	double lo, hi;		   /* the range of the repetitions' ratios */
 };
 
 /*
@@ -497,8 +496,8 @@ struct row {
  * meanwhile (on a shared machine, most of the spread of the ratio); the
  * means are shown beside it.
  */
-static struct row alloc_import_row(struct ibc_ctx *a, struct ibc_ctx *b,
-				   int fd, size_t size)
+static struct row alloc_import_row(struct ibc_ctx *a, struct ibc_ctx *b, int fd,
+				   size_t size)
 {
 	double d[REPS], base[REPS], calls[REPS], dmean[REPS], bmean[REPS];
 	struct row row = { 0 };
@@ -596,10 +595,9 @@ int main(int argc, char **argv)
 		       sizes[s], "write", w.dm / 1e9, w.base / 1e9, w.ratio,
 		       w.lo, w.hi, req);
 		printf("%-8zu %-6s %14.2f %14.2f %7.2f %5.2f..%-5.2f %s\n",
-		       sizes[s], "read", rd.dm / 1e9, rd.base / 1e9,
-		       rd.ratio, rd.lo, rd.hi, req);
-		if (sizes[s] >= 4096 &&
-		    (w.ratio < 0.9 || rd.ratio < 0.9))
+		       sizes[s], "read", rd.dm / 1e9, rd.base / 1e9, rd.ratio,
+		       rd.lo, rd.hi, req);
+		if (sizes[s] >= 4096 && (w.ratio < 0.9 || rd.ratio < 0.9))
 			bad = 1;
 	}
 	copy_places_free();

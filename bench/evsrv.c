@@ -175,8 +175,7 @@ static int evsrv_listen(const char *path, int *ret_fd)
 	if (strlen(path) >= sizeof(sa.sun_path))
 		return -ENAMETOOLONG;
 	strcpy(sa.sun_path, path);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0)
 		return -errno;
 	if (bind(fd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
@@ -236,8 +235,8 @@ int main(int argc, char **argv)
 		return 1;
 	ret = evsrv_listen(path, &srv.listen_fd);
 	if (ret < 0) {
-		fprintf(stderr, "bench-evsrv: cannot listen on %s: %s\n",
-			path, strerror(-ret));
+		fprintf(stderr, "bench-evsrv: cannot listen on %s: %s\n", path,
+			strerror(-ret));
 		event_base_free(srv.base);
 		return 1;
 	}

@@ -46,8 +46,8 @@
 #define IR_FORKS 200
 
 struct figure {
-	double wait_us;	  /* fork + _exit + waitpid, median */
-	double fork_us;	  /* fork() returning in the parent, median */
+	double wait_us; /* fork + _exit + waitpid, median */
+	double fork_us; /* fork() returning in the parent, median */
 };
 
 static int cmp_dbl(const void *a, const void *b)
@@ -126,9 +126,9 @@ static int twin_library(const char *sock)
 
 	for (i = 0; i < 500 && (err = ibc_connect(&attr, &cl)) < 0; i++)
 		usleep(10000);
-	if (err == 0 && (ibc_open(cl, NULL, &ctx) < 0 ||
-			 ibc_cq_create(ctx, 64, &cq) < 0 ||
-			 ibc_dm_alloc(ctx, 4096, 0, &dm) < 0))
+	if (err == 0 &&
+	    (ibc_open(cl, NULL, &ctx) < 0 || ibc_cq_create(ctx, 64, &cq) < 0 ||
+	     ibc_dm_alloc(ctx, 4096, 0, &dm) < 0))
 		err = -1;
 	if (err < 0)
 		fprintf(stderr, "bench-fork: %s\n", ibc_last_error());
@@ -235,9 +235,9 @@ static void measure(const struct twin *lt, const struct twin *pt,
 static void row(const char *what, const struct figure *lib,
 		const struct figure *raw)
 {
-	printf("%-28s %10.0f %10.0f %6.3f %10.0f %10.0f\n", what,
-	       lib->wait_us, raw->wait_us, lib->wait_us / raw->wait_us,
-	       lib->fork_us, raw->fork_us);
+	printf("%-28s %10.0f %10.0f %6.3f %10.0f %10.0f\n", what, lib->wait_us,
+	       raw->wait_us, lib->wait_us / raw->wait_us, lib->fork_us,
+	       raw->fork_us);
 }
 
 /* --- callgrind ------------------------------------------------------- */
@@ -256,10 +256,10 @@ static int ir_role(const char *sock, int lib, int n, int zero)
 	struct ibc_cq *cq;
 	struct ibc_dm *dm;
 
-	if (lib && (ibc_connect(&attr, &cl) < 0 ||
-		    ibc_open(cl, NULL, &ctx) < 0 ||
-		    ibc_cq_create(ctx, 64, &cq) < 0 ||
-		    ibc_dm_alloc(ctx, 4096, 0, &dm) < 0)) {
+	if (lib &&
+	    (ibc_connect(&attr, &cl) < 0 || ibc_open(cl, NULL, &ctx) < 0 ||
+	     ibc_cq_create(ctx, 64, &cq) < 0 ||
+	     ibc_dm_alloc(ctx, 4096, 0, &dm) < 0)) {
 		fprintf(stderr, "bench-fork: %s\n", ibc_last_error());
 		return 1;
 	}
@@ -303,14 +303,15 @@ static double ir_total(const char *path)
 
 /* Run the role under callgrind with @n forks: the parent's total and the
  * children's summed, from the files named @dir/cg-@lib-@n.PID. */
-static int ir_run(const char *self, const char *dir, const char *sock,
-		  int lib, int n, int zero, double *ret_parent,
-		  double *ret_children)
+static int ir_run(const char *self, const char *dir, const char *sock, int lib,
+		  int n, int zero, double *ret_parent, double *ret_children)
 {
 	char out[256], prefix[64], nb[16], lb[4], zb[4], path[512];
-	char *argv[] = { "valgrind", "--tool=callgrind", "-q", out,
-			 (char *)self,
-			 "--role", (char *)sock, lb, nb, zb, NULL };
+	char *argv[] = {
+		"valgrind", "--tool=callgrind", "-q", out, (char *)self,
+		"--role",   (char *)sock,	lb,   nb,  zb,
+		NULL
+	};
 	struct dirent *e;
 	int status;
 	pid_t pid;
@@ -365,8 +366,8 @@ static void ir_report(const char *dir, const char *sock)
 	self[n] = '\0';
 	for (int lib = 0; lib < 2; lib++)
 		for (int k = 0; k < 2; k++)
-			if (ir_run(self, dir, sock, lib, k ? IR_FORKS : 0,
-				   0, &p[lib][k], &unused) < 0 ||
+			if (ir_run(self, dir, sock, lib, k ? IR_FORKS : 0, 0,
+				   &p[lib][k], &unused) < 0 ||
 			    (k && ir_run(self, dir, sock, lib, IR_FORKS, 1,
 					 &unused, &c[lib][k]) < 0)) {
 				printf("\ncallgrind counts: n/a (valgrind "

@@ -129,8 +129,8 @@ static int insn_ping_broker(const char *path, size_t plen,
  * One side of a count, natively or under callgrind: @fd is a connection
  * to the peer already made (-1: connect to @path).
  */
-static int insn_run_role(const struct insn_role *role, const char *path,
-			 int fd, const struct insn_params *p, unsigned long n)
+static int insn_run_role(const struct insn_role *role, const char *path, int fd,
+			 const struct insn_params *p, unsigned long n)
 {
 	static uint8_t req[INSN_MAX_PACKET];
 	int ret = 0, own = fd < 0;
@@ -186,8 +186,8 @@ static int insn_parse_sizes(const char *s, enum insn_req req,
 
 		errno = 0;
 		v[n] = strtoul(s, &end, 10);
-		if (errno || end == s || v[n] < 1 ||
-		    v[n] > INSN_MAX_PACKET || (*end && *end != ','))
+		if (errno || end == s || v[n] < 1 || v[n] > INSN_MAX_PACKET ||
+		    (*end && *end != ','))
 			return -EINVAL;
 		n++;
 		s = *end ? end + 1 : end;
@@ -224,9 +224,10 @@ int insn_role_main(const char *name, const char *socket, unsigned long n,
 	if (!socket || (!role->server && !n) ||
 	    (role->pair != INSN_BROKER &&
 	     insn_parse_sizes(sizes, role->req, &p) < 0)) {
-		fprintf(stderr, "rdmab-bench: --role %s: needs --socket, "
-				"--count (clients) and --sizes (but for the "
-				"broker's)\n",
+		fprintf(stderr,
+			"rdmab-bench: --role %s: needs --socket, "
+			"--count (clients) and --sizes (but for the "
+			"broker's)\n",
 			name);
 		return 2;
 	}
@@ -243,7 +244,7 @@ int insn_role_main(const char *name, const char *socket, unsigned long n,
 
 static const char *const req_names[INSN_REQS] = { "ping", "open" };
 static const char *const pair_names[INSN_PAIRS] = { "broker", "blocking",
-						     "floor" };
+						    "floor" };
 static const char *const side_names[INSN_SIDES] = { "client", "server" };
 
 /* @name's full path in $PATH, into @buf. */
@@ -254,8 +255,9 @@ static int insn_which(const char *name, char *buf, size_t cap)
 	while (path && *path) {
 		size_t len = strcspn(path, ":");
 
-		if (len && (size_t)snprintf(buf, cap, "%.*s/%s", (int)len,
-					    path, name) < cap &&
+		if (len &&
+		    (size_t)snprintf(buf, cap, "%.*s/%s", (int)len, path,
+				     name) < cap &&
 		    access(buf, X_OK) == 0)
 			return 0;
 		path += len + (path[len] == ':');
@@ -392,9 +394,8 @@ static void insn_client_argv(struct insn_run *x, const struct insn_role *r,
  * server, or the server driven by a native client, for @n requests. The
  * total Ir into @ret.
  */
-static int insn_one(struct insn_run *x, enum insn_req req,
-		    enum insn_pair pair, enum insn_side side,
-		    unsigned long n, uint64_t *ret)
+static int insn_one(struct insn_run *x, enum insn_req req, enum insn_pair pair,
+		    enum insn_side side, unsigned long n, uint64_t *ret)
 {
 	const struct insn_setup *s = x->s;
 	const struct insn_role *client = insn_find_role(req, pair, 0);
@@ -509,9 +510,8 @@ int insn_count(const struct insn_setup *s, struct insn_result *ret)
 				if (insn_one(x, q, p, d, n0, &t0) < 0 ||
 				    insn_one(x, q, p, d, n1, &t1) < 0)
 					continue;
-				ret->per[q][p][d] =
-					((double)t1 - (double)t0) /
-					(double)(n1 - n0);
+				ret->per[q][p][d] = ((double)t1 - (double)t0) /
+						    (double)(n1 - n0);
 			}
 		}
 	}

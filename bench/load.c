@@ -68,8 +68,8 @@ static int load_hello(struct load *l, int fd, int broker)
 	if (len < 0)
 		return len;
 	if (broker)
-		return pkt_check_reply(buf, (size_t)len, serial,
-				       PKT_BODY_HELLO, NULL, 0);
+		return pkt_check_reply(buf, (size_t)len, serial, PKT_BODY_HELLO,
+				       NULL, 0);
 	return 0;
 }
 
@@ -170,8 +170,7 @@ int load_run(struct load *l, unsigned long requests, pid_t server,
 			return -ETIMEDOUT;
 		for (int j = 0; j < k; j++) {
 			struct load_conn *c = &l->c[evs[j].data.u32];
-			ssize_t n = recv(c->fd, buf, sizeof(buf),
-					 MSG_DONTWAIT);
+			ssize_t n = recv(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
 
 			if (n < 0 && (errno == EAGAIN || errno == EINTR))
 				continue;

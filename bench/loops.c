@@ -151,8 +151,8 @@ enum { URING_RECV = 1, URING_SEND = 2 };
 static int loop_uring_init(struct io_uring *ring)
 {
 	struct io_uring_params p = {
-		.flags = IORING_SETUP_SINGLE_ISSUER |
-			 IORING_SETUP_DEFER_TASKRUN,
+		.flags =
+			IORING_SETUP_SINGLE_ISSUER | IORING_SETUP_DEFER_TASKRUN,
 	};
 
 	/* Kernels before 6.1 refuse the flags: the plain ring then. */
@@ -161,8 +161,8 @@ static int loop_uring_init(struct io_uring *ring)
 	return io_uring_queue_init(8, ring, 0);
 }
 
-static void loop_uring_prep(struct io_uring *ring, int op, int fd,
-			    void *buf, size_t len)
+static void loop_uring_prep(struct io_uring *ring, int op, int fd, void *buf,
+			    size_t len)
 {
 	struct io_uring_sqe *sqe = io_uring_get_sqe(ring);
 
@@ -290,14 +290,15 @@ static double loop_median(const double *v, size_t n, double *tmp)
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: rdmab-bench-loops [--rounds N] [--iters N] "
-		   "[--size BYTES]\n"
-		   "  --rounds N    rounds, each side taking one a round "
-		   "(60)\n"
-		   "  --iters N     round trips a side takes in a round "
-		   "(1000)\n"
-		   "  --size BYTES  request and reply size (17, the broker's "
-		   "CQ create; 1..%d)\n",
+	fprintf(f,
+		"Usage: rdmab-bench-loops [--rounds N] [--iters N] "
+		"[--size BYTES]\n"
+		"  --rounds N    rounds, each side taking one a round "
+		"(60)\n"
+		"  --iters N     round trips a side takes in a round "
+		"(1000)\n"
+		"  --size BYTES  request and reply size (17, the broker's "
+		"CQ create; 1..%d)\n",
 		LOOP_MAX_PACKET);
 }
 
@@ -346,9 +347,12 @@ int main(int argc, char **argv)
 			return 2;
 		}
 		if (bad) {
-			fprintf(stderr, "rdmab-bench-loops: --%s takes a "
-					"number from %lu to %lu, not \"%s\"\n",
-				longopts[opt == 'r' ? 0 : opt == 'i' ? 1 : 2]
+			fprintf(stderr,
+				"rdmab-bench-loops: --%s takes a "
+				"number from %lu to %lu, not \"%s\"\n",
+				longopts[opt == 'r' ? 0 :
+					 opt == 'i' ? 1 :
+						      2]
 					.name,
 				lo, hi, optarg);
 			return 2;
@@ -390,8 +394,9 @@ int main(int argc, char **argv)
 
 			ns[i * rounds + r] = loop_round(fds[i], size, iters);
 			if (!ns[i * rounds + r]) {
-				fprintf(stderr, "rdmab-bench-loops: the %s "
-						"peer stopped answering\n",
+				fprintf(stderr,
+					"rdmab-bench-loops: the %s "
+					"peer stopped answering\n",
 					sides[side_of[i]].name);
 				ret = -EIO;
 			}

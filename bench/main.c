@@ -468,11 +468,21 @@ static int make_dir(struct run *r)
 	const char *tmp = getenv("TMPDIR");
 	char conf[96], rundir[96];
 	const char *const paths[] = {
-		r->dir,		   conf,	  rundir,
-		r->cg_rundir,	   r->daemon_log, r->evsrv_log,
-		r->evsrv_open_log, r->cg_out,	  r->cg_log,
-		r->broker_sock,	   r->evsrv_sock, r->evsrv_open_sock,
-		r->cg_sock,	   r->cl_rundir,  r->cl_sock,
+		r->dir,
+		conf,
+		rundir,
+		r->cg_rundir,
+		r->daemon_log,
+		r->evsrv_log,
+		r->evsrv_open_log,
+		r->cg_out,
+		r->cg_log,
+		r->broker_sock,
+		r->evsrv_sock,
+		r->evsrv_open_sock,
+		r->cg_sock,
+		r->cl_rundir,
+		r->cl_sock,
 		r->cl_log,
 	};
 	int ret, fd;
@@ -486,8 +496,7 @@ static int make_dir(struct run *r)
 	snprintf(rundir, sizeof(rundir), "%s/run", r->dir);
 	snprintf(r->broker_sock, sizeof(r->broker_sock), "%s/broker.sock",
 		 r->dir);
-	snprintf(r->evsrv_sock, sizeof(r->evsrv_sock), "%s/evsrv.sock",
-		 r->dir);
+	snprintf(r->evsrv_sock, sizeof(r->evsrv_sock), "%s/evsrv.sock", r->dir);
 	snprintf(r->daemon_log, sizeof(r->daemon_log), "%s/rdmabrokerd.log",
 		 r->dir);
 	snprintf(r->evsrv_log, sizeof(r->evsrv_log), "%s/evsrv.log", r->dir);
@@ -528,10 +537,20 @@ static int spawn_daemon(struct run *r, const char *sock, const char *rundir,
 {
 	char conf[96];
 	char *argv[] = {
-		(char *)r->o.daemon, "--socket", (char *)sock,
-		"--runtime-dir", (char *)rundir, "--config", conf, "--device",
-		"soft", "--log-level", (char *)level, "--foreground",
-		r->o.no_restart ? "--no-restart" : NULL, NULL,
+		(char *)r->o.daemon,
+		"--socket",
+		(char *)sock,
+		"--runtime-dir",
+		(char *)rundir,
+		"--config",
+		conf,
+		"--device",
+		"soft",
+		"--log-level",
+		(char *)level,
+		"--foreground",
+		r->o.no_restart ? "--no-restart" : NULL,
+		NULL,
 	};
 	int ret, fd;
 
@@ -553,8 +572,8 @@ static int start_daemon(struct run *r)
 	char rundir[96];
 
 	snprintf(rundir, sizeof(rundir), "%s/run", r->dir);
-	return spawn_daemon(r, r->broker_sock, rundir, r->daemon_log,
-			    "notice", &r->daemon_pid, &r->daemon_dumped);
+	return spawn_daemon(r, r->broker_sock, rundir, r->daemon_log, "notice",
+			    &r->daemon_pid, &r->daemon_dumped);
 }
 
 /*
@@ -582,19 +601,17 @@ static int probe_sizes(struct run *r)
 					PKT_BODY_HELLO, NULL, 0);
 	if (ret < 0)
 		goto out;
-	len = pkt_ping(r->ping_req, sizeof(r->ping_req), ++serial,
-		       r->payload, r->o.payload);
-	if (len < 0 ||
-	    send(fd, r->ping_req, (size_t)len, MSG_NOSIGNAL) < 0) {
+	len = pkt_ping(r->ping_req, sizeof(r->ping_req), ++serial, r->payload,
+		       r->o.payload);
+	if (len < 0 || send(fd, r->ping_req, (size_t)len, MSG_NOSIGNAL) < 0) {
 		ret = len < 0 ? len : -errno;
 		goto out;
 	}
 	r->req_len = (size_t)len;
 	len = recv_timeout(fd, buf, sizeof(buf), 5000);
 	ret = len < 0 ? len :
-			pkt_check_reply(buf, (size_t)len, serial,
-					PKT_BODY_PING, r->payload,
-					r->o.payload);
+			pkt_check_reply(buf, (size_t)len, serial, PKT_BODY_PING,
+					r->payload, r->o.payload);
 	if (ret < 0)
 		goto out;
 	r->rep_len = (size_t)len;
@@ -609,13 +626,19 @@ out:
  * found it answering into @ret_fd.
  */
 static int start_evsrv(struct run *r, const char *sock, const char *log,
-		       size_t rep, size_t fd_rep, pid_t *ret_pid,
-		       int *dumped, int *ret_fd)
+		       size_t rep, size_t fd_rep, pid_t *ret_pid, int *dumped,
+		       int *ret_fd)
 {
 	char size[32], fd_size[32];
 	char *argv[] = {
-		(char *)r->o.evsrv, "--socket", (char *)sock, "--reply-size",
-		size, fd_rep ? "--fd-reply-size" : NULL, fd_size, NULL,
+		(char *)r->o.evsrv,
+		"--socket",
+		(char *)sock,
+		"--reply-size",
+		size,
+		fd_rep ? "--fd-reply-size" : NULL,
+		fd_size,
+		NULL,
 	};
 	int ret;
 
@@ -654,10 +677,14 @@ static int start_echo(struct run *r)
 
 static int check_placement(struct run *r)
 {
-	const pid_t pids[] = { getpid(),	    r->daemon_pid,
-			       r->evsrv_pid,	    r->evsrv_open_pid,
-			       r->echo_pid,	    open_peer_pid(r->ob),
-			       objs_peer_pid(r->jb), xrcd_peer_pid(r->xb) };
+	const pid_t pids[] = { getpid(),
+			       r->daemon_pid,
+			       r->evsrv_pid,
+			       r->evsrv_open_pid,
+			       r->echo_pid,
+			       open_peer_pid(r->ob),
+			       objs_peer_pid(r->jb),
+			       xrcd_peer_pid(r->xb) };
 
 	for (size_t i = 0; i < sizeof(pids) / sizeof(pids[0]); i++) {
 		int ret = check_pinned(pids[i]);
@@ -917,8 +944,7 @@ static int run_loads(struct run *r)
 					r->payload, r->o.payload, r->req_len,
 					r->rep_len, &l[s]);
 		for (int s = 0; s < 2 && ret == 0 && r->o.warmup; s++)
-			ret = load_run(l[s], r->o.warmup, pid[s], r->lat,
-				       &res);
+			ret = load_run(l[s], r->o.warmup, pid[s], r->lat, &res);
 		for (unsigned int i = 0; i < r->o.reps && ret == 0; i++) {
 			for (int s = 0; s < 2 && ret == 0; s++) {
 				ret = load_run(l[s], r->o.requests, pid[s],
@@ -947,8 +973,7 @@ static int run_loads(struct run *r)
 		fprintf(stderr,
 			"rdmab-bench: the broker counted %llu requests, the "
 			"client sent %lu\n",
-			(unsigned long long)r->daemon_served,
-			r->broker_sent);
+			(unsigned long long)r->daemon_served, r->broker_sent);
 		return -EPROTO;
 	}
 	return 0;
@@ -1106,8 +1131,7 @@ static int report(const struct run *r)
 	    r->open_p99[OPEN_RAW], n, 0);
 	miss |= row("cq create+destroy median (us)", r->objs_med[0],
 		    r->objs_med[1], n, OBJS_TARGET);
-	row("cq create+destroy p99 (us)", r->objs_p99[0], r->objs_p99[1], n,
-	    0);
+	row("cq create+destroy p99 (us)", r->objs_p99[0], r->objs_p99[1], n, 0);
 	miss |= report_xrcd(r);
 	miss |= report_cleanup(r);
 	row("floor RTT median / blocking (us)", r->rtt_med[RTT_FLOOR],
@@ -1201,8 +1225,7 @@ static int report(const struct run *r)
 	       r->open_med[OPEN_FLOOR], n);
 	spread("open+close cold / blocking", r->open_med[OPEN_COLD],
 	       r->open_med[OPEN_RAW], n);
-	spread("cq create+destroy median", r->objs_med[0], r->objs_med[1],
-	       n);
+	spread("cq create+destroy median", r->objs_med[0], r->objs_med[1], n);
 	if (r->o.cleanup_reps) {
 		spread("cleanup 1000 polled / create", r->cleanup_us[0],
 		       r->cleanup_us[2], r->o.cleanup_reps);
@@ -1265,14 +1288,13 @@ static int stop_server(const char *name, pid_t pid, const char *log,
 		return 0;
 	dump_log(log, dumped);
 	if (st < 0)
-		fprintf(stderr, "rdmab-bench: %s: %s\n", name,
-			strerror(-st));
+		fprintf(stderr, "rdmab-bench: %s: %s\n", name, strerror(-st));
 	else if (WIFSIGNALED(st))
 		fprintf(stderr, "rdmab-bench: %s was killed by signal %d\n",
 			name, WTERMSIG(st));
 	else
-		fprintf(stderr, "rdmab-bench: %s exited with status %d\n",
-			name, WEXITSTATUS(st));
+		fprintf(stderr, "rdmab-bench: %s exited with status %d\n", name,
+			WEXITSTATUS(st));
 	return -ECHILD;
 }
 
@@ -1297,9 +1319,8 @@ static int stop_all(struct run *r)
 	r->floor_fd = -1;
 	if (r->echo_pid > 0)
 		stop_child(r->echo_pid);
-	if (r->evsrv_pid > 0 &&
-	    stop_server("bench-evsrv", r->evsrv_pid, r->evsrv_log,
-			&r->evsrv_dumped) < 0)
+	if (r->evsrv_pid > 0 && stop_server("bench-evsrv", r->evsrv_pid,
+					    r->evsrv_log, &r->evsrv_dumped) < 0)
 		ret = -ECHILD;
 	if (r->evsrv_open_pid > 0 &&
 	    stop_server("bench-evsrv --fd-reply-size", r->evsrv_open_pid,
@@ -1341,8 +1362,7 @@ int main(int argc, char **argv)
 		free(r);
 		return ret;
 	}
-	nlat = r->o.rtt_iters > r->o.requests ? r->o.rtt_iters :
-						r->o.requests;
+	nlat = r->o.rtt_iters > r->o.requests ? r->o.rtt_iters : r->o.requests;
 	if (r->o.warmup > nlat)
 		nlat = r->o.warmup;
 	if (r->o.open_iters > nlat)
@@ -1430,9 +1450,8 @@ int main(int argc, char **argv)
 			       "run, every process on CPU %d; medians over %u "
 			       "repetitions of %u pairs\n\n",
 			       BENCH_CPU, r->o.reps, r->o.xrcd_iters);
-			printf("  %-33s %9s %9s %7s  %s\n",
-			       "metric / baseline", "broker", "baseline",
-			       "ratio", "target");
+			printf("  %-33s %9s %9s %7s  %s\n", "metric / baseline",
+			       "broker", "baseline", "ratio", "target");
 			miss = report_xrcd(r);
 		}
 		goto out;

@@ -44,8 +44,7 @@ static int objs_fail(const char *what, int err)
 
 static int objs_lib_fail(const char *what, int err)
 {
-	fprintf(stderr, "rdmab-bench: objs: %s: %s\n", what,
-		ibc_last_error());
+	fprintf(stderr, "rdmab-bench: objs: %s: %s\n", what, ibc_last_error());
 	return err;
 }
 
@@ -57,8 +56,7 @@ static int objs_peer_main(int fd, const void *arg)
 }
 
 /* Send @len bytes and receive the reply: its length, or -errno. */
-static int objs_rt(int fd, const uint8_t *req, int len, uint8_t *rx,
-		   size_t cap)
+static int objs_rt(int fd, const uint8_t *req, int len, uint8_t *rx, size_t cap)
 {
 	if (len < 0)
 		return len;
@@ -106,8 +104,9 @@ static int objs_probe(struct objs_bench *ob, const char *path,
 	len = pkt_request(&req, ++serial, ob->create_req,
 			  sizeof(ob->create_req));
 	n = objs_rt(fd, ob->create_req, len, buf, sizeof(buf));
-	ret = n < 0 ? n : pkt_check_object(buf, (size_t)n, serial,
-					   RDMAB__REPLY__BODY_OBJ_CREATE, &id);
+	ret = n < 0 ? n :
+		      pkt_check_object(buf, (size_t)n, serial,
+				       RDMAB__REPLY__BODY_OBJ_CREATE, &id);
 	if (ret < 0)
 		goto out;
 	ob->sz.create_req = (size_t)len;
@@ -237,8 +236,7 @@ static int objs_raw_rep(struct objs_bench *ob, unsigned int iters,
 		n = recv(fd, rx, sizeof(rx), 0);
 		if (n < 0 || (size_t)n != s->create_rep)
 			return n < 0 ? -errno : -EPROTO;
-		if (send(fd, ob->destroy_req, s->destroy_req, MSG_NOSIGNAL) <
-		    0)
+		if (send(fd, ob->destroy_req, s->destroy_req, MSG_NOSIGNAL) < 0)
 			return -errno;
 		n = recv(fd, rx, sizeof(rx), 0);
 		if (n < 0 || (size_t)n != s->destroy_rep)
@@ -267,8 +265,7 @@ static int objs_ping_rep(struct objs_bench *ob, unsigned int iters,
 	return 0;
 }
 
-int objs_rep(struct objs_bench *ob, int raw, unsigned int iters,
-	     uint64_t *lat)
+int objs_rep(struct objs_bench *ob, int raw, unsigned int iters, uint64_t *lat)
 {
 	int ret;
 

@@ -151,8 +151,8 @@ static int open_connect(const char *path, uint32_t flags, int push,
 
 /* One round trip by hand: send @len bytes of @req, wait for the reply
  * and its descriptors. Returns the reply's length or -errno. */
-static int open_rt(int fd, const uint8_t *req, int len, uint8_t *rx,
-		   size_t cap, struct wire_fds *fds)
+static int open_rt(int fd, const uint8_t *req, int len, uint8_t *rx, size_t cap,
+		   struct wire_fds *fds)
 {
 	struct pollfd p = { .fd = fd, .events = POLLIN };
 	int r;
@@ -244,8 +244,7 @@ static int open_probe(struct open_bench *ob, const char *path)
 	len = pkt_request(&req, ++serial, ob->open_req, sizeof(ob->open_req));
 	n = open_rt(fd, ob->open_req, len, buf, sizeof(buf), &fds);
 	ret = n < 0 ? n :
-		      open_check_open_reply(ob, buf, (size_t)n, serial,
-					    &fds);
+		      open_check_open_reply(ob, buf, (size_t)n, serial, &fds);
 	wire_fds_close(&fds);
 	if (ret < 0)
 		goto out;
@@ -260,8 +259,8 @@ static int open_probe(struct open_bench *ob, const char *path)
 	n = open_rt(fd, ob->close_req, len, buf, sizeof(buf), &fds);
 	ret = n < 0 ? n :
 		      pkt_check_reply(buf, (size_t)n, serial,
-				      RDMAB__REPLY__BODY_CLOSE_CONTEXT,
-				      NULL, 0);
+				      RDMAB__REPLY__BODY_CLOSE_CONTEXT, NULL,
+				      0);
 	if (ret == 0 && fds.n)
 		ret = -EPROTO;
 	wire_fds_close(&fds);
@@ -473,8 +472,8 @@ static int open_raw_rep(int fd, const uint8_t *oreq, const uint8_t *creq,
 	return 0;
 }
 
-int open_rep(struct open_bench *ob, enum open_side side,
-	     unsigned int iters, uint64_t *lat)
+int open_rep(struct open_bench *ob, enum open_side side, unsigned int iters,
+	     uint64_t *lat)
 {
 	int ret;
 

@@ -37,8 +37,8 @@ int pkt_hello(uint8_t *buf, size_t cap, uint64_t serial)
 	return pkt_pack(&req, buf, cap);
 }
 
-int pkt_ping(uint8_t *buf, size_t cap, uint64_t serial,
-	     const uint8_t *payload, size_t len)
+int pkt_ping(uint8_t *buf, size_t cap, uint64_t serial, const uint8_t *payload,
+	     size_t len)
 {
 	ProtobufCBinaryData ping = { 0 };
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -85,8 +85,7 @@ out:
 	return ret;
 }
 
-int pkt_request(Rdmab__Request *req, uint64_t serial, uint8_t *buf,
-		size_t cap)
+int pkt_request(Rdmab__Request *req, uint64_t serial, uint8_t *buf, size_t cap)
 {
 	size_t len;
 
@@ -140,8 +139,7 @@ int pkt_open_session(int fd, uint64_t serial, pkt_rt_fn *rt)
 	uint8_t buf[PKT_SESSION_MAX], tmp[PKT_SESSION_MAX];
 	int len, n, ret;
 
-	n = rt(fd, buf, pkt_hello(buf, sizeof(buf), serial), buf,
-	       sizeof(buf));
+	n = rt(fd, buf, pkt_hello(buf, sizeof(buf), serial), buf, sizeof(buf));
 	ret = n < 0 ? n :
 		      pkt_check_reply(buf, (size_t)n, serial, PKT_BODY_HELLO,
 				      NULL, 0);

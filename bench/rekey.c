@@ -43,8 +43,7 @@ static int bench_connect(const char *sock, struct member *m,
 			 struct ibc_client **ret)
 {
 	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-			     IBC_CONNECT_ATTR_DOMAIN |
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_DOMAIN |
 			     IBC_CONNECT_ATTR_EVENT_CB,
 		.socket_path = sock,
 		.domain = "bench",
@@ -155,10 +154,18 @@ int main(int argc, char **argv)
 	if (write_conf(conf) < 0)
 		return 1;
 	{
-		char *args[] = { (char *)daemon, "--device",  "soft",
-				 "--socket",	 sock,	      "--runtime-dir",
-				 rundir,	 "--config",  conf,
-				 "--log-level",	 "warning",   "--foreground",
+		char *args[] = { (char *)daemon,
+				 "--device",
+				 "soft",
+				 "--socket",
+				 sock,
+				 "--runtime-dir",
+				 rundir,
+				 "--config",
+				 conf,
+				 "--log-level",
+				 "warning",
+				 "--foreground",
 				 NULL };
 
 		err = spawn(args, log, &pid);

@@ -238,10 +238,18 @@ static int journal_cost(const struct opts *o, const char *conf, int *pass)
 	if (lfd < 0 || fakesd_new(&fo, &sd) < 0)
 		goto out;
 	{
-		char *const argv[] = { (char *)o->daemon, "--foreground",
-				       "--device", "soft", "--socket", on.sock,
-				       "--runtime-dir", run_on, "--config",
-				       (char *)conf, "--log-level", "warning",
+		char *const argv[] = { (char *)o->daemon,
+				       "--foreground",
+				       "--device",
+				       "soft",
+				       "--socket",
+				       on.sock,
+				       "--runtime-dir",
+				       run_on,
+				       "--config",
+				       (char *)conf,
+				       "--log-level",
+				       "warning",
 				       NULL };
 
 		if (fakesd_start(sd, argv, logp) < 0 ||
@@ -253,8 +261,9 @@ static int journal_cost(const struct opts *o, const char *conf, int *pass)
 	    connect_to(on.sock, &on.cl) < 0 ||
 	    ibc_open(off.cl, "soft0", &off.hold) < 0 ||
 	    ibc_open(on.cl, "soft0", &on.hold) < 0) {
-		fprintf(stderr, "restart-bench: the daemons did not serve "
-				"(see %s)\n",
+		fprintf(stderr,
+			"restart-bench: the daemons did not serve "
+			"(see %s)\n",
 			logp);
 		goto out;
 	}
@@ -298,7 +307,8 @@ out:
 	return ret;
 }
 
-/* --- 2. restore ------------------------------------------------------------- */
+/* --- 2. restore -------------------------------------------------------------
+ */
 
 /* "restored in N us" from the daemon's log, or -1. */
 static long restored_us(const char *log)
@@ -353,7 +363,8 @@ static int restore_time(const struct opts *o, const char *conf, int *pass)
 	fo.dir = dir;
 	fo.listen_fd = lfd;
 	if (!cls || !ctxs || lfd < 0 || fakesd_new(&fo, &sd) < 0 ||
-	    fakesd_start(sd, argv, logp) < 0 || fakesd_wait_ready(sd, 10000) < 0)
+	    fakesd_start(sd, argv, logp) < 0 ||
+	    fakesd_wait_ready(sd, 10000) < 0)
 		goto out;
 	t0 = now_s();
 	for (unsigned int i = 0; i < o->clients; i++) {
@@ -430,23 +441,45 @@ int main(int argc, char **argv)
 		{ "keep", no_argument, NULL, 'k' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct opts o = { .clients = 1000, .objects = 100000, .dms = 256,
-			  .pings = 20000, .opens = 4000, .turns = 10 };
+	struct opts o = { .clients = 1000,
+			  .objects = 100000,
+			  .dms = 256,
+			  .pings = 20000,
+			  .opens = 4000,
+			  .turns = 10 };
 	struct rlimit rl;
 	char conf[192];
 	int c, p1 = 0, p2 = 0, ret;
 
 	while ((c = getopt_long(argc, argv, "", lo, NULL)) != -1) {
 		switch (c) {
-		case 'd': o.daemon = optarg; break;
-		case 'c': o.clients = (unsigned int)atoi(optarg); break;
-		case 'o': o.objects = (unsigned int)atoi(optarg); break;
-		case 'm': o.dms = (unsigned int)atoi(optarg); break;
-		case 'p': o.pings = (unsigned int)atoi(optarg); break;
-		case 'O': o.opens = (unsigned int)atoi(optarg); break;
-		case 't': o.turns = (unsigned int)atoi(optarg); break;
-		case 's': o.strict = 1; break;
-		case 'k': o.keep = 1; break;
+		case 'd':
+			o.daemon = optarg;
+			break;
+		case 'c':
+			o.clients = (unsigned int)atoi(optarg);
+			break;
+		case 'o':
+			o.objects = (unsigned int)atoi(optarg);
+			break;
+		case 'm':
+			o.dms = (unsigned int)atoi(optarg);
+			break;
+		case 'p':
+			o.pings = (unsigned int)atoi(optarg);
+			break;
+		case 'O':
+			o.opens = (unsigned int)atoi(optarg);
+			break;
+		case 't':
+			o.turns = (unsigned int)atoi(optarg);
+			break;
+		case 's':
+			o.strict = 1;
+			break;
+		case 'k':
+			o.keep = 1;
+			break;
 		default:
 			fprintf(stderr, "usage: rdmab-restart-bench --daemon "
 					"PATH [--clients N] [--objects N] "

@@ -26,10 +26,10 @@
 #include "common/rss/toeplitz.h"
 #include "include/ibclient.h"
 
-#define FLOWS	      4096
-#define REPS	      7
+#define FLOWS 4096
+#define REPS 7
 #define LOOKUP_ROUNDS 200
-#define RTT_ITERS     2000
+#define RTT_ITERS 2000
 /* The raw baseline's sizes: about an RssCreateRequest over 8 WQs and its
  * reply. */
 #define RAW_REQ 96
@@ -267,7 +267,8 @@ int main(int argc, char **argv)
 		big[r] = (double)t / BIG_ITERS;
 		raw[r] = raw_rtt(raw_fd, RTT_ITERS);
 		if (raw[r] < 0) {
-			fprintf(stderr, "rdmab-bench-rss: the raw peer failed\n");
+			fprintf(stderr,
+				"rdmab-bench-rss: the raw peer failed\n");
 			done();
 			return 1;
 		}

@@ -21,8 +21,8 @@
 
 #define RTT_MAX_PACKET (64 * 1024)
 
-int rtt_broker_rep(struct ibc_client *cl, const uint8_t *payload,
-		   size_t len, unsigned int iters, uint64_t *lat)
+int rtt_broker_rep(struct ibc_client *cl, const uint8_t *payload, size_t len,
+		   unsigned int iters, uint64_t *lat)
 {
 	for (unsigned int i = 0; i < iters; i++) {
 		uint64_t t0 = now_ns();
@@ -78,8 +78,8 @@ int rtt_raw_rep(int fd, const uint8_t *req, size_t req_len, size_t rep_len,
 	return 0;
 }
 
-int rtt_floor_rep(int fd, const uint8_t *req, size_t req_len,
-		  size_t rep_len, unsigned int iters, uint64_t *lat)
+int rtt_floor_rep(int fd, const uint8_t *req, size_t req_len, size_t rep_len,
+		  unsigned int iters, uint64_t *lat)
 {
 	static uint8_t rx[RTT_MAX_PACKET];
 

@@ -143,8 +143,7 @@ int check_pinned(pid_t pid)
 
 	if (sched_getaffinity(pid, sizeof(set), &set) < 0)
 		return -errno;
-	return CPU_COUNT(&set) == 1 && CPU_ISSET(BENCH_CPU, &set) ? 0 :
-								     -EXDEV;
+	return CPU_COUNT(&set) == 1 && CPU_ISSET(BENCH_CPU, &set) ? 0 : -EXDEV;
 }
 
 int wait_in_epoll(pid_t pid, unsigned int ms)
@@ -179,9 +178,8 @@ int wait_in_epoll(pid_t pid, unsigned int ms)
 			return err;
 		buf[n] = '\0';
 		if (sscanf(buf, "%ld", &nr) == 1)
-			for (size_t i = 0; i < sizeof(epoll_nrs) /
-						       sizeof(epoll_nrs[0]);
-			     i++)
+			for (size_t i = 0;
+			     i < sizeof(epoll_nrs) / sizeof(epoll_nrs[0]); i++)
 				if (nr == epoll_nrs[i])
 					return 0;
 		if (now_ns() > end)

@@ -47,8 +47,7 @@ static int xb_fail(const char *what, int err)
 
 static int xb_lib_fail(const char *what, int err)
 {
-	fprintf(stderr, "rdmab-bench: xrcd: %s: %s\n", what,
-		ibc_last_error());
+	fprintf(stderr, "rdmab-bench: xrcd: %s: %s\n", what, ibc_last_error());
 	return err;
 }
 
@@ -67,8 +66,7 @@ static int xb_peer_main(int fd, const void *arg)
 }
 
 /* One round trip; the reply's descriptors are closed. */
-static int xb_rt(int fd, const uint8_t *req, int len, uint8_t *rx,
-		 size_t cap)
+static int xb_rt(int fd, const uint8_t *req, int len, uint8_t *rx, size_t cap)
 {
 	struct wire_fds fds;
 	int n;
@@ -111,8 +109,9 @@ static int xb_probe(struct xrcd_bench *xb, const char *path,
 	req.xrcd_open = &xo;
 	len = pkt_request(&req, ++serial, xb->open_req, sizeof(xb->open_req));
 	n = xb_rt(fd, xb->open_req, len, buf, sizeof(buf));
-	ret = n < 0 ? n : pkt_check_object(buf, (size_t)n, serial,
-					   RDMAB__REPLY__BODY_XRCD_OPEN, &id);
+	ret = n < 0 ? n :
+		      pkt_check_object(buf, (size_t)n, serial,
+				       RDMAB__REPLY__BODY_XRCD_OPEN, &id);
 	if (ret < 0)
 		goto out;
 	xb->sz.open_req = (size_t)len;
@@ -226,8 +225,7 @@ static int xb_broker_rep(struct xrcd_bench *xb, unsigned int iters,
 	return 0;
 }
 
-static int xb_raw_rep(struct xrcd_bench *xb, unsigned int iters,
-		      uint64_t *lat)
+static int xb_raw_rep(struct xrcd_bench *xb, unsigned int iters, uint64_t *lat)
 {
 	static uint8_t rx[XB_MAX_PACKET];
 	const struct xrcd_sizes *s = &xb->sz;
@@ -259,8 +257,7 @@ static int xb_raw_rep(struct xrcd_bench *xb, unsigned int iters,
 	return 0;
 }
 
-int xrcd_rep(struct xrcd_bench *xb, int raw, unsigned int iters,
-	     uint64_t *lat)
+int xrcd_rep(struct xrcd_bench *xb, int raw, unsigned int iters, uint64_t *lat)
 {
 	int ret;
 

@@ -63,8 +63,8 @@ static bool cdi_name_ok(const char *s, size_t n, const char *inner)
 {
 	char last;
 
-	if (n < 2 || !((s[0] >= 'a' && s[0] <= 'z') ||
-		       (s[0] >= 'A' && s[0] <= 'Z')))
+	if (n < 2 ||
+	    !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z')))
 		return false;
 	last = s[n - 1];
 	if (!((last >= 'a' && last <= 'z') || (last >= 'A' && last <= 'Z') ||
@@ -84,8 +84,8 @@ static bool cdi_kind_ok(const char *kind)
 {
 	const char *slash = strchr(kind, '/');
 
-	return slash && *kind && cdi_name_ok(kind, (size_t)(slash - kind),
-					     ".-_") &&
+	return slash && *kind &&
+	       cdi_name_ok(kind, (size_t)(slash - kind), ".-_") &&
 	       cdi_name_ok(slash + 1, strlen(slash + 1), "-_");
 }
 
@@ -282,8 +282,8 @@ static int cdi_spec(FILE *f, struct ctl *ctl, const char *kind,
 	for (size_t i = 0; i < nn; i++) {
 		cdi_mount(f, &first, nodes[i].sysfs_uverbs,
 			  nodes[i].sysfs_uverbs, "\"rbind\"", ro);
-		cdi_mount(f, &first, nodes[i].sysfs_ibdev,
-			  nodes[i].sysfs_ibdev, "\"rbind\"", ro);
+		cdi_mount(f, &first, nodes[i].sysfs_ibdev, nodes[i].sysfs_ibdev,
+			  "\"rbind\"", ro);
 	}
 	fprintf(f, "]}}]}");
 	free(nodes);
@@ -390,8 +390,8 @@ static int cdi_write(const char *path, const char *buf, size_t len)
  * people too), except on stdout with --json, where the command table
  * indents what every command prints.
  */
-static int cdi_render(struct ctl *ctl, const struct cdi_opts *o,
-		      char **ret_buf, size_t *ret_len)
+static int cdi_render(struct ctl *ctl, const struct cdi_opts *o, char **ret_buf,
+		      size_t *ret_len)
 {
 	bool pretty = ctl->pretty && (o->output || !ctl->json);
 	char *raw = NULL, *out = NULL;
@@ -489,7 +489,8 @@ static int cdi_args(int argc, char **argv, struct cdi_opts *o)
 			return CTL_USAGE;
 		}
 		if (i + 1 >= argc) {
-			fprintf(stderr, "rdmabrokerctl: cdi: %s needs a value\n",
+			fprintf(stderr,
+				"rdmabrokerctl: cdi: %s needs a value\n",
 				argv[i]);
 			return CTL_USAGE;
 		}

@@ -10,8 +10,7 @@
 
 #include "ctl/ctl.h"
 
-static const char *const fork_names[] = { "disabled", "enabled",
-					  "unneeded" };
+static const char *const fork_names[] = { "disabled", "enabled", "unneeded" };
 
 static const char *fork_name(enum ibc_fork_state s)
 {
@@ -60,9 +59,8 @@ static void print_row(const struct ibc_client_entry *e, unsigned int depth)
  * or link sessions in a cycle, so neither the output nor the walk (an
  * explicit stack, @stack of n entries) may grow with what it claims.
  */
-static void print_tree(const struct ibc_client_entry *c, size_t n,
-		       size_t root, bool *printed, size_t *stack,
-		       unsigned int *depth)
+static void print_tree(const struct ibc_client_entry *c, size_t n, size_t root,
+		       bool *printed, size_t *stack, unsigned int *depth)
 {
 	size_t top = 0;
 

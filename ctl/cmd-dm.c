@@ -22,9 +22,8 @@ static const char *dm_state(const struct ibc_dm_info *d)
 {
 	if (d->state == IBC_DM_LIVE && d->persistent)
 		return "persistent";
-	return (unsigned int)d->state <
-			       sizeof(dm_state_names) /
-				       sizeof(dm_state_names[0]) ?
+	return (unsigned int)d->state < sizeof(dm_state_names) /
+						sizeof(dm_state_names[0]) ?
 		       dm_state_names[d->state] :
 		       "?";
 }
@@ -52,7 +51,8 @@ static void dm_json_one(const struct ibc_dm_info *d)
 	printf(",\"device\":");
 	json_string(stdout, d->device);
 	printf(",\"handle\":%u,\"length\":%" PRIu64 ",\"pages\":%u,"
-	       "\"log_align\":%u,\"allocator\":%" PRIu64 ",\"allocator_pid\":%u,"
+	       "\"log_align\":%u,\"allocator\":%" PRIu64
+	       ",\"allocator_pid\":%u,"
 	       "\"allocator_gone\":%s,\"importers\":[",
 	       d->handle, d->length, d->pages, d->log_align, d->allocator,
 	       d->allocator_pid, d->allocator_gone ? "true" : "false");
@@ -123,7 +123,8 @@ static void dm_table(const struct ibc_dm_info *d, size_t n,
 			 d[i].allocator_gone ? " (gone)" : "");
 		printf("%-15" PRIu64 " %-16s %-10s %-6u %-8" PRIu64
 		       " %-5u %-22s %-14s %s\n",
-		       d[i].id, text_escape(domain, sizeof(domain), d[i].domain),
+		       d[i].id,
+		       text_escape(domain, sizeof(domain), d[i].domain),
 		       text_escape(device, sizeof(device), d[i].device),
 		       d[i].handle, d[i].length, d[i].pages, alloc, imp,
 		       dm_state(&d[i]));
@@ -139,8 +140,7 @@ static void dm_table(const struct ibc_dm_info *d, size_t n,
 		if (dev[i].dm_device_wide)
 			printf("%s: the broker has reserved %" PRIu64
 			       " of %" PRIu64 " bytes of device memory\n",
-			       device, dev[i].dm_reserved,
-			       dev[i].max_dm_size);
+			       device, dev[i].dm_reserved, dev[i].max_dm_size);
 		printf("%s: this domain uses %" PRIu64 " of its %" PRIu64
 		       " bytes; a DM of up to %" PRIu64 " bytes fits its "
 		       "quotas",

@@ -86,9 +86,9 @@ int cmd_domains(struct ctl *ctl, int argc, char **argv)
 			 d[i].limit.clients);
 		/* The count's parts: kernel handles, the registry's, the
 		 * broker's own, live intents. */
-		snprintf(krbi, sizeof(krbi), "%u:%u:%u:%u",
-			 d[i].kernel_objects, d[i].registry_objects,
-			 d[i].broker_objects, d[i].live_intents);
+		snprintf(krbi, sizeof(krbi), "%u:%u:%u:%u", d[i].kernel_objects,
+			 d[i].registry_objects, d[i].broker_objects,
+			 d[i].live_intents);
 		/* Rekeys so far, and the replaced contexts a member still
 		 * holds (counted in CONTEXTS). */
 		if (d[i].old_contexts)

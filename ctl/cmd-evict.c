@@ -29,8 +29,8 @@ int cmd_evict(struct ctl *ctl, int argc, char **argv)
 		argc--;
 		argv++;
 	}
-	if (argc != 2 || ((flags & IBC_EVICT_FORCE) &&
-			  !(flags & IBC_EVICT_REKEY))) {
+	if (argc != 2 ||
+	    ((flags & IBC_EVICT_FORCE) && !(flags & IBC_EVICT_REKEY))) {
 		fprintf(stderr, "rdmabrokerctl: evict takes one client id "
 				"(--force only with --rekey)\n");
 		return CTL_USAGE;

@@ -35,8 +35,8 @@ static int metrics_print(FILE *f, char *text, size_t len)
 
 			if (!esc)
 				return -ENOMEM;
-			fprintf(f, "%s\n", text_escape(esc, TEXT_ESCAPED_SIZE(n),
-						       line));
+			fprintf(f, "%s\n",
+				text_escape(esc, TEXT_ESCAPED_SIZE(n), line));
 			free(esc);
 		} else {
 			fprintf(f, "%s\n", line);

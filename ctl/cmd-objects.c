@@ -45,8 +45,8 @@ static void age_text(char *buf, size_t size, uint64_t usec)
 
 /* The value of option @name at argv[*i]: "--name VALUE" or "--name=VALUE";
  * NULL when argv[*i] is not that option. */
-static const char *option_value(int argc, char **argv, int *i,
-				const char *name, bool *missing)
+static const char *option_value(int argc, char **argv, int *i, const char *name,
+				bool *missing)
 {
 	size_t n = strlen(name);
 
@@ -105,8 +105,8 @@ static void objects_table(const struct ibc_object_info *o, size_t n)
 		char age[32];
 
 		age_text(age, sizeof(age), o[i].age_usec);
-		printf("%-15" PRIu64 " %-8s %-7u %-15" PRIu64 " %-8u %-15" PRIu64
-		       " %-10s %-20s %-10s %-10s %s\n",
+		printf("%-15" PRIu64 " %-8s %-7u %-15" PRIu64
+		       " %-8u %-15" PRIu64 " %-10s %-20s %-10s %-10s %s\n",
 		       o[i].id, ibc_obj_kind_str(o[i].kind), o[i].handle,
 		       o[i].client_id, o[i].pid, o[i].context_id,
 		       text_escape(device, sizeof(device), o[i].device),

@@ -14,7 +14,8 @@ int cmd_domain(struct ctl *ctl, int argc, char **argv)
 	int ret;
 
 	if (argc < 2 || strcmp(argv[1], "rekey") != 0) {
-		fprintf(stderr, "rdmabrokerctl: domain: unknown subcommand%s%s\n",
+		fprintf(stderr,
+			"rdmabrokerctl: domain: unknown subcommand%s%s\n",
 			argc < 2 ? "" : ": ", argc < 2 ? "" : argv[1]);
 		return CTL_USAGE;
 	}

@@ -50,9 +50,9 @@ static void match_text(char *buf, size_t size, const struct ibc_flow_match *m)
 		inet_ntop(m->af, m->dst_addr, a, sizeof(a));
 	n = snprintf(buf, size, "%s%s %s/%u",
 		     m->af == AF_INET6 ? "ipv6" : "ipv4",
-		     m->l4_proto == IPPROTO_TCP	  ? "/tcp"
-		     : m->l4_proto == IPPROTO_UDP ? "/udp"
-						  : "",
+		     m->l4_proto == IPPROTO_TCP ? "/tcp" :
+		     m->l4_proto == IPPROTO_UDP ? "/udp" :
+						  "",
 		     a, m->prefix_len);
 	if (m->port_mask && n > 0 && (size_t)n < size)
 		snprintf(buf + n, size - (size_t)n, " %u/0x%x", m->dst_port,

@@ -11,8 +11,8 @@ static void status_uptime(char *buf, size_t size, uint64_t usec)
 {
 	uint64_t s = usec / 1000000;
 
-	snprintf(buf, size, "%" PRIu64 "d %02" PRIu64 ":%02" PRIu64
-		 ":%02" PRIu64,
+	snprintf(buf, size,
+		 "%" PRIu64 "d %02" PRIu64 ":%02" PRIu64 ":%02" PRIu64,
 		 s / 86400, s / 3600 % 24, s / 60 % 60, s % 60);
 }
 

@@ -28,8 +28,8 @@ static void xrcd_json(const struct ibc_xrcd_info *x, size_t n, bool one)
 		printf(",\"owner_domain\":");
 		json_string(stdout, x[i].owner_domain);
 		printf(",\"domains\":");
-		json_list(stdout, x[i].persistent ? x[i].domains :
-						   x[i].owner_domain);
+		json_list(stdout,
+			  x[i].persistent ? x[i].domains : x[i].owner_domain);
 		printf(",\"inode\":%" PRIu64 ",\"devices\":", x[i].ino);
 		json_list(stdout, x[i].devices);
 		printf(",\"persistent\":%s,\"opens\":%u,\"shown\":[",
@@ -54,15 +54,15 @@ static void xrcd_json(const struct ibc_xrcd_info *x, size_t n, bool one)
 
 static void xrcd_table(const struct ibc_xrcd_info *x, size_t n)
 {
-	printf("%-24s %-10s %-12s %-20s %-12s %-5s %-8s %s\n", "NAME",
-	       "INODE", "PERSISTENT", "DOMAIN(S)", "DEVICES", "OPENS",
-	       "ORPHANED", "CLIENTS");
+	printf("%-24s %-10s %-12s %-20s %-12s %-5s %-8s %s\n", "NAME", "INODE",
+	       "PERSISTENT", "DOMAIN(S)", "DEVICES", "OPENS", "ORPHANED",
+	       "CLIENTS");
 	for (size_t i = 0; i < n; i++) {
 		char name[CTL_TEXT_SIZE(x[i].name)];
 		char doms[CTL_TEXT_SIZE(x[i].domains)];
 		char devs[CTL_TEXT_SIZE(x[i].devices)];
-		const char *d = x[i].persistent ? x[i].domains :
-						  x[i].owner_domain;
+		const char *d =
+			x[i].persistent ? x[i].domains : x[i].owner_domain;
 
 		printf("%-24s %-10" PRIu64 " %-12s %-20s %-12s %-5u",
 		       text_escape(name, sizeof(name), x[i].name), x[i].ino,
@@ -201,8 +201,9 @@ static int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
 		n = xrcd_of_domain(x, n, domain);
 	if (name && !n) {
 		ibc_list_free(x);
-		fprintf(stderr, "rdmabrokerctl: xrcd show: no XRCD of that "
-				"name is visible%s\n",
+		fprintf(stderr,
+			"rdmabrokerctl: xrcd show: no XRCD of that "
+			"name is visible%s\n",
 			domain ? " in that domain" : "");
 		return CTL_ERROR;
 	}
@@ -210,9 +211,10 @@ static int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
 	 * them all): show is one object, so --domain picks one. */
 	if (name && n > 1) {
 		ibc_list_free(x);
-		fprintf(stderr, "rdmabrokerctl: xrcd show: %zu domains hold "
-				"that name: pick one with --domain DOMAIN "
-				"(see rdmabrokerctl xrcd list)\n",
+		fprintf(stderr,
+			"rdmabrokerctl: xrcd show: %zu domains hold "
+			"that name: pick one with --domain DOMAIN "
+			"(see rdmabrokerctl xrcd list)\n",
 			n);
 		return CTL_ERROR;
 	}

@@ -86,7 +86,8 @@ void json_pretty(FILE *f, const char *s, size_t len)
 		case '[':
 			fputc(c, f);
 			/* An empty one stays on its line: "[]". */
-			if (i + 1 < len && (s[i + 1] == '}' || s[i + 1] == ']')) {
+			if (i + 1 < len &&
+			    (s[i + 1] == '}' || s[i + 1] == ']')) {
 				fputc(s[++i], f);
 				break;
 			}

@@ -15,8 +15,9 @@
 #define CTL_DEFAULT_TIMEOUT_MS 5000
 
 static const struct ctl_command commands[] = {
-	{ "status", "", "daemon version, uptime, device kind, clients, "
-			"requests served",
+	{ "status", "",
+	  "daemon version, uptime, device kind, clients, "
+	  "requests served",
 	  "The broker's version, pid, uptime and device kind, and its\n"
 	  "clients and requests served: the daemon's for an administrator,\n"
 	  "the caller's domain's for anyone else (the labels say which).\n",
@@ -70,7 +71,8 @@ static const struct ctl_command commands[] = {
 	  "mounts the socket, sets $RDMABROKER_SOCKET and adds each verbs\n"
 	  "device's uverbs node and sysfs directories. Runtimes read it\n"
 	  "from /etc/cdi or /var/run/cdi (rdmabrokerctl(8), CONTAINERS).\n"
-	  "  --daemon                 instead, device \"uverbs\": every uverbs\n"
+	  "  --daemon                 instead, device \"uverbs\": every "
+	  "uverbs\n"
 	  "                           node of this host, for a broker in a\n"
 	  "                           container; asks no broker\n"
 	  "  --kind VENDOR/CLASS      the spec's kind (default\n"
@@ -91,8 +93,7 @@ static const struct ctl_command *const family_commands[] = {
 };
 
 #define N_CORE (sizeof(commands) / sizeof(commands[0]))
-#define N_FAMILY_COMMANDS \
-	(sizeof(family_commands) / sizeof(family_commands[0]))
+#define N_FAMILY_COMMANDS (sizeof(family_commands) / sizeof(family_commands[0]))
 #define N_COMMANDS (N_CORE + N_FAMILY_COMMANDS)
 
 /* Command @i of every command, the families' after the others. */
@@ -115,10 +116,11 @@ static const char global_options[] =
 
 static void usage(FILE *f)
 {
-	fprintf(f, "Usage: rdmabrokerctl [OPTION]... COMMAND [ARG]...\n"
-		   "       rdmabrokerctl help [COMMAND]\n"
-		   "Show and manage what rdmabrokerd shares.\n\n%s\n"
-		   "Commands:\n",
+	fprintf(f,
+		"Usage: rdmabrokerctl [OPTION]... COMMAND [ARG]...\n"
+		"       rdmabrokerctl help [COMMAND]\n"
+		"Show and manage what rdmabrokerd shares.\n\n%s\n"
+		"Commands:\n",
 		global_options);
 	for (size_t i = 0; i < N_COMMANDS; i++) {
 		const struct ctl_command *c = command_at(i);
@@ -273,8 +275,10 @@ static int global_flags(struct ctl *ctl, const char *a)
 	static const struct {
 		const char *lng;
 		char sht;
-	} flags[] = { { "--json", 'j' }, { "--pretty", 'p' },
-		      { "--help", 'h' }, { "--version", 'V' } };
+	} flags[] = { { "--json", 'j' },
+		      { "--pretty", 'p' },
+		      { "--help", 'h' },
+		      { "--version", 'V' } };
 	char one[3] = "-";
 	int ret = GLOBAL_TAKEN;
 
@@ -305,8 +309,7 @@ static int global_flags(struct ctl *ctl, const char *a)
  * front of @argv, and *ret_argc counts it. "--" ends the options: what
  * follows is the command's. Returns GLOBAL_* or CTL_USAGE.
  */
-static int parse_globals(struct ctl *ctl, int argc, char **argv,
-			 int *ret_argc)
+static int parse_globals(struct ctl *ctl, int argc, char **argv, int *ret_argc)
 {
 	int n = 0, ret = GLOBAL_NO;
 
@@ -361,8 +364,8 @@ static bool wants_help(int argc, char **argv, bool help_flag)
 }
 
 /* With --pretty, what the command prints goes to @buf first. */
-static int run_command(struct ctl *ctl, const struct ctl_command *c,
-		       int argc, char **argv)
+static int run_command(struct ctl *ctl, const struct ctl_command *c, int argc,
+		       char **argv)
 {
 	FILE *real = stdout, *mem = NULL;
 	char *buf = NULL;

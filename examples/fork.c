@@ -36,8 +36,8 @@ static int child(struct ibc_client *inherited, struct ibc_cq *cq)
 
 	if (ibc_cq_destroy(cq) != -ESTALE)
 		return fail("child", "the inherited CQ did not answer ESTALE");
-	printf("child %d: the inherited CQ answers ESTALE: %s\n",
-	       (int)getpid(), ibc_last_error());
+	printf("child %d: the inherited CQ answers ESTALE: %s\n", (int)getpid(),
+	       ibc_last_error());
 	/* Frees the library's memory only: nothing of the parent's. */
 	ibc_disconnect(inherited);
 	if (ibc_connect(NULL, &own) < 0)

@@ -8,8 +8,7 @@
 
 #include <ibclient.h>
 
-static const char *const fork_names[] = { "disabled", "enabled",
-					  "unneeded" };
+static const char *const fork_names[] = { "disabled", "enabled", "unneeded" };
 
 int main(void)
 {

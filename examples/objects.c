@@ -25,8 +25,10 @@ int main(int argc, char **argv)
 	static char buf[4096];
 	struct ibc_qp_attr qa = {
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 16, .max_recv_wr = 16,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.cap = { .max_send_wr = 16,
+			 .max_recv_wr = 16,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
 	};
 	int hold = argc > 1 && strcmp(argv[1], "--hold") == 0;
 	struct ibc_client *client;

@@ -81,8 +81,8 @@ static void on_event(struct ibc_client *client, const struct ibc_event *ev,
 	    ev->type == IBC_EVENT_RSS_DESTROYED) {
 		printf("event: RSS %llu %s: %s\n",
 		       (unsigned long long)ev->object_id,
-		       ev->type == IBC_EVENT_RSS_REBUILT ? "rebuilt"
-							 : "destroyed",
+		       ev->type == IBC_EVENT_RSS_REBUILT ? "rebuilt" :
+							   "destroyed",
 		       ev->message);
 		rebuilt = 1;
 	}

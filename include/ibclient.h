@@ -174,7 +174,7 @@ struct ibc_client_info {
 struct ibc_device_info {
 	uint32_t comp_mask;
 	char name[64];
-	char kind[16]; /* "verbs" or "soft" */
+	char kind[16];	    /* "verbs" or "soft" */
 	char transport[16]; /* "InfiniBand", "RoCE" or "software" */
 	bool removed;
 	/* Clients can import the broker's context (mlx5, soft). */
@@ -183,7 +183,7 @@ struct ibc_device_info {
 	uint32_t ports;
 	uint64_t max_dm_size;
 	uint32_t max_rss_table_size;
-	uint64_t rss_hash_fields; /* IBV_RX_HASH_* bits */
+	uint64_t rss_hash_fields;    /* IBV_RX_HASH_* bits */
 	uint32_t rss_hash_functions; /* IBV_RX_HASH_FUNC_* bits */
 	/* Device limits, as ibv_query_device(3) names them. */
 	uint32_t max_qp;
@@ -429,18 +429,18 @@ void ibc_list_free(void *list);
 
 /* Where a registered object is in its life (ibc_list_objects(3)). */
 enum ibc_object_state {
-	IBC_OBJECT_LIVE = 0, /* its owner's session is open */
-	IBC_OBJECT_DETACHED = 1, /* the session ended, the process lives */
+	IBC_OBJECT_LIVE = 0,	   /* its owner's session is open */
+	IBC_OBJECT_DETACHED = 1,   /* the session ended, the process lives */
 	IBC_OBJECT_DESTROYING = 2, /* the owner died: cleanup under way */
-	IBC_OBJECT_STUCK = 3, /* cleanup gave up (the broker logged why) */
-	IBC_OBJECT_INTENT = 4, /* being created: no handle yet */
+	IBC_OBJECT_STUCK = 3,	   /* cleanup gave up (the broker logged why) */
+	IBC_OBJECT_INTENT = 4,	   /* being created: no handle yet */
 };
 
 struct ibc_object_info {
 	uint32_t comp_mask;
 	uint64_t id; /* broker-wide, never reused */
 	enum ibc_obj_kind kind;
-	uint32_t handle; /* in its context; 0 for an intent */
+	uint32_t handle;    /* in its context; 0 for an intent */
 	uint64_t client_id; /* the owner */
 	uint32_t pid;
 	uint64_t context_id;
@@ -557,9 +557,9 @@ struct ibc_cq_attr {
 
 struct ibc_qp_attr {
 	uint32_t comp_mask;
-	enum ibv_qp_type qp_type; /* RC, UC, UD, XRC_SEND */
+	enum ibv_qp_type qp_type;	  /* RC, UC, UD, XRC_SEND */
 	struct ibc_cq *send_cq, *recv_cq; /* recv_cq: not for XRC_SEND */
-	struct ibc_srq *srq; /* NULL: none */
+	struct ibc_srq *srq;		  /* NULL: none */
 	struct ibv_qp_cap cap;
 	int sq_sig_all;
 };
@@ -665,7 +665,7 @@ struct ibc_xrcd_open_info {
 /* What holds one open of an XRCD (the same index in opens[]). */
 struct ibc_xrcd_open_objs {
 	uint32_t srqs; /* XRC SRQs */
-	uint32_t qps; /* XRC target QPs, made or opened by number */
+	uint32_t qps;  /* XRC target QPs, made or opened by number */
 	/* A context of the client's own: the broker sees none of them. */
 	bool own;
 };
@@ -729,8 +729,7 @@ int ibc_ping(struct ibc_client *client, const void *payload, size_t len);
 
 /** ibc_status() - the broker's version, uptime and counters; @size:
  * sizeof(*ret). */
-int ibc_status(struct ibc_client *client, struct ibc_status *ret,
-	       size_t size);
+int ibc_status(struct ibc_client *client, struct ibc_status *ret, size_t size);
 
 /**
  * ibc_metrics() - the broker's figures in the Prometheus text format
@@ -788,8 +787,7 @@ int ibc_dm_alloc_ex(struct ibc_ctx *ctx, const struct ibc_dm_attr *attr,
 		    struct ibc_dm **ret_dm);
 /** ibc_dm_import() - the DM @handle of this domain's context; -ENOENT for
  * a handle of no live DM of this domain. */
-int ibc_dm_import(struct ibc_ctx *ctx, uint32_t handle,
-		  struct ibc_dm **ret_dm);
+int ibc_dm_import(struct ibc_ctx *ctx, uint32_t handle, struct ibc_dm **ret_dm);
 /** ibc_dm_unimport() - stop using @dm here; -EBUSY while this process has
  * MRs on it. */
 int ibc_dm_unimport(struct ibc_dm *dm);
@@ -833,7 +831,7 @@ enum ibc_dm_state {
 };
 
 #define IBC_DM_INFO_IMPORTERS 16
-#define IBC_DM_INFO_MRS	      8
+#define IBC_DM_INFO_MRS 8
 
 /* An MR on a DM: its registry id and its owner (what blocks a free). */
 struct ibc_dm_mr_info {
@@ -906,10 +904,10 @@ struct ibc_flow_match {
 	uint32_t comp_mask;
 	int af; /* AF_INET, AF_INET6, or 0: the family hash_fields implies */
 	uint8_t dst_addr[16]; /* network order, IPv4 in the first 4 bytes */
-	uint8_t prefix_len; /* of dst_addr; 0: any address */
-	uint8_t l4_proto; /* IPPROTO_TCP, IPPROTO_UDP, or 0 */
-	uint16_t dst_port; /* host order; with port_mask */
-	uint16_t port_mask; /* 0: any port; 0xffff: exactly dst_port */
+	uint8_t prefix_len;   /* of dst_addr; 0: any address */
+	uint8_t l4_proto;     /* IPPROTO_TCP, IPPROTO_UDP, or 0 */
+	uint16_t dst_port;    /* host order; with port_mask */
+	uint16_t port_mask;   /* 0: any port; 0xffff: exactly dst_port */
 };
 
 enum ibc_rss_flags {
@@ -920,10 +918,10 @@ enum ibc_rss_flags {
 
 struct ibc_rss_attr {
 	uint32_t comp_mask;
-	uint8_t port_num; /* 1-based; an Ethernet port */
+	uint8_t port_num;	   /* 1-based; an Ethernet port */
 	uint32_t log_ind_tbl_size; /* the table has 2^this entries */
-	uint32_t num_wqs; /* entry i = wq_ids[i % num_wqs] */
-	const uint64_t *wq_ids; /* ibc_wq_id() of any client of the domain */
+	uint32_t num_wqs;	   /* entry i = wq_ids[i % num_wqs] */
+	const uint64_t *wq_ids;	   /* ibc_wq_id() of any client of the domain */
 	uint8_t hash_key[IBC_RSS_KEY_LEN];
 	/* IBV_RX_HASH_{SRC,DST}_{IPV4,IPV6,PORT_TCP,PORT_UDP} bits */
 	uint64_t hash_fields;
@@ -933,7 +931,7 @@ struct ibc_rss_attr {
 
 /* A flow to look up, as the packet carries it. */
 struct ibc_flow {
-	int af; /* AF_INET or AF_INET6 */
+	int af;		      /* AF_INET or AF_INET6 */
 	uint8_t src_addr[16]; /* network order, IPv4 in the first 4 bytes */
 	uint8_t dst_addr[16];
 	uint16_t src_port; /* host order */
@@ -975,7 +973,7 @@ struct ibc_rss_info {
 	/* With the family and L4 protocol the hash implies. */
 	struct ibc_flow_match match;
 	uint32_t priority; /* of the flow rule: 0 or 1, swapped by rebuilds */
-	uint32_t qp_num; /* mlx5 RSS QPs have number 0 */
+	uint32_t qp_num;   /* mlx5 RSS QPs have number 0 */
 	uint32_t rebuilds;
 	uint32_t num_wqs;
 	/* num_wqs each, in the list's memory: the WQs and their owners'

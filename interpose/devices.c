@@ -62,8 +62,7 @@ static void ibcv_fork_install(void)
 {
 	/* Without it a fork may deadlock the child, as without the
 	 * interposer it cannot: nothing to answer but to go on. */
-	(void)pthread_atfork(ibcv_fork_prepare, ibcv_fork_done,
-			     ibcv_fork_done);
+	(void)pthread_atfork(ibcv_fork_prepare, ibcv_fork_done, ibcv_fork_done);
 }
 
 struct ibc_client *ibcv_client(void)
@@ -201,9 +200,9 @@ IBCV_EXPORT struct ibv_device **ibv_get_device_list(int *num_devices)
 	rl = real(&n);
 	if (!rl)
 		n = 0;
-	l = calloc(1, sizeof(*l) + sizeof(l->devs[0]) *
-					   ((size_t)n + cl->info.num_devices +
-					    1));
+	l = calloc(1,
+		   sizeof(*l) + sizeof(l->devs[0]) *
+					((size_t)n + cl->info.num_devices + 1));
 	if (!l) {
 		if (rl)
 			IBCV_REAL(ibv_free_device_list, "IBVERBS_1.1")(rl);
@@ -241,8 +240,8 @@ IBCV_EXPORT void ibv_free_device_list(struct ibv_device **list)
 		real(list);
 		return;
 	}
-	l = (struct ibcv_list *)((char *)list - offsetof(struct ibcv_list,
-							 devs));
+	l = (struct ibcv_list *)((char *)list -
+				 offsetof(struct ibcv_list, devs));
 	if (l->magic != IBCV_LIST_MAGIC) {
 		real(list);
 		return;

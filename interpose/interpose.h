@@ -30,12 +30,12 @@ extern __thread unsigned int ibcv_inside;
 /* The real libibverbs definition of @name at @version; aborts when the
  * installed libibverbs lacks it, which the build checked it does not. */
 void *ibcv_real(const char *name, const char *version);
-#define IBCV_REAL(fn, ver)                                                   \
-	({                                                                    \
-		static __typeof__(&fn) real_;                                 \
-		if (!real_)                                                   \
-			real_ = (__typeof__(&fn))ibcv_real(#fn, ver);         \
-		real_;                                                        \
+#define IBCV_REAL(fn, ver)                                                     \
+	({                                                                     \
+		static __typeof__(&fn) real_;                                  \
+		if (!real_)                                                    \
+			real_ = (__typeof__(&fn))ibcv_real(#fn, ver);          \
+		real_;                                                         \
 	})
 
 /* The broker's client of this process, connected at first use; NULL with

@@ -78,8 +78,8 @@ static int live_grow(void)
 		return -ENOMEM;
 	for (size_t i = 0; i < live_size; i++)
 		if (live_slots[i] && live_slots[i] != LIVE_GONE)
-			slots[live_probe(slots, size, live_slots[i],
-					 &found)] = live_slots[i];
+			slots[live_probe(slots, size, live_slots[i], &found)] =
+				live_slots[i];
 	free(live_slots);
 	live_slots = slots;
 	live_size = size;

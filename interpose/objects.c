@@ -37,7 +37,7 @@ static void *ibcv_make(struct ibcv_ctx *c, enum ibc_obj_kind kind,
 }
 
 struct ibc_obj *ibcv_made(struct ibcv_ctx *c, enum ibc_obj_kind kind,
-				 const void *obj)
+			  const void *obj)
 {
 	struct ibc_obj *o;
 
@@ -66,12 +66,12 @@ static int ibcv_kill(struct ibcv_ctx *c, enum ibc_obj_kind kind, void *obj,
 
 /* Soft-device calls go through libibclient, whose libibverbs calls are
  * the real ones. */
-#define IBCV_SOFT(call)                                                      \
-	({                                                                    \
-		ibcv_inside++;                                                \
-		__typeof__(call) r_ = (call);                                 \
-		ibcv_inside--;                                                \
-		r_;                                                           \
+#define IBCV_SOFT(call)                                                        \
+	({                                                                     \
+		ibcv_inside++;                                                 \
+		__typeof__(call) r_ = (call);                                  \
+		ibcv_inside--;                                                 \
+		r_;                                                            \
 	})
 
 /* @obj, made for the application, joins the objects it holds. */
@@ -301,8 +301,8 @@ static int kill_cq(void *cq)
 	return IBCV_REAL(ibv_destroy_cq, "IBVERBS_1.1")(cq);
 }
 
-IBCV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context,
-					 int cqe, void *cq_context,
+IBCV_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
+					 void *cq_context,
 					 struct ibv_comp_channel *channel,
 					 int comp_vector)
 {

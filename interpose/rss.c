@@ -61,26 +61,26 @@ static struct rss_flow *rss_flows;
 
 /* Unlink @p from the list at @head (records link through next); false
  * when it is not there. Under ibcv_rss_lock. */
-#define RSS_UNLINK(head, p)                                                  \
-	({                                                                    \
-		__typeof__(head) *pp_ = &(head);                              \
-		bool found_;                                                  \
-		while (*pp_ && *pp_ != (p))                                   \
-			pp_ = &(*pp_)->next;                                  \
-		found_ = *pp_ != NULL;                                        \
-		if (found_)                                                   \
-			*pp_ = (p)->next;                                     \
-		found_;                                                       \
+#define RSS_UNLINK(head, p)                                                    \
+	({                                                                     \
+		__typeof__(head) *pp_ = &(head);                               \
+		bool found_;                                                   \
+		while (*pp_ && *pp_ != (p))                                    \
+			pp_ = &(*pp_)->next;                                   \
+		found_ = *pp_ != NULL;                                         \
+		if (found_)                                                    \
+			*pp_ = (p)->next;                                      \
+		found_;                                                        \
 	})
 
 /* The record of the list at @head whose libibverbs structure (@field)
  * is @obj; NULL when there is none. Under ibcv_rss_lock. */
-#define RSS_FIND(head, field, obj)                                           \
-	({                                                                    \
-		__typeof__(head) p_ = (head);                                 \
-		while (p_ && (const void *)&p_->field != (const void *)(obj)) \
-			p_ = p_->next;                                        \
-		p_;                                                           \
+#define RSS_FIND(head, field, obj)                                             \
+	({                                                                     \
+		__typeof__(head) p_ = (head);                                  \
+		while (p_ && (const void *)&p_->field != (const void *)(obj))  \
+			p_ = p_->next;                                         \
+		p_;                                                            \
 	})
 
 static bool rss_has_net_raw(void)
@@ -199,9 +199,9 @@ struct ibv_qp *ibcv_rss_qp(struct ibcv_ctx *c, struct ibv_qp_init_attr_ex *a)
 		return ibcv_fail_null(-EINVAL);
 	/* What else an RSS QP may be asked (send queue, create flags) the
 	 * broker's does not do. */
-	if (a->comp_mask & ~(uint32_t)(IBV_QP_INIT_ATTR_PD |
-				       IBV_QP_INIT_ATTR_IND_TABLE |
-				       IBV_QP_INIT_ATTR_RX_HASH))
+	if (a->comp_mask &
+	    ~(uint32_t)(IBV_QP_INIT_ATTR_PD | IBV_QP_INIT_ATTR_IND_TABLE |
+			IBV_QP_INIT_ATTR_RX_HASH))
 		return ibcv_fail_null(-EOPNOTSUPP);
 	q = calloc(1, sizeof(*q));
 	if (!q)
@@ -370,8 +370,8 @@ static int rss_match(const struct ibv_flow_attr *a, struct ibc_flow_match *m)
 					      IPPROTO_TCP :
 					      IPPROTO_UDP;
 			m->port_mask = ntohs(s->tcp_udp.mask.dst_port);
-			m->dst_port = ntohs(s->tcp_udp.val.dst_port) &
-				      m->port_mask;
+			m->dst_port =
+				ntohs(s->tcp_udp.val.dst_port) & m->port_mask;
 			break;
 		default:
 			return -EOPNOTSUPP;

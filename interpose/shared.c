@@ -147,8 +147,7 @@ static struct ibv_xrcd *wrap_open_xrcd(struct ibv_context *context,
 static int wrap_close_xrcd(struct ibv_xrcd *vx)
 {
 	struct ibcv_ctx *c = ibcv_ctx_find(vx->context);
-	struct ibc_obj *o = ibcv_inside ? NULL :
-					  ibcv_made(c, IBC_OBJ_XRCD, vx);
+	struct ibc_obj *o = ibcv_inside ? NULL : ibcv_made(c, IBC_OBJ_XRCD, vx);
 	int err;
 
 	if (!o)

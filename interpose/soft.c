@@ -372,10 +372,10 @@ struct ibv_qp *ibcv_soft_create_qp(struct ibcv_ctx *c, struct ibv_pd *pd,
 	    (attr->recv_cq && attr->recv_cq->context != c->vctx) ||
 	    (attr->srq && attr->srq->context != c->vctx))
 		return ibcv_fail_null(-EINVAL);
-	a.send_cq = attr->send_cq ? ((struct soft_cq *)attr->send_cq)->icq :
-				    NULL;
-	a.recv_cq = attr->recv_cq ? ((struct soft_cq *)attr->recv_cq)->icq :
-				    NULL;
+	a.send_cq =
+		attr->send_cq ? ((struct soft_cq *)attr->send_cq)->icq : NULL;
+	a.recv_cq =
+		attr->recv_cq ? ((struct soft_cq *)attr->recv_cq)->icq : NULL;
 	a.srq = attr->srq ? ((struct soft_srq *)attr->srq)->isrq : NULL;
 	q = calloc(1, sizeof(*q));
 	if (!q)
@@ -519,8 +519,8 @@ static int soft_destroy_wq(struct ibv_wq *wq)
 /* Ready is what a program asks, and what the WQ already is. */
 static int soft_modify_wq(struct ibv_wq *wq, struct ibv_wq_attr *attr)
 {
-	if ((attr->attr_mask & ~(uint32_t)(IBV_WQ_ATTR_STATE |
-					   IBV_WQ_ATTR_CURR_STATE)) ||
+	if ((attr->attr_mask &
+	     ~(uint32_t)(IBV_WQ_ATTR_STATE | IBV_WQ_ATTR_CURR_STATE)) ||
 	    !(attr->attr_mask & IBV_WQ_ATTR_STATE) ||
 	    attr->wq_state != IBV_WQS_RDY)
 		return EOPNOTSUPP;

@@ -425,8 +425,7 @@ static int ibc_send(struct ibc_client *cl, Rdmab__Request *req,
 
 	if (len < 0)
 		return len;
-	err = wire_send(cl->sock, cl->sbuf, (size_t)len, NULL, 0,
-			MSG_DONTWAIT);
+	err = wire_send(cl->sock, cl->sbuf, (size_t)len, NULL, 0, MSG_DONTWAIT);
 	if (err != -EAGAIN)
 		return err;
 	/* The socket is full: wait for room without the lock, so that the
@@ -569,9 +568,9 @@ int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
 	req->version = WIRE_PROTOCOL_VERSION;
 	req->serial = ++cl->next_serial;
 	/* On -ETIMEDOUT nothing was sent: the caller keeps its object. */
-	err = ibc_send_checked(cl, req,
-			       cl->timeout_ms > 0 ?
-				       ibc_now_ms() + cl->timeout_ms : 0);
+	err = ibc_send_checked(
+		cl, req,
+		cl->timeout_ms > 0 ? ibc_now_ms() + cl->timeout_ms : 0);
 	if (err < 0)
 		goto out;
 	/*
@@ -603,7 +602,8 @@ int ibc_drain_events(struct ibc_client *cl)
 	for (int i = 0; i < 64 && !cl->reading && !cl->dead; i++)
 		if (ibc_read_one(cl, NULL, false) == -EAGAIN)
 			break;
-	if (cl->event_fd >= 0 && read(cl->event_fd, &count, sizeof(count)) < 0) {
+	if (cl->event_fd >= 0 &&
+	    read(cl->event_fd, &count, sizeof(count)) < 0) {
 		/* EAGAIN: nothing was counted. */
 	}
 	head = cl->events_head;

@@ -126,7 +126,7 @@ static int ibc_open_socket(struct ibc_client *cl, const char *path)
 	}
 	if (connect(cl->sock, (struct sockaddr *)&sa, sizeof(sa)) < 0) {
 		err = errno == EAGAIN || errno == EINPROGRESS ? -ETIMEDOUT :
-								 -errno;
+								-errno;
 		return ibc_connect_error(err, path, cl->timeout_ms);
 	}
 	return 0;
@@ -169,8 +169,8 @@ static int ibc_hello(struct ibc_client *cl, const char *domain)
 	hr = r.reply->hello;
 	cl->info.client_id = hr->client_id;
 	cl->info.protocol_version = hr->protocol_version;
-	snprintf(cl->info.daemon_version, sizeof(cl->info.daemon_version),
-		 "%s", hr->daemon_version);
+	snprintf(cl->info.daemon_version, sizeof(cl->info.daemon_version), "%s",
+		 hr->daemon_version);
 	snprintf(cl->info.domain, sizeof(cl->info.domain), "%s", hr->domain);
 	cl->info.parent_id = hr->parent_id;
 	/* Older brokers send none: such a session has no children. */
@@ -178,8 +178,8 @@ static int ibc_hello(struct ibc_client *cl, const char *domain)
 		memcpy(cl->secret, hr->secret.data, sizeof(cl->secret));
 		cl->has_secret = true;
 	}
-	cl->devices = calloc(hr->n_devices ? hr->n_devices : 1,
-			     sizeof(*cl->devices));
+	cl->devices =
+		calloc(hr->n_devices ? hr->n_devices : 1, sizeof(*cl->devices));
 	if (!cl->devices) {
 		ret = ibc_set_error(-ENOMEM, "out of memory");
 		goto out;
@@ -229,11 +229,11 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 
 	if (!ret_client)
 		return ibc_set_error(-EINVAL, "ret_client is NULL");
-	if (attr && (attr->comp_mask & ~(uint32_t)(IBC_CONNECT_ATTR_SOCKET |
-						  IBC_CONNECT_ATTR_TIMEOUT |
-						  IBC_CONNECT_ATTR_FLAGS |
-						  IBC_CONNECT_ATTR_EVENT_CB |
-						  IBC_CONNECT_ATTR_DOMAIN)))
+	if (attr &&
+	    (attr->comp_mask &
+	     ~(uint32_t)(IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_TIMEOUT |
+			 IBC_CONNECT_ATTR_FLAGS | IBC_CONNECT_ATTR_EVENT_CB |
+			 IBC_CONNECT_ATTR_DOMAIN)))
 		return ibc_set_error(-EOPNOTSUPP,
 				     "unknown bits 0x%x in comp_mask",
 				     attr->comp_mask);
@@ -316,10 +316,10 @@ IBC_EXPORT int ibc_connect(const struct ibc_connect_attr *attr,
 		}
 	}
 	ibc_fork_env();
-	ret = ibc_hello(cl, attr && (attr->comp_mask &
-				     IBC_CONNECT_ATTR_DOMAIN) ?
-				    attr->domain :
-				    NULL);
+	ret = ibc_hello(cl,
+			attr && (attr->comp_mask & IBC_CONNECT_ATTR_DOMAIN) ?
+				attr->domain :
+				NULL);
 	if (ret < 0)
 		goto fail;
 	ibc_clear_error();

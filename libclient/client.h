@@ -97,7 +97,7 @@ struct ibc_client {
 	struct ibc_dm_unmatched {
 		uint64_t dm_id;
 		unsigned int events; /* 1 << enum ibc_event_type */
-	} *dm_unmatched;
+	} * dm_unmatched;
 	size_t dm_n_unmatched, dm_cap_unmatched;
 
 	/* Fork (fork.c): every client of the process, under the fork
@@ -138,8 +138,8 @@ struct ibc_reply {
  * to be released with ibc_reply_free(); a broker error returns its -errno
  * with the sentence recorded for ibc_last_error().
  */
-int ibc_call(struct ibc_client *client, Rdmab__Request *req,
-	     unsigned int flags, struct ibc_reply *ret);
+int ibc_call(struct ibc_client *client, Rdmab__Request *req, unsigned int flags,
+	     struct ibc_reply *ret);
 void ibc_reply_free(struct ibc_reply *r);
 
 /* After this many unanswered requests, ibc_send_nowait() reads what the
@@ -191,7 +191,7 @@ void ibc_device_info_from(struct ibc_device_info *e,
  * newer caller's tail is zeroed. IBC_SIZE_V0 is the size of a structure's
  * first version, through its last field then: the smallest @size accepted.
  */
-#define IBC_SIZE_V0(type, last) \
+#define IBC_SIZE_V0(type, last)                                                \
 	(offsetof(type, last) + sizeof(((type *)0)->last))
 
 static inline void ibc_copy_out(void *dst, size_t size, const void *src,

@@ -23,8 +23,9 @@ IBC_EXPORT int ibc_cq_create_ex(struct ibc_ctx *ctx,
 				     "unknown bits 0x%x in the CQ's comp_mask",
 				     attr->comp_mask);
 	if (attr->cqe < 1)
-		return ibc_set_error(-EINVAL, "cqe %d: a CQ needs at least "
-					      "one entry",
+		return ibc_set_error(-EINVAL,
+				     "cqe %d: a CQ needs at least "
+				     "one entry",
 				     attr->cqe);
 	if (attr->comp_vector < 0)
 		return ibc_set_error(-EINVAL, "comp_vector %d is negative",

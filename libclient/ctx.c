@@ -349,8 +349,7 @@ IBC_EXPORT void ibc_close(struct ibc_ctx *ctx)
 		ibc_ctx_release(client, id);
 }
 
-IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret,
-			 size_t size)
+IBC_EXPORT int ibc_query(struct ibc_ctx *ctx, struct ibc_caps *ret, size_t size)
 {
 	struct ibc_caps caps;
 	int err;
@@ -456,8 +455,8 @@ IBC_EXPORT struct ibv_pd *ibc_verbs_pd(struct ibc_ctx *ctx)
 
 /* --- the device-removed event ------------------------------------------ */
 
-static struct ibc_queued_event *
-ibc_device_removed_read(struct ibc_client *cl, const Rdmab__Event *ev)
+static struct ibc_queued_event *ibc_device_removed_read(struct ibc_client *cl,
+							const Rdmab__Event *ev)
 {
 	return ibc_queue_event(cl, IBC_EVENT_DEVICE_REMOVED,
 			       ev->device_removed->reason,

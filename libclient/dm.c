@@ -116,7 +116,8 @@ static int ibc_dm_status_map(struct ibc_client *cl, int fd)
 	pthread_mutex_unlock(&cl->lock);
 	close(fd);
 	if (p == MAP_FAILED)
-		return ibc_set_error(-errno, "cannot map the DM status page: %s",
+		return ibc_set_error(-errno,
+				     "cannot map the DM status page: %s",
 				     strerror(errno));
 	return 0;
 }
@@ -280,8 +281,8 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 		fd = wire_fds_steal(&r.fds, o->fd_index);
 	err = 0;
 	if (o->has_status)
-		err = ibc_dm_status_map(cl, wire_fds_steal(&r.fds,
-							   o->status_fd_index));
+		err = ibc_dm_status_map(
+			cl, wire_fds_steal(&r.fds, o->status_fd_index));
 	dm = err < 0 ? NULL : calloc(1, sizeof(*dm));
 	if (!dm) {
 		if (fd >= 0)
@@ -299,10 +300,10 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 		dm->object_id = o->object_id;
 		/* Another thread's get may be mapping the page. */
 		pthread_mutex_lock(&cl->lock);
-		dm->status = cl->dm_status &&
-					     o->status_slot < IBC_DM_STATUS_SLOTS ?
-				     cl->dm_status + o->status_slot :
-				     &ibc_dm_no_status;
+		dm->status =
+			cl->dm_status && o->status_slot < IBC_DM_STATUS_SLOTS ?
+				cl->dm_status + o->status_slot :
+				&ibc_dm_no_status;
 		pthread_mutex_unlock(&cl->lock);
 		err = ibc_dm_attach(dm, fd);
 	}
@@ -602,12 +603,11 @@ ibc_dm_check_fail(const struct ibc_dm *dm, uint64_t off, size_t len)
 static inline __attribute__((always_inline)) int
 ibc_dm_check(const struct ibc_dm *dm, uint64_t off, size_t len)
 {
-	if (__builtin_expect(!dm || __atomic_load_n(&dm->gone,
-						    __ATOMIC_ACQUIRE) ||
-				     *dm->status ||
-				     off > dm->length ||
-				     len > dm->length - off || ((off | len) & 3),
-			     0))
+	if (__builtin_expect(
+		    !dm || __atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE) ||
+			    *dm->status || off > dm->length ||
+			    len > dm->length - off || ((off | len) & 3),
+		    0))
 		return ibc_dm_check_fail(dm, off, len);
 	return 0;
 }
@@ -795,8 +795,8 @@ static void ibc_dm_note_unmatched(struct ibc_client *cl, uint64_t id,
 		cl->dm_n_unmatched--;
 	}
 	if (cl->dm_n_unmatched == cl->dm_cap_unmatched) {
-		size_t cap = cl->dm_cap_unmatched ? 2 * cl->dm_cap_unmatched :
-						    8;
+		size_t cap =
+			cl->dm_cap_unmatched ? 2 * cl->dm_cap_unmatched : 8;
 
 		u = realloc(cl->dm_unmatched, cap * sizeof(*u));
 		if (!u)
@@ -909,8 +909,7 @@ static void ibc_dm_ctx_teardown(struct ibc_ctx *ctx)
 		if (dm) {
 			id = dm->id;
 			oid = dm->object_id;
-			ibc_dm_drop_local(dm, ENODEV,
-					  "the context was closed");
+			ibc_dm_drop_local(dm, ENODEV, "the context was closed");
 		}
 		pthread_mutex_unlock(&ctx->lock);
 		if (!id)
@@ -935,8 +934,8 @@ static void ibc_dm_ctx_free(struct ibc_ctx *ctx)
 
 /* --- the events ---------------------------------------------------------- */
 
-static struct ibc_queued_event *
-ibc_dm_free_pending_read(struct ibc_client *cl, const Rdmab__Event *ev)
+static struct ibc_queued_event *ibc_dm_free_pending_read(struct ibc_client *cl,
+							 const Rdmab__Event *ev)
 {
 	return ibc_queue_event(cl, IBC_EVENT_DM_FREE_PENDING,
 			       ev->dm_free_pending->reason, NULL);
@@ -945,8 +944,8 @@ ibc_dm_free_pending_read(struct ibc_client *cl, const Rdmab__Event *ev)
 static struct ibc_queued_event *ibc_dm_revoked_read(struct ibc_client *cl,
 						    const Rdmab__Event *ev)
 {
-	return ibc_queue_event(cl, IBC_EVENT_DM_REVOKED,
-			       ev->dm_revoked->reason, NULL);
+	return ibc_queue_event(cl, IBC_EVENT_DM_REVOKED, ev->dm_revoked->reason,
+			       NULL);
 }
 
 static void ibc_dm_event_after(struct ibc_client *cl,

@@ -43,13 +43,13 @@ __attribute__((constructor)) static void ibc_families_collect(void)
 	for (size_t i = 0; i < N_FAMILIES; i++) {
 		const struct ibc_family *f = ibc_families[i];
 
-#define IBC_COLLECT(hook)                      \
-	if (f->hook) {                         \
-		size_t k = 0;                  \
-                                               \
-		while (h->hook[k])             \
-			k++;                   \
-		h->hook[k] = f->hook;          \
+#define IBC_COLLECT(hook)                                                      \
+	if (f->hook) {                                                         \
+		size_t k = 0;                                                  \
+                                                                               \
+		while (h->hook[k])                                             \
+			k++;                                                   \
+		h->hook[k] = f->hook;                                          \
 	}
 		IBC_FAMILY_HOOKS(IBC_COLLECT)
 #undef IBC_COLLECT

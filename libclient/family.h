@@ -49,17 +49,28 @@ struct ibc_family {
 	void (*fork_child)(struct ibc_client *cl);
 };
 
-/* Every hook above that the walks below call, for the lists. */
-#define IBC_FAMILY_HOOKS(X)                                              \
-	X(hello) X(client_free) X(ctx_drop) X(ctx_closing) X(ctx_teardown) \
-	X(ctx_free) X(fork_prepare) X(fork_lock) X(fork_unlock)           \
-	X(fork_stale) X(fork_child)
+/* Every hook above that the walks below call, for the lists. One hook a
+ * line: clang-format cannot lay out an X-list. */
+/* clang-format off */
+#define IBC_FAMILY_HOOKS(X) \
+	X(hello) \
+	X(client_free) \
+	X(ctx_drop) \
+	X(ctx_closing) \
+	X(ctx_teardown) \
+	X(ctx_free) \
+	X(fork_prepare) \
+	X(fork_lock) \
+	X(fork_unlock) \
+	X(fork_stale) \
+	X(fork_child)
+/* clang-format on */
 
 /* The hooks the families have, by hook, in common/families.def's order,
  * each list up to a NULL: filled once at load (families.c), read by the
  * walks below. */
 #define IBC_MAX_FAMILIES 8
-#define IBC_HOOK_LIST(hook) \
+#define IBC_HOOK_LIST(hook)                                                    \
 	__typeof__(((struct ibc_family *)0)->hook) hook[IBC_MAX_FAMILIES + 1];
 struct ibc_family_hooks {
 	IBC_FAMILY_HOOKS(IBC_HOOK_LIST)
@@ -73,12 +84,12 @@ extern struct ibc_family_hooks ibc_family_hooks;
  * hook would cost each ibc_close() tens of instructions (make bench's
  * open+close).
  */
-#define IBC_FAMILIES_EACH(hook, args)                                  \
-	do {                                                           \
-		for (__typeof__(ibc_family_hooks.hook[0]) *h_ =        \
-			     ibc_family_hooks.hook;                    \
-		     *h_; h_++)                                        \
-			(*h_) args;                                    \
+#define IBC_FAMILIES_EACH(hook, args)                                          \
+	do {                                                                   \
+		for (__typeof__(ibc_family_hooks.hook[0]) *h_ =                \
+			     ibc_family_hooks.hook;                            \
+		     *h_; h_++)                                                \
+			(*h_) args;                                            \
 	} while (0)
 
 static inline void ibc_families_hello(Rdmab__HelloRequest *hello)

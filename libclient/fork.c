@@ -7,10 +7,10 @@
  * (client.h), so that the child inherits no structure half changed, and
  * mark the device's mappings MADV_DONTFORK and have the DM code keep its
  * mappings out of the child (its family's fork_prepare hook; dm.c marks the
- * session's DM status page when it maps it). In the child the inherited descriptors are covered with a
- * placeholder (closing them would free their numbers for unrelated files
- * the application opens next) and every inherited session is marked
- * stale.
+ * session's DM status page when it maps it). In the child the inherited
+ * descriptors are covered with a placeholder (closing them would free their
+ * numbers for unrelated files the application opens next) and every inherited
+ * session is marked stale.
  */
 #include "config.h"
 
@@ -294,8 +294,7 @@ int ibc_fork_register(struct ibc_client *cl)
 {
 	pthread_once(&fork_once, fork_install);
 	if (fork_once_err)
-		return ibc_set_error(-fork_once_err,
-				     "pthread_atfork: %s",
+		return ibc_set_error(-fork_once_err, "pthread_atfork: %s",
 				     strerror(fork_once_err));
 	pthread_mutex_lock(&fork_lock);
 	cl->fork_prev = NULL;

@@ -108,8 +108,7 @@ static void ibc_copy_cgroup(char *buf, size_t size, bool *ret_truncated,
 	snprintf(buf, size, "%s", wire);
 }
 
-void ibc_device_info_from(struct ibc_device_info *e,
-			  const Rdmab__DeviceInfo *d)
+void ibc_device_info_from(struct ibc_device_info *e, const Rdmab__DeviceInfo *d)
 {
 	memset(e, 0, sizeof(*e));
 	snprintf(e->name, sizeof(e->name), "%s", d->name);
@@ -176,10 +175,9 @@ static int ibc_check_entry_size(const struct ibc_lister *l, size_t size)
 	return err;
 }
 
-static int ibc_list_all(struct ibc_client *client,
-			const struct ibc_lister *l,
-			const struct ibc_object_filter *filter,
-			void **ret_list, size_t size, size_t *ret_count)
+static int ibc_list_all(struct ibc_client *client, const struct ibc_lister *l,
+			const struct ibc_object_filter *filter, void **ret_list,
+			size_t size, size_t *ret_count)
 {
 	union ibc_any_entry e;
 	uint8_t *list = NULL;
@@ -311,8 +309,7 @@ IBC_EXPORT int ibc_list_devices(struct ibc_client *client,
 		.body_case = RDMAB__REQUEST__BODY_LIST_DEVICES,
 		.name = "ibc_device_info",
 		.entry_size = sizeof(struct ibc_device_info),
-		.entry_v0 = IBC_SIZE_V0(struct ibc_device_info,
-					max_mr_size),
+		.entry_v0 = IBC_SIZE_V0(struct ibc_device_info, max_mr_size),
 		.entry_align = __alignof__(struct ibc_device_info),
 		.count = ibc_devices_count,
 		.fill = ibc_devices_fill,
@@ -398,8 +395,8 @@ IBC_EXPORT int ibc_list_objects(struct ibc_client *client,
 		.fill = ibc_objects_fill,
 	};
 
-	const uint32_t known = IBC_OBJECT_FILTER_CLIENT |
-			       IBC_OBJECT_FILTER_DOMAIN;
+	const uint32_t known =
+		IBC_OBJECT_FILTER_CLIENT | IBC_OBJECT_FILTER_DOMAIN;
 
 	if (filter && (filter->comp_mask & ~known))
 		return ibc_set_error(-EOPNOTSUPP,
@@ -444,8 +441,7 @@ static void ibc_dms_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	e->allocator_pid = d->allocator_pid;
 	e->allocator_gone = d->allocator_gone;
 	e->n_importers = (uint32_t)d->n_importers;
-	for (size_t k = 0; k < d->n_importers && k < IBC_DM_INFO_IMPORTERS;
-	     k++)
+	for (size_t k = 0; k < d->n_importers && k < IBC_DM_INFO_IMPORTERS; k++)
 		e->importers[k] = d->importers[k];
 	e->state = d->state <= 3 ? (enum ibc_dm_state)d->state : IBC_DM_LIVE;
 	e->persistent = d->persistent;

@@ -19,13 +19,13 @@
 IBC_EXPORT const char *ibc_obj_kind_str(enum ibc_obj_kind kind)
 {
 	static const char *const names[] = {
-		[IBC_OBJ_NONE] = "none",     [IBC_OBJ_QP] = "QP",
-		[IBC_OBJ_CQ] = "CQ",	     [IBC_OBJ_SRQ] = "SRQ",
-		[IBC_OBJ_WQ] = "WQ",	     [IBC_OBJ_MR] = "MR",
-		[IBC_OBJ_PD] = "PD",	     [IBC_OBJ_RWQ_IND_TBL] = "IND_TBL",
-		[IBC_OBJ_FLOW] = "FLOW",     [IBC_OBJ_DM] = "DM",
-		[IBC_OBJ_XRCD] = "XRCD",     [IBC_OBJ_MW] = "MW",
-		[IBC_OBJ_AH] = "AH",	     [IBC_OBJ_CONTEXT] = "context",
+		[IBC_OBJ_NONE] = "none", [IBC_OBJ_QP] = "QP",
+		[IBC_OBJ_CQ] = "CQ",	 [IBC_OBJ_SRQ] = "SRQ",
+		[IBC_OBJ_WQ] = "WQ",	 [IBC_OBJ_MR] = "MR",
+		[IBC_OBJ_PD] = "PD",	 [IBC_OBJ_RWQ_IND_TBL] = "IND_TBL",
+		[IBC_OBJ_FLOW] = "FLOW", [IBC_OBJ_DM] = "DM",
+		[IBC_OBJ_XRCD] = "XRCD", [IBC_OBJ_MW] = "MW",
+		[IBC_OBJ_AH] = "AH",	 [IBC_OBJ_CONTEXT] = "context",
 	};
 
 	if ((unsigned int)kind < sizeof(names) / sizeof(names[0]))
@@ -192,8 +192,9 @@ static int ibc_obj_begin_destroy(struct ibc_obj *o)
 
 	pthread_mutex_lock(&ctx->lock);
 	if (o->destroying)
-		err = ibc_set_error(-EBUSY, "the %s is being destroyed by "
-					    "another thread",
+		err = ibc_set_error(-EBUSY,
+				    "the %s is being destroyed by "
+				    "another thread",
 				    ibc_obj_kind_name(o->kind));
 	else if (o->users)
 		err = ibc_set_error(-EBUSY,
@@ -201,9 +202,10 @@ static int ibc_obj_begin_destroy(struct ibc_obj *o)
 				    "process's %s (uses: %u): destroy them "
 				    "first",
 				    ibc_obj_kind_name(o->kind), o->handle,
-				    o->kind == IBC_OBJ_SRQ  ? "QPs" :
-				    o->kind == IBC_OBJ_XRCD ? "XRC SRQs or QPs" :
-							      "QPs or WQs",
+				    o->kind == IBC_OBJ_SRQ ? "QPs" :
+				    o->kind == IBC_OBJ_XRCD ?
+							     "XRC SRQs or QPs" :
+							     "QPs or WQs",
 				    o->users);
 	else
 		o->destroying = true;
@@ -245,8 +247,8 @@ out:
 
 /* Teardown order: what uses others goes first. */
 static const enum ibc_obj_kind ibc_teardown_order[] = {
-	IBC_OBJ_QP, IBC_OBJ_SRQ, IBC_OBJ_WQ, IBC_OBJ_CQ, IBC_OBJ_MR,
-	IBC_OBJ_XRCD,
+	IBC_OBJ_QP, IBC_OBJ_SRQ, IBC_OBJ_WQ,
+	IBC_OBJ_CQ, IBC_OBJ_MR,	 IBC_OBJ_XRCD,
 };
 
 void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
@@ -267,8 +269,7 @@ void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 		for (;;) {
 			for (o = ctx->objs; o; o = o->next)
 				if (o->kind == ibc_teardown_order[k] &&
-				    !o->tracked && !o->dead &&
-				    !o->destroying)
+				    !o->tracked && !o->dead && !o->destroying)
 					break;
 			if (!o)
 				break;
@@ -382,8 +383,8 @@ int ibc_obj_request(struct ibc_obj *o, Rdmab__ObjCreateRequest__Mode mode,
 	cr.context_id = o->ctx->caps.context_id;
 	cr.kind = (uint32_t)o->kind;
 	cr.mode = mode;
-	cr.handle = mode == RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK ? o->handle :
-								    0;
+	cr.handle =
+		mode == RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK ? o->handle : 0;
 	for (unsigned int i = 0; i < o->n_uses; i++)
 		uses[i] = o->uses[i]->id;
 	cr.n_uses = o->n_uses;

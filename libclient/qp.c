@@ -36,14 +36,12 @@ static int ibc_qp_check(struct ibc_ctx *ctx, const struct ibc_qp_attr *attr)
 				     "UD and XRC send QPs",
 				     (int)attr->qp_type);
 	}
-	err = ibc_obj_check_use(ctx, &attr->send_cq->o, IBC_OBJ_CQ,
-				"send_cq");
+	err = ibc_obj_check_use(ctx, &attr->send_cq->o, IBC_OBJ_CQ, "send_cq");
 	if (err == 0 && attr->recv_cq)
 		err = ibc_obj_check_use(ctx, &attr->recv_cq->o, IBC_OBJ_CQ,
 					"recv_cq");
 	if (err == 0 && attr->srq)
-		err = ibc_obj_check_use(ctx, &attr->srq->o, IBC_OBJ_SRQ,
-					"srq");
+		err = ibc_obj_check_use(ctx, &attr->srq->o, IBC_OBJ_SRQ, "srq");
 	return err;
 }
 

@@ -46,8 +46,8 @@ IBC_EXPORT int ibc_admin_domain_rekey(struct ibc_client *client,
 	return err;
 }
 
-IBC_EXPORT int ibc_admin_evict_ex(struct ibc_client *client,
-				  uint64_t client_id, uint32_t flags)
+IBC_EXPORT int ibc_admin_evict_ex(struct ibc_client *client, uint64_t client_id,
+				  uint32_t flags)
 {
 	const uint32_t known = IBC_EVICT_REKEY | IBC_EVICT_FORCE;
 	Rdmab__EvictRequest er = RDMAB__EVICT_REQUEST__INIT;
@@ -139,8 +139,8 @@ void ibc_ctx_rekeyed(struct ibc_client *cl, uint64_t id)
 
 /* --- the event ---------------------------------------------------------- */
 
-static struct ibc_queued_event *
-ibc_domain_rekeyed_read(struct ibc_client *cl, const Rdmab__Event *ev)
+static struct ibc_queued_event *ibc_domain_rekeyed_read(struct ibc_client *cl,
+							const Rdmab__Event *ev)
 {
 	return ibc_queue_event(cl, IBC_EVENT_DOMAIN_REKEYED,
 			       ev->domain_rekeyed->reason, NULL);

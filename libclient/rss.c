@@ -25,8 +25,8 @@
 #include "libclient/events.h"
 #include "libclient/family.h"
 
-#define RSS_HASH_V4  (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4)
-#define RSS_HASH_V6  (IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6)
+#define RSS_HASH_V4 (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4)
+#define RSS_HASH_V6 (IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6)
 #define RSS_HASH_TCP (IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP)
 #define RSS_HASH_UDP (IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP)
 
@@ -109,10 +109,10 @@ static struct rss_table *rss_table_without(const struct rss_table *old,
 					   const uint64_t *removed,
 					   size_t n_removed)
 {
-	uint64_t *sorted = malloc((n_removed ? n_removed : 1) *
-				  sizeof(*sorted));
-	struct rss_table *t = calloc(1, sizeof(*t) + old->n_wqs *
-							   sizeof(old->wq_ids[0]));
+	uint64_t *sorted =
+		malloc((n_removed ? n_removed : 1) * sizeof(*sorted));
+	struct rss_table *t =
+		calloc(1, sizeof(*t) + old->n_wqs * sizeof(old->wq_ids[0]));
 
 	if (!sorted || !t) {
 		free(sorted);
@@ -152,9 +152,8 @@ static void rss_table_set(struct ibc_rss *rss, struct rss_table *t)
 
 /* Keep an Event of an RSS object that a create in flight may list.
  * Under rss_lock. Out of memory it is lost. */
-static void rss_missed_add(struct ibc_client *cl, uint64_t id,
-			   bool destroyed, bool delta, const uint64_t *ids,
-			   size_t n)
+static void rss_missed_add(struct ibc_client *cl, uint64_t id, bool destroyed,
+			   bool delta, const uint64_t *ids, size_t n)
 {
 	struct rss_missed *m = calloc(1, sizeof(*m) + n * sizeof(ids[0]));
 
@@ -179,8 +178,8 @@ static void rss_missed_apply(struct ibc_rss *rss)
 
 		if (m->cl != rss->ctx->client || m->id != rss->id)
 			continue;
-		t = rss_table_next(rss->table, m->destroyed, m->delta,
-				   m->ids, m->n);
+		t = rss_table_next(rss->table, m->destroyed, m->delta, m->ids,
+				   m->n);
 		if (t)
 			rss_table_set(rss, t);
 	}
@@ -499,10 +498,9 @@ static struct ibc_queued_event *ibc_rss_event(struct ibc_client *cl,
 	if (t)
 		rss_table_set(rss, t);
 	pthread_mutex_unlock(&rss_lock);
-	q = ibc_queue_event(cl,
-			    destroyed ? IBC_EVENT_RSS_DESTROYED
-				      : IBC_EVENT_RSS_REBUILT,
-			    b->reason, NULL);
+	q = ibc_queue_event(
+		cl, destroyed ? IBC_EVENT_RSS_DESTROYED : IBC_EVENT_RSS_REBUILT,
+		b->reason, NULL);
 	return q;
 }
 
@@ -537,8 +535,8 @@ static void rss_info_from(struct ibc_rss_info *e, const Rdmab__RssInfo *ri)
 	e->qp_num = ri->qp_num;
 	e->rebuilds = ri->rebuilds;
 	e->num_wqs =
-		(uint32_t)(ri->n_wq_ids < ri->n_wq_owners ? ri->n_wq_ids
-							  : ri->n_wq_owners);
+		(uint32_t)(ri->n_wq_ids < ri->n_wq_owners ? ri->n_wq_ids :
+							    ri->n_wq_owners);
 }
 
 /* Entries in the library's size, then every WQ id and owner. */

@@ -18,8 +18,7 @@ IBC_EXPORT int ibc_client_info(struct ibc_client *client,
 	if (ibc_stale(client))
 		return ibc_stale_error(client);
 	err = ibc_check_size("ibc_client_info", size,
-			     IBC_SIZE_V0(struct ibc_client_info,
-					 num_devices));
+			     IBC_SIZE_V0(struct ibc_client_info, num_devices));
 	if (err < 0)
 		return err;
 	ibc_copy_out(ret, size, &client->info, sizeof(client->info));

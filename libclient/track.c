@@ -69,8 +69,9 @@ static int ibc_track_known(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 		if (o->vobj != vobj || o->kind != kind)
 			continue;
 		if (o->tracked)
-			return ibc_set_error(-EEXIST, "this %s is tracked "
-						      "already",
+			return ibc_set_error(-EEXIST,
+					     "this %s is tracked "
+					     "already",
 					     ibc_obj_kind_name(kind));
 		return ibc_set_error(-EINVAL,
 				     "this %s was made by the library, which "
@@ -80,8 +81,7 @@ static int ibc_track_known(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 	return 0;
 }
 
-IBC_EXPORT int ibc_track(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
-			 void *obj)
+IBC_EXPORT int ibc_track(struct ibc_ctx *ctx, enum ibc_obj_kind kind, void *obj)
 {
 	struct ibv_context *vctx = NULL;
 	struct ibc_obj *o;
@@ -107,8 +107,7 @@ IBC_EXPORT int ibc_track(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 		return ibc_set_error(-EINVAL,
 				     "the %s belongs to another libibverbs "
 				     "context than %s's (ibc_verbs_context)",
-				     ibc_obj_kind_name(kind),
-				     ctx->caps.device);
+				     ibc_obj_kind_name(kind), ctx->caps.device);
 	if (kind == IBC_OBJ_PD && obj == ctx->vpd)
 		return ibc_set_error(-EINVAL, "the domain's PD is the "
 					      "broker's: it cannot be tracked");
@@ -153,8 +152,7 @@ IBC_EXPORT int ibc_untrack(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 	o = ibc_obj_unlink_tracked(ctx, kind, obj);
 	if (!o)
 		return ibc_set_error(-ENOENT, "this %s is not tracked in %s",
-				     ibc_obj_kind_name(kind),
-				     ctx->caps.device);
+				     ibc_obj_kind_name(kind), ctx->caps.device);
 	err = ibc_ctx_removed(ctx) ? 0 : ctx->ops->untrack(o);
 	if (err < 0) {
 		/* Still the broker's: the application must not destroy it,
@@ -203,8 +201,8 @@ int ibc_track_make(struct ibc_ctx *ctx, enum ibc_obj_kind kind,
 	o->ctx = ctx;
 	o->kind = kind;
 	o->tracked = true;
-	err = ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
-			      NULL, NULL);
+	err = ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT, NULL,
+			      NULL);
 	if (err < 0) {
 		free(o);
 		return err;

@@ -169,8 +169,7 @@ static int verbs_create_cq(struct ibc_obj *o, const struct ibc_obj_args *a,
 
 /* An XRC target QP: made on the XRCD, or opened by its number
  * (ibv_open_qp). It has no PD, CQs or work queues of its own. */
-static int verbs_create_tgt_qp(struct ibc_obj *o,
-			       const struct ibc_obj_args *a,
+static int verbs_create_tgt_qp(struct ibc_obj *o, const struct ibc_obj_args *a,
 			       struct ibc_obj_result *res)
 {
 	struct ibv_qp_init_attr_ex ia = {
@@ -241,8 +240,7 @@ static int verbs_create_qp(struct ibc_obj *o, const struct ibc_obj_args *a,
 }
 
 /* An XRC SRQ on the XRCD, its CQ and the PD. */
-static int verbs_create_xrc_srq(struct ibc_obj *o,
-				const struct ibc_obj_args *a,
+static int verbs_create_xrc_srq(struct ibc_obj *o, const struct ibc_obj_args *a,
 				struct ibc_obj_result *res)
 {
 	struct ibv_srq_init_attr_ex sa = {
@@ -305,7 +303,6 @@ static int verbs_create_srq(struct ibc_obj *o, const struct ibc_obj_args *a,
 	return 0;
 }
 
-
 static int verbs_create_wq(struct ibc_obj *o, const struct ibc_obj_args *a,
 			   struct ibc_obj_result *res)
 {
@@ -350,8 +347,7 @@ static int verbs_reg_mr(struct ibc_obj *o, const struct ibc_obj_args *a,
 	struct ibv_mr *mr;
 
 	if (a->dm)
-		mr = verbs_try(ibv_reg_dm_mr(o->ctx->pd, a->dm,
-					     a->attr.mr_addr,
+		mr = verbs_try(ibv_reg_dm_mr(o->ctx->pd, a->dm, a->attr.mr_addr,
 					     (size_t)a->attr.mr_length,
 					     a->attr.mr_access));
 	else
@@ -367,8 +363,7 @@ static int verbs_reg_mr(struct ibc_obj *o, const struct ibc_obj_args *a,
 	return 0;
 }
 
-static int verbs_kernel_create(struct ibc_obj *o,
-			       const struct ibc_obj_args *a,
+static int verbs_kernel_create(struct ibc_obj *o, const struct ibc_obj_args *a,
 			       struct ibc_obj_result *res)
 {
 	switch (o->kind) {
@@ -519,8 +514,7 @@ static int verbs_destroy(struct ibc_obj *o)
 	/* Still alive: hand it back to the registry. */
 	snprintf(why, sizeof(why), "%s", ibc_last_error());
 	o->id = 0;
-	ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK, NULL,
-			NULL);
+	ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK, NULL, NULL);
 	return ibc_set_error(err, "%s", why);
 }
 
@@ -532,8 +526,8 @@ static void verbs_destroy_removed(struct ibc_obj *o)
 
 static int verbs_track(struct ibc_obj *o)
 {
-	return ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
-			       NULL, NULL);
+	return ibc_obj_request(o, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK, NULL,
+			       NULL);
 }
 
 static int verbs_untrack(struct ibc_obj *o)

@@ -77,8 +77,8 @@ static int xrcd_check_fd(struct ibc_ctx *ctx, int fd, uint64_t ino)
 	return 0;
 }
 
-IBC_EXPORT int ibc_xrcd_open(struct ibc_ctx *ctx, const char *name,
-			     int oflags, struct ibc_xrcd **ret_xrcd)
+IBC_EXPORT int ibc_xrcd_open(struct ibc_ctx *ctx, const char *name, int oflags,
+			     struct ibc_xrcd **ret_xrcd)
 {
 	Rdmab__XrcdOpenRequest xo = RDMAB__XRCD_OPEN_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -192,7 +192,8 @@ static int xrcd_check(const struct ibc_xrcd *xrcd, const struct ibc_cq *cq)
 	int err;
 
 	if (xrcd->o.dead)
-		return ibc_set_error(-ENODEV, "the XRCD's device %s was removed",
+		return ibc_set_error(-ENODEV,
+				     "the XRCD's device %s was removed",
 				     xrcd->o.ctx->caps.device);
 	if (!cq)
 		return 0;

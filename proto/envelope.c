@@ -88,7 +88,7 @@ struct env_body {
 	const ProtobufCFieldDescriptor *f;
 	const ProtobufCBinaryData *bytes;
 	const ProtobufCMessage *sub;
-	bool flat; /* sub is packed by flat.c */
+	bool flat;  /* sub is packed by flat.c */
 	bool sized; /* len is known */
 	size_t len;
 };
@@ -236,9 +236,8 @@ static int env_body_get(struct wire_arena *a, ProtobufCMessage *m,
 
 /* The body at @p, tagged @tag: -1 when it is not a member of the oneof
  * or does not end the packet exactly. */
-static int env_get_body(struct wire_arena *a, ProtobufCMessage *m,
-			uint64_t tag, const uint8_t *p, const uint8_t *end,
-			bool borrow)
+static int env_get_body(struct wire_arena *a, ProtobufCMessage *m, uint64_t tag,
+			const uint8_t *p, const uint8_t *end, bool borrow)
 {
 	const ProtobufCFieldDescriptor *f;
 	uint64_t len;
@@ -299,8 +298,8 @@ int wire_pack_request(const Rdmab__Request *req, uint8_t *buf, size_t cap)
 	/* A flat body is packed in one walk when there is room for the
 	 * most the head and the body's tag and length byte take. */
 	if (!b.sized && cap >= ENV_ROOM) {
-		uint8_t *end = buf + (cap < WIRE_MAX_PACKET ? cap :
-							      WIRE_MAX_PACKET);
+		uint8_t *end =
+			buf + (cap < WIRE_MAX_PACKET ? cap : WIRE_MAX_PACKET);
 
 		p = env_request_head_put(req, buf);
 		p = env_body_put_in(&b, p, end);

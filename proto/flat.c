@@ -102,7 +102,7 @@ flat_value(const ProtobufCFieldDescriptor *f, const ProtobufCMessage *m)
 	case PROTOBUF_C_TYPE_INT32:
 	case PROTOBUF_C_TYPE_ENUM:
 		/* Sign-extended: ten bytes when negative. */
-		return (uint64_t)(int64_t)*(const int32_t *)member;
+		return (uint64_t)(int64_t) * (const int32_t *)member;
 	case PROTOBUF_C_TYPE_BOOL:
 		return *(const protobuf_c_boolean *)member ? 1 : 0;
 	case PROTOBUF_C_TYPE_UINT64:
@@ -193,7 +193,7 @@ static uint8_t *flat_put_value(uint8_t *p, const ProtobufCFieldDescriptor *f,
 			       const char *member, uint64_t v)
 {
 	p = varint_put(p, varint_tag(f->id, flat_is_len(f) ? VARINT_WT_LEN :
-							      VARINT_WT_VARINT));
+							     VARINT_WT_VARINT));
 	p = varint_put(p, v);
 	if (f->type == PROTOBUF_C_TYPE_STRING) {
 		memcpy(p, *(const char *const *)member, (size_t)v);
@@ -387,8 +387,13 @@ static struct flat_plan *flat_plan_make(const ProtobufCMessageDescriptor *desc)
 		t[0] = t[1] = 0;
 		op->tag_len = 0;
 		if (op->kind != FLAT_K_FIELD)
-			op->tag_len = (uint8_t)(varint_put(t, varint_tag(f->id,
-						    VARINT_WT_VARINT)) - t);
+			op->tag_len =
+				(uint8_t)(varint_put(
+						  t,
+						  varint_tag(
+							  f->id,
+							  VARINT_WT_VARINT)) -
+					  t);
 	}
 	return pl;
 }
@@ -437,7 +442,7 @@ uint8_t *wire_flat_pack_in(const ProtobufCMessage *m, uint8_t *p,
 			break;
 		case FLAT_K_I32:
 			/* Sign-extended: ten bytes when negative. */
-			v = (uint64_t)(int64_t)*(const int32_t *)member;
+			v = (uint64_t)(int64_t) * (const int32_t *)member;
 			break;
 		case FLAT_K_BOOL:
 			v = *(const protobuf_c_boolean *)member ? 1 : 0;

@@ -49,9 +49,10 @@ static inline uint8_t *varint_put(uint8_t *p, uint64_t v)
 
 /* A varint of at most @max bytes at *@p, which moves past it; -1 when it
  * is longer or cut short. */
-static inline __attribute__((always_inline)) int
-varint_get(const uint8_t **p, const uint8_t *end, unsigned int max,
-	   uint64_t *ret)
+static inline __attribute__((always_inline)) int varint_get(const uint8_t **p,
+							    const uint8_t *end,
+							    unsigned int max,
+							    uint64_t *ret)
 {
 	const uint8_t *q = *p, *stop;
 	unsigned int shift = 0;

@@ -187,8 +187,8 @@ struct wire_arena_chunk {
 	max_align_t data[];
 };
 
-#define WIRE_ALIGN(n) (((n) + _Alignof(max_align_t) - 1) & \
-		       ~(_Alignof(max_align_t) - 1))
+#define WIRE_ALIGN(n)                                                          \
+	(((n) + _Alignof(max_align_t) - 1) & ~(_Alignof(max_align_t) - 1))
 
 /*
  * wire_arena_init_poisoned(): under AddressSanitizer the buffer is poisoned
@@ -261,8 +261,7 @@ static void wire_arena_pb_free(void *data, void *ptr)
 	/* Everything goes at wire_arena_reset(). */
 }
 
-void wire_arena_init(struct wire_arena *a, void *buf, size_t cap,
-		     size_t limit)
+void wire_arena_init(struct wire_arena *a, void *buf, size_t cap, size_t limit)
 {
 	a->allocator.alloc = wire_arena_pb_alloc;
 	a->allocator.free = wire_arena_pb_free;
@@ -359,9 +358,8 @@ static size_t wire_put_varint(uint8_t *p, uint64_t v)
 	return n;
 }
 
-int wire_pack_daemon_message(const ProtobufCMessage *inner,
-			     unsigned int field, bool bounded, uint8_t *buf,
-			     uint8_t **ret_start)
+int wire_pack_daemon_message(const ProtobufCMessage *inner, unsigned int field,
+			     bool bounded, uint8_t *buf, uint8_t **ret_start)
 {
 	uint8_t hdr[WIRE_PACK_HEADROOM];
 	size_t len, n;

@@ -87,8 +87,7 @@ struct wire_arena {
 	bool poison;
 };
 
-void wire_arena_init(struct wire_arena *a, void *buf, size_t cap,
-		     size_t limit);
+void wire_arena_init(struct wire_arena *a, void *buf, size_t cap, size_t limit);
 /*
  * The same, for a static or heap @buf: under AddressSanitizer what is not
  * handed out stays poisoned, with a gap after every allocation, so that an
@@ -127,9 +126,8 @@ int wire_pack_into(const ProtobufCMessage *msg, uint8_t *buf);
  * WIRE_PACK_ROOM minus the headroom) is not sized first. Returns the
  * length or -EMSGSIZE.
  */
-int wire_pack_daemon_message(const ProtobufCMessage *inner,
-			     unsigned int field, bool bounded, uint8_t *buf,
-			     uint8_t **ret_start);
+int wire_pack_daemon_message(const ProtobufCMessage *inner, unsigned int field,
+			     bool bounded, uint8_t *buf, uint8_t **ret_start);
 
 /*
  * The hot path's codec of the envelope (envelope.c): Request and Reply by

@@ -67,8 +67,7 @@ static void agent_close_except(const int *keep, size_t n)
 static int agent_become(const struct agent_cred *cred, pid_t parent)
 {
 	/* Not root: only what we are already. */
-	if (geteuid() != 0 && cred->uid == geteuid() &&
-	    cred->gid == getegid())
+	if (geteuid() != 0 && cred->uid == geteuid() && cred->gid == getegid())
 		return 0;
 	if (setgroups(cred->n_groups, cred->groups) < 0 ||
 	    setresgid(cred->gid, cred->gid, cred->gid) < 0 ||
@@ -234,9 +233,9 @@ static void agent_serve(int in, int out, const char *sock)
 			struct ibc_domain_info *d = NULL;
 			size_t n = 0;
 
-			rep.ret = cl ? ibc_list_domains(cl, &d, sizeof(*d),
-							&n) :
-				       -ENOTCONN;
+			rep.ret =
+				cl ? ibc_list_domains(cl, &d, sizeof(*d), &n) :
+				     -ENOTCONN;
 			if (rep.ret < 0)
 				break;
 			rep.n_list = (uint32_t)n;
@@ -249,9 +248,9 @@ static void agent_serve(int in, int out, const char *sock)
 			struct ibc_client_entry *c = NULL;
 			size_t n = 0;
 
-			rep.ret = cl ? ibc_list_clients(cl, &c, sizeof(*c),
-							&n) :
-				       -ENOTCONN;
+			rep.ret =
+				cl ? ibc_list_clients(cl, &c, sizeof(*c), &n) :
+				     -ENOTCONN;
 			if (rep.ret < 0)
 				break;
 			rep.n_list = (uint32_t)n;
@@ -318,9 +317,9 @@ static void agent_serve(int in, int out, const char *sock)
 			struct ibc_device_info *d = NULL;
 			size_t n = 0;
 
-			rep.ret = cl ? ibc_list_devices(cl, &d, sizeof(*d),
-							&n) :
-				       -ENOTCONN;
+			rep.ret =
+				cl ? ibc_list_devices(cl, &d, sizeof(*d), &n) :
+				     -ENOTCONN;
 			if (rep.ret < 0)
 				break;
 			rep.n_list = (uint32_t)n;

@@ -119,8 +119,9 @@ struct agent_cred agent_cred(uid_t uid, gid_t gid, ...);
 
 /*
  * Fork an agent for @sock under @cred (when not root, only this process's
- * own uid and gid can be had, and groups are left as they are); returns 0 once it runs with those
- * credentials, or -errno (the agent's own error when it could not drop).
+ * own uid and gid can be had, and groups are left as they are); returns 0 once
+ * it runs with those credentials, or -errno (the agent's own error when it
+ * could not drop).
  */
 int agent_start(struct agent *a, const struct agent_cred *cred,
 		const char *sock);

@@ -75,8 +75,7 @@ START_TEST(test_query_sizes)
 	memset(&small, POISON, sizeof(small));
 	ck_assert_int_eq(ibc_query(ctx, &small, v0), 0);
 	ck_assert_mem_eq(&small, &caps, v0);
-	ck_assert(all_bytes((char *)&small + v0, sizeof(small) - v0,
-			    POISON));
+	ck_assert(all_bytes((char *)&small + v0, sizeof(small) - v0, POISON));
 
 	/* Smaller than the first version: EINVAL, nothing written. */
 	memset(&small, POISON, sizeof(small));
@@ -110,17 +109,16 @@ START_TEST(test_info_and_status_sizes)
 	ck_assert_str_eq(big.info.domain, info.domain);
 	ck_assert(all_bytes(big.tail, TAIL, 0));
 	memset(&info, POISON, sizeof(info));
-	ck_assert_int_eq(ibc_client_info(C, &info, sizeof(uint32_t)),
-			 -EINVAL);
+	ck_assert_int_eq(ibc_client_info(C, &info, sizeof(uint32_t)), -EINVAL);
 	ck_assert(all_bytes(&info, sizeof(info), POISON));
 
 	memset(&bigst, POISON, sizeof(bigst));
 	ck_assert_int_eq(ibc_status(C, &bigst.st, sizeof(bigst)), 0);
 	ck_assert_str_eq(bigst.st.device_kind, "soft");
 	ck_assert(all_bytes(bigst.tail, TAIL, 0));
-	ck_assert_int_eq(ibc_status(C, &st, offsetof(struct ibc_status,
-						     clients)),
-			 -EINVAL);
+	ck_assert_int_eq(
+		ibc_status(C, &st, offsetof(struct ibc_status, clients)),
+		-EINVAL);
 }
 END_TEST
 

@@ -44,7 +44,8 @@ static const struct glob_case globs[] = {
 	  "/kubepods.slice/kubepods-besteffort.slice/"
 	  "kubepods-besteffort-pod3f2a.slice/cri-containerd-77.scope",
 	  sizeof("/kubepods.slice/kubepods-besteffort.slice/"
-		 "kubepods-besteffort-pod3f2a.slice") - 1 },
+		 "kubepods-besteffort-pod3f2a.slice") -
+		  1 },
 	{ "*/kubepods*/*pod[0-9a-f]*", "/kubepods/pod3f2a/c1",
 	  sizeof("/kubepods/pod3f2a") - 1 },
 	{ "*/kubepods*/*pod[0-9a-f]*", "/kubepods/burstable", 0 },
@@ -75,8 +76,8 @@ START_TEST(test_glob_prefix)
 		size_t got = cgroup_glob_prefix(g->glob, g->path);
 
 		ck_assert_msg(got == g->want,
-			      "glob %zu \"%s\" on \"%s\": %zu, expected %zu",
-			      i, g->glob, g->path, got, g->want);
+			      "glob %zu \"%s\" on \"%s\": %zu, expected %zu", i,
+			      g->glob, g->path, got, g->want);
 	}
 }
 END_TEST
@@ -112,8 +113,7 @@ START_TEST(test_glob_hostile_path)
 	for (size_t i = 64; i < sizeof(path) - 1; i += 64)
 		path[i] = '/';
 	ck_assert_uint_eq(cgroup_glob_prefix("*a*a*a*a*a*a*a*a*b", path), 0);
-	ck_assert_uint_eq(cgroup_glob_prefix("*a*a*a*a*a*a*a*a*a", path),
-			  64);
+	ck_assert_uint_eq(cgroup_glob_prefix("*a*a*a*a*a*a*a*a*a", path), 64);
 }
 END_TEST
 
@@ -131,16 +131,14 @@ START_TEST(test_key_len)
 	config_init(&cfg);
 	ck_assert_uint_eq(key_len(&cfg, p), strlen(p));
 	cfg.cgroup_depth = 2;
-	ck_assert_uint_eq(key_len(&cfg, p),
-			  strlen("/kubepods/burstable"));
+	ck_assert_uint_eq(key_len(&cfg, p), strlen("/kubepods/burstable"));
 	cfg.cgroup_depth = 9;
 	ck_assert_uint_eq(key_len(&cfg, p), strlen(p));
 	/* The pattern first; the depth for what it does not match. */
 	cfg.cgroup_depth = 1;
 	snprintf(cfg.cgroup_pattern, sizeof(cfg.cgroup_pattern), "%s",
 		 "*/pod[0-9]*");
-	ck_assert_uint_eq(key_len(&cfg, p),
-			  strlen("/kubepods/burstable/pod9"));
+	ck_assert_uint_eq(key_len(&cfg, p), strlen("/kubepods/burstable/pod9"));
 	ck_assert_uint_eq(key_len(&cfg, "/system.slice/x.service"),
 			  strlen("/system.slice"));
 	ck_assert_uint_eq(key_len(&cfg, "/"), 1);
@@ -209,8 +207,7 @@ START_TEST(test_of_pid_exited)
 	ck_assert_int_eq(waitid(P_PID, (id_t)pid, NULL, WEXITED | WNOWAIT), 0);
 	ret = cgroup_of_pid(pid, pidfd, &got);
 	ck_assert_msg(ret == -ESRCH || ret == -ENOENT,
-		      "a dead process's cgroup: %d (%s)", ret,
-		      got ? got : "");
+		      "a dead process's cgroup: %d (%s)", ret, got ? got : "");
 	ck_assert_ptr_null(got);
 	waitpid(pid, NULL, 0);
 	ret = cgroup_of_pid(pid, pidfd, &got);

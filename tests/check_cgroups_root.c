@@ -92,8 +92,9 @@ static bool cgroup2_writable(void)
 	snprintf(probe, sizeof(probe), "%s/rdmab-probe-%d", mount_dir,
 		 (int)getpid());
 	if (mkdir(probe, 0755) < 0) {
-		fprintf(stderr, "check_cgroups_root: cannot make a cgroup "
-				"under %s (%s); skipped\n",
+		fprintf(stderr,
+			"check_cgroups_root: cannot make a cgroup "
+			"under %s (%s); skipped\n",
 			mount_dir, strerror(errno));
 		return false;
 	}
@@ -185,8 +186,7 @@ static void cg_remove(const char *dir)
 {
 	char cmd[CG_MAX + 64];
 
-	snprintf(cmd, sizeof(cmd),
-		 "find '%s' -type d -delete 2>/dev/null",
+	snprintf(cmd, sizeof(cmd), "find '%s' -type d -delete 2>/dev/null",
 		 dir);
 	for (int i = 0; i < 200; i++) {
 		if (system(cmd) < 0 || access(dir, F_OK) < 0)
@@ -223,8 +223,7 @@ static void daemon_up(const char *conf)
 	const char *args[] = { "--socket-mode", "0666", NULL };
 	int ret = tl_daemon_start_conf(&D, conf, NULL, args, NULL);
 
-	ck_assert_msg(ret == 0, "cannot start the daemon: %s",
-		      strerror(-ret));
+	ck_assert_msg(ret == 0, "cannot start the daemon: %s", strerror(-ret));
 	ck_assert_int_eq(tl_daemon_share(&D), 0);
 }
 
@@ -375,7 +374,8 @@ START_TEST(test_same_cgroup_shares)
 	cg_make("a", da, sizeof(da));
 	a = agent_in(da, UID);
 	b = agent_in(da, UID);
-	snprintf(dom, sizeof(dom), "%s", ag_ok(a, AGENT_CONNECT, NULL, 0)->info.domain);
+	snprintf(dom, sizeof(dom), "%s",
+		 ag_ok(a, AGENT_CONNECT, NULL, 0)->info.domain);
 	ck_assert_str_eq(ag_ok(b, AGENT_CONNECT, NULL, 0)->info.domain, dom);
 	ctx = ag_ok(a, AGENT_OPEN, NULL, 0)->caps.context_id;
 	ck_assert_uint_eq(ag_ok(b, AGENT_OPEN, NULL, 0)->caps.context_id, ctx);
@@ -426,7 +426,8 @@ START_TEST(test_moved_keeps_domain)
 	cg_make("b", db, sizeof(db));
 	a = agent_in(da, UID);
 	cg_path_of(a->pid, pa, sizeof(pa));
-	snprintf(dom, sizeof(dom), "%s", ag_ok(a, AGENT_CONNECT, NULL, 0)->info.domain);
+	snprintf(dom, sizeof(dom), "%s",
+		 ag_ok(a, AGENT_CONNECT, NULL, 0)->info.domain);
 	cg_move(db, a->pid);
 	ag_ok(a, AGENT_OPEN, NULL, 0);
 	r = ag_ok(a, AGENT_LIST_CLIENTS, NULL, 0);
@@ -452,12 +453,12 @@ START_TEST(test_configured_cgroups)
 		 "[domain lab]\nusers = 65534\ncgroups = %s\n",
 		 pa, pa);
 	daemon_up(conf);
-	ck_assert_str_eq(ag_ok(agent_in(da, UID), AGENT_CONNECT, NULL, 0)
-				 ->info.domain,
-			 "pods");
-	ck_assert_str_eq(ag_ok(agent_in(db, UID), AGENT_CONNECT, NULL, 0)
-				 ->info.domain,
-			 "uid-4242");
+	ck_assert_str_eq(
+		ag_ok(agent_in(da, UID), AGENT_CONNECT, NULL, 0)->info.domain,
+		"pods");
+	ck_assert_str_eq(
+		ag_ok(agent_in(db, UID), AGENT_CONNECT, NULL, 0)->info.domain,
+		"uid-4242");
 	/* 65534 in a: both lists match lab, but pods comes first; asked,
 	 * lab takes it. In b it may not join lab. */
 	ck_assert_str_eq(ag_ok(agent_in(da, 65534), AGENT_CONNECT, "lab", 0)
@@ -471,8 +472,9 @@ END_TEST
 /* rdmabrokerctl --socket SOCK @a1 @a2 as root: its output, malloc'd. */
 static char *ctl_out(const char *a1, const char *a2)
 {
-	const char *argv[] = { tl_ctl_path(), "--socket", D.sock, a1, a2,
-			       NULL };
+	const char *argv[] = {
+		tl_ctl_path(), "--socket", D.sock, a1, a2, NULL
+	};
 	struct agent_cred root = agent_cred(0, 0, AGENT_END);
 	char *out = NULL, *err = NULL;
 	int status = agent_run(&root, argv, AGENT_WAIT_MS, &out, &err);
@@ -518,7 +520,8 @@ START_TEST(test_hostile_name)
 		for (size_t i = 0; i < 3; i++) {
 			out = ctl_out(json ? "--json" : cmds[i],
 				      json ? cmds[i] : NULL);
-			ck_assert_msg(!strchr(out, 0x1b) && !strchr(out, 0x07) &&
+			ck_assert_msg(!strchr(out, 0x1b) &&
+					      !strchr(out, 0x07) &&
 					      !strchr(out, '\xff'),
 				      "a raw byte of the name in:\n%s", out);
 			ck_assert_msg(!strstr(out, "\t0::fake"),
@@ -639,10 +642,11 @@ static int reuse_scene(const char *db)
 			fprintf(stderr, "reuse: hello: %d %s\n", status, msg);
 			/* Refused for want of a cgroup, or closed: the
 			 * process that connected is dead. */
-			_exit(status == 0				  ? 1 :
+			_exit(status == 0 ? 1 :
 			      status == EACCES || status == -EPIPE ||
-					      status == -ECONNRESET ? 0 :
-								      4);
+					      status == -ECONNRESET ?
+					    0 :
+					    4);
 		}
 		_exit(q < 0 ? 3 : 0);
 	}
@@ -695,13 +699,13 @@ START_TEST(test_pid_reuse)
 	pid_t n;
 
 	/* The kernel's pidfd of a peer: without it the broker cannot tell. */
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
-				    sv),
-			 0);
-	if (getsockopt(sv[0], SOL_SOCKET, 77 /* SO_PEERPIDFD */, &pidfd,
-		       &len) < 0) {
-		fprintf(stderr, "check_cgroups_root: no SO_PEERPIDFD (%s): "
-				"test_pid_reuse skipped\n",
+	ck_assert_int_eq(
+		socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
+	if (getsockopt(sv[0], SOL_SOCKET, 77 /* SO_PEERPIDFD */, &pidfd, &len) <
+	    0) {
+		fprintf(stderr,
+			"check_cgroups_root: no SO_PEERPIDFD (%s): "
+			"test_pid_reuse skipped\n",
 			strerror(errno));
 		close(sv[0]);
 		close(sv[1]);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Charges (daemon/registry/charge.h), in-process: after a seeded storm over every
- * family (objects, RSS tables, DM allocations, imports and frees,
+ * Charges (daemon/registry/charge.h), in-process: after a seeded storm over
+ * every family (objects, RSS tables, DM allocations, imports and frees,
  * persistent DMs, XRCD opens, sessions in a uid's own, a configured and a
  * private domain, hang-ups and kills) every charge is back at zero, as
  * the daemon's counters say and as `rdmabrokerctl --json domains` shows,
@@ -358,7 +358,10 @@ static void assert_charges_zero(void)
 static bool charged[CHARGE_QUOTA_COUNT];
 static bool persistent_charged;
 static const char *const uid_counts[4] = {
-	"unread descriptors", "process watches", "private contexts", "DM pages",
+	"unread descriptors",
+	"process watches",
+	"private contexts",
+	"DM pages",
 };
 static bool uid_charged[4];
 
@@ -432,8 +435,7 @@ static void storm(uint64_t seed, unsigned long steps)
 	}
 	for (int k = 0; k < 50; k++)
 		sl_pump();
-	ck_assert_msg(charge_underflows() == underflows, "seed %" PRIu64,
-		      seed);
+	ck_assert_msg(charge_underflows() == underflows, "seed %" PRIu64, seed);
 	assert_charges_zero();
 	assert_listing_zero();
 	sl_stop();
@@ -454,7 +456,8 @@ START_TEST(test_storm_charges_zero)
 	ck_assert_msg(persistent_charged,
 		      "the storm never charged a uid's persistent DMs");
 	for (int k = 0; k < 4; k++)
-		ck_assert_msg(uid_charged[k], "the storm never charged a uid's %s",
+		ck_assert_msg(uid_charged[k],
+			      "the storm never charged a uid's %s",
 			      uid_counts[k]);
 }
 END_TEST
@@ -480,8 +483,7 @@ START_TEST(test_underflow_seen)
 	charge_sub(d, CHARGE_RSS_TABLES, 1);
 	ck_assert_uint_eq(charge_underflows(), before + 1);
 	ck_assert_uint_eq(charge_used(d, CHARGE_RSS_TABLES), UINT32_MAX);
-	ck_assert_int_eq(sl_log_count("BUG: charge underflow: rss_tables"),
-			 1);
+	ck_assert_int_eq(sl_log_count("BUG: charge underflow: rss_tables"), 1);
 	charge_add(d, CHARGE_RSS_TABLES, 1);
 	sl_stop();
 }
@@ -535,7 +537,7 @@ END_TEST
  * refused charge counts nothing. */
 START_TEST(test_room_names_limit)
 {
-	struct why why = {0, ""};
+	struct why why = { 0, "" };
 	struct domain *d;
 	struct quota limit;
 	char want[WHY_MAX];

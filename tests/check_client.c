@@ -54,16 +54,16 @@ struct events_seen {
 	char message[8][128];
 };
 
-static void record_event(struct ibc_client *client,
-			 const struct ibc_event *ev, void *arg)
+static void record_event(struct ibc_client *client, const struct ibc_event *ev,
+			 void *arg)
 {
 	struct events_seen *seen = arg;
 
 	pthread_mutex_lock(&seen->lock);
 	if (seen->n < 8) {
 		seen->type[seen->n] = ev->type;
-		snprintf(seen->message[seen->n], sizeof(seen->message[0]),
-			 "%s", ev->message ? ev->message : "");
+		snprintf(seen->message[seen->n], sizeof(seen->message[0]), "%s",
+			 ev->message ? ev->message : "");
 	}
 	seen->n++;
 	pthread_mutex_unlock(&seen->lock);
@@ -158,9 +158,8 @@ START_TEST(test_threads_share_client)
 	ck_assert_int_eq(pthread_barrier_init(&start, NULL, THREADS), 0);
 	for (int t = 0; t < THREADS; t++) {
 		p[t] = (struct pinger){ .cl = cl, .start = &start, .id = t };
-		ck_assert_int_eq(pthread_create(&th[t], NULL, pinger_main,
-						&p[t]),
-				 0);
+		ck_assert_int_eq(
+			pthread_create(&th[t], NULL, pinger_main, &p[t]), 0);
 	}
 	for (int t = 0; t < THREADS; t++)
 		ck_assert_int_eq(pthread_join(th[t], NULL), 0);
@@ -206,8 +205,7 @@ static void *err_first(void *arg)
 	pthread_barrier_wait(e->step);
 	/* The other thread fails now. */
 	pthread_barrier_wait(e->step);
-	snprintf(e->text_later, sizeof(e->text_later), "%s",
-		 ibc_last_error());
+	snprintf(e->text_later, sizeof(e->text_later), "%s", ibc_last_error());
 	return NULL;
 }
 
@@ -221,8 +219,7 @@ static void *err_second(void *arg)
 	snprintf(e->text, sizeof(e->text), "%s", ibc_last_error());
 	e->ptr = ibc_last_error();
 	pthread_barrier_wait(e->step);
-	snprintf(e->text_later, sizeof(e->text_later), "%s",
-		 ibc_last_error());
+	snprintf(e->text_later, sizeof(e->text_later), "%s", ibc_last_error());
 	return NULL;
 }
 
@@ -369,8 +366,8 @@ static void reset_child(int ready)
 {
 	struct events_seen seen = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-			     IBC_CONNECT_ATTR_EVENT_CB,
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
 		.socket_path = D.sock,
 		.event_cb = record_event,
 		.event_arg = &seen,
@@ -443,8 +440,7 @@ START_TEST(test_shutdown_behind_reset)
 	ck_assert_int_ge(tl_wait_pid(child, 20000, &status), 0);
 	ck_assert_msg(WIFEXITED(status), "client wait status 0x%x", status);
 	code = WEXITSTATUS(status);
-	ck_assert_msg(code == 0,
-		      "the client process exited with %d: %s", code,
+	ck_assert_msg(code == 0, "the client process exited with %d: %s", code,
 		      code == 10 + IBC_EVENT_DISCONNECTED ?
 			      "only IBC_EVENT_DISCONNECTED was delivered; "
 			      "the shutdown event queued behind the "
@@ -547,8 +543,8 @@ static void *ping_main(void *arg)
 	return NULL;
 }
 
-#define FB_START(fb, script, arg)                                          \
-	ck_assert_msg(fb_start(fb, script, arg) == 0, "fb_start: %s",      \
+#define FB_START(fb, script, arg)                                              \
+	ck_assert_msg(fb_start(fb, script, arg) == 0, "fb_start: %s",          \
 		      strerror(errno))
 #define FB_STOP(fb) ck_assert_msg(fb_stop(fb) == 0, "broker: %s", (fb)->why)
 
@@ -622,8 +618,7 @@ static void script_odd_replies(struct fb *fb)
 		Rdmab__Request *req;
 		uint64_t serial;
 
-		if (fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &req) <
-		    0)
+		if (fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &req) < 0)
 			return;
 		if (i == 0) {
 			tl_pb_bytes(&inner, 11, req->ping.data, req->ping.len);
@@ -694,8 +689,7 @@ START_TEST(test_send_timeout)
 			break;
 		send_timed_out = strstr(ibc_last_error(), "did not take");
 	}
-	ck_assert_msg(send_timed_out, "last: %d \"%s\"", ret,
-		      ibc_last_error());
+	ck_assert_msg(send_timed_out, "last: %d \"%s\"", ret, ibc_last_error());
 	fb_post(&fb, 1);
 	ibc_disconnect(cl);
 	FB_STOP(&fb);
@@ -709,8 +703,7 @@ static void script_fork_state_deaf(struct fb *fb)
 	static const uint8_t secret[16] = { 1, 2, 3 };
 	uint64_t serial;
 
-	if (fb_hello_secret(fb, "soft0", "soft", secret, sizeof(secret)) <
-		    0 ||
+	if (fb_hello_secret(fb, "soft0", "soft", secret, sizeof(secret)) < 0 ||
 	    fb_expect(fb, RDMAB__REQUEST__BODY_FORK_STATE, &serial, NULL) < 0)
 		return;
 	fb_post(fb, 1);
@@ -1293,9 +1286,8 @@ START_TEST(test_stale_errno_import)
 		verbs_shim_mode = VERBS_SHIM_REAL;
 		ck_assert_msg(verbs_shim_calls > 0,
 			      "the shim of ibv_import_device was not called");
-		ck_assert_msg(ret == -EIO &&
-				      strstr(ibc_last_error(),
-					     "ibv_import_device failed"),
+		ck_assert_msg(ret == -EIO && strstr(ibc_last_error(),
+						    "ibv_import_device failed"),
 			      "stale %s: %d \"%s\"", strerror(stale[i]), ret,
 			      ibc_last_error());
 		ibc_disconnect(cl);

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * daemon/config/conf.c: rdmabroker.conf(5) through config_load() on files written
- * to a temporary directory. Every kind of bad file must be refused with
+ * daemon/config/conf.c: rdmabroker.conf(5) through config_load() on files
+ * written to a temporary directory. Every kind of bad file must be refused with
  * -EINVAL and one message "FILE:LINE: [section] key \"k\": reason" that
  * names the file, the exact line and the key (where there is one), leaving
  * the caller's configuration untouched; good files give the right quotas,
@@ -86,15 +86,14 @@ static const struct bad_case bad[] = {
 	{ "out of range (clients too many)", "[defaults]\nclients = 1000001\n",
 	  2, "defaults", "clients", "out of range" },
 	{ "out of range (clients = 0)",
-	  "[domain lab]\nusers = 0\nclients = 0\n", 3, "domain lab",
-	  "clients", "out of range" },
+	  "[domain lab]\nusers = 0\nclients = 0\n", 3, "domain lab", "clients",
+	  "out of range" },
 	{ "out of range (objects)", "[defaults]\nobjects = 16777217\n", 2,
 	  "defaults", "objects", "out of range" },
 	{ "out of range (xrcds)", "[defaults]\nxrcds = 1048577\n", 2,
 	  "defaults", "xrcds", "out of range" },
-	{ "overflowing number",
-	  "[defaults]\ndm_bytes = 99999999999999999999\n", 2, "defaults",
-	  "dm_bytes", NULL },
+	{ "overflowing number", "[defaults]\ndm_bytes = 99999999999999999999\n",
+	  2, "defaults", "dm_bytes", NULL },
 	{ "overflowing suffix", "[defaults]\ndm_bytes = 17179869184G\n", 2,
 	  "defaults", "dm_bytes", NULL },
 	{ "bad suffix KB", "[defaults]\ndm_bytes = 4KB\n", 2, "defaults",
@@ -108,13 +107,13 @@ static const struct bad_case bad[] = {
 	{ "duplicate key", "[defaults]\nxrcds = 1\nobjects = 2\nxrcds = 3\n", 4,
 	  "defaults", "xrcds", "twice" },
 	{ "duplicate key in a domain",
-	  "[domain lab]\nusers = 0\nusers = 65534\n", 3, "domain lab",
-	  "users", "twice" },
+	  "[domain lab]\nusers = 0\nusers = 65534\n", 3, "domain lab", "users",
+	  "twice" },
 	{ "duplicate [defaults]",
-	  "[defaults]\nxrcds = 1\n[broker]\n[defaults]\nobjects = 2\n", 4,
-	  NULL, NULL, "[defaults] is given twice" },
-	{ "duplicate [broker]", "[broker]\n[soft]\n[broker]\n", 3, NULL,
-	  NULL, "[broker] is given twice" },
+	  "[defaults]\nxrcds = 1\n[broker]\n[defaults]\nobjects = 2\n", 4, NULL,
+	  NULL, "[defaults] is given twice" },
+	{ "duplicate [broker]", "[broker]\n[soft]\n[broker]\n", 3, NULL, NULL,
+	  "[broker] is given twice" },
 	{ "duplicate [soft]", "[soft]\n\n[soft]\n", 3, NULL, NULL,
 	  "[soft] is given twice" },
 	{ "duplicate domain",
@@ -123,8 +122,9 @@ static const struct bad_case bad[] = {
 	  5, NULL, NULL, "defined twice" },
 	{ "invalid domain name", "[domain bad/name]\nusers = 0\n", 1, NULL,
 	  NULL, "domain names" },
-	{ "reserved prefix uid-", "[defaults]\n[domain uid-1000]\nusers = 1000\n",
-	  2, NULL, NULL, "uid-" },
+	{ "reserved prefix uid-",
+	  "[defaults]\n[domain uid-1000]\nusers = 1000\n", 2, NULL, NULL,
+	  "uid-" },
 	{ "reserved prefix private-", "[domain private-7]\nusers = 0\n", 1,
 	  NULL, NULL, "private-" },
 	{ "empty domain name", "[domain ]\nusers = 0\n", 1, NULL, NULL,
@@ -150,8 +150,8 @@ static const struct bad_case bad[] = {
 	  "\"kubepods/*\": it matches no cgroup" },
 	{ "cgroups: an unclosed class", "[domain pod]\ncgroups = /a/[bc\n", 2,
 	  "domain pod", "cgroups", "not closed" },
-	{ "cgroups: a range backwards", "[domain pod]\ncgroups = /a/[z-a]\n",
-	  2, "domain pod", "cgroups", "backwards" },
+	{ "cgroups: a range backwards", "[domain pod]\ncgroups = /a/[z-a]\n", 2,
+	  "domain pod", "cgroups", "backwards" },
 	{ "cgroups: a lone backslash", "[domain pod]\ncgroups = /a\\\n", 2,
 	  "domain pod", "cgroups", "lone" },
 	{ "cgroups: an empty entry", "[domain pod]\ncgroups = /a, ,/b\n", 2,
@@ -163,11 +163,10 @@ static const struct bad_case bad[] = {
 	  "defaults", "per", "neither uid nor cgroup" },
 	{ "cgroup_depth 0", "[defaults]\ncgroup_depth = 0\n", 2, "defaults",
 	  "cgroup_depth", "out of range" },
-	{ "cgroup_pattern relative", "[defaults]\ncgroup_pattern = pod*\n",
-	  2, "defaults", "cgroup_pattern", "matches no cgroup" },
-	{ "unknown key in [defaults] names per",
-	  "[defaults]\nperr = uid\n", 2, "defaults", "perr",
-	  "per, cgroup_depth, cgroup_pattern" },
+	{ "cgroup_pattern relative", "[defaults]\ncgroup_pattern = pod*\n", 2,
+	  "defaults", "cgroup_pattern", "matches no cgroup" },
+	{ "unknown key in [defaults] names per", "[defaults]\nperr = uid\n", 2,
+	  "defaults", "perr", "per, cgroup_depth, cgroup_pattern" },
 	{ "empty member list", "[domain lab]\nusers = , ,\n", 2, "domain lab",
 	  "users", "empty" },
 	{ "empty value", "[defaults]\nobjects =\n", 2, "defaults", "objects",
@@ -179,13 +178,12 @@ static const struct bad_case bad[] = {
 	  "soft", "max_dm_size", "out of range" },
 	{ "[soft] max_dm_size above 64M", "[soft]\nmax_dm_size = 128M\n", 2,
 	  "soft", "max_dm_size", "out of range" },
-	{ "[soft] devices = 0", "[soft]\ndevices = 0\n", 2, "soft",
-	  "devices", "out of range" },
+	{ "[soft] devices = 0", "[soft]\ndevices = 0\n", 2, "soft", "devices",
+	  "out of range" },
 	{ "[soft] devices above 8", "[soft]\ndevices = 9\n", 2, "soft",
 	  "devices", "out of range" },
-	{ "unknown key in [soft] names the known ones",
-	  "[soft]\ndevice = 2\n", 2, "soft", "device",
-	  "max_dm_size, devices" },
+	{ "unknown key in [soft] names the known ones", "[soft]\ndevice = 2\n",
+	  2, "soft", "device", "max_dm_size, devices" },
 	{ "unknown admin_group",
 	  "[broker]\nadmin_group = no_such_group_rdmab\n", 2, "broker",
 	  "admin_group", "no group" },
@@ -199,8 +197,8 @@ static const struct bad_case bad[] = {
 	{ "dm_bytes bare percent sign", "[defaults]\ndm_bytes = %\n", 2,
 	  "defaults", "dm_bytes", "is not a percent" },
 	{ "dm_member_share in bytes",
-	  "[domain lab]\nusers = 0\ndm_member_share = 4K\n", 3,
-	  "domain lab", "dm_member_share", "is not a percent" },
+	  "[domain lab]\nusers = 0\ndm_member_share = 4K\n", 3, "domain lab",
+	  "dm_member_share", "is not a percent" },
 	{ "dm_member_share = 0%", "[defaults]\ndm_member_share = 0%\n", 2,
 	  "defaults", "dm_member_share", "out of range 1..100" },
 	{ "dm_admin_reserve not an amount",
@@ -239,23 +237,21 @@ static const struct bad_case bad[] = {
 	  "is not a duration" },
 	{ "hello_timeout below 10 ms", "[broker]\nhello_timeout = 9ms\n", 2,
 	  "broker", "hello_timeout", "out of range 10ms..3600s" },
-	{ "hello_timeout of 0 s", "[broker]\nhello_timeout = 0\n", 2,
-	  "broker", "hello_timeout", "out of range" },
-	{ "unread_timeout above an hour",
-	  "[broker]\nunread_timeout = 3601s\n", 2, "broker",
-	  "unread_timeout", "out of range" },
+	{ "hello_timeout of 0 s", "[broker]\nhello_timeout = 0\n", 2, "broker",
+	  "hello_timeout", "out of range" },
+	{ "unread_timeout above an hour", "[broker]\nunread_timeout = 3601s\n",
+	  2, "broker", "unread_timeout", "out of range" },
 	{ "unread_timeout overflowing",
 	  "[broker]\nunread_timeout = 99999999999999999999\n", 2, "broker",
 	  "unread_timeout", "is not a duration" },
 	{ "duration with a space", "[broker]\nunread_timeout = 5 s\n", 2,
 	  "broker", "unread_timeout", "is not a duration" },
 	{ "line longer than the parser's limit",
-	  "[defaults]\n# " X50 X50 X50 X50 X50 "\nobjects = 1\n", 2, NULL,
-	  NULL, "longer" },
+	  "[defaults]\n# " X50 X50 X50 X50 X50 "\nobjects = 1\n", 2, NULL, NULL,
+	  "longer" },
 	/* Two errors: the first one is the one to report. */
 	{ "syntax error before an unknown key",
-	  "[defaults]\nnot a pair\nfoo = 1\n", 2, NULL, NULL,
-	  "syntax error" },
+	  "[defaults]\nnot a pair\nfoo = 1\n", 2, NULL, NULL, "syntax error" },
 	{ "syntax error before a bad section",
 	  "[defaults]\nobjects = 1\nnot a pair\n[bogus]\n", 3, NULL, NULL,
 	  "syntax error" },
@@ -272,24 +268,29 @@ static const struct bad_case bad[] = {
 	  "[xrcd a\xc2\x9b]\ndomains = uid-0\n", 1, NULL, NULL,
 	  "\"a\\xc2\\x9b\": byte 2 starts U+009B, a control character" },
 	{ "XRCD name with a bidi override",
-	  "[xrcd a\xe2\x80\xae" "b]\ndomains = uid-0\n", 1, NULL, NULL,
-	  "byte 2 starts U+202E, a control character" },
+	  "[xrcd a\xe2\x80\xae"
+	  "b]\ndomains = uid-0\n",
+	  1, NULL, NULL, "byte 2 starts U+202E, a control character" },
 	{ "XRCD name with a bidi isolate",
-	  "[xrcd \xe2\x81\xa6" "a]\ndomains = uid-0\n", 1, NULL, NULL,
-	  "byte 1 starts U+2066, a control character" },
+	  "[xrcd \xe2\x81\xa6"
+	  "a]\ndomains = uid-0\n",
+	  1, NULL, NULL, "byte 1 starts U+2066, a control character" },
 	{ "XRCD name with a zero width space",
-	  "[xrcd a\xe2\x80\x8b" "b]\ndomains = uid-0\n", 1, NULL, NULL,
+	  "[xrcd a\xe2\x80\x8b"
+	  "b]\ndomains = uid-0\n",
+	  1, NULL, NULL,
 	  "\"a\\xe2\\x80\\x8bb\": byte 2 starts U+200B, an invisible "
 	  "formatting character" },
 	{ "XRCD name that is not UTF-8",
-	  "[xrcd a\xff" "b]\ndomains = uid-0\n", 1, NULL, NULL,
+	  "[xrcd a\xff"
+	  "b]\ndomains = uid-0\n",
+	  1, NULL, NULL,
 	  "\"a\\xffb\": byte 2 does not start a well-formed UTF-8" },
 	{ "XRCD name with an overlong '/'",
 	  "[xrcd a\xc0\xaf]\ndomains = uid-0\n", 1, NULL, NULL,
 	  "byte 2 does not start a well-formed UTF-8" },
-	{ "unknown key in [xrcd]",
-	  "[domain a]\nusers = 0\n[xrcd s]\nfoo = a\n", 4, "xrcd s", "foo",
-	  "unknown key (known: domains)" },
+	{ "unknown key in [xrcd]", "[domain a]\nusers = 0\n[xrcd s]\nfoo = a\n",
+	  4, "xrcd s", "foo", "unknown key (known: domains)" },
 	{ "XRCD listing an unknown domain", "[xrcd s]\ndomains = nope\n", 1,
 	  "xrcd s", "domains", "\"nope\" is neither" },
 	{ "XRCD without domains", "[xrcd s]\n", 1, "xrcd s", "domains",
@@ -322,8 +323,9 @@ START_TEST(test_bad_file)
 	ck_assert_msg(memcmp(&cfg, &before, sizeof(cfg)) == 0,
 		      "%s: the configuration was written on failure", b->what);
 	if (b->key && b->section)
-		snprintf(prefix, sizeof(prefix), "%s:%u: [%s] key \"%s\": ",
-			 path, b->line, b->section, b->key);
+		snprintf(prefix, sizeof(prefix),
+			 "%s:%u: [%s] key \"%s\": ", path, b->line, b->section,
+			 b->key);
 	else if (b->key)
 		snprintf(prefix, sizeof(prefix), "%s:%u: key \"%s\": ", path,
 			 b->line, b->key);
@@ -334,8 +336,8 @@ START_TEST(test_bad_file)
 		      err, prefix);
 	if (b->reason)
 		ck_assert_msg(strstr(err + strlen(prefix), b->reason),
-			      "%s: message \"%s\" does not say \"%s\"",
-			      b->what, err, b->reason);
+			      "%s: message \"%s\" does not say \"%s\"", b->what,
+			      err, b->reason);
 	ck_assert_msg(!strchr(err, '\n'), "%s: message \"%s\" has a newline",
 		      b->what, err);
 	/* The same with must_exist false: the file exists, so no
@@ -418,8 +420,8 @@ START_TEST(test_dm_keys)
 	char err[512] = "";
 	struct config c;
 
-	ck_assert_msg(config_load(path, true, &c, err, sizeof(err)) == 0,
-		      "%s", err);
+	ck_assert_msg(config_load(path, true, &c, err, sizeof(err)) == 0, "%s",
+		      err);
 	ck_assert_uint_eq(c.limits.dm_admin_reserve, 64 * 1024);
 	ck_assert_uint_eq(c.limits.dm_admin_reserve_pct, 0);
 	ck_assert_uint_eq(c.limits.dm_persistent_per_uid, 0);
@@ -437,8 +439,8 @@ START_TEST(test_dm_keys)
 	ck_assert_uint_eq(d->quota.dm_pct, 10);
 	ck_assert_uint_eq(d->quota.dm_member_share, 1);
 	config_free(&c);
-	ck_assert_msg(config_load(path2, true, &c, err, sizeof(err)) == 0,
-		      "%s", err);
+	ck_assert_msg(config_load(path2, true, &c, err, sizeof(err)) == 0, "%s",
+		      err);
 	ck_assert_uint_eq(c.limits.dm_admin_reserve, 0);
 	ck_assert_uint_eq(c.limits.dm_admin_reserve_pct, 0);
 	ck_assert_uint_eq(config_find_domain(&c, "lab")->quota.dm_bytes, 0);
@@ -479,8 +481,8 @@ START_TEST(test_broker_limits)
 	char err[512] = "";
 	struct config c;
 
-	ck_assert_msg(config_load(path, true, &c, err, sizeof(err)) == 0,
-		      "%s", err);
+	ck_assert_msg(config_load(path, true, &c, err, sizeof(err)) == 0, "%s",
+		      err);
 	ck_assert_uint_eq(c.limits.connections_per_uid, 3);
 	ck_assert_uint_eq(c.limits.admin_reserve, 0);
 	ck_assert_uint_eq(c.limits.hello_timeout_ms, 250);
@@ -489,8 +491,8 @@ START_TEST(test_broker_limits)
 	ck_assert_uint_eq(c.limits.private_contexts_per_uid, 0);
 	ck_assert_uint_eq(c.limits.unread_timeout_ms, 2000);
 	config_free(&c);
-	ck_assert_msg(config_load(path2, true, &c, err, sizeof(err)) == 0,
-		      "%s", err);
+	ck_assert_msg(config_load(path2, true, &c, err, sizeof(err)) == 0, "%s",
+		      err);
 	ck_assert_uint_eq(c.limits.hello_timeout_ms, 7000);
 	ck_assert_uint_eq(c.limits.unread_timeout_ms, 3600 * 1000);
 	/* What the file does not set keeps its default. */
@@ -559,32 +561,31 @@ START_TEST(test_config_keys)
 }
 END_TEST
 
-static const char good_text[] =
-	"# rdmabroker.conf for the test\n"	/* 1 */
-	"; both comment styles\n"		/* 2 */
-	"[domain lab]\n"			/* 3 */
-	"users = root, nobody 4242\n"		/* 4 */
-	"dm_bytes = 128K\n"			/* 5 */
-	"\n"					/* 6 */
-	"[broker]\n"				/* 7 */
-	"admin_group = nogroup\n"		/* 8 */
-	"  [defaults]  \n"			/* 9 */
-	"dm_bytes = 1M\n"			/* 10 */
-	"xrcds = 7\n"				/* 11 */
-	"rss_tables = 3\n"			/* 12 */
-	"objects = 1000 ; inline comment\n"	/* 13 */
-	"clients = 9\n"				/* 14 */
-	"[soft]\n"				/* 15 */
-	"max_dm_size = 128K\n"			/* 16 */
-	"[domain team.a_b-c]\n"			/* 17 */
-	"groups = nogroup,0\n"			/* 18 */
-	"clients = 2\n"				/* 19 */
-	"objects = 0\n"				/* 20 */
-	"xrcds = 0\n"				/* 21 */
-	"[domain " LONG_NAME_47 "]\n"		/* 22 */
-	"users = 65534\n"			/* 23 */
-	"groups = 4242\n"			/* 24 */
-	"dm_bytes = 2G\n";			/* 25 */
+static const char good_text[] = "# rdmabroker.conf for the test\n"  /* 1 */
+				"; both comment styles\n"	    /* 2 */
+				"[domain lab]\n"		    /* 3 */
+				"users = root, nobody 4242\n"	    /* 4 */
+				"dm_bytes = 128K\n"		    /* 5 */
+				"\n"				    /* 6 */
+				"[broker]\n"			    /* 7 */
+				"admin_group = nogroup\n"	    /* 8 */
+				"  [defaults]  \n"		    /* 9 */
+				"dm_bytes = 1M\n"		    /* 10 */
+				"xrcds = 7\n"			    /* 11 */
+				"rss_tables = 3\n"		    /* 12 */
+				"objects = 1000 ; inline comment\n" /* 13 */
+				"clients = 9\n"			    /* 14 */
+				"[soft]\n"			    /* 15 */
+				"max_dm_size = 128K\n"		    /* 16 */
+				"[domain team.a_b-c]\n"		    /* 17 */
+				"groups = nogroup,0\n"		    /* 18 */
+				"clients = 2\n"			    /* 19 */
+				"objects = 0\n"			    /* 20 */
+				"xrcds = 0\n"			    /* 21 */
+				"[domain " LONG_NAME_47 "]\n"	    /* 22 */
+				"users = 65534\n"		    /* 23 */
+				"groups = 4242\n"		    /* 24 */
+				"dm_bytes = 2G\n";		    /* 25 */
 
 START_TEST(test_good_file)
 {
@@ -689,7 +690,9 @@ START_TEST(test_xrcd_sections)
 	ck_assert(config_valid_xrcd_name("caf\xc3\xa9 \xe5\x90\x8d", 9));
 	ck_assert(!config_valid_xrcd_name("\xc2\x85", 2));
 	ck_assert(!config_valid_xrcd_name("a\xe2\x80\xa8", 4));
-	ck_assert(!config_valid_xrcd_name("\xef\xbb\xbf" "a", 4));
+	ck_assert(!config_valid_xrcd_name("\xef\xbb\xbf"
+					  "a",
+					  4));
 	ck_assert(!config_valid_xrcd_name("\xed\xa0\x80", 3));
 	config_free(&c);
 	ck_assert_ptr_null(c.xrcds);
@@ -751,7 +754,8 @@ START_TEST(test_good_file_encodings)
 		"objects = 9\n",
 		"[domain lab]\nusers = 0\nclients = 4\n[defaults]\nobjects = 9",
 	};
-	static const char *const names[] = { "CRLF", "BOM", "no final newline" };
+	static const char *const names[] = { "CRLF", "BOM",
+					     "no final newline" };
 
 	for (size_t i = 0; i < sizeof(texts) / sizeof(texts[0]); i++) {
 		char *path = write_conf(texts[i]);

@@ -85,17 +85,36 @@ static void teardown(void)
 START_TEST(test_json_checker)
 {
 	static const char *const good[] = {
-		"[]", " {} \n", "[1,-2.5e+3,0,\"a\\\"b\\u00e9\",true,false,null]",
-		"{\"a\":{\"b\":[{}]},\"c\":\"\"}", "\"x\"", "0",
+		"[]",
+		" {} \n",
+		"[1,-2.5e+3,0,\"a\\\"b\\u00e9\",true,false,null]",
+		"{\"a\":{\"b\":[{}]},\"c\":\"\"}",
+		"\"x\"",
+		"0",
 		"\"caf\xc3\xa9 \xf0\x9f\x98\x80\"",
 	};
 	static const char *const bad[] = {
-		"", "[", "[1,]", "{\"a\"}", "{\"a\":1,}", "[01]", "[1.]",
-		"\"a\nb\"", "[\"\\x\"]", "{a:1}", "[1] [2]", "tru", "[-]",
-		"{\"a\":1 \"b\":2}", "[\"\\u12g4\"]",
+		"",
+		"[",
+		"[1,]",
+		"{\"a\"}",
+		"{\"a\":1,}",
+		"[01]",
+		"[1.]",
+		"\"a\nb\"",
+		"[\"\\x\"]",
+		"{a:1}",
+		"[1] [2]",
+		"tru",
+		"[-]",
+		"{\"a\":1 \"b\":2}",
+		"[\"\\u12g4\"]",
 		/* Not UTF-8: a stray byte, an overlong form, a surrogate, a
 		 * sequence cut short by the quote. */
-		"\"\xff\"", "\"\xc0\xaf\"", "\"\xed\xa0\x80\"", "\"\xc3\"",
+		"\"\xff\"",
+		"\"\xc0\xaf\"",
+		"\"\xed\xa0\x80\"",
+		"\"\xc3\"",
 	};
 	char kind;
 	int n;
@@ -234,12 +253,13 @@ static bool has_name(char names[][64], size_t n, const char *name)
 	return false;
 }
 
-/* --- the daemon and its clients --------------------------------------------- */
+/* --- the daemon and its clients ---------------------------------------------
+ */
 
 static void daemon_up(const char *conf)
 {
-	static const char *args[] = { "--config", NULL, "--socket-mode",
-				      "0666", NULL };
+	static const char *args[] = { "--config", NULL, "--socket-mode", "0666",
+				      NULL };
 	char *top;
 	FILE *f;
 	int ret;
@@ -316,7 +336,8 @@ static size_t domains_as(const struct agent_cred *cred, char names[][64],
 	return n;
 }
 
-/* --- visibility ------------------------------------------------------------ */
+/* --- visibility ------------------------------------------------------------
+ */
 
 static const char lab_conf[] = "[domain lab]\nusers = 4242\n";
 
@@ -470,7 +491,8 @@ START_TEST(test_admin_group)
 }
 END_TEST
 
-/* --- JSON ------------------------------------------------------------------ */
+/* --- JSON ------------------------------------------------------------------
+ */
 
 START_TEST(test_json_outputs)
 {
@@ -497,13 +519,12 @@ START_TEST(test_json_outputs)
 				      "uid %u: --json %s is not JSON:\n%s",
 				      (unsigned int)creds[c].uid, cmds[i],
 				      r.out);
-			ck_assert_int_eq(kind, strcmp(cmds[i], "status") ?
-						       '[' :
-						       '{');
+			ck_assert_int_eq(kind,
+					 strcmp(cmds[i], "status") ? '[' : '{');
 			if (strcmp(cmds[i], "devices") == 0) {
 				ck_assert_int_eq(n, 1);
-				ck_assert_msg(strstr(r.out, "\"soft0\""),
-					      "%s", r.out);
+				ck_assert_msg(strstr(r.out, "\"soft0\""), "%s",
+					      r.out);
 			}
 			if (strcmp(cmds[i], "clients") == 0)
 				ck_assert_int_eq(n, c == 0 ? 2 : 1);
@@ -915,7 +936,8 @@ START_TEST(test_hostile_broker_error)
 }
 END_TEST
 
-/* --- objects and evict ------------------------------------------------------- */
+/* --- objects and evict -------------------------------------------------------
+ */
 
 /* Data lines of a table (after its header). */
 static size_t table_rows(const char *out)
@@ -1040,7 +1062,8 @@ START_TEST(test_objects_and_evict)
 }
 END_TEST
 
-/* --- errors ----------------------------------------------------------------- */
+/* --- errors -----------------------------------------------------------------
+ */
 
 START_TEST(test_usage_errors)
 {
@@ -1086,12 +1109,13 @@ START_TEST(test_no_broker)
 	snprintf(sock, sizeof(sock), "%s/no-broker.sock", dir);
 	for (size_t json = 0; json < 2; json++) {
 		for (size_t i = 0; i < sizeof(cmds) / sizeof(cmds[0]); i++) {
-			struct run r = ctl_as(&me, sock, json ? "--json" :
-								 cmds[i],
-					      json ? cmds[i] : NULL, NULL);
+			struct run r =
+				ctl_as(&me, sock, json ? "--json" : cmds[i],
+				       json ? cmds[i] : NULL, NULL);
 
 			assert_exit(&r, 1, cmds[i]);
-			ck_assert_msg(strncmp(r.err, "rdmabrokerctl: ", 15) == 0 &&
+			ck_assert_msg(strncmp(r.err, "rdmabrokerctl: ", 15) ==
+						      0 &&
 					      strstr(r.err, sock) &&
 					      strstr(r.err, strerror(ENOENT)),
 				      "%s: the message does not say what "

@@ -78,7 +78,8 @@ static void teardown(void)
 	}
 }
 
-/* --- running it ------------------------------------------------------------ */
+/* --- running it ------------------------------------------------------------
+ */
 
 struct run {
 	int code; /* the exit status, or 1000 + the signal */
@@ -153,9 +154,9 @@ static struct run ctl_as(const struct agent_cred *cred, const char *a, ...)
 	return r;
 }
 
-#define assert_code(r, want, what)                                          \
-	ck_assert_msg((r).code == (want),                                    \
-		      "%s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s",  \
+#define assert_code(r, want, what)                                             \
+	ck_assert_msg((r).code == (want),                                      \
+		      "%s: exit %d, expected %d\nstdout:\n%s\nstderr:\n%s",    \
 		      (what), (r).code, (want), (r).out, (r).err)
 
 /* The command names `rdmabrokerctl --help` lists under "Commands:". */
@@ -180,15 +181,18 @@ static size_t command_names(char names[][16])
 	return n;
 }
 
-/* --- the JSON rule ----------------------------------------------------------- */
+/* --- the JSON rule -----------------------------------------------------------
+ */
 
 enum shape { LIST, ONE };
 
 /* Keys whose values are lists: each must be an array. */
 static const char *const list_keys[] = { "domains", "devices", "importers",
-					 "wqs", "shown", "mr_list", NULL };
+					 "wqs",	    "shown",   "mr_list",
+					 NULL };
 
-/* --- help ------------------------------------------------------------------ */
+/* --- help ------------------------------------------------------------------
+ */
 
 START_TEST(test_help_every_command)
 {
@@ -210,8 +214,12 @@ START_TEST(test_help_every_command)
 	for (size_t i = 0; i < n; i++) {
 		const char *c = names[i];
 		const char *forms[][4] = {
-			{ "help", c }, { c, "--help" }, { c, "-h" },
-			{ "--help", c }, { c, "help" }, { "-j", c, "--help" },
+			{ "help", c },
+			{ c, "--help" },
+			{ c, "-h" },
+			{ "--help", c },
+			{ c, "help" },
+			{ "-j", c, "--help" },
 			{ "-s", sock, c, "-h" },
 		};
 
@@ -221,21 +229,20 @@ START_TEST(test_help_every_command)
 			r = ctl(forms[f][0], forms[f][1], forms[f][2],
 				forms[f][3], NULL);
 			assert_code(r, 0, forms[f][0]);
-			ck_assert_msg(strncmp(r.out, want, strlen(want)) == 0 &&
-					      strstr(r.out, "--timeout") &&
-					      !*r.err,
-				      "%s %s %s: not %s's help:\n%s%s",
-				      forms[f][0], forms[f][1],
-				      forms[f][2] ? forms[f][2] : "", c, r.out,
-				      r.err);
+			ck_assert_msg(
+				strncmp(r.out, want, strlen(want)) == 0 &&
+					strstr(r.out, "--timeout") && !*r.err,
+				"%s %s %s: not %s's help:\n%s%s", forms[f][0],
+				forms[f][1], forms[f][2] ? forms[f][2] : "", c,
+				r.out, r.err);
 			run_free(&r);
 		}
 		/* A usage error: short, and says where the help is. */
 		snprintf(want, sizeof(want), "See 'rdmabrokerctl help %s'.", c);
 		r = ctl("-s", sock, c, "--frobnicate", NULL);
 		assert_code(r, 2, c);
-		ck_assert_msg(strstr(r.err, want) && !strstr(r.err, "Commands:") &&
-				      !*r.out,
+		ck_assert_msg(strstr(r.err, want) &&
+				      !strstr(r.err, "Commands:") && !*r.out,
 			      "%s --frobnicate:\n%s", c, r.err);
 		run_free(&r);
 	}
@@ -245,8 +252,10 @@ END_TEST
 START_TEST(test_bad_global_options)
 {
 	static const char *const bad[][3] = {
-		{ "--timeout", "soon", "status" }, { "status", "-t", NULL },
-		{ "--frobnicate", "status", NULL }, { "-t", "-1", "status" },
+		{ "--timeout", "soon", "status" },
+		{ "status", "-t", NULL },
+		{ "--frobnicate", "status", NULL },
+		{ "-t", "-1", "status" },
 	};
 
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
@@ -260,13 +269,15 @@ START_TEST(test_bad_global_options)
 }
 END_TEST
 
-/* --- with a daemon ---------------------------------------------------------- */
+/* --- with a daemon ----------------------------------------------------------
+ */
 
 static void daemon_up(void)
 {
 	char conf[PATH_MAX], text[256];
-	const char *args[] = { "--config", conf, "--socket-mode", "0666",
-			       "--device", "soft", NULL };
+	const char *args[] = { "--config", conf,       "--socket-mode",
+			       "0666",	   "--device", "soft",
+			       NULL };
 	int ret;
 
 	snprintf(conf, sizeof(conf), "%s/rdmabroker.conf", dir);
@@ -293,7 +304,8 @@ struct held {
 
 static void hold(struct held *h)
 {
-	struct ibc_rss_attr a = { .port_num = 1, .log_ind_tbl_size = 2,
+	struct ibc_rss_attr a = { .port_num = 1,
+				  .log_ind_tbl_size = 2,
 				  .num_wqs = 2 };
 	struct ibc_xrcd *decl;
 	uint64_t ids[2];
@@ -392,7 +404,8 @@ START_TEST(test_json_rule_every_command)
 		for (size_t i = 0; i < n_names; i++) {
 			size_t f = 0;
 
-			while (f < n_forms && strcmp(forms[f].argv[0], names[i]))
+			while (f < n_forms &&
+			       strcmp(forms[f].argv[0], names[i]))
 				f++;
 			ck_assert_msg(f < n_forms,
 				      "command %s has no JSON rule in this "
@@ -431,21 +444,24 @@ START_TEST(test_json_rule_every_command)
 					args[k++] = "-j";
 				args[k] = NULL;
 				r = ctl_argv(NULL, args);
-				ck_assert_msg(r.code == 0, "%s %s %s: exit %d: %s",
-					      a[0], a[1] ? a[1] : "",
+				ck_assert_msg(r.code == 0,
+					      "%s %s %s: exit %d: %s", a[0],
+					      a[1] ? a[1] : "",
 					      a[2] ? a[2] : "", r.code, r.err);
 				ck_assert_msg(json_shape(r.out,
 							 forms[f].shape == LIST,
 							 list_keys, why,
 							 sizeof(why)),
-					      "%s %s %s (form %d): %s:\n%s", a[0],
-					      a[1] ? a[1] : "",
+					      "%s %s %s (form %d): %s:\n%s",
+					      a[0], a[1] ? a[1] : "",
 					      a[2] ? a[2] : "", v, why, r.out);
 				if (v == 2 && strchr(r.out, '{'))
-					ck_assert_msg(strchr(r.out, '\n') <
-							      r.out + strlen(r.out) - 1,
-						      "--pretty is one line:\n%s",
-						      r.out);
+					ck_assert_msg(
+						strchr(r.out, '\n') <
+							r.out + strlen(r.out) -
+								1,
+						"--pretty is one line:\n%s",
+						r.out);
 				run_free(&r);
 			}
 		}
@@ -455,7 +471,8 @@ START_TEST(test_json_rule_every_command)
 }
 END_TEST
 
-/* --- timeouts --------------------------------------------------------------- */
+/* --- timeouts ---------------------------------------------------------------
+ */
 
 START_TEST(test_timeout_stopped_daemon)
 {
@@ -494,13 +511,14 @@ START_TEST(test_timeout_default)
 	assert_code(r, 1, "devices against a silent listener");
 	ck_assert_msg(strstr(r.err, "did not answer"), "%s", r.err);
 	/* A few seconds: not at once, not forever. */
-	ck_assert_msg(r.ms >= 2000 && r.ms < RUN_WAIT_MS - 2000,
-		      "took %lld ms", (long long)r.ms);
+	ck_assert_msg(r.ms >= 2000 && r.ms < RUN_WAIT_MS - 2000, "took %lld ms",
+		      (long long)r.ms);
 	run_free(&r);
 }
 END_TEST
 
-/* --- error sentences -------------------------------------------------------- */
+/* --- error sentences --------------------------------------------------------
+ */
 
 START_TEST(test_connect_errors)
 {

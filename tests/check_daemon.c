@@ -402,18 +402,16 @@ START_TEST(test_read_on_pipelined)
 	for (unsigned int i = 0; i < PIPELINED; i++)
 		send_ping(fd, serial + i);
 	for (unsigned int i = 0; i < PIPELINED; i++)
-		ck_assert_int_eq(tl_recv_reply_error(fd, serial + i,
-						     TL_WAIT_MS),
-				 0);
+		ck_assert_int_eq(
+			tl_recv_reply_error(fd, serial + i, TL_WAIT_MS), 0);
 	serial += PIPELINED;
 
 	for (unsigned int i = 0; i < PIPELINED / 2; i++)
 		send_ping(fd, serial + i);
 	ck_assert_int_eq(tl_raw_send(fd, "\xff\xff\xff", 3, NULL, 0, 0), 0);
 	for (unsigned int i = 0; i < PIPELINED / 2; i++)
-		ck_assert_int_eq(tl_recv_reply_error(fd, serial + i,
-						     TL_WAIT_MS),
-				 0);
+		ck_assert_int_eq(
+			tl_recv_reply_error(fd, serial + i, TL_WAIT_MS), 0);
 	ck_assert_int_eq(tl_recv_reply_error(fd, 0, TL_WAIT_MS), EBADMSG);
 	ck_assert_int_eq(tl_wait_eof(fd, TL_WAIT_MS), 0);
 	close(fd);
@@ -523,8 +521,7 @@ static void kill_child(enum kill_scenario scenario, int ready)
 		if (fd < 0)
 			_exit(1);
 		if (scenario == KILL_HELLO_UNREAD) {
-			Rdmab__HelloRequest hello =
-				RDMAB__HELLO_REQUEST__INIT;
+			Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
 			Rdmab__Request req = RDMAB__REQUEST__INIT;
 
 			hello.library_version = (char *)"killed";
@@ -852,8 +849,9 @@ static void odd_packet(unsigned int n, struct packet *p, struct tl_rng *rng)
 		snprintf(p->what, sizeof(p->what), "a 2^64 length");
 		break;
 	case 13: /* a varint of eleven bytes */
-		tl_buf_put(&p->b, "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff"
-				  "\xff\x01",
+		tl_buf_put(&p->b,
+			   "\x08\xff\xff\xff\xff\xff\xff\xff\xff\xff"
+			   "\xff\x01",
 			   12);
 		snprintf(p->what, sizeof(p->what), "an eleven-byte varint");
 		break;
@@ -978,8 +976,7 @@ static unsigned int corpus_packet(unsigned int i, struct packet *p,
 	n -= 40;
 	/* Wrong versions, every body. */
 	if (n < 25) {
-		static const uint32_t versions[] = { 0, 2, 3, 255,
-						     UINT32_MAX };
+		static const uint32_t versions[] = { 0, 2, 3, 255, UINT32_MAX };
 		uint32_t v = versions[n / 5];
 
 		pb_request(&p->b, n % 5, v, 100 + n, rng);
@@ -1118,8 +1115,7 @@ static void replay(const struct packet *p, const char *label)
 		ck_assert_msg(ret == 1, "%s: disconnected without a reply",
 			      label);
 	if (ret == 1) {
-		ck_assert_msg(m->kind_case ==
-				      RDMAB__DAEMON_MESSAGE__KIND_REPLY,
+		ck_assert_msg(m->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY,
 			      "%s: not a reply", label);
 		got_err = m->reply->error;
 		got_serial = m->reply->serial;
@@ -1130,8 +1126,9 @@ static void replay(const struct packet *p, const char *label)
 	case EXPECT_ANSWER:
 		break;
 	case EXPECT_EOF:
-		ck_assert_msg(ret == 0, "%s: a reply (error %d) where none "
-					"was expected",
+		ck_assert_msg(ret == 0,
+			      "%s: a reply (error %d) where none "
+			      "was expected",
 			      label, got_err);
 		break;
 	case EXPECT_FATAL:
@@ -1154,8 +1151,8 @@ static void replay(const struct packet *p, const char *label)
 			      strerror(-ret));
 	} else if (p->expect == EXPECT_STAY) {
 		ret = tl_raw_ping(fd, 77, "stay", 4);
-		ck_assert_msg(ret == 0, "%s: the connection broke: %s",
-			      label, strerror(-ret));
+		ck_assert_msg(ret == 0, "%s: the connection broke: %s", label,
+			      strerror(-ret));
 	}
 	close(fd);
 	assert_serving(label);
@@ -1288,15 +1285,15 @@ struct events_seen {
 	char message[8][128];
 };
 
-static void record_event(struct ibc_client *client,
-			 const struct ibc_event *ev, void *arg)
+static void record_event(struct ibc_client *client, const struct ibc_event *ev,
+			 void *arg)
 {
 	struct events_seen *seen = arg;
 
 	if (seen->n < 8) {
 		seen->type[seen->n] = ev->type;
-		snprintf(seen->message[seen->n], sizeof(seen->message[0]),
-			 "%s", ev->message ? ev->message : "");
+		snprintf(seen->message[seen->n], sizeof(seen->message[0]), "%s",
+			 ev->message ? ev->message : "");
 	}
 	seen->n++;
 }
@@ -1308,8 +1305,8 @@ START_TEST(test_shutdown_signal)
 	int sig = stop_signals[_i];
 	struct events_seen seen = { 0 };
 	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-			     IBC_CONNECT_ATTR_EVENT_CB,
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
 		.event_cb = record_event,
 		.event_arg = &seen,
 	};
@@ -1332,9 +1329,9 @@ START_TEST(test_shutdown_signal)
 	ck_assert_int_ge(ret, 1);
 	ck_assert_int_ge(seen.n, 1);
 	ck_assert_int_eq(seen.type[0], IBC_EVENT_SHUTDOWN);
-	ck_assert_msg(strstr(seen.message[0], sig == SIGTERM ? "SIGTERM" :
-								"SIGINT"),
-		      "shutdown reason: \"%s\"", seen.message[0]);
+	ck_assert_msg(
+		strstr(seen.message[0], sig == SIGTERM ? "SIGTERM" : "SIGINT"),
+		"shutdown reason: \"%s\"", seen.message[0]);
 
 	ck_assert_int_ge(tl_wait_pid(D.pid, TL_WAIT_MS, &status), 0);
 	D.reaped = true;

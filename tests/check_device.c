@@ -35,8 +35,8 @@
 
 START_TEST(test_parse_mode)
 {
-	static const char *const bad[] = { "", "Soft", "AUTO", "mlx5",
-					   "soft ", "verbs0" };
+	static const char *const bad[] = { "",	   "Soft",  "AUTO",
+					   "mlx5", "soft ", "verbs0" };
 	enum device_mode m;
 
 	ck_assert_int_eq(device_parse_mode("auto", &m), 0);
@@ -76,13 +76,12 @@ static void assert_soft0(const struct device_list *l, uint64_t max_dm)
 	ck_assert_uint_eq(d->caps.max_rss_table_size, 8192);
 	ck_assert_uint_eq(d->caps.rss_hash_functions,
 			  IBV_RX_HASH_FUNC_TOEPLITZ);
-	ck_assert_uint_eq(d->caps.rss_hash_fields,
-			  IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 |
-				  IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 |
-				  IBV_RX_HASH_SRC_PORT_TCP |
-				  IBV_RX_HASH_DST_PORT_TCP |
-				  IBV_RX_HASH_SRC_PORT_UDP |
-				  IBV_RX_HASH_DST_PORT_UDP);
+	ck_assert_uint_eq(
+		d->caps.rss_hash_fields,
+		IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 |
+			IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6 |
+			IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP |
+			IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP);
 	ck_assert(d->caps.import);
 	ck_assert_uint_eq(d->caps.ports, 1);
 	ck_assert_str_eq(d->caps.transport, "software");
@@ -149,14 +148,12 @@ static void soft_setup(void)
 	struct device_config cfg = { .soft_max_dm_size = 4096 };
 	const char *reason;
 
-	ck_assert_int_eq(device_probe(DEVICE_MODE_SOFT, &cfg, &soft_list,
-				      &reason),
-			 0);
+	ck_assert_int_eq(
+		device_probe(DEVICE_MODE_SOFT, &cfg, &soft_list, &reason), 0);
 	soft_dev = &soft_list.dev[0];
 	ck_assert(soft_dev->broker_objects);
-	ck_assert_int_eq(soft_dev->ops->ctx_open(soft_dev, 1, "uid-0",
-						 &soft_ctx),
-			 0);
+	ck_assert_int_eq(
+		soft_dev->ops->ctx_open(soft_dev, 1, "uid-0", &soft_ctx), 0);
 }
 
 static void soft_teardown(void)
@@ -175,8 +172,9 @@ static int64_t mk(struct obj_spec *spec, struct obj_made *made)
 	ret = soft_dev->ctx_ops->obj_create(soft_ctx, spec, made ? made : &m,
 					    &swhy);
 	if (ret < 0) {
-		ck_assert_msg(swhy.text[0] != '\0', "error %d without a "
-						   "sentence",
+		ck_assert_msg(swhy.text[0] != '\0',
+			      "error %d without a "
+			      "sentence",
 			      ret);
 		ck_assert_msg(strstr(swhy.text, "soft0"),
 			      "\"%s\" does not name the device", swhy.text);
@@ -196,8 +194,10 @@ static int64_t mk_qp(int64_t scq, int64_t rcq, int64_t srq)
 {
 	struct obj_spec s = {
 		.kind = IBC_OBJ_QP,
-		.attr = { .qp_type = IBV_QPT_RC, .max_send_wr = 4,
-			  .max_recv_wr = 4, .max_send_sge = 1,
+		.attr = { .qp_type = IBV_QPT_RC,
+			  .max_send_wr = 4,
+			  .max_recv_wr = 4,
+			  .max_send_sge = 1,
 			  .max_recv_sge = 1 },
 	};
 
@@ -299,7 +299,8 @@ START_TEST(test_soft_qp_deps)
 	int64_t cq = mk_cq(8), mr;
 	struct obj_spec s = {
 		.kind = IBC_OBJ_MR,
-		.attr = { .mr_addr = 4096, .mr_length = 4096,
+		.attr = { .mr_addr = 4096,
+			  .mr_length = 4096,
 			  .mr_access = IBV_ACCESS_LOCAL_WRITE },
 	};
 	struct obj_made made;
@@ -521,9 +522,8 @@ START_TEST(test_soft_dm_adopt)
 	bool listed = false;
 
 	ck_assert_int_ge(cq, 0);
-	ck_assert_int_eq(soft_dev->ctx_ops->dm_alloc(soft_ctx, 4096, 0, &dd,
-						     &swhy),
-			 0);
+	ck_assert_int_eq(
+		soft_dev->ctx_ops->dm_alloc(soft_ctx, 4096, 0, &dd, &swhy), 0);
 	fd = fcntl(dd.fd, F_DUPFD_CLOEXEC, 3);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(soft_dev->ctx_ops->dm_adopt(soft_ctx, (uint32_t)cq,
@@ -549,9 +549,9 @@ START_TEST(test_soft_dm_adopt)
 	/* The original goes; the adopted one still holds the device's only
 	 * page (max_dm_size 4096): no room for another. */
 	ck_assert_int_eq(soft_dev->ctx_ops->dm_free(soft_ctx, &dd, &swhy), 0);
-	ck_assert_int_eq(soft_dev->ctx_ops->dm_alloc(soft_ctx, 4096, 0, &more,
-						     &swhy),
-			 -ENOMEM);
+	ck_assert_int_eq(
+		soft_dev->ctx_ops->dm_alloc(soft_ctx, 4096, 0, &more, &swhy),
+		-ENOMEM);
 	/* A handle the context lacks: the record is made again there. */
 	fd = fcntl(back.fd, F_DUPFD_CLOEXEC, 3);
 	ck_assert_int_eq(soft_dev->ctx_ops->dm_adopt(soft_ctx, 40, 4096, fd,
@@ -560,8 +560,7 @@ START_TEST(test_soft_dm_adopt)
 	n = soft_dev->ctx_ops->handle_list(soft_ctx, IBC_OBJ_DM, handles, 16);
 	for (int i = 0; i < n; i++)
 		listed |= handles[i] == 40;
-	ck_assert_msg(listed, "DM handle 40 is not in the context (%d DMs)",
-		      n);
+	ck_assert_msg(listed, "DM handle 40 is not in the context (%d DMs)", n);
 	ck_assert_int_eq(soft_dev->ctx_ops->dm_free(soft_ctx, &again, &swhy),
 			 0);
 	close(back.fd);
@@ -579,7 +578,7 @@ START_TEST(test_default_ops)
 		.pd_handle = bare_pd_handle,
 	};
 	struct obj_spec spec = { .kind = IBC_OBJ_CQ };
-	struct why why = {0, ""};
+	struct why why = { 0, "" };
 	struct device_ctx *ctx = NULL;
 	struct obj_made made;
 	struct device d;
@@ -647,8 +646,9 @@ START_TEST(test_probe_verbs)
 	if (ret == 0) {
 		/* A machine with RDMA devices: the other branch of the
 		 * contract. */
-		fprintf(stderr, "check_device: libibverbs found %zu device(s); "
-				"the no-device error is not testable here\n",
+		fprintf(stderr,
+			"check_device: libibverbs found %zu device(s); "
+			"the no-device error is not testable here\n",
 			l.n);
 		ck_assert_int_eq(l.kind, DEVICE_KIND_VERBS);
 		ck_assert_uint_gt(l.n, 0);
@@ -661,15 +661,16 @@ START_TEST(test_probe_verbs)
 			      ret == -EPERM || ret == -ENOENT,
 		      "device_probe(verbs): unexpected %d (%s)", ret,
 		      strerror(-ret));
-	ck_assert_msg(strstr(why, "RDMA"), "the reason \"%s\" does not say "
-					   "what is missing",
+	ck_assert_msg(strstr(why, "RDMA"),
+		      "the reason \"%s\" does not say "
+		      "what is missing",
 		      why);
 	ck_assert_uint_eq(l.n, 0);
 	ck_assert_ptr_null(device_find(&l, NULL));
 	/* A failed probe leaves nothing open, however often it runs. */
 	for (int i = 0; i < 3; i++) {
-		ck_assert_int_lt(device_probe(DEVICE_MODE_VERBS, &cfg, &l, &why),
-				 0);
+		ck_assert_int_lt(
+			device_probe(DEVICE_MODE_VERBS, &cfg, &l, &why), 0);
 		device_list_close(&l);
 	}
 	ck_assert_int_eq(tl_count_fds(0), fds);
@@ -725,7 +726,6 @@ START_TEST(test_import_consumes_fd)
 	}
 }
 END_TEST
-
 
 /* --- the verbs boundary, through tests/verbs-shim.h ---------------------- */
 

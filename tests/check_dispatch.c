@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * daemon/server/dispatch.c: the table, reply helpers, and dispatch_packet() driven
- * through a real server (server_init on a temporary socket, soft device)
+ * daemon/server/dispatch.c: the table, reply helpers, and dispatch_packet()
+ * driven through a real server (server_init on a temporary socket, soft device)
  * and a connection made of a socketpair, without running the event loop
  * but for the turn that closes a connection dispatch gave up: replies are
  * flushed as they are queued.
@@ -34,7 +34,13 @@ START_TEST(test_lookup_unknown)
 		RDMAB__REQUEST__BODY__NOT_SET,
 		1, /* Request.version */
 		2, /* Request.serial */
-		3, 9, 99, 1000, 65535, UINT_MAX - 1, UINT_MAX,
+		3,
+		9,
+		99,
+		1000,
+		65535,
+		UINT_MAX - 1,
+		UINT_MAX,
 	};
 
 	for (size_t i = 0; i < sizeof(unknown) / sizeof(unknown[0]); i++)
@@ -178,11 +184,11 @@ static void conn_setup(void)
 	opt.runtime_dir = dir;
 	ck_assert_int_eq(server_init(&srv, &opt), 0);
 	fds_before_conn = tl_count_fds(0);
-	ck_assert_int_eq(socketpair(AF_UNIX,
-				    SOCK_SEQPACKET | SOCK_NONBLOCK |
-					    SOCK_CLOEXEC,
-				    0, sv),
-			 0);
+	ck_assert_int_eq(
+		socketpair(AF_UNIX,
+			   SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+			   sv),
+		0);
 	ck_assert_int_eq(conn_new(&srv, sv[0], &conn), 0);
 	ck_assert_uint_eq(srv.n_conns, 1);
 	peer = sv[1];
@@ -366,11 +372,11 @@ END_TEST
 
 static const uint8_t malformed[][8] = {
 	{ 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff }, /* bad varint */
-	{ 0x08 }, /* tag without value */
+	{ 0x08 },	      /* tag without value */
 	{ 0x12, 0x05, 0x01 }, /* field 2 length past the end */
-	{ 0x52, 0x7f }, /* hello, 127 bytes promised */
-	{ 0x00, 0x00 }, /* field 0 */
-	{ 0x0f }, /* wire type 7 */
+	{ 0x52, 0x7f },	      /* hello, 127 bytes promised */
+	{ 0x00, 0x00 },	      /* field 0 */
+	{ 0x0f },	      /* wire type 7 */
 };
 
 static const size_t malformed_len[] = { 8, 1, 3, 2, 2, 1 };
@@ -509,7 +515,9 @@ static int h_test_admin(struct client *c, const Rdmab__Request *req,
 }
 
 static const struct handler admin_handler = {
-	"test-admin", h_test_admin, H_NEEDS_HELLO | H_ADMIN | H_BOUNDED,
+	"test-admin",
+	h_test_admin,
+	H_NEEDS_HELLO | H_ADMIN | H_BOUNDED,
 };
 
 /* A request without a body: what the test handler serves. */
@@ -577,8 +585,7 @@ START_TEST(test_admin_flag)
 	} else {
 		ck_assert_msg(err == EPERM, "%s: error %d (%s)", ac->what, err,
 			      msg);
-		ck_assert_msg(admin_runs == 0, "%s: the handler ran",
-			      ac->what);
+		ck_assert_msg(admin_runs == 0, "%s: the handler ran", ac->what);
 		/* A sentence for people: the request's internal name is
 		 * the protocol's, not theirs. */
 		ck_assert_msg(!strstr(msg, "test-admin") &&
@@ -597,11 +604,11 @@ static size_t add_conn(uid_t uid)
 	int sv[2];
 
 	ck_assert_uint_lt(n_extra, MAX_EXTRA);
-	ck_assert_int_eq(socketpair(AF_UNIX,
-				    SOCK_SEQPACKET | SOCK_NONBLOCK |
-					    SOCK_CLOEXEC,
-				    0, sv),
-			 0);
+	ck_assert_int_eq(
+		socketpair(AF_UNIX,
+			   SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+			   sv),
+		0);
 	ck_assert_int_eq(conn_new(&srv, sv[0], &extra_conn[n_extra]), 0);
 	extra_peer[n_extra] = sv[1];
 	conn = extra_conn[n_extra];
@@ -710,15 +717,13 @@ static uint64_t open_context_ok(uint64_t serial)
 	req.open_context = &oc;
 	feed_request(&req, 0);
 	m = reply_of(serial);
-	ck_assert_uint_eq(m->reply->body_case,
-			  RDMAB__REPLY__BODY_OPEN_CONTEXT);
+	ck_assert_uint_eq(m->reply->body_case, RDMAB__REPLY__BODY_OPEN_CONTEXT);
 	id = m->reply->open_context->context_id;
 	rdmab__daemon_message__free_unpacked(m, NULL);
 	return id;
 }
 
-static int close_context(uint64_t serial, uint64_t id, char *msg,
-			 size_t size)
+static int close_context(uint64_t serial, uint64_t id, char *msg, size_t size)
 {
 	Rdmab__CloseContextRequest cc = RDMAB__CLOSE_CONTEXT_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -785,10 +790,8 @@ START_TEST(test_other_domains_look_missing)
 
 	/* Another domain's context, and one that never was. */
 	use_conn(-1);
-	ck_assert_int_eq(close_context(2, id, theirs, sizeof(theirs)),
-			 ENOENT);
-	ck_assert_int_eq(close_context(3, id + 1000, missing,
-				       sizeof(missing)),
+	ck_assert_int_eq(close_context(2, id, theirs, sizeof(theirs)), ENOENT);
+	ck_assert_int_eq(close_context(3, id + 1000, missing, sizeof(missing)),
 			 ENOENT);
 	strip_digits(theirs);
 	strip_digits(missing);

@@ -174,7 +174,7 @@ enum child_role {
 struct child {
 	pid_t pid;
 	int report; /* its reports */
-	int go; /* closed to let it exit */
+	int go;	    /* closed to let it exit */
 	uint32_t handle;
 	uint64_t id;
 };
@@ -239,8 +239,8 @@ static int child_main(enum child_role role, uint32_t handle, size_t length,
 static int go_fds[8];
 static unsigned int n_go;
 
-static void child_start(struct child *ch, enum child_role role,
-			uint32_t handle, size_t length, uint32_t seed)
+static void child_start(struct child *ch, enum child_role role, uint32_t handle,
+			size_t length, uint32_t seed)
 {
 	uint64_t msg[2];
 	int rp[2], gp[2];
@@ -607,8 +607,7 @@ START_TEST(test_persistent)
 	ck_assert_uint_eq(info.allocator, alloc);
 	ck_assert_uint_eq(info.allocator_pid, (uint32_t)pid);
 	ck_assert(info.allocator_gone);
-	snprintf(args, sizeof(args), "dm show %llu",
-		 (unsigned long long)ch.id);
+	snprintf(args, sizeof(args), "dm show %llu", (unsigned long long)ch.id);
 	ck_assert_int_eq(ctl_run(args, out, sizeof(out)), 0);
 	snprintf(want, sizeof(want),
 		 "allocator:  client %llu (gone: its session ended; it was "
@@ -658,8 +657,8 @@ static void on_event(struct ibc_client *cl, const struct ibc_event *ev,
 START_TEST(test_free_pending_event)
 {
 	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-			     IBC_CONNECT_ATTR_EVENT_CB,
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
 		.socket_path = D.sock,
 		.event_cb = on_event,
 	};
@@ -732,8 +731,8 @@ static void racer_start(struct racer *r, struct ibc_ctx **ret_ctx,
 			pthread_t *ret_thread)
 {
 	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-			     IBC_CONNECT_ATTR_EVENT_CB,
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
 		.socket_path = D.sock,
 		.event_cb = racer_event,
 		.event_arg = r,
@@ -969,8 +968,10 @@ START_TEST(test_copy_races_end)
 		ck_assert_int_eq(ibc_dm_free(dm), 0);
 		pthread_join(ct, NULL);
 		ck_assert_int_eq(c.ended, -ENODEV);
-		ck_assert_msg(!c.wrong, "round %d: %u of %u reads answered 0 "
-			      "with bytes not the DM's", i, c.wrong, c.copies);
+		ck_assert_msg(!c.wrong,
+			      "round %d: %u of %u reads answered 0 "
+			      "with bytes not the DM's",
+			      i, c.wrong, c.copies);
 		copies += c.copies;
 		ck_assert_int_eq(ibc_dm_unimport(c.dm), 0);
 	}
@@ -1002,9 +1003,8 @@ START_TEST(test_exit_kill_matrix)
 		tl_sleep_ms(50);
 		info = dm_info(a.id);
 		ck_assert_uint_eq(info.n_importers, 1);
-		ck_assert_int_eq(info.state, alloc_first ?
-						     IBC_DM_FREE_PENDING :
-						     IBC_DM_LIVE);
+		ck_assert_int_eq(info.state, alloc_first ? IBC_DM_FREE_PENDING :
+							   IBC_DM_LIVE);
 		usage(&used, &reserved, &n);
 		ck_assert_uint_eq(used, 8192);
 		ck_assert_uint_eq(reserved, 8192);
@@ -1046,9 +1046,9 @@ START_TEST(test_dm_mr)
 	struct ibc_mr *mr, *mr2;
 	size_t n, mrs = 0, dms = 0;
 
-	ck_assert_int_eq(ibc_reg_dm_mr(dm, 0, 4096, IBV_ACCESS_LOCAL_WRITE,
-				       &mr),
-			 -EINVAL);
+	ck_assert_int_eq(
+		ibc_reg_dm_mr(dm, 0, 4096, IBV_ACCESS_LOCAL_WRITE, &mr),
+		-EINVAL);
 	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "ZERO_BASED"));
 	ck_assert_int_eq(ibc_reg_dm_mr(dm, 4096, 4097, acc, &mr), -EINVAL);
 	ck_assert_int_eq(ibc_reg_dm_mr(dm, UINT64_MAX - 7, 16, acc, &mr),
@@ -1204,9 +1204,9 @@ START_TEST(test_free_blocked)
 			a.mr_addr = 0;
 			a.mr_length = 4096;
 			a.mr_access = IBV_ACCESS_ZERO_BASED;
-			ck_assert_int_eq(ol_create(&raw, IBC_OBJ_MR, uses, 1,
-						   &a, &mr),
-					 0);
+			ck_assert_int_eq(
+				ol_create(&raw, IBC_OBJ_MR, uses, 1, &a, &mr),
+				0);
 			ck_assert_int_eq(ol_dm(&raw,
 					       RDMAB__REQUEST__BODY_DM_UNIMPORT,
 					       id, NULL, NULL),
@@ -1408,8 +1408,7 @@ START_TEST(test_unimport_behind_cut)
 }
 END_TEST
 
-static void dispatch_until(struct ibc_client *cl, const struct seen *s,
-			   int n)
+static void dispatch_until(struct ibc_client *cl, const struct seen *s, int n)
 {
 	struct pollfd pfd = { .fd = ibc_get_fd(cl), .events = POLLIN };
 	int64_t end = tl_now_ms() + 5000;
@@ -1429,8 +1428,8 @@ static void dispatch_until(struct ibc_client *cl, const struct seen *s,
 START_TEST(test_revoke_cooperating)
 {
 	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-			     IBC_CONNECT_ATTR_EVENT_CB,
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
 		.socket_path = D.sock,
 		.event_cb = on_event,
 	};

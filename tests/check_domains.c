@@ -149,8 +149,8 @@ static bool log_wait(const char *needle, int timeout_ms)
 /* Send the daemon's stderr to the log for what @fn does. */
 static int stderr_to_log(void)
 {
-	int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-		      0644);
+	int fd =
+		open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	int saved;
 
 	ck_assert_int_ge(fd, 0);
@@ -258,13 +258,13 @@ static int root_domain(const char *name, struct ibc_domain_info *ret)
 }
 
 /* Poll @cond (an expression) for up to TL_WAIT_MS. */
-#define WAIT_UNTIL(cond)                                                   \
-	({                                                                 \
-		int64_t wu_deadline_ = tl_now_ms() + TL_WAIT_MS;           \
-		bool wu_ok_;                                               \
-		while (!(wu_ok_ = (cond)) && tl_now_ms() < wu_deadline_)  \
-			tl_sleep_ms(10);                                   \
-		wu_ok_;                                                    \
+#define WAIT_UNTIL(cond)                                                       \
+	({                                                                     \
+		int64_t wu_deadline_ = tl_now_ms() + TL_WAIT_MS;               \
+		bool wu_ok_;                                                   \
+		while (!(wu_ok_ = (cond)) && tl_now_ms() < wu_deadline_)       \
+			tl_sleep_ms(10);                                       \
+		wu_ok_;                                                        \
 	})
 
 static struct agent *agent_new(struct agent_cred cred)
@@ -314,8 +314,9 @@ static const struct agent_rep *ag_open(struct agent *a, const char *dev)
 	ck_assert_msg(r->ret == 0, "uid %u: ibc_open(%s): %s (%s)",
 		      (unsigned int)a->cred.uid, dev ? dev : "NULL",
 		      strerror(-r->ret), r->error);
-	ck_assert_msg(r->soft_ino != 0, "uid %u: no soft context descriptor "
-					"after ibc_open",
+	ck_assert_msg(r->soft_ino != 0,
+		      "uid %u: no soft context descriptor "
+		      "after ibc_open",
 		      (unsigned int)a->cred.uid);
 	return r;
 }
@@ -618,8 +619,9 @@ START_TEST(test_join_refused)
 	r = ag(a1, AGENT_CONNECT, "lab", 0);
 	ck_assert_msg(r->ret == -EACCES, "uid 4243 joining lab: %d (%s)",
 		      r->ret, r->error);
-	ck_assert_msg(strstr(r->error, "lab"), "error \"%s\" does not name "
-					       "the domain",
+	ck_assert_msg(strstr(r->error, "lab"),
+		      "error \"%s\" does not name "
+		      "the domain",
 		      r->error);
 	r = ag(a1, AGENT_CONNECT, "grp", 0);
 	ck_assert_int_eq(r->ret, -EACCES);
@@ -628,8 +630,9 @@ START_TEST(test_join_refused)
 	r = ag(a1, AGENT_CONNECT, "nosuch", 0);
 	ck_assert_msg(r->ret == -ENOENT, "unknown domain: %d (%s)", r->ret,
 		      r->error);
-	ck_assert_msg(strstr(r->error, "nosuch"), "error \"%s\" does not name "
-						  "the domain",
+	ck_assert_msg(strstr(r->error, "nosuch"),
+		      "error \"%s\" does not name "
+		      "the domain",
 		      r->error);
 
 	/* Another uid's own domain is not for the taking. */
@@ -669,8 +672,8 @@ START_TEST(test_quota_clients)
 	ag_connect(a1, NULL, 0);
 	ag_connect(a2, NULL, 0);
 	r = ag(a3, AGENT_CONNECT, NULL, 0);
-	ck_assert_msg(r->ret == -EDQUOT, "third client of lab: %d (%s)",
-		      r->ret, r->error);
+	ck_assert_msg(r->ret == -EDQUOT, "third client of lab: %d (%s)", r->ret,
+		      r->error);
 	ck_assert_msg(strstr(r->error, "lab") && strstr(r->error, "2"),
 		      "error \"%s\" does not name the domain and its quota",
 		      r->error);
@@ -714,8 +717,9 @@ START_TEST(test_quota_objects)
 	r = ag(a1, AGENT_OPEN, NULL, 0);
 	ck_assert_msg(r->ret == -EDQUOT, "ibc_open in lab: %d (%s)", r->ret,
 		      r->error);
-	ck_assert_msg(strstr(r->error, "lab"), "error \"%s\" does not name "
-					       "the domain",
+	ck_assert_msg(strstr(r->error, "lab"),
+		      "error \"%s\" does not name "
+		      "the domain",
 		      r->error);
 	ck_assert_uint_eq(r->soft_ino, 0);
 	ck_assert(root_domain("lab", &di));
@@ -829,7 +833,8 @@ START_TEST(test_contexts_released)
 }
 END_TEST
 
-/* --- devices, capabilities -------------------------------------------------- */
+/* --- devices, capabilities --------------------------------------------------
+ */
 
 START_TEST(test_unknown_device)
 {
@@ -984,9 +989,9 @@ START_TEST(test_reload_quota)
 	conf_write("[domain lab]\nusers = 65534, 4242\nclients = 3\n"
 		   "[defaults]\nobjects = 5\n");
 	reload();
-	ck_assert_msg(WAIT_UNTIL(root_domain("lab", &di) &&
-				 di.limit.clients == 3),
-		      "the new quota was not applied");
+	ck_assert_msg(
+		WAIT_UNTIL(root_domain("lab", &di) && di.limit.clients == 3),
+		"the new quota was not applied");
 	ck_assert(log_wait("configuration reloaded", TL_WAIT_MS));
 	/* New requests get the new quota; the old client keeps going. */
 	r = ag_connect(a2, NULL, 0);
@@ -1028,8 +1033,8 @@ START_TEST(test_reload_bad_file)
 	ck_assert(tl_daemon_alive(&D));
 	ag_ok(a1, AGENT_PING);
 	r = ag(a2, AGENT_CONNECT, NULL, 0);
-	ck_assert_msg(r->ret == -EDQUOT, "after a bad reload: %d (%s)",
-		      r->ret, r->error);
+	ck_assert_msg(r->ret == -EDQUOT, "after a bad reload: %d (%s)", r->ret,
+		      r->error);
 	ck_assert(root_domain("lab", &di));
 	ck_assert(!di.retired);
 	ck_assert_uint_eq(di.limit.clients, 1);

@@ -23,8 +23,14 @@
 static uint8_t payload[WIRE_MAX_PACKET];
 static uint8_t out_hand[ROOM], out_pbc[ROOM];
 
-static const uint64_t serials[] = { 0, 1, 127, 128, 16383, 16384,
-				    (uint64_t)1 << 62, (uint64_t)1 << 63,
+static const uint64_t serials[] = { 0,
+				    1,
+				    127,
+				    128,
+				    16383,
+				    16384,
+				    (uint64_t)1 << 62,
+				    (uint64_t)1 << 63,
 				    UINT64_MAX };
 static const size_t ping_lens[] = { 0, 1, 48, 127, 128, 16384, 60000 };
 
@@ -346,9 +352,8 @@ START_TEST(test_pack_request)
 		payload[i] = (uint8_t)(i * 7);
 	for (unsigned int k = 0; request_body(&req, k); k++) {
 		for (size_t v = 0; v < 4; v++) {
-			for (size_t s = 0; s < sizeof(serials) /
-						       sizeof(serials[0]);
-			     s++) {
+			for (size_t s = 0;
+			     s < sizeof(serials) / sizeof(serials[0]); s++) {
 				size_t len;
 				int got;
 
@@ -360,11 +365,10 @@ START_TEST(test_pack_request)
 				ck_assert_mem_eq(out_hand, out_pbc, len);
 				/* One byte short is too small. */
 				if (len)
-					ck_assert_int_eq(
-						wire_pack_request(&req,
-								  out_hand,
-								  len - 1),
-						-EMSGSIZE);
+					ck_assert_int_eq(wire_pack_request(
+								 &req, out_hand,
+								 len - 1),
+							 -EMSGSIZE);
 				n++;
 			}
 		}
@@ -396,9 +400,9 @@ START_TEST(test_pack_request_long_flat)
 		domain[lens[i]] = '\0';
 		len = pbc_pack(&req.base, out_pbc);
 		if (len > WIRE_MAX_PACKET) {
-			ck_assert_int_eq(wire_pack_request(&req, out_hand,
-							   ROOM),
-					 -EMSGSIZE);
+			ck_assert_int_eq(
+				wire_pack_request(&req, out_hand, ROOM),
+				-EMSGSIZE);
 			continue;
 		}
 		ck_assert_int_eq(wire_pack_request(&req, out_hand, len),
@@ -415,8 +419,8 @@ END_TEST
 
 START_TEST(test_pack_reply)
 {
-	static const int32_t errors[] = { 0, 5, 1 << 27, INT32_MAX, -1,
-					  INT32_MIN };
+	static const int32_t errors[] = { 0,	     5,	 1 << 27,
+					  INT32_MAX, -1, INT32_MIN };
 	static const char *const messages[] = { NULL, "", "no such device",
 						NULL };
 	char longmsg[256];
@@ -467,8 +471,9 @@ END_TEST
  * the bytes protobuf-c packs (flat.c's plans write the scalars' tags). */
 START_TEST(test_pack_flat_each_field)
 {
-	static const uint64_t values[] = { 1, 127, 128, 16384, UINT32_MAX,
-					   (uint64_t)1 << 40, UINT64_MAX };
+	static const uint64_t values[] = {
+		1, 127, 128, 16384, UINT32_MAX, (uint64_t)1 << 40, UINT64_MAX
+	};
 	const ProtobufCMessageDescriptor *d = &rdmab__obj_attr__descriptor;
 	Rdmab__ObjCreateRequest oc = RDMAB__OBJ_CREATE_REQUEST__INIT;
 	Rdmab__ObjCreateReply ocr = RDMAB__OBJ_CREATE_REPLY__INIT;
@@ -505,22 +510,24 @@ START_TEST(test_pack_flat_each_field)
 			else
 				continue;
 			/* A negative enum beside it. */
-			oc.mode = v % 2 ? (Rdmab__ObjCreateRequest__Mode)-1 :
-					  RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE;
+			oc.mode =
+				v % 2 ? (Rdmab__ObjCreateRequest__Mode)-1 :
+					RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE;
 			len = pbc_pack(&req.base, out_pbc);
-			ck_assert_int_eq(wire_pack_request(&req, out_hand, ROOM),
-					 (int)len);
+			ck_assert_int_eq(
+				wire_pack_request(&req, out_hand, ROOM),
+				(int)len);
 			ck_assert_mem_eq(out_hand, out_pbc, len);
-			ck_assert_int_eq(wire_pack_request(&req, out_hand,
-							   len - 1),
-					 -EMSGSIZE);
+			ck_assert_int_eq(
+				wire_pack_request(&req, out_hand, len - 1),
+				-EMSGSIZE);
 			len = pbc_pack(&dm.base, out_pbc);
-			ck_assert_int_eq(wire_pack_reply_message(&r, 1, out_hand,
-								 ROOM),
-					 (int)len);
+			ck_assert_int_eq(
+				wire_pack_reply_message(&r, 1, out_hand, ROOM),
+				(int)len);
 			ck_assert_mem_eq(out_hand, out_pbc, len);
-			ck_assert_int_eq(wire_pack_reply_message(&r, 1, out_hand,
-								 len - 1),
+			ck_assert_int_eq(wire_pack_reply_message(
+						 &r, 1, out_hand, len - 1),
 					 -EMSGSIZE);
 			n++;
 		}
@@ -564,8 +571,8 @@ static void same_request(const uint8_t *buf, size_t len, size_t limit)
 			rdmab__request__unpack(&b.allocator, len, buf));
 		goto out;
 	}
-	ck_assert_msg(!hand == !pbc, "%zu bytes: %s decodes, %s does not",
-		      len, hand ? "the hand path" : "protobuf-c",
+	ck_assert_msg(!hand == !pbc, "%zu bytes: %s decodes, %s does not", len,
+		      hand ? "the hand path" : "protobuf-c",
 		      hand ? "protobuf-c" : "the hand path");
 	if (hand) {
 		size_t n = pbc_pack(&pbc->base, out_pbc);
@@ -592,8 +599,8 @@ static void same_reply(const uint8_t *buf, size_t len, size_t limit)
 	wire_arena_init(&b, NULL, 0, limit);
 	hand = wire_unpack_reply(&a, len, buf);
 	pbc = rdmab__reply__unpack(&b.allocator, len, buf);
-	ck_assert_msg(!hand == !pbc, "%zu bytes: %s decodes, %s does not",
-		      len, hand ? "the hand path" : "protobuf-c",
+	ck_assert_msg(!hand == !pbc, "%zu bytes: %s decodes, %s does not", len,
+		      hand ? "the hand path" : "protobuf-c",
 		      hand ? "protobuf-c" : "the hand path");
 	if (hand) {
 		size_t n = pbc_pack(&pbc->base, out_pbc);
@@ -646,11 +653,11 @@ static void odd_shapes(void (*same)(const uint8_t *, size_t, size_t),
 {
 	struct tl_buf b = { 0 };
 	static const uint8_t nonminimal[] = { 0x90, 0x00, 0x85, 0x80, 0x00 };
-	static const uint8_t long_u64[] = { 0x08, 0xff, 0xff, 0xff, 0xff,
-					    0xff, 0xff, 0xff, 0xff, 0xff,
-					    0x01 };
-	static const uint8_t long_u32[] = { 0x10, 0xff, 0xff, 0xff, 0xff,
-					    0x0f };
+	static const uint8_t long_u64[] = { 0x08, 0xff, 0xff, 0xff, 0xff, 0xff,
+					    0xff, 0xff, 0xff, 0xff, 0x01 };
+	static const uint8_t long_u32[] = {
+		0x10, 0xff, 0xff, 0xff, 0xff, 0x0f
+	};
 
 	/* Empty. */
 	same(b.p, 0, WIRE_MAX_DECODED);
@@ -727,8 +734,7 @@ static void odd_shapes(void (*same)(const uint8_t *, size_t, size_t),
 			{ "\x15\x01\x02\x03\x04", 5 },
 			{ "\x10\xff\xff\xff\xff\x0f", 6 },
 			{ "\x10\xff\xff\xff\xff\x1f", 6 },
-			{ "\x18\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01",
-			  11 },
+			{ "\x18\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 11 },
 			{ "\x28\x80\x00", 3 },
 			{ "\x0a\x05xy", 4 },
 			{ "\x0a\x02", 2 },
@@ -742,8 +748,7 @@ static void odd_shapes(void (*same)(const uint8_t *, size_t, size_t),
 			for (uint32_t body = 10; body <= 12; body += 2) {
 				b.len = 0;
 				tl_pb_uint(&b, serial_field, 7);
-				tl_pb_bytes(&b, body, subs[i].sub,
-					    subs[i].len);
+				tl_pb_bytes(&b, body, subs[i].sub, subs[i].len);
 				same(b.p, b.len, WIRE_MAX_DECODED);
 			}
 		}
@@ -765,9 +770,9 @@ static void odd_shapes(void (*same)(const uint8_t *, size_t, size_t),
 			{ "\x22\x02\x01\x82", 4 },
 			{ "\x22\x03\x01\x82\x01\x2a\x00", 7 },
 			{ "\x22\x0a\xff\xff\xff\xff\xff\xff\xff\xff\xff"
-			  "\x01", 12 },
-			{ "\x22\x09\xff\xff\xff\xff\xff\xff\xff\xff\x7f",
-			  11 },
+			  "\x01",
+			  12 },
+			{ "\x22\x09\xff\xff\xff\xff\xff\xff\xff\xff\x7f", 11 },
 			{ "\x2a\x02\x08\x01\x2a\x02\x10\x01", 8 },
 			{ "\x2a\x02\x08\x01\x22\x02\x10\x01", 8 },
 			{ "\x22\x02\x10\x01\x2a\x02\x08\x01", 8 },
@@ -951,8 +956,7 @@ static void fill_scalars(ProtobufCMessage *m, uint64_t v)
  */
 START_TEST(test_flat_long_submessage)
 {
-	static const uint64_t values[] = { 0, 1, 200, UINT32_MAX,
-					   UINT64_MAX };
+	static const uint64_t values[] = { 0, 1, 200, UINT32_MAX, UINT64_MAX };
 	Rdmab__DeviceCaps caps = RDMAB__DEVICE_CAPS__INIT;
 	Rdmab__DeviceInfo dev = RDMAB__DEVICE_INFO__INIT;
 	struct wire_arena a;
@@ -971,9 +975,9 @@ START_TEST(test_flat_long_submessage)
 				 out_hand + len);
 		ck_assert_mem_eq(out_hand, out_pbc, len);
 		if (values[i] == UINT64_MAX)
-			ck_assert_uint_gt(rdmab__device_caps__get_packed_size(
-						  &caps),
-					  127);
+			ck_assert_uint_gt(
+				rdmab__device_caps__get_packed_size(&caps),
+				127);
 		wire_arena_init(&a, NULL, 0, WIRE_MAX_DECODED);
 		back = wire_flat_unpack(&rdmab__device_info__descriptor,
 					&a.allocator, len, out_pbc);

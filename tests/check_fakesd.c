@@ -73,7 +73,8 @@ struct probe {
 
 static void probe_new(struct probe *p, unsigned int max, unsigned int seed)
 {
-	struct fakesd_opts o = { .store_max = max, .listen_fd = -1,
+	struct fakesd_opts o = { .store_max = max,
+				 .listen_fd = -1,
 				 .shuffle_seed = seed };
 
 	p->dir = tl_mkdtemp();
@@ -245,9 +246,8 @@ START_TEST(listener_first)
 	char l[4096];
 	int sv[2];
 
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
-				    sv),
-			 0);
+	ck_assert_int_eq(
+		socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	p.dir = tl_mkdtemp();
 	o.dir = p.dir;
 	o.listen_fd = sv[0];

@@ -184,9 +184,9 @@ START_TEST(test_init_after_registration)
 	struct ibc_client_entry e;
 	struct ibc_mr *mr;
 
-	ck_assert_int_eq(ibc_reg_mr(ctx, buf, sizeof(buf),
-				    IBV_ACCESS_LOCAL_WRITE, &mr),
-			 0);
+	ck_assert_int_eq(
+		ibc_reg_mr(ctx, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE, &mr),
+		0);
 	/* The deregistration does not make it early again: the rule is
 	 * "has ever held". */
 	ck_assert_int_eq(ibc_dereg_mr(mr), 0);
@@ -215,10 +215,11 @@ START_TEST(test_init_after_dm_mr)
 	struct ibc_mr *mr;
 
 	ck_assert_int_eq(ibc_dm_alloc(ctx, 4096, 0, &dm), 0);
-	ck_assert_msg(ibc_reg_dm_mr(dm, 0, 4096, IBV_ACCESS_ZERO_BASED |
-							 IBV_ACCESS_LOCAL_WRITE,
-				    &mr) == 0,
-		      "%s", ibc_last_error());
+	ck_assert_msg(
+		ibc_reg_dm_mr(dm, 0, 4096,
+			      IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE,
+			      &mr) == 0,
+		"%s", ibc_last_error());
 	ck_assert_msg(ibc_fork_init() == 0, "%s", ibc_last_error());
 	ck_assert_int_eq(ibc_dereg_mr(mr), 0);
 	ck_assert_int_eq(ibc_dm_free(dm), 0);
@@ -230,16 +231,15 @@ END_TEST
 START_TEST(test_init_first)
 {
 	struct ibc_client *a = connect_ok(), *b = connect_ok(), *other;
-	enum ibc_fork_state want = fork_unneeded() ? IBC_FORK_UNNEEDED :
-						     IBC_FORK_ENABLED;
+	enum ibc_fork_state want =
+		fork_unneeded() ? IBC_FORK_UNNEEDED : IBC_FORK_ENABLED;
 	struct ibc_client_entry e;
 	struct ibc_ctx *ctx;
 	static char buf[4096];
 	struct ibc_mr *mr;
 
-	ck_assert_int_eq(ibc_fork_state(), fork_unneeded() ?
-						   IBC_FORK_UNNEEDED :
-						   IBC_FORK_DISABLED);
+	ck_assert_int_eq(ibc_fork_state(), fork_unneeded() ? IBC_FORK_UNNEEDED :
+							     IBC_FORK_DISABLED);
 	ck_assert_msg(ibc_fork_init() == 0, "%s", ibc_last_error());
 	ck_assert_int_eq(ibc_fork_state(), want);
 	/* Both live sessions were told, and a new one says it at hello. */
@@ -252,9 +252,9 @@ START_TEST(test_init_first)
 	ck_assert_int_eq(e.fork_state, want);
 	/* Registrations after it, and calls again: still 0. */
 	ctx = open_ok(a);
-	ck_assert_int_eq(ibc_reg_mr(ctx, buf, sizeof(buf),
-				    IBV_ACCESS_LOCAL_WRITE, &mr),
-			 0);
+	ck_assert_int_eq(
+		ibc_reg_mr(ctx, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE, &mr),
+		0);
 	ck_assert_int_eq(ibc_fork_init(), 0);
 	ck_assert_int_eq(ibc_fork_state(), want);
 	ck_assert_int_eq(ibc_dereg_mr(mr), 0);
@@ -269,16 +269,15 @@ END_TEST
  * off), act at connect: the hello carries the state. */
 START_TEST(test_env_fork_safe)
 {
-	enum ibc_fork_state want = fork_unneeded() ? IBC_FORK_UNNEEDED :
-						     IBC_FORK_ENABLED;
+	enum ibc_fork_state want =
+		fork_unneeded() ? IBC_FORK_UNNEEDED : IBC_FORK_ENABLED;
 	struct ibc_client_entry e;
 	struct ibc_client *cl;
 
 	ck_assert_int_eq(setenv("IBV_FORK_SAFE", "0", 1), 0);
 	cl = connect_ok();
-	ck_assert_int_eq(ibc_fork_state(), fork_unneeded() ?
-						   IBC_FORK_UNNEEDED :
-						   IBC_FORK_DISABLED);
+	ck_assert_int_eq(ibc_fork_state(), fork_unneeded() ? IBC_FORK_UNNEEDED :
+							     IBC_FORK_DISABLED);
 	ibc_disconnect(cl);
 	ck_assert_int_eq(setenv("RDMAV_FORK_SAFE", "1", 1), 0);
 	cl = connect_ok();
@@ -375,8 +374,8 @@ static void note(struct child_report *r, unsigned int bit, const char *what)
  * descriptors are placeholders. */
 static void child_checks(struct child_report *r, struct ibc_client *cl,
 			 struct ibc_ctx *ctx, struct ibc_cq *cq,
-			 struct ibc_mr *mr, struct ibc_dm *dm,
-			 const int *fds, int nfds)
+			 struct ibc_mr *mr, struct ibc_dm *dm, const int *fds,
+			 int nfds)
 {
 	struct ibc_client_info info;
 	struct ibc_caps caps;
@@ -440,8 +439,10 @@ static void __attribute__((noreturn)) parent_proc(int res, int hold)
 	struct child_report r = { 0 };
 	struct ibc_qp_attr qa = {
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.cap = { .max_send_wr = 4,
+			 .max_recv_wr = 4,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
 	};
 	static char buf[8192];
 	struct ibc_client_info info;
@@ -462,8 +463,7 @@ static void __attribute__((noreturn)) parent_proc(int res, int hold)
 	    ibc_dm_alloc(ctx, 4096, 0, &dm) ||
 	    /* An MR on it: the child's ibc_dm_free says ESTALE, not EBUSY. */
 	    ibc_reg_dm_mr(dm, 0, 4096,
-			  IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE,
-			  &dmr))
+			  IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE, &dmr))
 		_exit(2);
 	/* The DM and its status page are mapped here. */
 	if (maps_like("memfd:rdmabroker-dm") < 2)
@@ -625,9 +625,9 @@ START_TEST(test_system_changes_nothing)
 	FILE *f;
 
 	ck_assert_int_eq(ibc_cq_create(ctx, 8, &cq), 0);
-	ck_assert_int_eq(ibc_reg_mr(ctx, buf, sizeof(buf),
-				    IBV_ACCESS_LOCAL_WRITE, &mr),
-			 0);
+	ck_assert_int_eq(
+		ibc_reg_mr(ctx, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE, &mr),
+		0);
 	objs = count_objects(cl, client_id(cl));
 	fds = tl_count_fds(0);
 	snprintf(out, sizeof(out), "%s/fds", dir);
@@ -641,9 +641,8 @@ START_TEST(test_system_changes_nothing)
 		sockets += strstr(line, "socket:") || strstr(line, "memfd:");
 	fclose(f);
 	ck_assert_int_eq(sockets, 0);
-	ck_assert_int_eq(posix_spawn(&pid, "/bin/sh", NULL, NULL, argv,
-				     environ),
-			 0);
+	ck_assert_int_eq(
+		posix_spawn(&pid, "/bin/sh", NULL, NULL, argv, environ), 0);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 5);
 
@@ -713,8 +712,7 @@ START_TEST(test_child_session_link)
 	ck_assert_int_ge(b, 0);
 	if (b == 0)
 		linked_child(res[1], hold[0], NULL, "fam");
-	ck_assert_int_eq(read_full(res[0], &got2, sizeof(got2)),
-			 sizeof(got2));
+	ck_assert_int_eq(read_full(res[0], &got2, sizeof(got2)), sizeof(got2));
 	ck_assert_uint_eq(got2.parent_id, 0);
 
 	/* Every child holds the writing end too: a byte each. */
@@ -899,8 +897,7 @@ START_TEST(test_hundred_children)
 	for (int i = 0; i < N_CHILDREN; i++)
 		ck_assert_int_eq(write(hold[1], "g", 1), 1);
 	for (int i = 0; i < N_CHILDREN; i++) {
-		ck_assert_int_ge(tl_wait_pid(kids[i], TL_WAIT_MS, &status),
-				 0);
+		ck_assert_int_ge(tl_wait_pid(kids[i], TL_WAIT_MS, &status), 0);
 		ck_assert(i % 2 ? WIFEXITED(status) &&
 					  WEXITSTATUS(status) == 0 :
 				  WIFSIGNALED(status));

@@ -14,13 +14,13 @@
 
 static int failures;
 
-#define CHECK(cond)                                                      \
-	do {                                                             \
-		if (!(cond)) {                                           \
-			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__, \
-				#cond);                                  \
-			failures++;                                      \
-		}                                                        \
+#define CHECK(cond)                                                            \
+	do {                                                                   \
+		if (!(cond)) {                                                 \
+			fprintf(stderr, "%s:%d: %s\n", __FILE__, __LINE__,     \
+				#cond);                                        \
+			failures++;                                            \
+		}                                                              \
 	} while (0)
 
 /* The prototypes are what the contract says (a mismatch does not
@@ -31,8 +31,7 @@ static void (*const p_disconnect)(struct ibc_client *) = ibc_disconnect;
 static int (*const p_get_fd)(struct ibc_client *) = ibc_get_fd;
 static int (*const p_dispatch)(struct ibc_client *) = ibc_dispatch;
 static const char *(*const p_last_error)(void) = ibc_last_error;
-static int (*const p_client_info)(struct ibc_client *,
-				  struct ibc_client_info *,
+static int (*const p_client_info)(struct ibc_client *, struct ibc_client_info *,
 				  size_t) = ibc_client_info;
 static int (*const p_ping)(struct ibc_client *, const void *,
 			   size_t) = ibc_ping;
@@ -53,14 +52,12 @@ static int (*const p_list_clients)(struct ibc_client *,
 /* The constructors, shaped after libibverbs (issue 8). */
 static int (*const p_cq_create)(struct ibc_ctx *, int,
 				struct ibc_cq **) = ibc_cq_create;
-static int (*const p_cq_create_ex)(struct ibc_ctx *,
-				   const struct ibc_cq_attr *,
+static int (*const p_cq_create_ex)(struct ibc_ctx *, const struct ibc_cq_attr *,
 				   struct ibc_cq **) = ibc_cq_create_ex;
 static int (*const p_qp_create)(struct ibc_ctx *, const struct ibc_qp_attr *,
 				struct ibc_qp **) = ibc_qp_create;
 static uint32_t (*const p_qp_num)(const struct ibc_qp *) = ibc_qp_num;
-static int (*const p_srq_create)(struct ibc_ctx *,
-				 const struct ibv_srq_attr *,
+static int (*const p_srq_create)(struct ibc_ctx *, const struct ibv_srq_attr *,
 				 struct ibc_srq **) = ibc_srq_create;
 static int (*const p_wq_create)(struct ibc_ctx *, struct ibc_cq *,
 				const struct ibc_wq_attr *,

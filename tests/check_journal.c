@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The state journal (daemon/restart/journal.h), in-process: what a reader makes of
- * the memfd after a kill at any point of a write is a state the writer was
+ * The state journal (daemon/restart/journal.h), in-process: what a reader makes
+ * of the memfd after a kill at any point of a write is a state the writer was
  * in (a transaction all or nothing), a corrupt or cut state is refused
  * whole and never read outside its bytes, compaction keeps exactly the
  * live records, and the fd store refuses names systemd would not keep.
@@ -293,9 +293,9 @@ START_TEST(test_failed_write_refuses)
 
 	ck_assert_int_eq(journal_create(4, &j), 0);
 	ck_assert_int_eq(put_val(j, 1, 11), 0);
-	ck_assert_int_eq(journal_put_packed(j, JOURNAL_SESSION, 2, big,
-					    sizeof(big)),
-			 -E2BIG);
+	ck_assert_int_eq(
+		journal_put_packed(j, JOURNAL_SESSION, 2, big, sizeof(big)),
+		-E2BIG);
 	ck_assert(journal_broken(j));
 	ck_assert_int_eq(put_val(j, 3, 33), -EIO);
 	ck_assert(!journal_wants_compaction(j));
@@ -319,9 +319,9 @@ START_TEST(test_crc)
 	for (size_t i = 0; i < sizeof(buf); i++)
 		buf[i] = (uint8_t)(i * 131 + 17);
 	for (size_t n = 0; n < sizeof(buf); n += 37)
-		ck_assert_uint_eq(journal_crc32c(buf + 3, n - (n ? 3 : 0), true),
-				  journal_crc32c(buf + 3, n - (n ? 3 : 0),
-						 false));
+		ck_assert_uint_eq(
+			journal_crc32c(buf + 3, n - (n ? 3 : 0), true),
+			journal_crc32c(buf + 3, n - (n ? 3 : 0), false));
 	/* Whole words, as a record's CRC is taken. */
 	for (size_t n = 0; n + 8 <= sizeof(buf); n += 8)
 		ck_assert_uint_eq(journal_crc32c(buf, n, true),
@@ -334,8 +334,9 @@ END_TEST
  * and they read back. */
 START_TEST(test_hold_encoding)
 {
-	static const uint64_t ids[] = { 0, 1, 127, 128, 0xdeadbeefcafef00dull,
-					UINT64_MAX };
+	static const uint64_t ids[] = {
+		0, 1, 127, 128, 0xdeadbeefcafef00dull, UINT64_MAX
+	};
 	static const uint32_t opens[] = { 0, 1, 300, UINT32_MAX };
 	uint8_t ours[RESTART_HOLD_MAX], theirs[64];
 
@@ -446,7 +447,8 @@ static const char *notified(int sock)
 	static char buf[256];
 	char ctl[CMSG_SPACE(sizeof(int) * 4)];
 	struct iovec iov = { .iov_base = buf, .iov_len = sizeof(buf) - 1 };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+	struct msghdr mh = { .msg_iov = &iov,
+			     .msg_iovlen = 1,
 			     .msg_control = ctl,
 			     .msg_controllen = sizeof(ctl) };
 	ssize_t n = recvmsg(sock, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
@@ -455,9 +457,8 @@ static const char *notified(int sock)
 	for (struct cmsghdr *c = n > 0 ? CMSG_FIRSTHDR(&mh) : NULL; c;
 	     c = CMSG_NXTHDR(&mh, c))
 		if (c->cmsg_type == SCM_RIGHTS)
-			for (size_t i = 0; i < (c->cmsg_len - CMSG_LEN(0)) /
-						       sizeof(int);
-			     i++)
+			for (size_t i = 0;
+			     i < (c->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++)
 				close(((int *)CMSG_DATA(c))[i]);
 	return buf;
 }
@@ -556,8 +557,8 @@ START_TEST(test_inflight)
 	seen = 0;
 	ck_assert_int_eq(inflight_scan(inflight_fd(t), seen_one, NULL), 0);
 	ck_assert_uint_eq(seen, 0);
-	ck_assert_int_eq(inflight_scan(0 /* stdin: no table */, seen_one,
-				       NULL) < 0, 1);
+	ck_assert_int_eq(
+		inflight_scan(0 /* stdin: no table */, seen_one, NULL) < 0, 1);
 	inflight_free(t);
 }
 END_TEST
@@ -605,7 +606,7 @@ START_TEST(test_keysort)
 		uint32_t pad;
 		uint64_t key;
 		uint32_t i;
-	} *v;
+	} * v;
 	const size_t n = 5000;
 	unsigned int seed = 7;
 
@@ -621,14 +622,15 @@ START_TEST(test_keysort)
 
 			/* Round 0: few distinct keys (ties); 1: all bytes
 			 * differ; 2: only the low byte does. */
-			v[i].key = round == 0 ? k % 37 :
-				   round == 1 ? k :
-						0xabcdef0000000000ull | (k & 0xff);
+			v[i].key =
+				round == 0 ? k % 37 :
+				round == 1 ? k :
+					     0xabcdef0000000000ull | (k & 0xff);
 			v[i].i = (uint32_t)i;
 		}
-		ck_assert_int_eq(keysort(v, n, sizeof(*v),
-					 offsetof(struct rec, key)),
-				 0);
+		ck_assert_int_eq(
+			keysort(v, n, sizeof(*v), offsetof(struct rec, key)),
+			0);
 		for (size_t i = 0; i < n; i++) {
 			sum += v[i].i;
 			if (i == 0)
@@ -744,7 +746,8 @@ START_TEST(test_state_obj_decode)
 	size_t prev_len = 0;
 
 	for (size_t i = 0; i < sizeof(obj_fields) / sizeof(obj_fields[0]); i++)
-		ck_assert_msg(obj_fields[i].d->n_fields == obj_fields[i].n_fields,
+		ck_assert_msg(obj_fields[i].d->n_fields ==
+				      obj_fields[i].n_fields,
 			      "%s has %u fields, the hand reader's test "
 			      "knows %u",
 			      obj_fields[i].d->name, obj_fields[i].d->n_fields,

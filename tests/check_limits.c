@@ -378,8 +378,8 @@ static void assert_root_served(const char *after)
 	struct ibc_ctx *ctx = NULL;
 	int ret = tl_connect(D.sock, TL_WAIT_MS, &cl);
 
-	ck_assert_msg(ret == 0, "after %s: root cannot connect: %s (%s)",
-		      after, strerror(-ret), ibc_last_error());
+	ck_assert_msg(ret == 0, "after %s: root cannot connect: %s (%s)", after,
+		      strerror(-ret), ibc_last_error());
 	ret = ibc_open(cl, NULL, &ctx);
 	ck_assert_msg(ret == 0, "after %s: root: ibc_open: %s (%s)", after,
 		      strerror(-ret), ibc_last_error());
@@ -421,8 +421,8 @@ START_TEST(test_idle_connections_leave_the_reserve)
 		ck_assert_msg(m->reply->error == EUSERS &&
 				      strstr(m->reply->message,
 					     "16 for administrators"),
-			      "connection %d: error %d: %s", i,
-			      m->reply->error, m->reply->message);
+			      "connection %d: error %d: %s", i, m->reply->error,
+			      m->reply->message);
 		rdmab__daemon_message__free_unpacked(m, NULL);
 	}
 	ck_assert_msg(taken == 53, "uid %u holds %u of 70 connections", NOBODY,
@@ -466,15 +466,13 @@ START_TEST(test_connections_per_uid)
 		       "uid 65534 already has 64 connections");
 
 	/* Another user is not affected, nor is root. */
-	ck_assert_int_eq(tl_raw_hello(connect_as(4242, 4242, (gid_t)-1), 1),
-			 0);
+	ck_assert_int_eq(tl_raw_hello(connect_as(4242, 4242, (gid_t)-1), 1), 0);
 	assert_root_served("64 connections of uid 65534");
 
 	/* A connection given back is a slot again. */
 	raw_close(fds[0]);
 	ck_assert(wait_clients(63 + 1 + 1));
-	ck_assert_int_eq(tl_raw_hello(connect_as(NOBODY, NOBODY, (gid_t)-1),
-				      1),
+	ck_assert_int_eq(tl_raw_hello(connect_as(NOBODY, NOBODY, (gid_t)-1), 1),
 			 0);
 	assert_refused(connect_as(NOBODY, NOBODY, (gid_t)-1), EDQUOT,
 		       "connections_per_uid");
@@ -494,8 +492,8 @@ START_TEST(test_hello_deadline)
 	assert_refused(idle, ETIMEDOUT, "no hello within 300 ms");
 	tl_sleep_ms(400);
 	ck_assert_int_eq(tl_raw_ping(talker, 2, "still here", 10), 0);
-	ck_assert_msg(log_count("no hello within 300 ms") == 1,
-		      "the log:\n%s", log_read());
+	ck_assert_msg(log_count("no hello within 300 ms") == 1, "the log:\n%s",
+		      log_read());
 	raw_close(talker);
 	assert_settled();
 }
@@ -584,7 +582,7 @@ START_TEST(test_reading_client_not_stopped)
 				   "queued_fds = 4\n"
 				   "queued_fds_per_uid = 6\n"
 				   "hello_timeout = 3600s\n";
-	static const char *const args[] = {"--log-level", "debug", NULL};
+	static const char *const args[] = { "--log-level", "debug", NULL };
 	static const char stopped[] = "not read while the descriptors";
 	Rdmab__OpenContextRequest oc = RDMAB__OPEN_CONTEXT_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -757,8 +755,8 @@ START_TEST(test_private_contexts_per_uid)
 	r = ag(p[2], AGENT_OPEN, NULL, 0);
 	ck_assert_msg(r->ret == -EDQUOT, "the third private context: %d (%s)",
 		      r->ret, r->error);
-	ck_assert_msg(strstr(r->error, "private_contexts_per_uid"),
-		      "error: %s", r->error);
+	ck_assert_msg(strstr(r->error, "private_contexts_per_uid"), "error: %s",
+		      r->error);
 	/* Per uid: another user has its own. */
 	other = agent_new(agent_cred(4243, 4243, AGENT_END));
 	ag_ok(other, AGENT_CONNECT, IBC_CONNECT_PRIVATE_DOMAIN);
@@ -830,7 +828,8 @@ START_TEST(test_accept_warning_rate_limited)
 }
 END_TEST
 
-/* --- device memory --------------------------------------------------------- */
+/* --- device memory ---------------------------------------------------------
+ */
 
 #define OTHER 4243
 
@@ -1005,9 +1004,8 @@ START_TEST(test_dm_admin_reserve)
 
 	daemon_up_clean(conf, NULL);
 	n = ag_opened(NOBODY);
-	ck_assert_uint_eq(ag_dm_fill(n, 65536, 0, -ENOSPC,
-				     "(dm_admin_reserve)"),
-			  3);
+	ck_assert_uint_eq(
+		ag_dm_fill(n, 65536, 0, -ENOSPC, "(dm_admin_reserve)"), 3);
 	ck_assert_msg(!strstr(n->rep.error, "196608") &&
 			      !strstr(n->rep.error, "262144"),
 		      "the refusal shows the device's figures: %s",

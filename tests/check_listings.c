@@ -233,8 +233,7 @@ START_TEST(test_soft_table_shrinks)
 	uint32_t first_cap, h[4];
 
 	ck_assert_int_eq(device_soft_probe(&cfg, &list), 0);
-	ck_assert_int_eq(soft_objs_init(&o, list.dev[0].priv, &list.dev[0]),
-			 0);
+	ck_assert_int_eq(soft_objs_init(&o, list.dev[0].priv, &list.dev[0]), 0);
 	first_cap = o.cap;
 	for (int i = 0; i < 5000; i++) {
 		ck_assert_int_eq(soft_objs_create(&o, &cq, &made, &why), 0);
@@ -244,9 +243,8 @@ START_TEST(test_soft_table_shrinks)
 	/* Destroyed from the bottom up but the last: the table keeps room
 	 * for the one left at the top. */
 	for (int i = 0; i < 4999; i++)
-		ck_assert_int_eq(soft_objs_destroy(&o, IBC_OBJ_CQ, handles[i],
-						   &why),
-				 0);
+		ck_assert_int_eq(
+			soft_objs_destroy(&o, IBC_OBJ_CQ, handles[i], &why), 0);
 	ck_assert_uint_ge(o.cap, 5000);
 	ck_assert_int_eq(soft_objs_handles(&o, IBC_OBJ_CQ, h, 4), 1);
 	ck_assert_uint_eq(h[0], handles[4999]);

@@ -75,7 +75,8 @@ static bool sample_ok(const char *s)
 					return false;
 				if (*s == '\\') {
 					s++;
-					if (*s != '\\' && *s != '"' && *s != 'n')
+					if (*s != '\\' && *s != '"' &&
+					    *s != 'n')
 						return false;
 				}
 				s++;
@@ -157,9 +158,10 @@ static bool promtool_ok(const char *text)
 
 	if (system("command -v promtool >/dev/null 2>&1") != 0) {
 		if (!told)
-			fprintf(stderr, "check_metrics: promtool not installed "
-					"(apt-get install prometheus): only the "
-					"suite's own format check runs\n");
+			fprintf(stderr,
+				"check_metrics: promtool not installed "
+				"(apt-get install prometheus): only the "
+				"suite's own format check runs\n");
 		told = true;
 		return true;
 	}
@@ -173,12 +175,12 @@ static bool promtool_ok(const char *text)
 	return st == 0;
 }
 
-#define TEXT_OK(text)                                                    \
-	do {                                                             \
-		char why_[256];                                          \
-		ck_assert_msg(exposition_ok(text, why_, sizeof(why_)),   \
-			      "%s", why_);                               \
-		ck_assert_msg(promtool_ok(text), "promtool refused it"); \
+#define TEXT_OK(text)                                                          \
+	do {                                                                   \
+		char why_[256];                                                \
+		ck_assert_msg(exposition_ok(text, why_, sizeof(why_)), "%s",   \
+			      why_);                                           \
+		ck_assert_msg(promtool_ok(text), "promtool refused it");       \
 	} while (0)
 
 static char *render(const struct domain *only)
@@ -227,7 +229,8 @@ START_TEST(t_label_escape)
 }
 END_TEST
 
-/* --- the text, in-process -------------------------------------------------- */
+/* --- the text, in-process --------------------------------------------------
+ */
 
 static void setup(void)
 {
@@ -290,8 +293,9 @@ START_TEST(t_render_figures)
 	ck_assert_ptr_null(sl_owner(0));
 	s = render(NULL);
 	TEXT_OK(s);
-	ck_assert_ptr_nonnull(strstr(s, "rdmabroker_requests_total{type="
-					"\"obj-destroy\",error=\"ENOENT\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(s,
+				     "rdmabroker_requests_total{type="
+				     "\"obj-destroy\",error=\"ENOENT\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(s, "rdmabroker_cleanup_duration_seconds"
 					"_count 1\n"));
 	ck_assert_ptr_nonnull(strstr(s, "rdmabroker_cleanup_duration_seconds"
@@ -304,7 +308,8 @@ END_TEST
  * escaped: the format holds, nothing raw. */
 START_TEST(t_render_hostile_names)
 {
-	static const char evil[] = "x\"} 1\nrdmabroker_fake 9\n\x1b]0;pwn\a\xff";
+	static const char evil[] =
+		"x\"} 1\nrdmabroker_fake 9\n\x1b]0;pwn\a\xff";
 	struct domain *d;
 	char *s;
 
@@ -318,9 +323,10 @@ START_TEST(t_render_hostile_names)
 	TEXT_OK(s);
 	ck_assert_ptr_null(strstr(s, "\nrdmabroker_fake"));
 	ck_assert_ptr_null(strchr(s, '\x1b'));
-	ck_assert_ptr_nonnull(strstr(s, "rdmabroker_domain_clients{domain="
-					"\"x\\\"} 1\\\\x0ardmabroker_fake 9"
-					"\\\\x0a\\\\x1b]0;pwn\\\\x07\\\\xff\"} 1\n"));
+	ck_assert_ptr_nonnull(
+		strstr(s, "rdmabroker_domain_clients{domain="
+			  "\"x\\\"} 1\\\\x0ardmabroker_fake 9"
+			  "\\\\x0a\\\\x1b]0;pwn\\\\x07\\\\xff\"} 1\n"));
 	free(s);
 	/* A very long one is cut, still whole. */
 	memset(d->name, 'a', sizeof(d->name) - 2);
@@ -434,8 +440,8 @@ START_TEST(t_pages)
 	ck_assert_ptr_null(strstr(text, "kind=\"CQ\""));
 	/* The objects come last, pages after the first: a text rendered
 	 * now has the CQ. */
-	ck_assert_ptr_null(memmem(text, METRICS_PAGE_TEST, "rdmabroker_objects",
-				  18));
+	ck_assert_ptr_null(
+		memmem(text, METRICS_PAGE_TEST, "rdmabroker_objects", 18));
 	now = render(NULL);
 	ck_assert_ptr_nonnull(strstr(now, "kind=\"CQ\",state=\"live\"} 1\n"));
 	free(now);
@@ -446,16 +452,17 @@ START_TEST(t_pages)
 	OK(metrics_call(c, 0, &m));
 	ck_assert_uint_gt(m->reply->metrics->total,
 			  m->reply->metrics->text.len);
-	ck_assert_int_eq(m->reply->metrics->text.data
-				 [m->reply->metrics->text.len - 1],
-			 '\n');
+	ck_assert_int_eq(
+		m->reply->metrics->text.data[m->reply->metrics->text.len - 1],
+		'\n');
 	ol_free(m);
 	ck_assert_int_eq(metrics_call(c, 3, &m), -EINVAL);
 	ck_assert_ptr_nonnull(strstr(ol_error, "does not start a page"));
 }
 END_TEST
 
-/* --- HTTP ------------------------------------------------------------------ */
+/* --- HTTP ------------------------------------------------------------------
+ */
 
 static char *http_dir;
 static char http_path[108];
@@ -730,7 +737,8 @@ START_TEST(t_http_bounds)
 	{
 		int small = 4096;
 
-		setsockopt(reader, SOL_SOCKET, SO_RCVBUF, &small, sizeof(small));
+		setsockopt(reader, SOL_SOCKET, SO_RCVBUF, &small,
+			   sizeof(small));
 	}
 	for (int i = 0; i < 200; i++) {
 		static const char get[] = "GET /metrics HTTP/1.1\r\n"
@@ -833,16 +841,16 @@ START_TEST(t_config)
 	ck_assert_ptr_nonnull(
 		strstr(conf_error("[metrics]\nlisten = unix:m.sock\n"),
 		       "an absolute path"));
-	ck_assert_ptr_nonnull(
-		strstr(conf_error("[metrics]\nconnections = 0\n"),
-		       "out of range 1..1024"));
+	ck_assert_ptr_nonnull(strstr(conf_error("[metrics]\nconnections = 0\n"),
+				     "out of range 1..1024"));
 	ck_assert_ptr_nonnull(strstr(conf_error("[metrics]\nport = 1\n"),
 				     "unknown key (known: listen, "
 				     "connections, timeout)"));
 }
 END_TEST
 
-/* --- the real daemon and rdmabrokerctl metrics ------------------------------ */
+/* --- the real daemon and rdmabrokerctl metrics ------------------------------
+ */
 
 static char *run_out(const char *cmd)
 {
@@ -889,8 +897,9 @@ START_TEST(t_ctl_metrics)
 	snprintf(cmd, sizeof(cmd), "'%s' -s '%s' -j metrics", tl_ctl_path(),
 		 d.sock);
 	f = run_out(cmd);
-	ck_assert_msg(strncmp(f, "{\"format\":\"prometheus-text-0.0.4\","
-				 "\"text\":\"# HELP rdmabroker_build_info ",
+	ck_assert_msg(strncmp(f,
+			      "{\"format\":\"prometheus-text-0.0.4\","
+			      "\"text\":\"# HELP rdmabroker_build_info ",
 			      70) == 0,
 		      "%.100s", f);
 	free(f);

@@ -107,8 +107,10 @@ static struct ibc_qp *make_qp(struct ibc_cq *scq, struct ibc_cq *rcq,
 		.send_cq = scq,
 		.recv_cq = rcq,
 		.srq = srq,
-		.cap = { .max_send_wr = 16, .max_recv_wr = srq ? 0 : 16,
-			 .max_send_sge = 1, .max_recv_sge = srq ? 0 : 1 },
+		.cap = { .max_send_wr = 16,
+			 .max_recv_wr = srq ? 0 : 16,
+			 .max_send_sge = 1,
+			 .max_recv_sge = srq ? 0 : 1 },
 	};
 	struct ibc_qp *qp = NULL;
 	int err = ibc_qp_create(X, &qa, &qp);
@@ -144,8 +146,7 @@ START_TEST(test_cq)
 	errno = 0;
 	ck_assert_ptr_null(ibc_verbs_cq(cq));
 	ck_assert_int_eq(errno, EOPNOTSUPP);
-	ck_assert_msg(strstr(ibc_last_error(), "soft"), "%s",
-		      ibc_last_error());
+	ck_assert_msg(strstr(ibc_last_error(), "soft"), "%s", ibc_last_error());
 
 	ck_assert_uint_eq(count_objects(my_id(C), IBC_OBJ_CQ, &o), 1);
 	ck_assert_uint_eq(o.client_id, my_id(C));
@@ -340,8 +341,7 @@ START_TEST(test_mr)
 	int err;
 
 	err = ibc_reg_mr(X, buf, sizeof(buf),
-			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE,
-			 &mr);
+			 IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE, &mr);
 	ck_assert_msg(err == 0, "%d (%s)", err, ibc_last_error());
 	ck_assert_uint_ne(ibc_mr_lkey(mr), 0);
 	ck_assert_uint_ne(ibc_mr_rkey(mr), 0);
@@ -354,9 +354,9 @@ START_TEST(test_mr)
 	ck_assert_uint_eq(count_objects(my_id(C), IBC_OBJ_MR, NULL), 2);
 	/* ib_check_mr_access(): remote write needs local write; unknown
 	 * bits. */
-	ck_assert_int_eq(ibc_reg_mr(X, buf, 16, IBV_ACCESS_REMOTE_WRITE,
-				    &unused_mr),
-			 -EINVAL);
+	ck_assert_int_eq(
+		ibc_reg_mr(X, buf, 16, IBV_ACCESS_REMOTE_WRITE, &unused_mr),
+		-EINVAL);
 	ck_assert_int_eq(ibc_reg_mr(X, buf, 16, 1 << 28, &unused_mr), -EINVAL);
 	ck_assert_int_eq(ibc_reg_mr(X, buf, 0, 0, &unused_mr), -EINVAL);
 	ck_assert_int_eq(ibc_reg_mr(X, NULL, 16, 0, &unused_mr), -EINVAL);
@@ -383,8 +383,7 @@ START_TEST(test_ebusy_order)
 	ck_assert_msg(strstr(ibc_last_error(), "CQ"), "%s", ibc_last_error());
 	err = ibc_srq_destroy(srq);
 	ck_assert_int_eq(err, -EBUSY);
-	ck_assert_msg(strstr(ibc_last_error(), "SRQ"), "%s",
-		      ibc_last_error());
+	ck_assert_msg(strstr(ibc_last_error(), "SRQ"), "%s", ibc_last_error());
 	/* Refused destroys change nothing. */
 	ck_assert_uint_eq(count_objects(my_id(C), IBC_OBJ_NONE, NULL), 4);
 	ck_assert_int_eq(ibc_qp_destroy(qp), 0);
@@ -544,8 +543,7 @@ static size_t wait_objects_gone(uint64_t id, int ms)
 	int64_t end = tl_now_ms() + ms;
 	size_t n;
 
-	while ((n = count_objects(id, IBC_OBJ_NONE, NULL)) &&
-	       tl_now_ms() < end)
+	while ((n = count_objects(id, IBC_OBJ_NONE, NULL)) && tl_now_ms() < end)
 		tl_sleep_ms(20);
 	return n;
 }
@@ -674,7 +672,8 @@ static void *worker_main(void *arg)
 			err = ibc_qp_destroy(qp);
 		if (err < 0) {
 			w->failed = err;
-			snprintf(w->why, sizeof(w->why), "%s", ibc_last_error());
+			snprintf(w->why, sizeof(w->why), "%s",
+				 ibc_last_error());
 		}
 	}
 	return NULL;
@@ -688,9 +687,8 @@ START_TEST(test_threads)
 
 	for (int t = 0; t < THREADS; t++) {
 		w[t] = (struct worker){ .cq = cq };
-		ck_assert_int_eq(pthread_create(&th[t], NULL, worker_main,
-						&w[t]),
-				 0);
+		ck_assert_int_eq(
+			pthread_create(&th[t], NULL, worker_main, &w[t]), 0);
 	}
 	for (int t = 0; t < THREADS; t++)
 		ck_assert_int_eq(pthread_join(th[t], NULL), 0);
@@ -709,8 +707,7 @@ START_TEST(test_kind_names)
 	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_MR), "MR");
 	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_CONTEXT), "context");
 	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_NONE), "none");
-	ck_assert_str_eq(ibc_obj_kind_str((enum ibc_obj_kind)1000),
-			 "unknown");
+	ck_assert_str_eq(ibc_obj_kind_str((enum ibc_obj_kind)1000), "unknown");
 }
 END_TEST
 

@@ -69,8 +69,8 @@ static void teardown(void)
  * log_path, its socket usable by every uid. */
 static void daemon_up(const char *conf)
 {
-	const char *args[] = { "--config",    cfg_path,	   "--socket-mode",
-			       "0666",	      "--log-level", "info",
+	const char *args[] = { "--config", cfg_path,	  "--socket-mode",
+			       "0666",	   "--log-level", "info",
 			       NULL };
 	char *top;
 	FILE *f;
@@ -146,14 +146,14 @@ static void checker_ok(struct ol_client *c)
 	ck_assert_int_eq(ol_adopt(c, fd, NULL), 0);
 }
 
-#define FAILS(call, err, words)                                            \
-	do {                                                               \
-		int f_ret_ = (call);                                       \
-		ck_assert_msg(f_ret_ == -(err), "%s: %d (%s), want %s",    \
-			      #call, f_ret_, ol_error, #err);              \
-		ck_assert_msg(strstr(ol_error, words),                     \
-			      "%s: the sentence \"%s\" lacks \"%s\"", #call, \
-			      ol_error, words);                            \
+#define FAILS(call, err, words)                                                \
+	do {                                                                   \
+		int f_ret_ = (call);                                           \
+		ck_assert_msg(f_ret_ == -(err), "%s: %d (%s), want %s", #call, \
+			      f_ret_, ol_error, #err);                         \
+		ck_assert_msg(strstr(ol_error, words),                         \
+			      "%s: the sentence \"%s\" lacks \"%s\"", #call,   \
+			      ol_error, words);                                \
 	} while (0)
 
 /* Objects @c sees of @client (all when 0). */
@@ -198,8 +198,9 @@ static void assert_clean(struct ol_client *chk)
 	wait_gone(chk, 0);
 	OK(ol_domain(chk, chk->domain, &used, &unacc));
 	ck_assert_uint_eq(unacc, 0);
-	ck_assert_msg(used == unacc, "domain %s: %u objects charged, %u "
-				     "unaccounted",
+	ck_assert_msg(used == unacc,
+		      "domain %s: %u objects charged, %u "
+		      "unaccounted",
 		      chk->domain, used, unacc);
 	ol_close(chk);
 	n = tl_daemon_settle(&D, TL_WAIT_MS, &clients);
@@ -312,8 +313,7 @@ START_TEST(test_constructors)
 	/* What the broker refuses itself. */
 	FAILS(ol_qp(&c, cq.id, 987654, 0, NULL), ENOENT,
 	      "not one of this session's");
-	FAILS(ol_create(&c, IBC_OBJ_NONE, NULL, 0, &a, NULL), EINVAL,
-	      "kind 0");
+	FAILS(ol_create(&c, IBC_OBJ_NONE, NULL, 0, &a, NULL), EINVAL, "kind 0");
 	FAILS(ol_create(&c, IBC_OBJ_CONTEXT, NULL, 0, &a, NULL), EINVAL,
 	      "kind 13");
 	FAILS(ol_create(&c, 99, NULL, 0, &a, NULL), EINVAL, "kind 99");
@@ -780,8 +780,9 @@ START_TEST(test_kill_storm)
 	struct tl_rng r;
 	int n_dead;
 
-	fprintf(stderr, "check_objects_daemon: storm seed 0x%llx "
-			"(OBJ_STORM_SEED)\n",
+	fprintf(stderr,
+		"check_objects_daemon: storm seed 0x%llx "
+		"(OBJ_STORM_SEED)\n",
 		(unsigned long long)seed);
 	tl_rng_seed(&r, seed);
 	daemon_up(NULL);
@@ -797,8 +798,9 @@ START_TEST(test_kill_storm)
 	wait_gone(&chk, 0);
 	/* The storm hit clients that held objects. */
 	n_dead = log_count("is gone: destroying");
-	fprintf(stderr, "check_objects_daemon: %d of %d killed clients held "
-			"objects\n",
+	fprintf(stderr,
+		"check_objects_daemon: %d of %d killed clients held "
+		"objects\n",
 		n_dead, STORM_KILLS);
 	ck_assert_int_ge(n_dead, STORM_KILLS / 4);
 	assert_clean(&chk);
@@ -849,9 +851,10 @@ START_TEST(test_cleanup_1000)
 	gone_ms = tl_now_ms() - t0;
 	/* Figures for the record, not limits: the daemon's own (death to
 	 * the last destroy) and the listing's, which polls. */
-	fprintf(stderr, "check_objects_daemon: 1000 objects made in %lld ms, "
-			"listed as gone %lld ms after the kill; the daemon: "
-			"%s\n",
+	fprintf(stderr,
+		"check_objects_daemon: 1000 objects made in %lld ms, "
+		"listed as gone %lld ms after the kill; the daemon: "
+		"%s\n",
 		(long long)made_ms, (long long)gone_ms,
 		log_line("1000 objects destroyed in"));
 	ck_assert_int_ge(log_count("is gone: destroying its 1000 objects"), 1);

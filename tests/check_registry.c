@@ -135,9 +135,8 @@ START_TEST(test_seqpacket_cut)
 	char buf[8];
 	int sv[2];
 
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
-				    sv),
-			 0);
+	ck_assert_int_eq(
+		socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 	ck_assert_int_eq(send(sv[1], "a", 1, MSG_NOSIGNAL), 1);
 	ck_assert_int_eq(shutdown(sv[0], SHUT_RD), 0);
 	errno = 0;
@@ -236,7 +235,8 @@ START_TEST(test_slices)
 	before = reg->n_objs;
 	ck_assert_uint_eq(before, 1000);
 	while (reg->n_objs) {
-		event_base_loop(sl_srv.core.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		event_base_loop(sl_srv.core.base,
+				EVLOOP_ONCE | EVLOOP_NONBLOCK);
 		ck_assert_msg(before - reg->n_objs <= OBJ_SLICE,
 			      "%u destroyed in one turn", before - reg->n_objs);
 		before = reg->n_objs;
@@ -306,7 +306,8 @@ START_TEST(test_stuck)
 	/* Nothing runs any more. */
 	n_seen = 0;
 	for (int i = 0; i < 50; i++)
-		event_base_loop(sl_srv.core.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		event_base_loop(sl_srv.core.base,
+				EVLOOP_ONCE | EVLOOP_NONBLOCK);
 	ck_assert_uint_eq(n_seen, 0);
 }
 END_TEST
@@ -328,8 +329,8 @@ START_TEST(test_einval_stuck)
 
 	OK(ol_cq(c, 4, &cq));
 	sl_srv.core.devices.dev[0].broker_objects = false;
-	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
-			  IBC_OBJ_QP, NULL, 0, NULL, cq.handle, &qp));
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK, IBC_OBJ_QP,
+			  NULL, 0, NULL, cq.handle, &qp));
 	sl_kill(0);
 	run_cleanup(0, 5000);
 	ow = sl_owner(0);
@@ -350,7 +351,8 @@ START_TEST(test_einval_stuck)
 	/* Nothing runs any more. */
 	n_seen = 0;
 	for (int i = 0; i < 50; i++)
-		event_base_loop(sl_srv.core.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		event_base_loop(sl_srv.core.base,
+				EVLOOP_ONCE | EVLOOP_NONBLOCK);
 	ck_assert_uint_eq(n_seen, 0);
 	ck_assert_int_eq(sl_log_count("is kept"), 1);
 }
@@ -441,8 +443,8 @@ static int slot_destroy(struct core *s, struct obj *o, void *data,
 {
 	(void)s;
 	++*(unsigned int *)data;
-	return o->ctx->dev->ctx_ops->obj_destroy(o->ctx->dc, o->kind,
-						 o->handle, why);
+	return o->ctx->dev->ctx_ops->obj_destroy(o->ctx->dc, o->kind, o->handle,
+						 why);
 }
 
 /* Two families destroy records of one kind they made: the cleanup asks
@@ -491,8 +493,8 @@ START_TEST(test_intents_unaccounted)
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 			  IBC_OBJ_QP, NULL, 0, NULL, 0, &i2));
 	/* Made with raw verbs: a handle the device does not know. */
-	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
-			  IBC_OBJ_PD, NULL, 0, NULL, 77, &t));
+	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK, IBC_OBJ_PD,
+			  NULL, 0, NULL, 77, &t));
 	ck_assert_uint_eq(t.handle, 77);
 	/* The CQ intent's kernel call ran: the device holds a CQ. */
 	x = TAILQ_FIRST(&TAILQ_FIRST(&sl_srv.core.domains)->ctxs);
@@ -584,8 +586,8 @@ END_TEST
 
 /* XrcdOpenRequest for @name with @oflags in @c's context: the object id, or
  * -errno. */
-static int xrcd_open_own(struct ol_client *c, const char *name,
-			 uint32_t oflags, bool own, uint64_t *ret_id)
+static int xrcd_open_own(struct ol_client *c, const char *name, uint32_t oflags,
+			 bool own, uint64_t *ret_id)
 {
 	Rdmab__XrcdOpenRequest xo = RDMAB__XRCD_OPEN_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -1146,7 +1148,8 @@ static void run_until_n_objs(unsigned int n, int ms)
 	int64_t deadline = tl_now_ms() + ms;
 
 	while (sl_srv.core.registry->n_objs != n && tl_now_ms() < deadline)
-		event_base_loop(sl_srv.core.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		event_base_loop(sl_srv.core.base,
+				EVLOOP_ONCE | EVLOOP_NONBLOCK);
 }
 
 /* Run the loop until no owner is left, at most @ms. */
@@ -1156,7 +1159,8 @@ static void run_until_no_owner(int ms)
 
 	while (!TAILQ_EMPTY(&sl_srv.core.registry->owners) &&
 	       tl_now_ms() < deadline)
-		event_base_loop(sl_srv.core.base, EVLOOP_ONCE | EVLOOP_NONBLOCK);
+		event_base_loop(sl_srv.core.base,
+				EVLOOP_ONCE | EVLOOP_NONBLOCK);
 }
 
 /*

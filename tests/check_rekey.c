@@ -169,8 +169,8 @@ static void wait_event(struct ibc_client *cl, struct seen *s, int type)
 }
 
 /* Wait until domain lab has @contexts contexts and @objects charged. */
-static struct ibc_domain_info wait_lab(struct ibc_client *cl,
-				       uint32_t contexts, uint32_t objects)
+static struct ibc_domain_info wait_lab(struct ibc_client *cl, uint32_t contexts,
+				       uint32_t objects)
 {
 	int64_t deadline = tl_now_ms() + 5000;
 	struct ibc_domain_info d;
@@ -185,8 +185,8 @@ static struct ibc_domain_info wait_lab(struct ibc_client *cl,
 	ck_assert_msg(d.contexts == contexts && d.used.objects == objects,
 		      "lab: %u contexts (%u old), %u objects (%u "
 		      "unaccounted); want %u and %u",
-		      d.contexts, d.old_contexts, d.used.objects,
-		      d.unaccounted, contexts, objects);
+		      d.contexts, d.old_contexts, d.used.objects, d.unaccounted,
+		      contexts, objects);
 	return d;
 }
 
@@ -268,8 +268,8 @@ START_TEST(test_members_reopen)
 	/* a dispatches: its copy of the old context is closed. */
 	wait_event(t->a, &t->sa, IBC_EVENT_DOMAIN_REKEYED);
 	ck_assert_uint_eq(t->sa.last_id[IBC_EVENT_DOMAIN_REKEYED], old);
-	ck_assert_ptr_nonnull(strstr(t->sa.last_msg[IBC_EVENT_DOMAIN_REKEYED],
-				     "lab"));
+	ck_assert_ptr_nonnull(
+		strstr(t->sa.last_msg[IBC_EVENT_DOMAIN_REKEYED], "lab"));
 	ck_assert_int_eq(ibc_cq_create(t->xa, 8, &cq), -ESTALE);
 	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "rekey"));
 	{
@@ -390,8 +390,7 @@ START_TEST(test_destroy_during_rekey)
 		ck_assert_msg(ibc_admin_domain_rekey(c, "lab", 0) == 0, "%s",
 			      ibc_last_error());
 		memset(&sa, 0, sizeof(sa));
-		ck_assert_int_eq(pthread_create(&t, NULL, race_destroy, &r),
-				 0);
+		ck_assert_int_eq(pthread_create(&t, NULL, race_destroy, &r), 0);
 		wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
 		ck_assert_int_eq(pthread_join(t, NULL), 0);
 		ck_assert_msg(r.err == 0, "destroy: %s", strerror(-r.err));
@@ -453,15 +452,13 @@ START_TEST(test_create_during_rekey)
 		pthread_t t;
 
 		memset(&sa, 0, sizeof(sa));
-		ck_assert_int_eq(pthread_create(&t, NULL, race_create, &r),
-				 0);
+		ck_assert_int_eq(pthread_create(&t, NULL, race_create, &r), 0);
 		ck_assert_msg(ibc_admin_domain_rekey(c, "lab", 0) == 0, "%s",
 			      ibc_last_error());
 		wait_event(a, &sa, IBC_EVENT_DOMAIN_REKEYED);
 		__atomic_store_n(&r.done, 1, __ATOMIC_RELEASE);
 		ck_assert_int_eq(pthread_join(t, NULL), 0);
-		ck_assert_msg(r.err == 0, "round %d: %s", it,
-			      strerror(-r.err));
+		ck_assert_msg(r.err == 0, "round %d: %s", it, strerror(-r.err));
 		if (r.kept) {
 			errno = 0;
 			ck_assert_ptr_null(ibc_verbs_cq(r.kept));
@@ -548,8 +545,7 @@ static struct ibc_rss *make_rss(struct ibc_ctx *x)
  * --force destroys it, its holders told. */
 START_TEST(test_busy_and_force)
 {
-	struct ibc_dm_attr da = { .length = 4096,
-				  .flags = IBC_DM_PERSISTENT };
+	struct ibc_dm_attr da = { .length = 4096, .flags = IBC_DM_PERSISTENT };
 	struct members *t = members_join();
 	struct ibc_dm_info *dl;
 	struct ibc_domain_info d;
@@ -563,11 +559,11 @@ START_TEST(test_busy_and_force)
 		      ibc_last_error());
 	ck_assert_int_eq(ibc_dm_import(t->xb, ibc_dm_handle(dm), &imp), 0);
 	/* An MR keeps the forced free from happening at once. */
-	ck_assert_msg(ibc_reg_dm_mr(imp, 0, 4096,
-				    IBV_ACCESS_ZERO_BASED |
-					    IBV_ACCESS_LOCAL_WRITE,
-				    &mr) == 0,
-		      "%s", ibc_last_error());
+	ck_assert_msg(
+		ibc_reg_dm_mr(imp, 0, 4096,
+			      IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE,
+			      &mr) == 0,
+		"%s", ibc_last_error());
 	rss = make_rss(t->xb);
 	ck_assert_int_eq(ibc_admin_domain_rekey(t->c, "lab", 0), -EBUSY);
 	snprintf(want, sizeof(want), "DM %llu (persistent)",
@@ -725,9 +721,9 @@ START_TEST(test_evict_rekey)
 	struct ibc_cq *cq;
 
 	ck_assert_int_eq(ibc_client_info(t->b, &bi, sizeof(bi)), 0);
-	ck_assert_int_eq(ibc_admin_evict_ex(t->c, bi.client_id,
-					    IBC_EVICT_FORCE),
-			 -EINVAL);
+	ck_assert_int_eq(
+		ibc_admin_evict_ex(t->c, bi.client_id, IBC_EVICT_FORCE),
+		-EINVAL);
 	ck_assert_int_eq(ibc_admin_evict_ex(t->c, bi.client_id, 1u << 7),
 			 -EINVAL);
 	ck_assert_msg(ibc_admin_evict_ex(t->c, bi.client_id, IBC_EVICT_REKEY) ==
@@ -794,8 +790,7 @@ START_TEST(test_ctl)
 	snprintf(args, sizeof(args), "evict --rekey %llu",
 		 (unsigned long long)ai.client_id);
 	ck_assert_int_eq(ctl(out, sizeof(out), args), 0);
-	ck_assert_msg(strstr(out, "evicted and its domain rekeyed"), "%s",
-		      out);
+	ck_assert_msg(strstr(out, "evicted and its domain rekeyed"), "%s", out);
 	c = join(&sc, 0);
 	ck_assert_uint_eq(lab(c).rekeys, 3);
 	ibc_close(xa);
@@ -837,10 +832,9 @@ static void fork_on_event(struct ibc_client *cl, const struct ibc_event *ev,
 START_TEST(test_fork_in_callback)
 {
 	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-			     IBC_CONNECT_ATTR_TIMEOUT |
-			     IBC_CONNECT_ATTR_EVENT_CB |
-			     IBC_CONNECT_ATTR_DOMAIN,
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_TIMEOUT |
+			IBC_CONNECT_ATTR_EVENT_CB | IBC_CONNECT_ATTR_DOMAIN,
 		.socket_path = D.sock,
 		.timeout_ms = 20000,
 		.event_cb = fork_on_event,
@@ -1103,11 +1097,11 @@ START_TEST(test_broker_calls_during_rekey)
 		ck_assert_int_eq(pthread_join(t, NULL), 0);
 		ck_assert_msg(h.ret == 0, "%s: %s", held_names[c],
 			      ibc_last_error());
-		ck_assert_msg(!__atomic_load_n(&h.released_early,
-					       __ATOMIC_ACQUIRE),
-			      "%s: the rekey closed the context while the "
-			      "call waited for the broker",
-			      held_names[c]);
+		ck_assert_msg(
+			!__atomic_load_n(&h.released_early, __ATOMIC_ACQUIRE),
+			"%s: the rekey closed the context while the "
+			"call waited for the broker",
+			held_names[c]);
 		held_check_gone(&h);
 		ibc_close(h.x);
 		ibc_disconnect(cl);

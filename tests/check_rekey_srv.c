@@ -257,9 +257,7 @@ START_TEST(test_auto_rekey_refused)
 	for (int i = 0; i < 3; i++)
 		leave_intent(0);
 	ck_assert_int_eq(sl_log_count("no automatic rekey"), 1);
-	ck_assert_int_eq(sl_log_count("(persistent)") +
-				 sl_log_count("'s)"),
-			 1);
+	ck_assert_int_eq(sl_log_count("(persistent)") + sl_log_count("'s)"), 1);
 	d = TAILQ_FIRST(&sl_srv.core.domains);
 	ck_assert(!TAILQ_FIRST(&d->ctxs)->rekeyed);
 	ck_assert_uint_eq(d->rekeys, 0);
@@ -383,8 +381,8 @@ START_TEST(test_busy_many)
 	ck_assert_msg(strstr(ol_error, "(--force destroys them)"), "%s",
 		      ol_error);
 	len = strlen(ol_error);
-	ck_assert_msg(len > 4 && strcmp(ol_error + len - 4, " ...") == 0,
-		      "%s", ol_error);
+	ck_assert_msg(len > 4 && strcmp(ol_error + len - 4, " ...") == 0, "%s",
+		      ol_error);
 	ck_assert_msg(strstr(ol_error, "'s), DM "), "%s", ol_error);
 	OK(rekey(admin, admin->domain, true));
 	ck_assert_uint_eq(TAILQ_FIRST(&sl_srv.core.domains)->used.dm_bytes, 0);
@@ -411,12 +409,10 @@ START_TEST(test_config)
 	ck_assert_msg(config_load(path, true, &cfg, err, sizeof(err)) == 0,
 		      "%s", err);
 	ck_assert_uint_eq(cfg.defaults.auto_rekey_unaccounted, 5);
-	ck_assert_uint_eq(config_find_domain(&cfg, "a")->quota
-				  .auto_rekey_unaccounted,
-			  5);
-	ck_assert_uint_eq(config_find_domain(&cfg, "b")->quota
-				  .auto_rekey_unaccounted,
-			  0);
+	ck_assert_uint_eq(
+		config_find_domain(&cfg, "a")->quota.auto_rekey_unaccounted, 5);
+	ck_assert_uint_eq(
+		config_find_domain(&cfg, "b")->quota.auto_rekey_unaccounted, 0);
 	config_free(&cfg);
 	f = fopen(path, "w");
 	ck_assert_ptr_nonnull(f);
@@ -450,7 +446,8 @@ START_TEST(test_stale_ctx)
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
 			  IBC_OBJ_CQ, NULL, 0, NULL, 0, &i1));
 	OK(rekey(admin, admin->domain, false));
-	ck_assert(TAILQ_FIRST(&TAILQ_FIRST(&sl_srv.core.domains)->ctxs)->rekeyed);
+	ck_assert(
+		TAILQ_FIRST(&TAILQ_FIRST(&sl_srv.core.domains)->ctxs)->rekeyed);
 	for (size_t i = 0; i < sizeof(modes) / sizeof(modes[0]); i++) {
 		ck_assert_int_eq(ol_create_mode(c, modes[i], IBC_OBJ_CQ, NULL,
 						0, NULL, 0, &o),
@@ -482,7 +479,7 @@ START_TEST(test_import_quota)
 	struct domain *d;
 
 	srv_restart("[soft]\ninternal_objects_per_import = 3\n"
-		  "[defaults]\nobjects = 8\n");
+		    "[defaults]\nobjects = 8\n");
 	holder = sl_client(0, NULL, true);
 	d = TAILQ_FIRST(&sl_srv.core.domains);
 	ck_assert_uint_eq(d->used.objects, 1);
@@ -512,7 +509,7 @@ START_TEST(test_auto_rekey_stale)
 	struct domain *d;
 
 	srv_restart("[soft]\ninternal_objects_per_import = 1\n"
-		  "[defaults]\nauto_rekey_unaccounted = 2\n");
+		    "[defaults]\nauto_rekey_unaccounted = 2\n");
 	/* Counted as on verbs: not at once. */
 	sl_srv.core.devices.dev[0].broker_objects = false;
 	holder = sl_client(0, NULL, true);

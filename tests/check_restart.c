@@ -76,11 +76,12 @@ static void rig_start(struct rig *g)
 		fd = open(g->log, O_RDONLY | O_CLOEXEC);
 		if (fd >= 0)
 			fstat(fd, &st);
-		n = fd >= 0 ? pread(fd, buf, sizeof(buf) - 1,
-				    st.st_size > (off_t)sizeof(buf) - 1 ?
-					    st.st_size - (off_t)sizeof(buf) + 1 :
-					    0) :
-			      0;
+		n = fd >= 0 ?
+			    pread(fd, buf, sizeof(buf) - 1,
+				  st.st_size > (off_t)sizeof(buf) - 1 ?
+					  st.st_size - (off_t)sizeof(buf) + 1 :
+					  0) :
+			    0;
 		buf[n > 0 ? n : 0] = '\0';
 		if (fd >= 0)
 			close(fd);
@@ -91,9 +92,9 @@ static void rig_start(struct rig *g)
 /* A daemon under the fake systemd, with one client that opened soft0. */
 static bool rig_new(struct rig *g)
 {
-	struct fakesd_opts o = {.store_max =
-					rig_store_max ? rig_store_max : 4096,
-				.listen_name = "rdmabrokerd.socket"};
+	struct fakesd_opts o = { .store_max =
+					 rig_store_max ? rig_store_max : 4096,
+				 .listen_name = "rdmabrokerd.socket" };
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct ibc_ctx *x;
 	char name[256];
@@ -160,15 +161,15 @@ static int state_fd(struct rig *g)
 	return -1;
 }
 
-#define SKIP_WITHOUT_STATE(g)                                               \
-	do {                                                                \
-		if (!rig_new(g)) {                                          \
-			fprintf(stderr, "check_restart: the daemon keeps "  \
-					"no state in the fd store: "        \
-					"nothing to check\n");              \
-			rig_free(g);                                        \
-			return;                                             \
-		}                                                           \
+#define SKIP_WITHOUT_STATE(g)                                                  \
+	do {                                                                   \
+		if (!rig_new(g)) {                                             \
+			fprintf(stderr, "check_restart: the daemon keeps "     \
+					"no state in the fd store: "           \
+					"nothing to check\n");                 \
+			rig_free(g);                                           \
+			return;                                                \
+		}                                                              \
 	} while (0)
 
 /* SIGKILL and start again; the client's next request says whether its
@@ -333,7 +334,8 @@ START_TEST(planted_fds)
 	ck_assert_int_eq(write(m, "not a state", 11), 11);
 	for (size_t i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		/* One open file each: the store keeps a file once. */
-		int f = i == 1 ? dup(p[0]) : open(fdpath(m), O_RDWR | O_CLOEXEC);
+		int f = i == 1 ? dup(p[0]) :
+				 open(fdpath(m), O_RDWR | O_CLOEXEC);
 
 		ck_assert_int_ge(f, 0);
 		ck_assert_int_eq(fakesd_plant(g.sd, names[i], f), 0);
@@ -355,7 +357,8 @@ START_TEST(planted_fds)
 			break;
 		ck_assert_int_eq(fstat(fd, &a), 0);
 		ck_assert_int_eq(fstat(m, &b), 0);
-		ck_assert_msg(a.st_ino != b.st_ino || strcmp(name, "bogus") == 0,
+		ck_assert_msg(a.st_ino != b.st_ino ||
+				      strcmp(name, "bogus") == 0,
 			      "the daemon kept the planted memfd as %s", name);
 		close(fd);
 	}
@@ -412,9 +415,9 @@ static void wait_all_gone(struct rig *g)
 
 	do {
 		tl_sleep_ms(20);
-		ck_assert_int_eq(ibc_list_objects(g->cl, NULL, &o, sizeof(*o),
-						  &n_obj),
-				 0);
+		ck_assert_int_eq(
+			ibc_list_objects(g->cl, NULL, &o, sizeof(*o), &n_obj),
+			0);
 		ibc_list_free(o);
 		ck_assert_int_eq(ibc_list_dms(g->cl, &d, sizeof(*d), &n_dm), 0);
 		ibc_list_free(d);
@@ -455,11 +458,11 @@ END_TEST
  * destroyed since, or alive) is handed out again after it. */
 START_TEST(serials_never_reused)
 {
-	struct ibc_qp_attr qa = {.qp_type = IBV_QPT_RC,
-				 .cap = {.max_send_wr = 4,
-					 .max_recv_wr = 4,
-					 .max_send_sge = 1,
-					 .max_recv_sge = 1}};
+	struct ibc_qp_attr qa = { .qp_type = IBV_QPT_RC,
+				  .cap = { .max_send_wr = 4,
+					   .max_recv_wr = 4,
+					   .max_send_sge = 1,
+					   .max_recv_sge = 1 } };
 	static char buf[4096];
 	struct ibc_qp *qa_gone, *qb, *qc, *tgt, *tgt2;
 	struct ibc_mr *ma_gone, *mb, *mc;
@@ -585,7 +588,7 @@ END_TEST
 /* The domain with members (the rig's client's), as listed now. */
 static struct ibc_domain_info domain_now(struct rig *g)
 {
-	struct ibc_domain_info *d, r = {0};
+	struct ibc_domain_info *d, r = { 0 };
 	size_t n;
 	bool found = false;
 
@@ -799,9 +802,9 @@ static pid_t dm_mr_holder(struct rig *g, int *ret_go, int *ret_done)
 		c = ibc_ping(cl, NULL, 0) == 0 &&
 				    ibc_dm_read(dm, back, 0, sizeof(back)) ==
 					    0 &&
-				    !memcmp(back, bytes, sizeof(bytes))
-			    ? 'o'
-			    : 'x';
+				    !memcmp(back, bytes, sizeof(bytes)) ?
+			    'o' :
+			    'x';
 		if (write(up[1], &c, 1) != 1)
 			_exit(1);
 		pause();

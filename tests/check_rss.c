@@ -52,31 +52,31 @@ static const struct vec {
 	uint16_t sport, dport;
 	uint32_t h_ip, h_tcp;
 } vecs[] = {
-	{AF_INET, "66.9.149.187", "161.142.100.80", 2794, 1766, 0x323e8fc2,
-	 0x51ccc178},
-	{AF_INET, "199.92.111.2", "65.69.140.83", 14230, 4739, 0xd718262a,
-	 0xc626b0ea},
-	{AF_INET, "24.19.198.95", "12.22.207.184", 12898, 38024, 0xd2d0a5de,
-	 0x5c2b394a},
-	{AF_INET, "38.27.205.30", "209.142.163.6", 48228, 2217, 0x82989176,
-	 0xafc7327f},
-	{AF_INET, "153.39.163.191", "202.188.127.2", 44251, 1303, 0x5d1809c5,
-	 0x10e828a2},
-	{AF_INET6, "3ffe:2501:200:1fff::7", "3ffe:2501:200:3::1", 2794, 1766,
-	 0x2cc18cd5, 0x40207d3d},
-	{AF_INET6, "3ffe:501:8::260:97ff:fe40:efab", "ff02::1", 14230, 4739,
-	 0x0f0c461c, 0xdde51bbf},
-	{AF_INET6, "3ffe:1900:4545:3:200:f8ff:fe21:67cf",
-	 "fe80::200:f8ff:fe21:67cf", 44251, 38024, 0x4b61e985, 0x02d1feef},
+	{ AF_INET, "66.9.149.187", "161.142.100.80", 2794, 1766, 0x323e8fc2,
+	  0x51ccc178 },
+	{ AF_INET, "199.92.111.2", "65.69.140.83", 14230, 4739, 0xd718262a,
+	  0xc626b0ea },
+	{ AF_INET, "24.19.198.95", "12.22.207.184", 12898, 38024, 0xd2d0a5de,
+	  0x5c2b394a },
+	{ AF_INET, "38.27.205.30", "209.142.163.6", 48228, 2217, 0x82989176,
+	  0xafc7327f },
+	{ AF_INET, "153.39.163.191", "202.188.127.2", 44251, 1303, 0x5d1809c5,
+	  0x10e828a2 },
+	{ AF_INET6, "3ffe:2501:200:1fff::7", "3ffe:2501:200:3::1", 2794, 1766,
+	  0x2cc18cd5, 0x40207d3d },
+	{ AF_INET6, "3ffe:501:8::260:97ff:fe40:efab", "ff02::1", 14230, 4739,
+	  0x0f0c461c, 0xdde51bbf },
+	{ AF_INET6, "3ffe:1900:4545:3:200:f8ff:fe21:67cf",
+	  "fe80::200:f8ff:fe21:67cf", 44251, 38024, 0x4b61e985, 0x02d1feef },
 };
 #define N_VECS (sizeof(vecs) / sizeof(vecs[0]))
 
 static struct ibc_flow vec_flow(const struct vec *v)
 {
-	struct ibc_flow f = {.af = v->af,
-			     .src_port = v->sport,
-			     .dst_port = v->dport,
-			     .l4_proto = IPPROTO_TCP};
+	struct ibc_flow f = { .af = v->af,
+			      .src_port = v->sport,
+			      .dst_port = v->dport,
+			      .l4_proto = IPPROTO_TCP };
 
 	ck_assert_int_eq(inet_pton(v->af, v->src, f.src_addr), 1);
 	ck_assert_int_eq(inet_pton(v->af, v->dst, f.dst_addr), 1);
@@ -126,11 +126,11 @@ END_TEST
 static struct rss_match match4(const char *addr, uint8_t plen, uint8_t l4,
 			       uint16_t port, uint16_t mask)
 {
-	struct rss_match m = {.af = AF_INET,
-			      .l4 = l4,
-			      .prefix_len = plen,
-			      .port = port,
-			      .port_mask = mask};
+	struct rss_match m = { .af = AF_INET,
+			       .l4 = l4,
+			       .prefix_len = plen,
+			       .port = port,
+			       .port_mask = mask };
 
 	ck_assert_int_eq(inet_pton(AF_INET, addr, m.addr), 1);
 	return m;
@@ -329,7 +329,7 @@ static struct ibc_rss_attr attr_v4tcp(const uint64_t *ids, uint32_t n,
 #if !CK_ROOT_PROGRAM
 START_TEST(lookup_vectors)
 {
-	uint64_t ids[4] = {make_wq(), make_wq(), make_wq(), make_wq()};
+	uint64_t ids[4] = { make_wq(), make_wq(), make_wq(), make_wq() };
 	struct ibc_rss_attr a = attr_v4tcp(ids, 4, 3);
 	struct ibc_rss *r4, *r6;
 	struct ibc_caps caps;
@@ -386,7 +386,7 @@ static int try_create(struct ibc_rss_attr *a, const char *want)
 #if !CK_ROOT_PROGRAM
 START_TEST(create_rules)
 {
-	uint64_t ids[2] = {make_wq(), make_wq()};
+	uint64_t ids[2] = { make_wq(), make_wq() };
 	struct ibc_rss_attr a;
 
 	a = attr_v4tcp(ids, 2, 14);
@@ -415,13 +415,13 @@ START_TEST(create_rules)
 	ck_assert_int_eq(try_create(&a, "no port 2"), -EINVAL);
 	{
 		/* More WQs than a 2-entry table has entries. */
-		uint64_t three[3] = {ids[0], ids[1], make_wq()};
+		uint64_t three[3] = { ids[0], ids[1], make_wq() };
 
 		a = attr_v4tcp(three, 3, 1);
 		ck_assert_int_eq(try_create(&a, "3 WQs"), -EINVAL);
 	}
 	{
-		uint64_t bad[2] = {ids[0], 999999};
+		uint64_t bad[2] = { ids[0], 999999 };
 
 		a = attr_v4tcp(bad, 2, 1);
 		ck_assert_int_eq(try_create(&a, "not a WQ"), -EINVAL);
@@ -454,7 +454,7 @@ END_TEST
 #if !CK_ROOT_PROGRAM
 START_TEST(quota)
 {
-	uint64_t ids[1] = {make_wq()};
+	uint64_t ids[1] = { make_wq() };
 	struct ibc_rss_attr a = attr_v4tcp(ids, 1, 0);
 	struct ibc_rss *r1, *r2, *r3;
 
@@ -556,7 +556,8 @@ static bool wq_listed(uint64_t id)
 START_TEST(three_processes_one_dies)
 {
 	struct ibc_connect_attr ca = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
 		.event_cb = on_event,
 	};
 	struct ibc_client *e;
@@ -680,7 +681,8 @@ static void many_wqs_child(int fd)
 START_TEST(wq_owner_of_many_dies)
 {
 	struct ibc_connect_attr ca = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
 		.event_cb = on_many_event,
 	};
 	static uint64_t ids[MANY_WQS], mixed[MANY_WQS];
@@ -724,9 +726,8 @@ START_TEST(wq_owner_of_many_dies)
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	/* The owner reads all along, until both tables are told or the
 	 * connection ends. */
-	for (int i = 0; i < 3000 && err >= 0 &&
-			(!many_rebuilt || !many_destroyed);
-	     i++) {
+	for (int i = 0;
+	     i < 3000 && err >= 0 && (!many_rebuilt || !many_destroyed); i++) {
 		struct pollfd pf = { .fd = ibc_get_fd(e), .events = POLLIN };
 
 		poll(&pf, 1, 10);
@@ -802,7 +803,8 @@ START_TEST(soft_records_order)
 	struct device_config cfg = { .soft_max_dm_size = 4096 };
 	static struct device_list list;
 	struct obj_spec cq = { .kind = IBC_OBJ_CQ, .attr = { .cqe = 16 } };
-	struct obj_spec wq = { .kind = IBC_OBJ_WQ, .used = 1,
+	struct obj_spec wq = { .kind = IBC_OBJ_WQ,
+			       .used = 1,
 			       .attr = { .max_wr = 16, .max_sge = 1 } };
 	struct rss_spec rs = { .port_num = 1, .n_wqs = 1 };
 	struct why why;
@@ -812,8 +814,7 @@ START_TEST(soft_records_order)
 	uint32_t bogus = 0;
 
 	ck_assert_int_eq(device_soft_probe(&cfg, &list), 0);
-	ck_assert_int_eq(soft_objs_init(&o, list.dev[0].priv, &list.dev[0]),
-			 0);
+	ck_assert_int_eq(soft_objs_init(&o, list.dev[0].priv, &list.dev[0]), 0);
 	ck_assert_int_eq(soft_objs_create(&o, &cq, &m_cq, &why), 0);
 	wq.uses[0] = m_cq.handle;
 	ck_assert_int_eq(soft_objs_create(&o, &wq, &m_wq, &why), 0);
@@ -828,20 +829,18 @@ START_TEST(soft_records_order)
 	ck_assert_int_eq(soft_objs_rss_create(&o, &rs, &made, &why), 0);
 	ck_assert_int_eq(soft_objs_destroy(&o, IBC_OBJ_WQ, m_wq.handle, &why),
 			 -EBUSY);
-	ck_assert_int_eq(soft_objs_rss_destroy(&o, &made, IBC_OBJ_RWQ_IND_TBL,
-					       &why),
-			 -EBUSY);
+	ck_assert_int_eq(
+		soft_objs_rss_destroy(&o, &made, IBC_OBJ_RWQ_IND_TBL, &why),
+		-EBUSY);
 	ck_assert_int_eq(soft_objs_rss_destroy(&o, &made, IBC_OBJ_QP, &why),
 			 -EBUSY);
 	ck_assert_int_eq(soft_objs_rss_destroy(&o, &made, IBC_OBJ_FLOW, &why),
 			 0);
-	ck_assert_int_eq(soft_objs_rss_destroy(&o, &made, IBC_OBJ_QP, &why),
-			 0);
+	ck_assert_int_eq(soft_objs_rss_destroy(&o, &made, IBC_OBJ_QP, &why), 0);
 	ck_assert_int_eq(soft_objs_destroy(&o, IBC_OBJ_WQ, m_wq.handle, &why),
 			 -EBUSY);
-	ck_assert_int_eq(soft_objs_rss_destroy(&o, &made, IBC_OBJ_RWQ_IND_TBL,
-					       &why),
-			 0);
+	ck_assert_int_eq(
+		soft_objs_rss_destroy(&o, &made, IBC_OBJ_RWQ_IND_TBL, &why), 0);
 	ck_assert_int_eq(soft_objs_destroy(&o, IBC_OBJ_WQ, m_wq.handle, &why),
 			 0);
 	soft_objs_fini(&o);
@@ -851,7 +850,7 @@ END_TEST
 
 START_TEST(wrong_order)
 {
-	uint64_t ids[1] = {make_wq()};
+	uint64_t ids[1] = { make_wq() };
 	struct ibc_rss_attr a = attr_v4tcp(ids, 1, 0);
 	struct ibc_rss *r;
 

@@ -41,8 +41,7 @@ static void srv_setup(void)
 }
 
 /* An RSS object of @c over @n WQs @ids: its id. */
-static uint64_t rss_create(struct ol_client *c, const uint64_t *ids,
-			   size_t n)
+static uint64_t rss_create(struct ol_client *c, const uint64_t *ids, size_t n)
 {
 	uint64_t id;
 
@@ -239,10 +238,10 @@ START_TEST(test_part_gone_behind_back)
 	TAILQ_FOREACH(o, &sl_srv.core.registry->objs, link) {
 		if (o->kind != IBC_OBJ_FLOW || !o->slot[FAMILY_RSS].p)
 			continue;
-		ck_assert_int_eq(o->ctx->dev->ctx_ops->obj_destroy(
-					 o->ctx->dc, IBC_OBJ_FLOW, o->handle,
-					 &why),
-				 0);
+		ck_assert_int_eq(
+			o->ctx->dev->ctx_ops->obj_destroy(
+				o->ctx->dc, IBC_OBJ_FLOW, o->handle, &why),
+			0);
 		pool = domain_pool(o->ctx->domain);
 		found = true;
 	}

@@ -58,8 +58,7 @@ static void make_dir(char *buf, size_t size, const char *name, mode_t mode)
 /* Spawn the daemon on sock_path and rt_path, stderr to log_path. */
 static pid_t spawn(const char *const *args)
 {
-	pid_t pid = tl_daemon_spawn_logged(rt_path, sock_path, args,
-					   log_path);
+	pid_t pid = tl_daemon_spawn_logged(rt_path, sock_path, args, log_path);
 
 	ck_assert_int_gt(pid, 0);
 	return pid;
@@ -178,8 +177,7 @@ START_TEST(test_socket_made_whole)
 	in = inotify_init1(IN_NONBLOCK | IN_CLOEXEC);
 	ck_assert_int_ge(in, 0);
 	ck_assert_int_ge(inotify_add_watch(in, D.dir,
-					   IN_CREATE | IN_MOVED_TO |
-						   IN_ATTRIB),
+					   IN_CREATE | IN_MOVED_TO | IN_ATTRIB),
 			 0);
 	start(args);
 	while ((n = read(in, buf, sizeof(buf))) > 0) {
@@ -291,8 +289,7 @@ START_TEST(test_runtime_dir_refused)
 {
 	snprintf(rt_path, sizeof(rt_path), "%s/no/rt", D.dir);
 	assert_refused(spawn(NULL), "cannot make the runtime directory");
-	ck_assert_int_eq(tl_count_in_file(log_path,
-					  "(its parent must exist)"),
+	ck_assert_int_eq(tl_count_in_file(log_path, "(its parent must exist)"),
 			 1);
 	make_dir(rt_path, sizeof(rt_path), "open", 0777);
 	assert_refused(spawn(NULL), "writable by its owner only");

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * Unaccounted objects counted exactly (daemon/registry/unaccounted.c), on the soft
- * device with the verbs path's window ([soft] intent_window) and
+ * Unaccounted objects counted exactly (daemon/registry/unaccounted.c), on the
+ * soft device with the verbs path's window ([soft] intent_window) and
  * provider-internal records per import ([soft]
  * internal_objects_per_import): a client stopped and killed inside the
  * window (IBC_TEST_SOFT_STOP) leaves 1 when its kernel call ran and 0 when
@@ -334,8 +334,8 @@ START_TEST(test_internal_objects)
 		wait_child_ok(pid);
 		d = settle(1);
 		ck_assert_uint_eq(d.kernel_objects, 1 + 3);
-		ck_assert_msg(d.unaccounted == 0, "end %d: %u unaccounted",
-			      end, d.unaccounted);
+		ck_assert_msg(d.unaccounted == 0, "end %d: %u unaccounted", end,
+			      d.unaccounted);
 		ck_assert_uint_eq(d.used.objects, 1);
 	}
 	/* One that is killed holding the context leaves its three. */

@@ -98,9 +98,10 @@ START_TEST(test_text_is_control)
 	static const uint32_t ctl[] = { 0,	0x1b,	0x1f,	0x7f,	0x80,
 					0x9b,	0x9f,	0x2028, 0x2029, 0x202a,
 					0x202e, 0x2066, 0x2069 };
-	static const uint32_t ok[] = { ' ',    '~',    0xa0,   0xe9,
-				       0x2027, 0x202f, 0x2065, 0x206a,
-				       0xfffd, 0x1f600 };
+	static const uint32_t ok[] = {
+		' ',	'~',	0xa0,	0xe9,	0x2027,
+		0x202f, 0x2065, 0x206a, 0xfffd, 0x1f600
+	};
 
 	for (size_t i = 0; i < sizeof(ctl) / sizeof(ctl[0]); i++)
 		ck_assert_msg(text_is_control(ctl[i]), "U+%04X",
@@ -178,10 +179,9 @@ START_TEST(test_text_escape_any_bytes)
 			in[1] = (char)b;
 			in[2] = '\0';
 			text_escape(out, sizeof(out), in);
-			ck_assert_msg(tl_text_safe(out, strlen(out), NULL,
-						   &off),
-				      "%02x %02x: byte %zu of the escape", a, b,
-				      off);
+			ck_assert_msg(
+				tl_text_safe(out, strlen(out), NULL, &off),
+				"%02x %02x: byte %zu of the escape", a, b, off);
 		}
 	}
 	tl_rng_seed(&rng, 7);

@@ -21,9 +21,8 @@ static int sv[2];
 
 static void pair_setup(void)
 {
-	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
-				    sv),
-			 0);
+	ck_assert_int_eq(
+		socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
 }
 
 static void pair_teardown(void)
@@ -205,9 +204,9 @@ START_TEST(test_recv_foreign_cmsg)
 	struct wire_fds got;
 	int one = 1, fds[2], before;
 
-	ck_assert_int_eq(setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one,
-				    sizeof(one)),
-			 0);
+	ck_assert_int_eq(
+		setsockopt(sv[1], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)),
+		0);
 	make_fds(fds, 2);
 	before = tl_count_fds(0);
 	ck_assert_int_eq(wire_send(sv[0], "abc", 3, fds, 2, 0), 0);
@@ -308,9 +307,9 @@ START_TEST(test_send_oversize)
 	ck_assert_int_eq(tl_count_fds(0), before);
 
 	/* Exactly the limit, with the most descriptors, goes through. */
-	ck_assert_int_eq(wire_send(sv[0], big, WIRE_MAX_PACKET, fds,
-				   WIRE_MAX_FDS, 0),
-			 0);
+	ck_assert_int_eq(
+		wire_send(sv[0], big, WIRE_MAX_PACKET, fds, WIRE_MAX_FDS, 0),
+		0);
 	ck_assert_int_eq(wire_recv(sv[1], in, sizeof(in), &got, 0),
 			 WIRE_MAX_PACKET);
 	ck_assert_uint_eq(got.n, WIRE_MAX_FDS);
@@ -333,9 +332,8 @@ START_TEST(test_eagain)
 	ck_assert_int_eq(wire_recv(sv[1], buf, sizeof(buf), &got, MSG_DONTWAIT),
 			 -EAGAIN);
 	ck_assert_uint_eq(got.n, 0);
-	ck_assert_int_eq(fcntl(sv[1], F_SETFL,
-			       fcntl(sv[1], F_GETFL) | O_NONBLOCK),
-			 0);
+	ck_assert_int_eq(
+		fcntl(sv[1], F_SETFL, fcntl(sv[1], F_GETFL) | O_NONBLOCK), 0);
 	ck_assert_int_eq(wire_recv(sv[1], buf, sizeof(buf), &got, 0), -EAGAIN);
 	ck_assert_int_eq(tl_count_fds(0), before);
 
@@ -380,8 +378,7 @@ START_TEST(test_eof)
 	wire_fds_close(&got);
 	ck_assert_int_eq(wire_recv(sv[1], buf, sizeof(buf), &got, 0), 0);
 	ck_assert_uint_eq(got.n, 0);
-	ck_assert_int_eq(wire_recv(sv[1], buf, sizeof(buf), &got,
-				   MSG_DONTWAIT),
+	ck_assert_int_eq(wire_recv(sv[1], buf, sizeof(buf), &got, MSG_DONTWAIT),
 			 0);
 	ck_assert_int_eq(tl_count_fds(0), before - 1);
 	close_fds(fds, 1);
@@ -406,18 +403,15 @@ START_TEST(test_reset_then_queued)
 	ck_assert_int_eq(wire_send(sv[0], "last word", 9, fds, 1, 0), 0);
 	close(sv[0]);
 	sv[0] = -1;
-	ck_assert_int_eq(wire_recv(sv[1], buf, sizeof(buf), &got,
-				   MSG_DONTWAIT),
+	ck_assert_int_eq(wire_recv(sv[1], buf, sizeof(buf), &got, MSG_DONTWAIT),
 			 -ECONNRESET);
 	ck_assert_uint_eq(got.n, 0);
-	ck_assert_int_eq(wire_recv(sv[1], buf, sizeof(buf), &got,
-				   MSG_DONTWAIT),
+	ck_assert_int_eq(wire_recv(sv[1], buf, sizeof(buf), &got, MSG_DONTWAIT),
 			 9);
 	ck_assert_mem_eq(buf, "last word", 9);
 	ck_assert_uint_eq(got.n, 1);
 	wire_fds_close(&got);
-	ck_assert_int_eq(wire_recv(sv[1], buf, sizeof(buf), &got,
-				   MSG_DONTWAIT),
+	ck_assert_int_eq(wire_recv(sv[1], buf, sizeof(buf), &got, MSG_DONTWAIT),
 			 0);
 	ck_assert_int_eq(tl_count_fds(0), before - 1);
 	close_fds(fds, 1);
@@ -543,8 +537,8 @@ START_TEST(test_arena_refuses_over_limit_decode)
 
 	/* ...and the arena is whole again after the failure. */
 	len = pack_empty_devices(buf, 4);
-	ck_assert_ptr_nonnull(rdmab__hello_reply__unpack(&a.allocator, len,
-							 buf));
+	ck_assert_ptr_nonnull(
+		rdmab__hello_reply__unpack(&a.allocator, len, buf));
 	wire_arena_reset(&a);
 
 	/* Unknown fields cost memory too: a Request (what the daemon
@@ -630,9 +624,9 @@ START_TEST(test_peek_reply)
 	ck_assert_uint_eq(wire_peek_reply(b.p, b.len, &r, &rlen), 7);
 	b.p[1]++;
 	ck_assert_uint_eq(wire_peek_reply(b.p, b.len, &r, &rlen), 0);
-	ck_assert_uint_eq(wire_peek_reply((const uint8_t *)"\xff\xff\xff", 3,
-					  &r, &rlen),
-			  0);
+	ck_assert_uint_eq(
+		wire_peek_reply((const uint8_t *)"\xff\xff\xff", 3, &r, &rlen),
+		0);
 	ck_assert_uint_eq(wire_peek_reply(NULL, 0, &r, &rlen), 0);
 	tl_buf_free(&b);
 	tl_buf_free(&h);
@@ -646,9 +640,10 @@ struct caps_limit {
 };
 
 #define CAPS_LIMIT_ENTRY(name, type, fmt)                                      \
-	{#name,                                                                \
-	 sizeof(type) == 8 ? PROTOBUF_C_TYPE_UINT64 : PROTOBUF_C_TYPE_UINT32},
-static const struct caps_limit caps_limits[] = {CAPS_LIMITS(CAPS_LIMIT_ENTRY)};
+	{ #name, sizeof(type) == 8 ? PROTOBUF_C_TYPE_UINT64 :                  \
+				     PROTOBUF_C_TYPE_UINT32 },
+static const struct caps_limit caps_limits[] = { CAPS_LIMITS(
+	CAPS_LIMIT_ENTRY) };
 #undef CAPS_LIMIT_ENTRY
 
 /* The .proto writes the limits out; the list must name every one of

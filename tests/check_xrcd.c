@@ -135,8 +135,7 @@ START_TEST(test_errnos)
 	ck_assert_ptr_nonnull(strstr(ibc_last_error(), "O_CREAT"));
 	/* O_EXCL needs O_CREAT; other flags are refused. */
 	ck_assert_int_eq(ibc_xrcd_open(x, "n", O_EXCL, &a), -EINVAL);
-	ck_assert_int_eq(ibc_xrcd_open(x, "n", O_CREAT | O_TRUNC, &a),
-			 -EINVAL);
+	ck_assert_int_eq(ibc_xrcd_open(x, "n", O_CREAT | O_TRUNC, &a), -EINVAL);
 	ck_assert_int_eq(ibc_xrcd_open(x, "n", O_CREAT | O_EXCL, &a), 0);
 	ck_assert_int_eq(ibc_xrcd_open(x, "n", O_CREAT | O_EXCL, &z), -EEXIST);
 	ck_assert_ptr_null(z);
@@ -169,8 +168,8 @@ END_TEST
 START_TEST(test_hostile_names)
 {
 	static const char *const bad[] = {
-		"", ".", "..", "a/b", "/etc/passwd", "../escape", "x\n",
-		"tab\there", "\x7f", "\x1b[31m",
+		"",	     ".",   "..",	 "a/b",	 "/etc/passwd",
+		"../escape", "x\n", "tab\there", "\x7f", "\x1b[31m",
 	};
 	char path[PATH_MAX], target[PATH_MAX];
 	struct ibc_client *cl;
@@ -321,7 +320,10 @@ static void race(int oflags, int *ret_ok, int *ret_exist, uint64_t *inos)
 		pids[i] = fork();
 		ck_assert_int_ge(pids[i], 0);
 		if (pids[i] == 0) {
-			struct { int ret; uint64_t ino; } out = { 0, 0 };
+			struct {
+				int ret;
+				uint64_t ino;
+			} out = { 0, 0 };
 			struct ibc_client *cl;
 			struct ibc_ctx *x;
 			struct ibc_xrcd *xr;
@@ -345,7 +347,10 @@ static void race(int oflags, int *ret_ok, int *ret_exist, uint64_t *inos)
 	close(go[0]);
 	*ret_ok = *ret_exist = 0;
 	for (int i = 0; i < N; i++) {
-		struct { int ret; uint64_t ino; } out;
+		struct {
+			int ret;
+			uint64_t ino;
+		} out;
 
 		ck_assert_int_eq(read(res[0], &out, sizeof(out)), sizeof(out));
 		if (out.ret == 0)
@@ -669,9 +674,8 @@ START_TEST(test_killed_with_srqs)
 	ck_assert_uint_eq(count_objects(cl, IBC_OBJ_XRCD), 1);
 	kill(pid, SIGKILL);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
-	for (int i = 0; i < 200 && (count_files() ||
-				    count_objects(cl, IBC_OBJ_SRQ));
-	     i++)
+	for (int i = 0;
+	     i < 200 && (count_files() || count_objects(cl, IBC_OBJ_SRQ)); i++)
 		tl_sleep_ms(10);
 	ck_assert_uint_eq(count_objects(cl, IBC_OBJ_SRQ), 0);
 	ck_assert_uint_eq(count_objects(cl, IBC_OBJ_QP), 0);
@@ -748,7 +752,7 @@ START_TEST(test_list_abi)
 	struct {
 		struct ibc_xrcd_info i;
 		unsigned char tail[64];
-	} *big;
+	} * big;
 	struct ibc_xrcd_info *l;
 	struct ibc_client *cl;
 	struct ibc_ctx *x;
@@ -761,7 +765,8 @@ START_TEST(test_list_abi)
 					offsetof(struct ibc_xrcd_info, opens),
 					&n),
 			 -EINVAL);
-	ck_assert_int_eq(ibc_list_xrcds(cl, "abi", (struct ibc_xrcd_info **)&big,
+	ck_assert_int_eq(ibc_list_xrcds(cl, "abi",
+					(struct ibc_xrcd_info **)&big,
 					sizeof(*big), &n),
 			 0);
 	ck_assert_uint_eq(n, 1);
@@ -808,7 +813,7 @@ static void held_on(struct ibc_client *cl, const char *name, char *buf,
  */
 START_TEST(test_two_devices)
 {
-	struct ibv_srq_attr sa = {.max_wr = 16, .max_sge = 1};
+	struct ibv_srq_attr sa = { .max_wr = 16, .max_sge = 1 };
 	struct ibc_client *cl;
 	struct ibc_ctx *x0, *x1;
 	struct ibc_xrcd *a, *b, *a2;
@@ -919,18 +924,22 @@ END_TEST
 /* Names the rule refuses (common/xrcd/xrcd-name.h), as bytes that a C string
  * can carry: what ibc_xrcd_open() refuses before sending them. */
 static const char *const unprintable[] = {
-	"a\xc2\x9b[31m",   /* U+009B, CSI: C1 */
-	"a\xc2\x85",       /* U+0085, NEL: C1 */
-	"a\xe2\x80\xae" "b", /* U+202E, right-to-left override */
-	"\xe2\x81\xa6" "a", /* U+2066, left-to-right isolate */
-	"a\xe2\x80\xa8",   /* U+2028, line separator */
-	"a\xe2\x80\x8b" "b", /* U+200B, zero width space */
-	"\xef\xbb\xbf" "a", /* U+FEFF, byte order mark */
-	"a\xff",           /* not UTF-8 */
-	"a\x80",           /* a stray continuation byte */
-	"\xc0\xaf",        /* overlong '/' */
-	"\xed\xa0\x80",    /* a surrogate */
-	"a\xe2\x80",       /* cut short */
+	"a\xc2\x9b[31m", /* U+009B, CSI: C1 */
+	"a\xc2\x85",	 /* U+0085, NEL: C1 */
+	"a\xe2\x80\xae"
+	"b", /* U+202E, right-to-left override */
+	"\xe2\x81\xa6"
+	"a",		 /* U+2066, left-to-right isolate */
+	"a\xe2\x80\xa8", /* U+2028, line separator */
+	"a\xe2\x80\x8b"
+	"b", /* U+200B, zero width space */
+	"\xef\xbb\xbf"
+	"a",		/* U+FEFF, byte order mark */
+	"a\xff",	/* not UTF-8 */
+	"a\x80",	/* a stray continuation byte */
+	"\xc0\xaf",	/* overlong '/' */
+	"\xed\xa0\x80", /* a surrogate */
+	"a\xe2\x80",	/* cut short */
 };
 
 /* The library refuses each before sending it, with a sentence that shows
@@ -938,7 +947,10 @@ static const char *const unprintable[] = {
 START_TEST(test_name_rule)
 {
 	static const char *const good[] = {
-		"caf\xc3\xa9", "\xe5\x90\x8d\xe5\x89\x8d", "with space", "a-b_c.d",
+		"caf\xc3\xa9",
+		"\xe5\x90\x8d\xe5\x89\x8d",
+		"with space",
+		"a-b_c.d",
 	};
 	struct ibc_client *cl;
 	struct ibc_ctx *x;
@@ -1075,7 +1087,6 @@ START_TEST(test_name_wire)
 	ibc_disconnect(cl);
 }
 END_TEST
-
 
 static Suite *xrcd_suite(void)
 {

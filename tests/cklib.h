@@ -31,8 +31,9 @@ static inline void ck_require_root(const char *name)
 {
 	if (geteuid() == 0)
 		return;
-	fprintf(stderr, "%s: these tests need root (running as uid %u); "
-			"skipped\n",
+	fprintf(stderr,
+		"%s: these tests need root (running as uid %u); "
+		"skipped\n",
 		name, (unsigned int)geteuid());
 	exit(CK_EXIT_SKIP);
 }

@@ -259,8 +259,7 @@ int fb_answer_open(struct fb *fb, const char *device, int fd)
 {
 	uint64_t serial;
 
-	if (fb_expect(fb, RDMAB__REQUEST__BODY_OPEN_CONTEXT, &serial, NULL) <
-	    0)
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_OPEN_CONTEXT, &serial, NULL) < 0)
 		return -1;
 	return fb_reply_open(fb, serial, device, fd);
 }

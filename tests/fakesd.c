@@ -165,8 +165,8 @@ static void store_one(struct fakesd *sd, int fd, const char *name, bool poll_)
 		e->polled = true;
 }
 
-static void handle_message(struct fakesd *sd, char *buf, pid_t sender,
-			   int *fds, size_t nfds)
+static void handle_message(struct fakesd *sd, char *buf, pid_t sender, int *fds,
+			   size_t nfds)
 {
 	const char *fdname = NULL;
 	bool fdstore = false, fdremove = false, fdpoll = true;
@@ -348,16 +348,16 @@ int fakesd_new(const struct fakesd_opts *opts, struct fakesd **ret)
 	pthread_cond_init(&sd->cv, NULL);
 	sd->addr.sun_family = AF_UNIX;
 	if ((size_t)snprintf(sd->addr.sun_path, sizeof(sd->addr.sun_path),
-			     "%s/notify", opts->dir) >=
-	    sizeof(sd->addr.sun_path)) {
+			     "%s/notify",
+			     opts->dir) >= sizeof(sd->addr.sun_path)) {
 		r = err_out(-ENAMETOOLONG, opts->dir);
 		goto fail;
 	}
 	/* systemd is the reaper of what its services leave: a re-executed
 	 * daemon's new process must be ours to wait for. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1);
-	sd->sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
-			  0);
+	sd->sock =
+		socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	sd->ep = epoll_create1(EPOLL_CLOEXEC);
 	sd->wake = eventfd(0, EFD_CLOEXEC);
 	if (sd->sock < 0 || sd->ep < 0 || sd->wake < 0) {
@@ -439,7 +439,7 @@ static void put_num(char *p, long v)
 static bool env_ours(const char *e)
 {
 	static const char *const keys[] = { "NOTIFY_SOCKET=", "LISTEN_FDS=",
-					    "LISTEN_PID=", "LISTEN_FDNAMES=",
+					    "LISTEN_PID=",    "LISTEN_FDNAMES=",
 					    "WATCHDOG_USEC=", "WATCHDOG_PID=" };
 
 	for (size_t i = 0; i < sizeof(keys) / sizeof(keys[0]); i++)
@@ -469,7 +469,7 @@ static void pass_order(struct fakesd *sd, size_t *idx)
 int fakesd_start(struct fakesd *sd, char *const argv[], const char *log_path)
 {
 	char **envp = NULL, *names = NULL, nfds_env[32], pid_env[32],
-		wd_env[48], wdpid_env[32], notify_env[128];
+	     wd_env[48], wdpid_env[32], notify_env[128];
 	size_t nenv = 0, nf = 0, *idx = NULL, namelen = 1, pos = 0;
 	int *src = NULL, logfd = -1, pidfd, r;
 	struct epoll_event ev = { .events = EPOLLIN };
@@ -527,8 +527,8 @@ int fakesd_start(struct fakesd *sd, char *const argv[], const char *log_path)
 		envp[nenv++] = wdpid_env;
 	}
 	if (log_path) {
-		logfd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-			     0600);
+		logfd = open(log_path,
+			     O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
 		if (logfd < 0) {
 			r = err_out(-errno, log_path);
 			goto out;

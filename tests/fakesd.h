@@ -83,16 +83,16 @@ int fakesd_store_get(struct fakesd *sd, size_t i, char *name, size_t len,
 int fakesd_plant(struct fakesd *sd, const char *name, int fd);
 /* Counters since fakesd_new(). */
 struct fakesd_stats {
-	unsigned int refused;	/* fds closed: over the bound, no FDSTORE=1,
-				 * not from the main process */
-	unsigned int dups;	/* fds already stored */
-	unsigned int hangups;	/* dropped on POLLHUP/POLLERR */
-	unsigned int removed;	/* by FDSTOREREMOVE=1 */
-	unsigned int foreign;	/* messages from another pid */
-	unsigned int watchdog;	/* WATCHDOG=1 */
+	unsigned int refused;  /* fds closed: over the bound, no FDSTORE=1,
+				* not from the main process */
+	unsigned int dups;     /* fds already stored */
+	unsigned int hangups;  /* dropped on POLLHUP/POLLERR */
+	unsigned int removed;  /* by FDSTOREREMOVE=1 */
+	unsigned int foreign;  /* messages from another pid */
+	unsigned int watchdog; /* WATCHDOG=1 */
 	unsigned int starts;
 	bool ready, stopping;
-	char status[256];	/* the last STATUS= */
+	char status[256]; /* the last STATUS= */
 };
 void fakesd_stats(struct fakesd *sd, struct fakesd_stats *ret);
 

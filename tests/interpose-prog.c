@@ -66,9 +66,10 @@ static struct {
 	__typeof__(&ibv_dereg_mr) dereg_mr;
 } v = {
 	ibv_get_device_list, ibv_free_device_list, ibv_open_device,
-	ibv_close_device, ibv_alloc_pd, ibv_dealloc_pd, ibv_create_cq,
-	ibv_destroy_cq, ibv_create_srq, ibv_destroy_srq, ibv_create_qp,
-	ibv_destroy_qp, ibv_reg_mr, ibv_dereg_mr,
+	ibv_close_device,    ibv_alloc_pd,	   ibv_dealloc_pd,
+	ibv_create_cq,	     ibv_destroy_cq,	   ibv_create_srq,
+	ibv_destroy_srq,     ibv_create_qp,	   ibv_destroy_qp,
+	ibv_reg_mr,	     ibv_dereg_mr,
 };
 
 static __attribute__((noreturn)) void die(const char *what, int err)
@@ -77,11 +78,11 @@ static __attribute__((noreturn)) void die(const char *what, int err)
 	exit(1);
 }
 
-#define RESOLVE(h, f)                                                        \
-	do {                                                                  \
-		v.f = dlvsym(h, "ibv_" #f, "IBVERBS_1.1");                    \
-		if (!v.f)                                                     \
-			die("dlvsym ibv_" #f, ENOENT);                        \
+#define RESOLVE(h, f)                                                          \
+	do {                                                                   \
+		v.f = dlvsym(h, "ibv_" #f, "IBVERBS_1.1");                     \
+		if (!v.f)                                                      \
+			die("dlvsym ibv_" #f, ENOENT);                         \
 	} while (0)
 
 static void resolve(void)
@@ -173,7 +174,9 @@ static const char *err_name(int err)
 static void pd_mode(struct ibv_context *ctx)
 {
 	struct ibv_qp_init_attr qa = {
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4, .max_send_sge = 1,
+		.cap = { .max_send_wr = 4,
+			 .max_recv_wr = 4,
+			 .max_send_sge = 1,
 			 .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
@@ -306,10 +309,13 @@ static void fork_mode(struct ibv_context *ctx)
 static void rss_mode(struct ibv_context *ctx)
 {
 	struct ibv_wq_init_attr wa = {
-		.wq_type = IBV_WQT_RQ, .max_wr = 16, .max_sge = 1,
+		.wq_type = IBV_WQT_RQ,
+		.max_wr = 16,
+		.max_sge = 1,
 	};
 	struct ibv_wq_attr rdy = {
-		.attr_mask = IBV_WQ_ATTR_STATE, .wq_state = IBV_WQS_RDY,
+		.attr_mask = IBV_WQ_ATTR_STATE,
+		.wq_state = IBV_WQS_RDY,
 	};
 	static uint8_t key[40] = { 0x6d, 0x5a, 0x56, 0xda, 0x25, 0x5b };
 	struct ibv_qp_init_attr_ex qa = {
@@ -331,8 +337,10 @@ static void rss_mode(struct ibv_context *ctx)
 		struct ibv_flow_spec_ipv4 ip;
 		struct ibv_flow_spec_tcp_udp udp;
 	} fa = {
-		.attr = { .type = IBV_FLOW_ATTR_NORMAL, .size = sizeof(fa),
-			  .num_of_specs = 2, .port = 1 },
+		.attr = { .type = IBV_FLOW_ATTR_NORMAL,
+			  .size = sizeof(fa),
+			  .num_of_specs = 2,
+			  .port = 1 },
 		.ip = { .type = IBV_FLOW_SPEC_IPV4, .size = sizeof(fa.ip) },
 		.udp = { .type = IBV_FLOW_SPEC_UDP, .size = sizeof(fa.udp) },
 	};
@@ -410,13 +418,13 @@ static void twice_mode(struct ibv_context *ctx, struct ibv_pd *pd,
 {
 	int r[2];
 
-#define TWICE(what, call)                                                    \
-	do {                                                                  \
-		r[0] = (call);                                                \
-		r[1] = (call);                                                \
-		if (r[0])                                                     \
-			die("the first " what, r[0]);                         \
-		printf("twice " what " %s\n", err_name(r[1]));               \
+#define TWICE(what, call)                                                      \
+	do {                                                                   \
+		r[0] = (call);                                                 \
+		r[1] = (call);                                                 \
+		if (r[0])                                                      \
+			die("the first " what, r[0]);                          \
+		printf("twice " what " %s\n", err_name(r[1]));                 \
 	} while (0)
 
 	TWICE("qp", v.destroy_qp(qp));
@@ -443,8 +451,10 @@ int main(int argc, char **argv)
 	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16,
 						  .max_sge = 1 } };
 	struct ibv_qp_init_attr qa = {
-		.cap = { .max_send_wr = 16, .max_recv_wr = 0,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.cap = { .max_send_wr = 16,
+			 .max_recv_wr = 0,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
 		.qp_type = IBV_QPT_RC,
 	};
 	static char buf[8192];
@@ -512,13 +522,11 @@ int main(int argc, char **argv)
 	/* A CQ in use by a QP: the kernel's EBUSY, the CQ left as it was. */
 	ret = v.destroy_cq(scq);
 	if (ret != EBUSY)
-		die("ibv_destroy_cq of a CQ in use did not answer EBUSY",
-		    ret);
+		die("ibv_destroy_cq of a CQ in use did not answer EBUSY", ret);
 	/* A PD the QP, SRQ and MR use: EBUSY too. */
 	ret = v.dealloc_pd(pd);
 	if (ret != EBUSY)
-		die("ibv_dealloc_pd of a PD in use did not answer EBUSY",
-		    ret);
+		die("ibv_dealloc_pd of a PD in use did not answer EBUSY", ret);
 	if ((ret = v.destroy_qp(qp)))
 		die("ibv_destroy_qp", ret);
 	if ((ret = v.destroy_srq(srq)))

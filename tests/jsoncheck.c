@@ -221,7 +221,9 @@ bool json_valid(const char *text, char *ret_kind, int *ret_count)
 bool json_shape(const char *text, bool list, const char *const *list_keys,
 		char *why, size_t why_size)
 {
-	struct jp j = { .p = text, .list_keys = list_keys, .why = why,
+	struct jp j = { .p = text,
+			.list_keys = list_keys,
+			.why = why,
 			.why_size = why_size };
 	const char *q;
 	char kind;
@@ -249,4 +251,3 @@ bool json_shape(const char *text, bool list, const char *const *list_keys,
 	}
 	return true;
 }
-

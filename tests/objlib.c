@@ -214,8 +214,8 @@ int ol_create_mode(struct ol_client *c, int mode, uint32_t kind,
 int ol_create(struct ol_client *c, uint32_t kind, const uint64_t *uses,
 	      size_t n_uses, const Rdmab__ObjAttr *attr, struct ol_obj *ret)
 {
-	return ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE,
-			      kind, uses, n_uses, attr, 0, ret);
+	return ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__CREATE, kind,
+			      uses, n_uses, attr, 0, ret);
 }
 
 int ol_cq(struct ol_client *c, uint32_t cqe, struct ol_obj *ret)
@@ -249,8 +249,7 @@ int ol_srq(struct ol_client *c, uint32_t max_wr, struct ol_obj *ret)
 	return ol_create(c, IBC_OBJ_SRQ, NULL, 0, &a, ret);
 }
 
-int ol_wq(struct ol_client *c, uint64_t cq, uint32_t max_wr,
-	  struct ol_obj *ret)
+int ol_wq(struct ol_client *c, uint64_t cq, uint32_t max_wr, struct ol_obj *ret)
 {
 	Rdmab__ObjAttr a = RDMAB__OBJ_ATTR__INIT;
 
@@ -259,8 +258,8 @@ int ol_wq(struct ol_client *c, uint64_t cq, uint32_t max_wr,
 	return ol_create(c, IBC_OBJ_WQ, &cq, 1, &a, ret);
 }
 
-int ol_mr(struct ol_client *c, uint64_t addr, uint64_t length,
-	  uint32_t access, struct ol_obj *ret)
+int ol_mr(struct ol_client *c, uint64_t addr, uint64_t length, uint32_t access,
+	  struct ol_obj *ret)
 {
 	Rdmab__ObjAttr a = RDMAB__OBJ_ATTR__INIT;
 
@@ -501,8 +500,8 @@ void ol_storm(const char *sock, uint64_t seed, int report_fd)
 
 			/* A destroy in flight, then death. */
 			dq.object_id = n_other ? others[n_other - 1] :
-				       n_cq	 ? cqs[0] :
-						   1;
+				       n_cq    ? cqs[0] :
+						 1;
 			req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
 			req.obj_destroy = &dq;
 			ol_send(&c, &req);

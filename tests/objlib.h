@@ -21,11 +21,11 @@ extern char ol_error[256];
 
 /* For the Check suites that use these calls: assert that @call returned
  * 0, naming it, the error and the daemon's sentence. */
-#define OK(call)                                                         \
-	do {                                                             \
-		int ok_ret_ = (call);                                    \
-		ck_assert_msg(ok_ret_ == 0, "%s: %s (%s)", #call,        \
-			      strerror(-ok_ret_), ol_error);             \
+#define OK(call)                                                               \
+	do {                                                                   \
+		int ok_ret_ = (call);                                          \
+		ck_assert_msg(ok_ret_ == 0, "%s: %s (%s)", #call,              \
+			      strerror(-ok_ret_), ol_error);                   \
 	} while (0)
 
 struct ol_client {
@@ -89,8 +89,8 @@ int ol_qp(struct ol_client *c, uint64_t scq, uint64_t rcq, uint64_t srq,
 int ol_srq(struct ol_client *c, uint32_t max_wr, struct ol_obj *ret);
 int ol_wq(struct ol_client *c, uint64_t cq, uint32_t max_wr,
 	  struct ol_obj *ret);
-int ol_mr(struct ol_client *c, uint64_t addr, uint64_t length,
-	  uint32_t access, struct ol_obj *ret);
+int ol_mr(struct ol_client *c, uint64_t addr, uint64_t length, uint32_t access,
+	  struct ol_obj *ret);
 int ol_destroy(struct ol_client *c, uint64_t id);
 int ol_register(struct ol_client *c, uint64_t id, uint32_t handle);
 int ol_evict(struct ol_client *c, uint64_t client_id);

@@ -140,8 +140,7 @@ static void op_dm(struct wk *w, struct tl_rng *r)
 	switch (tl_rng_below(r, 4)) {
 	case 0:
 		if (w->n_dm < MAXO &&
-		    judge(w,
-			  ibc_dm_alloc(w->x, 4096, 0, &w->dm[w->n_dm]),
+		    judge(w, ibc_dm_alloc(w->x, 4096, 0, &w->dm[w->n_dm]),
 			  "dm alloc")) {
 			w->pat_known[w->n_dm] = false;
 			w->n_dm++;
@@ -212,8 +211,7 @@ static void op_rss(struct wk *w, struct tl_rng *r)
 	a.match.l4_proto = IPPROTO_UDP;
 	a.match.dst_port = (uint16_t)(1000 + tl_rng_below(r, 60000));
 	a.match.port_mask = 0xffff;
-	if (judge(w, ibc_rss_create(w->x, &a, &w->rss[w->n_rss]),
-		  "rss create"))
+	if (judge(w, ibc_rss_create(w->x, &a, &w->rss[w->n_rss]), "rss create"))
 		w->n_rss++;
 }
 
@@ -228,8 +226,8 @@ static void op_xrcd(struct wk *w, struct tl_rng *r)
 			w->xrcd[i] = w->xrcd[--w->n_xrcd];
 	} else if (w->n_xrcd < MAXO &&
 		   judge(w,
-			 ibc_xrcd_open(w->x, names[tl_rng_below(r, 4)],
-				       O_CREAT, &w->xrcd[w->n_xrcd]),
+			 ibc_xrcd_open(w->x, names[tl_rng_below(r, 4)], O_CREAT,
+				       &w->xrcd[w->n_xrcd]),
 			 "xrcd open")) {
 		w->n_xrcd++;
 	}
@@ -313,13 +311,15 @@ static void verify(struct wk *w)
 		int err = ibc_dm_read(w->dm[i], got, 0, DM_PAT);
 
 		if (!judge(w, err, "dm read (paused)"))
-			die_with(w, "DM %llu cannot be read after the "
-				    "restart: %s",
+			die_with(w,
+				 "DM %llu cannot be read after the "
+				 "restart: %s",
 				 (unsigned long long)ibc_dm_id(w->dm[i]),
 				 strerror(-err));
 		if (w->pat_known[i] && memcmp(got, w->pat[i], DM_PAT) != 0)
-			die_with(w, "DM %llu read other bytes after the "
-				    "restart",
+			die_with(w,
+				 "DM %llu read other bytes after the "
+				 "restart",
 				 (unsigned long long)ibc_dm_id(w->dm[i]));
 	}
 	if (!judge(w, ibc_ping(w->cl, "v", 1), "ping (paused)"))
@@ -335,8 +335,8 @@ static void verify(struct wk *w)
 static void client_main(const char *sock, uint64_t seed, int ctl)
 {
 	struct ibc_connect_attr attr = {
-		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-			     IBC_CONNECT_ATTR_DOMAIN | IBC_CONNECT_ATTR_TIMEOUT,
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_DOMAIN |
+			     IBC_CONNECT_ATTR_TIMEOUT,
 		.socket_path = sock,
 		.domain = DOMAIN,
 		.timeout_ms = CLIENT_TIMEOUT_MS,
@@ -388,7 +388,8 @@ static void client_main(const char *sock, uint64_t seed, int ctl)
 	}
 }
 
-/* --- the driver ------------------------------------------------------------ */
+/* --- the driver ------------------------------------------------------------
+ */
 
 struct client {
 	pid_t pid;
@@ -399,18 +400,17 @@ struct client {
 static struct client clients[N_CLIENTS];
 /* @rundir is the daemon's --runtime-dir, which it keeps clean of what it
  * did not make: the rest lives beside it, in @dir. */
-static char dir[256], rundir[300], sockpath[256], confpath[300],
-	logpath[300];
+static char dir[256], rundir[300], sockpath[256], confpath[300], logpath[300];
 static char whybuf[1024];
 /* The re-exec storm: the daemon outside systemd (no store: SIGUSR2 hands
  * everything over), its pid ours to follow. */
 static bool plain;
 static pid_t plain_pid;
 
-#define FAIL(...)                                                          \
-	do {                                                               \
-		snprintf(whybuf, sizeof(whybuf), __VA_ARGS__);             \
-		return -1;                                                 \
+#define FAIL(...)                                                              \
+	do {                                                                   \
+		snprintf(whybuf, sizeof(whybuf), __VA_ARGS__);                 \
+		return -1;                                                     \
 	} while (0)
 
 /* A client's failure message, if it sent one: "" when it did not. */
@@ -493,8 +493,8 @@ static int all_clients(char cmd, char ack)
 /* rdmabrokerctl --json @cmd into *@ret (malloc'd). */
 static int ctl_json(const char *cmd, char **ret)
 {
-	const char *argv[] = { tl_ctl_path(), "--socket", sockpath, "--json",
-			       cmd, NULL };
+	const char *argv[] = { tl_ctl_path(), "--socket", sockpath,
+			       "--json",      cmd,	  NULL };
 	size_t len = 0, cap = 1 << 16;
 	char *out = malloc(cap);
 	int p[2], st;
@@ -533,9 +533,8 @@ static int ctl_json(const char *cmd, char **ret)
 	return 0;
 }
 
-
 static const char *const listings[] = { "domains", "objects", "dm",
-					"xrcd",    "rss",     "clients" };
+					"xrcd",	   "rss",     "clients" };
 #define N_LISTINGS (sizeof(listings) / sizeof(listings[0]))
 #define SNAP_MAX (1 << 20)
 
@@ -594,9 +593,16 @@ static void first_diff(const char *a, const char *b, char *out, size_t len)
 /* The daemon's command line under the fake systemd. */
 static void daemon_argv(char *argv[11])
 {
-	char *const a[] = { (char *)tl_daemon_path(), "--foreground",
-			    "--device", "soft", "--socket", sockpath,
-			    "--runtime-dir", rundir, "--config", confpath,
+	char *const a[] = { (char *)tl_daemon_path(),
+			    "--foreground",
+			    "--device",
+			    "soft",
+			    "--socket",
+			    sockpath,
+			    "--runtime-dir",
+			    rundir,
+			    "--config",
+			    confpath,
 			    NULL };
 
 	memcpy(argv, a, sizeof(a));
@@ -717,9 +723,8 @@ static bool has_state(struct fakesd *sd)
 	char name[256];
 	int fd;
 
-	for (size_t i = 0; fakesd_store_get(sd, i, name, sizeof(name), &fd) ==
-			   0;
-	     i++) {
+	for (size_t i = 0;
+	     fakesd_store_get(sd, i, name, sizeof(name), &fd) == 0; i++) {
 		close(fd);
 		if (strncmp(name, "rb.state.", 9) == 0)
 			return true;
@@ -729,8 +734,8 @@ static bool has_state(struct fakesd *sd)
 
 static int storm(uint64_t seed, unsigned long restarts)
 {
-	struct fakesd_opts o = { .store_max = 65536, .listen_name =
-							     "rdmabrokerd.socket" };
+	struct fakesd_opts o = { .store_max = 65536,
+				 .listen_name = "rdmabrokerd.socket" };
 	char *argv[11];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct fakesd *sd = NULL;
@@ -765,8 +770,9 @@ static int storm(uint64_t seed, unsigned long restarts)
 	f = fopen(confpath, "w");
 	if (!f)
 		FAIL("%s: %s", confpath, strerror(errno));
-	fprintf(f, "[broker]\nadmin_group = %u\n[domain " DOMAIN "]\n"
-		   "users = %u\ndm_bytes = 1048576\n",
+	fprintf(f,
+		"[broker]\nadmin_group = %u\n[domain " DOMAIN "]\n"
+		"users = %u\ndm_bytes = 1048576\n",
 		(unsigned int)getgid(), (unsigned int)getuid());
 	fclose(f);
 	o.dir = dir;
@@ -821,7 +827,8 @@ static int storm(uint64_t seed, unsigned long restarts)
 				FAIL("restart %lu: before it, client %d: %s", k,
 				     (int)clients[i].pid, m);
 		}
-		if (paused && (all_clients('p', 'P') < 0 || snapshot(before) < 0))
+		if (paused &&
+		    (all_clients('p', 'P') < 0 || snapshot(before) < 0))
 			return -1;
 		if (restart_daemon(sd, mode, &r) < 0)
 			return -1;
@@ -850,7 +857,8 @@ static int storm(uint64_t seed, unsigned long restarts)
 		}
 		/* One client in four restarts is killed: its objects go. */
 		if (tl_rng_below(&r, 4) == 0) {
-			struct client *c = &clients[tl_rng_below(&r, N_CLIENTS)];
+			struct client *c =
+				&clients[tl_rng_below(&r, N_CLIENTS)];
 			int64_t end = tl_now_ms() + TL_WAIT_MS;
 			int left;
 
@@ -892,16 +900,17 @@ static int storm(uint64_t seed, unsigned long restarts)
 			tl_sleep_ms(100);
 			if (ctl_json("objects", &raw) < 0)
 				continue;
-			clean = strcmp(raw, "[]\n") == 0 || strcmp(raw, "[]") == 0;
+			clean = strcmp(raw, "[]\n") == 0 ||
+				strcmp(raw, "[]") == 0;
 			if (clean) {
 				free(raw);
 				raw = NULL;
 				if (ctl_json("domains", &raw) == 0)
-					clean = strstr(raw,
-						       "\"used\":{\"dm_bytes\":0,"
-						       "\"xrcds\":0,"
-						       "\"rss_tables\":0,"
-						       "\"objects\":0,") !=
+					clean = strstr(raw, "\"used\":{\"dm_"
+							    "bytes\":0,"
+							    "\"xrcds\":0,"
+							    "\"rss_tables\":0,"
+							    "\"objects\":0,") !=
 						NULL;
 			}
 			fds = tl_count_fds(daemon_pid(sd));

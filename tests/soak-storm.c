@@ -106,8 +106,7 @@ static void storm_xrc(struct storm_state *s, struct tl_rng *r)
 	struct ibc_srq *srq;
 	struct ibc_qp *qp;
 
-	if (s->n_xrcd < STORM_MAX &&
-	    (!s->n_xrcd || PICK(r, 2)) &&
+	if (s->n_xrcd < STORM_MAX && (!s->n_xrcd || PICK(r, 2)) &&
 	    ibc_xrcd_open(s->x, names[PICK(r, 4)], O_CREAT, &x) == 0)
 		s->xrcd[s->n_xrcd++] = x;
 	if (!s->n_xrcd)
@@ -224,8 +223,10 @@ static void storm_child(const char *sock, uint64_t seed, int report_fd)
 		struct ibv_srq_attr sa = { .max_wr = 16, .max_sge = 1 };
 		struct ibc_qp_attr qa = {
 			.qp_type = IBV_QPT_RC,
-			.cap = { .max_send_wr = 8, .max_recv_wr = 8,
-				 .max_send_sge = 1, .max_recv_sge = 1 },
+			.cap = { .max_send_wr = 8,
+				 .max_recv_wr = 8,
+				 .max_send_sge = 1,
+				 .max_recv_sge = 1 },
 		};
 		struct ibc_cq *cq;
 		struct ibc_srq *srq;
@@ -235,7 +236,8 @@ static void storm_child(const char *sock, uint64_t seed, int report_fd)
 
 		switch (PICK(&r, 10)) {
 		case 0:
-			if (s.n_cq < STORM_MAX && ibc_cq_create(s.x, 8, &cq) == 0)
+			if (s.n_cq < STORM_MAX &&
+			    ibc_cq_create(s.x, 8, &cq) == 0)
 				s.cq[s.n_cq++] = cq;
 			break;
 		case 1:
@@ -422,8 +424,8 @@ int soak_storm(uint64_t seed, unsigned long kills, char *why, size_t len)
 	end = tl_now_ms() + 10000;
 	do {
 		err = storm_state(cl, &d, &objects);
-	} while (err == 0 && !storm_clean(&d, objects) &&
-		 tl_now_ms() < end && (tl_sleep_ms(20), 1));
+	} while (err == 0 && !storm_clean(&d, objects) && tl_now_ms() < end &&
+		 (tl_sleep_ms(20), 1));
 	if (err < 0 || !storm_clean(&d, objects)) {
 		snprintf(why, len,
 			 "after the rekey: %zu objects listed; domain %s: %u "

@@ -9,9 +9,10 @@
  * sometimes dropped before the answer, and library clients coming and
  * going; then the rekey storm (soak-storm.c: SOAK_STORM_KILLS, default
  * 1,000, clients over every object family killed at random points, and a
- * forced rekey; SOAK_STORM_SEED, SOAK_STORM_CONFIG). Every few seconds the daemon must be alive and serving; at the
- * end it must hold exactly the descriptors it held at start, list no
- * object and report no client but the checker, and exit 0 on SIGTERM.
+ * forced rekey; SOAK_STORM_SEED, SOAK_STORM_CONFIG). Every few seconds the
+ * daemon must be alive and serving; at the end it must hold exactly the
+ * descriptors it held at start, list no object and report no client but the
+ * checker, and exit 0 on SIGTERM.
  *
  * Deterministic in what it does (SOAK_SEED), not in the interleaving.
  */
@@ -217,7 +218,7 @@ static void random_packet(void)
 		ping.data = payload;
 		ping.len = len;
 		req.version = tl_rng_below(&rng, 8) ? WIRE_PROTOCOL_VERSION :
-						       tl_rng_below(&rng, 4);
+						      tl_rng_below(&rng, 4);
 		req.serial = tl_rng_next(&rng);
 		req.body_case = RDMAB__REQUEST__BODY_PING;
 		req.ping = ping;
@@ -373,7 +374,8 @@ static void dm_cycles(unsigned long n)
 					_exit(1);
 				raise(SIGKILL);
 			}
-			if (pid < 0 || tl_wait_pid(pid, TL_WAIT_MS, &status) < 0)
+			if (pid < 0 ||
+			    tl_wait_pid(pid, TL_WAIT_MS, &status) < 0)
 				die("dm: the killed allocator");
 			continue;
 		}
@@ -434,23 +436,20 @@ int main(void)
 	const char *env = getenv("SOAK_SECONDS");
 	const char *seed_env = getenv("SOAK_SEED");
 	const char *kills_env = getenv("SOAK_OBJECT_KILLS");
-	unsigned long kills = kills_env && *kills_env ?
-				      strtoul(kills_env, NULL, 10) :
-				      1000;
+	unsigned long kills =
+		kills_env && *kills_env ? strtoul(kills_env, NULL, 10) : 1000;
 	const char *storm_env = getenv("SOAK_STORM_KILLS");
 	const char *storm_seed_env = getenv("SOAK_STORM_SEED");
-	unsigned long storm_kills = storm_env && *storm_env ?
-					    strtoul(storm_env, NULL, 10) :
-					    1000;
+	unsigned long storm_kills =
+		storm_env && *storm_env ? strtoul(storm_env, NULL, 10) : 1000;
 	uint64_t storm_seed;
 	char storm_why[512];
 	const char *dm_env = getenv("SOAK_DM_CYCLES");
-	unsigned long dm_n = dm_env && *dm_env ? strtoul(dm_env, NULL, 10) :
-						 10000;
+	unsigned long dm_n =
+		dm_env && *dm_env ? strtoul(dm_env, NULL, 10) : 10000;
 	long seconds = env && *env ? strtol(env, NULL, 10) : 150;
-	uint64_t seed = seed_env && *seed_env ?
-				strtoull(seed_env, NULL, 0) :
-				0x50a450a4ULL;
+	uint64_t seed = seed_env && *seed_env ? strtoull(seed_env, NULL, 0) :
+						0x50a450a4ULL;
 	int64_t start, deadline, next_check, next_report;
 	unsigned int clients;
 	int ret, n, status;
@@ -468,8 +467,8 @@ int main(void)
 	ret = tl_daemon_start_conf(&D, "[defaults]\ndm_bytes = 100%\n", NULL,
 				   NULL, NULL);
 	if (ret < 0) {
-		fprintf(stderr, "soak: cannot start %s: %s\n",
-			tl_daemon_path(), strerror(-ret));
+		fprintf(stderr, "soak: cannot start %s: %s\n", tl_daemon_path(),
+			strerror(-ret));
 		tl_fini();
 		return 99;
 	}
@@ -498,9 +497,8 @@ int main(void)
 	printf("soak: rekey storm: %lu kills, SOAK_STORM_SEED=0x%llx\n",
 	       storm_kills, (unsigned long long)storm_seed);
 	fflush(stdout);
-	if (storm_kills &&
-	    soak_storm(storm_seed, storm_kills, storm_why,
-		       sizeof(storm_why)) < 0)
+	if (storm_kills && soak_storm(storm_seed, storm_kills, storm_why,
+				      sizeof(storm_why)) < 0)
 		die("rekey storm (SOAK_STORM_SEED=0x%llx): %s",
 		    (unsigned long long)storm_seed, storm_why);
 	printf("soak: %3lld s: rekey storm: %lu clients killed over every "

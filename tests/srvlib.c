@@ -88,11 +88,11 @@ struct ol_client *sl_connect(int i)
 	struct ol_client *c = &sl_cl[i];
 	int sv[2];
 
-	ck_assert_int_eq(socketpair(AF_UNIX,
-				    SOCK_SEQPACKET | SOCK_NONBLOCK |
-					    SOCK_CLOEXEC,
-				    0, sv),
-			 0);
+	ck_assert_int_eq(
+		socketpair(AF_UNIX,
+			   SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+			   sv),
+		0);
 	ck_assert_int_eq(conn_new(&sl_srv, sv[0], &sl_conns[i]), 0);
 	memset(c, 0, sizeof(*c));
 	c->fd = sv[1];

@@ -88,8 +88,8 @@ char *tl_mkdtemp(void)
 {
 	char path[PATH_MAX];
 
-	snprintf(path, sizeof(path), "%s/t-XXXXXX", tl_topdir ? tl_topdir :
-								 "/tmp");
+	snprintf(path, sizeof(path), "%s/t-XXXXXX",
+		 tl_topdir ? tl_topdir : "/tmp");
 	if (!mkdtemp(path)) {
 		tl_log("mkdtemp %s: %s", path, strerror(errno));
 		return NULL;
@@ -306,8 +306,8 @@ int tl_wait_socket(pid_t pid, const char *sock, int timeout_ms)
 			return 0;
 		}
 		if (tl_now_ms() >= deadline) {
-			tl_log("daemon %d: no socket %s after %d ms",
-			       (int)pid, sock, timeout_ms);
+			tl_log("daemon %d: no socket %s after %d ms", (int)pid,
+			       sock, timeout_ms);
 			return -ETIMEDOUT;
 		}
 		tl_sleep_ms(5);
@@ -449,8 +449,8 @@ int tl_write_conf(const char *path, const char *text)
  * tl_stderr_back(), or -errno. */
 static int tl_stderr_to(const char *log_path)
 {
-	int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
-		      0644);
+	int fd =
+		open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
 	int saved, ret;
 
 	if (fd < 0)
@@ -751,9 +751,8 @@ int tl_raw_hello(int sock, uint64_t serial)
 	return ret;
 }
 
-int tl_raw_hello_version(int sock, uint64_t serial,
-			 const char *library_version, char *ret_message,
-			 size_t size)
+int tl_raw_hello_version(int sock, uint64_t serial, const char *library_version,
+			 char *ret_message, size_t size)
 {
 	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -887,8 +886,7 @@ int tl_raw_ping(int sock, uint64_t serial, const void *payload, size_t len)
 		return -ECONNRESET;
 	if (ret < 0)
 		return ret;
-	r = m->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY ? m->reply :
-								 NULL;
+	r = m->kind_case == RDMAB__DAEMON_MESSAGE__KIND_REPLY ? m->reply : NULL;
 	if (!r || r->serial != serial)
 		ret = -EPROTO;
 	else if (r->error)
@@ -984,8 +982,7 @@ void tl_pb_uint(struct tl_buf *b, uint32_t field, uint64_t v)
 	tl_pb_varint(b, v);
 }
 
-void tl_pb_bytes(struct tl_buf *b, uint32_t field, const void *data,
-		 size_t len)
+void tl_pb_bytes(struct tl_buf *b, uint32_t field, const void *data, size_t len)
 {
 	tl_pb_tag(b, field, 2);
 	tl_pb_varint(b, len);
@@ -1039,14 +1036,13 @@ int tl_utf8_char(const char *s, size_t n, uint32_t *ret_cp)
 	return (int)len;
 }
 
-bool tl_text_safe(const char *s, size_t n, const char *allow,
-		  size_t *ret_off)
+bool tl_text_safe(const char *s, size_t n, const char *allow, size_t *ret_off)
 {
 	for (size_t i = 0; i < n;) {
 		uint32_t cp = 0;
 		int len = tl_utf8_char(s + i, n - i, &cp);
-		bool allowed = cp && cp < 0x20 && allow &&
-			       strchr(allow, (int)cp);
+		bool allowed =
+			cp && cp < 0x20 && allow && strchr(allow, (int)cp);
 
 		if (!len || (cp < 0x20 && !allowed) ||
 		    (cp >= 0x7f && cp <= 0x9f) || cp == 0x2028 ||

@@ -148,9 +148,8 @@ int tl_raw_hello(int sock, uint64_t serial);
  * error: 0 when accepted, a positive errno when refused (its sentence in
  * @ret_message, of @size bytes, when not NULL), -errno when no reply came.
  */
-int tl_raw_hello_version(int sock, uint64_t serial,
-			 const char *library_version, char *ret_message,
-			 size_t size);
+int tl_raw_hello_version(int sock, uint64_t serial, const char *library_version,
+			 char *ret_message, size_t size);
 /* Send a ping carrying @len bytes and check the echo: 0 or -errno. */
 int tl_raw_ping(int sock, uint64_t serial, const void *payload, size_t len);
 /* Read until end of stream within @timeout_ms, discarding messages:
@@ -208,8 +207,7 @@ int tl_utf8_char(const char *s, size_t n, uint32_t *ret_cp);
  * controls, U+2028, U+2029 and the bidirectional controls U+202A-U+202E and
  * U+2066-U+2069? When not, *ret_off gets the offset of the first bad byte.
  */
-bool tl_text_safe(const char *s, size_t n, const char *allow,
-		  size_t *ret_off);
+bool tl_text_safe(const char *s, size_t n, const char *allow, size_t *ret_off);
 
 /* xorshift64*: deterministic across platforms. */
 struct tl_rng {

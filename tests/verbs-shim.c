@@ -140,8 +140,8 @@ SHIM_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)
 	free(pd);
 }
 
-SHIM_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context,
-					 int cqe, void *cq_context,
+SHIM_EXPORT struct ibv_cq *ibv_create_cq(struct ibv_context *context, int cqe,
+					 void *cq_context,
 					 struct ibv_comp_channel *channel,
 					 int comp_vector)
 {

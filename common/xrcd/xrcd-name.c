@@ -83,7 +83,7 @@ static const char *xrcd_name_show(char *buf, size_t size, const char *name,
 		int n = 0;
 
 		/* The next invisible character, or the end. */
-		for (; i < len; i += n > 0 ? (size_t)n : 1) {
+		for (; i<len; i += n> 0 ? (size_t)n : 1) {
 			n = text_utf8_decode(name + i, len - i, &cp);
 			if (n > 0 && xrcd_name_invisible(cp))
 				break;

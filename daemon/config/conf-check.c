@@ -34,10 +34,9 @@ struct check {
 	unsigned int warnings;
 };
 
-static void check_warn(struct check *c, unsigned int line, const char *fmt,
-		       ...) __attribute__((format(printf, 3, 4)));
-static void check_warn(struct check *c, unsigned int line, const char *fmt,
-		       ...)
+static void check_warn(struct check *c, unsigned int line, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static void check_warn(struct check *c, unsigned int line, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -245,8 +244,9 @@ static void check_cgroups(struct check *c, const struct config *cfg)
 		return;
 	w.uses = calloc(n, sizeof(*w.uses));
 	if (!w.uses) {
-		check_warn(c, 0, "out of memory: the cgroup globs are not "
-				 "checked");
+		check_warn(c, 0,
+			   "out of memory: the cgroup globs are not "
+			   "checked");
 		return;
 	}
 	for (size_t i = 0; i < cfg->n_domains; i++) {
@@ -309,8 +309,9 @@ int config_check(const char *path, bool must_exist, FILE *out)
 
 	/* What the daemon does without the file at its default path. */
 	if (!must_exist && access(path, F_OK) < 0 && errno == ENOENT) {
-		fprintf(out, "%s: absent: rdmabrokerd runs on the built-in "
-			     "defaults\n",
+		fprintf(out,
+			"%s: absent: rdmabrokerd runs on the built-in "
+			"defaults\n",
 			path);
 		return 0;
 	}
@@ -320,16 +321,16 @@ int config_check(const char *path, bool must_exist, FILE *out)
 		return ret;
 	}
 	if (cfg.has_admin_group && !gid_has_members(cfg.admin_gid))
-		check_warn(&c, 0,
-			   "[broker] admin_group: gid %u has no members",
+		check_warn(&c, 0, "[broker] admin_group: gid %u has no members",
 			   (unsigned int)cfg.admin_gid);
 	for (size_t i = 0; i < cfg.n_domains; i++)
 		check_domain(&c, &cfg.domains[i]);
 	for (size_t i = 0; i < cfg.n_xrcds; i++)
 		check_xrcd(&c, &cfg.xrcds[i]);
 	check_cgroups(&c, &cfg);
-	fprintf(out, "%s: valid: %zu domain%s, %zu declared XRC domain%s, %u "
-		     "warning%s\n",
+	fprintf(out,
+		"%s: valid: %zu domain%s, %zu declared XRC domain%s, %u "
+		"warning%s\n",
 		path, cfg.n_domains, cfg.n_domains == 1 ? "" : "s", cfg.n_xrcds,
 		cfg.n_xrcds == 1 ? "" : "s", c.warnings,
 		c.warnings == 1 ? "" : "s");

@@ -186,14 +186,12 @@ static int parse_number(struct parse *p, const char *key, const char *value,
 		}
 	}
 	if (errno || *end)
-		return parse_fail(p, p->line, key,
-				  "\"%s\" is not a number%s", value,
-				  suffixes ? " (K, M and G suffixes allowed)" :
-					     "");
+		return parse_fail(
+			p, p->line, key, "\"%s\" is not a number%s", value,
+			suffixes ? " (K, M and G suffixes allowed)" : "");
 	if (v < min || v > max)
 		return parse_fail(p, p->line, key,
-				  "%llu is out of range %" PRIu64
-				  "..%" PRIu64,
+				  "%llu is out of range %" PRIu64 "..%" PRIu64,
 				  v, min, max);
 	*ret = v;
 	return 1;
@@ -221,9 +219,8 @@ static int parse_percent(struct parse *p, const char *key, const char *value,
 
 /* Device memory in bytes (K, M and G suffixes) or as a percent of each
  * device's: *ret_pct is 0 for bytes. */
-static int parse_dm_amount(struct parse *p, const char *key,
-			   const char *value, uint64_t *ret_bytes,
-			   uint32_t *ret_pct)
+static int parse_dm_amount(struct parse *p, const char *key, const char *value,
+			   uint64_t *ret_bytes, uint32_t *ret_pct)
 {
 	uint32_t pct = 0;
 	uint64_t v = 0;
@@ -231,8 +228,7 @@ static int parse_dm_amount(struct parse *p, const char *key,
 	if (*value && value[strlen(value) - 1] == '%') {
 		if (!parse_percent(p, key, value, 0, &pct))
 			return 0;
-	} else if (!parse_number(p, key, value, 0, UINT64_MAX / 2, true,
-				 &v)) {
+	} else if (!parse_number(p, key, value, 0, UINT64_MAX / 2, true, &v)) {
 		return 0;
 	}
 	*ret_bytes = v;
@@ -619,8 +615,9 @@ static int parse_xrcd_key(struct parse *p, const char *key, const char *value)
 	char *save = NULL;
 
 	if (strcmp(key, "domains") != 0)
-		return parse_fail(p, p->line, key, "unknown key (known: "
-						   "domains)");
+		return parse_fail(p, p->line, key,
+				  "unknown key (known: "
+				  "domains)");
 	snprintf(buf, sizeof(buf), "%s", value);
 	for (char *t = strtok_r(buf, ", \t", &save); t;
 	     t = strtok_r(NULL, ", \t", &save)) {
@@ -686,8 +683,8 @@ static int parse_section(struct parse *p, const char *section)
 				  "[%s]: domain \"%s\" is defined twice",
 				  section, name);
 	if (p->cfg.n_domains == CONFIG_MAX_DOMAINS)
-		return parse_fail(p, p->line, NULL,
-				  "more than %d domains", CONFIG_MAX_DOMAINS);
+		return parse_fail(p, p->line, NULL, "more than %d domains",
+				  CONFIG_MAX_DOMAINS);
 	d = &p->cfg.domains[p->cfg.n_domains++];
 	memset(d, 0, sizeof(*d));
 	snprintf(d->name, sizeof(d->name), "%s", name);
@@ -777,8 +774,8 @@ static int rule_number(const char *s, unsigned long max, unsigned long *ret)
 	return 0;
 }
 
-int config_parse_rss_rule(const char *value, struct rss_rule *ret,
-			  char *why, size_t whylen)
+int config_parse_rss_rule(const char *value, struct rss_rule *ret, char *why,
+			  size_t whylen)
 {
 	char buf[160], *tok[4], *save = NULL, *slash, *t;
 	struct rss_rule r = { 0 };
@@ -812,8 +809,7 @@ int config_parse_rss_rule(const char *value, struct rss_rule *ret,
 		r.l4 = IPPROTO_UDP;
 	else if (slash)
 		return rule_fail(why, whylen,
-				 "L4 protocol \"%s\" is not tcp or udp",
-				 slash);
+				 "L4 protocol \"%s\" is not tcp or udp", slash);
 	slash = strchr(tok[1], '/');
 	if (slash)
 		*slash++ = '\0';
@@ -829,9 +825,8 @@ int config_parse_rss_rule(const char *value, struct rss_rule *ret,
 		r.prefix_len = (uint8_t)v;
 	}
 	for (unsigned int i = 0; i < 16; i++) {
-		unsigned int keep = r.prefix_len > i * 8 ?
-					    r.prefix_len - i * 8 :
-					    0;
+		unsigned int keep =
+			r.prefix_len > i * 8 ? r.prefix_len - i * 8 : 0;
 
 		if (keep < 8 && (r.addr[i] & ~(0xff00u >> keep) & 0xff))
 			return rule_fail(why, whylen,
@@ -871,8 +866,8 @@ int config_parse_rss_rule(const char *value, struct rss_rule *ret,
 	return 0;
 }
 
-static int parse_rss_allow(struct parse *p, const char *key,
-			   const char *value, struct config_domain *d)
+static int parse_rss_allow(struct parse *p, const char *key, const char *value,
+			   struct config_domain *d)
 {
 	char why[160];
 
@@ -941,8 +936,9 @@ static int parse_soft(struct parse *p, const char *key, const char *value)
 }
 
 int config_metrics_listen(const char *value, char *why, size_t whylen,
-			  char *ret_host, size_t hostlen, unsigned int *ret_port,
-			  char *ret_path, size_t pathlen)
+			  char *ret_host, size_t hostlen,
+			  unsigned int *ret_port, char *ret_path,
+			  size_t pathlen)
 {
 	struct sockaddr_un sun;
 	unsigned char addr[sizeof(struct in6_addr)];
@@ -953,7 +949,8 @@ int config_metrics_listen(const char *value, char *why, size_t whylen,
 	char *end;
 
 	if (strncmp(value, "unix:", 5) == 0) {
-		if (value[5] != '/' || strlen(value + 5) >= sizeof(sun.sun_path))
+		if (value[5] != '/' ||
+		    strlen(value + 5) >= sizeof(sun.sun_path))
 			return rule_fail(why, whylen,
 					 "a Unix socket is unix: and an "
 					 "absolute path of at most %zu bytes",
@@ -969,7 +966,8 @@ int config_metrics_listen(const char *value, char *why, size_t whylen,
 	if (!colon || hl == 0 || hl >= sizeof(host))
 		return rule_fail(why, whylen,
 				 "\"%s\" is not ADDRESS:PORT, [IPV6]:PORT or "
-				 "unix:PATH", value);
+				 "unix:PATH",
+				 value);
 	memcpy(host, h, hl);
 	host[hl] = '\0';
 	if (inet_pton(AF_INET, host, addr) != 1 &&
@@ -999,8 +997,8 @@ static int parse_metrics(struct parse *p, const char *key, const char *value)
 	uint64_t v;
 
 	if (strcmp(key, "listen") == 0) {
-		if (config_metrics_listen(value, why, sizeof(why), NULL, 0, NULL,
-					  NULL, 0) < 0)
+		if (config_metrics_listen(value, why, sizeof(why), NULL, 0,
+					  NULL, NULL, 0) < 0)
 			return parse_fail(p, p->line, key, "%s", why);
 		snprintf(p->cfg.metrics.listen, sizeof(p->cfg.metrics.listen),
 			 "%s", value);
@@ -1014,8 +1012,8 @@ static int parse_metrics(struct parse *p, const char *key, const char *value)
 		return parse_fail(p, p->line, key,
 				  "unknown key (known: listen, connections, "
 				  "timeout)");
-	if (!parse_number(p, key, value, 1, METRICS_HTTP_CONNECTIONS_MAX,
-			  false, &v))
+	if (!parse_number(p, key, value, 1, METRICS_HTTP_CONNECTIONS_MAX, false,
+			  &v))
 		return 0;
 	p->cfg.metrics.connections = (uint32_t)v;
 	return 1;
@@ -1066,11 +1064,12 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 		return parse_rss_allow(p, key, value, d);
 	ret = parse_quota(p, key, value, &d->quota, &d->quota_set);
 	if (ret < 0)
-		return parse_fail(p, p->line, key,
-				  "unknown key (known: users, groups, "
-				  "cgroups, rss_allow, dm_bytes, dm_member_share, "
-				  "xrcds, rss_tables, objects, clients, "
-				  "auto_rekey_unaccounted)");
+		return parse_fail(
+			p, p->line, key,
+			"unknown key (known: users, groups, "
+			"cgroups, rss_allow, dm_bytes, dm_member_share, "
+			"xrcds, rss_tables, objects, clients, "
+			"auto_rekey_unaccounted)");
 	return ret;
 }
 
@@ -1200,7 +1199,8 @@ int config_load(const char *path, bool must_exist, struct config *ret,
 				 "%s: %s: a configuration file named with "
 				 "--config must exist; without --config the "
 				 "daemon runs on the built-in defaults (an "
-				 "example: " DOCDIR "/examples/rdmabroker.conf)",
+				 "example: " DOCDIR
+				 "/examples/rdmabroker.conf)",
 				 path, strerror(-rc));
 		} else {
 			snprintf(err, errlen, "%s: %s", path, strerror(-rc));

@@ -170,8 +170,9 @@ struct config {
  * reason in @why. @ret_*: NULL to check only.
  */
 int config_metrics_listen(const char *value, char *why, size_t whylen,
-			  char *ret_host, size_t hostlen, unsigned int *ret_port,
-			  char *ret_path, size_t pathlen);
+			  char *ret_host, size_t hostlen,
+			  unsigned int *ret_port, char *ret_path,
+			  size_t pathlen);
 
 /* The built-in defaults, used when no file exists. */
 void config_init(struct config *cfg);
@@ -206,7 +207,7 @@ bool config_valid_xrcd_name(const char *name, size_t len);
 int config_lookup_gid(const char *name, gid_t *ret);
 /* Parse one rss_allow value into @ret: 0, or -EINVAL with the reason in
  * @why. */
-int config_parse_rss_rule(const char *value, struct rss_rule *ret,
-			  char *why, size_t whylen);
+int config_parse_rss_rule(const char *value, struct rss_rule *ret, char *why,
+			  size_t whylen);
 
 #endif

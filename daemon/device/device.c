@@ -18,20 +18,13 @@
 #include "daemon/device/device.h"
 
 static const char *const obj_kind_names[OBJ_KIND_COUNT] = {
-	[IBC_OBJ_NONE] = "object",
-	[IBC_OBJ_QP] = "QP",
-	[IBC_OBJ_CQ] = "CQ",
-	[IBC_OBJ_SRQ] = "SRQ",
-	[IBC_OBJ_WQ] = "WQ",
-	[IBC_OBJ_MR] = "MR",
-	[IBC_OBJ_PD] = "PD",
-	[IBC_OBJ_RWQ_IND_TBL] = "indirection table",
-	[IBC_OBJ_FLOW] = "flow",
-	[IBC_OBJ_DM] = "DM",
-	[IBC_OBJ_XRCD] = "XRCD",
-	[IBC_OBJ_MW] = "MW",
-	[IBC_OBJ_AH] = "AH",
-	[IBC_OBJ_CONTEXT] = "context",
+	[IBC_OBJ_NONE] = "object", [IBC_OBJ_QP] = "QP",
+	[IBC_OBJ_CQ] = "CQ",	   [IBC_OBJ_SRQ] = "SRQ",
+	[IBC_OBJ_WQ] = "WQ",	   [IBC_OBJ_MR] = "MR",
+	[IBC_OBJ_PD] = "PD",	   [IBC_OBJ_RWQ_IND_TBL] = "indirection table",
+	[IBC_OBJ_FLOW] = "flow",   [IBC_OBJ_DM] = "DM",
+	[IBC_OBJ_XRCD] = "XRCD",   [IBC_OBJ_MW] = "MW",
+	[IBC_OBJ_AH] = "AH",	   [IBC_OBJ_CONTEXT] = "context",
 };
 
 /*
@@ -135,8 +128,8 @@ static int default_dm_adopt(struct device_ctx *ctx, uint32_t handle,
 			    struct why *why)
 {
 	return why_set(why, -EOPNOTSUPP,
-			  "%s cannot take back device memory after a restart",
-			  ctx->dev->name);
+		       "%s cannot take back device memory after a restart",
+		       ctx->dev->name);
 }
 
 static int default_rss_adopt(struct device_ctx *ctx,
@@ -145,8 +138,8 @@ static int default_rss_adopt(struct device_ctx *ctx,
 			     struct why *why)
 {
 	return why_set(why, -EOPNOTSUPP,
-			  "%s cannot take back an RSS object after a restart",
-			  ctx->dev->name);
+		       "%s cannot take back an RSS object after a restart",
+		       ctx->dev->name);
 }
 
 static int default_xrcd_hold(struct device *dev, int fd, uint64_t ino,
@@ -187,8 +180,8 @@ static int default_rss_create(struct device_ctx *ctx,
 	const struct device *d = ctx->dev;
 
 	return why_set(why, -EOPNOTSUPP, "%s makes no RSS tables: %s", d->name,
-		       *d->rss_why ? d->rss_why
-				   : "the device reports no RSS support");
+		       *d->rss_why ? d->rss_why :
+				     "the device reports no RSS support");
 }
 
 static int default_rss_destroy(struct device_ctx *ctx, struct rss_made *made,
@@ -202,8 +195,10 @@ static int default_obj_restore(struct device_ctx *ctx,
 			       const struct obj_spec *spec, uint32_t handle,
 			       struct obj_made *ret, struct why *why)
 {
-	return why_set(why, -EOPNOTSUPP, "%s: the broker makes none of "
-			  "its objects", ctx->dev->name);
+	return why_set(why, -EOPNOTSUPP,
+		       "%s: the broker makes none of "
+		       "its objects",
+		       ctx->dev->name);
 }
 
 static int default_handle_list(struct device_ctx *ctx, unsigned int type,
@@ -227,7 +222,7 @@ static int default_import_adopt(struct device_ctx *ctx, uint64_t import)
 	return 0;
 }
 
-#define FILL(dst, src, field, def) \
+#define FILL(dst, src, field, def)                                             \
 	((dst)->field = (src)->field ? (src)->field : (def))
 
 void device_set_ops(struct device *dev, const struct device_ops *ops,

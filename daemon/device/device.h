@@ -149,8 +149,8 @@ struct device_dm {
 	void *priv;
 };
 
-/* An RSS object as the device makes it (daemon/families/rss/rss.c checks the rules
- * first): an indirection table of 2^log_size entries, entry i the WQ
+/* An RSS object as the device makes it (daemon/families/rss/rss.c checks the
+ * rules first): an indirection table of 2^log_size entries, entry i the WQ
  * wqs[i % n_wqs], a RAW_PACKET QP hashing by Toeplitz over it, and a flow
  * rule steering the match to the QP at @priority. */
 #define RSS_KEY_LEN 40
@@ -204,8 +204,8 @@ struct device_serials {
 /* Device-level operations. ctx_open is required. */
 struct device_ops {
 	/* Open a context and its PD for one domain. */
-	int (*ctx_open)(struct device *dev, uint64_t ctx_id,
-			const char *domain, struct device_ctx **ret_ctx);
+	int (*ctx_open)(struct device *dev, uint64_t ctx_id, const char *domain,
+			struct device_ctx **ret_ctx);
 	/* Read the device's events; returns 1 once the device is gone.
 	 * Default: 0. */
 	int (*handle_event)(struct device *dev);
@@ -308,8 +308,8 @@ struct device_ctx_ops {
 			uint64_t length, int fd, struct device_dm *ret,
 			struct why *why);
 	/*
-	 * RSS (daemon/families/rss/rss.c): make table, QP and flow rule, all or none;
-	 * destroy one part of @made (IBC_OBJ_FLOW, IBC_OBJ_QP, then
+	 * RSS (daemon/families/rss/rss.c): make table, QP and flow rule, all or
+	 * none; destroy one part of @made (IBC_OBJ_FLOW, IBC_OBJ_QP, then
 	 * IBC_OBJ_RWQ_IND_TBL: -EBUSY in any other order). Default:
 	 * -EOPNOTSUPP naming the device, and the reason the start-up
 	 * self-test gave when it failed (rss_why).
@@ -328,8 +328,8 @@ struct device_ctx_ops {
 			 const struct rss_made *at, struct rss_made *ret,
 			 struct why *why);
 	/*
-	 * The kernel's handle list (daemon/registry/unaccounted.c): the handles of
-	 * every object of @type in the context, whoever made it, at most
+	 * The kernel's handle list (daemon/registry/unaccounted.c): the handles
+	 * of every object of @type in the context, whoever made it, at most
 	 * @max of them in @handles. @type is an enum ibc_obj_kind or
 	 * DEVICE_INTERNAL, the provider's own objects (mlx5: its UARs).
 	 * Returns how many were written; @max of them means there may be

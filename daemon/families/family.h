@@ -63,8 +63,7 @@ struct family {
 	/* Rekey: how many objects of @x the family made, which cannot move
 	 * to a new context, their names added to @buf (rekey_name_add()). */
 	unsigned int (*rekey_busy)(const struct core *core,
-				   const struct dctx *x, char *buf,
-				   size_t len);
+				   const struct dctx *x, char *buf, size_t len);
 	/* A forced rekey destroys them: how many went. */
 	unsigned int (*rekey_force)(struct core *core, struct dctx *x,
 				    const char *reason);

@@ -118,8 +118,8 @@ int rekey_domain(struct core *core, struct domain *d, bool force,
 	if (busy)
 		log_notice("domain %s rekeyed (%s): %u contexts replaced; "
 			   "forced: %s destroyed",
-			   d->name, who, n, rekey_forced_text(forced, tally,
-							      sizeof(tally)));
+			   d->name, who, n,
+			   rekey_forced_text(forced, tally, sizeof(tally)));
 	else
 		log_notice("domain %s rekeyed (%s): %u contexts replaced",
 			   d->name, who, n);
@@ -166,7 +166,7 @@ static void rekey_auto_cb(evutil_socket_t fd, short what, void *arg)
 	 * refusal changes nothing. */
 again:
 	TAILQ_FOREACH(d, &core->domains, link) {
-		struct why why = {0, ""};
+		struct why why = { 0, "" };
 		char who[96];
 
 		x = rekey_due(d);

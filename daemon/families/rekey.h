@@ -35,7 +35,6 @@ int rekey_domain(struct core *core, struct domain *d, bool force,
 		 const char *who, struct why *why,
 		 Rdmab__DomainRekeyReply *out);
 
-
 /* Server start: the automatic check (core->rekey_ev), which the layers
  * below ask for with core_rekey_due(): it refreshes the stale counts,
  * then looks at [defaults] auto_rekey_unaccounted. 0 or -ENOMEM. */

@@ -210,8 +210,8 @@ static int glob_class(const char **pp, struct glob_tok *t, char *why,
 }
 
 /* @glob into at most CGROUP_GLOB_MAX tokens; runs of '*' are one. */
-static int glob_compile(const char *glob, struct glob_tok *toks,
-			size_t *ret_n, char *why, size_t whylen)
+static int glob_compile(const char *glob, struct glob_tok *toks, size_t *ret_n,
+			char *why, size_t whylen)
 {
 	const char *p = glob;
 	size_t n = 0;
@@ -310,8 +310,7 @@ size_t cgroup_glob_prefix(const char *glob, const char *path)
 	}
 }
 
-size_t cgroup_key_len(const char *pattern, unsigned int depth,
-		      const char *path)
+size_t cgroup_key_len(const char *pattern, unsigned int depth, const char *path)
 {
 	size_t len = strlen(path), k;
 	unsigned int seen = 0;

@@ -28,8 +28,8 @@ const char *charge_quota_name(enum charge_quota q)
 
 /* Logged where it is found, once per underflow: the count stays as the
  * arithmetic leaves it, so that the bug shows in listings too. */
-static void charge_underflow(const char *what, const char *whose,
-			     uint64_t held, uint64_t n)
+static void charge_underflow(const char *what, const char *whose, uint64_t held,
+			     uint64_t n)
 {
 	underflows++;
 	log_err("BUG: charge underflow: %s of %s gives back %" PRIu64
@@ -39,8 +39,8 @@ static void charge_underflow(const char *what, const char *whose,
 
 /* A count that wraps holds more than it can say: a bug, as an
  * underflow is, and left as the arithmetic leaves it (@now). */
-static __attribute__((cold)) void charge_overflow(const char *what,
-						  uint64_t n, uint64_t now)
+static __attribute__((cold)) void charge_overflow(const char *what, uint64_t n,
+						  uint64_t now)
 {
 	underflows++;
 	log_err("BUG: charge overflow: %s wraps to %" PRIu64 " taking %" PRIu64

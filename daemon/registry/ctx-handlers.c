@@ -23,8 +23,8 @@ int h_ctx_open(struct client *c, const Rdmab__Request *req,
 		return *name ? reply_error(r, -ENODEV,
 					   "no device \"%.64s\" (see "
 					   "rdmabrokerctl devices)",
-					   name)
-			     : reply_error(r, -ENODEV,
+					   name) :
+			       reply_error(r, -ENODEV,
 					   "the broker has no device left");
 	if (dev->removed)
 		return reply_error(r, -ENODEV, "device %s was removed",

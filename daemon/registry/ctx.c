@@ -76,7 +76,7 @@ static void dctx_event_cb(evutil_socket_t fd, short what, void *arg)
 
 	if (x->dc && x->dev->ctx_ops->handle_event(x->dc) == 1)
 		x->core->ops->device_gone(x->core, x->dev,
-				   "the device reported a fatal error");
+					  "the device reported a fatal error");
 }
 
 static struct dctx *dctx_find(struct domain *d, struct device *dev)

@@ -101,8 +101,7 @@ static struct domain *domain_own_uid(struct core *core, uid_t uid)
 /* The cgroup domain of uid @uid for the @len bytes of @key; NULL when
  * there is none. */
 /* How much of @path names its own domain (cgroup_key_len()). */
-static size_t domain_cgroup_key_len(const struct core *core,
-				    const char *path)
+static size_t domain_cgroup_key_len(const struct core *core, const char *path)
 {
 	return cgroup_key_len(core->config.cgroup_pattern,
 			      core->config.cgroup_depth, path);
@@ -115,7 +114,8 @@ static struct domain *domain_find_cgroup(struct core *core, uid_t uid,
 
 	TAILQ_FOREACH(d, &core->domains, link)
 		if (d->kind == DOMAIN_CGROUP && d->uid == uid &&
-		    strlen(d->cgroup) == len && memcmp(d->cgroup, key, len) == 0)
+		    strlen(d->cgroup) == len &&
+		    memcmp(d->cgroup, key, len) == 0)
 			return d;
 	return NULL;
 }
@@ -131,18 +131,17 @@ static int domain_own_cgroup(struct core *core, struct client *c,
 
 	if (!c->cgroup)
 		return why_set(why, -EACCES,
-				   "the broker gives each cgroup its own "
-				   "domains (per = cgroup) and could not read "
-				   "this process's cgroup v2 at connect: %s",
-				   cgroup_strerror(c->cgroup_err));
+			       "the broker gives each cgroup its own "
+			       "domains (per = cgroup) and could not read "
+			       "this process's cgroup v2 at connect: %s",
+			       cgroup_strerror(c->cgroup_err));
 	len = domain_cgroup_key_len(core, c->cgroup);
 	d = domain_find_cgroup(core, c->cred.uid, c->cgroup, len);
 	if (d) {
 		*ret = d;
 		return 0;
 	}
-	snprintf(name, sizeof(name), "cgroup-%u-%" PRIu64, c->cred.uid,
-		 c->id);
+	snprintf(name, sizeof(name), "cgroup-%u-%" PRIu64, c->cred.uid, c->id);
 	d = domain_new(core, name, DOMAIN_CGROUP, &core->config.defaults);
 	if (d)
 		d->cgroup = strndup(c->cgroup, len);
@@ -158,8 +157,8 @@ static int domain_own_cgroup(struct core *core, struct client *c,
 
 /* @c's own domain: its uid's, or with per = cgroup its uid's in its
  * cgroup. */
-static int domain_own(struct core *core, struct client *c,
-		      struct domain **ret, struct why *why)
+static int domain_own(struct core *core, struct client *c, struct domain **ret,
+		      struct why *why)
 {
 	struct domain *d;
 
@@ -174,8 +173,7 @@ static int domain_own(struct core *core, struct client *c,
 
 /* Does @want name @c's own domain? With per = cgroup only the one that
  * exists does: a name cannot tell an absent one from another's. */
-static bool domain_is_own(struct core *core, struct client *c,
-			  const char *want)
+static bool domain_is_own(struct core *core, struct client *c, const char *want)
 {
 	char own[64];
 
@@ -249,34 +247,33 @@ int domain_join(struct core *core, struct client *c, const char *want,
 	}
 	if (*want && !domain_is_own(core, c, want)) {
 		/* Either answer holds whether such a domain exists or not. */
-		if (core->config.per_cgroup &&
-		    strncmp(want, "uid-", 4) == 0)
+		if (core->config.per_cgroup && strncmp(want, "uid-", 4) == 0)
 			return why_set(why, -EACCES,
-					   "domain %.48s is a uid's own, and "
-					   "this broker gives each cgroup its "
-					   "own domains (per = cgroup)",
-					   want);
+				       "domain %.48s is a uid's own, and "
+				       "this broker gives each cgroup its "
+				       "own domains (per = cgroup)",
+				       want);
 		if (strncmp(want, "uid-", 4) == 0)
 			return why_set(why, -EACCES,
-					   "domain %.48s is another uid's own; "
-					   "uid %u may not join it",
-					   want, c->cred.uid);
+				       "domain %.48s is another uid's own; "
+				       "uid %u may not join it",
+				       want, c->cred.uid);
 		if (strncmp(want, "cgroup-", 7) == 0)
 			return why_set(why, -EACCES,
-					   "domain %.48s is not this process's "
-					   "cgroup's own; uid %u may not join "
-					   "it",
-					   want, c->cred.uid);
+				       "domain %.48s is not this process's "
+				       "cgroup's own; uid %u may not join "
+				       "it",
+				       want, c->cred.uid);
 		cd = config_find_domain(&core->config, want);
 		if (!cd)
 			return why_set(why, -ENOENT,
 				       "domain \"%.48s\" does not exist", want);
 		if (!policy_may_join(cd, c))
 			return why_set(why, -EACCES,
-					   "uid %u%s may not join domain %s",
-					   c->cred.uid,
-					   cd->n_cgroups ? " in its cgroup" : "",
-					   cd->name);
+				       "uid %u%s may not join domain %s",
+				       c->cred.uid,
+				       cd->n_cgroups ? " in its cgroup" : "",
+				       cd->name);
 	} else if (!*want) {
 		cd = domain_pick(core, c);
 	}
@@ -333,8 +330,7 @@ uint64_t domain_dm_limit(const struct domain *d, const struct device *dev)
 	return config_dm_bytes(q->dm_bytes, q->dm_pct, dev->caps.max_dm_size);
 }
 
-uint64_t domain_dm_limit_shown(const struct core *core,
-			       const struct domain *d)
+uint64_t domain_dm_limit_shown(const struct core *core, const struct domain *d)
 {
 	uint64_t max = 0;
 
@@ -361,8 +357,8 @@ static struct domain_usage *domain_usage_of(struct domain *d, uid_t uid)
 
 /* What uid @uid holds of @pool's device memory, and the most it may:
  * its share of @limit, the pool's quota on the device. */
-static uint64_t domain_dm_share(struct domain *pool, uid_t uid,
-				uint64_t limit, uint64_t *ret_held)
+static uint64_t domain_dm_share(struct domain *pool, uid_t uid, uint64_t limit,
+				uint64_t *ret_held)
 {
 	struct domain_usage *u = domain_usage_of(pool, uid);
 
@@ -401,8 +397,7 @@ int domain_dm_room(struct domain *d, uid_t uid, const struct device *dev,
 		       dev->name, share, length);
 }
 
-uint64_t domain_dm_free(struct domain *d, uid_t uid,
-			const struct device *dev)
+uint64_t domain_dm_free(struct domain *d, uid_t uid, const struct device *dev)
 {
 	struct domain *pool = domain_pool(d);
 	uint64_t limit = domain_dm_limit(pool, dev), share, held, room;
@@ -451,8 +446,7 @@ void domain_uncharge_dm(struct domain *d, uid_t uid, uint64_t bytes,
 				       pool->name);
 		return;
 	}
-	charge_sub_u64(&u->dm_bytes, bytes, "a member's dm_bytes",
-		       pool->name);
+	charge_sub_u64(&u->dm_bytes, bytes, "a member's dm_bytes", pool->name);
 	if (!u->dm_bytes) {
 		TAILQ_REMOVE(&pool->usages, u, link);
 		free(u);

@@ -114,8 +114,7 @@ struct device;
 uint64_t domain_dm_limit(const struct domain *d, const struct device *dev);
 /* The largest of domain_dm_limit() over the devices present: what a
  * listing shows. */
-uint64_t domain_dm_limit_shown(const struct core *core,
-			       const struct domain *d);
+uint64_t domain_dm_limit_shown(const struct core *core, const struct domain *d);
 /* Whether @d's pool and, in a configured domain, uid @uid's share of it
  * have room for @rounded bytes on @dev (a DM of @length): -EDQUOT
  * otherwise, with a sentence in @why naming the quota. */
@@ -123,8 +122,7 @@ int domain_dm_room(struct domain *d, uid_t uid, const struct device *dev,
 		   uint64_t length, uint64_t rounded, struct why *why);
 /* The bytes uid @uid may still allocate on @dev by @d's quotas: its
  * pool's room and, in a configured domain, its share's. */
-uint64_t domain_dm_free(struct domain *d, uid_t uid,
-			const struct device *dev);
+uint64_t domain_dm_free(struct domain *d, uid_t uid, const struct device *dev);
 /* Charge @bytes of DM to @d's pool and to @uid's usage there; -ENOMEM. */
 int domain_charge_dm(struct domain *d, uid_t uid, uint64_t bytes);
 /* The charges of domain_charge_dm(), @bytes of them: @pool_bytes go back

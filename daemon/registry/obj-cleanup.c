@@ -152,8 +152,8 @@ void objects_owner_dead(struct obj_owner *ow)
 static struct obj *cleanup_next(struct obj_owner *ow)
 {
 	for (; ow->rank < obj_cleanup_kinds; ow->rank++) {
-		struct obj *o = TAILQ_FIRST(&ow->kinds[obj_cleanup_order
-							       [ow->rank]]);
+		struct obj *o =
+			TAILQ_FIRST(&ow->kinds[obj_cleanup_order[ow->rank]]);
 
 		if (o && !o->stuck && o->tried != ow->round + 1)
 			return o;
@@ -182,7 +182,7 @@ static void log_stuck(struct obj_owner *ow, struct obj *o, int err,
 static void cleanup_one(struct obj_owner *ow, struct obj *o)
 {
 	struct registry *reg = ow->reg;
-	struct why why = {0, ""};
+	struct why why = { 0, "" };
 	bool stuck_at_once = false;
 	int ret = 0;
 

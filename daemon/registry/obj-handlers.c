@@ -128,8 +128,7 @@ static int obj_note_uses(struct client *c, const Rdmab__ObjCreateRequest *q,
 
 	for (size_t i = 0; i < q->n_uses; i++)
 		used[i] = q->uses[i] ? objects_find(c, q->uses[i]) : NULL;
-	ret = objects_hook_uses(c->core->registry, o, used, q->n_uses,
-				&r->why);
+	ret = objects_hook_uses(c->core->registry, o, used, q->n_uses, &r->why);
 	if (ret < 0)
 		objects_remove(o);
 	return ret;
@@ -142,7 +141,7 @@ static int obj_make(struct client *c, struct dctx *x,
 {
 	struct obj_spec spec = { .kind = (enum ibc_obj_kind)q->kind };
 	Rdmab__ObjAttr *given = reply_alloc(r, sizeof(*given));
-	struct why why = {0, ""};
+	struct why why = { 0, "" };
 	struct obj_made made;
 	struct obj *o;
 	int ret;
@@ -280,8 +279,7 @@ int h_obj_destroy(struct client *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = objects_destroy_request(c, req->obj_destroy->object_id,
-				      &why);
+	ret = objects_destroy_request(c, req->obj_destroy->object_id, &why);
 	if (ret < 0)
 		return reply_error(r, ret, "%s", why.text);
 	rdmab__obj_destroy_reply__init(out);
@@ -359,8 +357,8 @@ int h_list_objects(struct client *c, const Rdmab__Request *req,
 			continue;
 		rdmab__object_info__init(oi);
 		if (oc && oc->cgroup) {
-			oi->cgroup_truncated = cgroup_show(cgroups[n],
-							   oc->cgroup);
+			oi->cgroup_truncated =
+				cgroup_show(cgroups[n], oc->cgroup);
 			cgroup_bytes += strlen(cgroups[n]);
 			/* The next page starts with it. */
 			if (cgroup_bytes > OBJ_LIST_CGROUP_BYTES) {
@@ -406,7 +404,7 @@ int h_obj_kernel_call(struct client *c, const Rdmab__Request *req,
 	Rdmab__ObjCreateReply *out = reply_alloc(r, sizeof(*out));
 	Rdmab__ObjAttr *given = reply_alloc(r, sizeof(*given));
 	struct obj *o = objects_find(c, q->object_id);
-	struct why why = {0, ""};
+	struct why why = { 0, "" };
 	struct obj_spec spec = { 0 };
 	struct obj_made made;
 	int ret;

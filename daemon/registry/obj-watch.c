@@ -76,8 +76,7 @@ static bool obj_watch_may_pidfd(const struct registry *reg,
 }
 
 /* @w watches with @pidfd (taken) from now on, charged to @u. */
-static void obj_watch_take_pidfd(struct obj_watch *w, struct user *u,
-				 int pidfd)
+static void obj_watch_take_pidfd(struct obj_watch *w, struct user *u, int pidfd)
 {
 	w->pidfd = pidfd;
 	w->user = user_ref(u);
@@ -197,8 +196,7 @@ static void obj_watch_upgrade(struct obj_watch *w, struct user *u, int pidfd)
 	obj_watch_take_pidfd(w, u, pidfd);
 }
 
-int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid,
-		   int pidfd)
+int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid, int pidfd)
 {
 	struct registry *reg = ow->reg;
 	struct obj_watch *w;

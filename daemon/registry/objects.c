@@ -22,8 +22,8 @@
 
 const enum ibc_obj_kind obj_cleanup_order[] = {
 	IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL, IBC_OBJ_SRQ,
-	IBC_OBJ_WQ,   IBC_OBJ_CQ, IBC_OBJ_MW,	   IBC_OBJ_MR,
-	IBC_OBJ_AH,   IBC_OBJ_DM, IBC_OBJ_XRCD,	   IBC_OBJ_PD,
+	IBC_OBJ_WQ,   IBC_OBJ_CQ, IBC_OBJ_MW,	       IBC_OBJ_MR,
+	IBC_OBJ_AH,   IBC_OBJ_DM, IBC_OBJ_XRCD,	       IBC_OBJ_PD,
 };
 const unsigned int obj_cleanup_kinds =
 	sizeof(obj_cleanup_order) / sizeof(obj_cleanup_order[0]);
@@ -342,8 +342,7 @@ static void ctx_let_go_owner(struct dctx *x, struct obj_owner *ow)
 	objects_owner_put(ow);
 }
 
-void objects_ctx_let_go(struct core *core, struct dctx *x,
-			uint64_t client_id)
+void objects_ctx_let_go(struct core *core, struct dctx *x, uint64_t client_id)
 {
 	struct registry *reg = core->registry;
 	struct obj_owner *ow;
@@ -451,9 +450,9 @@ int objects_register_request(struct client *c, uint64_t id, uint32_t handle,
 	/* A soft intent: the broker's kernel call gave the handle. */
 	if (o->made_here && (!o->window_made || handle != o->handle))
 		return why_set(why, -EINVAL, "object %" PRIu64 " %s", id,
-			       o->window_made
-				       ? "has another handle"
-				       : "was not made yet (no kernel call)");
+			       o->window_made ?
+				       "has another handle" :
+				       "was not made yet (no kernel call)");
 	objects_set_handle(o, handle);
 	return 0;
 }
@@ -612,8 +611,8 @@ int objects_hook_before_owner_destroy(struct registry *reg, struct obj *o,
 
 	for (unsigned int i = 0; i < reg->n_watchers[o->kind] && !ret; i++)
 		if (w[i].fam->before_owner_destroy)
-			ret = w[i].fam->before_owner_destroy(
-				reg->core, o, *w[i].data, why);
+			ret = w[i].fam->before_owner_destroy(reg->core, o,
+							     *w[i].data, why);
 	return ret;
 }
 

@@ -50,7 +50,7 @@ enum owner_state {
 };
 
 struct obj {
-	TAILQ_ENTRY(obj) link; /* the registry's, in id order */
+	TAILQ_ENTRY(obj) link;	    /* the registry's, in id order */
 	TAILQ_ENTRY(obj) kind_link; /* the owner's list of its kind */
 	/* Its context's list: what a listing of the domain walks, so that
 	 * it costs what the domain holds, not what the broker does. */
@@ -306,8 +306,7 @@ int objects_add_detached(struct obj_owner *ow, struct dctx *x,
 			 struct obj **ret);
 /* The wire's object attributes in device terms (obj-handlers.c). */
 struct Rdmab__ObjAttr;
-void obj_attr_from_wire(struct obj_attr *a,
-			const struct Rdmab__ObjAttr *w);
+void obj_attr_from_wire(struct obj_attr *a, const struct Rdmab__ObjAttr *w);
 /* The record @id of @c's session; NULL for any other (another session's,
  * another domain's, none: one answer). */
 struct obj *objects_find(struct client *c, uint64_t id);
@@ -330,8 +329,7 @@ void objects_drop_intent(struct obj *o);
  * counted in x->unaccounted, until @x closes with everything in it. DM
  * imports and RSS parts are their families'.
  */
-void objects_ctx_let_go(struct core *core, struct dctx *x,
-			uint64_t client_id);
+void objects_ctx_let_go(struct core *core, struct dctx *x, uint64_t client_id);
 
 /*
  * Destroy or unregister @c's object @id, as an ObjDestroyRequest asks:
@@ -368,8 +366,7 @@ void objects_conn_closing(struct client *c);
  * session's; -1: none), charged to @u. -ESRCH: the process is gone
  * already; -ENOMEM.
  */
-int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid,
-		   int pidfd);
+int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid, int pidfd);
 /* A pidfd of @pid (CLOEXEC by definition), or -1 with errno: ESRCH when
  * the process is gone, ENOSYS without pidfds. */
 int obj_pidfd_open(pid_t pid);

@@ -22,9 +22,9 @@
 /* The kinds a handle list is asked for: every uverbs object the broker
  * knows by kind. */
 static const enum ibc_obj_kind unacc_kinds[] = {
-	IBC_OBJ_PD, IBC_OBJ_CQ, IBC_OBJ_QP,	     IBC_OBJ_SRQ,
-	IBC_OBJ_WQ, IBC_OBJ_MR, IBC_OBJ_RWQ_IND_TBL, IBC_OBJ_FLOW,
-	IBC_OBJ_DM, IBC_OBJ_XRCD, IBC_OBJ_MW,	     IBC_OBJ_AH,
+	IBC_OBJ_PD, IBC_OBJ_CQ,	  IBC_OBJ_QP,	       IBC_OBJ_SRQ,
+	IBC_OBJ_WQ, IBC_OBJ_MR,	  IBC_OBJ_RWQ_IND_TBL, IBC_OBJ_FLOW,
+	IBC_OBJ_DM, IBC_OBJ_XRCD, IBC_OBJ_MW,	       IBC_OBJ_AH,
 };
 #define UNACC_KINDS (sizeof(unacc_kinds) / sizeof(unacc_kinds[0]))
 #define UNACC_LIST_MIN 256
@@ -94,8 +94,8 @@ static int unacc_list_fill(struct dctx *x, unsigned int type,
  * the first one counts. */
 static bool unacc_name(struct unacc_list *l, uint32_t handle, uint8_t who)
 {
-	uint32_t *p = bsearch(&handle, l->handles, l->n, sizeof(handle),
-			      cmp_u32);
+	uint32_t *p =
+		bsearch(&handle, l->handles, l->n, sizeof(handle), cmp_u32);
 
 	if (!p)
 		return false;
@@ -190,8 +190,8 @@ static int unacc_internal(struct dctx *x, struct unacc_counts *c)
 	c->kernel += l.n;
 	c->broker += own;
 	c->internal = beyond;
-	c->internal_left = dead < sub0(beyond, live) ? dead :
-						       sub0(beyond, live);
+	c->internal_left =
+		dead < sub0(beyond, live) ? dead : sub0(beyond, live);
 	c->unaccounted += c->internal_left;
 	free(l.handles);
 	free(l.named);

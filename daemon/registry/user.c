@@ -47,8 +47,7 @@ void user_unref(struct core *core, struct user *u)
 }
 
 /* "uid N" in @buf: whose a charge given back is, for its log line. */
-static const char *user_whose(const struct user *u, char *buf,
-			      size_t len)
+static const char *user_whose(const struct user *u, char *buf, size_t len)
 {
 	snprintf(buf, len, "uid %u", (unsigned int)u->uid);
 	return buf;
@@ -56,8 +55,8 @@ static const char *user_whose(const struct user *u, char *buf,
 
 /* Give back @n of @u's count @held: whose it is written only for an
  * underflow's log line, not on every uncharge. */
-static void user_sub(const struct user *u, unsigned int *held,
-		     unsigned int n, const char *what)
+static void user_sub(const struct user *u, unsigned int *held, unsigned int n,
+		     const char *what)
 {
 	char whose[24] = "";
 
@@ -91,8 +90,7 @@ void user_uncharge_private_ctx(struct user *u)
 
 int user_charge_dm_page(struct core *core, struct user *u, bool exempt)
 {
-	if (!exempt &&
-	    u->dm_pages >= core->config.limits.connections_per_uid)
+	if (!exempt && u->dm_pages >= core->config.limits.connections_per_uid)
 		return -EDQUOT;
 	charge_add_uint(&u->dm_pages, 1, "a uid's DM pages");
 	return 0;
@@ -126,7 +124,8 @@ void user_uncharge_dm_persistent(struct core *core, struct user *u,
 void user_pin_fds(struct user *u, unsigned int n, bool pin)
 {
 	if (pin)
-		charge_add_uint(&u->pinned_fds, n, "a uid's unread descriptors");
+		charge_add_uint(&u->pinned_fds, n,
+				"a uid's unread descriptors");
 	else
 		user_sub(u, &u->pinned_fds, n, "unread descriptors");
 }

@@ -267,7 +267,8 @@ static void kept_unindex(struct fdstore *s, size_t h)
 	size_t mask = s->kept_cap - 1;
 
 	s->kept_by_name[h] = 0;
-	for (size_t j = (h + 1) & mask; s->kept_by_name[j]; j = (j + 1) & mask) {
+	for (size_t j = (h + 1) & mask; s->kept_by_name[j];
+	     j = (j + 1) & mask) {
 		size_t home = name_hash(s->kept[s->kept_by_name[j] - 1].name,
 					s->kept_cap);
 
@@ -370,8 +371,8 @@ unsigned int fdstore_max(const struct fdstore *s)
 	return s->max;
 }
 
-unsigned int fdstore_list(const struct fdstore *s, int *fds,
-			  const char **names, unsigned int max)
+unsigned int fdstore_list(const struct fdstore *s, int *fds, const char **names,
+			  unsigned int max)
 {
 	unsigned int n = 0;
 

@@ -83,7 +83,7 @@ unsigned int fdstore_max(const struct fdstore *s);
  * For a re-exec: the kept descriptors and their names, in order, at most
  * @max; returns how many there are (more than @max: call again bigger).
  */
-unsigned int fdstore_list(const struct fdstore *s, int *fds,
-			  const char **names, unsigned int max);
+unsigned int fdstore_list(const struct fdstore *s, int *fds, const char **names,
+			  unsigned int max);
 
 #endif

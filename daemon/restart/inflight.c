@@ -144,9 +144,8 @@ int inflight_scan(int fd,
 	    (uint64_t)st.st_size < sizeof(h) + h.n * sizeof(s[0]))
 		return -EBADMSG;
 	for (uint64_t i = 0; i < h.n;) {
-		size_t k = h.n - i < INFLIGHT_SCAN_BLOCK ?
-				   (size_t)(h.n - i) :
-				   INFLIGHT_SCAN_BLOCK;
+		size_t k = h.n - i < INFLIGHT_SCAN_BLOCK ? (size_t)(h.n - i) :
+							   INFLIGHT_SCAN_BLOCK;
 
 		if (pread(fd, s, k * sizeof(s[0]),
 			  (off_t)(sizeof(h) + i * sizeof(s[0]))) !=

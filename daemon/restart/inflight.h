@@ -34,8 +34,7 @@ int inflight_take(struct inflight *t, uint64_t conn_id);
 void inflight_put(struct inflight *t, int slot);
 /* Request @serial of the slot's connection was read / its reply is in the
  * socket. A NULL table or slot -1 does nothing. */
-static inline void inflight_read(struct inflight *t, int slot,
-				 uint64_t serial)
+static inline void inflight_read(struct inflight *t, int slot, uint64_t serial)
 {
 	if (t && slot >= 0)
 		__atomic_store_n(

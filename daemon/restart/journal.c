@@ -33,7 +33,7 @@
 #define JHDR_MAGIC 0x4c4e524a42414d44ull /* "DMABJRNL" */
 #define JOURNAL_HDR_SIZE 4096u
 #define JOURNAL_GROW (1u << 20)
-#define JREC_PART 0x5452415042524a52ull /* "RJRBPART" */
+#define JREC_PART 0x5452415042524a52ull	  /* "RJRBPART" */
 #define JREC_COMMIT 0x54494d4d4f43424aull /* "JBCOMMIT" */
 #define JREC_DEL 1u
 /* The complete word: every record of the snapshot is in. */
@@ -156,8 +156,8 @@ crc32c_hw(uint32_t crc, const void *p, size_t n)
 }
 
 /* A record's CRC: whole words only (its padding is in). */
-__attribute__((target("sse4.2"))) static uint32_t
-crc32c_words_hw(const void *p, size_t n)
+__attribute__((target("sse4.2"))) static uint32_t crc32c_words_hw(const void *p,
+								  size_t n)
 {
 	const uint8_t *b = p, *end = b + n;
 	uint64_t c = 0xffffffffu;
@@ -331,8 +331,8 @@ static void jmap_del_at(struct jmap *m, struct jent *e)
 	 * now cuts off from its home. */
 	for (j = (i + 1) & (m->cap - 1); m->slot[j].kind;
 	     j = (j + 1) & (m->cap - 1)) {
-		size_t home = jmap_hash(m->slot[j].kind, m->slot[j].key,
-					m->cap);
+		size_t home =
+			jmap_hash(m->slot[j].kind, m->slot[j].key, m->cap);
 
 		if (((j - home) & (m->cap - 1)) >= ((j - i) & (m->cap - 1))) {
 			m->slot[i] = m->slot[j];
@@ -553,8 +553,8 @@ JOURNAL_HOT void rec_close(struct journal *j, struct jrec *r, uint32_t kind,
 
 /* Append the state of (@kind, @key): @len bytes, from @data or made by
  * @pack(@msg); the index follows. */
-JOURNAL_HOT int journal_append(struct journal *j, uint32_t kind,
-			       uint64_t key, const uint8_t *data, size_t len,
+JOURNAL_HOT int journal_append(struct journal *j, uint32_t kind, uint64_t key,
+			       const uint8_t *data, size_t len,
 			       void (*pack)(const void *msg, uint8_t *out),
 			       const void *msg)
 {
@@ -645,8 +645,8 @@ static int journal_copy(struct journal *to, const struct jmap *m)
 
 		if (!e->kind)
 			continue;
-		ret = journal_append(to, e->kind, e->key, e->data, e->len,
-				     NULL, NULL);
+		ret = journal_append(to, e->kind, e->key, e->data, e->len, NULL,
+				     NULL);
 		if (ret < 0)
 			return ret;
 	}
@@ -729,8 +729,10 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 	}
 	v->buf = buf;
 	if (len < sizeof(h)) {
-		err = why_set(why, why_len, "the state is %zu bytes, "
-			      "shorter than its header", len);
+		err = why_set(why, why_len,
+			      "the state is %zu bytes, "
+			      "shorter than its header",
+			      len);
 		goto fail;
 	}
 	memcpy(&h, buf, sizeof(h));
@@ -739,26 +741,32 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 		goto fail;
 	}
 	if (h.format != JOURNAL_FORMAT) {
-		err = why_set(why, why_len, "the state's format %u is not "
-			      "one this daemon reads (%u)", h.format,
-			      JOURNAL_FORMAT);
+		err = why_set(why, why_len,
+			      "the state's format %u is not "
+			      "one this daemon reads (%u)",
+			      h.format, JOURNAL_FORMAT);
 		goto fail;
 	}
 	if (h.hdr_size != JOURNAL_HDR_SIZE || len < JOURNAL_HDR_SIZE) {
-		err = why_set(why, why_len, "the state's header is cut "
+		err = why_set(why, why_len,
+			      "the state's header is cut "
 			      "short or of a size not %u bytes",
 			      JOURNAL_HDR_SIZE);
 		goto fail;
 	}
 	if (h.complete == JHDR_BROKEN) {
-		err = why_set(why, why_len, "the state of generation "
+		err = why_set(why, why_len,
+			      "the state of generation "
 			      "%" PRIu64 " was abandoned after a write "
-			      "failed", h.gen);
+			      "failed",
+			      h.gen);
 		goto fail;
 	}
 	if (h.complete != JHDR_COMPLETE) {
-		err = why_set(why, why_len, "the state of generation "
-			      "%" PRIu64 " was never completed", h.gen);
+		err = why_set(why, why_len,
+			      "the state of generation "
+			      "%" PRIu64 " was never completed",
+			      h.gen);
 		goto fail;
 	}
 	v->gen = h.gen;
@@ -785,27 +793,34 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 		if (r->word == 0)
 			break;
 		if (r->word != JREC_PART && r->word != JREC_COMMIT) {
-			err = why_set(why, why_len, "record at byte %zu of "
-				      "the state has no mark", off);
+			err = why_set(why, why_len,
+				      "record at byte %zu of "
+				      "the state has no mark",
+				      off);
 			goto fail;
 		}
 		if (r->len > JOURNAL_RECORD_MAX ||
 		    pad8(r->len) > len - off - sizeof(*r)) {
-			err = why_set(why, why_len, "record at byte %zu of "
-				      "the state runs past its end", off);
+			err = why_set(why, why_len,
+				      "record at byte %zu of "
+				      "the state runs past its end",
+				      off);
 			goto fail;
 		}
 		if (!r->kind || r->kind > JOURNAL_KIND_MAX ||
 		    (r->flags & ~JREC_DEL) || r->zero) {
-			err = why_set(why, why_len, "record at byte %zu of "
+			err = why_set(why, why_len,
+				      "record at byte %zu of "
 				      "the state has kind %u, flags %#x, "
 				      "reserved %#x",
 				      off, r->kind, r->flags, r->zero);
 			goto fail;
 		}
 		if (rec_crc(r) != r->crc) {
-			err = why_set(why, why_len, "record at byte %zu of "
-				      "the state fails its CRC", off);
+			err = why_set(why, why_len,
+				      "record at byte %zu of "
+				      "the state fails its CRC",
+				      off);
 			goto fail;
 		}
 		if (n_pend == cap_pend) {
@@ -936,9 +951,10 @@ int journal_read_fd(int fd, struct journal_view **ret, char *why,
 		return -errno;
 	if (!S_ISREG(st.st_mode) || st.st_size < 0 ||
 	    (uint64_t)st.st_size > JOURNAL_SIZE_MAX)
-		return why_set(why, why_len, "the stored state is not a "
-				"file of at most %llu bytes",
-				(unsigned long long)JOURNAL_SIZE_MAX);
+		return why_set(why, why_len,
+			       "the stored state is not a "
+			       "file of at most %llu bytes",
+			       (unsigned long long)JOURNAL_SIZE_MAX);
 	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
 	if (!buf)
 		return -ENOMEM;

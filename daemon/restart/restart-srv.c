@@ -85,8 +85,8 @@ int restart_init(struct server *srv)
 	if (ret < 0)
 		return ret;
 	pick.rs = rs;
-	fdstore_each_passed(rs->store, FDSTORE_PREFIX "state.",
-			    state_pick_one, &pick);
+	fdstore_each_passed(rs->store, FDSTORE_PREFIX "state.", state_pick_one,
+			    &pick);
 	if (rs->view) {
 		jgen = journal_view_gen(rs->view) + 1;
 	} else if (fdstore_n_passed(rs->store)) {
@@ -103,7 +103,7 @@ int restart_init(struct server *srv)
 	if (ret < 0)
 		return ret;
 	rs->compact_ev = event_new(srv->core.base, -1, 0, restart_compact_cb,
-				  &srv->core);
+				   &srv->core);
 	if (!rs->compact_ev)
 		return -ENOMEM;
 	journal_on_full(rs->j, restart_journal_full, &srv->core);
@@ -190,7 +190,7 @@ void restart_conn_closed(struct conn *c)
 	restart_fd_name(name, sizeof(name), "conn", c->cl.id);
 	fdstore_remove(srv->core.restart->store, name);
 	restart_after_write(&srv->core, journal_del(srv->core.restart->j,
-					     JOURNAL_SESSION, c->cl.id));
+						    JOURNAL_SESSION, c->cl.id));
 }
 
 void restart_session_save(struct conn *c)

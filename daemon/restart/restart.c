@@ -41,13 +41,13 @@
 struct journal *restart_journal(const struct core *core)
 {
 	return core->restart && !core->restart->handoff ? core->restart->j :
-							 NULL;
+							  NULL;
 }
 
 struct fdstore *restart_fdstore(const struct core *core)
 {
 	return core->restart && !core->restart->handoff ? core->restart->store :
-							 NULL;
+							  NULL;
 }
 
 static void state_name(char *buf, size_t size, uint64_t gen)
@@ -169,7 +169,7 @@ void restart_serials_adopt(struct core *core, const Rdmab__State__Counters *c)
 	for (size_t i = 0; i < c->n_devices; i++) {
 		const Rdmab__State__DeviceSerials *m = c->devices[i];
 		struct device *dev = device_find(&core->devices, m->device);
-		struct device_serials v = {m->num, m->key};
+		struct device_serials v = { m->num, m->key };
 
 		if (dev && strcmp(dev->name, m->device) == 0)
 			dev->ops->serials_set(dev, &v);
@@ -309,8 +309,8 @@ void restart_ctx_closed(struct core *core, const struct dctx *x)
 	if (!restart_fdstore(core))
 		return;
 	restart_ctx_fd_drop(core, x);
-	restart_after_write(core, journal_del(core->restart->j, JOURNAL_CONTEXT,
-					     x->id));
+	restart_after_write(
+		core, journal_del(core->restart->j, JOURNAL_CONTEXT, x->id));
 }
 
 /* SessionHold's fields as protobuf's wire format has them, each left out
@@ -425,7 +425,7 @@ static void obj_put(struct core *core, const struct obj *o,
 		m.soft = &so;
 	}
 	restart_after_write(core, journal_put(core->restart->j, JOURNAL_OBJECT,
-					     o->id, &m.base));
+					      o->id, &m.base));
 	obj_ids_check(core, made);
 }
 
@@ -452,9 +452,9 @@ void restart_obj_packed(struct core *core, const struct obj *o,
 {
 	if (!restart_journal(core))
 		return;
-	restart_after_write(core, journal_put_packed(core->restart->j,
-						     JOURNAL_OBJECT, o->id,
-						     data, len));
+	restart_after_write(core,
+			    journal_put_packed(core->restart->j, JOURNAL_OBJECT,
+					       o->id, data, len));
 	obj_ids_check(core, made);
 }
 
@@ -462,7 +462,7 @@ void restart_obj_gone(struct core *core, const struct obj *o)
 {
 	if (restart_journal(core))
 		restart_after_write(core, journal_del(core->restart->j,
-						     JOURNAL_OBJECT, o->id));
+						      JOURNAL_OBJECT, o->id));
 }
 
 /* restart_state_check()'s walk: where it words its refusal, and who
@@ -536,10 +536,10 @@ int restart_state_check(const struct journal_view *v,
 				   const struct state_obj *m),
 			void *arg, char *why, size_t why_len)
 {
-	static const uint32_t kinds[] = {JOURNAL_COUNTERS,     JOURNAL_CONTEXT,
-					 JOURNAL_SESSION,      JOURNAL_OBJECT,
-					 JOURNAL_SESSION_HOLD, JOURNAL_OWNER};
-	struct check_arg ck = {why, why_len, obj, arg};
+	static const uint32_t kinds[] = { JOURNAL_COUNTERS,	JOURNAL_CONTEXT,
+					  JOURNAL_SESSION,	JOURNAL_OBJECT,
+					  JOURNAL_SESSION_HOLD, JOURNAL_OWNER };
+	struct check_arg ck = { why, why_len, obj, arg };
 	int ret;
 
 	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++) {
@@ -645,8 +645,7 @@ void restart_objects_adopted(struct core *core)
 }
 
 void restart_status(const struct core *core, bool full, uint64_t *gen,
-		    uint64_t *restarts, uint64_t *usec, char *what,
-		    size_t size)
+		    uint64_t *restarts, uint64_t *usec, char *what, size_t size)
 {
 	const struct restart *rs = core->restart;
 

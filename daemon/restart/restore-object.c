@@ -157,17 +157,39 @@ static int attr_decode(struct rd *r, Rdmab__ObjAttr *a)
 		if (rd_tag(r, &field, &wt) < 0)
 			return -EBADMSG;
 		switch (field) {
-		case 1: u32 = &a->cqe; break;
-		case 2: u32 = &a->comp_vector; break;
-		case 3: u32 = &a->qp_type; break;
-		case 4: u32 = &a->max_send_wr; break;
-		case 5: u32 = &a->max_recv_wr; break;
-		case 6: u32 = &a->max_send_sge; break;
-		case 7: u32 = &a->max_recv_sge; break;
-		case 8: u32 = &a->max_inline_data; break;
-		case 9: u32 = &a->max_wr; break;
-		case 10: u32 = &a->max_sge; break;
-		case 11: u32 = &a->srq_limit; break;
+		case 1:
+			u32 = &a->cqe;
+			break;
+		case 2:
+			u32 = &a->comp_vector;
+			break;
+		case 3:
+			u32 = &a->qp_type;
+			break;
+		case 4:
+			u32 = &a->max_send_wr;
+			break;
+		case 5:
+			u32 = &a->max_recv_wr;
+			break;
+		case 6:
+			u32 = &a->max_send_sge;
+			break;
+		case 7:
+			u32 = &a->max_recv_sge;
+			break;
+		case 8:
+			u32 = &a->max_inline_data;
+			break;
+		case 9:
+			u32 = &a->max_wr;
+			break;
+		case 10:
+			u32 = &a->max_sge;
+			break;
+		case 11:
+			u32 = &a->srq_limit;
+			break;
 		case 12:
 		case 13:
 			if (rd_uint(r, wt, &v) < 0)
@@ -177,9 +199,15 @@ static int attr_decode(struct rd *r, Rdmab__ObjAttr *a)
 			else
 				a->mr_length = v;
 			continue;
-		case 14: u32 = &a->mr_access; break;
-		case 15: u32 = &a->sq_sig_all; break;
-		case 40: u32 = &a->xrc_qp_num; break;
+		case 14:
+			u32 = &a->mr_access;
+			break;
+		case 15:
+			u32 = &a->sq_sig_all;
+			break;
+		case 40:
+			u32 = &a->xrc_qp_num;
+			break;
 		default:
 			if (rd_skip(r, wt) < 0)
 				return -EBADMSG;
@@ -286,11 +314,21 @@ int state_obj_decode(const uint8_t *p, size_t len, struct state_obj *ret)
 		if (rd_tag(&r, &field, &wt) < 0)
 			return -EBADMSG;
 		switch (field) {
-		case 1: case 2: case 3: case 4: case 10: case 11: case 12:
+		case 1:
+		case 2:
+		case 3:
+		case 4:
+		case 10:
+		case 11:
+		case 12:
 			if (rd_uint(&r, wt, &v) < 0)
 				return -EBADMSG;
 			break;
-		case 5: case 6: case 7: case 8: case 9:
+		case 5:
+		case 6:
+		case 7:
+		case 8:
+		case 9:
 			if (rd_bool(&r, wt, &b) < 0)
 				return -EBADMSG;
 			break;
@@ -306,18 +344,42 @@ int state_obj_decode(const uint8_t *p, size_t len, struct state_obj *ret)
 			continue;
 		}
 		switch (field) {
-		case 1: o.owner = v; break;
-		case 2: o.ctx_id = v; break;
-		case 3: o.kind = (uint32_t)v; break;
-		case 4: o.handle = (uint32_t)v; break;
-		case 5: o.intent = b; break;
-		case 6: o.made_here = b; break;
-		case 7: o.window_made = b; break;
-		case 8: o.stuck = b; break;
-		case 9: o.family_owned = b; break;
-		case 10: o.dm_id = v; break;
-		case 11: o.xrcd_obj = v; break;
-		case 12: o.born_usec = v; break;
+		case 1:
+			o.owner = v;
+			break;
+		case 2:
+			o.ctx_id = v;
+			break;
+		case 3:
+			o.kind = (uint32_t)v;
+			break;
+		case 4:
+			o.handle = (uint32_t)v;
+			break;
+		case 5:
+			o.intent = b;
+			break;
+		case 6:
+			o.made_here = b;
+			break;
+		case 7:
+			o.window_made = b;
+			break;
+		case 8:
+			o.stuck = b;
+			break;
+		case 9:
+			o.family_owned = b;
+			break;
+		case 10:
+			o.dm_id = v;
+			break;
+		case 11:
+			o.xrcd_obj = v;
+			break;
+		case 12:
+			o.born_usec = v;
+			break;
 		}
 	}
 	*ret = o;

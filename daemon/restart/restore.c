@@ -125,8 +125,9 @@ static int robj_keep(void *arg, const struct journal_rec *r,
 		ro->v = p;
 		ro->cap = cap;
 	}
-	ro->v[ro->n++] = (struct robj){ .id = r->key, .m = *m, .data = r->data,
-					.len = r->len };
+	ro->v[ro->n++] = (struct robj){
+		.id = r->key, .m = *m, .data = r->data, .len = r->len
+	};
 	return 0;
 }
 
@@ -216,7 +217,7 @@ static int hold_collect(void *arg, const struct journal_rec *r)
 		rc->cap_holds = cap;
 	}
 	rc->holds[rc->n_holds++] =
-		(struct rhold){m->client_id, m->ctx_id, m->opens, m->import};
+		(struct rhold){ m->client_id, m->ctx_id, m->opens, m->import };
 	rdmab__state__session_hold__free_unpacked(m, NULL);
 	return 0;
 }
@@ -231,8 +232,8 @@ static int hold_cmp(const void *a, const void *b)
 /* Collect every hold, sorted by session: 0 or -ENOMEM. */
 static int restore_holds(struct rctx *rc)
 {
-	int ret = journal_each(rc->rs->view, JOURNAL_SESSION_HOLD,
-			       hold_collect, rc);
+	int ret = journal_each(rc->rs->view, JOURNAL_SESSION_HOLD, hold_collect,
+			       rc);
 
 	if (ret == 0 && rc->n_holds)
 		qsort(rc->holds, rc->n_holds, sizeof(*rc->holds), hold_cmp);
@@ -344,8 +345,7 @@ static struct dctx *restore_ctx_reopen(struct restore *rs, struct conn *c,
 /* Context @id that @c's session held: the one its domain has already, or
  * adopted from the store. NULL when it cannot be (logged): the session
  * goes on without it, as after a device removal. */
-static struct dctx *restore_ctx(struct restore *rs, struct conn *c,
-				uint64_t id)
+static struct dctx *restore_ctx(struct restore *rs, struct conn *c, uint64_t id)
 {
 	struct server *srv = server_of(rs->core);
 	Rdmab__State__Context *m;
@@ -553,8 +553,7 @@ static int robj_remake(struct dctx *x, const struct state_obj *m,
 	for (size_t i = 0; i < m->soft.n_uses && i < OBJ_MAX_USES; i++)
 		spec.uses[i] = m->soft.uses[i];
 	spec.used = m->soft.used_mask & ((1u << OBJ_MAX_USES) - 1);
-	obj_attr_from_wire(&spec.attr,
-			   m->soft.has_attr ? &m->soft.attr : NULL);
+	obj_attr_from_wire(&spec.attr, m->soft.has_attr ? &m->soft.attr : NULL);
 	spec.xrcd_ino = m->soft.xrcd_ino;
 	spec.num = m->soft.num;
 	spec.key = m->soft.key;
@@ -585,8 +584,8 @@ static void robj_msg(const struct state_obj *m, Rdmab__State__Object *ret,
 	if (!m->has_soft)
 		return;
 	rdmab__state__soft_object__init(so);
-	so->n_uses = m->soft.n_uses < OBJ_MAX_USES ? m->soft.n_uses
-						   : OBJ_MAX_USES;
+	so->n_uses =
+		m->soft.n_uses < OBJ_MAX_USES ? m->soft.n_uses : OBJ_MAX_USES;
 	so->uses = (uint32_t *)m->soft.uses;
 	so->used_mask = m->soft.used_mask;
 	so->attr = m->soft.has_attr ? (Rdmab__ObjAttr *)&m->soft.attr : NULL;
@@ -621,25 +620,24 @@ static bool robj_is_record(struct core *core, const struct obj *o,
 	/* A record that names no number or key where the object has one
 	 * (a create that gave none): it was given new ones, which its
 	 * record must say. */
-	return !made ||
-	       (made->num == m->soft.num && made->lkey == m->soft.key);
+	return !made || (made->num == m->soft.num && made->lkey == m->soft.key);
 }
 
 static void restore_obj(struct rctx *rc, struct robj *ro, bool last)
 {
 	const struct state_obj *m = &ro->m;
 	struct why why = { 0 };
-	struct obj_made made = {0};
+	struct obj_made made = { 0 };
 	Rdmab__State__Object msg;
 	Rdmab__State__SoftObject so;
 	struct conn *c = rctx_conn(rc, m->owner);
 	/* A session that ended before the restart: its owner's record. */
-	struct obj_owner *ow = c || m->family_owned
-				       ? NULL
-				       : restart_owner_find(rc->rs, m->owner);
-	struct dctx *x = c    ? dctx_conn_find(&c->cl, m->ctx_id)
-			 : ow ? restart_ctx_find(rc->rs->core, m->ctx_id)
-			      : NULL;
+	struct obj_owner *ow = c || m->family_owned ?
+				       NULL :
+				       restart_owner_find(rc->rs, m->owner);
+	struct dctx *x = c  ? dctx_conn_find(&c->cl, m->ctx_id) :
+			 ow ? restart_ctx_find(rc->rs->core, m->ctx_id) :
+			      NULL;
 	bool remake;
 	struct obj *o;
 	int ret;
@@ -835,8 +833,7 @@ static int restore_families(struct restore *rs)
 		if (ret < 0) {
 			if (!*rs->why)
 				restore_fail(rs, ret, "%s: %s",
-					     families[i]->name,
-					     strerror(-ret));
+					     families[i]->name, strerror(-ret));
 			return ret;
 		}
 	}
@@ -879,10 +876,9 @@ int restart_restore(struct server *srv)
 
 			/* While taking one, the callback must not see the
 			 * walk move: one name at a time. */
-			while (fdstore_each_passed(r->store,
-						   FDSTORE_PREFIX "inflight.",
-						   restart_first_name,
-						   name) == 1)
+			while (fdstore_each_passed(
+				       r->store, FDSTORE_PREFIX "inflight.",
+				       restart_first_name, name) == 1)
 				pending_scan(&rc, name, -1);
 			restore_phase(&ph, RESTORE_REQUESTS);
 			ret = restore_holds(&rc);

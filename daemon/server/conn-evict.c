@@ -34,8 +34,9 @@ int h_admin_evict(struct client *cl, const Rdmab__Request *req,
 		if (t->cl.id == id && t->cl.hello_done)
 			break;
 	if (!t)
-		return reply_error(r, -ENOENT, "client %" PRIu64 " is not "
-					       "connected",
+		return reply_error(r, -ENOENT,
+				   "client %" PRIu64 " is not "
+				   "connected",
 				   id);
 	/* Rekey first: a refusal (EBUSY) leaves the session alone. */
 	if (req->evict->rekey && t->cl.domain) {

@@ -194,8 +194,8 @@ static bool conn_want_read(struct conn *c)
 		c->fds_hint_spent = false;
 		return true;
 	}
-	if (c->state >= CONN_CLOSING ||
-	    c->outq_bytes >= c->srv->opt.outq_max || c->fds_hint_spent)
+	if (c->state >= CONN_CLOSING || c->outq_bytes >= c->srv->opt.outq_max ||
+	    c->fds_hint_spent)
 		return false;
 	c->fds_hint = true;
 	return true;
@@ -356,8 +356,8 @@ static bool conn_read_one(struct conn *c, bool again)
 	n = wire_recv_bare(c->fd, buf, sizeof(buf), MSG_DONTWAIT);
 	if (n == -EAGAIN) {
 		if (again) {
-			c->read_backoff = c->read_backoff ?
-						  2 * c->read_backoff : 1;
+			c->read_backoff =
+				c->read_backoff ? 2 * c->read_backoff : 1;
 			if (c->read_backoff > READ_BACKOFF_MAX)
 				c->read_backoff = READ_BACKOFF_MAX;
 			c->read_skip = c->read_backoff;
@@ -434,8 +434,8 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 			if (!conn_peer_ran(c))
 				return;
 		}
-		if (c->srv->stopping || c->state >= CONN_DEAD ||
-		    !c->reading || !conn_may_read(c))
+		if (c->srv->stopping || c->state >= CONN_DEAD || !c->reading ||
+		    !conn_may_read(c))
 			return;
 		/* The check released what the hint waited for. */
 		if (c->fds_hint)
@@ -490,7 +490,8 @@ static int conn_read_groups(struct conn *c)
 		if (!g)
 			return -ENOMEM;
 		c->cl.groups = g;
-		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) == 0) {
+		if (getsockopt(c->fd, SOL_SOCKET, SO_PEERGROUPS, g, &len) ==
+		    0) {
 			c->cl.n_groups = len / sizeof(gid_t);
 			return 0;
 		}
@@ -502,7 +503,7 @@ static int conn_read_groups(struct conn *c)
 
 /* SO_PEERPIDFD (Linux 6.5) where the C library's headers predate it: its
  * number on the architectures of asm-generic/socket.h. */
-#if !defined(SO_PEERPIDFD) &&                                                 \
+#if !defined(SO_PEERPIDFD) &&                                                  \
 	(defined(__x86_64__) || defined(__i386__) || defined(__aarch64__) ||   \
 	 defined(__arm__) || defined(__riscv) || defined(__s390__))
 #define SO_PEERPIDFD 77
@@ -647,8 +648,7 @@ int conn_new(struct server *srv, int fd, struct conn **ret_conn)
 	return conn_new_as(srv, fd, 0, ret_conn);
 }
 
-int conn_new_as(struct server *srv, int fd, uint64_t id,
-		struct conn **ret_conn)
+int conn_new_as(struct server *srv, int fd, uint64_t id, struct conn **ret_conn)
 {
 	socklen_t len = sizeof(struct ucred);
 	char why[192];
@@ -689,9 +689,10 @@ int conn_new_as(struct server *srv, int fd, uint64_t id,
 	/* A pidfd is CLOEXEC by definition. A peer that already exited
 	 * (ESRCH) is caught by the EOF that follows. */
 	c->pidfd = conn_peer_pidfd(fd, c->cl.cred.pid);
-	c->cl.cgroup_err = c->pidfd < 0 ? -errno :
-					  cgroup_of_pid(c->cl.cred.pid, c->pidfd,
-							&c->cl.cgroup);
+	c->cl.cgroup_err =
+		c->pidfd < 0 ?
+			-errno :
+			cgroup_of_pid(c->cl.cred.pid, c->pidfd, &c->cl.cgroup);
 	conn_read_comm(c);
 	c->read_ev = event_new(srv->core.base, fd, EV_READ | EV_PERSIST,
 			       conn_read_cb, c);
@@ -901,9 +902,8 @@ void conns_lingering_free(struct server *srv)
 	}
 }
 
-int conn_send(struct conn *c, const ProtobufCMessage *inner,
-	      unsigned int field, bool bounded, const int *fds,
-	      unsigned int nfds)
+int conn_send(struct conn *c, const ProtobufCMessage *inner, unsigned int field,
+	      bool bounded, const int *fds, unsigned int nfds)
 {
 	static uint8_t room[WIRE_PACK_ROOM];
 	struct outmsg *m;
@@ -916,7 +916,8 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner,
 	if (c->outq_bytes > c->srv->opt.outq_max * OUTQ_HARD_FACTOR) {
 		char why[64];
 
-		snprintf(why, sizeof(why), "more than %zu KiB of replies unread",
+		snprintf(why, sizeof(why),
+			 "more than %zu KiB of replies unread",
 			 c->srv->opt.outq_max * OUTQ_HARD_FACTOR / 1024);
 		conn_log_drop(c, why);
 		conn_set_closing(c);

@@ -153,9 +153,8 @@ void conn_hello_done(struct conn *c);
  * dupped). @bounded: see wire_pack_daemon_message().
  * A client whose unread replies pass the hard cap is disconnected: -EPIPE.
  */
-int conn_send(struct conn *c, const ProtobufCMessage *inner,
-	      unsigned int field, bool bounded, const int *fds,
-	      unsigned int nfds);
+int conn_send(struct conn *c, const ProtobufCMessage *inner, unsigned int field,
+	      bool bounded, const int *fds, unsigned int nfds);
 int conn_send_event(struct conn *c, Rdmab__Event *ev);
 /* Log that @c is disconnected for what its peer did or did not do (@why):
  * one such line a minute at most, whoever the peers are, since they can

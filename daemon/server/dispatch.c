@@ -50,7 +50,8 @@ static const struct handler handlers[] = {
 					 H_SESSION | H_ADMIN },
 	/* Unaccounted objects: the soft device's intent window. */
 	[RDMAB__REQUEST__BODY_OBJ_KERNEL_CALL] = { "obj-kernel-call",
-						   h_obj_kernel_call, H_SESSION },
+						   h_obj_kernel_call,
+						   H_SESSION },
 	/* Rekey */
 	[RDMAB__REQUEST__BODY_DOMAIN_REKEY] = { "domain-rekey", h_domain_rekey,
 						H_SESSION | H_ADMIN },

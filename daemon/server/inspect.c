@@ -254,8 +254,8 @@ int h_list_clients(struct client *c, const Rdmab__Request *req,
 		ci->parent_id = o->parent_id;
 		ci->children = inspect_children(c, admin, o->id);
 		if (o->cgroup) {
-			ci->cgroup_truncated = cgroup_show(cgroups[n],
-							   o->cgroup);
+			ci->cgroup_truncated =
+				cgroup_show(cgroups[n], o->cgroup);
 			ci->cgroup = cgroups[n];
 		}
 		ptrs[n++] = ci;

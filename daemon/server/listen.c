@@ -60,8 +60,7 @@ int listen_dir_open(const char *path, char *why, size_t size)
 			 "its directory %s belongs to uid %u, who could put "
 			 "something else in the socket's place; use a "
 			 "directory of root's or of uid %u, such as /run",
-			 dir, (unsigned int)st.st_uid,
-			 (unsigned int)geteuid());
+			 dir, (unsigned int)st.st_uid, (unsigned int)geteuid());
 		close(fd);
 		return -EPERM;
 	}
@@ -95,8 +94,8 @@ int listen_bind(int dfd, const char *path, mode_t mode, gid_t gid)
 	if (!mkdtemp(priv))
 		return -errno;
 	pname = priv + (base - path);
-	pfd = openat(dfd, pname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					 O_CLOEXEC);
+	pfd = openat(dfd, pname,
+		     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (pfd < 0) {
 		ret = -errno;
 		goto out;
@@ -104,8 +103,7 @@ int listen_bind(int dfd, const char *path, mode_t mode, gid_t gid)
 	/* Room for it was checked above. */
 	memcpy(sa.sun_path, priv, strlen(priv));
 	memcpy(sa.sun_path + strlen(priv), "/s", 3);
-	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
-		    0);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
 		ret = -errno;
 		goto out;

@@ -77,8 +77,8 @@ struct metrics_http {
 
 static void http_accepting(struct metrics_http *h)
 {
-	if (h->n_bevs < h->max && !event_pending(h->backoff_ev, EV_TIMEOUT,
-						 NULL))
+	if (h->n_bevs < h->max &&
+	    !event_pending(h->backoff_ev, EV_TIMEOUT, NULL))
 		evconnlistener_enable(h->lev);
 	else
 		evconnlistener_disable(h->lev);
@@ -204,8 +204,8 @@ static void http_metrics_cb(struct evhttp_request *req, void *arg)
 		return;
 	}
 	/* By reference: the text goes with the last reply that holds it. */
-	if (evbuffer_add_reference(body, t->data, t->len,
-				   http_text_put, t) < 0) {
+	if (evbuffer_add_reference(body, t->data, t->len, http_text_put, t) <
+	    0) {
 		metrics_text_put(t);
 		evbuffer_free(body);
 		evhttp_send_error(req, HTTP_INTERNAL, "out of memory");
@@ -238,7 +238,8 @@ static int http_socket(struct metrics_http *h, const char *listen_on)
 	memset(&a, 0, sizeof(a));
 	path[0] = '\0';
 	if (config_metrics_listen(listen_on, why, sizeof(why), host,
-				  sizeof(host), &port, path, sizeof(path)) < 0) {
+				  sizeof(host), &port, path,
+				  sizeof(path)) < 0) {
 		log_err("[metrics] listen: %s", why);
 		return -EINVAL;
 	}
@@ -330,10 +331,9 @@ int metrics_http_start(struct server *srv)
 	}
 	/* Backlog 0: listening already, with http_socket()'s backlog, which
 	 * bounds what waits in the kernel while the listener is stopped. */
-	h->lev = evconnlistener_new(srv->core.base, NULL, NULL,
-				    LEV_OPT_CLOSE_ON_FREE |
-					    LEV_OPT_CLOSE_ON_EXEC,
-				    0, fd);
+	h->lev = evconnlistener_new(
+		srv->core.base, NULL, NULL,
+		LEV_OPT_CLOSE_ON_FREE | LEV_OPT_CLOSE_ON_EXEC, 0, fd);
 	if (!h->lev) {
 		close(fd);
 		goto fail;
@@ -391,8 +391,7 @@ void metrics_http_stop(struct server *srv)
 
 unsigned int metrics_http_conns(const struct server *srv)
 {
-	const struct metrics_http *h = srv->metrics ? srv->metrics->http :
-						      NULL;
+	const struct metrics_http *h = srv->metrics ? srv->metrics->http : NULL;
 
 	return h ? h->n_bevs : 0;
 }

@@ -57,8 +57,8 @@ static void mt_printf(struct mtext *mt, const char *fmt, ...)
 			mt->err = -EFBIG;
 			return;
 		}
-		struct metrics_text *t = realloc(mt->t, sizeof(*t) +
-							mt->cap * 2);
+		struct metrics_text *t =
+			realloc(mt->t, sizeof(*t) + mt->cap * 2);
 		if (!t) {
 			mt->err = -ENOMEM;
 			return;
@@ -92,11 +92,10 @@ static struct domain *d_next(struct domain *d, const struct domain *only)
 	return only ? NULL : TAILQ_NEXT(d, link);
 }
 
-#define FOR_DOMAINS(d, srv, only, nm)                                  \
-	for (d = d_first(srv, only); d && (metrics_label((nm)->domain,   \
-						       sizeof((nm)->domain), \
-						       d->name),             \
-					   1);                               \
+#define FOR_DOMAINS(d, srv, only, nm)                                          \
+	for (d = d_first(srv, only);                                           \
+	     d &&                                                              \
+	     (metrics_label((nm)->domain, sizeof((nm)->domain), d->name), 1);  \
 	     d = d_next(d, only))
 
 /* The registry's records of @d, by device, kind and state. */
@@ -137,8 +136,8 @@ struct dev_figures {
 	uint32_t objs[OBJ_KIND_COUNT][OBJ_M_STATES];
 };
 
-static void domain_dev_figures(const struct server *srv,
-			       const struct domain *d, struct dev_figures *f)
+static void domain_dev_figures(const struct server *srv, const struct domain *d,
+			       struct dev_figures *f)
 {
 	const struct dctx *x;
 	const struct obj *o;
@@ -268,18 +267,17 @@ static void render_devices(struct mtext *mt, struct server *srv,
 			for (unsigned int kd = 1; kd < OBJ_KIND_COUNT; kd++)
 				for (unsigned int s = 0; s < OBJ_M_STATES; s++)
 					if (f[k].objs[kd][s])
-						mt_printf(
-							mt,
-							"rdmabroker_objects{"
-							"domain=\"%s\","
-							"device=\"%s\","
-							"kind=\"%s\","
-							"state=\"%s\"} %u\n",
-							nm->domain,
-							nm->device[k],
-							obj_kind_name(kd),
-							obj_state_names[s],
-							f[k].objs[kd][s]);
+						mt_printf(mt,
+							  "rdmabroker_objects{"
+							  "domain=\"%s\","
+							  "device=\"%s\","
+							  "kind=\"%s\","
+							  "state=\"%s\"} %u\n",
+							  nm->domain,
+							  nm->device[k],
+							  obj_kind_name(kd),
+							  obj_state_names[s],
+							  f[k].objs[kd][s]);
 		f += ndev;
 	}
 	free(all);
@@ -289,7 +287,9 @@ static void render_domains(struct mtext *mt, struct server *srv,
 			   const struct domain *only, struct names *nm)
 {
 	static const enum charge_quota counted[] = {
-		CHARGE_XRCDS, CHARGE_RSS_TABLES, CHARGE_OBJECTS,
+		CHARGE_XRCDS,
+		CHARGE_RSS_TABLES,
+		CHARGE_OBJECTS,
 		CHARGE_CLIENTS,
 	};
 	struct dm_figures dmf;
@@ -297,10 +297,11 @@ static void render_domains(struct mtext *mt, struct server *srv,
 
 	render_per_domain(mt, srv, only, nm, "rdmabroker_domain_clients",
 			  "gauge", "Sessions in the domain.", d_clients, false);
-	render_per_domain(mt, srv, only, nm, "rdmabroker_domain_requests_total",
-			  "counter",
-			  "Requests the domain's sessions made while it existed.",
-			  d_requests, false);
+	render_per_domain(
+		mt, srv, only, nm, "rdmabroker_domain_requests_total",
+		"counter",
+		"Requests the domain's sessions made while it existed.",
+		d_requests, false);
 	render_per_domain(mt, srv, only, nm, "rdmabroker_domain_rekeys_total",
 			  "counter",
 			  "Rekeys of the domain (a new context per device).",
@@ -322,7 +323,8 @@ static void render_domains(struct mtext *mt, struct server *srv,
 	mt_family(mt, "rdmabroker_quota_limit", "gauge",
 		  "The domain's limit of a counted quota.");
 	FOR_DOMAINS(d, srv, only, nm)
-		for (size_t i = 0; i < sizeof(counted) / sizeof(*counted); i++) {
+		for (size_t i = 0; i < sizeof(counted) / sizeof(*counted);
+		     i++) {
 			const struct domain *o = counted[i] == CHARGE_CLIENTS ?
 							 d :
 							 domain_pool(d);
@@ -335,11 +337,12 @@ static void render_domains(struct mtext *mt, struct server *srv,
 					       o->limit.clients;
 
 			if (o == d)
-				mt_printf(mt,
-					  "rdmabroker_quota_limit{domain=\"%s\","
-					  "quota=\"%s\"} %u\n",
-					  nm->domain,
-					  charge_quota_name(counted[i]), lim);
+				mt_printf(
+					mt,
+					"rdmabroker_quota_limit{domain=\"%s\","
+					"quota=\"%s\"} %u\n",
+					nm->domain,
+					charge_quota_name(counted[i]), lim);
 		}
 	render_per_domain(mt, srv, only, nm, "rdmabroker_quota_dm_used_bytes",
 			  "gauge",
@@ -349,14 +352,16 @@ static void render_domains(struct mtext *mt, struct server *srv,
 		  "The domain's device memory quota on a device.");
 	FOR_DOMAINS(d, srv, only, nm)
 		for (size_t k = 0; k < srv->core.devices.n; k++)
-			if (domain_pool(d) == d && !srv->core.devices.dev[k].removed)
-				mt_printf(mt,
-					  "rdmabroker_quota_dm_limit_bytes{"
-					  "domain=\"%s\",device=\"%s\"} "
-					  "%" PRIu64 "\n",
-					  nm->domain, nm->device[k],
-					  domain_dm_limit(d,
-							  &srv->core.devices.dev[k]));
+			if (domain_pool(d) == d &&
+			    !srv->core.devices.dev[k].removed)
+				mt_printf(
+					mt,
+					"rdmabroker_quota_dm_limit_bytes{"
+					"domain=\"%s\",device=\"%s\"} "
+					"%" PRIu64 "\n",
+					nm->domain, nm->device[k],
+					domain_dm_limit(
+						d, &srv->core.devices.dev[k]));
 	mt_family(mt, "rdmabroker_dms", "gauge",
 		  "The domain's device memory allocations, by state.");
 	FOR_DOMAINS(d, srv, only, nm) {
@@ -403,8 +408,7 @@ static void render_broker(struct mtext *mt, struct server *srv,
 	mt_printf(mt, "rdmabroker_connections %u\n", srv->n_conns);
 	mt_family(mt, "rdmabroker_connections_limit", "gauge",
 		  "The most connections the broker takes (--max-clients).");
-	mt_printf(mt, "rdmabroker_connections_limit %u\n",
-		  srv->opt.max_conns);
+	mt_printf(mt, "rdmabroker_connections_limit %u\n", srv->opt.max_conns);
 	mt_family(mt, "rdmabroker_device_removed", "gauge",
 		  "1 once the device is gone.");
 	for (size_t k = 0; k < srv->core.devices.n; k++)
@@ -416,7 +420,8 @@ static void render_broker(struct mtext *mt, struct server *srv,
 		mt_printf(mt,
 			  "rdmabroker_device_dm_size_bytes{device=\"%s\"} "
 			  "%" PRIu64 "\n",
-			  nm->device[k], srv->core.devices.dev[k].caps.max_dm_size);
+			  nm->device[k],
+			  srv->core.devices.dev[k].caps.max_dm_size);
 	mt_family(mt, "rdmabroker_device_dm_reserved_bytes", "gauge",
 		  "Device memory the broker reserved on the device, in whole "
 		  "pages.");
@@ -433,10 +438,11 @@ static void render_broker(struct mtext *mt, struct server *srv,
 
 		metrics_label(type, sizeof(type), h ? h->name : "unknown");
 		for (unsigned int i = 0; i < METRICS_ERRS + 2; i++) {
-			const char *err = i == 0 ? "none" :
-					  i > METRICS_ERRS ? "other" :
-							     strerrorname_np(
-								     rc->errs[i - 1]);
+			const char *err =
+				i == 0 ? "none" :
+				i > METRICS_ERRS ?
+					 "other" :
+					 strerrorname_np(rc->errs[i - 1]);
 			char num[16];
 
 			if (!rc->n[i])
@@ -564,8 +570,8 @@ int metrics_render_all(struct server *srv, struct metrics_text **ret)
 
 	if (!m)
 		return -ENOMEM;
-	if (!m->cache || metrics_now_ms() - m->cache->born_ms >=
-				 METRICS_CACHE_MS) {
+	if (!m->cache ||
+	    metrics_now_ms() - m->cache->born_ms >= METRICS_CACHE_MS) {
 		err = metrics_render(srv, NULL, &t);
 		if (err < 0)
 			return err;

@@ -104,4 +104,3 @@ const char *metrics_label(char *buf, size_t size, const char *raw)
 	buf[o] = '\0';
 	return buf;
 }
-

@@ -61,15 +61,13 @@ unsigned int notify_clients(struct server *srv, Rdmab__Event *ev,
 static unsigned int notify_broadcast(struct core *core, Rdmab__Event *ev,
 				     core_event_filter filter, void *arg)
 {
-	return notify_clients(server_of(core), ev,
-			      filter, arg);
+	return notify_clients(server_of(core), ev, filter, arg);
 }
 
 static void notify_core_device_gone(struct core *core, struct device *dev,
 				    const char *reason)
 {
-	notify_device_gone(server_of(core), dev,
-			   reason);
+	notify_device_gone(server_of(core), dev, reason);
 }
 
 static bool notify_is_open(const struct client *cl)

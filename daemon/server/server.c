@@ -412,8 +412,8 @@ int server_reload(struct server *srv)
 	char err[512];
 	int ret;
 
-	ret = config_load(srv->opt.config_path, srv->opt.config_required,
-			  &cfg, err, sizeof(err));
+	ret = config_load(srv->opt.config_path, srv->opt.config_required, &cfg,
+			  err, sizeof(err));
 	if (ret < 0) {
 		log_err("%s; keeping the running configuration", err);
 		return ret;
@@ -511,9 +511,9 @@ static int server_devices_watch(struct server *srv)
 
 		if (dev->event_fd < 0)
 			continue;
-		srv->device_ev[i] = event_new(srv->core.base, dev->event_fd,
-					      EV_READ | EV_PERSIST,
-					      server_device_cb, srv);
+		srv->device_ev[i] =
+			event_new(srv->core.base, dev->event_fd,
+				  EV_READ | EV_PERSIST, server_device_cb, srv);
 		if (!srv->device_ev[i] ||
 		    event_add(srv->device_ev[i], NULL) < 0)
 			return -ENOMEM;
@@ -553,8 +553,7 @@ static int server_events_init(struct server *srv)
 	uint64_t wd = sd_watchdog_usec();
 
 	srv->listen_ev = event_new(srv->core.base, srv->listen_fd,
-				   EV_READ | EV_PERSIST, server_accept_cb,
-				   srv);
+				   EV_READ | EV_PERSIST, server_accept_cb, srv);
 	srv->backoff_ev = evtimer_new(srv->core.base, server_backoff_cb, srv);
 	srv->status_ev = evtimer_new(srv->core.base, server_status_cb, srv);
 	if (!srv->listen_ev || !srv->backoff_ev || !srv->status_ev ||
@@ -629,7 +628,8 @@ int server_init(struct server *srv, const struct server_options *opt)
 	dcfg.soft_max_dm_size = srv->core.config.soft_max_dm_size;
 	dcfg.soft_devices = srv->core.config.soft_devices;
 	dcfg.soft_intent_window = srv->core.config.soft_intent_window;
-	dcfg.soft_internal_per_import = srv->core.config.soft_internal_per_import;
+	dcfg.soft_internal_per_import =
+		srv->core.config.soft_internal_per_import;
 	dcfg.soft_internal_per_qp = srv->core.config.soft_internal_per_qp;
 	ret = device_probe(opt->device_mode, &dcfg, &srv->core.devices, &why);
 	if (ret < 0) {
@@ -637,8 +637,8 @@ int server_init(struct server *srv, const struct server_options *opt)
 		return ret;
 	}
 	log_notice("using the %s device: %s; %zu device%s",
-		   device_kind_name(srv->core.devices.kind), why, srv->core.devices.n,
-		   srv->core.devices.n == 1 ? "" : "s");
+		   device_kind_name(srv->core.devices.kind), why,
+		   srv->core.devices.n, srv->core.devices.n == 1 ? "" : "s");
 	for (size_t i = 0; i < srv->core.devices.n; i++) {
 		const struct device *d = &srv->core.devices.dev[i];
 

@@ -38,8 +38,7 @@ static int session_check_version(const char *v, struct reply *r)
 }
 
 /* Equal in time independent of where they differ. */
-static bool session_secret_equal(const uint8_t *a, const uint8_t *b,
-				 size_t n)
+static bool session_secret_equal(const uint8_t *a, const uint8_t *b, size_t n)
 {
 	volatile uint8_t diff = 0;
 
@@ -55,8 +54,7 @@ static bool session_secret_equal(const uint8_t *a, const uint8_t *b,
  * without a link, and learns nothing about the id it named (a session of
  * another domain, a gone one, a wrong secret all answer parent_id 0).
  */
-static void session_link_parent(struct client *c,
-				const Rdmab__HelloRequest *hr)
+static void session_link_parent(struct client *c, const Rdmab__HelloRequest *hr)
 {
 	struct client *p;
 
@@ -127,8 +125,7 @@ int h_session_hello(struct client *c, const Rdmab__Request *req,
 	caps = reply_alloc(r, sizeof(*caps) * (core->devices.n + 1));
 	if (!out || !devs || !devp || !caps)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = domain_join(core, c, hr->domain, hr->private_domain,
-			  &r->why);
+	ret = domain_join(core, c, hr->domain, hr->private_domain, &r->why);
 	if (ret < 0)
 		return ret;
 	rdmab__hello_reply__init(out);
@@ -234,8 +231,7 @@ int h_status_get(struct client *c, const Rdmab__Request *req,
 	out->last_restore = reply_alloc(r, RESTART_STATUS_MAX);
 	if (!out->last_restore)
 		return reply_error(r, -ENOMEM, "out of memory");
-	restart_status(core, policy_is_admin(core, c),
-		       &out->generation,
+	restart_status(core, policy_is_admin(core, c), &out->generation,
 		       &out->restarts, &out->last_restore_usec,
 		       out->last_restore, RESTART_STATUS_MAX);
 	r->msg.body_case = RDMAB__REPLY__BODY_STATUS;

@@ -17,22 +17,22 @@ static uint64_t rotl(uint64_t x, unsigned int b)
 	return (x << b) | (x >> (64 - b));
 }
 
-#define SIPROUND(v0, v1, v2, v3)        \
-	do {                            \
-		v0 += v1;               \
-		v1 = rotl(v1, 13);      \
-		v1 ^= v0;               \
-		v0 = rotl(v0, 32);      \
-		v2 += v3;               \
-		v3 = rotl(v3, 16);      \
-		v3 ^= v2;               \
-		v0 += v3;               \
-		v3 = rotl(v3, 21);      \
-		v3 ^= v0;               \
-		v2 += v1;               \
-		v1 = rotl(v1, 17);      \
-		v1 ^= v2;               \
-		v2 = rotl(v2, 32);      \
+#define SIPROUND(v0, v1, v2, v3)                                               \
+	do {                                                                   \
+		v0 += v1;                                                      \
+		v1 = rotl(v1, 13);                                             \
+		v1 ^= v0;                                                      \
+		v0 = rotl(v0, 32);                                             \
+		v2 += v3;                                                      \
+		v3 = rotl(v3, 16);                                             \
+		v3 ^= v2;                                                      \
+		v0 += v3;                                                      \
+		v3 = rotl(v3, 21);                                             \
+		v3 ^= v0;                                                      \
+		v2 += v1;                                                      \
+		v1 = rotl(v1, 17);                                             \
+		v1 ^= v2;                                                      \
+		v2 = rotl(v2, 32);                                             \
 	} while (0)
 
 /* SipHash-2-4 of the 8 bytes of @m (little-endian) under @k. */

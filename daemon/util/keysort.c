@@ -42,9 +42,8 @@ int keysort(void *v, size_t n, size_t size, size_t key_off)
 			at += c;
 		}
 		for (size_t i = 0; i < n; i++)
-			memcpy(dst + size *
-				       count[digit(src + i * size, key_off,
-						   shift)]++,
+			memcpy(dst + size * count[digit(src + i * size, key_off,
+							shift)]++,
 			       src + i * size, size);
 		dst = src;
 		src = src == (unsigned char *)v ? tmp : v;

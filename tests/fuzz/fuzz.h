@@ -64,7 +64,7 @@ enum fuzz_identity {
  * record for a slot whose connection is closed, by either end, opens a new
  * one.
  */
-#define FUZZ_CTL_NFDS(c) ((c) & 0x0f)
+#define FUZZ_CTL_NFDS(c) ((c)&0x0f)
 #define FUZZ_CTL_SLOT(c) (((c) >> 4) & 1)
 #define FUZZ_CTL_BATCH 0x20
 #define FUZZ_CTL_NO_READ 0x40

@@ -137,10 +137,8 @@ static bool trace;
 static int hook_fd = -1;
 static const struct identity *hook_id;
 
-int __real_getsockopt(int fd, int level, int name, void *val,
-		      socklen_t *len);
-int __wrap_getsockopt(int fd, int level, int name, void *val,
-		      socklen_t *len);
+int __real_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
+int __wrap_getsockopt(int fd, int level, int name, void *val, socklen_t *len);
 
 int __wrap_getsockopt(int fd, int level, int name, void *val, socklen_t *len)
 {
@@ -502,8 +500,7 @@ static void slot_drain(struct session *s, struct slot *sl)
 		sl->replies++;
 		s->replies++;
 		if (sl->replies > sl->sent)
-			fail("%u replies to %u packets", sl->replies,
-			     sl->sent);
+			fail("%u replies to %u packets", sl->replies, sl->sent);
 	}
 }
 
@@ -554,8 +551,8 @@ static void run_until_idle(struct session *s)
 	     limit);
 }
 
-static void session_send(struct session *s, struct slot *sl,
-			 const uint8_t *pkt, size_t len, unsigned int nfds)
+static void session_send(struct session *s, struct slot *sl, const uint8_t *pkt,
+			 size_t len, unsigned int nfds)
 {
 	union {
 		struct cmsghdr h;
@@ -802,13 +799,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	for (unsigned int i = 0; i < SLOTS; i++)
 		s.slot[i].fd = -1;
 	for (p = data + 1; p < end;) {
-		const uint8_t *q = memmem(p, (size_t)(end - p), FUZZ_SEP,
-					  FUZZ_SEP_LEN);
+		const uint8_t *q =
+			memmem(p, (size_t)(end - p), FUZZ_SEP, FUZZ_SEP_LEN);
 		const uint8_t *rend = q ? q : end;
 
 		if (rend > p)
-			session_record(&s, p[0], p + 1,
-				       (size_t)(rend - p - 1));
+			session_record(&s, p[0], p + 1, (size_t)(rend - p - 1));
 		if (!q)
 			break;
 		p = q + FUZZ_SEP_LEN;

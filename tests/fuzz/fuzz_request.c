@@ -126,8 +126,7 @@ static bool has_unknown_fields(const ProtobufCMessage *m)
  * key is encoded in two bytes and refuses it in one: harmless, the daemon
  * ignores unknown fields, but not a round trip.)
  */
-static void check_round_trip(const ProtobufCMessage *msg,
-			     struct wire_arena *a)
+static void check_round_trip(const ProtobufCMessage *msg, struct wire_arena *a)
 {
 	size_t len = protobuf_c_message_get_packed_size(msg);
 	uint8_t *first = malloc(len ? len : 1), *second = NULL;
@@ -229,8 +228,7 @@ static void fuzz_client_side(const uint8_t *data, size_t size)
 	wire_arena_init(&again, NULL, 0, WIRE_MAX_DECODED);
 	serial = wire_peek_reply(data, size, &rbuf, &rlen);
 	if (serial) {
-		if (rbuf < data || rlen > size ||
-		    rbuf + rlen != data + size)
+		if (rbuf < data || rlen > size || rbuf + rlen != data + size)
 			fail("wire_peek_reply points outside the packet");
 		reply = rdmab__reply__unpack(&a.allocator, rlen, rbuf);
 		if (reply)

@@ -66,9 +66,9 @@ static int obj_agrees(void *arg, const struct journal_rec *r,
 	if (m->owner != d->owner || m->ctx_id != d->ctx_id ||
 	    m->kind != d->kind || m->handle != d->handle ||
 	    !m->soft != !d->has_soft ||
-	    (m->soft && (m->soft->num != d->soft.num ||
-			 m->soft->key != d->soft.key ||
-			 m->soft->xrcd_ino != d->soft.xrcd_ino)))
+	    (m->soft &&
+	     (m->soft->num != d->soft.num || m->soft->key != d->soft.key ||
+	      m->soft->xrcd_ino != d->soft.xrcd_ino)))
 		fail("an object record read otherwise by hand");
 	rdmab__state__object__free_unpacked(m, NULL);
 	return 0;

@@ -74,8 +74,8 @@ static void pk_body(struct tl_buf *b, Rdmab__Request__BodyCase body_case,
 	tl_pb_message(b, &req.base);
 }
 
-static void pk_hello_version(struct tl_buf *b, const char *domain,
-			     bool private, const char *version)
+static void pk_hello_version(struct tl_buf *b, const char *domain, bool private,
+			     const char *version)
 {
 	Rdmab__HelloRequest hello = RDMAB__HELLO_REQUEST__INIT;
 
@@ -197,8 +197,8 @@ static void pk_obj_destroy(struct tl_buf *b, uint64_t id)
 	pk_body(b, RDMAB__REQUEST__BODY_OBJ_DESTROY, &od);
 }
 
-static void pk_list_objects(struct tl_buf *b, uint32_t offset,
-			    uint64_t client, const char *domain)
+static void pk_list_objects(struct tl_buf *b, uint32_t offset, uint64_t client,
+			    const char *domain)
 {
 	Rdmab__ListObjectsRequest lo = RDMAB__LIST_OBJECTS_REQUEST__INIT;
 
@@ -668,11 +668,11 @@ static void seeds_objects(void)
 	sess_add(&s, 0, &p);
 	pk_open(&p, "");
 	sess_add(&s, 0, &p);
-	pk_obj_create(&p, 1, 2, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT,
-		      NULL, 0, NULL, 0);
+	pk_obj_create(&p, 1, 2, RDMAB__OBJ_CREATE_REQUEST__MODE__INTENT, NULL,
+		      0, NULL, 0);
 	sess_add(&s, 0, &p);
-	pk_obj_create(&p, 1, 2, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
-		      NULL, 0, NULL, 5);
+	pk_obj_create(&p, 1, 2, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK, NULL, 0,
+		      NULL, 5);
 	sess_add(&s, 0, &p);
 	pk_obj_create(&p, 1, 2, create, NULL, 0, &cq, 0);
 	sess_add(&s, 0, &p);
@@ -756,8 +756,15 @@ static void pk_evict_rekey(struct tl_buf *b, uint64_t client, bool force)
  * which request. */
 struct rekey_step {
 	uint8_t ctl;
-	enum { RK_HELLO, RK_OPEN, RK_CQ, RK_CLOSE, RK_REKEY, RK_EVICT,
-	       RK_PING } op;
+	enum {
+		RK_HELLO,
+		RK_OPEN,
+		RK_CQ,
+		RK_CLOSE,
+		RK_REKEY,
+		RK_EVICT,
+		RK_PING
+	} op;
 	/* RK_CQ, RK_CLOSE: the context; RK_EVICT: the client. */
 	uint64_t id;
 	/* RK_REKEY: the domain; RK_PING: the payload. */

@@ -203,8 +203,7 @@ int main(int argc, char **argv)
 				"TESTS_CORPUS_DIR, or name the inputs\n");
 			return 99;
 		}
-		snprintf(dir, sizeof(dir), "%s/%s", fuzz_dir,
-			 fuzz_target_name);
+		snprintf(dir, sizeof(dir), "%s/%s", fuzz_dir, fuzz_target_name);
 		ret = replay_path(dir, false);
 		if (ret == 0)
 			ret = replay_path(packets, true);

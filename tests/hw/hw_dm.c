@@ -57,8 +57,8 @@ static int start_daemon(const char *bin)
 	char conf[256];
 
 	snprintf(conf, sizeof(conf),
-		 "[defaults]\n" DM_QUOTA "[domain hw]\nusers = %u, %d\n"
-		 DM_QUOTA,
+		 "[defaults]\n" DM_QUOTA
+		 "[domain hw]\nusers = %u, %d\n" DM_QUOTA,
 		 (unsigned int)getuid(), NOBODY);
 	hw_domain = "hw";
 	return hw_start_daemon(bin, conf);
@@ -130,8 +130,7 @@ static int dm_state(struct ibc_client *c, uint64_t id)
  * importer of another uid (nobody, when run as root), says so on @out_fd
  * and holds the DM until killed.
  */
-static int importer(const char *dev, uint32_t handle, uint32_t seed,
-		    int out_fd)
+static int importer(const char *dev, uint32_t handle, uint32_t seed, int out_fd)
 {
 	uint32_t *want = malloc(dm_len), *got = malloc(dm_len);
 	struct ibc_client *c;
@@ -243,9 +242,8 @@ static int poll_one(struct ibv_cq *cq)
 
 /* Post one RDMA @op of @len bytes at @local (lkey @lkey) against offset 0
  * of the DM MR @rkey, and wait for it. */
-static int rdma_one(struct ibc_qp *qp, struct ibc_cq *cq,
-		    enum ibv_wr_opcode op, void *local, uint32_t lkey,
-		    uint32_t rkey)
+static int rdma_one(struct ibc_qp *qp, struct ibc_cq *cq, enum ibv_wr_opcode op,
+		    void *local, uint32_t lkey, uint32_t rkey)
 {
 	struct ibv_sge sge = { .addr = (uintptr_t)local,
 			       .length = (uint32_t)dm_len,
@@ -260,8 +258,7 @@ static int rdma_one(struct ibc_qp *qp, struct ibc_cq *cq,
 	},
 			   *bad;
 
-	CHECK(ibv_post_send(ibc_verbs_qp(qp), &wr, &bad) == 0,
-	      "ibv_post_send");
+	CHECK(ibv_post_send(ibc_verbs_qp(qp), &wr, &bad) == 0, "ibv_post_send");
 	return poll_one(ibc_verbs_cq(cq));
 }
 
@@ -314,8 +311,8 @@ static int rdma_into_dm(struct ibc_ctx *ctx, struct ibc_dm *dm)
 	CHECK(vm_rc_connect(&rc[0], &rc[1].local) == 0 &&
 		      vm_rc_connect(&rc[1], &rc[0].local) == 0,
 	      "the QPs to RTR and RTS");
-	if (rdma_one(qp[0], cq, IBV_WR_RDMA_WRITE, host,
-		     ibc_mr_lkey(host_mr), ibc_mr_rkey(dm_mr)))
+	if (rdma_one(qp[0], cq, IBV_WR_RDMA_WRITE, host, ibc_mr_lkey(host_mr),
+		     ibc_mr_rkey(dm_mr)))
 		return 1;
 	CHECK(ibc_dm_read(dm, got, 0, dm_len) == 0 &&
 		      memcmp(got, host, dm_len) == 0,
@@ -376,8 +373,7 @@ static int kernel_blocks_free(struct ibc_client *c, struct ibc_ctx *ctx)
 	}
 	CHECK(ibc_dm_alloc(ctx, dm_len, 0, &dm) == 0, "ibc_dm_alloc");
 	id = ibc_dm_id(dm);
-	mr = ibv_reg_dm_mr(ibc_verbs_pd(ctx), ibc_verbs_dm(dm), 0, dm_len,
-			   acc);
+	mr = ibv_reg_dm_mr(ibc_verbs_pd(ctx), ibc_verbs_dm(dm), 0, dm_len, acc);
 	CHECK(mr, "ibv_reg_dm_mr: %s", strerror(errno));
 	CHECK(ibc_dm_free(dm) == 0, "ibc_dm_free with a raw MR");
 	state = dm_state(c, id);
@@ -472,8 +468,7 @@ static int run(const char *dev)
 	max_n = max_dm / dm_len + 1;
 	many = calloc(max_n, sizeof(*many));
 	CHECK(many, "out of memory");
-	while (n < max_n &&
-	       (err = ibc_dm_alloc(ctx, dm_len, 0, &many[n])) == 0)
+	while (n < max_n && (err = ibc_dm_alloc(ctx, dm_len, 0, &many[n])) == 0)
 		n++;
 	CHECK(err == -ENOSPC, "after %zu DMs: %d instead of ENOSPC", n, err);
 	for (size_t i = 0; i < n; i++)

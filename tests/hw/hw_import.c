@@ -45,10 +45,10 @@
 #include "tests/hw/hwlib.h"
 #include "tests/vm/vmutil.h"
 
-#define BUF_LEN	 8192
-#define MSG_OFF	 4096 /* the send lands here, the RDMA write at 0 */
+#define BUF_LEN 8192
+#define MSG_OFF 4096 /* the send lands here, the RDMA write at 0 */
 #define WRITE_LEN 1024
-#define MSG_LEN	 256
+#define MSG_LEN 256
 
 /* What each client tells the parent once it holds everything. */
 struct report {
@@ -58,8 +58,8 @@ struct report {
 	int cmd_fd; /* -1: no verbs context (the soft device) */
 	uint32_t qpn;
 	int registered; /* of CQ, QP, MR, WQ: how many the registry lists */
-	int wq; /* 1: made; 0: the device has none (said) */
-	int data_ok; /* 1: the transfer checked; 0: skipped (said) */
+	int wq;		/* 1: made; 0: the device has none (said) */
+	int data_ok;	/* 1: the transfer checked; 0: skipped (said) */
 };
 
 static void pattern(uint8_t *p, size_t len, unsigned int seed)
@@ -364,8 +364,8 @@ static int kill_b(const struct report *b, pid_t pid)
 			      before[2] > 0,
 		      "rdma resource before the kill: QP %u %s; qp %d, cq "
 		      "%d, mr %d",
-		      b->qpn, listed == 1 ? "listed" : "not listed",
-		      before[0], before[1], before[2]);
+		      b->qpn, listed == 1 ? "listed" : "not listed", before[0],
+		      before[1], before[2]);
 	}
 	CHECK(kill(pid, SIGKILL) == 0, "kill B");
 	waitpid(pid, NULL, 0);
@@ -402,8 +402,8 @@ int main(int argc, char **argv)
 	ret = hw_init(argc, argv, hw_find_mlx5, &dev);
 	if (ret)
 		return ret;
-	if (!bin || hw_mkdir("rdmab-hw") < 0 ||
-	    pipe2(out, O_CLOEXEC) < 0 || pipe2(hold, O_CLOEXEC) < 0 ||
+	if (!bin || hw_mkdir("rdmab-hw") < 0 || pipe2(out, O_CLOEXEC) < 0 ||
+	    pipe2(hold, O_CLOEXEC) < 0 ||
 	    socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
 		return 99;
 	ret = 1;

@@ -90,8 +90,7 @@ static int spawn(struct prog *p, const char *mode, const char *ready,
 		 "%s/interpose/.libs/libibclient-verbs.so", top ? top : ".");
 	snprintf(prog, sizeof(prog), "%s/tests/interpose-prog",
 		 top ? top : ".");
-	CHECK(pipe2(out, O_CLOEXEC) == 0 && pipe2(in, O_CLOEXEC) == 0,
-	      "pipe2");
+	CHECK(pipe2(out, O_CLOEXEC) == 0 && pipe2(in, O_CLOEXEC) == 0, "pipe2");
 	p->pid = fork();
 	CHECK(p->pid >= 0, "fork");
 	if (p->pid == 0) {
@@ -115,8 +114,8 @@ static int spawn(struct prog *p, const char *mode, const char *ready,
 
 		snprintf(last, sizeof(last), "%s", line);
 		CHECK(read_line(p->out, line, size) == 0,
-		      "%s: no \"%s\" line (exit or timeout) after \"%s\"",
-		      mode, ready, last);
+		      "%s: no \"%s\" line (exit or timeout) after \"%s\"", mode,
+		      ready, last);
 		if (!strncmp(line, ready, strlen(ready)))
 			return 0;
 	}
@@ -271,8 +270,9 @@ static int raw_destroy(struct ibc_client *c, struct prog *a)
 	CHECK(!strcmp(line, "dereg ENOENT"), "A: \"%s\"", line);
 	for (int i = 0; i < 50 && listed(c, a, &all) >= 0 && all != 5; i++)
 		usleep(100000);
-	CHECK(all == 5, "the registry lists %d of A's objects, not 5 (its MR "
-			"handed back)",
+	CHECK(all == 5,
+	      "the registry lists %d of A's objects, not 5 (its MR "
+	      "handed back)",
 	      all);
 	printf(HW_NAME ": A's MR destroyed by handle from another process of "
 		       "the domain; A's dereg answers ENOENT and the registry "

@@ -43,9 +43,9 @@
 #define HW_NAME "hw_rss"
 #include "tests/hw/hwlib.h"
 
-#define FLOWS	 32
+#define FLOWS 32
 #define WQS_EACH 2
-#define BUFS	 32
+#define BUFS 32
 #define BUF_SIZE 2048
 /* Not RoCEv2's 4791: with RoCE enabled mlx5 steers that port to its own
  * transport before any flow rule of ours sees it. */
@@ -209,8 +209,8 @@ static int child(const char *dev, int ids_fd, int go_fd, int out_fd)
 	struct rx r;
 	char x;
 
-	CHECK(geteuid() != 0 || hw_become(NOBODY) == 0,
-	      "cannot become uid %d", NOBODY);
+	CHECK(geteuid() != 0 || hw_become(NOBODY) == 0, "cannot become uid %d",
+	      NOBODY);
 	CHECK(hw_connect(&c) == 0, "connect");
 	CHECK(ibc_open(c, dev, &ctx) == 0, "ibc_open %s", dev);
 	if (rx_setup(ctx, &r))

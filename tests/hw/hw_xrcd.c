@@ -50,8 +50,7 @@ static int first(const char *dev, int out_fd)
 	struct ibc_qp *qp;
 	char line[128];
 
-	CHECK(geteuid() != 0 || hw_become(NOBODY) == 0,
-	      "cannot become nobody");
+	CHECK(geteuid() != 0 || hw_become(NOBODY) == 0, "cannot become nobody");
 	CHECK(hw_connect(&c) == 0, "connect");
 	CHECK(ibc_open(c, dev, &ctx) == 0, "ibc_open %s", dev);
 	CHECK(ibc_xrcd_open(ctx, "hw", O_CREAT, &x) == 0, "ibc_xrcd_open");
@@ -117,7 +116,9 @@ static int second(const char *dev, unsigned long long ino, unsigned int qpn,
 	printf("hw_xrcd: rdma resource after the first client's SIGKILL: srq "
 	       "%d -> %d, cq %d -> %d, target QP %u %s\n",
 	       srq0, srq1, cq0, cq1, qpn,
-	       listed == 1 ? "listed" : listed ? "unknown" : "gone");
+	       listed == 1 ? "listed" :
+	       listed	   ? "unknown" :
+			     "gone");
 	CHECK(srq1 == srq0 - 1 && cq1 == cq0 - 1,
 	      "the killed client's SRQ or CQ stayed in the kernel");
 	CHECK(listed == 1, "the target QP went while this client holds it");

@@ -41,8 +41,7 @@ int hw_init(int argc, char **argv, const char *(*find)(void),
 			return SKIP;
 		}
 	} else {
-		fprintf(stderr, "usage: %s [--soft | --own DEVICE]\n",
-			argv[0]);
+		fprintf(stderr, "usage: %s [--soft | --own DEVICE]\n", argv[0]);
 		return 2;
 	}
 	*ret_dev = dev;

@@ -24,7 +24,7 @@
 
 #include "include/ibclient.h"
 
-#define SKIP   77
+#define SKIP 77
 #define NOBODY 65534
 
 #define CHECK(cond, ...)                                                       \
@@ -42,7 +42,7 @@ extern char hw_dir[128], hw_sock[256], hw_conf[256];
 enum hw_mode {
 	HW_MLX5 = 0,
 	HW_SOFT, /* --soft: the broker's side only, no data path */
-	HW_OWN, /* --own DEV: own contexts, no import */
+	HW_OWN,	 /* --own DEV: own contexts, no import */
 };
 
 extern enum hw_mode hw_mode;

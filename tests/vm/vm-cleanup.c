@@ -145,8 +145,10 @@ static struct ibv_qp *make_qp(struct ibv_cq *cq, struct ibv_srq *srq)
 		.recv_cq = cq,
 		.srq = srq,
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = srq ? 0 : 4,
-			 .max_send_sge = 1, .max_recv_sge = srq ? 0 : 1 },
+		.cap = { .max_send_wr = 4,
+			 .max_recv_wr = srq ? 0 : 4,
+			 .max_send_sge = 1,
+			 .max_recv_sge = srq ? 0 : 1 },
 	};
 
 	return ibv_create_qp(vpd, &qa);
@@ -158,8 +160,7 @@ static struct ibv_qp *make_qp(struct ibv_cq *cq, struct ibv_srq *srq)
  * @report. It inherits the child's socket to the daemon too, so the
  * daemon learns of the child's death from its pidfd alone.
  */
-static void other_process(struct ibv_cq *cq, int to_child, int report,
-			  int cmd)
+static void other_process(struct ibv_cq *cq, int to_child, int report, int cmd)
 {
 	struct ibv_qp *qp = make_qp(cq, NULL);
 	uint32_t h = qp ? qp->handle : UINT32_MAX;
@@ -178,7 +179,8 @@ static void other_process(struct ibv_cq *cq, int to_child, int report,
 static void child_small(int report, int cmd)
 {
 	static char buf[4096];
-	struct ibv_srq_init_attr sa = {.attr = {.max_wr = 16, .max_sge = 1}};
+	struct ibv_srq_init_attr sa = { .attr = { .max_wr = 16,
+						  .max_sge = 1 } };
 	struct ol_client c;
 	struct made m = { 0 };
 	struct ibv_mr *mr;

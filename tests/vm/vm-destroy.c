@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 /*
- * The daemon's destroy-by-handle helper (daemon/device/verbs/uverbs.c) on a real kernel:
+ * The daemon's destroy-by-handle helper (daemon/device/verbs/uverbs.c) on a
+ * real kernel:
  *
  *   vm-destroy DEV
  *

@@ -134,7 +134,8 @@ static void child(int wfd, struct ibc_cq *cq, int cmd_fd, int async_fd,
 int main(int argc, char **argv)
 {
 	struct ibc_qp_attr qa = { .qp_type = IBV_QPT_RC,
-				  .cap = { .max_send_wr = 4, .max_recv_wr = 4,
+				  .cap = { .max_send_wr = 4,
+					   .max_recv_wr = 4,
 					   .max_send_sge = 1,
 					   .max_recv_sge = 1 } };
 	int vstate = ibv_is_fork_initialized(), err, n, copied, p[2], status;
@@ -182,8 +183,8 @@ int main(int argc, char **argv)
 		err = ibc_qp_create(ctx, &qa, &qp);
 	}
 	if (err == 0)
-		err = ibc_reg_mr(ctx, buf, sizeof(buf),
-				 IBV_ACCESS_LOCAL_WRITE, &mr);
+		err = ibc_reg_mr(ctx, buf, sizeof(buf), IBV_ACCESS_LOCAL_WRITE,
+				 &mr);
 	if (!vm_check(err == 0, "fork-objects",
 		      "a CQ on a channel, an RC QP and an MR: %d (%s)", err,
 		      ibc_last_error()))
@@ -192,7 +193,8 @@ int main(int argc, char **argv)
 	 * otherwise too late. */
 	err = ibc_fork_init();
 	vm_check(vstate == IBV_FORK_UNNEEDED ? err == 0 : err == -EINVAL,
-		 "fork-init-after-mr", "ibc_fork_init after ibc_reg_mr: %d "
+		 "fork-init-after-mr",
+		 "ibc_fork_init after ibc_reg_mr: %d "
 		 "(%s), state %s",
 		 err, ibc_last_error(), state_name(ibc_fork_state()));
 	ibc_client_info(cl, &info, sizeof(info));
@@ -221,8 +223,8 @@ int main(int argc, char **argv)
 		 "fork-placeholders",
 		 "cmd_fd %d, async fd %d, channel %d, broker socket %d on "
 		 "O_PATH /, CLOEXEC: %d %d %d %d",
-		 v->cmd_fd, v->async_fd, ch->fd, sock, r.cmd_fd,
-		 r.async_fd, r.channel, r.sock);
+		 v->cmd_fd, v->async_fd, ch->fd, sock, r.cmd_fd, r.async_fd,
+		 r.channel, r.sock);
 	vm_check(r.cq_err == -ESTALE, "fork-child-estale",
 		 "ibc_cq_destroy of the inherited CQ: %d", r.cq_err);
 	vm_check(r.link == info.client_id, "fork-child-link",

@@ -129,8 +129,8 @@ int main(int argc, char **argv)
 
 	err = ibc_cq_create(ctx, 100, &cq);
 	if (!vm_check(err == 0 && ibc_cq_cqe(cq) >= 100 && ibc_verbs_cq(cq),
-		      "objects-cq", "ibc_cq_create(100): %d (%s), cqe %d",
-		      err, err < 0 ? ibc_last_error() : "success",
+		      "objects-cq", "ibc_cq_create(100): %d (%s), cqe %d", err,
+		      err < 0 ? ibc_last_error() : "success",
 		      err == 0 ? ibc_cq_cqe(cq) : 0))
 		return 1;
 	err = ibc_cq_create(ctx, 0, &cq2);

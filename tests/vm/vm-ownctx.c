@@ -183,8 +183,8 @@ static int mode_own(const char *dev)
 
 	/* The context is a real one of this process: verbs work on it. */
 	vctx = ibc_verbs_context(ctx);
-	if (vm_check(vctx != NULL, "own-context-verbs",
-		     "ibc_verbs_context: %p", (void *)vctx)) {
+	if (vm_check(vctx != NULL, "own-context-verbs", "ibc_verbs_context: %p",
+		     (void *)vctx)) {
 		struct ibv_pd *own = ibv_alloc_pd(vctx);
 
 		vm_check(own != NULL, "own-context-alloc-pd",
@@ -242,8 +242,7 @@ static void on_event(struct ibc_client *cl, const struct ibc_event *ev,
 	struct removed_state *st = arg;
 
 	printf("event %d device %s: %s\n", (int)ev->type,
-	       ev->device ? ev->device : "-",
-	       ev->message ? ev->message : "");
+	       ev->device ? ev->device : "-", ev->message ? ev->message : "");
 	fflush(stdout);
 	if (ev->type != IBC_EVENT_DEVICE_REMOVED)
 		return;
@@ -274,15 +273,16 @@ static long now_ms(void)
 	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000L;
 }
 
-static int mode_wait_removed(const char *dev, const char *dir,
-			     const char *how)
+static int mode_wait_removed(const char *dev, const char *dir, const char *how)
 {
 	struct removed_state st = { 0 };
 	bool app = strcmp(how, "app") == 0;
 	struct ibc_qp_attr qa = {
 		.qp_type = IBV_QPT_RC,
-		.cap = { .max_send_wr = 4, .max_recv_wr = 4,
-			 .max_send_sge = 1, .max_recv_sge = 1 },
+		.cap = { .max_send_wr = 4,
+			 .max_recv_wr = 4,
+			 .max_send_sge = 1,
+			 .max_recv_sge = 1 },
 	};
 	static char buf[4096];
 	struct ibc_client *cl;
@@ -302,12 +302,12 @@ static int mode_wait_removed(const char *dev, const char *dir,
 	snprintf(name_open, sizeof(name_open), "removal-open-%s", how);
 	snprintf(name_event, sizeof(name_event), "device-removed-event-%s",
 		 how);
-	if (connect_client(IBC_CONNECT_ALLOW_OWN_CONTEXT, on_event, &st,
-			   &cl) < 0)
+	if (connect_client(IBC_CONNECT_ALLOW_OWN_CONTEXT, on_event, &st, &cl) <
+	    0)
 		return 1;
 	err = ibc_open(cl, dev, &ctx);
-	if (!vm_check(err == 0, name_open, "ibc_open(%s): %d (%s)", dev,
-		      err, err < 0 ? ibc_last_error() : "success"))
+	if (!vm_check(err == 0, name_open, "ibc_open(%s): %d (%s)", dev, err,
+		      err < 0 ? ibc_last_error() : "success"))
 		return 1;
 	if (app) {
 		err = vm_rc_create(&rc, ibc_verbs_context(ctx), NULL, 4096);

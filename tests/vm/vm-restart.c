@@ -234,20 +234,21 @@ int main(int argc, char **argv)
 		if (dm) {
 			memset(got, 0, sizeof(got));
 			err = ibc_dm_read(dm, got, 0, sizeof(got));
-			snprintf(dmtext, sizeof(dmtext),
-				 "; DM reads %s",
+			snprintf(dmtext, sizeof(dmtext), "; DM reads %s",
 				 err ? strerror(-err) :
 				 memcmp(got, text, sizeof(text)) ?
-					 "other bytes" : "the same bytes");
+				       "other bytes" :
+				       "the same bytes");
 			if (!err && memcmp(got, text, sizeof(text)))
 				err = -EIO;
 		} else {
 			err = 0;
 		}
 		snprintf(file, sizeof(file), "%s-%d", name, n);
-		ok = ping == 0 && stat == 0 && lst == 1 && seen.restarted == 1 &&
-		     seen.generation == st.generation && err == 0 &&
-		     works == 0 && objs == before && seen.removed == 0;
+		ok = ping == 0 && stat == 0 && lst == 1 &&
+		     seen.restarted == 1 && seen.generation == st.generation &&
+		     err == 0 && works == 0 && objs == before &&
+		     seen.removed == 0;
 		vm_check(ok, file,
 			 "client %" PRIu64 " (%s context): ping %s; session "
 			 "listed: %s; objects listed %d (%d before); restart "
@@ -256,12 +257,15 @@ int main(int argc, char **argv)
 			 ", its own %" PRIu64 "); the context %s%s%s%s",
 			 info.client_id, shared ? "a shared" : "its own",
 			 ping ? strerror(-ping) : "ok",
-			 lst == 1 ? "yes" : lst == 0 ? "no" : strerror(-lst),
+			 lst == 1 ? "yes" :
+			 lst == 0 ? "no" :
+				    strerror(-lst),
 			 objs, before, seen.restarted, seen.generation,
 			 st.generation, seen.removed, seen.removed_ctx,
 			 caps.context_id,
 			 removed ? "was dropped" :
-			 works ? "fails: " : "works (a new CQ)",
+			 works	 ? "fails: " :
+				   "works (a new CQ)",
 			 !removed && works ? strerror(-works) : "", dmtext,
 			 ping ? ibc_last_error() : "");
 		fflush(stdout);

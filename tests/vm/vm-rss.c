@@ -9,10 +9,10 @@
  *   vm-rss rawcaps DEV
  *	started by systemd-run with the unit's User=, AmbientCapabilities=,
  *	CapabilityBoundingSet= and SystemCallFilter=: with CAP_NET_RAW
- *	dropped from the effective set (daemon/device/caps.c, as the daemon does at
- *	start-up) a RAW_PACKET QP is refused with EPERM by the kernel's
- *	capability check; raised, the request gets past it to the driver's
- *	own answer (rxe makes no RAW_PACKET QPs)
+ *	dropped from the effective set (daemon/device/caps.c, as the daemon does
+ *at start-up) a RAW_PACKET QP is refused with EPERM by the kernel's capability
+ *check; raised, the request gets past it to the driver's own answer (rxe makes
+ *no RAW_PACKET QPs)
  *
  * Prints CHECK lines (vmutil.h); exits 0 when all passed.
  */

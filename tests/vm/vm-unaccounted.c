@@ -249,9 +249,8 @@ int main(int argc, char **argv)
 		 "the kernel lists %u handles in the domain's context, %u of "
 		 "them the broker's own (%u provider objects of its open, "
 		 "per import %u): unaccounted %u (%s)",
-		 c.kernel, c.broker, X->own_internal,
-		 dev->internal_per_import, c.unaccounted,
-		 ret ? strerror(-ret) : "ok");
+		 c.kernel, c.broker, X->own_internal, dev->internal_per_import,
+		 c.unaccounted, ret ? strerror(-ret) : "ok");
 	test_kinds();
 	test_kills(c.kernel);
 	/* The context closes: its charge goes, once. */

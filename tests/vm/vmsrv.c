@@ -53,7 +53,9 @@ struct device *vs_start(const char *tag, const char *dev_name)
 	dev = ret == 0 ? device_find(&vs_srv.core.devices, dev_name) : NULL;
 	snprintf(name, sizeof(name), "%s-daemon", tag);
 	vm_check(dev != NULL, name, "an in-process daemon on %s: %s", dev_name,
-		 ret ? strerror(-ret) : dev ? "ok" : "no such device");
+		 ret ? strerror(-ret) :
+		 dev ? "ok" :
+		       "no such device");
 	return dev;
 }
 

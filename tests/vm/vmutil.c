@@ -174,8 +174,8 @@ static int vm_rc_init(struct vm_rc *rc)
 				  IBV_QP_ACCESS_FLAGS))
 		return errno ? -errno : -EINVAL;
 	rc->local.qpn = rc->qp->qp_num;
-	rc->local.psn = (uint32_t)(getpid() * 7919u + rc->qp->qp_num) &
-			0xffffff;
+	rc->local.psn =
+		(uint32_t)(getpid() * 7919u + rc->qp->qp_num) & 0xffffff;
 	rc->local.rkey = rc->mr->rkey;
 	rc->local.addr = (uint64_t)(uintptr_t)rc->buf;
 	return 0;
@@ -293,13 +293,12 @@ int vm_rc_connect(struct vm_rc *rc, const struct vm_rc_addr *remote)
 	 */
 	for (int tries = 0;; tries++) {
 		/* libibverbs answers a positive errno. */
-		int err = ibv_modify_qp(rc->qp, &a,
-					IBV_QP_STATE | IBV_QP_AV |
-						IBV_QP_PATH_MTU |
-						IBV_QP_DEST_QPN |
-						IBV_QP_RQ_PSN |
-						IBV_QP_MAX_DEST_RD_ATOMIC |
-						IBV_QP_MIN_RNR_TIMER);
+		int err = ibv_modify_qp(
+			rc->qp, &a,
+			IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU |
+				IBV_QP_DEST_QPN | IBV_QP_RQ_PSN |
+				IBV_QP_MAX_DEST_RD_ATOMIC |
+				IBV_QP_MIN_RNR_TIMER);
 
 		if (!err)
 			break;
@@ -385,8 +384,7 @@ int vm_rc_wait(struct vm_rc *rc, struct ibv_wc *wc, int timeout_ms)
 		}
 		if (n > 0) {
 			if (wc->status != IBV_WC_SUCCESS) {
-				fprintf(stderr,
-					"vmutil: completion %llu: %s\n",
+				fprintf(stderr, "vmutil: completion %llu: %s\n",
 					(unsigned long long)wc->wr_id,
 					ibv_wc_status_str(wc->status));
 				return -EIO;

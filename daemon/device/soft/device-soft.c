@@ -109,8 +109,8 @@ fail:
 static int soft_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
 			  uint32_t pd_handle, struct device_ctx **ret_ctx)
 {
-	const int seals = F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE |
-			  F_SEAL_SEAL;
+	const int seals =
+		F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_WRITE | F_SEAL_SEAL;
 	struct soft_ctx_header h;
 	struct soft_ctx *ctx;
 	int ret;
@@ -182,8 +182,7 @@ static int soft_obj_destroy(struct device_ctx *base, enum ibc_obj_kind kind,
 static int soft_handle_list(struct device_ctx *base, unsigned int type,
 			    uint32_t *handles, uint32_t max)
 {
-	return soft_objs_handles(&soft_ctx_of(base)->objs, type, handles,
-				 max);
+	return soft_objs_handles(&soft_ctx_of(base)->objs, type, handles, max);
 }
 
 static int soft_import_open(struct device_ctx *base, uint64_t *ret)
@@ -293,10 +292,10 @@ static int soft_dm_adopt(struct device_ctx *base, uint32_t handle,
 	    (uint64_t)st.st_size != length || seals < 0 ||
 	    !(seals & F_SEAL_GROW) || !(seals & F_SEAL_SHRINK))
 		return why_set(why, -EINVAL,
-				  "%s: the descriptor of DM handle %u is not "
-				  "its sealed memfd of %llu bytes",
-				  base->dev->name, handle,
-				  (unsigned long long)length);
+			       "%s: the descriptor of DM handle %u is not "
+			       "its sealed memfd of %llu bytes",
+			       base->dev->name, handle,
+			       (unsigned long long)length);
 	/* Its record may be back already (the context's, restored first);
 	 * a lookup, not a walk: a restore adopts every DM of the context. */
 	if (soft_objs_kind(&ctx->objs, handle) != IBC_OBJ_DM) {
@@ -344,8 +343,7 @@ static int soft_rss_create(struct device_ctx *base, const struct rss_spec *spec,
 static int soft_rss_destroy(struct device_ctx *base, struct rss_made *made,
 			    enum ibc_obj_kind part, struct why *why)
 {
-	return soft_objs_rss_destroy(&soft_ctx_of(base)->objs, made, part,
-				     why);
+	return soft_objs_rss_destroy(&soft_ctx_of(base)->objs, made, part, why);
 }
 
 static void soft_shutdown(struct device *dev)

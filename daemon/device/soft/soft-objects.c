@@ -40,10 +40,10 @@ struct soft_rec {
 };
 
 /* The access flags the kernel takes (ib_check_mr_access). */
-#define SOFT_MR_ACCESS                                                   \
-	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |               \
-	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |              \
-	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB | \
+#define SOFT_MR_ACCESS                                                         \
+	(IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_WRITE |                    \
+	 IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC |                   \
+	 IBV_ACCESS_MW_BIND | IBV_ACCESS_ZERO_BASED | IBV_ACCESS_HUGETLB |     \
 	 IBV_ACCESS_RELAXED_ORDERING)
 
 static struct soft_xrcd *soft_xrcd_find(struct soft_dev *sd, uint64_t ino)
@@ -612,11 +612,11 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 	memset(&made, 0, sizeof(made));
 	switch (spec->kind) {
 	case IBC_OBJ_CQ:
-		err = spec->used
-			      ? why_set(why, -EINVAL,
-					"%s: a CQ uses no other object",
-					o->dev->name)
-			      : soft_check_cq(o, &spec->attr, &made.attr, why);
+		err = spec->used ?
+			      why_set(why, -EINVAL,
+				      "%s: a CQ uses no other object",
+				      o->dev->name) :
+			      soft_check_cq(o, &spec->attr, &made.attr, why);
 		break;
 	case IBC_OBJ_QP:
 		err = soft_check_qp(o, spec, &made.attr, &rec, why);
@@ -629,20 +629,19 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 		err = soft_check_wq(o, spec, &made.attr, &rec, why);
 		break;
 	case IBC_OBJ_MR:
-		err = spec->used ? soft_check_dm_mr(o, spec, &made.attr, &rec,
-						    why) :
-				   soft_check_mr(o, &spec->attr, &made.attr,
-						 why);
+		err = spec->used ?
+			      soft_check_dm_mr(o, spec, &made.attr, &rec, why) :
+			      soft_check_mr(o, &spec->attr, &made.attr, why);
 		rec.uses_pd = true;
 		break;
 	case IBC_OBJ_XRCD:
 		/* Opened by the broker's XRCD request only. */
-		err = spec->used || !spec->xrcd_ino
-			      ? why_set(why, -EINVAL,
-					"%s: an XRCD uses no other object and "
-					"needs an inode",
-					o->dev->name)
-			      : 0;
+		err = spec->used || !spec->xrcd_ino ?
+			      why_set(why, -EINVAL,
+				      "%s: an XRCD uses no other object and "
+				      "needs an inode",
+				      o->dev->name) :
+			      0;
 		rec.ino = spec->xrcd_ino;
 		break;
 	default:
@@ -689,9 +688,9 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 	o->sd->count[spec->kind]++;
 	made.handle = h;
 	if (spec->kind == IBC_OBJ_QP || spec->kind == IBC_OBJ_SRQ)
-		made.num = made.attr.xrc_qp_num ? made.attr.xrc_qp_num
-			   : spec->num		? spec->num
-						: soft_next_num(o->sd);
+		made.num = made.attr.xrc_qp_num ? made.attr.xrc_qp_num :
+			   spec->num		? spec->num :
+						  soft_next_num(o->sd);
 	if (spec->kind == IBC_OBJ_QP &&
 	    spec->attr.qp_type == IBV_QPT_XRC_RECV) {
 		if (soft_tgt_add(o->sd, made.num, rec.ino) < 0) {
@@ -715,15 +714,16 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 }
 
 /* The table reaches @handle and it is free: 0, or -ENOMEM, -EEXIST. */
-static int soft_room_at(struct soft_objs *o, uint32_t handle,
-			struct why *why)
+static int soft_room_at(struct soft_objs *o, uint32_t handle, struct why *why)
 {
 	uint32_t cap = o->cap ? o->cap : SOFT_TABLE_MIN;
 
 	while (cap <= handle) {
 		if (cap * 2 <= cap)
-			return why_set(why, -ENOMEM, "%s: handle %u is "
-					  "out of reach", o->dev->name, handle);
+			return why_set(why, -ENOMEM,
+				       "%s: handle %u is "
+				       "out of reach",
+				       o->dev->name, handle);
 		cap *= 2;
 	}
 	if (cap > o->cap) {
@@ -731,20 +731,19 @@ static int soft_room_at(struct soft_objs *o, uint32_t handle,
 
 		if (!r)
 			return why_set(why, -ENOMEM, "%s: out of memory",
-					  o->dev->name);
+				       o->dev->name);
 		memset(r + o->cap, 0, (cap - o->cap) * sizeof(*r));
 		o->recs = r;
 		o->cap = cap;
 	}
 	if (o->recs[handle].kind != IBC_OBJ_NONE)
 		return why_set(why, -EEXIST, "%s: handle %u is taken",
-				  o->dev->name, handle);
+			       o->dev->name, handle);
 	return 0;
 }
 
 int soft_objs_create_at(struct soft_objs *o, const struct obj_spec *spec,
-			uint32_t handle, struct obj_made *ret,
-			struct why *why)
+			uint32_t handle, struct obj_made *ret, struct why *why)
 {
 	uint32_t low = o->low;
 	int err = soft_room_at(o, handle, why);
@@ -811,8 +810,7 @@ int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 	return 0;
 }
 
-int soft_objs_add_dm(struct soft_objs *o, uint64_t length,
-		     uint32_t *ret_handle)
+int soft_objs_add_dm(struct soft_objs *o, uint64_t length, uint32_t *ret_handle)
 {
 	uint32_t h;
 	int err = soft_alloc(o, IBC_OBJ_DM, &h);
@@ -836,8 +834,8 @@ static int soft_add(struct soft_objs *o, enum ibc_obj_kind kind, int use,
 
 	if (err < 0)
 		return err;
-	o->recs[h] = (struct soft_rec){ .kind = (uint8_t)kind,
-					.uses_pd = uses_pd };
+	o->recs[h] =
+		(struct soft_rec){ .kind = (uint8_t)kind, .uses_pd = uses_pd };
 	if (use >= 0) {
 		o->recs[h].uses[0] = (uint32_t)use;
 		o->recs[h].n_uses = 1;
@@ -862,7 +860,7 @@ static int soft_add_at(struct soft_objs *o, enum ibc_obj_kind kind, int use,
 	if (!at) {
 		err = soft_add(o, kind, use, uses_pd, ret);
 		return err < 0 ? why_set(why, err, "%s: out of memory",
-					    o->dev->name) :
+					 o->dev->name) :
 				 0;
 	}
 	err = soft_room_at(o, *at, why);
@@ -872,8 +870,7 @@ static int soft_add_at(struct soft_objs *o, enum ibc_obj_kind kind, int use,
 	err = soft_add(o, kind, use, uses_pd, ret);
 	if (err < 0 || low != *at)
 		o->low = low;
-	return err < 0 ? why_set(why, err, "%s: out of memory",
-				    o->dev->name) :
+	return err < 0 ? why_set(why, err, "%s: out of memory", o->dev->name) :
 			 0;
 }
 

@@ -102,8 +102,7 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 /* The same at @handle (a restore: the handle its clients know): -EEXIST
  * when it is taken. */
 int soft_objs_create_at(struct soft_objs *o, const struct obj_spec *spec,
-			uint32_t handle, struct obj_made *ret,
-			struct why *why);
+			uint32_t handle, struct obj_made *ret, struct why *why);
 /* Destroy by handle: 0, -ENOENT, -EINVAL or -EBUSY (see above). */
 int soft_objs_destroy(struct soft_objs *o, enum ibc_obj_kind kind,
 		      uint32_t handle, struct why *why);

@@ -147,8 +147,7 @@ static int verbs_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
 		ret = verbs_err(ENOENT);
 		goto fail;
 	}
-	ret = c->ctx->async_fd >= 0 ? verbs_set_nonblock(c->ctx->async_fd) :
-				      0;
+	ret = c->ctx->async_fd >= 0 ? verbs_set_nonblock(c->ctx->async_fd) : 0;
 	if (ret < 0)
 		goto fail;
 	*ret_ctx = &c->base;
@@ -420,8 +419,8 @@ static int verbs_dm_alloc(struct device_ctx *base, uint64_t length,
 			       "aligned to 2^%u: %s",
 			       base->dev->name, (unsigned long long)length,
 			       log_align,
-			       err == -ENOMEM ? "out of device memory"
-					      : strerror(-err));
+			       err == -ENOMEM ? "out of device memory" :
+						strerror(-err));
 	}
 	/* Listed from the start: a member may register an MR on the new
 	 * handle through its shared cmd_fd, and a free that fails must
@@ -461,8 +460,8 @@ static int verbs_dm_adopt(struct device_ctx *base, uint32_t handle,
 	if (!dm) {
 		err = errno ? -errno : -EOPNOTSUPP;
 		return why_set(why, err,
-				  "%s: ibv_import_dm of DM handle %u: %s",
-				  base->dev->name, handle, strerror(-err));
+			       "%s: ibv_import_dm of DM handle %u: %s",
+			       base->dev->name, handle, strerror(-err));
 	}
 	err = verbs_ptrs_add(&verbs_ctx_of(base)->dms, dm);
 	if (err < 0) {
@@ -631,9 +630,10 @@ static int verbs_rss_destroy(struct device_ctx *base, struct rss_made *made,
 	 * RSS): unverified on hardware. */
 	if (made->adopted)
 		return verbs_obj_destroy(base, part,
-					 part == IBC_OBJ_FLOW ? made->flow_handle :
-					 part == IBC_OBJ_QP   ? made->qp_handle :
-								made->tbl_handle,
+					 part == IBC_OBJ_FLOW ?
+						 made->flow_handle :
+					 part == IBC_OBJ_QP ? made->qp_handle :
+							      made->tbl_handle,
 					 why);
 	ret = rss_verbs_destroy(made, part, why->text, sizeof(why->text));
 
@@ -645,8 +645,7 @@ static int verbs_rss_destroy(struct device_ctx *base, struct rss_made *made,
 /* Restart: the parts live on in the context's kernel state (its cmd_fd
  * was in the store); nothing to make, they go by handle
  * (verbs_rss_destroy). mlx5 only: unverified on hardware. */
-static int verbs_rss_adopt(struct device_ctx *base,
-			   const struct rss_spec *spec,
+static int verbs_rss_adopt(struct device_ctx *base, const struct rss_spec *spec,
 			   const struct rss_made *at, struct rss_made *ret,
 			   struct why *why)
 {
@@ -848,8 +847,7 @@ static void verbs_query_caps(struct device *dev, struct ibv_context *own)
 	snprintf(dev->caps.transport, sizeof(dev->caps.transport), "%s",
 		 "unknown");
 	if (ibv_query_port(own, 1, &port) == 0)
-		snprintf(dev->caps.transport, sizeof(dev->caps.transport),
-			 "%s",
+		snprintf(dev->caps.transport, sizeof(dev->caps.transport), "%s",
 			 port.link_layer == IBV_LINK_LAYER_ETHERNET ?
 				 "RoCE" :
 				 "InfiniBand");

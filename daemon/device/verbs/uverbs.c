@@ -263,8 +263,7 @@ int uverbs_destroy(int cmd_fd, enum ibc_obj_kind kind, uint32_t handle)
 		return ret;
 	ret = uverbs_destroy_once(cmd_fd, spec, handle, driver_id);
 	/* A cached id that no longer fits: learn it again, once. */
-	if (ret == -EINVAL &&
-	    uverbs_driver_id_of(cmd_fd, true, &again) == 0 &&
+	if (ret == -EINVAL && uverbs_driver_id_of(cmd_fd, true, &again) == 0 &&
 	    again != driver_id)
 		ret = uverbs_destroy_once(cmd_fd, spec, handle, again);
 	return ret;

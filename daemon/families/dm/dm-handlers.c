@@ -113,9 +113,8 @@ static int h_dm_free(struct client *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = dm_free_request(c, id, admin,
-			      admin ? 0 : req->dm_free->object_id, &r->why,
-			      &ended);
+	ret = dm_free_request(c, id, admin, admin ? 0 : req->dm_free->object_id,
+			      &r->why, &ended);
 	if (ret < 0)
 		return ret;
 	rdmab__dm_empty_reply__init(out);
@@ -139,8 +138,8 @@ static int h_dm_revoke(struct client *c, const Rdmab__Request *req,
 
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
-	ret = dm_revoke(c->core, req->dm_revoke->dm_id, c->id,
-			c->cred.uid, &r->why);
+	ret = dm_revoke(c->core, req->dm_revoke->dm_id, c->id, c->cred.uid,
+			&r->why);
 	if (ret < 0)
 		return ret;
 	rdmab__dm_empty_reply__init(out);
@@ -149,23 +148,24 @@ static int h_dm_revoke(struct client *c, const Rdmab__Request *req,
 	return 0;
 }
 
-static const struct handler dm_h_alloc = {"dm-alloc", h_dm_alloc, H_SESSION};
-static const struct handler dm_h_import = {"dm-import", h_dm_import, H_SESSION};
-static const struct handler dm_h_unimport = {"dm-unimport", h_dm_unimport,
-					     H_SESSION | H_DRAIN};
-static const struct handler dm_h_free = {"dm-free", h_dm_free, H_SESSION};
-static const struct handler dm_h_admin_free = {"dm-admin-free", h_dm_free,
-					       H_SESSION | H_ADMIN};
-static const struct handler dm_h_revoke = {"dm-revoke", h_dm_revoke,
-					   H_SESSION | H_ADMIN};
+static const struct handler dm_h_alloc = { "dm-alloc", h_dm_alloc, H_SESSION };
+static const struct handler dm_h_import = { "dm-import", h_dm_import,
+					    H_SESSION };
+static const struct handler dm_h_unimport = { "dm-unimport", h_dm_unimport,
+					      H_SESSION | H_DRAIN };
+static const struct handler dm_h_free = { "dm-free", h_dm_free, H_SESSION };
+static const struct handler dm_h_admin_free = { "dm-admin-free", h_dm_free,
+						H_SESSION | H_ADMIN };
+static const struct handler dm_h_revoke = { "dm-revoke", h_dm_revoke,
+					    H_SESSION | H_ADMIN };
 
 const struct family_request dm_requests[] = {
-	{RDMAB__REQUEST__BODY_DM_ALLOC, &dm_h_alloc},
-	{RDMAB__REQUEST__BODY_DM_IMPORT, &dm_h_import},
-	{RDMAB__REQUEST__BODY_DM_UNIMPORT, &dm_h_unimport},
-	{RDMAB__REQUEST__BODY_DM_FREE, &dm_h_free},
-	{RDMAB__REQUEST__BODY_LIST_DMS, &dm_h_list},
-	{RDMAB__REQUEST__BODY_DM_ADMIN_FREE, &dm_h_admin_free},
-	{RDMAB__REQUEST__BODY_DM_REVOKE, &dm_h_revoke},
-	{0, NULL},
+	{ RDMAB__REQUEST__BODY_DM_ALLOC, &dm_h_alloc },
+	{ RDMAB__REQUEST__BODY_DM_IMPORT, &dm_h_import },
+	{ RDMAB__REQUEST__BODY_DM_UNIMPORT, &dm_h_unimport },
+	{ RDMAB__REQUEST__BODY_DM_FREE, &dm_h_free },
+	{ RDMAB__REQUEST__BODY_LIST_DMS, &dm_h_list },
+	{ RDMAB__REQUEST__BODY_DM_ADMIN_FREE, &dm_h_admin_free },
+	{ RDMAB__REQUEST__BODY_DM_REVOKE, &dm_h_revoke },
+	{ 0, NULL },
 };

@@ -21,9 +21,9 @@
 
 /* A DmInfo is under 700 bytes with the longest names, 16 importers and 8
  * MRs. */
-#define DM_LIST_PAGE	  64
+#define DM_LIST_PAGE 64
 #define DM_LIST_IMPORTERS 16
-#define DM_LIST_MRS	  8
+#define DM_LIST_MRS 8
 
 /* Add "MR 12 of client 3 (pid 456)" to @text at @off, only whole: the
  * new offset (@size once full). */
@@ -93,8 +93,7 @@ struct dm_page {
 	char blocked_by[160];
 };
 
-static void dm_info(struct core *core, struct dm_page *p,
-		    const struct dm *dm)
+static void dm_info(struct core *core, struct dm_page *p, const struct dm *dm)
 {
 	Rdmab__DmInfo *di = &p->info;
 	uint64_t *importers = p->importers;
@@ -123,8 +122,7 @@ static void dm_info(struct core *core, struct dm_page *p,
 		di->state = RDMAB__DM_INFO__STATE__LIVE;
 	di->blocked_by = (char *)dm->blocked_by;
 	for (unsigned int i = 0; i < dm->n_holds && i < DM_LIST_IMPORTERS; i++)
-		importers[di->n_importers++] =
-			dm->holds[i].o->owner->client_id;
+		importers[di->n_importers++] = dm->holds[i].o->owner->client_id;
 	di->importers = importers;
 	di->mrs = dm_mrs(core, dm, p->mrs, DM_LIST_MRS, p->blocked_by,
 			 sizeof(p->blocked_by));
@@ -162,8 +160,8 @@ static int h_list_dms(struct client *c, const Rdmab__Request *req,
 	 * costs it nothing (and so shows in no timing). */
 	dm = admin ? TAILQ_FIRST(&dm_state(core)->dms) :
 		     TAILQ_FIRST(&c->domain->dms);
-	for (; dm; dm = admin ? TAILQ_NEXT(dm, link) :
-				TAILQ_NEXT(dm, domain_link)) {
+	for (; dm;
+	     dm = admin ? TAILQ_NEXT(dm, link) : TAILQ_NEXT(dm, domain_link)) {
 		core->list_visits++;
 		if (idx++ < off || n == DM_LIST_PAGE)
 			continue;
@@ -217,8 +215,8 @@ void dm_domain_figures(const struct core *core, const struct domain *d,
 	TAILQ_FOREACH(dm, &d->dms, domain_link) {
 		size_t dev = (size_t)(dm->ctx->dev - core->devices.dev);
 
-		f.dms[dm->revoked ? DM_METRIC_REVOKED :
-		      dm->blocked ? DM_METRIC_BLOCKED :
+		f.dms[dm->revoked    ? DM_METRIC_REVOKED :
+		      dm->blocked    ? DM_METRIC_BLOCKED :
 		      dm->free_asked ? DM_METRIC_FREE_PENDING :
 				       DM_METRIC_IN_USE]++;
 		if (dev < DEVICE_MAX)
@@ -227,4 +225,4 @@ void dm_domain_figures(const struct core *core, const struct domain *d,
 	*ret = f;
 }
 
-const struct handler dm_h_list = {"list-dms", h_list_dms, H_NEEDS_HELLO};
+const struct handler dm_h_list = { "list-dms", h_list_dms, H_NEEDS_HELLO };

@@ -343,9 +343,8 @@ static int dm_restore_holds(struct restore *rs, struct dm *dm,
 			s->used[hm->slot] = 1;
 			s->page[hm->slot] = dm->revoked;
 		}
-		dm->holds[dm->n_holds++] = (struct dm_hold){
-			.o = o, .s = s, .slot = hm->slot
-		};
+		dm->holds[dm->n_holds++] =
+			(struct dm_hold){ .o = o, .s = s, .slot = hm->slot };
 	}
 	return 0;
 }
@@ -408,8 +407,8 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 	dm->log_align = m->log_align;
 	dm->born_usec = m->born_usec;
 	dm->allocator_id = m->allocator_id;
-	dm->allocator = m->allocator_live ? state_client(core, m->allocator_id)
-					  : NULL;
+	dm->allocator =
+		m->allocator_live ? state_client(core, m->allocator_id) : NULL;
 	dm->allocator_pid = (pid_t)m->allocator_pid;
 	dm->uid = (uid_t)m->uid;
 	dm->persistent = m->persistent;
@@ -449,8 +448,7 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 	/* A claim or imports whose sessions did not come back: as after
 	 * their deaths, the free is asked of a DM nobody can ask it of any
 	 * more, and a DM nobody holds goes. */
-	if (m->claim_object && !dm->claim && !dm->persistent &&
-	    !dm->free_asked)
+	if (m->claim_object && !dm->claim && !dm->persistent && !dm->free_asked)
 		dm->free_asked = true;
 	if (m->blocked) {
 		dm->blocked = true;

@@ -123,9 +123,8 @@ void dm_mrs_loosen(struct core *core, struct dm *dm)
 
 /* A new MR uses an import of a DM (the library names it, so that the
  * DM's listing counts the MR and names it when it blocks a free). */
-static int dm_mr_uses(struct core *core, struct obj *o,
-		      struct obj *const *uses, size_t n, void *data,
-		      struct why *why)
+static int dm_mr_uses(struct core *core, struct obj *o, struct obj *const *uses,
+		      size_t n, void *data, struct why *why)
 {
 	struct dm_mr *mr;
 
@@ -352,8 +351,8 @@ static int dm_hold_add(struct dm *dm, struct client *c, struct why *why,
 	o->slot[FAMILY_DM].id = dm->id;
 	s->used[slot] = 1;
 	s->page[slot] = dm->revoked;
-	dm->holds[dm->n_holds] = (struct dm_hold){ .o = o, .s = s,
-						   .slot = slot };
+	dm->holds[dm->n_holds] =
+		(struct dm_hold){ .o = o, .s = s, .slot = slot };
 	*ret = &dm->holds[dm->n_holds++];
 	return 0;
 }
@@ -447,7 +446,7 @@ void dm_forget(struct core *core, struct dm *dm)
  */
 bool dm_try_free(struct core *core, struct dm *dm)
 {
-	struct why why = {0, ""};
+	struct why why = { 0, "" };
 	int ret;
 
 	if (!dm->free_asked || dm->n_holds)
@@ -717,8 +716,8 @@ static int dm_ctx(struct client *c, uint64_t ctx_id, struct why *why,
 		return why_set(
 			why, -EOPNOTSUPP, "%s cannot share device memory: %s",
 			x->dev->name,
-			x->dev->caps.dm_reason[0] ? x->dev->caps.dm_reason
-						  : "it has none");
+			x->dev->caps.dm_reason[0] ? x->dev->caps.dm_reason :
+						    "it has none");
 	*ret = x;
 	return 0;
 }
@@ -771,8 +770,8 @@ static int dm_check_room(struct client *c, struct dctx *x, uint64_t length,
 			       "user may (dm_persistent_per_uid): free one "
 			       "first",
 			       c->cred.uid, u->dm_persistent);
-	if (persistent && (rounded > bound ||
-			   u->dm_persistent_bytes > bound - rounded))
+	if (persistent &&
+	    (rounded > bound || u->dm_persistent_bytes > bound - rounded))
 		return why_set(why, -EDQUOT,
 			       "uid %u holds %" PRIu64 " bytes in persistent "
 			       "DMs, and one user may hold %" PRIu64
@@ -798,7 +797,7 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 	     struct dm **ret_dm, struct dm_hold **ret_hold)
 {
 	struct core *core = c->core;
-	struct why dev_why = {0, ""};
+	struct why dev_why = { 0, "" };
 	uint64_t rounded = 0;
 	bool persistent;
 	struct dctx *x;
@@ -1001,12 +1000,12 @@ unsigned int dm_ctx_busy(const struct core *core, const struct dctx *x,
 			continue;
 		n++;
 		if (dm->persistent)
-			snprintf(item, sizeof(item), "DM %" PRIu64 " (persistent)",
-				 dm->id);
+			snprintf(item, sizeof(item),
+				 "DM %" PRIu64 " (persistent)", dm->id);
 		else
 			snprintf(item, sizeof(item),
-				 "DM %" PRIu64 " (client %" PRIu64 "'s)", dm->id,
-				 dm->allocator_id);
+				 "DM %" PRIu64 " (client %" PRIu64 "'s)",
+				 dm->id, dm->allocator_id);
 		rekey_name_add(buf, len, item);
 	}
 	return n;
@@ -1022,8 +1021,7 @@ static struct dm *dm_next_of_ctx(struct core *core, const struct dctx *x)
 	return NULL;
 }
 
-unsigned int dm_ctx_force(struct core *core, struct dctx *x,
-			  const char *reason)
+unsigned int dm_ctx_force(struct core *core, struct dctx *x, const char *reason)
 {
 	unsigned int n = 0;
 	struct dm *dm;

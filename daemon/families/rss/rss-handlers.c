@@ -56,15 +56,15 @@ static int h_list_rss(struct client *c, const Rdmab__Request *req,
 	return 0;
 }
 
-static const struct handler rss_h_create = {"rss-create", h_rss_create,
-					    H_SESSION};
-static const struct handler rss_h_destroy = {"rss-destroy", h_rss_destroy,
-					     H_SESSION};
-static const struct handler rss_h_list = {"list-rss", h_list_rss, H_SESSION};
+static const struct handler rss_h_create = { "rss-create", h_rss_create,
+					     H_SESSION };
+static const struct handler rss_h_destroy = { "rss-destroy", h_rss_destroy,
+					      H_SESSION };
+static const struct handler rss_h_list = { "list-rss", h_list_rss, H_SESSION };
 
 const struct family_request rss_requests[] = {
-	{RDMAB__REQUEST__BODY_RSS_CREATE, &rss_h_create},
-	{RDMAB__REQUEST__BODY_RSS_DESTROY, &rss_h_destroy},
-	{RDMAB__REQUEST__BODY_LIST_RSS, &rss_h_list},
-	{0, NULL},
+	{ RDMAB__REQUEST__BODY_RSS_CREATE, &rss_h_create },
+	{ RDMAB__REQUEST__BODY_RSS_DESTROY, &rss_h_destroy },
+	{ RDMAB__REQUEST__BODY_LIST_RSS, &rss_h_list },
+	{ 0, NULL },
 };

@@ -190,8 +190,8 @@ static void rss_flow_attr(const struct rss_spec *spec, union rss_flow_attr *f)
 	f->attr.num_of_specs = 2;
 	if (m->l4) {
 		struct ibv_flow_spec_tcp_udp l4 = {
-			.type = m->l4 == IPPROTO_TCP ? IBV_FLOW_SPEC_TCP
-						     : IBV_FLOW_SPEC_UDP,
+			.type = m->l4 == IPPROTO_TCP ? IBV_FLOW_SPEC_TCP :
+						       IBV_FLOW_SPEC_UDP,
 			.size = sizeof(l4),
 		};
 
@@ -339,9 +339,9 @@ int rss_verbs_destroy(struct rss_made *made, enum ibc_obj_kind part, char *why,
 	}
 	if (err < 0)
 		snprintf(why, len, "destroying the RSS %s: %s",
-			 part == IBC_OBJ_FLOW ? "flow rule"
-			 : part == IBC_OBJ_QP ? "QP"
-					      : "indirection table",
+			 part == IBC_OBJ_FLOW ? "flow rule" :
+			 part == IBC_OBJ_QP   ? "QP" :
+						"indirection table",
 			 strerror(-err));
 	if (!v->flow && !v->qp && !v->tbl) {
 		free(v);

@@ -40,10 +40,10 @@
 #include "proto/state.pb-c.h"
 #include "daemon/registry/core.h"
 
-#define RSS_HASH_V4    (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4)
-#define RSS_HASH_V6    (IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6)
-#define RSS_HASH_TCP   (IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP)
-#define RSS_HASH_UDP   (IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP)
+#define RSS_HASH_V4 (IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4)
+#define RSS_HASH_V6 (IBV_RX_HASH_SRC_IPV6 | IBV_RX_HASH_DST_IPV6)
+#define RSS_HASH_TCP (IBV_RX_HASH_SRC_PORT_TCP | IBV_RX_HASH_DST_PORT_TCP)
+#define RSS_HASH_UDP (IBV_RX_HASH_SRC_PORT_UDP | IBV_RX_HASH_DST_PORT_UDP)
 #define RSS_HASH_KNOWN (RSS_HASH_V4 | RSS_HASH_V6 | RSS_HASH_TCP | RSS_HASH_UDP)
 /* An RSS listing entry is under 300 bytes plus 20 per WQ. */
 #define RSS_LIST_PAGE 32
@@ -87,10 +87,10 @@ static void rss_journal_now(struct rss *r)
 		.flow_object = r->flow ? r->flow->id : 0,
 		.qp_object = r->qp ? r->qp->id : 0,
 		.tbl_object = r->tbl ? r->tbl->id : 0,
-		.owner = r->tbl   ? r->tbl->owner->client_id :
-			 r->qp	  ? r->qp->owner->client_id :
+		.owner = r->tbl	 ? r->tbl->owner->client_id :
+			 r->qp	 ? r->qp->owner->client_id :
 			 r->flow ? r->flow->owner->client_id :
-				    0,
+				   0,
 		.port_num = r->port_num,
 		.log_size = r->log_size,
 		.priority = r->priority,
@@ -287,9 +287,9 @@ static void rss_match_str(const struct rss_match *m, char *buf, size_t len)
 	if (!inet_ntop(m->af, m->addr, a, sizeof(a)))
 		snprintf(a, sizeof(a), "?");
 	n = snprintf(buf, len, "%s%s %s/%u", m->af == AF_INET ? "ipv4" : "ipv6",
-		     m->l4 == IPPROTO_TCP   ? "/tcp"
-		     : m->l4 == IPPROTO_UDP ? "/udp"
-					    : "",
+		     m->l4 == IPPROTO_TCP ? "/tcp" :
+		     m->l4 == IPPROTO_UDP ? "/udp" :
+					    "",
 		     a, m->prefix_len);
 	if (m->port_mask && n > 0 && (size_t)n < len)
 		snprintf(buf + n, len - (size_t)n, " %u/0x%x", m->port,
@@ -322,9 +322,9 @@ static int rss_check_policy(struct client *c, const struct rss_match *m,
 	}
 	if (admin)
 		return 0;
-	cd = c->domain->kind == DOMAIN_CONFIGURED
-		     ? config_find_domain(&c->core->config, c->domain->name)
-		     : NULL;
+	cd = c->domain->kind == DOMAIN_CONFIGURED ?
+		     config_find_domain(&c->core->config, c->domain->name) :
+		     NULL;
 	for (size_t i = 0; cd && i < cd->n_rss_allow; i++)
 		if (rss_rule_allows(&cd->rss_allow[i], m))
 			return 0;
@@ -613,8 +613,7 @@ static void rss_event(struct rss *r, const char *reason, bool destroyed,
 	ev.object_id = r->id;
 	ev.body_case = RDMAB__EVENT__BODY_RSS_REBUILT;
 	ev.rss_rebuilt = &body;
-	owner->core->ops->broadcast(owner->core, &ev, rss_event_filter,
-				    owner);
+	owner->core->ops->broadcast(owner->core, &ev, rss_event_filter, owner);
 	free(ids);
 }
 
@@ -739,8 +738,8 @@ static void rss_fini(struct core *core)
 
 /* --- rekey -------------------------------------------------------------- */
 
-static unsigned int rss_ctx_busy(const struct core *core,
-				 const struct dctx *x, char *buf, size_t len)
+static unsigned int rss_ctx_busy(const struct core *core, const struct dctx *x,
+				 char *buf, size_t len)
 {
 	const struct rss *r;
 	unsigned int n = 0;
@@ -788,7 +787,7 @@ static unsigned int rss_ctx_force(struct core *core, struct dctx *x,
 	unsigned int n = 0;
 
 	TAILQ_FOREACH_SAFE(r, &rss_state(core)->all, link, tmp) {
-		struct why why = {0, ""};
+		struct why why = { 0, "" };
 		uint64_t id = r->id;
 
 		if (r->x != x)
@@ -826,8 +825,8 @@ static int rss_find_wq(struct client *c, struct dctx *x, uint64_t id,
 	if (o->intent || o->owner->state != OWNER_LIVE)
 		return why_set(why, -EINVAL, "WQ %" PRIu64 " is not live (%s)",
 			       o->id,
-			       o->intent ? "not registered yet"
-					 : "its owner's session ended");
+			       o->intent ? "not registered yet" :
+					   "its owner's session ended");
 	*ret = o;
 	return 0;
 }
@@ -955,7 +954,7 @@ int rss_create(struct client *c, const Rdmab__RssCreateRequest *q,
 	       struct wire_arena *a, struct why *why,
 	       Rdmab__RssCreateReply *out)
 {
-	struct why dev_why = {0, ""};
+	struct why dev_why = { 0, "" };
 	struct domain *pool = domain_pool(c->domain);
 	struct dctx *x;
 	uint64_t *ids;
@@ -1042,7 +1041,7 @@ int rss_create(struct client *c, const Rdmab__RssCreateRequest *q,
 int rss_destroy_request(struct client *c, uint64_t id, struct why *why)
 {
 	struct obj *o = objects_find(c, id);
-	struct why dev_why = {0, ""};
+	struct why dev_why = { 0, "" };
 	int err;
 
 	if (!o || o->kind != IBC_OBJ_RWQ_IND_TBL || !o->slot[FAMILY_RSS].p)
@@ -1143,8 +1142,7 @@ static void rss_hello(struct client *c, const Rdmab__HelloRequest *hr)
 	c->family_slot[FAMILY_RSS] = hr->rss_delta_events;
 }
 
-static void rss_session_save(const struct client *c,
-			     Rdmab__State__Session *m)
+static void rss_session_save(const struct client *c, Rdmab__State__Session *m)
 {
 	m->rss_delta = c->family_slot[FAMILY_RSS] != 0;
 }

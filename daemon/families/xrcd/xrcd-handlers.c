@@ -79,18 +79,19 @@ static int h_xrcd_remove(struct client *c, const Rdmab__Request *req,
 	return 0;
 }
 
-static const struct handler xrcd_h_open = {"xrcd-open", h_xrcd_open, H_SESSION};
-static const struct handler xrcd_h_close = {"xrcd-close", h_xrcd_close,
-					    H_SESSION};
-static const struct handler xrcd_h_list = {"list-xrcds", h_list_xrcds,
-					   H_NEEDS_HELLO};
-static const struct handler xrcd_h_remove = {"xrcd-remove", h_xrcd_remove,
-					     H_SESSION | H_ADMIN};
+static const struct handler xrcd_h_open = { "xrcd-open", h_xrcd_open,
+					    H_SESSION };
+static const struct handler xrcd_h_close = { "xrcd-close", h_xrcd_close,
+					     H_SESSION };
+static const struct handler xrcd_h_list = { "list-xrcds", h_list_xrcds,
+					    H_NEEDS_HELLO };
+static const struct handler xrcd_h_remove = { "xrcd-remove", h_xrcd_remove,
+					      H_SESSION | H_ADMIN };
 
 const struct family_request xrcd_requests[] = {
-	{RDMAB__REQUEST__BODY_XRCD_OPEN, &xrcd_h_open},
-	{RDMAB__REQUEST__BODY_XRCD_CLOSE, &xrcd_h_close},
-	{RDMAB__REQUEST__BODY_LIST_XRCDS, &xrcd_h_list},
-	{RDMAB__REQUEST__BODY_XRCD_REMOVE, &xrcd_h_remove},
-	{0, NULL},
+	{ RDMAB__REQUEST__BODY_XRCD_OPEN, &xrcd_h_open },
+	{ RDMAB__REQUEST__BODY_XRCD_CLOSE, &xrcd_h_close },
+	{ RDMAB__REQUEST__BODY_LIST_XRCDS, &xrcd_h_list },
+	{ RDMAB__REQUEST__BODY_XRCD_REMOVE, &xrcd_h_remove },
+	{ 0, NULL },
 };

@@ -151,8 +151,7 @@ static int restore_name(void *arg, const struct journal_rec *rec)
 	m = rdmab__state__xrcd_name__unpack(NULL, rec->len, rec->data);
 	if (!m)
 		return restore_fail(rs, -EBADMSG,
-				    "XRCD of inode %" PRIu64
-				    " does not decode",
+				    "XRCD of inode %" PRIu64 " does not decode",
 				    rec->key);
 	state_fd_name(name, sizeof(name), "xrcd", rec->key);
 	ret = restore_take_fd(rs, name, &fd);
@@ -184,9 +183,8 @@ static int restore_name(void *arg, const struct journal_rec *rec)
 	/* The new generation's journal and store hold what was adopted. */
 	ret = xrcd_journal_name(rs->core, &r, true);
 	if (ret < 0)
-		ret = restore_fail(rs, ret,
-				   "XRCD \"%s\" cannot be kept: %s", m->name,
-				   strerror(-ret));
+		ret = restore_fail(rs, ret, "XRCD \"%s\" cannot be kept: %s",
+				   m->name, strerror(-ret));
 out:
 	rdmab__state__xrcd_name__free_unpacked(m, NULL);
 	return ret;
@@ -281,7 +279,7 @@ struct open_recs {
 
 static int collect_open(void *arg, const struct journal_rec *rec)
 {
-	struct open_recs *or = arg;
+	struct open_recs * or = arg;
 	Rdmab__State__XrcdOpen *m;
 
 	if (or->n == or->cap) {
@@ -310,7 +308,7 @@ static int restore_opens(struct restore *rs)
 	size_t *idx = NULL;
 	int ret;
 
-	ret = restore_each(rs, JOURNAL_XRCD_OPEN, collect_open, &or);
+	ret = restore_each(rs, JOURNAL_XRCD_OPEN, collect_open, & or);
 	if (ret == 0 && or.n) {
 		idx = malloc(or.n * sizeof(*idx));
 		if (!idx)
@@ -332,7 +330,7 @@ static int restore_opens(struct restore *rs)
 			idx[k - 1] = t;
 		}
 	for (size_t i = 0; i < or.n && ret == 0; i++)
-		ret = restore_open(rs, &or.v[idx[i]]);
+		ret = restore_open(rs, & or.v[idx[i]]);
 out:
 	free(idx);
 	free(or.v);

@@ -102,9 +102,12 @@ static size_t dev_index(struct core *core, const struct device *dev)
 static void name_rec(struct core *core, const struct xrcd *x,
 		     struct xrcd_name_rec *r)
 {
-	*r = (struct xrcd_name_rec){ .name = x->name, .owner = x->owner,
-				     .file = x->file, .declared = x->declared,
-				     .fd = x->fd, .ino = x->ino };
+	*r = (struct xrcd_name_rec){ .name = x->name,
+				     .owner = x->owner,
+				     .file = x->file,
+				     .declared = x->declared,
+				     .fd = x->fd,
+				     .ino = x->ino };
 	for (size_t i = 0; i < core->devices.n; i++)
 		if (x->held[i] && r->n_held < 8)
 			r->held_on[r->n_held++] = core->devices.dev[i].name;
@@ -207,8 +210,8 @@ static void xrcd_free(struct xrcd_table *t, struct xrcd *x, bool unlink_file)
 
 	for (size_t i = 0; i < core->devices.n; i++)
 		if (x->held[i])
-			core->devices.dev[i].ops->xrcd_drop(&core->devices.dev[i],
-							   x->hold[i]);
+			core->devices.dev[i].ops->xrcd_drop(
+				&core->devices.dev[i], x->hold[i]);
 	if (!restart_handing_off(core))
 		xrcd_journal_name_gone(core, x->ino);
 	if (unlink_file && x->fd >= 0)
@@ -413,7 +416,7 @@ static int open_record(struct client *c, struct dctx *dx, struct xrcd *x,
 {
 	struct device *dev = dx->dev;
 	struct obj_spec spec = { .kind = IBC_OBJ_XRCD, .xrcd_ino = x->ino };
-	struct why dev_why = {0, ""};
+	struct why dev_why = { 0, "" };
 	struct obj_made made;
 	struct obj *o;
 	int ret;
@@ -520,8 +523,8 @@ static int xrcd_resolve(struct client *c, const char *name, uint32_t oflags,
 		close(x->fd);
 		free(x);
 		return why_set(why, err,
-			       "the fd store cannot keep XRCD \"%s\": %s",
-			       name, strerror(-err));
+			       "the fd store cannot keep XRCD \"%s\": %s", name,
+			       strerror(-err));
 	}
 	TAILQ_INSERT_TAIL(&t->xrcds, x, link);
 	*ret = x;
@@ -534,7 +537,7 @@ int xrcd_open(struct client *c, const Rdmab__XrcdOpenRequest *q,
 	char name[CONFIG_XRCD_NAME_MAX];
 	struct xrcd_table *t = table(c->core);
 	struct xrcd_open *op = calloc(1, sizeof(*op));
-	struct why dev_why = {0, ""};
+	struct why dev_why = { 0, "" };
 	struct xrcd *x = NULL;
 	bool created = false;
 	struct dctx *dx;
@@ -681,8 +684,8 @@ static int xrcd_info(struct client *c, const struct xrcd *x, bool admin,
 		     struct wire_arena *a, Rdmab__XrcdInfo *xi)
 {
 	struct core *core = c->core;
-	const struct config_xrcd *decl = config_find_xrcd(&core->config,
-							  x->name);
+	const struct config_xrcd *decl =
+		config_find_xrcd(&core->config, x->name);
 	size_t n_dev = 0, n_dom = 0, n_op = 0;
 	const struct xrcd_open *op;
 
@@ -833,8 +836,8 @@ static int xrcd_dir_open(int rfd)
 
 	if (mkdirat(rfd, XRCD_DIR, 0700) < 0 && errno != EEXIST)
 		return -errno;
-	fd = openat(rfd, XRCD_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-					   O_CLOEXEC);
+	fd = openat(rfd, XRCD_DIR,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
 	if (fstat(fd, &st) < 0 || st.st_uid != geteuid() ||
