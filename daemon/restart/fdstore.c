@@ -366,11 +366,6 @@ unsigned int fdstore_count(const struct fdstore *s)
 	return s->n_kept;
 }
 
-unsigned int fdstore_max(const struct fdstore *s)
-{
-	return s->max;
-}
-
 unsigned int fdstore_list(const struct fdstore *s, int *fds, const char **names,
 			  unsigned int max)
 {

@@ -76,9 +76,8 @@ unsigned int fdstore_close_untaken(struct fdstore *s);
 int fdstore_put(struct fdstore *s, const char *name, int fd);
 /* Forget @name (FDSTOREREMOVE=1), kept or only passed. */
 void fdstore_remove(struct fdstore *s, const char *name);
-/* Descriptors kept now, and the bound. */
+/* Descriptors kept now. */
 unsigned int fdstore_count(const struct fdstore *s);
-unsigned int fdstore_max(const struct fdstore *s);
 /*
  * For a re-exec: the kept descriptors and their names, in order, at most
  * @max; returns how many there are (more than @max: call again bigger).
