@@ -1331,18 +1331,16 @@ static void vr_destroy_hook(struct ibv_cq *cq)
 		rdmab__request__free_unpacked(req, NULL);
 }
 
-static void script_verbs_registry(struct fb *fb)
+/* The session up to a CQ's intent, answered with VR_ID; the context's
+ * descriptor is @fd. 0 or -1 (the failure recorded). */
+static int vr_begin(struct fb *fb, int fd)
 {
 	Rdmab__ObjCreateReply ocr = RDMAB__OBJ_CREATE_REPLY__INIT;
 	Rdmab__Reply reply = RDMAB__REPLY__INIT;
-	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	Rdmab__Request *req = NULL;
 	uint64_t serial;
+	int ret = -1;
 
-	if (fd < 0) {
-		fb_fail(fb, "/dev/null: %s", strerror(errno));
-		return;
-	}
 	if (fb_hello(fb, "mlx5_0", "verbs") < 0 ||
 	    fb_answer_open(fb, "mlx5_0", fd) < 0 ||
 	    fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_CREATE, &serial, &req) < 0)
@@ -1354,13 +1352,29 @@ static void script_verbs_registry(struct fb *fb)
 			(int)req->obj_create->mode, req->obj_create->kind);
 		goto out;
 	}
-	rdmab__request__free_unpacked(req, NULL);
-	req = NULL;
 	ocr.object_id = VR_ID;
 	reply.serial = serial;
 	reply.body_case = RDMAB__REPLY__BODY_OBJ_CREATE;
 	reply.obj_create = &ocr;
-	if (fb_send_reply(fb, &reply, NULL, 0) < 0)
+	ret = fb_send_reply(fb, &reply, NULL, 0);
+out:
+	if (req)
+		rdmab__request__free_unpacked(req, NULL);
+	return ret;
+}
+
+static void script_verbs_registry(struct fb *fb)
+{
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	Rdmab__Request *req = NULL;
+	uint64_t serial;
+
+	if (fd < 0) {
+		fb_fail(fb, "/dev/null: %s", strerror(errno));
+		return;
+	}
+	if (vr_begin(fb, fd) < 0)
 		goto out;
 	/* ibc_cq_create returns with its register unread and unanswered. */
 	if (fb_wait(fb, 1, TL_WAIT_MS) < 0) {
@@ -1447,8 +1461,6 @@ END_TEST
  */
 static void script_verbs_gone(struct fb *fb)
 {
-	Rdmab__ObjCreateReply ocr = RDMAB__OBJ_CREATE_REPLY__INIT;
-	Rdmab__Reply reply = RDMAB__REPLY__INIT;
 	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	Rdmab__Request *req = NULL;
 	uint64_t serial;
@@ -1457,15 +1469,7 @@ static void script_verbs_gone(struct fb *fb)
 		fb_fail(fb, "/dev/null: %s", strerror(errno));
 		return;
 	}
-	if (fb_hello(fb, "mlx5_0", "verbs") < 0 ||
-	    fb_answer_open(fb, "mlx5_0", fd) < 0 ||
-	    fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_CREATE, &serial, NULL) < 0)
-		goto out;
-	ocr.object_id = VR_ID;
-	reply.serial = serial;
-	reply.body_case = RDMAB__REPLY__BODY_OBJ_CREATE;
-	reply.obj_create = &ocr;
-	if (fb_send_reply(fb, &reply, NULL, 0) < 0 ||
+	if (vr_begin(fb, fd) < 0 ||
 	    fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_REGISTER, &serial, NULL) <
 		    0 ||
 	    fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_DESTROY, &serial, &req) < 0)
