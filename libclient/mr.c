@@ -52,7 +52,8 @@ IBC_EXPORT int ibc_dereg_mr(struct ibc_mr *mr)
 		return ibc_set_error(-EINVAL, "mr is NULL");
 	dm = mr->dm;
 	err = ibc_obj_destroy(&mr->o);
-	if (err == 0 && dm)
+	/* -ENOENT: gone all the same (ibc_obj_destroy). */
+	if ((err == 0 || err == -ENOENT) && dm)
 		ibc_dm_mr_gone(dm);
 	return err;
 }

@@ -216,6 +216,7 @@ static int ibc_obj_begin_destroy(struct ibc_obj *o)
 int ibc_obj_destroy(struct ibc_obj *o)
 {
 	struct ibc_ctx *ctx = o->ctx;
+	bool gone = false;
 	int err = 0;
 
 	if (ibc_stale(ctx->client))
@@ -229,20 +230,26 @@ int ibc_obj_destroy(struct ibc_obj *o)
 	/* A dead object's kernel side went with its device. */
 	if (!o->dead)
 		err = ctx->ops->destroy(o);
+	/* -ENOENT: the device no longer had it (destroyed by handle
+	 * against the rules) and the broker dropped its record. Kept, it
+	 * would be destroyed by handle again at ibc_close, when the handle
+	 * may name another object of the domain. */
+	gone = err == 0 || err == -ENOENT;
 	pthread_mutex_lock(&ctx->lock);
 	o->destroying = false;
-	if (err == 0) {
+	if (gone) {
 		ibc_obj_drop_uses(o);
 		ibc_obj_unlink_locked(o);
 	}
 	pthread_mutex_unlock(&ctx->lock);
 out:
 	ibc_ctx_leave(ctx);
-	if (err < 0)
+	if (!gone)
 		return err;
-	ibc_clear_error();
+	if (err == 0)
+		ibc_clear_error();
 	free(o);
-	return 0;
+	return err;
 }
 
 /* Teardown order: what uses others goes first. */

@@ -511,6 +511,13 @@ static int verbs_destroy(struct ibc_obj *o)
 	err = verbs_kernel_destroy(o);
 	if (err == 0)
 		return 0;
+	/* The kernel has no such handle any more: another process of the
+	 * domain destroyed it by handle in the shared context. The
+	 * unregister above dropped the record; handed back, it would have
+	 * the broker destroy, once this process exits, whatever object the
+	 * kernel gives that handle next. */
+	if (err == -ENOENT)
+		return err;
 	/* Still alive: hand it back to the registry. */
 	snprintf(why, sizeof(why), "%s", ibc_last_error());
 	o->id = 0;

@@ -1331,18 +1331,16 @@ static void vr_destroy_hook(struct ibv_cq *cq)
 		rdmab__request__free_unpacked(req, NULL);
 }
 
-static void script_verbs_registry(struct fb *fb)
+/* The session up to a CQ's intent, answered with VR_ID; the context's
+ * descriptor is @fd. 0 or -1 (the failure recorded). */
+static int vr_begin(struct fb *fb, int fd)
 {
 	Rdmab__ObjCreateReply ocr = RDMAB__OBJ_CREATE_REPLY__INIT;
 	Rdmab__Reply reply = RDMAB__REPLY__INIT;
-	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
 	Rdmab__Request *req = NULL;
 	uint64_t serial;
+	int ret = -1;
 
-	if (fd < 0) {
-		fb_fail(fb, "/dev/null: %s", strerror(errno));
-		return;
-	}
 	if (fb_hello(fb, "mlx5_0", "verbs") < 0 ||
 	    fb_answer_open(fb, "mlx5_0", fd) < 0 ||
 	    fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_CREATE, &serial, &req) < 0)
@@ -1354,13 +1352,29 @@ static void script_verbs_registry(struct fb *fb)
 			(int)req->obj_create->mode, req->obj_create->kind);
 		goto out;
 	}
-	rdmab__request__free_unpacked(req, NULL);
-	req = NULL;
 	ocr.object_id = VR_ID;
 	reply.serial = serial;
 	reply.body_case = RDMAB__REPLY__BODY_OBJ_CREATE;
 	reply.obj_create = &ocr;
-	if (fb_send_reply(fb, &reply, NULL, 0) < 0)
+	ret = fb_send_reply(fb, &reply, NULL, 0);
+out:
+	if (req)
+		rdmab__request__free_unpacked(req, NULL);
+	return ret;
+}
+
+static void script_verbs_registry(struct fb *fb)
+{
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	Rdmab__Request *req = NULL;
+	uint64_t serial;
+
+	if (fd < 0) {
+		fb_fail(fb, "/dev/null: %s", strerror(errno));
+		return;
+	}
+	if (vr_begin(fb, fd) < 0)
 		goto out;
 	/* ibc_cq_create returns with its register unread and unanswered. */
 	if (fb_wait(fb, 1, TL_WAIT_MS) < 0) {
@@ -1436,6 +1450,78 @@ START_TEST(test_verbs_registry_nowait)
 }
 END_TEST
 
+/*
+ * The kernel answers a CQ's destroy with ENOENT: another process of the
+ * domain destroyed the handle with a raw ioctl on the shared command
+ * descriptor. The unregister went first; the CQ is not handed back to the
+ * registry (no ObjCreateRequest TRACK before the close: the broker would
+ * destroy, once this process exits, whatever object the kernel gives the
+ * handle next), the destroy answers -ENOENT as ibv_destroy_cq answers
+ * ENOENT, and ibc_close does not destroy the handle again.
+ */
+static void script_verbs_gone(struct fb *fb)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	Rdmab__Request *req = NULL;
+	uint64_t serial;
+
+	if (fd < 0) {
+		fb_fail(fb, "/dev/null: %s", strerror(errno));
+		return;
+	}
+	if (vr_begin(fb, fd) < 0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_REGISTER, &serial, NULL) <
+		    0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_DESTROY, &serial, &req) < 0)
+		goto out;
+	if (req->obj_destroy->object_id != VR_ID) {
+		fb_fail(fb, "unregister of object %llu, not %d",
+			(unsigned long long)req->obj_destroy->object_id, VR_ID);
+		goto out;
+	}
+	/* Next comes the close: a TRACK here is the CQ handed back. */
+	fb_answer_close(fb);
+	fb_wait_eof(fb);
+out:
+	if (req)
+		rdmab__request__free_unpacked(req, NULL);
+	close(fd);
+}
+
+START_TEST(test_verbs_destroy_gone)
+{
+	struct ibc_ctx *ctx = NULL;
+	struct ibc_cq *cq = NULL;
+	struct ibv_cq *vcq;
+	struct ibc_client *cl;
+	unsigned int calls;
+	struct fb fb;
+
+	FB_START(&fb, script_verbs_gone, NULL);
+	verbs_shim_mode = VERBS_SHIM_IMPORT;
+	ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
+	ck_assert_msg(ibc_open(cl, NULL, &ctx) == 0, "%s", ibc_last_error());
+	ck_assert_msg(ibc_cq_create(ctx, 16, &cq) == 0, "%s", ibc_last_error());
+	vcq = ibc_verbs_cq(cq);
+	ck_assert_ptr_nonnull(vcq);
+	verbs_shim_destroy_ret = ENOENT;
+	calls = verbs_shim_calls;
+	ck_assert_int_eq(ibc_cq_destroy(cq), -ENOENT);
+	ck_assert_msg(strstr(ibc_last_error(), strerror(ENOENT)), "\"%s\"",
+		      ibc_last_error());
+	ibc_close(ctx);
+	ck_assert_msg(verbs_shim_calls == calls + 1,
+		      "ibv_destroy_cq ran %u times, not once",
+		      verbs_shim_calls - calls);
+	ibc_disconnect(cl);
+	verbs_shim_destroy_ret = 0;
+	verbs_shim_mode = VERBS_SHIM_REAL;
+	/* libibverbs keeps a CQ the kernel refused to destroy. */
+	free(vcq);
+	FB_STOP(&fb);
+}
+END_TEST
+
 /* A clean ibc_disconnect closes a shared verbs context's import (its UARs
  * go with ibv_close_device) and says so (script_verbs_open expects the
  * CloseContext): else the broker counts the session as an importer that
@@ -1486,6 +1572,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_rss_event_before_create_reply);
 	tcase_add_test(tc, test_stale_errno_import);
 	tcase_add_test(tc, test_verbs_registry_nowait);
+	tcase_add_test(tc, test_verbs_destroy_gone);
 	tcase_add_test(tc, test_verbs_disconnect_closes);
 	tcase_add_test(tc, test_fork_init_stalled_broker);
 	suite_add_tcase(s, tc);

@@ -358,6 +358,49 @@ START_TEST(test_einval_stuck)
 }
 END_TEST
 
+/*
+ * A CQ destroyed behind its owner's back, by handle through the device's
+ * own path (as another process of the domain can with a raw ioctl on the
+ * shared command descriptor): the owner's destroy answers the device's
+ * -ENOENT and the record goes. Kept, the owner's cleanup would destroy the
+ * handle, which the device gives at once to another client's new CQ.
+ */
+START_TEST(test_destroy_gone_dropped)
+{
+	struct ol_client *c = client(0), *other = client(1);
+	struct ol_obj cq, keep, theirs;
+	struct ol_info info[8];
+	struct why why;
+	struct obj *o;
+	size_t cq_tries = 0;
+	int n;
+
+	OK(ol_cq(c, 4, &cq));
+	OK(ol_cq(c, 4, &keep));
+	o = TAILQ_FIRST(&sl_owner(0)->kinds[IBC_OBJ_CQ]);
+	ck_assert_ptr_nonnull(o);
+	OK(soft_destroy(o->ctx->dc, IBC_OBJ_CQ, cq.handle, &why));
+	ck_assert_int_eq(ol_destroy(c, cq.id), -ENOENT);
+	n = ol_list(other, 0, NULL, info, 8);
+	ck_assert_int_ge(n, 1);
+	for (int i = 0; i < n && i < 8; i++)
+		ck_assert_msg(info[i].id != cq.id,
+			      "the registry still lists the CQ the device no "
+			      "longer has");
+	OK(ol_cq(other, 4, &theirs));
+	ck_assert_uint_eq(theirs.handle, cq.handle);
+	n_seen = 0;
+	sl_kill(0);
+	run_cleanup(0, 5000);
+	ck_assert_ptr_null(sl_owner(0));
+	for (size_t i = 0; i < n_seen; i++)
+		cq_tries += seen[i] == IBC_OBJ_CQ;
+	/* Only the CQ its record names. */
+	ck_assert_uint_eq(cq_tries, 1);
+	ck_assert_int_eq(ol_destroy(other, theirs.id), 0);
+}
+END_TEST
+
 static unsigned int hook_calls, hook_busy;
 
 static int hook(struct core *s, struct obj *o, void *data)
@@ -1364,6 +1407,7 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_busy_retried);
 	tcase_add_test(tc, test_stuck);
 	tcase_add_test(tc, test_einval_stuck);
+	tcase_add_test(tc, test_destroy_gone_dropped);
 	tcase_add_test(tc, test_family_hook);
 	tcase_add_test(tc, test_two_watchers);
 	tcase_add_test(tc, test_slot_destroyer);

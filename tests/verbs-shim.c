@@ -14,6 +14,7 @@
 enum verbs_shim_mode verbs_shim_mode = VERBS_SHIM_REAL;
 unsigned int verbs_shim_calls;
 void (*verbs_shim_destroy_hook)(struct ibv_cq *cq);
+int verbs_shim_destroy_ret;
 /* The next fake0 CQ's handle. */
 static uint32_t shim_cq_handle = 5;
 
@@ -169,6 +170,8 @@ SHIM_EXPORT int ibv_destroy_cq(struct ibv_cq *cq)
 	verbs_shim_calls++;
 	if (verbs_shim_destroy_hook)
 		verbs_shim_destroy_hook(cq);
+	if (verbs_shim_destroy_ret)
+		return verbs_shim_destroy_ret;
 	free(cq);
 	return 0;
 }

@@ -27,6 +27,10 @@ enum verbs_shim_mode {
 struct ibv_cq;
 /* Called by a fake0 CQ's ibv_destroy_cq before it goes; NULL: none. */
 extern void (*verbs_shim_destroy_hook)(struct ibv_cq *cq);
+/* Not 0: a fake0 CQ's ibv_destroy_cq answers this errno value and keeps
+ * the CQ, as libibverbs does when the kernel refuses (ENOENT: the handle
+ * was destroyed by another process of the domain); the test frees it. */
+extern int verbs_shim_destroy_ret;
 
 /* Set by the test's thread before it calls into the code under test. */
 extern enum verbs_shim_mode verbs_shim_mode;

@@ -425,8 +425,15 @@ int objects_destroy_request(struct client *c, uint64_t id, struct why *why)
 	if (o->made_here && o->ctx->dc && (!o->intent || o->window_made)) {
 		ret = o->ctx->dev->ctx_ops->obj_destroy(o->ctx->dc, o->kind,
 							o->handle, why);
-		if (ret < 0)
+		/* -ENOENT: the handle names no object any more (destroyed
+		 * against the rules): nothing was destroyed, and the record
+		 * goes, as in the cleanup; kept, the owner's cleanup would
+		 * destroy whatever object the device gives that handle
+		 * next. */
+		if (ret < 0 && ret != -ENOENT)
 			return ret;
+		objects_remove(o);
+		return ret;
 	}
 	objects_remove(o);
 	return 0;

@@ -334,9 +334,10 @@ void objects_ctx_let_go(struct core *core, struct dctx *x, uint64_t client_id);
 /*
  * Destroy or unregister @c's object @id, as an ObjDestroyRequest asks:
  * the broker destroys what it made (soft; -EBUSY and the device's other
- * errors leave it), forgets what the client made (an unregister, or the
- * cancel of an intent). -ENOENT when @c has no object @id. The sentence
- * goes to @why.
+ * errors leave it, but -ENOENT, a handle that names no object any more,
+ * removes it), forgets what the client made (an unregister, or the cancel
+ * of an intent). -ENOENT when @c has no object @id. The sentence goes to
+ * @why.
  */
 int objects_destroy_request(struct client *c, uint64_t id, struct why *why);
 /* Register @handle for @c's intent @id (ObjRegisterRequest): -ENOENT, or
