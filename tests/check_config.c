@@ -42,6 +42,12 @@ static char *write_conf(const char *text)
 
 #define LONG_NAME_48 "abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh"
 #define LONG_NAME_47 "abcdefghijabcdefghijabcdefghijabcdefghijabcdefg"
+#define RSS8                                                                   \
+	"rss_allow = ipv4 10.0.0.0/8\nrss_allow = ipv4 10.0.0.0/8\n"           \
+	"rss_allow = ipv4 10.0.0.0/8\nrss_allow = ipv4 10.0.0.0/8\n"           \
+	"rss_allow = ipv4 10.0.0.0/8\nrss_allow = ipv4 10.0.0.0/8\n"           \
+	"rss_allow = ipv4 10.0.0.0/8\nrss_allow = ipv4 10.0.0.0/8\n"
+#define RSS33 RSS8 RSS8 RSS8 RSS8 "rss_allow = ipv4 10.0.0.0/8\n"
 #define X50 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 
 struct bad_case {
@@ -300,6 +306,43 @@ static const struct bad_case bad[] = {
 	  NULL, "declared twice" },
 	{ "XRCD listing a domain twice", "[xrcd s]\ndomains = uid-0, uid-0\n",
 	  2, "xrcd s", "domains", "listed twice" },
+	/* The known keys and sections, whole and in the order
+	 * rdmabroker.conf(5) gives them, the families' among the rest. */
+	{ "unknown key in [broker]: the whole list", "[broker]\nfoo = 1\n", 2,
+	  "broker", "foo",
+	  "unknown key (known: admin_group, connections_per_uid, "
+	  "admin_reserve, hello_timeout, queued_fds, queued_fds_per_uid, "
+	  "private_contexts_per_uid, unread_timeout, dm_revoke_grace, "
+	  "dm_admin_reserve, dm_persistent_per_uid, "
+	  "dm_persistent_bytes_per_uid)" },
+	{ "unknown key in [defaults]: the whole list", "[defaults]\nfoo = 1\n",
+	  2, "defaults", "foo",
+	  "unknown key (known: dm_bytes, dm_member_share, xrcds, rss_tables, "
+	  "objects, clients, auto_rekey_unaccounted, per, cgroup_depth, "
+	  "cgroup_pattern)" },
+	{ "unknown key in a domain: the whole list",
+	  "[domain lab]\nusers = 0\nfoo = 1\n", 3, "domain lab", "foo",
+	  "unknown key (known: users, groups, cgroups, rss_allow, dm_bytes, "
+	  "dm_member_share, xrcds, rss_tables, objects, clients, "
+	  "auto_rekey_unaccounted)" },
+	{ "unknown key in [soft]: the whole list", "[soft]\nfoo = 1\n", 2,
+	  "soft", "foo",
+	  "unknown key (known: max_dm_size, devices, intent_window, "
+	  "internal_objects_per_import, internal_objects_per_qp)" },
+	{ "unknown section: the whole list", "[bogus]\n", 1, NULL, NULL,
+	  "unknown section [bogus] (known: [broker], [defaults], [soft], "
+	  "[metrics], [domain NAME], [xrcd NAME])" },
+	/* rss_allow may repeat in a domain, not elsewhere: in [defaults] it
+	 * is unknown, even given twice. */
+	{ "rss_allow twice in [defaults]",
+	  "[defaults]\nrss_allow = ipv4 10.0.0.0/8\n"
+	  "rss_allow = ipv4 10.0.0.0/8\n",
+	  2, "defaults", "rss_allow", "unknown key" },
+	{ "a domain's quota key given twice",
+	  "[domain lab]\nusers = 0\nxrcds = 1\nxrcds = 2\n", 4, "domain lab",
+	  "xrcds", "given twice in this section" },
+	{ "rss_allow over its bound", "[domain lab]\nusers = 0\n" RSS33, 35,
+	  "domain lab", "rss_allow", "more than 32 rules in one domain" },
 };
 
 #define N_BAD (sizeof(bad) / sizeof(bad[0]))
@@ -700,6 +743,35 @@ START_TEST(test_xrcd_sections)
 }
 END_TEST
 
+/* --check-config: a family's own warning and its count in the summary,
+ * word for word. */
+START_TEST(test_check_output)
+{
+	char *path = write_conf("[domain a]\nusers = 0\n"
+				"[xrcd s]\ndomains = a, uid-3999999\n"
+				"[xrcd t]\ndomains = uid-0\n");
+	char *out = NULL, *want;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(config_check(path, true, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_ge(
+		asprintf(&want,
+			 "%s:3: warning: [xrcd s] domains: uid-3999999 "
+			 "is the domain of a uid that has no account\n"
+			 "%s: valid: 1 domain, 2 declared XRC domains, "
+			 "1 warning\n",
+			 path, path),
+		0);
+	ck_assert_str_eq(out, want);
+	free(want);
+	free(out);
+	free(path);
+}
+END_TEST
+
 /* [defaults] first or last: the domain gets the same quotas. */
 START_TEST(test_defaults_anywhere)
 {
@@ -880,6 +952,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_good_file);
 	tcase_add_test(tc, test_config_keys);
 	tcase_add_test(tc, test_xrcd_sections);
+	tcase_add_test(tc, test_check_output);
 	tcase_add_test(tc, test_defaults_anywhere);
 	tcase_add_test(tc, test_good_file_encodings);
 	tcase_add_test(tc, test_empty_file);
