@@ -580,30 +580,28 @@ static bool valid_domain_name(const char *name)
 	       strncmp(name, "cgroup-", 7) != 0;
 }
 
+static int fixed_find(const char *section);
+
 /* A new section begins: reset the duplicate-key check, open a domain. */
 static int parse_section(struct conf_parse *p, const char *section)
 {
 	const char *name;
 	struct config_domain *d;
 
-	static const char *const fixed[] = { "broker", "defaults", "soft",
-					     "metrics" };
+	int fixed = fixed_find(section);
 	char known[256];
 	size_t len = 0;
 
 	snprintf(p->section, sizeof(p->section), "%s", section);
 	p->n_keys = 0;
 	p->own = -1;
-
-	for (unsigned int i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-		if (strcmp(section, fixed[i]) != 0)
-			continue;
-		if (p->fixed_seen & (1u << i))
+	if (fixed >= 0) {
+		if (p->fixed_seen & (1u << fixed))
 			return parse_fail(p, p->line, NULL,
 					  "[%s] is given twice: put its keys "
 					  "in one section",
 					  section);
-		p->fixed_seen |= 1u << i;
+		p->fixed_seen |= 1u << fixed;
 		return 1;
 	}
 	for (unsigned int id = 0; id < FAMILY_COUNT; id++) {
@@ -814,7 +812,7 @@ int config_metrics_listen(const char *value, char *why, size_t whylen,
 	return 0;
 }
 
-/* The [metrics] section. */
+/* The [metrics] section's keys; -ENOENT for another key. */
 static int parse_metrics(struct conf_parse *p, const char *key,
 			 const char *value)
 {
@@ -834,9 +832,7 @@ static int parse_metrics(struct conf_parse *p, const char *key,
 				      TIMEOUT_MAX_MS,
 				      &p->cfg.metrics.timeout_ms);
 	if (strcmp(key, "connections") != 0)
-		return parse_fail(p, p->line, key,
-				  "unknown key (known: listen, connections, "
-				  "timeout)");
+		return -ENOENT;
 	if (!conf_number(p, key, value, 1, METRICS_HTTP_CONNECTIONS_MAX, false,
 			 &v))
 		return 0;
@@ -874,18 +870,17 @@ static int parse_family_key(struct conf_parse *p, enum conf_where where,
 	return -ENOENT;
 }
 
-/* "unknown key (known: @before, the families' keys of @w1, then of @w2
- * (when not @w1), @after)", the families in their listed order. */
+/* "unknown key (known: @before, the families' keys of @where[0], then of
+ * @where[1]..., @after)", the families in their listed order. */
 static int parse_unknown(struct conf_parse *p, const char *key,
-			 const char *before, enum conf_where w1,
-			 enum conf_where w2, const char *after)
+			 const char *before, const enum conf_where *where,
+			 size_t n_where, const char *after)
 {
-	const enum conf_where where[] = { w1, w2 };
 	char known[256];
 	size_t len = 0;
 
 	known[0] = '\0';
-	for (unsigned int w = 0; w < (w1 == w2 ? 1u : 2u); w++)
+	for (size_t w = 0; w < n_where; w++)
 		for (unsigned int rank = 0; rank < FAMILY_COUNT; rank++)
 			for (unsigned int id = 0; id < FAMILY_COUNT; id++) {
 				const struct conf_family *cf = conf_of(id);
@@ -920,64 +915,79 @@ static bool key_repeats(const char *key)
 	return false;
 }
 
+/* [defaults]: the cgroup keys, then the core's quotas. */
+static int parse_defaults(struct conf_parse *p, const char *key,
+			  const char *value)
+{
+	unsigned int set = 0;
+	int ret = parse_defaults_cgroup(p, key, value);
+
+	if (ret != -ENOENT)
+		return ret;
+	return parse_quota(p, key, value, &p->cfg.defaults, &set);
+}
+
+/* The sections of one name: the parser of their own keys (-ENOENT for a
+ * key it does not know), whether they take families' keys (of @where),
+ * and the known keys the families' go between in the unknown-key message,
+ * as rdmabroker.conf(5) lists them. */
+static const struct fixed_section {
+	const char *name;
+	int (*parse)(struct conf_parse *p, const char *key, const char *value);
+	bool families;
+	enum conf_where where;
+	const char *before, *after;
+} fixed_sections[] = {
+	{ "broker", parse_broker, true, CONF_BROKER,
+	  "admin_group, connections_per_uid, admin_reserve, hello_timeout, "
+	  "queued_fds, queued_fds_per_uid, private_contexts_per_uid, "
+	  "unread_timeout",
+	  "" },
+	{ "defaults", parse_defaults, true, CONF_QUOTA, "",
+	  "objects, clients, auto_rekey_unaccounted, per, cgroup_depth, "
+	  "cgroup_pattern" },
+	{ "soft", parse_soft, true, CONF_SOFT, "",
+	  "devices, intent_window, internal_objects_per_import, "
+	  "internal_objects_per_qp" },
+	{ "metrics", parse_metrics, false, CONF_OWN,
+	  "listen, connections, timeout", "" },
+};
+
+#define N_FIXED (sizeof(fixed_sections) / sizeof(fixed_sections[0]))
+
+/* The index of @section in fixed_sections[], or -1. */
+static int fixed_find(const char *section)
+{
+	for (unsigned int i = 0; i < N_FIXED; i++)
+		if (strcmp(section, fixed_sections[i].name) == 0)
+			return (int)i;
+	return -1;
+}
+
 static int parse_key(struct conf_parse *p, const char *section, const char *key,
 		     const char *value)
 {
+	static const enum conf_where own[] = { CONF_OWN };
+	static const enum conf_where dom[] = { CONF_DOMAIN, CONF_QUOTA };
+	int fixed = fixed_find(section), ret;
 	struct config_domain *d;
-	int ret;
 
 	if (p->own >= 0) {
 		ret = parse_family_key(p, CONF_OWN, NULL, key, value);
 		return ret != -ENOENT ? ret :
-					parse_unknown(p, key, "", CONF_OWN,
-						      CONF_OWN, "");
+					parse_unknown(p, key, "", own, 1, "");
 	}
-	if (strcmp(section, "broker") == 0) {
-		ret = parse_broker(p, key, value);
-		if (ret == -ENOENT)
-			ret = parse_family_key(p, CONF_BROKER, NULL, key,
-					       value);
-		return ret != -ENOENT ?
-			       ret :
-			       parse_unknown(
-				       p, key,
-				       "admin_group, "
-				       "connections_per_uid, admin_reserve, "
-				       "hello_timeout, queued_fds, "
-				       "queued_fds_per_uid, "
-				       "private_contexts_per_uid, "
-				       "unread_timeout",
-				       CONF_BROKER, CONF_BROKER, "");
-	}
-	if (strcmp(section, "defaults") == 0) {
-		unsigned int set = 0;
+	if (fixed >= 0) {
+		const struct fixed_section *f = &fixed_sections[fixed];
 
-		ret = parse_defaults_cgroup(p, key, value);
-		if (ret == -ENOENT)
-			ret = parse_family_key(p, CONF_QUOTA, NULL, key, value);
-		if (ret == -ENOENT)
-			ret = parse_quota(p, key, value, &p->cfg.defaults,
-					  &set);
+		ret = f->parse(p, key, value);
+		if (ret == -ENOENT && f->families)
+			ret = parse_family_key(p, f->where, NULL, key, value);
 		return ret != -ENOENT ?
 			       ret :
-			       parse_unknown(p, key, "", CONF_QUOTA, CONF_QUOTA,
-					     "objects, clients, "
-					     "auto_rekey_unaccounted, per, "
-					     "cgroup_depth, cgroup_pattern");
+			       parse_unknown(p, key, f->before, &f->where,
+					     f->families, f->after);
 	}
-	if (strcmp(section, "soft") == 0) {
-		ret = parse_family_key(p, CONF_SOFT, NULL, key, value);
-		if (ret == -ENOENT)
-			ret = parse_soft(p, key, value);
-		return ret != -ENOENT ?
-			       ret :
-			       parse_unknown(p, key, "", CONF_SOFT, CONF_SOFT,
-					     "devices, intent_window, "
-					     "internal_objects_per_import, "
-					     "internal_objects_per_qp");
-	}
-	if (strcmp(section, "metrics") == 0)
-		return parse_metrics(p, key, value);
 	/* parse_section() opened it; anything else is a parser bug. */
 	if (p->cfg.n_domains == 0 ||
 	    strcmp(p->cfg.domains[p->cfg.n_domains - 1].name, section + 7))
@@ -994,11 +1004,11 @@ static int parse_key(struct conf_parse *p, const char *section, const char *key,
 		ret = parse_family_key(p, CONF_QUOTA, d, key, value);
 	if (ret == -ENOENT)
 		ret = parse_quota(p, key, value, &d->quota, &d->quota_set);
-	return ret != -ENOENT ? ret :
-				parse_unknown(p, key, "users, groups, cgroups",
-					      CONF_DOMAIN, CONF_QUOTA,
-					      "objects, clients, "
-					      "auto_rekey_unaccounted");
+	return ret != -ENOENT ?
+		       ret :
+		       parse_unknown(p, key, "users, groups, cgroups", dom, 2,
+				     "objects, clients, "
+				     "auto_rekey_unaccounted");
 }
 
 static int parse_handler(void *user, const char *section, const char *key,
