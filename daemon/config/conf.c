@@ -585,10 +585,9 @@ static int fixed_find(const char *section);
 /* A new section begins: reset the duplicate-key check, open a domain. */
 static int parse_section(struct conf_parse *p, const char *section)
 {
-	const char *name;
-	struct config_domain *d;
-
 	int fixed = fixed_find(section);
+	struct config_domain *d;
+	const char *name;
 	char known[256];
 	size_t len = 0;
 
