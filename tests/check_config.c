@@ -748,6 +748,46 @@ START_TEST(test_xrcd_sections)
 }
 END_TEST
 
+/* [xrcd NAME] up to its bound, 256 (the declarations grow as they come):
+ * each found by name; one more is refused at its line. */
+START_TEST(test_xrcd_bound)
+{
+	size_t cap = 64 * 1024, len = 0;
+	char *text = malloc(cap), *path, err[512] = "";
+	struct config c;
+
+	ck_assert_ptr_nonnull(text);
+	for (int i = 0; i < 257; i++)
+		len += (size_t)snprintf(text + len, cap - len,
+					"[xrcd x%d]\ndomains = uid-0\n", i);
+	/* The first 256 only. */
+	*strstr(text, "[xrcd x256]") = '\0';
+	path = write_conf(text);
+	ck_assert_msg(config_load(path, true, &c, err, sizeof(err)) == 0, "%s",
+		      err);
+	ck_assert_uint_eq(xrcd_conf(&c)->n_xrcds, 256);
+	for (int i = 0; i < 256; i++) {
+		char name[16];
+		const struct config_xrcd *x;
+
+		snprintf(name, sizeof(name), "x%d", i);
+		x = xrcd_conf_find(&c, name);
+		ck_assert_ptr_nonnull(x);
+		ck_assert_uint_eq(x->line, 2 * (unsigned int)i + 1);
+		ck_assert(xrcd_conf_lists(x, "uid-0"));
+	}
+	config_free(&c);
+	free(path);
+	text[strlen(text)] = '[';
+	path = write_conf(text);
+	ck_assert_int_eq(config_load(path, true, &c, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_msg(strstr(err, ":513: more than 256 XRCDs"), "%s", err);
+	free(path);
+	free(text);
+}
+END_TEST
+
 /* --check-config: a family's own warning and its count in the summary,
  * word for word. */
 START_TEST(test_check_output)
@@ -958,6 +998,7 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_config_keys);
 	tcase_add_test(tc, test_xrcd_sections);
 	tcase_add_test(tc, test_check_output);
+	tcase_add_test(tc, test_xrcd_bound);
 	tcase_add_test(tc, test_defaults_anywhere);
 	tcase_add_test(tc, test_good_file_encodings);
 	tcase_add_test(tc, test_empty_file);
