@@ -103,6 +103,9 @@ int conf_fail(struct conf_parse *p, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 int conf_fail_at(struct conf_parse *p, unsigned int line, const char *key,
 		 const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+/* Refuse the file for want of memory: config_load() returns -ENOMEM.
+ * Returns 0. */
+int conf_nomem(struct conf_parse *p);
 /* The section the next message names ("xrcd NAME"), for a finish check. */
 void conf_set_section(struct conf_parse *p, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));

@@ -188,12 +188,17 @@ static void *parse_slot(struct conf_parse *p, void **slot, size_t size,
 		return *slot;
 	*slot = malloc(size);
 	if (!*slot) {
-		p->nomem = true;
-		parse_fail(p, p->line, NULL, "out of memory");
+		conf_nomem(p);
 		return NULL;
 	}
 	memcpy(*slot, defaults, size);
 	return *slot;
+}
+
+int conf_nomem(struct conf_parse *p)
+{
+	p->nomem = true;
+	return parse_fail(p, p->line, NULL, "out of memory");
 }
 
 int conf_fail(struct conf_parse *p, const char *key, const char *fmt, ...)

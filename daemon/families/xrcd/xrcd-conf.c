@@ -95,7 +95,7 @@ static int section_open(struct conf_parse *p, const char *name, void *slot)
 
 		x = realloc(c->xrcds, n * sizeof(*x));
 		if (!x)
-			return conf_fail(p, NULL, "out of memory");
+			return conf_nomem(p);
 		c->xrcds = x;
 	}
 	x = &c->xrcds[c->n_xrcds++];
