@@ -19,6 +19,9 @@
 #include <unistd.h>
 
 #include "daemon/config/conf.h"
+#include "daemon/families/dm/dm-conf.h"
+#include "daemon/families/rss/rss-conf.h"
+#include "daemon/families/xrcd/xrcd-conf.h"
 #include "tests/cklib.h"
 #include "tests/testlib.h"
 
@@ -42,6 +45,12 @@ static char *write_conf(const char *text)
 
 #define LONG_NAME_48 "abcdefghijabcdefghijabcdefghijabcdefghijabcdefgh"
 #define LONG_NAME_47 "abcdefghijabcdefghijabcdefghijabcdefghijabcdefg"
+#define RSS8                                                                   \
+	"rss_allow = ipv4 10.0.0.0/8\nrss_allow = ipv4 10.0.0.0/8\n"           \
+	"rss_allow = ipv4 10.0.0.0/8\nrss_allow = ipv4 10.0.0.0/8\n"           \
+	"rss_allow = ipv4 10.0.0.0/8\nrss_allow = ipv4 10.0.0.0/8\n"           \
+	"rss_allow = ipv4 10.0.0.0/8\nrss_allow = ipv4 10.0.0.0/8\n"
+#define RSS33 RSS8 RSS8 RSS8 RSS8 "rss_allow = ipv4 10.0.0.0/8\n"
 #define X50 "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"
 
 struct bad_case {
@@ -300,6 +309,43 @@ static const struct bad_case bad[] = {
 	  NULL, "declared twice" },
 	{ "XRCD listing a domain twice", "[xrcd s]\ndomains = uid-0, uid-0\n",
 	  2, "xrcd s", "domains", "listed twice" },
+	/* The known keys and sections, whole and in the order
+	 * rdmabroker.conf(5) gives them, the families' among the rest. */
+	{ "unknown key in [broker]: the whole list", "[broker]\nfoo = 1\n", 2,
+	  "broker", "foo",
+	  "unknown key (known: admin_group, connections_per_uid, "
+	  "admin_reserve, hello_timeout, queued_fds, queued_fds_per_uid, "
+	  "private_contexts_per_uid, unread_timeout, dm_revoke_grace, "
+	  "dm_admin_reserve, dm_persistent_per_uid, "
+	  "dm_persistent_bytes_per_uid)" },
+	{ "unknown key in [defaults]: the whole list", "[defaults]\nfoo = 1\n",
+	  2, "defaults", "foo",
+	  "unknown key (known: dm_bytes, dm_member_share, xrcds, rss_tables, "
+	  "objects, clients, auto_rekey_unaccounted, per, cgroup_depth, "
+	  "cgroup_pattern)" },
+	{ "unknown key in a domain: the whole list",
+	  "[domain lab]\nusers = 0\nfoo = 1\n", 3, "domain lab", "foo",
+	  "unknown key (known: users, groups, cgroups, rss_allow, dm_bytes, "
+	  "dm_member_share, xrcds, rss_tables, objects, clients, "
+	  "auto_rekey_unaccounted)" },
+	{ "unknown key in [soft]: the whole list", "[soft]\nfoo = 1\n", 2,
+	  "soft", "foo",
+	  "unknown key (known: max_dm_size, devices, intent_window, "
+	  "internal_objects_per_import, internal_objects_per_qp)" },
+	{ "unknown section: the whole list", "[bogus]\n", 1, NULL, NULL,
+	  "unknown section [bogus] (known: [broker], [defaults], [soft], "
+	  "[metrics], [domain NAME], [xrcd NAME])" },
+	/* rss_allow may repeat in a domain, not elsewhere: in [defaults] it
+	 * is unknown, even given twice. */
+	{ "rss_allow twice in [defaults]",
+	  "[defaults]\nrss_allow = ipv4 10.0.0.0/8\n"
+	  "rss_allow = ipv4 10.0.0.0/8\n",
+	  2, "defaults", "rss_allow", "unknown key" },
+	{ "a domain's quota key given twice",
+	  "[domain lab]\nusers = 0\nxrcds = 1\nxrcds = 2\n", 4, "domain lab",
+	  "xrcds", "given twice in this section" },
+	{ "rss_allow over its bound", "[domain lab]\nusers = 0\n" RSS33, 35,
+	  "domain lab", "rss_allow", "more than 32 rules in one domain" },
 };
 
 #define N_BAD (sizeof(bad) / sizeof(bad[0]))
@@ -373,14 +419,14 @@ END_TEST
 static void assert_builtin_defaults(const struct config *c)
 {
 	/* A quarter of each device's memory, half of it per member. */
-	ck_assert_uint_eq(c->defaults.dm_bytes, 0);
-	ck_assert_uint_eq(c->defaults.dm_pct, 25);
-	ck_assert_uint_eq(c->defaults.dm_member_share, 50);
-	ck_assert_uint_eq(c->defaults.xrcds, 64);
-	ck_assert_uint_eq(c->defaults.rss_tables, 16);
+	ck_assert_uint_eq(dm_conf_quota(c, NULL)->dm_bytes, 0);
+	ck_assert_uint_eq(dm_conf_quota(c, NULL)->dm_pct, 25);
+	ck_assert_uint_eq(dm_conf_quota(c, NULL)->dm_member_share, 50);
+	ck_assert_uint_eq(xrcd_conf_quota(c, NULL)->xrcds, 64);
+	ck_assert_uint_eq(rss_conf_domain(c, NULL)->rss_tables, 16);
 	ck_assert_uint_eq(c->defaults.objects, 65536);
 	ck_assert_uint_eq(c->defaults.clients, 256);
-	ck_assert_uint_eq(c->soft_max_dm_size, 256 * 1024);
+	ck_assert_uint_eq(dm_conf(c)->soft_max_dm_size, 256 * 1024);
 	ck_assert(!c->has_admin_group);
 	ck_assert_uint_eq(c->n_domains, 0);
 	ck_assert_uint_eq(c->limits.connections_per_uid, 64);
@@ -390,11 +436,11 @@ static void assert_builtin_defaults(const struct config *c)
 	ck_assert_uint_eq(c->limits.queued_fds_per_uid, 256);
 	ck_assert_uint_eq(c->limits.private_contexts_per_uid, 16);
 	ck_assert_uint_eq(c->limits.unread_timeout_ms, 30000);
-	ck_assert_uint_eq(c->limits.dm_admin_reserve, 0);
-	ck_assert_uint_eq(c->limits.dm_admin_reserve_pct, 10);
-	ck_assert_uint_eq(c->limits.dm_persistent_per_uid, 16);
-	ck_assert_uint_eq(c->limits.dm_persistent_bytes_per_uid, 0);
-	ck_assert_uint_eq(c->limits.dm_persistent_bytes_pct, 25);
+	ck_assert_uint_eq(dm_conf(c)->dm_admin_reserve, 0);
+	ck_assert_uint_eq(dm_conf(c)->dm_admin_reserve_pct, 10);
+	ck_assert_uint_eq(dm_conf(c)->dm_persistent_per_uid, 16);
+	ck_assert_uint_eq(dm_conf(c)->dm_persistent_bytes_per_uid, 0);
+	ck_assert_uint_eq(dm_conf(c)->dm_persistent_bytes_pct, 25);
 }
 
 /* The device-memory keys: bytes or a percent of each device's memory,
@@ -422,45 +468,47 @@ START_TEST(test_dm_keys)
 
 	ck_assert_msg(config_load(path, true, &c, err, sizeof(err)) == 0, "%s",
 		      err);
-	ck_assert_uint_eq(c.limits.dm_admin_reserve, 64 * 1024);
-	ck_assert_uint_eq(c.limits.dm_admin_reserve_pct, 0);
-	ck_assert_uint_eq(c.limits.dm_persistent_per_uid, 0);
-	ck_assert_uint_eq(c.limits.dm_persistent_bytes_pct, 100);
-	ck_assert_uint_eq(c.defaults.dm_pct, 10);
-	ck_assert_uint_eq(c.defaults.dm_member_share, 100);
+	ck_assert_uint_eq(dm_conf(&c)->dm_admin_reserve, 64 * 1024);
+	ck_assert_uint_eq(dm_conf(&c)->dm_admin_reserve_pct, 0);
+	ck_assert_uint_eq(dm_conf(&c)->dm_persistent_per_uid, 0);
+	ck_assert_uint_eq(dm_conf(&c)->dm_persistent_bytes_pct, 100);
+	ck_assert_uint_eq(dm_conf_quota(&c, NULL)->dm_pct, 10);
+	ck_assert_uint_eq(dm_conf_quota(&c, NULL)->dm_member_share, 100);
 	d = config_find_domain(&c, "lab");
 	ck_assert_ptr_nonnull(d);
 	/* Bytes set in the domain: no percent from [defaults]. */
-	ck_assert_uint_eq(d->quota.dm_bytes, 1 << 20);
-	ck_assert_uint_eq(d->quota.dm_pct, 0);
-	ck_assert_uint_eq(d->quota.dm_member_share, 100);
+	ck_assert_uint_eq(dm_conf_quota(&c, d)->dm_bytes, 1 << 20);
+	ck_assert_uint_eq(dm_conf_quota(&c, d)->dm_pct, 0);
+	ck_assert_uint_eq(dm_conf_quota(&c, d)->dm_member_share, 100);
 	d = config_find_domain(&c, "team");
 	ck_assert_ptr_nonnull(d);
-	ck_assert_uint_eq(d->quota.dm_pct, 10);
-	ck_assert_uint_eq(d->quota.dm_member_share, 1);
+	ck_assert_uint_eq(dm_conf_quota(&c, d)->dm_pct, 10);
+	ck_assert_uint_eq(dm_conf_quota(&c, d)->dm_member_share, 1);
 	config_free(&c);
 	ck_assert_msg(config_load(path2, true, &c, err, sizeof(err)) == 0, "%s",
 		      err);
-	ck_assert_uint_eq(c.limits.dm_admin_reserve, 0);
-	ck_assert_uint_eq(c.limits.dm_admin_reserve_pct, 0);
-	ck_assert_uint_eq(config_find_domain(&c, "lab")->quota.dm_bytes, 0);
-	ck_assert_uint_eq(config_find_domain(&c, "lab")->quota.dm_pct, 0);
+	ck_assert_uint_eq(dm_conf(&c)->dm_admin_reserve, 0);
+	ck_assert_uint_eq(dm_conf(&c)->dm_admin_reserve_pct, 0);
+	ck_assert_uint_eq(
+		dm_conf_quota(&c, config_find_domain(&c, "lab"))->dm_bytes, 0);
+	ck_assert_uint_eq(
+		dm_conf_quota(&c, config_find_domain(&c, "lab"))->dm_pct, 0);
 	/* Not set: the defaults. */
-	ck_assert_uint_eq(c.limits.dm_persistent_per_uid, 16);
-	ck_assert_uint_eq(c.limits.dm_persistent_bytes_pct, 25);
+	ck_assert_uint_eq(dm_conf(&c)->dm_persistent_per_uid, 16);
+	ck_assert_uint_eq(dm_conf(&c)->dm_persistent_bytes_pct, 25);
 	config_free(&c);
 	free(path);
 	free(path2);
 
 	/* 25% of 256 KiB; 10% of 256 KiB is 26214.4, 6 whole pages. */
-	ck_assert_uint_eq(config_dm_bytes(0, 25, 256 * 1024), 64 * 1024);
-	ck_assert_uint_eq(config_dm_bytes(0, 10, 256 * 1024), 6 * 4096);
-	ck_assert_uint_eq(config_dm_bytes(0, 100, 16384), 16384);
-	ck_assert_uint_eq(config_dm_bytes(0, 1, 16384), 0);
+	ck_assert_uint_eq(dm_conf_bytes(0, 25, 256 * 1024), 64 * 1024);
+	ck_assert_uint_eq(dm_conf_bytes(0, 10, 256 * 1024), 6 * 4096);
+	ck_assert_uint_eq(dm_conf_bytes(0, 100, 16384), 16384);
+	ck_assert_uint_eq(dm_conf_bytes(0, 1, 16384), 0);
 	/* Bytes stay bytes, whatever the device. */
-	ck_assert_uint_eq(config_dm_bytes(5000, 0, 16384), 5000);
+	ck_assert_uint_eq(dm_conf_bytes(5000, 0, 16384), 5000);
 	/* The largest device does not overflow. */
-	ck_assert_uint_eq(config_dm_bytes(0, 100, UINT64_MAX),
+	ck_assert_uint_eq(dm_conf_bytes(0, 100, UINT64_MAX),
 			  UINT64_MAX / 100 * 100 / 4096 * 4096);
 }
 END_TEST
@@ -599,12 +647,12 @@ START_TEST(test_good_file)
 	ck_assert_msg(ret == 0, "config_load: %d: %s", ret, err);
 	ck_assert(c.has_admin_group);
 	ck_assert_uint_eq(c.admin_gid, 65534);
-	ck_assert_uint_eq(c.defaults.dm_bytes, 1024 * 1024);
-	ck_assert_uint_eq(c.defaults.xrcds, 7);
-	ck_assert_uint_eq(c.defaults.rss_tables, 3);
+	ck_assert_uint_eq(dm_conf_quota(&c, NULL)->dm_bytes, 1024 * 1024);
+	ck_assert_uint_eq(xrcd_conf_quota(&c, NULL)->xrcds, 7);
+	ck_assert_uint_eq(rss_conf_domain(&c, NULL)->rss_tables, 3);
 	ck_assert_uint_eq(c.defaults.objects, 1000);
 	ck_assert_uint_eq(c.defaults.clients, 9);
-	ck_assert_uint_eq(c.soft_max_dm_size, 128 * 1024);
+	ck_assert_uint_eq(dm_conf(&c)->soft_max_dm_size, 128 * 1024);
 	ck_assert_uint_eq(c.n_domains, 3);
 
 	/* File order is kept: it decides which domain a client joins. */
@@ -621,9 +669,9 @@ START_TEST(test_good_file)
 	ck_assert_uint_eq(lab->users[2], 4242);
 	ck_assert_uint_eq(lab->n_groups, 0);
 	/* Its own key, and [defaults] (which comes later) for the rest. */
-	ck_assert_uint_eq(lab->quota.dm_bytes, 128 * 1024);
-	ck_assert_uint_eq(lab->quota.xrcds, 7);
-	ck_assert_uint_eq(lab->quota.rss_tables, 3);
+	ck_assert_uint_eq(dm_conf_quota(&c, lab)->dm_bytes, 128 * 1024);
+	ck_assert_uint_eq(xrcd_conf_quota(&c, lab)->xrcds, 7);
+	ck_assert_uint_eq(rss_conf_domain(&c, lab)->rss_tables, 3);
 	ck_assert_uint_eq(lab->quota.objects, 1000);
 	ck_assert_uint_eq(lab->quota.clients, 9);
 
@@ -637,9 +685,9 @@ START_TEST(test_good_file)
 	ck_assert_uint_eq(team->quota.clients, 2);
 	/* 0 is a quota, not "unset". */
 	ck_assert_uint_eq(team->quota.objects, 0);
-	ck_assert_uint_eq(team->quota.xrcds, 0);
-	ck_assert_uint_eq(team->quota.dm_bytes, 1024 * 1024);
-	ck_assert_uint_eq(team->quota.rss_tables, 3);
+	ck_assert_uint_eq(xrcd_conf_quota(&c, team)->xrcds, 0);
+	ck_assert_uint_eq(dm_conf_quota(&c, team)->dm_bytes, 1024 * 1024);
+	ck_assert_uint_eq(rss_conf_domain(&c, team)->rss_tables, 3);
 
 	longd = config_find_domain(&c, LONG_NAME_47);
 	ck_assert_ptr_nonnull(longd);
@@ -647,7 +695,7 @@ START_TEST(test_good_file)
 	ck_assert_uint_eq(longd->users[0], 65534);
 	ck_assert_uint_eq(longd->n_groups, 1);
 	ck_assert_uint_eq(longd->groups[0], 4242);
-	ck_assert_uint_eq(longd->quota.dm_bytes, 2ULL << 30);
+	ck_assert_uint_eq(dm_conf_quota(&c, longd)->dm_bytes, 2ULL << 30);
 
 	ck_assert_ptr_null(config_find_domain(&c, "nope"));
 	ck_assert_ptr_null(config_find_domain(&c, "la"));
@@ -671,31 +719,100 @@ START_TEST(test_xrcd_sections)
 
 	ret = config_load(path, true, &c, err, sizeof(err));
 	ck_assert_msg(ret == 0, "config_load: %d: %s", ret, err);
-	ck_assert_uint_eq(c.n_xrcds, 2);
-	x = config_find_xrcd(&c, "shared.one");
+	ck_assert_uint_eq(xrcd_conf(&c)->n_xrcds, 2);
+	x = xrcd_conf_find(&c, "shared.one");
 	ck_assert_ptr_nonnull(x);
 	ck_assert_uint_eq(x->line, 3);
 	ck_assert_uint_eq(x->n_domains, 2);
-	ck_assert(config_xrcd_lists(x, "a"));
-	ck_assert(config_xrcd_lists(x, "uid-1000"));
-	ck_assert(!config_xrcd_lists(x, "uid-7"));
-	ck_assert_ptr_nonnull(config_find_xrcd(&c, "x y"));
-	ck_assert_ptr_null(config_find_xrcd(&c, "shared"));
-	ck_assert(config_valid_xrcd_name("ok", 2));
-	ck_assert(!config_valid_xrcd_name("", 0));
-	ck_assert(!config_valid_xrcd_name(".", 1));
-	ck_assert(!config_valid_xrcd_name("a\0b", 3));
-	ck_assert(!config_valid_xrcd_name("a\tb", 3));
+	ck_assert(xrcd_conf_lists(x, "a"));
+	ck_assert(xrcd_conf_lists(x, "uid-1000"));
+	ck_assert(!xrcd_conf_lists(x, "uid-7"));
+	ck_assert_ptr_nonnull(xrcd_conf_find(&c, "x y"));
+	ck_assert_ptr_null(xrcd_conf_find(&c, "shared"));
+	ck_assert(xrcd_conf_valid_name("ok", 2));
+	ck_assert(!xrcd_conf_valid_name("", 0));
+	ck_assert(!xrcd_conf_valid_name(".", 1));
+	ck_assert(!xrcd_conf_valid_name("a\0b", 3));
+	ck_assert(!xrcd_conf_valid_name("a\tb", 3));
 	/* Printable UTF-8 of any script is a name. */
-	ck_assert(config_valid_xrcd_name("caf\xc3\xa9 \xe5\x90\x8d", 9));
-	ck_assert(!config_valid_xrcd_name("\xc2\x85", 2));
-	ck_assert(!config_valid_xrcd_name("a\xe2\x80\xa8", 4));
-	ck_assert(!config_valid_xrcd_name("\xef\xbb\xbf"
-					  "a",
-					  4));
-	ck_assert(!config_valid_xrcd_name("\xed\xa0\x80", 3));
+	ck_assert(xrcd_conf_valid_name("caf\xc3\xa9 \xe5\x90\x8d", 9));
+	ck_assert(!xrcd_conf_valid_name("\xc2\x85", 2));
+	ck_assert(!xrcd_conf_valid_name("a\xe2\x80\xa8", 4));
+	ck_assert(!xrcd_conf_valid_name("\xef\xbb\xbf"
+					"a",
+					4));
+	ck_assert(!xrcd_conf_valid_name("\xed\xa0\x80", 3));
 	config_free(&c);
-	ck_assert_ptr_null(c.xrcds);
+	ck_assert_ptr_null(c.family[FAMILY_XRCD]);
+	free(path);
+}
+END_TEST
+
+/* [xrcd NAME] up to its bound, 256 (the declarations grow as they come):
+ * each found by name; one more is refused at its line. */
+START_TEST(test_xrcd_bound)
+{
+	size_t cap = 64 * 1024, len = 0;
+	char *text = malloc(cap), *path, err[512] = "";
+	struct config c;
+
+	ck_assert_ptr_nonnull(text);
+	for (int i = 0; i < 257; i++)
+		len += (size_t)snprintf(text + len, cap - len,
+					"[xrcd x%d]\ndomains = uid-0\n", i);
+	/* The first 256 only. */
+	*strstr(text, "[xrcd x256]") = '\0';
+	path = write_conf(text);
+	ck_assert_msg(config_load(path, true, &c, err, sizeof(err)) == 0, "%s",
+		      err);
+	ck_assert_uint_eq(xrcd_conf(&c)->n_xrcds, 256);
+	for (int i = 0; i < 256; i++) {
+		char name[16];
+		const struct config_xrcd *x;
+
+		snprintf(name, sizeof(name), "x%d", i);
+		x = xrcd_conf_find(&c, name);
+		ck_assert_ptr_nonnull(x);
+		ck_assert_uint_eq(x->line, 2 * (unsigned int)i + 1);
+		ck_assert(xrcd_conf_lists(x, "uid-0"));
+	}
+	config_free(&c);
+	free(path);
+	text[strlen(text)] = '[';
+	path = write_conf(text);
+	ck_assert_int_eq(config_load(path, true, &c, err, sizeof(err)),
+			 -EINVAL);
+	ck_assert_msg(strstr(err, ":513: more than 256 XRCDs"), "%s", err);
+	free(path);
+	free(text);
+}
+END_TEST
+
+/* --check-config: a family's own warning and its count in the summary,
+ * word for word. */
+START_TEST(test_check_output)
+{
+	char *path = write_conf("[domain a]\nusers = 0\n"
+				"[xrcd s]\ndomains = a, uid-3999999\n"
+				"[xrcd t]\ndomains = uid-0\n");
+	char *out = NULL, *want;
+	size_t len = 0;
+	FILE *f = open_memstream(&out, &len);
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(config_check(path, true, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_ge(
+		asprintf(&want,
+			 "%s:3: warning: [xrcd s] domains: uid-3999999 "
+			 "is the domain of a uid that has no account\n"
+			 "%s: valid: 1 domain, 2 declared XRC domains, "
+			 "1 warning\n",
+			 path, path),
+		0);
+	ck_assert_str_eq(out, want);
+	free(want);
+	free(out);
 	free(path);
 }
 END_TEST
@@ -725,15 +842,15 @@ START_TEST(test_defaults_anywhere)
 		ck_assert_ptr_nonnull(d);
 		ck_assert_uint_eq(d->quota.objects, 3);
 		ck_assert_uint_eq(d->quota.clients, 5);
-		ck_assert_uint_eq(d->quota.xrcds, 64);
-		ck_assert_uint_eq(d->quota.rss_tables, 16);
-		ck_assert_uint_eq(d->quota.dm_pct, 25);
+		ck_assert_uint_eq(xrcd_conf_quota(&c, d)->xrcds, 64);
+		ck_assert_uint_eq(rss_conf_domain(&c, d)->rss_tables, 16);
+		ck_assert_uint_eq(dm_conf_quota(&c, d)->dm_pct, 25);
 		if (i == 2) {
 			d = config_find_domain(&c, "d");
 			ck_assert_ptr_nonnull(d);
 			ck_assert_uint_eq(d->quota.clients, 5);
 			ck_assert_uint_eq(d->quota.objects, 65536);
-			ck_assert_uint_eq(c.soft_max_dm_size, 8192);
+			ck_assert_uint_eq(dm_conf(&c)->soft_max_dm_size, 8192);
 		}
 		config_free(&c);
 		free(path);
@@ -880,6 +997,8 @@ static Suite *config_suite(void)
 	tcase_add_test(tc, test_good_file);
 	tcase_add_test(tc, test_config_keys);
 	tcase_add_test(tc, test_xrcd_sections);
+	tcase_add_test(tc, test_check_output);
+	tcase_add_test(tc, test_xrcd_bound);
 	tcase_add_test(tc, test_defaults_anywhere);
 	tcase_add_test(tc, test_good_file_encodings);
 	tcase_add_test(tc, test_empty_file);

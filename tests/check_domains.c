@@ -964,7 +964,9 @@ START_TEST(test_soft_caps_configured)
 	/* Read at start only: a reload says so and changes nothing. */
 	conf_write("[soft]\nmax_dm_size = 64K\n");
 	reload();
-	ck_assert_msg(log_wait("takes effect at the next start", TL_WAIT_MS),
+	ck_assert_msg(log_wait("[soft] max_dm_size takes effect at the next "
+			       "start",
+			       TL_WAIT_MS),
 		      "no notice that max_dm_size waits for a restart");
 	assert_soft_caps(131072);
 }

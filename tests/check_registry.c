@@ -77,6 +77,23 @@ static void setup(void)
 	busy_left = 0;
 }
 
+/* The server's configuration becomes @text's, as a reload would make it
+ * (before the clients of a test come). */
+static void configure(const char *text)
+{
+	char *path, err[512] = "";
+	struct config cfg;
+
+	ck_assert_int_ge(asprintf(&path, "%s/test.conf", sl_dir), 0);
+	ck_assert_int_eq(tl_write_conf(path, text), 0);
+	ck_assert_msg(config_load(path, true, &cfg, err, sizeof(err)) == 0,
+		      "%s", err);
+	config_free(&sl_srv.core.config);
+	sl_srv.core.config = cfg;
+	domains_configure(&sl_srv.core);
+	free(path);
+}
+
 /* Client @i: a connection of its own, hello, the soft context. */
 static struct ol_client *client(int i)
 {
@@ -1105,8 +1122,7 @@ START_TEST(test_private_domains_share_quota)
 {
 	struct ol_client *p0, *p1, *own;
 
-	sl_srv.core.config.defaults.dm_bytes = 8192;
-	sl_srv.core.config.defaults.dm_pct = 0;
+	configure("[defaults]\ndm_bytes = 8192\n");
 	p0 = private_client(0);
 	p1 = private_client(1);
 	own = client(2);
@@ -1135,7 +1151,7 @@ START_TEST(test_private_persistent_dm_refused)
 	uint64_t all = sl_srv.core.devices.dev[0].caps.max_dm_size;
 
 	/* The uid's domain may have the whole device. */
-	sl_srv.core.config.defaults.dm_pct = 100;
+	configure("[defaults]\ndm_bytes = 100%\n");
 	c = private_client(0);
 
 	ck_assert_int_eq(dm_alloc_raw(c, all, DM_PERSISTENT_FLAG), -EINVAL);

@@ -142,8 +142,8 @@ START_TEST(rss_allow_rules)
 	struct rss_match m;
 	char why[160];
 
-	ck_assert_int_eq(config_parse_rss_rule("ipv4/udp 192.0.2.0/24 4791", &u,
-					       why, sizeof(why)),
+	ck_assert_int_eq(rss_conf_parse_rule("ipv4/udp 192.0.2.0/24 4791", &u,
+					     why, sizeof(why)),
 			 0);
 	m = match4("192.0.2.0", 24, IPPROTO_UDP, 4791, 0xffff);
 	ck_assert(rss_rule_allows(&u, &m));
@@ -161,14 +161,13 @@ START_TEST(rss_allow_rules)
 	m.af = AF_INET6;
 	ck_assert(!rss_rule_allows(&u, &m));
 	ck_assert_int_eq(
-		config_parse_rss_rule("ipv4 10.0.0.0/8", &u, why, sizeof(why)),
+		rss_conf_parse_rule("ipv4 10.0.0.0/8", &u, why, sizeof(why)),
 		0);
 	m = match4("10.1.0.0", 16, IPPROTO_TCP, 80, 0xffff);
 	ck_assert(rss_rule_allows(&u, &m));
-	ck_assert_int_eq(
-		config_parse_rss_rule("ipv4/tcp 10.0.0.0/8 7936/0xff00", &u,
-				      why, sizeof(why)),
-		0);
+	ck_assert_int_eq(rss_conf_parse_rule("ipv4/tcp 10.0.0.0/8 7936/0xff00",
+					     &u, why, sizeof(why)),
+			 0);
 	/* Inside the rule's port bits, exactly or with its mask; not with
 	 * fewer bits than the rule fixes. */
 	m = match4("10.1.0.0", 16, IPPROTO_TCP, 0x1f40, 0xffff);
@@ -179,28 +178,27 @@ START_TEST(rss_allow_rules)
 	ck_assert(!rss_rule_allows(&u, &m));
 	m = match4("10.1.0.0", 16, IPPROTO_TCP, 0x0f00, 0x0f00);
 	ck_assert(!rss_rule_allows(&u, &m));
-	ck_assert_int_eq(
-		config_parse_rss_rule("ipv4/tcp 10.0.0.0/8 8000/0xff00", &u,
-				      why, sizeof(why)),
-		-EINVAL);
+	ck_assert_int_eq(rss_conf_parse_rule("ipv4/tcp 10.0.0.0/8 8000/0xff00",
+					     &u, why, sizeof(why)),
+			 -EINVAL);
 	ck_assert_ptr_nonnull(strstr(why, "outside the mask"));
 	/* Errors name what was wrong. */
 	ck_assert_int_eq(
-		config_parse_rss_rule("ipx 10.0.0.0/8", &u, why, sizeof(why)),
+		rss_conf_parse_rule("ipx 10.0.0.0/8", &u, why, sizeof(why)),
 		-EINVAL);
 	ck_assert_ptr_nonnull(strstr(why, "ipx"));
 	ck_assert_int_eq(
-		config_parse_rss_rule("ipv4 10.0.0.1/8", &u, why, sizeof(why)),
+		rss_conf_parse_rule("ipv4 10.0.0.1/8", &u, why, sizeof(why)),
 		-EINVAL);
 	ck_assert_ptr_nonnull(strstr(why, "past the prefix"));
-	ck_assert_int_eq(config_parse_rss_rule("ipv4 10.0.0.0/8 80", &u, why,
-					       sizeof(why)),
-			 -EINVAL);
+	ck_assert_int_eq(
+		rss_conf_parse_rule("ipv4 10.0.0.0/8 80", &u, why, sizeof(why)),
+		-EINVAL);
 	ck_assert_ptr_nonnull(strstr(why, "L4"));
 	ck_assert_int_eq(
-		config_parse_rss_rule("ipv6/sctp ::/0", &u, why, sizeof(why)),
+		rss_conf_parse_rule("ipv6/sctp ::/0", &u, why, sizeof(why)),
 		-EINVAL);
-	ck_assert_int_eq(config_parse_rss_rule("ipv4", &u, why, sizeof(why)),
+	ck_assert_int_eq(rss_conf_parse_rule("ipv4", &u, why, sizeof(why)),
 			 -EINVAL);
 }
 END_TEST
@@ -228,9 +226,14 @@ START_TEST(rss_allow_config)
 			 "rss_allow = ipv6 2001:db8::/32\n");
 	ck_assert_int_eq(config_load(path, true, &cfg, err, sizeof(err)), 0);
 	ck_assert_uint_eq(cfg.n_domains, 1);
-	ck_assert_uint_eq(cfg.domains[0].n_rss_allow, 2);
-	ck_assert_uint_eq(cfg.domains[0].rss_allow[0].port, 4791);
-	ck_assert_uint_eq(cfg.domains[0].rss_allow[1].prefix_len, 32);
+	ck_assert_uint_eq(rss_conf_domain(&cfg, &cfg.domains[0])->n_rss_allow,
+			  2);
+	ck_assert_uint_eq(
+		rss_conf_domain(&cfg, &cfg.domains[0])->rss_allow[0].port,
+		4791);
+	ck_assert_uint_eq(
+		rss_conf_domain(&cfg, &cfg.domains[0])->rss_allow[1].prefix_len,
+		32);
 	config_free(&cfg);
 	write_conf(path, "[domain lab]\nusers = 0\n"
 			 "rss_allow = ipv4/udp 192.0.2.0/33\n");

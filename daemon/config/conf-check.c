@@ -20,23 +20,22 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "daemon/registry/cgroup.h"
+#include "daemon/config/conf-family.h"
 #include "daemon/config/conf.h"
+#include "daemon/registry/cgroup.h"
 
 /* The cgroups looked at for globs that match none: at most this many,
  * this deep. */
 #define CHECK_CGROUPS_MAX 100000
 #define CHECK_CGROUP_DEPTH 64
 
-struct check {
+struct conf_check {
 	const char *path;
 	FILE *out;
 	unsigned int warnings;
 };
 
-static void check_warn(struct check *c, unsigned int line, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static void check_warn(struct check *c, unsigned int line, const char *fmt, ...)
+void conf_warn(struct conf_check *c, unsigned int line, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -51,7 +50,7 @@ static void check_warn(struct check *c, unsigned int line, const char *fmt, ...)
 	c->warnings++;
 }
 
-static bool uid_exists(uid_t uid)
+bool config_uid_exists(uid_t uid)
 {
 	struct passwd pw, *res = NULL;
 	char buf[4096];
@@ -77,31 +76,31 @@ static bool gid_has_members(gid_t gid)
 	return found;
 }
 
-static void check_domain(struct check *c, const struct config_domain *d)
+static void check_domain(struct conf_check *c, const struct config_domain *d)
 {
 	size_t matched = 0;
 
 	for (size_t i = 0; i < d->n_users; i++) {
-		if (uid_exists(d->users[i]))
+		if (config_uid_exists(d->users[i]))
 			matched++;
 		else
-			check_warn(c, d->line,
-				   "[domain %s] users: uid %u has no account",
-				   d->name, (unsigned int)d->users[i]);
+			conf_warn(c, d->line,
+				  "[domain %s] users: uid %u has no account",
+				  d->name, (unsigned int)d->users[i]);
 	}
 	for (size_t i = 0; i < d->n_groups; i++) {
 		if (gid_has_members(d->groups[i]))
 			matched++;
 		else
-			check_warn(c, d->line,
-				   "[domain %s] groups: gid %u has no members",
-				   d->name, (unsigned int)d->groups[i]);
+			conf_warn(c, d->line,
+				  "[domain %s] groups: gid %u has no members",
+				  d->name, (unsigned int)d->groups[i]);
 	}
 	/* A domain of cgroups alone takes any user. */
 	if (!matched && d->n_users + d->n_groups)
-		check_warn(c, d->line,
-			   "[domain %s] matches no user: nobody can join it",
-			   d->name);
+		conf_warn(c, d->line,
+			  "[domain %s] matches no user: nobody can join it",
+			  d->name);
 }
 
 /* The globs of the file, and which of them a cgroup that exists now
@@ -192,8 +191,8 @@ static int find_cgroup2(char *mnt, char *root)
 	return ret;
 }
 
-static void check_glob_use(struct check *c, struct glob_use *u, bool mounted,
-			   const char *mnt, size_t seen)
+static void check_glob_use(struct conf_check *c, struct glob_use *u,
+			   bool mounted, const char *mnt, size_t seen)
 {
 	static const char *const probes[] = { "/", "/\x01", "/\x01/\x02" };
 	bool all = true;
@@ -201,20 +200,20 @@ static void check_glob_use(struct check *c, struct glob_use *u, bool mounted,
 	for (size_t i = 0; i < sizeof(probes) / sizeof(probes[0]); i++)
 		all = all && cgroup_glob_match(u->glob, probes[i]);
 	if (all)
-		check_warn(c, u->line,
-			   "[%s] %s: \"%s\" matches every cgroup, so it "
-			   "tells none apart",
-			   u->section, u->what, u->glob);
+		conf_warn(c, u->line,
+			  "[%s] %s: \"%s\" matches every cgroup, so it "
+			  "tells none apart",
+			  u->section, u->what, u->glob);
 	else if (!mounted)
-		check_warn(c, u->line,
-			   "[%s] %s: \"%s\" matches no cgroup here: no "
-			   "cgroup v2 hierarchy is mounted",
-			   u->section, u->what, u->glob);
+		conf_warn(c, u->line,
+			  "[%s] %s: \"%s\" matches no cgroup here: no "
+			  "cgroup v2 hierarchy is mounted",
+			  u->section, u->what, u->glob);
 	else if (!u->matched)
-		check_warn(c, u->line,
-			   "[%s] %s: \"%s\" matches no cgroup that exists "
-			   "now (%zu looked at under %s)",
-			   u->section, u->what, u->glob, seen, mnt);
+		conf_warn(c, u->line,
+			  "[%s] %s: \"%s\" matches no cgroup that exists "
+			  "now (%zu looked at under %s)",
+			  u->section, u->what, u->glob, seen, mnt);
 }
 
 /*
@@ -222,7 +221,7 @@ static void check_glob_use(struct check *c, struct glob_use *u, bool mounted,
  * later, a pod's, may still match: a warning, not an error), and per =
  * cgroup without a cgroup v2 hierarchy.
  */
-static void check_cgroups(struct check *c, const struct config *cfg)
+static void check_cgroups(struct conf_check *c, const struct config *cfg)
 {
 	struct cgroup_walk w = { 0 };
 	char mnt[4096], root[4096];
@@ -235,18 +234,18 @@ static void check_cgroups(struct check *c, const struct config *cfg)
 	n += !!cfg->cgroup_pattern[0];
 	mounted = find_cgroup2(mnt, root) == 0;
 	if (cfg->per_cgroup && !mounted)
-		check_warn(c, 0,
-			   "[defaults] per = cgroup: no cgroup v2 hierarchy "
-			   "is mounted here, so the broker can read no "
-			   "client's cgroup and refuses every client that "
-			   "names no configured domain");
+		conf_warn(c, 0,
+			  "[defaults] per = cgroup: no cgroup v2 hierarchy "
+			  "is mounted here, so the broker can read no "
+			  "client's cgroup and refuses every client that "
+			  "names no configured domain");
 	if (!n)
 		return;
 	w.uses = calloc(n, sizeof(*w.uses));
 	if (!w.uses) {
-		check_warn(c, 0,
-			   "out of memory: the cgroup globs are not "
-			   "checked");
+		conf_warn(c, 0,
+			  "out of memory: the cgroup globs are not "
+			  "checked");
 		return;
 	}
 	for (size_t i = 0; i < cfg->n_domains; i++) {
@@ -281,28 +280,9 @@ static void check_cgroups(struct check *c, const struct config *cfg)
 	free(w.uses);
 }
 
-/* "uid-N" of an [xrcd] that names a uid without an account. */
-static void check_xrcd(struct check *c, const struct config_xrcd *x)
-{
-	for (size_t i = 0; i < x->n_domains; i++) {
-		const char *n = x->domains[i];
-		char *end;
-		unsigned long uid;
-
-		if (strncmp(n, "uid-", 4) != 0)
-			continue;
-		uid = strtoul(n + 4, &end, 10);
-		if (!*end && !uid_exists((uid_t)uid))
-			check_warn(c, x->line,
-				   "[xrcd %s] domains: %s is the domain of a "
-				   "uid that has no account",
-				   x->name, n);
-	}
-}
-
 int config_check(const char *path, bool must_exist, FILE *out)
 {
-	struct check c = { .path = path, .out = out };
+	struct conf_check c = { .path = path, .out = out };
 	struct config cfg;
 	char err[512];
 	int ret;
@@ -321,18 +301,21 @@ int config_check(const char *path, bool must_exist, FILE *out)
 		return ret;
 	}
 	if (cfg.has_admin_group && !gid_has_members(cfg.admin_gid))
-		check_warn(&c, 0, "[broker] admin_group: gid %u has no members",
-			   (unsigned int)cfg.admin_gid);
+		conf_warn(&c, 0, "[broker] admin_group: gid %u has no members",
+			  (unsigned int)cfg.admin_gid);
 	for (size_t i = 0; i < cfg.n_domains; i++)
 		check_domain(&c, &cfg.domains[i]);
-	for (size_t i = 0; i < cfg.n_xrcds; i++)
-		check_xrcd(&c, &cfg.xrcds[i]);
+	for (unsigned int id = 0; id < FAMILY_COUNT; id++)
+		if (families[id]->conf && families[id]->conf->check)
+			families[id]->conf->check(&c, config_family(&cfg, id));
 	check_cgroups(&c, &cfg);
-	fprintf(out,
-		"%s: valid: %zu domain%s, %zu declared XRC domain%s, %u "
-		"warning%s\n",
-		path, cfg.n_domains, cfg.n_domains == 1 ? "" : "s", cfg.n_xrcds,
-		cfg.n_xrcds == 1 ? "" : "s", c.warnings,
+	fprintf(out, "%s: valid: %zu domain%s", path, cfg.n_domains,
+		cfg.n_domains == 1 ? "" : "s");
+	for (unsigned int id = 0; id < FAMILY_COUNT; id++)
+		if (families[id]->conf && families[id]->conf->summary)
+			families[id]->conf->summary(config_family(&cfg, id),
+						    out);
+	fprintf(out, ", %u warning%s\n", c.warnings,
 		c.warnings == 1 ? "" : "s");
 	config_free(&cfg);
 	return 0;

@@ -1,9 +1,11 @@
 // SPDX-License-Identifier: MIT
 /*
- * The rdmabroker.conf parser (conf.h): every key's syntax, range and
- * default, and the names (users, groups) it resolves. Separate from
- * conf-check.c (--check-config: what parses but admits nobody) and from
- * server.c, which loads one at start and on reload.
+ * The rdmabroker.conf parser (conf.h): the sections, the core's keys
+ * (their syntax, range and default) and the names (users, groups) it
+ * resolves; the families' keys and sections are theirs, found by walking
+ * families[] (conf-family.h), their values kept in slots only they read.
+ * Separate from conf-check.c (--check-config: what parses but admits
+ * nobody) and from server.c, which loads one at start and on reload.
  */
 #include "config.h"
 
@@ -24,24 +26,11 @@
 
 #include <ini.h>
 
+#include "daemon/config/conf-family.h"
 #include "daemon/config/conf.h"
 
-/* Device memory: the soft device's size, a ConnectX-6's. Each domain
- * gets a quarter of a device's by default and one member of a named
- * domain half its domain's, so that one uid (or four domains) cannot take
- * it all; administrators keep a tenth of it for themselves, and a uid's
- * persistent DMs, which outlive its processes, hold at most a quarter. */
-#define SOFT_DM_BYTES (256u * 1024)
-#define DEFAULT_DM_PCT 25
-#define DEFAULT_DM_MEMBER_SHARE 50
-#define DEFAULT_DM_ADMIN_RESERVE_PCT 10
-#define DEFAULT_DM_PERSISTENT_PER_UID 16
-#define DEFAULT_DM_PERSISTENT_BYTES_PCT 25
-#define DEFAULT_XRCDS 64
-#define DEFAULT_RSS_TABLES 16
 #define DEFAULT_OBJECTS 65536
 #define DEFAULT_CLIENTS 256
-#define SOFT_MAX_DM_SIZE_LIMIT (64u * 1024 * 1024)
 /* Soft devices: enough to test what spans devices. */
 #define SOFT_DEVICES_LIMIT 8
 /* [broker]: dbus-broker's per-user figures (64 connections, 64 descriptors
@@ -53,24 +42,18 @@
 #define DEFAULT_QUEUED_FDS_PER_UID 256
 #define DEFAULT_PRIVATE_CONTEXTS_PER_UID 16
 #define DEFAULT_UNREAD_TIMEOUT_MS 30000
-#define DEFAULT_DM_REVOKE_GRACE_MS 5000
-#define TIMEOUT_MIN_MS 10
-#define TIMEOUT_MAX_MS (3600 * 1000)
-#define PAGE 4096u
+#define TIMEOUT_MIN_MS CONF_TIMEOUT_MIN_MS
+#define TIMEOUT_MAX_MS CONF_TIMEOUT_MAX_MS
 
 enum quota_key {
-	Q_DM_BYTES = 1 << 0,
-	Q_XRCDS = 1 << 1,
-	Q_RSS_TABLES = 1 << 2,
-	Q_OBJECTS = 1 << 3,
-	Q_CLIENTS = 1 << 4,
-	Q_AUTO_REKEY = 1 << 5,
-	Q_DM_MEMBER_SHARE = 1 << 6,
+	Q_OBJECTS = 1 << 0,
+	Q_CLIENTS = 1 << 1,
+	Q_AUTO_REKEY = 1 << 2,
 };
 
 /* Parser state: inih reads one line, then calls the handler for it, so
  * the reader's line count names the line of every key. */
-struct parse {
+struct conf_parse {
 	const char *path;
 	FILE *f;
 	unsigned int line;
@@ -85,61 +68,95 @@ struct parse {
 	char *err;
 	size_t errlen;
 	int failed;
+	/* The family whose own section is open ([xrcd NAME]), or -1. */
+	int own;
+	/* A family's slot could not be allocated. */
+	bool nomem;
 };
 
 void config_init(struct config *cfg)
 {
 	memset(cfg, 0, sizeof(*cfg));
-	cfg->defaults.dm_pct = DEFAULT_DM_PCT;
-	cfg->defaults.dm_member_share = DEFAULT_DM_MEMBER_SHARE;
-	cfg->defaults.xrcds = DEFAULT_XRCDS;
-	cfg->defaults.rss_tables = DEFAULT_RSS_TABLES;
 	cfg->defaults.objects = DEFAULT_OBJECTS;
 	cfg->defaults.clients = DEFAULT_CLIENTS;
-	cfg->soft_max_dm_size = SOFT_DM_BYTES;
 	cfg->soft_devices = 1;
 	cfg->metrics.connections = METRICS_HTTP_CONNECTIONS;
 	cfg->metrics.timeout_ms = METRICS_HTTP_TIMEOUT_MS;
 	cfg->limits.connections_per_uid = DEFAULT_CONNECTIONS_PER_UID;
 	cfg->limits.admin_reserve = DEFAULT_ADMIN_RESERVE;
 	cfg->limits.hello_timeout_ms = DEFAULT_HELLO_TIMEOUT_MS;
-	cfg->limits.dm_revoke_grace_ms = DEFAULT_DM_REVOKE_GRACE_MS;
 	cfg->limits.queued_fds = DEFAULT_QUEUED_FDS;
 	cfg->limits.queued_fds_per_uid = DEFAULT_QUEUED_FDS_PER_UID;
 	cfg->limits.private_contexts_per_uid = DEFAULT_PRIVATE_CONTEXTS_PER_UID;
 	cfg->limits.unread_timeout_ms = DEFAULT_UNREAD_TIMEOUT_MS;
-	cfg->limits.dm_admin_reserve_pct = DEFAULT_DM_ADMIN_RESERVE_PCT;
-	cfg->limits.dm_persistent_per_uid = DEFAULT_DM_PERSISTENT_PER_UID;
-	cfg->limits.dm_persistent_bytes_pct = DEFAULT_DM_PERSISTENT_BYTES_PCT;
 }
 
-uint64_t config_dm_bytes(uint64_t bytes, uint32_t pct, uint64_t pool)
+/* The configuration part of family @id; NULL when it has no keys. */
+static const struct conf_family *conf_of(unsigned int id)
 {
-	if (!pct)
-		return bytes;
-	/* pct is at most 100: the first form cannot overflow. */
-	if (pool > UINT64_MAX / 100)
-		bytes = pool / 100 * pct;
-	else
-		bytes = pool * pct / 100;
-	return bytes / PAGE * PAGE;
+	return families[id]->conf;
+}
+
+const void *config_family(const struct config *cfg, enum family_id id)
+{
+	return cfg->family[id] ? cfg->family[id] : conf_of(id)->defaults;
+}
+
+const void *config_family_domain(const struct config *cfg,
+				 const struct config_domain *cd,
+				 enum family_id id)
+{
+	if (cd && cd->family[id])
+		return cd->family[id];
+	if (cfg->family_defaults[id])
+		return cfg->family_defaults[id];
+	return conf_of(id)->domain_defaults;
 }
 
 void config_free(struct config *cfg)
 {
+	for (unsigned int id = 0; id < FAMILY_COUNT; id++) {
+		for (size_t i = 0; i < cfg->n_domains; i++) {
+			free(cfg->domains[i].family[id]);
+			cfg->domains[i].family[id] = NULL;
+		}
+		if (cfg->family[id] && conf_of(id)->free)
+			conf_of(id)->free(cfg->family[id]);
+		free(cfg->family[id]);
+		free(cfg->family_defaults[id]);
+		cfg->family[id] = NULL;
+		cfg->family_defaults[id] = NULL;
+	}
 	free(cfg->domains);
 	cfg->domains = NULL;
 	cfg->n_domains = 0;
-	free(cfg->xrcds);
-	cfg->xrcds = NULL;
-	cfg->n_xrcds = 0;
 }
 
-static int parse_fail(struct parse *p, unsigned int line, const char *key,
+void config_device(const struct config *cfg, struct device_config *ret)
+{
+	memset(ret, 0, sizeof(*ret));
+	ret->soft_devices = cfg->soft_devices;
+	ret->soft_intent_window = cfg->soft_intent_window;
+	ret->soft_internal_per_import = cfg->soft_internal_per_import;
+	ret->soft_internal_per_qp = cfg->soft_internal_per_qp;
+	for (unsigned int id = 0; id < FAMILY_COUNT; id++)
+		if (conf_of(id) && conf_of(id)->device_config)
+			conf_of(id)->device_config(config_family(cfg, id), ret);
+}
+
+void config_reload(const struct config *old, const struct config *cfg)
+{
+	for (unsigned int id = 0; id < FAMILY_COUNT; id++)
+		if (conf_of(id) && conf_of(id)->reload)
+			conf_of(id)->reload(config_family(old, id),
+					    config_family(cfg, id));
+}
+
+static int parse_fail(struct conf_parse *p, unsigned int line, const char *key,
 		      const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
-static int parse_fail(struct parse *p, unsigned int line, const char *key,
+static int parse_fail(struct conf_parse *p, unsigned int line, const char *key,
 		      const char *fmt, ...)
 {
 	char why[256];
@@ -162,9 +179,67 @@ static int parse_fail(struct parse *p, unsigned int line, const char *key,
 	return 0; /* stops inih */
 }
 
-static int parse_number(struct parse *p, const char *key, const char *value,
-			uint64_t min, uint64_t max, bool suffixes,
-			uint64_t *ret)
+/* *@slot, made a copy of @defaults (@size bytes) the first time: NULL
+ * when out of memory, the parse failed. */
+static void *parse_slot(struct conf_parse *p, void **slot, size_t size,
+			const void *defaults)
+{
+	if (*slot)
+		return *slot;
+	*slot = malloc(size);
+	if (!*slot) {
+		conf_nomem(p);
+		return NULL;
+	}
+	memcpy(*slot, defaults, size);
+	return *slot;
+}
+
+int conf_nomem(struct conf_parse *p)
+{
+	p->nomem = true;
+	return parse_fail(p, p->line, NULL, "out of memory");
+}
+
+int conf_fail(struct conf_parse *p, const char *key, const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return parse_fail(p, p->line, key, "%s", why);
+}
+
+int conf_fail_at(struct conf_parse *p, unsigned int line, const char *key,
+		 const char *fmt, ...)
+{
+	char why[256];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, sizeof(why), fmt, ap);
+	va_end(ap);
+	return parse_fail(p, line, key, "%s", why);
+}
+
+void conf_set_section(struct conf_parse *p, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(p->section, sizeof(p->section), fmt, ap);
+	va_end(ap);
+}
+
+unsigned int conf_line(const struct conf_parse *p)
+{
+	return p->line;
+}
+
+int conf_number(struct conf_parse *p, const char *key, const char *value,
+		uint64_t min, uint64_t max, bool suffixes, uint64_t *ret)
 {
 	unsigned long long v;
 	char *end;
@@ -197,9 +272,8 @@ static int parse_number(struct parse *p, const char *key, const char *value,
 	return 1;
 }
 
-/* A percent: a number from @min to 100 followed by '%'. */
-static int parse_percent(struct parse *p, const char *key, const char *value,
-			 uint64_t min, uint32_t *ret)
+int conf_percent(struct conf_parse *p, const char *key, const char *value,
+		 uint64_t min, uint32_t *ret)
 {
 	size_t len = strlen(value);
 	char num[24];
@@ -211,71 +285,34 @@ static int parse_percent(struct parse *p, const char *key, const char *value,
 				  value);
 	memcpy(num, value, len - 1);
 	num[len - 1] = '\0';
-	if (!parse_number(p, key, num, min, 100, false, &v))
+	if (!conf_number(p, key, num, min, 100, false, &v))
 		return 0;
 	*ret = (uint32_t)v;
 	return 1;
 }
 
-/* Device memory in bytes (K, M and G suffixes) or as a percent of each
- * device's: *ret_pct is 0 for bytes. */
-static int parse_dm_amount(struct parse *p, const char *key, const char *value,
-			   uint64_t *ret_bytes, uint32_t *ret_pct)
-{
-	uint32_t pct = 0;
-	uint64_t v = 0;
-
-	if (*value && value[strlen(value) - 1] == '%') {
-		if (!parse_percent(p, key, value, 0, &pct))
-			return 0;
-	} else if (!parse_number(p, key, value, 0, UINT64_MAX / 2, true, &v)) {
-		return 0;
-	}
-	*ret_bytes = v;
-	*ret_pct = pct;
-	return 1;
-}
-
-static int parse_quota(struct parse *p, const char *key, const char *value,
-		       struct quota *q, unsigned int *set)
+static int parse_quota(struct conf_parse *p, const char *key, const char *value,
+		       struct config_quota *q, unsigned int *set)
 {
 	uint64_t v;
 
-	if (strcmp(key, "dm_bytes") == 0) {
-		if (!parse_dm_amount(p, key, value, &q->dm_bytes, &q->dm_pct))
-			return 0;
-		*set |= Q_DM_BYTES;
-	} else if (strcmp(key, "dm_member_share") == 0) {
-		if (!parse_percent(p, key, value, 1, &q->dm_member_share))
-			return 0;
-		*set |= Q_DM_MEMBER_SHARE;
-	} else if (strcmp(key, "xrcds") == 0) {
-		if (!parse_number(p, key, value, 0, 1u << 20, false, &v))
-			return 0;
-		q->xrcds = (uint32_t)v;
-		*set |= Q_XRCDS;
-	} else if (strcmp(key, "rss_tables") == 0) {
-		if (!parse_number(p, key, value, 0, 1u << 20, false, &v))
-			return 0;
-		q->rss_tables = (uint32_t)v;
-		*set |= Q_RSS_TABLES;
-	} else if (strcmp(key, "objects") == 0) {
-		if (!parse_number(p, key, value, 0, 1u << 24, false, &v))
+	if (strcmp(key, "objects") == 0) {
+		if (!conf_number(p, key, value, 0, 1u << 24, false, &v))
 			return 0;
 		q->objects = (uint32_t)v;
 		*set |= Q_OBJECTS;
 	} else if (strcmp(key, "clients") == 0) {
-		if (!parse_number(p, key, value, 1, 1000000, false, &v))
+		if (!conf_number(p, key, value, 1, 1000000, false, &v))
 			return 0;
 		q->clients = (uint32_t)v;
 		*set |= Q_CLIENTS;
 	} else if (strcmp(key, "auto_rekey_unaccounted") == 0) {
-		if (!parse_number(p, key, value, 0, 1u << 24, false, &v))
+		if (!conf_number(p, key, value, 0, 1u << 24, false, &v))
 			return 0;
 		q->auto_rekey_unaccounted = (uint32_t)v;
 		*set |= Q_AUTO_REKEY;
 	} else {
-		return -1; /* not a quota key */
+		return -ENOENT; /* not a quota key */
 	}
 	return 1;
 }
@@ -344,8 +381,8 @@ int config_lookup_gid(const char *name, gid_t *ret)
 }
 
 /* Parse a comma- or space-separated list of users or groups. */
-static int parse_members(struct parse *p, const char *key, const char *value,
-			 bool users, struct config_domain *d)
+static int parse_members(struct conf_parse *p, const char *key,
+			 const char *value, bool users, struct config_domain *d)
 {
 	char buf[1024], *save = NULL, *tok;
 
@@ -373,8 +410,8 @@ static int parse_members(struct parse *p, const char *key, const char *value,
 
 /* Parse cgroups = GLOB, ...: comma-separated, so that a glob may hold a
  * space; each checked as cgroup_glob_check() does. */
-static int parse_cgroups(struct parse *p, const char *key, const char *value,
-			 struct config_domain *d)
+static int parse_cgroups(struct conf_parse *p, const char *key,
+			 const char *value, struct config_domain *d)
 {
 	const char *v = value;
 
@@ -416,7 +453,7 @@ static int parse_cgroups(struct parse *p, const char *key, const char *value,
 
 /* [defaults] per, cgroup_depth, cgroup_pattern; -ENOENT for another
  * key. */
-static int parse_defaults_cgroup(struct parse *p, const char *key,
+static int parse_defaults_cgroup(struct conf_parse *p, const char *key,
 				 const char *value)
 {
 	char why[128];
@@ -434,7 +471,7 @@ static int parse_defaults_cgroup(struct parse *p, const char *key,
 	}
 	if (strcmp(key, "cgroup_depth") == 0) {
 		uint64_t v;
-		if (!parse_number(p, key, value, 1, 64, false, &v))
+		if (!conf_number(p, key, value, 1, 64, false, &v))
 			return 0;
 		p->cfg.cgroup_depth = (unsigned int)v;
 		return 1;
@@ -453,8 +490,9 @@ static int parse_defaults_cgroup(struct parse *p, const char *key,
 
 /* A duration: a number of seconds, or of milliseconds with "ms", or of
  * seconds with "s"; in [min_ms, max_ms]. */
-static int parse_duration(struct parse *p, const char *key, const char *value,
-			  uint32_t min_ms, uint32_t max_ms, uint32_t *ret_ms)
+static int parse_duration(struct conf_parse *p, const char *key,
+			  const char *value, uint32_t min_ms, uint32_t max_ms,
+			  uint32_t *ret_ms)
 {
 	unsigned long long v;
 	char *end;
@@ -481,8 +519,16 @@ static int parse_duration(struct parse *p, const char *key, const char *value,
 	return 1;
 }
 
-/* The [broker] section. */
-static int parse_broker(struct parse *p, const char *key, const char *value)
+int conf_duration(struct conf_parse *p, const char *key, const char *value,
+		  uint32_t *ret_ms)
+{
+	return parse_duration(p, key, value, TIMEOUT_MIN_MS, TIMEOUT_MAX_MS,
+			      ret_ms);
+}
+
+/* The [broker] section's own keys; -ENOENT for another key. */
+static int parse_broker(struct conf_parse *p, const char *key,
+			const char *value)
 {
 	struct broker_limits *l = &p->cfg.limits;
 	uint32_t *n = NULL;
@@ -498,19 +544,9 @@ static int parse_broker(struct parse *p, const char *key, const char *value)
 	if (strcmp(key, "hello_timeout") == 0)
 		return parse_duration(p, key, value, TIMEOUT_MIN_MS,
 				      TIMEOUT_MAX_MS, &l->hello_timeout_ms);
-	if (strcmp(key, "dm_revoke_grace") == 0)
-		return parse_duration(p, key, value, TIMEOUT_MIN_MS,
-				      TIMEOUT_MAX_MS, &l->dm_revoke_grace_ms);
 	if (strcmp(key, "unread_timeout") == 0)
 		return parse_duration(p, key, value, TIMEOUT_MIN_MS,
 				      TIMEOUT_MAX_MS, &l->unread_timeout_ms);
-	if (strcmp(key, "dm_admin_reserve") == 0)
-		return parse_dm_amount(p, key, value, &l->dm_admin_reserve,
-				       &l->dm_admin_reserve_pct);
-	if (strcmp(key, "dm_persistent_bytes_per_uid") == 0)
-		return parse_dm_amount(p, key, value,
-				       &l->dm_persistent_bytes_per_uid,
-				       &l->dm_persistent_bytes_pct);
 	if (strcmp(key, "connections_per_uid") == 0) {
 		n = &l->connections_per_uid;
 	} else if (strcmp(key, "admin_reserve") == 0) {
@@ -526,22 +562,10 @@ static int parse_broker(struct parse *p, const char *key, const char *value)
 		n = &l->private_contexts_per_uid;
 		min = 0;
 		max = 1u << 20;
-	} else if (strcmp(key, "dm_persistent_per_uid") == 0) {
-		n = &l->dm_persistent_per_uid;
-		min = 0;
-		max = 1u << 20;
 	} else {
-		return parse_fail(p, p->line, key,
-				  "unknown key (known: admin_group, "
-				  "connections_per_uid, admin_reserve, "
-				  "hello_timeout, queued_fds, "
-				  "queued_fds_per_uid, "
-				  "private_contexts_per_uid, unread_timeout, "
-				  "dm_revoke_grace, dm_admin_reserve, "
-				  "dm_persistent_per_uid, "
-				  "dm_persistent_bytes_per_uid)");
+		return -ENOENT;
 	}
-	if (!parse_number(p, key, value, min, max, false, &v))
+	if (!conf_number(p, key, value, min, max, false, &v))
 		return 0;
 	*n = (uint32_t)v;
 	return 1;
@@ -561,115 +585,57 @@ static bool valid_domain_name(const char *name)
 	       strncmp(name, "cgroup-", 7) != 0;
 }
 
-bool config_valid_xrcd_name(const char *name, size_t len)
-{
-	return xrcd_name_check(name, len, NULL, 0) == 0;
-}
-
-const struct config_xrcd *config_find_xrcd(const struct config *cfg,
-					   const char *name)
-{
-	for (size_t i = 0; i < cfg->n_xrcds; i++)
-		if (strcmp(cfg->xrcds[i].name, name) == 0)
-			return &cfg->xrcds[i];
-	return NULL;
-}
-
-bool config_xrcd_lists(const struct config_xrcd *x, const char *domain)
-{
-	for (size_t i = 0; i < x->n_domains; i++)
-		if (strcmp(x->domains[i], domain) == 0)
-			return true;
-	return false;
-}
-
-/* [xrcd NAME] */
-static int parse_xrcd_section(struct parse *p, const char *section)
-{
-	const char *name = section + 5;
-	char why[XRCD_NAME_WHY_SIZE];
-	struct config_xrcd *x;
-
-	if (xrcd_name_check(name, strlen(name), why, sizeof(why)) < 0)
-		return parse_fail(p, p->line, NULL, "%s", why);
-	if (config_find_xrcd(&p->cfg, name))
-		return parse_fail(p, p->line, NULL,
-				  "[%s]: XRCD \"%s\" is declared twice",
-				  section, name);
-	if (p->cfg.n_xrcds == CONFIG_MAX_XRCDS)
-		return parse_fail(p, p->line, NULL, "more than %d XRCDs",
-				  CONFIG_MAX_XRCDS);
-	x = &p->cfg.xrcds[p->cfg.n_xrcds++];
-	memset(x, 0, sizeof(*x));
-	snprintf(x->name, sizeof(x->name), "%.*s", CONFIG_XRCD_NAME_MAX - 1,
-		 name);
-	x->line = p->line;
-	return 1;
-}
-
-/* domains = a, b: names of [domain] sections or of uid domains. */
-static int parse_xrcd_key(struct parse *p, const char *key, const char *value)
-{
-	struct config_xrcd *x = &p->cfg.xrcds[p->cfg.n_xrcds - 1];
-	char buf[1024];
-	char *save = NULL;
-
-	if (strcmp(key, "domains") != 0)
-		return parse_fail(p, p->line, key,
-				  "unknown key (known: "
-				  "domains)");
-	snprintf(buf, sizeof(buf), "%s", value);
-	for (char *t = strtok_r(buf, ", \t", &save); t;
-	     t = strtok_r(NULL, ", \t", &save)) {
-		if (strlen(t) >= CONFIG_NAME_MAX)
-			return parse_fail(p, p->line, key,
-					  "domain name \"%.*s...\" is longer "
-					  "than %d bytes",
-					  16, t, CONFIG_NAME_MAX - 1);
-		if (config_xrcd_lists(x, t))
-			return parse_fail(p, p->line, key,
-					  "domain \"%s\" is listed twice", t);
-		if (x->n_domains == CONFIG_XRCD_DOMAINS)
-			return parse_fail(p, p->line, key,
-					  "more than %d domains",
-					  CONFIG_XRCD_DOMAINS);
-		snprintf(x->domains[x->n_domains++], CONFIG_NAME_MAX, "%s", t);
-	}
-	if (!x->n_domains)
-		return parse_fail(p, p->line, key, "no domain listed");
-	return 1;
-}
+static int fixed_find(const char *section);
 
 /* A new section begins: reset the duplicate-key check, open a domain. */
-static int parse_section(struct parse *p, const char *section)
+static int parse_section(struct conf_parse *p, const char *section)
 {
-	const char *name;
+	int fixed = fixed_find(section);
 	struct config_domain *d;
+	const char *name;
+	char known[256];
+	size_t len = 0;
 
 	snprintf(p->section, sizeof(p->section), "%s", section);
 	p->n_keys = 0;
-	static const char *const fixed[] = { "broker", "defaults", "soft",
-					     "metrics" };
-
-	for (unsigned int i = 0; i < sizeof(fixed) / sizeof(fixed[0]); i++) {
-		if (strcmp(section, fixed[i]) != 0)
-			continue;
-		if (p->fixed_seen & (1u << i))
+	p->own = -1;
+	if (fixed >= 0) {
+		if (p->fixed_seen & (1u << fixed))
 			return parse_fail(p, p->line, NULL,
 					  "[%s] is given twice: put its keys "
 					  "in one section",
 					  section);
-		p->fixed_seen |= 1u << i;
+		p->fixed_seen |= 1u << fixed;
 		return 1;
 	}
-	if (strncmp(section, "xrcd ", 5) == 0)
-		return parse_xrcd_section(p, section);
-	if (strncmp(section, "domain ", 7) != 0)
+	for (unsigned int id = 0; id < FAMILY_COUNT; id++) {
+		const struct conf_family *cf = conf_of(id);
+		size_t n = cf && cf->section ? strlen(cf->section) : 0;
+		void *slot;
+
+		if (!n || strncmp(section, cf->section, n) != 0 ||
+		    section[n] != ' ')
+			continue;
+		p->own = (int)id;
+		slot = parse_slot(p, &p->cfg.family[id], cf->size,
+				  cf->defaults);
+		return slot ? cf->section_open(p, section + n + 1, slot) : 0;
+	}
+	if (strncmp(section, "domain ", 7) != 0) {
+		for (unsigned int id = 0; id < FAMILY_COUNT; id++)
+			if (conf_of(id) && conf_of(id)->section)
+				len += (size_t)snprintf(
+					known + len,
+					len < sizeof(known) ?
+						sizeof(known) - len :
+						0,
+					", [%s NAME]", conf_of(id)->section);
 		return parse_fail(p, p->line, NULL,
 				  "unknown section [%s] (known: [broker], "
 				  "[defaults], [soft], [metrics], "
-				  "[domain NAME], [xrcd NAME])",
-				  section);
+				  "[domain NAME]%s)",
+				  section, len ? known : "");
+	}
 	name = section + 7;
 	if (!valid_domain_name(name))
 		return parse_fail(p, p->line, NULL,
@@ -692,14 +658,14 @@ static int parse_section(struct parse *p, const char *section)
 	return 1;
 }
 
-static int parse_section(struct parse *p, const char *section);
+static int parse_section(struct conf_parse *p, const char *section);
 
 /* inih reads a line, then calls the handler for it: counting lines here
  * names the line of every key. Section headers are taken here too, so that
  * an empty or repeated section is seen. */
 static char *parse_reader(char *str, int num, void *stream)
 {
-	struct parse *p = stream;
+	struct conf_parse *p = stream;
 	char *s = fgets(str, num, p->f);
 	const char *t, *end;
 
@@ -744,12 +710,7 @@ static char *parse_reader(char *str, int num, void *stream)
 	return s;
 }
 
-/* --- rss_allow ------------------------------------------------------------ */
-
-static int rule_fail(char *why, size_t whylen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int rule_fail(char *why, size_t whylen, const char *fmt, ...)
+int config_why(char *why, size_t whylen, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -759,132 +720,9 @@ static int rule_fail(char *why, size_t whylen, const char *fmt, ...)
 	return -EINVAL;
 }
 
-static int rule_number(const char *s, unsigned long max, unsigned long *ret)
-{
-	unsigned long v;
-	char *end;
-
-	if (!isdigit((unsigned char)s[0]))
-		return -EINVAL;
-	errno = 0;
-	v = strtoul(s, &end, 0);
-	if (errno || *end || v > max)
-		return -EINVAL;
-	*ret = v;
-	return 0;
-}
-
-int config_parse_rss_rule(const char *value, struct rss_rule *ret, char *why,
-			  size_t whylen)
-{
-	char buf[160], *tok[4], *save = NULL, *slash, *t;
-	struct rss_rule r = { 0 };
-	unsigned long v;
-	size_t n = 0;
-
-	if (strlen(value) >= sizeof(buf))
-		return rule_fail(why, whylen, "longer than %zu characters",
-				 sizeof(buf) - 1);
-	memcpy(buf, value, strlen(value) + 1);
-	for (t = strtok_r(buf, " \t", &save); t && n < 4;
-	     t = strtok_r(NULL, " \t", &save))
-		tok[n++] = t;
-	if (n < 2 || n > 3)
-		return rule_fail(why, whylen,
-				 "expected FAMILY[/L4] PREFIX [PORT[/MASK]], "
-				 "e.g. ipv4/udp 192.0.2.0/24 9999");
-	slash = strchr(tok[0], '/');
-	if (slash)
-		*slash++ = '\0';
-	if (strcmp(tok[0], "ipv4") == 0)
-		r.af = AF_INET;
-	else if (strcmp(tok[0], "ipv6") == 0)
-		r.af = AF_INET6;
-	else
-		return rule_fail(why, whylen,
-				 "family \"%s\" is not ipv4 or ipv6", tok[0]);
-	if (slash && strcmp(slash, "tcp") == 0)
-		r.l4 = IPPROTO_TCP;
-	else if (slash && strcmp(slash, "udp") == 0)
-		r.l4 = IPPROTO_UDP;
-	else if (slash)
-		return rule_fail(why, whylen,
-				 "L4 protocol \"%s\" is not tcp or udp", slash);
-	slash = strchr(tok[1], '/');
-	if (slash)
-		*slash++ = '\0';
-	if (inet_pton(r.af, tok[1], r.addr) != 1)
-		return rule_fail(why, whylen, "\"%s\" is not an %s address",
-				 tok[1], r.af == AF_INET ? "IPv4" : "IPv6");
-	r.prefix_len = r.af == AF_INET ? 32 : 128;
-	if (slash) {
-		if (rule_number(slash, r.prefix_len, &v) < 0)
-			return rule_fail(why, whylen,
-					 "prefix length \"%s\" is not 0..%u",
-					 slash, r.prefix_len);
-		r.prefix_len = (uint8_t)v;
-	}
-	for (unsigned int i = 0; i < 16; i++) {
-		unsigned int keep =
-			r.prefix_len > i * 8 ? r.prefix_len - i * 8 : 0;
-
-		if (keep < 8 && (r.addr[i] & ~(0xff00u >> keep) & 0xff))
-			return rule_fail(why, whylen,
-					 "%s/%u has bits set past the prefix",
-					 tok[1], r.prefix_len);
-	}
-	if (n == 3) {
-		if (!r.l4)
-			return rule_fail(why, whylen,
-					 "a port needs an L4 protocol, e.g. "
-					 "%s/udp",
-					 tok[0]);
-		slash = strchr(tok[2], '/');
-		if (slash)
-			*slash++ = '\0';
-		if (rule_number(tok[2], 65535, &v) < 0)
-			return rule_fail(why, whylen,
-					 "port \"%s\" is not 0..65535", tok[2]);
-		r.has_port = true;
-		r.port = (uint16_t)v;
-		r.port_mask = 0xffff;
-		if (slash) {
-			if (rule_number(slash, 65535, &v) < 0 || !v)
-				return rule_fail(why, whylen,
-						 "port mask \"%s\" is not "
-						 "1..0xffff",
-						 slash);
-			r.port_mask = (uint16_t)v;
-		}
-		if (r.port & ~r.port_mask)
-			return rule_fail(why, whylen,
-					 "port %u has bits outside the mask "
-					 "0x%x",
-					 r.port, r.port_mask);
-	}
-	*ret = r;
-	return 0;
-}
-
-static int parse_rss_allow(struct parse *p, const char *key, const char *value,
-			   struct config_domain *d)
-{
-	char why[160];
-
-	if (d->n_rss_allow == CONFIG_MAX_RSS_ALLOW)
-		return parse_fail(p, p->line, key,
-				  "more than %d rules in one domain",
-				  CONFIG_MAX_RSS_ALLOW);
-	if (config_parse_rss_rule(value, &d->rss_allow[d->n_rss_allow], why,
-				  sizeof(why)) < 0)
-		return parse_fail(p, p->line, key, "%s", why);
-	d->n_rss_allow++;
-	return 1;
-}
-
 /* [soft] intent_window: yes or no. */
-static int parse_yes_no(struct parse *p, const char *key, const char *value,
-			bool *ret)
+static int parse_yes_no(struct conf_parse *p, const char *key,
+			const char *value, bool *ret)
 {
 	if (strcmp(value, "yes") == 0 || strcmp(value, "no") == 0) {
 		*ret = value[0] == 'y';
@@ -893,14 +731,15 @@ static int parse_yes_no(struct parse *p, const char *key, const char *value,
 	return parse_fail(p, p->line, key, "\"%s\" is not yes or no", value);
 }
 
-static int parse_soft(struct parse *p, const char *key, const char *value)
+/* The [soft] section's own keys; -ENOENT for another key. */
+static int parse_soft(struct conf_parse *p, const char *key, const char *value)
 {
 	uint32_t *internal;
 	uint64_t v;
 
 	if (strcmp(key, "devices") == 0) {
-		if (!parse_number(p, key, value, 1, SOFT_DEVICES_LIMIT, false,
-				  &v))
+		if (!conf_number(p, key, value, 1, SOFT_DEVICES_LIMIT, false,
+				 &v))
 			return 0;
 		p->cfg.soft_devices = (unsigned int)v;
 		return 1;
@@ -913,26 +752,13 @@ static int parse_soft(struct parse *p, const char *key, const char *value)
 			   &p->cfg.soft_internal_per_qp :
 			   NULL;
 	if (internal) {
-		if (!parse_number(p, key, value, 0, SOFT_INTERNAL_MAX, false,
-				  &v))
+		if (!conf_number(p, key, value, 0, SOFT_INTERNAL_MAX, false,
+				 &v))
 			return 0;
 		*internal = (uint32_t)v;
 		return 1;
 	}
-	if (strcmp(key, "max_dm_size") != 0)
-		return parse_fail(p, p->line, key,
-				  "unknown key (known: max_dm_size, "
-				  "devices, intent_window, "
-				  "internal_objects_per_import, "
-				  "internal_objects_per_qp)");
-	if (!parse_number(p, key, value, PAGE, SOFT_MAX_DM_SIZE_LIMIT, true,
-			  &v))
-		return 0;
-	if (v % PAGE)
-		return parse_fail(p, p->line, key,
-				  "%" PRIu64 " is not a multiple of 4096", v);
-	p->cfg.soft_max_dm_size = v;
-	return 1;
+	return -ENOENT;
 }
 
 int config_metrics_listen(const char *value, char *why, size_t whylen,
@@ -951,10 +777,10 @@ int config_metrics_listen(const char *value, char *why, size_t whylen,
 	if (strncmp(value, "unix:", 5) == 0) {
 		if (value[5] != '/' ||
 		    strlen(value + 5) >= sizeof(sun.sun_path))
-			return rule_fail(why, whylen,
-					 "a Unix socket is unix: and an "
-					 "absolute path of at most %zu bytes",
-					 sizeof(sun.sun_path) - 1);
+			return config_why(why, whylen,
+					  "a Unix socket is unix: and an "
+					  "absolute path of at most %zu bytes",
+					  sizeof(sun.sun_path) - 1);
 		if (ret_path)
 			snprintf(ret_path, pathlen, "%s", value + 5);
 		return 0;
@@ -964,25 +790,25 @@ int config_metrics_listen(const char *value, char *why, size_t whylen,
 		hl -= 2;
 	}
 	if (!colon || hl == 0 || hl >= sizeof(host))
-		return rule_fail(why, whylen,
-				 "\"%s\" is not ADDRESS:PORT, [IPV6]:PORT or "
-				 "unix:PATH",
-				 value);
+		return config_why(why, whylen,
+				  "\"%s\" is not ADDRESS:PORT, [IPV6]:PORT or "
+				  "unix:PATH",
+				  value);
 	memcpy(host, h, hl);
 	host[hl] = '\0';
 	if (inet_pton(AF_INET, host, addr) != 1 &&
 	    inet_pton(AF_INET6, host, addr) != 1)
-		return rule_fail(why, whylen,
-				 "\"%s\" is not a numeric IPv4 or IPv6 "
-				 "address (no names: the listener is set up "
-				 "before anything resolves them)",
-				 host);
+		return config_why(why, whylen,
+				  "\"%s\" is not a numeric IPv4 or IPv6 "
+				  "address (no names: the listener is set up "
+				  "before anything resolves them)",
+				  host);
 	errno = 0;
 	port = strtoul(colon + 1, &end, 10);
 	if (!isdigit((unsigned char)colon[1]) || *end || errno || port == 0 ||
 	    port > 65535)
-		return rule_fail(why, whylen, "\"%s\" is not a port (1-65535)",
-				 colon + 1);
+		return config_why(why, whylen, "\"%s\" is not a port (1-65535)",
+				  colon + 1);
 	if (ret_host)
 		snprintf(ret_host, hostlen, "%s", host);
 	if (ret_port)
@@ -990,8 +816,9 @@ int config_metrics_listen(const char *value, char *why, size_t whylen,
 	return 0;
 }
 
-/* The [metrics] section. */
-static int parse_metrics(struct parse *p, const char *key, const char *value)
+/* The [metrics] section's keys; -ENOENT for another key. */
+static int parse_metrics(struct conf_parse *p, const char *key,
+			 const char *value)
 {
 	char why[160];
 	uint64_t v;
@@ -1009,46 +836,162 @@ static int parse_metrics(struct parse *p, const char *key, const char *value)
 				      TIMEOUT_MAX_MS,
 				      &p->cfg.metrics.timeout_ms);
 	if (strcmp(key, "connections") != 0)
-		return parse_fail(p, p->line, key,
-				  "unknown key (known: listen, connections, "
-				  "timeout)");
-	if (!parse_number(p, key, value, 1, METRICS_HTTP_CONNECTIONS_MAX, false,
-			  &v))
+		return -ENOENT;
+	if (!conf_number(p, key, value, 1, METRICS_HTTP_CONNECTIONS_MAX, false,
+			 &v))
 		return 0;
 	p->cfg.metrics.connections = (uint32_t)v;
 	return 1;
 }
 
-static int parse_key(struct parse *p, const char *section, const char *key,
+/* A family's key @key given in a section of @where: its parse's answer,
+ * or -ENOENT when no family has the key there. @d: the domain open
+ * (CONF_QUOTA, CONF_DOMAIN), NULL for [defaults]. */
+static int parse_family_key(struct conf_parse *p, enum conf_where where,
+			    struct config_domain *d, const char *key,
+			    const char *value)
+{
+	for (unsigned int id = 0; id < FAMILY_COUNT; id++) {
+		const struct conf_family *cf = conf_of(id);
+		bool dom = where == CONF_QUOTA || where == CONF_DOMAIN;
+		void **slot;
+
+		if (!cf || (where == CONF_OWN && (int)id != p->own))
+			continue;
+		slot = !dom ? &p->cfg.family[id] :
+		       d    ? &d->family[id] :
+			      &p->cfg.family_defaults[id];
+		for (const struct conf_key *k = cf->keys; k->name; k++) {
+			if (k->where != where || strcmp(k->name, key) != 0)
+				continue;
+			if (!parse_slot(
+				    p, slot, dom ? cf->domain_size : cf->size,
+				    dom ? cf->domain_defaults : cf->defaults))
+				return 0;
+			return k->parse(p, key, value, *slot);
+		}
+	}
+	return -ENOENT;
+}
+
+/* "unknown key (known: @before, the families' keys of @where[0], then of
+ * @where[1]..., @after)", the families in their listed order. */
+static int parse_unknown(struct conf_parse *p, const char *key,
+			 const char *before, const enum conf_where *where,
+			 size_t n_where, const char *after)
+{
+	char known[256];
+	size_t len = 0;
+
+	known[0] = '\0';
+	for (size_t w = 0; w < n_where; w++)
+		for (unsigned int rank = 0; rank < FAMILY_COUNT; rank++)
+			for (unsigned int id = 0; id < FAMILY_COUNT; id++) {
+				const struct conf_family *cf = conf_of(id);
+
+				if (!cf || cf->listed != rank ||
+				    (where[w] == CONF_OWN && (int)id != p->own))
+					continue;
+				for (const struct conf_key *k = cf->keys;
+				     k->name; k++)
+					if (k->where == where[w] &&
+					    len < sizeof(known))
+						len += (size_t)snprintf(
+							known + len,
+							sizeof(known) - len,
+							"%s%s", len ? ", " : "",
+							k->name);
+			}
+	return parse_fail(p, p->line, key, "unknown key (known: %s%s%s%s%s)",
+			  before, *before && *known ? ", " : "", known,
+			  (*before || *known) && *after ? ", " : "", after);
+}
+
+/* Is @key one that may be given more than once in a section? */
+static bool key_repeats(const char *key)
+{
+	for (unsigned int id = 0; id < FAMILY_COUNT; id++)
+		for (const struct conf_key *k =
+			     conf_of(id) ? conf_of(id)->keys : NULL;
+		     k && k->name; k++)
+			if (k->repeats && strcmp(k->name, key) == 0)
+				return true;
+	return false;
+}
+
+/* [defaults]: the cgroup keys, then the core's quotas. */
+static int parse_defaults(struct conf_parse *p, const char *key,
+			  const char *value)
+{
+	unsigned int set = 0;
+	int ret = parse_defaults_cgroup(p, key, value);
+
+	if (ret != -ENOENT)
+		return ret;
+	return parse_quota(p, key, value, &p->cfg.defaults, &set);
+}
+
+/* The sections of one name: the parser of their own keys (-ENOENT for a
+ * key it does not know), whether they take families' keys (of @where),
+ * and the known keys the families' go between in the unknown-key message,
+ * as rdmabroker.conf(5) lists them. */
+static const struct fixed_section {
+	const char *name;
+	int (*parse)(struct conf_parse *p, const char *key, const char *value);
+	bool families;
+	enum conf_where where;
+	const char *before, *after;
+} fixed_sections[] = {
+	{ "broker", parse_broker, true, CONF_BROKER,
+	  "admin_group, connections_per_uid, admin_reserve, hello_timeout, "
+	  "queued_fds, queued_fds_per_uid, private_contexts_per_uid, "
+	  "unread_timeout",
+	  "" },
+	{ "defaults", parse_defaults, true, CONF_QUOTA, "",
+	  "objects, clients, auto_rekey_unaccounted, per, cgroup_depth, "
+	  "cgroup_pattern" },
+	{ "soft", parse_soft, true, CONF_SOFT, "",
+	  "devices, intent_window, internal_objects_per_import, "
+	  "internal_objects_per_qp" },
+	{ "metrics", parse_metrics, false, CONF_OWN,
+	  "listen, connections, timeout", "" },
+};
+
+#define N_FIXED (sizeof(fixed_sections) / sizeof(fixed_sections[0]))
+
+/* The index of @section in fixed_sections[], or -1. */
+static int fixed_find(const char *section)
+{
+	for (unsigned int i = 0; i < N_FIXED; i++)
+		if (strcmp(section, fixed_sections[i].name) == 0)
+			return (int)i;
+	return -1;
+}
+
+static int parse_key(struct conf_parse *p, const char *section, const char *key,
 		     const char *value)
 {
+	static const enum conf_where own[] = { CONF_OWN };
+	static const enum conf_where dom[] = { CONF_DOMAIN, CONF_QUOTA };
+	int fixed = fixed_find(section), ret;
 	struct config_domain *d;
-	int ret;
 
-	if (strcmp(section, "broker") == 0)
-		return parse_broker(p, key, value);
-	if (strcmp(section, "defaults") == 0) {
-		unsigned int set = 0;
-
-		ret = parse_defaults_cgroup(p, key, value);
-		if (ret != -ENOENT)
-			return ret;
-		ret = parse_quota(p, key, value, &p->cfg.defaults, &set);
-		if (ret < 0)
-			return parse_fail(p, p->line, key,
-					  "unknown key (known: dm_bytes, "
-					  "dm_member_share, xrcds, "
-					  "rss_tables, objects, clients, "
-					  "auto_rekey_unaccounted, per, "
-					  "cgroup_depth, cgroup_pattern)");
-		return ret;
+	if (p->own >= 0) {
+		ret = parse_family_key(p, CONF_OWN, NULL, key, value);
+		return ret != -ENOENT ? ret :
+					parse_unknown(p, key, "", own, 1, "");
 	}
-	if (strcmp(section, "soft") == 0)
-		return parse_soft(p, key, value);
-	if (strcmp(section, "metrics") == 0)
-		return parse_metrics(p, key, value);
-	if (strncmp(section, "xrcd ", 5) == 0)
-		return parse_xrcd_key(p, key, value);
+	if (fixed >= 0) {
+		const struct fixed_section *f = &fixed_sections[fixed];
+
+		ret = f->parse(p, key, value);
+		if (ret == -ENOENT && f->families)
+			ret = parse_family_key(p, f->where, NULL, key, value);
+		return ret != -ENOENT ?
+			       ret :
+			       parse_unknown(p, key, f->before, &f->where,
+					     f->families, f->after);
+	}
 	/* parse_section() opened it; anything else is a parser bug. */
 	if (p->cfg.n_domains == 0 ||
 	    strcmp(p->cfg.domains[p->cfg.n_domains - 1].name, section + 7))
@@ -1060,31 +1003,29 @@ static int parse_key(struct parse *p, const char *section, const char *key,
 		return parse_members(p, key, value, false, d);
 	if (strcmp(key, "cgroups") == 0)
 		return parse_cgroups(p, key, value, d);
-	if (strcmp(key, "rss_allow") == 0)
-		return parse_rss_allow(p, key, value, d);
-	ret = parse_quota(p, key, value, &d->quota, &d->quota_set);
-	if (ret < 0)
-		return parse_fail(
-			p, p->line, key,
-			"unknown key (known: users, groups, "
-			"cgroups, rss_allow, dm_bytes, dm_member_share, "
-			"xrcds, rss_tables, objects, clients, "
-			"auto_rekey_unaccounted)");
-	return ret;
+	ret = parse_family_key(p, CONF_DOMAIN, d, key, value);
+	if (ret == -ENOENT)
+		ret = parse_family_key(p, CONF_QUOTA, d, key, value);
+	if (ret == -ENOENT)
+		ret = parse_quota(p, key, value, &d->quota, &d->quota_set);
+	return ret != -ENOENT ?
+		       ret :
+		       parse_unknown(p, key, "users, groups, cgroups", dom, 2,
+				     "objects, clients, "
+				     "auto_rekey_unaccounted");
 }
 
 static int parse_handler(void *user, const char *section, const char *key,
 			 const char *value)
 {
-	struct parse *p = user;
+	struct conf_parse *p = user;
 
 	if (p->failed)
 		return 0;
 	if (!*section)
 		return parse_fail(p, p->line, key,
 				  "key outside of any section");
-	/* rss_allow is the one repeatable key. */
-	for (size_t i = 0; i < p->n_keys && strcmp(key, "rss_allow"); i++)
+	for (size_t i = 0; i < p->n_keys && !key_repeats(key); i++)
 		if (strcmp(p->keys[i], key) == 0)
 			return parse_fail(p, p->line, key,
 					  "given twice in this section");
@@ -1096,8 +1037,7 @@ static int parse_handler(void *user, const char *section, const char *key,
 	return parse_key(p, p->section, key, value);
 }
 
-/* A uid domain's name: "uid-" and a number. */
-static bool uid_domain_name(const char *name)
+bool config_uid_domain_name(const char *name)
 {
 	if (strncmp(name, "uid-", 4) != 0 || !isdigit((unsigned char)name[4]))
 		return false;
@@ -1107,33 +1047,13 @@ static bool uid_domain_name(const char *name)
 	return true;
 }
 
-/* Every listed domain is defined in the file or is a uid's own. */
-static void parse_finish_xrcd(struct parse *p, struct config_xrcd *x)
-{
-	snprintf(p->section, sizeof(p->section), "xrcd %s", x->name);
-	if (!x->n_domains) {
-		parse_fail(p, x->line, "domains",
-			   "XRCD \"%s\" lists no domains", x->name);
-		return;
-	}
-	for (size_t j = 0; j < x->n_domains; j++)
-		if (!config_find_domain(&p->cfg, x->domains[j]) &&
-		    !uid_domain_name(x->domains[j])) {
-			parse_fail(p, x->line, "domains",
-				   "domain \"%s\" is neither a [domain] "
-				   "section nor a uid's domain (uid-N)",
-				   x->domains[j]);
-			return;
-		}
-}
-
 /* Checks that need the whole file: every domain has members; quotas not
- * given come from [defaults], wherever it stands. */
-static void parse_finish(struct parse *p)
+ * given come from [defaults], wherever it stands; then the families'. */
+static void parse_finish(struct conf_parse *p)
 {
 	for (size_t i = 0; i < p->cfg.n_domains && !p->failed; i++) {
 		struct config_domain *d = &p->cfg.domains[i];
-		const struct quota *def = &p->cfg.defaults;
+		const struct config_quota *def = &p->cfg.defaults;
 
 		if (!d->n_users && !d->n_groups && !d->n_cgroups) {
 			snprintf(p->section, sizeof(p->section), "domain %s",
@@ -1144,16 +1064,6 @@ static void parse_finish(struct parse *p)
 				   d->name);
 			break;
 		}
-		if (!(d->quota_set & Q_DM_BYTES)) {
-			d->quota.dm_bytes = def->dm_bytes;
-			d->quota.dm_pct = def->dm_pct;
-		}
-		if (!(d->quota_set & Q_DM_MEMBER_SHARE))
-			d->quota.dm_member_share = def->dm_member_share;
-		if (!(d->quota_set & Q_XRCDS))
-			d->quota.xrcds = def->xrcds;
-		if (!(d->quota_set & Q_RSS_TABLES))
-			d->quota.rss_tables = def->rss_tables;
 		if (!(d->quota_set & Q_OBJECTS))
 			d->quota.objects = def->objects;
 		if (!(d->quota_set & Q_CLIENTS))
@@ -1161,15 +1071,22 @@ static void parse_finish(struct parse *p)
 		if (!(d->quota_set & Q_AUTO_REKEY))
 			d->quota.auto_rekey_unaccounted =
 				def->auto_rekey_unaccounted;
+		for (unsigned int id = 0; id < FAMILY_COUNT; id++)
+			if (d->family[id] && conf_of(id)->domain_finish)
+				conf_of(id)->domain_finish(
+					d->family[id],
+					config_family_domain(&p->cfg, NULL,
+							     id));
 	}
-	for (size_t i = 0; i < p->cfg.n_xrcds && !p->failed; i++)
-		parse_finish_xrcd(p, &p->cfg.xrcds[i]);
+	for (unsigned int id = 0; id < FAMILY_COUNT && !p->failed; id++)
+		if (p->cfg.family[id] && conf_of(id)->finish)
+			conf_of(id)->finish(p, &p->cfg, p->cfg.family[id]);
 }
 
 int config_load(const char *path, bool must_exist, struct config *ret,
 		char *err, size_t errlen)
 {
-	struct parse *p;
+	struct conf_parse *p;
 	int ini, rc = 0;
 
 	p = calloc(1, sizeof(*p));
@@ -1179,9 +1096,9 @@ int config_load(const char *path, bool must_exist, struct config *ret,
 	p->path = path;
 	p->err = err;
 	p->errlen = errlen;
+	p->own = -1;
 	p->cfg.domains = calloc(CONFIG_MAX_DOMAINS, sizeof(*p->cfg.domains));
-	p->cfg.xrcds = calloc(CONFIG_MAX_XRCDS, sizeof(*p->cfg.xrcds));
-	if (!p->cfg.domains || !p->cfg.xrcds) {
+	if (!p->cfg.domains) {
 		rc = -ENOMEM;
 		goto out;
 	}
@@ -1190,8 +1107,7 @@ int config_load(const char *path, bool must_exist, struct config *ret,
 		rc = -errno;
 		if (rc == -ENOENT && !must_exist) {
 			*ret = p->cfg;
-			p->cfg.domains = NULL;
-			p->cfg.xrcds = NULL;
+			config_init(&p->cfg);
 			rc = 0;
 		} else if (rc == -ENOENT) {
 			/* Named on the command line: say what to do. */
@@ -1220,17 +1136,15 @@ int config_load(const char *path, bool must_exist, struct config *ret,
 	if (!p->failed)
 		parse_finish(p);
 	if (p->failed) {
-		rc = -EINVAL;
+		rc = p->nomem ? -ENOMEM : -EINVAL;
 		goto out;
 	}
 	*ret = p->cfg;
-	p->cfg.domains = NULL;
-	p->cfg.xrcds = NULL;
+	config_init(&p->cfg);
 out:
 	if (p->f)
 		fclose(p->f);
-	free(p->cfg.domains);
-	free(p->cfg.xrcds);
+	config_free(&p->cfg);
 	free(p);
 	return rc;
 }

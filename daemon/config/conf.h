@@ -1,5 +1,9 @@
 /* SPDX-License-Identifier: MIT */
-/* rdmabroker.conf: INI, parsed with inih; see rdmabroker.conf(5). */
+/*
+ * rdmabroker.conf: INI, parsed with inih; see rdmabroker.conf(5). The
+ * core's keys are here; each family's are in its own slots of struct
+ * config, which it reads through its accessor (conf-family.h).
+ */
 #ifndef RDMAB_CONF_H
 #define RDMAB_CONF_H
 
@@ -9,7 +13,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "common/xrcd/xrcd-name.h"
+#include "daemon/device/device.h"
+#include "daemon/families/family.h"
 #include "daemon/registry/cgroup.h"
 
 #define CONFIG_NAME_MAX 48
@@ -18,35 +23,13 @@
 /* cgroups = GLOB, ...: globs one [domain] may list. */
 #define CONFIG_MAX_CGROUPS 8
 
-struct quota {
-	/* Device memory: dm_pct percent of each device's (max_dm_size),
-	 * when not 0; else dm_bytes on all devices together. */
-	uint64_t dm_bytes;
-	uint32_t dm_pct;
-	/* Configured domains: the percent of the domain's dm_bytes one
-	 * member uid may hold (domain.c). */
-	uint32_t dm_member_share;
-	uint32_t xrcds;
-	uint32_t rss_tables;
+/* A domain's quotas the core keeps; the families' are in their slots. */
+struct config_quota {
 	uint32_t objects;
 	uint32_t clients;
 	/* Not a quota: rekey the domain once one of its contexts counts
 	 * this many unaccounted objects; 0 is off (rekey.c). */
 	uint32_t auto_rekey_unaccounted;
-};
-
-/* rss_allow = FAMILY[/L4] PREFIX [PORT[/MASK]]: traffic a domain's RSS
- * flow rules may claim (rdmabroker.conf(5)). */
-#define CONFIG_MAX_RSS_ALLOW 32
-
-struct rss_rule {
-	uint8_t af; /* AF_INET or AF_INET6 */
-	uint8_t l4; /* IPPROTO_TCP, IPPROTO_UDP, or 0: any */
-	uint8_t prefix_len;
-	uint8_t addr[16]; /* network order, masked to prefix_len */
-	bool has_port;
-	uint16_t port;
-	uint16_t port_mask;
 };
 
 struct config_domain {
@@ -59,12 +42,13 @@ struct config_domain {
 	 * or groups the lists above when the domain has any. */
 	char cgroups[CONFIG_MAX_CGROUPS][CGROUP_GLOB_MAX];
 	size_t n_cgroups;
-	struct quota quota;
+	struct config_quota quota;
 	/* Keys given in the file; the rest come from [defaults]. */
 	unsigned int quota_set;
 	unsigned int line;
-	struct rss_rule rss_allow[CONFIG_MAX_RSS_ALLOW];
-	size_t n_rss_allow;
+	/* Each family's keys for this domain (conf-family.h), by family
+	 * id; NULL when it gave none: config_family_domain(). */
+	void *family[FAMILY_COUNT];
 };
 
 /*
@@ -89,37 +73,6 @@ struct broker_limits {
 	/* A connection that is not read from because it leaves replies
 	 * unread is closed after this long. */
 	uint32_t unread_timeout_ms;
-	/* Device memory: how long the holders of a revoked DM have to let
-	 * go before the broker frees what it can. */
-	uint32_t dm_revoke_grace_ms;
-	/* Device memory only administrators may allocate: a percent of
-	 * each device's when dm_admin_reserve_pct, else bytes. */
-	uint64_t dm_admin_reserve;
-	uint32_t dm_admin_reserve_pct;
-	/* Persistent DMs one uid may have allocated that are still there,
-	 * in all domains: how many, and how many bytes (a percent of the
-	 * device's, or bytes). */
-	uint32_t dm_persistent_per_uid;
-	uint64_t dm_persistent_bytes_per_uid;
-	uint32_t dm_persistent_bytes_pct;
-};
-
-/* A figure given in bytes, or as @pct percent (when not 0) of a device's
- * memory of @pool bytes, rounded down to whole pages. */
-uint64_t config_dm_bytes(uint64_t bytes, uint32_t pct, uint64_t pool);
-
-/* Room for an XRCD name and its NUL (common/xrcd/xrcd-name.h states the
- * rule). */
-#define CONFIG_XRCD_NAME_MAX (XRCD_NAME_MAX + 1)
-#define CONFIG_MAX_XRCDS 256
-#define CONFIG_XRCD_DOMAINS 32
-
-/* [xrcd NAME]: a persistent XRC domain the listed domains share. */
-struct config_xrcd {
-	char name[CONFIG_XRCD_NAME_MAX];
-	char domains[CONFIG_XRCD_DOMAINS][CONFIG_NAME_MAX];
-	size_t n_domains;
-	unsigned int line;
 };
 
 #define SOFT_INTERNAL_MAX 64
@@ -129,13 +82,12 @@ struct config {
 	gid_t admin_gid;
 	struct broker_limits limits;
 	/* Quotas of every uid's own domain and of private domains. */
-	struct quota defaults;
+	struct config_quota defaults;
 	/* [defaults] per = cgroup: a client's own domain is its uid's in
 	 * its cgroup (cgroup_key_len()), not its uid's alone. */
 	bool per_cgroup;
 	unsigned int cgroup_depth;
 	char cgroup_pattern[CGROUP_GLOB_MAX];
-	uint64_t soft_max_dm_size;
 	/* How many soft devices (soft0, soft1, ...): 1 unless a test needs
 	 * two devices. */
 	unsigned int soft_devices;
@@ -146,8 +98,11 @@ struct config {
 	uint32_t soft_internal_per_qp;
 	struct config_domain *domains;
 	size_t n_domains;
-	struct config_xrcd *xrcds;
-	size_t n_xrcds;
+	/* Each family's keys (conf-family.h), by family id: its own, and
+	 * its quotas' in [defaults]; NULL when the file gave none, so that
+	 * config_family() answers the family's built-in defaults. */
+	void *family[FAMILY_COUNT];
+	void *family_defaults[FAMILY_COUNT];
 	/* [metrics] (metrics-http.c): no listener while listen is empty;
 	 * read at start only. listen is checked by config_metrics_listen(). */
 	struct {
@@ -195,19 +150,28 @@ int config_check(const char *path, bool must_exist, FILE *out);
 const struct config_domain *config_find_domain(const struct config *cfg,
 					       const char *name);
 
-/* The declaration of XRCD @name; NULL when it is not declared. */
-const struct config_xrcd *config_find_xrcd(const struct config *cfg,
-					   const char *name);
-/* Does @x list the domain @domain? */
-bool config_xrcd_lists(const struct config_xrcd *x, const char *domain);
-/* The @len bytes at @name are a valid XRCD name (xrcd_name_check()). */
-bool config_valid_xrcd_name(const char *name, size_t len);
+/* Family @id's slot in @cfg (conf-family.h): what the file set, or the
+ * family's built-in defaults. */
+const void *config_family(const struct config *cfg, enum family_id id);
+/* Its domain slot: @cd's (a configured domain), or for what @cd did not
+ * set and for @cd NULL (every other domain), [defaults]'. */
+const void *config_family_domain(const struct config *cfg,
+				 const struct config_domain *cd,
+				 enum family_id id);
+/* The device layer's part of @cfg: [soft] and the families' keys. */
+void config_device(const struct config *cfg, struct device_config *ret);
+/* @cfg replaces @old (SIGHUP): the families log what of theirs takes
+ * effect at the next start only. */
+void config_reload(const struct config *old, const struct config *cfg);
+/* @name is a uid's own domain's: "uid-" and a number. */
+bool config_uid_domain_name(const char *name);
+/* uid @uid has an account (--check-config). */
+bool config_uid_exists(uid_t uid);
 /* The group @name, or the gid it spells: 0, -ENOENT when there is no such
  * group, -EINVAL for a number out of range. */
 int config_lookup_gid(const char *name, gid_t *ret);
-/* Parse one rss_allow value into @ret: 0, or -EINVAL with the reason in
- * @why. */
-int config_parse_rss_rule(const char *value, struct rss_rule *ret, char *why,
-			  size_t whylen);
+/* The reason in @why (of @whylen bytes); returns -EINVAL. */
+int config_why(char *why, size_t whylen, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif

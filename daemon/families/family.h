@@ -16,6 +16,10 @@
 
 struct core;
 struct client;
+struct config;
+struct config_domain;
+struct conf_family;
+struct quota;
 struct dctx;
 struct device;
 struct obj_family;
@@ -107,6 +111,14 @@ struct family {
 			     struct Rdmab__State__Session *m);
 	void (*session_restore)(struct client *c,
 				const struct Rdmab__State__Session *m);
+	/* Configuration (issue 24 item 9, S4): the family's keys in
+	 * rdmabroker.conf (daemon/config/conf-family.h; NULL: none), and
+	 * the limits of its quotas in a domain's @limit from them: @cd a
+	 * configured domain's keys, NULL any other domain's ([defaults]). */
+	const struct conf_family *conf;
+	void (*domain_limit)(const struct config *cfg,
+			     const struct config_domain *cd,
+			     struct quota *limit);
 };
 
 /* Add @item to the list of names in @buf (of @len bytes): ", " between

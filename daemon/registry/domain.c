@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/families/dm/dm-conf.h"
 #include "daemon/registry/cgroup.h"
 #include "daemon/registry/charge.h"
 #include "daemon/registry/client.h"
@@ -44,9 +45,25 @@ static struct domain *domain_find(struct core *core, const char *name)
 	return NULL;
 }
 
+/* @d's limits from the configuration: @cd's keys (a configured domain),
+ * or [defaults]' for @cd NULL; the families set theirs. */
+static void domain_set_limit(const struct core *core, struct domain *d,
+			     const struct config_domain *cd)
+{
+	const struct config_quota *q = cd ? &cd->quota : &core->config.defaults;
+
+	d->limit.objects = q->objects;
+	d->limit.clients = q->clients;
+	d->limit.auto_rekey_unaccounted = q->auto_rekey_unaccounted;
+	for (unsigned int id = 0; id < FAMILY_COUNT; id++)
+		if (families[id]->domain_limit)
+			families[id]->domain_limit(&core->config, cd,
+						   &d->limit);
+}
+
 static struct domain *domain_new(struct core *core, const char *name,
 				 enum domain_kind kind,
-				 const struct quota *limit)
+				 const struct config_domain *cd)
 {
 	struct domain *d = calloc(1, sizeof(*d));
 
@@ -54,7 +71,7 @@ static struct domain *domain_new(struct core *core, const char *name,
 		return NULL;
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	d->kind = kind;
-	d->limit = *limit;
+	domain_set_limit(core, d, cd);
 	d->pool = d;
 	TAILQ_INIT(&d->ctxs);
 	TAILQ_INIT(&d->dms);
@@ -92,7 +109,7 @@ static struct domain *domain_own_uid(struct core *core, uid_t uid)
 	d = domain_find(core, own);
 	if (d)
 		return d;
-	d = domain_new(core, own, DOMAIN_UID, &core->config.defaults);
+	d = domain_new(core, own, DOMAIN_UID, NULL);
 	if (d)
 		d->uid = uid;
 	return d;
@@ -142,7 +159,7 @@ static int domain_own_cgroup(struct core *core, struct client *c,
 		return 0;
 	}
 	snprintf(name, sizeof(name), "cgroup-%u-%" PRIu64, c->cred.uid, c->id);
-	d = domain_new(core, name, DOMAIN_CGROUP, &core->config.defaults);
+	d = domain_new(core, name, DOMAIN_CGROUP, NULL);
 	if (d)
 		d->cgroup = strndup(c->cgroup, len);
 	if (!d || !d->cgroup) {
@@ -231,8 +248,7 @@ int domain_join(struct core *core, struct client *c, const char *want,
 		ret = domain_own(core, c, &pool, why);
 		if (ret < 0)
 			return ret;
-		d = domain_new(core, name, DOMAIN_PRIVATE,
-			       &core->config.defaults);
+		d = domain_new(core, name, DOMAIN_PRIVATE, NULL);
 		if (!d) {
 			domain_release(core, pool);
 			return why_set(why, -ENOMEM, "out of memory");
@@ -327,7 +343,7 @@ uint64_t domain_dm_limit(const struct domain *d, const struct device *dev)
 {
 	const struct quota *q = &domain_pool((struct domain *)d)->limit;
 
-	return config_dm_bytes(q->dm_bytes, q->dm_pct, dev->caps.max_dm_size);
+	return dm_conf_bytes(q->dm_bytes, q->dm_pct, dev->caps.max_dm_size);
 }
 
 uint64_t domain_dm_limit_shown(const struct core *core, const struct domain *d)
@@ -363,7 +379,7 @@ static uint64_t domain_dm_share(struct domain *pool, uid_t uid, uint64_t limit,
 	struct domain_usage *u = domain_usage_of(pool, uid);
 
 	*ret_held = u ? u->dm_bytes : 0;
-	return config_dm_bytes(0, pool->limit.dm_member_share, limit);
+	return dm_conf_bytes(0, pool->limit.dm_member_share, limit);
 }
 
 int domain_dm_room(struct domain *d, uid_t uid, const struct device *dev,
@@ -461,12 +477,12 @@ void domains_configure(struct core *core)
 		const struct config_domain *cd;
 
 		if (d->kind != DOMAIN_CONFIGURED) {
-			d->limit = core->config.defaults;
+			domain_set_limit(core, d, NULL);
 			continue;
 		}
 		cd = config_find_domain(&core->config, d->name);
 		if (cd) {
-			d->limit = cd->quota;
+			domain_set_limit(core, d, cd);
 			d->retired = false;
 			continue;
 		}
@@ -482,7 +498,7 @@ void domains_configure(struct core *core)
 		const struct config_domain *cd = &core->config.domains[i];
 
 		if (!domain_find(core, cd->name) &&
-		    !domain_new(core, cd->name, DOMAIN_CONFIGURED, &cd->quota))
+		    !domain_new(core, cd->name, DOMAIN_CONFIGURED, cd))
 			log_err("domain %s: out of memory", cd->name);
 	}
 }

@@ -28,6 +28,24 @@ enum domain_kind {
 	DOMAIN_CGROUP,
 };
 
+/* A domain's quotas: its limits and what it uses of them (charge.c). */
+struct quota {
+	/* Device memory: dm_pct percent of each device's (max_dm_size),
+	 * when not 0; else dm_bytes on all devices together. */
+	uint64_t dm_bytes;
+	uint32_t dm_pct;
+	/* Configured domains: the percent of the domain's dm_bytes one
+	 * member uid may hold (domain.c). */
+	uint32_t dm_member_share;
+	uint32_t xrcds;
+	uint32_t rss_tables;
+	uint32_t objects;
+	uint32_t clients;
+	/* Not a quota: rekey the domain once one of its contexts counts
+	 * this many unaccounted objects; 0 is off (rekey.c). */
+	uint32_t auto_rekey_unaccounted;
+};
+
 /*
  * A member uid's charges inside a configured domain, after dbus-broker's
  * usages: made at its first charge, gone with its last, so that one member

@@ -418,9 +418,7 @@ int server_reload(struct server *srv)
 		log_err("%s; keeping the running configuration", err);
 		return ret;
 	}
-	if (cfg.soft_max_dm_size != srv->core.config.soft_max_dm_size)
-		log_notice("[soft] max_dm_size takes effect at the next "
-			   "start");
+	config_reload(&srv->core.config, &cfg);
 	if (cfg.soft_devices != srv->core.config.soft_devices)
 		log_notice("[soft] devices takes effect at the next start");
 	if (cfg.soft_intent_window != srv->core.config.soft_intent_window ||
@@ -625,12 +623,7 @@ int server_init(struct server *srv, const struct server_options *opt)
 	if (ret < 0)
 		log_warn("cannot drop CAP_NET_RAW from the effective set: %s",
 			 strerror(-ret));
-	dcfg.soft_max_dm_size = srv->core.config.soft_max_dm_size;
-	dcfg.soft_devices = srv->core.config.soft_devices;
-	dcfg.soft_intent_window = srv->core.config.soft_intent_window;
-	dcfg.soft_internal_per_import =
-		srv->core.config.soft_internal_per_import;
-	dcfg.soft_internal_per_qp = srv->core.config.soft_internal_per_qp;
+	config_device(&srv->core.config, &dcfg);
 	ret = device_probe(opt->device_mode, &dcfg, &srv->core.devices, &why);
 	if (ret < 0) {
 		log_err("--device verbs: %s", why);

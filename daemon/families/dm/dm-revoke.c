@@ -15,6 +15,7 @@
 
 #include "daemon/registry/client.h"
 #include "daemon/registry/ctx.h"
+#include "daemon/families/dm/dm-conf.h"
 #include "daemon/families/dm/dm.h"
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
@@ -47,7 +48,7 @@ static void dm_revoke_grace_cb(evutil_socket_t fd, short what, void *arg)
 
 int dm_revoke_arm(struct core *core, struct dm *dm)
 {
-	uint32_t grace = core->config.limits.dm_revoke_grace_ms;
+	uint32_t grace = dm_conf(&core->config)->dm_revoke_grace_ms;
 	struct timeval tv = {
 		.tv_sec = grace / 1000,
 		.tv_usec = (suseconds_t)(grace % 1000) * 1000,
@@ -67,7 +68,7 @@ int dm_revoke_arm(struct core *core, struct dm *dm)
 int dm_revoke(struct core *core, uint64_t id, uint64_t client_id, uid_t uid,
 	      struct why *why)
 {
-	uint32_t grace = core->config.limits.dm_revoke_grace_ms;
+	uint32_t grace = dm_conf(&core->config)->dm_revoke_grace_ms;
 	struct dm *dm = dm_find_id(core, id);
 	char reason[160];
 

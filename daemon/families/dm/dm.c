@@ -20,6 +20,7 @@
 #include "daemon/registry/charge.h"
 #include "daemon/registry/client.h"
 #include "daemon/registry/ctx.h"
+#include "daemon/families/dm/dm-conf.h"
 #include "daemon/families/dm/dm.h"
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
@@ -751,7 +752,7 @@ static int dm_check_length(struct dctx *x, uint64_t length,
 static int dm_check_room(struct client *c, struct dctx *x, uint64_t length,
 			 uint64_t rounded, bool persistent, struct why *why)
 {
-	const struct broker_limits *l = &c->core->config.limits;
+	const struct dm_conf *l = dm_conf(&c->core->config);
 	const struct device *dev = x->dev;
 	uint64_t max = dev->caps.max_dm_size, bound, reserve;
 	struct user *u = c->user;
@@ -762,8 +763,8 @@ static int dm_check_room(struct client *c, struct dctx *x, uint64_t length,
 		return err;
 	if (policy_is_admin(c->core, c))
 		return 0;
-	bound = config_dm_bytes(l->dm_persistent_bytes_per_uid,
-				l->dm_persistent_bytes_pct, max);
+	bound = dm_conf_bytes(l->dm_persistent_bytes_per_uid,
+			      l->dm_persistent_bytes_pct, max);
 	if (persistent && u->dm_persistent >= l->dm_persistent_per_uid)
 		return why_set(why, -EDQUOT,
 			       "uid %u has %u persistent DMs, the most one "
@@ -780,8 +781,8 @@ static int dm_check_room(struct client *c, struct dctx *x, uint64_t length,
 			       "fit",
 			       c->cred.uid, u->dm_persistent_bytes, bound,
 			       dev->name, length);
-	reserve = config_dm_bytes(l->dm_admin_reserve, l->dm_admin_reserve_pct,
-				  max);
+	reserve = dm_conf_bytes(l->dm_admin_reserve, l->dm_admin_reserve_pct,
+				max);
 	/* No figure: the device's memory in use is every domain's. */
 	if (reserve && (reserve >= max || rounded > max - reserve ||
 			dev->dm_reserved > max - reserve - rounded))
@@ -1080,8 +1081,21 @@ static const struct obj_family dm_mr_hooks = {
 	.restore = dm_mr_restore,
 };
 
+/* A domain's DM quota: its keys, or [defaults]'. */
+static void dm_domain_limit(const struct config *cfg,
+			    const struct config_domain *cd, struct quota *limit)
+{
+	const struct dm_conf_quota *q = dm_conf_quota(cfg, cd);
+
+	limit->dm_bytes = q->dm_bytes;
+	limit->dm_pct = q->dm_pct;
+	limit->dm_member_share = q->dm_member_share;
+}
+
 const struct family dm_family = {
 	.name = "DM",
+	.conf = &dm_conf_family,
+	.domain_limit = dm_domain_limit,
 	.journal_first = DM_JOURNAL_FIRST,
 	.init = dm_init,
 	.fini = dm_fini,

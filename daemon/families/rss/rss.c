@@ -302,7 +302,7 @@ static int rss_check_policy(struct client *c, const struct rss_match *m,
 			    bool empty, uint32_t flags, struct why *why)
 {
 	bool admin = policy_is_admin(c->core, c);
-	const struct config_domain *cd;
+	const struct rss_conf_domain *rd;
 	char what[128];
 
 	if (empty) {
@@ -322,11 +322,13 @@ static int rss_check_policy(struct client *c, const struct rss_match *m,
 	}
 	if (admin)
 		return 0;
-	cd = c->domain->kind == DOMAIN_CONFIGURED ?
-		     config_find_domain(&c->core->config, c->domain->name) :
+	rd = c->domain->kind == DOMAIN_CONFIGURED ?
+		     rss_conf_domain(&c->core->config,
+				     config_find_domain(&c->core->config,
+							c->domain->name)) :
 		     NULL;
-	for (size_t i = 0; cd && i < cd->n_rss_allow; i++)
-		if (rss_rule_allows(&cd->rss_allow[i], m))
+	for (size_t i = 0; rd && i < rd->n_rss_allow; i++)
+		if (rss_rule_allows(&rd->rss_allow[i], m))
 			return 0;
 	rss_match_str(m, what, sizeof(what));
 	return why_set(why, -EPERM,
@@ -1153,8 +1155,18 @@ static void rss_session_restore(struct client *c,
 	c->family_slot[FAMILY_RSS] = m->rss_delta;
 }
 
+/* A domain's quota of RSS tables: its key, or [defaults]'. */
+static void rss_domain_limit(const struct config *cfg,
+			     const struct config_domain *cd,
+			     struct quota *limit)
+{
+	limit->rss_tables = rss_conf_domain(cfg, cd)->rss_tables;
+}
+
 const struct family rss_family = {
 	.name = "RSS",
+	.conf = &rss_conf_family,
+	.domain_limit = rss_domain_limit,
 	.journal_first = RSS_JOURNAL_FIRST,
 	.hello = rss_hello,
 	.session_save = rss_session_save,

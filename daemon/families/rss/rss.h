@@ -6,6 +6,7 @@
 #include <stdbool.h>
 
 #include "daemon/config/conf.h"
+#include "daemon/families/rss/rss-conf.h"
 #include "daemon/device/device.h"
 #include "daemon/families/family.h"
 #include "proto/wire.h"

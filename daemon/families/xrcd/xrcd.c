@@ -21,6 +21,7 @@
 #include "daemon/registry/objects.h"
 #include "daemon/registry/core.h"
 #include "daemon/restart/restart.h"
+#include "daemon/families/xrcd/xrcd-conf.h"
 #include "daemon/families/xrcd/xrcd.h"
 #include "proto/state.pb-c.h"
 
@@ -467,8 +468,8 @@ static int xrcd_resolve(struct client *c, const char *name, uint32_t oflags,
 	char names[512];
 	int err;
 
-	decl = config_find_xrcd(&c->core->config, name);
-	if (decl && !config_xrcd_lists(decl, d->name)) {
+	decl = xrcd_conf_find(&c->core->config, name);
+	if (decl && !xrcd_conf_lists(decl, d->name)) {
 		list_domains(decl, names, sizeof(names));
 		return why_set(why, -EACCES,
 			       "XRCD \"%s\" is declared in the "
@@ -652,8 +653,8 @@ static bool xrcd_visible(const struct xrcd *x, const struct client *c,
 		return true;
 	if (!x->declared)
 		return strcmp(x->owner, c->domain->name) == 0;
-	decl = config_find_xrcd(&c->core->config, x->name);
-	return decl && config_xrcd_lists(decl, c->domain->name);
+	decl = xrcd_conf_find(&c->core->config, x->name);
+	return decl && xrcd_conf_lists(decl, c->domain->name);
 }
 
 /* What holds @op: its owner's XRC SRQs and target QPs that use it (the
@@ -684,8 +685,7 @@ static int xrcd_info(struct client *c, const struct xrcd *x, bool admin,
 		     struct wire_arena *a, Rdmab__XrcdInfo *xi)
 {
 	struct core *core = c->core;
-	const struct config_xrcd *decl =
-		config_find_xrcd(&core->config, x->name);
+	const struct config_xrcd *decl = xrcd_conf_find(&core->config, x->name);
 	size_t n_dev = 0, n_dom = 0, n_op = 0;
 	const struct xrcd_open *op;
 
@@ -874,7 +874,7 @@ static void xrcd_adopt(struct xrcd_table *t)
 
 		if (strcmp(n, ".") == 0 || strcmp(n, "..") == 0)
 			continue;
-		if (strncmp(n, "d.", 2) == 0 && config_find_xrcd(cfg, n + 2)) {
+		if (strncmp(n, "d.", 2) == 0 && xrcd_conf_find(cfg, n + 2)) {
 			int err = 0;
 
 			x = NULL;
@@ -949,7 +949,7 @@ static void xrcd_configure(struct core *core)
 	 * would try to create that file anew, and fail. */
 	TAILQ_FOREACH(x, &t->xrcds, link)
 		if (!x->declared && strcmp(x->owner, "(undeclared)") == 0 &&
-		    config_find_xrcd(&core->config, x->name)) {
+		    xrcd_conf_find(&core->config, x->name)) {
 			x->declared = true;
 			x->owner[0] = '\0';
 		}
@@ -957,7 +957,7 @@ static void xrcd_configure(struct core *core)
 	 * undeclared one; it stays visible to no domain but the
 	 * administrators. */
 	TAILQ_FOREACH_SAFE(x, &t->xrcds, link, tmp)
-		if (x->declared && !config_find_xrcd(&core->config, x->name)) {
+		if (x->declared && !xrcd_conf_find(&core->config, x->name)) {
 			x->declared = false;
 			snprintf(x->owner, sizeof(x->owner), "%s",
 				 "(undeclared)");
@@ -1178,8 +1178,18 @@ static const struct obj_family xrcd_users = {
 	.restore = xrcd_user_restore,
 };
 
+/* A domain's quota of XRCD opens: its key, or [defaults]'. */
+static void xrcd_domain_limit(const struct config *cfg,
+			      const struct config_domain *cd,
+			      struct quota *limit)
+{
+	limit->xrcds = xrcd_conf_quota(cfg, cd)->xrcds;
+}
+
 const struct family xrcd_family = {
 	.name = "XRCD",
+	.conf = &xrcd_conf_family,
+	.domain_limit = xrcd_domain_limit,
 	.journal_first = XRCD_JOURNAL_FIRST,
 	.init = xrcd_init,
 	.fini = xrcd_fini,
