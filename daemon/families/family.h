@@ -109,8 +109,9 @@ struct family {
 			     struct Rdmab__State__Session *m);
 	void (*session_restore)(struct client *c,
 				const struct Rdmab__State__Session *m);
-	/* Restart's seam for the family's ids and books (S7, issue 24
-	 * item 9), so that restart.c and restore.c name no family: */
+	/* Restart through the seam (issue 24 item 9): the family's ids
+	 * and its books of a context, so that restart.c and restore.c name
+	 * no family. */
 	/* The ids the family hands out, in its state (NULL: none): a
 	 * restart never hands one out again. The state's Counters record
 	 * keeps the space at counters_field (the offsetof of its

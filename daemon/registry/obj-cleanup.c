@@ -7,11 +7,10 @@
  * (obj-watch.c).
  * Then they are destroyed by handle in rounds in the registry's cleanup
  * order (the device's destroy ranks), at most reg->slice per event-loop
- * turn; -EBUSY is retried in later rounds,
- * further apart each time, and what is still there after reg->rounds is
- * kept, stuck, and logged once with the reason and the errno. Only
- * -ENOENT means the object is gone; -EINVAL (a handle of another kind)
- * keeps the record stuck at once.
+ * turn; -EBUSY is retried in later rounds, further apart each time, and
+ * what is still there after reg->rounds is kept, stuck, and logged once
+ * with the reason and the errno. Only -ENOENT means the object is gone;
+ * -EINVAL (a handle of another kind) keeps the record stuck at once.
  */
 #include "config.h"
 
