@@ -173,15 +173,31 @@ static bool serials_passed(struct core *core)
 	return false;
 }
 
+/* Have the registry's id spaces passed their saved marks? By name: every
+ * create asks (make bench-ir), and a family checks its own spaces after
+ * it takes an id (restart_ids_check()). */
+static bool core_ids_passed(const struct core *core)
+{
+	const struct restart *rs = core->restart;
+
+	return core->ids.clients.count >= rs->id_mark[0] ||
+	       core->ids.contexts.count >= rs->id_mark[1] ||
+	       core->ids.objects.count >= rs->id_mark[2];
+}
+
 void restart_ids_check(struct core *core)
 {
 	struct restart *rs = core->restart;
 
 	if (!rs || !rs->j)
 		return;
-	/* None before the first save (the restore's), which collects
-	 * them. */
-	for (unsigned int i = 0; i < rs->n_ids; i++)
+	if (core_ids_passed(core)) {
+		restart_counters_save(core);
+		return;
+	}
+	/* The families', from RESTART_CORE_IDS on: none before the first
+	 * save (the restore's), which collects them. */
+	for (unsigned int i = RESTART_CORE_IDS; i < rs->n_ids; i++)
 		if (rs->ids[i]->count >= rs->id_mark[i]) {
 			restart_counters_save(core);
 			return;
@@ -401,14 +417,13 @@ void restart_hold_gone(struct core *core, struct conn_ctx *cc)
 						      cc->hold_key));
 }
 
-/* After an object's record: the id spaces, and, only for a create on a
- * device that numbers its objects (@made), its serials. */
+/* After an object's record: the registry's id spaces (the families
+ * check theirs when they take an id), and, only for a create on a device
+ * that numbers its objects (@made), its serials. */
 static void obj_ids_check(struct core *core, const struct obj_made *made)
 {
-	if (made && serials_passed(core))
+	if ((made && serials_passed(core)) || core_ids_passed(core))
 		restart_counters_save(core);
-	else
-		restart_ids_check(core);
 }
 
 /* Others' fields of @o's record (its families', its spec's): written in

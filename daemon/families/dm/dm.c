@@ -906,6 +906,8 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
 	dm_state(core)->n++;
 	dm_journal(core, dm);
+	/* Its id past the saved mark: the counters again (restart.h). */
+	restart_ids_check(core);
 	*ret_dm = dm;
 	*ret_hold = h;
 	return 0;
