@@ -175,13 +175,13 @@ int state_fields_put(ProtobufCMessage *m, const struct rec_fields *f)
 	 * its owners asked. */
 	for (unsigned int i = 0; i < f->n; i++) {
 		fd[i] = protobuf_c_message_descriptor_get_field(m->descriptor,
-								f->v[i].number);
+								f->number[i]);
 		if (!fd[i] || fd[i]->type != PROTOBUF_C_TYPE_UINT64 ||
 		    fd[i]->label != PROTOBUF_C_LABEL_NONE)
 			return -ENOENT;
 	}
 	for (unsigned int i = 0; i < f->n; i++)
-		memcpy((char *)m + fd[i]->offset, &f->v[i].value,
+		memcpy((char *)m + fd[i]->offset, &f->value[i],
 		       sizeof(uint64_t));
 	return 0;
 }

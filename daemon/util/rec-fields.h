@@ -15,15 +15,15 @@
 #include <stdint.h>
 
 /* More than one record's message has of others' fields (a test counts
- * them, tests/check_journal.c). */
-#define REC_FIELDS_MAX 4
+ * them, tests/check_journal.c); few, as the restore keeps a record's
+ * fields for each of its objects. */
+#define REC_FIELDS_MAX 3
 
+/* Numbers and values apart: no padding between them. */
 struct rec_fields {
-	unsigned int n;
-	struct rec_field {
-		uint32_t number;
-		uint64_t value;
-	} v[REC_FIELDS_MAX];
+	uint64_t value[REC_FIELDS_MAX];
+	uint32_t number[REC_FIELDS_MAX];
+	uint32_t n;
 };
 
 /* Field @number's value; 0 when it has none. */
@@ -31,8 +31,8 @@ static inline uint64_t rec_field_get(const struct rec_fields *f,
 				     uint32_t number)
 {
 	for (unsigned int i = 0; i < f->n; i++)
-		if (f->v[i].number == number)
-			return f->v[i].value;
+		if (f->number[i] == number)
+			return f->value[i];
 	return 0;
 }
 
@@ -44,19 +44,22 @@ static inline int rec_field_set(struct rec_fields *f, uint32_t number,
 {
 	unsigned int i = 0;
 
-	while (i < f->n && f->v[i].number != number)
+	while (i < f->n && f->number[i] != number)
 		i++;
 	if (!value) {
-		if (i < f->n)
-			f->v[i] = f->v[--f->n];
+		if (i < f->n) {
+			f->n--;
+			f->number[i] = f->number[f->n];
+			f->value[i] = f->value[f->n];
+		}
 		return 0;
 	}
 	if (i == f->n) {
 		if (f->n == REC_FIELDS_MAX)
 			return -ENOSPC;
-		f->v[f->n++].number = number;
+		f->number[f->n++] = number;
 	}
-	f->v[i].value = value;
+	f->value[i] = value;
 	return 0;
 }
 
@@ -67,7 +70,7 @@ static inline bool rec_fields_same(const struct rec_fields *a,
 	if (a->n != b->n)
 		return false;
 	for (unsigned int i = 0; i < a->n; i++)
-		if (rec_field_get(b, a->v[i].number) != a->v[i].value)
+		if (rec_field_get(b, a->number[i]) != a->value[i])
 			return false;
 	return true;
 }
