@@ -141,6 +141,16 @@ static void id_restore(struct id_space *s, const Rdmab__State__IdSpace *m)
 	s->key[1] = m->key1;
 }
 
+/* The IdSpace field of @c at @offset (a family's counters_field). */
+static const Rdmab__State__IdSpace *
+counters_ids(const Rdmab__State__Counters *c, size_t offset)
+{
+	const Rdmab__State__IdSpace *s;
+
+	memcpy(&s, (const char *)c + offset, sizeof(s));
+	return s;
+}
+
 static int restore_counters(struct restore *rs)
 {
 	struct server *srv = server_of(rs->core);
@@ -159,10 +169,9 @@ static int restore_counters(struct restore *rs)
 	/* Each family's, where its description says the record keeps it. */
 	for (unsigned int f = 0; f < FAMILY_COUNT; f++)
 		if (families[f]->ids)
-			id_restore(families[f]->ids(&srv->core),
-				   *(Rdmab__State__IdSpace *const
-					     *)((const char *)c +
-						families[f]->counters_field));
+			id_restore(
+				families[f]->ids(&srv->core),
+				counters_ids(c, families[f]->counters_field));
 	restart_serials_adopt(rs->core, c);
 	r->generation = c->generation + 1;
 	r->restarts = c->restarts + 1;
@@ -585,9 +594,10 @@ static bool robj_is_record(struct core *core, const struct obj *o,
 			   const struct state_obj *m,
 			   const struct obj_made *made)
 {
-	struct rec_fields fam = { 0 };
+	struct rec_fields fam;
 
 	/* The families' fields, as their save hooks write them. */
+	fam.n = 0;
 	objects_hook_save(core->registry, o, &fam);
 	if (!rec_fields_same(&fam, &m->family))
 		return false;
