@@ -21,6 +21,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon/families/dm/dm.h"
+#include "daemon/families/xrcd/xrcd.h"
 #include "daemon/restart/fdstore.h"
 #include "daemon/restart/inflight.h"
 #include "daemon/util/keysort.h"
@@ -663,6 +665,38 @@ static uint64_t rnd(unsigned int *seed, int bits)
 	}
 }
 
+/* The fields of @m the hand reader keeps by number for their owners
+ * (@f: every uint64 field but the ones it reads by name, @own): the same
+ * values as protobuf-c read, and no other. */
+static bool others_same(const ProtobufCMessage *m, const struct rec_fields *f,
+			const char *const *own)
+{
+	const ProtobufCMessageDescriptor *d = m->descriptor;
+	unsigned int n = 0;
+
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *fd = &d->fields[i];
+		bool mine = false;
+		uint64_t v;
+
+		if (fd->type != PROTOBUF_C_TYPE_UINT64)
+			continue;
+		for (const char *const *o = own; *o; o++)
+			mine |= strcmp(*o, fd->name) == 0;
+		if (mine)
+			continue;
+		memcpy(&v, (const char *)m + fd->offset, sizeof(v));
+		if (rec_field_get(f, fd->id) != v)
+			return false;
+		n += v != 0;
+	}
+	return n == f->n;
+}
+
+static const char *const object_own[] = { "owner", "ctx_id", "born_usec",
+					  NULL };
+static const char *const soft_own[] = { NULL };
+
 /* Does @d say what protobuf-c read in @m? */
 static bool obj_same(const Rdmab__State__Object *m, const struct state_obj *d)
 {
@@ -673,15 +707,15 @@ static bool obj_same(const Rdmab__State__Object *m, const struct state_obj *d)
 	    m->kind != d->kind || m->handle != d->handle ||
 	    m->intent != d->intent || m->made_here != d->made_here ||
 	    m->window_made != d->window_made || m->stuck != d->stuck ||
-	    m->family_owned != d->family_owned || m->dm_id != d->dm_id ||
-	    m->xrcd_obj != d->xrcd_obj || m->born_usec != d->born_usec ||
-	    !m->soft != !d->has_soft)
+	    m->family_owned != d->family_owned ||
+	    !others_same(&m->base, &d->family, object_own) ||
+	    m->born_usec != d->born_usec || !m->soft != !d->has_soft)
 		return false;
 	if (!m->soft)
 		return true;
 	if (m->soft->n_uses != d->soft.n_uses ||
 	    m->soft->used_mask != d->soft.used_mask ||
-	    m->soft->xrcd_ino != d->soft.xrcd_ino ||
+	    !others_same(&m->soft->base, &d->soft.device, soft_own) ||
 	    m->soft->num != d->soft.num || m->soft->key != d->soft.key ||
 	    !a != !d->soft.has_attr)
 		return false;
@@ -830,6 +864,139 @@ START_TEST(test_state_obj_decode)
 }
 END_TEST
 
+/* A field number by its name in @d. */
+static uint32_t field_no(const ProtobufCMessageDescriptor *d, const char *name)
+{
+	const ProtobufCFieldDescriptor *fd =
+		protobuf_c_message_descriptor_get_field_by_name(d, name);
+
+	ck_assert_msg(fd, "%s has no field %s", d->name, name);
+	return fd->id;
+}
+
+/* Others' fields (struct rec_fields): the last value wins, 0 takes one
+ * out, and no more than REC_FIELDS_MAX. */
+START_TEST(test_rec_fields)
+{
+	struct rec_fields a = { 0 }, b = { 0 };
+
+	ck_assert_int_eq(rec_field_set(&a, 10, 5), 0);
+	ck_assert_int_eq(rec_field_set(&a, 11, 6), 0);
+	ck_assert_int_eq(rec_field_set(&a, 10, 7), 0);
+	ck_assert_uint_eq(a.n, 2);
+	ck_assert_uint_eq(rec_field_get(&a, 10), 7);
+	ck_assert_uint_eq(rec_field_get(&a, 11), 6);
+	ck_assert_uint_eq(rec_field_get(&a, 12), 0);
+	ck_assert_int_eq(rec_field_set(&b, 11, 6), 0);
+	ck_assert(!rec_fields_same(&a, &b));
+	ck_assert_int_eq(rec_field_set(&b, 10, 7), 0);
+	ck_assert(rec_fields_same(&a, &b));
+	ck_assert_int_eq(rec_field_set(&a, 10, 0), 0);
+	ck_assert_uint_eq(a.n, 1);
+	ck_assert_uint_eq(rec_field_get(&a, 10), 0);
+	ck_assert_uint_eq(rec_field_get(&a, 11), 6);
+	ck_assert_int_eq(rec_field_set(&a, 12, 0), 0);
+	ck_assert_uint_eq(a.n, 1);
+	for (uint32_t f = 20; a.n < REC_FIELDS_MAX; f++)
+		ck_assert_int_eq(rec_field_set(&a, f, f), 0);
+	ck_assert_int_eq(rec_field_set(&a, 99, 1), -ENOSPC);
+	ck_assert_int_eq(rec_field_set(&a, 11, 8), 0);
+	ck_assert_uint_eq(rec_field_get(&a, 11), 8);
+}
+END_TEST
+
+/* The families' fields of the Object record and the device's of its
+ * SoftObject go by number: the numbers their files define are the
+ * .proto's, every field the hand reader does not read by name is a
+ * uint64 it keeps (within REC_FIELDS_MAX), and what the writer puts by
+ * number reads back by number. */
+START_TEST(test_state_fields)
+{
+	static const struct {
+		const ProtobufCMessageDescriptor *d;
+		const char *const *own;
+	} msgs[] = {
+		{ &rdmab__state__object__descriptor, object_own },
+		{ &rdmab__state__soft_object__descriptor, soft_own },
+	};
+	Rdmab__State__Object m = RDMAB__STATE__OBJECT__INIT;
+	Rdmab__State__SoftObject so = RDMAB__STATE__SOFT_OBJECT__INIT;
+	struct rec_fields fam = { 0 }, dev = { 0 }, bad = { 0 };
+	struct obj_spec spec = { .xrcd_ino = 77 }, back = { 0 };
+	struct state_obj d;
+	uint8_t buf[256];
+	size_t len;
+
+	ck_assert_uint_eq(DM_OBJECT_FIELD,
+			  field_no(&rdmab__state__object__descriptor, "dm_id"));
+	ck_assert_uint_eq(
+		XRCD_OBJECT_FIELD,
+		field_no(&rdmab__state__object__descriptor, "xrcd_obj"));
+	for (size_t i = 0; i < sizeof(msgs) / sizeof(msgs[0]); i++) {
+		unsigned int others = 0;
+
+		for (unsigned int k = 0; k < msgs[i].d->n_fields; k++) {
+			const ProtobufCFieldDescriptor *fd =
+				&msgs[i].d->fields[k];
+			bool mine = false;
+
+			if (fd->type != PROTOBUF_C_TYPE_UINT64)
+				continue;
+			for (const char *const *o = msgs[i].own; *o; o++)
+				mine |= strcmp(*o, fd->name) == 0;
+			if (!mine) {
+				ck_assert_int_eq(fd->label,
+						 PROTOBUF_C_LABEL_NONE);
+				others++;
+			}
+		}
+		ck_assert_uint_le(others, REC_FIELDS_MAX);
+	}
+
+	/* The device's spec fields, through the record and back. */
+	obj_spec_fields_save(&spec, &dev);
+	ck_assert_uint_eq(dev.n, 1);
+	ck_assert_uint_eq(
+		rec_field_get(&dev,
+			      field_no(&rdmab__state__soft_object__descriptor,
+				       "xrcd_ino")),
+		77);
+	ck_assert_int_eq(state_fields_put(&so.base, &dev), 0);
+	ck_assert_uint_eq(so.xrcd_ino, 77);
+	ck_assert_int_eq(rec_field_set(&fam, DM_OBJECT_FIELD, 5), 0);
+	ck_assert_int_eq(rec_field_set(&fam, XRCD_OBJECT_FIELD, 6), 0);
+	ck_assert_int_eq(state_fields_put(&m.base, &fam), 0);
+	ck_assert_uint_eq(m.dm_id, 5);
+	ck_assert_uint_eq(m.xrcd_obj, 6);
+	m.kind = IBC_OBJ_MR;
+	m.soft = &so;
+	len = rdmab__state__object__get_packed_size(&m);
+	ck_assert_uint_le(len, sizeof(buf));
+	rdmab__state__object__pack(&m, buf);
+	ck_assert_int_eq(state_obj_decode(buf, len, &d), 0);
+	ck_assert(rec_fields_same(&d.family, &fam));
+	ck_assert(rec_fields_same(&d.soft.device, &dev));
+	obj_spec_fields_load(&back, &d.soft.device);
+	ck_assert_uint_eq(back.xrcd_ino, 77);
+
+	/* A number that is no uint64 field of the message (the kind, a
+	 * uint32; none at all): refused whole, nothing written. */
+	m.dm_id = 0;
+	ck_assert_int_eq(rec_field_set(&bad, DM_OBJECT_FIELD, 9), 0);
+	ck_assert_int_eq(
+		rec_field_set(
+			&bad,
+			field_no(&rdmab__state__object__descriptor, "kind"), 3),
+		0);
+	ck_assert_int_eq(state_fields_put(&m.base, &bad), -ENOENT);
+	ck_assert_uint_eq(m.dm_id, 0);
+	ck_assert_uint_eq(m.kind, IBC_OBJ_MR);
+	bad.n = 0;
+	ck_assert_int_eq(rec_field_set(&bad, 1000, 3), 0);
+	ck_assert_int_eq(state_fields_put(&m.base, &bad), -ENOENT);
+}
+END_TEST
+
 static Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
@@ -849,6 +1016,8 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_fdstore_kept_order);
 	tcase_add_test(tc, test_keysort);
 	tcase_add_test(tc, test_state_obj_decode);
+	tcase_add_test(tc, test_rec_fields);
+	tcase_add_test(tc, test_state_fields);
 	tcase_add_test(tc, test_inflight);
 	tcase_add_test(tc, test_inflight_blocks);
 	suite_add_tcase(s, tc);

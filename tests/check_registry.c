@@ -238,6 +238,29 @@ START_TEST(test_order)
 }
 END_TEST
 
+/* The registry's cleanup order, from the device's destroy ranks, is the
+ * kernel's: what uses another object before it, every kind once. */
+START_TEST(test_cleanup_order)
+{
+	static const enum ibc_obj_kind want[] = {
+		IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL, IBC_OBJ_SRQ,
+		IBC_OBJ_WQ,   IBC_OBJ_CQ, IBC_OBJ_MW,	       IBC_OBJ_MR,
+		IBC_OBJ_AH,   IBC_OBJ_DM, IBC_OBJ_XRCD,	       IBC_OBJ_PD,
+	};
+	const struct registry *reg = sl_srv.core.registry;
+
+	ck_assert_uint_eq(reg->cleanup_kinds, sizeof(want) / sizeof(want[0]));
+	for (size_t i = 0; i < reg->cleanup_kinds; i++)
+		ck_assert_msg(reg->cleanup_order[i] == want[i],
+			      "the cleanup's kind %zu is a %s, not a %s", i,
+			      obj_kind_name(reg->cleanup_order[i]),
+			      obj_kind_name(want[i]));
+	ck_assert_uint_eq(obj_kind_destroy_rank(IBC_OBJ_NONE), 0);
+	ck_assert_uint_eq(obj_kind_destroy_rank(IBC_OBJ_CONTEXT), 0);
+	ck_assert_uint_eq(obj_kind_destroy_rank(OBJ_KIND_COUNT), 0);
+}
+END_TEST
+
 /* A thousand objects: at most a slice per turn of the loop. */
 START_TEST(test_slices)
 {
@@ -1419,6 +1442,7 @@ static Suite *registry_suite(void)
 	tcase_add_test(tc, test_drain_at_close);
 	tcase_add_test(tc, test_drain_registers);
 	tcase_add_test(tc, test_order);
+	tcase_add_test(tc, test_cleanup_order);
 	tcase_add_test(tc, test_slices);
 	tcase_add_test(tc, test_busy_retried);
 	tcase_add_test(tc, test_stuck);

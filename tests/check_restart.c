@@ -23,7 +23,9 @@
 #include <sys/un.h>
 #include <unistd.h>
 
+#include "daemon/restart/journal.h"
 #include "include/ibclient.h"
+#include "proto/state.pb-c.h"
 #include "tests/cklib.h"
 #include "tests/fakesd.h"
 #include "tests/testlib.h"
@@ -891,6 +893,99 @@ START_TEST(dm_mr_restored)
 }
 END_TEST
 
+/* A DM a forced rekey left to its old context (an MR on it pins it):
+ * its bytes stay charged to the domain across a restart (the DM family's
+ * books of the context: its ctx_save and ctx_restore hooks), as long as
+ * that context lives. */
+START_TEST(dm_left_kept)
+{
+	struct ibc_domain_info before, after;
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	struct ibc_dm *dm;
+	struct ibc_mr *mr;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
+	ck_assert_msg(
+		ibc_reg_dm_mr(dm, 0, 4096,
+			      IBV_ACCESS_ZERO_BASED | IBV_ACCESS_LOCAL_WRITE,
+			      &mr) == 0,
+		"%s", ibc_last_error());
+	before = domain_now(&g);
+	ck_assert_msg(
+		ibc_admin_domain_rekey(g.cl, before.name, IBC_REKEY_FORCE) == 0,
+		"%s", ibc_last_error());
+	before = domain_now(&g);
+	ck_assert_uint_eq(before.old_contexts, 1);
+	ck_assert_uint_eq(before.used.dm_bytes, 4096);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.old_contexts, 1);
+	ck_assert_uint_eq(after.used.dm_bytes, 4096);
+	ibc_disconnect(cl);
+	rig_free(&g);
+}
+END_TEST
+
+/* The DM ids' space as the stored state's Counters record keeps it. */
+static Rdmab__State__IdSpace dm_ids_saved(struct rig *g)
+{
+	Rdmab__State__IdSpace ret;
+	Rdmab__State__Counters *c;
+	struct journal_view *v;
+	struct journal_rec rec;
+	char why[256];
+	int fd = state_fd(g);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_msg(journal_read_fd(fd, &v, why, sizeof(why)) == 0, "%s",
+		      why);
+	close(fd);
+	ck_assert_int_eq(journal_find(v, JOURNAL_COUNTERS, 0, &rec), 0);
+	c = rdmab__state__counters__unpack(NULL, rec.len, rec.data);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_msg(c->dms, "the counters keep no DM ids");
+	ret = *c->dms;
+	rdmab__state__counters__free_unpacked(c, NULL);
+	journal_view_free(v);
+	return ret;
+}
+
+/* The DM family's ids (kept in its state, described to the restart by
+ * its ids hook): saved with the counters and restored, so that a restart
+ * goes on with the same key past every id handed out, never giving one
+ * again. */
+START_TEST(dm_ids_never_reused)
+{
+	Rdmab__State__IdSpace before, after;
+	struct ibc_ctx *x;
+	struct ibc_dm *a, *b;
+	uint64_t first;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &a), 0);
+	first = ibc_dm_id(a);
+	ck_assert_int_eq(ibc_dm_free(a), 0);
+	before = dm_ids_saved(&g);
+	ck_assert_uint_ge(before.count, 1);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	after = dm_ids_saved(&g);
+	ck_assert_uint_eq(after.key0, before.key0);
+	ck_assert_uint_eq(after.key1, before.key1);
+	ck_assert_uint_gt(after.count, before.count);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &b), 0);
+	ck_assert_uint_ne(ibc_dm_id(b), first);
+	ck_assert_int_eq(ibc_dm_free(b), 0);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -911,6 +1006,8 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, store_full);
 	tcase_add_test(tc, family_uses_restored);
 	tcase_add_test(tc, dm_mr_restored);
+	tcase_add_test(tc, dm_left_kept);
+	tcase_add_test(tc, dm_ids_never_reused);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -17,14 +17,32 @@
 
 #include "daemon/device/device.h"
 
-static const char *const obj_kind_names[OBJ_KIND_COUNT] = {
-	[IBC_OBJ_NONE] = "object", [IBC_OBJ_QP] = "QP",
-	[IBC_OBJ_CQ] = "CQ",	   [IBC_OBJ_SRQ] = "SRQ",
-	[IBC_OBJ_WQ] = "WQ",	   [IBC_OBJ_MR] = "MR",
-	[IBC_OBJ_PD] = "PD",	   [IBC_OBJ_RWQ_IND_TBL] = "indirection table",
-	[IBC_OBJ_FLOW] = "flow",   [IBC_OBJ_DM] = "DM",
-	[IBC_OBJ_XRCD] = "XRCD",   [IBC_OBJ_MW] = "MW",
-	[IBC_OBJ_AH] = "AH",	   [IBC_OBJ_CONTEXT] = "context",
+/*
+ * Each kind's name, and its destroy rank: where an owner's objects of the
+ * kind go when the broker destroys them by handle (1 first; 0: never by
+ * handle). What uses another object goes before it, as the kernel
+ * requires: a flow and a QP before the indirection table, SRQ, WQ and CQ
+ * they use, an MW before its MR, an MR before its DM, an XRC SRQ before
+ * its XRCD, and the PD last.
+ */
+static const struct {
+	const char *name;
+	unsigned int destroy_rank;
+} obj_kinds[OBJ_KIND_COUNT] = {
+	[IBC_OBJ_NONE] = { "object", 0 },
+	[IBC_OBJ_FLOW] = { "flow", 1 },
+	[IBC_OBJ_QP] = { "QP", 2 },
+	[IBC_OBJ_RWQ_IND_TBL] = { "indirection table", 3 },
+	[IBC_OBJ_SRQ] = { "SRQ", 4 },
+	[IBC_OBJ_WQ] = { "WQ", 5 },
+	[IBC_OBJ_CQ] = { "CQ", 6 },
+	[IBC_OBJ_MW] = { "MW", 7 },
+	[IBC_OBJ_MR] = { "MR", 8 },
+	[IBC_OBJ_AH] = { "AH", 9 },
+	[IBC_OBJ_DM] = { "DM", 10 },
+	[IBC_OBJ_XRCD] = { "XRCD", 11 },
+	[IBC_OBJ_PD] = { "PD", OBJ_DESTROY_RANKS },
+	[IBC_OBJ_CONTEXT] = { "context", 0 },
 };
 
 /*
@@ -61,7 +79,12 @@ obj_kind_check_all(enum ibc_obj_kind kind)
 
 const char *obj_kind_name(uint32_t kind)
 {
-	return kind < OBJ_KIND_COUNT ? obj_kind_names[kind] : "object";
+	return kind < OBJ_KIND_COUNT ? obj_kinds[kind].name : "object";
+}
+
+unsigned int obj_kind_destroy_rank(uint32_t kind)
+{
+	return kind < OBJ_KIND_COUNT ? obj_kinds[kind].destroy_rank : 0;
 }
 
 /* --- defaults for what an implementation leaves NULL ------------------ */

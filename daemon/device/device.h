@@ -23,6 +23,7 @@
 
 #include "include/ibclient.h"
 #include "common/device/caps-fields.h"
+#include "daemon/util/rec-fields.h"
 #include "daemon/util/why.h"
 
 enum device_mode {
@@ -46,6 +47,12 @@ enum device_kind {
 
 /* "QP", "CQ", ... for messages; "object" for a value out of range. */
 const char *obj_kind_name(uint32_t kind);
+/* Where an owner's objects of @kind are destroyed by handle, from 1 (the
+ * first: what uses others) to OBJ_DESTROY_RANKS (the PD, which all use);
+ * each rank is one kind's. 0: a kind never destroyed by handle (none,
+ * the context) or out of range. */
+#define OBJ_DESTROY_RANKS 12
+unsigned int obj_kind_destroy_rank(uint32_t kind);
 
 struct device_caps {
 	uint64_t max_dm_size;
@@ -127,6 +134,25 @@ struct obj_spec {
 	uint32_t num;
 	uint32_t key;
 };
+
+/* Restart: the spec's fields the soft device's record of an object keeps
+ * (state.proto's SoftObject) beyond what the registry writes there (its
+ * uses, attributes, number and key), by the record's field numbers: into
+ * @f, and back into @spec. Inline: every soft create saves its spec. */
+#define OBJ_SPEC_FIELD_XRCD_INO 4 /* SoftObject.xrcd_ino */
+
+static inline void obj_spec_fields_save(const struct obj_spec *spec,
+					struct rec_fields *f)
+{
+	/* One field, at most one: within REC_FIELDS_MAX. */
+	(void)rec_field_set(f, OBJ_SPEC_FIELD_XRCD_INO, spec->xrcd_ino);
+}
+
+static inline void obj_spec_fields_load(struct obj_spec *spec,
+					const struct rec_fields *f)
+{
+	spec->xrcd_ino = rec_field_get(f, OBJ_SPEC_FIELD_XRCD_INO);
+}
 
 struct obj_made {
 	uint32_t handle;

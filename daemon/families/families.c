@@ -143,3 +143,18 @@ void families_session_restore(struct client *c,
 		if (families[i]->session_restore)
 			families[i]->session_restore(c, m);
 }
+
+void families_ctx_save(const struct dctx *x, struct Rdmab__State__Context *m)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		if (families[i]->ctx_save)
+			families[i]->ctx_save(x, m);
+}
+
+void families_ctx_restore(struct core *core, struct dctx *x,
+			  const struct Rdmab__State__Context *m)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		if (families[i]->ctx_restore)
+			families[i]->ctx_restore(core, x, m);
+}

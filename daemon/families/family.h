@@ -27,6 +27,8 @@ struct handler;
 struct restore;
 struct Rdmab__HelloRequest;
 struct Rdmab__State__Session;
+struct Rdmab__State__Context;
+struct id_space;
 
 /* A request a family serves: the dispatch table's entry for @body_case
  * (an RDMAB__REQUEST__BODY_* value). */
@@ -83,7 +85,7 @@ struct family {
 	 * with core->family_state[id] as the hooks' data.
 	 * These are also the hooks of an owner's confirmed death: the
 	 * cleanup calls them on each record of the dead owner, in the
-	 * order of obj_cleanup_order. A family that must hear of a death
+	 * registry's cleanup order. A family that must hear of a death
 	 * keeps a record for it (the DM family's claim on a DM whose
 	 * allocator let go of its last import), so that it hears in that
 	 * order: a per-owner hook would run before the MRs on a DM went,
@@ -119,6 +121,21 @@ struct family {
 	void (*domain_limit)(const struct config *cfg,
 			     const struct config_domain *cd,
 			     struct quota *limit);
+	/* Restart through the seam (issue 24 item 9): the family's ids
+	 * and its books of a context, so that restart.c and restore.c name
+	 * no family. */
+	/* The ids the family hands out, in its state (NULL: none): a
+	 * restart never hands one out again. The state's Counters record
+	 * keeps the space at counters_field (the offsetof of its
+	 * IdSpace pointer in Rdmab__State__Counters). */
+	struct id_space *(*ids)(struct core *core);
+	size_t counters_field;
+	/* What the family keeps of context @x (its books) goes into the
+	 * context's journal record @m, and comes back from it with the
+	 * charges it stands for when @x is adopted again. */
+	void (*ctx_save)(const struct dctx *x, struct Rdmab__State__Context *m);
+	void (*ctx_restore)(struct core *core, struct dctx *x,
+			    const struct Rdmab__State__Context *m);
 };
 
 /* Add @item to the list of names in @buf (of @len bytes): ", " between
@@ -146,5 +163,8 @@ void families_session_save(const struct client *c,
 			   struct Rdmab__State__Session *m);
 void families_session_restore(struct client *c,
 			      const struct Rdmab__State__Session *m);
+void families_ctx_save(const struct dctx *x, struct Rdmab__State__Context *m);
+void families_ctx_restore(struct core *core, struct dctx *x,
+			  const struct Rdmab__State__Context *m);
 
 #endif

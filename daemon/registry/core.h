@@ -86,9 +86,10 @@ struct core {
 	struct device_list devices;
 	struct domain_list domains;
 	struct user_list users;
-	/* Client, context, object and DM ids (ids.h). */
+	/* Client, context and object ids (ids.h); a family that hands out
+	 * ids of its own keeps them in its state (family.h's ids). */
 	struct {
-		struct id_space clients, contexts, objects, dms;
+		struct id_space clients, contexts, objects;
 	} ids;
 	/* Records the listings walked (domains, contexts, clients, objects,
 	 * DMs, MRs): tests check that what another domain holds adds nothing

@@ -5,12 +5,12 @@
  * sent and applied the registers and unregisters in it (dispatch_drain()).
  * The objects then stay, detached, until the process is gone
  * (obj-watch.c).
- * Then they are destroyed by handle in rounds in obj_cleanup_order, at
- * most reg->slice per event-loop turn; -EBUSY is retried in later rounds,
- * further apart each time, and what is still there after reg->rounds is
- * kept, stuck, and logged once with the reason and the errno. Only
- * -ENOENT means the object is gone; -EINVAL (a handle of another kind)
- * keeps the record stuck at once.
+ * Then they are destroyed by handle in rounds in the registry's cleanup
+ * order (the device's destroy ranks), at most reg->slice per event-loop
+ * turn; -EBUSY is retried in later rounds, further apart each time, and
+ * what is still there after reg->rounds is kept, stuck, and logged once
+ * with the reason and the errno. Only -ENOENT means the object is gone;
+ * -EINVAL (a handle of another kind) keeps the record stuck at once.
  */
 #include "config.h"
 
@@ -151,9 +151,11 @@ void objects_owner_dead(struct obj_owner *ow)
  * tried in this round went to the end of its list. */
 static struct obj *cleanup_next(struct obj_owner *ow)
 {
-	for (; ow->rank < obj_cleanup_kinds; ow->rank++) {
+	const struct registry *reg = ow->reg;
+
+	for (; ow->rank < reg->cleanup_kinds; ow->rank++) {
 		struct obj *o =
-			TAILQ_FIRST(&ow->kinds[obj_cleanup_order[ow->rank]]);
+			TAILQ_FIRST(&ow->kinds[reg->cleanup_order[ow->rank]]);
 
 		if (o && !o->stuck && o->tried != ow->round + 1)
 			return o;

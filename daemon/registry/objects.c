@@ -20,14 +20,6 @@
 #include "daemon/registry/core.h"
 #include "daemon/restart/restart.h"
 
-const enum ibc_obj_kind obj_cleanup_order[] = {
-	IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL, IBC_OBJ_SRQ,
-	IBC_OBJ_WQ,   IBC_OBJ_CQ, IBC_OBJ_MW,	       IBC_OBJ_MR,
-	IBC_OBJ_AH,   IBC_OBJ_DM, IBC_OBJ_XRCD,	       IBC_OBJ_PD,
-};
-const unsigned int obj_cleanup_kinds =
-	sizeof(obj_cleanup_order) / sizeof(obj_cleanup_order[0]);
-
 #define OBJ_HASH_MIN 256
 
 uint64_t objects_now_usec(void)
@@ -505,6 +497,16 @@ static int objects_init(struct core *core)
 	reg->slice = OBJ_SLICE;
 	reg->rounds = OBJ_ROUNDS;
 	reg->backoff_ms = OBJ_BACKOFF_MS;
+	/* The kinds by the device's destroy ranks: the kernel's order is
+	 * the object kinds', whatever families make them. */
+	for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++) {
+		unsigned int rank = obj_kind_destroy_rank(k);
+
+		if (rank) {
+			reg->cleanup_order[rank - 1] = (enum ibc_obj_kind)k;
+			reg->cleanup_kinds++;
+		}
+	}
 	TAILQ_INIT(&reg->objs);
 	TAILQ_INIT(&reg->owners);
 	TAILQ_INIT(&reg->watches);
@@ -637,7 +639,7 @@ int objects_hook_uses(struct registry *reg, struct obj *o,
 }
 
 int objects_hook_restore(struct registry *reg, struct obj *o,
-			 const struct Rdmab__State__Object *m)
+			 const struct state_obj *m)
 {
 	const struct obj_watcher *w = reg->watchers[o->kind];
 	int ret = 0;

@@ -31,7 +31,8 @@ struct client;
 struct dctx;
 struct user;
 struct event;
-struct Rdmab__State__Object;
+struct rec_fields;
+struct state_obj;
 
 /* A family's word on one record (struct obj's slot): a pointer to what
  * it allocated, or an id, as the family's file says per kind. */
@@ -107,8 +108,8 @@ struct obj_owner {
 	/* Registered objects (stuck ones too), and open intents. */
 	unsigned int n_objs;
 	unsigned int n_intents;
-	/* The cleanup's place: round, and position in obj_cleanup_order;
-	 * when it started and with how many objects. */
+	/* The cleanup's place: round, and position in the registry's
+	 * cleanup_order; when it started and with how many objects. */
 	unsigned int round;
 	unsigned int rank;
 	unsigned int stuck;
@@ -152,13 +153,13 @@ struct obj_family {
 	int (*uses)(struct core *core, struct obj *o, struct obj *const *uses,
 		    size_t n, void *data, struct why *why);
 	/* Restart: what the family keeps of @o goes into its journal
-	 * record @m (fields of the family's own in state.proto), and comes
-	 * back from it when the record is adopted again, before any
-	 * family's restore. */
-	void (*save)(const struct obj *o, struct Rdmab__State__Object *m,
-		     void *data);
+	 * record as fields of the family's own (@f: state.proto's Object
+	 * fields by the numbers the family's files define, uint64), and
+	 * comes back from the record read by hand (@m's family fields)
+	 * when it is adopted again, before any family's restore. */
+	void (*save)(const struct obj *o, struct rec_fields *f, void *data);
 	int (*restore)(struct core *core, struct obj *o,
-		       const struct Rdmab__State__Object *m, void *data);
+		       const struct state_obj *m, void *data);
 };
 
 /* Destroys per event-loop turn, cleanup rounds, and the wait before the
@@ -216,6 +217,11 @@ struct registry {
 		unsigned int slot;
 	} watchers[OBJ_KIND_COUNT][OBJ_WATCHERS_MAX];
 	unsigned int n_watchers[OBJ_KIND_COUNT];
+	/* The order the cleanup destroys in, cleanup_kinds of them: the
+	 * device layer's destroy ranks (obj_kind_destroy_rank()), what uses
+	 * another object before it. */
+	enum ibc_obj_kind cleanup_order[OBJ_DESTROY_RANKS];
+	unsigned int cleanup_kinds;
 	/* OBJ_SLICE, OBJ_ROUNDS and OBJ_BACKOFF_MS, which tests may
 	 * change. */
 	unsigned int slice;
@@ -232,12 +238,6 @@ struct registry {
 };
 
 extern const uint64_t obj_cleanup_le_usec[OBJ_CLEANUP_BUCKETS];
-
-/* The order the cleanup destroys in: what uses another object goes before
- * it (flow, QP, indirection table, SRQ, WQ, CQ, MW, MR, AH, DM, XRCD,
- * PD). */
-extern const enum ibc_obj_kind obj_cleanup_order[];
-extern const unsigned int obj_cleanup_kinds;
 
 /* The registry as the first of families[]: it sets up core->registry with
  * every family's object hooks, forgets every record at exit (the kernel
@@ -266,18 +266,17 @@ int objects_hook_before_owner_destroy(struct registry *reg, struct obj *o,
 int objects_hook_uses(struct registry *reg, struct obj *o,
 		      struct obj *const *uses, size_t n, struct why *why);
 int objects_hook_restore(struct registry *reg, struct obj *o,
-			 const struct Rdmab__State__Object *m);
+			 const struct state_obj *m);
 /* Inline: every journaled create and change of a record asks, and most
  * kinds have no watcher (make bench-ir counts it). */
 static inline void objects_hook_save(const struct registry *reg,
-				     const struct obj *o,
-				     struct Rdmab__State__Object *m)
+				     const struct obj *o, struct rec_fields *f)
 {
 	const struct obj_watcher *w = reg->watchers[o->kind];
 
 	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
 		if (w[i].fam->save)
-			w[i].fam->save(o, m, *w[i].data);
+			w[i].fam->save(o, f, *w[i].data);
 }
 
 /*

@@ -12,6 +12,7 @@
 #include <event2/util.h>
 
 #include "daemon/device/device.h"
+#include "daemon/families/family.h"
 #include "daemon/restart/inflight.h"
 
 struct event;
@@ -24,6 +25,10 @@ struct journal_view;
 /* The store's room beyond two per connection: contexts, DMs, XRCD files,
  * the states. */
 #define RESTART_STORE_EXTRA 4096
+/* The registry's id spaces (clients, contexts, objects), and at most one
+ * per family. */
+#define RESTART_CORE_IDS 3
+#define RESTART_IDS (RESTART_CORE_IDS + FAMILY_COUNT)
 /* In-flight slots beyond --max-clients: the admins' reserve. */
 #define RESTART_INFLIGHT_EXTRA 64
 
@@ -41,8 +46,12 @@ struct restart {
 	/* What the last restore adopted, for status. */
 	uint64_t adopted_sessions, adopted_contexts, adopted_objects,
 		adopted_fds;
-	/* Where each id space's count was saved to (restart_counters_save). */
-	uint64_t id_mark[4];
+	/* The id spaces a restart must not hand out again, the registry's
+	 * and then the families' (family.h's ids), and where each one's
+	 * count was saved to (restart_counters_save()). */
+	struct id_space *ids[RESTART_IDS];
+	unsigned int n_ids;
+	uint64_t id_mark[RESTART_IDS];
 	/* The same for each device's serials (device_ops.serials_get). */
 	struct device_serials serial_mark[DEVICE_MAX];
 	/* The last SessionHold record's key handed out this generation. */

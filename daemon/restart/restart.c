@@ -86,24 +86,50 @@ static void id_save(Rdmab__State__IdSpace *out, const struct id_space *s,
 	out->key1 = s->key[1];
 }
 
+/* Each id space (rs->ids), with the field of @c that keeps it (@at): the
+ * registry's, then each family's (family.h's ids). */
+static unsigned int ids_collect(struct core *core, Rdmab__State__Counters *c,
+				Rdmab__State__IdSpace **at[RESTART_IDS])
+{
+	struct restart *rs = core->restart;
+	unsigned int n = 0;
+
+	rs->ids[n] = &core->ids.clients;
+	at[n++] = &c->clients;
+	rs->ids[n] = &core->ids.contexts;
+	at[n++] = &c->contexts;
+	rs->ids[n] = &core->ids.objects;
+	at[n++] = &c->objects;
+	for (unsigned int f = 0; f < FAMILY_COUNT; f++) {
+		if (!families[f]->ids)
+			continue;
+		rs->ids[n] = families[f]->ids(core);
+		at[n++] =
+			(Rdmab__State__IdSpace **)((char *)c +
+						   families[f]->counters_field);
+	}
+	rs->n_ids = n;
+	return n;
+}
+
 /* Write the counters with each id space's count moved to the end of its
  * block: what a restart starts from. */
 int restart_counters_save(struct core *core)
 {
 	struct restart *rs = core->restart;
 	Rdmab__State__Counters c = RDMAB__STATE__COUNTERS__INIT;
-	Rdmab__State__IdSpace ids[4];
+	Rdmab__State__IdSpace ids[RESTART_IDS], **at[RESTART_IDS];
 	Rdmab__State__DeviceSerials ser[DEVICE_MAX], *serp[DEVICE_MAX];
-	const struct id_space *sp[4] = { &core->ids.clients,
-					 &core->ids.contexts,
-					 &core->ids.objects, &core->ids.dms };
+	unsigned int n;
 
 	if (!restart_journal(core))
 		return 0;
-	for (int i = 0; i < 4; i++) {
+	n = ids_collect(core, &c, at);
+	for (unsigned int i = 0; i < n; i++) {
 		rdmab__state__id_space__init(&ids[i]);
-		rs->id_mark[i] = sp[i]->count + ID_BLOCK;
-		id_save(&ids[i], sp[i], rs->id_mark[i]);
+		rs->id_mark[i] = rs->ids[i]->count + ID_BLOCK;
+		id_save(&ids[i], rs->ids[i], rs->id_mark[i]);
+		*at[i] = &ids[i];
 	}
 	for (size_t i = 0; i < core->devices.n; i++) {
 		struct device *dev = &core->devices.dev[i];
@@ -122,10 +148,6 @@ int restart_counters_save(struct core *core)
 	c.devices = serp;
 	c.generation = rs->generation;
 	c.restarts = rs->restarts;
-	c.clients = &ids[0];
-	c.contexts = &ids[1];
-	c.objects = &ids[2];
-	c.dms = &ids[3];
 	c.last_restore_usec = rs->last_restore_usec;
 	c.requests_served = core->requests_served;
 	return journal_put(rs->j, JOURNAL_COUNTERS, 0, &c.base);
@@ -151,17 +173,35 @@ static bool serials_passed(struct core *core)
 	return false;
 }
 
+/* Have the registry's id spaces passed their saved marks? By name: every
+ * create asks (make bench-ir), and a family checks its own spaces after
+ * it takes an id (restart_ids_check()). */
+static bool core_ids_passed(const struct core *core)
+{
+	const struct restart *rs = core->restart;
+
+	return core->ids.clients.count >= rs->id_mark[0] ||
+	       core->ids.contexts.count >= rs->id_mark[1] ||
+	       core->ids.objects.count >= rs->id_mark[2];
+}
+
 void restart_ids_check(struct core *core)
 {
 	struct restart *rs = core->restart;
 
 	if (!rs || !rs->j)
 		return;
-	if (core->ids.clients.count >= rs->id_mark[0] ||
-	    core->ids.contexts.count >= rs->id_mark[1] ||
-	    core->ids.objects.count >= rs->id_mark[2] ||
-	    core->ids.dms.count >= rs->id_mark[3])
+	if (core_ids_passed(core)) {
 		restart_counters_save(core);
+		return;
+	}
+	/* The families', from RESTART_CORE_IDS on: none before the first
+	 * save (the restore's), which collects them. */
+	for (unsigned int i = RESTART_CORE_IDS; i < rs->n_ids; i++)
+		if (rs->ids[i]->count >= rs->id_mark[i]) {
+			restart_counters_save(core);
+			return;
+		}
 }
 
 void restart_serials_adopt(struct core *core, const Rdmab__State__Counters *c)
@@ -249,8 +289,8 @@ void restart_ctx_saved(struct core *core, const struct dctx *x)
 	m.unaccounted = x->unaccounted;
 	m.dead_imports = x->dead_imports;
 	m.own_internal = x->own_internal;
-	m.dm_bytes_left = x->dm_bytes_left;
 	m.rekeyed = x->rekeyed;
+	families_ctx_save(x, &m);
 	restart_after_write(core, journal_put(core->restart->j, JOURNAL_CONTEXT,
 					      x->id, &m.base));
 }
@@ -282,10 +322,8 @@ void restart_ctx_books(struct core *core, struct dctx *x,
 	 * context's close as ever. */
 	x->unaccounted = m->unaccounted;
 	charge_add(d, CHARGE_OBJECTS, x->unaccounted);
-	x->dm_bytes_left = m->dm_bytes_left;
-	charge_add(d, CHARGE_DM_BYTES, x->dm_bytes_left);
-	charge_add_u64(&x->dev->dm_reserved, x->dm_bytes_left,
-		       "reserved DM bytes");
+	/* The families' books of it, and their charges. */
+	families_ctx_restore(core, x, m);
 	x->dead_imports = m->dead_imports;
 	/* Adopted, the context's internal objects are not all the
 	 * broker's (unaccounted_ctx_opened() counted every one). */
@@ -379,14 +417,25 @@ void restart_hold_gone(struct core *core, struct conn_ctx *cc)
 						      cc->hold_key));
 }
 
-/* After an object's record: the id spaces, and, only for a create on a
- * device that numbers its objects (@made), its serials. */
+/* After an object's record: the registry's id spaces (the families
+ * check theirs when they take an id), and, only for a create on a device
+ * that numbers its objects (@made), its serials. */
 static void obj_ids_check(struct core *core, const struct obj_made *made)
 {
-	if (made && serials_passed(core))
+	if ((made && serials_passed(core)) || core_ids_passed(core))
 		restart_counters_save(core);
-	else
-		restart_ids_check(core);
+}
+
+/* Others' fields of @o's record (its families', its spec's): written in
+ * @m by number. A number @m has no uint64 field of is a family's or the
+ * device's bug: logged, and the record written without them. */
+static void obj_fields_put(ProtobufCMessage *m, const struct rec_fields *f,
+			   const struct obj *o)
+{
+	if (state_fields_put(m, f) < 0)
+		log_err("object %" PRIu64 ": a field of its %s record is "
+			"none of the record's: the record goes without it",
+			o->id, m->descriptor->short_name);
 }
 
 /* The registry's record of @o, and, for an object the broker made on a
@@ -397,8 +446,12 @@ static void obj_put(struct core *core, const struct obj *o,
 {
 	Rdmab__State__Object m = RDMAB__STATE__OBJECT__INIT;
 	Rdmab__State__SoftObject so = RDMAB__STATE__SOFT_OBJECT__INIT;
+	struct rec_fields fam, dev;
 	uint32_t uses[OBJ_MAX_USES];
 
+	/* Only their counts zeroed: this runs at every create. */
+	fam.n = 0;
+	dev.n = 0;
 	m.owner = o->owner->client_id;
 	m.ctx_id = o->ctx->id;
 	m.kind = o->kind;
@@ -409,7 +462,9 @@ static void obj_put(struct core *core, const struct obj *o,
 	m.stuck = o->stuck;
 	m.family_owned = o->family_owned;
 	m.born_usec = o->born_usec;
-	objects_hook_save(core->registry, o, &m);
+	objects_hook_save(core->registry, o, &fam);
+	if (fam.n)
+		obj_fields_put(&m.base, &fam, o);
 	if (spec) {
 		for (unsigned int i = 0; i < OBJ_MAX_USES; i++)
 			uses[i] = spec->uses[i];
@@ -417,7 +472,9 @@ static void obj_put(struct core *core, const struct obj *o,
 		so.uses = uses;
 		so.used_mask = spec->used;
 		so.attr = (Rdmab__ObjAttr *)attr;
-		so.xrcd_ino = spec->xrcd_ino;
+		obj_spec_fields_save(spec, &dev);
+		if (dev.n)
+			obj_fields_put(&so.base, &dev, o);
 		if (made) {
 			so.num = made->num;
 			so.key = made->lkey;

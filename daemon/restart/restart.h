@@ -33,8 +33,14 @@
  *   restore_fail()'s sentence: every adopted session is then ended (its
  *   objects go as a death's do, with the charges) rather than keep half a
  *   registry, and what nobody took is closed.
- * - ids: a family that takes ids (core->ids.dms) calls
- *   restart_ids_check() after, so that a restart never reuses one.
+ * - ids: a family that hands out ids keeps their space in its state and
+ *   describes it (family.h's ids and counters_field): the Counters record
+ *   keeps it and the restore brings it back; the family calls
+ *   restart_ids_check() after taking one, so that a restart never reuses
+ *   one.
+ * - a context's books: what the family keeps of a context goes into the
+ *   context's record and comes back with its charges (family.h's
+ *   ctx_save and ctx_restore).
  */
 #ifndef RDMAB_RESTART_H
 #define RDMAB_RESTART_H

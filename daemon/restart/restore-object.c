@@ -2,7 +2,8 @@
 /*
  * A StateObject record read by hand (restore-object.h): protobuf's wire
  * format, three messages deep (Object, SoftObject, ObjAttr), without an
- * allocation, with protobuf-c's answers to what is not well formed.
+ * allocation, with protobuf-c's answers to what is not well formed; and
+ * the fields others own of it (struct rec_fields) written by number.
  */
 #include "config.h"
 
@@ -10,6 +11,7 @@
 #include <string.h>
 
 #include "daemon/restart/restore-object.h"
+#include "proto/state.pb-c.h"
 
 enum { WT_VARINT = 0, WT_FIXED64 = 1, WT_LEN = 2, WT_FIXED32 = 5 };
 
@@ -146,6 +148,44 @@ static int rd_skip(struct rd *r, unsigned int wt)
 	return rd_field(r, wt, &sub, &all);
 }
 
+/* The uint64 field @field of message @d that the reader does not own:
+ * kept by number in @f for its owner (a family, the device); any other
+ * field @d does not name as one is passed over, as unknown. */
+static int rd_other(struct rd *r, unsigned int wt,
+		    const ProtobufCMessageDescriptor *d, uint32_t field,
+		    struct rec_fields *f)
+{
+	const ProtobufCFieldDescriptor *fd =
+		protobuf_c_message_descriptor_get_field(d, field);
+	uint64_t v;
+
+	if (!fd || fd->type != PROTOBUF_C_TYPE_UINT64 ||
+	    fd->label != PROTOBUF_C_LABEL_NONE)
+		return rd_skip(r, wt);
+	if (rd_uint(r, wt, &v) < 0 || rec_field_set(f, field, v) < 0)
+		return -EBADMSG;
+	return 0;
+}
+
+int state_fields_put(ProtobufCMessage *m, const struct rec_fields *f)
+{
+	const ProtobufCFieldDescriptor *fd[REC_FIELDS_MAX];
+
+	/* All or nothing: a record with some of them would say less than
+	 * its owners asked. */
+	for (unsigned int i = 0; i < f->n; i++) {
+		fd[i] = protobuf_c_message_descriptor_get_field(m->descriptor,
+								f->number[i]);
+		if (!fd[i] || fd[i]->type != PROTOBUF_C_TYPE_UINT64 ||
+		    fd[i]->label != PROTOBUF_C_LABEL_NONE)
+			return -ENOENT;
+	}
+	for (unsigned int i = 0; i < f->n; i++)
+		memcpy((char *)m + fd[i]->offset, &f->value[i],
+		       sizeof(uint64_t));
+	return 0;
+}
+
 static int attr_decode(struct rd *r, Rdmab__ObjAttr *a)
 {
 	while (r->p < r->end) {
@@ -234,7 +274,7 @@ static void use_add(struct state_obj *o, uint64_t v)
 static int soft_decode(struct rd *r, struct state_obj *o)
 {
 	o->soft.used_mask = 0;
-	o->soft.xrcd_ino = 0;
+	o->soft.device.n = 0;
 	o->soft.num = 0;
 	o->soft.key = 0;
 	while (r->p < r->end) {
@@ -275,11 +315,6 @@ static int soft_decode(struct rd *r, struct state_obj *o)
 				return -EBADMSG;
 			o->soft.has_attr = true;
 			break;
-		case 4:
-			if (rd_uint(r, wt, &v) < 0)
-				return -EBADMSG;
-			o->soft.xrcd_ino = v;
-			break;
 		case 104:
 		case 105:
 			if (rd_uint(r, wt, &v) < 0)
@@ -290,7 +325,9 @@ static int soft_decode(struct rd *r, struct state_obj *o)
 				o->soft.key = (uint32_t)v;
 			break;
 		default:
-			if (rd_skip(r, wt) < 0)
+			if (rd_other(r, wt,
+				     &rdmab__state__soft_object__descriptor,
+				     field, &o->soft.device) < 0)
 				return -EBADMSG;
 		}
 	}
@@ -318,8 +355,6 @@ int state_obj_decode(const uint8_t *p, size_t len, struct state_obj *ret)
 		case 2:
 		case 3:
 		case 4:
-		case 10:
-		case 11:
 		case 12:
 			if (rd_uint(&r, wt, &v) < 0)
 				return -EBADMSG;
@@ -339,7 +374,8 @@ int state_obj_decode(const uint8_t *p, size_t len, struct state_obj *ret)
 			o.has_soft = true;
 			continue;
 		default:
-			if (rd_skip(&r, wt) < 0)
+			if (rd_other(&r, wt, &rdmab__state__object__descriptor,
+				     field, &o.family) < 0)
 				return -EBADMSG;
 			continue;
 		}
@@ -370,12 +406,6 @@ int state_obj_decode(const uint8_t *p, size_t len, struct state_obj *ret)
 			break;
 		case 9:
 			o.family_owned = b;
-			break;
-		case 10:
-			o.dm_id = v;
-			break;
-		case 11:
-			o.xrcd_obj = v;
 			break;
 		case 12:
 			o.born_usec = v;

@@ -10,6 +10,11 @@
  * unknown fields skipped, and refused: a truncated varint or length, a
  * length past the end, a known field of the wrong wire type, a group, a
  * wire type beyond 5, field number 0.
+ *
+ * The fields it reads by name are the registry's; the families' fields of
+ * Object and the device's of SoftObject, all uint64, it reads by number,
+ * as the messages' descriptors list them, for their owners to interpret
+ * (struct rec_fields).
  */
 #ifndef RDMAB_RESTORE_OBJECT_H
 #define RDMAB_RESTORE_OBJECT_H
@@ -19,12 +24,17 @@
 #include <stdint.h>
 
 #include "daemon/device/device.h"
+#include "daemon/util/rec-fields.h"
 #include "proto/rdmabroker.pb-c.h"
 
 struct state_obj {
-	uint64_t owner, ctx_id, dm_id, xrcd_obj, born_usec;
+	uint64_t owner, ctx_id, born_usec;
 	uint32_t kind, handle;
 	bool intent, made_here, window_made, stuck, family_owned;
+	/* The families' fields (their hooks' save and restore,
+	 * objects.h): every uint64 field of Object the registry does not
+	 * own, by number. */
+	struct rec_fields family;
 	/* Field 13, the soft device's spec: present or not. */
 	bool has_soft;
 	struct {
@@ -32,7 +42,10 @@ struct state_obj {
 		uint32_t uses[OBJ_MAX_USES];
 		size_t n_uses;
 		uint32_t used_mask;
-		uint64_t xrcd_ino;
+		/* The spec's fields the device keeps by number
+		 * (obj_spec_fields_save()): every uint64 field of
+		 * SoftObject not read here. */
+		struct rec_fields device;
 		/* Fields 104, 105: its QP/SRQ number, its MR key. */
 		uint32_t num, key;
 		bool has_attr;
@@ -44,5 +57,10 @@ struct state_obj {
 /* Read the @len bytes at @p into @ret: 0, or -EBADMSG for what
  * protobuf-c would not unpack as a StateObject. */
 int state_obj_decode(const uint8_t *p, size_t len, struct state_obj *ret);
+
+/* Write @f into message @m, each value at the uint64 field of its number
+ * (what state_obj_decode() reads back into family or soft.device): 0, or
+ * -ENOENT for a number @m has no such field of (nothing written then). */
+int state_fields_put(ProtobufCMessage *m, const struct rec_fields *f);
 
 #endif

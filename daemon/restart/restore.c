@@ -92,7 +92,6 @@ struct robj {
 struct robjs {
 	struct robj *v;
 	size_t n, cap;
-	unsigned int rank_of[OBJ_KIND_COUNT];
 };
 
 static void robjs_free(struct robjs *ro)
@@ -142,6 +141,16 @@ static void id_restore(struct id_space *s, const Rdmab__State__IdSpace *m)
 	s->key[1] = m->key1;
 }
 
+/* The IdSpace field of @c at @offset (a family's counters_field). */
+static const Rdmab__State__IdSpace *
+counters_ids(const Rdmab__State__Counters *c, size_t offset)
+{
+	const Rdmab__State__IdSpace *s;
+
+	memcpy(&s, (const char *)c + offset, sizeof(s));
+	return s;
+}
+
 static int restore_counters(struct restore *rs)
 {
 	struct server *srv = server_of(rs->core);
@@ -157,7 +166,12 @@ static int restore_counters(struct restore *rs)
 	id_restore(&srv->core.ids.clients, c->clients);
 	id_restore(&srv->core.ids.contexts, c->contexts);
 	id_restore(&srv->core.ids.objects, c->objects);
-	id_restore(&srv->core.ids.dms, c->dms);
+	/* Each family's, where its description says the record keeps it. */
+	for (unsigned int f = 0; f < FAMILY_COUNT; f++)
+		if (families[f]->ids)
+			id_restore(
+				families[f]->ids(&srv->core),
+				counters_ids(c, families[f]->counters_field));
 	restart_serials_adopt(rs->core, c);
 	r->generation = c->generation + 1;
 	r->restarts = c->restarts + 1;
@@ -542,57 +556,33 @@ struct robj_order {
 	size_t i;
 };
 
+/* The spec of @m's create (its soft part), as restart_obj_made() was
+ * given it; its attributes are the caller's. */
+static void robj_spec(const struct state_obj *m, struct obj_spec *spec)
+{
+	*spec = (struct obj_spec){ .kind = (enum ibc_obj_kind)m->kind };
+	for (size_t i = 0; i < m->soft.n_uses && i < OBJ_MAX_USES; i++)
+		spec->uses[i] = m->soft.uses[i];
+	spec->used = m->soft.used_mask;
+	obj_spec_fields_load(spec, &m->soft.device);
+}
+
 /* Make a soft object again at its handle, as its create asked. */
 static int robj_remake(struct dctx *x, const struct state_obj *m,
 		       struct obj_made *made, struct why *why)
 {
-	struct obj_spec spec = { .kind = (enum ibc_obj_kind)m->kind };
+	struct obj_spec spec;
 
 	if (!m->has_soft)
 		return why_set(why, -EBADMSG, "its record has no spec");
-	for (size_t i = 0; i < m->soft.n_uses && i < OBJ_MAX_USES; i++)
-		spec.uses[i] = m->soft.uses[i];
-	spec.used = m->soft.used_mask & ((1u << OBJ_MAX_USES) - 1);
+	robj_spec(m, &spec);
+	spec.used &= (1u << OBJ_MAX_USES) - 1;
 	obj_attr_from_wire(&spec.attr, m->soft.has_attr ? &m->soft.attr : NULL);
-	spec.xrcd_ino = m->soft.xrcd_ino;
 	spec.num = m->soft.num;
 	spec.key = m->soft.key;
 	/* Provider-internal records per QP are not made again. */
 	spec.import = 0;
 	return x->dev->ctx_ops->obj_restore(x->dc, &spec, m->handle, made, why);
-}
-
-/* @m in protobuf-c's terms, for the families' hooks (objects.h), which
- * read a record so: nothing allocated, what it points to is @m's and
- * @so's. */
-static void robj_msg(const struct state_obj *m, Rdmab__State__Object *ret,
-		     Rdmab__State__SoftObject *so)
-{
-	rdmab__state__object__init(ret);
-	ret->owner = m->owner;
-	ret->ctx_id = m->ctx_id;
-	ret->kind = m->kind;
-	ret->handle = m->handle;
-	ret->intent = m->intent;
-	ret->made_here = m->made_here;
-	ret->window_made = m->window_made;
-	ret->stuck = m->stuck;
-	ret->family_owned = m->family_owned;
-	ret->dm_id = m->dm_id;
-	ret->xrcd_obj = m->xrcd_obj;
-	ret->born_usec = m->born_usec;
-	if (!m->has_soft)
-		return;
-	rdmab__state__soft_object__init(so);
-	so->n_uses =
-		m->soft.n_uses < OBJ_MAX_USES ? m->soft.n_uses : OBJ_MAX_USES;
-	so->uses = (uint32_t *)m->soft.uses;
-	so->used_mask = m->soft.used_mask;
-	so->attr = m->soft.has_attr ? (Rdmab__ObjAttr *)&m->soft.attr : NULL;
-	so->xrcd_ino = m->soft.xrcd_ino;
-	so->num = m->soft.num;
-	so->key = m->soft.key;
-	ret->soft = so;
 }
 
 /* Does @m say what @o is, as restart_obj_made() or restart_obj_saved()
@@ -604,11 +594,12 @@ static bool robj_is_record(struct core *core, const struct obj *o,
 			   const struct state_obj *m,
 			   const struct obj_made *made)
 {
-	Rdmab__State__Object fam = RDMAB__STATE__OBJECT__INIT;
+	struct rec_fields fam;
 
 	/* The families' fields, as their save hooks write them. */
+	fam.n = 0;
 	objects_hook_save(core->registry, o, &fam);
-	if (fam.dm_id != m->dm_id || fam.xrcd_obj != m->xrcd_obj)
+	if (!rec_fields_same(&fam, &m->family))
 		return false;
 	if (o->owner->client_id != m->owner || o->ctx->id != m->ctx_id ||
 	    o->kind != m->kind || o->handle != m->handle ||
@@ -628,8 +619,6 @@ static void restore_obj(struct rctx *rc, struct robj *ro, bool last)
 	const struct state_obj *m = &ro->m;
 	struct why why = { 0 };
 	struct obj_made made = { 0 };
-	Rdmab__State__Object msg;
-	Rdmab__State__SoftObject so;
 	struct conn *c = rctx_conn(rc, m->owner);
 	/* A session that ended before the restart: its owner's record. */
 	struct obj_owner *ow = c || m->family_owned ?
@@ -685,8 +674,7 @@ static void restore_obj(struct rctx *rc, struct robj *ro, bool last)
 	o->handle = m->handle;
 	o->window_made = m->window_made;
 	o->born_usec = m->born_usec;
-	robj_msg(m, &msg, &so);
-	ret = objects_hook_restore(rc->rs->core->registry, o, &msg);
+	ret = objects_hook_restore(rc->rs->core->registry, o, m);
 	if (ret < 0) {
 		log_warn("object %" PRIu64 ": not adopted: %s", ro->id,
 			 strerror(-ret));
@@ -700,12 +688,9 @@ static void restore_obj(struct rctx *rc, struct robj *ro, bool last)
 		restart_obj_packed(rc->rs->core, o, remake ? &made : NULL,
 				   ro->data, ro->len);
 	} else if (remake && m->has_soft) {
-		struct obj_spec spec = { .kind = o->kind };
+		struct obj_spec spec;
 
-		for (size_t i = 0; i < m->soft.n_uses && i < OBJ_MAX_USES; i++)
-			spec.uses[i] = m->soft.uses[i];
-		spec.used = m->soft.used_mask;
-		spec.xrcd_ino = m->soft.xrcd_ino;
+		robj_spec(m, &spec);
 		restart_obj_made(rc->rs->core, o, &spec, &made,
 				 m->soft.has_attr ? &m->soft.attr : NULL);
 	} else {
@@ -720,8 +705,6 @@ static void restore_objects(struct rctx *rc, struct robjs *ro)
 	struct robj_order *order;
 	size_t n = 0;
 
-	for (unsigned int i = 0; i < obj_cleanup_kinds; i++)
-		ro->rank_of[obj_cleanup_order[i]] = i + 1;
 	/* qsort() of nothing must not be given NULL (UBSan). */
 	if (rc->n)
 		qsort(rc->conns, rc->n, sizeof(*rc->conns), conn_cmp);
@@ -742,7 +725,8 @@ static void restore_objects(struct rctx *rc, struct robjs *ro)
 				 r->id);
 			continue;
 		}
-		order[n].key = (uint64_t)(UINT32_MAX - ro->rank_of[r->m.kind])
+		order[n].key = (uint64_t)(UINT32_MAX -
+					  obj_kind_destroy_rank(r->m.kind))
 				       << 32 |
 			       r->m.handle;
 		order[n++].i = i;

@@ -648,8 +648,6 @@ int server_init(struct server *srv, const struct server_options *opt)
 		ret = id_space_init(&srv->core.ids.contexts);
 	if (ret == 0)
 		ret = id_space_init(&srv->core.ids.objects);
-	if (ret == 0)
-		ret = id_space_init(&srv->core.ids.dms);
 	if (ret < 0) {
 		log_err("cannot draw the ids' keys: %s", strerror(-ret));
 		return ret;

@@ -328,7 +328,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 	srv.core.ids.clients.plain = true;
 	srv.core.ids.contexts.plain = true;
 	srv.core.ids.objects.plain = true;
-	srv.core.ids.dms.plain = true;
+	for (unsigned int f = 0; f < FAMILY_COUNT; f++)
+		if (families[f]->ids)
+			families[f]->ids(&srv.core)->plain = true;
 	srv_up = true;
 	/* Connections come from socketpairs: the socket can go now. The
 	 * directory goes at exit (fuzz_cleanup), a crash's aside. */
@@ -782,7 +784,9 @@ static void session_end(struct session *s)
 	srv.core.ids.clients.count = 0;
 	srv.core.ids.contexts.count = 0;
 	srv.core.ids.objects.count = 0;
-	srv.core.ids.dms.count = 0;
+	for (unsigned int f = 0; f < FAMILY_COUNT; f++)
+		if (families[f]->ids)
+			families[f]->ids(&srv.core)->count = 0;
 	srv.core.requests_served = 0;
 }
 

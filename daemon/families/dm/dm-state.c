@@ -547,3 +547,26 @@ int dm_restore(struct core *core, struct restore *rs)
 		dm_retry_later(core);
 	return 0;
 }
+
+struct id_space *dm_ids(struct core *core)
+{
+	return &dm_state(core)->ids;
+}
+
+void dm_ctx_save(const struct dctx *x, Rdmab__State__Context *m)
+{
+	m->dm_bytes_left = x->dm_bytes_left;
+}
+
+void dm_ctx_restore(struct core *core, struct dctx *x,
+		    const Rdmab__State__Context *m)
+{
+	(void)core;
+	/* What the kernel still holds in the context: charged as when it
+	 * was left, over the limit too (it exists), given back at the
+	 * context's close as ever. */
+	x->dm_bytes_left = m->dm_bytes_left;
+	charge_add(x->domain, CHARGE_DM_BYTES, x->dm_bytes_left);
+	charge_add_u64(&x->dev->dm_reserved, x->dm_bytes_left,
+		       "reserved DM bytes");
+}

@@ -27,6 +27,7 @@
 #include "daemon/registry/objects.h"
 #include "daemon/registry/core.h"
 #include "daemon/restart/restart.h"
+#include "daemon/restart/restore-object.h"
 #include "daemon/registry/user.h"
 #include "proto/state.pb-c.h"
 
@@ -141,29 +142,34 @@ static int dm_mr_uses(struct core *core, struct obj *o, struct obj *const *uses,
 	return 0;
 }
 
-static void dm_obj_save(const struct obj *o, Rdmab__State__Object *m,
-			void *data)
+/* A DM import's record, an MR on a DM: the DM's id, in the record's
+ * field DM_OBJECT_FIELD. */
+static void dm_obj_save(const struct obj *o, struct rec_fields *f, void *data)
 {
 	const struct dm_mr *mr;
+	uint64_t id;
 
 	(void)data;
 	if (o->kind == IBC_OBJ_DM) {
-		m->dm_id = dm_import_id(o);
-		return;
+		id = dm_import_id(o);
+	} else {
+		mr = dm_mr_of(o);
+		id = mr ? mr->dm_id : 0;
 	}
-	mr = dm_mr_of(o);
-	m->dm_id = mr ? mr->dm_id : 0;
+	/* The family's one field: within REC_FIELDS_MAX. */
+	(void)rec_field_set(f, DM_OBJECT_FIELD, id);
 }
 
 /* An MR's record comes back once the DMs did (restore_objects_later()):
  * loose until dm_restore() puts it on its DM's list. */
 static int dm_mr_restore(struct core *core, struct obj *o,
-			 const Rdmab__State__Object *m, void *data)
+			 const struct state_obj *m, void *data)
 {
+	uint64_t id = rec_field_get(&m->family, DM_OBJECT_FIELD);
 	struct dm_mr *mr;
 
 	(void)core;
-	return m->dm_id ? dm_mr_new(data, o, m->dm_id, &mr) : 0;
+	return id ? dm_mr_new(data, o, id, &mr) : 0;
 }
 
 static void dm_mrs_fini(struct dm_table *t)
@@ -185,6 +191,7 @@ struct dm_table *dm_state(const struct core *core)
 static int dm_init(struct core *core)
 {
 	struct dm_table *t = calloc(1, sizeof(*t));
+	int ret;
 
 	if (!t)
 		return -ENOMEM;
@@ -195,7 +202,10 @@ static int dm_init(struct core *core)
 	t->retry_ev = evtimer_new(core->base, dm_retry_cb, core);
 	if (!t->retry_ev)
 		return -ENOMEM;
-	return 0;
+	ret = id_space_init(&t->ids);
+	if (ret < 0)
+		log_err("cannot draw the DM ids' key: %s", strerror(-ret));
+	return ret;
 }
 
 void dm_view(const struct core *core, const struct client *c,
@@ -835,7 +845,7 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 	dm = calloc(1, sizeof(*dm));
 	if (!dm)
 		return why_set(why, -ENOMEM, "out of memory");
-	if (id_next(&core->ids.dms, &dm->id) < 0) {
+	if (id_next(&dm_state(core)->ids, &dm->id) < 0) {
 		free(dm);
 		return why_set(why, -ENOSPC, "the broker has no DM ids left");
 	}
@@ -897,6 +907,8 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
 	dm_state(core)->n++;
 	dm_journal(core, dm);
+	/* Its id past the saved mark: the counters again (restart.h). */
+	restart_ids_check(core);
 	*ret_dm = dm;
 	*ret_hold = h;
 	return 0;
@@ -1107,6 +1119,10 @@ const struct family dm_family = {
 	.requests = dm_requests,
 	.rekey_reply_field = offsetof(Rdmab__DomainRekeyReply, destroyed_dms),
 	.restore = dm_restore,
+	.ids = dm_ids,
+	.counters_field = offsetof(Rdmab__State__Counters, dms),
+	.ctx_save = dm_ctx_save,
+	.ctx_restore = dm_ctx_restore,
 	.obj_hooks =
 		{
 			[IBC_OBJ_DM] = &dm_imports,

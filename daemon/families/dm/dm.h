@@ -25,6 +25,7 @@
 
 #include "daemon/device/device.h"
 #include "daemon/families/family.h"
+#include "daemon/util/ids.h"
 #include "daemon/util/queue.h"
 #include "proto/rdmabroker.pb-c.h"
 
@@ -128,6 +129,8 @@ struct dm_mr {
 };
 
 struct dm_table {
+	/* The DMs' ids (ids.h). */
+	struct id_space ids;
 	TAILQ_HEAD(, dm) dms;
 	unsigned int n;
 	/* Retries the free of blocked DMs while there are any. */
@@ -150,6 +153,9 @@ struct dm_table {
 extern const struct family dm_family;
 /* Its journal record kinds start here (family.h's journal_first). */
 #define DM_JOURNAL_FIRST 16
+/* The family's field of the registry's Object record (state.proto's
+ * Object.dm_id): a DM import's DM, an MR's on a DM. */
+#define DM_OBJECT_FIELD 10
 /* The requests it serves (dm-handlers.c), up to { 0, NULL }. */
 extern const struct family_request dm_requests[];
 /* Its listing's (dm-list.c), one of them. */
@@ -247,6 +253,13 @@ void dm_journal_session_gone(struct core *core, const struct dm_session *s);
 void dm_state_leave(struct core *core);
 /* The family's restore slot (family.h). */
 int dm_restore(struct core *core, struct restore *rs);
+/* Its ids, and its books of a context (DM bytes a forced rekey left in
+ * it), across a restart (family.h's ids, ctx_save, ctx_restore). */
+struct id_space *dm_ids(struct core *core);
+struct Rdmab__State__Context;
+void dm_ctx_save(const struct dctx *x, struct Rdmab__State__Context *m);
+void dm_ctx_restore(struct core *core, struct dctx *x,
+		    const struct Rdmab__State__Context *m);
 /* Arm @dm's revoke grace period (dm-revoke.c): 0 or -ENOMEM. */
 int dm_revoke_arm(struct core *core, struct dm *dm);
 /* Drop @dm's record: uncharged, off every list, freed; the device's DM

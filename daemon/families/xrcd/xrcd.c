@@ -22,6 +22,7 @@
 #include "daemon/registry/core.h"
 #include "daemon/restart/restart.h"
 #include "daemon/families/xrcd/xrcd-conf.h"
+#include "daemon/restart/restore-object.h"
 #include "daemon/families/xrcd/xrcd.h"
 #include "proto/state.pb-c.h"
 
@@ -1156,19 +1157,21 @@ static int xrcd_user_uses(struct core *core, struct obj *o,
 	return 0;
 }
 
-static void xrcd_user_save(const struct obj *o, Rdmab__State__Object *m,
+/* That id, in the record's field XRCD_OBJECT_FIELD. */
+static void xrcd_user_save(const struct obj *o, struct rec_fields *f,
 			   void *data)
 {
 	(void)data;
-	m->xrcd_obj = o->slot[FAMILY_XRCD].id;
+	/* The family's one field: within REC_FIELDS_MAX. */
+	(void)rec_field_set(f, XRCD_OBJECT_FIELD, o->slot[FAMILY_XRCD].id);
 }
 
 static int xrcd_user_restore(struct core *core, struct obj *o,
-			     const Rdmab__State__Object *m, void *data)
+			     const struct state_obj *m, void *data)
 {
 	(void)core;
 	(void)data;
-	o->slot[FAMILY_XRCD].id = m->xrcd_obj;
+	o->slot[FAMILY_XRCD].id = rec_field_get(&m->family, XRCD_OBJECT_FIELD);
 	return 0;
 }
 

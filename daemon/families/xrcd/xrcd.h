@@ -42,6 +42,9 @@ struct why;
 extern const struct family xrcd_family;
 /* Its journal record kinds start here (family.h's journal_first). */
 #define XRCD_JOURNAL_FIRST 32
+/* The family's field of the registry's Object record (state.proto's
+ * Object.xrcd_obj): the XRCD open an XRC SRQ or QP uses. */
+#define XRCD_OBJECT_FIELD 11
 /* The requests (xrcd-handlers.c turns them into replies), 0 or -errno
  * naming what was wrong in @why. An open fills @out (initialised) and
  * the XRCD's file in *@ret_fd (the table's: the reply sends a copy). */
