@@ -75,6 +75,7 @@ int restart_init(struct server *srv)
 	if (!rs)
 		return -ENOMEM;
 	srv->core.restart = rs;
+	srv->core.sink = &restart_sink;
 	/* Without systemd the journal is kept all the same: a SIGUSR2
 	 * hands it to the new binary. A re-exec's notify socket is the
 	 * old daemon's, gone once it exits: no store there. */
@@ -155,6 +156,7 @@ void restart_fini(struct server *srv)
 	fdstore_free(rs->store);
 	free(rs);
 	srv->core.restart = NULL;
+	srv->core.sink = NULL;
 }
 
 /* --- hooks --------------------------------------------------------------- */

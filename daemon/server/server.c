@@ -23,6 +23,7 @@
 
 #include "daemon/server/conn.h"
 #include "daemon/registry/ctx.h"
+#include "daemon/registry/ctx-hooks.h"
 #include "daemon/server/listen.h"
 #include "daemon/util/log.h"
 #include "daemon/server/metrics.h"
@@ -593,6 +594,7 @@ int server_init(struct server *srv, const struct server_options *opt)
 	srv->core.runtime_dir = srv->opt.runtime_dir;
 	srv->core.max_conns = srv->opt.max_conns;
 	srv->core.ops = &notify_core_ops;
+	srv->core.ctx_hooks = &registry_ctx_hooks;
 	srv->runtime_lock_fd = -1;
 	TAILQ_INIT(&srv->conns);
 	TAILQ_INIT(&srv->lingering);
