@@ -51,7 +51,8 @@ struct core_status {
 	unsigned int clients, max_clients;
 };
 
-/* What the transport does for the layers below it (notify.c). */
+/* What the transport does for the layers below it (server.c fills it,
+ * notify.c walks the connections). */
 struct core_ops {
 	/*
 	 * Send @ev to every client past its hello that @filter (NULL: all)

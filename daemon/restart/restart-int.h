@@ -71,8 +71,6 @@ struct restart {
 	struct event *usr2_ev;
 };
 
-/* SIGUSR2: re-execute (reexec.c). 0 or -ENOMEM. */
-int reexec_init(struct server *srv);
 /* The notify socket a re-exec gives the new binary starts so. */
 #define REEXEC_NOTIFY_PREFIX "@rdmabrokerd-reexec-"
 
