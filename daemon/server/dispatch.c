@@ -3,7 +3,8 @@
  * The request table: which handler serves which request body, with its
  * flags (hello first, administrators only, bounded reply), and the reply
  * each request gets exactly once. The only place a request body is
- * matched to code; conn.c hands it the packets.
+ * matched to code; conn.c hands it the packets (the table's ops, which
+ * server.c fills).
  */
 #include "config.h"
 

@@ -3,7 +3,9 @@
  * The daemon's top (server.h): start-up and shutdown in order, the
  * listening socket (stale paths, the socket's group), accepting with the
  * limits and the administrators' reserve, reload, signals, systemd status
- * and watchdog, and the watch for devices that go.
+ * and watchdog, and the watch for devices that go; and the hooks the
+ * layers below it are given: struct core_ops (core.h) and the connection
+ * table's struct conn_ops (conn.h).
  */
 #include "config.h"
 

@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * struct server, the daemon's top: the event loop, the listening socket,
- * the connections, the devices and the families' state, and what every
- * layer below reaches through it. server.c owns start-up, admission,
- * reload, device removal and shutdown.
+ * the connection table (conn.h), the devices and the families' state, and
+ * what every layer below reaches through it. server.c owns start-up,
+ * admission, reload, device removal and shutdown.
  */
 #ifndef RDMAB_SERVER_H
 #define RDMAB_SERVER_H
