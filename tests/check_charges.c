@@ -347,7 +347,7 @@ static void assert_charges_zero(void)
 		ck_assert_uint_eq(u->pinned_fds, 0);
 		ck_assert_uint_eq(u->watches, 0);
 	}
-	ck_assert_uint_eq(sl_srv.n_conns, 0);
+	ck_assert_uint_eq(sl_srv.tab.n_conns, 0);
 	ck_assert_uint_eq(sl_srv.core.registry->n_watch_pidfds, 0);
 	ck_assert_uint_eq(charge_underflows(), 0);
 	ck_assert_int_eq(sl_log_count("BUG: charge"), 0);

@@ -189,8 +189,8 @@ static void conn_setup(void)
 			   SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
 			   sv),
 		0);
-	ck_assert_int_eq(conn_new(&srv, sv[0], &conn), 0);
-	ck_assert_uint_eq(srv.n_conns, 1);
+	ck_assert_int_eq(conn_new(&srv.tab, sv[0], &conn), 0);
+	ck_assert_uint_eq(srv.tab.n_conns, 1);
 	peer = sv[1];
 	fds_at_start = tl_count_fds(0);
 }
@@ -300,15 +300,15 @@ static void ping_ok(uint64_t serial)
 {
 	send_ping(serial, WIRE_PROTOCOL_VERSION, 0);
 	ck_assert_int_eq(reply_error_of(serial, NULL, 0), 0);
-	ck_assert_uint_eq(srv.n_conns, 1 + n_extra);
+	ck_assert_uint_eq(srv.tab.n_conns, 1 + n_extra);
 }
 
 /* The connection is gone: the peer reads end of stream, the server
  * forgot it, and every descriptor it held is closed. */
 static void assert_disconnected(void)
 {
-	ck_assert_uint_eq(srv.n_conns, 0);
-	ck_assert(TAILQ_EMPTY(&srv.conns));
+	ck_assert_uint_eq(srv.tab.n_conns, 0);
+	ck_assert(TAILQ_EMPTY(&srv.tab.conns));
 	ck_assert_int_eq(tl_wait_eof(peer, 1000), 0);
 	/* Only our end is left: the connection's socket, its pidfd and
 	 * every descriptor the request carried are closed. */
@@ -335,7 +335,7 @@ START_TEST(test_unknown_body_keeps_client)
 	tl_buf_free(&b);
 	ck_assert_int_eq(reply_error_of(7, msg, sizeof(msg)), EOPNOTSUPP);
 	ck_assert_msg(strstr(msg, "not supported"), "message: %s", msg);
-	ck_assert_uint_eq(srv.n_conns, 1);
+	ck_assert_uint_eq(srv.tab.n_conns, 1);
 	ck_assert_uint_eq(srv.core.requests_served, served + 2);
 	ping_ok(8);
 }
@@ -351,7 +351,7 @@ START_TEST(test_no_body)
 	feed(&b, 0);
 	tl_buf_free(&b);
 	ck_assert_int_eq(reply_error_of(5, NULL, 0), EOPNOTSUPP);
-	ck_assert_uint_eq(srv.n_conns, 1);
+	ck_assert_uint_eq(srv.tab.n_conns, 1);
 	hello_ok(6);
 }
 END_TEST
@@ -462,7 +462,7 @@ START_TEST(test_hello_twice)
 	hello_ok(1);
 	send_hello(2, 0, "check");
 	ck_assert_int_eq(reply_error_of(2, NULL, 0), EALREADY);
-	ck_assert_uint_eq(srv.n_conns, 1);
+	ck_assert_uint_eq(srv.tab.n_conns, 1);
 	ping_ok(3);
 }
 END_TEST
@@ -474,7 +474,7 @@ START_TEST(test_hello_invalid)
 
 	send_hello(1, 7, "check");
 	ck_assert_int_eq(reply_error_of(1, NULL, 0), EINVAL);
-	ck_assert_uint_eq(srv.n_conns, 1);
+	ck_assert_uint_eq(srv.tab.n_conns, 1);
 	ck_assert(!conn->cl.hello_done);
 
 	memset(longer, 'v', sizeof(longer) - 1);
@@ -609,7 +609,7 @@ static size_t add_conn(uid_t uid)
 			   SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
 			   sv),
 		0);
-	ck_assert_int_eq(conn_new(&srv, sv[0], &extra_conn[n_extra]), 0);
+	ck_assert_int_eq(conn_new(&srv.tab, sv[0], &extra_conn[n_extra]), 0);
 	extra_peer[n_extra] = sv[1];
 	conn = extra_conn[n_extra];
 	peer = extra_peer[n_extra];

@@ -618,8 +618,8 @@ START_TEST(test_device_gone)
 	OK(ol_cq(b, 4, &o));
 	sl_hang_up(1);
 	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 3);
-	notify_device_gone(&sl_srv, &sl_srv.core.devices.dev[0],
-			   "a test removed it");
+	server_device_removed(&sl_srv, &sl_srv.core.devices.dev[0],
+			      "a test removed it");
 	ck_assert_uint_eq(sl_srv.core.registry->n_objs, 0);
 	ck_assert_ptr_null(sl_owner(1));
 	ck_assert_int_eq(n_seen, 0);

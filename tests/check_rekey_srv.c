@@ -317,7 +317,7 @@ START_TEST(test_event_to_gone_requester)
 	for (int i = 0; i < 10; i++)
 		sl_pump();
 	ck_assert_uint_eq(d->rekeys, 1);
-	ck_assert_uint_eq(sl_srv.n_conns, 1);
+	ck_assert_uint_eq(sl_srv.tab.n_conns, 1);
 	ck_assert_uint_eq(TAILQ_FIRST(&d->ctxs)->id, old);
 	ck_assert(TAILQ_FIRST(&d->ctxs)->rekeyed);
 	OK(close_context(other, old));
@@ -348,7 +348,7 @@ START_TEST(test_rss_event_to_gone_requester)
 	c->fd = -1;
 	for (int i = 0; i < 10; i++)
 		sl_pump();
-	ck_assert_uint_eq(sl_srv.n_conns, 0);
+	ck_assert_uint_eq(sl_srv.tab.n_conns, 0);
 }
 END_TEST
 
@@ -363,7 +363,7 @@ START_TEST(test_evict_force_closes_target)
 	/* Sends to it fail (EPIPE), and it has not hung up. */
 	ck_assert_int_eq(shutdown(t->fd, SHUT_RD), 0);
 	OK(evict_rekey(admin, t->client_id, true));
-	ck_assert_uint_eq(sl_srv.n_conns, 1);
+	ck_assert_uint_eq(sl_srv.tab.n_conns, 1);
 	ck_assert_uint_eq(TAILQ_FIRST(&sl_srv.core.domains)->rekeys, 1);
 }
 END_TEST
@@ -558,7 +558,7 @@ START_TEST(test_close_nested_in_cleanup)
 	/* Sends to x fail (EPIPE). */
 	ck_assert_int_eq(shutdown(x->fd, SHUT_RD), 0);
 	kill_and_reap(2);
-	ck_assert_uint_eq(sl_srv.n_conns, 1);
+	ck_assert_uint_eq(sl_srv.tab.n_conns, 1);
 }
 END_TEST
 

@@ -25,6 +25,7 @@
 #include "daemon/server/dispatch.h"
 #include "daemon/registry/domain.h"
 #include "daemon/registry/objects.h"
+#include "daemon/server/notify.h"
 #include "daemon/server/server.h"
 #include "proto/wire.h"
 #include "tests/cklib.h"
@@ -95,7 +96,7 @@ static bool connected(uint64_t client_id)
 {
 	struct conn *c;
 
-	TAILQ_FOREACH(c, &sl_srv.conns, link)
+	TAILQ_FOREACH(c, &sl_srv.tab.conns, link)
 		if (c->cl.id == client_id)
 			return true;
 	return false;
@@ -138,7 +139,7 @@ static void owner_stops_reading(struct ol_client *f, struct ol_client *e,
 	rss_create(e, wqs, BIG_WQS);
 	rss_create(e, ret_own, 1);
 	/* A smaller cap, fewer destroys: the Events pass it sooner. */
-	sl_srv.opt.outq_max = 64 * 1024;
+	sl_srv.tab.outq_max = 64 * 1024;
 	while (ec->reading) {
 		ck_assert_uint_lt(k, BIG_WQS / 2);
 		OK(ol_destroy(f, wqs[k++]));
@@ -178,7 +179,7 @@ START_TEST(test_rebuild_event_closes_owner)
 	 * with its WQ, the big one stays over the rest. */
 	ck_assert(!wq_listed(f, own));
 	ck_assert_uint_eq(rss_count(f), 1);
-	ck_assert_uint_eq(sl_srv.n_conns, 1);
+	ck_assert_uint_eq(sl_srv.tab.n_conns, 1);
 	/* The daemon goes on: the rest of the WQs leave the big table. */
 	OK(ol_destroy(f, wqs[k]));
 }
@@ -198,7 +199,7 @@ START_TEST(test_forced_rekey_closes_owner)
 
 	owner_stops_reading(f, e, ec, wqs, &own, &k);
 	/* Past the hard cap, not yet told: the rekey's Event fails. */
-	while (ec->outq_bytes <= 4 * sl_srv.opt.outq_max) {
+	while (ec->outq_bytes <= 4 * sl_srv.tab.outq_max) {
 		ck_assert_uint_lt(k, BIG_WQS - 1);
 		OK(ol_destroy(f, wqs[k++]));
 	}
@@ -209,7 +210,7 @@ START_TEST(test_forced_rekey_closes_owner)
 	ck_assert(!connected(e->client_id));
 	sl_conns[1] = NULL;
 	ck_assert_uint_eq(rss_count(admin), 0);
-	ck_assert_uint_eq(sl_srv.n_conns, 2);
+	ck_assert_uint_eq(sl_srv.tab.n_conns, 2);
 }
 END_TEST
 
@@ -400,7 +401,7 @@ START_TEST(test_kill)
 	sev.reason = (char *)"test";
 	ev.body_case = RDMAB__EVENT__BODY_SHUTDOWN;
 	ev.shutdown = &sev;
-	ck_assert_uint_eq(notify_clients(&sl_srv, &ev, NULL, NULL), 1);
+	ck_assert_uint_eq(notify_clients(&sl_srv.tab, &ev, NULL, NULL), 1);
 	served = sl_srv.core.requests_served;
 	req.body_case = RDMAB__REQUEST__BODY_PING;
 	req.ping.data = &byte;
@@ -410,7 +411,7 @@ START_TEST(test_kill)
 	sl_conns[0] = NULL;
 	ck_assert(!connected(a->client_id));
 	ck_assert_uint_eq(sl_srv.core.requests_served, served);
-	ck_assert_uint_eq(sl_srv.n_conns, 1);
+	ck_assert_uint_eq(sl_srv.tab.n_conns, 1);
 	/* Neither the Event nor a reply: the end of the connection (reset:
 	 * its ping was left unread). */
 	errno = 0;
@@ -447,7 +448,7 @@ START_TEST(test_evict_deferred)
 
 	sl_client(0, NULL, false);
 	t = sl_client(1, NULL, true);
-	n = sl_srv.n_conns;
+	n = sl_srv.tab.n_conns;
 	wire_arena_init(&arena, mem.b, sizeof(mem.b), sizeof(mem.b));
 	r.arena = &arena;
 	er.client_id = t->client_id;
@@ -456,18 +457,18 @@ START_TEST(test_evict_deferred)
 	/* The handler itself (dispatch checks H_ADMIN before it). */
 	ck_assert_int_eq(h_admin_evict(&sl_conns[0]->cl, &req, NULL, &r), 0);
 	ck_assert(connected(t->client_id));
-	ck_assert_uint_eq(sl_srv.n_conns, n);
+	ck_assert_uint_eq(sl_srv.tab.n_conns, n);
 	ck_assert_int_eq(sl_log_count("evicted by client"), 1);
 	/* Told why before the end. */
 	ck_assert_int_gt(recv(t->fd, buf, sizeof(buf), MSG_DONTWAIT), 0);
 	sl_pump();
 	sl_conns[1] = NULL;
 	ck_assert(!connected(t->client_id));
-	ck_assert_uint_eq(sl_srv.n_conns, n - 1);
+	ck_assert_uint_eq(sl_srv.tab.n_conns, n - 1);
 	ck_assert_int_eq(recv(t->fd, buf, sizeof(buf), MSG_DONTWAIT), 0);
 	/* Closed once: another turn finds nothing to close. */
 	sl_pump();
-	ck_assert_uint_eq(sl_srv.n_conns, n - 1);
+	ck_assert_uint_eq(sl_srv.tab.n_conns, n - 1);
 	wire_arena_reset(&arena);
 }
 END_TEST

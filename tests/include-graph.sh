@@ -77,8 +77,8 @@ BEGIN {
 	# path pattern (a regular expression over the module name) and layer
 	n = split("^daemon/(util/log|util/queue|util/ids|util/why|util/rec-fields|restart/fdstore|restart/journal|restart/inflight|util/keysort)$ 0 " \
 		  "^daemon/(device/device|device/verbs/device-verbs|device/soft/device-soft|device/soft/soft-objects|device/verbs/uverbs|device/caps|families/rss/rss-verbs|device/soft/soft)$ 1 " \
-		  "^daemon/(registry/objects|registry/domain|registry/ctx|registry/user|registry/policy|config/conf|config/conf-check|config/conf-family|families/dm/dm-conf|families/xrcd/xrcd-conf|families/rss/rss-conf|registry/cgroup|families/family|registry/charge|registry/core|registry/client|restart/restart|restart/restart-int|restart/restore-object)$ 2 " \
-		  "^daemon/(families/dm/dm|families/dm/dm-revoke|families/xrcd/xrcd|families/rss/rss|families/rekey|registry/obj-cleanup|registry/obj-watch|registry/unaccounted|families/families|families/family-state|families/dm/dm-state|families/xrcd/xrcd-state|families/rss/rss-state)$ 3 " \
+		  "^daemon/(registry/objects|registry/domain|registry/ctx|registry/user|registry/policy|config/conf|config/conf-check|config/conf-family|families/dm/dm-conf|families/xrcd/xrcd-conf|families/rss/rss-conf|registry/cgroup|families/family|registry/charge|registry/core|registry/client|registry/journal-sink|restart/restart|restart/restart-int|restart/restore-object)$ 2 " \
+		  "^daemon/(families/dm/dm|families/dm/dm-revoke|families/xrcd/xrcd|families/rss/rss|families/rekey|registry/obj-cleanup|registry/obj-watch|registry/unaccounted|registry/ctx-hooks|families/families|families/family-state|families/dm/dm-state|families/xrcd/xrcd-state|families/rss/rss-state)$ 3 " \
 		  "^daemon/(registry/obj-handlers|server/inspect|server/session|families/dm/dm-list|registry/ctx-handlers|families/dm/dm-handlers|families/rekey-handlers|families/xrcd/xrcd-handlers|families/rss/rss-handlers|server/handler)$ 4 " \
 		  "^daemon/(server/server|server/conn|server/dispatch|server/main|server/sd|server/notify|server/listen|server/runtime|restart/restart-srv|restart/restore|restart/reexec)$ 5 " \
 		  "^daemon/server/conn-evict$ 5 " \

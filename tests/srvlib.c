@@ -93,7 +93,7 @@ struct ol_client *sl_connect(int i)
 			   SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
 			   sv),
 		0);
-	ck_assert_int_eq(conn_new(&sl_srv, sv[0], &sl_conns[i]), 0);
+	ck_assert_int_eq(conn_new(&sl_srv.tab, sv[0], &sl_conns[i]), 0);
 	memset(c, 0, sizeof(*c));
 	c->fd = sv[1];
 	c->pump = sl_pump;

@@ -27,6 +27,8 @@ struct registry;
 struct client;
 struct core;
 struct restart;
+struct journal_sink;
+struct dctx_hooks;
 struct domain;
 struct user;
 
@@ -49,7 +51,8 @@ struct core_status {
 	unsigned int clients, max_clients;
 };
 
-/* What the transport does for the layers below it (notify.c). */
+/* What the transport does for the layers below it (server.c fills it,
+ * notify.c walks the connections). */
 struct core_ops {
 	/*
 	 * Send @ev to every client past its hello that @filter (NULL: all)
@@ -109,9 +112,15 @@ struct core {
 	 * (core_rekey_due()); rekey_init() makes it. */
 	struct event *rekey_ev;
 	const struct core_ops *ops;
+	/* What a context's turns do above it (ctx.h), set by
+	 * server_init(). */
+	const struct dctx_hooks *ctx_hooks;
 	/* Restart (restart.h): the fd store and the state journal; NULL
 	 * when off. */
 	struct restart *restart;
+	/* What the registry tells the journal (journal-sink.h), set by
+	 * restart_init(); NULL when restart is off. */
+	const struct journal_sink *sink;
 	/* Requests answered since the first generation (status, and the
 	 * journal's counters). */
 	uint64_t requests_served;

@@ -15,10 +15,8 @@
 #include "daemon/registry/ctx.h"
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
-#include "daemon/registry/objects.h"
 #include "daemon/registry/core.h"
-#include "daemon/restart/restart.h"
-#include "daemon/registry/unaccounted.h"
+#include "daemon/registry/journal-sink.h"
 #include "daemon/registry/user.h"
 
 static void dctx_close_device(struct dctx *x)
@@ -53,7 +51,7 @@ static void dctx_free(struct core *core, struct dctx *x)
 	else
 		log_debug("context %" PRIu64 " (%s on %s) closed", x->id,
 			  d->name, x->dev->name);
-	restart_ctx_closed(core, x);
+	sink_ctx_closed(core, x);
 	/* What lives only as long as the kernel context goes with it. */
 	families_ctx_closed(core, x);
 	dctx_close_device(x);
@@ -168,12 +166,12 @@ static int dctx_make(struct core *core, struct domain *d, struct device *dev,
 			goto fail;
 		}
 	}
-	unaccounted_ctx_opened(x);
+	core->ctx_hooks->opened(x);
 	TAILQ_INSERT_TAIL(&d->ctxs, x, link);
 	d->n_ctxs++;
 	log_debug("context %" PRIu64 " (%s on %s) opened", x->id, d->name,
 		  dev->name);
-	restart_ctx_opened(core, x);
+	sink_ctx_opened(core, x);
 	*ret = x;
 	return 0;
 
@@ -219,7 +217,7 @@ int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens,
 	TAILQ_INSERT_TAIL(&c->ctxs, cc, link);
 	c->n_ctxs++;
 	/* The new generation's journal starts empty. */
-	restart_hold_saved(c->core, c->id, cc);
+	sink_hold_saved(c->core, c->id, cc);
 	return 0;
 }
 
@@ -275,17 +273,17 @@ static void dctx_conn_let_go(struct core *core, struct client *c,
 	/* Its copy of a rekeyed context is closed or will be: what it
 	 * made there goes with the context, not by handle. */
 	if (x->rekeyed)
-		objects_ctx_let_go(core, x, c->id);
+		core->ctx_hooks->let_go(core, x, c->id);
 	dctx_unref(core, x);
 }
 
 void dctx_retire(struct core *core, struct dctx *x)
 {
 	x->rekeyed = true;
-	restart_ctx_saved(core, x);
+	sink_ctx_saved(core, x);
 	/* Sessions that ended already let go of it. */
 	x->refs++;
-	objects_ctx_let_go(core, x, 0);
+	core->ctx_hooks->let_go(core, x, 0);
 	dctx_unref(core, x);
 }
 
@@ -421,7 +419,7 @@ int dctx_conn_open(struct client *c, struct device *dev, struct why *why,
 		c->n_ctxs++;
 	}
 	cc->opens++;
-	restart_hold_saved(core, c->id, cc);
+	sink_hold_saved(core, c->id, cc);
 	*ret = cc->ctx;
 	return 0;
 }
@@ -436,7 +434,7 @@ int dctx_conn_close(struct client *c, uint64_t id, struct why *why)
 			       "session",
 			       id);
 	if (--cc->opens == 0) {
-		restart_hold_gone(c->core, cc);
+		sink_hold_gone(c->core, cc);
 		TAILQ_REMOVE(&c->ctxs, cc, link);
 		c->n_ctxs--;
 		/* A clean close: the provider frees what the import made. */
@@ -446,7 +444,7 @@ int dctx_conn_close(struct client *c, uint64_t id, struct why *why)
 		dctx_conn_let_go(c->core, c, cc->ctx);
 		free(cc);
 	} else {
-		restart_hold_saved(c->core, c->id, cc);
+		sink_hold_saved(c->core, c->id, cc);
 	}
 	return 0;
 }
@@ -459,12 +457,12 @@ void dctx_conn_release(struct core *core, struct client *c)
 		struct dctx *x = cc->ctx;
 		bool stays;
 
-		restart_hold_gone(core, cc);
+		sink_hold_gone(core, cc);
 		TAILQ_REMOVE(&c->ctxs, cc, link);
 		/* As dctx_conn_let_go(), with the count refreshed after:
 		 * whether @x stays is known only once its records left. */
 		if (x->rekeyed)
-			objects_ctx_let_go(core, x, c->id);
+			core->ctx_hooks->let_go(core, x, c->id);
 		stays = x->refs > 1 || x->objects;
 		/* No close: what the import made stays in the kernel (a
 		 * dead mlx5 importer's UARs). The soft device's kernel is
@@ -473,11 +471,11 @@ void dctx_conn_release(struct core *core, struct client *c)
 		if (x->dead_imports < UINT32_MAX)
 			x->dead_imports++;
 		if (stays)
-			restart_ctx_saved(core, x);
+			sink_ctx_saved(core, x);
 		dctx_unref(core, x);
 		if (stays && x->dev->internal_per_import) {
 			if (x->dev->broker_objects)
-				unaccounted_refresh(x);
+				core->ctx_hooks->recount(x);
 			else
 				x->unacc_stale = true;
 		}
@@ -514,7 +512,7 @@ void dctx_device_gone(struct core *core, struct device *dev)
 			if (x->dev == dev) {
 				/* rxe blocks `rdma link delete` while any
 				 * descriptor of it is open, systemd's too. */
-				restart_ctx_fd_drop(core, x);
+				sink_ctx_fd_drop(core, x);
 				dctx_close_device(x);
 				/* The kernel frees them with the context. */
 				domain_uncharge_objects(d, x->unaccounted);

@@ -68,6 +68,27 @@ struct dctx {
 	bool auto_rekey_refused;
 };
 
+/*
+ * What the modules above the contexts do at a context's turns: the
+ * registry's records (objects.h) and the unaccounted count
+ * (unaccounted.h) know a struct dctx, so ctx.c reaches them through this
+ * table, core->ctx_hooks (server_init() sets it: ctx-hooks.c), and names
+ * neither.
+ */
+struct dctx_hooks {
+	/* @x was just opened, before any import: what the kernel holds of
+	 * the provider's own now is the broker's (unaccounted_ctx_opened()). */
+	void (*opened)(struct dctx *x);
+	/* Session @client_id let go of rekeyed @x (0: the rekey itself, for
+	 * the sessions that ended): its records there leave the registry and
+	 * count as unaccounted (objects_ctx_let_go()). */
+	void (*let_go)(struct core *core, struct dctx *x, uint64_t client_id);
+	/* A session that ended let go of @x, which stays, on a device
+	 * whose kernel is the broker: counted again now
+	 * (unaccounted_refresh()). */
+	int (*recount)(struct dctx *x);
+};
+
 /* A client's hold on a context. */
 struct conn_ctx {
 	TAILQ_ENTRY(conn_ctx) link;

@@ -28,7 +28,7 @@
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/registry/core.h"
-#include "daemon/restart/restart.h"
+#include "daemon/registry/journal-sink.h"
 #include "daemon/registry/unaccounted.h"
 
 /* A dead client with more stuck objects gets one line for the rest. */
@@ -55,7 +55,7 @@ void objects_conn_closing(struct client *c)
 		objects_owner_put(ow);
 		return;
 	}
-	restart_owner_saved(c->core, ow);
+	sink_owner_saved(c->core, ow);
 	/* The watch takes the session's pidfd, unless the process is
 	 * watched already: the same process, for longer. */
 	pidfd = c->core->ops->take_pidfd(c);
@@ -111,7 +111,7 @@ void objects_owner_dead(struct obj_owner *ow)
 		event_free(ow->ev);
 	ow->ev = NULL;
 	ow->state = OWNER_DEAD;
-	restart_owner_saved(ow_srv, ow);
+	sink_owner_saved(ow_srv, ow);
 	for (unsigned int k = 0; k < OBJ_KIND_COUNT; k++) {
 		struct obj *o, *tmp;
 

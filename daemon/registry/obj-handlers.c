@@ -19,7 +19,7 @@
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
-#include "daemon/restart/restart.h"
+#include "daemon/registry/journal-sink.h"
 
 /* An ObjectInfo is under 200 bytes with the longest names, its owner's
  * cgroup aside: a page carries at most this many bytes of cgroups and ends
@@ -168,7 +168,7 @@ static int obj_make(struct client *c, struct dctx *x,
 		return reply_error(r, ret, "%s", why.text);
 	}
 	o->handle = made.handle;
-	restart_obj_made(c->core, o, &spec, &made, q->attr);
+	sink_obj_made(c->core, o, &spec, &made, q->attr);
 	made_to_wire(out, o, &made, given);
 	return 0;
 }
@@ -234,7 +234,7 @@ int h_obj_create(struct client *c, const Rdmab__Request *req,
 			if (ret < 0)
 				return ret;
 		}
-		restart_obj_saved(c->core, o);
+		sink_obj_saved(c->core, o);
 		out->object_id = o->id;
 		out->handle = o->handle;
 		break;
@@ -440,7 +440,7 @@ int h_obj_kernel_call(struct client *c, const Rdmab__Request *req,
 		return reply_error(r, ret, "%s", why.text);
 	o->handle = made.handle;
 	o->window_made = true;
-	restart_obj_made(c->core, o, &spec, &made, q->attr);
+	sink_obj_made(c->core, o, &spec, &made, q->attr);
 	rdmab__obj_create_reply__init(out);
 	made_to_wire(out, o, &made, given);
 	r->msg.body_case = RDMAB__REPLY__BODY_OBJ_KERNEL_CALL;

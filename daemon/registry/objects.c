@@ -18,7 +18,7 @@
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/registry/core.h"
-#include "daemon/restart/restart.h"
+#include "daemon/registry/journal-sink.h"
 
 #define OBJ_HASH_MIN 256
 
@@ -123,7 +123,7 @@ struct obj_owner *objects_owner_adopt(struct core *core, uint64_t client_id,
 			return ow->state == OWNER_LIVE ? NULL : ow;
 	ow = owner_new(reg, client_id, pid, uid, state);
 	if (ow)
-		restart_owner_saved(core, ow);
+		sink_owner_saved(core, ow);
 	return ow;
 }
 
@@ -131,7 +131,7 @@ void objects_owner_put(struct obj_owner *ow)
 {
 	if (ow->state == OWNER_LIVE || ow->n_objs || ow->n_intents)
 		return;
-	restart_owner_gone(ow->reg->core, ow);
+	sink_owner_gone(ow->reg->core, ow);
 	TAILQ_REMOVE(&ow->reg->owners, ow, link);
 	obj_watch_leave(ow);
 	if (ow->ev)
@@ -268,7 +268,7 @@ void objects_set_handle(struct obj *o, uint32_t handle)
 	o->intent = false;
 	o->owner->n_intents--;
 	o->owner->n_objs++;
-	restart_obj_saved(o->owner->reg->core, o);
+	sink_obj_saved(o->owner->reg->core, o);
 }
 
 /* Take @o out of the registry; its charge is the caller's. */
@@ -282,7 +282,7 @@ static void obj_unlink(struct obj *o)
 	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
 		if (w[i].fam->removed)
 			w[i].fam->removed(reg->core, o, *w[i].data);
-	restart_obj_gone(reg->core, o);
+	sink_obj_gone(reg->core, o);
 	TAILQ_REMOVE(&reg->objs, o, link);
 	TAILQ_REMOVE(&ow->kinds[o->kind], o, kind_link);
 	TAILQ_REMOVE(&x->objs, o, ctx_link);
@@ -310,7 +310,7 @@ void objects_drop_intent(struct obj *o)
 
 	charge_add_uint(&x->unaccounted, 1, "a context's unaccounted objects");
 	obj_unlink(o);
-	restart_ctx_saved(x->core, x);
+	sink_ctx_saved(x->core, x);
 }
 
 /* Drop @ow's records in @x, and put only @ow: this can run nested in
@@ -330,7 +330,7 @@ static void ctx_let_go_owner(struct dctx *x, struct obj_owner *ow)
 			obj_unlink(o);
 		}
 	}
-	restart_ctx_saved(x->core, x);
+	sink_ctx_saved(x->core, x);
 	objects_owner_put(ow);
 }
 
@@ -363,7 +363,7 @@ void objects_ctx_let_go(struct core *core, struct dctx *x, uint64_t client_id)
 		obj_unlink(o);
 		objects_owner_put(ow);
 	}
-	restart_ctx_saved(core, x);
+	sink_ctx_saved(core, x);
 	dctx_obj_release(core, x);
 }
 

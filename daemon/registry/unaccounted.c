@@ -16,7 +16,7 @@
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/registry/core.h"
-#include "daemon/restart/restart.h"
+#include "daemon/registry/journal-sink.h"
 #include "daemon/registry/unaccounted.h"
 
 /* The kinds a handle list is asked for: every uverbs object the broker
@@ -288,7 +288,7 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 		core_rekey_due(x->core, 0);
 	if (x->unaccounted != c.unaccounted) {
 		x->unaccounted = c.unaccounted;
-		restart_ctx_saved(x->core, x);
+		sink_ctx_saved(x->core, x);
 	}
 	x->unacc_stale = false;
 	if (ret)

@@ -31,6 +31,7 @@
 #include "daemon/util/log.h"
 #include "daemon/restart/restart-int.h"
 #include "daemon/restart/restart.h"
+#include "daemon/restart/restart-srv.h"
 #include "daemon/server/server.h"
 
 /* How long the new binary may take to say READY=1. */
@@ -217,7 +218,7 @@ static void reexec_cb(evutil_socket_t sig, short what, void *arg)
 		   (int)pid);
 	/* It serves from here: nothing of ours is removed or told. */
 	rs->handoff = true;
-	srv->stopping = true;
+	srv->tab.stopping = true;
 	event_base_loopexit(srv->core.base, NULL);
 
 out:

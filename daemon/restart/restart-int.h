@@ -21,6 +21,7 @@ struct server;
 struct fdstore;
 struct journal;
 struct journal_view;
+struct journal_sink;
 
 /* The store's room beyond two per connection: contexts, DMs, XRCD files,
  * the states. */
@@ -70,10 +71,12 @@ struct restart {
 	struct event *usr2_ev;
 };
 
-/* SIGUSR2: re-execute (reexec.c). 0 or -ENOMEM. */
-int reexec_init(struct server *srv);
 /* The notify socket a re-exec gives the new binary starts so. */
 #define REEXEC_NOTIFY_PREFIX "@rdmabrokerd-reexec-"
+
+/* The registry's journal sink (journal-sink.h): restart_init() sets
+ * core->sink to it. */
+extern const struct journal_sink restart_sink;
 
 int restart_counters_save(struct core *core);
 /* The devices' serials of a Counters record (restore_counters()), moved

@@ -16,13 +16,13 @@
 
 #include <event2/event.h>
 
+#include "daemon/registry/core.h"
 #include "daemon/server/conn.h"
 #include "daemon/registry/ctx.h"
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
 #include "daemon/restart/restart-int.h"
 #include "daemon/restart/restart-srv.h"
-#include "daemon/server/server.h"
 #include "proto/rdmabroker.pb-c.h"
 #include "proto/state.pb-c.h"
 
@@ -61,7 +61,7 @@ static int state_pick_one(void *arg, const char *name, int fd)
 	return 0;
 }
 
-int restart_init(struct server *srv)
+int restart_init(struct core *core, bool off)
 {
 	struct restart *rs;
 	struct state_pick pick = { 0 };
@@ -69,19 +69,20 @@ int restart_init(struct server *srv)
 	uint64_t jgen = 1;
 	int ret;
 
-	if (srv->opt.no_restart)
+	if (off)
 		return 0;
 	rs = calloc(1, sizeof(*rs));
 	if (!rs)
 		return -ENOMEM;
-	srv->core.restart = rs;
+	core->restart = rs;
+	core->sink = &restart_sink;
 	/* Without systemd the journal is kept all the same: a SIGUSR2
 	 * hands it to the new binary. A re-exec's notify socket is the
 	 * old daemon's, gone once it exits: no store there. */
 	notify = getenv("NOTIFY_SOCKET");
 	rs->systemd = notify && strncmp(notify, REEXEC_NOTIFY_PREFIX,
 					strlen(REEXEC_NOTIFY_PREFIX)) != 0;
-	ret = fdstore_open(restart_store_max(srv), rs->systemd, &rs->store);
+	ret = fdstore_open(restart_store_max(core), rs->systemd, &rs->store);
 	if (ret < 0)
 		return ret;
 	pick.rs = rs;
@@ -102,16 +103,12 @@ int restart_init(struct server *srv)
 	ret = journal_from_view(NULL, jgen, &rs->j);
 	if (ret < 0)
 		return ret;
-	rs->compact_ev = event_new(srv->core.base, -1, 0, restart_compact_cb,
-				   &srv->core);
+	rs->compact_ev = event_new(core->base, -1, 0, restart_compact_cb, core);
 	if (!rs->compact_ev)
 		return -ENOMEM;
-	journal_on_full(rs->j, restart_journal_full, &srv->core);
-	ret = inflight_create(srv->opt.max_conns + RESTART_INFLIGHT_EXTRA,
-			      &rs->inflight);
-	if (ret < 0)
-		return ret;
-	return reexec_init(srv);
+	journal_on_full(rs->j, restart_journal_full, core);
+	return inflight_create(core->max_conns + RESTART_INFLIGHT_EXTRA,
+			       &rs->inflight);
 }
 
 int restart_first_name(void *arg, const char *name, int fd)
@@ -120,28 +117,28 @@ int restart_first_name(void *arg, const char *name, int fd)
 	return 1;
 }
 
-unsigned int restart_store_max(const struct server *srv)
+unsigned int restart_store_max(const struct core *core)
 {
 	/* Every connection, a context per (domain, device), the DMs and
 	 * XRCD files the families keep, two states during a compaction. */
-	return srv->opt.max_conns * 2 + RESTART_STORE_EXTRA;
+	return core->max_conns * 2 + RESTART_STORE_EXTRA;
 }
 
-bool restart_keeps_sessions(const struct server *srv)
+bool restart_keeps_sessions(const struct core *core)
 {
-	return srv->core.restart && srv->core.restart->systemd &&
-	       srv->core.restart->j && !journal_broken(srv->core.restart->j);
+	return core->restart && core->restart->systemd && core->restart->j &&
+	       !journal_broken(core->restart->j);
 }
 
-void restart_handoff(struct server *srv)
+void restart_handoff(struct core *core)
 {
-	if (srv->core.restart)
-		srv->core.restart->handoff = true;
+	if (core->restart)
+		core->restart->handoff = true;
 }
 
-void restart_fini(struct server *srv)
+void restart_fini(struct core *core)
 {
-	struct restart *rs = srv->core.restart;
+	struct restart *rs = core->restart;
 
 	if (!rs)
 		return;
@@ -154,52 +151,53 @@ void restart_fini(struct server *srv)
 	inflight_free(rs->inflight);
 	fdstore_free(rs->store);
 	free(rs);
-	srv->core.restart = NULL;
+	core->restart = NULL;
+	core->sink = NULL;
 }
 
 /* --- hooks --------------------------------------------------------------- */
 
 void restart_conn_opened(struct conn *c)
 {
-	struct fdstore *st = restart_fdstore(&c->srv->core);
+	struct fdstore *st = restart_fdstore(c->cl.core);
 	char name[FDSTORE_NAME_MAX + 1];
 	int ret;
 
 	if (!st)
 		return;
 	c->inflight_slot =
-		inflight_take(c->srv->core.restart->inflight, c->cl.id);
+		inflight_take(c->cl.core->restart->inflight, c->cl.id);
 	restart_fd_name(name, sizeof(name), "conn", c->cl.id);
 	ret = fdstore_put(st, name, c->fd);
 	if (ret < 0)
 		log_warn("client %" PRIu64 ": not kept in the fd store (%s): "
 			 "a restart ends its session",
 			 c->cl.id, strerror(-ret));
-	restart_ids_check(&c->srv->core);
+	restart_ids_check(c->cl.core);
 }
 
 void restart_conn_closed(struct conn *c)
 {
-	struct server *srv = c->srv;
+	struct core *core = c->cl.core;
 	char name[FDSTORE_NAME_MAX + 1];
 
-	if (!restart_fdstore(&srv->core))
+	if (!restart_fdstore(core))
 		return;
-	inflight_put(srv->core.restart->inflight, c->inflight_slot);
+	inflight_put(core->restart->inflight, c->inflight_slot);
 	c->inflight_slot = -1;
 	restart_fd_name(name, sizeof(name), "conn", c->cl.id);
-	fdstore_remove(srv->core.restart->store, name);
-	restart_after_write(&srv->core, journal_del(srv->core.restart->j,
-						    JOURNAL_SESSION, c->cl.id));
+	fdstore_remove(core->restart->store, name);
+	restart_after_write(
+		core, journal_del(core->restart->j, JOURNAL_SESSION, c->cl.id));
 }
 
 void restart_session_save(struct conn *c)
 {
-	struct server *srv = c->srv;
+	struct core *core = c->cl.core;
 	Rdmab__State__Session s = RDMAB__STATE__SESSION__INIT;
 	uint32_t groups[64];
 
-	if (!restart_journal(&srv->core) || !c->cl.hello_done || !c->cl.domain)
+	if (!restart_journal(core) || !c->cl.hello_done || !c->cl.domain)
 		return;
 	s.pid = (uint32_t)c->cl.cred.pid;
 	s.uid = c->cl.cred.uid;
@@ -220,22 +218,21 @@ void restart_session_save(struct conn *c)
 	s.domain = c->cl.domain->name;
 	s.domain_kind = c->cl.domain->kind;
 	s.requests = c->cl.requests;
-	restart_after_write(&srv->core,
-			    journal_put(srv->core.restart->j, JOURNAL_SESSION,
-					c->cl.id, &s.base));
+	restart_after_write(core, journal_put(core->restart->j, JOURNAL_SESSION,
+					      c->cl.id, &s.base));
 }
 
 void restart_request_read(struct conn *c, uint64_t serial)
 {
 	if (c->inflight_slot >= 0)
-		inflight_read(c->srv->core.restart->inflight, c->inflight_slot,
+		inflight_read(c->cl.core->restart->inflight, c->inflight_slot,
 			      serial);
 }
 
 void restart_reply_sent(struct conn *c)
 {
 	if (c->inflight_slot >= 0 && TAILQ_EMPTY(&c->outq))
-		inflight_answered(c->srv->core.restart->inflight,
+		inflight_answered(c->cl.core->restart->inflight,
 				  c->inflight_slot);
 }
 

@@ -15,28 +15,33 @@
 
 #include "daemon/restart/restart.h"
 
+struct core;
 struct server;
 struct conn;
 
 /*
- * Start-up (server_init()): read the fd store (restart is on when systemd
- * gives a NOTIFY_SOCKET or descriptors were handed over), pick the newest
- * readable state, start its successor journal. Before sd_take_listener(),
- * which leaves our descriptors alone. 0 or -errno (the daemon stops).
+ * Start-up (server_init(); @off: --no-restart, nothing is done): read the
+ * fd store (restart is on when systemd gives a NOTIFY_SOCKET or
+ * descriptors were handed over), pick the newest readable state, start
+ * its successor journal. Before sd_take_listener(), which leaves our
+ * descriptors alone. 0 or -errno (the daemon stops).
  */
-int restart_init(struct server *srv);
+int restart_init(struct core *core, bool off);
+/* SIGUSR2: re-execute (reexec.c), once restart_init() started restart.
+ * 0 or -ENOMEM. */
+int reexec_init(struct server *srv);
 /* After the families' init: re-adopt what the state holds (restore.c),
  * close what nobody took, log one line. 0 or -errno. */
 int restart_restore(struct server *srv);
-void restart_fini(struct server *srv);
+void restart_fini(struct core *core);
 /* The store's bound: what FileDescriptorStoreMax= must be at least. */
-unsigned int restart_store_max(const struct server *srv);
+unsigned int restart_store_max(const struct core *core);
 /* SIGTERM under a store: exit leaving sessions and state to the next
  * daemon (nothing is removed from the store or the journal from here). */
-void restart_handoff(struct server *srv);
+void restart_handoff(struct core *core);
 /* SIGTERM leaves the sessions to the next start: systemd's store keeps
  * them and the journal is whole. */
-bool restart_keeps_sessions(const struct server *srv);
+bool restart_keeps_sessions(const struct core *core);
 
 /* Hooks: the sessions' changes, to the journal and the store. */
 void restart_conn_opened(struct conn *c);

@@ -24,6 +24,7 @@
 #include "daemon/registry/core.h"
 #include "daemon/registry/ctx.h"
 #include "daemon/registry/domain.h"
+#include "daemon/registry/journal-sink.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/util/queue.h"
@@ -759,3 +760,17 @@ int restore_fail(struct restore *rs, int err, const char *fmt, ...)
 	va_end(ap);
 	return err;
 }
+
+const struct journal_sink restart_sink = {
+	.ctx_opened = restart_ctx_opened,
+	.ctx_closed = restart_ctx_closed,
+	.ctx_saved = restart_ctx_saved,
+	.ctx_fd_drop = restart_ctx_fd_drop,
+	.hold_saved = restart_hold_saved,
+	.hold_gone = restart_hold_gone,
+	.obj_saved = restart_obj_saved,
+	.obj_made = restart_obj_made,
+	.obj_gone = restart_obj_gone,
+	.owner_saved = restart_owner_saved,
+	.owner_gone = restart_owner_gone,
+};

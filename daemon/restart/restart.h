@@ -96,7 +96,9 @@ bool restart_handing_off(const struct core *core);
  * the successor shares (a DM's bytes, a socket): _exit(0). */
 void restart_exit(void) __attribute__((noreturn));
 
-/* Hooks: the registry's changes, to the journal and the store. */
+/* Hooks: the registry's changes, to the journal and the store. The
+ * registry reaches them through its sink (journal-sink.h: restart_sink),
+ * never by name; restart itself and the families call them. */
 void restart_ctx_opened(struct core *core, const struct dctx *x);
 void restart_ctx_closed(struct core *core, const struct dctx *x);
 /* @x's books changed (its unaccounted count, dead imports, DM bytes a

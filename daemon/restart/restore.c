@@ -427,7 +427,7 @@ static void restore_ctx_lost(struct conn *c, uint64_t id)
 	Rdmab__State__Context *m = NULL;
 	struct journal_rec rec;
 
-	if (journal_find(c->srv->core.restart->view, JOURNAL_CONTEXT, id,
+	if (journal_find(c->cl.core->restart->view, JOURNAL_CONTEXT, id,
 			 &rec) == 0)
 		m = rdmab__state__context__unpack(NULL, rec.len, rec.data);
 	snprintf(reason, sizeof(reason),
@@ -481,7 +481,7 @@ static int restore_session(void *arg, const struct journal_rec *rec)
 		close(fd);
 		return 0;
 	}
-	ret = conn_new_as(srv, fd, rec->key, &c);
+	ret = conn_new_as(&srv->tab, fd, rec->key, &c);
 	if (ret < 0) {
 		log_warn("client %" PRIu64 ": session not adopted: %s",
 			 rec->key, strerror(-ret));

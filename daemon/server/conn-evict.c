@@ -30,7 +30,7 @@ int h_admin_evict(struct client *cl, const Rdmab__Request *req,
 	if (!out)
 		return reply_error(r, -ENOMEM, "out of memory");
 	/* Administrators only: H_ADMIN. */
-	TAILQ_FOREACH(t, &c->srv->conns, link)
+	TAILQ_FOREACH(t, &c->tab->conns, link)
 		if (t->cl.id == id && t->cl.hello_done)
 			break;
 	if (!t)

@@ -26,13 +26,11 @@
 
 #include "daemon/registry/cgroup.h"
 #include "daemon/registry/charge.h"
+#include "daemon/registry/core.h"
 #include "daemon/server/conn.h"
-#include "daemon/server/dispatch.h"
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
-#include "daemon/restart/restart-srv.h"
-#include "daemon/server/server.h"
 #include "daemon/registry/user.h"
 
 /* Unread replies beyond outq_max stop the reading of requests; events may
@@ -52,6 +50,8 @@
 #define READ_BACKOFF_MAX 64
 /* A send this many times slower than the quickest let the peer run. */
 #define SEND_PEER_RAN_FACTOR 3
+/* Refused and timed out clients: one line a minute at most. */
+#define REFUSE_QUIET_MS (60 * 1000)
 
 struct outmsg {
 	TAILQ_ENTRY(outmsg) link;
@@ -89,7 +89,7 @@ static void conn_arm(struct event *ev, unsigned int ms, struct conn *c);
 
 /* The loop can no longer watch @c: killed, closed by the loop where
  * nothing else holds it; a lingering socket is released by its own
- * check (conn_linger_check()), being off srv->conns. */
+ * check (conn_linger_check()), being off tab->conns. */
 static void conn_doom(struct conn *c)
 {
 	if (c->doomed)
@@ -120,13 +120,13 @@ static void conn_arm(struct event *ev, unsigned int ms, struct conn *c)
 
 /* Descriptors sent or queued to the connections of @u and not read yet;
  * crossing queued_fds_per_uid, either way, concerns all of them. */
-static void conn_pin_user(const struct server *srv, struct user *u,
+static void conn_pin_user(const struct conn_table *t, struct user *u,
 			  unsigned int n, bool pin)
 {
-	bool was_full = user_fds_full(&srv->core, u);
+	bool was_full = user_fds_full(t->core, u);
 
 	user_pin_fds(u, n, pin);
-	if (user_fds_full(&srv->core, u) != was_full)
+	if (user_fds_full(t->core, u) != was_full)
 		u->wake = true;
 }
 
@@ -144,7 +144,7 @@ static bool conn_peer_caught_up(struct conn *c)
 		return false;
 	if (ioctl(c->fd, SIOCOUTQ, &queued) == 0 && queued > 0)
 		return false;
-	conn_pin_user(c->srv, c->cl.user, c->sent_fds, false);
+	conn_pin_user(c->tab, c->cl.user, c->sent_fds, false);
 	c->sent_fds = 0;
 	return true;
 }
@@ -152,8 +152,8 @@ static bool conn_peer_caught_up(struct conn *c)
 static bool conn_fds_full(const struct conn *c)
 {
 	return c->queued_fds + c->sent_fds >=
-		       c->srv->core.config.limits.queued_fds ||
-	       user_fds_full(&c->srv->core, c->cl.user);
+		       c->tab->core->config.limits.queued_fds ||
+	       user_fds_full(c->tab->core, c->cl.user);
 }
 
 /* May the requests of @c be read? Not while it leaves too many bytes or
@@ -163,12 +163,12 @@ static bool conn_may_read(struct conn *c)
 {
 	struct conn *s;
 
-	if (c->state >= CONN_CLOSING || c->outq_bytes >= c->srv->opt.outq_max)
+	if (c->state >= CONN_CLOSING || c->outq_bytes >= c->tab->outq_max)
 		return false;
 	if (!conn_fds_full(c))
 		return true;
 	/* Before stopping, ask whether the peers read what they were sent. */
-	if (!user_fds_full(&c->srv->core, c->cl.user)) {
+	if (!user_fds_full(c->tab->core, c->cl.user)) {
 		conn_peer_caught_up(c);
 		return !conn_fds_full(c);
 	}
@@ -194,7 +194,7 @@ static bool conn_want_read(struct conn *c)
 		c->fds_hint_spent = false;
 		return true;
 	}
-	if (c->state >= CONN_CLOSING || c->outq_bytes >= c->srv->opt.outq_max ||
+	if (c->state >= CONN_CLOSING || c->outq_bytes >= c->tab->outq_max ||
 	    c->fds_hint_spent)
 		return false;
 	c->fds_hint = true;
@@ -231,7 +231,7 @@ static void conn_apply_events(struct conn *c)
 		if (!want_read)
 			event_del(c->read_ev);
 		if (!want_read && c->state < CONN_CLOSING &&
-		    c->outq_bytes < c->srv->opt.outq_max)
+		    c->outq_bytes < c->tab->outq_max)
 			log_debug("client %" PRIu64 ": not read while the "
 				  "descriptors it was sent are unread (%u to "
 				  "it, %u to its uid)",
@@ -292,7 +292,7 @@ static int conn_flush(struct conn *c)
 		c->sent_fds += m->nfds;
 		outmsg_free(m);
 	}
-	restart_reply_sent(c);
+	c->tab->ops->reply_sent(c);
 	return 0;
 }
 
@@ -321,21 +321,21 @@ static void conn_write_cb(evutil_socket_t fd, short what, void *arg)
  */
 static void conn_note_send(struct conn *c, int64_t ns)
 {
-	struct server *srv = c->srv;
+	struct conn_table *t = c->tab;
 
 	c->send_ns = ns;
 	if (ns <= 0)
 		return;
-	if (!srv->send_quick_ns || ns < srv->send_quick_ns)
-		srv->send_quick_ns = ns;
+	if (!t->send_quick_ns || ns < t->send_quick_ns)
+		t->send_quick_ns = ns;
 	else
-		srv->send_quick_ns += (ns - srv->send_quick_ns) / 1024;
+		t->send_quick_ns += (ns - t->send_quick_ns) / 1024;
 }
 
 /* Did the peer run during the send of the reply (conn_read_cb())? */
 static bool conn_peer_ran(const struct conn *c)
 {
-	return c->send_ns > SEND_PEER_RAN_FACTOR * c->srv->send_quick_ns;
+	return c->send_ns > SEND_PEER_RAN_FACTOR * c->tab->send_quick_ns;
 }
 
 /*
@@ -370,8 +370,8 @@ static bool conn_read_one(struct conn *c, bool again)
 	}
 	if (n == -EMSGSIZE) {
 		conn_log_drop(c, "packet larger than 64 KiB");
-		dispatch_error(c, 0, EMSGSIZE,
-			       "packet larger than the 64 KiB limit");
+		c->tab->ops->error(c, 0, EMSGSIZE,
+				   "packet larger than the 64 KiB limit");
 		conn_close_after_flush(c);
 		return false;
 	}
@@ -383,9 +383,9 @@ static bool conn_read_one(struct conn *c, bool again)
 	}
 	if (again)
 		c->read_backoff = 0;
-	/* dispatch_packet owns the descriptors; a close it asks for is the
-	 * loop's (conn_kill()). */
-	return dispatch_packet(c, buf, (size_t)n, &fds);
+	/* The packet handler (dispatch_packet()) owns the descriptors; a
+	 * close it asks for is the loop's (conn_kill()). */
+	return c->tab->ops->packet(c, buf, (size_t)n, &fds);
 }
 
 /*
@@ -404,7 +404,7 @@ static bool conn_read_one(struct conn *c, bool again)
 static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-	enum read_on when = c->srv->opt.read_on;
+	enum read_on when = c->tab->read_on;
 
 	/* Killed (by another connection's wakeup in this loop pass that
 	 * failed to arm its events, or an Event it could not take), with
@@ -434,7 +434,7 @@ static void conn_read_cb(evutil_socket_t fd, short what, void *arg)
 			if (!conn_peer_ran(c))
 				return;
 		}
-		if (c->srv->stopping || c->state >= CONN_DEAD || !c->reading ||
+		if (c->tab->stopping || c->state >= CONN_DEAD || !c->reading ||
 		    !conn_may_read(c))
 			return;
 		/* The check released what the hint waited for. */
@@ -536,7 +536,7 @@ void conn_log_drop(struct conn *c, const char *why)
 {
 	unsigned int quiet;
 
-	if (!log_ratelimit(&c->srv->refuse_rl, &quiet))
+	if (!log_ratelimit(&c->tab->refuse_rl, &quiet))
 		return;
 	if (quiet)
 		log_notice("client %" PRIu64 " (pid %d, uid %u): %s; "
@@ -554,7 +554,7 @@ static void conn_log_refused(struct conn *c, const char *why)
 {
 	unsigned int quiet;
 
-	if (!log_ratelimit(&c->srv->refuse_rl, &quiet))
+	if (!log_ratelimit(&c->tab->refuse_rl, &quiet))
 		return;
 	if (quiet)
 		log_notice("refused a client (pid %d, uid %u): %s (%u "
@@ -568,30 +568,30 @@ static void conn_log_refused(struct conn *c, const char *why)
 static void conn_hello_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-	unsigned int ms = c->srv->core.config.limits.hello_timeout_ms;
+	unsigned int ms = c->tab->core->config.limits.hello_timeout_ms;
 	char text[96];
 
 	snprintf(text, sizeof(text), "no hello within %u ms of connecting", ms);
 	conn_log_drop(c, text);
 	event_free(c->hello_ev);
 	c->hello_ev = NULL;
-	dispatch_error(c, 0, ETIMEDOUT, text);
+	c->tab->ops->error(c, 0, ETIMEDOUT, text);
 	conn_close_after_flush(c);
 }
 
 /* The socket is gone from the daemon's view: what it held goes. */
 static void conn_release(struct conn *c)
 {
-	struct server *srv = c->srv;
+	struct conn_table *t = c->tab;
 	struct user *u = c->cl.user;
 
-	conn_pin_user(srv, u, c->sent_fds, false);
+	conn_pin_user(t, u, c->sent_fds, false);
 	c->sent_fds = 0;
 	if (c->stall_ev)
 		event_free(c->stall_ev);
 	close(c->fd);
 	conn_wake_user(u);
-	user_unref(&srv->core, u);
+	user_unref(t->core, u);
 	free(c);
 }
 
@@ -602,14 +602,14 @@ static void conn_linger_check(struct conn *c)
 		return;
 	}
 	log_debug("client %" PRIu64 ": its socket is released", c->cl.id);
-	TAILQ_REMOVE(&c->srv->lingering, c, link);
+	TAILQ_REMOVE(&c->tab->lingering, c, link);
 	conn_release(c);
 }
 
 static void conn_stall_cb(evutil_socket_t fd, short what, void *arg)
 {
 	struct conn *c = arg;
-	unsigned int limit = c->srv->core.config.limits.unread_timeout_ms;
+	unsigned int limit = c->tab->core->config.limits.unread_timeout_ms;
 	int64_t left;
 
 	if (c->state == CONN_LINGERING) {
@@ -634,7 +634,7 @@ static void conn_stall_cb(evutil_socket_t fd, short what, void *arg)
 	}
 	/* Only the socket says when descriptors were read; bytes in the
 	 * daemon's queue make it writable when they can go. */
-	if (c->sent_fds || user_fds_full(&c->srv->core, c->cl.user)) {
+	if (c->sent_fds || user_fds_full(c->tab->core, c->cl.user)) {
 		if ((int64_t)c->poll_ms < left)
 			left = c->poll_ms;
 		if (c->poll_ms < POLL_MAX_MS)
@@ -643,12 +643,13 @@ static void conn_stall_cb(evutil_socket_t fd, short what, void *arg)
 	conn_arm(c->stall_ev, (unsigned int)left, c);
 }
 
-int conn_new(struct server *srv, int fd, struct conn **ret_conn)
+int conn_new(struct conn_table *t, int fd, struct conn **ret_conn)
 {
-	return conn_new_as(srv, fd, 0, ret_conn);
+	return conn_new_as(t, fd, 0, ret_conn);
 }
 
-int conn_new_as(struct server *srv, int fd, uint64_t id, struct conn **ret_conn)
+int conn_new_as(struct conn_table *t, int fd, uint64_t id,
+		struct conn **ret_conn)
 {
 	socklen_t len = sizeof(struct ucred);
 	char why[192];
@@ -661,8 +662,8 @@ int conn_new_as(struct server *srv, int fd, uint64_t id, struct conn **ret_conn)
 		close(fd);
 		return -ENOMEM;
 	}
-	c->srv = srv;
-	c->cl.core = &srv->core;
+	c->tab = t;
+	c->cl.core = t->core;
 	c->fd = fd;
 	c->pidfd = -1;
 	c->inflight_slot = -1;
@@ -675,15 +676,15 @@ int conn_new_as(struct server *srv, int fd, uint64_t id, struct conn **ret_conn)
 	ret = conn_read_groups(c);
 	if (ret < 0)
 		goto fail;
-	c->cl.user = user_get(&srv->core, c->cl.cred.uid);
+	c->cl.user = user_get(t->core, c->cl.cred.uid);
 	if (!c->cl.user) {
 		ret = -ENOMEM;
 		goto fail;
 	}
-	ret = server_admit(srv, c, why, sizeof(why));
+	ret = t->ops->admit(t, c, why, sizeof(why));
 	if (ret < 0) {
 		conn_log_refused(c, why);
-		server_refuse(fd, -ret, why);
+		conn_refuse(fd, -ret, why);
 		goto fail;
 	}
 	/* A pidfd is CLOEXEC by definition. A peer that already exited
@@ -694,14 +695,14 @@ int conn_new_as(struct server *srv, int fd, uint64_t id, struct conn **ret_conn)
 			-errno :
 			cgroup_of_pid(c->cl.cred.pid, c->pidfd, &c->cl.cgroup);
 	conn_read_comm(c);
-	c->read_ev = event_new(srv->core.base, fd, EV_READ | EV_PERSIST,
+	c->read_ev = event_new(t->core->base, fd, EV_READ | EV_PERSIST,
 			       conn_read_cb, c);
-	c->write_ev = event_new(srv->core.base, fd, EV_WRITE | EV_PERSIST,
+	c->write_ev = event_new(t->core->base, fd, EV_WRITE | EV_PERSIST,
 				conn_write_cb, c);
-	c->hello_ev = evtimer_new(srv->core.base, conn_hello_cb, c);
-	c->stall_ev = evtimer_new(srv->core.base, conn_stall_cb, c);
+	c->hello_ev = evtimer_new(t->core->base, conn_hello_cb, c);
+	c->stall_ev = evtimer_new(t->core->base, conn_stall_cb, c);
 	if (c->pidfd >= 0)
-		c->pidfd_ev = event_new(srv->core.base, c->pidfd, EV_READ,
+		c->pidfd_ev = event_new(t->core->base, c->pidfd, EV_READ,
 					conn_pidfd_cb, c);
 	ret = -ENOMEM;
 	if (!c->read_ev || !c->write_ev || !c->hello_ev || !c->stall_ev ||
@@ -710,22 +711,21 @@ int conn_new_as(struct server *srv, int fd, uint64_t id, struct conn **ret_conn)
 	if (c->pidfd_ev && event_add(c->pidfd_ev, NULL) < 0)
 		goto fail;
 	c->cl.id = id;
-	ret = id ? 0 : id_next(&srv->core.ids.clients, &c->cl.id);
+	ret = id ? 0 : id_next(&t->core->ids.clients, &c->cl.id);
 	if (ret < 0)
 		goto fail;
-	TAILQ_INSERT_TAIL(&srv->conns, c, link);
-	charge_add_uint(&srv->n_conns, 1, "the broker's connections");
+	TAILQ_INSERT_TAIL(&t->conns, c, link);
+	charge_add_uint(&t->n_conns, 1, "the broker's connections");
 	TAILQ_INSERT_TAIL(&c->cl.user->conns, c, user_link);
 	user_charge_conn(c->cl.user);
 	/* Listed first: a failure to arm dooms it (conn_kill()). */
-	conn_arm(c->hello_ev, srv->core.config.limits.hello_timeout_ms, c);
+	conn_arm(c->hello_ev, t->core->config.limits.hello_timeout_ms, c);
 	conn_update_events(c);
 	if (c->doomed) {
 		conn_close(c);
 		return -ENOMEM;
 	}
-	restart_conn_opened(c);
-	server_status_dirty(srv);
+	t->ops->opened(c);
 	log_debug("client %" PRIu64 ": pid %d uid %u gid %u (%s) connected",
 		  c->cl.id, (int)c->cl.cred.pid, c->cl.cred.uid, c->cl.cred.gid,
 		  log_escape(comm, sizeof(comm), c->cl.comm));
@@ -748,7 +748,7 @@ fail:
 	if (c->pidfd >= 0)
 		close(c->pidfd);
 	if (c->cl.user)
-		user_unref(&srv->core, c->cl.user);
+		user_unref(t->core, c->cl.user);
 	close(fd);
 	free(c->cl.groups);
 	free(c->cl.cgroup);
@@ -767,7 +767,7 @@ void conn_hello_done(struct conn *c)
 
 void conn_close(struct conn *c)
 {
-	struct server *srv = c->srv;
+	struct conn_table *t = c->tab;
 	struct outmsg *m;
 
 	/* Already closing: a nested call (an Event that failed to reach it
@@ -775,25 +775,25 @@ void conn_close(struct conn *c)
 	if (c->state >= CONN_RELEASING)
 		return;
 	if (c->state == CONN_DEAD)
-		TAILQ_REMOVE(&srv->dead, c, dead_link);
+		TAILQ_REMOVE(&t->dead, c, dead_link);
 	c->state = CONN_RELEASING;
-	restart_conn_closed(c);
+	t->ops->closed(c);
 	/* First: what its client still sent is applied, and the registry
 	 * (the first family) keeps what it holds. */
 	if (objects_client_holds(&c->cl))
-		dispatch_drain(c);
+		t->ops->drain(c);
 	families_session_closing(&c->cl);
 	log_debug("client %" PRIu64 ": disconnected after %" PRIu64 " requests",
 		  c->cl.id, c->cl.requests);
 	while ((m = TAILQ_FIRST(&c->outq))) {
 		TAILQ_REMOVE(&c->outq, m, link);
-		conn_pin_user(srv, c->cl.user, m->nfds, false);
+		conn_pin_user(t, c->cl.user, m->nfds, false);
 		c->queued_fds -= m->nfds;
 		outmsg_free(m);
 	}
 	c->outq_bytes = 0;
-	dctx_conn_release(&srv->core, &c->cl);
-	domain_leave(&srv->core, &c->cl);
+	dctx_conn_release(t->core, &c->cl);
+	domain_leave(t->core, &c->cl);
 	event_free(c->read_ev);
 	event_free(c->write_ev);
 	if (c->hello_ev)
@@ -802,19 +802,19 @@ void conn_close(struct conn *c)
 		event_free(c->pidfd_ev);
 	if (c->pidfd >= 0)
 		close(c->pidfd);
-	TAILQ_REMOVE(&srv->conns, c, link);
-	charge_sub_uint(&srv->n_conns, 1, "connections", "the broker");
+	TAILQ_REMOVE(&t->conns, c, link);
+	charge_sub_uint(&t->n_conns, 1, "connections", "the broker");
 	TAILQ_REMOVE(&c->cl.user->conns, c, user_link);
 	user_uncharge_conn(c->cl.user);
 	free(c->cl.groups);
 	c->cl.groups = NULL;
 	free(c->cl.cgroup);
 	c->cl.cgroup = NULL;
-	server_conn_gone(srv);
+	t->ops->gone(t);
 	/* Descriptors still in the socket stay charged until the peer
 	 * reads them or closes its end; shut down, it reads end of stream
 	 * after them. */
-	if (c->sent_fds && !srv->stopping && !c->doomed &&
+	if (c->sent_fds && !t->stopping && !c->doomed &&
 	    !conn_peer_caught_up(c)) {
 		log_debug("client %" PRIu64 ": %u descriptors unread; its "
 			  "socket lingers",
@@ -822,7 +822,7 @@ void conn_close(struct conn *c)
 		shutdown(c->fd, SHUT_RDWR);
 		c->state = CONN_LINGERING;
 		event_del(c->stall_ev);
-		TAILQ_INSERT_TAIL(&srv->lingering, c, link);
+		TAILQ_INSERT_TAIL(&t->lingering, c, link);
 		conn_arm(c->stall_ev, LINGER_POLL_MS, c);
 		conn_wake_user(c->cl.user);
 		return;
@@ -849,55 +849,80 @@ int conn_parse_read_on(const char *s, enum read_on *ret)
 
 void conn_kill(struct conn *c, const char *why)
 {
-	struct server *srv = c->srv;
+	struct conn_table *t = c->tab;
 
 	if (c->state >= CONN_DEAD)
 		return;
 	if (why)
 		conn_log_drop(c, why);
 	c->state = CONN_DEAD;
-	TAILQ_INSERT_TAIL(&srv->dead, c, dead_link);
+	TAILQ_INSERT_TAIL(&t->dead, c, dead_link);
 	conn_update_events(c);
 	/* Without the event (a server still being set up), server_fini()
 	 * closes it with the rest. */
-	if (srv->reap_ev)
-		event_active(srv->reap_ev, EV_TIMEOUT, 1);
+	if (t->reap_ev)
+		event_active(t->reap_ev, EV_TIMEOUT, 1);
 }
 
 /* conn_close() takes each off the list: what closing one releases may
  * mark others, which this loop then closes too. */
 static void conns_reap(evutil_socket_t fd, short what, void *arg)
 {
-	struct server *srv = arg;
+	struct conn_table *t = arg;
 	struct conn *c;
 
-	while ((c = TAILQ_FIRST(&srv->dead)))
+	while ((c = TAILQ_FIRST(&t->dead)))
 		conn_close(c);
 }
 
-int conns_reap_init(struct server *srv)
+void conns_init(struct conn_table *t, struct core *core,
+		const struct conn_ops *ops)
 {
-	srv->reap_ev = event_new(srv->core.base, -1, 0, conns_reap, srv);
-	return srv->reap_ev ? 0 : -ENOMEM;
+	memset(t, 0, sizeof(*t));
+	t->core = core;
+	t->ops = ops;
+	TAILQ_INIT(&t->conns);
+	TAILQ_INIT(&t->lingering);
+	TAILQ_INIT(&t->dead);
+	t->refuse_rl.interval_ms = REFUSE_QUIET_MS;
 }
 
-void conns_limits_changed(struct server *srv)
+void conn_refuse(int fd, int err, const char *message)
+{
+	Rdmab__DaemonMessage msg = RDMAB__DAEMON_MESSAGE__INIT;
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	static uint8_t buf[WIRE_MAX_PACKET];
+
+	reply.error = err;
+	reply.message = (char *)message;
+	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_REPLY;
+	msg.reply = &reply;
+	wire_send_msg(fd, &msg.base, buf, NULL, 0, MSG_DONTWAIT);
+}
+
+int conns_reap_init(struct conn_table *t)
+{
+	t->reap_ev = event_new(t->core->base, -1, 0, conns_reap, t);
+	return t->reap_ev ? 0 : -ENOMEM;
+}
+
+void conns_limits_changed(struct conn_table *t)
 {
 	struct conn *c;
 
 	/* A connection stopped by the old limits has no timer to look
 	 * again when it holds nothing unread: only a change of its uid's
 	 * count would wake it. conn_update_events() frees nothing. */
-	TAILQ_FOREACH(c, &srv->conns, link)
+	TAILQ_FOREACH(c, &t->conns, link)
 		conn_update_events(c);
 }
 
-void conns_lingering_free(struct server *srv)
+void conns_lingering_free(struct conn_table *t)
 {
 	struct conn *c;
 
-	while ((c = TAILQ_FIRST(&srv->lingering))) {
-		TAILQ_REMOVE(&srv->lingering, c, link);
+	while ((c = TAILQ_FIRST(&t->lingering))) {
+		TAILQ_REMOVE(&t->lingering, c, link);
 		conn_release(c);
 	}
 }
@@ -913,12 +938,12 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner, unsigned int field,
 	/* Its close is on its way: nothing more goes to it. */
 	if (c->state == CONN_DEAD)
 		return -EPIPE;
-	if (c->outq_bytes > c->srv->opt.outq_max * OUTQ_HARD_FACTOR) {
+	if (c->outq_bytes > c->tab->outq_max * OUTQ_HARD_FACTOR) {
 		char why[64];
 
 		snprintf(why, sizeof(why),
 			 "more than %zu KiB of replies unread",
-			 c->srv->opt.outq_max * OUTQ_HARD_FACTOR / 1024);
+			 c->tab->outq_max * OUTQ_HARD_FACTOR / 1024);
 		conn_log_drop(c, why);
 		conn_set_closing(c);
 		return -EPIPE;
@@ -940,7 +965,7 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner, unsigned int field,
 			/* Pinned until the peer reads them: that may stop
 			 * the reading of its requests. */
 			c->sent_fds += nfds;
-			conn_pin_user(c->srv, c->cl.user, nfds, true);
+			conn_pin_user(c->tab, c->cl.user, nfds, true);
 			conn_update_events(c);
 			return 0;
 		}
@@ -969,7 +994,7 @@ int conn_send(struct conn *c, const ProtobufCMessage *inner, unsigned int field,
 	TAILQ_INSERT_TAIL(&c->outq, m, link);
 	c->outq_bytes += m->len;
 	c->queued_fds += m->nfds;
-	conn_pin_user(c->srv, c->cl.user, m->nfds, true);
+	conn_pin_user(c->tab, c->cl.user, m->nfds, true);
 	conn_update_events(c);
 	return 0;
 

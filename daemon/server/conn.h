@@ -1,8 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * struct conn, one client connection, and its calls: sending replies and
- * events, closing (now, from the loop, after a flush), the peer's pidfd.
- * The server owns the list of connections; conn.c one connection's life.
+ * events, closing (now, from the loop, after a flush), the peer's pidfd;
+ * and the table of them (struct conn_table), which conn.c owns. The
+ * transport above (the dispatcher, the server, restart's sessions) is
+ * reached through the table's ops, which the server fills: conn.c names
+ * none of them.
  */
 #ifndef RDMAB_CONN_H
 #define RDMAB_CONN_H
@@ -15,13 +18,90 @@
 
 #include "daemon/registry/client.h"
 #include "daemon/registry/ctx.h"
+#include "daemon/util/log.h"
 #include "proto/wire.h"
 
-struct server;
+struct core;
+struct conn;
+struct event;
+struct metrics;
 struct outmsg;
 struct domain;
 struct obj_owner;
 struct user;
+
+enum read_on {
+	/* When the send of the reply let the client run. */
+	READ_ON_AUTO,
+	READ_ON_ALWAYS,
+	READ_ON_NEVER,
+};
+
+/* --read-on (conn.c): "auto", "always" or "never"; -EINVAL for anything
+ * else. */
+int conn_parse_read_on(const char *s, enum read_on *ret);
+
+struct conn_table;
+
+/* What the transport above the connections does at their turns (the
+ * server fills it: server.c). */
+struct conn_ops {
+	/* Serve one packet of @c, owning @fds (dispatch_packet()): false
+	 * when @c is to be closed. */
+	bool (*packet)(struct conn *c, const uint8_t *buf, size_t len,
+		       struct wire_fds *fds);
+	/* @c's session ends holding objects: serve what it sent and was
+	 * not read (dispatch_drain()). */
+	void (*drain)(struct conn *c);
+	/* Queue an error reply (@err positive) (dispatch_error()). */
+	void (*error)(struct conn *c, uint64_t serial, int err,
+		      const char *message);
+	/* May @c be served, given who else is connected? 0, or -EUSERS or
+	 * -EDQUOT with the sentence in @why (server_admit()). */
+	int (*admit)(struct conn_table *t, const struct conn *c, char *why,
+		     size_t size);
+	/* @c was admitted and is served; it is closing, before its session
+	 * lets go of anything; its reply went (restart's records, the
+	 * server's status). */
+	void (*opened)(struct conn *c);
+	void (*closed)(struct conn *c);
+	void (*reply_sent)(struct conn *c);
+	/* A connection went: accepting may resume. */
+	void (*gone)(struct conn_table *t);
+};
+
+TAILQ_HEAD(conn_list, conn);
+
+/* The connections: conn.c's; struct server embeds it. */
+struct conn_table {
+	struct core *core;
+	const struct conn_ops *ops;
+	struct conn_list conns;
+	unsigned int n_conns;
+	/* Closed connections whose socket still holds descriptors the peer
+	 * has not read (see conn_close()). */
+	struct conn_list lingering;
+	/* Connections marked dead (conn_kill()), linked by dead_link, and
+	 * the event that closes them on the loop's next turn. */
+	struct conn_list dead;
+	struct event *reap_ev;
+	/* Refused and timed out clients: one line a while, whoever they
+	 * are. */
+	struct log_ratelimit refuse_rl;
+	/* The quickest a send that went out at once takes here, slowly
+	 * forgotten (conn_send()): a send much slower than that let its
+	 * peer run. */
+	int64_t send_quick_ns;
+	/* Bytes of replies a client may leave unread before its requests
+	 * are no longer read (--outq-max), and when a connection's next
+	 * request is read right after its reply (--read-on). */
+	size_t outq_max;
+	enum read_on read_on;
+	/* The daemon is stopping: nothing is read, nothing lingers. */
+	bool stopping;
+	/* The request counters (metrics.h), for the dispatcher. */
+	struct metrics *metrics;
+};
 
 /*
  * Where a connection is in its life. It only moves down this list, but for
@@ -35,20 +115,20 @@ enum conn_state {
 	 * more; flushes what is queued, then closes. */
 	CONN_CLOSING,
 	/* Killed (conn_kill()): no Event, reply or request more; in
-	 * srv->dead until the loop's next turn closes it. */
+	 * tab->dead until the loop's next turn closes it. */
 	CONN_DEAD,
 	/* conn_close() runs: what it releases may send Events, which skip
 	 * it, and a failed send must not close it again. */
 	CONN_RELEASING,
-	/* Closed, its socket kept (in srv->lingering) for the descriptors
+	/* Closed, its socket kept (in tab->lingering) for the descriptors
 	 * still in it. */
 	CONN_LINGERING,
 };
 
 struct conn {
-	/* In srv->conns, or srv->lingering once closed (CONN_LINGERING). */
+	/* In tab->conns, or tab->lingering once closed (CONN_LINGERING). */
 	TAILQ_ENTRY(conn) link;
-	struct server *srv;
+	struct conn_table *tab;
 	/* The session, as the layers below the handlers know it; its user
 	 * (the peer's uid's accounting) links its connections here. */
 	struct client cl;
@@ -74,7 +154,7 @@ struct conn {
 	int64_t stalled_since_ms;
 	unsigned int poll_ms;
 	enum conn_state state;
-	/* In srv->dead while CONN_DEAD. */
+	/* In tab->dead while CONN_DEAD. */
 	TAILQ_ENTRY(conn) dead_link;
 	/*
 	 * Not part of the state, since each holds across states (and so
@@ -112,13 +192,15 @@ static inline struct conn *conn_of(const struct client *cl)
 	return (struct conn *)((const char *)cl - offsetof(struct conn, cl));
 }
 
-/* Adopt an accepted socket; the conn owns @fd from here on, also on
- * failure. A client the broker may not serve (server_admit()) is told why
+/* Adopt an accepted socket into @t; the conn owns @fd from here on, also
+ * on failure. A client the broker may not serve (ops->admit) is told why
  * and gets -EUSERS or -EDQUOT. */
-int conn_new(struct server *srv, int fd, struct conn **ret_conn);
+int conn_new(struct conn_table *t, int fd, struct conn **ret_conn);
 /* The same for a restore: the session keeps its id @id (0: a new one). */
-int conn_new_as(struct server *srv, int fd, uint64_t id,
+int conn_new_as(struct conn_table *t, int fd, uint64_t id,
 		struct conn **ret_conn);
+/* Send a refusal (@err positive) with @message on @fd, without blocking. */
+void conn_refuse(int fd, int err, const char *message);
 /*
  * End the session. Descriptors sent that the peer has not read stay in its
  * socket, out of the daemon's reach, for as long as the peer keeps the
@@ -136,14 +218,17 @@ void conn_close(struct conn *c);
  * kill does nothing.
  */
 void conn_kill(struct conn *c, const char *why);
-/* The event (srv->reap_ev) that closes the connections marked dead on
+/* An empty table of @core's connections, served through @ops. */
+void conns_init(struct conn_table *t, struct core *core,
+		const struct conn_ops *ops);
+/* The event (t->reap_ev) that closes the connections marked dead on
  * the loop's next turn. 0 or -ENOMEM. */
-int conns_reap_init(struct server *srv);
+int conns_reap_init(struct conn_table *t);
 /* Free the lingering sockets (daemon exit). */
-void conns_lingering_free(struct server *srv);
+void conns_lingering_free(struct conn_table *t);
 /* The configuration's limits changed (a reload): every connection is read
  * or stopped as the new ones say. */
-void conns_limits_changed(struct server *srv);
+void conns_limits_changed(struct conn_table *t);
 /* Hello succeeded: the deadline goes. */
 void conn_hello_done(struct conn *c);
 

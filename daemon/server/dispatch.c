@@ -3,7 +3,8 @@
  * The request table: which handler serves which request body, with its
  * flags (hello first, administrators only, bounded reply), and the reply
  * each request gets exactly once. The only place a request body is
- * matched to code; conn.c hands it the packets.
+ * matched to code; conn.c hands it the packets (the table's ops, which
+ * server.c fills).
  */
 #include "config.h"
 
@@ -16,13 +17,13 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "daemon/registry/core.h"
 #include "daemon/server/conn.h"
 #include "daemon/server/dispatch.h"
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
 #include "daemon/server/metrics.h"
 #include "daemon/restart/restart-srv.h"
-#include "daemon/server/server.h"
 
 static const struct handler handlers[] = {
 	[RDMAB__REQUEST__BODY_HELLO] = { "hello", h_session_hello, H_BOUNDED },
@@ -154,7 +155,7 @@ static int dispatch_request(struct conn *c, const struct handler *h,
 	}
 	/* The client knows what it asked: the sentence names no request
 	 * type, which is the protocol's word, not the user's. */
-	if ((h->flags & H_ADMIN) && !policy_is_admin(&c->srv->core, &c->cl))
+	if ((h->flags & H_ADMIN) && !policy_is_admin(c->cl.core, &c->cl))
 		return reply_error(r, -EPERM,
 				   "only administrators may do this: uid 0 "
 				   "and the broker's admin_group");
@@ -189,7 +190,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	if (!req) {
 		wire_arena_reset(&dispatch_arena);
 		conn_log_drop(c, "a request that could not be decoded");
-		metrics_undecodable(c->srv->metrics);
+		metrics_undecodable(c->tab->metrics);
 		wire_fds_close(fds);
 		dispatch_error(c, 0, EBADMSG,
 			       "the request could not be decoded");
@@ -205,11 +206,11 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 	/* A descriptor no field claimed is closed here. */
 	wire_fds_close(fds);
 	c->cl.requests++;
-	c->srv->core.requests_served++;
+	c->cl.core->requests_served++;
 	/* What a non-administrator's status shows. */
 	if (c->cl.domain)
 		c->cl.domain->requests++;
-	metrics_request(c->srv->metrics, req->body_case, h != NULL,
+	metrics_request(c->tab->metrics, req->body_case, h != NULL,
 			ret < 0 ? ret : 0);
 	if (ret < 0) {
 		r.msg.error = -ret;

@@ -405,7 +405,7 @@ static void render_broker(struct mtext *mt, struct server *srv,
 
 	mt_family(mt, "rdmabroker_connections", "gauge",
 		  "Connections to the broker's socket, sessions or not.");
-	mt_printf(mt, "rdmabroker_connections %u\n", srv->n_conns);
+	mt_printf(mt, "rdmabroker_connections %u\n", srv->tab.n_conns);
 	mt_family(mt, "rdmabroker_connections_limit", "gauge",
 		  "The most connections the broker takes (--max-clients).");
 	mt_printf(mt, "rdmabroker_connections_limit %u\n", srv->opt.max_conns);

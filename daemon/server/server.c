@@ -3,7 +3,9 @@
  * The daemon's top (server.h): start-up and shutdown in order, the
  * listening socket (stale paths, the socket's group), accepting with the
  * limits and the administrators' reserve, reload, signals, systemd status
- * and watchdog, and the watch for devices that go.
+ * and watchdog, and the watch for devices that go; and the hooks the
+ * layers below it are given: struct core_ops (core.h) and the connection
+ * table's struct conn_ops (conn.h).
  */
 #include "config.h"
 
@@ -23,6 +25,8 @@
 
 #include "daemon/server/conn.h"
 #include "daemon/registry/ctx.h"
+#include "daemon/registry/ctx-hooks.h"
+#include "daemon/server/dispatch.h"
 #include "daemon/server/listen.h"
 #include "daemon/util/log.h"
 #include "daemon/server/metrics.h"
@@ -181,7 +185,7 @@ static void server_rest(struct server *srv);
 
 static void server_set_accepting(struct server *srv, bool on)
 {
-	if (on == srv->accepting || srv->stopping)
+	if (on == srv->accepting || srv->tab.stopping)
 		return;
 	if (!on) {
 		event_del(srv->listen_ev);
@@ -211,19 +215,6 @@ static void server_rest(struct server *srv)
 	}
 }
 
-void server_refuse(int fd, int err, const char *message)
-{
-	Rdmab__DaemonMessage msg = RDMAB__DAEMON_MESSAGE__INIT;
-	Rdmab__Reply reply = RDMAB__REPLY__INIT;
-	static uint8_t buf[WIRE_MAX_PACKET];
-
-	reply.error = err;
-	reply.message = (char *)message;
-	msg.kind_case = RDMAB__DAEMON_MESSAGE__KIND_REPLY;
-	msg.reply = &reply;
-	wire_send_msg(fd, &msg.base, buf, NULL, 0, MSG_DONTWAIT);
-}
-
 /* The administrators' reserve: at most a quarter of the connections, so
  * that a small broker still serves its users. */
 static unsigned int server_reserve(const struct server *srv)
@@ -242,13 +233,13 @@ int server_admit(struct server *srv, const struct conn *c, char *why,
 	bool admin = policy_is_admin(&srv->core, &c->cl);
 	unsigned int reserve = server_reserve(srv);
 
-	if (srv->n_conns >= srv->opt.max_conns) {
+	if (srv->tab.n_conns >= srv->opt.max_conns) {
 		snprintf(why, size, "the broker serves at most %u connections",
 			 srv->opt.max_conns);
 		return -EUSERS;
 	}
 	/* The reserve lets an administrator in to see who holds the rest. */
-	if (!admin && srv->n_conns + reserve >= srv->opt.max_conns) {
+	if (!admin && srv->tab.n_conns + reserve >= srv->opt.max_conns) {
 		snprintf(why, size,
 			 "the broker serves at most %u connections and keeps "
 			 "the last %u for administrators; all others are "
@@ -305,15 +296,15 @@ static void server_accept_cb(evutil_socket_t lfd, short what, void *arg)
 			return;
 		}
 		/* Refused before anything is allocated for it. */
-		if (srv->n_conns >= srv->opt.max_conns) {
+		if (srv->tab.n_conns >= srv->opt.max_conns) {
 			snprintf(text, sizeof(text),
 				 "the broker serves at most %u connections",
 				 srv->opt.max_conns);
-			server_refuse(fd, EUSERS, text);
+			conn_refuse(fd, EUSERS, text);
 			close(fd);
 			continue;
 		}
-		conn_new(srv, fd, &c);
+		conn_new(&srv->tab, fd, &c);
 	}
 }
 
@@ -322,8 +313,10 @@ static void server_backoff_cb(evutil_socket_t fd, short what, void *arg)
 	server_set_accepting(arg, true);
 }
 
-void server_conn_gone(struct server *srv)
+static void server_conn_gone(struct conn_table *t)
 {
+	struct server *srv = server_of_tab(t);
+
 	server_status_dirty(srv);
 	if (!evtimer_pending(srv->backoff_ev, NULL))
 		server_set_accepting(srv, true);
@@ -334,7 +327,7 @@ static void server_status_cb(evutil_socket_t fd, short what, void *arg)
 	struct server *srv = arg;
 
 	sd_status("%u clients, %" PRIu64 " requests served, %s device",
-		  srv->n_conns, srv->core.requests_served,
+		  srv->tab.n_conns, srv->core.requests_served,
 		  device_kind_name(srv->core.devices.kind));
 }
 
@@ -360,27 +353,28 @@ static void server_shutdown(struct server *srv, const char *reason)
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
 	struct conn *c;
 
-	if (srv->stopping)
+	if (srv->tab.stopping)
 		return;
 	/* SIGTERM: systemd's stop and restart alike (a stop then empties
 	 * the store); SIGINT, a person at a terminal, ends the sessions. */
-	if (strcmp(reason, "SIGTERM") == 0 && restart_keeps_sessions(srv)) {
+	if (strcmp(reason, "SIGTERM") == 0 &&
+	    restart_keeps_sessions(&srv->core)) {
 		/* The sessions and the state stay in the store for the
 		 * next daemon: no Event, no close of a session. */
 		log_notice("%s: exiting, %u clients kept for the next start",
-			   reason, srv->n_conns);
+			   reason, srv->tab.n_conns);
 		sd_stopping();
 		server_set_accepting(srv, false);
-		srv->stopping = true;
-		restart_handoff(srv);
+		srv->tab.stopping = true;
+		restart_handoff(&srv->core);
 		event_base_loopexit(srv->core.base, NULL);
 		return;
 	}
 	log_notice("%s: shutting down, %u clients connected", reason,
-		   srv->n_conns);
+		   srv->tab.n_conns);
 	sd_stopping();
 	server_set_accepting(srv, false);
-	srv->stopping = true;
+	srv->tab.stopping = true;
 	sev.reason = (char *)reason;
 	/* The broker itself: no object. */
 	ev.object_kind = IBC_OBJ_NONE;
@@ -389,7 +383,7 @@ static void server_shutdown(struct server *srv, const char *reason)
 	/* Best effort: a client that does not read gets no event. Killed,
 	 * not closed under the walk: the loop's reap or server_fini()
 	 * closes them. */
-	TAILQ_FOREACH(c, &srv->conns, link) {
+	TAILQ_FOREACH(c, &srv->tab.conns, link) {
 		conn_send_event(c, &ev);
 		conn_kill(c, NULL);
 	}
@@ -432,7 +426,7 @@ int server_reload(struct server *srv)
 	srv->core.config = cfg;
 	server_check_reserve(srv);
 	domains_configure(&srv->core);
-	conns_limits_changed(srv);
+	conns_limits_changed(&srv->tab);
 	families_configure(&srv->core);
 	log_notice("configuration reloaded from %s: %zu domains",
 		   srv->opt.config_path, cfg.n_domains);
@@ -448,8 +442,8 @@ static bool server_removed_filter(struct client *c, Rdmab__Event *ev, void *arg)
 }
 
 /* A device is gone: close every descriptor of it, tell every client. */
-void server_device_gone(struct server *srv, struct device *dev,
-			const char *reason)
+static void server_device_gone(struct server *srv, struct device *dev,
+			       const char *reason)
 {
 	Rdmab__DeviceRemovedEvent rev = RDMAB__DEVICE_REMOVED_EVENT__INIT;
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
@@ -470,7 +464,19 @@ void server_device_gone(struct server *srv, struct device *dev,
 	ev.body_case = RDMAB__EVENT__BODY_DEVICE_REMOVED;
 	ev.device_removed = &rev;
 	ev.object_kind = IBC_OBJ_CONTEXT;
-	notify_clients(srv, &ev, server_removed_filter, dev);
+	notify_clients(&srv->tab, &ev, server_removed_filter, dev);
+}
+
+void server_device_removed(struct server *srv, struct device *dev,
+			   const char *reason)
+{
+	/* Both the device's events and the presence check see a removal;
+	 * the first one tells. */
+	if (dev->removed)
+		return;
+	dev->removed = true;
+	server_device_gone(srv, dev, reason);
+	families_device_gone(&srv->core, dev, reason);
 }
 
 static void server_device_cb(evutil_socket_t fd, short what, void *arg)
@@ -482,8 +488,8 @@ static void server_device_cb(evutil_socket_t fd, short what, void *arg)
 
 		if (!dev->removed && dev->event_fd == fd &&
 		    dev->ops->handle_event(dev) == 1)
-			notify_device_gone(srv, dev,
-					   "the device reported a fatal error");
+			server_device_removed(
+				srv, dev, "the device reported a fatal error");
 	}
 }
 
@@ -496,7 +502,7 @@ static void server_present_cb(evutil_socket_t fd, short what, void *arg)
 		struct device *dev = &srv->core.devices.dev[i];
 
 		if (!dev->removed && !dev->ops->present(dev))
-			notify_device_gone(srv, dev, "it left the system");
+			server_device_removed(srv, dev, "it left the system");
 	}
 }
 
@@ -555,7 +561,7 @@ static int server_events_init(struct server *srv)
 	srv->backoff_ev = evtimer_new(srv->core.base, server_backoff_cb, srv);
 	srv->status_ev = evtimer_new(srv->core.base, server_status_cb, srv);
 	if (!srv->listen_ev || !srv->backoff_ev || !srv->status_ev ||
-	    conns_reap_init(srv) < 0)
+	    conns_reap_init(&srv->tab) < 0)
 		return -ENOMEM;
 	for (int i = 0; i < 3; i++) {
 		srv->sig_ev[i] = evsignal_new(srv->core.base, sigs[i],
@@ -579,6 +585,67 @@ static int server_events_init(struct server *srv)
 	return 0;
 }
 
+static unsigned int server_broadcast(struct core *core, Rdmab__Event *ev,
+				     core_event_filter filter, void *arg)
+{
+	return notify_clients(&server_of(core)->tab, ev, filter, arg);
+}
+
+static void server_core_device_gone(struct core *core, struct device *dev,
+				    const char *reason)
+{
+	server_device_removed(server_of(core), dev, reason);
+}
+
+static struct client *server_next(struct core *core, struct client *prev)
+{
+	return notify_next(&server_of(core)->tab, prev);
+}
+
+static void server_core_status(const struct core *core, struct core_status *st)
+{
+	const struct server *srv = server_of((struct core *)core);
+
+	st->uptime_usec = server_uptime_usec(srv);
+	st->clients = srv->tab.n_conns;
+	st->max_clients = srv->opt.max_conns;
+}
+
+/* The transport's hooks for the layers below the handlers (core.h). */
+static const struct core_ops server_core_ops = {
+	.broadcast = server_broadcast,
+	.device_gone = server_core_device_gone,
+	.is_open = notify_is_open,
+	.take_pidfd = notify_take_pidfd,
+	.next = server_next,
+	.hello_done = notify_hello_done,
+	.status = server_core_status,
+};
+
+static int server_conn_admit(struct conn_table *t, const struct conn *c,
+			     char *why, size_t size)
+{
+	return server_admit(server_of_tab(t), c, why, size);
+}
+
+static void server_conn_opened(struct conn *c)
+{
+	restart_conn_opened(c);
+	server_status_dirty(server_of_tab(c->tab));
+}
+
+/* What the connections' turns do above them (conn.h). */
+static const struct conn_ops server_conn_ops = {
+	.packet = dispatch_packet,
+	.drain = dispatch_drain,
+	.error = dispatch_error,
+	.admit = server_conn_admit,
+	.opened = server_conn_opened,
+	.closed = restart_conn_closed,
+	.reply_sent = restart_reply_sent,
+	.gone = server_conn_gone,
+};
+
 int server_init(struct server *srv, const struct server_options *opt)
 {
 	struct device_config dcfg;
@@ -592,15 +659,15 @@ int server_init(struct server *srv, const struct server_options *opt)
 	srv->core.runtime_fd = -1;
 	srv->core.runtime_dir = srv->opt.runtime_dir;
 	srv->core.max_conns = srv->opt.max_conns;
-	srv->core.ops = &notify_core_ops;
+	srv->core.ops = &server_core_ops;
+	srv->core.ctx_hooks = &registry_ctx_hooks;
 	srv->runtime_lock_fd = -1;
-	TAILQ_INIT(&srv->conns);
-	TAILQ_INIT(&srv->lingering);
-	TAILQ_INIT(&srv->dead);
+	conns_init(&srv->tab, &srv->core, &server_conn_ops);
+	srv->tab.outq_max = srv->opt.outq_max;
+	srv->tab.read_on = srv->opt.read_on;
 	TAILQ_INIT(&srv->core.users);
 	TAILQ_INIT(&srv->core.domains);
 	srv->accept_rl.interval_ms = LOG_QUIET_MS;
-	srv->refuse_rl.interval_ms = LOG_QUIET_MS;
 	clock_gettime(CLOCK_MONOTONIC, &srv->started);
 	signal(SIGPIPE, SIG_IGN);
 
@@ -658,7 +725,9 @@ int server_init(struct server *srv, const struct server_options *opt)
 	ret = rekey_init(&srv->core);
 	if (ret < 0)
 		return ret;
-	ret = restart_init(srv);
+	ret = restart_init(&srv->core, srv->opt.no_restart);
+	if (ret == 0 && srv->core.restart)
+		ret = reexec_init(srv);
 	if (ret < 0) {
 		log_err("cannot start the restart's store and journal: %s",
 			strerror(-ret));
@@ -668,6 +737,7 @@ int server_init(struct server *srv, const struct server_options *opt)
 	if (ret < 0)
 		return ret;
 	srv->metrics = metrics_new();
+	srv->tab.metrics = srv->metrics;
 	if (!srv->metrics)
 		return -ENOMEM;
 	ret = sd_take_listener(restart_fdstore(&srv->core));
@@ -708,13 +778,14 @@ void server_fini(struct server *srv)
 	if (restart_handing_off(&srv->core))
 		restart_exit();
 
-	while ((c = TAILQ_FIRST(&srv->conns)))
+	while ((c = TAILQ_FIRST(&srv->tab.conns)))
 		conn_close(c);
 	rekey_fini(&srv->core);
 	metrics_free(srv->metrics);
+	srv->tab.metrics = NULL;
 	families_fini(&srv->core);
-	restart_fini(srv);
-	conns_lingering_free(srv);
+	restart_fini(&srv->core);
+	conns_lingering_free(&srv->tab);
 	/* The contexts first: domains_free() frees what they point to. */
 	dctx_close_all(&srv->core);
 	domains_free(&srv->core);
@@ -737,8 +808,8 @@ void server_fini(struct server *srv)
 		event_free(srv->status_ev);
 	if (srv->watchdog_ev)
 		event_free(srv->watchdog_ev);
-	if (srv->reap_ev)
-		event_free(srv->reap_ev);
+	if (srv->tab.reap_ev)
+		event_free(srv->tab.reap_ev);
 	if (srv->listen_fd >= 0)
 		close(srv->listen_fd);
 	if (srv->bound_path) {

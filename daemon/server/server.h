@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 /*
  * struct server, the daemon's top: the event loop, the listening socket,
- * the connections, the devices and the families' state, and what every
- * layer below reaches through it. server.c owns start-up, admission,
- * reload, device removal and shutdown.
+ * the connection table (conn.h), the devices and the families' state, and
+ * what every layer below reaches through it. server.c owns start-up,
+ * admission, reload, device removal and shutdown.
  */
 #ifndef RDMAB_SERVER_H
 #define RDMAB_SERVER_H
@@ -16,12 +16,12 @@
 
 #include "daemon/config/conf.h"
 #include "daemon/registry/core.h"
+#include "daemon/server/conn.h"
 #include "daemon/device/device.h"
 #include "daemon/registry/domain.h"
 #include "daemon/families/family.h"
 #include "daemon/util/ids.h"
 #include "daemon/util/log.h"
-#include "daemon/server/notify.h"
 #include "daemon/registry/user.h"
 #include "proto/rdmabroker.pb-c.h"
 
@@ -29,17 +29,6 @@ struct event_base;
 struct event;
 struct conn;
 struct registry;
-
-enum read_on {
-	/* When the send of the reply let the client run. */
-	READ_ON_AUTO,
-	READ_ON_ALWAYS,
-	READ_ON_NEVER,
-};
-
-/* --read-on (conn.c): "auto", "always" or "never"; -EINVAL for anything
- * else. */
-int conn_parse_read_on(const char *s, enum read_on *ret);
 
 struct server_options {
 	const char *socket_path;
@@ -78,24 +67,12 @@ struct server {
 	struct event *watchdog_ev;
 	struct event *status_ev;
 	bool accepting;
-	bool stopping;
 	/* The loop was stopped for a failure: server_run() reports it. */
 	bool failed;
-	TAILQ_HEAD(conn_list, conn) conns;
-	unsigned int n_conns;
-	/* Closed connections whose socket still holds descriptors the peer
-	 * has not read (see conn_close()). */
-	struct conn_list lingering;
-	/* Connections marked dead (conn_kill()), linked by
-	 * dead_link, and the event that closes them on the loop's next
-	 * turn. */
-	struct conn_list dead;
-	struct event *reap_ev;
+	/* The connections (conn.h; tab.stopping: the daemon is stopping). */
+	struct conn_table tab;
 	/* accept() failing for lack of descriptors, logged once a while. */
 	struct log_ratelimit accept_rl;
-	/* Refused and timed out clients: one line a while, whoever they
-	 * are. */
-	struct log_ratelimit refuse_rl;
 	struct timespec started;
 	struct event *device_ev[DEVICE_MAX];
 	struct event *present_ev;
@@ -103,10 +80,6 @@ struct server {
 	 * held for the daemon's life (runtime.h); -1 before server_init()
 	 * takes it. */
 	int runtime_lock_fd;
-	/* The quickest a send that went out at once takes here, slowly
-	 * forgotten (conn_send()): a send much slower than that let its
-	 * peer run. */
-	int64_t send_quick_ns;
 	/* Metrics (metrics.h): counters, the cached text, the HTTP
 	 * listener. */
 	struct metrics *metrics;
@@ -116,6 +89,12 @@ struct server {
 static inline struct server *server_of(struct core *core)
 {
 	return (struct server *)((char *)core - offsetof(struct server, core));
+}
+
+/* The server whose connection table @t is (conn.h's ops get the table). */
+static inline struct server *server_of_tab(struct conn_table *t)
+{
+	return (struct server *)((char *)t - offsetof(struct server, tab));
 }
 
 int server_init(struct server *srv, const struct server_options *opt);
@@ -129,20 +108,18 @@ void server_fini(struct server *srv);
  */
 int server_admit(struct server *srv, const struct conn *c, char *why,
 		 size_t size);
-/* Send a refusal (@err positive) with @message on @fd, without blocking. */
-void server_refuse(int fd, int err, const char *message);
 
-/* Called by conn when a connection goes away, to resume accepting. */
-void server_conn_gone(struct server *srv);
 /* Schedule a STATUS= update. */
 void server_status_dirty(struct server *srv);
 uint64_t server_uptime_usec(const struct server *srv);
 
 /* Re-read the configuration (SIGHUP); a bad file keeps the running one. */
 int server_reload(struct server *srv);
-/* @dev is gone (notify_device_gone(), once): close its descriptors and
- * tell every client, before the families let go. */
-void server_device_gone(struct server *srv, struct device *dev,
-			const char *reason);
+/* @dev is gone (a fatal event, or it left the system): the server closes
+ * its descriptors and tells the clients, then every family lets go
+ * (families_device_gone()); reported once, the later reports of the same
+ * device are dropped. */
+void server_device_removed(struct server *srv, struct device *dev,
+			   const char *reason);
 
 #endif

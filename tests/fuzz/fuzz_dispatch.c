@@ -372,7 +372,7 @@ static void slot_open(struct session *s, unsigned int i)
 	/* The conn owns sv[0] from here on, also when it refuses it: the
 	 * client then reads end of stream, as from a daemon that hung
 	 * up. */
-	if (conn_new(&srv, sv[0], &c) < 0)
+	if (conn_new(&srv.tab, sv[0], &c) < 0)
 		sl->eof = true;
 	hook_fd = -1;
 	hook_id = NULL;
@@ -517,7 +517,7 @@ static struct progress progress_now(const struct session *s)
 		.served = srv.core.requests_served,
 		.replies = s->replies,
 		.eofs = s->eofs,
-		.conns = srv.n_conns,
+		.conns = srv.tab.n_conns,
 	};
 
 	return p;
@@ -642,7 +642,7 @@ static bool any_stalled(void)
 {
 	const struct conn *c;
 
-	TAILQ_FOREACH(c, &srv.conns, link)
+	TAILQ_FOREACH(c, &srv.tab.conns, link)
 		if (c->stalled)
 			return true;
 	return false;
@@ -660,10 +660,10 @@ static void poke_timers(void)
 {
 	struct conn *c;
 
-	TAILQ_FOREACH(c, &srv.conns, link)
+	TAILQ_FOREACH(c, &srv.tab.conns, link)
 		if (c->stalled)
 			event_active(c->stall_ev, EV_TIMEOUT, 1);
-	TAILQ_FOREACH(c, &srv.lingering, link)
+	TAILQ_FOREACH(c, &srv.tab.lingering, link)
 		event_active(c->stall_ev, EV_TIMEOUT, 1);
 	if (event_base_loop(srv.core.base, EVLOOP_NONBLOCK) < 0)
 		fail("event_base_loop failed");
@@ -723,7 +723,8 @@ static void session_end(struct session *s)
 	 * under the queued_fds limits). One stuck with every reply read
 	 * fails the count below. */
 	for (unsigned int idle = 0;
-	     idle < 16 && (any_stalled() || !TAILQ_EMPTY(&srv.lingering));) {
+	     idle < 16 &&
+	     (any_stalled() || !TAILQ_EMPTY(&srv.tab.lingering));) {
 		uint64_t replies = s->replies;
 
 		poke_timers();
@@ -743,9 +744,10 @@ static void session_end(struct session *s)
 	/* A socket closed with descriptors unread lingers until the daemon's
 	 * next look sees its peer gone (a timer): make it look now,
 	 * boundedly, rather than count it as a leak. */
-	for (unsigned int i = 0; i < 16 && !TAILQ_EMPTY(&srv.lingering); i++)
+	for (unsigned int i = 0; i < 16 && !TAILQ_EMPTY(&srv.tab.lingering);
+	     i++)
 		poke_timers();
-	if (!TAILQ_EMPTY(&srv.lingering))
+	if (!TAILQ_EMPTY(&srv.tab.lingering))
 		fail("a closed client's socket still lingers");
 	owners_die();
 	/* Nothing is charged to any uid once its connections are gone. */
@@ -760,8 +762,8 @@ static void session_end(struct session *s)
 	if (s->config_b)
 		session_reload(s);
 
-	if (srv.n_conns != 0)
-		fail("%u connections outlive their clients", srv.n_conns);
+	if (srv.tab.n_conns != 0)
+		fail("%u connections outlive their clients", srv.tab.n_conns);
 	n_domains = count_domains();
 	if (n_domains != baseline_domains)
 		fail("%zu domains, %zu before the session", n_domains,

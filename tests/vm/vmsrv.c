@@ -73,7 +73,7 @@ struct dctx *vs_open(const char *tag, struct ol_client *parent,
 	snprintf(name, sizeof(name), "%s-context", tag);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_NONBLOCK | SOCK_CLOEXEC,
 		       0, sv) < 0 ||
-	    conn_new(&vs_srv, sv[0], &c) < 0 ||
+	    conn_new(&vs_srv.tab, sv[0], &c) < 0 ||
 	    ol_adopt(parent, sv[1], vs_pump) < 0 || ol_open(parent) < 0) {
 		vm_check(false, name, "cannot open the context: %s", ol_error);
 		return NULL;
