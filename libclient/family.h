@@ -24,23 +24,22 @@ struct ibc_quota;
 
 /* A figure a family adds to a listing's entry: the wire message's field
  * at offset @wire copied into the entry's at @entry, @size bytes (the
- * same width on both sides; the family's file asserts it). */
+ * same width on both sides: IBC_FAMILY_FIELD() checks it). */
 struct ibc_family_field {
 	size_t wire;
 	size_t entry;
 	size_t size;
 };
 
+/* 0, or a build error when @a and @b differ in width. */
+#define IBC_SAME_WIDTH(a, b) (0 * sizeof(char[sizeof(a) == sizeof(b) ? 1 : -1]))
 /* The ibc_family_field of wire message @W's field @wf and entry @E's
- * field @ef; the build stops when their widths differ. */
-#define IBC_FAMILY_FIELD(W, wf, E, ef)                                                 \
-	{                                                                              \
-		offsetof(W, wf), offsetof(E, ef),                                      \
-			sizeof(((E *)0)->ef) +                                         \
-				0 * sizeof(char[sizeof(((W *)0)->wf) ==                \
-								sizeof(((E *)0)->ef) ? \
-							1 :                            \
-							-1])                           \
+ * field @ef. */
+#define IBC_FAMILY_FIELD(W, wf, E, ef)                                         \
+	{                                                                      \
+		offsetof(W, wf), offsetof(E, ef),                              \
+			sizeof(((E *)0)->ef) +                                 \
+				IBC_SAME_WIDTH(((W *)0)->wf, ((E *)0)->ef)     \
 	}
 
 struct ibc_family {
