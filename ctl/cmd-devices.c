@@ -18,30 +18,22 @@ static void devices_json(const struct ibc_device_info *d, size_t n)
 		json_string(stdout, d[i].kind);
 		printf(",\"transport\":");
 		json_string(stdout, d[i].transport);
-		printf(",\"removed\":%s,\"import\":%s,\"xrc\":%s,\"ports\":%u,"
-		       "\"max_dm_size\":%" PRIu64 ",\"max_rss_table_size\":%u,"
-		       "\"rss_hash_fields\":%" PRIu64
-		       ",\"rss_hash_functions\":%u",
+		printf(",\"removed\":%s,\"import\":%s,\"xrc\":%s,\"ports\":%u",
 		       d[i].removed ? "true" : "false",
 		       d[i].import ? "true" : "false",
-		       d[i].xrc ? "true" : "false", d[i].ports,
-		       d[i].max_dm_size, d[i].max_rss_table_size,
-		       d[i].rss_hash_fields, d[i].rss_hash_functions);
-#define CTL_CAPS_LIMIT(name, type, fmt)                                        \
+		       d[i].xrc ? "true" : "false", d[i].ports);
+#define CTL_CAPS_NUMBER(name, type, fmt)                                       \
 	printf(",\"" #name "\":" fmt, d[i].name);
-		CAPS_LIMITS(CTL_CAPS_LIMIT)
-#undef CTL_CAPS_LIMIT
-		printf(",\"rss_qp_types\":%u", d[i].rss_qp_types);
-		/* What `dm` prints under its table; the device-wide figure
-		 * is an administrator's. */
-		if (d[i].dm_device_wide)
-			printf(",\"dm_reserved\":%" PRIu64, d[i].dm_reserved);
-		printf(",\"dm_domain_used\":%" PRIu64
-		       ",\"dm_domain_limit\":%" PRIu64 ",\"dm_room\":%" PRIu64
-		       ",\"dm_shared\":%s,\"dm_reason\":",
-		       d[i].dm_domain_used, d[i].dm_domain_limit, d[i].dm_room,
-		       d[i].dm_shared ? "true" : "false");
-		json_string(stdout, d[i].dm_reason);
+		CAPS_NUMBERS(CTL_CAPS_NUMBER)
+#undef CTL_CAPS_NUMBER
+		/* What the families make of the device for the caller. */
+		for (size_t k = 0; k < ctl_n_family_commands; k++) {
+			const struct ctl_family_listing *l =
+				ctl_family_commands[k]->listing;
+
+			if (l && l->device_json)
+				l->device_json(&d[i]);
+		}
 		printf("}");
 	}
 	printf("]\n");
@@ -66,24 +58,29 @@ int cmd_devices(struct ctl *ctl, int argc, char **argv)
 	if (ctl->json) {
 		devices_json(d, n);
 	} else {
-		printf("%-12s %-6s %-10s %-6s %-4s %-12s %-10s %s\n", "NAME",
-		       "KIND", "TRANSPORT", "IMPORT", "XRC", "MAX_DM_SIZE",
-		       "RSS_TABLE", "STATE");
+		printf("%-12s %-6s %-10s %-6s %-4s ", "NAME", "KIND",
+		       "TRANSPORT", "IMPORT", "XRC");
+#define CTL_CAPS_HEADER(name, header, width) printf("%-" #width "s ", header);
+		CAPS_COLUMNS(CTL_CAPS_HEADER)
+#undef CTL_CAPS_HEADER
+		printf("STATE\n");
 		for (size_t i = 0; i < n; i++) {
 			char name[CTL_TEXT_SIZE(d[i].name)];
 			char kind[CTL_TEXT_SIZE(d[i].kind)];
 			char transport[CTL_TEXT_SIZE(d[i].transport)];
 
-			printf("%-12s %-6s %-10s %-6s %-4s %-12" PRIu64
-			       " %-10u %s\n",
+			printf("%-12s %-6s %-10s %-6s %-4s ",
 			       text_escape(name, sizeof(name), d[i].name),
 			       text_escape(kind, sizeof(kind), d[i].kind),
 			       text_escape(transport, sizeof(transport),
 					   d[i].transport),
 			       d[i].import ? "yes" : "no",
-			       d[i].xrc ? "yes" : "no", d[i].max_dm_size,
-			       d[i].max_rss_table_size,
-			       d[i].removed ? "removed" : "present");
+			       d[i].xrc ? "yes" : "no");
+#define CTL_CAPS_CELL(name, header, width)                                     \
+	printf("%-" #width PRIu64 " ", (uint64_t)d[i].name);
+			CAPS_COLUMNS(CTL_CAPS_CELL)
+#undef CTL_CAPS_CELL
+			printf("%s\n", d[i].removed ? "removed" : "present");
 		}
 	}
 	ibc_list_free(d);

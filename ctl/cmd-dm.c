@@ -3,6 +3,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -288,6 +289,29 @@ static int cmd_dm(struct ctl *ctl, int argc, char **argv)
 }
 
 /* Its entry in the command table (ctl/main.c). */
+/* `devices --json`: the caller's domain's device memory on @d, and
+ * whether a DM can be shared there; the device-wide figure is an
+ * administrator's. */
+static void dm_device_json(const struct ibc_device_info *d)
+{
+	if (d->dm_device_wide)
+		printf(",\"dm_reserved\":%" PRIu64, d->dm_reserved);
+	printf(",\"dm_domain_used\":%" PRIu64 ",\"dm_domain_limit\":%" PRIu64
+	       ",\"dm_room\":%" PRIu64 ",\"dm_shared\":%s,\"dm_reason\":",
+	       d->dm_domain_used, d->dm_domain_limit, d->dm_room,
+	       d->dm_shared ? "true" : "false");
+	json_string(stdout, d->dm_reason);
+}
+
+static const struct ctl_family_listing dm_listing = {
+	.quota_field = offsetof(struct ibc_quota, dm_bytes),
+	.quota_size = sizeof(((struct ibc_quota *)0)->dm_bytes),
+	.quota_key = "dm_bytes",
+	.quota_header = "DM_BYTES",
+	.quota_width = 17,
+	.device_json = dm_device_json,
+};
+
 const struct ctl_command ctl_cmd_dm = {
 	"dm",
 	"[list | show ID | free ID | revoke ID]",
@@ -297,4 +321,5 @@ const struct ctl_command ctl_cmd_dm = {
 	"  free ID    free DM ID for its holders (administrators)\n"
 	"  revoke ID  take DM ID from its holders (administrators)\n",
 	cmd_dm,
+	&dm_listing,
 };

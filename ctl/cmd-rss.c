@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <netinet/in.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -195,6 +196,14 @@ static int cmd_rss(struct ctl *ctl, int argc, char **argv)
 }
 
 /* Its entry in the command table (ctl/main.c). */
+static const struct ctl_family_listing rss_listing = {
+	.quota_field = offsetof(struct ibc_quota, rss_tables),
+	.quota_size = sizeof(((struct ibc_quota *)0)->rss_tables),
+	.quota_key = "rss_tables",
+	.quota_header = "RSS",
+	.quota_width = 9,
+};
+
 const struct ctl_command ctl_cmd_rss = {
 	"rss",
 	"[list | show ID]",
@@ -202,4 +211,5 @@ const struct ctl_command ctl_cmd_rss = {
 	"  list     the RSS objects the caller may see (the default)\n"
 	"  show ID  one whole: key, hash fields, QP number, WQs\n",
 	cmd_rss,
+	&rss_listing,
 };

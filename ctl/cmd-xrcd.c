@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -230,6 +231,22 @@ static int cmd_xrcd(struct ctl *ctl, int argc, char **argv)
 }
 
 /* Its entry in the command table (ctl/main.c). */
+/* `domains --json`: the XRCD opens of dead clients whose kernel XRCD
+ * stays in domain @d's contexts. */
+static void xrcd_domain_json(const struct ibc_domain_info *d)
+{
+	printf(",\"xrcd_orphans\":%u", d->xrcd_orphans);
+}
+
+static const struct ctl_family_listing xrcd_listing = {
+	.quota_field = offsetof(struct ibc_quota, xrcds),
+	.quota_size = sizeof(((struct ibc_quota *)0)->xrcds),
+	.quota_key = "xrcds",
+	.quota_header = "XRCDS",
+	.quota_width = 9,
+	.domain_json = xrcd_domain_json,
+};
+
 const struct ctl_command ctl_cmd_xrcd = {
 	"xrcd",
 	"[list | show NAME [--domain D] | remove NAME]",
@@ -241,4 +258,5 @@ const struct ctl_command ctl_cmd_xrcd = {
 	"  remove NAME             remove a declared XRCD's file\n"
 	"                          (administrators)\n",
 	cmd_xrcd,
+	&xrcd_listing,
 };

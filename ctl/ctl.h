@@ -22,6 +22,27 @@ struct ctl {
 	struct ibc_client *client;
 };
 
+/* What a family shows in the core's listings (`domains`, `devices`), so
+ * that those name no family. */
+struct ctl_family_listing {
+	/* Its domain quota: the field of struct ibc_quota (offsetof) and its
+	 * size (4 or 8 bytes), its key in `domains --json` ("used" and
+	 * "limit") and its USED/LIMIT column's header and width in
+	 * `domains`. The families' quotas come in the order of their
+	 * fields in struct ibc_quota, before the core's. 0 size: none. */
+	size_t quota_field;
+	size_t quota_size;
+	const char *quota_key;
+	const char *quota_header;
+	int quota_width;
+	/* `domains --json`: ,"key":value of its other figures of domain
+	 * @d, after internal_left. */
+	void (*domain_json)(const struct ibc_domain_info *d);
+	/* `devices --json`: ,"key":value of its figures of device @d
+	 * (what it makes of the device for the caller's domain), last. */
+	void (*device_json)(const struct ibc_device_info *d);
+};
+
 struct ctl_command {
 	const char *name;
 	const char *args;
@@ -30,6 +51,9 @@ struct ctl_command {
 	const char *details;
 	/* argv[0] is the command's name. Returns an exit code. */
 	int (*run)(struct ctl *ctl, int argc, char **argv);
+	/* A family's command: what the family shows in the core's
+	 * listings; NULL: nothing. */
+	const struct ctl_family_listing *listing;
 };
 
 /* Connect on first use; prints the error and returns CTL_ERROR. */
@@ -72,6 +96,9 @@ int cmd_evict(struct ctl *ctl, int argc, char **argv);
 /* Each family's command (ctl/cmd-FAMILY.c), from the one list. */
 #define FAMILY(f, F) extern const struct ctl_command ctl_cmd_##f;
 #include "common/families.def"
+/* Those commands, in the list's order (main.c). */
+extern const struct ctl_command *const ctl_family_commands[];
+extern const size_t ctl_n_family_commands;
 /* Rekey */
 int cmd_domain(struct ctl *ctl, int argc, char **argv);
 /* Metrics */

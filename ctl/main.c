@@ -88,18 +88,20 @@ static const struct ctl_command commands[] = {
 /* Each family's command, in its ctl/cmd-FAMILY.c, listed after the
  * others from the one list of families. */
 #define FAMILY(f, F) &ctl_cmd_##f,
-static const struct ctl_command *const family_commands[] = {
+const struct ctl_command *const ctl_family_commands[] = {
 #include "common/families.def"
 };
 
 #define N_CORE (sizeof(commands) / sizeof(commands[0]))
-#define N_FAMILY_COMMANDS (sizeof(family_commands) / sizeof(family_commands[0]))
+#define N_FAMILY_COMMANDS                                                      \
+	(sizeof(ctl_family_commands) / sizeof(ctl_family_commands[0]))
+const size_t ctl_n_family_commands = N_FAMILY_COMMANDS;
 #define N_COMMANDS (N_CORE + N_FAMILY_COMMANDS)
 
 /* Command @i of every command, the families' after the others. */
 static const struct ctl_command *command_at(size_t i)
 {
-	return i < N_CORE ? &commands[i] : family_commands[i - N_CORE];
+	return i < N_CORE ? &commands[i] : ctl_family_commands[i - N_CORE];
 }
 
 static const char global_options[] =

@@ -57,16 +57,10 @@ static int ibc_ctx_fill(struct ibc_ctx *ctx, const Rdmab__OpenContextReply *o)
 	ibc_copy_name(c->device, sizeof(c->device), d->name);
 	ibc_copy_name(c->domain, sizeof(c->domain), cl->info.domain);
 	c->context_id = o->context_id;
-	c->xrc = d->xrc;
-	c->max_dm_size = d->max_dm_size;
-	c->max_rss_table_size = d->max_rss_table_size;
-	c->rss_hash_fields = d->rss_hash_fields;
-	c->rss_hash_functions = d->rss_hash_functions;
-	c->rss_qp_types = d->rss_qp_types;
-#define CTX_CAPS_LIMIT(name, type, fmt) c->name = d->name;
-	CAPS_LIMITS(CTX_CAPS_LIMIT)
-#undef CTX_CAPS_LIMIT
-	c->dm_shared = d->dm_shared;
+#define CTX_CAPS_COPY(name, ...) c->name = d->name;
+	CAPS_NUMBERS(CTX_CAPS_COPY)
+	CAPS_FLAGS(CTX_CAPS_COPY)
+#undef CTX_CAPS_COPY
 	ctx->pd_handle = o->pd_handle;
 	return 0;
 }

@@ -982,4 +982,7 @@ const struct ibc_family ibc_dm_family = {
 	.fork_prepare = ibc_dm_fork_prepare,
 	.fork_stale = ibc_dm_fork_stale,
 	.fork_child = ibc_dm_fork_child,
+	.quota = IBC_FAMILY_FIELD(Rdmab__QuotaInfo, dm_bytes, struct ibc_quota,
+				  dm_bytes),
+	.device_info = ibc_dm_device_info,
 };

@@ -92,4 +92,10 @@ void ibc_dm_mr_gone(struct ibc_dm *dm);
 void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 			uint64_t id, const char *why);
 
+/* The family's part of a device's entry (struct ibc_family's
+ * device_info, dm-list.c): why a DM cannot be shared there, and the
+ * caller's domain's device memory. */
+void ibc_dm_device_info(struct ibc_device_info *e,
+			const Rdmab__DeviceCaps *caps);
+
 #endif

@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include <stddef.h>
+#include <string.h>
 
 #include "libclient/events.h"
 #include "libclient/family.h"
@@ -54,4 +55,37 @@ __attribute__((constructor)) static void ibc_families_collect(void)
 		IBC_FAMILY_HOOKS(IBC_COLLECT)
 #undef IBC_COLLECT
 	}
+}
+
+/* Copy @f from the wire message @wire into the entry @entry. */
+static void ibc_family_field_copy(void *entry, const void *wire,
+				  const struct ibc_family_field *f)
+{
+	memcpy((char *)entry + f->entry, (const char *)wire + f->wire, f->size);
+}
+
+void ibc_families_quota(struct ibc_quota *q, const Rdmab__QuotaInfo *qi)
+{
+	for (size_t i = 0; i < N_FAMILIES; i++)
+		if (ibc_families[i]->quota.size)
+			ibc_family_field_copy(q, qi, &ibc_families[i]->quota);
+}
+
+void ibc_families_domain(struct ibc_domain_info *e, const Rdmab__DomainInfo *d)
+{
+	for (size_t i = 0; i < N_FAMILIES; i++) {
+		const struct ibc_family_field *f =
+			ibc_families[i]->domain_fields;
+
+		for (; f && f->size; f++)
+			ibc_family_field_copy(e, d, f);
+	}
+}
+
+void ibc_families_device_info(struct ibc_device_info *e,
+			      const Rdmab__DeviceCaps *caps)
+{
+	for (size_t i = 0; i < N_FAMILIES; i++)
+		if (ibc_families[i]->device_info)
+			ibc_families[i]->device_info(e, caps);
 }

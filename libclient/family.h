@@ -11,12 +11,36 @@
 #define IBC_FAMILY_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "proto/rdmabroker.pb-c.h"
 
 struct ibc_client;
 struct ibc_ctx;
+struct ibc_device_info;
+struct ibc_domain_info;
 struct ibc_event_handler;
+struct ibc_quota;
+
+/* A figure a family adds to a listing's entry: the wire message's field
+ * at offset @wire copied into the entry's at @entry, @size bytes (the
+ * same width on both sides: IBC_FAMILY_FIELD() checks it). */
+struct ibc_family_field {
+	size_t wire;
+	size_t entry;
+	size_t size;
+};
+
+/* 0, or a build error when @a and @b differ in width. */
+#define IBC_SAME_WIDTH(a, b) (0 * sizeof(char[sizeof(a) == sizeof(b) ? 1 : -1]))
+/* The ibc_family_field of wire message @W's field @wf and entry @E's
+ * field @ef. */
+#define IBC_FAMILY_FIELD(W, wf, E, ef)                                         \
+	{                                                                      \
+		offsetof(W, wf), offsetof(E, ef),                              \
+			sizeof(((E *)0)->ef) +                                 \
+				IBC_SAME_WIDTH(((W *)0)->wf, ((E *)0)->ef)     \
+	}
 
 struct ibc_family {
 	const char *name;
@@ -47,6 +71,16 @@ struct ibc_family {
 	 * (stale), and for every client (child). */
 	void (*fork_stale)(struct ibc_client *cl);
 	void (*fork_child)(struct ibc_client *cl);
+	/* The listings (inspect.c): the family's quota, QuotaInfo's field
+	 * into struct ibc_quota's (size 0: none); its other figures of a
+	 * domain, DomainInfo's into struct ibc_domain_info's, up to one of
+	 * size 0 (NULL: none); and what it adds to a device's entry from
+	 * DeviceCaps (its figures for the caller; the device's limits are
+	 * common/device/caps-fields.h's). */
+	struct ibc_family_field quota;
+	const struct ibc_family_field *domain_fields;
+	void (*device_info)(struct ibc_device_info *e,
+			    const Rdmab__DeviceCaps *caps);
 };
 
 /* Every hook above that the walks below call, for the lists. One hook a
@@ -156,5 +190,12 @@ static inline void ibc_families_fork_child(struct ibc_client *cl)
 
 /* The handler of Event body @body a family registered; NULL for none. */
 const struct ibc_event_handler *ibc_families_event(int body);
+
+/* The listings: every family's quota of @qi into @q, its figures of
+ * domain @d into @e, its part of device caps @caps into @e. */
+void ibc_families_quota(struct ibc_quota *q, const Rdmab__QuotaInfo *qi);
+void ibc_families_domain(struct ibc_domain_info *e, const Rdmab__DomainInfo *d);
+void ibc_families_device_info(struct ibc_device_info *e,
+			      const Rdmab__DeviceCaps *caps);
 
 #endif

@@ -9,10 +9,13 @@
 #include <string.h>
 
 #include "libclient/client.h"
+#include "libclient/family.h"
+#include "libclient/inspect.h"
 #include "common/device/caps-fields.h"
 
 /* The public structures and the wire keep each limit written out (ABI,
- * wire); each must have every limit of the list, with the list's type. */
+ * wire); each must have every limit of the lists, with the list's type
+ * (a flag is protobuf's boolean on the wire). */
 #define CAPS_LIMIT_IS(ptr_type, name, type)                                    \
 	_Static_assert(_Generic(((ptr_type)0)->name, type : 1, default : 0),   \
 		       #ptr_type "'s " #name " is not the list's " #type);
@@ -20,7 +23,13 @@
 	CAPS_LIMIT_IS(struct ibc_device_info *, name, type)                    \
 	CAPS_LIMIT_IS(struct ibc_caps *, name, type)                           \
 	CAPS_LIMIT_IS(Rdmab__DeviceCaps *, name, type)
-CAPS_LIMITS(CAPS_LIMIT_CHECK)
+#define CAPS_FLAG_CHECK(name)                                                  \
+	CAPS_LIMIT_IS(struct ibc_device_info *, name, bool)                    \
+	CAPS_LIMIT_IS(struct ibc_caps *, name, bool)                           \
+	CAPS_LIMIT_IS(Rdmab__DeviceCaps *, name, protobuf_c_boolean)
+CAPS_NUMBERS(CAPS_LIMIT_CHECK)
+CAPS_FLAGS(CAPS_FLAG_CHECK)
+#undef CAPS_FLAG_CHECK
 #undef CAPS_LIMIT_CHECK
 #undef CAPS_LIMIT_IS
 
@@ -49,7 +58,8 @@ static int ibc_list_page(struct ibc_client *client,
 
 	lr.offset = offset;
 	req.body_case = body_case;
-	/* The other list requests share a body type. */
+	/* The other list requests (the families' among them) share a
+	 * body type: one member of the union serves them all. */
 	switch (body_case) {
 	case RDMAB__REQUEST__BODY_LIST_DEVICES:
 		req.list_devices = &lr;
@@ -65,9 +75,6 @@ static int ibc_list_page(struct ibc_client *client,
 		    filter->domain)
 			lo.domain = (char *)filter->domain;
 		req.list_objects = &lo;
-		break;
-	case RDMAB__REQUEST__BODY_LIST_DMS:
-		req.list_dms = &lr;
 		break;
 	default:
 		req.list_clients = &lr;
@@ -90,9 +97,7 @@ static void ibc_copy_quota(struct ibc_quota *q, const Rdmab__QuotaInfo *qi)
 {
 	if (!qi)
 		return;
-	q->dm_bytes = qi->dm_bytes;
-	q->xrcds = qi->xrcds;
-	q->rss_tables = qi->rss_tables;
+	ibc_families_quota(q, qi);
 	q->objects = qi->objects;
 	q->clients = qi->clients;
 }
@@ -117,48 +122,14 @@ void ibc_device_info_from(struct ibc_device_info *e, const Rdmab__DeviceInfo *d)
 	e->removed = d->removed;
 	if (d->caps) {
 		e->import = d->caps->import;
-		e->xrc = d->caps->xrc;
 		e->ports = d->caps->ports;
-		e->max_dm_size = d->caps->max_dm_size;
-		e->max_rss_table_size = d->caps->max_rss_table_size;
-		e->rss_hash_fields = d->caps->rss_hash_fields;
-		e->rss_hash_functions = d->caps->rss_hash_functions;
-		e->rss_qp_types = d->caps->rss_qp_types;
-#define ENTRY_CAPS_LIMIT(name, type, fmt) e->name = d->caps->name;
-		CAPS_LIMITS(ENTRY_CAPS_LIMIT)
-#undef ENTRY_CAPS_LIMIT
-		/* Device memory. */
-		e->dm_shared = d->caps->dm_shared;
-		snprintf(e->dm_reason, sizeof(e->dm_reason), "%s",
-			 d->caps->dm_reason ? d->caps->dm_reason : "");
-		e->dm_reserved = d->caps->dm_reserved;
-		e->dm_device_wide = d->caps->dm_device_wide;
-		e->dm_domain_used = d->caps->dm_domain_used;
-		e->dm_domain_limit = d->caps->dm_domain_limit;
-		e->dm_room = d->caps->dm_room;
+#define ENTRY_CAPS_COPY(name, ...) e->name = d->caps->name;
+		CAPS_NUMBERS(ENTRY_CAPS_COPY)
+		CAPS_FLAGS(ENTRY_CAPS_COPY)
+#undef ENTRY_CAPS_COPY
+		ibc_families_device_info(e, d->caps);
 	}
 }
-
-/* Room for any entry the library fills, in its own version. */
-union ibc_any_entry {
-	struct ibc_device_info device;
-	struct ibc_domain_info domain;
-	struct ibc_client_entry client;
-	struct ibc_object_info object;
-	struct ibc_dm_info dm;
-};
-
-/* A family of listing: how many entries a page holds, and how one is
- * copied out. */
-struct ibc_lister {
-	Rdmab__Request__BodyCase body_case;
-	const char *name;
-	/* The library's size of an entry, its first version's, and its
-	 * alignment. */
-	size_t entry_size, entry_v0, entry_align;
-	size_t (*count)(const Rdmab__Reply *reply, uint32_t *ret_total);
-	void (*fill)(void *entry, const Rdmab__Reply *reply, size_t i);
-};
 
 /* The caller's entries must be sized and aligned as an array of its
  * version of the structure. */
@@ -175,13 +146,13 @@ static int ibc_check_entry_size(const struct ibc_lister *l, size_t size)
 	return err;
 }
 
-static int ibc_list_all(struct ibc_client *client, const struct ibc_lister *l,
-			const struct ibc_object_filter *filter, void **ret_list,
-			size_t size, size_t *ret_count)
+int ibc_list_all(struct ibc_client *client, const struct ibc_lister *l,
+		 const struct ibc_object_filter *filter, void **ret_list,
+		 size_t size, size_t *ret_count)
 {
-	union ibc_any_entry e;
 	uint8_t *list = NULL;
 	size_t n = 0, bytes;
+	void *e;
 	int err;
 
 	if (!client || !ret_list || !ret_count)
@@ -189,6 +160,10 @@ static int ibc_list_all(struct ibc_client *client, const struct ibc_lister *l,
 	err = ibc_check_entry_size(l, size);
 	if (err < 0)
 		return err;
+	/* One entry in the library's version, filled and copied out. */
+	e = malloc(l->entry_size);
+	if (!e)
+		return ibc_set_error(-ENOMEM, "out of memory");
 	for (;;) {
 		struct ibc_reply r;
 		uint32_t total = 0;
@@ -204,9 +179,9 @@ static int ibc_list_all(struct ibc_client *client, const struct ibc_lister *l,
 		else
 			err = ibc_list_grow((void **)&list, n + k, size);
 		for (size_t i = 0; err == 0 && i < k; i++) {
-			memset(&e, 0, sizeof(e));
-			l->fill(&e, r.reply, i);
-			ibc_copy_out(list + (n + i) * size, size, &e,
+			memset(e, 0, l->entry_size);
+			l->fill(e, r.reply, i);
+			ibc_copy_out(list + (n + i) * size, size, e,
 				     l->entry_size);
 		}
 		ibc_reply_free(&r);
@@ -217,13 +192,17 @@ static int ibc_list_all(struct ibc_client *client, const struct ibc_lister *l,
 		if (n >= total || k == 0)
 			break;
 	}
-	if (!list && ibc_list_grow((void **)&list, 0, size) < 0)
-		return -ENOMEM;
+	if (!list && ibc_list_grow((void **)&list, 0, size) < 0) {
+		err = -ENOMEM;
+		goto fail;
+	}
+	free(e);
 	ibc_clear_error();
 	*ret_list = list;
 	*ret_count = n;
 	return 0;
 fail:
+	free(e);
 	free(list);
 	return err;
 }
@@ -264,7 +243,7 @@ static void ibc_domains_fill(void *entry, const Rdmab__Reply *reply, size_t i)
 	e->live_intents = d->live_intents;
 	e->internal_objects = d->internal_objects;
 	e->internal_left = d->internal_left;
-	e->xrcd_orphans = d->xrcd_orphans;
+	ibc_families_domain(e, d);
 	e->old_contexts = d->old_contexts;
 	e->rekeys = d->rekeys;
 	ibc_copy_cgroup(e->cgroup, sizeof(e->cgroup), &e->cgroup_truncated,
@@ -415,60 +394,4 @@ IBC_EXPORT int ibc_list_objects(struct ibc_client *client,
 IBC_EXPORT void ibc_list_free(void *list)
 {
 	free(list);
-}
-
-/* --- device memory ------------------------------------------------------ */
-
-static size_t ibc_dms_count(const Rdmab__Reply *reply, uint32_t *total)
-{
-	*total = reply->list_dms->total;
-	return reply->list_dms->n_dms;
-}
-
-static void ibc_dms_fill(void *entry, const Rdmab__Reply *reply, size_t i)
-{
-	const Rdmab__DmInfo *d = reply->list_dms->dms[i];
-	struct ibc_dm_info *e = entry;
-
-	e->id = d->id;
-	snprintf(e->domain, sizeof(e->domain), "%s", d->domain);
-	snprintf(e->device, sizeof(e->device), "%s", d->device);
-	e->handle = d->handle;
-	e->length = d->length;
-	e->pages = d->pages;
-	e->log_align = d->log_align;
-	e->allocator = d->allocator;
-	e->allocator_pid = d->allocator_pid;
-	e->allocator_gone = d->allocator_gone;
-	e->n_importers = (uint32_t)d->n_importers;
-	for (size_t k = 0; k < d->n_importers && k < IBC_DM_INFO_IMPORTERS; k++)
-		e->importers[k] = d->importers[k];
-	e->state = d->state <= 3 ? (enum ibc_dm_state)d->state : IBC_DM_LIVE;
-	e->persistent = d->persistent;
-	snprintf(e->blocked_by, sizeof(e->blocked_by), "%s", d->blocked_by);
-	e->mrs = d->mrs;
-	for (size_t k = 0; k < d->n_mr_list && k < IBC_DM_INFO_MRS; k++) {
-		e->mr_list[k].object_id = d->mr_list[k]->object_id;
-		e->mr_list[k].client_id = d->mr_list[k]->client_id;
-		e->mr_list[k].pid = d->mr_list[k]->pid;
-		e->mr_list[k].gone = d->mr_list[k]->gone;
-	}
-}
-
-IBC_EXPORT int ibc_list_dms(struct ibc_client *client,
-			    struct ibc_dm_info **ret_list, size_t entry_size,
-			    size_t *ret_count)
-{
-	static const struct ibc_lister l = {
-		.body_case = RDMAB__REQUEST__BODY_LIST_DMS,
-		.name = "ibc_dm_info",
-		.entry_size = sizeof(struct ibc_dm_info),
-		.entry_v0 = IBC_SIZE_V0(struct ibc_dm_info, mrs),
-		.entry_align = __alignof__(struct ibc_dm_info),
-		.count = ibc_dms_count,
-		.fill = ibc_dms_fill,
-	};
-
-	return ibc_list_all(client, &l, NULL, (void **)ret_list, entry_size,
-			    ret_count);
 }

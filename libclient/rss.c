@@ -681,4 +681,6 @@ const struct ibc_family ibc_rss_family = {
 	.ctx_closing = ibc_rss_ctx_closing,
 	.fork_lock = ibc_rss_fork_lock,
 	.fork_unlock = ibc_rss_fork_unlock,
+	.quota = IBC_FAMILY_FIELD(Rdmab__QuotaInfo, rss_tables,
+				  struct ibc_quota, rss_tables),
 };

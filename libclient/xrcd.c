@@ -451,8 +451,19 @@ IBC_EXPORT int ibc_admin_xrcd_remove(struct ibc_client *client,
 	return err;
 }
 
+/* A domain's figures: the opens of dead clients whose kernel XRCD stays
+ * in its contexts. */
+static const struct ibc_family_field ibc_xrcd_domain_fields[] = {
+	IBC_FAMILY_FIELD(Rdmab__DomainInfo, xrcd_orphans,
+			 struct ibc_domain_info, xrcd_orphans),
+	{ 0 },
+};
+
 /* An XRCD is an object of its context (objects.c destroys it with the
  * others): the family has no hook of its own to run. */
 const struct ibc_family ibc_xrcd_family = {
 	.name = "xrcd",
+	.quota = IBC_FAMILY_FIELD(Rdmab__QuotaInfo, xrcds, struct ibc_quota,
+				  xrcds),
+	.domain_fields = ibc_xrcd_domain_fields,
 };

@@ -437,6 +437,77 @@ START_TEST(test_dm_non_admin)
 }
 END_TEST
 
+/*
+ * The core's listings take the families' columns and fields from the
+ * families (ctl's struct ctl_family_listing, the caps lists): their
+ * layout, which scripts parse, stays as it was: the quotas in struct
+ * ibc_quota's order (DM, XRCD, RSS: not the families' list's order), the
+ * XRCD figure after internal_left, the DM figures last in a device.
+ */
+START_TEST(test_listing_layout)
+{
+	static const char dom_head[] =
+		"NAME                 KIND       MEMBERS CONTEXTS DM_BYTES    "
+		"      XRCDS     RSS       OBJECTS     UNACCOUNTED "
+		"KERNEL:REG:OWN:INTENT  REKEYS     CLIENTS   CGROUP\n";
+	static const char lab_row[] =
+		"lab                  configured 1       1        0/65536     "
+		"      0/3       0/16      1/65536     0           1:0:1:0     "
+		"           0          1/256     -\n";
+	static const char dev_head[] =
+		"NAME         KIND   TRANSPORT  IMPORT XRC  MAX_DM_SIZE  "
+		"RSS_TABLE  STATE\n"
+		"soft0        soft   software   yes    yes  262144       8192  "
+		"     present\n";
+	struct agent_cred root = agent_cred(0, 0, AGENT_END);
+	struct run r;
+
+	daemon_up("[domain lab]\nusers = 4242\ndm_bytes = 65536\n"
+		  "xrcds = 3\n");
+	client_as(agent_cred(4242, 4242, AGENT_END));
+
+	r = ctl_as(&root, D.sock, "domains", NULL, NULL);
+	assert_exit(&r, 0, "domains");
+	ck_assert_msg(strncmp(r.out, dom_head, strlen(dom_head)) == 0 &&
+			      strstr(r.out, lab_row),
+		      "domains:\n%s", r.out);
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "--json", "domains", NULL);
+	assert_exit(&r, 0, "--json domains");
+	ck_assert_msg(strstr(r.out, "\"internal_left\":0,\"xrcd_orphans\":0,"
+				    "\"old_contexts\":0,\"rekeys\":0,"
+				    "\"used\":{\"dm_bytes\":0,\"xrcds\":0,"
+				    "\"rss_tables\":0,\"objects\":1,"
+				    "\"clients\":1},\"limit\":{\"dm_bytes\":"
+				    "65536,\"xrcds\":3,\"rss_tables\":16,"
+				    "\"objects\":65536,\"clients\":256},"),
+		      "--json domains:\n%s", r.out);
+	run_free(&r);
+
+	r = ctl_as(&root, D.sock, "devices", NULL, NULL);
+	assert_exit(&r, 0, "devices");
+	ck_assert_msg(strncmp(r.out, dev_head, strlen(dev_head)) == 0,
+		      "devices:\n%s", r.out);
+	run_free(&r);
+	r = ctl_as(&root, D.sock, "--json", "devices", NULL);
+	assert_exit(&r, 0, "--json devices");
+	ck_assert_msg(strstr(r.out, "\"xrc\":true,\"ports\":1,\"max_dm_size\":"
+				    "262144,\"max_rss_table_size\":8192,"
+				    "\"rss_hash_fields\":255,"
+				    "\"rss_hash_functions\":1,\"max_qp\":") &&
+			      strstr(r.out, "\"max_mr_size\":"
+					    "18446744073709551615,"
+					    "\"rss_qp_types\":256,"
+					    "\"dm_reserved\":0,"
+					    "\"dm_domain_used\":0,"
+					    "\"dm_domain_limit\":"),
+		      "--json devices:\n%s", r.out);
+	ck_assert_msg(strstr(r.out, ",\"dm_shared\":true,\"dm_reason\":\"\"}"),
+		      "--json devices:\n%s", r.out);
+	run_free(&r);
+}
+END_TEST
+
 START_TEST(test_domains_admin)
 {
 	struct agent_cred root = agent_cred(0, 0, AGENT_END);
@@ -1211,6 +1282,7 @@ static Suite *ctl_root_suite(void)
 	tcase_set_timeout(tc, 30);
 	tcase_add_test(tc, test_domains_non_admin);
 	tcase_add_test(tc, test_domains_admin);
+	tcase_add_test(tc, test_listing_layout);
 	tcase_add_test(tc, test_dm_non_admin);
 	tcase_add_test(tc, test_admin_group);
 	tcase_add_test(tc, test_json_outputs);

@@ -35,10 +35,14 @@
 # The device layer: libibverbs' objects and what the daemon does in the
 # kernel's place carry family names that are verbs, not the family's module
 # (ibv_alloc_dm, the soft device's XRCD inode, ibc_ops' DM calls). Its
-# files are daemon/device*, daemon/soft-objects.*, daemon/uverbs.*,
-# libclient/verbs.c, libclient/soft.c and interpose/. They are listed and
-# counted like any other (marked "[device layer]"); each family's line also
-# gives the count without them. Nothing is left out of the bound.
+# files are daemon/device/ (the soft and verbs devices, uverbs.c among
+# them), common/device/ (caps-fields.h: the device's limits as
+# ibv_query_device_ex(3) reports them, max_dm_size and rss_caps among
+# them, the one list the daemon, the library and ctl walk so that their
+# listings name no family), libclient/verbs.c, libclient/soft.c and
+# interpose/. They are listed and counted like any other (marked "[device
+# layer]"); each family's line also gives the count without them. Nothing
+# is left out of the bound.
 #
 # The bound: with FAMILY_NAMES_MAX set, a family named in more files than
 # it allows fails the run (exit 1): a number bounds every family (make
@@ -212,7 +216,7 @@ END {
 }
 
 # The device layer's files (see the header).
-device_layer='^(daemon/device([^/]*|/.*)|daemon/soft-objects\.[ch]|daemon/uverbs\.[ch]|libclient/verbs\.c|libclient/soft\.c|interpose/.*)$'
+device_layer='^(daemon/device([^/]*|/.*)|common/device/.*|libclient/verbs\.c|libclient/soft\.c|interpose/.*)$'
 
 # The bound FAMILY_NAMES_MAX sets for family $1; empty for none.
 bound() {

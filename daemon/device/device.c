@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -374,4 +375,15 @@ struct device *device_find(struct device_list *list, const char *name)
 		}
 	}
 	return NULL;
+}
+
+void device_caps_text(const struct device *dev, char *buf, size_t len)
+{
+	const struct device_caps *c = &dev->caps;
+
+	snprintf(buf, len,
+		 "%s, max_dm_size %" PRIu64 ", xrc %s, rss table %" PRIu32
+		 ", import %s",
+		 c->transport, c->max_dm_size, c->xrc ? "yes" : "no",
+		 c->max_rss_table_size, c->import ? "yes" : "no");
 }

@@ -462,6 +462,9 @@ int device_probe(enum device_mode mode, const struct device_config *cfg,
 void device_list_close(struct device_list *list);
 /* Find by name; NULL (or "") is the first device still present. */
 struct device *device_find(struct device_list *list, const char *name);
+/* @dev's caps in a line for the daemon's log at start: "InfiniBand,
+ * max_dm_size 131072, xrc yes, rss table 512, import yes". */
+void device_caps_text(const struct device *dev, char *buf, size_t len);
 
 /* Implementations. */
 int device_soft_probe(const struct device_config *cfg,

@@ -158,3 +158,11 @@ void families_ctx_restore(struct core *core, struct dctx *x,
 		if (families[i]->ctx_restore)
 			families[i]->ctx_restore(core, x, m);
 }
+
+void families_device_caps(const struct client *c, const struct device *dev,
+			  struct Rdmab__DeviceCaps *caps)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		if (families[i]->device_caps)
+			families[i]->device_caps(c, dev, caps);
+}

@@ -25,6 +25,7 @@ struct device;
 struct obj_family;
 struct handler;
 struct restore;
+struct Rdmab__DeviceCaps;
 struct Rdmab__HelloRequest;
 struct Rdmab__State__Session;
 struct Rdmab__State__Context;
@@ -136,6 +137,13 @@ struct family {
 	void (*ctx_save)(const struct dctx *x, struct Rdmab__State__Context *m);
 	void (*ctx_restore)(struct core *core, struct dctx *x,
 			    const struct Rdmab__State__Context *m);
+	/* The device listing and the hello's devices (inspect.c): what
+	 * the family adds to @dev's DeviceCaps, its own figures for @c
+	 * (the DM family: why a DM cannot be shared, the device memory
+	 * @c's domain uses and may take). The device's limits themselves
+	 * are common/device/caps-fields.h's. */
+	void (*device_caps)(const struct client *c, const struct device *dev,
+			    struct Rdmab__DeviceCaps *caps);
 };
 
 /* Add @item to the list of names in @buf (of @len bytes): ", " between
@@ -159,6 +167,8 @@ void families_device_gone(struct core *core, struct device *dev,
 			  const char *reason);
 void families_ctx_closed(struct core *core, const struct dctx *x);
 void families_hello(struct client *c, const struct Rdmab__HelloRequest *hr);
+void families_device_caps(const struct client *c, const struct device *dev,
+			  struct Rdmab__DeviceCaps *caps);
 void families_session_save(const struct client *c,
 			   struct Rdmab__State__Session *m);
 void families_session_restore(struct client *c,

@@ -70,9 +70,10 @@ struct handler {
 	unsigned int flags;
 };
 
-/* Fill a DeviceInfo from @dev for @c (what it may know of the device's
- * memory: dm_view()); @caps is where its caps go (inspect.c; the hello
- * reply's too). */
+/* Fill a DeviceInfo from @dev for @c: the device's limits
+ * (common/device/caps-fields.h), and what each family adds for @c
+ * (struct family's device_caps); @caps is where its caps go (inspect.c;
+ * the hello reply's too). */
 void inspect_device_info(const struct client *c, const struct device *dev,
 			 Rdmab__DeviceInfo *info, Rdmab__DeviceCaps *caps);
 

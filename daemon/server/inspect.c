@@ -14,46 +14,46 @@
 #include "daemon/registry/core.h"
 #include "daemon/registry/ctx.h"
 #include "daemon/server/handler.h"
-#include "daemon/families/dm/dm.h"
 #include "daemon/registry/domain.h"
 #include "daemon/registry/objects.h"
 #include "daemon/registry/unaccounted.h"
+#include "daemon/families/family.h"
 
 /* Entries per reply: a ClientInfo is ~120 bytes, a DomainInfo with a few
  * context ids ~200: well inside 64 KiB. */
 #define LIST_PAGE 64
 
+/* The daemon's description of a device has each of the lists' fields,
+ * with the list's type (the wire's may be wider: protobuf's bool). */
+#define INSPECT_CAPS_IS(name, type)                                            \
+	_Static_assert(_Generic(((struct device_caps *)0)->name, type : 1,     \
+				default : 0),                                  \
+		       "struct device_caps's " #name                           \
+		       " is not the list's " #type);
+#define INSPECT_CAPS_NUMBER_IS(name, type, fmt) INSPECT_CAPS_IS(name, type)
+#define INSPECT_CAPS_FLAG_IS(name) INSPECT_CAPS_IS(name, bool)
+CAPS_NUMBERS(INSPECT_CAPS_NUMBER_IS)
+CAPS_FLAGS(INSPECT_CAPS_FLAG_IS)
+#undef INSPECT_CAPS_FLAG_IS
+#undef INSPECT_CAPS_NUMBER_IS
+#undef INSPECT_CAPS_IS
+
 void inspect_device_info(const struct client *c, const struct device *dev,
 			 Rdmab__DeviceInfo *info, Rdmab__DeviceCaps *caps)
 {
-	struct dm_view v;
-
 	rdmab__device_info__init(info);
 	rdmab__device_caps__init(caps);
 	info->name = (char *)dev->name;
 	info->kind = (char *)device_kind_name(dev->kind);
 	info->removed = dev->removed;
 	info->transport = (char *)dev->caps.transport;
-	caps->max_dm_size = dev->caps.max_dm_size;
-	caps->xrc = dev->caps.xrc;
-	caps->max_rss_table_size = dev->caps.max_rss_table_size;
-	caps->rss_hash_fields = dev->caps.rss_hash_fields;
-	caps->rss_hash_functions = dev->caps.rss_hash_functions;
-	caps->rss_qp_types = dev->caps.rss_qp_types;
 	caps->import = dev->caps.import;
 	caps->ports = dev->caps.ports;
-#define INSPECT_CAPS_LIMIT(name, type, fmt) caps->name = dev->caps.name;
-	CAPS_LIMITS(INSPECT_CAPS_LIMIT)
-#undef INSPECT_CAPS_LIMIT
-	/* Device memory. */
-	caps->dm_shared = dev->caps.dm_shared;
-	caps->dm_reason = (char *)dev->caps.dm_reason;
-	dm_view(c->core, c, dev, &v);
-	caps->dm_reserved = v.reserved;
-	caps->dm_device_wide = v.device_wide;
-	caps->dm_domain_used = v.domain_used;
-	caps->dm_domain_limit = v.domain_limit;
-	caps->dm_room = v.room;
+#define INSPECT_CAPS_COPY(name, ...) caps->name = dev->caps.name;
+	CAPS_NUMBERS(INSPECT_CAPS_COPY)
+	CAPS_FLAGS(INSPECT_CAPS_COPY)
+#undef INSPECT_CAPS_COPY
+	families_device_caps(c, dev, caps);
 	info->caps = caps;
 }
 

@@ -701,12 +701,10 @@ int server_init(struct server *srv, const struct server_options *opt)
 		   srv->core.devices.n, srv->core.devices.n == 1 ? "" : "s");
 	for (size_t i = 0; i < srv->core.devices.n; i++) {
 		const struct device *d = &srv->core.devices.dev[i];
+		char caps[256];
 
-		log_info("%s: %s, max_dm_size %" PRIu64 ", xrc %s, rss table "
-			 "%u, import %s",
-			 d->name, d->caps.transport, d->caps.max_dm_size,
-			 d->caps.xrc ? "yes" : "no", d->caps.max_rss_table_size,
-			 d->caps.import ? "yes" : "no");
+		device_caps_text(d, caps, sizeof(caps));
+		log_info("%s: %s", d->name, caps);
 	}
 	domains_configure(&srv->core);
 

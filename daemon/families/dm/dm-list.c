@@ -194,6 +194,20 @@ static int h_list_dms(struct client *c, const Rdmab__Request *req,
 	return 0;
 }
 
+void dm_device_caps(const struct client *c, const struct device *dev,
+		    Rdmab__DeviceCaps *caps)
+{
+	struct dm_view v;
+
+	caps->dm_reason = (char *)dev->caps.dm_reason;
+	dm_view(c->core, c, dev, &v);
+	caps->dm_reserved = v.reserved;
+	caps->dm_device_wide = v.device_wide;
+	caps->dm_domain_used = v.domain_used;
+	caps->dm_domain_limit = v.domain_limit;
+	caps->dm_room = v.room;
+}
+
 const char *dm_metric_state_name(enum dm_metric_state s)
 {
 	static const char *const names[DM_METRIC_STATES] = {

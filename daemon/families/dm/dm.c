@@ -1123,6 +1123,7 @@ const struct family dm_family = {
 	.counters_field = offsetof(Rdmab__State__Counters, dms),
 	.ctx_save = dm_ctx_save,
 	.ctx_restore = dm_ctx_restore,
+	.device_caps = dm_device_caps,
 	.obj_hooks =
 		{
 			[IBC_OBJ_DM] = &dm_imports,

@@ -216,6 +216,11 @@ struct dm_view {
 
 void dm_view(const struct core *core, const struct client *c,
 	     const struct device *dev, struct dm_view *ret);
+/* The family's part of @dev's DeviceCaps for @c (struct family's
+ * device_caps): why a DM cannot be shared there, and dm_view()'s
+ * figures. */
+void dm_device_caps(const struct client *c, const struct device *dev,
+		    Rdmab__DeviceCaps *caps);
 
 /* Rekey (rekey.c): the DMs of @x, counted and named after what @buf
  * holds ("DM 4 (persistent), ..."). */
