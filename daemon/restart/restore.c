@@ -844,6 +844,14 @@ int restart_restore(struct server *srv)
 	if (r->view) {
 		struct rkeep keep = { &rs, &ro };
 
+		/* Room for every object at once: growing by doubling moved
+		 * 30 MB of records about. */
+		ro.v = malloc(journal_view_count(rs.view, JOURNAL_OBJECT) *
+				      sizeof(*ro.v) +
+			      1);
+		if (ro.v)
+			ro.cap = journal_view_count(rs.view, JOURNAL_OBJECT);
+
 		ret = restart_state_check(rs.view, robj_keep, &keep, rs.why,
 					  sizeof(rs.why));
 		restore_phase(&ph, RESTORE_CHECK);
