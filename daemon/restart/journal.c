@@ -476,6 +476,17 @@ void journal_on_full(struct journal *j, void (*fn)(void *arg), void *arg)
 	j->full_arg = arg;
 }
 
+void journal_rebase(struct journal *j)
+{
+	j->base = j->tail;
+	j->full_at = 2 * j->base + JOURNAL_SLACK;
+}
+
+int journal_reserve(struct journal *j, size_t n)
+{
+	return jmap_presize(&j->live, j->live.n + n);
+}
+
 static void journal_seal(struct journal *j)
 {
 	struct jhdr *h = (struct jhdr *)j->map;
@@ -937,6 +948,11 @@ void journal_view_free(struct journal_view *v)
 uint64_t journal_view_gen(const struct journal_view *v)
 {
 	return v->gen;
+}
+
+size_t journal_view_size(const struct journal_view *v)
+{
+	return v ? v->live.n : 0;
 }
 
 size_t journal_view_count(const struct journal_view *v, uint32_t kind)

@@ -70,10 +70,16 @@ static int rd_small(struct rd *r, unsigned int skip, uint32_t *v,
  * field has are refused with the field. */
 static inline int rd_tag(struct rd *r, uint32_t *field, unsigned int *wt)
 {
-	/* Fields 1-15: one byte, nearly every tag of a record. */
+	/* Fields 1-15: one byte, nearly every tag of a record; 16-2047
+	 * (the soft spec's 104 and 105): two. */
 	if (r->p < r->end && *r->p < 0x80) {
 		*field = *r->p >> 3;
 		*wt = *r->p++ & 7;
+	} else if (r->end - r->p >= 2 && r->p[1] < 0x80) {
+		*field = (uint32_t)(r->p[0] & 0x7f) >> 3 | (uint32_t)r->p[1]
+								   << 4;
+		*wt = r->p[0] & 7;
+		r->p += 2;
 	} else if (rd_small(r, 3, field, wt) < 0) {
 		return -EBADMSG;
 	}
@@ -105,8 +111,12 @@ static int rd_field(struct rd *r, unsigned int wt, struct rd *sub,
 		break;
 	}
 	case WT_LEN:
-		if (rd_small(r, 0, &n, &none) < 0 ||
-		    n > (uint64_t)(r->end - r->p))
+		/* A length below 128 (every one of a record): one byte. */
+		if (r->p < r->end && *r->p < 0x80)
+			n = *r->p++;
+		else if (rd_small(r, 0, &n, &none) < 0)
+			return -EBADMSG;
+		if (n > (uint64_t)(r->end - r->p))
 			return -EBADMSG;
 		sub->p = r->p;
 		sub->end = r->p + n;

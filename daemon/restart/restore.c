@@ -841,6 +841,12 @@ int restart_restore(struct server *srv)
 	rs.view = r->view;
 	rs.store = r->store;
 	r->generation = 1;
+	/* The new journal gets each adopted record once, as a compaction
+	 * would: its index sized for all of them at once (a failure only
+	 * lets it grow as they come), and no compaction asked for on the
+	 * way (one per record) nor just after (a copy of the whole). */
+	journal_on_full(r->j, NULL, NULL);
+	journal_reserve(r->j, journal_view_size(r->view));
 	if (r->view) {
 		struct rkeep keep = { &rs, &ro };
 
@@ -908,6 +914,8 @@ int restart_restore(struct server *srv)
 		robjs_free(&ro);
 		restore_phase(&ph, RESTORE_TELL);
 	}
+	journal_rebase(r->j);
+	journal_on_full(r->j, restart_journal_full, &srv->core);
 	ret = restart_counters_save(&srv->core);
 	if (ret < 0)
 		return ret;
