@@ -824,9 +824,9 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 	}
 	v->gen = h.gen;
 	/* The records, counted first, up to the first whose mark or length
-	 * the loop below would refuse: bad bytes size the table to at most
-	 * one slot pair per 32 bytes of the state, what a state of empty
-	 * records would. The CRC is the loop's, once: here it was a second
+	 * the loop below would refuse: bad bytes size the table no larger
+	 * than a state of that length made of empty records (32 bytes
+	 * each) would. The CRC is the loop's, once: here it was a second
 	 * pass over every byte. */
 	for (off = JOURNAL_HDR_SIZE; off + sizeof(struct jrec) <= len;) {
 		const struct jrec *r = (const struct jrec *)(v->buf + off);

@@ -846,17 +846,17 @@ int restart_restore(struct server *srv)
 	 * lets it grow as they come), and no compaction asked for on the
 	 * way (one per record) nor just after (a copy of the whole). */
 	journal_on_full(r->j, NULL, NULL);
-	journal_reserve(r->j, journal_view_size(r->view));
+	(void)journal_reserve(r->j, journal_view_size(r->view));
 	if (r->view) {
 		struct rkeep keep = { &rs, &ro };
+		size_t n_objs = journal_view_count(rs.view, JOURNAL_OBJECT);
 
 		/* Room for every object at once: growing by doubling moved
-		 * 30 MB of records about. */
-		ro.v = malloc(journal_view_count(rs.view, JOURNAL_OBJECT) *
-				      sizeof(*ro.v) +
-			      1);
+		 * 25 MB of records about (100,000 of them). Without it,
+		 * robj_keep() grows the array as before. */
+		ro.v = n_objs ? malloc(n_objs * sizeof(*ro.v)) : NULL;
 		if (ro.v)
-			ro.cap = journal_view_count(rs.view, JOURNAL_OBJECT);
+			ro.cap = n_objs;
 
 		ret = restart_state_check(rs.view, robj_keep, &keep, rs.why,
 					  sizeof(rs.why));
