@@ -28,6 +28,21 @@ static inline int rd_varint(struct rd *r, uint64_t *v)
 		*v = *r->p++;
 		return 0;
 	}
+	/* Ten bytes left or more: no bound to check at each byte (a
+	 * record's ids and times are 6 to 10 bytes, most of its bytes). */
+	if (r->end - r->p >= 10) {
+		const uint8_t *p = r->p;
+
+		for (unsigned int i = 0; i < 10; i++) {
+			x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+			if (!(p[i] & 0x80)) {
+				r->p = p + i + 1;
+				*v = x;
+				return 0;
+			}
+		}
+		return -EBADMSG;
+	}
 
 	for (unsigned int i = 0; i < 10 && r->p < r->end; i++) {
 		uint8_t b = *r->p++;
