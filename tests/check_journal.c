@@ -617,6 +617,58 @@ START_TEST(test_fdstore_passed_kept)
 }
 END_TEST
 
+/* The child of test_fdstore_passed_which: fds 3 to 6 passed, two under
+ * our names; whether each is ours, also after those are taken and
+ * removed. */
+static int passed_which_child(void)
+{
+	static const bool want[] = { false, false, false, true,
+				     false, true,  false, false };
+	char env[32];
+	struct fdstore *s;
+	int fd;
+
+	for (int i = 3; i <= 6; i++)
+		if (dup2(0, i) != i)
+			return 10;
+	snprintf(env, sizeof(env), "%d", (int)getpid());
+	setenv("LISTEN_PID", env, 1);
+	setenv("LISTEN_FDS", "4", 1);
+	setenv("LISTEN_FDNAMES", "rb.conn.1:rdmabrokerd.socket:rb.conn.2:rb.",
+	       1);
+	if (fdstore_open(8, false, &s) < 0)
+		return 11;
+	for (int round = 0; round < 2; round++) {
+		for (int i = -1; i < 8; i++)
+			if (fdstore_passed(s, i) != (i >= 0 && want[i]))
+				return 20 + i;
+		if (round)
+			break;
+		if (fdstore_take(s, "rb.conn.2", &fd) < 0 || fd != 5)
+			return 12;
+		fdstore_remove(s, "rb.conn.2");
+		close(fd);
+	}
+	fdstore_free(s);
+	return fdstore_passed(NULL, 3) ? 13 : 0;
+}
+
+/* fdstore_passed(): the descriptors passed under our names, no other,
+ * as sd_take_listener() asks before it looks for the listener. */
+START_TEST(test_fdstore_passed_which)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(passed_which_child());
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the child's step %d failed", WEXITSTATUS(status));
+}
+END_TEST
+
 static uint64_t seen_conn, seen_serial;
 static unsigned int seen;
 
@@ -1153,6 +1205,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_hold_encoding);
 	tcase_add_test(tc, test_fdstore_names);
 	tcase_add_test(tc, test_fdstore_passed_kept);
+	tcase_add_test(tc, test_fdstore_passed_which);
 	tcase_add_test(tc, test_fdstore_kept_order);
 	tcase_add_test(tc, test_keysort);
 	tcase_add_test(tc, test_keysort_sizes);
