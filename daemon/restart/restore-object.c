@@ -19,6 +19,16 @@ struct rd {
 	const uint8_t *p, *end;
 };
 
+/* The 7-bit groups of the 8 bytes of @w (little-endian), side by side:
+ * 56 bits. */
+static inline uint64_t gather7(uint64_t w)
+{
+	w &= 0x7f7f7f7f7f7f7f7full;
+	w = (w & 0x007f007f007f007full) | (w & 0x7f007f007f007f00ull) >> 1;
+	w = (w & 0x00003fff00003fffull) | (w & 0x3fff00003fff0000ull) >> 2;
+	return (w & 0x000000000fffffffull) | (w & 0x0fffffff00000000ull) >> 4;
+}
+
 /* A varint of at most 10 bytes (bits past 64 are lost). */
 static inline int rd_varint(struct rd *r, uint64_t *v)
 {
@@ -28,22 +38,38 @@ static inline int rd_varint(struct rd *r, uint64_t *v)
 		*v = *r->p++;
 		return 0;
 	}
-	/* Ten bytes left or more: no bound to check at each byte (a
-	 * record's ids and times are 6 to 10 bytes, most of its bytes). */
+#if __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+	/* Ten bytes left or more: the first eight at once, where a byte at
+	 * a time was most of a record's reading (its ids are keyed, 9 or
+	 * 10 bytes; its times 6 or 7). */
 	if (r->end - r->p >= 10) {
 		const uint8_t *p = r->p;
+		uint64_t w, stop;
+		unsigned int n;
 
-		for (unsigned int i = 0; i < 10; i++) {
-			x |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-			if (!(p[i] & 0x80)) {
-				r->p = p + i + 1;
-				*v = x;
-				return 0;
-			}
+		memcpy(&w, p, sizeof(w));
+		stop = ~w & 0x8080808080808080ull;
+		if (stop) {
+			n = (unsigned int)__builtin_ctzll(stop) / 8 + 1;
+			if (n < 8)
+				w &= (1ull << (8 * n)) - 1;
+			x = gather7(w);
+		} else if (p[8] < 0x80) {
+			n = 9;
+			x = gather7(w) | (uint64_t)p[8] << 56;
+		} else if (p[9] < 0x80) {
+			/* 7 * 9 = 63: the tenth byte's low bit only. */
+			n = 10;
+			x = gather7(w) | (uint64_t)(p[8] & 0x7f) << 56 |
+			    (uint64_t)p[9] << 63;
+		} else {
+			return -EBADMSG;
 		}
-		return -EBADMSG;
+		r->p = p + n;
+		*v = x;
+		return 0;
 	}
-
+#endif
 	for (unsigned int i = 0; i < 10 && r->p < r->end; i++) {
 		uint8_t b = *r->p++;
 
