@@ -107,6 +107,99 @@ START_TEST(test_roundtrip)
 }
 END_TEST
 
+/* journal_each()'s walk of one kind. */
+struct each_seen {
+	uint32_t kind;
+	size_t n;
+	uint64_t last, sum;
+	bool ordered, kinds_ok;
+};
+
+static int each_note(void *arg, const struct journal_rec *r)
+{
+	struct each_seen *e = arg;
+
+	if (e->n && r->key <= e->last)
+		e->ordered = false;
+	if (r->kind != e->kind || r->len != 8)
+		e->kinds_ok = false;
+	e->last = r->key;
+	e->sum += r->key;
+	e->n++;
+	return 0;
+}
+
+static int each_stop(void *arg, const struct journal_rec *r)
+{
+	size_t *n = arg;
+
+	(void)r;
+	return ++*n == 3 ? -ECANCELED : 0;
+}
+
+/* journal_each() walks exactly the live records of one kind, in key
+ * order, whatever the other kinds, the deletes and the rewrites; a
+ * negative return stops it. Keys spread over all 64 bits (object ids
+ * are keyed) and a kind with none. Seeded. */
+START_TEST(test_each_by_kind)
+{
+	static const uint32_t kinds[] = { JOURNAL_SESSION, JOURNAL_OBJECT,
+					  JOURNAL_FAMILY_FIRST + 3,
+					  JOURNAL_KIND_MAX };
+	uint64_t want_n[4] = { 0 }, want_sum[4] = { 0 };
+	unsigned int seed = 11;
+	struct journal *j;
+	struct journal_view *v;
+	uint8_t *buf;
+	size_t len, stopped = 0;
+
+	ck_assert_int_eq(journal_create(3, &j), 0);
+	for (unsigned int i = 0; i < 3000; i++) {
+		unsigned int w = (unsigned int)rand_r(&seed) % 4;
+		uint64_t key = ((uint64_t)rand_r(&seed) << 33) ^
+			       ((uint64_t)rand_r(&seed) << 11) ^
+			       (uint64_t)rand_r(&seed);
+		uint8_t data[8] = { 1 };
+
+		ck_assert_int_eq(journal_put_packed(j, kinds[w], key, data, 8),
+				 0);
+		/* Every third one deleted again, every fifth rewritten. */
+		if (i % 3 == 0) {
+			ck_assert_int_eq(journal_del(j, kinds[w], key), 0);
+			continue;
+		}
+		if (i % 5 == 0)
+			ck_assert_int_eq(
+				journal_put_packed(j, kinds[w], key, data, 8),
+				0);
+		want_n[w]++;
+		want_sum[w] += key;
+	}
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	for (unsigned int w = 0; w < 4; w++) {
+		struct each_seen e = { .kind = kinds[w],
+				       .ordered = true,
+				       .kinds_ok = true };
+
+		ck_assert_int_eq(journal_each(v, kinds[w], each_note, &e), 0);
+		ck_assert_uint_eq(e.n, want_n[w]);
+		ck_assert_uint_eq(journal_view_count(v, kinds[w]), want_n[w]);
+		ck_assert_uint_eq(e.sum, want_sum[w]);
+		ck_assert(e.ordered);
+		ck_assert(e.kinds_ok);
+	}
+	ck_assert_uint_eq(journal_view_count(v, JOURNAL_OWNER), 0);
+	ck_assert_uint_eq(journal_view_count(v, 0), 0);
+	ck_assert_int_eq(journal_each(v, JOURNAL_OBJECT, each_stop, &stopped),
+			 -ECANCELED);
+	ck_assert_uint_eq(stopped, 3);
+	journal_view_free(v);
+	free(buf);
+	journal_free(j);
+}
+END_TEST
+
 /* A kill inside a transaction: every record of it is whole but the last
  * one's commit is missing, and behind the tail lie the bytes a record
  * being written had got (its word still 0). The reader must see the
@@ -524,6 +617,58 @@ START_TEST(test_fdstore_passed_kept)
 }
 END_TEST
 
+/* The child of test_fdstore_passed_which: fds 3 to 6 passed, two under
+ * our names; whether each is ours, also after those are taken and
+ * removed. */
+static int passed_which_child(void)
+{
+	static const bool want[] = { false, false, false, true,
+				     false, true,  false, false };
+	char env[32];
+	struct fdstore *s;
+	int fd;
+
+	for (int i = 3; i <= 6; i++)
+		if (dup2(0, i) != i)
+			return 10;
+	snprintf(env, sizeof(env), "%d", (int)getpid());
+	setenv("LISTEN_PID", env, 1);
+	setenv("LISTEN_FDS", "4", 1);
+	setenv("LISTEN_FDNAMES", "rb.conn.1:rdmabrokerd.socket:rb.conn.2:rb.",
+	       1);
+	if (fdstore_open(8, false, &s) < 0)
+		return 11;
+	for (int round = 0; round < 2; round++) {
+		for (int i = -1; i < 8; i++)
+			if (fdstore_passed(s, i) != (i >= 0 && want[i]))
+				return 20 + i;
+		if (round)
+			break;
+		if (fdstore_take(s, "rb.conn.2", &fd) < 0 || fd != 5)
+			return 12;
+		fdstore_remove(s, "rb.conn.2");
+		close(fd);
+	}
+	fdstore_free(s);
+	return fdstore_passed(NULL, 3) ? 13 : 0;
+}
+
+/* fdstore_passed(): the descriptors passed under our names, no other,
+ * as sd_take_listener() asks before it looks for the listener. */
+START_TEST(test_fdstore_passed_which)
+{
+	int status;
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0)
+		_exit(passed_which_child());
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+		      "the child's step %d failed", WEXITSTATUS(status));
+}
+END_TEST
+
 static uint64_t seen_conn, seen_serial;
 static unsigned int seen;
 
@@ -644,6 +789,53 @@ START_TEST(test_keysort)
 		ck_assert_uint_eq(sum, (uint64_t)n * (n - 1) / 2);
 	}
 	free(v);
+}
+END_TEST
+
+/* keysort() of the two record sizes it moves by a copy of their own
+ * (16 bytes: the restore's object order; 32: the journal's records),
+ * and of a size it does not (24): sorted, stable, nothing lost. */
+START_TEST(test_keysort_sizes)
+{
+	static const size_t sizes[] = { 16, 24, 32 };
+	const size_t n = 3000;
+	unsigned int seed = 5;
+
+	for (size_t s = 0; s < 3; s++) {
+		size_t size = sizes[s];
+		unsigned char *v = calloc(n, size);
+		uint64_t sum = 0, key, prev_key = 0, idx, prev_idx = 0;
+
+		ck_assert_ptr_nonnull(v);
+		for (size_t i = 0; i < n; i++) {
+			/* Ties in the first half, all bytes in the rest. */
+			key = ((uint64_t)rand_r(&seed) << 40) ^
+			      (uint64_t)rand_r(&seed);
+			if (i < n / 2)
+				key %= 29;
+			idx = i;
+			memcpy(v + i * size, &key, 8);
+			memcpy(v + i * size + 8, &idx, 8);
+			memset(v + i * size + 16, (int)(i & 0xff), size - 16);
+		}
+		ck_assert_int_eq(keysort(v, n, size, 0), 0);
+		for (size_t i = 0; i < n; i++) {
+			memcpy(&key, v + i * size, 8);
+			memcpy(&idx, v + i * size + 8, 8);
+			for (size_t b = 16; b < size; b++)
+				ck_assert_uint_eq(v[i * size + b], idx & 0xff);
+			sum += idx;
+			if (i) {
+				ck_assert(prev_key <= key);
+				if (prev_key == key)
+					ck_assert_uint_lt(prev_idx, idx);
+			}
+			prev_key = key;
+			prev_idx = idx;
+		}
+		ck_assert_uint_eq(sum, (uint64_t)n * (n - 1) / 2);
+		free(v);
+	}
 }
 END_TEST
 
@@ -1013,8 +1205,11 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_hold_encoding);
 	tcase_add_test(tc, test_fdstore_names);
 	tcase_add_test(tc, test_fdstore_passed_kept);
+	tcase_add_test(tc, test_fdstore_passed_which);
 	tcase_add_test(tc, test_fdstore_kept_order);
 	tcase_add_test(tc, test_keysort);
+	tcase_add_test(tc, test_keysort_sizes);
+	tcase_add_test(tc, test_each_by_kind);
 	tcase_add_test(tc, test_state_obj_decode);
 	tcase_add_test(tc, test_rec_fields);
 	tcase_add_test(tc, test_state_fields);

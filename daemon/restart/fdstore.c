@@ -40,6 +40,12 @@ struct fdstore {
 	 * they were passed. A restore takes thousands. */
 	uint32_t *by_name;
 	size_t by_name_cap;
+	/* Of the descriptors systemd passed (SD_LISTEN_FDS_START + i),
+	 * those passed under our names, fixed at start: asked for each of
+	 * the thousands a restore gets (fdstore_passed()), a walk of the
+	 * table was quadratic. */
+	bool *ours;
+	unsigned int n_listen;
 	/* systemd keeps what is put: tell it (else the table alone). */
 	bool notify;
 };
@@ -116,8 +122,10 @@ int fdstore_open(unsigned int max, bool notify, struct fdstore **ret)
 		n = 0;
 	if (n > 0) {
 		s->passed = calloc((size_t)n, sizeof(*s->passed));
-		if (!s->passed)
+		s->ours = calloc((size_t)n, sizeof(*s->ours));
+		if (!s->passed || !s->ours)
 			ret_err = -ENOMEM;
+		s->n_listen = (unsigned int)n;
 	}
 	for (int i = 0; i < n && !ret_err; i++) {
 		const char *name = names && names[i] ? names[i] : "";
@@ -129,6 +137,7 @@ int fdstore_open(unsigned int max, bool notify, struct fdstore **ret)
 		e = &s->passed[s->n_passed++];
 		snprintf(e->name, sizeof(e->name), "%s", name);
 		e->fd = fd;
+		s->ours[i] = true;
 		/* Passed descriptors come without CLOEXEC. */
 		(void)fcntl(fd, F_SETFD, FD_CLOEXEC);
 	}
@@ -153,6 +162,7 @@ void fdstore_free(struct fdstore *s)
 		return;
 	fdstore_close_untaken(s);
 	free(s->passed);
+	free(s->ours);
 	free(s->by_name);
 	free(s->kept_by_name);
 	free(s->kept);
@@ -161,10 +171,9 @@ void fdstore_free(struct fdstore *s)
 
 bool fdstore_passed(const struct fdstore *s, int fd)
 {
-	for (unsigned int i = 0; s && i < s->n_passed; i++)
-		if (s->passed[i].fd == fd)
-			return true;
-	return false;
+	return s && fd >= SD_LISTEN_FDS_START &&
+	       (unsigned int)(fd - SD_LISTEN_FDS_START) < s->n_listen &&
+	       s->ours[fd - SD_LISTEN_FDS_START];
 }
 
 unsigned int fdstore_n_passed(const struct fdstore *s)

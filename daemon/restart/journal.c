@@ -103,6 +103,13 @@ struct journal_view {
 	uint64_t gen;
 	uint8_t *buf; /* the copy the records point into */
 	struct jmap live;
+	/* The live records by kind, each kind's in key order: kind k's are
+	 * byk[at[k]] to byk[at[k + 1]]. Made once when the view is read, so
+	 * that a walk of one kind does not walk the whole table (a restore
+	 * walks a dozen kinds: that was 16 walks of a table of 262,144
+	 * slots and a sort per walk). */
+	struct journal_rec *byk;
+	size_t at[JOURNAL_KIND_MAX + 2];
 };
 
 /* --- CRC-32C (Castagnoli), bytewise from a table made once ------------- */
@@ -469,6 +476,17 @@ void journal_on_full(struct journal *j, void (*fn)(void *arg), void *arg)
 	j->full_arg = arg;
 }
 
+void journal_rebase(struct journal *j)
+{
+	j->base = j->tail;
+	j->full_at = 2 * j->base + JOURNAL_SLACK;
+}
+
+int journal_reserve(struct journal *j, size_t n)
+{
+	return jmap_presize(&j->live, j->live.n + n);
+}
+
 static void journal_seal(struct journal *j)
 {
 	struct jhdr *h = (struct jhdr *)j->map;
@@ -710,6 +728,41 @@ struct pending {
 	const uint8_t *data;
 };
 
+/* @v's byk and at from its table: 0 or -ENOMEM. */
+static int view_index(struct journal_view *v)
+{
+	size_t fill[JOURNAL_KIND_MAX + 1] = { 0 };
+
+	for (size_t i = 0; i < v->live.cap; i++)
+		v->at[v->live.slot[i].kind + 1]++;
+	/* Slot kind 0 (empty) counted into at[1]: dropped below. */
+	v->at[1] = 0;
+	for (size_t k = 1; k <= JOURNAL_KIND_MAX + 1; k++)
+		v->at[k] += v->at[k - 1];
+	if (!v->live.n)
+		return 0;
+	v->byk = malloc(v->live.n * sizeof(*v->byk));
+	if (!v->byk)
+		return -ENOMEM;
+	for (size_t i = 0; i < v->live.cap; i++) {
+		const struct jent *e = &v->live.slot[i];
+
+		if (e->kind)
+			v->byk[v->at[e->kind] + fill[e->kind]++] =
+				(struct journal_rec){ e->kind, e->key, e->data,
+						      e->len };
+	}
+	for (size_t k = 1; k <= JOURNAL_KIND_MAX; k++) {
+		int err = keysort(v->byk + v->at[k], v->at[k + 1] - v->at[k],
+				  sizeof(*v->byk),
+				  offsetof(struct journal_rec, key));
+
+		if (err < 0)
+			return err;
+	}
+	return 0;
+}
+
 /* The reader proper, on @buf (taken: the view keeps it or it is
  * freed). */
 static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
@@ -770,15 +823,17 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 		goto fail;
 	}
 	v->gen = h.gen;
-	/* The records, counted first: up to the first the loop below would
-	 * refuse, so that bad bytes never size the table. */
+	/* The records, counted first, up to the first whose mark or length
+	 * the loop below would refuse: bad bytes size the table no larger
+	 * than a state of that length made of empty records (32 bytes
+	 * each) would. The CRC is the loop's, once: here it was a second
+	 * pass over every byte. */
 	for (off = JOURNAL_HDR_SIZE; off + sizeof(struct jrec) <= len;) {
 		const struct jrec *r = (const struct jrec *)(v->buf + off);
 
 		if ((r->word != JREC_PART && r->word != JREC_COMMIT) ||
 		    r->len > JOURNAL_RECORD_MAX ||
-		    pad8(r->len) > len - off - sizeof(*r) ||
-		    rec_crc(r) != r->crc)
+		    pad8(r->len) > len - off - sizeof(*r))
 			break;
 		n_recs++;
 		off += sizeof(*r) + pad8(r->len);
@@ -856,6 +911,9 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 	/* What follows the last commit (a transaction the kill cut) was
 	 * never a state the daemon was in. */
 	free(pend);
+	err = view_index(v);
+	if (err < 0)
+		goto fail;
 	*ret = v;
 	return 0;
 
@@ -882,6 +940,7 @@ void journal_view_free(struct journal_view *v)
 	if (!v)
 		return;
 	jmap_free(&v->live);
+	free(v->byk);
 	free(v->buf);
 	free(v);
 }
@@ -891,42 +950,31 @@ uint64_t journal_view_gen(const struct journal_view *v)
 	return v->gen;
 }
 
+size_t journal_view_size(const struct journal_view *v)
+{
+	return v ? v->live.n : 0;
+}
+
 size_t journal_view_count(const struct journal_view *v, uint32_t kind)
 {
-	size_t n = 0;
-
-	for (size_t i = 0; i < v->live.cap; i++)
-		n += v->live.slot[i].kind == kind;
-	return n;
+	if (!kind || kind > JOURNAL_KIND_MAX)
+		return 0;
+	return v->at[kind + 1] - v->at[kind];
 }
 
 int journal_each(const struct journal_view *v, uint32_t kind,
 		 int (*fn)(void *arg, const struct journal_rec *r), void *arg)
 {
-	size_t n = journal_view_count(v, kind), k = 0;
-	struct journal_rec *recs;
-	int ret = 0;
+	size_t n = journal_view_count(v, kind);
+	const struct journal_rec *recs = n ? v->byk + v->at[kind] : NULL;
 
-	if (!n)
-		return 0;
-	recs = calloc(n, sizeof(*recs));
-	if (!recs)
-		return -ENOMEM;
-	for (size_t i = 0; i < v->live.cap; i++) {
-		const struct jent *e = &v->live.slot[i];
+	for (size_t i = 0; i < n; i++) {
+		int ret = fn(arg, &recs[i]);
 
-		if (e->kind != kind)
-			continue;
-		recs[k++] = (struct journal_rec){ e->kind, e->key, e->data,
-						  e->len };
+		if (ret < 0)
+			return ret;
 	}
-	/* qsort() was 115 M instructions of a restore's 100,000 objects. */
-	ret = keysort(recs, n, sizeof(*recs),
-		      offsetof(struct journal_rec, key));
-	for (size_t i = 0; i < n && ret >= 0; i++)
-		ret = fn(arg, &recs[i]);
-	free(recs);
-	return ret < 0 ? ret : 0;
+	return 0;
 }
 
 int journal_find(const struct journal_view *v, uint32_t kind, uint64_t key,

@@ -117,6 +117,16 @@ int journal_from_view(const struct journal_view *v, uint64_t gen,
  */
 int journal_compact(const struct journal *j, struct journal **ret);
 void journal_free(struct journal *j);
+/*
+ * @j holds live records only (a restore wrote each it adopted once, as a
+ * compaction copies them): the growth that asks for the next compaction
+ * counts from here, so that no compaction copies the state again just
+ * after the restore made it.
+ */
+void journal_rebase(struct journal *j);
+/* Room in @j's index for @n more records, made at once (a restore knows
+ * how many come): 0 or -ENOMEM. */
+int journal_reserve(struct journal *j, size_t n);
 /* Its memfd (owned by the journal) and generation. */
 int journal_fd(const struct journal *j);
 uint64_t journal_gen(const struct journal *j);
@@ -165,6 +175,8 @@ int journal_read(const uint8_t *buf, size_t len, struct journal_view **ret,
 		 char *why, size_t why_len);
 void journal_view_free(struct journal_view *v);
 uint64_t journal_view_gen(const struct journal_view *v);
+/* Live records of every kind (0 for no view). */
+size_t journal_view_size(const struct journal_view *v);
 /* Live records of @kind. */
 size_t journal_view_count(const struct journal_view *v, uint32_t kind);
 /*
