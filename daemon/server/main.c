@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <getopt.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -76,6 +77,8 @@ static int parse_uint(const char *s, int base, unsigned int max,
 
 int main(int argc, char **argv)
 {
+	static const int early_sigs[] = { SIGHUP, SIGUSR2, SIGTERM, SIGINT };
+	sigset_t early;
 	static const struct option longopts[] = {
 		{ "socket", required_argument, NULL, 's' },
 		{ "socket-mode", required_argument, NULL, 'm' },
@@ -213,10 +216,20 @@ int main(int argc, char **argv)
 	}
 
 	opt.argv = argv;
+	/* Until server_init() has its handlers in place, a SIGHUP (a
+	 * reload asked as soon as the socket appears) or a SIGUSR2 would
+	 * kill the daemon with the default action: they wait, blocked,
+	 * and are served by the loop. Unblocked by name, not restored: a
+	 * mask inherited from the parent must not silence them. */
+	sigemptyset(&early);
+	for (size_t i = 0; i < sizeof(early_sigs) / sizeof(early_sigs[0]); i++)
+		sigaddset(&early, early_sigs[i]);
+	sigprocmask(SIG_BLOCK, &early, NULL);
 	ret = server_init(&srv, &opt);
 	/* The metrics listener reads the server, which names it not. */
 	if (ret == 0)
 		ret = metrics_http_start(&srv);
+	sigprocmask(SIG_UNBLOCK, &early, NULL);
 	if (ret == 0) {
 		log_notice("rdmabrokerd %s started", PACKAGE_VERSION);
 		ret = server_run(&srv);
