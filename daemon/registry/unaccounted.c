@@ -270,7 +270,7 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 	if (c.unaccounted > x->unaccounted)
 		charge_add(d, CHARGE_OBJECTS, c.unaccounted - x->unaccounted);
 	else
-		domain_uncharge_objects(d, x->unaccounted - c.unaccounted);
+		charge_sub(d, CHARGE_OBJECTS, x->unaccounted - c.unaccounted);
 	if (c.cut && !x->unacc_warned)
 		log_notice("context %" PRIu64 " (%s on %s): over %u objects "
 			   "of one kind, more than the kernel lists at once: "

@@ -422,7 +422,7 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 	dm_state(core)->n++;
 	dctx_obj_hold(x);
 	charge_add_u64(&x->dev->dm_reserved, dm->length, "reserved DM bytes");
-	ret = domain_charge_dm(dm->domain, dm->uid, m->charged);
+	ret = dm_quota_charge(dm->domain, dm->uid, m->charged);
 	if (ret < 0) {
 		ret = restore_fail(rs, ret, "out of memory");
 		goto out;
@@ -566,7 +566,7 @@ void dm_ctx_restore(struct core *core, struct dctx *x,
 	 * was left, over the limit too (it exists), given back at the
 	 * context's close as ever. */
 	x->dm_bytes_left = m->dm_bytes_left;
-	charge_add(x->domain, CHARGE_DM_BYTES, x->dm_bytes_left);
+	charge_add(x->domain, CHARGE_OF(FAMILY_DM), x->dm_bytes_left);
 	charge_add_u64(&x->dev->dm_reserved, x->dm_bytes_left,
 		       "reserved DM bytes");
 }

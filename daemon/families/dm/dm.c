@@ -219,9 +219,9 @@ void dm_view(const struct core *core, const struct client *c,
 	if (c->domain) {
 		struct domain *pool = domain_pool(c->domain);
 
-		v.domain_used = pool->used.dm_bytes;
-		v.domain_limit = domain_dm_limit(pool, dev);
-		v.room = domain_dm_free(pool, c->cred.uid, dev);
+		v.domain_used = charge_used(pool, CHARGE_OF(FAMILY_DM));
+		v.domain_limit = dm_quota_limit(pool, dev);
+		v.room = dm_quota_free(pool, c->cred.uid, dev);
 	}
 	*ret = v;
 }
@@ -434,7 +434,7 @@ void dm_forget(struct core *core, struct dm *dm)
 		event_free(dm->revoke_ev);
 	if (dm->claim)
 		objects_remove(dm->claim);
-	domain_uncharge_dm(dm->domain, dm->uid, dm->charged, dm->length);
+	dm_quota_uncharge(dm->domain, dm->uid, dm->charged, dm->length);
 	if (dm->owner)
 		user_uncharge_dm_persistent(core, dm->owner, dm->charged);
 	charge_sub_u64(&dm->ctx->dev->dm_reserved, dm->length,
@@ -768,7 +768,7 @@ static int dm_check_room(struct client *c, struct dctx *x, uint64_t length,
 	struct user *u = c->user;
 	int err;
 
-	err = domain_dm_room(x->domain, c->cred.uid, dev, length, rounded, why);
+	err = dm_quota_room(x->domain, c->cred.uid, dev, length, rounded, why);
 	if (err < 0)
 		return err;
 	if (policy_is_admin(c->core, c))
@@ -885,14 +885,14 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 	dm->allocator_pid = c->cred.pid;
 	dm->persistent = persistent;
 	dm->uid = c->cred.uid;
-	ret = domain_charge_dm(x->domain, dm->uid, rounded);
+	ret = dm_quota_charge(x->domain, dm->uid, rounded);
 	if (ret < 0) {
 		why_set(why, ret, "out of memory");
 		goto fail;
 	}
 	ret = dm_hold_add(dm, c, why, &h);
 	if (ret < 0) {
-		domain_uncharge_dm(x->domain, dm->uid, rounded, rounded);
+		dm_quota_uncharge(x->domain, dm->uid, rounded, rounded);
 		goto fail;
 	}
 	dm->charged = rounded;
@@ -1105,6 +1105,15 @@ static void dm_domain_limit(const struct config *cfg,
 }
 
 const struct family dm_family = {
+	/* Its quota: bytes of device memory, a share of each device's
+	 * (dm-quota.c), so no one limit: its own metrics and listing. */
+	.quota_name = "dm_bytes",
+	.quota_info_field = offsetof(Rdmab__QuotaInfo, dm_bytes),
+	.quota_info_size = sizeof(((Rdmab__QuotaInfo *)0)->dm_bytes),
+	.domain_info = dm_domain_info,
+	.metrics_devices = dm_metrics_devices,
+	.metrics_domains = dm_metrics_domains,
+	.request_metrics = dm_request_metrics,
 	.name = "DM",
 	.conf = &dm_conf_family,
 	.domain_limit = dm_domain_limit,

@@ -312,4 +312,34 @@ const char *dm_metric_state_name(enum dm_metric_state s);
 void dm_domain_figures(const struct core *core, const struct domain *d,
 		       struct dm_figures *ret);
 
+/* The family's quota (dm-quota.c). */
+/* The dm_bytes quota of @d's pool on @dev: its percent of the device's
+ * memory, or its bytes. */
+uint64_t dm_quota_limit(const struct domain *d, const struct device *dev);
+/* The largest of dm_quota_limit() over the devices present: what a
+ * listing shows. */
+uint64_t dm_quota_limit_shown(const struct core *core, const struct domain *d);
+/* Whether @d's pool and, in a configured domain, uid @uid's share of it
+ * have room for @rounded bytes on @dev (a DM of @length): -EDQUOT
+ * otherwise, with a sentence in @why naming the quota. */
+int dm_quota_room(struct domain *d, uid_t uid, const struct device *dev,
+		  uint64_t length, uint64_t rounded, struct why *why);
+/* The bytes uid @uid may still allocate on @dev by @d's quotas: its
+ * pool's room and, in a configured domain, its share's. */
+uint64_t dm_quota_free(struct domain *d, uid_t uid, const struct device *dev);
+/* Charge @bytes of DM to @d's pool and to @uid's usage there; -ENOMEM. */
+int dm_quota_charge(struct domain *d, uid_t uid, uint64_t bytes);
+/* The charges of dm_quota_charge(), @bytes of them: @pool_bytes go back
+ * to the pool, all to the uid (a DM left to a closing context keeps the
+ * pool's charge until the context goes). */
+void dm_quota_uncharge(struct domain *d, uid_t uid, uint64_t bytes,
+		       uint64_t pool_bytes);
+
+/* What it shows of itself (dm-metrics.c): the family's hooks. */
+void dm_domain_info(const struct core *core, const struct domain *d,
+		    Rdmab__DomainInfo *info);
+void dm_metrics_devices(const struct core *core, struct family_metrics *fm);
+void dm_metrics_domains(const struct core *core, struct family_metrics *fm);
+extern const struct family_request_metric dm_request_metrics[];
+
 #endif
