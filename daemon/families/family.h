@@ -177,6 +177,14 @@ struct family {
 	/* Counters of its requests' successes (an administrator's
 	 * scrape), up to an entry with no name. */
 	const struct family_request_metric *request_metrics;
+	/* The kernel objects of context @x the family holds as the
+	 * broker's own, not as the registry's records (unaccounted.c's
+	 * walk): each told to @name with its kind and handle, and counted
+	 * in core->list_visits as the family walks. NULL: none. */
+	void (*ctx_handles)(struct core *core, const struct dctx *x,
+			    void (*name)(void *arg, enum ibc_obj_kind kind,
+					 uint32_t handle),
+			    void *arg);
 };
 
 /* A counter of the successes of the requests of @body_case. */

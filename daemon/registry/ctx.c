@@ -61,9 +61,6 @@ static void dctx_free(struct core *core, struct dctx *x)
 	/* The context's PD was the domain's object; what dead clients'
 	 * intents may have made goes with the context. */
 	charge_sub(d, CHARGE_OBJECTS, 1 + x->unaccounted);
-	charge_sub(d, CHARGE_OF(FAMILY_DM), x->dm_bytes_left);
-	charge_sub_u64(&x->dev->dm_reserved, x->dm_bytes_left,
-		       "reserved DM bytes", x->dev->name);
 	free(x);
 	domain_release(core, d);
 }

@@ -555,7 +555,7 @@ struct id_space *dm_ids(struct core *core)
 
 void dm_ctx_save(const struct dctx *x, Rdmab__State__Context *m)
 {
-	m->dm_bytes_left = x->dm_bytes_left;
+	m->dm_bytes_left = x->family_slot[FAMILY_DM];
 }
 
 void dm_ctx_restore(struct core *core, struct dctx *x,
@@ -565,8 +565,8 @@ void dm_ctx_restore(struct core *core, struct dctx *x,
 	/* What the kernel still holds in the context: charged as when it
 	 * was left, over the limit too (it exists), given back at the
 	 * context's close as ever. */
-	x->dm_bytes_left = m->dm_bytes_left;
-	charge_add(x->domain, CHARGE_OF(FAMILY_DM), x->dm_bytes_left);
-	charge_add_u64(&x->dev->dm_reserved, x->dm_bytes_left,
+	x->family_slot[FAMILY_DM] = m->dm_bytes_left;
+	charge_add(x->domain, CHARGE_OF(FAMILY_DM), x->family_slot[FAMILY_DM]);
+	charge_add_u64(&x->dev->dm_reserved, x->family_slot[FAMILY_DM],
 		       "reserved DM bytes");
 }

@@ -1073,13 +1073,41 @@ unsigned int dm_ctx_force(struct core *core, struct dctx *x, const char *reason)
 		 * device's close lets go of the struct ibv_dm and its
 		 * mapping (ibv_free_dm() would answer EBUSY again), and the
 		 * kernel frees the DM with the context. */
-		charge_add_u64(&x->dm_bytes_left, dm->length,
+		charge_add_u64(&x->family_slot[FAMILY_DM], dm->length,
 			       "DM bytes left to a context");
 		restart_ctx_saved(core, x);
 		dm->length = 0;
 		dm_forget(core, dm);
 	}
 	return n;
+}
+
+/* Context @x closes: the bytes a forced rekey left in it (its slot,
+ * dm_ctx_force()) were freed by the kernel with it, and go back to the
+ * domain and the device. */
+static void dm_ctx_closed(struct core *core, const struct dctx *x)
+{
+	uint64_t left = x->family_slot[FAMILY_DM];
+
+	charge_sub(x->domain, CHARGE_OF(FAMILY_DM), left);
+	charge_sub_u64(&x->dev->dm_reserved, left, "reserved DM bytes",
+		       x->dev->name);
+}
+
+/* The DMs of @x's domain allocated in @x: the broker's own objects
+ * there (unaccounted.c's walk). */
+static void dm_ctx_handles(struct core *core, const struct dctx *x,
+			   void (*name)(void *arg, enum ibc_obj_kind kind,
+					uint32_t handle),
+			   void *arg)
+{
+	struct dm *dm;
+
+	TAILQ_FOREACH(dm, &x->domain->dms, domain_link) {
+		core->list_visits++;
+		if (dm->ctx == x)
+			name(arg, IBC_OBJ_DM, dm->dd.handle);
+	}
 }
 
 static const struct obj_family dm_imports = {
@@ -1122,6 +1150,8 @@ const struct family dm_family = {
 	.fini = dm_fini,
 	.session_closing = dm_conn_closing,
 	.device_gone = dm_device_gone,
+	.ctx_closed = dm_ctx_closed,
+	.ctx_handles = dm_ctx_handles,
 	.rekey_busy = dm_ctx_busy,
 	.rekey_force = dm_ctx_force,
 	.rekey_noun = "DMs",

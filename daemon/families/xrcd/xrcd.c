@@ -254,7 +254,7 @@ static void orphan_drop(struct xrcd_table *t, struct xrcd_open *op)
 
 	TAILQ_REMOVE(&t->opens, op, all);
 	xrcd_journal_open_gone(t->core, op->id);
-	op->ctx->xrcd_orphans--;
+	op->ctx->family_slot[FAMILY_XRCD]--;
 	if (x) {
 		TAILQ_REMOVE(&x->opens, op, link);
 		x->n_orphans--;
@@ -321,7 +321,7 @@ static int xrcd_before_destroy(struct core *core, struct obj *o, void *data)
 		op->ctx = o->ctx;
 		op->x->n_opens--;
 		op->x->n_orphans++;
-		o->ctx->xrcd_orphans++;
+		o->ctx->family_slot[FAMILY_XRCD]++;
 		charge_release(&op->charge);
 		journal_open(core, op);
 		log_info("client %" PRIu64 " (pid %d): its open of XRCD \"%s\" "
@@ -1094,7 +1094,7 @@ int xrcd_adopt_open(struct core *core, const struct xrcd_open_rec *r,
 	if (x)
 		TAILQ_INSERT_TAIL(&x->opens, op, link);
 	if (r->orphan) {
-		ctx->xrcd_orphans++;
+		ctx->family_slot[FAMILY_XRCD]++;
 		if (x)
 			x->n_orphans++;
 	} else {
@@ -1197,7 +1197,7 @@ static void xrcd_domain_info(const struct core *core, const struct domain *d,
 	const struct dctx *x;
 
 	TAILQ_FOREACH(x, &d->ctxs, link)
-		info->xrcd_orphans += x->xrcd_orphans;
+		info->xrcd_orphans += (uint32_t)x->family_slot[FAMILY_XRCD];
 }
 
 static uint64_t xrcd_quota_limit(const struct domain *d)
