@@ -22,6 +22,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon/families/dm/dm.h"
 #include "daemon/registry/charge.h"
 #include "daemon/registry/domain.h"
 #include "daemon/registry/user.h"
@@ -129,7 +130,7 @@ static int dm_call(struct ol_client *c, int body, uint64_t dm_id)
 	return err;
 }
 
-static void dm_alloc(int i, bool persistent)
+static void storm_dm_alloc(int i, bool persistent)
 {
 	Rdmab__DmAllocRequest q = RDMAB__DM_ALLOC_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -152,7 +153,7 @@ static void dm_alloc(int i, bool persistent)
 	ol_free(m);
 }
 
-static void dm_import(int i)
+static void storm_dm_import(int i)
 {
 	Rdmab__DmImportRequest q = RDMAB__DM_IMPORT_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -218,13 +219,13 @@ static void step(int i)
 			keep(s->ids, &s->n_ids, id);
 		break;
 	case 3:
-		dm_alloc(i, false);
+		storm_dm_alloc(i, false);
 		break;
 	case 4:
-		dm_alloc(i, true);
+		storm_dm_alloc(i, true);
 		break;
 	case 5:
-		dm_import(i);
+		storm_dm_import(i);
 		break;
 	case 6:
 		if (n_dms)
@@ -334,7 +335,8 @@ static void assert_charges_zero(void)
 			ck_assert_msg(!charge_used(d, q), "%s: %s %" PRIu64,
 				      d->name, charge_quota_name(q),
 				      charge_used(d, q));
-		ck_assert_msg(TAILQ_EMPTY(&d->usages), "%s", d->name);
+		ck_assert_msg(TAILQ_EMPTY(&dm_domain_of(d)->usages), "%s",
+			      d->name);
 	}
 	for (size_t i = 0; i < sl_srv.core.devices.n; i++)
 		ck_assert_uint_eq(sl_srv.core.devices.dev[i].dm_reserved, 0);

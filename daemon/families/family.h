@@ -163,6 +163,12 @@ struct family {
 	 * @domain: -EDQUOT in @why, @clause appended. */
 	int (*quota_refuse)(const char *domain, uint64_t used, uint64_t limit,
 			    const char *clause, struct why *why);
+	/* A domain is made: what the family keeps of it goes in
+	 * d->family_slot[its id] (0 or -ENOMEM: no domain); and the
+	 * domain is freed (every domain_init that succeeded has its
+	 * domain_fini, in reverse order). NULL: it keeps nothing. */
+	int (*domain_init)(struct domain *d);
+	void (*domain_fini)(struct domain *d);
 	/* What the family adds to @d's listing (DomainInfo @info, its used
 	 * and limit filled) beyond its quota; NULL: nothing. */
 	void (*domain_info)(const struct core *core, const struct domain *d,

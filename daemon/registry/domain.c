@@ -58,6 +58,14 @@ static void domain_set_limit(const struct core *core, struct domain *d,
 						   &d->limit);
 }
 
+/* The families let go of what they keep of @d, in reverse order. */
+static void domain_families_fini(struct domain *d, unsigned int n)
+{
+	while (n-- > 0)
+		if (families[n]->domain_fini)
+			families[n]->domain_fini(d);
+}
+
 struct domain *domain_new(struct core *core, const char *name,
 			  enum domain_kind kind, const struct config_domain *cd)
 {
@@ -65,16 +73,30 @@ struct domain *domain_new(struct core *core, const char *name,
 
 	if (!d)
 		return NULL;
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		if (families[i]->domain_init &&
+		    families[i]->domain_init(d) < 0) {
+			domain_families_fini(d, i);
+			free(d);
+			return NULL;
+		}
 	snprintf(d->name, sizeof(d->name), "%s", name);
 	d->kind = kind;
 	domain_set_limit(core, d, cd);
 	d->pool = d;
 	TAILQ_INIT(&d->ctxs);
-	TAILQ_INIT(&d->dms);
 	TAILQ_INIT(&d->members);
-	TAILQ_INIT(&d->usages);
 	TAILQ_INSERT_TAIL(&core->domains, d, link);
 	return d;
+}
+
+/* Free @d, out of every list. */
+static void domain_free(struct core *core, struct domain *d)
+{
+	TAILQ_REMOVE(&core->domains, d, link);
+	domain_families_fini(d, FAMILY_COUNT);
+	free(d->cgroup);
+	free(d);
 }
 
 void domain_release(struct core *core, struct domain *d)
@@ -86,9 +108,7 @@ void domain_release(struct core *core, struct domain *d)
 	/* A configured domain stays listed while the file names it. */
 	if (d->kind == DOMAIN_CONFIGURED && !d->retired)
 		return;
-	TAILQ_REMOVE(&core->domains, d, link);
-	free(d->cgroup);
-	free(d);
+	domain_free(core, d);
 	if (pool != d) {
 		pool->pooled--;
 		domain_release(core, pool);
@@ -132,9 +152,6 @@ void domains_free(struct core *core)
 {
 	struct domain *d;
 
-	while ((d = TAILQ_FIRST(&core->domains))) {
-		TAILQ_REMOVE(&core->domains, d, link);
-		free(d->cgroup);
-		free(d);
-	}
+	while ((d = TAILQ_FIRST(&core->domains)))
+		domain_free(core, d);
 }

@@ -47,18 +47,6 @@ struct quota {
 	uint32_t auto_rekey_unaccounted;
 };
 
-/*
- * A member uid's charges inside a configured domain, after dbus-broker's
- * usages: made at its first charge, gone with its last, so that one member
- * holds at most its share of what the domain may hold (dm_member_share),
- * persistent DMs of its dead processes included.
- */
-struct domain_usage {
-	TAILQ_ENTRY(domain_usage) link;
-	uid_t uid;
-	uint64_t dm_bytes;
-};
-
 struct domain {
 	TAILQ_ENTRY(domain) link;
 	char name[64];
@@ -88,11 +76,12 @@ struct domain {
 	unsigned int pooled;
 	TAILQ_HEAD(, dctx) ctxs;
 	unsigned int n_ctxs;
-	/* Its DMs (dm.domain_link) and its clients (conn.domain_link). */
-	TAILQ_HEAD(, dm) dms;
+	/* Its clients (conn.domain_link). */
 	TAILQ_HEAD(, client) members;
-	/* Configured domains: what each member uid holds. */
-	TAILQ_HEAD(, domain_usage) usages;
+	/* What each family keeps of the domain, by enum family_id: made by
+	 * its domain_init hook with the domain, freed by its domain_fini
+	 * (family.h); NULL for a family that keeps nothing. */
+	void *family_slot[FAMILY_COUNT];
 	/* Rekey (rekey.c): rekeys so far. */
 	uint64_t rekeys;
 };

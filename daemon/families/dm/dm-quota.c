@@ -19,6 +19,31 @@
 #include "daemon/registry/domain.h"
 #include "daemon/util/why.h"
 
+struct dm_domain *dm_domain_of(const struct domain *d)
+{
+	return d->family_slot[FAMILY_DM];
+}
+
+int dm_domain_init(struct domain *d)
+{
+	struct dm_domain *dd = calloc(1, sizeof(*dd));
+
+	if (!dd)
+		return -ENOMEM;
+	TAILQ_INIT(&dd->dms);
+	TAILQ_INIT(&dd->usages);
+	d->family_slot[FAMILY_DM] = dd;
+	return 0;
+}
+
+/* The domain goes with its last member and context, so with its DMs and
+ * their charges: nothing is left to free but the lists' heads. */
+void dm_domain_fini(struct domain *d)
+{
+	free(d->family_slot[FAMILY_DM]);
+	d->family_slot[FAMILY_DM] = NULL;
+}
+
 uint64_t dm_quota_limit(const struct domain *d, const struct device *dev)
 {
 	const struct quota *q = &domain_pool((struct domain *)d)->limit;
@@ -41,11 +66,11 @@ uint64_t dm_quota_limit_shown(const struct core *core, const struct domain *d)
 	return max;
 }
 
-static struct domain_usage *dm_usage_of(struct domain *d, uid_t uid)
+static struct dm_usage *dm_usage_of(struct domain *d, uid_t uid)
 {
-	struct domain_usage *u;
+	struct dm_usage *u;
 
-	TAILQ_FOREACH(u, &d->usages, link)
+	TAILQ_FOREACH(u, &dm_domain_of(d)->usages, link)
 		if (u->uid == uid)
 			return u;
 	return NULL;
@@ -56,7 +81,7 @@ static struct domain_usage *dm_usage_of(struct domain *d, uid_t uid)
 static uint64_t dm_quota_share(struct domain *pool, uid_t uid, uint64_t limit,
 			       uint64_t *ret_held)
 {
-	struct domain_usage *u = dm_usage_of(pool, uid);
+	struct dm_usage *u = dm_usage_of(pool, uid);
 
 	*ret_held = u ? u->dm_bytes : 0;
 	return dm_conf_bytes(0, pool->limit.dm_member_share, limit);
@@ -110,7 +135,7 @@ uint64_t dm_quota_free(struct domain *d, uid_t uid, const struct device *dev)
 int dm_quota_charge(struct domain *d, uid_t uid, uint64_t bytes)
 {
 	struct domain *pool = domain_pool(d);
-	struct domain_usage *u = NULL;
+	struct dm_usage *u = NULL;
 
 	if (pool->kind == DOMAIN_CONFIGURED) {
 		u = dm_usage_of(pool, uid);
@@ -119,7 +144,7 @@ int dm_quota_charge(struct domain *d, uid_t uid, uint64_t bytes)
 			if (!u)
 				return -ENOMEM;
 			u->uid = uid;
-			TAILQ_INSERT_TAIL(&pool->usages, u, link);
+			TAILQ_INSERT_TAIL(&dm_domain_of(pool)->usages, u, link);
 		}
 		charge_add_u64(&u->dm_bytes, bytes, "a member's dm_bytes");
 	}
@@ -131,7 +156,7 @@ void dm_quota_uncharge(struct domain *d, uid_t uid, uint64_t bytes,
 		       uint64_t pool_bytes)
 {
 	struct domain *pool = domain_pool(d);
-	struct domain_usage *u = dm_usage_of(pool, uid);
+	struct dm_usage *u = dm_usage_of(pool, uid);
 	uint64_t none = 0;
 
 	charge_sub(pool, CHARGE_OF(FAMILY_DM), pool_bytes);
@@ -145,7 +170,7 @@ void dm_quota_uncharge(struct domain *d, uid_t uid, uint64_t bytes,
 	}
 	charge_sub_u64(&u->dm_bytes, bytes, "a member's dm_bytes", pool->name);
 	if (!u->dm_bytes) {
-		TAILQ_REMOVE(&pool->usages, u, link);
+		TAILQ_REMOVE(&dm_domain_of(pool)->usages, u, link);
 		free(u);
 	}
 }

@@ -176,7 +176,7 @@ void dm_state_leave(struct core *core)
 	 * copies of the descriptors and its memory go. */
 	while ((dm = TAILQ_FIRST(&t->dms))) {
 		TAILQ_REMOVE(&t->dms, dm, link);
-		TAILQ_REMOVE(&dm->domain->dms, dm, domain_link);
+		TAILQ_REMOVE(&dm_domain_of(dm->domain)->dms, dm, domain_link);
 		t->n--;
 		dm_mrs_loosen(core, dm);
 		if (dm->revoke_ev)
@@ -418,7 +418,7 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 		 m->blocked_by ? m->blocked_by : "");
 	/* In the lists first: from here on dm_forget() undoes it all. */
 	TAILQ_INSERT_TAIL(&dm_state(core)->dms, dm, link);
-	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
+	TAILQ_INSERT_TAIL(&dm_domain_of(dm->domain)->dms, dm, domain_link);
 	dm_state(core)->n++;
 	dctx_obj_hold(x);
 	charge_add_u64(&x->dev->dm_reserved, dm->length, "reserved DM bytes");

@@ -440,7 +440,7 @@ void dm_forget(struct core *core, struct dm *dm)
 	charge_sub_u64(&dm->ctx->dev->dm_reserved, dm->length,
 		       "reserved DM bytes", dm->ctx->dev->name);
 	TAILQ_REMOVE(&t->dms, dm, link);
-	TAILQ_REMOVE(&dm->domain->dms, dm, domain_link);
+	TAILQ_REMOVE(&dm_domain_of(dm->domain)->dms, dm, domain_link);
 	t->n--;
 	/* MRs left on it (the device freed it with a context, or the
 	 * registry no longer agrees): they keep its id in the journal. */
@@ -904,7 +904,7 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 	dctx_obj_hold(x);
 	TAILQ_INIT(&dm->mrs);
 	TAILQ_INSERT_TAIL(&dm_state(core)->dms, dm, link);
-	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
+	TAILQ_INSERT_TAIL(&dm_domain_of(dm->domain)->dms, dm, domain_link);
 	dm_state(core)->n++;
 	dm_journal(core, dm);
 	/* Its id past the saved mark: the counters again (restart.h). */
@@ -931,7 +931,7 @@ int dm_import(struct client *c, uint64_t ctx_id, uint32_t handle,
 	if (ret < 0)
 		return ret;
 	/* Another domain's, a free pending or a revoked DM: as missing. */
-	TAILQ_FOREACH(dm, &x->domain->dms, domain_link)
+	TAILQ_FOREACH(dm, &dm_domain_of(x->domain)->dms, domain_link)
 		if (dm->ctx == x && dm->dd.handle == handle &&
 		    !dm->free_asked && !dm->revoked)
 			break;
@@ -1103,7 +1103,7 @@ static void dm_ctx_handles(struct core *core, const struct dctx *x,
 {
 	struct dm *dm;
 
-	TAILQ_FOREACH(dm, &x->domain->dms, domain_link) {
+	TAILQ_FOREACH(dm, &dm_domain_of(x->domain)->dms, domain_link) {
 		core->list_visits++;
 		if (dm->ctx == x)
 			name(arg, IBC_OBJ_DM, dm->dd.handle);
@@ -1152,6 +1152,8 @@ const struct family dm_family = {
 	.device_gone = dm_device_gone,
 	.ctx_closed = dm_ctx_closed,
 	.ctx_handles = dm_ctx_handles,
+	.domain_init = dm_domain_init,
+	.domain_fini = dm_domain_fini,
 	.rekey_busy = dm_ctx_busy,
 	.rekey_force = dm_ctx_force,
 	.rekey_noun = "DMs",

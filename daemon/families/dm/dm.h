@@ -103,7 +103,7 @@ struct dm {
 	struct dm_hold *holds;
 	unsigned int n_holds;
 	unsigned int cap_holds;
-	/* Its domain's list (domain.dms): a member's listing walks only
+	/* Its domain's list (dm_domain.dms): a member's listing walks only
 	 * its own domain's DMs. */
 	TAILQ_ENTRY(dm) domain_link;
 	/* The registry's MRs on it (struct dm_mr), so that its listing
@@ -311,6 +311,31 @@ struct dm_figures {
 const char *dm_metric_state_name(enum dm_metric_state s);
 void dm_domain_figures(const struct core *core, const struct domain *d,
 		       struct dm_figures *ret);
+
+/*
+ * A member uid's charges inside a configured domain, after dbus-broker's
+ * usages: made at its first charge, gone with its last, so that one member
+ * holds at most its share of what the domain may hold (dm_member_share),
+ * persistent DMs of its dead processes included.
+ */
+struct dm_usage {
+	TAILQ_ENTRY(dm_usage) link;
+	uid_t uid;
+	uint64_t dm_bytes;
+};
+
+/* What the family keeps of a domain (its family_slot, dm-quota.c). */
+struct dm_domain {
+	/* Its DMs (dm.domain_link). */
+	TAILQ_HEAD(, dm) dms;
+	/* Configured domains: what each member uid holds. */
+	TAILQ_HEAD(, dm_usage) usages;
+};
+
+/* What the family keeps of @d. */
+struct dm_domain *dm_domain_of(const struct domain *d);
+int dm_domain_init(struct domain *d);
+void dm_domain_fini(struct domain *d);
 
 /* The family's quota (dm-quota.c). */
 /* The dm_bytes quota of @d's pool on @dev: its percent of the device's
