@@ -343,9 +343,9 @@ static void assert_charges_zero(void)
 	TAILQ_FOREACH(u, &sl_srv.core.users, link) {
 		ck_assert_uint_eq(u->n_conns, 0);
 		ck_assert_uint_eq(u->private_ctxs, 0);
-		ck_assert_uint_eq(u->dm_pages, 0);
-		ck_assert_uint_eq(u->dm_persistent, 0);
-		ck_assert_uint_eq(u->dm_persistent_bytes, 0);
+		ck_assert_uint_eq(dm_user_of(u)->dm_pages, 0);
+		ck_assert_uint_eq(dm_user_of(u)->dm_persistent, 0);
+		ck_assert_uint_eq(dm_user_of(u)->dm_persistent_bytes, 0);
 		ck_assert_uint_eq(u->pinned_fds, 0);
 		ck_assert_uint_eq(u->watches, 0);
 	}
@@ -377,7 +377,7 @@ static void note_charged(void)
 			if (charge_used(d, q))
 				charged[q] = true;
 	TAILQ_FOREACH(u, &sl_srv.core.users, link) {
-		if (u->dm_persistent)
+		if (dm_user_of(u)->dm_persistent)
 			persistent_charged = true;
 		if (u->pinned_fds)
 			uid_charged[0] = true;
@@ -385,7 +385,7 @@ static void note_charged(void)
 			uid_charged[1] = true;
 		if (u->private_ctxs)
 			uid_charged[2] = true;
-		if (u->dm_pages)
+		if (dm_user_of(u)->dm_pages)
 			uid_charged[3] = true;
 	}
 }

@@ -33,6 +33,7 @@ struct Rdmab__State__Context;
 struct id_space;
 struct Rdmab__DomainInfo;
 struct domain;
+struct user;
 struct why;
 struct family_metrics;
 
@@ -169,6 +170,10 @@ struct family {
 	 * domain_fini, in reverse order). NULL: it keeps nothing. */
 	int (*domain_init)(struct domain *d);
 	void (*domain_fini)(struct domain *d);
+	/* A uid's user record is made, and freed: what the family counts
+	 * of the uid, in u->family_slot[its id], as domain_init/_fini. */
+	int (*user_init)(struct user *u);
+	void (*user_fini)(struct user *u);
 	/* What the family adds to @d's listing (DomainInfo @info, its used
 	 * and limit filled) beyond its quota; NULL: nothing. */
 	void (*domain_info)(const struct core *core, const struct domain *d,

@@ -194,7 +194,7 @@ void dm_state_leave(struct core *core)
 		TAILQ_REMOVE(&t->sessions, s, link);
 		munmap(s->page, DM_STATUS_SLOTS);
 		close(s->fd);
-		user_uncharge_dm_page(s->user);
+		dm_user_uncharge_page(s->user);
 		user_unref(core, s->user);
 		free(s);
 	}
@@ -267,7 +267,7 @@ static int dm_restore_session(void *arg, const struct journal_rec *r)
 				    r->key, strerror(-ret));
 	}
 	/* Exempt: it was charged when made, whatever a reload did since. */
-	user_charge_dm_page(core, c->user, true);
+	dm_user_charge_page(core, c->user, true);
 	s->user = user_ref(c->user);
 	TAILQ_INSERT_TAIL(&dm_state(core)->sessions, s, link);
 	rs->adopted_fds++;
@@ -436,7 +436,7 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 			goto out;
 		}
 		dm->owner = u;
-		user_charge_dm_persistent(u, dm->charged);
+		dm_user_charge_persistent(u, dm->charged);
 		user_unref(core, u);
 	}
 	if (m->claim_object)
@@ -517,7 +517,7 @@ static void dm_restore_undo(struct core *core)
 		TAILQ_REMOVE(&t->sessions, s, link);
 		munmap(s->page, DM_STATUS_SLOTS);
 		close(s->fd);
-		user_uncharge_dm_page(s->user);
+		dm_user_uncharge_page(s->user);
 		user_unref(core, s->user);
 		free(s);
 	}

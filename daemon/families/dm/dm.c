@@ -266,14 +266,14 @@ static int dm_session_of(struct core *core, struct client *c, struct why *why,
 	if (!s)
 		return why_set(why, -ENOMEM, "out of memory");
 	/* A descriptor the daemon holds for the session: the uid's. */
-	err = user_charge_dm_page(core, c->user, policy_is_admin(core, c));
+	err = dm_user_charge_page(core, c->user, policy_is_admin(core, c));
 	if (err < 0) {
 		free(s);
 		return why_set(why, err,
 			       "uid %u's sessions hold %u DM status pages, "
 			       "one per session up to connections_per_uid "
 			       "(%u)",
-			       c->cred.uid, c->user->dm_pages,
+			       c->cred.uid, dm_user_of(c->user)->dm_pages,
 			       core->config.limits.connections_per_uid);
 	}
 	s->user = user_ref(c->user);
@@ -293,7 +293,7 @@ static int dm_session_of(struct core *core, struct client *c, struct why *why,
 	if (err < 0) {
 		munmap(s->page, DM_STATUS_SLOTS);
 		close(s->fd);
-		user_uncharge_dm_page(s->user);
+		dm_user_uncharge_page(s->user);
 		user_unref(core, s->user);
 		free(s);
 		return why_set(why, err,
@@ -308,7 +308,7 @@ fail:
 	err = -errno;
 	if (s->fd >= 0)
 		close(s->fd);
-	user_uncharge_dm_page(s->user);
+	dm_user_uncharge_page(s->user);
 	user_unref(core, s->user);
 	free(s);
 	return why_set(why, err, "cannot make the DM status page: %s",
@@ -321,7 +321,7 @@ static void dm_session_free(struct core *core, struct dm_session *s)
 	TAILQ_REMOVE(&dm_state(core)->sessions, s, link);
 	munmap(s->page, DM_STATUS_SLOTS);
 	close(s->fd);
-	user_uncharge_dm_page(s->user);
+	dm_user_uncharge_page(s->user);
 	user_unref(core, s->user);
 	free(s);
 }
@@ -436,7 +436,7 @@ void dm_forget(struct core *core, struct dm *dm)
 		objects_remove(dm->claim);
 	dm_quota_uncharge(dm->domain, dm->uid, dm->charged, dm->length);
 	if (dm->owner)
-		user_uncharge_dm_persistent(core, dm->owner, dm->charged);
+		dm_user_uncharge_persistent(core, dm->owner, dm->charged);
 	charge_sub_u64(&dm->ctx->dev->dm_reserved, dm->length,
 		       "reserved DM bytes", dm->ctx->dev->name);
 	TAILQ_REMOVE(&t->dms, dm, link);
@@ -765,7 +765,7 @@ static int dm_check_room(struct client *c, struct dctx *x, uint64_t length,
 	const struct dm_conf *l = dm_conf(&c->core->config);
 	const struct device *dev = x->dev;
 	uint64_t max = dev->caps.max_dm_size, bound, reserve;
-	struct user *u = c->user;
+	const struct dm_user *u = dm_user_of(c->user);
 	int err;
 
 	err = dm_quota_room(x->domain, c->cred.uid, dev, length, rounded, why);
@@ -898,7 +898,7 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 	dm->charged = rounded;
 	if (persistent && !policy_is_admin(core, c)) {
 		dm->owner = c->user;
-		user_charge_dm_persistent(dm->owner, rounded);
+		dm_user_charge_persistent(dm->owner, rounded);
 	}
 	charge_add_u64(&x->dev->dm_reserved, rounded, "reserved DM bytes");
 	dctx_obj_hold(x);
@@ -1154,6 +1154,8 @@ const struct family dm_family = {
 	.ctx_handles = dm_ctx_handles,
 	.domain_init = dm_domain_init,
 	.domain_fini = dm_domain_fini,
+	.user_init = dm_user_init,
+	.user_fini = dm_user_fini,
 	.rekey_busy = dm_ctx_busy,
 	.rekey_force = dm_ctx_force,
 	.rekey_noun = "DMs",

@@ -37,6 +37,7 @@ struct client;
 struct dctx;
 struct domain;
 struct obj;
+struct user;
 struct event;
 
 /*
@@ -336,6 +337,31 @@ struct dm_domain {
 struct dm_domain *dm_domain_of(const struct domain *d);
 int dm_domain_init(struct domain *d);
 void dm_domain_fini(struct domain *d);
+
+/* What the family counts of a uid (its user record's family_slot,
+ * dm-user.c). */
+struct dm_user {
+	/* DM status pages of its sessions, a memfd each. */
+	unsigned int dm_pages;
+	/* Persistent DMs it allocated that are still there, in every
+	 * domain, each holding a reference to the user. */
+	unsigned int dm_persistent;
+	uint64_t dm_persistent_bytes;
+};
+
+struct dm_user *dm_user_of(const struct user *u);
+int dm_user_init(struct user *u);
+void dm_user_fini(struct user *u);
+/* A DM status page of one of @u's sessions: -EDQUOT once its pages
+ * reach connections_per_uid (after a reload lowered it), unless
+ * @exempt (an administrator). */
+int dm_user_charge_page(struct core *core, struct user *u, bool exempt);
+void dm_user_uncharge_page(struct user *u);
+/* A persistent DM of @bytes allocated by @u: a reference, given back by
+ * dm_user_uncharge_persistent() (which may free @u). */
+void dm_user_charge_persistent(struct user *u, uint64_t bytes);
+void dm_user_uncharge_persistent(struct core *core, struct user *u,
+				 uint64_t bytes);
 
 /* The family's quota (dm-quota.c). */
 /* The dm_bytes quota of @d's pool on @dev: its percent of the device's
