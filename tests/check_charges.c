@@ -28,6 +28,7 @@
 #include "daemon/registry/user.h"
 #include "daemon/util/why.h"
 #include "include/ibclient.h"
+#include "proto/rdmabroker.pb-c.h"
 #include "tests/cklib.h"
 #include "tests/srvlib.h"
 #include "tests/testlib.h"
@@ -599,6 +600,56 @@ START_TEST(test_room_names_limit)
 }
 END_TEST
 
+/* Each family's quota, as its struct family describes it: the QuotaInfo
+ * field it names (listings fill it by offsetof) is the field of that name
+ * and size, its limit and refusal come as a pair, and a quota with no one
+ * limit is refused as one with no count. */
+START_TEST(test_family_quotas_described)
+{
+	const ProtobufCMessageDescriptor *qd = &rdmab__quota_info__descriptor;
+	struct why why = { 0, "" };
+	unsigned int quotas = 0;
+	struct domain *d;
+
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++) {
+		const struct family *f = families[i];
+		const ProtobufCFieldDescriptor *fd;
+
+		if (!f->quota_name)
+			continue;
+		quotas++;
+		fd = protobuf_c_message_descriptor_get_field_by_name(
+			qd, f->quota_name);
+		ck_assert_msg(fd, "%s: QuotaInfo has no field %s", f->name,
+			      f->quota_name);
+		ck_assert_uint_eq(fd->offset, f->quota_info_field);
+		ck_assert_uint_eq(f->quota_info_size,
+				  fd->type == PROTOBUF_C_TYPE_UINT64 ? 8 : 4);
+		ck_assert_msg(!f->quota_limit == !f->quota_refuse,
+			      "%s: a limit without a refusal, or the reverse",
+			      f->name);
+		ck_assert_str_eq(charge_quota_name(CHARGE_OF(i)),
+				 f->quota_name);
+	}
+	ck_assert_uint_gt(quotas, 0);
+
+	sl_start(NULL);
+	sl_client(0, NULL, false);
+	d = domain_pool(sl_conns[0]->cl.domain);
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++) {
+		const struct family *f = families[i];
+
+		if (!f->quota_name || f->quota_limit)
+			continue;
+		ck_assert(!charge_fits(d, CHARGE_OF(i), 0));
+		ck_assert_int_eq(charge_room(d, CHARGE_OF(i), 1, "", &why),
+				 -EINVAL);
+		ck_assert_ptr_nonnull(strstr(why.text, "has no count here"));
+	}
+	sl_stop();
+}
+END_TEST
+
 static Suite *charges_suite(void)
 {
 	Suite *s = suite_create("charges");
@@ -609,6 +660,7 @@ static Suite *charges_suite(void)
 	tcase_add_test(tc, test_underflow_seen);
 	tcase_add_test(tc, test_outside_counts_checked);
 	tcase_add_test(tc, test_room_names_limit);
+	tcase_add_test(tc, test_family_quotas_described);
 	suite_add_tcase(s, tc);
 	return s;
 }
