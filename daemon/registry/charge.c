@@ -114,7 +114,7 @@ uint64_t charge_used(const struct domain *d, enum charge_quota q)
 static bool charge_limit(const struct domain *o, enum charge_quota q,
 			 uint64_t *ret_limit)
 {
-	const struct family *f = charge_family(q);
+	const struct family *f;
 
 	switch (q) {
 	case CHARGE_OBJECTS:
@@ -124,6 +124,7 @@ static bool charge_limit(const struct domain *o, enum charge_quota q,
 		*ret_limit = o->limit.clients;
 		return true;
 	default:
+		f = charge_family(q);
 		if (!f || !f->quota_name || !f->quota_limit)
 			return false;
 		*ret_limit = f->quota_limit(o);
@@ -145,7 +146,6 @@ int charge_room(const struct domain *d, enum charge_quota q, uint64_t n,
 		const char *clause, struct why *why)
 {
 	const struct domain *o = charge_owner((struct domain *)d, q);
-	const struct family *f = charge_family(q);
 	uint64_t limit;
 
 	if (charge_fits(d, q, n))
@@ -163,8 +163,8 @@ int charge_room(const struct domain *d, enum charge_quota q, uint64_t n,
 			       "domain %s already has %u clients, its quota%s",
 			       o->name, o->limit.clients, clause);
 	default:
-		return f->quota_refuse(o->name, charge_used(d, q), limit,
-				       clause, why);
+		return charge_family(q)->quota_refuse(
+			o->name, charge_used(d, q), limit, clause, why);
 	}
 }
 

@@ -106,8 +106,8 @@ static void quota_family(Rdmab__QuotaInfo *qi, const struct family *f,
 		*(uint32_t *)field = (uint32_t)n;
 }
 
-/* What @d holds of each family's quota (its own count: a private
- * domain's are its pool's) and its limit. */
+/* What @d itself holds of each family's quota (a private domain's
+ * charges go to its pool, whose listing shows them) and its limit. */
 static void quota_families(const struct domain *d, Rdmab__QuotaInfo *used,
 			   Rdmab__QuotaInfo *limit)
 {
