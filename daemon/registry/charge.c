@@ -132,54 +132,36 @@ static bool charge_limit(const struct domain *o, enum charge_quota q,
 	}
 }
 
-bool charge_fits(const struct domain *d, enum charge_quota q, uint64_t n)
+/* charge_fits(), inlined where the objects' hot path asks. */
+static inline bool charge_fits_in(const struct domain *d, enum charge_quota q,
+				  uint64_t n)
 {
 	const struct domain *o = charge_owner((struct domain *)d, q);
-	uint64_t used = charge_used(d, q), limit;
+	uint64_t used, limit;
 
-	/* Not used + n: a count charged over its limit (unaccounted.c)
-	 * and a large @n must not wrap into room. */
-	return charge_limit(o, q, &limit) && used <= limit && n <= limit - used;
-}
-
-int charge_room(const struct domain *d, enum charge_quota q, uint64_t n,
-		const char *clause, struct why *why)
-{
-	const struct domain *o = charge_owner((struct domain *)d, q);
-	uint64_t limit;
-
-	if (charge_fits(d, q, n))
-		return 0;
-	if (!charge_limit(o, q, &limit))
-		return why_set(why, -EINVAL, "domain %s: %s has no count here",
-			       o->name, charge_quota_name(q));
+	/* The core's quotas read in place: the objects' is the hot path. */
 	switch (q) {
 	case CHARGE_OBJECTS:
-		return why_set(
-			why, -EDQUOT, "domain %s holds %u of its %u objects%s",
-			o->name, o->used.objects, o->limit.objects, clause);
+		used = o->used.objects;
+		limit = o->limit.objects;
+		break;
 	case CHARGE_CLIENTS:
-		return why_set(why, -EDQUOT,
-			       "domain %s already has %u clients, its quota%s",
-			       o->name, o->limit.clients, clause);
+		used = o->used.clients;
+		limit = o->limit.clients;
+		break;
 	default:
-		return charge_family(q)->quota_refuse(
-			o->name, charge_used(d, q), limit, clause, why);
+		if (!charge_limit(o, q, &limit))
+			return false;
+		used = charge_used(d, q);
 	}
+	/* Not used + n: a count charged over its limit (unaccounted.c)
+	 * and a large @n must not wrap into room. */
+	return used <= limit && n <= limit - used;
 }
 
-int charge_add_room(struct domain *d, enum charge_quota q, uint64_t n,
-		    const char *clause, struct why *why)
-{
-	int err = charge_room(d, q, n, clause, why);
-
-	if (err < 0)
-		return err;
-	charge_add(d, q, n);
-	return 0;
-}
-
-void charge_add(struct domain *d, enum charge_quota q, uint64_t n)
+/* charge_add(), inlined likewise. */
+static inline void charge_add_in(struct domain *d, enum charge_quota q,
+				 uint64_t n)
 {
 	struct domain *o = charge_owner(d, q);
 
@@ -200,22 +182,79 @@ void charge_add(struct domain *d, enum charge_quota q, uint64_t n)
 	}
 }
 
+/* The refusal of @q in @d, which has no room: -EDQUOT naming the
+ * domain, what it holds and its limit, or -EINVAL for a quota with no
+ * one limit. */
+static __attribute__((cold)) int charge_refuse(const struct domain *d,
+					       enum charge_quota q,
+					       const char *clause,
+					       struct why *why)
+{
+	const struct domain *o = charge_owner((struct domain *)d, q);
+	uint64_t limit;
+
+	if (!charge_limit(o, q, &limit))
+		return why_set(why, -EINVAL, "domain %s: %s has no count here",
+			       o->name, charge_quota_name(q));
+	switch (q) {
+	case CHARGE_OBJECTS:
+		return why_set(
+			why, -EDQUOT, "domain %s holds %u of its %u objects%s",
+			o->name, o->used.objects, o->limit.objects, clause);
+	case CHARGE_CLIENTS:
+		return why_set(why, -EDQUOT,
+			       "domain %s already has %u clients, its quota%s",
+			       o->name, o->limit.clients, clause);
+	default:
+		return charge_family(q)->quota_refuse(
+			o->name, charge_used(d, q), limit, clause, why);
+	}
+}
+
+bool charge_fits(const struct domain *d, enum charge_quota q, uint64_t n)
+{
+	return charge_fits_in(d, q, n);
+}
+
+int charge_room(const struct domain *d, enum charge_quota q, uint64_t n,
+		const char *clause, struct why *why)
+{
+	if (charge_fits_in(d, q, n))
+		return 0;
+	return charge_refuse(d, q, clause, why);
+}
+
+int charge_add_room(struct domain *d, enum charge_quota q, uint64_t n,
+		    const char *clause, struct why *why)
+{
+	if (!charge_fits_in(d, q, n))
+		return charge_refuse(d, q, clause, why);
+	charge_add_in(d, q, n);
+	return 0;
+}
+
+void charge_add(struct domain *d, enum charge_quota q, uint64_t n)
+{
+	charge_add_in(d, q, n);
+}
+
 void charge_sub(struct domain *d, enum charge_quota q, uint64_t n)
 {
 	struct domain *o = charge_owner(d, q);
-	const char *what = charge_quota_name(q);
 
 	switch (q) {
 	case CHARGE_OBJECTS:
-		charge_sub_uint(&o->used.objects, (uint32_t)n, what, o->name);
+		charge_sub_uint(&o->used.objects, (uint32_t)n, "objects",
+				o->name);
 		break;
 	case CHARGE_CLIENTS:
-		charge_sub_uint(&o->used.clients, (uint32_t)n, what, o->name);
+		charge_sub_uint(&o->used.clients, (uint32_t)n, "clients",
+				o->name);
 		break;
 	default:
 		if (q < CHARGE_QUOTA_COUNT)
 			charge_sub_u64(&o->used.family[q - CHARGE_FAMILY], n,
-				       what, o->name);
+				       charge_quota_name(q), o->name);
 	}
 }
 
