@@ -258,21 +258,18 @@ static uint64_t d_rekeys(const struct domain *d)
 	return d->rekeys;
 }
 
-/* A family of one figure per domain; @pooled: only of the domains that
- * hold their own quotas (a private domain draws on its uid's). */
+/* A family of one figure per domain. */
 static void render_per_domain(struct mtext *mt, struct server *srv,
 			      const struct domain *only, struct names *nm,
 			      const char *name, const char *type,
-			      const char *help, domain_figure_fn *get,
-			      bool pooled)
+			      const char *help, domain_figure_fn *get)
 {
 	struct domain *d;
 
 	mt_family(mt, name, type, help);
 	FOR_DOMAINS(d, srv, only, nm)
-		if (!pooled || domain_pool(d) == d)
-			mt_printf(mt, "%s{domain=\"%s\"} %" PRIu64 "\n", name,
-				  nm->domain, get(d));
+		mt_printf(mt, "%s{domain=\"%s\"} %" PRIu64 "\n", name,
+			  nm->domain, get(d));
 }
 
 /* A family of one figure per domain and device where the domain has a
@@ -390,16 +387,15 @@ static void render_domains(struct mtext *mt, struct server *srv,
 	struct domain *d;
 
 	render_per_domain(mt, srv, only, nm, "rdmabroker_domain_clients",
-			  "gauge", "Sessions in the domain.", d_clients, false);
+			  "gauge", "Sessions in the domain.", d_clients);
 	render_per_domain(
 		mt, srv, only, nm, "rdmabroker_domain_requests_total",
 		"counter",
 		"Requests the domain's sessions made while it existed.",
-		d_requests, false);
-	render_per_domain(mt, srv, only, nm, "rdmabroker_domain_rekeys_total",
-			  "counter",
-			  "Rekeys of the domain (a new context per device).",
-			  d_rekeys, false);
+		d_requests);
+	render_per_domain(
+		mt, srv, only, nm, "rdmabroker_domain_rekeys_total", "counter",
+		"Rekeys of the domain (a new context per device).", d_rekeys);
 	/* A private domain spends its uid's domain's quotas but its
 	 * clients: shown once, where they are charged. */
 	mt_family(mt, "rdmabroker_quota_used", "gauge",
