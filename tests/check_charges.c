@@ -22,11 +22,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon/families/dm/dm.h"
 #include "daemon/registry/charge.h"
 #include "daemon/registry/domain.h"
 #include "daemon/registry/user.h"
 #include "daemon/util/why.h"
 #include "include/ibclient.h"
+#include "proto/rdmabroker.pb-c.h"
 #include "tests/cklib.h"
 #include "tests/srvlib.h"
 #include "tests/testlib.h"
@@ -129,7 +131,7 @@ static int dm_call(struct ol_client *c, int body, uint64_t dm_id)
 	return err;
 }
 
-static void dm_alloc(int i, bool persistent)
+static void storm_dm_alloc(int i, bool persistent)
 {
 	Rdmab__DmAllocRequest q = RDMAB__DM_ALLOC_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -152,7 +154,7 @@ static void dm_alloc(int i, bool persistent)
 	ol_free(m);
 }
 
-static void dm_import(int i)
+static void storm_dm_import(int i)
 {
 	Rdmab__DmImportRequest q = RDMAB__DM_IMPORT_REQUEST__INIT;
 	Rdmab__Request req = RDMAB__REQUEST__INIT;
@@ -218,13 +220,13 @@ static void step(int i)
 			keep(s->ids, &s->n_ids, id);
 		break;
 	case 3:
-		dm_alloc(i, false);
+		storm_dm_alloc(i, false);
 		break;
 	case 4:
-		dm_alloc(i, true);
+		storm_dm_alloc(i, true);
 		break;
 	case 5:
-		dm_import(i);
+		storm_dm_import(i);
 		break;
 	case 6:
 		if (n_dms)
@@ -334,16 +336,17 @@ static void assert_charges_zero(void)
 			ck_assert_msg(!charge_used(d, q), "%s: %s %" PRIu64,
 				      d->name, charge_quota_name(q),
 				      charge_used(d, q));
-		ck_assert_msg(TAILQ_EMPTY(&d->usages), "%s", d->name);
+		ck_assert_msg(TAILQ_EMPTY(&dm_domain_of(d)->usages), "%s",
+			      d->name);
 	}
 	for (size_t i = 0; i < sl_srv.core.devices.n; i++)
 		ck_assert_uint_eq(sl_srv.core.devices.dev[i].dm_reserved, 0);
 	TAILQ_FOREACH(u, &sl_srv.core.users, link) {
 		ck_assert_uint_eq(u->n_conns, 0);
 		ck_assert_uint_eq(u->private_ctxs, 0);
-		ck_assert_uint_eq(u->dm_pages, 0);
-		ck_assert_uint_eq(u->dm_persistent, 0);
-		ck_assert_uint_eq(u->dm_persistent_bytes, 0);
+		ck_assert_uint_eq(dm_user_of(u)->dm_pages, 0);
+		ck_assert_uint_eq(dm_user_of(u)->dm_persistent, 0);
+		ck_assert_uint_eq(dm_user_of(u)->dm_persistent_bytes, 0);
 		ck_assert_uint_eq(u->pinned_fds, 0);
 		ck_assert_uint_eq(u->watches, 0);
 	}
@@ -375,7 +378,7 @@ static void note_charged(void)
 			if (charge_used(d, q))
 				charged[q] = true;
 	TAILQ_FOREACH(u, &sl_srv.core.users, link) {
-		if (u->dm_persistent)
+		if (dm_user_of(u)->dm_persistent)
 			persistent_charged = true;
 		if (u->pinned_fds)
 			uid_charged[0] = true;
@@ -383,7 +386,7 @@ static void note_charged(void)
 			uid_charged[1] = true;
 		if (u->private_ctxs)
 			uid_charged[2] = true;
-		if (u->dm_pages)
+		if (dm_user_of(u)->dm_pages)
 			uid_charged[3] = true;
 	}
 }
@@ -451,8 +454,12 @@ START_TEST(test_storm_charges_zero)
 	for (int round = 0; round < 3; round++)
 		storm(seed + (uint64_t)round * 7919, steps);
 	for (int q = 0; q < CHARGE_QUOTA_COUNT; q++)
-		ck_assert_msg(charged[q], "the storm never charged %s",
-			      charge_quota_name(q));
+		/* A family with no quota of its own has no count. */
+		ck_assert_msg(
+			charged[q] ||
+				(q >= CHARGE_FAMILY &&
+				 !families[q - CHARGE_FAMILY]->quota_name),
+			"the storm never charged %s", charge_quota_name(q));
 	ck_assert_msg(persistent_charged,
 		      "the storm never charged a uid's persistent DMs");
 	for (int k = 0; k < 4; k++)
@@ -474,17 +481,17 @@ START_TEST(test_underflow_seen)
 	sl_client(0, NULL, false);
 	d = sl_conns[0]->cl.domain;
 	before = charge_underflows();
-	charge_take(&ch, d, CHARGE_XRCDS, 1);
-	ck_assert_uint_eq(charge_used(d, CHARGE_XRCDS), 1);
+	charge_take(&ch, d, CHARGE_OF(FAMILY_XRCD), 1);
+	ck_assert_uint_eq(charge_used(d, CHARGE_OF(FAMILY_XRCD)), 1);
 	charge_release(&ch);
 	charge_release(&ch);
-	ck_assert_uint_eq(charge_used(d, CHARGE_XRCDS), 0);
+	ck_assert_uint_eq(charge_used(d, CHARGE_OF(FAMILY_XRCD)), 0);
 	ck_assert_uint_eq(charge_underflows(), before);
-	charge_sub(d, CHARGE_RSS_TABLES, 1);
+	charge_sub(d, CHARGE_OF(FAMILY_RSS), 1);
 	ck_assert_uint_eq(charge_underflows(), before + 1);
-	ck_assert_uint_eq(charge_used(d, CHARGE_RSS_TABLES), UINT32_MAX);
+	ck_assert_uint_eq(charge_used(d, CHARGE_OF(FAMILY_RSS)), UINT64_MAX);
 	ck_assert_int_eq(sl_log_count("BUG: charge underflow: rss_tables"), 1);
-	charge_add(d, CHARGE_RSS_TABLES, 1);
+	charge_add(d, CHARGE_OF(FAMILY_RSS), 1);
 	sl_stop();
 }
 END_TEST
@@ -547,8 +554,8 @@ START_TEST(test_room_names_limit)
 	d = domain_pool(sl_conns[0]->cl.domain);
 	limit = d->limit;
 	d->limit.objects = d->used.objects;
-	d->limit.xrcds = d->used.xrcds;
-	d->limit.rss_tables = d->used.rss_tables;
+	d->limit.xrcds = (uint32_t)charge_used(d, CHARGE_OF(FAMILY_XRCD));
+	d->limit.rss_tables = (uint32_t)charge_used(d, CHARGE_OF(FAMILY_RSS));
 	d->limit.clients = d->used.clients;
 
 	ck_assert_int_eq(
@@ -562,17 +569,18 @@ START_TEST(test_room_names_limit)
 	ck_assert_str_eq(why.text, want);
 	ck_assert_uint_eq(charge_used(d, CHARGE_OBJECTS), d->limit.objects);
 
-	ck_assert_int_eq(charge_room(d, CHARGE_XRCDS, 1, "", &why), -EDQUOT);
+	ck_assert_int_eq(charge_room(d, CHARGE_OF(FAMILY_XRCD), 1, "", &why),
+			 -EDQUOT);
 	snprintf(want, sizeof(want),
 		 "domain %s holds its quota of %u XRCD "
 		 "opens",
 		 d->name, d->limit.xrcds);
 	ck_assert_str_eq(why.text, want);
 
-	ck_assert_int_eq(charge_room(d, CHARGE_RSS_TABLES, 1, "", &why),
+	ck_assert_int_eq(charge_room(d, CHARGE_OF(FAMILY_RSS), 1, "", &why),
 			 -EDQUOT);
 	snprintf(want, sizeof(want), "domain %s holds %u of its %u RSS tables",
-		 d->name, d->used.rss_tables, d->limit.rss_tables);
+		 d->name, d->limit.rss_tables, d->limit.rss_tables);
 	ck_assert_str_eq(why.text, want);
 
 	ck_assert_int_eq(charge_add_room(d, CHARGE_CLIENTS, 1, "", &why),
@@ -592,6 +600,56 @@ START_TEST(test_room_names_limit)
 }
 END_TEST
 
+/* Each family's quota, as its struct family describes it: the QuotaInfo
+ * field it names (listings fill it by offsetof) is the field of that name
+ * and size, its limit and refusal come as a pair, and a quota with no one
+ * limit is refused as one with no count. */
+START_TEST(test_family_quotas_described)
+{
+	const ProtobufCMessageDescriptor *qd = &rdmab__quota_info__descriptor;
+	struct why why = { 0, "" };
+	unsigned int quotas = 0;
+	struct domain *d;
+
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++) {
+		const struct family *f = families[i];
+		const ProtobufCFieldDescriptor *fd;
+
+		if (!f->quota_name)
+			continue;
+		quotas++;
+		fd = protobuf_c_message_descriptor_get_field_by_name(
+			qd, f->quota_name);
+		ck_assert_msg(fd, "%s: QuotaInfo has no field %s", f->name,
+			      f->quota_name);
+		ck_assert_uint_eq(fd->offset, f->quota_info_field);
+		ck_assert_uint_eq(f->quota_info_size,
+				  fd->type == PROTOBUF_C_TYPE_UINT64 ? 8 : 4);
+		ck_assert_msg(!f->quota_limit == !f->quota_refuse,
+			      "%s: a limit without a refusal, or the reverse",
+			      f->name);
+		ck_assert_str_eq(charge_quota_name(CHARGE_OF(i)),
+				 f->quota_name);
+	}
+	ck_assert_uint_gt(quotas, 0);
+
+	sl_start(NULL);
+	sl_client(0, NULL, false);
+	d = domain_pool(sl_conns[0]->cl.domain);
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++) {
+		const struct family *f = families[i];
+
+		if (!f->quota_name || f->quota_limit)
+			continue;
+		ck_assert(!charge_fits(d, CHARGE_OF(i), 0));
+		ck_assert_int_eq(charge_room(d, CHARGE_OF(i), 1, "", &why),
+				 -EINVAL);
+		ck_assert_ptr_nonnull(strstr(why.text, "has no count here"));
+	}
+	sl_stop();
+}
+END_TEST
+
 static Suite *charges_suite(void)
 {
 	Suite *s = suite_create("charges");
@@ -602,6 +660,7 @@ static Suite *charges_suite(void)
 	tcase_add_test(tc, test_underflow_seen);
 	tcase_add_test(tc, test_outside_counts_checked);
 	tcase_add_test(tc, test_room_names_limit);
+	tcase_add_test(tc, test_family_quotas_described);
 	suite_add_tcase(s, tc);
 	return s;
 }

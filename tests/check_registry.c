@@ -731,7 +731,8 @@ START_TEST(test_xrcd_own)
 	OK(xrcd_open_own(c, "o", O_CREAT, true, &a));
 	OK(xrcd_open_own(c, "o", 0, true, &b));
 	ck_assert_int_eq(ol_list(other, 0, NULL, objs, 4), 0);
-	ck_assert_uint_eq(sl_srv.core.domains.tqh_first->used.xrcds, 2);
+	ck_assert_uint_eq(
+		sl_srv.core.domains.tqh_first->used.family[FAMILY_XRCD], 2);
 	/* Registered opens are closed with obj-destroy, not here. */
 	ck_assert_int_eq(xrcd_close(other, a), -ENOENT);
 	OK(xrcd_close(c, a));
@@ -741,7 +742,8 @@ START_TEST(test_xrcd_own)
 	ck_assert_int_eq(access(path, F_OK), 0);
 	sl_hang_up(0);
 	ck_assert_int_eq(access(path, F_OK), -1);
-	ck_assert_uint_eq(sl_srv.core.domains.tqh_first->used.xrcds, 0);
+	ck_assert_uint_eq(
+		sl_srv.core.domains.tqh_first->used.family[FAMILY_XRCD], 0);
 }
 END_TEST
 
@@ -833,7 +835,8 @@ START_TEST(test_xrcd_verbs_dead)
 	OK(ol_create_mode(c, RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK,
 			  IBC_OBJ_SRQ, NULL, 0, NULL, 5, &srq));
 	ck_assert_int_eq(access(path, F_OK), 0);
-	ck_assert_uint_eq(sl_srv.core.domains.tqh_first->used.xrcds, 1);
+	ck_assert_uint_eq(
+		sl_srv.core.domains.tqh_first->used.family[FAMILY_XRCD], 1);
 	ck_assert(xrcd_listed(other, "v", &opens, &orphaned));
 	ck_assert_uint_eq(opens, 1);
 	ck_assert_uint_eq(orphaned, 0);
@@ -845,7 +848,8 @@ START_TEST(test_xrcd_verbs_dead)
 	/* The SRQ was destroyed by handle, the XRCD was not. */
 	for (size_t i = 0; i < n_seen; i++)
 		ck_assert_int_ne(seen[i], IBC_OBJ_XRCD);
-	ck_assert_uint_eq(sl_srv.core.domains.tqh_first->used.xrcds, 0);
+	ck_assert_uint_eq(
+		sl_srv.core.domains.tqh_first->used.family[FAMILY_XRCD], 0);
 	/* Shown where the operator looks, and counted. */
 	ck_assert(xrcd_listed(other, "v", &opens, &orphaned));
 	ck_assert_uint_eq(opens, 0);

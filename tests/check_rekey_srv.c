@@ -385,7 +385,8 @@ START_TEST(test_busy_many)
 		      ol_error);
 	ck_assert_msg(strstr(ol_error, "'s), DM "), "%s", ol_error);
 	OK(rekey(admin, admin->domain, true));
-	ck_assert_uint_eq(TAILQ_FIRST(&sl_srv.core.domains)->used.dm_bytes, 0);
+	ck_assert_uint_eq(
+		TAILQ_FIRST(&sl_srv.core.domains)->used.family[FAMILY_DM], 0);
 }
 END_TEST
 

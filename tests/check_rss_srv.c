@@ -247,13 +247,13 @@ START_TEST(test_part_gone_behind_back)
 		found = true;
 	}
 	ck_assert(found);
-	ck_assert_uint_eq(pool->used.rss_tables, 1);
+	ck_assert_uint_eq(pool->used.family[FAMILY_RSS], 1);
 	sl_kill(1);
 	for (int i = 0; i < 100 && sl_owner(1); i++)
 		sl_pump();
 	ck_assert_ptr_null(sl_owner(1));
 	ck_assert_uint_eq(rss_count(f), 0);
-	ck_assert_uint_eq(pool->used.rss_tables, 0);
+	ck_assert_uint_eq(pool->used.family[FAMILY_RSS], 0);
 	OK(ol_destroy(f, wq.id));
 	rekey_force(admin, f);
 }

@@ -10,7 +10,9 @@
 #ifndef RDMAB_FAMILY_H
 #define RDMAB_FAMILY_H
 
+#include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "daemon/device/device.h"
 
@@ -30,6 +32,11 @@ struct Rdmab__HelloRequest;
 struct Rdmab__State__Session;
 struct Rdmab__State__Context;
 struct id_space;
+struct Rdmab__DomainInfo;
+struct domain;
+struct user;
+struct why;
+struct family_metrics;
 
 /* A request a family serves: the dispatch table's entry for @body_case
  * (an RDMAB__REQUEST__BODY_* value). */
@@ -144,6 +151,82 @@ struct family {
 	 * are common/device/caps-fields.h's. */
 	void (*device_caps)(const struct client *c, const struct device *dev,
 			    struct Rdmab__DeviceCaps *caps);
+
+	/* Charges and the domain's books (issue 24 items 5, 9): the
+	 * family's domain quota, counted by charge.c as CHARGE_OF(its id)
+	 * on the domain's pool. quota_name NULL: it has none. */
+	/* The quota's name in messages, metrics (quota="...") and the
+	 * field of the QuotaInfo that carries it (offsetof, sizeof: 4 or
+	 * 8 bytes) in a DomainInfo's used and limit. */
+	const char *quota_name;
+	size_t quota_info_field, quota_info_size;
+	/* Listed in rdmabroker_quota_used and _limit; and the gauge of
+	 * what a pool holds of it (name, help), NULL: none. */
+	bool quota_counted;
+	const char *quota_metric, *quota_metric_help;
+	/* The limit of domain @d (its own, not its pool's); NULL when it is
+	 * not one number (device memory: a share of each device's), so
+	 * that charge_room() does not apply and the family checks. */
+	uint64_t (*quota_limit)(const struct domain *d);
+	/* The refusal when @used of @limit leave no room in domain
+	 * @domain: -EDQUOT in @why, @clause appended. */
+	int (*quota_refuse)(const char *domain, uint64_t used, uint64_t limit,
+			    const char *clause, struct why *why);
+	/* A domain is made: what the family keeps of it goes in
+	 * d->family_slot[its id] (0 or -ENOMEM: no domain); and the
+	 * domain is freed (every domain_init that succeeded has its
+	 * domain_fini, in reverse order). NULL: it keeps nothing. */
+	int (*domain_init)(struct domain *d);
+	void (*domain_fini)(struct domain *d);
+	/* A uid's user record is made, and freed: what the family counts
+	 * of the uid, in u->family_slot[its id], as domain_init/_fini. */
+	int (*user_init)(struct user *u);
+	void (*user_fini)(struct user *u);
+	/* What the family adds to @d's listing (DomainInfo @info, its used
+	 * and limit filled) beyond its quota; NULL: nothing. */
+	void (*domain_info)(const struct core *core, const struct domain *d,
+			    struct Rdmab__DomainInfo *info);
+	/* Its own metrics (metrics-text.c), NULL: none: of the devices
+	 * (an administrator's scrape, after rdmabroker_device_removed),
+	 * and of the domains @fm walks (after the quotas'). */
+	void (*metrics_devices)(const struct core *core,
+				struct family_metrics *fm);
+	void (*metrics_domains)(const struct core *core,
+				struct family_metrics *fm);
+	/* Counters of its requests' successes (an administrator's
+	 * scrape), up to an entry with no name. */
+	const struct family_request_metric *request_metrics;
+	/* The kernel objects of context @x the family holds as the
+	 * broker's own, not as the registry's records (unaccounted.c's
+	 * walk): each told to @name with its kind and handle, and counted
+	 * in core->list_visits as the family walks. NULL: none. */
+	void (*ctx_handles)(struct core *core, const struct dctx *x,
+			    void (*name)(void *arg, enum ibc_obj_kind kind,
+					 uint32_t handle),
+			    void *arg);
+};
+
+/* A counter of the successes of the requests of @body_case. */
+struct family_request_metric {
+	unsigned int body_case;
+	const char *name, *help;
+};
+
+/* What a family's metrics hooks write with: the exposition's helpers
+ * (metrics-text.c), so that a family names no renderer. */
+struct family_metrics {
+	/* A metric family's HELP and TYPE lines. */
+	void (*family)(struct family_metrics *fm, const char *name,
+		       const char *type, const char *help);
+	void (*printf)(struct family_metrics *fm, const char *fmt, ...)
+		__attribute__((format(printf, 2, 3)));
+	/* The domains of the render: the first for a NULL @prev, NULL after
+	 * the last; domain_label the last one's label, escaped. */
+	struct domain *(*next_domain)(struct family_metrics *fm,
+				      struct domain *prev);
+	const char *(*domain_label)(struct family_metrics *fm);
+	/* Device @k's label (core->devices.dev[k]), escaped. */
+	const char *(*device_label)(struct family_metrics *fm, size_t k);
 };
 
 /* Add @item to the list of names in @buf (of @len bytes): ", " between

@@ -1,30 +1,19 @@
 // SPDX-License-Identifier: MIT
-/* Charges (charge.h): the counts of every domain quota, and the check
- * that none is given back beyond what it holds. */
+/* Charges (charge.h): the counts of every domain quota, the core's and
+ * the families', and the check that none is given back beyond what it
+ * holds. */
 #include "config.h"
 
 #include <errno.h>
 #include <inttypes.h>
 
+#include "daemon/families/family.h"
 #include "daemon/registry/charge.h"
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
 #include "daemon/util/why.h"
 
 static unsigned long underflows;
-
-const char *charge_quota_name(enum charge_quota q)
-{
-	static const char *const names[CHARGE_QUOTA_COUNT] = {
-		[CHARGE_DM_BYTES] = "dm_bytes",
-		[CHARGE_XRCDS] = "xrcds",
-		[CHARGE_RSS_TABLES] = "rss_tables",
-		[CHARGE_OBJECTS] = "objects",
-		[CHARGE_CLIENTS] = "clients",
-	};
-
-	return q < CHARGE_QUOTA_COUNT ? names[q] : "?";
-}
 
 /* Logged where it is found, once per underflow: the count stays as the
  * arithmetic leaves it, so that the bug shows in listings too. */
@@ -81,110 +70,192 @@ static struct domain *charge_owner(struct domain *d, enum charge_quota q)
 	return q == CHARGE_CLIENTS ? d : domain_pool(d);
 }
 
-/* The 32-bit count of @q in @qt (a domain's used or limit); NULL for
- * dm_bytes, the 64-bit one. */
-static uint32_t *charge_count(struct quota *qt, enum charge_quota q)
+/* The family whose quota @q is; NULL for the core's. */
+static const struct family *charge_family(enum charge_quota q)
 {
+	return q >= CHARGE_FAMILY && q < CHARGE_QUOTA_COUNT ?
+		       families[q - CHARGE_FAMILY] :
+		       NULL;
+}
+
+const char *charge_quota_name(enum charge_quota q)
+{
+	const struct family *f = charge_family(q);
+
+	if (f)
+		return f->quota_name ? f->quota_name : "?";
 	switch (q) {
-	case CHARGE_XRCDS:
-		return &qt->xrcds;
-	case CHARGE_RSS_TABLES:
-		return &qt->rss_tables;
 	case CHARGE_OBJECTS:
-		return &qt->objects;
+		return "objects";
 	case CHARGE_CLIENTS:
-		return &qt->clients;
+		return "clients";
 	default:
-		return NULL;
+		return "?";
 	}
 }
 
 uint64_t charge_used(const struct domain *d, enum charge_quota q)
 {
-	struct domain *o = charge_owner((struct domain *)d, q);
-	uint32_t *count = charge_count(&o->used, q);
-
-	return count ? *count : o->used.dm_bytes;
-}
-
-bool charge_fits(const struct domain *d, enum charge_quota q, uint64_t n)
-{
-	struct domain *o = charge_owner((struct domain *)d, q);
-	uint32_t *used = charge_count(&o->used, q);
-	uint32_t *limit = charge_count(&o->limit, q);
-
-	/* In 64 bits: a count charged over its limit (unaccounted.c) and a
-	 * large @n must not wrap into room. */
-	return used && (uint64_t)*used + n <= *limit;
-}
-
-int charge_room(const struct domain *d, enum charge_quota q, uint64_t n,
-		const char *clause, struct why *why)
-{
 	const struct domain *o = charge_owner((struct domain *)d, q);
 
-	if (charge_fits(d, q, n))
-		return 0;
 	switch (q) {
 	case CHARGE_OBJECTS:
-		return why_set(
-			why, -EDQUOT, "domain %s holds %u of its %u objects%s",
-			o->name, o->used.objects, o->limit.objects, clause);
-	case CHARGE_XRCDS:
-		return why_set(why, -EDQUOT,
-			       "domain %s holds its quota of %u XRCD opens%s",
-			       o->name, o->limit.xrcds, clause);
-	case CHARGE_RSS_TABLES:
-		return why_set(why, -EDQUOT,
-			       "domain %s holds %u of its %u RSS tables%s",
-			       o->name, o->used.rss_tables, o->limit.rss_tables,
-			       clause);
+		return o->used.objects;
 	case CHARGE_CLIENTS:
-		return why_set(why, -EDQUOT,
-			       "domain %s already has %u clients, its quota%s",
-			       o->name, o->limit.clients, clause);
+		return o->used.clients;
 	default:
-		return why_set(why, -EINVAL, "domain %s: %s has no count here",
-			       o->name, charge_quota_name(q));
+		return q < CHARGE_QUOTA_COUNT ?
+			       o->used.family[q - CHARGE_FAMILY] :
+			       0;
 	}
 }
 
-int charge_add_room(struct domain *d, enum charge_quota q, uint64_t n,
-		    const char *clause, struct why *why)
+/* The limit of @q in @o (its owner); false when it has none. */
+static bool charge_limit(const struct domain *o, enum charge_quota q,
+			 uint64_t *ret_limit)
 {
-	int err = charge_room(d, q, n, clause, why);
+	const struct family *f;
 
-	if (err < 0)
-		return err;
-	charge_add(d, q, n);
-	return 0;
+	switch (q) {
+	case CHARGE_OBJECTS:
+		*ret_limit = o->limit.objects;
+		return true;
+	case CHARGE_CLIENTS:
+		*ret_limit = o->limit.clients;
+		return true;
+	default:
+		f = charge_family(q);
+		if (!f || !f->quota_name || !f->quota_limit)
+			return false;
+		*ret_limit = f->quota_limit(o);
+		return true;
+	}
 }
 
-void charge_add(struct domain *d, enum charge_quota q, uint64_t n)
+/* charge_fits(), inlined where the objects' hot path asks. */
+static inline bool charge_fits_in(const struct domain *d, enum charge_quota q,
+				  uint64_t n)
+{
+	const struct domain *o = charge_owner((struct domain *)d, q);
+	uint64_t used, limit;
+
+	/* The core's quotas read in place: the objects' is the hot path. */
+	switch (q) {
+	case CHARGE_OBJECTS:
+		used = o->used.objects;
+		limit = o->limit.objects;
+		break;
+	case CHARGE_CLIENTS:
+		used = o->used.clients;
+		limit = o->limit.clients;
+		break;
+	default:
+		if (!charge_limit(o, q, &limit))
+			return false;
+		used = charge_used(d, q);
+	}
+	/* Not used + n: a count charged over its limit (unaccounted.c)
+	 * and a large @n must not wrap into room. */
+	return used <= limit && n <= limit - used;
+}
+
+/* charge_add(), inlined likewise. */
+static inline void charge_add_in(struct domain *d, enum charge_quota q,
+				 uint64_t n)
 {
 	struct domain *o = charge_owner(d, q);
-	uint32_t *count = charge_count(&o->used, q);
 
 	/* Not checked for a wrap, unlike the counts outside the domain:
 	 * this is the objects' hot path (a check cost ~10 instructions a
 	 * create + destroy pair, make bench-ir), and the limits bound
 	 * these counts far below 2^32. */
-	if (count)
-		*count += (uint32_t)n;
-	else
-		o->used.dm_bytes += n;
+	switch (q) {
+	case CHARGE_OBJECTS:
+		o->used.objects += (uint32_t)n;
+		break;
+	case CHARGE_CLIENTS:
+		o->used.clients += (uint32_t)n;
+		break;
+	default:
+		if (q < CHARGE_QUOTA_COUNT)
+			o->used.family[q - CHARGE_FAMILY] += n;
+	}
+}
+
+/* The refusal of @q in @d, which has no room: -EDQUOT naming the
+ * domain, what it holds and its limit, or -EINVAL for a quota with no
+ * one limit. */
+static __attribute__((cold)) int charge_refuse(const struct domain *d,
+					       enum charge_quota q,
+					       const char *clause,
+					       struct why *why)
+{
+	const struct domain *o = charge_owner((struct domain *)d, q);
+	uint64_t limit;
+
+	if (!charge_limit(o, q, &limit))
+		return why_set(why, -EINVAL, "domain %s: %s has no count here",
+			       o->name, charge_quota_name(q));
+	switch (q) {
+	case CHARGE_OBJECTS:
+		return why_set(
+			why, -EDQUOT, "domain %s holds %u of its %u objects%s",
+			o->name, o->used.objects, o->limit.objects, clause);
+	case CHARGE_CLIENTS:
+		return why_set(why, -EDQUOT,
+			       "domain %s already has %u clients, its quota%s",
+			       o->name, o->limit.clients, clause);
+	default:
+		return charge_family(q)->quota_refuse(
+			o->name, charge_used(d, q), limit, clause, why);
+	}
+}
+
+bool charge_fits(const struct domain *d, enum charge_quota q, uint64_t n)
+{
+	return charge_fits_in(d, q, n);
+}
+
+int charge_room(const struct domain *d, enum charge_quota q, uint64_t n,
+		const char *clause, struct why *why)
+{
+	if (charge_fits_in(d, q, n))
+		return 0;
+	return charge_refuse(d, q, clause, why);
+}
+
+int charge_add_room(struct domain *d, enum charge_quota q, uint64_t n,
+		    const char *clause, struct why *why)
+{
+	if (!charge_fits_in(d, q, n))
+		return charge_refuse(d, q, clause, why);
+	charge_add_in(d, q, n);
+	return 0;
+}
+
+void charge_add(struct domain *d, enum charge_quota q, uint64_t n)
+{
+	charge_add_in(d, q, n);
 }
 
 void charge_sub(struct domain *d, enum charge_quota q, uint64_t n)
 {
 	struct domain *o = charge_owner(d, q);
-	uint32_t *count = charge_count(&o->used, q);
-	const char *what = charge_quota_name(q);
 
-	if (count)
-		charge_sub_uint(count, (uint32_t)n, what, o->name);
-	else
-		charge_sub_u64(&o->used.dm_bytes, n, what, o->name);
+	switch (q) {
+	case CHARGE_OBJECTS:
+		charge_sub_uint(&o->used.objects, (uint32_t)n, "objects",
+				o->name);
+		break;
+	case CHARGE_CLIENTS:
+		charge_sub_uint(&o->used.clients, (uint32_t)n, "clients",
+				o->name);
+		break;
+	default:
+		if (q < CHARGE_QUOTA_COUNT)
+			charge_sub_u64(&o->used.family[q - CHARGE_FAMILY], n,
+				       charge_quota_name(q), o->name);
+	}
 }
 
 void charge_take(struct charge *c, struct domain *d, enum charge_quota q,

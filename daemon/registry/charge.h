@@ -10,9 +10,13 @@
  * tests/charges-by-hand.sh fails where a quota's count is changed by hand
  * outside this file.
  *
- * Each family asks charge_room() (or domain_dm_room() for device memory)
- * before it charges, or charges with charge_add_room(): the refusal is
- * worded here, one sentence per quota, naming the domain and the limit.
+ * The quotas are the core's (objects, clients) and one per family that
+ * declares one in its struct family (quota_name): CHARGE_OF(its id).
+ * Each family asks charge_room() (or its own check, for a limit that is
+ * not one number: device memory's is per device) before it charges, or
+ * charges with charge_add_room(): the refusal is worded here for the
+ * core's quotas and by the family's quota_refuse for its own, one
+ * sentence per quota, naming the domain and the limit.
  */
 #ifndef RDMAB_CHARGE_H
 #define RDMAB_CHARGE_H
@@ -20,18 +24,22 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "daemon/families/family.h"
+
 struct domain;
 struct why;
 
 enum charge_quota {
-	CHARGE_DM_BYTES,
-	CHARGE_XRCDS,
-	CHARGE_RSS_TABLES,
 	CHARGE_OBJECTS,
 	/* Members: counted on the domain itself, not its pool. */
 	CHARGE_CLIENTS,
-	CHARGE_QUOTA_COUNT,
+	/* The families' quotas, by enum family_id: CHARGE_OF(). */
+	CHARGE_FAMILY,
+	CHARGE_QUOTA_COUNT = CHARGE_FAMILY + FAMILY_COUNT,
 };
+
+/* The quota of family @id (enum family_id). */
+#define CHARGE_OF(id) ((enum charge_quota)(CHARGE_FAMILY + (id)))
 
 /* What one thing holds of one quota; all zero holds nothing. */
 struct charge {
@@ -44,13 +52,13 @@ const char *charge_quota_name(enum charge_quota q);
 /* What @d's pool (for CHARGE_CLIENTS, @d) uses of @q. */
 uint64_t charge_used(const struct domain *d, enum charge_quota q);
 
-/* Whether @n more of @q fit in @d's limit (not dm_bytes, whose limit is
- * a device's share: domain_dm_room()). */
+/* Whether @n more of @q fit in @d's limit (false for a family quota
+ * with no quota_limit: its limit is not one number). */
 bool charge_fits(const struct domain *d, enum charge_quota q, uint64_t n);
 
 /* Whether @n more of @q fit in @d's limit: 0, or -EDQUOT with @why
  * naming the domain, what it holds and its limit, @clause (the caller's,
- * or "") appended. Not dm_bytes (domain_dm_room()). */
+ * or "") appended; -EINVAL for a quota with no one limit. */
 int charge_room(const struct domain *d, enum charge_quota q, uint64_t n,
 		const char *clause, struct why *why);
 /* charge_room(), then charge_add() when it fits. */

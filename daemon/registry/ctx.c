@@ -60,10 +60,7 @@ static void dctx_free(struct core *core, struct dctx *x)
 	d->n_ctxs--;
 	/* The context's PD was the domain's object; what dead clients'
 	 * intents may have made goes with the context. */
-	domain_uncharge_objects(d, 1 + x->unaccounted);
-	charge_sub(d, CHARGE_DM_BYTES, x->dm_bytes_left);
-	charge_sub_u64(&x->dev->dm_reserved, x->dm_bytes_left,
-		       "reserved DM bytes", x->dev->name);
+	charge_sub(d, CHARGE_OBJECTS, 1 + x->unaccounted);
 	free(x);
 	domain_release(core, d);
 }
@@ -118,7 +115,7 @@ static int dctx_make(struct core *core, struct domain *d, struct device *dev,
 	if (!x)
 		return why_set(why, -ENOMEM, "out of memory");
 	TAILQ_INIT(&x->objs);
-	ret_err = domain_charge_objects(d, 1, why);
+	ret_err = charge_add_room(d, CHARGE_OBJECTS, 1, "", why);
 	if (ret_err < 0) {
 		free(x);
 		return ret_err;
@@ -179,7 +176,7 @@ fail:
 	if (adopt_fd >= 0)
 		close(adopt_fd);
 	dctx_uncharge_user(core, x);
-	domain_uncharge_objects(d, 1);
+	charge_sub(d, CHARGE_OBJECTS, 1);
 	free(x);
 	return ret_err;
 }
@@ -376,7 +373,8 @@ static int ctx_import_check(struct domain *d, const struct device *dev,
 	snprintf(clause, sizeof(clause),
 		 ", and an import of %s makes %u of the provider's own",
 		 dev->name, dev->internal_per_import);
-	return domain_room_objects(d, dev->internal_per_import, clause, why);
+	return charge_room(d, CHARGE_OBJECTS, dev->internal_per_import, clause,
+			   why);
 }
 
 int dctx_conn_open(struct client *c, struct device *dev, struct why *why,
@@ -515,7 +513,7 @@ void dctx_device_gone(struct core *core, struct device *dev)
 				sink_ctx_fd_drop(core, x);
 				dctx_close_device(x);
 				/* The kernel frees them with the context. */
-				domain_uncharge_objects(d, x->unaccounted);
+				charge_sub(d, CHARGE_OBJECTS, x->unaccounted);
 				x->unaccounted = 0;
 			}
 }

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include "daemon/families/family.h"
 #include "daemon/util/queue.h"
 
 struct core;
@@ -42,9 +43,9 @@ struct dctx {
 	 * intent counts 1 until the walk says whether it made anything.
 	 * Charged to the domain until the context closes. */
 	unsigned int unaccounted;
-	/* Bytes of DMs a forced rekey left here, pinned by an MR: charged
-	 * to the domain and the device until the context closes. */
-	uint64_t dm_bytes_left;
+	/* What each family keeps of the context, by enum family_id
+	 * (family.h), given back by its ctx_closed hook. */
+	uint64_t family_slot[FAMILY_COUNT];
 	/* A death may have changed it since the last walk; a failed walk
 	 * was logged. */
 	bool unacc_stale;
@@ -54,9 +55,6 @@ struct dctx {
 	/* Sessions that let go of the context without closing their import
 	 * (a death): each left at least what a bare import makes. */
 	uint32_t dead_imports;
-	/* XRCD opens of dead clients whose kernel XRCD stays here, with no
-	 * handle to destroy it by (xrcd.c), until the context closes. */
-	unsigned int xrcd_orphans;
 	/* Replaced by a rekey (rekey.c): no new session gets it; it closes
 	 * as a whole once every session let go. */
 	bool rekeyed;

@@ -13,6 +13,7 @@
 #include <sys/types.h>
 
 #include "daemon/config/conf.h"
+#include "daemon/families/family.h"
 
 struct core;
 struct client;
@@ -46,18 +47,6 @@ struct quota {
 	uint32_t auto_rekey_unaccounted;
 };
 
-/*
- * A member uid's charges inside a configured domain, after dbus-broker's
- * usages: made at its first charge, gone with its last, so that one member
- * holds at most its share of what the domain may hold (dm_member_share),
- * persistent DMs of its dead processes included.
- */
-struct domain_usage {
-	TAILQ_ENTRY(domain_usage) link;
-	uid_t uid;
-	uint64_t dm_bytes;
-};
-
 struct domain {
 	TAILQ_ENTRY(domain) link;
 	char name[64];
@@ -67,40 +56,46 @@ struct domain {
 	 * holds. NULL for the other kinds. */
 	char *cgroup;
 	struct quota limit;
-	/* used.clients counts members. */
-	struct quota used;
+	/* What it holds of each quota (charge.c's counts): used.clients
+	 * counts members; used.family[id] each family's quota
+	 * (CHARGE_OF(id)). */
+	struct {
+		uint32_t objects, clients;
+		uint64_t family[FAMILY_COUNT];
+	} used;
 	/* Requests its members made. */
 	uint64_t requests;
 	/* Removed from the configuration: keeps its clients until they
 	 * leave, takes no new ones. */
 	bool retired;
-	/* Whose dm_bytes, xrcds, rss_tables and objects quotas this domain
-	 * draws on: its own, or for a private domain those of its uid's own
-	 * domain, so that a uid's private domains do not multiply them.
-	 * pooled: the private domains drawing on this one. */
+	/* Whose objects and family quotas this domain draws on: its own, or for
+	 * a private domain those of its uid's own domain, so that a uid's
+	 * private domains do not multiply them. pooled: the private domains
+	 * drawing on this one. */
 	struct domain *pool;
 	unsigned int pooled;
 	TAILQ_HEAD(, dctx) ctxs;
 	unsigned int n_ctxs;
-	/* Its DMs (dm.domain_link) and its clients (conn.domain_link). */
-	TAILQ_HEAD(, dm) dms;
+	/* Its clients (conn.domain_link). */
 	TAILQ_HEAD(, client) members;
-	/* Configured domains: what each member uid holds. */
-	TAILQ_HEAD(, domain_usage) usages;
+	/* What each family keeps of the domain, by enum family_id: made by
+	 * its domain_init hook with the domain, freed by its domain_fini
+	 * (family.h); NULL for a family that keeps nothing. */
+	void *family_slot[FAMILY_COUNT];
 	/* Rekey (rekey.c): rekeys so far. */
 	uint64_t rekeys;
 };
 
 const char *domain_kind_name(enum domain_kind kind);
 
-/*
- * Put @c in a domain: @want names one (or is empty), @private asks for a
- * context of its own. On refusal @why says why.
- */
-int domain_join(struct core *core, struct client *c, const char *want,
-		bool private, struct why *why);
-/* Take @c out of its domain; frees the domain when nothing is left. */
-void domain_leave(struct core *core, struct client *c);
+/* The domain named @name; NULL when there is none. */
+struct domain *domain_find(struct core *core, const char *name);
+/* A new domain of @kind with the limits of @cd (a configured domain's
+ * keys; NULL: [defaults]'), listed in @core; NULL without memory. Its
+ * own pool. */
+struct domain *domain_new(struct core *core, const char *name,
+			  enum domain_kind kind,
+			  const struct config_domain *cd);
 /* Free @d if it has no members, no contexts and nothing keeps it. */
 void domain_release(struct core *core, struct domain *d);
 
@@ -116,38 +111,6 @@ static inline struct domain *domain_pool(struct domain *d)
 {
 	return d->pool;
 }
-
-/* Whether @d's pool has room for @n more objects: -EDQUOT otherwise, with
- * a sentence in @why that ends with @clause (the caller's, or ""). */
-int domain_room_objects(struct domain *d, uint32_t n, const char *clause,
-			struct why *why);
-/* Charge @n objects to @d; -EDQUOT with a sentence in @why when over. */
-int domain_charge_objects(struct domain *d, uint32_t n, struct why *why);
-void domain_uncharge_objects(struct domain *d, uint32_t n);
-
-struct device;
-
-/* The dm_bytes quota of @d's pool on @dev: its percent of the device's
- * memory, or its bytes. */
-uint64_t domain_dm_limit(const struct domain *d, const struct device *dev);
-/* The largest of domain_dm_limit() over the devices present: what a
- * listing shows. */
-uint64_t domain_dm_limit_shown(const struct core *core, const struct domain *d);
-/* Whether @d's pool and, in a configured domain, uid @uid's share of it
- * have room for @rounded bytes on @dev (a DM of @length): -EDQUOT
- * otherwise, with a sentence in @why naming the quota. */
-int domain_dm_room(struct domain *d, uid_t uid, const struct device *dev,
-		   uint64_t length, uint64_t rounded, struct why *why);
-/* The bytes uid @uid may still allocate on @dev by @d's quotas: its
- * pool's room and, in a configured domain, its share's. */
-uint64_t domain_dm_free(struct domain *d, uid_t uid, const struct device *dev);
-/* Charge @bytes of DM to @d's pool and to @uid's usage there; -ENOMEM. */
-int domain_charge_dm(struct domain *d, uid_t uid, uint64_t bytes);
-/* The charges of domain_charge_dm(), @bytes of them: @pool_bytes go back
- * to the pool, all to the uid (a DM left to a closing context keeps the
- * pool's charge until the context goes). */
-void domain_uncharge_dm(struct domain *d, uid_t uid, uint64_t bytes,
-			uint64_t pool_bytes);
 
 /* Policy (policy.c). */
 bool policy_may_join(const struct config_domain *d, const struct client *c);

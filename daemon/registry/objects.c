@@ -196,7 +196,7 @@ static int obj_add(struct registry *reg, struct obj_owner *ow, struct dctx *x,
 		obj_free(reg, o);
 		return why_set(why, err, "the broker has no object ids left");
 	}
-	err = domain_charge_objects(x->domain, 1, why);
+	err = charge_add_room(x->domain, CHARGE_OBJECTS, 1, "", why);
 	if (err < 0) {
 		obj_free(reg, o);
 		return err;
@@ -300,7 +300,7 @@ static void obj_unlink(struct obj *o)
 
 void objects_remove(struct obj *o)
 {
-	domain_uncharge_objects(o->ctx->domain, 1);
+	charge_sub(o->ctx->domain, CHARGE_OBJECTS, 1);
 	obj_unlink(o);
 }
 

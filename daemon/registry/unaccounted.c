@@ -11,7 +11,7 @@
 #include "daemon/registry/charge.h"
 #include "daemon/registry/ctx.h"
 #include "daemon/device/device.h"
-#include "daemon/families/dm/dm.h"
+#include "daemon/families/family.h"
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
@@ -20,13 +20,10 @@
 #include "daemon/registry/unaccounted.h"
 
 /* The kinds a handle list is asked for: every uverbs object the broker
- * knows by kind. */
-static const enum ibc_obj_kind unacc_kinds[] = {
-	IBC_OBJ_PD, IBC_OBJ_CQ,	  IBC_OBJ_QP,	       IBC_OBJ_SRQ,
-	IBC_OBJ_WQ, IBC_OBJ_MR,	  IBC_OBJ_RWQ_IND_TBL, IBC_OBJ_FLOW,
-	IBC_OBJ_DM, IBC_OBJ_XRCD, IBC_OBJ_MW,	       IBC_OBJ_AH,
-};
-#define UNACC_KINDS (sizeof(unacc_kinds) / sizeof(unacc_kinds[0]))
+ * knows by kind, the device layer's enum ibc_obj_kind from the first to
+ * the last before IBC_OBJ_CONTEXT (the context is no handle of its own). */
+#define UNACC_KIND_FIRST (IBC_OBJ_NONE + 1)
+#define UNACC_KIND_END IBC_OBJ_CONTEXT
 #define UNACC_LIST_MIN 256
 /* uverbs' attribute length is 16 bits (UVERBS_HANDLES_MAX). */
 #define UNACC_LIST_MAX 16383
@@ -120,22 +117,28 @@ static void unacc_walk_free(struct unacc_walk *w)
 	}
 }
 
-/* What the registry and the broker name in @x: its own records and its
- * domain's DMs, never the rest of the broker's. */
+/* A family names @handle of @kind as the broker's own (ctx_handles). */
+static void unacc_name_broker(void *arg, enum ibc_obj_kind kind,
+			      uint32_t handle)
+{
+	struct unacc_walk *w = arg;
+
+	if (kind > IBC_OBJ_NONE && kind < OBJ_KIND_COUNT)
+		unacc_name(&w->lists[kind], handle, NAMED_BROKER);
+}
+
+/* What the registry and the broker name in @x: its own records and what
+ * the families hold in it, never the rest of the broker's. */
 static void unacc_name_known(struct dctx *x, struct unacc_walk *w)
 {
 	struct core *core = x->core;
 	struct obj *o;
-	struct dm *dm;
 
 	unacc_name(&w->lists[IBC_OBJ_PD], x->dev->ctx_ops->pd_handle(x->dc),
 		   NAMED_BROKER);
-	TAILQ_FOREACH(dm, &x->domain->dms, domain_link) {
-		core->list_visits++;
-		if (dm->ctx == x)
-			unacc_name(&w->lists[IBC_OBJ_DM], dm->dd.handle,
-				   NAMED_BROKER);
-	}
+	for (unsigned int f = 0; f < FAMILY_COUNT; f++)
+		if (families[f]->ctx_handles)
+			families[f]->ctx_handles(core, x, unacc_name_broker, w);
 	TAILQ_FOREACH(o, &x->objs, ctx_link) {
 		core->list_visits++;
 		if (o->kind >= OBJ_KIND_COUNT)
@@ -148,9 +151,8 @@ static void unacc_name_known(struct dctx *x, struct unacc_walk *w)
 			w->by_count[o->kind]++;
 		else
 			unacc_name(&w->lists[o->kind], o->handle,
-				   o->family_owned && o->kind == IBC_OBJ_DM ?
-					   NAMED_BROKER :
-					   NAMED_REGISTRY);
+				   o->family_owned ? NAMED_BROKER :
+						     NAMED_REGISTRY);
 	}
 }
 
@@ -212,14 +214,13 @@ int unaccounted_count(struct dctx *x, struct unacc_counts *ret)
 	w = calloc(1, sizeof(*w));
 	if (!w)
 		return -ENOMEM;
-	for (unsigned int i = 0; i < UNACC_KINDS && err == 0; i++)
-		err = unacc_list_fill(x, unacc_kinds[i],
-				      &w->lists[unacc_kinds[i]]);
+	for (unsigned int k = UNACC_KIND_FIRST; k < UNACC_KIND_END && err == 0;
+	     k++)
+		err = unacc_list_fill(x, k, &w->lists[k]);
 	if (err < 0)
 		goto out;
 	unacc_name_known(x, w);
-	for (unsigned int i = 0; i < UNACC_KINDS; i++) {
-		enum ibc_obj_kind k = unacc_kinds[i];
+	for (unsigned int k = UNACC_KIND_FIRST; k < UNACC_KIND_END; k++) {
 		const struct unacc_list *l = &w->lists[k];
 		uint32_t reg = 0, own = 0, unknown, by_count;
 
@@ -270,7 +271,7 @@ int unaccounted_refresh_counts(struct dctx *x, struct unacc_counts *ret)
 	if (c.unaccounted > x->unaccounted)
 		charge_add(d, CHARGE_OBJECTS, c.unaccounted - x->unaccounted);
 	else
-		domain_uncharge_objects(d, x->unaccounted - c.unaccounted);
+		charge_sub(d, CHARGE_OBJECTS, x->unaccounted - c.unaccounted);
 	if (c.cut && !x->unacc_warned)
 		log_notice("context %" PRIu64 " (%s on %s): over %u objects "
 			   "of one kind, more than the kernel lists at once: "

@@ -14,6 +14,22 @@
 #include "daemon/registry/core.h"
 #include "daemon/registry/user.h"
 
+/* The families let go of what they count of @u, in reverse order. */
+static void user_families_fini(struct user *u, unsigned int n)
+{
+	while (n-- > 0)
+		if (families[n]->user_fini)
+			families[n]->user_fini(u);
+}
+
+/* Free @u, out of the list. */
+static void user_free(struct core *core, struct user *u)
+{
+	TAILQ_REMOVE(&core->users, u, link);
+	user_families_fini(u, FAMILY_COUNT);
+	free(u);
+}
+
 struct user *user_get(struct core *core, uid_t uid)
 {
 	struct user *u;
@@ -24,6 +40,12 @@ struct user *user_get(struct core *core, uid_t uid)
 	u = calloc(1, sizeof(*u));
 	if (!u)
 		return NULL;
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		if (families[i]->user_init && families[i]->user_init(u) < 0) {
+			user_families_fini(u, i);
+			free(u);
+			return NULL;
+		}
 	u->uid = uid;
 	u->refs = 1;
 	TAILQ_INIT(&u->conns);
@@ -42,12 +64,10 @@ void user_unref(struct core *core, struct user *u)
 	if (--u->refs)
 		return;
 	/* Whoever still holds a charge holds a reference too. */
-	TAILQ_REMOVE(&core->users, u, link);
-	free(u);
+	user_free(core, u);
 }
 
-/* "uid N" in @buf: whose a charge given back is, for its log line. */
-static const char *user_whose(const struct user *u, char *buf, size_t len)
+const char *user_whose(const struct user *u, char *buf, size_t len)
 {
 	snprintf(buf, len, "uid %u", (unsigned int)u->uid);
 	return buf;
@@ -88,39 +108,6 @@ void user_uncharge_private_ctx(struct user *u)
 	user_sub(u, &u->private_ctxs, 1, "private contexts");
 }
 
-int user_charge_dm_page(struct core *core, struct user *u, bool exempt)
-{
-	if (!exempt && u->dm_pages >= core->config.limits.connections_per_uid)
-		return -EDQUOT;
-	charge_add_uint(&u->dm_pages, 1, "a uid's DM pages");
-	return 0;
-}
-
-void user_uncharge_dm_page(struct user *u)
-{
-	user_sub(u, &u->dm_pages, 1, "DM pages");
-}
-
-void user_charge_dm_persistent(struct user *u, uint64_t bytes)
-{
-	user_ref(u);
-	charge_add_uint(&u->dm_persistent, 1, "a uid's persistent DMs");
-	charge_add_u64(&u->dm_persistent_bytes, bytes,
-		       "a uid's persistent DM bytes");
-}
-
-void user_uncharge_dm_persistent(struct core *core, struct user *u,
-				 uint64_t bytes)
-{
-	char whose[24];
-
-	user_whose(u, whose, sizeof(whose));
-	charge_sub_uint(&u->dm_persistent, 1, "persistent DMs", whose);
-	charge_sub_u64(&u->dm_persistent_bytes, bytes, "persistent DM bytes",
-		       whose);
-	user_unref(core, u);
-}
-
 void user_pin_fds(struct user *u, unsigned int n, bool pin)
 {
 	if (pin)
@@ -149,8 +136,6 @@ void users_free(struct core *core)
 {
 	struct user *u;
 
-	while ((u = TAILQ_FIRST(&core->users))) {
-		TAILQ_REMOVE(&core->users, u, link);
-		free(u);
-	}
+	while ((u = TAILQ_FIRST(&core->users)))
+		user_free(core, u);
 }

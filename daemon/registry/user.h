@@ -3,17 +3,19 @@
  * Per-uid accounting, after dbus-broker's users: every connection refers to
  * the user of its peer's uid, and what the connection holds on the daemon's
  * side (the connection itself, descriptors sent and not yet read, contexts
- * of private domains, DM status pages, persistent DMs) is charged there
- * and uncharged exactly once, so that one uid cannot take what the others
- * need.
+ * of private domains, and what the families count per uid in their slot)
+ * is charged there and uncharged exactly once, so that one uid cannot take
+ * what the others need.
  */
 #ifndef RDMAB_USER_H
 #define RDMAB_USER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "daemon/families/family.h"
 #include "daemon/util/queue.h"
 
 struct core;
@@ -33,12 +35,10 @@ struct user {
 	/* pidfds watching its processes for detached owners
 	 * (obj-watch.c). */
 	unsigned int watches;
-	/* DM status pages of its sessions, a memfd each (dm.c). */
-	unsigned int dm_pages;
-	/* Persistent DMs it allocated that are still there, in every
-	 * domain, each holding a reference (dm.c). */
-	unsigned int dm_persistent;
-	uint64_t dm_persistent_bytes;
+	/* What each family counts of the uid, by enum family_id: made by
+	 * its user_init hook with the user, freed by its user_fini
+	 * (family.h); NULL for a family that keeps nothing. */
+	void *family_slot[FAMILY_COUNT];
 	/* pinned_fds crossed queued_fds_per_uid: its connections are to be
 	 * stopped, or may be read again (conn.c). */
 	bool wake;
@@ -55,15 +55,6 @@ void user_unref(struct core *core, struct user *u);
 int user_charge_private_ctx(struct core *core, struct user *u);
 void user_uncharge_private_ctx(struct user *u);
 
-/* A DM status page of one of @u's sessions: -EDQUOT once its pages
- * reach connections_per_uid (after a reload lowered it), unless
- * @exempt (an administrator). */
-int user_charge_dm_page(struct core *core, struct user *u, bool exempt);
-void user_uncharge_dm_page(struct user *u);
-
-/* A persistent DM of @bytes allocated by @u: a reference, uncharged by
- * user_uncharge_dm_persistent() (which may free @u). */
-void user_charge_dm_persistent(struct user *u, uint64_t bytes);
 /* One of @u's connections began, or ended (n_conns, checked against
  * connections_per_uid by server_admit()). */
 void user_charge_conn(struct user *u);
@@ -75,8 +66,8 @@ void user_pin_fds(struct user *u, unsigned int n, bool pin);
  * (obj-watch.c), or its end. */
 void user_charge_watch(struct user *u);
 void user_uncharge_watch(struct user *u);
-void user_uncharge_dm_persistent(struct core *core, struct user *u,
-				 uint64_t bytes);
+/* "uid N" in @buf: whose a charge given back is, for its log line. */
+const char *user_whose(const struct user *u, char *buf, size_t len);
 
 /* Has @u as many descriptors unread as queued_fds_per_uid allows? */
 bool user_fds_full(const struct core *core, const struct user *u);

@@ -28,6 +28,7 @@
 #include "daemon/server/conn.h"
 #include "daemon/registry/ctx.h"
 #include "daemon/server/dispatch.h"
+#include "daemon/registry/domain-join.h"
 #include "daemon/registry/domain.h"
 #include "daemon/families/family.h"
 #include "daemon/util/keysort.h"

@@ -28,6 +28,7 @@
 #include "daemon/registry/charge.h"
 #include "daemon/registry/core.h"
 #include "daemon/server/conn.h"
+#include "daemon/registry/domain-join.h"
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"

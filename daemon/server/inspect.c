@@ -86,14 +86,40 @@ int h_list_devices(struct client *c, const Rdmab__Request *req,
 	return 0;
 }
 
-static void quota_info(Rdmab__QuotaInfo *qi, const struct quota *q)
+/* A QuotaInfo of the core's quotas; the families' are quota_family()'s. */
+static void quota_info(Rdmab__QuotaInfo *qi, uint32_t objects, uint32_t clients)
 {
 	rdmab__quota_info__init(qi);
-	qi->dm_bytes = q->dm_bytes;
-	qi->xrcds = q->xrcds;
-	qi->rss_tables = q->rss_tables;
-	qi->objects = q->objects;
-	qi->clients = q->clients;
+	qi->objects = objects;
+	qi->clients = clients;
+}
+
+/* Family @f's quota into @qi: @n in the field it names. */
+static void quota_family(Rdmab__QuotaInfo *qi, const struct family *f,
+			 uint64_t n)
+{
+	char *field = (char *)qi + f->quota_info_field;
+
+	if (f->quota_info_size == sizeof(uint64_t))
+		*(uint64_t *)field = n;
+	else
+		*(uint32_t *)field = (uint32_t)n;
+}
+
+/* What @d itself holds of each family's quota (a private domain's
+ * charges go to its pool, whose listing shows them) and its limit. */
+static void quota_families(const struct domain *d, Rdmab__QuotaInfo *used,
+			   Rdmab__QuotaInfo *limit)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++) {
+		const struct family *f = families[i];
+
+		if (!f->quota_name)
+			continue;
+		quota_family(used, f, d->used.family[i]);
+		if (f->quota_limit)
+			quota_family(limit, f, f->quota_limit(d));
+	}
 }
 
 struct domain_page {
@@ -160,17 +186,18 @@ int h_list_domains(struct client *c, const Rdmab__Request *req,
 			pg->info.live_intents += uc.intents;
 			pg->info.internal_objects += uc.internal;
 			pg->info.internal_left += uc.internal_left;
-			pg->info.xrcd_orphans += x->xrcd_orphans;
 			pg->info.old_contexts += x->rekeyed;
 		}
 		pg->info.rekeys = d->rekeys;
 		/* After the walk, which may have moved the charge. */
-		quota_info(&pg->used, &d->used);
-		quota_info(&pg->limit, &d->limit);
-		/* A percent of each device's memory: the most it makes. */
-		pg->limit.dm_bytes = domain_dm_limit_shown(core, d);
+		quota_info(&pg->used, d->used.objects, d->used.clients);
+		quota_info(&pg->limit, d->limit.objects, d->limit.clients);
+		quota_families(d, &pg->used, &pg->limit);
 		pg->info.used = &pg->used;
 		pg->info.limit = &pg->limit;
+		for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+			if (families[i]->domain_info)
+				families[i]->domain_info(core, d, &pg->info);
 		pg->info.context_ids = pg->ctx_ids;
 		pg->info.n_context_ids = k;
 		ptrs[n++] = &pg->info;

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The text exposition (metrics-text.h). The figures are read where they
- * live (domains, contexts, the registry's records, the devices, the DM
- * family's accessor) at the render, so that nothing is counted twice and
+ * live (domains, contexts, the registry's records, the devices, the
+ * families' hooks) at the render, so that nothing is counted twice and
  * nothing drifts.
  */
 #include "config.h"
@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,7 +19,7 @@
 #include "daemon/registry/charge.h"
 #include "daemon/registry/ctx.h"
 #include "daemon/server/dispatch.h"
-#include "daemon/families/dm/dm.h"
+#include "daemon/families/family.h"
 #include "daemon/registry/domain.h"
 #include "daemon/server/metrics-text.h"
 #include "daemon/registry/objects.h"
@@ -34,19 +35,20 @@ struct mtext {
 static void mt_printf(struct mtext *mt, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
-static void mt_printf(struct mtext *mt, const char *fmt, ...)
+static void mt_vprintf(struct mtext *mt, const char *fmt, va_list ap)
 {
-	va_list ap;
 	size_t room;
 	int n;
 
 	if (mt->err)
 		return;
 	for (;;) {
+		va_list cp;
+
 		room = mt->cap - mt->t->len;
-		va_start(ap, fmt);
-		n = vsnprintf(mt->t->data + mt->t->len, room, fmt, ap);
-		va_end(ap);
+		va_copy(cp, ap);
+		n = vsnprintf(mt->t->data + mt->t->len, room, fmt, cp);
+		va_end(cp);
 		if (n < 0) {
 			mt->err = -EINVAL;
 			return;
@@ -67,6 +69,15 @@ static void mt_printf(struct mtext *mt, const char *fmt, ...)
 		mt->cap *= 2;
 	}
 	mt->t->len += (size_t)n;
+}
+
+static void mt_printf(struct mtext *mt, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	mt_vprintf(mt, fmt, ap);
+	va_end(ap);
 }
 
 static void mt_family(struct mtext *mt, const char *name, const char *type,
@@ -97,6 +108,81 @@ static struct domain *d_next(struct domain *d, const struct domain *only)
 	     d &&                                                              \
 	     (metrics_label((nm)->domain, sizeof((nm)->domain), d->name), 1);  \
 	     d = d_next(d, only))
+
+/* The seam's writer (family.h) over a render: a family's metrics hooks
+ * write with it. */
+struct mt_families {
+	struct family_metrics fm;
+	struct mtext *mt;
+	struct server *srv;
+	const struct domain *only;
+	struct names *nm;
+};
+
+static struct mt_families *mt_families_of(struct family_metrics *fm)
+{
+	return (struct mt_families *)((char *)fm -
+				      offsetof(struct mt_families, fm));
+}
+
+static void mtf_family(struct family_metrics *fm, const char *name,
+		       const char *type, const char *help)
+{
+	mt_family(mt_families_of(fm)->mt, name, type, help);
+}
+
+static void mtf_printf(struct family_metrics *fm, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+static void mtf_printf(struct family_metrics *fm, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	mt_vprintf(mt_families_of(fm)->mt, fmt, ap);
+	va_end(ap);
+}
+
+static struct domain *mtf_next_domain(struct family_metrics *fm,
+				      struct domain *prev)
+{
+	struct mt_families *m = mt_families_of(fm);
+	struct domain *d =
+		prev ? d_next(prev, m->only) : d_first(m->srv, m->only);
+
+	if (d)
+		metrics_label(m->nm->domain, sizeof(m->nm->domain), d->name);
+	return d;
+}
+
+static const char *mtf_domain_label(struct family_metrics *fm)
+{
+	return mt_families_of(fm)->nm->domain;
+}
+
+static const char *mtf_device_label(struct family_metrics *fm, size_t k)
+{
+	return mt_families_of(fm)->nm->device[k];
+}
+
+static void mt_families_init(struct mt_families *m, struct mtext *mt,
+			     struct server *srv, const struct domain *only,
+			     struct names *nm)
+{
+	*m = (struct mt_families){
+		.fm = {
+			.family = mtf_family,
+			.printf = mtf_printf,
+			.next_domain = mtf_next_domain,
+			.domain_label = mtf_domain_label,
+			.device_label = mtf_device_label,
+		},
+		.mt = mt,
+		.srv = srv,
+		.only = only,
+		.nm = nm,
+	};
+}
 
 /* The registry's records of @d, by device, kind and state. */
 enum obj_metric_state {
@@ -172,36 +258,18 @@ static uint64_t d_rekeys(const struct domain *d)
 	return d->rekeys;
 }
 
-static uint64_t d_dm_bytes(const struct domain *d)
-{
-	return charge_used(d, CHARGE_DM_BYTES);
-}
-
-static uint64_t d_xrcds(const struct domain *d)
-{
-	return charge_used(d, CHARGE_XRCDS);
-}
-
-static uint64_t d_rss_tables(const struct domain *d)
-{
-	return charge_used(d, CHARGE_RSS_TABLES);
-}
-
-/* A family of one figure per domain; @pooled: only of the domains that
- * hold their own quotas (a private domain draws on its uid's). */
+/* A family of one figure per domain. */
 static void render_per_domain(struct mtext *mt, struct server *srv,
 			      const struct domain *only, struct names *nm,
 			      const char *name, const char *type,
-			      const char *help, domain_figure_fn *get,
-			      bool pooled)
+			      const char *help, domain_figure_fn *get)
 {
 	struct domain *d;
 
 	mt_family(mt, name, type, help);
 	FOR_DOMAINS(d, srv, only, nm)
-		if (!pooled || domain_pool(d) == d)
-			mt_printf(mt, "%s{domain=\"%s\"} %" PRIu64 "\n", name,
-				  nm->domain, get(d));
+		mt_printf(mt, "%s{domain=\"%s\"} %" PRIu64 "\n", name,
+			  nm->domain, get(d));
 }
 
 /* A family of one figure per domain and device where the domain has a
@@ -283,36 +351,58 @@ static void render_devices(struct mtext *mt, struct server *srv,
 	free(all);
 }
 
+/* The quotas counted in rdmabroker_quota_used and _limit, in this order:
+ * the families' that ask for it, then the core's. Returns how many. */
+static size_t counted_quotas(enum charge_quota *q)
+{
+	size_t n = 0;
+
+	for (unsigned int f = 0; f < FAMILY_COUNT; f++)
+		if (families[f]->quota_name && families[f]->quota_counted)
+			q[n++] = CHARGE_OF(f);
+	q[n++] = CHARGE_OBJECTS;
+	q[n++] = CHARGE_CLIENTS;
+	return n;
+}
+
+/* The limit of @q a domain @o (its owner) shows. */
+static uint64_t counted_limit(const struct domain *o, enum charge_quota q)
+{
+	switch (q) {
+	case CHARGE_OBJECTS:
+		return o->limit.objects;
+	case CHARGE_CLIENTS:
+		return o->limit.clients;
+	default:
+		return families[q - CHARGE_FAMILY]->quota_limit(o);
+	}
+}
+
 static void render_domains(struct mtext *mt, struct server *srv,
 			   const struct domain *only, struct names *nm)
 {
-	static const enum charge_quota counted[] = {
-		CHARGE_XRCDS,
-		CHARGE_RSS_TABLES,
-		CHARGE_OBJECTS,
-		CHARGE_CLIENTS,
-	};
-	struct dm_figures dmf;
+	enum charge_quota counted[CHARGE_QUOTA_COUNT];
+	size_t n_counted = counted_quotas(counted);
+	struct mt_families mf;
 	struct domain *d;
 
 	render_per_domain(mt, srv, only, nm, "rdmabroker_domain_clients",
-			  "gauge", "Sessions in the domain.", d_clients, false);
+			  "gauge", "Sessions in the domain.", d_clients);
 	render_per_domain(
 		mt, srv, only, nm, "rdmabroker_domain_requests_total",
 		"counter",
 		"Requests the domain's sessions made while it existed.",
-		d_requests, false);
-	render_per_domain(mt, srv, only, nm, "rdmabroker_domain_rekeys_total",
-			  "counter",
-			  "Rekeys of the domain (a new context per device).",
-			  d_rekeys, false);
+		d_requests);
+	render_per_domain(
+		mt, srv, only, nm, "rdmabroker_domain_rekeys_total", "counter",
+		"Rekeys of the domain (a new context per device).", d_rekeys);
 	/* A private domain spends its uid's domain's quotas but its
 	 * clients: shown once, where they are charged. */
 	mt_family(mt, "rdmabroker_quota_used", "gauge",
 		  "What the domain holds of a counted quota (private domains "
 		  "draw on their uid's domain, but for clients).");
 	FOR_DOMAINS(d, srv, only, nm)
-		for (size_t i = 0; i < sizeof(counted) / sizeof(*counted); i++)
+		for (size_t i = 0; i < n_counted; i++)
 			if (domain_pool(d) == d || counted[i] == CHARGE_CLIENTS)
 				mt_printf(mt,
 					  "rdmabroker_quota_used{domain=\"%s\","
@@ -323,74 +413,37 @@ static void render_domains(struct mtext *mt, struct server *srv,
 	mt_family(mt, "rdmabroker_quota_limit", "gauge",
 		  "The domain's limit of a counted quota.");
 	FOR_DOMAINS(d, srv, only, nm)
-		for (size_t i = 0; i < sizeof(counted) / sizeof(*counted);
-		     i++) {
+		for (size_t i = 0; i < n_counted; i++) {
 			const struct domain *o = counted[i] == CHARGE_CLIENTS ?
 							 d :
 							 domain_pool(d);
-			uint32_t lim = counted[i] == CHARGE_XRCDS ?
-					       o->limit.xrcds :
-				       counted[i] == CHARGE_RSS_TABLES ?
-					       o->limit.rss_tables :
-				       counted[i] == CHARGE_OBJECTS ?
-					       o->limit.objects :
-					       o->limit.clients;
 
 			if (o == d)
 				mt_printf(
 					mt,
 					"rdmabroker_quota_limit{domain=\"%s\","
-					"quota=\"%s\"} %u\n",
+					"quota=\"%s\"} %" PRIu64 "\n",
 					nm->domain,
-					charge_quota_name(counted[i]), lim);
+					charge_quota_name(counted[i]),
+					counted_limit(o, counted[i]));
 		}
-	render_per_domain(mt, srv, only, nm, "rdmabroker_quota_dm_used_bytes",
-			  "gauge",
-			  "Device memory the domain holds, on all devices.",
-			  d_dm_bytes, true);
-	mt_family(mt, "rdmabroker_quota_dm_limit_bytes", "gauge",
-		  "The domain's device memory quota on a device.");
-	FOR_DOMAINS(d, srv, only, nm)
-		for (size_t k = 0; k < srv->core.devices.n; k++)
-			if (domain_pool(d) == d &&
-			    !srv->core.devices.dev[k].removed)
-				mt_printf(
-					mt,
-					"rdmabroker_quota_dm_limit_bytes{"
-					"domain=\"%s\",device=\"%s\"} "
-					"%" PRIu64 "\n",
-					nm->domain, nm->device[k],
-					domain_dm_limit(
-						d, &srv->core.devices.dev[k]));
-	mt_family(mt, "rdmabroker_dms", "gauge",
-		  "The domain's device memory allocations, by state.");
-	FOR_DOMAINS(d, srv, only, nm) {
-		dm_domain_figures(&srv->core, d, &dmf);
-		for (unsigned int s = 0; s < DM_METRIC_STATES; s++)
-			mt_printf(mt,
-				  "rdmabroker_dms{domain=\"%s\",state=\"%s\"} "
-				  "%u\n",
-				  nm->domain, dm_metric_state_name(s),
-				  dmf.dms[s]);
+	mt_families_init(&mf, mt, srv, only, nm);
+	for (unsigned int f = 0; f < FAMILY_COUNT; f++)
+		if (families[f]->metrics_domains)
+			families[f]->metrics_domains(&srv->core, &mf.fm);
+	/* What each pool holds of a family's quota, in its own gauge. */
+	for (unsigned int f = 0; f < FAMILY_COUNT; f++) {
+		const struct family *fa = families[f];
+
+		if (!fa->quota_name || !fa->quota_metric)
+			continue;
+		mt_family(mt, fa->quota_metric, "gauge", fa->quota_metric_help);
+		FOR_DOMAINS(d, srv, only, nm)
+			if (domain_pool(d) == d)
+				mt_printf(mt, "%s{domain=\"%s\"} %" PRIu64 "\n",
+					  fa->quota_metric, nm->domain,
+					  charge_used(d, CHARGE_OF(f)));
 	}
-	mt_family(mt, "rdmabroker_dm_bytes", "gauge",
-		  "Bytes the domain's device memory allocations span, by "
-		  "device.");
-	FOR_DOMAINS(d, srv, only, nm) {
-		dm_domain_figures(&srv->core, d, &dmf);
-		for (size_t k = 0; k < srv->core.devices.n; k++)
-			if (dmf.bytes[k])
-				mt_printf(mt,
-					  "rdmabroker_dm_bytes{domain=\"%s\","
-					  "device=\"%s\"} %" PRIu64 "\n",
-					  nm->domain, nm->device[k],
-					  dmf.bytes[k]);
-	}
-	render_per_domain(mt, srv, only, nm, "rdmabroker_xrcds", "gauge",
-			  "XRC domains the domain holds open.", d_xrcds, true);
-	render_per_domain(mt, srv, only, nm, "rdmabroker_rss_tables", "gauge",
-			  "RSS indirection tables the domain holds.",
-			  d_rss_tables, true);
 	render_devices(mt, srv, only, nm);
 }
 
@@ -402,6 +455,7 @@ static void render_broker(struct mtext *mt, struct server *srv,
 	struct metrics *m = srv->metrics;
 	const struct registry *reg = srv->core.registry;
 	char type[2 * TEXT_ESCAPED_SIZE(64)];
+	struct mt_families mf;
 
 	mt_family(mt, "rdmabroker_connections", "gauge",
 		  "Connections to the broker's socket, sessions or not.");
@@ -414,22 +468,10 @@ static void render_broker(struct mtext *mt, struct server *srv,
 	for (size_t k = 0; k < srv->core.devices.n; k++)
 		mt_printf(mt, "rdmabroker_device_removed{device=\"%s\"} %d\n",
 			  nm->device[k], srv->core.devices.dev[k].removed);
-	mt_family(mt, "rdmabroker_device_dm_size_bytes", "gauge",
-		  "The device's memory (max_dm_size): the DM pool.");
-	for (size_t k = 0; k < srv->core.devices.n; k++)
-		mt_printf(mt,
-			  "rdmabroker_device_dm_size_bytes{device=\"%s\"} "
-			  "%" PRIu64 "\n",
-			  nm->device[k],
-			  srv->core.devices.dev[k].caps.max_dm_size);
-	mt_family(mt, "rdmabroker_device_dm_reserved_bytes", "gauge",
-		  "Device memory the broker reserved on the device, in whole "
-		  "pages.");
-	for (size_t k = 0; k < srv->core.devices.n; k++)
-		mt_printf(mt,
-			  "rdmabroker_device_dm_reserved_bytes{device=\"%s\"} "
-			  "%" PRIu64 "\n",
-			  nm->device[k], srv->core.devices.dev[k].dm_reserved);
+	mt_families_init(&mf, mt, srv, NULL, nm);
+	for (unsigned int f = 0; f < FAMILY_COUNT; f++)
+		if (families[f]->metrics_devices)
+			families[f]->metrics_devices(&srv->core, &mf.fm);
 	mt_family(mt, "rdmabroker_requests_total", "counter",
 		  "Requests answered, by type and error (none: success).");
 	for (unsigned int bc = 0; bc < METRICS_TYPES; bc++) {
@@ -468,10 +510,14 @@ static void render_broker(struct mtext *mt, struct server *srv,
 	/* The successes of those requests. */
 	mt_printf(mt, "rdmabroker_evictions_total %" PRIu64 "\n",
 		  m->requests[RDMAB__REQUEST__BODY_EVICT].n[0]);
-	mt_family(mt, "rdmabroker_dm_revokes_total", "counter",
-		  "Device memory allocations revoked by an administrator.");
-	mt_printf(mt, "rdmabroker_dm_revokes_total %" PRIu64 "\n",
-		  m->requests[RDMAB__REQUEST__BODY_DM_REVOKE].n[0]);
+	for (unsigned int f = 0; f < FAMILY_COUNT; f++)
+		for (const struct family_request_metric *rm =
+			     families[f]->request_metrics;
+		     rm && rm->name; rm++) {
+			mt_family(mt, rm->name, "counter", rm->help);
+			mt_printf(mt, "%s %" PRIu64 "\n", rm->name,
+				  m->requests[rm->body_case].n[0]);
+		}
 	mt_family(mt, "rdmabroker_cleanup_duration_seconds", "histogram",
 		  "From a client's seen death to its objects destroyed (or "
 		  "given up on).");

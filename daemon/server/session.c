@@ -13,6 +13,7 @@
 #include "daemon/registry/client.h"
 #include "daemon/registry/core.h"
 #include "daemon/server/handler.h"
+#include "daemon/registry/domain-join.h"
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
 #include "daemon/restart/restart.h"

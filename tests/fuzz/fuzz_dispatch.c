@@ -36,6 +36,7 @@
 #include <event2/event.h>
 
 #include "daemon/server/conn.h"
+#include "daemon/families/dm/dm.h"
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
@@ -753,12 +754,12 @@ static void session_end(struct session *s)
 	/* Nothing is charged to any uid once its connections are gone. */
 	TAILQ_FOREACH(u, &srv.core.users, link)
 		if (u->n_conns || u->pinned_fds || u->private_ctxs ||
-		    u->dm_pages)
+		    dm_user_of(u)->dm_pages)
 			fail("uid %u still holds %u connections, %u unread "
 			     "descriptors, %u private contexts, %u DM status "
 			     "pages",
 			     (unsigned int)u->uid, u->n_conns, u->pinned_fds,
-			     u->private_ctxs, u->dm_pages);
+			     u->private_ctxs, dm_user_of(u)->dm_pages);
 	if (s->config_b)
 		session_reload(s);
 

@@ -159,7 +159,7 @@ static int h_list_dms(struct client *c, const Rdmab__Request *req,
 	/* A member walks its domain's DMs only: what other domains hold
 	 * costs it nothing (and so shows in no timing). */
 	dm = admin ? TAILQ_FIRST(&dm_state(core)->dms) :
-		     TAILQ_FIRST(&c->domain->dms);
+		     TAILQ_FIRST(&dm_domain_of(c->domain)->dms);
 	for (; dm;
 	     dm = admin ? TAILQ_NEXT(dm, link) : TAILQ_NEXT(dm, domain_link)) {
 		core->list_visits++;
@@ -226,7 +226,7 @@ void dm_domain_figures(const struct core *core, const struct domain *d,
 	struct dm_figures f = { 0 };
 	const struct dm *dm;
 
-	TAILQ_FOREACH(dm, &d->dms, domain_link) {
+	TAILQ_FOREACH(dm, &dm_domain_of(d)->dms, domain_link) {
 		size_t dev = (size_t)(dm->ctx->dev - core->devices.dev);
 
 		f.dms[dm->revoked    ? DM_METRIC_REVOKED :

@@ -176,7 +176,7 @@ void dm_state_leave(struct core *core)
 	 * copies of the descriptors and its memory go. */
 	while ((dm = TAILQ_FIRST(&t->dms))) {
 		TAILQ_REMOVE(&t->dms, dm, link);
-		TAILQ_REMOVE(&dm->domain->dms, dm, domain_link);
+		TAILQ_REMOVE(&dm_domain_of(dm->domain)->dms, dm, domain_link);
 		t->n--;
 		dm_mrs_loosen(core, dm);
 		if (dm->revoke_ev)
@@ -194,7 +194,7 @@ void dm_state_leave(struct core *core)
 		TAILQ_REMOVE(&t->sessions, s, link);
 		munmap(s->page, DM_STATUS_SLOTS);
 		close(s->fd);
-		user_uncharge_dm_page(s->user);
+		dm_user_uncharge_page(s->user);
 		user_unref(core, s->user);
 		free(s);
 	}
@@ -267,7 +267,7 @@ static int dm_restore_session(void *arg, const struct journal_rec *r)
 				    r->key, strerror(-ret));
 	}
 	/* Exempt: it was charged when made, whatever a reload did since. */
-	user_charge_dm_page(core, c->user, true);
+	dm_user_charge_page(core, c->user, true);
 	s->user = user_ref(c->user);
 	TAILQ_INSERT_TAIL(&dm_state(core)->sessions, s, link);
 	rs->adopted_fds++;
@@ -418,11 +418,11 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 		 m->blocked_by ? m->blocked_by : "");
 	/* In the lists first: from here on dm_forget() undoes it all. */
 	TAILQ_INSERT_TAIL(&dm_state(core)->dms, dm, link);
-	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
+	TAILQ_INSERT_TAIL(&dm_domain_of(dm->domain)->dms, dm, domain_link);
 	dm_state(core)->n++;
 	dctx_obj_hold(x);
 	charge_add_u64(&x->dev->dm_reserved, dm->length, "reserved DM bytes");
-	ret = domain_charge_dm(dm->domain, dm->uid, m->charged);
+	ret = dm_quota_charge(dm->domain, dm->uid, m->charged);
 	if (ret < 0) {
 		ret = restore_fail(rs, ret, "out of memory");
 		goto out;
@@ -436,7 +436,7 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 			goto out;
 		}
 		dm->owner = u;
-		user_charge_dm_persistent(u, dm->charged);
+		dm_user_charge_persistent(u, dm->charged);
 		user_unref(core, u);
 	}
 	if (m->claim_object)
@@ -517,7 +517,7 @@ static void dm_restore_undo(struct core *core)
 		TAILQ_REMOVE(&t->sessions, s, link);
 		munmap(s->page, DM_STATUS_SLOTS);
 		close(s->fd);
-		user_uncharge_dm_page(s->user);
+		dm_user_uncharge_page(s->user);
 		user_unref(core, s->user);
 		free(s);
 	}
@@ -555,7 +555,7 @@ struct id_space *dm_ids(struct core *core)
 
 void dm_ctx_save(const struct dctx *x, Rdmab__State__Context *m)
 {
-	m->dm_bytes_left = x->dm_bytes_left;
+	m->dm_bytes_left = x->family_slot[FAMILY_DM];
 }
 
 void dm_ctx_restore(struct core *core, struct dctx *x,
@@ -565,8 +565,8 @@ void dm_ctx_restore(struct core *core, struct dctx *x,
 	/* What the kernel still holds in the context: charged as when it
 	 * was left, over the limit too (it exists), given back at the
 	 * context's close as ever. */
-	x->dm_bytes_left = m->dm_bytes_left;
-	charge_add(x->domain, CHARGE_DM_BYTES, x->dm_bytes_left);
-	charge_add_u64(&x->dev->dm_reserved, x->dm_bytes_left,
+	x->family_slot[FAMILY_DM] = m->dm_bytes_left;
+	charge_add(x->domain, CHARGE_OF(FAMILY_DM), x->family_slot[FAMILY_DM]);
+	charge_add_u64(&x->dev->dm_reserved, x->family_slot[FAMILY_DM],
 		       "reserved DM bytes");
 }

@@ -219,9 +219,9 @@ void dm_view(const struct core *core, const struct client *c,
 	if (c->domain) {
 		struct domain *pool = domain_pool(c->domain);
 
-		v.domain_used = pool->used.dm_bytes;
-		v.domain_limit = domain_dm_limit(pool, dev);
-		v.room = domain_dm_free(pool, c->cred.uid, dev);
+		v.domain_used = charge_used(pool, CHARGE_OF(FAMILY_DM));
+		v.domain_limit = dm_quota_limit(pool, dev);
+		v.room = dm_quota_free(pool, c->cred.uid, dev);
 	}
 	*ret = v;
 }
@@ -266,14 +266,14 @@ static int dm_session_of(struct core *core, struct client *c, struct why *why,
 	if (!s)
 		return why_set(why, -ENOMEM, "out of memory");
 	/* A descriptor the daemon holds for the session: the uid's. */
-	err = user_charge_dm_page(core, c->user, policy_is_admin(core, c));
+	err = dm_user_charge_page(core, c->user, policy_is_admin(core, c));
 	if (err < 0) {
 		free(s);
 		return why_set(why, err,
 			       "uid %u's sessions hold %u DM status pages, "
 			       "one per session up to connections_per_uid "
 			       "(%u)",
-			       c->cred.uid, c->user->dm_pages,
+			       c->cred.uid, dm_user_of(c->user)->dm_pages,
 			       core->config.limits.connections_per_uid);
 	}
 	s->user = user_ref(c->user);
@@ -293,7 +293,7 @@ static int dm_session_of(struct core *core, struct client *c, struct why *why,
 	if (err < 0) {
 		munmap(s->page, DM_STATUS_SLOTS);
 		close(s->fd);
-		user_uncharge_dm_page(s->user);
+		dm_user_uncharge_page(s->user);
 		user_unref(core, s->user);
 		free(s);
 		return why_set(why, err,
@@ -308,7 +308,7 @@ fail:
 	err = -errno;
 	if (s->fd >= 0)
 		close(s->fd);
-	user_uncharge_dm_page(s->user);
+	dm_user_uncharge_page(s->user);
 	user_unref(core, s->user);
 	free(s);
 	return why_set(why, err, "cannot make the DM status page: %s",
@@ -321,7 +321,7 @@ static void dm_session_free(struct core *core, struct dm_session *s)
 	TAILQ_REMOVE(&dm_state(core)->sessions, s, link);
 	munmap(s->page, DM_STATUS_SLOTS);
 	close(s->fd);
-	user_uncharge_dm_page(s->user);
+	dm_user_uncharge_page(s->user);
 	user_unref(core, s->user);
 	free(s);
 }
@@ -434,13 +434,13 @@ void dm_forget(struct core *core, struct dm *dm)
 		event_free(dm->revoke_ev);
 	if (dm->claim)
 		objects_remove(dm->claim);
-	domain_uncharge_dm(dm->domain, dm->uid, dm->charged, dm->length);
+	dm_quota_uncharge(dm->domain, dm->uid, dm->charged, dm->length);
 	if (dm->owner)
-		user_uncharge_dm_persistent(core, dm->owner, dm->charged);
+		dm_user_uncharge_persistent(core, dm->owner, dm->charged);
 	charge_sub_u64(&dm->ctx->dev->dm_reserved, dm->length,
 		       "reserved DM bytes", dm->ctx->dev->name);
 	TAILQ_REMOVE(&t->dms, dm, link);
-	TAILQ_REMOVE(&dm->domain->dms, dm, domain_link);
+	TAILQ_REMOVE(&dm_domain_of(dm->domain)->dms, dm, domain_link);
 	t->n--;
 	/* MRs left on it (the device freed it with a context, or the
 	 * registry no longer agrees): they keep its id in the journal. */
@@ -765,10 +765,10 @@ static int dm_check_room(struct client *c, struct dctx *x, uint64_t length,
 	const struct dm_conf *l = dm_conf(&c->core->config);
 	const struct device *dev = x->dev;
 	uint64_t max = dev->caps.max_dm_size, bound, reserve;
-	struct user *u = c->user;
+	const struct dm_user *u = dm_user_of(c->user);
 	int err;
 
-	err = domain_dm_room(x->domain, c->cred.uid, dev, length, rounded, why);
+	err = dm_quota_room(x->domain, c->cred.uid, dev, length, rounded, why);
 	if (err < 0)
 		return err;
 	if (policy_is_admin(c->core, c))
@@ -885,26 +885,26 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 	dm->allocator_pid = c->cred.pid;
 	dm->persistent = persistent;
 	dm->uid = c->cred.uid;
-	ret = domain_charge_dm(x->domain, dm->uid, rounded);
+	ret = dm_quota_charge(x->domain, dm->uid, rounded);
 	if (ret < 0) {
 		why_set(why, ret, "out of memory");
 		goto fail;
 	}
 	ret = dm_hold_add(dm, c, why, &h);
 	if (ret < 0) {
-		domain_uncharge_dm(x->domain, dm->uid, rounded, rounded);
+		dm_quota_uncharge(x->domain, dm->uid, rounded, rounded);
 		goto fail;
 	}
 	dm->charged = rounded;
 	if (persistent && !policy_is_admin(core, c)) {
 		dm->owner = c->user;
-		user_charge_dm_persistent(dm->owner, rounded);
+		dm_user_charge_persistent(dm->owner, rounded);
 	}
 	charge_add_u64(&x->dev->dm_reserved, rounded, "reserved DM bytes");
 	dctx_obj_hold(x);
 	TAILQ_INIT(&dm->mrs);
 	TAILQ_INSERT_TAIL(&dm_state(core)->dms, dm, link);
-	TAILQ_INSERT_TAIL(&dm->domain->dms, dm, domain_link);
+	TAILQ_INSERT_TAIL(&dm_domain_of(dm->domain)->dms, dm, domain_link);
 	dm_state(core)->n++;
 	dm_journal(core, dm);
 	/* Its id past the saved mark: the counters again (restart.h). */
@@ -931,7 +931,7 @@ int dm_import(struct client *c, uint64_t ctx_id, uint32_t handle,
 	if (ret < 0)
 		return ret;
 	/* Another domain's, a free pending or a revoked DM: as missing. */
-	TAILQ_FOREACH(dm, &x->domain->dms, domain_link)
+	TAILQ_FOREACH(dm, &dm_domain_of(x->domain)->dms, domain_link)
 		if (dm->ctx == x && dm->dd.handle == handle &&
 		    !dm->free_asked && !dm->revoked)
 			break;
@@ -1073,13 +1073,41 @@ unsigned int dm_ctx_force(struct core *core, struct dctx *x, const char *reason)
 		 * device's close lets go of the struct ibv_dm and its
 		 * mapping (ibv_free_dm() would answer EBUSY again), and the
 		 * kernel frees the DM with the context. */
-		charge_add_u64(&x->dm_bytes_left, dm->length,
+		charge_add_u64(&x->family_slot[FAMILY_DM], dm->length,
 			       "DM bytes left to a context");
 		restart_ctx_saved(core, x);
 		dm->length = 0;
 		dm_forget(core, dm);
 	}
 	return n;
+}
+
+/* Context @x closes: the bytes a forced rekey left in it (its slot,
+ * dm_ctx_force()) were freed by the kernel with it, and go back to the
+ * domain and the device. */
+static void dm_ctx_closed(struct core *core, const struct dctx *x)
+{
+	uint64_t left = x->family_slot[FAMILY_DM];
+
+	charge_sub(x->domain, CHARGE_OF(FAMILY_DM), left);
+	charge_sub_u64(&x->dev->dm_reserved, left, "reserved DM bytes",
+		       x->dev->name);
+}
+
+/* The DMs of @x's domain allocated in @x: the broker's own objects
+ * there (unaccounted.c's walk). */
+static void dm_ctx_handles(struct core *core, const struct dctx *x,
+			   void (*name)(void *arg, enum ibc_obj_kind kind,
+					uint32_t handle),
+			   void *arg)
+{
+	struct dm *dm;
+
+	TAILQ_FOREACH(dm, &dm_domain_of(x->domain)->dms, domain_link) {
+		core->list_visits++;
+		if (dm->ctx == x)
+			name(arg, IBC_OBJ_DM, dm->dd.handle);
+	}
 }
 
 static const struct obj_family dm_imports = {
@@ -1105,6 +1133,15 @@ static void dm_domain_limit(const struct config *cfg,
 }
 
 const struct family dm_family = {
+	/* Its quota: bytes of device memory, a share of each device's
+	 * (dm-quota.c), so no one limit: its own metrics and listing. */
+	.quota_name = "dm_bytes",
+	.quota_info_field = offsetof(Rdmab__QuotaInfo, dm_bytes),
+	.quota_info_size = sizeof(((Rdmab__QuotaInfo *)0)->dm_bytes),
+	.domain_info = dm_domain_info,
+	.metrics_devices = dm_metrics_devices,
+	.metrics_domains = dm_metrics_domains,
+	.request_metrics = dm_request_metrics,
 	.name = "DM",
 	.conf = &dm_conf_family,
 	.domain_limit = dm_domain_limit,
@@ -1113,6 +1150,12 @@ const struct family dm_family = {
 	.fini = dm_fini,
 	.session_closing = dm_conn_closing,
 	.device_gone = dm_device_gone,
+	.ctx_closed = dm_ctx_closed,
+	.ctx_handles = dm_ctx_handles,
+	.domain_init = dm_domain_init,
+	.domain_fini = dm_domain_fini,
+	.user_init = dm_user_init,
+	.user_fini = dm_user_fini,
 	.rekey_busy = dm_ctx_busy,
 	.rekey_force = dm_ctx_force,
 	.rekey_noun = "DMs",

@@ -37,6 +37,7 @@ struct client;
 struct dctx;
 struct domain;
 struct obj;
+struct user;
 struct event;
 
 /*
@@ -103,7 +104,7 @@ struct dm {
 	struct dm_hold *holds;
 	unsigned int n_holds;
 	unsigned int cap_holds;
-	/* Its domain's list (domain.dms): a member's listing walks only
+	/* Its domain's list (dm_domain.dms): a member's listing walks only
 	 * its own domain's DMs. */
 	TAILQ_ENTRY(dm) domain_link;
 	/* The registry's MRs on it (struct dm_mr), so that its listing
@@ -316,5 +317,85 @@ struct dm_figures {
 const char *dm_metric_state_name(enum dm_metric_state s);
 void dm_domain_figures(const struct core *core, const struct domain *d,
 		       struct dm_figures *ret);
+
+/*
+ * A member uid's charges inside a configured domain, after dbus-broker's
+ * usages: made at its first charge, gone with its last, so that one member
+ * holds at most its share of what the domain may hold (dm_member_share),
+ * persistent DMs of its dead processes included.
+ */
+struct dm_usage {
+	TAILQ_ENTRY(dm_usage) link;
+	uid_t uid;
+	uint64_t dm_bytes;
+};
+
+/* What the family keeps of a domain (its family_slot, dm-quota.c). */
+struct dm_domain {
+	/* Its DMs (dm.domain_link). */
+	TAILQ_HEAD(, dm) dms;
+	/* Configured domains: what each member uid holds. */
+	TAILQ_HEAD(, dm_usage) usages;
+};
+
+/* What the family keeps of @d. */
+struct dm_domain *dm_domain_of(const struct domain *d);
+int dm_domain_init(struct domain *d);
+void dm_domain_fini(struct domain *d);
+
+/* What the family counts of a uid (its user record's family_slot,
+ * dm-user.c). */
+struct dm_user {
+	/* DM status pages of its sessions, a memfd each. */
+	unsigned int dm_pages;
+	/* Persistent DMs it allocated that are still there, in every
+	 * domain, each holding a reference to the user. */
+	unsigned int dm_persistent;
+	uint64_t dm_persistent_bytes;
+};
+
+struct dm_user *dm_user_of(const struct user *u);
+int dm_user_init(struct user *u);
+void dm_user_fini(struct user *u);
+/* A DM status page of one of @u's sessions: -EDQUOT once its pages
+ * reach connections_per_uid (after a reload lowered it), unless
+ * @exempt (an administrator). */
+int dm_user_charge_page(struct core *core, struct user *u, bool exempt);
+void dm_user_uncharge_page(struct user *u);
+/* A persistent DM of @bytes allocated by @u: a reference, given back by
+ * dm_user_uncharge_persistent() (which may free @u). */
+void dm_user_charge_persistent(struct user *u, uint64_t bytes);
+void dm_user_uncharge_persistent(struct core *core, struct user *u,
+				 uint64_t bytes);
+
+/* The family's quota (dm-quota.c). */
+/* The dm_bytes quota of @d's pool on @dev: its percent of the device's
+ * memory, or its bytes. */
+uint64_t dm_quota_limit(const struct domain *d, const struct device *dev);
+/* The largest of dm_quota_limit() over the devices present: what a
+ * listing shows. */
+uint64_t dm_quota_limit_shown(const struct core *core, const struct domain *d);
+/* Whether @d's pool and, in a configured domain, uid @uid's share of it
+ * have room for @rounded bytes on @dev (a DM of @length): -EDQUOT
+ * otherwise, with a sentence in @why naming the quota. */
+int dm_quota_room(struct domain *d, uid_t uid, const struct device *dev,
+		  uint64_t length, uint64_t rounded, struct why *why);
+/* The bytes uid @uid may still allocate on @dev by @d's quotas: its
+ * pool's room and, in a configured domain, its share's. */
+uint64_t dm_quota_free(struct domain *d, uid_t uid, const struct device *dev);
+/* Charge @bytes of DM to @d's pool and to @uid's usage there; -ENOMEM. */
+int dm_quota_charge(struct domain *d, uid_t uid, uint64_t bytes);
+/* The charges of dm_quota_charge(), @bytes of them: @pool_bytes go back
+ * to the pool, all to the uid (a DM left to a closing context keeps the
+ * pool's charge until the context goes). */
+void dm_quota_uncharge(struct domain *d, uid_t uid, uint64_t bytes,
+		       uint64_t pool_bytes);
+
+/* What it shows of itself (dm-metrics.c): the family's hooks. */
+void dm_domain_info(const struct core *core, const struct domain *d,
+		    Rdmab__DomainInfo *info);
+void dm_metrics_devices(const struct core *core, struct family_metrics *fm);
+void dm_metrics_domains(const struct core *core, struct family_metrics *fm);
+extern const struct family_request_metric dm_request_metrics[];
 
 #endif

@@ -680,7 +680,8 @@ int rss_adopt(struct core *core, const struct rss_rec *rec, struct dctx *x,
 		qp->slot[FAMILY_RSS].p = r;
 	if (tbl)
 		tbl->slot[FAMILY_RSS].p = r;
-	charge_take(&r->charge, domain_pool(x->domain), CHARGE_RSS_TABLES, 1);
+	charge_take(&r->charge, domain_pool(x->domain), CHARGE_OF(FAMILY_RSS),
+		    1);
 	TAILQ_INSERT_TAIL(&rss_state(core)->all, r, link);
 	rss_journal_now(r);
 	return 0;
@@ -1000,10 +1001,10 @@ int rss_create(struct client *c, const Rdmab__RssCreateRequest *q,
 	if (err == 0)
 		err = rss_find_wqs(c, x, q, s->wqs, why);
 	if (err == 0)
-		err = charge_room(pool, CHARGE_RSS_TABLES, 1, "", why);
+		err = charge_room(pool, CHARGE_OF(FAMILY_RSS), 1, "", why);
 	if (err == 0)
-		err = domain_room_objects(pool, 3, " (an RSS object takes 3)",
-					  why);
+		err = charge_room(pool, CHARGE_OBJECTS, 3,
+				  " (an RSS object takes 3)", why);
 	if (err == 0) {
 		err = rss_make(s, s->wqs, s->n_wqs, 0, &s->made, &dev_why);
 		if (err < 0)
@@ -1014,7 +1015,7 @@ int rss_create(struct client *c, const Rdmab__RssCreateRequest *q,
 		free(s);
 		return err;
 	}
-	charge_take(&s->charge, pool, CHARGE_RSS_TABLES, 1);
+	charge_take(&s->charge, pool, CHARGE_OF(FAMILY_RSS), 1);
 	TAILQ_INSERT_TAIL(&rss_state(c->core)->all, s, link);
 	err = rss_add_records(c, s, why);
 	if (err == 0) {
@@ -1163,7 +1164,30 @@ static void rss_domain_limit(const struct config *cfg,
 	limit->rss_tables = rss_conf_domain(cfg, cd)->rss_tables;
 }
 
+static uint64_t rss_quota_limit(const struct domain *d)
+{
+	return d->limit.rss_tables;
+}
+
+static int rss_quota_refuse(const char *domain, uint64_t used, uint64_t limit,
+			    const char *clause, struct why *why)
+{
+	return why_set(why, -EDQUOT,
+		       "domain %s holds %" PRIu64 " of its %" PRIu64
+		       " RSS tables%s",
+		       domain, used, limit, clause);
+}
+
 const struct family rss_family = {
+	/* Its quota: RSS tables, charged to the domain's pool. */
+	.quota_name = "rss_tables",
+	.quota_info_field = offsetof(Rdmab__QuotaInfo, rss_tables),
+	.quota_info_size = sizeof(((Rdmab__QuotaInfo *)0)->rss_tables),
+	.quota_counted = true,
+	.quota_metric = "rdmabroker_rss_tables",
+	.quota_metric_help = "RSS indirection tables the domain holds.",
+	.quota_limit = rss_quota_limit,
+	.quota_refuse = rss_quota_refuse,
 	.name = "RSS",
 	.conf = &rss_conf_family,
 	.domain_limit = rss_domain_limit,

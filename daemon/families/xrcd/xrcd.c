@@ -254,7 +254,7 @@ static void orphan_drop(struct xrcd_table *t, struct xrcd_open *op)
 
 	TAILQ_REMOVE(&t->opens, op, all);
 	xrcd_journal_open_gone(t->core, op->id);
-	op->ctx->xrcd_orphans--;
+	op->ctx->family_slot[FAMILY_XRCD]--;
 	if (x) {
 		TAILQ_REMOVE(&x->opens, op, link);
 		x->n_orphans--;
@@ -321,7 +321,7 @@ static int xrcd_before_destroy(struct core *core, struct obj *o, void *data)
 		op->ctx = o->ctx;
 		op->x->n_opens--;
 		op->x->n_orphans++;
-		o->ctx->xrcd_orphans++;
+		o->ctx->family_slot[FAMILY_XRCD]++;
 		charge_release(&op->charge);
 		journal_open(core, op);
 		log_info("client %" PRIu64 " (pid %d): its open of XRCD \"%s\" "
@@ -488,7 +488,7 @@ static int xrcd_resolve(struct client *c, const char *name, uint32_t oflags,
 			       "no XRCD \"%s\" in domain %s (open it with "
 			       "O_CREAT to create it)",
 			       name, d->name);
-	err = charge_room(pool, CHARGE_XRCDS, 1, "", why);
+	err = charge_room(pool, CHARGE_OF(FAMILY_XRCD), 1, "", why);
 	if (err < 0)
 		return err;
 	*ret_created = !x;
@@ -602,7 +602,7 @@ int xrcd_open(struct client *c, const Rdmab__XrcdOpenRequest *q,
 	TAILQ_INSERT_TAIL(&x->opens, op, link);
 	TAILQ_INSERT_TAIL(&t->opens, op, all);
 	x->n_opens++;
-	charge_take(&op->charge, c->domain, CHARGE_XRCDS, 1);
+	charge_take(&op->charge, c->domain, CHARGE_OF(FAMILY_XRCD), 1);
 	journal_open(c->core, op);
 	/* Debug: any client may create private names at will. */
 	if (created)
@@ -1094,12 +1094,12 @@ int xrcd_adopt_open(struct core *core, const struct xrcd_open_rec *r,
 	if (x)
 		TAILQ_INSERT_TAIL(&x->opens, op, link);
 	if (r->orphan) {
-		ctx->xrcd_orphans++;
+		ctx->family_slot[FAMILY_XRCD]++;
 		if (x)
 			x->n_orphans++;
 	} else {
 		x->n_opens++;
-		charge_take(&op->charge, d, CHARGE_XRCDS, 1);
+		charge_take(&op->charge, d, CHARGE_OF(FAMILY_XRCD), 1);
 	}
 	journal_open(core, op);
 	return 0;
@@ -1189,7 +1189,41 @@ static void xrcd_domain_limit(const struct config *cfg,
 	limit->xrcds = xrcd_conf_quota(cfg, cd)->xrcds;
 }
 
+/* A domain's listing: the XRCD opens its contexts' kernels still hold
+ * for the closed (xrcd_orphans), summed. */
+static void xrcd_domain_info(const struct core *core, const struct domain *d,
+			     Rdmab__DomainInfo *info)
+{
+	const struct dctx *x;
+
+	TAILQ_FOREACH(x, &d->ctxs, link)
+		info->xrcd_orphans += (uint32_t)x->family_slot[FAMILY_XRCD];
+}
+
+static uint64_t xrcd_quota_limit(const struct domain *d)
+{
+	return d->limit.xrcds;
+}
+
+static int xrcd_quota_refuse(const char *domain, uint64_t used, uint64_t limit,
+			     const char *clause, struct why *why)
+{
+	return why_set(why, -EDQUOT,
+		       "domain %s holds its quota of %" PRIu64 " XRCD opens%s",
+		       domain, limit, clause);
+}
+
 const struct family xrcd_family = {
+	/* Its quota: XRCD opens, charged to the domain's pool. */
+	.quota_name = "xrcds",
+	.quota_info_field = offsetof(Rdmab__QuotaInfo, xrcds),
+	.quota_info_size = sizeof(((Rdmab__QuotaInfo *)0)->xrcds),
+	.quota_counted = true,
+	.quota_metric = "rdmabroker_xrcds",
+	.quota_metric_help = "XRC domains the domain holds open.",
+	.quota_limit = xrcd_quota_limit,
+	.quota_refuse = xrcd_quota_refuse,
+	.domain_info = xrcd_domain_info,
 	.name = "XRCD",
 	.conf = &xrcd_conf_family,
 	.domain_limit = xrcd_domain_limit,
