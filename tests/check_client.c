@@ -1489,6 +1489,31 @@ out:
 	close(fd);
 }
 
+/* The shim's kernel answers the next destroy ENOENT; the count of its
+ * calls so far. */
+static unsigned int shim_gone_begin(void)
+{
+	verbs_shim_destroy_ret = ENOENT;
+	return verbs_shim_calls;
+}
+
+/* After that destroy answered -ENOENT: the kernel's sentence kept, and
+ * @verb ran once (ibc_close does not destroy the handle again); the
+ * session ends, the shim back to libibverbs. */
+static void shim_gone_end(struct ibc_ctx *ctx, struct ibc_client *cl,
+			  unsigned int calls, const char *verb)
+{
+	ck_assert_msg(strstr(ibc_last_error(), strerror(ENOENT)), "\"%s\"",
+		      ibc_last_error());
+	ibc_close(ctx);
+	ck_assert_msg(verbs_shim_calls == calls + 1,
+		      "%s ran %u times, not once", verb,
+		      verbs_shim_calls - calls);
+	ibc_disconnect(cl);
+	verbs_shim_destroy_ret = 0;
+	verbs_shim_mode = VERBS_SHIM_REAL;
+}
+
 START_TEST(test_verbs_destroy_gone)
 {
 	struct ibc_ctx *ctx = NULL;
@@ -1505,18 +1530,9 @@ START_TEST(test_verbs_destroy_gone)
 	ck_assert_msg(ibc_cq_create(ctx, 16, &cq) == 0, "%s", ibc_last_error());
 	vcq = ibc_verbs_cq(cq);
 	ck_assert_ptr_nonnull(vcq);
-	verbs_shim_destroy_ret = ENOENT;
-	calls = verbs_shim_calls;
+	calls = shim_gone_begin();
 	ck_assert_int_eq(ibc_cq_destroy(cq), -ENOENT);
-	ck_assert_msg(strstr(ibc_last_error(), strerror(ENOENT)), "\"%s\"",
-		      ibc_last_error());
-	ibc_close(ctx);
-	ck_assert_msg(verbs_shim_calls == calls + 1,
-		      "ibv_destroy_cq ran %u times, not once",
-		      verbs_shim_calls - calls);
-	ibc_disconnect(cl);
-	verbs_shim_destroy_ret = 0;
-	verbs_shim_mode = VERBS_SHIM_REAL;
+	shim_gone_end(ctx, cl, calls, "ibv_destroy_cq");
 	/* libibverbs keeps a CQ the kernel refused to destroy. */
 	free(vcq);
 	FB_STOP(&fb);
@@ -1612,16 +1628,9 @@ START_TEST(test_own_xrcd_close_gone)
 		      ibc_last_error());
 	vx = ibc_verbs_xrcd(x);
 	ck_assert_ptr_nonnull(vx);
-	verbs_shim_destroy_ret = ENOENT;
-	calls = verbs_shim_calls;
+	calls = shim_gone_begin();
 	ck_assert_int_eq(ibc_xrcd_close(x), -ENOENT);
-	ibc_close(ctx);
-	ck_assert_msg(verbs_shim_calls == calls + 1,
-		      "ibv_close_xrcd ran %u times, not once",
-		      verbs_shim_calls - calls);
-	ibc_disconnect(cl);
-	verbs_shim_destroy_ret = 0;
-	verbs_shim_mode = VERBS_SHIM_REAL;
+	shim_gone_end(ctx, cl, calls, "ibv_close_xrcd");
 	/* libibverbs keeps an XRCD the kernel refused to close. */
 	free(vx);
 	FB_STOP(&fb);
