@@ -34,7 +34,8 @@
 #include "daemon/device/verbs/uverbs.h"
 #include "tests/vm/vmutil.h"
 
-static struct ibv_context *open_dev(const char *name)
+/* DEV opened through the interposer; @check names the CHECK line. */
+static struct ibv_context *open_dev(const char *name, const char *check)
 {
 	struct ibv_device **list;
 	struct ibv_context *ctx = NULL;
@@ -46,15 +47,15 @@ static struct ibv_context *open_dev(const char *name)
 			ctx = ibv_open_device(list[i]);
 	if (list)
 		ibv_free_device_list(list);
-	vm_check(ctx != NULL, "rawdestroy-open", "ibv_open_device(%s): %s",
-		 name, ctx ? "ok" : strerror(errno));
+	vm_check(ctx != NULL, check, "ibv_open_device(%s): %s", name,
+		 ctx ? "ok" : strerror(errno));
 	return ctx;
 }
 
 static int mode_hold(const char *dev)
 {
 	static char buf[4096];
-	struct ibv_context *ctx = open_dev(dev);
+	struct ibv_context *ctx = open_dev(dev, "rawdestroy-open");
 	struct ibv_cq *cq, *cq2;
 	struct ibv_pd *pd;
 	struct ibv_mr *mr;
@@ -116,7 +117,7 @@ static int mode_hold(const char *dev)
 
 static int mode_attack(const char *dev, const char *handle)
 {
-	struct ibv_context *ctx = open_dev(dev);
+	struct ibv_context *ctx = open_dev(dev, "rawdestroy-attack-open");
 	uint32_t h = (uint32_t)strtoul(handle, NULL, 10);
 	int ret;
 
