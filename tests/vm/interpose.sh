@@ -37,22 +37,27 @@ listening() { ss -ltn "sport = :$PORT" 2>/dev/null | grep -q LISTEN; }
 # of them on the VM's two CPUs left a sample several seconds to finish (one
 # sample in a 9 s data phase).
 ib_sample=1
-# The bench's vCPUs (taskset), empty elsewhere: server and client on one
-# vCPU take turns, the broker and this shell keep the other, so that the
-# two modes of a repetition meet the same scheduling.
+# The bench's vCPUs, "SERVER CLIENT" (taskset), empty elsewhere: each
+# side stays on its vCPU, so that the two modes of a repetition meet the
+# same placement. Not one vCPU for both: the programs poll, and two
+# pollers on one vCPU take turns at the scheduler's tick (30 ms a round
+# trip in the first pinned run).
 ib_pin=
 ib_pair() {
-	local log=$1 wrap=$2 sp cp n lone pre=()
+	local log=$1 wrap=$2 sp cp n lone pre=() spre=() cpre=()
 	shift 2
 	ib_maxseen=0
 	: >"$L/$log-requests.txt"
 	[ -n "$wrap" ] && [ "$ib_sample" = 1 ] && pre=(nice -n 19)
-	[ -n "$ib_pin" ] && pre=(taskset -c "$ib_pin")
-	"${AS_CLIENT[@]}" timeout 300 "${pre[@]}" stdbuf -oL $wrap "$@" \
+	if [ -n "$ib_pin" ]; then
+		spre=(taskset -c "${ib_pin% *}")
+		cpre=(taskset -c "${ib_pin#* }")
+	fi
+	"${AS_CLIENT[@]}" timeout 300 "${pre[@]}" "${spre[@]}" stdbuf -oL $wrap "$@" \
 		>"$L/$log-server.log" 2>&1 &
 	sp=$!
 	wait_for 60 listening
-	"${AS_CLIENT[@]}" timeout 300 "${pre[@]}" stdbuf -oL $wrap "$@" 127.0.0.1 \
+	"${AS_CLIENT[@]}" timeout 300 "${pre[@]}" "${cpre[@]}" stdbuf -oL $wrap "$@" 127.0.0.1 \
 		>"$L/$log-client.log" 2>&1 &
 	cp=$!
 	lone=0
@@ -234,7 +239,7 @@ rm -f "$raw_in"
 # one starts past VM_INTERPOSE_BENCH_S seconds if the last one would not
 # fit. 0, the default of check-vm, skips the bench: it costs minutes of a
 # suite with a budget; make bench-vm runs it (600 s, up to 40 repetitions,
-# the programs pinned to vCPU 1 with VM_INTERPOSE_PIN).
+# server and client pinned to vCPUs 0 and 1 with VM_INTERPOSE_PIN).
 # No sampling of the broker here.
 # Latency: ibv_rc_pingpong's usec/iter (gettimeofday); ib_send_lat's
 # t_typical only if the first repetition gave a number: perftest cannot
@@ -326,7 +331,7 @@ while [ "$i" -lt "$reps" ]; do
 	last=$(($(date +%s) - bench_t0 - el))
 done
 el=$(($(date +%s) - bench_t0))
-line="interpose-bench, $i repetitions (plain and broker back to back, order alternating${ib_pin:+, pinned to vCPU $ib_pin}) in ${el}s, medians and broker/plain ratio per repetition (median [range] {quartiles}):"
+line="interpose-bench, $i repetitions (plain and broker back to back, order alternating${ib_pin:+, server and client pinned to vCPUs $ib_pin}) in ${el}s, medians and broker/plain ratio per repetition (median [range] {quartiles}):"
 for k in pp lat bw setup; do
 	case $k in
 	pp) what="ibv_rc_pingpong usec/iter" ;;

@@ -23,8 +23,8 @@
 # VM_INTERPOSE_REPS and VM_INTERPOSE_BENCH_S (the interpose section's bench:
 # at most that many alternating repetitions, default 7, none started past
 # that many seconds, default 0: no bench; make bench-vm gives 600; at
-# least 3), VM_INTERPOSE_PIN (a vCPU list for taskset: the bench's programs,
-# server and client, run there; make bench-vm gives 1).
+# least 3), VM_INTERPOSE_PIN ("S C": the bench's server runs on vCPU S, its
+# client on vCPU C, with taskset; make bench-vm gives "0 1").
 set -uo pipefail
 case ${1:-} in
 -h | --help)
