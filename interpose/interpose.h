@@ -118,6 +118,10 @@ bool ibcv_rss_is_qp(const struct ibv_qp *qp);
 struct ibv_qp *ibcv_rss_qp(struct ibcv_ctx *c, struct ibv_qp_init_attr_ex *a);
 /* 0, EBUSY with flows, -ENOENT when @qp is not such a record. */
 int ibcv_rss_qp_destroy(struct ibv_qp *qp);
+/* Whether an RSS QP record is on @pd: the kernel never sees those QPs
+ * (the broker makes its own), so ibv_dealloc_pd asks here to answer EBUSY
+ * as the kernel does for a PD a QP uses, on every context. */
+bool ibcv_rss_pd_used(const struct ibv_pd *pd);
 struct ibv_flow *ibcv_rss_flow(struct ibcv_ctx *c, struct ibv_qp *qp,
 			       struct ibv_flow_attr *a);
 void ibcv_wrap_rss_ops(struct ibcv_ctx *c, struct verbs_context *vc);

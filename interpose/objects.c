@@ -170,6 +170,8 @@ static int do_dealloc_pd(void *obj)
 
 	if (!c)
 		return kill_pd(pd);
+	if (ibcv_rss_pd_used(pd))
+		return EBUSY;
 	if (c->soft)
 		return IBCV_SOFT(ibcv_soft_dealloc_pd(pd));
 	return ibcv_kill(c, IBC_OBJ_PD, pd, kill_pd);

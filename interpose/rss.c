@@ -264,6 +264,17 @@ int ibcv_rss_qp_destroy(struct ibv_qp *qp)
 	return ret;
 }
 
+bool ibcv_rss_pd_used(const struct ibv_pd *pd)
+{
+	bool used = false;
+
+	pthread_mutex_lock(&ibcv_rss_lock);
+	for (const struct rss_qp *q = rss_qps; q && !used; q = q->next)
+		used = q->qp.pd == pd;
+	pthread_mutex_unlock(&ibcv_rss_lock);
+	return used;
+}
+
 /* --- flows: what the broker's match can say ----------------------------- */
 
 /* The prefix length of the network-order mask @m of @len bytes; -1 when

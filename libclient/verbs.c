@@ -566,8 +566,12 @@ static int own_destroy(struct ibc_obj *o)
 {
 	int err = verbs_kernel_destroy(o);
 
-	/* The broker counts the name's opens, own ones too. */
-	if (err == 0 && o->kind == IBC_OBJ_XRCD)
+	/* The broker counts the name's opens, own ones too. -ENOENT: the
+	 * process closed the handle behind the library's back (a raw
+	 * ioctl on its own command descriptor); ibc_obj_destroy frees the
+	 * object all the same, and untold, the broker would count the open,
+	 * and charge it to the domain, until the session ends. */
+	if ((err == 0 || err == -ENOENT) && o->kind == IBC_OBJ_XRCD)
 		ibc_xrcd_own_closed(o);
 	return err;
 }

@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -1488,6 +1489,31 @@ out:
 	close(fd);
 }
 
+/* The shim's kernel answers the next destroy ENOENT; the count of its
+ * calls so far. */
+static unsigned int shim_gone_begin(void)
+{
+	verbs_shim_destroy_ret = ENOENT;
+	return verbs_shim_calls;
+}
+
+/* After that destroy answered -ENOENT: the kernel's sentence kept, and
+ * @verb ran once (ibc_close does not destroy the handle again); the
+ * session ends, the shim back to libibverbs. */
+static void shim_gone_end(struct ibc_ctx *ctx, struct ibc_client *cl,
+			  unsigned int calls, const char *verb)
+{
+	ck_assert_msg(strstr(ibc_last_error(), strerror(ENOENT)), "\"%s\"",
+		      ibc_last_error());
+	ibc_close(ctx);
+	ck_assert_msg(verbs_shim_calls == calls + 1,
+		      "%s ran %u times, not once", verb,
+		      verbs_shim_calls - calls);
+	ibc_disconnect(cl);
+	verbs_shim_destroy_ret = 0;
+	verbs_shim_mode = VERBS_SHIM_REAL;
+}
+
 START_TEST(test_verbs_destroy_gone)
 {
 	struct ibc_ctx *ctx = NULL;
@@ -1504,20 +1530,109 @@ START_TEST(test_verbs_destroy_gone)
 	ck_assert_msg(ibc_cq_create(ctx, 16, &cq) == 0, "%s", ibc_last_error());
 	vcq = ibc_verbs_cq(cq);
 	ck_assert_ptr_nonnull(vcq);
-	verbs_shim_destroy_ret = ENOENT;
-	calls = verbs_shim_calls;
+	calls = shim_gone_begin();
 	ck_assert_int_eq(ibc_cq_destroy(cq), -ENOENT);
-	ck_assert_msg(strstr(ibc_last_error(), strerror(ENOENT)), "\"%s\"",
-		      ibc_last_error());
-	ibc_close(ctx);
-	ck_assert_msg(verbs_shim_calls == calls + 1,
-		      "ibv_destroy_cq ran %u times, not once",
-		      verbs_shim_calls - calls);
-	ibc_disconnect(cl);
-	verbs_shim_destroy_ret = 0;
-	verbs_shim_mode = VERBS_SHIM_REAL;
+	shim_gone_end(ctx, cl, calls, "ibv_destroy_cq");
 	/* libibverbs keeps a CQ the kernel refused to destroy. */
 	free(vcq);
+	FB_STOP(&fb);
+}
+END_TEST
+
+/*
+ * An XRCD of the process's own context (rxe, siw: no import) whose close
+ * the kernel answers ENOENT: the process closed the handle itself with a
+ * raw ioctl. ibc_xrcd_close frees the XRCD and answers -ENOENT; the broker,
+ * which counts the name's own opens and charges them to the domain, is
+ * told the open ended (XrcdClose of its id) before the context's close.
+ * Untold, it held the open and its charge until the session ended.
+ */
+#define OWN_XRCD_OPEN 9
+
+static void script_own_xrcd_gone(struct fb *fb)
+{
+	Rdmab__XrcdOpenReply xo = RDMAB__XRCD_OPEN_REPLY__INIT;
+	Rdmab__Reply reply = RDMAB__REPLY__INIT;
+	char path[] = "/tmp/check_client-xrcd-XXXXXX";
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC), xfd;
+	Rdmab__Request *req = NULL;
+	uint64_t serial;
+	struct stat st;
+
+	xfd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0 || xfd < 0 || fstat(xfd, &st) < 0) {
+		fb_fail(fb, "/dev/null or %s: %s", path, strerror(errno));
+		goto out;
+	}
+	if (fb_hello(fb, "fake0", "verbs") < 0 ||
+	    fb_answer_open(fb, "fake0", fd) < 0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_XRCD_OPEN, &serial, &req) < 0)
+		goto out;
+	if (!req->xrcd_open->own) {
+		fb_fail(fb, "the XRCD open is not an own context's");
+		goto out;
+	}
+	xo.object_id = OWN_XRCD_OPEN;
+	xo.inode = (uint64_t)st.st_ino;
+	reply.serial = serial;
+	reply.body_case = RDMAB__REPLY__BODY_XRCD_OPEN;
+	reply.xrcd_open = &xo;
+	if (fb_send_reply(fb, &reply, &xfd, 1) < 0)
+		goto out;
+	rdmab__request__free_unpacked(req, NULL);
+	req = NULL;
+	/* A CloseContext here is the open left counted. */
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_XRCD_CLOSE, &serial, &req) < 0)
+		goto out;
+	if (req->xrcd_close->object_id != OWN_XRCD_OPEN) {
+		fb_fail(fb, "XRCD close of open %llu, not %d",
+			(unsigned long long)req->xrcd_close->object_id,
+			OWN_XRCD_OPEN);
+		goto out;
+	}
+	fb_answer_close(fb);
+	fb_wait_eof(fb);
+out:
+	if (req)
+		rdmab__request__free_unpacked(req, NULL);
+	if (xfd >= 0) {
+		unlink(path);
+		close(xfd);
+	}
+	if (fd >= 0)
+		close(fd);
+}
+
+START_TEST(test_own_xrcd_close_gone)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_FLAGS,
+		.flags = IBC_CONNECT_ALLOW_OWN_CONTEXT,
+	};
+	struct ibc_ctx *ctx = NULL;
+	struct ibc_xrcd *x = NULL;
+	struct ibv_xrcd *vx;
+	struct ibc_client *cl;
+	unsigned int calls;
+	struct fb fb;
+	struct ibc_caps q;
+
+	FB_START(&fb, script_own_xrcd_gone, NULL);
+	attr.socket_path = fb.sock;
+	ck_assert_int_eq(ibc_connect(&attr, &cl), 0);
+	verbs_shim_mode = VERBS_SHIM_OWN;
+	ck_assert_msg(ibc_open(cl, NULL, &ctx) == 0, "%s", ibc_last_error());
+	ck_assert_int_eq(ibc_query(ctx, &q, sizeof(q)), 0);
+	ck_assert(!q.shared);
+	ck_assert_msg(ibc_xrcd_open(ctx, "own", O_CREAT, &x) == 0, "%s",
+		      ibc_last_error());
+	vx = ibc_verbs_xrcd(x);
+	ck_assert_ptr_nonnull(vx);
+	calls = shim_gone_begin();
+	ck_assert_int_eq(ibc_xrcd_close(x), -ENOENT);
+	shim_gone_end(ctx, cl, calls, "ibv_close_xrcd");
+	/* libibverbs keeps an XRCD the kernel refused to close. */
+	free(vx);
 	FB_STOP(&fb);
 }
 END_TEST
@@ -1573,6 +1688,7 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_stale_errno_import);
 	tcase_add_test(tc, test_verbs_registry_nowait);
 	tcase_add_test(tc, test_verbs_destroy_gone);
+	tcase_add_test(tc, test_own_xrcd_close_gone);
 	tcase_add_test(tc, test_verbs_disconnect_closes);
 	tcase_add_test(tc, test_fork_init_stalled_broker);
 	suite_add_tcase(s, tc);

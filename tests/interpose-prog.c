@@ -349,9 +349,9 @@ static void rss_mode(struct ibv_context *ctx)
 	struct ibv_wq *wq[2];
 	struct ibv_flow *flow;
 	struct ibv_cq *cq;
-	struct ibv_pd *pd;
+	struct ibv_pd *pd, *qp_pd;
 	struct ibv_qp *qp;
-	int busy_tbl, busy_qp, ret;
+	int busy_tbl, busy_qp, busy_pd, ret;
 	char line[8];
 
 	fa.ip.val.dst_ip = htonl(0x0a000001);
@@ -373,7 +373,11 @@ static void rss_mode(struct ibv_context *ctx)
 	ta.ind_tbl = wq;
 	if (!(tbl = ibv_create_rwq_ind_table(ctx, &ta)))
 		die("ibv_create_rwq_ind_table", errno);
-	qa.pd = pd;
+	/* A PD the RSS QP alone uses: its dealloc is EBUSY while the QP
+	 * lives, as the kernel answers. */
+	if (!(qp_pd = ibv_alloc_pd(ctx)))
+		die("ibv_alloc_pd", errno);
+	qa.pd = qp_pd;
 	qa.rwq_ind_tbl = tbl;
 	if (!(qp = ibv_create_qp_ex(ctx, &qa)))
 		die("ibv_create_qp_ex (RSS)", errno);
@@ -381,7 +385,9 @@ static void rss_mode(struct ibv_context *ctx)
 		die("ibv_create_flow", errno);
 	busy_tbl = ibv_destroy_rwq_ind_table(tbl);
 	busy_qp = ibv_destroy_qp(qp);
-	printf("rss busy %s %s\n", err_name(busy_tbl), err_name(busy_qp));
+	busy_pd = ibv_dealloc_pd(qp_pd);
+	printf("rss busy %s %s %s\n", err_name(busy_tbl), err_name(busy_qp),
+	       err_name(busy_pd));
 	printf("READY RSS\n");
 	if (!fgets(line, sizeof(line), stdin))
 		for (;;)
@@ -397,6 +403,8 @@ static void rss_mode(struct ibv_context *ctx)
 		die("ibv_destroy_flow", ret);
 	if ((ret = ibv_destroy_qp(qp)))
 		die("ibv_destroy_qp (RSS)", ret);
+	if ((ret = ibv_dealloc_pd(qp_pd)))
+		die("ibv_dealloc_pd (the RSS QP's, once it is gone)", ret);
 	if ((ret = ibv_destroy_rwq_ind_table(tbl)))
 		die("ibv_destroy_rwq_ind_table", ret);
 	for (int i = 0; i < 2; i++)

@@ -214,12 +214,12 @@ books() {
 # RSS without CAP_NET_RAW (the soft device always): the program's WQs,
 # indirection table, RSS QP and flow are the broker's RSS object over its
 # WQs (listed while it holds them, with the flow's match), EBUSY for the
-# table and the QP in use, as the kernel answers; the broker destroys it
+# table, the QP and the QP's PD in use, as the kernel answers; the broker destroys it
 # when the program is killed; in order, the program destroys it all.
 rss_listed() { "$ctl" --json rss | grep -c '"match":"[^"]*4791'; }
 if [ "$kind" = soft ]; then
 	if hold rss LD_PRELOAD="$interp"; then
-		grep -qx "rss busy EBUSY EBUSY" "$tmp/rss.out" ||
+		grep -qx "rss busy EBUSY EBUSY EBUSY" "$tmp/rss.out" ||
 			fail "rss: $(cat "$tmp/rss.out")"
 		[ "$(rss_listed)" -eq 1 ] &&
 			"$ctl" --json rss | grep -q '"table_size":2,' ||

@@ -52,6 +52,43 @@ SHIM_EXPORT void ibv_free_device_list(struct ibv_device **list)
 		SHIM_REAL(ibv_free_device_list)(list);
 }
 
+static struct ibv_xrcd *shim_open_xrcd(struct ibv_context *context,
+				       struct ibv_xrcd_init_attr *attr)
+{
+	struct ibv_xrcd *x = calloc(1, sizeof(*x));
+
+	(void)attr;
+	verbs_shim_calls++;
+	if (x)
+		x->context = context;
+	return x;
+}
+
+static int shim_close_xrcd(struct ibv_xrcd *xrcd)
+{
+	verbs_shim_calls++;
+	if (verbs_shim_destroy_ret)
+		return verbs_shim_destroy_ret;
+	free(xrcd);
+	return 0;
+}
+
+/* VERBS_SHIM_OWN's context: extended, for the inline XRCD verbs. */
+static struct ibv_context *shim_own_context(void)
+{
+	struct verbs_context *vc = calloc(1, sizeof(*vc));
+
+	if (!vc)
+		return NULL;
+	vc->sz = sizeof(*vc);
+	vc->open_xrcd = shim_open_xrcd;
+	vc->close_xrcd = shim_close_xrcd;
+	vc->context.abi_compat = __VERBS_ABI_IS_EXTENDED;
+	vc->context.device = &shim_dev;
+	vc->context.cmd_fd = vc->context.async_fd = -1;
+	return &vc->context;
+}
+
 SHIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 {
 	struct ibv_context *ctx;
@@ -59,6 +96,8 @@ SHIM_EXPORT struct ibv_context *ibv_open_device(struct ibv_device *device)
 	if (device != &shim_dev)
 		return SHIM_REAL(ibv_open_device)(device);
 	verbs_shim_calls++;
+	if (verbs_shim_mode == VERBS_SHIM_OWN)
+		return shim_own_context();
 	if (verbs_shim_mode != VERBS_SHIM_NO_FDS)
 		return NULL;
 	ctx = calloc(1, sizeof(*ctx));
@@ -76,7 +115,10 @@ SHIM_EXPORT int ibv_close_device(struct ibv_context *context)
 	/* An imported one keeps its descriptor, as libibverbs does. */
 	if (context->cmd_fd >= 0)
 		close(context->cmd_fd);
-	free(context);
+	if (context->abi_compat == __VERBS_ABI_IS_EXTENDED)
+		free(verbs_get_ctx(context));
+	else
+		free(context);
 	return 0;
 }
 
@@ -105,6 +147,8 @@ SHIM_EXPORT struct ibv_context *ibv_import_device(int cmd_fd)
 	if (verbs_shim_mode == VERBS_SHIM_REAL)
 		return SHIM_REAL(ibv_import_device)(cmd_fd);
 	verbs_shim_calls++;
+	if (verbs_shim_mode == VERBS_SHIM_OWN)
+		errno = EOPNOTSUPP;
 	if (verbs_shim_mode != VERBS_SHIM_IMPORT)
 		return NULL;
 	ctx = calloc(1, sizeof(*ctx));
@@ -130,6 +174,27 @@ SHIM_EXPORT struct ibv_pd *ibv_import_pd(struct ibv_context *context,
 	pd->context = context;
 	pd->handle = pd_handle;
 	return pd;
+}
+
+SHIM_EXPORT struct ibv_pd *ibv_alloc_pd(struct ibv_context *context)
+{
+	struct ibv_pd *pd;
+
+	if (context->device != &shim_dev)
+		return SHIM_REAL(ibv_alloc_pd)(context);
+	verbs_shim_calls++;
+	pd = calloc(1, sizeof(*pd));
+	if (pd)
+		pd->context = context;
+	return pd;
+}
+
+SHIM_EXPORT int ibv_dealloc_pd(struct ibv_pd *pd)
+{
+	if (pd->context->device != &shim_dev)
+		return SHIM_REAL(ibv_dealloc_pd)(pd);
+	free(pd);
+	return 0;
 }
 
 SHIM_EXPORT void ibv_unimport_pd(struct ibv_pd *pd)

@@ -22,14 +22,21 @@ enum verbs_shim_mode {
 	 * (handles from 5 up), each destroy calling verbs_shim_destroy_hook
 	 * first: a shared context without a kernel. */
 	VERBS_SHIM_IMPORT,
+	/* ibv_import_device fails with EOPNOTSUPP (rxe's answer), and fake0
+	 * opens to a context of the process's own whose PD allocates and
+	 * whose XRCDs open and close (verbs_shim_destroy_ret applies to the
+	 * close): the fall-back of IBC_CONNECT_ALLOW_OWN_CONTEXT. */
+	VERBS_SHIM_OWN,
 };
 
 struct ibv_cq;
 /* Called by a fake0 CQ's ibv_destroy_cq before it goes; NULL: none. */
 extern void (*verbs_shim_destroy_hook)(struct ibv_cq *cq);
-/* Not 0: a fake0 CQ's ibv_destroy_cq answers this errno value and keeps
- * the CQ, as libibverbs does when the kernel refuses (ENOENT: the handle
- * was destroyed by another process of the domain); the test frees it. */
+/* Not 0: a fake0 CQ's ibv_destroy_cq (and an own fake0 context's
+ * ibv_close_xrcd) answers this errno value and keeps
+ * the object, as libibverbs does when the kernel refuses (ENOENT: the
+ * handle was destroyed by another process of the domain, or by a raw ioctl
+ * of this one); the test frees it. */
 extern int verbs_shim_destroy_ret;
 
 /* Set by the test's thread before it calls into the code under test. */

@@ -226,8 +226,8 @@ static int check_rss(struct ibc_client *c)
 
 	if (spawn(&p, "rss", "rss busy", line, sizeof(line)))
 		return 1;
-	CHECK(!strcmp(line, "rss busy EBUSY EBUSY"),
-	      "rss: the table and QP in use: \"%s\"", line);
+	CHECK(!strcmp(line, "rss busy EBUSY EBUSY EBUSY"),
+	      "rss: the table, QP and QP's PD in use: \"%s\"", line);
 	CHECK(read_line(p.out, line, sizeof(line)) == 0 &&
 		      !strcmp(line, "READY RSS"),
 	      "rss: \"%s\"", line);

@@ -22,8 +22,9 @@
 # Debian packages the suite installs with apt instead of the install tree),
 # VM_INTERPOSE_REPS and VM_INTERPOSE_BENCH_S (the interpose section's bench:
 # at most that many alternating repetitions, default 7, none started past
-# that many seconds, default 0: no bench; make bench-vm gives 300; at
-# least 3).
+# that many seconds, default 0: no bench; make bench-vm gives 600; at
+# least 3), VM_INTERPOSE_PIN ("S C": the bench's server runs on vCPU S, its
+# client on vCPU C, with taskset; make bench-vm gives "0 1").
 set -uo pipefail
 case ${1:-} in
 -h | --help)
@@ -146,7 +147,7 @@ Environment="VM_TOP_SRCDIR=$src" "VM_TOP_BUILDDIR=$build"
 Environment="VM_SBINDIR=${VM_SBINDIR:-/usr/sbin}" "VM_BINDIR=${VM_BINDIR:-/usr/bin}" "VM_SYSCONFDIR=${VM_SYSCONFDIR:-/etc}"
 Environment="VM_ONLY=${VM_ONLY:-}" "VM_PINGPONG_ITERS=${VM_PINGPONG_ITERS:-2000}"
 Environment="VM_DEBS=${VM_DEBS:-}"
-Environment="VM_INTERPOSE_REPS=${VM_INTERPOSE_REPS:-7}" "VM_INTERPOSE_BENCH_S=${VM_INTERPOSE_BENCH_S:-0}"
+Environment="VM_INTERPOSE_REPS=${VM_INTERPOSE_REPS:-7}" "VM_INTERPOSE_BENCH_S=${VM_INTERPOSE_BENCH_S:-0}" "VM_INTERPOSE_PIN=${VM_INTERPOSE_PIN:-}"
 StandardOutput=journal+console
 StandardError=journal+console
 TimeoutStartSec=$suite_limit

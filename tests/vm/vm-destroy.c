@@ -28,34 +28,6 @@
 #include "daemon/device/verbs/uverbs.h"
 #include "tests/vm/vmutil.h"
 
-/* How many objects of @type `rdma resource show` lists for this process;
- * -1 when the command fails. */
-static int kernel_count(const char *type)
-{
-	char cmd[128], line[1024];
-	int n = 0;
-	FILE *f;
-
-	snprintf(cmd, sizeof(cmd), "rdma resource show %s pid %d 2>&1", type,
-		 (int)getpid());
-	f = popen(cmd, "r");
-	if (!f)
-		return -1;
-	while (fgets(line, sizeof(line), f)) {
-		if (strstr(line, "error") || strstr(line, "Unknown") ||
-		    strstr(line, "not supported")) {
-			fprintf(stderr, "vm-destroy: %s: %s", cmd, line);
-			n = -1;
-			break;
-		}
-		if (strstr(line, " pid "))
-			n++;
-	}
-	if (pclose(f) != 0 && n == 0)
-		return -1;
-	return n;
-}
-
 static struct ibv_context *open_dev(const char *name)
 {
 	struct ibv_device **list;
@@ -138,7 +110,7 @@ int main(int argc, char **argv)
 		int before[4];
 
 		for (int i = 0; i < 4; i++)
-			before[i] = kernel_count(v[i].rdma_type);
+			before[i] = vm_kernel_count(v[i].rdma_type);
 		vm_check(before[0] == 1 && before[1] == 1 && before[2] == 1 &&
 				 before[3] == 1,
 			 "destroy-kernel-lists",
@@ -158,7 +130,7 @@ int main(int argc, char **argv)
 
 			ret = uverbs_destroy(ctx->cmd_fd, v[i].kind,
 					     v[i].handle);
-			after = kernel_count(v[i].rdma_type);
+			after = vm_kernel_count(v[i].rdma_type);
 			snprintf(name, sizeof(name), "destroy-%s",
 				 v[i].rdma_type);
 			vm_check(ret == 0 && after == 0, name,

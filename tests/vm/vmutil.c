@@ -426,3 +426,31 @@ void vm_rc_destroy(struct vm_rc *rc)
 	rc->pd = NULL;
 	rc->buf = NULL;
 }
+
+/* How many objects of @type `rdma resource show` lists for this process;
+ * -1 when the command fails. */
+int vm_kernel_count(const char *type)
+{
+	char cmd[128], line[1024];
+	int n = 0;
+	FILE *f;
+
+	snprintf(cmd, sizeof(cmd), "rdma resource show %s pid %d 2>&1", type,
+		 (int)getpid());
+	f = popen(cmd, "r");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f)) {
+		if (strstr(line, "error") || strstr(line, "Unknown") ||
+		    strstr(line, "not supported")) {
+			fprintf(stderr, "%s: %s", cmd, line);
+			n = -1;
+			break;
+		}
+		if (strstr(line, " pid "))
+			n++;
+	}
+	if (pclose(f) != 0 && n == 0)
+		return -1;
+	return n;
+}

@@ -79,6 +79,10 @@ int vm_rc_post_send(struct vm_rc *rc, size_t off, size_t len, uint64_t id);
 int vm_rc_wait(struct vm_rc *rc, struct ibv_wc *wc, int timeout_ms);
 void vm_rc_destroy(struct vm_rc *rc);
 
+/* How many objects of @type (qp, cq, mr, pd ...) `rdma resource show`
+ * lists for this process; -1 when the command fails. */
+int vm_kernel_count(const char *type);
+
 /* Write and read exactly @len bytes. */
 int vm_write_all(int fd, const void *buf, size_t len);
 int vm_read_all(int fd, void *buf, size_t len);
