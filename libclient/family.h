@@ -12,14 +12,36 @@
 
 #include <stdbool.h>
 
+#include "include/ibclient.h"
 #include "proto/rdmabroker.pb-c.h"
 
 struct ibc_client;
 struct ibc_ctx;
 struct ibc_event_handler;
 
+/* Index into the library's family array and into the per-family slots
+ * (struct ibc_client's and struct ibc_ctx's family_slot[], struct
+ * ibc_ops' family_ops[]): common/families.def's order. Only the family
+ * reads its slot, through its own accessors. */
+enum ibc_family_id {
+#define FAMILY(f, F) IBC_FAMILY_##F,
+#include "common/families.def"
+	IBC_FAMILY_COUNT,
+};
+
 struct ibc_family {
 	const char *name;
+	/* The object kind that is the family's (IBC_OBJ_NONE: none): its
+	 * name for ibc_obj_kind_str() and the sentences. */
+	enum ibc_obj_kind kind;
+	const char *kind_name;
+	/* The family's objects of that kind are in the context's list
+	 * (struct ibc_obj, objects.h): core objects use them, so they are
+	 * destroyed at close after the core's; @kind_users names those
+	 * users, plural, in the sentence of a destroy refused while they
+	 * are there. */
+	bool kind_listed;
+	const char *kind_users;
 	/* The family's event handlers, up to a NULL (events.h). */
 	const struct ibc_event_handler *const *events;
 	/* Hello: announce what the family's reader handles. */
@@ -47,6 +69,10 @@ struct ibc_family {
 	 * (stale), and for every client (child). */
 	void (*fork_stale)(struct ibc_client *cl);
 	void (*fork_child)(struct ibc_client *cl);
+	/* An object made on a resource of the family's (struct ibc_obj's
+	 * on: an MR on device memory) was destroyed by the application;
+	 * not called at close, when the resource goes too. */
+	void (*on_gone)(void *res);
 };
 
 /* Every hook above that the walks below call, for the lists. One hook a
@@ -74,6 +100,9 @@ struct ibc_family {
 	__typeof__(((struct ibc_family *)0)->hook) hook[IBC_MAX_FAMILIES + 1];
 struct ibc_family_hooks {
 	IBC_FAMILY_HOOKS(IBC_HOOK_LIST)
+	/* The kinds of the families' listed objects (kind_listed), up to
+	 * IBC_OBJ_NONE: the teardown's after the core's. */
+	enum ibc_obj_kind listed[IBC_MAX_FAMILIES + 1];
 };
 #undef IBC_HOOK_LIST
 extern struct ibc_family_hooks ibc_family_hooks;
@@ -156,5 +185,11 @@ static inline void ibc_families_fork_child(struct ibc_client *cl)
 
 /* The handler of Event body @body a family registered; NULL for none. */
 const struct ibc_event_handler *ibc_families_event(int body);
+
+/* The family whose kind is @kind; NULL for none (a core kind). */
+const struct ibc_family *ibc_families_of_kind(enum ibc_obj_kind kind);
+
+/* Tell family @id that an object made on its resource @res went. */
+void ibc_families_on_gone(unsigned int id, void *res);
 
 #endif
