@@ -302,7 +302,7 @@ static void ibc_dm_catch_up(struct ibc_dm *dm)
 	pthread_mutex_unlock(&dm->ctx->lock);
 	if (drop)
 		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, dm->id,
-			    dm->object_id, false);
+			    dm->res.id, false);
 }
 
 /* Send @req (an alloc or an import) and make its DM this process's; in
@@ -348,7 +348,8 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 		dm->length = o->length;
 		dm->persistent = o->persistent;
 		dm->allocator = o->allocator;
-		dm->object_id = o->object_id;
+		dm->res.family = IBC_FAMILY_DM;
+		dm->res.id = o->object_id;
 		/* Another thread's get may be mapping the page. */
 		pthread_mutex_lock(&cl->lock);
 		page = ibc_dm_session(cl)->status;
@@ -504,7 +505,7 @@ static int ibc_dm_check_mrs(struct ibc_dm *dm, const char *what)
 static void ibc_dm_put(struct ibc_dm *dm, bool told)
 {
 	struct ibc_ctx *ctx = dm->ctx;
-	uint64_t id = dm->id, oid = dm->object_id;
+	uint64_t id = dm->id, oid = dm->res.id;
 	bool owner;
 
 	pthread_mutex_lock(&ctx->lock);
@@ -573,7 +574,7 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 	 * this import too, and the DM goes once every other holder lets
 	 * go. */
 	q.dm_id = dm->id;
-	q.object_id = dm->object_id;
+	q.object_id = dm->res.id;
 	req.body_case = RDMAB__REQUEST__BODY_DM_FREE;
 	req.dm_free = &q;
 	err = ibc_call(dm->ctx->client, &req, 0, &r);
@@ -727,11 +728,12 @@ IBC_EXPORT struct ibv_dm *ibc_verbs_dm(struct ibc_dm *dm)
 	return vdm;
 }
 
-/* An MR on DM @res went: a failed ibc_reg_dm_mr(), or the family's
- * on_gone hook (the application's ibc_dereg_mr()). */
-static void ibc_dm_mr_gone(void *res)
+/* An MR on the DM whose resource is @res went: a failed ibc_reg_dm_mr(),
+ * or the family's on_gone hook (the application's ibc_dereg_mr()). */
+static void ibc_dm_mr_gone(struct ibc_family_res *res)
 {
-	struct ibc_dm *dm = res;
+	struct ibc_dm *dm =
+		(struct ibc_dm *)((char *)res - offsetof(struct ibc_dm, res));
 
 	pthread_mutex_lock(&dm->ctx->lock);
 	dm->mrs--;
@@ -772,9 +774,7 @@ IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,
 	mr->o.ctx = ctx;
 	mr->o.kind = IBC_OBJ_MR;
 	/* The MR is on @dm: ibc_dm_mr_gone() when it goes. */
-	mr->o.on.res = dm;
-	mr->o.on.family = IBC_FAMILY_DM;
-	mr->o.on.id = dm->object_id;
+	mr->o.on = &dm->res;
 	a.attr.mr_addr = dm_offset;
 	a.attr.mr_length = (uint64_t)length;
 	a.attr.mr_access = access;
@@ -794,7 +794,7 @@ IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,
 	}
 	err = ibc_obj_create(&mr->o, &a, &res);
 	if (err < 0) {
-		ibc_dm_mr_gone(dm);
+		ibc_dm_mr_gone(&dm->res);
 		free(mr);
 		return err;
 	}
@@ -815,7 +815,7 @@ static void ibc_dm_revoke_mrs(struct ibc_ctx *ctx, struct ibc_dm *dm)
 
 		pthread_mutex_lock(&ctx->lock);
 		for (o = ctx->objs; o; o = o->next)
-			if (o->kind == IBC_OBJ_MR && o->on.res == dm &&
+			if (o->kind == IBC_OBJ_MR && o->on == &dm->res &&
 			    !o->dead && !o->destroying)
 				break;
 		if (o)
@@ -834,7 +834,7 @@ static void ibc_dm_revoke_mrs(struct ibc_ctx *ctx, struct ibc_dm *dm)
 		o->destroying = false;
 		o->dead = true;
 		o->vobj = NULL;
-		o->on.res = NULL;
+		o->on = NULL;
 		dm->mrs--;
 		pthread_mutex_unlock(&ctx->lock);
 	}
@@ -937,7 +937,7 @@ void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 	struct ibc_dm *dm;
 
 	while ((dm = ibc_dm_next_for_event(cl, id, seen, &ctx))) {
-		uint64_t oid = dm->object_id;
+		uint64_t oid = dm->res.id;
 		bool drop, release;
 
 		/* Revoked: the MRs go too. Free pending: MRs of this
@@ -980,7 +980,7 @@ static void ibc_dm_ctx_teardown(struct ibc_ctx *ctx)
 			;
 		if (dm) {
 			id = dm->id;
-			oid = dm->object_id;
+			oid = dm->res.id;
 			ibc_dm_drop_local(dm, ENODEV, "the context was closed");
 		}
 		pthread_mutex_unlock(&ctx->lock);

@@ -55,8 +55,9 @@ struct ibc_dm {
 	uint64_t length;
 	bool persistent;
 	uint64_t allocator;
-	/* This import's record in the broker's registry. */
-	uint64_t object_id;
+	/* This import as a resource MRs are made on: res.id is its record
+	 * in the broker's registry. */
+	struct ibc_family_res res;
 	/* The DM events handled for this import (1 << type), under
 	 * ctx->lock. */
 	unsigned int events_seen;

@@ -40,10 +40,10 @@ const struct ibc_family *ibc_families_of_kind(enum ibc_obj_kind kind)
 	return NULL;
 }
 
-void ibc_families_on_gone(unsigned int id, void *res)
+void ibc_families_on_gone(struct ibc_family_res *res)
 {
-	if (id < N_FAMILIES && ibc_families[id]->on_gone)
-		ibc_families[id]->on_gone(res);
+	if (res->family < N_FAMILIES && ibc_families[res->family]->on_gone)
+		ibc_families[res->family]->on_gone(res);
 }
 
 struct ibc_family_hooks ibc_family_hooks;

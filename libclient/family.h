@@ -11,6 +11,7 @@
 #define IBC_FAMILY_H
 
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "include/ibclient.h"
 #include "proto/rdmabroker.pb-c.h"
@@ -27,6 +28,18 @@ enum ibc_family_id {
 #define FAMILY(f, F) IBC_FAMILY_##F,
 #include "common/families.def"
 	IBC_FAMILY_COUNT,
+};
+
+/* A family's resource that core objects are made on (device memory, which
+ * MRs are registered on), embedded in the family's structure: those
+ * objects point to it (struct ibc_obj's on, objects.h). */
+struct ibc_family_res {
+	/* Its family, enum ibc_family_id: whose on_gone hook hears when such
+	 * an object goes. */
+	unsigned int family;
+	/* Its record in the broker's registry, which an object's create
+	 * names among the uses. */
+	uint64_t id;
 };
 
 struct ibc_family {
@@ -69,10 +82,10 @@ struct ibc_family {
 	 * (stale), and for every client (child). */
 	void (*fork_stale)(struct ibc_client *cl);
 	void (*fork_child)(struct ibc_client *cl);
-	/* An object made on a resource of the family's (struct ibc_obj's
+	/* An object made on the family's resource @res (struct ibc_obj's
 	 * on: an MR on device memory) was destroyed by the application;
 	 * not called at close, when the resource goes too. */
-	void (*on_gone)(void *res);
+	void (*on_gone)(struct ibc_family_res *res);
 };
 
 /* Every hook above that the walks below call, for the lists. One hook a
@@ -189,7 +202,7 @@ const struct ibc_event_handler *ibc_families_event(int body);
 /* The family whose kind is @kind; NULL for none (a core kind). */
 const struct ibc_family *ibc_families_of_kind(enum ibc_obj_kind kind);
 
-/* Tell family @id that an object made on its resource @res went. */
-void ibc_families_on_gone(unsigned int id, void *res);
+/* Tell @res's family that an object made on @res went. */
+void ibc_families_on_gone(struct ibc_family_res *res);
 
 #endif

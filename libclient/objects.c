@@ -227,8 +227,8 @@ static int ibc_obj_begin_destroy(struct ibc_obj *o)
 int ibc_obj_destroy(struct ibc_obj *o)
 {
 	struct ibc_ctx *ctx = o->ctx;
+	struct ibc_family_res *on = NULL;
 	bool gone = false;
-	void *on = NULL;
 	int err = 0;
 
 	if (ibc_stale(ctx->client))
@@ -252,9 +252,7 @@ int ibc_obj_destroy(struct ibc_obj *o)
 	if (gone) {
 		ibc_obj_drop_uses(o);
 		ibc_obj_unlink_locked(o);
-		/* Cleared by the family when it destroyed the object
-		 * itself (a DM revoked). */
-		on = o->on.res;
+		on = o->on;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 out:
@@ -262,7 +260,7 @@ out:
 	if (!gone)
 		return err;
 	if (on)
-		ibc_families_on_gone(o->on.family, on);
+		ibc_families_on_gone(on);
 	if (err == 0)
 		ibc_clear_error();
 	free(o);
@@ -427,8 +425,8 @@ int ibc_obj_request(struct ibc_obj *o, Rdmab__ObjCreateRequest__Mode mode,
 	cr.n_uses = o->n_uses;
 	/* A family's resource it is made on (the broker's DM listing
 	 * counts the MRs on a DM). */
-	if (o->on.id && mode != RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK)
-		uses[cr.n_uses++] = o->on.id;
+	if (o->on && mode != RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK)
+		uses[cr.n_uses++] = o->on->id;
 	cr.uses = uses;
 	/* Packing only reads it. */
 	cr.attr = (Rdmab__ObjAttr *)attr;

@@ -36,19 +36,12 @@ struct ibc_obj {
 	unsigned int n_uses;
 	/* The libibverbs object on verbs devices. */
 	void *vobj;
-	/* A family's resource the object is made on that is no object of
-	 * the list (an MR on device memory). */
-	struct ibc_obj_on {
-		/* The family's structure, NULL for none; under ctx->lock.
-		 * Its family's on_gone hook is told when the application
-		 * destroys the object. */
-		void *res;
-		/* Its family: enum ibc_family_id. */
-		unsigned int family;
-		/* Its record in the broker's registry, which the create
-		 * names among the uses. */
-		uint64_t id;
-	} on;
+	/* A family's resource the object is made on, which is no object
+	 * of the list (an MR on device memory; family.h), NULL for none;
+	 * under ctx->lock. Its family hears when the application destroys
+	 * the object; the family clears it when it destroyed the object
+	 * itself. */
+	struct ibc_family_res *on;
 };
 
 struct ibc_cq {

@@ -102,8 +102,8 @@ static int soft_kernel_call(struct ibc_obj *o, const struct ibc_obj_args *a,
 	for (unsigned int i = 0; i < o->n_uses; i++)
 		uses[i] = o->uses[i]->id;
 	kc.n_uses = o->n_uses;
-	if (o->on.id)
-		uses[kc.n_uses++] = o->on.id;
+	if (o->on)
+		uses[kc.n_uses++] = o->on->id;
 	kc.uses = uses;
 	/* Packing only reads it. */
 	kc.attr = (Rdmab__ObjAttr *)&a->attr;
