@@ -34,8 +34,10 @@ const struct ibc_event_handler *ibc_families_event(int body)
 
 const struct ibc_family *ibc_families_of_kind(enum ibc_obj_kind kind)
 {
+	if (kind == IBC_OBJ_NONE)
+		return NULL;
 	for (size_t i = 0; i < N_FAMILIES; i++)
-		if (kind != IBC_OBJ_NONE && ibc_families[i]->kind == kind)
+		if (ibc_families[i]->kind == kind)
 			return ibc_families[i];
 	return NULL;
 }
@@ -48,12 +50,11 @@ void ibc_families_on_gone(struct ibc_family_res *res)
 
 struct ibc_family_hooks ibc_family_hooks;
 
-/* At load, before any call of the library: each hook's list, in the
- * families' order. */
+/* At load, before any call of the library: each hook's list and the
+ * listed kinds, in the families' order. */
 __attribute__((constructor)) static void ibc_families_collect(void)
 {
 	struct ibc_family_hooks *h = &ibc_family_hooks;
-
 	size_t n_listed = 0;
 
 	_Static_assert(N_FAMILIES <= IBC_MAX_FAMILIES, "IBC_MAX_FAMILIES");
@@ -64,7 +65,6 @@ __attribute__((constructor)) static void ibc_families_collect(void)
 
 		if (f->kind_listed)
 			h->listed[n_listed++] = f->kind;
-
 #define IBC_COLLECT(hook)                                                      \
 	if (f->hook) {                                                         \
 		size_t k = 0;                                                  \

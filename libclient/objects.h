@@ -145,7 +145,8 @@ struct ibc_obj *ibc_obj_unlink_tracked(struct ibc_ctx *ctx,
 
 /*
  * Destroy every object the library made in @ctx, in dependency order (QP,
- * SRQ, WQ, CQ, MR), and free the tracked records. @broker false: the
+ * SRQ, WQ, CQ, MR, then the families' objects of the list, which those
+ * use), and free the tracked records. @broker false: the
  * device is gone and so are the broker's records; only the kernel objects
  * are destroyed, and the structures stay for the application (dead).
  */

@@ -451,14 +451,13 @@ IBC_EXPORT int ibc_admin_xrcd_remove(struct ibc_client *client,
 	return err;
 }
 
-/* An XRCD is an object of its context (objects.c destroys it with the
- * others): the family has no hook of its own to run. */
+/* An XRCD open is an object of its context's list (kind_listed:
+ * objects.c destroys it with the others, after the XRC SRQs and target
+ * QPs on it): the family has no hook of its own to run. */
 const struct ibc_family ibc_xrcd_family = {
 	.name = "xrcd",
 	.kind = IBC_OBJ_XRCD,
 	.kind_name = "XRCD",
-	/* Opens are objects of the context's list: closed at ibc_close()
-	 * after the SRQs and QPs on them. */
 	.kind_listed = true,
 	.kind_users = "XRC SRQs or QPs",
 };
