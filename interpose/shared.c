@@ -50,7 +50,7 @@ static struct ibc_dm *ibcv_dm_of(struct ibcv_ctx *c, const struct ibv_dm *vdm)
 	struct ibc_dm *dm;
 
 	pthread_mutex_lock(&c->ctx->lock);
-	for (dm = c->ctx->dms; dm; dm = dm->next)
+	for (dm = ibc_dm_first(c->ctx); dm; dm = dm->next)
 		if (dm->vdm == vdm)
 			break;
 	pthread_mutex_unlock(&c->ctx->lock);

@@ -28,6 +28,7 @@
 #include <string.h>
 
 #include "include/ibclient.h"
+#include "libclient/family.h"
 #include "proto/wire.h"
 
 #define IBC_EXPORT __attribute__((visibility("default")))
@@ -86,19 +87,11 @@ struct ibc_client {
 	struct ibc_device_info *devices;
 	/* Contexts open, closed locally at disconnect. */
 	struct ibc_ctx *ctxs;
-	/* Device memory: the session's status page (dm.h), read-only;
-	 * NULL before the first DM. */
-	const uint8_t *dm_status;
-	/* DM allocs and imports in flight, and the DM events that found
-	 * no import here meanwhile, which such an import (its reply read,
-	 * its DM not listed yet) takes up (dm.c); emptied when none is in
-	 * flight. Under the lock. */
-	unsigned int dm_gets;
-	struct ibc_dm_unmatched {
-		uint64_t dm_id;
-		unsigned int events; /* 1 << enum ibc_event_type */
-	} * dm_unmatched;
-	size_t dm_n_unmatched, dm_cap_unmatched;
+	/* Each family's state of the session, by enum ibc_family_id
+	 * (family.h), NULL until the family needs one: the family's own,
+	 * read through its accessors only; it frees it in its client_free
+	 * hook. */
+	void *family_slot[IBC_FAMILY_COUNT];
 
 	/* Fork (fork.c): every client of the process, under the fork
 	 * lock; the broker's socket path and the session's secret, which

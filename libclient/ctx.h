@@ -14,8 +14,6 @@ struct ibv_pd;
 struct ibc_obj;
 struct ibc_obj_args;
 struct ibc_obj_result;
-struct ibc_dm;
-struct ibc_dm_ops;
 
 struct ibc_ops {
 	/* For sentences: "soft", "verbs", "own". */
@@ -44,8 +42,10 @@ struct ibc_ops {
 	/* ibc_track and ibc_untrack of a raw libibverbs object. */
 	int (*track)(struct ibc_obj *o);
 	int (*untrack)(struct ibc_obj *o);
-	/* Device memory (dm.h). */
-	const struct ibc_dm_ops *dm;
+	/* What a family does differently on this kind of device, by enum
+	 * ibc_family_id: the family's own table of operations, which only
+	 * it reads; NULL where nothing differs. */
+	const void *family_ops[IBC_FAMILY_COUNT];
 };
 
 extern const struct ibc_ops ibc_soft_ops;
@@ -87,9 +87,10 @@ struct ibc_ctx {
 	unsigned int busy;
 	bool closing;
 	bool attached;
-	/* Device memory this process holds in the context (dm.h), under
-	 * lock. */
-	struct ibc_dm *dms;
+	/* Each family's state in the context, by enum ibc_family_id
+	 * (family.h), NULL for none: the family's own, read through its
+	 * accessors only, under lock unless the family says otherwise. */
+	void *family_slot[IBC_FAMILY_COUNT];
 	/* Under the client's lock: a family's event handlers (DM's) using
 	 * the context in another thread, which ibc_close() waits for. */
 	unsigned int event_handlers;

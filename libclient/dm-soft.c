@@ -79,7 +79,7 @@ static int ibc_dm_soft_attach(struct ibc_dm *dm, int fd)
 static void ibc_dm_soft_fork_prepare(struct ibc_ctx *ctx)
 {
 	/* A failure leaves the mapping copied, as without the library. */
-	for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
+	for (struct ibc_dm *dm = ibc_dm_first(ctx); dm; dm = dm->next)
 		if (dm->map)
 			madvise(dm->map, dm->length, MADV_DONTFORK);
 }

@@ -22,6 +22,31 @@
  * 64 MiB. A broker's length above it is a protocol error. */
 #define IBC_DM_MAX_LENGTH (1ull << 32)
 
+/* What the family keeps of a session, in its slot of struct ibc_client:
+ * made by the session's first alloc or import (ibc_dm_get()), freed with
+ * the client; under the client's lock. */
+struct ibc_dm_session {
+	/* The session's status page, read-only; NULL until a get maps
+	 * it. */
+	const uint8_t *status;
+	/* Allocs and imports in flight, and the DM events that found no
+	 * import here meanwhile, which such an import (its reply read, its
+	 * DM not listed yet) takes up; emptied when none is in flight. */
+	unsigned int gets;
+	struct ibc_dm_unmatched {
+		uint64_t dm_id;
+		unsigned int events; /* 1 << enum ibc_event_type */
+	} * unmatched;
+	size_t n_unmatched, cap_unmatched;
+};
+
+/* @cl's, NULL before its first alloc or import; under the client's
+ * lock. */
+static struct ibc_dm_session *ibc_dm_session(const struct ibc_client *cl)
+{
+	return (struct ibc_dm_session *)cl->family_slot[IBC_FAMILY_DM];
+}
+
 /* Did the broker's answer to a free end the import it named? A broker
  * that does not say so wants the unimport. */
 static bool ibc_dm_import_ended(const struct ibc_reply *r)
@@ -93,6 +118,7 @@ static const uint8_t ibc_dm_no_status;
  * @fd. */
 static int ibc_dm_status_map(struct ibc_client *cl, int fd)
 {
+	struct ibc_dm_session *s;
 	struct stat st;
 	void *p;
 
@@ -105,13 +131,15 @@ static int ibc_dm_status_map(struct ibc_client *cl, int fd)
 	/* Mapped and marked under the lock the fork handlers take, so that
 	 * no fork falls between. */
 	pthread_mutex_lock(&cl->lock);
+	/* Made by the get in flight. */
+	s = ibc_dm_session(cl);
 	p = mmap(NULL, IBC_DM_STATUS_SLOTS, PROT_READ, MAP_SHARED, fd, 0);
 	if (p != MAP_FAILED) {
 		madvise(p, IBC_DM_STATUS_SLOTS, MADV_DONTFORK);
-		if (cl->dm_status)
+		if (s->status)
 			munmap(p, IBC_DM_STATUS_SLOTS);
 		else
-			cl->dm_status = p;
+			s->status = p;
 	}
 	pthread_mutex_unlock(&cl->lock);
 	close(fd);
@@ -124,23 +152,33 @@ static int ibc_dm_status_map(struct ibc_client *cl, int fd)
 
 static void ibc_dm_client_free(struct ibc_client *cl)
 {
-	if (cl->dm_status)
-		munmap((void *)cl->dm_status, IBC_DM_STATUS_SLOTS);
-	cl->dm_status = NULL;
-	free(cl->dm_unmatched);
-	cl->dm_unmatched = NULL;
-	cl->dm_n_unmatched = cl->dm_cap_unmatched = 0;
+	struct ibc_dm_session *s = ibc_dm_session(cl);
+
+	if (!s)
+		return;
+	if (s->status)
+		munmap((void *)s->status, IBC_DM_STATUS_SLOTS);
+	free(s->unmatched);
+	free(s);
+	cl->family_slot[IBC_FAMILY_DM] = NULL;
+}
+
+/* Make @dm (NULL for none) the first of @ctx's list; ctx->lock held. */
+static void ibc_dm_set_first(struct ibc_ctx *ctx, struct ibc_dm *dm)
+{
+	ctx->family_slot[IBC_FAMILY_DM] = dm;
 }
 
 void ibc_dm_link_locked(struct ibc_dm *dm)
 {
 	struct ibc_ctx *ctx = dm->ctx;
+	struct ibc_dm *first = ibc_dm_first(ctx);
 
 	dm->prev = NULL;
-	dm->next = ctx->dms;
-	if (ctx->dms)
-		ctx->dms->prev = dm;
-	ctx->dms = dm;
+	dm->next = first;
+	if (first)
+		first->prev = dm;
+	ibc_dm_set_first(ctx, dm);
 }
 
 /* Map or import (the context's kind's DM operations) what the broker
@@ -166,16 +204,20 @@ out:
 
 static void ibc_dm_fork_prepare(struct ibc_ctx *ctx)
 {
-	if (ctx->ops->dm->fork_prepare)
-		ctx->ops->dm->fork_prepare(ctx);
+	const struct ibc_dm_ops *ops = ibc_dm_ops_of(ctx);
+
+	if (ops->fork_prepare)
+		ops->fork_prepare(ctx);
 }
 
 static void ibc_dm_fork_stale(struct ibc_client *cl)
 {
+	struct ibc_dm_session *s = ibc_dm_session(cl);
+
 	/* Their mappings did not come along (MADV_DONTFORK): nothing may
 	 * touch or unmap what is now absent, or maybe someone else's. */
 	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next)
-		for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next) {
+		for (struct ibc_dm *dm = ibc_dm_first(ctx); dm; dm = dm->next) {
 			ibc_copy_name(dm->gone_why, sizeof(dm->gone_why),
 				      cl->dead_message);
 			dm->gone = ESTALE;
@@ -183,18 +225,23 @@ static void ibc_dm_fork_stale(struct ibc_client *cl)
 			dm->vdm = NULL;
 			dm->status = &ibc_dm_no_status;
 		}
-	cl->dm_status = NULL;
+	if (s)
+		s->status = NULL;
 }
 
 static void ibc_dm_fork_child(struct ibc_client *cl)
 {
+	struct ibc_dm_session *s = ibc_dm_session(cl);
+
 	/* No thread handles a DM event or gets a DM here: ibc_close()
 	 * would wait for them forever. */
-	cl->dm_gets = 0;
-	cl->dm_n_unmatched = 0;
+	if (s) {
+		s->gets = 0;
+		s->n_unmatched = 0;
+	}
 	for (struct ibc_ctx *ctx = cl->ctxs; ctx; ctx = ctx->next) {
 		ctx->event_handlers = 0;
-		for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
+		for (struct ibc_dm *dm = ibc_dm_first(ctx); dm; dm = dm->next)
 			dm->event_refs = 0;
 	}
 }
@@ -230,14 +277,17 @@ static int ibc_dm_ctx_check(struct ibc_ctx *ctx)
 static void ibc_dm_catch_up(struct ibc_dm *dm)
 {
 	struct ibc_client *cl = dm->ctx->client;
+	const struct ibc_dm_session *s;
 	unsigned int missed = 0;
 	const char *why;
 	bool drop;
 
 	pthread_mutex_lock(&cl->lock);
-	for (size_t i = 0; i < cl->dm_n_unmatched; i++)
-		if (cl->dm_unmatched[i].dm_id == dm->id)
-			missed |= cl->dm_unmatched[i].events;
+	/* Made by the get in flight. */
+	s = ibc_dm_session(cl);
+	for (size_t i = 0; i < s->n_unmatched; i++)
+		if (s->unmatched[i].dm_id == dm->id)
+			missed |= s->unmatched[i].events;
 	pthread_mutex_unlock(&cl->lock);
 	if (!missed)
 		return;
@@ -252,7 +302,7 @@ static void ibc_dm_catch_up(struct ibc_dm *dm)
 	pthread_mutex_unlock(&dm->ctx->lock);
 	if (drop)
 		ibc_dm_tell(cl, RDMAB__REQUEST__BODY_DM_UNIMPORT, dm->id,
-			    dm->object_id, false);
+			    dm->res.id, false);
 }
 
 /* Send @req (an alloc or an import) and make its DM this process's; in
@@ -262,6 +312,7 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 {
 	struct ibc_client *cl = ctx->client;
 	const Rdmab__DmReply *o;
+	const uint8_t *page;
 	struct ibc_dm *dm;
 	struct ibc_reply r;
 	int err, fd = -1;
@@ -291,19 +342,20 @@ static int ibc_dm_get_entered(struct ibc_ctx *ctx, Rdmab__Request *req,
 			err = ibc_set_error(-ENOMEM, "out of memory");
 	} else {
 		dm->ctx = ctx;
-		dm->ops = ctx->ops->dm;
+		dm->ops = ibc_dm_ops_of(ctx);
 		dm->id = o->dm_id;
 		dm->handle = o->handle;
 		dm->length = o->length;
 		dm->persistent = o->persistent;
 		dm->allocator = o->allocator;
-		dm->object_id = o->object_id;
+		dm->res.family = IBC_FAMILY_DM;
+		dm->res.id = o->object_id;
 		/* Another thread's get may be mapping the page. */
 		pthread_mutex_lock(&cl->lock);
-		dm->status =
-			cl->dm_status && o->status_slot < IBC_DM_STATUS_SLOTS ?
-				cl->dm_status + o->status_slot :
-				&ibc_dm_no_status;
+		page = ibc_dm_session(cl)->status;
+		dm->status = page && o->status_slot < IBC_DM_STATUS_SLOTS ?
+				     page + o->status_slot :
+				     &ibc_dm_no_status;
 		pthread_mutex_unlock(&cl->lock);
 		err = ibc_dm_attach(dm, fd);
 	}
@@ -331,6 +383,7 @@ static int ibc_dm_get(struct ibc_ctx *ctx, Rdmab__Request *req, bool alloc,
 		      struct ibc_dm **ret_dm)
 {
 	struct ibc_client *cl = ctx->client;
+	struct ibc_dm_session *s;
 	int err;
 
 	/* A rekey or removal closes the context only once the DM is listed
@@ -340,20 +393,33 @@ static int ibc_dm_get(struct ibc_ctx *ctx, Rdmab__Request *req, bool alloc,
 	if (err < 0)
 		return err;
 	pthread_mutex_lock(&cl->lock);
-	cl->dm_gets++;
-	/* The reply that carried the status page may have been lost (its
-	 * call timed out): ask for it again until one has mapped it. */
-	if (alloc)
-		req->dm_alloc->want_status = !cl->dm_status;
-	else
-		req->dm_import->want_status = !cl->dm_status;
+	s = ibc_dm_session(cl);
+	if (!s) {
+		s = calloc(1, sizeof(*s));
+		cl->family_slot[IBC_FAMILY_DM] = s;
+	}
+	if (s) {
+		s->gets++;
+		/* The reply that carried the status page may have been
+		 * lost (its call timed out): ask for it again until one
+		 * has mapped it. */
+		if (alloc)
+			req->dm_alloc->want_status = !s->status;
+		else
+			req->dm_import->want_status = !s->status;
+	}
 	pthread_mutex_unlock(&cl->lock);
+	if (!s) {
+		err = ibc_set_error(-ENOMEM, "out of memory");
+		goto out;
+	}
 	err = ibc_dm_get_entered(ctx, req, alloc, ret_dm);
 	pthread_mutex_lock(&cl->lock);
 	/* The records were for the gets in flight: none is left. */
-	if (--cl->dm_gets == 0)
-		cl->dm_n_unmatched = 0;
+	if (--s->gets == 0)
+		s->n_unmatched = 0;
 	pthread_mutex_unlock(&cl->lock);
+out:
 	ibc_ctx_leave(ctx);
 	return err;
 }
@@ -439,7 +505,7 @@ static int ibc_dm_check_mrs(struct ibc_dm *dm, const char *what)
 static void ibc_dm_put(struct ibc_dm *dm, bool told)
 {
 	struct ibc_ctx *ctx = dm->ctx;
-	uint64_t id = dm->id, oid = dm->object_id;
+	uint64_t id = dm->id, oid = dm->res.id;
 	bool owner;
 
 	pthread_mutex_lock(&ctx->lock);
@@ -448,7 +514,7 @@ static void ibc_dm_put(struct ibc_dm *dm, bool told)
 	if (dm->prev)
 		dm->prev->next = dm->next;
 	else
-		ctx->dms = dm->next;
+		ibc_dm_set_first(ctx, dm->next);
 	if (dm->next)
 		dm->next->prev = dm->prev;
 	/* An event being handled on @dm frees it once done with it. */
@@ -508,7 +574,7 @@ IBC_EXPORT int ibc_dm_free(struct ibc_dm *dm)
 	 * this import too, and the DM goes once every other holder lets
 	 * go. */
 	q.dm_id = dm->id;
-	q.object_id = dm->object_id;
+	q.object_id = dm->res.id;
 	req.body_case = RDMAB__REQUEST__BODY_DM_FREE;
 	req.dm_free = &q;
 	err = ibc_call(dm->ctx->client, &req, 0, &r);
@@ -662,6 +728,18 @@ IBC_EXPORT struct ibv_dm *ibc_verbs_dm(struct ibc_dm *dm)
 	return vdm;
 }
 
+/* An MR on the DM whose resource is @res went: a failed ibc_reg_dm_mr(),
+ * or the family's on_gone hook (the application's ibc_dereg_mr()). */
+static void ibc_dm_mr_gone(struct ibc_family_res *res)
+{
+	struct ibc_dm *dm =
+		(struct ibc_dm *)((char *)res - offsetof(struct ibc_dm, res));
+
+	pthread_mutex_lock(&dm->ctx->lock);
+	dm->mrs--;
+	pthread_mutex_unlock(&dm->ctx->lock);
+}
+
 IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,
 			     size_t length, unsigned int access,
 			     struct ibc_mr **ret_mr)
@@ -695,8 +773,8 @@ IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,
 		return ibc_set_error(-ENOMEM, "out of memory");
 	mr->o.ctx = ctx;
 	mr->o.kind = IBC_OBJ_MR;
-	mr->o.dm_use = dm->object_id;
-	mr->dm = dm;
+	/* The MR is on @dm: ibc_dm_mr_gone() when it goes. */
+	mr->o.on = &dm->res;
 	a.attr.mr_addr = dm_offset;
 	a.attr.mr_length = (uint64_t)length;
 	a.attr.mr_access = access;
@@ -707,7 +785,7 @@ IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,
 	err = __atomic_load_n(&dm->gone, __ATOMIC_ACQUIRE);
 	if (!err) {
 		dm->mrs++;
-		a.dm = dm->vdm;
+		a.parent = dm->vdm;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 	if (err) {
@@ -716,7 +794,7 @@ IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,
 	}
 	err = ibc_obj_create(&mr->o, &a, &res);
 	if (err < 0) {
-		ibc_dm_mr_gone(dm);
+		ibc_dm_mr_gone(&dm->res);
 		free(mr);
 		return err;
 	}
@@ -724,13 +802,6 @@ IBC_EXPORT int ibc_reg_dm_mr(struct ibc_dm *dm, uint64_t dm_offset,
 	mr->rkey = res.rkey;
 	*ret_mr = mr;
 	return 0;
-}
-
-void ibc_dm_mr_gone(struct ibc_dm *dm)
-{
-	pthread_mutex_lock(&dm->ctx->lock);
-	dm->mrs--;
-	pthread_mutex_unlock(&dm->ctx->lock);
 }
 
 /* --- events and teardown ------------------------------------------------ */
@@ -744,9 +815,8 @@ static void ibc_dm_revoke_mrs(struct ibc_ctx *ctx, struct ibc_dm *dm)
 
 		pthread_mutex_lock(&ctx->lock);
 		for (o = ctx->objs; o; o = o->next)
-			if (o->kind == IBC_OBJ_MR &&
-			    ((struct ibc_mr *)o)->dm == dm && !o->dead &&
-			    !o->destroying)
+			if (o->kind == IBC_OBJ_MR && o->on == &dm->res &&
+			    !o->dead && !o->destroying)
 				break;
 		if (o)
 			o->destroying = true;
@@ -764,7 +834,7 @@ static void ibc_dm_revoke_mrs(struct ibc_ctx *ctx, struct ibc_dm *dm)
 		o->destroying = false;
 		o->dead = true;
 		o->vobj = NULL;
-		((struct ibc_mr *)o)->dm = NULL;
+		o->on = NULL;
 		dm->mrs--;
 		pthread_mutex_unlock(&ctx->lock);
 	}
@@ -772,39 +842,39 @@ static void ibc_dm_revoke_mrs(struct ibc_ctx *ctx, struct ibc_dm *dm)
 
 #define IBC_DM_UNMATCHED_MAX 256
 
-/* Record event @seen for DM @id, which found no import; with the client's
- * lock held. An entry is never wrong: the broker takes no new import of a
- * DM after either event. Out of memory, the import in flight lives on as
- * if the event had come before this fix-up existed: until unimported. */
-static void ibc_dm_note_unmatched(struct ibc_client *cl, uint64_t id,
+/* Record event @seen for DM @id, which found no import, in the session's
+ * @s; with the client's lock held. An entry is never wrong: the broker
+ * takes no new import of a DM after either event. Out of memory, the
+ * import in flight lives on as if the event had come before this fix-up
+ * existed: until unimported. */
+static void ibc_dm_note_unmatched(struct ibc_dm_session *s, uint64_t id,
 				  unsigned int seen)
 {
 	struct ibc_dm_unmatched *u;
 
-	for (size_t i = 0; i < cl->dm_n_unmatched; i++)
-		if (cl->dm_unmatched[i].dm_id == id) {
-			cl->dm_unmatched[i].events |= seen;
+	for (size_t i = 0; i < s->n_unmatched; i++)
+		if (s->unmatched[i].dm_id == id) {
+			s->unmatched[i].events |= seen;
 			return;
 		}
 	/* Gets that overlap without end never empty it: the oldest goes,
 	 * IBC_DM_UNMATCHED_MAX events after it came, which no get in
 	 * flight waits out. */
-	if (cl->dm_n_unmatched == IBC_DM_UNMATCHED_MAX) {
-		memmove(cl->dm_unmatched, cl->dm_unmatched + 1,
-			(cl->dm_n_unmatched - 1) * sizeof(*cl->dm_unmatched));
-		cl->dm_n_unmatched--;
+	if (s->n_unmatched == IBC_DM_UNMATCHED_MAX) {
+		memmove(s->unmatched, s->unmatched + 1,
+			(s->n_unmatched - 1) * sizeof(*s->unmatched));
+		s->n_unmatched--;
 	}
-	if (cl->dm_n_unmatched == cl->dm_cap_unmatched) {
-		size_t cap =
-			cl->dm_cap_unmatched ? 2 * cl->dm_cap_unmatched : 8;
+	if (s->n_unmatched == s->cap_unmatched) {
+		size_t cap = s->cap_unmatched ? 2 * s->cap_unmatched : 8;
 
-		u = realloc(cl->dm_unmatched, cap * sizeof(*u));
+		u = realloc(s->unmatched, cap * sizeof(*u));
 		if (!u)
 			return;
-		cl->dm_unmatched = u;
-		cl->dm_cap_unmatched = cap;
+		s->unmatched = u;
+		s->cap_unmatched = cap;
 	}
-	u = &cl->dm_unmatched[cl->dm_n_unmatched++];
+	u = &s->unmatched[s->n_unmatched++];
 	u->dm_id = id;
 	u->events = seen;
 }
@@ -817,6 +887,7 @@ static struct ibc_dm *ibc_dm_next_for_event(struct ibc_client *cl, uint64_t id,
 					    unsigned int seen,
 					    struct ibc_ctx **ret_ctx)
 {
+	struct ibc_dm_session *s;
 	struct ibc_dm *dm = NULL;
 	struct ibc_ctx *ctx;
 
@@ -827,7 +898,7 @@ static struct ibc_dm *ibc_dm_next_for_event(struct ibc_client *cl, uint64_t id,
 		if (ctx->closed)
 			continue;
 		pthread_mutex_lock(&ctx->lock);
-		for (dm = ctx->dms; dm; dm = dm->next)
+		for (dm = ibc_dm_first(ctx); dm; dm = dm->next)
 			if (dm->id == id && !(dm->events_seen & seen))
 				break;
 		if (dm) {
@@ -839,8 +910,9 @@ static struct ibc_dm *ibc_dm_next_for_event(struct ibc_client *cl, uint64_t id,
 	}
 	/* No import of it left here: one in flight in another thread looks
 	 * here once its DM is listed (ibc_dm_catch_up). */
-	if (!dm && cl->dm_gets)
-		ibc_dm_note_unmatched(cl, id, seen);
+	s = ibc_dm_session(cl);
+	if (!dm && s && s->gets)
+		ibc_dm_note_unmatched(s, id, seen);
 	pthread_mutex_unlock(&cl->lock);
 	*ret_ctx = ctx;
 	return dm;
@@ -865,7 +937,7 @@ void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 	struct ibc_dm *dm;
 
 	while ((dm = ibc_dm_next_for_event(cl, id, seen, &ctx))) {
-		uint64_t oid = dm->object_id;
+		uint64_t oid = dm->res.id;
 		bool drop, release;
 
 		/* Revoked: the MRs go too. Free pending: MRs of this
@@ -888,7 +960,7 @@ void ibc_dm_after_event(struct ibc_client *cl, enum ibc_event_type type,
 static void ibc_dm_ctx_drop(struct ibc_ctx *ctx, int err, const char *why)
 {
 	pthread_mutex_lock(&ctx->lock);
-	for (struct ibc_dm *dm = ctx->dms; dm; dm = dm->next)
+	for (struct ibc_dm *dm = ibc_dm_first(ctx); dm; dm = dm->next)
 		ibc_dm_drop_local(dm, err, why);
 	pthread_mutex_unlock(&ctx->lock);
 }
@@ -904,11 +976,11 @@ static void ibc_dm_ctx_teardown(struct ibc_ctx *ctx)
 		uint64_t id = 0, oid = 0;
 
 		pthread_mutex_lock(&ctx->lock);
-		for (dm = ctx->dms; dm && dm->gone; dm = dm->next)
+		for (dm = ibc_dm_first(ctx); dm && dm->gone; dm = dm->next)
 			;
 		if (dm) {
 			id = dm->id;
-			oid = dm->object_id;
+			oid = dm->res.id;
 			ibc_dm_drop_local(dm, ENODEV, "the context was closed");
 		}
 		pthread_mutex_unlock(&ctx->lock);
@@ -922,10 +994,10 @@ static void ibc_dm_ctx_teardown(struct ibc_ctx *ctx)
 static void ibc_dm_ctx_free(struct ibc_ctx *ctx)
 {
 	pthread_mutex_lock(&ctx->lock);
-	while (ctx->dms) {
-		struct ibc_dm *dm = ctx->dms;
+	while (ibc_dm_first(ctx)) {
+		struct ibc_dm *dm = ibc_dm_first(ctx);
 
-		ctx->dms = dm->next;
+		ibc_dm_set_first(ctx, dm->next);
 		ibc_dm_drop_local(dm, ENODEV, "the context was closed");
 		ibc_dm_release(dm);
 	}
@@ -974,6 +1046,8 @@ static const struct ibc_event_handler *const ibc_dm_events[] = {
 
 const struct ibc_family ibc_dm_family = {
 	.name = "dm",
+	.kind = IBC_OBJ_DM,
+	.kind_name = "DM",
 	.events = ibc_dm_events,
 	.client_free = ibc_dm_client_free,
 	.ctx_drop = ibc_dm_ctx_drop,
@@ -985,4 +1059,5 @@ const struct ibc_family ibc_dm_family = {
 	.quota = IBC_FAMILY_FIELD(Rdmab__QuotaInfo, dm_bytes, struct ibc_quota,
 				  dm_bytes),
 	.device_info = ibc_dm_device_info,
+	.on_gone = ibc_dm_mr_gone,
 };

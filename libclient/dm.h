@@ -38,19 +38,26 @@ struct ibc_dm_ops {
 extern const struct ibc_dm_ops ibc_soft_dm_ops;
 extern const struct ibc_dm_ops ibc_verbs_dm_ops;
 
+/* @ctx's device kind's DM operations: its slot of ibc_ops' family_ops. */
+static inline const struct ibc_dm_ops *ibc_dm_ops_of(const struct ibc_ctx *ctx)
+{
+	return (const struct ibc_dm_ops *)ctx->ops->family_ops[IBC_FAMILY_DM];
+}
+
 struct ibc_dm {
 	struct ibc_ctx *ctx;
-	/* The context kind's (ctx->ops->dm when it was made). */
+	/* The context kind's (ibc_dm_ops_of() when it was made). */
 	const struct ibc_dm_ops *ops;
-	/* ctx->dms, under ctx->lock */
+	/* The context's list (ibc_dm_first()), under ctx->lock */
 	struct ibc_dm *prev, *next;
 	uint64_t id;
 	uint32_t handle;
 	uint64_t length;
 	bool persistent;
 	uint64_t allocator;
-	/* This import's record in the broker's registry. */
-	uint64_t object_id;
+	/* This import as a resource MRs are made on: res.id is its record
+	 * in the broker's registry. */
+	struct ibc_family_res res;
 	/* The DM events handled for this import (1 << type), under
 	 * ctx->lock. */
 	unsigned int events_seen;
@@ -78,14 +85,18 @@ struct ibc_dm {
 	char gone_why[160];
 };
 
+/* The newest of the DMs this process holds in @ctx (its slot of the
+ * context), the others after it through ->next; with ctx->lock held. */
+static inline struct ibc_dm *ibc_dm_first(const struct ibc_ctx *ctx)
+{
+	return (struct ibc_dm *)ctx->family_slot[IBC_FAMILY_DM];
+}
+
 /* Put @dm on its context's list; with ctx->lock held. */
 void ibc_dm_link_locked(struct ibc_dm *dm);
 
 /* The size of the status page the broker sends. */
 #define IBC_DM_STATUS_SLOTS 4096
-
-/* An MR on @dm was deregistered. */
-void ibc_dm_mr_gone(struct ibc_dm *dm);
 
 /* After the application's callback for an event about DM @id: unimport it
  * where nothing of this process still uses it. */

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /* The library's array of families, made from the one list of them,
- * common/families.def: the event reader's lookup, and each hook's list
- * that the walks of family.h go through. */
+ * common/families.def, indexed by enum ibc_family_id: the event reader's
+ * lookup, the families' object kinds, and each hook's list that the
+ * walks of family.h go through. */
 #include "config.h"
 
 #include <stddef.h>
@@ -32,18 +33,39 @@ const struct ibc_event_handler *ibc_families_event(int body)
 	return NULL;
 }
 
+const struct ibc_family *ibc_families_of_kind(enum ibc_obj_kind kind)
+{
+	if (kind == IBC_OBJ_NONE)
+		return NULL;
+	for (size_t i = 0; i < N_FAMILIES; i++)
+		if (ibc_families[i]->kind == kind)
+			return ibc_families[i];
+	return NULL;
+}
+
+void ibc_families_on_gone(struct ibc_family_res *res)
+{
+	if (res->family < N_FAMILIES && ibc_families[res->family]->on_gone)
+		ibc_families[res->family]->on_gone(res);
+}
+
 struct ibc_family_hooks ibc_family_hooks;
 
-/* At load, before any call of the library: each hook's list, in the
- * families' order. */
+/* At load, before any call of the library: each hook's list and the
+ * listed kinds, in the families' order. */
 __attribute__((constructor)) static void ibc_families_collect(void)
 {
 	struct ibc_family_hooks *h = &ibc_family_hooks;
+	size_t n_listed = 0;
 
 	_Static_assert(N_FAMILIES <= IBC_MAX_FAMILIES, "IBC_MAX_FAMILIES");
+	/* The array is indexed by enum ibc_family_id. */
+	_Static_assert(N_FAMILIES == IBC_FAMILY_COUNT, "IBC_FAMILY_COUNT");
 	for (size_t i = 0; i < N_FAMILIES; i++) {
 		const struct ibc_family *f = ibc_families[i];
 
+		if (f->kind_listed)
+			h->listed[n_listed++] = f->kind;
 #define IBC_COLLECT(hook)                                                      \
 	if (f->hook) {                                                         \
 		size_t k = 0;                                                  \

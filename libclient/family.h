@@ -12,7 +12,9 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "include/ibclient.h"
 #include "proto/rdmabroker.pb-c.h"
 
 struct ibc_client;
@@ -42,8 +44,41 @@ struct ibc_family_field {
 				IBC_SAME_WIDTH(((W *)0)->wf, ((E *)0)->ef)     \
 	}
 
+/* Index into the library's family array and into the per-family slots
+ * (struct ibc_client's and struct ibc_ctx's family_slot[], struct
+ * ibc_ops' family_ops[]): common/families.def's order. Only the family
+ * reads its slot, through its own accessors. */
+enum ibc_family_id {
+#define FAMILY(f, F) IBC_FAMILY_##F,
+#include "common/families.def"
+	IBC_FAMILY_COUNT,
+};
+
+/* A family's resource that core objects are made on (device memory, which
+ * MRs are registered on), embedded in the family's structure: those
+ * objects point to it (struct ibc_obj's on, objects.h). */
+struct ibc_family_res {
+	/* Its family, enum ibc_family_id: whose on_gone hook hears when such
+	 * an object goes. */
+	unsigned int family;
+	/* Its record in the broker's registry, which an object's create
+	 * names among the uses. */
+	uint64_t id;
+};
+
 struct ibc_family {
 	const char *name;
+	/* The object kind that is the family's (IBC_OBJ_NONE: none): its
+	 * name for ibc_obj_kind_str() and the sentences. */
+	enum ibc_obj_kind kind;
+	const char *kind_name;
+	/* The family's objects of that kind are in the context's list
+	 * (struct ibc_obj, objects.h): core objects use them, so they are
+	 * destroyed at close after the core's; @kind_users names those
+	 * users, plural, in the sentence of a destroy refused while they
+	 * are there. */
+	bool kind_listed;
+	const char *kind_users;
 	/* The family's event handlers, up to a NULL (events.h). */
 	const struct ibc_event_handler *const *events;
 	/* Hello: announce what the family's reader handles. */
@@ -81,6 +116,10 @@ struct ibc_family {
 	const struct ibc_family_field *domain_fields;
 	void (*device_info)(struct ibc_device_info *e,
 			    const Rdmab__DeviceCaps *caps);
+	/* An object made on the family's resource @res (struct ibc_obj's
+	 * on: an MR on device memory) was destroyed by the application;
+	 * not called at close, when the resource goes too. */
+	void (*on_gone)(struct ibc_family_res *res);
 };
 
 /* Every hook above that the walks below call, for the lists. One hook a
@@ -108,6 +147,9 @@ struct ibc_family {
 	__typeof__(((struct ibc_family *)0)->hook) hook[IBC_MAX_FAMILIES + 1];
 struct ibc_family_hooks {
 	IBC_FAMILY_HOOKS(IBC_HOOK_LIST)
+	/* The kinds of the families' listed objects (kind_listed), up to
+	 * IBC_OBJ_NONE: the teardown's after the core's. */
+	enum ibc_obj_kind listed[IBC_MAX_FAMILIES + 1];
 };
 #undef IBC_HOOK_LIST
 extern struct ibc_family_hooks ibc_family_hooks;
@@ -197,5 +239,10 @@ void ibc_families_quota(struct ibc_quota *q, const Rdmab__QuotaInfo *qi);
 void ibc_families_domain(struct ibc_domain_info *e, const Rdmab__DomainInfo *d);
 void ibc_families_device_info(struct ibc_device_info *e,
 			      const Rdmab__DeviceCaps *caps);
+/* The family whose kind is @kind; NULL for none (a core kind). */
+const struct ibc_family *ibc_families_of_kind(enum ibc_obj_kind kind);
+
+/* Tell @res's family that an object made on @res went. */
+void ibc_families_on_gone(struct ibc_family_res *res);
 
 #endif

@@ -5,7 +5,6 @@
 #include <errno.h>
 #include <stdlib.h>
 
-#include "libclient/dm.h"
 #include "libclient/objects.h"
 
 IBC_EXPORT int ibc_reg_mr(struct ibc_ctx *ctx, void *addr, size_t length,
@@ -43,19 +42,12 @@ IBC_EXPORT int ibc_reg_mr(struct ibc_ctx *ctx, void *addr, size_t length,
 	return 0;
 }
 
+/* An MR on device memory: its family is told by ibc_obj_destroy(). */
 IBC_EXPORT int ibc_dereg_mr(struct ibc_mr *mr)
 {
-	struct ibc_dm *dm;
-	int err;
-
 	if (!mr)
 		return ibc_set_error(-EINVAL, "mr is NULL");
-	dm = mr->dm;
-	err = ibc_obj_destroy(&mr->o);
-	/* -ENOENT: gone all the same (ibc_obj_destroy). */
-	if ((err == 0 || err == -ENOENT) && dm)
-		ibc_dm_mr_gone(dm);
-	return err;
+	return ibc_obj_destroy(&mr->o);
 }
 
 IBC_EXPORT uint32_t ibc_mr_lkey(const struct ibc_mr *mr)

@@ -18,19 +18,22 @@
 
 IBC_EXPORT const char *ibc_obj_kind_str(enum ibc_obj_kind kind)
 {
+	/* The core's; a family names its own kind (family.h). */
 	static const char *const names[] = {
 		[IBC_OBJ_NONE] = "none", [IBC_OBJ_QP] = "QP",
 		[IBC_OBJ_CQ] = "CQ",	 [IBC_OBJ_SRQ] = "SRQ",
 		[IBC_OBJ_WQ] = "WQ",	 [IBC_OBJ_MR] = "MR",
 		[IBC_OBJ_PD] = "PD",	 [IBC_OBJ_RWQ_IND_TBL] = "IND_TBL",
-		[IBC_OBJ_FLOW] = "FLOW", [IBC_OBJ_DM] = "DM",
-		[IBC_OBJ_XRCD] = "XRCD", [IBC_OBJ_MW] = "MW",
+		[IBC_OBJ_FLOW] = "FLOW", [IBC_OBJ_MW] = "MW",
 		[IBC_OBJ_AH] = "AH",	 [IBC_OBJ_CONTEXT] = "context",
 	};
+	const struct ibc_family *f;
 
-	if ((unsigned int)kind < sizeof(names) / sizeof(names[0]))
+	if ((unsigned int)kind < sizeof(names) / sizeof(names[0]) &&
+	    names[kind])
 		return names[kind];
-	return "unknown";
+	f = ibc_families_of_kind(kind);
+	return f ? f->kind_name : "unknown";
 }
 
 const char *ibc_obj_kind_name(enum ibc_obj_kind kind)
@@ -128,12 +131,13 @@ static void ibc_obj_drop_uses(struct ibc_obj *o)
 
 /* Does @o hold host memory pinned for the device? An MR on host memory,
  * and on verbs devices the queues, whose buffers mlx5 pins (the library
- * does not ask which provider it has). DM MRs pin nothing. */
+ * does not ask which provider it has). An MR on a family's resource
+ * (device memory) pins nothing. */
 static bool ibc_obj_pins(const struct ibc_obj *o, const struct ibc_obj_args *a)
 {
 	switch (o->kind) {
 	case IBC_OBJ_MR:
-		return !a->dm && !o->dm_use;
+		return a->mr_addr != NULL;
 	case IBC_OBJ_CQ:
 	case IBC_OBJ_QP:
 	case IBC_OBJ_WQ:
@@ -183,6 +187,17 @@ out:
 	return err;
 }
 
+/* What uses an object of @kind, plural, for a sentence. */
+static const char *ibc_obj_users_name(enum ibc_obj_kind kind)
+{
+	const struct ibc_family *f;
+
+	if (kind == IBC_OBJ_SRQ)
+		return "QPs";
+	f = ibc_families_of_kind(kind);
+	return f && f->kind_users ? f->kind_users : "QPs or WQs";
+}
+
 /* Refuse to destroy @o while this process's objects use it, and keep new
  * users away while it goes. */
 static int ibc_obj_begin_destroy(struct ibc_obj *o)
@@ -202,11 +217,7 @@ static int ibc_obj_begin_destroy(struct ibc_obj *o)
 				    "process's %s (uses: %u): destroy them "
 				    "first",
 				    ibc_obj_kind_name(o->kind), o->handle,
-				    o->kind == IBC_OBJ_SRQ ? "QPs" :
-				    o->kind == IBC_OBJ_XRCD ?
-							     "XRC SRQs or QPs" :
-							     "QPs or WQs",
-				    o->users);
+				    ibc_obj_users_name(o->kind), o->users);
 	else
 		o->destroying = true;
 	pthread_mutex_unlock(&ctx->lock);
@@ -216,6 +227,7 @@ static int ibc_obj_begin_destroy(struct ibc_obj *o)
 int ibc_obj_destroy(struct ibc_obj *o)
 {
 	struct ibc_ctx *ctx = o->ctx;
+	struct ibc_family_res *on = NULL;
 	bool gone = false;
 	int err = 0;
 
@@ -240,27 +252,41 @@ int ibc_obj_destroy(struct ibc_obj *o)
 	if (gone) {
 		ibc_obj_drop_uses(o);
 		ibc_obj_unlink_locked(o);
+		on = o->on;
 	}
 	pthread_mutex_unlock(&ctx->lock);
 out:
 	ibc_ctx_leave(ctx);
 	if (!gone)
 		return err;
+	if (on)
+		ibc_families_on_gone(on);
 	if (err == 0)
 		ibc_clear_error();
 	free(o);
 	return err;
 }
 
-/* Teardown order: what uses others goes first. */
+/* Teardown order: what uses others goes first. The core's kinds; the
+ * families' objects of the list come after them (family.h). */
 static const enum ibc_obj_kind ibc_teardown_order[] = {
-	IBC_OBJ_QP, IBC_OBJ_SRQ, IBC_OBJ_WQ,
-	IBC_OBJ_CQ, IBC_OBJ_MR,	 IBC_OBJ_XRCD,
+	IBC_OBJ_QP, IBC_OBJ_SRQ, IBC_OBJ_WQ, IBC_OBJ_CQ, IBC_OBJ_MR,
 };
+
+#define IBC_TEARDOWN_CORE                                                      \
+	(sizeof(ibc_teardown_order) / sizeof(ibc_teardown_order[0]))
+
+/* The kind the teardown destroys @k-th; IBC_OBJ_NONE past the last. */
+static inline enum ibc_obj_kind ibc_teardown_kind(size_t k)
+{
+	return k < IBC_TEARDOWN_CORE ?
+		       ibc_teardown_order[k] :
+		       ibc_family_hooks.listed[k - IBC_TEARDOWN_CORE];
+}
 
 void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 {
-	size_t n = sizeof(ibc_teardown_order) / sizeof(ibc_teardown_order[0]);
+	enum ibc_obj_kind kind;
 
 	/* The families' objects first: RSS tables use the context's WQs. */
 	ibc_families_ctx_closing(ctx, broker);
@@ -268,15 +294,17 @@ void ibc_ctx_destroy_objects(struct ibc_ctx *ctx, bool broker)
 	 * ibc_disconnect) or from the event dispatch: the list is walked
 	 * again after every destroy, which may call the broker. The lock is
 	 * kept from one kind to the next while nothing is found: a context
-	 * without objects (every ibc_close of one) takes it once. */
+	 * without objects (every ibc_close of one) takes it once, and walks
+	 * no kind. */
 	pthread_mutex_lock(&ctx->lock);
-	for (size_t k = 0; k < n; k++) {
+	for (size_t k = 0;
+	     ctx->objs && (kind = ibc_teardown_kind(k)) != IBC_OBJ_NONE; k++) {
 		struct ibc_obj *o;
 
 		for (;;) {
 			for (o = ctx->objs; o; o = o->next)
-				if (o->kind == ibc_teardown_order[k] &&
-				    !o->tracked && !o->dead && !o->destroying)
+				if (o->kind == kind && !o->tracked &&
+				    !o->dead && !o->destroying)
 					break;
 			if (!o)
 				break;
@@ -395,9 +423,10 @@ int ibc_obj_request(struct ibc_obj *o, Rdmab__ObjCreateRequest__Mode mode,
 	for (unsigned int i = 0; i < o->n_uses; i++)
 		uses[i] = o->uses[i]->id;
 	cr.n_uses = o->n_uses;
-	/* The broker's DM listing counts the MRs on a DM. */
-	if (o->dm_use && mode != RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK)
-		uses[cr.n_uses++] = o->dm_use;
+	/* A family's resource it is made on (the broker's DM listing
+	 * counts the MRs on a DM). */
+	if (o->on && mode != RDMAB__OBJ_CREATE_REQUEST__MODE__TRACK)
+		uses[cr.n_uses++] = o->on->id;
 	cr.uses = uses;
 	/* Packing only reads it. */
 	cr.attr = (Rdmab__ObjAttr *)attr;

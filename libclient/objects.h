@@ -36,9 +36,12 @@ struct ibc_obj {
 	unsigned int n_uses;
 	/* The libibverbs object on verbs devices. */
 	void *vobj;
-	/* An MR on device memory, on the soft device: the broker id of the
-	 * DM import it uses (ibc_reg_dm_mr). */
-	uint64_t dm_use;
+	/* A family's resource the object is made on, which is no object
+	 * of the list (an MR on device memory; family.h), NULL for none;
+	 * under ctx->lock. Its family hears when the application destroys
+	 * the object; the family clears it when it destroyed the object
+	 * itself. */
+	struct ibc_family_res *on;
 };
 
 struct ibc_cq {
@@ -75,25 +78,7 @@ struct ibc_mr {
 	struct ibc_obj o;
 	uint32_t lkey;
 	uint32_t rkey;
-	/* ibc_reg_dm_mr: the DM it is on. */
-	struct ibc_dm *dm;
 };
-
-/* An open of an XRC domain by name (xrcd.c). */
-struct ibc_xrcd {
-	struct ibc_obj o;
-	uint64_t ino;
-	/* The broker's id of the open: the registry's (o.id), or on a
-	 * context of this process's own, the session's. */
-	uint64_t open_id;
-	bool persistent;
-};
-
-/* verbs.c: ibv_open_xrcd on the inode file @fd (O_CREAT, never O_EXCL),
- * which stays the caller's. */
-int ibc_verbs_open_xrcd(struct ibc_obj *o, int fd);
-/* xrcd.c: an own-context XRCD was closed: tell the broker. */
-void ibc_xrcd_own_closed(struct ibc_obj *o);
 
 /*
  * What a family asks the device for. @attr is the wire's description of
@@ -108,12 +93,15 @@ struct ibc_obj_args {
 	struct ibv_srq *srq;
 	/* WQ; XRC SRQ */
 	struct ibv_cq *cq;
+	/* MR on host memory: its address (NULL for none, where the MR is
+	 * made on @parent). */
 	void *mr_addr;
-	/* MR on device memory (verbs): ibv_reg_dm_mr at mr_addr offset. */
-	struct ibv_dm *dm;
-	/* XRC SRQ and target QPs (attr.qp_type XRC_RECV, attr.xrc_qp_num
-	 * to open one). */
-	struct ibv_xrcd *xrcd;
+	/* The libibverbs object of the family's resource the new object is
+	 * made in or on, besides the PD, NULL for none: an XRC SRQ's or
+	 * target QP's struct ibv_xrcd (attr.qp_type XRC_RECV, and
+	 * attr.xrc_qp_num to open one), an MR's struct ibv_dm
+	 * (ibv_reg_dm_mr at attr.mr_addr's offset). */
+	void *parent;
 };
 
 /* What the device gave: the soft device's reply, or what libibverbs wrote
@@ -157,7 +145,8 @@ struct ibc_obj *ibc_obj_unlink_tracked(struct ibc_ctx *ctx,
 
 /*
  * Destroy every object the library made in @ctx, in dependency order (QP,
- * SRQ, WQ, CQ, MR), and free the tracked records. @broker false: the
+ * SRQ, WQ, CQ, MR, then the families' objects of the list, which those
+ * use), and free the tracked records. @broker false: the
  * device is gone and so are the broker's records; only the kernel objects
  * are destroyed, and the structures stay for the application (dead).
  */

@@ -102,8 +102,8 @@ static int soft_kernel_call(struct ibc_obj *o, const struct ibc_obj_args *a,
 	for (unsigned int i = 0; i < o->n_uses; i++)
 		uses[i] = o->uses[i]->id;
 	kc.n_uses = o->n_uses;
-	if (o->dm_use)
-		uses[kc.n_uses++] = o->dm_use;
+	if (o->on)
+		uses[kc.n_uses++] = o->on->id;
 	kc.uses = uses;
 	/* Packing only reads it. */
 	kc.attr = (Rdmab__ObjAttr *)&a->attr;
@@ -196,5 +196,5 @@ const struct ibc_ops ibc_soft_ops = {
 	.destroy_removed = soft_destroy_removed,
 	.track = soft_track,
 	.untrack = soft_track,
-	.dm = &ibc_soft_dm_ops,
+	.family_ops = { [IBC_FAMILY_DM] = &ibc_soft_dm_ops },
 };

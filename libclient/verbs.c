@@ -17,6 +17,7 @@
 #include "common/verbs/verbs-import.h"
 #include "libclient/dm.h"
 #include "libclient/objects.h"
+#include "libclient/xrcd.h"
 
 /* Open the device in this process (IBC_CONNECT_ALLOW_OWN_CONTEXT). */
 static int own_open(struct ibc_ctx *ctx)
@@ -175,13 +176,13 @@ static int verbs_create_tgt_qp(struct ibc_obj *o, const struct ibc_obj_args *a,
 	struct ibv_qp_init_attr_ex ia = {
 		.qp_type = IBV_QPT_XRC_RECV,
 		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
-		.xrcd = a->xrcd,
+		.xrcd = a->parent,
 	};
 	struct ibv_qp_open_attr oa = {
 		.comp_mask = IBV_QP_OPEN_ATTR_NUM | IBV_QP_OPEN_ATTR_XRCD |
 			     IBV_QP_OPEN_ATTR_TYPE,
 		.qp_num = a->attr.xrc_qp_num,
-		.xrcd = a->xrcd,
+		.xrcd = a->parent,
 		.qp_type = IBV_QPT_XRC_RECV,
 	};
 	struct ibv_qp *qp;
@@ -253,7 +254,7 @@ static int verbs_create_xrc_srq(struct ibc_obj *o, const struct ibc_obj_args *a,
 			     IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
 		.srq_type = IBV_SRQT_XRC,
 		.pd = o->ctx->pd,
-		.xrcd = a->xrcd,
+		.xrcd = a->parent,
 		.cq = a->cq,
 	};
 	struct ibv_srq *srq;
@@ -290,7 +291,7 @@ static int verbs_create_srq(struct ibc_obj *o, const struct ibc_obj_args *a,
 	};
 	struct ibv_srq *srq;
 
-	if (a->xrcd)
+	if (a->parent)
 		return verbs_create_xrc_srq(o, a, res);
 	srq = verbs_try(ibv_create_srq(o->ctx->pd, &sa));
 	if (!srq)
@@ -346,16 +347,17 @@ static int verbs_reg_mr(struct ibc_obj *o, const struct ibc_obj_args *a,
 {
 	struct ibv_mr *mr;
 
-	if (a->dm)
-		mr = verbs_try(ibv_reg_dm_mr(o->ctx->pd, a->dm, a->attr.mr_addr,
-					     (size_t)a->attr.mr_length,
-					     a->attr.mr_access));
+	if (a->parent)
+		mr = verbs_try(ibv_reg_dm_mr(
+			o->ctx->pd, a->parent, a->attr.mr_addr,
+			(size_t)a->attr.mr_length, a->attr.mr_access));
 	else
 		mr = verbs_try(ibv_reg_mr(o->ctx->pd, a->mr_addr,
 					  (size_t)a->attr.mr_length,
 					  (int)a->attr.mr_access));
 	if (!mr)
-		return verbs_fail(o, a->dm ? "ibv_reg_dm_mr" : "ibv_reg_mr");
+		return verbs_fail(o,
+				  a->parent ? "ibv_reg_dm_mr" : "ibv_reg_mr");
 	o->vobj = mr;
 	o->handle = mr->handle;
 	res->lkey = mr->lkey;
@@ -551,7 +553,7 @@ const struct ibc_ops ibc_verbs_ops = {
 	.destroy_removed = verbs_destroy_removed,
 	.track = verbs_track,
 	.untrack = verbs_untrack,
-	.dm = &ibc_verbs_dm_ops,
+	.family_ops = { [IBC_FAMILY_DM] = &ibc_verbs_dm_ops },
 };
 
 /* --- a context of this process's own: nothing to register ------------ */
@@ -596,5 +598,5 @@ const struct ibc_ops ibc_own_ops = {
 	.untrack = own_track,
 	/* Never reached: a context of this process's own shares no DM
 	 * (ibc_dm_alloc_ex() refuses first). */
-	.dm = &ibc_verbs_dm_ops,
+	.family_ops = { [IBC_FAMILY_DM] = &ibc_verbs_dm_ops },
 };

@@ -19,7 +19,7 @@
 
 #include "common/xrcd/xrcd-name.h"
 #include "libclient/family.h"
-#include "libclient/objects.h"
+#include "libclient/xrcd.h"
 
 /* The name rule (common/xrcd/xrcd-name.h), before anything is sent: the
  * broker checks it again. */
@@ -224,7 +224,7 @@ IBC_EXPORT int ibc_srq_create_xrc(struct ibc_xrcd *xrcd, struct ibc_cq *cq,
 	srq->o.uses[srq->o.n_uses++] = &cq->o;
 	srq->o.uses[srq->o.n_uses++] = &xrcd->o;
 	a.cq = cq->o.vobj;
-	a.xrcd = xrcd->o.vobj;
+	a.parent = xrcd->o.vobj;
 	err = ibc_srq_make(srq, attr, &a, true);
 	if (err < 0)
 		return err;
@@ -259,7 +259,7 @@ static int xrcd_tgt(struct ibc_xrcd *xrcd, uint32_t qp_num,
 	qp->o.uses[qp->o.n_uses++] = &xrcd->o;
 	a.attr.qp_type = IBV_QPT_XRC_RECV;
 	a.attr.xrc_qp_num = qp_num;
-	a.xrcd = xrcd->o.vobj;
+	a.parent = xrcd->o.vobj;
 	err = ibc_obj_create(&qp->o, &a, &res);
 	if (err < 0) {
 		free(qp);
@@ -459,10 +459,15 @@ static const struct ibc_family_field ibc_xrcd_domain_fields[] = {
 	{ 0 },
 };
 
-/* An XRCD is an object of its context (objects.c destroys it with the
- * others): the family has no hook of its own to run. */
+/* An XRCD open is an object of its context's list (kind_listed:
+ * objects.c destroys it with the others, after the XRC SRQs and target
+ * QPs on it): the family has no hook of its own to run. */
 const struct ibc_family ibc_xrcd_family = {
 	.name = "xrcd",
+	.kind = IBC_OBJ_XRCD,
+	.kind_name = "XRCD",
+	.kind_listed = true,
+	.kind_users = "XRC SRQs or QPs",
 	.quota = IBC_FAMILY_FIELD(Rdmab__QuotaInfo, xrcds, struct ibc_quota,
 				  xrcds),
 	.domain_fields = ibc_xrcd_domain_fields,

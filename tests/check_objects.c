@@ -708,6 +708,18 @@ START_TEST(test_kind_names)
 	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_CONTEXT), "context");
 	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_NONE), "none");
 	ck_assert_str_eq(ibc_obj_kind_str((enum ibc_obj_kind)1000), "unknown");
+	ck_assert_str_eq(ibc_obj_kind_str((enum ibc_obj_kind) - 1), "unknown");
+	/* Every kind has its name, the families' named by the family
+	 * table (libclient/family.h) rather than the core's. */
+	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_SRQ), "SRQ");
+	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_WQ), "WQ");
+	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_PD), "PD");
+	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_RWQ_IND_TBL), "IND_TBL");
+	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_FLOW), "FLOW");
+	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_DM), "DM");
+	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_XRCD), "XRCD");
+	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_MW), "MW");
+	ck_assert_str_eq(ibc_obj_kind_str(IBC_OBJ_AH), "AH");
 }
 END_TEST
 

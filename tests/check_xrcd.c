@@ -548,6 +548,61 @@ static uint64_t client_id(struct ibc_client *cl)
 
 static int ctl(char *out, size_t size, const char *args);
 
+/* How many opens of @name the broker lists for @client. */
+static unsigned int opens_of(struct ibc_client *cl, const char *name,
+			     uint64_t client)
+{
+	struct ibc_xrcd_info *l;
+	unsigned int opens = 0;
+	size_t n;
+
+	ck_assert_int_eq(ibc_list_xrcds(cl, name, &l, sizeof(*l), &n), 0);
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t k = 0; k < l[i].n_opens_shown; k++)
+			opens += l[i].opens[k].client_id == client;
+	ibc_list_free(l);
+	return opens;
+}
+
+/* ibc_close() of a context with opens that XRC SRQs and target QPs still
+ * use: the library closes the opens with the broker after what uses them
+ * (the XRCD family's objects come after the core's in the teardown), and
+ * the session lives on without them. */
+START_TEST(test_close_with_users)
+{
+	struct ibv_srq_attr sa = { .max_wr = 16, .max_sge = 1 };
+	struct ibc_client *ca, *cb;
+	struct ibc_ctx *xa, *xb;
+	struct ibc_xrcd *a, *a2, *b;
+	struct ibc_cq *cq;
+	struct ibc_srq *srq;
+	struct ibc_qp *tgt;
+	uint64_t id;
+
+	ca = join("a", &xa);
+	cb = join("b", &xb);
+	id = client_id(ca);
+	ck_assert_int_eq(ibc_xrcd_open(xb, "shared", O_CREAT, &b), 0);
+	ck_assert_int_eq(ibc_xrcd_open(xa, "shared", 0, &a), 0);
+	ck_assert_int_eq(ibc_xrcd_open(xa, "mine", O_CREAT, &a2), 0);
+	ck_assert_int_eq(ibc_cq_create(xa, 16, &cq), 0);
+	ck_assert_int_eq(ibc_srq_create_xrc(a, cq, &sa, &srq), 0);
+	ck_assert_int_eq(ibc_qp_create_xrc_tgt(a2, &tgt), 0);
+	ck_assert_uint_eq(opens_of(ca, "shared", id), 1);
+	ck_assert_uint_eq(opens_of(ca, "mine", id), 1);
+	ibc_close(xa);
+	ck_assert_uint_eq(opens_of(ca, "shared", id), 0);
+	ck_assert_uint_eq(opens_of(ca, "mine", id), 0);
+	ck_assert_uint_eq(opens_of(cb, "shared", client_id(cb)), 1);
+	/* The last open of an undeclared name went: the name with it. */
+	ck_assert_int_eq(ibc_open(ca, NULL, &xa), 0);
+	ck_assert_int_eq(ibc_xrcd_open(xa, "mine", 0, &a2), -ENOENT);
+	ck_assert_int_eq(ibc_xrcd_close(b), 0);
+	ibc_disconnect(ca);
+	ibc_disconnect(cb);
+}
+END_TEST
+
 START_TEST(test_srq_tgt)
 {
 	uint32_t srqs = 9, qps = 9;
@@ -1105,6 +1160,7 @@ static Suite *xrcd_suite(void)
 	tcase_add_test(tc, test_killed_client);
 	tcase_add_test(tc, test_adoption);
 	tcase_add_test(tc, test_srq_tgt);
+	tcase_add_test(tc, test_close_with_users);
 	tcase_add_test(tc, test_killed_with_srqs);
 	tcase_add_test(tc, test_ctl);
 	tcase_add_test(tc, test_list_abi);
