@@ -554,8 +554,10 @@ START_TEST(test_room_names_limit)
 	d = domain_pool(sl_conns[0]->cl.domain);
 	limit = d->limit;
 	d->limit.objects = d->used.objects;
-	d->limit.xrcds = (uint32_t)charge_used(d, CHARGE_OF(FAMILY_XRCD));
-	d->limit.rss_tables = (uint32_t)charge_used(d, CHARGE_OF(FAMILY_RSS));
+	d->limit.family[FAMILY_XRCD][0] =
+		(uint32_t)charge_used(d, CHARGE_OF(FAMILY_XRCD));
+	d->limit.family[FAMILY_RSS][0] =
+		(uint32_t)charge_used(d, CHARGE_OF(FAMILY_RSS));
 	d->limit.clients = d->used.clients;
 
 	ck_assert_int_eq(
@@ -574,13 +576,14 @@ START_TEST(test_room_names_limit)
 	snprintf(want, sizeof(want),
 		 "domain %s holds its quota of %u XRCD "
 		 "opens",
-		 d->name, d->limit.xrcds);
+		 d->name, d->limit.family[FAMILY_XRCD][0]);
 	ck_assert_str_eq(why.text, want);
 
 	ck_assert_int_eq(charge_room(d, CHARGE_OF(FAMILY_RSS), 1, "", &why),
 			 -EDQUOT);
 	snprintf(want, sizeof(want), "domain %s holds %u of its %u RSS tables",
-		 d->name, d->limit.rss_tables, d->limit.rss_tables);
+		 d->name, d->limit.family[FAMILY_RSS][0],
+		 d->limit.family[FAMILY_RSS][0]);
 	ck_assert_str_eq(why.text, want);
 
 	ck_assert_int_eq(charge_add_room(d, CHARGE_CLIENTS, 1, "", &why),

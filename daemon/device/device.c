@@ -29,6 +29,9 @@
 static const struct {
 	const char *name;
 	unsigned int destroy_rank;
+	/* libibverbs shows its user no handle of it (struct ibv_xrcd has
+	 * none): a record the client made names one of its context's. */
+	bool handle_hidden;
 } obj_kinds[OBJ_KIND_COUNT] = {
 	[IBC_OBJ_NONE] = { "object", 0 },
 	[IBC_OBJ_FLOW] = { "flow", 1 },
@@ -41,7 +44,7 @@ static const struct {
 	[IBC_OBJ_MR] = { "MR", 8 },
 	[IBC_OBJ_AH] = { "AH", 9 },
 	[IBC_OBJ_DM] = { "DM", 10 },
-	[IBC_OBJ_XRCD] = { "XRCD", 11 },
+	[IBC_OBJ_XRCD] = { "XRCD", 11, true },
 	[IBC_OBJ_PD] = { "PD", OBJ_DESTROY_RANKS },
 	[IBC_OBJ_CONTEXT] = { "context", 0 },
 };
@@ -86,6 +89,11 @@ const char *obj_kind_name(uint32_t kind)
 unsigned int obj_kind_destroy_rank(uint32_t kind)
 {
 	return kind < OBJ_KIND_COUNT ? obj_kinds[kind].destroy_rank : 0;
+}
+
+bool obj_kind_handle_hidden(uint32_t kind)
+{
+	return kind < OBJ_KIND_COUNT && obj_kinds[kind].handle_hidden;
 }
 
 /* --- defaults for what an implementation leaves NULL ------------------ */

@@ -53,6 +53,9 @@ const char *obj_kind_name(uint32_t kind);
  * the context) or out of range. */
 #define OBJ_DESTROY_RANKS 12
 unsigned int obj_kind_destroy_rank(uint32_t kind);
+/* Whether libibverbs hides the handle of a @kind object from its user
+ * (an XRCD's): a record of one the client made names no handle. */
+bool obj_kind_handle_hidden(uint32_t kind);
 
 struct device_caps {
 	uint64_t max_dm_size;

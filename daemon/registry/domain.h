@@ -30,16 +30,14 @@ enum domain_kind {
 };
 
 /* A domain's quotas: its limits and what it uses of them (charge.c). */
+/* The most numbers one family's limits take in a domain. */
+#define QUOTA_FAMILY_WORDS 3
+
 struct quota {
-	/* Device memory: dm_pct percent of each device's (max_dm_size),
-	 * when not 0; else dm_bytes on all devices together. */
-	uint64_t dm_bytes;
-	uint32_t dm_pct;
-	/* Configured domains: the percent of the domain's dm_bytes one
-	 * member uid may hold (domain.c). */
-	uint32_t dm_member_share;
-	uint32_t xrcds;
-	uint32_t rss_tables;
+	/* Each family's limits, filled by its domain_limit hook from its
+	 * keys and read by that family alone: what each word means is the
+	 * family's (its header names them). */
+	uint64_t family[FAMILY_COUNT][QUOTA_FAMILY_WORDS];
 	uint32_t objects;
 	uint32_t clients;
 	/* Not a quota: rekey the domain once one of its contexts counts

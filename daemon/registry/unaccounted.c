@@ -145,9 +145,9 @@ static void unacc_name_known(struct dctx *x, struct unacc_walk *w)
 			continue;
 		if (o->intent)
 			w->intents[o->kind]++;
-		/* struct ibv_xrcd shows no handle: a verbs XRCD record
-		 * names one XRCD of the context, which one is unknown. */
-		else if (o->kind == IBC_OBJ_XRCD && !o->made_here)
+		/* A record of a kind whose handle libibverbs hides (an
+		 * XRCD) names one of the context's, which one is unknown. */
+		else if (!o->made_here && obj_kind_handle_hidden(o->kind))
 			w->by_count[o->kind]++;
 		else
 			unacc_name(&w->lists[o->kind], o->handle,

@@ -48,15 +48,17 @@ uint64_t dm_quota_limit(const struct domain *d, const struct device *dev)
 {
 	const struct quota *q = &domain_pool((struct domain *)d)->limit;
 
-	return dm_conf_bytes(q->dm_bytes, q->dm_pct, dev->caps.max_dm_size);
+	return dm_conf_bytes(q->family[FAMILY_DM][DM_LIMIT_BYTES],
+			     (uint32_t)q->family[FAMILY_DM][DM_LIMIT_PCT],
+			     dev->caps.max_dm_size);
 }
 
 uint64_t dm_quota_limit_shown(const struct core *core, const struct domain *d)
 {
 	uint64_t max = 0;
 
-	if (!d->limit.dm_pct)
-		return d->limit.dm_bytes;
+	if (!d->limit.family[FAMILY_DM][DM_LIMIT_PCT])
+		return d->limit.family[FAMILY_DM][DM_LIMIT_BYTES];
 	for (size_t i = 0; i < core->devices.n; i++) {
 		const struct device *dev = &core->devices.dev[i];
 
@@ -84,7 +86,10 @@ static uint64_t dm_quota_share(struct domain *pool, uid_t uid, uint64_t limit,
 	struct dm_usage *u = dm_usage_of(pool, uid);
 
 	*ret_held = u ? u->dm_bytes : 0;
-	return dm_conf_bytes(0, pool->limit.dm_member_share, limit);
+	return dm_conf_bytes(
+		0,
+		(uint32_t)pool->limit.family[FAMILY_DM][DM_LIMIT_MEMBER_SHARE],
+		limit);
 }
 
 int dm_quota_room(struct domain *d, uid_t uid, const struct device *dev,
@@ -108,14 +113,16 @@ int dm_quota_room(struct domain *d, uid_t uid, const struct device *dev,
 	share = dm_quota_share(pool, uid, limit, &held);
 	if (rounded <= share && held <= share - rounded)
 		return 0;
-	return why_set(why, -EDQUOT,
-		       "domain %s: uid %u holds %" PRIu64 " bytes of its "
-		       "device memory, persistent DMs included, and one "
-		       "member may hold %u%% of its dm_bytes quota on %s, "
-		       "%" PRIu64 " bytes (dm_member_share): a DM of %" PRIu64
-		       " bytes does not fit",
-		       pool->name, uid, held, pool->limit.dm_member_share,
-		       dev->name, share, length);
+	return why_set(
+		why, -EDQUOT,
+		"domain %s: uid %u holds %" PRIu64 " bytes of its "
+		"device memory, persistent DMs included, and one "
+		"member may hold %u%% of its dm_bytes quota on %s, "
+		"%" PRIu64 " bytes (dm_member_share): a DM of %" PRIu64
+		" bytes does not fit",
+		pool->name, uid, held,
+		(uint32_t)pool->limit.family[FAMILY_DM][DM_LIMIT_MEMBER_SHARE],
+		dev->name, share, length);
 }
 
 uint64_t dm_quota_free(struct domain *d, uid_t uid, const struct device *dev)

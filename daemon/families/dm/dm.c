@@ -1127,9 +1127,9 @@ static void dm_domain_limit(const struct config *cfg,
 {
 	const struct dm_conf_quota *q = dm_conf_quota(cfg, cd);
 
-	limit->dm_bytes = q->dm_bytes;
-	limit->dm_pct = q->dm_pct;
-	limit->dm_member_share = q->dm_member_share;
+	limit->family[FAMILY_DM][DM_LIMIT_BYTES] = q->dm_bytes;
+	limit->family[FAMILY_DM][DM_LIMIT_PCT] = q->dm_pct;
+	limit->family[FAMILY_DM][DM_LIMIT_MEMBER_SHARE] = q->dm_member_share;
 }
 
 const struct family dm_family = {

@@ -66,6 +66,16 @@ struct dm_hold {
 	uint32_t slot;
 };
 
+/* The DM family's words of a domain's limits (struct quota's family[]):
+ * dm_bytes, dm_pct (a percent of each device's memory, when not 0,
+ * instead of dm_bytes on all devices together) and dm_member_share (the
+ * percent of the domain's one member uid may hold). */
+enum dm_limit_word {
+	DM_LIMIT_BYTES,
+	DM_LIMIT_PCT,
+	DM_LIMIT_MEMBER_SHARE,
+};
+
 struct dm {
 	TAILQ_ENTRY(dm) link;
 	uint64_t id;

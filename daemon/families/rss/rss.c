@@ -1161,12 +1161,12 @@ static void rss_domain_limit(const struct config *cfg,
 			     const struct config_domain *cd,
 			     struct quota *limit)
 {
-	limit->rss_tables = rss_conf_domain(cfg, cd)->rss_tables;
+	limit->family[FAMILY_RSS][0] = rss_conf_domain(cfg, cd)->rss_tables;
 }
 
 static uint64_t rss_quota_limit(const struct domain *d)
 {
-	return d->limit.rss_tables;
+	return d->limit.family[FAMILY_RSS][0];
 }
 
 static int rss_quota_refuse(const char *domain, uint64_t used, uint64_t limit,

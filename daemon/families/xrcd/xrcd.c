@@ -1186,7 +1186,7 @@ static void xrcd_domain_limit(const struct config *cfg,
 			      const struct config_domain *cd,
 			      struct quota *limit)
 {
-	limit->xrcds = xrcd_conf_quota(cfg, cd)->xrcds;
+	limit->family[FAMILY_XRCD][0] = xrcd_conf_quota(cfg, cd)->xrcds;
 }
 
 /* A domain's listing: the XRCD opens its contexts' kernels still hold
@@ -1202,7 +1202,7 @@ static void xrcd_domain_info(const struct core *core, const struct domain *d,
 
 static uint64_t xrcd_quota_limit(const struct domain *d)
 {
-	return d->limit.xrcds;
+	return d->limit.family[FAMILY_XRCD][0];
 }
 
 static int xrcd_quota_refuse(const char *domain, uint64_t used, uint64_t limit,
