@@ -782,7 +782,9 @@ static int storm(uint64_t seed, unsigned long restarts)
 		prctl(PR_SET_CHILD_SUBREAPER, 1);
 		plain_pid = tl_daemon_spawn_logged(
 			rundir, sockpath,
-			(const char *const[]){ "--config", confpath, NULL },
+			/* info: the log says who passed the listener. */
+			(const char *const[]){ "--config", confpath,
+					       "--log-level", "info", NULL },
 			logpath);
 		if (plain_pid < 0 ||
 		    tl_wait_socket(plain_pid, sockpath, TL_WAIT_MS) < 0)
@@ -925,6 +927,15 @@ static int storm(uint64_t seed, unsigned long restarts)
 	if (plain) {
 		int st;
 
+		/* Each new binary says who passed its listener: no systemd
+		 * did. */
+		if (restarts &&
+		    (tl_count_in_file(logpath, "the previous rdmabrokerd "
+					       "handed over") <= 0 ||
+		     tl_count_in_file(logpath, "socket systemd passed")))
+			FAIL("after SIGUSR2 the log does not say that the "
+			     "previous daemon handed the socket over (%s)",
+			     logpath);
 		kill(plain_pid, SIGTERM);
 		tl_wait_pid(plain_pid, TL_WAIT_MS, &st);
 	} else {

@@ -181,6 +181,11 @@ unsigned int fdstore_n_passed(const struct fdstore *s)
 	return s->n_passed;
 }
 
+bool fdstore_notifies(const struct fdstore *s)
+{
+	return s->notify;
+}
+
 /* The first passed entry named @name that is @taken (and, when taken,
  * is @fd, or any still held for -2), or NULL. */
 static struct fdstore_ent *passed_find(const struct fdstore *s,

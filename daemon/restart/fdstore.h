@@ -49,6 +49,8 @@ void fdstore_free(struct fdstore *s);
 bool fdstore_passed(const struct fdstore *s, int fd);
 /* Descriptors passed at start under our names (taken or not). */
 unsigned int fdstore_n_passed(const struct fdstore *s);
+/* Does systemd keep the store (false: a re-exec's, the table alone)? */
+bool fdstore_notifies(const struct fdstore *s);
 
 /*
  * Take the passed descriptor named @name: the caller owns it (CLOEXEC

@@ -40,8 +40,16 @@ int sd_take_listener(const struct fdstore *store)
 		if (listener < 0 &&
 		    sd_is_socket_unix(fd, SOCK_SEQPACKET, 1, NULL, 0) > 0) {
 			listener = fd;
-			log_info("listening on the socket systemd passed (%s)",
-				 name);
+			/* A SIGUSR2 re-exec passes it as systemd would,
+			 * and the log says who did. */
+			if (store && !fdstore_notifies(store))
+				log_info("listening on the socket the previous "
+					 "rdmabrokerd handed over (%s)",
+					 name);
+			else
+				log_info("listening on the socket systemd "
+					 "passed (%s)",
+					 name);
 		} else {
 			log_warn("closing descriptor %d (%s) passed by "
 				 "systemd: not a listening SOCK_SEQPACKET "
