@@ -366,8 +366,10 @@ START_TEST(test_compaction)
 	journal_view_free(v);
 	free(buf);
 	full = 0;
-	while (!journal_wants_compaction(fresh))
-		ck_assert_int_eq(put_val(fresh, n % 10, n++), 0);
+	while (!journal_wants_compaction(fresh)) {
+		ck_assert_int_eq(put_val(fresh, n % 10, n), 0);
+		n++;
+	}
 	ck_assert_uint_eq(full, 1);
 	journal_free(fresh);
 	journal_free(j);
