@@ -371,9 +371,10 @@ START_TEST(planted_fds)
 }
 END_TEST
 
-/* A child process with a session of its own holding a CQ in soft0 and,
- * with @families, a DM and an XRCD open too; it waits for a signal. */
-static pid_t holder_spawn(struct rig *g, bool families)
+/* A child process with a session of its own (in a private domain with
+ * @private) holding a CQ in soft0 and, with @families, a DM and an XRCD
+ * open too; it waits for a signal. */
+static pid_t holder_spawn_in(struct rig *g, bool families, bool private)
 {
 	int p[2];
 	pid_t pid;
@@ -383,13 +384,21 @@ static pid_t holder_spawn(struct rig *g, bool families)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
+		struct ibc_connect_attr attr = {
+			.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+				     IBC_CONNECT_ATTR_TIMEOUT |
+				     IBC_CONNECT_ATTR_FLAGS,
+			.socket_path = g->sock,
+			.timeout_ms = 10000,
+			.flags = private ? IBC_CONNECT_PRIVATE_DOMAIN : 0,
+		};
 		struct ibc_client *cl;
 		struct ibc_xrcd *xr;
 		struct ibc_ctx *x;
 		struct ibc_dm *dm;
 		struct ibc_cq *cq;
 
-		if (tl_connect(g->sock, 10000, &cl) < 0 ||
+		if (ibc_connect(&attr, &cl) < 0 ||
 		    ibc_open(cl, "soft0", &x) < 0 ||
 		    ibc_cq_create(x, 4, &cq) < 0)
 			_exit(1);
@@ -405,6 +414,11 @@ static pid_t holder_spawn(struct rig *g, bool families)
 	ck_assert_int_eq(read(p[0], &c, 1), 1);
 	close(p[0]);
 	return pid;
+}
+
+static pid_t holder_spawn(struct rig *g, bool families)
+{
+	return holder_spawn_in(g, families, false);
 }
 
 /* Every object and DM goes (a dead client's cleanup). */
@@ -533,6 +547,60 @@ static size_t objects_in(struct rig *g, enum ibc_object_state state,
 	return n;
 }
 
+/* The session of process @pid ends (an eviction), the process stays:
+ * once the registry shows it, how many objects it left detached. */
+static size_t evict_pid(struct rig *g, pid_t pid)
+{
+	struct ibc_client_entry *e;
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	uint64_t id = 0;
+	size_t k, detached;
+
+	ck_assert_int_eq(ibc_list_clients(g->cl, &e, sizeof(*e), &k), 0);
+	for (size_t i = 0; i < k; i++)
+		if (e[i].pid == (uint32_t)pid)
+			id = e[i].id;
+	ibc_list_free(e);
+	ck_assert_uint_ne(id, 0);
+	ck_assert_int_eq(ibc_admin_evict(g->cl, id), 0);
+	while (objects_in(g, IBC_OBJECT_DETACHED, &detached) && !detached &&
+	       tl_now_ms() < end)
+		tl_sleep_ms(20);
+	return detached;
+}
+
+/* The domain named @name as listed now; false when there is none. */
+static bool domain_named(struct rig *g, const char *name,
+			 struct ibc_domain_info *ret)
+{
+	struct ibc_domain_info *d;
+	bool found = false;
+	size_t n;
+
+	ck_assert_int_eq(ibc_list_domains(g->cl, &d, sizeof(*d), &n), 0);
+	for (size_t i = 0; i < n && !found; i++)
+		if (strcmp(d[i].name, name) == 0) {
+			*ret = d[i];
+			found = true;
+		}
+	ibc_list_free(d);
+	return found;
+}
+
+/* The name of the private domain listed now ("" for none). */
+static void private_domain(struct rig *g, char *name, size_t size)
+{
+	struct ibc_domain_info *d;
+	size_t n;
+
+	*name = '\0';
+	ck_assert_int_eq(ibc_list_domains(g->cl, &d, sizeof(*d), &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(d[i].kind, "private") == 0)
+			snprintf(name, size, "%s", d[i].name);
+	ibc_list_free(d);
+}
+
 /* A session that ended before the restart while its process lives
  * (detached, here by an eviction): its objects are adopted with it,
  * shown detached, and destroyed once the process exits after the
@@ -546,28 +614,7 @@ START_TEST(detached_owner_kept)
 
 	SKIP_WITHOUT_STATE(&g);
 	pid = holder_spawn(&g, false);
-	/* The session ends (an eviction), the process stays. */
-	{
-		struct ibc_client_entry *e;
-		uint64_t id = 0;
-		size_t k;
-
-		ck_assert_int_eq(ibc_list_clients(g.cl, &e, sizeof(*e), &k), 0);
-		for (size_t i = 0; i < k; i++)
-			if (e[i].pid == (uint32_t)pid)
-				id = e[i].id;
-		ibc_list_free(e);
-		ck_assert_uint_ne(id, 0);
-		ck_assert_int_eq(ibc_admin_evict(g.cl, id), 0);
-	}
-	{
-		int64_t end = tl_now_ms() + TL_WAIT_MS;
-
-		while (objects_in(&g, IBC_OBJECT_DETACHED, &detached) &&
-		       !detached && tl_now_ms() < end)
-			tl_sleep_ms(20);
-		ck_assert_uint_eq(detached, 1);
-	}
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
 	ck_assert_int_eq(kill_and_restart(&g), 0);
 	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
 	ck_assert_uint_eq(n, 1);
@@ -1032,6 +1079,84 @@ START_TEST(dm_ids_never_reused)
 }
 END_TEST
 
+/* The objects of a session that ended before the restart in a context
+ * that no live session holds (its private domain's): the context is
+ * adopted from the store all the same, its domain made again, and the
+ * objects are listed detached with their charges; once the process
+ * exits they are destroyed and the context and domain go, as without a
+ * restart. */
+START_TEST(detached_ctx_no_session)
+{
+	struct ibc_domain_info before, after;
+	char name[64];
+	struct rig g;
+	size_t n, detached;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn_in(&g, false, true);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	private_domain(&g, name, sizeof(name));
+	ck_assert_str_ne(name, "");
+	ck_assert(domain_named(&g, name, &before));
+	ck_assert_uint_eq(before.contexts, 1);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(detached, 1);
+	ck_assert_msg(domain_named(&g, name, &after),
+		      "domain %s did not come back", name);
+	ck_assert_uint_eq(after.contexts, 1);
+	ck_assert_uint_eq(after.members, 0);
+	ck_assert_uint_eq(after.used.objects, before.used.objects);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	wait_all_gone(&g);
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+		while (domain_named(&g, name, &after) && tl_now_ms() < end)
+			tl_sleep_ms(20);
+		ck_assert_msg(!domain_named(&g, name, &after),
+			      "domain %s stays after its objects went", name);
+	}
+	rig_free(&g);
+}
+END_TEST
+
+/* An MR on a DM of a session that ended before the restart, whose
+ * process exits while no daemon runs: the MR is made again only after
+ * the DMs (late), and its owner is watched after that, so that the
+ * process's exit is seen and the MR and the DM are destroyed, with
+ * nothing left charged. */
+START_TEST(detached_dm_mr_owner_gone)
+{
+	struct ibc_domain_info base, used;
+	int go, done, st;
+	struct rig g;
+	pid_t pid;
+
+	SKIP_WITHOUT_STATE(&g);
+	base = domain_now(&g);
+	pid = dm_mr_holder(&g, &go, &done);
+	ck_assert_uint_ge(evict_pid(&g, pid), 1);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	close(go);
+	close(done);
+	wait_all_gone(&g);
+	used = domain_now(&g);
+	ck_assert_uint_eq(used.used.dm_bytes, 0);
+	ck_assert_uint_eq(used.used.objects, base.used.objects);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -1055,6 +1180,8 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, dm_mr_restored);
 	tcase_add_test(tc, dm_left_kept);
 	tcase_add_test(tc, dm_ids_never_reused);
+	tcase_add_test(tc, detached_ctx_no_session);
+	tcase_add_test(tc, detached_dm_mr_owner_gone);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -129,6 +129,23 @@ static bool domain_is_own(struct core *core, struct client *c, const char *want)
 	return strcmp(want, own) == 0;
 }
 
+/* A private domain @name of @uid drawing on @pool's quotas; NULL without
+ * memory (@pool released then). */
+static struct domain *domain_private_new(struct core *core, const char *name,
+					 uid_t uid, struct domain *pool)
+{
+	struct domain *d = domain_new(core, name, DOMAIN_PRIVATE, NULL);
+
+	if (!d) {
+		domain_release(core, pool);
+		return NULL;
+	}
+	d->uid = uid;
+	d->pool = pool;
+	pool->pooled++;
+	return d;
+}
+
 /* The domain @c gets when it names none: the first configured one it may
  * join, in file order, else its uid's own. */
 static const struct config_domain *domain_pick(struct core *core,
@@ -170,14 +187,9 @@ int domain_join(struct core *core, struct client *c, const char *want,
 		ret = domain_own(core, c, &pool, why);
 		if (ret < 0)
 			return ret;
-		d = domain_new(core, name, DOMAIN_PRIVATE, NULL);
-		if (!d) {
-			domain_release(core, pool);
+		d = domain_private_new(core, name, c->cred.uid, pool);
+		if (!d)
 			return why_set(why, -ENOMEM, "out of memory");
-		}
-		d->uid = c->cred.uid;
-		d->pool = pool;
-		pool->pooled++;
 		ret = domain_admit(d, c, why);
 		if (ret < 0)
 			domain_release(core, d);
@@ -243,4 +255,36 @@ void domain_leave(struct core *core, struct client *c)
 	TAILQ_REMOVE(&d->members, c, domain_link);
 	c->domain = NULL;
 	domain_release(core, d);
+}
+
+struct domain *domain_adopt(struct core *core, const char *name,
+			    enum domain_kind kind, uid_t uid)
+{
+	struct domain *d = domain_find(core, name), *pool;
+	char own[64];
+
+	/* A name the record's kind and uid would not have made is not
+	 * this owner's domain. */
+	if (d)
+		return d->kind == kind && (kind == DOMAIN_CONFIGURED ||
+					   d->uid == uid) ?
+			       d :
+			       NULL;
+	switch (kind) {
+	case DOMAIN_UID:
+		snprintf(own, sizeof(own), "uid-%u", uid);
+		return strcmp(name, own) == 0 ? domain_own_uid(core, uid) :
+						NULL;
+	case DOMAIN_PRIVATE:
+		/* With per = cgroup its pool is a cgroup's, which the
+		 * record does not name. */
+		if (core->config.per_cgroup ||
+		    strncmp(name, "private-", 8) != 0)
+			return NULL;
+		pool = domain_own_uid(core, uid);
+		return pool ? domain_private_new(core, name, uid, pool) : NULL;
+	default:
+		/* A configured one exists while the file names it. */
+		return NULL;
+	}
 }

@@ -7,6 +7,9 @@
 #define RDMAB_DOMAIN_JOIN_H
 
 #include <stdbool.h>
+#include <sys/types.h>
+
+#include "daemon/registry/domain.h"
 
 struct core;
 struct client;
@@ -20,5 +23,17 @@ int domain_join(struct core *core, struct client *c, const char *want,
 		bool private, struct why *why);
 /* Take @c out of its domain; frees the domain when nothing is left. */
 void domain_leave(struct core *core, struct client *c);
+/*
+ * Restore: domain @name of @kind that a context's record names, for the
+ * objects of uid @uid whose session ended before the restart: the one
+ * there is, or one made again as domain_join() made it (a uid's own; a
+ * private one drawing on its uid's own). NULL when it cannot be: a
+ * configured domain the file no longer names, a cgroup's (the record
+ * keeps no cgroup), a name that is not what @kind and @uid make, or no
+ * memory. A domain it made is freed by domain_release() while nothing
+ * holds it.
+ */
+struct domain *domain_adopt(struct core *core, const char *name,
+			    enum domain_kind kind, uid_t uid);
 
 #endif

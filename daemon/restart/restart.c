@@ -666,13 +666,18 @@ struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id)
 
 void restart_objects_adopted(struct core *core)
 {
-	struct registry *reg = core->registry;
-	struct obj_owner *ow, *tmp;
 	struct domain *d;
-	int err;
 
 	TAILQ_FOREACH(d, &core->domains, link)
 		dctx_imports_adopt(d);
+}
+
+void restart_owners_watch(struct core *core)
+{
+	struct registry *reg = core->registry;
+	struct obj_owner *ow, *tmp;
+	int err;
+
 	TAILQ_FOREACH_SAFE(ow, &reg->owners, link, tmp) {
 		if (ow->state == OWNER_LIVE || ow->watch || ow->ev)
 			continue;

@@ -283,20 +283,32 @@ static int dm_restore_session(void *arg, const struct journal_rec *r)
 
 /*
  * A DM import's registry record, made again under @id for the session of
- * @owner (the registry journals no DM import: the DM's record names them).
- * NULL when that session did not come back: the import went with it.
+ * @owner (the registry journals no DM import: the DM's record names them),
+ * or, when that session had ended before the restart while its process
+ * lived, for its detached owner: the import stays until the process
+ * exits, as before the restart. NULL when neither came back: the import
+ * went with its session.
  */
 static struct obj *dm_restore_record(struct restore *rs, struct dm *dm,
 				     uint64_t owner, uint64_t id)
 {
 	struct client *c = state_client(rs->core, owner);
+	struct obj_owner *ow = c ? NULL : restart_owner_find(rs, owner);
 	struct why why = { 0 };
 	struct obj *o;
+	int ret;
 
-	if (!c || !dctx_conn_find(c, dm->ctx->id))
+	if (c && !dctx_conn_find(c, dm->ctx->id))
 		return NULL;
-	if (objects_add_id(c, dm->ctx, IBC_OBJ_DM, false, true, dm->dd.handle,
-			   id, &why, &o) < 0) {
+	if (c)
+		ret = objects_add_id(c, dm->ctx, IBC_OBJ_DM, false, true,
+				     dm->dd.handle, id, &why, &o);
+	else if (ow)
+		ret = objects_add_detached(ow, dm->ctx, IBC_OBJ_DM, false, true,
+					   dm->dd.handle, id, &why, &o);
+	else
+		return NULL;
+	if (ret < 0) {
 		log_warn("DM %" PRIu64 ": the import %" PRIu64 " of client "
 			 "%" PRIu64 " is not adopted: %s",
 			 dm->id, id, owner, why.text);
