@@ -936,10 +936,23 @@ static size_t objects_listed(struct rig *g, struct ibc_object_info *v,
 	return n;
 }
 
+/* Every object and DM goes, and the domain is charged what it was at
+ * @base, with no DM bytes. */
+static void wait_all_gone_uncharged(struct rig *g,
+				    const struct ibc_domain_info *base)
+{
+	struct ibc_domain_info used;
+
+	wait_all_gone(g);
+	used = domain_now(g);
+	ck_assert_uint_eq(used.used.dm_bytes, 0);
+	ck_assert_uint_eq(used.used.objects, base->used.objects);
+}
+
 START_TEST(dm_mr_restored)
 {
 	struct ibc_object_info before[16], after[16];
-	struct ibc_domain_info base, used;
+	struct ibc_domain_info base;
 	struct ibc_dm_info *d;
 	size_t n_before, n_after, n_dm;
 	uint64_t mr_id = 0;
@@ -978,10 +991,7 @@ START_TEST(dm_mr_restored)
 	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
 	close(go);
 	close(done);
-	wait_all_gone(&g);
-	used = domain_now(&g);
-	ck_assert_uint_eq(used.used.dm_bytes, 0);
-	ck_assert_uint_eq(used.used.objects, base.used.objects);
+	wait_all_gone_uncharged(&g, &base);
 	rig_free(&g);
 }
 END_TEST
@@ -1132,7 +1142,7 @@ END_TEST
  * nothing left charged. */
 START_TEST(detached_dm_mr_owner_gone)
 {
-	struct ibc_domain_info base, used;
+	struct ibc_domain_info base;
 	int go, done, st;
 	struct rig g;
 	pid_t pid;
@@ -1149,10 +1159,56 @@ START_TEST(detached_dm_mr_owner_gone)
 	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
 	close(go);
 	close(done);
+	wait_all_gone_uncharged(&g, &base);
+	rig_free(&g);
+}
+END_TEST
+
+/* The same, with what the families keep of the holder (a DM it
+ * allocated, an XRCD open): every record of it is listed after the
+ * restart as before, detached, the DM not freed; once the process exits
+ * everything goes. */
+START_TEST(detached_families_no_session)
+{
+	struct ibc_object_info before[16], after[16];
+	struct ibc_dm_info *d;
+	size_t n_before, n_after, n_dm;
+	char name[64];
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn_in(&g, true, true);
+	ck_assert_uint_ge(evict_pid(&g, pid), 1);
+	private_domain(&g, name, sizeof(name));
+	n_before = objects_listed(&g, before, 16);
+	ck_assert_uint_ge(n_before, 3);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	n_after = objects_listed(&g, after, 16);
+	ck_assert_uint_eq(n_after, n_before);
+	for (size_t i = 0; i < n_after; i++) {
+		ck_assert_uint_eq(after[i].id, before[i].id);
+		ck_assert_int_eq(after[i].kind, before[i].kind);
+		ck_assert_uint_eq(after[i].handle, before[i].handle);
+		ck_assert_int_eq(after[i].state, IBC_OBJECT_DETACHED);
+	}
+	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
+	ck_assert_uint_eq(n_dm, 1);
+	ck_assert_int_eq(d[0].state, IBC_DM_LIVE);
+	ck_assert_uint_eq(d[0].n_importers, 1);
+	ibc_list_free(d);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
 	wait_all_gone(&g);
-	used = domain_now(&g);
-	ck_assert_uint_eq(used.used.dm_bytes, 0);
-	ck_assert_uint_eq(used.used.objects, base.used.objects);
+	{
+		struct ibc_domain_info left;
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+		while (domain_named(&g, name, &left) && tl_now_ms() < end)
+			tl_sleep_ms(20);
+		ck_assert(!domain_named(&g, name, &left));
+	}
 	rig_free(&g);
 }
 END_TEST
@@ -1182,6 +1238,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, dm_ids_never_reused);
 	tcase_add_test(tc, detached_ctx_no_session);
 	tcase_add_test(tc, detached_dm_mr_owner_gone);
+	tcase_add_test(tc, detached_families_no_session);
 	suite_add_tcase(s, tc);
 	return s;
 }
