@@ -1089,6 +1089,40 @@ START_TEST(dm_ids_never_reused)
 }
 END_TEST
 
+/* With per = cgroup, a session in its cgroup's domain comes back in that
+ * domain, under its name, with its context and charges; a session that
+ * connects after the restart from the same cgroup joins it too. */
+START_TEST(cgroup_session_kept)
+{
+	struct ibc_domain_info before, after;
+	struct ibc_client_info ci;
+	struct ibc_client *c2;
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct rig g;
+
+	rig_config = "[defaults]\nper = cgroup\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	before = domain_now(&g);
+	ck_assert_str_eq(before.kind, "cgroup");
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	after = domain_now(&g);
+	ck_assert_str_eq(after.name, before.name);
+	ck_assert_str_eq(after.kind, "cgroup");
+	ck_assert_uint_eq(after.contexts, 1);
+	ck_assert_uint_eq(after.used.objects, before.used.objects);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
+	ck_assert_int_eq(ibc_client_info(c2, &ci, sizeof(ci)), 0);
+	ck_assert_str_eq(ci.domain, before.name);
+	ibc_disconnect(c2);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	rig_free(&g);
+}
+END_TEST
+
 /* The objects of a session that ended before the restart in a context
  * that no live session holds (its private domain's): the context is
  * adopted from the store all the same, its domain made again, and the
@@ -1239,6 +1273,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, detached_ctx_no_session);
 	tcase_add_test(tc, detached_dm_mr_owner_gone);
 	tcase_add_test(tc, detached_families_no_session);
+	tcase_add_test(tc, cgroup_session_kept);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -59,6 +59,24 @@ static struct domain *domain_find_cgroup(struct core *core, uid_t uid,
 	return NULL;
 }
 
+/* A new cgroup domain @name of @uid for the @len bytes of @key; NULL
+ * without memory. */
+static struct domain *domain_cgroup_new(struct core *core, const char *name,
+					uid_t uid, const char *key, size_t len)
+{
+	struct domain *d = domain_new(core, name, DOMAIN_CGROUP, NULL);
+
+	if (d)
+		d->cgroup = strndup(key, len);
+	if (!d || !d->cgroup) {
+		if (d)
+			domain_release(core, d);
+		return NULL;
+	}
+	d->uid = uid;
+	return d;
+}
+
 /* With per = cgroup: @c's uid's domain in @c's cgroup, made if need be,
  * named after the session that made it, as a private domain is. */
 static int domain_own_cgroup(struct core *core, struct client *c,
@@ -81,15 +99,9 @@ static int domain_own_cgroup(struct core *core, struct client *c,
 		return 0;
 	}
 	snprintf(name, sizeof(name), "cgroup-%u-%" PRIu64, c->cred.uid, c->id);
-	d = domain_new(core, name, DOMAIN_CGROUP, NULL);
-	if (d)
-		d->cgroup = strndup(c->cgroup, len);
-	if (!d || !d->cgroup) {
-		if (d)
-			domain_release(core, d);
+	d = domain_cgroup_new(core, name, c->cred.uid, c->cgroup, len);
+	if (!d)
 		return why_set(why, -ENOMEM, "out of memory");
-	}
-	d->uid = c->cred.uid;
 	*ret = d;
 	return 0;
 }
@@ -239,6 +251,32 @@ int domain_join(struct core *core, struct client *c, const char *want,
 	ret = domain_own(core, c, &d, why);
 	if (ret < 0)
 		return ret;
+	ret = domain_admit(d, c, why);
+	if (ret < 0)
+		domain_release(core, d);
+	return ret;
+}
+
+int domain_rejoin(struct core *core, struct client *c, const char *name,
+		  enum domain_kind kind, struct why *why)
+{
+	struct domain *d = NULL;
+	size_t len;
+	int ret;
+
+	if (kind == DOMAIN_CGROUP && core->config.per_cgroup && c->cgroup) {
+		len = domain_cgroup_key_len(core, c->cgroup);
+		d = domain_find_cgroup(core, c->cred.uid, c->cgroup, len);
+		if (!d && !domain_find(core, name)) {
+			d = domain_cgroup_new(core, name, c->cred.uid,
+					      c->cgroup, len);
+			if (!d)
+				return why_set(why, -ENOMEM, "out of memory");
+		}
+	}
+	if (!d)
+		return domain_join(core, c, kind == DOMAIN_PRIVATE ? "" : name,
+				   kind == DOMAIN_PRIVATE, why);
 	ret = domain_admit(d, c, why);
 	if (ret < 0)
 		domain_release(core, d);

@@ -655,9 +655,8 @@ static int restore_session(void *arg, const struct journal_rec *rec)
 		 m->library_version);
 	families_session_restore(&c->cl, m);
 	c->cl.requests = m->requests;
-	ret = domain_join(&srv->core, &c->cl,
-			  m->domain_kind == DOMAIN_PRIVATE ? "" : m->domain,
-			  m->domain_kind == DOMAIN_PRIVATE, &why);
+	ret = domain_rejoin(&srv->core, &c->cl, m->domain,
+			    (enum domain_kind)m->domain_kind, &why);
 	if (ret < 0) {
 		log_warn("client %" PRIu64 ": cannot join domain %s again: %s",
 			 c->cl.id, m->domain, why.text);
