@@ -13,6 +13,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,6 +174,21 @@ static int state_fd(struct rig *g)
 			return;                                                \
 		}                                                              \
 	} while (0)
+
+/* Does the fake systemd's store hold a descriptor named @name? */
+static bool store_has(struct rig *g, const char *name)
+{
+	char got[256];
+	bool found = false;
+	int fd;
+
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
+		close(fd);
+		found |= strcmp(got, name) == 0;
+	}
+	return found;
+}
 
 /* SIGKILL and start again; the client's next request says whether its
  * session lived. */
@@ -1123,12 +1139,63 @@ START_TEST(cgroup_session_kept)
 }
 END_TEST
 
+/* With per = cgroup, the objects of a session that ended before the
+ * restart in its cgroup's domain, of which no session comes back: the
+ * domain is made again under its name for the cgroup its context's
+ * record names (a session of that cgroup then joins it), the objects
+ * are listed detached and go with the process. */
+START_TEST(cgroup_detached_no_session)
+{
+	struct ibc_client_info ci;
+	size_t n, detached;
+	char name[64], conn[64];
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	rig_config = "[defaults]\nper = cgroup\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	snprintf(name, sizeof(name), "%s", domain_now(&g).name);
+	pid = holder_spawn(&g, false);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	/* No session of the domain is left to bring it back: the daemon
+	 * took the rig's client's socket out of the store. */
+	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
+	snprintf(conn, sizeof(conn), "rb.conn.%" PRIu64, ci.client_id);
+	ck_assert(store_has(&g, conn));
+	ibc_disconnect(g.cl);
+	g.cl = NULL;
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+		while (store_has(&g, conn) && tl_now_ms() < end)
+			tl_sleep_ms(20);
+		ck_assert(!store_has(&g, conn));
+	}
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	rig_start(&g);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &g.cl), 0);
+	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
+	ck_assert_str_eq(ci.domain, name);
+	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(detached, 1);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	wait_all_gone(&g);
+	rig_free(&g);
+}
+END_TEST
+
 /* The objects of a session that ended before the restart in a context
  * that no live session holds (its private domain's): the context is
  * adopted from the store all the same, its domain made again, and the
  * objects are listed detached with their charges; once the process
  * exits they are destroyed and the context and domain go, as without a
- * restart. */
+ * restart. Run 1: with per = cgroup, the private domain draws on its
+ * cgroup's, found by the name its context's record keeps. */
 START_TEST(detached_ctx_no_session)
 {
 	struct ibc_domain_info before, after;
@@ -1138,7 +1205,9 @@ START_TEST(detached_ctx_no_session)
 	pid_t pid;
 	int st;
 
+	rig_config = _i ? "[defaults]\nper = cgroup\n" : NULL;
 	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
 	pid = holder_spawn_in(&g, false, true);
 	ck_assert_uint_eq(evict_pid(&g, pid), 1);
 	private_domain(&g, name, sizeof(name));
@@ -1270,10 +1339,11 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, dm_mr_restored);
 	tcase_add_test(tc, dm_left_kept);
 	tcase_add_test(tc, dm_ids_never_reused);
-	tcase_add_test(tc, detached_ctx_no_session);
+	tcase_add_loop_test(tc, detached_ctx_no_session, 0, 2);
 	tcase_add_test(tc, detached_dm_mr_owner_gone);
 	tcase_add_test(tc, detached_families_no_session);
 	tcase_add_test(tc, cgroup_session_kept);
+	tcase_add_test(tc, cgroup_detached_no_session);
 	suite_add_tcase(s, tc);
 	return s;
 }

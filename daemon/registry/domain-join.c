@@ -295,8 +295,25 @@ void domain_leave(struct core *core, struct client *c)
 	domain_release(core, d);
 }
 
+/* Restore: the cgroup domain @name of @uid for cgroup @key (its own, not
+ * cut), as domain_adopt() finds or makes it; NULL when it cannot be. */
+static struct domain *domain_adopt_cgroup(struct core *core, const char *name,
+					  uid_t uid, const char *key)
+{
+	struct domain *d;
+
+	if (!*key || strncmp(name, "cgroup-", 7) != 0)
+		return NULL;
+	d = domain_find(core, name);
+	if (d)
+		return d->kind == DOMAIN_CGROUP && d->uid == uid ? d : NULL;
+	d = domain_find_cgroup(core, uid, key, strlen(key));
+	return d ? d : domain_cgroup_new(core, name, uid, key, strlen(key));
+}
+
 struct domain *domain_adopt(struct core *core, const char *name,
-			    enum domain_kind kind, uid_t uid)
+			    enum domain_kind kind, uid_t uid,
+			    const char *cgroup, const char *pool_name)
 {
 	struct domain *d = domain_find(core, name), *pool;
 	char own[64];
@@ -313,13 +330,19 @@ struct domain *domain_adopt(struct core *core, const char *name,
 		snprintf(own, sizeof(own), "uid-%u", uid);
 		return strcmp(name, own) == 0 ? domain_own_uid(core, uid) :
 						NULL;
+	case DOMAIN_CGROUP:
+		return core->config.per_cgroup ?
+			       domain_adopt_cgroup(core, name, uid, cgroup) :
+			       NULL;
 	case DOMAIN_PRIVATE:
-		/* With per = cgroup its pool is a cgroup's, which the
-		 * record does not name. */
-		if (core->config.per_cgroup ||
-		    strncmp(name, "private-", 8) != 0)
+		if (strncmp(name, "private-", 8) != 0)
 			return NULL;
-		pool = domain_own_uid(core, uid);
+		/* Its pool: its uid's own, or with per = cgroup its uid's
+		 * in the cgroup. */
+		pool = core->config.per_cgroup ?
+			       domain_adopt_cgroup(core, pool_name, uid,
+						   cgroup) :
+			       domain_own_uid(core, uid);
 		return pool ? domain_private_new(core, name, uid, pool) : NULL;
 	default:
 		/* A configured one exists while the file names it. */

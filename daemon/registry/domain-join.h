@@ -35,14 +35,16 @@ void domain_leave(struct core *core, struct client *c);
 /*
  * Restore: domain @name of @kind that a context's record names, for the
  * objects of uid @uid whose session ended before the restart: the one
- * there is, or one made again as domain_join() made it (a uid's own; a
- * private one drawing on its uid's own). NULL when it cannot be: a
- * configured domain the file no longer names, a cgroup's (the record
- * keeps no cgroup), a name that is not what @kind and @uid make, or no
- * memory. A domain it made is freed by domain_release() while nothing
- * holds it.
+ * there is, or one made again as domain_join() made it: a uid's own; a
+ * cgroup's, for the cgroup @cgroup, under @name; a private one drawing on
+ * its uid's own or, with per = cgroup, on the domain of @cgroup named
+ * @pool_name. NULL when it cannot be: a configured domain the file no
+ * longer names, a cgroup the record does not name (an older daemon's),
+ * a name that is not what @kind and @uid make, or no memory. A domain
+ * it made is freed by domain_release() while nothing holds it.
  */
 struct domain *domain_adopt(struct core *core, const char *name,
-			    enum domain_kind kind, uid_t uid);
+			    enum domain_kind kind, uid_t uid,
+			    const char *cgroup, const char *pool_name);
 
 #endif

@@ -285,6 +285,10 @@ void restart_ctx_saved(struct core *core, const struct dctx *x)
 		return;
 	m.domain = x->domain->name;
 	m.domain_kind = x->domain->kind;
+	if (x->domain->pool->cgroup)
+		m.domain_cgroup = x->domain->pool->cgroup;
+	if (x->domain->pool != x->domain)
+		m.domain_pool = x->domain->pool->name;
 	m.device = x->dev->name;
 	m.pd_handle = x->dev->ctx_ops->pd_handle(x->dc);
 	m.unaccounted = x->unaccounted;

@@ -526,7 +526,7 @@ static struct dctx *restore_ctx_orphan(struct rctx *rc, struct obj_owner *ow,
 	if (!m)
 		return NULL;
 	d = domain_adopt(rs->core, m->domain, (enum domain_kind)m->domain_kind,
-			 ow->uid);
+			 ow->uid, m->domain_cgroup, m->domain_pool);
 	u = user_get(rs->core, ow->uid);
 	if (!d || !u) {
 		log_warn("context %" PRIu64 " (%s on %s) of client %" PRIu64
