@@ -190,6 +190,24 @@ static bool store_has(struct rig *g, const char *name)
 	return found;
 }
 
+/* The rig's client disconnects, and the daemon has seen it: its socket
+ * left the store. g->cl is NULL then. */
+static void rig_client_leaves(struct rig *g)
+{
+	struct ibc_client_info ci;
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	char conn[64];
+
+	ck_assert_int_eq(ibc_client_info(g->cl, &ci, sizeof(ci)), 0);
+	snprintf(conn, sizeof(conn), "rb.conn.%" PRIu64, ci.client_id);
+	ck_assert(store_has(g, conn));
+	ibc_disconnect(g->cl);
+	g->cl = NULL;
+	while (store_has(g, conn) && tl_now_ms() < end)
+		tl_sleep_ms(20);
+	ck_assert(!store_has(g, conn));
+}
+
 /* SIGKILL and start again; the client's next request says whether its
  * session lived. */
 static int kill_and_restart(struct rig *g)
@@ -1139,6 +1157,39 @@ START_TEST(cgroup_session_kept)
 }
 END_TEST
 
+/* With per = cgroup, a private domain's session comes back on its pool,
+ * its cgroup's domain, under the pool's name, also when no session of
+ * the pool comes back before it. */
+START_TEST(cgroup_private_session_kept)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+			     IBC_CONNECT_ATTR_TIMEOUT | IBC_CONNECT_ATTR_FLAGS,
+		.timeout_ms = 10000,
+		.flags = IBC_CONNECT_PRIVATE_DOMAIN,
+	};
+	struct ibc_domain_info pool;
+	struct ibc_client *p;
+	char name[64];
+	struct rig g;
+
+	rig_config = "[defaults]\nper = cgroup\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	snprintf(name, sizeof(name), "%s", domain_now(&g).name);
+	attr.socket_path = g.sock;
+	ck_assert_int_eq(ibc_connect(&attr, &p), 0);
+	/* Only the private session names the pool now. */
+	rig_client_leaves(&g);
+	g.cl = p;
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_msg(domain_named(&g, name, &pool),
+		      "the pool %s did not come back", name);
+	ck_assert_str_eq(pool.kind, "cgroup");
+	rig_free(&g);
+}
+END_TEST
+
 /* With per = cgroup, the objects of a session that ended before the
  * restart in its cgroup's domain, of which no session comes back: the
  * domain is made again under its name for the cgroup its context's
@@ -1148,7 +1199,7 @@ START_TEST(cgroup_detached_no_session)
 {
 	struct ibc_client_info ci;
 	size_t n, detached;
-	char name[64], conn[64];
+	char name[64];
 	struct rig g;
 	pid_t pid;
 	int st;
@@ -1159,20 +1210,8 @@ START_TEST(cgroup_detached_no_session)
 	snprintf(name, sizeof(name), "%s", domain_now(&g).name);
 	pid = holder_spawn(&g, false);
 	ck_assert_uint_eq(evict_pid(&g, pid), 1);
-	/* No session of the domain is left to bring it back: the daemon
-	 * took the rig's client's socket out of the store. */
-	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
-	snprintf(conn, sizeof(conn), "rb.conn.%" PRIu64, ci.client_id);
-	ck_assert(store_has(&g, conn));
-	ibc_disconnect(g.cl);
-	g.cl = NULL;
-	{
-		int64_t end = tl_now_ms() + TL_WAIT_MS;
-
-		while (store_has(&g, conn) && tl_now_ms() < end)
-			tl_sleep_ms(20);
-		ck_assert(!store_has(&g, conn));
-	}
+	/* No session of the domain is left to bring it back. */
+	rig_client_leaves(&g);
 	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
 	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
 	rig_start(&g);
@@ -1344,6 +1383,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, detached_families_no_session);
 	tcase_add_test(tc, cgroup_session_kept);
 	tcase_add_test(tc, cgroup_detached_no_session);
+	tcase_add_test(tc, cgroup_private_session_kept);
 	suite_add_tcase(s, tc);
 	return s;
 }

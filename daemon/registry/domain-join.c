@@ -258,23 +258,28 @@ int domain_join(struct core *core, struct client *c, const char *want,
 }
 
 int domain_rejoin(struct core *core, struct client *c, const char *name,
-		  enum domain_kind kind, struct why *why)
+		  enum domain_kind kind, const char *pool_name, struct why *why)
 {
+	/* With per = cgroup: the cgroup's own, a private domain's pool. */
+	const char *own = kind == DOMAIN_CGROUP ? name : pool_name;
 	struct domain *d = NULL;
 	size_t len;
 	int ret;
 
-	if (kind == DOMAIN_CGROUP && core->config.per_cgroup && c->cgroup) {
+	if ((kind == DOMAIN_CGROUP || kind == DOMAIN_PRIVATE) &&
+	    core->config.per_cgroup && c->cgroup) {
 		len = domain_cgroup_key_len(core, c->cgroup);
 		d = domain_find_cgroup(core, c->cred.uid, c->cgroup, len);
-		if (!d && !domain_find(core, name)) {
-			d = domain_cgroup_new(core, name, c->cred.uid,
-					      c->cgroup, len);
+		if (!d && *own && !domain_find(core, own)) {
+			d = domain_cgroup_new(core, own, c->cred.uid, c->cgroup,
+					      len);
 			if (!d)
 				return why_set(why, -ENOMEM, "out of memory");
 		}
 	}
-	if (!d)
+	/* A private one is made again on its pool, found by its cgroup
+	 * now (a failed join releases the pool made for it). */
+	if (!d || kind == DOMAIN_PRIVATE)
 		return domain_join(core, c, kind == DOMAIN_PRIVATE ? "" : name,
 				   kind == DOMAIN_PRIVATE, why);
 	ret = domain_admit(d, c, why);

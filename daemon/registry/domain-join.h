@@ -23,13 +23,15 @@ int domain_join(struct core *core, struct client *c, const char *want,
 		bool private, struct why *why);
 /*
  * Restore: @c joins again the domain @name of @kind its saved session was
- * in. With per = cgroup, its cgroup's own is the one there is, or made
- * again under @name: domain_join() would name a new one after this
- * session, and refuses the name of a cgroup's domain not made yet. The
- * others as domain_join() joins them (a private one made again).
+ * in. With per = cgroup, its cgroup's own (for a private domain: its
+ * pool, @pool_name) is the one there is, or made again under its saved
+ * name: domain_join() would name a new one after this session, and
+ * refuses the name of a cgroup's domain not made yet. The rest as
+ * domain_join() joins (a private domain made again on its pool).
  */
 int domain_rejoin(struct core *core, struct client *c, const char *name,
-		  enum domain_kind kind, struct why *why);
+		  enum domain_kind kind, const char *pool_name,
+		  struct why *why);
 /* Take @c out of its domain; frees the domain when nothing is left. */
 void domain_leave(struct core *core, struct client *c);
 /*

@@ -656,7 +656,8 @@ static int restore_session(void *arg, const struct journal_rec *rec)
 	families_session_restore(&c->cl, m);
 	c->cl.requests = m->requests;
 	ret = domain_rejoin(&srv->core, &c->cl, m->domain,
-			    (enum domain_kind)m->domain_kind, &why);
+			    (enum domain_kind)m->domain_kind, m->domain_pool,
+			    &why);
 	if (ret < 0) {
 		log_warn("client %" PRIu64 ": cannot join domain %s again: %s",
 			 c->cl.id, m->domain, why.text);
