@@ -405,10 +405,20 @@ START_TEST(planted_fds)
 }
 END_TEST
 
-/* A child process with a session of its own (in a private domain with
- * @private) holding a CQ in soft0 and, with @families, a DM and an XRCD
- * open too; it waits for a signal. */
-static pid_t holder_spawn_in(struct rig *g, bool families, bool private)
+/* What holder_spawn_in()'s process holds, and where. */
+enum {
+	HOLD_CQ = 1 << 0,
+	/* A DM it allocated and an XRCD open. */
+	HOLD_FAMILIES = 1 << 1,
+	/* Only a DM it allocated. */
+	HOLD_DM = 1 << 2,
+	/* In a private domain. */
+	HOLD_PRIVATE = 1 << 3,
+};
+
+/* A child process with a session of its own holding in soft0 what @what
+ * says; it waits for a signal. */
+static pid_t holder_spawn_in(struct rig *g, unsigned int what)
 {
 	int p[2];
 	pid_t pid;
@@ -424,7 +434,9 @@ static pid_t holder_spawn_in(struct rig *g, bool families, bool private)
 				     IBC_CONNECT_ATTR_FLAGS,
 			.socket_path = g->sock,
 			.timeout_ms = 10000,
-			.flags = private ? IBC_CONNECT_PRIVATE_DOMAIN : 0,
+			.flags = what & HOLD_PRIVATE ?
+					 IBC_CONNECT_PRIVATE_DOMAIN :
+					 0,
 		};
 		struct ibc_client *cl;
 		struct ibc_xrcd *xr;
@@ -434,10 +446,11 @@ static pid_t holder_spawn_in(struct rig *g, bool families, bool private)
 
 		if (ibc_connect(&attr, &cl) < 0 ||
 		    ibc_open(cl, "soft0", &x) < 0 ||
-		    ibc_cq_create(x, 4, &cq) < 0)
-			_exit(1);
-		if (families && (ibc_dm_alloc(x, 4096, 0, &dm) < 0 ||
-				 ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0))
+		    (what & HOLD_CQ && ibc_cq_create(x, 4, &cq) < 0) ||
+		    (what & (HOLD_FAMILIES | HOLD_DM) &&
+		     ibc_dm_alloc(x, 4096, 0, &dm) < 0) ||
+		    (what & HOLD_FAMILIES &&
+		     ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0))
 			_exit(1);
 		if (write(p[1], "r", 1) != 1)
 			_exit(1);
@@ -452,7 +465,7 @@ static pid_t holder_spawn_in(struct rig *g, bool families, bool private)
 
 static pid_t holder_spawn(struct rig *g, bool families)
 {
-	return holder_spawn_in(g, families, false);
+	return holder_spawn_in(g, HOLD_CQ | (families ? HOLD_FAMILIES : 0));
 }
 
 /* Every object and DM goes (a dead client's cleanup). */
@@ -619,6 +632,18 @@ static bool domain_named(struct rig *g, const char *name,
 		}
 	ibc_list_free(d);
 	return found;
+}
+
+/* Domain @name goes (its last context closed). */
+static void wait_domain_gone(struct rig *g, const char *name)
+{
+	struct ibc_domain_info left;
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+	while (domain_named(g, name, &left) && tl_now_ms() < end)
+		tl_sleep_ms(20);
+	ck_assert_msg(!domain_named(g, name, &left),
+		      "domain %s stays after its objects went", name);
 }
 
 /* The name of the private domain listed now ("" for none). */
@@ -1247,7 +1272,7 @@ START_TEST(detached_ctx_no_session)
 	rig_config = _i ? "[defaults]\nper = cgroup\n" : NULL;
 	SKIP_WITHOUT_STATE(&g);
 	rig_config = NULL;
-	pid = holder_spawn_in(&g, false, true);
+	pid = holder_spawn_in(&g, HOLD_CQ | HOLD_PRIVATE);
 	ck_assert_uint_eq(evict_pid(&g, pid), 1);
 	private_domain(&g, name, sizeof(name));
 	ck_assert_str_ne(name, "");
@@ -1265,14 +1290,7 @@ START_TEST(detached_ctx_no_session)
 	kill(pid, SIGKILL);
 	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
 	wait_all_gone(&g);
-	{
-		int64_t end = tl_now_ms() + TL_WAIT_MS;
-
-		while (domain_named(&g, name, &after) && tl_now_ms() < end)
-			tl_sleep_ms(20);
-		ck_assert_msg(!domain_named(&g, name, &after),
-			      "domain %s stays after its objects went", name);
-	}
+	wait_domain_gone(&g, name);
 	rig_free(&g);
 }
 END_TEST
@@ -1321,7 +1339,7 @@ START_TEST(detached_families_no_session)
 	int st;
 
 	SKIP_WITHOUT_STATE(&g);
-	pid = holder_spawn_in(&g, true, true);
+	pid = holder_spawn_in(&g, HOLD_CQ | HOLD_FAMILIES | HOLD_PRIVATE);
 	ck_assert_uint_ge(evict_pid(&g, pid), 1);
 	private_domain(&g, name, sizeof(name));
 	n_before = objects_listed(&g, before, 16);
@@ -1343,14 +1361,41 @@ START_TEST(detached_families_no_session)
 	kill(pid, SIGKILL);
 	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
 	wait_all_gone(&g);
-	{
-		struct ibc_domain_info left;
-		int64_t end = tl_now_ms() + TL_WAIT_MS;
+	wait_domain_gone(&g, name);
+	rig_free(&g);
+}
+END_TEST
 
-		while (domain_named(&g, name, &left) && tl_now_ms() < end)
-			tl_sleep_ms(20);
-		ck_assert(!domain_named(&g, name, &left));
-	}
+/* A session that ended before the restart holding only a DM it
+ * allocated, in its private domain: no registry record of it names the
+ * context, the DM's does; the context comes back for it all the same,
+ * the DM stays with its import, and goes with the process. */
+START_TEST(detached_dm_only_no_session)
+{
+	struct ibc_dm_info *d;
+	size_t n, detached, n_dm;
+	char name[64];
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn_in(&g, HOLD_DM | HOLD_PRIVATE);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	private_domain(&g, name, sizeof(name));
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(detached, 1);
+	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
+	ck_assert_uint_eq(n_dm, 1);
+	ck_assert_int_eq(d[0].state, IBC_DM_LIVE);
+	ck_assert_uint_eq(d[0].n_importers, 1);
+	ibc_list_free(d);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	wait_all_gone(&g);
+	wait_domain_gone(&g, name);
 	rig_free(&g);
 }
 END_TEST
@@ -1384,6 +1429,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, cgroup_session_kept);
 	tcase_add_test(tc, cgroup_detached_no_session);
 	tcase_add_test(tc, cgroup_private_session_kept);
+	tcase_add_test(tc, detached_dm_only_no_session);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -556,6 +556,12 @@ out:
 	return ret < 0 ? NULL : x;
 }
 
+struct dctx *restore_ctx_detached(struct restore *rs, struct obj_owner *ow,
+				  uint64_t ctx_id)
+{
+	return rs->rc ? restore_ctx_orphan(rs->rc, ow, ctx_id) : NULL;
+}
+
 /* The contexts adopted for ended sessions' records that none of them
  * came to hold (each failed to be made again), closed again. */
 static void restore_orphans_close(struct rctx *rc)
