@@ -646,6 +646,31 @@ static void wait_domain_gone(struct rig *g, const char *name)
 		      "domain %s stays after its objects went", name);
 }
 
+/* Holder @pid exits: everything it held goes, and its domain @name with
+ * it. */
+static void holder_gone(struct rig *g, pid_t pid, const char *name)
+{
+	int st;
+
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	wait_all_gone(g);
+	wait_domain_gone(g, name);
+}
+
+/* The one DM listed is live, with one import (its allocator's). */
+static void dm_live_imported(struct rig *g)
+{
+	struct ibc_dm_info *d;
+	size_t n;
+
+	ck_assert_int_eq(ibc_list_dms(g->cl, &d, sizeof(*d), &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(d[0].state, IBC_DM_LIVE);
+	ck_assert_uint_eq(d[0].n_importers, 1);
+	ibc_list_free(d);
+}
+
 /* The name of the private domain listed now ("" for none). */
 static void private_domain(struct rig *g, char *name, size_t size)
 {
@@ -1267,7 +1292,6 @@ START_TEST(detached_ctx_no_session)
 	struct rig g;
 	size_t n, detached;
 	pid_t pid;
-	int st;
 
 	rig_config = _i ? "[defaults]\nper = cgroup\n" : NULL;
 	SKIP_WITHOUT_STATE(&g);
@@ -1287,10 +1311,7 @@ START_TEST(detached_ctx_no_session)
 	ck_assert_uint_eq(after.contexts, 1);
 	ck_assert_uint_eq(after.members, 0);
 	ck_assert_uint_eq(after.used.objects, before.used.objects);
-	kill(pid, SIGKILL);
-	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
-	wait_all_gone(&g);
-	wait_domain_gone(&g, name);
+	holder_gone(&g, pid, name);
 	rig_free(&g);
 }
 END_TEST
@@ -1331,12 +1352,10 @@ END_TEST
 START_TEST(detached_families_no_session)
 {
 	struct ibc_object_info before[16], after[16];
-	struct ibc_dm_info *d;
-	size_t n_before, n_after, n_dm;
+	size_t n_before, n_after;
 	char name[64];
 	struct rig g;
 	pid_t pid;
-	int st;
 
 	SKIP_WITHOUT_STATE(&g);
 	pid = holder_spawn_in(&g, HOLD_CQ | HOLD_FAMILIES | HOLD_PRIVATE);
@@ -1353,15 +1372,8 @@ START_TEST(detached_families_no_session)
 		ck_assert_uint_eq(after[i].handle, before[i].handle);
 		ck_assert_int_eq(after[i].state, IBC_OBJECT_DETACHED);
 	}
-	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
-	ck_assert_uint_eq(n_dm, 1);
-	ck_assert_int_eq(d[0].state, IBC_DM_LIVE);
-	ck_assert_uint_eq(d[0].n_importers, 1);
-	ibc_list_free(d);
-	kill(pid, SIGKILL);
-	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
-	wait_all_gone(&g);
-	wait_domain_gone(&g, name);
+	dm_live_imported(&g);
+	holder_gone(&g, pid, name);
 	rig_free(&g);
 }
 END_TEST
@@ -1372,12 +1384,10 @@ END_TEST
  * the DM stays with its import, and goes with the process. */
 START_TEST(detached_dm_only_no_session)
 {
-	struct ibc_dm_info *d;
-	size_t n, detached, n_dm;
+	size_t n, detached;
 	char name[64];
 	struct rig g;
 	pid_t pid;
-	int st;
 
 	SKIP_WITHOUT_STATE(&g);
 	pid = holder_spawn_in(&g, HOLD_DM | HOLD_PRIVATE);
@@ -1387,15 +1397,8 @@ START_TEST(detached_dm_only_no_session)
 	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(detached, 1);
-	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
-	ck_assert_uint_eq(n_dm, 1);
-	ck_assert_int_eq(d[0].state, IBC_DM_LIVE);
-	ck_assert_uint_eq(d[0].n_importers, 1);
-	ibc_list_free(d);
-	kill(pid, SIGKILL);
-	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
-	wait_all_gone(&g);
-	wait_domain_gone(&g, name);
+	dm_live_imported(&g);
+	holder_gone(&g, pid, name);
 	rig_free(&g);
 }
 END_TEST
