@@ -13,6 +13,7 @@
 #include <check.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -173,6 +174,39 @@ static int state_fd(struct rig *g)
 			return;                                                \
 		}                                                              \
 	} while (0)
+
+/* Does the fake systemd's store hold a descriptor named @name? */
+static bool store_has(struct rig *g, const char *name)
+{
+	char got[256];
+	bool found = false;
+	int fd;
+
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
+		close(fd);
+		found |= strcmp(got, name) == 0;
+	}
+	return found;
+}
+
+/* The rig's client disconnects, and the daemon has seen it: its socket
+ * left the store. g->cl is NULL then. */
+static void rig_client_leaves(struct rig *g)
+{
+	struct ibc_client_info ci;
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	char conn[64];
+
+	ck_assert_int_eq(ibc_client_info(g->cl, &ci, sizeof(ci)), 0);
+	snprintf(conn, sizeof(conn), "rb.conn.%" PRIu64, ci.client_id);
+	ck_assert(store_has(g, conn));
+	ibc_disconnect(g->cl);
+	g->cl = NULL;
+	while (store_has(g, conn) && tl_now_ms() < end)
+		tl_sleep_ms(20);
+	ck_assert(!store_has(g, conn));
+}
 
 /* SIGKILL and start again; the client's next request says whether its
  * session lived. */
@@ -371,9 +405,20 @@ START_TEST(planted_fds)
 }
 END_TEST
 
-/* A child process with a session of its own holding a CQ in soft0 and,
- * with @families, a DM and an XRCD open too; it waits for a signal. */
-static pid_t holder_spawn(struct rig *g, bool families)
+/* What holder_spawn_in()'s process holds, and where. */
+enum {
+	HOLD_CQ = 1 << 0,
+	/* A DM it allocated and an XRCD open. */
+	HOLD_FAMILIES = 1 << 1,
+	/* Only a DM it allocated. */
+	HOLD_DM = 1 << 2,
+	/* In a private domain. */
+	HOLD_PRIVATE = 1 << 3,
+};
+
+/* A child process with a session of its own holding in soft0 what @what
+ * says; it waits for a signal. */
+static pid_t holder_spawn_in(struct rig *g, unsigned int what)
 {
 	int p[2];
 	pid_t pid;
@@ -383,18 +428,29 @@ static pid_t holder_spawn(struct rig *g, bool families)
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
+		struct ibc_connect_attr attr = {
+			.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+				     IBC_CONNECT_ATTR_TIMEOUT |
+				     IBC_CONNECT_ATTR_FLAGS,
+			.socket_path = g->sock,
+			.timeout_ms = 10000,
+			.flags = what & HOLD_PRIVATE ?
+					 IBC_CONNECT_PRIVATE_DOMAIN :
+					 0,
+		};
 		struct ibc_client *cl;
 		struct ibc_xrcd *xr;
 		struct ibc_ctx *x;
 		struct ibc_dm *dm;
 		struct ibc_cq *cq;
 
-		if (tl_connect(g->sock, 10000, &cl) < 0 ||
+		if (ibc_connect(&attr, &cl) < 0 ||
 		    ibc_open(cl, "soft0", &x) < 0 ||
-		    ibc_cq_create(x, 4, &cq) < 0)
-			_exit(1);
-		if (families && (ibc_dm_alloc(x, 4096, 0, &dm) < 0 ||
-				 ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0))
+		    (what & HOLD_CQ && ibc_cq_create(x, 4, &cq) < 0) ||
+		    (what & (HOLD_FAMILIES | HOLD_DM) &&
+		     ibc_dm_alloc(x, 4096, 0, &dm) < 0) ||
+		    (what & HOLD_FAMILIES &&
+		     ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0))
 			_exit(1);
 		if (write(p[1], "r", 1) != 1)
 			_exit(1);
@@ -405,6 +461,11 @@ static pid_t holder_spawn(struct rig *g, bool families)
 	ck_assert_int_eq(read(p[0], &c, 1), 1);
 	close(p[0]);
 	return pid;
+}
+
+static pid_t holder_spawn(struct rig *g, bool families)
+{
+	return holder_spawn_in(g, HOLD_CQ | (families ? HOLD_FAMILIES : 0));
 }
 
 /* Every object and DM goes (a dead client's cleanup). */
@@ -533,6 +594,97 @@ static size_t objects_in(struct rig *g, enum ibc_object_state state,
 	return n;
 }
 
+/* The session of process @pid ends (an eviction), the process stays:
+ * once the registry shows it, how many objects it left detached. */
+static size_t evict_pid(struct rig *g, pid_t pid)
+{
+	struct ibc_client_entry *e;
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	uint64_t id = 0;
+	size_t k, detached;
+
+	ck_assert_int_eq(ibc_list_clients(g->cl, &e, sizeof(*e), &k), 0);
+	for (size_t i = 0; i < k; i++)
+		if (e[i].pid == (uint32_t)pid)
+			id = e[i].id;
+	ibc_list_free(e);
+	ck_assert_uint_ne(id, 0);
+	ck_assert_int_eq(ibc_admin_evict(g->cl, id), 0);
+	while (objects_in(g, IBC_OBJECT_DETACHED, &detached) && !detached &&
+	       tl_now_ms() < end)
+		tl_sleep_ms(20);
+	return detached;
+}
+
+/* The domain named @name as listed now; false when there is none. */
+static bool domain_named(struct rig *g, const char *name,
+			 struct ibc_domain_info *ret)
+{
+	struct ibc_domain_info *d;
+	bool found = false;
+	size_t n;
+
+	ck_assert_int_eq(ibc_list_domains(g->cl, &d, sizeof(*d), &n), 0);
+	for (size_t i = 0; i < n && !found; i++)
+		if (strcmp(d[i].name, name) == 0) {
+			*ret = d[i];
+			found = true;
+		}
+	ibc_list_free(d);
+	return found;
+}
+
+/* Domain @name goes (its last context closed). */
+static void wait_domain_gone(struct rig *g, const char *name)
+{
+	struct ibc_domain_info left;
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+	while (domain_named(g, name, &left) && tl_now_ms() < end)
+		tl_sleep_ms(20);
+	ck_assert_msg(!domain_named(g, name, &left),
+		      "domain %s stays after its objects went", name);
+}
+
+/* Holder @pid exits: everything it held goes, and its domain @name with
+ * it. */
+static void holder_gone(struct rig *g, pid_t pid, const char *name)
+{
+	int st;
+
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	wait_all_gone(g);
+	wait_domain_gone(g, name);
+}
+
+/* The one DM listed is live, with one import (its allocator's). */
+static void dm_live_imported(struct rig *g)
+{
+	struct ibc_dm_info *d;
+	size_t n;
+
+	ck_assert_int_eq(ibc_list_dms(g->cl, &d, sizeof(*d), &n), 0);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(d[0].state, IBC_DM_LIVE);
+	ck_assert_uint_eq(d[0].n_importers, 1);
+	ibc_list_free(d);
+}
+
+/* The name of the private domain listed now ("" for none). */
+static void private_domain(struct rig *g, char *name, size_t size)
+{
+	struct ibc_domain_info *d;
+	size_t n;
+
+	*name = '\0';
+	ck_assert_int_eq(ibc_list_domains(g->cl, &d, sizeof(*d), &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(d[i].kind, "private") == 0)
+			snprintf(name, size, "%s", d[i].name);
+	ibc_list_free(d);
+}
+
 /* A session that ended before the restart while its process lives
  * (detached, here by an eviction): its objects are adopted with it,
  * shown detached, and destroyed once the process exits after the
@@ -546,28 +698,7 @@ START_TEST(detached_owner_kept)
 
 	SKIP_WITHOUT_STATE(&g);
 	pid = holder_spawn(&g, false);
-	/* The session ends (an eviction), the process stays. */
-	{
-		struct ibc_client_entry *e;
-		uint64_t id = 0;
-		size_t k;
-
-		ck_assert_int_eq(ibc_list_clients(g.cl, &e, sizeof(*e), &k), 0);
-		for (size_t i = 0; i < k; i++)
-			if (e[i].pid == (uint32_t)pid)
-				id = e[i].id;
-		ibc_list_free(e);
-		ck_assert_uint_ne(id, 0);
-		ck_assert_int_eq(ibc_admin_evict(g.cl, id), 0);
-	}
-	{
-		int64_t end = tl_now_ms() + TL_WAIT_MS;
-
-		while (objects_in(&g, IBC_OBJECT_DETACHED, &detached) &&
-		       !detached && tl_now_ms() < end)
-			tl_sleep_ms(20);
-		ck_assert_uint_eq(detached, 1);
-	}
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
 	ck_assert_int_eq(kill_and_restart(&g), 0);
 	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
 	ck_assert_uint_eq(n, 1);
@@ -889,10 +1020,23 @@ static size_t objects_listed(struct rig *g, struct ibc_object_info *v,
 	return n;
 }
 
+/* Every object and DM goes, and the domain is charged what it was at
+ * @base, with no DM bytes. */
+static void wait_all_gone_uncharged(struct rig *g,
+				    const struct ibc_domain_info *base)
+{
+	struct ibc_domain_info used;
+
+	wait_all_gone(g);
+	used = domain_now(g);
+	ck_assert_uint_eq(used.used.dm_bytes, 0);
+	ck_assert_uint_eq(used.used.objects, base->used.objects);
+}
+
 START_TEST(dm_mr_restored)
 {
 	struct ibc_object_info before[16], after[16];
-	struct ibc_domain_info base, used;
+	struct ibc_domain_info base;
 	struct ibc_dm_info *d;
 	size_t n_before, n_after, n_dm;
 	uint64_t mr_id = 0;
@@ -931,10 +1075,7 @@ START_TEST(dm_mr_restored)
 	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
 	close(go);
 	close(done);
-	wait_all_gone(&g);
-	used = domain_now(&g);
-	ck_assert_uint_eq(used.used.dm_bytes, 0);
-	ck_assert_uint_eq(used.used.objects, base.used.objects);
+	wait_all_gone_uncharged(&g, &base);
 	rig_free(&g);
 }
 END_TEST
@@ -1032,6 +1173,236 @@ START_TEST(dm_ids_never_reused)
 }
 END_TEST
 
+/* With per = cgroup, a session in its cgroup's domain comes back in that
+ * domain, under its name, with its context and charges; a session that
+ * connects after the restart from the same cgroup joins it too. */
+START_TEST(cgroup_session_kept)
+{
+	struct ibc_domain_info before, after;
+	struct ibc_client_info ci;
+	struct ibc_client *c2;
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct rig g;
+
+	rig_config = "[defaults]\nper = cgroup\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	before = domain_now(&g);
+	ck_assert_str_eq(before.kind, "cgroup");
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	after = domain_now(&g);
+	ck_assert_str_eq(after.name, before.name);
+	ck_assert_str_eq(after.kind, "cgroup");
+	ck_assert_uint_eq(after.contexts, 1);
+	ck_assert_uint_eq(after.used.objects, before.used.objects);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
+	ck_assert_int_eq(ibc_client_info(c2, &ci, sizeof(ci)), 0);
+	ck_assert_str_eq(ci.domain, before.name);
+	ibc_disconnect(c2);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	rig_free(&g);
+}
+END_TEST
+
+/* With per = cgroup, a private domain's session comes back on its pool,
+ * its cgroup's domain, under the pool's name, also when no session of
+ * the pool comes back before it. */
+START_TEST(cgroup_private_session_kept)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+			     IBC_CONNECT_ATTR_TIMEOUT | IBC_CONNECT_ATTR_FLAGS,
+		.timeout_ms = 10000,
+		.flags = IBC_CONNECT_PRIVATE_DOMAIN,
+	};
+	struct ibc_domain_info pool;
+	struct ibc_client *p;
+	char name[64];
+	struct rig g;
+
+	rig_config = "[defaults]\nper = cgroup\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	snprintf(name, sizeof(name), "%s", domain_now(&g).name);
+	attr.socket_path = g.sock;
+	ck_assert_int_eq(ibc_connect(&attr, &p), 0);
+	/* Only the private session names the pool now. */
+	rig_client_leaves(&g);
+	g.cl = p;
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_msg(domain_named(&g, name, &pool),
+		      "the pool %s did not come back", name);
+	ck_assert_str_eq(pool.kind, "cgroup");
+	rig_free(&g);
+}
+END_TEST
+
+/* With per = cgroup, the objects of a session that ended before the
+ * restart in its cgroup's domain, of which no session comes back: the
+ * domain is made again under its name for the cgroup its context's
+ * record names (a session of that cgroup then joins it), the objects
+ * are listed detached and go with the process. */
+START_TEST(cgroup_detached_no_session)
+{
+	struct ibc_client_info ci;
+	size_t n, detached;
+	char name[64];
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	rig_config = "[defaults]\nper = cgroup\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	snprintf(name, sizeof(name), "%s", domain_now(&g).name);
+	pid = holder_spawn(&g, false);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	/* No session of the domain is left to bring it back. */
+	rig_client_leaves(&g);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	rig_start(&g);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &g.cl), 0);
+	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
+	ck_assert_str_eq(ci.domain, name);
+	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(detached, 1);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	wait_all_gone(&g);
+	rig_free(&g);
+}
+END_TEST
+
+/* The objects of a session that ended before the restart in a context
+ * that no live session holds (its private domain's): the context is
+ * adopted from the store all the same, its domain made again, and the
+ * objects are listed detached with their charges; once the process
+ * exits they are destroyed and the context and domain go, as without a
+ * restart. Run 1: with per = cgroup, the private domain draws on its
+ * cgroup's, found by the name its context's record keeps. */
+START_TEST(detached_ctx_no_session)
+{
+	struct ibc_domain_info before, after;
+	char name[64];
+	struct rig g;
+	size_t n, detached;
+	pid_t pid;
+
+	rig_config = _i ? "[defaults]\nper = cgroup\n" : NULL;
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	pid = holder_spawn_in(&g, HOLD_CQ | HOLD_PRIVATE);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	private_domain(&g, name, sizeof(name));
+	ck_assert_str_ne(name, "");
+	ck_assert(domain_named(&g, name, &before));
+	ck_assert_uint_eq(before.contexts, 1);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(detached, 1);
+	ck_assert_msg(domain_named(&g, name, &after),
+		      "domain %s did not come back", name);
+	ck_assert_uint_eq(after.contexts, 1);
+	ck_assert_uint_eq(after.members, 0);
+	ck_assert_uint_eq(after.used.objects, before.used.objects);
+	holder_gone(&g, pid, name);
+	rig_free(&g);
+}
+END_TEST
+
+/* An MR on a DM of a session that ended before the restart, whose
+ * process exits while no daemon runs: the MR is made again only after
+ * the DMs (late), and its owner is watched after that, so that the
+ * process's exit is seen and the MR and the DM are destroyed, with
+ * nothing left charged. */
+START_TEST(detached_dm_mr_owner_gone)
+{
+	struct ibc_domain_info base;
+	int go, done, st;
+	struct rig g;
+	pid_t pid;
+
+	SKIP_WITHOUT_STATE(&g);
+	base = domain_now(&g);
+	pid = dm_mr_holder(&g, &go, &done);
+	ck_assert_uint_ge(evict_pid(&g, pid), 1);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	close(go);
+	close(done);
+	wait_all_gone_uncharged(&g, &base);
+	rig_free(&g);
+}
+END_TEST
+
+/* The same, with what the families keep of the holder (a DM it
+ * allocated, an XRCD open): every record of it is listed after the
+ * restart as before, detached, the DM not freed; once the process exits
+ * everything goes. */
+START_TEST(detached_families_no_session)
+{
+	struct ibc_object_info before[16], after[16];
+	size_t n_before, n_after;
+	char name[64];
+	struct rig g;
+	pid_t pid;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn_in(&g, HOLD_CQ | HOLD_FAMILIES | HOLD_PRIVATE);
+	ck_assert_uint_ge(evict_pid(&g, pid), 1);
+	private_domain(&g, name, sizeof(name));
+	n_before = objects_listed(&g, before, 16);
+	ck_assert_uint_ge(n_before, 3);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	n_after = objects_listed(&g, after, 16);
+	ck_assert_uint_eq(n_after, n_before);
+	for (size_t i = 0; i < n_after; i++) {
+		ck_assert_uint_eq(after[i].id, before[i].id);
+		ck_assert_int_eq(after[i].kind, before[i].kind);
+		ck_assert_uint_eq(after[i].handle, before[i].handle);
+		ck_assert_int_eq(after[i].state, IBC_OBJECT_DETACHED);
+	}
+	dm_live_imported(&g);
+	holder_gone(&g, pid, name);
+	rig_free(&g);
+}
+END_TEST
+
+/* A session that ended before the restart holding only a DM it
+ * allocated, in its private domain: no registry record of it names the
+ * context, the DM's does; the context comes back for it all the same,
+ * the DM stays with its import, and goes with the process. */
+START_TEST(detached_dm_only_no_session)
+{
+	size_t n, detached;
+	char name[64];
+	struct rig g;
+	pid_t pid;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn_in(&g, HOLD_DM | HOLD_PRIVATE);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	private_domain(&g, name, sizeof(name));
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(detached, 1);
+	dm_live_imported(&g);
+	holder_gone(&g, pid, name);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -1055,6 +1426,13 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, dm_mr_restored);
 	tcase_add_test(tc, dm_left_kept);
 	tcase_add_test(tc, dm_ids_never_reused);
+	tcase_add_loop_test(tc, detached_ctx_no_session, 0, 2);
+	tcase_add_test(tc, detached_dm_mr_owner_gone);
+	tcase_add_test(tc, detached_families_no_session);
+	tcase_add_test(tc, cgroup_session_kept);
+	tcase_add_test(tc, cgroup_detached_no_session);
+	tcase_add_test(tc, cgroup_private_session_kept);
+	tcase_add_test(tc, detached_dm_only_no_session);
 	suite_add_tcase(s, tc);
 	return s;
 }

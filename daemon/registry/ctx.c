@@ -263,6 +263,11 @@ static void dctx_unref_open(struct core *core, struct dctx *x)
 		dctx_free(core, x);
 }
 
+void dctx_close_unheld(struct core *core, struct dctx *x)
+{
+	dctx_unref_open(core, x);
+}
+
 /* Session @c lets go of its last open of @x. */
 static void dctx_conn_let_go(struct core *core, struct client *c,
 			     struct dctx *x)

@@ -140,6 +140,10 @@ void dctx_retire(struct core *core, struct dctx *x);
 int dctx_adopt(struct core *core, struct domain *d, struct device *dev,
 	       struct user *u, uint64_t id, int fd, uint32_t pd_handle,
 	       struct why *why, struct dctx **ret);
+/* Restore: @x, adopted for records whose session ended before the
+ * restart, is closed again if nothing came to hold it (none of them could
+ * be made again). */
+void dctx_close_unheld(struct core *core, struct dctx *x);
 /* Restore: @c's session holds @x, @opens times, with its import @import
  * (made again by dctx_imports_adopt()). 0 or -ENOMEM. */
 int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens,

@@ -59,6 +59,24 @@ static struct domain *domain_find_cgroup(struct core *core, uid_t uid,
 	return NULL;
 }
 
+/* A new cgroup domain @name of @uid for the @len bytes of @key; NULL
+ * without memory. */
+static struct domain *domain_cgroup_new(struct core *core, const char *name,
+					uid_t uid, const char *key, size_t len)
+{
+	struct domain *d = domain_new(core, name, DOMAIN_CGROUP, NULL);
+
+	if (d)
+		d->cgroup = strndup(key, len);
+	if (!d || !d->cgroup) {
+		if (d)
+			domain_release(core, d);
+		return NULL;
+	}
+	d->uid = uid;
+	return d;
+}
+
 /* With per = cgroup: @c's uid's domain in @c's cgroup, made if need be,
  * named after the session that made it, as a private domain is. */
 static int domain_own_cgroup(struct core *core, struct client *c,
@@ -81,15 +99,9 @@ static int domain_own_cgroup(struct core *core, struct client *c,
 		return 0;
 	}
 	snprintf(name, sizeof(name), "cgroup-%u-%" PRIu64, c->cred.uid, c->id);
-	d = domain_new(core, name, DOMAIN_CGROUP, NULL);
-	if (d)
-		d->cgroup = strndup(c->cgroup, len);
-	if (!d || !d->cgroup) {
-		if (d)
-			domain_release(core, d);
+	d = domain_cgroup_new(core, name, c->cred.uid, c->cgroup, len);
+	if (!d)
 		return why_set(why, -ENOMEM, "out of memory");
-	}
-	d->uid = c->cred.uid;
 	*ret = d;
 	return 0;
 }
@@ -127,6 +139,23 @@ static bool domain_is_own(struct core *core, struct client *c, const char *want)
 	}
 	snprintf(own, sizeof(own), "uid-%u", c->cred.uid);
 	return strcmp(want, own) == 0;
+}
+
+/* A private domain @name of @uid drawing on @pool's quotas; NULL without
+ * memory (@pool released then). */
+static struct domain *domain_private_new(struct core *core, const char *name,
+					 uid_t uid, struct domain *pool)
+{
+	struct domain *d = domain_new(core, name, DOMAIN_PRIVATE, NULL);
+
+	if (!d) {
+		domain_release(core, pool);
+		return NULL;
+	}
+	d->uid = uid;
+	d->pool = pool;
+	pool->pooled++;
+	return d;
 }
 
 /* The domain @c gets when it names none: the first configured one it may
@@ -170,14 +199,9 @@ int domain_join(struct core *core, struct client *c, const char *want,
 		ret = domain_own(core, c, &pool, why);
 		if (ret < 0)
 			return ret;
-		d = domain_new(core, name, DOMAIN_PRIVATE, NULL);
-		if (!d) {
-			domain_release(core, pool);
+		d = domain_private_new(core, name, c->cred.uid, pool);
+		if (!d)
 			return why_set(why, -ENOMEM, "out of memory");
-		}
-		d->uid = c->cred.uid;
-		d->pool = pool;
-		pool->pooled++;
 		ret = domain_admit(d, c, why);
 		if (ret < 0)
 			domain_release(core, d);
@@ -233,6 +257,37 @@ int domain_join(struct core *core, struct client *c, const char *want,
 	return ret;
 }
 
+int domain_rejoin(struct core *core, struct client *c, const char *name,
+		  enum domain_kind kind, const char *pool_name, struct why *why)
+{
+	/* With per = cgroup: the cgroup's own, a private domain's pool. */
+	const char *own = kind == DOMAIN_CGROUP ? name : pool_name;
+	struct domain *d = NULL;
+	size_t len;
+	int ret;
+
+	if ((kind == DOMAIN_CGROUP || kind == DOMAIN_PRIVATE) &&
+	    core->config.per_cgroup && c->cgroup) {
+		len = domain_cgroup_key_len(core, c->cgroup);
+		d = domain_find_cgroup(core, c->cred.uid, c->cgroup, len);
+		if (!d && *own && !domain_find(core, own)) {
+			d = domain_cgroup_new(core, own, c->cred.uid, c->cgroup,
+					      len);
+			if (!d)
+				return why_set(why, -ENOMEM, "out of memory");
+		}
+	}
+	/* A private one is made again on its pool, found by its cgroup
+	 * now (a failed join releases the pool made for it). */
+	if (!d || kind == DOMAIN_PRIVATE)
+		return domain_join(core, c, kind == DOMAIN_PRIVATE ? "" : name,
+				   kind == DOMAIN_PRIVATE, why);
+	ret = domain_admit(d, c, why);
+	if (ret < 0)
+		domain_release(core, d);
+	return ret;
+}
+
 void domain_leave(struct core *core, struct client *c)
 {
 	struct domain *d = c->domain;
@@ -243,4 +298,59 @@ void domain_leave(struct core *core, struct client *c)
 	TAILQ_REMOVE(&d->members, c, domain_link);
 	c->domain = NULL;
 	domain_release(core, d);
+}
+
+/* Restore: the cgroup domain @name of @uid for cgroup @key (its own, not
+ * cut), as domain_adopt() finds or makes it; NULL when it cannot be. */
+static struct domain *domain_adopt_cgroup(struct core *core, const char *name,
+					  uid_t uid, const char *key)
+{
+	struct domain *d;
+
+	if (!*key || strncmp(name, "cgroup-", 7) != 0)
+		return NULL;
+	d = domain_find(core, name);
+	if (d)
+		return d->kind == DOMAIN_CGROUP && d->uid == uid ? d : NULL;
+	d = domain_find_cgroup(core, uid, key, strlen(key));
+	return d ? d : domain_cgroup_new(core, name, uid, key, strlen(key));
+}
+
+struct domain *domain_adopt(struct core *core, const char *name,
+			    enum domain_kind kind, uid_t uid,
+			    const char *cgroup, const char *pool_name)
+{
+	struct domain *d = domain_find(core, name), *pool;
+	char own[64];
+
+	/* A name the record's kind and uid would not have made is not
+	 * this owner's domain. */
+	if (d)
+		return d->kind == kind && (kind == DOMAIN_CONFIGURED ||
+					   d->uid == uid) ?
+			       d :
+			       NULL;
+	switch (kind) {
+	case DOMAIN_UID:
+		snprintf(own, sizeof(own), "uid-%u", uid);
+		return strcmp(name, own) == 0 ? domain_own_uid(core, uid) :
+						NULL;
+	case DOMAIN_CGROUP:
+		return core->config.per_cgroup ?
+			       domain_adopt_cgroup(core, name, uid, cgroup) :
+			       NULL;
+	case DOMAIN_PRIVATE:
+		if (strncmp(name, "private-", 8) != 0)
+			return NULL;
+		/* Its pool: its uid's own, or with per = cgroup its uid's
+		 * in the cgroup. */
+		pool = core->config.per_cgroup ?
+			       domain_adopt_cgroup(core, pool_name, uid,
+						   cgroup) :
+			       domain_own_uid(core, uid);
+		return pool ? domain_private_new(core, name, uid, pool) : NULL;
+	default:
+		/* A configured one exists while the file names it. */
+		return NULL;
+	}
 }

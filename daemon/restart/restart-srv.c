@@ -217,6 +217,8 @@ void restart_session_save(struct conn *c)
 	families_session_save(&c->cl, &s);
 	s.domain = c->cl.domain->name;
 	s.domain_kind = c->cl.domain->kind;
+	if (c->cl.domain->pool != c->cl.domain)
+		s.domain_pool = c->cl.domain->pool->name;
 	s.requests = c->cl.requests;
 	restart_after_write(core, journal_put(core->restart->j, JOURNAL_SESSION,
 					      c->cl.id, &s.base));

@@ -285,6 +285,10 @@ void restart_ctx_saved(struct core *core, const struct dctx *x)
 		return;
 	m.domain = x->domain->name;
 	m.domain_kind = x->domain->kind;
+	if (x->domain->pool->cgroup)
+		m.domain_cgroup = x->domain->pool->cgroup;
+	if (x->domain->pool != x->domain)
+		m.domain_pool = x->domain->pool->name;
 	m.device = x->dev->name;
 	m.pd_handle = x->dev->ctx_ops->pd_handle(x->dc);
 	m.unaccounted = x->unaccounted;
@@ -666,13 +670,18 @@ struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id)
 
 void restart_objects_adopted(struct core *core)
 {
-	struct registry *reg = core->registry;
-	struct obj_owner *ow, *tmp;
 	struct domain *d;
-	int err;
 
 	TAILQ_FOREACH(d, &core->domains, link)
 		dctx_imports_adopt(d);
+}
+
+void restart_owners_watch(struct core *core)
+{
+	struct registry *reg = core->registry;
+	struct obj_owner *ow, *tmp;
+	int err;
+
 	TAILQ_FOREACH_SAFE(ow, &reg->owners, link, tmp) {
 		if (ow->state == OWNER_LIVE || ow->watch || ow->ev)
 			continue;

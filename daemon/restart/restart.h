@@ -33,6 +33,13 @@
  *   restore_fail()'s sentence: every adopted session is then ended (its
  *   objects go as a death's do, with the charges) rather than keep half a
  *   registry, and what nobody took is closed.
+ * - ended sessions: a record of a session that had ended before the
+ *   restart while its process lived (detached) is made again for its
+ *   owner (restart_owner_find(), objects_add_detached()), as the
+ *   registry's are; their contexts came back with the objects. Those
+ *   owners' processes are watched only after every family's restore
+ *   (restart_owners_watch()), so a record a family makes is never on an
+ *   owner already found gone.
  * - ids: a family that hands out ids keeps their space in its state and
  *   describes it (family.h's ids and counters_field): the Counters record
  *   keeps it and the restore brings it back; the family calls
@@ -85,6 +92,14 @@ int restore_take_fd(struct restore *rs, const char *name, int *ret_fd);
  * what they block (the DM family: before it frees the DMs nobody
  * holds); restore.c calls it after the families for the rest. */
 void restore_objects_later(struct restore *rs);
+/* Context @ctx_id of records of detached (or dead) owner @ow
+ * (restart_owner_find()) when no session brought it back: adopted from
+ * the store for them, as for the registry's records of such owners, and
+ * closed again after the families' restore if nothing came to hold it;
+ * NULL when it cannot be (logged). */
+struct obj_owner;
+struct dctx *restore_ctx_detached(struct restore *rs, struct obj_owner *ow,
+				  uint64_t ctx_id);
 /* Refuse the state: @err (negative) with a sentence; returns @err. */
 int restore_fail(struct restore *rs, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
@@ -150,16 +165,20 @@ struct obj_owner;
 void restart_owner_saved(struct core *core, struct obj_owner *ow);
 void restart_owner_gone(struct core *core, const struct obj_owner *ow);
 /* Restore: the owner of a record whose session did not come back (its
- * Owner record: detached or dead), and its context @ctx_id, adopted for
- * a session of its domain; NULL when either is not. */
+ * Owner record: detached or dead), made on first use; and context
+ * @ctx_id as adopted so far; NULL when either is not. */
 struct journal_view;
 struct obj_owner *restart_owner_find(struct restore *rs, uint64_t client_id);
 struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id);
 /* Restore, after the objects came back at their handles: the sessions'
- * imports are made again (dctx_imports_adopt()), and each adopted owner
- * whose session had ended is watched again (a process gone meanwhile
- * starts its cleanup); one that got no record goes. */
+ * imports are made again (dctx_imports_adopt()). */
 void restart_objects_adopted(struct core *core);
+/* Restore, once every record is back, the families' and those made
+ * again late (an MR on a DM) too: each adopted owner whose session had
+ * ended is watched again (a process gone meanwhile starts its cleanup);
+ * one that got no record goes. Earlier, an owner whose only record came
+ * later would be freed first, then made again unwatched. */
+void restart_owners_watch(struct core *core);
 /* The id spaces passed their saved mark: save them further on. */
 void restart_ids_check(struct core *core);
 

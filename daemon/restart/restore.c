@@ -34,6 +34,7 @@
 #include "daemon/util/keysort.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
+#include "daemon/registry/user.h"
 #include "daemon/restart/restart-int.h"
 #include "daemon/restart/restart.h"
 #include "daemon/restart/restart-srv.h"
@@ -209,6 +210,11 @@ struct rctx {
 	/* The registry's object records, kept past restore_objects() for
 	 * those to make again later (restore_objects_later()). */
 	struct robjs *ro;
+	/* The contexts no session brought back that objects of ended
+	 * sessions are in, by id: each tried once; closed again at the
+	 * end if nothing came to hold it. */
+	uint64_t *orphan_ctxs;
+	size_t n_orphan_ctxs, cap_orphan_ctxs;
 };
 
 static int hold_collect(void *arg, const struct journal_rec *r)
@@ -357,56 +363,104 @@ static struct dctx *restore_ctx_reopen(struct restore *rs, struct conn *c,
 	return x;
 }
 
+/* Context @id's record, and its device, present under the same name;
+ * NULL when either is not (logged). The record is the caller's to free. */
+static Rdmab__State__Context *
+restore_ctx_record(struct restore *rs, uint64_t id, struct device **ret_dev)
+{
+	Rdmab__State__Context *m;
+	struct journal_rec rec;
+	struct device *dev;
+
+	if (journal_find(rs->view, JOURNAL_CONTEXT, id, &rec) < 0)
+		return NULL;
+	m = rdmab__state__context__unpack(NULL, rec.len, rec.data);
+	if (!m)
+		return NULL;
+	dev = device_find(&rs->core->devices, m->device);
+	if (!dev || strcmp(dev->name, m->device) != 0) {
+		log_warn("context %" PRIu64 " (%s on %s): no such device any "
+			 "more, not adopted",
+			 id, m->domain, m->device);
+		rdmab__state__context__free_unpacked(m, NULL);
+		return NULL;
+	}
+	*ret_dev = dev;
+	return m;
+}
+
+/* Context @id's stored descriptor, in *@ret_fd: 0, or -ENOENT (logged). */
+static int restore_ctx_take(struct restore *rs, uint64_t id, int *ret_fd)
+{
+	char name[FDSTORE_NAME_MAX + 1];
+
+	restart_fd_name(name, sizeof(name), "ctx", id);
+	if (restore_take_fd(rs, name, ret_fd) == 0)
+		return 0;
+	log_warn("context %" PRIu64 ": its descriptor is not in the store, "
+		 "not adopted",
+		 id);
+	return -ENOENT;
+}
+
+/* Context @id of @d on @dev, of record @m, over its stored descriptor @fd
+ * (taken), with the record's books; a private domain's charged to @u.
+ * 0, or a negative errno with the sentence in @why: the descriptor is
+ * then out of the store too (systemd's copy would keep the old context,
+ * and its PD, alive until the next start). */
+static int restore_ctx_fd(struct restore *rs, struct domain *d,
+			  struct device *dev, struct user *u, uint64_t id,
+			  int fd, const Rdmab__State__Context *m,
+			  struct why *why, struct dctx **ret)
+{
+	char name[FDSTORE_NAME_MAX + 1];
+	struct dctx *x;
+	int err;
+
+	err = dctx_adopt(rs->core, d, dev, u, id, fd, m->pd_handle, why, &x);
+	if (err < 0) {
+		restart_fd_name(name, sizeof(name), "ctx", id);
+		fdstore_remove(rs->store, name);
+		return err;
+	}
+	restart_ctx_books(rs->core, x, m);
+	rs->adopted_contexts++;
+	*ret = x;
+	return 0;
+}
+
 /* Context @id that @c's session held: the one its domain has already, or
  * adopted from the store. NULL when it cannot be (logged): the session
  * goes on without it, as after a device removal. */
 static struct dctx *restore_ctx(struct restore *rs, struct conn *c, uint64_t id)
 {
-	struct server *srv = server_of(rs->core);
 	Rdmab__State__Context *m;
-	struct journal_rec rec;
-	char name[FDSTORE_NAME_MAX + 1];
 	struct why why = { 0 };
 	struct device *dev;
-	uint32_t pd_handle;
 	struct dctx *x;
 	int fd, ret;
 
 	x = dctx_find_id(c->cl.domain, id);
 	if (x)
 		return x;
-	if (journal_find(rs->view, JOURNAL_CONTEXT, id, &rec) < 0)
-		return NULL;
-	m = rdmab__state__context__unpack(NULL, rec.len, rec.data);
+	m = restore_ctx_record(rs, id, &dev);
 	if (!m)
 		return NULL;
-	dev = device_find(&srv->core.devices, m->device);
-	if (!dev || strcmp(dev->name, m->device) != 0 ||
-	    strcmp(c->cl.domain->name, m->domain) != 0) {
-		log_warn("context %" PRIu64 " (%s on %s): no such device or "
-			 "domain any more, not adopted",
+	if (strcmp(c->cl.domain->name, m->domain) != 0) {
+		log_warn("context %" PRIu64 " (%s on %s): no such domain any "
+			 "more, not adopted",
 			 id, m->domain, m->device);
 		rdmab__state__context__free_unpacked(m, NULL);
 		return NULL;
 	}
-	pd_handle = m->pd_handle;
-	restart_fd_name(name, sizeof(name), "ctx", id);
-	if (restore_take_fd(rs, name, &fd) < 0) {
-		log_warn("context %" PRIu64 ": its descriptor is not in the "
-			 "store, not adopted",
-			 id);
+	if (restore_ctx_take(rs, id, &fd) < 0) {
 		rdmab__state__context__free_unpacked(m, NULL);
 		return NULL;
 	}
-	ret = dctx_adopt(&srv->core, c->cl.domain, dev, c->cl.user, id, fd,
-			 pd_handle, &why, &x);
-	if (ret == 0)
-		restart_ctx_books(&srv->core, x, m);
+	ret = restore_ctx_fd(rs, c->cl.domain, dev, c->cl.user, id, fd, m, &why,
+			     &x);
 	rdmab__state__context__free_unpacked(m, NULL);
 	if (ret < 0) {
-		/* Its descriptor is closed: systemd's copy would keep the
-		 * old context, and its PD, alive until the next start. */
-		fdstore_remove(rs->store, name);
 		if (!dev->caps.import)
 			return restore_ctx_reopen(rs, c, dev, id);
 		log_warn("context %" PRIu64 " on %s cannot be adopted: %s%s%s",
@@ -414,8 +468,111 @@ static struct dctx *restore_ctx(struct restore *rs, struct conn *c, uint64_t id)
 			 why.text);
 		return NULL;
 	}
-	rs->adopted_contexts++;
 	return x;
+}
+
+/* Was context @id tried for objects of ended sessions? Else noted: 0,
+ * or -ENOMEM. */
+static int orphan_ctx_tried(struct rctx *rc, uint64_t id, bool *tried)
+{
+	uint64_t *p;
+
+	for (size_t i = 0; i < rc->n_orphan_ctxs; i++)
+		if (rc->orphan_ctxs[i] == id) {
+			*tried = true;
+			return 0;
+		}
+	if (rc->n_orphan_ctxs == rc->cap_orphan_ctxs) {
+		size_t cap = rc->cap_orphan_ctxs ? rc->cap_orphan_ctxs * 2 : 8;
+
+		p = realloc(rc->orphan_ctxs, cap * sizeof(*p));
+		if (!p)
+			return -ENOMEM;
+		rc->orphan_ctxs = p;
+		rc->cap_orphan_ctxs = cap;
+	}
+	rc->orphan_ctxs[rc->n_orphan_ctxs++] = id;
+	*tried = false;
+	return 0;
+}
+
+/*
+ * Context @id of records of @ow, whose session ended before the restart:
+ * the one a session brought back, or else adopted from the store all the
+ * same, in its domain (made again when no session of it came back
+ * either). The kernel's objects, or the soft device's, live in it: left
+ * in the store, they would be off the books. Held by the owner's records
+ * from then on, it closes when they are gone (the process's exit and
+ * cleanup), as before the restart. NULL when it cannot be (logged once).
+ */
+static struct dctx *restore_ctx_orphan(struct rctx *rc, struct obj_owner *ow,
+				       uint64_t id)
+{
+	struct restore *rs = rc->rs;
+	Rdmab__State__Context *m;
+	struct why why = { 0 };
+	struct device *dev;
+	struct domain *d;
+	struct user *u;
+	struct dctx *x = restart_ctx_find(rs->core, id);
+	bool tried;
+	int fd, ret;
+
+	if (x)
+		return x;
+	if (orphan_ctx_tried(rc, id, &tried) < 0 || tried)
+		return NULL;
+	m = restore_ctx_record(rs, id, &dev);
+	if (!m)
+		return NULL;
+	d = domain_adopt(rs->core, m->domain, (enum domain_kind)m->domain_kind,
+			 ow->uid, m->domain_cgroup, m->domain_pool);
+	u = user_get(rs->core, ow->uid);
+	if (!d || !u) {
+		log_warn("context %" PRIu64 " (%s on %s) of client %" PRIu64
+			 ", whose session ended: %s, not adopted",
+			 id, m->domain, m->device, ow->client_id,
+			 u ? "its domain cannot be made again" :
+			     "out of memory");
+		ret = -ENOENT;
+		goto out;
+	}
+	/* On a device without import the adopt fails, and nothing is
+	 * opened again: the records were of the clients' own contexts. */
+	ret = restore_ctx_take(rs, id, &fd);
+	if (ret == 0)
+		ret = restore_ctx_fd(rs, d, dev, u, id, fd, m, &why, &x);
+	if (ret < 0 && ret != -ENOENT)
+		log_warn("context %" PRIu64 " on %s of client %" PRIu64
+			 ", whose session ended, cannot be adopted: %s",
+			 id, dev->name, ow->client_id, why.text);
+out:
+	/* A domain made for it and left empty goes. */
+	if (ret < 0 && d)
+		domain_release(rs->core, d);
+	if (u)
+		user_unref(rs->core, u);
+	rdmab__state__context__free_unpacked(m, NULL);
+	return ret < 0 ? NULL : x;
+}
+
+struct dctx *restore_ctx_detached(struct restore *rs, struct obj_owner *ow,
+				  uint64_t ctx_id)
+{
+	return rs->rc ? restore_ctx_orphan(rs->rc, ow, ctx_id) : NULL;
+}
+
+/* The contexts adopted for ended sessions' records that none of them
+ * came to hold (each failed to be made again), closed again. */
+static void restore_orphans_close(struct rctx *rc)
+{
+	for (size_t i = 0; i < rc->n_orphan_ctxs; i++) {
+		struct dctx *x =
+			restart_ctx_find(rc->rs->core, rc->orphan_ctxs[i]);
+
+		if (x)
+			dctx_close_unheld(rc->rs->core, x);
+	}
 }
 
 /* A context the session held that could not be adopted: told as a
@@ -504,9 +661,9 @@ static int restore_session(void *arg, const struct journal_rec *rec)
 		 m->library_version);
 	families_session_restore(&c->cl, m);
 	c->cl.requests = m->requests;
-	ret = domain_join(&srv->core, &c->cl,
-			  m->domain_kind == DOMAIN_PRIVATE ? "" : m->domain,
-			  m->domain_kind == DOMAIN_PRIVATE, &why);
+	ret = domain_rejoin(&srv->core, &c->cl, m->domain,
+			    (enum domain_kind)m->domain_kind, m->domain_pool,
+			    &why);
 	if (ret < 0) {
 		log_warn("client %" PRIu64 ": cannot join domain %s again: %s",
 			 c->cl.id, m->domain, why.text);
@@ -626,7 +783,7 @@ static void restore_obj(struct rctx *rc, struct robj *ro, bool last)
 				       NULL :
 				       restart_owner_find(rc->rs, m->owner);
 	struct dctx *x = c  ? dctx_conn_find(&c->cl, m->ctx_id) :
-			 ow ? restart_ctx_find(rc->rs->core, m->ctx_id) :
+			 ow ? restore_ctx_orphan(rc, ow, m->ctx_id) :
 			      NULL;
 	bool remake;
 	struct obj *o;
@@ -895,6 +1052,11 @@ int restart_restore(struct server *srv)
 			if (ret == 0)
 				restore_objects_later(&rs);
 			rs.rc = NULL;
+			restore_orphans_close(&rc);
+			/* Every record is back (a family's, an MR on a DM
+			 * made late): only now is each ended session's
+			 * process watched. */
+			restart_owners_watch(rs.core);
 			restore_phase(&ph, RESTORE_FAMILIES);
 			if (ret == 0)
 				restore_tell(&rc);
@@ -911,6 +1073,7 @@ int restart_restore(struct server *srv)
 			free(rc.conns);
 			free(rc.reqs);
 			free(rc.holds);
+			free(rc.orphan_ctxs);
 		}
 		robjs_free(&ro);
 		restore_phase(&ph, RESTORE_TELL);

@@ -283,20 +283,32 @@ static int dm_restore_session(void *arg, const struct journal_rec *r)
 
 /*
  * A DM import's registry record, made again under @id for the session of
- * @owner (the registry journals no DM import: the DM's record names them).
- * NULL when that session did not come back: the import went with it.
+ * @owner (the registry journals no DM import: the DM's record names them),
+ * or, when that session had ended before the restart while its process
+ * lived, for its detached owner: the import stays until the process
+ * exits, as before the restart. NULL when neither came back: the import
+ * went with its session.
  */
 static struct obj *dm_restore_record(struct restore *rs, struct dm *dm,
 				     uint64_t owner, uint64_t id)
 {
 	struct client *c = state_client(rs->core, owner);
+	struct obj_owner *ow = c ? NULL : restart_owner_find(rs, owner);
 	struct why why = { 0 };
 	struct obj *o;
+	int ret;
 
-	if (!c || !dctx_conn_find(c, dm->ctx->id))
+	if (c && !dctx_conn_find(c, dm->ctx->id))
 		return NULL;
-	if (objects_add_id(c, dm->ctx, IBC_OBJ_DM, false, true, dm->dd.handle,
-			   id, &why, &o) < 0) {
+	if (c)
+		ret = objects_add_id(c, dm->ctx, IBC_OBJ_DM, false, true,
+				     dm->dd.handle, id, &why, &o);
+	else if (ow)
+		ret = objects_add_detached(ow, dm->ctx, IBC_OBJ_DM, false, true,
+					   dm->dd.handle, id, &why, &o);
+	else
+		return NULL;
+	if (ret < 0) {
 		log_warn("DM %" PRIu64 ": the import %" PRIu64 " of client "
 			 "%" PRIu64 " is not adopted: %s",
 			 dm->id, id, owner, why.text);
@@ -349,6 +361,29 @@ static int dm_restore_holds(struct restore *rs, struct dm *dm,
 	return 0;
 }
 
+/* @m's context when no session brought it back: the one adopted for its
+ * allocator's claim or its first import whose session had ended while
+ * the process lived (detached), as the registry's records of such
+ * sessions get theirs; NULL for none. */
+static struct dctx *dm_restore_ctx(struct restore *rs,
+				   const Rdmab__State__Dm *m)
+{
+	struct obj_owner *ow;
+	struct dctx *x = NULL;
+
+	if (m->claim_object) {
+		ow = restart_owner_find(rs, m->allocator_id);
+		if (ow)
+			x = restore_ctx_detached(rs, ow, m->ctx_id);
+	}
+	for (size_t i = 0; !x && i < m->n_holds; i++) {
+		ow = restart_owner_find(rs, m->holds[i]->owner);
+		if (ow)
+			x = restore_ctx_detached(rs, ow, m->ctx_id);
+	}
+	return x;
+}
+
 static int dm_restore_one(void *arg, const struct journal_rec *r)
 {
 	struct restore *rs = arg;
@@ -365,10 +400,12 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 		return restore_fail(rs, -EBADMSG,
 				    "DM %" PRIu64 " does not decode", r->key);
 	x = state_ctx(core, m->ctx_id);
+	if (!x)
+		x = dm_restore_ctx(rs, m);
 	if (!x || !x->dc) {
-		/* No session holds its context any more: the DM went with
-		 * it, as with a device removal (its memfd is closed with
-		 * what nobody took). */
+		/* Nobody holds its context any more (no session, no record
+		 * of an ended one's): the DM went with it, as with a device
+		 * removal (its memfd is closed with what nobody took). */
 		log_info("DM %" PRIu64 ": its context %" PRIu64 " did not come "
 			 "back, not adopted",
 			 r->key, m->ctx_id);
