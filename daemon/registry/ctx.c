@@ -61,6 +61,7 @@ static void dctx_free(struct core *core, struct dctx *x)
 	/* The context's PD was the domain's object; what dead clients'
 	 * intents may have made goes with the context. */
 	charge_sub(d, CHARGE_OBJECTS, 1 + x->unaccounted);
+	free(x->unnamed);
 	free(x);
 	domain_release(core, d);
 }

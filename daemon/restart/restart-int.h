@@ -86,6 +86,16 @@ void restart_serials_adopt(struct core *core,
 			   const struct Rdmab__State__Counters *c);
 /* After a journal write (@ret its result): warn once. */
 void restart_after_write(struct core *core, int ret);
+/* kept.c: the restore made unnamed object @id again in @x as its record
+ * (@len bytes at @data) says: record and mark again; @x closes: its
+ * unnamed objects' records go. The domains' books, after the sessions,
+ * contexts and objects made the domains again. */
+struct dctx;
+struct restore;
+void restart_unnamed_adopted(struct core *core, struct dctx *x, uint64_t id,
+			     const uint8_t *data, size_t len);
+void restart_unnamed_closed(struct core *core, const struct dctx *x);
+void restart_domains_restore(struct restore *rs);
 /* The loop's compaction (restart_init() makes its event), and the
  * journal's hook that schedules it (journal_on_full(), @arg the core). */
 void restart_compact_cb(evutil_socket_t fd, short what, void *arg);

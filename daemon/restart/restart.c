@@ -352,6 +352,7 @@ void restart_ctx_closed(struct core *core, const struct dctx *x)
 	if (!restart_fdstore(core))
 		return;
 	restart_ctx_fd_drop(core, x);
+	restart_unnamed_closed(core, x);
 	restart_after_write(
 		core, journal_del(core->restart->j, JOURNAL_CONTEXT, x->id));
 }
@@ -579,6 +580,12 @@ static int check_one(void *arg, const struct journal_rec *r)
 	case JOURNAL_OWNER:
 		d = &rdmab__state__owner__descriptor;
 		break;
+	case JOURNAL_DOMAIN:
+		d = &rdmab__state__domain__descriptor;
+		break;
+	case JOURNAL_UNNAMED:
+		d = &rdmab__state__unnamed__descriptor;
+		break;
 	default:
 		return 0;
 	}
@@ -598,9 +605,11 @@ int restart_state_check(const struct journal_view *v,
 				   const struct state_obj *m),
 			void *arg, char *why, size_t why_len)
 {
-	static const uint32_t kinds[] = { JOURNAL_COUNTERS,	JOURNAL_CONTEXT,
-					  JOURNAL_SESSION,	JOURNAL_OBJECT,
-					  JOURNAL_SESSION_HOLD, JOURNAL_OWNER };
+	static const uint32_t kinds[] = {
+		JOURNAL_COUNTERS, JOURNAL_CONTEXT,	JOURNAL_SESSION,
+		JOURNAL_OBJECT,	  JOURNAL_SESSION_HOLD, JOURNAL_OWNER,
+		JOURNAL_DOMAIN,	  JOURNAL_UNNAMED
+	};
 	struct check_arg ck = { why, why_len, obj, arg };
 	int ret;
 
@@ -782,4 +791,7 @@ const struct journal_sink restart_sink = {
 	.obj_gone = restart_obj_gone,
 	.owner_saved = restart_owner_saved,
 	.owner_gone = restart_owner_gone,
+	.obj_unnamed = restart_obj_unnamed,
+	.domain_saved = restart_domain_saved,
+	.domain_gone = restart_domain_gone,
 };

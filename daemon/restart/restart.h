@@ -158,6 +158,15 @@ void restart_obj_made(struct core *core, const struct obj *o,
 void restart_obj_packed(struct core *core, const struct obj *o,
 			const struct obj_made *made, const uint8_t *data,
 			size_t len);
+/* @o's record leaves the registry while the object stays in its context
+ * (a device whose kernel is the broker): its record is kept, marked
+ * unnamed, until the context closes, and the restore makes the object
+ * again in no one's name (kept.c). */
+void restart_obj_unnamed(struct core *core, const struct obj *o);
+/* A domain's own books (its rekey count) changed, or it goes. */
+struct domain;
+void restart_domain_saved(struct core *core, const struct domain *d);
+void restart_domain_gone(struct core *core, const struct domain *d);
 /* An owner's session ended while it holds objects (detached), or its
  * process is gone (dead): the record that makes its objects' records
  * adoptable without a session; it goes when the owner does. */
