@@ -474,6 +474,9 @@ void dctx_conn_release(struct core *core, struct client *c)
 		 * client may still be closing its import. */
 		if (x->dead_imports < UINT32_MAX)
 			x->dead_imports++;
+		if (cc->import && x->dc)
+			x->dead_internal += x->dev->ctx_ops->import_records(
+				x->dc, cc->import);
 		if (stays)
 			sink_ctx_saved(core, x);
 		dctx_unref(core, x);

@@ -55,6 +55,9 @@ struct dctx {
 	/* Sessions that let go of the context without closing their import
 	 * (a death): each left at least what a bare import makes. */
 	uint32_t dead_imports;
+	/* What those left on a device whose kernel is the broker (its
+	 * import_records at each death): what a restart makes again. */
+	uint32_t dead_internal;
 	/* Replaced by a rekey (rekey.c): no new session gets it; it closes
 	 * as a whole once every session let go. */
 	bool rekeyed;

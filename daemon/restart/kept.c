@@ -8,7 +8,9 @@
  * records of a session that let go of a rekeyed context). A verbs
  * kernel keeps those in the context's descriptor; the soft device's
  * kernel is the daemon, so the journal keeps their Object records, each
- * marked by a JOURNAL_UNNAMED record, until their context closes.
+ * marked by a JOURNAL_UNNAMED record, until their context closes; and
+ * the provider-internal records importers that died left there (a
+ * context's dead_internal), made again once everything named is back.
  */
 #include "config.h"
 
@@ -17,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "daemon/device/device.h"
+#include "daemon/registry/core.h"
 #include "daemon/registry/ctx.h"
 #include "daemon/registry/domain.h"
 #include "daemon/registry/objects.h"
@@ -154,4 +158,28 @@ void restart_unnamed_closed(struct core *core, const struct dctx *x)
 		restart_after_write(
 			core, journal_del(j, JOURNAL_OBJECT, x->unnamed[i]));
 	}
+}
+
+/* --- what dead importers left ---------------------------------------- */
+
+void restart_imports_left(struct core *core)
+{
+	struct domain *d;
+	struct dctx *x;
+
+	TAILQ_FOREACH(d, &core->domains, link)
+		TAILQ_FOREACH(x, &d->ctxs, link) {
+			int err;
+
+			if (!x->dead_internal || !x->dc || x->reopened)
+				continue;
+			err = x->dev->ctx_ops->import_left(x->dc,
+							   x->dead_internal);
+			if (err < 0)
+				log_warn("context %" PRIu64 ": the %u records "
+					 "dead importers left are not made "
+					 "again: %s",
+					 x->id, x->dead_internal,
+					 strerror(-err));
+		}
 }

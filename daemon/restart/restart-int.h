@@ -96,6 +96,10 @@ void restart_unnamed_adopted(struct core *core, struct dctx *x, uint64_t id,
 			     const uint8_t *data, size_t len);
 void restart_unnamed_closed(struct core *core, const struct dctx *x);
 void restart_domains_restore(struct restore *rs);
+/* kept.c: the records dead importers left in each adopted context
+ * (dead_internal), made again at free handles, once every record that
+ * names a handle is back. */
+void restart_imports_left(struct core *core);
 /* The loop's compaction (restart_init() makes its event), and the
  * journal's hook that schedules it (journal_on_full(), @arg the core). */
 void restart_compact_cb(evutil_socket_t fd, short what, void *arg);

@@ -293,6 +293,7 @@ void restart_ctx_saved(struct core *core, const struct dctx *x)
 	m.pd_handle = x->dev->ctx_ops->pd_handle(x->dc);
 	m.unaccounted = x->unaccounted;
 	m.dead_imports = x->dead_imports;
+	m.dead_internal = x->dead_internal;
 	m.own_internal = x->own_internal;
 	m.rekeyed = x->rekeyed;
 	families_ctx_save(x, &m);
@@ -330,6 +331,7 @@ void restart_ctx_books(struct core *core, struct dctx *x,
 	/* The families' books of it, and their charges. */
 	families_ctx_restore(core, x, m);
 	x->dead_imports = m->dead_imports;
+	x->dead_internal = m->dead_internal;
 	/* Adopted, the context's internal objects are not all the
 	 * broker's (unaccounted_ctx_opened() counted every one). */
 	x->own_internal = m->own_internal;

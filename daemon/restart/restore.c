@@ -1142,6 +1142,8 @@ int restart_restore(struct server *srv)
 			 * detached owners): their own books. */
 			if (ret == 0)
 				restart_domains_restore(&rs);
+			if (ret == 0)
+				restart_imports_left(rs.core);
 			rs.rc = NULL;
 			restore_orphans_close(&rc);
 			/* Every record is back (a family's, an MR on a DM
