@@ -259,7 +259,8 @@ static uint32_t default_import_records(struct device_ctx *ctx, uint64_t import)
 	return 0;
 }
 
-static int default_import_left(struct device_ctx *ctx, uint32_t n)
+static int default_import_left(struct device_ctx *ctx, uint64_t import,
+			       uint32_t n)
 {
 	return 0;
 }

@@ -20,6 +20,7 @@
 #include <string.h>
 
 #include "daemon/device/device.h"
+#include "daemon/registry/client.h"
 #include "daemon/registry/core.h"
 #include "daemon/registry/ctx.h"
 #include "daemon/registry/domain.h"
@@ -162,24 +163,126 @@ void restart_unnamed_closed(struct core *core, const struct dctx *x)
 
 /* --- what dead importers left ---------------------------------------- */
 
-void restart_imports_left(struct core *core)
+/* @x's live imports' records beyond what an import makes (its QPs'),
+ * into @m: @buf and @ptrs of @cap entries, which the caller frees after
+ * the write; only on a device that makes records per QP. */
+int restart_ctx_imports_save(const struct dctx *x, Rdmab__State__Context *m,
+			     Rdmab__State__ImportRecords **ret_buf,
+			     Rdmab__State__ImportRecords ***ret_ptrs)
+{
+	Rdmab__State__ImportRecords *buf = NULL, **ptrs = NULL;
+	const struct client *c;
+	const struct conn_ctx *cc;
+	size_t n = 0, cap = 0;
+
+	*ret_buf = NULL;
+	*ret_ptrs = NULL;
+	if (!x->dev->internal_per_qp || !x->dc)
+		return 0;
+	TAILQ_FOREACH(c, &x->domain->members, domain_link)
+		TAILQ_FOREACH(cc, &c->ctxs, link) {
+			uint32_t r;
+
+			if (cc->ctx != x || !cc->import)
+				continue;
+			r = x->dev->ctx_ops->import_records(x->dc, cc->import);
+			if (r <= x->dev->internal_per_import)
+				continue;
+			if (n == cap) {
+				size_t k = cap ? cap * 2 : 8;
+				void *b = realloc(buf, k * sizeof(*buf));
+
+				if (!b)
+					goto nomem;
+				buf = b;
+				cap = k;
+			}
+			rdmab__state__import_records__init(&buf[n]);
+			buf[n].import = cc->import;
+			buf[n].records = r - x->dev->internal_per_import;
+			n++;
+		}
+	if (!n)
+		return 0;
+	ptrs = malloc(n * sizeof(*ptrs));
+	if (!ptrs)
+		goto nomem;
+	for (size_t i = 0; i < n; i++)
+		ptrs[i] = &buf[i];
+	m->n_import_records = n;
+	m->import_records = ptrs;
+	*ret_buf = buf;
+	*ret_ptrs = ptrs;
+	return 0;
+nomem:
+	free(buf);
+	return -ENOMEM;
+}
+
+/* The records of @x's adopted imports beyond what an import makes, as
+ * its record @m says. */
+static void imports_more(struct dctx *x, const Rdmab__State__Context *m)
+{
+	const struct client *c;
+	const struct conn_ctx *cc;
+
+	TAILQ_FOREACH(c, &x->domain->members, domain_link)
+		TAILQ_FOREACH(cc, &c->ctxs, link) {
+			if (cc->ctx != x || !cc->import)
+				continue;
+			for (size_t i = 0; i < m->n_import_records; i++) {
+				const Rdmab__State__ImportRecords *r =
+					m->import_records[i];
+				int err;
+
+				if (r->import != cc->import)
+					continue;
+				err = x->dev->ctx_ops->import_left(
+					x->dc, r->import, r->records);
+				if (err < 0)
+					log_warn("context %" PRIu64 ": import "
+						 "%" PRIu64 "'s %u records "
+						 "are not made again: %s",
+						 x->id, r->import, r->records,
+						 strerror(-err));
+			}
+		}
+}
+
+void restart_imports_left(struct restore *rs)
 {
 	struct domain *d;
 	struct dctx *x;
 
-	TAILQ_FOREACH(d, &core->domains, link)
+	TAILQ_FOREACH(d, &rs->core->domains, link)
 		TAILQ_FOREACH(x, &d->ctxs, link) {
+			Rdmab__State__Context *m = NULL;
+			struct journal_rec rec;
 			int err;
 
-			if (!x->dead_internal || !x->dc || x->reopened)
+			if (!x->dc || x->reopened)
 				continue;
-			err = x->dev->ctx_ops->import_left(x->dc,
-							   x->dead_internal);
+			if (journal_find(rs->view, JOURNAL_CONTEXT, x->id,
+					 &rec) == 0)
+				m = rdmab__state__context__unpack(NULL, rec.len,
+								  rec.data);
+			if (m && m->n_import_records)
+				imports_more(x, m);
+			if (m)
+				rdmab__state__context__free_unpacked(m, NULL);
+			err = x->dead_internal ?
+				      x->dev->ctx_ops->import_left(
+					      x->dc, 0, x->dead_internal) :
+				      0;
 			if (err < 0)
 				log_warn("context %" PRIu64 ": the %u records "
 					 "dead importers left are not made "
 					 "again: %s",
 					 x->id, x->dead_internal,
 					 strerror(-err));
+			/* The new journal's record says what is back (its
+			 * imports' records were not, when it was adopted). */
+			if (x->dev->internal_per_qp)
+				restart_ctx_saved(rs->core, x);
 		}
 }

@@ -99,7 +99,16 @@ void restart_domains_restore(struct restore *rs);
 /* kept.c: the records dead importers left in each adopted context
  * (dead_internal), made again at free handles, once every record that
  * names a handle is back. */
-void restart_imports_left(struct core *core);
+void restart_imports_left(struct restore *rs);
+/* kept.c: @x's live imports' records beyond a bare import's, into its
+ * record @m (on a device that makes records per QP); the caller frees
+ * *@ret_buf and *@ret_ptrs after the write. 0 or -ENOMEM. */
+struct Rdmab__State__Context;
+struct Rdmab__State__ImportRecords;
+int restart_ctx_imports_save(const struct dctx *x,
+			     struct Rdmab__State__Context *m,
+			     struct Rdmab__State__ImportRecords **ret_buf,
+			     struct Rdmab__State__ImportRecords ***ret_ptrs);
 /* The loop's compaction (restart_init() makes its event), and the
  * journal's hook that schedules it (journal_on_full(), @arg the core). */
 void restart_compact_cb(evutil_socket_t fd, short what, void *arg);

@@ -278,6 +278,7 @@ bool restart_handing_off(const struct core *core)
 void restart_ctx_saved(struct core *core, const struct dctx *x)
 {
 	Rdmab__State__Context m = RDMAB__STATE__CONTEXT__INIT;
+	Rdmab__State__ImportRecords *imp, **imp_ptrs;
 
 	/* A context whose device went is never adopted: it keeps the
 	 * record it had. */
@@ -297,8 +298,13 @@ void restart_ctx_saved(struct core *core, const struct dctx *x)
 	m.own_internal = x->own_internal;
 	m.rekeyed = x->rekeyed;
 	families_ctx_save(x, &m);
+	/* Without memory, the record says what a bare import makes: the
+	 * restore makes that much again. */
+	restart_ctx_imports_save(x, &m, &imp, &imp_ptrs);
 	restart_after_write(core, journal_put(core->restart->j, JOURNAL_CONTEXT,
 					      x->id, &m.base));
+	free(imp_ptrs);
+	free(imp);
 }
 
 void restart_ctx_opened(struct core *core, const struct dctx *x)

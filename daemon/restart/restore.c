@@ -1143,7 +1143,7 @@ int restart_restore(struct server *srv)
 			if (ret == 0)
 				restart_domains_restore(&rs);
 			if (ret == 0)
-				restart_imports_left(rs.core);
+				restart_imports_left(&rs);
 			rs.rc = NULL;
 			restore_orphans_close(&rc);
 			/* Every record is back (a family's, an MR on a DM

@@ -207,11 +207,13 @@ static uint32_t soft_import_records(struct device_ctx *base, uint64_t import)
 	return soft_objs_import_records(&soft_ctx_of(base)->objs, import);
 }
 
-static int soft_import_left(struct device_ctx *base, uint32_t n)
+static int soft_import_left(struct device_ctx *base, uint64_t import,
+			    uint32_t n)
 {
 	struct soft_objs *o = &soft_ctx_of(base)->objs;
 
-	return soft_objs_import_adopt(o, n, o->next_import + 1);
+	return soft_objs_import_adopt(o, n,
+				      import ? import : o->next_import + 1);
 }
 
 /*
