@@ -156,8 +156,9 @@ void dctx_close_unheld(struct core *core, struct dctx *x);
  * (made again by dctx_imports_adopt()). 0 or -ENOMEM. */
 int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens,
 		      uint64_t import);
-/* Restore, after the objects came back at their handles: the imports of
- * @d's members' holds, made again on the device. */
+/* Restore, after every record that names a handle came back (the
+ * families' too): the imports of @d's members' holds, made again on the
+ * device at free handles. */
 void dctx_imports_adopt(struct domain *d);
 /* @d's context @id; NULL for none. */
 struct dctx *dctx_find_id(struct domain *d, uint64_t id);

@@ -254,6 +254,11 @@ void restart_imports_left(struct restore *rs)
 	struct domain *d;
 	struct dctx *x;
 
+	/* The sessions' imports first, at free handles: after every
+	 * record that names one (a DM, an MR on it: the families'), or
+	 * they would take theirs. */
+	TAILQ_FOREACH(d, &rs->core->domains, link)
+		dctx_imports_adopt(d);
 	TAILQ_FOREACH(d, &rs->core->domains, link)
 		TAILQ_FOREACH(x, &d->ctxs, link) {
 			Rdmab__State__Context *m = NULL;

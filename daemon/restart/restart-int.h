@@ -96,9 +96,10 @@ void restart_unnamed_adopted(struct core *core, struct dctx *x, uint64_t id,
 			     const uint8_t *data, size_t len);
 void restart_unnamed_closed(struct core *core, const struct dctx *x);
 void restart_domains_restore(struct restore *rs);
-/* kept.c: the records dead importers left in each adopted context
- * (dead_internal), made again at free handles, once every record that
- * names a handle is back. */
+/* kept.c: once every record that names a handle is back (the
+ * families' too), what takes free ones: the adopted sessions' imports
+ * (dctx_imports_adopt()) with their QPs' records, and what dead
+ * importers left in each adopted context (dead_internal). */
 void restart_imports_left(struct restore *rs);
 /* kept.c: @x's live imports' records beyond a bare import's, into its
  * record @m (on a device that makes records per QP); the caller frees

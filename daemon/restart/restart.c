@@ -685,14 +685,6 @@ struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id)
 	return NULL;
 }
 
-void restart_objects_adopted(struct core *core)
-{
-	struct domain *d;
-
-	TAILQ_FOREACH(d, &core->domains, link)
-		dctx_imports_adopt(d);
-}
-
 void restart_owners_watch(struct core *core)
 {
 	struct registry *reg = core->registry;

@@ -179,14 +179,13 @@ void restart_owner_gone(struct core *core, const struct obj_owner *ow);
 struct journal_view;
 struct obj_owner *restart_owner_find(struct restore *rs, uint64_t client_id);
 struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id);
-/* Restore, after the objects came back at their handles: the sessions'
- * imports are made again (dctx_imports_adopt()). */
-void restart_objects_adopted(struct core *core);
 /* Restore, once every record is back, the families' and those made
  * again late (an MR on a DM) too: each adopted owner whose session had
  * ended is watched again (a process gone meanwhile starts its cleanup);
  * one that got no record goes. Earlier, an owner whose only record came
- * later would be freed first, then made again unwatched. */
+ * later would be freed first, then made again unwatched. (The sessions'
+ * imports are made again then too, after every record that names a
+ * handle: restart_imports_left().) */
 void restart_owners_watch(struct core *core);
 /* The id spaces passed their saved mark: save them further on. */
 void restart_ids_check(struct core *core);

@@ -956,7 +956,7 @@ static void restore_objects(struct rctx *rc, struct robjs *ro)
 	if (!order) {
 		log_err("out of memory: the %zu objects are not adopted",
 			ro->n);
-		goto out;
+		return;
 	}
 	for (size_t i = 0; i < ro->n; i++) {
 		const struct robj *r = &ro->v[i];
@@ -982,8 +982,6 @@ static void restore_objects(struct rctx *rc, struct robjs *ro)
 	for (size_t i = 0; i < n; i++)
 		restore_obj(rc, &ro->v[order[i].i], false);
 	free(order);
-out:
-	restart_objects_adopted(rc->rs->core);
 }
 
 void restore_objects_later(struct restore *rs)
