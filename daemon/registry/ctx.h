@@ -69,7 +69,7 @@ struct dctx {
 	bool auto_rekey_refused;
 	/* The state journal's records of its unnamed objects (objects the
 	 * broker made that stay in it, in no record's name), by object id:
-	 * restart.c's, which deletes them when the context closes. */
+	 * restart's (kept.c), which deletes them when the context closes. */
 	uint64_t *unnamed;
 	uint32_t n_unnamed, cap_unnamed;
 };

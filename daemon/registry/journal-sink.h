@@ -42,7 +42,7 @@ struct journal_sink {
 	void (*obj_gone)(struct core *core, const struct obj *o);
 	void (*owner_saved)(struct core *core, struct obj_owner *ow);
 	void (*owner_gone)(struct core *core, const struct obj_owner *ow);
-	/* R2: a record leaves the registry while its object stays in a
+	/* A record leaves the registry while its object stays in a
 	 * device whose kernel is the broker (told before obj_gone, which
 	 * then keeps the record); a domain's own books changed, or it
 	 * goes. */

@@ -61,7 +61,7 @@ enum journal_kind {
 	/* Key 0: the counters (StateCounters: generation, restarts, the
 	 * id spaces' counts and keys). */
 	JOURNAL_COUNTERS = 1,
-	/* Key: restart.c's hash of the domain's name: what a domain keeps
+	/* Key: kept.c's hash of the domain's name: what a domain keeps
 	 * beyond what its sessions remake (its rekey count). */
 	JOURNAL_DOMAIN = 2,
 	/* Key: the context id. */

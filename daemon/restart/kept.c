@@ -161,7 +161,7 @@ void restart_unnamed_closed(struct core *core, const struct dctx *x)
 	}
 }
 
-/* --- what dead importers left ---------------------------------------- */
+/* --- the imports' records ------------------------------------------------ */
 
 /* @x's live imports' records beyond what an import makes (its QPs'),
  * into @m: @buf and @ptrs of @cap entries, which the caller frees after
@@ -267,7 +267,9 @@ void restart_imports_left(struct restore *rs)
 
 			if (!x->dc || x->reopened)
 				continue;
-			if (journal_find(rs->view, JOURNAL_CONTEXT, x->id,
+			/* Only such a device's records list them. */
+			if (x->dev->internal_per_qp &&
+			    journal_find(rs->view, JOURNAL_CONTEXT, x->id,
 					 &rec) == 0)
 				m = rdmab__state__context__unpack(NULL, rec.len,
 								  rec.data);
