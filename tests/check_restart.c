@@ -19,9 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "daemon/restart/journal.h"
@@ -414,7 +416,20 @@ enum {
 	HOLD_DM = 1 << 2,
 	/* In a private domain. */
 	HOLD_PRIVATE = 1 << 3,
+	/* Three RC QPs on its CQ (HOLD_CQ): with [soft]
+	 * internal_objects_per_qp, records of its import. */
+	HOLD_QPS = 1 << 4,
 };
+
+/* A small RC QP's attributes, its CQs to set. */
+static struct ibc_qp_attr rc_attr(void)
+{
+	return (struct ibc_qp_attr){ .qp_type = IBV_QPT_RC,
+				     .cap = { .max_send_wr = 4,
+					      .max_recv_wr = 4,
+					      .max_send_sge = 1,
+					      .max_recv_sge = 1 } };
+}
 
 /* A child process with a session of its own holding in soft0 what @what
  * says; it waits for a signal. */
@@ -438,20 +453,25 @@ static pid_t holder_spawn_in(struct rig *g, unsigned int what)
 					 IBC_CONNECT_PRIVATE_DOMAIN :
 					 0,
 		};
+		struct ibc_qp_attr qa = rc_attr();
 		struct ibc_client *cl;
 		struct ibc_xrcd *xr;
 		struct ibc_ctx *x;
 		struct ibc_dm *dm;
-		struct ibc_cq *cq;
+		struct ibc_qp *qp;
 
 		if (ibc_connect(&attr, &cl) < 0 ||
 		    ibc_open(cl, "soft0", &x) < 0 ||
-		    (what & HOLD_CQ && ibc_cq_create(x, 4, &cq) < 0) ||
+		    (what & HOLD_CQ && ibc_cq_create(x, 4, &qa.send_cq) < 0) ||
 		    (what & (HOLD_FAMILIES | HOLD_DM) &&
 		     ibc_dm_alloc(x, 4096, 0, &dm) < 0) ||
 		    (what & HOLD_FAMILIES &&
 		     ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0))
 			_exit(1);
+		qa.recv_cq = qa.send_cq;
+		for (int i = 0; what & HOLD_QPS && i < 3; i++)
+			if (ibc_qp_create(x, &qa, &qp) < 0)
+				_exit(1);
 		if (write(p[1], "r", 1) != 1)
 			_exit(1);
 		pause();
@@ -521,11 +541,7 @@ END_TEST
  * destroyed since, or alive) is handed out again after it. */
 START_TEST(serials_never_reused)
 {
-	struct ibc_qp_attr qa = { .qp_type = IBV_QPT_RC,
-				  .cap = { .max_send_wr = 4,
-					   .max_recv_wr = 4,
-					   .max_send_sge = 1,
-					   .max_recv_sge = 1 } };
+	struct ibc_qp_attr qa = rc_attr();
 	static char buf[4096];
 	struct ibc_qp *qa_gone, *qb, *qc, *tgt, *tgt2;
 	struct ibc_mr *ma_gone, *mb, *mc;
@@ -1424,6 +1440,247 @@ START_TEST(detached_dm_only_no_session)
 }
 END_TEST
 
+/* The domain with members until its dead clients' records and intents
+ * are gone (their cleanup ran, the count refreshed). */
+static struct ibc_domain_info domain_settled(struct rig *g)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	struct ibc_domain_info d;
+
+	do {
+		d = domain_now(g);
+		if (d.live_intents == 0 && d.members == 1 &&
+		    d.registry_objects == 0)
+			return d;
+		tl_sleep_ms(20);
+	} while (tl_now_ms() < end);
+	ck_abort_msg("the dead client stayed: %u intents, %u members, %u "
+		     "objects",
+		     d.live_intents, d.members, d.registry_objects);
+	return d;
+}
+
+/* The soft device's unnamed objects: a client killed after its kernel
+ * call made a CQ ([soft] intent_window, IBC_TEST_SOFT_STOP=kernel) leaves
+ * the CQ in the context in no record's name, counted unaccounted and
+ * charged. Across two SIGKILLs and restores the context holds it still:
+ * the count after the restore (every listing walks it) finds it, and
+ * charges and gives back nothing; a new CQ does not take its handle. */
+START_TEST(unnamed_kept)
+{
+	struct ibc_domain_info before, after;
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	rig_config = "[soft]\nintent_window = yes\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ibc_client *cl;
+		struct ibc_ctx *cx;
+		struct ibc_cq *ccq;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("IBC_TEST_SOFT_STOP", "kernel", 1);
+		if (tl_connect(g.sock, 10000, &cl) < 0 ||
+		    ibc_open(cl, "soft0", &cx) < 0)
+			_exit(1);
+		ibc_cq_create(cx, 16, &ccq);
+		_exit(2);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+	ck_assert_msg(WIFSTOPPED(st), "the client did not stop: %#x", st);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	before = domain_settled(&g);
+	ck_assert_uint_eq(before.unaccounted, 1);
+	/* The context's PD and the CQ. */
+	ck_assert_uint_eq(before.kernel_objects, 2);
+	ck_assert_uint_eq(before.used.objects, 2);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(kill_and_restart(&g), 0);
+		after = domain_now(&g);
+		ck_assert_uint_eq(after.unaccounted, before.unaccounted);
+		ck_assert_uint_eq(after.kernel_objects, before.kernel_objects);
+		ck_assert_uint_eq(after.registry_objects, 0);
+		ck_assert_uint_eq(after.used.objects, before.used.objects);
+		ck_assert_int_eq(tl_count_in_file(g.log, "cannot be made"), 0);
+	}
+	/* A new CQ gets a handle of its own: the unnamed one keeps its. */
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.kernel_objects, 3);
+	ck_assert_uint_eq(after.unaccounted, 1);
+	ck_assert_uint_eq(after.used.objects, 3);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ibc_close(x);
+	rig_free(&g);
+}
+END_TEST
+
+/* A session that lets go of a rekeyed context (its process killed)
+ * leaves its objects there, unnamed, while another session holds the
+ * context: the soft device keeps them across a restart, counted and
+ * charged as before. */
+START_TEST(unnamed_rekeyed_kept)
+{
+	struct ibc_domain_info before, after;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn(&g, false);
+	before = domain_now(&g);
+	ck_assert_int_eq(ibc_admin_domain_rekey(g.cl, before.name, 0), 0);
+	before = domain_now(&g);
+	ck_assert_uint_eq(before.old_contexts, 1);
+	ck_assert_uint_eq(before.registry_objects, 1);
+	/* Its session ends: the record goes, the CQ stays. */
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	before = domain_settled(&g);
+	ck_assert_uint_eq(before.unaccounted, 1);
+	ck_assert_uint_eq(before.kernel_objects, 2);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.old_contexts, 1);
+	ck_assert_uint_eq(after.unaccounted, before.unaccounted);
+	ck_assert_uint_eq(after.kernel_objects, before.kernel_objects);
+	ck_assert_uint_eq(after.used.objects, before.used.objects);
+	rig_free(&g);
+}
+END_TEST
+
+/* A session that ended without closing its import (its process killed)
+ * leaves what the provider made for it (the soft device's internal
+ * records, as mlx5's UARs: per import, and per QP made with it): counted
+ * unaccounted, and kept across restarts, so that the count after them
+ * charges and gives back nothing. A live session's import keeps its QPs'
+ * records too, and its clean close frees them all. */
+START_TEST(dead_import_kept)
+{
+	struct ibc_qp_attr qa = rc_attr();
+	struct ibc_domain_info before, after;
+	struct ibc_client *c2;
+	struct ibc_ctx *x2;
+	struct ibc_qp *qp;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	rig_config = "[soft]\ninternal_objects_per_import = 2\n"
+		     "internal_objects_per_qp = 1\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	pid = holder_spawn_in(&g, HOLD_CQ | HOLD_QPS);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	/* A live one with 2 QPs. */
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
+	ck_assert_int_eq(ibc_open(c2, "soft0", &x2), 0);
+	ck_assert_int_eq(ibc_cq_create(x2, 4, &qa.send_cq), 0);
+	qa.recv_cq = qa.send_cq;
+	ck_assert_int_eq(ibc_qp_create(x2, &qa, &qp), 0);
+	ck_assert_int_eq(ibc_qp_create(x2, &qa, &qp), 0);
+	before = domain_now(&g);
+	/* The rig's client's import (2), the dead one's (2 + 3), the live
+	 * one's (2 + 2). */
+	ck_assert_uint_eq(before.internal_objects, 11);
+	ck_assert_uint_eq(before.unaccounted, 2);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(kill_and_restart(&g), 0);
+		after = domain_now(&g);
+		ck_assert_uint_eq(after.internal_objects,
+				  before.internal_objects);
+		ck_assert_uint_eq(after.kernel_objects, before.kernel_objects);
+		ck_assert_uint_eq(after.unaccounted, before.unaccounted);
+		ck_assert_uint_eq(after.used.objects, before.used.objects);
+	}
+	/* The live one's clean end frees its import's records, its QPs'
+	 * too; the dead one's stay. */
+	ibc_disconnect(c2);
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+		while ((after = domain_now(&g)).members > 1 &&
+		       tl_now_ms() < end)
+			tl_sleep_ms(20);
+	}
+	ck_assert_uint_eq(after.internal_objects, 7);
+	ck_assert_uint_eq(after.unaccounted, 2);
+	rig_free(&g);
+}
+END_TEST
+
+/* The imports' records take free handles at a restore: after the
+ * records that name theirs (a DM's, which the DM family makes again
+ * after the registry's objects), or they take a DM's handle and the
+ * state is refused. Here a session that opened after the DM's alloc
+ * made its import's record above the DM. */
+START_TEST(imports_after_named)
+{
+	struct ibc_client *c2;
+	struct ibc_dm_info *dl;
+	struct ibc_ctx *x, *x2;
+	struct ibc_dm *dm;
+	size_t n;
+	struct rig g;
+
+	rig_config = "[soft]\ninternal_objects_per_import = 1\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
+	ck_assert_int_eq(ibc_open(c2, "soft0", &x2), 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(ibc_ping(c2, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "cannot be used"), 0);
+	ck_assert_int_eq(ibc_list_dms(g.cl, &dl, sizeof(*dl), &n), 0);
+	ibc_list_free(dl);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_uint_eq(domain_now(&g).internal_objects, 2);
+	ibc_disconnect(c2);
+	rig_free(&g);
+}
+END_TEST
+
+/* A domain's rekey count (rdmabrokerctl domains, status, metrics) goes
+ * on across restarts: kept in the domain's own record. */
+START_TEST(rekeys_kept)
+{
+	struct ibc_domain_info d;
+	char want[160];
+	char *text;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	d = domain_now(&g);
+	ck_assert_uint_eq(d.rekeys, 0);
+	ck_assert_int_eq(ibc_admin_domain_rekey(g.cl, d.name, 0), 0);
+	ck_assert_int_eq(ibc_admin_domain_rekey(g.cl, d.name, 0), 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	d = domain_now(&g);
+	ck_assert_uint_eq(d.rekeys, 2);
+	snprintf(want, sizeof(want),
+		 "\nrdmabroker_domain_rekeys_total{domain=\"%s\"} 2\n", d.name);
+	ck_assert_int_eq(ibc_metrics(g.cl, &text, NULL), 0);
+	ck_assert_msg(strstr(text, want), "no '%s' in the metrics", want + 1);
+	free(text);
+	ck_assert_int_eq(ibc_admin_domain_rekey(g.cl, d.name, 0), 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_uint_eq(domain_now(&g).rekeys, 3);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -1454,6 +1711,11 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, cgroup_detached_no_session);
 	tcase_add_test(tc, cgroup_private_session_kept);
 	tcase_add_test(tc, detached_dm_only_no_session);
+	tcase_add_test(tc, unnamed_kept);
+	tcase_add_test(tc, unnamed_rekeyed_kept);
+	tcase_add_test(tc, dead_import_kept);
+	tcase_add_test(tc, imports_after_named);
+	tcase_add_test(tc, rekeys_kept);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -17,10 +17,12 @@
  * with the clients paused, the bytes each wrote in its DMs read the same,
  * and `rdmabrokerctl --json` of domains, objects, dm, xrcd, rss and
  * clients equals the snapshot before the restart (less times, counters
- * and rdmabrokerctl's own session); a client killed after a restart has
- * its objects destroyed. At the end, with every client gone, the registry
- * is empty, every charge 0 and the daemon holds the descriptors a fresh
- * one held.
+ * and rdmabrokerctl's own session; a domain rekeyed at the start keeps
+ * its rekey count, and the soft device makes a record per import, which
+ * a killed client leaves, counted unaccounted); a client killed after a
+ * restart has its objects destroyed. At the end, with every client gone,
+ * the registry is empty, every charge 0 and the daemon holds the
+ * descriptors a fresh one held.
  *
  * Then the same outside systemd, RESTART_STORM_REEXECS times (default 2):
  * SIGUSR2 only, the daemon handing everything to its new binary itself.
@@ -55,6 +57,8 @@
 #define N_CLIENTS 32
 #define MAXO 16
 #define DOMAIN "storm"
+/* A domain with no member, rekeyed once at the start. */
+#define REKEYED "storm-rekeyed"
 #define DM_PAT 64
 /* Every request waits this long for its answer: a restart is a pause. */
 #define CLIENT_TIMEOUT_MS 30000
@@ -533,6 +537,28 @@ static int ctl_json(const char *cmd, char **ret)
 	return 0;
 }
 
+/* rdmabrokerctl domain rekey @name: 0 or -EIO. */
+static int ctl_rekey(const char *name)
+{
+	const char *argv[] = { tl_ctl_path(), "--socket", sockpath, "domain",
+			       "rekey",	      name,	  NULL };
+	pid_t pid = fork();
+	int st;
+
+	if (pid == 0) {
+		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
+
+		if (null >= 0)
+			dup2(null, 1);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
+	    WEXITSTATUS(st) != 0)
+		return -EIO;
+	return 0;
+}
+
 static const char *const listings[] = { "domains", "objects", "dm",
 					"xrcd",	   "rss",     "clients" };
 #define N_LISTINGS (sizeof(listings) / sizeof(listings[0]))
@@ -770,10 +796,15 @@ static int storm(uint64_t seed, unsigned long restarts)
 	f = fopen(confpath, "w");
 	if (!f)
 		FAIL("%s: %s", confpath, strerror(errno));
+	/* REKEYED: a domain with a rekey count (and no member: another
+	 * uid's), which the snapshots compare; the per-import records:
+	 * what a killed client's import leaves, counted unaccounted. */
 	fprintf(f,
 		"[broker]\nadmin_group = %u\n[domain " DOMAIN "]\n"
-		"users = %u\ndm_bytes = 1048576\n",
-		(unsigned int)getgid(), (unsigned int)getuid());
+		"users = %u\ndm_bytes = 1048576\n[domain " REKEYED "]\n"
+		"users = %u\n[soft]\ninternal_objects_per_import = 1\n",
+		(unsigned int)getgid(), (unsigned int)getuid(),
+		(unsigned int)getuid() + 1);
 	fclose(f);
 	o.dir = dir;
 	o.listen_fd = lfd;
@@ -807,6 +838,8 @@ static int storm(uint64_t seed, unsigned long restarts)
 		close(lfd);
 		return 77;
 	}
+	if (ctl_rekey(REKEYED) < 0)
+		FAIL("rdmabrokerctl domain rekey " REKEYED " failed");
 	base_fds = tl_count_fds(daemon_pid(sd));
 	for (int i = 0; i < N_CLIENTS; i++)
 		if (client_spawn(&clients[i], seed * 1000 + (uint64_t)i) < 0)

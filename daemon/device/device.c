@@ -254,6 +254,17 @@ static int default_import_adopt(struct device_ctx *ctx, uint64_t import)
 	return 0;
 }
 
+static uint32_t default_import_records(struct device_ctx *ctx, uint64_t import)
+{
+	return 0;
+}
+
+static int default_import_left(struct device_ctx *ctx, uint64_t import,
+			       uint32_t n)
+{
+	return 0;
+}
+
 #define FILL(dst, src, field, def)                                             \
 	((dst)->field = (src)->field ? (src)->field : (def))
 
@@ -290,6 +301,8 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(c, ctx_ops, import_open, default_import_open);
 	FILL(c, ctx_ops, import_close, default_import_close);
 	FILL(c, ctx_ops, import_adopt, default_import_adopt);
+	FILL(c, ctx_ops, import_records, default_import_records);
+	FILL(c, ctx_ops, import_left, default_import_left);
 	dev->ops = o;
 	dev->ctx_ops = c;
 }

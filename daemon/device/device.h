@@ -381,6 +381,14 @@ struct device_ctx_ops {
 	 * next import_open names a later one. 0 or -ENOMEM. Default:
 	 * nothing to make. */
 	int (*import_adopt)(struct device_ctx *ctx, uint64_t import);
+	/* Restart: how many records import @import holds now (its QPs'
+	 * included), what a death leaves; and @n more records of import
+	 * @import made again (soft: at free handles), @import 0 for those
+	 * dead importers left (under an import no session holds, kept
+	 * until the context closes). 0 or -ENOMEM. Defaults: 0, nothing
+	 * to make (a verbs kernel keeps them in the context). */
+	uint32_t (*import_records)(struct device_ctx *ctx, uint64_t import);
+	int (*import_left)(struct device_ctx *ctx, uint64_t import, uint32_t n);
 };
 
 /* handle_list's type for the provider's internal objects: a value of

@@ -20,6 +20,7 @@
 #include "daemon/util/log.h"
 #include "daemon/families/rekey.h"
 #include "daemon/registry/core.h"
+#include "daemon/registry/journal-sink.h"
 #include "daemon/registry/unaccounted.h"
 
 /* The sessions that hold context arg open, and not on their way out. */
@@ -115,6 +116,7 @@ int rekey_domain(struct core *core, struct domain *d, bool force,
 				olds[i]->id;
 	}
 	d->rekeys++;
+	sink_domain_saved(core, d);
 	if (busy)
 		log_notice("domain %s rekeyed (%s): %u contexts replaced; "
 			   "forced: %s destroyed",

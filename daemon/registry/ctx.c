@@ -61,6 +61,7 @@ static void dctx_free(struct core *core, struct dctx *x)
 	/* The context's PD was the domain's object; what dead clients'
 	 * intents may have made goes with the context. */
 	charge_sub(d, CHARGE_OBJECTS, 1 + x->unaccounted);
+	free(x->unnamed);
 	free(x);
 	domain_release(core, d);
 }
@@ -473,6 +474,9 @@ void dctx_conn_release(struct core *core, struct client *c)
 		 * client may still be closing its import. */
 		if (x->dead_imports < UINT32_MAX)
 			x->dead_imports++;
+		if (cc->import && x->dc)
+			x->dead_internal += x->dev->ctx_ops->import_records(
+				x->dc, cc->import);
 		if (stays)
 			sink_ctx_saved(core, x);
 		dctx_unref(core, x);

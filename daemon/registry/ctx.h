@@ -55,6 +55,9 @@ struct dctx {
 	/* Sessions that let go of the context without closing their import
 	 * (a death): each left at least what a bare import makes. */
 	uint32_t dead_imports;
+	/* What those left on a device whose kernel is the broker (its
+	 * import_records at each death): what a restart makes again. */
+	uint32_t dead_internal;
 	/* Replaced by a rekey (rekey.c): no new session gets it; it closes
 	 * as a whole once every session let go. */
 	bool rekeyed;
@@ -64,6 +67,11 @@ struct dctx {
 	/* An automatic rekey was refused for it: logged once, tried again
 	 * when its unaccounted count grows. */
 	bool auto_rekey_refused;
+	/* The state journal's records of its unnamed objects (objects the
+	 * broker made that stay in it, in no record's name), by object id:
+	 * restart's (kept.c), which deletes them when the context closes. */
+	uint64_t *unnamed;
+	uint32_t n_unnamed, cap_unnamed;
 };
 
 /*
@@ -148,8 +156,9 @@ void dctx_close_unheld(struct core *core, struct dctx *x);
  * (made again by dctx_imports_adopt()). 0 or -ENOMEM. */
 int dctx_client_adopt(struct client *c, struct dctx *x, unsigned int opens,
 		      uint64_t import);
-/* Restore, after the objects came back at their handles: the imports of
- * @d's members' holds, made again on the device. */
+/* Restore, after every record that names a handle came back (the
+ * families' too): the imports of @d's members' holds, made again on the
+ * device at free handles. */
 void dctx_imports_adopt(struct domain *d);
 /* @d's context @id; NULL for none. */
 struct dctx *dctx_find_id(struct domain *d, uint64_t id);

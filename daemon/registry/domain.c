@@ -17,6 +17,7 @@
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/core.h"
+#include "daemon/registry/journal-sink.h"
 
 const char *domain_kind_name(enum domain_kind kind)
 {
@@ -108,6 +109,7 @@ void domain_release(struct core *core, struct domain *d)
 	/* A configured domain stays listed while the file names it. */
 	if (d->kind == DOMAIN_CONFIGURED && !d->retired)
 		return;
+	sink_domain_gone(core, d);
 	domain_free(core, d);
 	if (pool != d) {
 		pool->pooled--;

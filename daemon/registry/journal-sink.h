@@ -18,6 +18,7 @@
 #include "daemon/registry/core.h"
 
 struct dctx;
+struct domain;
 struct conn_ctx;
 struct obj;
 struct obj_owner;
@@ -41,6 +42,13 @@ struct journal_sink {
 	void (*obj_gone)(struct core *core, const struct obj *o);
 	void (*owner_saved)(struct core *core, struct obj_owner *ow);
 	void (*owner_gone)(struct core *core, const struct obj_owner *ow);
+	/* A record leaves the registry while its object stays in a
+	 * device whose kernel is the broker (told before obj_gone, which
+	 * then keeps the record); a domain's own books changed, or it
+	 * goes. */
+	void (*obj_unnamed)(struct core *core, const struct obj *o);
+	void (*domain_saved)(struct core *core, const struct domain *d);
+	void (*domain_gone)(struct core *core, const struct domain *d);
 };
 
 static inline void sink_ctx_opened(struct core *core, const struct dctx *x)
@@ -112,6 +120,24 @@ static inline void sink_owner_gone(struct core *core,
 {
 	if (core->sink)
 		core->sink->owner_gone(core, ow);
+}
+
+static inline void sink_obj_unnamed(struct core *core, const struct obj *o)
+{
+	if (core->sink)
+		core->sink->obj_unnamed(core, o);
+}
+
+static inline void sink_domain_saved(struct core *core, const struct domain *d)
+{
+	if (core->sink)
+		core->sink->domain_saved(core, d);
+}
+
+static inline void sink_domain_gone(struct core *core, const struct domain *d)
+{
+	if (core->sink)
+		core->sink->domain_gone(core, d);
 }
 
 #endif

@@ -134,6 +134,16 @@ static int obj_note_uses(struct client *c, const Rdmab__ObjCreateRequest *q,
 	return ret;
 }
 
+/* A QP made with an import on a device that makes records per QP
+ * ([soft] internal_objects_per_qp, as mlx5 its BF UARs): the import's
+ * records grew, which the context's books say for a restart. */
+static void obj_import_grew(struct core *core, const struct dctx *x,
+			    const struct obj_spec *spec)
+{
+	if (spec->import && spec->kind == IBC_OBJ_QP && x->dev->internal_per_qp)
+		sink_ctx_saved(core, x);
+}
+
 /* The broker is the device's kernel: make the object and register it. */
 static int obj_make(struct client *c, struct dctx *x,
 		    const Rdmab__ObjCreateRequest *q, struct reply *r,
@@ -169,6 +179,7 @@ static int obj_make(struct client *c, struct dctx *x,
 	}
 	o->handle = made.handle;
 	sink_obj_made(c->core, o, &spec, &made, q->attr);
+	obj_import_grew(c->core, x, &spec);
 	made_to_wire(out, o, &made, given);
 	return 0;
 }
@@ -441,6 +452,7 @@ int h_obj_kernel_call(struct client *c, const Rdmab__Request *req,
 	o->handle = made.handle;
 	o->window_made = true;
 	sink_obj_made(c->core, o, &spec, &made, q->attr);
+	obj_import_grew(c->core, o->ctx, &spec);
 	rdmab__obj_create_reply__init(out);
 	made_to_wire(out, o, &made, given);
 	r->msg.body_case = RDMAB__REPLY__BODY_OBJ_KERNEL_CALL;

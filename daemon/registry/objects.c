@@ -271,8 +271,9 @@ void objects_set_handle(struct obj *o, uint32_t handle)
 	sink_obj_saved(o->owner->reg->core, o);
 }
 
-/* Take @o out of the registry; its charge is the caller's. */
-static void obj_unlink(struct obj *o)
+/* Take @o out of the registry; its charge is the caller's. @unnamed: its
+ * object stays in the device, in no record's name (obj_unlink_kept()). */
+static void obj_unlink(struct obj *o, bool unnamed)
 {
 	struct obj_owner *ow = o->owner;
 	struct registry *reg = ow->reg;
@@ -282,7 +283,10 @@ static void obj_unlink(struct obj *o)
 	for (unsigned int i = 0; i < reg->n_watchers[o->kind]; i++)
 		if (w[i].fam->removed)
 			w[i].fam->removed(reg->core, o, *w[i].data);
-	sink_obj_gone(reg->core, o);
+	if (unnamed)
+		sink_obj_unnamed(reg->core, o);
+	else
+		sink_obj_gone(reg->core, o);
 	TAILQ_REMOVE(&reg->objs, o, link);
 	TAILQ_REMOVE(&ow->kinds[o->kind], o, kind_link);
 	TAILQ_REMOVE(&x->objs, o, ctx_link);
@@ -301,7 +305,17 @@ static void obj_unlink(struct obj *o)
 void objects_remove(struct obj *o)
 {
 	charge_sub(o->ctx->domain, CHARGE_OBJECTS, 1);
-	obj_unlink(o);
+	obj_unlink(o, false);
+}
+
+/* @o leaves the registry, its object left to the kernel (unaccounted):
+ * on a device whose kernel is the broker, the object it made stays in the
+ * context, so a restart must make it again (the journal keeps what
+ * does). */
+static void obj_unlink_kept(struct obj *o)
+{
+	obj_unlink(o, o->made_here && o->ctx->dc &&
+			      (!o->intent || o->window_made));
 }
 
 void objects_drop_intent(struct obj *o)
@@ -309,7 +323,7 @@ void objects_drop_intent(struct obj *o)
 	struct dctx *x = o->ctx;
 
 	charge_add_uint(&x->unaccounted, 1, "a context's unaccounted objects");
-	obj_unlink(o);
+	obj_unlink_kept(o);
 	sink_ctx_saved(x->core, x);
 }
 
@@ -327,7 +341,7 @@ static void ctx_let_go_owner(struct dctx *x, struct obj_owner *ow)
 				continue;
 			charge_add_uint(&x->unaccounted, 1,
 					"a context's unaccounted objects");
-			obj_unlink(o);
+			obj_unlink_kept(o);
 		}
 	}
 	sink_ctx_saved(x->core, x);
@@ -360,7 +374,7 @@ void objects_ctx_let_go(struct core *core, struct dctx *x, uint64_t client_id)
 		ow = o->owner;
 		charge_add_uint(&x->unaccounted, 1,
 				"a context's unaccounted objects");
-		obj_unlink(o);
+		obj_unlink_kept(o);
 		objects_owner_put(ow);
 	}
 	sink_ctx_saved(core, x);

@@ -61,7 +61,9 @@ enum journal_kind {
 	/* Key 0: the counters (StateCounters: generation, restarts, the
 	 * id spaces' counts and keys). */
 	JOURNAL_COUNTERS = 1,
-	/* 2: unused (domains are remade by their sessions). */
+	/* Key: kept.c's hash of the domain's name: what a domain keeps
+	 * beyond what its sessions remake (its rekey count). */
+	JOURNAL_DOMAIN = 2,
 	/* Key: the context id. */
 	JOURNAL_CONTEXT = 3,
 	/* Key: the client id. */
@@ -75,6 +77,9 @@ enum journal_kind {
 	JOURNAL_SOFT_CTX = 7,
 	/* Key: a hold's own (SessionHold: a session's hold on a context). */
 	JOURNAL_SESSION_HOLD = 8,
+	/* Key: the object id: its JOURNAL_OBJECT record names an object
+	 * that stays in its context with no record of the registry. */
+	JOURNAL_UNNAMED = 9,
 	/* 16 and up: the families' own kinds, JOURNAL_FAMILY_KINDS from
 	 * each family's journal_first (family.h; families_init() checks
 	 * that no two ranges meet). */

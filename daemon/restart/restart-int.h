@@ -86,6 +86,30 @@ void restart_serials_adopt(struct core *core,
 			   const struct Rdmab__State__Counters *c);
 /* After a journal write (@ret its result): warn once. */
 void restart_after_write(struct core *core, int ret);
+/* kept.c: the restore made unnamed object @id again in @x as its record
+ * (@len bytes at @data) says: record and mark again; @x closes: its
+ * unnamed objects' records go. The domains' books, after the sessions,
+ * contexts and objects made the domains again. */
+struct dctx;
+struct restore;
+void restart_unnamed_adopted(struct core *core, struct dctx *x, uint64_t id,
+			     const uint8_t *data, size_t len);
+void restart_unnamed_closed(struct core *core, const struct dctx *x);
+void restart_domains_restore(struct restore *rs);
+/* kept.c: once every record that names a handle is back (the
+ * families' too), what takes free ones: the adopted sessions' imports
+ * (dctx_imports_adopt()) with their QPs' records, and what dead
+ * importers left in each adopted context (dead_internal). */
+void restart_imports_left(struct restore *rs);
+/* kept.c: @x's live imports' records beyond a bare import's, into its
+ * record @m (on a device that makes records per QP); the caller frees
+ * *@ret_buf and *@ret_ptrs after the write. 0 or -ENOMEM. */
+struct Rdmab__State__Context;
+struct Rdmab__State__ImportRecords;
+int restart_ctx_imports_save(const struct dctx *x,
+			     struct Rdmab__State__Context *m,
+			     struct Rdmab__State__ImportRecords **ret_buf,
+			     struct Rdmab__State__ImportRecords ***ret_ptrs);
 /* The loop's compaction (restart_init() makes its event), and the
  * journal's hook that schedules it (journal_on_full(), @arg the core). */
 void restart_compact_cb(evutil_socket_t fd, short what, void *arg);

@@ -278,6 +278,7 @@ bool restart_handing_off(const struct core *core)
 void restart_ctx_saved(struct core *core, const struct dctx *x)
 {
 	Rdmab__State__Context m = RDMAB__STATE__CONTEXT__INIT;
+	Rdmab__State__ImportRecords *imp, **imp_ptrs;
 
 	/* A context whose device went is never adopted: it keeps the
 	 * record it had. */
@@ -293,11 +294,17 @@ void restart_ctx_saved(struct core *core, const struct dctx *x)
 	m.pd_handle = x->dev->ctx_ops->pd_handle(x->dc);
 	m.unaccounted = x->unaccounted;
 	m.dead_imports = x->dead_imports;
+	m.dead_internal = x->dead_internal;
 	m.own_internal = x->own_internal;
 	m.rekeyed = x->rekeyed;
 	families_ctx_save(x, &m);
+	/* Without memory, the record says what a bare import makes: the
+	 * restore makes that much again. */
+	restart_ctx_imports_save(x, &m, &imp, &imp_ptrs);
 	restart_after_write(core, journal_put(core->restart->j, JOURNAL_CONTEXT,
 					      x->id, &m.base));
+	free(imp_ptrs);
+	free(imp);
 }
 
 void restart_ctx_opened(struct core *core, const struct dctx *x)
@@ -330,6 +337,7 @@ void restart_ctx_books(struct core *core, struct dctx *x,
 	/* The families' books of it, and their charges. */
 	families_ctx_restore(core, x, m);
 	x->dead_imports = m->dead_imports;
+	x->dead_internal = m->dead_internal;
 	/* Adopted, the context's internal objects are not all the
 	 * broker's (unaccounted_ctx_opened() counted every one). */
 	x->own_internal = m->own_internal;
@@ -352,6 +360,7 @@ void restart_ctx_closed(struct core *core, const struct dctx *x)
 	if (!restart_fdstore(core))
 		return;
 	restart_ctx_fd_drop(core, x);
+	restart_unnamed_closed(core, x);
 	restart_after_write(
 		core, journal_del(core->restart->j, JOURNAL_CONTEXT, x->id));
 }
@@ -579,6 +588,12 @@ static int check_one(void *arg, const struct journal_rec *r)
 	case JOURNAL_OWNER:
 		d = &rdmab__state__owner__descriptor;
 		break;
+	case JOURNAL_DOMAIN:
+		d = &rdmab__state__domain__descriptor;
+		break;
+	case JOURNAL_UNNAMED:
+		d = &rdmab__state__unnamed__descriptor;
+		break;
 	default:
 		return 0;
 	}
@@ -598,9 +613,11 @@ int restart_state_check(const struct journal_view *v,
 				   const struct state_obj *m),
 			void *arg, char *why, size_t why_len)
 {
-	static const uint32_t kinds[] = { JOURNAL_COUNTERS,	JOURNAL_CONTEXT,
-					  JOURNAL_SESSION,	JOURNAL_OBJECT,
-					  JOURNAL_SESSION_HOLD, JOURNAL_OWNER };
+	static const uint32_t kinds[] = {
+		JOURNAL_COUNTERS, JOURNAL_CONTEXT,	JOURNAL_SESSION,
+		JOURNAL_OBJECT,	  JOURNAL_SESSION_HOLD, JOURNAL_OWNER,
+		JOURNAL_DOMAIN,	  JOURNAL_UNNAMED
+	};
 	struct check_arg ck = { why, why_len, obj, arg };
 	int ret;
 
@@ -666,14 +683,6 @@ struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id)
 			return x;
 	}
 	return NULL;
-}
-
-void restart_objects_adopted(struct core *core)
-{
-	struct domain *d;
-
-	TAILQ_FOREACH(d, &core->domains, link)
-		dctx_imports_adopt(d);
 }
 
 void restart_owners_watch(struct core *core)
@@ -782,4 +791,7 @@ const struct journal_sink restart_sink = {
 	.obj_gone = restart_obj_gone,
 	.owner_saved = restart_owner_saved,
 	.owner_gone = restart_owner_gone,
+	.obj_unnamed = restart_obj_unnamed,
+	.domain_saved = restart_domain_saved,
+	.domain_gone = restart_domain_gone,
 };

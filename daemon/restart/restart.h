@@ -158,6 +158,15 @@ void restart_obj_made(struct core *core, const struct obj *o,
 void restart_obj_packed(struct core *core, const struct obj *o,
 			const struct obj_made *made, const uint8_t *data,
 			size_t len);
+/* @o's record leaves the registry while the object stays in its context
+ * (a device whose kernel is the broker): its record is kept, marked
+ * unnamed, until the context closes, and the restore makes the object
+ * again in no one's name (kept.c). */
+void restart_obj_unnamed(struct core *core, const struct obj *o);
+/* A domain's own books (its rekey count) changed, or it goes. */
+struct domain;
+void restart_domain_saved(struct core *core, const struct domain *d);
+void restart_domain_gone(struct core *core, const struct domain *d);
 /* An owner's session ended while it holds objects (detached), or its
  * process is gone (dead): the record that makes its objects' records
  * adoptable without a session; it goes when the owner does. */
@@ -170,14 +179,13 @@ void restart_owner_gone(struct core *core, const struct obj_owner *ow);
 struct journal_view;
 struct obj_owner *restart_owner_find(struct restore *rs, uint64_t client_id);
 struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id);
-/* Restore, after the objects came back at their handles: the sessions'
- * imports are made again (dctx_imports_adopt()). */
-void restart_objects_adopted(struct core *core);
 /* Restore, once every record is back, the families' and those made
  * again late (an MR on a DM) too: each adopted owner whose session had
  * ended is watched again (a process gone meanwhile starts its cleanup);
  * one that got no record goes. Earlier, an owner whose only record came
- * later would be freed first, then made again unwatched. */
+ * later would be freed first, then made again unwatched. (The sessions'
+ * imports are made again then too, after every record that names a
+ * handle: restart_imports_left().) */
 void restart_owners_watch(struct core *core);
 /* The id spaces passed their saved mark: save them further on. */
 void restart_ids_check(struct core *core);

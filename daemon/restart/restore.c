@@ -215,6 +215,10 @@ struct rctx {
 	 * end if nothing came to hold it. */
 	uint64_t *orphan_ctxs;
 	size_t n_orphan_ctxs, cap_orphan_ctxs;
+	/* The ids of the object records marked unnamed (JOURNAL_UNNAMED),
+	 * sorted. */
+	uint64_t *unnamed;
+	size_t n_unnamed, cap_unnamed;
 };
 
 static int hold_collect(void *arg, const struct journal_rec *r)
@@ -772,19 +776,89 @@ static bool robj_is_record(struct core *core, const struct obj *o,
 	return !made || (made->num == m->soft.num && made->lkey == m->soft.key);
 }
 
+static int unnamed_collect(void *arg, const struct journal_rec *r)
+{
+	struct rctx *rc = arg;
+
+	if (rc->n_unnamed == rc->cap_unnamed) {
+		size_t cap = rc->cap_unnamed ? rc->cap_unnamed * 2 : 64;
+		uint64_t *p = realloc(rc->unnamed, cap * sizeof(*p));
+
+		if (!p)
+			return restore_fail(rc->rs, -ENOMEM, "out of memory");
+		rc->unnamed = p;
+		rc->cap_unnamed = cap;
+	}
+	/* In key order (journal_each()): sorted. */
+	rc->unnamed[rc->n_unnamed++] = r->key;
+	return 0;
+}
+
+static bool robj_unnamed(const struct rctx *rc, uint64_t id)
+{
+	size_t lo = 0, hi = rc->n_unnamed;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (rc->unnamed[mid] == id)
+			return true;
+		if (rc->unnamed[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* An object the broker made that stayed in its context in no record's
+ * name (kept.c): made again at its handle, for no one, so that the
+ * context holds what it held and its count (unaccounted, from the
+ * context's record) stays as it was. Its context comes back with the
+ * sessions that hold it, or not at all (then it closed, and the object
+ * went with it). */
+static void restore_unnamed(struct rctx *rc, struct robj *ro, bool last)
+{
+	const struct state_obj *m = &ro->m;
+	struct dctx *x = restart_ctx_find(rc->rs->core, m->ctx_id);
+	struct obj_made made = { 0 };
+	struct why why = { 0 };
+	int ret;
+
+	if (!x || !x->dc || x->reopened) {
+		/* A context adopted for a detached owner's record may come
+		 * after it (the records' order): once more, last. */
+		if (!last) {
+			ro->later = true;
+			return;
+		}
+		log_debug("object %" PRIu64 " (unnamed): its context was not "
+			  "adopted",
+			  ro->id);
+		return;
+	}
+	ret = robj_remake(x, m, &made, &why);
+	if (ret < 0 && !last) {
+		ro->later = true;
+		return;
+	}
+	if (ret < 0) {
+		log_warn("object %" PRIu64 " (%s %u, unnamed) cannot be made "
+			 "again: %s",
+			 ro->id, obj_kind_name(m->kind), m->handle, why.text);
+		return;
+	}
+	restart_unnamed_adopted(rc->rs->core, x, ro->id, ro->data, ro->len);
+}
+
 static void restore_obj(struct rctx *rc, struct robj *ro, bool last)
 {
 	const struct state_obj *m = &ro->m;
 	struct why why = { 0 };
 	struct obj_made made = { 0 };
-	struct conn *c = rctx_conn(rc, m->owner);
-	/* A session that ended before the restart: its owner's record. */
-	struct obj_owner *ow = c || m->family_owned ?
-				       NULL :
-				       restart_owner_find(rc->rs, m->owner);
-	struct dctx *x = c  ? dctx_conn_find(&c->cl, m->ctx_id) :
-			 ow ? restore_ctx_orphan(rc, ow, m->ctx_id) :
-			      NULL;
+	struct conn *c;
+	struct obj_owner *ow;
+	struct dctx *x;
 	bool remake;
 	struct obj *o;
 	int ret;
@@ -792,6 +866,16 @@ static void restore_obj(struct rctx *rc, struct robj *ro, bool last)
 	/* A family's record (a DM import) is the family's to restore. */
 	if (m->family_owned)
 		return;
+	if (rc->n_unnamed && robj_unnamed(rc, ro->id)) {
+		restore_unnamed(rc, ro, last);
+		return;
+	}
+	c = rctx_conn(rc, m->owner);
+	/* A session that ended before the restart: its owner's record. */
+	ow = c ? NULL : restart_owner_find(rc->rs, m->owner);
+	x = c  ? dctx_conn_find(&c->cl, m->ctx_id) :
+	    ow ? restore_ctx_orphan(rc, ow, m->ctx_id) :
+		 NULL;
 	if (!x || !x->dc || x->reopened) {
 		log_debug("object %" PRIu64 ": its session or context was not "
 			  "adopted",
@@ -872,7 +956,7 @@ static void restore_objects(struct rctx *rc, struct robjs *ro)
 	if (!order) {
 		log_err("out of memory: the %zu objects are not adopted",
 			ro->n);
-		goto out;
+		return;
 	}
 	for (size_t i = 0; i < ro->n; i++) {
 		const struct robj *r = &ro->v[i];
@@ -898,8 +982,6 @@ static void restore_objects(struct rctx *rc, struct robjs *ro)
 	for (size_t i = 0; i < n; i++)
 		restore_obj(rc, &ro->v[order[i].i], false);
 	free(order);
-out:
-	restart_objects_adopted(rc->rs->core);
 }
 
 void restore_objects_later(struct restore *rs)
@@ -1043,6 +1125,9 @@ int restart_restore(struct server *srv)
 					     restore_session, &rc);
 			restore_phase(&ph, RESTORE_SESSIONS);
 			if (ret == 0)
+				ret = journal_each(r->view, JOURNAL_UNNAMED,
+						   unnamed_collect, &rc);
+			if (ret == 0)
 				restore_objects(&rc, &ro);
 			restore_phase(&ph, RESTORE_OBJECTS);
 			rs.rc = &rc;
@@ -1051,6 +1136,12 @@ int restart_restore(struct server *srv)
 			/* Those no family asked for: their last try. */
 			if (ret == 0)
 				restore_objects_later(&rs);
+			/* Every domain is back (sessions, contexts,
+			 * detached owners): their own books. */
+			if (ret == 0)
+				restart_domains_restore(&rs);
+			if (ret == 0)
+				restart_imports_left(&rs);
 			rs.rc = NULL;
 			restore_orphans_close(&rc);
 			/* Every record is back (a family's, an MR on a DM
@@ -1074,6 +1165,7 @@ int restart_restore(struct server *srv)
 			free(rc.reqs);
 			free(rc.holds);
 			free(rc.orphan_ctxs);
+			free(rc.unnamed);
 		}
 		robjs_free(&ro);
 		restore_phase(&ph, RESTORE_TELL);

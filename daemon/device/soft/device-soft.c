@@ -202,6 +202,20 @@ static int soft_import_adopt(struct device_ctx *base, uint64_t import)
 				      base->dev->internal_per_import, import);
 }
 
+static uint32_t soft_import_records(struct device_ctx *base, uint64_t import)
+{
+	return soft_objs_import_records(&soft_ctx_of(base)->objs, import);
+}
+
+static int soft_import_left(struct device_ctx *base, uint64_t import,
+			    uint32_t n)
+{
+	struct soft_objs *o = &soft_ctx_of(base)->objs;
+
+	return soft_objs_import_adopt(o, n,
+				      import ? import : o->next_import + 1);
+}
+
 /*
  * Device memory: one sealed memfd per DM, never reused, so that a process
  * that keeps a mapping of a freed DM never sees a later DM's bytes. The
@@ -401,6 +415,8 @@ static const struct device_ctx_ops soft_ctx_ops = {
 	.import_open = soft_import_open,
 	.import_close = soft_import_close,
 	.import_adopt = soft_import_adopt,
+	.import_records = soft_import_records,
+	.import_left = soft_import_left,
 };
 
 static void soft_limits(struct device_caps *caps)

@@ -1003,6 +1003,16 @@ int soft_objs_import_adopt(struct soft_objs *o, uint32_t n, uint64_t import)
 	return err;
 }
 
+uint32_t soft_objs_import_records(const struct soft_objs *o, uint64_t import)
+{
+	uint32_t n = 0;
+
+	for (uint32_t h = 0; import && h < o->top; h++)
+		n += o->recs[h].kind == DEVICE_INTERNAL &&
+		     o->recs[h].import == import;
+	return n;
+}
+
 void soft_objs_import_close(struct soft_objs *o, uint64_t import)
 {
 	/* From the top down: the table may shrink as records go. */

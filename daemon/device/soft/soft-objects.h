@@ -158,5 +158,7 @@ void soft_objs_import_close(struct soft_objs *o, uint64_t import);
 /* Restart: import @import's @n records made again (its QPs' are not);
  * later imports are named after it. 0 or -ENOMEM. */
 int soft_objs_import_adopt(struct soft_objs *o, uint32_t n, uint64_t import);
+/* The records of import @import now (its QPs' included). */
+uint32_t soft_objs_import_records(const struct soft_objs *o, uint64_t import);
 
 #endif
