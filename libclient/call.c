@@ -28,6 +28,13 @@ struct ibc_waiter {
 	struct ibc_waiter *next;
 	uint64_t serial;
 	bool done;
+	/* The request is in the socket (a send that waited for room is
+	 * counted once it took the lock back). */
+	bool sent;
+	/* Sent before the pending restart barrier; lost: the barrier's
+	 * reply came first, so no broker will ever answer it (done too). */
+	bool suspect;
+	bool lost;
 	struct ibc_reply *r;
 };
 
@@ -41,6 +48,8 @@ struct ibc_queued_event {
 	/* Who handles it after the callback; NULL: nobody. */
 	const struct ibc_event_handler *handler;
 };
+
+static void ibc_barrier_send(struct ibc_client *cl);
 
 static void ibc_reply_init(struct ibc_reply *r)
 {
@@ -98,6 +107,24 @@ void ibc_fork_drop_waiters(struct ibc_client *cl)
 	for (struct ibc_waiter *w = cl->waiters; w; w = w->next)
 		if (w->done)
 			wire_fds_close(&w->r->fds);
+}
+
+/*
+ * The barrier's reply: the broker serves a connection's packets in order,
+ * so a request sent before the barrier and still unanswered was read by a
+ * broker that died before it stored the request as in flight (between
+ * recv(2) and inflight_read()), and the new one never saw it. Lock held.
+ */
+static void ibc_barrier_done(struct ibc_client *cl)
+{
+	cl->barrier_serial = 0;
+	for (struct ibc_waiter *w = cl->waiters; w; w = w->next) {
+		if (w->suspect && !w->done) {
+			w->lost = true;
+			w->done = true;
+		}
+	}
+	pthread_cond_broadcast(&cl->cond);
 }
 
 static struct ibc_waiter *ibc_find_waiter(struct ibc_client *cl,
@@ -188,6 +215,10 @@ static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 			ibc_deliver(cl, w, buf, len, true, fds);
 			goto out;
 		}
+		if (reply->serial && reply->serial == cl->barrier_serial) {
+			ibc_barrier_done(cl);
+			goto out;
+		}
 		/* Serial 0 answers no request: the broker refuses the
 		 * connection (too many clients, a malformed packet). A reply
 		 * nobody waits for belongs to a call that timed out. */
@@ -234,7 +265,9 @@ static void ibc_handle_packet(struct ibc_client *cl, const uint8_t *buf,
 		/* The answer to a request sent without waiting, or to a call
 		 * that timed out: dropped, an error included. */
 		wire_fds_close(fds);
-		if (cl->unanswered)
+		if (serial == cl->barrier_serial)
+			ibc_barrier_done(cl);
+		else if (cl->unanswered)
 			cl->unanswered--;
 		return;
 	}
@@ -275,14 +308,15 @@ static void ibc_connection_lost(struct ibc_client *cl, int n)
 
 /*
  * Read one packet for @self (NULL: for ibc_dispatch). Called with the lock
- * held and cl->reading clear; the lock is dropped while waiting. Blocking
- * reads end after the client's timeout (SO_RCVTIMEO). Returns 0 or
+ * held and cl->reading clear; the lock is dropped while waiting, as
+ * @wait_ms says (IBC_READ_NOW, IBC_READ_BLOCK: until the client's timeout,
+ * SO_RCVTIMEO; or a bound of its own, a poll(2) first). Returns 0 or
  * -EAGAIN.
  */
-int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, bool block)
+int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, int wait_ms)
 {
 	bool bare = !cl->fd_waiters;
-	int flags = block ? 0 : MSG_DONTWAIT;
+	int flags = wait_ms == IBC_READ_BLOCK ? 0 : MSG_DONTWAIT;
 	struct wire_fds fds;
 	int n;
 
@@ -292,9 +326,17 @@ int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, bool block)
 	/* No reply that carries descriptors can come while bare: the kernel
 	 * would close them (ibc_await_bare_read()). */
 	wire_fds_init(&fds);
-	if (bare)
+	n = 0;
+	if (wait_ms > 0) {
+		struct pollfd p = { .fd = cl->sock, .events = POLLIN };
+
+		/* Nothing by then (or a signal): the caller's deadline. */
+		if (poll(&p, 1, wait_ms) <= 0)
+			n = -EAGAIN;
+	}
+	if (n == 0 && bare)
 		n = wire_recv_bare(cl->sock, cl->rbuf, WIRE_MAX_PACKET, flags);
-	else
+	else if (n == 0)
 		n = wire_recv(cl->sock, cl->rbuf, WIRE_MAX_PACKET, &fds, flags);
 	pthread_mutex_lock(&cl->lock);
 	cl->reading = false;
@@ -306,6 +348,8 @@ int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, bool block)
 		ibc_handle_packet(cl, cl->rbuf, (size_t)n, &fds);
 	else
 		ibc_connection_lost(cl, n);
+	if (cl->barrier_due && !cl->dead)
+		ibc_barrier_send(cl);
 	n = 0;
 out:
 	/* Wake the others: one of them may have its reply now, or must
@@ -338,15 +382,35 @@ static void ibc_cond_wait(struct ibc_client *cl, int64_t deadline)
 		pthread_cond_wait(&cl->cond, &cl->lock);
 }
 
+/*
+ * How long a read may wait with @left ms to the deadline (0: none). A
+ * blocking read lasts up to the whole timeout (SO_RCVTIMEO), which the
+ * first read of a call, right after its send, may take: it ends an eighth
+ * of the timeout past the deadline at most, and needs no syscall more.
+ * A later one (after an event or another thread's reply) would restart
+ * the whole timeout each time: it polls until the deadline instead.
+ */
+static int ibc_read_wait(const struct ibc_client *cl, int64_t left)
+{
+	if (!left || left >= cl->timeout_ms - cl->timeout_ms / 8)
+		return IBC_READ_BLOCK;
+	return (int)left;
+}
+
 /* Wait for @w until @deadline (ms, monotonic; 0 = none). Lock held. */
 static int ibc_wait(struct ibc_client *cl, struct ibc_waiter *w,
 		    int64_t deadline)
 {
+	int64_t left = 0;
+
 	while (!w->done && !cl->dead) {
-		if (deadline && ibc_now_ms() >= deadline)
-			return -ETIMEDOUT;
+		if (deadline) {
+			left = deadline - ibc_now_ms();
+			if (left <= 0)
+				return -ETIMEDOUT;
+		}
 		if (!cl->reading)
-			ibc_read_one(cl, w, true);
+			ibc_read_one(cl, w, ibc_read_wait(cl, left));
 		else
 			ibc_cond_wait(cl, deadline);
 	}
@@ -385,6 +449,43 @@ static void ibc_unlink_waiter(struct ibc_client *cl, struct ibc_waiter *w)
 static int ibc_pack(struct ibc_client *cl, const Rdmab__Request *req)
 {
 	return wire_pack_request(req, cl->sbuf, IBC_SBUF_SIZE);
+}
+
+/*
+ * After a Restarted event: a ping whose reply tells which of the requests
+ * sent so far the broker lost (ibc_barrier_done()). Sent without waiting
+ * for room: a full socket holds requests the broker will answer, and the
+ * next packet read tries again. Lock held, nobody reading.
+ */
+static void ibc_barrier_send(struct ibc_client *cl)
+{
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ibc_waiter *w;
+	int len, err;
+
+	for (w = cl->waiters; w && !(w->sent && !w->done); w = w->next)
+		;
+	if (!w) {
+		cl->barrier_due = false;
+		return;
+	}
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = cl->next_serial + 1;
+	req.body_case = RDMAB__REQUEST__BODY_PING;
+	len = ibc_pack(cl, &req);
+	err = len < 0 ? len :
+			wire_send(cl->sock, cl->sbuf, (size_t)len, NULL, 0,
+				  MSG_DONTWAIT);
+	if (err == -EAGAIN)
+		return;
+	cl->barrier_due = false;
+	/* A broken socket: the reader sees its end. */
+	if (err < 0)
+		return;
+	cl->barrier_serial = ++cl->next_serial;
+	for (w = cl->waiters; w; w = w->next)
+		if (w->sent && !w->done)
+			w->suspect = true;
 }
 
 /* Send once the socket has room, until @deadline (ms, monotonic; 0 =
@@ -529,14 +630,18 @@ int ibc_call(struct ibc_client *cl, Rdmab__Request *req, unsigned int flags,
 	err = ibc_send_checked(cl, req, deadline);
 	if (err < 0)
 		goto out;
+	w.sent = true;
 	err = ibc_wait(cl, &w, deadline);
 	if (err == -ETIMEDOUT) {
 		ibc_set_error(err, "the broker did not answer within %d ms",
 			      cl->timeout_ms);
 		goto out;
 	}
-	if (!w.done) {
-		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
+	if (!w.done || w.lost) {
+		err = w.lost ? ibc_set_error(-EAGAIN,
+					     "the broker restarted while "
+					     "serving this request") :
+			       ibc_set_error(cl->dead, "%s", cl->dead_message);
 		goto out;
 	}
 	if (ret->reply->error) {
@@ -583,7 +688,7 @@ int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
 		for (int i = 0; i < IBC_UNANSWERED_MAX && cl->unanswered &&
 				!cl->reading && !cl->dead;
 		     i++)
-			if (ibc_read_one(cl, NULL, false) == -EAGAIN)
+			if (ibc_read_one(cl, NULL, IBC_READ_NOW) == -EAGAIN)
 				break;
 	err = 0;
 out:
@@ -600,7 +705,7 @@ int ibc_drain_events(struct ibc_client *cl)
 	pthread_mutex_lock(&cl->lock);
 	/* Read what is there, unless another thread is reading already. */
 	for (int i = 0; i < 64 && !cl->reading && !cl->dead; i++)
-		if (ibc_read_one(cl, NULL, false) == -EAGAIN)
+		if (ibc_read_one(cl, NULL, IBC_READ_NOW) == -EAGAIN)
 			break;
 	if (cl->event_fd >= 0 &&
 	    read(cl->event_fd, &count, sizeof(count)) < 0) {
