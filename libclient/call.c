@@ -24,17 +24,25 @@
  * MAX_ERRNO): anything else is a protocol violation. */
 #define IBC_ERRNO_MAX 4095
 
+/* What ended a wait (struct ibc_waiter's done). */
+enum ibc_done {
+	IBC_WAITING = 0,
+	IBC_REPLIED,
+	/* Sent before the restart barrier, unanswered when its reply came:
+	 * no broker will ever answer it (ibc_barrier_done()). */
+	IBC_LOST,
+};
+
 struct ibc_waiter {
 	struct ibc_waiter *next;
 	uint64_t serial;
-	bool done;
+	/* enum ibc_done; nonzero: the wait is over. */
+	uint8_t done;
 	/* The request is in the socket (a send that waited for room is
 	 * counted once it took the lock back). */
 	bool sent;
-	/* Sent before the pending restart barrier; lost: the barrier's
-	 * reply came first, so no broker will ever answer it (done too). */
+	/* Sent before the pending restart barrier. */
 	bool suspect;
-	bool lost;
 	struct ibc_reply *r;
 };
 
@@ -119,10 +127,8 @@ static void ibc_barrier_done(struct ibc_client *cl)
 {
 	cl->barrier_serial = 0;
 	for (struct ibc_waiter *w = cl->waiters; w; w = w->next) {
-		if (w->suspect && !w->done) {
-			w->lost = true;
-			w->done = true;
-		}
+		if (w->suspect && !w->done)
+			w->done = IBC_LOST;
 	}
 	pthread_cond_broadcast(&cl->cond);
 }
@@ -179,7 +185,7 @@ static void ibc_deliver(struct ibc_client *cl, struct ibc_waiter *w,
 	r->reply = reply;
 	r->fds = *fds;
 	wire_fds_init(fds);
-	w->done = true;
+	w->done = IBC_REPLIED;
 }
 
 /* A packet whose serial the fast peek did not find: an event, the broker
@@ -306,6 +312,13 @@ static void ibc_connection_lost(struct ibc_client *cl, int n)
 		ibc_mark_dead(cl, n, "the connection to the broker failed");
 }
 
+static int ibc_poll_in(int sock, int wait_ms)
+{
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+
+	return poll(&p, 1, wait_ms);
+}
+
 /*
  * Read one packet for @self (NULL: for ibc_dispatch). Called with the lock
  * held and cl->reading clear; the lock is dropped while waiting, as
@@ -326,17 +339,12 @@ int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, int wait_ms)
 	/* No reply that carries descriptors can come while bare: the kernel
 	 * would close them (ibc_await_bare_read()). */
 	wire_fds_init(&fds);
-	n = 0;
-	if (wait_ms > 0) {
-		struct pollfd p = { .fd = cl->sock, .events = POLLIN };
-
-		/* Nothing by then (or a signal): the caller's deadline. */
-		if (poll(&p, 1, wait_ms) <= 0)
-			n = -EAGAIN;
-	}
-	if (n == 0 && bare)
+	/* Nothing by then (or a signal): the caller's deadline. */
+	if (wait_ms > 0 && ibc_poll_in(cl->sock, wait_ms) <= 0)
+		n = -EAGAIN;
+	else if (bare)
 		n = wire_recv_bare(cl->sock, cl->rbuf, WIRE_MAX_PACKET, flags);
-	else if (n == 0)
+	else
 		n = wire_recv(cl->sock, cl->rbuf, WIRE_MAX_PACKET, &fds, flags);
 	pthread_mutex_lock(&cl->lock);
 	cl->reading = false;
@@ -392,7 +400,7 @@ static void ibc_cond_wait(struct ibc_client *cl, int64_t deadline)
  */
 static int ibc_read_wait(const struct ibc_client *cl, int64_t left)
 {
-	if (!left || left >= cl->timeout_ms - cl->timeout_ms / 8)
+	if (left >= cl->timeout_ms - cl->timeout_ms / 8)
 		return IBC_READ_BLOCK;
 	return (int)left;
 }
@@ -401,16 +409,18 @@ static int ibc_read_wait(const struct ibc_client *cl, int64_t left)
 static int ibc_wait(struct ibc_client *cl, struct ibc_waiter *w,
 		    int64_t deadline)
 {
-	int64_t left = 0;
-
 	while (!w->done && !cl->dead) {
+		int wait_ms = IBC_READ_BLOCK;
+
 		if (deadline) {
-			left = deadline - ibc_now_ms();
+			int64_t left = deadline - ibc_now_ms();
+
 			if (left <= 0)
 				return -ETIMEDOUT;
+			wait_ms = ibc_read_wait(cl, left);
 		}
 		if (!cl->reading)
-			ibc_read_one(cl, w, ibc_read_wait(cl, left));
+			ibc_read_one(cl, w, wait_ms);
 		else
 			ibc_cond_wait(cl, deadline);
 	}
@@ -637,11 +647,12 @@ int ibc_call(struct ibc_client *cl, Rdmab__Request *req, unsigned int flags,
 			      cl->timeout_ms);
 		goto out;
 	}
-	if (!w.done || w.lost) {
-		err = w.lost ? ibc_set_error(-EAGAIN,
-					     "the broker restarted while "
-					     "serving this request") :
-			       ibc_set_error(cl->dead, "%s", cl->dead_message);
+	if (w.done != IBC_REPLIED) {
+		err = w.done == IBC_LOST ?
+			      ibc_set_error(-EAGAIN,
+					    "the broker restarted while "
+					    "serving this request") :
+			      ibc_set_error(cl->dead, "%s", cl->dead_message);
 		goto out;
 	}
 	if (ret->reply->error) {
