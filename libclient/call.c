@@ -391,7 +391,7 @@ static void ibc_cond_wait(struct ibc_client *cl, int64_t deadline)
 }
 
 /*
- * How long a read may wait with @left ms to the deadline (0: none). A
+ * How long a read may wait with @left ms to the deadline. A
  * blocking read lasts up to the whole timeout (SO_RCVTIMEO), which the
  * first read of a call, right after its send, may take: it ends an eighth
  * of the timeout past the deadline at most, and needs no syscall more.
