@@ -11,6 +11,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -84,8 +85,9 @@ START_TEST(test_wait_bounded_by_deadline)
 END_TEST
 
 /* What the restarted broker of script_restart() does with the first
- * ping: never saw it (lost), or answers it before the barrier. */
-enum restart_mode { RESTART_LOST, RESTART_SERVED };
+ * ping: never saw it (lost), or answers it before the barrier; or, with
+ * two pings from two threads, loses the first and answers the second. */
+enum restart_mode { RESTART_LOST, RESTART_SERVED, RESTART_TWO };
 
 /*
  * A broker killed after reading the first ping, before storing it as in
@@ -95,14 +97,17 @@ enum restart_mode { RESTART_LOST, RESTART_SERVED };
 static void script_restart(struct fb *fb)
 {
 	Rdmab__RestartEvent rev = RDMAB__RESTART_EVENT__INIT;
-	Rdmab__Request *lost = NULL, *barrier = NULL;
+	Rdmab__Request *lost = NULL, *barrier = NULL, *second = NULL;
 	Rdmab__Event ev = RDMAB__EVENT__INIT;
 	enum restart_mode mode = *(enum restart_mode *)fb->arg;
-	uint64_t serial, bserial;
+	uint64_t serial, bserial, serial2 = 0;
 
 	if (fb_hello(fb, "soft0", "soft") < 0 ||
 	    fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &lost) < 0)
 		return;
+	if (mode == RESTART_TWO &&
+	    fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial2, &second) < 0)
+		goto out;
 	rev.generation = 2;
 	rev.restarts = 1;
 	rev.reason = (char *)"fake: the broker restarted (generation 2)";
@@ -117,10 +122,14 @@ static void script_restart(struct fb *fb)
 			(unsigned long long)serial);
 	if (mode == RESTART_SERVED && fb_answer_ping(fb, serial, lost) < 0)
 		goto out;
+	if (mode == RESTART_TWO && fb_answer_ping(fb, serial2, second) < 0)
+		goto out;
 	if (fb_answer_ping(fb, bserial, barrier) < 0)
 		goto out;
 	/* The session goes on. */
-	if (fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, NULL) == 0 &&
+	rdmab__request__free_unpacked(lost, NULL);
+	lost = NULL;
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &lost) == 0 &&
 	    fb_answer_ping(fb, serial, lost) == 0)
 		fb_wait_eof(fb);
 out:
@@ -128,6 +137,8 @@ out:
 		rdmab__request__free_unpacked(lost, NULL);
 	if (barrier)
 		rdmab__request__free_unpacked(barrier, NULL);
+	if (second)
+		rdmab__request__free_unpacked(second, NULL);
 }
 
 /* The lost request waited its whole timeout (20 s here) for an answer
@@ -175,6 +186,52 @@ START_TEST(test_restart_served_request_kept)
 }
 END_TEST
 
+struct pinger {
+	struct ibc_client *cl;
+	char payload[8];
+	int ret;
+	char text[256];
+};
+
+static void *pinger_main(void *arg)
+{
+	struct pinger *p = arg;
+
+	p->ret = ibc_ping(p->cl, p->payload, strlen(p->payload));
+	snprintf(p->text, sizeof(p->text), "%s", ibc_last_error());
+	return NULL;
+}
+
+/* Two threads wait, one of them reading for both: the one whose request
+ * the broker lost gets EAGAIN, the other its own reply. */
+START_TEST(test_restart_two_threads)
+{
+	enum restart_mode mode = RESTART_TWO;
+	struct pinger p[2] = { { .payload = "one" }, { .payload = "two" } };
+	struct ibc_client *cl;
+	pthread_t t[2];
+	struct fb fb;
+
+	FB_START(&fb, script_restart, &mode);
+	ck_assert_int_eq(tl_connect(fb.sock, 20000, &cl), 0);
+	for (int i = 0; i < 2; i++) {
+		p[i].cl = cl;
+		ck_assert_int_eq(
+			pthread_create(&t[i], NULL, pinger_main, &p[i]), 0);
+	}
+	for (int i = 0; i < 2; i++)
+		ck_assert_int_eq(pthread_join(t[i], NULL), 0);
+	/* Which thread sent first is the scheduler's choice. */
+	ck_assert_msg((p[0].ret == -EAGAIN && p[1].ret == 0) ||
+			      (p[0].ret == 0 && p[1].ret == -EAGAIN),
+		      "one: %d \"%s\", two: %d \"%s\"", p[0].ret, p[0].text,
+		      p[1].ret, p[1].text);
+	ck_assert_msg(ibc_ping(cl, "p", 1) == 0, "next: %s", ibc_last_error());
+	ibc_disconnect(cl);
+	FB_STOP(&fb);
+}
+END_TEST
+
 static Suite *client_wait_suite(void)
 {
 	Suite *s = suite_create("client_wait");
@@ -184,6 +241,7 @@ static Suite *client_wait_suite(void)
 	tcase_add_test(tc, test_wait_bounded_by_deadline);
 	tcase_add_test(tc, test_restart_lost_request_eagain);
 	tcase_add_test(tc, test_restart_served_request_kept);
+	tcase_add_test(tc, test_restart_two_threads);
 	suite_add_tcase(s, tc);
 	return s;
 }
