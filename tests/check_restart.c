@@ -556,9 +556,11 @@ static void *pinger_main(void *arg)
 	return NULL;
 }
 
-/* The daemon's end of @g's client connection, a dup from the store. */
+/* The daemon's end of @g's client connection, a dup from the store
+ * (once the fake systemd's thread has taken the daemon's datagram). */
 static int stored_conn(struct rig *g)
 {
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
 	struct ibc_client_info info;
 	char name[256], want[64];
 	int fd;
@@ -566,12 +568,16 @@ static int stored_conn(struct rig *g)
 	ck_assert_int_eq(ibc_client_info(g->cl, &info, sizeof(info)), 0);
 	snprintf(want, sizeof(want), "rb.conn.%llu",
 		 (unsigned long long)info.client_id);
-	for (size_t i = 0;
-	     fakesd_store_get(g->sd, i, name, sizeof(name), &fd) == 0; i++) {
-		if (strcmp(name, want) == 0)
-			return fd;
-		close(fd);
-	}
+	do {
+		for (size_t i = 0;
+		     fakesd_store_get(g->sd, i, name, sizeof(name), &fd) == 0;
+		     i++) {
+			if (strcmp(name, want) == 0)
+				return fd;
+			close(fd);
+		}
+		tl_sleep_ms(20);
+	} while (tl_now_ms() < end);
 	ck_abort_msg("no %s in the store", want);
 	return -1;
 }
