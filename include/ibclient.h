@@ -141,7 +141,7 @@ struct ibc_connect_attr {
 	uint32_t comp_mask; /* enum ibc_connect_attr_mask */
 	const char *socket_path;
 	/* Milliseconds to wait for the broker to take each request and to
-	 * reply (at most twice that); 0, the default, waits until the
+	 * reply (at most an eighth more); 0, the default, waits until the
 	 * broker answers or goes. */
 	int timeout_ms;
 	uint32_t flags; /* enum ibc_connect_flags */

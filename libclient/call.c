@@ -24,10 +24,25 @@
  * MAX_ERRNO): anything else is a protocol violation. */
 #define IBC_ERRNO_MAX 4095
 
+/* What ended a wait (struct ibc_waiter's done). */
+enum ibc_done {
+	IBC_WAITING = 0,
+	IBC_REPLIED,
+	/* Sent before the restart barrier, unanswered when its reply came:
+	 * no broker will ever answer it (ibc_barrier_done()). */
+	IBC_LOST,
+};
+
 struct ibc_waiter {
 	struct ibc_waiter *next;
 	uint64_t serial;
-	bool done;
+	/* enum ibc_done; nonzero: the wait is over. */
+	uint8_t done;
+	/* The request is in the socket (a send that waited for room is
+	 * counted once it took the lock back). */
+	bool sent;
+	/* Sent before the pending restart barrier. */
+	bool suspect;
 	struct ibc_reply *r;
 };
 
@@ -41,6 +56,8 @@ struct ibc_queued_event {
 	/* Who handles it after the callback; NULL: nobody. */
 	const struct ibc_event_handler *handler;
 };
+
+static void ibc_barrier_send(struct ibc_client *cl);
 
 static void ibc_reply_init(struct ibc_reply *r)
 {
@@ -100,6 +117,22 @@ void ibc_fork_drop_waiters(struct ibc_client *cl)
 			wire_fds_close(&w->r->fds);
 }
 
+/*
+ * The barrier's reply: the broker serves a connection's packets in order,
+ * so a request sent before the barrier and still unanswered was read by a
+ * broker that died before it stored the request as in flight (between
+ * recv(2) and inflight_read()), and the new one never saw it. Lock held.
+ */
+static void ibc_barrier_done(struct ibc_client *cl)
+{
+	cl->barrier_serial = 0;
+	for (struct ibc_waiter *w = cl->waiters; w; w = w->next) {
+		if (w->suspect && !w->done)
+			w->done = IBC_LOST;
+	}
+	pthread_cond_broadcast(&cl->cond);
+}
+
 static struct ibc_waiter *ibc_find_waiter(struct ibc_client *cl,
 					  uint64_t serial)
 {
@@ -152,7 +185,7 @@ static void ibc_deliver(struct ibc_client *cl, struct ibc_waiter *w,
 	r->reply = reply;
 	r->fds = *fds;
 	wire_fds_init(fds);
-	w->done = true;
+	w->done = IBC_REPLIED;
 }
 
 /* A packet whose serial the fast peek did not find: an event, the broker
@@ -186,6 +219,10 @@ static void ibc_handle_other(struct ibc_client *cl, const uint8_t *buf,
 		if (w) {
 			/* Decoded again, into the waiter's own arena. */
 			ibc_deliver(cl, w, buf, len, true, fds);
+			goto out;
+		}
+		if (reply->serial && reply->serial == cl->barrier_serial) {
+			ibc_barrier_done(cl);
 			goto out;
 		}
 		/* Serial 0 answers no request: the broker refuses the
@@ -234,7 +271,9 @@ static void ibc_handle_packet(struct ibc_client *cl, const uint8_t *buf,
 		/* The answer to a request sent without waiting, or to a call
 		 * that timed out: dropped, an error included. */
 		wire_fds_close(fds);
-		if (cl->unanswered)
+		if (serial == cl->barrier_serial)
+			ibc_barrier_done(cl);
+		else if (cl->unanswered)
 			cl->unanswered--;
 		return;
 	}
@@ -273,16 +312,24 @@ static void ibc_connection_lost(struct ibc_client *cl, int n)
 		ibc_mark_dead(cl, n, "the connection to the broker failed");
 }
 
+static int ibc_poll_in(int sock, int wait_ms)
+{
+	struct pollfd p = { .fd = sock, .events = POLLIN };
+
+	return poll(&p, 1, wait_ms);
+}
+
 /*
  * Read one packet for @self (NULL: for ibc_dispatch). Called with the lock
- * held and cl->reading clear; the lock is dropped while waiting. Blocking
- * reads end after the client's timeout (SO_RCVTIMEO). Returns 0 or
+ * held and cl->reading clear; the lock is dropped while waiting, as
+ * @wait_ms says (IBC_READ_NOW, IBC_READ_BLOCK: until the client's timeout,
+ * SO_RCVTIMEO; or a bound of its own, a poll(2) first). Returns 0 or
  * -EAGAIN.
  */
-int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, bool block)
+int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, int wait_ms)
 {
 	bool bare = !cl->fd_waiters;
-	int flags = block ? 0 : MSG_DONTWAIT;
+	int flags = wait_ms == IBC_READ_BLOCK ? 0 : MSG_DONTWAIT;
 	struct wire_fds fds;
 	int n;
 
@@ -292,7 +339,10 @@ int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, bool block)
 	/* No reply that carries descriptors can come while bare: the kernel
 	 * would close them (ibc_await_bare_read()). */
 	wire_fds_init(&fds);
-	if (bare)
+	/* Nothing by then (or a signal): the caller's deadline. */
+	if (wait_ms > 0 && ibc_poll_in(cl->sock, wait_ms) <= 0)
+		n = -EAGAIN;
+	else if (bare)
 		n = wire_recv_bare(cl->sock, cl->rbuf, WIRE_MAX_PACKET, flags);
 	else
 		n = wire_recv(cl->sock, cl->rbuf, WIRE_MAX_PACKET, &fds, flags);
@@ -306,6 +356,8 @@ int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, bool block)
 		ibc_handle_packet(cl, cl->rbuf, (size_t)n, &fds);
 	else
 		ibc_connection_lost(cl, n);
+	if (cl->barrier_due && !cl->dead)
+		ibc_barrier_send(cl);
 	n = 0;
 out:
 	/* Wake the others: one of them may have its reply now, or must
@@ -338,15 +390,37 @@ static void ibc_cond_wait(struct ibc_client *cl, int64_t deadline)
 		pthread_cond_wait(&cl->cond, &cl->lock);
 }
 
+/*
+ * How long a read may wait with @left ms to the deadline. A
+ * blocking read lasts up to the whole timeout (SO_RCVTIMEO), which the
+ * first read of a call, right after its send, may take: it ends an eighth
+ * of the timeout past the deadline at most, and needs no syscall more.
+ * A later one (after an event or another thread's reply) would restart
+ * the whole timeout each time: it polls until the deadline instead.
+ */
+static int ibc_read_wait(const struct ibc_client *cl, int64_t left)
+{
+	if (left >= cl->timeout_ms - cl->timeout_ms / 8)
+		return IBC_READ_BLOCK;
+	return (int)left;
+}
+
 /* Wait for @w until @deadline (ms, monotonic; 0 = none). Lock held. */
 static int ibc_wait(struct ibc_client *cl, struct ibc_waiter *w,
 		    int64_t deadline)
 {
 	while (!w->done && !cl->dead) {
-		if (deadline && ibc_now_ms() >= deadline)
-			return -ETIMEDOUT;
+		int wait_ms = IBC_READ_BLOCK;
+
+		if (deadline) {
+			int64_t left = deadline - ibc_now_ms();
+
+			if (left <= 0)
+				return -ETIMEDOUT;
+			wait_ms = ibc_read_wait(cl, left);
+		}
 		if (!cl->reading)
-			ibc_read_one(cl, w, true);
+			ibc_read_one(cl, w, wait_ms);
 		else
 			ibc_cond_wait(cl, deadline);
 	}
@@ -385,6 +459,43 @@ static void ibc_unlink_waiter(struct ibc_client *cl, struct ibc_waiter *w)
 static int ibc_pack(struct ibc_client *cl, const Rdmab__Request *req)
 {
 	return wire_pack_request(req, cl->sbuf, IBC_SBUF_SIZE);
+}
+
+/*
+ * After a Restarted event: a ping whose reply tells which of the requests
+ * sent so far the broker lost (ibc_barrier_done()). Sent without waiting
+ * for room: a full socket holds requests the broker will answer, and the
+ * next packet read tries again. Lock held, nobody reading.
+ */
+static void ibc_barrier_send(struct ibc_client *cl)
+{
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct ibc_waiter *w;
+	int len, err;
+
+	for (w = cl->waiters; w && !(w->sent && !w->done); w = w->next)
+		;
+	if (!w) {
+		cl->barrier_due = false;
+		return;
+	}
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.serial = cl->next_serial + 1;
+	req.body_case = RDMAB__REQUEST__BODY_PING;
+	len = ibc_pack(cl, &req);
+	err = len < 0 ? len :
+			wire_send(cl->sock, cl->sbuf, (size_t)len, NULL, 0,
+				  MSG_DONTWAIT);
+	if (err == -EAGAIN)
+		return;
+	cl->barrier_due = false;
+	/* A broken socket: the reader sees its end. */
+	if (err < 0)
+		return;
+	cl->barrier_serial = ++cl->next_serial;
+	for (w = cl->waiters; w; w = w->next)
+		if (w->sent && !w->done)
+			w->suspect = true;
 }
 
 /* Send once the socket has room, until @deadline (ms, monotonic; 0 =
@@ -529,14 +640,19 @@ int ibc_call(struct ibc_client *cl, Rdmab__Request *req, unsigned int flags,
 	err = ibc_send_checked(cl, req, deadline);
 	if (err < 0)
 		goto out;
+	w.sent = true;
 	err = ibc_wait(cl, &w, deadline);
 	if (err == -ETIMEDOUT) {
 		ibc_set_error(err, "the broker did not answer within %d ms",
 			      cl->timeout_ms);
 		goto out;
 	}
-	if (!w.done) {
-		err = ibc_set_error(cl->dead, "%s", cl->dead_message);
+	if (w.done != IBC_REPLIED) {
+		err = w.done == IBC_LOST ?
+			      ibc_set_error(-EAGAIN,
+					    "the broker restarted while "
+					    "serving this request") :
+			      ibc_set_error(cl->dead, "%s", cl->dead_message);
 		goto out;
 	}
 	if (ret->reply->error) {
@@ -583,7 +699,7 @@ int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
 		for (int i = 0; i < IBC_UNANSWERED_MAX && cl->unanswered &&
 				!cl->reading && !cl->dead;
 		     i++)
-			if (ibc_read_one(cl, NULL, false) == -EAGAIN)
+			if (ibc_read_one(cl, NULL, IBC_READ_NOW) == -EAGAIN)
 				break;
 	err = 0;
 out:
@@ -600,7 +716,7 @@ int ibc_drain_events(struct ibc_client *cl)
 	pthread_mutex_lock(&cl->lock);
 	/* Read what is there, unless another thread is reading already. */
 	for (int i = 0; i < 64 && !cl->reading && !cl->dead; i++)
-		if (ibc_read_one(cl, NULL, false) == -EAGAIN)
+		if (ibc_read_one(cl, NULL, IBC_READ_NOW) == -EAGAIN)
 			break;
 	if (cl->event_fd >= 0 &&
 	    read(cl->event_fd, &count, sizeof(count)) < 0) {

@@ -424,11 +424,13 @@ const struct ibc_event_handler ibc_shutdown_event = {
 	.read = ibc_shutdown_read,
 };
 
-/* The session goes on, on the same socket: only the application's
- * callback may care. */
+/* The session goes on, on the same socket; a request the old broker read
+ * and never stored as in flight is lost with it: the barrier that finds
+ * those (call.c) goes out once this packet is handled. Lock held. */
 static struct ibc_queued_event *ibc_restarted_read(struct ibc_client *cl,
 						   const Rdmab__Event *ev)
 {
+	cl->barrier_due = true;
 	return ibc_queue_event(cl, IBC_EVENT_BROKER_RESTARTED,
 			       ev->restarted->reason, NULL);
 }

@@ -81,6 +81,10 @@ struct ibc_client {
 	 * (ibc_send_nowait). */
 	unsigned int unanswered;
 	struct ibc_queued_event *events_head, **events_tail;
+	/* The restart barrier (call.c, ibc_barrier_send()): a Restarted
+	 * event asks for one; the serial of the ping sent, 0 for none. */
+	bool barrier_due;
+	uint64_t barrier_serial;
 
 	struct ibc_client_info info;
 	/* The devices and their caps, as the hello reply gave them. */
@@ -153,7 +157,11 @@ struct ibc_queued_event *ibc_queue_event(struct ibc_client *cl,
 					 const char *message,
 					 const char *device);
 void ibc_mark_dead(struct ibc_client *cl, int err, const char *message);
-int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, bool block);
+/* How ibc_read_one() waits: not at all, up to the socket's SO_RCVTIMEO,
+ * or up to @wait_ms when positive. */
+#define IBC_READ_NOW 0
+#define IBC_READ_BLOCK (-1)
+int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, int wait_ms);
 void ibc_free_events(struct ibc_client *cl);
 
 /* Read what is pending without blocking and run the event callback for

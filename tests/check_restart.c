@@ -14,6 +14,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -202,7 +204,12 @@ static void rig_client_leaves(struct rig *g)
 
 	ck_assert_int_eq(ibc_client_info(g->cl, &ci, sizeof(ci)), 0);
 	snprintf(conn, sizeof(conn), "rb.conn.%" PRIu64, ci.client_id);
+	/* The fake systemd's thread takes the daemon's datagram when it
+	 * runs: under load, after the client's first round trips. */
+	while (!store_has(g, conn) && tl_now_ms() < end)
+		tl_sleep_ms(20);
 	ck_assert(store_has(g, conn));
+	end = tl_now_ms() + TL_WAIT_MS;
 	ibc_disconnect(g->cl);
 	g->cl = NULL;
 	while (store_has(g, conn) && tl_now_ms() < end)
@@ -532,6 +539,93 @@ START_TEST(client_dead_while_down)
 	/* Its session comes back with its socket (FDPOLL=0 keeps it) and
 	 * ends as a dead client's: everything it held is destroyed. */
 	wait_all_gone(&g);
+	rig_free(&g);
+}
+END_TEST
+
+struct pinger {
+	struct ibc_client *cl;
+	int ret;
+	char text[256];
+	int64_t took;
+};
+
+static void *pinger_main(void *arg)
+{
+	struct pinger *p = arg;
+	int64_t t0 = tl_now_ms();
+
+	p->ret = ibc_ping(p->cl, "lost", 4);
+	p->took = tl_now_ms() - t0;
+	snprintf(p->text, sizeof(p->text), "%s", ibc_last_error());
+	return NULL;
+}
+
+/* The daemon's end of @g's client connection, a dup from the store
+ * (once the fake systemd's thread has taken the daemon's datagram). */
+static int stored_conn(struct rig *g)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	struct ibc_client_info info;
+	char name[256], want[64];
+	int fd;
+
+	ck_assert_int_eq(ibc_client_info(g->cl, &info, sizeof(info)), 0);
+	snprintf(want, sizeof(want), "rb.conn.%llu",
+		 (unsigned long long)info.client_id);
+	do {
+		for (size_t i = 0;
+		     fakesd_store_get(g->sd, i, name, sizeof(name), &fd) == 0;
+		     i++) {
+			if (strcmp(name, want) == 0)
+				return fd;
+			close(fd);
+		}
+		tl_sleep_ms(20);
+	} while (tl_now_ms() < end);
+	ck_abort_msg("no %s in the store", want);
+	return -1;
+}
+
+/*
+ * A SIGKILL between the daemon's recv(2) of a request and its store in
+ * the in-flight slot (issue 25 item 3): the stopped daemon's read is done
+ * here, on its stored end of the connection, and the kill follows. No
+ * daemon ever answers the request; the library's restart barrier finds it
+ * lost and answers EAGAIN, where the caller waited its whole timeout.
+ */
+START_TEST(request_read_not_stored_eagain)
+{
+	struct pinger p = { 0 };
+	struct pollfd pf;
+	uint8_t buf[512];
+	pthread_t t;
+	struct rig g;
+	pid_t pid;
+	int fd;
+
+	SKIP_WITHOUT_STATE(&g);
+	fd = stored_conn(&g);
+	pid = fakesd_main_pid(g.sd);
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	p.cl = g.cl;
+	ck_assert_int_eq(pthread_create(&t, NULL, pinger_main, &p), 0);
+	pf = (struct pollfd){ .fd = fd, .events = POLLIN };
+	ck_assert_int_eq(poll(&pf, 1, TL_WAIT_MS), 1);
+	ck_assert_int_gt(recv(fd, buf, sizeof(buf), MSG_DONTWAIT), 0);
+	close(fd);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	rig_start(&g);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_msg(p.ret == -EAGAIN &&
+			      strcmp(p.text, "the broker restarted while "
+					     "serving this request") == 0,
+		      "the lost ping: %d \"%s\" after %lld ms", p.ret, p.text,
+		      (long long)p.took);
+	/* Well before the client's 10 s timeout. */
+	ck_assert_msg(p.took < 8000, "took %lld ms", (long long)p.took);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
 	rig_free(&g);
 }
 END_TEST
@@ -1695,6 +1789,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, planted_fds);
 	tcase_add_test(tc, client_dead_while_down);
 	tcase_add_test(tc, serials_never_reused);
+	tcase_add_test(tc, request_read_not_stored_eagain);
 	tcase_add_test(tc, detached_owner_kept);
 	tcase_add_test(tc, import_kept);
 	tcase_add_test(tc, restore_not_compacted);

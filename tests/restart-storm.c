@@ -41,6 +41,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -92,6 +93,35 @@ struct wk {
 
 static char mrbuf[1 << 16];
 
+/*
+ * What each client does, on a page it shares with the driver (one slot a
+ * client, written by it alone): a client that does not answer is named
+ * with the request it waits for, or the last one it got back. Plain
+ * stores; the driver reads them only to explain a failure.
+ */
+struct doing {
+	char what[40];
+	int64_t since_ms;
+	/* The last answer: its errno, when it came. */
+	int err;
+	int64_t done_ms;
+	bool busy;
+};
+static struct doing *doing_page;
+/* The driver's last kill or signal to the daemon (CLOCK_MONOTONIC ms). */
+static int64_t restart_ms;
+/* In a client: its own slot. */
+static struct doing *my_doing;
+
+static void doing(const char *what)
+{
+	if (!my_doing)
+		return;
+	snprintf(my_doing->what, sizeof(my_doing->what), "%s", what);
+	my_doing->since_ms = tl_now_ms();
+	my_doing->busy = true;
+}
+
 static void die_with(struct wk *w, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3), noreturn));
 
@@ -125,6 +155,11 @@ static bool lost(int err)
  * refusals of limits and busy objects are part of the storm. */
 static bool judge(struct wk *w, int err, const char *what)
 {
+	if (my_doing) {
+		my_doing->busy = false;
+		my_doing->err = err;
+		my_doing->done_ms = tl_now_ms();
+	}
 	if (err == 0)
 		return true;
 	if (lost(err))
@@ -143,6 +178,7 @@ static void op_dm(struct wk *w, struct tl_rng *r)
 
 	switch (tl_rng_below(r, 4)) {
 	case 0:
+		doing("dm alloc");
 		if (w->n_dm < MAXO &&
 		    judge(w, ibc_dm_alloc(w->x, 4096, 0, &w->dm[w->n_dm]),
 			  "dm alloc")) {
@@ -155,6 +191,7 @@ static void op_dm(struct wk *w, struct tl_rng *r)
 			break;
 		i = tl_rng_below(r, w->n_dm);
 		tl_rng_fill(r, w->pat[i], DM_PAT);
+		doing("dm write");
 		err = ibc_dm_write(w->dm[i], 0, w->pat[i], DM_PAT);
 		w->pat_known[i] = judge(w, err, "dm write");
 		break;
@@ -162,6 +199,7 @@ static void op_dm(struct wk *w, struct tl_rng *r)
 		if (!w->n_dm)
 			break;
 		i = tl_rng_below(r, w->n_dm);
+		doing("dm read");
 		err = ibc_dm_read(w->dm[i], got, 0, DM_PAT);
 		if (judge(w, err, "dm read") && w->pat_known[i] &&
 		    memcmp(got, w->pat[i], DM_PAT) != 0)
@@ -172,6 +210,7 @@ static void op_dm(struct wk *w, struct tl_rng *r)
 		if (!w->n_dm)
 			break;
 		i = tl_rng_below(r, w->n_dm);
+		doing("dm free");
 		err = ibc_dm_free(w->dm[i]);
 		/* EAGAIN: the broker restarted while serving it, and the
 		 * free may have happened (the issue's rule for a request in
@@ -194,12 +233,14 @@ static void op_rss(struct wk *w, struct tl_rng *r)
 	uint64_t ids[2];
 	unsigned int i;
 
+	doing("wq create");
 	if (w->n_cq && w->n_wq < MAXO && tl_rng_below(r, 2) &&
 	    judge(w, ibc_wq_create(w->x, w->cq[0], NULL, &w->wq[w->n_wq]),
 		  "wq create"))
 		w->n_wq++;
 	if (w->n_rss && tl_rng_below(r, 2)) {
 		i = tl_rng_below(r, w->n_rss);
+		doing("rss destroy");
 		if (judge(w, ibc_rss_destroy(w->rss[i]), "rss destroy"))
 			w->rss[i] = w->rss[--w->n_rss];
 		return;
@@ -215,6 +256,7 @@ static void op_rss(struct wk *w, struct tl_rng *r)
 	a.match.l4_proto = IPPROTO_UDP;
 	a.match.dst_port = (uint16_t)(1000 + tl_rng_below(r, 60000));
 	a.match.port_mask = 0xffff;
+	doing("rss create");
 	if (judge(w, ibc_rss_create(w->x, &a, &w->rss[w->n_rss]), "rss create"))
 		w->n_rss++;
 }
@@ -226,23 +268,27 @@ static void op_xrcd(struct wk *w, struct tl_rng *r)
 
 	if (w->n_xrcd && tl_rng_below(r, 2)) {
 		i = tl_rng_below(r, w->n_xrcd);
+		doing("xrcd close");
 		if (judge(w, ibc_xrcd_close(w->xrcd[i]), "xrcd close"))
 			w->xrcd[i] = w->xrcd[--w->n_xrcd];
-	} else if (w->n_xrcd < MAXO &&
-		   judge(w,
-			 ibc_xrcd_open(w->x, names[tl_rng_below(r, 4)], O_CREAT,
-				       &w->xrcd[w->n_xrcd]),
-			 "xrcd open")) {
-		w->n_xrcd++;
+	} else if (w->n_xrcd < MAXO) {
+		doing("xrcd open");
+		if (judge(w,
+			  ibc_xrcd_open(w->x, names[tl_rng_below(r, 4)],
+					O_CREAT, &w->xrcd[w->n_xrcd]),
+			  "xrcd open"))
+			w->n_xrcd++;
 	}
 }
 
 /* A forked child's session, linked to this one: it pings and goes. */
 static void op_fork(struct wk *w)
 {
-	pid_t pid = fork();
+	pid_t pid;
 	int st;
 
+	doing("fork: the child's ping");
+	pid = fork();
 	if (pid < 0)
 		return;
 	if (pid == 0) {
@@ -253,6 +299,7 @@ static void op_fork(struct wk *w)
 	if (waitpid(pid, &st, 0) == pid && WIFEXITED(st) &&
 	    WEXITSTATUS(st) == 2)
 		die_with(w, "a forked child's ping lost the connection");
+	judge(w, 0, "fork");
 }
 
 static void op_one(struct wk *w, struct tl_rng *r)
@@ -261,6 +308,7 @@ static void op_one(struct wk *w, struct tl_rng *r)
 
 	switch (tl_rng_below(r, 9)) {
 	case 0:
+		doing("cq create");
 		if (w->n_cq < MAXO &&
 		    judge(w, ibc_cq_create(w->x, 8, &w->cq[w->n_cq]),
 			  "cq create"))
@@ -270,11 +318,13 @@ static void op_one(struct wk *w, struct tl_rng *r)
 		/* The first CQ carries the WQs: never destroyed. */
 		if (w->n_cq > 1) {
 			i = 1 + tl_rng_below(r, w->n_cq - 1);
+			doing("cq destroy");
 			if (judge(w, ibc_cq_destroy(w->cq[i]), "cq destroy"))
 				w->cq[i] = w->cq[--w->n_cq];
 		}
 		break;
 	case 2:
+		doing("reg mr");
 		if (w->n_mr < MAXO &&
 		    judge(w,
 			  ibc_reg_mr(w->x, mrbuf, 4096, IBV_ACCESS_LOCAL_WRITE,
@@ -283,6 +333,7 @@ static void op_one(struct wk *w, struct tl_rng *r)
 			w->n_mr++;
 		else if (w->n_mr) {
 			i = tl_rng_below(r, w->n_mr);
+			doing("dereg mr");
 			if (judge(w, ibc_dereg_mr(w->mr[i]), "dereg mr"))
 				w->mr[i] = w->mr[--w->n_mr];
 		}
@@ -302,6 +353,7 @@ static void op_one(struct wk *w, struct tl_rng *r)
 			op_fork(w);
 		break;
 	default:
+		doing("ping");
 		judge(w, ibc_ping(w->cl, "p", 1), "ping");
 	}
 }
@@ -312,7 +364,10 @@ static void verify(struct wk *w)
 	uint8_t got[DM_PAT];
 
 	for (unsigned int i = 0; i < w->n_dm; i++) {
-		int err = ibc_dm_read(w->dm[i], got, 0, DM_PAT);
+		int err;
+
+		doing("dm read (paused)");
+		err = ibc_dm_read(w->dm[i], got, 0, DM_PAT);
 
 		if (!judge(w, err, "dm read (paused)"))
 			die_with(w,
@@ -326,6 +381,7 @@ static void verify(struct wk *w)
 				 "restart",
 				 (unsigned long long)ibc_dm_id(w->dm[i]));
 	}
+	doing("ping (paused)");
 	if (!judge(w, ibc_ping(w->cl, "v", 1), "ping (paused)"))
 		die_with(w, "ping after the restart: %s", ibc_last_error());
 }
@@ -353,9 +409,11 @@ static void client_main(const char *sock, uint64_t seed, int ctl)
 
 	prctl(PR_SET_PDEATHSIG, SIGKILL);
 	tl_rng_seed(&r, seed);
+	doing("connect");
 	if (ibc_connect(&attr, &w.cl) < 0 || ibc_open(w.cl, NULL, &w.x) < 0 ||
 	    ibc_client_info(w.cl, &info, sizeof(info)) < 0)
 		die_with(&w, "cannot connect: %s", ibc_last_error());
+	judge(&w, 0, "connect");
 	if (ibc_cq_create(w.x, 8, &w.cq[0]) == 0)
 		w.n_cq = 1;
 	hello[0] = 'I';
@@ -450,6 +508,10 @@ static int client_spawn(struct client *c, uint64_t seed)
 		return -errno;
 	if (c->pid == 0) {
 		close(sv[0]);
+		if (doing_page) {
+			my_doing = &doing_page[c - clients];
+			memset(my_doing, 0, sizeof(*my_doing));
+		}
 		client_main(sockpath, seed, sv[1]);
 	}
 	close(sv[1]);
@@ -463,6 +525,31 @@ static int client_spawn(struct client *c, uint64_t seed)
 	}
 	memcpy(&c->id, hello + 1, 8);
 	return 0;
+}
+
+/* What client @i was doing, into @buf: the request it waits for, or the
+ * last answer it had. */
+static const char *doing_of(int i, char *buf, size_t len)
+{
+	const struct doing *d = doing_page ? &doing_page[i] : NULL;
+	int64_t now = tl_now_ms();
+
+	if (!d || !d->since_ms)
+		snprintf(buf, len, "nothing recorded");
+	else if (d->busy)
+		snprintf(buf, len,
+			 "it waits for '%.40s', sent %lld ms ago (%+lld ms "
+			 "from the last restart's signal, if any)",
+			 d->what, (long long)(now - d->since_ms),
+			 (long long)(d->since_ms - restart_ms));
+	else
+		snprintf(buf, len,
+			 "its last request, '%.40s', was answered %d (%s) "
+			 "%lld ms ago, after %lld ms",
+			 d->what, d->err, strerror(-d->err),
+			 (long long)(now - d->done_ms),
+			 (long long)(d->done_ms - d->since_ms));
+	return buf;
 }
 
 /* Send @cmd to every client and wait for @ack from each (0: none). */
@@ -481,9 +568,12 @@ static int all_clients(char cmd, char ack)
 		struct pollfd p = { .fd = clients[i].ctl, .events = POLLIN };
 		ssize_t n;
 
+		char what[200];
+
 		if (poll(&p, 1, 2 * CLIENT_TIMEOUT_MS) <= 0)
-			FAIL("client %d did not answer '%c'",
-			     (int)clients[i].pid, cmd);
+			FAIL("client %d did not answer '%c': %s",
+			     (int)clients[i].pid, cmd,
+			     doing_of(i, what, sizeof(what)));
 		n = read(clients[i].ctl, msg, sizeof(msg) - 1);
 		if (n == 1 && msg[0] == ack)
 			continue;
@@ -696,12 +786,15 @@ static int restart_daemon(struct fakesd *sd, int mode, struct tl_rng *r)
 		tl_sleep_ms(tl_rng_below(r, 40));
 		/* fall through */
 	case MODE_KILL_PAUSED:
+		restart_ms = tl_now_ms();
 		fakesd_kill(sd, SIGKILL);
 		break;
 	case MODE_TERM:
+		restart_ms = tl_now_ms();
 		fakesd_kill(sd, SIGTERM);
 		break;
 	default:
+		restart_ms = tl_now_ms();
 		/* The daemon replaces itself; no new start from us. */
 		if (plain)
 			return reexec_plain();
@@ -1005,6 +1098,11 @@ static int run(uint64_t seed, unsigned long n, bool plain_run)
 	       plain ? "re-executions (SIGUSR2, no systemd)" :
 		       "restarts under the fake systemd",
 	       N_CLIENTS);
+	doing_page =
+		mmap(NULL, N_CLIENTS * sizeof(*doing_page),
+		     PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (doing_page == MAP_FAILED)
+		doing_page = NULL;
 	ret = storm(seed, n);
 	if (ret < 0) {
 		pid_t t;
@@ -1030,6 +1128,9 @@ static int run(uint64_t seed, unsigned long n, bool plain_run)
 			kill(clients[i].pid, SIGKILL);
 	if (plain && plain_pid > 0)
 		kill(plain_pid, SIGKILL);
+	if (doing_page)
+		munmap(doing_page, N_CLIENTS * sizeof(*doing_page));
+	doing_page = NULL;
 	free(d);
 	return ret;
 }
