@@ -1775,6 +1775,52 @@ START_TEST(rekeys_kept)
 }
 END_TEST
 
+/* The restore's "descriptors adopted" (rdmabrokerctl status, the log's
+ * line) counts each descriptor it took from the store and kept once: the
+ * ones the new daemon keeps in the store, less its own state and
+ * in-flight table. A family that counted its DM memfds, DM status pages
+ * and XRCD files again on top of restore_take_fd() showed a 4,100-XRCD
+ * restore as 8,203 descriptors. */
+START_TEST(adopted_fds_counted_once)
+{
+	struct ibc_status st;
+	struct ibc_xrcd *xr;
+	struct ibc_ctx *x;
+	struct ibc_dm *dm;
+	char name[256];
+	const char *at;
+	unsigned long long shown;
+	unsigned int kept = 0;
+	struct rig g;
+	int fd;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "counted", O_CREAT, &xr), 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	for (size_t i = 0;
+	     fakesd_store_get(g.sd, i, name, sizeof(name), &fd) == 0; i++) {
+		close(fd);
+		kept += strncmp(name, "rb.", 3) == 0 &&
+			strncmp(name, "rb.state.", 9) != 0 &&
+			strncmp(name, "rb.inflight.", 12) != 0;
+	}
+	/* The session's socket, its context, the DM's memfd and status
+	 * page, the XRCD's file. */
+	ck_assert_uint_eq(kept, 5);
+	ck_assert_int_eq(ibc_status(g.cl, &st, sizeof(st)), 0);
+	at = strstr(st.last_restore, " objects, ");
+	ck_assert_msg(at && sscanf(at, " objects, %llu descriptors", &shown) ==
+				      1,
+		      "status: \"%s\"", st.last_restore);
+	ck_assert_msg(shown == kept,
+		      "status: \"%s\", the store keeps %u adopted",
+		      st.last_restore, kept);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -1811,6 +1857,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, dead_import_kept);
 	tcase_add_test(tc, imports_after_named);
 	tcase_add_test(tc, rekeys_kept);
+	tcase_add_test(tc, adopted_fds_counted_once);
 	suite_add_tcase(s, tc);
 	return s;
 }

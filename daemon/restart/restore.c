@@ -306,7 +306,8 @@ static int pending_scan(void *arg, const char *name, int fd)
 	struct rctx *rc = arg;
 	int taken;
 
-	if (restore_take_fd(rc->rs, name, &taken) < 0)
+	/* Read and closed: not a descriptor the restore adopts. */
+	if (fdstore_take(rc->rs->store, name, &taken) < 0)
 		return 0;
 	if (inflight_scan(taken, pending_add, rc) < 0)
 		log_warn("%s is no in-flight table: ignored", name);

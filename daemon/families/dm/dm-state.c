@@ -270,7 +270,6 @@ static int dm_restore_session(void *arg, const struct journal_rec *r)
 	dm_user_charge_page(core, c->user, true);
 	s->user = user_ref(c->user);
 	TAILQ_INSERT_TAIL(&dm_state(core)->sessions, s, link);
-	rs->adopted_fds++;
 	/* The new generation's journal and store hold what was adopted. */
 	ret = dm_journal_session(core, s);
 	if (ret < 0)
@@ -435,8 +434,6 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 				   why.text);
 		goto out;
 	}
-	if (fd >= 0)
-		rs->adopted_fds++;
 	dm->ctx = x;
 	dm->domain = x->domain;
 	dm->length = m->length;

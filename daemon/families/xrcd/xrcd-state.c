@@ -179,7 +179,6 @@ static int restore_name(void *arg, const struct journal_rec *rec)
 				   m->name, rec->key, strerror(-ret));
 		goto out;
 	}
-	rs->adopted_fds++;
 	/* The new generation's journal and store hold what was adopted. */
 	ret = xrcd_journal_name(rs->core, &r, true);
 	if (ret < 0)
