@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -1821,6 +1822,104 @@ START_TEST(adopted_fds_counted_once)
 }
 END_TEST
 
+/* SIGUSR2 outside systemd: the old daemon waits for its new binary's
+ * READY=1 on an abstract datagram socket, whose name (its pid) anyone on
+ * the host can write to. A READY=1 from another process must not make it
+ * hand over: here the new binary fails before it is ready, and the old
+ * daemon must go on serving its sessions, not exit on a stranger's word
+ * and leave nobody. The daemon runs as a bash script's exec -a, so that
+ * the path it re-executes is the script, which then plays the failing
+ * new binary. */
+START_TEST(reexec_ready_only_from_the_child)
+{
+	char script[256], broken[256], sock[160], run[160], log[160];
+	char cwd[4096], daemon[4096];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	socklen_t sa_len;
+	char *dir = tl_mkdtemp();
+	int64_t end;
+	pid_t pid;
+	FILE *f;
+	int s, st = 0, err;
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(script, sizeof(script), "%s/rdmabrokerd", dir);
+	snprintf(broken, sizeof(broken), "%s/broken", dir);
+	snprintf(sock, sizeof(sock), "%s/sock", dir);
+	snprintf(run, sizeof(run), "%s/run", dir);
+	snprintf(log, sizeof(log), "%s/daemon.log", dir);
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_int_eq(tl_daemon_path()[0] == '/' ?
+				 snprintf(daemon, sizeof(daemon), "%s",
+					  tl_daemon_path()) > 0 :
+				 snprintf(daemon, sizeof(daemon), "%s/%s", cwd,
+					  tl_daemon_path()) > 0,
+			 1);
+	f = fopen(script, "we");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+		"#!/bin/bash\n"
+		"[ \"$1\" = --version ] && exec '%s' --version\n"
+		"[ -e '%s' ] && { sleep 2; exit 1; }\n"
+		"exec -a \"$0\" '%s' \"$@\"\n",
+		daemon, broken, daemon);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(chmod(script, 0755), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+		if (fd >= 0) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+		}
+		unsetenv("NOTIFY_SOCKET");
+		unsetenv("LISTEN_FDS");
+		unsetenv("LISTEN_PID");
+		execl(script, script, "--foreground", "--device", "soft",
+		      "--socket", sock, "--runtime-dir", run, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(tl_wait_socket(pid, sock, TL_WAIT_MS), 0);
+	ck_assert_int_eq(tl_connect(sock, 10000, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_ping(cl, NULL, 0), 0);
+	/* The next binary fails 2 s after it starts, never ready. */
+	f = fopen(broken, "we");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fclose(f), 0);
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(s, 0);
+	/* reexec.c's name: "@rdmabrokerd-reexec-<pid>", abstract. */
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+		 "rdmabrokerd-reexec-%d", (int)pid);
+	sa_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			     strlen(sa.sun_path + 1));
+	ck_assert_int_eq(kill(pid, SIGUSR2), 0);
+	end = tl_now_ms() + 3000;
+	while (tl_now_ms() < end) {
+		(void)sendto(s, "READY=1", 7, MSG_DONTWAIT,
+			     (struct sockaddr *)&sa, sa_len);
+		tl_sleep_ms(10);
+	}
+	close(s);
+	ck_assert_msg(tl_wait_pid(pid, 1000, &st) < 0,
+		      "the daemon exited on a READY=1 its new binary never "
+		      "sent (status %#x)",
+		      st);
+	err = ibc_ping(cl, NULL, 0);
+	ck_assert_msg(err == 0, "the session after a failed re-exec: %d", err);
+	ck_assert_int_gt(tl_count_in_file(log, "going on as before"), 0);
+	ibc_disconnect(cl);
+	kill(pid, SIGINT);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	free(dir);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -1858,6 +1957,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, imports_after_named);
 	tcase_add_test(tc, rekeys_kept);
 	tcase_add_test(tc, adopted_fds_counted_once);
+	tcase_add_test(tc, reexec_ready_only_from_the_child);
 	suite_add_tcase(s, tc);
 	return s;
 }
