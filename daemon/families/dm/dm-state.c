@@ -39,6 +39,13 @@ enum {
 	JOURNAL_DM_SESSION = DM_JOURNAL_FIRST + 1,
 };
 
+/* Each kind's message, in the order above (family.h's journal_msgs). */
+const struct ProtobufCMessageDescriptor
+	*const dm_journal_msgs[DM_JOURNAL_MSGS] = {
+		&rdmab__state__dm__descriptor,
+		&rdmab__state__dm_session__descriptor,
+	};
+
 /* The session of a hold, by its connection's client id; 0 detached. */
 static uint64_t dm_hold_session(const struct dm_hold *h)
 {
