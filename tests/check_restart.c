@@ -17,6 +17,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "daemon/families/family.h"
 #include "daemon/restart/journal.h"
 #include "include/ibclient.h"
 #include "proto/state.pb-c.h"
@@ -490,9 +492,10 @@ static pid_t holder_spawn_in(struct rig *g, unsigned int what)
 	return pid;
 }
 
-static pid_t holder_spawn(struct rig *g, bool families)
+static pid_t holder_spawn(struct rig *g, bool with_families)
 {
-	return holder_spawn_in(g, HOLD_CQ | (families ? HOLD_FAMILIES : 0));
+	return holder_spawn_in(g,
+			       HOLD_CQ | (with_families ? HOLD_FAMILIES : 0));
 }
 
 /* Every object and DM goes (a dead client's cleanup). */
@@ -1775,6 +1778,224 @@ START_TEST(rekeys_kept)
 }
 END_TEST
 
+/* The restore's "descriptors adopted" (rdmabrokerctl status, the log's
+ * line) counts each descriptor it took from the store and kept once: the
+ * ones the new daemon keeps in the store, less its own state and
+ * in-flight table. A family that counted its DM memfds, DM status pages
+ * and XRCD files again on top of restore_take_fd() showed a 4,100-XRCD
+ * restore as 8,203 descriptors. */
+START_TEST(adopted_fds_counted_once)
+{
+	struct ibc_status st;
+	struct ibc_xrcd *xr;
+	struct ibc_ctx *x;
+	struct ibc_dm *dm;
+	char name[256];
+	const char *at;
+	unsigned long long shown;
+	unsigned int kept = 0;
+	struct rig g;
+	int fd;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "counted", O_CREAT, &xr), 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	for (size_t i = 0;
+	     fakesd_store_get(g.sd, i, name, sizeof(name), &fd) == 0; i++) {
+		close(fd);
+		kept += strncmp(name, "rb.", 3) == 0 &&
+			strncmp(name, "rb.state.", 9) != 0 &&
+			strncmp(name, "rb.inflight.", 12) != 0;
+	}
+	/* The session's socket, its context, the DM's memfd and status
+	 * page, the XRCD's file. */
+	ck_assert_uint_eq(kept, 5);
+	ck_assert_int_eq(ibc_status(g.cl, &st, sizeof(st)), 0);
+	at = strstr(st.last_restore, " objects, ");
+	ck_assert_msg(at && sscanf(at, " objects, %llu descriptors", &shown) ==
+				      1,
+		      "status: \"%s\"", st.last_restore);
+	ck_assert_msg(shown == kept,
+		      "status: \"%s\", the store keeps %u adopted",
+		      st.last_restore, kept);
+	rig_free(&g);
+}
+END_TEST
+
+/* SIGUSR2 outside systemd: the old daemon waits for its new binary's
+ * READY=1 on an abstract datagram socket, whose name (its pid) anyone on
+ * the host can write to. A READY=1 from another process must not make it
+ * hand over: here the new binary fails before it is ready, and the old
+ * daemon must go on serving its sessions, not exit on a stranger's word
+ * and leave nobody. The daemon runs as a bash script's exec -a, so that
+ * the path it re-executes is the script, which then plays the failing
+ * new binary. */
+START_TEST(reexec_ready_only_from_the_child)
+{
+	char script[256], broken[256], sock[160], run[160], log[160];
+	char cwd[4096], daemon[4096];
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	socklen_t sa_len;
+	char *dir = tl_mkdtemp();
+	int64_t end;
+	pid_t pid;
+	FILE *f;
+	int s, st = 0, err;
+
+	ck_assert_ptr_nonnull(dir);
+	snprintf(script, sizeof(script), "%s/rdmabrokerd", dir);
+	snprintf(broken, sizeof(broken), "%s/broken", dir);
+	snprintf(sock, sizeof(sock), "%s/sock", dir);
+	snprintf(run, sizeof(run), "%s/run", dir);
+	snprintf(log, sizeof(log), "%s/daemon.log", dir);
+	ck_assert_ptr_nonnull(getcwd(cwd, sizeof(cwd)));
+	ck_assert_int_eq(tl_daemon_path()[0] == '/' ?
+				 snprintf(daemon, sizeof(daemon), "%s",
+					  tl_daemon_path()) > 0 :
+				 snprintf(daemon, sizeof(daemon), "%s/%s", cwd,
+					  tl_daemon_path()) > 0,
+			 1);
+	f = fopen(script, "we");
+	ck_assert_ptr_nonnull(f);
+	fprintf(f,
+		"#!/bin/bash\n"
+		"[ \"$1\" = --version ] && exec '%s' --version\n"
+		"[ -e '%s' ] && { sleep 2; exit 1; }\n"
+		"exec -a \"$0\" '%s' \"$@\"\n",
+		daemon, broken, daemon);
+	ck_assert_int_eq(fclose(f), 0);
+	ck_assert_int_eq(chmod(script, 0755), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_CLOEXEC, 0600);
+
+		if (fd >= 0) {
+			dup2(fd, STDOUT_FILENO);
+			dup2(fd, STDERR_FILENO);
+		}
+		unsetenv("NOTIFY_SOCKET");
+		unsetenv("LISTEN_FDS");
+		unsetenv("LISTEN_PID");
+		execl(script, script, "--foreground", "--device", "soft",
+		      "--socket", sock, "--runtime-dir", run, (char *)NULL);
+		_exit(127);
+	}
+	ck_assert_int_eq(tl_wait_socket(pid, sock, TL_WAIT_MS), 0);
+	ck_assert_int_eq(tl_connect(sock, 10000, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_ping(cl, NULL, 0), 0);
+	/* The next binary fails 2 s after it starts, never ready. */
+	f = fopen(broken, "we");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_eq(fclose(f), 0);
+	s = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	ck_assert_int_ge(s, 0);
+	/* reexec.c's name: "@rdmabrokerd-reexec-<pid>", abstract. */
+	snprintf(sa.sun_path + 1, sizeof(sa.sun_path) - 1,
+		 "rdmabrokerd-reexec-%d", (int)pid);
+	sa_len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
+			     strlen(sa.sun_path + 1));
+	ck_assert_int_eq(kill(pid, SIGUSR2), 0);
+	end = tl_now_ms() + 3000;
+	while (tl_now_ms() < end) {
+		(void)sendto(s, "READY=1", 7, MSG_DONTWAIT,
+			     (struct sockaddr *)&sa, sa_len);
+		tl_sleep_ms(10);
+	}
+	close(s);
+	ck_assert_msg(tl_wait_pid(pid, 1000, &st) < 0,
+		      "the daemon exited on a READY=1 its new binary never "
+		      "sent (status %#x)",
+		      st);
+	err = ibc_ping(cl, NULL, 0);
+	ck_assert_msg(err == 0, "the session after a failed re-exec: %d", err);
+	ck_assert_int_gt(tl_count_in_file(log, "going on as before"), 0);
+	ibc_disconnect(cl);
+	kill(pid, SIGINT);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	free(dir);
+}
+END_TEST
+
+/* A state whose registry reads but one of whose family records does not
+ * (junk bytes with a good CRC under the first record kind of family
+ * @_i: a bug of the writer, not a kill) is a state the daemon cannot
+ * use: a clean start, the reason logged and shown, the clients told, and
+ * nothing of it adopted, neither the sessions nor what the families
+ * before that one took back. */
+START_TEST(bad_family_record_starts_clean)
+{
+	static const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff };
+	struct journal_view *v;
+	struct journal *j;
+	struct ibc_client *c2;
+	struct ibc_object_info *o;
+	struct ibc_dm_info *d;
+	struct ibc_xrcd_info *xl;
+	struct ibc_status st;
+	struct ibc_xrcd *xr;
+	struct ibc_ctx *x;
+	struct ibc_dm *dm;
+	struct ibc_cq *cq;
+	char why[256], name[64];
+	size_t n_obj, n_dm, n_xrcd;
+	struct rig g;
+	int fd, err;
+
+	if (!families[_i]->journal_first)
+		return;
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "half", O_CREAT, &xr), 0);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	/* The same state, one generation newer, with the bad record. */
+	fd = state_fd(&g);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	close(fd);
+	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &j), 0);
+	ck_assert_int_eq(journal_put_packed(j, families[_i]->journal_first, 1,
+					    junk, sizeof(junk)),
+			 0);
+	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(j));
+	ck_assert_int_eq(fakesd_plant(g.sd, name, journal_fd(j)), 0);
+	journal_free(j);
+	journal_view_free(v);
+	rig_start(&g);
+	err = ibc_ping(g.cl, NULL, 0);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
+	ck_assert_int_eq(ibc_status(c2, &st, sizeof(st)), 0);
+	ck_assert_int_eq(ibc_list_objects(c2, NULL, &o, sizeof(*o), &n_obj), 0);
+	ibc_list_free(o);
+	ck_assert_int_eq(ibc_list_dms(c2, &d, sizeof(*d), &n_dm), 0);
+	ibc_list_free(d);
+	ck_assert_int_eq(ibc_list_xrcds(c2, NULL, &xl, sizeof(*xl), &n_xrcd),
+			 0);
+	ibc_list_free(xl);
+	ck_assert_msg(err == -ECONNRESET &&
+			      tl_count_in_file(g.log, "starting clean") > 0 &&
+			      strstr(st.last_restore, "refused") &&
+			      st.generation == 1 && n_obj == 0 && n_dm == 0 &&
+			      n_xrcd == 0,
+		      "after a state with a bad %s record: ping %d, "
+		      "%d clean starts logged, generation %" PRIu64
+		      " \"%s\", %zu objects, %zu DMs, %zu XRCDs",
+		      families[_i]->name, err,
+		      tl_count_in_file(g.log, "starting clean"), st.generation,
+		      st.last_restore, n_obj, n_dm, n_xrcd);
+	ibc_disconnect(c2);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -1811,6 +2032,10 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, dead_import_kept);
 	tcase_add_test(tc, imports_after_named);
 	tcase_add_test(tc, rekeys_kept);
+	tcase_add_test(tc, adopted_fds_counted_once);
+	tcase_add_test(tc, reexec_ready_only_from_the_child);
+	tcase_add_loop_test(tc, bad_family_record_starts_clean, 0,
+			    FAMILY_COUNT);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -32,6 +32,7 @@ struct Rdmab__HelloRequest;
 struct Rdmab__State__Session;
 struct Rdmab__State__Context;
 struct id_space;
+struct ProtobufCMessageDescriptor;
 struct Rdmab__DomainInfo;
 struct domain;
 struct user;
@@ -204,6 +205,12 @@ struct family {
 			    void (*name)(void *arg, enum ibc_obj_kind kind,
 					 uint32_t handle),
 			    void *arg);
+	/* A1, issue 25 (bad input): the message of each of its journal
+	 * kinds, journal_first + i for i < n_journal_msgs, so that the
+	 * restore finds a record that does not decode before it adopts
+	 * anything: a state refused whole, never half a registry. */
+	const struct ProtobufCMessageDescriptor *const *journal_msgs;
+	unsigned int n_journal_msgs;
 };
 
 /* A counter of the successes of the requests of @body_case. */

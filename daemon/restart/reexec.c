@@ -117,25 +117,53 @@ static int reexec_probe(const char *path)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -ENOEXEC;
 }
 
+/* The sender of the datagram @m received, or 0 when it came without
+ * credentials. */
+static pid_t reexec_sender(struct msghdr *m)
+{
+	for (struct cmsghdr *c = CMSG_FIRSTHDR(m); c; c = CMSG_NXTHDR(m, c)) {
+		struct ucred uc;
+
+		if (c->cmsg_level != SOL_SOCKET ||
+		    c->cmsg_type != SCM_CREDENTIALS ||
+		    c->cmsg_len < CMSG_LEN(sizeof(uc)))
+			continue;
+		memcpy(&uc, CMSG_DATA(c), sizeof(uc));
+		return uc.pid;
+	}
+	return 0;
+}
+
 /* Wait for READY=1 on @sock from the child @pid: 0, or -ECHILD when it
- * exited, -ETIMEDOUT. */
+ * exited, -ETIMEDOUT. @sock's abstract name is anyone's to write to: a
+ * READY=1 counts only with the child's pid on it (SO_PASSCRED), else a
+ * stranger's word would make this daemon exit before a new one serves. */
 static int reexec_wait(int sock, pid_t pid)
 {
 	int64_t end = now_ms() + REEXEC_READY_MS;
 	char msg[4096];
+	union {
+		struct cmsghdr align;
+		char buf[CMSG_SPACE(sizeof(struct ucred))];
+	} ctl;
 
 	while (now_ms() < end) {
 		struct pollfd p = { .fd = sock, .events = POLLIN };
+		struct iovec iov = { msg, sizeof(msg) - 1 };
+		struct msghdr m = { .msg_iov = &iov,
+				    .msg_iovlen = 1,
+				    .msg_control = ctl.buf,
+				    .msg_controllen = sizeof(ctl.buf) };
 		ssize_t n;
 
 		if (waitpid(pid, NULL, WNOHANG) == pid)
 			return -ECHILD;
 		if (poll(&p, 1, 100) <= 0)
 			continue;
-		/* Its FDSTORE=1 descriptors are copies of ours: MSG_CTRUNC
-		 * drops them. */
-		n = recv(sock, msg, sizeof(msg) - 1, MSG_DONTWAIT);
-		if (n <= 0)
+		/* Its FDSTORE=1 descriptors are copies of ours: with room
+		 * for the credentials only, MSG_CTRUNC drops them. */
+		n = recvmsg(sock, &m, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+		if (n <= 0 || reexec_sender(&m) != pid)
 			continue;
 		msg[n] = '\0';
 		if (strstr(msg, "READY=1"))
@@ -173,7 +201,9 @@ static void reexec_cb(evutil_socket_t sig, short what, void *arg)
 	fds = calloc(max, sizeof(*fds));
 	names = calloc(max, sizeof(*names));
 	sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-	if (!fds || !names || sock < 0)
+	if (!fds || !names || sock < 0 ||
+	    setsockopt(sock, SOL_SOCKET, SO_PASSCRED, &(int){ 1 },
+		       sizeof(int)) < 0)
 		goto out;
 	/* Abstract: nothing to clean up; the pid makes it ours. */
 	snprintf(notify, sizeof(notify), REEXEC_NOTIFY_PREFIX "%d",

@@ -83,7 +83,8 @@ struct restore {
 /* Each live record of @kind in key order (journal_each()). */
 int restore_each(struct restore *rs, uint32_t kind,
 		 int (*fn)(void *arg, const struct journal_rec *r), void *arg);
-/* Take the stored descriptor @name (fdstore_take()), counted. */
+/* Take the stored descriptor @name (fdstore_take()), counted once as
+ * adopted (status and the restore's log line): the caller counts nothing. */
 int restore_take_fd(struct restore *rs, const char *name, int *ret_fd);
 /* The registry's objects whose remake failed before the families'
  * restore (one that uses what a family makes again: an MR on a DM names

@@ -306,7 +306,8 @@ static int pending_scan(void *arg, const char *name, int fd)
 	struct rctx *rc = arg;
 	int taken;
 
-	if (restore_take_fd(rc->rs, name, &taken) < 0)
+	/* Read and closed: not a descriptor the restore adopts. */
+	if (fdstore_take(rc->rs->store, name, &taken) < 0)
 		return 0;
 	if (inflight_scan(taken, pending_add, rc) < 0)
 		log_warn("%s is no in-flight table: ignored", name);
@@ -1046,6 +1047,47 @@ static int restore_refuse_conn(void *arg, const char *name, int fd)
 
 /* --- the whole ----------------------------------------------------------- */
 
+struct family_check {
+	struct restore *rs;
+	const struct family *f;
+	const ProtobufCMessageDescriptor *d;
+};
+
+static int family_check_one(void *arg, const struct journal_rec *r)
+{
+	struct family_check *ck = arg;
+	ProtobufCMessage *m;
+
+	m = protobuf_c_message_unpack(ck->d, NULL, r->len, r->data);
+	if (!m)
+		return restore_fail(
+			ck->rs, -EBADMSG,
+			"%s record %u/%" PRIu64 " does not unpack as a %s",
+			ck->f->name, r->kind, r->key, ck->d->short_name);
+	protobuf_c_message_free_unpacked(m, NULL);
+	return 0;
+}
+
+/* Every family record decodes (restart_state_check() reads the
+ * registry's): checked before anything is adopted, since a family that
+ * fails after the sessions came back can only end them. */
+static int restore_families_check(struct restore *rs)
+{
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++) {
+		const struct family *f = families[i];
+
+		for (unsigned int k = 0; k < f->n_journal_msgs; k++) {
+			struct family_check ck = { rs, f, f->journal_msgs[k] };
+			int ret = journal_each(rs->view, f->journal_first + k,
+					       family_check_one, &ck);
+
+			if (ret < 0)
+				return ret;
+		}
+	}
+	return 0;
+}
+
 static int restore_families(struct restore *rs)
 {
 	for (unsigned int i = 0; i < FAMILY_COUNT; i++) {
@@ -1100,6 +1142,8 @@ int restart_restore(struct server *srv)
 
 		ret = restart_state_check(rs.view, robj_keep, &keep, rs.why,
 					  sizeof(rs.why));
+		if (ret == 0)
+			ret = restore_families_check(&rs);
 		restore_phase(&ph, RESTORE_CHECK);
 		if (ret == 0)
 			ret = restore_counters(&rs);

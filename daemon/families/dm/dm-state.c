@@ -39,6 +39,13 @@ enum {
 	JOURNAL_DM_SESSION = DM_JOURNAL_FIRST + 1,
 };
 
+/* Each kind's message, in the order above (family.h's journal_msgs). */
+const struct ProtobufCMessageDescriptor
+	*const dm_journal_msgs[DM_JOURNAL_MSGS] = {
+		&rdmab__state__dm__descriptor,
+		&rdmab__state__dm_session__descriptor,
+	};
+
 /* The session of a hold, by its connection's client id; 0 detached. */
 static uint64_t dm_hold_session(const struct dm_hold *h)
 {
@@ -270,7 +277,6 @@ static int dm_restore_session(void *arg, const struct journal_rec *r)
 	dm_user_charge_page(core, c->user, true);
 	s->user = user_ref(c->user);
 	TAILQ_INSERT_TAIL(&dm_state(core)->sessions, s, link);
-	rs->adopted_fds++;
 	/* The new generation's journal and store hold what was adopted. */
 	ret = dm_journal_session(core, s);
 	if (ret < 0)
@@ -435,8 +441,6 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 				   why.text);
 		goto out;
 	}
-	if (fd >= 0)
-		rs->adopted_fds++;
 	dm->ctx = x;
 	dm->domain = x->domain;
 	dm->length = m->length;

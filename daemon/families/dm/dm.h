@@ -164,6 +164,10 @@ struct dm_table {
 extern const struct family dm_family;
 /* Its journal record kinds start here (family.h's journal_first). */
 #define DM_JOURNAL_FIRST 16
+/* Its record kinds' messages (dm-state.c), for the restore's check. */
+#define DM_JOURNAL_MSGS 2
+extern const struct ProtobufCMessageDescriptor
+	*const dm_journal_msgs[DM_JOURNAL_MSGS];
 /* The family's field of the registry's Object record (state.proto's
  * Object.dm_id): a DM import's DM, an MR's on a DM. */
 #define DM_OBJECT_FIELD 10

@@ -29,6 +29,12 @@ enum {
 	JOURNAL_RSS = RSS_JOURNAL_FIRST,
 };
 
+/* Each kind's message, in the order above (family.h's journal_msgs). */
+const struct ProtobufCMessageDescriptor
+	*const rss_journal_msgs[RSS_JOURNAL_MSGS] = {
+		&rdmab__state__rss__descriptor,
+	};
+
 void rss_journal(struct core *core, const struct rss_rec *r)
 {
 	Rdmab__State__Rss m = RDMAB__STATE__RSS__INIT;

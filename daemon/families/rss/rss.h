@@ -31,6 +31,10 @@ bool rss_rule_allows(const struct rss_rule *u, const struct rss_match *m);
 extern const struct family rss_family;
 /* Its journal record kinds start here (family.h's journal_first). */
 #define RSS_JOURNAL_FIRST 48
+/* Its record kinds' messages (rss-state.c), for the restore's check. */
+#define RSS_JOURNAL_MSGS 1
+extern const struct ProtobufCMessageDescriptor
+	*const rss_journal_msgs[RSS_JOURNAL_MSGS];
 /* The requests it serves (rss-handlers.c), up to { 0, NULL }. */
 extern const struct family_request rss_requests[];
 

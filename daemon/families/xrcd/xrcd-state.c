@@ -36,6 +36,14 @@ enum {
 	JOURNAL_XRCD_TABLE = XRCD_JOURNAL_FIRST + 2,
 };
 
+/* Each kind's message, in the order above (family.h's journal_msgs). */
+const struct ProtobufCMessageDescriptor
+	*const xrcd_journal_msgs[XRCD_JOURNAL_MSGS] = {
+		&rdmab__state__xrcd_name__descriptor,
+		&rdmab__state__xrcd_open__descriptor,
+		&rdmab__state__xrcd_table__descriptor,
+	};
+
 /* --- as it changes ---------------------------------------------------- */
 
 int xrcd_journal_name(struct core *core, const struct xrcd_name_rec *r,
@@ -179,7 +187,6 @@ static int restore_name(void *arg, const struct journal_rec *rec)
 				   m->name, rec->key, strerror(-ret));
 		goto out;
 	}
-	rs->adopted_fds++;
 	/* The new generation's journal and store hold what was adopted. */
 	ret = xrcd_journal_name(rs->core, &r, true);
 	if (ret < 0)

@@ -42,6 +42,10 @@ struct why;
 extern const struct family xrcd_family;
 /* Its journal record kinds start here (family.h's journal_first). */
 #define XRCD_JOURNAL_FIRST 32
+/* Its record kinds' messages (xrcd-state.c), for the restore's check. */
+#define XRCD_JOURNAL_MSGS 3
+extern const struct ProtobufCMessageDescriptor
+	*const xrcd_journal_msgs[XRCD_JOURNAL_MSGS];
 /* The family's field of the registry's Object record (state.proto's
  * Object.xrcd_obj): the XRCD open an XRC SRQ or QP uses. */
 #define XRCD_OBJECT_FIELD 11
