@@ -376,6 +376,107 @@ START_TEST(test_compaction)
 }
 END_TEST
 
+/* The del of a key whose only record is the log's last takes that record
+ * back (journal_retract()): the state after it and at each store of it is
+ * one the writer was in, no byte of the record is left for a later,
+ * shorter one to expose, and neither a transaction's del nor the del of
+ * a key with an older record is taken back. */
+START_TEST(test_retract)
+{
+	/* 8 bytes, then room for a record's header: a client's bytes that
+	 * a reader would take for a record if they stayed. */
+	uint8_t planted[40] = { 0 }, eight[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct journal *j;
+	struct journal_view *v;
+	uint8_t *buf, tomb[32];
+	size_t len, used0, used1, at;
+	uint64_t key;
+	uint32_t crc;
+
+	ck_assert_int_eq(journal_create(5, &j), 0);
+	ck_assert_int_eq(put_val(j, 1, 11), 0);
+	/* A key with an older record: its del is a tombstone, whose header
+	 * the planted bytes copy (a del of key 1). */
+	ck_assert_int_eq(put_val(j, 30, 1), 0);
+	ck_assert_int_eq(put_val(j, 30, 2), 0);
+	at = journal_used(j);
+	ck_assert_int_eq(journal_del(j, JOURNAL_SESSION, 30), 0);
+	ck_assert_uint_eq(journal_used(j), at + 32);
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(val_of(v, 30), -1);
+	journal_view_free(v);
+	memcpy(tomb, buf + at, sizeof(tomb));
+	free(buf);
+	key = 1;
+	memcpy(tomb + 24, &key, sizeof(key));
+	crc = journal_crc32c(tomb + 16, 16, true);
+	memcpy(tomb + 8, &crc, sizeof(crc));
+	memcpy(planted + 8, tomb, sizeof(tomb));
+
+	/* Put alone, then del: the log is as before the put. */
+	used0 = journal_used(j);
+	ck_assert_int_eq(journal_put_packed(j, JOURNAL_SESSION_HOLD, 3, planted,
+					    sizeof(planted)),
+			 0);
+	used1 = journal_used(j);
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(journal_view_count(v, JOURNAL_SESSION_HOLD), 1);
+	journal_view_free(v);
+	/* A kill after the retract's first store: its word is 0. */
+	memset(buf + used0, 0, 8);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(journal_view_count(v, JOURNAL_SESSION_HOLD), 0);
+	ck_assert_int_eq(val_of(v, 1), 11);
+	journal_view_free(v);
+	free(buf);
+	ck_assert_int_eq(journal_del(j, JOURNAL_SESSION_HOLD, 3), 0);
+	ck_assert_uint_eq(journal_used(j), used0);
+	/* A shorter record where it was, ending where the planted header
+	 * began: the reader must find zeros there, not a del of key 1. */
+	ck_assert_int_eq(journal_put_packed(j, JOURNAL_SESSION_HOLD, 4, eight,
+					    sizeof(eight)),
+			 0);
+	ck_assert_uint_eq(journal_used(j), used0 + 40);
+	buf = snap(j, &len);
+	for (size_t i = used0 + 40; i < used1; i++)
+		ck_assert_msg(buf[i] == 0,
+			      "byte %zu of the record taken back "
+			      "is left",
+			      i);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(val_of(v, 1), 11);
+	ck_assert_int_eq(journal_view_count(v, JOURNAL_SESSION_HOLD), 1);
+	journal_view_free(v);
+	free(buf);
+
+	/* Inside a transaction the del is a record: a kill before the
+	 * commit keeps the key. */
+	ck_assert_int_eq(put_val(j, 20, 200), 0);
+	at = journal_used(j);
+	journal_begin(j);
+	ck_assert_int_eq(journal_del(j, JOURNAL_SESSION, 20), 0);
+	ck_assert_uint_eq(journal_used(j), at + 32);
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(val_of(v, 20), 200);
+	journal_view_free(v);
+	free(buf);
+	ck_assert_int_eq(put_val(j, 21, 210), 0);
+	journal_commit(j);
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(val_of(v, 20), -1);
+	ck_assert_int_eq(val_of(v, 21), 210);
+	ck_assert_int_eq(val_of(v, 1), 11);
+	ck_assert_int_eq(val_of(v, 30), -1);
+	journal_view_free(v);
+	free(buf);
+	journal_free(j);
+}
+END_TEST
+
 /* A write that fails (a record over the bound) breaks the journal, and
  * the memfd says so: a daemon started after a kill refuses the state
  * rather than take one that lacks the write. */
@@ -1199,6 +1300,7 @@ static Suite *journal_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_kill_inside_transaction);
+	tcase_add_test(tc, test_retract);
 	tcase_add_test(tc, test_corrupt_and_cut);
 	tcase_add_test(tc, test_refuses_unknown);
 	tcase_add_test(tc, test_compaction);

@@ -91,6 +91,10 @@ struct journal {
 	unsigned int depth;
 	/* Records of the open transaction: the last one gets the commit. */
 	struct jrec *last_part;
+	/* The tail's record when it is a put of a key that had no live
+	 * record, committed alone: journal_del() of that key takes it back
+	 * (journal_retract()). NULL otherwise. */
+	struct jrec *solo_new;
 	bool broken;
 	size_t base; /* the last compaction's size */
 	/* Past this tail the log wants a compaction: @on_full is told. */
@@ -305,11 +309,12 @@ static int jmap_presize(struct jmap *m, size_t n)
 }
 
 /* After jmap_reserve(): (@kind, @key)'s entry, made if new, in one walk
- * of its probe sequence. */
-JOURNAL_HOT void jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
+ * of its probe sequence. True when it was new. */
+JOURNAL_HOT bool jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
 			  const uint8_t *data, uint32_t len)
 {
 	struct jent *e;
+	bool made = false;
 
 	for (size_t i = jmap_hash(kind, key, m->cap);;
 	     i = (i + 1) & (m->cap - 1)) {
@@ -318,6 +323,7 @@ JOURNAL_HOT void jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
 			e->kind = kind;
 			e->key = key;
 			m->n++;
+			made = true;
 			break;
 		}
 		if (e->kind == kind && e->key == key)
@@ -325,6 +331,7 @@ JOURNAL_HOT void jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
 	}
 	e->data = data;
 	e->len = len;
+	return made;
 }
 
 /* Remove @e, an entry of @m. */
@@ -553,6 +560,7 @@ JOURNAL_HOT void rec_close(struct journal *j, struct jrec *r, uint32_t kind,
 	r->key = key;
 	r->crc = rec_crc(r);
 	j->tail += sizeof(*r) + pad8(len);
+	j->solo_new = NULL;
 	if (j->depth) {
 		/* The previous part is whole; this one waits for the
 		 * commit or the next part. */
@@ -578,6 +586,7 @@ JOURNAL_HOT int journal_append(struct journal *j, uint32_t kind, uint64_t key,
 {
 	struct jrec *r;
 	uint8_t *out;
+	bool made;
 	int err;
 
 	err = rec_open(j, kind, len, &r);
@@ -591,8 +600,11 @@ JOURNAL_HOT int journal_append(struct journal *j, uint32_t kind, uint64_t key,
 		pack(msg, out);
 	else if (len)
 		memcpy(out, data, len);
-	jmap_set(&j->live, kind, key, out, (uint32_t)len);
+	made = jmap_set(&j->live, kind, key, out, (uint32_t)len);
 	rec_close(j, r, kind, key, 0, len);
+	/* After rec_close(), which forgets the last one. */
+	if (made && !j->depth)
+		j->solo_new = r;
 	return 0;
 }
 
@@ -619,6 +631,32 @@ int journal_put_packed(struct journal *j, uint32_t kind, uint64_t key,
 	return journal_append(j, kind, key, data, len, NULL, NULL);
 }
 
+/*
+ * The end of a key whose only record is the log's last, committed alone
+ * (@j->solo_new, @e its entry): the record is taken back instead of a
+ * tombstone written after it, so that a put and its del (a context's
+ * open and close) cost one record and leave the log as it was. The log
+ * without that record is the state before its put, which is the state
+ * after the del: no key of it had another record. A kill at any store
+ * below leaves one of the two: the word goes first (a reader stops at a
+ * word 0), then the bytes, which are zeroed so that no later, shorter
+ * record leaves any behind it (a client's bytes that a reader would
+ * take for a record's header).
+ */
+static void journal_retract(struct journal *j, struct jent *e)
+{
+	struct jrec *r = j->solo_new;
+	size_t size = sizeof(*r) + pad8(r->len);
+
+	__atomic_store_n(&r->word, 0, __ATOMIC_RELEASE);
+	/* The zeroing must not be made before the word's store. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memset((uint8_t *)r + sizeof(r->word), 0, size - sizeof(r->word));
+	j->tail -= size;
+	j->solo_new = NULL;
+	jmap_del_at(&j->live, e);
+}
+
 int journal_del(struct journal *j, uint32_t kind, uint64_t key)
 {
 	struct jent *e;
@@ -630,6 +668,12 @@ int journal_del(struct journal *j, uint32_t kind, uint64_t key)
 	e = jmap_find(&j->live, kind, key);
 	if (!e)
 		return 0;
+	/* Not inside a transaction: the del would show before its commit. */
+	if (j->solo_new && !j->depth &&
+	    e->data == (uint8_t *)(j->solo_new + 1) && !j->broken) {
+		journal_retract(j, e);
+		return 0;
+	}
 	err = rec_open(j, kind, 0, &r);
 	if (err < 0)
 		return err;
