@@ -451,6 +451,14 @@ START_TEST(test_retract)
 	journal_view_free(v);
 	free(buf);
 
+	/* The index grown between the put and the del: the del finds the
+	 * record's entry where it moved, and takes the record back. */
+	at = journal_used(j);
+	ck_assert_int_eq(put_val(j, 40, 400), 0);
+	ck_assert_int_eq(journal_reserve(j, 5000), 0);
+	ck_assert_int_eq(journal_del(j, JOURNAL_SESSION, 40), 0);
+	ck_assert_uint_eq(journal_used(j), at);
+
 	/* Inside a transaction the del is a record: a kill before the
 	 * commit keeps the key. */
 	ck_assert_int_eq(put_val(j, 20, 200), 0);
@@ -471,6 +479,7 @@ START_TEST(test_retract)
 	ck_assert_int_eq(val_of(v, 21), 210);
 	ck_assert_int_eq(val_of(v, 1), 11);
 	ck_assert_int_eq(val_of(v, 30), -1);
+	ck_assert_int_eq(val_of(v, 40), -1);
 	journal_view_free(v);
 	free(buf);
 	journal_free(j);

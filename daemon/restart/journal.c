@@ -95,6 +95,9 @@ struct journal {
 	 * record, committed alone: journal_del() of that key takes it back
 	 * (journal_retract()). NULL otherwise. */
 	struct jrec *solo_new;
+	/* Its entry's slot in @live when it was written: the del finds it
+	 * there unless the table moved it since (checked). */
+	size_t solo_slot;
 	bool broken;
 	size_t base; /* the last compaction's size */
 	/* Past this tail the log wants a compaction: @on_full is told. */
@@ -308,13 +311,12 @@ static int jmap_presize(struct jmap *m, size_t n)
 	return 0;
 }
 
-/* After jmap_reserve(): (@kind, @key)'s entry, made if new, in one walk
- * of its probe sequence. True when it was new. */
-JOURNAL_HOT bool jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
-			  const uint8_t *data, uint32_t len)
+/* After jmap_reserve(): (@kind, @key)'s entry, made if new (then
+ * *@made is set), in one walk of its probe sequence. */
+JOURNAL_HOT struct jent *jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
+				  const uint8_t *data, uint32_t len, bool *made)
 {
 	struct jent *e;
-	bool made = false;
 
 	for (size_t i = jmap_hash(kind, key, m->cap);;
 	     i = (i + 1) & (m->cap - 1)) {
@@ -323,7 +325,7 @@ JOURNAL_HOT bool jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
 			e->kind = kind;
 			e->key = key;
 			m->n++;
-			made = true;
+			*made = true;
 			break;
 		}
 		if (e->kind == kind && e->key == key)
@@ -331,11 +333,11 @@ JOURNAL_HOT bool jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
 	}
 	e->data = data;
 	e->len = len;
-	return made;
+	return e;
 }
 
 /* Remove @e, an entry of @m. */
-static void jmap_del_at(struct jmap *m, struct jent *e)
+JOURNAL_HOT void jmap_del_at(struct jmap *m, struct jent *e)
 {
 	size_t i = (size_t)(e - m->slot), j;
 
@@ -585,8 +587,9 @@ JOURNAL_HOT int journal_append(struct journal *j, uint32_t kind, uint64_t key,
 			       const void *msg)
 {
 	struct jrec *r;
+	struct jent *e;
 	uint8_t *out;
-	bool made;
+	bool made = false;
 	int err;
 
 	err = rec_open(j, kind, len, &r);
@@ -600,11 +603,13 @@ JOURNAL_HOT int journal_append(struct journal *j, uint32_t kind, uint64_t key,
 		pack(msg, out);
 	else if (len)
 		memcpy(out, data, len);
-	made = jmap_set(&j->live, kind, key, out, (uint32_t)len);
+	e = jmap_set(&j->live, kind, key, out, (uint32_t)len, &made);
 	rec_close(j, r, kind, key, 0, len);
 	/* After rec_close(), which forgets the last one. */
-	if (made && !j->depth)
+	if (made && !j->depth) {
 		j->solo_new = r;
+		j->solo_slot = (size_t)(e - j->live.slot);
+	}
 	return 0;
 }
 
@@ -665,15 +670,21 @@ int journal_del(struct journal *j, uint32_t kind, uint64_t key)
 
 	if (!j)
 		return 0;
+	/* Not inside a transaction: the del would show before its commit. */
+	if (j->solo_new && j->solo_new->key == key &&
+	    j->solo_new->kind == kind && !j->depth && !j->broken) {
+		e = &j->live.slot[j->solo_slot];
+		if (e->kind != kind || e->key != key)
+			e = jmap_find(&j->live, kind, key);
+		/* The key's only record is the last one. */
+		if (e && e->data == (uint8_t *)(j->solo_new + 1)) {
+			journal_retract(j, e);
+			return 0;
+		}
+	}
 	e = jmap_find(&j->live, kind, key);
 	if (!e)
 		return 0;
-	/* Not inside a transaction: the del would show before its commit. */
-	if (j->solo_new && !j->depth &&
-	    e->data == (uint8_t *)(j->solo_new + 1) && !j->broken) {
-		journal_retract(j, e);
-		return 0;
-	}
 	err = rec_open(j, kind, 0, &r);
 	if (err < 0)
 		return err;
@@ -815,6 +826,7 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 	struct journal_view *v;
 	struct pending *pend = NULL;
 	size_t n_pend = 0, cap_pend = 0, off, n_recs = 0;
+	bool made;
 	struct jhdr h;
 	int err = 0;
 
@@ -946,7 +958,7 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 				if (err < 0)
 					goto fail;
 				jmap_set(&v->live, p->kind, p->key,
-					 pend[i].data, p->len);
+					 pend[i].data, p->len, &made);
 			}
 			n_pend = 0;
 		}
