@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "daemon/restart/journal.h"
+#include "daemon/restart/record-pack.h"
 #include "daemon/util/keysort.h"
 
 #define JHDR_MAGIC 0x4c4e524a42414d44ull /* "DMABJRNL" */
@@ -36,6 +37,9 @@
 #define JREC_PART 0x5452415042524a52ull	  /* "RJRBPART" */
 #define JREC_COMMIT 0x54494d4d4f43424aull /* "JBCOMMIT" */
 #define JREC_DEL 1u
+/* A record journal_put() packs on the stack: an object's is about 100
+ * bytes, a session's a few hundred. */
+#define JOURNAL_PACK_BUF 1024
 /* The complete word: every record of the snapshot is in. */
 #define JHDR_COMPLETE 0x4554454c504d4f43ull
 /* ... or a write failed: what follows the last record is missing, so no
@@ -621,8 +625,16 @@ static void pack_msg(const void *msg, uint8_t *out)
 int journal_put(struct journal *j, uint32_t kind, uint64_t key,
 		const ProtobufCMessage *msg)
 {
+	uint8_t buf[JOURNAL_PACK_BUF];
+	long n;
+
 	if (!j)
 		return 0;
+	/* protobuf-c only for what record_pack() does not write, or a
+	 * record larger than the buffer. */
+	n = record_pack(msg, buf, sizeof(buf));
+	if (n >= 0)
+		return journal_append(j, kind, key, buf, (size_t)n, NULL, NULL);
 	return journal_append(j, kind, key, NULL,
 			      protobuf_c_message_get_packed_size(msg), pack_msg,
 			      msg);
