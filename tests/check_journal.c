@@ -1496,6 +1496,35 @@ START_TEST(test_record_pack)
 				free(f->owned[--f->n_owned]);
 		}
 	}
+	/* Unknown fields kept from an unpack: not written here, so
+	 * journal_put() packs the record with protobuf-c, which keeps
+	 * them. */
+	{
+		uint8_t unk_data[2] = { 0x07, 0x2a };
+		ProtobufCMessageUnknownField unk = {
+			99, PROTOBUF_C_WIRE_TYPE_VARINT, 1, unk_data
+		};
+		Rdmab__State__Session sess = RDMAB__STATE__SESSION__INIT;
+		struct journal *j;
+		struct journal_view *v;
+		uint8_t *buf;
+		size_t len;
+
+		sess.requests = 77;
+		sess.base.n_unknown_fields = 1;
+		sess.base.unknown_fields = &unk;
+		ck_assert_int_eq(record_pack(&sess.base, got, sizeof(got)),
+				 -ENOTSUP);
+		ck_assert_int_eq(journal_create(9, &j), 0);
+		ck_assert_int_eq(journal_put(j, JOURNAL_SESSION, 5, &sess.base),
+				 0);
+		buf = snap(j, &len);
+		v = read_buf(buf, len);
+		ck_assert_int_eq(val_of(v, 5), 77);
+		journal_view_free(v);
+		free(buf);
+		journal_free(j);
+	}
 	free(f);
 }
 END_TEST

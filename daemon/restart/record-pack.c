@@ -10,6 +10,7 @@
 #include <endian.h>
 #include <errno.h>
 #include <stdbool.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "daemon/restart/record-pack.h"
@@ -194,80 +195,214 @@ static void pack_repeated(struct out *o, const ProtobufCFieldDescriptor *f,
 	}
 }
 
-/* One unlabelled (proto3) field, left out when it is zero. */
-static void pack_field(struct out *o, const ProtobufCFieldDescriptor *f,
-		       const char *base)
-{
-	const void *at = base + f->offset;
-	uint64_t v;
+/* What a field is, for the pack's loop: the descriptor's type and label
+ * read once per message type, not once per field written. */
+enum pf_op {
+	PF_BOOL,
+	PF_U32,
+	PF_U64,
+	PF_FIXED64,
+	PF_STRING,
+	PF_BYTES,
+	PF_MESSAGE,
+	PF_REPEATED,
+};
 
-	if (scalar_get(f, at, &v)) {
-		if (!v)
-			return;
-		if (!room(o, TAG_MAX + VARINT_MAX))
-			return;
-		put_tag(o, f->id, 0);
-		o->p = put_varint(o->p, v);
-		return;
-	}
+struct pfield {
+	uint32_t offset;
+	uint8_t op;
+	uint8_t tag_len;
+	/* The field's key (number and wire type), written as is. */
+	uint8_t tag[TAG_MAX];
+	const ProtobufCFieldDescriptor *fd;
+};
+
+/* A message type's fields in the descriptor's order; NULL @f: a type
+ * this does not write. */
+struct plan {
+	const ProtobufCMessageDescriptor *d;
+	unsigned int n;
+	struct pfield *f;
+};
+
+/* The plans made so far, by descriptor (a state has a few dozen types):
+ * open addressing, never freed (the types live as long as the binary).
+ * The daemon packs from its loop's thread only. */
+#define PLANS 128
+static struct plan plans[PLANS];
+
+static uint8_t wire_type(const ProtobufCFieldDescriptor *f)
+{
 	switch (f->type) {
 	case PROTOBUF_C_TYPE_FIXED64:
-		memcpy(&v, at, sizeof(v));
-		if (!v || !room(o, TAG_MAX + sizeof(v)))
-			return;
-		put_tag(o, f->id, 1);
-		v = htole64(v);
-		memcpy(o->p, &v, sizeof(v));
-		o->p += sizeof(v);
-		return;
-	case PROTOBUF_C_TYPE_STRING: {
-		const char *s = *(const char *const *)at;
-
-		if (s && *s)
-			put_bytes(o, f->id, s, strlen(s));
-		return;
-	}
-	case PROTOBUF_C_TYPE_BYTES: {
-		const ProtobufCBinaryData *b = at;
-
-		if (b->len)
-			put_bytes(o, f->id, b->data, b->len);
-		return;
-	}
-	case PROTOBUF_C_TYPE_MESSAGE: {
-		const ProtobufCMessage *sub =
-			*(const ProtobufCMessage *const *)at;
-
-		if (sub)
-			put_message(o, f->id, sub);
-		return;
-	}
+		return 1;
+	case PROTOBUF_C_TYPE_STRING:
+	case PROTOBUF_C_TYPE_BYTES:
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return 2;
 	default:
-		o->err = -ENOTSUP;
-		return;
+		return 0;
 	}
+}
+
+/* @d's fields as the loop reads them: 0, or -ENOTSUP for a field this
+ * does not write (then the plan says so for good). */
+static int plan_make(struct plan *pl, const ProtobufCMessageDescriptor *d)
+{
+	struct pfield *f = calloc(d->n_fields ? d->n_fields : 1, sizeof(*f));
+
+	pl->d = d;
+	pl->f = NULL;
+	if (!f)
+		return -ENOMEM;
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *fd = &d->fields[i];
+		struct pfield *p = &f[i];
+
+		p->fd = fd;
+		p->offset = fd->offset;
+		if (fd->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
+			goto unsupported;
+		if (fd->label == PROTOBUF_C_LABEL_REPEATED) {
+			p->op = PF_REPEATED;
+			continue;
+		}
+		if (fd->label != PROTOBUF_C_LABEL_NONE)
+			goto unsupported;
+		switch (fd->type) {
+		case PROTOBUF_C_TYPE_BOOL:
+			p->op = PF_BOOL;
+			break;
+		case PROTOBUF_C_TYPE_UINT32:
+			p->op = PF_U32;
+			break;
+		case PROTOBUF_C_TYPE_UINT64:
+			p->op = PF_U64;
+			break;
+		case PROTOBUF_C_TYPE_FIXED64:
+			p->op = PF_FIXED64;
+			break;
+		case PROTOBUF_C_TYPE_STRING:
+			p->op = PF_STRING;
+			break;
+		case PROTOBUF_C_TYPE_BYTES:
+			p->op = PF_BYTES;
+			break;
+		case PROTOBUF_C_TYPE_MESSAGE:
+			p->op = PF_MESSAGE;
+			break;
+		default:
+			goto unsupported;
+		}
+		p->tag_len =
+			(uint8_t)(put_varint(p->tag, (uint64_t)fd->id << 3 |
+							     wire_type(fd)) -
+				  p->tag);
+	}
+	pl->n = d->n_fields;
+	pl->f = f;
+	return 0;
+
+unsupported:
+	free(f);
+	return -ENOTSUP;
+}
+
+/* @d's plan, made the first time: NULL for a type this does not write
+ * (or, once, no memory for its plan). */
+static const struct plan *plan_of(const ProtobufCMessageDescriptor *d)
+{
+	size_t h = ((uintptr_t)d >> 4) * 0x9e3779b97f4a7c15ull >> 57;
+
+	for (unsigned int k = 0; k < PLANS; k++, h = (h + 1) & (PLANS - 1)) {
+		struct plan *pl = &plans[h];
+
+		if (pl->d == d)
+			return pl->f ? pl : NULL;
+		if (!pl->d)
+			return plan_make(pl, d) < 0 ? NULL : pl;
+	}
+	return NULL;
+}
+
+static inline void put_key(struct out *o, const struct pfield *p)
+{
+	memcpy(o->p, p->tag, TAG_MAX);
+	o->p += p->tag_len;
 }
 
 static void pack_message(struct out *o, const ProtobufCMessage *m)
 {
-	const ProtobufCMessageDescriptor *d = m->descriptor;
+	const struct plan *pl = plan_of(m->descriptor);
 	const char *base = (const char *)m;
 
-	if (m->n_unknown_fields) {
+	if (!pl || m->n_unknown_fields) {
 		o->err = -ENOTSUP;
 		return;
 	}
-	for (unsigned int i = 0; i < d->n_fields && !o->err; i++) {
-		const ProtobufCFieldDescriptor *f = &d->fields[i];
+	for (unsigned int i = 0; i < pl->n; i++) {
+		const struct pfield *p = &pl->f[i];
+		const void *at = base + p->offset;
+		uint64_t v;
 
-		if (f->flags & PROTOBUF_C_FIELD_FLAG_ONEOF)
-			o->err = -ENOTSUP;
-		else if (f->label == PROTOBUF_C_LABEL_NONE)
-			pack_field(o, f, base);
-		else if (f->label == PROTOBUF_C_LABEL_REPEATED)
-			pack_repeated(o, f, base);
-		else
-			o->err = -ENOTSUP;
+		switch (p->op) {
+		case PF_BOOL:
+			v = *(const protobuf_c_boolean *)at ? 1 : 0;
+			break;
+		case PF_U32:
+			v = *(const uint32_t *)at;
+			break;
+		case PF_U64:
+			v = *(const uint64_t *)at;
+			break;
+		case PF_FIXED64:
+			memcpy(&v, at, sizeof(v));
+			if (!v)
+				continue;
+			if (!room(o, TAG_MAX + sizeof(v)))
+				return;
+			put_key(o, p);
+			v = htole64(v);
+			memcpy(o->p, &v, sizeof(v));
+			o->p += sizeof(v);
+			continue;
+		case PF_STRING: {
+			const char *str = *(const char *const *)at;
+
+			if (str && *str)
+				put_bytes(o, p->fd->id, str, strlen(str));
+			goto next;
+		}
+		case PF_BYTES: {
+			const ProtobufCBinaryData *b = at;
+
+			if (b->len)
+				put_bytes(o, p->fd->id, b->data, b->len);
+			goto next;
+		}
+		case PF_MESSAGE: {
+			const ProtobufCMessage *sub =
+				*(const ProtobufCMessage *const *)at;
+
+			if (sub)
+				put_message(o, p->fd->id, sub);
+			goto next;
+		}
+		default:
+			pack_repeated(o, p->fd, base);
+			goto next;
+		}
+		/* A varint scalar: left out when 0, as proto3 does. */
+		if (!v)
+			continue;
+		if (!room(o, TAG_MAX + VARINT_MAX))
+			return;
+		put_key(o, p);
+		o->p = put_varint(o->p, v);
+		continue;
+	next:
+		if (o->err)
+			return;
 	}
 }
 
