@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "daemon/restart/record-pack.h"
+#include "proto/varint.h"
 
 /* The most a tag (field numbers up to 2^29) and a varint take. */
 #define TAG_MAX 5
@@ -23,27 +24,6 @@ struct out {
 	uint8_t *p, *end;
 	int err;
 };
-
-static inline uint8_t *put_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static inline size_t varint_len(uint64_t v)
-{
-	size_t n = 1;
-
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
-}
 
 /* Room for @n more bytes, or the pack fails with -ENOSPC. */
 static inline bool room(struct out *o, size_t n)
@@ -56,7 +36,7 @@ static inline bool room(struct out *o, size_t n)
 
 static inline void put_tag(struct out *o, uint32_t id, unsigned int wt)
 {
-	o->p = put_varint(o->p, (uint64_t)id << 3 | wt);
+	o->p = varint_put(o->p, (uint64_t)id << 3 | wt);
 }
 
 static void pack_message(struct out *o, const ProtobufCMessage *m);
@@ -67,7 +47,7 @@ static void put_bytes(struct out *o, uint32_t id, const void *data, size_t len)
 	if (!room(o, TAG_MAX + VARINT_MAX + len))
 		return;
 	put_tag(o, id, 2);
-	o->p = put_varint(o->p, len);
+	o->p = varint_put(o->p, len);
 	if (len)
 		memcpy(o->p, data, len);
 	o->p += len;
@@ -88,14 +68,14 @@ static void put_message(struct out *o, uint32_t id, const ProtobufCMessage *m)
 	if (o->err)
 		return;
 	len = (size_t)(o->p - at - 1);
-	n = varint_len(len);
+	n = varint_size(len);
 	if (n > 1) {
 		if (!room(o, n - 1))
 			return;
 		memmove(at + n, at + 1, len);
 		o->p += n - 1;
 	}
-	put_varint(at, len);
+	varint_put(at, len);
 }
 
 /* A scalar's value as a varint: 0 for a type this does not write. */
@@ -177,21 +157,21 @@ static void pack_repeated(struct out *o, const ProtobufCFieldDescriptor *f,
 				return;
 			scalar_get(f, arr + i * sz, &v);
 			put_tag(o, f->id, 0);
-			o->p = put_varint(o->p, v);
+			o->p = varint_put(o->p, v);
 		}
 		return;
 	}
 	for (size_t i = 0; i < n; i++) {
 		scalar_get(f, arr + i * sz, &v);
-		len += varint_len(v);
+		len += varint_size(v);
 	}
 	if (!room(o, TAG_MAX + VARINT_MAX + len))
 		return;
 	put_tag(o, f->id, 2);
-	o->p = put_varint(o->p, len);
+	o->p = varint_put(o->p, len);
 	for (size_t i = 0; i < n; i++) {
 		scalar_get(f, arr + i * sz, &v);
-		o->p = put_varint(o->p, v);
+		o->p = varint_put(o->p, v);
 	}
 }
 
@@ -295,7 +275,7 @@ static int plan_make(struct plan *pl, const ProtobufCMessageDescriptor *d)
 			goto unsupported;
 		}
 		p->tag_len =
-			(uint8_t)(put_varint(p->tag, (uint64_t)fd->id << 3 |
+			(uint8_t)(varint_put(p->tag, (uint64_t)fd->id << 3 |
 							     wire_type(fd)) -
 				  p->tag);
 	}
@@ -398,7 +378,7 @@ static void pack_message(struct out *o, const ProtobufCMessage *m)
 		if (!room(o, TAG_MAX + VARINT_MAX))
 			return;
 		put_key(o, p);
-		o->p = put_varint(o->p, v);
+		o->p = varint_put(o->p, v);
 		continue;
 	next:
 		if (o->err)
