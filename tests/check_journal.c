@@ -27,6 +27,7 @@
 #include "daemon/restart/inflight.h"
 #include "daemon/util/keysort.h"
 #include "daemon/restart/journal.h"
+#include "daemon/restart/record-pack.h"
 #include "daemon/util/log.h"
 #include "daemon/restart/restart.h"
 #include "daemon/restart/restore-object.h"
@@ -372,6 +373,116 @@ START_TEST(test_compaction)
 	}
 	ck_assert_uint_eq(full, 1);
 	journal_free(fresh);
+	journal_free(j);
+}
+END_TEST
+
+/* The del of a key whose only record is the log's last takes that record
+ * back (journal_retract()): the state after it and at each store of it is
+ * one the writer was in, no byte of the record is left for a later,
+ * shorter one to expose, and neither a transaction's del nor the del of
+ * a key with an older record is taken back. */
+START_TEST(test_retract)
+{
+	/* 8 bytes, then room for a record's header: a client's bytes that
+	 * a reader would take for a record if they stayed. */
+	uint8_t planted[40] = { 0 }, eight[8] = { 1, 2, 3, 4, 5, 6, 7, 8 };
+	struct journal *j;
+	struct journal_view *v;
+	uint8_t *buf, tomb[32];
+	size_t len, used0, used1, at;
+	uint64_t key;
+	uint32_t crc;
+
+	ck_assert_int_eq(journal_create(5, &j), 0);
+	ck_assert_int_eq(put_val(j, 1, 11), 0);
+	/* A key with an older record: its del is a tombstone, whose header
+	 * the planted bytes copy (a del of key 1). */
+	ck_assert_int_eq(put_val(j, 30, 1), 0);
+	ck_assert_int_eq(put_val(j, 30, 2), 0);
+	at = journal_used(j);
+	ck_assert_int_eq(journal_del(j, JOURNAL_SESSION, 30), 0);
+	ck_assert_uint_eq(journal_used(j), at + 32);
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(val_of(v, 30), -1);
+	journal_view_free(v);
+	memcpy(tomb, buf + at, sizeof(tomb));
+	free(buf);
+	key = 1;
+	memcpy(tomb + 24, &key, sizeof(key));
+	crc = journal_crc32c(tomb + 16, 16, true);
+	memcpy(tomb + 8, &crc, sizeof(crc));
+	memcpy(planted + 8, tomb, sizeof(tomb));
+
+	/* Put alone, then del: the log is as before the put. */
+	used0 = journal_used(j);
+	ck_assert_int_eq(journal_put_packed(j, JOURNAL_SESSION_HOLD, 3, planted,
+					    sizeof(planted)),
+			 0);
+	used1 = journal_used(j);
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(journal_view_count(v, JOURNAL_SESSION_HOLD), 1);
+	journal_view_free(v);
+	/* A kill after the retract's first store: its word is 0. */
+	memset(buf + used0, 0, 8);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(journal_view_count(v, JOURNAL_SESSION_HOLD), 0);
+	ck_assert_int_eq(val_of(v, 1), 11);
+	journal_view_free(v);
+	free(buf);
+	ck_assert_int_eq(journal_del(j, JOURNAL_SESSION_HOLD, 3), 0);
+	ck_assert_uint_eq(journal_used(j), used0);
+	/* A shorter record where it was, ending where the planted header
+	 * began: the reader must find zeros there, not a del of key 1. */
+	ck_assert_int_eq(journal_put_packed(j, JOURNAL_SESSION_HOLD, 4, eight,
+					    sizeof(eight)),
+			 0);
+	ck_assert_uint_eq(journal_used(j), used0 + 40);
+	buf = snap(j, &len);
+	for (size_t i = used0 + 40; i < used1; i++)
+		ck_assert_msg(buf[i] == 0,
+			      "byte %zu of the record taken back "
+			      "is left",
+			      i);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(val_of(v, 1), 11);
+	ck_assert_int_eq(journal_view_count(v, JOURNAL_SESSION_HOLD), 1);
+	journal_view_free(v);
+	free(buf);
+
+	/* The index grown between the put and the del: the del finds the
+	 * record's entry where it moved, and takes the record back. */
+	at = journal_used(j);
+	ck_assert_int_eq(put_val(j, 40, 400), 0);
+	ck_assert_int_eq(journal_reserve(j, 5000), 0);
+	ck_assert_int_eq(journal_del(j, JOURNAL_SESSION, 40), 0);
+	ck_assert_uint_eq(journal_used(j), at);
+
+	/* Inside a transaction the del is a record: a kill before the
+	 * commit keeps the key. */
+	ck_assert_int_eq(put_val(j, 20, 200), 0);
+	at = journal_used(j);
+	journal_begin(j);
+	ck_assert_int_eq(journal_del(j, JOURNAL_SESSION, 20), 0);
+	ck_assert_uint_eq(journal_used(j), at + 32);
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(val_of(v, 20), 200);
+	journal_view_free(v);
+	free(buf);
+	ck_assert_int_eq(put_val(j, 21, 210), 0);
+	journal_commit(j);
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(val_of(v, 20), -1);
+	ck_assert_int_eq(val_of(v, 21), 210);
+	ck_assert_int_eq(val_of(v, 1), 11);
+	ck_assert_int_eq(val_of(v, 30), -1);
+	ck_assert_int_eq(val_of(v, 40), -1);
+	journal_view_free(v);
+	free(buf);
 	journal_free(j);
 }
 END_TEST
@@ -1191,6 +1302,236 @@ START_TEST(test_state_fields)
 }
 END_TEST
 
+/* --- record_pack() against protobuf-c ---------------------------------- */
+
+/* What a random message holds, freed at once. */
+struct fill {
+	unsigned int seed;
+	void *owned[4096];
+	size_t n_owned;
+};
+
+static void *fill_alloc(struct fill *f, size_t n)
+{
+	void *p = calloc(1, n ? n : 1);
+
+	ck_assert_ptr_nonnull(p);
+	ck_assert_uint_lt(f->n_owned, sizeof(f->owned) / sizeof(f->owned[0]));
+	f->owned[f->n_owned++] = p;
+	return p;
+}
+
+/* A value of @bits random bits, 0 a third of the time (proto3 leaves
+ * zeros out), all ones now and then. */
+static uint64_t fill_value(struct fill *f, int bits)
+{
+	unsigned int r = (unsigned int)rand_r(&f->seed) % 6;
+	uint64_t v = 0;
+
+	if (r < 2)
+		return 0;
+	if (r == 2)
+		return bits == 64 ? UINT64_MAX : (1ull << bits) - 1;
+	for (int i = 0; i < 4; i++)
+		v = v << 16 | ((uint64_t)rand_r(&f->seed) & 0xffff);
+	/* Short varints as much as long ones. */
+	v >>= (unsigned int)rand_r(&f->seed) % 64;
+	return bits == 64 ? v : v & ((1ull << bits) - 1);
+}
+
+static ProtobufCMessage *
+fill_message(struct fill *f, const ProtobufCMessageDescriptor *d, int depth);
+
+/* One element of field @fd at @at. */
+static void fill_one(struct fill *f, const ProtobufCFieldDescriptor *fd,
+		     void *at, int depth)
+{
+	static const char *const strs[] = { "", "a", "mlx5_0", "soft0",
+					    "a-domain-name-of-more-than-"
+					    "one-hundred-and-twenty-eight-"
+					    "bytes-so-that-its-length-takes-"
+					    "two-bytes-in-the-varint-xxxxxxx"
+					    "xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx" };
+	uint64_t v;
+
+	switch (fd->type) {
+	case PROTOBUF_C_TYPE_BOOL:
+		*(protobuf_c_boolean *)at = (int)fill_value(f, 1);
+		break;
+	case PROTOBUF_C_TYPE_UINT32:
+		*(uint32_t *)at = (uint32_t)fill_value(f, 32);
+		break;
+	case PROTOBUF_C_TYPE_UINT64:
+	case PROTOBUF_C_TYPE_FIXED64:
+		v = fill_value(f, 64);
+		memcpy(at, &v, sizeof(v));
+		break;
+	case PROTOBUF_C_TYPE_STRING:
+		*(const char **)at =
+			rand_r(&f->seed) % 5 ?
+				strs[(unsigned int)rand_r(&f->seed) % 5] :
+				(fd->label == PROTOBUF_C_LABEL_REPEATED ? "" :
+									  NULL);
+		break;
+	case PROTOBUF_C_TYPE_BYTES: {
+		ProtobufCBinaryData *b = at;
+
+		b->len = (size_t)rand_r(&f->seed) % 3 ?
+				 (size_t)rand_r(&f->seed) % 200 :
+				 0;
+		b->data = b->len ? fill_alloc(f, b->len) : NULL;
+		for (size_t i = 0; i < b->len; i++)
+			b->data[i] = (uint8_t)rand_r(&f->seed);
+		break;
+	}
+	case PROTOBUF_C_TYPE_MESSAGE:
+		*(ProtobufCMessage **)at =
+			depth < 3 && (rand_r(&f->seed) % 4 ||
+				      fd->label == PROTOBUF_C_LABEL_REPEATED) ?
+				fill_message(f, fd->descriptor, depth + 1) :
+				NULL;
+		break;
+	default:
+		ck_abort_msg("field %s: a type the test does not fill",
+			     fd->name);
+	}
+}
+
+static size_t fill_size(const ProtobufCFieldDescriptor *fd)
+{
+	switch (fd->type) {
+	case PROTOBUF_C_TYPE_BOOL:
+		return sizeof(protobuf_c_boolean);
+	case PROTOBUF_C_TYPE_UINT32:
+		return sizeof(uint32_t);
+	case PROTOBUF_C_TYPE_STRING:
+	case PROTOBUF_C_TYPE_MESSAGE:
+		return sizeof(void *);
+	case PROTOBUF_C_TYPE_BYTES:
+		return sizeof(ProtobufCBinaryData);
+	default:
+		return sizeof(uint64_t);
+	}
+}
+
+static ProtobufCMessage *
+fill_message(struct fill *f, const ProtobufCMessageDescriptor *d, int depth)
+{
+	ProtobufCMessage *m = fill_alloc(f, d->sizeof_message);
+
+	d->message_init(m);
+	for (unsigned int i = 0; i < d->n_fields; i++) {
+		const ProtobufCFieldDescriptor *fd = &d->fields[i];
+		char *at = (char *)m + fd->offset;
+
+		if (fd->label != PROTOBUF_C_LABEL_REPEATED) {
+			fill_one(f, fd, at, depth);
+			continue;
+		}
+		size_t n = (size_t)rand_r(&f->seed) % 5, sz = fill_size(fd);
+		char *arr = n ? fill_alloc(f, n * sz) : NULL;
+
+		for (size_t k = 0; k < n; k++)
+			fill_one(f, fd, arr + k * sz, depth);
+		*(size_t *)((char *)m + fd->quantifier_offset) = n;
+		*(char **)at = arr;
+	}
+	return m;
+}
+
+/* Every message of proto/state.proto, a few thousand random fills of
+ * each: record_pack()'s bytes are protobuf-c's, and a buffer too small
+ * by a byte is -ENOSPC, never a write past it. */
+START_TEST(test_record_pack)
+{
+	static const ProtobufCMessageDescriptor *const descs[] = {
+		&rdmab__state__counters__descriptor,
+		&rdmab__state__device_serials__descriptor,
+		&rdmab__state__id_space__descriptor,
+		&rdmab__state__context__descriptor,
+		&rdmab__state__import_records__descriptor,
+		&rdmab__state__domain__descriptor,
+		&rdmab__state__unnamed__descriptor,
+		&rdmab__state__soft_object__descriptor,
+		&rdmab__state__session_ctx__descriptor,
+		&rdmab__state__session_hold__descriptor,
+		&rdmab__state__session__descriptor,
+		&rdmab__state__owner__descriptor,
+		&rdmab__state__object__descriptor,
+		&rdmab__state__dm_hold__descriptor,
+		&rdmab__state__dm__descriptor,
+		&rdmab__state__dm_session__descriptor,
+		&rdmab__state__xrcd_name__descriptor,
+		&rdmab__state__xrcd_open__descriptor,
+		&rdmab__state__xrcd_table__descriptor,
+		&rdmab__state__rss__descriptor,
+	};
+	static uint8_t want[65536], got[65536 + 64];
+	struct fill *f = calloc(1, sizeof(*f));
+
+	ck_assert_ptr_nonnull(f);
+	f->seed = 2512;
+	for (size_t i = 0; i < sizeof(descs) / sizeof(descs[0]); i++) {
+		for (int round = 0; round < 2000; round++) {
+			ProtobufCMessage *m = fill_message(f, descs[i], 0);
+			size_t n = protobuf_c_message_get_packed_size(m);
+			long r;
+
+			ck_assert_uint_le(n, sizeof(want));
+			ck_assert_uint_eq(protobuf_c_message_pack(m, want), n);
+			memset(got, 0xa5, sizeof(got));
+			r = record_pack(m, got, sizeof(got) - 64);
+			ck_assert_msg(r == (long)n,
+				      "%s round %d: %ld bytes, "
+				      "protobuf-c %zu",
+				      descs[i]->name, round, r, n);
+			ck_assert_msg(memcmp(got, want, n) == 0,
+				      "%s round %d: bytes differ",
+				      descs[i]->name, round);
+			if (n) {
+				memset(got, 0xa5, sizeof(got));
+				ck_assert_int_eq(record_pack(m, got, n - 1),
+						 -ENOSPC);
+				for (size_t k = n - 1; k < n + 64; k++)
+					ck_assert_uint_eq(got[k], 0xa5);
+			}
+			while (f->n_owned)
+				free(f->owned[--f->n_owned]);
+		}
+	}
+	/* Unknown fields kept from an unpack: not written here, so
+	 * journal_put() packs the record with protobuf-c, which keeps
+	 * them. */
+	{
+		uint8_t unk_data[2] = { 0x07, 0x2a };
+		ProtobufCMessageUnknownField unk = {
+			99, PROTOBUF_C_WIRE_TYPE_VARINT, 1, unk_data
+		};
+		Rdmab__State__Session sess = RDMAB__STATE__SESSION__INIT;
+		struct journal *j;
+		struct journal_view *v;
+		uint8_t *buf;
+		size_t len;
+
+		sess.requests = 77;
+		sess.base.n_unknown_fields = 1;
+		sess.base.unknown_fields = &unk;
+		ck_assert_int_eq(record_pack(&sess.base, got, sizeof(got)),
+				 -ENOTSUP);
+		ck_assert_int_eq(journal_create(9, &j), 0);
+		ck_assert_int_eq(journal_put(j, JOURNAL_SESSION, 5, &sess.base),
+				 0);
+		buf = snap(j, &len);
+		v = read_buf(buf, len);
+		ck_assert_int_eq(val_of(v, 5), 77);
+		journal_view_free(v);
+		free(buf);
+		journal_free(j);
+	}
+	free(f);
+}
+END_TEST
+
 static Suite *journal_suite(void)
 {
 	Suite *s = suite_create("journal");
@@ -1199,6 +1540,8 @@ static Suite *journal_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_kill_inside_transaction);
+	tcase_add_test(tc, test_retract);
+	tcase_add_test(tc, test_record_pack);
 	tcase_add_test(tc, test_corrupt_and_cut);
 	tcase_add_test(tc, test_refuses_unknown);
 	tcase_add_test(tc, test_compaction);

@@ -28,6 +28,7 @@
 #include <unistd.h>
 
 #include "daemon/restart/journal.h"
+#include "daemon/restart/record-pack.h"
 #include "daemon/util/keysort.h"
 
 #define JHDR_MAGIC 0x4c4e524a42414d44ull /* "DMABJRNL" */
@@ -36,6 +37,9 @@
 #define JREC_PART 0x5452415042524a52ull	  /* "RJRBPART" */
 #define JREC_COMMIT 0x54494d4d4f43424aull /* "JBCOMMIT" */
 #define JREC_DEL 1u
+/* A record journal_put() packs on the stack: an object's is about 100
+ * bytes, a session's a few hundred. */
+#define JOURNAL_PACK_BUF 1024
 /* The complete word: every record of the snapshot is in. */
 #define JHDR_COMPLETE 0x4554454c504d4f43ull
 /* ... or a write failed: what follows the last record is missing, so no
@@ -91,6 +95,13 @@ struct journal {
 	unsigned int depth;
 	/* Records of the open transaction: the last one gets the commit. */
 	struct jrec *last_part;
+	/* The tail's record when it is a put of a key that had no live
+	 * record, committed alone: journal_del() of that key takes it back
+	 * (journal_retract()). NULL otherwise. */
+	struct jrec *solo_new;
+	/* Its entry's slot in @live when it was written: the del finds it
+	 * there unless the table moved it since (checked). */
+	size_t solo_slot;
 	bool broken;
 	size_t base; /* the last compaction's size */
 	/* Past this tail the log wants a compaction: @on_full is told. */
@@ -304,10 +315,10 @@ static int jmap_presize(struct jmap *m, size_t n)
 	return 0;
 }
 
-/* After jmap_reserve(): (@kind, @key)'s entry, made if new, in one walk
- * of its probe sequence. */
-JOURNAL_HOT void jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
-			  const uint8_t *data, uint32_t len)
+/* After jmap_reserve(): (@kind, @key)'s entry, made if new (then
+ * *@made is set), in one walk of its probe sequence. */
+JOURNAL_HOT struct jent *jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
+				  const uint8_t *data, uint32_t len, bool *made)
 {
 	struct jent *e;
 
@@ -318,6 +329,7 @@ JOURNAL_HOT void jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
 			e->kind = kind;
 			e->key = key;
 			m->n++;
+			*made = true;
 			break;
 		}
 		if (e->kind == kind && e->key == key)
@@ -325,10 +337,11 @@ JOURNAL_HOT void jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
 	}
 	e->data = data;
 	e->len = len;
+	return e;
 }
 
 /* Remove @e, an entry of @m. */
-static void jmap_del_at(struct jmap *m, struct jent *e)
+JOURNAL_HOT void jmap_del_at(struct jmap *m, struct jent *e)
 {
 	size_t i = (size_t)(e - m->slot), j;
 
@@ -553,6 +566,7 @@ JOURNAL_HOT void rec_close(struct journal *j, struct jrec *r, uint32_t kind,
 	r->key = key;
 	r->crc = rec_crc(r);
 	j->tail += sizeof(*r) + pad8(len);
+	j->solo_new = NULL;
 	if (j->depth) {
 		/* The previous part is whole; this one waits for the
 		 * commit or the next part. */
@@ -577,7 +591,9 @@ JOURNAL_HOT int journal_append(struct journal *j, uint32_t kind, uint64_t key,
 			       const void *msg)
 {
 	struct jrec *r;
+	struct jent *e;
 	uint8_t *out;
+	bool made = false;
 	int err;
 
 	err = rec_open(j, kind, len, &r);
@@ -591,8 +607,13 @@ JOURNAL_HOT int journal_append(struct journal *j, uint32_t kind, uint64_t key,
 		pack(msg, out);
 	else if (len)
 		memcpy(out, data, len);
-	jmap_set(&j->live, kind, key, out, (uint32_t)len);
+	e = jmap_set(&j->live, kind, key, out, (uint32_t)len, &made);
 	rec_close(j, r, kind, key, 0, len);
+	/* After rec_close(), which forgets the last one. */
+	if (made && !j->depth) {
+		j->solo_new = r;
+		j->solo_slot = (size_t)(e - j->live.slot);
+	}
 	return 0;
 }
 
@@ -604,8 +625,16 @@ static void pack_msg(const void *msg, uint8_t *out)
 int journal_put(struct journal *j, uint32_t kind, uint64_t key,
 		const ProtobufCMessage *msg)
 {
+	uint8_t buf[JOURNAL_PACK_BUF];
+	long n;
+
 	if (!j)
 		return 0;
+	/* protobuf-c only for what record_pack() does not write, or a
+	 * record larger than the buffer. */
+	n = record_pack(msg, buf, sizeof(buf));
+	if (n >= 0)
+		return journal_append(j, kind, key, buf, (size_t)n, NULL, NULL);
 	return journal_append(j, kind, key, NULL,
 			      protobuf_c_message_get_packed_size(msg), pack_msg,
 			      msg);
@@ -619,6 +648,32 @@ int journal_put_packed(struct journal *j, uint32_t kind, uint64_t key,
 	return journal_append(j, kind, key, data, len, NULL, NULL);
 }
 
+/*
+ * The end of a key whose only record is the log's last, committed alone
+ * (@j->solo_new, @e its entry): the record is taken back instead of a
+ * tombstone written after it, so that a put and its del (a context's
+ * open and close) cost one record and leave the log as it was. The log
+ * without that record is the state before its put, which is the state
+ * after the del: no key of it had another record. A kill at any store
+ * below leaves one of the two: the word goes first (a reader stops at a
+ * word 0), then the bytes, which are zeroed so that no later, shorter
+ * record leaves any behind it (a client's bytes that a reader would
+ * take for a record's header).
+ */
+static void journal_retract(struct journal *j, struct jent *e)
+{
+	struct jrec *r = j->solo_new;
+	size_t size = sizeof(*r) + pad8(r->len);
+
+	__atomic_store_n(&r->word, 0, __ATOMIC_RELEASE);
+	/* The zeroing must not be made before the word's store. */
+	__atomic_signal_fence(__ATOMIC_SEQ_CST);
+	memset((uint8_t *)r + sizeof(r->word), 0, size - sizeof(r->word));
+	j->tail -= size;
+	j->solo_new = NULL;
+	jmap_del_at(&j->live, e);
+}
+
 int journal_del(struct journal *j, uint32_t kind, uint64_t key)
 {
 	struct jent *e;
@@ -627,6 +682,18 @@ int journal_del(struct journal *j, uint32_t kind, uint64_t key)
 
 	if (!j)
 		return 0;
+	/* Not inside a transaction: the del would show before its commit. */
+	if (j->solo_new && j->solo_new->key == key &&
+	    j->solo_new->kind == kind && !j->depth && !j->broken) {
+		e = &j->live.slot[j->solo_slot];
+		if (e->kind != kind || e->key != key)
+			e = jmap_find(&j->live, kind, key);
+		/* The key's only record is the last one. */
+		if (e && e->data == (uint8_t *)(j->solo_new + 1)) {
+			journal_retract(j, e);
+			return 0;
+		}
+	}
 	e = jmap_find(&j->live, kind, key);
 	if (!e)
 		return 0;
@@ -771,6 +838,7 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 	struct journal_view *v;
 	struct pending *pend = NULL;
 	size_t n_pend = 0, cap_pend = 0, off, n_recs = 0;
+	bool made;
 	struct jhdr h;
 	int err = 0;
 
@@ -902,7 +970,7 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 				if (err < 0)
 					goto fail;
 				jmap_set(&v->live, p->kind, p->key,
-					 pend[i].data, p->len);
+					 pend[i].data, p->len, &made);
 			}
 			n_pend = 0;
 		}

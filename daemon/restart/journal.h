@@ -19,6 +19,12 @@
  * one only. The CRC catches what is not a kill (a bug, a corrupt
  * memfd): a bad record refuses the whole state.
  *
+ * One record is taken back rather than followed: the del of a key whose
+ * only record is the log's last, written outside a transaction (a
+ * context's hold, opened then closed). Its word is zeroed first, then its
+ * bytes, and the tail moves back: a reader sees the log before the put,
+ * the state after the del.
+ *
  * Compaction, bounded: when the log passes twice what the last compaction
  * wrote plus JOURNAL_SLACK, the daemon copies the live records (the
  * journal indexes them: no family is asked) into a fresh memfd of the

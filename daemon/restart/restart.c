@@ -394,8 +394,11 @@ static size_t hold_varint(uint8_t *p, unsigned int field, uint64_t v)
 	return n;
 }
 
-size_t restart_hold_encode(uint8_t *buf, uint64_t client_id, uint64_t ctx_id,
-			   uint32_t opens, uint64_t import)
+/* Inlined where a hold is saved, at every open and close: a call of its
+ * own was a tenth of what the journal costs the pair. */
+static inline __attribute__((always_inline)) size_t
+hold_encode(uint8_t *buf, uint64_t client_id, uint64_t ctx_id, uint32_t opens,
+	    uint64_t import)
 {
 	size_t n = hold_fixed64(buf, 1, client_id);
 
@@ -403,6 +406,12 @@ size_t restart_hold_encode(uint8_t *buf, uint64_t client_id, uint64_t ctx_id,
 	n += hold_varint(buf + n, 3, opens);
 	n += hold_varint(buf + n, 4, import);
 	return n;
+}
+
+size_t restart_hold_encode(uint8_t *buf, uint64_t client_id, uint64_t ctx_id,
+			   uint32_t opens, uint64_t import)
+{
+	return hold_encode(buf, client_id, ctx_id, opens, import);
 }
 
 void restart_hold_saved(struct core *core, uint64_t client_id,
@@ -416,8 +425,7 @@ void restart_hold_saved(struct core *core, uint64_t client_id,
 		return;
 	if (!cc->hold_key)
 		cc->hold_key = ++core->restart->hold_keys;
-	len = restart_hold_encode(buf, client_id, cc->ctx->id, cc->opens,
-				  cc->import);
+	len = hold_encode(buf, client_id, cc->ctx->id, cc->opens, cc->import);
 	restart_after_write(core, journal_put_packed(j, JOURNAL_SESSION_HOLD,
 						     cc->hold_key, buf, len));
 }
