@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +34,7 @@
 #include "daemon/restart/journal.h"
 #include "include/ibclient.h"
 #include "proto/state.pb-c.h"
+#include "tests/agent.h"
 #include "tests/cklib.h"
 #include "tests/fakesd.h"
 #include "tests/testlib.h"
@@ -1996,6 +1998,88 @@ START_TEST(bad_family_record_starts_clean)
 }
 END_TEST
 
+/* An agent of uid @uid on the rig's daemon, connected, soft0 open. */
+static void rig_agent(struct rig *g, struct agent *a, uid_t uid)
+{
+	struct agent_cred cred = agent_cred(uid, uid, AGENT_END);
+	char *top = strdup(g->dir);
+
+	ck_assert_ptr_nonnull(top);
+	ck_assert_int_eq(chmod(g->dir, 0711), 0);
+	ck_assert_int_eq(chmod(dirname(top), 0711), 0);
+	free(top);
+	ck_assert_int_eq(chmod(g->sock, 0666), 0);
+	ck_assert_int_eq(agent_start(a, &cred, g->sock), 0);
+	ck_assert_int_eq(agent_call(a, AGENT_CONNECT, NULL, 0, TL_WAIT_MS), 0);
+	ck_assert_msg(a->rep.ret == 0, "uid %u: ibc_connect: %s",
+		      (unsigned int)uid, a->rep.error);
+	ck_assert_int_eq(agent_call(a, AGENT_OPEN, "soft0", 0, TL_WAIT_MS), 0);
+	ck_assert_int_eq(a->rep.ret, 0);
+}
+
+/* @a opens undeclared XRCD "@prefix<i>" with O_CREAT: its result. */
+static int agent_xrcd(struct agent *a, const char *prefix, int i)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "%s%d", prefix, i);
+	ck_assert_int_eq(
+		agent_call(a, AGENT_XRCD_OPEN, name, O_CREAT, TL_WAIT_MS), 0);
+	return a->rep.ret;
+}
+
+/*
+ * The fd store is shared by every uid: each uid's XRCD names and DMs are
+ * charged there, up to [broker] fd_store_per_uid. A uid at its share is
+ * refused with a sentence naming the limit, before anything is made;
+ * another uid's new session is still kept in the store, and its names
+ * too. The charge survives a restart (the names' records say whose).
+ */
+START_TEST(store_share_per_uid)
+{
+	enum { SHARE = 3 };
+	struct agent a = { 0 }, b = { 0 };
+	size_t before;
+	struct rig g;
+
+	rig_config = "[broker]\nfd_store_per_uid = 3\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	rig_agent(&g, &a, 65534);
+	for (int i = 0; i < SHARE; i++)
+		ck_assert_msg(agent_xrcd(&a, "a", i) == 0, "a%d: %s", i,
+			      a.rep.error);
+	ck_assert_int_eq(agent_xrcd(&a, "a", SHARE), -EDQUOT);
+	ck_assert_msg(strstr(a.rep.error, "fd_store_per_uid = 3") &&
+			      strstr(a.rep.error, "uid 65534"),
+		      "refusal: %s", a.rep.error);
+	/* Nothing was made: the names listed are the share's. */
+	ck_assert_int_eq(agent_call(&a, AGENT_LIST_XRCDS, NULL, 0, TL_WAIT_MS),
+			 0);
+	ck_assert_uint_eq(a.rep.n_list, SHARE);
+	/* Another uid's session and names are kept. */
+	before = fakesd_store_count(g.sd, NULL);
+	rig_agent(&g, &b, 65533);
+	ck_assert_int_eq(agent_xrcd(&b, "b", 0), 0);
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+		while (fakesd_store_count(g.sd, NULL) < before + 2 &&
+		       tl_now_ms() < end)
+			tl_sleep_ms(20);
+	}
+	ck_assert_uint_ge(fakesd_store_count(g.sd, NULL), before + 2);
+	/* After a restart the places are still uid 65534's. */
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(agent_call(&a, AGENT_PING, NULL, 0, TL_WAIT_MS), 0);
+	ck_assert_int_eq(agent_xrcd(&a, "a", SHARE + 1), -EDQUOT);
+	ck_assert_int_eq(agent_xrcd(&b, "b", 1), 0);
+	agent_stop(&a);
+	agent_stop(&b);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -2036,6 +2120,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, reexec_ready_only_from_the_child);
 	tcase_add_loop_test(tc, bad_family_record_starts_clean, 0,
 			    FAMILY_COUNT);
+	tcase_add_test(tc, store_share_per_uid);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -8,6 +8,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,12 +16,21 @@
 
 #include <systemd/sd-daemon.h>
 
+#include "daemon/registry/charge.h"
 #include "daemon/restart/fdstore.h"
 
 struct fdstore_ent {
 	char name[FDSTORE_NAME_MAX + 1];
 	int fd;
 	bool taken;
+	/* Whose place it is (FDSTORE_NOBODY: the daemon's own). */
+	uint32_t uid;
+};
+
+/* A uid's places kept now; a uid with none has no entry. */
+struct fdstore_uid {
+	uint32_t uid;
+	unsigned int store_places;
 };
 
 struct fdstore {
@@ -48,6 +58,9 @@ struct fdstore {
 	unsigned int n_listen;
 	/* systemd keeps what is put: tell it (else the table alone). */
 	bool notify;
+	/* The uids holding places, and how many each may hold. */
+	struct fdstore_uid *uids;
+	unsigned int n_uids, uids_cap, share;
 };
 
 static bool name_ok(const char *name)
@@ -105,6 +118,7 @@ int fdstore_open(unsigned int max, bool notify, struct fdstore **ret)
 		return -ENOMEM;
 	s->max = max;
 	s->notify = notify;
+	s->share = UINT_MAX;
 	s->kept = calloc(max ? max : 1, sizeof(*s->kept));
 	s->kept_cap = 16;
 	while (s->kept_cap < (size_t)max * 2)
@@ -166,6 +180,7 @@ void fdstore_free(struct fdstore *s)
 	free(s->by_name);
 	free(s->kept_by_name);
 	free(s->kept);
+	free(s->uids);
 	free(s);
 }
 
@@ -310,7 +325,91 @@ static void kept_compact(struct fdstore *s)
 	s->n_used = n;
 }
 
+void fdstore_set_share(struct fdstore *s, unsigned int share)
+{
+	s->share = share;
+}
+
+/* @uid's entry, or NULL when it holds no place. */
+static struct fdstore_uid *uid_find(const struct fdstore *s, uint32_t uid)
+{
+	for (unsigned int i = 0; i < s->n_uids; i++)
+		if (s->uids[i].uid == uid)
+			return &s->uids[i];
+	return NULL;
+}
+
+unsigned int fdstore_places(const struct fdstore *s, uint32_t uid)
+{
+	const struct fdstore_uid *u = s ? uid_find(s, uid) : NULL;
+
+	return u ? u->store_places : 0;
+}
+
+int fdstore_room(const struct fdstore *s, uint32_t uid)
+{
+	if (!s)
+		return 0;
+	if (uid != FDSTORE_NOBODY && fdstore_places(s, uid) >= s->share)
+		return -EDQUOT;
+	if (s->n_kept >= s->max)
+		return -ENOSPC;
+	return 0;
+}
+
+/* Charge one place to @uid (its entry made): 0 or -ENOMEM. */
+static int uid_charge(struct fdstore *s, uint32_t uid)
+{
+	struct fdstore_uid *u;
+
+	if (uid == FDSTORE_NOBODY)
+		return 0;
+	u = uid_find(s, uid);
+	if (!u) {
+		if (s->n_uids == s->uids_cap) {
+			unsigned int cap = s->uids_cap ? s->uids_cap * 2 : 16;
+			void *p = reallocarray(s->uids, cap, sizeof(*s->uids));
+
+			if (!p)
+				return -ENOMEM;
+			s->uids = p;
+			s->uids_cap = cap;
+		}
+		u = &s->uids[s->n_uids++];
+		*u = (struct fdstore_uid){ .uid = uid };
+	}
+	charge_add_uint(&u->store_places, 1, "a uid's places in the fd store");
+	return 0;
+}
+
+/* Give back @uid's place; a uid left with none leaves the table. */
+static void uid_uncharge(struct fdstore *s, uint32_t uid)
+{
+	struct fdstore_uid *u;
+	char whose[24];
+
+	if (uid == FDSTORE_NOBODY)
+		return;
+	u = uid_find(s, uid);
+	snprintf(whose, sizeof(whose), "uid %u", (unsigned int)uid);
+	if (!u) {
+		unsigned int none = 0;
+
+		charge_sub_uint(&none, 1, "places in the fd store", whose);
+		return;
+	}
+	charge_sub_uint(&u->store_places, 1, "places in the fd store", whose);
+	if (!u->store_places)
+		*u = s->uids[--s->n_uids];
+}
+
 int fdstore_put(struct fdstore *s, const char *name, int fd)
+{
+	return fdstore_put_for(s, name, fd, FDSTORE_NOBODY, false);
+}
+
+int fdstore_put_for(struct fdstore *s, const char *name, int fd, uint32_t uid,
+		    bool exists)
 {
 	char msg[32 + FDSTORE_NAME_MAX];
 	struct fdstore_ent *e;
@@ -322,8 +421,12 @@ int fdstore_put(struct fdstore *s, const char *name, int fd)
 		return -EINVAL;
 	if (kept_find(s, name))
 		return -EEXIST;
-	if (s->n_kept >= s->max)
-		return -ENOSPC;
+	ret = fdstore_room(s, exists ? FDSTORE_NOBODY : uid);
+	if (ret < 0)
+		return ret;
+	ret = uid_charge(s, uid);
+	if (ret < 0)
+		return ret;
 	if (s->n_used == s->max)
 		kept_compact(s);
 	/* FDPOLL=0: systemd would drop a client's socket on POLLHUP
@@ -336,12 +439,15 @@ int fdstore_put(struct fdstore *s, const char *name, int fd)
 		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s\nFDPOLL=0",
 			 name);
 		ret = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
-		if (ret < 0)
+		if (ret < 0) {
+			uid_uncharge(s, uid);
 			return ret;
+		}
 	}
 	e = &s->kept[s->n_used];
 	snprintf(e->name, sizeof(e->name), "%s", name);
 	e->fd = fd;
+	e->uid = uid;
 	s->kept_by_name[kept_slot(s, name)] = ++s->n_used;
 	s->n_kept++;
 	return 0;
@@ -370,7 +476,9 @@ void fdstore_remove(struct fdstore *s, const char *name)
 		return;
 	/* A hole, not a move: the order stays (a re-exec passes them as
 	 * they came), and a close costs no shift of the whole table. */
-	s->kept[s->kept_by_name[h] - 1].name[0] = '\0';
+	e = &s->kept[s->kept_by_name[h] - 1];
+	e->name[0] = '\0';
+	uid_uncharge(s, e->uid);
 	kept_unindex(s, h);
 	s->n_kept--;
 }

@@ -28,9 +28,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define FDSTORE_PREFIX "rb."
 #define FDSTORE_NAME_MAX 64
+/* The uid of a place charged to nobody: the daemon's own, those kept for
+ * every connection, and what a restore kept again. */
+#define FDSTORE_NOBODY UINT32_MAX
 
 struct fdstore;
 
@@ -76,7 +80,23 @@ unsigned int fdstore_close_untaken(struct fdstore *s);
  * (the table then keeps nothing either).
  */
 int fdstore_put(struct fdstore *s, const char *name, int fd);
-/* Forget @name (FDSTOREREMOVE=1), kept or only passed. */
+/*
+ * The same, the place charged to @uid (registry/charge.c's counts): at
+ * most fdstore_set_share() places per uid, -EDQUOT past them, unless
+ * what it keeps @exists already (a restore keeps it again: charged over
+ * the share too). fdstore_remove() gives the place back.
+ */
+int fdstore_put_for(struct fdstore *s, const char *name, int fd, uint32_t uid,
+		    bool exists);
+/* Whether one more place for @uid fits: 0, -EDQUOT over its share, or
+ * -ENOSPC past the bound (0 without a store). */
+int fdstore_room(const struct fdstore *s, uint32_t uid);
+/* The places one uid may hold (unlimited until set). */
+void fdstore_set_share(struct fdstore *s, unsigned int share);
+/* The places @uid holds now. */
+unsigned int fdstore_places(const struct fdstore *s, uint32_t uid);
+/* Forget @name (FDSTOREREMOVE=1), kept or only passed; a place charged to
+ * a uid is given back. */
 void fdstore_remove(struct fdstore *s, const char *name);
 /* Descriptors kept now. */
 unsigned int fdstore_count(const struct fdstore *s);

@@ -23,9 +23,9 @@ struct journal;
 struct journal_view;
 struct journal_sink;
 
-/* The store's room beyond two per connection: contexts, DMs, XRCD files,
- * the states. */
-#define RESTART_STORE_EXTRA 4096
+/* The daemon's own places: two states and two in-flight tables during a
+ * compaction. */
+#define RESTART_STORE_OWN 4
 /* The registry's id spaces (clients, contexts, objects), and at most one
  * per family. */
 #define RESTART_CORE_IDS 3

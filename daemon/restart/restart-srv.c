@@ -85,6 +85,13 @@ int restart_init(struct core *core, bool off)
 	ret = fdstore_open(restart_store_max(core), rs->systemd, &rs->store);
 	if (ret < 0)
 		return ret;
+	fdstore_set_share(rs->store, core->config.limits.fd_store_per_uid);
+	log_info("the fd store holds at most %u descriptors: 4 + %u clients x "
+		 "(2 + %zu devices + private_contexts_per_uid %u + "
+		 "fd_store_per_uid %u)",
+		 restart_store_max(core), core->max_conns, core->devices.n,
+		 core->config.limits.private_contexts_per_uid,
+		 core->config.limits.fd_store_per_uid);
 	pick.rs = rs;
 	fdstore_each_passed(rs->store, FDSTORE_PREFIX "state.", state_pick_one,
 			    &pick);
@@ -119,9 +126,18 @@ int restart_first_name(void *arg, const char *name, int fd)
 
 unsigned int restart_store_max(const struct core *core)
 {
-	/* Every connection, a context per (domain, device), the DMs and
-	 * XRCD files the families keep, two states during a compaction. */
-	return core->max_conns * 2 + RESTART_STORE_EXTRA;
+	const struct broker_limits *l = &core->config.limits;
+	uint64_t per_conn;
+
+	/* Each of --max-clients connections may be a uid of its own: its
+	 * socket and DM status page, its domain's context on each device,
+	 * its private contexts, and its share of XRCD names and DMs
+	 * (charged: fdstore_put_for()). */
+	per_conn = 2 + (uint64_t)core->devices.n + l->private_contexts_per_uid +
+		   l->fd_store_per_uid;
+	per_conn = per_conn * core->max_conns + RESTART_STORE_OWN;
+	return per_conn > UINT32_MAX / 2 ? UINT32_MAX / 2 :
+					   (unsigned int)per_conn;
 }
 
 bool restart_keeps_sessions(const struct core *core)

@@ -28,9 +28,11 @@
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/util/queue.h"
+#include "daemon/util/why.h"
 #include "daemon/registry/user.h"
 #include "daemon/restart/restart-int.h"
 #include "daemon/restart/restart.h"
+#include "daemon/restart/restart-srv.h"
 #include "daemon/restart/restore-object.h"
 #include "proto/rdmabroker.pb-c.h"
 #include "proto/state.pb-c.h"
@@ -49,6 +51,28 @@ struct fdstore *restart_fdstore(const struct core *core)
 {
 	return core->restart && !core->restart->handoff ? core->restart->store :
 							  NULL;
+}
+
+int restart_store_room(const struct core *core, uint32_t uid, const char *what,
+		       struct why *why)
+{
+	const struct fdstore *st = restart_fdstore(core);
+	int ret = fdstore_room(st, uid);
+
+	if (ret == -EDQUOT)
+		return why_set(why, ret,
+			       "uid %u holds %u places in the broker's fd "
+			       "store (XRCD names and DMs), its limit "
+			       "([broker] fd_store_per_uid = %u): %s is not "
+			       "made",
+			       (unsigned int)uid, fdstore_places(st, uid),
+			       core->config.limits.fd_store_per_uid, what);
+	if (ret < 0)
+		return why_set(why, ret,
+			       "the broker's fd store is full (%u "
+			       "descriptors): %s is not made",
+			       restart_store_max(core), what);
+	return 0;
 }
 
 static void state_name(char *buf, size_t size, uint64_t gen)

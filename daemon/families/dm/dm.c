@@ -867,12 +867,22 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 			       " bytes of it)",
 			       dev_why.text, x->dev->dm_reserved);
 	}
-	ret = dm_journal_store_fd(core, dm);
+	/* A soft DM's memfd takes a place in the fd store, its maker's:
+	 * refused over the uid's share, the memory given back. */
+	dm->uid = c->cred.uid;
+	ret = dm->dd.fd >= 0 ?
+		      restart_store_room(core, (uint32_t)dm->uid, "a DM", why) :
+		      0;
+	if (ret >= 0) {
+		ret = dm_journal_store_fd(core, dm, false);
+		if (ret < 0)
+			why_set(why, ret, "the fd store cannot keep the DM: %s",
+				strerror(-ret));
+	}
 	if (ret < 0) {
 		x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &dev_why);
 		free(dm);
-		return why_set(why, ret, "the fd store cannot keep the DM: %s",
-			       strerror(-ret));
+		return ret;
 	}
 	dm->ctx = x;
 	dm->domain = x->domain;
