@@ -185,10 +185,12 @@ void restart_conn_opened(struct conn *c)
 		inflight_take(c->cl.core->restart->inflight, c->cl.id);
 	restart_fd_name(name, sizeof(name), "conn", c->cl.id);
 	ret = fdstore_put(st, name, c->fd);
-	if (ret < 0)
+	if (ret < 0) {
 		log_warn("client %" PRIu64 ": not kept in the fd store (%s): "
-			 "a restart ends its session",
+			 "its hello is refused",
 			 c->cl.id, strerror(-ret));
+		c->cl.store_err = ret;
+	}
 	restart_ids_check(c->cl.core);
 }
 
