@@ -161,7 +161,8 @@ static int parse_fail(struct conf_parse *p, unsigned int line, const char *key,
 static int parse_fail(struct conf_parse *p, unsigned int line, const char *key,
 		      const char *fmt, ...)
 {
-	char why[256];
+	/* The longest is [broker]'s list of known keys. */
+	char why[384];
 	va_list ap;
 
 	if (p->failed)
