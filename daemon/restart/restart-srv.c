@@ -86,11 +86,11 @@ int restart_init(struct core *core, bool off)
 	if (ret < 0)
 		return ret;
 	fdstore_set_share(rs->store, core->config.limits.fd_store_per_uid);
-	log_info("the fd store holds at most %u descriptors: 4 + %u clients x "
-		 "(2 + %zu devices + private_contexts_per_uid %u + "
+	log_info("the fd store holds at most %u descriptors: %u + %u clients "
+		 "x (2 + %zu devices + private_contexts_per_uid %u + "
 		 "fd_store_per_uid %u)",
-		 restart_store_max(core), core->max_conns, core->devices.n,
-		 core->config.limits.private_contexts_per_uid,
+		 restart_store_max(core), RESTART_STORE_OWN, core->max_conns,
+		 core->devices.n, core->config.limits.private_contexts_per_uid,
 		 core->config.limits.fd_store_per_uid);
 	pick.rs = rs;
 	fdstore_each_passed(rs->store, FDSTORE_PREFIX "state.", state_pick_one,

@@ -257,10 +257,11 @@ unsigned int dm_ctx_force(struct core *core, struct dctx *x,
  * is now, dm_journal_forget() ends it and takes its memfd out of the fd
  * store; dm_journal_store_fd() puts a new soft DM's memfd there, its
  * place charged to dm->uid (0 or -errno: the alloc is refused; over the
- * uid's share too when it @exists already: a restore). A session's status page:
- * into the store with its record when made (dm_journal_session(), 0 or -errno),
- * its "sent" (dm_journal_session_sent()), out when it goes. All no-ops with
- * restart off.
+ * uid's share too when it @exists already: a restore). A session's
+ * status page: into the store with its record when made
+ * (dm_journal_session(), 0 or -errno), its "sent"
+ * (dm_journal_session_sent()), out when it goes. All no-ops with restart
+ * off.
  */
 void dm_journal(struct core *core, const struct dm *dm);
 void dm_journal_forget(struct core *core, const struct dm *dm);
