@@ -8,7 +8,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,7 +15,6 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "daemon/registry/charge.h"
 #include "daemon/restart/fdstore.h"
 
 struct fdstore_ent {
@@ -25,12 +23,6 @@ struct fdstore_ent {
 	bool taken;
 	/* Whose place it is (FDSTORE_NOBODY: the daemon's own). */
 	uint32_t uid;
-};
-
-/* A uid's places kept now; a uid with none has no entry. */
-struct fdstore_uid {
-	uint32_t uid;
-	unsigned int store_places;
 };
 
 struct fdstore {
@@ -58,9 +50,8 @@ struct fdstore {
 	unsigned int n_listen;
 	/* systemd keeps what is put: tell it (else the table alone). */
 	bool notify;
-	/* The uids holding places, and how many each may hold. */
-	struct fdstore_uid *uids;
-	unsigned int n_uids, uids_cap, share;
+	/* Who counts the places charged to uids (none: nobody). */
+	struct fdstore_books books;
 };
 
 static bool name_ok(const char *name)
@@ -118,7 +109,6 @@ int fdstore_open(unsigned int max, bool notify, struct fdstore **ret)
 		return -ENOMEM;
 	s->max = max;
 	s->notify = notify;
-	s->share = UINT_MAX;
 	s->kept = calloc(max ? max : 1, sizeof(*s->kept));
 	s->kept_cap = 16;
 	while (s->kept_cap < (size_t)max * 2)
@@ -180,7 +170,6 @@ void fdstore_free(struct fdstore *s)
 	free(s->by_name);
 	free(s->kept_by_name);
 	free(s->kept);
-	free(s->uids);
 	free(s);
 }
 
@@ -325,82 +314,28 @@ static void kept_compact(struct fdstore *s)
 	s->n_used = n;
 }
 
-void fdstore_set_share(struct fdstore *s, unsigned int share)
+void fdstore_set_books(struct fdstore *s, const struct fdstore_books *b)
 {
-	s->share = share;
+	s->books = *b;
 }
 
-/* @uid's entry, or NULL when it holds no place. */
-static struct fdstore_uid *uid_find(const struct fdstore *s, uint32_t uid)
+unsigned int fdstore_max(const struct fdstore *s)
 {
-	for (unsigned int i = 0; i < s->n_uids; i++)
-		if (s->uids[i].uid == uid)
-			return &s->uids[i];
-	return NULL;
+	return s ? s->max : 0;
 }
 
-unsigned int fdstore_places(const struct fdstore *s, uint32_t uid)
+/* Charge @uid's place (its share checked unless @over). */
+static int books_take(struct fdstore *s, uint32_t uid, bool over)
 {
-	const struct fdstore_uid *u = s ? uid_find(s, uid) : NULL;
-
-	return u ? u->store_places : 0;
-}
-
-int fdstore_room(const struct fdstore *s, uint32_t uid)
-{
-	if (!s)
+	if (uid == FDSTORE_NOBODY || !s->books.take)
 		return 0;
-	if (uid != FDSTORE_NOBODY && fdstore_places(s, uid) >= s->share)
-		return -EDQUOT;
-	if (s->n_kept >= s->max)
-		return -ENOSPC;
-	return 0;
+	return s->books.take(s->books.arg, uid, over);
 }
 
-/* Charge one place to @uid (its entry made): 0 or -ENOMEM. */
-static int uid_charge(struct fdstore *s, uint32_t uid)
+static void books_give(struct fdstore *s, uint32_t uid)
 {
-	struct fdstore_uid *u;
-
-	if (uid == FDSTORE_NOBODY)
-		return 0;
-	u = uid_find(s, uid);
-	if (!u) {
-		if (s->n_uids == s->uids_cap) {
-			unsigned int cap = s->uids_cap ? s->uids_cap * 2 : 16;
-			void *p = reallocarray(s->uids, cap, sizeof(*s->uids));
-
-			if (!p)
-				return -ENOMEM;
-			s->uids = p;
-			s->uids_cap = cap;
-		}
-		u = &s->uids[s->n_uids++];
-		*u = (struct fdstore_uid){ .uid = uid };
-	}
-	charge_add_uint(&u->store_places, 1, "a uid's places in the fd store");
-	return 0;
-}
-
-/* Give back @uid's place; a uid left with none leaves the table. */
-static void uid_uncharge(struct fdstore *s, uint32_t uid)
-{
-	struct fdstore_uid *u;
-	char whose[24];
-
-	if (uid == FDSTORE_NOBODY)
-		return;
-	u = uid_find(s, uid);
-	snprintf(whose, sizeof(whose), "uid %u", (unsigned int)uid);
-	if (!u) {
-		unsigned int none = 0;
-
-		charge_sub_uint(&none, 1, "places in the fd store", whose);
-		return;
-	}
-	charge_sub_uint(&u->store_places, 1, "places in the fd store", whose);
-	if (!u->store_places)
-		*u = s->uids[--s->n_uids];
+	if (uid != FDSTORE_NOBODY && s->books.give)
+		s->books.give(s->books.arg, uid);
 }
 
 int fdstore_put(struct fdstore *s, const char *name, int fd)
@@ -409,7 +344,7 @@ int fdstore_put(struct fdstore *s, const char *name, int fd)
 }
 
 int fdstore_put_for(struct fdstore *s, const char *name, int fd, uint32_t uid,
-		    bool exists)
+		    bool over)
 {
 	char msg[32 + FDSTORE_NAME_MAX];
 	struct fdstore_ent *e;
@@ -421,10 +356,9 @@ int fdstore_put_for(struct fdstore *s, const char *name, int fd, uint32_t uid,
 		return -EINVAL;
 	if (kept_find(s, name))
 		return -EEXIST;
-	ret = fdstore_room(s, exists ? FDSTORE_NOBODY : uid);
-	if (ret < 0)
-		return ret;
-	ret = uid_charge(s, uid);
+	if (s->n_kept >= s->max)
+		return -ENOSPC;
+	ret = books_take(s, uid, over);
 	if (ret < 0)
 		return ret;
 	if (s->n_used == s->max)
@@ -440,7 +374,7 @@ int fdstore_put_for(struct fdstore *s, const char *name, int fd, uint32_t uid,
 			 name);
 		ret = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
 		if (ret < 0) {
-			uid_uncharge(s, uid);
+			books_give(s, uid);
 			return ret;
 		}
 	}
@@ -478,7 +412,7 @@ void fdstore_remove(struct fdstore *s, const char *name)
 	 * they came), and a close costs no shift of the whole table. */
 	e = &s->kept[s->kept_by_name[h] - 1];
 	e->name[0] = '\0';
-	uid_uncharge(s, e->uid);
+	books_give(s, e->uid);
 	kept_unindex(s, h);
 	s->n_kept--;
 }

@@ -81,20 +81,25 @@ unsigned int fdstore_close_untaken(struct fdstore *s);
  */
 int fdstore_put(struct fdstore *s, const char *name, int fd);
 /*
- * The same, the place charged to @uid (registry/charge.c's counts): at
- * most fdstore_set_share() places per uid, -EDQUOT past them, unless
- * what it keeps @exists already (a restore keeps it again: charged over
- * the share too). fdstore_remove() gives the place back.
+ * The same, the place charged to @uid through the books
+ * (fdstore_set_books()): -ENOSPC past the bound, or the books' -errno
+ * (over the uid's share, unless charged @over it: what it keeps exists
+ * already, a restore keeps it again, or an administrator's).
+ * fdstore_remove() gives the place back.
  */
 int fdstore_put_for(struct fdstore *s, const char *name, int fd, uint32_t uid,
-		    bool exists);
-/* Whether one more place for @uid fits: 0, -EDQUOT over its share, or
- * -ENOSPC past the bound (0 without a store). */
-int fdstore_room(const struct fdstore *s, uint32_t uid);
-/* The places one uid may hold (unlimited until set). */
-void fdstore_set_share(struct fdstore *s, unsigned int share);
-/* The places @uid holds now. */
-unsigned int fdstore_places(const struct fdstore *s, uint32_t uid);
+		    bool over);
+/* Who counts the places charged to uids: @take charges one to @uid
+ * (0 or -errno, its share checked unless @over), @give gives one
+ * back. Kept, not copied further; none set: nothing is counted. */
+struct fdstore_books {
+	int (*take)(void *arg, uint32_t uid, bool over);
+	void (*give)(void *arg, uint32_t uid);
+	void *arg;
+};
+void fdstore_set_books(struct fdstore *s, const struct fdstore_books *b);
+/* The bound (0 without a store). */
+unsigned int fdstore_max(const struct fdstore *s);
 /* Forget @name (FDSTOREREMOVE=1), kept or only passed; a place charged to
  * a uid is given back. */
 void fdstore_remove(struct fdstore *s, const char *name);

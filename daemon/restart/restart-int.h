@@ -19,6 +19,7 @@ struct event;
 struct core;
 struct server;
 struct fdstore;
+struct store_share;
 struct journal;
 struct journal_view;
 struct journal_sink;
@@ -35,6 +36,8 @@ struct journal_sink;
 
 struct restart {
 	struct fdstore *store;
+	/* Each uid's places in it (fd_store_per_uid), its books. */
+	struct store_share *share;
 	/* NULL after a failed start of the journal (restart is then off). */
 	struct journal *j;
 	/* At start: the state read, until the restore ran. */

@@ -23,6 +23,7 @@
 #include "daemon/util/log.h"
 #include "daemon/restart/restart-int.h"
 #include "daemon/restart/restart-srv.h"
+#include "daemon/restart/store-share.h"
 #include "proto/rdmabroker.pb-c.h"
 #include "proto/state.pb-c.h"
 
@@ -65,6 +66,7 @@ int restart_init(struct core *core, bool off)
 {
 	struct restart *rs;
 	struct state_pick pick = { 0 };
+	struct fdstore_books books;
 	const char *notify;
 	uint64_t jgen = 1;
 	int ret;
@@ -85,7 +87,11 @@ int restart_init(struct core *core, bool off)
 	ret = fdstore_open(restart_store_max(core), rs->systemd, &rs->store);
 	if (ret < 0)
 		return ret;
-	fdstore_set_share(rs->store, core->config.limits.fd_store_per_uid);
+	ret = store_share_new(core->config.limits.fd_store_per_uid, &rs->share);
+	if (ret < 0)
+		return ret;
+	books = store_share_books(rs->share);
+	fdstore_set_books(rs->store, &books);
 	log_info("the fd store holds at most %u descriptors: %u + %u clients "
 		 "x (2 + %zu devices + private_contexts_per_uid %u + "
 		 "fd_store_per_uid %u)",
@@ -166,6 +172,7 @@ void restart_fini(struct core *core)
 	journal_free(rs->j);
 	inflight_free(rs->inflight);
 	fdstore_free(rs->store);
+	store_share_free(rs->share);
 	free(rs);
 	core->restart = NULL;
 	core->sink = NULL;

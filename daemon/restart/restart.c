@@ -32,7 +32,7 @@
 #include "daemon/registry/user.h"
 #include "daemon/restart/restart-int.h"
 #include "daemon/restart/restart.h"
-#include "daemon/restart/restart-srv.h"
+#include "daemon/restart/store-share.h"
 #include "daemon/restart/restore-object.h"
 #include "proto/rdmabroker.pb-c.h"
 #include "proto/state.pb-c.h"
@@ -57,21 +57,24 @@ int restart_store_room(const struct core *core, uint32_t uid, const char *what,
 		       struct why *why)
 {
 	const struct fdstore *st = restart_fdstore(core);
-	int ret = fdstore_room(st, uid);
+	const struct store_share *sh =
+		core->restart ? core->restart->share : NULL;
 
-	if (ret == -EDQUOT)
-		return why_set(why, ret,
+	if (!st)
+		return 0;
+	if (store_share_room(sh, uid) < 0)
+		return why_set(why, -EDQUOT,
 			       "uid %u holds %u places in the broker's fd "
 			       "store (XRCD names and DMs), its limit "
 			       "([broker] fd_store_per_uid = %u): %s is not "
 			       "made",
-			       (unsigned int)uid, fdstore_places(st, uid),
+			       (unsigned int)uid, store_share_places(sh, uid),
 			       core->config.limits.fd_store_per_uid, what);
-	if (ret < 0)
-		return why_set(why, ret,
+	if (fdstore_count(st) >= fdstore_max(st))
+		return why_set(why, -ENOSPC,
 			       "the broker's fd store is full (%u "
 			       "descriptors): %s is not made",
-			       restart_store_max(core), what);
+			       fdstore_max(st), what);
 	return 0;
 }
 

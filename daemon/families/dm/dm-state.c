@@ -127,7 +127,7 @@ void dm_journal_forget(struct core *core, const struct dm *dm)
 	state_forget(core, JOURNAL_DM, dm->id, "dm");
 }
 
-int dm_journal_store_fd(struct core *core, const struct dm *dm, bool exists)
+int dm_journal_store_fd(struct core *core, const struct dm *dm, bool over)
 {
 	struct fdstore *st = restart_fdstore(core);
 	char name[FDSTORE_NAME_MAX];
@@ -135,7 +135,7 @@ int dm_journal_store_fd(struct core *core, const struct dm *dm, bool exists)
 	if (!st || dm->dd.fd < 0)
 		return 0;
 	state_fd_name(name, sizeof(name), "dm", dm->id);
-	return fdstore_put_for(st, name, dm->dd.fd, (uint32_t)dm->uid, exists);
+	return fdstore_put_for(st, name, dm->dd.fd, (uint32_t)dm->uid, over);
 }
 
 int dm_journal_session(struct core *core, const struct dm_session *s)

@@ -60,7 +60,7 @@ int xrcd_journal_name(struct core *core, const struct xrcd_name_rec *r,
 	if (is_new && st) {
 		state_fd_name(name, sizeof(name), "xrcd", r->ino);
 		ret = fdstore_put_for(st, name, r->fd, r->store_uid,
-				      r->restored);
+				      r->over_share);
 		if (ret < 0)
 			return ret;
 	}
@@ -180,7 +180,7 @@ static int restore_name(void *arg, const struct journal_rec *rec)
 	r.fd = fd;
 	r.ino = rec->key;
 	r.store_uid = m->store_charged ? m->store_uid : FDSTORE_NOBODY;
-	r.restored = true;
+	r.over_share = true;
 	for (size_t i = 0; i < m->n_held_on && r.n_held < 8; i++)
 		r.held_on[r.n_held++] = m->held_on[i];
 	ret = xrcd_adopt_name(rs->core, &r);

@@ -503,8 +503,9 @@ static int xrcd_resolve(struct client *c, const char *name, uint32_t oflags,
 		return 0;
 	}
 	/* An undeclared name's file takes a place in the fd store, its
-	 * maker's; a declared one's is the configuration's. */
-	if (!decl) {
+	 * maker's; a declared one's is the configuration's.
+	 * Administrators are exempt, as from the other per-uid limits. */
+	if (!decl && !policy_is_admin(c->core, c)) {
 		char what[CONFIG_XRCD_NAME_MAX + 8];
 
 		snprintf(what, sizeof(what), "XRCD \"%s\"", name);
@@ -536,6 +537,7 @@ static int xrcd_resolve(struct client *c, const char *name, uint32_t oflags,
 		struct xrcd_name_rec rec;
 
 		name_rec(c->core, x, &rec);
+		rec.over_share = policy_is_admin(c->core, c);
 		err = xrcd_journal_name(c->core, &rec, true);
 	}
 	if (err < 0) {

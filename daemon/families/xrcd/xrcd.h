@@ -88,10 +88,10 @@ struct xrcd_name_rec {
 	const char *held_on[8];
 	unsigned int n_held;
 	/* Whose place in the fd store its file takes (FDSTORE_NOBODY:
-	 * nobody's), and whether a restore keeps it again (over the uid's
-	 * share too: it exists). */
+	 * nobody's), and whether it is charged over the uid's share (a
+	 * restore keeps what exists; an administrator's). */
 	uint32_t store_uid;
-	bool restored;
+	bool over_share;
 };
 
 struct xrcd_open_rec {
