@@ -13,7 +13,8 @@
 # The counts: a domain's use of its quotas (used.*), a member's dm_bytes
 # in a configured domain (struct domain_usage, as u or usage), a uid's
 # (struct user: n_conns, pinned_fds, watches, private_ctxs, dm_pages,
-# dm_persistent, dm_persistent_bytes), the broker's connections and
+# dm_persistent, dm_persistent_bytes; its places in the fd store,
+# store_places), the broker's connections and
 # watches (n_conns, n_watch_pidfds), a device's reserved DM bytes
 # (dm_reserved), what a context holds of its domain's charges
 # (unaccounted, as x or ctx; dm_bytes_left). Not scanned: charge.c, and
@@ -28,7 +29,7 @@ fi
 [ -n "$top" ] || top=$(cd "$(dirname "$0")/.." && pwd)
 cd "$top"
 
-fields='(->|\.)(n_conns|pinned_fds|watches|n_watch_pidfds|private_ctxs|dm_pages|dm_persistent|dm_persistent_bytes|dm_reserved|dm_bytes_left)|used\.[a-z_]+|\<(u|usage)->dm_bytes|\<(x|ctx)->unaccounted'
+fields='(->|\.)(n_conns|pinned_fds|watches|n_watch_pidfds|private_ctxs|store_places|dm_pages|dm_persistent|dm_persistent_bytes|dm_reserved|dm_bytes_left)|used\.[a-z_]+|\<(u|usage)->dm_bytes|\<(x|ctx)->unaccounted'
 op='(\+\+|--|[-+]=)'
 pattern="($fields)[[:space:]]*$op|(\+\+|--)[[:space:]]*[a-z_>.-]*($fields)\>"
 

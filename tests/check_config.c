@@ -315,7 +315,8 @@ static const struct bad_case bad[] = {
 	  "broker", "foo",
 	  "unknown key (known: admin_group, connections_per_uid, "
 	  "admin_reserve, hello_timeout, queued_fds, queued_fds_per_uid, "
-	  "private_contexts_per_uid, unread_timeout, dm_revoke_grace, "
+	  "private_contexts_per_uid, fd_store_per_uid, unread_timeout, "
+	  "dm_revoke_grace, "
 	  "dm_admin_reserve, dm_persistent_per_uid, "
 	  "dm_persistent_bytes_per_uid)" },
 	{ "unknown key in [defaults]: the whole list", "[defaults]\nfoo = 1\n",

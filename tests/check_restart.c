@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <libgen.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -33,6 +34,7 @@
 #include "daemon/restart/journal.h"
 #include "include/ibclient.h"
 #include "proto/state.pb-c.h"
+#include "tests/agent.h"
 #include "tests/cklib.h"
 #include "tests/fakesd.h"
 #include "tests/testlib.h"
@@ -49,6 +51,8 @@ struct rig {
  * and the fake systemd's store bound (0: 4096). */
 static const char *rig_config;
 static unsigned int rig_store_max;
+/* --max-clients of the next rig_new()'s daemon (NULL: the default). */
+static const char *rig_max_clients;
 
 static void rig_argv(struct rig *g, char **argv)
 {
@@ -66,12 +70,16 @@ static void rig_argv(struct rig *g, char **argv)
 		argv[n++] = "--config";
 		argv[n++] = g->conf;
 	}
+	if (rig_max_clients) {
+		argv[n++] = "--max-clients";
+		argv[n++] = (char *)rig_max_clients;
+	}
 	argv[n] = NULL;
 }
 
 static void rig_start(struct rig *g)
 {
-	char *argv[11], buf[2048];
+	char *argv[13], buf[2048];
 	ssize_t n;
 	int fd, r;
 
@@ -98,6 +106,16 @@ static void rig_start(struct rig *g)
 	}
 }
 
+/* The daemon's configuration file, for its next start. */
+static void rig_write_config(struct rig *g, const char *text)
+{
+	FILE *f = fopen(g->conf, "we");
+
+	ck_assert_ptr_nonnull(f);
+	ck_assert_int_ge(fputs(text, f), 0);
+	ck_assert_int_eq(fclose(f), 0);
+}
+
 /* A daemon under the fake systemd, with one client that opened soft0. */
 static bool rig_new(struct rig *g)
 {
@@ -117,14 +135,9 @@ static bool rig_new(struct rig *g)
 	snprintf(g->run, sizeof(g->run), "%s/run", g->dir);
 	snprintf(g->log, sizeof(g->log), "%s/daemon.log", g->dir);
 	if (rig_config) {
-		FILE *f;
-
 		snprintf(g->conf, sizeof(g->conf), "%s/rdmabroker.conf",
 			 g->dir);
-		f = fopen(g->conf, "we");
-		ck_assert_ptr_nonnull(f);
-		ck_assert_int_ge(fputs(rig_config, f), 0);
-		ck_assert_int_eq(fclose(f), 0);
+		rig_write_config(g, rig_config);
 	}
 	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", g->sock);
 	g->lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
@@ -1996,6 +2009,134 @@ START_TEST(bad_family_record_starts_clean)
 }
 END_TEST
 
+/* An agent of uid @uid on the rig's daemon, connected, soft0 open. */
+static void rig_agent(struct rig *g, struct agent *a, uid_t uid)
+{
+	struct agent_cred cred = agent_cred(uid, uid, AGENT_END);
+	char *top = strdup(g->dir);
+
+	ck_assert_ptr_nonnull(top);
+	ck_assert_int_eq(chmod(g->dir, 0711), 0);
+	ck_assert_int_eq(chmod(dirname(top), 0711), 0);
+	free(top);
+	ck_assert_int_eq(chmod(g->sock, 0666), 0);
+	ck_assert_int_eq(agent_start(a, &cred, g->sock), 0);
+	ck_assert_int_eq(agent_call(a, AGENT_CONNECT, NULL, 0, TL_WAIT_MS), 0);
+	ck_assert_msg(a->rep.ret == 0, "uid %u: ibc_connect: %s",
+		      (unsigned int)uid, a->rep.error);
+	ck_assert_int_eq(agent_call(a, AGENT_OPEN, "soft0", 0, TL_WAIT_MS), 0);
+	ck_assert_int_eq(a->rep.ret, 0);
+}
+
+/* @a opens undeclared XRCD "@prefix<i>" with O_CREAT: its result. */
+static int agent_xrcd(struct agent *a, const char *prefix, int i)
+{
+	char name[32];
+
+	snprintf(name, sizeof(name), "%s%d", prefix, i);
+	ck_assert_int_eq(
+		agent_call(a, AGENT_XRCD_OPEN, name, O_CREAT, TL_WAIT_MS), 0);
+	return a->rep.ret;
+}
+
+/*
+ * The fd store is shared by every uid: each uid's XRCD names and DMs are
+ * charged there, up to [broker] fd_store_per_uid. A uid at its share is
+ * refused with a sentence naming the limit, before anything is made;
+ * another uid's new session is still kept in the store, and its names
+ * too. The charge survives a restart (the names' records say whose).
+ */
+START_TEST(store_share_per_uid)
+{
+	enum { SHARE = 3 };
+	struct agent a = { 0 }, b = { 0 };
+	size_t before;
+	struct rig g;
+
+	rig_config = "[broker]\nfd_store_per_uid = 3\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	rig_agent(&g, &a, 65534);
+	for (int i = 0; i < SHARE; i++)
+		ck_assert_msg(agent_xrcd(&a, "a", i) == 0, "a%d: %s", i,
+			      a.rep.error);
+	ck_assert_int_eq(agent_xrcd(&a, "a", SHARE), -EDQUOT);
+	ck_assert_msg(strstr(a.rep.error, "fd_store_per_uid = 3") &&
+			      strstr(a.rep.error, "uid 65534"),
+		      "refusal: %s", a.rep.error);
+	/* Nothing was made: the names listed are the share's. */
+	ck_assert_int_eq(agent_call(&a, AGENT_LIST_XRCDS, NULL, 0, TL_WAIT_MS),
+			 0);
+	ck_assert_uint_eq(a.rep.n_list, SHARE);
+	/* Another uid's session and names are kept. */
+	before = fakesd_store_count(g.sd, NULL);
+	rig_agent(&g, &b, 65533);
+	ck_assert_int_eq(agent_xrcd(&b, "b", 0), 0);
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+		while (fakesd_store_count(g.sd, NULL) < before + 2 &&
+		       tl_now_ms() < end)
+			tl_sleep_ms(20);
+	}
+	ck_assert_uint_ge(fakesd_store_count(g.sd, NULL), before + 2);
+	/* After a restart the places are still uid 65534's. */
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(agent_call(&a, AGENT_PING, NULL, 0, TL_WAIT_MS), 0);
+	ck_assert_int_eq(agent_xrcd(&a, "a", SHARE + 1), -EDQUOT);
+	ck_assert_int_eq(agent_xrcd(&b, "b", 1), 0);
+	agent_stop(&a);
+	agent_stop(&b);
+	rig_free(&g);
+}
+END_TEST
+
+/*
+ * A session whose connection the fd store cannot keep is told at its
+ * hello, not left to lose its session at the next restart. The store
+ * is made full by a restart that shrinks every uid's share: the places
+ * adopted (charged over the share: they exist) fill the new bound.
+ */
+START_TEST(store_full_hello_told)
+{
+	struct agent a = { 0 }, b = { 0 };
+	struct rig g;
+
+	/* Bound 4 + 3 x (2 + 1 device + 0 + 10) = 43, then, with a share
+	 * of 1, 16: the state, the in-flight table, the rig's session and
+	 * context, uid 65534's and its 10 names. */
+	rig_max_clients = "3";
+	rig_config = "[broker]\nadmin_reserve = 0\n"
+		     "private_contexts_per_uid = 0\nfd_store_per_uid = 10\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	rig_agent(&g, &a, 65534);
+	for (int i = 0; i < 10; i++)
+		ck_assert_msg(agent_xrcd(&a, "a", i) == 0, "a%d: %s", i,
+			      a.rep.error);
+	rig_write_config(&g, "[broker]\nadmin_reserve = 0\n"
+			     "private_contexts_per_uid = 0\n"
+			     "fd_store_per_uid = 1\n");
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	rig_max_clients = NULL;
+	ck_assert_int_eq(agent_call(&a, AGENT_PING, NULL, 0, TL_WAIT_MS), 0);
+	ck_assert_int_eq(a.rep.ret, 0);
+	/* The restore kept uid 65534's names; a new session of another
+	 * uid finds the store full and is told so. */
+	{
+		struct agent_cred cred = agent_cred(65533, 65533, AGENT_END);
+
+		ck_assert_int_eq(agent_start(&b, &cred, g.sock), 0);
+	}
+	ck_assert_int_eq(agent_call(&b, AGENT_CONNECT, NULL, 0, TL_WAIT_MS), 0);
+	ck_assert_msg(b.rep.ret == -ENOSPC && strstr(b.rep.error, "fd store"),
+		      "uid 65533's hello: %d %s", b.rep.ret, b.rep.error);
+	agent_stop(&a);
+	agent_stop(&b);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -2036,6 +2177,8 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, reexec_ready_only_from_the_child);
 	tcase_add_loop_test(tc, bad_family_record_starts_clean, 0,
 			    FAMILY_COUNT);
+	tcase_add_test(tc, store_share_per_uid);
+	tcase_add_test(tc, store_full_hello_told);
 	suite_add_tcase(s, tc);
 	return s;
 }

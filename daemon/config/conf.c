@@ -41,6 +41,7 @@
 #define DEFAULT_QUEUED_FDS 64
 #define DEFAULT_QUEUED_FDS_PER_UID 256
 #define DEFAULT_PRIVATE_CONTEXTS_PER_UID 16
+#define DEFAULT_FD_STORE_PER_UID 32
 #define DEFAULT_UNREAD_TIMEOUT_MS 30000
 #define TIMEOUT_MIN_MS CONF_TIMEOUT_MIN_MS
 #define TIMEOUT_MAX_MS CONF_TIMEOUT_MAX_MS
@@ -88,6 +89,7 @@ void config_init(struct config *cfg)
 	cfg->limits.queued_fds = DEFAULT_QUEUED_FDS;
 	cfg->limits.queued_fds_per_uid = DEFAULT_QUEUED_FDS_PER_UID;
 	cfg->limits.private_contexts_per_uid = DEFAULT_PRIVATE_CONTEXTS_PER_UID;
+	cfg->limits.fd_store_per_uid = DEFAULT_FD_STORE_PER_UID;
 	cfg->limits.unread_timeout_ms = DEFAULT_UNREAD_TIMEOUT_MS;
 }
 
@@ -159,7 +161,8 @@ static int parse_fail(struct conf_parse *p, unsigned int line, const char *key,
 static int parse_fail(struct conf_parse *p, unsigned int line, const char *key,
 		      const char *fmt, ...)
 {
-	char why[256];
+	/* The longest is [broker]'s list of known keys. */
+	char why[384];
 	va_list ap;
 
 	if (p->failed)
@@ -562,6 +565,10 @@ static int parse_broker(struct conf_parse *p, const char *key,
 		n = &l->private_contexts_per_uid;
 		min = 0;
 		max = 1u << 20;
+	} else if (strcmp(key, "fd_store_per_uid") == 0) {
+		n = &l->fd_store_per_uid;
+		min = 0;
+		max = 1u << 16;
 	} else {
 		return -ENOENT;
 	}
@@ -945,7 +952,7 @@ static const struct fixed_section {
 	{ "broker", parse_broker, true, CONF_BROKER,
 	  "admin_group, connections_per_uid, admin_reserve, hello_timeout, "
 	  "queued_fds, queued_fds_per_uid, private_contexts_per_uid, "
-	  "unread_timeout",
+	  "fd_store_per_uid, unread_timeout",
 	  "" },
 	{ "defaults", parse_defaults, true, CONF_QUOTA, "",
 	  "objects, clients, auto_rekey_unaccounted, per, cgroup_depth, "

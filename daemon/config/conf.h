@@ -70,6 +70,9 @@ struct broker_limits {
 	uint32_t queued_fds_per_uid;
 	/* Contexts of private domains one uid holds at once. */
 	uint32_t private_contexts_per_uid;
+	/* Places in the fd store one uid's XRCD names and DMs take at once
+	 * (read at start: the store's bound follows it). */
+	uint32_t fd_store_per_uid;
 	/* A connection that is not read from because it leaves replies
 	 * unread is closed after this long. */
 	uint32_t unread_timeout_ms;

@@ -53,6 +53,10 @@ struct client {
 	/* The session proved who it is (its hello): listings, evict and
 	 * Events ask it of a closing session too. */
 	bool hello_done;
+	/* Restart: -errno when its socket could not be kept in the fd
+	 * store (restart_conn_opened()): its hello is refused, saying
+	 * why, rather than a restart ending the session unannounced. */
+	int store_err;
 	/* The peer's command name at connect (/proc), for the operator. */
 	char comm[16];
 	/* Filled by the hello handler. */

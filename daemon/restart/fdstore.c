@@ -21,6 +21,8 @@ struct fdstore_ent {
 	char name[FDSTORE_NAME_MAX + 1];
 	int fd;
 	bool taken;
+	/* Whose place it is (FDSTORE_NOBODY: the daemon's own). */
+	uint32_t uid;
 };
 
 struct fdstore {
@@ -48,6 +50,8 @@ struct fdstore {
 	unsigned int n_listen;
 	/* systemd keeps what is put: tell it (else the table alone). */
 	bool notify;
+	/* Who counts the places charged to uids (none: nobody). */
+	struct fdstore_books books;
 };
 
 static bool name_ok(const char *name)
@@ -310,7 +314,37 @@ static void kept_compact(struct fdstore *s)
 	s->n_used = n;
 }
 
+void fdstore_set_books(struct fdstore *s, const struct fdstore_books *b)
+{
+	s->books = *b;
+}
+
+unsigned int fdstore_max(const struct fdstore *s)
+{
+	return s ? s->max : 0;
+}
+
+/* Charge @uid's place (its share checked unless @over). */
+static int books_take(struct fdstore *s, uint32_t uid, bool over)
+{
+	if (uid == FDSTORE_NOBODY || !s->books.take)
+		return 0;
+	return s->books.take(s->books.arg, uid, over);
+}
+
+static void books_give(struct fdstore *s, uint32_t uid)
+{
+	if (uid != FDSTORE_NOBODY && s->books.give)
+		s->books.give(s->books.arg, uid);
+}
+
 int fdstore_put(struct fdstore *s, const char *name, int fd)
+{
+	return fdstore_put_for(s, name, fd, FDSTORE_NOBODY, false);
+}
+
+int fdstore_put_for(struct fdstore *s, const char *name, int fd, uint32_t uid,
+		    bool over)
 {
 	char msg[32 + FDSTORE_NAME_MAX];
 	struct fdstore_ent *e;
@@ -324,6 +358,9 @@ int fdstore_put(struct fdstore *s, const char *name, int fd)
 		return -EEXIST;
 	if (s->n_kept >= s->max)
 		return -ENOSPC;
+	ret = books_take(s, uid, over);
+	if (ret < 0)
+		return ret;
 	if (s->n_used == s->max)
 		kept_compact(s);
 	/* FDPOLL=0: systemd would drop a client's socket on POLLHUP
@@ -336,12 +373,15 @@ int fdstore_put(struct fdstore *s, const char *name, int fd)
 		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s\nFDPOLL=0",
 			 name);
 		ret = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
-		if (ret < 0)
+		if (ret < 0) {
+			books_give(s, uid);
 			return ret;
+		}
 	}
 	e = &s->kept[s->n_used];
 	snprintf(e->name, sizeof(e->name), "%s", name);
 	e->fd = fd;
+	e->uid = uid;
 	s->kept_by_name[kept_slot(s, name)] = ++s->n_used;
 	s->n_kept++;
 	return 0;
@@ -370,7 +410,9 @@ void fdstore_remove(struct fdstore *s, const char *name)
 		return;
 	/* A hole, not a move: the order stays (a re-exec passes them as
 	 * they came), and a close costs no shift of the whole table. */
-	s->kept[s->kept_by_name[h] - 1].name[0] = '\0';
+	e = &s->kept[s->kept_by_name[h] - 1];
+	e->name[0] = '\0';
+	books_give(s, e->uid);
 	kept_unindex(s, h);
 	s->n_kept--;
 }

@@ -28,9 +28,13 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #define FDSTORE_PREFIX "rb."
 #define FDSTORE_NAME_MAX 64
+/* The uid of a place charged to nobody: the daemon's own, those kept for
+ * every connection, and what a restore kept again. */
+#define FDSTORE_NOBODY UINT32_MAX
 
 struct fdstore;
 
@@ -76,7 +80,28 @@ unsigned int fdstore_close_untaken(struct fdstore *s);
  * (the table then keeps nothing either).
  */
 int fdstore_put(struct fdstore *s, const char *name, int fd);
-/* Forget @name (FDSTOREREMOVE=1), kept or only passed. */
+/*
+ * The same, the place charged to @uid through the books
+ * (fdstore_set_books()): -ENOSPC past the bound, or the books' -errno
+ * (over the uid's share, unless charged @over it: what it keeps exists
+ * already, a restore keeps it again, or an administrator's).
+ * fdstore_remove() gives the place back.
+ */
+int fdstore_put_for(struct fdstore *s, const char *name, int fd, uint32_t uid,
+		    bool over);
+/* Who counts the places charged to uids: @take charges one to @uid
+ * (0 or -errno, its share checked unless @over), @give gives one
+ * back. Kept, not copied further; none set: nothing is counted. */
+struct fdstore_books {
+	int (*take)(void *arg, uint32_t uid, bool over);
+	void (*give)(void *arg, uint32_t uid);
+	void *arg;
+};
+void fdstore_set_books(struct fdstore *s, const struct fdstore_books *b);
+/* The bound (0 without a store). */
+unsigned int fdstore_max(const struct fdstore *s);
+/* Forget @name (FDSTOREREMOVE=1), kept or only passed; a place charged to
+ * a uid is given back. */
 void fdstore_remove(struct fdstore *s, const char *name);
 /* Descriptors kept now. */
 unsigned int fdstore_count(const struct fdstore *s);

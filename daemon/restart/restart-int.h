@@ -19,13 +19,14 @@ struct event;
 struct core;
 struct server;
 struct fdstore;
+struct store_share;
 struct journal;
 struct journal_view;
 struct journal_sink;
 
-/* The store's room beyond two per connection: contexts, DMs, XRCD files,
- * the states. */
-#define RESTART_STORE_EXTRA 4096
+/* The daemon's own places: two states and two in-flight tables during a
+ * compaction. */
+#define RESTART_STORE_OWN 4
 /* The registry's id spaces (clients, contexts, objects), and at most one
  * per family. */
 #define RESTART_CORE_IDS 3
@@ -35,6 +36,8 @@ struct journal_sink;
 
 struct restart {
 	struct fdstore *store;
+	/* Each uid's places in it (fd_store_per_uid), its books. */
+	struct store_share *share;
 	/* NULL after a failed start of the journal (restart is then off). */
 	struct journal *j;
 	/* At start: the state read, until the restore ran. */

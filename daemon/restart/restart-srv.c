@@ -23,6 +23,7 @@
 #include "daemon/util/log.h"
 #include "daemon/restart/restart-int.h"
 #include "daemon/restart/restart-srv.h"
+#include "daemon/restart/store-share.h"
 #include "proto/rdmabroker.pb-c.h"
 #include "proto/state.pb-c.h"
 
@@ -65,6 +66,7 @@ int restart_init(struct core *core, bool off)
 {
 	struct restart *rs;
 	struct state_pick pick = { 0 };
+	struct fdstore_books books;
 	const char *notify;
 	uint64_t jgen = 1;
 	int ret;
@@ -85,6 +87,17 @@ int restart_init(struct core *core, bool off)
 	ret = fdstore_open(restart_store_max(core), rs->systemd, &rs->store);
 	if (ret < 0)
 		return ret;
+	ret = store_share_new(core->config.limits.fd_store_per_uid, &rs->share);
+	if (ret < 0)
+		return ret;
+	books = store_share_books(rs->share);
+	fdstore_set_books(rs->store, &books);
+	log_info("the fd store holds at most %u descriptors: %u + %u clients "
+		 "x (2 + %zu devices + private_contexts_per_uid %u + "
+		 "fd_store_per_uid %u)",
+		 restart_store_max(core), RESTART_STORE_OWN, core->max_conns,
+		 core->devices.n, core->config.limits.private_contexts_per_uid,
+		 core->config.limits.fd_store_per_uid);
 	pick.rs = rs;
 	fdstore_each_passed(rs->store, FDSTORE_PREFIX "state.", state_pick_one,
 			    &pick);
@@ -119,9 +132,18 @@ int restart_first_name(void *arg, const char *name, int fd)
 
 unsigned int restart_store_max(const struct core *core)
 {
-	/* Every connection, a context per (domain, device), the DMs and
-	 * XRCD files the families keep, two states during a compaction. */
-	return core->max_conns * 2 + RESTART_STORE_EXTRA;
+	const struct broker_limits *l = &core->config.limits;
+	uint64_t per_conn;
+
+	/* Each of --max-clients connections may be a uid of its own: its
+	 * socket and DM status page, its domain's context on each device,
+	 * its private contexts, and its share of XRCD names and DMs
+	 * (charged: fdstore_put_for()). */
+	per_conn = 2 + (uint64_t)core->devices.n + l->private_contexts_per_uid +
+		   l->fd_store_per_uid;
+	per_conn = per_conn * core->max_conns + RESTART_STORE_OWN;
+	return per_conn > UINT32_MAX / 2 ? UINT32_MAX / 2 :
+					   (unsigned int)per_conn;
 }
 
 bool restart_keeps_sessions(const struct core *core)
@@ -150,6 +172,7 @@ void restart_fini(struct core *core)
 	journal_free(rs->j);
 	inflight_free(rs->inflight);
 	fdstore_free(rs->store);
+	store_share_free(rs->share);
 	free(rs);
 	core->restart = NULL;
 	core->sink = NULL;
@@ -169,10 +192,12 @@ void restart_conn_opened(struct conn *c)
 		inflight_take(c->cl.core->restart->inflight, c->cl.id);
 	restart_fd_name(name, sizeof(name), "conn", c->cl.id);
 	ret = fdstore_put(st, name, c->fd);
-	if (ret < 0)
+	if (ret < 0) {
 		log_warn("client %" PRIu64 ": not kept in the fd store (%s): "
-			 "a restart ends its session",
+			 "its hello is refused",
 			 c->cl.id, strerror(-ret));
+		c->cl.store_err = ret;
+	}
 	restart_ids_check(c->cl.core);
 }
 

@@ -28,9 +28,11 @@
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/util/queue.h"
+#include "daemon/util/why.h"
 #include "daemon/registry/user.h"
 #include "daemon/restart/restart-int.h"
 #include "daemon/restart/restart.h"
+#include "daemon/restart/store-share.h"
 #include "daemon/restart/restore-object.h"
 #include "proto/rdmabroker.pb-c.h"
 #include "proto/state.pb-c.h"
@@ -49,6 +51,31 @@ struct fdstore *restart_fdstore(const struct core *core)
 {
 	return core->restart && !core->restart->handoff ? core->restart->store :
 							  NULL;
+}
+
+int restart_store_room(const struct core *core, uint32_t uid, const char *what,
+		       struct why *why)
+{
+	const struct fdstore *st = restart_fdstore(core);
+	const struct store_share *sh =
+		core->restart ? core->restart->share : NULL;
+
+	if (!st)
+		return 0;
+	if (store_share_room(sh, uid) < 0)
+		return why_set(why, -EDQUOT,
+			       "uid %u holds %u places in the broker's fd "
+			       "store (XRCD names and DMs), its limit "
+			       "([broker] fd_store_per_uid = %u): %s is not "
+			       "made",
+			       (unsigned int)uid, store_share_places(sh, uid),
+			       core->config.limits.fd_store_per_uid, what);
+	if (fdstore_count(st) >= fdstore_max(st))
+		return why_set(why, -ENOSPC,
+			       "the broker's fd store is full (%u "
+			       "descriptors): %s is not made",
+			       fdstore_max(st), what);
+	return 0;
 }
 
 static void state_name(char *buf, size_t size, uint64_t gen)

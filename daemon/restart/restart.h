@@ -215,4 +215,14 @@ void restart_status(const struct core *core, bool full, uint64_t *gen,
 struct journal *restart_journal(const struct core *core);
 struct fdstore *restart_fdstore(const struct core *core);
 
+struct why;
+/*
+ * Whether uid @uid may take one more place in the fd store for @what
+ * ("XRCD \"x\"", "a DM"), asked before anything is made: 0 (also
+ * without a store), -EDQUOT with @why naming the uid's share
+ * ([broker] fd_store_per_uid), or -ENOSPC with @why naming the bound.
+ */
+int restart_store_room(const struct core *core, uint32_t uid, const char *what,
+		       struct why *why);
+
 #endif

@@ -102,6 +102,15 @@ int h_session_hello(struct client *c, const Rdmab__Request *req,
 	ret = session_check_version(hr->library_version, r);
 	if (ret < 0)
 		return ret;
+	/* An administrator is served all the same: rdmabrokerctl must
+	 * still see why the store is full. */
+	if (c->store_err < 0 && !policy_is_admin(core, c))
+		return reply_error(r, c->store_err,
+				   "the broker cannot keep this connection in "
+				   "its fd store (%s): a restart of the broker "
+				   "would end the session; try again later, "
+				   "or see rdmabrokerd(8) RESTART",
+				   strerror(-c->store_err));
 	if (hr->parent_secret.len > sizeof(c->secret))
 		return reply_error(r, -EINVAL,
 				   "parent secret of %zu bytes: a session's "

@@ -743,13 +743,14 @@ if section restart; then
 	systemctl daemon-reload
 	systemctl restart "$UNIT" >"$L/restart-units.log" 2>&1
 	systemctl start "$SU" >>"$L/restart-units.log" 2>&1
-	# The installed unit's store, as shipped (no drop-in): room for what
-	# rdmabrokerd(8) RESTART bounds it by, 2 x --max-clients + 4096.
+	# The installed unit's store, as shipped (no drop-in): room for the
+	# bound the daemon logs at start (rdmabrokerd(8) RESTART's formula).
 	fdmax=$(prop "$UNIT" FileDescriptorStoreMax)
-	maxcl=$("$ctl" --json status 2>/dev/null |
-		sed -n 's/.*"max_clients":\([0-9]*\).*/\1/p')
-	check restart-unit-fdstore "the installed $UNIT: FileDescriptorStoreMax=$fdmax, --max-clients ${maxcl:-?}" \
-		test -n "$maxcl" -a "${fdmax:-0}" -ge $((2 * ${maxcl:-0} + 4096))
+	bound=$(journalctl -q -u "$UNIT" -o cat |
+		sed -n 's/^the fd store holds at most \([0-9]*\) descriptors.*/\1/p' |
+		tail -n 1)
+	check restart-unit-fdstore "the installed $UNIT: FileDescriptorStoreMax=$fdmax, the daemon's bound ${bound:-?}" \
+		test -n "$bound" -a "${fdmax:-0}" -ge "${bound:-1}"
 	info "restart: $UNIT FileDescriptorStoreMax=$(prop "$UNIT" FileDescriptorStoreMax), $SU $(prop "$SU" ActiveState)"
 	# Item 7: one journal line per restore, from here on.
 	jcur=$(journalctl -q -n 0 --show-cursor | sed -n 's/^-- cursor: //p')

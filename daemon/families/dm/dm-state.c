@@ -127,7 +127,7 @@ void dm_journal_forget(struct core *core, const struct dm *dm)
 	state_forget(core, JOURNAL_DM, dm->id, "dm");
 }
 
-int dm_journal_store_fd(struct core *core, const struct dm *dm)
+int dm_journal_store_fd(struct core *core, const struct dm *dm, bool over)
 {
 	struct fdstore *st = restart_fdstore(core);
 	char name[FDSTORE_NAME_MAX];
@@ -135,7 +135,7 @@ int dm_journal_store_fd(struct core *core, const struct dm *dm)
 	if (!st || dm->dd.fd < 0)
 		return 0;
 	state_fd_name(name, sizeof(name), "dm", dm->id);
-	return fdstore_put(st, name, dm->dd.fd);
+	return fdstore_put_for(st, name, dm->dd.fd, (uint32_t)dm->uid, over);
 }
 
 int dm_journal_session(struct core *core, const struct dm_session *s)
@@ -504,7 +504,7 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 		}
 	}
 	/* The new generation's journal and store hold what was adopted. */
-	ret = dm_journal_store_fd(core, dm);
+	ret = dm_journal_store_fd(core, dm, true);
 	if (ret < 0) {
 		ret = restore_fail(rs, ret, "DM %" PRIu64 " cannot be kept: %s",
 				   dm->id, strerror(-ret));

@@ -810,7 +810,7 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 	struct core *core = c->core;
 	struct why dev_why = { 0, "" };
 	uint64_t rounded = 0;
-	bool persistent;
+	bool persistent, admin;
 	struct dctx *x;
 	struct dm_hold *h;
 	struct dm *dm;
@@ -867,12 +867,24 @@ int dm_alloc(struct client *c, const Rdmab__DmAllocRequest *q, struct why *why,
 			       " bytes of it)",
 			       dev_why.text, x->dev->dm_reserved);
 	}
-	ret = dm_journal_store_fd(core, dm);
+	/* A soft DM's memfd takes a place in the fd store, its maker's:
+	 * refused over the uid's share, the memory given back.
+	 * Administrators are exempt, as from the other per-uid limits. */
+	dm->uid = c->cred.uid;
+	admin = policy_is_admin(core, c);
+	ret = dm->dd.fd >= 0 && !admin ?
+		      restart_store_room(core, (uint32_t)dm->uid, "a DM", why) :
+		      0;
+	if (ret >= 0) {
+		ret = dm_journal_store_fd(core, dm, admin);
+		if (ret < 0)
+			why_set(why, ret, "the fd store cannot keep the DM: %s",
+				strerror(-ret));
+	}
 	if (ret < 0) {
 		x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &dev_why);
 		free(dm);
-		return why_set(why, ret, "the fd store cannot keep the DM: %s",
-			       strerror(-ret));
+		return ret;
 	}
 	dm->ctx = x;
 	dm->domain = x->domain;

@@ -255,15 +255,17 @@ unsigned int dm_ctx_force(struct core *core, struct dctx *x,
 /*
  * Restart (dm-state.c, restart.h): dm_journal() writes @dm's record as it
  * is now, dm_journal_forget() ends it and takes its memfd out of the fd
- * store; dm_journal_store_fd() puts a new soft DM's memfd there (0 or
- * -errno: the alloc is refused). A session's status page: into the store
- * with its record when made (dm_journal_session(), 0 or -errno), its
- * "sent" (dm_journal_session_sent()), out when it goes. All no-ops with
- * restart off.
+ * store; dm_journal_store_fd() puts a new soft DM's memfd there, its
+ * place charged to dm->uid (0 or -errno: the alloc is refused), @over
+ * its share too (a restore: it exists; an administrator's). A session's
+ * status page: into the store with its record when made
+ * (dm_journal_session(), 0 or -errno), its "sent"
+ * (dm_journal_session_sent()), out when it goes. All no-ops with restart
+ * off.
  */
 void dm_journal(struct core *core, const struct dm *dm);
 void dm_journal_forget(struct core *core, const struct dm *dm);
-int dm_journal_store_fd(struct core *core, const struct dm *dm);
+int dm_journal_store_fd(struct core *core, const struct dm *dm, bool over);
 int dm_journal_session(struct core *core, const struct dm_session *s);
 void dm_journal_session_sent(struct core *core, const struct dm_session *s);
 void dm_journal_session_gone(struct core *core, const struct dm_session *s);

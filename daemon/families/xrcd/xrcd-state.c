@@ -59,11 +59,14 @@ int xrcd_journal_name(struct core *core, const struct xrcd_name_rec *r,
 		return 0;
 	if (is_new && st) {
 		state_fd_name(name, sizeof(name), "xrcd", r->ino);
-		ret = fdstore_put(st, name, r->fd);
+		ret = fdstore_put_for(st, name, r->fd, r->store_uid,
+				      r->over_share);
 		if (ret < 0)
 			return ret;
 	}
 	m.name = (char *)r->name;
+	m.store_charged = r->store_uid != FDSTORE_NOBODY;
+	m.store_uid = m.store_charged ? r->store_uid : 0;
 	m.owner = (char *)r->owner;
 	m.declared = r->declared;
 	m.file = (char *)r->file;
@@ -176,6 +179,8 @@ static int restore_name(void *arg, const struct journal_rec *rec)
 	r.declared = m->declared;
 	r.fd = fd;
 	r.ino = rec->key;
+	r.store_uid = m->store_charged ? m->store_uid : FDSTORE_NOBODY;
+	r.over_share = true;
 	for (size_t i = 0; i < m->n_held_on && r.n_held < 8; i++)
 		r.held_on[r.n_held++] = m->held_on[i];
 	ret = xrcd_adopt_name(rs->core, &r);

@@ -20,6 +20,7 @@
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/registry/core.h"
+#include "daemon/restart/fdstore.h"
 #include "daemon/restart/restart.h"
 #include "daemon/families/xrcd/xrcd-conf.h"
 #include "daemon/restart/restore-object.h"
@@ -71,6 +72,9 @@ struct xrcd {
 	char file[CONFIG_XRCD_NAME_MAX + 8];
 	int fd;
 	uint64_t ino;
+	/* Whose place in the fd store its file takes: its maker's uid for
+	 * an undeclared name, FDSTORE_NOBODY for a declared one. */
+	uint32_t store_uid;
 	/* The daemon's open per device (core->devices.dev index). */
 	void *hold[DEVICE_MAX];
 	bool held[DEVICE_MAX];
@@ -109,7 +113,8 @@ static void name_rec(struct core *core, const struct xrcd *x,
 				     .file = x->file,
 				     .declared = x->declared,
 				     .fd = x->fd,
-				     .ino = x->ino };
+				     .ino = x->ino,
+				     .store_uid = x->store_uid };
 	for (size_t i = 0; i < core->devices.n; i++)
 		if (x->held[i] && r->n_held < 8)
 			r->held_on[r->n_held++] = core->devices.dev[i].name;
@@ -201,6 +206,7 @@ static struct xrcd *xrcd_new(struct xrcd_table *t, const char *owner,
 	snprintf(x->owner, sizeof(x->owner), "%s", owner);
 	x->declared = declared;
 	x->fd = -1;
+	x->store_uid = FDSTORE_NOBODY;
 	TAILQ_INIT(&x->opens);
 	return x;
 }
@@ -496,9 +502,22 @@ static int xrcd_resolve(struct client *c, const char *name, uint32_t oflags,
 		*ret = x;
 		return 0;
 	}
+	/* An undeclared name's file takes a place in the fd store, its
+	 * maker's; a declared one's is the configuration's.
+	 * Administrators are exempt, as from the other per-uid limits. */
+	if (!decl && !policy_is_admin(c->core, c)) {
+		char what[CONFIG_XRCD_NAME_MAX + 8];
+
+		snprintf(what, sizeof(what), "XRCD \"%s\"", name);
+		err = restart_store_room(c->core, c->cred.uid, what, why);
+		if (err < 0)
+			return err;
+	}
 	x = xrcd_new(t, owner, name, decl != NULL);
 	if (!x)
 		return why_set(why, -ENOMEM, "out of memory");
+	if (!decl)
+		x->store_uid = c->cred.uid;
 	err = xrcd_file_create(t, x);
 	if (err < 0) {
 		/* A declared file's name is the configuration's, still not
@@ -518,6 +537,7 @@ static int xrcd_resolve(struct client *c, const char *name, uint32_t oflags,
 		struct xrcd_name_rec rec;
 
 		name_rec(c->core, x, &rec);
+		rec.over_share = policy_is_admin(c->core, c);
 		err = xrcd_journal_name(c->core, &rec, true);
 	}
 	if (err < 0) {
@@ -1045,6 +1065,7 @@ int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r)
 	snprintf(x->file, sizeof(x->file), "%s", r->file);
 	x->fd = r->fd;
 	x->ino = r->ino;
+	x->store_uid = r->store_uid;
 	TAILQ_INSERT_TAIL(&t->xrcds, x, link);
 	for (unsigned int i = 0; i < r->n_held; i++) {
 		struct device *dev = device_find(&core->devices, r->held_on[i]);

@@ -87,6 +87,11 @@ struct xrcd_name_rec {
 	/* Devices the daemon holds it on, by name. */
 	const char *held_on[8];
 	unsigned int n_held;
+	/* Whose place in the fd store its file takes (FDSTORE_NOBODY:
+	 * nobody's), and whether it is charged over the uid's share (a
+	 * restore keeps what exists; an administrator's). */
+	uint32_t store_uid;
+	bool over_share;
 };
 
 struct xrcd_open_rec {
