@@ -844,6 +844,75 @@ START_TEST(detached_owner_kept)
 }
 END_TEST
 
+/* The owner record of process @arg's pid, its start time moved on: what
+ * a pid reused while no daemon ran looks like to the restore. */
+struct owner_fault {
+	pid_t pid;
+	struct journal *j;
+	unsigned int moved;
+};
+
+static int owner_start_moved(void *arg, const struct journal_rec *r)
+{
+	struct owner_fault *f = arg;
+	Rdmab__State__Owner *m =
+		rdmab__state__owner__unpack(NULL, r->len, r->data);
+
+	ck_assert_ptr_nonnull(m);
+	if (m->pid == (uint32_t)f->pid) {
+		/* Recorded when the session ended. */
+		ck_assert_uint_ne(m->start_time, 0);
+		m->start_time++;
+		ck_assert_int_eq(
+			journal_put(f->j, JOURNAL_OWNER, r->key, &m->base), 0);
+		f->moved++;
+	}
+	rdmab__state__owner__free_unpacked(m, NULL);
+	return 0;
+}
+
+/* A detached owner's process is known by its start time too: after a
+ * restart whose state says the process under its pid started at another
+ * time (the pid was reused while no daemon ran), the owner is dead and
+ * its objects are destroyed, though a process of that pid lives. */
+START_TEST(detached_owner_pid_reused)
+{
+	struct owner_fault f = { 0 };
+	struct journal_view *v;
+	char why[256], name[64];
+	struct rig g;
+	int fd, st;
+
+	SKIP_WITHOUT_STATE(&g);
+	f.pid = holder_spawn(&g, false);
+	ck_assert_uint_eq(evict_pid(&g, f.pid), 1);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	/* The next generation, planted: the newest state is the one read. */
+	fd = state_fd(&g);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	close(fd);
+	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &f.j),
+			 0);
+	ck_assert_int_eq(journal_each(v, JOURNAL_OWNER, owner_start_moved, &f),
+			 0);
+	ck_assert_uint_eq(f.moved, 1);
+	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(f.j));
+	ck_assert_int_eq(fakesd_plant(g.sd, name, journal_fd(f.j)), 0);
+	journal_free(f.j);
+	journal_view_free(v);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	wait_all_gone(&g);
+	ck_assert_int_eq(kill(f.pid, 0), 0);
+	kill(f.pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(f.pid, TL_WAIT_MS, &st), 0);
+	rig_free(&g);
+}
+END_TEST
+
 /* The domain with members (the rig's client's), as listed now. */
 static struct ibc_domain_info domain_now(struct rig *g)
 {
@@ -2153,6 +2222,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, serials_never_reused);
 	tcase_add_test(tc, request_read_not_stored_eagain);
 	tcase_add_test(tc, detached_owner_kept);
+	tcase_add_test(tc, detached_owner_pid_reused);
 	tcase_add_test(tc, import_kept);
 	tcase_add_test(tc, restore_not_compacted);
 	tcase_add_test(tc, rekeyed_kept);

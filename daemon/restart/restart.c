@@ -672,6 +672,7 @@ void restart_owner_saved(struct core *core, struct obj_owner *ow)
 		return;
 	ow->journaled = true;
 	m.pid = (uint32_t)ow->pid;
+	m.start_time = ow->start_time;
 	m.uid = (uint32_t)ow->uid;
 	m.state = ow->state;
 	restart_after_write(core, journal_put(core->restart->j, JOURNAL_OWNER,
@@ -701,7 +702,7 @@ struct obj_owner *restart_owner_find(struct restore *rs, uint64_t client_id)
 		return NULL;
 	if (m->state == OWNER_DETACHED || m->state == OWNER_DEAD)
 		ow = objects_owner_adopt(rs->core, client_id, (pid_t)m->pid,
-					 (uid_t)m->uid,
+					 m->start_time, (uid_t)m->uid,
 					 (enum owner_state)m->state);
 	rdmab__state__owner__free_unpacked(m, NULL);
 	return ow;
@@ -734,14 +735,20 @@ void restart_owners_watch(struct core *core)
 			continue;
 		}
 		/* No pidfd was kept: one of the pid, whose process may be
-		 * gone (-ESRCH) or, after so long, another's of the same
-		 * uid (then its objects wait for that one). */
+		 * gone (-ESRCH) or another's by now; a process that started
+		 * at another time than the record's is another, and the
+		 * owner's is taken as exited (an older daemon's record has
+		 * no start time: its pid is trusted). */
 		if (ow->state == OWNER_DEAD) {
 			err = -ESRCH;
 		} else {
 			struct user *u = user_get(core, ow->uid);
+			int pidfd;
 
-			err = obj_watch_join(ow, u, ow->uid, -1);
+			err = obj_pidfd_open_as(ow->pid, ow->start_time,
+						&pidfd);
+			if (err == 0)
+				err = obj_watch_join(ow, u, ow->uid, pidfd);
 			if (u)
 				user_unref(core, u);
 		}
