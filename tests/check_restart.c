@@ -32,6 +32,7 @@
 
 #include "daemon/families/family.h"
 #include "daemon/restart/journal.h"
+#include "daemon/restart/restart.h"
 #include "include/ibclient.h"
 #include "proto/state.pb-c.h"
 #include "tests/agent.h"
@@ -662,6 +663,8 @@ START_TEST(serials_never_reused)
 	struct rig g;
 
 	SKIP_WITHOUT_STATE(&g);
+	/* Restored once: its counters say so (generation 2, 1 restart). */
+	ck_assert_int_eq(kill_and_restart(&g), 0);
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
 	qa.send_cq = qa.recv_cq = cq;
@@ -1371,6 +1374,8 @@ START_TEST(dm_ids_never_reused)
 	struct rig g;
 
 	SKIP_WITHOUT_STATE(&g);
+	/* Restored once: its counters say so (generation 2, 1 restart). */
+	ck_assert_int_eq(kill_and_restart(&g), 0);
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &a), 0);
 	first = ibc_dm_id(a);
@@ -1831,6 +1836,150 @@ START_TEST(imports_after_named)
 }
 END_TEST
 
+/*
+ * The committed state (tests/data/state-format2.bin), as today's writer
+ * wrote it (`make state-fixture` writes it again): a session with its
+ * context, a CQ, a DM and an XRCD open, and a detached owner's CQ, in a
+ * journal of generation STATE_FIXTURE_GEN. A change of the state format
+ * that an older state no longer reads through fails here.
+ */
+#define STATE_FIXTURE "state-format2.bin"
+#define STATE_FIXTURE_GEN 100
+
+/* Write the fixture to @path: the rig's daemon's state after the kill,
+ * its live records only, in a fresh journal. */
+static void state_fixture_write(const char *path)
+{
+	struct journal_view *v;
+	struct journal *j;
+	struct ibc_xrcd *xr;
+	struct ibc_ctx *x;
+	struct ibc_dm *dm;
+	struct ibc_cq *cq;
+	char why[256];
+	uint8_t *buf;
+	struct rig g;
+	pid_t pid;
+	off_t len;
+	FILE *f;
+	int fd, st;
+
+	SKIP_WITHOUT_STATE(&g);
+	/* Restored once: its counters say so (generation 2, 1 restart). */
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "fixture", O_CREAT, &xr), 0);
+	pid = holder_spawn(&g, false);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	fd = state_fd(&g);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	close(fd);
+	ck_assert_int_eq(journal_from_view(v, STATE_FIXTURE_GEN, &j), 0);
+	/* Its log, not the room the memfd keeps past it. */
+	len = (off_t)journal_used(j);
+	ck_assert_int_gt(len, 0);
+	buf = malloc((size_t)len);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(pread(journal_fd(j), buf, (size_t)len, 0), len);
+	f = fopen(path, "we");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(buf, 1, (size_t)len, f), (size_t)len);
+	ck_assert_int_eq(fclose(f), 0);
+	free(buf);
+	journal_free(j);
+	journal_view_free(v);
+	rig_free(&g);
+}
+
+/* Live records of kinds [@first, @first + JOURNAL_FAMILY_KINDS). */
+static size_t family_records(const struct journal_view *v, uint32_t first)
+{
+	size_t n = 0;
+
+	for (uint32_t k = first; k < first + JOURNAL_FAMILY_KINDS; k++)
+		n += journal_view_count(v, k);
+	return n;
+}
+
+/* Today's reader reads the committed state, and today's restore adopts
+ * it: its generation goes on, nothing refused. What it names that the
+ * store does not hold (the session's socket, the context's, the DM's
+ * memfd, the XRCD's file) is dropped as when lost in a crash. */
+START_TEST(state_fixture_restores)
+{
+	const char *out = getenv("STATE_FIXTURE_WRITE");
+	const char *dir = getenv("TESTS_DATA_DIR");
+	struct journal_view *v;
+	struct ibc_client *c2;
+	char why[256], path[512], name[64], *text;
+	struct rig g;
+	int fd;
+
+	if (out) {
+		state_fixture_write(out);
+		return;
+	}
+	ck_assert_ptr_nonnull(dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FIXTURE);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	ck_assert_int_eq(restart_state_check(v, NULL, NULL, why, sizeof(why)),
+			 0);
+	ck_assert_uint_eq(journal_view_gen(v), STATE_FIXTURE_GEN);
+	ck_assert_uint_eq(journal_view_count(v, JOURNAL_COUNTERS), 1);
+	ck_assert_uint_eq(journal_view_count(v, JOURNAL_CONTEXT), 1);
+	ck_assert_uint_eq(journal_view_count(v, JOURNAL_SESSION), 1);
+	ck_assert_uint_eq(journal_view_count(v, JOURNAL_OWNER), 1);
+	ck_assert_uint_ge(journal_view_count(v, JOURNAL_OBJECT), 2);
+	/* The DM family's records, and the XRCD family's (dm.h, xrcd.h:
+	 * a family's kinds are never renumbered). */
+	ck_assert_uint_gt(family_records(v, 16), 0);
+	ck_assert_uint_gt(family_records(v, 32), 0);
+	journal_view_free(v);
+
+	/* Handed to a daemon as the newest state. */
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	{
+		/* A memfd as the daemon's own: a file would do as well,
+		 * but the store holds memfds. */
+		int m = memfd_create("fixture", MFD_CLOEXEC);
+		uint8_t buf[65536];
+		ssize_t n;
+
+		ck_assert_int_ge(m, 0);
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			ck_assert_int_eq(write(m, buf, (size_t)n), n);
+		ck_assert_int_eq(n, 0);
+		snprintf(name, sizeof(name), "rb.state.%d", STATE_FIXTURE_GEN);
+		ck_assert_int_eq(fakesd_plant(g.sd, name, m), 0);
+		close(m);
+	}
+	close(fd);
+	rig_start(&g);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
+	/* The fixture's counters go on (the rig's own state would say 1
+	 * restart, generation 2). */
+	ck_assert_int_eq(ibc_metrics(c2, &text, NULL), 0);
+	ck_assert_msg(strstr(text, "\nrdmabroker_restarts_total 2\n") &&
+			      strstr(text, "\nrdmabroker_generation 3\n"),
+		      "the restore did not go on from the fixture's counters");
+	free(text);
+	ibc_disconnect(c2);
+	rig_free(&g);
+}
+END_TEST
+
 /* A domain's rekey count (rdmabrokerctl domains, status, metrics) goes
  * on across restarts: kept in the domain's own record. */
 START_TEST(rekeys_kept)
@@ -2249,6 +2398,11 @@ static Suite *restart_suite(void)
 			    FAMILY_COUNT);
 	tcase_add_test(tc, store_share_per_uid);
 	tcase_add_test(tc, store_full_hello_told);
+	suite_add_tcase(s, tc);
+	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
+	tc = tcase_create("fixture");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, state_fixture_restores);
 	suite_add_tcase(s, tc);
 	return s;
 }
