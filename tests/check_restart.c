@@ -1836,6 +1836,88 @@ START_TEST(imports_after_named)
 }
 END_TEST
 
+/* The books of the domain with members that an intent's restart test
+ * compares. */
+static void books_equal(const struct ibc_domain_info *a,
+			const struct ibc_domain_info *b)
+{
+	ck_assert_uint_eq(a->live_intents, b->live_intents);
+	ck_assert_uint_eq(a->kernel_objects, b->kernel_objects);
+	ck_assert_uint_eq(a->registry_objects, b->registry_objects);
+	ck_assert_uint_eq(a->unaccounted, b->unaccounted);
+	ck_assert_uint_eq(a->used.objects, b->used.objects);
+}
+
+/*
+ * An intent open at the kill: a client stopped inside the soft device's
+ * window ([soft] intent_window), after its intent (run 1) or after the
+ * kernel call made its CQ (run 0), while the daemon is SIGKILLed. The
+ * intent comes back open with its session, charged as before; once the
+ * client dies its half-served CQ is counted unaccounted (run 0) or
+ * nothing is left (run 1), across one more restart too; once the
+ * context closes the domain's books are at 0.
+ */
+START_TEST(intent_open_at_kill)
+{
+	const char *stop_at = _i ? "intent" : "kernel";
+	struct ibc_domain_info before, after;
+	uint32_t made = _i ? 0 : 1;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	rig_config = "[soft]\nintent_window = yes\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ibc_client *cl;
+		struct ibc_ctx *cx;
+		struct ibc_cq *ccq;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("IBC_TEST_SOFT_STOP", stop_at, 1);
+		if (tl_connect(g.sock, 10000, &cl) < 0 ||
+		    ibc_open(cl, "soft0", &cx) < 0)
+			_exit(1);
+		ibc_cq_create(cx, 16, &ccq);
+		_exit(2);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+	ck_assert_msg(WIFSTOPPED(st), "the client did not stop: %#x", st);
+	before = domain_now(&g);
+	ck_assert_uint_eq(before.live_intents, 1);
+	/* The PD, and the CQ if the kernel call ran. */
+	ck_assert_uint_eq(before.kernel_objects, 1 + made);
+	/* The PD and the intent. */
+	ck_assert_uint_eq(before.used.objects, 2);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	after = domain_now(&g);
+	books_equal(&after, &before);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	before = domain_settled(&g);
+	ck_assert_uint_eq(before.unaccounted, made);
+	ck_assert_uint_eq(before.kernel_objects, 1 + made);
+	ck_assert_uint_eq(before.used.objects, 1 + made);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	after = domain_now(&g);
+	books_equal(&after, &before);
+	/* The last session leaves: its context closes with the CQ in it;
+	 * a new session finds the books at 0. */
+	rig_client_leaves(&g);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &g.cl), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.contexts, 0);
+	ck_assert_uint_eq(after.used.objects, 0);
+	ck_assert_uint_eq(after.unaccounted, 0);
+	ck_assert_uint_eq(after.kernel_objects, 0);
+	rig_free(&g);
+}
+END_TEST
+
 /*
  * The committed state (tests/data/state-format2.bin), as today's writer
  * wrote it (`make state-fixture` writes it again): a session with its
@@ -2398,6 +2480,7 @@ static Suite *restart_suite(void)
 			    FAMILY_COUNT);
 	tcase_add_test(tc, store_share_per_uid);
 	tcase_add_test(tc, store_full_hello_told);
+	tcase_add_loop_test(tc, intent_open_at_kill, 0, 2);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");
