@@ -1848,6 +1848,38 @@ static void books_equal(const struct ibc_domain_info *a,
 	ck_assert_uint_eq(a->used.objects, b->used.objects);
 }
 
+/* A soft object made through the intent window ([soft] intent_window)
+ * and registered comes back registered, not as an intent: the client's
+ * destroy and its death treat it as before the restart. */
+START_TEST(window_registered_kept)
+{
+	struct ibc_domain_info before, after;
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct rig g;
+
+	rig_config = "[soft]\nintent_window = yes\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	/* The register went without an answer: this one comes after it. */
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	before = domain_now(&g);
+	ck_assert_uint_eq(before.live_intents, 0);
+	ck_assert_uint_eq(before.registry_objects, 1);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	after = domain_now(&g);
+	books_equal(&after, &before);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.registry_objects, 0);
+	ck_assert_uint_eq(after.kernel_objects, before.kernel_objects - 1);
+	ibc_close(x);
+	rig_free(&g);
+}
+END_TEST
+
 /*
  * An intent open at the kill: a client stopped inside the soft device's
  * window ([soft] intent_window), after its intent (run 1) or after the
@@ -2481,6 +2513,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, store_share_per_uid);
 	tcase_add_test(tc, store_full_hello_told);
 	tcase_add_loop_test(tc, intent_open_at_kill, 0, 2);
+	tcase_add_test(tc, window_registered_kept);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");

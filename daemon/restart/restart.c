@@ -535,12 +535,41 @@ static void obj_put(struct core *core, const struct obj *o,
 	obj_ids_check(core, made);
 }
 
+/* A soft object made in the intent window ([soft] intent_window) is
+ * registered: its record, written at the kernel call with its spec, says
+ * so from now on; otherwise a restore would make it an intent again,
+ * which the client's death leaves unaccounted instead of destroying. */
+static void obj_registered(struct core *core, const struct obj *o)
+{
+	struct journal *j = core->restart->j;
+	Rdmab__State__Object *m;
+	struct journal_rec rec;
+
+	if (journal_get(j, JOURNAL_OBJECT, o->id, &rec) < 0)
+		return;
+	m = rdmab__state__object__unpack(NULL, rec.len, rec.data);
+	if (!m) {
+		restart_after_write(core, -ENOMEM);
+		return;
+	}
+	m->intent = false;
+	m->handle = o->handle;
+	restart_after_write(core,
+			    journal_put(j, JOURNAL_OBJECT, o->id, &m->base));
+	rdmab__state__object__free_unpacked(m, NULL);
+}
+
 void restart_obj_saved(struct core *core, const struct obj *o)
 {
+	if (!restart_journal(core))
+		return;
 	/* A soft object's record carries its spec (restart_obj_made()):
 	 * rewritten whole, it would lose it. */
-	if (!restart_journal(core) || (o->made_here && !o->intent))
+	if (o->made_here && !o->intent) {
+		if (o->window_made)
+			obj_registered(core, o);
 		return;
+	}
 	obj_put(core, o, NULL, NULL, NULL);
 }
 
