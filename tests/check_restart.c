@@ -1644,6 +1644,33 @@ static struct ibc_domain_info domain_settled(struct rig *g)
 	return d;
 }
 
+/* A client that stops (SIGSTOP) inside the soft device's intent window
+ * ([soft] intent_window) while it makes a CQ, at @stop_at
+ * (IBC_TEST_SOFT_STOP): its pid, once stopped. */
+static pid_t stopped_in_window(struct rig *g, const char *stop_at)
+{
+	pid_t pid = fork();
+	int st;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ibc_client *cl;
+		struct ibc_ctx *cx;
+		struct ibc_cq *ccq;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("IBC_TEST_SOFT_STOP", stop_at, 1);
+		if (tl_connect(g->sock, 10000, &cl) < 0 ||
+		    ibc_open(cl, "soft0", &cx) < 0)
+			_exit(1);
+		ibc_cq_create(cx, 16, &ccq);
+		_exit(2);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+	ck_assert_msg(WIFSTOPPED(st), "the client did not stop: %#x", st);
+	return pid;
+}
+
 /* The soft device's unnamed objects: a client killed after its kernel
  * call made a CQ ([soft] intent_window, IBC_TEST_SOFT_STOP=kernel) leaves
  * the CQ in the context in no record's name, counted unaccounted and
@@ -1662,23 +1689,7 @@ START_TEST(unnamed_kept)
 	rig_config = "[soft]\nintent_window = yes\n";
 	SKIP_WITHOUT_STATE(&g);
 	rig_config = NULL;
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		struct ibc_client *cl;
-		struct ibc_ctx *cx;
-		struct ibc_cq *ccq;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		setenv("IBC_TEST_SOFT_STOP", "kernel", 1);
-		if (tl_connect(g.sock, 10000, &cl) < 0 ||
-		    ibc_open(cl, "soft0", &cx) < 0)
-			_exit(1);
-		ibc_cq_create(cx, 16, &ccq);
-		_exit(2);
-	}
-	ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
-	ck_assert_msg(WIFSTOPPED(st), "the client did not stop: %#x", st);
+	pid = stopped_in_window(&g, "kernel");
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	before = domain_settled(&g);
@@ -1901,23 +1912,7 @@ START_TEST(intent_open_at_kill)
 	rig_config = "[soft]\nintent_window = yes\n";
 	SKIP_WITHOUT_STATE(&g);
 	rig_config = NULL;
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		struct ibc_client *cl;
-		struct ibc_ctx *cx;
-		struct ibc_cq *ccq;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		setenv("IBC_TEST_SOFT_STOP", stop_at, 1);
-		if (tl_connect(g.sock, 10000, &cl) < 0 ||
-		    ibc_open(cl, "soft0", &cx) < 0)
-			_exit(1);
-		ibc_cq_create(cx, 16, &ccq);
-		_exit(2);
-	}
-	ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
-	ck_assert_msg(WIFSTOPPED(st), "the client did not stop: %#x", st);
+	pid = stopped_in_window(&g, stop_at);
 	before = domain_now(&g);
 	ck_assert_uint_eq(before.live_intents, 1);
 	/* The PD, and the CQ if the kernel call ran. */
