@@ -1115,7 +1115,13 @@ static int storm(uint64_t seed, unsigned long restarts)
 				&clients[tl_rng_below(&r, N_CLIENTS)];
 			int64_t end = tl_now_ms() + TL_WAIT_MS;
 			int left;
+			char ack;
 
+			/* Paused, not inside the intent window. */
+			if (write(c->ctl, "p", 1) != 1 ||
+			    read(c->ctl, &ack, 1) != 1 || ack != 'P')
+				FAIL("restart %lu: client %d did not pause", k,
+				     (int)c->pid);
 			kill(c->pid, SIGKILL);
 			waitpid(c->pid, NULL, 0);
 			close(c->ctl);
@@ -1133,7 +1139,11 @@ static int storm(uint64_t seed, unsigned long restarts)
 		       paused ? "listings equal" : "clients unbroken");
 	}
 
-	/* Every client goes: half ask, half are killed. */
+	/* Every client goes: half ask, half are killed, paused first: one
+	 * killed inside the intent window would leave an unnamed object
+	 * that holds its CQ, stuck until a rekey. */
+	if (all_clients('p', 'P') < 0)
+		return -1;
 	for (int i = 0; i < N_CLIENTS; i++) {
 		if (i % 2) {
 			kill(clients[i].pid, SIGKILL);
