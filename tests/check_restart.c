@@ -32,6 +32,7 @@
 
 #include "daemon/families/family.h"
 #include "daemon/restart/journal.h"
+#include "daemon/restart/restart.h"
 #include "include/ibclient.h"
 #include "proto/state.pb-c.h"
 #include "tests/agent.h"
@@ -662,6 +663,8 @@ START_TEST(serials_never_reused)
 	struct rig g;
 
 	SKIP_WITHOUT_STATE(&g);
+	/* Restored once: its counters say so (generation 2, 1 restart). */
+	ck_assert_int_eq(kill_and_restart(&g), 0);
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
 	qa.send_cq = qa.recv_cq = cq;
@@ -840,6 +843,75 @@ START_TEST(detached_owner_kept)
 		ck_assert_uint_eq(
 			objects_in(&g, IBC_OBJECT_DETACHED, &detached), 0);
 	}
+	rig_free(&g);
+}
+END_TEST
+
+/* The owner record of process @arg's pid, its start time moved on: what
+ * a pid reused while no daemon ran looks like to the restore. */
+struct owner_fault {
+	pid_t pid;
+	struct journal *j;
+	unsigned int moved;
+};
+
+static int owner_start_moved(void *arg, const struct journal_rec *r)
+{
+	struct owner_fault *f = arg;
+	Rdmab__State__Owner *m =
+		rdmab__state__owner__unpack(NULL, r->len, r->data);
+
+	ck_assert_ptr_nonnull(m);
+	if (m->pid == (uint32_t)f->pid) {
+		/* Recorded when the session ended. */
+		ck_assert_uint_ne(m->start_time, 0);
+		m->start_time++;
+		ck_assert_int_eq(
+			journal_put(f->j, JOURNAL_OWNER, r->key, &m->base), 0);
+		f->moved++;
+	}
+	rdmab__state__owner__free_unpacked(m, NULL);
+	return 0;
+}
+
+/* A detached owner's process is known by its start time too: after a
+ * restart whose state says the process under its pid started at another
+ * time (the pid was reused while no daemon ran), the owner is dead and
+ * its objects are destroyed, though a process of that pid lives. */
+START_TEST(detached_owner_pid_reused)
+{
+	struct owner_fault f = { 0 };
+	struct journal_view *v;
+	char why[256], name[64];
+	struct rig g;
+	int fd, st;
+
+	SKIP_WITHOUT_STATE(&g);
+	f.pid = holder_spawn(&g, false);
+	ck_assert_uint_eq(evict_pid(&g, f.pid), 1);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	/* The next generation, planted: the newest state is the one read. */
+	fd = state_fd(&g);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	close(fd);
+	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &f.j),
+			 0);
+	ck_assert_int_eq(journal_each(v, JOURNAL_OWNER, owner_start_moved, &f),
+			 0);
+	ck_assert_uint_eq(f.moved, 1);
+	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(f.j));
+	ck_assert_int_eq(fakesd_plant(g.sd, name, journal_fd(f.j)), 0);
+	journal_free(f.j);
+	journal_view_free(v);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	wait_all_gone(&g);
+	ck_assert_int_eq(kill(f.pid, 0), 0);
+	kill(f.pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(f.pid, TL_WAIT_MS, &st), 0);
 	rig_free(&g);
 }
 END_TEST
@@ -1302,6 +1374,8 @@ START_TEST(dm_ids_never_reused)
 	struct rig g;
 
 	SKIP_WITHOUT_STATE(&g);
+	/* Restored once: its counters say so (generation 2, 1 restart). */
+	ck_assert_int_eq(kill_and_restart(&g), 0);
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &a), 0);
 	first = ibc_dm_id(a);
@@ -1570,6 +1644,33 @@ static struct ibc_domain_info domain_settled(struct rig *g)
 	return d;
 }
 
+/* A client that stops (SIGSTOP) inside the soft device's intent window
+ * ([soft] intent_window) while it makes a CQ, at @stop_at
+ * (IBC_TEST_SOFT_STOP): its pid, once stopped. */
+static pid_t stopped_in_window(struct rig *g, const char *stop_at)
+{
+	pid_t pid = fork();
+	int st;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ibc_client *cl;
+		struct ibc_ctx *cx;
+		struct ibc_cq *ccq;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("IBC_TEST_SOFT_STOP", stop_at, 1);
+		if (tl_connect(g->sock, 10000, &cl) < 0 ||
+		    ibc_open(cl, "soft0", &cx) < 0)
+			_exit(1);
+		ibc_cq_create(cx, 16, &ccq);
+		_exit(2);
+	}
+	ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+	ck_assert_msg(WIFSTOPPED(st), "the client did not stop: %#x", st);
+	return pid;
+}
+
 /* The soft device's unnamed objects: a client killed after its kernel
  * call made a CQ ([soft] intent_window, IBC_TEST_SOFT_STOP=kernel) leaves
  * the CQ in the context in no record's name, counted unaccounted and
@@ -1588,23 +1689,7 @@ START_TEST(unnamed_kept)
 	rig_config = "[soft]\nintent_window = yes\n";
 	SKIP_WITHOUT_STATE(&g);
 	rig_config = NULL;
-	pid = fork();
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		struct ibc_client *cl;
-		struct ibc_ctx *cx;
-		struct ibc_cq *ccq;
-
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		setenv("IBC_TEST_SOFT_STOP", "kernel", 1);
-		if (tl_connect(g.sock, 10000, &cl) < 0 ||
-		    ibc_open(cl, "soft0", &cx) < 0)
-			_exit(1);
-		ibc_cq_create(cx, 16, &ccq);
-		_exit(2);
-	}
-	ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
-	ck_assert_msg(WIFSTOPPED(st), "the client did not stop: %#x", st);
+	pid = stopped_in_window(&g, "kernel");
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
 	before = domain_settled(&g);
@@ -1757,6 +1842,248 @@ START_TEST(imports_after_named)
 	ibc_list_free(dl);
 	ck_assert_uint_eq(n, 1);
 	ck_assert_uint_eq(domain_now(&g).internal_objects, 2);
+	ibc_disconnect(c2);
+	rig_free(&g);
+}
+END_TEST
+
+/* The books of the domain with members that an intent's restart test
+ * compares. */
+static void books_equal(const struct ibc_domain_info *a,
+			const struct ibc_domain_info *b)
+{
+	ck_assert_uint_eq(a->live_intents, b->live_intents);
+	ck_assert_uint_eq(a->kernel_objects, b->kernel_objects);
+	ck_assert_uint_eq(a->registry_objects, b->registry_objects);
+	ck_assert_uint_eq(a->unaccounted, b->unaccounted);
+	ck_assert_uint_eq(a->used.objects, b->used.objects);
+}
+
+/* A soft object made through the intent window ([soft] intent_window)
+ * and registered comes back registered, not as an intent: the client's
+ * destroy and its death treat it as before the restart. */
+START_TEST(window_registered_kept)
+{
+	struct ibc_domain_info before, after;
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct rig g;
+
+	rig_config = "[soft]\nintent_window = yes\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	/* The register went without an answer: this one comes after it. */
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	before = domain_now(&g);
+	ck_assert_uint_eq(before.live_intents, 0);
+	ck_assert_uint_eq(before.registry_objects, 1);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	after = domain_now(&g);
+	books_equal(&after, &before);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.registry_objects, 0);
+	ck_assert_uint_eq(after.kernel_objects, before.kernel_objects - 1);
+	ibc_close(x);
+	rig_free(&g);
+}
+END_TEST
+
+/*
+ * An intent open at the kill: a client stopped inside the soft device's
+ * window ([soft] intent_window), after its intent (run 1) or after the
+ * kernel call made its CQ (run 0), while the daemon is SIGKILLed. The
+ * intent comes back open with its session, charged as before; once the
+ * client dies its half-served CQ is counted unaccounted (run 0) or
+ * nothing is left (run 1), across one more restart too; once the
+ * context closes the domain's books are at 0.
+ */
+START_TEST(intent_open_at_kill)
+{
+	const char *stop_at = _i ? "intent" : "kernel";
+	struct ibc_domain_info before, after;
+	uint32_t made = _i ? 0 : 1;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	rig_config = "[soft]\nintent_window = yes\n";
+	SKIP_WITHOUT_STATE(&g);
+	rig_config = NULL;
+	pid = stopped_in_window(&g, stop_at);
+	before = domain_now(&g);
+	ck_assert_uint_eq(before.live_intents, 1);
+	/* The PD, and the CQ if the kernel call ran. */
+	ck_assert_uint_eq(before.kernel_objects, 1 + made);
+	/* The PD and the intent. */
+	ck_assert_uint_eq(before.used.objects, 2);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	after = domain_now(&g);
+	books_equal(&after, &before);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	before = domain_settled(&g);
+	ck_assert_uint_eq(before.unaccounted, made);
+	ck_assert_uint_eq(before.kernel_objects, 1 + made);
+	ck_assert_uint_eq(before.used.objects, 1 + made);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	after = domain_now(&g);
+	books_equal(&after, &before);
+	/* The last session leaves: its context closes with the CQ in it;
+	 * a new session finds the books at 0. */
+	rig_client_leaves(&g);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &g.cl), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.contexts, 0);
+	ck_assert_uint_eq(after.used.objects, 0);
+	ck_assert_uint_eq(after.unaccounted, 0);
+	ck_assert_uint_eq(after.kernel_objects, 0);
+	rig_free(&g);
+}
+END_TEST
+
+/*
+ * The committed state (tests/data/state-format2.bin), as today's writer
+ * wrote it (`make state-fixture` writes it again): a session with its
+ * context, a CQ, a DM and an XRCD open, and a detached owner's CQ, in a
+ * journal of generation STATE_FIXTURE_GEN. A change of the state format
+ * that an older state no longer reads through fails here.
+ */
+#define STATE_FIXTURE "state-format2.bin"
+#define STATE_FIXTURE_GEN 100
+
+/* Write the fixture to @path: the rig's daemon's state after the kill,
+ * its live records only, in a fresh journal. */
+static void state_fixture_write(const char *path)
+{
+	struct journal_view *v;
+	struct journal *j;
+	struct ibc_xrcd *xr;
+	struct ibc_ctx *x;
+	struct ibc_dm *dm;
+	struct ibc_cq *cq;
+	char why[256];
+	uint8_t *buf;
+	struct rig g;
+	pid_t pid;
+	off_t len;
+	FILE *f;
+	int fd, st;
+
+	SKIP_WITHOUT_STATE(&g);
+	/* Restored once: its counters say so (generation 2, 1 restart). */
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "fixture", O_CREAT, &xr), 0);
+	pid = holder_spawn(&g, false);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	fd = state_fd(&g);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	close(fd);
+	ck_assert_int_eq(journal_from_view(v, STATE_FIXTURE_GEN, &j), 0);
+	/* Its log, not the room the memfd keeps past it. */
+	len = (off_t)journal_used(j);
+	ck_assert_int_gt(len, 0);
+	buf = malloc((size_t)len);
+	ck_assert_ptr_nonnull(buf);
+	ck_assert_int_eq(pread(journal_fd(j), buf, (size_t)len, 0), len);
+	f = fopen(path, "we");
+	ck_assert_ptr_nonnull(f);
+	ck_assert_uint_eq(fwrite(buf, 1, (size_t)len, f), (size_t)len);
+	ck_assert_int_eq(fclose(f), 0);
+	free(buf);
+	journal_free(j);
+	journal_view_free(v);
+	rig_free(&g);
+}
+
+/* Live records of kinds [@first, @first + JOURNAL_FAMILY_KINDS). */
+static size_t family_records(const struct journal_view *v, uint32_t first)
+{
+	size_t n = 0;
+
+	for (uint32_t k = first; k < first + JOURNAL_FAMILY_KINDS; k++)
+		n += journal_view_count(v, k);
+	return n;
+}
+
+/* Today's reader reads the committed state, and today's restore adopts
+ * it: its generation goes on, nothing refused. What it names that the
+ * store does not hold (the session's socket, the context's, the DM's
+ * memfd, the XRCD's file) is dropped as when lost in a crash. */
+START_TEST(state_fixture_restores)
+{
+	const char *out = getenv("STATE_FIXTURE_WRITE");
+	const char *dir = getenv("TESTS_DATA_DIR");
+	struct journal_view *v;
+	struct ibc_client *c2;
+	char why[256], path[512], name[64], *text;
+	struct rig g;
+	int fd;
+
+	if (out) {
+		state_fixture_write(out);
+		return;
+	}
+	ck_assert_ptr_nonnull(dir);
+	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FIXTURE);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	ck_assert_int_eq(restart_state_check(v, NULL, NULL, why, sizeof(why)),
+			 0);
+	ck_assert_uint_eq(journal_view_gen(v), STATE_FIXTURE_GEN);
+	ck_assert_uint_eq(journal_view_count(v, JOURNAL_COUNTERS), 1);
+	ck_assert_uint_eq(journal_view_count(v, JOURNAL_CONTEXT), 1);
+	ck_assert_uint_eq(journal_view_count(v, JOURNAL_SESSION), 1);
+	ck_assert_uint_eq(journal_view_count(v, JOURNAL_OWNER), 1);
+	ck_assert_uint_ge(journal_view_count(v, JOURNAL_OBJECT), 2);
+	/* The DM family's records, and the XRCD family's (dm.h, xrcd.h:
+	 * a family's kinds are never renumbered). */
+	ck_assert_uint_gt(family_records(v, 16), 0);
+	ck_assert_uint_gt(family_records(v, 32), 0);
+	journal_view_free(v);
+
+	/* Handed to a daemon as the newest state. */
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	{
+		/* A memfd as the daemon's own: a file would do as well,
+		 * but the store holds memfds. */
+		int m = memfd_create("fixture", MFD_CLOEXEC);
+		uint8_t buf[65536];
+		ssize_t n;
+
+		ck_assert_int_ge(m, 0);
+		while ((n = read(fd, buf, sizeof(buf))) > 0)
+			ck_assert_int_eq(write(m, buf, (size_t)n), n);
+		ck_assert_int_eq(n, 0);
+		snprintf(name, sizeof(name), "rb.state.%d", STATE_FIXTURE_GEN);
+		ck_assert_int_eq(fakesd_plant(g.sd, name, m), 0);
+		close(m);
+	}
+	close(fd);
+	rig_start(&g);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
+	/* The fixture's counters go on (the rig's own state would say 1
+	 * restart, generation 2). */
+	ck_assert_int_eq(ibc_metrics(c2, &text, NULL), 0);
+	ck_assert_msg(strstr(text, "\nrdmabroker_restarts_total 2\n") &&
+			      strstr(text, "\nrdmabroker_generation 3\n"),
+		      "the restore did not go on from the fixture's counters");
+	free(text);
 	ibc_disconnect(c2);
 	rig_free(&g);
 }
@@ -2153,6 +2480,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, serials_never_reused);
 	tcase_add_test(tc, request_read_not_stored_eagain);
 	tcase_add_test(tc, detached_owner_kept);
+	tcase_add_test(tc, detached_owner_pid_reused);
 	tcase_add_test(tc, import_kept);
 	tcase_add_test(tc, restore_not_compacted);
 	tcase_add_test(tc, rekeyed_kept);
@@ -2179,6 +2507,13 @@ static Suite *restart_suite(void)
 			    FAMILY_COUNT);
 	tcase_add_test(tc, store_share_per_uid);
 	tcase_add_test(tc, store_full_hello_told);
+	tcase_add_loop_test(tc, intent_open_at_kill, 0, 2);
+	tcase_add_test(tc, window_registered_kept);
+	suite_add_tcase(s, tc);
+	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
+	tc = tcase_create("fixture");
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, state_fixture_restores);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -3,11 +3,13 @@
  * The restart storm (issue 25 item 5): rdmabrokerd under the fake systemd
  * (tests/fakesd.h) with its listener passed as a socket unit's, 32 library
  * clients working over every family (CQs, MRs, DM alloc, import, write and
- * read, XRCD opens, WQs and RSS tables, forked children), and the daemon
- * ended RESTART_STORM_RESTARTS times (default 3; make check-soak: 100),
- * each way in turn by the seed (RESTART_STORM_SEED; RESTART_STORM_MODES, a
- * mask, keeps some of the ways only): SIGKILL at a random
- * instant of the work, SIGKILL and SIGTERM with the clients paused (the
+ * read, XRCD opens, WQs and RSS tables, forked children; every create
+ * through the soft device's intent window, as on a verbs device, and one
+ * more client stopped inside it at each restart, its intent open), and
+ * the daemon ended RESTART_STORM_RESTARTS times (default 3; make
+ * check-soak: 100), each way in turn by the seed (RESTART_STORM_SEED;
+ * RESTART_STORM_MODES, a mask, keeps some of the ways only): SIGKILL at a
+ * random instant of the work, SIGKILL and SIGTERM with the clients paused (the
  * store kept, as `systemctl restart` and a crash keep it), and SIGUSR2,
  * the daemon's re-exec.
  *
@@ -20,7 +22,9 @@
  * and rdmabrokerctl's own session; a domain rekeyed at the start keeps
  * its rekey count, and the soft device makes a record per import, which
  * a killed client leaves, counted unaccounted); a client killed after a
- * restart has its objects destroyed. At the end, with every client gone,
+ * restart has its objects destroyed; the client whose intent was open at
+ * the restart, killed after it, leaves no record and no intent, and what
+ * it left is counted unaccounted. At the end, with every client gone,
  * the registry is empty, every charge 0 and the daemon holds the
  * descriptors a fresh one held.
  *
@@ -837,6 +841,119 @@ static int objects_of(uint64_t id)
 	return n;
 }
 
+/*
+ * An intent open at the restart: a client of DOMAIN stopped inside the
+ * soft device's window ([soft] intent_window, IBC_TEST_SOFT_STOP) while it
+ * makes a CQ, after its intent or (@made) after the kernel call made the
+ * CQ. Its session and intent go through the restart; killed after it,
+ * its half-served CQ is counted unaccounted.
+ */
+struct intent_holder {
+	pid_t pid;
+	uint64_t id;
+	bool made;
+};
+
+static int intent_spawn(struct intent_holder *h, struct tl_rng *r)
+{
+	int p[2], st;
+
+	h->made = tl_rng_below(r, 2) == 0;
+	if (pipe2(p, O_CLOEXEC) < 0)
+		FAIL("pipe: %s", strerror(errno));
+	h->pid = fork();
+	if (h->pid < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (h->pid == 0) {
+		struct ibc_connect_attr attr = {
+			.comp_mask = IBC_CONNECT_ATTR_SOCKET |
+				     IBC_CONNECT_ATTR_DOMAIN |
+				     IBC_CONNECT_ATTR_TIMEOUT,
+			.socket_path = sockpath,
+			.domain = DOMAIN,
+			.timeout_ms = CLIENT_TIMEOUT_MS,
+		};
+		struct ibc_client_info info;
+		struct ibc_client *cl;
+		struct ibc_ctx *x;
+		struct ibc_cq *cq;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[0]);
+		setenv("IBC_TEST_SOFT_STOP", h->made ? "kernel" : "intent", 1);
+		if (ibc_connect(&attr, &cl) < 0 || ibc_open(cl, NULL, &x) < 0 ||
+		    ibc_client_info(cl, &info, sizeof(info)) < 0 ||
+		    write(p[1], &info.client_id, 8) != 8)
+			_exit(1);
+		ibc_cq_create(x, 8, &cq);
+		_exit(2);
+	}
+	close(p[1]);
+	if (read(p[0], &h->id, 8) != 8) {
+		close(p[0]);
+		FAIL("the intent's client %d did not connect", (int)h->pid);
+	}
+	close(p[0]);
+	if (waitpid(h->pid, &st, WUNTRACED) != h->pid || !WIFSTOPPED(st))
+		FAIL("the intent's client %d did not stop in the window: %#x",
+		     (int)h->pid, st);
+	return 0;
+}
+
+/* DOMAIN's count @key ("unaccounted", "live_intents") now, or -1. */
+static long domain_count(const char *key)
+{
+	char *raw, k[64];
+	const char *p;
+	long n = -1;
+
+	if (ctl_json("domains", &raw) < 0)
+		return -1;
+	snprintf(k, sizeof(k), "\"%s\":", key);
+	p = strstr(raw, "\"name\":\"" DOMAIN "\"");
+	if (p)
+		p = strstr(p, k);
+	if (p)
+		n = strtol(p + strlen(k), NULL, 10);
+	free(raw);
+	return n;
+}
+
+/*
+ * The intent's client dies after the restart, the other clients paused:
+ * its records go, no intent is left open (a paused client has none), and
+ * what it leaves is counted unaccounted: its import's record, and the CQ
+ * if its kernel call made it. At least: the count takes each live intent
+ * for an object, so one without (nothing made) hid an unnamed object
+ * that its end shows.
+ */
+static int intent_end(struct intent_holder *h, unsigned long k)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	long before = domain_count("unaccounted"), now, intents;
+	long want = before + 1 + (h->made ? 1 : 0);
+	int left;
+
+	if (before < 0)
+		FAIL("restart %lu: no unaccounted count for " DOMAIN, k);
+	kill(h->pid, SIGKILL);
+	waitpid(h->pid, NULL, 0);
+	do {
+		tl_sleep_ms(50);
+		left = objects_of(h->id);
+		now = domain_count("unaccounted");
+		intents = domain_count("live_intents");
+	} while ((left != 0 || now < want || intents != 0) &&
+		 tl_now_ms() < end);
+	if (left != 0 || now < want || intents != 0)
+		FAIL("restart %lu: the client of an intent open at it (%s), "
+		     "killed after it: %d records left, %ld intents open, "
+		     "%ld unaccounted (%ld before, at least %ld expected)",
+		     k, h->made ? "its CQ made" : "nothing made", left, intents,
+		     now, before, want);
+	return 0;
+}
+
 static bool has_state(struct fakesd *sd)
 {
 	char name[256];
@@ -859,6 +976,7 @@ static int storm(uint64_t seed, unsigned long restarts)
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct fakesd *sd = NULL;
 	char *before[N_LISTINGS], *after[N_LISTINGS], diff[800];
+	struct intent_holder ih;
 	int lfd, base_fds, fds = -1;
 	unsigned int modes;
 	struct tl_rng r;
@@ -891,11 +1009,14 @@ static int storm(uint64_t seed, unsigned long restarts)
 		FAIL("%s: %s", confpath, strerror(errno));
 	/* REKEYED: a domain with a rekey count (and no member: another
 	 * uid's), which the snapshots compare; the per-import records:
-	 * what a killed client's import leaves, counted unaccounted. */
+	 * what a killed client's import leaves, counted unaccounted; the
+	 * verbs path's window on the soft device: every create an intent
+	 * first, and a client may stop inside it (intent_spawn()). */
 	fprintf(f,
 		"[broker]\nadmin_group = %u\n[domain " DOMAIN "]\n"
 		"users = %u\ndm_bytes = 1048576\n[domain " REKEYED "]\n"
-		"users = %u\n[soft]\ninternal_objects_per_import = 1\n",
+		"users = %u\n[soft]\ninternal_objects_per_import = 1\n"
+		"intent_window = yes\n",
 		(unsigned int)getgid(), (unsigned int)getuid(),
 		(unsigned int)getuid() + 1);
 	fclose(f);
@@ -947,6 +1068,8 @@ static int storm(uint64_t seed, unsigned long restarts)
 			mode = (mode + 1) % N_MODES;
 		bool paused = mode != MODE_KILL_BUSY;
 
+		if (intent_spawn(&ih, &r) < 0)
+			return -1;
 		tl_sleep_ms(20 + tl_rng_below(&r, 150));
 		for (int i = 0; i < N_CLIENTS; i++) {
 			const char *m = client_failure(&clients[i]);
@@ -983,13 +1106,22 @@ static int storm(uint64_t seed, unsigned long restarts)
 			   all_clients('r', 0) < 0) {
 			return -1;
 		}
+		if (all_clients('p', 'P') < 0 || intent_end(&ih, k) < 0 ||
+		    all_clients('r', 0) < 0)
+			return -1;
 		/* One client in four restarts is killed: its objects go. */
 		if (tl_rng_below(&r, 4) == 0) {
 			struct client *c =
 				&clients[tl_rng_below(&r, N_CLIENTS)];
 			int64_t end = tl_now_ms() + TL_WAIT_MS;
 			int left;
+			char ack;
 
+			/* Paused, not inside the intent window. */
+			if (write(c->ctl, "p", 1) != 1 ||
+			    read(c->ctl, &ack, 1) != 1 || ack != 'P')
+				FAIL("restart %lu: client %d did not pause", k,
+				     (int)c->pid);
 			kill(c->pid, SIGKILL);
 			waitpid(c->pid, NULL, 0);
 			close(c->ctl);
@@ -1007,7 +1139,11 @@ static int storm(uint64_t seed, unsigned long restarts)
 		       paused ? "listings equal" : "clients unbroken");
 	}
 
-	/* Every client goes: half ask, half are killed. */
+	/* Every client goes: half ask, half are killed, paused first: one
+	 * killed inside the intent window would leave an unnamed object
+	 * that holds its CQ, stuck until a rekey. */
+	if (all_clients('p', 'P') < 0)
+		return -1;
 	for (int i = 0; i < N_CLIENTS; i++) {
 		if (i % 2) {
 			kill(clients[i].pid, SIGKILL);

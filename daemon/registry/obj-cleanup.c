@@ -55,6 +55,10 @@ void objects_conn_closing(struct client *c)
 		objects_owner_put(ow);
 		return;
 	}
+	/* Who the process is, for a restore: read before the watch checks
+	 * the session's pidfd, whose process it then was if still there
+	 * (a failure keeps 0, a restore trusts the pid as before). */
+	(void)obj_proc_start(ow->pid, &ow->start_time);
 	sink_owner_saved(c->core, ow);
 	/* The watch takes the session's pidfd, unless the process is
 	 * watched already: the same process, for longer. */

@@ -13,9 +13,12 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdio.h>
+#include <string.h>
 #include <sys/syscall.h>
 #include <stdlib.h>
 #include <unistd.h>
@@ -37,6 +40,67 @@ int obj_pidfd_open(pid_t pid)
 	errno = ENOSYS;
 	return -1;
 #endif
+}
+
+static bool obj_watch_exited(int pidfd);
+
+int obj_proc_start(pid_t pid, uint64_t *ret)
+{
+	char path[64], buf[1024];
+	unsigned long long start;
+	const char *p;
+	ssize_t n;
+	int fd, ret_err = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? -ESRCH : -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	if (n < 0)
+		ret_err = errno == ESRCH ? -ESRCH : -errno;
+	close(fd);
+	if (ret_err)
+		return ret_err;
+	buf[n] = '\0';
+	/* The command name (field 2) may hold spaces and parentheses: the
+	 * fields after it start past its last ')', with field 3. */
+	p = strrchr(buf, ')');
+	if (!p)
+		return -EINVAL;
+	for (int field = 2; field < 22; field++) {
+		p = strchr(p + 1, ' ');
+		if (!p)
+			return -EINVAL;
+	}
+	if (sscanf(p + 1, "%llu", &start) != 1)
+		return -EINVAL;
+	*ret = start;
+	return 0;
+}
+
+int obj_pidfd_open_as(pid_t pid, uint64_t start_time, int *ret_pidfd)
+{
+	uint64_t now;
+	int pidfd, err;
+
+	errno = 0;
+	pidfd = obj_pidfd_open(pid);
+	if (pidfd < 0 && errno == ESRCH)
+		return -ESRCH;
+	if (start_time) {
+		/* Read while the pidfd holds the process: if it has not
+		 * exited after the read, the read was its. */
+		err = obj_proc_start(pid, &now);
+		if (err == -ESRCH || (err == 0 && now != start_time) ||
+		    (err == 0 && obj_watch_exited(pidfd))) {
+			if (pidfd >= 0)
+				close(pidfd);
+			return -ESRCH;
+		}
+	}
+	*ret_pidfd = pidfd;
+	return 0;
 }
 
 /* How often a process watched without a pidfd is looked for. */

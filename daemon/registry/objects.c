@@ -112,7 +112,7 @@ static struct obj_owner *owner_of(struct client *c)
 }
 
 struct obj_owner *objects_owner_adopt(struct core *core, uint64_t client_id,
-				      pid_t pid, uid_t uid,
+				      pid_t pid, uint64_t start_time, uid_t uid,
 				      enum owner_state state)
 {
 	struct registry *reg = core->registry;
@@ -122,8 +122,10 @@ struct obj_owner *objects_owner_adopt(struct core *core, uint64_t client_id,
 		if (ow->client_id == client_id)
 			return ow->state == OWNER_LIVE ? NULL : ow;
 	ow = owner_new(reg, client_id, pid, uid, state);
-	if (ow)
+	if (ow) {
+		ow->start_time = start_time;
 		sink_owner_saved(core, ow);
+	}
 	return ow;
 }
 

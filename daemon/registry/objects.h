@@ -93,6 +93,10 @@ struct obj_owner {
 	struct client *conn;
 	uint64_t client_id;
 	pid_t pid;
+	/* Its process's start time (obj_proc_start()), read when the
+	 * session ended; 0: not known. With the pid, the process a restore
+	 * watches again: a pid reused meanwhile is another's. */
+	uint64_t start_time;
 	/* Its session's uid: whose watch a restore's owner joins. */
 	uid_t uid;
 	enum owner_state state;
@@ -297,7 +301,7 @@ int objects_add_id(struct client *c, struct dctx *x, enum ibc_obj_kind kind,
  * objects_add_detached() (as objects_add_id()); the restore then watches
  * its process as objects_conn_closing() does (restart_owners_watch()). */
 struct obj_owner *objects_owner_adopt(struct core *core, uint64_t client_id,
-				      pid_t pid, uid_t uid,
+				      pid_t pid, uint64_t start_time, uid_t uid,
 				      enum owner_state state);
 int objects_add_detached(struct obj_owner *ow, struct dctx *x,
 			 enum ibc_obj_kind kind, bool intent, bool made_here,
@@ -370,6 +374,14 @@ int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid, int pidfd);
 /* A pidfd of @pid (CLOEXEC by definition), or -1 with errno: ESRCH when
  * the process is gone, ENOSYS without pidfds. */
 int obj_pidfd_open(pid_t pid);
+/* Process @pid's start time, clock ticks after boot (/proc/PID/stat
+ * field 22), in *@ret; -ESRCH when it is gone, another negative errno
+ * when /proc does not say. */
+int obj_proc_start(pid_t pid, uint64_t *ret);
+/* A pidfd of process @pid if it is the one that started at @start_time
+ * (0: any), in *@ret_pidfd (-1 without pidfds); -ESRCH when that process
+ * is gone, its pid reused or free. */
+int obj_pidfd_open_as(pid_t pid, uint64_t start_time, int *ret_pidfd);
 /* @ow no longer waits for its process; the last owner frees the watch. */
 void obj_watch_leave(struct obj_owner *ow);
 /* Daemon exit: every watch goes, its owners forget it. */

@@ -1056,6 +1056,17 @@ int journal_find(const struct journal_view *v, uint32_t kind, uint64_t key,
 	return 0;
 }
 
+int journal_get(const struct journal *j, uint32_t kind, uint64_t key,
+		struct journal_rec *ret)
+{
+	const struct jent *e = j ? jmap_find(&j->live, kind, key) : NULL;
+
+	if (!e)
+		return -ENOENT;
+	*ret = (struct journal_rec){ e->kind, e->key, e->data, e->len };
+	return 0;
+}
+
 int journal_read_fd(int fd, struct journal_view **ret, char *why,
 		    size_t why_len)
 {

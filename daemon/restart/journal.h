@@ -199,6 +199,10 @@ int journal_each(const struct journal_view *v, uint32_t kind,
 /* The record (@kind, @key) in @ret: 0, or -ENOENT. */
 int journal_find(const struct journal_view *v, uint32_t kind, uint64_t key,
 		 struct journal_rec *ret);
+/* The writer's live record (@kind, @key) in @ret (its bytes valid until
+ * the next write): 0, or -ENOENT. */
+int journal_get(const struct journal *j, uint32_t kind, uint64_t key,
+		struct journal_rec *ret);
 /* journal_read() of the file @fd (borrowed): a stored state. */
 int journal_read_fd(int fd, struct journal_view **ret, char *why,
 		    size_t why_len);

@@ -535,12 +535,41 @@ static void obj_put(struct core *core, const struct obj *o,
 	obj_ids_check(core, made);
 }
 
+/* A soft object made in the intent window ([soft] intent_window) is
+ * registered: its record, written at the kernel call with its spec, says
+ * so from now on; otherwise a restore would make it an intent again,
+ * which the client's death leaves unaccounted instead of destroying. */
+static void obj_registered(struct core *core, const struct obj *o)
+{
+	struct journal *j = core->restart->j;
+	Rdmab__State__Object *m;
+	struct journal_rec rec;
+
+	if (journal_get(j, JOURNAL_OBJECT, o->id, &rec) < 0)
+		return;
+	m = rdmab__state__object__unpack(NULL, rec.len, rec.data);
+	if (!m) {
+		restart_after_write(core, -ENOMEM);
+		return;
+	}
+	m->intent = false;
+	m->handle = o->handle;
+	restart_after_write(core,
+			    journal_put(j, JOURNAL_OBJECT, o->id, &m->base));
+	rdmab__state__object__free_unpacked(m, NULL);
+}
+
 void restart_obj_saved(struct core *core, const struct obj *o)
 {
+	if (!restart_journal(core))
+		return;
 	/* A soft object's record carries its spec (restart_obj_made()):
 	 * rewritten whole, it would lose it. */
-	if (!restart_journal(core) || (o->made_here && !o->intent))
+	if (o->made_here && !o->intent) {
+		if (o->window_made)
+			obj_registered(core, o);
 		return;
+	}
 	obj_put(core, o, NULL, NULL, NULL);
 }
 
@@ -672,6 +701,7 @@ void restart_owner_saved(struct core *core, struct obj_owner *ow)
 		return;
 	ow->journaled = true;
 	m.pid = (uint32_t)ow->pid;
+	m.start_time = ow->start_time;
 	m.uid = (uint32_t)ow->uid;
 	m.state = ow->state;
 	restart_after_write(core, journal_put(core->restart->j, JOURNAL_OWNER,
@@ -701,7 +731,7 @@ struct obj_owner *restart_owner_find(struct restore *rs, uint64_t client_id)
 		return NULL;
 	if (m->state == OWNER_DETACHED || m->state == OWNER_DEAD)
 		ow = objects_owner_adopt(rs->core, client_id, (pid_t)m->pid,
-					 (uid_t)m->uid,
+					 m->start_time, (uid_t)m->uid,
 					 (enum owner_state)m->state);
 	rdmab__state__owner__free_unpacked(m, NULL);
 	return ow;
@@ -734,14 +764,20 @@ void restart_owners_watch(struct core *core)
 			continue;
 		}
 		/* No pidfd was kept: one of the pid, whose process may be
-		 * gone (-ESRCH) or, after so long, another's of the same
-		 * uid (then its objects wait for that one). */
+		 * gone (-ESRCH) or another's by now; a process that started
+		 * at another time than the record's is another, and the
+		 * owner's is taken as exited (an older daemon's record has
+		 * no start time: its pid is trusted). */
 		if (ow->state == OWNER_DEAD) {
 			err = -ESRCH;
 		} else {
 			struct user *u = user_get(core, ow->uid);
+			int pidfd;
 
-			err = obj_watch_join(ow, u, ow->uid, -1);
+			err = obj_pidfd_open_as(ow->pid, ow->start_time,
+						&pidfd);
+			if (err == 0)
+				err = obj_watch_join(ow, u, ow->uid, pidfd);
 			if (u)
 				user_unref(core, u);
 		}
