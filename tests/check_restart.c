@@ -1227,6 +1227,113 @@ START_TEST(dm_mr_restored)
 }
 END_TEST
 
+/* A soft DM whose memfd the store lost (or a DM the device will not
+ * take back by handle) is dropped alone: the session and its other
+ * objects come back, the DM is no longer listed and nothing of it stays
+ * charged. Before, the DM family's failure ended every adopted session
+ * (ping -ECONNRESET) and kept the rest of the state. */
+START_TEST(dm_memfd_lost_drops_the_dm)
+{
+	struct ibc_object_info obj[8];
+	struct ibc_domain_info base, used;
+	struct ibc_dm_info *d;
+	struct ibc_cq *cq;
+	struct ibc_ctx *x;
+	struct ibc_dm *dm;
+	char name[64];
+	size_t n_dm;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	base = domain_now(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 16, &cq), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
+	snprintf(name, sizeof(name), "rb.dm.%" PRIu64, ibc_dm_id(dm));
+	ck_assert(store_has(&g, name));
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	ck_assert_int_eq(fakesd_drop(g.sd, name), 1);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "not adopted, dropped"), 1);
+	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
+	ibc_list_free(d);
+	ck_assert_uint_eq(n_dm, 0);
+	/* The CQ came back with its session. */
+	ck_assert_uint_eq(objects_listed(&g, obj, 8), 1);
+	ck_assert_int_eq(obj[0].kind, IBC_OBJ_CQ);
+	used = domain_now(&g);
+	ck_assert_uint_eq(used.used.dm_bytes, 0);
+	ck_assert_int_eq(ibc_dm_free(dm), -ENOENT);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	wait_all_gone_uncharged(&g, &base);
+	rig_free(&g);
+}
+END_TEST
+
+/* A family's restore that fails for another reason than a record that
+ * does not decode (here an XRCD's file the store lost) keeps nothing:
+ * the adopted sessions end, and so do the objects of a session that had
+ * ended before the restart (detached, its process alive), as a clean
+ * start would have closed their context. Before, those stayed, waiting
+ * for a process whose sessions the restore had just refused. */
+START_TEST(family_failure_keeps_no_detached)
+{
+	struct ibc_client *cl;
+	struct ibc_status st;
+	struct ibc_xrcd *xr;
+	struct ibc_ctx *x;
+	char name[256], lost[256] = "";
+	size_t n, detached;
+	int64_t end;
+	struct rig g;
+	pid_t pid;
+	int fd, wst;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn_in(&g, HOLD_CQ);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "lost", O_CREAT, &xr), 0);
+	/* The fake systemd's thread stores it a moment later. */
+	end = tl_now_ms() + TL_WAIT_MS;
+	while (!*lost && tl_now_ms() < end) {
+		for (size_t i = 0;
+		     fakesd_store_get(g.sd, i, name, sizeof(name), &fd) == 0;
+		     i++) {
+			close(fd);
+			if (strncmp(name, "rb.xrcd.", 8) == 0)
+				snprintf(lost, sizeof(lost), "%s", name);
+		}
+		if (!*lost)
+			tl_sleep_ms(20);
+	}
+	ck_assert_str_ne(lost, "");
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	ck_assert_int_eq(fakesd_drop(g.sd, lost), 1);
+	rig_start(&g);
+	ck_assert_int_ne(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "not in the fd store"), 1);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
+	ibc_disconnect(g.cl);
+	g.cl = cl;
+	end = tl_now_ms() + TL_WAIT_MS;
+	do {
+		n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+		if (n)
+			tl_sleep_ms(20);
+	} while (n && tl_now_ms() < end);
+	ck_assert_msg(n == 0, "%zu objects (%zu detached) kept", n, detached);
+	ck_assert_int_eq(ibc_status(g.cl, &st, sizeof(st)), 0);
+	ck_assert_ptr_nonnull(strstr(st.last_restore, "state refused"));
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &wst), 0);
+	rig_free(&g);
+}
+END_TEST
+
 /* A DM a forced rekey left to its old context (an MR on it pins it):
  * its bytes stay charged to the domain across a restart (the DM family's
  * books of the context: its ctx_save and ctx_restore hooks), as long as
@@ -2159,6 +2266,8 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, store_full);
 	tcase_add_test(tc, family_uses_restored);
 	tcase_add_test(tc, dm_mr_restored);
+	tcase_add_test(tc, dm_memfd_lost_drops_the_dm);
+	tcase_add_test(tc, family_failure_keeps_no_detached);
 	tcase_add_test(tc, dm_left_kept);
 	tcase_add_test(tc, dm_ids_never_reused);
 	tcase_add_loop_test(tc, detached_ctx_no_session, 0, 2);

@@ -74,6 +74,23 @@ void objects_conn_closing(struct client *c)
 	}
 }
 
+void objects_conn_end(struct client *c)
+{
+	struct obj_owner *ow = c->owner;
+
+	if (!ow)
+		return;
+	c->owner = NULL;
+	ow->conn = NULL;
+	ow->state = OWNER_DETACHED;
+	if (!ow->n_objs && !ow->n_intents) {
+		objects_owner_put(ow);
+		return;
+	}
+	sink_owner_saved(c->core, ow);
+	objects_owner_dead(ow);
+}
+
 /* --- the cleanup ------------------------------------------------------ */
 
 const uint64_t obj_cleanup_le_usec[OBJ_CLEANUP_BUCKETS] = {
