@@ -1232,10 +1232,41 @@ END_TEST
  * objects come back, the DM is no longer listed and nothing of it stays
  * charged. Before, the DM family's failure ended every adopted session
  * (ping -ECONNRESET) and kept the rest of the state. */
+/* The DM events an importer got: how many DM_REVOKED, and of which DM. */
+struct revoked_seen {
+	int n;
+	uint64_t id;
+	char why[256];
+};
+
+static void on_revoked(struct ibc_client *cl, const struct ibc_event *ev,
+		       void *arg)
+{
+	struct revoked_seen *s = arg;
+
+	(void)cl;
+	if (ev->type != IBC_EVENT_DM_REVOKED)
+		return;
+	s->n++;
+	s->id = ev->object_id;
+	snprintf(s->why, sizeof(s->why), "%s", ev->message);
+}
+
 START_TEST(dm_memfd_lost_drops_the_dm)
 {
 	struct ibc_object_info obj[8];
 	struct ibc_domain_info base, used;
+	struct ibc_connect_attr attr = {
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
+		.event_cb = on_revoked,
+	};
+	struct revoked_seen seen = { 0 };
+	struct ibc_client *importer;
+	struct ibc_ctx *ix;
+	struct ibc_dm *imp;
+	struct pollfd pfd;
+	int64_t end;
 	struct ibc_dm_info *d;
 	struct ibc_cq *cq;
 	struct ibc_ctx *x;
@@ -1249,6 +1280,11 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_cq_create(x, 16, &cq), 0);
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
+	attr.socket_path = g.sock;
+	attr.event_arg = &seen;
+	ck_assert_int_eq(ibc_connect(&attr, &importer), 0);
+	ck_assert_int_eq(ibc_open(importer, "soft0", &ix), 0);
+	ck_assert_int_eq(ibc_dm_import(ix, ibc_dm_handle(dm), &imp), 0);
 	snprintf(name, sizeof(name), "rb.dm.%" PRIu64, ibc_dm_id(dm));
 	ck_assert(store_has(&g, name));
 	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
@@ -1265,6 +1301,17 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	ck_assert_int_eq(obj[0].kind, IBC_OBJ_CQ);
 	used = domain_now(&g);
 	ck_assert_uint_eq(used.used.dm_bytes, 0);
+	/* Its importer is told, with the reason. */
+	pfd = (struct pollfd){ .fd = ibc_get_fd(importer), .events = POLLIN };
+	end = tl_now_ms() + TL_WAIT_MS;
+	while (!seen.n && tl_now_ms() < end) {
+		poll(&pfd, 1, 100);
+		ck_assert_int_ge(ibc_dispatch(importer), 0);
+	}
+	ck_assert_int_eq(seen.n, 1);
+	ck_assert_uint_eq(seen.id, ibc_dm_id(dm));
+	ck_assert_ptr_nonnull(strstr(seen.why, "could not bring this DM back"));
+	ibc_disconnect(importer);
 	ck_assert_int_eq(ibc_dm_free(dm), -ENOENT);
 	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
 	wait_all_gone_uncharged(&g, &base);
@@ -1281,8 +1328,10 @@ END_TEST
 START_TEST(family_failure_keeps_no_detached)
 {
 	struct ibc_client *cl;
+	struct ibc_domain_info used;
 	struct ibc_status st;
 	struct ibc_xrcd *xr;
+	struct ibc_dm *dm;
 	struct ibc_ctx *x;
 	char name[256], lost[256] = "";
 	size_t n, detached;
@@ -1296,6 +1345,8 @@ START_TEST(family_failure_keeps_no_detached)
 	ck_assert_uint_eq(evict_pid(&g, pid), 1);
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_xrcd_open(x, "lost", O_CREAT, &xr), 0);
+	/* A DM, whose family restores before the XRCD's. */
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
 	/* The fake systemd's thread stores it a moment later. */
 	end = tl_now_ms() + TL_WAIT_MS;
 	while (!*lost && tl_now_ms() < end) {
@@ -1326,6 +1377,11 @@ START_TEST(family_failure_keeps_no_detached)
 			tl_sleep_ms(20);
 	} while (n && tl_now_ms() < end);
 	ck_assert_msg(n == 0, "%zu objects (%zu detached) kept", n, detached);
+	/* Nothing left charged: the new client holds nothing. */
+	wait_all_gone(&g);
+	used = domain_now(&g);
+	ck_assert_uint_eq(used.used.dm_bytes, 0);
+	ck_assert_uint_eq(used.used.objects, 0);
 	ck_assert_int_eq(ibc_status(g.cl, &st, sizeof(st)), 0);
 	ck_assert_ptr_nonnull(strstr(st.last_restore, "state refused"));
 	kill(pid, SIGKILL);
