@@ -1286,6 +1286,10 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	ck_assert_int_eq(ibc_open(importer, "soft0", &ix), 0);
 	ck_assert_int_eq(ibc_dm_import(ix, ibc_dm_handle(dm), &imp), 0);
 	snprintf(name, sizeof(name), "rb.dm.%" PRIu64, ibc_dm_id(dm));
+	/* The fake systemd's thread stores it when it runs. */
+	end = tl_now_ms() + TL_WAIT_MS;
+	while (!store_has(&g, name) && tl_now_ms() < end)
+		tl_sleep_ms(20);
 	ck_assert(store_has(&g, name));
 	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
 	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
