@@ -209,6 +209,31 @@ static bool store_has(struct rig *g, const char *name)
 	return found;
 }
 
+/* The name of a descriptor in the fake systemd's store that starts with
+ * @prefix, into @name: waited for, since its thread stores what the
+ * daemon sent when it runs. */
+static void store_wait_for(struct rig *g, const char *prefix, char *name,
+			   size_t size)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	char got[256];
+	int fd;
+
+	*name = '\0';
+	while (!*name && tl_now_ms() < end) {
+		for (size_t i = 0;
+		     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0;
+		     i++) {
+			close(fd);
+			if (strncmp(got, prefix, strlen(prefix)) == 0)
+				snprintf(name, size, "%s", got);
+		}
+		if (!*name)
+			tl_sleep_ms(20);
+	}
+	ck_assert_msg(*name, "nothing named %s... in the store", prefix);
+}
+
 /* The rig's client disconnects, and the daemon has seen it: its socket
  * left the store. g->cl is NULL then. */
 static void rig_client_leaves(struct rig *g)
@@ -1271,7 +1296,7 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	struct ibc_cq *cq;
 	struct ibc_ctx *x;
 	struct ibc_dm *dm;
-	char name[64];
+	char name[64], want[64];
 	size_t n_dm;
 	struct rig g;
 
@@ -1285,12 +1310,9 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	ck_assert_int_eq(ibc_connect(&attr, &importer), 0);
 	ck_assert_int_eq(ibc_open(importer, "soft0", &ix), 0);
 	ck_assert_int_eq(ibc_dm_import(ix, ibc_dm_handle(dm), &imp), 0);
-	snprintf(name, sizeof(name), "rb.dm.%" PRIu64, ibc_dm_id(dm));
-	/* The fake systemd's thread stores it when it runs. */
-	end = tl_now_ms() + TL_WAIT_MS;
-	while (!store_has(&g, name) && tl_now_ms() < end)
-		tl_sleep_ms(20);
-	ck_assert(store_has(&g, name));
+	snprintf(want, sizeof(want), "rb.dm.%" PRIu64, ibc_dm_id(dm));
+	store_wait_for(&g, want, name, sizeof(name));
+	ck_assert_str_eq(name, want);
 	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
 	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
 	ck_assert_int_eq(fakesd_drop(g.sd, name), 1);
@@ -1337,12 +1359,12 @@ START_TEST(family_failure_keeps_no_detached)
 	struct ibc_xrcd *xr;
 	struct ibc_dm *dm;
 	struct ibc_ctx *x;
-	char name[256], lost[256] = "";
+	char lost[256];
 	size_t n, detached;
 	int64_t end;
 	struct rig g;
 	pid_t pid;
-	int fd, wst;
+	int wst;
 
 	SKIP_WITHOUT_STATE(&g);
 	pid = holder_spawn_in(&g, HOLD_CQ);
@@ -1351,20 +1373,7 @@ START_TEST(family_failure_keeps_no_detached)
 	ck_assert_int_eq(ibc_xrcd_open(x, "lost", O_CREAT, &xr), 0);
 	/* A DM, whose family restores before the XRCD's. */
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
-	/* The fake systemd's thread stores it a moment later. */
-	end = tl_now_ms() + TL_WAIT_MS;
-	while (!*lost && tl_now_ms() < end) {
-		for (size_t i = 0;
-		     fakesd_store_get(g.sd, i, name, sizeof(name), &fd) == 0;
-		     i++) {
-			close(fd);
-			if (strncmp(name, "rb.xrcd.", 8) == 0)
-				snprintf(lost, sizeof(lost), "%s", name);
-		}
-		if (!*lost)
-			tl_sleep_ms(20);
-	}
-	ck_assert_str_ne(lost, "");
+	store_wait_for(&g, "rb.xrcd.", lost, sizeof(lost));
 	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
 	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
 	ck_assert_int_eq(fakesd_drop(g.sd, lost), 1);

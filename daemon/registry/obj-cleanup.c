@@ -41,21 +41,32 @@ bool objects_client_holds(const struct client *c)
 	return c->owner && (c->owner->n_objs || c->owner->n_intents);
 }
 
-void objects_conn_closing(struct client *c)
+/* @c's owner leaves its session, detached (journaled); NULL when it
+ * had nothing left and went. */
+static struct obj_owner *owner_detach(struct client *c)
 {
 	struct obj_owner *ow = c->owner;
-	int pidfd, err;
 
 	if (!ow)
-		return;
+		return NULL;
 	c->owner = NULL;
 	ow->conn = NULL;
 	ow->state = OWNER_DETACHED;
 	if (!ow->n_objs && !ow->n_intents) {
 		objects_owner_put(ow);
-		return;
+		return NULL;
 	}
 	sink_owner_saved(c->core, ow);
+	return ow;
+}
+
+void objects_conn_closing(struct client *c)
+{
+	struct obj_owner *ow = owner_detach(c);
+	int pidfd, err;
+
+	if (!ow)
+		return;
 	/* The watch takes the session's pidfd, unless the process is
 	 * watched already: the same process, for longer. */
 	pidfd = c->core->ops->take_pidfd(c);
@@ -76,19 +87,10 @@ void objects_conn_closing(struct client *c)
 
 void objects_conn_end(struct client *c)
 {
-	struct obj_owner *ow = c->owner;
+	struct obj_owner *ow = owner_detach(c);
 
-	if (!ow)
-		return;
-	c->owner = NULL;
-	ow->conn = NULL;
-	ow->state = OWNER_DETACHED;
-	if (!ow->n_objs && !ow->n_intents) {
-		objects_owner_put(ow);
-		return;
-	}
-	sink_owner_saved(c->core, ow);
-	objects_owner_dead(ow);
+	if (ow)
+		objects_owner_dead(ow);
 }
 
 /* --- the cleanup ------------------------------------------------------ */
