@@ -267,6 +267,17 @@ static int kill_and_restart(struct rig *g)
 	return ibc_ping(g->cl, NULL, 0);
 }
 
+/* kill_and_restart(), with the stored descriptor @name lost while no
+ * daemon ran. */
+static int kill_drop_restart(struct rig *g, const char *name)
+{
+	ck_assert_int_eq(fakesd_kill(g->sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g->sd, TL_WAIT_MS), 0);
+	ck_assert_int_eq(fakesd_drop(g->sd, name), 1);
+	rig_start(g);
+	return ibc_ping(g->cl, NULL, 0);
+}
+
 START_TEST(whole_state_keeps_the_session)
 {
 	struct rig g;
@@ -1313,11 +1324,7 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	snprintf(want, sizeof(want), "rb.dm.%" PRIu64, ibc_dm_id(dm));
 	store_wait_for(&g, want, name, sizeof(name));
 	ck_assert_str_eq(name, want);
-	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
-	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
-	ck_assert_int_eq(fakesd_drop(g.sd, name), 1);
-	rig_start(&g);
-	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(kill_drop_restart(&g, name), 0);
 	ck_assert_int_eq(tl_count_in_file(g.log, "not adopted, dropped"), 1);
 	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
 	ibc_list_free(d);
@@ -1374,11 +1381,7 @@ START_TEST(family_failure_keeps_no_detached)
 	/* A DM, whose family restores before the XRCD's. */
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
 	store_wait_for(&g, "rb.xrcd.", lost, sizeof(lost));
-	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
-	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
-	ck_assert_int_eq(fakesd_drop(g.sd, lost), 1);
-	rig_start(&g);
-	ck_assert_int_ne(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_ne(kill_drop_restart(&g, lost), 0);
 	ck_assert_int_eq(tl_count_in_file(g.log, "not in the fd store"), 1);
 	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
 	ibc_disconnect(g.cl);
