@@ -210,6 +210,31 @@ static bool store_has(struct rig *g, const char *name)
 	return found;
 }
 
+/* The name of a descriptor in the fake systemd's store that starts with
+ * @prefix, into @name: waited for, since its thread stores what the
+ * daemon sent when it runs. */
+static void store_wait_for(struct rig *g, const char *prefix, char *name,
+			   size_t size)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	char got[256];
+	int fd;
+
+	*name = '\0';
+	while (!*name && tl_now_ms() < end) {
+		for (size_t i = 0;
+		     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0;
+		     i++) {
+			close(fd);
+			if (strncmp(got, prefix, strlen(prefix)) == 0)
+				snprintf(name, size, "%s", got);
+		}
+		if (!*name)
+			tl_sleep_ms(20);
+	}
+	ck_assert_msg(*name, "nothing named %s... in the store", prefix);
+}
+
 /* The rig's client disconnects, and the daemon has seen it: its socket
  * left the store. g->cl is NULL then. */
 static void rig_client_leaves(struct rig *g)
@@ -239,6 +264,17 @@ static int kill_and_restart(struct rig *g)
 {
 	ck_assert_int_eq(fakesd_kill(g->sd, SIGKILL), 0);
 	ck_assert_int_ge(fakesd_wait_exit(g->sd, TL_WAIT_MS), 0);
+	rig_start(g);
+	return ibc_ping(g->cl, NULL, 0);
+}
+
+/* kill_and_restart(), with the stored descriptor @name lost while no
+ * daemon ran. */
+static int kill_drop_restart(struct rig *g, const char *name)
+{
+	ck_assert_int_eq(fakesd_kill(g->sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g->sd, TL_WAIT_MS), 0);
+	ck_assert_int_eq(fakesd_drop(g->sd, name), 1);
 	rig_start(g);
 	return ibc_ping(g->cl, NULL, 0);
 }
@@ -1295,6 +1331,149 @@ START_TEST(dm_mr_restored)
 	close(go);
 	close(done);
 	wait_all_gone_uncharged(&g, &base);
+	rig_free(&g);
+}
+END_TEST
+
+/* A soft DM whose memfd the store lost (or a DM the device will not
+ * take back by handle) is dropped alone: the session and its other
+ * objects come back, the DM is no longer listed and nothing of it stays
+ * charged. Before, the DM family's failure ended every adopted session
+ * (ping -ECONNRESET) and kept the rest of the state. */
+/* The DM events an importer got: how many DM_REVOKED, and of which DM. */
+struct revoked_seen {
+	int n;
+	uint64_t id;
+	char why[256];
+};
+
+static void on_revoked(struct ibc_client *cl, const struct ibc_event *ev,
+		       void *arg)
+{
+	struct revoked_seen *s = arg;
+
+	(void)cl;
+	if (ev->type != IBC_EVENT_DM_REVOKED)
+		return;
+	s->n++;
+	s->id = ev->object_id;
+	snprintf(s->why, sizeof(s->why), "%s", ev->message);
+}
+
+START_TEST(dm_memfd_lost_drops_the_dm)
+{
+	struct ibc_object_info obj[8];
+	struct ibc_domain_info base, used;
+	struct ibc_connect_attr attr = {
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
+		.event_cb = on_revoked,
+	};
+	struct revoked_seen seen = { 0 };
+	struct ibc_client *importer;
+	struct ibc_ctx *ix;
+	struct ibc_dm *imp;
+	struct pollfd pfd;
+	int64_t end;
+	struct ibc_dm_info *d;
+	struct ibc_cq *cq;
+	struct ibc_ctx *x;
+	struct ibc_dm *dm;
+	char name[64], want[64];
+	size_t n_dm;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	base = domain_now(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 16, &cq), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
+	attr.socket_path = g.sock;
+	attr.event_arg = &seen;
+	ck_assert_int_eq(ibc_connect(&attr, &importer), 0);
+	ck_assert_int_eq(ibc_open(importer, "soft0", &ix), 0);
+	ck_assert_int_eq(ibc_dm_import(ix, ibc_dm_handle(dm), &imp), 0);
+	snprintf(want, sizeof(want), "rb.dm.%" PRIu64, ibc_dm_id(dm));
+	store_wait_for(&g, want, name, sizeof(name));
+	ck_assert_str_eq(name, want);
+	ck_assert_int_eq(kill_drop_restart(&g, name), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "not adopted, dropped"), 1);
+	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
+	ibc_list_free(d);
+	ck_assert_uint_eq(n_dm, 0);
+	/* The CQ came back with its session. */
+	ck_assert_uint_eq(objects_listed(&g, obj, 8), 1);
+	ck_assert_int_eq(obj[0].kind, IBC_OBJ_CQ);
+	used = domain_now(&g);
+	ck_assert_uint_eq(used.used.dm_bytes, 0);
+	/* Its importer is told, with the reason. */
+	pfd = (struct pollfd){ .fd = ibc_get_fd(importer), .events = POLLIN };
+	end = tl_now_ms() + TL_WAIT_MS;
+	while (!seen.n && tl_now_ms() < end) {
+		poll(&pfd, 1, 100);
+		ck_assert_int_ge(ibc_dispatch(importer), 0);
+	}
+	ck_assert_int_eq(seen.n, 1);
+	ck_assert_uint_eq(seen.id, ibc_dm_id(dm));
+	ck_assert_ptr_nonnull(strstr(seen.why, "could not bring this DM back"));
+	ibc_disconnect(importer);
+	ck_assert_int_eq(ibc_dm_free(dm), -ENOENT);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	wait_all_gone_uncharged(&g, &base);
+	rig_free(&g);
+}
+END_TEST
+
+/* A family's restore that fails for another reason than a record that
+ * does not decode (here an XRCD's file the store lost) keeps nothing:
+ * the adopted sessions end, and so do the objects of a session that had
+ * ended before the restart (detached, its process alive), as a clean
+ * start would have closed their context. Before, those stayed, waiting
+ * for a process whose sessions the restore had just refused. */
+START_TEST(family_failure_keeps_no_detached)
+{
+	struct ibc_client *cl;
+	struct ibc_domain_info used;
+	struct ibc_status st;
+	struct ibc_xrcd *xr;
+	struct ibc_dm *dm;
+	struct ibc_ctx *x;
+	char lost[256];
+	size_t n, detached;
+	int64_t end;
+	struct rig g;
+	pid_t pid;
+	int wst;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn_in(&g, HOLD_CQ);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "lost", O_CREAT, &xr), 0);
+	/* A DM, whose family restores before the XRCD's. */
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
+	store_wait_for(&g, "rb.xrcd.", lost, sizeof(lost));
+	ck_assert_int_ne(kill_drop_restart(&g, lost), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "not in the fd store"), 1);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
+	ibc_disconnect(g.cl);
+	g.cl = cl;
+	end = tl_now_ms() + TL_WAIT_MS;
+	do {
+		n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+		if (n)
+			tl_sleep_ms(20);
+	} while (n && tl_now_ms() < end);
+	ck_assert_msg(n == 0, "%zu objects (%zu detached) kept", n, detached);
+	/* Nothing left charged: the new client holds nothing. */
+	wait_all_gone(&g);
+	used = domain_now(&g);
+	ck_assert_uint_eq(used.used.dm_bytes, 0);
+	ck_assert_uint_eq(used.used.objects, 0);
+	ck_assert_int_eq(ibc_status(g.cl, &st, sizeof(st)), 0);
+	ck_assert_ptr_nonnull(strstr(st.last_restore, "state refused"));
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &wst), 0);
 	rig_free(&g);
 }
 END_TEST
@@ -2487,6 +2666,8 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, store_full);
 	tcase_add_test(tc, family_uses_restored);
 	tcase_add_test(tc, dm_mr_restored);
+	tcase_add_test(tc, dm_memfd_lost_drops_the_dm);
+	tcase_add_test(tc, family_failure_keeps_no_detached);
 	tcase_add_test(tc, dm_left_kept);
 	tcase_add_test(tc, dm_ids_never_reused);
 	tcase_add_loop_test(tc, detached_ctx_no_session, 0, 2);

@@ -712,6 +712,21 @@ int fakesd_plant(struct fakesd *sd, const char *name, int fd)
 	return sd->n > before ? 0 : -ENOSPC;
 }
 
+int fakesd_drop(struct fakesd *sd, const char *name)
+{
+	int n = 0;
+
+	pthread_mutex_lock(&sd->mu);
+	for (size_t i = sd->n; i-- > 0;) {
+		if (strcmp(sd->store[i].name, name) == 0) {
+			drop_at(sd, i);
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&sd->mu);
+	return n;
+}
+
 size_t fakesd_store_count(struct fakesd *sd, const char *name)
 {
 	size_t c = 0;

@@ -81,6 +81,9 @@ int fakesd_store_get(struct fakesd *sd, size_t i, char *name, size_t len,
  * it (bound and duplicates as for FDSTORE=1, no polling): what a test
  * hands the next start that the daemon never stored. 0 or -errno. */
 int fakesd_plant(struct fakesd *sd, const char *name, int fd);
+/* Closes and forgets every stored fd named @name, as if it had never
+ * been stored (a store that lost it); returns how many. */
+int fakesd_drop(struct fakesd *sd, const char *name);
 /* Counters since fakesd_new(). */
 struct fakesd_stats {
 	unsigned int refused;  /* fds closed: over the bound, no FDSTORE=1,

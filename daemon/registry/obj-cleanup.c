@@ -41,25 +41,36 @@ bool objects_client_holds(const struct client *c)
 	return c->owner && (c->owner->n_objs || c->owner->n_intents);
 }
 
-void objects_conn_closing(struct client *c)
+/* @c's owner leaves its session, detached (journaled); NULL when it
+ * had nothing left and went. */
+static struct obj_owner *owner_detach(struct client *c)
 {
 	struct obj_owner *ow = c->owner;
-	int pidfd, err;
 
 	if (!ow)
-		return;
+		return NULL;
 	c->owner = NULL;
 	ow->conn = NULL;
 	ow->state = OWNER_DETACHED;
 	if (!ow->n_objs && !ow->n_intents) {
 		objects_owner_put(ow);
-		return;
+		return NULL;
 	}
 	/* Who the process is, for a restore: read before the watch checks
 	 * the session's pidfd, whose process it then was if still there
 	 * (a failure keeps 0, a restore trusts the pid as before). */
 	(void)obj_proc_start(ow->pid, &ow->start_time);
 	sink_owner_saved(c->core, ow);
+	return ow;
+}
+
+void objects_conn_closing(struct client *c)
+{
+	struct obj_owner *ow = owner_detach(c);
+	int pidfd, err;
+
+	if (!ow)
+		return;
 	/* The watch takes the session's pidfd, unless the process is
 	 * watched already: the same process, for longer. */
 	pidfd = c->core->ops->take_pidfd(c);
@@ -76,6 +87,14 @@ void objects_conn_closing(struct client *c)
 			"process; its %u objects stay until the broker stops",
 			ow->client_id, (int)ow->pid, ow->n_objs);
 	}
+}
+
+void objects_conn_end(struct client *c)
+{
+	struct obj_owner *ow = owner_detach(c);
+
+	if (ow)
+		objects_owner_dead(ow);
 }
 
 /* --- the cleanup ------------------------------------------------------ */

@@ -363,6 +363,11 @@ bool objects_client_holds(const struct client *c);
  * session's pidfd (core_ops.take_pidfd).
  */
 void objects_conn_closing(struct client *c);
+/* The session of @c is about to end and its objects must not outlive
+ * it, whatever its process does (a restore that keeps nothing): they are
+ * destroyed as a dead process's are; the session's close that follows
+ * finds no owner. */
+void objects_conn_end(struct client *c);
 
 /*
  * Watch detached @ow's process, of @uid, until it exits (obj-watch.c),

@@ -750,7 +750,7 @@ struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id)
 	return NULL;
 }
 
-void restart_owners_watch(struct core *core)
+void restart_owners_watch(struct core *core, bool end)
 {
 	struct registry *reg = core->registry;
 	struct obj_owner *ow, *tmp;
@@ -761,6 +761,10 @@ void restart_owners_watch(struct core *core)
 			continue;
 		if (!ow->n_objs && !ow->n_intents) {
 			objects_owner_put(ow);
+			continue;
+		}
+		if (end) {
+			objects_owner_dead(ow);
 			continue;
 		}
 		/* No pidfd was kept: one of the pid, whose process may be

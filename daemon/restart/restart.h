@@ -30,9 +30,11 @@
  *   restore_take_fd(). The new generation's journal starts empty: the
  *   family journals again what it adopts, as it would a change. A record
  *   it cannot use (a bad message, a missing fd) is a negative errno with
- *   restore_fail()'s sentence: every adopted session is then ended (its
- *   objects go as a death's do, with the charges) rather than keep half a
- *   registry, and what nobody took is closed.
+ *   restore_fail()'s sentence: every adopted session and every adopted
+ *   ended session's owner is then ended (their objects go as a death's
+ *   do, with the charges) rather than keep half a registry, and what
+ *   nobody took is closed. A record the family can drop alone, giving
+ *   back what it held (a DM whose memfd is lost), is not a failure.
  * - ended sessions: a record of a session that had ended before the
  *   restart while its process lived (detached) is made again for its
  *   owner (restart_owner_find(), objects_add_detached()), as the
@@ -186,8 +188,10 @@ struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id);
  * one that got no record goes. Earlier, an owner whose only record came
  * later would be freed first, then made again unwatched. (The sessions'
  * imports are made again then too, after every record that names a
- * handle: restart_imports_left().) */
-void restart_owners_watch(struct core *core);
+ * handle: restart_imports_left().) With @end (a family's restore failed:
+ * the state is not kept), each such owner's cleanup starts now instead,
+ * as the adopted sessions are ended. */
+void restart_owners_watch(struct core *core, bool end);
 /* The id spaces passed their saved mark: save them further on. */
 void restart_ids_check(struct core *core);
 

@@ -1190,8 +1190,9 @@ int restart_restore(struct server *srv)
 			restore_orphans_close(&rc);
 			/* Every record is back (a family's, an MR on a DM
 			 * made late): only now is each ended session's
-			 * process watched. */
-			restart_owners_watch(rs.core);
+			 * process watched, or, when the state is not kept,
+			 * its objects destroyed as its sessions' are. */
+			restart_owners_watch(rs.core, ret < 0);
 			restore_phase(&ph, RESTORE_FAMILIES);
 			if (ret == 0)
 				restore_tell(&rc);
@@ -1200,10 +1201,15 @@ int restart_restore(struct server *srv)
 				 * sessions end, their objects go as a
 				 * death's do. */
 				log_err("a family's state cannot be used, "
-					"ending the %zu sessions adopted: %s",
+					"ending the %zu sessions and the ended "
+					"sessions' objects adopted: %s",
 					rc.n, rs.why);
-				for (size_t i = 0; i < rc.n; i++)
+				snprintf(r->refused, sizeof(r->refused), "%s",
+					 rs.why);
+				for (size_t i = 0; i < rc.n; i++) {
+					objects_conn_end(&rc.conns[i]->cl);
 					conn_kill(rc.conns[i], NULL);
+				}
 			}
 			free(rc.conns);
 			free(rc.reqs);

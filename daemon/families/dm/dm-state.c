@@ -390,6 +390,48 @@ static struct dctx *dm_restore_ctx(struct restore *rs,
 	return x;
 }
 
+/* The sessions told that a DM did not come back: its holders'. */
+static bool dm_lost_filter(struct client *c, Rdmab__Event *ev, void *arg)
+{
+	const Rdmab__State__Dm *m = arg;
+
+	(void)ev;
+	if (m->allocator_live && c->id == m->allocator_id)
+		return true;
+	for (size_t i = 0; i < m->n_holds; i++)
+		if (m->holds[i]->owner == c->id)
+			return true;
+	return false;
+}
+
+/*
+ * DM @id (record @m) cannot be adopted (a soft DM's memfd is not in the
+ * store, or the device refused its handle): that DM alone is dropped, as
+ * a device removal would, rather than the whole state, which would end
+ * every session for one DM. Nothing of it was charged or recorded yet;
+ * its live holders are told it is revoked, and their later requests on
+ * it find no such DM.
+ */
+static void dm_restore_lost(struct restore *rs, uint64_t id,
+			    const Rdmab__State__Dm *m, const char *why)
+{
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	Rdmab__DmEvent de = RDMAB__DM_EVENT__INIT;
+	char reason[320];
+
+	log_warn("DM %" PRIu64 ": not adopted, dropped: %s", id, why);
+	snprintf(reason, sizeof(reason),
+		 "the broker restarted and could not bring this DM back: %s",
+		 why);
+	de.dm_id = id;
+	de.reason = reason;
+	ev.object_kind = IBC_OBJ_DM;
+	ev.object_id = id;
+	ev.body_case = RDMAB__EVENT__BODY_DM_REVOKED;
+	ev.dm_revoked = &de;
+	rs->core->ops->broadcast(rs->core, &ev, dm_lost_filter, (void *)m);
+}
+
 static int dm_restore_one(void *arg, const struct journal_rec *r)
 {
 	struct restore *rs = arg;
@@ -437,8 +479,8 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 			close(fd);
 		free(dm);
 		dm = NULL;
-		ret = restore_fail(rs, ret, "DM %" PRIu64 ": %s", r->key,
-				   why.text);
+		dm_restore_lost(rs, r->key, m, why.text);
+		ret = 0;
 		goto out;
 	}
 	dm->ctx = x;
