@@ -105,6 +105,14 @@ static int family_rec(void *arg, const struct journal_rec *r)
 
 	if (!m)
 		return 0;
+	/* protobuf-c keeps fields it does not know as they came and packs
+	 * them back unchecked (a wire type it would not read again): no
+	 * writer of the daemon's packs a record it read, so only known
+	 * fields must round-trip. */
+	if (m->n_unknown_fields) {
+		protobuf_c_message_free_unpacked(m, NULL);
+		return 0;
+	}
 	len = protobuf_c_message_get_packed_size(m);
 	buf = malloc(len ? len : 1);
 	if (!buf || protobuf_c_message_pack(m, buf) != len)
