@@ -195,6 +195,14 @@ static int state_fd(struct rig *g)
 		}                                                              \
 	} while (0)
 
+/* The same with @conf as the rig's configuration, for this test only. */
+#define SKIP_WITHOUT_STATE_CONF(g, conf)                                       \
+	do {                                                                   \
+		rig_config = (conf);                                           \
+		SKIP_WITHOUT_STATE(g);                                         \
+		rig_config = NULL;                                             \
+	} while (0)
+
 /* Does the fake systemd's store hold a descriptor named @name? */
 static bool store_has(struct rig *g, const char *name)
 {
@@ -979,9 +987,8 @@ START_TEST(import_kept)
 	struct ibc_ctx *x;
 	struct rig g;
 
-	rig_config = "[soft]\ninternal_objects_per_import = 2\n";
-	SKIP_WITHOUT_STATE(&g);
-	rig_config = NULL;
+	SKIP_WITHOUT_STATE_CONF(&g,
+				"[soft]\ninternal_objects_per_import = 2\n");
 	/* The rig's client holds one import (rig_new), this one another
 	 * open of it. */
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
@@ -1043,9 +1050,7 @@ START_TEST(restore_not_compacted)
 	struct rig g;
 	uint64_t gen0, gen;
 
-	rig_config = "[defaults]\nobjects = 20000\n";
-	SKIP_WITHOUT_STATE(&g);
-	rig_config = NULL;
+	SKIP_WITHOUT_STATE_CONF(&g, "[defaults]\nobjects = 20000\n");
 	gen0 = state_gen(&g);
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	for (int i = 0; i < 16000; i++)
@@ -1585,9 +1590,7 @@ START_TEST(cgroup_session_kept)
 	struct ibc_cq *cq;
 	struct rig g;
 
-	rig_config = "[defaults]\nper = cgroup\n";
-	SKIP_WITHOUT_STATE(&g);
-	rig_config = NULL;
+	SKIP_WITHOUT_STATE_CONF(&g, "[defaults]\nper = cgroup\n");
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
 	before = domain_now(&g);
@@ -1623,9 +1626,7 @@ START_TEST(cgroup_private_session_kept)
 	char name[64];
 	struct rig g;
 
-	rig_config = "[defaults]\nper = cgroup\n";
-	SKIP_WITHOUT_STATE(&g);
-	rig_config = NULL;
+	SKIP_WITHOUT_STATE_CONF(&g, "[defaults]\nper = cgroup\n");
 	snprintf(name, sizeof(name), "%s", domain_now(&g).name);
 	attr.socket_path = g.sock;
 	ck_assert_int_eq(ibc_connect(&attr, &p), 0);
@@ -1654,9 +1655,7 @@ START_TEST(cgroup_detached_no_session)
 	pid_t pid;
 	int st;
 
-	rig_config = "[defaults]\nper = cgroup\n";
-	SKIP_WITHOUT_STATE(&g);
-	rig_config = NULL;
+	SKIP_WITHOUT_STATE_CONF(&g, "[defaults]\nper = cgroup\n");
 	snprintf(name, sizeof(name), "%s", domain_now(&g).name);
 	pid = holder_spawn(&g, false);
 	ck_assert_uint_eq(evict_pid(&g, pid), 1);
@@ -1865,9 +1864,7 @@ START_TEST(unnamed_kept)
 	pid_t pid;
 	int st;
 
-	rig_config = "[soft]\nintent_window = yes\n";
-	SKIP_WITHOUT_STATE(&g);
-	rig_config = NULL;
+	SKIP_WITHOUT_STATE_CONF(&g, "[soft]\nintent_window = yes\n");
 	pid = stopped_in_window(&g, "kernel");
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
@@ -1949,10 +1946,8 @@ START_TEST(dead_import_kept)
 	pid_t pid;
 	int st;
 
-	rig_config = "[soft]\ninternal_objects_per_import = 2\n"
-		     "internal_objects_per_qp = 1\n";
-	SKIP_WITHOUT_STATE(&g);
-	rig_config = NULL;
+	SKIP_WITHOUT_STATE_CONF(&g, "[soft]\ninternal_objects_per_import = 2\n"
+				    "internal_objects_per_qp = 1\n");
 	pid = holder_spawn_in(&g, HOLD_CQ | HOLD_QPS);
 	kill(pid, SIGKILL);
 	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
@@ -2007,9 +2002,8 @@ START_TEST(imports_after_named)
 	size_t n;
 	struct rig g;
 
-	rig_config = "[soft]\ninternal_objects_per_import = 1\n";
-	SKIP_WITHOUT_STATE(&g);
-	rig_config = NULL;
+	SKIP_WITHOUT_STATE_CONF(&g,
+				"[soft]\ninternal_objects_per_import = 1\n");
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
 	ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
@@ -2048,9 +2042,7 @@ START_TEST(window_registered_kept)
 	struct ibc_cq *cq;
 	struct rig g;
 
-	rig_config = "[soft]\nintent_window = yes\n";
-	SKIP_WITHOUT_STATE(&g);
-	rig_config = NULL;
+	SKIP_WITHOUT_STATE_CONF(&g, "[soft]\nintent_window = yes\n");
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
 	/* The register went without an answer: this one comes after it. */
@@ -2088,9 +2080,7 @@ START_TEST(intent_open_at_kill)
 	pid_t pid;
 	int st;
 
-	rig_config = "[soft]\nintent_window = yes\n";
-	SKIP_WITHOUT_STATE(&g);
-	rig_config = NULL;
+	SKIP_WITHOUT_STATE_CONF(&g, "[soft]\nintent_window = yes\n");
 	pid = stopped_in_window(&g, stop_at);
 	before = domain_now(&g);
 	ck_assert_uint_eq(before.live_intents, 1);
@@ -2559,9 +2549,7 @@ START_TEST(store_share_per_uid)
 	size_t before;
 	struct rig g;
 
-	rig_config = "[broker]\nfd_store_per_uid = 3\n";
-	SKIP_WITHOUT_STATE(&g);
-	rig_config = NULL;
+	SKIP_WITHOUT_STATE_CONF(&g, "[broker]\nfd_store_per_uid = 3\n");
 	rig_agent(&g, &a, 65534);
 	for (int i = 0; i < SHARE; i++)
 		ck_assert_msg(agent_xrcd(&a, "a", i) == 0, "a%d: %s", i,
@@ -2612,10 +2600,9 @@ START_TEST(store_full_hello_told)
 	 * of 1, 16: the state, the in-flight table, the rig's session and
 	 * context, uid 65534's and its 10 names. */
 	rig_max_clients = "3";
-	rig_config = "[broker]\nadmin_reserve = 0\n"
-		     "private_contexts_per_uid = 0\nfd_store_per_uid = 10\n";
-	SKIP_WITHOUT_STATE(&g);
-	rig_config = NULL;
+	SKIP_WITHOUT_STATE_CONF(
+		&g, "[broker]\nadmin_reserve = 0\n"
+		    "private_contexts_per_uid = 0\nfd_store_per_uid = 10\n");
 	rig_agent(&g, &a, 65534);
 	for (int i = 0; i < 10; i++)
 		ck_assert_msg(agent_xrcd(&a, "a", i) == 0, "a%d: %s", i,
