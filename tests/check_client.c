@@ -544,11 +544,6 @@ static void *ping_main(void *arg)
 	return NULL;
 }
 
-#define FB_START(fb, script, arg)                                              \
-	ck_assert_msg(fb_start(fb, script, arg) == 0, "fb_start: %s",          \
-		      strerror(errno))
-#define FB_STOP(fb) ck_assert_msg(fb_stop(fb) == 0, "broker: %s", (fb)->why)
-
 /* A client waits for a reply to a ping; the broker stops reading (sends
  * fail with EPIPE from then on) and, a little later, refuses the
  * connection with its reason and closes. */

@@ -20,11 +20,6 @@
 #include "tests/fakebroker.h"
 #include "tests/testlib.h"
 
-#define FB_START(fb, script, arg)                                              \
-	ck_assert_msg(fb_start(fb, script, arg) == 0, "fb_start: %s",          \
-		      strerror(errno))
-#define FB_STOP(fb) ck_assert_msg(fb_stop(fb) == 0, "broker: %s", (fb)->why)
-
 /* The client's timeout in the wait test; the broker's events come every
  * half of it, for WAIT_EVENTS of them. */
 #define WAIT_TIMEOUT_MS 1000

@@ -89,4 +89,11 @@ int fb_soft_context_fd(uint64_t id);
  * TL_WAIT_MS. */
 int fb_wait_eof(struct fb *fb);
 
+/* For Check tests (check.h, errno.h and string.h included by the test):
+ * start and stop the fake broker, failing the test with its reason. */
+#define FB_START(fb, script, arg)                                              \
+	ck_assert_msg(fb_start(fb, script, arg) == 0, "fb_start: %s",          \
+		      strerror(errno))
+#define FB_STOP(fb) ck_assert_msg(fb_stop(fb) == 0, "broker: %s", (fb)->why)
+
 #endif
