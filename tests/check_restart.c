@@ -1316,6 +1316,22 @@ static size_t objects_listed(struct rig *g, struct ibc_object_info *v,
 	return n;
 }
 
+/* The objects listed now are the @n of @before (objects_listed()):
+ * the same ids, kinds, handles and states. */
+static void objects_same(struct rig *g, const struct ibc_object_info *before,
+			 size_t n)
+{
+	struct ibc_object_info after[16];
+
+	ck_assert_uint_eq(objects_listed(g, after, 16), n);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(after[i].id, before[i].id);
+		ck_assert_int_eq(after[i].kind, before[i].kind);
+		ck_assert_uint_eq(after[i].handle, before[i].handle);
+		ck_assert_int_eq(after[i].state, before[i].state);
+	}
+}
+
 /* Every object and DM goes, and the domain is charged what it was at
  * @base, with no DM bytes. */
 static void wait_all_gone_uncharged(struct rig *g,
@@ -1331,10 +1347,10 @@ static void wait_all_gone_uncharged(struct rig *g,
 
 START_TEST(dm_mr_restored)
 {
-	struct ibc_object_info before[16], after[16];
+	struct ibc_object_info before[16];
 	struct ibc_domain_info base;
 	struct ibc_dm_info *d;
-	size_t n_before, n_after, n_dm;
+	size_t n_before, n_dm;
 	uint64_t mr_id = 0;
 	int go, done, st;
 	struct rig g;
@@ -1354,14 +1370,7 @@ START_TEST(dm_mr_restored)
 	ck_assert_int_eq(write(go, "g", 1), 1);
 	ck_assert_int_eq(read(done, &c, 1), 1);
 	ck_assert_int_eq(c, 'o');
-	n_after = objects_listed(&g, after, 16);
-	ck_assert_uint_eq(n_after, n_before);
-	for (size_t i = 0; i < n_after; i++) {
-		ck_assert_uint_eq(after[i].id, before[i].id);
-		ck_assert_int_eq(after[i].kind, before[i].kind);
-		ck_assert_uint_eq(after[i].handle, before[i].handle);
-		ck_assert_int_eq(after[i].state, before[i].state);
-	}
+	objects_same(&g, before, n_before);
 	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
 	ck_assert_uint_eq(n_dm, 1);
 	ck_assert_uint_eq(d[0].mrs, 1);
@@ -1869,14 +1878,14 @@ static size_t rss_listed(struct rig *g, struct ibc_rss_info *ret, uint64_t *wqs)
  */
 START_TEST(detached_rss_kept)
 {
-	struct ibc_object_info ob[16], oa[16];
+	struct ibc_object_info ob[16];
 	struct ibc_domain_info base, db, da;
 	struct ibc_rss_info rb, ra;
 	uint64_t wb[2], wa[2];
 	struct ibc_cq *cq = NULL;
 	struct ibc_wq *wq = NULL;
 	struct ibc_ctx *x;
-	size_t n_before, n_after;
+	size_t n_before;
 	char name[64];
 	int64_t end;
 	struct rig g;
@@ -1914,14 +1923,7 @@ START_TEST(detached_rss_kept)
 	ck_assert_uint_eq(ra.num_wqs, rb.num_wqs);
 	ck_assert_mem_eq(wa, wb, sizeof(wa));
 	ck_assert_mem_eq(ra.hash_key, rb.hash_key, sizeof(ra.hash_key));
-	n_after = objects_listed(&g, oa, 16);
-	ck_assert_uint_eq(n_after, n_before);
-	for (size_t i = 0; i < n_after; i++) {
-		ck_assert_uint_eq(oa[i].id, ob[i].id);
-		ck_assert_int_eq(oa[i].kind, ob[i].kind);
-		ck_assert_uint_eq(oa[i].handle, ob[i].handle);
-		ck_assert_int_eq(oa[i].state, ob[i].state);
-	}
+	objects_same(&g, ob, n_before);
 	da = domain_now(&g);
 	ck_assert_uint_eq(da.used.rss_tables, db.used.rss_tables);
 	ck_assert_uint_eq(da.used.objects, db.used.objects);
