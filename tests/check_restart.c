@@ -15,6 +15,7 @@
 #include <fcntl.h>
 #include <inttypes.h>
 #include <libgen.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
@@ -486,7 +487,41 @@ enum {
 	/* Three RC QPs on its CQ (HOLD_CQ): with [soft]
 	 * internal_objects_per_qp, records of its import. */
 	HOLD_QPS = 1 << 4,
+	/* Two WQs on its CQ (HOLD_CQ) and an RSS object over them, or over
+	 * its first and holder_rss_wq when that is set. */
+	HOLD_RSS = 1 << 5,
 };
+
+/* A WQ of another session for the next holder's RSS table (0: none). */
+static uint64_t holder_rss_wq;
+
+/* The holder's RSS object over two WQs on @cq: its own, or its first
+ * and holder_rss_wq. */
+static int holder_rss(struct ibc_ctx *x, struct ibc_cq *cq)
+{
+	struct ibc_rss_attr a = {
+		.port_num = 1,
+		.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4,
+		.log_ind_tbl_size = 1,
+		.num_wqs = 2,
+		.match = { .af = AF_INET,
+			   .l4_proto = IPPROTO_UDP,
+			   .dst_port = 9999,
+			   .port_mask = 0xffff },
+	};
+	struct ibc_wq *wq[2];
+	struct ibc_rss *rss;
+	uint64_t ids[2];
+
+	for (int i = 0; i < 2; i++)
+		if (ibc_wq_create(x, cq, NULL, &wq[i]) < 0)
+			return -1;
+	ids[0] = ibc_wq_id(wq[0]);
+	ids[1] = holder_rss_wq ? holder_rss_wq : ibc_wq_id(wq[1]);
+	a.wq_ids = ids;
+	memset(a.hash_key, 0x6d, sizeof(a.hash_key));
+	return ibc_rss_create(x, &a, &rss);
+}
 
 /* A small RC QP's attributes, its CQs to set. */
 static struct ibc_qp_attr rc_attr(void)
@@ -533,7 +568,8 @@ static pid_t holder_spawn_in(struct rig *g, unsigned int what)
 		    (what & (HOLD_FAMILIES | HOLD_DM) &&
 		     ibc_dm_alloc(x, 4096, 0, &dm) < 0) ||
 		    (what & HOLD_FAMILIES &&
-		     ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0))
+		     ibc_xrcd_open(x, "gone", O_CREAT, &xr) < 0) ||
+		    (what & HOLD_RSS && holder_rss(x, qa.send_cq) < 0))
 			_exit(1);
 		qa.recv_cq = qa.send_cq;
 		for (int i = 0; what & HOLD_QPS && i < 3; i++)
@@ -1280,6 +1316,22 @@ static size_t objects_listed(struct rig *g, struct ibc_object_info *v,
 	return n;
 }
 
+/* The objects listed now are the @n of @before (objects_listed()):
+ * the same ids, kinds, handles and states. */
+static void objects_same(struct rig *g, const struct ibc_object_info *before,
+			 size_t n)
+{
+	struct ibc_object_info after[16];
+
+	ck_assert_uint_eq(objects_listed(g, after, 16), n);
+	for (size_t i = 0; i < n; i++) {
+		ck_assert_uint_eq(after[i].id, before[i].id);
+		ck_assert_int_eq(after[i].kind, before[i].kind);
+		ck_assert_uint_eq(after[i].handle, before[i].handle);
+		ck_assert_int_eq(after[i].state, before[i].state);
+	}
+}
+
 /* Every object and DM goes, and the domain is charged what it was at
  * @base, with no DM bytes. */
 static void wait_all_gone_uncharged(struct rig *g,
@@ -1295,10 +1347,10 @@ static void wait_all_gone_uncharged(struct rig *g,
 
 START_TEST(dm_mr_restored)
 {
-	struct ibc_object_info before[16], after[16];
+	struct ibc_object_info before[16];
 	struct ibc_domain_info base;
 	struct ibc_dm_info *d;
-	size_t n_before, n_after, n_dm;
+	size_t n_before, n_dm;
 	uint64_t mr_id = 0;
 	int go, done, st;
 	struct rig g;
@@ -1318,14 +1370,7 @@ START_TEST(dm_mr_restored)
 	ck_assert_int_eq(write(go, "g", 1), 1);
 	ck_assert_int_eq(read(done, &c, 1), 1);
 	ck_assert_int_eq(c, 'o');
-	n_after = objects_listed(&g, after, 16);
-	ck_assert_uint_eq(n_after, n_before);
-	for (size_t i = 0; i < n_after; i++) {
-		ck_assert_uint_eq(after[i].id, before[i].id);
-		ck_assert_int_eq(after[i].kind, before[i].kind);
-		ck_assert_uint_eq(after[i].handle, before[i].handle);
-		ck_assert_int_eq(after[i].state, before[i].state);
-	}
+	objects_same(&g, before, n_before);
 	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
 	ck_assert_uint_eq(n_dm, 1);
 	ck_assert_uint_eq(d[0].mrs, 1);
@@ -1798,6 +1843,115 @@ START_TEST(detached_dm_only_no_session)
 	ck_assert_uint_eq(detached, 1);
 	dm_live_imported(&g);
 	holder_gone(&g, pid, name);
+	rig_free(&g);
+}
+END_TEST
+
+/* The one RSS object listed now into @ret, its WQs' ids into @wqs (at
+ * most 2); how many are listed. */
+static size_t rss_listed(struct rig *g, struct ibc_rss_info *ret, uint64_t *wqs)
+{
+	struct ibc_rss_info *r;
+	size_t n;
+
+	ck_assert_int_eq(ibc_list_rss(g->cl, &r, sizeof(*r), &n), 0);
+	if (n == 1) {
+		ck_assert_uint_le(r[0].num_wqs, 2);
+		*ret = r[0];
+		memcpy(wqs, r[0].wq_ids, r[0].num_wqs * sizeof(*wqs));
+		ret->wq_ids = wqs;
+		ret->wq_owners = NULL;
+	}
+	ibc_list_free(r);
+	return n;
+}
+
+/*
+ * The RSS object of a session that ended before the restart while its
+ * process lives (detached): it comes back as it was (the same id, WQs,
+ * QP number, rebuilds, owner), its parts listed detached and its table
+ * charged to the domain again; it goes with its process, nothing left
+ * charged. Run 0: in the holder's private domain, over two WQs of its
+ * own. Run 1: in the domain it shares with the rig's client, over a WQ
+ * of the holder and one of that live session, whose destroy after the
+ * restart rebuilds the table over the holder's WQ alone, as before one.
+ */
+START_TEST(detached_rss_kept)
+{
+	struct ibc_object_info ob[16];
+	struct ibc_domain_info base, db, da;
+	struct ibc_rss_info rb, ra;
+	uint64_t wb[2], wa[2];
+	struct ibc_cq *cq = NULL;
+	struct ibc_wq *wq = NULL;
+	struct ibc_ctx *x;
+	size_t n_before;
+	char name[64];
+	int64_t end;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	base = domain_now(&g);
+	if (_i) {
+		ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+		ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+		ck_assert_int_eq(ibc_wq_create(x, cq, NULL, &wq), 0);
+		holder_rss_wq = ibc_wq_id(wq);
+	}
+	pid = holder_spawn_in(&g, HOLD_CQ | HOLD_RSS | (_i ? 0 : HOLD_PRIVATE));
+	holder_rss_wq = 0;
+	ck_assert_uint_ge(evict_pid(&g, pid), 1);
+	if (!_i)
+		private_domain(&g, name, sizeof(name));
+	/* A private domain's charges are its pool's: the uid's own, the
+	 * rig's client's. */
+	db = domain_now(&g);
+	ck_assert_uint_eq(db.used.rss_tables, 1);
+	ck_assert_uint_eq(rss_listed(&g, &rb, wb), 1);
+	n_before = objects_listed(&g, ob, 16);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_msg(rss_listed(&g, &ra, wa) == 1,
+		      "the detached session's RSS object did not come back");
+	ck_assert_uint_eq(ra.id, rb.id);
+	ck_assert_uint_eq(ra.client_id, rb.client_id);
+	ck_assert_uint_eq(ra.qp_num, rb.qp_num);
+	ck_assert_uint_eq(ra.rebuilds, rb.rebuilds);
+	ck_assert_uint_eq(ra.priority, rb.priority);
+	ck_assert_uint_eq(ra.num_wqs, 2);
+	ck_assert_uint_eq(ra.num_wqs, rb.num_wqs);
+	ck_assert_mem_eq(wa, wb, sizeof(wa));
+	ck_assert_mem_eq(ra.hash_key, rb.hash_key, sizeof(ra.hash_key));
+	objects_same(&g, ob, n_before);
+	da = domain_now(&g);
+	ck_assert_uint_eq(da.used.rss_tables, db.used.rss_tables);
+	ck_assert_uint_eq(da.used.objects, db.used.objects);
+	if (!_i) {
+		holder_gone(&g, pid, name);
+		ck_assert_uint_eq(domain_now(&g).used.rss_tables, 0);
+		rig_free(&g);
+		return;
+	}
+	/* The live session's WQ leaves the table: rebuilt over the
+	 * detached one's, make before break, as without a restart. */
+	ck_assert_int_eq(ibc_wq_destroy(wq), 0);
+	end = tl_now_ms() + TL_WAIT_MS;
+	while (rss_listed(&g, &ra, wa) == 1 && ra.num_wqs == 2 &&
+	       tl_now_ms() < end)
+		tl_sleep_ms(20);
+	ck_assert_uint_eq(rss_listed(&g, &ra, wa), 1);
+	ck_assert_uint_eq(ra.num_wqs, 1);
+	ck_assert_uint_eq(ra.rebuilds, rb.rebuilds + 1);
+	ck_assert_uint_eq(wa[0], wb[0]);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	wait_all_gone(&g);
+	ck_assert_uint_eq(rss_listed(&g, &ra, wa), 0);
+	da = domain_now(&g);
+	ck_assert_uint_eq(da.used.rss_tables, 0);
+	ck_assert_uint_eq(da.used.objects, base.used.objects);
 	rig_free(&g);
 }
 END_TEST
@@ -2664,6 +2818,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, cgroup_detached_no_session);
 	tcase_add_test(tc, cgroup_private_session_kept);
 	tcase_add_test(tc, detached_dm_only_no_session);
+	tcase_add_loop_test(tc, detached_rss_kept, 0, 2);
 	tcase_add_test(tc, unnamed_kept);
 	tcase_add_test(tc, unnamed_rekeyed_kept);
 	tcase_add_test(tc, dead_import_kept);

@@ -9,7 +9,7 @@ set -u
 # Run from the build directory, as make check does.
 hw=tests/hw
 rc=0
-for t in hw_rss hw_dm hw_import hw_interpose; do
+for t in hw_rss hw_dm hw_import hw_interpose hw_restart_rss; do
 	echo "== $t --soft"
 	timeout -k 5 120 "$hw/$t" --soft
 	r=$?

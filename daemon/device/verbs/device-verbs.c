@@ -643,8 +643,11 @@ static int verbs_rss_destroy(struct device_ctx *base, struct rss_made *made,
 }
 
 /* Restart: the parts live on in the context's kernel state (its cmd_fd
- * was in the store); nothing to make, they go by handle
- * (verbs_rss_destroy). mlx5 only: unverified on hardware. */
+ * was in the store), a live session's or a detached one's alike; nothing
+ * to make, they go by handle (verbs_rss_destroy): libibverbs imports a
+ * context, a PD, an MR and a DM, but no WQ, indirection table, QP or
+ * flow, so no libibverbs object can stand for them. mlx5 only:
+ * unverified on hardware. */
 static int verbs_rss_adopt(struct device_ctx *base, const struct rss_spec *spec,
 			   const struct rss_made *at, struct rss_made *ret,
 			   struct why *why)

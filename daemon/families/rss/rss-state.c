@@ -77,15 +77,23 @@ void rss_journal_gone(struct core *core, uint64_t id)
 	journal_del(restart_journal(core), JOURNAL_RSS, id);
 }
 
-/* A part's registry record, made again under @id for @c (the registry
- * journals no RSS part: the RSS record names them). */
-static int rss_part(struct restore *rs, struct client *c, struct dctx *x,
-		    enum ibc_obj_kind kind, uint32_t handle, uint64_t id,
-		    struct obj **ret)
+/* A part's registry record, made again under @id for @c, or for @ow
+ * when its session had ended before the restart while its process lived
+ * (the registry journals no RSS part: the RSS record names them). */
+static int rss_part(struct restore *rs, struct client *c, struct obj_owner *ow,
+		    struct dctx *x, enum ibc_obj_kind kind, uint32_t handle,
+		    uint64_t id, struct obj **ret)
 {
 	struct why why = { 0 };
+	int ret_add;
 
-	if (objects_add_id(c, x, kind, false, true, handle, id, &why, ret) < 0)
+	if (c)
+		ret_add = objects_add_id(c, x, kind, false, true, handle, id,
+					 &why, ret);
+	else
+		ret_add = objects_add_detached(ow, x, kind, false, true, handle,
+					       id, &why, ret);
+	if (ret_add < 0)
 		return restore_fail(rs, -ENOMEM,
 				    "RSS part %" PRIu64 " (%s): %s", id,
 				    obj_kind_name(kind), why.text);
@@ -103,6 +111,7 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 	struct rss_made at = { 0 };
 	uint32_t *wqh = NULL;
 	Rdmab__State__Rss *m;
+	struct obj_owner *ow = NULL;
 	struct client *c;
 	struct dctx *x;
 	int ret = 0;
@@ -113,10 +122,18 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 				    "RSS %" PRIu64 " does not decode",
 				    rec->key);
 	c = state_client(rs->core, m->owner);
+	/* A session that had ended before the restart while its process
+	 * lived (detached): the object stays its owner's until that process
+	 * is gone, as the registry's records of such owners do. */
+	if (!c)
+		ow = restart_owner_find(rs, m->owner);
+	/* Its context came back with its WQs' records (a table has at
+	 * least one, in its context), whoever owns them; with none, the
+	 * object is not adopted below. */
 	x = state_ctx(rs->core, m->ctx_id);
-	/* Its owner's session did not come back, or a part was going: it
-	 * goes, as with its owner's death. */
-	if (!c || !x || !x->dc || !dctx_conn_find(c, x->id) ||
+	/* Its owner is neither, or a part was going: it goes, as with its
+	 * owner's death. */
+	if ((!c && !ow) || !x || !x->dc || (c && !dctx_conn_find(c, x->id)) ||
 	    !m->flow_object || !m->qp_object || !m->tbl_object) {
 		log_info("RSS %" PRIu64 ": its owner's session or context did "
 			 "not come back, not adopted",
@@ -179,13 +196,13 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 				   why.text);
 		goto out;
 	}
-	ret = rss_part(rs, c, x, IBC_OBJ_RWQ_IND_TBL, r.made.tbl_handle,
+	ret = rss_part(rs, c, ow, x, IBC_OBJ_RWQ_IND_TBL, r.made.tbl_handle,
 		       m->tbl_object, &part[2]);
 	if (ret == 0)
-		ret = rss_part(rs, c, x, IBC_OBJ_QP, r.made.qp_handle,
+		ret = rss_part(rs, c, ow, x, IBC_OBJ_QP, r.made.qp_handle,
 			       m->qp_object, &part[1]);
 	if (ret == 0)
-		ret = rss_part(rs, c, x, IBC_OBJ_FLOW, r.made.flow_handle,
+		ret = rss_part(rs, c, ow, x, IBC_OBJ_FLOW, r.made.flow_handle,
 			       m->flow_object, &part[0]);
 	if (ret == 0)
 		ret = rss_adopt(rs->core, &r, x, part[0], part[1], part[2],

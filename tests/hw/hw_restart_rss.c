@@ -1,0 +1,376 @@
+// SPDX-License-Identifier: MIT
+/*
+ * A detached session's RSS object across a SIGKILL of the daemon on real
+ * mlx5 hardware (issue 25); exits 77 (skipped) without an mlx5 device.
+ * Unverified until someone runs it on a ConnectX-5 or newer: see
+ * README.md.
+ *
+ * The daemon runs under the fake systemd of the restart tests
+ * (tests/fakesd.h), which keeps its fd store across the kill. A holder
+ * process makes two WQs in the domain's imported context and the broker
+ * an RSS object over them and a WQ of the suite's own session; the
+ * holder's session is evicted while the process lives, so its objects
+ * are detached. libibverbs imports only a context, a PD, an MR and a DM:
+ * the table, the RSS QP and the flow rule cannot be imported, so the new
+ * daemon adopts the context from the store (ibv_import_device of the
+ * stored cmd_fd) and takes the parts back by handle. The suite checks
+ * that the table is listed as before (id, WQs, QP number, owner, charge)
+ * and that the kernel kept its QP (`rdma resource` counts the same); that
+ * the suite's WQ leaving it rebuilds it (new parts made, the adopted ones
+ * destroyed by handle); and that the holder's SIGKILL destroys it by
+ * handle while the context lives on (the suite's session holds it): one
+ * QP fewer in the kernel, nothing listed, nothing charged.
+ *
+ * With --soft it runs the same against the soft device, whose table is a
+ * record made again by the restore; the kernel's counts are skipped, on
+ * SKIP lines.
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define HW_NAME "hw_restart_rss"
+#include "tests/fakesd.h"
+#include "tests/hw/hwlib.h"
+
+static struct fakesd *sd;
+static char run_dir[300], log_path[300];
+static const char *dev_name;
+/* The holder process while it runs (killed by main() on a failure). */
+static pid_t holder_pid;
+
+static int64_t now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* rdmabrokerd under the fake systemd, ready. */
+static int daemon_start(const char *bin)
+{
+	char *argv[] = { (char *)bin,
+			 "--foreground",
+			 "--device",
+			 hw_mode == HW_SOFT ? "soft" : "verbs",
+			 "--socket",
+			 hw_sock,
+			 "--runtime-dir",
+			 run_dir,
+			 "--config",
+			 hw_conf,
+			 NULL };
+	int ret = fakesd_start(sd, argv, log_path);
+
+	return ret < 0 ? ret : fakesd_wait_ready(sd, 20000);
+}
+
+/* The listener the fake systemd passes as its socket unit's, and the
+ * store; an empty configuration (the suite runs as root: an
+ * administrator may claim any match). */
+static int rig_make(const char *bin, int *ret_lfd)
+{
+	struct fakesd_opts o = { .store_max = 4096,
+				 .listen_name = "rdmabrokerd.socket" };
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	FILE *f;
+	int lfd;
+
+	if (hw_mkdir("hw_restart_rss") < 0)
+		return -1;
+	snprintf(run_dir, sizeof(run_dir), "%s/run", hw_dir);
+	snprintf(log_path, sizeof(log_path), "%s/daemon.log", hw_dir);
+	f = fopen(hw_conf, "we");
+	if (!f || fclose(f) != 0)
+		return -1;
+	if (strlen(hw_sock) >= sizeof(sa.sun_path))
+		return -1;
+	memcpy(sa.sun_path, hw_sock, strlen(hw_sock) + 1);
+	lfd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *)&sa, sizeof(sa)) < 0 ||
+	    listen(lfd, 16) < 0)
+		return -1;
+	*ret_lfd = lfd;
+	o.dir = hw_dir;
+	o.listen_fd = lfd;
+	if (fakesd_new(&o, &sd) < 0)
+		return -1;
+	return daemon_start(bin);
+}
+
+/* The directory goes, with what the daemon left in it (killed last by
+ * fakesd_free(), it removed nothing): an empty XRCD directory, its lock. */
+static void rig_remove(void)
+{
+	char path[400];
+
+	snprintf(path, sizeof(path), "%s/xrcd", run_dir);
+	rmdir(path);
+	snprintf(path, sizeof(path), "%s/rdmabrokerd.lock", run_dir);
+	unlink(path);
+	rmdir(run_dir);
+	unlink(log_path);
+	unlink(hw_conf);
+	unlink(hw_sock);
+	rmdir(hw_dir);
+}
+
+/* The holder: two WQs on a CQ, and the RSS object over them and @wq;
+ * its pid, the RSS id on @ids_fd, then it waits to be killed. */
+static pid_t holder_spawn(uint64_t wq, int *ret_rd)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe2(p, O_CLOEXEC) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct ibc_rss_attr a = {
+			.port_num = 1,
+			.log_ind_tbl_size = 2,
+			.num_wqs = 3,
+			.hash_fields = IBV_RX_HASH_SRC_IPV4 |
+				       IBV_RX_HASH_DST_IPV4 |
+				       IBV_RX_HASH_SRC_PORT_UDP |
+				       IBV_RX_HASH_DST_PORT_UDP,
+			.match = { .af = AF_INET,
+				   .l4_proto = IPPROTO_UDP,
+				   .dst_port = 9999,
+				   .port_mask = 0xffff },
+		};
+		struct ibc_client *cl;
+		struct ibc_ctx *x;
+		struct ibc_cq *cq;
+		struct ibc_wq *w[2];
+		struct ibc_rss *rss;
+		uint64_t ids[3], id;
+
+		memset(a.hash_key, 0x6d, sizeof(a.hash_key));
+		if (hw_connect(&cl) < 0 || ibc_open(cl, dev_name, &x) < 0 ||
+		    ibc_cq_create(x, 16, &cq) < 0 ||
+		    ibc_wq_create(x, cq, NULL, &w[0]) < 0 ||
+		    ibc_wq_create(x, cq, NULL, &w[1]) < 0)
+			_exit(1);
+		ids[0] = ibc_wq_id(w[0]);
+		ids[1] = ibc_wq_id(w[1]);
+		ids[2] = wq;
+		a.wq_ids = ids;
+		if (ibc_rss_create(x, &a, &rss) < 0) {
+			fprintf(stderr, HW_NAME ": the holder's RSS: %s\n",
+				ibc_last_error());
+			_exit(1);
+		}
+		id = ibc_rss_id(rss);
+		if (write(p[1], &id, sizeof(id)) != sizeof(id))
+			_exit(1);
+		pause();
+		_exit(0);
+	}
+	close(p[1]);
+	*ret_rd = p[0];
+	return pid;
+}
+
+/* The one RSS object listed now into @ret (NULL lists are not kept):
+ * how many are listed, or -1. */
+static int rss_one(struct ibc_client *cl, struct ibc_rss_info *ret)
+{
+	struct ibc_rss_info *r;
+	size_t n;
+
+	if (ibc_list_rss(cl, &r, sizeof(*r), &n) < 0)
+		return -1;
+	if (n == 1) {
+		*ret = r[0];
+		ret->wq_ids = NULL;
+		ret->wq_owners = NULL;
+	}
+	ibc_list_free(r);
+	return (int)n;
+}
+
+/* How many objects are listed detached now, or -1. */
+static int detached_count(struct ibc_client *cl)
+{
+	struct ibc_object_info *o;
+	size_t n;
+	int k = 0;
+
+	if (ibc_list_objects(cl, NULL, &o, sizeof(*o), &n) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		k += o[i].state == IBC_OBJECT_DETACHED;
+	ibc_list_free(o);
+	return k;
+}
+
+/* The session of process @pid is evicted: its @want objects stay,
+ * detached, once the daemon's loop has ended the session (a kill before
+ * that would find it live). */
+static int evict(struct ibc_client *cl, pid_t pid, int want)
+{
+	struct ibc_client_entry *e;
+	int64_t end = now_ms() + 5000;
+	uint64_t id = 0;
+	size_t n;
+
+	if (ibc_list_clients(cl, &e, sizeof(*e), &n) < 0)
+		return -1;
+	for (size_t i = 0; i < n; i++)
+		if (e[i].pid == (uint32_t)pid)
+			id = e[i].id;
+	ibc_list_free(e);
+	if (!id || ibc_admin_evict(cl, id) < 0)
+		return -1;
+	while (detached_count(cl) != want && now_ms() < end)
+		usleep(20000);
+	return detached_count(cl) == want ? 0 : -1;
+}
+
+/* The domain @cl is a member of, as listed. */
+static int domain_of(struct ibc_client *cl, struct ibc_domain_info *ret)
+{
+	struct ibc_domain_info *d;
+	size_t n;
+	int found = -1;
+
+	if (ibc_list_domains(cl, &d, sizeof(*d), &n) < 0)
+		return -1;
+	for (size_t i = 0; i < n && found < 0; i++)
+		if (d[i].members) {
+			*ret = d[i];
+			found = 0;
+		}
+	ibc_list_free(d);
+	return found;
+}
+
+static int run(const char *bin)
+{
+	struct ibc_rss_info before, after;
+	struct ibc_domain_info dom;
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct ibc_wq *wq;
+	int qps_before = -1, qps_now, rd, st, lfd = -1;
+	int64_t end;
+	uint64_t id;
+	pid_t pid;
+
+	CHECK(rig_make(bin, &lfd) == 0, "the daemon did not start (see %s)",
+	      log_path);
+	CHECK(hw_connect(&cl) == 0, "connect");
+	/* The suite's session holds the domain's context throughout, so
+	 * that the kernel objects go by handle, not with the context. */
+	CHECK(ibc_open(cl, dev_name, &x) == 0, "open %s", dev_name);
+	CHECK(ibc_cq_create(x, 16, &cq) == 0, "CQ");
+	CHECK(ibc_wq_create(x, cq, NULL, &wq) == 0, "WQ");
+	if (hw_mode == HW_MLX5)
+		qps_before = hw_rdma_count("qp");
+	pid = holder_spawn(ibc_wq_id(wq), &rd);
+	holder_pid = pid;
+	CHECK(pid > 0 && read(rd, &id, sizeof(id)) == sizeof(id),
+	      "the holder made no RSS object (an Ethernet port 1?)");
+	close(rd);
+	/* Its CQ, two WQs and the RSS object's table, QP and flow rule. */
+	CHECK(evict(cl, pid, 6) == 0,
+	      "the holder's session evicted, its 6 objects detached");
+	CHECK(rss_one(cl, &before) == 1 && before.id == id,
+	      "RSS %llu is not listed", (unsigned long long)id);
+	if (hw_mode == HW_MLX5) {
+		qps_now = hw_rdma_count("qp");
+		CHECK(qps_now == qps_before + 1,
+		      "the kernel lists %d QPs, %d before the RSS QP", qps_now,
+		      qps_before);
+	}
+	CHECK(fakesd_kill(sd, SIGKILL) == 0 && fakesd_wait_exit(sd, 20000) >= 0,
+	      "SIGKILL of the daemon");
+	CHECK(daemon_start(bin) == 0, "the daemon did not start again");
+	CHECK(ibc_ping(cl, NULL, 0) == 0, "the suite's session did not live");
+	CHECK(rss_one(cl, &after) == 1 && after.id == before.id &&
+		      after.client_id == before.client_id &&
+		      after.num_wqs == 3 && after.qp_num == before.qp_num &&
+		      after.rebuilds == before.rebuilds,
+	      "the detached session's RSS object did not come back as it "
+	      "was");
+	CHECK(domain_of(cl, &dom) == 0 && dom.used.rss_tables == 1,
+	      "the domain is not charged the table again");
+	CHECK(detached_count(cl) == 6, "the holder's 6 objects are not "
+				       "listed detached");
+	if (hw_mode == HW_MLX5)
+		CHECK(hw_rdma_count("qp") == qps_before + 1,
+		      "the kernel did not keep the RSS QP");
+	else
+		HW_SKIP("the kernel's QP count", "the soft device's");
+	printf(HW_NAME ": RSS %llu came back detached after a SIGKILL\n",
+	       (unsigned long long)id);
+	/* A rebuild of the adopted table: new parts, the adopted ones
+	 * destroyed by handle. */
+	CHECK(ibc_wq_destroy(wq) == 0, "the suite's WQ");
+	CHECK(rss_one(cl, &after) == 1 && after.num_wqs == 2 &&
+		      after.rebuilds == before.rebuilds + 1,
+	      "the table was not rebuilt without the suite's WQ");
+	if (hw_mode == HW_MLX5)
+		CHECK(hw_rdma_count("qp") == qps_before + 1,
+		      "the rebuild left %d QPs, not %d", hw_rdma_count("qp"),
+		      qps_before + 1);
+	kill(pid, SIGKILL);
+	waitpid(pid, &st, 0);
+	holder_pid = 0;
+	end = now_ms() + 5000;
+	while (rss_one(cl, &after) != 0 && now_ms() < end)
+		usleep(20000);
+	CHECK(rss_one(cl, &after) == 0, "the RSS object stayed after its "
+					"owner's SIGKILL");
+	CHECK(domain_of(cl, &dom) == 0 && dom.used.rss_tables == 0,
+	      "the table stayed charged");
+	if (hw_mode == HW_MLX5)
+		CHECK(hw_wait_count("qp", qps_before, 5000) == qps_before,
+		      "the RSS QP stayed in the kernel");
+	printf(HW_NAME ": the holder's SIGKILL destroyed it by handle\n");
+	ibc_cq_destroy(cq);
+	ibc_disconnect(cl);
+	fakesd_free(sd);
+	sd = NULL;
+	close(lfd);
+	rig_remove();
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *bin = getenv("RDMABROKERD");
+	int ret = hw_init(argc, argv, hw_find_mlx5, &dev_name);
+
+	if (ret)
+		return ret;
+	if (hw_mode == HW_OWN) {
+		HW_SKIP("everything", "RSS needs the domain's shared context");
+		return SKIP;
+	}
+	if (!bin)
+		bin = "./rdmabrokerd";
+	ret = run(bin);
+	if (holder_pid > 0) {
+		kill(holder_pid, SIGKILL);
+		waitpid(holder_pid, NULL, 0);
+	}
+	/* On a failure the directory stays, with the daemon's log. */
+	if (ret && sd)
+		fakesd_free(sd);
+	return ret;
+}
