@@ -13,8 +13,11 @@
  * fakesd_discard() is what `systemctl stop` does.
  *
  * A thread serves the notify socket and watches the stored fds, as PID 1
- * would, so the service never blocks in sd_notify(). Test code only: on a
- * broken invariant it returns -errno and says why on stderr.
+ * would, so the service never blocks in sd_notify(); a fork() of the test's
+ * waits until that thread is out of its locked section, so that a child
+ * never inherits a lock (the allocator's under ASan) the thread held.
+ * Test code only: on a broken invariant it returns -errno and says why on
+ * stderr.
  */
 #ifndef RDMAB_FAKESD_H
 #define RDMAB_FAKESD_H
