@@ -71,20 +71,27 @@ struct probe {
 	char *argv[3];
 };
 
+/* The probe under a fake systemd of options @o, in a directory of its
+ * own (@o's dir). */
+static void probe_new_opts(struct probe *p, struct fakesd_opts *o)
+{
+	p->dir = tl_mkdtemp();
+	ck_assert_ptr_nonnull(p->dir);
+	o->dir = p->dir;
+	ck_assert_int_eq(fakesd_new(o, &p->sd), 0);
+	snprintf(p->log, sizeof(p->log), "%s/probe.log", p->dir);
+	p->argv[0] = (char *)probe_path();
+	p->argv[1] = p->log;
+	p->argv[2] = NULL;
+}
+
 static void probe_new(struct probe *p, unsigned int max, unsigned int seed)
 {
 	struct fakesd_opts o = { .store_max = max,
 				 .listen_fd = -1,
 				 .shuffle_seed = seed };
 
-	p->dir = tl_mkdtemp();
-	ck_assert_ptr_nonnull(p->dir);
-	o.dir = p->dir;
-	ck_assert_int_eq(fakesd_new(&o, &p->sd), 0);
-	snprintf(p->log, sizeof(p->log), "%s/probe.log", p->dir);
-	p->argv[0] = (char *)probe_path();
-	p->argv[1] = p->log;
-	p->argv[2] = NULL;
+	probe_new_opts(p, &o);
 }
 
 /* Start the probe, wait for READY=1 and for its notifications to settle
@@ -248,14 +255,8 @@ START_TEST(listener_first)
 
 	ck_assert_int_eq(
 		socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv), 0);
-	p.dir = tl_mkdtemp();
-	o.dir = p.dir;
 	o.listen_fd = sv[0];
-	ck_assert_int_eq(fakesd_new(&o, &p.sd), 0);
-	snprintf(p.log, sizeof(p.log), "%s/probe.log", p.dir);
-	p.argv[0] = (char *)probe_path();
-	p.argv[1] = p.log;
-	p.argv[2] = NULL;
+	probe_new_opts(&p, &o);
 	probe_start(&p);
 	ck_assert(line_of(p.log, 1, l, sizeof(l)));
 	ck_assert_msg(strstr(l, "passed=1 fds=lsn=sock\n"), "%s", l);
@@ -285,14 +286,7 @@ START_TEST(fork_waits_for_the_thread)
 				 .test_hold_ms = 100 };
 	struct probe p;
 
-	p.dir = tl_mkdtemp();
-	ck_assert_ptr_nonnull(p.dir);
-	o.dir = p.dir;
-	ck_assert_int_eq(fakesd_new(&o, &p.sd), 0);
-	snprintf(p.log, sizeof(p.log), "%s/probe.log", p.dir);
-	p.argv[0] = (char *)probe_path();
-	p.argv[1] = p.log;
-	p.argv[2] = NULL;
+	probe_new_opts(&p, &o);
 	probe_start(&p);
 	for (int i = 0; i < 3; i++) {
 		int64_t end = tl_now_ms() + TL_WAIT_MS;
