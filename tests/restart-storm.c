@@ -1147,22 +1147,48 @@ static int fds_of(pid_t pid, int *ret_pidfds)
 	return n;
 }
 
+/* Is @pid asleep in epoll_wait(2) (its system call and where, into
+ * @where)? Then it has handled every event that was ready: one pending
+ * would have woken it. */
+static bool asleep_in_epoll(pid_t pid, char *where, size_t len)
+{
+	char stat[1024];
+	const char *p;
+	long nr = -1;
+
+	proc_read(pid, "syscall", where, len);
+	proc_read(pid, "stat", stat, sizeof(stat));
+	p = strrchr(stat, ')');
+	if (!p || p[1] != ' ' || p[2] != 'S' || sscanf(where, "%ld", &nr) != 1)
+		return false;
+	return nr == SYS_epoll_wait || nr == SYS_epoll_pwait ||
+	       nr == SYS_epoll_pwait2;
+}
+
 /*
  * The daemon's descriptors with no session open. A session holds two, its
  * socket and its process's pidfd, and one that hung up (rdmabrokerctl's,
- * just before) is closed only once the daemon ran: a count taken at once
- * held them or not as the load had it, and the final count, equal or not.
- * So wait (TL_WAIT_MS at most) until the daemon holds no pidfd; -1 when
- * it cannot be counted.
+ * just before) is closed only once the daemon ran, its descriptors one
+ * after another: a count taken at once held some of them or not as the
+ * load had it (12 at the end against 14 or 15 at the start). So count
+ * when the daemon is asleep in epoll_wait(2) with no pidfd, the same
+ * sleep before and after the count (TL_WAIT_MS at most, then as it is);
+ * -1 when it cannot be counted.
  */
 static int daemon_fds(pid_t pid)
 {
 	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	char a[128], b[128];
 	int n, pidfds;
 
 	for (;;) {
+		bool idle = asleep_in_epoll(pid, a, sizeof(a));
+
 		n = fds_of(pid, &pidfds);
-		if (n < 0 || pidfds == 0 || tl_now_ms() >= end)
+		if (n < 0 || tl_now_ms() >= end)
+			return n;
+		if (idle && !pidfds && asleep_in_epoll(pid, b, sizeof(b)) &&
+		    strcmp(a, b) == 0)
 			return n;
 		tl_sleep_ms(10);
 	}
