@@ -1120,7 +1120,8 @@ static int intent_end(struct intent_holder *h, unsigned long k)
 	return 0;
 }
 
-/* The descriptors of @pid, and of those its processes' pidfds, or -1. */
+/* How many descriptors @pid holds, and in *@ret_pidfds how many of them
+ * are pidfds (a session's process); -1 when /proc cannot tell. */
 static int fds_of(pid_t pid, int *ret_pidfds)
 {
 	char path[64], link[64];
