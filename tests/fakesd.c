@@ -67,8 +67,65 @@ struct fakesd {
 	pid_t main_pid, spawned;
 	int main_pidfd;
 	bool main_exited;
+	/* The thread holds mu (fakesd_busy()); atomic. */
+	bool busy;
 	struct fakesd_stats st;
+	/* In the list of live ones (all_head), for fork(). */
+	struct fakesd *next;
 };
+
+/*
+ * fork() in a process that runs a fake systemd: the child gets every lock
+ * as it was, and not the thread that held one. The thread allocates under
+ * sd->mu (the store grows); glibc's malloc takes its own locks around
+ * fork(), clang 14's AddressSanitizer does not (LLVM 18 added that), so a
+ * child forked while the thread was in the allocator kept a lock of it
+ * held for ever, and hung in its first allocation of that size: the
+ * restart storm's client that stopped answering under make check-asan.
+ * So every fork waits until no thread of ours is inside: prepare takes
+ * each live sd->mu (recursive: fakesd_start() forks holding its own), the
+ * parent lets them go, the child makes them anew.
+ */
+static pthread_mutex_t all_mu = PTHREAD_MUTEX_INITIALIZER;
+static struct fakesd *all_head;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void mu_init(pthread_mutex_t *mu)
+{
+	pthread_mutexattr_t a;
+
+	pthread_mutexattr_init(&a);
+	pthread_mutexattr_settype(&a, PTHREAD_MUTEX_RECURSIVE);
+	pthread_mutex_init(mu, &a);
+	pthread_mutexattr_destroy(&a);
+}
+
+static void fork_prepare(void)
+{
+	pthread_mutex_lock(&all_mu);
+	for (struct fakesd *sd = all_head; sd; sd = sd->next)
+		pthread_mutex_lock(&sd->mu);
+}
+
+static void fork_parent(void)
+{
+	for (struct fakesd *sd = all_head; sd; sd = sd->next)
+		pthread_mutex_unlock(&sd->mu);
+	pthread_mutex_unlock(&all_mu);
+}
+
+/* The child's locks name the parent's thread as owner: made anew. */
+static void fork_child(void)
+{
+	for (struct fakesd *sd = all_head; sd; sd = sd->next)
+		mu_init(&sd->mu);
+	pthread_mutex_init(&all_mu, NULL);
+}
+
+static void atfork_install(void)
+{
+	pthread_atfork(fork_prepare, fork_parent, fork_child);
+}
 
 static int err_out(int err, const char *what)
 {
@@ -257,6 +314,7 @@ static void read_notify(struct fakesd *sd)
 		pthread_mutex_unlock(&sd->mu);
 		return;
 	}
+	__atomic_store_n(&sd->busy, true, __ATOMIC_SEQ_CST);
 	for (struct cmsghdr *c = CMSG_FIRSTHDR(&mh); c;
 	     c = CMSG_NXTHDR(&mh, c)) {
 		if (c->cmsg_level != SOL_SOCKET)
@@ -284,7 +342,15 @@ static void read_notify(struct fakesd *sd)
 		handle_message(sd, buf, sender, fds, nfds);
 	}
 	pthread_cond_broadcast(&sd->cv);
+	if (sd->o.test_hold_ms)
+		usleep(sd->o.test_hold_ms * 1000);
+	__atomic_store_n(&sd->busy, false, __ATOMIC_SEQ_CST);
 	pthread_mutex_unlock(&sd->mu);
+}
+
+bool fakesd_busy(const struct fakesd *sd)
+{
+	return __atomic_load_n(&sd->busy, __ATOMIC_SEQ_CST);
 }
 
 static void *serve(void *arg)
@@ -344,7 +410,7 @@ int fakesd_new(const struct fakesd_opts *opts, struct fakesd **ret)
 		 opts->listen_name ? opts->listen_name : "rdmabrokerd.socket");
 	sd->o.listen_name = sd->listen_name;
 	sd->sock = sd->ep = sd->wake = sd->main_pidfd = -1;
-	pthread_mutex_init(&sd->mu, NULL);
+	mu_init(&sd->mu);
 	pthread_cond_init(&sd->cv, NULL);
 	sd->addr.sun_family = AF_UNIX;
 	if ((size_t)snprintf(sd->addr.sun_path, sizeof(sd->addr.sun_path),
@@ -383,6 +449,11 @@ int fakesd_new(const struct fakesd_opts *opts, struct fakesd **ret)
 		goto fail;
 	}
 	sd->thread_up = true;
+	pthread_once(&atfork_once, atfork_install);
+	pthread_mutex_lock(&all_mu);
+	sd->next = all_head;
+	all_head = sd;
+	pthread_mutex_unlock(&all_mu);
 	*ret = sd;
 	return 0;
 fail:
@@ -405,6 +476,14 @@ void fakesd_free(struct fakesd *sd)
 			abort();
 		pthread_join(sd->thread, NULL);
 	}
+	pthread_mutex_lock(&all_mu);
+	for (struct fakesd **p = &all_head; *p; p = &(*p)->next) {
+		if (*p == sd) {
+			*p = sd->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&all_mu);
 	fakesd_discard(sd);
 	free(sd->store);
 	if (sd->sock >= 0) {

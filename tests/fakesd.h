@@ -13,8 +13,11 @@
  * fakesd_discard() is what `systemctl stop` does.
  *
  * A thread serves the notify socket and watches the stored fds, as PID 1
- * would, so the service never blocks in sd_notify(). Test code only: on a
- * broken invariant it returns -errno and says why on stderr.
+ * would, so the service never blocks in sd_notify(); a fork() of the test's
+ * waits until that thread is out of its locked section, so that a child
+ * never inherits a lock (the allocator's under ASan) the thread held.
+ * Test code only: on a broken invariant it returns -errno and says why on
+ * stderr.
  */
 #ifndef RDMAB_FAKESD_H
 #define RDMAB_FAKESD_H
@@ -42,6 +45,10 @@ struct fakesd_opts {
 	unsigned int shuffle_seed;
 	/* WatchdogSec= in microseconds, 0 for none (WATCHDOG_USEC). */
 	unsigned long long watchdog_usec;
+	/* A fault hook: the thread stays this long (ms) inside its locked
+	 * section after each message, a window for a fork() to land in
+	 * (check_fakesd's fork_waits_for_the_thread). 0: none. */
+	unsigned int test_hold_ms;
 };
 
 int fakesd_new(const struct fakesd_opts *opts, struct fakesd **ret);
@@ -98,5 +105,8 @@ struct fakesd_stats {
 	char status[256]; /* the last STATUS= */
 };
 void fakesd_stats(struct fakesd *sd, struct fakesd_stats *ret);
+/* Is the thread inside its locked section? Read without the lock: in a
+ * child, what it was when the parent forked. */
+bool fakesd_busy(const struct fakesd *sd);
 
 #endif

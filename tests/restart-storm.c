@@ -31,11 +31,18 @@
  * Then the same outside systemd, RESTART_STORM_REEXECS times (default 2):
  * SIGUSR2 only, the daemon handing everything to its new binary itself.
  *
+ * Every wait on a client process is bounded (twice its requests' timeout:
+ * its start, a pause, the intent's client's stop), and one that does not
+ * answer is named with the request it waits for or its last answer, what
+ * the kernel says of it (state, threads, system call, wchan) and, where
+ * gdb is installed, its stack.
+ *
  * A daemon that keeps no state in the store ("rb.state." names) cannot be
  * checked: exit 77 (SKIP) saying so.
  */
 #include "config.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -48,6 +55,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -499,6 +507,117 @@ static const char *client_failure(struct client *c)
 	return msg;
 }
 
+/* The first @len - 1 bytes of /proc/@pid/@file into @buf, its last
+ * newline cut; "" when it cannot be read. */
+static void proc_read(pid_t pid, const char *file, char *buf, size_t len)
+{
+	char path[64];
+	ssize_t n = -1;
+	int fd;
+
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, file);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, len - 1);
+		close(fd);
+	}
+	buf[n > 0 ? n : 0] = '\0';
+	if (n > 0 && buf[n - 1] == '\n')
+		buf[n - 1] = '\0';
+}
+
+/*
+ * What the kernel says process @pid is doing, into @buf: its state, its
+ * threads, the system call it is in (/proc/PID/syscall: its number, or
+ * "running"), where it sleeps. One thread in futex(2) past its request's
+ * timeout waits for a lock nobody in it can let go: one that another
+ * thread of its parent held when it forked (as the fake systemd's did).
+ */
+static const char *proc_facts(pid_t pid, char *buf, size_t len)
+{
+	char stat[1024], sc[128], wchan[64];
+	const char *p;
+	char state = '?';
+	long threads = -1, nr = -1;
+
+	proc_read(pid, "stat", stat, sizeof(stat));
+	proc_read(pid, "syscall", sc, sizeof(sc));
+	proc_read(pid, "wchan", wchan, sizeof(wchan));
+	p = strrchr(stat, ')');
+	if (!p) {
+		snprintf(buf, len, "process %d is gone", (int)pid);
+		return buf;
+	}
+	/* After the name: the state (3), then 16 fields to num_threads. */
+	if (sscanf(p + 1,
+		   " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d "
+		   "%*d %*d %*d %ld",
+		   &state, &threads) != 2)
+		threads = -1;
+	if (sscanf(sc, "%ld", &nr) != 1)
+		nr = -1;
+	snprintf(buf, len,
+		 "process %d: state %c, %ld thread(s), system call %.100s, "
+		 "wchan %.40s%s",
+		 (int)pid, state, threads, sc[0] ? sc : "?",
+		 wchan[0] ? wchan : "?",
+		 threads == 1 && nr == SYS_futex ?
+			 " (one thread in futex(2): a lock held at its fork "
+			 "by a thread it does not have)" :
+			 "");
+	return buf;
+}
+
+/* gdb's stack of @pid on stderr, where gdb is installed (60 s at most):
+ * where a process that does not answer is. */
+static void stack_of(pid_t pid)
+{
+	char p[16];
+	pid_t t;
+
+	snprintf(p, sizeof(p), "%d", (int)pid);
+	fprintf(stderr, "restart-storm: the stack of process %d (gdb):\n",
+		(int)pid);
+	fflush(stderr);
+	fflush(stdout);
+	t = fork();
+	if (t == 0) {
+		dup2(2, 1);
+		execlp("timeout", "timeout", "60", "gdb", "-nx", "-batch", "-p",
+		       p, "-ex", "thread apply all bt", (char *)NULL);
+		_exit(127);
+	}
+	if (t > 0)
+		waitpid(t, NULL, 0);
+}
+
+static const char *doing_of(int i, char *buf, size_t len);
+
+/* Why process @pid (client slot @slot, or -1) did not answer, for a
+ * FAIL(): what it waits for and what the kernel says; its stack goes to
+ * stderr first. */
+static const char *why_silent(pid_t pid, int slot)
+{
+	static char buf[800];
+	char what[200] = "", facts[400];
+
+	if (slot >= 0)
+		doing_of(slot, what, sizeof(what));
+	proc_facts(pid, facts, sizeof(facts));
+	stack_of(pid);
+	snprintf(buf, sizeof(buf), "%s%s%s", what, what[0] ? "; " : "", facts);
+	return buf;
+}
+
+/* Wait up to 2 × CLIENT_TIMEOUT_MS for @fd to be readable: whatever a
+ * client does ends by then (each request is bounded by the timeout). */
+static bool readable(int fd)
+{
+	struct pollfd p = { .fd = fd, .events = POLLIN };
+
+	return poll(&p, 1, 2 * CLIENT_TIMEOUT_MS) > 0;
+}
+
 static int client_spawn(struct client *c, uint64_t seed)
 {
 	char hello[512];
@@ -520,6 +639,13 @@ static int client_spawn(struct client *c, uint64_t seed)
 	}
 	close(sv[1]);
 	c->ctl = sv[0];
+	if (!readable(c->ctl)) {
+		snprintf(whybuf, sizeof(whybuf),
+			 "client %d did not connect within %d ms: %s",
+			 (int)c->pid, 2 * CLIENT_TIMEOUT_MS,
+			 why_silent(c->pid, (int)(c - clients)));
+		return -ETIMEDOUT;
+	}
 	n = read(c->ctl, hello, sizeof(hello) - 1);
 	if (n != 9 || hello[0] != 'I') {
 		hello[n > 0 ? n : 0] = '\0';
@@ -540,10 +666,15 @@ static const char *doing_of(int i, char *buf, size_t len)
 
 	if (!d || !d->since_ms)
 		snprintf(buf, len, "nothing recorded");
+	else if (d->busy && !restart_ms)
+		snprintf(buf, len,
+			 "it waits for '%.40s', sent %lld ms ago (before the "
+			 "first restart)",
+			 d->what, (long long)(now - d->since_ms));
 	else if (d->busy)
 		snprintf(buf, len,
 			 "it waits for '%.40s', sent %lld ms ago (%+lld ms "
-			 "from the last restart's signal, if any)",
+			 "from the last restart's signal)",
 			 d->what, (long long)(now - d->since_ms),
 			 (long long)(d->since_ms - restart_ms));
 	else
@@ -569,15 +700,12 @@ static int all_clients(char cmd, char ack)
 	}
 	for (int i = 0; ack && i < N_CLIENTS; i++) {
 		char msg[512];
-		struct pollfd p = { .fd = clients[i].ctl, .events = POLLIN };
 		ssize_t n;
 
-		char what[200];
-
-		if (poll(&p, 1, 2 * CLIENT_TIMEOUT_MS) <= 0)
-			FAIL("client %d did not answer '%c': %s",
-			     (int)clients[i].pid, cmd,
-			     doing_of(i, what, sizeof(what)));
+		if (!readable(clients[i].ctl))
+			FAIL("client %d did not answer '%c' within %d ms: %s",
+			     (int)clients[i].pid, cmd, 2 * CLIENT_TIMEOUT_MS,
+			     why_silent(clients[i].pid, i));
 		n = read(clients[i].ctl, msg, sizeof(msg) - 1);
 		if (n == 1 && msg[0] == ack)
 			continue;
@@ -657,6 +785,19 @@ static const char *const listings[] = { "domains", "objects", "dm",
 					"xrcd",	   "rss",     "clients" };
 #define N_LISTINGS (sizeof(listings) / sizeof(listings[0]))
 #define SNAP_MAX (1 << 20)
+
+/* The listings before and after a restart; snaps_free() frees them, on a
+ * failure too. */
+static char *snap_before[N_LISTINGS], *snap_after[N_LISTINGS];
+
+static void snaps_free(void)
+{
+	for (size_t i = 0; i < N_LISTINGS; i++) {
+		free(snap_before[i]);
+		free(snap_after[i]);
+		snap_before[i] = snap_after[i] = NULL;
+	}
+}
 
 static int snapshot(char *snap[N_LISTINGS])
 {
@@ -856,7 +997,9 @@ struct intent_holder {
 
 static int intent_spawn(struct intent_holder *h, struct tl_rng *r)
 {
-	int p[2], st;
+	int64_t end;
+	int p[2], st = 0;
+	pid_t w;
 
 	h->made = tl_rng_below(r, 2) == 0;
 	if (pipe2(p, O_CLOEXEC) < 0)
@@ -889,12 +1032,27 @@ static int intent_spawn(struct intent_holder *h, struct tl_rng *r)
 		_exit(2);
 	}
 	close(p[1]);
+	if (!readable(p[0])) {
+		close(p[0]);
+		FAIL("the intent's client %d did not connect within %d ms: %s",
+		     (int)h->pid, 2 * CLIENT_TIMEOUT_MS,
+		     why_silent(h->pid, -1));
+	}
 	if (read(p[0], &h->id, 8) != 8) {
 		close(p[0]);
 		FAIL("the intent's client %d did not connect", (int)h->pid);
 	}
 	close(p[0]);
-	if (waitpid(h->pid, &st, WUNTRACED) != h->pid || !WIFSTOPPED(st))
+	end = tl_now_ms() + 2 * CLIENT_TIMEOUT_MS;
+	while ((w = waitpid(h->pid, &st, WUNTRACED | WNOHANG)) == 0 &&
+	       tl_now_ms() < end)
+		tl_sleep_ms(5);
+	if (w == 0)
+		FAIL("the intent's client %d did not stop in the window "
+		     "within %d ms: %s",
+		     (int)h->pid, 2 * CLIENT_TIMEOUT_MS,
+		     why_silent(h->pid, -1));
+	if (w != h->pid || !WIFSTOPPED(st))
 		FAIL("the intent's client %d did not stop in the window: %#x",
 		     (int)h->pid, st);
 	return 0;
@@ -962,6 +1120,116 @@ static int intent_end(struct intent_holder *h, unsigned long k)
 	return 0;
 }
 
+/* How many descriptors @pid holds, and in *@ret_pidfds how many of them
+ * are pidfds (a session's process); -1 when /proc cannot tell. */
+static int fds_of(pid_t pid, int *ret_pidfds)
+{
+	char path[64], link[64];
+	struct dirent *de;
+	int n = 0, pidfds = 0;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%d/fd", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return -1;
+	while ((de = readdir(d))) {
+		ssize_t k;
+
+		if (de->d_name[0] == '.')
+			continue;
+		n++;
+		k = readlinkat(dirfd(d), de->d_name, link, sizeof(link) - 1);
+		link[k > 0 ? k : 0] = '\0';
+		pidfds += strcmp(link, "anon_inode:[pidfd]") == 0;
+	}
+	closedir(d);
+	*ret_pidfds = pidfds;
+	return n;
+}
+
+/* Is @pid asleep in epoll_wait(2) (its system call and where, into
+ * @where)? Then it has handled every event that was ready: one pending
+ * would have woken it. */
+static bool asleep_in_epoll(pid_t pid, char *where, size_t len)
+{
+	char stat[1024];
+	const char *p;
+	long nr = -1;
+
+	proc_read(pid, "syscall", where, len);
+	proc_read(pid, "stat", stat, sizeof(stat));
+	p = strrchr(stat, ')');
+	if (!p || p[1] != ' ' || p[2] != 'S' || sscanf(where, "%ld", &nr) != 1)
+		return false;
+	return nr == SYS_epoll_wait || nr == SYS_epoll_pwait ||
+	       nr == SYS_epoll_pwait2;
+}
+
+/*
+ * The daemon's descriptors with no session open. A session holds two, its
+ * socket and its process's pidfd, and one that hung up (rdmabrokerctl's,
+ * just before) is closed only once the daemon ran, its descriptors one
+ * after another: a count taken at once held some of them or not as the
+ * load had it (12 at the end against 14 or 15 at the start). So count
+ * when the daemon is asleep in epoll_wait(2) with no pidfd, the same
+ * sleep before and after the count (TL_WAIT_MS at most, then as it is);
+ * -1 when it cannot be counted.
+ */
+static int daemon_fds(pid_t pid)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	char a[128], b[128];
+	int n, pidfds;
+
+	for (;;) {
+		bool idle = asleep_in_epoll(pid, a, sizeof(a));
+
+		n = fds_of(pid, &pidfds);
+		if (n < 0 || tl_now_ms() >= end)
+			return n;
+		if (idle && !pidfds && asleep_in_epoll(pid, b, sizeof(b)) &&
+		    strcmp(a, b) == 0)
+			return n;
+		tl_sleep_ms(10);
+	}
+}
+
+/*
+ * Before the baseline, every time: a session hangs up while the daemon
+ * does not run (stopped, as a loaded machine may leave it unscheduled),
+ * and it runs again 200 ms later, when @ret_waker (ours to reap) sends it
+ * SIGCONT. The baseline must not count that session (daemon_fds()).
+ */
+static int late_close(pid_t daemon, pid_t *ret_waker)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	int fd, pidfds = 0;
+	pid_t t;
+
+	if (daemon_fds(daemon) < 0)
+		FAIL("late close: the daemon's descriptors cannot be counted");
+	fd = tl_raw_connect(sockpath);
+	if (fd < 0)
+		FAIL("late close: cannot connect to %s", sockpath);
+	while (fds_of(daemon, &pidfds) >= 0 && !pidfds && tl_now_ms() < end)
+		tl_sleep_ms(5);
+	kill(daemon, SIGSTOP);
+	close(fd);
+	t = fork();
+	if (t == 0) {
+		tl_sleep_ms(200);
+		kill(daemon, SIGCONT);
+		_exit(0);
+	}
+	if (t < 0) {
+		kill(daemon, SIGCONT);
+		FAIL("late close: fork: %s", strerror(errno));
+	}
+	*ret_waker = t;
+	return 0;
+}
+
 static bool has_state(struct fakesd *sd)
 {
 	char name[256];
@@ -983,9 +1251,10 @@ static int storm(uint64_t seed, unsigned long restarts)
 	char *argv[11];
 	struct sockaddr_un sa = { .sun_family = AF_UNIX };
 	struct fakesd *sd = NULL;
-	char *before[N_LISTINGS], *after[N_LISTINGS], diff[800];
+	char **before = snap_before, **after = snap_after, diff[800];
 	struct intent_holder ih;
 	int lfd, base_fds, fds = -1;
+	pid_t waker = -1;
 	unsigned int modes;
 	struct tl_rng r;
 	FILE *f;
@@ -1062,7 +1331,11 @@ static int storm(uint64_t seed, unsigned long restarts)
 	}
 	if (ctl_rekey(REKEYED) < 0)
 		FAIL("rdmabrokerctl domain rekey " REKEYED " failed");
-	base_fds = tl_count_fds(daemon_pid(sd));
+	if (late_close(daemon_pid(sd), &waker) < 0)
+		return -1;
+	base_fds = daemon_fds(daemon_pid(sd));
+	if (waker > 0)
+		waitpid(waker, NULL, 0);
 	for (int i = 0; i < N_CLIENTS; i++)
 		if (client_spawn(&clients[i], seed * 1000 + (uint64_t)i) < 0)
 			return -1;
@@ -1104,9 +1377,8 @@ static int storm(uint64_t seed, unsigned long restarts)
 					     k, mode_names[mode], listings[i],
 					     diff);
 				}
-				free(before[i]);
-				free(after[i]);
 			}
+			snaps_free();
 			if (all_clients('r', 0) < 0)
 				return -1;
 		} else if (all_clients('p', 'P') < 0 ||
@@ -1126,8 +1398,15 @@ static int storm(uint64_t seed, unsigned long restarts)
 			char ack;
 
 			/* Paused, not inside the intent window. */
-			if (write(c->ctl, "p", 1) != 1 ||
-			    read(c->ctl, &ack, 1) != 1 || ack != 'P')
+			if (write(c->ctl, "p", 1) != 1)
+				FAIL("restart %lu: client %d is gone", k,
+				     (int)c->pid);
+			if (!readable(c->ctl))
+				FAIL("restart %lu: client %d did not pause "
+				     "within %d ms: %s",
+				     k, (int)c->pid, 2 * CLIENT_TIMEOUT_MS,
+				     why_silent(c->pid, (int)(c - clients)));
+			if (read(c->ctl, &ack, 1) != 1 || ack != 'P')
 				FAIL("restart %lu: client %d did not pause", k,
 				     (int)c->pid);
 			kill(c->pid, SIGKILL);
@@ -1185,14 +1464,18 @@ static int storm(uint64_t seed, unsigned long restarts)
 							    "\"objects\":0,") !=
 						NULL;
 			}
-			fds = tl_count_fds(daemon_pid(sd));
+			fds = daemon_fds(daemon_pid(sd));
 			clean = clean && fds == base_fds;
 		}
 		if (!clean)
-			FAIL("at the end: registry or charges not empty, or "
-			     "the daemon holds %d fds (%d at start): %.400s",
-			     fds, base_fds, raw ? raw : "(no listing)");
+			snprintf(whybuf, sizeof(whybuf),
+				 "at the end: registry or charges not empty, "
+				 "or the daemon holds %d fds (%d at start): "
+				 "%.400s",
+				 fds, base_fds, raw ? raw : "(no listing)");
 		free(raw);
+		if (!clean)
+			return -1;
 	}
 	if (plain) {
 		int st;
@@ -1227,6 +1510,7 @@ static int run(uint64_t seed, unsigned long n, bool plain_run)
 	if (!d)
 		return 99;
 	plain = plain_run;
+	restart_ms = 0;
 	memset(clients, 0, sizeof(clients));
 	if ((size_t)snprintf(dir, sizeof(dir), "%s", d) >= sizeof(dir) ||
 	    (size_t)snprintf(sockpath, sizeof(sockpath), "%s/sock", d) >=
@@ -1248,6 +1532,7 @@ static int run(uint64_t seed, unsigned long n, bool plain_run)
 	if (doing_page == MAP_FAILED)
 		doing_page = NULL;
 	ret = storm(seed, n);
+	snaps_free();
 	if (ret < 0) {
 		pid_t t;
 
