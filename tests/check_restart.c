@@ -2585,6 +2585,43 @@ START_TEST(reexec_ready_only_from_the_child)
 }
 END_TEST
 
+/* The stored state, one generation newer, as @edit leaves it (given the
+ * old state's view and @arg), planted as the newest for the next start
+ * (no daemon runs). */
+static void state_plant_edited(struct rig *g,
+			       void (*edit)(struct journal *j,
+					    const struct journal_view *v,
+					    const void *arg),
+			       const void *arg)
+{
+	struct journal_view *v;
+	struct journal *j;
+	char why[256], name[64];
+	int fd = state_fd(g);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	close(fd);
+	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &j), 0);
+	edit(j, v, arg);
+	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(j));
+	ck_assert_int_eq(fakesd_plant(g->sd, name, journal_fd(j)), 0);
+	journal_free(j);
+	journal_view_free(v);
+}
+
+/* Junk with a good CRC under the record kind *@arg, key 1. */
+static void put_junk(struct journal *j, const struct journal_view *v,
+		     const void *arg)
+{
+	static const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff };
+
+	(void)v;
+	ck_assert_int_eq(journal_put_packed(j, *(const unsigned int *)arg, 1,
+					    junk, sizeof(junk)),
+			 0);
+}
+
 /* A state whose registry reads but one of whose family records does not
  * (junk bytes with a good CRC under the first record kind of family
  * @_i: a bug of the writer, not a kill) is a state the daemon cannot
@@ -2593,9 +2630,6 @@ END_TEST
  * before that one took back. */
 START_TEST(bad_family_record_starts_clean)
 {
-	static const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff };
-	struct journal_view *v;
-	struct journal *j;
 	struct ibc_client *c2;
 	struct ibc_object_info *o;
 	struct ibc_dm_info *d;
@@ -2605,10 +2639,9 @@ START_TEST(bad_family_record_starts_clean)
 	struct ibc_ctx *x;
 	struct ibc_dm *dm;
 	struct ibc_cq *cq;
-	char why[256], name[64];
 	size_t n_obj, n_dm, n_xrcd;
 	struct rig g;
-	int fd, err;
+	int err;
 
 	if (!families[_i]->journal_first)
 		return;
@@ -2619,19 +2652,7 @@ START_TEST(bad_family_record_starts_clean)
 	ck_assert_int_eq(ibc_xrcd_open(x, "half", O_CREAT, &xr), 0);
 	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
 	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
-	/* The same state, one generation newer, with the bad record. */
-	fd = state_fd(&g);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
-	close(fd);
-	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &j), 0);
-	ck_assert_int_eq(journal_put_packed(j, families[_i]->journal_first, 1,
-					    junk, sizeof(junk)),
-			 0);
-	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(j));
-	ck_assert_int_eq(fakesd_plant(g.sd, name, journal_fd(j)), 0);
-	journal_free(j);
-	journal_view_free(v);
+	state_plant_edited(&g, put_junk, (void *)&families[_i]->journal_first);
 	rig_start(&g);
 	err = ibc_ping(g.cl, NULL, 0);
 	ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
@@ -2655,6 +2676,90 @@ START_TEST(bad_family_record_starts_clean)
 		      tl_count_in_file(g.log, "starting clean"), st.generation,
 		      st.last_restore, n_obj, n_dm, n_xrcd);
 	ibc_disconnect(c2);
+	rig_free(&g);
+}
+END_TEST
+
+/* An RSS record of session *@arg's (client id, context id) that decodes
+ * but whose key is not whole: the RSS family's restore fails on it, after
+ * the DM family's restored. */
+static void put_bad_rss(struct journal *j, const struct journal_view *v,
+			const void *arg)
+{
+	const uint64_t *ids = arg;
+	Rdmab__State__Rss m = RDMAB__STATE__RSS__INIT;
+
+	(void)v;
+	m.owner = ids[0];
+	m.ctx_id = ids[1];
+	m.flow_object = m.qp_object = m.tbl_object = UINT64_MAX;
+	ck_assert_int_eq(
+		journal_put(j, families[FAMILY_RSS]->journal_first, 1, &m.base),
+		0);
+}
+
+/*
+ * A family whose restore fails after the DM family's did (here the RSS
+ * family's, on a record whose key is not whole) keeps nothing of the DMs
+ * either: a persistent DM, which outlives its holders, does not stay
+ * behind the ended sessions with its bytes charged and its memfd in the
+ * store, holding its uid's one place there (fd_store_per_uid = 1: a new
+ * DM of the uid finds it free).
+ */
+START_TEST(family_failure_after_dm_keeps_no_dm)
+{
+	struct ibc_dm_attr da = { .length = 4096, .flags = IBC_DM_PERSISTENT };
+	struct ibc_object_info obj[8];
+	struct ibc_domain_info used;
+	struct ibc_client_info ci;
+	struct ibc_client *cl;
+	struct ibc_dm_info *d;
+	struct ibc_dm *dm, *dm2;
+	struct ibc_ctx *x, *x2;
+	struct ibc_cq *cq;
+	char name[64], got[64];
+	uint64_t ids[2] = { 0, 0 };
+	size_t n, n_dm;
+	int64_t end;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE_CONF(&g, "[broker]\nfd_store_per_uid = 1\n");
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	ck_assert_int_eq(ibc_dm_alloc_ex(x, &da, &dm), 0);
+	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
+	ids[0] = ci.client_id;
+	n = objects_listed(&g, obj, 8);
+	for (size_t i = 0; i < n; i++)
+		if (obj[i].kind == IBC_OBJ_CQ)
+			ids[1] = obj[i].context_id;
+	ck_assert_uint_ne(ids[1], 0);
+	snprintf(name, sizeof(name), "rb.dm.%" PRIu64, ibc_dm_id(dm));
+	store_wait_for(&g, name, got, sizeof(got));
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	state_plant_edited(&g, put_bad_rss, ids);
+	rig_start(&g);
+	ck_assert_int_ne(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "is not whole"), 1);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
+	ibc_disconnect(g.cl);
+	g.cl = cl;
+	end = tl_now_ms() + TL_WAIT_MS;
+	do {
+		ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
+		ibc_list_free(d);
+		if (n_dm)
+			tl_sleep_ms(20);
+	} while (n_dm && tl_now_ms() < end);
+	ck_assert_msg(n_dm == 0, "%zu DMs kept after a refused state", n_dm);
+	used = domain_now(&g);
+	ck_assert_uint_eq(used.used.dm_bytes, 0);
+	ck_assert(!store_has(&g, name));
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x2), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x2, 4096, 0, &dm2), 0);
+	ck_assert_int_eq(ibc_dm_free(dm2), 0);
+	wait_all_gone(&g);
 	rig_free(&g);
 }
 END_TEST
@@ -2809,6 +2914,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, dm_mr_restored);
 	tcase_add_test(tc, dm_memfd_lost_drops_the_dm);
 	tcase_add_test(tc, family_failure_keeps_no_detached);
+	tcase_add_test(tc, family_failure_after_dm_keeps_no_dm);
 	tcase_add_test(tc, dm_left_kept);
 	tcase_add_test(tc, dm_ids_never_reused);
 	tcase_add_loop_test(tc, detached_ctx_no_session, 0, 2);

@@ -1100,6 +1100,11 @@ static int restore_families(struct restore *rs)
 			if (!*rs->why)
 				restore_fail(rs, ret, "%s: %s",
 					     families[i]->name, strerror(-ret));
+			/* The failed one undid its own; those before it
+			 * keep nothing either (no half registry). */
+			while (i-- > 0)
+				if (families[i]->restore_undo)
+					families[i]->restore_undo(rs->core);
 			return ret;
 		}
 	}

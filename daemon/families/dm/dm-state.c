@@ -570,12 +570,13 @@ static void dm_restore_mrs(struct core *core)
 }
 
 /*
- * A record could not be used: none of the family's state is kept (never
- * half of it). The DMs adopted so far go as a device removal's do: their
- * records, charges and descriptors, not their bytes on the device, which
- * the contexts hold.
+ * A record could not be used, here or in a family restored after this
+ * one: none of the family's state is kept (never half of it). The DMs
+ * adopted so far go as a device removal's do: their records, charges and
+ * descriptors, their places in the store, not their bytes on the device,
+ * which the contexts hold (they close with the sessions that end).
  */
-static void dm_restore_undo(struct core *core)
+void dm_restore_undo(struct core *core)
 {
 	struct dm_table *t = dm_state(core);
 	struct dm *dm;
