@@ -2764,6 +2764,124 @@ START_TEST(family_failure_after_dm_keeps_no_dm)
 }
 END_TEST
 
+/* What a daemon before R3's cgroup fields wrote: record @r of the new
+ * journal @arg as it was, less those fields (and B2's start time). */
+static int strip_ctx(void *arg, const struct journal_rec *r)
+{
+	Rdmab__State__Context *m;
+	char *cg, *pool;
+
+	m = rdmab__state__context__unpack(NULL, r->len, r->data);
+	ck_assert_ptr_nonnull(m);
+	cg = m->domain_cgroup;
+	pool = m->domain_pool;
+	m->domain_cgroup = m->domain_pool = "";
+	ck_assert_int_eq(journal_put(arg, r->kind, r->key, &m->base), 0);
+	m->domain_cgroup = cg;
+	m->domain_pool = pool;
+	rdmab__state__context__free_unpacked(m, NULL);
+	return 0;
+}
+
+static int strip_session(void *arg, const struct journal_rec *r)
+{
+	Rdmab__State__Session *m;
+	char *pool;
+
+	m = rdmab__state__session__unpack(NULL, r->len, r->data);
+	ck_assert_ptr_nonnull(m);
+	pool = m->domain_pool;
+	m->domain_pool = "";
+	ck_assert_int_eq(journal_put(arg, r->kind, r->key, &m->base), 0);
+	m->domain_pool = pool;
+	rdmab__state__session__free_unpacked(m, NULL);
+	return 0;
+}
+
+static int strip_owner(void *arg, const struct journal_rec *r)
+{
+	Rdmab__State__Owner *m;
+
+	m = rdmab__state__owner__unpack(NULL, r->len, r->data);
+	ck_assert_ptr_nonnull(m);
+	m->start_time = 0;
+	ck_assert_int_eq(journal_put(arg, r->kind, r->key, &m->base), 0);
+	rdmab__state__owner__free_unpacked(m, NULL);
+	return 0;
+}
+
+/* The state as a daemon before 4433c8a and ac19904 (R3) would have
+ * written it: its contexts name no cgroup nor pool, its sessions no
+ * pool (and, before B2, its owners no start time). */
+static void strip_cgroup_fields(struct journal *j, const struct journal_view *v,
+				const void *arg)
+{
+	(void)arg;
+	ck_assert_int_eq(journal_each(v, JOURNAL_CONTEXT, strip_ctx, j), 0);
+	ck_assert_int_eq(journal_each(v, JOURNAL_SESSION, strip_session, j), 0);
+	ck_assert_int_eq(journal_each(v, JOURNAL_OWNER, strip_owner, j), 0);
+}
+
+/*
+ * From a state an older daemon wrote (strip_cgroup_fields()), with per =
+ * cgroup: the objects of a session that ended in its cgroup's domain
+ * (run 0), or in a private domain drawing on it (run 1), when no session
+ * of that domain comes back, come back all the same, detached: the
+ * cgroup the records do not name is read from the owner's process, and
+ * the domain made again under its saved name for it (a private one's
+ * pool found or made by that cgroup, the pool's name being unknown).
+ * Before, their context was closed and they were not listed.
+ */
+START_TEST(older_state_cgroup_detached)
+{
+	struct ibc_domain_info back;
+	struct ibc_client_info ci;
+	size_t n, detached;
+	char pool[64], name[64];
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE_CONF(&g, "[defaults]\nper = cgroup\n");
+	snprintf(pool, sizeof(pool), "%s", domain_now(&g).name);
+	pid = holder_spawn_in(&g, HOLD_CQ | (_i ? HOLD_PRIVATE : 0));
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	if (_i)
+		private_domain(&g, name, sizeof(name));
+	else
+		snprintf(name, sizeof(name), "%s", pool);
+	ck_assert_str_ne(name, "");
+	/* No session of the domain is left to bring it back. */
+	rig_client_leaves(&g);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	state_plant_edited(&g, strip_cgroup_fields, NULL);
+	rig_start(&g);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &g.cl), 0);
+	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+	ck_assert_msg(n == 1 && detached == 1,
+		      "%zu objects (%zu detached) from the older state", n,
+		      detached);
+	ck_assert_msg(domain_named(&g, name, &back),
+		      "domain %s did not come back", name);
+	/* A session of the cgroup joins the cgroup's domain made again. */
+	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
+	if (!_i)
+		ck_assert_str_eq(ci.domain, pool);
+	else
+		ck_assert_str_eq(back.kind, "private");
+	if (_i) {
+		holder_gone(&g, pid, name);
+	} else {
+		kill(pid, SIGKILL);
+		ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+		wait_all_gone(&g);
+	}
+	rig_free(&g);
+}
+END_TEST
+
 /* An agent of uid @uid on the rig's daemon, connected, soft0 open. */
 static void rig_agent(struct rig *g, struct agent *a, uid_t uid)
 {
@@ -2923,6 +3041,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, cgroup_session_kept);
 	tcase_add_test(tc, cgroup_detached_no_session);
 	tcase_add_test(tc, cgroup_private_session_kept);
+	tcase_add_loop_test(tc, older_state_cgroup_detached, 0, 2);
 	tcase_add_test(tc, detached_dm_only_no_session);
 	tcase_add_loop_test(tc, detached_rss_kept, 0, 2);
 	tcase_add_test(tc, unnamed_kept);
