@@ -1474,6 +1474,110 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 }
 END_TEST
 
+/* @cl's events until @seen has one, for up to TL_WAIT_MS. */
+static void wait_revoked(struct ibc_client *cl, struct revoked_seen *seen)
+{
+	struct pollfd pfd = { .fd = ibc_get_fd(cl), .events = POLLIN };
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+	while (!seen->n && tl_now_ms() < end) {
+		poll(&pfd, 1, 100);
+		ck_assert_int_ge(ibc_dispatch(cl), 0);
+	}
+}
+
+/*
+ * A session's DM status page lost from the store while no daemon ran:
+ * only the DMs that session held (through slots of that page) are
+ * dropped, by a revoke: their holders get DM_REVOKED with the reason
+ * (here the other session that imported one), and they go once let go.
+ * The rest of the state comes back: the session itself, its CQ, another
+ * session's DM. The session's next DM gets a new page, which its library
+ * maps in place of the lost one: the old one's slot 0 still says
+ * "revoked" (an administrator's revoke of a DM it held at the kill), the
+ * new DM's slot 0 does not. Before, the whole state was refused.
+ */
+START_TEST(dm_status_page_lost_drops_its_dms)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
+		.event_cb = on_revoked,
+	};
+	struct revoked_seen seen = { 0 };
+	struct ibc_client_info ci;
+	struct ibc_object_info obj[16];
+	struct ibc_client *c2;
+	struct ibc_ctx *x, *x2;
+	struct ibc_dm *revoked, *lost, *kept, *imp, *fresh;
+	struct ibc_dm_info *d;
+	struct ibc_cq *cq;
+	uint32_t word = 0x5a5a1234, back = 0;
+	char page[64], got[64];
+	bool kept_live = false;
+	size_t n, n_cq = 0;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE_CONF(&g, "[broker]\ndm_revoke_grace = 200ms\n");
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	/* Slot 0 of the session's page: revoked, still held at the kill. */
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &revoked), 0);
+	ck_assert_int_eq(ibc_admin_dm_revoke(g.cl, ibc_dm_id(revoked)), 0);
+	ck_assert_int_eq(ibc_dm_write(revoked, 0, &word, sizeof(word)),
+			 -ENODEV);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &lost), 0);
+	attr.socket_path = g.sock;
+	attr.event_arg = &seen;
+	ck_assert_int_eq(ibc_connect(&attr, &c2), 0);
+	ck_assert_int_eq(ibc_open(c2, "soft0", &x2), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x2, 4096, 0, &kept), 0);
+	ck_assert_int_eq(ibc_dm_write(kept, 0, &word, sizeof(word)), 0);
+	ck_assert_int_eq(ibc_dm_import(x2, ibc_dm_handle(lost), &imp), 0);
+	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
+	snprintf(page, sizeof(page), "rb.dmst.%" PRIu64, ci.client_id);
+	store_wait_for(&g, page, got, sizeof(got));
+	ck_assert_str_eq(got, page);
+	ck_assert_int_eq(kill_drop_restart(&g, page), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "cannot be used"), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "DM status page"), 1);
+	/* Its importer is told, with the reason. */
+	wait_revoked(c2, &seen);
+	ck_assert_int_eq(seen.n, 1);
+	ck_assert_uint_eq(seen.id, ibc_dm_id(lost));
+	ck_assert_ptr_nonnull(strstr(seen.why, "status page"));
+	/* The rest came back. */
+	n = objects_listed(&g, obj, 16);
+	for (size_t i = 0; i < n; i++)
+		n_cq += obj[i].kind == IBC_OBJ_CQ;
+	ck_assert_uint_eq(n_cq, 1);
+	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (d[i].id == ibc_dm_id(kept))
+			kept_live = d[i].state == IBC_DM_LIVE;
+	ibc_list_free(d);
+	ck_assert(kept_live);
+	ck_assert_int_eq(ibc_dm_read(kept, &back, 0, sizeof(back)), 0);
+	ck_assert_uint_eq(back, word);
+	/* The session's next DM, on its new page. */
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &fresh), 0);
+	ck_assert_int_eq(ibc_dm_write(fresh, 0, &word, sizeof(word)), 0);
+	back = 0;
+	ck_assert_int_eq(ibc_dm_read(fresh, &back, 0, sizeof(back)), 0);
+	ck_assert_uint_eq(back, word);
+	ck_assert_int_eq(ibc_dm_free(fresh), 0);
+	ck_assert_int_eq(ibc_dm_unimport(imp), 0);
+	ck_assert_int_eq(ibc_dm_free(kept), 0);
+	ibc_dm_unimport(lost);
+	ibc_dm_unimport(revoked);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ibc_disconnect(c2);
+	wait_all_gone(&g);
+	rig_free(&g);
+}
+END_TEST
+
 /* A family's restore that fails for another reason than a record that
  * does not decode (here an XRCD's file the store lost) keeps nothing:
  * the adopted sessions end, and so do the objects of a session that had
@@ -3031,6 +3135,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, family_uses_restored);
 	tcase_add_test(tc, dm_mr_restored);
 	tcase_add_test(tc, dm_memfd_lost_drops_the_dm);
+	tcase_add_test(tc, dm_status_page_lost_drops_its_dms);
 	tcase_add_test(tc, family_failure_keeps_no_detached);
 	tcase_add_test(tc, family_failure_after_dm_keeps_no_dm);
 	tcase_add_test(tc, dm_left_kept);
