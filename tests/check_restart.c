@@ -2986,6 +2986,110 @@ START_TEST(older_state_cgroup_detached)
 }
 END_TEST
 
+/* The first cgroup2 mount, if this process may make a cgroup there:
+ * @dir (of @size bytes) is then a new one, made, and true. */
+static bool cgroup2_new(char *dir, size_t size)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, mnt[512] = "";
+	size_t cap = 0;
+
+	if (!f)
+		return false;
+	while (!*mnt && getline(&line, &cap, f) > 0) {
+		char *sep = strstr(line, " - ");
+
+		if (sep && strncmp(sep, " - cgroup2 ", 11) == 0 &&
+		    sscanf(line, "%*s %*s %*s %*s %511s", mnt) != 1)
+			*mnt = '\0';
+	}
+	free(line);
+	fclose(f);
+	if (!*mnt)
+		return false;
+	snprintf(dir, size, "%s/rdmab-restart-%d", mnt, (int)getpid());
+	return mkdir(dir, 0755) == 0;
+}
+
+/* Move @pid to the cgroup of directory @dir. */
+static void cgroup_move(const char *dir, pid_t pid)
+{
+	char procs[600];
+	FILE *f;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	f = fopen(procs, "we");
+	ck_assert_msg(f != NULL, "%s: %s", procs, strerror(errno));
+	fprintf(f, "%d\n", (int)pid);
+	ck_assert_msg(fclose(f) == 0, "move %d to %s: %s", (int)pid, dir,
+		      strerror(errno));
+}
+
+/*
+ * The same from the older state, but the process moved, while no daemon
+ * ran, to the cgroup of another domain of its uid, whose session came
+ * back: that cgroup is what its process's reads now, and its objects
+ * must not land in that other domain (whose members would then reach
+ * its context); they are not restored. Needs a cgroup2 mount where this
+ * process may make cgroups.
+ */
+START_TEST(older_state_cgroup_moved_not_merged)
+{
+	struct agent_cred cred = agent_cred(0, 0, AGENT_END);
+	struct agent other = { 0 };
+	char cg[600];
+	size_t n, detached;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	if (!cgroup2_new(cg, sizeof(cg))) {
+		fprintf(stderr,
+			"check_restart: no cgroup2 mount where a "
+			"cgroup can be made: "
+			"older_state_cgroup_moved_not_merged skipped\n");
+		return;
+	}
+	rig_config = "[defaults]\nper = cgroup\n";
+	if (!rig_new(&g)) {
+		rig_config = NULL;
+		rig_free(&g);
+		rmdir(cg);
+		return;
+	}
+	rig_config = NULL;
+	pid = holder_spawn_in(&g, HOLD_CQ);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	/* A session of the same uid in the other cgroup's domain. */
+	ck_assert_int_eq(agent_start(&other, &cred, g.sock), 0);
+	cgroup_move(cg, other.pid);
+	ck_assert_int_eq(agent_call(&other, AGENT_CONNECT, NULL, 0, TL_WAIT_MS),
+			 0);
+	ck_assert_int_eq(other.rep.ret, 0);
+	rig_client_leaves(&g);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	cgroup_move(cg, pid);
+	state_plant_edited(&g, strip_cgroup_fields, NULL);
+	rig_start(&g);
+	ck_assert_int_eq(agent_call(&other, AGENT_PING, NULL, 0, TL_WAIT_MS),
+			 0);
+	ck_assert_int_eq(other.rep.ret, 0);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &g.cl), 0);
+	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+	ck_assert_msg(n == 0,
+		      "%zu objects (%zu detached) adopted into the "
+		      "other cgroup's domain",
+		      n, detached);
+	ck_assert_int_eq(tl_count_in_file(g.log, "is now in the cgroup"), 1);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	agent_stop(&other);
+	rig_free(&g);
+	ck_assert_msg(rmdir(cg) == 0, "rmdir %s: %s", cg, strerror(errno));
+}
+END_TEST
+
 /* An agent of uid @uid on the rig's daemon, connected, soft0 open. */
 static void rig_agent(struct rig *g, struct agent *a, uid_t uid)
 {
@@ -3147,6 +3251,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, cgroup_detached_no_session);
 	tcase_add_test(tc, cgroup_private_session_kept);
 	tcase_add_loop_test(tc, older_state_cgroup_detached, 0, 2);
+	tcase_add_test(tc, older_state_cgroup_moved_not_merged);
 	tcase_add_test(tc, detached_dm_only_no_session);
 	tcase_add_loop_test(tc, detached_rss_kept, 0, 2);
 	tcase_add_test(tc, unnamed_kept);

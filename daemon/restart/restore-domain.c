@@ -90,10 +90,19 @@ struct domain *restore_domain_adopt(struct core *core,
 		pool_name = pool;
 	}
 	d = domain_adopt(core, m->domain, kind, ow->uid, key, pool_name);
-	if (d)
+	if (d && kind == DOMAIN_CGROUP && strcmp(d->name, m->domain) != 0) {
+		/* The process moved to the cgroup of another domain, which
+		 * came back: its context and objects are not that domain's
+		 * to hold, nor its members' to reach. */
+		log_info("domain %s: process %d is now in the cgroup of "
+			 "domain %s, its objects are not restored",
+			 m->domain, (int)ow->pid, d->name);
+		d = NULL;
+	} else if (d) {
 		log_info("domain %s made again for the cgroup of process %d, "
 			 "which the state (an older daemon's) does not name",
 			 m->domain, (int)ow->pid);
+	}
 	free(key);
 	return d;
 }
