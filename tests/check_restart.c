@@ -3011,20 +3011,6 @@ static bool cgroup2_new(char *dir, size_t size)
 	return mkdir(dir, 0755) == 0;
 }
 
-/* Move @pid to the cgroup of directory @dir. */
-static void cgroup_move(const char *dir, pid_t pid)
-{
-	char procs[600];
-	FILE *f;
-
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
-	f = fopen(procs, "we");
-	ck_assert_msg(f != NULL, "%s: %s", procs, strerror(errno));
-	fprintf(f, "%d\n", (int)pid);
-	ck_assert_msg(fclose(f) == 0, "move %d to %s: %s", (int)pid, dir,
-		      strerror(errno));
-}
-
 /*
  * The same from the older state, but the process moved, while no daemon
  * ran, to the cgroup of another domain of its uid, whose session came
@@ -3062,14 +3048,14 @@ START_TEST(older_state_cgroup_moved_not_merged)
 	ck_assert_uint_eq(evict_pid(&g, pid), 1);
 	/* A session of the same uid in the other cgroup's domain. */
 	ck_assert_int_eq(agent_start(&other, &cred, g.sock), 0);
-	cgroup_move(cg, other.pid);
+	ck_assert_int_eq(tl_cgroup_move(cg, other.pid), 0);
 	ck_assert_int_eq(agent_call(&other, AGENT_CONNECT, NULL, 0, TL_WAIT_MS),
 			 0);
 	ck_assert_int_eq(other.rep.ret, 0);
 	rig_client_leaves(&g);
 	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
 	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
-	cgroup_move(cg, pid);
+	ck_assert_int_eq(tl_cgroup_move(cg, pid), 0);
 	state_plant_edited(&g, strip_cgroup_fields, NULL);
 	rig_start(&g);
 	ck_assert_int_eq(agent_call(&other, AGENT_PING, NULL, 0, TL_WAIT_MS),
