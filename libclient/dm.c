@@ -27,8 +27,15 @@
  * the client; under the client's lock. */
 struct ibc_dm_session {
 	/* The session's status page, read-only; NULL until a get maps
-	 * it. */
+	 * it. Its file, to know another: a restarted broker that lost it
+	 * sends a new one with the session's next DM. */
 	const uint8_t *status;
+	dev_t status_dev;
+	ino_t status_ino;
+	/* Pages so replaced: the DMs of the lost one may still point into
+	 * it (the broker revoked them); unmapped with the client. */
+	const uint8_t **replaced;
+	size_t n_replaced;
 	/* Allocs and imports in flight, and the DM events that found no
 	 * import here meanwhile, which such an import (its reply read, its
 	 * DM not listed yet) takes up; emptied when none is in flight. */
@@ -114,6 +121,22 @@ static void ibc_dm_release(struct ibc_dm *dm)
 
 static const uint8_t ibc_dm_no_status;
 
+/* The broker sent another page than @s's (it restarted and lost the
+ * one this process maps): the old one is kept mapped, since DMs may
+ * still point into it, until the client goes. 0 or -ENOMEM. */
+static int ibc_dm_status_retire(struct ibc_dm_session *s)
+{
+	const uint8_t **p;
+
+	p = realloc(s->replaced, (s->n_replaced + 1) * sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	s->replaced = p;
+	s->replaced[s->n_replaced++] = s->status;
+	s->status = NULL;
+	return 0;
+}
+
 /* Map the session's status page, which comes with its first DM. Takes
  * @fd. */
 static int ibc_dm_status_map(struct ibc_client *cl, int fd)
@@ -136,10 +159,20 @@ static int ibc_dm_status_map(struct ibc_client *cl, int fd)
 	p = mmap(NULL, IBC_DM_STATUS_SLOTS, PROT_READ, MAP_SHARED, fd, 0);
 	if (p != MAP_FAILED) {
 		madvise(p, IBC_DM_STATUS_SLOTS, MADV_DONTFORK);
-		if (s->status)
+		if (s->status && s->status_dev == st.st_dev &&
+		    s->status_ino == st.st_ino) {
+			/* The same page again (a get whose reply was lost
+			 * asked for it). */
 			munmap(p, IBC_DM_STATUS_SLOTS);
-		else
+		} else if (s->status && ibc_dm_status_retire(s) < 0) {
+			munmap(p, IBC_DM_STATUS_SLOTS);
+			p = MAP_FAILED;
+			errno = ENOMEM;
+		} else {
 			s->status = p;
+			s->status_dev = st.st_dev;
+			s->status_ino = st.st_ino;
+		}
 	}
 	pthread_mutex_unlock(&cl->lock);
 	close(fd);
@@ -158,6 +191,9 @@ static void ibc_dm_client_free(struct ibc_client *cl)
 		return;
 	if (s->status)
 		munmap((void *)s->status, IBC_DM_STATUS_SLOTS);
+	for (size_t i = 0; i < s->n_replaced; i++)
+		munmap((void *)s->replaced[i], IBC_DM_STATUS_SLOTS);
+	free(s->replaced);
 	free(s->unmatched);
 	free(s);
 	cl->family_slot[IBC_FAMILY_DM] = NULL;
@@ -225,8 +261,10 @@ static void ibc_dm_fork_stale(struct ibc_client *cl)
 			dm->vdm = NULL;
 			dm->status = &ibc_dm_no_status;
 		}
-	if (s)
+	if (s) {
 		s->status = NULL;
+		s->n_replaced = 0;
+	}
 }
 
 static void ibc_dm_fork_child(struct ibc_client *cl)

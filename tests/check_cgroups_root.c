@@ -112,15 +112,10 @@ static void cg_make(const char *rel, char *ret_dir, size_t size)
 
 static void cg_move(const char *dir, pid_t pid)
 {
-	char procs[CG_MAX + 16];
-	FILE *f;
+	int err = tl_cgroup_move(dir, pid);
 
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
-	f = fopen(procs, "we");
-	ck_assert_msg(f != NULL, "%s: %s", procs, strerror(errno));
-	fprintf(f, "%d\n", (int)pid);
-	ck_assert_msg(fclose(f) == 0, "move %d to %s: %s", (int)pid, dir,
-		      strerror(errno));
+	ck_assert_msg(err == 0, "move %d to %s: %s", (int)pid, dir,
+		      strerror(-err));
 }
 
 /* Move @pid to the cgroup of directory @dirfd. */
@@ -138,15 +133,7 @@ static void cg_move_at(int dirfd, pid_t pid)
 /* cg_move() for the scene of test_pid_reuse: no Check there. */
 static void cg_move_pid(const char *dir, pid_t pid)
 {
-	char procs[CG_MAX + 16];
-	FILE *f;
-
-	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
-	f = fopen(procs, "we");
-	if (f) {
-		fprintf(f, "%d\n", (int)pid);
-		fclose(f);
-	}
+	(void)tl_cgroup_move(dir, pid);
 }
 
 /* @pid's v2 path as the kernel shows it (what the daemon reads). */

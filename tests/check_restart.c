@@ -1474,6 +1474,110 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 }
 END_TEST
 
+/* @cl's events until @seen has one, for up to TL_WAIT_MS. */
+static void wait_revoked(struct ibc_client *cl, struct revoked_seen *seen)
+{
+	struct pollfd pfd = { .fd = ibc_get_fd(cl), .events = POLLIN };
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+	while (!seen->n && tl_now_ms() < end) {
+		poll(&pfd, 1, 100);
+		ck_assert_int_ge(ibc_dispatch(cl), 0);
+	}
+}
+
+/*
+ * A session's DM status page lost from the store while no daemon ran:
+ * only the DMs that session held (through slots of that page) are
+ * dropped, by a revoke: their holders get DM_REVOKED with the reason
+ * (here the other session that imported one), and they go once let go.
+ * The rest of the state comes back: the session itself, its CQ, another
+ * session's DM. The session's next DM gets a new page, which its library
+ * maps in place of the lost one: the old one's slot 0 still says
+ * "revoked" (an administrator's revoke of a DM it held at the kill), the
+ * new DM's slot 0 does not. Before, the whole state was refused.
+ */
+START_TEST(dm_status_page_lost_drops_its_dms)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
+		.event_cb = on_revoked,
+	};
+	struct revoked_seen seen = { 0 };
+	struct ibc_client_info ci;
+	struct ibc_object_info obj[16];
+	struct ibc_client *c2;
+	struct ibc_ctx *x, *x2;
+	struct ibc_dm *revoked, *lost, *kept, *imp, *fresh;
+	struct ibc_dm_info *d;
+	struct ibc_cq *cq;
+	uint32_t word = 0x5a5a1234, back = 0;
+	char page[64], got[64];
+	bool kept_live = false;
+	size_t n, n_cq = 0;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE_CONF(&g, "[broker]\ndm_revoke_grace = 200ms\n");
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	/* Slot 0 of the session's page: revoked, still held at the kill. */
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &revoked), 0);
+	ck_assert_int_eq(ibc_admin_dm_revoke(g.cl, ibc_dm_id(revoked)), 0);
+	ck_assert_int_eq(ibc_dm_write(revoked, 0, &word, sizeof(word)),
+			 -ENODEV);
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &lost), 0);
+	attr.socket_path = g.sock;
+	attr.event_arg = &seen;
+	ck_assert_int_eq(ibc_connect(&attr, &c2), 0);
+	ck_assert_int_eq(ibc_open(c2, "soft0", &x2), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x2, 4096, 0, &kept), 0);
+	ck_assert_int_eq(ibc_dm_write(kept, 0, &word, sizeof(word)), 0);
+	ck_assert_int_eq(ibc_dm_import(x2, ibc_dm_handle(lost), &imp), 0);
+	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
+	snprintf(page, sizeof(page), "rb.dmst.%" PRIu64, ci.client_id);
+	store_wait_for(&g, page, got, sizeof(got));
+	ck_assert_str_eq(got, page);
+	ck_assert_int_eq(kill_drop_restart(&g, page), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "cannot be used"), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "DM status page"), 1);
+	/* Its importer is told, with the reason. */
+	wait_revoked(c2, &seen);
+	ck_assert_int_eq(seen.n, 1);
+	ck_assert_uint_eq(seen.id, ibc_dm_id(lost));
+	ck_assert_ptr_nonnull(strstr(seen.why, "status page"));
+	/* The rest came back. */
+	n = objects_listed(&g, obj, 16);
+	for (size_t i = 0; i < n; i++)
+		n_cq += obj[i].kind == IBC_OBJ_CQ;
+	ck_assert_uint_eq(n_cq, 1);
+	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (d[i].id == ibc_dm_id(kept))
+			kept_live = d[i].state == IBC_DM_LIVE;
+	ibc_list_free(d);
+	ck_assert(kept_live);
+	ck_assert_int_eq(ibc_dm_read(kept, &back, 0, sizeof(back)), 0);
+	ck_assert_uint_eq(back, word);
+	/* The session's next DM, on its new page. */
+	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &fresh), 0);
+	ck_assert_int_eq(ibc_dm_write(fresh, 0, &word, sizeof(word)), 0);
+	back = 0;
+	ck_assert_int_eq(ibc_dm_read(fresh, &back, 0, sizeof(back)), 0);
+	ck_assert_uint_eq(back, word);
+	ck_assert_int_eq(ibc_dm_free(fresh), 0);
+	ck_assert_int_eq(ibc_dm_unimport(imp), 0);
+	ck_assert_int_eq(ibc_dm_free(kept), 0);
+	ibc_dm_unimport(lost);
+	ibc_dm_unimport(revoked);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ibc_disconnect(c2);
+	wait_all_gone(&g);
+	rig_free(&g);
+}
+END_TEST
+
 /* A family's restore that fails for another reason than a record that
  * does not decode (here an XRCD's file the store lost) keeps nothing:
  * the adopted sessions end, and so do the objects of a session that had
@@ -2585,6 +2689,43 @@ START_TEST(reexec_ready_only_from_the_child)
 }
 END_TEST
 
+/* The stored state, one generation newer, as @edit leaves it (given the
+ * old state's view and @arg), planted as the newest for the next start
+ * (no daemon runs). */
+static void state_plant_edited(struct rig *g,
+			       void (*edit)(struct journal *j,
+					    const struct journal_view *v,
+					    const void *arg),
+			       const void *arg)
+{
+	struct journal_view *v;
+	struct journal *j;
+	char why[256], name[64];
+	int fd = state_fd(g);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	close(fd);
+	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &j), 0);
+	edit(j, v, arg);
+	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(j));
+	ck_assert_int_eq(fakesd_plant(g->sd, name, journal_fd(j)), 0);
+	journal_free(j);
+	journal_view_free(v);
+}
+
+/* Junk with a good CRC under the record kind *@arg, key 1. */
+static void put_junk(struct journal *j, const struct journal_view *v,
+		     const void *arg)
+{
+	static const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff };
+
+	(void)v;
+	ck_assert_int_eq(journal_put_packed(j, *(const unsigned int *)arg, 1,
+					    junk, sizeof(junk)),
+			 0);
+}
+
 /* A state whose registry reads but one of whose family records does not
  * (junk bytes with a good CRC under the first record kind of family
  * @_i: a bug of the writer, not a kill) is a state the daemon cannot
@@ -2593,9 +2734,6 @@ END_TEST
  * before that one took back. */
 START_TEST(bad_family_record_starts_clean)
 {
-	static const uint8_t junk[] = { 0xff, 0xff, 0xff, 0xff };
-	struct journal_view *v;
-	struct journal *j;
 	struct ibc_client *c2;
 	struct ibc_object_info *o;
 	struct ibc_dm_info *d;
@@ -2605,10 +2743,9 @@ START_TEST(bad_family_record_starts_clean)
 	struct ibc_ctx *x;
 	struct ibc_dm *dm;
 	struct ibc_cq *cq;
-	char why[256], name[64];
 	size_t n_obj, n_dm, n_xrcd;
 	struct rig g;
-	int fd, err;
+	int err;
 
 	if (!families[_i]->journal_first)
 		return;
@@ -2619,19 +2756,7 @@ START_TEST(bad_family_record_starts_clean)
 	ck_assert_int_eq(ibc_xrcd_open(x, "half", O_CREAT, &xr), 0);
 	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
 	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
-	/* The same state, one generation newer, with the bad record. */
-	fd = state_fd(&g);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
-	close(fd);
-	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &j), 0);
-	ck_assert_int_eq(journal_put_packed(j, families[_i]->journal_first, 1,
-					    junk, sizeof(junk)),
-			 0);
-	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(j));
-	ck_assert_int_eq(fakesd_plant(g.sd, name, journal_fd(j)), 0);
-	journal_free(j);
-	journal_view_free(v);
+	state_plant_edited(&g, put_junk, (void *)&families[_i]->journal_first);
 	rig_start(&g);
 	err = ibc_ping(g.cl, NULL, 0);
 	ck_assert_int_eq(tl_connect(g.sock, 10000, &c2), 0);
@@ -2656,6 +2781,298 @@ START_TEST(bad_family_record_starts_clean)
 		      st.last_restore, n_obj, n_dm, n_xrcd);
 	ibc_disconnect(c2);
 	rig_free(&g);
+}
+END_TEST
+
+/* An RSS record of session *@arg's (client id, context id) that decodes
+ * but whose key is not whole: the RSS family's restore fails on it, after
+ * the DM family's restored. */
+static void put_bad_rss(struct journal *j, const struct journal_view *v,
+			const void *arg)
+{
+	const uint64_t *ids = arg;
+	Rdmab__State__Rss m = RDMAB__STATE__RSS__INIT;
+
+	(void)v;
+	m.owner = ids[0];
+	m.ctx_id = ids[1];
+	m.flow_object = m.qp_object = m.tbl_object = UINT64_MAX;
+	ck_assert_int_eq(
+		journal_put(j, families[FAMILY_RSS]->journal_first, 1, &m.base),
+		0);
+}
+
+/*
+ * A family whose restore fails after the DM family's did (here the RSS
+ * family's, on a record whose key is not whole) keeps nothing of the DMs
+ * either: a persistent DM, which outlives its holders, does not stay
+ * behind the ended sessions with its bytes charged and its memfd in the
+ * store, holding its uid's one place there (fd_store_per_uid = 1: a new
+ * DM of the uid finds it free).
+ */
+START_TEST(family_failure_after_dm_keeps_no_dm)
+{
+	struct ibc_dm_attr da = { .length = 4096, .flags = IBC_DM_PERSISTENT };
+	struct ibc_object_info obj[8];
+	struct ibc_domain_info used;
+	struct ibc_client_info ci;
+	struct ibc_client *cl;
+	struct ibc_dm_info *d;
+	struct ibc_dm *dm, *dm2;
+	struct ibc_ctx *x, *x2;
+	struct ibc_cq *cq;
+	char name[64], got[64];
+	uint64_t ids[2] = { 0, 0 };
+	size_t n, n_dm;
+	int64_t end;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE_CONF(&g, "[broker]\nfd_store_per_uid = 1\n");
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	ck_assert_int_eq(ibc_dm_alloc_ex(x, &da, &dm), 0);
+	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
+	ids[0] = ci.client_id;
+	n = objects_listed(&g, obj, 8);
+	for (size_t i = 0; i < n; i++)
+		if (obj[i].kind == IBC_OBJ_CQ)
+			ids[1] = obj[i].context_id;
+	ck_assert_uint_ne(ids[1], 0);
+	snprintf(name, sizeof(name), "rb.dm.%" PRIu64, ibc_dm_id(dm));
+	store_wait_for(&g, name, got, sizeof(got));
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	state_plant_edited(&g, put_bad_rss, ids);
+	rig_start(&g);
+	ck_assert_int_ne(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "is not whole"), 1);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
+	ibc_disconnect(g.cl);
+	g.cl = cl;
+	end = tl_now_ms() + TL_WAIT_MS;
+	do {
+		ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
+		ibc_list_free(d);
+		if (n_dm)
+			tl_sleep_ms(20);
+	} while (n_dm && tl_now_ms() < end);
+	ck_assert_msg(n_dm == 0, "%zu DMs kept after a refused state", n_dm);
+	used = domain_now(&g);
+	ck_assert_uint_eq(used.used.dm_bytes, 0);
+	ck_assert(!store_has(&g, name));
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x2), 0);
+	ck_assert_int_eq(ibc_dm_alloc(x2, 4096, 0, &dm2), 0);
+	ck_assert_int_eq(ibc_dm_free(dm2), 0);
+	wait_all_gone(&g);
+	rig_free(&g);
+}
+END_TEST
+
+/* What a daemon before R3's cgroup fields wrote: record @r of the new
+ * journal @arg as it was, less those fields (and B2's start time). */
+static int strip_ctx(void *arg, const struct journal_rec *r)
+{
+	Rdmab__State__Context *m;
+	char *cg, *pool;
+
+	m = rdmab__state__context__unpack(NULL, r->len, r->data);
+	ck_assert_ptr_nonnull(m);
+	cg = m->domain_cgroup;
+	pool = m->domain_pool;
+	m->domain_cgroup = m->domain_pool = "";
+	ck_assert_int_eq(journal_put(arg, r->kind, r->key, &m->base), 0);
+	m->domain_cgroup = cg;
+	m->domain_pool = pool;
+	rdmab__state__context__free_unpacked(m, NULL);
+	return 0;
+}
+
+static int strip_session(void *arg, const struct journal_rec *r)
+{
+	Rdmab__State__Session *m;
+	char *pool;
+
+	m = rdmab__state__session__unpack(NULL, r->len, r->data);
+	ck_assert_ptr_nonnull(m);
+	pool = m->domain_pool;
+	m->domain_pool = "";
+	ck_assert_int_eq(journal_put(arg, r->kind, r->key, &m->base), 0);
+	m->domain_pool = pool;
+	rdmab__state__session__free_unpacked(m, NULL);
+	return 0;
+}
+
+static int strip_owner(void *arg, const struct journal_rec *r)
+{
+	Rdmab__State__Owner *m;
+
+	m = rdmab__state__owner__unpack(NULL, r->len, r->data);
+	ck_assert_ptr_nonnull(m);
+	m->start_time = 0;
+	ck_assert_int_eq(journal_put(arg, r->kind, r->key, &m->base), 0);
+	rdmab__state__owner__free_unpacked(m, NULL);
+	return 0;
+}
+
+/* The state as a daemon before 4433c8a and ac19904 (R3) would have
+ * written it: its contexts name no cgroup nor pool, its sessions no
+ * pool (and, before B2, its owners no start time). */
+static void strip_cgroup_fields(struct journal *j, const struct journal_view *v,
+				const void *arg)
+{
+	(void)arg;
+	ck_assert_int_eq(journal_each(v, JOURNAL_CONTEXT, strip_ctx, j), 0);
+	ck_assert_int_eq(journal_each(v, JOURNAL_SESSION, strip_session, j), 0);
+	ck_assert_int_eq(journal_each(v, JOURNAL_OWNER, strip_owner, j), 0);
+}
+
+/*
+ * From a state an older daemon wrote (strip_cgroup_fields()), with per =
+ * cgroup: the objects of a session that ended in its cgroup's domain
+ * (run 0), or in a private domain drawing on it (run 1), when no session
+ * of that domain comes back, come back all the same, detached: the
+ * cgroup the records do not name is read from the owner's process, and
+ * the domain made again under its saved name for it (a private one's
+ * pool found or made by that cgroup, the pool's name being unknown).
+ * Before, their context was closed and they were not listed.
+ */
+START_TEST(older_state_cgroup_detached)
+{
+	struct ibc_domain_info back;
+	struct ibc_client_info ci;
+	size_t n, detached;
+	char pool[64], name[64];
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE_CONF(&g, "[defaults]\nper = cgroup\n");
+	snprintf(pool, sizeof(pool), "%s", domain_now(&g).name);
+	pid = holder_spawn_in(&g, HOLD_CQ | (_i ? HOLD_PRIVATE : 0));
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	if (_i)
+		private_domain(&g, name, sizeof(name));
+	else
+		snprintf(name, sizeof(name), "%s", pool);
+	ck_assert_str_ne(name, "");
+	/* No session of the domain is left to bring it back. */
+	rig_client_leaves(&g);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	state_plant_edited(&g, strip_cgroup_fields, NULL);
+	rig_start(&g);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &g.cl), 0);
+	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+	ck_assert_msg(n == 1 && detached == 1,
+		      "%zu objects (%zu detached) from the older state", n,
+		      detached);
+	ck_assert_msg(domain_named(&g, name, &back),
+		      "domain %s did not come back", name);
+	/* A session of the cgroup joins the cgroup's domain made again. */
+	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
+	if (!_i)
+		ck_assert_str_eq(ci.domain, pool);
+	else
+		ck_assert_str_eq(back.kind, "private");
+	if (_i) {
+		holder_gone(&g, pid, name);
+	} else {
+		kill(pid, SIGKILL);
+		ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+		wait_all_gone(&g);
+	}
+	rig_free(&g);
+}
+END_TEST
+
+/* The first cgroup2 mount, if this process may make a cgroup there:
+ * @dir (of @size bytes) is then a new one, made, and true. */
+static bool cgroup2_new(char *dir, size_t size)
+{
+	FILE *f = fopen("/proc/self/mountinfo", "re");
+	char *line = NULL, mnt[512] = "";
+	size_t cap = 0;
+
+	if (!f)
+		return false;
+	while (!*mnt && getline(&line, &cap, f) > 0) {
+		char *sep = strstr(line, " - ");
+
+		if (sep && strncmp(sep, " - cgroup2 ", 11) == 0 &&
+		    sscanf(line, "%*s %*s %*s %*s %511s", mnt) != 1)
+			*mnt = '\0';
+	}
+	free(line);
+	fclose(f);
+	if (!*mnt)
+		return false;
+	snprintf(dir, size, "%s/rdmab-restart-%d", mnt, (int)getpid());
+	return mkdir(dir, 0755) == 0;
+}
+
+/*
+ * The same from the older state, but the process moved, while no daemon
+ * ran, to the cgroup of another domain of its uid, whose session came
+ * back: that cgroup is what its process's reads now, and its objects
+ * must not land in that other domain (whose members would then reach
+ * its context); they are not restored. Needs a cgroup2 mount where this
+ * process may make cgroups.
+ */
+START_TEST(older_state_cgroup_moved_not_merged)
+{
+	struct agent_cred cred = agent_cred(0, 0, AGENT_END);
+	struct agent other = { 0 };
+	char cg[600];
+	size_t n, detached;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	if (!cgroup2_new(cg, sizeof(cg))) {
+		fprintf(stderr,
+			"check_restart: no cgroup2 mount where a "
+			"cgroup can be made: "
+			"older_state_cgroup_moved_not_merged skipped\n");
+		return;
+	}
+	rig_config = "[defaults]\nper = cgroup\n";
+	if (!rig_new(&g)) {
+		rig_config = NULL;
+		rig_free(&g);
+		rmdir(cg);
+		return;
+	}
+	rig_config = NULL;
+	pid = holder_spawn_in(&g, HOLD_CQ);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	/* A session of the same uid in the other cgroup's domain. */
+	ck_assert_int_eq(agent_start(&other, &cred, g.sock), 0);
+	ck_assert_int_eq(tl_cgroup_move(cg, other.pid), 0);
+	ck_assert_int_eq(agent_call(&other, AGENT_CONNECT, NULL, 0, TL_WAIT_MS),
+			 0);
+	ck_assert_int_eq(other.rep.ret, 0);
+	rig_client_leaves(&g);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	ck_assert_int_eq(tl_cgroup_move(cg, pid), 0);
+	state_plant_edited(&g, strip_cgroup_fields, NULL);
+	rig_start(&g);
+	ck_assert_int_eq(agent_call(&other, AGENT_PING, NULL, 0, TL_WAIT_MS),
+			 0);
+	ck_assert_int_eq(other.rep.ret, 0);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &g.cl), 0);
+	n = objects_in(&g, IBC_OBJECT_DETACHED, &detached);
+	ck_assert_msg(n == 0,
+		      "%zu objects (%zu detached) adopted into the "
+		      "other cgroup's domain",
+		      n, detached);
+	ck_assert_int_eq(tl_count_in_file(g.log, "is now in the cgroup"), 1);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	agent_stop(&other);
+	rig_free(&g);
+	ck_assert_msg(rmdir(cg) == 0, "rmdir %s: %s", cg, strerror(errno));
 }
 END_TEST
 
@@ -2808,7 +3225,9 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, family_uses_restored);
 	tcase_add_test(tc, dm_mr_restored);
 	tcase_add_test(tc, dm_memfd_lost_drops_the_dm);
+	tcase_add_test(tc, dm_status_page_lost_drops_its_dms);
 	tcase_add_test(tc, family_failure_keeps_no_detached);
+	tcase_add_test(tc, family_failure_after_dm_keeps_no_dm);
 	tcase_add_test(tc, dm_left_kept);
 	tcase_add_test(tc, dm_ids_never_reused);
 	tcase_add_loop_test(tc, detached_ctx_no_session, 0, 2);
@@ -2817,6 +3236,8 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, cgroup_session_kept);
 	tcase_add_test(tc, cgroup_detached_no_session);
 	tcase_add_test(tc, cgroup_private_session_kept);
+	tcase_add_loop_test(tc, older_state_cgroup_detached, 0, 2);
+	tcase_add_test(tc, older_state_cgroup_moved_not_merged);
 	tcase_add_test(tc, detached_dm_only_no_session);
 	tcase_add_loop_test(tc, detached_rss_kept, 0, 2);
 	tcase_add_test(tc, unnamed_kept);

@@ -112,6 +112,24 @@ int tl_rmtree(const char *path)
 	return 0;
 }
 
+int tl_cgroup_move(const char *dir, pid_t pid)
+{
+	char procs[PATH_MAX + 32];
+	FILE *f;
+	int ret = 0;
+
+	snprintf(procs, sizeof(procs), "%s/cgroup.procs", dir);
+	f = fopen(procs, "we");
+	if (!f)
+		return -errno;
+	if (fprintf(f, "%d\n", (int)pid) < 0)
+		ret = -EIO;
+	/* The kernel says no at the write, which fclose() does. */
+	if (fclose(f) != 0 && ret == 0)
+		ret = -errno;
+	return ret;
+}
+
 int tl_count_in_file(const char *path, const char *needle)
 {
 	static char buf[1 << 20];

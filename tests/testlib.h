@@ -36,6 +36,9 @@ int tl_count_fds(pid_t pid);
 /* How often @needle stands in the first MiB of file @path (a daemon's
  * log), or -errno. */
 int tl_count_in_file(const char *path, const char *needle);
+/* Move process @pid into the cgroup v2 cgroup of directory @dir: 0 or
+ * -errno. */
+int tl_cgroup_move(const char *dir, pid_t pid);
 
 void tl_sleep_ms(unsigned int ms);
 int64_t tl_now_ms(void);

@@ -211,6 +211,13 @@ struct family {
 	 * anything: a state refused whole, never half a registry. */
 	const struct ProtobufCMessageDescriptor *const *journal_msgs;
 	unsigned int n_journal_msgs;
+	/* F1, issue 25 (the restore's failure paths): a later family's
+	 * restore failed after this one's succeeded, and the adopted
+	 * sessions are about to end. What the family restored that would
+	 * outlive them (a persistent DM holds no session) goes: its
+	 * records, charges and store places, as a clean start would have
+	 * none of it. NULL: what it restored goes with the sessions. */
+	void (*restore_undo)(struct core *core);
 };
 
 /* A counter of the successes of the requests of @body_case. */

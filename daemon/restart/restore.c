@@ -38,6 +38,7 @@
 #include "daemon/restart/restart-int.h"
 #include "daemon/restart/restart.h"
 #include "daemon/restart/restart-srv.h"
+#include "daemon/restart/restore-domain.h"
 #include "daemon/restart/restore-object.h"
 #include "daemon/server/server.h"
 #include "proto/wire.h"
@@ -219,6 +220,9 @@ struct rctx {
 	 * sorted. */
 	uint64_t *unnamed;
 	size_t n_unnamed, cap_unnamed;
+	/* A cgroup an older state does not name could not be read: said
+	 * once (restore_domain_adopt()). */
+	bool cgroup_logged;
 };
 
 static int hold_collect(void *arg, const struct journal_rec *r)
@@ -530,8 +534,7 @@ static struct dctx *restore_ctx_orphan(struct rctx *rc, struct obj_owner *ow,
 	m = restore_ctx_record(rs, id, &dev);
 	if (!m)
 		return NULL;
-	d = domain_adopt(rs->core, m->domain, (enum domain_kind)m->domain_kind,
-			 ow->uid, m->domain_cgroup, m->domain_pool);
+	d = restore_domain_adopt(rs->core, ow, m, &rc->cgroup_logged);
 	u = user_get(rs->core, ow->uid);
 	if (!d || !u) {
 		log_warn("context %" PRIu64 " (%s on %s) of client %" PRIu64
@@ -1100,6 +1103,11 @@ static int restore_families(struct restore *rs)
 			if (!*rs->why)
 				restore_fail(rs, ret, "%s: %s",
 					     families[i]->name, strerror(-ret));
+			/* The failed one undid its own; those before it
+			 * keep nothing either (no half registry). */
+			while (i-- > 0)
+				if (families[i]->restore_undo)
+					families[i]->restore_undo(rs->core);
 			return ret;
 		}
 	}

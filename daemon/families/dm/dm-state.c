@@ -209,6 +209,42 @@ void dm_state_leave(struct core *core)
 
 /* --- restore ------------------------------------------------------------- */
 
+/* The family's restore: the sessions whose status page the store lost
+ * (by client id, in key order), whose DMs are revoked. */
+struct dm_restoring {
+	struct restore *rs;
+	uint64_t *lost;
+	size_t n_lost, cap_lost;
+};
+
+static bool dm_page_lost(const struct dm_restoring *dr, uint64_t session)
+{
+	for (size_t i = 0; i < dr->n_lost; i++)
+		if (dr->lost[i] == session)
+			return true;
+	return false;
+}
+
+/* Session @id's page is not in the store: noted, with the sentence
+ * logged once per session. 0 or -ENOMEM (restore_fail()). */
+static int dm_page_lose(struct dm_restoring *dr, uint64_t id)
+{
+	if (dr->n_lost == dr->cap_lost) {
+		size_t cap = dr->cap_lost ? dr->cap_lost * 2 : 8;
+		uint64_t *p = realloc(dr->lost, cap * sizeof(*p));
+
+		if (!p)
+			return restore_fail(dr->rs, -ENOMEM, "out of memory");
+		dr->lost = p;
+		dr->cap_lost = cap;
+	}
+	dr->lost[dr->n_lost++] = id;
+	log_warn("client %" PRIu64 ": its DM status page is not in the fd "
+		 "store: the DMs it holds are revoked",
+		 id);
+	return 0;
+}
+
 static struct dm_session *dm_session_by_id(struct core *core, uint64_t id)
 {
 	struct dm_session *s;
@@ -221,7 +257,8 @@ static struct dm_session *dm_session_by_id(struct core *core, uint64_t id)
 
 static int dm_restore_session(void *arg, const struct journal_rec *r)
 {
-	struct restore *rs = arg;
+	struct dm_restoring *dr = arg;
+	struct restore *rs = dr->rs;
 	struct core *core = rs->core;
 	Rdmab__State__DmSession *m;
 	char name[FDSTORE_NAME_MAX];
@@ -246,11 +283,11 @@ static int dm_restore_session(void *arg, const struct journal_rec *r)
 	}
 	ret = restore_take_fd(rs, name, &fd);
 	if (ret < 0) {
+		/* Its slots cannot be read nor written any more: the DMs it
+		 * held go (dm_restore_one()), not the whole state. The
+		 * session's next DM makes it a new page. */
 		rdmab__state__dm_session__free_unpacked(m, NULL);
-		return restore_fail(rs, ret,
-				    "the DM status page of client %" PRIu64
-				    " is not in the fd store",
-				    r->key);
+		return dm_page_lose(dr, r->key);
 	}
 	s = calloc(1, sizeof(*s));
 	if (!s) {
@@ -326,10 +363,12 @@ static struct obj *dm_restore_record(struct restore *rs, struct dm *dm,
 	return o;
 }
 
-/* @m's holds into @dm: the registry's records and the sessions' slots. */
-static int dm_restore_holds(struct restore *rs, struct dm *dm,
-			    const Rdmab__State__Dm *m)
+/* @m's holds into @dm: the registry's records and the sessions' slots;
+ * *@lost when one's is on a page the store lost (that hold has none). */
+static int dm_restore_holds(struct dm_restoring *dr, struct dm *dm,
+			    const Rdmab__State__Dm *m, bool *lost)
 {
+	struct restore *rs = dr->rs;
 	struct core *core = rs->core;
 
 	dm->holds = calloc(m->n_holds ? m->n_holds : 1, sizeof(*dm->holds));
@@ -344,7 +383,9 @@ static int dm_restore_holds(struct restore *rs, struct dm *dm,
 		o = dm_restore_record(rs, dm, hm->owner, hm->object_id);
 		if (!o)
 			continue;
-		if (hm->session) {
+		if (hm->session && dm_page_lost(dr, hm->session)) {
+			*lost = true;
+		} else if (hm->session) {
 			s = dm_session_by_id(core, hm->session);
 			if (!s || hm->slot >= DM_STATUS_SLOTS ||
 			    s->used[hm->slot]) {
@@ -432,15 +473,43 @@ static void dm_restore_lost(struct restore *rs, uint64_t id,
 	rs->core->ops->broadcast(rs->core, &ev, dm_lost_filter, (void *)m);
 }
 
+/*
+ * @dm is held through a slot of a status page the store lost: what the
+ * page said cannot be read, nor can the broker say anything there any
+ * more. The DM goes alone, by a revoke: its holders are told with the
+ * reason, and after the grace period its free is asked (on a verbs
+ * device the memory is then freed, not left in the context uncharged).
+ * One already revoked was told before: its grace starts again.
+ */
+static void dm_restore_page_lost(struct core *core, struct dm *dm)
+{
+	char reason[200];
+
+	if (dm->revoked)
+		return;
+	log_warn("DM %" PRIu64 ": revoked, a status page of one of its "
+		 "holders is lost",
+		 dm->id);
+	dm_mark_revoked(dm);
+	snprintf(reason, sizeof(reason),
+		 "the broker restarted and lost the DM status page of a "
+		 "session that held DM %" PRIu64
+		 ": it is revoked, deregister its MRs and unimport it",
+		 dm->id);
+	dm_tell(core, dm, NULL, RDMAB__EVENT__BODY_DM_REVOKED, reason);
+}
+
 static int dm_restore_one(void *arg, const struct journal_rec *r)
 {
-	struct restore *rs = arg;
+	struct dm_restoring *dr = arg;
+	struct restore *rs = dr->rs;
 	struct core *core = rs->core;
 	struct why why = { 0 };
 	char name[FDSTORE_NAME_MAX];
 	Rdmab__State__Dm *m;
 	struct dm *dm = NULL;
 	struct dctx *x;
+	bool page_lost = false;
 	int fd = -1, ret;
 
 	m = rdmab__state__dm__unpack(NULL, r->len, r->data);
@@ -525,9 +594,11 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 	if (m->claim_object)
 		dm->claim = dm_restore_record(rs, dm, m->allocator_id,
 					      m->claim_object);
-	ret = dm_restore_holds(rs, dm, m);
+	ret = dm_restore_holds(dr, dm, m, &page_lost);
 	if (ret < 0)
 		goto out;
+	if (page_lost)
+		dm_restore_page_lost(core, dm);
 	/* A claim or imports whose sessions did not come back: as after
 	 * their deaths, the free is asked of a DM nobody can ask it of any
 	 * more, and a DM nobody holds goes. */
@@ -570,12 +641,13 @@ static void dm_restore_mrs(struct core *core)
 }
 
 /*
- * A record could not be used: none of the family's state is kept (never
- * half of it). The DMs adopted so far go as a device removal's do: their
- * records, charges and descriptors, not their bytes on the device, which
- * the contexts hold.
+ * A record could not be used, here or in a family restored after this
+ * one: none of the family's state is kept (never half of it). The DMs
+ * adopted so far go as a device removal's do: their records, charges and
+ * descriptors, their places in the store, not their bytes on the device,
+ * which the contexts hold (they close with the sessions that end).
  */
-static void dm_restore_undo(struct core *core)
+void dm_restore_undo(struct core *core)
 {
 	struct dm_table *t = dm_state(core);
 	struct dm *dm;
@@ -608,11 +680,13 @@ static void dm_restore_undo(struct core *core)
 
 int dm_restore(struct core *core, struct restore *rs)
 {
+	struct dm_restoring dr = { .rs = rs };
 	int ret;
 
-	ret = restore_each(rs, JOURNAL_DM_SESSION, dm_restore_session, rs);
+	ret = restore_each(rs, JOURNAL_DM_SESSION, dm_restore_session, &dr);
 	if (ret == 0)
-		ret = restore_each(rs, JOURNAL_DM, dm_restore_one, rs);
+		ret = restore_each(rs, JOURNAL_DM, dm_restore_one, &dr);
+	free(dr.lost);
 	if (ret < 0) {
 		dm_restore_undo(core);
 		return ret;

@@ -1176,6 +1176,7 @@ const struct family dm_family = {
 	.requests = dm_requests,
 	.rekey_reply_field = offsetof(Rdmab__DomainRekeyReply, destroyed_dms),
 	.restore = dm_restore,
+	.restore_undo = dm_restore_undo,
 	.ids = dm_ids,
 	.counters_field = offsetof(Rdmab__State__Counters, dms),
 	.ctx_save = dm_ctx_save,

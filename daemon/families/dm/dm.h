@@ -273,8 +273,10 @@ void dm_journal_session_gone(struct core *core, const struct dm_session *s);
  * this process's records and descriptors, leave the DMs, the journal and
  * the store as they are. */
 void dm_state_leave(struct core *core);
-/* The family's restore slot (family.h). */
+/* The family's restore slot, and its undo when a later family's fails
+ * (family.h). */
 int dm_restore(struct core *core, struct restore *rs);
+void dm_restore_undo(struct core *core);
 /* Its ids, and its books of a context (DM bytes a forced rekey left in
  * it), across a restart (family.h's ids, ctx_save, ctx_restore). */
 struct id_space *dm_ids(struct core *core);
