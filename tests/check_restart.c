@@ -3028,7 +3028,9 @@ static uint32_t xrcd_held_id(struct rig *g, uint64_t ino)
  */
 START_TEST(xrcd_hold_kept)
 {
+	struct ibc_xrcd_info *xl;
 	struct ibc_xrcd *d, *n;
+	size_t n_xl;
 	struct ibc_client *cl;
 	struct ibc_ctx *x;
 	uint64_t ino;
@@ -3047,6 +3049,12 @@ START_TEST(xrcd_hold_kept)
 	ck_assert(!store_has_prefix(&g, "rb.xrcd-ctx."));
 	ck_assert_int_eq(kill_and_restart(&g), 0);
 	ck_assert_int_eq(ibc_ping(cl, NULL, 0), 0);
+	/* Held again at once, not at the next open. */
+	ck_assert_int_eq(ibc_list_xrcds(cl, "decl", &xl, sizeof(*xl), &n_xl),
+			 0);
+	ck_assert_uint_eq(n_xl, 1);
+	ck_assert_str_eq(xl[0].devices, "soft0");
+	ibc_list_free(xl);
 	ck_assert_uint_eq(xrcd_held_id(&g, ino), id);
 	ck_assert_int_eq(ibc_xrcd_open(x, "new", O_CREAT, &n), 0);
 	ck_assert_uint_ne(xrcd_held_id(&g, ibc_xrcd_ino(n)), id);
