@@ -202,7 +202,7 @@ static int default_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
 static void default_serials_get(const struct device *dev,
 				struct device_serials *ret)
 {
-	ret->num = ret->key = ret->xrcd = 0;
+	ret->num = ret->key = ret->xrc_num = 0;
 }
 
 static void default_serials_set(struct device *dev,

@@ -229,7 +229,7 @@ struct device_serials {
 	uint32_t num;
 	uint32_t key;
 	/* The soft device's XRC domain numbers. */
-	uint32_t xrcd;
+	uint32_t xrc_num;
 };
 
 /* Device-level operations. ctx_open is required. */

@@ -375,7 +375,7 @@ static void soft_serials_get(const struct device *dev,
 
 	ret->num = sd->next_num;
 	ret->key = sd->next_key;
-	ret->xrcd = sd->next_xrcd;
+	ret->xrc_num = sd->next_xrcd;
 }
 
 /* Out of range, soft_objs_create() starts them over as at the first
@@ -386,7 +386,7 @@ static void soft_serials_set(struct device *dev, const struct device_serials *v)
 
 	sd->next_num = v->num;
 	sd->next_key = v->key;
-	sd->next_xrcd = v->xrcd;
+	sd->next_xrcd = v->xrc_num;
 }
 
 /* No events and always present: the defaults. */
