@@ -2985,7 +2985,7 @@ START_TEST(xrcd_dir_refused)
 	ck_assert_int_eq(stat(dir, &st), 0);
 	ck_assert_uint_eq(store_ino(&g, "rb.xrcd-dir"), (uint64_t)st.st_ino);
 	ck_assert_msg(tl_count_in_file(g.log, "XRCD directory handed over "
-					      "is not used") == 1 &&
+					      "is not used (") == 1 &&
 			      tl_count_in_file(g.log, why[_i]) == 1,
 		      "case %d: the log does not say why", _i);
 	ibc_disconnect(cl);

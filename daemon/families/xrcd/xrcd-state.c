@@ -137,8 +137,8 @@ int xrcd_state_dir(struct core *core, int (*check)(int fd, struct why *why),
 		return -ENOENT;
 	ret = check(fd, &why);
 	if (ret < 0) {
-		log_warn("the XRCD directory handed over is not used, the "
-			 "one at its path is: %s",
+		log_warn("the XRCD directory handed over is not used (%s): "
+			 "it is opened by its path",
 			 why.text);
 		close(fd);
 		/* Before the one in use is put under the same name. */
