@@ -206,17 +206,21 @@ static int state_fd(struct rig *g)
 		rig_config = NULL;                                             \
 	} while (0)
 
-/* Does the fake systemd's store hold a descriptor named @name? */
+/* Does the fake systemd's store hold a descriptor named @name, or, with
+ * @name ending in '.', one whose name starts with it? */
 static bool store_has(struct rig *g, const char *name)
 {
+	size_t len = strlen(name);
 	char got[256];
 	bool found = false;
 	int fd;
 
+	if (len && name[len - 1] != '.')
+		len++;
 	for (size_t i = 0;
 	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
 		close(fd);
-		found |= strcmp(got, name) == 0;
+		found |= strncmp(got, name, len) == 0;
 	}
 	return found;
 }
@@ -2836,21 +2840,6 @@ static uint64_t store_ino(struct rig *g, const char *name)
 	return ino;
 }
 
-/* Does the store hold a descriptor whose name starts with @prefix? */
-static bool store_has_prefix(struct rig *g, const char *prefix)
-{
-	char got[256];
-	bool found = false;
-	int fd;
-
-	for (size_t i = 0;
-	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
-		close(fd);
-		found |= strncmp(got, prefix, strlen(prefix)) == 0;
-	}
-	return found;
-}
-
 /* SIGKILL; @between runs while no daemon does; start again. */
 static void kill_between_restart(struct rig *g, void (*between)(struct rig *))
 {
@@ -2951,10 +2940,24 @@ static void xrcd_dir_file(struct rig *g)
 	close(fd);
 }
 
+static void xrcd_dir_o_path(struct rig *g)
+{
+	char moved[310];
+	int fd;
+
+	xrcd_dir_moved(g);
+	snprintf(moved, sizeof(moved), "%s/xrcd.moved", g->run);
+	fd = open(moved, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fakesd_drop(g->sd, "rb.xrcd-dir"), 1);
+	ck_assert_int_eq(fakesd_plant(g->sd, "rb.xrcd-dir", fd), 0);
+	close(fd);
+}
+
 /*
  * A stored directory the daemon would not have made (mode 0755, a
- * symlink, a file) is not used: the restart says why and opens the
- * directory at its path, and the store keeps that one from then on.
+ * symlink, a file, one it could not read) is not used: the restart says why and
+ * opens the directory at its path, and the store keeps that one from then on.
  */
 START_TEST(xrcd_dir_refused)
 {
@@ -2962,9 +2965,11 @@ START_TEST(xrcd_dir_refused)
 		xrcd_dir_chmod,
 		xrcd_dir_symlink,
 		xrcd_dir_file,
+		xrcd_dir_o_path,
 	};
 	static const char *const why[] = { "mode 0755", "not a directory",
-					   "not a directory" };
+					   "not a directory",
+					   "not open for reading" };
 	struct ibc_client *cl;
 	struct ibc_xrcd *p, *n;
 	struct ibc_ctx *x;
@@ -3046,7 +3051,7 @@ START_TEST(xrcd_hold_kept)
 	id = xrcd_held_id(&g, ino);
 	ck_assert_uint_ne(id, 0);
 	/* The soft device has no context for them: none stored. */
-	ck_assert(!store_has_prefix(&g, "rb.xrcd-ctx."));
+	ck_assert(!store_has(&g, "rb.xrcd-ctx."));
 	ck_assert_int_eq(kill_and_restart(&g), 0);
 	ck_assert_int_eq(ibc_ping(cl, NULL, 0), 0);
 	/* Held again at once, not at the next open. */
@@ -3113,7 +3118,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, window_registered_kept);
 	/* X1: the XRCD directory and holds. */
 	tcase_add_test(tc, xrcd_dir_from_the_store);
-	tcase_add_loop_test(tc, xrcd_dir_refused, 0, 3);
+	tcase_add_loop_test(tc, xrcd_dir_refused, 0, 4);
 	tcase_add_test(tc, xrcd_hold_kept);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
