@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include <check.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -32,6 +33,7 @@
 #include <unistd.h>
 
 #include "daemon/families/family.h"
+#include "daemon/families/xrcd/xrcd.h"
 #include "daemon/restart/journal.h"
 #include "daemon/restart/restart.h"
 #include "include/ibclient.h"
@@ -204,17 +206,21 @@ static int state_fd(struct rig *g)
 		rig_config = NULL;                                             \
 	} while (0)
 
-/* Does the fake systemd's store hold a descriptor named @name? */
+/* Does the fake systemd's store hold a descriptor named @name, or, with
+ * @name ending in '.', one whose name starts with it? */
 static bool store_has(struct rig *g, const char *name)
 {
+	size_t len = strlen(name);
 	char got[256];
 	bool found = false;
 	int fd;
 
+	if (len && name[len - 1] != '.')
+		len++;
 	for (size_t i = 0;
 	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
 		close(fd);
-		found |= strcmp(got, name) == 0;
+		found |= strncmp(got, name, len) == 0;
 	}
 	return found;
 }
@@ -1141,7 +1147,7 @@ END_TEST
  * are exact. */
 START_TEST(store_full)
 {
-	enum { EXTRA = 6, BOUND = 8 };
+	enum { EXTRA = 6, BOUND = 9 };
 	struct ibc_client *cl[EXTRA];
 	struct ibc_domain_info d;
 	struct fakesd_stats st;
@@ -1150,8 +1156,9 @@ START_TEST(store_full)
 	int kept = 0, ended = 0;
 	struct rig g;
 
-	/* The state, the in-flight table, the rig's client and its
-	 * context, then one socket per client below: two over the bound. */
+	/* The state, the in-flight table, the XRCD directory, the rig's
+	 * client and its context, then one socket per client below: two
+	 * over the bound. */
 	rig_store_max = BOUND;
 	SKIP_WITHOUT_STATE(&g);
 	rig_store_max = 0;
@@ -2574,10 +2581,12 @@ START_TEST(adopted_fds_counted_once)
 		close(fd);
 		kept += strncmp(name, "rb.", 3) == 0 &&
 			strncmp(name, "rb.state.", 9) != 0 &&
-			strncmp(name, "rb.inflight.", 12) != 0;
+			strncmp(name, "rb.inflight.", 12) != 0 &&
+			strcmp(name, "rb.xrcd-dir") != 0;
 	}
 	/* The session's socket, its context, the DM's memfd and status
-	 * page, the XRCD's file. */
+	 * page, the XRCD's file (not the XRCD directory, the family's own,
+	 * taken at its start like the state). */
 	ck_assert_uint_eq(kept, 5);
 	ck_assert_int_eq(ibc_status(g.cl, &st, sizeof(st)), 0);
 	at = strstr(st.last_restore, " objects, ");
@@ -3167,15 +3176,16 @@ START_TEST(store_full_hello_told)
 	struct agent a = { 0 }, b = { 0 };
 	struct rig g;
 
-	/* Bound 4 + 3 x (2 + 1 device + 0 + 10) = 43, then, with a share
-	 * of 1, 16: the state, the in-flight table, the rig's session and
-	 * context, uid 65534's and its 10 names. */
+	/* Bound 5 + 2 x 1 device + 3 x (2 + 1 device + 0 + 12) = 52, then,
+	 * with a share of 1, 19: the state, the in-flight table, the XRCD
+	 * directory, the rig's session and context, uid 65534's session and
+	 * context and its 12 names. */
 	rig_max_clients = "3";
 	SKIP_WITHOUT_STATE_CONF(
 		&g, "[broker]\nadmin_reserve = 0\n"
-		    "private_contexts_per_uid = 0\nfd_store_per_uid = 10\n");
+		    "private_contexts_per_uid = 0\nfd_store_per_uid = 12\n");
 	rig_agent(&g, &a, 65534);
-	for (int i = 0; i < 10; i++)
+	for (int i = 0; i < 12; i++)
 		ck_assert_msg(agent_xrcd(&a, "a", i) == 0, "a%d: %s", i,
 			      a.rep.error);
 	rig_write_config(&g, "[broker]\nadmin_reserve = 0\n"
@@ -3197,6 +3207,280 @@ START_TEST(store_full_hello_told)
 		      "uid 65533's hello: %d %s", b.rep.ret, b.rep.error);
 	agent_stop(&a);
 	agent_stop(&b);
+	rig_free(&g);
+}
+END_TEST
+
+/* --- X1: the XRCD directory and the XRC domains' holds ------------------ */
+
+/* A configuration with domain "a" of this uid, which declares XRCD
+ * "decl". */
+static const char *xrcd_conf(void)
+{
+	static char conf[128];
+
+	snprintf(conf, sizeof(conf),
+		 "[domain a]\nusers = %u\n[xrcd decl]\ndomains = a\n",
+		 (unsigned int)getuid());
+	return conf;
+}
+
+/* Does directory @dir hold a file of inode @ino? */
+static bool dir_has_ino(const char *dir, uint64_t ino)
+{
+	DIR *d = opendir(dir);
+	struct dirent *e;
+	bool found = false;
+
+	if (!d)
+		return false;
+	while ((e = readdir(d)))
+		found |= (uint64_t)e->d_ino == ino;
+	closedir(d);
+	return found;
+}
+
+/* The inode of what the store keeps under @name, 0 when nothing. */
+static uint64_t store_ino(struct rig *g, const char *name)
+{
+	char got[256];
+	uint64_t ino = 0;
+	struct stat st;
+	int fd;
+
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
+		if (strcmp(got, name) == 0 && fstat(fd, &st) == 0)
+			ino = (uint64_t)st.st_ino;
+		close(fd);
+	}
+	return ino;
+}
+
+/* SIGKILL; @between runs while no daemon does; start again. */
+static void kill_between_restart(struct rig *g, void (*between)(struct rig *))
+{
+	ck_assert_int_eq(fakesd_kill(g->sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g->sd, TL_WAIT_MS), 0);
+	between(g);
+	rig_start(g);
+}
+
+static void xrcd_dir_moved(struct rig *g)
+{
+	char dir[300], moved[310];
+
+	snprintf(dir, sizeof(dir), "%s/xrcd", g->run);
+	snprintf(moved, sizeof(moved), "%s.moved", dir);
+	ck_assert_int_eq(rename(dir, moved), 0);
+	ck_assert_int_eq(mkdir(dir, 0700), 0);
+}
+
+/*
+ * The XRCD directory is kept in the fd store (rb.xrcd-dir): a restart
+ * takes it from there wherever its path went while no daemon ran (here
+ * renamed away, and another directory made at its path). The names opened
+ * before open again by name, the declared name's file is adopted from it,
+ * and a new name's file lands in it, never at the path.
+ */
+START_TEST(xrcd_dir_from_the_store)
+{
+	struct ibc_xrcd *p, *d, *n, *again;
+	char dir[300], moved[310];
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE_CONF(&g, xrcd_conf());
+	snprintf(dir, sizeof(dir), "%s/xrcd", g.run);
+	snprintf(moved, sizeof(moved), "%s.moved", dir);
+	ck_assert_uint_ne(store_ino(&g, "rb.xrcd-dir"), 0);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "priv", O_CREAT, &p), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "decl", O_CREAT, &d), 0);
+	kill_between_restart(&g, xrcd_dir_moved);
+	ck_assert_int_eq(ibc_ping(cl, NULL, 0), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "priv", 0, &again), 0);
+	ck_assert_uint_eq(ibc_xrcd_ino(again), ibc_xrcd_ino(p));
+	ck_assert_int_eq(ibc_xrcd_close(again), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "decl", 0, &again), 0);
+	ck_assert_uint_eq(ibc_xrcd_ino(again), ibc_xrcd_ino(d));
+	ck_assert_int_eq(ibc_xrcd_close(again), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "new", O_CREAT, &n), 0);
+	ck_assert_msg(dir_has_ino(moved, ibc_xrcd_ino(n)) &&
+			      !dir_has_ino(dir, ibc_xrcd_ino(n)),
+		      "the new name's file is not in the stored directory");
+	ck_assert(dir_has_ino(moved, ibc_xrcd_ino(d)));
+	ibc_disconnect(cl);
+	rig_free(&g);
+}
+END_TEST
+
+/* What replaces the stored directory in xrcd_dir_refused's cases. */
+static void xrcd_dir_chmod(struct rig *g)
+{
+	char dir[300], moved[310];
+
+	xrcd_dir_moved(g);
+	snprintf(dir, sizeof(dir), "%s/xrcd", g->run);
+	snprintf(moved, sizeof(moved), "%s.moved", dir);
+	ck_assert_int_eq(chmod(moved, 0755), 0);
+	ck_assert_int_eq(rmdir(dir), 0);
+}
+
+static void xrcd_dir_symlink(struct rig *g)
+{
+	char dir[300], link[310];
+	int fd;
+
+	snprintf(dir, sizeof(dir), "%s/xrcd", g->run);
+	snprintf(link, sizeof(link), "%s.link", dir);
+	ck_assert_int_eq(symlink(dir, link), 0);
+	fd = open(link, O_PATH | O_NOFOLLOW | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fakesd_drop(g->sd, "rb.xrcd-dir"), 1);
+	ck_assert_int_eq(fakesd_plant(g->sd, "rb.xrcd-dir", fd), 0);
+	close(fd);
+}
+
+static void xrcd_dir_file(struct rig *g)
+{
+	char path[310];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/xrcd.file", g->run);
+	fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0700);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fakesd_drop(g->sd, "rb.xrcd-dir"), 1);
+	ck_assert_int_eq(fakesd_plant(g->sd, "rb.xrcd-dir", fd), 0);
+	close(fd);
+}
+
+static void xrcd_dir_o_path(struct rig *g)
+{
+	char moved[310];
+	int fd;
+
+	xrcd_dir_moved(g);
+	snprintf(moved, sizeof(moved), "%s/xrcd.moved", g->run);
+	fd = open(moved, O_PATH | O_DIRECTORY | O_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fakesd_drop(g->sd, "rb.xrcd-dir"), 1);
+	ck_assert_int_eq(fakesd_plant(g->sd, "rb.xrcd-dir", fd), 0);
+	close(fd);
+}
+
+/*
+ * A stored directory the daemon would not have made (mode 0755, a
+ * symlink, a file, one it could not read) is not used: the restart says why and
+ * opens the directory at its path, and the store keeps that one from then on.
+ */
+START_TEST(xrcd_dir_refused)
+{
+	static void (*const spoil[])(struct rig *) = {
+		xrcd_dir_chmod,
+		xrcd_dir_symlink,
+		xrcd_dir_file,
+		xrcd_dir_o_path,
+	};
+	static const char *const why[] = { "mode 0755", "not a directory",
+					   "not a directory",
+					   "not open for reading" };
+	struct ibc_client *cl;
+	struct ibc_xrcd *p, *n;
+	struct ibc_ctx *x;
+	char dir[300];
+	struct stat st;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE_CONF(&g, xrcd_conf());
+	snprintf(dir, sizeof(dir), "%s/xrcd", g.run);
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "priv", O_CREAT, &p), 0);
+	kill_between_restart(&g, spoil[_i]);
+	ck_assert_int_eq(ibc_ping(cl, NULL, 0), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "new", O_CREAT, &n), 0);
+	ck_assert_msg(dir_has_ino(dir, ibc_xrcd_ino(n)),
+		      "case %d: the new name's file is not at the path", _i);
+	ck_assert_int_eq(stat(dir, &st), 0);
+	ck_assert_uint_eq(store_ino(&g, "rb.xrcd-dir"), (uint64_t)st.st_ino);
+	ck_assert_msg(tl_count_in_file(g.log, "XRCD directory handed over "
+					      "is not used (") == 1 &&
+			      tl_count_in_file(g.log, why[_i]) == 1,
+		      "case %d: the log does not say why", _i);
+	ibc_disconnect(cl);
+	rig_free(&g);
+}
+END_TEST
+
+/* The identity of the XRC domain the state's record of XRCD @ino says
+ * the daemon holds on its first device (soft0). */
+static uint32_t xrcd_held_id(struct rig *g, uint64_t ino)
+{
+	Rdmab__State__XrcdName *m;
+	struct journal_view *v;
+	struct journal_rec rec;
+	char why[256];
+	uint32_t id;
+	int fd = state_fd(g);
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_msg(journal_read_fd(fd, &v, why, sizeof(why)) == 0, "%s",
+		      why);
+	close(fd);
+	ck_assert_int_eq(journal_find(v, XRCD_JOURNAL_FIRST, ino, &rec), 0);
+	m = rdmab__state__xrcd_name__unpack(NULL, rec.len, rec.data);
+	ck_assert_ptr_nonnull(m);
+	ck_assert_uint_eq(m->n_held_on, 1);
+	ck_assert_uint_eq(m->n_held_id, 1);
+	id = m->held_id[0];
+	rdmab__state__xrcd_name__free_unpacked(m, NULL);
+	journal_view_free(v);
+	return id;
+}
+
+/*
+ * A declared XRC domain that nobody opens lives on the daemon's hold
+ * alone; a SIGKILL must not make it a new one. On the soft device, whose
+ * kernel is the daemon, its identity is its number (as mlx5's xrcdn): the
+ * restore's hold takes the one it had, and a name made after gets a new
+ * one.
+ */
+START_TEST(xrcd_hold_kept)
+{
+	struct ibc_xrcd_info *xl;
+	struct ibc_xrcd *d, *n;
+	size_t n_xl;
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	uint64_t ino;
+	uint32_t id;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE_CONF(&g, xrcd_conf());
+	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "decl", O_CREAT, &d), 0);
+	ino = ibc_xrcd_ino(d);
+	ck_assert_int_eq(ibc_xrcd_close(d), 0);
+	id = xrcd_held_id(&g, ino);
+	ck_assert_uint_ne(id, 0);
+	/* The soft device has no context for them: none stored. */
+	ck_assert(!store_has(&g, "rb.xrcd-ctx."));
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(ibc_ping(cl, NULL, 0), 0);
+	/* Held again at once, not at the next open. */
+	ck_assert_int_eq(ibc_list_xrcds(cl, "decl", &xl, sizeof(*xl), &n_xl),
+			 0);
+	ck_assert_uint_eq(n_xl, 1);
+	ck_assert_str_eq(xl[0].devices, "soft0");
+	ibc_list_free(xl);
+	ck_assert_uint_eq(xrcd_held_id(&g, ino), id);
+	ck_assert_int_eq(ibc_xrcd_open(x, "new", O_CREAT, &n), 0);
+	ck_assert_uint_ne(xrcd_held_id(&g, ibc_xrcd_ino(n)), id);
+	ibc_disconnect(cl);
 	rig_free(&g);
 }
 END_TEST
@@ -3253,6 +3537,10 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, store_full_hello_told);
 	tcase_add_loop_test(tc, intent_open_at_kill, 0, 2);
 	tcase_add_test(tc, window_registered_kept);
+	/* X1: the XRCD directory and holds. */
+	tcase_add_test(tc, xrcd_dir_from_the_store);
+	tcase_add_loop_test(tc, xrcd_dir_refused, 0, 4);
+	tcase_add_test(tc, xrcd_hold_kept);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");

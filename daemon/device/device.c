@@ -175,7 +175,7 @@ static int default_rss_adopt(struct device_ctx *ctx,
 }
 
 static int default_xrcd_hold(struct device *dev, int fd, uint64_t ino,
-			     void **ret, struct why *why)
+			     uint32_t *io_id, void **ret, struct why *why)
 {
 	return why_set(why, -EOPNOTSUPP,
 		       "%s has no XRC domains (the device does not report "
@@ -185,6 +185,11 @@ static int default_xrcd_hold(struct device *dev, int fd, uint64_t ino,
 
 static void default_xrcd_drop(struct device *dev, void *xrcd)
 {
+}
+
+static int default_xrcd_ctx_fd(struct device *dev)
+{
+	return -1;
 }
 
 static int default_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
@@ -197,7 +202,7 @@ static int default_ctx_adopt(struct device *dev, uint64_t ctx_id, int fd,
 static void default_serials_get(const struct device *dev,
 				struct device_serials *ret)
 {
-	ret->num = ret->key = 0;
+	ret->num = ret->key = ret->xrc_num = 0;
 }
 
 static void default_serials_set(struct device *dev,
@@ -280,6 +285,7 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(o, ops, shutdown, default_shutdown);
 	FILL(o, ops, xrcd_hold, default_xrcd_hold);
 	FILL(o, ops, xrcd_drop, default_xrcd_drop);
+	FILL(o, ops, xrcd_ctx_fd, default_xrcd_ctx_fd);
 	FILL(o, ops, ctx_adopt, default_ctx_adopt);
 	FILL(o, ops, serials_get, default_serials_get);
 	FILL(o, ops, serials_set, default_serials_set);

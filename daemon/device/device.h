@@ -228,6 +228,8 @@ struct device_ctx {
 struct device_serials {
 	uint32_t num;
 	uint32_t key;
+	/* The soft device's XRC domain numbers. */
+	uint32_t xrc_num;
 };
 
 /* Device-level operations. ctx_open is required. */
@@ -246,14 +248,29 @@ struct device_ops {
 	void (*shutdown)(struct device *dev);
 	/*
 	 * Hold the XRC domain of the inode file @fd (inode @ino) open in the
-	 * device's own context, never a domain's (ibv_open_xrcd with
-	 * O_CREAT): @ret is what xrcd_drop takes back. The kernel's -errno
-	 * is passed on as it is. Default: -EOPNOTSUPP naming the device.
+	 * device's own context for XRC domains, never a domain's
+	 * (ibv_open_xrcd with O_CREAT): @ret is what xrcd_drop takes back.
+	 * @io_id: in, the identity a previous daemon's hold of it had (0: a
+	 * hold of no earlier one); out, the identity of the XRC domain held,
+	 * as the device shows it (soft: its number; verbs: 0, libibverbs
+	 * shows none). A restart's hold names the old one: the soft device,
+	 * whose kernel died with the daemon, gives the XRC domain that
+	 * identity again; a verbs kernel finds its XRC domain alive (held by
+	 * the stored context, xrcd_ctx_fd). The kernel's -errno is passed on
+	 * as it is. Default: -EOPNOTSUPP naming the device.
 	 */
-	int (*xrcd_hold)(struct device *dev, int fd, uint64_t ino, void **ret,
-			 struct why *why);
+	int (*xrcd_hold)(struct device *dev, int fd, uint64_t ino,
+			 uint32_t *io_id, void **ret, struct why *why);
 	/* Let the hold go (ibv_close_xrcd). Default: nothing. */
 	void (*xrcd_drop)(struct device *dev, void *xrcd);
+	/*
+	 * Restart: the descriptor (the device's, borrowed) of the context
+	 * that holds the XRC domains, once one is held, which the fd store
+	 * keeps so that the kernel's XRC domains outlive the daemon; -1 when
+	 * there is none (not opened yet, or a device whose kernel is the
+	 * daemon). Default: -1.
+	 */
+	int (*xrcd_ctx_fd)(struct device *dev);
 	/*
 	 * Restart (restore.c): make the context @ctx_id again over @fd
 	 * (taken, also on failure), the descriptor a previous daemon's

@@ -8,7 +8,8 @@
  *
  * Names: "rb." then what the descriptor is and its key, e.g.
  * "rb.state.3", "rb.conn.<client id>", "rb.ctx.<context id>",
- * "rb.dm.<dm id>", "rb.xrcd.dir", "rb.xrcd.<ino>". At most
+ * "rb.dm.<dm id>", "rb.xrcd-dir", "rb.xrcd.<ino>",
+ * "rb.xrcd-ctx.<device>.<n>". At most
  * FDSTORE_NAME_MAX bytes of [A-Za-z0-9._-]: systemd refuses ':' and the
  * prefix tells our descriptors from the socket unit's listener. One name
  * names one descriptor at a time.

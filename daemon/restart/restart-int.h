@@ -25,8 +25,8 @@ struct journal_view;
 struct journal_sink;
 
 /* The daemon's own places: two states and two in-flight tables during a
- * compaction. */
-#define RESTART_STORE_OWN 4
+ * compaction, and the XRC domains' directory. */
+#define RESTART_STORE_OWN 5
 /* The registry's id spaces (clients, contexts, objects), and at most one
  * per family. */
 #define RESTART_CORE_IDS 3

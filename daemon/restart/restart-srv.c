@@ -92,11 +92,12 @@ int restart_init(struct core *core, bool off)
 		return ret;
 	books = store_share_books(rs->share);
 	fdstore_set_books(rs->store, &books);
-	log_info("the fd store holds at most %u descriptors: %u + %u clients "
-		 "x (2 + %zu devices + private_contexts_per_uid %u + "
-		 "fd_store_per_uid %u)",
-		 restart_store_max(core), RESTART_STORE_OWN, core->max_conns,
-		 core->devices.n, core->config.limits.private_contexts_per_uid,
+	log_info("the fd store holds at most %u descriptors: %u + 2 x %zu "
+		 "devices + %u clients x (2 + %zu devices + "
+		 "private_contexts_per_uid %u + fd_store_per_uid %u)",
+		 restart_store_max(core), RESTART_STORE_OWN, core->devices.n,
+		 core->max_conns, core->devices.n,
+		 core->config.limits.private_contexts_per_uid,
 		 core->config.limits.fd_store_per_uid);
 	pick.rs = rs;
 	fdstore_each_passed(rs->store, FDSTORE_PREFIX "state.", state_pick_one,
@@ -141,7 +142,10 @@ unsigned int restart_store_max(const struct core *core)
 	 * (charged: fdstore_put_for()). */
 	per_conn = 2 + (uint64_t)core->devices.n + l->private_contexts_per_uid +
 		   l->fd_store_per_uid;
-	per_conn = per_conn * core->max_conns + RESTART_STORE_OWN;
+	/* And each device's context that holds the XRC domains, with the
+	 * previous daemon's until the restore closes it. */
+	per_conn = per_conn * core->max_conns + RESTART_STORE_OWN +
+		   2 * (uint64_t)core->devices.n;
 	return per_conn > UINT32_MAX / 2 ? UINT32_MAX / 2 :
 					   (unsigned int)per_conn;
 }

@@ -166,10 +166,12 @@ int restart_counters_save(struct core *core)
 		dev->ops->serials_get(dev, mark);
 		mark->num += ID_BLOCK;
 		mark->key += ID_BLOCK;
+		mark->xrc_num += ID_BLOCK;
 		rdmab__state__device_serials__init(&ser[i]);
 		ser[i].device = dev->name;
 		ser[i].num = mark->num;
 		ser[i].key = mark->key;
+		ser[i].xrc_num = mark->xrc_num;
 		serp[i] = &ser[i];
 	}
 	c.n_devices = core->devices.n;
@@ -195,7 +197,8 @@ static bool serials_passed(struct core *core)
 
 		dev->ops->serials_get(dev, &now);
 		if (now.num - mark->num < UINT32_MAX - ID_BLOCK ||
-		    now.key - mark->key < UINT32_MAX - ID_BLOCK)
+		    now.key - mark->key < UINT32_MAX - ID_BLOCK ||
+		    now.xrc_num - mark->xrc_num < UINT32_MAX - ID_BLOCK)
 			return true;
 	}
 	return false;
@@ -237,7 +240,7 @@ void restart_serials_adopt(struct core *core, const Rdmab__State__Counters *c)
 	for (size_t i = 0; i < c->n_devices; i++) {
 		const Rdmab__State__DeviceSerials *m = c->devices[i];
 		struct device *dev = device_find(&core->devices, m->device);
-		struct device_serials v = { m->num, m->key };
+		struct device_serials v = { m->num, m->key, m->xrc_num };
 
 		if (dev && strcmp(dev->name, m->device) == 0)
 			dev->ops->serials_set(dev, &v);

@@ -334,10 +334,10 @@ static int soft_rss_adopt(struct device_ctx *base, const struct rss_spec *spec,
 }
 
 /* The kernel's rule: one XRC domain per inode, across contexts. */
-static int soft_xrcd_hold(struct device *dev, int fd, uint64_t ino, void **ret,
-			  struct why *why)
+static int soft_xrcd_hold(struct device *dev, int fd, uint64_t ino,
+			  uint32_t *io_id, void **ret, struct why *why)
 {
-	if (soft_xrcd_open(dev->priv, ino) < 0)
+	if (soft_xrcd_open(dev->priv, ino, *io_id, io_id) < 0)
 		return why_set(why, -ENOMEM, "%s: out of memory", dev->name);
 	*ret = (void *)(uintptr_t)ino;
 	return 0;
@@ -375,6 +375,7 @@ static void soft_serials_get(const struct device *dev,
 
 	ret->num = sd->next_num;
 	ret->key = sd->next_key;
+	ret->xrc_num = sd->next_xrcd;
 }
 
 /* Out of range, soft_objs_create() starts them over as at the first
@@ -385,6 +386,7 @@ static void soft_serials_set(struct device *dev, const struct device_serials *v)
 
 	sd->next_num = v->num;
 	sd->next_key = v->key;
+	sd->next_xrcd = v->xrc_num;
 }
 
 /* No events and always present: the defaults. */

@@ -54,7 +54,11 @@ static struct soft_xrcd *soft_xrcd_find(struct soft_dev *sd, uint64_t ino)
 	return NULL;
 }
 
-int soft_xrcd_open(struct soft_dev *sd, uint64_t ino)
+/* XRC domain numbers are 24 bits, 0 none. */
+#define SOFT_XRCD_MASK 0xffffff
+
+int soft_xrcd_open(struct soft_dev *sd, uint64_t ino, uint32_t num,
+		   uint32_t *ret_num)
 {
 	struct soft_xrcd *x = soft_xrcd_find(sd, ino);
 
@@ -66,8 +70,19 @@ int soft_xrcd_open(struct soft_dev *sd, uint64_t ino)
 		x = &sd->xrcds[sd->n_xrcds++];
 		x->ino = ino;
 		x->refs = 0;
+		x->num = 0;
+	}
+	if (num & SOFT_XRCD_MASK)
+		x->num = num & SOFT_XRCD_MASK;
+	if (!x->num) {
+		sd->next_xrcd = (sd->next_xrcd + 1) & SOFT_XRCD_MASK;
+		if (!sd->next_xrcd)
+			sd->next_xrcd = 1;
+		x->num = sd->next_xrcd;
 	}
 	x->refs++;
+	if (ret_num)
+		*ret_num = x->num;
 	return 0;
 }
 
@@ -671,7 +686,7 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 	    soft_internal_add(o, spec->import, o->dev->internal_per_qp) < 0)
 		return why_set(why, -ENOMEM, "%s: out of memory", o->dev->name);
 	if (spec->kind == IBC_OBJ_XRCD &&
-	    soft_xrcd_open(o->sd, spec->xrcd_ino) < 0)
+	    soft_xrcd_open(o->sd, spec->xrcd_ino, 0, NULL) < 0)
 		return why_set(why, -ENOMEM, "%s: out of memory", o->dev->name);
 	err = soft_alloc(o, spec->kind, &h);
 	if (err < 0) {

@@ -39,6 +39,9 @@ struct soft_xrcd {
 	uint64_t ino;
 	/* Opens: the daemon's hold and the contexts' XRCD records. */
 	uint32_t refs;
+	/* Its number, device-wide, 24 bits as mlx5's xrcdn: what tells one
+	 * XRC domain of an inode from the next one made for it. */
+	uint32_t num;
 };
 
 /* An XRC target QP: shared by every context that opened it
@@ -56,9 +59,11 @@ struct soft_dev {
 	uint32_t n_xrcds;
 	struct soft_tgt *tgts;
 	uint32_t n_tgts;
-	/* QP and SRQ numbers, MR key indexes: device-wide. */
+	/* QP and SRQ numbers, MR key indexes, XRC domain numbers:
+	 * device-wide. */
 	uint32_t next_num;
 	uint32_t next_key;
+	uint32_t next_xrcd;
 	/* Device memory reserved, in bytes (whole pages), against
 	 * caps.max_dm_size: the soft MEMIC. */
 	uint64_t dm_reserved;
@@ -117,8 +122,13 @@ int soft_objs_add_dm(struct soft_objs *o, uint64_t length,
 int soft_objs_add_dm_at(struct soft_objs *o, uint64_t length, uint32_t handle,
 			struct why *why);
 /* Open the XRC domain of inode @ino (made on the first open, as
- * ibv_open_xrcd with O_CREAT does), and let one open go. 0 or -ENOMEM. */
-int soft_xrcd_open(struct soft_dev *sd, uint64_t ino);
+ * ibv_open_xrcd with O_CREAT does), and let one open go. 0 or -ENOMEM.
+ * @num: the number it takes (0: its own, or a new one when made); a
+ * restart's hold gives the number its XRC domain had, which the records
+ * made again before it (opened with a new number nobody was shown yet)
+ * take too. Its number goes to *@ret_num (may be NULL). */
+int soft_xrcd_open(struct soft_dev *sd, uint64_t ino, uint32_t num,
+		   uint32_t *ret_num);
 void soft_xrcd_close(struct soft_dev *sd, uint64_t ino);
 /* Free the device's XRC domains (the device goes). */
 void soft_dev_fini(struct soft_dev *sd);

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
  * The verbs device: real libibverbs. Each device keeps a context of the
- * daemon's own (queries, device events, later the XRCDs); each domain gets
+ * daemon's own (queries, device events), and one more for the XRCDs once
+ * one is held; each domain gets
  * a context and PD of its own, opened with an empty effective capability
  * set, whose cmd_fd clients import.
  */
@@ -29,6 +30,11 @@
 struct verbs_dev {
 	struct ibv_device *ibdev;
 	struct ibv_context *own;
+	/* The XRC domains' own context, opened at the first hold: it holds
+	 * nothing else, so that the fd store keeping its cmd_fd across a
+	 * restart (xrcd_ctx_fd) keeps the kernel's XRC domains alive and
+	 * nothing more. */
+	struct ibv_context *xrcd;
 };
 
 /* A set of pointers, in no order. */
@@ -538,6 +544,8 @@ static void verbs_shutdown(struct device *dev)
 
 	if (!vd)
 		return;
+	if (vd->xrcd)
+		ibv_close_device(vd->xrcd);
 	ibv_close_device(vd->own);
 	free(vd);
 	dev->priv = NULL;
@@ -549,12 +557,17 @@ static void verbs_shutdown(struct device *dev)
 }
 
 /*
- * The device's own context holds the XRCD: it is never handed to a client,
- * so the XRCD outlives every domain's context. O_CREAT and never O_EXCL:
- * the kernel's error is passed on as it is.
+ * A context of the daemon's own holds the XRCDs: it is never handed to a
+ * client, so an XRCD outlives every domain's context. O_CREAT and never
+ * O_EXCL: the kernel's error is passed on as it is. The kernel keys an
+ * XRCD per uverbs device by inode (ib_uverbs_open_xrcd: find_xrcd), so
+ * a restart's hold, made while the previous daemon's context (kept in
+ * the fd store) still holds it, opens the same kernel XRCD: @io_id has
+ * nothing to name (struct ibv_xrcd shows no identity, and there is no
+ * ibv_import_xrcd).
  */
-static int verbs_xrcd_hold(struct device *dev, int fd, uint64_t ino, void **ret,
-			   struct why *why)
+static int verbs_xrcd_hold(struct device *dev, int fd, uint64_t ino,
+			   uint32_t *io_id, void **ret, struct why *why)
 {
 	struct verbs_dev *vd = dev->priv;
 	struct ibv_xrcd_init_attr ia = {
@@ -566,9 +579,20 @@ static int verbs_xrcd_hold(struct device *dev, int fd, uint64_t ino, void **ret,
 	int err;
 
 	(void)ino;
+	*io_id = 0;
 	if (!vd)
 		return why_set(why, -ENODEV, "%s was removed", dev->name);
-	x = verbs_try(ibv_open_xrcd(vd->own, &ia));
+	if (!vd->xrcd) {
+		vd->xrcd = verbs_try(ibv_open_device(vd->ibdev));
+		if (!vd->xrcd) {
+			err = verbs_err(ENODEV);
+			return why_set(why, err,
+				       "%s: cannot open a context for the "
+				       "XRC domains: %s",
+				       dev->name, strerror(-err));
+		}
+	}
+	x = verbs_try(ibv_open_xrcd(vd->xrcd, &ia));
 	if (!x) {
 		err = verbs_err(EIO);
 		return why_set(why, err, "%s: ibv_open_xrcd failed: %s",
@@ -585,6 +609,13 @@ static void verbs_xrcd_drop(struct device *dev, void *xrcd)
 		ibv_close_xrcd(xrcd);
 }
 
+static int verbs_xrcd_ctx_fd(struct device *dev)
+{
+	const struct verbs_dev *vd = dev->priv;
+
+	return vd && vd->xrcd ? vd->xrcd->cmd_fd : -1;
+}
+
 static const struct device_ops verbs_ops = {
 	.ctx_open = verbs_ctx_open,
 	.ctx_adopt = verbs_ctx_adopt,
@@ -593,6 +624,7 @@ static const struct device_ops verbs_ops = {
 	.shutdown = verbs_shutdown,
 	.xrcd_hold = verbs_xrcd_hold,
 	.xrcd_drop = verbs_xrcd_drop,
+	.xrcd_ctx_fd = verbs_xrcd_ctx_fd,
 };
 
 /* Clients make their objects in their imported contexts: no obj_create. */

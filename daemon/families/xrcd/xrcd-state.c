@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "daemon/device/device.h"
 #include "daemon/registry/client.h"
 #include "daemon/registry/ctx.h"
 #include "daemon/registry/domain.h"
@@ -72,6 +73,8 @@ int xrcd_journal_name(struct core *core, const struct xrcd_name_rec *r,
 	m.file = (char *)r->file;
 	m.n_held_on = r->n_held;
 	m.held_on = (char **)r->held_on;
+	m.n_held_id = r->n_held;
+	m.held_id = (uint32_t *)r->held_id;
 	/* A failure marks the journal broken: the next start refuses the
 	 * whole state. */
 	journal_put(j, JOURNAL_XRCD_NAME, r->ino, &m.base);
@@ -118,6 +121,132 @@ void xrcd_journal_next_file(struct core *core, uint64_t next_file)
 	journal_put(j, JOURNAL_XRCD_TABLE, 0, &m.base);
 }
 
+/* --- the directory, and the contexts that hold the XRC domains ---------- */
+
+#define XRCD_DIR_NAME FDSTORE_PREFIX "xrcd-dir"
+#define XRCD_CTX_PREFIX FDSTORE_PREFIX "xrcd-ctx."
+
+int xrcd_state_dir(struct core *core, int (*check)(int fd, struct why *why),
+		   int *ret_fd)
+{
+	struct fdstore *st = restart_fdstore(core);
+	struct why why = { 0, "" };
+	int fd, ret;
+
+	if (!st || fdstore_take(st, XRCD_DIR_NAME, &fd) < 0)
+		return -ENOENT;
+	ret = check(fd, &why);
+	if (ret < 0) {
+		log_warn("the XRCD directory handed over is not used (%s): "
+			 "it is opened by its path",
+			 why.text);
+		close(fd);
+		/* Before the one in use is put under the same name. */
+		fdstore_remove(st, XRCD_DIR_NAME);
+		return ret;
+	}
+	*ret_fd = fd;
+	return 0;
+}
+
+int xrcd_journal_dir(struct core *core, int fd)
+{
+	struct fdstore *st = restart_fdstore(core);
+	int ret = fdstore_put(st, XRCD_DIR_NAME, fd);
+
+	if (ret < 0)
+		log_warn("the XRCD directory is not kept in the fd store (%s): "
+			 "a restart opens it again by its path",
+			 strerror(-ret));
+	return ret;
+}
+
+void xrcd_journal_dir_gone(struct core *core)
+{
+	fdstore_remove(restart_fdstore(core), XRCD_DIR_NAME);
+}
+
+int xrcd_journal_ctx(struct core *core, const char *dev, uint64_t seq, int fd,
+		     char *name, size_t size)
+{
+	struct fdstore *st = restart_fdstore(core);
+	int ret;
+
+	if (!st)
+		return 0;
+	snprintf(name, size, XRCD_CTX_PREFIX "%s.%" PRIu64, dev, seq);
+	ret = fdstore_put(st, name, fd);
+	if (ret < 0) {
+		log_warn("%s: the context holding the XRC domains is not kept "
+			 "in the fd store (%s): a restart makes them anew",
+			 dev, strerror(-ret));
+		*name = '\0';
+	}
+	return ret;
+}
+
+void xrcd_journal_ctx_gone(struct core *core, const char *name)
+{
+	if (*name)
+		fdstore_remove(restart_fdstore(core), name);
+}
+
+/*
+ * The previous daemons' contexts holding the XRC domains: taken before
+ * the names are held again, closed after, so that a kernel XRC domain is
+ * held all along (its usecnt never 0). There is no ibv_import_xrcd: a new
+ * context holds the domains again by inode, and the old one goes, so the
+ * store keeps one per device (two while a restore runs; more only if
+ * restores were killed in that window, each closed by the next).
+ */
+struct old_ctxs {
+	int fd[2 * DEVICE_MAX];
+	char name[2 * DEVICE_MAX][FDSTORE_NAME_MAX + 1];
+	unsigned int n;
+	uint64_t seq;
+};
+
+static int first_name(void *arg, const char *name, int fd)
+{
+	(void)fd;
+	snprintf(arg, FDSTORE_NAME_MAX + 1, "%s", name);
+	return 1;
+}
+
+static void old_ctxs_take(struct restore *rs, struct old_ctxs *old)
+{
+	char name[FDSTORE_NAME_MAX + 1];
+	const char *dot;
+	int fd;
+
+	while (fdstore_each_passed(rs->store, XRCD_CTX_PREFIX, first_name,
+				   name) == 1) {
+		if (fdstore_take(rs->store, name, &fd) < 0)
+			break;
+		dot = strrchr(name, '.');
+		if (dot && strtoull(dot + 1, NULL, 10) > old->seq)
+			old->seq = strtoull(dot + 1, NULL, 10);
+		if (old->n == sizeof(old->fd) / sizeof(old->fd[0])) {
+			/* More than restores killed midway leave: none of
+			 * them holds what the others do not. */
+			close(fd);
+			fdstore_remove(rs->store, name);
+			continue;
+		}
+		old->fd[old->n] = fd;
+		snprintf(old->name[old->n++], sizeof(old->name[0]), "%s", name);
+	}
+}
+
+static void old_ctxs_close(struct restore *rs, struct old_ctxs *old)
+{
+	for (unsigned int i = 0; i < old->n; i++) {
+		close(old->fd[i]);
+		fdstore_remove(rs->store, old->name[i]);
+	}
+	old->n = 0;
+}
+
 /* --- the directory at init ---------------------------------------------- */
 
 struct passed_ino {
@@ -131,7 +260,8 @@ static int passed_ino_cb(void *arg, const char *name, int fd)
 	struct stat st;
 
 	(void)name;
-	if (fstat(fd, &st) == 0 && (uint64_t)st.st_ino == p->ino) {
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) &&
+	    (uint64_t)st.st_ino == p->ino) {
 		p->found = true;
 		return 1;
 	}
@@ -181,8 +311,10 @@ static int restore_name(void *arg, const struct journal_rec *rec)
 	r.ino = rec->key;
 	r.store_uid = m->store_charged ? m->store_uid : FDSTORE_NOBODY;
 	r.over_share = true;
-	for (size_t i = 0; i < m->n_held_on && r.n_held < 8; i++)
+	for (size_t i = 0; i < m->n_held_on && r.n_held < 8; i++) {
+		r.held_id[r.n_held] = i < m->n_held_id ? m->held_id[i] : 0;
 		r.held_on[r.n_held++] = m->held_on[i];
+	}
 	ret = xrcd_adopt_name(rs->core, &r);
 	if (ret < 0) {
 		close(fd);
@@ -352,8 +484,11 @@ out:
 
 int xrcd_restore(struct core *core, struct restore *rs)
 {
+	struct old_ctxs old = { .n = 0 };
 	int ret;
 
+	old_ctxs_take(rs, &old);
+	xrcd_adopt_ctx_seq(core, old.seq);
 	ret = restore_each(rs, JOURNAL_XRCD_TABLE, restore_table, rs);
 	if (ret == 0)
 		ret = restore_each(rs, JOURNAL_XRCD_NAME, restore_name, rs);
@@ -361,5 +496,7 @@ int xrcd_restore(struct core *core, struct restore *rs)
 		ret = restore_opens(rs);
 	if (ret < 0)
 		xrcd_adopt_undo(core);
+	/* Every name is held again (or, refused, dropped). */
+	old_ctxs_close(rs, &old);
 	return ret;
 }

@@ -75,9 +75,11 @@ struct xrcd {
 	/* Whose place in the fd store its file takes: its maker's uid for
 	 * an undeclared name, FDSTORE_NOBODY for a declared one. */
 	uint32_t store_uid;
-	/* The daemon's open per device (core->devices.dev index). */
+	/* The daemon's open per device (core->devices.dev index), and the
+	 * identity of the XRC domain it holds there (device.h). */
 	void *hold[DEVICE_MAX];
 	bool held[DEVICE_MAX];
+	uint32_t hold_id[DEVICE_MAX];
 	TAILQ_HEAD(, xrcd_open) opens;
 	/* Live opens; orphans (in opens too) apart. */
 	unsigned int n_opens;
@@ -87,6 +89,11 @@ struct xrcd {
 struct xrcd_table {
 	struct core *core;
 	int dirfd;
+	/* Each device's context holding the XRC domains, by its name in the
+	 * fd store ("": not there), and the number the next one's name
+	 * takes. */
+	char ctx_name[DEVICE_MAX][FDSTORE_NAME_MAX + 1];
+	uint64_t ctx_seq;
 	TAILQ_HEAD(, xrcd) xrcds;
 	TAILQ_HEAD(, xrcd_open) opens;
 	uint64_t next_file;
@@ -116,8 +123,10 @@ static void name_rec(struct core *core, const struct xrcd *x,
 				     .ino = x->ino,
 				     .store_uid = x->store_uid };
 	for (size_t i = 0; i < core->devices.n; i++)
-		if (x->held[i] && r->n_held < 8)
+		if (x->held[i] && r->n_held < 8) {
+			r->held_id[r->n_held] = x->hold_id[i];
 			r->held_on[r->n_held++] = core->devices.dev[i].name;
+		}
 }
 
 static void journal_name(struct core *core, const struct xrcd *x)
@@ -354,19 +363,38 @@ void xrcd_conn_closing(struct client *c)
 			open_drop(t, op);
 }
 
-/* The daemon's own open of @x on @dev, made once. */
-static int xrcd_hold_dev(struct xrcd_table *t, struct xrcd *x,
-			 struct device *dev, struct why *why)
+/* What holds @dev's XRC domains goes to the fd store once: they outlive
+ * the daemon with it (a failure is logged, and costs only that). */
+static void xrcd_ctx_keep(struct xrcd_table *t, struct device *dev)
 {
 	size_t i = dev_index(t->core, dev);
+	int fd;
+
+	if (t->ctx_name[i][0])
+		return;
+	fd = dev->ops->xrcd_ctx_fd(dev);
+	if (fd >= 0)
+		(void)xrcd_journal_ctx(t->core, dev->name, ++t->ctx_seq, fd,
+				       t->ctx_name[i], sizeof(t->ctx_name[i]));
+}
+
+/* The daemon's own open of @x on @dev, made once; @keep: the identity a
+ * previous daemon's hold had (0: none). */
+static int xrcd_hold_dev(struct xrcd_table *t, struct xrcd *x,
+			 struct device *dev, uint32_t keep, struct why *why)
+{
+	size_t i = dev_index(t->core, dev);
+	uint32_t id = keep;
 	int ret;
 
 	if (x->held[i])
 		return 0;
-	ret = dev->ops->xrcd_hold(dev, x->fd, x->ino, &x->hold[i], why);
+	ret = dev->ops->xrcd_hold(dev, x->fd, x->ino, &id, &x->hold[i], why);
 	if (ret < 0)
 		return ret;
 	x->held[i] = true;
+	x->hold_id[i] = id;
+	xrcd_ctx_keep(t, dev);
 	journal_name(t->core, x);
 	return 0;
 }
@@ -385,6 +413,9 @@ static void xrcd_device_gone(struct core *core, struct device *dev,
 			dev->ops->xrcd_drop(dev, x->hold[i]);
 			x->held[i] = false;
 		}
+	/* systemd's copy would keep the device busy. */
+	xrcd_journal_ctx_gone(core, t->ctx_name[i]);
+	t->ctx_name[i][0] = '\0';
 	orphans_ctx_gone(t, NULL, dev);
 }
 
@@ -596,7 +627,7 @@ int xrcd_open(struct client *c, const Rdmab__XrcdOpenRequest *q,
 	ret = xrcd_resolve(c, name, q->oflags, why, &x, &created);
 	if (ret < 0)
 		goto fail;
-	ret = xrcd_hold_dev(t, x, dx->dev, &dev_why);
+	ret = xrcd_hold_dev(t, x, dx->dev, 0, &dev_why);
 	if (ret < 0) {
 		why_set(why, ret, "%s", dev_why.text);
 		goto fail;
@@ -848,6 +879,32 @@ int xrcd_remove(struct client *c, const ProtobufCBinaryData *name_b,
 
 /* --- the directory ---------------------------------------------------- */
 
+/* A directory handed over by the fd store: the daemon's own, as
+ * xrcd_dir_open() leaves it (a directory of its user's, mode 0700), and
+ * open for reading (not O_PATH: it is read at init). */
+static int xrcd_dir_check(int fd, struct why *why)
+{
+	int fl = fcntl(fd, F_GETFL);
+	struct stat st;
+
+	if (fl < 0 || fstat(fd, &st) < 0)
+		return why_set(why, -errno, "%s", strerror(errno));
+	if (!S_ISDIR(st.st_mode))
+		return why_set(why, -ENOTDIR, "not a directory (mode 0%o)",
+			       (unsigned int)st.st_mode);
+	if (st.st_uid != geteuid())
+		return why_set(
+			why, -EPERM, "owned by uid %u, not the daemon's (%u)",
+			(unsigned int)st.st_uid, (unsigned int)geteuid());
+	if ((st.st_mode & 07777) != 0700)
+		return why_set(why, -EPERM, "mode 0%o, not 0700",
+			       (unsigned int)(st.st_mode & 07777));
+	if ((fl & O_PATH) || (fl & O_ACCMODE) != O_RDONLY)
+		return why_set(why, -EBADF, "not open for reading (flags 0x%x)",
+			       (unsigned int)fl);
+	return 0;
+}
+
 /* The 0700 directory of the broker's own in the runtime directory @rfd,
  * never a symlink. */
 static int xrcd_dir_open(int rfd)
@@ -994,14 +1051,19 @@ static int xrcd_init(struct core *core)
 
 	if (!t)
 		return -ENOMEM;
-	/* A broker that would refuse every XRCD says so at once. */
-	fd = xrcd_dir_open(core->runtime_fd);
+	/* The one a restart handed over, whatever its path is now (moved,
+	 * replaced); else by its path. A broker that would refuse every
+	 * XRCD says so at once. */
+	if (xrcd_state_dir(core, xrcd_dir_check, &fd) < 0)
+		fd = xrcd_dir_open(core->runtime_fd);
 	if (fd < 0) {
 		log_err("%s/%s: the XRCD directory cannot be used: %s",
 			core->runtime_dir, XRCD_DIR, strerror(-fd));
 		free(t);
 		return fd;
 	}
+	/* A failure is logged: only a restart's reopen by path is left. */
+	(void)xrcd_journal_dir(core, fd);
 	t->core = core;
 	t->dirfd = fd;
 	TAILQ_INIT(&t->xrcds);
@@ -1028,6 +1090,11 @@ static void xrcd_fini(struct core *core)
 	 * (their records and fds stay in the journal and the store). */
 	while ((x = TAILQ_FIRST(&t->xrcds)))
 		xrcd_free(t, x, !x->declared && !restart_handing_off(core));
+	if (!restart_handing_off(core)) {
+		xrcd_journal_dir_gone(core);
+		for (size_t i = 0; i < core->devices.n; i++)
+			xrcd_journal_ctx_gone(core, t->ctx_name[i]);
+	}
 	if (t->dirfd >= 0)
 		close(t->dirfd);
 	free(t);
@@ -1039,43 +1106,52 @@ static void xrcd_fini(struct core *core)
 int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r)
 {
 	struct xrcd_table *t = table(core);
+	struct xrcd_name_rec held;
 	struct why why = { 0 };
 	struct stat st;
 	struct xrcd *x;
 	int ret;
 
-	if (xrcd_lookup(t, r->owner, r->name))
-		return -EEXIST;
 	if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
 	    (uint64_t)st.st_ino != r->ino)
 		return -EINVAL;
 	/* A declared name's file was adopted from the directory by the
-	 * init: the same inode, kept once. */
-	if (r->declared) {
-		TAILQ_FOREACH(x, &t->xrcds, link)
-			if (x->ino == r->ino) {
-				close(r->fd);
-				r->fd = x->fd;
-				return 0;
-			}
+	 * init: the same inode, kept once (another file under its name is
+	 * not the XRC domain its clients hold). */
+	x = xrcd_lookup(t, r->owner, r->name);
+	if (x && (!r->declared || x->ino != r->ino))
+		return -EEXIST;
+	if (x) {
+		close(r->fd);
+		r->fd = x->fd;
+	} else {
+		x = xrcd_new(t, r->owner, r->name, r->declared);
+		if (!x)
+			return -ENOMEM;
+		snprintf(x->file, sizeof(x->file), "%s", r->file);
+		x->fd = r->fd;
+		x->ino = r->ino;
+		x->store_uid = r->store_uid;
+		TAILQ_INSERT_TAIL(&t->xrcds, x, link);
 	}
-	x = xrcd_new(t, r->owner, r->name, r->declared);
-	if (!x)
-		return -ENOMEM;
-	snprintf(x->file, sizeof(x->file), "%s", r->file);
-	x->fd = r->fd;
-	x->ino = r->ino;
-	x->store_uid = r->store_uid;
-	TAILQ_INSERT_TAIL(&t->xrcds, x, link);
+	/* Held again while the previous daemon's hold still stands (its
+	 * context in the store, xrcd-state.c), with the identity it had:
+	 * a declared name nobody opens keeps its kernel XRC domain. */
 	for (unsigned int i = 0; i < r->n_held; i++) {
 		struct device *dev = device_find(&core->devices, r->held_on[i]);
 
 		if (!dev)
 			continue;
-		ret = xrcd_hold_dev(t, x, dev, &why);
+		ret = xrcd_hold_dev(t, x, dev, r->held_id[i], &why);
 		if (ret < 0)
 			return ret;
 	}
+	/* What the new generation records: the holds as they are now. */
+	held = *r;
+	name_rec(core, x, &held);
+	r->n_held = held.n_held;
+	memcpy(r->held_on, held.held_on, sizeof(r->held_on));
+	memcpy(r->held_id, held.held_id, sizeof(r->held_id));
 	return 0;
 }
 
@@ -1131,6 +1207,12 @@ void xrcd_adopt_next_file(struct core *core, uint64_t next_file)
 	if (next_file > table(core)->next_file)
 		table(core)->next_file = next_file;
 	xrcd_journal_next_file(core, table(core)->next_file);
+}
+
+void xrcd_adopt_ctx_seq(struct core *core, uint64_t seq)
+{
+	if (seq > table(core)->ctx_seq)
+		table(core)->ctx_seq = seq;
 }
 
 void xrcd_adopt_undo(struct core *core)

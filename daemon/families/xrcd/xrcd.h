@@ -84,8 +84,10 @@ struct xrcd_name_rec {
 	bool declared;
 	int fd;
 	uint64_t ino;
-	/* Devices the daemon holds it on, by name. */
+	/* Devices the daemon holds it on, by name, and the identity of
+	 * what it holds on each (device.h's xrcd_hold). */
 	const char *held_on[8];
+	uint32_t held_id[8];
 	unsigned int n_held;
 	/* Whose place in the fd store its file takes (FDSTORE_NOBODY:
 	 * nobody's), and whether it is charged over the uid's share (a
@@ -116,6 +118,29 @@ void xrcd_journal_next_file(struct core *core, uint64_t next_file);
 /* Is @ino held by a descriptor the fd store handed over (a restart's
  * XRCD, whose file is no leftover)? */
 bool xrcd_state_passed(struct core *core, uint64_t ino);
+/*
+ * The directory: the descriptor the store handed over (taken, 0 with
+ * *@ret_fd set), -ENOENT when none was, or -errno when @check (xrcd.c's
+ * rules, 0 or -errno with a sentence in @why) refuses it (closed, and
+ * dropped from the store, the reason logged): the caller opens it by path.
+ * Then the one in use goes to the store (xrcd_journal_dir(), 0 or
+ * -errno, logged), and leaves it at a stop that hands nothing over.
+ */
+struct why;
+int xrcd_state_dir(struct core *core, int (*check)(int fd, struct why *why),
+		   int *ret_fd);
+int xrcd_journal_dir(struct core *core, int fd);
+void xrcd_journal_dir_gone(struct core *core);
+/*
+ * The context that holds the XRC domains on device @dev (its descriptor
+ * @fd, the device's) goes to the store as "rb.xrcd-ctx.<dev>.<seq>", its
+ * name into @name (@size bytes): 0, or -errno (logged: the XRC domains
+ * would not outlive a restart). It leaves the store when its device
+ * goes (xrcd_journal_ctx_gone(@name)).
+ */
+int xrcd_journal_ctx(struct core *core, const char *dev, uint64_t seq, int fd,
+		     char *name, size_t size);
+void xrcd_journal_ctx_gone(struct core *core, const char *name);
 /* The family's restore slot (family.h). */
 int xrcd_restore(struct core *core, struct restore *rs);
 
@@ -128,6 +153,9 @@ int xrcd_adopt_open(struct core *core, const struct xrcd_open_rec *r,
 		    struct obj *o, struct client *c, struct dctx *ctx,
 		    struct domain *d);
 void xrcd_adopt_next_file(struct core *core, uint64_t next_file);
+/* The restore saw stored XRC contexts numbered up to @seq: the new ones
+ * are numbered past it, so that no name is used twice in the store. */
+void xrcd_adopt_ctx_seq(struct core *core, uint64_t seq);
 /* Drop every name and open the restore made (a record it could not use):
  * none of the family's state is kept. */
 void xrcd_adopt_undo(struct core *core);
