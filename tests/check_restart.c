@@ -32,6 +32,7 @@
 #include <unistd.h>
 
 #include "daemon/families/family.h"
+#include "daemon/registry/objects.h"
 #include "daemon/restart/journal.h"
 #include "daemon/restart/restart.h"
 #include "include/ibclient.h"
@@ -490,6 +491,8 @@ enum {
 	/* Two WQs on its CQ (HOLD_CQ) and an RSS object over them, or over
 	 * its first and holder_rss_wq when that is set. */
 	HOLD_RSS = 1 << 5,
+	/* A second session of its own, holding a CQ too. */
+	HOLD_TWICE = 1 << 6,
 };
 
 /* A WQ of another session for the next holder's RSS table (0: none). */
@@ -575,6 +578,10 @@ static pid_t holder_spawn_in(struct rig *g, unsigned int what)
 		for (int i = 0; what & HOLD_QPS && i < 3; i++)
 			if (ibc_qp_create(x, &qa, &qp) < 0)
 				_exit(1);
+		if (what & HOLD_TWICE && (ibc_connect(&attr, &cl) < 0 ||
+					  ibc_open(cl, "soft0", &x) < 0 ||
+					  ibc_cq_create(x, 4, &qa.send_cq) < 0))
+			_exit(1);
 		if (write(p[1], "r", 1) != 1)
 			_exit(1);
 		pause();
@@ -803,14 +810,12 @@ static size_t objects_in(struct rig *g, enum ibc_object_state state,
 	return n;
 }
 
-/* The session of process @pid ends (an eviction), the process stays:
- * once the registry shows it, how many objects it left detached. */
-static size_t evict_pid(struct rig *g, pid_t pid)
+/* The id of the session of process @pid (its last one, if several). */
+static uint64_t client_id_of(struct rig *g, pid_t pid)
 {
 	struct ibc_client_entry *e;
-	int64_t end = tl_now_ms() + TL_WAIT_MS;
 	uint64_t id = 0;
-	size_t k, detached;
+	size_t k;
 
 	ck_assert_int_eq(ibc_list_clients(g->cl, &e, sizeof(*e), &k), 0);
 	for (size_t i = 0; i < k; i++)
@@ -818,7 +823,17 @@ static size_t evict_pid(struct rig *g, pid_t pid)
 			id = e[i].id;
 	ibc_list_free(e);
 	ck_assert_uint_ne(id, 0);
-	ck_assert_int_eq(ibc_admin_evict(g->cl, id), 0);
+	return id;
+}
+
+/* The session of process @pid ends (an eviction), the process stays:
+ * once the registry shows it, how many objects it left detached. */
+static size_t evict_pid(struct rig *g, pid_t pid)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	size_t detached;
+
+	ck_assert_int_eq(ibc_admin_evict(g->cl, client_id_of(g, pid)), 0);
 	while (objects_in(g, IBC_OBJECT_DETACHED, &detached) && !detached &&
 	       tl_now_ms() < end)
 		tl_sleep_ms(20);
@@ -927,8 +942,9 @@ START_TEST(detached_owner_kept)
 }
 END_TEST
 
-/* The owner record of process @arg's pid, its start time moved on: what
- * a pid reused while no daemon ran looks like to the restore. */
+/* The owner record of process @arg's pid, its start time moved on and
+ * no pidfd named (an older daemon's record): what a pid reused while no
+ * daemon ran looks like to a restore without the process's pidfd. */
 struct owner_fault {
 	pid_t pid;
 	struct journal *j;
@@ -946,6 +962,7 @@ static int owner_start_moved(void *arg, const struct journal_rec *r)
 		/* Recorded when the session ended. */
 		ck_assert_uint_ne(m->start_time, 0);
 		m->start_time++;
+		m->pidfd = 0;
 		ck_assert_int_eq(
 			journal_put(f->j, JOURNAL_OWNER, r->key, &m->base), 0);
 		f->moved++;
@@ -954,10 +971,11 @@ static int owner_start_moved(void *arg, const struct journal_rec *r)
 	return 0;
 }
 
-/* A detached owner's process is known by its start time too: after a
- * restart whose state says the process under its pid started at another
- * time (the pid was reused while no daemon ran), the owner is dead and
- * its objects are destroyed, though a process of that pid lives. */
+/* Without its pidfd, a detached owner's process is known by its start
+ * time too: after a restart whose state says the process under its pid
+ * started at another time (the pid was reused while no daemon ran), the
+ * owner is dead and its objects are destroyed, though a process of that
+ * pid lives. */
 START_TEST(detached_owner_pid_reused)
 {
 	struct owner_fault f = { 0 };
@@ -2750,15 +2768,15 @@ START_TEST(store_full_hello_told)
 	struct agent a = { 0 }, b = { 0 };
 	struct rig g;
 
-	/* Bound 4 + 3 x (2 + 1 device + 0 + 10) = 43, then, with a share
-	 * of 1, 16: the state, the in-flight table, the rig's session and
-	 * context, uid 65534's and its 10 names. */
+	/* Bound 4 + 3 x (3 + 1 device + 0 + 13) = 55, then, with a share
+	 * of 1, 19: the state, the in-flight table, the rig's session and
+	 * context, uid 65534's and its 13 names. */
 	rig_max_clients = "3";
 	SKIP_WITHOUT_STATE_CONF(
 		&g, "[broker]\nadmin_reserve = 0\n"
-		    "private_contexts_per_uid = 0\nfd_store_per_uid = 10\n");
+		    "private_contexts_per_uid = 0\nfd_store_per_uid = 13\n");
 	rig_agent(&g, &a, 65534);
-	for (int i = 0; i < 10; i++)
+	for (int i = 0; i < 13; i++)
 		ck_assert_msg(agent_xrcd(&a, "a", i) == 0, "a%d: %s", i,
 			      a.rep.error);
 	rig_write_config(&g, "[broker]\nadmin_reserve = 0\n"
@@ -2780,6 +2798,258 @@ START_TEST(store_full_hello_told)
 		      "uid 65533's hello: %d %s", b.rep.ret, b.rep.error);
 	agent_stop(&a);
 	agent_stop(&b);
+	rig_free(&g);
+}
+END_TEST
+
+/* --- P1: a detached owner's pidfd in the fd store ---------------------- */
+
+/* How many descriptors the fake systemd's store holds whose name starts
+ * with @prefix. */
+static size_t store_count_prefix(struct rig *g, const char *prefix)
+{
+	char got[256];
+	size_t n = 0;
+	int fd;
+
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
+		close(fd);
+		n += strncmp(got, prefix, strlen(prefix)) == 0;
+	}
+	return n;
+}
+
+/* Wait (at most TL_WAIT_MS) until the store holds @n descriptors named
+ * @prefix...: the fake systemd's thread stores and removes what the
+ * daemon sent when it runs. */
+static void store_wait_count(struct rig *g, const char *prefix, size_t n)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+	while (store_count_prefix(g, prefix) != n && tl_now_ms() < end)
+		tl_sleep_ms(20);
+	ck_assert_uint_eq(store_count_prefix(g, prefix), n);
+}
+
+/* A child that only waits for a signal: a live process of the test's
+ * uid that is no client. */
+static pid_t sleeper_spawn(void)
+{
+	pid_t pid = fork();
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
+/* A detached owner whose process exits while no daemon runs: its
+ * process's pidfd was in the store under its client id, the restore
+ * finds the process gone through it (not by pid and start time: nothing
+ * says the pidfd was missing), destroys its objects, and the pidfd
+ * leaves the store. */
+START_TEST(detached_pidfd_exited_while_down)
+{
+	char name[64];
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn(&g, false);
+	snprintf(name, sizeof(name), "rb.pidfd.%" PRIu64,
+		 client_id_of(&g, pid));
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	store_wait_count(&g, name, 1);
+	ck_assert_uint_eq(store_count_prefix(&g, "rb.pidfd."), 1);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	wait_all_gone(&g);
+	store_wait_count(&g, "rb.pidfd.", 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "pidfd is not in the fd "
+						 "store"),
+			 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	rig_free(&g);
+}
+END_TEST
+
+/* The owner record of process @pid: its pid and start time made those
+ * of live process @as (the pid reused within the clock tick the old
+ * process started in), its pidfd's key checked. */
+struct owner_forge {
+	pid_t pid, as;
+	uint64_t key;
+	struct journal *j;
+	unsigned int forged;
+};
+
+static int owner_forged(void *arg, const struct journal_rec *r)
+{
+	struct owner_forge *f = arg;
+	Rdmab__State__Owner *m =
+		rdmab__state__owner__unpack(NULL, r->len, r->data);
+
+	ck_assert_ptr_nonnull(m);
+	if (m->pid == (uint32_t)f->pid) {
+		ck_assert_uint_eq(m->pidfd, f->key);
+		m->pid = (uint32_t)f->as;
+		ck_assert_int_eq(obj_proc_start(f->as, &m->start_time), 0);
+		ck_assert_int_eq(
+			journal_put(f->j, JOURNAL_OWNER, r->key, &m->base), 0);
+		f->forged++;
+	}
+	rdmab__state__owner__free_unpacked(m, NULL);
+	return 0;
+}
+
+/* A detached owner's process exits while no daemon runs and its pid is
+ * taken by another process that started in the same clock tick (forged
+ * in the state: the pid and start time of a live process). With its
+ * pidfd in the store the owner is seen gone and its objects destroyed;
+ * with the pidfd lost (_i = 1: a state without it) the pid and start
+ * time are all there is, and the other process is taken for it: its
+ * objects stay, until that process exits. */
+START_TEST(detached_pidfd_pid_reused)
+{
+	struct owner_forge f = { 0 };
+	struct journal_view *v;
+	char why[256], name[64], state[64];
+	size_t detached;
+	struct rig g;
+	int fd, st;
+
+	SKIP_WITHOUT_STATE(&g);
+	f.pid = holder_spawn(&g, false);
+	f.key = client_id_of(&g, f.pid);
+	snprintf(name, sizeof(name), "rb.pidfd.%" PRIu64, f.key);
+	ck_assert_uint_eq(evict_pid(&g, f.pid), 1);
+	store_wait_count(&g, name, 1);
+	f.as = sleeper_spawn();
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	kill(f.pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(f.pid, TL_WAIT_MS, &st), 0);
+	/* The next generation, planted: the newest state is the one read. */
+	fd = state_fd(&g);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	close(fd);
+	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &f.j),
+			 0);
+	ck_assert_int_eq(journal_each(v, JOURNAL_OWNER, owner_forged, &f), 0);
+	ck_assert_uint_eq(f.forged, 1);
+	snprintf(state, sizeof(state), "rb.state.%" PRIu64, journal_gen(f.j));
+	ck_assert_int_eq(fakesd_plant(g.sd, state, journal_fd(f.j)), 0);
+	journal_free(f.j);
+	journal_view_free(v);
+	if (_i)
+		ck_assert_int_eq(fakesd_drop(g.sd, name), 1);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	if (!_i) {
+		wait_all_gone(&g);
+		store_wait_count(&g, "rb.pidfd.", 0);
+	} else {
+		/* Taken for alive: its objects stay while the other process
+		 * lives, watched through a pidfd of that one's. */
+		ck_assert_int_eq(tl_count_in_file(g.log, "pidfd is not in "
+							 "the fd store"),
+				 1);
+		tl_sleep_ms(300);
+		ck_assert_uint_eq(
+			objects_in(&g, IBC_OBJECT_DETACHED, &detached), 1);
+		ck_assert_uint_eq(detached, 1);
+	}
+	kill(f.as, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(f.as, TL_WAIT_MS, &st), 0);
+	wait_all_gone(&g);
+	store_wait_count(&g, "rb.pidfd.", 0);
+	rig_free(&g);
+}
+END_TEST
+
+/* One process that ended two sessions holding objects costs one place in
+ * the store, which both owners' records name: after a restart both come
+ * back watched through it, and its exit destroys both owners' objects
+ * and frees the place. */
+START_TEST(detached_pidfd_shared)
+{
+	struct ibc_client_entry *e;
+	size_t detached, k;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn_in(&g, HOLD_CQ | HOLD_TWICE);
+	ck_assert_int_eq(ibc_list_clients(g.cl, &e, sizeof(*e), &k), 0);
+	for (size_t i = 0; i < k; i++)
+		if (e[i].pid == (uint32_t)pid)
+			ck_assert_int_eq(ibc_admin_evict(g.cl, e[i].id), 0);
+	ibc_list_free(e);
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+		while (objects_in(&g, IBC_OBJECT_DETACHED, &detached) &&
+		       detached < 2 && tl_now_ms() < end)
+			tl_sleep_ms(20);
+		ck_assert_uint_eq(detached, 2);
+	}
+	store_wait_count(&g, "rb.pidfd.", 1);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_uint_eq(objects_in(&g, IBC_OBJECT_DETACHED, &detached), 2);
+	ck_assert_uint_eq(detached, 2);
+	store_wait_count(&g, "rb.pidfd.", 1);
+	ck_assert_int_eq(tl_count_in_file(g.log, "pidfd is not in the fd "
+						 "store"),
+			 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	wait_all_gone(&g);
+	store_wait_count(&g, "rb.pidfd.", 0);
+	rig_free(&g);
+}
+END_TEST
+
+/* A uid's processes that end sessions holding objects and stay alive
+ * take places in the store only as far as their watches hold pidfds:
+ * connections_per_uid of them (3 here); the fourth process is watched by
+ * a timer and keeps no place, before and after a restart; their exits
+ * free every place. */
+START_TEST(pidfd_places_bounded)
+{
+	pid_t pid[4];
+	size_t detached;
+	struct rig g;
+	int st;
+
+	SKIP_WITHOUT_STATE_CONF(&g, "[broker]\nconnections_per_uid = 3\n");
+	for (int i = 0; i < 4; i++) {
+		pid[i] = holder_spawn(&g, false);
+		ck_assert_uint_ge(evict_pid(&g, pid[i]), 1);
+	}
+	ck_assert_uint_eq(objects_in(&g, IBC_OBJECT_DETACHED, &detached), 4);
+	ck_assert_uint_eq(detached, 4);
+	store_wait_count(&g, "rb.pidfd.", 3);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_uint_eq(objects_in(&g, IBC_OBJECT_DETACHED, &detached), 4);
+	ck_assert_uint_eq(detached, 4);
+	store_wait_count(&g, "rb.pidfd.", 3);
+	for (int i = 0; i < 4; i++) {
+		kill(pid[i], SIGKILL);
+		ck_assert_int_ge(tl_wait_pid(pid[i], TL_WAIT_MS, &st), 0);
+	}
+	wait_all_gone(&g);
+	store_wait_count(&g, "rb.pidfd.", 0);
 	rig_free(&g);
 }
 END_TEST
@@ -2832,6 +3102,11 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, store_full_hello_told);
 	tcase_add_loop_test(tc, intent_open_at_kill, 0, 2);
 	tcase_add_test(tc, window_registered_kept);
+	/* P1: a detached owner's pidfd in the fd store. */
+	tcase_add_test(tc, detached_pidfd_exited_while_down);
+	tcase_add_loop_test(tc, detached_pidfd_pid_reused, 0, 2);
+	tcase_add_test(tc, detached_pidfd_shared);
+	tcase_add_test(tc, pidfd_places_bounded);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");

@@ -41,8 +41,9 @@ bool objects_client_holds(const struct client *c)
 	return c->owner && (c->owner->n_objs || c->owner->n_intents);
 }
 
-/* @c's owner leaves its session, detached (journaled); NULL when it
- * had nothing left and went. */
+/* @c's owner leaves its session, detached (its record is the caller's
+ * to write, once it knows the watch); NULL when it had nothing left and
+ * went. */
 static struct obj_owner *owner_detach(struct client *c)
 {
 	struct obj_owner *ow = c->owner;
@@ -60,7 +61,6 @@ static struct obj_owner *owner_detach(struct client *c)
 	 * the session's pidfd, whose process it then was if still there
 	 * (a failure keeps 0, a restore trusts the pid as before). */
 	(void)obj_proc_start(ow->pid, &ow->start_time);
-	sink_owner_saved(c->core, ow);
 	return ow;
 }
 
@@ -78,6 +78,10 @@ void objects_conn_closing(struct client *c)
 		  "and %u intents kept until the process exits",
 		  ow->client_id, (int)ow->pid, ow->n_objs, ow->n_intents);
 	err = obj_watch_join(ow, c->user, c->cred.uid, pidfd);
+	/* Its record names where the watch keeps the pidfd: written
+	 * once, after the join. */
+	if (err != -ESRCH)
+		sink_owner_saved(c->core, ow);
 	if (err == -ESRCH) {
 		objects_owner_dead(ow);
 	} else if (err < 0) {
