@@ -826,6 +826,34 @@ static uint64_t client_id_of(struct rig *g, pid_t pid)
 	return id;
 }
 
+/* How many descriptors the fake systemd's store holds whose name starts
+ * with @prefix. */
+static size_t store_count_prefix(struct rig *g, const char *prefix)
+{
+	char got[256];
+	size_t n = 0;
+	int fd;
+
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
+		close(fd);
+		n += strncmp(got, prefix, strlen(prefix)) == 0;
+	}
+	return n;
+}
+
+/* Wait (at most TL_WAIT_MS) until the store holds @n descriptors named
+ * @prefix...: the fake systemd's thread stores and removes what the
+ * daemon sent when it runs. */
+static void store_wait_count(struct rig *g, const char *prefix, size_t n)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+	while (store_count_prefix(g, prefix) != n && tl_now_ms() < end)
+		tl_sleep_ms(20);
+	ck_assert_uint_eq(store_count_prefix(g, prefix), n);
+}
+
 /* The session of process @pid ends (an eviction), the process stays:
  * once the registry shows it, how many objects it left detached. */
 static size_t evict_pid(struct rig *g, pid_t pid)
@@ -942,74 +970,98 @@ START_TEST(detached_owner_kept)
 }
 END_TEST
 
-/* The owner record of process @arg's pid, its start time moved on and
- * no pidfd named (an older daemon's record): what a pid reused while no
- * daemon ran looks like to a restore without the process's pidfd. */
-struct owner_fault {
+/* The owner record of process @pid, changed by @edit(m, @arg). */
+struct owner_edit {
 	pid_t pid;
+	void (*edit)(Rdmab__State__Owner *m, void *arg);
+	void *arg;
 	struct journal *j;
-	unsigned int moved;
+	unsigned int edited;
 };
 
-static int owner_start_moved(void *arg, const struct journal_rec *r)
+static int owner_edit_one(void *arg, const struct journal_rec *r)
 {
-	struct owner_fault *f = arg;
+	struct owner_edit *e = arg;
 	Rdmab__State__Owner *m =
 		rdmab__state__owner__unpack(NULL, r->len, r->data);
 
 	ck_assert_ptr_nonnull(m);
-	if (m->pid == (uint32_t)f->pid) {
-		/* Recorded when the session ended. */
-		ck_assert_uint_ne(m->start_time, 0);
-		m->start_time++;
-		m->pidfd = 0;
+	if (m->pid == (uint32_t)e->pid) {
+		e->edit(m, e->arg);
 		ck_assert_int_eq(
-			journal_put(f->j, JOURNAL_OWNER, r->key, &m->base), 0);
-		f->moved++;
+			journal_put(e->j, JOURNAL_OWNER, r->key, &m->base), 0);
+		e->edited++;
 	}
 	rdmab__state__owner__free_unpacked(m, NULL);
 	return 0;
+}
+
+/* While no daemon runs: the next generation of the stored state, with
+ * the owner record of process @pid changed by @edit, planted (the
+ * newest state is the one read). */
+static void plant_owner_edit(struct rig *g, pid_t pid,
+			     void (*edit)(Rdmab__State__Owner *m, void *arg),
+			     void *arg)
+{
+	struct owner_edit e = { .pid = pid, .edit = edit, .arg = arg };
+	struct journal_view *v;
+	char why[256], name[64];
+	int fd;
+
+	fd = state_fd(g);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	close(fd);
+	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &e.j),
+			 0);
+	ck_assert_int_eq(journal_each(v, JOURNAL_OWNER, owner_edit_one, &e), 0);
+	ck_assert_uint_eq(e.edited, 1);
+	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(e.j));
+	ck_assert_int_eq(fakesd_plant(g->sd, name, journal_fd(e.j)), 0);
+	journal_free(e.j);
+	journal_view_free(v);
+}
+
+/* Its start time moved on and no pidfd named (an older daemon's
+ * record): what a pid reused while no daemon ran looks like to a
+ * restore without the process's pidfd. */
+static void owner_start_moved(Rdmab__State__Owner *m, void *arg)
+{
+	/* Recorded when the session ended. */
+	ck_assert_uint_ne(m->start_time, 0);
+	m->start_time++;
+	m->pidfd = 0;
 }
 
 /* Without its pidfd, a detached owner's process is known by its start
  * time too: after a restart whose state says the process under its pid
  * started at another time (the pid was reused while no daemon ran), the
  * owner is dead and its objects are destroyed, though a process of that
- * pid lives. */
+ * pid lives. The state is an older daemon's: no pidfd in the store. */
 START_TEST(detached_owner_pid_reused)
 {
-	struct owner_fault f = { 0 };
-	struct journal_view *v;
-	char why[256], name[64];
+	char name[64];
 	struct rig g;
-	int fd, st;
+	pid_t pid;
+	int st;
 
 	SKIP_WITHOUT_STATE(&g);
-	f.pid = holder_spawn(&g, false);
-	ck_assert_uint_eq(evict_pid(&g, f.pid), 1);
+	pid = holder_spawn(&g, false);
+	snprintf(name, sizeof(name), "rb.pidfd.%" PRIu64,
+		 client_id_of(&g, pid));
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
+	store_wait_count(&g, name, 1);
 	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
 	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
-	/* The next generation, planted: the newest state is the one read. */
-	fd = state_fd(&g);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
-	close(fd);
-	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &f.j),
-			 0);
-	ck_assert_int_eq(journal_each(v, JOURNAL_OWNER, owner_start_moved, &f),
-			 0);
-	ck_assert_uint_eq(f.moved, 1);
-	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(f.j));
-	ck_assert_int_eq(fakesd_plant(g.sd, name, journal_fd(f.j)), 0);
-	journal_free(f.j);
-	journal_view_free(v);
+	plant_owner_edit(&g, pid, owner_start_moved, NULL);
+	ck_assert_int_eq(fakesd_drop(g.sd, name), 1);
 	rig_start(&g);
 	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
 	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
 	wait_all_gone(&g);
-	ck_assert_int_eq(kill(f.pid, 0), 0);
-	kill(f.pid, SIGKILL);
-	ck_assert_int_ge(tl_wait_pid(f.pid, TL_WAIT_MS, &st), 0);
+	ck_assert_int_eq(kill(pid, 0), 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
 	rig_free(&g);
 }
 END_TEST
@@ -2804,34 +2856,6 @@ END_TEST
 
 /* --- P1: a detached owner's pidfd in the fd store ---------------------- */
 
-/* How many descriptors the fake systemd's store holds whose name starts
- * with @prefix. */
-static size_t store_count_prefix(struct rig *g, const char *prefix)
-{
-	char got[256];
-	size_t n = 0;
-	int fd;
-
-	for (size_t i = 0;
-	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
-		close(fd);
-		n += strncmp(got, prefix, strlen(prefix)) == 0;
-	}
-	return n;
-}
-
-/* Wait (at most TL_WAIT_MS) until the store holds @n descriptors named
- * @prefix...: the fake systemd's thread stores and removes what the
- * daemon sent when it runs. */
-static void store_wait_count(struct rig *g, const char *prefix, size_t n)
-{
-	int64_t end = tl_now_ms() + TL_WAIT_MS;
-
-	while (store_count_prefix(g, prefix) != n && tl_now_ms() < end)
-		tl_sleep_ms(20);
-	ck_assert_uint_eq(store_count_prefix(g, prefix), n);
-}
-
 /* A child that only waits for a signal: a live process of the test's
  * uid that is no client. */
 static pid_t sleeper_spawn(void)
@@ -2881,81 +2905,63 @@ START_TEST(detached_pidfd_exited_while_down)
 }
 END_TEST
 
-/* The owner record of process @pid: its pid and start time made those
- * of live process @as (the pid reused within the clock tick the old
- * process started in), its pidfd's key checked. */
-struct owner_forge {
-	pid_t pid, as;
+/* Process @arg's pid and start time: what the record of a process
+ * whose pid was reused within the clock tick it started in says of the
+ * new one. The record's pidfd key is checked (*@arg's), and with
+ * @key_lost, zeroed (written before the pidfd was stored). */
+struct owner_as {
+	pid_t as;
 	uint64_t key;
-	struct journal *j;
-	unsigned int forged;
+	bool key_lost;
 };
 
-static int owner_forged(void *arg, const struct journal_rec *r)
+static void owner_forged_as(Rdmab__State__Owner *m, void *arg)
 {
-	struct owner_forge *f = arg;
-	Rdmab__State__Owner *m =
-		rdmab__state__owner__unpack(NULL, r->len, r->data);
+	struct owner_as *a = arg;
 
-	ck_assert_ptr_nonnull(m);
-	if (m->pid == (uint32_t)f->pid) {
-		ck_assert_uint_eq(m->pidfd, f->key);
-		m->pid = (uint32_t)f->as;
-		ck_assert_int_eq(obj_proc_start(f->as, &m->start_time), 0);
-		ck_assert_int_eq(
-			journal_put(f->j, JOURNAL_OWNER, r->key, &m->base), 0);
-		f->forged++;
-	}
-	rdmab__state__owner__free_unpacked(m, NULL);
-	return 0;
+	ck_assert_uint_eq(m->pidfd, a->key);
+	m->pid = (uint32_t)a->as;
+	ck_assert_int_eq(obj_proc_start(a->as, &m->start_time), 0);
+	if (a->key_lost)
+		m->pidfd = 0;
 }
 
 /* A detached owner's process exits while no daemon runs and its pid is
  * taken by another process that started in the same clock tick (forged
  * in the state: the pid and start time of a live process). With its
- * pidfd in the store the owner is seen gone and its objects destroyed;
+ * pidfd in the store the owner is seen gone and its objects destroyed
+ * (_i = 0; _i = 2: its record names no pidfd, as when killed between
+ * the store and the record, and the one under its own id is used);
  * with the pidfd lost (_i = 1: a state without it) the pid and start
  * time are all there is, and the other process is taken for it: its
  * objects stay, until that process exits. */
 START_TEST(detached_pidfd_pid_reused)
 {
-	struct owner_forge f = { 0 };
-	struct journal_view *v;
-	char why[256], name[64], state[64];
+	struct owner_as a = { .key_lost = _i == 2 };
+	char name[64];
 	size_t detached;
 	struct rig g;
-	int fd, st;
+	pid_t pid;
+	int st;
 
 	SKIP_WITHOUT_STATE(&g);
-	f.pid = holder_spawn(&g, false);
-	f.key = client_id_of(&g, f.pid);
-	snprintf(name, sizeof(name), "rb.pidfd.%" PRIu64, f.key);
-	ck_assert_uint_eq(evict_pid(&g, f.pid), 1);
+	pid = holder_spawn(&g, false);
+	a.key = client_id_of(&g, pid);
+	snprintf(name, sizeof(name), "rb.pidfd.%" PRIu64, a.key);
+	ck_assert_uint_eq(evict_pid(&g, pid), 1);
 	store_wait_count(&g, name, 1);
-	f.as = sleeper_spawn();
+	a.as = sleeper_spawn();
 	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
 	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
-	kill(f.pid, SIGKILL);
-	ck_assert_int_ge(tl_wait_pid(f.pid, TL_WAIT_MS, &st), 0);
-	/* The next generation, planted: the newest state is the one read. */
-	fd = state_fd(&g);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
-	close(fd);
-	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &f.j),
-			 0);
-	ck_assert_int_eq(journal_each(v, JOURNAL_OWNER, owner_forged, &f), 0);
-	ck_assert_uint_eq(f.forged, 1);
-	snprintf(state, sizeof(state), "rb.state.%" PRIu64, journal_gen(f.j));
-	ck_assert_int_eq(fakesd_plant(g.sd, state, journal_fd(f.j)), 0);
-	journal_free(f.j);
-	journal_view_free(v);
-	if (_i)
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	plant_owner_edit(&g, pid, owner_forged_as, &a);
+	if (_i == 1)
 		ck_assert_int_eq(fakesd_drop(g.sd, name), 1);
 	rig_start(&g);
 	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
 	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
-	if (!_i) {
+	if (_i != 1) {
 		wait_all_gone(&g);
 		store_wait_count(&g, "rb.pidfd.", 0);
 	} else {
@@ -2968,9 +2974,10 @@ START_TEST(detached_pidfd_pid_reused)
 		ck_assert_uint_eq(
 			objects_in(&g, IBC_OBJECT_DETACHED, &detached), 1);
 		ck_assert_uint_eq(detached, 1);
+		store_wait_count(&g, "rb.pidfd.", 1);
 	}
-	kill(f.as, SIGKILL);
-	ck_assert_int_ge(tl_wait_pid(f.as, TL_WAIT_MS, &st), 0);
+	kill(a.as, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(a.as, TL_WAIT_MS, &st), 0);
 	wait_all_gone(&g);
 	store_wait_count(&g, "rb.pidfd.", 0);
 	rig_free(&g);
@@ -3104,7 +3111,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, window_registered_kept);
 	/* P1: a detached owner's pidfd in the fd store. */
 	tcase_add_test(tc, detached_pidfd_exited_while_down);
-	tcase_add_loop_test(tc, detached_pidfd_pid_reused, 0, 2);
+	tcase_add_loop_test(tc, detached_pidfd_pid_reused, 0, 3);
 	tcase_add_test(tc, detached_pidfd_shared);
 	tcase_add_test(tc, pidfd_places_bounded);
 	suite_add_tcase(s, tc);

@@ -61,14 +61,17 @@ void restart_pidfd_gone(struct core *core, uint64_t key)
 	fdstore_remove(st, name);
 }
 
-/* What the pidfd of @key said is said for the process's other owners
- * the restore has not watched yet, which cannot take it again: @dead,
- * its process exited; else they go by pid and start time, unlogged. */
+/* What the pidfd its record names said of @ow's process is said for
+ * the process's other owners the restore has not watched yet, which
+ * cannot take it again: @dead, the process exited; else they go by pid
+ * and start time, unlogged. */
 static void owners_of_key(struct restore *rs, const struct obj_owner *ow,
 			  bool dead)
 {
 	struct obj_owner *o;
 
+	if (!ow->pidfd_key)
+		return;
 	TAILQ_FOREACH(o, &rs->core->registry->owners, link) {
 		if (o == ow || o->pidfd_key != ow->pidfd_key || o->watch ||
 		    o->ev || o->state != OWNER_DETACHED)
@@ -87,14 +90,23 @@ int restart_owner_watch_kept(struct restore *rs, struct obj_owner *ow,
 	uint64_t key = ow->pidfd_key;
 	int fd, err;
 
-	if (obj_watch_join_kept(ow, key) == 0)
+	if (key && obj_watch_join_kept(ow, key) == 0)
 		return 0;
+	/* A record that names none may have been written before its
+	 * watch's pidfd was stored under its own id (killed between the
+	 * two): that place, if there, is its process's too, and would
+	 * otherwise be closed (FDSTOREREMOVE of its name) after a new
+	 * pidfd of the process was stored under it. */
+	if (!key)
+		key = ow->client_id;
 	restart_fd_name(name, sizeof(name), "pidfd", key);
 	if (restore_take_fd(rs, name, &fd) < 0) {
-		log_notice("client %" PRIu64 " (pid %d): its process's pidfd "
-			   "is not in the fd store; the process is known by "
-			   "its pid and start time",
-			   ow->client_id, (int)ow->pid);
+		if (ow->pidfd_key)
+			log_notice("client %" PRIu64 " (pid %d): its "
+				   "process's pidfd is not in the fd store; "
+				   "the process is known by its pid and start "
+				   "time",
+				   ow->client_id, (int)ow->pid);
 		owners_of_key(rs, ow, false);
 		return -ENOENT;
 	}

@@ -783,9 +783,7 @@ void restart_owners_watch(struct restore *rs, bool end)
 			struct user *u = user_get(core, ow->uid);
 			int pidfd;
 
-			err = ow->pidfd_key ?
-				      restart_owner_watch_kept(rs, ow, u) :
-				      -ENOENT;
+			err = restart_owner_watch_kept(rs, ow, u);
 			if (err == -ENOENT) {
 				err = obj_pidfd_open_as(ow->pid, ow->start_time,
 							&pidfd);
