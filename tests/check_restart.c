@@ -970,6 +970,25 @@ START_TEST(detached_owner_kept)
 }
 END_TEST
 
+/* A holder of a CQ whose session ends while it lives (detached), its
+ * process's pidfd then in the store under @name (its client id's, in
+ * *@ret_id), and the daemon SIGKILLed: the holder's pid. */
+static pid_t detached_then_killed(struct rig *g, char *name, size_t size,
+				  uint64_t *ret_id)
+{
+	pid_t pid = holder_spawn(g, false);
+	uint64_t id = client_id_of(g, pid);
+
+	snprintf(name, size, "rb.pidfd.%" PRIu64, id);
+	ck_assert_uint_eq(evict_pid(g, pid), 1);
+	store_wait_count(g, name, 1);
+	ck_assert_int_eq(fakesd_kill(g->sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g->sd, TL_WAIT_MS), 0);
+	if (ret_id)
+		*ret_id = id;
+	return pid;
+}
+
 /* The owner record of process @pid, changed by @edit(m, @arg). */
 struct owner_edit {
 	pid_t pid;
@@ -1046,13 +1065,7 @@ START_TEST(detached_owner_pid_reused)
 	int st;
 
 	SKIP_WITHOUT_STATE(&g);
-	pid = holder_spawn(&g, false);
-	snprintf(name, sizeof(name), "rb.pidfd.%" PRIu64,
-		 client_id_of(&g, pid));
-	ck_assert_uint_eq(evict_pid(&g, pid), 1);
-	store_wait_count(&g, name, 1);
-	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
-	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	pid = detached_then_killed(&g, name, sizeof(name), NULL);
 	plant_owner_edit(&g, pid, owner_start_moved, NULL);
 	ck_assert_int_eq(fakesd_drop(g.sd, name), 1);
 	rig_start(&g);
@@ -2856,20 +2869,6 @@ END_TEST
 
 /* --- P1: a detached owner's pidfd in the fd store ---------------------- */
 
-/* A child that only waits for a signal: a live process of the test's
- * uid that is no client. */
-static pid_t sleeper_spawn(void)
-{
-	pid_t pid = fork();
-
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
-	return pid;
-}
-
 /* A detached owner whose process exits while no daemon runs: its
  * process's pidfd was in the store under its client id, the restore
  * finds the process gone through it (not by pid and start time: nothing
@@ -2883,14 +2882,8 @@ START_TEST(detached_pidfd_exited_while_down)
 	int st;
 
 	SKIP_WITHOUT_STATE(&g);
-	pid = holder_spawn(&g, false);
-	snprintf(name, sizeof(name), "rb.pidfd.%" PRIu64,
-		 client_id_of(&g, pid));
-	ck_assert_uint_eq(evict_pid(&g, pid), 1);
-	store_wait_count(&g, name, 1);
+	pid = detached_then_killed(&g, name, sizeof(name), NULL);
 	ck_assert_uint_eq(store_count_prefix(&g, "rb.pidfd."), 1);
-	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
-	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
 	kill(pid, SIGKILL);
 	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
 	rig_start(&g);
@@ -2945,14 +2938,9 @@ START_TEST(detached_pidfd_pid_reused)
 	int st;
 
 	SKIP_WITHOUT_STATE(&g);
-	pid = holder_spawn(&g, false);
-	a.key = client_id_of(&g, pid);
-	snprintf(name, sizeof(name), "rb.pidfd.%" PRIu64, a.key);
-	ck_assert_uint_eq(evict_pid(&g, pid), 1);
-	store_wait_count(&g, name, 1);
-	a.as = sleeper_spawn();
-	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
-	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	a.as = tl_spawn_sleeper();
+	ck_assert_int_gt(a.as, 0);
+	pid = detached_then_killed(&g, name, sizeof(name), &a.key);
 	kill(pid, SIGKILL);
 	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
 	plant_owner_edit(&g, pid, owner_forged_as, &a);

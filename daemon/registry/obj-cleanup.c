@@ -78,13 +78,14 @@ void objects_conn_closing(struct client *c)
 		  "and %u intents kept until the process exits",
 		  ow->client_id, (int)ow->pid, ow->n_objs, ow->n_intents);
 	err = obj_watch_join(ow, c->user, c->cred.uid, pidfd);
-	/* Its record names where the watch keeps the pidfd: written
-	 * once, after the join. */
-	if (err != -ESRCH)
-		sink_owner_saved(c->core, ow);
 	if (err == -ESRCH) {
 		objects_owner_dead(ow);
-	} else if (err < 0) {
+		return;
+	}
+	/* Its record names where the watch keeps the pidfd: written
+	 * once, after the join. */
+	sink_owner_saved(c->core, ow);
+	if (err < 0) {
 		/* Nothing to watch with: its objects stay, shown as
 		 * detached, until the daemon stops. */
 		log_err("client %" PRIu64 " (pid %d): cannot watch the "

@@ -40,8 +40,6 @@ int restart_pidfd_kept(struct core *core, uint64_t key, int pidfd)
 		return -ENOSYS;
 	restart_fd_name(name, sizeof(name), "pidfd", key);
 	ret = fdstore_put(st, name, pidfd);
-	if (ret == -EEXIST)
-		return 0;
 	if (ret < 0)
 		log_warn("client %" PRIu64 ": its process's pidfd is not kept "
 			 "in the fd store (%s); a restart knows the process "
