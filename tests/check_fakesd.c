@@ -126,7 +126,7 @@ START_TEST(same_facts_as_systemd)
 	ck_assert_uint_eq(st.dups, 1);
 	ck_assert_uint_eq(st.hangups, 1);
 	ck_assert_uint_eq(st.removed, 1);
-	ck_assert_uint_eq(st.refused, 4);
+	ck_assert_uint_eq(st.refused, 5);
 
 	probe_kill(&p, SIGKILL);
 	probe_start(&p);
@@ -136,8 +136,9 @@ START_TEST(same_facts_as_systemd)
 	ck_assert_msg(strstr(l, "stored=badname"), "fdstore-badname: %s", l);
 	ck_assert_msg(!strstr(l, "hup=sock"), "fdstore-hup: %s", l);
 	ck_assert_msg(strstr(l, "nopoll=sock"), "fdstore-nopoll: %s", l);
+	ck_assert_msg(strstr(l, "pidfd=exited"), "fdstore-pidfd: %s", l);
 	ck_assert_msg(!strstr(l, "rm=rm"), "fdstore-remove: %s", l);
-	ck_assert_int_eq(count_of(l, "fill=fill"), 12);
+	ck_assert_int_eq(count_of(l, "fill=fill"), 11);
 	ck_assert_msg(strstr(l, "passed=16 "), "%s", l);
 
 	/* systemctl stop empties the store. */
@@ -164,7 +165,8 @@ START_TEST(order_newest_first)
 	probe_start(&p);
 	ck_assert(line_of(p.log, 2, l, sizeof(l)));
 	ck_assert_msg(strstr(l, "fds=fill=fill"), "%s", l);
-	ck_assert_msg(strstr(l, "nopoll=sock,stored=badname,dup=dup,g1=g1\n"),
+	ck_assert_msg(strstr(l, "pidfd=exited,nopoll=sock,stored=badname,dup="
+				"dup,g1=g1\n"),
 		      "%s", l);
 	fakesd_free(p.sd);
 	free(p.dir);
@@ -182,7 +184,7 @@ START_TEST(shuffled_same_set)
 	probe_start(&p);
 	ck_assert(line_of(p.log, 2, l, sizeof(l)));
 	ck_assert_msg(strstr(l, "passed=16 "), "%s", l);
-	ck_assert_int_eq(count_of(l, "fill=fill"), 12);
+	ck_assert_int_eq(count_of(l, "fill=fill"), 11);
 	ck_assert_msg(strstr(l, "g1=g1") && strstr(l, "nopoll=sock") &&
 			      strstr(l, "stored=badname") &&
 			      strstr(l, "dup=dup"),

@@ -1196,13 +1196,9 @@ END_TEST
 /* A child that waits to be killed; its pid. */
 static pid_t sleeper(void)
 {
-	pid_t pid = fork();
+	pid_t pid = tl_spawn_sleeper();
 
-	ck_assert_int_ge(pid, 0);
-	if (pid == 0) {
-		pause();
-		_exit(0);
-	}
+	ck_assert_int_gt(pid, 0);
 	return pid;
 }
 

@@ -34,6 +34,7 @@
 
 #include "daemon/families/family.h"
 #include "daemon/families/xrcd/xrcd.h"
+#include "daemon/registry/objects.h"
 #include "daemon/restart/journal.h"
 #include "daemon/restart/restart.h"
 #include "include/ibclient.h"
@@ -496,6 +497,8 @@ enum {
 	/* Two WQs on its CQ (HOLD_CQ) and an RSS object over them, or over
 	 * its first and holder_rss_wq when that is set. */
 	HOLD_RSS = 1 << 5,
+	/* A second session of its own, holding a CQ too. */
+	HOLD_TWICE = 1 << 6,
 };
 
 /* A WQ of another session for the next holder's RSS table (0: none). */
@@ -581,6 +584,10 @@ static pid_t holder_spawn_in(struct rig *g, unsigned int what)
 		for (int i = 0; what & HOLD_QPS && i < 3; i++)
 			if (ibc_qp_create(x, &qa, &qp) < 0)
 				_exit(1);
+		if (what & HOLD_TWICE && (ibc_connect(&attr, &cl) < 0 ||
+					  ibc_open(cl, "soft0", &x) < 0 ||
+					  ibc_cq_create(x, 4, &qa.send_cq) < 0))
+			_exit(1);
 		if (write(p[1], "r", 1) != 1)
 			_exit(1);
 		pause();
@@ -809,14 +816,12 @@ static size_t objects_in(struct rig *g, enum ibc_object_state state,
 	return n;
 }
 
-/* The session of process @pid ends (an eviction), the process stays:
- * once the registry shows it, how many objects it left detached. */
-static size_t evict_pid(struct rig *g, pid_t pid)
+/* The id of the session of process @pid (its last one, if several). */
+static uint64_t client_id_of(struct rig *g, pid_t pid)
 {
 	struct ibc_client_entry *e;
-	int64_t end = tl_now_ms() + TL_WAIT_MS;
 	uint64_t id = 0;
-	size_t k, detached;
+	size_t k;
 
 	ck_assert_int_eq(ibc_list_clients(g->cl, &e, sizeof(*e), &k), 0);
 	for (size_t i = 0; i < k; i++)
@@ -824,7 +829,45 @@ static size_t evict_pid(struct rig *g, pid_t pid)
 			id = e[i].id;
 	ibc_list_free(e);
 	ck_assert_uint_ne(id, 0);
-	ck_assert_int_eq(ibc_admin_evict(g->cl, id), 0);
+	return id;
+}
+
+/* How many descriptors the fake systemd's store holds whose name starts
+ * with @prefix. */
+static size_t store_count_prefix(struct rig *g, const char *prefix)
+{
+	char got[256];
+	size_t n = 0;
+	int fd;
+
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
+		close(fd);
+		n += strncmp(got, prefix, strlen(prefix)) == 0;
+	}
+	return n;
+}
+
+/* Wait (at most TL_WAIT_MS) until the store holds @n descriptors named
+ * @prefix...: the fake systemd's thread stores and removes what the
+ * daemon sent when it runs. */
+static void store_wait_count(struct rig *g, const char *prefix, size_t n)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+	while (store_count_prefix(g, prefix) != n && tl_now_ms() < end)
+		tl_sleep_ms(20);
+	ck_assert_uint_eq(store_count_prefix(g, prefix), n);
+}
+
+/* The session of process @pid ends (an eviction), the process stays:
+ * once the registry shows it, how many objects it left detached. */
+static size_t evict_pid(struct rig *g, pid_t pid)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	size_t detached;
+
+	ck_assert_int_eq(ibc_admin_evict(g->cl, client_id_of(g, pid)), 0);
 	while (objects_in(g, IBC_OBJECT_DETACHED, &detached) && !detached &&
 	       tl_now_ms() < end)
 		tl_sleep_ms(20);
@@ -933,71 +976,111 @@ START_TEST(detached_owner_kept)
 }
 END_TEST
 
-/* The owner record of process @arg's pid, its start time moved on: what
- * a pid reused while no daemon ran looks like to the restore. */
-struct owner_fault {
+/* A holder of a CQ whose session ends while it lives (detached), its
+ * process's pidfd then in the store under @name (its client id's, in
+ * *@ret_id), and the daemon SIGKILLed: the holder's pid. */
+static pid_t detached_then_killed(struct rig *g, char *name, size_t size,
+				  uint64_t *ret_id)
+{
+	pid_t pid = holder_spawn(g, false);
+	uint64_t id = client_id_of(g, pid);
+
+	snprintf(name, size, "rb.pidfd.%" PRIu64, id);
+	ck_assert_uint_eq(evict_pid(g, pid), 1);
+	store_wait_count(g, name, 1);
+	ck_assert_int_eq(fakesd_kill(g->sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g->sd, TL_WAIT_MS), 0);
+	if (ret_id)
+		*ret_id = id;
+	return pid;
+}
+
+/* The owner record of process @pid, changed by @edit(m, @arg). */
+struct owner_edit {
 	pid_t pid;
+	void (*edit)(Rdmab__State__Owner *m, void *arg);
+	void *arg;
 	struct journal *j;
-	unsigned int moved;
+	unsigned int edited;
 };
 
-static int owner_start_moved(void *arg, const struct journal_rec *r)
+static int owner_edit_one(void *arg, const struct journal_rec *r)
 {
-	struct owner_fault *f = arg;
+	struct owner_edit *e = arg;
 	Rdmab__State__Owner *m =
 		rdmab__state__owner__unpack(NULL, r->len, r->data);
 
 	ck_assert_ptr_nonnull(m);
-	if (m->pid == (uint32_t)f->pid) {
-		/* Recorded when the session ended. */
-		ck_assert_uint_ne(m->start_time, 0);
-		m->start_time++;
+	if (m->pid == (uint32_t)e->pid) {
+		e->edit(m, e->arg);
 		ck_assert_int_eq(
-			journal_put(f->j, JOURNAL_OWNER, r->key, &m->base), 0);
-		f->moved++;
+			journal_put(e->j, JOURNAL_OWNER, r->key, &m->base), 0);
+		e->edited++;
 	}
 	rdmab__state__owner__free_unpacked(m, NULL);
 	return 0;
 }
 
-/* A detached owner's process is known by its start time too: after a
- * restart whose state says the process under its pid started at another
- * time (the pid was reused while no daemon ran), the owner is dead and
- * its objects are destroyed, though a process of that pid lives. */
-START_TEST(detached_owner_pid_reused)
+/* While no daemon runs: the next generation of the stored state, with
+ * the owner record of process @pid changed by @edit, planted (the
+ * newest state is the one read). */
+static void plant_owner_edit(struct rig *g, pid_t pid,
+			     void (*edit)(Rdmab__State__Owner *m, void *arg),
+			     void *arg)
 {
-	struct owner_fault f = { 0 };
+	struct owner_edit e = { .pid = pid, .edit = edit, .arg = arg };
 	struct journal_view *v;
 	char why[256], name[64];
-	struct rig g;
-	int fd, st;
+	int fd;
 
-	SKIP_WITHOUT_STATE(&g);
-	f.pid = holder_spawn(&g, false);
-	ck_assert_uint_eq(evict_pid(&g, f.pid), 1);
-	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
-	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
-	/* The next generation, planted: the newest state is the one read. */
-	fd = state_fd(&g);
+	fd = state_fd(g);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
 	close(fd);
-	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &f.j),
+	ck_assert_int_eq(journal_from_view(v, journal_view_gen(v) + 1, &e.j),
 			 0);
-	ck_assert_int_eq(journal_each(v, JOURNAL_OWNER, owner_start_moved, &f),
-			 0);
-	ck_assert_uint_eq(f.moved, 1);
-	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(f.j));
-	ck_assert_int_eq(fakesd_plant(g.sd, name, journal_fd(f.j)), 0);
-	journal_free(f.j);
+	ck_assert_int_eq(journal_each(v, JOURNAL_OWNER, owner_edit_one, &e), 0);
+	ck_assert_uint_eq(e.edited, 1);
+	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(e.j));
+	ck_assert_int_eq(fakesd_plant(g->sd, name, journal_fd(e.j)), 0);
+	journal_free(e.j);
 	journal_view_free(v);
+}
+
+/* Its start time moved on and no pidfd named (an older daemon's
+ * record): what a pid reused while no daemon ran looks like to a
+ * restore without the process's pidfd. */
+static void owner_start_moved(Rdmab__State__Owner *m, void *arg)
+{
+	/* Recorded when the session ended. */
+	ck_assert_uint_ne(m->start_time, 0);
+	m->start_time++;
+	m->pidfd = 0;
+}
+
+/* Without its pidfd, a detached owner's process is known by its start
+ * time too: after a restart whose state says the process under its pid
+ * started at another time (the pid was reused while no daemon ran), the
+ * owner is dead and its objects are destroyed, though a process of that
+ * pid lives. The state is an older daemon's: no pidfd in the store. */
+START_TEST(detached_owner_pid_reused)
+{
+	char name[64];
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = detached_then_killed(&g, name, sizeof(name), NULL);
+	plant_owner_edit(&g, pid, owner_start_moved, NULL);
+	ck_assert_int_eq(fakesd_drop(g.sd, name), 1);
 	rig_start(&g);
 	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
 	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
 	wait_all_gone(&g);
-	ck_assert_int_eq(kill(f.pid, 0), 0);
-	kill(f.pid, SIGKILL);
-	ck_assert_int_ge(tl_wait_pid(f.pid, TL_WAIT_MS, &st), 0);
+	ck_assert_int_eq(kill(pid, 0), 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
 	rig_free(&g);
 }
 END_TEST
@@ -3176,16 +3259,16 @@ START_TEST(store_full_hello_told)
 	struct agent a = { 0 }, b = { 0 };
 	struct rig g;
 
-	/* Bound 5 + 2 x 1 device + 3 x (2 + 1 device + 0 + 12) = 52, then,
-	 * with a share of 1, 19: the state, the in-flight table, the XRCD
+	/* Bound 5 + 2 x 1 device + 3 x (3 + 1 device + 0 + 15) = 64, then,
+	 * with a share of 1, 22: the state, the in-flight table, the XRCD
 	 * directory, the rig's session and context, uid 65534's session and
-	 * context and its 12 names. */
+	 * context and its 15 names. */
 	rig_max_clients = "3";
 	SKIP_WITHOUT_STATE_CONF(
 		&g, "[broker]\nadmin_reserve = 0\n"
-		    "private_contexts_per_uid = 0\nfd_store_per_uid = 12\n");
+		    "private_contexts_per_uid = 0\nfd_store_per_uid = 15\n");
 	rig_agent(&g, &a, 65534);
-	for (int i = 0; i < 12; i++)
+	for (int i = 0; i < 15; i++)
 		ck_assert_msg(agent_xrcd(&a, "a", i) == 0, "a%d: %s", i,
 			      a.rep.error);
 	rig_write_config(&g, "[broker]\nadmin_reserve = 0\n"
@@ -3485,6 +3568,188 @@ START_TEST(xrcd_hold_kept)
 }
 END_TEST
 
+/* --- P1: a detached owner's pidfd in the fd store ---------------------- */
+
+/* A detached owner whose process exits while no daemon runs: its
+ * process's pidfd was in the store under its client id, the restore
+ * finds the process gone through it (not by pid and start time: nothing
+ * says the pidfd was missing), destroys its objects, and the pidfd
+ * leaves the store. */
+START_TEST(detached_pidfd_exited_while_down)
+{
+	char name[64];
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = detached_then_killed(&g, name, sizeof(name), NULL);
+	ck_assert_uint_eq(store_count_prefix(&g, "rb.pidfd."), 1);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	wait_all_gone(&g);
+	store_wait_count(&g, "rb.pidfd.", 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "pidfd is not in the fd "
+						 "store"),
+			 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	rig_free(&g);
+}
+END_TEST
+
+/* Process @arg's pid and start time: what the record of a process
+ * whose pid was reused within the clock tick it started in says of the
+ * new one. The record's pidfd key is checked (*@arg's), and with
+ * @key_lost, zeroed (written before the pidfd was stored). */
+struct owner_as {
+	pid_t as;
+	uint64_t key;
+	bool key_lost;
+};
+
+static void owner_forged_as(Rdmab__State__Owner *m, void *arg)
+{
+	struct owner_as *a = arg;
+
+	ck_assert_uint_eq(m->pidfd, a->key);
+	m->pid = (uint32_t)a->as;
+	ck_assert_int_eq(obj_proc_start(a->as, &m->start_time), 0);
+	if (a->key_lost)
+		m->pidfd = 0;
+}
+
+/* A detached owner's process exits while no daemon runs and its pid is
+ * taken by another process that started in the same clock tick (forged
+ * in the state: the pid and start time of a live process). With its
+ * pidfd in the store the owner is seen gone and its objects destroyed
+ * (_i = 0; _i = 2: its record names no pidfd, as when killed between
+ * the store and the record, and the one under its own id is used);
+ * with the pidfd lost (_i = 1: a state without it) the pid and start
+ * time are all there is, and the other process is taken for it: its
+ * objects stay, until that process exits. */
+START_TEST(detached_pidfd_pid_reused)
+{
+	struct owner_as a = { .key_lost = _i == 2 };
+	char name[64];
+	size_t detached;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	a.as = tl_spawn_sleeper();
+	ck_assert_int_gt(a.as, 0);
+	pid = detached_then_killed(&g, name, sizeof(name), &a.key);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	plant_owner_edit(&g, pid, owner_forged_as, &a);
+	if (_i == 1)
+		ck_assert_int_eq(fakesd_drop(g.sd, name), 1);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	if (_i != 1) {
+		wait_all_gone(&g);
+		store_wait_count(&g, "rb.pidfd.", 0);
+	} else {
+		/* Taken for alive: its objects stay while the other process
+		 * lives, watched through a pidfd of that one's. */
+		ck_assert_int_eq(tl_count_in_file(g.log, "pidfd is not in "
+							 "the fd store"),
+				 1);
+		tl_sleep_ms(300);
+		ck_assert_uint_eq(
+			objects_in(&g, IBC_OBJECT_DETACHED, &detached), 1);
+		ck_assert_uint_eq(detached, 1);
+		store_wait_count(&g, "rb.pidfd.", 1);
+	}
+	kill(a.as, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(a.as, TL_WAIT_MS, &st), 0);
+	wait_all_gone(&g);
+	store_wait_count(&g, "rb.pidfd.", 0);
+	rig_free(&g);
+}
+END_TEST
+
+/* One process that ended two sessions holding objects costs one place in
+ * the store, which both owners' records name: after a restart both come
+ * back watched through it, and its exit destroys both owners' objects
+ * and frees the place. */
+START_TEST(detached_pidfd_shared)
+{
+	struct ibc_client_entry *e;
+	size_t detached, k;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE(&g);
+	pid = holder_spawn_in(&g, HOLD_CQ | HOLD_TWICE);
+	ck_assert_int_eq(ibc_list_clients(g.cl, &e, sizeof(*e), &k), 0);
+	for (size_t i = 0; i < k; i++)
+		if (e[i].pid == (uint32_t)pid)
+			ck_assert_int_eq(ibc_admin_evict(g.cl, e[i].id), 0);
+	ibc_list_free(e);
+	{
+		int64_t end = tl_now_ms() + TL_WAIT_MS;
+
+		while (objects_in(&g, IBC_OBJECT_DETACHED, &detached) &&
+		       detached < 2 && tl_now_ms() < end)
+			tl_sleep_ms(20);
+		ck_assert_uint_eq(detached, 2);
+	}
+	store_wait_count(&g, "rb.pidfd.", 1);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_uint_eq(objects_in(&g, IBC_OBJECT_DETACHED, &detached), 2);
+	ck_assert_uint_eq(detached, 2);
+	store_wait_count(&g, "rb.pidfd.", 1);
+	ck_assert_int_eq(tl_count_in_file(g.log, "pidfd is not in the fd "
+						 "store"),
+			 0);
+	kill(pid, SIGKILL);
+	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	wait_all_gone(&g);
+	store_wait_count(&g, "rb.pidfd.", 0);
+	rig_free(&g);
+}
+END_TEST
+
+/* A uid's processes that end sessions holding objects and stay alive
+ * take places in the store only as far as their watches hold pidfds:
+ * connections_per_uid of them (3 here); the fourth process is watched by
+ * a timer and keeps no place, before and after a restart; their exits
+ * free every place. */
+START_TEST(pidfd_places_bounded)
+{
+	pid_t pid[4];
+	size_t detached;
+	struct rig g;
+	int st;
+
+	SKIP_WITHOUT_STATE_CONF(&g, "[broker]\nconnections_per_uid = 3\n");
+	for (int i = 0; i < 4; i++) {
+		pid[i] = holder_spawn(&g, false);
+		ck_assert_uint_ge(evict_pid(&g, pid[i]), 1);
+	}
+	ck_assert_uint_eq(objects_in(&g, IBC_OBJECT_DETACHED, &detached), 4);
+	ck_assert_uint_eq(detached, 4);
+	store_wait_count(&g, "rb.pidfd.", 3);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_uint_eq(objects_in(&g, IBC_OBJECT_DETACHED, &detached), 4);
+	ck_assert_uint_eq(detached, 4);
+	store_wait_count(&g, "rb.pidfd.", 3);
+	for (int i = 0; i < 4; i++) {
+		kill(pid[i], SIGKILL);
+		ck_assert_int_ge(tl_wait_pid(pid[i], TL_WAIT_MS, &st), 0);
+	}
+	wait_all_gone(&g);
+	store_wait_count(&g, "rb.pidfd.", 0);
+	rig_free(&g);
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -3541,6 +3806,11 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, xrcd_dir_from_the_store);
 	tcase_add_loop_test(tc, xrcd_dir_refused, 0, 4);
 	tcase_add_test(tc, xrcd_hold_kept);
+	/* P1: a detached owner's pidfd in the fd store. */
+	tcase_add_test(tc, detached_pidfd_exited_while_down);
+	tcase_add_loop_test(tc, detached_pidfd_pid_reused, 0, 3);
+	tcase_add_test(tc, detached_pidfd_shared);
+	tcase_add_test(tc, pidfd_places_bounded);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");

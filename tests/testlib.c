@@ -274,6 +274,19 @@ pid_t tl_daemon_spawn(const char *dir, const char *sock,
 	return pid;
 }
 
+pid_t tl_spawn_sleeper(void)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		pause();
+		_exit(0);
+	}
+	return pid;
+}
+
 int tl_wait_pid(pid_t pid, int timeout_ms, int *ret_status)
 {
 	int64_t deadline = tl_now_ms() + timeout_ms;

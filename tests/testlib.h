@@ -82,6 +82,9 @@ pid_t tl_daemon_spawn_logged(const char *dir, const char *sock,
 /* Wait for @pid to exit, up to @timeout_ms; its wait status, or -ETIMEDOUT
  * (the process is left running). */
 int tl_wait_pid(pid_t pid, int timeout_ms, int *ret_status);
+/* A child that only waits to be killed (a live process of the test's,
+ * no client): its pid, or -errno. */
+pid_t tl_spawn_sleeper(void);
 /* Wait until a client can connect to @sock while @pid lives. */
 int tl_wait_socket(pid_t pid, const char *sock, int timeout_ms);
 bool tl_daemon_alive(struct tl_daemon *d);

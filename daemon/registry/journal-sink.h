@@ -13,6 +13,7 @@
 #ifndef RDMAB_JOURNAL_SINK_H
 #define RDMAB_JOURNAL_SINK_H
 
+#include <errno.h>
 #include <stdint.h>
 
 #include "daemon/registry/core.h"
@@ -49,6 +50,11 @@ struct journal_sink {
 	void (*obj_unnamed)(struct core *core, const struct obj *o);
 	void (*domain_saved)(struct core *core, const struct domain *d);
 	void (*domain_gone)(struct core *core, const struct domain *d);
+	/* A watch's pidfd (obj-watch.c) is kept under @key (a client id)
+	 * until the watch goes: 0, or a negative errno when it is not
+	 * kept (no store, or past its bound). */
+	int (*pidfd_kept)(struct core *core, uint64_t key, int pidfd);
+	void (*pidfd_gone)(struct core *core, uint64_t key);
 };
 
 static inline void sink_ctx_opened(struct core *core, const struct dctx *x)
@@ -138,6 +144,17 @@ static inline void sink_domain_gone(struct core *core, const struct domain *d)
 {
 	if (core->sink)
 		core->sink->domain_gone(core, d);
+}
+
+static inline int sink_pidfd_kept(struct core *core, uint64_t key, int pidfd)
+{
+	return core->sink ? core->sink->pidfd_kept(core, key, pidfd) : -ENOSYS;
+}
+
+static inline void sink_pidfd_gone(struct core *core, uint64_t key)
+{
+	if (core->sink)
+		core->sink->pidfd_gone(core, key);
 }
 
 #endif

@@ -41,8 +41,9 @@ bool objects_client_holds(const struct client *c)
 	return c->owner && (c->owner->n_objs || c->owner->n_intents);
 }
 
-/* @c's owner leaves its session, detached (journaled); NULL when it
- * had nothing left and went. */
+/* @c's owner leaves its session, detached (its record is the caller's
+ * to write, once it knows the watch); NULL when it had nothing left and
+ * went. */
 static struct obj_owner *owner_detach(struct client *c)
 {
 	struct obj_owner *ow = c->owner;
@@ -60,7 +61,6 @@ static struct obj_owner *owner_detach(struct client *c)
 	 * the session's pidfd, whose process it then was if still there
 	 * (a failure keeps 0, a restore trusts the pid as before). */
 	(void)obj_proc_start(ow->pid, &ow->start_time);
-	sink_owner_saved(c->core, ow);
 	return ow;
 }
 
@@ -80,7 +80,12 @@ void objects_conn_closing(struct client *c)
 	err = obj_watch_join(ow, c->user, c->cred.uid, pidfd);
 	if (err == -ESRCH) {
 		objects_owner_dead(ow);
-	} else if (err < 0) {
+		return;
+	}
+	/* Its record names where the watch keeps the pidfd: written
+	 * once, after the join. */
+	sink_owner_saved(c->core, ow);
+	if (err < 0) {
 		/* Nothing to watch with: its objects stay, shown as
 		 * detached, until the daemon stops. */
 		log_err("client %" PRIu64 " (pid %d): cannot watch the "

@@ -9,6 +9,12 @@
  * hold while connected, and --max-clients (max_conns) in all. Past that,
  * and where the kernel has no pidfds, a timer asks kill(pid, 0) every
  * OBJ_WATCH_POLL_MS, one timer a process.
+ *
+ * A watch's pidfd is kept in the fd store (the journal sink's pidfd_kept)
+ * under the id of the owner that brought it, which its owners' records
+ * name: the next daemon asks that pidfd whether the process exited, which
+ * no reused pid can fool. Its place is bounded as the watch is, not by
+ * the uid's fd_store_per_uid.
  */
 #include "config.h"
 
@@ -30,6 +36,7 @@
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/registry/core.h"
+#include "daemon/registry/journal-sink.h"
 #include "daemon/registry/user.h"
 
 int obj_pidfd_open(pid_t pid)
@@ -103,6 +110,34 @@ int obj_pidfd_open_as(pid_t pid, uint64_t start_time, int *ret_pidfd)
 	return 0;
 }
 
+int obj_pidfd_check(int pidfd, pid_t pid)
+{
+	char path[64], buf[512];
+	long long nr = (long long)pid;
+	const char *p;
+	ssize_t n;
+	int fd;
+
+	/* A pidfd's fdinfo names its process ("Pid:\t-1" once reaped,
+	 * since pidfs): anything else polled readable would pass for an
+	 * exit. Without /proc, the poll alone. */
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", pidfd);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd >= 0) {
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		if (n < 0)
+			return -EINVAL;
+		buf[n] = '\0';
+		p = strstr(buf, "\nPid:\t");
+		if (!p || sscanf(p + 6, "%lld", &nr) != 1)
+			return -EINVAL;
+	}
+	if (nr == -1 || obj_watch_exited(pidfd))
+		return -ESRCH;
+	return nr == (long long)pid ? 0 : -EINVAL;
+}
+
 /* How often a process watched without a pidfd is looked for. */
 #define OBJ_WATCH_POLL_MS 1000
 
@@ -139,13 +174,17 @@ static bool obj_watch_may_pidfd(const struct registry *reg,
 	       reg->n_watch_pidfds < reg->core->max_conns;
 }
 
-/* @w watches with @pidfd (taken) from now on, charged to @u. */
-static void obj_watch_take_pidfd(struct obj_watch *w, struct user *u, int pidfd)
+/* @w watches with @pidfd (taken) from now on, charged to @u, kept in
+ * the fd store under @key. */
+static void obj_watch_take_pidfd(struct obj_watch *w, struct user *u, int pidfd,
+				 uint64_t key)
 {
 	w->pidfd = pidfd;
 	w->user = user_ref(u);
 	user_charge_watch(u);
 	charge_add_uint(&w->reg->n_watch_pidfds, 1, "the broker's watches");
+	if (sink_pidfd_kept(w->reg->core, key, pidfd) == 0)
+		w->key = key;
 }
 
 static void obj_watch_free(struct obj_watch *w)
@@ -153,6 +192,8 @@ static void obj_watch_free(struct obj_watch *w)
 	TAILQ_REMOVE(&w->reg->watches, w, link);
 	if (w->ev)
 		event_free(w->ev);
+	if (w->key)
+		sink_pidfd_gone(w->reg->core, w->key);
 	if (w->pidfd >= 0)
 		close(w->pidfd);
 	if (w->user) {
@@ -206,10 +247,11 @@ static struct obj_watch *obj_watch_find(struct registry *reg, pid_t pid,
 	return NULL;
 }
 
-/* A new watch of @pid with @pidfd (taken; -1: a timer); NULL without
- * memory, @pidfd closed. */
+/* A new watch of @pid with @pidfd (taken; -1: a timer) kept under
+ * @key; NULL without memory, @pidfd closed. */
 static struct obj_watch *obj_watch_new(struct registry *reg, struct user *u,
-				       pid_t pid, uid_t uid, int pidfd)
+				       pid_t pid, uid_t uid, int pidfd,
+				       uint64_t key)
 {
 	struct obj_watch *w = calloc(1, sizeof(*w));
 
@@ -226,7 +268,7 @@ static struct obj_watch *obj_watch_new(struct registry *reg, struct user *u,
 	TAILQ_INSERT_TAIL(&reg->watches, w, link);
 	/* A uid's pidfds: as many as its connections could hold. */
 	if (pidfd >= 0 && obj_watch_may_pidfd(reg, u))
-		obj_watch_take_pidfd(w, u, pidfd);
+		obj_watch_take_pidfd(w, u, pidfd, key);
 	else if (pidfd >= 0)
 		close(pidfd);
 	if (obj_watch_arm(w) < 0)
@@ -238,9 +280,12 @@ static struct obj_watch *obj_watch_new(struct registry *reg, struct user *u,
 
 /* A timer watch gets the pidfd a new session of its process brings: the
  * exit is then seen at once, and a pid reused after that cannot mislead
- * it. The timer stays unless the pidfd's event is armed. */
-static void obj_watch_upgrade(struct obj_watch *w, struct user *u, int pidfd)
+ * it. The timer stays unless the pidfd's event is armed. Its owners'
+ * records name the pidfd's place (@key) from then on. */
+static void obj_watch_upgrade(struct obj_watch *w, struct user *u, int pidfd,
+			      uint64_t key)
 {
+	struct obj_owner *ow;
 	struct event *ev;
 
 	if (w->pidfd >= 0 || !obj_watch_may_pidfd(w->reg, u)) {
@@ -257,7 +302,10 @@ static void obj_watch_upgrade(struct obj_watch *w, struct user *u, int pidfd)
 	if (w->ev)
 		event_free(w->ev);
 	w->ev = ev;
-	obj_watch_take_pidfd(w, u, pidfd);
+	obj_watch_take_pidfd(w, u, pidfd, key);
+	if (w->key)
+		TAILQ_FOREACH(ow, &w->owners, watch_link)
+			sink_owner_saved(w->reg->core, ow);
 }
 
 int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid, int pidfd)
@@ -274,7 +322,7 @@ int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid, int pidfd)
 	w = obj_watch_find(reg, ow->pid, uid);
 	if (w) {
 		if (pidfd >= 0)
-			obj_watch_upgrade(w, u, pidfd);
+			obj_watch_upgrade(w, u, pidfd, ow->client_id);
 	} else {
 		if (pidfd < 0) {
 			errno = 0;
@@ -282,7 +330,38 @@ int obj_watch_join(struct obj_owner *ow, struct user *u, uid_t uid, int pidfd)
 			if (pidfd < 0 && errno == ESRCH)
 				return -ESRCH;
 		}
-		w = obj_watch_new(reg, u, ow->pid, uid, pidfd);
+		w = obj_watch_new(reg, u, ow->pid, uid, pidfd, ow->client_id);
+		if (!w)
+			return -ENOMEM;
+	}
+	TAILQ_INSERT_TAIL(&w->owners, ow, watch_link);
+	ow->watch = w;
+	return 0;
+}
+
+int obj_watch_join_kept(struct obj_owner *ow, uint64_t key)
+{
+	struct obj_watch *w;
+
+	TAILQ_FOREACH(w, &ow->reg->watches, link) {
+		if (w->key != key || w->firing)
+			continue;
+		TAILQ_INSERT_TAIL(&w->owners, ow, watch_link);
+		ow->watch = w;
+		return 0;
+	}
+	return -ENOENT;
+}
+
+int obj_watch_adopt(struct obj_owner *ow, struct user *u, int pidfd,
+		    uint64_t key)
+{
+	struct obj_watch *w = obj_watch_find(ow->reg, ow->pid, ow->uid);
+
+	if (w) {
+		obj_watch_upgrade(w, u, pidfd, key);
+	} else {
+		w = obj_watch_new(ow->reg, u, ow->pid, ow->uid, pidfd, key);
 		if (!w)
 			return -ENOMEM;
 	}

@@ -99,6 +99,9 @@ struct obj_owner {
 	uint64_t start_time;
 	/* Its session's uid: whose watch a restore's owner joins. */
 	uid_t uid;
+	/* Restore: the key of its process's pidfd in the fd store, as its
+	 * record names it (0: none), until it is watched again. */
+	uint64_t pidfd_key;
 	enum owner_state state;
 	/* Its record is in the state journal (restart_owner_saved()). */
 	bool journaled;
@@ -191,6 +194,10 @@ struct obj_watch {
 	struct event *ev;
 	/* Charged one pidfd (user->watches); NULL for a timer. */
 	struct user *user;
+	/* The client id its pidfd is kept under in the fd store (the
+	 * journal sink's pidfd_kept), its owners' records name it; 0: not
+	 * kept. */
+	uint64_t key;
 	TAILQ_HEAD(, obj_owner) owners;
 	/* Its owners are starting their cleanups. */
 	bool firing;
@@ -387,6 +394,22 @@ int obj_proc_start(pid_t pid, uint64_t *ret);
  * (0: any), in *@ret_pidfd (-1 without pidfds); -ESRCH when that process
  * is gone, its pid reused or free. */
 int obj_pidfd_open_as(pid_t pid, uint64_t start_time, int *ret_pidfd);
+/* Restore: detached @ow joins the watch whose pidfd is kept under @key
+ * (another owner of its process brought it back): 0, or -ENOENT when
+ * there is none yet. */
+int obj_watch_join_kept(struct obj_owner *ow, uint64_t key);
+/*
+ * Restore: watch detached @ow's process with @pidfd (taken; the process
+ * lives: obj_pidfd_check()), which the previous daemon kept under @key:
+ * the process's watch if one was made again already (@pidfd closed
+ * unless it has none), else a new one whose pidfd is kept under @key
+ * again. -ENOMEM.
+ */
+int obj_watch_adopt(struct obj_owner *ow, struct user *u, int pidfd,
+		    uint64_t key);
+/* Is @pidfd, handed over, one of the live process @pid? 0; -ESRCH when
+ * that process has exited; -EINVAL when it is no pidfd of @pid. */
+int obj_pidfd_check(int pidfd, pid_t pid);
 /* @ow no longer waits for its process; the last owner frees the watch. */
 void obj_watch_leave(struct obj_owner *ow);
 /* Daemon exit: every watch goes, its owners forget it. */

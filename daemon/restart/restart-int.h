@@ -118,6 +118,18 @@ int restart_ctx_imports_save(const struct dctx *x,
 void restart_compact_cb(evutil_socket_t fd, short what, void *arg);
 void restart_journal_full(void *arg);
 void restart_fd_name(char *buf, size_t size, const char *what, uint64_t id);
+/* owner-pidfd.c: the journal sink's pidfd_kept and pidfd_gone (a watch's
+ * pidfd as "rb.pidfd.<key>"); and at the restore, detached @ow (@u its
+ * uid's user) watched through the pidfd its record names (or, naming
+ * none, one under its own id): 0, -ESRCH when its process exited,
+ * -ENOENT when no pidfd of it is kept (the pid and start time then
+ * decide), -ENOMEM. */
+struct obj_owner;
+struct user;
+int restart_pidfd_kept(struct core *core, uint64_t key, int pidfd);
+void restart_pidfd_gone(struct core *core, uint64_t key);
+int restart_owner_watch_kept(struct restore *rs, struct obj_owner *ow,
+			     struct user *u);
 int restart_first_name(void *arg, const char *name, int fd);
 
 #endif

@@ -93,7 +93,7 @@ int restart_init(struct core *core, bool off)
 	books = store_share_books(rs->share);
 	fdstore_set_books(rs->store, &books);
 	log_info("the fd store holds at most %u descriptors: %u + 2 x %zu "
-		 "devices + %u clients x (2 + %zu devices + "
+		 "devices + %u clients x (3 + %zu devices + "
 		 "private_contexts_per_uid %u + fd_store_per_uid %u)",
 		 restart_store_max(core), RESTART_STORE_OWN, core->devices.n,
 		 core->max_conns, core->devices.n,
@@ -139,8 +139,10 @@ unsigned int restart_store_max(const struct core *core)
 	/* Each of --max-clients connections may be a uid of its own: its
 	 * socket and DM status page, its domain's context on each device,
 	 * its private contexts, and its share of XRCD names and DMs
-	 * (charged: fdstore_put_for()). */
-	per_conn = 2 + (uint64_t)core->devices.n + l->private_contexts_per_uid +
+	 * (charged: fdstore_put_for()); and the pidfd of a process whose
+	 * ended sessions left objects, as many as the watches hold
+	 * (obj-watch.c: --max-clients in all). */
+	per_conn = 3 + (uint64_t)core->devices.n + l->private_contexts_per_uid +
 		   l->fd_store_per_uid;
 	/* And each device's context that holds the XRC domains, with the
 	 * previous daemon's until the restore closes it. */

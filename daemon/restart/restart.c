@@ -705,6 +705,7 @@ void restart_owner_saved(struct core *core, struct obj_owner *ow)
 	ow->journaled = true;
 	m.pid = (uint32_t)ow->pid;
 	m.start_time = ow->start_time;
+	m.pidfd = ow->watch ? ow->watch->key : 0;
 	m.uid = (uint32_t)ow->uid;
 	m.state = ow->state;
 	restart_after_write(core, journal_put(core->restart->j, JOURNAL_OWNER,
@@ -736,6 +737,8 @@ struct obj_owner *restart_owner_find(struct restore *rs, uint64_t client_id)
 		ow = objects_owner_adopt(rs->core, client_id, (pid_t)m->pid,
 					 m->start_time, (uid_t)m->uid,
 					 (enum owner_state)m->state);
+	if (ow)
+		ow->pidfd_key = m->pidfd;
 	rdmab__state__owner__free_unpacked(m, NULL);
 	return ow;
 }
@@ -753,8 +756,9 @@ struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id)
 	return NULL;
 }
 
-void restart_owners_watch(struct core *core, bool end)
+void restart_owners_watch(struct restore *rs, bool end)
 {
+	struct core *core = rs->core;
 	struct registry *reg = core->registry;
 	struct obj_owner *ow, *tmp;
 	int err;
@@ -770,9 +774,10 @@ void restart_owners_watch(struct core *core, bool end)
 			objects_owner_dead(ow);
 			continue;
 		}
-		/* No pidfd was kept: one of the pid, whose process may be
-		 * gone (-ESRCH) or another's by now; a process that started
-		 * at another time than the record's is another, and the
+		/* The pidfd kept of its process says whether it exited.
+		 * Without one: one of the pid, whose process may be gone
+		 * (-ESRCH) or another's by now; a process that started at
+		 * another time than the record's is another, and the
 		 * owner's is taken as exited (an older daemon's record has
 		 * no start time: its pid is trusted). */
 		if (ow->state == OWNER_DEAD) {
@@ -781,10 +786,17 @@ void restart_owners_watch(struct core *core, bool end)
 			struct user *u = user_get(core, ow->uid);
 			int pidfd;
 
-			err = obj_pidfd_open_as(ow->pid, ow->start_time,
-						&pidfd);
-			if (err == 0)
-				err = obj_watch_join(ow, u, ow->uid, pidfd);
+			err = restart_owner_watch_kept(rs, ow, u);
+			if (err == -ENOENT) {
+				err = obj_pidfd_open_as(ow->pid, ow->start_time,
+							&pidfd);
+				if (err == 0)
+					err = obj_watch_join(ow, u, ow->uid,
+							     pidfd);
+			}
+			/* Its record names the watch's pidfd again. */
+			if (err == 0 && ow->watch->key)
+				restart_owner_saved(core, ow);
 			if (u)
 				user_unref(core, u);
 		}
@@ -872,4 +884,6 @@ const struct journal_sink restart_sink = {
 	.obj_unnamed = restart_obj_unnamed,
 	.domain_saved = restart_domain_saved,
 	.domain_gone = restart_domain_gone,
+	.pidfd_kept = restart_pidfd_kept,
+	.pidfd_gone = restart_pidfd_gone,
 };

@@ -191,7 +191,7 @@ struct dctx *restart_ctx_find(struct core *core, uint64_t ctx_id);
  * handle: restart_imports_left().) With @end (a family's restore failed:
  * the state is not kept), each such owner's cleanup starts now instead,
  * as the adopted sessions are ended. */
-void restart_owners_watch(struct core *core, bool end);
+void restart_owners_watch(struct restore *rs, bool end);
 /* The id spaces passed their saved mark: save them further on. */
 void restart_ids_check(struct core *core);
 

@@ -1200,7 +1200,7 @@ int restart_restore(struct server *srv)
 			 * made late): only now is each ended session's
 			 * process watched, or, when the state is not kept,
 			 * its objects destroyed as its sessions' are. */
-			restart_owners_watch(rs.core, ret < 0);
+			restart_owners_watch(&rs, ret < 0);
 			restore_phase(&ph, RESTORE_FAMILIES);
 			if (ret == 0)
 				restore_tell(&rc);

@@ -666,7 +666,7 @@ if section fdstore; then
 
 	probe_step 1 "systemctl start" systemctl start "$PU"
 	n1=$(prop "$PU" NFileDescriptorStore)
-	check fdstore-bound "FileDescriptorStoreMax=16 holds 16 after g1, dup sent twice, bad:name, hup, nopoll, rm+remove and 16 fill in one message: $n1" \
+	check fdstore-bound "FileDescriptorStoreMax=16 holds 16 after g1, dup sent twice, bad:name, hup, nopoll, pidfd, rm+remove and 16 fill in one message: $n1" \
 		test "$n1" = 16
 	p=$(pid_of)
 	probe_step 2 "SIGKILL of the main process (Restart=on-failure)" kill -KILL "$p"
@@ -678,6 +678,8 @@ if section fdstore; then
 	check fdstore-hup "a stored socket whose peer closed is dropped (POLLHUP)" \
 		hasnt 2 'hup=sock'
 	check fdstore-nopoll "FDPOLL=0 keeps such a socket" has 2 'nopoll=sock'
+	check fdstore-pidfd "FDPOLL=0 keeps a pidfd whose process exited and was reaped, passed back as such" \
+		has 2 'pidfd=exited'
 	check fdstore-remove "FDSTOREREMOVE=1 FDNAME=rm removed it" hasnt 2 'rm=rm'
 	info "fdstore overflow: $(pline 2 | grep -o 'fill=fill' | wc -l) of 16 fill kept at the bound"
 	p=$(pid_of)

@@ -15,7 +15,10 @@
  * and holding "g<G>", and on the first start also probes the protocol:
  * "dup" (one memfd sent twice), a name with a ':' (invalid), "hup" (a socket
  * whose peer closes: systemd's POLLHUP removal), "nopoll" (the same with
- * FDPOLL=0), "rm" (stored, then FDSTOREREMOVE=1) and "fill", 16 memfds in
+ * FDPOLL=0), "pidfd" (a child's pidfd with FDPOLL=0, the child killed and
+ * reaped once it is stored: what rdmabrokerd keeps of a detached owner's
+ * process, shown "exited" or "live" when passed back), "rm" (stored, then
+ * FDSTOREREMOVE=1) and "fill", 16 memfds in
  * one message against the bound. Then READY=1, watchdog pings every 500 ms
  * while WATCHDOG_USEC is set, SIGUSR1 makes it exit 1 (a failure).
  */
@@ -24,12 +27,15 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <systemd/sd-daemon.h>
@@ -63,12 +69,37 @@ static void store(const char *state, const int *fds, unsigned int n)
 		fprintf(stderr, "vm-fdprobe: notify \"%s\": %d\n", state, r);
 }
 
+/* Is @fd a pidfd (its fdinfo has a Pid line)? Its process's state, in
+ * @buf. */
+static bool describe_pidfd(int fd, char *buf, size_t len)
+{
+	char path[64], info[512];
+	const char *p;
+	ssize_t n;
+	int f;
+
+	snprintf(path, sizeof(path), "/proc/self/fdinfo/%d", fd);
+	f = open(path, O_RDONLY | O_CLOEXEC);
+	if (f < 0)
+		return false;
+	n = read(f, info, sizeof(info) - 1);
+	close(f);
+	info[n > 0 ? n : 0] = '\0';
+	p = strstr(info, "\nPid:\t");
+	if (!p)
+		return false;
+	snprintf(buf, len, "%s", atoi(p + 6) > 0 ? "live" : "exited");
+	return true;
+}
+
 /* What a passed descriptor is, for the log line. */
 static void describe(int fd, char *buf, size_t len)
 {
 	struct stat st;
 	ssize_t n;
 
+	if (describe_pidfd(fd, buf, len))
+		return;
 	if (fstat(fd, &st) < 0) {
 		snprintf(buf, len, "badfd");
 	} else if (S_ISSOCK(st.st_mode)) {
@@ -117,6 +148,32 @@ static void log_start(const char *log, int g)
 	}
 }
 
+/* A child's pidfd, stored with FDPOLL=0; then the child exits and is
+ * reaped (a pidfd polls readable, and with pidfs hangs up, then). */
+static void probe_pidfd(void)
+{
+	pid_t child = fork();
+	int fd;
+
+	if (child < 0)
+		return;
+	if (child == 0) {
+		pause();
+		_exit(0);
+	}
+#ifdef SYS_pidfd_open
+	fd = (int)syscall(SYS_pidfd_open, child, 0);
+#else
+	fd = -1;
+#endif
+	if (fd >= 0) {
+		store("FDSTORE=1\nFDNAME=pidfd\nFDPOLL=0", &fd, 1);
+		close(fd);
+	}
+	kill(child, SIGKILL);
+	waitpid(child, NULL, 0);
+}
+
 static void probe_protocol(void)
 {
 	int fd, sv[2], fill[16];
@@ -143,6 +200,7 @@ static void probe_protocol(void)
 		close(sv[0]);
 		close(sv[1]);
 	}
+	probe_pidfd();
 
 	fd = memfd_with("rm");
 	store("FDSTORE=1\nFDNAME=rm", &fd, 1);
