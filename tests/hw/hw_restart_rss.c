@@ -15,15 +15,20 @@
  * daemon adopts the context from the store (ibv_import_device of the
  * stored cmd_fd) and takes the parts back by handle. The suite checks
  * that the table is listed as before (id, WQs, QP number, owner, charge)
- * and that the kernel kept its QP (`rdma resource` counts the same); that
- * the suite's WQ leaving it rebuilds it (new parts made, the adopted ones
- * destroyed by handle); and that the holder's SIGKILL destroys it by
- * handle while the context lives on (the suite's session holds it): one
- * QP fewer in the kernel, nothing listed, nothing charged.
+ * and that the kernel still holds the same flow, QP and table handles in
+ * the context; that the suite's WQ leaving it rebuilds it (the adopted
+ * handles destroyed, three new ones); and that the holder's SIGKILL
+ * destroys it by handle while the context lives on (the suite's session
+ * holds it): none of its handles left, nothing listed, nothing charged,
+ * nothing unaccounted. The handles are the kernel's list of the suite's
+ * own imported context (UVERBS_METHOD_INFO_HANDLES on its cmd_fd), not
+ * `rdma resource show qp`: that dump queries each QP, which mlx5 refuses
+ * for an RSS QP (-ENOSYS), and counts every process's QPs. An mlx5 whose
+ * port 1 is not Ethernet makes no RSS: the suite skips (77).
  *
  * With --soft it runs the same against the soft device, whose table is a
- * record made again by the restore; the kernel's counts are skipped, on
- * SKIP lines.
+ * record made again by the restore; the kernel's handle lists are
+ * skipped, on SKIP lines.
  */
 #include "config.h"
 
@@ -41,6 +46,7 @@
 #include <unistd.h>
 
 #define HW_NAME "hw_restart_rss"
+#include "daemon/device/verbs/uverbs.h"
 #include "tests/fakesd.h"
 #include "tests/hw/hwlib.h"
 
@@ -184,9 +190,12 @@ static pid_t holder_spawn(uint64_t wq, int *ret_rd)
 	return pid;
 }
 
-/* The one RSS object listed now into @ret (NULL lists are not kept):
- * how many are listed, or -1. */
-static int rss_one(struct ibc_client *cl, struct ibc_rss_info *ret)
+/* The one RSS object listed now into @ret (its lists are not kept) and
+ * its first RSS_WQS WQ ids into @ret_wqs (zeroes past num_wqs): how many
+ * are listed, or -1. */
+#define RSS_WQS 3
+static int rss_one(struct ibc_client *cl, struct ibc_rss_info *ret,
+		   uint64_t *ret_wqs)
 {
 	struct ibc_rss_info *r;
 	size_t n;
@@ -195,11 +204,96 @@ static int rss_one(struct ibc_client *cl, struct ibc_rss_info *ret)
 		return -1;
 	if (n == 1) {
 		*ret = r[0];
+		memset(ret_wqs, 0, RSS_WQS * sizeof(*ret_wqs));
+		for (uint32_t i = 0; i < r[0].num_wqs && i < RSS_WQS; i++)
+			ret_wqs[i] = r[0].wq_ids[i];
 		ret->wq_ids = NULL;
 		ret->wq_owners = NULL;
 	}
 	ibc_list_free(r);
 	return (int)n;
+}
+
+/* The kernel's handles of one kind in the suite's own context. */
+struct hset {
+	uint32_t h[64];
+	int n;
+};
+
+/* The RSS parts' kinds. */
+static const unsigned int part_kind[3] = { IBC_OBJ_FLOW, IBC_OBJ_QP,
+					   IBC_OBJ_RWQ_IND_TBL };
+
+/* The handles of every part kind in @x now (the kernel's list of the
+ * context's descriptor, whoever made them); -1 when it failed. */
+static int hsets_get(struct ibc_ctx *x, struct hset ret[3])
+{
+	int fd = ibc_verbs_context(x)->cmd_fd;
+
+	for (int k = 0; k < 3; k++) {
+		ret[k].n = uverbs_handles(fd, part_kind[k], ret[k].h, 64);
+		if (ret[k].n < 0 || ret[k].n == 64)
+			return -1;
+	}
+	return 0;
+}
+
+static bool hset_has(const struct hset *s, uint32_t h)
+{
+	for (int i = 0; i < s->n; i++)
+		if (s->h[i] == h)
+			return true;
+	return false;
+}
+
+/* @now is @base plus exactly one handle of each kind, written to
+ * @ret_new: true, else false. */
+static bool hsets_one_more(const struct hset base[3], const struct hset now[3],
+			   uint32_t ret_new[3])
+{
+	for (int k = 0; k < 3; k++) {
+		int extra = 0;
+
+		if (now[k].n != base[k].n + 1)
+			return false;
+		for (int i = 0; i < now[k].n; i++)
+			if (!hset_has(&base[k], now[k].h[i])) {
+				ret_new[k] = now[k].h[i];
+				extra++;
+			}
+		if (extra != 1)
+			return false;
+	}
+	return true;
+}
+
+/* The suite's context holds @base plus @parts (one handle of each kind)
+ * now, and nothing else of those kinds. */
+static bool hsets_are(struct ibc_ctx *x, const struct hset base[3],
+		      const uint32_t parts[3])
+{
+	struct hset now[3];
+	uint32_t got[3];
+
+	return hsets_get(x, now) == 0 && hsets_one_more(base, now, got) &&
+	       memcmp(got, parts, sizeof(got)) == 0;
+}
+
+/* The suite's context holds exactly @base now. */
+static bool hsets_back(struct ibc_ctx *x, const struct hset base[3])
+{
+	struct hset now[3];
+
+	if (hsets_get(x, now) < 0)
+		return false;
+	for (int k = 0; k < 3; k++) {
+		if (now[k].n != base[k].n)
+			return false;
+		for (int i = 0; i < now[k].n; i++)
+			if (!hset_has(&base[k], now[k].h[i]))
+				return false;
+	}
+	return true;
 }
 
 /* How many objects are listed detached now, or -1. */
@@ -266,7 +360,11 @@ static int run(const char *bin)
 	struct ibc_ctx *x;
 	struct ibc_cq *cq;
 	struct ibc_wq *wq;
-	int qps_before = -1, qps_now, rd, st, lfd = -1;
+	struct hset base[3], now[3];
+	uint32_t parts[3] = { 0 }, rebuilt[3] = { 0 };
+	uint64_t wq_before[RSS_WQS], wq_after[RSS_WQS];
+	bool kernel = hw_mode == HW_MLX5;
+	int rd, st, lfd = -1;
 	int64_t end;
 	uint64_t id;
 	pid_t pid;
@@ -279,70 +377,86 @@ static int run(const char *bin)
 	CHECK(ibc_open(cl, dev_name, &x) == 0, "open %s", dev_name);
 	CHECK(ibc_cq_create(x, 16, &cq) == 0, "CQ");
 	CHECK(ibc_wq_create(x, cq, NULL, &wq) == 0, "WQ");
-	if (hw_mode == HW_MLX5)
-		qps_before = hw_rdma_count("qp");
+	if (kernel)
+		CHECK(hsets_get(x, base) == 0,
+		      "the kernel's handle lists of the context");
 	pid = holder_spawn(ibc_wq_id(wq), &rd);
 	holder_pid = pid;
 	CHECK(pid > 0 && read(rd, &id, sizeof(id)) == sizeof(id),
-	      "the holder made no RSS object (an Ethernet port 1?)");
+	      "the holder made no RSS object");
 	close(rd);
 	/* Its CQ, two WQs and the RSS object's table, QP and flow rule. */
 	CHECK(evict(cl, pid, 6) == 0,
 	      "the holder's session evicted, its 6 objects detached");
-	CHECK(rss_one(cl, &before) == 1 && before.id == id,
+	CHECK(rss_one(cl, &before, wq_before) == 1 && before.id == id,
 	      "RSS %llu is not listed", (unsigned long long)id);
-	if (hw_mode == HW_MLX5) {
-		qps_now = hw_rdma_count("qp");
-		CHECK(qps_now == qps_before + 1,
-		      "the kernel lists %d QPs, %d before the RSS QP", qps_now,
-		      qps_before);
-	}
+	if (kernel)
+		CHECK(hsets_get(x, now) == 0 &&
+			      hsets_one_more(base, now, parts),
+		      "the context does not hold one flow, QP and table "
+		      "more than before the RSS object");
 	CHECK(fakesd_kill(sd, SIGKILL) == 0 && fakesd_wait_exit(sd, 20000) >= 0,
 	      "SIGKILL of the daemon");
 	CHECK(daemon_start(bin) == 0, "the daemon did not start again");
 	CHECK(ibc_ping(cl, NULL, 0) == 0, "the suite's session did not live");
-	CHECK(rss_one(cl, &after) == 1 && after.id == before.id &&
+	CHECK(rss_one(cl, &after, wq_after) == 1 && after.id == before.id &&
 		      after.client_id == before.client_id &&
 		      after.num_wqs == 3 && after.qp_num == before.qp_num &&
-		      after.rebuilds == before.rebuilds,
+		      after.rebuilds == before.rebuilds &&
+		      memcmp(wq_after, wq_before, sizeof(wq_after)) == 0,
 	      "the detached session's RSS object did not come back as it "
 	      "was");
 	CHECK(domain_of(cl, &dom) == 0 && dom.used.rss_tables == 1,
 	      "the domain is not charged the table again");
 	CHECK(detached_count(cl) == 6, "the holder's 6 objects are not "
 				       "listed detached");
-	if (hw_mode == HW_MLX5)
-		CHECK(hw_rdma_count("qp") == qps_before + 1,
-		      "the kernel did not keep the RSS QP");
+	if (kernel)
+		CHECK(hsets_are(x, base, parts),
+		      "the context does not hold the flow %u, QP %u and "
+		      "table %u it held before the SIGKILL, alone",
+		      parts[0], parts[1], parts[2]);
 	else
-		HW_SKIP("the kernel's QP count", "the soft device's");
+		HW_SKIP("the kernel's handle lists", "the soft device's");
 	printf(HW_NAME ": RSS %llu came back detached after a SIGKILL\n",
 	       (unsigned long long)id);
 	/* A rebuild of the adopted table: new parts, the adopted ones
-	 * destroyed by handle. */
+	 * destroyed by handle (only their absence shows it: the rebuild
+	 * logs, and goes on, when an old part stays). */
 	CHECK(ibc_wq_destroy(wq) == 0, "the suite's WQ");
-	CHECK(rss_one(cl, &after) == 1 && after.num_wqs == 2 &&
-		      after.rebuilds == before.rebuilds + 1,
+	CHECK(rss_one(cl, &after, wq_after) == 1 && after.num_wqs == 2 &&
+		      after.rebuilds == before.rebuilds + 1 &&
+		      wq_after[0] == wq_before[0] &&
+		      wq_after[1] == wq_before[1],
 	      "the table was not rebuilt without the suite's WQ");
-	if (hw_mode == HW_MLX5)
-		CHECK(hw_rdma_count("qp") == qps_before + 1,
-		      "the rebuild left %d QPs, not %d", hw_rdma_count("qp"),
-		      qps_before + 1);
+	if (kernel)
+		CHECK(hsets_get(x, now) == 0 &&
+			      hsets_one_more(base, now, rebuilt) &&
+			      rebuilt[0] != parts[0] &&
+			      rebuilt[1] != parts[1] && rebuilt[2] != parts[2],
+		      "the rebuild did not replace the adopted flow %u, QP "
+		      "%u and table %u by three new ones",
+		      parts[0], parts[1], parts[2]);
 	kill(pid, SIGKILL);
 	waitpid(pid, &st, 0);
 	holder_pid = 0;
 	end = now_ms() + 5000;
-	while (rss_one(cl, &after) != 0 && now_ms() < end)
+	while (rss_one(cl, &after, wq_after) != 0 && now_ms() < end)
 		usleep(20000);
-	CHECK(rss_one(cl, &after) == 0, "the RSS object stayed after its "
-					"owner's SIGKILL");
+	CHECK(rss_one(cl, &after, wq_after) == 0,
+	      "the RSS object stayed after its owner's SIGKILL");
+	if (kernel) {
+		while (!hsets_back(x, base) && now_ms() < end)
+			usleep(20000);
+		CHECK(hsets_back(x, base),
+		      "the RSS object's flow, QP or table stayed in the "
+		      "context");
+	}
 	CHECK(domain_of(cl, &dom) == 0 && dom.used.rss_tables == 0,
 	      "the table stayed charged");
-	if (hw_mode == HW_MLX5)
-		CHECK(hw_wait_count("qp", qps_before, 5000) == qps_before,
-		      "the RSS QP stayed in the kernel");
+	CHECK(dom.unaccounted == 0, "%u objects unaccounted in the domain",
+	      dom.unaccounted);
 	printf(HW_NAME ": the holder's SIGKILL destroyed it by handle\n");
-	ibc_cq_destroy(cq);
+	CHECK(ibc_cq_destroy(cq) == 0, "the suite's CQ");
 	ibc_disconnect(cl);
 	fakesd_free(sd);
 	sd = NULL;
@@ -354,7 +468,7 @@ static int run(const char *bin)
 int main(int argc, char **argv)
 {
 	const char *bin = getenv("RDMABROKERD");
-	int ret = hw_init(argc, argv, hw_find_mlx5, &dev_name);
+	int ret = hw_init(argc, argv, hw_find_mlx5_eth, &dev_name);
 
 	if (ret)
 		return ret;

@@ -58,50 +58,6 @@ static const uint8_t key[IBC_RSS_KEY_LEN] = {
 	0xf2, 0x0c, 0x6a, 0x42, 0xb7, 0x3b, 0xbe, 0xac, 0x01, 0xfa,
 };
 
-/* The port's MAC, for the frames' destination. */
-static uint8_t mac[6];
-
-/* An mlx5 device whose port 1 is Ethernet, and its MAC in mac[]. */
-static const char *find_mlx5_eth(void)
-{
-	static char name[64];
-	struct ibv_device **list = ibv_get_device_list(NULL);
-
-	name[0] = '\0';
-	for (int i = 0; list && list[i] && !name[0]; i++) {
-		char path[IBV_SYSFS_PATH_MAX + 64];
-		struct ibv_context *ctx;
-		struct ibv_port_attr pa;
-		FILE *f;
-		int ok;
-
-		if (!hw_is_mlx5(list[i]))
-			continue;
-		ctx = ibv_open_device(list[i]);
-		ok = ctx && ibv_query_port(ctx, 1, &pa) == 0 &&
-		     pa.link_layer == IBV_LINK_LAYER_ETHERNET;
-		if (ctx)
-			ibv_close_device(ctx);
-		if (!ok)
-			continue;
-		/* The port's netdev: the one under the PCI function. */
-		snprintf(path, sizeof(path),
-			 "/bin/sh -c 'cat %s/device/net/*/address' 2>/dev/null",
-			 list[i]->ibdev_path);
-		f = popen(path, "r");
-		if (f &&
-		    fscanf(f, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &mac[0], &mac[1],
-			   &mac[2], &mac[3], &mac[4], &mac[5]) == 6)
-			snprintf(name, sizeof(name), "%s",
-				 ibv_get_device_name(list[i]));
-		if (f)
-			pclose(f);
-	}
-	if (list)
-		ibv_free_device_list(list);
-	return name[0] ? name : NULL;
-}
-
 static void flow_of(int i, struct ibc_flow *f)
 {
 	memset(f, 0, sizeof(*f));
@@ -271,7 +227,7 @@ static size_t frame(uint8_t *p, const uint8_t dst[6], int i)
 	return len;
 }
 
-/* A RAW_PACKET QP of this process's own sends every flow to mac[]. */
+/* A RAW_PACKET QP of this process's own sends every flow to hw_eth_mac[]. */
 static int send_flows(const char *dev)
 {
 	struct ibv_device **list = ibv_get_device_list(NULL);
@@ -310,8 +266,8 @@ static int send_flows(const char *dev)
 	CHECK(ibv_modify_qp(qp, &a, IBV_QP_STATE) == 0, "RTS");
 	for (int i = 0; i < FLOWS; i++) {
 		struct ibv_sge sge = { .addr = (uintptr_t)buf[i],
-				       .length =
-					       (uint32_t)frame(buf[i], mac, i),
+				       .length = (uint32_t)frame(buf[i],
+								 hw_eth_mac, i),
 				       .lkey = mr->lkey };
 		struct ibv_send_wr wr = { .wr_id = i,
 					  .sg_list = &sge,
@@ -399,7 +355,7 @@ int main(int argc, char **argv)
 	int flow;
 	FILE *f;
 
-	ret = hw_init(argc, argv, find_mlx5_eth, &dev);
+	ret = hw_init(argc, argv, hw_find_mlx5_eth, &dev);
 	if (ret)
 		return ret;
 	if (hw_mode == HW_OWN) {

@@ -146,6 +146,49 @@ const char *hw_find_mlx5(void)
 	return name[0] ? name : NULL;
 }
 
+uint8_t hw_eth_mac[6];
+
+const char *hw_find_mlx5_eth(void)
+{
+	static char name[64];
+	struct ibv_device **list = ibv_get_device_list(NULL);
+
+	name[0] = '\0';
+	for (int i = 0; list && list[i] && !name[0]; i++) {
+		char path[IBV_SYSFS_PATH_MAX + 64];
+		struct ibv_context *ctx;
+		struct ibv_port_attr pa;
+		FILE *f;
+		int ok;
+
+		if (!hw_is_mlx5(list[i]))
+			continue;
+		ctx = ibv_open_device(list[i]);
+		ok = ctx && ibv_query_port(ctx, 1, &pa) == 0 &&
+		     pa.link_layer == IBV_LINK_LAYER_ETHERNET;
+		if (ctx)
+			ibv_close_device(ctx);
+		if (!ok)
+			continue;
+		/* The port's netdev: the one under the PCI function. */
+		snprintf(path, sizeof(path),
+			 "/bin/sh -c 'cat %s/device/net/*/address' 2>/dev/null",
+			 list[i]->ibdev_path);
+		f = popen(path, "r");
+		if (f &&
+		    fscanf(f, "%hhx:%hhx:%hhx:%hhx:%hhx:%hhx", &hw_eth_mac[0],
+			   &hw_eth_mac[1], &hw_eth_mac[2], &hw_eth_mac[3],
+			   &hw_eth_mac[4], &hw_eth_mac[5]) == 6)
+			snprintf(name, sizeof(name), "%s",
+				 ibv_get_device_name(list[i]));
+		if (f)
+			pclose(f);
+	}
+	if (list)
+		ibv_free_device_list(list);
+	return name[0] ? name : NULL;
+}
+
 int hw_mkdir(const char *prefix)
 {
 	const char *tmp = getenv("TMPDIR");

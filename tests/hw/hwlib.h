@@ -119,6 +119,18 @@ bool hw_is_mlx5(struct ibv_device *dev);
  */
 const char *hw_find_mlx5(void);
 
+/* The MAC of hw_find_mlx5_eth()'s port 1 (the frames' destination). */
+extern uint8_t hw_eth_mac[6];
+
+/**
+ * hw_find_mlx5_eth() - The name of the first mlx5 device whose port 1 is
+ * Ethernet (RSS and flow rules need one), its MAC in hw_eth_mac.
+ *
+ * Return: the name (a static buffer), or NULL: the suite skips (77), as on
+ * an InfiniBand-only mlx5.
+ */
+const char *hw_find_mlx5_eth(void);
+
 /**
  * hw_mkdir() - Make the suite's directory ($TMPDIR, else /tmp,
  * /@prefix-XXXXXX) and the paths in it.

@@ -101,6 +101,106 @@ static int rss_part(struct restore *rs, struct client *c, struct obj_owner *ow,
 	return 0;
 }
 
+/* The most handles one kind's list gives (the kernel cuts it at 16383). */
+#define RSS_LIST_MAX 16384
+
+/* Whether the context's kernel lists @handle among its objects of @kind:
+ * 1, 0, or -errno when it cannot say (no list: the destroy's own kind
+ * check is then all there is). */
+static int rss_handle_listed(struct dctx *x, enum ibc_obj_kind kind,
+			     uint32_t handle)
+{
+	uint32_t *h = malloc(RSS_LIST_MAX * sizeof(*h));
+	int n, ret = 0;
+
+	if (!h)
+		return -ENOMEM;
+	n = x->dev->ctx_ops->handle_list(x->dc, kind, h, RSS_LIST_MAX);
+	if (n < 0)
+		ret = n;
+	for (int i = 0; i < n && ret == 0; i++)
+		ret = h[i] == handle;
+	free(h);
+	return ret;
+}
+
+/*
+ * Whether every part @m still names is listed by the context's kernel as
+ * an object of its kind: 1, 0, or -errno when the kernel cannot say. A
+ * part destroyed just before a SIGKILL, its record not yet rewritten,
+ * leaves a freed handle here, which the kernel gives to the next object
+ * made in the context (lowest free first): a record naming a handle the
+ * kernel does not list is stale, and none of its handles is to be
+ * trusted. Members cannot make flows (CAP_NET_RAW), so a listed flow is
+ * the RSS object's own.
+ */
+static int rss_parts_listed(struct dctx *x, const Rdmab__State__Rss *m)
+{
+	const uint64_t named[3] = { m->flow_object, m->qp_object,
+				    m->tbl_object };
+	const uint32_t handle[3] = { m->flow_handle, m->qp_handle,
+				     m->tbl_handle };
+	static const enum ibc_obj_kind kinds[3] = { IBC_OBJ_FLOW, IBC_OBJ_QP,
+						    IBC_OBJ_RWQ_IND_TBL };
+	int ret = 1;
+
+	for (int i = 0; i < 3 && ret == 1; i++)
+		if (named[i])
+			ret = rss_handle_listed(x, kinds[i], handle[i]);
+	return ret;
+}
+
+/*
+ * A record not adopted whose context came back: on verbs the parts it
+ * still names live on in the context's kernel state (the store and the
+ * members keep its descriptor open), the table pinning its WQs and the
+ * flow rule steering traffic, so they go by handle here, flow, QP then
+ * table as the kernel's use counts want; -ENOENT and -EIO are gone
+ * already. A record whose handles the kernel does not all list is stale
+ * (rss_parts_listed): nothing is destroyed by them. The soft device's
+ * parts died with the previous daemon, their kernel.
+ */
+static void rss_drop_named(struct dctx *x, const Rdmab__State__Rss *m,
+			   uint64_t id)
+{
+	static const enum ibc_obj_kind kinds[3] = { IBC_OBJ_FLOW, IBC_OBJ_QP,
+						    IBC_OBJ_RWQ_IND_TBL };
+	const uint64_t named[3] = { m->flow_object, m->qp_object,
+				    m->tbl_object };
+	struct rss_made made = {
+		.tbl_handle = m->tbl_handle,
+		.qp_handle = m->qp_handle,
+		.flow_handle = m->flow_handle,
+		.qp_num = m->qp_num,
+		.adopted = true,
+	};
+	int listed;
+
+	if (x->dev->broker_objects)
+		return;
+	listed = rss_parts_listed(x, m);
+	if (listed == 0) {
+		log_warn("RSS %" PRIu64 ": the kernel does not list every "
+			 "part its record names, nothing destroyed by its "
+			 "handles",
+			 id);
+		return;
+	}
+	for (int i = 0; i < 3; i++) {
+		struct why why = { 0 };
+		int ret;
+
+		if (!named[i])
+			continue;
+		ret = x->dev->ctx_ops->rss_destroy(x->dc, &made, kinds[i],
+						   &why);
+		if (ret < 0 && ret != -ENOENT && ret != -EIO)
+			log_warn("RSS %" PRIu64 ": its %s stays in the "
+				 "context: %s",
+				 id, obj_kind_name(kinds[i]), why.text);
+	}
+}
+
 static int restore_one(void *arg, const struct journal_rec *rec)
 {
 	struct restore *rs = arg;
@@ -132,12 +232,14 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 	 * object is not adopted below. */
 	x = state_ctx(rs->core, m->ctx_id);
 	/* Its owner is neither, or a part was going: it goes, as with its
-	 * owner's death. */
+	 * owner's death, with what the kernel still holds of it. */
 	if ((!c && !ow) || !x || !x->dc || (c && !dctx_conn_find(c, x->id)) ||
 	    !m->flow_object || !m->qp_object || !m->tbl_object) {
 		log_info("RSS %" PRIu64 ": its owner's session or context did "
 			 "not come back, not adopted",
 			 rec->key);
+		if (x && x->dc)
+			rss_drop_named(x, m, rec->key);
 		goto out;
 	}
 	if (m->key.len != RSS_KEY_LEN || m->addr.len != sizeof(r.match.addr)) {
@@ -159,6 +261,7 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 			log_info("RSS %" PRIu64 ": its WQ %" PRIu64 " did not "
 				 "come back, not adopted",
 				 rec->key, m->wqs[i]);
+			rss_drop_named(x, m, rec->key);
 			goto out;
 		}
 		wqh[i] = wqs[i]->handle;
@@ -190,6 +293,13 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 	at.qp_handle = m->qp_handle;
 	at.flow_handle = m->flow_handle;
 	at.qp_num = m->qp_num;
+	if (!x->dev->broker_objects && rss_parts_listed(x, m) == 0) {
+		log_warn("RSS %" PRIu64 ": the kernel does not list every "
+			 "part its record names (a SIGKILL between a destroy "
+			 "and its record), not adopted",
+			 rec->key);
+		goto out;
+	}
 	ret = x->dev->ctx_ops->rss_adopt(x->dc, &spec, &at, &r.made, &why);
 	if (ret < 0) {
 		ret = restore_fail(rs, ret, "RSS %" PRIu64 ": %s", r.id,
