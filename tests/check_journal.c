@@ -537,50 +537,6 @@ START_TEST(test_crc)
 }
 END_TEST
 
-/* A session's hold is written by hand (restart_hold_encode()): the bytes
- * are protobuf-c's own for the same SessionHold, zero fields left out,
- * and they read back. */
-START_TEST(test_hold_encoding)
-{
-	static const uint64_t ids[] = {
-		0, 1, 127, 128, 0xdeadbeefcafef00dull, UINT64_MAX
-	};
-	static const uint32_t opens[] = { 0, 1, 300, UINT32_MAX };
-	uint8_t ours[RESTART_HOLD_MAX], theirs[64];
-
-	for (size_t a = 0; a < 6; a++)
-		for (size_t b = 0; b < 6; b++)
-			for (size_t o = 0; o < 4; o++) {
-				Rdmab__State__SessionHold h =
-					RDMAB__STATE__SESSION_HOLD__INIT;
-				Rdmab__State__SessionHold *back;
-				size_t n;
-
-				h.client_id = ids[a];
-				h.ctx_id = ids[5 - b];
-				h.opens = opens[o];
-				h.import = ids[b];
-				n = restart_hold_encode(ours, h.client_id,
-							h.ctx_id, h.opens,
-							h.import);
-				ck_assert_uint_le(n, RESTART_HOLD_MAX);
-				ck_assert_uint_eq(
-					n, rdmab__state__session_hold__pack(
-						   &h, theirs));
-				ck_assert_mem_eq(ours, theirs, n);
-				back = rdmab__state__session_hold__unpack(
-					NULL, n, ours);
-				ck_assert_ptr_nonnull(back);
-				ck_assert_uint_eq(back->client_id, h.client_id);
-				ck_assert_uint_eq(back->ctx_id, h.ctx_id);
-				ck_assert_uint_eq(back->opens, h.opens);
-				ck_assert_uint_eq(back->import, h.import);
-				rdmab__state__session_hold__free_unpacked(back,
-									  NULL);
-			}
-}
-END_TEST
-
 START_TEST(test_fdstore_names)
 {
 	struct fdstore *s;
@@ -1547,7 +1503,6 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_compaction);
 	tcase_add_test(tc, test_failed_write_refuses);
 	tcase_add_test(tc, test_crc);
-	tcase_add_test(tc, test_hold_encoding);
 	tcase_add_test(tc, test_fdstore_names);
 	tcase_add_test(tc, test_fdstore_passed_kept);
 	tcase_add_test(tc, test_fdstore_passed_which);
