@@ -1002,6 +1002,109 @@ START_TEST(detached_owner_pid_reused)
 }
 END_TEST
 
+/* A session's holds on a context are slots (journal.h) since format 3:
+ * a context opened twice comes back opened twice, its count restored,
+ * and closed twice. */
+START_TEST(hold_count_kept)
+{
+	struct ibc_ctx *x, *x2;
+	struct ibc_cq *cq;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x2), 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ibc_close(x2);
+	/* Still held once: the session makes there. */
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ibc_close(x);
+	rig_free(&g);
+}
+END_TEST
+
+/* A previous daemon's state (format 2): its holds are SessionHold
+ * records, made here from this one's slots. */
+struct fmt2 {
+	struct journal *j;
+	uint64_t key;
+};
+
+static int fmt2_rec(void *arg, const struct journal_rec *r)
+{
+	struct fmt2 *f = arg;
+
+	ck_assert_int_eq(
+		journal_put_packed(f->j, r->kind, r->key, r->data, r->len), 0);
+	return 0;
+}
+
+static int fmt2_hold(void *arg, const struct journal_slot *sl)
+{
+	Rdmab__State__SessionHold h = RDMAB__STATE__SESSION_HOLD__INIT;
+	struct fmt2 *f = arg;
+
+	h.client_id = sl->id[0];
+	h.ctx_id = sl->id[1];
+	h.import = sl->id[2];
+	h.opens = sl->n;
+	ck_assert_int_eq(
+		journal_put(f->j, JOURNAL_SESSION_HOLD, ++f->key, &h.base), 0);
+	return 0;
+}
+
+/* An upgrade from the previous daemon: a state of format 2, whose holds
+ * are records, gives the sessions their contexts back. */
+START_TEST(format2_holds_restored)
+{
+	const uint32_t two = 2;
+	struct journal_view *v;
+	struct fmt2 f = { 0 };
+	struct ibc_ctx *x;
+	struct ibc_cq *cq, *cq2;
+	char why[256], name[64];
+	struct rig g;
+	int fd;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	fd = state_fd(&g);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	close(fd);
+	ck_assert_uint_gt(journal_view_count(v, JOURNAL_SLOTS), 0);
+	ck_assert_int_eq(journal_create(journal_view_gen(v) + 1, &f.j), 0);
+	for (uint32_t k = 1; k <= JOURNAL_KIND_MAX; k++)
+		if (k != JOURNAL_SLOTS)
+			ck_assert_int_eq(journal_each(v, k, fmt2_rec, &f), 0);
+	ck_assert_int_eq(journal_each_slot(v, fmt2_hold, &f), 0);
+	ck_assert_uint_eq(f.key, 1);
+	/* The header's format word follows its 8-byte magic. */
+	ck_assert_int_eq(pwrite(journal_fd(f.j), &two, sizeof(two), 8),
+			 (ssize_t)sizeof(two));
+	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(f.j));
+	ck_assert_int_eq(fakesd_plant(g.sd, name, journal_fd(f.j)), 0);
+	journal_free(f.j);
+	journal_view_free(v);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	/* The session holds its context again: it makes there. */
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq2), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq2), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ibc_close(x);
+	rig_free(&g);
+}
+END_TEST
+
 /* The domain with members (the rig's client's), as listed now. */
 static struct ibc_domain_info domain_now(struct rig *g)
 {
@@ -3502,6 +3605,8 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, request_read_not_stored_eagain);
 	tcase_add_test(tc, detached_owner_kept);
 	tcase_add_test(tc, detached_owner_pid_reused);
+	tcase_add_test(tc, hold_count_kept);
+	tcase_add_test(tc, format2_holds_restored);
 	tcase_add_test(tc, import_kept);
 	tcase_add_test(tc, restore_not_compacted);
 	tcase_add_test(tc, rekeyed_kept);
