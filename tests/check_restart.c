@@ -2483,13 +2483,18 @@ START_TEST(intent_open_at_kill)
 END_TEST
 
 /*
- * The committed state (tests/data/state-format2.bin), as today's writer
- * wrote it (`make state-fixture` writes it again): a session with its
- * context, a CQ, a DM and an XRCD open, and a detached owner's CQ, in a
- * journal of generation STATE_FIXTURE_GEN. A change of the state format
- * that an older state no longer reads through fails here.
+ * The committed states (tests/data/state-format<N>.bin), one per format,
+ * each as its day's writer wrote it (`make state-fixture` writes today's
+ * format's again): a session with its context, a CQ, a DM and an XRCD
+ * open, and a detached owner's CQ, in a journal of generation
+ * STATE_FIXTURE_GEN. A change of the state format that an older state no
+ * longer reads through fails here.
  */
-#define STATE_FIXTURE "state-format2.bin"
+static const char *const state_fixtures[] = {
+	"state-format2.bin",
+	/* J1: the holds as slots. */
+	"state-format3.bin",
+};
 #define STATE_FIXTURE_GEN 100
 
 /* Write the fixture to @path: the rig's daemon's state after the kill,
@@ -2569,11 +2574,13 @@ START_TEST(state_fixture_restores)
 	int fd;
 
 	if (out) {
-		state_fixture_write(out);
+		/* Once, today's. */
+		if (_i == 0)
+			state_fixture_write(out);
 		return;
 	}
 	ck_assert_ptr_nonnull(dir);
-	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FIXTURE);
+	snprintf(path, sizeof(path), "%s/%s", dir, state_fixtures[_i]);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
 	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
@@ -2585,6 +2592,10 @@ START_TEST(state_fixture_restores)
 	ck_assert_uint_eq(journal_view_count(v, JOURNAL_SESSION), 1);
 	ck_assert_uint_eq(journal_view_count(v, JOURNAL_OWNER), 1);
 	ck_assert_uint_ge(journal_view_count(v, JOURNAL_OBJECT), 2);
+	/* The session's hold: a record in format 2, a slot from 3 on. */
+	ck_assert_uint_eq(journal_view_count(v, _i ? JOURNAL_SLOTS :
+						     JOURNAL_SESSION_HOLD),
+			  1);
 	/* The DM family's records, and the XRCD family's (dm.h, xrcd.h:
 	 * a family's kinds are never renumbered). */
 	ck_assert_uint_gt(family_records(v, 16), 0);
@@ -3650,7 +3661,8 @@ static Suite *restart_suite(void)
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, state_fixture_restores);
+	tcase_add_loop_test(tc, state_fixture_restores, 0,
+			    sizeof(state_fixtures) / sizeof(state_fixtures[0]));
 	suite_add_tcase(s, tc);
 	return s;
 }
