@@ -34,10 +34,12 @@
 
 #include "daemon/families/family.h"
 #include "daemon/families/xrcd/xrcd.h"
+#include "daemon/restart/inflight.h"
 #include "daemon/restart/journal.h"
 #include "daemon/restart/restart.h"
 #include "include/ibclient.h"
 #include "proto/state.pb-c.h"
+#include "proto/wire.h"
 #include "tests/agent.h"
 #include "tests/cklib.h"
 #include "tests/fakesd.h"
@@ -729,6 +731,77 @@ START_TEST(request_read_not_stored_eagain)
 	/* Well before the client's 10 s timeout. */
 	ck_assert_msg(p.took < 8000, "took %lld ms", (long long)p.took);
 	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	rig_free(&g);
+}
+END_TEST
+
+static void pending_note(void *arg, uint64_t conn_id, uint64_t serial)
+{
+	++*(unsigned int *)arg;
+}
+
+/* Requests marked read and not answered in the stored in-flight tables. */
+static unsigned int stored_pending_now(struct rig *g)
+{
+	unsigned int n = 0;
+	char name[256];
+	int fd;
+
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, name, sizeof(name), &fd) == 0; i++) {
+		if (strncmp(name, "rb.inflight.", 12) == 0)
+			ck_assert_int_eq(inflight_scan(fd, pending_note, &n),
+					 0);
+		close(fd);
+	}
+	return n;
+}
+
+/* The same once it is @want, or at TL_WAIT_MS: the daemon clears a
+ * request's mark just after its reply went. */
+static unsigned int stored_pending(struct rig *g, unsigned int want)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	unsigned int n;
+
+	while ((n = stored_pending_now(g)) != want && tl_now_ms() < end)
+		tl_sleep_ms(20);
+	return n;
+}
+
+/*
+ * A request read whose reply waits in the daemon's queue (its client
+ * reads nothing, so its socket is full) is marked in the stored in-flight
+ * table (issue 25 item 3): the next daemon answers it EAGAIN. The mark is
+ * the connection's inline store at every request (conn_inflight_read()).
+ */
+START_TEST(inflight_marks_queued_reply)
+{
+	static uint8_t payload[16384];
+	const struct timeval tv = { .tv_usec = 200000 };
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct rig g;
+	int sock, ret = 0;
+
+	SKIP_WITHOUT_STATE(&g);
+	sock = tl_raw_connect(g.sock);
+	ck_assert_int_ge(sock, 0);
+	ck_assert_int_eq(tl_raw_hello(sock, 1), 0);
+	ck_assert_uint_eq(stored_pending(&g, 0), 0);
+	ck_assert_int_eq(
+		setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.body_case = RDMAB__REQUEST__BODY_PING;
+	req.ping.data = payload;
+	req.ping.len = sizeof(payload);
+	/* Until the daemon reads no more: its replies are queued. */
+	for (uint64_t serial = 2; serial < 100000 && ret == 0; serial++) {
+		req.serial = serial;
+		ret = tl_send_request(sock, &req, NULL, 0);
+	}
+	ck_assert_int_eq(ret, -EAGAIN);
+	ck_assert_uint_eq(stored_pending(&g, 1), 1);
+	close(sock);
 	rig_free(&g);
 }
 END_TEST
@@ -3614,6 +3687,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, client_dead_while_down);
 	tcase_add_test(tc, serials_never_reused);
 	tcase_add_test(tc, request_read_not_stored_eagain);
+	tcase_add_test(tc, inflight_marks_queued_reply);
 	tcase_add_test(tc, detached_owner_kept);
 	tcase_add_test(tc, detached_owner_pid_reused);
 	tcase_add_test(tc, hold_count_kept);
