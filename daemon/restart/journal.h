@@ -98,7 +98,8 @@ enum journal_kind {
 	JOURNAL_OWNER = 6,
 	/* Key: the context id: the soft device's records of a context. */
 	JOURNAL_SOFT_CTX = 7,
-	/* Key: a hold's own (SessionHold: a session's hold on a context). */
+	/* Key: a hold's own (SessionHold: a session's hold on a context):
+	 * format 2's; from format 3 on, holds are JOURNAL_SLOTS' slots. */
 	JOURNAL_SESSION_HOLD = 8,
 	/* Key: the object id: its JOURNAL_OBJECT record names an object
 	 * that stays in its context with no record of the registry. */

@@ -264,9 +264,9 @@ void restart_reply_sent(struct conn *c)
 void restart_request_done(struct conn *c, unsigned int body_case)
 {
 	switch (body_case) {
-	/* Its holds on contexts are records of their own
+	/* Its holds on contexts are slots of their own
 	 * (restart_hold_saved()): an open or a close of a context writes
-	 * one small record, not the whole session. */
+	 * a few words in place, not the whole session. */
 	case RDMAB__REQUEST__BODY_HELLO:
 		restart_session_save(c);
 		break;
