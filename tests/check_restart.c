@@ -1127,11 +1127,16 @@ static int fmt2_hold(void *arg, const struct journal_slot *sl)
 	h.opens = sl->n;
 	ck_assert_int_eq(
 		journal_put(f->j, JOURNAL_SESSION_HOLD, ++f->key, &h.base), 0);
+	/* And a record of no open, which no daemon wrote: no hold. */
+	h.opens = 0;
+	ck_assert_int_eq(
+		journal_put(f->j, JOURNAL_SESSION_HOLD, ++f->key, &h.base), 0);
 	return 0;
 }
 
 /* An upgrade from the previous daemon: a state of format 2, whose holds
- * are records, gives the sessions their contexts back. */
+ * are records, gives the sessions their contexts back; a record of no
+ * open is none (as a slot it would break the new journal). */
 START_TEST(format2_holds_restored)
 {
 	const uint32_t two = 2;
@@ -1158,7 +1163,7 @@ START_TEST(format2_holds_restored)
 		if (k != JOURNAL_SLOTS)
 			ck_assert_int_eq(journal_each(v, k, fmt2_rec, &f), 0);
 	ck_assert_int_eq(journal_each_slot(v, fmt2_hold, &f), 0);
-	ck_assert_uint_eq(f.key, 1);
+	ck_assert_uint_eq(f.key, 2);
 	/* The header's format word follows its 8-byte magic. */
 	ck_assert_int_eq(pwrite(journal_fd(f.j), &two, sizeof(two), 8),
 			 (ssize_t)sizeof(two));
@@ -1170,6 +1175,12 @@ START_TEST(format2_holds_restored)
 	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
 	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
 	/* The session holds its context again: it makes there. */
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq2), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq2), 0);
+	/* The new journal took it whole, and goes on. */
+	ck_assert_int_eq(tl_count_in_file(g.log, "the state journal failed"),
+			 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
 	ck_assert_int_eq(ibc_cq_create(x, 4, &cq2), 0);
 	ck_assert_int_eq(ibc_cq_destroy(cq2), 0);
 	ck_assert_int_eq(ibc_cq_destroy(cq), 0);

@@ -232,8 +232,12 @@ static int hold_collect(void *arg, const struct journal_rec *r)
 
 	/* Checked whole before (restart_state_check()). */
 	m = rdmab__state__session_hold__unpack(NULL, r->len, r->data);
-	if (!m)
+	/* No open is no hold (a slot's count is never 0: a bad record). */
+	if (!m || !m->opens) {
+		if (m)
+			rdmab__state__session_hold__free_unpacked(m, NULL);
 		return 0;
+	}
 	if (rc->n_holds == rc->cap_holds) {
 		size_t cap = rc->cap_holds ? rc->cap_holds * 2 : 64;
 		struct rhold *p = realloc(rc->holds, cap * sizeof(*p));
