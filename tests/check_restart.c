@@ -1033,6 +1033,20 @@ static int owner_start_moved(void *arg, const struct journal_rec *r)
 	return 0;
 }
 
+/* @j (taken) handed to the next daemon as the newest state, which it
+ * restores, not refuses. */
+static void state_plant_start(struct rig *g, struct journal *j)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(j));
+	ck_assert_int_eq(fakesd_plant(g->sd, name, journal_fd(j)), 0);
+	journal_free(j);
+	rig_start(g);
+	ck_assert_int_eq(ibc_ping(g->cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g->log, "starting clean"), 0);
+}
+
 /* A detached owner's process is known by its start time too: after a
  * restart whose state says the process under its pid started at another
  * time (the pid was reused while no daemon ran), the owner is dead and
@@ -1041,7 +1055,7 @@ START_TEST(detached_owner_pid_reused)
 {
 	struct owner_fault f = { 0 };
 	struct journal_view *v;
-	char why[256], name[64];
+	char why[256];
 	struct rig g;
 	int fd, st;
 
@@ -1060,13 +1074,8 @@ START_TEST(detached_owner_pid_reused)
 	ck_assert_int_eq(journal_each(v, JOURNAL_OWNER, owner_start_moved, &f),
 			 0);
 	ck_assert_uint_eq(f.moved, 1);
-	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(f.j));
-	ck_assert_int_eq(fakesd_plant(g.sd, name, journal_fd(f.j)), 0);
-	journal_free(f.j);
 	journal_view_free(v);
-	rig_start(&g);
-	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
-	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	state_plant_start(&g, f.j);
 	wait_all_gone(&g);
 	ck_assert_int_eq(kill(f.pid, 0), 0);
 	kill(f.pid, SIGKILL);
@@ -1144,7 +1153,7 @@ START_TEST(format2_holds_restored)
 	struct fmt2 f = { 0 };
 	struct ibc_ctx *x;
 	struct ibc_cq *cq, *cq2;
-	char why[256], name[64];
+	char why[256];
 	struct rig g;
 	int fd;
 
@@ -1167,13 +1176,8 @@ START_TEST(format2_holds_restored)
 	/* The header's format word follows its 8-byte magic. */
 	ck_assert_int_eq(pwrite(journal_fd(f.j), &two, sizeof(two), 8),
 			 (ssize_t)sizeof(two));
-	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(f.j));
-	ck_assert_int_eq(fakesd_plant(g.sd, name, journal_fd(f.j)), 0);
-	journal_free(f.j);
 	journal_view_free(v);
-	rig_start(&g);
-	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
-	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	state_plant_start(&g, f.j);
 	/* The session holds its context again: it makes there. */
 	ck_assert_int_eq(ibc_cq_create(x, 4, &cq2), 0);
 	ck_assert_int_eq(ibc_cq_destroy(cq2), 0);
