@@ -10,6 +10,7 @@
 
 #include <check.h>
 #include <errno.h>
+#include <inttypes.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -537,47 +538,236 @@ START_TEST(test_crc)
 }
 END_TEST
 
-/* A session's hold is written by hand (restart_hold_encode()): the bytes
- * are protobuf-c's own for the same SessionHold, zero fields left out,
- * and they read back. */
-START_TEST(test_hold_encoding)
+/* The held slots of a view, by their first id. */
+struct slots_seen {
+	size_t n;
+	struct journal_slot s[256];
+};
+
+static int slot_note(void *arg, const struct journal_slot *sl)
 {
-	static const uint64_t ids[] = {
-		0, 1, 127, 128, 0xdeadbeefcafef00dull, UINT64_MAX
-	};
-	static const uint32_t opens[] = { 0, 1, 300, UINT32_MAX };
-	uint8_t ours[RESTART_HOLD_MAX], theirs[64];
+	struct slots_seen *ss = arg;
 
-	for (size_t a = 0; a < 6; a++)
-		for (size_t b = 0; b < 6; b++)
-			for (size_t o = 0; o < 4; o++) {
-				Rdmab__State__SessionHold h =
-					RDMAB__STATE__SESSION_HOLD__INIT;
-				Rdmab__State__SessionHold *back;
-				size_t n;
+	ck_assert_uint_lt(ss->n, sizeof(ss->s) / sizeof(ss->s[0]));
+	ss->s[ss->n++] = *sl;
+	return 0;
+}
 
-				h.client_id = ids[a];
-				h.ctx_id = ids[5 - b];
-				h.opens = opens[o];
-				h.import = ids[b];
-				n = restart_hold_encode(ours, h.client_id,
-							h.ctx_id, h.opens,
-							h.import);
-				ck_assert_uint_le(n, RESTART_HOLD_MAX);
-				ck_assert_uint_eq(
-					n, rdmab__state__session_hold__pack(
-						   &h, theirs));
-				ck_assert_mem_eq(ours, theirs, n);
-				back = rdmab__state__session_hold__unpack(
-					NULL, n, ours);
-				ck_assert_ptr_nonnull(back);
-				ck_assert_uint_eq(back->client_id, h.client_id);
-				ck_assert_uint_eq(back->ctx_id, h.ctx_id);
-				ck_assert_uint_eq(back->opens, h.opens);
-				ck_assert_uint_eq(back->import, h.import);
-				rdmab__state__session_hold__free_unpacked(back,
-									  NULL);
-			}
+static const struct journal_slot *slot_of(const struct slots_seen *ss,
+					  uint64_t a)
+{
+	for (size_t i = 0; i < ss->n; i++)
+		if (ss->s[i].id[0] == a)
+			return &ss->s[i];
+	return NULL;
+}
+
+/* @j's held slots as a reader of its memfd finds them. */
+static void slots_read(const struct journal *j, struct slots_seen *ss)
+{
+	struct journal_view *v;
+	uint8_t *buf;
+	size_t len;
+
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	ss->n = 0;
+	ck_assert_int_eq(journal_each_slot(v, slot_note, ss), 0);
+	journal_view_free(v);
+	free(buf);
+}
+
+/* Where slot (@a, @a + 1000, @a + 2000) is in @buf: its ids' offset. */
+static size_t slot_find(const uint8_t *buf, size_t len, uint64_t a)
+{
+	const uint64_t ids[3] = { a, a + 1000, a + 2000 };
+
+	for (size_t off = 4096; off + 32 <= len; off += 8)
+		if (!memcmp(buf + off, ids, sizeof(ids)))
+			return off;
+	ck_abort_msg("slot %" PRIu64 " not in the memfd", a);
+	return 0;
+}
+
+/* @n slots, the first id @a0 on, counts 1 to 5; their numbers in @nums. */
+static void slots_add(struct journal *j, uint64_t a0, size_t n, uint32_t *nums)
+{
+	for (size_t k = 0; k < n; k++) {
+		uint64_t a = a0 + k;
+
+		ck_assert_int_eq(journal_slot_add(j, a, a + 1000, a + 2000,
+						  (uint32_t)(a % 5 + 1),
+						  &nums[k]),
+				 0);
+		ck_assert_uint_ne(nums[k], 0);
+	}
+}
+
+/* What @ss holds is slots 1 to @n of slots_add() but those @freed says,
+ * with their counts but @k7's, which is 7. */
+static void slots_expect(const struct slots_seen *ss, size_t n,
+			 bool (*freed)(uint64_t a), uint64_t k7)
+{
+	size_t want = 0;
+
+	for (uint64_t a = 1; a <= n; a++) {
+		const struct journal_slot *sl = slot_of(ss, a);
+
+		if (freed(a)) {
+			ck_assert_msg(!sl, "slot %" PRIu64 " freed is read", a);
+			continue;
+		}
+		want++;
+		ck_assert_msg(sl, "slot %" PRIu64 " held is not read", a);
+		ck_assert_uint_eq(sl->id[1], a + 1000);
+		ck_assert_uint_eq(sl->id[2], a + 2000);
+		ck_assert_uint_eq(sl->n, a == k7 ? 7 : a % 5 + 1);
+	}
+	ck_assert_uint_eq(ss->n, want);
+}
+
+static bool third(uint64_t a)
+{
+	return a % 3 == 0;
+}
+
+/*
+ * The holds' slots (journal_slot_*()): a reader finds every held slot
+ * with its ids and count, over blocks; a kill before a slot's word shows
+ * the slot as before; a word that fails its check refuses the state, a
+ * free slot's stale ids do not; a slot freed twice is handed out once;
+ * a compaction and a restore's copy keep each slot at its number and
+ * hand out free ones only; a state of format 2 reads without slots and
+ * is refused with one.
+ */
+START_TEST(test_slots)
+{
+	static struct slots_seen ss;
+	struct journal *j, *fresh;
+	struct journal_view *v = NULL;
+	uint32_t nums[100], more[3], none = 5;
+	uint8_t *buf, *copy;
+	size_t len, off;
+	char why[256];
+
+	ck_assert_int_eq(journal_slot_add(NULL, 1, 2, 3, 1, &none), 0);
+	ck_assert_uint_eq(none, 0);
+	ck_assert_int_eq(journal_create(2, &j), 0);
+	ck_assert_int_eq(put_val(j, 1, 11), 0);
+	/* Two blocks (64 slots each), a third of them freed again. */
+	slots_add(j, 1, 100, nums);
+	for (uint64_t a = 3; a <= 100; a += 3)
+		journal_slot_free(j, nums[a - 1]);
+	ck_assert_int_eq(journal_slot_count(j, nums[0], 7), 0);
+	slots_read(j, &ss);
+	slots_expect(&ss, 100, third, 1);
+
+	/* A kill before the word of an add into a slot freed before: its
+	 * new ids are in, its word still 0. */
+	ck_assert_int_eq(journal_slot_add(j, 500, 1500, 2500, 2, &more[0]), 0);
+	buf = snap(j, &len);
+	off = slot_find(buf, len, 500);
+	memset(buf + off + 24, 0, 8);
+	v = read_buf(buf, len);
+	ss.n = 0;
+	ck_assert_int_eq(journal_each_slot(v, slot_note, &ss), 0);
+	slots_expect(&ss, 100, third, 1);
+	journal_view_free(v);
+
+	/* Any byte of a held slot flipped (its word's too): refused. A
+	 * free slot's ids are not read. */
+	copy = malloc(len);
+	ck_assert_ptr_nonnull(copy);
+	for (size_t i = 0; i < 32; i++) {
+		memcpy(copy, buf, len);
+		copy[slot_find(buf, len, 1) + i] ^= 0x5a;
+		v = NULL;
+		ck_assert_int_eq(journal_read(copy, len, &v, why, sizeof(why)),
+				 -EBADMSG);
+		ck_assert_ptr_nonnull(strstr(why, "fails its check"));
+	}
+	memcpy(copy, buf, len);
+	copy[slot_find(buf, len, 3)] ^= 0x5a;
+	v = read_buf(copy, len);
+	journal_view_free(v);
+	/* A free slot's word set: no kill's. */
+	memcpy(copy, buf, len);
+	copy[slot_find(buf, len, 3) + 24] = 1;
+	ck_assert_int_eq(journal_read(copy, len, &v, why, sizeof(why)),
+			 -EBADMSG);
+	/* A block of slots in a state of format 2, which had none. */
+	memcpy(copy, buf, len);
+	copy[8] = 2;
+	ck_assert_int_eq(journal_read(copy, len, &v, why, sizeof(why)),
+			 -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(why, "block of slots"));
+	free(copy);
+	free(buf);
+	journal_slot_free(j, more[0]);
+
+	/* Freed twice, a slot is handed out once. */
+	journal_slot_free(j, nums[1]);
+	journal_slot_free(j, nums[1]);
+	ck_assert_int_eq(journal_slot_add(j, 600, 1600, 2600, 1, &more[0]), 0);
+	ck_assert_int_eq(journal_slot_add(j, 700, 1700, 2700, 1, &more[1]), 0);
+	ck_assert_uint_ne(more[0], more[1]);
+	slots_read(j, &ss);
+	ck_assert_ptr_nonnull(slot_of(&ss, 600));
+	ck_assert_ptr_nonnull(slot_of(&ss, 700));
+	journal_slot_free(j, more[0]);
+	journal_slot_free(j, more[1]);
+	ck_assert_int_eq(journal_slot_add(j, 2, 1002, 2002, 3, &nums[1]), 0);
+
+	/* Compacted: the same slots at the same numbers; the free ones
+	 * only are handed out. */
+	ck_assert_int_eq(journal_compact(j, &fresh), 0);
+	journal_free(j);
+	j = fresh;
+	slots_read(j, &ss);
+	slots_expect(&ss, 100, third, 1);
+	slots_add(j, 200, 3, more);
+	for (size_t k = 0; k < 3; k++)
+		for (size_t i = 0; i < 100; i++)
+			if (!third(i + 1))
+				ck_assert_uint_ne(more[k], nums[i]);
+	for (size_t k = 0; k < 3; k++)
+		journal_slot_free(j, more[k]);
+	ck_assert_int_eq(journal_slot_count(j, nums[0], 7), 0);
+	journal_slot_free(j, nums[3]);
+	slots_read(j, &ss);
+	ck_assert_ptr_null(slot_of(&ss, 4));
+	ck_assert_uint_eq(slot_of(&ss, 1)->n, 7);
+	ck_assert_int_eq(journal_slot_add(j, 4, 1004, 2004, 5, &nums[3]), 0);
+
+	/* A restore's journal from the view: the same again. */
+	buf = snap(j, &len);
+	v = read_buf(buf, len);
+	ck_assert_int_eq(journal_from_view(v, 9, &fresh), 0);
+	journal_view_free(v);
+	free(buf);
+	slots_read(fresh, &ss);
+	slots_expect(&ss, 100, third, 1);
+	ck_assert_int_eq(journal_slot_count(fresh, nums[4], 7), 0);
+	slots_read(fresh, &ss);
+	ck_assert_uint_eq(slot_of(&ss, 5)->n, 7);
+	journal_free(fresh);
+
+	/* A count of 0, or a slot not held: the journal is broken. */
+	ck_assert_int_eq(journal_slot_count(j, nums[2], 1), -EINVAL);
+	ck_assert(journal_broken(j));
+	ck_assert_int_eq(journal_slot_add(j, 9, 9, 9, 1, &more[0]), -EIO);
+	journal_free(j);
+
+	/* Format 2 without slots: read. */
+	ck_assert_int_eq(journal_create(3, &j), 0);
+	ck_assert_int_eq(put_val(j, 1, 11), 0);
+	buf = snap(j, &len);
+	buf[8] = 2;
+	v = read_buf(buf, len);
+	ck_assert_int_eq(val_of(v, 1), 11);
+	journal_view_free(v);
+	free(buf);
+	journal_free(j);
 }
 END_TEST
 
@@ -1541,13 +1731,13 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_roundtrip);
 	tcase_add_test(tc, test_kill_inside_transaction);
 	tcase_add_test(tc, test_retract);
+	tcase_add_test(tc, test_slots);
 	tcase_add_test(tc, test_record_pack);
 	tcase_add_test(tc, test_corrupt_and_cut);
 	tcase_add_test(tc, test_refuses_unknown);
 	tcase_add_test(tc, test_compaction);
 	tcase_add_test(tc, test_failed_write_refuses);
 	tcase_add_test(tc, test_crc);
-	tcase_add_test(tc, test_hold_encoding);
 	tcase_add_test(tc, test_fdstore_names);
 	tcase_add_test(tc, test_fdstore_passed_kept);
 	tcase_add_test(tc, test_fdstore_passed_which);

@@ -35,10 +35,12 @@
 #include "daemon/families/family.h"
 #include "daemon/families/xrcd/xrcd.h"
 #include "daemon/registry/objects.h"
+#include "daemon/restart/inflight.h"
 #include "daemon/restart/journal.h"
 #include "daemon/restart/restart.h"
 #include "include/ibclient.h"
 #include "proto/state.pb-c.h"
+#include "proto/wire.h"
 #include "tests/agent.h"
 #include "tests/cklib.h"
 #include "tests/fakesd.h"
@@ -740,6 +742,77 @@ START_TEST(request_read_not_stored_eagain)
 }
 END_TEST
 
+static void pending_note(void *arg, uint64_t conn_id, uint64_t serial)
+{
+	++*(unsigned int *)arg;
+}
+
+/* Requests marked read and not answered in the stored in-flight tables. */
+static unsigned int stored_pending_now(struct rig *g)
+{
+	unsigned int n = 0;
+	char name[256];
+	int fd;
+
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, name, sizeof(name), &fd) == 0; i++) {
+		if (strncmp(name, "rb.inflight.", 12) == 0)
+			ck_assert_int_eq(inflight_scan(fd, pending_note, &n),
+					 0);
+		close(fd);
+	}
+	return n;
+}
+
+/* The same once it is @want, or at TL_WAIT_MS: the daemon clears a
+ * request's mark just after its reply went. */
+static unsigned int stored_pending(struct rig *g, unsigned int want)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	unsigned int n;
+
+	while ((n = stored_pending_now(g)) != want && tl_now_ms() < end)
+		tl_sleep_ms(20);
+	return n;
+}
+
+/*
+ * A request read whose reply waits in the daemon's queue (its client
+ * reads nothing, so its socket is full) is marked in the stored in-flight
+ * table (issue 25 item 3): the next daemon answers it EAGAIN. The mark is
+ * the connection's inline store at every request (conn_inflight_read()).
+ */
+START_TEST(inflight_marks_queued_reply)
+{
+	static uint8_t payload[16384];
+	const struct timeval tv = { .tv_usec = 200000 };
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	struct rig g;
+	int sock, ret = 0;
+
+	SKIP_WITHOUT_STATE(&g);
+	sock = tl_raw_connect(g.sock);
+	ck_assert_int_ge(sock, 0);
+	ck_assert_int_eq(tl_raw_hello(sock, 1), 0);
+	ck_assert_uint_eq(stored_pending(&g, 0), 0);
+	ck_assert_int_eq(
+		setsockopt(sock, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.body_case = RDMAB__REQUEST__BODY_PING;
+	req.ping.data = payload;
+	req.ping.len = sizeof(payload);
+	/* Until the daemon reads no more: its replies are queued. */
+	for (uint64_t serial = 2; serial < 100000 && ret == 0; serial++) {
+		req.serial = serial;
+		ret = tl_send_request(sock, &req, NULL, 0);
+	}
+	ck_assert_int_eq(ret, -EAGAIN);
+	ck_assert_uint_eq(stored_pending(&g, 1), 1);
+	close(sock);
+	rig_free(&g);
+}
+END_TEST
+
 /* The soft device's QP numbers and MR keys: what a restart remakes
  * keeps its own, and none handed out before the restart (of an object
  * destroyed since, or alive) is handed out again after it. */
@@ -1021,6 +1094,20 @@ static int owner_edit_one(void *arg, const struct journal_rec *r)
 	return 0;
 }
 
+/* @j (taken) handed to the next daemon as the newest state, which it
+ * restores, not refuses. */
+static void state_plant_start(struct rig *g, struct journal *j)
+{
+	char name[64];
+
+	snprintf(name, sizeof(name), "rb.state.%" PRIu64, journal_gen(j));
+	ck_assert_int_eq(fakesd_plant(g->sd, name, journal_fd(j)), 0);
+	journal_free(j);
+	rig_start(g);
+	ck_assert_int_eq(ibc_ping(g->cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g->log, "starting clean"), 0);
+}
+
 /* While no daemon runs: the next generation of the stored state, with
  * the owner record of process @pid changed by @edit, planted (the
  * newest state is the one read). */
@@ -1081,6 +1168,115 @@ START_TEST(detached_owner_pid_reused)
 	ck_assert_int_eq(kill(pid, 0), 0);
 	kill(pid, SIGKILL);
 	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
+	rig_free(&g);
+}
+END_TEST
+
+/* A session's holds on a context are slots (journal.h) since format 3:
+ * a context opened twice comes back opened twice, its count restored,
+ * and closed twice. */
+START_TEST(hold_count_kept)
+{
+	struct ibc_ctx *x, *x2;
+	struct ibc_cq *cq;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x2), 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ibc_close(x2);
+	/* Still held once: the session makes there. */
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ibc_close(x);
+	rig_free(&g);
+}
+END_TEST
+
+/* A previous daemon's state (format 2): its holds are SessionHold
+ * records, made here from this one's slots. */
+struct fmt2 {
+	struct journal *j;
+	uint64_t key;
+};
+
+static int fmt2_rec(void *arg, const struct journal_rec *r)
+{
+	struct fmt2 *f = arg;
+
+	ck_assert_int_eq(
+		journal_put_packed(f->j, r->kind, r->key, r->data, r->len), 0);
+	return 0;
+}
+
+static int fmt2_hold(void *arg, const struct journal_slot *sl)
+{
+	Rdmab__State__SessionHold h = RDMAB__STATE__SESSION_HOLD__INIT;
+	struct fmt2 *f = arg;
+
+	h.client_id = sl->id[0];
+	h.ctx_id = sl->id[1];
+	h.import = sl->id[2];
+	h.opens = sl->n;
+	ck_assert_int_eq(
+		journal_put(f->j, JOURNAL_SESSION_HOLD, ++f->key, &h.base), 0);
+	/* And a record of no open, which no daemon wrote: no hold. */
+	h.opens = 0;
+	ck_assert_int_eq(
+		journal_put(f->j, JOURNAL_SESSION_HOLD, ++f->key, &h.base), 0);
+	return 0;
+}
+
+/* An upgrade from the previous daemon: a state of format 2, whose holds
+ * are records, gives the sessions their contexts back; a record of no
+ * open is none (as a slot it would break the new journal). */
+START_TEST(format2_holds_restored)
+{
+	const uint32_t two = 2;
+	struct journal_view *v;
+	struct fmt2 f = { 0 };
+	struct ibc_ctx *x;
+	struct ibc_cq *cq, *cq2;
+	char why[256];
+	struct rig g;
+	int fd;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	fd = state_fd(&g);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
+	close(fd);
+	ck_assert_uint_gt(journal_view_count(v, JOURNAL_SLOTS), 0);
+	ck_assert_int_eq(journal_create(journal_view_gen(v) + 1, &f.j), 0);
+	for (uint32_t k = 1; k <= JOURNAL_KIND_MAX; k++)
+		if (k != JOURNAL_SLOTS)
+			ck_assert_int_eq(journal_each(v, k, fmt2_rec, &f), 0);
+	ck_assert_int_eq(journal_each_slot(v, fmt2_hold, &f), 0);
+	ck_assert_uint_eq(f.key, 2);
+	/* The header's format word follows its 8-byte magic. */
+	ck_assert_int_eq(pwrite(journal_fd(f.j), &two, sizeof(two), 8),
+			 (ssize_t)sizeof(two));
+	journal_view_free(v);
+	state_plant_start(&g, f.j);
+	/* The session holds its context again: it makes there. */
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq2), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq2), 0);
+	/* The new journal took it whole, and goes on. */
+	ck_assert_int_eq(tl_count_in_file(g.log, "the state journal failed"),
+			 0);
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq2), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq2), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	ibc_close(x);
 	rig_free(&g);
 }
 END_TEST
@@ -2463,13 +2659,18 @@ START_TEST(intent_open_at_kill)
 END_TEST
 
 /*
- * The committed state (tests/data/state-format2.bin), as today's writer
- * wrote it (`make state-fixture` writes it again): a session with its
- * context, a CQ, a DM and an XRCD open, and a detached owner's CQ, in a
- * journal of generation STATE_FIXTURE_GEN. A change of the state format
- * that an older state no longer reads through fails here.
+ * The committed states (tests/data/state-format<N>.bin), one per format,
+ * each as its day's writer wrote it (`make state-fixture` writes today's
+ * format's again): a session with its context, a CQ, a DM and an XRCD
+ * open, and a detached owner's CQ, in a journal of generation
+ * STATE_FIXTURE_GEN. A change of the state format that an older state no
+ * longer reads through fails here.
  */
-#define STATE_FIXTURE "state-format2.bin"
+static const char *const state_fixtures[] = {
+	"state-format2.bin",
+	/* J1: the holds as slots. */
+	"state-format3.bin",
+};
 #define STATE_FIXTURE_GEN 100
 
 /* Write the fixture to @path: the rig's daemon's state after the kill,
@@ -2549,11 +2750,13 @@ START_TEST(state_fixture_restores)
 	int fd;
 
 	if (out) {
-		state_fixture_write(out);
+		/* Once, today's. */
+		if (_i == 0)
+			state_fixture_write(out);
 		return;
 	}
 	ck_assert_ptr_nonnull(dir);
-	snprintf(path, sizeof(path), "%s/%s", dir, STATE_FIXTURE);
+	snprintf(path, sizeof(path), "%s/%s", dir, state_fixtures[_i]);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
 	ck_assert_int_eq(journal_read_fd(fd, &v, why, sizeof(why)), 0);
@@ -2565,6 +2768,10 @@ START_TEST(state_fixture_restores)
 	ck_assert_uint_eq(journal_view_count(v, JOURNAL_SESSION), 1);
 	ck_assert_uint_eq(journal_view_count(v, JOURNAL_OWNER), 1);
 	ck_assert_uint_ge(journal_view_count(v, JOURNAL_OBJECT), 2);
+	/* The session's hold: a record in format 2, a slot from 3 on. */
+	ck_assert_uint_eq(journal_view_count(v, _i ? JOURNAL_SLOTS :
+						     JOURNAL_SESSION_HOLD),
+			  1);
 	/* The DM family's records, and the XRCD family's (dm.h, xrcd.h:
 	 * a family's kinds are never renumbered). */
 	ck_assert_uint_gt(family_records(v, 16), 0);
@@ -3765,8 +3972,11 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, client_dead_while_down);
 	tcase_add_test(tc, serials_never_reused);
 	tcase_add_test(tc, request_read_not_stored_eagain);
+	tcase_add_test(tc, inflight_marks_queued_reply);
 	tcase_add_test(tc, detached_owner_kept);
 	tcase_add_test(tc, detached_owner_pid_reused);
+	tcase_add_test(tc, hold_count_kept);
+	tcase_add_test(tc, format2_holds_restored);
 	tcase_add_test(tc, import_kept);
 	tcase_add_test(tc, restore_not_compacted);
 	tcase_add_test(tc, rekeyed_kept);
@@ -3815,7 +4025,8 @@ static Suite *restart_suite(void)
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");
 	tcase_set_timeout(tc, 60);
-	tcase_add_test(tc, state_fixture_restores);
+	tcase_add_loop_test(tc, state_fixture_restores, 0,
+			    sizeof(state_fixtures) / sizeof(state_fixtures[0]));
 	suite_add_tcase(s, tc);
 	return s;
 }

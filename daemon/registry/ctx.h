@@ -102,8 +102,8 @@ struct conn_ctx {
 	unsigned int opens;
 	/* The device's name for this session's import (import_open). */
 	uint64_t import;
-	/* Its record in the state journal (restart_hold_saved()); 0: none. */
-	uint64_t hold_key;
+	/* Its slot in the state journal (restart_hold_saved()); 0: none. */
+	uint32_t hold_slot;
 };
 
 /* The context @id that @c's session has open; NULL otherwise. */

@@ -33,10 +33,27 @@
  * "complete" word is stored last); so the log holds at most about 2x the
  * live state.
  *
+ * Slots (format 3): what changes at nearly every request and stands for
+ * nothing else (a session's hold on a context, made at an open and gone
+ * at its close) is no record of the log but a fixed slot of 32 bytes in
+ * a block record (JOURNAL_SLOTS), written in place: three ids, then one
+ * aligned 8-byte word, stored last, holding a count (at least 1) and a
+ * check of the ids and the count (journal.c's slot_word()); 0 is a free
+ * slot. A kill leaves the
+ * word as it was or as it is, so the slot is its old value or its new
+ * one; the check catches what is not a kill. The block's own CRC covers
+ * its header only. A slot's store shows at once, so a slot goes with no
+ * transaction: its user writes it where its change is whole (after the
+ * records it names, before they go). Blocks are added when no slot is
+ * free and never removed: the log holds as many slots as were ever held
+ * at once (a few per session), which a compaction copies as they are.
+ *
  * Versioning: the file header carries JOURNAL_FORMAT; a record's bytes
  * are a protobuf message, so a newer daemon reads an older one's records
  * (missing fields read as their defaults) and an older daemon refuses a
- * format it does not know.
+ * format it does not know. This daemon reads formats
+ * JOURNAL_FORMAT_OLDEST to JOURNAL_FORMAT (2: no slots, its holds are
+ * JOURNAL_SESSION_HOLD records).
  *
  * journal_put() and friends take a NULL journal (restart off, or exiting
  * for the next daemon) and then do nothing.
@@ -50,7 +67,8 @@
 
 #include <protobuf-c/protobuf-c.h>
 
-#define JOURNAL_FORMAT 2
+#define JOURNAL_FORMAT 3
+#define JOURNAL_FORMAT_OLDEST 2
 /* Bytes the log may grow past twice the last compaction's. */
 #define JOURNAL_SLACK (1u << 20)
 /* The largest record, and the largest memfd. */
@@ -81,11 +99,17 @@ enum journal_kind {
 	JOURNAL_OWNER = 6,
 	/* Key: the context id: the soft device's records of a context. */
 	JOURNAL_SOFT_CTX = 7,
-	/* Key: a hold's own (SessionHold: a session's hold on a context). */
+	/* Key: a hold's own (SessionHold: a session's hold on a context):
+	 * format 2's; from format 3 on, holds are JOURNAL_SLOTS' slots. */
 	JOURNAL_SESSION_HOLD = 8,
 	/* Key: the object id: its JOURNAL_OBJECT record names an object
 	 * that stays in its context with no record of the registry. */
 	JOURNAL_UNNAMED = 9,
+	/* Key: the block's number (from 0, each one more): a block of
+	 * JOURNAL_SLOT_BLOCK slots written in place (journal_slot_*()):
+	 * the sessions' holds on contexts (restart.c: ids client, context,
+	 * import; count the opens). Format 3 on. */
+	JOURNAL_SLOTS = 10,
 	/* 16 and up: the families' own kinds, JOURNAL_FAMILY_KINDS from
 	 * each family's journal_first (family.h; families_init() checks
 	 * that no two ranges meet). */
@@ -94,7 +118,18 @@ enum journal_kind {
 	JOURNAL_KIND_MAX = 255,
 };
 
+/* Slots per block, and blocks at most (4 M slots). */
+#define JOURNAL_SLOT_BLOCK 64u
+#define JOURNAL_SLOT_BLOCKS_MAX (1u << 16)
+
 struct journal;
+
+/* A slot's value as a reader found it: ids fixed while it is held, and
+ * its count (at least 1). */
+struct journal_slot {
+	uint64_t id[3];
+	uint32_t n;
+};
 
 /* One live record as a reader found it: @data (of @len bytes) points into
  * the reader's buffer, valid until journal_view_free(). */
@@ -176,10 +211,27 @@ void journal_commit(struct journal *j);
 bool journal_broken(const struct journal *j);
 
 /*
+ * Slots (see above). journal_slot_add() takes a free slot (adding a block
+ * record when none is), writes its ids @a, @b, @c and count @n, the word
+ * last, and gives its
+ * number (never 0) in *@ret: 0 or journal_put()'s errors. A NULL journal
+ * gives slot 0, which the others take and do nothing with.
+ * journal_slot_count() changes a held slot's count, its ids as added: one
+ * store. journal_slot_free() frees it: one store; a free slot stays
+ * free. @n at least 1 (-EINVAL, as a slot not held). Not inside a
+ * transaction: the store shows at once.
+ */
+int journal_slot_add(struct journal *j, uint64_t a, uint64_t b, uint64_t c,
+		     uint32_t n, uint32_t *ret);
+int journal_slot_count(struct journal *j, uint32_t slot, uint32_t n);
+void journal_slot_free(struct journal *j, uint32_t slot);
+
+/*
  * The reader: the state in @len bytes at @buf (a journal's memfd, mapped).
  * 0 with *@ret set, or -EBADMSG with the reason in @why: bad magic,
  * unknown format, a record that runs past the end or whose CRC is wrong,
- * a kind beyond JOURNAL_KIND_MAX. Never reads outside @buf. The view
+ * a kind beyond JOURNAL_KIND_MAX, a held slot that fails its check.
+ * Never reads outside @buf. The view
  * copies what it keeps.
  */
 int journal_read(const uint8_t *buf, size_t len, struct journal_view **ret,
@@ -203,6 +255,11 @@ int journal_find(const struct journal_view *v, uint32_t kind, uint64_t key,
  * the next write): 0, or -ENOENT. */
 int journal_get(const struct journal *j, uint32_t kind, uint64_t key,
 		struct journal_rec *ret);
+/* Call @fn for each held slot of @v, by block and place; a negative
+ * return stops the walk and is returned. */
+int journal_each_slot(const struct journal_view *v,
+		      int (*fn)(void *arg, const struct journal_slot *s),
+		      void *arg);
 /* journal_read() of the file @fd (borrowed): a stored state. */
 int journal_read_fd(int fd, struct journal_view **ret, char *why,
 		    size_t why_len);

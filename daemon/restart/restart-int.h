@@ -58,8 +58,6 @@ struct restart {
 	uint64_t id_mark[RESTART_IDS];
 	/* The same for each device's serials (device_ops.serials_get). */
 	struct device_serials serial_mark[DEVICE_MAX];
-	/* The last SessionHold record's key handed out this generation. */
-	uint64_t hold_keys;
 	struct event *compact_ev;
 	/* Requests read and not answered (inflight.h). */
 	struct inflight *inflight;

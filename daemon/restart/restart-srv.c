@@ -196,6 +196,8 @@ void restart_conn_opened(struct conn *c)
 		return;
 	c->inflight_slot =
 		inflight_take(c->cl.core->restart->inflight, c->cl.id);
+	if (c->inflight_slot >= 0)
+		c->inflight = c->cl.core->restart->inflight;
 	restart_fd_name(name, sizeof(name), "conn", c->cl.id);
 	ret = fdstore_put(st, name, c->fd);
 	if (ret < 0) {
@@ -216,6 +218,7 @@ void restart_conn_closed(struct conn *c)
 		return;
 	inflight_put(core->restart->inflight, c->inflight_slot);
 	c->inflight_slot = -1;
+	c->inflight = NULL;
 	restart_fd_name(name, sizeof(name), "conn", c->cl.id);
 	fdstore_remove(core->restart->store, name);
 	restart_after_write(
@@ -255,26 +258,17 @@ void restart_session_save(struct conn *c)
 					      c->cl.id, &s.base));
 }
 
-void restart_request_read(struct conn *c, uint64_t serial)
-{
-	if (c->inflight_slot >= 0)
-		inflight_read(c->cl.core->restart->inflight, c->inflight_slot,
-			      serial);
-}
-
 void restart_reply_sent(struct conn *c)
 {
-	if (c->inflight_slot >= 0 && TAILQ_EMPTY(&c->outq))
-		inflight_answered(c->cl.core->restart->inflight,
-				  c->inflight_slot);
+	conn_inflight_sent(c);
 }
 
 void restart_request_done(struct conn *c, unsigned int body_case)
 {
 	switch (body_case) {
-	/* Its holds on contexts are records of their own
+	/* Its holds on contexts are slots of their own
 	 * (restart_hold_saved()): an open or a close of a context writes
-	 * one small record, not the whole session. */
+	 * a few words in place, not the whole session. */
 	case RDMAB__REQUEST__BODY_HELLO:
 		restart_session_save(c);
 		break;

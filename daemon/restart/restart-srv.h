@@ -49,8 +49,8 @@ void restart_conn_closed(struct conn *c);
 /* Hello: the session's record (its holds on contexts are records of
  * their own, restart_hold_saved()). */
 void restart_session_save(struct conn *c);
-/* @c read request @serial; its reply went (the queue is empty). */
-void restart_request_read(struct conn *c, uint64_t serial);
+/* @c's replies went (its queue drained): conn_inflight_sent(), the
+ * connections' hook (a request's own are conn.h's, inline). */
 void restart_reply_sent(struct conn *c);
 /* Request @body_case of @c succeeded: what it changed of the session. */
 void restart_request_done(struct conn *c, unsigned int body_case);

@@ -395,78 +395,34 @@ void restart_ctx_closed(struct core *core, const struct dctx *x)
 		core, journal_del(core->restart->j, JOURNAL_CONTEXT, x->id));
 }
 
-/* SessionHold's fields as protobuf's wire format has them, each left out
- * when 0 as proto3 does: a fixed64 (wire type 1, little-endian) and a
- * varint (wire type 0). */
-static size_t hold_fixed64(uint8_t *p, unsigned int field, uint64_t v)
-{
-	uint64_t le = htole64(v);
-
-	if (!v)
-		return 0;
-	p[0] = (uint8_t)(field << 3 | 1);
-	memcpy(p + 1, &le, sizeof(le));
-	return 9;
-}
-
-static size_t hold_varint(uint8_t *p, unsigned int field, uint64_t v)
-{
-	size_t n = 0;
-
-	if (!v)
-		return 0;
-	p[n++] = (uint8_t)(field << 3);
-	while (v >= 0x80) {
-		p[n++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	p[n++] = (uint8_t)v;
-	return n;
-}
-
-/* Inlined where a hold is saved, at every open and close: a call of its
- * own was a tenth of what the journal costs the pair. */
-static inline __attribute__((always_inline)) size_t
-hold_encode(uint8_t *buf, uint64_t client_id, uint64_t ctx_id, uint32_t opens,
-	    uint64_t import)
-{
-	size_t n = hold_fixed64(buf, 1, client_id);
-
-	n += hold_fixed64(buf + n, 2, ctx_id);
-	n += hold_varint(buf + n, 3, opens);
-	n += hold_varint(buf + n, 4, import);
-	return n;
-}
-
-size_t restart_hold_encode(uint8_t *buf, uint64_t client_id, uint64_t ctx_id,
-			   uint32_t opens, uint64_t import)
-{
-	return hold_encode(buf, client_id, ctx_id, opens, import);
-}
-
+/* A session's hold is a slot (journal.h), not a record: a record was
+ * most of what the journal cost an open and close (P2, J1): a slot is
+ * written by a few stores, and freed by one. */
 void restart_hold_saved(struct core *core, uint64_t client_id,
 			struct conn_ctx *cc)
 {
-	struct journal *j = restart_journal(core);
-	uint8_t buf[RESTART_HOLD_MAX];
-	size_t len;
+	/* restart_journal(), inline: the sink is set only with restart. */
+	struct journal *j = core->restart->handoff ? NULL : core->restart->j;
+	int ret;
 
 	if (!j)
 		return;
-	if (!cc->hold_key)
-		cc->hold_key = ++core->restart->hold_keys;
-	len = hold_encode(buf, client_id, cc->ctx->id, cc->opens, cc->import);
-	restart_after_write(core, journal_put_packed(j, JOURNAL_SESSION_HOLD,
-						     cc->hold_key, buf, len));
+	/* Its context and import are the hold's for its life: only the
+	 * count changes. */
+	if (cc->hold_slot)
+		ret = journal_slot_count(j, cc->hold_slot, cc->opens);
+	else
+		ret = journal_slot_add(j, client_id, cc->ctx->id, cc->import,
+				       cc->opens, &cc->hold_slot);
+	if (ret < 0)
+		restart_after_write(core, ret);
 }
 
 void restart_hold_gone(struct core *core, struct conn_ctx *cc)
 {
-	struct journal *j = restart_journal(core);
-
-	if (j && cc->hold_key)
-		restart_after_write(core, journal_del(j, JOURNAL_SESSION_HOLD,
-						      cc->hold_key));
+	if (!core->restart->handoff)
+		journal_slot_free(core->restart->j, cc->hold_slot);
+	cc->hold_slot = 0;
 }
 
 /* After an object's record: the registry's id spaces (the families

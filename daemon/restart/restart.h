@@ -136,12 +136,6 @@ struct conn_ctx;
 void restart_hold_saved(struct core *core, uint64_t client_id,
 			struct conn_ctx *cc);
 void restart_hold_gone(struct core *core, struct conn_ctx *cc);
-/* A SessionHold's bytes, as protobuf-c packs them (restart.c writes
- * them by hand: this record goes at every open and close of a context):
- * at most RESTART_HOLD_MAX bytes at @buf; returns the length. */
-#define RESTART_HOLD_MAX 36
-size_t restart_hold_encode(uint8_t *buf, uint64_t client_id, uint64_t ctx_id,
-			   uint32_t opens, uint64_t import);
 /* A registry record was made or changed (not a soft object's made by
  * the broker: restart_obj_made()), or goes. */
 void restart_obj_saved(struct core *core, const struct obj *o);

@@ -232,8 +232,12 @@ static int hold_collect(void *arg, const struct journal_rec *r)
 
 	/* Checked whole before (restart_state_check()). */
 	m = rdmab__state__session_hold__unpack(NULL, r->len, r->data);
-	if (!m)
+	/* No open is no hold (a slot's count is never 0: a bad record). */
+	if (!m || !m->opens) {
+		if (m)
+			rdmab__state__session_hold__free_unpacked(m, NULL);
 		return 0;
+	}
 	if (rc->n_holds == rc->cap_holds) {
 		size_t cap = rc->cap_holds ? rc->cap_holds * 2 : 64;
 		struct rhold *p = realloc(rc->holds, cap * sizeof(*p));
@@ -251,6 +255,25 @@ static int hold_collect(void *arg, const struct journal_rec *r)
 	return 0;
 }
 
+/* A hold as a slot (format 3 on): ids client, context, import. */
+static int hold_slot_collect(void *arg, const struct journal_slot *sl)
+{
+	struct rctx *rc = arg;
+
+	if (rc->n_holds == rc->cap_holds) {
+		size_t cap = rc->cap_holds ? rc->cap_holds * 2 : 64;
+		struct rhold *p = realloc(rc->holds, cap * sizeof(*p));
+
+		if (!p)
+			return restore_fail(rc->rs, -ENOMEM, "out of memory");
+		rc->holds = p;
+		rc->cap_holds = cap;
+	}
+	rc->holds[rc->n_holds++] =
+		(struct rhold){ sl->id[0], sl->id[1], sl->n, sl->id[2] };
+	return 0;
+}
+
 static int hold_cmp(const void *a, const void *b)
 {
 	const struct rhold *x = a, *y = b;
@@ -258,11 +281,15 @@ static int hold_cmp(const void *a, const void *b)
 	return x->client_id < y->client_id ? -1 : x->client_id > y->client_id;
 }
 
-/* Collect every hold, sorted by session: 0 or -ENOMEM. */
+/* Collect every hold, sorted by session: 0 or -ENOMEM. A state of
+ * format 2 has them as records, a newer one as slots. */
 static int restore_holds(struct rctx *rc)
 {
 	int ret = journal_each(rc->rs->view, JOURNAL_SESSION_HOLD, hold_collect,
 			       rc);
+
+	if (ret == 0)
+		ret = journal_each_slot(rc->rs->view, hold_slot_collect, rc);
 
 	if (ret == 0 && rc->n_holds)
 		qsort(rc->holds, rc->n_holds, sizeof(*rc->holds), hold_cmp);

@@ -18,6 +18,7 @@
 
 #include "daemon/registry/client.h"
 #include "daemon/registry/ctx.h"
+#include "daemon/restart/inflight.h"
 #include "daemon/util/log.h"
 #include "proto/wire.h"
 
@@ -182,9 +183,25 @@ struct conn {
 	int64_t send_ns;
 	unsigned int read_skip;
 	unsigned int read_backoff;
-	/* Restart: its slot in the in-flight table (inflight.h); -1. */
+	/* Restart: its slot in the in-flight table (inflight.h); -1, and
+	 * the table then NULL. */
 	int inflight_slot;
+	struct inflight *inflight;
 };
+
+/* Request @serial of @c was read; its reply is in the socket once the
+ * queue is empty (restart's in-flight table). Inline: every request
+ * passes both, where two calls a request were most of their cost. */
+static inline void conn_inflight_read(struct conn *c, uint64_t serial)
+{
+	inflight_read(c->inflight, c->inflight_slot, serial);
+}
+
+static inline void conn_inflight_sent(struct conn *c)
+{
+	if (TAILQ_EMPTY(&c->outq))
+		inflight_answered(c->inflight, c->inflight_slot);
+}
 
 /* The connection whose session @cl is. */
 static inline struct conn *conn_of(const struct client *cl)

@@ -198,7 +198,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 		return false;
 	}
 	r.msg.serial = req->serial;
-	restart_request_read(c, req->serial);
+	conn_inflight_read(c, req->serial);
 	h = dispatch_lookup(req->body_case);
 	ret = dispatch_request(c, h, req, fds, &r, &fatal);
 	if (ret >= 0)
@@ -219,7 +219,7 @@ bool dispatch_packet(struct conn *c, const uint8_t *buf, size_t len,
 				c, log_escape(text, sizeof(text), r.why.text));
 	}
 	reply_send(c, &r);
-	restart_reply_sent(c);
+	conn_inflight_sent(c);
 	wire_arena_reset(&dispatch_arena);
 	if (!fatal && c->state < CONN_CLOSING)
 		return true;

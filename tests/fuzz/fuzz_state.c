@@ -154,8 +154,9 @@ static uint32_t crc32c(const uint8_t *p, size_t n)
 /*
  * Every whole record of @b gets its right CRC (journal.c: a 32-byte
  * header whose CRC at byte 8 covers byte 16 to the end of the record's
- * bytes padded to 8), up to the first the reader would stop at. True if
- * one changed.
+ * bytes padded to 8, or to the header's end for a block of slots, flag 2
+ * at byte 22), up to the first the reader would stop at. True if one
+ * changed.
  */
 static bool crc_fix(uint8_t *b, size_t len)
 {
@@ -166,15 +167,17 @@ static bool crc_fix(uint8_t *b, size_t len)
 	for (size_t off = 4096; off + 32 <= len;) {
 		uint64_t word;
 		uint32_t n, crc;
+		uint16_t flags;
 		size_t pad;
 
 		memcpy(&word, b + off, 8);
 		memcpy(&n, b + off + 16, 4);
+		memcpy(&flags, b + off + 22, 2);
 		pad = ((size_t)n + 7) & ~(size_t)7;
 		if ((word != part && word != commit) ||
 		    n > JOURNAL_RECORD_MAX || pad > len - off - 32)
 			break;
-		crc = crc32c(b + off + 16, 16 + pad);
+		crc = crc32c(b + off + 16, flags & 2 ? 16 : 16 + pad);
 		if (memcmp(b + off + 8, &crc, 4)) {
 			memcpy(b + off + 8, &crc, 4);
 			changed = true;

@@ -143,6 +143,7 @@ int main(int argc, char **argv)
 	uint32_t uses[4] = { 0 };
 	char dir[4096];
 	struct journal *j;
+	uint32_t slot;
 
 	if (argc != 2)
 		return 2;
@@ -186,6 +187,11 @@ int main(int argc, char **argv)
 	o.soft = &so;
 	journal_put(j, JOURNAL_OBJECT, 11, &o.base);
 	save(j, "session");
+	/* The session's holds as slots (format 3), one freed. */
+	journal_slot_add(j, 9, 7, 0, 2, &slot);
+	journal_slot_add(j, 9, 8, 5, 1, &slot);
+	journal_slot_free(j, slot);
+	save(j, "slots");
 	put_families(j);
 	save(j, "families");
 	journal_begin(j);
