@@ -3607,6 +3607,15 @@ START_TEST(xrcd_dir_from_the_store)
 }
 END_TEST
 
+/* @fd (taken) planted in the store in place of the XRCD directory. */
+static void store_replace_dir(struct rig *g, int fd)
+{
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fakesd_drop(g->sd, "rb.xrcd-dir"), 1);
+	ck_assert_int_eq(fakesd_plant(g->sd, "rb.xrcd-dir", fd), 0);
+	close(fd);
+}
+
 /* What replaces the stored directory in xrcd_dir_refused's cases. */
 static void xrcd_dir_chmod(struct rig *g)
 {
@@ -3628,10 +3637,7 @@ static void xrcd_dir_symlink(struct rig *g)
 	snprintf(link, sizeof(link), "%s.link", dir);
 	ck_assert_int_eq(symlink(dir, link), 0);
 	fd = open(link, O_PATH | O_NOFOLLOW | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(fakesd_drop(g->sd, "rb.xrcd-dir"), 1);
-	ck_assert_int_eq(fakesd_plant(g->sd, "rb.xrcd-dir", fd), 0);
-	close(fd);
+	store_replace_dir(g, fd);
 }
 
 static void xrcd_dir_file(struct rig *g)
@@ -3641,10 +3647,7 @@ static void xrcd_dir_file(struct rig *g)
 
 	snprintf(path, sizeof(path), "%s/xrcd.file", g->run);
 	fd = open(path, O_RDONLY | O_CREAT | O_CLOEXEC, 0700);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(fakesd_drop(g->sd, "rb.xrcd-dir"), 1);
-	ck_assert_int_eq(fakesd_plant(g->sd, "rb.xrcd-dir", fd), 0);
-	close(fd);
+	store_replace_dir(g, fd);
 }
 
 static void xrcd_dir_o_path(struct rig *g)
@@ -3655,10 +3658,7 @@ static void xrcd_dir_o_path(struct rig *g)
 	xrcd_dir_moved(g);
 	snprintf(moved, sizeof(moved), "%s/xrcd.moved", g->run);
 	fd = open(moved, O_PATH | O_DIRECTORY | O_CLOEXEC);
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(fakesd_drop(g->sd, "rb.xrcd-dir"), 1);
-	ck_assert_int_eq(fakesd_plant(g->sd, "rb.xrcd-dir", fd), 0);
-	close(fd);
+	store_replace_dir(g, fd);
 }
 
 /*
