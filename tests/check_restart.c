@@ -209,13 +209,12 @@ static int state_fd(struct rig *g)
 		rig_config = NULL;                                             \
 	} while (0)
 
-/* Does the fake systemd's store hold a descriptor named @name, or, with
- * @name ending in '.', one whose name starts with it? */
-static bool store_has(struct rig *g, const char *name)
+/* How many descriptors the fake systemd's store holds named @name, or,
+ * with @name ending in '.', whose names start with it. */
+static size_t store_count(struct rig *g, const char *name)
 {
-	size_t len = strlen(name);
+	size_t len = strlen(name), n = 0;
 	char got[256];
-	bool found = false;
 	int fd;
 
 	if (len && name[len - 1] != '.')
@@ -223,9 +222,14 @@ static bool store_has(struct rig *g, const char *name)
 	for (size_t i = 0;
 	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
 		close(fd);
-		found |= strncmp(got, name, len) == 0;
+		n += strncmp(got, name, len) == 0;
 	}
-	return found;
+	return n;
+}
+
+static bool store_has(struct rig *g, const char *name)
+{
+	return store_count(g, name) > 0;
 }
 
 /* The name of a descriptor in the fake systemd's store that starts with
@@ -905,32 +909,16 @@ static uint64_t client_id_of(struct rig *g, pid_t pid)
 	return id;
 }
 
-/* How many descriptors the fake systemd's store holds whose name starts
- * with @prefix. */
-static size_t store_count_prefix(struct rig *g, const char *prefix)
-{
-	char got[256];
-	size_t n = 0;
-	int fd;
-
-	for (size_t i = 0;
-	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
-		close(fd);
-		n += strncmp(got, prefix, strlen(prefix)) == 0;
-	}
-	return n;
-}
-
 /* Wait (at most TL_WAIT_MS) until the store holds @n descriptors named
- * @prefix...: the fake systemd's thread stores and removes what the
+ * @name (store_count()): the fake systemd's thread stores and removes what the
  * daemon sent when it runs. */
-static void store_wait_count(struct rig *g, const char *prefix, size_t n)
+static void store_wait_count(struct rig *g, const char *name, size_t n)
 {
 	int64_t end = tl_now_ms() + TL_WAIT_MS;
 
-	while (store_count_prefix(g, prefix) != n && tl_now_ms() < end)
+	while (store_count(g, name) != n && tl_now_ms() < end)
 		tl_sleep_ms(20);
-	ck_assert_uint_eq(store_count_prefix(g, prefix), n);
+	ck_assert_uint_eq(store_count(g, name), n);
 }
 
 /* The session of process @pid ends (an eviction), the process stays:
@@ -3791,7 +3779,7 @@ START_TEST(detached_pidfd_exited_while_down)
 
 	SKIP_WITHOUT_STATE(&g);
 	pid = detached_then_killed(&g, name, sizeof(name), NULL);
-	ck_assert_uint_eq(store_count_prefix(&g, "rb.pidfd."), 1);
+	ck_assert_uint_eq(store_count(&g, "rb.pidfd."), 1);
 	kill(pid, SIGKILL);
 	ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &st), 0);
 	rig_start(&g);
