@@ -922,15 +922,17 @@ static void store_wait_count(struct rig *g, const char *name, size_t n)
 }
 
 /* The session of process @pid ends (an eviction), the process stays:
- * once the registry shows it, how many objects it left detached. */
+ * once the registry shows more detached objects than before it, how many
+ * are detached (of every process). */
 static size_t evict_pid(struct rig *g, pid_t pid)
 {
 	int64_t end = tl_now_ms() + TL_WAIT_MS;
-	size_t detached;
+	size_t before, detached;
 
+	objects_in(g, IBC_OBJECT_DETACHED, &before);
 	ck_assert_int_eq(ibc_admin_evict(g->cl, client_id_of(g, pid)), 0);
-	while (objects_in(g, IBC_OBJECT_DETACHED, &detached) && !detached &&
-	       tl_now_ms() < end)
+	while (objects_in(g, IBC_OBJECT_DETACHED, &detached) &&
+	       detached <= before && tl_now_ms() < end)
 		tl_sleep_ms(20);
 	return detached;
 }
