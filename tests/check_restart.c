@@ -38,6 +38,7 @@
 #include "daemon/restart/inflight.h"
 #include "daemon/restart/journal.h"
 #include "daemon/restart/restart.h"
+#include "daemon/util/fault.h"
 #include "include/ibclient.h"
 #include "proto/state.pb-c.h"
 #include "proto/wire.h"
@@ -3947,6 +3948,136 @@ START_TEST(pidfd_places_bounded)
 }
 END_TEST
 
+/* --- R1 (W8): the RSS rebuild's and teardown's crash windows ----------- */
+
+/* The fault points of rss.c, in the order a rebuild (a WQ leaves a table
+ * of two) or a teardown (the owner destroys the table) passes them. */
+static const char *const rss_points[] = {
+	"rss-leave-made",  "rss-leave-journaled", "rss-leave-flow",
+	"rss-leave-qp",	   "rss-leave-tbl",	  "rss-teardown-flow",
+	"rss-teardown-qp", "rss-teardown-tbl",
+};
+#define RSS_POINTS (sizeof(rss_points) / sizeof(rss_points[0]))
+
+struct rss_killer {
+	struct ibc_wq *wq;
+	struct ibc_rss *rss;
+	int ret;
+};
+
+/* The request the daemon dies in: the WQ's destroy (a rebuild) or the
+ * table's. */
+static void *rss_killer_main(void *arg)
+{
+	struct rss_killer *k = arg;
+
+	k->ret = k->wq ? ibc_wq_destroy(k->wq) : ibc_rss_destroy(k->rss);
+	return NULL;
+}
+
+/*
+ * The daemon SIGKILLed at each of rss.c's fault points while the rig's
+ * client rebuilds its table over two WQs (one WQ's destroy) or destroys
+ * it; then started again. What the restore gives back is what the daemon
+ * had done to the device at the kill: the old table while the new parts
+ * were not journaled yet (made but unnamed: the soft device's died with
+ * the daemon, nothing unaccounted), the new one from the moment it was
+ * journaled, the old parts retiring (never the old record, whose handles
+ * were freed); nothing once a teardown's first part went. The request
+ * fails with -EAGAIN; the WQs' destroys work after; charges back to the
+ * start.
+ */
+START_TEST(rss_killed_at_fault_point)
+{
+#ifdef RDMAB_FAULT_POINTS
+	const char *point = rss_points[_i];
+	bool leave = strncmp(point, "rss-leave-", 10) == 0;
+	bool rebuilt = leave && strcmp(point, "rss-leave-made") != 0;
+	struct ibc_rss_attr a = {
+		.port_num = 1,
+		.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4,
+		.log_ind_tbl_size = 1,
+		.num_wqs = 2,
+		.match = { .af = AF_INET,
+			   .l4_proto = IPPROTO_UDP,
+			   .dst_port = 9999,
+			   .port_mask = 0xffff },
+	};
+	struct ibc_domain_info base, now;
+	struct ibc_rss_info ri;
+	struct rss_killer k = { 0 };
+	struct ibc_wq *wq[2];
+	struct ibc_rss *rss;
+	struct ibc_cq *cq;
+	struct ibc_ctx *x;
+	uint64_t ids[2], wa[2];
+	char said[96];
+	struct rig g;
+	pthread_t t;
+
+	ck_assert_int_eq(setenv(FAULT_ENV, point, 1), 0);
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(unsetenv(FAULT_ENV), 0);
+	base = domain_now(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(ibc_wq_create(x, cq, NULL, &wq[i]), 0);
+		ids[i] = ibc_wq_id(wq[i]);
+	}
+	a.wq_ids = ids;
+	memset(a.hash_key, 0x6d, sizeof(a.hash_key));
+	ck_assert_int_eq(ibc_rss_create(x, &a, &rss), 0);
+	k.wq = leave ? wq[1] : NULL;
+	k.rss = rss;
+	ck_assert_int_eq(pthread_create(&t, NULL, rss_killer_main, &k), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	snprintf(said, sizeof(said), "fault point %s: SIGKILL", point);
+	ck_assert_int_eq(tl_count_in_file(g.log, said), 1);
+	rig_start(&g);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_msg(k.ret == -EAGAIN, "%s: the request gave %d, not -EAGAIN",
+		      point, k.ret);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	now = domain_now(&g);
+	ck_assert_uint_eq(now.unaccounted, 0);
+	if (!leave) {
+		ck_assert_msg(rss_listed(&g, &ri, wa) == 0,
+			      "%s: the table came back, a part of it "
+			      "destroyed",
+			      point);
+		ck_assert_uint_eq(now.used.rss_tables, 0);
+		/* The library keeps what failed; the daemon has none. */
+		ck_assert_int_eq(ibc_rss_destroy(rss), -ENOENT);
+	} else {
+		ck_assert_uint_eq(rss_listed(&g, &ri, wa), 1);
+		ck_assert_msg(ri.num_wqs == (rebuilt ? 1 : 2) &&
+				      ri.rebuilds == (rebuilt ? 1 : 0),
+			      "%s: %u WQs, %u rebuilds after the restart",
+			      point, ri.num_wqs, ri.rebuilds);
+		ck_assert_uint_eq(wa[0], ids[0]);
+		ck_assert_uint_eq(now.used.rss_tables, 1);
+		ck_assert_int_eq(ibc_wq_destroy(wq[1]), 0);
+		ck_assert_uint_eq(rss_listed(&g, &ri, wa), 1);
+		ck_assert_uint_eq(ri.num_wqs, 1);
+		ck_assert_uint_eq(ri.rebuilds, 1);
+		ck_assert_int_eq(ibc_rss_destroy(rss), 0);
+	}
+	for (int i = leave ? 0 : 1; i >= 0; i--)
+		ck_assert_int_eq(ibc_wq_destroy(wq[i]), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	now = domain_now(&g);
+	ck_assert_uint_eq(now.used.rss_tables, 0);
+	ck_assert_uint_eq(now.used.objects, base.used.objects);
+	ck_assert_uint_eq(now.unaccounted, 0);
+	rig_free(&g);
+#else
+	fprintf(stderr, "check_restart: no fault points in this build "
+			"(./configure --enable-fault-points): skipped\n");
+#endif
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -4011,6 +4142,8 @@ static Suite *restart_suite(void)
 	tcase_add_loop_test(tc, detached_pidfd_pid_reused, 0, 3);
 	tcase_add_test(tc, detached_pidfd_shared);
 	tcase_add_test(tc, pidfd_places_bounded);
+	/* R1 (W8) */
+	tcase_add_loop_test(tc, rss_killed_at_fault_point, 0, RSS_POINTS);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");

@@ -33,6 +33,7 @@
 #include "daemon/registry/client.h"
 #include "daemon/registry/ctx.h"
 #include "daemon/registry/domain.h"
+#include "daemon/util/fault.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/restart/restart.h"
@@ -66,6 +67,11 @@ struct rss {
 	struct obj **wqs;
 	struct rss_made made;
 	unsigned int rebuilds;
+	/* Restart: parts whose kernel objects may outlive their place here
+	 * (rss.h); @going, those of a teardown, whose record is journaled
+	 * as gone (object 0) while their destroy runs. */
+	struct rss_retiring retiring;
+	uint32_t going;
 };
 
 /* The family's state (core->family_state[FAMILY_RSS]). */
@@ -78,15 +84,42 @@ static struct rss_table *rss_state(const struct core *core)
 	return core->family_state[FAMILY_RSS];
 }
 
+const enum ibc_obj_kind rss_part_kind[RSS_PARTS] = {
+	[RSS_FLOW] = IBC_OBJ_FLOW,
+	[RSS_QP] = IBC_OBJ_QP,
+	[RSS_TBL] = IBC_OBJ_RWQ_IND_TBL,
+};
+
+uint32_t rss_made_handle(const struct rss_made *m, unsigned int p)
+{
+	return p == RSS_FLOW ? m->flow_handle :
+	       p == RSS_QP   ? m->qp_handle :
+			       m->tbl_handle;
+}
+
+static unsigned int rss_part_of(enum ibc_obj_kind kind)
+{
+	return kind == IBC_OBJ_FLOW ? RSS_FLOW :
+	       kind == IBC_OBJ_QP   ? RSS_QP :
+				      RSS_TBL;
+}
+
+/* The record's object id of part @o, 0 once it went or while it goes. */
+static uint64_t rss_named(const struct rss *r, const struct obj *o,
+			  unsigned int p)
+{
+	return o && !(r->going & 1u << p) ? o->id : 0;
+}
+
 /* Restart: @r's record as it is now (rss-state.c). */
 static void rss_journal_now(struct rss *r)
 {
 	struct rss_rec rec = {
 		.id = r->id,
 		.ctx_id = r->x->id,
-		.flow_object = r->flow ? r->flow->id : 0,
-		.qp_object = r->qp ? r->qp->id : 0,
-		.tbl_object = r->tbl ? r->tbl->id : 0,
+		.flow_object = rss_named(r, r->flow, RSS_FLOW),
+		.qp_object = rss_named(r, r->qp, RSS_QP),
+		.tbl_object = rss_named(r, r->tbl, RSS_TBL),
 		.owner = r->tbl	 ? r->tbl->owner->client_id :
 			 r->qp	 ? r->qp->owner->client_id :
 			 r->flow ? r->flow->owner->client_id :
@@ -100,6 +133,7 @@ static void rss_journal_now(struct rss *r)
 		.match = r->match,
 		.n_wqs = r->n_wqs,
 		.made = r->made,
+		.retiring = r->retiring,
 	};
 	uint64_t *ids;
 
@@ -375,15 +409,45 @@ static int rss_make(struct rss *r, struct obj *const *wqs, uint32_t n,
 	return err;
 }
 
-/* The registry's destroy of one part (flow, QP, table), in that order;
- * the record's removal (rss_part_removed) then updates @r. */
+/* Part @p of @r is journaled as going (its object 0, its handle
+ * retiring), or as staying again. */
+static void rss_going(struct rss *r, unsigned int p, bool going)
+{
+	if (going) {
+		r->going |= 1u << p;
+		r->retiring.mask |= 1u << p;
+		r->retiring.handle[p] = rss_made_handle(&r->made, p);
+	} else {
+		r->going &= ~(1u << p);
+		r->retiring.mask &= ~(1u << p);
+	}
+	rss_journal_now(r);
+}
+
+/*
+ * The registry's destroy of one part (flow, QP, table), in that order;
+ * the record's removal (rss_part_removed) then updates @r. The part is
+ * journaled as going first: a SIGKILL after the destroy must not leave
+ * the record naming a freed handle, which the kernel gives to the next
+ * object made in the context (lowest free first).
+ */
 static int rss_destroy_part(struct core *core, struct obj *o, void *data,
 			    struct why *why)
 {
+	static const char *const point[RSS_PARTS] = { "rss-teardown-flow",
+						      "rss-teardown-qp",
+						      "rss-teardown-tbl" };
 	struct rss *r = o->slot[FAMILY_RSS].p;
+	unsigned int p = rss_part_of(o->kind);
+	int err;
 
-	return r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, o->kind,
-					       why);
+	rss_going(r, p, true);
+	err = r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, o->kind, why);
+	fault_point(point[p]);
+	/* -ENOENT, -EIO: gone all the same, the record goes next. */
+	if (err < 0 && err != -ENOENT && err != -EIO)
+		rss_going(r, p, false);
+	return err;
 }
 
 /*
@@ -405,6 +469,8 @@ static void rss_part_removed(struct core *core, struct obj *o, void *data)
 		r->qp = NULL;
 	else if (o == r->tbl)
 		r->tbl = NULL;
+	r->going &= ~(1u << rss_part_of(o->kind));
+	r->retiring.mask &= ~(1u << rss_part_of(o->kind));
 	if (!r->flow && !r->qp && !r->tbl)
 		rss_free(r);
 	else
@@ -465,6 +531,32 @@ static bool rss_wq_stays(const struct obj *o, const struct obj *wq)
 	return o != wq && o->owner->state != OWNER_DEAD;
 }
 
+/*
+ * A rebuild's old parts @old go, journaled as retiring with the new parts
+ * already: each bit is cleared once its destroy returned, so that a
+ * SIGKILL leaves the record naming as retiring only a part whose destroy
+ * may not have run, never a handle the kernel may have given to another
+ * object since.
+ */
+static void rss_retire(struct rss *r, struct rss_made *old)
+{
+	static const char *const point[RSS_PARTS] = { "rss-leave-flow",
+						      "rss-leave-qp",
+						      "rss-leave-tbl" };
+
+	for (unsigned int p = 0; p < RSS_PARTS; p++) {
+		struct why w;
+
+		if (r->x->dev->ctx_ops->rss_destroy(r->x->dc, old,
+						    rss_part_kind[p], &w) < 0)
+			log_warn("RSS %" PRIu64 ": the old %s stays: %s", r->id,
+				 obj_kind_name(rss_part_kind[p]), w.text);
+		fault_point(point[p]);
+		r->retiring.mask &= ~(1u << p);
+		rss_journal_now(r);
+	}
+}
+
 /* @wq leaves @r, with every dead process's WQ: rebuild over the rest, or
  * destroy @r when none is left. */
 static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
@@ -509,18 +601,14 @@ static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 		free(gone);
 		return err;
 	}
-	r->made = old;
-	for (int p = 0; p < 3; p++) {
-		static const enum ibc_obj_kind part[3] = {
-			IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL
-		};
-		struct why w;
-
-		if (r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->made, part[p],
-						    &w) < 0)
-			log_warn("RSS %" PRIu64 ": the old %s stays: %s", r->id,
-				 obj_kind_name(part[p]), w.text);
-	}
+	/* The one window left: killed before the journal put below, the new
+	 * parts are named by nothing; a verbs kernel keeps them in the
+	 * context, counted unaccounted after the restart, and the soft
+	 * device's went with the daemon. */
+	fault_point("rss-leave-made");
+	for (unsigned int p = 0; p < RSS_PARTS; p++)
+		r->retiring.handle[p] = rss_made_handle(&old, p);
+	r->retiring.mask = (1u << RSS_PARTS) - 1;
 	r->made = made;
 	r->flow->handle = made.flow_handle;
 	r->qp->handle = made.qp_handle;
@@ -531,6 +619,8 @@ static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 	r->priority ^= 1;
 	r->rebuilds++;
 	rss_journal_now(r);
+	fault_point("rss-leave-journaled");
+	rss_retire(r, &old);
 	log_info("RSS %" PRIu64 ": rebuilt over %u WQs without %u (WQ "
 		 "%" PRIu64 " among them)",
 		 r->id, n, n_gone, wq->id);

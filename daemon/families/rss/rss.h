@@ -58,6 +58,27 @@ struct restore;
 struct obj;
 struct dctx;
 
+/* An RSS object's parts, in the order the kernel's use counts want them
+ * destroyed (the flow holds the QP, the QP the table). */
+enum { RSS_FLOW, RSS_QP, RSS_TBL, RSS_PARTS };
+extern const enum ibc_obj_kind rss_part_kind[RSS_PARTS];
+/* Part @p's handle in @m. */
+uint32_t rss_made_handle(const struct rss_made *m, unsigned int p);
+
+/*
+ * Parts that may still be in the kernel but belong to the object no more
+ * (state.proto's Rss retiring fields): a rebuild's old parts, journaled
+ * with the new ones before their destroys, and a teardown's part,
+ * journaled as going before its destroy; each bit cleared once its
+ * destroy returned. The restore destroys one only if the kernel lists it
+ * as its kind.
+ */
+struct rss_retiring {
+	uint32_t handle[RSS_PARTS];
+	/* 1u << RSS_FLOW and so on: which handles are set (0 is valid). */
+	uint32_t mask;
+};
+
 /* Restart (rss-state.c): an RSS object as plain values, so that the
  * journal's code needs none of rss.c's structures. */
 struct rss_rec {
@@ -70,6 +91,7 @@ struct rss_rec {
 	/* The WQs' object ids, in the table's order. */
 	const uint64_t *wqs;
 	struct rss_made made;
+	struct rss_retiring retiring;
 };
 
 /* Its record as it is now, and its end; no-ops with restart off. */
@@ -85,5 +107,17 @@ int rss_adopt(struct core *core, const struct rss_rec *r, struct dctx *x,
 	      struct obj **wqs);
 /* Forget every RSS object the restore made (a record it could not use). */
 void rss_adopt_undo(struct core *core);
+
+/* rss-state.c's restore of a record @m of RSS @id on @x's device, what a
+ * verbs kernel may still hold of it (the soft device's parts died with the
+ * previous daemon: nothing to do there). Each part goes by handle only if
+ * the kernel lists that handle as its kind (tests/check_rss_retiring.c).
+ * Not adopted: the parts it names, if the kernel lists them all, and each
+ * retiring one it lists. Adopted: the retiring ones it lists. */
+struct Rdmab__State__Rss;
+void rss_drop_named(struct dctx *x, const struct Rdmab__State__Rss *m,
+		    uint64_t id);
+void rss_retire_adopted(struct dctx *x, const struct Rdmab__State__Rss *m,
+			uint64_t id);
 
 #endif
