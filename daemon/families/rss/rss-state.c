@@ -163,33 +163,38 @@ static struct rss_retiring rss_retiring_of(const Rdmab__State__Rss *m)
 }
 
 /*
- * Which retiring parts of @m the kernel still lists as their kind: those
- * are destroyed (retire_destroy()). Each bit was cleared once its destroy
+ * Which retiring parts the kernel still lists as their kind: those are
+ * destroyed (rss_destroy_handle()). Each bit was cleared once its destroy
  * returned, so a listed one is the part itself (for a flow, proof:
  * members cannot make one) but when the SIGKILL came between a destroy's
  * return and that clear and a member made an object of the same kind in
  * the context before the restore. A part not listed went: recorded as
- * gone, never destroyed by its handle; one log line says which.
+ * gone, never destroyed by its handle; nor one the kernel cannot say of
+ * (no list). One log line says which.
  */
 static uint32_t rss_retiring_listed(struct dctx *x, uint64_t id,
 				    const struct rss_retiring *t)
 {
 	uint32_t listed = 0, gone = 0;
+	int ret = 0;
 
 	for (unsigned int p = 0; p < RSS_PARTS; p++) {
 		if (!(t->mask & 1u << p))
 			continue;
-		if (rss_handle_listed(x, rss_part_kind[p], t->handle[p]) == 1)
+		ret = rss_handle_listed(x, rss_part_kind[p], t->handle[p]);
+		if (ret == 1)
 			listed |= 1u << p;
 		else
 			gone |= 1u << p;
 	}
 	if (gone)
-		log_info("RSS %" PRIu64 ": retiring%s%s%s not listed by the "
-			 "kernel: gone, nothing destroyed by %s",
+		log_info("RSS %" PRIu64 ": retiring%s%s%s %s: nothing "
+			 "destroyed by %s",
 			 id, gone & 1u << RSS_FLOW ? " flow" : "",
 			 gone & 1u << RSS_QP ? " QP" : "",
 			 gone & 1u << RSS_TBL ? " table" : "",
+			 ret < 0 ? "unverified (the kernel lists no handles)" :
+				   "not listed by the kernel, gone",
 			 gone & (gone - 1) ? "their handles" : "its handle");
 	return listed;
 }
