@@ -27,14 +27,14 @@
  * port 1 is not Ethernet makes no RSS: the suite skips (77).
  *
  * Then, in a build with fault points (./configure --enable-fault-points,
- * daemon/util/fault.h), the daemon is SIGKILLed at each of rss.c's
- * points while the suite rebuilds its own table over two WQs (one WQ's
- * destroy) or destroys it, and started again: the context holds what the
- * restore says (the new parts once journaled, the old ones retiring,
- * destroyed at the restore since the kernel lists them; nothing after a
- * teardown's part went; both while a rebuild's new parts were not
- * journaled yet, the new ones unaccounted: the one window left), and the
- * WQs' destroys work after.
+ * daemon/util/fault.h), the daemon is SIGKILLed at each of the RSS
+ * family's points while the suite rebuilds its own table over two WQs
+ * (one WQ's destroy), destroys it or creates it, and started again: the
+ * context holds what the restore says (the new parts once journaled, the
+ * old ones retiring, destroyed at the restore since the kernel lists
+ * them; nothing after a teardown's part went), and the WQs' destroys work
+ * after; but when new parts were made and not yet journaled (the one
+ * window left): they stay, unaccounted, pinning their WQs.
  *
  * With --soft it runs the same against the soft device, whose table is a
  * record made again by the restore; the kernel's handle lists are
@@ -145,6 +145,29 @@ static void rig_remove(void)
 	rmdir(hw_dir);
 }
 
+/* An RSS object in @x over the @n WQs @ids, hashing UDP over IPv4 to
+ * @port, its table 2^@log entries: ibc_rss_create()'s answer. */
+static int udp_rss(struct ibc_ctx *x, uint64_t *ids, uint32_t n, uint32_t log,
+		   uint32_t port, struct ibc_rss **ret)
+{
+	struct ibc_rss_attr a = {
+		.port_num = 1,
+		.log_ind_tbl_size = log,
+		.num_wqs = n,
+		.wq_ids = ids,
+		.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 |
+			       IBV_RX_HASH_SRC_PORT_UDP |
+			       IBV_RX_HASH_DST_PORT_UDP,
+		.match = { .af = AF_INET,
+			   .l4_proto = IPPROTO_UDP,
+			   .dst_port = port,
+			   .port_mask = 0xffff },
+	};
+
+	memset(a.hash_key, 0x6d, sizeof(a.hash_key));
+	return ibc_rss_create(x, &a, ret);
+}
+
 /* The holder: two WQs on a CQ, and the RSS object over them and @wq;
  * its pid, the RSS id on @ids_fd, then it waits to be killed. */
 static pid_t holder_spawn(uint64_t wq, int *ret_rd)
@@ -156,19 +179,6 @@ static pid_t holder_spawn(uint64_t wq, int *ret_rd)
 		return -1;
 	pid = fork();
 	if (pid == 0) {
-		struct ibc_rss_attr a = {
-			.port_num = 1,
-			.log_ind_tbl_size = 2,
-			.num_wqs = 3,
-			.hash_fields = IBV_RX_HASH_SRC_IPV4 |
-				       IBV_RX_HASH_DST_IPV4 |
-				       IBV_RX_HASH_SRC_PORT_UDP |
-				       IBV_RX_HASH_DST_PORT_UDP,
-			.match = { .af = AF_INET,
-				   .l4_proto = IPPROTO_UDP,
-				   .dst_port = 9999,
-				   .port_mask = 0xffff },
-		};
 		struct ibc_client *cl;
 		struct ibc_ctx *x;
 		struct ibc_cq *cq;
@@ -176,7 +186,6 @@ static pid_t holder_spawn(uint64_t wq, int *ret_rd)
 		struct ibc_rss *rss;
 		uint64_t ids[3], id;
 
-		memset(a.hash_key, 0x6d, sizeof(a.hash_key));
 		if (hw_connect(&cl) < 0 || ibc_open(cl, dev_name, &x) < 0 ||
 		    ibc_cq_create(x, 16, &cq) < 0 ||
 		    ibc_wq_create(x, cq, NULL, &w[0]) < 0 ||
@@ -185,8 +194,7 @@ static pid_t holder_spawn(uint64_t wq, int *ret_rd)
 		ids[0] = ibc_wq_id(w[0]);
 		ids[1] = ibc_wq_id(w[1]);
 		ids[2] = wq;
-		a.wq_ids = ids;
-		if (ibc_rss_create(x, &a, &rss) < 0) {
+		if (udp_rss(x, ids, 3, 2, 9999, &rss) < 0) {
 			fprintf(stderr, HW_NAME ": the holder's RSS: %s\n",
 				ibc_last_error());
 			_exit(1);
@@ -481,49 +489,46 @@ static int run(const char *bin)
 #ifdef RDMAB_FAULT_POINTS
 
 struct killed {
+	/* A create over @ids in @x; else a rebuild (@wq goes) or a
+	 * teardown of *@rss. */
+	struct ibc_ctx *x;
+	uint64_t *ids;
 	struct ibc_wq *wq;
-	struct ibc_rss *rss;
+	struct ibc_rss **rss;
 	int ret;
 };
 
-/* The request the daemon dies in: the WQ's destroy (a rebuild) or the
- * table's. */
+/* The request the daemon dies in. */
 static void *killed_main(void *arg)
 {
 	struct killed *k = arg;
 
-	k->ret = k->wq ? ibc_wq_destroy(k->wq) : ibc_rss_destroy(k->rss);
+	if (k->x)
+		k->ret = udp_rss(k->x, k->ids, 2, 1, 9998, k->rss);
+	else
+		k->ret = k->wq ? ibc_wq_destroy(k->wq) :
+				 ibc_rss_destroy(*k->rss);
 	return NULL;
 }
 
-/* The suite's own table over two WQs, rebuilt without one or destroyed
- * while the daemon SIGKILLs itself at @point; the daemon started again.
- * The daemon runs from a start of its own, the fault armed. */
+/* The suite's own table over two WQs, rebuilt without one, destroyed or
+ * created while the daemon SIGKILLs itself at @point; the daemon started
+ * again. The daemon runs from a start of its own, the fault armed. */
 static int run_fault(const char *bin, const char *point)
 {
 	bool leave = strncmp(point, "rss-leave-", 10) == 0;
-	bool made = strcmp(point, "rss-leave-made") == 0;
+	bool create = strcmp(point, "rss-create-made") == 0;
+	/* Parts made and not journaled: unaccounted (the window left). */
+	bool unnamed = create || strcmp(point, "rss-leave-made") == 0;
 	bool kernel = hw_mode == HW_MLX5;
-	struct ibc_rss_attr a = {
-		.port_num = 1,
-		.log_ind_tbl_size = 1,
-		.num_wqs = 2,
-		.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 |
-			       IBV_RX_HASH_SRC_PORT_UDP |
-			       IBV_RX_HASH_DST_PORT_UDP,
-		.match = { .af = AF_INET,
-			   .l4_proto = IPPROTO_UDP,
-			   .dst_port = 9998,
-			   .port_mask = 0xffff },
-	};
 	struct hset base[3], now[3], twice[3];
 	struct ibc_domain_info dom;
 	struct ibc_rss_info info;
-	struct killed k = { 0 };
 	uint32_t parts[3] = { 0 }, rebuilt[3] = { 0 };
 	uint64_t ids[2], wqs[RSS_WQS];
+	struct ibc_rss *rss = NULL;
+	struct killed k = { .rss = &rss };
 	struct ibc_client *cl;
-	struct ibc_rss *rss;
 	struct ibc_wq *w[2];
 	struct ibc_ctx *x;
 	struct ibc_cq *cq;
@@ -544,15 +549,18 @@ static int run_fault(const char *bin, const char *point)
 	if (kernel)
 		CHECK(hsets_get(x, base) == 0,
 		      "the kernel's handle lists of the context");
-	a.wq_ids = ids;
-	memset(a.hash_key, 0x6d, sizeof(a.hash_key));
-	CHECK(ibc_rss_create(x, &a, &rss) == 0, "RSS: %s", ibc_last_error());
-	if (kernel)
-		CHECK(hsets_get(x, now) == 0 &&
-			      hsets_one_more(base, now, parts),
-		      "%s: the RSS object's three parts", point);
-	k.wq = leave ? w[1] : NULL;
-	k.rss = rss;
+	if (create) {
+		k.x = x;
+		k.ids = ids;
+	} else {
+		CHECK(udp_rss(x, ids, 2, 1, 9998, &rss) == 0, "RSS: %s",
+		      ibc_last_error());
+		if (kernel)
+			CHECK(hsets_get(x, now) == 0 &&
+				      hsets_one_more(base, now, parts),
+			      "%s: the RSS object's three parts", point);
+		k.wq = leave ? w[1] : NULL;
+	}
 	CHECK(pthread_create(&t, NULL, killed_main, &k) == 0, "thread");
 	CHECK(fakesd_wait_exit(sd, 20000) >= 0,
 	      "%s: the daemon did not kill itself there", point);
@@ -563,22 +571,31 @@ static int run_fault(const char *bin, const char *point)
 	CHECK(domain_of(cl, &dom) == 0, "the domain");
 	if (!leave) {
 		CHECK(rss_one(cl, &info, wqs) == 0 && dom.used.rss_tables == 0,
-		      "%s: the table came back, a part of it destroyed", point);
-		if (kernel)
+		      "%s: the table came back", point);
+		/* A create's parts not journaled: three unaccounted; a
+		 * teardown's: every part gone or destroyed at the restore. */
+		if (kernel && create)
+			CHECK(hsets_get(x, twice) == 0 &&
+				      hsets_one_more(base, twice, rebuilt) &&
+				      dom.unaccounted == 3,
+			      "%s: the context does not hold three new parts "
+			      "unaccounted (%u)",
+			      point, dom.unaccounted);
+		else if (kernel)
 			CHECK(hsets_back(x, base),
 			      "%s: the restore left a part of the table in "
 			      "the context",
 			      point);
 	} else {
 		CHECK(rss_one(cl, &info, wqs) == 1 &&
-			      info.num_wqs == (made ? 2 : 1) &&
-			      info.rebuilds == (made ? 0 : 1),
+			      info.num_wqs == (unnamed ? 2 : 1) &&
+			      info.rebuilds == (unnamed ? 0 : 1),
 		      "%s: %u WQs, %u rebuilds after the restart", point,
 		      info.num_wqs, info.rebuilds);
 		/* Made, not journaled: the old parts named, the new ones
-		 * unaccounted (the one window left); else the new ones
-		 * alone, the old retiring ones destroyed at the restore. */
-		if (kernel && made)
+		 * unaccounted; else the new ones alone, the old retiring
+		 * ones destroyed at the restore. */
+		if (kernel && unnamed)
 			CHECK(hsets_get(x, twice) == 0 &&
 				      hsets_one_more(now, twice, rebuilt) &&
 				      dom.unaccounted == 3,
@@ -599,10 +616,9 @@ static int run_fault(const char *bin, const char *point)
 	}
 	if (!kernel)
 		HW_SKIP("the kernel's handle lists", "the soft device's");
-	if (kernel && made) {
-		/* The unnamed table of the killed rebuild pins the WQ that
-		 * stayed in it until the context closes (a rekey): what the
-		 * window costs. */
+	if (kernel && unnamed) {
+		/* The unnamed table pins the WQs it holds until the context
+		 * closes (a rekey): what the window costs. */
 		CHECK(ibc_wq_destroy(w[0]) == -EBUSY,
 		      "%s: the WQ of the unaccounted table was destroyed",
 		      point);
@@ -614,7 +630,7 @@ static int run_fault(const char *bin, const char *point)
 		CHECK(ibc_cq_destroy(cq) == 0, "the suite's CQ");
 	}
 	CHECK(domain_of(cl, &dom) == 0 && dom.used.rss_tables == 0 &&
-		      dom.unaccounted == (kernel && made ? 3 : 0),
+		      dom.unaccounted == (kernel && unnamed ? 3 : 0),
 	      "%s: %llu tables charged, %u objects unaccounted", point,
 	      (unsigned long long)dom.used.rss_tables, dom.unaccounted);
 	printf(HW_NAME ": killed at %s, restored as the kernel held it\n",
@@ -632,7 +648,7 @@ static int run_faults(const char *bin)
 	static const char *const points[] = {
 		"rss-leave-made",  "rss-leave-journaled", "rss-leave-flow",
 		"rss-leave-qp",	   "rss-leave-tbl",	  "rss-teardown-flow",
-		"rss-teardown-qp", "rss-teardown-tbl",
+		"rss-teardown-qp", "rss-teardown-tbl",	  "rss-create-made",
 	};
 
 	for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++)
