@@ -569,19 +569,22 @@ static int run_fault(const char *bin, const char *point)
 	CHECK(k.ret == -EAGAIN, "%s: the request gave %d, not -EAGAIN", point,
 	      k.ret);
 	CHECK(domain_of(cl, &dom) == 0, "the domain");
+	/* Made, not journaled: what the context held before (the old parts
+	 * of a rebuild, nothing of a create) and three new parts,
+	 * unaccounted. */
+	if (kernel && unnamed)
+		CHECK(hsets_get(x, twice) == 0 &&
+			      hsets_one_more(create ? base : now, twice,
+					     rebuilt) &&
+			      dom.unaccounted == 3,
+		      "%s: the context does not hold three new parts more, "
+		      "unaccounted (%u)",
+		      point, dom.unaccounted);
 	if (!leave) {
 		CHECK(rss_one(cl, &info, wqs) == 0 && dom.used.rss_tables == 0,
 		      "%s: the table came back", point);
-		/* A create's parts not journaled: three unaccounted; a
-		 * teardown's: every part gone or destroyed at the restore. */
-		if (kernel && create)
-			CHECK(hsets_get(x, twice) == 0 &&
-				      hsets_one_more(base, twice, rebuilt) &&
-				      dom.unaccounted == 3,
-			      "%s: the context does not hold three new parts "
-			      "unaccounted (%u)",
-			      point, dom.unaccounted);
-		else if (kernel)
+		/* A teardown's parts: gone, or destroyed at the restore. */
+		if (kernel && !create)
 			CHECK(hsets_back(x, base),
 			      "%s: the restore left a part of the table in "
 			      "the context",
@@ -592,17 +595,9 @@ static int run_fault(const char *bin, const char *point)
 			      info.rebuilds == (unnamed ? 0 : 1),
 		      "%s: %u WQs, %u rebuilds after the restart", point,
 		      info.num_wqs, info.rebuilds);
-		/* Made, not journaled: the old parts named, the new ones
-		 * unaccounted; else the new ones alone, the old retiring
-		 * ones destroyed at the restore. */
-		if (kernel && unnamed)
-			CHECK(hsets_get(x, twice) == 0 &&
-				      hsets_one_more(now, twice, rebuilt) &&
-				      dom.unaccounted == 3,
-			      "%s: the context does not hold the old parts "
-			      "and three new ones unaccounted (%u)",
-			      point, dom.unaccounted);
-		else if (kernel)
+		/* Journaled: the new parts alone, the old retiring ones
+		 * destroyed at the restore. */
+		if (kernel && !unnamed)
 			CHECK(hsets_get(x, twice) == 0 &&
 				      hsets_one_more(base, twice, rebuilt) &&
 				      rebuilt[0] != parts[0] &&
