@@ -38,6 +38,7 @@
 #include "daemon/restart/inflight.h"
 #include "daemon/restart/journal.h"
 #include "daemon/restart/restart.h"
+#include "daemon/util/fault.h"
 #include "include/ibclient.h"
 #include "proto/state.pb-c.h"
 #include "proto/wire.h"
@@ -510,9 +511,11 @@ enum {
 /* A WQ of another session for the next holder's RSS table (0: none). */
 static uint64_t holder_rss_wq;
 
-/* The holder's RSS object over two WQs on @cq: its own, or its first
- * and holder_rss_wq. */
-static int holder_rss(struct ibc_ctx *x, struct ibc_cq *cq)
+/* Two WQs on @cq into @wq and an RSS object over them into @ret, or over
+ * the first and @other when it is not 0 (UDP to port 9999, two entries):
+ * 0, or -1. */
+static int rss_two(struct ibc_ctx *x, struct ibc_cq *cq, uint64_t other,
+		   struct ibc_wq **wq, struct ibc_rss **ret)
 {
 	struct ibc_rss_attr a = {
 		.port_num = 1,
@@ -524,18 +527,26 @@ static int holder_rss(struct ibc_ctx *x, struct ibc_cq *cq)
 			   .dst_port = 9999,
 			   .port_mask = 0xffff },
 	};
-	struct ibc_wq *wq[2];
-	struct ibc_rss *rss;
 	uint64_t ids[2];
 
 	for (int i = 0; i < 2; i++)
 		if (ibc_wq_create(x, cq, NULL, &wq[i]) < 0)
 			return -1;
 	ids[0] = ibc_wq_id(wq[0]);
-	ids[1] = holder_rss_wq ? holder_rss_wq : ibc_wq_id(wq[1]);
+	ids[1] = other ? other : ibc_wq_id(wq[1]);
 	a.wq_ids = ids;
 	memset(a.hash_key, 0x6d, sizeof(a.hash_key));
-	return ibc_rss_create(x, &a, &rss);
+	return ibc_rss_create(x, &a, ret);
+}
+
+/* The holder's RSS object over two WQs on @cq: its own, or its first
+ * and holder_rss_wq. */
+static int holder_rss(struct ibc_ctx *x, struct ibc_cq *cq)
+{
+	struct ibc_wq *wq[2];
+	struct ibc_rss *rss;
+
+	return rss_two(x, cq, holder_rss_wq, wq, &rss);
 }
 
 /* A small RC QP's attributes, its CQs to set. */
@@ -3947,6 +3958,145 @@ START_TEST(pidfd_places_bounded)
 }
 END_TEST
 
+/* --- R1 (W8): the RSS rebuild's and teardown's crash windows ----------- */
+
+/* The RSS family's fault points, in the order a rebuild (a WQ leaves a
+ * table of two), a teardown (the owner destroys the table) or a create
+ * passes them. */
+static const char *const rss_points[] = {
+	"rss-leave-made",  "rss-leave-journaled", "rss-leave-flow",
+	"rss-leave-qp",	   "rss-leave-tbl",	  "rss-teardown-flow",
+	"rss-teardown-qp", "rss-teardown-tbl",	  "rss-create-made",
+};
+#define RSS_POINTS (sizeof(rss_points) / sizeof(rss_points[0]))
+
+#ifdef RDMAB_FAULT_POINTS
+
+struct rss_killer {
+	/* A create: two WQs on @cq and the table over them. */
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct ibc_wq **wq;
+	struct ibc_rss **rss;
+	/* Else a rebuild (its WQ goes) or a teardown. */
+	bool leave;
+	int ret;
+};
+
+/* The request the daemon dies in: the table's create, a WQ's destroy (a
+ * rebuild) or the table's. */
+static void *rss_killer_main(void *arg)
+{
+	struct rss_killer *k = arg;
+
+	if (k->x)
+		k->ret = rss_two(k->x, k->cq, 0, k->wq, k->rss);
+	else
+		k->ret = k->leave ? ibc_wq_destroy(k->wq[1]) :
+				    ibc_rss_destroy(*k->rss);
+	return NULL;
+}
+#endif
+
+/*
+ * The daemon SIGKILLed at each of the RSS family's fault points while the
+ * rig's client rebuilds its table over two WQs (one WQ's destroy),
+ * destroys it or creates it; then started again. What the restore gives
+ * back is what the daemon had done to the device at the kill: the old
+ * table while a rebuild's new parts were not journaled yet (made but
+ * unnamed: the soft device's died with the daemon, nothing unaccounted),
+ * the new one from the moment it was journaled, the old parts retiring
+ * (never the old record, whose handles were freed); nothing once a
+ * teardown's first part went, nor when a create's parts were made but not
+ * journaled (soft: died with the daemon; verbs: unaccounted,
+ * tests/hw/hw_restart_rss.c). The request fails with -EAGAIN; the WQs'
+ * destroys work after; charges back to the start.
+ */
+START_TEST(rss_killed_at_fault_point)
+{
+#ifdef RDMAB_FAULT_POINTS
+	const char *point = rss_points[_i];
+	bool leave = strncmp(point, "rss-leave-", 10) == 0;
+	bool create = strcmp(point, "rss-create-made") == 0;
+	bool rebuilt = leave && strcmp(point, "rss-leave-made") != 0;
+	struct ibc_domain_info base, now;
+	struct ibc_rss_info ri;
+	struct ibc_wq *wq[2];
+	struct ibc_rss *rss = NULL;
+	struct rss_killer k = { .wq = wq, .rss = &rss, .leave = leave };
+	struct ibc_cq *cq;
+	struct ibc_ctx *x;
+	uint64_t ids[2], wa[2];
+	char said[96];
+	struct rig g;
+	pthread_t t;
+
+	ck_assert_int_eq(setenv(FAULT_ENV, point, 1), 0);
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(unsetenv(FAULT_ENV), 0);
+	base = domain_now(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
+	if (create) {
+		k.x = x;
+		k.cq = cq;
+	} else {
+		ck_assert_int_eq(rss_two(x, cq, 0, wq, &rss), 0);
+	}
+	ck_assert_int_eq(pthread_create(&t, NULL, rss_killer_main, &k), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	snprintf(said, sizeof(said), "fault point %s: SIGKILL", point);
+	ck_assert_int_eq(tl_count_in_file(g.log, said), 1);
+	rig_start(&g);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_msg(k.ret == -EAGAIN, "%s: the request gave %d, not -EAGAIN",
+		      point, k.ret);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	for (int i = 0; i < 2; i++)
+		ids[i] = ibc_wq_id(wq[i]);
+	now = domain_now(&g);
+	ck_assert_uint_eq(now.unaccounted, 0);
+	if (!leave) {
+		ck_assert_msg(rss_listed(&g, &ri, wa) == 0,
+			      "%s: the table came back, %s", point,
+			      create ? "never journaled" :
+				       "a part of it destroyed");
+		ck_assert_uint_eq(now.used.rss_tables, 0);
+		/* The library keeps what failed; the daemon has none. */
+		if (!create)
+			ck_assert_int_eq(ibc_rss_destroy(rss), -ENOENT);
+	} else {
+		ck_assert_uint_eq(rss_listed(&g, &ri, wa), 1);
+		ck_assert_msg(ri.num_wqs == (rebuilt ? 1 : 2) &&
+				      ri.rebuilds == (rebuilt ? 1 : 0),
+			      "%s: %u WQs, %u rebuilds after the restart",
+			      point, ri.num_wqs, ri.rebuilds);
+		ck_assert_uint_eq(wa[0], ids[0]);
+		ck_assert_uint_eq(now.used.rss_tables, 1);
+		ck_assert_int_eq(ibc_wq_destroy(wq[1]), 0);
+		ck_assert_uint_eq(rss_listed(&g, &ri, wa), 1);
+		ck_assert_uint_eq(ri.num_wqs, 1);
+		ck_assert_uint_eq(ri.rebuilds, 1);
+		ck_assert_int_eq(ibc_rss_destroy(rss), 0);
+	}
+	/* The WQs go: no table pins them. */
+	for (int i = leave ? 0 : 1; i >= 0; i--)
+		ck_assert_int_eq(ibc_wq_destroy(wq[i]), 0);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	now = domain_now(&g);
+	ck_assert_uint_eq(now.used.rss_tables, 0);
+	ck_assert_uint_eq(now.used.objects, base.used.objects);
+	ck_assert_uint_eq(now.unaccounted, 0);
+	rig_free(&g);
+#else
+	if (_i == 0)
+		fprintf(stderr, "check_restart: no fault points in this build "
+				"(./configure --enable-fault-points): "
+				"rss_killed_at_fault_point skipped\n");
+#endif
+}
+END_TEST
+
 static Suite *restart_suite(void)
 {
 	Suite *s = suite_create("restart");
@@ -4011,6 +4161,8 @@ static Suite *restart_suite(void)
 	tcase_add_loop_test(tc, detached_pidfd_pid_reused, 0, 3);
 	tcase_add_test(tc, detached_pidfd_shared);
 	tcase_add_test(tc, pidfd_places_bounded);
+	/* R1 (W8) */
+	tcase_add_loop_test(tc, rss_killed_at_fault_point, 0, RSS_POINTS);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");

@@ -82,6 +82,8 @@ BEGIN {
 		  "^daemon/(registry/obj-handlers|server/inspect|server/session|families/dm/dm-list|registry/ctx-handlers|families/dm/dm-handlers|families/rekey-handlers|families/xrcd/xrcd-handlers|families/rss/rss-handlers|server/handler)$ 4 " \
 		  "^daemon/(server/server|server/conn|server/dispatch|server/main|server/sd|server/notify|server/listen|server/runtime|restart/restart-srv|restart/restore|restart/reexec)$ 5 " \
 		  "^daemon/server/conn-evict$ 5 " \
+		  "^daemon/util/fault$ 0 " \
+		  "^daemon/families/rss/(rss-rules|rss-rebuild|rss-requests)$ 3 " \
 		  "^daemon/server/metrics$ 0 " \
 		  "^daemon/(server/metrics-text|server/metrics-req|server/metrics-http)$ 5", t, " ")
 	for (i = 1; i < n; i += 2) {

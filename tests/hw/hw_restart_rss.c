@@ -26,6 +26,16 @@
  * for an RSS QP (-ENOSYS), and counts every process's QPs. An mlx5 whose
  * port 1 is not Ethernet makes no RSS: the suite skips (77).
  *
+ * Then, in a build with fault points (./configure --enable-fault-points,
+ * daemon/util/fault.h), the daemon is SIGKILLed at each of the RSS
+ * family's points while the suite rebuilds its own table over two WQs
+ * (one WQ's destroy), destroys it or creates it, and started again: the
+ * context holds what the restore says (the new parts once journaled, the
+ * old ones retiring, destroyed at the restore since the kernel lists
+ * them; nothing after a teardown's part went), and the WQs' destroys work
+ * after; but when new parts were made and not yet journaled (the one
+ * window left): they stay, unaccounted, pinning their WQs.
+ *
  * With --soft it runs the same against the soft device, whose table is a
  * record made again by the restore; the kernel's handle lists are
  * skipped, on SKIP lines.
@@ -35,6 +45,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +58,7 @@
 
 #define HW_NAME "hw_restart_rss"
 #include "daemon/device/verbs/uverbs.h"
+#include "daemon/util/fault.h"
 #include "tests/fakesd.h"
 #include "tests/hw/hwlib.h"
 
@@ -133,6 +145,29 @@ static void rig_remove(void)
 	rmdir(hw_dir);
 }
 
+/* An RSS object in @x over the @n WQs @ids, hashing UDP over IPv4 to
+ * @port, its table 2^@log entries: ibc_rss_create()'s answer. */
+static int udp_rss(struct ibc_ctx *x, uint64_t *ids, uint32_t n, uint32_t log,
+		   uint32_t port, struct ibc_rss **ret)
+{
+	struct ibc_rss_attr a = {
+		.port_num = 1,
+		.log_ind_tbl_size = log,
+		.num_wqs = n,
+		.wq_ids = ids,
+		.hash_fields = IBV_RX_HASH_SRC_IPV4 | IBV_RX_HASH_DST_IPV4 |
+			       IBV_RX_HASH_SRC_PORT_UDP |
+			       IBV_RX_HASH_DST_PORT_UDP,
+		.match = { .af = AF_INET,
+			   .l4_proto = IPPROTO_UDP,
+			   .dst_port = port,
+			   .port_mask = 0xffff },
+	};
+
+	memset(a.hash_key, 0x6d, sizeof(a.hash_key));
+	return ibc_rss_create(x, &a, ret);
+}
+
 /* The holder: two WQs on a CQ, and the RSS object over them and @wq;
  * its pid, the RSS id on @ids_fd, then it waits to be killed. */
 static pid_t holder_spawn(uint64_t wq, int *ret_rd)
@@ -144,19 +179,6 @@ static pid_t holder_spawn(uint64_t wq, int *ret_rd)
 		return -1;
 	pid = fork();
 	if (pid == 0) {
-		struct ibc_rss_attr a = {
-			.port_num = 1,
-			.log_ind_tbl_size = 2,
-			.num_wqs = 3,
-			.hash_fields = IBV_RX_HASH_SRC_IPV4 |
-				       IBV_RX_HASH_DST_IPV4 |
-				       IBV_RX_HASH_SRC_PORT_UDP |
-				       IBV_RX_HASH_DST_PORT_UDP,
-			.match = { .af = AF_INET,
-				   .l4_proto = IPPROTO_UDP,
-				   .dst_port = 9999,
-				   .port_mask = 0xffff },
-		};
 		struct ibc_client *cl;
 		struct ibc_ctx *x;
 		struct ibc_cq *cq;
@@ -164,7 +186,6 @@ static pid_t holder_spawn(uint64_t wq, int *ret_rd)
 		struct ibc_rss *rss;
 		uint64_t ids[3], id;
 
-		memset(a.hash_key, 0x6d, sizeof(a.hash_key));
 		if (hw_connect(&cl) < 0 || ibc_open(cl, dev_name, &x) < 0 ||
 		    ibc_cq_create(x, 16, &cq) < 0 ||
 		    ibc_wq_create(x, cq, NULL, &w[0]) < 0 ||
@@ -173,8 +194,7 @@ static pid_t holder_spawn(uint64_t wq, int *ret_rd)
 		ids[0] = ibc_wq_id(w[0]);
 		ids[1] = ibc_wq_id(w[1]);
 		ids[2] = wq;
-		a.wq_ids = ids;
-		if (ibc_rss_create(x, &a, &rss) < 0) {
+		if (udp_rss(x, ids, 3, 2, 9999, &rss) < 0) {
 			fprintf(stderr, HW_NAME ": the holder's RSS: %s\n",
 				ibc_last_error());
 			_exit(1);
@@ -465,6 +485,180 @@ static int run(const char *bin)
 	return 0;
 }
 
+/* --- R1 (W8): a SIGKILL at each of rss.c's fault points ----------------- */
+#ifdef RDMAB_FAULT_POINTS
+
+struct killed {
+	/* A create over @ids in @x; else a rebuild (@wq goes) or a
+	 * teardown of *@rss. */
+	struct ibc_ctx *x;
+	uint64_t *ids;
+	struct ibc_wq *wq;
+	struct ibc_rss **rss;
+	int ret;
+};
+
+/* The request the daemon dies in. */
+static void *killed_main(void *arg)
+{
+	struct killed *k = arg;
+
+	if (k->x)
+		k->ret = udp_rss(k->x, k->ids, 2, 1, 9998, k->rss);
+	else
+		k->ret = k->wq ? ibc_wq_destroy(k->wq) :
+				 ibc_rss_destroy(*k->rss);
+	return NULL;
+}
+
+/* The suite's own table over two WQs, rebuilt without one, destroyed or
+ * created while the daemon SIGKILLs itself at @point; the daemon started
+ * again. The daemon runs from a start of its own, the fault armed. */
+static int run_fault(const char *bin, const char *point)
+{
+	bool leave = strncmp(point, "rss-leave-", 10) == 0;
+	bool create = strcmp(point, "rss-create-made") == 0;
+	/* Parts made and not journaled: unaccounted (the window left). */
+	bool unnamed = create || strcmp(point, "rss-leave-made") == 0;
+	bool kernel = hw_mode == HW_MLX5;
+	struct hset base[3], now[3], twice[3];
+	struct ibc_domain_info dom;
+	struct ibc_rss_info info;
+	uint32_t parts[3] = { 0 }, rebuilt[3] = { 0 };
+	uint64_t ids[2], wqs[RSS_WQS];
+	struct ibc_rss *rss = NULL;
+	struct killed k = { .rss = &rss };
+	struct ibc_client *cl;
+	struct ibc_wq *w[2];
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	int lfd = -1;
+	pthread_t t;
+
+	setenv(FAULT_ENV, point, 1);
+	CHECK(rig_make(bin, &lfd) == 0, "the daemon did not start (see %s)",
+	      log_path);
+	unsetenv(FAULT_ENV);
+	CHECK(hw_connect(&cl) == 0, "connect");
+	CHECK(ibc_open(cl, dev_name, &x) == 0, "open %s", dev_name);
+	CHECK(ibc_cq_create(x, 16, &cq) == 0, "CQ");
+	for (int i = 0; i < 2; i++) {
+		CHECK(ibc_wq_create(x, cq, NULL, &w[i]) == 0, "WQ");
+		ids[i] = ibc_wq_id(w[i]);
+	}
+	if (kernel)
+		CHECK(hsets_get(x, base) == 0,
+		      "the kernel's handle lists of the context");
+	if (create) {
+		k.x = x;
+		k.ids = ids;
+	} else {
+		CHECK(udp_rss(x, ids, 2, 1, 9998, &rss) == 0, "RSS: %s",
+		      ibc_last_error());
+		if (kernel)
+			CHECK(hsets_get(x, now) == 0 &&
+				      hsets_one_more(base, now, parts),
+			      "%s: the RSS object's three parts", point);
+		k.wq = leave ? w[1] : NULL;
+	}
+	CHECK(pthread_create(&t, NULL, killed_main, &k) == 0, "thread");
+	CHECK(fakesd_wait_exit(sd, 20000) >= 0,
+	      "%s: the daemon did not kill itself there", point);
+	CHECK(daemon_start(bin) == 0, "the daemon did not start again");
+	pthread_join(t, NULL);
+	CHECK(k.ret == -EAGAIN, "%s: the request gave %d, not -EAGAIN", point,
+	      k.ret);
+	CHECK(domain_of(cl, &dom) == 0, "the domain");
+	/* Made, not journaled: what the context held before (the old parts
+	 * of a rebuild, nothing of a create) and three new parts,
+	 * unaccounted. */
+	if (kernel && unnamed)
+		CHECK(hsets_get(x, twice) == 0 &&
+			      hsets_one_more(create ? base : now, twice,
+					     rebuilt) &&
+			      dom.unaccounted == 3,
+		      "%s: the context does not hold three new parts more, "
+		      "unaccounted (%u)",
+		      point, dom.unaccounted);
+	if (!leave) {
+		CHECK(rss_one(cl, &info, wqs) == 0 && dom.used.rss_tables == 0,
+		      "%s: the table came back", point);
+		/* A teardown's parts: gone, or destroyed at the restore. */
+		if (kernel && !create)
+			CHECK(hsets_back(x, base),
+			      "%s: the restore left a part of the table in "
+			      "the context",
+			      point);
+	} else {
+		CHECK(rss_one(cl, &info, wqs) == 1 &&
+			      info.num_wqs == (unnamed ? 2 : 1) &&
+			      info.rebuilds == (unnamed ? 0 : 1),
+		      "%s: %u WQs, %u rebuilds after the restart", point,
+		      info.num_wqs, info.rebuilds);
+		/* Journaled: the new parts alone, the old retiring ones
+		 * destroyed at the restore. */
+		if (kernel && !unnamed)
+			CHECK(hsets_get(x, twice) == 0 &&
+				      hsets_one_more(base, twice, rebuilt) &&
+				      rebuilt[0] != parts[0] &&
+				      rebuilt[1] != parts[1] &&
+				      rebuilt[2] != parts[2],
+			      "%s: the old flow %u, QP %u or table %u stayed "
+			      "after the restore",
+			      point, parts[0], parts[1], parts[2]);
+		CHECK(ibc_wq_destroy(w[1]) == 0, "%s: the WQ after", point);
+		CHECK(ibc_rss_destroy(rss) == 0, "%s: the table after", point);
+	}
+	if (!kernel)
+		HW_SKIP("the kernel's handle lists", "the soft device's");
+	if (kernel && unnamed) {
+		/* The unnamed table pins the WQs it holds until the context
+		 * closes (a rekey): what the window costs. */
+		CHECK(ibc_wq_destroy(w[0]) == -EBUSY,
+		      "%s: the WQ of the unaccounted table was destroyed",
+		      point);
+	} else {
+		/* The WQs go: no table left pins them. */
+		for (int i = leave ? 0 : 1; i >= 0; i--)
+			CHECK(ibc_wq_destroy(w[i]) == 0,
+			      "%s: WQ %d after the restart", point, i);
+		CHECK(ibc_cq_destroy(cq) == 0, "the suite's CQ");
+	}
+	CHECK(domain_of(cl, &dom) == 0 && dom.used.rss_tables == 0 &&
+		      dom.unaccounted == (kernel && unnamed ? 3 : 0),
+	      "%s: %llu tables charged, %u objects unaccounted", point,
+	      (unsigned long long)dom.used.rss_tables, dom.unaccounted);
+	printf(HW_NAME ": killed at %s, restored as the kernel held it\n",
+	       point);
+	ibc_disconnect(cl);
+	fakesd_free(sd);
+	sd = NULL;
+	close(lfd);
+	rig_remove();
+	return 0;
+}
+
+static int run_faults(const char *bin)
+{
+	static const char *const points[] = {
+		"rss-leave-made",  "rss-leave-journaled", "rss-leave-flow",
+		"rss-leave-qp",	   "rss-leave-tbl",	  "rss-teardown-flow",
+		"rss-teardown-qp", "rss-teardown-tbl",	  "rss-create-made",
+	};
+
+	for (size_t i = 0; i < sizeof(points) / sizeof(points[0]); i++)
+		if (run_fault(bin, points[i]))
+			return 1;
+	return 0;
+}
+#else
+static int run_faults(const char *bin)
+{
+	HW_SKIP("the fault points", "a build without --enable-fault-points");
+	return 0;
+}
+#endif
+
 int main(int argc, char **argv)
 {
 	const char *bin = getenv("RDMABROKERD");
@@ -479,6 +673,8 @@ int main(int argc, char **argv)
 	if (!bin)
 		bin = "./rdmabrokerd";
 	ret = run(bin);
+	if (ret == 0)
+		ret = run_faults(bin);
 	if (holder_pid > 0) {
 		kill(holder_pid, SIGKILL);
 		waitpid(holder_pid, NULL, 0);

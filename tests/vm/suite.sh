@@ -212,6 +212,11 @@ if [ -n "${VM_DEBS:-}" ] && section deb; then
 		bash -c "getent passwd rdmabroker && getent group rdma &&
 			[ \"\$(systemctl is-enabled $SOCKUNIT)\" = enabled ]" \
 		>>"$L/deb-install.log" 2>&1
+	# R1 (W8): the test-only fault points (daemon/util/fault.h) are not
+	# in the packaged daemon: it never reads RDMABROKERD_FAULT.
+	check deb-no-fault-points "the packaged rdmabrokerd has no fault points (reads no RDMABROKERD_FAULT)" \
+		bash -c '! grep -q RDMABROKERD_FAULT /usr/sbin/rdmabrokerd' \
+		>>"$L/deb-install.log" 2>&1
 fi
 
 # --- setup: users, Soft-RoCE -----------------------------------------------

@@ -67,6 +67,10 @@ void rss_journal(struct core *core, const struct rss_rec *r)
 	m.qp_num = r->made.qp_num;
 	m.rebuilds = r->rebuilds;
 	m.owner = r->owner;
+	m.retiring = r->retiring.mask;
+	m.retiring_flow_handle = r->retiring.handle[RSS_FLOW];
+	m.retiring_qp_handle = r->retiring.handle[RSS_QP];
+	m.retiring_tbl_handle = r->retiring.handle[RSS_TBL];
 	/* A failure marks the journal broken: the next start refuses the
 	 * whole state. */
 	journal_put(j, JOURNAL_RSS, r->id, &m.base);
@@ -127,78 +131,139 @@ static int rss_handle_listed(struct dctx *x, enum ibc_obj_kind kind,
 /*
  * Whether every part @m still names is listed by the context's kernel as
  * an object of its kind: 1, 0, or -errno when the kernel cannot say. A
- * part destroyed just before a SIGKILL, its record not yet rewritten,
- * leaves a freed handle here, which the kernel gives to the next object
- * made in the context (lowest free first): a record naming a handle the
- * kernel does not list is stale, and none of its handles is to be
- * trusted. Members cannot make flows (CAP_NET_RAW), so a listed flow is
- * the RSS object's own.
+ * part destroyed just before a SIGKILL by a daemon that journaled it
+ * after (the previous one) leaves a freed handle here, which the kernel
+ * gives to the next object made in the context (lowest free first): a
+ * record naming a handle the kernel does not list is stale, and none of
+ * its handles is to be trusted. Members cannot make flows (CAP_NET_RAW),
+ * so a listed flow is the RSS object's own.
  */
 static int rss_parts_listed(struct dctx *x, const Rdmab__State__Rss *m)
 {
-	const uint64_t named[3] = { m->flow_object, m->qp_object,
-				    m->tbl_object };
-	const uint32_t handle[3] = { m->flow_handle, m->qp_handle,
-				     m->tbl_handle };
-	static const enum ibc_obj_kind kinds[3] = { IBC_OBJ_FLOW, IBC_OBJ_QP,
-						    IBC_OBJ_RWQ_IND_TBL };
+	const uint64_t named[RSS_PARTS] = { m->flow_object, m->qp_object,
+					    m->tbl_object };
+	const uint32_t handle[RSS_PARTS] = { m->flow_handle, m->qp_handle,
+					     m->tbl_handle };
 	int ret = 1;
 
-	for (int i = 0; i < 3 && ret == 1; i++)
+	for (int i = 0; i < RSS_PARTS && ret == 1; i++)
 		if (named[i])
-			ret = rss_handle_listed(x, kinds[i], handle[i]);
+			ret = rss_handle_listed(x, rss_part_kind[i], handle[i]);
 	return ret;
+}
+
+/* The parts @m names as retiring (rss.h), their handles by part. */
+static struct rss_retiring rss_retiring_of(const Rdmab__State__Rss *m)
+{
+	return (struct rss_retiring){
+		.handle = { m->retiring_flow_handle, m->retiring_qp_handle,
+			    m->retiring_tbl_handle },
+		.mask = m->retiring & ((1u << RSS_PARTS) - 1),
+	};
+}
+
+/*
+ * Which retiring parts the kernel still lists as their kind: those are
+ * destroyed (rss_destroy_handle()). Each bit was cleared once its destroy
+ * returned, so a listed one is the part itself (for a flow, proof:
+ * members cannot make one) but when the SIGKILL came between a destroy's
+ * return and that clear and a member made an object of the same kind in
+ * the context before the restore. A part not listed went: recorded as
+ * gone, never destroyed by its handle; nor one the kernel cannot say of
+ * (no list). One log line says which.
+ */
+static uint32_t rss_retiring_listed(struct dctx *x, uint64_t id,
+				    const struct rss_retiring *t)
+{
+	uint32_t listed = 0, gone = 0;
+	int ret = 0;
+
+	for (unsigned int p = 0; p < RSS_PARTS; p++) {
+		if (!(t->mask & 1u << p))
+			continue;
+		ret = rss_handle_listed(x, rss_part_kind[p], t->handle[p]);
+		if (ret == 1)
+			listed |= 1u << p;
+		else
+			gone |= 1u << p;
+	}
+	if (gone)
+		log_info("RSS %" PRIu64 ": retiring%s%s%s %s: nothing "
+			 "destroyed by %s",
+			 id, gone & 1u << RSS_FLOW ? " flow" : "",
+			 gone & 1u << RSS_QP ? " QP" : "",
+			 gone & 1u << RSS_TBL ? " table" : "",
+			 ret < 0 ? "unverified (the kernel lists no handles)" :
+				   "not listed by the kernel, gone",
+			 gone & (gone - 1) ? "their handles" : "its handle");
+	return listed;
+}
+
+/* Part @p at @handle goes by handle; -ENOENT and -EIO are gone already. */
+static void rss_destroy_handle(struct dctx *x, uint64_t id, unsigned int p,
+			       uint32_t handle)
+{
+	struct why why = { 0 };
+	int ret = x->dev->ctx_ops->obj_destroy(x->dc, rss_part_kind[p], handle,
+					       &why);
+
+	if (ret < 0 && ret != -ENOENT && ret != -EIO)
+		log_warn("RSS %" PRIu64 ": its %s stays in the context: %s", id,
+			 obj_kind_name(rss_part_kind[p]), why.text);
 }
 
 /*
  * A record not adopted whose context came back: on verbs the parts it
- * still names live on in the context's kernel state (the store and the
- * members keep its descriptor open), the table pinning its WQs and the
- * flow rule steering traffic, so they go by handle here, flow, QP then
- * table as the kernel's use counts want; -ENOENT and -EIO are gone
- * already. A record whose handles the kernel does not all list is stale
- * (rss_parts_listed): nothing is destroyed by them. The soft device's
- * parts died with the previous daemon, their kernel.
+ * still names or retires live on in the context's kernel state (the store
+ * and the members keep its descriptor open), the table pinning its WQs and
+ * the flow rule steering traffic, so they go by handle here, flows, QPs
+ * then tables as the kernel's use counts want. The named parts only when
+ * the kernel lists them all (rss_parts_listed), each retiring one only
+ * when it is listed (rss_retiring_listed). The soft device's parts died
+ * with the previous daemon, their kernel.
  */
-static void rss_drop_named(struct dctx *x, const Rdmab__State__Rss *m,
-			   uint64_t id)
+void rss_drop_named(struct dctx *x, const Rdmab__State__Rss *m, uint64_t id)
 {
-	static const enum ibc_obj_kind kinds[3] = { IBC_OBJ_FLOW, IBC_OBJ_QP,
-						    IBC_OBJ_RWQ_IND_TBL };
-	const uint64_t named[3] = { m->flow_object, m->qp_object,
-				    m->tbl_object };
-	struct rss_made made = {
-		.tbl_handle = m->tbl_handle,
-		.qp_handle = m->qp_handle,
-		.flow_handle = m->flow_handle,
-		.qp_num = m->qp_num,
-		.adopted = true,
-	};
+	const uint64_t named[RSS_PARTS] = { m->flow_object, m->qp_object,
+					    m->tbl_object };
+	const uint32_t handle[RSS_PARTS] = { m->flow_handle, m->qp_handle,
+					     m->tbl_handle };
+	struct rss_retiring t = rss_retiring_of(m);
+	uint32_t retiring;
 	int listed;
 
 	if (x->dev->broker_objects)
 		return;
+	retiring = rss_retiring_listed(x, id, &t);
 	listed = rss_parts_listed(x, m);
-	if (listed == 0) {
+	if (listed == 0)
 		log_warn("RSS %" PRIu64 ": the kernel does not list every "
 			 "part its record names, nothing destroyed by its "
 			 "handles",
 			 id);
-		return;
+	for (unsigned int p = 0; p < RSS_PARTS; p++) {
+		if (retiring & 1u << p)
+			rss_destroy_handle(x, id, p, t.handle[p]);
+		if (named[p] && listed != 0)
+			rss_destroy_handle(x, id, p, handle[p]);
 	}
-	for (int i = 0; i < 3; i++) {
-		struct why why = { 0 };
-		int ret;
+}
 
-		if (!named[i])
-			continue;
-		ret = x->dev->ctx_ops->rss_destroy(x->dc, &made, kinds[i],
-						   &why);
-		if (ret < 0 && ret != -ENOENT && ret != -EIO)
-			log_warn("RSS %" PRIu64 ": its %s stays in the "
-				 "context: %s",
-				 id, obj_kind_name(kinds[i]), why.text);
-	}
+/* An adopted record's retiring parts (a rebuild killed before their
+ * destroys all returned) go, those the kernel lists; before the adoption
+ * journals the record without them, so that a SIGKILL here leaves them
+ * named for the next restore. */
+void rss_retire_adopted(struct dctx *x, const Rdmab__State__Rss *m, uint64_t id)
+{
+	struct rss_retiring t = rss_retiring_of(m);
+	uint32_t retiring;
+
+	if (x->dev->broker_objects || !t.mask)
+		return;
+	retiring = rss_retiring_listed(x, id, &t);
+	for (unsigned int p = 0; p < RSS_PARTS; p++)
+		if (retiring & 1u << p)
+			rss_destroy_handle(x, id, p, t.handle[p]);
 }
 
 static int restore_one(void *arg, const struct journal_rec *rec)
@@ -294,12 +359,12 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 	at.flow_handle = m->flow_handle;
 	at.qp_num = m->qp_num;
 	if (!x->dev->broker_objects && rss_parts_listed(x, m) == 0) {
-		log_warn("RSS %" PRIu64 ": the kernel does not list every "
-			 "part its record names (a SIGKILL between a destroy "
-			 "and its record), not adopted",
-			 rec->key);
+		/* A state of a daemon that journaled a destroy after it. */
+		log_info("RSS %" PRIu64 ": not adopted", rec->key);
+		rss_drop_named(x, m, rec->key);
 		goto out;
 	}
+	rss_retire_adopted(x, m, rec->key);
 	ret = x->dev->ctx_ops->rss_adopt(x->dc, &spec, &at, &r.made, &why);
 	if (ret < 0) {
 		ret = restore_fail(rs, ret, "RSS %" PRIu64 ": %s", r.id,
@@ -318,13 +383,9 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 		ret = rss_adopt(rs->core, &r, x, part[0], part[1], part[2],
 				wqs);
 	if (ret < 0) {
-		static const enum ibc_obj_kind kinds[3] = {
-			IBC_OBJ_FLOW, IBC_OBJ_QP, IBC_OBJ_RWQ_IND_TBL
-		};
-
-		for (int i = 0; i < 3; i++) {
-			x->dev->ctx_ops->rss_destroy(x->dc, &r.made, kinds[i],
-						     &why);
+		for (int i = 0; i < RSS_PARTS; i++) {
+			x->dev->ctx_ops->rss_destroy(x->dc, &r.made,
+						     rss_part_kind[i], &why);
 			if (part[i])
 				objects_remove(part[i]);
 		}

@@ -1,0 +1,297 @@
+// SPDX-License-Identifier: MIT
+/*
+ * The RSS restore's destroys by handle (daemon/families/rss/rss-state.c),
+ * against a device whose kernel keeps the parts across the daemon's
+ * death, as a verbs kernel does (mlx5 only: no such device here). A fake
+ * context answers the kernel's handle lists from a table and records every
+ * destroy: a part goes only by a handle the kernel lists as its kind,
+ * flows before QPs before tables; a retiring handle the kernel does not
+ * list, or lists as another kind, or a list the kernel cannot give,
+ * destroys nothing; a retiring mask without a part's bit leaves that
+ * part's handle 0 alone, 0 being a valid handle.
+ */
+#include "config.h"
+
+#include <check.h>
+#include <errno.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "daemon/device/device.h"
+#include "daemon/families/rss/rss.h"
+#include "daemon/registry/ctx.h"
+#include "daemon/util/log.h"
+#include "proto/state.pb-c.h"
+#include "tests/cklib.h"
+
+#define BIT(p) (1u << (p))
+
+/* What the fake kernel holds: handles by kind. */
+static struct {
+	unsigned int kind;
+	uint32_t handle;
+} held[16];
+static unsigned int n_held;
+/* handle_list's answer when it cannot say, else 0. */
+static int list_err;
+/* The destroys asked for, in order. */
+static struct {
+	enum ibc_obj_kind kind;
+	uint32_t handle;
+} destroyed[16];
+static unsigned int n_destroyed;
+
+static void hold(unsigned int kind, uint32_t handle)
+{
+	held[n_held].kind = kind;
+	held[n_held++].handle = handle;
+}
+
+static int fake_handle_list(struct device_ctx *ctx, unsigned int type,
+			    uint32_t *handles, uint32_t max)
+{
+	uint32_t n = 0;
+
+	if (list_err)
+		return list_err;
+	for (unsigned int i = 0; i < n_held && n < max; i++)
+		if (held[i].kind == type)
+			handles[n++] = held[i].handle;
+	return (int)n;
+}
+
+static int fake_obj_destroy(struct device_ctx *ctx, enum ibc_obj_kind kind,
+			    uint32_t handle, struct why *why)
+{
+	ck_assert_uint_lt(n_destroyed, 16);
+	destroyed[n_destroyed].kind = kind;
+	destroyed[n_destroyed++].handle = handle;
+	return 0;
+}
+
+static const struct device_ctx_ops fake_ops = {
+	.handle_list = fake_handle_list,
+	.obj_destroy = fake_obj_destroy,
+};
+static struct device dev = { .name = "fake0", .ctx_ops = &fake_ops };
+static struct device_ctx dc = { .dev = &dev };
+static struct dctx x = { .id = 1, .dev = &dev, .dc = &dc };
+
+static void setup(void)
+{
+	n_held = 0;
+	n_destroyed = 0;
+	list_err = 0;
+	dev.broker_objects = false;
+}
+
+static void destroyed_is(unsigned int i, enum ibc_obj_kind kind,
+			 uint32_t handle)
+{
+	ck_assert_uint_lt(i, n_destroyed);
+	ck_assert_msg(destroyed[i].kind == kind &&
+			      destroyed[i].handle == handle,
+		      "destroy %u: %s %u, not %s %u", i,
+		      obj_kind_name(destroyed[i].kind), destroyed[i].handle,
+		      obj_kind_name(kind), handle);
+}
+
+/* A rebuild's record: new parts at 10, 11, 12 (flow, QP, table), the
+ * old ones retiring at 3, 4, 5. */
+static Rdmab__State__Rss rebuilt(uint32_t retiring)
+{
+	Rdmab__State__Rss m = RDMAB__STATE__RSS__INIT;
+
+	m.flow_object = 100;
+	m.qp_object = 101;
+	m.tbl_object = 102;
+	m.flow_handle = 10;
+	m.qp_handle = 11;
+	m.tbl_handle = 12;
+	m.retiring = retiring;
+	m.retiring_flow_handle = 3;
+	m.retiring_qp_handle = 4;
+	m.retiring_tbl_handle = 5;
+	return m;
+}
+
+/* Killed before any old part went: all three listed, all three go, in
+ * the order of the kernel's use counts; the new parts stay. */
+START_TEST(retiring_listed_destroyed_in_order)
+{
+	Rdmab__State__Rss m =
+		rebuilt(BIT(RSS_FLOW) | BIT(RSS_QP) | BIT(RSS_TBL));
+
+	hold(IBC_OBJ_RWQ_IND_TBL, 5);
+	hold(IBC_OBJ_QP, 4);
+	hold(IBC_OBJ_FLOW, 3);
+	hold(IBC_OBJ_FLOW, 10);
+	hold(IBC_OBJ_QP, 11);
+	hold(IBC_OBJ_RWQ_IND_TBL, 12);
+	rss_retire_adopted(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 3);
+	destroyed_is(0, IBC_OBJ_FLOW, 3);
+	destroyed_is(1, IBC_OBJ_QP, 4);
+	destroyed_is(2, IBC_OBJ_RWQ_IND_TBL, 5);
+}
+END_TEST
+
+/*
+ * The old flow went (killed between its destroy and the clear): its
+ * handle, free since, was given to a QP of a member; the old QP and
+ * table are still listed. The flow's handle is never destroyed, neither
+ * as a flow (not listed) nor as the member's QP (another kind).
+ */
+START_TEST(retiring_reused_as_another_kind_kept)
+{
+	Rdmab__State__Rss m =
+		rebuilt(BIT(RSS_FLOW) | BIT(RSS_QP) | BIT(RSS_TBL));
+
+	hold(IBC_OBJ_QP, 3);
+	hold(IBC_OBJ_QP, 4);
+	hold(IBC_OBJ_RWQ_IND_TBL, 5);
+	rss_retire_adopted(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 2);
+	destroyed_is(0, IBC_OBJ_QP, 4);
+	destroyed_is(1, IBC_OBJ_RWQ_IND_TBL, 5);
+}
+END_TEST
+
+/* Only the table still retires, at handle 0 (valid); the flow and QP
+ * bits are clear, their handles 0 too, and a flow and a QP at 0 belong
+ * to others: only the table goes. */
+START_TEST(retiring_mask_says_which)
+{
+	Rdmab__State__Rss m = rebuilt(BIT(RSS_TBL));
+
+	m.retiring_flow_handle = 0;
+	m.retiring_qp_handle = 0;
+	m.retiring_tbl_handle = 0;
+	hold(IBC_OBJ_FLOW, 0);
+	hold(IBC_OBJ_QP, 0);
+	hold(IBC_OBJ_RWQ_IND_TBL, 0);
+	rss_retire_adopted(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 1);
+	destroyed_is(0, IBC_OBJ_RWQ_IND_TBL, 0);
+	/* Bits past the three parts mean nothing. */
+	n_destroyed = 0;
+	m.retiring = 0xf8;
+	rss_retire_adopted(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 0);
+}
+END_TEST
+
+/* A kernel that cannot list (an old one): nothing goes by a retiring
+ * handle. The named parts of a record not adopted still go, the kernel's
+ * kind check all there is (S2's rule): a named part is never destroyed
+ * before it is journaled as going, so its handle is its own. */
+START_TEST(retiring_unlisted_kernel_kept)
+{
+	Rdmab__State__Rss m =
+		rebuilt(BIT(RSS_FLOW) | BIT(RSS_QP) | BIT(RSS_TBL));
+
+	hold(IBC_OBJ_FLOW, 3);
+	list_err = -EOPNOTSUPP;
+	rss_retire_adopted(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 0);
+	rss_drop_named(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 3);
+	destroyed_is(0, IBC_OBJ_FLOW, 10);
+	destroyed_is(1, IBC_OBJ_QP, 11);
+	destroyed_is(2, IBC_OBJ_RWQ_IND_TBL, 12);
+}
+END_TEST
+
+/*
+ * A teardown killed after its QP's destroy: the flow went (object 0, no
+ * retiring bit), the QP is going (object 0, retiring at its handle), the
+ * table is named. The QP's handle is listed no more; the table is, and
+ * goes; a QP a member made at the flow's old handle stays.
+ */
+START_TEST(teardown_going_part_dropped)
+{
+	Rdmab__State__Rss m = RDMAB__STATE__RSS__INIT;
+
+	m.tbl_object = 102;
+	m.flow_handle = 10;
+	m.qp_handle = 11;
+	m.tbl_handle = 12;
+	m.retiring = BIT(RSS_QP);
+	m.retiring_qp_handle = 11;
+	hold(IBC_OBJ_QP, 10);
+	hold(IBC_OBJ_RWQ_IND_TBL, 12);
+	rss_drop_named(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 1);
+	destroyed_is(0, IBC_OBJ_RWQ_IND_TBL, 12);
+	/* Killed before the QP's destroy: it is listed, and goes first. */
+	n_destroyed = 0;
+	hold(IBC_OBJ_QP, 11);
+	rss_drop_named(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 2);
+	destroyed_is(0, IBC_OBJ_QP, 11);
+	destroyed_is(1, IBC_OBJ_RWQ_IND_TBL, 12);
+}
+END_TEST
+
+/* A record not adopted that names a part the kernel does not list: none
+ * of its named handles is trusted; its listed retiring ones still go. */
+START_TEST(stale_named_kept_retiring_listed_go)
+{
+	Rdmab__State__Rss m = rebuilt(BIT(RSS_TBL));
+
+	hold(IBC_OBJ_FLOW, 10);
+	hold(IBC_OBJ_RWQ_IND_TBL, 12);
+	hold(IBC_OBJ_RWQ_IND_TBL, 5);
+	rss_drop_named(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 1);
+	destroyed_is(0, IBC_OBJ_RWQ_IND_TBL, 5);
+	/* All listed: the named go too, each kind's retiring one first. */
+	n_destroyed = 0;
+	hold(IBC_OBJ_QP, 11);
+	rss_drop_named(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 4);
+	destroyed_is(0, IBC_OBJ_FLOW, 10);
+	destroyed_is(1, IBC_OBJ_QP, 11);
+	destroyed_is(2, IBC_OBJ_RWQ_IND_TBL, 5);
+	destroyed_is(3, IBC_OBJ_RWQ_IND_TBL, 12);
+}
+END_TEST
+
+/* The soft device: its parts died with the daemon that was their kernel,
+ * whatever a list says now. */
+START_TEST(soft_destroys_nothing)
+{
+	Rdmab__State__Rss m =
+		rebuilt(BIT(RSS_FLOW) | BIT(RSS_QP) | BIT(RSS_TBL));
+
+	dev.broker_objects = true;
+	hold(IBC_OBJ_FLOW, 3);
+	hold(IBC_OBJ_FLOW, 10);
+	rss_retire_adopted(&x, &m, 102);
+	rss_drop_named(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 0);
+}
+END_TEST
+
+static Suite *rss_retiring_suite(void)
+{
+	Suite *s = suite_create("rss_retiring");
+	TCase *tc = tcase_create("restore");
+
+	tcase_add_checked_fixture(tc, setup, NULL);
+	tcase_add_test(tc, retiring_listed_destroyed_in_order);
+	tcase_add_test(tc, retiring_reused_as_another_kind_kept);
+	tcase_add_test(tc, retiring_mask_says_which);
+	tcase_add_test(tc, retiring_unlisted_kernel_kept);
+	tcase_add_test(tc, teardown_going_part_dropped);
+	tcase_add_test(tc, stale_named_kept_retiring_listed_go);
+	tcase_add_test(tc, soft_destroys_nothing);
+	suite_add_tcase(s, tc);
+	return s;
+}
+
+int main(void)
+{
+	log_max_priority = LOG_ERR;
+	return ck_run("rss_retiring", rss_retiring_suite());
+}
