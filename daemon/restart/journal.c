@@ -116,6 +116,8 @@ struct journal {
 	 * there unless the table moved it since (checked). */
 	size_t solo_slot;
 	bool broken;
+	/* The failure that broke it: -errno. */
+	int err;
 	/* The slots: each block's first, by number (NULL: a number no
 	 * block has), and the free ones' numbers, a stack. */
 	struct jslot **blk;
@@ -557,6 +559,8 @@ static int journal_break(struct journal *j, int err)
 {
 	struct jhdr *h = (struct jhdr *)j->map;
 
+	if (!j->broken)
+		j->err = err;
 	j->broken = true;
 	__atomic_store_n(&h->complete, JHDR_BROKEN, __ATOMIC_RELEASE);
 	return err;
@@ -565,6 +569,11 @@ static int journal_break(struct journal *j, int err)
 bool journal_broken(const struct journal *j)
 {
 	return j && j->broken;
+}
+
+int journal_error(const struct journal *j)
+{
+	return j && j->broken ? j->err : 0;
 }
 
 /*

@@ -209,6 +209,8 @@ int journal_put_packed(struct journal *j, uint32_t kind, uint64_t key,
 void journal_begin(struct journal *j);
 void journal_commit(struct journal *j);
 bool journal_broken(const struct journal *j);
+/* What broke @j, the first failure's -errno; 0 while it is not broken. */
+int journal_error(const struct journal *j);
 
 /*
  * Slots (see above). journal_slot_add() takes a free slot (adding a block

@@ -1141,6 +1141,31 @@ static int restore_families(struct restore *rs)
 	return 0;
 }
 
+/*
+ * A write of the restore's journal failed (its memfd could not grow:
+ * RLIMIT_FSIZE, memory): the journal is broken, and the state stored
+ * says so in its header. The daemon goes on with what it adopted, whole
+ * in memory whatever the journal missed, as after a write failing at any
+ * other time (restart_after_write()): only the next restart's state is
+ * lost, and that restart starts clean, its clients told. Exiting instead
+ * would end every session now, and the service manager would start a
+ * daemon on the same state, to fail the same way.
+ */
+static void restore_journal_failed(struct restart *r, const struct restore *rs)
+{
+	int err = journal_error(r->j);
+
+	/* Quiet until here (restart_restore()): said once, decided. */
+	r->warned = err != 0;
+	if (!err)
+		return;
+	log_err("the state journal failed during the restore (%s): going on "
+		"with the %" PRIu64 " sessions and %" PRIu64 " objects "
+		"adopted; the stored state is marked abandoned, so a restart "
+		"from here starts clean",
+		strerror(-err), rs->adopted_sessions, rs->adopted_objects);
+}
+
 int restart_restore(struct server *srv)
 {
 	struct restart *r = srv->core.restart;
@@ -1158,6 +1183,9 @@ int restart_restore(struct server *srv)
 	rs.view = r->view;
 	rs.store = r->store;
 	r->generation = 1;
+	/* A write that fails is told by restore_journal_failed(), with
+	 * what the daemon does about it. */
+	r->warned = true;
 	/* The new journal gets each adopted record once, as a compaction
 	 * would: its index sized for all of them at once (a failure only
 	 * lets it grow as they come), and no compaction asked for on the
@@ -1257,9 +1285,9 @@ int restart_restore(struct server *srv)
 	}
 	journal_rebase(r->j);
 	journal_on_full(r->j, restart_journal_full, &srv->core);
-	ret = restart_counters_save(&srv->core);
-	if (ret < 0)
-		return ret;
+	/* A failure here breaks the journal like any write of the restore
+	 * did: restore_journal_failed() decides for all of them. */
+	restart_counters_save(&srv->core);
 	/* Stored now, when it holds the adopted state: a kill during the
 	 * restore left the old one the newest. */
 	restart_fd_name(name, sizeof(name), "state", journal_gen(r->j));
@@ -1269,6 +1297,8 @@ int restart_restore(struct server *srv)
 			strerror(-ret));
 		return ret;
 	}
+	/* Out even when the journal failed: the newest state a next daemon
+	 * could read would be one of these, which this one has left. */
 	while (fdstore_each_passed(r->store, FDSTORE_PREFIX "state.",
 				   restart_first_name, name) == 1) {
 		if (fdstore_take(r->store, name, &fd) == 0)
@@ -1313,5 +1343,7 @@ int restart_restore(struct server *srv)
 			   rs.adopted_sessions, rs.adopted_contexts,
 			   rs.adopted_objects, rs.adopted_fds, closed);
 	}
-	return restart_counters_save(&srv->core);
+	restart_counters_save(&srv->core);
+	restore_journal_failed(r, &rs);
+	return 0;
 }
