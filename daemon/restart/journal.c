@@ -1,18 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The state journal (journal.h): the log's writer, its index of live
- * records (what a compaction copies) and the reader a restore and the
- * fuzzer run.
- *
- * The memfd: a JOURNAL_HDR_SIZE header (struct jhdr), then records, each
- * a struct jrec and its bytes padded to 8 with zeros. A record's word is
- * 0 until the record is whole; then JREC_PART (a transaction goes on) or
- * JREC_COMMIT. One CRC covers a record from its length to its padding's
- * end: whole 8-byte words, so the hot path's CRC is one loop of SSE 4.2
- * crc32 instructions with no tail; a block of slots (JREC_SLOTS) is a
- * struct jslot array whose CRC covers the header alone.
- * The file grows by ftruncate(); the mapping reserves JOURNAL_SIZE_MAX
- * once, so records never move.
+ * The state journal (journal.h): the log's writer, the slots and the
+ * reader a restore and the fuzzer run. The memfd's layout is
+ * journal-int.h's.
  */
 #include "config.h"
 
@@ -29,237 +19,13 @@
 #include <unistd.h>
 
 #include "daemon/restart/journal.h"
+#include "daemon/restart/journal-int.h"
 #include "daemon/restart/record-pack.h"
 #include "daemon/util/keysort.h"
 
-#define JHDR_MAGIC 0x4c4e524a42414d44ull /* "DMABJRNL" */
-#define JOURNAL_HDR_SIZE 4096u
-#define JOURNAL_GROW (1u << 20)
-#define JREC_PART 0x5452415042524a52ull	  /* "RJRBPART" */
-#define JREC_COMMIT 0x54494d4d4f43424aull /* "JBCOMMIT" */
-#define JREC_DEL 1u
-/* A block of slots, written in place (journal.h). */
-#define JREC_SLOTS 2u
 /* A record journal_put() packs on the stack: an object's is about 100
  * bytes, a session's a few hundred. */
 #define JOURNAL_PACK_BUF 1024
-/* The complete word: every record of the snapshot is in. */
-#define JHDR_COMPLETE 0x4554454c504d4f43ull
-/* ... or a write failed: what follows the last record is missing, so no
- * reader may take the state. */
-#define JHDR_BROKEN 0x4e454b4f52424d44ull
-
-struct jhdr {
-	uint64_t magic;
-	uint32_t format;
-	uint32_t hdr_size;
-	uint64_t gen;
-	/* JHDR_COMPLETE once sealed, stored last. */
-	uint64_t complete;
-};
-
-struct jrec {
-	uint64_t word;
-	/* CRC-32C from len to the end of the padded bytes. */
-	uint32_t crc;
-	uint32_t zero;
-	uint32_t len;
-	uint16_t kind;
-	uint16_t flags;
-	uint64_t key;
-};
-
-_Static_assert(sizeof(struct jrec) == 32, "jrec is 32 bytes");
-
-/* A slot: its ids, then the word stored last: the count in the low half,
- * the check (slot_word()) in the high one; 0: free. */
-struct jslot {
-	uint64_t id[3];
-	uint64_t word;
-};
-
-_Static_assert(sizeof(struct jslot) == 32, "jslot is 32 bytes");
-#define JSLOT_BLOCK_LEN (JOURNAL_SLOT_BLOCK * sizeof(struct jslot))
-_Static_assert(offsetof(struct jrec, len) == 16, "the CRC starts aligned");
-_Static_assert(JOURNAL_KIND_MAX <= UINT16_MAX, "a kind fits its field");
-
-/* One live record: where its bytes are. */
-struct jent {
-	uint64_t key;
-	uint32_t kind; /* 0: empty slot */
-	uint32_t len;
-	const uint8_t *data;
-};
-
-/* Open addressing on (kind, key), linear probing, deletion by backward
- * shift so that no tombstone lengthens a probe. */
-struct jmap {
-	struct jent *slot;
-	size_t cap, n;
-};
-
-struct journal {
-	int fd;
-	uint8_t *map;
-	size_t size; /* the file's */
-	size_t tail; /* where the next record goes */
-	uint64_t gen;
-	struct jmap live;
-	unsigned int depth;
-	/* Records of the open transaction: the last one gets the commit. */
-	struct jrec *last_part;
-	/* The tail's record when it is a put of a key that had no live
-	 * record, committed alone: journal_del() of that key takes it back
-	 * (journal_retract()). NULL otherwise. */
-	struct jrec *solo_new;
-	/* Its entry's slot in @live when it was written: the del finds it
-	 * there unless the table moved it since (checked). */
-	size_t solo_slot;
-	bool broken;
-	/* The failure that broke it: -errno. */
-	int err;
-	/* The slots: each block's first, by number (NULL: a number no
-	 * block has), and the free ones' numbers, a stack. */
-	struct jslot **blk;
-	uint32_t n_blk;
-	uint32_t *free_slots;
-	uint32_t n_free;
-	size_t base; /* the last compaction's size */
-	/* Past this tail the log wants a compaction: @on_full is told. */
-	size_t full_at;
-	void (*on_full)(void *arg);
-	void *full_arg;
-};
-
-struct journal_view {
-	uint64_t gen;
-	uint8_t *buf; /* the copy the records point into */
-	struct jmap live;
-	/* The live records by kind, each kind's in key order: kind k's are
-	 * byk[at[k]] to byk[at[k + 1]]. Made once when the view is read, so
-	 * that a walk of one kind does not walk the whole table (a restore
-	 * walks a dozen kinds: that was 16 walks of a table of 262,144
-	 * slots and a sort per walk). */
-	struct journal_rec *byk;
-	size_t at[JOURNAL_KIND_MAX + 2];
-};
-
-/* --- CRC-32C (Castagnoli), bytewise from a table made once ------------- */
-
-static uint32_t crc_table[256];
-
-static uint32_t crc32c_sw(uint32_t crc, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	crc = ~crc;
-	while (n--)
-		crc = crc_table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
-
-#if defined(__x86_64__)
-/* The same CRC by SSE 4.2's crc32 instruction, 8 bytes at a time: a
- * record's CRC is most of what the journal costs a request. */
-__attribute__((target("sse4.2"))) static uint32_t
-crc32c_hw(uint32_t crc, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	uint64_t c = ~crc;
-
-	for (; n >= 8; n -= 8, b += 8) {
-		uint64_t v;
-
-		memcpy(&v, b, sizeof(v));
-		c = __builtin_ia32_crc32di(c, v);
-	}
-	/* The tail by 4, 2 and 1 bytes: a hold's record is a few dozen
-	 * bytes, where a byte loop was a third of the CRC. */
-	if (n & 4) {
-		uint32_t v;
-
-		memcpy(&v, b, sizeof(v));
-		c = __builtin_ia32_crc32si((uint32_t)c, v);
-		b += 4;
-	}
-	if (n & 2) {
-		uint16_t v;
-
-		memcpy(&v, b, sizeof(v));
-		c = __builtin_ia32_crc32hi((uint32_t)c, v);
-		b += 2;
-	}
-	if (n & 1)
-		c = __builtin_ia32_crc32qi((uint32_t)c, *b);
-	return ~(uint32_t)c;
-}
-
-/* A record's CRC: whole words only (its padding is in). */
-__attribute__((target("sse4.2"))) static uint32_t crc32c_words_hw(const void *p,
-								  size_t n)
-{
-	const uint8_t *b = p, *end = b + n;
-	uint64_t c = 0xffffffffu;
-
-	for (; b < end; b += 8) {
-		uint64_t v;
-
-		memcpy(&v, b, sizeof(v));
-		c = __builtin_ia32_crc32di(c, v);
-	}
-	return ~(uint32_t)c;
-}
-#endif
-
-static uint32_t crc32c_words_sw(const void *p, size_t n)
-{
-	return crc32c_sw(0, p, n);
-}
-
-static uint32_t (*crc32c)(uint32_t crc, const void *p, size_t n) = crc32c_sw;
-static uint32_t (*crc32c_words)(const void *p, size_t n) = crc32c_words_sw;
-
-static void crc_init(void)
-{
-	if (crc_table[1])
-		return;
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-		crc_table[i] = c;
-	}
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("sse4.2")) {
-		crc32c = crc32c_hw;
-		crc32c_words = crc32c_words_hw;
-	}
-#endif
-}
-
-uint32_t journal_crc32c(const void *p, size_t n, bool hw)
-{
-	crc_init();
-	if (!hw)
-		return crc32c_sw(0, p, n);
-	return n % 8 ? crc32c(0, p, n) : crc32c_words(p, n);
-}
-
-static size_t pad8(size_t n)
-{
-	return (n + 7) & ~(size_t)7;
-}
-
-/* The bytes follow the header, padded: one range, no tail; a block of
- * slots changes in place, its slots have their own check. */
-static uint32_t rec_crc(const struct jrec *r)
-{
-	size_t hdr = sizeof(*r) - offsetof(struct jrec, len);
-
-	return crc32c_words(&r->len,
-			    r->flags & JREC_SLOTS ? hdr : hdr + pad8(r->len));
-}
 
 /*
  * A held slot's word: its count in the low half, a check of its ids and
@@ -277,146 +43,6 @@ static inline uint64_t slot_word(uint64_t a, uint64_t b, uint64_t c, uint32_t n)
 		     0xff51afd7ed558ccdull;
 
 	return (h & ~(uint64_t)UINT32_MAX) | n;
-}
-
-/* --- the index ---------------------------------------------------------- */
-
-static size_t jmap_hash(uint32_t kind, uint64_t key, size_t cap)
-{
-	uint64_t h = (key ^ ((uint64_t)kind << 56)) * 0x9e3779b97f4a7c15ull;
-
-	return (size_t)(h >> 17) & (cap - 1);
-}
-
-/* The hot path's helpers are inlined: a call's saves and restores were a
- * third of what a record cost (callgrind). */
-#define JOURNAL_HOT static inline __attribute__((always_inline))
-
-JOURNAL_HOT struct jent *jmap_find(const struct jmap *m, uint32_t kind,
-				   uint64_t key)
-{
-	if (!m->cap)
-		return NULL;
-	for (size_t i = jmap_hash(kind, key, m->cap);;
-	     i = (i + 1) & (m->cap - 1)) {
-		struct jent *e = &m->slot[i];
-
-		if (!e->kind)
-			return NULL;
-		if (e->kind == kind && e->key == key)
-			return e;
-	}
-}
-
-static int jmap_grow(struct jmap *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 64;
-	struct jent *old = m->slot;
-	size_t old_cap = m->cap;
-
-	m->slot = calloc(cap, sizeof(*m->slot));
-	if (!m->slot) {
-		m->slot = old;
-		return -ENOMEM;
-	}
-	m->cap = cap;
-	for (size_t i = 0; i < old_cap; i++) {
-		size_t j;
-
-		if (!old[i].kind)
-			continue;
-		j = jmap_hash(old[i].kind, old[i].key, cap);
-		while (m->slot[j].kind)
-			j = (j + 1) & (cap - 1);
-		m->slot[j] = old[i];
-	}
-	free(old);
-	return 0;
-}
-
-/* Make room first, so that the set that follows cannot fail. */
-JOURNAL_HOT int jmap_reserve(struct jmap *m)
-{
-	if ((m->n + 1) * 4 > m->cap * 3)
-		return jmap_grow(m);
-	return 0;
-}
-
-/* Room for @n entries at half load, made before they come: entries that
- * come in another table's slot order (a compacted state, read back or
- * copied) into a table that grows as they come cluster into probes of
- * thousands (a restore's read was 200 M instructions of them). */
-static int jmap_presize(struct jmap *m, size_t n)
-{
-	while (m->cap < n * 2) {
-		int err = jmap_grow(m);
-
-		if (err < 0)
-			return err;
-	}
-	return 0;
-}
-
-/* After jmap_reserve(): (@kind, @key)'s entry, made if new (then
- * *@made is set), in one walk of its probe sequence. */
-JOURNAL_HOT struct jent *jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
-				  const uint8_t *data, uint32_t len, bool *made)
-{
-	struct jent *e;
-
-	for (size_t i = jmap_hash(kind, key, m->cap);;
-	     i = (i + 1) & (m->cap - 1)) {
-		e = &m->slot[i];
-		if (!e->kind) {
-			e->kind = kind;
-			e->key = key;
-			m->n++;
-			*made = true;
-			break;
-		}
-		if (e->kind == kind && e->key == key)
-			break;
-	}
-	e->data = data;
-	e->len = len;
-	return e;
-}
-
-/* Remove @e, an entry of @m. */
-JOURNAL_HOT void jmap_del_at(struct jmap *m, struct jent *e)
-{
-	size_t i = (size_t)(e - m->slot), j;
-
-	m->slot[i].kind = 0;
-	m->n--;
-	/* Backward shift: pull up every entry of the cluster that the hole
-	 * now cuts off from its home. */
-	for (j = (i + 1) & (m->cap - 1); m->slot[j].kind;
-	     j = (j + 1) & (m->cap - 1)) {
-		size_t home =
-			jmap_hash(m->slot[j].kind, m->slot[j].key, m->cap);
-
-		if (((j - home) & (m->cap - 1)) >= ((j - i) & (m->cap - 1))) {
-			m->slot[i] = m->slot[j];
-			m->slot[j].kind = 0;
-			i = j;
-		}
-	}
-}
-
-static void jmap_del(struct jmap *m, uint32_t kind, uint64_t key)
-{
-	struct jent *e = jmap_find(m, kind, key);
-
-	if (e)
-		jmap_del_at(m, e);
-}
-
-static void jmap_free(struct jmap *m)
-{
-	free(m->slot);
-	m->slot = NULL;
-	m->cap = m->n = 0;
 }
 
 /* --- the writer --------------------------------------------------------- */
@@ -454,7 +80,7 @@ int journal_create(uint64_t gen, struct journal **ret)
 	struct jhdr *h;
 	int ret_err;
 
-	crc_init();
+	journal_crc_init();
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
@@ -1058,7 +684,7 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 	struct jhdr h;
 	int err = 0;
 
-	crc_init();
+	journal_crc_init();
 	v = calloc(1, sizeof(*v));
 	if (!v) {
 		free(buf);
