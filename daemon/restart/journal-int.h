@@ -143,4 +143,25 @@ static inline uint32_t rec_crc(const struct jrec *r)
 		&r->len, r->flags & JREC_SLOTS ? hdr : hdr + pad8(r->len));
 }
 
+/* journal.c: @j broken by a write that failed with @err (-errno), said
+ * in its header; returns @err. */
+int journal_break(struct journal *j, int err);
+int journal_append_block(struct journal *j, uint64_t key, const uint8_t *data,
+			 struct jslot **ret);
+/* journal.c: @why set as printf() would; returns -EBADMSG. */
+int journal_why(char *why, size_t len, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+
+/*
+ * journal-slots.c: block @key of slots at the tail, committed alone, its
+ * slots as @data's (NULL: all free; a compaction copies them as they
+ * are); its free ones go on the stack. 0 or -errno, @j broken.
+ */
+int journal_slot_block_put(struct journal *j, uint64_t key,
+			   const uint8_t *data);
+void journal_slots_free(struct journal *j);
+/* Every held slot's word of @v checked: 0, or -EBADMSG and why. */
+int journal_slots_check(const struct journal_view *v, char *why,
+			size_t why_len);
+
 #endif

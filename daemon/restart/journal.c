@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: MIT
 /*
- * The state journal (journal.h): the log's writer, the slots and the
- * reader a restore and the fuzzer run. The memfd's layout is
- * journal-int.h's.
+ * The state journal (journal.h): the log's writer and the reader a
+ * restore and the fuzzer run. The memfd's layout is journal-int.h's, the
+ * slots are journal-slots.c's.
  */
 #include "config.h"
 
@@ -26,24 +26,6 @@
 /* A record journal_put() packs on the stack: an object's is about 100
  * bytes, a session's a few hundred. */
 #define JOURNAL_PACK_BUF 1024
-
-/*
- * A held slot's word: its count in the low half, a check of its ids and
- * count in the high one. Not a CRC: a multiply-xor mix, a few inline
- * instructions where a CRC's call was half of what a hold cost. It is
- * for what is not a kill (a kill never tears the word): random bytes
- * pass it with a 2^-32 chance, and every single byte flipped in 300
- * random slots was caught (2.4 million tries), but it has no CRC's
- * guarantee for short bursts.
- */
-static inline uint64_t slot_word(uint64_t a, uint64_t b, uint64_t c, uint32_t n)
-{
-	uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15ull) ^
-		      (c * 0xc2b2ae3d27d4eb4full) ^ n) *
-		     0xff51afd7ed558ccdull;
-
-	return (h & ~(uint64_t)UINT32_MAX) | n;
-}
 
 /* --- the writer --------------------------------------------------------- */
 
@@ -126,8 +108,7 @@ void journal_free(struct journal *j)
 	if (j->fd >= 0)
 		close(j->fd);
 	jmap_free(&j->live);
-	free(j->blk);
-	free(j->free_slots);
+	journal_slots_free(j);
 	free(j);
 }
 
@@ -181,7 +162,7 @@ static void journal_seal(struct journal *j)
 
 /* A write failed: the memfd says so, so that a daemon started after a
  * kill does not take a state that lacks it. */
-static int journal_break(struct journal *j, int err)
+int journal_break(struct journal *j, int err)
 {
 	struct jhdr *h = (struct jhdr *)j->map;
 
@@ -398,40 +379,19 @@ void journal_commit(struct journal *j)
 	j->last_part = NULL;
 }
 
-/* --- the slots ----------------------------------------------------------- */
-
 /*
- * Block @key of slots at the tail, committed alone, its slots as @data's
- * (NULL: all free; a compaction copies them as they are); its free ones
- * go on the stack.
+ * Block @key of slots (journal-slots.c) at the tail, committed alone and
+ * indexed: @data's slots as they are (a compaction's copy), or all free
+ * (NULL); *@ret its first slot, in the mapping.
  */
-static int slot_block_put(struct journal *j, uint64_t key, const uint8_t *data)
+int journal_append_block(struct journal *j, uint64_t key, const uint8_t *data,
+			 struct jslot **ret)
 {
 	struct jslot *s;
 	struct jrec *r;
 	bool made = false;
 	int err;
 
-	if (key >= JOURNAL_SLOT_BLOCKS_MAX)
-		return journal_break(j, -ENOSPC);
-	if (key >= j->n_blk) {
-		uint32_t n = (uint32_t)key + 1;
-		struct jslot **blk = realloc(j->blk, n * sizeof(*blk));
-		uint32_t *fr;
-
-		if (!blk)
-			return journal_break(j, -ENOMEM);
-		memset(blk + j->n_blk, 0, (n - j->n_blk) * sizeof(*blk));
-		j->blk = blk;
-		fr = realloc(j->free_slots,
-			     (size_t)n * JOURNAL_SLOT_BLOCK * sizeof(*fr));
-		if (!fr)
-			return journal_break(j, -ENOMEM);
-		j->free_slots = fr;
-		j->n_blk = n;
-	}
-	if (j->blk[key])
-		return journal_break(j, -EEXIST);
 	err = rec_open(j, JOURNAL_SLOTS, JSLOT_BLOCK_LEN, &r);
 	if (err < 0)
 		return err;
@@ -446,94 +406,8 @@ static int slot_block_put(struct journal *j, uint64_t key, const uint8_t *data)
 	jmap_set(&j->live, JOURNAL_SLOTS, key, (uint8_t *)s, JSLOT_BLOCK_LEN,
 		 &made);
 	rec_close(j, r, JOURNAL_SLOTS, key, JREC_SLOTS, JSLOT_BLOCK_LEN);
-	j->blk[key] = s;
-	/* The lowest first: the stack's top. */
-	for (uint32_t i = JOURNAL_SLOT_BLOCK; i-- > 0;)
-		if (!s[i].word)
-			j->free_slots[j->n_free++] =
-				(uint32_t)key * JOURNAL_SLOT_BLOCK + i + 1;
+	*ret = s;
 	return 0;
-}
-
-JOURNAL_HOT struct jslot *slot_at(const struct journal *j, uint32_t slot)
-{
-	uint32_t b = (slot - 1) / JOURNAL_SLOT_BLOCK;
-
-	if (!slot || b >= j->n_blk || !j->blk[b])
-		return NULL;
-	return &j->blk[b][(slot - 1) % JOURNAL_SLOT_BLOCK];
-}
-
-/* journal_slot_add() where its fast path stops: a broken journal, a
- * count of 0, no free slot (a block is added, then the fast path). Out
- * of line, so that the fast path saves no register. */
-static __attribute__((noinline)) int slot_add_slow(struct journal *j,
-						   uint64_t a, uint64_t b,
-						   uint64_t c, uint32_t n,
-						   uint32_t *ret)
-{
-	int err;
-
-	if (j->broken)
-		return -EIO;
-	if (!n)
-		return journal_break(j, -EINVAL);
-	err = slot_block_put(j, j->n_blk, NULL);
-	if (err < 0)
-		return err;
-	return journal_slot_add(j, a, b, c, n, ret);
-}
-
-int journal_slot_add(struct journal *j, uint64_t a, uint64_t b, uint64_t c,
-		     uint32_t n, uint32_t *ret)
-{
-	struct jslot *s;
-	uint32_t slot;
-
-	if (!j) {
-		*ret = 0;
-		return 0;
-	}
-	if (j->broken || !n || !j->n_free)
-		return slot_add_slow(j, a, b, c, n, ret);
-	/* Its word is 0 and its block there: free slots only are on the
-	 * stack. */
-	slot = j->free_slots[--j->n_free];
-	s = &j->blk[(slot - 1) / JOURNAL_SLOT_BLOCK]
-		   [(slot - 1) % JOURNAL_SLOT_BLOCK];
-	s->id[0] = a;
-	s->id[1] = b;
-	s->id[2] = c;
-	__atomic_store_n(&s->word, slot_word(a, b, c, n), __ATOMIC_RELEASE);
-	*ret = slot;
-	return 0;
-}
-
-int journal_slot_count(struct journal *j, uint32_t slot, uint32_t n)
-{
-	struct jslot *s;
-
-	if (!j || !slot)
-		return 0;
-	if (j->broken)
-		return -EIO;
-	s = slot_at(j, slot);
-	if (!s || !s->word || !n)
-		return journal_break(j, -EINVAL);
-	__atomic_store_n(&s->word, slot_word(s->id[0], s->id[1], s->id[2], n),
-			 __ATOMIC_RELEASE);
-	return 0;
-}
-
-void journal_slot_free(struct journal *j, uint32_t slot)
-{
-	struct jslot *s = j ? slot_at(j, slot) : NULL;
-
-	/* Freed twice, it would be handed out twice. */
-	if (!s || !s->word)
-		return;
-	__atomic_store_n(&s->word, 0, __ATOMIC_RELEASE);
-	j->free_slots[j->n_free++] = slot;
 }
 
 /* Copy every live record of @m into @to (a compaction or an adopt). */
@@ -546,7 +420,7 @@ static int journal_copy(struct journal *to, const struct jmap *m)
 		if (!e->kind)
 			continue;
 		if (e->kind == JOURNAL_SLOTS)
-			ret = slot_block_put(to, e->key, e->data);
+			ret = journal_slot_block_put(to, e->key, e->data);
 		else
 			ret = journal_append(to, e->kind, e->key, e->data,
 					     e->len, NULL, NULL);
@@ -595,10 +469,7 @@ int journal_from_view(const struct journal_view *v, uint64_t gen,
 
 /* --- the reader --------------------------------------------------------- */
 
-static int why_set(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int why_set(char *why, size_t len, const char *fmt, ...)
+int journal_why(char *why, size_t len, const char *fmt, ...)
 {
 	va_list ap;
 
@@ -648,30 +519,6 @@ static int view_index(struct journal_view *v)
 	return 0;
 }
 
-/* Every held slot's word: a kill leaves a slot's old word or its new
- * one, so a word that fails its check is no kill's. */
-static int slots_check(const struct journal_view *v, char *why, size_t why_len)
-{
-	for (size_t i = 0; i < v->live.cap; i++) {
-		const struct jent *e = &v->live.slot[i];
-		const struct jslot *s = (const struct jslot *)e->data;
-
-		if (e->kind != JOURNAL_SLOTS)
-			continue;
-		for (uint32_t k = 0; k < JOURNAL_SLOT_BLOCK; k++)
-			if (s[k].word &&
-			    (!(uint32_t)s[k].word ||
-			     s[k].word != slot_word(s[k].id[0], s[k].id[1],
-						    s[k].id[2],
-						    (uint32_t)s[k].word)))
-				return why_set(why, why_len,
-					       "slot %u of block %" PRIu64
-					       " of the state fails its check",
-					       k, e->key);
-	}
-	return 0;
-}
-
 /* The reader proper, on @buf (taken: the view keeps it or it is
  * freed). */
 static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
@@ -692,44 +539,46 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 	}
 	v->buf = buf;
 	if (len < sizeof(h)) {
-		err = why_set(why, why_len,
-			      "the state is %zu bytes, "
-			      "shorter than its header",
-			      len);
+		err = journal_why(why, why_len,
+				  "the state is %zu bytes, "
+				  "shorter than its header",
+				  len);
 		goto fail;
 	}
 	memcpy(&h, buf, sizeof(h));
 	if (h.magic != JHDR_MAGIC) {
-		err = why_set(why, why_len, "the state has no journal magic");
+		err = journal_why(why, why_len,
+				  "the state has no journal magic");
 		goto fail;
 	}
 	if (h.format < JOURNAL_FORMAT_OLDEST || h.format > JOURNAL_FORMAT) {
-		err = why_set(why, why_len,
-			      "the state's format %u is not "
-			      "one this daemon reads (%u to %u)",
-			      h.format, JOURNAL_FORMAT_OLDEST, JOURNAL_FORMAT);
+		err = journal_why(why, why_len,
+				  "the state's format %u is not "
+				  "one this daemon reads (%u to %u)",
+				  h.format, JOURNAL_FORMAT_OLDEST,
+				  JOURNAL_FORMAT);
 		goto fail;
 	}
 	if (h.hdr_size != JOURNAL_HDR_SIZE || len < JOURNAL_HDR_SIZE) {
-		err = why_set(why, why_len,
-			      "the state's header is cut "
-			      "short or of a size not %u bytes",
-			      JOURNAL_HDR_SIZE);
+		err = journal_why(why, why_len,
+				  "the state's header is cut "
+				  "short or of a size not %u bytes",
+				  JOURNAL_HDR_SIZE);
 		goto fail;
 	}
 	if (h.complete == JHDR_BROKEN) {
-		err = why_set(why, why_len,
-			      "the state of generation "
-			      "%" PRIu64 " was abandoned after a write "
-			      "failed",
-			      h.gen);
+		err = journal_why(why, why_len,
+				  "the state of generation "
+				  "%" PRIu64 " was abandoned after a write "
+				  "failed",
+				  h.gen);
 		goto fail;
 	}
 	if (h.complete != JHDR_COMPLETE) {
-		err = why_set(why, why_len,
-			      "the state of generation "
-			      "%" PRIu64 " was never completed",
-			      h.gen);
+		err = journal_why(why, why_len,
+				  "the state of generation "
+				  "%" PRIu64 " was never completed",
+				  h.gen);
 		goto fail;
 	}
 	v->gen = h.gen;
@@ -758,27 +607,27 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 		if (r->word == 0)
 			break;
 		if (r->word != JREC_PART && r->word != JREC_COMMIT) {
-			err = why_set(why, why_len,
-				      "record at byte %zu of "
-				      "the state has no mark",
-				      off);
+			err = journal_why(why, why_len,
+					  "record at byte %zu of "
+					  "the state has no mark",
+					  off);
 			goto fail;
 		}
 		if (r->len > JOURNAL_RECORD_MAX ||
 		    pad8(r->len) > len - off - sizeof(*r)) {
-			err = why_set(why, why_len,
-				      "record at byte %zu of "
-				      "the state runs past its end",
-				      off);
+			err = journal_why(why, why_len,
+					  "record at byte %zu of "
+					  "the state runs past its end",
+					  off);
 			goto fail;
 		}
 		if (!r->kind || r->kind > JOURNAL_KIND_MAX ||
 		    (r->flags & ~(JREC_DEL | JREC_SLOTS)) || r->zero) {
-			err = why_set(why, why_len,
-				      "record at byte %zu of "
-				      "the state has kind %u, flags %#x, "
-				      "reserved %#x",
-				      off, r->kind, r->flags, r->zero);
+			err = journal_why(why, why_len,
+					  "record at byte %zu of "
+					  "the state has kind %u, flags %#x, "
+					  "reserved %#x",
+					  off, r->kind, r->flags, r->zero);
 			goto fail;
 		}
 		if (!(r->flags & JREC_SLOTS) != (r->kind != JOURNAL_SLOTS) ||
@@ -786,19 +635,19 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 		     (h.format < 3 || r->flags != JREC_SLOTS ||
 		      r->len != JSLOT_BLOCK_LEN ||
 		      r->key >= JOURNAL_SLOT_BLOCKS_MAX))) {
-			err = why_set(why, why_len,
-				      "record at byte %zu of "
-				      "the state is no block of slots of "
-				      "a state of format %u as this daemon "
-				      "writes them",
-				      off, h.format);
+			err = journal_why(why, why_len,
+					  "record at byte %zu of "
+					  "the state is no block of slots of "
+					  "a state of format %u as this daemon "
+					  "writes them",
+					  off, h.format);
 			goto fail;
 		}
 		if (rec_crc(r) != r->crc) {
-			err = why_set(why, why_len,
-				      "record at byte %zu of "
-				      "the state fails its CRC",
-				      off);
+			err = journal_why(why, why_len,
+					  "record at byte %zu of "
+					  "the state fails its CRC",
+					  off);
 			goto fail;
 		}
 		if (n_pend == cap_pend) {
@@ -835,7 +684,7 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 	 * never a state the daemon was in. */
 	free(pend);
 	pend = NULL;
-	err = slots_check(v, why, why_len);
+	err = journal_slots_check(v, why, why_len);
 	if (err == 0)
 		err = view_index(v);
 	if (err < 0)
@@ -903,32 +752,6 @@ int journal_each(const struct journal_view *v, uint32_t kind,
 	return 0;
 }
 
-int journal_each_slot(const struct journal_view *v,
-		      int (*fn)(void *arg, const struct journal_slot *s),
-		      void *arg)
-{
-	size_t n = journal_view_count(v, JOURNAL_SLOTS);
-	const struct journal_rec *b = n ? v->byk + v->at[JOURNAL_SLOTS] : NULL;
-
-	for (size_t i = 0; i < n; i++) {
-		const struct jslot *s = (const struct jslot *)b[i].data;
-
-		for (uint32_t k = 0; k < JOURNAL_SLOT_BLOCK; k++) {
-			struct journal_slot out;
-			int ret;
-
-			if (!s[k].word)
-				continue;
-			memcpy(out.id, s[k].id, sizeof(out.id));
-			out.n = (uint32_t)s[k].word;
-			ret = fn(arg, &out);
-			if (ret < 0)
-				return ret;
-		}
-	}
-	return 0;
-}
-
 int journal_find(const struct journal_view *v, uint32_t kind, uint64_t key,
 		 struct journal_rec *ret)
 {
@@ -962,10 +785,10 @@ int journal_read_fd(int fd, struct journal_view **ret, char *why,
 		return -errno;
 	if (!S_ISREG(st.st_mode) || st.st_size < 0 ||
 	    (uint64_t)st.st_size > JOURNAL_SIZE_MAX)
-		return why_set(why, why_len,
-			       "the stored state is not a "
-			       "file of at most %llu bytes",
-			       (unsigned long long)JOURNAL_SIZE_MAX);
+		return journal_why(why, why_len,
+				   "the stored state is not a "
+				   "file of at most %llu bytes",
+				   (unsigned long long)JOURNAL_SIZE_MAX);
 	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
 	if (!buf)
 		return -ENOMEM;
