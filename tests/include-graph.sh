@@ -83,7 +83,7 @@ BEGIN {
 		  "^daemon/(server/server|server/conn|server/dispatch|server/main|server/sd|server/notify|server/listen|server/runtime|restart/restart-srv|restart/restore|restart/reexec)$ 5 " \
 		  "^daemon/server/conn-evict$ 5 " \
 		  "^daemon/server/metrics$ 0 " \
-		  "^daemon/restart/journal-(int|crc|index|slots)$ 0 " \
+		  "^daemon/restart/journal-(int|crc|index|slots|read)$ 0 " \
 		  "^daemon/(server/metrics-text|server/metrics-req|server/metrics-http)$ 5", t, " ")
 	for (i = 1; i < n; i += 2) {
 		rule_re[++nrules] = t[i]

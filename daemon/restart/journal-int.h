@@ -148,7 +148,7 @@ static inline uint32_t rec_crc(const struct jrec *r)
 int journal_break(struct journal *j, int err);
 int journal_append_block(struct journal *j, uint64_t key, const uint8_t *data,
 			 struct jslot **ret);
-/* journal.c: @why set as printf() would; returns -EBADMSG. */
+/* journal-read.c: @why set as printf() would; returns -EBADMSG. */
 int journal_why(char *why, size_t len, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
