@@ -97,8 +97,10 @@ enum journal_kind {
 	/* Key: the owner's client id: a detached owner (session ended,
 	 * process alive). */
 	JOURNAL_OWNER = 6,
-	/* Key: the context id: the soft device's records of a context. */
-	JOURNAL_SOFT_CTX = 7,
+	/* 7: reserved, never written. It was named for the soft device's
+	 * records of a context, which live in the context's own memfd
+	 * (rb.ctx.<id>) instead; left unused so that no state an older
+	 * daemon could have read means two things. */
 	/* Key: a hold's own (SessionHold: a session's hold on a context):
 	 * format 2's; from format 3 on, holds are JOURNAL_SLOTS' slots. */
 	JOURNAL_SESSION_HOLD = 8,
