@@ -1445,6 +1445,41 @@ START_TEST(restore_journal_fails_goes_on)
 }
 END_TEST
 
+/* No journal can be made at start (RLIMIT_FSIZE below the 1 MiB a new
+ * journal's memfd starts with): the daemon neither exits nor refuses
+ * what it was handed; it adopts the session and its objects, says why,
+ * stores no state (the old one leaves the store), and the restart after
+ * it starts clean. */
+START_TEST(journal_not_made_goes_on)
+{
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct rig g;
+	size_t n, k;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 1, &cq), 0);
+	n = objects_in(&g, IBC_OBJECT_LIVE, &k);
+	ck_assert_uint_ge(n, 1);
+	rig_fsize = 512 << 10;
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	rig_fsize = 0;
+	ck_assert_uint_eq(objects_in(&g, IBC_OBJECT_LIVE, &k), n);
+	ck_assert_int_eq(ibc_cq_create(x, 1, &cq), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "journal cannot be made "
+						 "(File too large)"),
+			 1);
+	store_wait_count(&g, "rb.state.", 0);
+
+	ck_assert_int_eq(kill_and_restart(&g), -ECONNRESET);
+	ck_assert_int_eq(tl_count_in_file(g.log, "handed over without a "
+						 "state"),
+			 1);
+	rig_free(&g);
+}
+END_TEST
+
 /* A context replaced by a rekey that a session still holds stays
  * replaced: listed as old, and no new session gets it. */
 START_TEST(rekeyed_kept)
@@ -4036,6 +4071,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, import_kept);
 	tcase_add_test(tc, restore_not_compacted);
 	tcase_add_test(tc, restore_journal_fails_goes_on);
+	tcase_add_test(tc, journal_not_made_goes_on);
 	tcase_add_test(tc, rekeyed_kept);
 	tcase_add_test(tc, store_full);
 	tcase_add_test(tc, family_uses_restored);

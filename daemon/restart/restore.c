@@ -238,8 +238,10 @@ int restart_restore(struct server *srv)
 	 * would: its index sized for all of them at once (a failure only
 	 * lets it grow as they come), and no compaction asked for on the
 	 * way (one per record) nor just after (a copy of the whole). */
-	journal_on_full(r->j, NULL, NULL);
-	(void)journal_reserve(r->j, journal_view_size(r->view));
+	if (r->j) {
+		journal_on_full(r->j, NULL, NULL);
+		(void)journal_reserve(r->j, journal_view_size(r->view));
+	}
 	if (r->view) {
 		struct rkeep keep = { &rs, &ro };
 		size_t n_objs = journal_view_count(rs.view, JOURNAL_OBJECT);
@@ -332,34 +334,43 @@ int restart_restore(struct server *srv)
 		restore_objs_free(&ro);
 		restore_phase(&ph, RESTORE_TELL);
 	}
-	journal_rebase(r->j);
-	journal_on_full(r->j, restart_journal_full, &srv->core);
-	/* A failure here breaks the journal like any write of the restore
-	 * did: restore_journal_failed() decides for all of them. */
-	restart_counters_save(&srv->core);
-	/* Stored now, when it holds the adopted state: a kill during the
-	 * restore left the old one the newest. */
-	restart_fd_name(name, sizeof(name), "state", journal_gen(r->j));
-	ret = fdstore_put(r->store, name, journal_fd(r->j));
-	if (ret < 0) {
-		log_err("cannot keep the state in the fd store: %s",
-			strerror(-ret));
-		return ret;
+	/* No journal (restart_init() could not make one): nothing is
+	 * stored, and a next daemon starts clean. */
+	if (r->j) {
+		journal_rebase(r->j);
+		journal_on_full(r->j, restart_journal_full, &srv->core);
+		/* A failure here breaks the journal like any write of the
+		 * restore did: restore_journal_failed() decides for all. */
+		restart_counters_save(&srv->core);
+		/* Stored now, when it holds the adopted state: a kill during
+		 * the restore left the old one the newest. */
+		restart_fd_name(name, sizeof(name), "state", journal_gen(r->j));
+		ret = fdstore_put(r->store, name, journal_fd(r->j));
+		if (ret < 0) {
+			log_err("cannot keep the state in the fd store: %s",
+				strerror(-ret));
+			return ret;
+		}
 	}
-	/* Out even when the journal failed: the newest state a next daemon
-	 * could read would be one of these, which this one has left. */
+	/* Out even when the journal failed or is missing: the newest state
+	 * a next daemon could read would be one of these, which this one
+	 * has left. */
 	while (fdstore_each_passed(r->store, FDSTORE_PREFIX "state.",
 				   restart_first_name, name) == 1) {
 		if (fdstore_take(r->store, name, &fd) == 0)
 			close(fd);
 		fdstore_remove(r->store, name);
 	}
-	restart_fd_name(name, sizeof(name), "inflight", journal_gen(r->j));
-	ret = fdstore_put(r->store, name, inflight_fd(r->inflight));
-	if (ret < 0)
-		log_warn("requests in flight at a restart will not be "
-			 "answered: the table is not in the fd store: %s",
-			 strerror(-ret));
+	if (r->j) {
+		restart_fd_name(name, sizeof(name), "inflight",
+				journal_gen(r->j));
+		ret = fdstore_put(r->store, name, inflight_fd(r->inflight));
+		if (ret < 0)
+			log_warn("requests in flight at a restart will not be "
+				 "answered: the table is not in the fd store: "
+				 "%s",
+				 strerror(-ret));
+	}
 	fdstore_each_passed(r->store, FDSTORE_PREFIX "conn.",
 			    restore_refuse_conn,
 			    "the broker restarted and could not adopt this "
