@@ -1397,6 +1397,28 @@ START_TEST(restore_not_compacted)
 }
 END_TEST
 
+/* @g killed and started again under RLIMIT_FSIZE @fsize: the daemon goes
+ * on, its session (@x its context) keeps its @n live objects and makes
+ * one more, the log says @said once, the store holds @states states;
+ * the restart after it, with no limit, starts clean and says @clean. */
+static void fsize_restart_goes_on(struct rig *g, struct ibc_ctx *x,
+				  rlim_t fsize, size_t n, const char *said,
+				  size_t states, const char *clean)
+{
+	struct ibc_cq *cq;
+	size_t k;
+
+	rig_fsize = fsize;
+	ck_assert_int_eq(kill_and_restart(g), 0);
+	rig_fsize = 0;
+	ck_assert_uint_eq(objects_in(g, IBC_OBJECT_LIVE, &k), n);
+	ck_assert_int_eq(ibc_cq_create(x, 1, &cq), 0);
+	ck_assert_int_eq(tl_count_in_file(g->log, said), 1);
+	store_wait_count(g, "rb.state.", states);
+	ck_assert_int_eq(kill_and_restart(g), -ECONNRESET);
+	ck_assert_int_eq(tl_count_in_file(g->log, clean), 1);
+}
+
 /* The journal a restore writes cannot grow (the daemon's RLIMIT_FSIZE
  * at the size a new journal starts with, 1 MiB, below the state it
  * adopts): the daemon neither dies of SIGXFSZ nor exits, it goes on with
@@ -1427,20 +1449,10 @@ START_TEST(restore_journal_fails_goes_on)
 	ck_assert_int_gt(st.st_size, 1 << 20);
 	ck_assert_int_eq(tl_count_in_file(g.log, "File too large"), 0);
 
-	rig_fsize = 1 << 20;
-	ck_assert_int_eq(kill_and_restart(&g), 0);
-	rig_fsize = 0;
-	ck_assert_uint_eq(objects_in(&g, IBC_OBJECT_LIVE, &k), n);
-	ck_assert_int_eq(ibc_cq_create(x, 1, &cq), 0);
-	ck_assert_int_eq(tl_count_in_file(g.log, "journal failed during the "
-						 "restore (File too large)"),
-			 1);
-	store_wait_count(&g, "rb.state.", 1);
-
-	ck_assert_int_eq(kill_and_restart(&g), -ECONNRESET);
-	ck_assert_int_eq(tl_count_in_file(g.log, "abandoned after a write "
-						 "failed"),
-			 1);
+	fsize_restart_goes_on(&g, x, 1 << 20, n,
+			      "journal failed during the restore (File too "
+			      "large)",
+			      1, "abandoned after a write failed");
 	rig_free(&g);
 }
 END_TEST
@@ -1462,20 +1474,9 @@ START_TEST(journal_not_made_goes_on)
 	ck_assert_int_eq(ibc_cq_create(x, 1, &cq), 0);
 	n = objects_in(&g, IBC_OBJECT_LIVE, &k);
 	ck_assert_uint_ge(n, 1);
-	rig_fsize = 512 << 10;
-	ck_assert_int_eq(kill_and_restart(&g), 0);
-	rig_fsize = 0;
-	ck_assert_uint_eq(objects_in(&g, IBC_OBJECT_LIVE, &k), n);
-	ck_assert_int_eq(ibc_cq_create(x, 1, &cq), 0);
-	ck_assert_int_eq(tl_count_in_file(g.log, "journal cannot be made "
-						 "(File too large)"),
-			 1);
-	store_wait_count(&g, "rb.state.", 0);
-
-	ck_assert_int_eq(kill_and_restart(&g), -ECONNRESET);
-	ck_assert_int_eq(tl_count_in_file(g.log, "handed over without a "
-						 "state"),
-			 1);
+	fsize_restart_goes_on(&g, x, 512 << 10, n,
+			      "journal cannot be made (File too large)", 0,
+			      "handed over without a state");
 	rig_free(&g);
 }
 END_TEST
