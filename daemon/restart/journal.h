@@ -38,8 +38,8 @@
  * at its close) is no record of the log but a fixed slot of 32 bytes in
  * a block record (JOURNAL_SLOTS), written in place: three ids, then one
  * aligned 8-byte word, stored last, holding a count (at least 1) and a
- * check of the ids and the count (journal.c's slot_word()); 0 is a free
- * slot. A kill leaves the
+ * check of the ids and the count (journal-slots.c's slot_word()); 0 is
+ * a free slot. A kill leaves the
  * word as it was or as it is, so the slot is its old value or its new
  * one; the check catches what is not a kill. The block's own CRC covers
  * its header only. A slot's store shows at once, so a slot goes with no
