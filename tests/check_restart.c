@@ -26,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -61,6 +62,9 @@ static const char *rig_config;
 static unsigned int rig_store_max;
 /* --max-clients of the next rig_new()'s daemon (NULL: the default). */
 static const char *rig_max_clients;
+/* RLIMIT_FSIZE (soft) of the next rig_start()'s daemon, in bytes: what
+ * its memfds may grow to (0: the test's own). */
+static rlim_t rig_fsize;
 
 static void rig_argv(struct rig *g, char **argv)
 {
@@ -92,7 +96,21 @@ static void rig_start(struct rig *g)
 	int fd, r;
 
 	rig_argv(g, argv);
-	ck_assert_int_eq(fakesd_start(g->sd, argv, g->log), 0);
+	if (rig_fsize) {
+		/* Inherited by the daemon through fork() and exec(): only
+		 * for the start, the test's own files are not bound. */
+		struct rlimit was, lim;
+
+		ck_assert_int_eq(getrlimit(RLIMIT_FSIZE, &was), 0);
+		lim = was;
+		lim.rlim_cur = rig_fsize;
+		ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &lim), 0);
+		r = fakesd_start(g->sd, argv, g->log);
+		ck_assert_int_eq(setrlimit(RLIMIT_FSIZE, &was), 0);
+		ck_assert_int_eq(r, 0);
+	} else {
+		ck_assert_int_eq(fakesd_start(g->sd, argv, g->log), 0);
+	}
 	r = fakesd_wait_ready(g->sd, TL_WAIT_MS);
 	if (r < 0) {
 		/* What the daemon said before it ended or hung. */
@@ -1386,6 +1404,90 @@ START_TEST(restore_not_compacted)
 	ck_assert_int_eq(kill_and_restart(&g), 0);
 	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
 	ck_assert_uint_eq(state_gen(&g), gen + 1);
+	rig_free(&g);
+}
+END_TEST
+
+/* @g killed and started again under RLIMIT_FSIZE @fsize: the daemon goes
+ * on, its session (@x its context) keeps its @n live objects and makes
+ * one more, the log says @said once, the store holds @states states;
+ * the restart after it, with no limit, starts clean and says @clean. */
+static void fsize_restart_goes_on(struct rig *g, struct ibc_ctx *x,
+				  rlim_t fsize, size_t n, const char *said,
+				  size_t states, const char *clean)
+{
+	struct ibc_cq *cq;
+	size_t k;
+
+	rig_fsize = fsize;
+	ck_assert_int_eq(kill_and_restart(g), 0);
+	rig_fsize = 0;
+	ck_assert_uint_eq(objects_in(g, IBC_OBJECT_LIVE, &k), n);
+	ck_assert_int_eq(ibc_cq_create(x, 1, &cq), 0);
+	ck_assert_int_eq(tl_count_in_file(g->log, said), 1);
+	store_wait_count(g, "rb.state.", states);
+	ck_assert_int_eq(kill_and_restart(g), -ECONNRESET);
+	ck_assert_int_eq(tl_count_in_file(g->log, clean), 1);
+}
+
+/* The journal a restore writes cannot grow (the daemon's RLIMIT_FSIZE
+ * at the size a new journal starts with, 1 MiB, below the state it
+ * adopts): the daemon neither dies of SIGXFSZ nor exits, it goes on with
+ * the sessions and objects it adopted, says why, and keeps no state that
+ * a next daemon would take: the one it stored says the journal failed,
+ * the previous one left the store, and the next restart starts clean. */
+START_TEST(restore_journal_fails_goes_on)
+{
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct stat st;
+	struct rig g;
+	size_t n, k;
+	int fd;
+
+	SKIP_WITHOUT_STATE_CONF(&g, "[defaults]\nobjects = 20000\n");
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	for (int i = 0; i < 16000; i++)
+		ck_assert_int_eq(ibc_cq_create(x, 1, &cq), 0);
+	n = objects_in(&g, IBC_OBJECT_LIVE, &k);
+	/* A restore journals more than 1 MiB of this state. */
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	store_wait_count(&g, "rb.state.", 1);
+	fd = state_fd(&g);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	close(fd);
+	ck_assert_int_gt(st.st_size, 1 << 20);
+	ck_assert_int_eq(tl_count_in_file(g.log, "File too large"), 0);
+
+	fsize_restart_goes_on(&g, x, 1 << 20, n,
+			      "journal failed during the restore (File too "
+			      "large)",
+			      1, "abandoned after a write failed");
+	rig_free(&g);
+}
+END_TEST
+
+/* No journal can be made at start (RLIMIT_FSIZE below the 1 MiB a new
+ * journal's memfd starts with): the daemon neither exits nor refuses
+ * what it was handed; it adopts the session and its objects, says why,
+ * stores no state (the old one leaves the store), and the restart after
+ * it starts clean. */
+START_TEST(journal_not_made_goes_on)
+{
+	struct ibc_ctx *x;
+	struct ibc_cq *cq;
+	struct rig g;
+	size_t n, k;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 1, &cq), 0);
+	n = objects_in(&g, IBC_OBJECT_LIVE, &k);
+	ck_assert_uint_ge(n, 1);
+	fsize_restart_goes_on(&g, x, 512 << 10, n,
+			      "journal cannot be made (File too large)", 0,
+			      "handed over without a state");
 	rig_free(&g);
 }
 END_TEST
@@ -4119,6 +4221,8 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, format2_holds_restored);
 	tcase_add_test(tc, import_kept);
 	tcase_add_test(tc, restore_not_compacted);
+	tcase_add_test(tc, restore_journal_fails_goes_on);
+	tcase_add_test(tc, journal_not_made_goes_on);
 	tcase_add_test(tc, rekeyed_kept);
 	tcase_add_test(tc, store_full);
 	tcase_add_test(tc, family_uses_restored);

@@ -85,6 +85,8 @@ BEGIN {
 		  "^daemon/util/fault$ 0 " \
 		  "^daemon/families/rss/(rss-rules|rss-rebuild|rss-requests)$ 3 " \
 		  "^daemon/server/metrics$ 0 " \
+		  "^daemon/restart/journal-(int|crc|index|slots|read)$ 0 " \
+		  "^daemon/restart/restore-(int|session|ctx|registry)$ 5 " \
 		  "^daemon/(server/metrics-text|server/metrics-req|server/metrics-http)$ 5", t, " ")
 	for (i = 1; i < n; i += 2) {
 		rule_re[++nrules] = t[i]

@@ -272,7 +272,7 @@ struct device_ops {
 	 */
 	int (*xrcd_ctx_fd)(struct device *dev);
 	/*
-	 * Restart (restore.c): make the context @ctx_id again over @fd
+	 * Restart (restore-ctx.c): make the context @ctx_id again over @fd
 	 * (taken, also on failure), the descriptor a previous daemon's
 	 * ctx_open handed out, which clients still hold, with its PD
 	 * @pd_handle. -EBADMSG for a descriptor that is not that context's.
@@ -322,9 +322,9 @@ struct device_ctx_ops {
 	int (*obj_destroy)(struct device_ctx *ctx, enum ibc_obj_kind kind,
 			   uint32_t handle, struct why *why);
 	/*
-	 * Restart (restore.c): make again, at @handle, the object @spec
-	 * made before the daemon restarted, for a device whose kernel the
-	 * daemon is (soft). Default: -EOPNOTSUPP.
+	 * Restart (restore-registry.c): make again, at @handle, the
+	 * object @spec made before the daemon restarted, for a device
+	 * whose kernel the daemon is (soft). Default: -EOPNOTSUPP.
 	 */
 	int (*obj_restore)(struct device_ctx *ctx, const struct obj_spec *spec,
 			   uint32_t handle, struct obj_made *ret,

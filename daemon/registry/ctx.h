@@ -142,7 +142,7 @@ void dctx_device_gone(struct core *core, struct device *dev);
  * session that lets go of it leave the registry, their charges staying
  * with @x until it closes. */
 void dctx_retire(struct core *core, struct dctx *x);
-/* Restore (restore.c): context @id of @d on @dev over the stored
+/* Restore (restore-ctx.c): context @id of @d on @dev over the stored
  * descriptor @fd (taken, also on failure) with its PD @pd_handle; the
  * sentence in @why. */
 int dctx_adopt(struct core *core, struct domain *d, struct device *dev,

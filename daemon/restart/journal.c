@@ -1,421 +1,27 @@
 // SPDX-License-Identifier: MIT
 /*
- * The state journal (journal.h): the log's writer, its index of live
- * records (what a compaction copies) and the reader a restore and the
- * fuzzer run.
- *
- * The memfd: a JOURNAL_HDR_SIZE header (struct jhdr), then records, each
- * a struct jrec and its bytes padded to 8 with zeros. A record's word is
- * 0 until the record is whole; then JREC_PART (a transaction goes on) or
- * JREC_COMMIT. One CRC covers a record from its length to its padding's
- * end: whole 8-byte words, so the hot path's CRC is one loop of SSE 4.2
- * crc32 instructions with no tail; a block of slots (JREC_SLOTS) is a
- * struct jslot array whose CRC covers the header alone.
- * The file grows by ftruncate(); the mapping reserves JOURNAL_SIZE_MAX
- * once, so records never move.
+ * The state journal's writer (journal.h): records appended, committed,
+ * taken back, and copied into a fresh memfd (a compaction, a restore).
+ * The memfd's layout is journal-int.h's; the slots are journal-slots.c's,
+ * the reader journal-read.c's.
  */
 #include "config.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
-#include <stdarg.h>
 #include <stddef.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include "daemon/restart/journal.h"
+#include "daemon/restart/journal-int.h"
 #include "daemon/restart/record-pack.h"
-#include "daemon/util/keysort.h"
 
-#define JHDR_MAGIC 0x4c4e524a42414d44ull /* "DMABJRNL" */
-#define JOURNAL_HDR_SIZE 4096u
-#define JOURNAL_GROW (1u << 20)
-#define JREC_PART 0x5452415042524a52ull	  /* "RJRBPART" */
-#define JREC_COMMIT 0x54494d4d4f43424aull /* "JBCOMMIT" */
-#define JREC_DEL 1u
-/* A block of slots, written in place (journal.h). */
-#define JREC_SLOTS 2u
 /* A record journal_put() packs on the stack: an object's is about 100
  * bytes, a session's a few hundred. */
 #define JOURNAL_PACK_BUF 1024
-/* The complete word: every record of the snapshot is in. */
-#define JHDR_COMPLETE 0x4554454c504d4f43ull
-/* ... or a write failed: what follows the last record is missing, so no
- * reader may take the state. */
-#define JHDR_BROKEN 0x4e454b4f52424d44ull
-
-struct jhdr {
-	uint64_t magic;
-	uint32_t format;
-	uint32_t hdr_size;
-	uint64_t gen;
-	/* JHDR_COMPLETE once sealed, stored last. */
-	uint64_t complete;
-};
-
-struct jrec {
-	uint64_t word;
-	/* CRC-32C from len to the end of the padded bytes. */
-	uint32_t crc;
-	uint32_t zero;
-	uint32_t len;
-	uint16_t kind;
-	uint16_t flags;
-	uint64_t key;
-};
-
-_Static_assert(sizeof(struct jrec) == 32, "jrec is 32 bytes");
-
-/* A slot: its ids, then the word stored last: the count in the low half,
- * the check (slot_word()) in the high one; 0: free. */
-struct jslot {
-	uint64_t id[3];
-	uint64_t word;
-};
-
-_Static_assert(sizeof(struct jslot) == 32, "jslot is 32 bytes");
-#define JSLOT_BLOCK_LEN (JOURNAL_SLOT_BLOCK * sizeof(struct jslot))
-_Static_assert(offsetof(struct jrec, len) == 16, "the CRC starts aligned");
-_Static_assert(JOURNAL_KIND_MAX <= UINT16_MAX, "a kind fits its field");
-
-/* One live record: where its bytes are. */
-struct jent {
-	uint64_t key;
-	uint32_t kind; /* 0: empty slot */
-	uint32_t len;
-	const uint8_t *data;
-};
-
-/* Open addressing on (kind, key), linear probing, deletion by backward
- * shift so that no tombstone lengthens a probe. */
-struct jmap {
-	struct jent *slot;
-	size_t cap, n;
-};
-
-struct journal {
-	int fd;
-	uint8_t *map;
-	size_t size; /* the file's */
-	size_t tail; /* where the next record goes */
-	uint64_t gen;
-	struct jmap live;
-	unsigned int depth;
-	/* Records of the open transaction: the last one gets the commit. */
-	struct jrec *last_part;
-	/* The tail's record when it is a put of a key that had no live
-	 * record, committed alone: journal_del() of that key takes it back
-	 * (journal_retract()). NULL otherwise. */
-	struct jrec *solo_new;
-	/* Its entry's slot in @live when it was written: the del finds it
-	 * there unless the table moved it since (checked). */
-	size_t solo_slot;
-	bool broken;
-	/* The slots: each block's first, by number (NULL: a number no
-	 * block has), and the free ones' numbers, a stack. */
-	struct jslot **blk;
-	uint32_t n_blk;
-	uint32_t *free_slots;
-	uint32_t n_free;
-	size_t base; /* the last compaction's size */
-	/* Past this tail the log wants a compaction: @on_full is told. */
-	size_t full_at;
-	void (*on_full)(void *arg);
-	void *full_arg;
-};
-
-struct journal_view {
-	uint64_t gen;
-	uint8_t *buf; /* the copy the records point into */
-	struct jmap live;
-	/* The live records by kind, each kind's in key order: kind k's are
-	 * byk[at[k]] to byk[at[k + 1]]. Made once when the view is read, so
-	 * that a walk of one kind does not walk the whole table (a restore
-	 * walks a dozen kinds: that was 16 walks of a table of 262,144
-	 * slots and a sort per walk). */
-	struct journal_rec *byk;
-	size_t at[JOURNAL_KIND_MAX + 2];
-};
-
-/* --- CRC-32C (Castagnoli), bytewise from a table made once ------------- */
-
-static uint32_t crc_table[256];
-
-static uint32_t crc32c_sw(uint32_t crc, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-
-	crc = ~crc;
-	while (n--)
-		crc = crc_table[(crc ^ *b++) & 0xff] ^ (crc >> 8);
-	return ~crc;
-}
-
-#if defined(__x86_64__)
-/* The same CRC by SSE 4.2's crc32 instruction, 8 bytes at a time: a
- * record's CRC is most of what the journal costs a request. */
-__attribute__((target("sse4.2"))) static uint32_t
-crc32c_hw(uint32_t crc, const void *p, size_t n)
-{
-	const uint8_t *b = p;
-	uint64_t c = ~crc;
-
-	for (; n >= 8; n -= 8, b += 8) {
-		uint64_t v;
-
-		memcpy(&v, b, sizeof(v));
-		c = __builtin_ia32_crc32di(c, v);
-	}
-	/* The tail by 4, 2 and 1 bytes: a hold's record is a few dozen
-	 * bytes, where a byte loop was a third of the CRC. */
-	if (n & 4) {
-		uint32_t v;
-
-		memcpy(&v, b, sizeof(v));
-		c = __builtin_ia32_crc32si((uint32_t)c, v);
-		b += 4;
-	}
-	if (n & 2) {
-		uint16_t v;
-
-		memcpy(&v, b, sizeof(v));
-		c = __builtin_ia32_crc32hi((uint32_t)c, v);
-		b += 2;
-	}
-	if (n & 1)
-		c = __builtin_ia32_crc32qi((uint32_t)c, *b);
-	return ~(uint32_t)c;
-}
-
-/* A record's CRC: whole words only (its padding is in). */
-__attribute__((target("sse4.2"))) static uint32_t crc32c_words_hw(const void *p,
-								  size_t n)
-{
-	const uint8_t *b = p, *end = b + n;
-	uint64_t c = 0xffffffffu;
-
-	for (; b < end; b += 8) {
-		uint64_t v;
-
-		memcpy(&v, b, sizeof(v));
-		c = __builtin_ia32_crc32di(c, v);
-	}
-	return ~(uint32_t)c;
-}
-#endif
-
-static uint32_t crc32c_words_sw(const void *p, size_t n)
-{
-	return crc32c_sw(0, p, n);
-}
-
-static uint32_t (*crc32c)(uint32_t crc, const void *p, size_t n) = crc32c_sw;
-static uint32_t (*crc32c_words)(const void *p, size_t n) = crc32c_words_sw;
-
-static void crc_init(void)
-{
-	if (crc_table[1])
-		return;
-	for (uint32_t i = 0; i < 256; i++) {
-		uint32_t c = i;
-
-		for (int k = 0; k < 8; k++)
-			c = c & 1 ? (c >> 1) ^ 0x82f63b78u : c >> 1;
-		crc_table[i] = c;
-	}
-#if defined(__x86_64__)
-	if (__builtin_cpu_supports("sse4.2")) {
-		crc32c = crc32c_hw;
-		crc32c_words = crc32c_words_hw;
-	}
-#endif
-}
-
-uint32_t journal_crc32c(const void *p, size_t n, bool hw)
-{
-	crc_init();
-	if (!hw)
-		return crc32c_sw(0, p, n);
-	return n % 8 ? crc32c(0, p, n) : crc32c_words(p, n);
-}
-
-static size_t pad8(size_t n)
-{
-	return (n + 7) & ~(size_t)7;
-}
-
-/* The bytes follow the header, padded: one range, no tail; a block of
- * slots changes in place, its slots have their own check. */
-static uint32_t rec_crc(const struct jrec *r)
-{
-	size_t hdr = sizeof(*r) - offsetof(struct jrec, len);
-
-	return crc32c_words(&r->len,
-			    r->flags & JREC_SLOTS ? hdr : hdr + pad8(r->len));
-}
-
-/*
- * A held slot's word: its count in the low half, a check of its ids and
- * count in the high one. Not a CRC: a multiply-xor mix, a few inline
- * instructions where a CRC's call was half of what a hold cost. It is
- * for what is not a kill (a kill never tears the word): random bytes
- * pass it with a 2^-32 chance, and every single byte flipped in 300
- * random slots was caught (2.4 million tries), but it has no CRC's
- * guarantee for short bursts.
- */
-static inline uint64_t slot_word(uint64_t a, uint64_t b, uint64_t c, uint32_t n)
-{
-	uint64_t h = (a ^ (b * 0x9e3779b97f4a7c15ull) ^
-		      (c * 0xc2b2ae3d27d4eb4full) ^ n) *
-		     0xff51afd7ed558ccdull;
-
-	return (h & ~(uint64_t)UINT32_MAX) | n;
-}
-
-/* --- the index ---------------------------------------------------------- */
-
-static size_t jmap_hash(uint32_t kind, uint64_t key, size_t cap)
-{
-	uint64_t h = (key ^ ((uint64_t)kind << 56)) * 0x9e3779b97f4a7c15ull;
-
-	return (size_t)(h >> 17) & (cap - 1);
-}
-
-/* The hot path's helpers are inlined: a call's saves and restores were a
- * third of what a record cost (callgrind). */
-#define JOURNAL_HOT static inline __attribute__((always_inline))
-
-JOURNAL_HOT struct jent *jmap_find(const struct jmap *m, uint32_t kind,
-				   uint64_t key)
-{
-	if (!m->cap)
-		return NULL;
-	for (size_t i = jmap_hash(kind, key, m->cap);;
-	     i = (i + 1) & (m->cap - 1)) {
-		struct jent *e = &m->slot[i];
-
-		if (!e->kind)
-			return NULL;
-		if (e->kind == kind && e->key == key)
-			return e;
-	}
-}
-
-static int jmap_grow(struct jmap *m)
-{
-	size_t cap = m->cap ? m->cap * 2 : 64;
-	struct jent *old = m->slot;
-	size_t old_cap = m->cap;
-
-	m->slot = calloc(cap, sizeof(*m->slot));
-	if (!m->slot) {
-		m->slot = old;
-		return -ENOMEM;
-	}
-	m->cap = cap;
-	for (size_t i = 0; i < old_cap; i++) {
-		size_t j;
-
-		if (!old[i].kind)
-			continue;
-		j = jmap_hash(old[i].kind, old[i].key, cap);
-		while (m->slot[j].kind)
-			j = (j + 1) & (cap - 1);
-		m->slot[j] = old[i];
-	}
-	free(old);
-	return 0;
-}
-
-/* Make room first, so that the set that follows cannot fail. */
-JOURNAL_HOT int jmap_reserve(struct jmap *m)
-{
-	if ((m->n + 1) * 4 > m->cap * 3)
-		return jmap_grow(m);
-	return 0;
-}
-
-/* Room for @n entries at half load, made before they come: entries that
- * come in another table's slot order (a compacted state, read back or
- * copied) into a table that grows as they come cluster into probes of
- * thousands (a restore's read was 200 M instructions of them). */
-static int jmap_presize(struct jmap *m, size_t n)
-{
-	while (m->cap < n * 2) {
-		int err = jmap_grow(m);
-
-		if (err < 0)
-			return err;
-	}
-	return 0;
-}
-
-/* After jmap_reserve(): (@kind, @key)'s entry, made if new (then
- * *@made is set), in one walk of its probe sequence. */
-JOURNAL_HOT struct jent *jmap_set(struct jmap *m, uint32_t kind, uint64_t key,
-				  const uint8_t *data, uint32_t len, bool *made)
-{
-	struct jent *e;
-
-	for (size_t i = jmap_hash(kind, key, m->cap);;
-	     i = (i + 1) & (m->cap - 1)) {
-		e = &m->slot[i];
-		if (!e->kind) {
-			e->kind = kind;
-			e->key = key;
-			m->n++;
-			*made = true;
-			break;
-		}
-		if (e->kind == kind && e->key == key)
-			break;
-	}
-	e->data = data;
-	e->len = len;
-	return e;
-}
-
-/* Remove @e, an entry of @m. */
-JOURNAL_HOT void jmap_del_at(struct jmap *m, struct jent *e)
-{
-	size_t i = (size_t)(e - m->slot), j;
-
-	m->slot[i].kind = 0;
-	m->n--;
-	/* Backward shift: pull up every entry of the cluster that the hole
-	 * now cuts off from its home. */
-	for (j = (i + 1) & (m->cap - 1); m->slot[j].kind;
-	     j = (j + 1) & (m->cap - 1)) {
-		size_t home =
-			jmap_hash(m->slot[j].kind, m->slot[j].key, m->cap);
-
-		if (((j - home) & (m->cap - 1)) >= ((j - i) & (m->cap - 1))) {
-			m->slot[i] = m->slot[j];
-			m->slot[j].kind = 0;
-			i = j;
-		}
-	}
-}
-
-static void jmap_del(struct jmap *m, uint32_t kind, uint64_t key)
-{
-	struct jent *e = jmap_find(m, kind, key);
-
-	if (e)
-		jmap_del_at(m, e);
-}
-
-static void jmap_free(struct jmap *m)
-{
-	free(m->slot);
-	m->slot = NULL;
-	m->cap = m->n = 0;
-}
 
 /* --- the writer --------------------------------------------------------- */
 
@@ -452,7 +58,7 @@ int journal_create(uint64_t gen, struct journal **ret)
 	struct jhdr *h;
 	int ret_err;
 
-	crc_init();
+	journal_crc_init();
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		return -ENOMEM;
@@ -498,8 +104,7 @@ void journal_free(struct journal *j)
 	if (j->fd >= 0)
 		close(j->fd);
 	jmap_free(&j->live);
-	free(j->blk);
-	free(j->free_slots);
+	journal_slots_free(j);
 	free(j);
 }
 
@@ -553,10 +158,12 @@ static void journal_seal(struct journal *j)
 
 /* A write failed: the memfd says so, so that a daemon started after a
  * kill does not take a state that lacks it. */
-static int journal_break(struct journal *j, int err)
+int journal_break(struct journal *j, int err)
 {
 	struct jhdr *h = (struct jhdr *)j->map;
 
+	if (!j->broken)
+		j->err = err;
 	j->broken = true;
 	__atomic_store_n(&h->complete, JHDR_BROKEN, __ATOMIC_RELEASE);
 	return err;
@@ -565,6 +172,11 @@ static int journal_break(struct journal *j, int err)
 bool journal_broken(const struct journal *j)
 {
 	return j && j->broken;
+}
+
+int journal_error(const struct journal *j)
+{
+	return j && j->broken ? j->err : 0;
 }
 
 /*
@@ -763,40 +375,19 @@ void journal_commit(struct journal *j)
 	j->last_part = NULL;
 }
 
-/* --- the slots ----------------------------------------------------------- */
-
 /*
- * Block @key of slots at the tail, committed alone, its slots as @data's
- * (NULL: all free; a compaction copies them as they are); its free ones
- * go on the stack.
+ * Block @key of slots (journal-slots.c) at the tail, committed alone and
+ * indexed: @data's slots as they are (a compaction's copy), or all free
+ * (NULL); *@ret its first slot, in the mapping.
  */
-static int slot_block_put(struct journal *j, uint64_t key, const uint8_t *data)
+int journal_append_block(struct journal *j, uint64_t key, const uint8_t *data,
+			 struct jslot **ret)
 {
 	struct jslot *s;
 	struct jrec *r;
 	bool made = false;
 	int err;
 
-	if (key >= JOURNAL_SLOT_BLOCKS_MAX)
-		return journal_break(j, -ENOSPC);
-	if (key >= j->n_blk) {
-		uint32_t n = (uint32_t)key + 1;
-		struct jslot **blk = realloc(j->blk, n * sizeof(*blk));
-		uint32_t *fr;
-
-		if (!blk)
-			return journal_break(j, -ENOMEM);
-		memset(blk + j->n_blk, 0, (n - j->n_blk) * sizeof(*blk));
-		j->blk = blk;
-		fr = realloc(j->free_slots,
-			     (size_t)n * JOURNAL_SLOT_BLOCK * sizeof(*fr));
-		if (!fr)
-			return journal_break(j, -ENOMEM);
-		j->free_slots = fr;
-		j->n_blk = n;
-	}
-	if (j->blk[key])
-		return journal_break(j, -EEXIST);
 	err = rec_open(j, JOURNAL_SLOTS, JSLOT_BLOCK_LEN, &r);
 	if (err < 0)
 		return err;
@@ -811,94 +402,8 @@ static int slot_block_put(struct journal *j, uint64_t key, const uint8_t *data)
 	jmap_set(&j->live, JOURNAL_SLOTS, key, (uint8_t *)s, JSLOT_BLOCK_LEN,
 		 &made);
 	rec_close(j, r, JOURNAL_SLOTS, key, JREC_SLOTS, JSLOT_BLOCK_LEN);
-	j->blk[key] = s;
-	/* The lowest first: the stack's top. */
-	for (uint32_t i = JOURNAL_SLOT_BLOCK; i-- > 0;)
-		if (!s[i].word)
-			j->free_slots[j->n_free++] =
-				(uint32_t)key * JOURNAL_SLOT_BLOCK + i + 1;
+	*ret = s;
 	return 0;
-}
-
-JOURNAL_HOT struct jslot *slot_at(const struct journal *j, uint32_t slot)
-{
-	uint32_t b = (slot - 1) / JOURNAL_SLOT_BLOCK;
-
-	if (!slot || b >= j->n_blk || !j->blk[b])
-		return NULL;
-	return &j->blk[b][(slot - 1) % JOURNAL_SLOT_BLOCK];
-}
-
-/* journal_slot_add() where its fast path stops: a broken journal, a
- * count of 0, no free slot (a block is added, then the fast path). Out
- * of line, so that the fast path saves no register. */
-static __attribute__((noinline)) int slot_add_slow(struct journal *j,
-						   uint64_t a, uint64_t b,
-						   uint64_t c, uint32_t n,
-						   uint32_t *ret)
-{
-	int err;
-
-	if (j->broken)
-		return -EIO;
-	if (!n)
-		return journal_break(j, -EINVAL);
-	err = slot_block_put(j, j->n_blk, NULL);
-	if (err < 0)
-		return err;
-	return journal_slot_add(j, a, b, c, n, ret);
-}
-
-int journal_slot_add(struct journal *j, uint64_t a, uint64_t b, uint64_t c,
-		     uint32_t n, uint32_t *ret)
-{
-	struct jslot *s;
-	uint32_t slot;
-
-	if (!j) {
-		*ret = 0;
-		return 0;
-	}
-	if (j->broken || !n || !j->n_free)
-		return slot_add_slow(j, a, b, c, n, ret);
-	/* Its word is 0 and its block there: free slots only are on the
-	 * stack. */
-	slot = j->free_slots[--j->n_free];
-	s = &j->blk[(slot - 1) / JOURNAL_SLOT_BLOCK]
-		   [(slot - 1) % JOURNAL_SLOT_BLOCK];
-	s->id[0] = a;
-	s->id[1] = b;
-	s->id[2] = c;
-	__atomic_store_n(&s->word, slot_word(a, b, c, n), __ATOMIC_RELEASE);
-	*ret = slot;
-	return 0;
-}
-
-int journal_slot_count(struct journal *j, uint32_t slot, uint32_t n)
-{
-	struct jslot *s;
-
-	if (!j || !slot)
-		return 0;
-	if (j->broken)
-		return -EIO;
-	s = slot_at(j, slot);
-	if (!s || !s->word || !n)
-		return journal_break(j, -EINVAL);
-	__atomic_store_n(&s->word, slot_word(s->id[0], s->id[1], s->id[2], n),
-			 __ATOMIC_RELEASE);
-	return 0;
-}
-
-void journal_slot_free(struct journal *j, uint32_t slot)
-{
-	struct jslot *s = j ? slot_at(j, slot) : NULL;
-
-	/* Freed twice, it would be handed out twice. */
-	if (!s || !s->word)
-		return;
-	__atomic_store_n(&s->word, 0, __ATOMIC_RELEASE);
-	j->free_slots[j->n_free++] = slot;
 }
 
 /* Copy every live record of @m into @to (a compaction or an adopt). */
@@ -911,7 +416,7 @@ static int journal_copy(struct journal *to, const struct jmap *m)
 		if (!e->kind)
 			continue;
 		if (e->kind == JOURNAL_SLOTS)
-			ret = slot_block_put(to, e->key, e->data);
+			ret = journal_slot_block_put(to, e->key, e->data);
 		else
 			ret = journal_append(to, e->kind, e->key, e->data,
 					     e->len, NULL, NULL);
@@ -958,353 +463,7 @@ int journal_from_view(const struct journal_view *v, uint64_t gen,
 	return journal_copy_new(v ? &v->live : NULL, gen, ret);
 }
 
-/* --- the reader --------------------------------------------------------- */
-
-static int why_set(char *why, size_t len, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-
-static int why_set(char *why, size_t len, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vsnprintf(why, len, fmt, ap);
-	va_end(ap);
-	return -EBADMSG;
-}
-
-struct pending {
-	const struct jrec *r;
-	const uint8_t *data;
-};
-
-/* @v's byk and at from its table: 0 or -ENOMEM. */
-static int view_index(struct journal_view *v)
-{
-	size_t fill[JOURNAL_KIND_MAX + 1] = { 0 };
-
-	for (size_t i = 0; i < v->live.cap; i++)
-		v->at[v->live.slot[i].kind + 1]++;
-	/* Slot kind 0 (empty) counted into at[1]: dropped below. */
-	v->at[1] = 0;
-	for (size_t k = 1; k <= JOURNAL_KIND_MAX + 1; k++)
-		v->at[k] += v->at[k - 1];
-	if (!v->live.n)
-		return 0;
-	v->byk = malloc(v->live.n * sizeof(*v->byk));
-	if (!v->byk)
-		return -ENOMEM;
-	for (size_t i = 0; i < v->live.cap; i++) {
-		const struct jent *e = &v->live.slot[i];
-
-		if (e->kind)
-			v->byk[v->at[e->kind] + fill[e->kind]++] =
-				(struct journal_rec){ e->kind, e->key, e->data,
-						      e->len };
-	}
-	for (size_t k = 1; k <= JOURNAL_KIND_MAX; k++) {
-		int err = keysort(v->byk + v->at[k], v->at[k + 1] - v->at[k],
-				  sizeof(*v->byk),
-				  offsetof(struct journal_rec, key));
-
-		if (err < 0)
-			return err;
-	}
-	return 0;
-}
-
-/* Every held slot's word: a kill leaves a slot's old word or its new
- * one, so a word that fails its check is no kill's. */
-static int slots_check(const struct journal_view *v, char *why, size_t why_len)
-{
-	for (size_t i = 0; i < v->live.cap; i++) {
-		const struct jent *e = &v->live.slot[i];
-		const struct jslot *s = (const struct jslot *)e->data;
-
-		if (e->kind != JOURNAL_SLOTS)
-			continue;
-		for (uint32_t k = 0; k < JOURNAL_SLOT_BLOCK; k++)
-			if (s[k].word &&
-			    (!(uint32_t)s[k].word ||
-			     s[k].word != slot_word(s[k].id[0], s[k].id[1],
-						    s[k].id[2],
-						    (uint32_t)s[k].word)))
-				return why_set(why, why_len,
-					       "slot %u of block %" PRIu64
-					       " of the state fails its check",
-					       k, e->key);
-	}
-	return 0;
-}
-
-/* The reader proper, on @buf (taken: the view keeps it or it is
- * freed). */
-static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
-		      char *why, size_t why_len)
-{
-	struct journal_view *v;
-	struct pending *pend = NULL;
-	size_t n_pend = 0, cap_pend = 0, off, n_recs = 0;
-	bool made;
-	struct jhdr h;
-	int err = 0;
-
-	crc_init();
-	v = calloc(1, sizeof(*v));
-	if (!v) {
-		free(buf);
-		return -ENOMEM;
-	}
-	v->buf = buf;
-	if (len < sizeof(h)) {
-		err = why_set(why, why_len,
-			      "the state is %zu bytes, "
-			      "shorter than its header",
-			      len);
-		goto fail;
-	}
-	memcpy(&h, buf, sizeof(h));
-	if (h.magic != JHDR_MAGIC) {
-		err = why_set(why, why_len, "the state has no journal magic");
-		goto fail;
-	}
-	if (h.format < JOURNAL_FORMAT_OLDEST || h.format > JOURNAL_FORMAT) {
-		err = why_set(why, why_len,
-			      "the state's format %u is not "
-			      "one this daemon reads (%u to %u)",
-			      h.format, JOURNAL_FORMAT_OLDEST, JOURNAL_FORMAT);
-		goto fail;
-	}
-	if (h.hdr_size != JOURNAL_HDR_SIZE || len < JOURNAL_HDR_SIZE) {
-		err = why_set(why, why_len,
-			      "the state's header is cut "
-			      "short or of a size not %u bytes",
-			      JOURNAL_HDR_SIZE);
-		goto fail;
-	}
-	if (h.complete == JHDR_BROKEN) {
-		err = why_set(why, why_len,
-			      "the state of generation "
-			      "%" PRIu64 " was abandoned after a write "
-			      "failed",
-			      h.gen);
-		goto fail;
-	}
-	if (h.complete != JHDR_COMPLETE) {
-		err = why_set(why, why_len,
-			      "the state of generation "
-			      "%" PRIu64 " was never completed",
-			      h.gen);
-		goto fail;
-	}
-	v->gen = h.gen;
-	/* The records, counted first, up to the first whose mark or length
-	 * the loop below would refuse: bad bytes size the table no larger
-	 * than a state of that length made of empty records (32 bytes
-	 * each) would. The CRC is the loop's, once: here it was a second
-	 * pass over every byte. */
-	for (off = JOURNAL_HDR_SIZE; off + sizeof(struct jrec) <= len;) {
-		const struct jrec *r = (const struct jrec *)(v->buf + off);
-
-		if ((r->word != JREC_PART && r->word != JREC_COMMIT) ||
-		    r->len > JOURNAL_RECORD_MAX ||
-		    pad8(r->len) > len - off - sizeof(*r))
-			break;
-		n_recs++;
-		off += sizeof(*r) + pad8(r->len);
-	}
-	err = jmap_presize(&v->live, n_recs);
-	if (err < 0)
-		goto fail;
-	for (off = JOURNAL_HDR_SIZE; off + sizeof(struct jrec) <= len;) {
-		const struct jrec *r = (const struct jrec *)(v->buf + off);
-		const uint8_t *data = (const uint8_t *)(r + 1);
-
-		if (r->word == 0)
-			break;
-		if (r->word != JREC_PART && r->word != JREC_COMMIT) {
-			err = why_set(why, why_len,
-				      "record at byte %zu of "
-				      "the state has no mark",
-				      off);
-			goto fail;
-		}
-		if (r->len > JOURNAL_RECORD_MAX ||
-		    pad8(r->len) > len - off - sizeof(*r)) {
-			err = why_set(why, why_len,
-				      "record at byte %zu of "
-				      "the state runs past its end",
-				      off);
-			goto fail;
-		}
-		if (!r->kind || r->kind > JOURNAL_KIND_MAX ||
-		    (r->flags & ~(JREC_DEL | JREC_SLOTS)) || r->zero) {
-			err = why_set(why, why_len,
-				      "record at byte %zu of "
-				      "the state has kind %u, flags %#x, "
-				      "reserved %#x",
-				      off, r->kind, r->flags, r->zero);
-			goto fail;
-		}
-		if (!(r->flags & JREC_SLOTS) != (r->kind != JOURNAL_SLOTS) ||
-		    (r->kind == JOURNAL_SLOTS &&
-		     (h.format < 3 || r->flags != JREC_SLOTS ||
-		      r->len != JSLOT_BLOCK_LEN ||
-		      r->key >= JOURNAL_SLOT_BLOCKS_MAX))) {
-			err = why_set(why, why_len,
-				      "record at byte %zu of "
-				      "the state is no block of slots of "
-				      "a state of format %u as this daemon "
-				      "writes them",
-				      off, h.format);
-			goto fail;
-		}
-		if (rec_crc(r) != r->crc) {
-			err = why_set(why, why_len,
-				      "record at byte %zu of "
-				      "the state fails its CRC",
-				      off);
-			goto fail;
-		}
-		if (n_pend == cap_pend) {
-			struct pending *p;
-
-			cap_pend = cap_pend ? cap_pend * 2 : 16;
-			p = realloc(pend, cap_pend * sizeof(*p));
-			if (!p) {
-				err = -ENOMEM;
-				goto fail;
-			}
-			pend = p;
-		}
-		pend[n_pend++] = (struct pending){ r, data };
-		if (r->word == JREC_COMMIT) {
-			for (size_t i = 0; i < n_pend; i++) {
-				const struct jrec *p = pend[i].r;
-
-				if (p->flags & JREC_DEL) {
-					jmap_del(&v->live, p->kind, p->key);
-					continue;
-				}
-				err = jmap_reserve(&v->live);
-				if (err < 0)
-					goto fail;
-				jmap_set(&v->live, p->kind, p->key,
-					 pend[i].data, p->len, &made);
-			}
-			n_pend = 0;
-		}
-		off += sizeof(*r) + pad8(r->len);
-	}
-	/* What follows the last commit (a transaction the kill cut) was
-	 * never a state the daemon was in. */
-	free(pend);
-	pend = NULL;
-	err = slots_check(v, why, why_len);
-	if (err == 0)
-		err = view_index(v);
-	if (err < 0)
-		goto fail;
-	*ret = v;
-	return 0;
-
-fail:
-	free(pend);
-	journal_view_free(v);
-	return err;
-}
-
-int journal_read(const uint8_t *buf, size_t len, struct journal_view **ret,
-		 char *why, size_t why_len)
-{
-	uint8_t *copy = malloc(len ? len : 1);
-
-	if (!copy)
-		return -ENOMEM;
-	if (len)
-		memcpy(copy, buf, len);
-	return read_owned(copy, len, ret, why, why_len);
-}
-
-void journal_view_free(struct journal_view *v)
-{
-	if (!v)
-		return;
-	jmap_free(&v->live);
-	free(v->byk);
-	free(v->buf);
-	free(v);
-}
-
-uint64_t journal_view_gen(const struct journal_view *v)
-{
-	return v->gen;
-}
-
-size_t journal_view_size(const struct journal_view *v)
-{
-	return v ? v->live.n : 0;
-}
-
-size_t journal_view_count(const struct journal_view *v, uint32_t kind)
-{
-	if (!kind || kind > JOURNAL_KIND_MAX)
-		return 0;
-	return v->at[kind + 1] - v->at[kind];
-}
-
-int journal_each(const struct journal_view *v, uint32_t kind,
-		 int (*fn)(void *arg, const struct journal_rec *r), void *arg)
-{
-	size_t n = journal_view_count(v, kind);
-	const struct journal_rec *recs = n ? v->byk + v->at[kind] : NULL;
-
-	for (size_t i = 0; i < n; i++) {
-		int ret = fn(arg, &recs[i]);
-
-		if (ret < 0)
-			return ret;
-	}
-	return 0;
-}
-
-int journal_each_slot(const struct journal_view *v,
-		      int (*fn)(void *arg, const struct journal_slot *s),
-		      void *arg)
-{
-	size_t n = journal_view_count(v, JOURNAL_SLOTS);
-	const struct journal_rec *b = n ? v->byk + v->at[JOURNAL_SLOTS] : NULL;
-
-	for (size_t i = 0; i < n; i++) {
-		const struct jslot *s = (const struct jslot *)b[i].data;
-
-		for (uint32_t k = 0; k < JOURNAL_SLOT_BLOCK; k++) {
-			struct journal_slot out;
-			int ret;
-
-			if (!s[k].word)
-				continue;
-			memcpy(out.id, s[k].id, sizeof(out.id));
-			out.n = (uint32_t)s[k].word;
-			ret = fn(arg, &out);
-			if (ret < 0)
-				return ret;
-		}
-	}
-	return 0;
-}
-
-int journal_find(const struct journal_view *v, uint32_t kind, uint64_t key,
-		 struct journal_rec *ret)
-{
-	const struct jent *e = jmap_find(&v->live, kind, key);
-
-	if (!e)
-		return -ENOENT;
-	*ret = (struct journal_rec){ e->kind, e->key, e->data, e->len };
-	return 0;
-}
-
+/* The writer's live record, as journal_find() finds a view's. */
 int journal_get(const struct journal *j, uint32_t kind, uint64_t key,
 		struct journal_rec *ret)
 {
@@ -1314,33 +473,4 @@ int journal_get(const struct journal *j, uint32_t kind, uint64_t key,
 		return -ENOENT;
 	*ret = (struct journal_rec){ e->kind, e->key, e->data, e->len };
 	return 0;
-}
-
-int journal_read_fd(int fd, struct journal_view **ret, char *why,
-		    size_t why_len)
-{
-	struct stat st;
-	uint8_t *buf;
-	size_t got = 0;
-
-	if (fstat(fd, &st) < 0)
-		return -errno;
-	if (!S_ISREG(st.st_mode) || st.st_size < 0 ||
-	    (uint64_t)st.st_size > JOURNAL_SIZE_MAX)
-		return why_set(why, why_len,
-			       "the stored state is not a "
-			       "file of at most %llu bytes",
-			       (unsigned long long)JOURNAL_SIZE_MAX);
-	buf = malloc(st.st_size ? (size_t)st.st_size : 1);
-	if (!buf)
-		return -ENOMEM;
-	while (got < (size_t)st.st_size) {
-		ssize_t n = pread(fd, buf + got, (size_t)st.st_size - got,
-				  (off_t)got);
-
-		if (n <= 0)
-			break;
-		got += (size_t)n;
-	}
-	return read_owned(buf, got, ret, why, why_len);
 }

@@ -38,8 +38,8 @@
  * at its close) is no record of the log but a fixed slot of 32 bytes in
  * a block record (JOURNAL_SLOTS), written in place: three ids, then one
  * aligned 8-byte word, stored last, holding a count (at least 1) and a
- * check of the ids and the count (journal.c's slot_word()); 0 is a free
- * slot. A kill leaves the
+ * check of the ids and the count (journal-slots.c's slot_word()); 0 is
+ * a free slot. A kill leaves the
  * word as it was or as it is, so the slot is its old value or its new
  * one; the check catches what is not a kill. The block's own CRC covers
  * its header only. A slot's store shows at once, so a slot goes with no
@@ -97,8 +97,10 @@ enum journal_kind {
 	/* Key: the owner's client id: a detached owner (session ended,
 	 * process alive). */
 	JOURNAL_OWNER = 6,
-	/* Key: the context id: the soft device's records of a context. */
-	JOURNAL_SOFT_CTX = 7,
+	/* 7: reserved, never written. It was named for the soft device's
+	 * records of a context, which live in the context's own memfd
+	 * (rb.ctx.<id>) instead; left unused so that no state an older
+	 * daemon could have read means two things. */
 	/* Key: a hold's own (SessionHold: a session's hold on a context):
 	 * format 2's; from format 3 on, holds are JOURNAL_SLOTS' slots. */
 	JOURNAL_SESSION_HOLD = 8,
@@ -209,6 +211,8 @@ int journal_put_packed(struct journal *j, uint32_t kind, uint64_t key,
 void journal_begin(struct journal *j);
 void journal_commit(struct journal *j);
 bool journal_broken(const struct journal *j);
+/* What broke @j, the first failure's -errno; 0 while it is not broken. */
+int journal_error(const struct journal *j);
 
 /*
  * Slots (see above). journal_slot_add() takes a free slot (adding a block

@@ -38,7 +38,8 @@ struct restart {
 	struct fdstore *store;
 	/* Each uid's places in it (fd_store_per_uid), its books. */
 	struct store_share *share;
-	/* NULL after a failed start of the journal (restart is then off). */
+	/* NULL when restart_init() could not make it: no state is kept
+	 * (nothing journaled or stored), and a restart starts clean. */
 	struct journal *j;
 	/* At start: the state read, until the restore ran. */
 	struct journal_view *view;

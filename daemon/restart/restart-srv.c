@@ -115,12 +115,22 @@ int restart_init(struct core *core, bool off)
 	}
 	/* Empty: the restore journals what it adopts, and stores it. */
 	ret = journal_from_view(NULL, jgen, &rs->j);
-	if (ret < 0)
-		return ret;
+	if (ret < 0) {
+		/* A memfd that cannot be made or grow (RLIMIT_FSIZE,
+		 * RLIMIT_NOFILE, memory): no state this run, as after a
+		 * journal write that fails, rather than no daemon. What was
+		 * handed over is adopted all the same; the restore stores
+		 * no state, so only a next start is clean. */
+		log_err("the state journal cannot be made (%s): serving "
+			"without one; a restart from here starts clean",
+			strerror(-ret));
+		rs->j = NULL;
+	}
 	rs->compact_ev = event_new(core->base, -1, 0, restart_compact_cb, core);
 	if (!rs->compact_ev)
 		return -ENOMEM;
-	journal_on_full(rs->j, restart_journal_full, core);
+	if (rs->j)
+		journal_on_full(rs->j, restart_journal_full, core);
 	return inflight_create(core->max_conns + RESTART_INFLIGHT_EXTRA,
 			       &rs->inflight);
 }

@@ -78,7 +78,7 @@ struct restore {
 	/* What was adopted, for the log line and rdmabrokerctl status. */
 	uint64_t adopted_sessions, adopted_contexts, adopted_objects,
 		adopted_fds;
-	/* restore.c's own (restore_objects_later()). */
+	/* restore-int.h's (restore_objects_later()). */
 	struct rctx *rc;
 };
 

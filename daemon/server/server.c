@@ -670,6 +670,10 @@ int server_init(struct server *srv, const struct server_options *opt)
 	srv->accept_rl.interval_ms = LOG_QUIET_MS;
 	clock_gettime(CLOCK_MONOTONIC, &srv->started);
 	signal(SIGPIPE, SIG_IGN);
+	/* A file size limit (LimitFSIZE=) on a memfd that must grow (the
+	 * state journal) is a write that fails with EFBIG, which the
+	 * journal survives (journal.h), not a death. */
+	signal(SIGXFSZ, SIG_IGN);
 
 	ret = config_load(opt->config_path, opt->config_required,
 			  &srv->core.config, err, sizeof(err));

@@ -137,7 +137,7 @@ static void families_check(const struct journal_view *v)
 	}
 }
 
-/* CRC-32C (Castagnoli), as journal.c's: bitwise, the harness is not
+/* CRC-32C (Castagnoli), as journal-crc.c's: bitwise, the harness is not
  * the hot path. */
 static uint32_t crc32c(const uint8_t *p, size_t n)
 {
@@ -152,7 +152,7 @@ static uint32_t crc32c(const uint8_t *p, size_t n)
 }
 
 /*
- * Every whole record of @b gets its right CRC (journal.c: a 32-byte
+ * Every whole record of @b gets its right CRC (journal-int.h: a 32-byte
  * header whose CRC at byte 8 covers byte 16 to the end of the record's
  * bytes padded to 8, or to the header's end for a block of slots, flag 2
  * at byte 22), up to the first the reader would stop at. True if one
