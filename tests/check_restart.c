@@ -1967,21 +1967,31 @@ START_TEST(dm_status_page_lost_drops_its_dms)
 }
 END_TEST
 
+static void state_plant_edited(struct rig *g,
+			       void (*edit)(struct journal *j,
+					    const struct journal_view *v,
+					    const void *arg),
+			       const void *arg);
+static void put_bad_rss(struct journal *j, const struct journal_view *v,
+			const void *arg);
+
 /* A family's restore that fails for another reason than a record that
- * does not decode (here an XRCD's file the store lost) keeps nothing:
- * the adopted sessions end, and so do the objects of a session that had
- * ended before the restart (detached, its process alive), as a clean
- * start would have closed their context. Before, those stayed, waiting
- * for a process whose sessions the restore had just refused. */
+ * does not decode (here an RSS record whose key is not whole) keeps
+ * nothing: the adopted sessions end, and so do the objects of a session
+ * that had ended before the restart (detached, its process alive), as a
+ * clean start would have closed their context. Before, those stayed,
+ * waiting for a process whose sessions the restore had just refused. */
 START_TEST(family_failure_keeps_no_detached)
 {
+	struct ibc_object_info obj[8];
+	struct ibc_client_info ci;
 	struct ibc_client *cl;
 	struct ibc_domain_info used;
 	struct ibc_status st;
 	struct ibc_xrcd *xr;
 	struct ibc_dm *dm;
 	struct ibc_ctx *x;
-	char lost[256];
+	uint64_t ids[2] = { 0, 0 };
 	size_t n, detached;
 	int64_t end;
 	struct rig g;
@@ -1992,12 +2002,22 @@ START_TEST(family_failure_keeps_no_detached)
 	pid = holder_spawn_in(&g, HOLD_CQ);
 	ck_assert_uint_eq(evict_pid(&g, pid), 1);
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
-	ck_assert_int_eq(ibc_xrcd_open(x, "lost", O_CREAT, &xr), 0);
-	/* A DM, whose family restores before the XRCD's. */
+	ck_assert_int_eq(ibc_xrcd_open(x, "kept", O_CREAT, &xr), 0);
+	/* A DM and an XRCD, whose families restore before the RSS one. */
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
-	store_wait_for(&g, "rb.xrcd.", lost, sizeof(lost));
-	ck_assert_int_ne(kill_drop_restart(&g, lost), 0);
-	ck_assert_int_eq(tl_count_in_file(g.log, "not in the fd store"), 1);
+	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
+	ids[0] = ci.client_id;
+	n = objects_listed(&g, obj, 8);
+	for (size_t i = 0; i < n; i++)
+		if (obj[i].kind == IBC_OBJ_XRCD)
+			ids[1] = obj[i].context_id;
+	ck_assert_uint_ne(ids[1], 0);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	state_plant_edited(&g, put_bad_rss, ids);
+	rig_start(&g);
+	ck_assert_int_ne(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "is not whole"), 1);
 	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
 	ibc_disconnect(g.cl);
 	g.cl = cl;
@@ -3878,6 +3898,285 @@ START_TEST(xrcd_hold_kept)
 }
 END_TEST
 
+/* --- X2: a declared XRCD's file changed while no daemon ran ------------ */
+
+/* The declared names of xrcd_file_changed: "decl" opened, "idle" held by
+ * the daemon alone (opened once, closed). */
+static const char *xrcd_two_conf(void)
+{
+	static char conf[160];
+
+	snprintf(conf, sizeof(conf),
+		 "[domain a]\nusers = %u\n[xrcd decl]\ndomains = a\n"
+		 "[xrcd idle]\ndomains = a\n",
+		 (unsigned int)getuid());
+	return conf;
+}
+
+/* The file xrcd_file_changed's spoilers change, and the inode that took
+ * its place (0: none, or not a regular file), held open so that its
+ * number is not reused. */
+static char spoil_path[400];
+static uint64_t spoil_ino;
+static int spoil_fd = -1;
+
+/* Another inode renamed over it (root's `cp` and `mv`). */
+static void xrcd_file_other(struct rig *g)
+{
+	char tmp[420];
+	struct stat st;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s/xrcd/tmp.other", g->run);
+	fd = open(tmp, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	spoil_fd = fd;
+	spoil_ino = (uint64_t)st.st_ino;
+	ck_assert_int_eq(rename(tmp, spoil_path), 0);
+}
+
+static void xrcd_file_removed(struct rig *g)
+{
+	(void)g;
+	ck_assert_int_eq(unlink(spoil_path), 0);
+}
+
+/* A symlink to a regular file out of the directory. */
+static void xrcd_file_symlink(struct rig *g)
+{
+	char out[300];
+	int fd;
+
+	snprintf(out, sizeof(out), "%s/outside", g->dir);
+	fd = open(out, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(unlink(spoil_path), 0);
+	ck_assert_int_eq(symlink(out, spoil_path), 0);
+}
+
+static void xrcd_file_dir(struct rig *g)
+{
+	(void)g;
+	ck_assert_int_eq(unlink(spoil_path), 0);
+	ck_assert_int_eq(mkdir(spoil_path, 0700), 0);
+}
+
+/* The XRCD_LOST events a client got: how many, the last one's open id
+ * and reason. */
+struct lost_seen {
+	int n;
+	uint64_t id;
+	enum ibc_obj_kind kind;
+	char why[256];
+};
+
+static void on_lost(struct ibc_client *cl, const struct ibc_event *ev,
+		    void *arg)
+{
+	struct lost_seen *s = arg;
+
+	(void)cl;
+	if (ev->type != IBC_EVENT_XRCD_LOST)
+		return;
+	s->n++;
+	s->id = ev->object_id;
+	s->kind = ev->object_kind;
+	snprintf(s->why, sizeof(s->why), "%s", ev->message);
+}
+
+/*
+ * A declared name's file replaced by another inode, removed, made a
+ * symlink or a directory while no daemon ran (cases 0-3 on the opened
+ * name "decl", 4-7 on "idle", which only the daemon holds): that name
+ * alone is refused. Its open ends for its holder, who is told why and
+ * whose xrcds charge is returned; its stored file leaves the store; the
+ * inode that took its place is never adopted (a new open makes a file of
+ * the daemon's own). The sessions, the other declared name and a private
+ * one come back as they were. Before, the whole state was refused.
+ */
+START_TEST(xrcd_file_changed)
+{
+	static void (*const spoil[])(struct rig *) = {
+		xrcd_file_other,
+		xrcd_file_removed,
+		xrcd_file_symlink,
+		xrcd_file_dir,
+	};
+	const char *name = _i < 4 ? "decl" : "idle";
+	const char *other = _i < 4 ? "idle" : "decl";
+	struct ibc_connect_attr attr = {
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
+		.event_cb = on_lost,
+	};
+	struct ibc_xrcd *d, *idle, *p, *again, *fresh;
+	struct ibc_domain_info before, after;
+	uint64_t ino_name, ino_other, ino_p;
+	char dir[300], stored[64];
+	struct lost_seen seen = { 0 };
+	struct ibc_client *cl;
+	struct pollfd pfd;
+	struct ibc_ctx *x;
+	int64_t end;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE_CONF(&g, xrcd_two_conf());
+	snprintf(dir, sizeof(dir), "%s/xrcd", g.run);
+	snprintf(spoil_path, sizeof(spoil_path), "%s/d.%s", dir, name);
+	spoil_ino = 0;
+	attr.socket_path = g.sock;
+	attr.event_arg = &seen;
+	ck_assert_int_eq(ibc_connect(&attr, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "idle", O_CREAT, &idle), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "decl", O_CREAT, &d), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "priv", O_CREAT, &p), 0);
+	ino_name = ibc_xrcd_ino(_i < 4 ? d : idle);
+	ino_other = ibc_xrcd_ino(_i < 4 ? idle : d);
+	ino_p = ibc_xrcd_ino(p);
+	ck_assert_int_eq(ibc_xrcd_close(idle), 0);
+	snprintf(stored, sizeof(stored), "rb.xrcd.%" PRIu64, ino_name);
+	store_wait_count(&g, stored, 1);
+	before = domain_now(&g);
+	ck_assert_uint_eq(before.used.xrcds, 2);
+	kill_between_restart(&g, spoil[_i % 4]);
+	ck_assert_msg(ibc_ping(cl, NULL, 0) == 0 &&
+			      ibc_ping(g.cl, NULL, 0) == 0,
+		      "case %d: the sessions did not come back", _i);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "cannot be used"), 0);
+	/* The rest came back as it was. */
+	ck_assert_int_eq(ibc_xrcd_open(x, other, 0, &again), 0);
+	ck_assert_uint_eq(ibc_xrcd_ino(again), ino_other);
+	ck_assert_int_eq(ibc_xrcd_close(again), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "priv", 0, &again), 0);
+	ck_assert_uint_eq(ibc_xrcd_ino(again), ino_p);
+	ck_assert_int_eq(ibc_xrcd_close(again), 0);
+	/* That name alone is gone, said once, its file out of the store. */
+	ck_assert_msg(tl_count_in_file(g.log, "is not adopted, its opens "
+					      "end: its file changed while "
+					      "no daemon ran") == 1,
+		      "case %d: the log does not say why once", _i);
+	store_wait_count(&g, stored, 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.used.xrcds, _i < 4 ? 1 : 2);
+	/* Its holder is told, with the reason; nobody else is. */
+	pfd = (struct pollfd){ .fd = ibc_get_fd(cl), .events = POLLIN };
+	end = tl_now_ms() + (_i < 4 ? TL_WAIT_MS : 300);
+	while (!seen.n && tl_now_ms() < end) {
+		poll(&pfd, 1, 100);
+		ck_assert_int_ge(ibc_dispatch(cl), 0);
+	}
+	ck_assert_int_eq(seen.n, _i < 4 ? 1 : 0);
+	if (_i < 4) {
+		ck_assert_uint_eq(seen.id, ibc_xrcd_id(d));
+		ck_assert_int_eq(seen.kind, IBC_OBJ_XRCD);
+		ck_assert_msg(strstr(seen.why, "\"decl\" (its file changed"),
+			      "%s", seen.why);
+	}
+	ck_assert_int_eq(ibc_xrcd_open(x, name, 0, &again), -ENOENT);
+	/* Made anew, of the daemon's own: not what took its place. */
+	ck_assert_int_eq(ibc_xrcd_open(x, name, O_CREAT, &fresh), 0);
+	ck_assert_uint_ne(ibc_xrcd_ino(fresh), spoil_ino);
+	ck_assert(spoil_ino == 0 || !dir_has_ino(dir, spoil_ino));
+	ck_assert(dir_has_ino(dir, ibc_xrcd_ino(fresh)));
+	/* The lost open still holds the old inode (on verbs its ibv_xrcd,
+	 * here the soft device): a new file cannot be given its number. */
+	if (_i < 4)
+		ck_assert_uint_ne(ibc_xrcd_ino(fresh), ino_name);
+	ck_assert_int_eq(ibc_xrcd_close(fresh), 0);
+	/* The lost open's record is still the client's to close. */
+	ck_assert_int_eq(ibc_xrcd_close(d), 0);
+	ck_assert_int_eq(ibc_xrcd_close(p), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.used.xrcds, 0);
+	ck_assert_uint_eq(after.used.objects, before.used.objects - 2);
+	ibc_disconnect(cl);
+	if (spoil_fd >= 0)
+		close(spoil_fd);
+	spoil_fd = -1;
+	rig_free(&g);
+}
+END_TEST
+
+/*
+ * A name's file lost from the store while no daemon ran: a declared name
+ * comes back from its file in the directory, which is the inode recorded
+ * (case 0); a private one is refused alone (case 1): its holder is told,
+ * its charge returned, the session and the rest kept. Before, the whole
+ * state was refused.
+ */
+START_TEST(xrcd_file_unstored)
+{
+	const char *name = _i == 0 ? "decl" : "priv";
+	struct ibc_connect_attr attr = {
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
+		.event_cb = on_lost,
+	};
+	struct ibc_domain_info before, after;
+	struct lost_seen seen = { 0 };
+	struct ibc_xrcd *d, *p, *again;
+	struct ibc_client *cl;
+	struct pollfd pfd;
+	struct ibc_ctx *x;
+	char stored[64];
+	uint64_t ino;
+	int64_t end;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE_CONF(&g, xrcd_conf());
+	attr.socket_path = g.sock;
+	attr.event_arg = &seen;
+	ck_assert_int_eq(ibc_connect(&attr, &cl), 0);
+	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "decl", O_CREAT, &d), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "priv", O_CREAT, &p), 0);
+	ino = ibc_xrcd_ino(_i == 0 ? d : p);
+	snprintf(stored, sizeof(stored), "rb.xrcd.%" PRIu64, ino);
+	store_wait_count(&g, stored, 1);
+	before = domain_now(&g);
+	ck_assert_int_eq(kill_drop_restart(&g, stored), 0);
+	ck_assert_int_eq(ibc_ping(cl, NULL, 0), 0);
+	pfd = (struct pollfd){ .fd = ibc_get_fd(cl), .events = POLLIN };
+	end = tl_now_ms() + (_i ? TL_WAIT_MS : 300);
+	while (!seen.n && tl_now_ms() < end) {
+		poll(&pfd, 1, 100);
+		ck_assert_int_ge(ibc_dispatch(cl), 0);
+	}
+	after = domain_now(&g);
+	if (_i == 0) {
+		ck_assert_int_eq(seen.n, 0);
+		ck_assert_uint_eq(after.used.xrcds, before.used.xrcds);
+		ck_assert_int_eq(ibc_xrcd_open(x, name, 0, &again), 0);
+		ck_assert_uint_eq(ibc_xrcd_ino(again), ino);
+		ck_assert_int_eq(ibc_xrcd_close(again), 0);
+		/* In the store again, for the next restart. */
+		store_wait_count(&g, stored, 1);
+	} else {
+		ck_assert_int_eq(seen.n, 1);
+		ck_assert_uint_eq(seen.id, ibc_xrcd_id(p));
+		ck_assert_msg(strstr(seen.why, "not in the fd store"), "%s",
+			      seen.why);
+		ck_assert_uint_eq(after.used.xrcds, before.used.xrcds - 1);
+		ck_assert_int_eq(ibc_xrcd_open(x, name, 0, &again), -ENOENT);
+		ck_assert_int_eq(tl_count_in_file(g.log,
+						  "is not adopted, its opens "
+						  "end: its file is not in "
+						  "the fd store"),
+				 1);
+	}
+	ck_assert_int_eq(ibc_xrcd_close(d), 0);
+	ck_assert_int_eq(ibc_xrcd_close(p), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.used.xrcds, 0);
+	ibc_disconnect(cl);
+	rig_free(&g);
+}
+END_TEST
+
 /* --- P1: a detached owner's pidfd in the fd store ---------------------- */
 
 /* A detached owner whose process exits while no daemon runs: its
@@ -4267,6 +4566,13 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, pidfd_places_bounded);
 	/* R1 (W8) */
 	tcase_add_loop_test(tc, rss_killed_at_fault_point, 0, RSS_POINTS);
+	suite_add_tcase(s, tc);
+	/* X2: an XRCD's file changed while no daemon ran (CK_RUN_CASE=xrcd
+	 * runs them alone). */
+	tc = tcase_create("xrcd");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, xrcd_file_changed, 0, 8);
+	tcase_add_loop_test(tc, xrcd_file_unstored, 0, 2);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");
