@@ -4177,6 +4177,97 @@ START_TEST(xrcd_file_unstored)
 }
 END_TEST
 
+/* Where, among the fake systemd's events from @from on, the first and
+ * last with op @op and a name starting with @prefix are (-1: none). */
+static void events_find(struct rig *g, size_t from, char op, const char *prefix,
+			long *ret_first, long *ret_last)
+{
+	char got_op, name[64];
+
+	*ret_first = *ret_last = -1;
+	for (size_t i = from;
+	     fakesd_event(g->sd, i, &got_op, name, sizeof(name)) == 0; i++) {
+		if (got_op != op || strncmp(name, prefix, strlen(prefix)) != 0)
+			continue;
+		if (*ret_first < 0)
+			*ret_first = (long)i;
+		*ret_last = (long)i;
+	}
+}
+
+/*
+ * The contexts that hold the XRC domains across restores (verbs; the
+ * soft device keeps none, so three are planted here, as restores killed
+ * twice in the middle left them before): every stored one holds every
+ * name, since a restore stores its new one only once it held them all,
+ * so the restore keeps the newest it finds and lets the others go at
+ * once, before the names; the newest goes only after them (its own new
+ * one is stored before that, on verbs). So a kill at any point of a
+ * restore leaves at most two per device (the newest old one and the new
+ * one), and the next restore takes that back to one. The names' phase
+ * shows in the store's events by a declared name whose file was replaced
+ * (xrcd_file_changed): its file leaves the store there. Before, a
+ * restore held every stored context to its end, and each restore killed
+ * after storing its own left one more.
+ */
+START_TEST(xrcd_ctx_newest_kept)
+{
+	long named, gone[3], last;
+	struct ibc_xrcd *xr[3], *again;
+	char name[64], stored[64];
+	struct ibc_ctx *x;
+	struct rig g;
+	size_t from;
+	int fd;
+
+	SKIP_WITHOUT_STATE_CONF(&g, xrcd_conf());
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), i ? "n%d" : "decl", i);
+		ck_assert_int_eq(ibc_xrcd_open(x, name, O_CREAT, &xr[i]), 0);
+	}
+	snprintf(stored, sizeof(stored), "rb.xrcd.%" PRIu64,
+		 ibc_xrcd_ino(xr[0]));
+	store_wait_count(&g, "rb.xrcd.", 3);
+	snprintf(spoil_path, sizeof(spoil_path), "%s/xrcd/d.decl", g.run);
+	spoil_ino = 0;
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	xrcd_file_other(&g);
+	for (int i = 0; i < 3; i++) {
+		fd = memfd_create("ctx", MFD_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		snprintf(name, sizeof(name), "rb.xrcd-ctx.soft0.%d", 101 + i);
+		ck_assert_int_eq(fakesd_plant(g.sd, name, fd), 0);
+		close(fd);
+	}
+	from = fakesd_events(g.sd);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	store_wait_count(&g, "rb.xrcd-ctx.", 0);
+	store_wait_count(&g, stored, 0);
+	events_find(&g, from, 'x', stored, &named, &last);
+	ck_assert_int_ge(named, 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "rb.xrcd-ctx.soft0.%d", 101 + i);
+		events_find(&g, from, 'x', name, &gone[i], &last);
+		ck_assert_int_ge(gone[i], 0);
+	}
+	ck_assert_msg(gone[0] < named && gone[1] < named && gone[2] > named,
+		      "the contexts went at %ld, %ld and %ld (the newest), "
+		      "the names' phase at %ld",
+		      gone[0], gone[1], gone[2], named);
+	ck_assert_int_eq(ibc_xrcd_open(x, "n1", 0, &again), 0);
+	ck_assert_uint_eq(ibc_xrcd_ino(again), ibc_xrcd_ino(xr[1]));
+	ck_assert_int_eq(ibc_xrcd_close(again), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(ibc_xrcd_close(xr[i]), 0);
+	close(spoil_fd);
+	spoil_fd = -1;
+	rig_free(&g);
+}
+END_TEST
+
 /* --- P1: a detached owner's pidfd in the fd store ---------------------- */
 
 /* A detached owner whose process exits while no daemon runs: its
@@ -4573,6 +4664,7 @@ static Suite *restart_suite(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, xrcd_file_changed, 0, 8);
 	tcase_add_loop_test(tc, xrcd_file_unstored, 0, 2);
+	tcase_add_test(tc, xrcd_ctx_newest_kept);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");

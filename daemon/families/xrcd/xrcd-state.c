@@ -197,13 +197,17 @@ void xrcd_journal_ctx_gone(struct core *core, const char *name)
  * The previous daemons' contexts holding the XRC domains: taken before
  * the names are held again, closed after, so that a kernel XRC domain is
  * held all along (its usecnt never 0). There is no ibv_import_xrcd: a new
- * context holds the domains again by inode, and the old one goes, so the
- * store keeps one per device (two while a restore runs; more only if
- * restores were killed in that window, each closed by the next).
+ * context holds the domains again by inode, and goes to the store only
+ * once it holds them all (xrcd_adopt_end()); then the old ones go. So
+ * every stored context holds every name, and the newest is enough: the
+ * others are closed when taken. The store keeps one per device, two
+ * from the new one's put to the old one's removal; a kill at any point
+ * leaves at most two, which the next restore takes back to one.
  */
 struct old_ctxs {
-	int fd[2 * DEVICE_MAX];
-	char name[2 * DEVICE_MAX][FDSTORE_NAME_MAX + 1];
+	int fd[DEVICE_MAX];
+	char name[DEVICE_MAX][FDSTORE_NAME_MAX + 1];
+	uint64_t seq_of[DEVICE_MAX];
 	unsigned int n;
 	uint64_t seq;
 };
@@ -215,37 +219,58 @@ static int first_name(void *arg, const char *name, int fd)
 	return 1;
 }
 
+/* Stored context @name (@fd, taken) goes: closed, out of the store. */
+static void old_ctx_drop(struct restore *rs, int fd, const char *name)
+{
+	close(fd);
+	fdstore_remove(rs->store, name);
+}
+
 static void old_ctxs_take(struct restore *rs, struct old_ctxs *old)
 {
 	char name[FDSTORE_NAME_MAX + 1];
 	const char *dot;
+	size_t dev_len;
+	unsigned int i;
+	uint64_t seq;
 	int fd;
 
 	while (fdstore_each_passed(rs->store, XRCD_CTX_PREFIX, first_name,
 				   name) == 1) {
 		if (fdstore_take(rs->store, name, &fd) < 0)
 			break;
+		/* "rb.xrcd-ctx.<dev>.<seq>" */
 		dot = strrchr(name, '.');
-		if (dot && strtoull(dot + 1, NULL, 10) > old->seq)
-			old->seq = strtoull(dot + 1, NULL, 10);
-		if (old->n == sizeof(old->fd) / sizeof(old->fd[0])) {
-			/* More than restores killed midway leave: none of
-			 * them holds what the others do not. */
-			close(fd);
-			fdstore_remove(rs->store, name);
+		seq = strtoull(dot + 1, NULL, 10);
+		dev_len = (size_t)(dot - name);
+		if (seq > old->seq)
+			old->seq = seq;
+		for (i = 0; i < old->n; i++)
+			if (strncmp(old->name[i], name, dev_len + 1) == 0)
+				break;
+		if (i < old->n && old->seq_of[i] > seq) {
+			old_ctx_drop(rs, fd, name);
 			continue;
 		}
-		old->fd[old->n] = fd;
-		snprintf(old->name[old->n++], sizeof(old->name[0]), "%s", name);
+		if (i < old->n) {
+			old_ctx_drop(rs, old->fd[i], old->name[i]);
+		} else if (old->n == DEVICE_MAX) {
+			/* More devices than a daemon serves. */
+			old_ctx_drop(rs, fd, name);
+			continue;
+		} else {
+			old->n++;
+		}
+		old->fd[i] = fd;
+		old->seq_of[i] = seq;
+		snprintf(old->name[i], sizeof(old->name[0]), "%s", name);
 	}
 }
 
 static void old_ctxs_close(struct restore *rs, struct old_ctxs *old)
 {
-	for (unsigned int i = 0; i < old->n; i++) {
-		close(old->fd[i]);
-		fdstore_remove(rs->store, old->name[i]);
-	}
+	for (unsigned int i = 0; i < old->n; i++)
+		old_ctx_drop(rs, old->fd[i], old->name[i]);
 	old->n = 0;
 }
 
@@ -610,7 +635,7 @@ int xrcd_restore(struct core *core, struct restore *rs)
 	int ret;
 
 	old_ctxs_take(rs, &old);
-	xrcd_adopt_ctx_seq(core, old.seq);
+	xrcd_adopt_begin(core, old.seq);
 	ret = restore_each(rs, JOURNAL_XRCD_TABLE, restore_table, rs);
 	if (ret == 0)
 		ret = restore_each(rs, JOURNAL_XRCD_NAME, restore_name, &xr);
@@ -618,7 +643,9 @@ int xrcd_restore(struct core *core, struct restore *rs)
 		ret = restore_opens(&xr);
 	if (ret < 0)
 		xrcd_adopt_undo(core);
-	/* Every name is held again (or, refused, dropped). */
+	/* Every name is held again (or, refused, dropped): the new contexts
+	 * are stored before the old ones go. */
+	xrcd_adopt_end(core);
 	old_ctxs_close(rs, &old);
 	for (size_t i = 0; i < xr.n_refused; i++) {
 		if (xr.refused[i].fd >= 0)

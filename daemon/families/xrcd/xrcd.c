@@ -94,6 +94,9 @@ struct xrcd_table {
 	 * takes. */
 	char ctx_name[DEVICE_MAX][FDSTORE_NAME_MAX + 1];
 	uint64_t ctx_seq;
+	/* A restore is holding the names again: the new contexts go to the
+	 * store once it held them all (xrcd_adopt_end()). */
+	bool restoring;
 	TAILQ_HEAD(, xrcd) xrcds;
 	TAILQ_HEAD(, xrcd_open) opens;
 	uint64_t next_file;
@@ -372,7 +375,7 @@ static void xrcd_ctx_keep(struct xrcd_table *t, struct device *dev)
 	size_t i = dev_index(t->core, dev);
 	int fd;
 
-	if (t->ctx_name[i][0])
+	if (t->ctx_name[i][0] || t->restoring)
 		return;
 	fd = dev->ops->xrcd_ctx_fd(dev);
 	if (fd >= 0)
@@ -1288,10 +1291,27 @@ void xrcd_adopt_next_file(struct core *core, uint64_t next_file)
 	xrcd_journal_next_file(core, table(core)->next_file);
 }
 
-void xrcd_adopt_ctx_seq(struct core *core, uint64_t seq)
+void xrcd_adopt_begin(struct core *core, uint64_t seq)
 {
-	if (seq > table(core)->ctx_seq)
-		table(core)->ctx_seq = seq;
+	struct xrcd_table *t = table(core);
+
+	if (seq > t->ctx_seq)
+		t->ctx_seq = seq;
+	t->restoring = true;
+}
+
+void xrcd_adopt_end(struct core *core)
+{
+	struct xrcd_table *t = table(core);
+	struct xrcd *x;
+
+	t->restoring = false;
+	for (size_t i = 0; i < core->devices.n; i++)
+		TAILQ_FOREACH(x, &t->xrcds, link)
+			if (x->held[i]) {
+				xrcd_ctx_keep(t, &core->devices.dev[i]);
+				break;
+			}
 }
 
 void xrcd_adopt_undo(struct core *core)

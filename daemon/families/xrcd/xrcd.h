@@ -169,9 +169,13 @@ int xrcd_adopt_open(struct core *core, const struct xrcd_open_rec *r,
 		    struct obj *o, struct client *c, struct dctx *ctx,
 		    struct domain *d);
 void xrcd_adopt_next_file(struct core *core, uint64_t next_file);
-/* The restore saw stored XRC contexts numbered up to @seq: the new ones
- * are numbered past it, so that no name is used twice in the store. */
-void xrcd_adopt_ctx_seq(struct core *core, uint64_t seq);
+/* The restore begins; it saw stored XRC contexts numbered up to @seq:
+ * the new ones are numbered past it, so that no name is used twice in
+ * the store, and go to the store only at xrcd_adopt_end(), once they
+ * hold every name the restore held again (a kill before leaves the
+ * stored ones, which hold them all, as they were). */
+void xrcd_adopt_begin(struct core *core, uint64_t seq);
+void xrcd_adopt_end(struct core *core);
 /* Drop every name and open the restore made (a record it could not use):
  * none of the family's state is kept. */
 void xrcd_adopt_undo(struct core *core);
