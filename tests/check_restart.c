@@ -4102,15 +4102,20 @@ START_TEST(xrcd_file_changed)
 END_TEST
 
 /*
- * A name's file lost from the store while no daemon ran: a declared name
- * comes back from its file in the directory, which is the inode recorded
- * (case 0); a private one is refused alone (case 1): its holder is told,
- * its charge returned, the session and the rest kept. Before, the whole
- * state was refused.
+ * A name's file lost from the store while no daemon ran (cases 0, 1), or
+ * another file stored in its place (2, 3): a declared name comes back
+ * from its file in the directory, which is the inode recorded (0, 2); a
+ * private one is refused alone (1, 3): its holder is told, its charge
+ * returned, the session and the rest kept. Before, the whole state was
+ * refused.
  */
 START_TEST(xrcd_file_unstored)
 {
-	const char *name = _i == 0 ? "decl" : "priv";
+	const char *name = _i % 2 == 0 ? "decl" : "priv";
+	const char *why = _i < 2 ? "its file is not in the fd store" :
+				   "the descriptor stored for it is not its "
+				   "file";
+	char log_line[128];
 	struct ibc_connect_attr attr = {
 		.comp_mask =
 			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
@@ -4126,6 +4131,7 @@ START_TEST(xrcd_file_unstored)
 	uint64_t ino;
 	int64_t end;
 	struct rig g;
+	int fd;
 
 	SKIP_WITHOUT_STATE_CONF(&g, xrcd_conf());
 	attr.socket_path = g.sock;
@@ -4134,20 +4140,31 @@ START_TEST(xrcd_file_unstored)
 	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_xrcd_open(x, "decl", O_CREAT, &d), 0);
 	ck_assert_int_eq(ibc_xrcd_open(x, "priv", O_CREAT, &p), 0);
-	ino = ibc_xrcd_ino(_i == 0 ? d : p);
+	ino = ibc_xrcd_ino(_i % 2 == 0 ? d : p);
 	snprintf(stored, sizeof(stored), "rb.xrcd.%" PRIu64, ino);
 	store_wait_count(&g, stored, 1);
 	before = domain_now(&g);
-	ck_assert_int_eq(kill_drop_restart(&g, stored), 0);
+	if (_i < 2) {
+		ck_assert_int_eq(kill_drop_restart(&g, stored), 0);
+	} else {
+		ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+		ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+		ck_assert_int_eq(fakesd_drop(g.sd, stored), 1);
+		fd = memfd_create("other", MFD_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fakesd_plant(g.sd, stored, fd), 0);
+		close(fd);
+		rig_start(&g);
+	}
 	ck_assert_int_eq(ibc_ping(cl, NULL, 0), 0);
 	pfd = (struct pollfd){ .fd = ibc_get_fd(cl), .events = POLLIN };
-	end = tl_now_ms() + (_i ? TL_WAIT_MS : 300);
+	end = tl_now_ms() + (_i % 2 ? TL_WAIT_MS : 300);
 	while (!seen.n && tl_now_ms() < end) {
 		poll(&pfd, 1, 100);
 		ck_assert_int_ge(ibc_dispatch(cl), 0);
 	}
 	after = domain_now(&g);
-	if (_i == 0) {
+	if (_i % 2 == 0) {
 		ck_assert_int_eq(seen.n, 0);
 		ck_assert_uint_eq(after.used.xrcds, before.used.xrcds);
 		ck_assert_int_eq(ibc_xrcd_open(x, name, 0, &again), 0);
@@ -4158,15 +4175,13 @@ START_TEST(xrcd_file_unstored)
 	} else {
 		ck_assert_int_eq(seen.n, 1);
 		ck_assert_uint_eq(seen.id, ibc_xrcd_id(p));
-		ck_assert_msg(strstr(seen.why, "not in the fd store"), "%s",
-			      seen.why);
+		ck_assert_msg(strstr(seen.why, why), "%s", seen.why);
 		ck_assert_uint_eq(after.used.xrcds, before.used.xrcds - 1);
 		ck_assert_int_eq(ibc_xrcd_open(x, name, 0, &again), -ENOENT);
-		ck_assert_int_eq(tl_count_in_file(g.log,
-						  "is not adopted, its opens "
-						  "end: its file is not in "
-						  "the fd store"),
-				 1);
+		snprintf(log_line, sizeof(log_line),
+			 "is not adopted, its opens end: %s", why);
+		ck_assert_int_eq(tl_count_in_file(g.log, log_line), 1);
+		store_wait_count(&g, stored, 0);
 	}
 	ck_assert_int_eq(ibc_xrcd_close(d), 0);
 	ck_assert_int_eq(ibc_xrcd_close(p), 0);
@@ -4663,7 +4678,7 @@ static Suite *restart_suite(void)
 	tc = tcase_create("xrcd");
 	tcase_set_timeout(tc, 60);
 	tcase_add_loop_test(tc, xrcd_file_changed, 0, 8);
-	tcase_add_loop_test(tc, xrcd_file_unstored, 0, 2);
+	tcase_add_loop_test(tc, xrcd_file_unstored, 0, 4);
 	tcase_add_test(tc, xrcd_ctx_newest_kept);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */

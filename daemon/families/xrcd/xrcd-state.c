@@ -313,16 +313,18 @@ bool xrcd_state_passed(struct core *core, uint64_t ino)
  * ran): their opens end for their holders, who are told; the rest of the
  * state is adopted. One bad name must not end every session.
  */
+struct refused_name {
+	uint64_t ino;
+	/* The name, then the reason, in one allocation. */
+	char *name, *why;
+	/* Its stored file, closed once its opens are seen; -1: the store
+	 * had none. */
+	int fd;
+};
+
 struct xrcd_restoring {
 	struct restore *rs;
-	struct refused_name {
-		uint64_t ino;
-		/* The name, then the reason, in one allocation. */
-		char *name, *why;
-		/* Its stored file, closed once its opens are seen; -1:
-		 * the store had none. */
-		int fd;
-	} * refused;
+	struct refused_name *refused;
 	size_t n_refused, cap;
 };
 
@@ -405,11 +407,15 @@ static int restore_name(void *arg, const struct journal_rec *rec)
 		r.held_on[r.n_held++] = m->held_on[i];
 	}
 	ret = xrcd_adopt_name(rs->core, &r, &why);
+	/* Before its file is stored again under the same name. */
+	if (r.stored_wrong && ret != -ESTALE)
+		fdstore_remove(rs->store, name);
 	if (ret == -ESTALE) {
 		snprintf(text, sizeof(text), "%s%s",
-			 fd < 0 ? "" : "its file changed while no daemon ran: ",
+			 r.fd < 0 ? "" :
+				    "its file changed while no daemon ran: ",
 			 why.text);
-		ret = name_refuse(xr, m->name, rec->key, fd, name, text);
+		ret = name_refuse(xr, m->name, rec->key, r.fd, name, text);
 		goto out;
 	}
 	if (ret < 0) {

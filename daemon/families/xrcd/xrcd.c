@@ -1109,25 +1109,28 @@ static void xrcd_fini(struct core *core)
 
 /* --- restart: what the restore makes (xrcd-state.c reads the records) --- */
 
+/* Is @st the file record @r names (its inode, and device when recorded)? */
+static bool adopt_same(const struct xrcd_name_rec *r, const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && (uint64_t)st->st_ino == r->ino &&
+	       (!r->dev || (uint64_t)st->st_dev == r->dev);
+}
+
 /*
- * Is @st (the stored descriptor's) the file record @r names and, for a
- * name declared now, still its file in the directory? A clean start
- * adopts the declared names from their files: the file and what the
- * clients hold must be one inode. A file at that path that is not the
- * one recorded was not made by this daemon (only root or the daemon's
- * user can write the directory), and is never followed nor adopted.
- * 0, or -ESTALE with what changed in @why.
+ * Is the stored file @st (adopt_same()), for a name declared now, still
+ * its file in the directory? A clean start adopts the declared names
+ * from their files: the file and what the clients hold must be one
+ * inode. A file at that path that is not the one recorded was not made
+ * by this daemon (only root or the daemon's user can write the
+ * directory), and is never followed nor adopted. 0, or -ESTALE with what
+ * changed in @why.
  */
-static int adopt_identity(struct xrcd_table *t, const struct xrcd_name_rec *r,
-			  const struct stat *st, struct why *why)
+static int adopt_path(struct xrcd_table *t, const struct xrcd_name_rec *r,
+		      const struct stat *st, struct why *why)
 {
 	char file[CONFIG_XRCD_NAME_MAX + 8];
 	struct stat at;
 
-	if (!S_ISREG(st->st_mode) || (uint64_t)st->st_ino != r->ino ||
-	    (r->dev && (uint64_t)st->st_dev != r->dev))
-		return why_set(why, -ESTALE,
-			       "the descriptor stored for it is not its file");
 	/* A name the configuration stopped declaring while no daemon ran
 	 * lost its file at the init (a leftover) and lives on the stored
 	 * one while held, as after a reload. */
@@ -1151,31 +1154,34 @@ static int adopt_identity(struct xrcd_table *t, const struct xrcd_name_rec *r,
 int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r, struct why *why)
 {
 	struct xrcd_table *t = table(core);
+	const char *lost = "its file is not in the fd store";
 	struct xrcd_name_rec held;
 	struct stat st;
 	struct xrcd *x;
 	int ret;
 
 	x = xrcd_lookup(t, r->owner, r->name);
+	if (r->fd >= 0 && (fstat(r->fd, &st) < 0 || !adopt_same(r, &st))) {
+		close(r->fd);
+		r->fd = -1;
+		r->stored_wrong = true;
+		lost = "the descriptor stored for it is not its file";
+	}
 	/* Without its stored file, a declared name's file the init adopted
 	 * from the directory is the one recorded, or nothing is. */
 	if (r->fd < 0)
 		ret = x && x->declared && x->ino == r->ino &&
 				      (!r->dev || x->dev == r->dev) ?
 			      0 :
-			      why_set(why, -ESTALE,
-				      "its file is not in the fd store");
-	else if (fstat(r->fd, &st) < 0)
-		ret = why_set(why, -errno, "%s", strerror(errno));
+			      why_set(why, -ESTALE, "%s", lost);
 	else
-		ret = adopt_identity(t, r, &st, why);
-	/* What the init adopted under its name is the file that took its
-	 * place, not the daemon's. */
-	if (ret == -ESTALE && x && x->declared && x->ino != r->ino &&
-	    !x->n_opens && !x->n_orphans)
+		ret = adopt_path(t, r, &st, why);
+	/* What the init adopted under a refused declared name is the file
+	 * that took its place, not the daemon's. */
+	if (ret == -ESTALE && x && x->declared)
 		xrcd_free(t, x, true);
 	/* A declared name's file was adopted from the directory by the
-	 * init: the same inode (adopt_identity()), kept once. */
+	 * init: the same inode (adopt_path()), kept once. */
 	else if (ret == 0 && x && (!r->declared || x->ino != r->ino))
 		ret = why_set(why, -EEXIST, "the name is taken");
 	if (ret == -ESTALE)
@@ -1192,8 +1198,11 @@ int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r, struct why *why)
 		r->fd = x->fd;
 	} else {
 		x = xrcd_new(t, r->owner, r->name, r->declared);
-		if (!x)
-			return -ENOMEM;
+		if (!x) {
+			close(r->fd);
+			r->fd = -1;
+			return why_set(why, -ENOMEM, "out of memory");
+		}
 		snprintf(x->file, sizeof(x->file), "%s", r->file);
 		x->fd = r->fd;
 		x->ino = r->ino;

@@ -96,6 +96,9 @@ struct xrcd_name_rec {
 	 * restore keeps what exists; an administrator's). */
 	uint32_t store_uid;
 	bool over_share;
+	/* Set by the restore's xrcd_adopt_name(): the descriptor the store
+	 * handed over under its name was not its file (closed). */
+	bool stored_wrong;
 };
 
 struct xrcd_open_rec {
@@ -147,15 +150,16 @@ void xrcd_journal_ctx_gone(struct core *core, const char *name);
 int xrcd_restore(struct core *core, struct restore *rs);
 
 /* xrcd.c, for the restore: make the name @r (its fd taken: closed on a
- * failure unless the table holds it; -1 when the store lost it, which a
- * declared name's file in the directory replaces if it is the inode
- * recorded), held again on the devices it names
- * (a declared name the init adopted already from the directory: @r's fd
- * is closed and r->fd becomes the table's); an open of it. 0 or -errno,
- * with @why. A name whose file is not the one recorded (the stored
- * descriptor is another file; a declared name's file in the directory
- * was replaced, removed, or made something else while no daemon ran) is
- * -ESTALE: nothing of it is made, @r's fd stays the caller's, and a file
+ * failure unless the table holds it; -1 when the store lost it), held
+ * again on the devices it names (a declared name the init adopted
+ * already from the directory: @r's fd is closed and r->fd becomes the
+ * table's); an open of it. 0 or -errno, with @why. A stored descriptor
+ * that is not the recorded file (its inode, and device) is closed (r->fd
+ * -1) and counts as lost; a declared name's file in the directory that
+ * is the recorded one stands for a lost one. A name whose file is not
+ * the one recorded (lost; or a declared name's file in the directory
+ * replaced, removed, or made something else while no daemon ran) is
+ * -ESTALE: nothing of it is made, r->fd stays the caller's, and a file
  * the init adopted in its place (not the daemon's) is removed. */
 int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r,
 		    struct why *why);
