@@ -1779,24 +1779,40 @@ END_TEST
  * objects come back, the DM is no longer listed and nothing of it stays
  * charged. Before, the DM family's failure ended every adopted session
  * (ping -ECONNRESET) and kept the rest of the state. */
-/* The DM events an importer got: how many DM_REVOKED, and of which DM. */
-struct revoked_seen {
+/* The events of one type a client got (a DM importer's DM_REVOKED, an
+ * XRCD opener's XRCD_LOST): how many, the last one's object and reason. */
+struct event_seen {
+	enum ibc_event_type type;
 	int n;
 	uint64_t id;
+	enum ibc_obj_kind kind;
 	char why[256];
 };
 
-static void on_revoked(struct ibc_client *cl, const struct ibc_event *ev,
-		       void *arg)
+static void on_event(struct ibc_client *cl, const struct ibc_event *ev,
+		     void *arg)
 {
-	struct revoked_seen *s = arg;
+	struct event_seen *s = arg;
 
 	(void)cl;
-	if (ev->type != IBC_EVENT_DM_REVOKED)
+	if (ev->type != s->type)
 		return;
 	s->n++;
 	s->id = ev->object_id;
+	s->kind = ev->object_kind;
 	snprintf(s->why, sizeof(s->why), "%s", ev->message);
+}
+
+/* @cl's events until @seen has one, for up to @ms. */
+static void wait_event(struct ibc_client *cl, struct event_seen *seen, int ms)
+{
+	struct pollfd pfd = { .fd = ibc_get_fd(cl), .events = POLLIN };
+	int64_t end = tl_now_ms() + ms;
+
+	while (!seen->n && tl_now_ms() < end) {
+		poll(&pfd, 1, 100);
+		ck_assert_int_ge(ibc_dispatch(cl), 0);
+	}
 }
 
 START_TEST(dm_memfd_lost_drops_the_dm)
@@ -1806,14 +1822,12 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	struct ibc_connect_attr attr = {
 		.comp_mask =
 			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
-		.event_cb = on_revoked,
+		.event_cb = on_event,
 	};
-	struct revoked_seen seen = { 0 };
+	struct event_seen seen = { .type = IBC_EVENT_DM_REVOKED };
 	struct ibc_client *importer;
 	struct ibc_ctx *ix;
 	struct ibc_dm *imp;
-	struct pollfd pfd;
-	int64_t end;
 	struct ibc_dm_info *d;
 	struct ibc_cq *cq;
 	struct ibc_ctx *x;
@@ -1846,12 +1860,7 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	used = domain_now(&g);
 	ck_assert_uint_eq(used.used.dm_bytes, 0);
 	/* Its importer is told, with the reason. */
-	pfd = (struct pollfd){ .fd = ibc_get_fd(importer), .events = POLLIN };
-	end = tl_now_ms() + TL_WAIT_MS;
-	while (!seen.n && tl_now_ms() < end) {
-		poll(&pfd, 1, 100);
-		ck_assert_int_ge(ibc_dispatch(importer), 0);
-	}
+	wait_event(importer, &seen, TL_WAIT_MS);
 	ck_assert_int_eq(seen.n, 1);
 	ck_assert_uint_eq(seen.id, ibc_dm_id(dm));
 	ck_assert_ptr_nonnull(strstr(seen.why, "could not bring this DM back"));
@@ -1862,18 +1871,6 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	rig_free(&g);
 }
 END_TEST
-
-/* @cl's events until @seen has one, for up to TL_WAIT_MS. */
-static void wait_revoked(struct ibc_client *cl, struct revoked_seen *seen)
-{
-	struct pollfd pfd = { .fd = ibc_get_fd(cl), .events = POLLIN };
-	int64_t end = tl_now_ms() + TL_WAIT_MS;
-
-	while (!seen->n && tl_now_ms() < end) {
-		poll(&pfd, 1, 100);
-		ck_assert_int_ge(ibc_dispatch(cl), 0);
-	}
-}
 
 /*
  * A session's DM status page lost from the store while no daemon ran:
@@ -1891,9 +1888,9 @@ START_TEST(dm_status_page_lost_drops_its_dms)
 	struct ibc_connect_attr attr = {
 		.comp_mask =
 			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
-		.event_cb = on_revoked,
+		.event_cb = on_event,
 	};
-	struct revoked_seen seen = { 0 };
+	struct event_seen seen = { .type = IBC_EVENT_DM_REVOKED };
 	struct ibc_client_info ci;
 	struct ibc_object_info obj[16];
 	struct ibc_client *c2;
@@ -1932,7 +1929,7 @@ START_TEST(dm_status_page_lost_drops_its_dms)
 	ck_assert_int_eq(tl_count_in_file(g.log, "cannot be used"), 0);
 	ck_assert_int_eq(tl_count_in_file(g.log, "DM status page"), 1);
 	/* Its importer is told, with the reason. */
-	wait_revoked(c2, &seen);
+	wait_event(c2, &seen, TL_WAIT_MS);
 	ck_assert_int_eq(seen.n, 1);
 	ck_assert_uint_eq(seen.id, ibc_dm_id(lost));
 	ck_assert_ptr_nonnull(strstr(seen.why, "status page"));
@@ -3963,29 +3960,6 @@ static void xrcd_file_dir(struct rig *g)
 	ck_assert_int_eq(mkdir(spoil_path, 0700), 0);
 }
 
-/* The XRCD_LOST events a client got: how many, the last one's open id
- * and reason. */
-struct lost_seen {
-	int n;
-	uint64_t id;
-	enum ibc_obj_kind kind;
-	char why[256];
-};
-
-static void on_lost(struct ibc_client *cl, const struct ibc_event *ev,
-		    void *arg)
-{
-	struct lost_seen *s = arg;
-
-	(void)cl;
-	if (ev->type != IBC_EVENT_XRCD_LOST)
-		return;
-	s->n++;
-	s->id = ev->object_id;
-	s->kind = ev->object_kind;
-	snprintf(s->why, sizeof(s->why), "%s", ev->message);
-}
-
 /*
  * A declared name's file replaced by another inode, removed, made a
  * symlink or a directory while no daemon ran (cases 0-3 on the opened
@@ -4009,17 +3983,15 @@ START_TEST(xrcd_file_changed)
 	struct ibc_connect_attr attr = {
 		.comp_mask =
 			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
-		.event_cb = on_lost,
+		.event_cb = on_event,
 	};
 	struct ibc_xrcd *d, *idle, *p, *again, *fresh;
 	struct ibc_domain_info before, after;
 	uint64_t ino_name, ino_other, ino_p;
 	char dir[300], stored[64];
-	struct lost_seen seen = { 0 };
+	struct event_seen seen = { .type = IBC_EVENT_XRCD_LOST };
 	struct ibc_client *cl;
-	struct pollfd pfd;
 	struct ibc_ctx *x;
-	int64_t end;
 	struct rig g;
 
 	SKIP_WITHOUT_STATE_CONF(&g, xrcd_two_conf());
@@ -4063,12 +4035,7 @@ START_TEST(xrcd_file_changed)
 	after = domain_now(&g);
 	ck_assert_uint_eq(after.used.xrcds, _i < 4 ? 1 : 2);
 	/* Its holder is told, with the reason; nobody else is. */
-	pfd = (struct pollfd){ .fd = ibc_get_fd(cl), .events = POLLIN };
-	end = tl_now_ms() + (_i < 4 ? TL_WAIT_MS : 300);
-	while (!seen.n && tl_now_ms() < end) {
-		poll(&pfd, 1, 100);
-		ck_assert_int_ge(ibc_dispatch(cl), 0);
-	}
+	wait_event(cl, &seen, _i < 4 ? TL_WAIT_MS : 300);
 	ck_assert_int_eq(seen.n, _i < 4 ? 1 : 0);
 	if (_i < 4) {
 		ck_assert_uint_eq(seen.id, ibc_xrcd_id(d));
@@ -4119,17 +4086,15 @@ START_TEST(xrcd_file_unstored)
 	struct ibc_connect_attr attr = {
 		.comp_mask =
 			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
-		.event_cb = on_lost,
+		.event_cb = on_event,
 	};
 	struct ibc_domain_info before, after;
-	struct lost_seen seen = { 0 };
+	struct event_seen seen = { .type = IBC_EVENT_XRCD_LOST };
 	struct ibc_xrcd *d, *p, *again;
 	struct ibc_client *cl;
-	struct pollfd pfd;
 	struct ibc_ctx *x;
 	char stored[64];
 	uint64_t ino;
-	int64_t end;
 	struct rig g;
 	int fd;
 
@@ -4157,12 +4122,7 @@ START_TEST(xrcd_file_unstored)
 		rig_start(&g);
 	}
 	ck_assert_int_eq(ibc_ping(cl, NULL, 0), 0);
-	pfd = (struct pollfd){ .fd = ibc_get_fd(cl), .events = POLLIN };
-	end = tl_now_ms() + (_i % 2 ? TL_WAIT_MS : 300);
-	while (!seen.n && tl_now_ms() < end) {
-		poll(&pfd, 1, 100);
-		ck_assert_int_ge(ibc_dispatch(cl), 0);
-	}
+	wait_event(cl, &seen, _i % 2 ? TL_WAIT_MS : 300);
 	after = domain_now(&g);
 	if (_i % 2 == 0) {
 		ck_assert_int_eq(seen.n, 0);
