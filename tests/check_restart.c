@@ -1803,6 +1803,22 @@ static void on_event(struct ibc_client *cl, const struct ibc_event *ev,
 	snprintf(s->why, sizeof(s->why), "%s", ev->message);
 }
 
+/* A client of @g's daemon whose events of seen->type @seen counts. */
+static struct ibc_client *connect_seeing(struct rig *g, struct event_seen *seen)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
+		.socket_path = g->sock,
+		.event_cb = on_event,
+		.event_arg = seen,
+	};
+	struct ibc_client *cl;
+
+	ck_assert_int_eq(ibc_connect(&attr, &cl), 0);
+	return cl;
+}
+
 /* @cl's events until @seen has one, for up to @ms. */
 static void wait_event(struct ibc_client *cl, struct event_seen *seen, int ms)
 {
@@ -1819,11 +1835,6 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 {
 	struct ibc_object_info obj[8];
 	struct ibc_domain_info base, used;
-	struct ibc_connect_attr attr = {
-		.comp_mask =
-			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
-		.event_cb = on_event,
-	};
 	struct event_seen seen = { .type = IBC_EVENT_DM_REVOKED };
 	struct ibc_client *importer;
 	struct ibc_ctx *ix;
@@ -1841,9 +1852,7 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_cq_create(x, 16, &cq), 0);
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
-	attr.socket_path = g.sock;
-	attr.event_arg = &seen;
-	ck_assert_int_eq(ibc_connect(&attr, &importer), 0);
+	importer = connect_seeing(&g, &seen);
 	ck_assert_int_eq(ibc_open(importer, "soft0", &ix), 0);
 	ck_assert_int_eq(ibc_dm_import(ix, ibc_dm_handle(dm), &imp), 0);
 	snprintf(want, sizeof(want), "rb.dm.%" PRIu64, ibc_dm_id(dm));
@@ -1885,11 +1894,6 @@ END_TEST
  */
 START_TEST(dm_status_page_lost_drops_its_dms)
 {
-	struct ibc_connect_attr attr = {
-		.comp_mask =
-			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
-		.event_cb = on_event,
-	};
 	struct event_seen seen = { .type = IBC_EVENT_DM_REVOKED };
 	struct ibc_client_info ci;
 	struct ibc_object_info obj[16];
@@ -1913,9 +1917,7 @@ START_TEST(dm_status_page_lost_drops_its_dms)
 	ck_assert_int_eq(ibc_dm_write(revoked, 0, &word, sizeof(word)),
 			 -ENODEV);
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &lost), 0);
-	attr.socket_path = g.sock;
-	attr.event_arg = &seen;
-	ck_assert_int_eq(ibc_connect(&attr, &c2), 0);
+	c2 = connect_seeing(&g, &seen);
 	ck_assert_int_eq(ibc_open(c2, "soft0", &x2), 0);
 	ck_assert_int_eq(ibc_dm_alloc(x2, 4096, 0, &kept), 0);
 	ck_assert_int_eq(ibc_dm_write(kept, 0, &word, sizeof(word)), 0);
@@ -1964,13 +1966,7 @@ START_TEST(dm_status_page_lost_drops_its_dms)
 }
 END_TEST
 
-static void state_plant_edited(struct rig *g,
-			       void (*edit)(struct journal *j,
-					    const struct journal_view *v,
-					    const void *arg),
-			       const void *arg);
-static void put_bad_rss(struct journal *j, const struct journal_view *v,
-			const void *arg);
+static void kill_restart_bad_rss(struct rig *g, enum ibc_obj_kind kind);
 
 /* A family's restore that fails for another reason than a record that
  * does not decode (here an RSS record whose key is not whole) keeps
@@ -1980,15 +1976,12 @@ static void put_bad_rss(struct journal *j, const struct journal_view *v,
  * waiting for a process whose sessions the restore had just refused. */
 START_TEST(family_failure_keeps_no_detached)
 {
-	struct ibc_object_info obj[8];
-	struct ibc_client_info ci;
 	struct ibc_client *cl;
 	struct ibc_domain_info used;
 	struct ibc_status st;
 	struct ibc_xrcd *xr;
 	struct ibc_dm *dm;
 	struct ibc_ctx *x;
-	uint64_t ids[2] = { 0, 0 };
 	size_t n, detached;
 	int64_t end;
 	struct rig g;
@@ -2002,19 +1995,7 @@ START_TEST(family_failure_keeps_no_detached)
 	ck_assert_int_eq(ibc_xrcd_open(x, "kept", O_CREAT, &xr), 0);
 	/* A DM and an XRCD, whose families restore before the RSS one. */
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
-	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
-	ids[0] = ci.client_id;
-	n = objects_listed(&g, obj, 8);
-	for (size_t i = 0; i < n; i++)
-		if (obj[i].kind == IBC_OBJ_XRCD)
-			ids[1] = obj[i].context_id;
-	ck_assert_uint_ne(ids[1], 0);
-	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
-	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
-	state_plant_edited(&g, put_bad_rss, ids);
-	rig_start(&g);
-	ck_assert_int_ne(ibc_ping(g.cl, NULL, 0), 0);
-	ck_assert_int_eq(tl_count_in_file(g.log, "is not whole"), 1);
+	kill_restart_bad_rss(&g, IBC_OBJ_XRCD);
 	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
 	ibc_disconnect(g.cl);
 	g.cl = cl;
@@ -3221,6 +3202,31 @@ static void put_bad_rss(struct journal *j, const struct journal_view *v,
 		0);
 }
 
+/* SIGKILL; the state planted again with a bad RSS record (put_bad_rss())
+ * on the context of the rig's client's object of @kind; start: the state
+ * is refused (the sessions end), saying why. */
+static void kill_restart_bad_rss(struct rig *g, enum ibc_obj_kind kind)
+{
+	struct ibc_object_info obj[8];
+	struct ibc_client_info ci;
+	uint64_t ids[2] = { 0, 0 };
+	size_t n;
+
+	ck_assert_int_eq(ibc_client_info(g->cl, &ci, sizeof(ci)), 0);
+	ids[0] = ci.client_id;
+	n = objects_listed(g, obj, 8);
+	for (size_t i = 0; i < n; i++)
+		if (obj[i].kind == kind)
+			ids[1] = obj[i].context_id;
+	ck_assert_uint_ne(ids[1], 0);
+	ck_assert_int_eq(fakesd_kill(g->sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g->sd, TL_WAIT_MS), 0);
+	state_plant_edited(g, put_bad_rss, ids);
+	rig_start(g);
+	ck_assert_int_ne(ibc_ping(g->cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g->log, "is not whole"), 1);
+}
+
 /*
  * A family whose restore fails after the DM family's did (here the RSS
  * family's, on a record whose key is not whole) keeps nothing of the DMs
@@ -3232,17 +3238,14 @@ static void put_bad_rss(struct journal *j, const struct journal_view *v,
 START_TEST(family_failure_after_dm_keeps_no_dm)
 {
 	struct ibc_dm_attr da = { .length = 4096, .flags = IBC_DM_PERSISTENT };
-	struct ibc_object_info obj[8];
 	struct ibc_domain_info used;
-	struct ibc_client_info ci;
 	struct ibc_client *cl;
 	struct ibc_dm_info *d;
 	struct ibc_dm *dm, *dm2;
 	struct ibc_ctx *x, *x2;
 	struct ibc_cq *cq;
 	char name[64], got[64];
-	uint64_t ids[2] = { 0, 0 };
-	size_t n, n_dm;
+	size_t n_dm;
 	int64_t end;
 	struct rig g;
 
@@ -3250,21 +3253,9 @@ START_TEST(family_failure_after_dm_keeps_no_dm)
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
 	ck_assert_int_eq(ibc_dm_alloc_ex(x, &da, &dm), 0);
-	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
-	ids[0] = ci.client_id;
-	n = objects_listed(&g, obj, 8);
-	for (size_t i = 0; i < n; i++)
-		if (obj[i].kind == IBC_OBJ_CQ)
-			ids[1] = obj[i].context_id;
-	ck_assert_uint_ne(ids[1], 0);
 	snprintf(name, sizeof(name), "rb.dm.%" PRIu64, ibc_dm_id(dm));
 	store_wait_for(&g, name, got, sizeof(got));
-	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
-	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
-	state_plant_edited(&g, put_bad_rss, ids);
-	rig_start(&g);
-	ck_assert_int_ne(ibc_ping(g.cl, NULL, 0), 0);
-	ck_assert_int_eq(tl_count_in_file(g.log, "is not whole"), 1);
+	kill_restart_bad_rss(&g, IBC_OBJ_CQ);
 	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
 	ibc_disconnect(g.cl);
 	g.cl = cl;
@@ -3980,11 +3971,6 @@ START_TEST(xrcd_file_changed)
 	};
 	const char *name = _i < 4 ? "decl" : "idle";
 	const char *other = _i < 4 ? "idle" : "decl";
-	struct ibc_connect_attr attr = {
-		.comp_mask =
-			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
-		.event_cb = on_event,
-	};
 	struct ibc_xrcd *d, *idle, *p, *again, *fresh;
 	struct ibc_domain_info before, after;
 	uint64_t ino_name, ino_other, ino_p;
@@ -3998,9 +3984,7 @@ START_TEST(xrcd_file_changed)
 	snprintf(dir, sizeof(dir), "%s/xrcd", g.run);
 	snprintf(spoil_path, sizeof(spoil_path), "%s/d.%s", dir, name);
 	spoil_ino = 0;
-	attr.socket_path = g.sock;
-	attr.event_arg = &seen;
-	ck_assert_int_eq(ibc_connect(&attr, &cl), 0);
+	cl = connect_seeing(&g, &seen);
 	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_xrcd_open(x, "idle", O_CREAT, &idle), 0);
 	ck_assert_int_eq(ibc_xrcd_open(x, "decl", O_CREAT, &d), 0);
@@ -4083,11 +4067,6 @@ START_TEST(xrcd_file_unstored)
 				   "the descriptor stored for it is not its "
 				   "file";
 	char log_line[128];
-	struct ibc_connect_attr attr = {
-		.comp_mask =
-			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
-		.event_cb = on_event,
-	};
 	struct ibc_domain_info before, after;
 	struct event_seen seen = { .type = IBC_EVENT_XRCD_LOST };
 	struct ibc_xrcd *d, *p, *again;
@@ -4099,9 +4078,7 @@ START_TEST(xrcd_file_unstored)
 	int fd;
 
 	SKIP_WITHOUT_STATE_CONF(&g, xrcd_conf());
-	attr.socket_path = g.sock;
-	attr.event_arg = &seen;
-	ck_assert_int_eq(ibc_connect(&attr, &cl), 0);
+	cl = connect_seeing(&g, &seen);
 	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_xrcd_open(x, "decl", O_CREAT, &d), 0);
 	ck_assert_int_eq(ibc_xrcd_open(x, "priv", O_CREAT, &p), 0);
