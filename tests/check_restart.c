@@ -4220,6 +4220,107 @@ START_TEST(xrcd_ctx_newest_kept)
 }
 END_TEST
 
+/* Names xrcd_ctx_kills_bounded opens, and the restores it kills. */
+#define CTX_NAMES 8
+#define CTX_KILLS 6
+
+/* The stored contexts holding soft0's XRC domains: how many, and the
+ * highest number among their names. */
+static size_t stored_ctxs(struct rig *g, uint64_t *ret_top)
+{
+	const char *prefix = "rb.xrcd-ctx.soft0.";
+	char got[256];
+	size_t n = 0;
+	int fd;
+
+	*ret_top = 0;
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
+		close(fd);
+		if (strncmp(got, prefix, strlen(prefix)) != 0)
+			continue;
+		n++;
+		if (strtoull(got + strlen(prefix), NULL, 10) > *ret_top)
+			*ret_top = strtoull(got + strlen(prefix), NULL, 10);
+	}
+	return n;
+}
+
+/*
+ * Restores SIGKILLed again and again inside the XRCD family's restore
+ * (the fault point xrcd-restore-name, at a seeded name each time), each
+ * finding three stored contexts for soft0 (planted: the soft device keeps
+ * none, and three is what two such kills left before): each leaves at
+ * most two, the newest among them, whatever the number of kills; a last
+ * whole restore brings every session and name back. Before, each killed
+ * restore left every context it found.
+ */
+START_TEST(xrcd_ctx_kills_bounded)
+{
+#ifdef RDMAB_FAULT_POINTS
+	struct ibc_xrcd *xr[CTX_NAMES], *again;
+	uint64_t seq = 100, top;
+	unsigned int seed = 25;
+	char name[64], point[64];
+	char *argv[13];
+	struct ibc_ctx *x;
+	struct rig g;
+	size_t n;
+	int fd;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	for (int i = 0; i < CTX_NAMES; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		ck_assert_int_eq(ibc_xrcd_open(x, name, O_CREAT, &xr[i]), 0);
+	}
+	store_wait_count(&g, "rb.xrcd.", CTX_NAMES);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	for (int kill = 0; kill < CTX_KILLS; kill++) {
+		while (stored_ctxs(&g, &top) < 3) {
+			fd = memfd_create("ctx", MFD_CLOEXEC);
+			ck_assert_int_ge(fd, 0);
+			snprintf(name, sizeof(name),
+				 "rb.xrcd-ctx.soft0.%" PRIu64, ++seq);
+			ck_assert_int_eq(fakesd_plant(g.sd, name, fd), 0);
+			close(fd);
+		}
+		snprintf(point, sizeof(point), "xrcd-restore-name@%d",
+			 1 + rand_r(&seed) % CTX_NAMES);
+		ck_assert_int_eq(setenv(FAULT_ENV, point, 1), 0);
+		rig_argv(&g, argv);
+		ck_assert_int_eq(fakesd_start(g.sd, argv, g.log), 0);
+		ck_assert_int_eq(unsetenv(FAULT_ENV), 0);
+		ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+		n = stored_ctxs(&g, &top);
+		ck_assert_msg(n <= 2 && top == seq,
+			      "kill %d (%s): %zu stored, the newest %" PRIu64
+			      " of %" PRIu64,
+			      kill, point, n, top, seq);
+	}
+	ck_assert_int_eq(tl_count_in_file(g.log, "fault point "
+						 "xrcd-restore-name: SIGKILL"),
+			 CTX_KILLS);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	/* The soft device holds them in no context: none is left. */
+	ck_assert_uint_eq(stored_ctxs(&g, &top), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "n0", 0, &again), 0);
+	ck_assert_uint_eq(ibc_xrcd_ino(again), ibc_xrcd_ino(xr[0]));
+	ck_assert_int_eq(ibc_xrcd_close(again), 0);
+	for (int i = 0; i < CTX_NAMES; i++)
+		ck_assert_int_eq(ibc_xrcd_close(xr[i]), 0);
+	rig_free(&g);
+#else
+	fprintf(stderr, "check_restart: no fault points in this build "
+			"(./configure --enable-fault-points): "
+			"xrcd_ctx_kills_bounded skipped\n");
+#endif
+}
+END_TEST
+
 /* --- P1: a detached owner's pidfd in the fd store ---------------------- */
 
 /* A detached owner whose process exits while no daemon runs: its
@@ -4617,6 +4718,7 @@ static Suite *restart_suite(void)
 	tcase_add_loop_test(tc, xrcd_file_changed, 0, 8);
 	tcase_add_loop_test(tc, xrcd_file_unstored, 0, 4);
 	tcase_add_test(tc, xrcd_ctx_newest_kept);
+	tcase_add_test(tc, xrcd_ctx_kills_bounded);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");

@@ -24,6 +24,7 @@
 #include "daemon/registry/ctx.h"
 #include "daemon/registry/domain.h"
 #include "daemon/families/family-state.h"
+#include "daemon/util/fault.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/restart/restart.h"
@@ -425,6 +426,9 @@ static int restore_name(void *arg, const struct journal_rec *rec)
 				   m->name, rec->key, why.text);
 		goto out;
 	}
+	/* A kill here: the names before held again on the new contexts,
+	 * which are not stored yet (xrcd_adopt_end()). */
+	fault_point("xrcd-restore-name");
 	/* The new generation's journal and store hold what was adopted. */
 	ret = xrcd_journal_name(rs->core, &r, true);
 	if (ret < 0)
