@@ -100,6 +100,12 @@ enum ibc_event_type {
 	/* An administrator revoked the DM: deregister its MRs in the
 	 * callback; the library unimports it after. */
 	IBC_EVENT_DM_REVOKED,
+	/* XRC domains (object_kind IBC_OBJ_XRCD, object_id ibc_xrcd_id()):
+	 * the broker restarted and its name no longer names the XRC domain
+	 * this open holds (the name's file changed while no broker ran);
+	 * the broker dropped the open: close it (ibc_xrcd_close()) and open
+	 * the name again. */
+	IBC_EVENT_XRCD_LOST = 8,
 	/* RSS: a table was rebuilt over the WQs that survived the death of
 	 * an owner, or destroyed when none did (IBC_OBJ_RWQ_IND_TBL and
 	 * ibc_rss_id(); ibc_rss_lookup() follows it by itself). */
@@ -648,6 +654,9 @@ int ibc_xrcd_close(struct ibc_xrcd *xrcd);
 /** ibc_xrcd_ino() - the inode of the name's file: one inode, one XRC
  * domain per device. */
 uint64_t ibc_xrcd_ino(const struct ibc_xrcd *xrcd);
+/** ibc_xrcd_id() - the broker's id of this open (an event's object_id,
+ * ibc_list_xrcds()'s object_id); 0 when @xrcd is NULL. */
+uint64_t ibc_xrcd_id(const struct ibc_xrcd *xrcd);
 /** ibc_verbs_xrcd() - the libibverbs XRCD on a verbs device (NULL with
  * errno EOPNOTSUPP on the soft device); never ibv_close_xrcd() it. */
 struct ibv_xrcd *ibc_verbs_xrcd(struct ibc_xrcd *xrcd);

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "common/xrcd/xrcd-name.h"
+#include "libclient/events.h"
 #include "libclient/family.h"
 #include "libclient/xrcd.h"
 
@@ -182,6 +183,11 @@ IBC_EXPORT struct ibv_xrcd *ibc_verbs_xrcd(struct ibc_xrcd *xrcd)
 IBC_EXPORT uint64_t ibc_xrcd_ino(const struct ibc_xrcd *xrcd)
 {
 	return xrcd ? xrcd->ino : 0;
+}
+
+IBC_EXPORT uint64_t ibc_xrcd_id(const struct ibc_xrcd *xrcd)
+{
+	return xrcd ? xrcd->open_id : 0;
 }
 
 /* --- what holds an XRCD open: XRC SRQs and target QPs ----------------- */
@@ -459,6 +465,26 @@ static const struct ibc_family_field ibc_xrcd_domain_fields[] = {
 	{ 0 },
 };
 
+/* The broker refused the open's name at a restart: the application
+ * closes the open (nothing the library can do for it: on a verbs device
+ * its ibv_xrcd may hold XRC SRQs and QPs of the application's). */
+static struct ibc_queued_event *ibc_xrcd_lost_read(struct ibc_client *cl,
+						   const Rdmab__Event *ev)
+{
+	return ibc_queue_event(cl, IBC_EVENT_XRCD_LOST, ev->xrcd_lost->reason,
+			       NULL);
+}
+
+static const struct ibc_event_handler ibc_xrcd_lost_event = {
+	.body = RDMAB__EVENT__BODY_XRCD_LOST,
+	.read = ibc_xrcd_lost_read,
+};
+
+static const struct ibc_event_handler *const ibc_xrcd_events[] = {
+	&ibc_xrcd_lost_event,
+	NULL,
+};
+
 /* An XRCD open is an object of its context's list (kind_listed:
  * objects.c destroys it with the others, after the XRC SRQs and target
  * QPs on it): the family has no hook of its own to run. */
@@ -471,4 +497,5 @@ const struct ibc_family ibc_xrcd_family = {
 	.quota = IBC_FAMILY_FIELD(Rdmab__QuotaInfo, xrcds, struct ibc_quota,
 				  xrcds),
 	.domain_fields = ibc_xrcd_domain_fields,
+	.events = ibc_xrcd_events,
 };

@@ -1779,41 +1779,66 @@ END_TEST
  * objects come back, the DM is no longer listed and nothing of it stays
  * charged. Before, the DM family's failure ended every adopted session
  * (ping -ECONNRESET) and kept the rest of the state. */
-/* The DM events an importer got: how many DM_REVOKED, and of which DM. */
-struct revoked_seen {
+/* The events of one type a client got (a DM importer's DM_REVOKED, an
+ * XRCD opener's XRCD_LOST): how many, the last one's object and reason. */
+struct event_seen {
+	enum ibc_event_type type;
 	int n;
 	uint64_t id;
+	enum ibc_obj_kind kind;
 	char why[256];
 };
 
-static void on_revoked(struct ibc_client *cl, const struct ibc_event *ev,
-		       void *arg)
+static void on_event(struct ibc_client *cl, const struct ibc_event *ev,
+		     void *arg)
 {
-	struct revoked_seen *s = arg;
+	struct event_seen *s = arg;
 
 	(void)cl;
-	if (ev->type != IBC_EVENT_DM_REVOKED)
+	if (ev->type != s->type)
 		return;
 	s->n++;
 	s->id = ev->object_id;
+	s->kind = ev->object_kind;
 	snprintf(s->why, sizeof(s->why), "%s", ev->message);
+}
+
+/* A client of @g's daemon whose events of seen->type @seen counts. */
+static struct ibc_client *connect_seeing(struct rig *g, struct event_seen *seen)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask =
+			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
+		.socket_path = g->sock,
+		.event_cb = on_event,
+		.event_arg = seen,
+	};
+	struct ibc_client *cl;
+
+	ck_assert_int_eq(ibc_connect(&attr, &cl), 0);
+	return cl;
+}
+
+/* @cl's events until @seen has one, for up to @ms. */
+static void wait_event(struct ibc_client *cl, struct event_seen *seen, int ms)
+{
+	struct pollfd pfd = { .fd = ibc_get_fd(cl), .events = POLLIN };
+	int64_t end = tl_now_ms() + ms;
+
+	while (!seen->n && tl_now_ms() < end) {
+		poll(&pfd, 1, 100);
+		ck_assert_int_ge(ibc_dispatch(cl), 0);
+	}
 }
 
 START_TEST(dm_memfd_lost_drops_the_dm)
 {
 	struct ibc_object_info obj[8];
 	struct ibc_domain_info base, used;
-	struct ibc_connect_attr attr = {
-		.comp_mask =
-			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
-		.event_cb = on_revoked,
-	};
-	struct revoked_seen seen = { 0 };
+	struct event_seen seen = { .type = IBC_EVENT_DM_REVOKED };
 	struct ibc_client *importer;
 	struct ibc_ctx *ix;
 	struct ibc_dm *imp;
-	struct pollfd pfd;
-	int64_t end;
 	struct ibc_dm_info *d;
 	struct ibc_cq *cq;
 	struct ibc_ctx *x;
@@ -1827,9 +1852,7 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_cq_create(x, 16, &cq), 0);
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
-	attr.socket_path = g.sock;
-	attr.event_arg = &seen;
-	ck_assert_int_eq(ibc_connect(&attr, &importer), 0);
+	importer = connect_seeing(&g, &seen);
 	ck_assert_int_eq(ibc_open(importer, "soft0", &ix), 0);
 	ck_assert_int_eq(ibc_dm_import(ix, ibc_dm_handle(dm), &imp), 0);
 	snprintf(want, sizeof(want), "rb.dm.%" PRIu64, ibc_dm_id(dm));
@@ -1846,12 +1869,7 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	used = domain_now(&g);
 	ck_assert_uint_eq(used.used.dm_bytes, 0);
 	/* Its importer is told, with the reason. */
-	pfd = (struct pollfd){ .fd = ibc_get_fd(importer), .events = POLLIN };
-	end = tl_now_ms() + TL_WAIT_MS;
-	while (!seen.n && tl_now_ms() < end) {
-		poll(&pfd, 1, 100);
-		ck_assert_int_ge(ibc_dispatch(importer), 0);
-	}
+	wait_event(importer, &seen, TL_WAIT_MS);
 	ck_assert_int_eq(seen.n, 1);
 	ck_assert_uint_eq(seen.id, ibc_dm_id(dm));
 	ck_assert_ptr_nonnull(strstr(seen.why, "could not bring this DM back"));
@@ -1862,18 +1880,6 @@ START_TEST(dm_memfd_lost_drops_the_dm)
 	rig_free(&g);
 }
 END_TEST
-
-/* @cl's events until @seen has one, for up to TL_WAIT_MS. */
-static void wait_revoked(struct ibc_client *cl, struct revoked_seen *seen)
-{
-	struct pollfd pfd = { .fd = ibc_get_fd(cl), .events = POLLIN };
-	int64_t end = tl_now_ms() + TL_WAIT_MS;
-
-	while (!seen->n && tl_now_ms() < end) {
-		poll(&pfd, 1, 100);
-		ck_assert_int_ge(ibc_dispatch(cl), 0);
-	}
-}
 
 /*
  * A session's DM status page lost from the store while no daemon ran:
@@ -1888,12 +1894,7 @@ static void wait_revoked(struct ibc_client *cl, struct revoked_seen *seen)
  */
 START_TEST(dm_status_page_lost_drops_its_dms)
 {
-	struct ibc_connect_attr attr = {
-		.comp_mask =
-			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
-		.event_cb = on_revoked,
-	};
-	struct revoked_seen seen = { 0 };
+	struct event_seen seen = { .type = IBC_EVENT_DM_REVOKED };
 	struct ibc_client_info ci;
 	struct ibc_object_info obj[16];
 	struct ibc_client *c2;
@@ -1916,9 +1917,7 @@ START_TEST(dm_status_page_lost_drops_its_dms)
 	ck_assert_int_eq(ibc_dm_write(revoked, 0, &word, sizeof(word)),
 			 -ENODEV);
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &lost), 0);
-	attr.socket_path = g.sock;
-	attr.event_arg = &seen;
-	ck_assert_int_eq(ibc_connect(&attr, &c2), 0);
+	c2 = connect_seeing(&g, &seen);
 	ck_assert_int_eq(ibc_open(c2, "soft0", &x2), 0);
 	ck_assert_int_eq(ibc_dm_alloc(x2, 4096, 0, &kept), 0);
 	ck_assert_int_eq(ibc_dm_write(kept, 0, &word, sizeof(word)), 0);
@@ -1932,7 +1931,7 @@ START_TEST(dm_status_page_lost_drops_its_dms)
 	ck_assert_int_eq(tl_count_in_file(g.log, "cannot be used"), 0);
 	ck_assert_int_eq(tl_count_in_file(g.log, "DM status page"), 1);
 	/* Its importer is told, with the reason. */
-	wait_revoked(c2, &seen);
+	wait_event(c2, &seen, TL_WAIT_MS);
 	ck_assert_int_eq(seen.n, 1);
 	ck_assert_uint_eq(seen.id, ibc_dm_id(lost));
 	ck_assert_ptr_nonnull(strstr(seen.why, "status page"));
@@ -1967,12 +1966,14 @@ START_TEST(dm_status_page_lost_drops_its_dms)
 }
 END_TEST
 
+static void kill_restart_bad_rss(struct rig *g, enum ibc_obj_kind kind);
+
 /* A family's restore that fails for another reason than a record that
- * does not decode (here an XRCD's file the store lost) keeps nothing:
- * the adopted sessions end, and so do the objects of a session that had
- * ended before the restart (detached, its process alive), as a clean
- * start would have closed their context. Before, those stayed, waiting
- * for a process whose sessions the restore had just refused. */
+ * does not decode (here an RSS record whose key is not whole) keeps
+ * nothing: the adopted sessions end, and so do the objects of a session
+ * that had ended before the restart (detached, its process alive), as a
+ * clean start would have closed their context. Before, those stayed,
+ * waiting for a process whose sessions the restore had just refused. */
 START_TEST(family_failure_keeps_no_detached)
 {
 	struct ibc_client *cl;
@@ -1981,7 +1982,6 @@ START_TEST(family_failure_keeps_no_detached)
 	struct ibc_xrcd *xr;
 	struct ibc_dm *dm;
 	struct ibc_ctx *x;
-	char lost[256];
 	size_t n, detached;
 	int64_t end;
 	struct rig g;
@@ -1992,12 +1992,10 @@ START_TEST(family_failure_keeps_no_detached)
 	pid = holder_spawn_in(&g, HOLD_CQ);
 	ck_assert_uint_eq(evict_pid(&g, pid), 1);
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
-	ck_assert_int_eq(ibc_xrcd_open(x, "lost", O_CREAT, &xr), 0);
-	/* A DM, whose family restores before the XRCD's. */
+	ck_assert_int_eq(ibc_xrcd_open(x, "kept", O_CREAT, &xr), 0);
+	/* A DM and an XRCD, whose families restore before the RSS one. */
 	ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm), 0);
-	store_wait_for(&g, "rb.xrcd.", lost, sizeof(lost));
-	ck_assert_int_ne(kill_drop_restart(&g, lost), 0);
-	ck_assert_int_eq(tl_count_in_file(g.log, "not in the fd store"), 1);
+	kill_restart_bad_rss(&g, IBC_OBJ_XRCD);
 	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
 	ibc_disconnect(g.cl);
 	g.cl = cl;
@@ -3204,6 +3202,31 @@ static void put_bad_rss(struct journal *j, const struct journal_view *v,
 		0);
 }
 
+/* SIGKILL; the state planted again with a bad RSS record (put_bad_rss())
+ * on the context of the rig's client's object of @kind; start: the state
+ * is refused (the sessions end), saying why. */
+static void kill_restart_bad_rss(struct rig *g, enum ibc_obj_kind kind)
+{
+	struct ibc_object_info obj[8];
+	struct ibc_client_info ci;
+	uint64_t ids[2] = { 0, 0 };
+	size_t n;
+
+	ck_assert_int_eq(ibc_client_info(g->cl, &ci, sizeof(ci)), 0);
+	ids[0] = ci.client_id;
+	n = objects_listed(g, obj, 8);
+	for (size_t i = 0; i < n; i++)
+		if (obj[i].kind == kind)
+			ids[1] = obj[i].context_id;
+	ck_assert_uint_ne(ids[1], 0);
+	ck_assert_int_eq(fakesd_kill(g->sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g->sd, TL_WAIT_MS), 0);
+	state_plant_edited(g, put_bad_rss, ids);
+	rig_start(g);
+	ck_assert_int_ne(ibc_ping(g->cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g->log, "is not whole"), 1);
+}
+
 /*
  * A family whose restore fails after the DM family's did (here the RSS
  * family's, on a record whose key is not whole) keeps nothing of the DMs
@@ -3215,17 +3238,14 @@ static void put_bad_rss(struct journal *j, const struct journal_view *v,
 START_TEST(family_failure_after_dm_keeps_no_dm)
 {
 	struct ibc_dm_attr da = { .length = 4096, .flags = IBC_DM_PERSISTENT };
-	struct ibc_object_info obj[8];
 	struct ibc_domain_info used;
-	struct ibc_client_info ci;
 	struct ibc_client *cl;
 	struct ibc_dm_info *d;
 	struct ibc_dm *dm, *dm2;
 	struct ibc_ctx *x, *x2;
 	struct ibc_cq *cq;
 	char name[64], got[64];
-	uint64_t ids[2] = { 0, 0 };
-	size_t n, n_dm;
+	size_t n_dm;
 	int64_t end;
 	struct rig g;
 
@@ -3233,21 +3253,9 @@ START_TEST(family_failure_after_dm_keeps_no_dm)
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_cq_create(x, 4, &cq), 0);
 	ck_assert_int_eq(ibc_dm_alloc_ex(x, &da, &dm), 0);
-	ck_assert_int_eq(ibc_client_info(g.cl, &ci, sizeof(ci)), 0);
-	ids[0] = ci.client_id;
-	n = objects_listed(&g, obj, 8);
-	for (size_t i = 0; i < n; i++)
-		if (obj[i].kind == IBC_OBJ_CQ)
-			ids[1] = obj[i].context_id;
-	ck_assert_uint_ne(ids[1], 0);
 	snprintf(name, sizeof(name), "rb.dm.%" PRIu64, ibc_dm_id(dm));
 	store_wait_for(&g, name, got, sizeof(got));
-	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
-	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
-	state_plant_edited(&g, put_bad_rss, ids);
-	rig_start(&g);
-	ck_assert_int_ne(ibc_ping(g.cl, NULL, 0), 0);
-	ck_assert_int_eq(tl_count_in_file(g.log, "is not whole"), 1);
+	kill_restart_bad_rss(&g, IBC_OBJ_CQ);
 	ck_assert_int_eq(tl_connect(g.sock, 10000, &cl), 0);
 	ibc_disconnect(g.cl);
 	g.cl = cl;
@@ -3878,6 +3886,441 @@ START_TEST(xrcd_hold_kept)
 }
 END_TEST
 
+/* --- X2: a declared XRCD's file changed while no daemon ran ------------ */
+
+/* The declared names of xrcd_file_changed: "decl" opened, "idle" held by
+ * the daemon alone (opened once, closed). */
+static const char *xrcd_two_conf(void)
+{
+	static char conf[160];
+
+	snprintf(conf, sizeof(conf),
+		 "[domain a]\nusers = %u\n[xrcd decl]\ndomains = a\n"
+		 "[xrcd idle]\ndomains = a\n",
+		 (unsigned int)getuid());
+	return conf;
+}
+
+/* The file xrcd_file_changed's spoilers change, and the inode that took
+ * its place (0: none, or not a regular file), held open so that its
+ * number is not reused. */
+static char spoil_path[400];
+static uint64_t spoil_ino;
+static int spoil_fd = -1;
+
+/* Another inode renamed over it (root's `cp` and `mv`). */
+static void xrcd_file_other(struct rig *g)
+{
+	char tmp[420];
+	struct stat st;
+	int fd;
+
+	snprintf(tmp, sizeof(tmp), "%s/xrcd/tmp.other", g->run);
+	fd = open(tmp, O_RDONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	spoil_fd = fd;
+	spoil_ino = (uint64_t)st.st_ino;
+	ck_assert_int_eq(rename(tmp, spoil_path), 0);
+}
+
+static void xrcd_file_removed(struct rig *g)
+{
+	(void)g;
+	ck_assert_int_eq(unlink(spoil_path), 0);
+}
+
+/* A symlink to a regular file out of the directory. */
+static void xrcd_file_symlink(struct rig *g)
+{
+	char out[300];
+	int fd;
+
+	snprintf(out, sizeof(out), "%s/outside", g->dir);
+	fd = open(out, O_RDONLY | O_CREAT | O_CLOEXEC, 0600);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(unlink(spoil_path), 0);
+	ck_assert_int_eq(symlink(out, spoil_path), 0);
+}
+
+static void xrcd_file_dir(struct rig *g)
+{
+	(void)g;
+	ck_assert_int_eq(unlink(spoil_path), 0);
+	ck_assert_int_eq(mkdir(spoil_path, 0700), 0);
+}
+
+/*
+ * A declared name's file replaced by another inode, removed, made a
+ * symlink or a directory while no daemon ran (cases 0-3 on the opened
+ * name "decl", 4-7 on "idle", which only the daemon holds): that name
+ * alone is refused. Its open ends for its holder, who is told why and
+ * whose xrcds charge is returned; its stored file leaves the store; the
+ * inode that took its place is never adopted (a new open makes a file of
+ * the daemon's own). The sessions, the other declared name and a private
+ * one come back as they were. Before, the whole state was refused.
+ */
+START_TEST(xrcd_file_changed)
+{
+	static void (*const spoil[])(struct rig *) = {
+		xrcd_file_other,
+		xrcd_file_removed,
+		xrcd_file_symlink,
+		xrcd_file_dir,
+	};
+	const char *name = _i < 4 ? "decl" : "idle";
+	const char *other = _i < 4 ? "idle" : "decl";
+	struct ibc_xrcd *d, *idle, *p, *again, *fresh;
+	struct ibc_domain_info before, after;
+	uint64_t ino_name, ino_other, ino_p;
+	char dir[300], stored[64];
+	struct event_seen seen = { .type = IBC_EVENT_XRCD_LOST };
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	struct rig g;
+
+	SKIP_WITHOUT_STATE_CONF(&g, xrcd_two_conf());
+	snprintf(dir, sizeof(dir), "%s/xrcd", g.run);
+	snprintf(spoil_path, sizeof(spoil_path), "%s/d.%s", dir, name);
+	spoil_ino = 0;
+	cl = connect_seeing(&g, &seen);
+	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "idle", O_CREAT, &idle), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "decl", O_CREAT, &d), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "priv", O_CREAT, &p), 0);
+	ino_name = ibc_xrcd_ino(_i < 4 ? d : idle);
+	ino_other = ibc_xrcd_ino(_i < 4 ? idle : d);
+	ino_p = ibc_xrcd_ino(p);
+	ck_assert_int_eq(ibc_xrcd_close(idle), 0);
+	snprintf(stored, sizeof(stored), "rb.xrcd.%" PRIu64, ino_name);
+	store_wait_count(&g, stored, 1);
+	before = domain_now(&g);
+	ck_assert_uint_eq(before.used.xrcds, 2);
+	kill_between_restart(&g, spoil[_i % 4]);
+	ck_assert_msg(ibc_ping(cl, NULL, 0) == 0 &&
+			      ibc_ping(g.cl, NULL, 0) == 0,
+		      "case %d: the sessions did not come back", _i);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "cannot be used"), 0);
+	/* The rest came back as it was. */
+	ck_assert_int_eq(ibc_xrcd_open(x, other, 0, &again), 0);
+	ck_assert_uint_eq(ibc_xrcd_ino(again), ino_other);
+	ck_assert_int_eq(ibc_xrcd_close(again), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "priv", 0, &again), 0);
+	ck_assert_uint_eq(ibc_xrcd_ino(again), ino_p);
+	ck_assert_int_eq(ibc_xrcd_close(again), 0);
+	/* That name alone is gone, said once, its file out of the store. */
+	ck_assert_msg(tl_count_in_file(g.log, "is not adopted, its opens "
+					      "end: its file changed while "
+					      "no daemon ran") == 1,
+		      "case %d: the log does not say why once", _i);
+	store_wait_count(&g, stored, 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.used.xrcds, _i < 4 ? 1 : 2);
+	/* Its holder is told, with the reason; nobody else is. */
+	wait_event(cl, &seen, _i < 4 ? TL_WAIT_MS : 300);
+	ck_assert_int_eq(seen.n, _i < 4 ? 1 : 0);
+	if (_i < 4) {
+		ck_assert_uint_eq(seen.id, ibc_xrcd_id(d));
+		ck_assert_int_eq(seen.kind, IBC_OBJ_XRCD);
+		ck_assert_msg(strstr(seen.why, "\"decl\" (its file changed"),
+			      "%s", seen.why);
+	}
+	ck_assert_int_eq(ibc_xrcd_open(x, name, 0, &again), -ENOENT);
+	/* Made anew, of the daemon's own: not what took its place. */
+	ck_assert_int_eq(ibc_xrcd_open(x, name, O_CREAT, &fresh), 0);
+	ck_assert_uint_ne(ibc_xrcd_ino(fresh), spoil_ino);
+	ck_assert(spoil_ino == 0 || !dir_has_ino(dir, spoil_ino));
+	ck_assert(dir_has_ino(dir, ibc_xrcd_ino(fresh)));
+	/* The lost open still holds the old inode (on verbs its ibv_xrcd,
+	 * here the soft device): a new file cannot be given its number. */
+	if (_i < 4)
+		ck_assert_uint_ne(ibc_xrcd_ino(fresh), ino_name);
+	ck_assert_int_eq(ibc_xrcd_close(fresh), 0);
+	/* The lost open's record is still the client's to close. */
+	ck_assert_int_eq(ibc_xrcd_close(d), 0);
+	ck_assert_int_eq(ibc_xrcd_close(p), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.used.xrcds, 0);
+	ck_assert_uint_eq(after.used.objects, before.used.objects - 2);
+	ibc_disconnect(cl);
+	if (spoil_fd >= 0)
+		close(spoil_fd);
+	spoil_fd = -1;
+	rig_free(&g);
+}
+END_TEST
+
+/*
+ * A name's file lost from the store while no daemon ran (cases 0, 1), or
+ * another file stored in its place (2, 3): a declared name comes back
+ * from its file in the directory, which is the inode recorded (0, 2); a
+ * private one is refused alone (1, 3): its holder is told, its charge
+ * returned, the session and the rest kept. Before, the whole state was
+ * refused.
+ */
+START_TEST(xrcd_file_unstored)
+{
+	const char *name = _i % 2 == 0 ? "decl" : "priv";
+	const char *why = _i < 2 ? "its file is not in the fd store" :
+				   "the descriptor stored for it is not its "
+				   "file";
+	char log_line[128];
+	struct ibc_domain_info before, after;
+	struct event_seen seen = { .type = IBC_EVENT_XRCD_LOST };
+	struct ibc_xrcd *d, *p, *again;
+	struct ibc_client *cl;
+	struct ibc_ctx *x;
+	char stored[64];
+	uint64_t ino;
+	struct rig g;
+	int fd;
+
+	SKIP_WITHOUT_STATE_CONF(&g, xrcd_conf());
+	cl = connect_seeing(&g, &seen);
+	ck_assert_int_eq(ibc_open(cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "decl", O_CREAT, &d), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "priv", O_CREAT, &p), 0);
+	ino = ibc_xrcd_ino(_i % 2 == 0 ? d : p);
+	snprintf(stored, sizeof(stored), "rb.xrcd.%" PRIu64, ino);
+	store_wait_count(&g, stored, 1);
+	before = domain_now(&g);
+	if (_i < 2) {
+		ck_assert_int_eq(kill_drop_restart(&g, stored), 0);
+	} else {
+		ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+		ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+		ck_assert_int_eq(fakesd_drop(g.sd, stored), 1);
+		fd = memfd_create("other", MFD_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(fakesd_plant(g.sd, stored, fd), 0);
+		close(fd);
+		rig_start(&g);
+	}
+	ck_assert_int_eq(ibc_ping(cl, NULL, 0), 0);
+	wait_event(cl, &seen, _i % 2 ? TL_WAIT_MS : 300);
+	after = domain_now(&g);
+	if (_i % 2 == 0) {
+		ck_assert_int_eq(seen.n, 0);
+		ck_assert_uint_eq(after.used.xrcds, before.used.xrcds);
+		ck_assert_int_eq(ibc_xrcd_open(x, name, 0, &again), 0);
+		ck_assert_uint_eq(ibc_xrcd_ino(again), ino);
+		ck_assert_int_eq(ibc_xrcd_close(again), 0);
+		/* In the store again, for the next restart. */
+		store_wait_count(&g, stored, 1);
+	} else {
+		ck_assert_int_eq(seen.n, 1);
+		ck_assert_uint_eq(seen.id, ibc_xrcd_id(p));
+		ck_assert_msg(strstr(seen.why, why), "%s", seen.why);
+		ck_assert_uint_eq(after.used.xrcds, before.used.xrcds - 1);
+		ck_assert_int_eq(ibc_xrcd_open(x, name, 0, &again), -ENOENT);
+		snprintf(log_line, sizeof(log_line),
+			 "is not adopted, its opens end: %s", why);
+		ck_assert_int_eq(tl_count_in_file(g.log, log_line), 1);
+		store_wait_count(&g, stored, 0);
+	}
+	ck_assert_int_eq(ibc_xrcd_close(d), 0);
+	ck_assert_int_eq(ibc_xrcd_close(p), 0);
+	after = domain_now(&g);
+	ck_assert_uint_eq(after.used.xrcds, 0);
+	ibc_disconnect(cl);
+	rig_free(&g);
+}
+END_TEST
+
+/* Where, among the fake systemd's events from @from on, the first and
+ * last with op @op and a name starting with @prefix are (-1: none). */
+static void events_find(struct rig *g, size_t from, char op, const char *prefix,
+			long *ret_first, long *ret_last)
+{
+	char got_op, name[64];
+
+	*ret_first = *ret_last = -1;
+	for (size_t i = from;
+	     fakesd_event(g->sd, i, &got_op, name, sizeof(name)) == 0; i++) {
+		if (got_op != op || strncmp(name, prefix, strlen(prefix)) != 0)
+			continue;
+		if (*ret_first < 0)
+			*ret_first = (long)i;
+		*ret_last = (long)i;
+	}
+}
+
+/*
+ * The contexts that hold the XRC domains across restores (verbs; the
+ * soft device keeps none, so three are planted here, as restores killed
+ * twice in the middle left them before): every stored one holds every
+ * name, since a restore stores its new one only once it held them all,
+ * so the restore keeps the newest it finds and lets the others go at
+ * once, before the names; the newest goes only after them (its own new
+ * one is stored before that, on verbs). So a kill at any point of a
+ * restore leaves at most two per device (the newest old one and the new
+ * one), and the next restore takes that back to one. The names' phase
+ * shows in the store's events by a declared name whose file was replaced
+ * (xrcd_file_changed): its file leaves the store there. Before, a
+ * restore held every stored context to its end, and each restore killed
+ * after storing its own left one more.
+ */
+START_TEST(xrcd_ctx_newest_kept)
+{
+	long named, gone[3], last;
+	struct ibc_xrcd *xr[3], *again;
+	char name[64], stored[64];
+	struct ibc_ctx *x;
+	struct rig g;
+	size_t from;
+	int fd;
+
+	SKIP_WITHOUT_STATE_CONF(&g, xrcd_conf());
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), i ? "n%d" : "decl", i);
+		ck_assert_int_eq(ibc_xrcd_open(x, name, O_CREAT, &xr[i]), 0);
+	}
+	snprintf(stored, sizeof(stored), "rb.xrcd.%" PRIu64,
+		 ibc_xrcd_ino(xr[0]));
+	store_wait_count(&g, "rb.xrcd.", 3);
+	snprintf(spoil_path, sizeof(spoil_path), "%s/xrcd/d.decl", g.run);
+	spoil_ino = 0;
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	xrcd_file_other(&g);
+	for (int i = 0; i < 3; i++) {
+		fd = memfd_create("ctx", MFD_CLOEXEC);
+		ck_assert_int_ge(fd, 0);
+		snprintf(name, sizeof(name), "rb.xrcd-ctx.soft0.%d", 101 + i);
+		ck_assert_int_eq(fakesd_plant(g.sd, name, fd), 0);
+		close(fd);
+	}
+	from = fakesd_events(g.sd);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	store_wait_count(&g, "rb.xrcd-ctx.", 0);
+	store_wait_count(&g, stored, 0);
+	events_find(&g, from, 'x', stored, &named, &last);
+	ck_assert_int_ge(named, 0);
+	for (int i = 0; i < 3; i++) {
+		snprintf(name, sizeof(name), "rb.xrcd-ctx.soft0.%d", 101 + i);
+		events_find(&g, from, 'x', name, &gone[i], &last);
+		ck_assert_int_ge(gone[i], 0);
+	}
+	ck_assert_msg(gone[0] < named && gone[1] < named && gone[2] > named,
+		      "the contexts went at %ld, %ld and %ld (the newest), "
+		      "the names' phase at %ld",
+		      gone[0], gone[1], gone[2], named);
+	ck_assert_int_eq(ibc_xrcd_open(x, "n1", 0, &again), 0);
+	ck_assert_uint_eq(ibc_xrcd_ino(again), ibc_xrcd_ino(xr[1]));
+	ck_assert_int_eq(ibc_xrcd_close(again), 0);
+	for (int i = 0; i < 3; i++)
+		ck_assert_int_eq(ibc_xrcd_close(xr[i]), 0);
+	close(spoil_fd);
+	spoil_fd = -1;
+	rig_free(&g);
+}
+END_TEST
+
+/* Names xrcd_ctx_kills_bounded opens, and the restores it kills. */
+#define CTX_NAMES 8
+#define CTX_KILLS 6
+
+/* The stored contexts holding soft0's XRC domains: how many, and the
+ * highest number among their names. */
+static size_t stored_ctxs(struct rig *g, uint64_t *ret_top)
+{
+	const char *prefix = "rb.xrcd-ctx.soft0.";
+	char got[256];
+	size_t n = 0;
+	int fd;
+
+	*ret_top = 0;
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, got, sizeof(got), &fd) == 0; i++) {
+		close(fd);
+		if (strncmp(got, prefix, strlen(prefix)) != 0)
+			continue;
+		n++;
+		if (strtoull(got + strlen(prefix), NULL, 10) > *ret_top)
+			*ret_top = strtoull(got + strlen(prefix), NULL, 10);
+	}
+	return n;
+}
+
+/*
+ * Restores SIGKILLed again and again inside the XRCD family's restore
+ * (the fault point xrcd-restore-name, at a seeded name each time), each
+ * finding three stored contexts for soft0 (planted: the soft device keeps
+ * none, and three is what two such kills left before): each leaves at
+ * most two, the newest among them, whatever the number of kills; a last
+ * whole restore brings every session and name back. Before, each killed
+ * restore left every context it found.
+ */
+START_TEST(xrcd_ctx_kills_bounded)
+{
+#ifdef RDMAB_FAULT_POINTS
+	struct ibc_xrcd *xr[CTX_NAMES], *again;
+	uint64_t seq = 100, top;
+	unsigned int seed = 25;
+	char name[64], point[64];
+	char *argv[13];
+	struct ibc_ctx *x;
+	struct rig g;
+	size_t n;
+	int fd;
+
+	SKIP_WITHOUT_STATE(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	for (int i = 0; i < CTX_NAMES; i++) {
+		snprintf(name, sizeof(name), "n%d", i);
+		ck_assert_int_eq(ibc_xrcd_open(x, name, O_CREAT, &xr[i]), 0);
+	}
+	store_wait_count(&g, "rb.xrcd.", CTX_NAMES);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	for (int kill = 0; kill < CTX_KILLS; kill++) {
+		while (stored_ctxs(&g, &top) < 3) {
+			fd = memfd_create("ctx", MFD_CLOEXEC);
+			ck_assert_int_ge(fd, 0);
+			snprintf(name, sizeof(name),
+				 "rb.xrcd-ctx.soft0.%" PRIu64, ++seq);
+			ck_assert_int_eq(fakesd_plant(g.sd, name, fd), 0);
+			close(fd);
+		}
+		snprintf(point, sizeof(point), "xrcd-restore-name@%d",
+			 1 + rand_r(&seed) % CTX_NAMES);
+		ck_assert_int_eq(setenv(FAULT_ENV, point, 1), 0);
+		rig_argv(&g, argv);
+		ck_assert_int_eq(fakesd_start(g.sd, argv, g.log), 0);
+		ck_assert_int_eq(unsetenv(FAULT_ENV), 0);
+		ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+		n = stored_ctxs(&g, &top);
+		ck_assert_msg(n <= 2 && top == seq,
+			      "kill %d (%s): %zu stored, the newest %" PRIu64
+			      " of %" PRIu64,
+			      kill, point, n, top, seq);
+	}
+	ck_assert_int_eq(tl_count_in_file(g.log, "fault point "
+						 "xrcd-restore-name: SIGKILL"),
+			 CTX_KILLS);
+	rig_start(&g);
+	ck_assert_int_eq(ibc_ping(g.cl, NULL, 0), 0);
+	ck_assert_int_eq(tl_count_in_file(g.log, "starting clean"), 0);
+	/* The soft device holds them in no context: none is left. */
+	ck_assert_uint_eq(stored_ctxs(&g, &top), 0);
+	ck_assert_int_eq(ibc_xrcd_open(x, "n0", 0, &again), 0);
+	ck_assert_uint_eq(ibc_xrcd_ino(again), ibc_xrcd_ino(xr[0]));
+	ck_assert_int_eq(ibc_xrcd_close(again), 0);
+	for (int i = 0; i < CTX_NAMES; i++)
+		ck_assert_int_eq(ibc_xrcd_close(xr[i]), 0);
+	rig_free(&g);
+#else
+	fprintf(stderr, "check_restart: no fault points in this build "
+			"(./configure --enable-fault-points): "
+			"xrcd_ctx_kills_bounded skipped\n");
+#endif
+}
+END_TEST
+
 /* --- P1: a detached owner's pidfd in the fd store ---------------------- */
 
 /* A detached owner whose process exits while no daemon runs: its
@@ -4267,6 +4710,15 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, pidfd_places_bounded);
 	/* R1 (W8) */
 	tcase_add_loop_test(tc, rss_killed_at_fault_point, 0, RSS_POINTS);
+	suite_add_tcase(s, tc);
+	/* X2: an XRCD's file changed while no daemon ran (CK_RUN_CASE=xrcd
+	 * runs them alone). */
+	tc = tcase_create("xrcd");
+	tcase_set_timeout(tc, 60);
+	tcase_add_loop_test(tc, xrcd_file_changed, 0, 8);
+	tcase_add_loop_test(tc, xrcd_file_unstored, 0, 4);
+	tcase_add_test(tc, xrcd_ctx_newest_kept);
+	tcase_add_test(tc, xrcd_ctx_kills_bounded);
 	suite_add_tcase(s, tc);
 	/* Alone, for make state-fixture (CK_RUN_CASE=fixture). */
 	tc = tcase_create("fixture");

@@ -70,6 +70,13 @@ struct fakesd {
 	/* The thread holds mu (fakesd_busy()); atomic. */
 	bool busy;
 	struct fakesd_stats st;
+	/* What the service did to the store, in order (fakesd_event()): a
+	 * ring of the last FAKESD_EVENTS. */
+	struct fakesd_event {
+		char op;
+		char name[64];
+	} ev[FAKESD_EVENTS];
+	size_t n_ev;
 	/* In the list of live ones (all_head), for fork(). */
 	struct fakesd *next;
 };
@@ -172,6 +179,14 @@ static bool name_valid(const char *s)
 	return true;
 }
 
+static void event_add(struct fakesd *sd, char op, const char *name)
+{
+	struct fakesd_event *e = &sd->ev[sd->n_ev++ % FAKESD_EVENTS];
+
+	e->op = op;
+	snprintf(e->name, sizeof(e->name), "%s", name);
+}
+
 /* One fd of an FDSTORE=1 message: stored (the store owns it) or closed. */
 static void store_one(struct fakesd *sd, int fd, const char *name, bool poll_)
 {
@@ -187,12 +202,14 @@ static void store_one(struct fakesd *sd, int fd, const char *name, bool poll_)
 	for (size_t i = 0; i < sd->n; i++) {
 		if (same_file(&sd->store[i], fd, &st)) {
 			sd->st.dups++;
+			event_add(sd, 'd', name);
 			close(fd);
 			return;
 		}
 	}
 	if (sd->n >= sd->o.store_max) {
 		sd->st.refused++;
+		event_add(sd, 'r', name);
 		close(fd);
 		return;
 	}
@@ -208,6 +225,7 @@ static void store_one(struct fakesd *sd, int fd, const char *name, bool poll_)
 		sd->store = s;
 		sd->cap = cap;
 	}
+	event_add(sd, 's', name);
 	e = &sd->store[sd->n++];
 	e->fd = fd;
 	e->dev = st.st_dev;
@@ -270,6 +288,7 @@ static void handle_message(struct fakesd *sd, char *buf, pid_t sender, int *fds,
 			if (strcmp(sd->store[i].name, fdname) == 0) {
 				drop_at(sd, i);
 				sd->st.removed++;
+				event_add(sd, 'x', fdname);
 			}
 		}
 	}
@@ -835,6 +854,31 @@ int fakesd_store_get(struct fakesd *sd, size_t i, char *name, size_t len,
 	}
 	pthread_mutex_unlock(&sd->mu);
 	return r;
+}
+
+size_t fakesd_events(struct fakesd *sd)
+{
+	size_t n;
+
+	pthread_mutex_lock(&sd->mu);
+	n = sd->n_ev;
+	pthread_mutex_unlock(&sd->mu);
+	return n;
+}
+
+int fakesd_event(struct fakesd *sd, size_t i, char *ret_op, char *name,
+		 size_t len)
+{
+	int ret = -ENOENT;
+
+	pthread_mutex_lock(&sd->mu);
+	if (i < sd->n_ev && i + FAKESD_EVENTS >= sd->n_ev) {
+		*ret_op = sd->ev[i % FAKESD_EVENTS].op;
+		snprintf(name, len, "%s", sd->ev[i % FAKESD_EVENTS].name);
+		ret = 0;
+	}
+	pthread_mutex_unlock(&sd->mu);
+	return ret;
 }
 
 void fakesd_stats(struct fakesd *sd, struct fakesd_stats *ret)

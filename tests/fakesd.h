@@ -105,6 +105,15 @@ struct fakesd_stats {
 	char status[256]; /* the last STATUS= */
 };
 void fakesd_stats(struct fakesd *sd, struct fakesd_stats *ret);
+/* What the service did to the store, in the order the manager saw it:
+ * how many events so far, and event @i's op ('s' stored, 'd' a
+ * duplicate dropped, 'r' refused, 'x' removed by FDSTOREREMOVE=1) and
+ * FDNAME (its first 63 bytes) into @name: 0, or -ENOENT past the end or
+ * before the last FAKESD_EVENTS. */
+#define FAKESD_EVENTS 1024
+size_t fakesd_events(struct fakesd *sd);
+int fakesd_event(struct fakesd *sd, size_t i, char *ret_op, char *name,
+		 size_t len);
 /* Is the thread inside its locked section? Read without the lock: in a
  * child, what it was when the parent forked. */
 bool fakesd_busy(const struct fakesd *sd);

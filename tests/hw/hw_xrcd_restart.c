@@ -16,6 +16,12 @@
  * still holds it; start again; the store holds one such context, under a
  * new name (the old one closed and removed once the new daemon holds the
  * XRCD), and the listing shows the name held on the device.
+ *
+ * Then restores killed in the middle, again and again (a seeded delay
+ * after each start): a restore stores its new context only once it holds
+ * every name, and keeps the newest stored one alone, so the store never
+ * holds more than two such contexts, and the kernel XRCD outlives every
+ * kill; each whole restore after leaves one.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -33,6 +39,9 @@
 
 #define RESTARTS 3
 #define WAIT_MS 20000
+/* Restores killed in the middle, at up to KILL_MS after the start. */
+#define KILLS 10
+#define KILL_MS 60
 
 /* The one rb.xrcd-ctx.<dev>. name in the store into @name: the count. */
 static int stored_ctx(struct fakesd *sd, const char *dev, char *name,
@@ -124,6 +133,30 @@ static int run(struct fakesd *sd, char **argv, const char *dev)
 		CHECK(strcmp(name, before) != 0,
 		      "restart %d: the context stored is still %s", i, name);
 		snprintf(before, sizeof(before), "%s", name);
+	}
+	for (int i = 0; i < KILLS; i++) {
+		unsigned int seed = 25 + (unsigned int)i;
+
+		CHECK(fakesd_kill(sd, SIGKILL) == 0, "kill");
+		CHECK(fakesd_wait_exit(sd, WAIT_MS) >= 0, "wait");
+		CHECK(fakesd_start(sd, argv, log) == 0, "start (kill %d)", i);
+		usleep(1000 * (useconds_t)(rand_r(&seed) % KILL_MS));
+		CHECK(fakesd_kill(sd, SIGKILL) == 0, "kill in the restore");
+		CHECK(fakesd_wait_exit(sd, WAIT_MS) >= 0, "wait");
+		CHECK(stored_ctx(sd, dev, name, sizeof(name)) <= 2,
+		      "kill %d in the restore: more than two contexts for the "
+		      "XRC domains stored",
+		      i);
+		err = xrcd_alive(dev, file);
+		CHECK(err == 0,
+		      "kill %d in the restore: the kernel XRCD is gone: %s", i,
+		      strerror(err));
+		CHECK(fakesd_start(sd, argv, log) == 0, "start after kill %d",
+		      i);
+		CHECK(fakesd_wait_ready(sd, WAIT_MS) == 0, "not ready after");
+		CHECK(stored_ctx(sd, dev, name, sizeof(name)) == 1,
+		      "kill %d: not one context stored after a whole restore",
+		      i);
 	}
 	CHECK(hw_connect(&c) == 0, "connect after");
 	CHECK(ibc_list_xrcds(c, "keep", &xl, sizeof(*xl), &n) == 0 && n == 1,

@@ -333,12 +333,20 @@ static int soft_rss_adopt(struct device_ctx *base, const struct rss_spec *spec,
 				       why);
 }
 
-/* The kernel's rule: one XRC domain per inode, across contexts. */
+/* The kernel's rule: one XRC domain per inode, across contexts; it
+ * holds the inode while it lives. */
 static int soft_xrcd_hold(struct device *dev, int fd, uint64_t ino,
 			  uint32_t *io_id, void **ret, struct why *why)
 {
+	int err;
+
 	if (soft_xrcd_open(dev->priv, ino, *io_id, io_id) < 0)
 		return why_set(why, -ENOMEM, "%s: out of memory", dev->name);
+	err = soft_xrcd_file(dev->priv, ino, fd);
+	if (err < 0) {
+		soft_xrcd_close(dev->priv, ino);
+		return why_set(why, err, "%s: %s", dev->name, strerror(-err));
+	}
 	*ret = (void *)(uintptr_t)ino;
 	return 0;
 }

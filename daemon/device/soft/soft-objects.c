@@ -3,8 +3,10 @@
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <infiniband/verbs.h>
 
@@ -71,6 +73,7 @@ int soft_xrcd_open(struct soft_dev *sd, uint64_t ino, uint32_t num,
 		x->ino = ino;
 		x->refs = 0;
 		x->num = 0;
+		x->fd = -1;
 	}
 	if (num & SOFT_XRCD_MASK)
 		x->num = num & SOFT_XRCD_MASK;
@@ -92,7 +95,20 @@ void soft_xrcd_close(struct soft_dev *sd, uint64_t ino)
 
 	if (!x || --x->refs)
 		return;
+	if (x->fd >= 0)
+		close(x->fd);
 	*x = sd->xrcds[--sd->n_xrcds];
+}
+
+int soft_xrcd_file(struct soft_dev *sd, uint64_t ino, int fd)
+{
+	struct soft_xrcd *x = soft_xrcd_find(sd, ino);
+
+	if (!x)
+		return -ENOENT;
+	if (x->fd < 0)
+		x->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+	return x->fd < 0 ? -errno : 0;
 }
 
 static struct soft_tgt *soft_tgt_find(struct soft_dev *sd, uint32_t num)
@@ -133,6 +149,9 @@ void soft_dev_fini(struct soft_dev *sd)
 	free(sd->tgts);
 	sd->tgts = NULL;
 	sd->n_tgts = 0;
+	for (uint32_t i = 0; i < sd->n_xrcds; i++)
+		if (sd->xrcds[i].fd >= 0)
+			close(sd->xrcds[i].fd);
 	free(sd->xrcds);
 	sd->xrcds = NULL;
 	sd->n_xrcds = 0;

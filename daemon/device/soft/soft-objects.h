@@ -42,6 +42,10 @@ struct soft_xrcd {
 	/* Its number, device-wide, 24 bits as mlx5's xrcdn: what tells one
 	 * XRC domain of an inode from the next one made for it. */
 	uint32_t num;
+	/* A copy of its file (-1 until a hold gives one): the kernel's XRC
+	 * domain holds its inode, so that the inode's number is not reused
+	 * by a new file while the domain lives. */
+	int fd;
 };
 
 /* An XRC target QP: shared by every context that opened it
@@ -130,6 +134,9 @@ int soft_objs_add_dm_at(struct soft_objs *o, uint64_t length, uint32_t handle,
 int soft_xrcd_open(struct soft_dev *sd, uint64_t ino, uint32_t num,
 		   uint32_t *ret_num);
 void soft_xrcd_close(struct soft_dev *sd, uint64_t ino);
+/* The open XRC domain of inode @ino keeps a copy of its file @fd, unless
+ * it has one: 0 or -errno. */
+int soft_xrcd_file(struct soft_dev *sd, uint64_t ino, int fd);
 /* Free the device's XRC domains (the device goes). */
 void soft_dev_fini(struct soft_dev *sd);
 /* RSS (device.h): the table uses its WQs (destroying one is -EBUSY

@@ -24,10 +24,12 @@
 #include "daemon/registry/ctx.h"
 #include "daemon/registry/domain.h"
 #include "daemon/families/family-state.h"
+#include "daemon/util/fault.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/restart/restart.h"
 #include "daemon/registry/core.h"
+#include "daemon/families/xrcd/xrcd-conf.h"
 #include "daemon/families/xrcd/xrcd.h"
 #include "proto/state.pb-c.h"
 
@@ -75,6 +77,7 @@ int xrcd_journal_name(struct core *core, const struct xrcd_name_rec *r,
 	m.held_on = (char **)r->held_on;
 	m.n_held_id = r->n_held;
 	m.held_id = (uint32_t *)r->held_id;
+	m.dev = r->dev;
 	/* A failure marks the journal broken: the next start refuses the
 	 * whole state. */
 	journal_put(j, JOURNAL_XRCD_NAME, r->ino, &m.base);
@@ -195,13 +198,17 @@ void xrcd_journal_ctx_gone(struct core *core, const char *name)
  * The previous daemons' contexts holding the XRC domains: taken before
  * the names are held again, closed after, so that a kernel XRC domain is
  * held all along (its usecnt never 0). There is no ibv_import_xrcd: a new
- * context holds the domains again by inode, and the old one goes, so the
- * store keeps one per device (two while a restore runs; more only if
- * restores were killed in that window, each closed by the next).
+ * context holds the domains again by inode, and goes to the store only
+ * once it holds them all (xrcd_adopt_end()); then the old ones go. So
+ * every stored context holds every name, and the newest is enough: the
+ * others are closed when taken. The store keeps one per device, two
+ * from the new one's put to the old one's removal; a kill at any point
+ * leaves at most two, which the next restore takes back to one.
  */
 struct old_ctxs {
-	int fd[2 * DEVICE_MAX];
-	char name[2 * DEVICE_MAX][FDSTORE_NAME_MAX + 1];
+	int fd[DEVICE_MAX];
+	char name[DEVICE_MAX][FDSTORE_NAME_MAX + 1];
+	uint64_t seq_of[DEVICE_MAX];
 	unsigned int n;
 	uint64_t seq;
 };
@@ -213,37 +220,58 @@ static int first_name(void *arg, const char *name, int fd)
 	return 1;
 }
 
+/* Stored context @name (@fd, taken) goes: closed, out of the store. */
+static void old_ctx_drop(struct restore *rs, int fd, const char *name)
+{
+	close(fd);
+	fdstore_remove(rs->store, name);
+}
+
 static void old_ctxs_take(struct restore *rs, struct old_ctxs *old)
 {
 	char name[FDSTORE_NAME_MAX + 1];
 	const char *dot;
+	size_t dev_len;
+	unsigned int i;
+	uint64_t seq;
 	int fd;
 
 	while (fdstore_each_passed(rs->store, XRCD_CTX_PREFIX, first_name,
 				   name) == 1) {
 		if (fdstore_take(rs->store, name, &fd) < 0)
 			break;
+		/* "rb.xrcd-ctx.<dev>.<seq>" */
 		dot = strrchr(name, '.');
-		if (dot && strtoull(dot + 1, NULL, 10) > old->seq)
-			old->seq = strtoull(dot + 1, NULL, 10);
-		if (old->n == sizeof(old->fd) / sizeof(old->fd[0])) {
-			/* More than restores killed midway leave: none of
-			 * them holds what the others do not. */
-			close(fd);
-			fdstore_remove(rs->store, name);
+		seq = strtoull(dot + 1, NULL, 10);
+		dev_len = (size_t)(dot - name);
+		if (seq > old->seq)
+			old->seq = seq;
+		for (i = 0; i < old->n; i++)
+			if (strncmp(old->name[i], name, dev_len + 1) == 0)
+				break;
+		if (i < old->n && old->seq_of[i] > seq) {
+			old_ctx_drop(rs, fd, name);
 			continue;
 		}
-		old->fd[old->n] = fd;
-		snprintf(old->name[old->n++], sizeof(old->name[0]), "%s", name);
+		if (i < old->n) {
+			old_ctx_drop(rs, old->fd[i], old->name[i]);
+		} else if (old->n == DEVICE_MAX) {
+			/* More devices than a daemon serves. */
+			old_ctx_drop(rs, fd, name);
+			continue;
+		} else {
+			old->n++;
+		}
+		old->fd[i] = fd;
+		old->seq_of[i] = seq;
+		snprintf(old->name[i], sizeof(old->name[0]), "%s", name);
 	}
 }
 
 static void old_ctxs_close(struct restore *rs, struct old_ctxs *old)
 {
-	for (unsigned int i = 0; i < old->n; i++) {
-		close(old->fd[i]);
-		fdstore_remove(rs->store, old->name[i]);
-	}
+	for (unsigned int i = 0; i < old->n; i++)
+		old_ctx_drop(rs, old->fd[i], old->name[i]);
 	old->n = 0;
 }
 
@@ -281,12 +309,81 @@ bool xrcd_state_passed(struct core *core, uint64_t ino)
 
 /* --- restore ------------------------------------------------------------- */
 
+/*
+ * The restore's names refused alone (a file that changed while no daemon
+ * ran): their opens end for their holders, who are told; the rest of the
+ * state is adopted. One bad name must not end every session.
+ */
+struct refused_name {
+	uint64_t ino;
+	/* The name, then the reason, in one allocation. */
+	char *name, *why;
+	/* Its stored file, closed once its opens are seen; -1: the store
+	 * had none. */
+	int fd;
+};
+
+struct xrcd_restoring {
+	struct restore *rs;
+	struct refused_name *refused;
+	size_t n_refused, cap;
+};
+
+static const struct refused_name *refused_find(const struct xrcd_restoring *xr,
+					       uint64_t ino)
+{
+	for (size_t i = 0; i < xr->n_refused; i++)
+		if (xr->refused[i].ino == ino)
+			return &xr->refused[i];
+	return NULL;
+}
+
+/* Name @name (inode @ino) is refused for @why (logged once); its file
+ * @fd (taken; -1: none) leaves the store. */
+static int name_refuse(struct xrcd_restoring *xr, const char *name,
+		       uint64_t ino, int fd, const char *store_name,
+		       const char *why)
+{
+	char esc[TEXT_ESCAPED_SIZE(CONFIG_XRCD_NAME_MAX)];
+	struct refused_name *v;
+	char *copy;
+
+	log_warn("XRCD \"%s\" (inode %" PRIu64 ") is not adopted, its opens "
+		 "end: %s",
+		 log_escape(esc, sizeof(esc), name), ino, why);
+	fdstore_remove(xr->rs->store, store_name);
+	if (xr->n_refused == xr->cap) {
+		size_t cap = xr->cap ? xr->cap * 2 : 4;
+
+		v = realloc(xr->refused, cap * sizeof(*v));
+		if (!v)
+			goto nomem;
+		xr->refused = v;
+		xr->cap = cap;
+	}
+	copy = malloc(strlen(name) + strlen(why) + 2);
+	if (!copy)
+		goto nomem;
+	strcpy(copy, name);
+	strcpy(copy + strlen(name) + 1, why);
+	xr->refused[xr->n_refused++] =
+		(struct refused_name){ ino, copy, copy + strlen(name) + 1, fd };
+	return 0;
+nomem:
+	if (fd >= 0)
+		close(fd);
+	return -ENOMEM;
+}
+
 static int restore_name(void *arg, const struct journal_rec *rec)
 {
-	struct restore *rs = arg;
+	struct xrcd_restoring *xr = arg;
+	struct restore *rs = xr->rs;
 	Rdmab__State__XrcdName *m;
 	struct xrcd_name_rec r = { 0 };
 	char name[FDSTORE_NAME_MAX];
+	char text[200];
+	struct why why = { 0, "" };
 	int fd, ret;
 
 	m = rdmab__state__xrcd_name__unpack(NULL, rec->len, rec->data);
@@ -295,35 +392,43 @@ static int restore_name(void *arg, const struct journal_rec *rec)
 				    "XRCD of inode %" PRIu64 " does not decode",
 				    rec->key);
 	state_fd_name(name, sizeof(name), "xrcd", rec->key);
-	ret = restore_take_fd(rs, name, &fd);
-	if (ret < 0) {
-		ret = restore_fail(rs, ret,
-				   "XRCD \"%s\" (inode %" PRIu64
-				   "): its file is not in the fd store",
-				   m->name, rec->key);
-		goto out;
-	}
+	if (restore_take_fd(rs, name, &fd) < 0)
+		fd = -1;
 	r.name = m->name;
 	r.owner = m->owner;
 	r.file = m->file;
 	r.declared = m->declared;
 	r.fd = fd;
 	r.ino = rec->key;
+	r.dev = m->dev;
 	r.store_uid = m->store_charged ? m->store_uid : FDSTORE_NOBODY;
 	r.over_share = true;
 	for (size_t i = 0; i < m->n_held_on && r.n_held < 8; i++) {
 		r.held_id[r.n_held] = i < m->n_held_id ? m->held_id[i] : 0;
 		r.held_on[r.n_held++] = m->held_on[i];
 	}
-	ret = xrcd_adopt_name(rs->core, &r);
+	ret = xrcd_adopt_name(rs->core, &r, &why);
+	/* Before its file is stored again under the same name. */
+	if (r.stored_wrong && ret != -ESTALE)
+		fdstore_remove(rs->store, name);
+	if (ret == -ESTALE) {
+		snprintf(text, sizeof(text), "%s%s",
+			 r.fd < 0 ? "" :
+				    "its file changed while no daemon ran: ",
+			 why.text);
+		ret = name_refuse(xr, m->name, rec->key, r.fd, name, text);
+		goto out;
+	}
 	if (ret < 0) {
-		close(fd);
 		ret = restore_fail(rs, ret,
 				   "XRCD \"%s\" (inode %" PRIu64
 				   ") cannot be adopted: %s",
-				   m->name, rec->key, strerror(-ret));
+				   m->name, rec->key, why.text);
 		goto out;
 	}
+	/* A kill here: the names before held again on the new contexts,
+	 * which are not stored yet (xrcd_adopt_end()). */
+	fault_point("xrcd-restore-name");
 	/* The new generation's journal and store hold what was adopted. */
 	ret = xrcd_journal_name(rs->core, &r, true);
 	if (ret < 0)
@@ -334,10 +439,52 @@ out:
 	return ret;
 }
 
-static int restore_open(void *arg, const struct journal_rec *rec)
+/* The session @arg (a client id) alone. */
+static bool lost_filter(struct client *c, Rdmab__Event *ev, void *arg)
 {
-	struct restore *rs = arg;
+	(void)ev;
+	return c->id == *(const uint64_t *)arg;
+}
+
+/*
+ * Open @id of client @client_id holds XRCD @rn, a name refused: the open
+ * is not adopted (not charged, nor listed), and its session, if it came
+ * back, is told why, as a removed device's holders are. Its registry
+ * record, if any, stays the client's to destroy (on a verbs device its
+ * own ibv_xrcd still holds the kernel XRCD of the old inode); a detached
+ * owner's goes with its owner.
+ */
+static void open_lost(struct restore *rs, const struct refused_name *rn,
+		      uint64_t id, uint64_t client_id, const struct obj *o)
+{
+	Rdmab__XrcdLostEvent le = RDMAB__XRCD_LOST_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	char reason[512];
+
+	if (o && o->made_here && rn->fd >= 0)
+		xrcd_adopt_lost(rs->core, rn->fd, rn->ino);
+
+	snprintf(reason, sizeof(reason),
+		 "the broker restarted and refused XRCD \"%s\" (%s): close "
+		 "this open and open the name again",
+		 rn->name, rn->why);
+	le.name.data = (uint8_t *)rn->name;
+	le.name.len = strlen(rn->name);
+	le.inode = rn->ino;
+	le.reason = reason;
+	ev.object_kind = IBC_OBJ_XRCD;
+	ev.object_id = id;
+	ev.body_case = RDMAB__EVENT__BODY_XRCD_LOST;
+	ev.xrcd_lost = &le;
+	rs->core->ops->broadcast(rs->core, &ev, lost_filter, &client_id);
+}
+
+static int restore_open(struct xrcd_restoring *xr,
+			const struct journal_rec *rec)
+{
+	struct restore *rs = xr->rs;
 	struct core *core = rs->core;
+	const struct refused_name *rn;
 	struct xrcd_open_rec r = { 0 };
 	Rdmab__State__XrcdOpen *m;
 	struct dctx *ctx = NULL;
@@ -379,8 +526,16 @@ static int restore_open(void *arg, const struct journal_rec *rec)
 		ret = 0;
 		goto out;
 	}
+	rn = m->ino ? refused_find(xr, m->ino) : NULL;
+	if (rn && !m->orphan) {
+		open_lost(rs, rn, rec->key, m->client_id, o);
+		ret = 0;
+		goto out;
+	}
 	r.id = rec->key;
-	r.ino = m->ino;
+	/* A dead client's open of a refused name stays with its context's
+	 * kernel XRCD, nameless, as after an administrator's removal. */
+	r.ino = rn ? 0 : m->ino;
 	r.object_id = m->object_id;
 	r.client_id = m->client_id;
 	r.ctx_id = m->ctx_id;
@@ -446,8 +601,9 @@ static int collect_open(void *arg, const struct journal_rec *rec)
 	return 0;
 }
 
-static int restore_opens(struct restore *rs)
+static int restore_opens(struct xrcd_restoring *xr)
 {
+	struct restore *rs = xr->rs;
 	struct open_recs or = { 0 };
 	size_t *idx = NULL;
 	int ret;
@@ -474,7 +630,7 @@ static int restore_opens(struct restore *rs)
 			idx[k - 1] = t;
 		}
 	for (size_t i = 0; i < or.n && ret == 0; i++)
-		ret = restore_open(rs, & or.v[idx[i]]);
+		ret = restore_open(xr, & or.v[idx[i]]);
 out:
 	free(idx);
 	free(or.v);
@@ -484,19 +640,28 @@ out:
 
 int xrcd_restore(struct core *core, struct restore *rs)
 {
+	struct xrcd_restoring xr = { .rs = rs };
 	struct old_ctxs old = { .n = 0 };
 	int ret;
 
 	old_ctxs_take(rs, &old);
-	xrcd_adopt_ctx_seq(core, old.seq);
+	xrcd_adopt_begin(core, old.seq);
 	ret = restore_each(rs, JOURNAL_XRCD_TABLE, restore_table, rs);
 	if (ret == 0)
-		ret = restore_each(rs, JOURNAL_XRCD_NAME, restore_name, rs);
+		ret = restore_each(rs, JOURNAL_XRCD_NAME, restore_name, &xr);
 	if (ret == 0)
-		ret = restore_opens(rs);
+		ret = restore_opens(&xr);
 	if (ret < 0)
 		xrcd_adopt_undo(core);
-	/* Every name is held again (or, refused, dropped). */
+	/* Every name is held again (or, refused, dropped): the new contexts
+	 * are stored before the old ones go. */
+	xrcd_adopt_end(core);
 	old_ctxs_close(rs, &old);
+	for (size_t i = 0; i < xr.n_refused; i++) {
+		if (xr.refused[i].fd >= 0)
+			close(xr.refused[i].fd);
+		free(xr.refused[i].name);
+	}
+	free(xr.refused);
 	return ret;
 }

@@ -71,7 +71,7 @@ struct xrcd {
 	 * it, which clients receive. */
 	char file[CONFIG_XRCD_NAME_MAX + 8];
 	int fd;
-	uint64_t ino;
+	uint64_t ino, dev;
 	/* Whose place in the fd store its file takes: its maker's uid for
 	 * an undeclared name, FDSTORE_NOBODY for a declared one. */
 	uint32_t store_uid;
@@ -94,6 +94,9 @@ struct xrcd_table {
 	 * takes. */
 	char ctx_name[DEVICE_MAX][FDSTORE_NAME_MAX + 1];
 	uint64_t ctx_seq;
+	/* A restore is holding the names again: the new contexts go to the
+	 * store once it held them all (xrcd_adopt_end()). */
+	bool restoring;
 	TAILQ_HEAD(, xrcd) xrcds;
 	TAILQ_HEAD(, xrcd_open) opens;
 	uint64_t next_file;
@@ -121,6 +124,7 @@ static void name_rec(struct core *core, const struct xrcd *x,
 				     .declared = x->declared,
 				     .fd = x->fd,
 				     .ino = x->ino,
+				     .dev = x->dev,
 				     .store_uid = x->store_uid };
 	for (size_t i = 0; i < core->devices.n; i++)
 		if (x->held[i] && r->n_held < 8) {
@@ -201,6 +205,7 @@ static int xrcd_file_create(struct xrcd_table *t, struct xrcd *x)
 	}
 	x->fd = fd;
 	x->ino = (uint64_t)st.st_ino;
+	x->dev = (uint64_t)st.st_dev;
 	return 0;
 }
 
@@ -370,7 +375,7 @@ static void xrcd_ctx_keep(struct xrcd_table *t, struct device *dev)
 	size_t i = dev_index(t->core, dev);
 	int fd;
 
-	if (t->ctx_name[i][0])
+	if (t->ctx_name[i][0] || t->restoring)
 		return;
 	fd = dev->ops->xrcd_ctx_fd(dev);
 	if (fd >= 0)
@@ -971,6 +976,7 @@ static void xrcd_adopt(struct xrcd_table *t)
 					 x->name);
 				x->fd = f;
 				x->ino = (uint64_t)st.st_ino;
+				x->dev = (uint64_t)st.st_dev;
 				TAILQ_INSERT_TAIL(&t->xrcds, x, link);
 				adopted++;
 				continue;
@@ -1103,34 +1109,104 @@ static void xrcd_fini(struct core *core)
 
 /* --- restart: what the restore makes (xrcd-state.c reads the records) --- */
 
-int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r)
+/* Is @st the file record @r names (its inode, and device when recorded)? */
+static bool adopt_same(const struct xrcd_name_rec *r, const struct stat *st)
+{
+	return S_ISREG(st->st_mode) && (uint64_t)st->st_ino == r->ino &&
+	       (!r->dev || (uint64_t)st->st_dev == r->dev);
+}
+
+/*
+ * Is the stored file @st (adopt_same()), for a name declared now, still
+ * its file in the directory? A clean start adopts the declared names
+ * from their files: the file and what the clients hold must be one
+ * inode. A file at that path that is not the one recorded was not made
+ * by this daemon (only root or the daemon's user can write the
+ * directory), and is never followed nor adopted. 0, or -ESTALE with what
+ * changed in @why.
+ */
+static int adopt_path(struct xrcd_table *t, const struct xrcd_name_rec *r,
+		      const struct stat *st, struct why *why)
+{
+	char file[CONFIG_XRCD_NAME_MAX + 8];
+	struct stat at;
+
+	/* A name the configuration stopped declaring while no daemon ran
+	 * lost its file at the init (a leftover) and lives on the stored
+	 * one while held, as after a reload. */
+	if (!r->declared || !xrcd_conf_find(&t->core->config, r->name))
+		return 0;
+	/* Its path is the name's, whatever the record says. */
+	snprintf(file, sizeof(file), "d.%s", r->name);
+	if (fstatat(t->dirfd, file, &at, AT_SYMLINK_NOFOLLOW) < 0)
+		return why_set(why, -ESTALE, "%s/%s is gone", XRCD_DIR, file);
+	if (!S_ISREG(at.st_mode))
+		return why_set(why, -ESTALE,
+			       "%s/%s is not a regular file (mode 0%o)",
+			       XRCD_DIR, file, (unsigned int)at.st_mode);
+	if (at.st_ino != st->st_ino || at.st_dev != st->st_dev)
+		return why_set(why, -ESTALE,
+			       "%s/%s is another inode (%" PRIu64 ")", XRCD_DIR,
+			       file, (uint64_t)at.st_ino);
+	return 0;
+}
+
+int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r, struct why *why)
 {
 	struct xrcd_table *t = table(core);
+	const char *lost = "its file is not in the fd store";
 	struct xrcd_name_rec held;
-	struct why why = { 0 };
 	struct stat st;
 	struct xrcd *x;
 	int ret;
 
-	if (fstat(r->fd, &st) < 0 || !S_ISREG(st.st_mode) ||
-	    (uint64_t)st.st_ino != r->ino)
-		return -EINVAL;
-	/* A declared name's file was adopted from the directory by the
-	 * init: the same inode, kept once (another file under its name is
-	 * not the XRC domain its clients hold). */
 	x = xrcd_lookup(t, r->owner, r->name);
-	if (x && (!r->declared || x->ino != r->ino))
-		return -EEXIST;
-	if (x) {
+	if (r->fd >= 0 && (fstat(r->fd, &st) < 0 || !adopt_same(r, &st))) {
 		close(r->fd);
+		r->fd = -1;
+		r->stored_wrong = true;
+		lost = "the descriptor stored for it is not its file";
+	}
+	/* Without its stored file, a declared name's file the init adopted
+	 * from the directory is the one recorded, or nothing is. */
+	if (r->fd < 0)
+		ret = x && x->declared && x->ino == r->ino &&
+				      (!r->dev || x->dev == r->dev) ?
+			      0 :
+			      why_set(why, -ESTALE, "%s", lost);
+	else
+		ret = adopt_path(t, r, &st, why);
+	/* What the init adopted under a refused declared name is the file
+	 * that took its place, not the daemon's. */
+	if (ret == -ESTALE && x && x->declared)
+		xrcd_free(t, x, true);
+	/* A declared name's file was adopted from the directory by the
+	 * init: the same inode (adopt_path()), kept once. */
+	else if (ret == 0 && x && (!r->declared || x->ino != r->ino))
+		ret = why_set(why, -EEXIST, "the name is taken");
+	if (ret == -ESTALE)
+		return ret;
+	if (ret < 0) {
+		if (r->fd >= 0)
+			close(r->fd);
+		r->fd = -1;
+		return ret;
+	}
+	if (x) {
+		if (r->fd >= 0)
+			close(r->fd);
 		r->fd = x->fd;
 	} else {
 		x = xrcd_new(t, r->owner, r->name, r->declared);
-		if (!x)
-			return -ENOMEM;
+		if (!x) {
+			close(r->fd);
+			r->fd = -1;
+			return why_set(why, -ENOMEM, "out of memory");
+		}
 		snprintf(x->file, sizeof(x->file), "%s", r->file);
 		x->fd = r->fd;
 		x->ino = r->ino;
+		x->dev = (uint64_t)st.st_dev;
 		x->store_uid = r->store_uid;
 		TAILQ_INSERT_TAIL(&t->xrcds, x, link);
 	}
@@ -1142,7 +1218,8 @@ int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r)
 
 		if (!dev)
 			continue;
-		ret = xrcd_hold_dev(t, x, dev, r->held_id[i], &why);
+		/* A failure leaves @x, its fd with it, to the undo. */
+		ret = xrcd_hold_dev(t, x, dev, r->held_id[i], why);
 		if (ret < 0)
 			return ret;
 	}
@@ -1202,6 +1279,20 @@ int xrcd_adopt_open(struct core *core, const struct xrcd_open_rec *r,
 	return 0;
 }
 
+void xrcd_adopt_lost(struct core *core, int fd, uint64_t ino)
+{
+	for (size_t i = 0; i < core->devices.n; i++) {
+		struct device *dev = &core->devices.dev[i];
+		struct why why = { 0, "" };
+		uint32_t id = 0;
+		void *h;
+
+		if (dev->broker_objects &&
+		    dev->ops->xrcd_hold(dev, fd, ino, &id, &h, &why) == 0)
+			dev->ops->xrcd_drop(dev, h);
+	}
+}
+
 void xrcd_adopt_next_file(struct core *core, uint64_t next_file)
 {
 	if (next_file > table(core)->next_file)
@@ -1209,10 +1300,27 @@ void xrcd_adopt_next_file(struct core *core, uint64_t next_file)
 	xrcd_journal_next_file(core, table(core)->next_file);
 }
 
-void xrcd_adopt_ctx_seq(struct core *core, uint64_t seq)
+void xrcd_adopt_begin(struct core *core, uint64_t seq)
 {
-	if (seq > table(core)->ctx_seq)
-		table(core)->ctx_seq = seq;
+	struct xrcd_table *t = table(core);
+
+	if (seq > t->ctx_seq)
+		t->ctx_seq = seq;
+	t->restoring = true;
+}
+
+void xrcd_adopt_end(struct core *core)
+{
+	struct xrcd_table *t = table(core);
+	struct xrcd *x;
+
+	t->restoring = false;
+	for (size_t i = 0; i < core->devices.n; i++)
+		TAILQ_FOREACH(x, &t->xrcds, link)
+			if (x->held[i]) {
+				xrcd_ctx_keep(t, &core->devices.dev[i]);
+				break;
+			}
 }
 
 void xrcd_adopt_undo(struct core *core)

@@ -83,7 +83,9 @@ struct xrcd_name_rec {
 	const char *name, *owner, *file;
 	bool declared;
 	int fd;
-	uint64_t ino;
+	/* Its file's identity (dev 0: an older daemon's record, which
+	 * named the inode alone). */
+	uint64_t ino, dev;
 	/* Devices the daemon holds it on, by name, and the identity of
 	 * what it holds on each (device.h's xrcd_hold). */
 	const char *held_on[8];
@@ -94,6 +96,9 @@ struct xrcd_name_rec {
 	 * restore keeps what exists; an administrator's). */
 	uint32_t store_uid;
 	bool over_share;
+	/* Set by the restore's xrcd_adopt_name(): the descriptor the store
+	 * handed over under its name was not its file (closed). */
+	bool stored_wrong;
 };
 
 struct xrcd_open_rec {
@@ -144,18 +149,37 @@ void xrcd_journal_ctx_gone(struct core *core, const char *name);
 /* The family's restore slot (family.h). */
 int xrcd_restore(struct core *core, struct restore *rs);
 
-/* xrcd.c, for the restore: make the name @r (its fd taken), held again
- * on the devices it names (a declared name the init adopted already from
- * the directory: @r's fd is closed and r->fd becomes the table's); an
- * open of it. 0 or -errno. */
-int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r);
+/* xrcd.c, for the restore: make the name @r (its fd taken: closed on a
+ * failure unless the table holds it; -1 when the store lost it), held
+ * again on the devices it names (a declared name the init adopted
+ * already from the directory: @r's fd is closed and r->fd becomes the
+ * table's); an open of it. 0 or -errno, with @why. A stored descriptor
+ * that is not the recorded file (its inode, and device) is closed (r->fd
+ * -1) and counts as lost; a declared name's file in the directory that
+ * is the recorded one stands for a lost one. A name whose file is not
+ * the one recorded (lost; or a declared name's file in the directory
+ * replaced, removed, or made something else while no daemon ran) is
+ * -ESTALE: nothing of it is made, r->fd stays the caller's, and a file
+ * the init adopted in its place (not the daemon's) is removed. */
+int xrcd_adopt_name(struct core *core, struct xrcd_name_rec *r,
+		    struct why *why);
+/* A refused name's file @fd (inode @ino), which a lost open's record on
+ * the soft device still uses: that device keeps a copy while its XRC
+ * domain lives, as a kernel XRCD holds its inode, so that no new file
+ * takes the inode's number meanwhile (a hold and its drop hand it over).
+ * On verbs the clients' own XRCDs hold it. */
+void xrcd_adopt_lost(struct core *core, int fd, uint64_t ino);
 int xrcd_adopt_open(struct core *core, const struct xrcd_open_rec *r,
 		    struct obj *o, struct client *c, struct dctx *ctx,
 		    struct domain *d);
 void xrcd_adopt_next_file(struct core *core, uint64_t next_file);
-/* The restore saw stored XRC contexts numbered up to @seq: the new ones
- * are numbered past it, so that no name is used twice in the store. */
-void xrcd_adopt_ctx_seq(struct core *core, uint64_t seq);
+/* The restore begins; it saw stored XRC contexts numbered up to @seq:
+ * the new ones are numbered past it, so that no name is used twice in
+ * the store, and go to the store only at xrcd_adopt_end(), once they
+ * hold every name the restore held again (a kill before leaves the
+ * stored ones, which hold them all, as they were). */
+void xrcd_adopt_begin(struct core *core, uint64_t seq);
+void xrcd_adopt_end(struct core *core);
 /* Drop every name and open the restore made (a record it could not use):
  * none of the family's state is kept. */
 void xrcd_adopt_undo(struct core *core);
