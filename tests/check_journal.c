@@ -10,7 +10,9 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +20,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -860,6 +863,109 @@ static const char *notified(int sock)
 				close(((int *)CMSG_DATA(c))[i]);
 	return buf;
 }
+
+/* The sockets this process holds other than @except: how many, the
+ * inode of the last in *@ino, and whether every one is CLOEXEC. */
+static unsigned int sockets_held(int except, ino_t *ino, bool *cloexec)
+{
+	unsigned int n = 0;
+	struct stat st;
+
+	*cloexec = true;
+	for (int fd = 0; fd < 1024; fd++) {
+		if (fd == except || fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+			continue;
+		n++;
+		*ino = st.st_ino;
+		if (!(fcntl(fd, F_GETFD) & FD_CLOEXEC))
+			*cloexec = false;
+	}
+	return n;
+}
+
+/* A datagram socket bound to @path ("@name": abstract), for
+ * NOTIFY_SOCKET. */
+static int notify_receiver(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len = strlen(path);
+	int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(sock, 0);
+	memcpy(sa.sun_path, path, len);
+	if (path[0] == '@')
+		sa.sun_path[0] = '\0';
+	else
+		len++;
+	ck_assert_int_eq(
+		bind(sock, (struct sockaddr *)&sa,
+		     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)),
+		0);
+	setenv("NOTIFY_SOCKET", path, 1);
+	return sock;
+}
+
+/* The store tells systemd through one socket, made once and CLOEXEC,
+ * not one per notice (libsystemd's sd_pid_notify*() make one per
+ * call): the same socket across 40 notices and a NOTIFY_SOCKET that
+ * changes from an abstract name to a path, each notice read where
+ * NOTIFY_SOCKET pointed when it was sent. */
+START_TEST(test_fdstore_one_socket)
+{
+	char path[64], name[32], dir[] = "/tmp/rdmab-notify-XXXXXX";
+	ino_t ino = 0, first = 0;
+	struct fdstore *s;
+	int sock, fd;
+	bool cloexec;
+
+	snprintf(path, sizeof(path), "@rdmab-check-notify-%d", (int)getpid());
+	sock = notify_receiver(path);
+	fd = memfd_create("kept", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fdstore_open(64, true, &s), 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "rb.conn.%d", i / 2);
+		if (i % 2) {
+			char want[64];
+
+			snprintf(want, sizeof(want),
+				 "FDSTOREREMOVE=1\nFDNAME=%s", name);
+			fdstore_remove(s, name);
+			ck_assert_str_eq(notified(sock), want);
+		} else {
+			ck_assert_int_eq(fdstore_put(s, name, fd), 0);
+			ck_assert_ptr_nonnull(strstr(notified(sock), name));
+		}
+		ck_assert_uint_eq(sockets_held(sock, &ino, &cloexec), 1);
+		ck_assert(cloexec);
+		if (!i)
+			first = ino;
+		ck_assert_uint_eq(ino, first);
+	}
+	/* A new NOTIFY_SOCKET, a path now: the next notice goes there. */
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/notify", dir);
+	close(sock);
+	sock = notify_receiver(path);
+	ck_assert_int_eq(fdstore_put(s, "rb.conn.99", fd), 0);
+	ck_assert_str_eq(notified(sock),
+			 "FDSTORE=1\nFDNAME=rb.conn.99\nFDPOLL=0");
+	ck_assert_uint_eq(sockets_held(sock, &ino, &cloexec), 1);
+	ck_assert_uint_eq(ino, first);
+	/* An address that is neither a path nor abstract: refused, the
+	 * table keeps nothing. */
+	setenv("NOTIFY_SOCKET", "x", 1);
+	ck_assert_int_eq(fdstore_put(s, "rb.conn.100", fd), -EINVAL);
+	ck_assert_uint_eq(fdstore_count(s), 1);
+	fdstore_free(s);
+	ck_assert_uint_eq(sockets_held(sock, &ino, &cloexec), 0);
+	unsetenv("NOTIFY_SOCKET");
+	close(sock);
+	close(fd);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
 
 /* The child of test_fdstore_passed_kept: fd 3 is its own to pass. */
 static int passed_kept_child(void)
@@ -1740,6 +1846,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_crc);
 	tcase_add_test(tc, test_fdstore_names);
 	tcase_add_test(tc, test_fdstore_passed_kept);
+	tcase_add_test(tc, test_fdstore_one_socket);
 	tcase_add_test(tc, test_fdstore_passed_which);
 	tcase_add_test(tc, test_fdstore_kept_order);
 	tcase_add_test(tc, test_keysort);
