@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "daemon/restart/notify-sock.h"
+#include "proto/wire.h"
 
 /* The send buffer libsystemd asks for: a restore's burst of FDSTORE=1
  * messages waits in it until the manager reads them, where a socket per
@@ -105,18 +106,8 @@ int notify_sock_send(struct notify_sock *ns, const char *msg, const int *fds,
 	}
 	m.msg_name = &ns->sa;
 	m.msg_namelen = ns->sa_len;
-	if (n_fds) {
-		struct cmsghdr *c;
-
-		memset(&ctl, 0, sizeof(ctl));
-		m.msg_control = ctl.buf;
-		m.msg_controllen = CMSG_SPACE(sizeof(int) * n_fds);
-		c = CMSG_FIRSTHDR(&m);
-		c->cmsg_level = SOL_SOCKET;
-		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int) * n_fds);
-		memcpy(CMSG_DATA(c), fds, sizeof(int) * n_fds);
-	}
+	if (n_fds)
+		wire_put_fds(&m, ctl.buf, fds, n_fds);
 	/* No SCM_CREDENTIALS: the manager's socket has SO_PASSCRED, so the
 	 * kernel adds ours; MSG_NOSIGNAL, as the manager may be gone. */
 	if (sendmsg(ns->fd, &m, MSG_NOSIGNAL) < 0)
