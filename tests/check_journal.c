@@ -12,6 +12,8 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -967,6 +969,80 @@ START_TEST(test_fdstore_one_socket)
 }
 END_TEST
 
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static bool drain_done;
+
+/* Reads @arg's socket dry after 300 ms, until drain_done (2 s at most). */
+static void *drain_later(void *arg)
+{
+	int sock = *(int *)arg;
+	char buf[256];
+
+	usleep(300000);
+	for (int i = 0;
+	     i < 200 && !__atomic_load_n(&drain_done, __ATOMIC_SEQ_CST); i++) {
+		while (recv(sock, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
+			;
+		usleep(10000);
+	}
+	return NULL;
+}
+
+/* Datagrams to the abstract socket @path ("@name") until its queue is
+ * full; returns the sending socket. */
+static int fill_queue(const char *path)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len = strlen(path);
+	int fill = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(fill, 0);
+	memcpy(sa.sun_path + 1, path + 1, len - 1);
+	while (sendto(fill, "x", 1, MSG_DONTWAIT, (struct sockaddr *)&sa,
+		      (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
+				  len)) == 1)
+		;
+	ck_assert_int_eq(errno, EAGAIN);
+	return fill;
+}
+
+/* A signal while the manager's queue is full interrupts the notice's
+ * send (a handler without SA_RESTART): the put waits on until the
+ * manager reads, it does not fail with EINTR. */
+START_TEST(test_fdstore_put_interrupted)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	char path[64];
+	struct fdstore *s;
+	int sock, fill, fd;
+	pthread_t t;
+
+	snprintf(path, sizeof(path), "@rdmab-check-eintr-%d", (int)getpid());
+	sock = notify_receiver(path);
+	fd = memfd_create("kept", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fdstore_open(4, true, &s), 0);
+	fill = fill_queue(path);
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, drain_later, &sock), 0);
+	ualarm(100000, 0);
+	ck_assert_int_eq(fdstore_put(s, "rb.conn.1", fd), 0);
+	__atomic_store_n(&drain_done, true, __ATOMIC_SEQ_CST);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_eq(fdstore_count(s), 1);
+	fdstore_free(s);
+	unsetenv("NOTIFY_SOCKET");
+	close(fill);
+	close(sock);
+	close(fd);
+}
+END_TEST
+
 /* The child of test_fdstore_passed_kept: fd 3 is its own to pass. */
 static int passed_kept_child(void)
 {
@@ -1847,6 +1923,7 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_fdstore_names);
 	tcase_add_test(tc, test_fdstore_passed_kept);
 	tcase_add_test(tc, test_fdstore_one_socket);
+	tcase_add_test(tc, test_fdstore_put_interrupted);
 	tcase_add_test(tc, test_fdstore_passed_which);
 	tcase_add_test(tc, test_fdstore_kept_order);
 	tcase_add_test(tc, test_keysort);

@@ -86,6 +86,7 @@ int notify_sock_send(struct notify_sock *ns, const char *msg, const int *fds,
 	struct iovec iov = { .iov_base = (void *)msg, .iov_len = strlen(msg) };
 	struct msghdr m = { .msg_iov = &iov, .msg_iovlen = 1 };
 	const char *env = getenv("NOTIFY_SOCKET");
+	ssize_t n;
 	int ret;
 
 	if (!env)
@@ -109,8 +110,13 @@ int notify_sock_send(struct notify_sock *ns, const char *msg, const int *fds,
 	if (n_fds)
 		wire_put_fds(&m, ctl.buf, fds, n_fds);
 	/* No SCM_CREDENTIALS: the manager's socket has SO_PASSCRED, so the
-	 * kernel adds ours; MSG_NOSIGNAL, as the manager may be gone. */
-	if (sendmsg(ns->fd, &m, MSG_NOSIGNAL) < 0)
+	 * kernel adds ours; MSG_NOSIGNAL, as the manager may be gone. A
+	 * signal while the manager's queue is full is no reason to lose a
+	 * descriptor's place. */
+	do
+		n = sendmsg(ns->fd, &m, MSG_NOSIGNAL);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
 		return -errno;
 	return 1;
 }
