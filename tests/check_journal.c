@@ -885,24 +885,31 @@ static unsigned int sockets_held(int except, ino_t *ino, bool *cloexec)
 	return n;
 }
 
-/* A datagram socket bound to @path ("@name": abstract), for
- * NOTIFY_SOCKET. */
+/* NOTIFY_SOCKET's @path ("@name": abstract) as an address into @sa:
+ * its length. */
+static socklen_t notify_addr(const char *path, struct sockaddr_un *sa)
+{
+	size_t len = strlen(path);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	memcpy(sa->sun_path, path, len);
+	if (path[0] == '@')
+		sa->sun_path[0] = '\0';
+	else
+		len++;
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
+}
+
+/* A datagram socket bound to @path, for NOTIFY_SOCKET. */
 static int notify_receiver(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t len = strlen(path);
+	struct sockaddr_un sa;
+	socklen_t len = notify_addr(path, &sa);
 	int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	ck_assert_int_ge(sock, 0);
-	memcpy(sa.sun_path, path, len);
-	if (path[0] == '@')
-		sa.sun_path[0] = '\0';
-	else
-		len++;
-	ck_assert_int_eq(
-		bind(sock, (struct sockaddr *)&sa,
-		     (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len)),
-		0);
+	ck_assert_int_eq(bind(sock, (struct sockaddr *)&sa, len), 0);
 	setenv("NOTIFY_SOCKET", path, 1);
 	return sock;
 }
@@ -992,19 +999,17 @@ static void *drain_later(void *arg)
 	return NULL;
 }
 
-/* Datagrams to the abstract socket @path ("@name") until its queue is
- * full; returns the sending socket. */
+/* Datagrams to @path until its queue is full; returns the sending
+ * socket. */
 static int fill_queue(const char *path)
 {
-	struct sockaddr_un sa = { .sun_family = AF_UNIX };
-	size_t len = strlen(path);
+	struct sockaddr_un sa;
+	socklen_t len = notify_addr(path, &sa);
 	int fill = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 
 	ck_assert_int_ge(fill, 0);
-	memcpy(sa.sun_path + 1, path + 1, len - 1);
 	while (sendto(fill, "x", 1, MSG_DONTWAIT, (struct sockaddr *)&sa,
-		      (socklen_t)(offsetof(struct sockaddr_un, sun_path) +
-				  len)) == 1)
+		      len) == 1)
 		;
 	ck_assert_int_eq(errno, EAGAIN);
 	return fill;
