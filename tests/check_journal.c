@@ -989,25 +989,28 @@ static void *drain_later(void *arg)
 	int sock = *(int *)arg;
 	char buf[256];
 
-	usleep(300000);
+	tl_sleep_ms(300);
 	for (int i = 0;
 	     i < 200 && !__atomic_load_n(&drain_done, __ATOMIC_SEQ_CST); i++) {
 		while (recv(sock, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
 			;
-		usleep(10000);
+		tl_sleep_ms(10);
 	}
 	return NULL;
 }
 
-/* Datagrams to @path until its queue is full; returns the sending
- * socket. */
+/* Datagrams to @path until its queue is full (net.unix.max_dgram_qlen:
+ * the sender's own buffer made large enough not to fill first); returns
+ * the sending socket. */
 static int fill_queue(const char *path)
 {
 	struct sockaddr_un sa;
 	socklen_t len = notify_addr(path, &sa);
 	int fill = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int sz = 8 << 20;
 
 	ck_assert_int_ge(fill, 0);
+	(void)setsockopt(fill, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz));
 	while (sendto(fill, "x", 1, MSG_DONTWAIT, (struct sockaddr *)&sa,
 		      len) == 1)
 		;
@@ -1017,13 +1020,15 @@ static int fill_queue(const char *path)
 
 /* A signal while the manager's queue is full interrupts the notice's
  * send (a handler without SA_RESTART): the put waits on until the
- * manager reads, it does not fail with EINTR. */
+ * manager reads (300 ms on), it does not fail with EINTR. */
 START_TEST(test_fdstore_put_interrupted)
 {
 	struct sigaction sa = { .sa_handler = on_alarm };
+	sigset_t alrm;
 	char path[64];
 	struct fdstore *s;
 	int sock, fill, fd;
+	int64_t t0;
 	pthread_t t;
 
 	snprintf(path, sizeof(path), "@rdmab-check-eintr-%d", (int)getpid());
@@ -1034,10 +1039,18 @@ START_TEST(test_fdstore_put_interrupted)
 	fill = fill_queue(path);
 	sigemptyset(&sa.sa_mask);
 	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	/* The alarm for this thread, blocked in the drainer. */
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, &alrm, NULL), 0);
 	ck_assert_int_eq(pthread_create(&t, NULL, drain_later, &sock), 0);
+	ck_assert_int_eq(pthread_sigmask(SIG_UNBLOCK, &alrm, NULL), 0);
+	t0 = tl_now_ms();
 	ualarm(100000, 0);
 	ck_assert_int_eq(fdstore_put(s, "rb.conn.1", fd), 0);
 	__atomic_store_n(&drain_done, true, __ATOMIC_SEQ_CST);
+	/* It waited for the drain: the queue was full, the send blocked. */
+	ck_assert_int_ge(tl_now_ms() - t0, 250);
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_uint_eq(fdstore_count(s), 1);
 	fdstore_free(s);
