@@ -2,9 +2,10 @@
 /*
  * One socket for systemd's notify protocol (sd_notify(3)): a datagram to
  * NOTIFY_SOCKET, descriptors as SCM_RIGHTS. libsystemd's
- * sd_pid_notify_with_fds() makes and tunes a socket for every message (6
- * system calls and more each time), and a restore tells the store of
- * thousands of descriptors; this one socket is made once, CLOEXEC, and
+ * sd_pid_notify_with_fds() makes and tunes a socket for every message
+ * (socket, two getsockopt and two setsockopt, four id calls and close:
+ * ten system calls besides its sendmsg), and a restore tells the store
+ * of thousands of descriptors; this one socket is made once, CLOEXEC, and
  * serves every message of the store that owns it.
  */
 #ifndef RDMAB_NOTIFY_SOCK_H
