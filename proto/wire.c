@@ -54,6 +54,21 @@ unsigned int wire_fds_left(const struct wire_fds *fds)
 	return n;
 }
 
+void wire_put_fds(struct msghdr *mh, void *ctl, const int *fds,
+		  unsigned int nfds)
+{
+	struct cmsghdr *cm;
+
+	memset(ctl, 0, CMSG_SPACE(sizeof(int) * nfds));
+	mh->msg_control = ctl;
+	mh->msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
+	cm = CMSG_FIRSTHDR(mh);
+	cm->cmsg_level = SOL_SOCKET;
+	cm->cmsg_type = SCM_RIGHTS;
+	cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
+	memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
+}
+
 int wire_send(int sock, const void *buf, size_t len, const int *fds,
 	      unsigned int nfds, int flags)
 {
@@ -70,18 +85,8 @@ int wire_send(int sock, const void *buf, size_t len, const int *fds,
 	/* The peer could not tell a zero-length packet from end of stream. */
 	if (len == 0)
 		return -EINVAL;
-	if (nfds > 0) {
-		struct cmsghdr *cm;
-
-		memset(&cbuf, 0, sizeof(cbuf));
-		mh.msg_control = cbuf.buf;
-		mh.msg_controllen = CMSG_SPACE(sizeof(int) * nfds);
-		cm = CMSG_FIRSTHDR(&mh);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(sizeof(int) * nfds);
-		memcpy(CMSG_DATA(cm), fds, sizeof(int) * nfds);
-	}
+	if (nfds > 0)
+		wire_put_fds(&mh, cbuf.buf, fds, nfds);
 	/* send() skips the msghdr copy in the kernel: cheaper when there is
 	 * no control message. */
 	do

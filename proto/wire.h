@@ -38,6 +38,15 @@ int wire_fds_steal(struct wire_fds *fds, unsigned int idx);
 unsigned int wire_fds_left(const struct wire_fds *fds);
 
 /*
+ * Attach @nfds (at least one) descriptors of @fds to @mh as one
+ * SCM_RIGHTS message, made in @ctl: aligned as a struct cmsghdr, with
+ * room for CMSG_SPACE(sizeof(int) * @nfds) bytes.
+ */
+struct msghdr;
+void wire_put_fds(struct msghdr *mh, void *ctl, const int *fds,
+		  unsigned int nfds);
+
+/*
  * Send one packet carrying @nfds descriptors (not consumed). Retries EINTR.
  * @flags is added to MSG_NOSIGNAL (MSG_DONTWAIT for the daemon).
  * Returns 0, -EAGAIN when the socket is full, -EMSGSIZE, -EINVAL for an

@@ -574,14 +574,15 @@ START_TEST(test_room_names_limit)
 	ck_assert_int_eq(charge_room(d, CHARGE_OF(FAMILY_XRCD), 1, "", &why),
 			 -EDQUOT);
 	snprintf(want, sizeof(want),
-		 "domain %s holds its quota of %u XRCD "
+		 "domain %s holds its quota of %" PRIu64 " XRCD "
 		 "opens",
 		 d->name, d->limit.family[FAMILY_XRCD][0]);
 	ck_assert_str_eq(why.text, want);
 
 	ck_assert_int_eq(charge_room(d, CHARGE_OF(FAMILY_RSS), 1, "", &why),
 			 -EDQUOT);
-	snprintf(want, sizeof(want), "domain %s holds %u of its %u RSS tables",
+	snprintf(want, sizeof(want),
+		 "domain %s holds %" PRIu64 " of its %" PRIu64 " RSS tables",
 		 d->name, d->limit.family[FAMILY_RSS][0],
 		 d->limit.family[FAMILY_RSS][0]);
 	ck_assert_str_eq(why.text, want);

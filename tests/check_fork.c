@@ -29,6 +29,7 @@
 #include <infiniband/verbs.h>
 
 #include "tests/cklib.h"
+#include "tests/fork-guard.h"
 #include "tests/testlib.h"
 
 extern char **environ;
@@ -560,7 +561,10 @@ END_TEST
 
 /* Another thread keeps calling while this one forks: the handlers wait
  * for the locks, no child inherits a half-made request, the parent's
- * session goes on, every child finds its inherited one stale. */
+ * session goes on, every child finds its inherited one stale. Each of
+ * the thread's rounds allocates outside the library's locks too, and the
+ * child allocates: the fork guard keeps a fork out of a round (ASan's
+ * allocator, fork-guard.h). */
 static volatile bool busy_stop;
 static int busy_errors;
 
@@ -571,13 +575,16 @@ static void *busy_thread(void *arg)
 	struct ibc_cq *cq;
 
 	while (!busy_stop) {
+		fg_enter();
 		if (ibc_ping(cl, "b", 1) || ibc_open(cl, NULL, &ctx)) {
 			busy_errors++;
+			fg_leave();
 			break;
 		}
 		if (ibc_cq_create(ctx, 4, &cq) == 0)
 			ibc_cq_destroy(cq);
 		ibc_close(ctx);
+		fg_leave();
 	}
 	return NULL;
 }
@@ -603,6 +610,58 @@ START_TEST(test_fork_while_busy)
 	ck_assert_int_eq(pthread_join(t, NULL), 0);
 	ck_assert_int_eq(busy_errors, 0);
 	ck_assert_int_eq(ibc_ping(cl, "d", 1), 0);
+	ibc_disconnect(cl);
+}
+END_TEST
+
+/* The fork guard: a thread inside (fg_enter()) for 100 ms when the fork
+ * comes; the child must not see it inside. */
+static bool guard_inside;
+
+static void *guard_holder(void *arg)
+{
+	int ready = *(int *)arg;
+
+	fg_enter();
+	__atomic_store_n(&guard_inside, true, __ATOMIC_SEQ_CST);
+	if (write(ready, "i", 1) != 1)
+		abort();
+	tl_sleep_ms(100);
+	__atomic_store_n(&guard_inside, false, __ATOMIC_SEQ_CST);
+	fg_leave();
+	return NULL;
+}
+
+START_TEST(test_fork_waits_for_guarded_thread)
+{
+	/* The library's handlers first (fork-guard.h). */
+	struct ibc_client *cl = connect_ok();
+
+	for (int i = 0; i < 3; i++) {
+		int p[2], status;
+		pthread_t t;
+		pid_t pid;
+		char c;
+
+		ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+		ck_assert_int_eq(pthread_create(&t, NULL, guard_holder, &p[1]),
+				 0);
+		ck_assert_int_eq(read(p[0], &c, 1), 1);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0)
+			_exit(__atomic_load_n(&guard_inside, __ATOMIC_SEQ_CST) ?
+				      1 :
+				      0);
+		ck_assert_int_ge(tl_wait_pid(pid, TL_WAIT_MS, &status), 0);
+		ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+			      "fork %d landed while a thread was inside the "
+			      "fork guard",
+			      i);
+		ck_assert_int_eq(pthread_join(t, NULL), 0);
+		close(p[0]);
+		close(p[1]);
+	}
 	ibc_disconnect(cl);
 }
 END_TEST
@@ -949,6 +1008,7 @@ static Suite *fork_suite(void)
 	tcase_add_test(tc, test_child_lives_parent_killed);
 	tcase_add_test(tc, test_system_changes_nothing);
 	tcase_add_test(tc, test_fork_while_busy);
+	tcase_add_test(tc, test_fork_waits_for_guarded_thread);
 	tcase_add_test(tc, test_child_session_link);
 	tcase_add_test(tc, test_wrong_secret);
 	tcase_add_test(tc, test_hundred_children);

@@ -10,7 +10,11 @@
 
 #include <check.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -18,6 +22,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -860,6 +865,201 @@ static const char *notified(int sock)
 				close(((int *)CMSG_DATA(c))[i]);
 	return buf;
 }
+
+/* The sockets this process holds other than @except: how many, the
+ * inode of the last in *@ino, and whether every one is CLOEXEC. */
+static unsigned int sockets_held(int except, ino_t *ino, bool *cloexec)
+{
+	unsigned int n = 0;
+	struct stat st;
+
+	*cloexec = true;
+	for (int fd = 0; fd < 1024; fd++) {
+		if (fd == except || fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+			continue;
+		n++;
+		*ino = st.st_ino;
+		if (!(fcntl(fd, F_GETFD) & FD_CLOEXEC))
+			*cloexec = false;
+	}
+	return n;
+}
+
+/* NOTIFY_SOCKET's @path ("@name": abstract) as an address into @sa:
+ * its length. */
+static socklen_t notify_addr(const char *path, struct sockaddr_un *sa)
+{
+	size_t len = strlen(path);
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	memcpy(sa->sun_path, path, len);
+	if (path[0] == '@')
+		sa->sun_path[0] = '\0';
+	else
+		len++;
+	return (socklen_t)(offsetof(struct sockaddr_un, sun_path) + len);
+}
+
+/* A datagram socket bound to @path, for NOTIFY_SOCKET. */
+static int notify_receiver(const char *path)
+{
+	struct sockaddr_un sa;
+	socklen_t len = notify_addr(path, &sa);
+	int sock = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+
+	ck_assert_int_ge(sock, 0);
+	ck_assert_int_eq(bind(sock, (struct sockaddr *)&sa, len), 0);
+	setenv("NOTIFY_SOCKET", path, 1);
+	return sock;
+}
+
+/* The store tells systemd through one socket, made once and CLOEXEC,
+ * not one per notice (libsystemd's sd_pid_notify*() make one per
+ * call): the same socket across 40 notices and a NOTIFY_SOCKET that
+ * changes from an abstract name to a path, each notice read where
+ * NOTIFY_SOCKET pointed when it was sent. */
+START_TEST(test_fdstore_one_socket)
+{
+	char path[64], name[32], dir[] = "/tmp/rdmab-notify-XXXXXX";
+	ino_t ino = 0, first = 0;
+	struct fdstore *s;
+	int sock, fd;
+	bool cloexec;
+
+	snprintf(path, sizeof(path), "@rdmab-check-notify-%d", (int)getpid());
+	sock = notify_receiver(path);
+	fd = memfd_create("kept", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fdstore_open(64, true, &s), 0);
+	for (int i = 0; i < 40; i++) {
+		snprintf(name, sizeof(name), "rb.conn.%d", i / 2);
+		if (i % 2) {
+			char want[64];
+
+			snprintf(want, sizeof(want),
+				 "FDSTOREREMOVE=1\nFDNAME=%s", name);
+			fdstore_remove(s, name);
+			ck_assert_str_eq(notified(sock), want);
+		} else {
+			ck_assert_int_eq(fdstore_put(s, name, fd), 0);
+			ck_assert_ptr_nonnull(strstr(notified(sock), name));
+		}
+		ck_assert_uint_eq(sockets_held(sock, &ino, &cloexec), 1);
+		ck_assert(cloexec);
+		if (!i)
+			first = ino;
+		ck_assert_uint_eq(ino, first);
+	}
+	/* A new NOTIFY_SOCKET, a path now: the next notice goes there. */
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/notify", dir);
+	close(sock);
+	sock = notify_receiver(path);
+	ck_assert_int_eq(fdstore_put(s, "rb.conn.99", fd), 0);
+	ck_assert_str_eq(notified(sock),
+			 "FDSTORE=1\nFDNAME=rb.conn.99\nFDPOLL=0");
+	ck_assert_uint_eq(sockets_held(sock, &ino, &cloexec), 1);
+	ck_assert_uint_eq(ino, first);
+	/* An address that is neither a path nor abstract: refused, the
+	 * table keeps nothing. */
+	setenv("NOTIFY_SOCKET", "x", 1);
+	ck_assert_int_eq(fdstore_put(s, "rb.conn.100", fd), -EINVAL);
+	ck_assert_uint_eq(fdstore_count(s), 1);
+	fdstore_free(s);
+	ck_assert_uint_eq(sockets_held(sock, &ino, &cloexec), 0);
+	unsetenv("NOTIFY_SOCKET");
+	close(sock);
+	close(fd);
+	unlink(path);
+	rmdir(dir);
+}
+END_TEST
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static bool drain_done;
+
+/* Reads @arg's socket dry after 300 ms, until drain_done (2 s at most). */
+static void *drain_later(void *arg)
+{
+	int sock = *(int *)arg;
+	char buf[256];
+
+	tl_sleep_ms(300);
+	for (int i = 0;
+	     i < 200 && !__atomic_load_n(&drain_done, __ATOMIC_SEQ_CST); i++) {
+		while (recv(sock, buf, sizeof(buf), MSG_DONTWAIT) >= 0)
+			;
+		tl_sleep_ms(10);
+	}
+	return NULL;
+}
+
+/* Datagrams to @path until its queue is full (net.unix.max_dgram_qlen:
+ * the sender's own buffer made large enough not to fill first); returns
+ * the sending socket. */
+static int fill_queue(const char *path)
+{
+	struct sockaddr_un sa;
+	socklen_t len = notify_addr(path, &sa);
+	int fill = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	int sz = 8 << 20;
+
+	ck_assert_int_ge(fill, 0);
+	(void)setsockopt(fill, SOL_SOCKET, SO_SNDBUFFORCE, &sz, sizeof(sz));
+	while (sendto(fill, "x", 1, MSG_DONTWAIT, (struct sockaddr *)&sa,
+		      len) == 1)
+		;
+	ck_assert_int_eq(errno, EAGAIN);
+	return fill;
+}
+
+/* A signal while the manager's queue is full interrupts the notice's
+ * send (a handler without SA_RESTART): the put waits on until the
+ * manager reads (300 ms on), it does not fail with EINTR. */
+START_TEST(test_fdstore_put_interrupted)
+{
+	struct sigaction sa = { .sa_handler = on_alarm };
+	sigset_t alrm;
+	char path[64];
+	struct fdstore *s;
+	int sock, fill, fd;
+	int64_t t0;
+	pthread_t t;
+
+	snprintf(path, sizeof(path), "@rdmab-check-eintr-%d", (int)getpid());
+	sock = notify_receiver(path);
+	fd = memfd_create("kept", MFD_CLOEXEC);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fdstore_open(4, true, &s), 0);
+	fill = fill_queue(path);
+	sigemptyset(&sa.sa_mask);
+	ck_assert_int_eq(sigaction(SIGALRM, &sa, NULL), 0);
+	/* The alarm for this thread, blocked in the drainer. */
+	sigemptyset(&alrm);
+	sigaddset(&alrm, SIGALRM);
+	ck_assert_int_eq(pthread_sigmask(SIG_BLOCK, &alrm, NULL), 0);
+	ck_assert_int_eq(pthread_create(&t, NULL, drain_later, &sock), 0);
+	ck_assert_int_eq(pthread_sigmask(SIG_UNBLOCK, &alrm, NULL), 0);
+	t0 = tl_now_ms();
+	ualarm(100000, 0);
+	ck_assert_int_eq(fdstore_put(s, "rb.conn.1", fd), 0);
+	__atomic_store_n(&drain_done, true, __ATOMIC_SEQ_CST);
+	/* It waited for the drain: the queue was full, the send blocked. */
+	ck_assert_int_ge(tl_now_ms() - t0, 250);
+	ck_assert_int_eq(pthread_join(t, NULL), 0);
+	ck_assert_uint_eq(fdstore_count(s), 1);
+	fdstore_free(s);
+	unsetenv("NOTIFY_SOCKET");
+	close(fill);
+	close(sock);
+	close(fd);
+}
+END_TEST
 
 /* The child of test_fdstore_passed_kept: fd 3 is its own to pass. */
 static int passed_kept_child(void)
@@ -1740,6 +1940,8 @@ static Suite *journal_suite(void)
 	tcase_add_test(tc, test_crc);
 	tcase_add_test(tc, test_fdstore_names);
 	tcase_add_test(tc, test_fdstore_passed_kept);
+	tcase_add_test(tc, test_fdstore_one_socket);
+	tcase_add_test(tc, test_fdstore_put_interrupted);
 	tcase_add_test(tc, test_fdstore_passed_which);
 	tcase_add_test(tc, test_fdstore_kept_order);
 	tcase_add_test(tc, test_keysort);

@@ -75,7 +75,7 @@ function strong(v,    w, i) {
 }
 BEGIN {
 	# path pattern (a regular expression over the module name) and layer
-	n = split("^daemon/(util/log|util/queue|util/ids|util/why|util/rec-fields|restart/fdstore|restart/journal|restart/record-pack|restart/inflight|util/keysort)$ 0 " \
+	n = split("^daemon/(util/log|util/queue|util/ids|util/why|util/rec-fields|restart/fdstore|restart/journal|restart/record-pack|restart/inflight|util/keysort|restart/notify-sock|util/array)$ 0 " \
 		  "^daemon/(device/device|device/verbs/device-verbs|device/soft/device-soft|device/soft/soft-objects|device/verbs/uverbs|device/caps|families/rss/rss-verbs|device/soft/soft)$ 1 " \
 		  "^daemon/(registry/objects|registry/domain|registry/domain-join|registry/ctx|registry/user|registry/policy|config/conf|config/conf-check|config/conf-family|families/dm/dm-conf|families/xrcd/xrcd-conf|families/rss/rss-conf|registry/cgroup|families/family|registry/charge|registry/core|registry/client|registry/journal-sink|restart/restart|restart/restart-int|restart/restore-object|restart/restore-domain|restart/kept|restart/store-share|restart/owner-pidfd)$ 2 " \
 		  "^daemon/(families/dm/dm|families/dm/dm-revoke|families/dm/dm-quota|families/dm/dm-metrics|families/dm/dm-user|families/xrcd/xrcd|families/rss/rss|families/rekey|registry/obj-cleanup|registry/obj-watch|registry/unaccounted|registry/ctx-hooks|families/families|families/family-state|families/dm/dm-state|families/xrcd/xrcd-state|families/rss/rss-state)$ 3 " \

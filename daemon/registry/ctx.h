@@ -71,7 +71,8 @@ struct dctx {
 	 * broker made that stay in it, in no record's name), by object id:
 	 * restart's (kept.c), which deletes them when the context closes. */
 	uint64_t *unnamed;
-	uint32_t n_unnamed, cap_unnamed;
+	uint32_t n_unnamed;
+	size_t cap_unnamed;
 };
 
 /*

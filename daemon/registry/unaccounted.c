@@ -13,6 +13,7 @@
 #include "daemon/device/device.h"
 #include "daemon/families/family.h"
 #include "daemon/registry/domain.h"
+#include "daemon/util/array.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/registry/core.h"
@@ -33,7 +34,9 @@ struct unacc_list {
 	uint32_t *handles;
 	uint8_t *named;
 	uint32_t n;
+	/* How many the kernel was last asked for; each array's room. */
 	uint32_t cap;
+	size_t cap_handles, cap_named;
 	/* The kernel stopped at UNACC_LIST_MAX: there may be more. */
 	bool cut;
 };
@@ -56,19 +59,12 @@ static int unacc_list_fill(struct dctx *x, unsigned int type,
 	for (;;) {
 		int n;
 
-		if (cap > l->cap) {
-			uint32_t *h = realloc(l->handles, cap * sizeof(*h));
-			uint8_t *m;
-
-			if (!h)
-				return -ENOMEM;
-			l->handles = h;
-			m = realloc(l->named, cap);
-			if (!m)
-				return -ENOMEM;
-			l->named = m;
-			l->cap = cap;
-		}
+		if (array_grow(&l->handles, &l->cap_handles, cap,
+			       sizeof(*l->handles), cap) < 0 ||
+		    array_grow(&l->named, &l->cap_named, cap, sizeof(*l->named),
+			       cap) < 0)
+			return -ENOMEM;
+		l->cap = cap;
 		n = x->dev->ctx_ops->handle_list(x->dc, type, l->handles, cap);
 		if (n < 0)
 			return n;

@@ -16,6 +16,7 @@
 #include <systemd/sd-daemon.h>
 
 #include "daemon/restart/fdstore.h"
+#include "daemon/restart/notify-sock.h"
 
 struct fdstore_ent {
 	char name[FDSTORE_NAME_MAX + 1];
@@ -48,8 +49,10 @@ struct fdstore {
 	 * table was quadratic. */
 	bool *ours;
 	unsigned int n_listen;
-	/* systemd keeps what is put: tell it (else the table alone). */
+	/* systemd keeps what is put: tell it (else the table alone),
+	 * through one socket. */
 	bool notify;
+	struct notify_sock ns;
 	/* Who counts the places charged to uids (none: nobody). */
 	struct fdstore_books books;
 };
@@ -109,6 +112,7 @@ int fdstore_open(unsigned int max, bool notify, struct fdstore **ret)
 		return -ENOMEM;
 	s->max = max;
 	s->notify = notify;
+	notify_sock_init(&s->ns);
 	s->kept = calloc(max ? max : 1, sizeof(*s->kept));
 	s->kept_cap = 16;
 	while (s->kept_cap < (size_t)max * 2)
@@ -165,6 +169,7 @@ void fdstore_free(struct fdstore *s)
 	if (!s)
 		return;
 	fdstore_close_untaken(s);
+	notify_sock_close(&s->ns);
 	free(s->passed);
 	free(s->ours);
 	free(s->by_name);
@@ -254,7 +259,7 @@ unsigned int fdstore_close_untaken(struct fdstore *s)
 		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s",
 			 s->passed[i].name);
 		if (s->notify)
-			(void)sd_pid_notify(0, 0, msg);
+			(void)notify_sock_send(&s->ns, msg, NULL, 0);
 		n++;
 	}
 	return n;
@@ -372,7 +377,7 @@ int fdstore_put_for(struct fdstore *s, const char *name, int fd, uint32_t uid,
 	if (s->notify && !passed_find(s, name, true, fd)) {
 		snprintf(msg, sizeof(msg), "FDSTORE=1\nFDNAME=%s\nFDPOLL=0",
 			 name);
-		ret = sd_pid_notify_with_fds(0, 0, msg, &fd, 1);
+		ret = notify_sock_send(&s->ns, msg, &fd, 1);
 		if (ret < 0) {
 			books_give(s, uid);
 			return ret;
@@ -399,7 +404,7 @@ void fdstore_remove(struct fdstore *s, const char *name)
 	 * same. */
 	if (s->notify) {
 		snprintf(msg, sizeof(msg), "FDSTOREREMOVE=1\nFDNAME=%s", name);
-		(void)sd_pid_notify(0, 0, msg);
+		(void)notify_sock_send(&s->ns, msg, NULL, 0);
 	}
 	/* systemd holds none under @name now: a later put of the same
 	 * number (reused) is a new file to tell it of. */

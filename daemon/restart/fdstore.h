@@ -2,7 +2,8 @@
 /*
  * The fd store (issue 25 item 1): every descriptor that must outlive the
  * daemon's process is kept, under a name, by systemd's store
- * (FileDescriptorStoreMax=, sd_pid_notify_with_fds "FDSTORE=1\nFDNAME=")
+ * (FileDescriptorStoreMax=, a "FDSTORE=1\nFDNAME=" notice with the
+ * descriptor, notify-sock.h)
  * and handed back at the next start as LISTEN_FDS/LISTEN_FDNAMES, or, on
  * SIGUSR2, handed to the new binary the same way (reexec.c).
  *
@@ -77,7 +78,7 @@ unsigned int fdstore_close_untaken(struct fdstore *s);
 
 /*
  * Keep @fd (borrowed) under @name: 0, -EINVAL for a bad name, -EEXIST
- * for a name in use, -ENOSPC past the bound, or sd_pid_notify's -errno
+ * for a name in use, -ENOSPC past the bound, or the notice's -errno
  * (the table then keeps nothing either).
  */
 int fdstore_put(struct fdstore *s, const char *name, int fd);

@@ -27,6 +27,7 @@
 #include "daemon/registry/objects.h"
 #include "daemon/restart/restart-int.h"
 #include "daemon/restart/restart.h"
+#include "daemon/util/array.h"
 #include "daemon/util/log.h"
 #include "proto/state.pb-c.h"
 
@@ -105,21 +106,15 @@ static bool unnamed_keep(struct core *core, struct dctx *x, uint64_t id)
 	Rdmab__State__Unnamed m = RDMAB__STATE__UNNAMED__INIT;
 	struct journal *j = restart_journal(core);
 
-	if (x->n_unnamed == x->cap_unnamed) {
-		uint32_t cap = x->cap_unnamed ? x->cap_unnamed * 2 : 8;
-		uint64_t *p = cap > x->cap_unnamed ?
-				      realloc(x->unnamed, cap * sizeof(*p)) :
-				      NULL;
-
-		if (!p) {
-			log_warn("context %" PRIu64 ": out of memory: object "
-				 "%" PRIu64 ", unnamed, is not kept across a "
-				 "restart",
-				 x->id, id);
-			return false;
-		}
-		x->unnamed = p;
-		x->cap_unnamed = cap;
+	/* n_unnamed counts to UINT32_MAX at most. */
+	if (x->n_unnamed == UINT32_MAX ||
+	    array_grow(&x->unnamed, &x->cap_unnamed, (size_t)x->n_unnamed + 1,
+		       sizeof(*x->unnamed), 8) < 0) {
+		log_warn("context %" PRIu64 ": out of memory: object "
+			 "%" PRIu64 ", unnamed, is not kept across a "
+			 "restart",
+			 x->id, id);
+		return false;
 	}
 	m.ctx_id = x->id;
 	restart_after_write(core, journal_put(j, JOURNAL_UNNAMED, id, &m.base));
@@ -188,15 +183,8 @@ int restart_ctx_imports_save(const struct dctx *x, Rdmab__State__Context *m,
 			r = x->dev->ctx_ops->import_records(x->dc, cc->import);
 			if (r <= x->dev->internal_per_import)
 				continue;
-			if (n == cap) {
-				size_t k = cap ? cap * 2 : 8;
-				void *b = realloc(buf, k * sizeof(*buf));
-
-				if (!b)
-					goto nomem;
-				buf = b;
-				cap = k;
-			}
+			if (array_grow(&buf, &cap, n + 1, sizeof(*buf), 8) < 0)
+				goto nomem;
 			rdmab__state__import_records__init(&buf[n]);
 			buf[n].import = cc->import;
 			buf[n].records = r - x->dev->internal_per_import;

@@ -13,6 +13,7 @@
 
 #include "daemon/registry/charge.h"
 #include "daemon/restart/store-share.h"
+#include "daemon/util/array.h"
 
 struct share_uid {
 	uint32_t uid;
@@ -21,7 +22,8 @@ struct share_uid {
 
 struct store_share {
 	struct share_uid *uids;
-	unsigned int n, cap, share;
+	unsigned int n, share;
+	size_t cap;
 };
 
 int store_share_new(unsigned int share, struct store_share **ret)
@@ -76,16 +78,9 @@ static int share_take(void *arg, uint32_t uid, bool over)
 		return -EDQUOT;
 	u = share_find(sh, uid);
 	if (!u) {
-		if (sh->n == sh->cap) {
-			unsigned int cap = sh->cap ? sh->cap * 2 : 16;
-			void *p =
-				reallocarray(sh->uids, cap, sizeof(*sh->uids));
-
-			if (!p)
-				return -ENOMEM;
-			sh->uids = p;
-			sh->cap = cap;
-		}
+		if (array_grow(&sh->uids, &sh->cap, (size_t)sh->n + 1,
+			       sizeof(*sh->uids), 16) < 0)
+			return -ENOMEM;
 		u = &sh->uids[sh->n++];
 		*u = (struct share_uid){ .uid = uid };
 	}

@@ -36,6 +36,9 @@ static void mt_printf(struct mtext *mt, const char *fmt, ...)
 	__attribute__((format(printf, 2, 3)));
 
 static void mt_vprintf(struct mtext *mt, const char *fmt, va_list ap)
+	__attribute__((format(printf, 2, 0)));
+
+static void mt_vprintf(struct mtext *mt, const char *fmt, va_list ap)
 {
 	size_t room;
 	int n;

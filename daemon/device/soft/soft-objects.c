@@ -11,6 +11,7 @@
 #include <infiniband/verbs.h>
 
 #include "daemon/device/soft/soft-objects.h"
+#include "daemon/util/array.h"
 
 /* The most objects one record uses: a QP's two CQs and SRQ (the PD is
  * counted apart). */
@@ -20,6 +21,8 @@
 #define SOFT_NUM_MASK 0xffffff
 /* A context's table starts, and shrinks no further than, this. */
 #define SOFT_TABLE_MIN 64
+/* Handles are 32 bits; the table doubles from 64 up to 2^31 records. */
+#define SOFT_TABLE_MAX (UINT32_C(1) << 31)
 
 struct soft_rec {
 	uint8_t kind; /* IBC_OBJ_NONE: the handle is free */
@@ -65,10 +68,10 @@ int soft_xrcd_open(struct soft_dev *sd, uint64_t ino, uint32_t num,
 	struct soft_xrcd *x = soft_xrcd_find(sd, ino);
 
 	if (!x) {
-		x = realloc(sd->xrcds, (sd->n_xrcds + 1) * sizeof(*x));
-		if (!x)
+		if (array_grow(&sd->xrcds, &sd->cap_xrcds,
+			       (size_t)sd->n_xrcds + 1, sizeof(*sd->xrcds),
+			       4) < 0)
 			return -ENOMEM;
-		sd->xrcds = x;
 		x = &sd->xrcds[sd->n_xrcds++];
 		x->ino = ino;
 		x->refs = 0;
@@ -136,10 +139,9 @@ static int soft_tgt_add(struct soft_dev *sd, uint32_t num, uint64_t ino)
 		t->refs++;
 		return 0;
 	}
-	t = realloc(sd->tgts, (sd->n_tgts + 1) * sizeof(*t));
-	if (!t)
+	if (array_grow(&sd->tgts, &sd->cap_tgts, (size_t)sd->n_tgts + 1,
+		       sizeof(*sd->tgts), 4) < 0)
 		return -ENOMEM;
-	sd->tgts = t;
 	sd->tgts[sd->n_tgts++] = (struct soft_tgt){ num, ino, 1 };
 	return 0;
 }
@@ -149,12 +151,14 @@ void soft_dev_fini(struct soft_dev *sd)
 	free(sd->tgts);
 	sd->tgts = NULL;
 	sd->n_tgts = 0;
+	sd->cap_tgts = 0;
 	for (uint32_t i = 0; i < sd->n_xrcds; i++)
 		if (sd->xrcds[i].fd >= 0)
 			close(sd->xrcds[i].fd);
 	free(sd->xrcds);
 	sd->xrcds = NULL;
 	sd->n_xrcds = 0;
+	sd->cap_xrcds = 0;
 }
 
 static uint32_t round_pow2(uint32_t v)
@@ -187,19 +191,10 @@ static int soft_alloc(struct soft_objs *o, unsigned int kind, uint32_t *ret)
 
 	while (h < o->cap && o->recs[h].kind != IBC_OBJ_NONE)
 		h++;
-	if (h == o->cap) {
-		uint32_t cap = o->cap ? o->cap * 2 : SOFT_TABLE_MIN;
-		struct soft_rec *r;
-
-		if (cap <= o->cap)
-			return -ENOMEM;
-		r = realloc(o->recs, cap * sizeof(*r));
-		if (!r)
-			return -ENOMEM;
-		memset(r + o->cap, 0, (cap - o->cap) * sizeof(*r));
-		o->recs = r;
-		o->cap = cap;
-	}
+	if (h == o->cap && (o->cap >= SOFT_TABLE_MAX ||
+			    array_grow(&o->recs, &o->cap, (size_t)h + 1,
+				       sizeof(*o->recs), SOFT_TABLE_MIN) < 0))
+		return -ENOMEM;
 	o->recs[h].kind = (uint8_t)kind;
 	o->n_type[soft_type_slot(kind)]++;
 	o->low = h + 1;
@@ -214,7 +209,7 @@ static int soft_alloc(struct soft_objs *o, unsigned int kind, uint32_t *ret)
  * what it holds, not what it once held (its handle lists are walked). */
 static void soft_release(struct soft_objs *o, uint32_t h)
 {
-	uint32_t cap = o->cap;
+	size_t cap = o->cap;
 
 	o->n_type[soft_type_slot(o->recs[h].kind)]--;
 	free(o->recs[h].tbl_wqs);
@@ -750,26 +745,12 @@ int soft_objs_create(struct soft_objs *o, const struct obj_spec *spec,
 /* The table reaches @handle and it is free: 0, or -ENOMEM, -EEXIST. */
 static int soft_room_at(struct soft_objs *o, uint32_t handle, struct why *why)
 {
-	uint32_t cap = o->cap ? o->cap : SOFT_TABLE_MIN;
-
-	while (cap <= handle) {
-		if (cap * 2 <= cap)
-			return why_set(why, -ENOMEM,
-				       "%s: handle %u is "
-				       "out of reach",
-				       o->dev->name, handle);
-		cap *= 2;
-	}
-	if (cap > o->cap) {
-		struct soft_rec *r = realloc(o->recs, cap * sizeof(*r));
-
-		if (!r)
-			return why_set(why, -ENOMEM, "%s: out of memory",
-				       o->dev->name);
-		memset(r + o->cap, 0, (cap - o->cap) * sizeof(*r));
-		o->recs = r;
-		o->cap = cap;
-	}
+	if (handle >= SOFT_TABLE_MAX)
+		return why_set(why, -ENOMEM, "%s: handle %u is out of reach",
+			       o->dev->name, handle);
+	if (array_grow(&o->recs, &o->cap, (size_t)handle + 1, sizeof(*o->recs),
+		       SOFT_TABLE_MIN) < 0)
+		return why_set(why, -ENOMEM, "%s: out of memory", o->dev->name);
 	if (o->recs[handle].kind != IBC_OBJ_NONE)
 		return why_set(why, -EEXIST, "%s: handle %u is taken",
 			       o->dev->name, handle);

@@ -61,8 +61,10 @@ struct soft_dev {
 	uint32_t count[OBJ_KIND_COUNT];
 	struct soft_xrcd *xrcds;
 	uint32_t n_xrcds;
+	size_t cap_xrcds;
 	struct soft_tgt *tgts;
 	uint32_t n_tgts;
+	size_t cap_tgts;
 	/* QP and SRQ numbers, MR key indexes, XRC domain numbers:
 	 * device-wide. */
 	uint32_t next_num;
@@ -80,7 +82,7 @@ struct soft_objs {
 	struct soft_dev *sd;
 	const struct device *dev;
 	struct soft_rec *recs;
-	uint32_t cap;
+	size_t cap;
 	/* Every handle below is taken; none from top up is. */
 	uint32_t low;
 	uint32_t top;

@@ -24,6 +24,7 @@
 #include "daemon/device/caps.h"
 #include "daemon/device/device.h"
 #include "daemon/util/log.h"
+#include "daemon/util/array.h"
 #include "daemon/families/rss/rss-verbs.h"
 #include "daemon/device/verbs/uverbs.h"
 
@@ -381,15 +382,8 @@ static int verbs_dm_zero(struct ibv_dm *dm, uint64_t length)
 
 static int verbs_ptrs_add(struct verbs_ptrs *s, void *p)
 {
-	if (s->n == s->cap) {
-		size_t cap = s->cap ? 2 * s->cap : 8;
-		void **np = reallocarray(s->p, cap, sizeof(*np));
-
-		if (!np)
-			return -ENOMEM;
-		s->p = np;
-		s->cap = cap;
-	}
+	if (array_grow(&s->p, &s->cap, s->n + 1, sizeof(*s->p), 8) < 0)
+		return -ENOMEM;
 	s->p[s->n++] = p;
 	return 0;
 }

@@ -28,6 +28,7 @@
 #include "daemon/registry/domain.h"
 #include "daemon/families/family-state.h"
 #include "daemon/util/log.h"
+#include "daemon/util/array.h"
 #include "daemon/registry/objects.h"
 #include "daemon/restart/restart.h"
 #include "daemon/registry/core.h"
@@ -229,15 +230,9 @@ static bool dm_page_lost(const struct dm_restoring *dr, uint64_t session)
  * logged once per session. 0 or -ENOMEM (restore_fail()). */
 static int dm_page_lose(struct dm_restoring *dr, uint64_t id)
 {
-	if (dr->n_lost == dr->cap_lost) {
-		size_t cap = dr->cap_lost ? dr->cap_lost * 2 : 8;
-		uint64_t *p = realloc(dr->lost, cap * sizeof(*p));
-
-		if (!p)
-			return restore_fail(dr->rs, -ENOMEM, "out of memory");
-		dr->lost = p;
-		dr->cap_lost = cap;
-	}
+	if (array_grow(&dr->lost, &dr->cap_lost, dr->n_lost + 1,
+		       sizeof(*dr->lost), 8) < 0)
+		return restore_fail(dr->rs, -ENOMEM, "out of memory");
 	dr->lost[dr->n_lost++] = id;
 	log_warn("client %" PRIu64 ": its DM status page is not in the fd "
 		 "store: the DMs it holds are revoked",
@@ -374,7 +369,7 @@ static int dm_restore_holds(struct dm_restoring *dr, struct dm *dm,
 	dm->holds = calloc(m->n_holds ? m->n_holds : 1, sizeof(*dm->holds));
 	if (!dm->holds)
 		return restore_fail(rs, -ENOMEM, "out of memory");
-	dm->cap_holds = m->n_holds ? (unsigned int)m->n_holds : 1;
+	dm->cap_holds = m->n_holds ? (size_t)m->n_holds : 1;
 	for (size_t i = 0; i < m->n_holds; i++) {
 		const Rdmab__State__DmHold *hm = m->holds[i];
 		struct dm_session *s = NULL;

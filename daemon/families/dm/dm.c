@@ -24,6 +24,7 @@
 #include "daemon/families/dm/dm.h"
 #include "daemon/registry/domain.h"
 #include "daemon/util/log.h"
+#include "daemon/util/array.h"
 #include "daemon/registry/objects.h"
 #include "daemon/registry/core.h"
 #include "daemon/restart/restart.h"
@@ -344,15 +345,9 @@ static int dm_hold_add(struct dm *dm, struct client *c, struct why *why,
 			       "this session holds %d DM imports, the "
 			       "most one session may",
 			       DM_STATUS_SLOTS);
-	if (dm->n_holds == dm->cap_holds) {
-		unsigned int cap = dm->cap_holds ? dm->cap_holds * 2 : 4;
-		struct dm_hold *n = realloc(dm->holds, cap * sizeof(*n));
-
-		if (!n)
-			return why_set(why, -ENOMEM, "out of memory");
-		dm->holds = n;
-		dm->cap_holds = cap;
-	}
+	if (array_grow(&dm->holds, &dm->cap_holds, dm->n_holds + 1,
+		       sizeof(*dm->holds), 4) < 0)
+		return why_set(why, -ENOMEM, "out of memory");
 	/* Charged to the domain's objects quota, as any import is. */
 	err = objects_add(c, dm->ctx, IBC_OBJ_DM, false, true, dm->dd.handle,
 			  why, &o);

@@ -113,7 +113,7 @@ struct dm {
 	 * one per import, the allocator's included. */
 	struct dm_hold *holds;
 	unsigned int n_holds;
-	unsigned int cap_holds;
+	size_t cap_holds;
 	/* Its domain's list (dm_domain.dms): a member's listing walks only
 	 * its own domain's DMs. */
 	TAILQ_ENTRY(dm) domain_link;

@@ -13,6 +13,7 @@
 #include "daemon/config/conf-family.h"
 #include "daemon/config/conf.h"
 #include "daemon/families/xrcd/xrcd-conf.h"
+#include "daemon/util/array.h"
 
 static const struct xrcd_conf xrcd_conf_defaults = { 0 };
 
@@ -88,16 +89,10 @@ static int section_open(struct conf_parse *p, const char *name, void *slot)
 	if (c->n_xrcds == CONFIG_MAX_XRCDS)
 		return conf_fail(p, NULL, "more than %d XRCDs",
 				 CONFIG_MAX_XRCDS);
-	/* Grown by powers of two up to the bound: most files declare a
-	 * few. */
-	if (!(c->n_xrcds & (c->n_xrcds - 1))) {
-		size_t n = c->n_xrcds ? c->n_xrcds * 2 : 1;
-
-		x = realloc(c->xrcds, n * sizeof(*x));
-		if (!x)
-			return conf_nomem(p);
-		c->xrcds = x;
-	}
+	/* Grown by doubling up to the bound: most files declare a few. */
+	if (array_grow(&c->xrcds, &c->cap_xrcds, c->n_xrcds + 1,
+		       sizeof(*c->xrcds), 1) < 0)
+		return conf_nomem(p);
 	x = &c->xrcds[c->n_xrcds++];
 	memset(x, 0, sizeof(*x));
 	snprintf(x->name, sizeof(x->name), "%.*s", CONFIG_XRCD_NAME_MAX - 1,
@@ -179,6 +174,7 @@ static void conf_free(void *slot)
 	free(c->xrcds);
 	c->xrcds = NULL;
 	c->n_xrcds = 0;
+	c->cap_xrcds = 0;
 }
 
 /* "uid-N" of an [xrcd] that names a uid without an account. */

@@ -35,7 +35,7 @@ struct config_xrcd {
 /* The family's slot: the declarations, in file order. */
 struct xrcd_conf {
 	struct config_xrcd *xrcds;
-	size_t n_xrcds;
+	size_t n_xrcds, cap_xrcds;
 };
 
 /* A domain's quota ([defaults] or [domain NAME]): its XRCD opens. */

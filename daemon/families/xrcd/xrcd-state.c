@@ -24,6 +24,7 @@
 #include "daemon/registry/ctx.h"
 #include "daemon/registry/domain.h"
 #include "daemon/families/family-state.h"
+#include "daemon/util/array.h"
 #include "daemon/util/fault.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
@@ -573,31 +574,24 @@ static int restore_table(void *arg, const struct journal_rec *rec)
 struct open_recs {
 	struct journal_rec *v;
 	uint64_t *seq;
-	size_t n, cap;
+	size_t n, cap, cap_seq;
 };
 
 static int collect_open(void *arg, const struct journal_rec *rec)
 {
-	struct open_recs * or = arg;
+	struct open_recs *recs = arg;
 	Rdmab__State__XrcdOpen *m;
 
-	if (or->n == or->cap) {
-		size_t cap = or->cap ? or->cap * 2 : 64;
-		struct journal_rec *v = realloc(or->v, cap * sizeof(*v));
-		uint64_t *q = v ? realloc(or->seq, cap * sizeof(*q)) : NULL;
-
-		if (v)
-			or->v = v;
-		if (!v || !q)
-			return -ENOMEM;
-		or->seq = q;
-		or->cap = cap;
-	}
+	if (array_grow(&recs->v, &recs->cap, recs->n + 1, sizeof(*recs->v),
+		       64) < 0 ||
+	    array_grow(&recs->seq, &recs->cap_seq, recs->n + 1,
+		       sizeof(*recs->seq), 64) < 0)
+		return -ENOMEM;
 	m = rdmab__state__xrcd_open__unpack(NULL, rec->len, rec->data);
-	or->seq[or->n] = m ? m->seq : 0;
+	recs->seq[recs->n] = m ? m->seq : 0;
 	if (m)
 		rdmab__state__xrcd_open__free_unpacked(m, NULL);
-	or->v[or->n++] = *rec;
+	recs->v[recs->n++] = *rec;
 	return 0;
 }
 
