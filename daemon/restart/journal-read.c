@@ -18,6 +18,7 @@
 
 #include "daemon/restart/journal.h"
 #include "daemon/restart/journal-int.h"
+#include "daemon/util/array.h"
 #include "daemon/util/keysort.h"
 
 int journal_why(char *why, size_t len, const char *fmt, ...)
@@ -201,17 +202,10 @@ static int read_owned(uint8_t *buf, size_t len, struct journal_view **ret,
 					  off);
 			goto fail;
 		}
-		if (n_pend == cap_pend) {
-			struct pending *p;
-
-			cap_pend = cap_pend ? cap_pend * 2 : 16;
-			p = realloc(pend, cap_pend * sizeof(*p));
-			if (!p) {
-				err = -ENOMEM;
-				goto fail;
-			}
-			pend = p;
-		}
+		err = array_grow(&pend, &cap_pend, n_pend + 1, sizeof(*pend),
+				 16);
+		if (err < 0)
+			goto fail;
 		pend[n_pend++] = (struct pending){ r, data };
 		if (r->word == JREC_COMMIT) {
 			for (size_t i = 0; i < n_pend; i++) {

@@ -25,6 +25,7 @@
 #include "daemon/restart/restore-domain.h"
 #include "daemon/restart/restore-int.h"
 #include "daemon/server/conn.h"
+#include "daemon/util/array.h"
 #include "daemon/util/log.h"
 #include "daemon/util/why.h"
 #include "proto/state.pb-c.h"
@@ -168,22 +169,14 @@ static struct dctx *restore_ctx(struct restore *rs, struct conn *c, uint64_t id)
  * or -ENOMEM. */
 static int orphan_ctx_tried(struct rctx *rc, uint64_t id, bool *tried)
 {
-	uint64_t *p;
-
 	for (size_t i = 0; i < rc->n_orphan_ctxs; i++)
 		if (rc->orphan_ctxs[i] == id) {
 			*tried = true;
 			return 0;
 		}
-	if (rc->n_orphan_ctxs == rc->cap_orphan_ctxs) {
-		size_t cap = rc->cap_orphan_ctxs ? rc->cap_orphan_ctxs * 2 : 8;
-
-		p = realloc(rc->orphan_ctxs, cap * sizeof(*p));
-		if (!p)
-			return -ENOMEM;
-		rc->orphan_ctxs = p;
-		rc->cap_orphan_ctxs = cap;
-	}
+	if (array_grow(&rc->orphan_ctxs, &rc->cap_orphan_ctxs,
+		       rc->n_orphan_ctxs + 1, sizeof(*rc->orphan_ctxs), 8) < 0)
+		return -ENOMEM;
 	rc->orphan_ctxs[rc->n_orphan_ctxs++] = id;
 	*tried = false;
 	return 0;

@@ -23,6 +23,7 @@
 #include "daemon/restart/restart-int.h"
 #include "daemon/restart/restore-int.h"
 #include "daemon/server/conn.h"
+#include "daemon/util/array.h"
 #include "daemon/util/keysort.h"
 #include "daemon/util/log.h"
 #include "daemon/util/why.h"
@@ -41,15 +42,8 @@ int restore_obj_keep(void *arg, const struct journal_rec *r,
 	struct restore *rs = k->rs;
 	struct robjs *ro = k->ro;
 
-	if (ro->n == ro->cap) {
-		size_t cap = ro->cap ? ro->cap * 2 : 256;
-		struct robj *p = realloc(ro->v, cap * sizeof(*p));
-
-		if (!p)
-			return restore_fail(rs, -ENOMEM, "out of memory");
-		ro->v = p;
-		ro->cap = cap;
-	}
+	if (array_grow(&ro->v, &ro->cap, ro->n + 1, sizeof(*ro->v), 256) < 0)
+		return restore_fail(rs, -ENOMEM, "out of memory");
 	ro->v[ro->n++] = (struct robj){
 		.id = r->key, .m = *m, .data = r->data, .len = r->len
 	};
@@ -126,15 +120,9 @@ int restore_unnamed_collect(void *arg, const struct journal_rec *r)
 {
 	struct rctx *rc = arg;
 
-	if (rc->n_unnamed == rc->cap_unnamed) {
-		size_t cap = rc->cap_unnamed ? rc->cap_unnamed * 2 : 64;
-		uint64_t *p = realloc(rc->unnamed, cap * sizeof(*p));
-
-		if (!p)
-			return restore_fail(rc->rs, -ENOMEM, "out of memory");
-		rc->unnamed = p;
-		rc->cap_unnamed = cap;
-	}
+	if (array_grow(&rc->unnamed, &rc->cap_unnamed, rc->n_unnamed + 1,
+		       sizeof(*rc->unnamed), 64) < 0)
+		return restore_fail(rc->rs, -ENOMEM, "out of memory");
 	/* In key order (journal_each()): sorted. */
 	rc->unnamed[rc->n_unnamed++] = r->key;
 	return 0;

@@ -25,9 +25,17 @@
 #include "daemon/server/conn.h"
 #include "daemon/server/dispatch.h"
 #include "daemon/server/server.h"
+#include "daemon/util/array.h"
 #include "daemon/util/log.h"
 #include "proto/state.pb-c.h"
 #include "proto/wire.h"
+
+/* Room for one more hold, whichever format recorded it. */
+static int hold_room(struct rctx *rc)
+{
+	return array_grow(&rc->holds, &rc->cap_holds, rc->n_holds + 1,
+			  sizeof(*rc->holds), 64);
+}
 
 static int hold_collect(void *arg, const struct journal_rec *r)
 {
@@ -42,16 +50,9 @@ static int hold_collect(void *arg, const struct journal_rec *r)
 			rdmab__state__session_hold__free_unpacked(m, NULL);
 		return 0;
 	}
-	if (rc->n_holds == rc->cap_holds) {
-		size_t cap = rc->cap_holds ? rc->cap_holds * 2 : 64;
-		struct rhold *p = realloc(rc->holds, cap * sizeof(*p));
-
-		if (!p) {
-			rdmab__state__session_hold__free_unpacked(m, NULL);
-			return restore_fail(rc->rs, -ENOMEM, "out of memory");
-		}
-		rc->holds = p;
-		rc->cap_holds = cap;
+	if (hold_room(rc) < 0) {
+		rdmab__state__session_hold__free_unpacked(m, NULL);
+		return restore_fail(rc->rs, -ENOMEM, "out of memory");
 	}
 	rc->holds[rc->n_holds++] =
 		(struct rhold){ m->client_id, m->ctx_id, m->opens, m->import };
@@ -64,15 +65,8 @@ static int hold_slot_collect(void *arg, const struct journal_slot *sl)
 {
 	struct rctx *rc = arg;
 
-	if (rc->n_holds == rc->cap_holds) {
-		size_t cap = rc->cap_holds ? rc->cap_holds * 2 : 64;
-		struct rhold *p = realloc(rc->holds, cap * sizeof(*p));
-
-		if (!p)
-			return restore_fail(rc->rs, -ENOMEM, "out of memory");
-		rc->holds = p;
-		rc->cap_holds = cap;
-	}
+	if (hold_room(rc) < 0)
+		return restore_fail(rc->rs, -ENOMEM, "out of memory");
 	rc->holds[rc->n_holds++] =
 		(struct rhold){ sl->id[0], sl->id[1], sl->n, sl->id[2] };
 	return 0;
@@ -118,17 +112,11 @@ static void pending_add(void *arg, uint64_t conn_id, uint64_t serial)
 {
 	struct rctx *rc = arg;
 
-	if (rc->n_reqs == rc->cap_reqs) {
-		size_t cap = rc->cap_reqs ? rc->cap_reqs * 2 : 16;
-		struct pending_req *p = realloc(rc->reqs, cap * sizeof(*p));
-
-		/* Without memory that client waits for its reply: its
-		 * timeout answers. */
-		if (!p)
-			return;
-		rc->reqs = p;
-		rc->cap_reqs = cap;
-	}
+	/* Without memory that client waits for its reply: its timeout
+	 * answers. */
+	if (array_grow(&rc->reqs, &rc->cap_reqs, rc->n_reqs + 1,
+		       sizeof(*rc->reqs), 16) < 0)
+		return;
 	rc->reqs[rc->n_reqs++] = (struct pending_req){ conn_id, serial };
 }
 
@@ -249,16 +237,10 @@ int restore_session(void *arg, const struct journal_rec *rec)
 	}
 	restart_session_save(c);
 	rs->adopted_sessions++;
-	if (rc->n == rc->cap) {
-		size_t cap = rc->cap ? rc->cap * 2 : 64;
-		struct conn **p = realloc(rc->conns, cap * sizeof(*p));
-
-		if (!p) {
-			conn_kill(c, "out of memory");
-			goto out;
-		}
-		rc->conns = p;
-		rc->cap = cap;
+	if (array_grow(&rc->conns, &rc->cap, rc->n + 1, sizeof(*rc->conns),
+		       64) < 0) {
+		conn_kill(c, "out of memory");
+		goto out;
 	}
 	rc->conns[rc->n++] = c;
 

@@ -346,22 +346,15 @@ static int name_refuse(struct xrcd_restoring *xr, const char *name,
 		       const char *why)
 {
 	char esc[TEXT_ESCAPED_SIZE(CONFIG_XRCD_NAME_MAX)];
-	struct refused_name *v;
 	char *copy;
 
 	log_warn("XRCD \"%s\" (inode %" PRIu64 ") is not adopted, its opens "
 		 "end: %s",
 		 log_escape(esc, sizeof(esc), name), ino, why);
 	fdstore_remove(xr->rs->store, store_name);
-	if (xr->n_refused == xr->cap) {
-		size_t cap = xr->cap ? xr->cap * 2 : 4;
-
-		v = realloc(xr->refused, cap * sizeof(*v));
-		if (!v)
-			goto nomem;
-		xr->refused = v;
-		xr->cap = cap;
-	}
+	if (array_grow(&xr->refused, &xr->cap, xr->n_refused + 1,
+		       sizeof(*xr->refused), 4) < 0)
+		goto nomem;
 	copy = malloc(strlen(name) + strlen(why) + 2);
 	if (!copy)
 		goto nomem;
