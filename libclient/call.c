@@ -19,6 +19,7 @@
 
 #include "libclient/client.h"
 #include "libclient/events.h"
+#include "proto/varint.h"
 
 /* The largest errno value a broker may answer with (the kernel's
  * MAX_ERRNO): anything else is a protocol violation. */
@@ -57,7 +58,142 @@ struct ibc_queued_event {
 	const struct ibc_event_handler *handler;
 };
 
+/*
+ * A register or unregister sent without waiting (ibc_send_nowait()),
+ * packed, until its answer is read. A broker killed after it read the
+ * request and before it applied it loses it (its answer never comes, or
+ * the next broker's EAGAIN): what the client made is then named by no
+ * record, or a record names what it destroyed. Such a request is sent
+ * again; each names its object by id, so one the broker did apply is
+ * refused the second time (EINVAL, ENOENT) and changes nothing.
+ */
+struct ibc_kept {
+	struct ibc_kept *next;
+	uint64_t serial;
+	/* Sent before the pending restart barrier. */
+	bool suspect;
+	/* Lost: to be sent again (ibc_kept_resend()). */
+	bool due;
+	/* A request the broker answers EAGAIN each time is given up. */
+	unsigned int resends;
+	size_t len;
+	uint8_t buf[];
+};
+
+#define IBC_KEPT_RESENDS 4
+
 static void ibc_barrier_send(struct ibc_client *cl);
+static int ibc_pack(struct ibc_client *cl, const Rdmab__Request *req);
+
+void ibc_kept_free(struct ibc_client *cl)
+{
+	struct ibc_kept *k;
+
+	while ((k = cl->kept)) {
+		cl->kept = k->next;
+		free(k);
+	}
+	cl->kept_due = false;
+}
+
+/* The requests whose loss leaves the broker's records wrong; each names
+ * an object, an import or an open by its id (closing a context does
+ * not: a second one would drop another hold). */
+static bool ibc_kept_kind(unsigned int body_case)
+{
+	switch (body_case) {
+	case RDMAB__REQUEST__BODY_OBJ_REGISTER:
+	case RDMAB__REQUEST__BODY_OBJ_DESTROY:
+	case RDMAB__REQUEST__BODY_DM_UNIMPORT:
+	case RDMAB__REQUEST__BODY_XRCD_CLOSE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* Keep @req, just sent, until its answer. Without memory it is not kept:
+ * only a restart in its window loses it then. Lock held. */
+static void ibc_kept_add(struct ibc_client *cl, Rdmab__Request *req)
+{
+	int len = ibc_pack(cl, req);
+	struct ibc_kept *k;
+
+	if (len < 0)
+		return;
+	k = malloc(sizeof(*k) + (size_t)len);
+	if (!k)
+		return;
+	k->serial = req->serial;
+	k->suspect = false;
+	k->due = false;
+	k->resends = 0;
+	k->len = (size_t)len;
+	memcpy(k->buf, cl->sbuf, (size_t)len);
+	k->next = cl->kept;
+	cl->kept = k;
+}
+
+/* The error of the packed Reply @buf, whose serial (field 1) comes first:
+ * field 2 when it follows, else 0. */
+static uint64_t ibc_peek_error(const uint8_t *buf, size_t len)
+{
+	const uint8_t *p = buf, *end = buf + len;
+	uint64_t v;
+
+	if (varint_get(&p, end, VARINT_MAX_TAG, &v) < 0 ||
+	    varint_get(&p, end, VARINT_MAX_U64, &v) < 0 ||
+	    varint_get(&p, end, VARINT_MAX_TAG, &v) < 0 ||
+	    v != varint_tag(2, VARINT_WT_VARINT) ||
+	    varint_get(&p, end, VARINT_MAX_U64, &v) < 0)
+		return 0;
+	return v;
+}
+
+/* The answer to kept request @serial came (the packed Reply @buf): it is
+ * done with, or, answered EAGAIN (the broker restarted while serving it),
+ * sent again. Lock held. */
+static void ibc_kept_answered(struct ibc_client *cl, uint64_t serial,
+			      const uint8_t *buf, size_t len)
+{
+	struct ibc_kept **pp, *k;
+
+	for (pp = &cl->kept; (k = *pp); pp = &k->next)
+		if (k->serial == serial)
+			break;
+	if (!k)
+		return;
+	if (ibc_peek_error(buf, len) == EAGAIN &&
+	    k->resends < IBC_KEPT_RESENDS) {
+		k->due = true;
+		cl->kept_due = true;
+		return;
+	}
+	*pp = k->next;
+	free(k);
+}
+
+/* Send the lost requests again, without waiting for room: a full socket
+ * holds requests the broker will answer, and the next packet read tries
+ * again. Lock held, nobody reading. */
+static void ibc_kept_resend(struct ibc_client *cl)
+{
+	for (struct ibc_kept *k = cl->kept; k; k = k->next) {
+		int err;
+
+		if (!k->due)
+			continue;
+		err = wire_send(cl->sock, k->buf, k->len, NULL, 0,
+				MSG_DONTWAIT);
+		/* A broken socket: the reader sees its end. */
+		if (err < 0)
+			return;
+		k->due = false;
+		k->resends++;
+		cl->unanswered++;
+	}
+	cl->kept_due = false;
+}
 
 static void ibc_reply_init(struct ibc_reply *r)
 {
@@ -129,6 +265,13 @@ static void ibc_barrier_done(struct ibc_client *cl)
 	for (struct ibc_waiter *w = cl->waiters; w; w = w->next) {
 		if (w->suspect && !w->done)
 			w->done = IBC_LOST;
+	}
+	for (struct ibc_kept *k = cl->kept; k; k = k->next) {
+		if (k->suspect && k->resends < IBC_KEPT_RESENDS) {
+			k->due = true;
+			cl->kept_due = true;
+		}
+		k->suspect = false;
 	}
 	pthread_cond_broadcast(&cl->cond);
 }
@@ -271,10 +414,14 @@ static void ibc_handle_packet(struct ibc_client *cl, const uint8_t *buf,
 		/* The answer to a request sent without waiting, or to a call
 		 * that timed out: dropped, an error included. */
 		wire_fds_close(fds);
-		if (serial == cl->barrier_serial)
+		if (serial == cl->barrier_serial) {
 			ibc_barrier_done(cl);
-		else if (cl->unanswered)
+			return;
+		}
+		if (cl->unanswered)
 			cl->unanswered--;
+		if (cl->kept)
+			ibc_kept_answered(cl, serial, rbuf, rlen);
 		return;
 	}
 	if (!w) {
@@ -358,6 +505,8 @@ int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, int wait_ms)
 		ibc_connection_lost(cl, n);
 	if (cl->barrier_due && !cl->dead)
 		ibc_barrier_send(cl);
+	if (cl->kept_due && !cl->dead)
+		ibc_kept_resend(cl);
 	n = 0;
 out:
 	/* Wake the others: one of them may have its reply now, or must
@@ -475,7 +624,7 @@ static void ibc_barrier_send(struct ibc_client *cl)
 
 	for (w = cl->waiters; w && !(w->sent && !w->done); w = w->next)
 		;
-	if (!w) {
+	if (!w && !cl->kept) {
 		cl->barrier_due = false;
 		return;
 	}
@@ -496,6 +645,8 @@ static void ibc_barrier_send(struct ibc_client *cl)
 	for (w = cl->waiters; w; w = w->next)
 		if (w->sent && !w->done)
 			w->suspect = true;
+	for (struct ibc_kept *k = cl->kept; k; k = k->next)
+		k->suspect = true;
 }
 
 /* Send once the socket has room, until @deadline (ms, monotonic; 0 =
@@ -689,6 +840,8 @@ int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
 		cl->timeout_ms > 0 ? ibc_now_ms() + cl->timeout_ms : 0);
 	if (err < 0)
 		goto out;
+	if (ibc_kept_kind(req->body_case))
+		ibc_kept_add(cl, req);
 	/*
 	 * Nobody may read the answers for a long time (a program that
 	 * destroys a thousand objects makes no round trip): read them here,
