@@ -2899,6 +2899,38 @@ START_TEST(register_lost_in_restart_resent)
 END_TEST
 
 /*
+ * A register sent while no daemon runs, by a client that then exits
+ * (stopped after its kernel call, continued once the daemon is killed):
+ * the next daemon adopts the session from the store and serves what its
+ * socket holds, however the session's end is seen (the peer's pidfd, end
+ * of stream): the CQ is registered, then destroyed with its dead owner.
+ */
+START_TEST(register_sent_while_down_served)
+{
+	struct ibc_domain_info d;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE_CONF(&g, "[soft]\nintent_window = yes\n");
+	pid = stopped_in_window(&g, "kernel");
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	ck_assert_int_eq(kill(pid, SIGCONT), 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2,
+		      "the client did not make its CQ: %#x", st);
+	rig_start(&g);
+	d = domain_settled(&g);
+	ck_assert_msg(d.unaccounted == 0 && d.kernel_objects == 1,
+		      "the register was lost: %u unaccounted, %u kernel "
+		      "objects",
+		      d.unaccounted, d.kernel_objects);
+	rig_free(&g);
+}
+END_TEST
+
+/*
  * The committed states (tests/data/state-format<N>.bin), one per format,
  * each as its day's writer wrote it (`make state-fixture` writes today's
  * format's again): a session with its context, a CQ, a DM and an XRCD
@@ -4838,6 +4870,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, store_full_hello_told);
 	tcase_add_loop_test(tc, intent_open_at_kill, 0, 2);
 	tcase_add_loop_test(tc, register_lost_in_restart_resent, 0, 2);
+	tcase_add_test(tc, register_sent_while_down_served);
 	tcase_add_test(tc, window_registered_kept);
 	/* X1: the XRCD directory and holds. */
 	tcase_add_test(tc, xrcd_dir_from_the_store);
