@@ -93,6 +93,7 @@ void ibc_kept_free(struct ibc_client *cl)
 		cl->kept = k->next;
 		free(k);
 	}
+	cl->kept_tail = NULL;
 	cl->kept_due = false;
 }
 
@@ -130,8 +131,11 @@ static void ibc_kept_add(struct ibc_client *cl, Rdmab__Request *req)
 	k->resends = 0;
 	k->len = (size_t)len;
 	memcpy(k->buf, cl->sbuf, (size_t)len);
-	k->next = cl->kept;
-	cl->kept = k;
+	k->next = NULL;
+	if (!cl->kept_tail)
+		cl->kept_tail = &cl->kept;
+	*cl->kept_tail = k;
+	cl->kept_tail = &k->next;
 }
 
 /* The error of the packed Reply @buf, whose serial (field 1) comes first:
@@ -170,12 +174,15 @@ static void ibc_kept_answered(struct ibc_client *cl, uint64_t serial,
 		return;
 	}
 	*pp = k->next;
+	if (cl->kept_tail == &k->next)
+		cl->kept_tail = pp;
 	free(k);
 }
 
-/* Send the lost requests again, without waiting for room: a full socket
- * holds requests the broker will answer, and the next packet read tries
- * again. Lock held, nobody reading. */
+/* Send the lost requests again, in the order they were first sent (a
+ * register before the unregister of its object), without waiting for
+ * room: a full socket holds requests the broker will answer, and the next
+ * packet read tries again. Lock held, nobody reading. */
 static void ibc_kept_resend(struct ibc_client *cl)
 {
 	for (struct ibc_kept *k = cl->kept; k; k = k->next) {
@@ -188,7 +195,9 @@ static void ibc_kept_resend(struct ibc_client *cl)
 		/* A broken socket: the reader sees its end. */
 		if (err < 0)
 			return;
+		/* After the barrier: not the one it finds lost. */
 		k->due = false;
+		k->suspect = false;
 		k->resends++;
 		cl->unanswered++;
 	}

@@ -87,9 +87,10 @@ struct ibc_client {
 	bool barrier_due;
 	uint64_t barrier_serial;
 	/* The registers and unregisters sent without waiting whose answers
-	 * were not read yet, newest first (call.c, struct ibc_kept); one
-	 * of them a restart lost is to be sent again (kept_due). */
-	struct ibc_kept *kept;
+	 * were not read yet, oldest first (call.c, struct ibc_kept), and
+	 * where the next goes (NULL: at kept); one of them a restart lost
+	 * is to be sent again (kept_due). */
+	struct ibc_kept *kept, **kept_tail;
 	bool kept_due;
 
 	struct ibc_client_info info;
