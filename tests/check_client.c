@@ -1520,26 +1520,39 @@ out:
 	close(fd);
 }
 
-START_TEST(test_verbs_register_eagain_resent)
+/* The client of the resend scripts: a CQ made and destroyed, @pings
+ * pings; @destroy_first: destroyed before the pings, which wait for the
+ * script's step 1, else after them. */
+static void vr_resend_client(fb_script script, bool destroy_first, int pings)
 {
 	struct ibc_ctx *ctx = NULL;
 	struct ibc_cq *cq = NULL;
 	struct ibc_client *cl;
 	struct fb fb;
 
-	FB_START(&fb, script_verbs_register_eagain, NULL);
+	FB_START(&fb, script, NULL);
 	verbs_shim_mode = VERBS_SHIM_IMPORT;
 	ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
 	ck_assert_msg(ibc_open(cl, NULL, &ctx) == 0, "%s", ibc_last_error());
 	ck_assert_msg(ibc_cq_create(ctx, 16, &cq) == 0, "%s", ibc_last_error());
-	for (int i = 0; i < VR_PINGS; i++)
+	if (destroy_first) {
+		ck_assert_msg(ibc_cq_destroy(cq) == 0, "%s", ibc_last_error());
+		ck_assert_int_eq(fb_wait(&fb, 1, TL_WAIT_MS), 0);
+	}
+	for (int i = 0; i < pings; i++)
 		ck_assert_msg(ibc_ping(cl, NULL, 0) == 0, "ping %d: %s", i,
 			      ibc_last_error());
-	ck_assert_msg(ibc_cq_destroy(cq) == 0, "%s", ibc_last_error());
+	if (!destroy_first)
+		ck_assert_msg(ibc_cq_destroy(cq) == 0, "%s", ibc_last_error());
 	ibc_close(ctx);
 	ibc_disconnect(cl);
 	verbs_shim_mode = VERBS_SHIM_REAL;
 	FB_STOP(&fb);
+}
+
+START_TEST(test_verbs_register_eagain_resent)
+{
+	vr_resend_client(script_verbs_register_eagain, false, VR_PINGS);
 }
 END_TEST
 
@@ -1616,25 +1629,7 @@ out:
 
 START_TEST(test_verbs_resend_order)
 {
-	struct ibc_ctx *ctx = NULL;
-	struct ibc_cq *cq = NULL;
-	struct ibc_client *cl;
-	struct fb fb;
-
-	FB_START(&fb, script_verbs_resend_order, NULL);
-	verbs_shim_mode = VERBS_SHIM_IMPORT;
-	ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
-	ck_assert_msg(ibc_open(cl, NULL, &ctx) == 0, "%s", ibc_last_error());
-	ck_assert_msg(ibc_cq_create(ctx, 16, &cq) == 0, "%s", ibc_last_error());
-	ck_assert_msg(ibc_cq_destroy(cq) == 0, "%s", ibc_last_error());
-	ck_assert_int_eq(fb_wait(&fb, 1, TL_WAIT_MS), 0);
-	for (int i = 0; i < 2; i++)
-		ck_assert_msg(ibc_ping(cl, NULL, 0) == 0, "ping %d: %s", i,
-			      ibc_last_error());
-	ibc_close(ctx);
-	ibc_disconnect(cl);
-	verbs_shim_mode = VERBS_SHIM_REAL;
-	FB_STOP(&fb);
+	vr_resend_client(script_verbs_resend_order, true, 2);
 }
 END_TEST
 

@@ -762,11 +762,9 @@ static int ctl_json(const char *cmd, char **ret)
 	return 0;
 }
 
-/* rdmabrokerctl domain rekey @name: 0 or -EIO. */
-static int ctl_rekey(const char *name)
+/* rdmabrokerctl with @argv, its output dropped: 0 or -EIO. */
+static int ctl_run(const char *const argv[])
 {
-	const char *argv[] = { tl_ctl_path(), "--socket", sockpath, "domain",
-			       "rekey",	      name,	  NULL };
 	pid_t pid = fork();
 	int st;
 
@@ -782,6 +780,15 @@ static int ctl_rekey(const char *name)
 	    WEXITSTATUS(st) != 0)
 		return -EIO;
 	return 0;
+}
+
+/* rdmabrokerctl domain rekey @name: 0 or -EIO. */
+static int ctl_rekey(const char *name)
+{
+	const char *argv[] = { tl_ctl_path(), "--socket", sockpath, "domain",
+			       "rekey",	      name,	  NULL };
+
+	return ctl_run(argv);
 }
 
 static const char *const listings[] = { "domains", "objects", "dm",
@@ -985,6 +992,28 @@ static int objects_of(uint64_t id)
 	return n;
 }
 
+/* In a child of the driver: a session of DOMAIN with its context open,
+ * and its client id. 0, or -1 for the child to exit on. */
+static int storm_connect(struct ibc_client **ret_cl, struct ibc_ctx **ret_x,
+			 uint64_t *ret_id)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_DOMAIN |
+			     IBC_CONNECT_ATTR_TIMEOUT,
+		.socket_path = sockpath,
+		.domain = DOMAIN,
+		.timeout_ms = CLIENT_TIMEOUT_MS,
+	};
+	struct ibc_client_info info;
+
+	if (ibc_connect(&attr, ret_cl) < 0 ||
+	    ibc_open(*ret_cl, NULL, ret_x) < 0 ||
+	    ibc_client_info(*ret_cl, &info, sizeof(info)) < 0)
+		return -1;
+	*ret_id = info.client_id;
+	return 0;
+}
+
 /*
  * An intent open at the restart: a client of DOMAIN stopped inside the
  * soft device's window ([soft] intent_window, IBC_TEST_SOFT_STOP) while it
@@ -1011,25 +1040,15 @@ static int intent_spawn(struct intent_holder *h, struct tl_rng *r)
 	if (h->pid < 0)
 		FAIL("fork: %s", strerror(errno));
 	if (h->pid == 0) {
-		struct ibc_connect_attr attr = {
-			.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-				     IBC_CONNECT_ATTR_DOMAIN |
-				     IBC_CONNECT_ATTR_TIMEOUT,
-			.socket_path = sockpath,
-			.domain = DOMAIN,
-			.timeout_ms = CLIENT_TIMEOUT_MS,
-		};
-		struct ibc_client_info info;
 		struct ibc_client *cl;
 		struct ibc_ctx *x;
 		struct ibc_cq *cq;
+		uint64_t id;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(p[0]);
 		setenv("IBC_TEST_SOFT_STOP", h->made ? "kernel" : "intent", 1);
-		if (ibc_connect(&attr, &cl) < 0 || ibc_open(cl, NULL, &x) < 0 ||
-		    ibc_client_info(cl, &info, sizeof(info)) < 0 ||
-		    write(p[1], &info.client_id, 8) != 8)
+		if (storm_connect(&cl, &x, &id) < 0 || write(p[1], &id, 8) != 8)
 			_exit(1);
 		ibc_cq_create(x, 8, &cq);
 		_exit(2);
@@ -1148,23 +1167,9 @@ static int ctl_evict(uint64_t id)
 	char arg[32];
 	const char *argv[] = { tl_ctl_path(), "--socket", sockpath,
 			       "evict",	      arg,	  NULL };
-	pid_t pid;
-	int st;
 
 	snprintf(arg, sizeof(arg), "%llu", (unsigned long long)id);
-	pid = fork();
-	if (pid == 0) {
-		int null = open("/dev/null", O_WRONLY | O_CLOEXEC);
-
-		if (null >= 0)
-			dup2(null, 1);
-		execv(argv[0], (char *const *)argv);
-		_exit(127);
-	}
-	if (pid < 0 || waitpid(pid, &st, 0) != pid || !WIFEXITED(st) ||
-	    WEXITSTATUS(st) != 0)
-		return -EIO;
-	return 0;
+	return ctl_run(argv);
 }
 
 /* The objects listed in state "detached". */
@@ -1193,29 +1198,20 @@ static int detached_spawn(struct detached_holder *h, unsigned long k)
 	if (h->pid < 0)
 		FAIL("fork: %s", strerror(errno));
 	if (h->pid == 0) {
-		struct ibc_connect_attr attr = {
-			.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-				     IBC_CONNECT_ATTR_DOMAIN |
-				     IBC_CONNECT_ATTR_TIMEOUT,
-			.socket_path = sockpath,
-			.domain = DOMAIN,
-			.timeout_ms = CLIENT_TIMEOUT_MS,
-		};
-		struct ibc_client_info info;
 		struct ibc_client *cl;
 		struct ibc_ctx *x;
 		struct ibc_cq *cq;
 		struct ibc_wq *wq;
+		uint64_t id;
 		char c;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(p[0]);
 		close(go[1]);
-		if (ibc_connect(&attr, &cl) < 0 || ibc_open(cl, NULL, &x) < 0 ||
+		if (storm_connect(&cl, &x, &id) < 0 ||
 		    ibc_cq_create(x, 8, &cq) < 0 ||
 		    ibc_wq_create(x, cq, NULL, &wq) < 0 ||
-		    ibc_client_info(cl, &info, sizeof(info)) < 0 ||
-		    write(p[1], &info.client_id, 8) != 8)
+		    write(p[1], &id, 8) != 8)
 			_exit(1);
 		/* Evicted meanwhile; 'x' or end of file: it exits. */
 		if (read(go[0], &c, 1) < 0)
