@@ -138,6 +138,17 @@ static void ibc_kept_add(struct ibc_client *cl, Rdmab__Request *req)
 	cl->kept_tail = &k->next;
 }
 
+/* Free the kept request *@pp, taking it off the list. */
+static void ibc_kept_drop(struct ibc_client *cl, struct ibc_kept **pp)
+{
+	struct ibc_kept *k = *pp;
+
+	*pp = k->next;
+	if (cl->kept_tail == &k->next)
+		cl->kept_tail = pp;
+	free(k);
+}
+
 /* The error of the packed Reply @buf, whose serial (field 1) comes first:
  * field 2 when it follows, else 0. */
 static uint64_t ibc_peek_error(const uint8_t *buf, size_t len)
@@ -173,10 +184,30 @@ static void ibc_kept_answered(struct ibc_client *cl, uint64_t serial,
 		cl->kept_due = true;
 		return;
 	}
-	*pp = k->next;
-	if (cl->kept_tail == &k->next)
-		cl->kept_tail = pp;
-	free(k);
+	ibc_kept_drop(cl, pp);
+}
+
+/* The barrier's answer came: the kept requests sent before it and still
+ * unanswered are lost, to be sent again, or given up after
+ * IBC_KEPT_RESENDS. Lock held. */
+static void ibc_kept_lost(struct ibc_client *cl)
+{
+	struct ibc_kept **pp = &cl->kept, *k;
+
+	while ((k = *pp)) {
+		if (!k->suspect) {
+			pp = &k->next;
+			continue;
+		}
+		k->suspect = false;
+		if (k->resends < IBC_KEPT_RESENDS) {
+			k->due = true;
+			cl->kept_due = true;
+			pp = &k->next;
+			continue;
+		}
+		ibc_kept_drop(cl, pp);
+	}
 }
 
 /* Send the lost requests again, in the order they were first sent (a
@@ -275,13 +306,7 @@ static void ibc_barrier_done(struct ibc_client *cl)
 		if (w->suspect && !w->done)
 			w->done = IBC_LOST;
 	}
-	for (struct ibc_kept *k = cl->kept; k; k = k->next) {
-		if (k->suspect && k->resends < IBC_KEPT_RESENDS) {
-			k->due = true;
-			cl->kept_due = true;
-		}
-		k->suspect = false;
-	}
+	ibc_kept_lost(cl);
 	pthread_cond_broadcast(&cl->cond);
 }
 
@@ -421,7 +446,8 @@ static void ibc_handle_packet(struct ibc_client *cl, const uint8_t *buf,
 
 	if (serial && !w) {
 		/* The answer to a request sent without waiting, or to a call
-		 * that timed out: dropped, an error included. */
+		 * that timed out: dropped, an error included, but for a
+		 * kept request's EAGAIN (ibc_kept_answered()). */
 		wire_fds_close(fds);
 		if (serial == cl->barrier_serial) {
 			ibc_barrier_done(cl);
