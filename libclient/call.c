@@ -59,7 +59,7 @@ struct ibc_queued_event {
 };
 
 /*
- * A register or unregister sent without waiting (ibc_send_nowait()),
+ * A register or unregister sent without waiting (ibc_send_kept()),
  * packed, until its answer is read. A broker killed after it read the
  * request and before it applied it loses it (its answer never comes, or
  * the next broker's EAGAIN): what the client made is then named by no
@@ -95,22 +95,6 @@ void ibc_kept_free(struct ibc_client *cl)
 	}
 	cl->kept_tail = NULL;
 	cl->kept_due = false;
-}
-
-/* The requests whose loss leaves the broker's records wrong; each names
- * an object, an import or an open by its id (closing a context does
- * not: a second one would drop another hold). */
-static bool ibc_kept_kind(unsigned int body_case)
-{
-	switch (body_case) {
-	case RDMAB__REQUEST__BODY_OBJ_REGISTER:
-	case RDMAB__REQUEST__BODY_OBJ_DESTROY:
-	case RDMAB__REQUEST__BODY_DM_UNIMPORT:
-	case RDMAB__REQUEST__BODY_XRCD_CLOSE:
-		return true;
-	default:
-		return false;
-	}
 }
 
 /* Keep @req, just sent, until its answer. Without memory it is not kept:
@@ -858,7 +842,8 @@ out:
 	return err;
 }
 
-int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
+static int ibc_send_nowait_as(struct ibc_client *cl, Rdmab__Request *req,
+			      bool keep)
 {
 	int err;
 
@@ -875,7 +860,7 @@ int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
 		cl->timeout_ms > 0 ? ibc_now_ms() + cl->timeout_ms : 0);
 	if (err < 0)
 		goto out;
-	if (ibc_kept_kind(req->body_case))
+	if (keep)
 		ibc_kept_add(cl, req);
 	/*
 	 * Nobody may read the answers for a long time (a program that
@@ -893,6 +878,16 @@ int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
 out:
 	pthread_mutex_unlock(&cl->lock);
 	return err;
+}
+
+int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
+{
+	return ibc_send_nowait_as(cl, req, false);
+}
+
+int ibc_send_kept(struct ibc_client *cl, Rdmab__Request *req)
+{
+	return ibc_send_nowait_as(cl, req, true);
 }
 
 int ibc_drain_events(struct ibc_client *cl)

@@ -157,7 +157,15 @@ void ibc_reply_free(struct ibc_reply *r);
  * it could not be sent.
  */
 int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req);
-/* Free what ibc_send_nowait() kept of @cl's requests. */
+/*
+ * The same for a request whose loss leaves the broker's records wrong (a
+ * register, an unregister, the end of an import or an open), which names
+ * what it acts on by an id, so that a second one changes nothing: kept
+ * until its answer is read, and sent again if a restart of the broker
+ * lost it (call.c, struct ibc_kept).
+ */
+int ibc_send_kept(struct ibc_client *cl, Rdmab__Request *req);
+/* Free what ibc_send_kept() kept of @cl's requests. */
 void ibc_kept_free(struct ibc_client *cl);
 
 /* Called with the lock held; the event queued, NULL without memory. */

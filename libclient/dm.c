@@ -80,7 +80,7 @@ static bool ibc_dm_tell(struct ibc_client *cl, unsigned int body_case,
 	else
 		req.dm_unimport = &q;
 	if (!wait) {
-		ibc_send_nowait(cl, &req);
+		ibc_send_kept(cl, &req);
 		return false;
 	}
 	if (ibc_call(cl, &req, 0, &r) < 0)
