@@ -340,7 +340,7 @@ static int unread_by_peer(int sock)
 
 /*
  * Pings of 60 KiB, whose replies nobody reads, on @sock until the broker
- * stops reading it (its out queue full, --outq-max): the last one stays
+ * stops reading it (256 KiB of its replies unread): the last one stays
  * unread. Returns how many the broker read.
  */
 static int stop_reads(int sock)
