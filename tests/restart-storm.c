@@ -185,6 +185,15 @@ static bool judge(struct wk *w, int err, const char *what)
 	return false;
 }
 
+/* judge() of an object's destroy: whether the object went. -ENOENT too:
+ * the broker had no record of it (a destroy before, answered EAGAIN by
+ * the restart, had been applied), and the library freed it all the same
+ * (ibc_cq_create(3)); kept, the next destroy would use freed memory. */
+static bool judge_gone(struct wk *w, int err, const char *what)
+{
+	return judge(w, err, what) || err == -ENOENT;
+}
+
 static void op_dm(struct wk *w, struct tl_rng *r)
 {
 	unsigned int i;
@@ -284,7 +293,7 @@ static void op_xrcd(struct wk *w, struct tl_rng *r)
 	if (w->n_xrcd && tl_rng_below(r, 2)) {
 		i = tl_rng_below(r, w->n_xrcd);
 		doing("xrcd close");
-		if (judge(w, ibc_xrcd_close(w->xrcd[i]), "xrcd close"))
+		if (judge_gone(w, ibc_xrcd_close(w->xrcd[i]), "xrcd close"))
 			w->xrcd[i] = w->xrcd[--w->n_xrcd];
 	} else if (w->n_xrcd < MAXO) {
 		doing("xrcd open");
@@ -334,7 +343,8 @@ static void op_one(struct wk *w, struct tl_rng *r)
 		if (w->n_cq > 1) {
 			i = 1 + tl_rng_below(r, w->n_cq - 1);
 			doing("cq destroy");
-			if (judge(w, ibc_cq_destroy(w->cq[i]), "cq destroy"))
+			if (judge_gone(w, ibc_cq_destroy(w->cq[i]),
+				       "cq destroy"))
 				w->cq[i] = w->cq[--w->n_cq];
 		}
 		break;
@@ -349,7 +359,7 @@ static void op_one(struct wk *w, struct tl_rng *r)
 		else if (w->n_mr) {
 			i = tl_rng_below(r, w->n_mr);
 			doing("dereg mr");
-			if (judge(w, ibc_dereg_mr(w->mr[i]), "dereg mr"))
+			if (judge_gone(w, ibc_dereg_mr(w->mr[i]), "dereg mr"))
 				w->mr[i] = w->mr[--w->n_mr];
 		}
 		break;
