@@ -19,6 +19,7 @@
 
 #include "libclient/client.h"
 #include "libclient/events.h"
+#include "proto/varint.h"
 
 /* The largest errno value a broker may answer with (the kernel's
  * MAX_ERRNO): anything else is a protocol violation. */
@@ -57,7 +58,166 @@ struct ibc_queued_event {
 	const struct ibc_event_handler *handler;
 };
 
+/*
+ * A register or unregister sent without waiting (ibc_send_kept()),
+ * packed, until its answer is read. A broker killed after it read the
+ * request and before it applied it loses it (its answer never comes, or
+ * the next broker's EAGAIN): what the client made is then named by no
+ * record, or a record names what it destroyed. Such a request is sent
+ * again; each names its object by id, so one the broker did apply is
+ * refused the second time (EINVAL, ENOENT) and changes nothing.
+ */
+struct ibc_kept {
+	struct ibc_kept *next;
+	uint64_t serial;
+	/* Sent before the pending restart barrier. */
+	bool suspect;
+	/* Lost: to be sent again (ibc_kept_resend()). */
+	bool due;
+	/* A request the broker answers EAGAIN each time is given up. */
+	unsigned int resends;
+	size_t len;
+	uint8_t buf[];
+};
+
+#define IBC_KEPT_RESENDS 4
+
 static void ibc_barrier_send(struct ibc_client *cl);
+static int ibc_pack(struct ibc_client *cl, const Rdmab__Request *req);
+
+void ibc_kept_free(struct ibc_client *cl)
+{
+	struct ibc_kept *k;
+
+	while ((k = cl->kept)) {
+		cl->kept = k->next;
+		free(k);
+	}
+	cl->kept_tail = NULL;
+	cl->kept_due = false;
+}
+
+/* Keep @req, just sent, until its answer. Without memory it is not kept:
+ * only a restart in its window loses it then. Lock held. */
+static void ibc_kept_add(struct ibc_client *cl, Rdmab__Request *req)
+{
+	int len = ibc_pack(cl, req);
+	struct ibc_kept *k;
+
+	if (len < 0)
+		return;
+	k = malloc(sizeof(*k) + (size_t)len);
+	if (!k)
+		return;
+	k->serial = req->serial;
+	k->suspect = false;
+	k->due = false;
+	k->resends = 0;
+	k->len = (size_t)len;
+	memcpy(k->buf, cl->sbuf, (size_t)len);
+	k->next = NULL;
+	if (!cl->kept_tail)
+		cl->kept_tail = &cl->kept;
+	*cl->kept_tail = k;
+	cl->kept_tail = &k->next;
+}
+
+/* Free the kept request *@pp, taking it off the list. */
+static void ibc_kept_drop(struct ibc_client *cl, struct ibc_kept **pp)
+{
+	struct ibc_kept *k = *pp;
+
+	*pp = k->next;
+	if (cl->kept_tail == &k->next)
+		cl->kept_tail = pp;
+	free(k);
+}
+
+/* The error of the packed Reply @buf, whose serial (field 1) comes first:
+ * field 2 when it follows, else 0. */
+static uint64_t ibc_peek_error(const uint8_t *buf, size_t len)
+{
+	const uint8_t *p = buf, *end = buf + len;
+	uint64_t v;
+
+	if (varint_get(&p, end, VARINT_MAX_TAG, &v) < 0 ||
+	    varint_get(&p, end, VARINT_MAX_U64, &v) < 0 ||
+	    varint_get(&p, end, VARINT_MAX_TAG, &v) < 0 ||
+	    v != varint_tag(2, VARINT_WT_VARINT) ||
+	    varint_get(&p, end, VARINT_MAX_U64, &v) < 0)
+		return 0;
+	return v;
+}
+
+/* The answer to kept request @serial came (the packed Reply @buf): it is
+ * done with, or, answered EAGAIN (the broker restarted while serving it),
+ * sent again. Lock held. */
+static void ibc_kept_answered(struct ibc_client *cl, uint64_t serial,
+			      const uint8_t *buf, size_t len)
+{
+	struct ibc_kept **pp, *k;
+
+	for (pp = &cl->kept; (k = *pp); pp = &k->next)
+		if (k->serial == serial)
+			break;
+	if (!k)
+		return;
+	if (ibc_peek_error(buf, len) == EAGAIN &&
+	    k->resends < IBC_KEPT_RESENDS) {
+		k->due = true;
+		cl->kept_due = true;
+		return;
+	}
+	ibc_kept_drop(cl, pp);
+}
+
+/* The barrier's answer came: the kept requests sent before it and still
+ * unanswered are lost, to be sent again, or given up after
+ * IBC_KEPT_RESENDS. Lock held. */
+static void ibc_kept_lost(struct ibc_client *cl)
+{
+	struct ibc_kept **pp = &cl->kept, *k;
+
+	while ((k = *pp)) {
+		if (!k->suspect) {
+			pp = &k->next;
+			continue;
+		}
+		k->suspect = false;
+		if (k->resends < IBC_KEPT_RESENDS) {
+			k->due = true;
+			cl->kept_due = true;
+			pp = &k->next;
+			continue;
+		}
+		ibc_kept_drop(cl, pp);
+	}
+}
+
+/* Send the lost requests again, in the order they were first sent (a
+ * register before the unregister of its object), without waiting for
+ * room: a full socket holds requests the broker will answer, and the next
+ * packet read tries again. Lock held, nobody reading. */
+static void ibc_kept_resend(struct ibc_client *cl)
+{
+	for (struct ibc_kept *k = cl->kept; k; k = k->next) {
+		int err;
+
+		if (!k->due)
+			continue;
+		err = wire_send(cl->sock, k->buf, k->len, NULL, 0,
+				MSG_DONTWAIT);
+		/* A broken socket: the reader sees its end. */
+		if (err < 0)
+			return;
+		/* After the barrier: not the one it finds lost. */
+		k->due = false;
+		k->suspect = false;
+		k->resends++;
+		cl->unanswered++;
+	}
+	cl->kept_due = false;
+}
 
 static void ibc_reply_init(struct ibc_reply *r)
 {
@@ -130,6 +290,7 @@ static void ibc_barrier_done(struct ibc_client *cl)
 		if (w->suspect && !w->done)
 			w->done = IBC_LOST;
 	}
+	ibc_kept_lost(cl);
 	pthread_cond_broadcast(&cl->cond);
 }
 
@@ -269,12 +430,17 @@ static void ibc_handle_packet(struct ibc_client *cl, const uint8_t *buf,
 
 	if (serial && !w) {
 		/* The answer to a request sent without waiting, or to a call
-		 * that timed out: dropped, an error included. */
+		 * that timed out: dropped, an error included, but for a
+		 * kept request's EAGAIN (ibc_kept_answered()). */
 		wire_fds_close(fds);
-		if (serial == cl->barrier_serial)
+		if (serial == cl->barrier_serial) {
 			ibc_barrier_done(cl);
-		else if (cl->unanswered)
+			return;
+		}
+		if (cl->unanswered)
 			cl->unanswered--;
+		if (cl->kept)
+			ibc_kept_answered(cl, serial, rbuf, rlen);
 		return;
 	}
 	if (!w) {
@@ -358,6 +524,8 @@ int ibc_read_one(struct ibc_client *cl, struct ibc_waiter *self, int wait_ms)
 		ibc_connection_lost(cl, n);
 	if (cl->barrier_due && !cl->dead)
 		ibc_barrier_send(cl);
+	if (cl->kept_due && !cl->dead)
+		ibc_kept_resend(cl);
 	n = 0;
 out:
 	/* Wake the others: one of them may have its reply now, or must
@@ -475,7 +643,7 @@ static void ibc_barrier_send(struct ibc_client *cl)
 
 	for (w = cl->waiters; w && !(w->sent && !w->done); w = w->next)
 		;
-	if (!w) {
+	if (!w && !cl->kept) {
 		cl->barrier_due = false;
 		return;
 	}
@@ -496,6 +664,8 @@ static void ibc_barrier_send(struct ibc_client *cl)
 	for (w = cl->waiters; w; w = w->next)
 		if (w->sent && !w->done)
 			w->suspect = true;
+	for (struct ibc_kept *k = cl->kept; k; k = k->next)
+		k->suspect = true;
 }
 
 /* Send once the socket has room, until @deadline (ms, monotonic; 0 =
@@ -672,7 +842,8 @@ out:
 	return err;
 }
 
-int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
+static int ibc_send_nowait_as(struct ibc_client *cl, Rdmab__Request *req,
+			      bool keep)
 {
 	int err;
 
@@ -689,6 +860,8 @@ int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
 		cl->timeout_ms > 0 ? ibc_now_ms() + cl->timeout_ms : 0);
 	if (err < 0)
 		goto out;
+	if (keep)
+		ibc_kept_add(cl, req);
 	/*
 	 * Nobody may read the answers for a long time (a program that
 	 * destroys a thousand objects makes no round trip): read them here,
@@ -705,6 +878,16 @@ int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
 out:
 	pthread_mutex_unlock(&cl->lock);
 	return err;
+}
+
+int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req)
+{
+	return ibc_send_nowait_as(cl, req, false);
+}
+
+int ibc_send_kept(struct ibc_client *cl, Rdmab__Request *req)
+{
+	return ibc_send_nowait_as(cl, req, true);
 }
 
 int ibc_drain_events(struct ibc_client *cl)

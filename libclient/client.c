@@ -204,6 +204,7 @@ static void ibc_client_free(struct ibc_client *cl)
 	ibc_ctx_free_all(cl);
 	ibc_families_client_free(cl);
 	ibc_free_events(cl);
+	ibc_kept_free(cl);
 	pthread_mutex_destroy(&cl->lock);
 	pthread_cond_destroy(&cl->cond);
 	free(cl->rbuf);

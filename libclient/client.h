@@ -44,6 +44,7 @@
 
 struct ibc_waiter;
 struct ibc_queued_event;
+struct ibc_kept;
 
 struct ibc_client {
 	int sock;
@@ -85,6 +86,12 @@ struct ibc_client {
 	 * event asks for one; the serial of the ping sent, 0 for none. */
 	bool barrier_due;
 	uint64_t barrier_serial;
+	/* The registers and unregisters sent without waiting whose answers
+	 * were not read yet, oldest first (call.c, struct ibc_kept), and
+	 * where the next goes (NULL: at kept); one of them a restart lost
+	 * is to be sent again (kept_due). */
+	struct ibc_kept *kept, **kept_tail;
+	bool kept_due;
 
 	struct ibc_client_info info;
 	/* The devices and their caps, as the hello reply gave them. */
@@ -150,6 +157,16 @@ void ibc_reply_free(struct ibc_reply *r);
  * it could not be sent.
  */
 int ibc_send_nowait(struct ibc_client *cl, Rdmab__Request *req);
+/*
+ * The same for a request whose loss leaves the broker's records wrong (a
+ * register, an unregister, the end of an import or an open), which names
+ * what it acts on by an id, so that a second one changes nothing: kept
+ * until its answer is read, and sent again if a restart of the broker
+ * lost it (call.c, struct ibc_kept).
+ */
+int ibc_send_kept(struct ibc_client *cl, Rdmab__Request *req);
+/* Free what ibc_send_kept() kept of @cl's requests. */
+void ibc_kept_free(struct ibc_client *cl);
 
 /* Called with the lock held; the event queued, NULL without memory. */
 struct ibc_queued_event *ibc_queue_event(struct ibc_client *cl,

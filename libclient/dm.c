@@ -80,7 +80,13 @@ static bool ibc_dm_tell(struct ibc_client *cl, unsigned int body_case,
 	else
 		req.dm_unimport = &q;
 	if (!wait) {
-		ibc_send_nowait(cl, &req);
+		/* Sent again if a restart loses it: only with the import's
+		 * id, without which the broker takes any of the session's
+		 * imports of the DM, a second one too. */
+		if (object_id)
+			ibc_send_kept(cl, &req);
+		else
+			ibc_send_nowait(cl, &req);
 		return false;
 	}
 	if (ibc_call(cl, &req, 0, &r) < 0)

@@ -467,7 +467,7 @@ void ibc_obj_register_nowait(struct ibc_obj *o)
 	req.obj_register = &rr;
 	/* A broker that is gone counts the intent as unaccounted; the object
 	 * works here all the same. */
-	ibc_send_nowait(o->ctx->client, &req);
+	ibc_send_kept(o->ctx->client, &req);
 }
 
 int ibc_obj_destroy_request(struct ibc_obj *o, bool wait)
@@ -481,7 +481,7 @@ int ibc_obj_destroy_request(struct ibc_obj *o, bool wait)
 	req.body_case = RDMAB__REQUEST__BODY_OBJ_DESTROY;
 	req.obj_destroy = &dr;
 	if (!wait)
-		return ibc_send_nowait(o->ctx->client, &req);
+		return ibc_send_kept(o->ctx->client, &req);
 	err = ibc_call(o->ctx->client, &req, 0, &r);
 	if (err == 0)
 		ibc_reply_free(&r);

@@ -44,7 +44,7 @@ static void xrcd_close_request(struct ibc_client *cl, uint64_t id)
 	xc.object_id = id;
 	req.body_case = RDMAB__REQUEST__BODY_XRCD_CLOSE;
 	req.xrcd_close = &xc;
-	ibc_send_nowait(cl, &req);
+	ibc_send_kept(cl, &req);
 }
 
 void ibc_xrcd_own_closed(struct ibc_obj *o)

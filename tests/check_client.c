@@ -1447,6 +1447,193 @@ START_TEST(test_verbs_registry_nowait)
 END_TEST
 
 /*
+ * A broker that answers a register EAGAIN, as a restarted one answers a
+ * request the killed one read and did not serve: the library sends the
+ * register again, under its serial, each time it reads such an answer
+ * (here while it waits for its pings), and gives up after 4 more: a
+ * broker that answers EAGAIN forever costs it 5 sends, not one a read.
+ */
+#define VR_PINGS 8
+
+static void script_verbs_register_eagain(struct fb *fb)
+{
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	unsigned int registers = 0, pings = 0;
+	uint64_t first = 0, serial;
+
+	if (fd < 0) {
+		fb_fail(fb, "/dev/null: %s", strerror(errno));
+		return;
+	}
+	if (vr_begin(fb, fd) < 0)
+		goto out;
+	while (pings < VR_PINGS) {
+		struct pollfd p = { .fd = fb->conn, .events = POLLIN };
+		Rdmab__Reply reply = RDMAB__REPLY__INIT;
+		Rdmab__Request *req;
+		uint8_t buf[512];
+		ssize_t n;
+
+		if (poll(&p, 1, TL_WAIT_MS) != 1 ||
+		    (n = recv(fb->conn, buf, sizeof(buf), 0)) <= 0) {
+			fb_fail(fb, "no request after %u pings", pings);
+			goto out;
+		}
+		req = rdmab__request__unpack(NULL, (size_t)n, buf);
+		if (!req) {
+			fb_fail(fb, "a request that does not decode");
+			goto out;
+		}
+		if (req->body_case == RDMAB__REQUEST__BODY_PING) {
+			fb_answer_ping(fb, req->serial, req);
+			pings++;
+		} else if (req->body_case ==
+				   RDMAB__REQUEST__BODY_OBJ_REGISTER &&
+			   req->obj_register->object_id == VR_ID &&
+			   (!first || req->serial == first)) {
+			first = req->serial;
+			registers++;
+			reply.serial = req->serial;
+			reply.error = EAGAIN;
+			reply.message = (char *)"the broker restarted while "
+						"serving this request";
+			fb_send_reply(fb, &reply, NULL, 0);
+		} else {
+			fb_fail(fb, "request %d (serial %llu) after %u pings",
+				(int)req->body_case,
+				(unsigned long long)req->serial, pings);
+			rdmab__request__free_unpacked(req, NULL);
+			goto out;
+		}
+		rdmab__request__free_unpacked(req, NULL);
+	}
+	if (registers != 5)
+		fb_fail(fb,
+			"the register was sent %u times, not once and 4 "
+			"times again",
+			registers);
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_DESTROY, &serial, NULL) < 0)
+		goto out;
+	fb_answer_close(fb);
+	fb_wait_eof(fb);
+out:
+	close(fd);
+}
+
+/* The client of the resend scripts: a CQ made and destroyed, @pings
+ * pings; @destroy_first: destroyed before the pings, which wait for the
+ * script's step 1, else after them. */
+static void vr_resend_client(fb_script script, bool destroy_first, int pings)
+{
+	struct ibc_ctx *ctx = NULL;
+	struct ibc_cq *cq = NULL;
+	struct ibc_client *cl;
+	struct fb fb;
+
+	FB_START(&fb, script, NULL);
+	verbs_shim_mode = VERBS_SHIM_IMPORT;
+	ck_assert_int_eq(tl_connect(fb.sock, 5000, &cl), 0);
+	ck_assert_msg(ibc_open(cl, NULL, &ctx) == 0, "%s", ibc_last_error());
+	ck_assert_msg(ibc_cq_create(ctx, 16, &cq) == 0, "%s", ibc_last_error());
+	if (destroy_first) {
+		ck_assert_msg(ibc_cq_destroy(cq) == 0, "%s", ibc_last_error());
+		ck_assert_int_eq(fb_wait(&fb, 1, TL_WAIT_MS), 0);
+	}
+	for (int i = 0; i < pings; i++)
+		ck_assert_msg(ibc_ping(cl, NULL, 0) == 0, "ping %d: %s", i,
+			      ibc_last_error());
+	if (!destroy_first)
+		ck_assert_msg(ibc_cq_destroy(cq) == 0, "%s", ibc_last_error());
+	ibc_close(ctx);
+	ibc_disconnect(cl);
+	verbs_shim_mode = VERBS_SHIM_REAL;
+	FB_STOP(&fb);
+}
+
+START_TEST(test_verbs_register_eagain_resent)
+{
+	vr_resend_client(script_verbs_register_eagain, false, VR_PINGS);
+}
+END_TEST
+
+/*
+ * A register and the unregister of its CQ, both unanswered when the
+ * restart barrier's answer comes (a broker killed after it read them):
+ * the library sends both again in the order it first sent them, the
+ * register before the unregister, so that the new broker never sees an
+ * unregister of an object it has not registered yet.
+ */
+static int vr_expect_again(struct fb *fb, Rdmab__Request__BodyCase body,
+			   uint64_t want)
+{
+	uint64_t serial;
+
+	if (fb_expect(fb, body, &serial, NULL) < 0)
+		return -1;
+	if (serial != want)
+		return fb_fail(fb,
+			       "request %d sent again as serial %llu, not "
+			       "%llu",
+			       (int)body, (unsigned long long)serial,
+			       (unsigned long long)want);
+	return 0;
+}
+
+static void script_verbs_resend_order(struct fb *fb)
+{
+	Rdmab__RestartEvent re = RDMAB__RESTART_EVENT__INIT;
+	Rdmab__Event ev = RDMAB__EVENT__INIT;
+	int fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+	Rdmab__Request *req = NULL;
+	uint64_t reg, unreg, serial;
+
+	if (fd < 0) {
+		fb_fail(fb, "/dev/null: %s", strerror(errno));
+		return;
+	}
+	if (vr_begin(fb, fd) < 0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_REGISTER, &reg, NULL) < 0 ||
+	    fb_expect(fb, RDMAB__REQUEST__BODY_OBJ_DESTROY, &unreg, NULL) < 0)
+		goto out;
+	re.generation = 2;
+	re.reason = (char *)"fake: restarted";
+	ev.body_case = RDMAB__EVENT__BODY_RESTARTED;
+	ev.restarted = &re;
+	if (fb_send_event(fb, &ev) < 0)
+		goto out;
+	fb_post(fb, 1);
+	/* The first ping, then the barrier's: answered in that order. */
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &req) < 0 ||
+	    fb_answer_ping(fb, serial, req) < 0)
+		goto out;
+	rdmab__request__free_unpacked(req, NULL);
+	req = NULL;
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &req) < 0 ||
+	    fb_answer_ping(fb, serial, req) < 0)
+		goto out;
+	rdmab__request__free_unpacked(req, NULL);
+	req = NULL;
+	/* The second ping reads the barrier's answer: then the two again. */
+	if (fb_expect(fb, RDMAB__REQUEST__BODY_PING, &serial, &req) < 0 ||
+	    vr_expect_again(fb, RDMAB__REQUEST__BODY_OBJ_REGISTER, reg) < 0 ||
+	    vr_expect_again(fb, RDMAB__REQUEST__BODY_OBJ_DESTROY, unreg) < 0 ||
+	    fb_answer_ping(fb, serial, req) < 0)
+		goto out;
+	fb_answer_close(fb);
+	fb_wait_eof(fb);
+out:
+	if (req)
+		rdmab__request__free_unpacked(req, NULL);
+	close(fd);
+}
+
+START_TEST(test_verbs_resend_order)
+{
+	vr_resend_client(script_verbs_resend_order, true, 2);
+}
+END_TEST
+
+/*
  * The kernel answers a CQ's destroy with ENOENT: another process of the
  * domain destroyed the handle with a raw ioctl on the shared command
  * descriptor. The unregister went first; the CQ is not handed back to the
@@ -1682,6 +1869,8 @@ static Suite *client_suite(void)
 	tcase_add_test(tc, test_rss_event_before_create_reply);
 	tcase_add_test(tc, test_stale_errno_import);
 	tcase_add_test(tc, test_verbs_registry_nowait);
+	tcase_add_test(tc, test_verbs_register_eagain_resent);
+	tcase_add_test(tc, test_verbs_resend_order);
 	tcase_add_test(tc, test_verbs_destroy_gone);
 	tcase_add_test(tc, test_own_xrcd_close_gone);
 	tcase_add_test(tc, test_verbs_disconnect_closes);

@@ -706,18 +706,15 @@ static void *pinger_main(void *arg)
 	return NULL;
 }
 
-/* The daemon's end of @g's client connection, a dup from the store
+/* The daemon's end of session @id's connection, a dup from the store
  * (once the fake systemd's thread has taken the daemon's datagram). */
-static int stored_conn(struct rig *g)
+static int stored_conn_of(struct rig *g, uint64_t id)
 {
 	int64_t end = tl_now_ms() + TL_WAIT_MS;
-	struct ibc_client_info info;
 	char name[256], want[64];
 	int fd;
 
-	ck_assert_int_eq(ibc_client_info(g->cl, &info, sizeof(info)), 0);
-	snprintf(want, sizeof(want), "rb.conn.%llu",
-		 (unsigned long long)info.client_id);
+	snprintf(want, sizeof(want), "rb.conn.%llu", (unsigned long long)id);
 	do {
 		for (size_t i = 0;
 		     fakesd_store_get(g->sd, i, name, sizeof(name), &fd) == 0;
@@ -730,6 +727,15 @@ static int stored_conn(struct rig *g)
 	} while (tl_now_ms() < end);
 	ck_abort_msg("no %s in the store", want);
 	return -1;
+}
+
+/* The same for @g's own client. */
+static int stored_conn(struct rig *g)
+{
+	struct ibc_client_info info;
+
+	ck_assert_int_eq(ibc_client_info(g->cl, &info, sizeof(info)), 0);
+	return stored_conn_of(g, info.client_id);
 }
 
 /*
@@ -2759,6 +2765,171 @@ START_TEST(intent_open_at_kill)
 }
 END_TEST
 
+/* Mark request @serial of session @id read and unanswered in the stored
+ * in-flight table, as the daemon does when it reads it. */
+static void inflight_plant(struct rig *g, uint64_t id, uint64_t serial)
+{
+	struct inflight_slot *slot = NULL;
+	char name[256];
+	uint64_t *hdr;
+	struct stat st;
+	int fd = -1;
+
+	for (size_t i = 0;
+	     fakesd_store_get(g->sd, i, name, sizeof(name), &fd) == 0; i++) {
+		if (strncmp(name, "rb.inflight.", 12) == 0)
+			break;
+		close(fd);
+		fd = -1;
+	}
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fstat(fd, &st), 0);
+	hdr = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED,
+		   fd, 0);
+	ck_assert_ptr_ne(hdr, MAP_FAILED);
+	/* A magic and the slot count, then the slots. */
+	for (uint64_t i = 0; i < hdr[1] && !slot; i++) {
+		struct inflight_slot *s = (struct inflight_slot *)(hdr + 2) + i;
+
+		if (s->conn_id == id)
+			slot = s;
+	}
+	ck_assert_ptr_nonnull(slot);
+	slot->pending = serial + 1;
+	munmap(hdr, (size_t)st.st_size);
+	close(fd);
+}
+
+/*
+ * A register sent without waiting (ibc_obj_register_nowait()), read by a
+ * daemon that a SIGKILL ends before it applied it: read and the kill
+ * before its store in the in-flight slot (run 0: no daemon ever answers
+ * it), or after (run 1: the next daemon answers EAGAIN). The read is done
+ * here on the daemon's stored end while it is stopped. The library sends
+ * the register again: the CQ is registered, and the client's death
+ * destroys it, nothing unaccounted. Lost, the restored intent stays open
+ * and the death leaves the CQ in no record's name.
+ */
+START_TEST(register_lost_in_restart_resent)
+{
+	Rdmab__Request *req;
+	int to[2], from[2], fd, st, pings = -1;
+	struct ibc_domain_info d;
+	uint8_t buf[512];
+	struct pollfd pf;
+	uint64_t serial, id;
+	struct rig g;
+	char c = 0;
+	int64_t end;
+	pid_t pid;
+	ssize_t n;
+
+	SKIP_WITHOUT_STATE_CONF(&g, "[soft]\nintent_window = yes\n");
+	ck_assert_int_eq(pipe2(to, O_CLOEXEC), 0);
+	ck_assert_int_eq(pipe2(from, O_CLOEXEC), 0);
+	pid = fork();
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		struct ibc_client *cl;
+		struct ibc_ctx *cx;
+		struct ibc_cq *ccq;
+		int ret;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		setenv("IBC_TEST_SOFT_STOP", "kernel", 1);
+		if (tl_connect(g.sock, 10000, &cl) < 0 ||
+		    ibc_open(cl, "soft0", &cx) < 0 ||
+		    ibc_cq_create(cx, 16, &ccq) < 0 ||
+		    write(from[1], "c", 1) != 1 || read(to[0], &c, 1) != 1)
+			_exit(1);
+		/* The second reads the barrier's answer. */
+		ret = ibc_ping(cl, NULL, 0);
+		if (ret == 0)
+			ret = ibc_ping(cl, NULL, 0);
+		c = ret == 0 ? 'p' : 'f';
+		if (write(from[1], &c, 1) != 1)
+			_exit(1);
+		for (;;)
+			pause();
+	}
+	ck_assert_int_eq(waitpid(pid, &st, WUNTRACED), pid);
+	ck_assert_msg(WIFSTOPPED(st), "the client did not stop: %#x", st);
+	id = client_id_of(&g, pid);
+	fd = stored_conn_of(&g, id);
+	ck_assert_int_eq(kill(fakesd_main_pid(g.sd), SIGSTOP), 0);
+	ck_assert_int_eq(kill(pid, SIGCONT), 0);
+	ck_assert_int_eq(read(from[0], &c, 1), 1);
+	ck_assert_int_eq(c, 'c');
+	pf = (struct pollfd){ .fd = fd, .events = POLLIN };
+	ck_assert_int_eq(poll(&pf, 1, TL_WAIT_MS), 1);
+	n = recv(fd, buf, sizeof(buf), MSG_DONTWAIT);
+	ck_assert_int_gt(n, 0);
+	close(fd);
+	req = rdmab__request__unpack(NULL, (size_t)n, buf);
+	ck_assert_ptr_nonnull(req);
+	ck_assert_int_eq(req->body_case, RDMAB__REQUEST__BODY_OBJ_REGISTER);
+	serial = req->serial;
+	rdmab__request__free_unpacked(req, NULL);
+	if (_i)
+		inflight_plant(&g, id, serial);
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	rig_start(&g);
+	ck_assert_int_eq(write(to[1], "g", 1), 1);
+	ck_assert_int_eq(read(from[0], &c, 1), 1);
+	pings = c == 'p';
+	end = tl_now_ms() + TL_WAIT_MS;
+	while ((d = domain_now(&g)).live_intents && tl_now_ms() < end)
+		tl_sleep_ms(20);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	d = domain_settled(&g);
+	ck_assert_msg(d.unaccounted == 0 && d.kernel_objects == 1,
+		      "the register was lost: %u unaccounted, %u kernel "
+		      "objects",
+		      d.unaccounted, d.kernel_objects);
+	ck_assert_msg(pings == 1,
+		      "the client's pings after the restart failed");
+	for (int i = 0; i < 2; i++) {
+		close(to[i]);
+		close(from[i]);
+	}
+	rig_free(&g);
+}
+END_TEST
+
+/*
+ * A register sent while no daemon runs, by a client that then exits
+ * (stopped after its kernel call, continued once the daemon is killed):
+ * the next daemon adopts the session from the store and serves what its
+ * socket holds, however the session's end is seen (the peer's pidfd, end
+ * of stream): the CQ is registered, then destroyed with its dead owner.
+ */
+START_TEST(register_sent_while_down_served)
+{
+	struct ibc_domain_info d;
+	struct rig g;
+	pid_t pid;
+	int st;
+
+	SKIP_WITHOUT_STATE_CONF(&g, "[soft]\nintent_window = yes\n");
+	pid = stopped_in_window(&g, "kernel");
+	ck_assert_int_eq(fakesd_kill(g.sd, SIGKILL), 0);
+	ck_assert_int_ge(fakesd_wait_exit(g.sd, TL_WAIT_MS), 0);
+	ck_assert_int_eq(kill(pid, SIGCONT), 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 2,
+		      "the client did not make its CQ: %#x", st);
+	rig_start(&g);
+	d = domain_settled(&g);
+	ck_assert_msg(d.unaccounted == 0 && d.kernel_objects == 1,
+		      "the register was lost: %u unaccounted, %u kernel "
+		      "objects",
+		      d.unaccounted, d.kernel_objects);
+	rig_free(&g);
+}
+END_TEST
+
 /*
  * The committed states (tests/data/state-format<N>.bin), one per format,
  * each as its day's writer wrote it (`make state-fixture` writes today's
@@ -4698,6 +4869,8 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, store_share_per_uid);
 	tcase_add_test(tc, store_full_hello_told);
 	tcase_add_loop_test(tc, intent_open_at_kill, 0, 2);
+	tcase_add_loop_test(tc, register_lost_in_restart_resent, 0, 2);
+	tcase_add_test(tc, register_sent_while_down_served);
 	tcase_add_test(tc, window_registered_kept);
 	/* X1: the XRCD directory and holds. */
 	tcase_add_test(tc, xrcd_dir_from_the_store);

@@ -17,9 +17,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <linux/sockios.h>
 
 #include "include/ibclient.h"
 #include "tests/cklib.h"
@@ -71,6 +77,8 @@ enum child_end {
 	END_CLOSE,
 	/* ibc_disconnect alone, exit. */
 	END_DISCONNECT,
+	/* Exits at once, its socket left as it is. */
+	END_EXIT,
 };
 
 /*
@@ -97,6 +105,9 @@ static pid_t child_qps(const char *stop_at, bool create, int qps,
 		struct ibc_qp *qp;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		/* Its own socket the only one it holds (peer_socket()). */
+		if (end == END_EXIT)
+			syscall(SYS_close_range, 3, ~0U, 0);
 		if (stop_at)
 			setenv("IBC_TEST_SOFT_STOP", stop_at, 1);
 		if (tl_connect(D.sock, 20000, &cl) || ibc_open(cl, NULL, &ctx))
@@ -109,6 +120,8 @@ static pid_t child_qps(const char *stop_at, bool create, int qps,
 		for (int i = 0; i < qps; i++)
 			if (ibc_qp_create(ctx, &qa, &qp))
 				_exit(3);
+		if (end == END_EXIT)
+			_exit(0);
 		if (end == END_CLOSE)
 			ibc_close(ctx);
 		if (end != END_KILLED) {
@@ -277,6 +290,114 @@ START_TEST(test_killed_before_kernel_call)
 
 	kill_child(pid);
 	check_nothing_left();
+}
+END_TEST
+
+/* A copy of the one socket process @pid holds (END_EXIT closed the
+ * rest), taken with pidfd_getfd(2). */
+static int peer_socket(pid_t pid)
+{
+	char dir[64], path[320], link[64];
+	int pidfd, found = -1, sock;
+	struct dirent *e;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
+	d = opendir(dir);
+	ck_assert_ptr_nonnull(d);
+	while ((e = readdir(d))) {
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		n = readlink(path, link, sizeof(link) - 1);
+		if (n <= 0)
+			continue;
+		link[n] = '\0';
+		if (strncmp(link, "socket:", 7) != 0)
+			continue;
+		ck_assert_msg(found < 0, "client %d holds two sockets",
+			      (int)pid);
+		found = atoi(e->d_name);
+	}
+	closedir(d);
+	ck_assert_int_ge(found, 0);
+	pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+	ck_assert_int_ge(pidfd, 0);
+	sock = (int)syscall(SYS_pidfd_getfd, pidfd, found, 0);
+	ck_assert_msg(sock >= 0, "pidfd_getfd: %s", strerror(errno));
+	close(pidfd);
+	return sock;
+}
+
+/* Bytes sent on @sock its peer has not read yet. */
+static int unread_by_peer(int sock)
+{
+	int queued = 0;
+
+	ck_assert_int_eq(ioctl(sock, SIOCOUTQ, &queued), 0);
+	return queued;
+}
+
+/*
+ * Pings of 60 KiB, whose replies nobody reads, on @sock until the broker
+ * stops reading it (256 KiB of its replies unread): the last one stays
+ * unread. Returns how many the broker read.
+ */
+static int stop_reads(int sock)
+{
+	static uint8_t payload[60 * 1024];
+	Rdmab__Request req = RDMAB__REQUEST__INIT;
+	int read_n = 0;
+
+	req.version = WIRE_PROTOCOL_VERSION;
+	req.body_case = RDMAB__REQUEST__BODY_PING;
+	req.ping.data = payload;
+	req.ping.len = sizeof(payload);
+	for (int i = 0; i < 64; i++) {
+		int64_t end = tl_now_ms() + 3000;
+
+		req.serial = (1ull << 40) + (uint64_t)i;
+		ck_assert_int_eq(tl_send_request(sock, &req, NULL, 0), 0);
+		while (unread_by_peer(sock) > 0 && tl_now_ms() < end)
+			tl_sleep_ms(5);
+		if (unread_by_peer(sock) > 0)
+			return read_n;
+		read_n++;
+	}
+	ck_abort_msg("the broker read 64 pings of 60 KiB nobody read the "
+		     "replies of");
+	return -1;
+}
+
+/*
+ * A client whose register is still unread when its process exits: the
+ * broker had stopped reading its requests (its replies unread), so the
+ * process's pidfd, not the request, is what the broker sees first. What
+ * its socket holds is served all the same: the CQ is registered, then
+ * destroyed as the dead client's, nothing left unaccounted. A copy of the
+ * socket kept here: the broker never reads end of stream on it.
+ */
+START_TEST(test_register_unread_at_exit)
+{
+	struct ibc_domain_info d;
+	pid_t pid;
+	int sock, n;
+
+	start(window_conf);
+	pid = child("kernel", true, END_EXIT);
+	sock = peer_socket(pid);
+	n = stop_reads(sock);
+	ck_assert_msg(n >= 2, "the broker stopped reading after %d pings", n);
+	ck_assert_int_eq(kill(pid, SIGCONT), 0);
+	wait_child_ok(pid);
+	d = settle(1);
+	ck_assert_msg(d.unaccounted == 0 && d.kernel_objects == 1,
+		      "the register was lost: %u unaccounted, %u kernel "
+		      "objects",
+		      d.unaccounted, d.kernel_objects);
+	close(sock);
+	close_and_check_zero();
+	stop();
 }
 END_TEST
 
@@ -553,6 +674,7 @@ int main(void)
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_killed_after_kernel_call);
 	tcase_add_test(tc, test_killed_before_kernel_call);
+	tcase_add_test(tc, test_register_unread_at_exit);
 	tcase_add_test(tc, test_window_objects);
 	tcase_add_test(tc, test_internal_objects);
 	tcase_add_test(tc, test_internal_per_qp_live);

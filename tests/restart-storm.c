@@ -24,7 +24,10 @@
  * a killed client leaves, counted unaccounted); a client killed after a
  * restart has its objects destroyed; the client whose intent was open at
  * the restart, killed after it, leaves no record and no intent, and what
- * it left is counted unaccounted. At the end, with every client gone,
+ * it left is counted unaccounted. A detached owner comes before a restart
+ * when there is none (a client evicted while its process lives, its CQ
+ * and WQ kept), lives through one restart or more and then exits or is
+ * killed: its objects go. At the end, with every client gone,
  * the registry is empty, every charge 0 and the daemon holds the
  * descriptors a fresh one held.
  *
@@ -182,6 +185,15 @@ static bool judge(struct wk *w, int err, const char *what)
 	return false;
 }
 
+/* judge() of an object's destroy: whether the object went. -ENOENT too:
+ * the broker had no record of it (a destroy before, answered EAGAIN by
+ * the restart, had been applied), and the library freed it all the same
+ * (ibc_cq_create(3)); kept, the next destroy would use freed memory. */
+static bool judge_gone(struct wk *w, int err, const char *what)
+{
+	return judge(w, err, what) || err == -ENOENT;
+}
+
 static void op_dm(struct wk *w, struct tl_rng *r)
 {
 	unsigned int i;
@@ -281,7 +293,7 @@ static void op_xrcd(struct wk *w, struct tl_rng *r)
 	if (w->n_xrcd && tl_rng_below(r, 2)) {
 		i = tl_rng_below(r, w->n_xrcd);
 		doing("xrcd close");
-		if (judge(w, ibc_xrcd_close(w->xrcd[i]), "xrcd close"))
+		if (judge_gone(w, ibc_xrcd_close(w->xrcd[i]), "xrcd close"))
 			w->xrcd[i] = w->xrcd[--w->n_xrcd];
 	} else if (w->n_xrcd < MAXO) {
 		doing("xrcd open");
@@ -331,7 +343,8 @@ static void op_one(struct wk *w, struct tl_rng *r)
 		if (w->n_cq > 1) {
 			i = 1 + tl_rng_below(r, w->n_cq - 1);
 			doing("cq destroy");
-			if (judge(w, ibc_cq_destroy(w->cq[i]), "cq destroy"))
+			if (judge_gone(w, ibc_cq_destroy(w->cq[i]),
+				       "cq destroy"))
 				w->cq[i] = w->cq[--w->n_cq];
 		}
 		break;
@@ -346,7 +359,7 @@ static void op_one(struct wk *w, struct tl_rng *r)
 		else if (w->n_mr) {
 			i = tl_rng_below(r, w->n_mr);
 			doing("dereg mr");
-			if (judge(w, ibc_dereg_mr(w->mr[i]), "dereg mr"))
+			if (judge_gone(w, ibc_dereg_mr(w->mr[i]), "dereg mr"))
 				w->mr[i] = w->mr[--w->n_mr];
 		}
 		break;
@@ -759,11 +772,9 @@ static int ctl_json(const char *cmd, char **ret)
 	return 0;
 }
 
-/* rdmabrokerctl domain rekey @name: 0 or -EIO. */
-static int ctl_rekey(const char *name)
+/* rdmabrokerctl with @argv, its output dropped: 0 or -EIO. */
+static int ctl_run(const char *const argv[])
 {
-	const char *argv[] = { tl_ctl_path(), "--socket", sockpath, "domain",
-			       "rekey",	      name,	  NULL };
 	pid_t pid = fork();
 	int st;
 
@@ -779,6 +790,15 @@ static int ctl_rekey(const char *name)
 	    WEXITSTATUS(st) != 0)
 		return -EIO;
 	return 0;
+}
+
+/* rdmabrokerctl domain rekey @name: 0 or -EIO. */
+static int ctl_rekey(const char *name)
+{
+	const char *argv[] = { tl_ctl_path(), "--socket", sockpath, "domain",
+			       "rekey",	      name,	  NULL };
+
+	return ctl_run(argv);
 }
 
 static const char *const listings[] = { "domains", "objects", "dm",
@@ -982,6 +1002,28 @@ static int objects_of(uint64_t id)
 	return n;
 }
 
+/* In a child of the driver: a session of DOMAIN with its context open,
+ * and its client id. 0, or -1 for the child to exit on. */
+static int storm_connect(struct ibc_client **ret_cl, struct ibc_ctx **ret_x,
+			 uint64_t *ret_id)
+{
+	struct ibc_connect_attr attr = {
+		.comp_mask = IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_DOMAIN |
+			     IBC_CONNECT_ATTR_TIMEOUT,
+		.socket_path = sockpath,
+		.domain = DOMAIN,
+		.timeout_ms = CLIENT_TIMEOUT_MS,
+	};
+	struct ibc_client_info info;
+
+	if (ibc_connect(&attr, ret_cl) < 0 ||
+	    ibc_open(*ret_cl, NULL, ret_x) < 0 ||
+	    ibc_client_info(*ret_cl, &info, sizeof(info)) < 0)
+		return -1;
+	*ret_id = info.client_id;
+	return 0;
+}
+
 /*
  * An intent open at the restart: a client of DOMAIN stopped inside the
  * soft device's window ([soft] intent_window, IBC_TEST_SOFT_STOP) while it
@@ -1008,25 +1050,15 @@ static int intent_spawn(struct intent_holder *h, struct tl_rng *r)
 	if (h->pid < 0)
 		FAIL("fork: %s", strerror(errno));
 	if (h->pid == 0) {
-		struct ibc_connect_attr attr = {
-			.comp_mask = IBC_CONNECT_ATTR_SOCKET |
-				     IBC_CONNECT_ATTR_DOMAIN |
-				     IBC_CONNECT_ATTR_TIMEOUT,
-			.socket_path = sockpath,
-			.domain = DOMAIN,
-			.timeout_ms = CLIENT_TIMEOUT_MS,
-		};
-		struct ibc_client_info info;
 		struct ibc_client *cl;
 		struct ibc_ctx *x;
 		struct ibc_cq *cq;
+		uint64_t id;
 
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		close(p[0]);
 		setenv("IBC_TEST_SOFT_STOP", h->made ? "kernel" : "intent", 1);
-		if (ibc_connect(&attr, &cl) < 0 || ibc_open(cl, NULL, &x) < 0 ||
-		    ibc_client_info(cl, &info, sizeof(info)) < 0 ||
-		    write(p[1], &info.client_id, 8) != 8)
+		if (storm_connect(&cl, &x, &id) < 0 || write(p[1], &id, 8) != 8)
 			_exit(1);
 		ibc_cq_create(x, 8, &cq);
 		_exit(2);
@@ -1117,6 +1149,134 @@ static int intent_end(struct intent_holder *h, unsigned long k)
 		     "least %ld expected)",
 		     k, h->made ? "its CQ made" : "nothing made", left, intents,
 		     intents_want, now, before, want);
+	return 0;
+}
+
+/*
+ * A detached owner (issue 25: the owner's pidfd in the store): a client of
+ * DOMAIN that makes a CQ and a WQ on it, then has its session ended by an
+ * eviction (rdmabrokerctl evict) while its process lives, so that both
+ * stay, detached, until it exits. It lives through one restart or more,
+ * the listings compared showing its objects, then exits by itself ('x' on
+ * its pipe) or is killed; its objects must then go. Its own generator
+ * (seeded from the storm's), so that a seed's other choices stay what
+ * they were before it came.
+ */
+struct detached_holder {
+	pid_t pid;
+	uint64_t id;
+	/* The restart it came before. */
+	unsigned long since;
+	/* Its pipe's write end; -1 while there is no holder. */
+	int ctl;
+};
+
+/* rdmabrokerctl evict @id: 0 or -EIO. */
+static int ctl_evict(uint64_t id)
+{
+	char arg[32];
+	const char *argv[] = { tl_ctl_path(), "--socket", sockpath,
+			       "evict",	      arg,	  NULL };
+
+	snprintf(arg, sizeof(arg), "%llu", (unsigned long long)id);
+	return ctl_run(argv);
+}
+
+/* The objects listed in state "detached". */
+static int detached_listed(void)
+{
+	const char *needle = "\"state\":\"detached\"";
+	char *raw;
+	int n = 0;
+
+	if (ctl_json("objects", &raw) < 0)
+		return -EIO;
+	for (const char *p = raw; (p = strstr(p, needle)); p++)
+		n++;
+	free(raw);
+	return n;
+}
+
+static int detached_spawn(struct detached_holder *h, unsigned long k)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	int p[2], go[2], before = detached_listed(), now;
+
+	if (pipe2(p, O_CLOEXEC) < 0 || pipe2(go, O_CLOEXEC) < 0)
+		FAIL("pipe: %s", strerror(errno));
+	h->pid = fork();
+	if (h->pid < 0)
+		FAIL("fork: %s", strerror(errno));
+	if (h->pid == 0) {
+		struct ibc_client *cl;
+		struct ibc_ctx *x;
+		struct ibc_cq *cq;
+		struct ibc_wq *wq;
+		uint64_t id;
+		char c;
+
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		close(p[0]);
+		close(go[1]);
+		if (storm_connect(&cl, &x, &id) < 0 ||
+		    ibc_cq_create(x, 8, &cq) < 0 ||
+		    ibc_wq_create(x, cq, NULL, &wq) < 0 ||
+		    write(p[1], &id, 8) != 8)
+			_exit(1);
+		/* Evicted meanwhile; 'x' or end of file: it exits. */
+		if (read(go[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[1]);
+	close(go[0]);
+	h->ctl = go[1];
+	h->since = k;
+	if (!readable(p[0]) || read(p[0], &h->id, 8) != 8) {
+		close(p[0]);
+		FAIL("restart %lu: the detached owner's client %d did not "
+		     "connect and make its CQ and WQ: %s",
+		     k, (int)h->pid, why_silent(h->pid, -1));
+	}
+	close(p[0]);
+	if (before < 0 || ctl_evict(h->id) < 0)
+		FAIL("restart %lu: rdmabrokerctl evict %llu failed", k,
+		     (unsigned long long)h->id);
+	/* Its register went without an answer: read by the drain of the
+	 * eviction, if not before. */
+	while ((now = detached_listed()) < before + 2 && tl_now_ms() < end)
+		tl_sleep_ms(20);
+	if (now < before + 2)
+		FAIL("restart %lu: evicted client %llu shows %d objects "
+		     "detached (%d before, 2 more expected)",
+		     k, (unsigned long long)h->id, now, before);
+	return 0;
+}
+
+/* The detached owner's process ends, killed or (@exits) by itself, after
+ * restart @k (the number of restarts, at the end), the owner kept through
+ * @through of them: its objects go. */
+static int detached_end(struct detached_holder *h, bool exits, unsigned long k,
+			unsigned long through)
+{
+	int64_t end = tl_now_ms() + TL_WAIT_MS;
+	int left;
+
+	if (!exits || write(h->ctl, "x", 1) != 1)
+		kill(h->pid, SIGKILL);
+	waitpid(h->pid, NULL, 0);
+	close(h->ctl);
+	h->ctl = -1;
+	while ((left = objects_of(h->id)) != 0 && tl_now_ms() < end)
+		tl_sleep_ms(50);
+	if (left != 0)
+		FAIL("restart %lu: the detached owner %llu %s after it: %d of "
+		     "its objects left",
+		     k, (unsigned long long)h->id, exits ? "exited" : "killed",
+		     left);
+	printf("restart %lu: a detached owner kept through %lu restarts, "
+	       "%s: its objects gone\n",
+	       k, through, exits ? "exited" : "killed");
 	return 0;
 }
 
@@ -1253,13 +1413,15 @@ static int storm(uint64_t seed, unsigned long restarts)
 	struct fakesd *sd = NULL;
 	char **before = snap_before, **after = snap_after, diff[800];
 	struct intent_holder ih;
+	struct detached_holder dh = { .ctl = -1 };
 	int lfd, base_fds, fds = -1;
 	pid_t waker = -1;
 	unsigned int modes;
-	struct tl_rng r;
+	struct tl_rng r, rd;
 	FILE *f;
 
 	tl_rng_seed(&r, seed);
+	tl_rng_seed(&rd, seed ^ 0x6465746163686564ull);
 	daemon_argv(argv);
 	{
 		const char *m = getenv("RESTART_STORM_MODES");
@@ -1351,6 +1513,8 @@ static int storm(uint64_t seed, unsigned long restarts)
 
 		if (intent_spawn(&ih, &r) < 0)
 			return -1;
+		if (dh.ctl < 0 && detached_spawn(&dh, k) < 0)
+			return -1;
 		tl_sleep_ms(20 + tl_rng_below(&r, 150));
 		for (int i = 0; i < N_CLIENTS; i++) {
 			const char *m = client_failure(&clients[i]);
@@ -1389,6 +1553,12 @@ static int storm(uint64_t seed, unsigned long restarts)
 		if (all_clients('p', 'P') < 0 || intent_end(&ih, k) < 0 ||
 		    all_clients('r', 0) < 0)
 			return -1;
+		/* The detached owner lives through one restart or more,
+		 * then exits or is killed. */
+		if (tl_rng_below(&rd, 2) == 0 &&
+		    detached_end(&dh, tl_rng_below(&rd, 2) == 0, k,
+				 k - dh.since + 1) < 0)
+			return -1;
 		/* One client in four restarts is killed: its objects go. */
 		if (tl_rng_below(&r, 4) == 0) {
 			struct client *c =
@@ -1426,6 +1596,9 @@ static int storm(uint64_t seed, unsigned long restarts)
 		       paused ? "listings equal" : "clients unbroken");
 	}
 
+	if (dh.ctl >= 0 && detached_end(&dh, tl_rng_below(&rd, 2) == 0,
+					restarts, restarts - dh.since) < 0)
+		return -1;
 	/* Every client goes: half ask, half are killed, paused first: one
 	 * killed inside the intent window would leave an unnamed object
 	 * that holds its CQ, stuck until a rekey. */
