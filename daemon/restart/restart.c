@@ -794,6 +794,33 @@ void restart_status(const struct core *core, bool full, uint64_t *gen,
 			 rs->adopted_objects, rs->adopted_fds);
 }
 
+enum restart_journal_state restart_journal_status(const struct core *core,
+						  char *what, size_t size)
+{
+	const struct restart *rs = core->restart;
+
+	if (!rs) {
+		snprintf(what, size, "none: restart is off");
+		return RESTART_JOURNAL_NONE;
+	}
+	if (!rs->j) {
+		snprintf(what, size,
+			 "none: it could not be made at start (%s), the next "
+			 "restart starts clean",
+			 strerror(-rs->j_err));
+		return RESTART_JOURNAL_NONE;
+	}
+	if (journal_broken(rs->j)) {
+		snprintf(what, size,
+			 "abandoned after a write failed (%s), the next "
+			 "restart starts clean",
+			 strerror(-journal_error(rs->j)));
+		return RESTART_JOURNAL_ABANDONED;
+	}
+	snprintf(what, size, "ok");
+	return RESTART_JOURNAL_OK;
+}
+
 void restart_exit(void)
 {
 	log_notice("exiting; the next daemon goes on from here");

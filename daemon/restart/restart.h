@@ -209,6 +209,19 @@ void restart_status(const struct core *core, bool full, uint64_t *gen,
 		    uint64_t *restarts, uint64_t *usec, char *what,
 		    size_t size);
 
+/* Whether a restart from here keeps the sessions, for everyone's status
+ * (every session depends on it): RESTART_JOURNAL_OK, or _ABANDONED after
+ * a write failed, or _NONE (restart off, or no journal could be made at
+ * start); @what (RESTART_STATUS_MAX) says so in words, with the errno's
+ * text. */
+enum restart_journal_state {
+	RESTART_JOURNAL_OK,
+	RESTART_JOURNAL_ABANDONED,
+	RESTART_JOURNAL_NONE,
+};
+enum restart_journal_state restart_journal_status(const struct core *core,
+						  char *what, size_t size);
+
 /* The running daemon's journal and store; NULL when restart is off. */
 struct journal *restart_journal(const struct core *core);
 struct fdstore *restart_fdstore(const struct core *core);
