@@ -800,7 +800,7 @@ enum restart_journal_state restart_journal_status(const struct core *core,
 	const struct restart *rs = core->restart;
 
 	if (!rs) {
-		snprintf(what, size, "none: restart is off");
+		snprintf(what, size, "none: restart is off (--no-restart)");
 		return RESTART_JOURNAL_NONE;
 	}
 	if (!rs->j) {
