@@ -842,6 +842,14 @@ int restore_take_fd(struct restore *rs, const char *name, int *ret_fd)
 	return ret;
 }
 
+int restore_keep_fd(struct restore *rs, const char *name, int fd, uint32_t uid)
+{
+	if (fdstore_count(rs->store) + RESTART_STORE_OWN >=
+	    fdstore_max(rs->store))
+		return -ENOSPC;
+	return fdstore_put_for(rs->store, name, fd, uid, true);
+}
+
 int restore_fail(struct restore *rs, int err, const char *fmt, ...)
 {
 	va_list ap;

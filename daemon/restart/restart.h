@@ -88,6 +88,12 @@ int restore_each(struct restore *rs, uint32_t kind,
 /* Take the stored descriptor @name (fdstore_take()), counted once as
  * adopted (status and the restore's log line): the caller counts nothing. */
 int restore_take_fd(struct restore *rs, const char *name, int *ret_fd);
+/* Keep @fd in the store again under @name, a place of @uid's (over its
+ * share: it exists), if the store has one beyond the daemon's own: the
+ * state and in-flight table stored after the families must fit. 0, or
+ * -ENOSPC when its bound is lower than the state's (--max-clients or a
+ * limit lowered across the restart), or fdstore_put_for()'s -errno. */
+int restore_keep_fd(struct restore *rs, const char *name, int fd, uint32_t uid);
 /* The registry's objects whose remake failed before the families'
  * restore (one that uses what a family makes again: an MR on a DM names
  * the DM's handle), tried again, once, with the failure logged: a

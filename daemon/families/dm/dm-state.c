@@ -584,7 +584,9 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 	/* Its place in the store before anything of it is charged: one
 	 * that does not fit is dropped alone (dm_restore_unplaced()). */
 	dm->uid = (uid_t)m->uid;
-	ret = dm_journal_store_fd(core, dm, true);
+	ret = dm->dd.fd < 0 ?
+		      0 :
+		      restore_keep_fd(rs, name, dm->dd.fd, (uint32_t)dm->uid);
 	if (ret < 0) {
 		dm_restore_unplaced(rs, x, dm, m, ret);
 		dm = NULL;
