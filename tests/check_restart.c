@@ -1848,16 +1848,23 @@ static struct ibc_client *connect_seeing(struct rig *g, struct event_seen *seen)
 	return cl;
 }
 
-/* @cl's events until @seen has one, for up to @ms. */
-static void wait_event(struct ibc_client *cl, struct event_seen *seen, int ms)
+/* @cl's events until @seen has @n, for up to @ms. */
+static void wait_events(struct ibc_client *cl, struct event_seen *seen, int n,
+			int ms)
 {
 	struct pollfd pfd = { .fd = ibc_get_fd(cl), .events = POLLIN };
 	int64_t end = tl_now_ms() + ms;
 
-	while (!seen->n && tl_now_ms() < end) {
+	while (seen->n < n && tl_now_ms() < end) {
 		poll(&pfd, 1, 100);
 		ck_assert_int_ge(ibc_dispatch(cl), 0);
 	}
+}
+
+/* @cl's events until @seen has one, for up to @ms. */
+static void wait_event(struct ibc_client *cl, struct event_seen *seen, int ms)
+{
+	wait_events(cl, seen, 1, ms);
 }
 
 START_TEST(dm_memfd_lost_drops_the_dm)
@@ -2005,12 +2012,7 @@ END_TEST
  */
 START_TEST(dm_store_full_drops_those)
 {
-	struct ibc_connect_attr attr = {
-		.comp_mask =
-			IBC_CONNECT_ATTR_SOCKET | IBC_CONNECT_ATTR_EVENT_CB,
-		.event_cb = on_revoked,
-	};
-	struct revoked_seen seen = { 0 };
+	struct event_seen seen = { .type = IBC_EVENT_DM_REVOKED };
 	struct ibc_domain_info base, used;
 	struct ibc_object_info obj[32];
 	struct ibc_client *importer;
@@ -2032,9 +2034,7 @@ START_TEST(dm_store_full_drops_those)
 	base = domain_now(&g);
 	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
 	ck_assert_int_eq(ibc_cq_create(x, 16, &cq), 0);
-	attr.socket_path = g.sock;
-	attr.event_arg = &seen;
-	ck_assert_int_eq(ibc_connect(&attr, &importer), 0);
+	importer = connect_seeing(&g, &seen);
 	ck_assert_int_eq(ibc_open(importer, "soft0", &ix), 0);
 	for (int i = 0; i < 14; i++) {
 		ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm[i]), 0);
@@ -2066,16 +2066,7 @@ START_TEST(dm_store_full_drops_those)
 	ck_assert_msg(cqs == 1, "%zu CQs of %zu objects, %zu DMs kept", cqs,
 		      n_obj, n_dm);
 	ck_assert_int_eq(ibc_ping(importer, NULL, 0), 0);
-	{
-		struct pollfd pfd = { .fd = ibc_get_fd(importer),
-				      .events = POLLIN };
-		int64_t end = tl_now_ms() + TL_WAIT_MS;
-
-		while (seen.n < (int)(14 - n_dm) && tl_now_ms() < end) {
-			poll(&pfd, 1, 100);
-			ck_assert_int_ge(ibc_dispatch(importer), 0);
-		}
-	}
+	wait_events(importer, &seen, (int)(14 - n_dm), TL_WAIT_MS);
 	ck_assert_int_eq(seen.n, (int)(14 - n_dm));
 	ck_assert_ptr_nonnull(strstr(seen.why, "fd store has no place"));
 	ibc_disconnect(importer);
