@@ -36,6 +36,17 @@ static void status_restarts(const struct ibc_status *st)
 	printf("\n");
 }
 
+/* Whether a restart from here keeps the sessions (an older broker does
+ * not say). */
+static void status_journal(const struct ibc_status *st)
+{
+	char what[CTL_TEXT_SIZE(st->journal)];
+
+	if (*st->journal)
+		printf("%-18s %s\n", "journal",
+		       text_escape(what, sizeof(what), st->journal));
+}
+
 int cmd_status(struct ctl *ctl, int argc, char **argv)
 {
 	struct ibc_status st;
@@ -69,6 +80,8 @@ int cmd_status(struct ctl *ctl, int argc, char **argv)
 		       ",\"last_restore_usec\":%" PRIu64 ",\"last_restore\":",
 		       st.generation, st.restarts, st.last_restore_usec);
 		json_string(stdout, st.last_restore);
+		printf(",\"journal\":");
+		json_string(stdout, st.journal);
 		printf("}\n");
 		return CTL_OK;
 	}
@@ -81,6 +94,7 @@ int cmd_status(struct ctl *ctl, int argc, char **argv)
 	printf("%-18s %s\n", "device kind",
 	       text_escape(kind, sizeof(kind), st.device_kind));
 	status_restarts(&st);
+	status_journal(&st);
 	/* Anyone but an administrator gets its domain's figures. */
 	if (*st.domain) {
 		char dom[CTL_TEXT_SIZE(st.domain)];

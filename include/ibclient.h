@@ -376,6 +376,10 @@ struct ibc_status {
 	uint64_t restarts;
 	uint64_t last_restore_usec;
 	char last_restore[160];
+	/* Whether a restart from here keeps the sessions: "ok", or
+	 * "abandoned after a write failed (...), the next restart starts
+	 * clean", or "none: ..." ("" from an older broker). */
+	char journal[160];
 };
 
 /**

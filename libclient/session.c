@@ -102,6 +102,8 @@ IBC_EXPORT int ibc_status(struct ibc_client *client, struct ibc_status *ret,
 	out.last_restore_usec = s->last_restore_usec;
 	snprintf(out.last_restore, sizeof(out.last_restore), "%s",
 		 s->last_restore ? s->last_restore : "");
+	snprintf(out.journal, sizeof(out.journal), "%s",
+		 s->journal ? s->journal : "");
 	ibc_copy_out(ret, size, &out, sizeof(out));
 out:
 	ibc_reply_free(&r);

@@ -280,6 +280,8 @@ START_TEST(t_render_figures)
 	ck_assert_ptr_nonnull(strstr(s, "\nrdmabroker_generation 1\n"));
 	ck_assert_ptr_nonnull(strstr(s, "\nrdmabroker_last_restore_duration_"
 					"seconds 0.000000\n"));
+	/* Its journal is kept: a restart would keep the sessions. */
+	ck_assert_ptr_nonnull(strstr(s, "\nrdmabroker_journal_ok 1\n"));
 	free(s);
 
 	/* A refused request counts under its errno's name; the death's

@@ -1414,26 +1414,45 @@ START_TEST(restore_not_compacted)
 }
 END_TEST
 
+/* What status tells @cl of the journal starts with @want. */
+static void journal_shown(struct ibc_client *cl, const char *want)
+{
+	struct ibc_status st;
+
+	ck_assert_int_eq(ibc_status(cl, &st, sizeof(st)), 0);
+	ck_assert_msg(strncmp(st.journal, want, strlen(want)) == 0,
+		      "status journal: \"%s\", not \"%s...\"", st.journal,
+		      want);
+}
+
 /* @g killed and started again under RLIMIT_FSIZE @fsize: the daemon goes
  * on, its session (@x its context) keeps its @n live objects and makes
- * one more, the log says @said once, the store holds @states states;
- * the restart after it, with no limit, starts clean and says @clean. */
+ * one more, the log says @said once and status @shown, the store holds
+ * @states states; the restart after it, with no limit, starts clean and
+ * says @clean, and status says the journal is ok again. */
 static void fsize_restart_goes_on(struct rig *g, struct ibc_ctx *x,
 				  rlim_t fsize, size_t n, const char *said,
-				  size_t states, const char *clean)
+				  const char *shown, size_t states,
+				  const char *clean)
 {
+	struct ibc_client *c2;
 	struct ibc_cq *cq;
 	size_t k;
 
+	journal_shown(g->cl, "ok");
 	rig_fsize = fsize;
 	ck_assert_int_eq(kill_and_restart(g), 0);
 	rig_fsize = 0;
 	ck_assert_uint_eq(objects_in(g, IBC_OBJECT_LIVE, &k), n);
 	ck_assert_int_eq(ibc_cq_create(x, 1, &cq), 0);
 	ck_assert_int_eq(tl_count_in_file(g->log, said), 1);
+	journal_shown(g->cl, shown);
 	store_wait_count(g, "rb.state.", states);
 	ck_assert_int_eq(kill_and_restart(g), -ECONNRESET);
 	ck_assert_int_eq(tl_count_in_file(g->log, clean), 1);
+	ck_assert_int_eq(tl_connect(g->sock, 10000, &c2), 0);
+	journal_shown(c2, "ok");
+	ibc_disconnect(c2);
 }
 
 /* The journal a restore writes cannot grow (the daemon's RLIMIT_FSIZE
@@ -1469,6 +1488,8 @@ START_TEST(restore_journal_fails_goes_on)
 	fsize_restart_goes_on(&g, x, 1 << 20, n,
 			      "journal failed during the restore (File too "
 			      "large)",
+			      "abandoned after a write failed (File too "
+			      "large), the next restart starts clean",
 			      1, "abandoned after a write failed");
 	rig_free(&g);
 }
@@ -1492,8 +1513,10 @@ START_TEST(journal_not_made_goes_on)
 	n = objects_in(&g, IBC_OBJECT_LIVE, &k);
 	ck_assert_uint_ge(n, 1);
 	fsize_restart_goes_on(&g, x, 512 << 10, n,
-			      "journal cannot be made (File too large)", 0,
-			      "handed over without a state");
+			      "journal cannot be made (File too large)",
+			      "none: it could not be made at start (File "
+			      "too large), the next restart starts clean",
+			      0, "handed over without a state");
 	rig_free(&g);
 }
 END_TEST
@@ -1825,16 +1848,23 @@ static struct ibc_client *connect_seeing(struct rig *g, struct event_seen *seen)
 	return cl;
 }
 
-/* @cl's events until @seen has one, for up to @ms. */
-static void wait_event(struct ibc_client *cl, struct event_seen *seen, int ms)
+/* @cl's events until @seen has @n, for up to @ms. */
+static void wait_events(struct ibc_client *cl, struct event_seen *seen, int n,
+			int ms)
 {
 	struct pollfd pfd = { .fd = ibc_get_fd(cl), .events = POLLIN };
 	int64_t end = tl_now_ms() + ms;
 
-	while (!seen->n && tl_now_ms() < end) {
+	while (seen->n < n && tl_now_ms() < end) {
 		poll(&pfd, 1, 100);
 		ck_assert_int_ge(ibc_dispatch(cl), 0);
 	}
+}
+
+/* @cl's events until @seen has one, for up to @ms. */
+static void wait_event(struct ibc_client *cl, struct event_seen *seen, int ms)
+{
+	wait_events(cl, seen, 1, ms);
 }
 
 START_TEST(dm_memfd_lost_drops_the_dm)
@@ -1968,6 +1998,87 @@ START_TEST(dm_status_page_lost_drops_its_dms)
 	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
 	ibc_disconnect(c2);
 	wait_all_gone(&g);
+	rig_free(&g);
+}
+END_TEST
+
+/*
+ * Soft DMs that no longer fit the fd store at the restore (--max-clients
+ * and fd_store_per_uid lowered across it) are dropped alone: their
+ * importer is told each, with the reason; both sessions, the CQ and the
+ * DMs that fit come back, charged for those alone, and the dropped ones'
+ * memfds leave the store. Before, the whole state was refused ("DM ...
+ * cannot be kept: No space left on device"): every session ended.
+ */
+START_TEST(dm_store_full_drops_those)
+{
+	struct event_seen seen = { .type = IBC_EVENT_DM_REVOKED };
+	struct ibc_domain_info base, used;
+	struct ibc_object_info obj[32];
+	struct ibc_client *importer;
+	struct ibc_dm *dm[14], *imp;
+	struct ibc_dm_info *d;
+	struct ibc_ctx *x, *ix;
+	struct ibc_cq *cq;
+	size_t n_dm, n_obj, cqs = 0, kept = 0;
+	struct rig g;
+
+	/* Bound 5 + 2 x 1 device + 3 x (3 + 1 device + 0 + 15) = 64, then
+	 * 5 + 2 + 2 x (3 + 1 + 0 + 1) = 17: the daemon's own, the two
+	 * sessions' sockets, context and status pages, and fewer than 14
+	 * DMs. */
+	rig_max_clients = "3";
+	SKIP_WITHOUT_STATE_CONF(
+		&g, "[broker]\nadmin_reserve = 0\n"
+		    "private_contexts_per_uid = 0\nfd_store_per_uid = 15\n");
+	base = domain_now(&g);
+	ck_assert_int_eq(ibc_open(g.cl, "soft0", &x), 0);
+	ck_assert_int_eq(ibc_cq_create(x, 16, &cq), 0);
+	importer = connect_seeing(&g, &seen);
+	ck_assert_int_eq(ibc_open(importer, "soft0", &ix), 0);
+	for (int i = 0; i < 14; i++) {
+		ck_assert_int_eq(ibc_dm_alloc(x, 4096, 0, &dm[i]), 0);
+		ck_assert_int_eq(ibc_dm_import(ix, ibc_dm_handle(dm[i]), &imp),
+				 0);
+	}
+	store_wait_count(&g, "rb.dm.", 14);
+	rig_write_config(&g, "[broker]\nadmin_reserve = 0\n"
+			     "private_contexts_per_uid = 0\n"
+			     "fd_store_per_uid = 1\n");
+	rig_max_clients = "2";
+	ck_assert_int_eq(kill_and_restart(&g), 0);
+	rig_max_clients = NULL;
+	ck_assert_int_eq(tl_count_in_file(g.log, "state cannot be used"), 0);
+	ck_assert_int_eq(ibc_list_dms(g.cl, &d, sizeof(*d), &n_dm), 0);
+	ibc_list_free(d);
+	ck_assert_uint_gt(n_dm, 0);
+	ck_assert_uint_lt(n_dm, 14);
+	ck_assert_int_eq(tl_count_in_file(g.log, "not adopted, dropped"),
+			 (int)(14 - n_dm));
+	store_wait_count(&g, "rb.dm.", n_dm);
+	used = domain_now(&g);
+	ck_assert_uint_eq(used.used.dm_bytes, n_dm * 4096);
+	/* The CQ came back with its session (and the imports of the DMs
+	 * kept with theirs); the importer's session is there. */
+	n_obj = objects_listed(&g, obj, 32);
+	for (size_t i = 0; i < n_obj; i++)
+		cqs += obj[i].kind == IBC_OBJ_CQ;
+	ck_assert_msg(cqs == 1, "%zu CQs of %zu objects, %zu DMs kept", cqs,
+		      n_obj, n_dm);
+	ck_assert_int_eq(ibc_ping(importer, NULL, 0), 0);
+	wait_events(importer, &seen, (int)(14 - n_dm), TL_WAIT_MS);
+	ck_assert_int_eq(seen.n, (int)(14 - n_dm));
+	ck_assert_ptr_nonnull(strstr(seen.why, "fd store has no place"));
+	ibc_disconnect(importer);
+	for (int i = 0; i < 14; i++) {
+		int err = ibc_dm_free(dm[i]);
+
+		ck_assert_msg(err == 0 || err == -ENOENT, "DM %d: %d", i, err);
+		kept += err == 0;
+	}
+	ck_assert_uint_eq(kept, n_dm);
+	ck_assert_int_eq(ibc_cq_destroy(cq), 0);
+	wait_all_gone_uncharged(&g, &base);
 	rig_free(&g);
 }
 END_TEST
@@ -4843,6 +4954,7 @@ static Suite *restart_suite(void)
 	tcase_add_test(tc, dm_mr_restored);
 	tcase_add_test(tc, dm_memfd_lost_drops_the_dm);
 	tcase_add_test(tc, dm_status_page_lost_drops_its_dms);
+	tcase_add_test(tc, dm_store_full_drops_those);
 	tcase_add_test(tc, family_failure_keeps_no_detached);
 	tcase_add_test(tc, family_failure_after_dm_keeps_no_dm);
 	tcase_add_test(tc, dm_left_kept);

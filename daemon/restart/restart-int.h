@@ -41,6 +41,8 @@ struct restart {
 	/* NULL when restart_init() could not make it: no state is kept
 	 * (nothing journaled or stored), and a restart starts clean. */
 	struct journal *j;
+	/* Why restart_init() could not make it (-errno), for status. */
+	int j_err;
 	/* At start: the state read, until the restore ran. */
 	struct journal_view *view;
 	/* Why a state handed over was refused ("" when none was). */

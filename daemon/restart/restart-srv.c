@@ -125,6 +125,7 @@ int restart_init(struct core *core, bool off)
 			"without one; a restart from here starts clean",
 			strerror(-ret));
 		rs->j = NULL;
+		rs->j_err = ret;
 	}
 	rs->compact_ev = event_new(core->base, -1, 0, restart_compact_cb, core);
 	if (!rs->compact_ev)

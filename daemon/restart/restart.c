@@ -794,6 +794,33 @@ void restart_status(const struct core *core, bool full, uint64_t *gen,
 			 rs->adopted_objects, rs->adopted_fds);
 }
 
+enum restart_journal_state restart_journal_status(const struct core *core,
+						  char *what, size_t size)
+{
+	const struct restart *rs = core->restart;
+
+	if (!rs) {
+		snprintf(what, size, "none: restart is off (--no-restart)");
+		return RESTART_JOURNAL_NONE;
+	}
+	if (!rs->j) {
+		snprintf(what, size,
+			 "none: it could not be made at start (%s), the next "
+			 "restart starts clean",
+			 strerror(-rs->j_err));
+		return RESTART_JOURNAL_NONE;
+	}
+	if (journal_broken(rs->j)) {
+		snprintf(what, size,
+			 "abandoned after a write failed (%s), the next "
+			 "restart starts clean",
+			 strerror(-journal_error(rs->j)));
+		return RESTART_JOURNAL_ABANDONED;
+	}
+	snprintf(what, size, "ok");
+	return RESTART_JOURNAL_OK;
+}
+
 void restart_exit(void)
 {
 	log_notice("exiting; the next daemon goes on from here");
@@ -813,6 +840,14 @@ int restore_take_fd(struct restore *rs, const char *name, int *ret_fd)
 	if (ret == 0)
 		rs->adopted_fds++;
 	return ret;
+}
+
+int restore_keep_fd(struct restore *rs, const char *name, int fd, uint32_t uid)
+{
+	if (fdstore_count(rs->store) + RESTART_STORE_OWN >=
+	    fdstore_max(rs->store))
+		return -ENOSPC;
+	return fdstore_put_for(rs->store, name, fd, uid, true);
 }
 
 int restore_fail(struct restore *rs, int err, const char *fmt, ...)

@@ -88,6 +88,12 @@ int restore_each(struct restore *rs, uint32_t kind,
 /* Take the stored descriptor @name (fdstore_take()), counted once as
  * adopted (status and the restore's log line): the caller counts nothing. */
 int restore_take_fd(struct restore *rs, const char *name, int *ret_fd);
+/* Keep @fd in the store again under @name, a place of @uid's (over its
+ * share: it exists), if the store has one beyond the daemon's own: the
+ * state and in-flight table stored after the families must fit. 0, or
+ * -ENOSPC when its bound is lower than the state's (--max-clients or a
+ * limit lowered across the restart), or fdstore_put_for()'s -errno. */
+int restore_keep_fd(struct restore *rs, const char *name, int fd, uint32_t uid);
 /* The registry's objects whose remake failed before the families'
  * restore (one that uses what a family makes again: an MR on a DM names
  * the DM's handle), tried again, once, with the failure logged: a
@@ -208,6 +214,19 @@ int restart_state_check(const struct journal_view *v,
 void restart_status(const struct core *core, bool full, uint64_t *gen,
 		    uint64_t *restarts, uint64_t *usec, char *what,
 		    size_t size);
+
+/* Whether a restart from here keeps the sessions, for everyone's status
+ * (every session depends on it): RESTART_JOURNAL_OK, or _ABANDONED after
+ * a write failed, or _NONE (restart off, or no journal could be made at
+ * start); @what (RESTART_STATUS_MAX) says so in words, with the errno's
+ * text. */
+enum restart_journal_state {
+	RESTART_JOURNAL_OK,
+	RESTART_JOURNAL_ABANDONED,
+	RESTART_JOURNAL_NONE,
+};
+enum restart_journal_state restart_journal_status(const struct core *core,
+						  char *what, size_t size);
 
 /* The running daemon's journal and store; NULL when restart is off. */
 struct journal *restart_journal(const struct core *core);

@@ -569,6 +569,13 @@ static void render_restart(struct mtext *mt, const struct core *core)
 		  "rdmabroker_last_restore_duration_seconds %" PRIu64
 		  ".%06" PRIu64 "\n",
 		  usec / 1000000, usec % 1000000);
+	mt_family(mt, "rdmabroker_journal_ok", "gauge",
+		  "1 while the state journal is kept, so a restart keeps the "
+		  "sessions; 0 when it was abandoned after a write failed or "
+		  "there is none (rdmabrokerctl status says why).");
+	mt_printf(mt, "rdmabroker_journal_ok %d\n",
+		  restart_journal_status(core, what, sizeof(what)) ==
+			  RESTART_JOURNAL_OK);
 }
 
 int metrics_render(struct server *srv, const struct domain *only,

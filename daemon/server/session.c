@@ -244,6 +244,10 @@ int h_status_get(struct client *c, const Rdmab__Request *req,
 	restart_status(core, policy_is_admin(core, c), &out->generation,
 		       &out->restarts, &out->last_restore_usec,
 		       out->last_restore, RESTART_STATUS_MAX);
+	out->journal = reply_alloc(r, RESTART_STATUS_MAX);
+	if (!out->journal)
+		return reply_error(r, -ENOMEM, "out of memory");
+	(void)restart_journal_status(core, out->journal, RESTART_STATUS_MAX);
 	r->msg.body_case = RDMAB__REPLY__BODY_STATUS;
 	r->msg.status = out;
 	return 0;

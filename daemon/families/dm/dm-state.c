@@ -494,6 +494,40 @@ static void dm_restore_page_lost(struct core *core, struct dm *dm)
 	dm_tell(core, dm, NULL, RDMAB__EVENT__BODY_DM_REVOKED, reason);
 }
 
+/*
+ * @dm, adopted by its device, has no place in the fd store: the daemon's
+ * bound is lower than the state's (--max-clients, fd_store_per_uid or
+ * private_contexts_per_uid lowered across the restart). Kept unstored,
+ * the next restart would lose it anyway, and refusing the state would
+ * end every session for it: that DM alone is dropped, before anything
+ * of it is charged or recorded. The device frees it (zeroed: its holders
+ * are told it is revoked), and systemd drops its copy of the memfd.
+ */
+static void dm_restore_unplaced(struct restore *rs, struct dctx *x,
+				struct dm *dm, const Rdmab__State__Dm *m,
+				int err)
+{
+	struct why why = { 0 };
+	char name[FDSTORE_NAME_MAX];
+	char what[160];
+
+	if (x->dev->ctx_ops->dm_free(x->dc, &dm->dd, &why) < 0) {
+		log_warn("DM %" PRIu64 ": cannot be freed on %s: %s", dm->id,
+			 x->dev->name, why.text);
+		if (dm->dd.fd >= 0)
+			close(dm->dd.fd);
+	}
+	state_fd_name(name, sizeof(name), "dm", dm->id);
+	fdstore_remove(rs->store, name);
+	rs->adopted_fds--;
+	snprintf(what, sizeof(what),
+		 "the fd store has no place for it (%s): the broker's bound "
+		 "is lower than before the restart",
+		 strerror(-err));
+	dm_restore_lost(rs, dm->id, m, what);
+	free(dm);
+}
+
 static int dm_restore_one(void *arg, const struct journal_rec *r)
 {
 	struct dm_restoring *dr = arg;
@@ -547,6 +581,18 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 		ret = 0;
 		goto out;
 	}
+	/* Its place in the store before anything of it is charged: one
+	 * that does not fit is dropped alone (dm_restore_unplaced()). */
+	dm->uid = (uid_t)m->uid;
+	ret = dm->dd.fd < 0 ?
+		      0 :
+		      restore_keep_fd(rs, name, dm->dd.fd, (uint32_t)dm->uid);
+	if (ret < 0) {
+		dm_restore_unplaced(rs, x, dm, m, ret);
+		dm = NULL;
+		ret = 0;
+		goto out;
+	}
 	dm->ctx = x;
 	dm->domain = x->domain;
 	dm->length = m->length;
@@ -557,7 +603,6 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 	dm->allocator =
 		m->allocator_live ? state_client(core, m->allocator_id) : NULL;
 	dm->allocator_pid = (pid_t)m->allocator_pid;
-	dm->uid = (uid_t)m->uid;
 	dm->persistent = m->persistent;
 	dm->free_asked = m->free_asked;
 	dm->revoked = m->revoked;
@@ -611,13 +656,8 @@ static int dm_restore_one(void *arg, const struct journal_rec *r)
 			goto out;
 		}
 	}
-	/* The new generation's journal and store hold what was adopted. */
-	ret = dm_journal_store_fd(core, dm, true);
-	if (ret < 0) {
-		ret = restore_fail(rs, ret, "DM %" PRIu64 " cannot be kept: %s",
-				   dm->id, strerror(-ret));
-		goto out;
-	}
+	/* The new generation's journal holds what was adopted (its store
+	 * the memfd already). */
 	dm_journal(core, dm);
 	ret = 0;
 out:
