@@ -34,6 +34,9 @@ static struct {
 static unsigned int n_held;
 /* handle_list's answer when it cannot say, else 0. */
 static int list_err;
+/* The kernel holds more of every kind than one list gives: the list is
+ * full of others' handles (from 1000), cut before those held[] names. */
+static bool list_cut;
 /* The destroys asked for, in order. */
 static struct {
 	enum ibc_obj_kind kind;
@@ -54,6 +57,11 @@ static int fake_handle_list(struct device_ctx *ctx, unsigned int type,
 
 	if (list_err)
 		return list_err;
+	if (list_cut) {
+		for (; n < max; n++)
+			handles[n] = 1000 + n;
+		return (int)n;
+	}
 	for (unsigned int i = 0; i < n_held && n < max; i++)
 		if (held[i].kind == type)
 			handles[n++] = held[i].handle;
@@ -82,6 +90,7 @@ static void setup(void)
 	n_held = 0;
 	n_destroyed = 0;
 	list_err = 0;
+	list_cut = false;
 	dev.broker_objects = false;
 }
 
@@ -202,6 +211,26 @@ START_TEST(retiring_unlisted_kernel_kept)
 }
 END_TEST
 
+/* The context holds more objects of each kind than the kernel's list
+ * gives (review-r1 F3): a full list that does not name a part cannot say
+ * it went. The record's named parts are not taken as stale (they go, as
+ * with no list); a retiring one goes by no handle. */
+START_TEST(cut_list_cannot_say)
+{
+	Rdmab__State__Rss m =
+		rebuilt(BIT(RSS_FLOW) | BIT(RSS_QP) | BIT(RSS_TBL));
+
+	list_cut = true;
+	rss_retire_adopted(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 0);
+	rss_drop_named(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 3);
+	destroyed_is(0, IBC_OBJ_FLOW, 10);
+	destroyed_is(1, IBC_OBJ_QP, 11);
+	destroyed_is(2, IBC_OBJ_RWQ_IND_TBL, 12);
+}
+END_TEST
+
 /*
  * A teardown killed after its QP's destroy: the flow went (object 0, no
  * retiring bit), the QP is going (object 0, retiring at its handle), the
@@ -283,6 +312,7 @@ static Suite *rss_retiring_suite(void)
 	tcase_add_test(tc, retiring_reused_as_another_kind_kept);
 	tcase_add_test(tc, retiring_mask_says_which);
 	tcase_add_test(tc, retiring_unlisted_kernel_kept);
+	tcase_add_test(tc, cut_list_cannot_say);
 	tcase_add_test(tc, teardown_going_part_dropped);
 	tcase_add_test(tc, stale_named_kept_retiring_listed_go);
 	tcase_add_test(tc, soft_destroys_nothing);

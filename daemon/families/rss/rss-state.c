@@ -105,12 +105,15 @@ static int rss_part(struct restore *rs, struct client *c, struct obj_owner *ow,
 	return 0;
 }
 
-/* The most handles one kind's list gives (the kernel cuts it at 16383). */
-#define RSS_LIST_MAX 16384
+/* The most handles one kind's list gives: uverbs' attribute length is 16
+ * bits (UVERBS_HANDLES_MAX); a list this long may have been cut. */
+#define RSS_LIST_MAX 16383
 
 /* Whether the context's kernel lists @handle among its objects of @kind:
- * 1, 0, or -errno when it cannot say (no list: the destroy's own kind
- * check is then all there is). */
+ * 1, 0, or -errno when it cannot say: no list (the destroy's own kind
+ * check is then all there is), or -E2BIG for a full list without it (the
+ * kernel stops at RSS_LIST_MAX, newest first, so an older part may be
+ * past the cut: a cut list is never "not there"). */
 static int rss_handle_listed(struct dctx *x, enum ibc_obj_kind kind,
 			     uint32_t handle)
 {
@@ -124,6 +127,8 @@ static int rss_handle_listed(struct dctx *x, enum ibc_obj_kind kind,
 		ret = n;
 	for (int i = 0; i < n && ret == 0; i++)
 		ret = h[i] == handle;
+	if (ret == 0 && n >= RSS_LIST_MAX)
+		ret = -E2BIG;
 	free(h);
 	return ret;
 }
@@ -146,9 +151,16 @@ static int rss_parts_listed(struct dctx *x, const Rdmab__State__Rss *m)
 					     m->tbl_handle };
 	int ret = 1;
 
-	for (int i = 0; i < RSS_PARTS && ret == 1; i++)
-		if (named[i])
-			ret = rss_handle_listed(x, rss_part_kind[i], handle[i]);
+	/* One part not listed makes the record stale, whatever the kernel
+	 * could not say of the others. */
+	for (int i = 0; i < RSS_PARTS && ret != 0; i++) {
+		int one = named[i] ? rss_handle_listed(x, rss_part_kind[i],
+						       handle[i]) :
+				     1;
+
+		if (one <= 0)
+			ret = one;
+	}
 	return ret;
 }
 
@@ -160,6 +172,17 @@ static struct rss_retiring rss_retiring_of(const Rdmab__State__Rss *m)
 			    m->retiring_tbl_handle },
 		.mask = m->retiring & ((1u << RSS_PARTS) - 1),
 	};
+}
+
+/* One line for the retiring parts in @parts (bits) and why none of them
+ * is destroyed by its handle. */
+static void rss_retiring_log(uint64_t id, uint32_t parts, const char *why)
+{
+	log_info("RSS %" PRIu64 ": retiring%s%s%s %s: nothing destroyed by %s",
+		 id, parts & 1u << RSS_FLOW ? " flow" : "",
+		 parts & 1u << RSS_QP ? " QP" : "",
+		 parts & 1u << RSS_TBL ? " table" : "", why,
+		 parts & (parts - 1) ? "their handles" : "its handle");
 }
 
 /*
@@ -175,27 +198,31 @@ static struct rss_retiring rss_retiring_of(const Rdmab__State__Rss *m)
 static uint32_t rss_retiring_listed(struct dctx *x, uint64_t id,
 				    const struct rss_retiring *t)
 {
-	uint32_t listed = 0, gone = 0;
-	int ret = 0;
+	uint32_t listed = 0, gone = 0, unsure = 0;
+	int ret, why_unsure = 0;
 
 	for (unsigned int p = 0; p < RSS_PARTS; p++) {
 		if (!(t->mask & 1u << p))
 			continue;
 		ret = rss_handle_listed(x, rss_part_kind[p], t->handle[p]);
-		if (ret == 1)
+		if (ret == 1) {
 			listed |= 1u << p;
-		else
+		} else if (ret == 0) {
 			gone |= 1u << p;
+		} else {
+			unsure |= 1u << p;
+			why_unsure = ret;
+		}
 	}
 	if (gone)
-		log_info("RSS %" PRIu64 ": retiring%s%s%s %s: nothing "
-			 "destroyed by %s",
-			 id, gone & 1u << RSS_FLOW ? " flow" : "",
-			 gone & 1u << RSS_QP ? " QP" : "",
-			 gone & 1u << RSS_TBL ? " table" : "",
-			 ret < 0 ? "unverified (the kernel lists no handles)" :
-				   "not listed by the kernel, gone",
-			 gone & (gone - 1) ? "their handles" : "its handle");
+		rss_retiring_log(id, gone, "not listed by the kernel, gone");
+	if (unsure)
+		rss_retiring_log(id, unsure,
+				 why_unsure == -E2BIG ?
+					 "unverified (the kernel's list was "
+					 "cut)" :
+					 "unverified (the kernel lists no "
+					 "handles)");
 	return listed;
 }
 
@@ -279,7 +306,7 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 	struct obj_owner *ow = NULL;
 	struct client *c;
 	struct dctx *x;
-	int ret = 0;
+	int listed, ret = 0;
 
 	m = rdmab__state__rss__unpack(NULL, rec->len, rec->data);
 	if (!m)
@@ -358,12 +385,17 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 	at.qp_handle = m->qp_handle;
 	at.flow_handle = m->flow_handle;
 	at.qp_num = m->qp_num;
-	if (!x->dev->broker_objects && rss_parts_listed(x, m) == 0) {
+	listed = x->dev->broker_objects ? 1 : rss_parts_listed(x, m);
+	if (listed == 0) {
 		/* A state of a daemon that journaled a destroy after it. */
 		log_info("RSS %" PRIu64 ": not adopted", rec->key);
 		rss_drop_named(x, m, rec->key);
 		goto out;
 	}
+	if (listed == -E2BIG)
+		log_info("RSS %" PRIu64 ": adopted unverified, the kernel's "
+			 "handle list was cut",
+			 rec->key);
 	rss_retire_adopted(x, m, rec->key);
 	ret = x->dev->ctx_ops->rss_adopt(x->dc, &spec, &at, &r.made, &why);
 	if (ret < 0) {
