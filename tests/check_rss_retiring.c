@@ -8,7 +8,8 @@
  * flows before QPs before tables; a retiring handle the kernel does not
  * list, or lists as another kind, or a list the kernel cannot give,
  * destroys nothing; a retiring mask without a part's bit leaves that
- * part's handle 0 alone, 0 being a valid handle.
+ * part's handle 0 alone, 0 being a valid handle. And the live rebuild's
+ * destroys of its old parts (rss-rebuild.c): a failed one keeps its bit.
  */
 #include "config.h"
 
@@ -19,6 +20,7 @@
 
 #include "daemon/device/device.h"
 #include "daemon/families/rss/rss.h"
+#include "daemon/registry/core.h"
 #include "daemon/registry/ctx.h"
 #include "daemon/util/log.h"
 #include "proto/state.pb-c.h"
@@ -77,13 +79,33 @@ static int fake_obj_destroy(struct device_ctx *ctx, enum ibc_obj_kind kind,
 	return 0;
 }
 
+/* A live rebuild's destroys of old parts (rss_retire): the part whose
+ * destroy fails (a kind, or IBC_OBJ_NONE for none) and with what. */
+static enum ibc_obj_kind fail_kind;
+static int fail_err;
+
+static int fake_rss_destroy(struct device_ctx *ctx, struct rss_made *made,
+			    enum ibc_obj_kind part, struct why *why)
+{
+	if (part == fail_kind)
+		return why_set(why, fail_err, "refused");
+	return fake_obj_destroy(ctx, part,
+				part == IBC_OBJ_FLOW ? made->flow_handle :
+				part == IBC_OBJ_QP   ? made->qp_handle :
+						       made->tbl_handle,
+				why);
+}
+
 static const struct device_ctx_ops fake_ops = {
 	.handle_list = fake_handle_list,
 	.obj_destroy = fake_obj_destroy,
+	.rss_destroy = fake_rss_destroy,
 };
 static struct device dev = { .name = "fake0", .ctx_ops = &fake_ops };
 static struct device_ctx dc = { .dev = &dev };
-static struct dctx x = { .id = 1, .dev = &dev, .dc = &dc };
+/* Restart off (no journal): rss_journal_now() writes nothing. */
+static struct core core;
+static struct dctx x = { .id = 1, .dev = &dev, .dc = &dc, .core = &core };
 
 static void setup(void)
 {
@@ -91,6 +113,7 @@ static void setup(void)
 	n_destroyed = 0;
 	list_err = 0;
 	list_cut = false;
+	fail_kind = IBC_OBJ_NONE;
 	dev.broker_objects = false;
 }
 
@@ -286,6 +309,47 @@ START_TEST(stale_named_kept_retiring_listed_go)
 }
 END_TEST
 
+/*
+ * A live rebuild whose old flow's destroy fails (review-r1 F5): its bit
+ * stays, so the record still names it for the restore, and the next try
+ * (rss_retire_left, before the slots are reused) destroys it; a part
+ * found gone (ENOENT) clears its bit.
+ */
+START_TEST(retire_failed_destroy_keeps_bit)
+{
+	struct rss r = { .x = &x, .id = 7 };
+
+	r.retired.flow_handle = 3;
+	r.retired.qp_handle = 4;
+	r.retired.tbl_handle = 5;
+	r.retiring.mask = BIT(RSS_FLOW) | BIT(RSS_QP) | BIT(RSS_TBL);
+	fail_kind = IBC_OBJ_FLOW;
+	fail_err = -EBUSY;
+	rss_retire(&r);
+	ck_assert_uint_eq(r.retiring.mask, BIT(RSS_FLOW));
+	ck_assert_uint_eq(n_destroyed, 2);
+	destroyed_is(0, IBC_OBJ_QP, 4);
+	destroyed_is(1, IBC_OBJ_RWQ_IND_TBL, 5);
+	fail_kind = IBC_OBJ_NONE;
+	rss_retire_left(&r);
+	ck_assert_uint_eq(r.retiring.mask, 0);
+	ck_assert_uint_eq(n_destroyed, 3);
+	destroyed_is(2, IBC_OBJ_FLOW, 3);
+	/* Gone already: cleared, nothing left to name. */
+	r.retiring.mask = BIT(RSS_QP);
+	fail_kind = IBC_OBJ_QP;
+	fail_err = -ENOENT;
+	rss_retire(&r);
+	ck_assert_uint_eq(r.retiring.mask, 0);
+	/* Still refused at the last try: let go, the slots free. */
+	r.retiring.mask = BIT(RSS_TBL);
+	fail_kind = IBC_OBJ_RWQ_IND_TBL;
+	fail_err = -EBUSY;
+	rss_retire_left(&r);
+	ck_assert_uint_eq(r.retiring.mask, 0);
+}
+END_TEST
+
 /* The soft device: its parts died with the daemon that was their kernel,
  * whatever a list says now. */
 START_TEST(soft_destroys_nothing)
@@ -316,6 +380,7 @@ static Suite *rss_retiring_suite(void)
 	tcase_add_test(tc, teardown_going_part_dropped);
 	tcase_add_test(tc, stale_named_kept_retiring_listed_go);
 	tcase_add_test(tc, soft_destroys_nothing);
+	tcase_add_test(tc, retire_failed_destroy_keeps_bit);
 	suite_add_tcase(s, tc);
 	return s;
 }

@@ -231,6 +231,8 @@ int rss_teardown(struct rss *r, struct why *why)
 {
 	struct obj *parts[3] = { r->flow, r->qp, r->tbl };
 
+	/* A going part takes its retiring slot. */
+	rss_retire_left(r);
 	for (unsigned int i = 0; i < 3; i++) {
 		int err;
 
@@ -419,6 +421,8 @@ static void rss_leave_to_ctx(struct rss *r)
 {
 	struct obj *parts[3] = { r->flow, r->qp, r->tbl };
 
+	/* A going part takes its retiring slot. */
+	rss_retire_left(r);
 	for (unsigned int i = 0; i < 3; i++) {
 		if (!parts[i])
 			continue;

@@ -151,6 +151,9 @@ struct rss {
 	 * is journaled as gone (object 0) while their destroy runs. */
 	struct rss_retiring retiring;
 	uint32_t going;
+	/* A rebuild's old parts while their retiring bits are set: a
+	 * destroy that failed is tried again from here (rss_retire). */
+	struct rss_made retired;
 };
 
 /* The family's state (core->family_state[FAMILY_RSS]). */
@@ -189,6 +192,14 @@ Rdmab__FlowMatch *rss_match_to_wire(struct wire_arena *a,
 void rss_event(struct rss *r, const char *reason, bool destroyed,
 	       const uint64_t *removed, uint32_t n_removed);
 int rss_wq_going(struct core *core, struct obj *o, void *data, struct why *why);
+/* @r's retiring old parts (@r->retired) go, each bit cleared once its
+ * destroy returned or found it gone, the record journaled after each; a
+ * failed destroy keeps its bit for the next try. */
+void rss_retire(struct rss *r);
+/* Before @r's retiring slots are written again (a rebuild, a teardown):
+ * the old parts left are tried once more, and what still stays is let
+ * go, named by nothing (counted unaccounted after a restart). */
+void rss_retire_left(struct rss *r);
 int rss_wq_cleanup(struct core *core, struct obj *o, void *data);
 
 #endif
