@@ -88,7 +88,7 @@ static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 {
 	struct rss_made made;
 	struct obj **rest;
-	uint64_t *gone;
+	uint64_t *gone, *ids;
 	uint32_t n = 0, n_gone = 0;
 	int err;
 
@@ -99,9 +99,13 @@ static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 	rss_retire_left(r);
 	rest = malloc(r->n_wqs * sizeof(*rest));
 	gone = malloc(r->n_wqs * sizeof(*gone));
-	if (!rest || !gone) {
+	/* The new record's ids, taken now: nothing is allocated between
+	 * the make and the journal put that comes before the destroys. */
+	ids = malloc(r->n_wqs * sizeof(*ids));
+	if (!rest || !gone || !ids) {
 		free(rest);
 		free(gone);
+		free(ids);
 		return why_set(why, -ENOMEM, "out of memory");
 	}
 	for (uint32_t i = 0; i < r->n_wqs; i++) {
@@ -112,6 +116,7 @@ static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 	}
 	if (!n) {
 		free(rest);
+		free(ids);
 		log_info("RSS %" PRIu64 ": its last %u WQs (%" PRIu64 " among "
 			 "them) go; destroyed",
 			 r->id, n_gone, wq->id);
@@ -126,6 +131,7 @@ static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 	if (err < 0) {
 		free(rest);
 		free(gone);
+		free(ids);
 		return err;
 	}
 	/* The one window left: killed before the journal put below, the new
@@ -141,9 +147,7 @@ static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 	r->flow->handle = made.flow_handle;
 	r->qp->handle = made.qp_handle;
 	r->tbl->handle = made.tbl_handle;
-	free(r->wqs);
-	r->wqs = rest;
-	r->n_wqs = n;
+	rss_set_wqs(r, rest, ids, n);
 	r->priority ^= 1;
 	r->rebuilds++;
 	rss_journal_now(r);

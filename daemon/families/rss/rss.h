@@ -144,6 +144,10 @@ struct rss {
 	uint32_t priority;
 	uint32_t n_wqs;
 	struct obj **wqs;
+	/* @wqs' object ids, kept with them so that a journal write, which
+	 * comes before a destroy, has nothing to allocate (and so cannot
+	 * be skipped). */
+	uint64_t *wq_ids;
 	struct rss_made made;
 	unsigned int rebuilds;
 	/* Restart: parts whose kernel objects may outlive their place here
@@ -165,6 +169,9 @@ struct rss_table *rss_state(const struct core *core);
 
 /* rss.c. Restart: @r's record as it is now (rss-state.c). */
 void rss_journal_now(struct rss *r);
+/* @r's WQs become the @n of @wqs, their ids written into @ids (room for
+ * @n); both taken (or @r's own), the previous arrays freed. */
+void rss_set_wqs(struct rss *r, struct obj **wqs, uint64_t *ids, uint32_t n);
 /* @r goes: its record, its charge, the struct. */
 void rss_free(struct rss *r);
 /* The device's table, QP and flow rule over @wqs at @priority. */
