@@ -96,10 +96,27 @@ static int fake_rss_destroy(struct device_ctx *ctx, struct rss_made *made,
 				why);
 }
 
+/* The QP handles that answer a query (a member's QP; mlx5's RSS QP
+ * answers ENOSYS), and whether the device can say at all. */
+static uint32_t plain_qp[4];
+static unsigned int n_plain_qp;
+static bool qp_query_works;
+
+static int fake_qp_is_rss(struct device_ctx *ctx, uint32_t handle)
+{
+	if (!qp_query_works)
+		return -EOPNOTSUPP;
+	for (unsigned int i = 0; i < n_plain_qp; i++)
+		if (plain_qp[i] == handle)
+			return 0;
+	return 1;
+}
+
 static const struct device_ctx_ops fake_ops = {
 	.handle_list = fake_handle_list,
 	.obj_destroy = fake_obj_destroy,
 	.rss_destroy = fake_rss_destroy,
+	.qp_is_rss = fake_qp_is_rss,
 };
 static struct device dev = { .name = "fake0", .ctx_ops = &fake_ops };
 static struct device_ctx dc = { .dev = &dev };
@@ -114,6 +131,8 @@ static void setup(void)
 	list_err = 0;
 	list_cut = false;
 	fail_kind = IBC_OBJ_NONE;
+	n_plain_qp = 0;
+	qp_query_works = true;
 	dev.broker_objects = false;
 }
 
@@ -186,6 +205,37 @@ START_TEST(retiring_reused_as_another_kind_kept)
 	ck_assert_uint_eq(n_destroyed, 2);
 	destroyed_is(0, IBC_OBJ_QP, 4);
 	destroyed_is(1, IBC_OBJ_RWQ_IND_TBL, 5);
+}
+END_TEST
+
+/*
+ * Killed between the old QP's destroy and its bit's clear (review-r1 F2):
+ * a member made a QP at the freed handle, listed as QP. It answers a
+ * query, which an RSS QP does not (mlx5): kept. The table still goes. A
+ * device that cannot say leaves the list as the only check.
+ */
+START_TEST(retiring_qp_answering_query_kept)
+{
+	Rdmab__State__Rss m = rebuilt(BIT(RSS_QP) | BIT(RSS_TBL));
+
+	hold(IBC_OBJ_QP, 4);
+	hold(IBC_OBJ_RWQ_IND_TBL, 5);
+	plain_qp[n_plain_qp++] = 4;
+	rss_retire_adopted(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 1);
+	destroyed_is(0, IBC_OBJ_RWQ_IND_TBL, 5);
+	/* An RSS QP there (the old one, its destroy never ran): it goes. */
+	n_destroyed = 0;
+	n_plain_qp = 0;
+	rss_retire_adopted(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 2);
+	destroyed_is(0, IBC_OBJ_QP, 4);
+	/* No query: the list decides, as before. */
+	n_destroyed = 0;
+	qp_query_works = false;
+	plain_qp[n_plain_qp++] = 4;
+	rss_retire_adopted(&x, &m, 102);
+	ck_assert_uint_eq(n_destroyed, 2);
 }
 END_TEST
 
@@ -375,6 +425,7 @@ static Suite *rss_retiring_suite(void)
 	tcase_add_test(tc, retiring_listed_destroyed_in_order);
 	tcase_add_test(tc, retiring_reused_as_another_kind_kept);
 	tcase_add_test(tc, retiring_mask_says_which);
+	tcase_add_test(tc, retiring_qp_answering_query_kept);
 	tcase_add_test(tc, retiring_unlisted_kernel_kept);
 	tcase_add_test(tc, cut_list_cannot_say);
 	tcase_add_test(tc, teardown_going_part_dropped);

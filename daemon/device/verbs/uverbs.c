@@ -345,3 +345,41 @@ int uverbs_handles(int cmd_fd, unsigned int type, uint32_t *handles,
 		return ret;
 	return total < max ? (int)total : (int)max;
 }
+
+int uverbs_qp_query(int cmd_fd, uint32_t handle)
+{
+	struct ib_uverbs_query_qp q;
+	struct ib_uverbs_query_qp_resp resp;
+	union uverbs_cmd cmd;
+	struct ib_uverbs_attr *attr = cmd.hdr.attrs;
+	uint32_t driver_id;
+	int ret;
+
+	if (cmd_fd < 0)
+		return -EINVAL;
+	ret = uverbs_driver_id_of(cmd_fd, false, &driver_id);
+	if (ret < 0)
+		return ret;
+	memset(&cmd, 0, sizeof(cmd));
+	memset(&q, 0, sizeof(q));
+	memset(&resp, 0, sizeof(resp));
+	/* The write command's own struct, without the write header: the
+	 * kernel reads it from CORE_IN and answers into CORE_OUT (its
+	 * response field is the write path's, unused here). */
+	q.qp_handle = handle;
+	q.attr_mask = 0;
+	attr[0].attr_id = UVERBS_ATTR_WRITE_CMD;
+	attr[0].flags = UVERBS_ATTR_F_MANDATORY;
+	attr[0].len = sizeof(uint64_t);
+	attr[0].data = IB_USER_VERBS_CMD_QUERY_QP;
+	attr[1].attr_id = UVERBS_ATTR_CORE_IN;
+	attr[1].flags = UVERBS_ATTR_F_MANDATORY;
+	attr[1].len = sizeof(q);
+	attr[1].data = (uint64_t)(uintptr_t)&q;
+	attr[2].attr_id = UVERBS_ATTR_CORE_OUT;
+	attr[2].flags = UVERBS_ATTR_F_MANDATORY;
+	attr[2].len = sizeof(resp);
+	attr[2].data = (uint64_t)(uintptr_t)&resp;
+	return uverbs_ioctl(cmd_fd, &cmd, UVERBS_OBJECT_DEVICE,
+			    UVERBS_METHOD_INVOKE_WRITE, 3, driver_id);
+}
