@@ -22,6 +22,8 @@
 #include "daemon/families/rss/rss.h"
 #include "daemon/registry/core.h"
 #include "daemon/registry/ctx.h"
+#include "daemon/registry/domain.h"
+#include "daemon/families/family.h"
 #include "daemon/util/log.h"
 #include "proto/state.pb-c.h"
 #include "tests/cklib.h"
@@ -120,12 +122,21 @@ static const struct device_ctx_ops fake_ops = {
 };
 static struct device dev = { .name = "fake0", .ctx_ops = &fake_ops };
 static struct device_ctx dc = { .dev = &dev };
-/* Restart off (no journal): rss_journal_now() writes nothing. */
+/* Restart off (no journal): rss_journal_now() writes nothing. The
+ * context is in a domain, where the restore's stored hook finds it. */
 static struct core core;
+static struct domain dom;
+static struct rss_table table;
 static struct dctx x = { .id = 1, .dev = &dev, .dc = &dc, .core = &core };
 
 static void setup(void)
 {
+	TAILQ_INIT(&core.domains);
+	TAILQ_INIT(&dom.ctxs);
+	TAILQ_INSERT_TAIL(&core.domains, &dom, link);
+	TAILQ_INSERT_TAIL(&dom.ctxs, &x, link);
+	TAILQ_INIT(&table.all);
+	core.family_state[FAMILY_RSS] = &table;
 	n_held = 0;
 	n_destroyed = 0;
 	list_err = 0;
@@ -145,6 +156,34 @@ static void destroyed_is(unsigned int i, enum ibc_obj_kind kind,
 		      "destroy %u: %s %u, not %s %u", i,
 		      obj_kind_name(destroyed[i].kind), destroyed[i].handle,
 		      obj_kind_name(kind), handle);
+}
+
+/* The restore of adopted record @m, and its retiring parts' destroys
+ * once its state is stored (rss_adopt and rss_restored do the same). */
+static void adopt(const Rdmab__State__Rss *m)
+{
+	struct rss r = { .x = &x, .id = 102 };
+	unsigned int before = n_destroyed;
+
+	r.retiring = rss_retire_adopted(&x, m, 102);
+	/* Nothing goes before the new journal carrying them is stored. */
+	ck_assert_uint_eq(n_destroyed, before);
+	r.retired.flow_handle = r.retiring.handle[RSS_FLOW];
+	r.retired.qp_handle = r.retiring.handle[RSS_QP];
+	r.retired.tbl_handle = r.retiring.handle[RSS_TBL];
+	r.retired.adopted = true;
+	rss_retire_quiet(&r);
+}
+
+/* The restore of record @m not adopted: nothing destroyed until its
+ * state is stored (review-r1 F1), then what it put off. */
+static void drop(const Rdmab__State__Rss *m)
+{
+	unsigned int before = n_destroyed;
+
+	rss_drop_named(&x, m, 102);
+	ck_assert_uint_eq(n_destroyed, before);
+	rss_restored(&core);
 }
 
 /* A rebuild's record: new parts at 10, 11, 12 (flow, QP, table), the
@@ -179,7 +218,7 @@ START_TEST(retiring_listed_destroyed_in_order)
 	hold(IBC_OBJ_FLOW, 10);
 	hold(IBC_OBJ_QP, 11);
 	hold(IBC_OBJ_RWQ_IND_TBL, 12);
-	rss_retire_adopted(&x, &m, 102);
+	adopt(&m);
 	ck_assert_uint_eq(n_destroyed, 3);
 	destroyed_is(0, IBC_OBJ_FLOW, 3);
 	destroyed_is(1, IBC_OBJ_QP, 4);
@@ -201,7 +240,7 @@ START_TEST(retiring_reused_as_another_kind_kept)
 	hold(IBC_OBJ_QP, 3);
 	hold(IBC_OBJ_QP, 4);
 	hold(IBC_OBJ_RWQ_IND_TBL, 5);
-	rss_retire_adopted(&x, &m, 102);
+	adopt(&m);
 	ck_assert_uint_eq(n_destroyed, 2);
 	destroyed_is(0, IBC_OBJ_QP, 4);
 	destroyed_is(1, IBC_OBJ_RWQ_IND_TBL, 5);
@@ -221,20 +260,20 @@ START_TEST(retiring_qp_answering_query_kept)
 	hold(IBC_OBJ_QP, 4);
 	hold(IBC_OBJ_RWQ_IND_TBL, 5);
 	plain_qp[n_plain_qp++] = 4;
-	rss_retire_adopted(&x, &m, 102);
+	adopt(&m);
 	ck_assert_uint_eq(n_destroyed, 1);
 	destroyed_is(0, IBC_OBJ_RWQ_IND_TBL, 5);
 	/* An RSS QP there (the old one, its destroy never ran): it goes. */
 	n_destroyed = 0;
 	n_plain_qp = 0;
-	rss_retire_adopted(&x, &m, 102);
+	adopt(&m);
 	ck_assert_uint_eq(n_destroyed, 2);
 	destroyed_is(0, IBC_OBJ_QP, 4);
 	/* No query: the list decides, as before. */
 	n_destroyed = 0;
 	qp_query_works = false;
 	plain_qp[n_plain_qp++] = 4;
-	rss_retire_adopted(&x, &m, 102);
+	adopt(&m);
 	ck_assert_uint_eq(n_destroyed, 2);
 }
 END_TEST
@@ -252,13 +291,13 @@ START_TEST(retiring_mask_says_which)
 	hold(IBC_OBJ_FLOW, 0);
 	hold(IBC_OBJ_QP, 0);
 	hold(IBC_OBJ_RWQ_IND_TBL, 0);
-	rss_retire_adopted(&x, &m, 102);
+	adopt(&m);
 	ck_assert_uint_eq(n_destroyed, 1);
 	destroyed_is(0, IBC_OBJ_RWQ_IND_TBL, 0);
 	/* Bits past the three parts mean nothing. */
 	n_destroyed = 0;
 	m.retiring = 0xf8;
-	rss_retire_adopted(&x, &m, 102);
+	adopt(&m);
 	ck_assert_uint_eq(n_destroyed, 0);
 }
 END_TEST
@@ -274,9 +313,9 @@ START_TEST(retiring_unlisted_kernel_kept)
 
 	hold(IBC_OBJ_FLOW, 3);
 	list_err = -EOPNOTSUPP;
-	rss_retire_adopted(&x, &m, 102);
+	adopt(&m);
 	ck_assert_uint_eq(n_destroyed, 0);
-	rss_drop_named(&x, &m, 102);
+	drop(&m);
 	ck_assert_uint_eq(n_destroyed, 3);
 	destroyed_is(0, IBC_OBJ_FLOW, 10);
 	destroyed_is(1, IBC_OBJ_QP, 11);
@@ -294,9 +333,9 @@ START_TEST(cut_list_cannot_say)
 		rebuilt(BIT(RSS_FLOW) | BIT(RSS_QP) | BIT(RSS_TBL));
 
 	list_cut = true;
-	rss_retire_adopted(&x, &m, 102);
+	adopt(&m);
 	ck_assert_uint_eq(n_destroyed, 0);
-	rss_drop_named(&x, &m, 102);
+	drop(&m);
 	ck_assert_uint_eq(n_destroyed, 3);
 	destroyed_is(0, IBC_OBJ_FLOW, 10);
 	destroyed_is(1, IBC_OBJ_QP, 11);
@@ -322,13 +361,13 @@ START_TEST(teardown_going_part_dropped)
 	m.retiring_qp_handle = 11;
 	hold(IBC_OBJ_QP, 10);
 	hold(IBC_OBJ_RWQ_IND_TBL, 12);
-	rss_drop_named(&x, &m, 102);
+	drop(&m);
 	ck_assert_uint_eq(n_destroyed, 1);
 	destroyed_is(0, IBC_OBJ_RWQ_IND_TBL, 12);
 	/* Killed before the QP's destroy: it is listed, and goes first. */
 	n_destroyed = 0;
 	hold(IBC_OBJ_QP, 11);
-	rss_drop_named(&x, &m, 102);
+	drop(&m);
 	ck_assert_uint_eq(n_destroyed, 2);
 	destroyed_is(0, IBC_OBJ_QP, 11);
 	destroyed_is(1, IBC_OBJ_RWQ_IND_TBL, 12);
@@ -344,13 +383,13 @@ START_TEST(stale_named_kept_retiring_listed_go)
 	hold(IBC_OBJ_FLOW, 10);
 	hold(IBC_OBJ_RWQ_IND_TBL, 12);
 	hold(IBC_OBJ_RWQ_IND_TBL, 5);
-	rss_drop_named(&x, &m, 102);
+	drop(&m);
 	ck_assert_uint_eq(n_destroyed, 1);
 	destroyed_is(0, IBC_OBJ_RWQ_IND_TBL, 5);
 	/* All listed: the named go too, each kind's retiring one first. */
 	n_destroyed = 0;
 	hold(IBC_OBJ_QP, 11);
-	rss_drop_named(&x, &m, 102);
+	drop(&m);
 	ck_assert_uint_eq(n_destroyed, 4);
 	destroyed_is(0, IBC_OBJ_FLOW, 10);
 	destroyed_is(1, IBC_OBJ_QP, 11);
@@ -410,8 +449,8 @@ START_TEST(soft_destroys_nothing)
 	dev.broker_objects = true;
 	hold(IBC_OBJ_FLOW, 3);
 	hold(IBC_OBJ_FLOW, 10);
-	rss_retire_adopted(&x, &m, 102);
-	rss_drop_named(&x, &m, 102);
+	adopt(&m);
+	drop(&m);
 	ck_assert_uint_eq(n_destroyed, 0);
 }
 END_TEST

@@ -41,12 +41,8 @@ static bool rss_wq_stays(const struct obj *o, const struct obj *wq)
  * bit: the part is still the object's, named for the restore and tried
  * again before the slots are reused (rss_retire_left).
  */
-void rss_retire(struct rss *r)
+static void rss_retire_at(struct rss *r, const char *const *point)
 {
-	static const char *const point[RSS_PARTS] = { "rss-leave-flow",
-						      "rss-leave-qp",
-						      "rss-leave-tbl" };
-
 	for (unsigned int p = 0; p < RSS_PARTS; p++) {
 		struct why w;
 		int err;
@@ -55,7 +51,8 @@ void rss_retire(struct rss *r)
 			continue;
 		err = r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->retired,
 						      rss_part_kind[p], &w);
-		fault_point(point[p]);
+		if (point)
+			fault_point(point[p]);
 		if (err < 0 && err != -ENOENT && err != -EIO) {
 			log_warn("RSS %" PRIu64 ": the old %s stays: %s", r->id,
 				 obj_kind_name(rss_part_kind[p]), w.text);
@@ -64,6 +61,20 @@ void rss_retire(struct rss *r)
 		r->retiring.mask &= ~(1u << p);
 		rss_journal_now(r);
 	}
+}
+
+void rss_retire(struct rss *r)
+{
+	static const char *const point[RSS_PARTS] = { "rss-leave-flow",
+						      "rss-leave-qp",
+						      "rss-leave-tbl" };
+
+	rss_retire_at(r, point);
+}
+
+void rss_retire_quiet(struct rss *r)
+{
+	rss_retire_at(r, NULL);
 }
 
 void rss_retire_left(struct rss *r)

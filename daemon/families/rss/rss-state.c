@@ -174,6 +174,15 @@ static struct rss_retiring rss_retiring_of(const Rdmab__State__Rss *m)
 	};
 }
 
+/* A QP listed at @handle that answers a query: no RSS QP (mlx5 refuses
+ * the query of one), so another's since the kill. */
+static void rss_qp_kept(uint64_t id, uint32_t handle)
+{
+	log_warn("RSS %" PRIu64 ": the QP at handle %u is no RSS QP (it "
+		 "answers a query), another object since: not destroyed",
+		 id, handle);
+}
+
 /* One line for the retiring parts in @parts (bits) and why none of them
  * is destroyed by its handle. */
 static void rss_retiring_log(uint64_t id, uint32_t parts, const char *why)
@@ -205,7 +214,10 @@ static uint32_t rss_retiring_listed(struct dctx *x, uint64_t id,
 		if (!(t->mask & 1u << p))
 			continue;
 		ret = rss_handle_listed(x, rss_part_kind[p], t->handle[p]);
-		if (ret == 1) {
+		if (ret == 1 && p == RSS_QP &&
+		    x->dev->ctx_ops->qp_is_rss(x->dc, t->handle[p]) == 0) {
+			rss_qp_kept(id, t->handle[p]);
+		} else if (ret == 1) {
 			listed |= 1u << p;
 		} else if (ret == 0) {
 			gone |= 1u << p;
@@ -240,10 +252,7 @@ static void rss_destroy_handle(struct dctx *x, uint64_t id, unsigned int p,
 	int ret;
 
 	if (p == RSS_QP && x->dev->ctx_ops->qp_is_rss(x->dc, handle) == 0) {
-		log_warn("RSS %" PRIu64 ": the QP at handle %u is no RSS QP "
-			 "(it answers a query), another object since: not "
-			 "destroyed",
-			 id, handle);
+		rss_qp_kept(id, handle);
 		return;
 	}
 	ret = x->dev->ctx_ops->obj_destroy(x->dc, rss_part_kind[p], handle,
@@ -251,6 +260,74 @@ static void rss_destroy_handle(struct dctx *x, uint64_t id, unsigned int p,
 	if (ret < 0 && ret != -ENOENT && ret != -EIO)
 		log_warn("RSS %" PRIu64 ": its %s stays in the context: %s", id,
 			 obj_kind_name(rss_part_kind[p]), why.text);
+}
+
+/*
+ * Part @p of RSS @id at @handle goes by handle once the restore's state is
+ * stored (rss_restored): the stored state is the previous daemon's until
+ * then, still naming the part, and a kill between a destroy here and that
+ * store would leave it naming a freed handle that members' new objects
+ * may take. Killed after the store, before the destroy: nothing names the
+ * part, which stays in the context, counted unaccounted. Without room,
+ * it goes now, as before.
+ */
+static void rss_put_off(struct dctx *x, uint64_t id, unsigned int p,
+			uint32_t handle)
+{
+	struct rss_table *t = rss_state(x->core);
+
+	if (t && t->n_put_off == t->cap_put_off) {
+		size_t cap = t->cap_put_off ? 2 * t->cap_put_off : 16;
+		struct rss_put_off *v =
+			reallocarray(t->put_off, cap, sizeof(*v));
+
+		if (v) {
+			t->put_off = v;
+			t->cap_put_off = cap;
+		}
+	}
+	if (!t || t->n_put_off == t->cap_put_off) {
+		rss_destroy_handle(x, id, p, handle);
+		return;
+	}
+	t->put_off[t->n_put_off++] = (struct rss_put_off){
+		.id = id, .ctx_id = x->id, .part = p, .handle = handle
+	};
+}
+
+void rss_restored(struct core *core)
+{
+	struct rss_table *t = rss_state(core);
+	struct rss *r;
+
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n_put_off; i++) {
+		const struct rss_put_off *o = &t->put_off[i];
+		struct dctx *x = restart_ctx_find(core, o->ctx_id);
+
+		if (x && x->dc)
+			rss_destroy_handle(x, o->id, o->part, o->handle);
+	}
+	free(t->put_off);
+	t->put_off = NULL;
+	t->n_put_off = t->cap_put_off = 0;
+	TAILQ_FOREACH(r, &t->all, link)
+		if (r->retiring.mask)
+			rss_retire_quiet(r);
+}
+
+void rss_ctx_closed(struct core *core, const struct dctx *x)
+{
+	struct rss_table *t = rss_state(core);
+	size_t n = 0;
+
+	/* Its kernel objects go with it: nothing left to destroy. */
+	for (size_t i = 0; t && i < t->n_put_off; i++)
+		if (t->put_off[i].ctx_id != x->id)
+			t->put_off[n++] = t->put_off[i];
+	if (t)
+		t->n_put_off = n;
 }
 
 /*
@@ -284,27 +361,26 @@ void rss_drop_named(struct dctx *x, const Rdmab__State__Rss *m, uint64_t id)
 			 id);
 	for (unsigned int p = 0; p < RSS_PARTS; p++) {
 		if (retiring & 1u << p)
-			rss_destroy_handle(x, id, p, t.handle[p]);
+			rss_put_off(x, id, p, t.handle[p]);
 		if (named[p] && listed != 0)
-			rss_destroy_handle(x, id, p, handle[p]);
+			rss_put_off(x, id, p, handle[p]);
 	}
 }
 
 /* An adopted record's retiring parts (a rebuild killed before their
- * destroys all returned) go, those the kernel lists; before the adoption
- * journals the record without them, so that a SIGKILL here leaves them
- * named for the next restore. */
-void rss_retire_adopted(struct dctx *x, const Rdmab__State__Rss *m, uint64_t id)
+ * destroys all returned) that the kernel lists: carried by rss_adopt into
+ * the new journal, and destroyed once it is stored (rss_restored), so
+ * that a kill during the restore leaves them named by the state the next
+ * daemon reads. */
+struct rss_retiring rss_retire_adopted(struct dctx *x,
+				       const Rdmab__State__Rss *m, uint64_t id)
 {
 	struct rss_retiring t = rss_retiring_of(m);
-	uint32_t retiring;
 
 	if (x->dev->broker_objects || !t.mask)
-		return;
-	retiring = rss_retiring_listed(x, id, &t);
-	for (unsigned int p = 0; p < RSS_PARTS; p++)
-		if (retiring & 1u << p)
-			rss_destroy_handle(x, id, p, t.handle[p]);
+		return (struct rss_retiring){ 0 };
+	t.mask = rss_retiring_listed(x, id, &t);
+	return t;
 }
 
 static int restore_one(void *arg, const struct journal_rec *rec)
@@ -410,7 +486,7 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 		log_info("RSS %" PRIu64 ": adopted unverified, the kernel's "
 			 "handle list was cut",
 			 rec->key);
-	rss_retire_adopted(x, m, rec->key);
+	r.retiring = rss_retire_adopted(x, m, rec->key);
 	ret = x->dev->ctx_ops->rss_adopt(x->dc, &spec, &at, &r.made, &why);
 	if (ret < 0) {
 		ret = restore_fail(rs, ret, "RSS %" PRIu64 ": %s", r.id,

@@ -332,6 +332,13 @@ int rss_adopt(struct core *core, const struct rss_rec *rec, struct dctx *x,
 	 * this process's (verbs destroys the parts by handle). */
 	r->made = rec->made;
 	r->made.priv = NULL;
+	/* Old parts the restore found listed: carried into the new journal
+	 * and destroyed by handle once it is stored (rss_restored). */
+	r->retiring = rec->retiring;
+	r->retired.flow_handle = rec->retiring.handle[RSS_FLOW];
+	r->retired.qp_handle = rec->retiring.handle[RSS_QP];
+	r->retired.tbl_handle = rec->retiring.handle[RSS_TBL];
+	r->retired.adopted = true;
 	if (flow)
 		flow->slot[FAMILY_RSS].p = r;
 	if (qp)
@@ -394,6 +401,7 @@ static void rss_fini(struct core *core)
 		free(r->wq_ids);
 		free(r);
 	}
+	free(t->put_off);
 	free(t);
 	core->family_state[FAMILY_RSS] = NULL;
 }
@@ -553,4 +561,6 @@ const struct family rss_family = {
 			[IBC_OBJ_WQ] = &rss_wqs,
 		},
 	.restore = rss_restore,
+	.restored = rss_restored,
+	.ctx_closed = rss_ctx_closed,
 };

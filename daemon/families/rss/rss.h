@@ -121,8 +121,15 @@ void rss_adopt_undo(struct core *core);
 struct Rdmab__State__Rss;
 void rss_drop_named(struct dctx *x, const struct Rdmab__State__Rss *m,
 		    uint64_t id);
-void rss_retire_adopted(struct dctx *x, const struct Rdmab__State__Rss *m,
-			uint64_t id);
+struct rss_retiring rss_retire_adopted(struct dctx *x,
+				       const struct Rdmab__State__Rss *m,
+				       uint64_t id);
+/* The family's restored hook: the destroys put off during the restore
+ * (rss_drop_named's, and each adopted object's retiring parts, which the
+ * new journal carries) run now that its state is stored. */
+void rss_restored(struct core *core);
+/* The family's ctx_closed hook: what was put off for @x goes with it. */
+void rss_ctx_closed(struct core *core, const struct dctx *x);
 
 /* rss.c keeps the objects (make, destroy by part, journal, adopt, rekey,
  * the family's hooks); rss-rules.c the match, hash and rss_allow rules;
@@ -163,6 +170,17 @@ struct rss {
 /* The family's state (core->family_state[FAMILY_RSS]). */
 struct rss_table {
 	TAILQ_HEAD(, rss) all;
+	/* The restore's destroys by handle of records not adopted, put off
+	 * until its state is stored (rss_restored). */
+	struct rss_put_off *put_off;
+	size_t n_put_off, cap_put_off;
+};
+
+/* One part of a record the restore did not adopt, to go by its handle. */
+struct rss_put_off {
+	uint64_t id, ctx_id;
+	unsigned int part;
+	uint32_t handle;
 };
 
 struct rss_table *rss_state(const struct core *core);
@@ -203,6 +221,8 @@ int rss_wq_going(struct core *core, struct obj *o, void *data, struct why *why);
  * destroy returned or found it gone, the record journaled after each; a
  * failed destroy keeps its bit for the next try. */
 void rss_retire(struct rss *r);
+/* The same without the live rebuild's fault points (the restore's). */
+void rss_retire_quiet(struct rss *r);
 /* Before @r's retiring slots are written again (a rebuild, a teardown):
  * the old parts left are tried once more, and what still stays is let
  * go, named by nothing (counted unaccounted after a restart). */
