@@ -18,6 +18,7 @@
 #include "daemon/registry/ctx.h"
 #include "daemon/registry/domain.h"
 #include "daemon/families/family-state.h"
+#include "daemon/util/array.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/restart/restart.h"
@@ -276,17 +277,8 @@ static void rss_put_off(struct dctx *x, uint64_t id, unsigned int p,
 {
 	struct rss_table *t = rss_state(x->core);
 
-	if (t && t->n_put_off == t->cap_put_off) {
-		size_t cap = t->cap_put_off ? 2 * t->cap_put_off : 16;
-		struct rss_put_off *v =
-			reallocarray(t->put_off, cap, sizeof(*v));
-
-		if (v) {
-			t->put_off = v;
-			t->cap_put_off = cap;
-		}
-	}
-	if (!t || t->n_put_off == t->cap_put_off) {
+	if (!t || array_grow(&t->put_off, &t->cap_put_off, t->n_put_off + 1,
+			     sizeof(*t->put_off), 16) < 0) {
 		rss_destroy_handle(x, id, p, handle);
 		return;
 	}
