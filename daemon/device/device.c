@@ -244,6 +244,11 @@ static int default_handle_list(struct device_ctx *ctx, unsigned int type,
 	return -EOPNOTSUPP;
 }
 
+static int default_qp_is_rss(struct device_ctx *ctx, uint32_t handle)
+{
+	return -EOPNOTSUPP;
+}
+
 static int default_import_open(struct device_ctx *ctx, uint64_t *ret)
 {
 	*ret = 0;
@@ -304,6 +309,7 @@ void device_set_ops(struct device *dev, const struct device_ops *ops,
 	FILL(c, ctx_ops, rss_destroy, default_rss_destroy);
 	FILL(c, ctx_ops, rss_adopt, default_rss_adopt);
 	FILL(c, ctx_ops, handle_list, default_handle_list);
+	FILL(c, ctx_ops, qp_is_rss, default_qp_is_rss);
 	FILL(c, ctx_ops, import_open, default_import_open);
 	FILL(c, ctx_ops, import_close, default_import_close);
 	FILL(c, ctx_ops, import_adopt, default_import_adopt);

@@ -384,6 +384,13 @@ struct device_ctx_ops {
 	int (*handle_list)(struct device_ctx *ctx, unsigned int type,
 			   uint32_t *handles, uint32_t max);
 	/*
+	 * Restart (rss-state.c): whether the QP at @handle is an RSS QP (one
+	 * over an indirection table, which members cannot make): 1, 0 for a
+	 * QP of another type, or -errno when the device cannot say. mlx5:
+	 * its query answers ENOSYS for an RSS QP. Default: -EOPNOTSUPP.
+	 */
+	int (*qp_is_rss)(struct device_ctx *ctx, uint32_t handle);
+	/*
 	 * A client imports the context, and closes its import cleanly: the
 	 * provider objects a device makes per import, which the kernel
 	 * keeps after a death (soft: [soft] internal_objects_per_import

@@ -218,6 +218,11 @@ struct family {
 	 * records, charges and store places, as a clean start would have
 	 * none of it. NULL: what it restored goes with the sessions. */
 	void (*restore_undo)(struct core *core);
+	/* R2, issue 25 (review-r1 F1): the restore's state is stored (or
+	 * none will be): what the family put off until then, e.g. destroys
+	 * by handle, which must follow a stored journal that carries them,
+	 * or none that names them. NULL: nothing put off. */
+	void (*restored)(struct core *core);
 };
 
 /* A counter of the successes of the requests of @body_case. */

@@ -361,6 +361,11 @@ int restart_restore(struct server *srv)
 			close(fd);
 		fdstore_remove(r->store, name);
 	}
+	/* The stored state is this restore's now (or none is): a family's
+	 * destroys put off until then may run. */
+	for (unsigned int i = 0; i < FAMILY_COUNT; i++)
+		if (families[i]->restored)
+			families[i]->restored(&srv->core);
 	if (r->j) {
 		restart_fd_name(name, sizeof(name), "inflight",
 				journal_gen(r->j));

@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "daemon/config/conf.h"
+#include "daemon/util/fault.h"
 #include "daemon/util/log.h"
 #include "daemon/server/metrics-http.h"
 #include "daemon/server/server.h"
@@ -216,6 +217,8 @@ int main(int argc, char **argv)
 	}
 
 	opt.argv = argv;
+	/* A test build says so at start, armed or not. */
+	fault_init();
 	/* Until server_init() has its handlers in place, a SIGHUP (a
 	 * reload asked as soon as the socket appears) or a SIGUSR2 would
 	 * kill the daemon with the default action: they wait, blocked,

@@ -9,7 +9,8 @@
  *
  * RDMABROKERD_FAULT=<name>[@<n>] arms point <name>: the n-th time (1 if
  * not given) the daemon passes it, it logs the point and SIGKILLs itself.
- * One point per run; a name no fault_point() call uses is never hit.
+ * One point per run; a name no fault_point() call uses is never hit. A
+ * value that is not of that form arms nothing and is logged, named.
  */
 #ifndef RDMAB_FAULT_H
 #define RDMAB_FAULT_H
@@ -17,8 +18,15 @@
 #define FAULT_ENV "RDMABROKERD_FAULT"
 
 #ifdef RDMAB_FAULT_POINTS
+/* At start: read FAULT_ENV and log that this is a test build, and the
+ * point armed or why the value arms none. Else the first pass reads it. */
+void fault_init(void);
 void fault_point(const char *name);
 #else
+static inline void fault_init(void)
+{
+}
+
 static inline void fault_point(const char *name)
 {
 	(void)name;

@@ -356,6 +356,17 @@ static int verbs_handle_list(struct device_ctx *base, unsigned int type,
 			      max);
 }
 
+/* An RSS QP answers a query with -ENOSYS (uverbs_qp_query): 1; a QP
+ * that answers, 0; else the kernel's -errno (cannot say). */
+static int verbs_qp_is_rss(struct device_ctx *base, uint32_t handle)
+{
+	int ret = uverbs_qp_query(verbs_ctx_of(base)->ctx->cmd_fd, handle);
+
+	if (ret == -ENOSYS)
+		return 1;
+	return ret;
+}
+
 /*
  * Device memory (mlx5 MEMIC) in the domain's context. MEMIC is reserved in
  * whole pages and may hold a previous user's bytes: zeroed here, in
@@ -701,6 +712,7 @@ static const struct device_ctx_ops verbs_ctx_ops = {
 	.rss_destroy = verbs_rss_destroy,
 	.rss_adopt = verbs_rss_adopt,
 	.handle_list = verbs_handle_list,
+	.qp_is_rss = verbs_qp_is_rss,
 };
 
 /* Can another process import this device's contexts? Asking the provider

@@ -269,7 +269,27 @@ int uverbs_destroy(int cmd_fd, enum ibc_obj_kind kind, uint32_t handle)
 	return ret;
 }
 
-/* UVERBS_METHOD_INFO_HANDLES for @object, into @handles (room for @max). */
+/* Never a handle: the kernel's ids stay below INT_MAX (idr_alloc). */
+#define UVERBS_NO_HANDLE 0xffffffffu
+
+/* How many of @handles the kernel wrote: it copies exactly its count,
+ * so the first slot still holding UVERBS_NO_HANDLE ends the list. */
+uint32_t uverbs_handles_count(const uint32_t *handles, uint32_t max)
+{
+	uint32_t n = 0;
+
+	while (n < max && handles[n] != UVERBS_NO_HANDLE)
+		n++;
+	return n;
+}
+
+/*
+ * UVERBS_METHOD_INFO_HANDLES for @object, into @handles (room for @max).
+ * The count is read from the list, not from TOTAL_HANDLES: the kernel
+ * keeps that count in a u64 and copies the attribute's 4 bytes of it,
+ * its low half on a little-endian host but its high half, 0, on a
+ * big-endian one (s390x's mlx5), which would read every list as empty.
+ */
 static int uverbs_handles_once(int fd, uint16_t object, uint32_t *handles,
 			       uint32_t max, uint32_t driver_id,
 			       uint32_t *ret_total)
@@ -296,10 +316,11 @@ static int uverbs_handles_once(int fd, uint16_t object, uint32_t *handles,
 	attr[2].flags = UVERBS_ATTR_F_MANDATORY;
 	attr[2].len = (uint16_t)(max * sizeof(uint32_t));
 	attr[2].data = (uint64_t)(uintptr_t)handles;
+	memset(handles, 0xff, max * sizeof(*handles));
 	ret = uverbs_ioctl(fd, &cmd, UVERBS_OBJECT_DEVICE,
 			   UVERBS_METHOD_INFO_HANDLES, 3, driver_id);
 	if (ret == 0)
-		*ret_total = total;
+		*ret_total = uverbs_handles_count(handles, max);
 	return ret;
 }
 
@@ -344,4 +365,42 @@ int uverbs_handles(int cmd_fd, unsigned int type, uint32_t *handles,
 	if (ret < 0)
 		return ret;
 	return total < max ? (int)total : (int)max;
+}
+
+int uverbs_qp_query(int cmd_fd, uint32_t handle)
+{
+	struct ib_uverbs_query_qp q;
+	struct ib_uverbs_query_qp_resp resp;
+	union uverbs_cmd cmd;
+	struct ib_uverbs_attr *attr = cmd.hdr.attrs;
+	uint32_t driver_id;
+	int ret;
+
+	if (cmd_fd < 0)
+		return -EINVAL;
+	ret = uverbs_driver_id_of(cmd_fd, false, &driver_id);
+	if (ret < 0)
+		return ret;
+	memset(&cmd, 0, sizeof(cmd));
+	memset(&q, 0, sizeof(q));
+	memset(&resp, 0, sizeof(resp));
+	/* The write command's own struct, without the write header: the
+	 * kernel reads it from CORE_IN and answers into CORE_OUT (its
+	 * response field is the write path's, unused here). */
+	q.qp_handle = handle;
+	q.attr_mask = 0;
+	attr[0].attr_id = UVERBS_ATTR_WRITE_CMD;
+	attr[0].flags = UVERBS_ATTR_F_MANDATORY;
+	attr[0].len = sizeof(uint64_t);
+	attr[0].data = IB_USER_VERBS_CMD_QUERY_QP;
+	attr[1].attr_id = UVERBS_ATTR_CORE_IN;
+	attr[1].flags = UVERBS_ATTR_F_MANDATORY;
+	attr[1].len = sizeof(q);
+	attr[1].data = (uint64_t)(uintptr_t)&q;
+	attr[2].attr_id = UVERBS_ATTR_CORE_OUT;
+	attr[2].flags = UVERBS_ATTR_F_MANDATORY;
+	attr[2].len = sizeof(resp);
+	attr[2].data = (uint64_t)(uintptr_t)&resp;
+	return uverbs_ioctl(cmd_fd, &cmd, UVERBS_OBJECT_DEVICE,
+			    UVERBS_METHOD_INVOKE_WRITE, 3, driver_id);
 }

@@ -49,6 +49,20 @@ int uverbs_driver_id(int cmd_fd, uint32_t *ret_driver_id);
  * a @type that is no uverbs object, or the kernel's other errors.
  */
 #define UVERBS_HANDLES_MAX 16383
+/* The count of a list uverbs_handles() pre-filled with 0xffffffff (never
+ * a handle) and the kernel wrote over: the slots before the first one left
+ * as it was. Byte-order proof, unlike the kernel's TOTAL (uverbs.c). */
+uint32_t uverbs_handles_count(const uint32_t *handles, uint32_t max);
+
+/*
+ * The kernel's answer to a query of the QP at @handle in the context
+ * behind @cmd_fd (IB_USER_VERBS_CMD_QUERY_QP through
+ * UVERBS_METHOD_INVOKE_WRITE): 0 when the QP answered, or the -errno the
+ * kernel gave. mlx5 answers -ENOSYS for an RSS QP (mlx5_ib_query_qp: a QP
+ * over an indirection table), which no member can make (RAW_PACKET needs
+ * CAP_NET_RAW). Reads only. mlx5 only: unverified on hardware.
+ */
+int uverbs_qp_query(int cmd_fd, uint32_t handle);
 int uverbs_handles(int cmd_fd, unsigned int type, uint32_t *handles,
 		   uint32_t max);
 

@@ -33,49 +33,90 @@ static bool rss_wq_stays(const struct obj *o, const struct obj *wq)
 }
 
 /*
- * A rebuild's old parts @old go, journaled as retiring with the new parts
- * already: each bit is cleared once its destroy returned, so that a
- * SIGKILL leaves the record naming as retiring only a part whose destroy
- * may not have run, never a handle the kernel may have given to another
- * object since.
+ * A rebuild's old parts go, journaled as retiring with the new parts
+ * already: each bit is cleared once its destroy returned (or found the
+ * part gone), so that a SIGKILL leaves the record naming as retiring only
+ * a part whose destroy may not have run, never a handle the kernel may
+ * have given to another object since. A destroy that failed keeps its
+ * bit: the part is still the object's, named for the restore and tried
+ * again before the slots are reused (rss_retire_left).
  */
-static void rss_retire(struct rss *r, struct rss_made *old)
+static void rss_retire_at(struct rss *r, const char *const *point)
+{
+	for (unsigned int p = 0; p < RSS_PARTS; p++) {
+		struct why w;
+		int err;
+
+		if (!(r->retiring.mask & 1u << p))
+			continue;
+		err = r->x->dev->ctx_ops->rss_destroy(r->x->dc, &r->retired,
+						      rss_part_kind[p], &w);
+		if (point)
+			fault_point(point[p]);
+		if (err < 0 && err != -ENOENT && err != -EIO) {
+			log_warn("RSS %" PRIu64 ": the old %s stays: %s", r->id,
+				 obj_kind_name(rss_part_kind[p]), w.text);
+			continue;
+		}
+		r->retiring.mask &= ~(1u << p);
+		rss_journal_now(r);
+	}
+}
+
+void rss_retire(struct rss *r)
 {
 	static const char *const point[RSS_PARTS] = { "rss-leave-flow",
 						      "rss-leave-qp",
 						      "rss-leave-tbl" };
 
-	for (unsigned int p = 0; p < RSS_PARTS; p++) {
-		struct why w;
+	rss_retire_at(r, point);
+}
 
-		if (r->x->dev->ctx_ops->rss_destroy(r->x->dc, old,
-						    rss_part_kind[p], &w) < 0)
-			log_warn("RSS %" PRIu64 ": the old %s stays: %s", r->id,
-				 obj_kind_name(rss_part_kind[p]), w.text);
-		fault_point(point[p]);
-		r->retiring.mask &= ~(1u << p);
-		rss_journal_now(r);
-	}
+void rss_retire_quiet(struct rss *r)
+{
+	rss_retire_at(r, NULL);
+}
+
+void rss_retire_left(struct rss *r)
+{
+	if (!r->retiring.mask)
+		return;
+	rss_retire(r);
+	if (!r->retiring.mask)
+		return;
+	log_warn("RSS %" PRIu64 ": its old%s%s%s could not be destroyed, "
+		 "left in the context, named by nothing",
+		 r->id, r->retiring.mask & 1u << RSS_FLOW ? " flow" : "",
+		 r->retiring.mask & 1u << RSS_QP ? " QP" : "",
+		 r->retiring.mask & 1u << RSS_TBL ? " table" : "");
+	r->retiring.mask = 0;
+	rss_journal_now(r);
 }
 
 /* @wq leaves @r, with every dead process's WQ: rebuild over the rest, or
  * destroy @r when none is left. */
 static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 {
-	struct rss_made made, old = r->made;
+	struct rss_made made;
 	struct obj **rest;
-	uint64_t *gone;
+	uint64_t *gone, *ids;
 	uint32_t n = 0, n_gone = 0;
 	int err;
 
 	if (!r->flow || !r->qp || !r->tbl)
 		return why_set(why, -EBUSY,
 			       "RSS %" PRIu64 " is being destroyed", r->id);
+	/* Its retiring slots are about to name the parts of now. */
+	rss_retire_left(r);
 	rest = malloc(r->n_wqs * sizeof(*rest));
 	gone = malloc(r->n_wqs * sizeof(*gone));
-	if (!rest || !gone) {
+	/* The new record's ids, taken now: nothing is allocated between
+	 * the make and the journal put that comes before the destroys. */
+	ids = malloc(r->n_wqs * sizeof(*ids));
+	if (!rest || !gone || !ids) {
 		free(rest);
 		free(gone);
+		free(ids);
 		return why_set(why, -ENOMEM, "out of memory");
 	}
 	for (uint32_t i = 0; i < r->n_wqs; i++) {
@@ -86,6 +127,7 @@ static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 	}
 	if (!n) {
 		free(rest);
+		free(ids);
 		log_info("RSS %" PRIu64 ": its last %u WQs (%" PRIu64 " among "
 			 "them) go; destroyed",
 			 r->id, n_gone, wq->id);
@@ -100,6 +142,7 @@ static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 	if (err < 0) {
 		free(rest);
 		free(gone);
+		free(ids);
 		return err;
 	}
 	/* The one window left: killed before the journal put below, the new
@@ -108,20 +151,19 @@ static int rss_leave(struct rss *r, struct obj *wq, struct why *why)
 	 * device's went with the daemon. */
 	fault_point("rss-leave-made");
 	for (unsigned int p = 0; p < RSS_PARTS; p++)
-		r->retiring.handle[p] = rss_made_handle(&old, p);
+		r->retiring.handle[p] = rss_made_handle(&r->made, p);
 	r->retiring.mask = (1u << RSS_PARTS) - 1;
+	r->retired = r->made;
 	r->made = made;
 	r->flow->handle = made.flow_handle;
 	r->qp->handle = made.qp_handle;
 	r->tbl->handle = made.tbl_handle;
-	free(r->wqs);
-	r->wqs = rest;
-	r->n_wqs = n;
+	rss_set_wqs(r, rest, ids, n);
 	r->priority ^= 1;
 	r->rebuilds++;
 	rss_journal_now(r);
 	fault_point("rss-leave-journaled");
-	rss_retire(r, &old);
+	rss_retire(r);
 	log_info("RSS %" PRIu64 ": rebuilt over %u WQs without %u (WQ "
 		 "%" PRIu64 " among them)",
 		 r->id, n, n_gone, wq->id);

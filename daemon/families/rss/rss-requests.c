@@ -173,11 +173,16 @@ int rss_create(struct client *c, const Rdmab__RssCreateRequest *q,
 	if (err < 0)
 		return err;
 	s = calloc(1, sizeof(*s));
-	if (s)
+	if (s) {
 		s->wqs = calloc(q->n_wq_ids, sizeof(*s->wqs));
-	if (!s || !s->wqs) {
-		if (s)
+		s->wq_ids = calloc(q->n_wq_ids, sizeof(*s->wq_ids));
+	}
+	if (!s || !s->wqs || !s->wq_ids) {
+		if (s) {
+			free(s->wqs);
+			free(s->wq_ids);
 			free(s);
+		}
 		return why_set(why, -ENOMEM, "out of memory");
 	}
 	s->x = x;
@@ -194,8 +199,10 @@ int rss_create(struct client *c, const Rdmab__RssCreateRequest *q,
 		err = rss_check_policy(c, &s->match, empty, q->flags, why);
 	if (err == 0)
 		err = rss_find_wqs(c, x, q, s->wqs, why);
-	if (err == 0)
+	if (err == 0) {
+		rss_set_wqs(s, s->wqs, s->wq_ids, s->n_wqs);
 		err = charge_room(pool, CHARGE_OF(FAMILY_RSS), 1, "", why);
+	}
 	if (err == 0)
 		err = charge_room(pool, CHARGE_OBJECTS, 3,
 				  " (an RSS object takes 3)", why);
@@ -206,6 +213,7 @@ int rss_create(struct client *c, const Rdmab__RssCreateRequest *q,
 	}
 	if (err < 0) {
 		free(s->wqs);
+		free(s->wq_ids);
 		free(s);
 		return err;
 	}

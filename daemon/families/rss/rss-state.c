@@ -18,6 +18,7 @@
 #include "daemon/registry/ctx.h"
 #include "daemon/registry/domain.h"
 #include "daemon/families/family-state.h"
+#include "daemon/util/array.h"
 #include "daemon/util/log.h"
 #include "daemon/registry/objects.h"
 #include "daemon/restart/restart.h"
@@ -105,12 +106,15 @@ static int rss_part(struct restore *rs, struct client *c, struct obj_owner *ow,
 	return 0;
 }
 
-/* The most handles one kind's list gives (the kernel cuts it at 16383). */
-#define RSS_LIST_MAX 16384
+/* The most handles one kind's list gives: uverbs' attribute length is 16
+ * bits (UVERBS_HANDLES_MAX); a list this long may have been cut. */
+#define RSS_LIST_MAX 16383
 
 /* Whether the context's kernel lists @handle among its objects of @kind:
- * 1, 0, or -errno when it cannot say (no list: the destroy's own kind
- * check is then all there is). */
+ * 1, 0, or -errno when it cannot say: no list (the destroy's own kind
+ * check is then all there is), or -E2BIG for a full list without it (the
+ * kernel stops at RSS_LIST_MAX, newest first, so an older part may be
+ * past the cut: a cut list is never "not there"). */
 static int rss_handle_listed(struct dctx *x, enum ibc_obj_kind kind,
 			     uint32_t handle)
 {
@@ -124,6 +128,8 @@ static int rss_handle_listed(struct dctx *x, enum ibc_obj_kind kind,
 		ret = n;
 	for (int i = 0; i < n && ret == 0; i++)
 		ret = h[i] == handle;
+	if (ret == 0 && n >= RSS_LIST_MAX)
+		ret = -E2BIG;
 	free(h);
 	return ret;
 }
@@ -146,9 +152,16 @@ static int rss_parts_listed(struct dctx *x, const Rdmab__State__Rss *m)
 					     m->tbl_handle };
 	int ret = 1;
 
-	for (int i = 0; i < RSS_PARTS && ret == 1; i++)
-		if (named[i])
-			ret = rss_handle_listed(x, rss_part_kind[i], handle[i]);
+	/* One part not listed makes the record stale, whatever the kernel
+	 * could not say of the others. */
+	for (int i = 0; i < RSS_PARTS && ret != 0; i++) {
+		int one = named[i] ? rss_handle_listed(x, rss_part_kind[i],
+						       handle[i]) :
+				     1;
+
+		if (one <= 0)
+			ret = one;
+	}
 	return ret;
 }
 
@@ -160,6 +173,26 @@ static struct rss_retiring rss_retiring_of(const Rdmab__State__Rss *m)
 			    m->retiring_tbl_handle },
 		.mask = m->retiring & ((1u << RSS_PARTS) - 1),
 	};
+}
+
+/* A QP listed at @handle that answers a query: no RSS QP (mlx5 refuses
+ * the query of one), so another's since the kill. */
+static void rss_qp_kept(uint64_t id, uint32_t handle)
+{
+	log_warn("RSS %" PRIu64 ": the QP at handle %u is no RSS QP (it "
+		 "answers a query), another object since: not destroyed",
+		 id, handle);
+}
+
+/* One line for the retiring parts in @parts (bits) and why none of them
+ * is destroyed by its handle. */
+static void rss_retiring_log(uint64_t id, uint32_t parts, const char *why)
+{
+	log_info("RSS %" PRIu64 ": retiring%s%s%s %s: nothing destroyed by %s",
+		 id, parts & 1u << RSS_FLOW ? " flow" : "",
+		 parts & 1u << RSS_QP ? " QP" : "",
+		 parts & 1u << RSS_TBL ? " table" : "", why,
+		 parts & (parts - 1) ? "their handles" : "its handle");
 }
 
 /*
@@ -175,41 +208,118 @@ static struct rss_retiring rss_retiring_of(const Rdmab__State__Rss *m)
 static uint32_t rss_retiring_listed(struct dctx *x, uint64_t id,
 				    const struct rss_retiring *t)
 {
-	uint32_t listed = 0, gone = 0;
-	int ret = 0;
+	uint32_t listed = 0, gone = 0, unsure = 0;
+	int ret, why_unsure = 0;
 
 	for (unsigned int p = 0; p < RSS_PARTS; p++) {
 		if (!(t->mask & 1u << p))
 			continue;
 		ret = rss_handle_listed(x, rss_part_kind[p], t->handle[p]);
-		if (ret == 1)
+		if (ret == 1 && p == RSS_QP &&
+		    x->dev->ctx_ops->qp_is_rss(x->dc, t->handle[p]) == 0) {
+			rss_qp_kept(id, t->handle[p]);
+		} else if (ret == 1) {
 			listed |= 1u << p;
-		else
+		} else if (ret == 0) {
 			gone |= 1u << p;
+		} else {
+			unsure |= 1u << p;
+			why_unsure = ret;
+		}
 	}
 	if (gone)
-		log_info("RSS %" PRIu64 ": retiring%s%s%s %s: nothing "
-			 "destroyed by %s",
-			 id, gone & 1u << RSS_FLOW ? " flow" : "",
-			 gone & 1u << RSS_QP ? " QP" : "",
-			 gone & 1u << RSS_TBL ? " table" : "",
-			 ret < 0 ? "unverified (the kernel lists no handles)" :
-				   "not listed by the kernel, gone",
-			 gone & (gone - 1) ? "their handles" : "its handle");
+		rss_retiring_log(id, gone, "not listed by the kernel, gone");
+	if (unsure)
+		rss_retiring_log(id, unsure,
+				 why_unsure == -E2BIG ?
+					 "unverified (the kernel's list was "
+					 "cut)" :
+					 "unverified (the kernel lists no "
+					 "handles)");
 	return listed;
 }
 
-/* Part @p at @handle goes by handle; -ENOENT and -EIO are gone already. */
+/*
+ * Part @p at @handle goes by handle; -ENOENT and -EIO are gone already. A
+ * QP that the device says is no RSS QP (mlx5: it answers a query, which
+ * an RSS QP refuses with ENOSYS) is a member's, made at a handle freed
+ * just before the kill: kept. A device that cannot say leaves the kernel's
+ * list (the caller's check) all there is.
+ */
 static void rss_destroy_handle(struct dctx *x, uint64_t id, unsigned int p,
 			       uint32_t handle)
 {
 	struct why why = { 0 };
-	int ret = x->dev->ctx_ops->obj_destroy(x->dc, rss_part_kind[p], handle,
-					       &why);
+	int ret;
 
+	if (p == RSS_QP && x->dev->ctx_ops->qp_is_rss(x->dc, handle) == 0) {
+		rss_qp_kept(id, handle);
+		return;
+	}
+	ret = x->dev->ctx_ops->obj_destroy(x->dc, rss_part_kind[p], handle,
+					   &why);
 	if (ret < 0 && ret != -ENOENT && ret != -EIO)
 		log_warn("RSS %" PRIu64 ": its %s stays in the context: %s", id,
 			 obj_kind_name(rss_part_kind[p]), why.text);
+}
+
+/*
+ * Part @p of RSS @id at @handle goes by handle once the restore's state is
+ * stored (rss_restored): the stored state is the previous daemon's until
+ * then, still naming the part, and a kill between a destroy here and that
+ * store would leave it naming a freed handle that members' new objects
+ * may take. Killed after the store, before the destroy: nothing names the
+ * part, which stays in the context, counted unaccounted. Without room,
+ * it goes now, as before.
+ */
+static void rss_put_off(struct dctx *x, uint64_t id, unsigned int p,
+			uint32_t handle)
+{
+	struct rss_table *t = rss_state(x->core);
+
+	if (!t || array_grow(&t->put_off, &t->cap_put_off, t->n_put_off + 1,
+			     sizeof(*t->put_off), 16) < 0) {
+		rss_destroy_handle(x, id, p, handle);
+		return;
+	}
+	t->put_off[t->n_put_off++] = (struct rss_put_off){
+		.id = id, .ctx_id = x->id, .part = p, .handle = handle
+	};
+}
+
+void rss_restored(struct core *core)
+{
+	struct rss_table *t = rss_state(core);
+	struct rss *r;
+
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->n_put_off; i++) {
+		const struct rss_put_off *o = &t->put_off[i];
+		struct dctx *x = restart_ctx_find(core, o->ctx_id);
+
+		if (x && x->dc)
+			rss_destroy_handle(x, o->id, o->part, o->handle);
+	}
+	free(t->put_off);
+	t->put_off = NULL;
+	t->n_put_off = t->cap_put_off = 0;
+	TAILQ_FOREACH(r, &t->all, link)
+		if (r->retiring.mask)
+			rss_retire_quiet(r);
+}
+
+void rss_ctx_closed(struct core *core, const struct dctx *x)
+{
+	struct rss_table *t = rss_state(core);
+	size_t n = 0;
+
+	/* Its kernel objects go with it: nothing left to destroy. */
+	for (size_t i = 0; t && i < t->n_put_off; i++)
+		if (t->put_off[i].ctx_id != x->id)
+			t->put_off[n++] = t->put_off[i];
+	if (t)
+		t->n_put_off = n;
 }
 
 /*
@@ -243,27 +353,26 @@ void rss_drop_named(struct dctx *x, const Rdmab__State__Rss *m, uint64_t id)
 			 id);
 	for (unsigned int p = 0; p < RSS_PARTS; p++) {
 		if (retiring & 1u << p)
-			rss_destroy_handle(x, id, p, t.handle[p]);
+			rss_put_off(x, id, p, t.handle[p]);
 		if (named[p] && listed != 0)
-			rss_destroy_handle(x, id, p, handle[p]);
+			rss_put_off(x, id, p, handle[p]);
 	}
 }
 
 /* An adopted record's retiring parts (a rebuild killed before their
- * destroys all returned) go, those the kernel lists; before the adoption
- * journals the record without them, so that a SIGKILL here leaves them
- * named for the next restore. */
-void rss_retire_adopted(struct dctx *x, const Rdmab__State__Rss *m, uint64_t id)
+ * destroys all returned) that the kernel lists: carried by rss_adopt into
+ * the new journal, and destroyed once it is stored (rss_restored), so
+ * that a kill during the restore leaves them named by the state the next
+ * daemon reads. */
+struct rss_retiring rss_retire_adopted(struct dctx *x,
+				       const Rdmab__State__Rss *m, uint64_t id)
 {
 	struct rss_retiring t = rss_retiring_of(m);
-	uint32_t retiring;
 
 	if (x->dev->broker_objects || !t.mask)
-		return;
-	retiring = rss_retiring_listed(x, id, &t);
-	for (unsigned int p = 0; p < RSS_PARTS; p++)
-		if (retiring & 1u << p)
-			rss_destroy_handle(x, id, p, t.handle[p]);
+		return (struct rss_retiring){ 0 };
+	t.mask = rss_retiring_listed(x, id, &t);
+	return t;
 }
 
 static int restore_one(void *arg, const struct journal_rec *rec)
@@ -279,7 +388,7 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 	struct obj_owner *ow = NULL;
 	struct client *c;
 	struct dctx *x;
-	int ret = 0;
+	int listed, ret = 0;
 
 	m = rdmab__state__rss__unpack(NULL, rec->len, rec->data);
 	if (!m)
@@ -358,13 +467,18 @@ static int restore_one(void *arg, const struct journal_rec *rec)
 	at.qp_handle = m->qp_handle;
 	at.flow_handle = m->flow_handle;
 	at.qp_num = m->qp_num;
-	if (!x->dev->broker_objects && rss_parts_listed(x, m) == 0) {
+	listed = x->dev->broker_objects ? 1 : rss_parts_listed(x, m);
+	if (listed == 0) {
 		/* A state of a daemon that journaled a destroy after it. */
 		log_info("RSS %" PRIu64 ": not adopted", rec->key);
 		rss_drop_named(x, m, rec->key);
 		goto out;
 	}
-	rss_retire_adopted(x, m, rec->key);
+	if (listed == -E2BIG)
+		log_info("RSS %" PRIu64 ": adopted unverified, the kernel's "
+			 "handle list was cut",
+			 rec->key);
+	r.retiring = rss_retire_adopted(x, m, rec->key);
 	ret = x->dev->ctx_ops->rss_adopt(x->dc, &spec, &at, &r.made, &why);
 	if (ret < 0) {
 		ret = restore_fail(rs, ret, "RSS %" PRIu64 ": %s", r.id,

@@ -97,18 +97,24 @@ void rss_journal_now(struct rss *r)
 		.made = r->made,
 		.retiring = r->retiring,
 	};
-	uint64_t *ids;
 
 	if (!restart_journal(r->x->core))
 		return;
-	ids = calloc(r->n_wqs ? r->n_wqs : 1, sizeof(*ids));
-	if (!ids)
-		return;
-	for (uint32_t i = 0; i < r->n_wqs; i++)
-		ids[i] = r->wqs[i]->id;
-	rec.wqs = ids;
+	rec.wqs = r->wq_ids;
 	rss_journal(r->x->core, &rec);
-	free(ids);
+}
+
+void rss_set_wqs(struct rss *r, struct obj **wqs, uint64_t *ids, uint32_t n)
+{
+	for (uint32_t i = 0; i < n; i++)
+		ids[i] = wqs[i]->id;
+	if (r->wqs != wqs)
+		free(r->wqs);
+	if (r->wq_ids != ids)
+		free(r->wq_ids);
+	r->wqs = wqs;
+	r->wq_ids = ids;
+	r->n_wqs = n;
 }
 
 void rss_free(struct rss *r)
@@ -117,6 +123,7 @@ void rss_free(struct rss *r)
 	TAILQ_REMOVE(&rss_state(r->x->core)->all, r, link);
 	charge_release(&r->charge);
 	free(r->wqs);
+	free(r->wq_ids);
 	free(r);
 }
 
@@ -231,6 +238,8 @@ int rss_teardown(struct rss *r, struct why *why)
 {
 	struct obj *parts[3] = { r->flow, r->qp, r->tbl };
 
+	/* A going part takes its retiring slot. */
+	rss_retire_left(r);
 	for (unsigned int i = 0; i < 3; i++) {
 		int err;
 
@@ -295,14 +304,18 @@ int rss_adopt(struct core *core, const struct rss_rec *rec, struct dctx *x,
 	      struct obj **wqs)
 {
 	struct rss *r = calloc(1, sizeof(*r));
+	size_t n = rec->n_wqs ? rec->n_wqs : 1;
+	struct obj **own = calloc(n, sizeof(*own));
+	uint64_t *ids = calloc(n, sizeof(*ids));
 
-	if (!r)
-		return -ENOMEM;
-	r->wqs = calloc(rec->n_wqs ? rec->n_wqs : 1, sizeof(*r->wqs));
-	if (!r->wqs) {
+	if (!r || !own || !ids) {
+		free(ids);
+		free(own);
 		free(r);
 		return -ENOMEM;
 	}
+	memcpy(own, wqs, rec->n_wqs * sizeof(*wqs));
+	rss_set_wqs(r, own, ids, rec->n_wqs);
 	r->x = x;
 	r->flow = flow;
 	r->qp = qp;
@@ -315,12 +328,17 @@ int rss_adopt(struct core *core, const struct rss_rec *rec, struct dctx *x,
 	r->match = rec->match;
 	r->priority = rec->priority;
 	r->rebuilds = rec->rebuilds;
-	r->n_wqs = rec->n_wqs;
-	memcpy(r->wqs, wqs, rec->n_wqs * sizeof(*wqs));
 	/* The kernel's handles; the implementation's own objects are not
 	 * this process's (verbs destroys the parts by handle). */
 	r->made = rec->made;
 	r->made.priv = NULL;
+	/* Old parts the restore found listed: carried into the new journal
+	 * and destroyed by handle once it is stored (rss_restored). */
+	r->retiring = rec->retiring;
+	r->retired.flow_handle = rec->retiring.handle[RSS_FLOW];
+	r->retired.qp_handle = rec->retiring.handle[RSS_QP];
+	r->retired.tbl_handle = rec->retiring.handle[RSS_TBL];
+	r->retired.adopted = true;
 	if (flow)
 		flow->slot[FAMILY_RSS].p = r;
 	if (qp)
@@ -380,8 +398,10 @@ static void rss_fini(struct core *core)
 	while ((r = TAILQ_FIRST(&t->all))) {
 		TAILQ_REMOVE(&t->all, r, link);
 		free(r->wqs);
+		free(r->wq_ids);
 		free(r);
 	}
+	free(t->put_off);
 	free(t);
 	core->family_state[FAMILY_RSS] = NULL;
 }
@@ -419,6 +439,8 @@ static void rss_leave_to_ctx(struct rss *r)
 {
 	struct obj *parts[3] = { r->flow, r->qp, r->tbl };
 
+	/* A going part takes its retiring slot. */
+	rss_retire_left(r);
 	for (unsigned int i = 0; i < 3; i++) {
 		if (!parts[i])
 			continue;
@@ -539,4 +561,6 @@ const struct family rss_family = {
 			[IBC_OBJ_WQ] = &rss_wqs,
 		},
 	.restore = rss_restore,
+	.restored = rss_restored,
+	.ctx_closed = rss_ctx_closed,
 };

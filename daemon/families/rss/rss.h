@@ -121,8 +121,15 @@ void rss_adopt_undo(struct core *core);
 struct Rdmab__State__Rss;
 void rss_drop_named(struct dctx *x, const struct Rdmab__State__Rss *m,
 		    uint64_t id);
-void rss_retire_adopted(struct dctx *x, const struct Rdmab__State__Rss *m,
-			uint64_t id);
+struct rss_retiring rss_retire_adopted(struct dctx *x,
+				       const struct Rdmab__State__Rss *m,
+				       uint64_t id);
+/* The family's restored hook: the destroys put off during the restore
+ * (rss_drop_named's, and each adopted object's retiring parts, which the
+ * new journal carries) run now that its state is stored. */
+void rss_restored(struct core *core);
+/* The family's ctx_closed hook: what was put off for @x goes with it. */
+void rss_ctx_closed(struct core *core, const struct dctx *x);
 
 /* rss.c keeps the objects (make, destroy by part, journal, adopt, rekey,
  * the family's hooks); rss-rules.c the match, hash and rss_allow rules;
@@ -144,6 +151,10 @@ struct rss {
 	uint32_t priority;
 	uint32_t n_wqs;
 	struct obj **wqs;
+	/* @wqs' object ids, kept with them so that a journal write, which
+	 * comes before a destroy, has nothing to allocate (and so cannot
+	 * be skipped). */
+	uint64_t *wq_ids;
 	struct rss_made made;
 	unsigned int rebuilds;
 	/* Restart: parts whose kernel objects may outlive their place here
@@ -151,17 +162,34 @@ struct rss {
 	 * is journaled as gone (object 0) while their destroy runs. */
 	struct rss_retiring retiring;
 	uint32_t going;
+	/* A rebuild's old parts while their retiring bits are set: a
+	 * destroy that failed is tried again from here (rss_retire). */
+	struct rss_made retired;
 };
 
 /* The family's state (core->family_state[FAMILY_RSS]). */
 struct rss_table {
 	TAILQ_HEAD(, rss) all;
+	/* The restore's destroys by handle of records not adopted, put off
+	 * until its state is stored (rss_restored). */
+	struct rss_put_off *put_off;
+	size_t n_put_off, cap_put_off;
+};
+
+/* One part of a record the restore did not adopt, to go by its handle. */
+struct rss_put_off {
+	uint64_t id, ctx_id;
+	unsigned int part;
+	uint32_t handle;
 };
 
 struct rss_table *rss_state(const struct core *core);
 
 /* rss.c. Restart: @r's record as it is now (rss-state.c). */
 void rss_journal_now(struct rss *r);
+/* @r's WQs become the @n of @wqs, their ids written into @ids (room for
+ * @n); both taken (or @r's own), the previous arrays freed. */
+void rss_set_wqs(struct rss *r, struct obj **wqs, uint64_t *ids, uint32_t n);
 /* @r goes: its record, its charge, the struct. */
 void rss_free(struct rss *r);
 /* The device's table, QP and flow rule over @wqs at @priority. */
@@ -189,6 +217,16 @@ Rdmab__FlowMatch *rss_match_to_wire(struct wire_arena *a,
 void rss_event(struct rss *r, const char *reason, bool destroyed,
 	       const uint64_t *removed, uint32_t n_removed);
 int rss_wq_going(struct core *core, struct obj *o, void *data, struct why *why);
+/* @r's retiring old parts (@r->retired) go, each bit cleared once its
+ * destroy returned or found it gone, the record journaled after each; a
+ * failed destroy keeps its bit for the next try. */
+void rss_retire(struct rss *r);
+/* The same without the live rebuild's fault points (the restore's). */
+void rss_retire_quiet(struct rss *r);
+/* Before @r's retiring slots are written again (a rebuild, a teardown):
+ * the old parts left are tried once more, and what still stays is let
+ * go, named by nothing (counted unaccounted after a restart). */
+void rss_retire_left(struct rss *r);
 int rss_wq_cleanup(struct core *core, struct obj *o, void *data);
 
 #endif
