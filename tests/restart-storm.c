@@ -1129,10 +1129,19 @@ static int intent_end(struct intent_holder *h, unsigned long k)
 	long intents_want = domain_count("live_intents") - 1;
 	int left;
 
-	if (before < 0 || intents_want < 0)
+	if (before < 0 || intents_want < 0) {
+		char *raw = NULL;
+
+		if (ctl_json("domains", &raw) == 0)
+			fprintf(stderr, "restart-storm: domains now: %s\n",
+				raw);
+		free(raw);
 		FAIL("restart %lu: no unaccounted or intent count for " DOMAIN
-		     " (the held client's intent not listed)",
-		     k);
+		     " (the held client's intent not listed): unaccounted "
+		     "%ld, live intents %ld; the held client %llu: %d records",
+		     k, before, intents_want + 1, (unsigned long long)h->id,
+		     objects_of(h->id));
+	}
 	kill(h->pid, SIGKILL);
 	waitpid(h->pid, NULL, 0);
 	do {
