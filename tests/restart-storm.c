@@ -1721,13 +1721,15 @@ static int run(uint64_t seed, unsigned long n, bool plain_run)
 		fprintf(stderr, "restart-storm: seed %llu: %s\n",
 			(unsigned long long)seed, whybuf);
 		fprintf(stderr, "restart-storm: the daemon's log (up to "
-				"notice):\n");
+				"notice, the last 60 lines):\n");
 		fflush(stderr);
 		t = fork();
 		if (t == 0) {
-			/* Its notices, warnings and errors: the restores. */
-			execlp("grep", "grep", "-E", "-m", "40", "^<[0-5]>",
-			       logpath, NULL);
+			/* Its notices, warnings and errors: the restores,
+			 * the last ones, which led to the failure. */
+			execl("/bin/sh", "sh", "-c",
+			      "grep -E '^<[0-5]>' \"$1\" | tail -n 60", "sh",
+			      logpath, (char *)NULL);
 			_exit(127);
 		}
 		if (t > 0)
