@@ -269,27 +269,7 @@ int uverbs_destroy(int cmd_fd, enum ibc_obj_kind kind, uint32_t handle)
 	return ret;
 }
 
-/* Never a handle: the kernel's ids stay below INT_MAX (idr_alloc). */
-#define UVERBS_NO_HANDLE 0xffffffffu
-
-/* How many of @handles the kernel wrote: it copies exactly its count,
- * so the first slot still holding UVERBS_NO_HANDLE ends the list. */
-uint32_t uverbs_handles_count(const uint32_t *handles, uint32_t max)
-{
-	uint32_t n = 0;
-
-	while (n < max && handles[n] != UVERBS_NO_HANDLE)
-		n++;
-	return n;
-}
-
-/*
- * UVERBS_METHOD_INFO_HANDLES for @object, into @handles (room for @max).
- * The count is read from the list, not from TOTAL_HANDLES: the kernel
- * keeps that count in a u64 and copies the attribute's 4 bytes of it,
- * its low half on a little-endian host but its high half, 0, on a
- * big-endian one (s390x's mlx5), which would read every list as empty.
- */
+/* UVERBS_METHOD_INFO_HANDLES for @object, into @handles (room for @max). */
 static int uverbs_handles_once(int fd, uint16_t object, uint32_t *handles,
 			       uint32_t max, uint32_t driver_id,
 			       uint32_t *ret_total)
@@ -316,11 +296,10 @@ static int uverbs_handles_once(int fd, uint16_t object, uint32_t *handles,
 	attr[2].flags = UVERBS_ATTR_F_MANDATORY;
 	attr[2].len = (uint16_t)(max * sizeof(uint32_t));
 	attr[2].data = (uint64_t)(uintptr_t)handles;
-	memset(handles, 0xff, max * sizeof(*handles));
 	ret = uverbs_ioctl(fd, &cmd, UVERBS_OBJECT_DEVICE,
 			   UVERBS_METHOD_INFO_HANDLES, 3, driver_id);
 	if (ret == 0)
-		*ret_total = uverbs_handles_count(handles, max);
+		*ret_total = total;
 	return ret;
 }
 

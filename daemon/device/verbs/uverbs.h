@@ -49,10 +49,6 @@ int uverbs_driver_id(int cmd_fd, uint32_t *ret_driver_id);
  * a @type that is no uverbs object, or the kernel's other errors.
  */
 #define UVERBS_HANDLES_MAX 16383
-/* The count of a list uverbs_handles() pre-filled with 0xffffffff (never
- * a handle) and the kernel wrote over: the slots before the first one left
- * as it was. Byte-order proof, unlike the kernel's TOTAL (uverbs.c). */
-uint32_t uverbs_handles_count(const uint32_t *handles, uint32_t max);
 
 /*
  * The kernel's answer to a query of the QP at @handle in the context
